@@ -1,0 +1,20 @@
+# -*- Python -*-
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "flashc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flashc_obj_root, "test")
+# Runtime/ and GPU/ hold ctest executables, not lit tests.
+config.excludes = ["Runtime", "GPU", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%src_root", config.flashc_src_root))
+config.substitutions.append(("%cuda_root", config.cuda_root))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "FLASHC_CACHE_DIR"])
+llvm_config.use_default_substitutions()
+tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["flash-opt", "flashc", "flash-run-tile"], tool_dirs)
