@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Kernel lab: build the golden attention kernels, check them against float64, time them.
+
+Run on the device machine from the repository root:
+    python3 bench/kernel_lab/lab.py [--out DIR] [--skip-bench] [--only NAME,...]
+Phases: (1) build every config with nvcc in parallel (ptxas -v report saved), (2) correctness of
+forward and backward against a float64 PyTorch reference with poisoned outputs, error bounded by
+2x the error of an unfused bf16/f16 PyTorch computation, (3) timing vs SDPA flash and cuDNN.
+Exit status is non-zero if any build or check fails.
+"""
+import argparse, concurrent.futures as cf, ctypes, math, os, subprocess, sys, time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# name: (head_dim, heads_q, gqa_group, f16, causal, window_left, softcap, extra -D overrides, bwd)
+# Overrides: FLASHC_FWD_BLOCK_M/_N, FLASHC_FWD_WARPS, FLASHC_FWD_Q_IN_REGS (forward tiling),
+# FLASHC_BWD_BLOCK_N (backward keys per block: 64 -> 4 warps, 128 -> 8 warps).
+def fwd_tiling(bm, bn, warps, q_in_regs):
+    return {"FLASHC_FWD_BLOCK_M": bm, "FLASHC_FWD_BLOCK_N": bn, "FLASHC_FWD_WARPS": warps,
+            "FLASHC_FWD_Q_IN_REGS": q_in_regs}
+
+
+CONFIGS = {
+    "d64_causal":      (64, 32, 1, 0, 1, -1, 0.0, {}, True),
+    "d64":             (64, 32, 1, 0, 0, -1, 0.0, {}, True),
+    "d128_causal":     (128, 16, 1, 0, 1, -1, 0.0, {}, True),
+    "d128":            (128, 16, 1, 0, 0, -1, 0.0, {}, True),
+    "d128_f16_causal": (128, 4, 1, 1, 1, -1, 0.0, {}, True),
+    "d32_causal":      (32, 4, 1, 0, 1, -1, 0.0, {}, True),
+    "d96":             (96, 4, 1, 0, 0, -1, 0.0, {}, True),
+    "d256_causal":     (256, 2, 1, 0, 1, -1, 0.0, {}, False),
+    "d128_win100_causal": (128, 4, 1, 0, 1, 100, 0.0, {}, True),
+    "d64_win37":       (64, 4, 1, 0, 0, 37, 0.0, {}, True),
+    "d64_win20_right5": (64, 4, 1, 0, 0, 20, 0.0, {"FLASHC_WINDOW_RIGHT": 5}, True),
+    "d128_gqa4_causal": (128, 8, 4, 0, 1, -1, 0.0, {}, True),
+    "d64_f16_gqa2":    (64, 4, 2, 1, 0, -1, 0.0, {}, True),
+    "d64_softcap30_causal": (64, 4, 1, 0, 1, -1, 30.0, {}, True),
+}
+# Tuning variants (checked like the rest, timed beside the defaults).
+VARIANTS = {
+    "d64_fwdmt2_bwd128": (64, 32, 1, 0, 0, -1, 0.0, {**fwd_tiling(128, 64, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
+    "d64_causal_fwdmt2_bwd128": (64, 32, 1, 0, 1, -1, 0.0, {**fwd_tiling(128, 64, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
+    "d128_fwdmt2bn32_bwd128": (128, 16, 1, 0, 0, -1, 0.0, {**fwd_tiling(128, 32, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
+    "d128_causal_fwdmt2bn32_bwd128": (128, 16, 1, 0, 1, -1, 0.0, {**fwd_tiling(128, 32, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
+}
+CONFIGS.update(VARIANTS)
+BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal"] + list(VARIANTS)
+
+def build_one(name, cfg, build_dir, kind):
+    d, hq, group, f16, causal, window, softcap, extra, _ = cfg
+    src = os.path.join(ROOT, "bench", "kernel_lab", f"launch_{kind}.cu")
+    out = os.path.join(build_dir, f"{kind}_{name}.so")
+    defs = [f"-DFLASHC_HEAD_DIM={d}", f"-DFLASHC_HEADS_Q={hq}", f"-DFLASHC_GQA_GROUP={group}",
+            f"-DFLASHC_F16={f16}", f"-DFLASHC_CAUSAL={causal}", f"-DFLASHC_WINDOW_LEFT={window}",
+            f"-DFLASHC_SOFTCAP={softcap}f"] + [f"-D{k}={v}" for k, v in extra.items()]
+    cmd = ["nvcc", "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+           "-shared", "-Xcompiler", "-fPIC", "-diag-suppress", "177",
+           "-I", os.path.join(ROOT, "runtime", "device", "include"),
+           "-I", os.path.join(ROOT, "test", "GPU", "golden")] + defs + [src, "-o", out]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    log = f"== {kind} {name} ({time.time() - t0:.1f}s) rc={p.returncode}\n{' '.join(cmd)}\n{p.stdout}{p.stderr}"
+    return name, kind, out if p.returncode == 0 else None, log
+
+
+def summarize_ptxas(log):
+    """(entry, registers, spill bytes) lines from a ptxas -v log."""
+    res, entry = [], None
+    for line in log.splitlines():
+        if "Compiling entry function" in line:
+            entry = line.split("'")[1]
+        elif "spill stores" in line and entry:
+            spill = line.strip().split(",")[1].strip().split()[0]
+            res.append([entry, None, spill])
+        elif "Used" in line and "registers" in line and res and res[-1][1] is None:
+            res[-1][1] = line.split("Used")[1].split("registers")[0].strip()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/flashc_lab_out"))
+    ap.add_argument("--build-dir", default="/tmp/flashc_lab_build")
+    ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.build_dir, exist_ok=True)
+    names = [n for n in CONFIGS if not args.only or n in args.only.split(",")]
+
+    # ---- build ----
+    jobs = []
+    with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as ex:
+        for n in names:
+            jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "fwd"))
+            if CONFIGS[n][8]:
+                jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "bwd"))
+        results = [j.result() for j in jobs]
+    libs, failed = {}, []
+    with open(os.path.join(args.out, "ptxas.log"), "w") as f:
+        for name, kind, path, log in results:
+            f.write(log + "\n")
+            if path is None:
+                failed.append(f"{kind}:{name}")
+                print(log[-3000:])
+            else:
+                libs[(kind, name)] = path
+                for entry, regs, spill in summarize_ptxas(log):
+                    if not entry.endswith("process"):
+                        print(f"ptxas {kind:3} {name:24} regs={regs:>4} spill={spill}B")
+    if failed:
+        print("BUILD FAILED:", failed)
+        return 1
+
+    import torch
+    from check import run_checks
+    from bench import run_bench
+    ok = True
+    if not args.skip_check:
+        ok = run_checks(libs, CONFIGS, names, args.out)
+    if not args.skip_bench:
+        run_bench(libs, CONFIGS, [n for n in BENCH_CONFIGS if n in names], args.out)
+    print("ALL CHECKS PASSED" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.exit(main())

@@ -1,0 +1,35 @@
+// Host launch wrapper for the golden forward kernel (lab only; the runtime launches through the
+// driver API from the manifest instead). Built once per config with -D flags, loaded via ctypes.
+#include <cuda_runtime.h>
+
+#include "attention_fwd.cu"
+
+// Returns 0, a negative code for a shape that does not match the compiled config, or a CUDA error.
+extern "C" int flashc_lab_fwd(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v, flashc::TensorArg o,
+                              flashc::TensorArg lse, cudaStream_t stream) {
+  using namespace fwd_config;
+  if (q.shape[1] != kHeadsQ || k.shape[1] != kHeadsKV || v.shape[1] != kHeadsKV || o.shape[1] != kHeadsQ)
+    return -1;
+  if (q.shape[3] != kHeadDim || k.shape[3] != kHeadDim || v.shape[3] != kHeadDim || o.shape[3] != kHeadDim)
+    return -2;
+  if (k.shape[2] != v.shape[2] || o.shape[2] != q.shape[2] || lse.shape[2] != q.shape[2]) return -3;
+  static bool configured = false;
+  if (!configured) {
+    cudaError_t e = cudaFuncSetAttribute(FLASHC_KERNEL_NAME, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  const long long B = q.shape[0], Sq = q.shape[2];
+  if (B == 0 || Sq == 0) return 0;
+  dim3 grid(static_cast<unsigned>((Sq + kBlockM - 1) / kBlockM), kHeadsQ, static_cast<unsigned>(B));
+  FLASHC_KERNEL_NAME<<<grid, kThreads, kSmemBytes, stream>>>(q, k, v, o, lse);
+  return cudaGetLastError();
+}
+
+extern "C" int flashc_lab_fwd_info(int* block_m, int* block_n, int* threads, int* smem_bytes) {
+  *block_m = fwd_config::kBlockM;
+  *block_n = fwd_config::kBlockN;
+  *threads = fwd_config::kThreads;
+  *smem_bytes = fwd_config::kSmemBytes;
+  return 0;
+}

@@ -1,0 +1,52 @@
+//===- GraphEvaluator.h - float64 reference semantics of flash ops -*- C++ -*-===//
+//
+// Evaluates a func.func of flash graph ops on host tensors in float64: the
+// reference meaning of every flash op, fused (attention, ffn) or not. Used to
+// check that fusion preserves values (flash-eval --check-pipeline) and as the
+// float64 reference that tile programs and GPU kernels are compared against.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_GRAPHEVALUATOR_H
+#define FLASHC_COMPILER_GRAPHEVALUATOR_H
+
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::flash {
+
+/// A dense row-major float64 tensor.
+struct ReferenceTensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+
+  ReferenceTensor() = default;
+  explicit ReferenceTensor(std::vector<int64_t> shape, double fill = 0.0);
+  int64_t numElements() const;
+};
+
+/// Runs `function` (one block of flash ops, tensor.cast and func.return) on
+/// `arguments`. On a problem (unsupported op, sizes that disagree at run
+/// time) emits an error on the offending op and returns failure.
+FailureOr<SmallVector<ReferenceTensor>>
+evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments);
+
+/// flash.attention on q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv]: returns
+/// the output [B,Hq,Sq,Dv] and writes lse [B,Hq,Sq] (-inf for a row that sees
+/// no key, whose output is 0). Sizes must already be consistent.
+ReferenceTensor referenceAttention(const ReferenceTensor &query,
+                                   const ReferenceTensor &key,
+                                   const ReferenceTensor &value, double scale,
+                                   double softcap, MaskAttr mask,
+                                   ReferenceTensor &lse);
+
+} // namespace mlir::flash
+
+#endif // FLASHC_COMPILER_GRAPHEVALUATOR_H

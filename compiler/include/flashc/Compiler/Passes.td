@@ -1,0 +1,121 @@
+//===- Passes.td - flashc passes -------------------------*- tablegen -*-===//
+//
+// One pass per def; its implementation lives in compiler/lib/<DefName>.cpp and
+// its flag is flash-<kebab-name>; its lit test is test/Passes/<flag>.mlir.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_PASSES_TD
+#define FLASHC_COMPILER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseAttention : Pass<"flash-fuse-attention"> {
+  let summary = "Fuse matmul-scale-mask-softmax-matmul chains into flash.attention";
+  let description = [{
+    Rewrites  P = softmax(mask(scale · Q·Kᵀ)),  O = P·V  into one
+    `flash.attention` (its lse result unused). Accepted spellings:
+      - Kᵀ as `flash.matmul %q, %k transpose_b` (k is [B, Hkv, Sk, D]) or as a
+        plain matmul with a pre-transposed key kt [B, Hkv, D, Sk], which must
+        itself be a `flash.matmul ... transpose_a` or `transpose_b` result or
+        any other value (a function argument): the pass then needs the key in
+        [B, Hkv, Sk, D] and only fuses when that form exists in the graph, i.e.
+        when kt is produced by a transposing matmul (see FuseAttention.cpp);
+      - the scale on the scores, on Q or on K (`flash.scale` by a constant);
+        several scales multiply;
+      - the mask before or after the scale;
+      - rank-3 [B·H, S, D] operands (treated as H = 1) or rank-4 with GQA
+        through grouped matmul broadcasting.
+    Nothing fuses when the scores or probabilities have another use.
+  }];
+  let dependentDialects = ["::mlir::flash::FlashDialect"];
+}
+
+def FuseFFN : Pass<"flash-fuse-ffn"> {
+  let summary = "Fuse matmul-[bias]-activation-matmul-[bias] into flash.ffn";
+  let description = [{
+    Rewrites  y = act(x·W1 [+ b1])·W2 [+ b2]  (act: gelu tanh/erf, silu, relu)
+    and the gated form  y = (act(x·Wg) ⊙ (x·Wu))·W2 [+ b2]  into `flash.ffn`.
+    Weights must be rank 2 and untransposed; intermediates must have no other
+    use.
+  }];
+  let dependentDialects = ["::mlir::flash::FlashDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level (docs/tile-dialect.md)
+//===----------------------------------------------------------------------===//
+
+def FlashTile : Pass<"flash-tile", "::mlir::ModuleOp"> {
+  let summary = "Tile fused flash.attention / flash.ffn into tile.kernels and a tile program";
+  let description = [{
+    Each func.func whose body is fused ops (`flash.attention`, `flash.ffn`)
+    and a return becomes a tile program of the same name (a func.func marked
+    `tile.program`): arguments are the inputs, then one output per result, then
+    one lse output per attention op whose lse is not returned (saved for the
+    backward); the body allocates intermediate tensors and launches the
+    kernels, built beside it in the module, in order.
+    Attention: grid (query block, head, batch), scf.for over key blocks with
+    online softmax; masks become loop bounds plus an element mask on boundary
+    blocks only. FFN: back-to-back fused kernel when it fits the target
+    (`ffn_fused`), else two GEMMs with fused bias+activation epilogues.
+    A function that mixes fused ops with unfused graph ops is rejected.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target whose default block sizes the kernels are built with (sm_80, sm_90a)">,
+    Option<"ffnPlan", "ffn-plan", "std::string", /*default=*/"\"auto\"",
+           "FFN plan: auto (fused when it fits the target), fused, two-kernel">,
+  ];
+  let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect"];
+}
+
+def GenerateBackward : Pass<"flash-generate-backward", "::mlir::ModuleOp"> {
+  let summary = "Generate the backward tile program of a fused flash.attention / flash.ffn";
+  let description = [{
+    Runs on the flash level and emits the gradient directly as a tile program
+    `@<func>_backward` plus its kernels (the forward func is left for
+    flash-tile). Attention (from the saved lse): preprocess D = rowsum(dO∘O)
+    and zero the f32 dQ accumulator; main kernel over key blocks recomputing
+    P block by block (dV, dK, atomic dQ; GQA sums over the query-head group);
+    postprocess dQ -> output dtype. With `deterministic`, dQ comes from a
+    separate kernel over query blocks instead of atomics. FFN (plain form,
+    rank-2 input): dpre = (dy·W2ᵀ)∘act'(x·W1+b1) with h recomputed, then GEMMs
+    for dW2 = hᵀ·dy, dW1 = xᵀ·dpre, dx = dpre·W1ᵀ and column sums for the
+    bias gradients. Functions must hold exactly one fused op.
+  }];
+  let options = [
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "compute dQ with a kernel over query blocks instead of f32 atomics">,
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target whose default block sizes the kernels are built with">,
+  ];
+  let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect"];
+}
+
+def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Choose block sizes, stages and shared-memory offsets of tile kernels";
+  let description = [{
+    For every tile.kernel with a recipe (`spec`): picks block_m/block_n/
+    block_k/warps/stages from the target description (Target.h), overridden by
+    the options, rebuilds the kernel when they change, then lays out shared
+    memory: each shared tile (tile.load, tile.copy) gets `smem_offset` (bytes,
+    128-aligned, `buffers` copies) and the kernel `smem_bytes`. A plan that
+    does not fit the target's shared memory is rejected with the overflow in
+    bytes; one that does not split into 16-row warp bands is rejected too.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target (sm_80, sm_90a)">,
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0", "override Br / GEMM rows (0: target default)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0", "override Bc / GEMM columns (0: target default)">,
+    Option<"blockK", "block-k", "int64_t", /*default=*/"0", "override the GEMM K step (0: target default)">,
+    Option<"warps", "warps", "int64_t", /*default=*/"0", "override warps per block (0: target default)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0", "override pipeline stages (0: target default)">,
+  ];
+  let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // FLASHC_COMPILER_PASSES_TD

@@ -1,0 +1,44 @@
+//===- Pipeline.h - flashc pass pipelines ---------------------*- C++ -*-===//
+//
+// The stages of flashc in order, and the pass pipelines that run them. Later
+// stages (tile, memory planning) add their passes to buildFlashcPipeline.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_PIPELINE_H
+#define FLASHC_COMPILER_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::flash {
+
+/// What `flashc --emit=` produces; each kind names the last stage that runs.
+enum class EmitKind { Graph, Tile, Cuda, Ptx, Cubin, Bundle };
+
+/// All kinds in pipeline order.
+llvm::ArrayRef<EmitKind> allEmitKinds();
+llvm::StringRef stringifyEmitKind(EmitKind kind);
+std::optional<EmitKind> parseEmitKind(llvm::StringRef text);
+
+struct PipelineOptions {
+  /// GPU architectures to generate code for, e.g. "sm_90a", "sm_80".
+  std::vector<std::string> archs{"sm_90a"};
+};
+
+/// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.
+void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Every pass stage this build knows, in order (today: the graph stage).
+void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers `--flashc-graph-pipeline` and `--flashc-pipeline` for flash-opt.
+void registerFlashcPipelines();
+
+} // namespace mlir::flash
+
+#endif // FLASHC_COMPILER_PIPELINE_H

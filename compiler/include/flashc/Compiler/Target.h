@@ -1,0 +1,51 @@
+//===- Target.h - GPU target descriptions for tiling ----------*- C++ -*-===//
+//
+// What the tile level needs to know about a GPU: shared memory per block,
+// registers, the MMA shape and the codegen strategy; and the default block
+// sizes per kernel recipe. flash-tile builds kernels at these defaults and
+// flash-plan-memory re-plans (and checks) them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_TARGET_H
+#define FLASHC_COMPILER_TARGET_H
+
+#include "flashc/Compiler/TileKernels.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace flashc {
+
+struct TargetDescription {
+  llvm::StringLiteral name;          // "sm_80", "sm_90a"
+  int64_t sharedMemoryPerBlock;      // bytes of dynamic shared memory one block may use
+  int64_t registersPerThread;        // architectural maximum
+  int64_t mmaM, mmaN, mmaK;          // mma.sync shape (m16n8k16)
+  mlir::tile::Strategy strategy;
+};
+
+/// The description of `name` ("sm_80", "sm_90a"; "sm_90" is accepted for
+/// sm_90a) or null.
+const TargetDescription *lookupTarget(llvm::StringRef name);
+
+/// Comma-separated list of known targets, for diagnostics.
+std::string knownTargetNames();
+
+/// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
+TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec);
+
+/// Rough per-thread register need of a kernel built from `spec` with `plan`
+/// (f32 accumulators and score tiles spread over the block, plus addressing).
+int64_t estimateRegistersPerThread(mlir::Attribute spec, const TilePlan &plan,
+                                   llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Whether the back-to-back fused FFN (hidden tile kept on chip, output row
+/// block [Bm x d_out] accumulated in registers) fits `target` for this output
+/// width; `reason` says why not.
+bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
+                  const TilePlan &plan, std::string &reason);
+
+} // namespace flashc
+
+#endif // FLASHC_COMPILER_TARGET_H

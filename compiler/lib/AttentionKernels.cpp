@@ -1,0 +1,363 @@
+//===- AttentionKernels.cpp - attention forward/backward tile kernels -----===//
+//
+// FlashAttention-2 style kernels built from a #tile.attention recipe:
+//   forward                 grid (query block, head, batch): online softmax
+//                           over key blocks, output and lse written once;
+//   backward_preprocess     D = rowsum(dO ∘ O), zeroes the f32 dQ accumulator;
+//   backward / backward_kv  grid (key block, kv head, batch): recompute
+//                           P = exp(scale·S - lse) block by block, dV += Pᵀ·dO,
+//                           dP = dO·Vᵀ, dS = P∘(dP - D), dK += scale·dSᵀ·Q and
+//                           (backward only) dQ += scale·dS·K by f32 atomics;
+//                           a kv head sums over its query-head group (GQA);
+//   backward_dq             deterministic dQ, grid over query blocks;
+//   backward_postprocess    dQ accumulator -> dQ in the output dtype.
+// Masks: blocks wholly masked are outside the loop bounds; the element mask
+// runs only on boundary blocks (scf.if on a computed predicate).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelBuilder.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+namespace {
+
+/// Mask geometry shared by every attention kernel. Positions are bottom-right
+/// aligned: query row i sits at key position p = i + off, off = Sk - Sq.
+struct MaskGeometry {
+  int64_t left, right; // window sides, -1 = unbounded (causal = [-1, 0])
+  int64_t blockM, blockN;
+  Value sq, sk, off;
+
+  /// Key blocks [begin, end) that a query block starting at row0 can see.
+  std::pair<Value, Value> keyBlocks(KernelBuilder &kb, Value row0) const {
+    Value keyEnd = sk;
+    if (right >= 0) {
+      Value rowEnd = kb.min(kb.add(row0, kb.idx(blockM)), sq);
+      keyEnd = kb.max(kb.min(sk, kb.addConst(kb.add(rowEnd, off), right)), kb.idx(0));
+    }
+    Value end = kb.ceilDiv(keyEnd, kb.idx(blockN));
+    Value begin = kb.idx(0);
+    if (left >= 0) {
+      Value keyBegin = kb.max(kb.idx(0), kb.sub(kb.add(row0, off), kb.idx(left)));
+      begin = kb.floorDiv(keyBegin, kb.idx(blockN));
+    }
+    return {begin, end};
+  }
+
+  /// Query blocks [begin, end) from which a key block starting at col0 is seen.
+  std::pair<Value, Value> queryBlocks(KernelBuilder &kb, Value col0) const {
+    Value begin = kb.idx(0);
+    if (right >= 0) {
+      Value rowBegin = kb.max(kb.idx(0), kb.addConst(kb.sub(col0, off), -right));
+      begin = kb.floorDiv(rowBegin, kb.idx(blockM));
+    }
+    Value rowEnd = sq;
+    if (left >= 0) {
+      Value last = kb.add(kb.sub(kb.add(col0, kb.idx(blockN)), off), kb.idx(left));
+      rowEnd = kb.max(kb.min(sq, last), kb.idx(0));
+    }
+    return {begin, kb.ceilDiv(rowEnd, kb.idx(blockM))};
+  }
+
+  /// True when block (row0, col0) has an element that must be masked: it
+  /// crosses the key tail or a window edge. Interior blocks skip tile.mask.
+  Value needsMask(KernelBuilder &kb, Value row0, Value col0) const {
+    Value colEnd = kb.add(col0, kb.idx(blockN));
+    Value cond = kb.gt(colEnd, sk);
+    if (right >= 0) {
+      // last key of the block beyond the first row's right edge
+      Value edge = kb.addConst(kb.add(row0, off), right);
+      cond = kb.orI(cond, kb.gt(kb.sub(colEnd, kb.idx(1)), edge));
+    }
+    if (left >= 0) {
+      // first key of the block before the last row's left edge
+      Value lastRow = kb.add(row0, kb.idx(blockM - 1));
+      Value edge = kb.sub(kb.add(lastRow, off), kb.idx(left));
+      cond = kb.orI(cond, kb.lt(col0, edge));
+    }
+    return cond;
+  }
+
+  Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0) const {
+    return kb.ifThenElse(needsMask(kb, row0, col0), scores, [&]() -> Value {
+      return kb.b.create<MaskOp>(kb.loc, scores.getType(), scores, row0, col0, sk, off,
+                                 kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right));
+    });
+  }
+};
+
+struct AttentionKernel {
+  KernelBuilder &kb;
+  AttentionSpecAttr spec;
+  TilePlan plan;
+  int64_t D, Dv, Br, Bc;
+  double scale;
+  double softcap;
+  Type elem;
+
+  AttentionKernel(KernelBuilder &kb, AttentionSpecAttr spec, const TilePlan &plan)
+      : kb(kb), spec(spec), plan(plan), D(spec.getHeadDim()), Dv(spec.getValueDim()),
+        Br(plan.blockM), Bc(plan.blockN), scale(spec.getScale().getValueAsDouble()),
+        softcap(spec.getSoftcap().getValueAsDouble()), elem(spec.getElementType().getValue()) {}
+
+  MaskGeometry geometry(Value q, Value k) {
+    MaskGeometry g;
+    g.left = spec.getWindowLeft();
+    g.right = spec.getWindowRight();
+    g.blockM = Br;
+    g.blockN = Bc;
+    g.sq = kb.dim(q, 2);
+    g.sk = kb.dim(k, 2);
+    g.off = kb.sub(g.sk, g.sq);
+    return g;
+  }
+
+  /// Raw scores S = Q·Kᵀ of one block (f32 register, Br x Bc).
+  Value scores(Value qTile, Value kTile) {
+    return kb.matmul(qTile, kTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+  }
+
+  // --- forward ------------------------------------------------------------
+  void forward() {
+    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), out = kb.arg(3), lse = kb.arg(4);
+    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    MaskGeometry g = geometry(q, k);
+    // GQA / MQA: query head h reads kv head h / (Hq / Hkv).
+    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
+    Value hk = kb.divu(h, group);
+    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value zero = kb.idx(0);
+    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
+    // With a softcap the scale is applied before tanh, so the softmax sees 1.
+    double softmaxScale = softcap > 0 ? 1.0 : scale;
+    auto [begin, end] = g.keyBlocks(kb, row0);
+    SmallVector<Value> state = kb.forLoop(
+        begin, end,
+        {kb.fill(kb.regF32(Br, Dv), 0.0), kb.negInfRow(Br), kb.fill(kb.rowVector(Br), 0.0)},
+        [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
+          Value acc = carried[0], m = carried[1], l = carried[2];
+          Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
+          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
+          Value s = scores(qTile, kTile);
+          if (softcap > 0)
+            s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
+                                       kb.b.getF64FloatAttr(softcap));
+          s = g.applyMask(kb, s, row0, col0);
+          Value mNew = kb.b.create<RowMaxOp>(kb.loc, m.getType(), s, m);
+          Value p = kb.b.create<Exp2Op>(kb.loc, s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
+          Value corr = kb.b.create<SoftmaxCorrectionOp>(kb.loc, m.getType(), m, mNew,
+                                                        kb.b.getF64FloatAttr(softmaxScale));
+          Value lNew = kb.b.create<OnlineSumOp>(kb.loc, l.getType(), l, corr, p);
+          Value rescaled = kb.b.create<RescaleOp>(kb.loc, acc.getType(), acc, corr);
+          Value accNew = kb.matmul(kb.convert(p, elem), vTile, rescaled, false, false);
+          return {accNew, mNew, lNew};
+        });
+    Value o = kb.b.create<NormalizeOp>(kb.loc, state[0].getType(), state[0], state[2]);
+    kb.store(kb.convert(o, elem), out, {b, h, row0, zero}, g.sq, kb.idx(Dv));
+    Value lseRow =
+        kb.b.create<LseOp>(kb.loc, state[1].getType(), state[1], state[2], kb.b.getF64FloatAttr(softmaxScale));
+    kb.storeRows(lseRow, lse, {b, h, row0}, g.sq);
+  }
+
+  // --- backward -----------------------------------------------------------
+  void preprocess(bool zeroAccumulator) {
+    Value out = kb.arg(0), dOut = kb.arg(1), delta = kb.arg(2);
+    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    Value sq = kb.dim(out, 2);
+    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value zero = kb.idx(0);
+    Value oTile = kb.load(out, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
+    Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
+    Value d = kb.b.create<RowDotOp>(kb.loc, kb.rowVector(Br), oTile, doTile);
+    kb.storeRows(d, delta, {b, h, row0}, sq);
+    if (zeroAccumulator)
+      kb.store(kb.fill(kb.regF32(Br, D), 0.0), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
+  }
+
+  /// dK, dV for one key block; with `atomicDq` also dQ by atomics.
+  void keyValueGradients(bool atomicDq) {
+    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
+          delta = kb.arg(5);
+    Value dqAccum = atomicDq ? kb.arg(6) : Value();
+    Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
+    Value kbIdx = kb.programId(GridAxis::X), hk = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    MaskGeometry g = geometry(q, k);
+    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
+    Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+    Value zero = kb.idx(0);
+    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
+    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
+    Value begin, end;
+    std::tie(begin, end) = g.queryBlocks(kb, col0);
+    // GQA: the kv head's gradient sums over the query heads of its group.
+    SmallVector<Value> grads = kb.forLoop(
+        zero, group, {kb.fill(kb.regF32(Bc, D), 0.0), kb.fill(kb.regF32(Bc, Dv), 0.0)},
+        [&](Value member, ValueRange outer) -> SmallVector<Value> {
+          Value h = kb.add(kb.mul(hk, group), member);
+          return kb.forLoop(
+              begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
+                Value dk = carried[0], dv = carried[1];
+                Value row0 = kb.mul(qb, kb.idx(Br));
+                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
+                Value doTile =
+                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
+                Value lseRow = kb.loadRows(lse, {b, h, row0}, g.sq, Br);
+                Value dRow = kb.loadRows(delta, {b, h, row0}, g.sq, Br);
+                Value s = g.applyMask(kb, scores(qTile, kTile), row0, col0);
+                Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow,
+                                                        kb.b.getF64FloatAttr(scale));
+                // dV += Pᵀ·dO (P goes through shared memory to be transposed)
+                Value pShared = kb.copyToShared(kb.convert(p, elem));
+                Value dvNew = kb.matmul(pShared, doTile, dv, true, false);
+                // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
+                Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+                Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
+                ds = kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
+                Value dsShared = kb.copyToShared(kb.convert(ds, elem));
+                Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
+                if (atomicDq) {
+                  Value dq =
+                      kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, D), 0.0), false, false);
+                  kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
+                }
+                return {dkNew, dvNew};
+              });
+        });
+    kb.store(kb.convert(grads[0], elem), dK, {b, hk, col0, zero}, g.sk, kb.idx(D));
+    kb.store(kb.convert(grads[1], elem), dV, {b, hk, col0, zero}, g.sk, kb.idx(Dv));
+  }
+
+  /// Deterministic dQ: one block per query block, looping over key blocks.
+  void queryGradient() {
+    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
+          delta = kb.arg(5), dQ = kb.arg(6);
+    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    MaskGeometry g = geometry(q, k);
+    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
+    Value hk = kb.divu(h, group);
+    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value zero = kb.idx(0);
+    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
+    Value doTile = kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv);
+    Value lseRow = kb.loadRows(lse, {b, h, row0}, g.sq, Br);
+    Value dRow = kb.loadRows(delta, {b, h, row0}, g.sq, Br);
+    auto [begin, end] = g.keyBlocks(kb, row0);
+    SmallVector<Value> dq = kb.forLoop(
+        begin, end, {kb.fill(kb.regF32(Br, D), 0.0)},
+        [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
+          Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
+          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
+          Value s = g.applyMask(kb, scores(qTile, kTile), row0, col0);
+          Value p =
+              kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow, kb.b.getF64FloatAttr(scale));
+          Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+          Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
+          ds = kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
+          return {kb.matmul(kb.convert(ds, elem), kTile, carried[0], false, false)};
+        });
+    kb.store(kb.convert(dq[0], elem), dQ, {b, h, row0, zero}, g.sq, kb.idx(D));
+  }
+
+  void postprocess() {
+    Value dqAccum = kb.arg(0), dQ = kb.arg(1);
+    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    Value sq = kb.dim(dqAccum, 2);
+    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value zero = kb.idx(0);
+    Value acc = kb.load(dqAccum, {b, h, row0, zero}, sq, kb.idx(D), Br, D);
+    kb.store(kb.convert(acc, elem), dQ, {b, h, row0, zero}, sq, kb.idx(D));
+  }
+};
+
+} // namespace
+
+/// Expected argument count per role, so a malformed recipe is an error, not
+/// an out-of-range access.
+static int64_t attentionArgCount(KernelRole role, size_t given) {
+  switch (role) {
+  case KernelRole::AttentionForward:
+    return 5;
+  case KernelRole::AttentionBackwardPreprocess:
+    return given == 4 ? 4 : 3;
+  case KernelRole::AttentionBackward:
+    return 9;
+  case KernelRole::AttentionBackwardKV:
+    return 8;
+  case KernelRole::AttentionBackwardDQ:
+    return 7;
+  case KernelRole::AttentionBackwardPostprocess:
+    return 2;
+  default:
+    return -1;
+  }
+}
+
+KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
+                              AttentionSpecAttr spec, ArrayRef<Type> argTypes,
+                              const TilePlan &plan) {
+  KernelRole role = spec.getRole();
+  int64_t want = attentionArgCount(role, argTypes.size());
+  if (want < 0 || static_cast<int64_t>(argTypes.size()) != want) {
+    emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes "
+                   << want << " tensor arguments, got " << argTypes.size();
+    return nullptr;
+  }
+  for (Type type : argTypes) {
+    auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
+    if (!tensor || tensor.getRank() < 2) {
+      emitError(loc) << "attention kernels take !tile.tensor arguments, got " << type;
+      return nullptr;
+    }
+  }
+  MLIRContext *ctx = builder.getContext();
+  // Grid axis x walks query blocks (key blocks for the dK/dV kernels).
+  SmallVector<GridAttr, 3> grid;
+  bool overKeys = role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardKV;
+  unsigned gridArg = overKeys ? 1 : 0;
+  int64_t rowBlock = overKeys ? plan.blockN : plan.blockM;
+  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 2, rowBlock));
+  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 1));
+  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 0));
+
+  OpBuilder::InsertionGuard guard(builder);
+  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
+  AttentionKernel kernel(kb, spec, plan);
+  switch (role) {
+  case KernelRole::AttentionForward:
+    kernel.forward();
+    break;
+  case KernelRole::AttentionBackwardPreprocess:
+    kernel.preprocess(argTypes.size() == 4);
+    break;
+  case KernelRole::AttentionBackward:
+    kernel.keyValueGradients(/*atomicDq=*/true);
+    break;
+  case KernelRole::AttentionBackwardKV:
+    kernel.keyValueGradients(/*atomicDq=*/false);
+    break;
+  case KernelRole::AttentionBackwardDQ:
+    kernel.queryGradient();
+    break;
+  case KernelRole::AttentionBackwardPostprocess:
+    kernel.postprocess();
+    break;
+  default:
+    break;
+  }
+  kb.finish();
+  return kb.kernel;
+}
+
+} // namespace flashc

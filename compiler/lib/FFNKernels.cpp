@@ -1,0 +1,271 @@
+//===- FFNKernels.cpp - GEMM-family tile kernels for flash.ffn ------------===//
+//
+// Built from a #tile.gemm recipe:
+//   gemm                 C = act(alpha·op(A)·op(B) + bias), grid (row block,
+//                        column block, batch), scf.for over K blocks; bias and
+//                        activation fused in the epilogue.
+//   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
+//                        the hidden tile [Bm x Bn] lives in registers and feeds
+//                        the second matmul directly (never leaves the SM).
+//   ffn_backward_hidden  recomputes pre = x·W1 + b1, writes h = act(pre) and
+//                        dpre = (dy·W2ᵀ) ∘ act'(pre).
+//   column_sum           db[n] = Σ_m A[m, n] (bias gradients), as a matmul with
+//                        a ones tile so it runs on the tensor cores.
+// A, x, C, y may carry one leading batch dimension (rank 3, grid axis z);
+// weights are rank 2.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelBuilder.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+namespace {
+
+struct GemmKernel {
+  KernelBuilder &kb;
+  GemmSpecAttr spec;
+  TilePlan plan;
+  int64_t Bm, Bn, Bk;
+  Type elem;
+
+  GemmKernel(KernelBuilder &kb, GemmSpecAttr spec, const TilePlan &plan)
+      : kb(kb), spec(spec), plan(plan), Bm(plan.blockM), Bn(plan.blockN), Bk(spec.getBlockK()),
+        elem(spec.getElementType().getValue()) {}
+
+  static int64_t rankOf(Value v) { return llvm::cast<GlobalTensorType>(v.getType()).getRank(); }
+
+  /// Indices of a rank-2 or batched rank-3 tensor.
+  SmallVector<Value> at(Value tensor, Value batch, Value row, Value col) {
+    if (rankOf(tensor) == 3)
+      return {batch, row, col};
+    return {row, col};
+  }
+  /// Dimension `d` counted from the end (0 = last).
+  Value dimFromEnd(Value tensor, int64_t d) { return kb.dim(tensor, rankOf(tensor) - 1 - d); }
+
+  Value epilogue(Value acc, Value bias, Value col0, Value colLimit, Activation act) {
+    double alpha = spec.getAlpha().getValueAsDouble();
+    if (alpha != 1.0)
+      acc = kb.b.create<ScaleOp>(kb.loc, acc.getType(), acc, kb.b.getF64FloatAttr(alpha));
+    if (bias)
+      acc = kb.b.create<AddBiasOp>(kb.loc, acc.getType(), acc, bias, col0, colLimit);
+    if (act != Activation::Identity)
+      acc = kb.b.create<ActivationOp>(kb.loc, acc.getType(), act, acc);
+    return acc;
+  }
+
+  void gemm() {
+    bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
+    bool hasBias = spec.getBias1().getValue();
+    Value a = kb.arg(0), bMat = kb.arg(1);
+    Value bias = hasBias ? kb.arg(2) : Value();
+    Value c = kb.arg(hasBias ? 3 : 2);
+    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
+          batch = kb.programId(GridAxis::Z);
+    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
+    Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
+    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
+    Value steps = kb.ceilDiv(K, kb.idx(Bk));
+    SmallVector<Value> acc = kb.forLoop(
+        kb.idx(0), steps, {kb.fill(kb.regF32(Bm, Bn), 0.0)},
+        [&](Value step, ValueRange carried) -> SmallVector<Value> {
+          Value k0 = kb.mul(step, kb.idx(Bk));
+          Value aTile = ta ? kb.load(a, at(a, batch, k0, row0), K, M, Bk, Bm, plan.stages)
+                           : kb.load(a, at(a, batch, row0, k0), M, K, Bm, Bk, plan.stages);
+          Value bTile = tb ? kb.load(bMat, {col0, k0}, N, K, Bn, Bk, plan.stages)
+                           : kb.load(bMat, {k0, col0}, K, N, Bk, Bn, plan.stages);
+          return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
+        });
+    Value result = epilogue(acc[0], bias, col0, N, spec.getActivation());
+    kb.store(kb.convert(result, elem), c, at(c, batch, row0, col0), M, N);
+  }
+
+  void columnSum() {
+    Value a = kb.arg(0), out = kb.arg(1);
+    Value nb = kb.programId(GridAxis::X);
+    Value M = kb.dim(a, 0), N = kb.dim(a, 1);
+    Value col0 = kb.mul(nb, kb.idx(Bn));
+    // Row 0 of ones[16 x Bk] · A[Bk x Bn] is the column sum of the A tile.
+    constexpr int64_t kOnesRows = 16;
+    Value ones = kb.fill(kb.tile(kOnesRows, Bk, elem, MemorySpace::Register), 1.0);
+    Value steps = kb.ceilDiv(M, kb.idx(Bk));
+    SmallVector<Value> acc = kb.forLoop(
+        kb.idx(0), steps, {kb.fill(kb.regF32(kOnesRows, Bn), 0.0)},
+        [&](Value step, ValueRange carried) -> SmallVector<Value> {
+          Value m0 = kb.mul(step, kb.idx(Bk));
+          Value tile = kb.load(a, {m0, col0}, M, N, Bk, Bn, plan.stages);
+          return {kb.matmul(ones, tile, carried[0], false, false)};
+        });
+    kb.store(kb.convert(acc[0], elem), out, {col0}, kb.idx(1), N);
+  }
+
+  /// acc[Bm x cols] = x[row0, :] · W[:, col0 .. col0+cols) over the model dim.
+  Value projectRows(Value x, Value w, Value batch, Value row0, Value col0, Value M, Value K,
+                    Value N, int64_t cols, Value init) {
+    Value steps = kb.ceilDiv(K, kb.idx(Bk));
+    return kb.forLoop(kb.idx(0), steps, {init},
+                      [&](Value step, ValueRange carried) -> SmallVector<Value> {
+                        Value k0 = kb.mul(step, kb.idx(Bk));
+                        Value xTile =
+                            kb.load(x, at(x, batch, row0, k0), M, K, Bm, Bk, plan.stages);
+                        Value wTile = kb.load(w, {k0, col0}, K, N, Bk, cols, plan.stages);
+                        return {kb.matmul(xTile, wTile, carried[0], false, false)};
+                      })[0];
+  }
+
+  void fused() {
+    bool hasB1 = spec.getBias1().getValue(), hasB2 = spec.getBias2().getValue();
+    unsigned next = 0;
+    Value x = kb.arg(next++), w1 = kb.arg(next++);
+    Value b1 = hasB1 ? kb.arg(next++) : Value();
+    Value w2 = kb.arg(next++);
+    Value b2 = hasB2 ? kb.arg(next++) : Value();
+    Value y = kb.arg(next++);
+    int64_t dOut = llvm::cast<GlobalTensorType>(w2.getType()).getShape()[1];
+    Value mb = kb.programId(GridAxis::X), batch = kb.programId(GridAxis::Z);
+    Value M = dimFromEnd(x, 1), d = kb.dim(w1, 0), H = kb.dim(w1, 1), N = kb.idx(dOut);
+    Value row0 = kb.mul(mb, kb.idx(Bm));
+    Value zero = kb.idx(0);
+    Value hiddenBlocks = kb.ceilDiv(H, kb.idx(Bn));
+    SmallVector<Value> out = kb.forLoop(
+        zero, hiddenBlocks, {kb.fill(kb.regF32(Bm, dOut), 0.0)},
+        [&](Value hb, ValueRange carried) -> SmallVector<Value> {
+          Value h0 = kb.mul(hb, kb.idx(Bn));
+          Value pre = projectRows(x, w1, batch, row0, h0, M, d, H, Bn,
+                                  kb.fill(kb.regF32(Bm, Bn), 0.0));
+          if (b1)
+            pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
+          Value hidden = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+          // The hidden tile stays in registers: it is the A operand of W2.
+          Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOut, plan.stages);
+          return {kb.matmul(kb.convert(hidden, elem), w2Tile, carried[0], false, false)};
+        });
+    Value result = out[0];
+    if (b2)
+      result = kb.b.create<AddBiasOp>(kb.loc, result.getType(), result, b2, zero, N);
+    kb.store(kb.convert(result, elem), y, at(y, batch, row0, zero), M, N);
+  }
+
+  void backwardHidden() {
+    bool hasB1 = spec.getBias1().getValue();
+    unsigned next = 0;
+    Value x = kb.arg(next++), w1 = kb.arg(next++);
+    Value b1 = hasB1 ? kb.arg(next++) : Value();
+    Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++),
+          dpreOut = kb.arg(next++);
+    Value mb = kb.programId(GridAxis::X), hb = kb.programId(GridAxis::Y),
+          batch = kb.programId(GridAxis::Z);
+    Value M = dimFromEnd(x, 1), d = kb.dim(w1, 0), H = kb.dim(w1, 1), dOut = kb.dim(w2, 1);
+    Value row0 = kb.mul(mb, kb.idx(Bm)), h0 = kb.mul(hb, kb.idx(Bn));
+    Value pre =
+        projectRows(x, w1, batch, row0, h0, M, d, H, Bn, kb.fill(kb.regF32(Bm, Bn), 0.0));
+    if (b1)
+      pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
+    // dh = dy · W2ᵀ restricted to hidden columns [h0, h0 + Bn).
+    Value steps = kb.ceilDiv(dOut, kb.idx(Bk));
+    Value dh = kb.forLoop(kb.idx(0), steps, {kb.fill(kb.regF32(Bm, Bn), 0.0)},
+                          [&](Value step, ValueRange carried) -> SmallVector<Value> {
+                            Value k0 = kb.mul(step, kb.idx(Bk));
+                            Value dyTile = kb.load(dy, at(dy, batch, row0, k0), M, dOut, Bm,
+                                                   Bk, plan.stages);
+                            Value w2Tile = kb.load(w2, {h0, k0}, H, dOut, Bn, Bk, plan.stages);
+                            return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
+                          })[0];
+    Value hidden = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+    kb.store(kb.convert(hidden, elem), hOut, at(hOut, batch, row0, h0), M, H);
+    Value dpre = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), spec.getActivation(), dh, pre);
+    kb.store(kb.convert(dpre, elem), dpreOut, at(dpreOut, batch, row0, h0), M, H);
+  }
+};
+
+int64_t gemmArgCount(GemmSpecAttr spec) {
+  int64_t b1 = spec.getBias1().getValue() ? 1 : 0, b2 = spec.getBias2().getValue() ? 1 : 0;
+  switch (spec.getRole()) {
+  case KernelRole::Gemm:
+    return 3 + b1;
+  case KernelRole::ColumnSum:
+    return 2;
+  case KernelRole::FfnFused:
+    return 4 + b1 + b2;
+  case KernelRole::FfnBackwardHidden:
+    return 6 + b1;
+  default:
+    return -1;
+  }
+}
+
+} // namespace
+
+KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmSpecAttr spec,
+                         ArrayRef<Type> argTypes, const TilePlan &plan) {
+  int64_t want = gemmArgCount(spec);
+  if (want < 0 || static_cast<int64_t>(argTypes.size()) != want) {
+    emitError(loc) << "GEMM kernel recipe '" << stringifyKernelRole(spec.getRole()) << "' takes "
+                   << want << " tensor arguments, got " << argTypes.size();
+    return nullptr;
+  }
+  if (spec.getBlockK() < 1) {
+    emitError(loc) << "GEMM block_k must be positive";
+    return nullptr;
+  }
+  MLIRContext *ctx = builder.getContext();
+  // Output tensor whose trailing dims the grid walks, and which grid axes.
+  auto rank = [&](unsigned i) { return llvm::cast<GlobalTensorType>(argTypes[i]).getRank(); };
+  SmallVector<GridAttr, 3> grid;
+  switch (spec.getRole()) {
+  case KernelRole::Gemm:
+  case KernelRole::FfnFused: {
+    unsigned out = argTypes.size() - 1;
+    int64_t r = rank(out);
+    grid.push_back(KernelBuilder::gridDim(ctx, out, r - 2, plan.blockM));
+    grid.push_back(spec.getRole() == KernelRole::Gemm
+                       ? KernelBuilder::gridDim(ctx, out, r - 1, plan.blockN)
+                       : KernelBuilder::gridConst(ctx, 1));
+    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, out, 0) : KernelBuilder::gridConst(ctx, 1));
+    break;
+  }
+  case KernelRole::FfnBackwardHidden: {
+    unsigned hOut = argTypes.size() - 2;
+    int64_t r = rank(hOut);
+    grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 2, plan.blockM));
+    grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 1, plan.blockN));
+    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, hOut, 0) : KernelBuilder::gridConst(ctx, 1));
+    break;
+  }
+  case KernelRole::ColumnSum:
+    grid.push_back(KernelBuilder::gridDim(ctx, 1, 0, plan.blockN));
+    grid.push_back(KernelBuilder::gridConst(ctx, 1));
+    grid.push_back(KernelBuilder::gridConst(ctx, 1));
+    break;
+  default:
+    break;
+  }
+  OpBuilder::InsertionGuard guard(builder);
+  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
+  GemmKernel kernel(kb, spec, plan);
+  switch (spec.getRole()) {
+  case KernelRole::Gemm:
+    kernel.gemm();
+    break;
+  case KernelRole::ColumnSum:
+    kernel.columnSum();
+    break;
+  case KernelRole::FfnFused:
+    kernel.fused();
+    break;
+  case KernelRole::FfnBackwardHidden:
+    kernel.backwardHidden();
+    break;
+  default:
+    break;
+  }
+  kb.finish();
+  return kb.kernel;
+}
+
+} // namespace flashc

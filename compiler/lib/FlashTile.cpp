@@ -1,0 +1,249 @@
+//===- FlashTile.cpp - fused flash ops -> tile kernels + tile program -----===//
+//
+// See the FlashTile def in Passes.td and docs/tile-dialect.md ("flash-tile").
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/TileKernels.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "TileLowering.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHTILE
+#include "flashc/Compiler/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace flashc;
+
+namespace {
+
+struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
+  using FlashTileBase::FlashTileBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const TargetDescription *targetDesc = lookupTarget(target);
+    if (!targetDesc) {
+      module.emitError() << "flash-tile: unknown target '" << target << "' (known: "
+                         << knownTargetNames() << ")";
+      return signalPassFailure();
+    }
+    FfnPlanChoice choice;
+    if (ffnPlan == "auto")
+      choice = FfnPlanChoice::Auto;
+    else if (ffnPlan == "fused")
+      choice = FfnPlanChoice::Fused;
+    else if (ffnPlan == "two-kernel")
+      choice = FfnPlanChoice::TwoKernel;
+    else {
+      module.emitError() << "flash-tile: ffn-plan must be auto, fused or two-kernel, got '"
+                         << ffnPlan << "'";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func->hasAttr(tile::kProgramAttrName) && !func.isExternal() &&
+          hasFusedOps(func))
+        funcs.push_back(func);
+    SymbolTable symbols(module);
+    for (func::FuncOp func : funcs)
+      if (failed(lowerForwardFunction(func, symbols, *targetDesc, choice)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+
+namespace flashc {
+
+/// Dynamic-size sources of an attention output [B, Hq, Sq, Dv] / lse
+/// [B, Hq, Sq]: batch and query length come from the query.
+static SmallVector<std::pair<Value, int64_t>> queryShapedSources(Value q, int64_t rank) {
+  SmallVector<std::pair<Value, int64_t>> sources;
+  for (int64_t d = 0; d < rank; ++d)
+    sources.push_back({q, d < 3 ? d : 3});
+  return sources;
+}
+
+/// Sources for an FFN tensor [..., M, N]: leading dims and M from x; N is
+/// static (weights are static).
+static SmallVector<std::pair<Value, int64_t>> rowShapedSources(Value x, int64_t rank) {
+  SmallVector<std::pair<Value, int64_t>> sources;
+  for (int64_t d = 0; d < rank; ++d)
+    sources.push_back({x, d});
+  return sources;
+}
+
+LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
+                                   const TargetDescription &target, FfnPlanChoice choice) {
+  MLIRContext *ctx = func.getContext();
+  Block &body = func.getBody().front();
+  auto returnOp = llvm::cast<func::ReturnOp>(body.getTerminator());
+
+  // Only fused ops can be tiled: anything else means fusion did not happen.
+  for (Operation &op : body) {
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, func::ReturnOp>(op))
+      continue;
+    return op.emitError() << "flash-tile: '" << op.getName()
+                          << "' has no tile lowering; run flash-fuse-attention and "
+                             "flash-fuse-ffn first (only fused ops are tiled)";
+  }
+
+  // Program signature: inputs, outputs (results), then unreturned lse's.
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto tensor = toProgramTensor(func, type, "argument " + std::to_string(index));
+    if (failed(tensor))
+      return failure();
+    argTypes.push_back(*tensor);
+    argNames.push_back("input" + std::to_string(index));
+  }
+  llvm::DenseMap<Value, unsigned> outputIndex;
+  for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp>(def))
+      return returnOp.emitError() << "flash-tile: result " << index
+                                  << " must be produced by a fused op of this function";
+    if (outputIndex.count(value))
+      return returnOp.emitError() << "flash-tile: result " << index
+                                  << " returns a value already returned";
+    auto tensor = toProgramTensor(returnOp, value.getType(), "result " + std::to_string(index));
+    if (failed(tensor))
+      return failure();
+    outputIndex[value] = argTypes.size();
+    argTypes.push_back(*tensor);
+    argNames.push_back("result" + std::to_string(index));
+  }
+  unsigned lseCount = 0;
+  for (auto attention : body.getOps<flash::AttentionOp>()) {
+    if (outputIndex.count(attention.getLse()))
+      continue;
+    auto tensor = toProgramTensor(attention, attention.getLse().getType(), "lse");
+    if (failed(tensor))
+      return failure();
+    outputIndex[attention.getLse()] = argTypes.size();
+    argTypes.push_back(*tensor);
+    argNames.push_back("lse" + std::to_string(lseCount++));
+  }
+
+  ProgramBuilder pb(symbols, target);
+  std::string name = func.getSymName().str();
+  pb.create(func, func.getLoc(), name + ".tile", argTypes, argNames);
+  llvm::DenseMap<Value, Value> mapped;
+  for (auto [index, arg] : llvm::enumerate(func.getArguments()))
+    mapped[arg] = pb.arg(index);
+  auto destination = [&](Value result, Value shapeSource) -> Value {
+    auto it = outputIndex.find(result);
+    if (it != outputIndex.end())
+      return pb.arg(it->second);
+    auto type = toGlobalTensorType(llvm::cast<RankedTensorType>(result.getType()));
+    return pb.alloc(type, llvm::isa<flash::AttentionOp>(result.getDefiningOp())
+                              ? queryShapedSources(shapeSource, type.getRank())
+                              : rowShapedSources(shapeSource, type.getRank()));
+  };
+
+  unsigned attentionCount = 0, ffnCount = 0;
+  auto cleanup = [&]() {
+    pb.getProgram().erase();
+    return failure();
+  };
+  for (Operation &op : body) {
+    if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+      Value q = mapped[attention.getQuery()], k = mapped[attention.getKey()],
+            v = mapped[attention.getValue()];
+      Value out = destination(attention.getOutput(), q);
+      Value lse = destination(attention.getLse(), q);
+      mapped[attention.getOutput()] = out;
+      mapped[attention.getLse()] = lse;
+      std::string kernelName = name + "_attention" +
+                               (attentionCount ? std::to_string(attentionCount) : "") + "_fwd";
+      ++attentionCount;
+      if (failed(pb.launch(attention.getLoc(), kernelName,
+                           attentionSpec(attention, tile::KernelRole::AttentionForward),
+                           {q, k, v, out, lse})))
+        return cleanup();
+      continue;
+    }
+    auto ffn = llvm::dyn_cast<flash::FfnOp>(op);
+    if (!ffn)
+      continue;
+    if (ffn.isGated()) {
+      ffn.emitError("flash-tile: the gated flash.ffn form is not tiled yet");
+      return cleanup();
+    }
+    int64_t rank = ffn.getInput().getType().getRank();
+    if (rank > 3) {
+      ffn.emitError() << "flash-tile: flash.ffn input must have rank 2 or 3, got " << rank;
+      return cleanup();
+    }
+    Value x = mapped[ffn.getInput()], w1 = mapped[ffn.getW1()], w2 = mapped[ffn.getW2()];
+    Value b1 = ffn.getB1() ? mapped[ffn.getB1()] : Value();
+    Value b2 = ffn.getB2() ? mapped[ffn.getB2()] : Value();
+    Value y = destination(ffn.getResult(), x);
+    mapped[ffn.getResult()] = y;
+    Type element = ffn.getInput().getType().getElementType();
+    tile::Activation act = toTileActivation(ffn.getActivation());
+    std::string base = name + "_ffn" + (ffnCount ? std::to_string(ffnCount) : "");
+    ++ffnCount;
+
+    auto fusedSpec = gemmSpec(ctx, tile::KernelRole::FfnFused, act, false, false,
+                              static_cast<bool>(b1), static_cast<bool>(b2), element);
+    bool fused = choice == FfnPlanChoice::Fused;
+    if (choice == FfnPlanChoice::Auto) {
+      std::string reason;
+      fused = fusedFfnFits(target, ffn.getOutputDim(), element.isF32() ? 4 : 2,
+                           defaultPlan(target, fusedSpec), reason);
+    }
+    if (fused) {
+      SmallVector<Value> args = {x, w1};
+      if (b1)
+        args.push_back(b1);
+      args.push_back(w2);
+      if (b2)
+        args.push_back(b2);
+      args.push_back(y);
+      if (failed(pb.launch(ffn.getLoc(), base + "_fused", fusedSpec, args)))
+        return cleanup();
+      continue;
+    }
+    // Two GEMMs; the hidden activation h [..., M, H] goes through global memory.
+    SmallVector<int64_t> hiddenShape(ffn.getInput().getType().getShape());
+    hiddenShape.back() = ffn.getHiddenDim();
+    auto hiddenType = tile::GlobalTensorType::get(ctx, hiddenShape, element);
+    Value hidden = pb.alloc(hiddenType, rowShapedSources(x, rank));
+    SmallVector<Value> upArgs = {x, w1};
+    if (b1)
+      upArgs.push_back(b1);
+    upArgs.push_back(hidden);
+    if (failed(pb.launch(ffn.getLoc(), base + "_up",
+                         gemmSpec(ctx, tile::KernelRole::Gemm, act, false, false,
+                                  static_cast<bool>(b1), false, element),
+                         upArgs)))
+      return cleanup();
+    SmallVector<Value> downArgs = {hidden, w2};
+    if (b2)
+      downArgs.push_back(b2);
+    downArgs.push_back(y);
+    if (failed(pb.launch(ffn.getLoc(), base + "_down",
+                         gemmSpec(ctx, tile::KernelRole::Gemm, tile::Activation::Identity, false,
+                                  false, static_cast<bool>(b2), false, element),
+                         downArgs)))
+      return cleanup();
+  }
+
+  func::FuncOp program = pb.getProgram();
+  symbols.erase(func);
+  program.setSymName(name);
+  symbols.insert(program);
+  return success();
+}
+
+} // namespace flashc

@@ -1,0 +1,216 @@
+//===- FuseAttention.cpp - matmul/scale/mask/softmax/matmul -> attention --===//
+//
+// Finds  O = softmax(mask(c · Q·Kᵀ)) · V  in the graph and replaces it with one
+// flash.attention whose scale is the product c of every constant scale met on
+// the way (on the scores, on Q or on K).
+//
+// Key spellings:
+//   - flash.matmul %q, %k transpose_b with k as [B, Hkv, Sk, D];
+//   - flash.matmul %q, %kt with kt = [B, Hkv, D, Sk] produced by a flash.matmul
+//     (kt = op(A)·op(B), so K = ktᵀ = op(B)ᵀ·op(A)ᵀ: the pass re-emits that
+//     matmul with swapped operands and flipped transpose flags); this needs A
+//     and B to have identical batch dimensions, because swapping lhs and rhs
+//     would invert a grouped broadcast;
+//   - a Kᵀ that is a function argument (or any other value) is not fused:
+//     flash.attention takes K as [B, Hkv, Sk, D] and the flash dialect has no
+//     transpose op. Write such a key with transpose_b instead.
+//
+// A mask after a scale equals the mask before it because the scale is
+// positive (-inf · c = -inf for c > 0); a non-positive total scale does not
+// fuse. Operands must be rank 4 [B, H, S, D] with the same batch size B;
+// grouped heads (Hq = g · Hkv) become num_kv_heads = Hkv.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <optional>
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FUSEATTENTION
+#include "flashc/Compiler/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// The pieces of one attention chain found in the graph.
+struct AttentionMatch {
+  MatmulOp root; // P·V
+  Value query;   // [B, Hq, Sq, D], scales peeled off
+  Value key;     // [B, Hkv, Sk, D]; null when keyTransposed must be undone
+  MatmulOp keyTransposed; // producer of Kᵀ to re-emit transposed, or null
+  Value value;            // [B, Hkv, Sk, Dv]
+  double scale = 1.0;
+  MaskAttr mask;
+  /// Ops that become dead, consumers before producers (root first).
+  SmallVector<Operation *> chain;
+  /// Ops that are dead afterwards only if nothing else uses them (scales on
+  /// Q or K, the Kᵀ producer), consumers first. A set: Q and K may share a
+  /// scale op (self-attention on one tensor).
+  llvm::SetVector<Operation *> maybeDead;
+};
+
+/// Follows flash.scale ops upward from `value`, folding their factors into
+/// `scale`. The scale ops may have other users; they are kept for those.
+Value peelScales(Value value, double &scale,
+                 llvm::SetVector<Operation *> &visited) {
+  while (auto scaleOp = value.getDefiningOp<ScaleOp>()) {
+    scale *= scaleOp.getFactor().convertToDouble();
+    visited.insert(scaleOp);
+    value = scaleOp.getInput();
+  }
+  return value;
+}
+
+bool isStatic(int64_t size) { return !ShapedType::isDynamic(size); }
+
+/// kt = op(A)·op(B) with A, B of equal rank and identical batch dimensions,
+/// so that K = op(B)ᵀ·op(A)ᵀ is a valid flash.matmul.
+bool canTransposeProduct(MatmulOp product) {
+  auto lhsType = product.getLhs().getType();
+  auto rhsType = product.getRhs().getType();
+  if (lhsType.getRank() != rhsType.getRank())
+    return false;
+  return lhsType.getShape().drop_back(2) == rhsType.getShape().drop_back(2);
+}
+
+std::optional<AttentionMatch> matchAttention(MatmulOp root) {
+  AttentionMatch match;
+  match.root = root;
+  if (root.getTransposeA() || root.getTransposeB())
+    return std::nullopt;
+  Value probabilities = root.getLhs();
+  auto softmax = probabilities.getDefiningOp<SoftmaxOp>();
+  if (!softmax || !probabilities.hasOneUse())
+    return std::nullopt;
+  match.chain.push_back(root);
+  match.chain.push_back(softmax);
+
+  // Between the scores matmul and the softmax: scales and at most one mask,
+  // each used only by the next op of the chain.
+  Value current = softmax.getInput();
+  MatmulOp scores;
+  while (!scores) {
+    Operation *producer = current.getDefiningOp();
+    if (!producer || !current.hasOneUse())
+      return std::nullopt;
+    if (auto scaleOp = dyn_cast<ScaleOp>(producer)) {
+      match.scale *= scaleOp.getFactor().convertToDouble();
+      current = scaleOp.getInput();
+    } else if (auto maskOp = dyn_cast<MaskOp>(producer)) {
+      if (match.mask)
+        return std::nullopt; // two masks: not a single attention mask
+      match.mask = maskOp.getMask();
+      current = maskOp.getInput();
+    } else if (auto matmul = dyn_cast<MatmulOp>(producer)) {
+      scores = matmul;
+    } else {
+      return std::nullopt;
+    }
+    match.chain.push_back(producer);
+  }
+  if (scores.getTransposeA())
+    return std::nullopt;
+
+  match.query = peelScales(scores.getLhs(), match.scale, match.maybeDead);
+  Value keyOperand = peelScales(scores.getRhs(), match.scale, match.maybeDead);
+  if (scores.getTransposeB()) {
+    match.key = keyOperand;
+  } else {
+    auto producer = keyOperand.getDefiningOp<MatmulOp>();
+    if (!producer || !keyOperand.hasOneUse() || !canTransposeProduct(producer))
+      return std::nullopt;
+    match.keyTransposed = producer;
+    match.maybeDead.insert(producer);
+  }
+  match.value = root.getRhs();
+
+  if (!(match.scale > 0.0) || !std::isfinite(match.scale))
+    return std::nullopt;
+
+  // Shapes: rank 4, same batch, static heads and head dims, grouped heads.
+  auto queryType = cast<RankedTensorType>(match.query.getType());
+  auto valueType = cast<RankedTensorType>(match.value.getType());
+  // Kᵀ is [B, Hkv, D, Sk]: its dims 0, 1 are those of K.
+  auto keyType = cast<RankedTensorType>(keyOperand.getType());
+  if (queryType.getRank() != 4 || keyType.getRank() != 4 ||
+      valueType.getRank() != 4)
+    return std::nullopt;
+  ArrayRef<int64_t> q = queryType.getShape(), k = keyType.getShape(),
+                    v = valueType.getShape();
+  if (q[0] != k[0] || q[0] != v[0])
+    return std::nullopt; // a broadcast batch is not an attention batch
+  if (!isStatic(q[1]) || !isStatic(k[1]) || k[1] != v[1] || k[1] <= 0 ||
+      q[1] % k[1] != 0 || !isStatic(q[3]) || !isStatic(v[3]))
+    return std::nullopt;
+  return match;
+}
+
+void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
+  MatmulOp root = match.root;
+  rewriter.setInsertionPoint(root);
+  SmallVector<Location> locations;
+  for (Operation *op : match.chain)
+    locations.push_back(op->getLoc());
+  Location loc = rewriter.getFusedLoc(locations);
+
+  Value key = match.key;
+  if (MatmulOp producer = match.keyTransposed) {
+    // (op(A)·op(B))ᵀ = op(B)ᵀ·op(A)ᵀ
+    auto kt = cast<RankedTensorType>(producer.getType());
+    SmallVector<int64_t> keyShape(kt.getShape());
+    std::swap(keyShape[keyShape.size() - 1], keyShape[keyShape.size() - 2]);
+    auto keyType = RankedTensorType::get(keyShape, kt.getElementType());
+    key = rewriter.create<MatmulOp>(producer.getLoc(), keyType,
+                                    producer.getRhs(), producer.getLhs(),
+                                    /*transpose_a=*/!producer.getTransposeB(),
+                                    /*transpose_b=*/!producer.getTransposeA());
+  }
+
+  auto outputType = cast<RankedTensorType>(root.getType());
+  ArrayRef<int64_t> out = outputType.getShape();
+  auto lseType = RankedTensorType::get({out[0], out[1], out[2]},
+                                       rewriter.getF32Type());
+  MaskAttr mask =
+      match.mask ? match.mask : MaskAttr::get(rewriter.getContext(),
+                                              MaskKind::None);
+  int64_t kvHeads = cast<RankedTensorType>(key.getType()).getDimSize(1);
+  auto attention = rewriter.create<AttentionOp>(
+      loc, TypeRange{outputType, lseType}, match.query, key, match.value,
+      rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
+      rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
+
+  rewriter.replaceAllUsesWith(root.getResult(), attention.getOutput());
+  for (Operation *op : match.chain)
+    rewriter.eraseOp(op);
+  for (Operation *op : match.maybeDead)
+    if (op->use_empty())
+      rewriter.eraseOp(op);
+}
+
+struct FuseAttentionPass
+    : public mlir::flash::impl::FuseAttentionBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    // Candidates are visited in program order. A rewrite only erases ops
+    // that dominate its root, hence come earlier and were already visited,
+    // so the remaining candidates stay valid. Unrelated ops are not touched
+    // (no greedy driver folding or dead-code removal).
+    SmallVector<MatmulOp> candidates;
+    getOperation()->walk([&](MatmulOp op) { candidates.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (MatmulOp candidate : candidates)
+      if (std::optional<AttentionMatch> match = matchAttention(candidate))
+        rewriteAttention(*match, rewriter);
+  }
+};
+
+} // namespace

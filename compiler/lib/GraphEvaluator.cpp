@@ -1,0 +1,412 @@
+//===- GraphEvaluator.cpp - float64 reference semantics of flash ops ------===//
+//
+// Straightforward loops, no blocking: this is the definition the fast paths
+// are checked against, so it follows the op descriptions in FlashOps.td line
+// by line. Every size relation is re-checked at run time because dynamic
+// dimensions are only known here.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/GraphEvaluator.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1},
+                         std::multiplies<int64_t>());
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [index, size] : llvm::enumerate(shape))
+    text += (index ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+double geluTanh(double x) {
+  const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double relu(double x) { return x > 0.0 ? x : 0.0; }
+
+double activate(Activation activation, double x) {
+  switch (activation) {
+  case Activation::GeluTanh:
+    return geluTanh(x);
+  case Activation::GeluErf:
+    return geluErf(x);
+  case Activation::Silu:
+    return silu(x);
+  case Activation::Relu:
+    return relu(x);
+  }
+  return x;
+}
+
+/// C[r, n] = sum_k A[r, k] · W[k, n] (+ bias[n]) for row-major A [R, K],
+/// W [K, N].
+std::vector<double> rowsTimesWeight(const std::vector<double> &rows, int64_t numRows,
+                                    int64_t inner, const ReferenceTensor &weight,
+                                    const ReferenceTensor *bias) {
+  int64_t cols = weight.shape[1];
+  std::vector<double> out(numRows * cols, 0.0);
+  for (int64_t r = 0; r < numRows; ++r) {
+    double *outRow = &out[r * cols];
+    for (int64_t k = 0; k < inner; ++k) {
+      double a = rows[r * inner + k];
+      const double *w = &weight.data[k * cols];
+      for (int64_t n = 0; n < cols; ++n)
+        outRow[n] += a * w[n];
+    }
+    if (bias)
+      for (int64_t n = 0; n < cols; ++n)
+        outRow[n] += bias->data[n];
+  }
+  return out;
+}
+
+class Evaluator {
+public:
+  LogicalResult run(Operation *op);
+  llvm::DenseMap<Value, ReferenceTensor> values;
+  SmallVector<ReferenceTensor> results;
+
+private:
+  const ReferenceTensor &get(Value value) { return values.find(value)->second; }
+  LogicalResult matmul(MatmulOp op);
+  LogicalResult mask(MaskOp op);
+  LogicalResult softmax(SoftmaxOp op);
+  LogicalResult add(AddOp op);
+  LogicalResult attention(AttentionOp op);
+  LogicalResult ffn(FfnOp op);
+  LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
+};
+
+LogicalResult Evaluator::elementwise(Operation *op,
+                                     const std::function<double(double)> &fn) {
+  ReferenceTensor result = get(op->getOperand(0));
+  for (double &x : result.data)
+    x = fn(x);
+  values[op->getResult(0)] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::matmul(MatmulOp op) {
+  const ReferenceTensor &lhs = get(op.getLhs());
+  const ReferenceTensor &rhs = get(op.getRhs());
+  int64_t lhsRank = lhs.shape.size(), rhsRank = rhs.shape.size();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  int64_t m = lhs.shape[lhsRank - (ta ? 1 : 2)];
+  int64_t k = lhs.shape[lhsRank - (ta ? 2 : 1)];
+  int64_t rhsK = rhs.shape[rhsRank - (tb ? 1 : 2)];
+  int64_t n = rhs.shape[rhsRank - (tb ? 2 : 1)];
+  if (k != rhsK)
+    return op.emitError() << "at run time lhs " << formatShape(lhs.shape)
+                          << " and rhs " << formatShape(rhs.shape)
+                          << " have different contraction sizes";
+  ArrayRef<int64_t> batch = ArrayRef<int64_t>(lhs.shape).drop_back(2);
+  // Group size per batch dimension: lhs slice i reads rhs slice i / group.
+  SmallVector<int64_t> groups(batch.size(), 0);
+  if (rhsRank == lhsRank) {
+    for (size_t d = 0; d < batch.size(); ++d) {
+      if (rhs.shape[d] <= 0 || batch[d] % rhs.shape[d] != 0)
+        return op.emitError() << "at run time batch dimension " << d
+                              << " of lhs " << formatShape(lhs.shape)
+                              << " is not a multiple of rhs "
+                              << formatShape(rhs.shape);
+      groups[d] = batch[d] / rhs.shape[d];
+    }
+  }
+  std::vector<int64_t> shape(batch.begin(), batch.end());
+  shape.push_back(m);
+  shape.push_back(n);
+  ReferenceTensor result(shape);
+  int64_t numBatches = product(batch);
+  for (int64_t b = 0; b < numBatches; ++b) {
+    // Linear rhs slice from the lhs multi-index, dimension by dimension.
+    int64_t rhsSlice = 0, remainder = b;
+    SmallVector<int64_t> index(batch.size());
+    for (int64_t d = batch.size() - 1; d >= 0; --d) {
+      index[d] = remainder % batch[d];
+      remainder /= batch[d];
+    }
+    if (rhsRank == lhsRank)
+      for (size_t d = 0; d < batch.size(); ++d)
+        rhsSlice = rhsSlice * rhs.shape[d] + index[d] / groups[d];
+    const double *a = &lhs.data[b * m * k];
+    const double *w = &rhs.data[rhsSlice * k * n];
+    double *c = &result.data[b * m * n];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += (ta ? a[p * m + i] : a[i * k + p]) *
+                 (tb ? w[j * k + p] : w[p * n + j]);
+        c[i * n + j] = sum;
+      }
+  }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::mask(MaskOp op) {
+  ReferenceTensor result = get(op.getInput());
+  int64_t rank = result.shape.size();
+  int64_t sq = result.shape[rank - 2], sk = result.shape[rank - 1];
+  MaskAttr mask = op.getMask();
+  for (int64_t flat = 0; flat < result.numElements(); ++flat) {
+    int64_t j = flat % sk, i = (flat / sk) % sq;
+    if (!mask.isKeyVisible(i, j, sq, sk))
+      result.data[flat] = kNegInf;
+  }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::softmax(SoftmaxOp op) {
+  ReferenceTensor result = get(op.getInput());
+  int64_t cols = result.shape.back();
+  int64_t rows = cols ? result.numElements() / cols : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double *row = &result.data[r * cols];
+    double rowMax = *std::max_element(row, row + cols);
+    if (rowMax == kNegInf) {
+      // Nothing visible: zeros, the convention flash.attention follows.
+      std::fill(row, row + cols, 0.0);
+      continue;
+    }
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c)
+      sum += (row[c] = std::exp(row[c] - rowMax));
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] /= sum;
+  }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::add(AddOp op) {
+  ReferenceTensor result = get(op.getLhs());
+  const ReferenceTensor &rhs = get(op.getRhs());
+  ArrayRef<int64_t> lhsShape = result.shape;
+  if (rhs.shape.size() > lhsShape.size() ||
+      lhsShape.take_back(rhs.shape.size()) != ArrayRef<int64_t>(rhs.shape))
+    return op.emitError() << "at run time rhs " << formatShape(rhs.shape)
+                          << " is not lhs " << formatShape(lhsShape)
+                          << " or its trailing dimensions";
+  int64_t period = rhs.numElements();
+  for (int64_t i = 0; period && i < result.numElements(); ++i)
+    result.data[i] += rhs.data[i % period];
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::attention(AttentionOp op) {
+  const ReferenceTensor &q = get(op.getQuery());
+  const ReferenceTensor &k = get(op.getKey());
+  const ReferenceTensor &v = get(op.getValue());
+  bool consistent = q.shape[0] == k.shape[0] && k.shape[0] == v.shape[0] &&
+                    k.shape[1] == v.shape[1] && k.shape[2] == v.shape[2] &&
+                    q.shape[3] == k.shape[3] && k.shape[1] > 0 &&
+                    q.shape[1] % k.shape[1] == 0;
+  if (!consistent)
+    return op.emitError() << "at run time query " << formatShape(q.shape)
+                          << ", key " << formatShape(k.shape) << " and value "
+                          << formatShape(v.shape) << " do not agree";
+  ReferenceTensor lse;
+  ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
+                                           op.getSoftcapValue(), op.getMask(),
+                                           lse);
+  values[op.getOutput()] = std::move(out);
+  values[op.getLse()] = std::move(lse);
+  return success();
+}
+
+LogicalResult Evaluator::ffn(FfnOp op) {
+  const ReferenceTensor &x = get(op.getInput());
+  const ReferenceTensor &w1 = get(op.getW1());
+  const ReferenceTensor &w2 = get(op.getW2());
+  int64_t model = x.shape.back(), hidden = w1.shape[1];
+  if (w1.shape[0] != model)
+    return op.emitError() << "at run time input " << formatShape(x.shape)
+                          << " does not match w1 " << formatShape(w1.shape);
+  int64_t rows = model ? x.numElements() / model : 0;
+  const ReferenceTensor *b1 = op.getB1() ? &get(op.getB1()) : nullptr;
+  const ReferenceTensor *b2 = op.getB2() ? &get(op.getB2()) : nullptr;
+  std::vector<double> h = rowsTimesWeight(x.data, rows, model, w1, b1);
+  for (double &value : h)
+    value = activate(op.getActivation(), value);
+  if (op.isGated()) {
+    std::vector<double> up =
+        rowsTimesWeight(x.data, rows, model, get(op.getWUp()), nullptr);
+    for (size_t i = 0; i < h.size(); ++i)
+      h[i] *= up[i];
+  }
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 1);
+  shape.push_back(w2.shape[1]);
+  ReferenceTensor result(shape);
+  result.data = rowsTimesWeight(h, rows, hidden, w2, b2);
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::run(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<MatmulOp>([&](auto matmulOp) { return matmul(matmulOp); })
+      .Case<ScaleOp>([&](ScaleOp scaleOp) {
+        double factor = scaleOp.getFactor().convertToDouble();
+        return elementwise(op, [factor](double x) { return factor * x; });
+      })
+      .Case<MaskOp>([&](auto maskOp) { return mask(maskOp); })
+      .Case<SoftmaxOp>([&](auto softmaxOp) { return softmax(softmaxOp); })
+      .Case<GeluOp>([&](GeluOp geluOp) {
+        bool useTanh = geluOp.getApproximation() == GeluApproximation::Tanh;
+        return elementwise(op, useTanh ? geluTanh : geluErf);
+      })
+      .Case<SiluOp>([&](auto) { return elementwise(op, silu); })
+      .Case<ReluOp>([&](auto) { return elementwise(op, relu); })
+      .Case<AddOp>([&](auto addOp) { return add(addOp); })
+      .Case<MulOp>([&](MulOp mulOp) -> LogicalResult {
+        ReferenceTensor result = get(mulOp.getLhs());
+        const ReferenceTensor &rhs = get(mulOp.getRhs());
+        if (rhs.shape != result.shape)
+          return mulOp.emitError() << "at run time operands "
+                                   << formatShape(result.shape) << " and "
+                                   << formatShape(rhs.shape) << " differ";
+        for (size_t i = 0; i < result.data.size(); ++i)
+          result.data[i] *= rhs.data[i];
+        values[mulOp.getResult()] = std::move(result);
+        return success();
+      })
+      .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
+      .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
+      .Case<tensor::CastOp>([&](tensor::CastOp castOp) {
+        values[castOp.getResult()] = get(castOp.getSource());
+        return success();
+      })
+      .Case<func::ReturnOp>([&](func::ReturnOp returnOp) {
+        for (Value operand : returnOp.getOperands())
+          results.push_back(get(operand));
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitError()
+               << "the flash graph evaluator does not support this op";
+      });
+}
+
+} // namespace
+
+namespace mlir::flash {
+
+ReferenceTensor::ReferenceTensor(std::vector<int64_t> shape, double fill)
+    : shape(std::move(shape)) {
+  data.assign(product(this->shape), fill);
+}
+
+int64_t ReferenceTensor::numElements() const { return product(shape); }
+
+ReferenceTensor referenceAttention(const ReferenceTensor &query,
+                                   const ReferenceTensor &key,
+                                   const ReferenceTensor &value, double scale,
+                                   double softcap, MaskAttr mask,
+                                   ReferenceTensor &lse) {
+  int64_t batch = query.shape[0], queryHeads = query.shape[1],
+          querySeq = query.shape[2], headDim = query.shape[3];
+  int64_t kvHeads = key.shape[1], keySeq = key.shape[2],
+          valueDim = value.shape[3];
+  int64_t group = queryHeads / kvHeads;
+  ReferenceTensor out({batch, queryHeads, querySeq, valueDim});
+  lse = ReferenceTensor({batch, queryHeads, querySeq});
+  std::vector<double> scores(keySeq);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < queryHeads; ++h) {
+      int64_t kvHead = h / group;
+      const double *kBase = &key.data[(b * kvHeads + kvHead) * keySeq * headDim];
+      const double *vBase =
+          &value.data[(b * kvHeads + kvHead) * keySeq * valueDim];
+      for (int64_t i = 0; i < querySeq; ++i) {
+        const double *q = &query.data[((b * queryHeads + h) * querySeq + i) * headDim];
+        double rowMax = kNegInf;
+        for (int64_t j = 0; j < keySeq; ++j) {
+          double s = 0.0;
+          for (int64_t d = 0; d < headDim; ++d)
+            s += q[d] * kBase[j * headDim + d];
+          s *= scale;
+          if (softcap > 0.0)
+            s = softcap * std::tanh(s / softcap);
+          if (mask && !mask.isKeyVisible(i, j, querySeq, keySeq))
+            s = kNegInf;
+          scores[j] = s;
+          rowMax = std::max(rowMax, s);
+        }
+        int64_t row = (b * queryHeads + h) * querySeq + i;
+        double *o = &out.data[row * valueDim];
+        if (rowMax == kNegInf) {
+          lse.data[row] = kNegInf; // no visible key: output stays 0
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < keySeq; ++j)
+          sum += std::exp(scores[j] - rowMax);
+        double rowLse = rowMax + std::log(sum);
+        lse.data[row] = rowLse;
+        for (int64_t j = 0; j < keySeq; ++j) {
+          double p = std::exp(scores[j] - rowLse);
+          if (p == 0.0)
+            continue;
+          for (int64_t d = 0; d < valueDim; ++d)
+            o[d] += p * vBase[j * valueDim + d];
+        }
+      }
+    }
+  return out;
+}
+
+FailureOr<SmallVector<ReferenceTensor>>
+evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
+  if (function.isExternal() || !llvm::hasSingleElement(function.getBody()))
+    return function.emitError()
+           << "the flash graph evaluator needs a function with one block";
+  Block &body = function.getBody().front();
+  if (body.getNumArguments() != arguments.size())
+    return function.emitError() << "expected " << body.getNumArguments()
+                                << " arguments, got " << arguments.size();
+  Evaluator evaluator;
+  for (auto [argument, tensor] : llvm::zip(body.getArguments(), arguments)) {
+    auto type = dyn_cast<RankedTensorType>(argument.getType());
+    bool fits = type && type.getRank() == static_cast<int64_t>(tensor.shape.size());
+    for (int64_t d = 0; fits && d < type.getRank(); ++d)
+      fits = type.isDynamicDim(d) || type.getDimSize(d) == tensor.shape[d];
+    if (!fits)
+      return function.emitError()
+             << "argument #" << argument.getArgNumber() << " of type "
+             << argument.getType() << " cannot take a tensor of shape "
+             << formatShape(tensor.shape);
+    evaluator.values[argument] = tensor;
+  }
+  for (Operation &op : body)
+    if (failed(evaluator.run(&op)))
+      return failure();
+  return evaluator.results;
+}
+
+} // namespace mlir::flash

@@ -1,0 +1,170 @@
+//===- PlanMemory.cpp - block sizes, stages and shared-memory layout -------===//
+//
+// See the PlanMemory def in Passes.td and docs/tile-dialect.md.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/TileKernels.h"
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "flashc/Compiler/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace flashc;
+
+namespace {
+
+constexpr int64_t kSharedAlignment = 128;
+
+bool samePlan(const TilePlan &a, const TilePlan &b, bool isGemm) {
+  return a.blockM == b.blockM && a.blockN == b.blockN && a.warps == b.warps &&
+         a.stages == b.stages && a.strategy == b.strategy && (!isGemm || a.blockK == b.blockK);
+}
+
+struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const TargetDescription *targetDesc = lookupTarget(target);
+    if (!targetDesc) {
+      module.emitError() << "flash-plan-memory: unknown target '" << target << "' (known: "
+                         << knownTargetNames() << ")";
+      return signalPassFailure();
+    }
+    for (auto [flag, value] : {std::pair<const char *, int64_t>{"block-m", blockM},
+                               {"block-n", blockN},
+                               {"block-k", blockK},
+                               {"warps", warps},
+                               {"stages", stages}})
+      if (value < 0) {
+        module.emitError() << "flash-plan-memory: " << flag << " must be >= 0 (0: target "
+                           << "default), got " << value;
+        return signalPassFailure();
+      }
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    for (KernelOp kernel : kernels)
+      if (failed(planKernel(kernel, *targetDesc)))
+        return signalPassFailure();
+  }
+
+  /// Row-band check: register tiles are split over warps in 16-row bands.
+  LogicalResult checkPlan(KernelOp kernel, const TilePlan &plan) {
+    auto reject = [&](const llvm::Twine &why) {
+      return kernel.emitError() << "flash-plan-memory: plan for @" << kernel.getSymName()
+                                << " is invalid: " << why;
+    };
+    auto bands = [&](int64_t rows, const char *what) -> LogicalResult {
+      if (rows % (16 * plan.warps) != 0)
+        return reject(llvm::formatv("{0} = {1} does not split into 16-row bands over {2} warps "
+                                    "(needs a multiple of {3})",
+                                    what, rows, plan.warps, 16 * plan.warps));
+      return success();
+    };
+    if (plan.warps < 1 || plan.warps > 16 || (plan.warps & (plan.warps - 1)))
+      return reject(llvm::formatv("warps = {0} must be a power of two in [1, 16]", plan.warps));
+    if (plan.stages < 1 || plan.stages > 8)
+      return reject(llvm::formatv("stages = {0} must be in [1, 8]", plan.stages));
+    Attribute spec = kernel.getSpecAttr();
+    if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+      if (plan.blockN % 16 != 0)
+        return reject(llvm::formatv("block_n = {0} must be a multiple of 16 (mma k)", plan.blockN));
+      if (failed(bands(plan.blockM, "block_m")))
+        return failure();
+      KernelRole role = attention.getRole();
+      if ((role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardKV) &&
+          failed(bands(plan.blockN, "block_n")))
+        return failure();
+      return success();
+    }
+    if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
+      if (plan.blockK % 16 != 0)
+        return reject(llvm::formatv("block_k = {0} must be a multiple of 16 (mma k)", plan.blockK));
+      if (plan.blockN % 16 != 0)
+        return reject(llvm::formatv("block_n = {0} must be a multiple of 16", plan.blockN));
+      if (gemm.getRole() == KernelRole::ColumnSum)
+        return plan.warps == 1 ? success() : reject("column sums run with one warp");
+      return bands(plan.blockM, "block_m");
+    }
+    return success();
+  }
+
+  LogicalResult planKernel(KernelOp kernel, const TargetDescription &targetDesc) {
+    Attribute spec = kernel.getSpecAttr();
+    TilePlan current = planOf(kernel);
+    TilePlan plan = current;
+    bool isGemm = llvm::isa_and_nonnull<GemmSpecAttr>(spec);
+    bool overridden = blockM || blockN || blockK || warps || stages;
+    if (spec) {
+      plan = defaultPlan(targetDesc, spec);
+      bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
+      if (blockM && !columnSum)
+        plan.blockM = blockM;
+      if (blockN)
+        plan.blockN = blockN;
+      if (blockK)
+        plan.blockK = blockK;
+      if (warps && !columnSum)
+        plan.warps = warps;
+      if (stages)
+        plan.stages = stages;
+    } else if (overridden) {
+      return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName()
+                                << " has no recipe (spec) to rebuild at other block sizes";
+    }
+    if (failed(checkPlan(kernel, plan)))
+      return failure();
+    if (spec && !samePlan(plan, current, isGemm)) {
+      kernel = rebuildKernel(kernel, plan);
+      if (!kernel)
+        return failure();
+    }
+    return layOutSharedMemory(kernel, plan, targetDesc);
+  }
+
+  /// Gives every shared tile its own 128-byte aligned region (`buffers`
+  /// copies for pipelined loads) and checks the total against the target.
+  LogicalResult layOutSharedMemory(KernelOp kernel, const TilePlan &plan,
+                                   const TargetDescription &targetDesc) {
+    Builder builder(kernel.getContext());
+    int64_t offset = 0;
+    kernel.walk([&](Operation *op) {
+      if (!llvm::isa<LoadOp, CopyOp>(op))
+        return;
+      auto type = llvm::cast<TileType>(op->getResult(0).getType());
+      int64_t buffers = 1;
+      if (auto load = llvm::dyn_cast<LoadOp>(op)) {
+        if (auto attr = load.getBuffersAttr())
+          buffers = attr.getInt();
+      }
+      offset = (offset + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+      op->setAttr("smem_offset", builder.getI64IntegerAttr(offset));
+      offset += type.getSizeInBytes() * buffers;
+    });
+    kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
+    if (offset > targetDesc.sharedMemoryPerBlock)
+      return kernel.emitError()
+             << "flash-plan-memory: @" << kernel.getSymName() << " needs " << offset
+             << " bytes of shared memory with block_m = " << plan.blockM
+             << ", block_n = " << plan.blockN << ", stages = " << plan.stages << " but "
+             << targetDesc.name << " allows " << targetDesc.sharedMemoryPerBlock
+             << " per block: it overflows by " << offset - targetDesc.sharedMemoryPerBlock
+             << " bytes";
+    int64_t registers =
+        estimateRegistersPerThread(kernel.getSpecAttr(), plan, kernel.getFunctionType().getInputs());
+    if (kernel.getSpecAttr() && registers > targetDesc.registersPerThread)
+      kernel.emitWarning() << "flash-plan-memory: @" << kernel.getSymName() << " needs ~"
+                           << registers << " registers per thread (limit "
+                           << targetDesc.registersPerThread << "); expect spills";
+    return success();
+  }
+};
+
+} // namespace

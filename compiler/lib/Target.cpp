@@ -1,0 +1,178 @@
+//===- Target.cpp - GPU target descriptions and default tile plans --------===//
+#include "flashc/Compiler/Target.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+namespace {
+// sm_80 (A100): 163 KB of dynamic shared memory per block; sm_90a (H100/H200):
+// 227 KB. Both: 255 registers per thread, mma.sync m16n8k16.
+constexpr TargetDescription kTargets[] = {
+    {"sm_80", 166912, 255, 16, 8, 16, Strategy::MmaSyncSm80},
+    {"sm_90a", 232448, 255, 16, 8, 16, Strategy::MmaSyncSm80},
+};
+constexpr int64_t kAddressingRegisters = 40;
+
+int64_t threadsOf(const TilePlan &plan) { return 32 * plan.warps; }
+
+int64_t outputDimOf(ArrayRef<Type> argTypes, size_t weightArg) {
+  if (weightArg >= argTypes.size())
+    return 0;
+  auto type = llvm::dyn_cast<GlobalTensorType>(argTypes[weightArg]);
+  if (!type || type.getRank() != 2)
+    return 0;
+  return type.getShape()[1];
+}
+} // namespace
+
+const TargetDescription *lookupTarget(llvm::StringRef name) {
+  if (name == "sm_90")
+    name = "sm_90a";
+  for (const TargetDescription &target : kTargets)
+    if (target.name == name)
+      return &target;
+  return nullptr;
+}
+
+std::string knownTargetNames() {
+  std::string names;
+  for (const TargetDescription &target : kTargets) {
+    if (!names.empty())
+      names += ", ";
+    names += target.name.str();
+  }
+  return names;
+}
+
+TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
+  TilePlan plan;
+  plan.strategy = target.strategy;
+  plan.stages = 2;
+  bool hopper = target.sharedMemoryPerBlock > 200000;
+  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+    int64_t d = std::max(attention.getHeadDim(), attention.getValueDim());
+    switch (attention.getRole()) {
+    case KernelRole::AttentionForward:
+    case KernelRole::AttentionBackwardDQ:
+      // One 16-row mma band per warp: warps = Br / 16.
+      if (d <= 64) {
+        plan.blockM = 128;
+        plan.blockN = 128;
+      } else if (d <= 128) {
+        plan.blockM = 128;
+        plan.blockN = hopper ? 128 : 64;
+      } else {
+        plan.blockM = 64;
+        plan.blockN = 64;
+      }
+      plan.warps = plan.blockM / 16;
+      break;
+    case KernelRole::AttentionBackward:
+    case KernelRole::AttentionBackwardKV:
+      plan.blockM = 64;
+      plan.blockN = d <= 64 ? 128 : 64;
+      plan.warps = 4;
+      break;
+    default:
+      // Row-wise pre/postprocessing: memory bound, 128 rows, 8 warps.
+      plan.blockM = 128;
+      plan.blockN = 128;
+      plan.warps = 8;
+      plan.stages = 1;
+      break;
+    }
+    return plan;
+  }
+  if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
+    plan.blockK = 32;
+    switch (gemm.getRole()) {
+    case KernelRole::ColumnSum:
+      plan.blockM = 16;
+      plan.blockN = 128;
+      plan.warps = 1;
+      break;
+    case KernelRole::FfnFused:
+      plan.blockM = 64;
+      plan.blockN = 64;
+      plan.warps = 4;
+      break;
+    default:
+      plan.blockM = 128;
+      plan.blockN = 128;
+      plan.warps = 8;
+      plan.stages = hopper ? 3 : 2;
+      break;
+    }
+    return plan;
+  }
+  return plan;
+}
+
+int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRef<Type> argTypes) {
+  int64_t values = 0;
+  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+    int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+    switch (attention.getRole()) {
+    case KernelRole::AttentionForward:
+      // acc [Br x Dv] + scores and probabilities [Br x Bc]
+      values = plan.blockM * dv + plan.blockM * plan.blockN * 3 / 2;
+      break;
+    case KernelRole::AttentionBackward:
+    case KernelRole::AttentionBackwardKV:
+      // dK [Bc x D] + dV [Bc x Dv] + S/P and dP/dS [Br x Bc]
+      values = plan.blockN * (d + dv) + 2 * plan.blockM * plan.blockN;
+      break;
+    case KernelRole::AttentionBackwardDQ:
+      values = plan.blockM * d + 2 * plan.blockM * plan.blockN;
+      break;
+    default:
+      values = plan.blockM * std::max(d, dv);
+      break;
+    }
+  } else if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
+    switch (gemm.getRole()) {
+    case KernelRole::FfnFused:
+      values = plan.blockM * outputDimOf(argTypes, gemm.getBias1().getValue() ? 3 : 2) +
+               plan.blockM * plan.blockN * 3 / 2;
+      break;
+    case KernelRole::FfnBackwardHidden:
+      values = 2 * plan.blockM * plan.blockN;
+      break;
+    default:
+      values = plan.blockM * plan.blockN;
+      break;
+    }
+  }
+  return values / threadsOf(plan) + kAddressingRegisters;
+}
+
+bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
+                  const TilePlan &plan, std::string &reason) {
+  // Registers: the [Bm x d_out] f32 output accumulator and the [Bm x Bn]
+  // hidden tile (f32 and its converted copy) spread over the block.
+  int64_t registers = (plan.blockM * outputDim + plan.blockM * plan.blockN * 3 / 2) /
+                          threadsOf(plan) +
+                      kAddressingRegisters;
+  if (registers > target.registersPerThread) {
+    reason = llvm::formatv("the [{0} x {1}] output accumulator needs ~{2} registers per thread "
+                           "(limit {3})",
+                           plan.blockM, outputDim, registers, target.registersPerThread);
+    return false;
+  }
+  // Shared memory: x and W1 tiles per stage plus the W2 slab [Bn x d_out].
+  int64_t shared = plan.stages * (plan.blockM * plan.blockK + plan.blockK * plan.blockN +
+                                  plan.blockN * outputDim) *
+                   elementBytes;
+  if (shared > target.sharedMemoryPerBlock) {
+    reason = llvm::formatv("needs {0} bytes of shared memory (limit {1})", shared,
+                           target.sharedMemoryPerBlock);
+    return false;
+  }
+  return true;
+}
+
+} // namespace flashc

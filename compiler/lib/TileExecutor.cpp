@@ -1,0 +1,881 @@
+//===- TileExecutor.cpp - CPU interpreter for tile programs ---------------===//
+//
+// Semantics follow docs/tile-dialect.md op by op. Blocks of a grid run one
+// after another, so tile.atomic_add is a plain add here; the GPU result can
+// differ only by f32 summation order.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/TileExecutor.h"
+
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+//===----------------------------------------------------------------------===//
+// Element rounding and host tensors
+//===----------------------------------------------------------------------===//
+
+float roundToElement(float value, ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F32:
+    return value;
+  case ElementKind::BF16: {
+    if (std::isnan(value))
+      return value;
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    // Round to nearest even on the 16 dropped bits (infinities stay put).
+    uint32_t lsb = (bits >> 16) & 1u;
+    bits += 0x7fffu + lsb;
+    bits &= 0xffff0000u;
+    float rounded;
+    std::memcpy(&rounded, &bits, 4);
+    return rounded;
+  }
+  case ElementKind::F16: {
+    llvm::APFloat half(value);
+    bool lost = false;
+    half.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return half.convertToFloat();
+  }
+  }
+  return value;
+}
+
+HostTensor::HostTensor(std::vector<int64_t> shape, ElementKind kind, float fill)
+    : shape(std::move(shape)), kind(kind) {
+  data.assign(numElements(), fill);
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+static ElementKind elementKindOf(Type type) {
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isF16())
+    return ElementKind::F16;
+  return ElementKind::F32;
+}
+
+static const char *elementName(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F32:
+    return "f32";
+  case ElementKind::BF16:
+    return "bf16";
+  case ElementKind::F16:
+    return "f16";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Run-time values
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A tile (or row vector: cols == 1) of one thread block.
+struct TileData {
+  int64_t rows = 0, cols = 0;
+  ElementKind kind = ElementKind::F32;
+  std::vector<float> data;
+  float &at(int64_t r, int64_t c) { return data[r * cols + c]; }
+  float at(int64_t r, int64_t c) const { return data[r * cols + c]; }
+};
+using TilePtr = std::shared_ptr<TileData>;
+
+struct RtValue {
+  enum class Kind { None, Int, Float, Tile, Tensor } kind = Kind::None;
+  int64_t i = 0;
+  double f = 0;
+  TilePtr tile;
+  HostTensor *tensor = nullptr;
+
+  static RtValue ofInt(int64_t v) {
+    RtValue r;
+    r.kind = Kind::Int;
+    r.i = v;
+    return r;
+  }
+  static RtValue ofFloat(double v) {
+    RtValue r;
+    r.kind = Kind::Float;
+    r.f = v;
+    return r;
+  }
+  static RtValue ofTile(TilePtr t) {
+    RtValue r;
+    r.kind = Kind::Tile;
+    r.tile = std::move(t);
+    return r;
+  }
+  static RtValue ofTensor(HostTensor *t) {
+    RtValue r;
+    r.kind = Kind::Tensor;
+    r.tensor = t;
+    return r;
+  }
+};
+
+constexpr double kLog2e = 1.4426950408889634;
+const float kNegInf = -std::numeric_limits<float>::infinity();
+} // namespace
+
+/// Walks the ops of kernels and programs. One instance per executor call.
+class TileInterpreter {
+public:
+  TileInterpreter(TileExecutor &executor) : executor(executor) {}
+
+  LogicalResult runProgram(func::FuncOp program, ArrayRef<HostTensor *> args);
+  LogicalResult runKernel(KernelOp kernel, ArrayRef<HostTensor *> args);
+
+private:
+  TileExecutor &executor;
+  llvm::DenseMap<Value, RtValue> env;
+  int64_t programIds[3] = {0, 0, 0};
+  std::vector<std::unique_ptr<HostTensor>> workspaces;
+
+  LogicalResult fail(Operation *op, const llvm::Twine &message) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << op->getLoc() << ": '" << op->getName() << "': " << message;
+    executor.errorMessage = os.str();
+    return failure();
+  }
+
+  int64_t intOf(Value v) { return env.lookup(v).i; }
+  double floatOf(Value v) { return env.lookup(v).f; }
+  TilePtr tileOf(Value v) { return env.lookup(v).tile; }
+  HostTensor *tensorOf(Value v) { return env.lookup(v).tensor; }
+
+  TilePtr newTile(Type type) {
+    auto tileType = llvm::cast<TileType>(type);
+    auto tile = std::make_shared<TileData>();
+    tile->rows = tileType.getRows();
+    tile->cols = tileType.getCols();
+    tile->kind = elementKindOf(tileType.getElementType());
+    tile->data.assign(tile->rows * tile->cols, 0.0f);
+    return tile;
+  }
+  TilePtr cloneTile(const TileData &source) { return std::make_shared<TileData>(source); }
+
+  LogicalResult checkArgs(Operation *op, ArrayRef<Type> types, ArrayRef<HostTensor *> args);
+  LogicalResult executeBlock(Block &block, SmallVectorImpl<RtValue> *yielded);
+  LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
+  LogicalResult executeArith(Operation *op);
+  LogicalResult executeTileOp(Operation *op);
+
+  /// Element offset of (indices..., row, col) or an error when out of range.
+  LogicalResult linearIndex(Operation *op, HostTensor &tensor, ArrayRef<int64_t> index,
+                            int64_t &offset);
+  LogicalResult gatherIndices(Operation *op, OperandRange indices,
+                              SmallVectorImpl<int64_t> &out);
+  struct RowColumnView;
+};
+
+LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> types,
+                                         ArrayRef<HostTensor *> args) {
+  if (types.size() != args.size())
+    return fail(op, llvm::formatv("expects {0} arguments, got {1}", types.size(), args.size()));
+  for (auto [index, pair] : llvm::enumerate(llvm::zip(types, args))) {
+    auto [type, tensor] = pair;
+    auto tensorType = llvm::dyn_cast<GlobalTensorType>(type);
+    if (!tensorType)
+      return fail(op, llvm::formatv("argument {0} is not a !tile.tensor", index));
+    if (!tensor)
+      return fail(op, llvm::formatv("argument {0} is null", index));
+    if (static_cast<int64_t>(tensor->shape.size()) != tensorType.getRank())
+      return fail(op, llvm::formatv("argument {0} has rank {1}, expected {2}", index,
+                                    tensor->shape.size(), tensorType.getRank()));
+    for (int64_t d = 0; d < tensorType.getRank(); ++d) {
+      int64_t want = tensorType.getShape()[d];
+      if (!ShapedType::isDynamic(want) && want != tensor->shape[d])
+        return fail(op, llvm::formatv("argument {0} dimension {1} is {2}, expected {3}", index,
+                                      d, tensor->shape[d], want));
+    }
+    if (tensor->kind != elementKindOf(tensorType.getElementType()))
+      return fail(op, llvm::formatv("argument {0} has element type {1}, expected another",
+                                    index, elementName(tensor->kind)));
+    if (static_cast<int64_t>(tensor->data.size()) != tensor->numElements())
+      return fail(op, llvm::formatv("argument {0} holds {1} values for {2} elements", index,
+                                    tensor->data.size(), tensor->numElements()));
+  }
+  return success();
+}
+
+LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTensor *> args) {
+  if (!program->hasAttr(kProgramAttrName))
+    return fail(program, "is not a tile.program");
+  if (failed(checkArgs(program, program.getFunctionType().getInputs(), args)))
+    return failure();
+  env.clear();
+  for (auto [arg, tensor] : llvm::zip(program.getArguments(), args))
+    env[arg] = RtValue::ofTensor(tensor);
+  for (Operation &op : program.getBody().front()) {
+    if (auto launch = llvm::dyn_cast<LaunchOp>(op)) {
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<KernelOp>(launch, launch.getKernelAttr());
+      if (!kernel)
+        return fail(launch, "unknown kernel @" + launch.getKernel());
+      SmallVector<HostTensor *> kernelArgs;
+      for (Value arg : launch.getArgs())
+        kernelArgs.push_back(tensorOf(arg));
+      TileInterpreter inner(executor);
+      if (failed(inner.runKernel(kernel, kernelArgs)))
+        return failure();
+      continue;
+    }
+    if (auto alloc = llvm::dyn_cast<AllocTensorOp>(op)) {
+      auto type = llvm::cast<GlobalTensorType>(alloc.getType());
+      std::vector<int64_t> shape;
+      unsigned next = 0;
+      for (int64_t dim : type.getShape()) {
+        int64_t size = ShapedType::isDynamic(dim) ? intOf(alloc.getDynamicSizes()[next++]) : dim;
+        if (size < 0 || size > (int64_t(1) << 31))
+          return fail(alloc, llvm::formatv("workspace dimension size {0} is invalid", size));
+        shape.push_back(size);
+      }
+      // Undefined contents: NaN makes any read-before-write visible.
+      workspaces.push_back(std::make_unique<HostTensor>(
+          shape, elementKindOf(type.getElementType()), std::numeric_limits<float>::quiet_NaN()));
+      env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
+      continue;
+    }
+    if (llvm::isa<func::ReturnOp>(op))
+      break;
+    if (failed(execute(&op, nullptr)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *> args) {
+  if (failed(checkArgs(kernel, kernel.getFunctionType().getInputs(), args)))
+    return failure();
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  for (HostTensor *tensor : args)
+    shapes.emplace_back(tensor->shape.begin(), tensor->shape.end());
+  int64_t grid[3];
+  for (auto [axis, attr] : llvm::enumerate(kernel.getGrid().getAsRange<GridAttr>()))
+    grid[axis] = attr.evaluate(shapes);
+  Block &entry = kernel.getBody().front();
+  for (int64_t z = 0; z < grid[2]; ++z)
+    for (int64_t y = 0; y < grid[1]; ++y)
+      for (int64_t x = 0; x < grid[0]; ++x) {
+        env.clear();
+        for (auto [arg, tensor] : llvm::zip(entry.getArguments(), args))
+          env[arg] = RtValue::ofTensor(tensor);
+        programIds[0] = x;
+        programIds[1] = y;
+        programIds[2] = z;
+        ++executor.blockCount;
+        if (failed(executeBlock(entry, nullptr))) {
+          executor.errorMessage += llvm::formatv(" (kernel @{0}, block ({1}, {2}, {3}))",
+                                                 kernel.getSymName(), x, y, z);
+          return failure();
+        }
+      }
+  return success();
+}
+
+LogicalResult TileInterpreter::executeBlock(Block &block, SmallVectorImpl<RtValue> *yielded) {
+  for (Operation &op : block)
+    if (failed(execute(&op, yielded)))
+      return failure();
+  return success();
+}
+
+LogicalResult TileInterpreter::execute(Operation *op, SmallVectorImpl<RtValue> *yielded) {
+  if (llvm::isa<ReturnOp>(op))
+    return success();
+  if (auto yield = llvm::dyn_cast<scf::YieldOp>(op)) {
+    if (yielded) {
+      yielded->clear();
+      for (Value v : yield.getOperands())
+        yielded->push_back(env.lookup(v));
+    }
+    return success();
+  }
+  if (auto forOp = llvm::dyn_cast<scf::ForOp>(op)) {
+    int64_t lower = intOf(forOp.getLowerBound()), upper = intOf(forOp.getUpperBound()),
+            step = intOf(forOp.getStep());
+    if (step <= 0)
+      return fail(op, llvm::formatv("non-positive step {0}", step));
+    SmallVector<RtValue> carried;
+    for (Value init : forOp.getInitArgs())
+      carried.push_back(env.lookup(init));
+    Block &body = *forOp.getBody();
+    for (int64_t iv = lower; iv < upper; iv += step) {
+      env[forOp.getInductionVar()] = RtValue::ofInt(iv);
+      for (auto [arg, value] : llvm::zip(forOp.getRegionIterArgs(), carried))
+        env[arg] = value;
+      SmallVector<RtValue> next;
+      if (failed(executeBlock(body, &next)))
+        return failure();
+      carried = std::move(next);
+    }
+    for (auto [result, value] : llvm::zip(forOp.getResults(), carried))
+      env[result] = value;
+    return success();
+  }
+  if (auto ifOp = llvm::dyn_cast<scf::IfOp>(op)) {
+    Region &region = intOf(ifOp.getCondition()) ? ifOp.getThenRegion() : ifOp.getElseRegion();
+    SmallVector<RtValue> results;
+    if (!region.empty() && failed(executeBlock(region.front(), &results)))
+      return failure();
+    for (auto [result, value] : llvm::zip(ifOp.getResults(), results))
+      env[result] = value;
+    return success();
+  }
+  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
+    return executeArith(op);
+  if (op->getDialect() && op->getDialect()->getNamespace() == "tile")
+    return executeTileOp(op);
+  return fail(op, "the CPU tile executor does not support this op");
+}
+
+//===----------------------------------------------------------------------===//
+// arith on index / integers / scalars
+//===----------------------------------------------------------------------===//
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
+
+LogicalResult TileInterpreter::executeArith(Operation *op) {
+  auto setInt = [&](int64_t v) {
+    env[op->getResult(0)] = RtValue::ofInt(v);
+    return success();
+  };
+  auto setFloat = [&](double v) {
+    env[op->getResult(0)] = RtValue::ofFloat(v);
+    return success();
+  };
+  auto lhs = [&] { return intOf(op->getOperand(0)); };
+  auto rhs = [&] { return intOf(op->getOperand(1)); };
+  auto nonZeroDivisor = [&]() -> LogicalResult {
+    if (rhs() == 0)
+      return fail(op, "division by zero");
+    return success();
+  };
+  if (auto constant = llvm::dyn_cast<arith::ConstantOp>(op)) {
+    if (auto intAttr = llvm::dyn_cast<IntegerAttr>(constant.getValue()))
+      return setInt(intAttr.getType().isInteger(1) ? (intAttr.getValue().getBoolValue() ? 1 : 0)
+                                                   : intAttr.getValue().getSExtValue());
+    if (auto floatAttr = llvm::dyn_cast<FloatAttr>(constant.getValue()))
+      return setFloat(floatAttr.getValueAsDouble());
+    return fail(op, "unsupported constant");
+  }
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<arith::AddIOp>([&](auto) { return setInt(lhs() + rhs()); })
+      .Case<arith::SubIOp>([&](auto) { return setInt(lhs() - rhs()); })
+      .Case<arith::MulIOp>([&](auto) { return setInt(lhs() * rhs()); })
+      .Case<arith::DivUIOp, arith::DivSIOp>([&](auto) -> LogicalResult {
+        if (failed(nonZeroDivisor()))
+          return failure();
+        return setInt(lhs() / rhs());
+      })
+      .Case<arith::CeilDivSIOp, arith::CeilDivUIOp>([&](auto) -> LogicalResult {
+        if (failed(nonZeroDivisor()))
+          return failure();
+        return setInt(ceilDiv(lhs(), rhs()));
+      })
+      .Case<arith::FloorDivSIOp>([&](auto) -> LogicalResult {
+        if (failed(nonZeroDivisor()))
+          return failure();
+        return setInt(floorDiv(lhs(), rhs()));
+      })
+      .Case<arith::RemSIOp, arith::RemUIOp>([&](auto) -> LogicalResult {
+        if (failed(nonZeroDivisor()))
+          return failure();
+        return setInt(lhs() % rhs());
+      })
+      .Case<arith::MinSIOp, arith::MinUIOp>([&](auto) { return setInt(std::min(lhs(), rhs())); })
+      .Case<arith::MaxSIOp, arith::MaxUIOp>([&](auto) { return setInt(std::max(lhs(), rhs())); })
+      .Case<arith::AndIOp>([&](auto) { return setInt(lhs() & rhs()); })
+      .Case<arith::OrIOp>([&](auto) { return setInt(lhs() | rhs()); })
+      .Case<arith::XOrIOp>([&](auto) { return setInt(lhs() ^ rhs()); })
+      .Case<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp,
+            arith::TruncIOp>([&](auto) { return setInt(lhs()); })
+      .Case<arith::SelectOp>([&](arith::SelectOp select) {
+        env[op->getResult(0)] = env.lookup(intOf(select.getCondition()) ? select.getTrueValue()
+                                                                        : select.getFalseValue());
+        return success();
+      })
+      .Case<arith::CmpIOp>([&](arith::CmpIOp cmp) {
+        int64_t a = lhs(), b = rhs();
+        bool result = false;
+        switch (cmp.getPredicate()) {
+        case arith::CmpIPredicate::eq:
+          result = a == b;
+          break;
+        case arith::CmpIPredicate::ne:
+          result = a != b;
+          break;
+        case arith::CmpIPredicate::slt:
+        case arith::CmpIPredicate::ult:
+          result = a < b;
+          break;
+        case arith::CmpIPredicate::sle:
+        case arith::CmpIPredicate::ule:
+          result = a <= b;
+          break;
+        case arith::CmpIPredicate::sgt:
+        case arith::CmpIPredicate::ugt:
+          result = a > b;
+          break;
+        case arith::CmpIPredicate::sge:
+        case arith::CmpIPredicate::uge:
+          result = a >= b;
+          break;
+        }
+        return setInt(result ? 1 : 0);
+      })
+      .Case<arith::AddFOp>([&](auto) {
+        return setFloat(floatOf(op->getOperand(0)) + floatOf(op->getOperand(1)));
+      })
+      .Case<arith::SubFOp>([&](auto) {
+        return setFloat(floatOf(op->getOperand(0)) - floatOf(op->getOperand(1)));
+      })
+      .Case<arith::MulFOp>([&](auto) {
+        return setFloat(floatOf(op->getOperand(0)) * floatOf(op->getOperand(1)));
+      })
+      .Case<arith::DivFOp>([&](auto) {
+        return setFloat(floatOf(op->getOperand(0)) / floatOf(op->getOperand(1)));
+      })
+      .Default([&](Operation *) { return fail(op, "unsupported arith op"); });
+}
+
+//===----------------------------------------------------------------------===//
+// tile ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileInterpreter::gatherIndices(Operation *op, OperandRange indices,
+                                             SmallVectorImpl<int64_t> &out) {
+  for (Value index : indices)
+    out.push_back(intOf(index));
+  return success();
+}
+
+LogicalResult TileInterpreter::linearIndex(Operation *op, HostTensor &tensor,
+                                           ArrayRef<int64_t> index, int64_t &offset) {
+  offset = 0;
+  for (size_t d = 0; d < tensor.shape.size(); ++d) {
+    if (index[d] < 0 || index[d] >= tensor.shape[d])
+      return fail(op, llvm::formatv("index {0} out of range for dimension {1} of size {2}",
+                                    index[d], d, tensor.shape[d]));
+    offset = offset * tensor.shape[d] + index[d];
+  }
+  return success();
+}
+
+/// Tile (r, c) of a load/store at `index`: rows walk dim rank-2, columns dim
+/// rank-1; a rank-1 tensor is a single row (rows r >= 1 are out of range).
+struct TileInterpreter::RowColumnView {
+  SmallVector<int64_t> index;
+  int64_t row0 = 0, col0 = 0;
+  explicit RowColumnView(ArrayRef<int64_t> start) : index(start.begin(), start.end()) {
+    col0 = index.back();
+    if (index.size() >= 2)
+      row0 = index[index.size() - 2];
+  }
+  LogicalResult locate(TileInterpreter &interp, Operation *op, HostTensor &tensor, int64_t r,
+                       int64_t c, int64_t &offset) {
+    size_t rank = index.size();
+    if (rank == 1 && r != 0)
+      return interp.fail(op, llvm::formatv("row {0} of a rank-1 tensor is out of range", r));
+    if (rank >= 2)
+      index[rank - 2] = row0 + r;
+    index[rank - 1] = col0 + c;
+    return interp.linearIndex(op, tensor, index, offset);
+  }
+};
+
+static double activation(Activation kind, double x) {
+  switch (kind) {
+  case Activation::GeluTanh: {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  case Activation::GeluErf:
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case Activation::Silu:
+    return x / (1.0 + std::exp(-x));
+  case Activation::Relu:
+    return x > 0 ? x : 0.0;
+  case Activation::Identity:
+    return x;
+  }
+  return x;
+}
+
+static double activationDerivative(Activation kind, double x) {
+  switch (kind) {
+  case Activation::GeluTanh: {
+    const double k = std::sqrt(2.0 / M_PI);
+    double inner = k * (x + 0.044715 * x * x * x);
+    double t = std::tanh(inner);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+  }
+  case Activation::GeluErf:
+    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  case Activation::Silu: {
+    double s = 1.0 / (1.0 + std::exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+  }
+  case Activation::Relu:
+    return x > 0 ? 1.0 : 0.0;
+  case Activation::Identity:
+    return 1.0;
+  }
+  return 1.0;
+}
+
+LogicalResult TileInterpreter::executeTileOp(Operation *op) {
+  auto setTile = [&](TilePtr tile) {
+    env[op->getResult(0)] = RtValue::ofTile(std::move(tile));
+    return success();
+  };
+  // Elementwise map over an f32 register tile into a fresh tile.
+  auto mapTile = [&](Value source, auto fn) {
+    TilePtr in = tileOf(source);
+    TilePtr out = cloneTile(*in);
+    for (float &x : out->data)
+      x = fn(x);
+    return setTile(out);
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ProgramIdOp>([&](ProgramIdOp pid) {
+        env[pid.getResult()] = RtValue::ofInt(programIds[static_cast<int>(pid.getAxis())]);
+        return success();
+      })
+      .Case<DimOp>([&](DimOp dim) {
+        HostTensor *tensor = tensorOf(dim.getTensor());
+        env[dim.getResult()] =
+            RtValue::ofInt(tensor->shape[static_cast<int64_t>(dim.getIndex())]);
+        return success();
+      })
+      .Case<LoadOp>([&](LoadOp load) -> LogicalResult {
+        HostTensor &tensor = *tensorOf(load.getSource());
+        TilePtr tile = newTile(load.getType());
+        SmallVector<int64_t> index;
+        (void)gatherIndices(op, load.getIndices(), index);
+        int64_t rowLimit = intOf(load.getRowLimit()), colLimit = intOf(load.getColLimit());
+        RowColumnView view(index);
+        for (int64_t r = 0; r < tile->rows; ++r)
+          for (int64_t c = 0; c < tile->cols; ++c) {
+            if (view.row0 + r >= rowLimit || view.col0 + c >= colLimit)
+              continue;
+            int64_t offset;
+            if (failed(view.locate(*this, op, tensor, r, c, offset)))
+              return failure();
+            tile->at(r, c) = tensor.data[offset];
+          }
+        return setTile(tile);
+      })
+      .Case<StoreOp, AtomicAddOp>([&](auto store) -> LogicalResult {
+        bool accumulate = llvm::isa<AtomicAddOp>(op);
+        HostTensor &tensor = *tensorOf(store.getDest());
+        TilePtr tile = tileOf(store.getValue());
+        SmallVector<int64_t> index;
+        (void)gatherIndices(op, store.getIndices(), index);
+        int64_t rowLimit = intOf(store.getRowLimit()), colLimit = intOf(store.getColLimit());
+        RowColumnView view(index);
+        for (int64_t r = 0; r < tile->rows; ++r)
+          for (int64_t c = 0; c < tile->cols; ++c) {
+            if (view.row0 + r >= rowLimit || view.col0 + c >= colLimit)
+              continue;
+            int64_t offset;
+            if (failed(view.locate(*this, op, tensor, r, c, offset)))
+              return failure();
+            float value = accumulate ? tensor.data[offset] + tile->at(r, c) : tile->at(r, c);
+            tensor.data[offset] = roundToElement(value, tensor.kind);
+          }
+        return success();
+      })
+      .Case<LoadRowsOp>([&](LoadRowsOp load) -> LogicalResult {
+        HostTensor &tensor = *tensorOf(load.getSource());
+        TilePtr tile = newTile(load.getType());
+        SmallVector<int64_t> index;
+        (void)gatherIndices(op, load.getIndices(), index);
+        int64_t row0 = index.back(), limit = intOf(load.getRowLimit());
+        for (int64_t r = 0; r < tile->rows; ++r) {
+          if (row0 + r >= limit)
+            continue;
+          index.back() = row0 + r;
+          int64_t offset;
+          if (failed(linearIndex(op, tensor, index, offset)))
+            return failure();
+          tile->data[r] = tensor.data[offset];
+        }
+        return setTile(tile);
+      })
+      .Case<StoreRowsOp>([&](StoreRowsOp store) -> LogicalResult {
+        HostTensor &tensor = *tensorOf(store.getDest());
+        TilePtr tile = tileOf(store.getValue());
+        SmallVector<int64_t> index;
+        (void)gatherIndices(op, store.getIndices(), index);
+        int64_t row0 = index.back(), limit = intOf(store.getRowLimit());
+        for (int64_t r = 0; r < tile->rows; ++r) {
+          if (row0 + r >= limit)
+            continue;
+          index.back() = row0 + r;
+          int64_t offset;
+          if (failed(linearIndex(op, tensor, index, offset)))
+            return failure();
+          tensor.data[offset] = tile->data[r];
+        }
+        return success();
+      })
+      .Case<AddBiasOp>([&](AddBiasOp bias) -> LogicalResult {
+        HostTensor &tensor = *tensorOf(bias.getBias());
+        TilePtr out = cloneTile(*tileOf(bias.getAcc()));
+        int64_t col0 = intOf(bias.getCol0()), limit = intOf(bias.getColLimit());
+        for (int64_t c = 0; c < out->cols; ++c) {
+          if (col0 + c >= limit)
+            continue;
+          int64_t offset;
+          if (failed(linearIndex(op, tensor, {col0 + c}, offset)))
+            return failure();
+          for (int64_t r = 0; r < out->rows; ++r)
+            out->at(r, c) += tensor.data[offset];
+        }
+        return setTile(out);
+      })
+      .Case<FillOp>([&](FillOp fill) {
+        TilePtr tile = newTile(fill.getType());
+        float value = roundToElement(static_cast<float>(fill.getValue().convertToDouble()),
+                                     tile->kind);
+        std::fill(tile->data.begin(), tile->data.end(), value);
+        return setTile(tile);
+      })
+      .Case<CopyOp>([&](CopyOp copy) { return setTile(cloneTile(*tileOf(copy.getSource()))); })
+      .Case<ConvertOp>([&](ConvertOp convert) {
+        TilePtr out = cloneTile(*tileOf(convert.getSource()));
+        out->kind = elementKindOf(llvm::cast<TileType>(convert.getType()).getElementType());
+        for (float &x : out->data)
+          x = roundToElement(x, out->kind);
+        return setTile(out);
+      })
+      .Case<MatmulOp>([&](MatmulOp matmul) {
+        TilePtr a = tileOf(matmul.getA()), b = tileOf(matmul.getB());
+        TilePtr out = cloneTile(*tileOf(matmul.getAcc()));
+        bool ta = matmul.getTransposeA(), tb = matmul.getTransposeB();
+        int64_t k = ta ? a->rows : a->cols;
+        for (int64_t m = 0; m < out->rows; ++m)
+          for (int64_t n = 0; n < out->cols; ++n) {
+            float sum = out->at(m, n);
+            for (int64_t kk = 0; kk < k; ++kk) {
+              float x = ta ? a->at(kk, m) : a->at(m, kk);
+              float y = tb ? b->at(n, kk) : b->at(kk, n);
+              sum += x * y;
+            }
+            out->at(m, n) = sum;
+          }
+        return setTile(out);
+      })
+      .Case<MaskOp>([&](MaskOp mask) {
+        TilePtr out = cloneTile(*tileOf(mask.getScores()));
+        int64_t row0 = intOf(mask.getRow0()), col0 = intOf(mask.getCol0()),
+                limit = intOf(mask.getColLimit()), shift = intOf(mask.getOffset());
+        int64_t left = static_cast<int64_t>(mask.getWindowLeft()),
+                right = static_cast<int64_t>(mask.getWindowRight());
+        for (int64_t r = 0; r < out->rows; ++r)
+          for (int64_t c = 0; c < out->cols; ++c) {
+            int64_t i = row0 + r, j = col0 + c, p = i + shift;
+            bool hidden = j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right);
+            if (hidden)
+              out->at(r, c) = kNegInf;
+          }
+        return setTile(out);
+      })
+      .Case<SoftcapOp>([&](SoftcapOp softcap) {
+        float scale = softcap.getScale().convertToDouble(), cap = softcap.getCap().convertToDouble();
+        return mapTile(softcap.getScores(),
+                       [&](float x) { return cap * std::tanh(scale * x / cap); });
+      })
+      .Case<ScaleOp>([&](ScaleOp scale) {
+        float factor = scale.getFactor().convertToDouble();
+        return mapTile(scale.getSource(), [&](float x) { return factor * x; });
+      })
+      .Case<MulOp>([&](MulOp mul) {
+        TilePtr a = tileOf(mul.getLhs()), b = tileOf(mul.getRhs());
+        TilePtr out = cloneTile(*a);
+        for (size_t e = 0; e < out->data.size(); ++e)
+          out->data[e] = a->data[e] * b->data[e];
+        return setTile(out);
+      })
+      .Case<ActivationOp>([&](ActivationOp act) {
+        Activation kind = act.getKind();
+        return mapTile(act.getSource(),
+                       [&](float x) { return static_cast<float>(activation(kind, x)); });
+      })
+      .Case<ActivationGradOp>([&](ActivationGradOp grad) {
+        TilePtr g = tileOf(grad.getGrad()), pre = tileOf(grad.getPreactivation());
+        TilePtr out = cloneTile(*g);
+        for (size_t e = 0; e < out->data.size(); ++e)
+          out->data[e] = static_cast<float>(
+              g->data[e] * activationDerivative(grad.getKind(), pre->data[e]));
+        return setTile(out);
+      })
+      .Case<RowMaxOp>([&](RowMaxOp rowMax) {
+        TilePtr s = tileOf(rowMax.getScores());
+        TilePtr out = cloneTile(*tileOf(rowMax.getPrev()));
+        for (int64_t r = 0; r < s->rows; ++r)
+          for (int64_t c = 0; c < s->cols; ++c)
+            out->data[r] = std::max(out->data[r], s->at(r, c));
+        return setTile(out);
+      })
+      .Case<Exp2Op>([&](Exp2Op exp2) {
+        TilePtr s = tileOf(exp2.getScores()), m = tileOf(exp2.getMax());
+        TilePtr out = cloneTile(*s);
+        float factor = static_cast<float>(exp2.getScale().convertToDouble() * kLog2e);
+        for (int64_t r = 0; r < s->rows; ++r)
+          for (int64_t c = 0; c < s->cols; ++c)
+            out->at(r, c) =
+                m->data[r] == kNegInf ? 0.0f : std::exp2((s->at(r, c) - m->data[r]) * factor);
+        return setTile(out);
+      })
+      .Case<SoftmaxCorrectionOp>([&](SoftmaxCorrectionOp corr) {
+        TilePtr oldMax = tileOf(corr.getOldMax()), newMax = tileOf(corr.getNewMax());
+        TilePtr out = cloneTile(*oldMax);
+        float factor = static_cast<float>(corr.getScale().convertToDouble() * kLog2e);
+        for (int64_t r = 0; r < out->rows; ++r) {
+          float o = oldMax->data[r], n = newMax->data[r];
+          out->data[r] = n == kNegInf ? 1.0f : o == kNegInf ? 0.0f : std::exp2((o - n) * factor);
+        }
+        return setTile(out);
+      })
+      .Case<OnlineSumOp>([&](OnlineSumOp sum) {
+        TilePtr l = tileOf(sum.getSum()), corr = tileOf(sum.getCorrection()),
+                p = tileOf(sum.getProbs());
+        TilePtr out = cloneTile(*l);
+        for (int64_t r = 0; r < p->rows; ++r) {
+          float rowSum = 0.0f;
+          for (int64_t c = 0; c < p->cols; ++c)
+            rowSum += p->at(r, c);
+          out->data[r] = l->data[r] * corr->data[r] + rowSum;
+        }
+        return setTile(out);
+      })
+      .Case<RowSumOp>([&](RowSumOp rowSum) {
+        TilePtr t = tileOf(rowSum.getSource());
+        TilePtr out = newTile(rowSum.getType());
+        for (int64_t r = 0; r < t->rows; ++r) {
+          float sum = 0.0f;
+          for (int64_t c = 0; c < t->cols; ++c)
+            sum += t->at(r, c);
+          out->data[r] = sum;
+        }
+        return setTile(out);
+      })
+      .Case<RescaleOp>([&](RescaleOp rescale) {
+        TilePtr corr = tileOf(rescale.getCorrection());
+        TilePtr out = cloneTile(*tileOf(rescale.getAcc()));
+        for (int64_t r = 0; r < out->rows; ++r)
+          for (int64_t c = 0; c < out->cols; ++c)
+            out->at(r, c) *= corr->data[r];
+        return setTile(out);
+      })
+      .Case<NormalizeOp>([&](NormalizeOp normalize) {
+        TilePtr l = tileOf(normalize.getSum());
+        TilePtr out = cloneTile(*tileOf(normalize.getAcc()));
+        for (int64_t r = 0; r < out->rows; ++r)
+          for (int64_t c = 0; c < out->cols; ++c)
+            out->at(r, c) = l->data[r] == 0.0f ? 0.0f : out->at(r, c) / l->data[r];
+        return setTile(out);
+      })
+      .Case<LseOp>([&](LseOp lse) {
+        TilePtr m = tileOf(lse.getMax()), l = tileOf(lse.getSum());
+        TilePtr out = cloneTile(*m);
+        float scale = lse.getScale().convertToDouble();
+        for (int64_t r = 0; r < out->rows; ++r)
+          out->data[r] = l->data[r] == 0.0f ? kNegInf : m->data[r] * scale + std::log(l->data[r]);
+        return setTile(out);
+      })
+      .Case<RowDotOp>([&](RowDotOp dot) {
+        TilePtr a = tileOf(dot.getLhs()), b = tileOf(dot.getRhs());
+        TilePtr out = newTile(dot.getType());
+        for (int64_t r = 0; r < a->rows; ++r) {
+          float sum = 0.0f;
+          for (int64_t c = 0; c < a->cols; ++c)
+            sum += a->at(r, c) * b->at(r, c);
+          out->data[r] = sum;
+        }
+        return setTile(out);
+      })
+      .Case<RecomputeProbsOp>([&](RecomputeProbsOp probs) {
+        TilePtr s = tileOf(probs.getScores()), lse = tileOf(probs.getLse());
+        TilePtr out = cloneTile(*s);
+        float scale = probs.getScale().convertToDouble();
+        for (int64_t r = 0; r < s->rows; ++r)
+          for (int64_t c = 0; c < s->cols; ++c)
+            out->at(r, c) =
+                lse->data[r] == kNegInf ? 0.0f : std::exp(scale * s->at(r, c) - lse->data[r]);
+        return setTile(out);
+      })
+      .Case<SoftmaxGradOp>([&](SoftmaxGradOp grad) {
+        TilePtr p = tileOf(grad.getProbs()), dp = tileOf(grad.getDprobs()),
+                d = tileOf(grad.getDelta());
+        TilePtr out = cloneTile(*p);
+        for (int64_t r = 0; r < p->rows; ++r)
+          for (int64_t c = 0; c < p->cols; ++c)
+            out->at(r, c) = p->at(r, c) * (dp->at(r, c) - d->data[r]);
+        return setTile(out);
+      })
+      .Default([&](Operation *) { return fail(op, "not executable inside a kernel"); });
+}
+
+//===----------------------------------------------------------------------===//
+// TileExecutor
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileExecutor::runProgram(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args) {
+  errorMessage.clear();
+  auto program = module.lookupSymbol<func::FuncOp>(name);
+  if (!program) {
+    errorMessage = ("no tile program named @" + name).str();
+    return failure();
+  }
+  TileInterpreter interpreter(*this);
+  return interpreter.runProgram(program, args);
+}
+
+LogicalResult TileExecutor::runKernel(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args) {
+  errorMessage.clear();
+  auto kernel = module.lookupSymbol<KernelOp>(name);
+  if (!kernel) {
+    errorMessage = ("no tile kernel named @" + name).str();
+    return failure();
+  }
+  TileInterpreter interpreter(*this);
+  return interpreter.runKernel(kernel, args);
+}
+
+} // namespace flashc

@@ -1,0 +1,115 @@
+//===- TileLowering.cpp - shared helpers of flash -> tile passes ----------===//
+#include "TileLowering.h"
+
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+bool hasFusedOps(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](Operation *op) {
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+      found = true;
+  });
+  return found;
+}
+
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
+  MLIRContext *ctx = op.getContext();
+  flash::MaskAttr mask = op.getMask();
+  int64_t left = -1, right = -1;
+  if (mask.isCausal())
+    right = 0;
+  else if (mask.isSlidingWindow()) {
+    left = mask.getWindowLeft();
+    right = mask.getWindowRight();
+  }
+  Builder b(ctx);
+  return AttentionSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(),
+                                b.getF64FloatAttr(op.getScaleValue()),
+                                b.getF64FloatAttr(op.getSoftcapValue()), left, right,
+                                TypeAttr::get(op.getQuery().getType().getElementType()));
+}
+
+GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
+                      bool transposeB, bool bias1, bool bias2, Type element) {
+  Builder b(ctx);
+  return GemmSpecAttr::get(ctx, role, activation, b.getBoolAttr(transposeA),
+                           b.getBoolAttr(transposeB), b.getBoolAttr(bias1), b.getBoolAttr(bias2),
+                           b.getF64FloatAttr(1.0), /*blockK=*/32, TypeAttr::get(element));
+}
+
+Activation toTileActivation(flash::Activation activation) {
+  switch (activation) {
+  case flash::Activation::GeluTanh:
+    return Activation::GeluTanh;
+  case flash::Activation::GeluErf:
+    return Activation::GeluErf;
+  case flash::Activation::Silu:
+    return Activation::Silu;
+  case flash::Activation::Relu:
+    return Activation::Relu;
+  }
+  return Activation::Identity;
+}
+
+FailureOr<GlobalTensorType> toProgramTensor(Operation *op, Type type, StringRef what) {
+  auto ranked = llvm::dyn_cast<RankedTensorType>(type);
+  if (!ranked || ranked.getRank() < 1 || ranked.getRank() > 4) {
+    op->emitError() << what << " must be a ranked tensor of rank 1 to 4 for tiling, got "
+                    << type;
+    return failure();
+  }
+  Type element = ranked.getElementType();
+  if (!element.isBF16() && !element.isF16() && !element.isF32()) {
+    op->emitError() << what << " must have element type bf16, f16 or f32, got " << type;
+    return failure();
+  }
+  return toGlobalTensorType(ranked);
+}
+
+func::FuncOp ProgramBuilder::create(Operation *anchor, Location loc, StringRef name,
+                                    ArrayRef<Type> argTypes, ArrayRef<std::string> argNames) {
+  ownedBuilder = std::make_unique<OpBuilder>(anchor);
+  builder = ownedBuilder.get();
+  program = builder->create<func::FuncOp>(loc, name, builder->getFunctionType(argTypes, {}));
+  program->setAttr(kProgramAttrName, builder->getUnitAttr());
+  for (auto [index, argName] : llvm::enumerate(argNames))
+    program.setArgAttr(index, "tile.name", builder->getStringAttr(argName));
+  Block *body = program.addEntryBlock();
+  builder->setInsertionPointToStart(body);
+  builder->create<func::ReturnOp>(loc);
+  builder->setInsertionPointToStart(body);
+  return program;
+}
+
+Value ProgramBuilder::dim(Value tensor, int64_t d) {
+  return builder->create<DimOp>(program.getLoc(), builder->getIndexType(), tensor,
+                                builder->getI64IntegerAttr(d));
+}
+
+Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int64_t>> sources) {
+  SmallVector<Value> sizes;
+  for (auto [d, size] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(size))
+      sizes.push_back(dim(sources[d].first, sources[d].second));
+  return builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
+}
+
+LogicalResult ProgramBuilder::launch(Location loc, StringRef baseName, Attribute spec,
+                                     ValueRange args) {
+  SmallVector<Type> argTypes(args.getTypes());
+  OpBuilder kernelBuilder(program);
+  KernelOp kernel =
+      buildKernel(kernelBuilder, loc, baseName, spec, argTypes, defaultPlan(target, spec));
+  if (!kernel)
+    return failure();
+  symbols.insert(kernel); // renames on collision
+  builder->create<LaunchOp>(loc, kernel.getSymName(), args);
+  return success();
+}
+
+} // namespace flashc

@@ -1,0 +1,85 @@
+//===- TileLowering.h - shared helpers of flash -> tile passes -*- C++ -*-===//
+//
+// Internal to compiler/lib: recipes from flash ops and a builder of tile
+// programs (func.func marked tile.program: workspaces + launches), used by
+// flash-tile and flash-generate-backward.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_LIB_TILELOWERING_H
+#define FLASHC_COMPILER_LIB_TILELOWERING_H
+
+#include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/TileKernels.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <string>
+
+namespace flashc {
+
+enum class FfnPlanChoice { Auto, Fused, TwoKernel };
+
+/// True when `func` contains a flash.attention or flash.ffn.
+bool hasFusedOps(mlir::func::FuncOp func);
+
+/// Builds the forward tile program replacing `func` (FlashTile.cpp).
+mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
+                                         const TargetDescription &target, FfnPlanChoice choice);
+
+/// The #tile.attention recipe of `op` for kernel `role`.
+mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op, mlir::tile::KernelRole role);
+
+/// A #tile.gemm recipe.
+mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
+                                  mlir::tile::Activation activation, bool transposeA,
+                                  bool transposeB, bool bias1, bool bias2, mlir::Type element);
+
+mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
+
+/// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
+/// bf16/f16/f32); reports on `op` naming `what` otherwise.
+mlir::FailureOr<mlir::tile::GlobalTensorType> toProgramTensor(mlir::Operation *op, mlir::Type type,
+                                                        llvm::StringRef what);
+
+/// Builds one tile program and the kernels it launches.
+class ProgramBuilder {
+public:
+  ProgramBuilder(mlir::SymbolTable &symbols, const TargetDescription &target)
+      : symbols(symbols), target(target) {}
+
+  /// Creates the program func `name` before `anchor` (module level) with
+  /// named arguments, and positions the builder in its body.
+  mlir::func::FuncOp create(mlir::Operation *anchor, mlir::Location loc, llvm::StringRef name,
+                            llvm::ArrayRef<mlir::Type> argTypes,
+                            llvm::ArrayRef<std::string> argNames);
+
+  mlir::Value arg(unsigned i) { return program.getArgument(i); }
+
+  /// Runtime size of dimension `d` of a program tensor.
+  mlir::Value dim(mlir::Value tensor, int64_t d);
+
+  /// Workspace of `type`; `sources[i]` = (tensor, dim) giving the size of
+  /// dimension i when it is dynamic.
+  mlir::Value alloc(mlir::tile::GlobalTensorType type,
+                    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> sources);
+
+  /// Builds kernel `<baseName>` (unique in the module) from `spec` at the
+  /// target's default plan for the argument types and launches it.
+  mlir::LogicalResult launch(mlir::Location loc, llvm::StringRef baseName, mlir::Attribute spec,
+                             mlir::ValueRange args);
+
+  mlir::func::FuncOp getProgram() { return program; }
+
+private:
+  mlir::SymbolTable &symbols;
+  const TargetDescription &target;
+  mlir::func::FuncOp program;
+  mlir::OpBuilder *builder = nullptr;
+  std::unique_ptr<mlir::OpBuilder> ownedBuilder;
+};
+
+} // namespace flashc
+
+#endif // FLASHC_COMPILER_LIB_TILELOWERING_H

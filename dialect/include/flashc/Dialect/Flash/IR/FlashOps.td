@@ -1,0 +1,258 @@
+//===- FlashOps.td - flash graph operations --------------*- tablegen -*-===//
+#ifndef FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
+#define FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
+
+include "flashc/Dialect/Flash/IR/FlashAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Flash_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
+def Flash_F32Tensor : RankedTensorOf<[F32]>;
+
+class Flash_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Flash_Dialect, mnemonic, !listconcat(traits, [Pure])>;
+
+// Unary elementwise op whose result has the operand's type.
+class Flash_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Flash_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Flash_FloatTensor:$input);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Graph ops
+//===----------------------------------------------------------------------===//
+
+def Flash_MatmulOp : Flash_Op<"matmul"> {
+  let summary = "(batched, optionally transposed) matrix product";
+  let description = [{
+    `result = op(lhs) · op(rhs)` over the last two dimensions, where op
+    transposes those two dimensions when `transpose_a` / `transpose_b` is set:
+    lhs is [..., M, K] ([..., K, M] with transpose_a), rhs is [..., K, N]
+    ([..., N, K] with transpose_b), result is [..., M, N]. Ranks are 2 to 4.
+
+    Batch dimensions: a rank-2 rhs is shared by every lhs batch slice
+    (x[B, M, d] · W[d, h]). Otherwise lhs and rhs have the same rank and each
+    batch dimension pair is either equal or *grouped*: an lhs batch dimension
+    of size g·n against an rhs dimension of size n means rhs slice r serves the
+    g consecutive lhs slices r·g .. r·g + g - 1 (lhs slice i uses rhs slice
+    i / g). This is grouped-query attention: q [B, 32, S, D] against
+    k [B, 8, S, D] gives query head h the key head h / 4. The result has the
+    lhs batch dimensions. Dynamic dimensions are accepted wherever a size is
+    not known; static sizes must agree.
+
+    ```mlir
+    %s = flash.matmul %q, %k transpose_b
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x32x?x?xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$lhs, Flash_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_ScaleOp : Flash_Op<"scale", [SameOperandsAndResultType]> {
+  let summary = "multiply every element by a constant";
+  let description = [{
+    `result = factor * input`, e.g. the 1/sqrt(D) of attention scores.
+
+    ```mlir
+    %y = flash.scale %x by 0.125 : tensor<?x16x?x?xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flash_MaskOp : Flash_Op<"mask", [SameOperandsAndResultType]> {
+  let summary = "set invisible attention scores to -inf";
+  let description = [{
+    The input is a score matrix [..., Sq, Sk]. Entries whose key is not
+    visible from their query under `mask` (see `#flash.mask` for the
+    bottom-right aligned rule) become -inf; the others pass through.
+
+    ```mlir
+    %m = flash.mask %s <causal> : tensor<?x16x?x?xf32>
+    %w = flash.mask %s <sliding_window, left = 256, right = 0> : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$input, Flash_MaskAttr:$mask);
+  let results = (outs Flash_FloatTensor:$result);
+  // Unqualified (`<causal>`): a qualified attribute before `:` would be
+  // ambiguous with a typed attribute.
+  let assemblyFormat = "$input $mask attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flash_SoftmaxOp : Flash_UnaryOp<"softmax"> {
+  let summary = "softmax over the last dimension";
+  let description = [{
+    `result[..., j] = exp(x[..., j] - max) / sum_k exp(x[..., k] - max)`.
+    A row that is entirely -inf has no defined softmax; flashc's fused
+    attention returns zeros for it.
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_GeluOp : Flash_Op<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `erf`:  gelu(x) = 0.5·x·(1 + erf(x / sqrt(2))).
+    `tanh`: gelu(x) = 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x³))).
+
+    ```mlir
+    %y = flash.gelu tanh %x : tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_GeluApproximation:$approximation, Flash_FloatTensor:$input);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$approximation $input attr-dict `:` type($result)";
+}
+
+def Flash_SiluOp : Flash_UnaryOp<"silu"> {
+  let summary = "x · sigmoid(x)";
+}
+
+def Flash_ReluOp : Flash_UnaryOp<"relu"> {
+  let summary = "max(x, 0)";
+}
+
+def Flash_AddOp : Flash_Op<"add", [AllTypesMatch<["lhs", "result"]>]> {
+  let summary = "elementwise sum, or a bias broadcast over leading dimensions";
+  let description = [{
+    `rhs` has either the shape of `lhs` or the shape of its trailing
+    dimensions (a bias [N] added to every row of [..., M, N]); it is broadcast
+    over the leading dimensions of `lhs`. The result has the type of `lhs`.
+
+    ```mlir
+    %y = flash.add %x, %b : tensor<?x4096xbf16>, tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$lhs, Flash_FloatTensor:$rhs);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+}
+
+def Flash_MulOp : Flash_Op<"mul", [SameOperandsAndResultType, Commutative]> {
+  let summary = "elementwise product (the gate of gated FFNs)";
+  let arguments = (ins Flash_FloatTensor:$lhs, Flash_FloatTensor:$rhs);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Fused ops
+//===----------------------------------------------------------------------===//
+
+def Flash_AttentionOp : Flash_Op<"attention"> {
+  let summary = "fused scaled-dot-product attention with log-sum-exp";
+  let description = [{
+    Operands: query [B, Hq, Sq, D], key [B, Hkv, Sk, D], value [B, Hkv, Sk, Dv]
+    (one element type: bf16, f16 or f32). Results: output [B, Hq, Sq, Dv] in
+    that element type, and lse [B, Hq, Sq] in f32. B, Sq and Sk may be dynamic;
+    Hq, Hkv, D and Dv are static.
+
+    For each batch b, query head h and query row i, with kv head
+    hk = h / (Hq / Hkv) (grouped-query attention: consecutive query heads
+    share a kv head; num_kv_heads == Hkv):
+      s_j   = scale · dot(query[b, h, i, :], key[b, hk, j, :])
+      s_j   = softcap · tanh(s_j / softcap)          (only when softcap > 0)
+      s_j   = -inf  where key j is not visible from row i under `mask`
+      lse   = log(sum_j exp(s_j))                     (natural log, f32)
+      P_j   = exp(s_j - lse)
+      out   = sum_j P_j · value[b, hk, j, :]
+    Masks align the bottom-right corner when Sq != Sk, as in FlashAttention-2:
+    causal lets row i see keys j <= i + Sk - Sq (see `#flash.mask`). A row
+    that sees no key has lse = -inf and output 0.
+
+    ```mlir
+    %out, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal>
+        num_kv_heads = 8
+        : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>)
+        -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>)
+    ```
+    `softcap = 30.0` may follow the mask; it is omitted when 0.
+  }];
+  let arguments = (ins
+    Flash_FloatTensor:$query,
+    Flash_FloatTensor:$key,
+    Flash_FloatTensor:$value,
+    F32Attr:$scale,
+    Flash_MaskAttr:$mask,
+    DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
+    I64Attr:$num_kv_heads);
+  let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `scale` `=` $scale `mask` `=` qualified($mask)
+    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    float getScaleValue() { return getScale().convertToFloat(); }
+    /// 0 means no soft-capping.
+    float getSoftcapValue() { return getSoftcap().convertToFloat(); }
+    bool hasSoftcap() { return getSoftcapValue() != 0.0f; }
+    int64_t getNumQueryHeads() { return getQuery().getType().getDimSize(1); }
+    /// Query heads served by one kv head (Hq / Hkv).
+    int64_t getGroupSize() {
+      return getNumQueryHeads() / static_cast<int64_t>(getNumKvHeads());
+    }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
+  }];
+}
+
+def Flash_FfnOp : Flash_Op<"ffn", [AttrSizedOperandSegments]> {
+  let summary = "fused feed-forward block: two matmuls around an activation";
+  let description = [{
+    input x [..., M, d] (rank >= 2), w1 [d, h], w2 [h, d_out];
+    result [..., M, d_out]. All operands share one element type.
+
+    Plain form (no `up` operand):
+      y = act(x · w1 + b1) · w2 + b2
+    Gated form (with `up` w_up [d, h]; w1 is then the gate projection):
+      y = (act(x · w1) ⊙ (x · w_up)) · w2 + b2
+    b1 [h] and b2 [d_out] are optional; the gated form takes no b1.
+
+    ```mlir
+    %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
+        : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>,
+           tensor<4096x1024xbf16>, tensor<1024xbf16>) -> tensor<?x1024xbf16>
+    %z = flash.ffn silu %x, %wg up %wu, %w2
+        : (tensor<?x4096xbf16>, tensor<4096x11008xbf16>, tensor<4096x11008xbf16>,
+           tensor<11008x4096xbf16>) -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Flash_Activation:$activation,
+    Flash_FloatTensor:$input,
+    Flash_FloatTensor:$w1,
+    Optional<Flash_FloatTensor>:$b1,
+    Optional<Flash_FloatTensor>:$w_up,
+    Flash_FloatTensor:$w2,
+    Optional<Flash_FloatTensor>:$b2);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $w1 (`bias` $b1^)? (`up` $w_up^)? `,` $w2 (`bias` $b2^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isGated() { return static_cast<bool>(getWUp()); }
+    int64_t getModelDim() { return getW1().getType().getDimSize(0); }
+    int64_t getHiddenDim() { return getW1().getType().getDimSize(1); }
+    int64_t getOutputDim() { return getW2().getType().getDimSize(1); }
+  }];
+}
+
+#endif // FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD

@@ -1,0 +1,118 @@
+//===- TileAttrs.td - tile enums and attributes ----------*- tablegen -*-===//
+#ifndef FLASHC_DIALECT_TILE_IR_TILEATTRS_TD
+#define FLASHC_DIALECT_TILE_IR_TILEATTRS_TD
+
+include "flashc/Dialect/Tile/IR/TileDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tile_MemorySpace : I32EnumAttr<"MemorySpace", "where a tile lives", [
+    I32EnumAttrCase<"Shared", 0, "shared">,
+    I32EnumAttrCase<"Register", 1, "register">]> {
+  let cppNamespace = "::mlir::tile";
+  // A parameter of !tile.tile only.
+  let genSpecializedAttr = 0;
+}
+
+def Tile_GridAxis : I32EnumAttr<"GridAxis", "axis of the launch grid", [
+    I32EnumAttrCase<"X", 0, "x">,
+    I32EnumAttrCase<"Y", 1, "y">,
+    I32EnumAttrCase<"Z", 2, "z">]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def Tile_StrategyKind : I32EnumAttr<"Strategy", "code-generation strategy", [
+    I32EnumAttrCase<"MmaSyncSm80", 0, "mma_sync_sm80">,
+    I32EnumAttrCase<"WgmmaSm90", 1, "wgmma_sm90">]> {
+  let cppNamespace = "::mlir::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_StrategyAttr : EnumAttr<Tile_Dialect, Tile_StrategyKind, "strategy"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tile_ActivationKind : I32EnumAttr<"Activation", "elementwise activation", [
+    I32EnumAttrCase<"GeluTanh", 0, "gelu_tanh">,
+    I32EnumAttrCase<"GeluErf", 1, "gelu_erf">,
+    I32EnumAttrCase<"Silu", 2, "silu">,
+    I32EnumAttrCase<"Relu", 3, "relu">,
+    I32EnumAttrCase<"Identity", 4, "identity">]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel computes", [
+    I32EnumAttrCase<"AttentionForward", 0, "attention_forward">,
+    I32EnumAttrCase<"AttentionBackwardPreprocess", 1, "attention_backward_preprocess">,
+    I32EnumAttrCase<"AttentionBackward", 2, "attention_backward">,
+    I32EnumAttrCase<"AttentionBackwardKV", 3, "attention_backward_kv">,
+    I32EnumAttrCase<"AttentionBackwardDQ", 4, "attention_backward_dq">,
+    I32EnumAttrCase<"AttentionBackwardPostprocess", 5, "attention_backward_postprocess">,
+    I32EnumAttrCase<"Gemm", 6, "gemm">,
+    I32EnumAttrCase<"FfnFused", 7, "ffn_fused">,
+    I32EnumAttrCase<"FfnBackwardHidden", 8, "ffn_backward_hidden">,
+    I32EnumAttrCase<"ColumnSum", 9, "column_sum">]> {
+  let cppNamespace = "::mlir::tile";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// #tile.grid: one axis of a kernel's launch grid as a function of its args.
+//===----------------------------------------------------------------------===//
+def Tile_GridAttr : AttrDef<Tile_Dialect, "Grid"> {
+  let mnemonic = "grid";
+  let summary = "size of one grid axis in terms of argument dimensions";
+  let description = [{
+    `#tile.grid<7>`: the constant 7. `#tile.grid<arg1[1]>`: dimension 1 of
+    kernel argument 1. `#tile.grid<ceildiv(arg0[2], 128)>`: ceil(dim / 128).
+  }];
+  let parameters = (ins "int64_t":$argIndex, "int64_t":$dimIndex,
+                        "int64_t":$divisor, "int64_t":$constant);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    bool isConstant() const { return getArgIndex() < 0; }
+    /// Evaluates the axis size given the argument shapes.
+    int64_t evaluate(::llvm::ArrayRef<::llvm::SmallVector<int64_t, 4>> argShapes) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel recipes: what a kernel computes, so that flash-plan-memory can
+// rebuild it at other block sizes and tests can name a reference.
+//===----------------------------------------------------------------------===//
+def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
+  let mnemonic = "attention";
+  let summary = "recipe of an attention kernel";
+  let description = [{
+    Mask as a window on bottom-right aligned positions (p = i + Sk - Sq):
+    key j visible iff (window_left < 0 or j >= p - window_left) and
+    (window_right < 0 or j <= p + window_right). causal = [-1, 0].
+  }];
+  let parameters = (ins
+    EnumParameter<Tile_KernelRoleKind>:$role,
+    "int64_t":$headDim, "int64_t":$valueDim,
+    "::mlir::FloatAttr":$scale, "::mlir::FloatAttr":$softcap,
+    "int64_t":$windowLeft, "int64_t":$windowRight,
+    "::mlir::TypeAttr":$elementType);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
+  let mnemonic = "gemm";
+  let summary = "recipe of a GEMM-family (FFN) kernel";
+  let description = [{
+    role = gemm: C = epilogue(alpha · op(A) · op(B)), epilogue = bias
+    (if has_bias) then activation. role = ffn_fused: y = act(x·W1 + b1)·W2 + b2
+    in one kernel. role = ffn_backward_hidden: dpre = (dy·W2ᵀ) ∘ act'(x·W1+b1)
+    and h = act(x·W1 + b1). role = column_sum: db[n] = Σ_m A[m, n].
+  }];
+  let parameters = (ins
+    EnumParameter<Tile_KernelRoleKind>:$role,
+    EnumParameter<Tile_ActivationKind>:$activation,
+    "::mlir::BoolAttr":$transposeA, "::mlir::BoolAttr":$transposeB,
+    "::mlir::BoolAttr":$bias1, "::mlir::BoolAttr":$bias2,
+    "::mlir::FloatAttr":$alpha, "int64_t":$blockK,
+    "::mlir::TypeAttr":$elementType);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+#endif // FLASHC_DIALECT_TILE_IR_TILEATTRS_TD

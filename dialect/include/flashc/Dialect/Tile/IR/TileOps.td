@@ -1,0 +1,400 @@
+//===- TileOps.td - tile kernel operations ---------------*- tablegen -*-===//
+//
+// One op = one device-library primitive. docs/tile-dialect.md holds the
+// exact semantics (with the math) of every op; keep both in step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_DIALECT_TILE_IR_TILEOPS_TD
+#define FLASHC_DIALECT_TILE_IR_TILEOPS_TD
+
+include "flashc/Dialect/Tile/IR/TileTypes.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+
+def Tile_Tensor : Type<CPred<"::llvm::isa<::mlir::tile::GlobalTensorType>($_self)">,
+                       "global tensor", "::mlir::tile::GlobalTensorType">;
+def Tile_Tile : Type<CPred<"::llvm::isa<::mlir::tile::TileType>($_self)">,
+                     "tile", "::mlir::tile::TileType">;
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Kernels and programs
+//===----------------------------------------------------------------------===//
+
+def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, Symbol]> {
+  let summary = "the program of one thread block";
+  let description = [{
+    ```mlir
+    tile.kernel @attention_fwd(%q: !tile.tensor<?x4x?x64xf32>, ...)
+        attributes {grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>,
+                            #tile.grid<arg0[0]>],
+                    strategy = #tile.strategy<mma_sync_sm80>,
+                    block_m = 64, block_n = 64, warps = 4, stages = 2} { ... tile.return }
+    ```
+    `grid` gives the size of grid axes x, y, z; `tile.program_id` reads the
+    block's coordinate. `smem_bytes` is set by flash-plan-memory. `spec`
+    names what the kernel computes (#tile.attention / #tile.gemm).
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<FunctionType>:$function_type,
+    OptionalAttr<DictArrayAttr>:$arg_attrs,
+    OptionalAttr<DictArrayAttr>:$res_attrs,
+    TypedArrayAttrBase<Tile_GridAttr, "grid axes">:$grid,
+    Tile_StrategyAttr:$strategy,
+    I64Attr:$block_m,
+    I64Attr:$block_n,
+    I64Attr:$warps,
+    I64Attr:$stages,
+    OptionalAttr<I64Attr>:$smem_bytes,
+    OptionalAttr<AnyAttr>:$spec);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() { return getFunctionType().getInputs(); }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() { return getFunctionType().getResults(); }
+    ::mlir::Region *getCallableRegion() { return &getBody(); }
+  }];
+}
+
+def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">, Terminator, ReturnLike]> {
+  let summary = "end of a kernel";
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "launch a tile.kernel over its grid (in a tile.program func)";
+  let description = [{
+    `tile.launch @k(%a, %b) : !tile.tensor<...>, !tile.tensor<...>` runs every
+    block of kernel @k's grid; launches of one program run in order.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<Tile_Tensor>:$args);
+  let assemblyFormat = "$kernel `(` $args `)` attr-dict `:` type($args)";
+}
+
+def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "global workspace of a program (contents undefined)";
+  let description = [{
+    `%w = tile.alloc_tensor(%b, %s) : !tile.tensor<?x4x?xf32>`: one index per
+    dynamic dimension. Contents are undefined until a kernel writes them.
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_sizes);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "`(` $dynamic_sizes `)` attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "coordinate of this block along a grid axis";
+  let arguments = (ins Tile_GridAxis:$axis);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$axis attr-dict";
+}
+
+def Tile_DimOp : Tile_Op<"dim", [Pure]> {
+  let summary = "size of one dimension of a global tensor";
+  let arguments = (ins Tile_Tensor:$tensor, I64Attr:$index);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$tensor `,` $index attr-dict `:` type($tensor)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Global memory
+//===----------------------------------------------------------------------===//
+
+def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
+  let summary = "global -> shared tile, zero-filling rows/cols past the limits";
+  let description = [{
+    result[r][c] = src[i0, .., row0 + r, col0 + c] where (row0, col0) are the
+    last two indices, if row0 + r < row_limit and col0 + c < col_limit, else 0.
+    Rows walk dimension rank-2 and columns dimension rank-1; a rank-1 tensor
+    is one row (its only index is col0; rows r >= 1 are past the end).
+    `smem_offset` (bytes) is set by
+    flash-plan-memory; `buffers` > 1 marks a pipelined (multi-stage) buffer.
+  }];
+  let arguments = (ins Tile_Tensor:$source, Variadic<Index>:$indices,
+                       Index:$row_limit, Index:$col_limit,
+                       OptionalAttr<I64Attr>:$smem_offset, OptionalAttr<I64Attr>:$buffers);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $source `[` $indices `]` `limit` `[` $row_limit `,` $col_limit `]` attr-dict
+    `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "register or shared tile -> global, rows/cols past the limits skipped";
+  let arguments = (ins Tile_Tile:$value, Tile_Tensor:$dest, Variadic<Index>:$indices,
+                       Index:$row_limit, Index:$col_limit);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $indices `]` `limit` `[` $row_limit `,` $col_limit `]` attr-dict
+    `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicAddOp : Tile_Op<"atomic_add", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "f32 register tile added atomically into an f32 global tensor";
+  let arguments = (ins Tile_Tile:$value, Tile_Tensor:$dest, Variadic<Index>:$indices,
+                       Index:$row_limit, Index:$col_limit);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $indices `]` `limit` `[` $row_limit `,` $col_limit `]` attr-dict
+    `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_LoadRowsOp : Tile_Op<"load_rows", [MemoryEffects<[MemRead]>]> {
+  let summary = "global -> register row vector (lse, D), 0 past the limit";
+  let description = [{
+    result[r] = src[i0, .., row0 + r] (row0 = last index) if row0 + r < limit, else 0.
+  }];
+  let arguments = (ins Tile_Tensor:$source, Variadic<Index>:$indices, Index:$row_limit);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $source `[` $indices `]` `limit` $row_limit attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreRowsOp : Tile_Op<"store_rows", [MemoryEffects<[MemWrite]>]> {
+  let summary = "register row vector -> global, rows past the limit skipped";
+  let arguments = (ins Tile_Tile:$value, Tile_Tensor:$dest, Variadic<Index>:$indices,
+                       Index:$row_limit);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $indices `]` `limit` $row_limit attr-dict `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AddBiasOp : Tile_Op<"add_bias", [MemoryEffects<[MemRead]>, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "acc[r][c] += bias[col0 + c] (columns past the limit unchanged)";
+  let arguments = (ins Tile_Tile:$acc, Tile_Tensor:$bias, Index:$col0, Index:$col_limit);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $acc `,` $bias `[` $col0 `]` `limit` $col_limit attr-dict `:` type($acc) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile math
+//===----------------------------------------------------------------------===//
+
+def Tile_FillOp : Tile_Op<"fill", [Pure]> {
+  let summary = "register tile or row vector with every element = value";
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_CopyOp : Tile_Op<"copy", [Pure]> {
+  let summary = "register tile -> shared tile (to feed a transposed or B operand)";
+  let arguments = (ins Tile_Tile:$source, OptionalAttr<I64Attr>:$smem_offset);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ConvertOp : Tile_Op<"convert", [Pure]> {
+  let summary = "element type conversion into a register tile (round to nearest even)";
+  let arguments = (ins Tile_Tile:$source);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_MatmulOp : Tile_Op<"matmul", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "acc + op(a) · op(b), f32 accumulation";
+  let description = [{
+    result[m][n] = acc[m][n] + Σ_k op(a)[m][k] · op(b)[k][n], op = transpose
+    when the flag is set. a: register or shared (shared when transposed);
+    b: shared; acc/result: f32 register. a and b share an element type.
+  }];
+  let arguments = (ins Tile_Tile:$a, Tile_Tile:$b, Tile_Tile:$acc,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
+    `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "scores -> -inf outside the window or past the key limit";
+  let description = [{
+    i = row0 + r, j = col0 + c, p = i + offset. result = -inf where
+    j >= col_limit, or (window_left >= 0 and j < p - window_left), or
+    (window_right >= 0 and j > p + window_right); else scores. Causal is
+    window_left = -1, window_right = 0; offset = Sk - Sq (bottom-right).
+  }];
+  let arguments = (ins Tile_Tile:$scores, Index:$row0, Index:$col0, Index:$col_limit,
+                       Index:$offset, I64Attr:$window_left, I64Attr:$window_right);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $scores `rows` $row0 `cols` $col0 `limit` $col_limit `offset` $offset
+    `window` `[` $window_left `,` $window_right `]` attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_SoftcapOp : Tile_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "result = cap · tanh(scores · scale / cap)";
+  let arguments = (ins Tile_Tile:$scores, F64Attr:$scale, F64Attr:$cap);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$scores `scale` $scale `cap` $cap attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ScaleOp : Tile_Op<"scale", [Pure, AllTypesMatch<["source", "result"]>]> {
+  let summary = "result = factor · source (f32 register tile)";
+  let arguments = (ins Tile_Tile:$source, F64Attr:$factor);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$source `by` $factor attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_MulOp : Tile_Op<"mul", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise product of two f32 register tiles";
+  let arguments = (ins Tile_Tile:$lhs, Tile_Tile:$rhs);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ActivationOp : Tile_Op<"activation", [Pure, AllTypesMatch<["source", "result"]>]> {
+  let summary = "elementwise activation of an f32 register tile";
+  let arguments = (ins Tile_ActivationKind:$kind, Tile_Tile:$source);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$kind $source attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ActivationGradOp : Tile_Op<"activation_grad",
+    [Pure, AllTypesMatch<["grad", "preactivation", "result"]>]> {
+  let summary = "result = grad · act'(preactivation)";
+  let arguments = (ins Tile_ActivationKind:$kind, Tile_Tile:$grad, Tile_Tile:$preactivation);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$kind $grad `,` $preactivation attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Online softmax (forward)
+//===----------------------------------------------------------------------===//
+
+def Tile_RowMaxOp : Tile_Op<"row_max", [Pure, AllTypesMatch<["prev", "result"]>]> {
+  let summary = "m'[r] = max(m[r], max_c s[r][c])";
+  let arguments = (ins Tile_Tile:$scores, Tile_Tile:$prev);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$scores `,` $prev attr-dict `:` type($scores) `,` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_Exp2Op : Tile_Op<"exp2", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "p[r][c] = exp2((s[r][c] - m[r]) · scale · log2 e); 0 where m[r] = -inf";
+  let arguments = (ins Tile_Tile:$scores, Tile_Tile:$max, F64Attr:$scale);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $max `scale` $scale attr-dict `:` type($scores) `,` type($max)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_SoftmaxCorrectionOp : Tile_Op<"softmax_correction", [Pure, AllTypesMatch<["old_max", "new_max", "result"]>]> {
+  let summary = "corr[r] = exp2((m_old[r] - m_new[r]) · scale · log2 e)";
+  let description = [{
+    With the conventions: m_new = -inf -> 1 (nothing seen yet), else
+    m_old = -inf -> 0.
+  }];
+  let arguments = (ins Tile_Tile:$old_max, Tile_Tile:$new_max, F64Attr:$scale);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$old_max `,` $new_max `scale` $scale attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_OnlineSumOp : Tile_Op<"online_sum", [Pure, AllTypesMatch<["sum", "correction", "result"]>]> {
+  let summary = "l'[r] = l[r] · corr[r] + Σ_c p[r][c]";
+  let arguments = (ins Tile_Tile:$sum, Tile_Tile:$correction, Tile_Tile:$probs);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $sum `,` $correction `,` $probs attr-dict `:` type($sum) `,` type($probs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_RowSumOp : Tile_Op<"row_sum", [Pure]> {
+  let summary = "v[r] = Σ_c t[r][c]";
+  let arguments = (ins Tile_Tile:$source);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_RescaleOp : Tile_Op<"rescale", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "acc'[r][c] = acc[r][c] · corr[r]";
+  let arguments = (ins Tile_Tile:$acc, Tile_Tile:$correction);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$acc `,` $correction attr-dict `:` type($acc) `,` type($correction)";
+  let hasVerifier = 1;
+}
+
+def Tile_NormalizeOp : Tile_Op<"normalize", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "o[r][c] = acc[r][c] / l[r]; 0 where l[r] = 0";
+  let arguments = (ins Tile_Tile:$acc, Tile_Tile:$sum);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$acc `,` $sum attr-dict `:` type($acc) `,` type($sum)";
+  let hasVerifier = 1;
+}
+
+def Tile_LseOp : Tile_Op<"lse", [Pure, AllTypesMatch<["max", "sum", "result"]>]> {
+  let summary = "lse[r] = m[r] · scale + ln(l[r]); -inf where l[r] = 0";
+  let arguments = (ins Tile_Tile:$max, Tile_Tile:$sum, F64Attr:$scale);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$max `,` $sum `scale` $scale attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward helpers
+//===----------------------------------------------------------------------===//
+
+def Tile_RowDotOp : Tile_Op<"row_dot", [Pure]> {
+  let summary = "D[r] = Σ_c a[r][c] · b[r][c] (f32)";
+  let arguments = (ins Tile_Tile:$lhs, Tile_Tile:$rhs);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_RecomputeProbsOp : Tile_Op<"recompute_probs", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "p[r][c] = exp(s[r][c] · scale - lse[r]); 0 where lse[r] = -inf";
+  let arguments = (ins Tile_Tile:$scores, Tile_Tile:$lse, F64Attr:$scale);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $lse `scale` $scale attr-dict `:` type($scores) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_SoftmaxGradOp : Tile_Op<"softmax_grad", [Pure, AllTypesMatch<["probs", "dprobs", "result"]>]> {
+  let summary = "dS[r][c] = P[r][c] · (dP[r][c] - D[r])";
+  let arguments = (ins Tile_Tile:$probs, Tile_Tile:$dprobs, Tile_Tile:$delta);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $probs `,` $dprobs `,` $delta attr-dict `:` type($probs) `,` type($delta)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLASHC_DIALECT_TILE_IR_TILEOPS_TD

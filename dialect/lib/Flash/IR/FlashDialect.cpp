@@ -1,0 +1,16 @@
+//===- FlashDialect.cpp - flash dialect registration ----------------------===//
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+#include "flashc/Dialect/Flash/IR/FlashOpsDialect.cpp.inc"
+
+void FlashDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "flashc/Dialect/Flash/IR/FlashOps.cpp.inc"
+      >();
+}

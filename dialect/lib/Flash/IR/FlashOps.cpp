@@ -1,0 +1,314 @@
+//===- FlashOps.cpp - flash op verifiers ----------------------------------===//
+//
+// Every verifier names the offending operand and the expected shape, written
+// symbolically ([B, Hkv, Sk, D]) and with the sizes already known filled in.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+constexpr int64_t kAnySize = ShapedType::kDynamic;
+
+/// "[2, ?, 128]"
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t size) {
+    if (ShapedType::isDynamic(size))
+      os << "?";
+    else
+      os << size;
+  });
+  os << "]";
+  return text;
+}
+
+/// Sizes agree unless both are known and differ.
+bool sizesCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// Checks that `type` has the rank of `expected` and sizes compatible with it
+/// (kAnySize accepts anything). `symbolic` spells the shape, e.g. "[B, Hq, Sq]".
+LogicalResult checkShape(Operation *op, StringRef name, ShapedType type,
+                         ArrayRef<int64_t> expected, StringRef symbolic) {
+  if (type.getRank() != static_cast<int64_t>(expected.size()))
+    return op->emitOpError() << name << " must have rank " << expected.size()
+                             << " " << symbolic << ", got " << type;
+  for (auto [actual, wanted] : llvm::zip_equal(type.getShape(), expected))
+    if (!sizesCompatible(actual, wanted))
+      return op->emitOpError()
+             << name << " has shape " << formatShape(type.getShape())
+             << ", expected " << symbolic << " = " << formatShape(expected);
+  return success();
+}
+
+LogicalResult checkRank(Operation *op, StringRef name, ShapedType type,
+                        int64_t minRank, int64_t maxRank, StringRef symbolic) {
+  if (type.getRank() < minRank || type.getRank() > maxRank) {
+    InFlightDiagnostic diag = op->emitOpError() << name << " must have rank ";
+    if (minRank == maxRank)
+      diag << minRank;
+    else if (maxRank == INT64_MAX)
+      diag << ">= " << minRank;
+    else
+      diag << minRank << " to " << maxRank;
+    return diag << " " << symbolic << ", got " << type;
+  }
+  return success();
+}
+
+LogicalResult checkSameElementType(Operation *op, StringRef name,
+                                   ShapedType type, StringRef referenceName,
+                                   ShapedType reference) {
+  if (type.getElementType() != reference.getElementType())
+    return op->emitOpError()
+           << name << " has element type " << type.getElementType()
+           << ", expected " << reference.getElementType() << " (that of "
+           << referenceName << ")";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType lhsType = getLhs().getType();
+  RankedTensorType rhsType = getRhs().getType();
+  RankedTensorType resultType = getResult().getType();
+  StringRef lhsSpelling = getTransposeA() ? "[..., K, M]" : "[..., M, K]";
+  StringRef rhsSpelling = getTransposeB() ? "[..., N, K]" : "[..., K, N]";
+  if (failed(checkRank(op, "lhs", lhsType, 2, 4, lhsSpelling)) ||
+      failed(checkRank(op, "rhs", rhsType, 2, 4, rhsSpelling)))
+    return failure();
+  int64_t lhsRank = lhsType.getRank(), rhsRank = rhsType.getRank();
+  if (rhsRank != 2 && rhsRank != lhsRank)
+    return emitOpError() << "rhs must have rank 2 (shared by every lhs batch "
+                            "slice) or the rank of lhs ("
+                         << lhsRank << "), got " << rhsType;
+  if (failed(checkSameElementType(op, "rhs", rhsType, "lhs", lhsType)) ||
+      failed(checkSameElementType(op, "result", resultType, "lhs", lhsType)))
+    return failure();
+
+  ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
+  int64_t m = getTransposeA() ? lhs[lhsRank - 1] : lhs[lhsRank - 2];
+  int64_t lhsK = getTransposeA() ? lhs[lhsRank - 2] : lhs[lhsRank - 1];
+  int64_t rhsK = getTransposeB() ? rhs[rhsRank - 1] : rhs[rhsRank - 2];
+  int64_t n = getTransposeB() ? rhs[rhsRank - 2] : rhs[rhsRank - 1];
+  if (!sizesCompatible(lhsK, rhsK))
+    return emitOpError() << "contraction sizes differ: lhs "
+                         << formatShape(lhs) << " read as " << lhsSpelling
+                         << " has K = " << lhsK << ", rhs " << formatShape(rhs)
+                         << " read as " << rhsSpelling << " has K = " << rhsK;
+
+  SmallVector<int64_t> expected(lhs.begin(), lhs.end() - 2);
+  if (rhsRank == lhsRank) {
+    for (int64_t dim = 0; dim < lhsRank - 2; ++dim) {
+      int64_t lhsSize = lhs[dim], rhsSize = rhs[dim];
+      if (ShapedType::isDynamic(lhsSize) || ShapedType::isDynamic(rhsSize))
+        continue;
+      bool grouped = rhsSize > 0 && lhsSize % rhsSize == 0;
+      if (!grouped && lhsSize != rhsSize)
+        return emitOpError()
+               << "batch dimension " << dim << ": lhs size " << lhsSize
+               << " must equal rhs size " << rhsSize
+               << " or be a multiple of it (grouped broadcast)";
+    }
+  }
+  expected.push_back(m);
+  expected.push_back(n);
+  return checkShape(op, "result", resultType, expected, "[..., M, N]");
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and normalization ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScaleOp::verify() {
+  double factor = getFactor().convertToDouble();
+  if (!std::isfinite(factor))
+    return emitOpError() << "factor must be finite, got " << factor;
+  return success();
+}
+
+LogicalResult MaskOp::verify() {
+  return checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX,
+                   "[..., Sq, Sk]");
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return checkRank(getOperation(), "input", getInput().getType(), 1, INT64_MAX,
+                   "[..., N]");
+}
+
+LogicalResult AddOp::verify() {
+  RankedTensorType lhsType = getLhs().getType();
+  RankedTensorType rhsType = getRhs().getType();
+  if (failed(checkSameElementType(getOperation(), "rhs", rhsType, "lhs",
+                                  lhsType)))
+    return failure();
+  ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
+  bool trailingMatch = rhs.size() <= lhs.size();
+  for (size_t i = 0; trailingMatch && i < rhs.size(); ++i)
+    trailingMatch =
+        sizesCompatible(rhs[i], lhs[lhs.size() - rhs.size() + i]);
+  if (!trailingMatch)
+    return emitOpError() << "rhs has shape " << formatShape(rhs)
+                         << ", expected the shape of lhs "
+                         << formatShape(lhs)
+                         << " or of its trailing dimensions (a bias)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType queryType = getQuery().getType();
+  RankedTensorType keyType = getKey().getType();
+  RankedTensorType valueType = getValue().getType();
+  if (failed(checkRank(op, "query", queryType, 4, 4, "[B, Hq, Sq, D]")) ||
+      failed(checkRank(op, "key", keyType, 4, 4, "[B, Hkv, Sk, D]")) ||
+      failed(checkRank(op, "value", valueType, 4, 4, "[B, Hkv, Sk, Dv]")))
+    return failure();
+  if (failed(checkSameElementType(op, "key", keyType, "query", queryType)) ||
+      failed(checkSameElementType(op, "value", valueType, "query", queryType)) ||
+      failed(checkSameElementType(op, "output", getOutput().getType(), "query",
+                                  queryType)))
+    return failure();
+
+  ArrayRef<int64_t> query = queryType.getShape();
+  int64_t batch = query[0], queryHeads = query[1], querySeq = query[2],
+          headDim = query[3];
+  if (ShapedType::isDynamic(queryHeads) || ShapedType::isDynamic(headDim))
+    return emitOpError() << "query must have static heads Hq and head dim D "
+                            "in [B, Hq, Sq, D], got "
+                         << queryType;
+  if (failed(checkShape(op, "key", keyType, {batch, kAnySize, kAnySize, headDim},
+                        "[B, Hkv, Sk, D]")))
+    return failure();
+  int64_t kvHeads = keyType.getDimSize(1), keySeq = keyType.getDimSize(2);
+  if (ShapedType::isDynamic(kvHeads))
+    return emitOpError() << "key must have static heads Hkv in [B, Hkv, Sk, "
+                            "D], got "
+                         << keyType;
+  if (failed(checkShape(op, "value", valueType,
+                        {batch, kvHeads, keySeq, kAnySize},
+                        "[B, Hkv, Sk, Dv]")))
+    return failure();
+  int64_t valueHeadDim = valueType.getDimSize(3);
+  if (ShapedType::isDynamic(valueHeadDim))
+    return emitOpError() << "value must have a static head dim Dv in [B, Hkv, "
+                            "Sk, Dv], got "
+                         << valueType;
+  if (kvHeads <= 0 || queryHeads % kvHeads != 0)
+    return emitOpError() << "query heads Hq = " << queryHeads
+                         << " must be a positive multiple of key/value heads "
+                            "Hkv = "
+                         << kvHeads;
+  if (static_cast<int64_t>(getNumKvHeads()) != kvHeads)
+    return emitOpError() << "num_kv_heads = " << getNumKvHeads()
+                         << " does not match Hkv = " << kvHeads
+                         << " (dimension 1 of key)";
+  if (failed(checkShape(op, "output", getOutput().getType(),
+                        {batch, queryHeads, querySeq, valueHeadDim},
+                        "[B, Hq, Sq, Dv]")) ||
+      failed(checkShape(op, "lse", getLse().getType(),
+                        {batch, queryHeads, querySeq}, "[B, Hq, Sq]")))
+    return failure();
+
+  float scale = getScaleValue();
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return emitOpError() << "scale must be a finite positive number, got "
+                         << scale;
+  float softcap = getSoftcapValue();
+  if (!std::isfinite(softcap) || softcap < 0.0f)
+    return emitOpError() << "softcap must be 0 (none) or a finite positive "
+                            "number, got "
+                         << softcap;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FfnOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FfnOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType inputType = getInput().getType();
+  if (failed(checkRank(op, "input", inputType, 2, INT64_MAX, "[..., M, d]")))
+    return failure();
+  auto checkWeight = [&](StringRef name, RankedTensorType type,
+                         StringRef symbolic) -> LogicalResult {
+    if (failed(checkRank(op, name, type, 2, 2, symbolic)) ||
+        failed(checkSameElementType(op, name, type, "input", inputType)))
+      return failure();
+    if (!type.hasStaticShape())
+      return op->emitOpError() << name << " must have a static shape "
+                               << symbolic << ", got " << type;
+    return success();
+  };
+  int64_t modelDim = inputType.getShape().back();
+  if (failed(checkWeight("w1", getW1().getType(), "[d, h]")) ||
+      failed(checkShape(op, "w1", getW1().getType(), {modelDim, kAnySize},
+                        "[d, h]")))
+    return failure();
+  int64_t hiddenDim = getW1().getType().getDimSize(1);
+  modelDim = getW1().getType().getDimSize(0);
+
+  if (TypedValue<RankedTensorType> up = getWUp()) {
+    if (getB1())
+      return emitOpError() << "the gated form (with an up projection) takes "
+                              "no b1";
+    if (failed(checkWeight("w_up", up.getType(), "[d, h]")) ||
+        failed(checkShape(op, "w_up", up.getType(), {modelDim, hiddenDim},
+                          "[d, h]")))
+      return failure();
+  }
+  if (TypedValue<RankedTensorType> b1 = getB1())
+    if (failed(checkSameElementType(op, "b1", b1.getType(), "input",
+                                    inputType)) ||
+        failed(checkShape(op, "b1", b1.getType(), {hiddenDim}, "[h]")))
+      return failure();
+
+  if (failed(checkWeight("w2", getW2().getType(), "[h, d_out]")) ||
+      failed(checkShape(op, "w2", getW2().getType(), {hiddenDim, kAnySize},
+                        "[h, d_out]")))
+    return failure();
+  int64_t outputDim = getW2().getType().getDimSize(1);
+  if (TypedValue<RankedTensorType> b2 = getB2())
+    if (failed(checkSameElementType(op, "b2", b2.getType(), "input",
+                                    inputType)) ||
+        failed(checkShape(op, "b2", b2.getType(), {outputDim}, "[d_out]")))
+      return failure();
+
+  RankedTensorType resultType = getResult().getType();
+  if (failed(checkSameElementType(op, "result", resultType, "input",
+                                  inputType)))
+    return failure();
+  SmallVector<int64_t> expected(inputType.getShape().drop_back());
+  expected.push_back(outputDim);
+  return checkShape(op, "result", resultType, expected, "[..., M, d_out]");
+}
+
+#define GET_OP_CLASSES
+#include "flashc/Dialect/Flash/IR/FlashOps.cpp.inc"

@@ -1,0 +1,374 @@
+//===- TileOps.cpp - tile op verifiers and custom syntax -------------------===//
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks a tile against the layout an op needs; `what` names the operand.
+LogicalResult expectTile(Operation *op, Type type, StringRef what, int64_t rank,
+                         std::optional<MemorySpace> space, bool mustBeF32) {
+  auto tile = llvm::cast<TileType>(type);
+  if (tile.getRank() != rank)
+    return op->emitOpError() << what << " must be a "
+                             << (rank == 1 ? "row vector (rank 1)" : "rank-2 tile") << ", got "
+                             << type;
+  if (space && tile.getSpace() != *space)
+    return op->emitOpError() << what << " must be a " << stringifyMemorySpace(*space)
+                             << " tile, got " << type;
+  if (mustBeF32 && !tile.getElementType().isF32())
+    return op->emitOpError() << what << " must have element type f32, got " << type;
+  return success();
+}
+
+LogicalResult expectRegisterF32Tile(Operation *op, Type type, StringRef what) {
+  return expectTile(op, type, what, 2, MemorySpace::Register, true);
+}
+
+LogicalResult expectRowVector(Operation *op, Type type, StringRef what, int64_t rows) {
+  if (failed(expectTile(op, type, what, 1, MemorySpace::Register, true)))
+    return failure();
+  if (llvm::cast<TileType>(type).getRows() != rows)
+    return op->emitOpError() << what << " must have " << rows << " rows to match the tile, got "
+                             << type;
+  return success();
+}
+
+LogicalResult verifyIndices(Operation *op, GlobalTensorType tensor, size_t numIndices,
+                            int64_t minRank) {
+  if (tensor.getRank() < minRank)
+    return op->emitOpError() << "needs a tensor of rank >= " << minRank << ", got " << tensor;
+  if (static_cast<int64_t>(numIndices) != tensor.getRank())
+    return op->emitOpError() << "needs one index per tensor dimension (" << tensor.getRank()
+                             << "), got " << numIndices;
+  return success();
+}
+
+LogicalResult verifyGlobalTileAccess(Operation *op, TileType tile, GlobalTensorType tensor,
+                                     size_t numIndices) {
+  if (failed(verifyIndices(op, tensor, numIndices, 1)))
+    return failure();
+  if (tile.getRank() != 2)
+    return op->emitOpError() << "needs a rank-2 tile, got " << tile;
+  if (tile.getElementType() != tensor.getElementType())
+    return op->emitOpError() << "tile element type " << tile.getElementType()
+                             << " differs from tensor element type "
+                             << tensor.getElementType() << " (convert first)";
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// tile.kernel
+//===----------------------------------------------------------------------===//
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildType = [](Builder &builder, ArrayRef<Type> args, ArrayRef<Type> results,
+                      function_interface_impl::VariadicFlag, std::string &) {
+    return builder.getFunctionType(args, results);
+  };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false, getFunctionTypeAttrName(result.name), buildType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void KernelOp::print(OpAsmPrinter &printer) {
+  function_interface_impl::printFunctionOp(printer, *this, /*isVariadic=*/false,
+                                           getFunctionTypeAttrName(), getArgAttrsAttrName(),
+                                           getResAttrsAttrName());
+}
+
+LogicalResult KernelOp::verify() {
+  FunctionType type = getFunctionType();
+  if (type.getNumResults() != 0)
+    return emitOpError("kernels return nothing: outputs are tensor arguments");
+  SmallVector<GlobalTensorType> args;
+  for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
+    auto tensor = llvm::dyn_cast<GlobalTensorType>(argType);
+    if (!tensor)
+      return emitOpError() << "argument " << index << " must be a !tile.tensor, got " << argType;
+    args.push_back(tensor);
+  }
+  if (getGrid().size() != 3)
+    return emitOpError() << "grid must list 3 axes (x, y, z), got " << getGrid().size();
+  for (auto [axis, attr] : llvm::enumerate(getGrid().getAsRange<GridAttr>())) {
+    if (attr.isConstant())
+      continue;
+    if (attr.getArgIndex() >= static_cast<int64_t>(args.size()))
+      return emitOpError() << "grid axis " << axis << " refers to argument "
+                           << attr.getArgIndex() << " but the kernel has " << args.size();
+    if (attr.getDimIndex() < 0 || attr.getDimIndex() >= args[attr.getArgIndex()].getRank())
+      return emitOpError() << "grid axis " << axis << " refers to dimension "
+                           << attr.getDimIndex() << " of a rank-"
+                           << args[attr.getArgIndex()].getRank() << " argument";
+  }
+  int64_t warps = static_cast<int64_t>(getWarps());
+  if (warps < 1 || warps > 16 || (warps & (warps - 1)) != 0)
+    return emitOpError() << "warps must be a power of two in [1, 16], got " << warps;
+  if (static_cast<int64_t>(getBlockM()) < 1 || static_cast<int64_t>(getBlockN()) < 1)
+    return emitOpError("block_m and block_n must be positive");
+  if (static_cast<int64_t>(getStages()) < 1)
+    return emitOpError() << "stages must be >= 1, got " << getStages();
+  if (getBody().empty())
+    return emitOpError("needs a body");
+  Block &entry = getBody().front();
+  if (entry.getNumArguments() != args.size())
+    return emitOpError("entry block arguments must match the signature");
+  return success();
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto kernel = symbolTable.lookupNearestSymbolFrom<KernelOp>(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError() << "'" << getKernel() << "' does not name a tile.kernel";
+  ArrayRef<Type> params = kernel.getFunctionType().getInputs();
+  if (params.size() != getArgs().size())
+    return emitOpError() << "kernel @" << getKernel() << " takes " << params.size()
+                         << " arguments, got " << getArgs().size();
+  for (auto [index, pair] : llvm::enumerate(llvm::zip(params, getArgs().getTypes()))) {
+    auto [param, arg] = pair;
+    auto want = llvm::cast<GlobalTensorType>(param), got = llvm::cast<GlobalTensorType>(arg);
+    bool compatible = want.getRank() == got.getRank() &&
+                      want.getElementType() == got.getElementType();
+    for (int64_t d = 0; compatible && d < want.getRank(); ++d)
+      if (!ShapedType::isDynamic(want.getShape()[d]) &&
+          !ShapedType::isDynamic(got.getShape()[d]) && want.getShape()[d] != got.getShape()[d])
+        compatible = false;
+    if (!compatible)
+      return emitOpError() << "argument " << index << " has type " << arg << " but kernel @"
+                           << getKernel() << " expects " << param;
+  }
+  return success();
+}
+
+LogicalResult AllocTensorOp::verify() {
+  int64_t dynamic = llvm::count_if(getType().getShape(), ShapedType::isDynamic);
+  if (dynamic != static_cast<int64_t>(getDynamicSizes().size()))
+    return emitOpError() << "needs one size per dynamic dimension (" << dynamic << "), got "
+                         << getDynamicSizes().size();
+  return success();
+}
+
+LogicalResult DimOp::verify() {
+  int64_t rank = getTensor().getType().getRank();
+  int64_t index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= rank)
+    return emitOpError() << "dimension " << getIndex() << " out of range for rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Global memory
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadOp::verify() {
+  auto tile = llvm::cast<TileType>(getResult().getType());
+  if (!tile.isShared())
+    return emitOpError() << "loads into shared memory, got " << tile;
+  return verifyGlobalTileAccess(*this, tile, getSource().getType(), getIndices().size());
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyGlobalTileAccess(*this, llvm::cast<TileType>(getValue().getType()),
+                                getDest().getType(), getIndices().size());
+}
+
+LogicalResult AtomicAddOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getValue().getType(), "value")))
+    return failure();
+  return verifyGlobalTileAccess(*this, llvm::cast<TileType>(getValue().getType()),
+                                getDest().getType(), getIndices().size());
+}
+
+LogicalResult LoadRowsOp::verify() {
+  auto tile = llvm::cast<TileType>(getResult().getType());
+  if (failed(expectTile(*this, tile, "result", 1, MemorySpace::Register, true)))
+    return failure();
+  if (!getSource().getType().getElementType().isF32())
+    return emitOpError("reads f32 row data (lse, D)");
+  return verifyIndices(*this, getSource().getType(), getIndices().size(), 1);
+}
+
+LogicalResult StoreRowsOp::verify() {
+  auto tile = llvm::cast<TileType>(getValue().getType());
+  if (failed(expectTile(*this, tile, "value", 1, MemorySpace::Register, true)))
+    return failure();
+  if (!getDest().getType().getElementType().isF32())
+    return emitOpError("writes f32 row data (lse, D)");
+  return verifyIndices(*this, getDest().getType(), getIndices().size(), 1);
+}
+
+LogicalResult AddBiasOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getAcc().getType(), "accumulator")))
+    return failure();
+  if (getBias().getType().getRank() != 1)
+    return emitOpError() << "bias must be a rank-1 tensor, got " << getBias().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tile math
+//===----------------------------------------------------------------------===//
+
+LogicalResult FillOp::verify() {
+  auto tile = llvm::cast<TileType>(getType());
+  if (!tile.isRegister())
+    return emitOpError() << "fills register tiles, got " << tile;
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  auto source = llvm::cast<TileType>(getSource().getType());
+  auto result = llvm::cast<TileType>(getType());
+  if (failed(expectTile(*this, source, "source", 2, MemorySpace::Register, false)) ||
+      failed(expectTile(*this, result, "result", 2, MemorySpace::Shared, false)))
+    return failure();
+  if (source.getShape() != result.getShape() ||
+      source.getElementType() != result.getElementType())
+    return emitOpError("copies keep shape and element type");
+  return success();
+}
+
+LogicalResult ConvertOp::verify() {
+  auto source = llvm::cast<TileType>(getSource().getType());
+  auto result = llvm::cast<TileType>(getType());
+  if (!result.isRegister())
+    return emitOpError() << "converts into a register tile, got " << result;
+  if (source.getShape() != result.getShape())
+    return emitOpError("conversion keeps the shape");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  auto a = llvm::cast<TileType>(getA().getType());
+  auto b = llvm::cast<TileType>(getB().getType());
+  auto acc = llvm::cast<TileType>(getAcc().getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOpError("operands must be rank-2 tiles");
+  if (failed(expectRegisterF32Tile(*this, acc, "accumulator")))
+    return failure();
+  if (!b.isShared())
+    return emitOpError() << "operand b must be a shared tile, got " << b;
+  if (getTransposeA() && !a.isShared())
+    return emitOpError() << "a transposed operand a must be a shared tile, got " << a;
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "operands must share an element type, got " << a.getElementType()
+                         << " and " << b.getElementType();
+  int64_t m = getTransposeA() ? a.getCols() : a.getRows();
+  int64_t ka = getTransposeA() ? a.getRows() : a.getCols();
+  int64_t kb = getTransposeB() ? b.getCols() : b.getRows();
+  int64_t n = getTransposeB() ? b.getRows() : b.getCols();
+  if (ka != kb)
+    return emitOpError() << "contraction sizes differ: " << ka << " vs " << kb;
+  if (acc.getRows() != m || acc.getCols() != n)
+    return emitOpError() << "accumulator must be " << m << "x" << n << ", got " << acc;
+  return success();
+}
+
+LogicalResult MaskOp::verify() {
+  if (static_cast<int64_t>(getWindowLeft()) < -1 || static_cast<int64_t>(getWindowRight()) < -1)
+    return emitOpError("window sides must be >= -1 (-1: unbounded)");
+  return expectRegisterF32Tile(*this, getType(), "scores");
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (!(getCap().convertToDouble() > 0.0))
+    return emitOpError("cap must be positive");
+  return expectRegisterF32Tile(*this, getType(), "scores");
+}
+
+LogicalResult ScaleOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
+LogicalResult MulOp::verify() { return expectRegisterF32Tile(*this, getType(), "operand"); }
+LogicalResult ActivationOp::verify() {
+  return expectRegisterF32Tile(*this, getType(), "source");
+}
+LogicalResult ActivationGradOp::verify() {
+  return expectRegisterF32Tile(*this, getType(), "gradient");
+}
+
+LogicalResult RowMaxOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRowVector(*this, getType(), "running max",
+                         llvm::cast<TileType>(getScores().getType()).getRows());
+}
+
+LogicalResult Exp2Op::verify() {
+  if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRowVector(*this, getMax().getType(), "row max",
+                         llvm::cast<TileType>(getScores().getType()).getRows());
+}
+
+LogicalResult SoftmaxCorrectionOp::verify() {
+  return expectTile(*this, getType(), "row max", 1, MemorySpace::Register, true);
+}
+
+LogicalResult OnlineSumOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getProbs().getType(), "probabilities")))
+    return failure();
+  return expectRowVector(*this, getType(), "row sum",
+                         llvm::cast<TileType>(getProbs().getType()).getRows());
+}
+
+LogicalResult RowSumOp::verify() {
+  if (failed(expectTile(*this, getSource().getType(), "source", 2, std::nullopt, true)))
+    return failure();
+  return expectRowVector(*this, getType(), "result",
+                         llvm::cast<TileType>(getSource().getType()).getRows());
+}
+
+LogicalResult RescaleOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getAcc().getType(), "accumulator")))
+    return failure();
+  return expectRowVector(*this, getCorrection().getType(), "correction",
+                         llvm::cast<TileType>(getAcc().getType()).getRows());
+}
+
+LogicalResult NormalizeOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getAcc().getType(), "accumulator")))
+    return failure();
+  return expectRowVector(*this, getSum().getType(), "row sum",
+                         llvm::cast<TileType>(getAcc().getType()).getRows());
+}
+
+LogicalResult LseOp::verify() {
+  return expectTile(*this, getType(), "row statistics", 1, MemorySpace::Register, true);
+}
+
+//===----------------------------------------------------------------------===//
+// Backward helpers
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowDotOp::verify() {
+  auto lhs = llvm::cast<TileType>(getLhs().getType());
+  auto rhs = llvm::cast<TileType>(getRhs().getType());
+  if (lhs.getRank() != 2 || rhs.getRank() != 2 || lhs.getShape() != rhs.getShape())
+    return emitOpError() << "operands must be rank-2 tiles of one shape, got " << lhs << " and "
+                         << rhs;
+  return expectRowVector(*this, getType(), "result", lhs.getRows());
+}
+
+LogicalResult RecomputeProbsOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRowVector(*this, getLse().getType(), "lse",
+                         llvm::cast<TileType>(getScores().getType()).getRows());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  if (failed(expectRegisterF32Tile(*this, getProbs().getType(), "probabilities")))
+    return failure();
+  return expectRowVector(*this, getDelta().getType(), "delta",
+                         llvm::cast<TileType>(getProbs().getType()).getRows());
+}
+
+#define GET_OP_CLASSES
+#include "flashc/Dialect/Tile/IR/TileOps.cpp.inc"

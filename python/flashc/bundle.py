@@ -1,0 +1,284 @@
+"""A loaded flashc bundle: its kernels, programs and parameters, and launches
+with torch tensors, raw device pointers and Python scalars (over the C ABI)."""
+
+import collections
+import ctypes
+import os
+import sys
+
+from . import _lib
+from .errors import InvalidArgumentError
+
+Param = collections.namedtuple("Param", "name is_tensor dtype direction dims")
+Param.__doc__ = ("A kernel or program parameter. dtype: 'bf16'|'f16'|'f32'|'i32' for tensors, "
+                 "'f32'|'i32'|'i64' for scalars; direction: 'in'|'out'|'inout' (None for scalars); "
+                 "dims: symbols or decimal literals as strings.")
+
+TensorRef = collections.namedtuple("TensorRef", "ptr dtype shape strides")
+TensorRef.__new__.__defaults__ = (None,)
+TensorRef.__doc__ = ("A raw device tensor: pointer (int), dtype ('bf16', 'f16', 'f32', 'i32' or a torch dtype), "
+                     "shape and strides in elements (strides None = dense row-major).")
+
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "int32": "i32"}
+
+
+def _is_torch_tensor(value):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def dtype_name(dtype):
+    """'bf16'|'f16'|'f32'|'i32' for a flashc name or a torch dtype; None if neither."""
+    if isinstance(dtype, str):
+        return dtype if dtype in _lib.DTYPE_CODES else None
+    text = str(dtype)
+    if text.startswith("torch."):
+        return _TORCH_DTYPES.get(text[len("torch."):])
+    return None
+
+
+def _tensor_fields(name, value):
+    """(ptr, dtype name, shape, strides) of a launch argument that is a tensor."""
+    if _is_torch_tensor(value):
+        dt = dtype_name(value.dtype)
+        if dt is None:
+            raise InvalidArgumentError("argument '%s': dtype %s is not supported by flashc (expected bfloat16, "
+                                       "float16, float32 or int32)" % (name, value.dtype))
+        if value.device.type != "cuda":
+            raise InvalidArgumentError("argument '%s': expected a CUDA tensor, but got a tensor on %s"
+                                       % (name, value.device))
+        return value.data_ptr(), dt, tuple(value.shape), tuple(value.stride())
+    if isinstance(value, (tuple, list)) and len(value) in (3, 4):
+        ref = TensorRef(*value)
+        dt = dtype_name(ref.dtype)
+        if dt is None:
+            raise InvalidArgumentError("argument '%s': unknown dtype %r (expected 'bf16', 'f16', 'f32', 'i32' or a "
+                                       "torch dtype)" % (name, ref.dtype))
+        try:
+            ptr = int(ref.ptr or 0)
+            shape = tuple(int(d) for d in ref.shape)
+            strides = None if ref.strides is None else tuple(int(s) for s in ref.strides)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError("argument '%s': expected (ptr, dtype, shape[, strides]) with integer "
+                                       "pointer, shape and strides, got %r" % (name, value))
+        if strides is not None and len(strides) != len(shape):
+            raise InvalidArgumentError("argument '%s': %d strides for a rank-%d shape" % (name, len(strides), len(shape)))
+        return ptr, dt, shape, strides
+    raise InvalidArgumentError("argument '%s': expected a torch tensor or a (ptr, dtype, shape[, strides]) tuple "
+                               "for a tensor parameter, got %s" % (name, type(value).__name__))
+
+
+def _stream_handle(stream, args):
+    """The CUstream for a launch: explicit, or torch's current stream for the device of the tensors."""
+    if stream is None:
+        for value in args.values():
+            if _is_torch_tensor(value) and value.device.type == "cuda":
+                import torch
+                return torch.cuda.current_stream(value.device).cuda_stream
+        return None
+    if isinstance(stream, int):
+        return stream or None
+    if isinstance(stream, ctypes.c_void_p):
+        return stream.value
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is not None:
+        return int(handle) or None
+    raise InvalidArgumentError("stream: expected None, an int CUstream handle or a torch.cuda.Stream, got %s"
+                               % type(stream).__name__)
+
+
+class _Args:
+    """An owned flashc_args handle."""
+
+    def __init__(self):
+        self.lib = _lib.load()
+        handle = ctypes.c_void_p()
+        _lib.check(self.lib.flashc_args_create(ctypes.byref(handle)))
+        self.handle = handle
+
+    def close(self):
+        if self.handle:
+            self.lib.flashc_args_destroy(self.handle)
+            self.handle = None
+
+    def set_tensor(self, name, ptr, dtype, shape, strides):
+        rank = len(shape)
+        shape_arr = (ctypes.c_int64 * max(rank, 1))(*shape)
+        strides_arr = None if strides is None else (ctypes.c_int64 * max(rank, 1))(*strides)
+        _lib.check(self.lib.flashc_args_set_tensor(self.handle, name.encode(), ctypes.c_void_p(ptr or None),
+                                                   _lib.DTYPE_CODES[dtype], rank, shape_arr, strides_arr))
+
+    def set_scalar(self, name, kind, value):
+        setter = {"f32": self.lib.flashc_args_set_f32, "i32": self.lib.flashc_args_set_i32,
+                  "i64": self.lib.flashc_args_set_i64}[kind]
+        _lib.check(setter(self.handle, name.encode(), value))
+
+
+class Bundle:
+    """A bundle directory opened with the runtime.
+
+    Bundle(path, cache_dir=None, disable_cache=False, no_jit=None, device_include_dir=None):
+    no_jit None follows FLASHC_NO_JIT, True allows cubins only, False allows JIT regardless.
+    """
+
+    def __init__(self, path, cache_dir=None, disable_cache=False, no_jit=None, device_include_dir=None):
+        self.path = os.fspath(path)
+        self._lib = _lib.load()
+        self._handle = None
+        options = _lib.OpenOptions()
+        options.cache_dir = cache_dir.encode() if cache_dir else None
+        options.disable_cache = 1 if disable_cache else 0
+        options.no_jit = 0 if no_jit is None else (1 if no_jit else -1)
+        options.device_include_dir = device_include_dir.encode() if device_include_dir else None
+        handle = ctypes.c_void_p()
+        _lib.check(self._lib.flashc_bundle_open_ex(self.path.encode(), ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self._params = {}
+        self.kernels = self._names(self._lib.flashc_bundle_kernel_count, self._lib.flashc_bundle_kernel_name)
+        self.programs = self._names(self._lib.flashc_bundle_program_count, self._lib.flashc_bundle_program_name)
+
+    # -- introspection -----------------------------------------------------
+    def _names(self, count_fn, name_fn):
+        count = ctypes.c_size_t()
+        _lib.check(count_fn(self._require(), ctypes.byref(count)))
+        names = []
+        for i in range(count.value):
+            text = ctypes.c_char_p()
+            _lib.check(name_fn(self._handle, i, ctypes.byref(text)))
+            names.append(text.value.decode())
+        return names
+
+    def _require(self):
+        if not self._handle:
+            raise InvalidArgumentError("bundle %s is closed" % self.path)
+        return self._handle
+
+    def is_program(self, name):
+        """True for a program, False for a kernel; NotFoundError otherwise."""
+        flag = ctypes.c_int()
+        _lib.check(self._lib.flashc_bundle_lookup(self._require(), name.encode(), ctypes.byref(flag)))
+        return bool(flag.value)
+
+    def params(self, name):
+        """Parameters of kernel or program `name` (a program's: union by name, minus scratch), in order."""
+        cached = self._params.get(name)
+        if cached is not None:
+            return list(cached)
+        count = ctypes.c_size_t()
+        _lib.check(self._lib.flashc_bundle_param_count(self._require(), name.encode(), ctypes.byref(count)))
+        params = []
+        for i in range(count.value):
+            info = _lib.ParamInfo()
+            _lib.check(self._lib.flashc_bundle_param_info(self._handle, name.encode(), i, ctypes.byref(info)))
+            if info.is_tensor:
+                params.append(Param(info.name.decode(), True, _lib.DTYPE_NAMES.get(info.dtype, str(info.dtype)),
+                                    _lib.DIRECTION_NAMES.get(info.direction, str(info.direction)),
+                                    tuple(info.dims[j].decode() for j in range(info.rank))))
+            else:
+                params.append(Param(info.name.decode(), False, _lib.SCALAR_NAMES.get(info.dtype, str(info.dtype)),
+                                    None, ()))
+        self._params[name] = tuple(params)
+        return params
+
+    def _param_map(self, name):
+        return {p.name: p for p in self.params(name)}
+
+    # -- argument binding --------------------------------------------------
+    def _bind(self, name, args, partial):
+        params = self._param_map(name)
+        bound = _Args()
+        try:
+            for arg_name, value in args.items():
+                param = params.get(arg_name)
+                if param is None:
+                    raise InvalidArgumentError("'%s' has no parameter '%s' (parameters: %s)"
+                                               % (name, arg_name, ", ".join(params) or "none"))
+                if param.is_tensor:
+                    bound.set_tensor(arg_name, *_tensor_fields(arg_name, value))
+                else:
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise InvalidArgumentError("argument '%s': expected a Python number for scalar parameter of "
+                                                   "type %s, got %s" % (arg_name, param.dtype, type(value).__name__))
+                    if param.dtype != "f32" and not isinstance(value, int):
+                        raise InvalidArgumentError("argument '%s': scalar parameter of type %s needs an int, got %r"
+                                                   % (arg_name, param.dtype, value))
+                    bound.set_scalar(arg_name, param.dtype, float(value) if param.dtype == "f32" else value)
+            if not partial:
+                missing = [p for p in params if p not in args]
+                if missing:
+                    raise InvalidArgumentError("'%s' is missing argument%s %s" % (
+                        name, "s" if len(missing) > 1 else "", ", ".join("'%s'" % m for m in missing)))
+        except BaseException:
+            bound.close()
+            raise
+        return bound
+
+    def param_shape(self, name, param, **args):
+        """Shape of tensor parameter `param` of `name` implied by the given arguments."""
+        bound = self._bind(name, args, partial=True)
+        try:
+            rank = ctypes.c_int()
+            shape = (ctypes.c_int64 * 4)()
+            _lib.check(self._lib.flashc_bundle_param_shape(self._require(), name.encode(), param.encode(), bound.handle,
+                                                           ctypes.byref(rank), shape))
+            return tuple(shape[i] for i in range(rank.value))
+        finally:
+            bound.close()
+
+    def allocate_outputs(self, name, fill=None, **args):
+        """torch tensors for every 'out' parameter of `name` not among args, shaped by
+        flashc_bundle_param_shape, on the device of the first tensor argument (fill: optional value)."""
+        import torch
+        device = next((v.device for v in args.values() if _is_torch_tensor(v)), None)
+        if device is None:
+            raise InvalidArgumentError("allocate_outputs: at least one torch tensor argument is needed to pick a device")
+        dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
+        out = {}
+        for p in self.params(name):
+            if p.is_tensor and p.direction == "out" and p.name not in args:
+                shape = self.param_shape(name, p.name, **args)
+                t = torch.empty(shape, dtype=dtypes[p.dtype], device=device)
+                if fill is not None:
+                    t.fill_(fill)
+                out[p.name] = t
+        return out
+
+    # -- execution ---------------------------------------------------------
+    def prepare(self):
+        """Load (and if needed compile) the code for the current device now; launches do it lazily."""
+        _lib.check(self._lib.flashc_bundle_prepare(self._require()))
+
+    def launch(self, name, stream=None, **args):
+        """Validate and launch kernel or program `name` asynchronously on `stream`.
+
+        Tensor arguments: torch CUDA tensors or (ptr, dtype, shape[, strides]) tuples; scalars: Python
+        numbers. stream None: torch's current stream for the tensors' device (NULL without torch tensors).
+        """
+        handle = self._require()
+        bound = self._bind(name, args, partial=False)
+        try:
+            stream_handle = _stream_handle(stream, args)
+            _lib.check(self._lib.flashc_launch(handle, name.encode(), bound.handle, ctypes.c_void_p(stream_handle)))
+        finally:
+            bound.close()
+
+    # -- lifetime ----------------------------------------------------------
+    def close(self):
+        if getattr(self, "_handle", None):
+            self._lib.flashc_bundle_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "flashc.Bundle(%r, kernels=%r, programs=%r)" % (self.path, self.kernels, self.programs)

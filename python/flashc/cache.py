@@ -1,0 +1,160 @@
+"""Where bundles come from: FLASHC_BUNDLE_PATH, then the user cache, then the
+flashc compiler (when one is found), keyed by a configuration's cache key."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+from .errors import BundleNotFoundError, CompilerError
+from .spec import DEFAULT_ARCHS
+
+ENV_BUNDLE_PATH = "FLASHC_BUNDLE_PATH"
+ENV_BUNDLE_CACHE = "FLASHC_BUNDLE_CACHE"
+ENV_COMPILER = "FLASHC_COMPILER"
+MANIFEST = "manifest.flashc"
+
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def runtime_cache_dir():
+    """The runtime's cache directory (same rule as the C++ runtime: FLASHC_CACHE_DIR,
+    $XDG_CACHE_HOME/flashc, ~/.cache/flashc)."""
+    if os.environ.get("FLASHC_CACHE_DIR"):
+        return os.environ["FLASHC_CACHE_DIR"]
+    if os.environ.get("XDG_CACHE_HOME"):
+        return os.path.join(os.environ["XDG_CACHE_HOME"], "flashc")
+    return os.path.join(os.path.expanduser("~"), ".cache", "flashc")
+
+
+def bundle_cache_dir():
+    """Where compiled bundles are cached: FLASHC_BUNDLE_CACHE, else <runtime cache>/bundles."""
+    return os.environ.get(ENV_BUNDLE_CACHE) or os.path.join(runtime_cache_dir(), "bundles")
+
+
+def search_path():
+    """The directories of FLASHC_BUNDLE_PATH (colon-separated), in order."""
+    return [p for p in os.environ.get(ENV_BUNDLE_PATH, "").split(os.pathsep) if p]
+
+
+def is_bundle_dir(path):
+    return os.path.isfile(os.path.join(path, MANIFEST))
+
+
+def find_bundle_dir(config):
+    """The first existing bundle directory for `config`, or None."""
+    for root in search_path() + [bundle_cache_dir()]:
+        candidate = os.path.join(root, config.key)
+        if is_bundle_dir(candidate):
+            return candidate
+    return None
+
+
+def find_compiler():
+    """The flashc compiler executable: FLASHC_COMPILER, PATH, or build*/bin/flashc of this source tree."""
+    env = os.environ.get(ENV_COMPILER)
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    found = shutil.which("flashc")
+    if found:
+        return found
+    candidates = []
+    try:
+        for entry in os.listdir(_SOURCE_ROOT):
+            if entry.startswith("build"):
+                path = os.path.join(_SOURCE_ROOT, entry, "bin", "flashc")
+                if os.path.isfile(path) and os.access(path, os.X_OK):
+                    candidates.append(path)
+    except OSError:
+        pass
+    candidates.sort(key=os.path.getmtime, reverse=True)
+    return candidates[0] if candidates else None
+
+
+def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
+    """Compile `config` with the flashc compiler into directory `out_dir` (which must not exist yet;
+    it appears atomically, with the spec beside the bundle as spec.mlir). Returns out_dir."""
+    compiler = compiler or find_compiler()
+    if not compiler:
+        raise CompilerError("no flashc compiler found (set %s, put flashc on PATH, or build it: "
+                            "cmake -G Ninja -S . -B build && ninja -C build flashc)" % ENV_COMPILER)
+    archs = tuple(archs or config.archs or DEFAULT_ARCHS)
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".tmp-%s-" % os.path.basename(out_dir), dir=parent)
+    try:
+        spec_path = os.path.join(work, "spec.mlir")
+        with open(spec_path, "w") as f:
+            f.write(config.spec_text())
+        staged = os.path.join(work, "bundle")
+        cmd = [compiler, spec_path, "-o", staged, "--emit=bundle", "--arch=" + ",".join(archs)]
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise CompilerError("%s timed out after %s s compiling %s" % (compiler, timeout, config.describe()))
+        except OSError as e:
+            raise CompilerError("cannot run the flashc compiler %s: %s" % (compiler, e))
+        if proc.returncode != 0:
+            log = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+            raise CompilerError("flashc failed (exit %d) compiling %s (key %s): %s\ncommand: %s" % (
+                proc.returncode, config.describe(), config.key, log[-4000:] or "(no output)", " ".join(cmd)))
+        if not is_bundle_dir(staged):
+            raise CompilerError("flashc exited 0 but wrote no %s in %s (command: %s)" % (MANIFEST, staged, " ".join(cmd)))
+        shutil.copyfile(spec_path, os.path.join(staged, "spec.mlir"))
+        try:
+            os.rename(staged, out_dir)
+        except OSError:
+            if not is_bundle_dir(out_dir):  # not a lost race with another process: a real error
+                raise
+        return out_dir
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bundle_dir(config, compile=True):
+    """The bundle directory for `config`: found, or compiled into the cache when a compiler exists."""
+    found = find_bundle_dir(config)
+    if found:
+        return found
+    compiler = find_compiler() if compile else None
+    if compiler:
+        return compile_bundle(config, os.path.join(bundle_cache_dir(), config.key), compiler=compiler)
+    looked = ["%s/%s" % (p, config.key) for p in search_path()] + [os.path.join(bundle_cache_dir(), config.key)]
+    from .configs import format_config
+    raise BundleNotFoundError(
+        "no flashc bundle for %s (key %s). Looked in: %s (%s is %s). No flashc compiler is available to build it "
+        "(set %s or put flashc on PATH). Produce it on a machine with the compiler: "
+        "python -m flashc.prebuild --out DIR '%s' and set %s=DIR here." % (
+            config.describe(), config.key, ", ".join(looked), ENV_BUNDLE_PATH,
+            "unset" if not search_path() else "set", ENV_COMPILER, format_config(config), ENV_BUNDLE_PATH))
+
+
+_loaded = {}
+_loaded_lock = threading.Lock()
+
+
+_by_key = {}
+
+
+def load_bundle(config):
+    """The opened Bundle for `config` (one per process and bundle directory; looked up once per key)."""
+    bundle = _by_key.get(config.key)
+    if bundle is not None:
+        return bundle
+    path = bundle_dir(config)
+    with _loaded_lock:
+        bundle = _loaded.get(path)
+        if bundle is None:
+            from .bundle import Bundle
+            bundle = Bundle(path)
+            _loaded[path] = bundle
+        _by_key[config.key] = bundle
+        return bundle
+
+
+def clear_loaded():
+    """Forget opened bundles (tests; after changing FLASHC_BUNDLE_PATH)."""
+    with _loaded_lock:
+        _loaded.clear()
+        _by_key.clear()

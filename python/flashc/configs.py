@@ -1,0 +1,162 @@
+"""Named sets of configurations (what the benchmark and the GPU tests launch)
+and a one-line text form for the command line:
+
+  attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
+  ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
+"""
+
+from .errors import InvalidArgumentError
+from .spec import AttentionConfig, FfnConfig, format_f32
+
+# Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (shared/anchors.md).
+BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
+# FFN rows of shared/anchors.md: y = gelu_tanh(x W1) W2, no biases.
+BENCH_FFN_SHAPES = ((16384, 4096, 16384), (16384, 1024, 4096), (65536, 256, 1024))  # (M, d, h)
+BENCH_FFN = tuple(FfnConfig("bf16", d, h, activation="gelu_tanh") for _, d, h in BENCH_FFN_SHAPES)
+
+# GPU tests (python/tests/test_gpu_*.py): two query heads so B*H > 1 with B = 2.
+TEST_HEAD_DIMS = (32, 64, 96, 128, 256)
+TEST_ATTENTION = tuple(
+    [AttentionConfig("bf16", 2, 2, d, causal=c) for d in TEST_HEAD_DIMS for c in (False, True)]
+    + [AttentionConfig("f16", 2, 2, d, causal=c) for d in (64, 128) for c in (False, True)]
+    + [AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0)),
+       AttentionConfig("bf16", 2, 2, 64, window=(8, 8)),
+       AttentionConfig("bf16", 2, 2, 64, softcap=30.0),
+       AttentionConfig("bf16", 2, 2, 64, causal=True, softcap=5.0, scale=0.3),
+       AttentionConfig("bf16", 4, 1, 64, causal=True),
+       AttentionConfig("f16", 6, 2, 128),
+       AttentionConfig("bf16", 2, 2, 128, value_head_dim=64)])
+TEST_FFN = (
+    FfnConfig("bf16", 64, 256, activation="gelu_tanh", has_b1=True, has_b2=True),
+    FfnConfig("bf16", 64, 256, activation="gelu_tanh"),
+    FfnConfig("f16", 128, 512, activation="gelu_erf", has_b1=True),
+    FfnConfig("bf16", 64, 192, d_out=32, activation="relu", has_b2=True),
+    FfnConfig("bf16", 64, 256, activation="silu", gated=True),
+    FfnConfig("f16", 64, 128, activation="silu", gated=True, has_b2=True),
+)
+
+SETS = {
+    "bench": BENCH_ATTENTION + BENCH_FFN,
+    "bench-attention": BENCH_ATTENTION,
+    "bench-ffn": BENCH_FFN,
+    "tests": TEST_ATTENTION + TEST_FFN,
+    "tests-attention": TEST_ATTENTION,
+    "tests-ffn": TEST_FFN,
+}
+SETS["all"] = SETS["bench"] + SETS["tests"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(key, text):
+    t = text.lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise InvalidArgumentError("config field %s: expected 0/1, got %r" % (key, text))
+
+
+def _int(key, text):
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError("config field %s: expected an integer, got %r" % (key, text))
+
+
+def _float(key, text):
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidArgumentError("config field %s: expected a number, got %r" % (key, text))
+
+
+def parse_config(text):
+    """An AttentionConfig or FfnConfig from its one-line text form."""
+    kind, sep, body = text.partition(":")
+    if not sep or kind not in ("attention", "ffn"):
+        raise InvalidArgumentError("config %r: expected 'attention:key=value,...' or 'ffn:key=value,...'" % text)
+    fields = {}
+    for item in filter(None, body.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
+        fields[key.strip()] = value.strip()
+    allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
+                             "scale"},
+               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise InvalidArgumentError("config %r: unknown field%s %s (known: %s)" % (
+            text, "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(sorted(allowed))))
+    try:
+        if kind == "attention":
+            for required in ("heads", "head_dim"):
+                if required not in fields:
+                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+            heads = _int("heads", fields["heads"])
+            window = None
+            if "window" in fields:
+                left, colon, right = fields["window"].partition(":")
+                window = (_int("window", left), _int("window", right)) if colon else _int("window", left)
+            return AttentionConfig(
+                dtype=fields.get("dtype", "bf16"), num_heads=heads,
+                num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
+                head_dim=_int("head_dim", fields["head_dim"]),
+                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
+                causal=_bool("causal", fields.get("causal", "0")), window=window,
+                softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
+                scale=_float("scale", fields["scale"]) if "scale" in fields else None)
+        for required in ("d", "h"):
+            if required not in fields:
+                raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+        return FfnConfig(dtype=fields.get("dtype", "bf16"), d_model=_int("d", fields["d"]), d_hidden=_int("h", fields["h"]),
+                         d_out=_int("d_out", fields["d_out"]) if "d_out" in fields else None,
+                         activation=fields.get("act", "gelu_tanh"), has_b1=_bool("b1", fields.get("b1", "0")),
+                         has_b2=_bool("b2", fields.get("b2", "0")), gated=_bool("gated", fields.get("gated", "0")))
+    except InvalidArgumentError as e:
+        if str(e).startswith("config "):
+            raise
+        raise InvalidArgumentError("config %r: %s" % (text, e))
+
+
+def format_config(config):
+    """The one-line text form (parse_config(format_config(c)) == c)."""
+    if isinstance(config, AttentionConfig):
+        parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
+                 "head_dim=%d" % config.head_dim]
+        if config.value_head_dim != config.head_dim:
+            parts.append("value_head_dim=%d" % config.value_head_dim)
+        parts.append("causal=%d" % int(config.causal))
+        if config.window is not None:
+            parts.append("window=%d:%d" % config.window)
+        if config.softcap:
+            parts.append("softcap=%s" % format_f32(config.softcap))
+        parts.append("scale=%s" % format_f32(config.scale))
+        return "attention:" + ",".join(parts)
+    parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
+    if config.d_out != config.d_model:
+        parts.append("d_out=%d" % config.d_out)
+    parts.append("act=%s" % config.activation)
+    for name in ("b1", "b2", "gated"):
+        if getattr(config, "has_" + name if name != "gated" else name):
+            parts.append("%s=1" % name)
+    return "ffn:" + ",".join(parts)
+
+
+def resolve(items):
+    """Configurations named by set names (see SETS) and/or config texts, without duplicates, in order."""
+    out, seen = [], set()
+    for item in items:
+        configs = SETS.get(item)
+        if configs is None:
+            if ":" not in item:
+                raise InvalidArgumentError("unknown config set %r (sets: %s; or a config such as "
+                                           "'attention:heads=16,head_dim=128,causal=1')" % (item, ", ".join(SETS)))
+            configs = (parse_config(item),)
+        for c in configs:
+            if c.key not in seen:
+                seen.add(c.key)
+                out.append(c)
+    return out

@@ -1,0 +1,276 @@
+"""Configurations of the fused ops flashc.torch launches, the flash-dialect
+spec text compiled for each, and a deterministic cache key naming its bundle.
+
+Batch and sequence lengths are dynamic in every spec, so one bundle serves all
+of them; everything else (heads, head dims, dtype, mask, softcap, scale, FFN
+sizes and activation) is part of the configuration and of the key.
+"""
+
+import hashlib
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from .errors import InvalidArgumentError
+
+# Bump when the spec text or key scheme changes meaning, so old cache entries
+# are never picked up for a new meaning.
+KEY_VERSION = 1
+DEFAULT_ARCHS = ("sm_90a",)
+
+# Names of the programs and parameters the compiler gives a spec with one
+# flash.attention / flash.ffn op (op index 0).
+ATTENTION_FORWARD = "attention0_forward"
+ATTENTION_BACKWARD = "attention0_backward"
+FFN_FORWARD = "ffn0_forward"
+FFN_BACKWARD = "ffn0_backward"
+
+DTYPES = ("bf16", "f16")
+ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
+
+
+def f32(value):
+    """value rounded to the nearest float32 (as a Python float)."""
+    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+
+
+def format_f32(value):
+    """Shortest decimal that reads back as the same float32, always with a '.' or an exponent."""
+    v = f32(value)
+    for digits in range(6, 10):
+        text = "%.*g" % (digits, v)
+        if f32(float(text)) == v:
+            break
+    if "." not in text and "e" not in text and "inf" not in text and "nan" not in text:
+        text += ".0"
+    return text
+
+
+def _tensor_type(dims, dtype):
+    return "tensor<%sx%s>" % ("x".join(str(d) for d in dims), dtype)
+
+
+def _short_hash(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError("%s must be an integer >= %d, got %r" % (name, minimum, value))
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One flash.attention configuration (q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv]).
+
+    window: None, or (left, right) keys visible on each side of a query's diagonal
+    (bottom-right aligned; -1 = unbounded on that side). With causal=True the right side is 0.
+    scale None means 1/sqrt(D). softcap 0/None means none.
+    """
+    dtype: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    value_head_dim: Optional[int] = None
+    causal: bool = False
+    window: Optional[Tuple[int, int]] = None
+    softcap: Optional[float] = None
+    scale: Optional[float] = None
+    archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise InvalidArgumentError("attention dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
+        _check_int("num_heads", self.num_heads, 1)
+        _check_int("num_kv_heads", self.num_kv_heads, 1)
+        _check_int("head_dim", self.head_dim, 1)
+        if self.num_heads % self.num_kv_heads:
+            raise InvalidArgumentError("number of query heads (%d) must be a multiple of the number of key/value "
+                                       "heads (%d)" % (self.num_heads, self.num_kv_heads))
+        dv = self.head_dim if self.value_head_dim is None else self.value_head_dim
+        _check_int("value_head_dim", dv, 1)
+        object.__setattr__(self, "value_head_dim", dv)
+        object.__setattr__(self, "causal", bool(self.causal))
+        window = self.window
+        if window is not None:
+            if isinstance(window, int) and not isinstance(window, bool):
+                window = (window, 0 if self.causal else window)
+            if (not isinstance(window, (tuple, list)) or len(window) != 2
+                    or not all(isinstance(w, int) and not isinstance(w, bool) and w >= -1 for w in window)):
+                raise InvalidArgumentError("window must be None, an int or a (left, right) pair of ints >= -1 "
+                                           "(-1 = unbounded), got %r" % (self.window,))
+            left, right = window
+            if self.causal:
+                if right not in (0, -1):
+                    raise InvalidArgumentError("causal=True allows no keys right of the diagonal, but window=%r "
+                                               "has right=%d" % (self.window, right))
+                right = 0
+            window = (left, right)
+            # Unbounded windows are plain masks.
+            if window == (-1, -1) or (self.causal and left == -1):
+                window = None
+        object.__setattr__(self, "window", window)
+        softcap = float(self.softcap or 0.0)
+        if not math.isfinite(softcap) or softcap < 0:
+            raise InvalidArgumentError("softcap must be a finite number >= 0 (0 or None: none), got %r" % self.softcap)
+        object.__setattr__(self, "softcap", f32(softcap))
+        scale = 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
+        if not math.isfinite(scale):
+            raise InvalidArgumentError("scale must be finite, got %r" % self.scale)
+        object.__setattr__(self, "scale", f32(scale))
+        object.__setattr__(self, "archs", tuple(self.archs))
+
+    @property
+    def mask_attr(self):
+        if self.window is not None:
+            return "#flash.mask<sliding_window, left = %d, right = %d>" % self.window
+        return "#flash.mask<causal>" if self.causal else "#flash.mask<none>"
+
+    @property
+    def mask_tag(self):
+        if self.window is not None:
+            return "win%s_%s" % tuple("inf" if w < 0 else str(w) for w in self.window)
+        return "causal" if self.causal else "full"
+
+    def spec_text(self):
+        t, hq, hkv, d, dv = self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, self.value_head_dim
+        q_t = _tensor_type(["?", hq, "?", d], t)
+        k_t = _tensor_type(["?", hkv, "?", d], t)
+        v_t = _tensor_type(["?", hkv, "?", dv], t)
+        o_t = _tensor_type(["?", hq, "?", dv], t)
+        lse_t = _tensor_type(["?", hq, "?"], "f32")
+        softcap = " softcap = %s" % format_f32(self.softcap) if self.softcap else ""
+        return (
+            "// Generated by flashc.spec for flashc.torch.attention: %s\n"
+            "func.func @attention(%%q: %s, %%k: %s, %%v: %s) -> (%s, %s) {\n"
+            "  %%o, %%lse = flash.attention %%q, %%k, %%v scale = %s mask = %s%s num_kv_heads = %d"
+            " : (%s, %s, %s) -> (%s, %s)\n"
+            "  return %%o, %%lse : %s, %s\n"
+            "}\n" % (self.describe(), q_t, k_t, v_t, o_t, lse_t, format_f32(self.scale), self.mask_attr, softcap, hkv,
+                     q_t, k_t, v_t, o_t, lse_t, o_t, lse_t))
+
+    def describe(self):
+        parts = ["%s" % self.dtype, "Hq=%d" % self.num_heads, "Hkv=%d" % self.num_kv_heads, "D=%d" % self.head_dim]
+        if self.value_head_dim != self.head_dim:
+            parts.append("Dv=%d" % self.value_head_dim)
+        parts.append(self.mask_tag)
+        if self.softcap:
+            parts.append("softcap=%s" % format_f32(self.softcap))
+        parts.append("scale=%s" % format_f32(self.scale))
+        return " ".join(parts)
+
+    @property
+    def key(self):
+        dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
+        cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
+        return "attn_%s_h%dkv%d_d%d%s_%s%s_%s" % (
+            self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap,
+            _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
+
+    forward_program = ATTENTION_FORWARD
+    backward_program = ATTENTION_BACKWARD
+
+    def forward_params(self):
+        return ("q", "k", "v", "o", "lse")
+
+    def backward_params(self):
+        return ("q", "k", "v", "o", "lse", "do", "dq", "dk", "dv")
+
+
+@dataclass(frozen=True)
+class FfnConfig:
+    """One flash.ffn configuration: y = act(x·w1 + b1)·w2 + b2 with x [M, d], w1 [d, h], w2 [h, d_out];
+    gated: y = (act(x·w_gate) ⊙ (x·w_up))·w2 + b2 (no b1)."""
+    dtype: str
+    d_model: int
+    d_hidden: int
+    d_out: Optional[int] = None
+    activation: str = "gelu_tanh"
+    has_b1: bool = False
+    has_b2: bool = False
+    gated: bool = False
+    archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise InvalidArgumentError("ffn dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
+        if self.activation not in ACTIVATIONS:
+            raise InvalidArgumentError("activation must be one of %s, got %r" % (", ".join(ACTIVATIONS), self.activation))
+        _check_int("d_model", self.d_model, 1)
+        _check_int("d_hidden", self.d_hidden, 1)
+        d_out = self.d_model if self.d_out is None else self.d_out
+        _check_int("d_out", d_out, 1)
+        object.__setattr__(self, "d_out", d_out)
+        for name in ("has_b1", "has_b2", "gated"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        if self.gated and self.has_b1:
+            raise InvalidArgumentError("a gated FFN takes no b1 (y = (act(x·w_gate) * (x·w_up))·w2 + b2)")
+        object.__setattr__(self, "archs", tuple(self.archs))
+
+    def input_names(self):
+        if self.gated:
+            names = ["x", "w_gate", "w_up", "w2"]
+        else:
+            names = ["x", "w1"] + (["b1"] if self.has_b1 else []) + ["w2"]
+        return tuple(names + (["b2"] if self.has_b2 else []))
+
+    def _types(self):
+        t, d, h, o = self.dtype, self.d_model, self.d_hidden, self.d_out
+        return {"x": _tensor_type(["?", d], t), "w1": _tensor_type([d, h], t), "w_gate": _tensor_type([d, h], t),
+                "w_up": _tensor_type([d, h], t), "b1": _tensor_type([h], t), "w2": _tensor_type([h, o], t),
+                "b2": _tensor_type([o], t), "y": _tensor_type(["?", o], t)}
+
+    def spec_text(self):
+        types = self._types()
+        names = self.input_names()
+        if self.gated:
+            operands = "%x, %w_gate up %w_up, %w2"
+        else:
+            operands = "%x, %w1" + (" bias %b1" if self.has_b1 else "") + ", %w2"
+        if self.has_b2:
+            operands += " bias %b2"
+        arg_list = ", ".join("%%%s: %s" % (n, types[n]) for n in names)
+        in_types = ", ".join(types[n] for n in names)
+        return ("// Generated by flashc.spec for flashc.torch.ffn: %s\n"
+                "func.func @ffn(%s) -> %s {\n"
+                "  %%y = flash.ffn %s %s : (%s) -> %s\n"
+                "  return %%y : %s\n"
+                "}\n" % (self.describe(), arg_list, types["y"], self.activation, operands, in_types, types["y"],
+                         types["y"]))
+
+    def describe(self):
+        parts = [self.dtype, "d=%d" % self.d_model, "h=%d" % self.d_hidden]
+        if self.d_out != self.d_model:
+            parts.append("d_out=%d" % self.d_out)
+        parts.append(self.activation + (" gated" if self.gated else ""))
+        parts.append("bias=" + ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "") if (self.has_b1 or self.has_b2)
+                     else "no-bias")
+        return " ".join(parts)
+
+    @property
+    def key(self):
+        out = "" if self.d_out == self.d_model else "o%d" % self.d_out
+        bias = ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "")
+        return "ffn_%s_d%dh%d%s_%s%s%s_%s" % (
+            self.dtype, self.d_model, self.d_hidden, out, self.activation, "_gated" if self.gated else "",
+            "_" + bias if bias else "", _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
+
+    forward_program = FFN_FORWARD
+    backward_program = FFN_BACKWARD
+
+    def forward_params(self):
+        return self.input_names() + ("y",)
+
+    def backward_params(self):
+        grads = ["dx"]
+        if self.gated:
+            grads += ["dw_gate", "dw_up"]
+        else:
+            grads += ["dw1"] + (["db1"] if self.has_b1 else [])
+        grads += ["dw2"] + (["db2"] if self.has_b2 else [])
+        return self.input_names() + ("dy",) + tuple(grads)

@@ -1,0 +1,91 @@
+"""Reference math for tests and benchmarks (needs torch): the flash.attention and
+flash.ffn definitions written plainly, in any precision (float64 for references,
+the inputs' own precision for the 'unfused same-precision' baseline)."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def visible_mask(seq_q, seq_k, causal=False, window=None, device=None):
+    """[Sq, Sk] bool: key j visible from query i. Bottom-right aligned: query i sits at key
+    position p = i + Sk - Sq; causal: j <= p; window (left, right): p - left <= j <= p + right (-1 unbounded)."""
+    i = torch.arange(seq_q, device=device).unsqueeze(1)
+    j = torch.arange(seq_k, device=device).unsqueeze(0)
+    p = i + (seq_k - seq_q)
+    visible = torch.ones(seq_q, seq_k, dtype=torch.bool, device=device)
+    if causal:
+        visible &= j <= p
+    if window is not None:
+        left, right = window
+        if left >= 0:
+            visible &= j >= p - left
+        if right >= 0:
+            visible &= j <= p + right
+    return visible
+
+
+def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64):
+    """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*]."""
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if heads != kv_heads:
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    if causal and window is not None:
+        window = (window[0], 0)
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device)
+    s = s.masked_fill(~visible, -math.inf)
+    m = s.amax(dim=-1, keepdim=True) if s.shape[-1] else torch.full(s.shape[:-1] + (1,), -math.inf, dtype=dtype,
+                                                                     device=s.device)
+    m_safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    p = torch.exp(s - m_safe)
+    l = p.sum(dim=-1, keepdim=True)
+    l_safe = torch.where(l == 0, torch.ones_like(l), l)
+    o = torch.matmul(p / l_safe, v)
+    lse = (m_safe + torch.log(l)).squeeze(-1)  # log(0) = -inf for rows with no visible key
+    return o, lse.float() if dtype != torch.float64 else lse
+
+
+def activation_fn(name):
+    return {"gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "gelu_erf": F.gelu, "silu": F.silu,
+            "relu": F.relu}[name]
+
+
+def ffn_reference(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, dtype=torch.float64):
+    """flash.ffn in `dtype`: act(x w1 + b1) w2 + b2, or gated (act(x w_gate) * (x w1)) w2 + b2."""
+    cast = lambda t: None if t is None else t.to(dtype)
+    x, w1, b1, w2, b2, w_gate = map(cast, (x, w1, b1, w2, b2, w_gate))
+    act = activation_fn(activation)
+    if w_gate is not None:
+        hidden = act(x @ w_gate) * (x @ w1)
+    else:
+        hidden = x @ w1
+        if b1 is not None:
+            hidden = hidden + b1
+        hidden = act(hidden)
+    y = hidden @ w2
+    if b2 is not None:
+        y = y + b2
+    return y
+
+
+def max_abs_error(actual, expected):
+    """max |actual - expected| in float64 (inf if shapes differ or NaN appears)."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return math.inf
+    if actual.numel() == 0:
+        return 0.0
+    a, e = actual.double(), expected.double()
+    finite = torch.isfinite(e)
+    if not torch.equal(torch.isfinite(a), finite):
+        return math.inf
+    if bool((a[~finite] != e[~finite]).any()):
+        return math.inf
+    return float((a[finite] - e[finite]).abs().max()) if bool(finite.any()) else 0.0

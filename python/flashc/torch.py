@@ -1,0 +1,224 @@
+"""PyTorch autograd functions over flashc bundles.
+
+    flashc.torch.attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False)
+    flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
+
+Each distinct configuration maps to one bundle (flashc.cache): found in
+FLASHC_BUNDLE_PATH or the cache, or compiled when the flashc compiler is here.
+Kernels run on torch.cuda.current_stream(). Set FLASHC_POISON_OUTPUTS=1 to fill
+every output with NaN before the launch (tests: a kernel that skips an element
+shows up).
+"""
+
+import math
+import os
+
+import torch
+
+from . import cache
+from .errors import InvalidArgumentError, InvalidBundleError
+from .validate import TensorInfo, attention_config, ffn_config
+
+__all__ = ["attention", "ffn"]
+
+_TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
+
+
+def _info(op, name, t):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("flashc.%s: expected %s to be a torch.Tensor, but got %s" % (op, name, type(t).__name__))
+    return TensorInfo(tuple(t.shape), str(t.dtype), str(t.device))
+
+
+def _poison_enabled():
+    return os.environ.get("FLASHC_POISON_OUTPUTS", "") not in ("", "0")
+
+
+def _output(shape, dtype, device):
+    t = torch.empty(shape, dtype=dtype, device=device)
+    if _poison_enabled():
+        t.fill_(float("nan") if dtype.is_floating_point else -1)
+    return t
+
+
+def _kernel_layout(t):
+    """t in a layout every kernel accepts (last dim contiguous, 16-byte aligned rows), copying only if needed."""
+    if t.dim() == 0:
+        return t
+    size = t.element_size()
+    rows_aligned = all((s * size) % 16 == 0 for s, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1)
+    if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and rows_aligned:
+        return t
+    if not t.is_contiguous():
+        t = t.contiguous()
+    if t.data_ptr() % 16:
+        t = t.clone()
+    return t
+
+
+_checked_programs = set()
+
+
+def _bundle_for(config, programs):
+    """The bundle of `config`, after checking it has `programs` with the parameters this module passes."""
+    bundle = cache.load_bundle(config)
+    for program, expected in programs:
+        tag = (id(bundle), program)
+        if tag in _checked_programs:
+            continue
+        if program not in bundle.programs and program not in bundle.kernels:
+            raise InvalidBundleError("bundle %s (for %s) has no program '%s' (programs: %s)" % (
+                bundle.path, config.describe(), program, ", ".join(bundle.programs) or "none"))
+        names = [p.name for p in bundle.params(program)]
+        if sorted(names) != sorted(expected):
+            raise InvalidBundleError("bundle %s: program '%s' has parameters (%s) but flashc.torch passes (%s)" % (
+                bundle.path, program, ", ".join(names), ", ".join(expected)))
+        _checked_programs.add(tag)
+    return bundle
+
+
+def _launch(bundle, program, device, args):
+    with torch.cuda.device(device):
+        bundle.launch(program, stream=torch.cuda.current_stream(device).cuda_stream, **args)
+
+
+# ---------------------------------------------------------------- attention
+class _Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, config):
+        batch, heads, seq_q, _ = q.shape
+        seq_k, dv = k.shape[2], v.shape[3]
+        q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
+        o = _output((batch, heads, seq_q, dv), q.dtype, q.device)
+        lse = _output((batch, heads, seq_q), torch.float32, q.device)
+        if o.numel() > 0:
+            if seq_k == 0:  # no visible key: the op defines out = 0, lse = -inf
+                o.zero_()
+                lse.fill_(-math.inf)
+            else:
+                bundle = _bundle_for(config, [(config.forward_program, config.forward_params())])
+                _launch(bundle, config.forward_program, q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
+        ctx.config = config
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.mark_non_differentiable(lse)
+        return o, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, do, _dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        config = ctx.config
+        dq = _output(q.shape, q.dtype, q.device)
+        dk = _output(k.shape, k.dtype, k.device)
+        dv = _output(v.shape, v.dtype, v.device)
+        if q.numel() == 0 or k.shape[2] == 0:
+            for g in (dq, dk, dv):
+                g.zero_()
+        else:
+            bundle = _bundle_for(config, [(config.backward_program, config.backward_params())])
+            _launch(bundle, config.backward_program, q.device,
+                    dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv))
+        return dq, dk, dv, None
+
+
+def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False):
+    """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
+
+    q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
+    (e.g. a [B, S, H, D] tensor's .transpose(1, 2)). Returns o [B, Hq, Sq, Dv] (and the log-sum-exp
+    [B, Hq, Sq] float32 when return_lse=True).
+
+    scale: default 1/sqrt(D). softcap: scores become softcap * tanh(scores / softcap). window: an int or a
+    (left, right) pair of visible keys each side of the diagonal (-1: unbounded). Masks are bottom-right
+    aligned (query i sits at key position i + Sk - Sq, as in FlashAttention); PyTorch's is_causal is
+    top-left aligned, so the two differ when Sq != Sk. enable_gqa: Hq may be a multiple of Hkv (query head h
+    uses key/value head h // (Hq / Hkv)). A row with no visible key gives zeros (lse = -inf).
+    """
+    op = "attention"
+    config = attention_config(_info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal,
+                              scale=scale, window=window, softcap=softcap, enable_gqa=enable_gqa)
+    o, lse = _Attention.apply(q, k, v, config)
+    return (o, lse) if return_lse else o
+
+
+# ---------------------------------------------------------------------- FFN
+class _Ffn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w1, b1, w2, b2, w_gate, config):
+        lead = tuple(x.shape[:-1])
+        x2 = _kernel_layout(x.reshape(-1, config.d_model))
+        w1, w2 = _kernel_layout(w1), _kernel_layout(w2)
+        b1 = None if b1 is None else _kernel_layout(b1)
+        b2 = None if b2 is None else _kernel_layout(b2)
+        w_gate = None if w_gate is None else _kernel_layout(w_gate)
+        rows = x2.shape[0]
+        y = _output((rows, config.d_out), x.dtype, x.device)
+        if rows > 0:
+            bundle = _bundle_for(config, [(config.forward_program, config.forward_params())])
+            args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
+            args["y"] = y
+            _launch(bundle, config.forward_program, x.device, args)
+        ctx.config = config
+        ctx.lead = lead
+        ctx.save_for_backward(x2, w1, b1, w2, b2, w_gate)
+        return y.reshape(lead + (config.d_out,))
+
+    @staticmethod
+    def _inputs(config, x, w1, b1, w2, b2, w_gate):
+        if config.gated:
+            args = dict(x=x, w_gate=w_gate, w_up=w1, w2=w2)
+        else:
+            args = dict(x=x, w1=w1, w2=w2)
+            if b1 is not None:
+                args["b1"] = b1
+        if b2 is not None:
+            args["b2"] = b2
+        return args
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        x2, w1, b1, w2, b2, w_gate = ctx.saved_tensors
+        config = ctx.config
+        dev, dt = x2.device, x2.dtype
+        grads = {"dx": _output(x2.shape, dt, dev), "dw2": _output(w2.shape, dt, dev)}
+        if config.gated:
+            grads["dw_gate"] = _output(w_gate.shape, dt, dev)
+            grads["dw_up"] = _output(w1.shape, dt, dev)
+        else:
+            grads["dw1"] = _output(w1.shape, dt, dev)
+            if b1 is not None:
+                grads["db1"] = _output(b1.shape, dt, dev)
+        if b2 is not None:
+            grads["db2"] = _output(b2.shape, dt, dev)
+        if x2.shape[0] == 0:
+            for g in grads.values():
+                g.zero_()
+        else:
+            bundle = _bundle_for(config, [(config.backward_program, config.backward_params())])
+            args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
+            args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out))
+            args.update(grads)
+            _launch(bundle, config.backward_program, dev, args)
+        dx = grads["dx"].reshape(ctx.lead + (config.d_model,))
+        dw1 = grads["dw_up"] if config.gated else grads["dw1"]
+        return dx, dw1, grads.get("db1"), grads["dw2"], grads.get("db2"), grads.get("dw_gate"), None
+
+
+def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
+    """Fused feed-forward network y = act(x @ w1 + b1) @ w2 + b2.
+
+    x [..., d], w1 [d, h], b1 [h], w2 [h, d_out], b2 [d_out] (weights as in x @ w, i.e. nn.Linear's weight
+    transposed), bfloat16 or float16 on one CUDA device. activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
+    Gated (w_gate [d, h] given; w1 is then the up projection; no b1):
+    y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2.
+    """
+    op = "ffn"
+    infos = {}
+    for name, t in (("x", x), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate)):
+        infos[name] = None if t is None else _info(op, name, t)
+    if w2 is None:
+        raise InvalidArgumentError("flashc.ffn: w2 is required")
+    config = ffn_config(infos["x"], infos["w1"], infos["b1"], infos["w2"], infos["b2"], activation=activation,
+                        w_gate=infos["w_gate"])
+    return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)

@@ -1,0 +1,193 @@
+"""Spec text and cache keys of configurations, the config text form, and (when flash-opt is built) that every
+spec the package can generate parses and verifies."""
+
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from _support import find_tool, skip_loudly
+
+from flashc import InvalidArgumentError, configs
+from flashc.spec import AttentionConfig, FfnConfig, format_f32
+
+FLASH_OPT = find_tool("flash-opt", "FLASHC_FLASH_OPT")
+
+
+class AttentionSpecTest(unittest.TestCase):
+    def test_spec_text_of_the_gpt_attention(self):
+        c = AttentionConfig("bf16", 16, 16, 128, causal=True)
+        t = "tensor<?x16x?x128xbf16>"
+        lse = "tensor<?x16x?xf32>"
+        self.assertIn("func.func @attention(%%q: %s, %%k: %s, %%v: %s) -> (%s, %s) {" % (t, t, t, t, lse),
+                      c.spec_text())
+        self.assertIn("  %%o, %%lse = flash.attention %%q, %%k, %%v scale = 0.088388346 mask = #flash.mask<causal> "
+                      "num_kv_heads = 16 : (%s, %s, %s) -> (%s, %s)\n" % (t, t, t, t, lse), c.spec_text())
+        self.assertIn("  return %%o, %%lse : %s, %s\n}" % (t, lse), c.spec_text())
+
+    def test_gqa_window_softcap_and_value_dim(self):
+        c = AttentionConfig("f16", 8, 2, 64, value_head_dim=32, window=(16, 4), softcap=30.0, scale=0.125)
+        text = c.spec_text()
+        self.assertIn("%k: tensor<?x2x?x64xf16>", text)
+        self.assertIn("%v: tensor<?x2x?x32xf16>", text)
+        self.assertIn("-> (tensor<?x8x?x32xf16>, tensor<?x8x?xf32>)", text)
+        self.assertIn("scale = 0.125 mask = #flash.mask<sliding_window, left = 16, right = 4> softcap = 30.0 "
+                      "num_kv_heads = 2 :", text)
+
+    def test_defaults(self):
+        c = AttentionConfig("bf16", 4, 4, 64)
+        self.assertEqual(c.scale, 0.125)
+        self.assertEqual(c.value_head_dim, 64)
+        self.assertEqual(c.softcap, 0.0)
+        self.assertIn("mask = #flash.mask<none> num_kv_heads = 4", c.spec_text())
+        self.assertNotIn("softcap", c.spec_text())
+
+    def test_window_normalisation(self):
+        self.assertEqual(AttentionConfig("bf16", 2, 2, 64, causal=True, window=32).window, (32, 0))
+        self.assertEqual(AttentionConfig("bf16", 2, 2, 64, window=32).window, (32, 32))
+        self.assertEqual(AttentionConfig("bf16", 2, 2, 64, causal=True, window=(8, -1)).window, (8, 0))
+        self.assertIsNone(AttentionConfig("bf16", 2, 2, 64, window=(-1, -1)).window)
+        self.assertIsNone(AttentionConfig("bf16", 2, 2, 64, causal=True, window=(-1, 0)).window)
+        self.assertEqual(AttentionConfig("bf16", 2, 2, 64, causal=True, window=(-1, 0)),
+                         AttentionConfig("bf16", 2, 2, 64, causal=True))
+
+    def test_bad_configs(self):
+        cases = [
+            (dict(dtype="f32", num_heads=2, num_kv_heads=2, head_dim=64), "dtype must be one of bf16, f16, got 'f32'"),
+            (dict(dtype="bf16", num_heads=6, num_kv_heads=4, head_dim=64), "query heads (6) must be a multiple"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=0), "head_dim must be an integer >= 1"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, causal=True, window=(4, 4)),
+             "causal=True allows no keys right of the diagonal"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, window=(4, -2)), "window must be None"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, softcap=-1.0), "softcap must be"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, scale=float("nan")), "scale must be finite"),
+        ]
+        for kwargs, message in cases:
+            with self.assertRaises(InvalidArgumentError) as ctx:
+                AttentionConfig(**kwargs)
+            self.assertIn(message, str(ctx.exception))
+
+
+class FfnSpecTest(unittest.TestCase):
+    def test_plain_with_biases(self):
+        c = FfnConfig("bf16", 64, 256, activation="gelu_tanh", has_b1=True, has_b2=True)
+        self.assertIn("func.func @ffn(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %b1: tensor<256xbf16>, "
+                      "%w2: tensor<256x64xbf16>, %b2: tensor<64xbf16>) -> tensor<?x64xbf16>", c.spec_text())
+        self.assertIn("%y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2 : (", c.spec_text())
+        self.assertEqual(c.forward_params(), ("x", "w1", "b1", "w2", "b2", "y"))
+        self.assertEqual(c.backward_params(), ("x", "w1", "b1", "w2", "b2", "dy", "dx", "dw1", "db1", "dw2", "db2"))
+
+    def test_gated(self):
+        c = FfnConfig("f16", 64, 128, d_out=32, activation="silu", gated=True, has_b2=True)
+        self.assertIn("%y = flash.ffn silu %x, %w_gate up %w_up, %w2 bias %b2 : (tensor<?x64xf16>, "
+                      "tensor<64x128xf16>, tensor<64x128xf16>, tensor<128x32xf16>, tensor<32xf16>) -> "
+                      "tensor<?x32xf16>", c.spec_text())
+        self.assertEqual(c.forward_params(), ("x", "w_gate", "w_up", "w2", "b2", "y"))
+        self.assertEqual(c.backward_params(), ("x", "w_gate", "w_up", "w2", "b2", "dy", "dx", "dw_gate", "dw_up",
+                                               "dw2", "db2"))
+
+    def test_bad_configs(self):
+        with self.assertRaisesRegex(InvalidArgumentError, "activation must be one of gelu_tanh, gelu_erf, silu, relu"):
+            FfnConfig("bf16", 64, 256, activation="tanh")
+        with self.assertRaisesRegex(InvalidArgumentError, "gated FFN takes no b1"):
+            FfnConfig("bf16", 64, 256, gated=True, has_b1=True)
+        with self.assertRaisesRegex(InvalidArgumentError, "d_hidden must be an integer >= 1"):
+            FfnConfig("bf16", 64, 0)
+
+
+class KeyTest(unittest.TestCase):
+    def test_deterministic_and_distinct(self):
+        base = dict(dtype="bf16", num_heads=16, num_kv_heads=16, head_dim=128)
+        variants = [dict(), dict(causal=True), dict(dtype="f16"), dict(num_heads=32, num_kv_heads=16),
+                    dict(num_kv_heads=8), dict(head_dim=64), dict(value_head_dim=64), dict(window=(64, 0)),
+                    dict(window=(64, 64)), dict(softcap=30.0), dict(softcap=50.0), dict(scale=0.1),
+                    dict(archs=("sm_80",))]
+        keys = [AttentionConfig(**dict(base, **v)).key for v in variants]
+        self.assertEqual(len(set(keys)), len(keys), keys)
+        self.assertEqual(AttentionConfig(**base).key, AttentionConfig(**base).key)
+        # The default scale is 1/sqrt(D): spelling it out is the same configuration.
+        self.assertEqual(AttentionConfig(**base).key, AttentionConfig(scale=128 ** -0.5, **base).key)
+        for key in keys + [c.key for c in configs.SETS["all"]]:
+            self.assertRegex(key, r"^[A-Za-z0-9_.]+$")
+
+    def test_known_key_is_stable(self):
+        # Bundles are carried between machines by key: the key of a configuration must not drift silently.
+        # (If the spec text changes on purpose, bump spec.KEY_VERSION and update this value.)
+        self.assertRegex(AttentionConfig("bf16", 16, 16, 128, causal=True).key, r"^attn_bf16_h16kv16_d128_causal_[0-9a-f]{12}$")
+        self.assertEqual(AttentionConfig("bf16", 16, 16, 128, causal=True).key, "attn_bf16_h16kv16_d128_causal_fcf5b801c2f7")
+
+    def test_format_f32(self):
+        self.assertEqual(format_f32(0.125), "0.125")
+        self.assertEqual(format_f32(1), "1.0")
+        self.assertEqual(format_f32(30), "30.0")
+        self.assertEqual(format_f32(1e-8), "1e-08")
+        self.assertEqual(format_f32(128 ** -0.5), "0.088388346")
+
+
+class ConfigTextTest(unittest.TestCase):
+    def test_round_trip_of_every_named_config(self):
+        for name, items in configs.SETS.items():
+            for c in items:
+                self.assertEqual(configs.parse_config(configs.format_config(c)), c, name)
+
+    def test_parse(self):
+        c = configs.parse_config("attention:heads=8,kv_heads=2,head_dim=64,causal=1,window=32:0,softcap=20")
+        self.assertEqual(c, AttentionConfig("bf16", 8, 2, 64, causal=True, window=(32, 0), softcap=20.0))
+        f = configs.parse_config("ffn:dtype=f16,d=64,h=256,act=silu,gated=1")
+        self.assertEqual(f, FfnConfig("f16", 64, 256, activation="silu", gated=True))
+
+    def test_parse_errors(self):
+        cases = [("attn:heads=2", "expected 'attention:key=value"),
+                 ("attention:heads=2", "missing field head_dim"),
+                 ("attention:heads=2,head_dim=x", "head_dim: expected an integer"),
+                 ("attention:heads=2,head_dim=64,mask=causal", "unknown field mask"),
+                 ("attention:heads=2,head_dim=64,causal=maybe", "causal: expected 0/1"),
+                 ("attention:heads=3,kv_heads=2,head_dim=64", "must be a multiple"),
+                 ("ffn:d=64", "missing field h"),
+                 ("ffn:d=64,h=128,act=swish", "activation must be one of"),
+                 ("ffn:d=64,h=128 junk", "expected an integer")]
+        for text, message in cases:
+            with self.assertRaises(InvalidArgumentError, msg=text) as ctx:
+                configs.parse_config(text)
+            self.assertIn(message, str(ctx.exception))
+
+    def test_resolve(self):
+        self.assertEqual(len(configs.resolve(["bench", "bench-attention"])), len(configs.SETS["bench"]))
+        with self.assertRaisesRegex(InvalidArgumentError, "unknown config set 'nope'"):
+            configs.resolve(["nope"])
+
+    def test_bench_set_matches_the_benchmark(self):
+        for c in configs.BENCH_ATTENTION:
+            self.assertEqual(c.num_heads * c.head_dim, 2048)
+            self.assertEqual(c.dtype, "bf16")
+        self.assertEqual(sorted({(c.head_dim, c.causal) for c in configs.BENCH_ATTENTION}),
+                         [(64, False), (64, True), (128, False), (128, True)])
+
+
+@unittest.skipIf(FLASH_OPT is None, "flash-opt is not built (build/bin/flash-opt): generated specs not verified")
+class SpecVerifiesTest(unittest.TestCase):
+    """Every spec the package generates is valid flash-dialect input (parsed and verified by flash-opt)."""
+
+    def test_every_named_config_and_edge_cases(self):
+        extra = [AttentionConfig("bf16", 8, 2, 64, value_head_dim=32, window=(16, 4), softcap=30.0, scale=0.125),
+                 AttentionConfig("f16", 2, 2, 64, causal=True, window=(7, 0)),
+                 FfnConfig("f16", 64, 128, d_out=32, activation="relu", gated=True, has_b2=True)]
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, c in enumerate(list(configs.SETS["all"]) + extra):
+                path = os.path.join(tmp, "%d.mlir" % i)
+                with open(path, "w") as f:
+                    f.write(c.spec_text())
+                proc = subprocess.run([FLASH_OPT, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True)
+                self.assertEqual(proc.returncode, 0, "%s\n%s\n%s" % (c.describe(), c.spec_text(), proc.stderr))
+                op = "flash.attention" if isinstance(c, AttentionConfig) else "flash.ffn"
+                self.assertIn(op, proc.stdout)
+
+
+if FLASH_OPT is None:
+    skip_loudly("flash-opt not built: SpecVerifiesTest skipped")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,78 @@
+// FFN elementwise tile ops on f32 register tiles: `activation`, `activation_grad`, `add_bias`.
+#pragma once
+#include "flashc/device/regtile.cuh"
+
+namespace flashc {
+namespace device {
+
+enum class Act { Identity, Relu, GeluTanh, GeluErf, Silu };
+
+template <Act K>
+__device__ __forceinline__ float act(float x) {
+  if constexpr (K == Act::Identity) return x;
+  if constexpr (K == Act::Relu) return fmaxf(x, 0.f);
+  if constexpr (K == Act::GeluTanh) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  if constexpr (K == Act::GeluErf) return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
+  if constexpr (K == Act::Silu) return x / (1.f + __expf(-x));
+  return x;
+}
+
+// Derivative K'(x) of the formulas above (relu'(0) = 0).
+template <Act K>
+__device__ __forceinline__ float act_grad(float x) {
+  if constexpr (K == Act::Identity) return 1.f;
+  if constexpr (K == Act::Relu) return x > 0.f ? 1.f : 0.f;
+  if constexpr (K == Act::GeluTanh) {
+    const float c = 0.7978845608028654f, u = c * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * 0.044715f * x * x);
+  }
+  if constexpr (K == Act::GeluErf)
+    return 0.5f * (1.f + erff(x * 0.7071067811865476f)) + x * 0.3989422804014327f * __expf(-0.5f * x * x);
+  if constexpr (K == Act::Silu) {
+    const float s = 1.f / (1.f + __expf(-x));
+    return s * (1.f + x * (1.f - s));
+  }
+  return 1.f;
+}
+
+// tile op `activation K %x`, in place.
+template <Act K, int R, int C, int W>
+__device__ __forceinline__ void activation(RegTileF32<R, C, W>& t) {
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) t.v[mt][nt][i] = act<K>(t.v[mt][nt][i]);
+}
+
+// tile op `activation_grad K %g, %pre`: g[r][c] *= K'(pre[r][c]), in place in g.
+template <Act K, int R, int C, int W>
+__device__ __forceinline__ void activation_grad(RegTileF32<R, C, W>& g, const RegTileF32<R, C, W>& pre) {
+#pragma unroll
+  for (int mt = 0; mt < g.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < g.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) g.v[mt][nt][i] *= act_grad<K>(pre.v[mt][nt][i]);
+}
+
+// tile op `add_bias %acc, %b[col0] limit cl`: t[r][c] += b[col0 + c] for col0 + c < limit.
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void add_bias(RegTileF32<R, C, W>& t, const T* bias, int col0, int limit) {
+#pragma unroll
+  for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int c = col0 + t.col(nt, e);
+      const float b = c < limit ? to_float(bias[c]) : 0.f;
+#pragma unroll
+      for (int mt = 0; mt < t.kMT; ++mt) {
+        t.v[mt][nt][e] += b;
+        t.v[mt][nt][2 + e] += b;
+      }
+    }
+}
+
+}  // namespace device
+}  // namespace flashc

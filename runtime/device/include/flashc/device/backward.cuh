@@ -1,0 +1,201 @@
+// Backward primitives (attention gradient recomputing P from the saved lse).
+//
+// Row form (tile dialect): score tile S[q][k], per-query lse/D are RegRowVec.
+// Column form (key-gridded backward computing S^T[k][q] so that P^T and dS^T feed dV and dK
+// straight from registers): per-query lse/D are column vectors, staged in shared memory as
+// float[BM] and read by column index.
+#pragma once
+#include "flashc/device/softmax.cuh"
+
+namespace flashc {
+namespace device {
+
+// exp(F s - lse) as exp2(s * F log2e - lse log2e); lse = -inf (row saw no key) -> p = 0.
+__device__ __forceinline__ float lse_bias_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * kLog2e; }
+
+// tile op `recompute_probs %s, %lse scale F`: t[r][c] = exp(F t[r][c] - lse[r]), in place;
+// 0 where lse[r] = -inf; masked s = -inf give 0.
+template <int R, int C, int W>
+__device__ __forceinline__ void recompute_probs(RegTileF32<R, C, W>& t, const RegRowVec<R, W>& lse, float scale) {
+  const float scale_log2 = scale * kLog2e;
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float bias = lse_bias_log2(lse.v[mt][h]);
+#pragma unroll
+      for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          t.v[mt][nt][2 * h + e] = fast_exp2(fmaf(t.v[mt][nt][2 * h + e], scale_log2, -bias));
+    }
+}
+
+// Column form: t[r][c] = exp(F t[r][c] - lse[c]) with lse a float[C] in shared memory.
+template <int R, int C, int W>
+__device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, const float* lse, float scale) {
+  const float scale_log2 = scale * kLog2e;
+#pragma unroll
+  for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float bias = lse_bias_log2(lse[t.col(nt, e)]);
+#pragma unroll
+      for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          t.v[mt][nt][2 * h + e] = fast_exp2(fmaf(t.v[mt][nt][2 * h + e], scale_log2, -bias));
+    }
+}
+
+// tile op `softmax_grad %p, %dp, %d`: dp[r][c] := p[r][c] * (dp[r][c] - d[r]), in place in dp.
+template <int R, int C, int W>
+__device__ __forceinline__ void softmax_grad(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
+                                             const RegRowVec<R, W>& d) {
+#pragma unroll
+  for (int mt = 0; mt < dp.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < dp.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) dp.v[mt][nt][i] = p.v[mt][nt][i] * (dp.v[mt][nt][i] - d.v[mt][i >> 1]);
+}
+
+// Column form: dp[r][c] := p[r][c] * (dp[r][c] - d[c]), d a float[C] in shared memory.
+template <int R, int C, int W>
+__device__ __forceinline__ void softmax_grad_cols(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
+                                                  const float* d) {
+#pragma unroll
+  for (int nt = 0; nt < dp.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float dc = d[dp.col(nt, e)];
+#pragma unroll
+      for (int mt = 0; mt < dp.kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = 2 * h + e;
+          dp.v[mt][nt][i] = p.v[mt][nt][i] * (dp.v[mt][nt][i] - dc);
+        }
+    }
+}
+
+// tile op `mul` (elementwise t *= g; chain rule through softcap with g = 1 - tanh^2).
+template <int R, int C, int W>
+__device__ __forceinline__ void multiply(RegTileF32<R, C, W>& t, const RegTileF32<R, C, W>& g) {
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) t.v[mt][nt][i] *= g.v[mt][nt][i];
+}
+
+// tile op `atomic_add %x, %t[..] limit [rl, cl]`: dst[row0 + r][c] += x[r][c] for row0 + r < dst.rows
+// (columns: the caller passes a full-width tile or a columns_from() slice), as 8-byte vector
+// reductions (red.global.add.v2.f32, sm_90). Order across blocks is not deterministic.
+template <int R, int C, int W>
+__device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int row0, const RegTileF32<R, C, W>& t) {
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + t.row(mt, h);
+      if (row < dst.rows) {
+        float* base = dst.base + row * dst.row_stride;
+#pragma unroll
+        for (int nt = 0; nt < t.kNT; ++nt) {
+          float* p = base + t.col(nt, 0);
+          asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(t.v[mt][nt][2 * h]),
+                       "f"(t.v[mt][nt][2 * h + 1])
+                       : "memory");
+        }
+      }
+    }
+}
+
+// tile op `row_dot %a, %b` on two shared tiles: d[r] = sum_c a[r][c] * b[r][c] in f32, as a
+// register row vector of the usual layout (each quad reduces its two rows; 16-byte reads).
+template <int W, class T, int R, int C>
+__device__ __forceinline__ RegRowVec<R, W> row_dot(SmemTile<T, R, C> a, SmemTile<T, R, C> b) {
+  RegRowVec<R, W> d;
+  constexpr int kChunks = SmemTile<T, R, C>::kChunksPerRow;
+  const int t = lane_id() & 3;
+#pragma unroll
+  for (int mt = 0; mt < d.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = d.row(mt, h);
+      float acc = 0.f;
+#pragma unroll
+      for (int c = t; c < kChunks; c += 4) {
+        const uint4 va = *reinterpret_cast<const uint4*>(a.ptr(row, c));
+        const uint4 vb = *reinterpret_cast<const uint4*>(b.ptr(row, c));
+        const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 fa = ElemTraits<T>::unpack(wa[i]), fb = ElemTraits<T>::unpack(wb[i]);
+          acc = fmaf(fa.x, fb.x, fmaf(fa.y, fb.y, acc));
+        }
+      }
+      d.v[mt][h] = quad_sum(acc);
+    }
+  return d;
+}
+
+// tile op `row_dot` straight from global memory (preprocess kernel, no tiles needed):
+// out[row] = sum_c a[row][c] * b[row][c] for rows [row0, row0 + nrows) below a.rows.
+// One warp per row, 16-byte loads, f32 sums.
+template <int kThreads, int Cols, class T>
+__device__ __forceinline__ void row_dot_global(const GlobalVector<float>& out, const GlobalMatrix<T>& a,
+                                               const GlobalMatrix<T>& b, int row0, int nrows) {
+  constexpr int kChunks = Cols / 8;
+  for (int r = warp_id(); r < nrows; r += kThreads / 32) {
+    const int row = row0 + r;
+    if (row >= a.rows) break;
+    float acc = 0.f;
+    for (int c = lane_id(); c < kChunks; c += 32) {
+      const uint4 va = *reinterpret_cast<const uint4*>(a.base + row * a.row_stride + c * 8);
+      const uint4 vb = *reinterpret_cast<const uint4*>(b.base + row * b.row_stride + c * 8);
+      const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 fa = ElemTraits<T>::unpack(wa[i]), fb = ElemTraits<T>::unpack(wb[i]);
+        acc = fmaf(fa.x, fb.x, fmaf(fa.y, fb.y, acc));
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane_id() == 0) out.base[row * out.stride] = acc;
+  }
+}
+
+// Zero (fill) global f32 rows [row0, row0 + nrows) below dst.rows: the dQ accumulator.
+template <int kThreads, int Cols>
+__device__ __forceinline__ void fill_rows(const GlobalMatrix<float>& dst, int row0, int nrows, float value) {
+  constexpr int kVec = Cols / 4;
+  const float4 v = make_float4(value, value, value, value);
+  for (int idx = threadIdx.x; idx < nrows * kVec; idx += kThreads) {
+    const int row = row0 + idx / kVec;
+    if (row < dst.rows) *reinterpret_cast<float4*>(dst.base + row * dst.row_stride + (idx % kVec) * 4) = v;
+  }
+}
+
+// Global f32 rows -> 16-bit rows times a factor (dQ = scale * dQ_accum), rows below dst.rows.
+template <int kThreads, int Cols, class T>
+__device__ __forceinline__ void convert_rows(const GlobalMatrix<T>& dst, const GlobalMatrix<float>& src, int row0,
+                                             int nrows, float factor) {
+  constexpr int kVec = Cols / 4;
+  for (int idx = threadIdx.x; idx < nrows * kVec; idx += kThreads) {
+    const int row = row0 + idx / kVec, c = (idx % kVec) * 4;
+    if (row < dst.rows) {
+      const float4 f = *reinterpret_cast<const float4*>(src.base + row * src.row_stride + c);
+      uint2 w;
+      w.x = ElemTraits<T>::pack(f.x * factor, f.y * factor);
+      w.y = ElemTraits<T>::pack(f.z * factor, f.w * factor);
+      *reinterpret_cast<uint2*>(dst.base + row * dst.row_stride + c) = w;
+    }
+  }
+}
+
+}  // namespace device
+}  // namespace flashc

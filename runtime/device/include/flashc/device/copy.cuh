@@ -1,0 +1,116 @@
+// Global <-> shared tile copies: 16-byte vectors, cp.async (L2-only .cg) with zero-fill of rows
+// past the valid bound, commit/wait groups for multi-stage buffering.
+#pragma once
+#include "flashc/device/smem.cuh"
+#include "flashc/device/tensor.cuh"
+
+namespace flashc {
+namespace device {
+
+// 16-byte async copy; when `valid` is false nothing is read and the 16 bytes are zero-filled
+// (src-size 0), so ragged tails are zeros, never garbage (0 * garbage could be NaN).
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+// 4-byte async copy (row vectors such as lse); .ca is the only cache mode for 4 bytes.
+__device__ __forceinline__ void cp_async_4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Wait until at most `Pending` committed groups are still in flight (this thread's copies);
+// a __syncthreads() after it makes every thread's copies visible to the block.
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+// tile op `load` (global -> shared): rows [row0, row0 + Rows) of `src` into `dst`; rows at or
+// past src.rows and columns at or past src.cols zero-filled (column slices: columns_from).
+// Asynchronous: commit, wait and __syncthreads before reading dst.
+// Every thread of the block (kThreads) must call it.
+// Each thread keeps one (row, chunk) position, one global pointer and one shared address and
+// advances them by kThreads / kChunksPerRow rows per step: few live registers in the KV loop.
+template <int kThreads, class T, int Rows, int Cols>
+__device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
+                                                const GlobalMatrix<T>& src, int row0) {
+  using Tile = SmemTile<T, Rows, Cols>;
+  constexpr int kCPR = Tile::kChunksPerRow;
+  if constexpr (kThreads % kCPR == 0) {
+    constexpr int kRowsPerStep = kThreads / kCPR;
+    constexpr int kSteps = (Rows + kRowsPerStep - 1) / kRowsPerStep;
+    // The swizzle depends on row % 8 only, so with a step of 8k rows the shared address moves
+    // by a constant.
+    constexpr bool kAffine = kRowsPerStep % 8 == 0;
+    const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
+    const bool col_ok = chunk * 8 < src.cols;
+    const T* g = src.base + (row0 + row) * src.row_stride + chunk * 8;
+    const long long step = kRowsPerStep * src.row_stride;
+    const unsigned s0 = dst.addr(row, chunk);
+#pragma unroll
+    for (int it = 0; it < kSteps; ++it) {
+      const int r = row + it * kRowsPerStep;
+      if (Rows % kRowsPerStep == 0 || r < Rows) {
+        const bool valid = col_ok && row0 + r < src.rows;
+        const unsigned s = kAffine ? s0 + it * kRowsPerStep * kCPR * 16 : dst.addr(r, chunk);
+        cp_async_16(s, valid ? g : src.base, valid);
+      }
+      g += step;
+    }
+  } else {
+    constexpr int kChunks = Rows * kCPR;
+    constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = it * kThreads + static_cast<int>(threadIdx.x);
+      if (kChunks % kThreads == 0 || idx < kChunks) {
+        const int row = idx / kCPR;
+        const int chunk = idx % kCPR;
+        const bool valid = row0 + row < src.rows && chunk * 8 < src.cols;
+        const T* g = valid ? src.base + (row0 + row) * src.row_stride + chunk * 8 : src.base;
+        cp_async_16(dst.addr(row, chunk), g, valid);
+      }
+    }
+  }
+}
+
+// tile op `store` (shared -> global): rows [row0, row0 + Rows) of `dst` from `src`; rows at or
+// past dst.rows and columns at or past dst.cols skipped. 16-byte vectors. Caller puts a
+// __syncthreads() between the writes into src and this call.
+template <int kThreads, class T, int Rows, int Cols>
+__device__ __forceinline__ void store_tile(const GlobalMatrix<T>& dst, int row0,
+                                           SmemTile<T, Rows, Cols> src) {
+  using Tile = SmemTile<T, Rows, Cols>;
+  constexpr int kChunks = Rows * Tile::kChunksPerRow;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int idx = it * kThreads + static_cast<int>(threadIdx.x);
+    if (kChunks % kThreads == 0 || idx < kChunks) {
+      const int row = idx / Tile::kChunksPerRow;
+      const int chunk = idx % Tile::kChunksPerRow;
+      if (row0 + row < dst.rows && chunk * 8 < dst.cols) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src.ptr(row, chunk));
+        *reinterpret_cast<uint4*>(dst.base + (row0 + row) * dst.row_stride + chunk * 8) = v;
+      }
+    }
+  }
+}
+
+// tile op `load` of a row vector (lse, D) into shared memory: v[i] = src[row0 + i] for
+// row0 + i < src.size, else `fill` (lse: +inf so that exp(s - lse) = 0 on padding rows).
+template <int kThreads, int N>
+__device__ __forceinline__ void load_vector_async(float* dst, const GlobalVector<float>& src,
+                                                  int row0, float fill) {
+  for (int i = threadIdx.x; i < N; i += kThreads) {
+    if (row0 + i < src.size) {
+      cp_async_4(smem_u32(dst + i), src.base + (row0 + i) * src.stride);
+    } else {
+      dst[i] = fill;
+    }
+  }
+}
+
+}  // namespace device
+}  // namespace flashc

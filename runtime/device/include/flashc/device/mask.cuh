@@ -1,0 +1,132 @@
+// tile ops `mask` and `softcap` on a score tile S[q][k] (or its transpose S^T[k][q] in the
+// backward). Masked scores become -inf, so exp2 makes them exactly 0.
+//
+// Geometry (tile-dialect `tile.mask`, flash `#flash.mask`): query i sits at key position
+// p = i + offset with offset = Sk - Sq (bottom-right alignment). Key j is hidden when
+//   j >= limit (ragged key tail), or (L >= 0 and j < p - L), or (R >= 0 and j > p + R).
+// Causal is window [-1, 0]; no mask is [-1, -1] (only the key tail is masked).
+// Generated code calls the mask only on boundary blocks (needs_mask); interior blocks skip it,
+// and loop bounds (key_block_begin/end, query_block_begin/end) skip wholly hidden blocks.
+#pragma once
+#include "flashc/device/regtile.cuh"
+
+namespace flashc {
+namespace device {
+
+template <int kLeft, int kRight>
+struct Window {
+  static constexpr int L = kLeft;   // < 0: unbounded to the left
+  static constexpr int R = kRight;  // < 0: unbounded to the right; 0 with L < 0 is causal
+  static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset) {
+    const int p = i + offset;
+    bool h = j >= limit;
+    if (kLeft >= 0) h = h || j < p - kLeft;
+    if (kRight >= 0) h = h || j > p + kRight;
+    return h;
+  }
+  // Does the block [q0, q0+BM) x [k0, k0+BN) hold any hidden (i, j)? Block-uniform; selects the
+  // masked path for one loop iteration.
+  static __device__ __forceinline__ bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset) {
+    bool m = k0 + BN > limit;
+    if (kLeft >= 0) m = m || k0 < q0 + BM - 1 + offset - kLeft;
+    if (kRight >= 0) m = m || k0 + BN - 1 > q0 + offset + kRight;
+    return m;
+  }
+  // Key blocks [begin, end) (units of BN) that query rows [q0, q0+BM) can see.
+  static __device__ __forceinline__ int key_block_begin(int q0, int BN, int offset) {
+    if (kLeft < 0) return 0;
+    const int first = q0 + offset - kLeft;
+    return first > 0 ? first / BN : 0;
+  }
+  static __device__ __forceinline__ int key_block_end(int q0, int BM, int BN, int limit, int offset) {
+    int last = limit;  // exclusive
+    if (kRight >= 0) {
+      const int r = q0 + BM - 1 + offset + kRight + 1;
+      last = r < last ? r : last;
+    }
+    return last > 0 ? (last + BN - 1) / BN : 0;
+  }
+  // Query blocks [begin, end) (units of BM) that see any key of [k0, k0+BN).
+  static __device__ __forceinline__ int query_block_begin(int k0, int BM, int offset) {
+    if (kRight < 0) return 0;
+    const int first = k0 - offset - kRight;  // j <= i + offset + R  <=>  i >= j - offset - R
+    return first > 0 ? first / BM : 0;
+  }
+  static __device__ __forceinline__ int query_block_end(int k0, int BN, int BM, int num_queries, int offset) {
+    int last = num_queries;
+    if (kLeft >= 0) {
+      const int w = k0 + BN - 1 - offset + kLeft + 1;  // j >= i + offset - L  <=>  i <= j - offset + L
+      last = w < last ? w : last;
+    }
+    return last > 0 ? (last + BM - 1) / BM : 0;
+  }
+};
+using NoMask = Window<-1, -1>;
+using CausalMask = Window<-1, 0>;
+
+// tile op `mask`: S[r][c] for query row0 + r, key col0 + c.
+template <class Spec, int R, int C, int W>
+__device__ __forceinline__ void mask(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset) {
+#pragma unroll
+  for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = row0 + s.row(mt, h);
+#pragma unroll
+      for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (Spec::hidden(i, col0 + s.col(nt, e), limit, offset)) s.v[mt][nt][2 * h + e] = -INFINITY;
+    }
+}
+
+// Transposed form for the key-gridded backward: S^T[r][c] for key row0 + r, query col0 + c.
+template <class Spec, int R, int C, int W>
+__device__ __forceinline__ void mask_transposed(RegTileF32<R, C, W>& st, int row0, int col0, int limit,
+                                                int offset) {
+#pragma unroll
+  for (int mt = 0; mt < st.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = row0 + st.row(mt, h);
+#pragma unroll
+      for (int nt = 0; nt < st.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (Spec::hidden(col0 + st.col(nt, e), j, limit, offset)) st.v[mt][nt][2 * h + e] = -INFINITY;
+    }
+}
+
+// tile op `softcap`: s = cap * tanh(scale * s / cap). The scale is applied here, so the softmax
+// ops that follow get scale 1. Runs before the mask (tanh(-inf) would be -1).
+// Accurate tanhf: tanh.approx's 2^-11 relative error times cap would dominate bf16 rounding.
+template <int R, int C, int W>
+__device__ __forceinline__ void softcap(RegTileF32<R, C, W>& s, float scale, float cap) {
+  const float pre = scale / cap;
+#pragma unroll
+  for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) s.v[mt][nt][i] = cap * tanhf(s.v[mt][nt][i] * pre);
+}
+
+// Backward form: also writes d(capped)/d(scale * s) = 1 - tanh^2 into `grad`.
+template <int R, int C, int W>
+__device__ __forceinline__ void softcap(RegTileF32<R, C, W>& s, RegTileF32<R, C, W>& grad, float scale,
+                                        float cap) {
+  const float pre = scale / cap;
+#pragma unroll
+  for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float t = tanhf(s.v[mt][nt][i] * pre);
+        s.v[mt][nt][i] = cap * t;
+        grad.v[mt][nt][i] = 1.f - t * t;
+      }
+}
+
+}  // namespace device
+}  // namespace flashc

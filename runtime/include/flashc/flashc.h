@@ -1,0 +1,109 @@
+/* flashc runtime C ABI. Every function returns a flashc_status; on failure
+ * flashc_last_error() gives this thread's message (valid until the thread's
+ * next failing call). Handles are opaque. Safe to call from several threads
+ * (one flashc_args per thread, bundles may be shared). */
+#ifndef FLASHC_FLASHC_H
+#define FLASHC_FLASHC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum flashc_status {
+  FLASHC_OK = 0,
+  FLASHC_ERROR_INVALID_ARGUMENT = 1,
+  FLASHC_ERROR_INVALID_BUNDLE = 2,
+  FLASHC_ERROR_NO_DRIVER = 3,
+  FLASHC_ERROR_NO_DEVICE = 4,
+  FLASHC_ERROR_COMPILE = 5,
+  FLASHC_ERROR_CUDA = 6,
+  FLASHC_ERROR_NOT_FOUND = 7,
+  FLASHC_ERROR_UNSUPPORTED = 8,
+  FLASHC_ERROR_INTERNAL = 9
+} flashc_status;
+
+typedef enum flashc_dtype { FLASHC_BF16 = 0, FLASHC_F16 = 1, FLASHC_F32 = 2, FLASHC_I32 = 3 } flashc_dtype;
+typedef enum flashc_scalar_type { FLASHC_SCALAR_F32 = 0, FLASHC_SCALAR_I32 = 1, FLASHC_SCALAR_I64 = 2 } flashc_scalar_type;
+typedef enum flashc_direction { FLASHC_IN = 0, FLASHC_OUT = 1, FLASHC_INOUT = 2 } flashc_direction;
+
+/* The kernel ABI's tensor argument (docs/architecture.md): passed by value,
+ * strides in elements, dims past the rank have shape 1 and stride 0. */
+typedef struct flashc_tensor_arg {
+  void *data;
+  int64_t shape[4];
+  int64_t stride[4];
+} flashc_tensor_arg;
+
+#if defined(__cplusplus)
+static_assert(sizeof(flashc_tensor_arg) == 72, "flashc_tensor_arg is 72 bytes");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(flashc_tensor_arg) == 72, "flashc_tensor_arg is 72 bytes");
+#endif
+
+typedef struct flashc_bundle_s *flashc_bundle;
+typedef struct flashc_args_s *flashc_args;
+
+/* Options for flashc_bundle_open_ex; zero-initialise, then set what you need. */
+typedef struct flashc_open_options {
+  const char *cache_dir;          /* NULL: FLASHC_CACHE_DIR, $XDG_CACHE_HOME/flashc, ~/.cache/flashc */
+  int disable_cache;              /* non-zero: no disk cache */
+  int no_jit;                     /* 0: from FLASHC_NO_JIT; 1: cubins only; -1: JIT allowed regardless */
+  const char *device_include_dir; /* NULL: FLASHC_DEVICE_INCLUDE, installed, source tree */
+} flashc_open_options;
+
+/* Parameter description (for bindings that allocate outputs). */
+typedef struct flashc_param_info {
+  const char *name;
+  int is_tensor;
+  int dtype;      /* flashc_dtype when is_tensor, else flashc_scalar_type */
+  int direction;  /* flashc_direction (tensors) */
+  int rank;
+  const char *dims[4]; /* each a symbol or a decimal literal */
+} flashc_param_info;
+
+const char *flashc_last_error(void);
+const char *flashc_version(void);
+/* FLASHC_OK when a driver and a device are usable; else NO_DRIVER / NO_DEVICE. */
+flashc_status flashc_check_device(void);
+
+flashc_status flashc_bundle_open(const char *dir, flashc_bundle *out);
+flashc_status flashc_bundle_open_ex(const char *dir, const flashc_open_options *options, flashc_bundle *out);
+void flashc_bundle_close(flashc_bundle bundle);
+/* Compile/load for the current device now (optional; launches do it lazily). */
+flashc_status flashc_bundle_prepare(flashc_bundle bundle);
+
+flashc_status flashc_bundle_kernel_count(flashc_bundle bundle, size_t *count);
+flashc_status flashc_bundle_kernel_name(flashc_bundle bundle, size_t index, const char **name);
+flashc_status flashc_bundle_program_count(flashc_bundle bundle, size_t *count);
+flashc_status flashc_bundle_program_name(flashc_bundle bundle, size_t index, const char **name);
+/* FLASHC_OK if `name` is a kernel (*is_program = 0) or program (*is_program = 1), else NOT_FOUND. */
+flashc_status flashc_bundle_lookup(flashc_bundle bundle, const char *name, int *is_program);
+/* Parameters of a kernel or program (a program's: the union by name, minus scratch). */
+flashc_status flashc_bundle_param_count(flashc_bundle bundle, const char *name, size_t *count);
+flashc_status flashc_bundle_param_info(flashc_bundle bundle, const char *name, size_t index, flashc_param_info *info);
+/* Shape of tensor parameter `param` implied by the arguments bound so far. */
+flashc_status flashc_bundle_param_shape(flashc_bundle bundle, const char *name, const char *param, flashc_args args,
+                                        int *rank, int64_t shape[4]);
+
+flashc_status flashc_args_create(flashc_args *out);
+void flashc_args_destroy(flashc_args args);
+void flashc_args_clear(flashc_args args);
+/* strides may be NULL (dense row-major); shape/strides in elements. */
+flashc_status flashc_args_set_tensor(flashc_args args, const char *name, void *data, flashc_dtype dtype, int rank,
+                                     const int64_t *shape, const int64_t *strides);
+flashc_status flashc_args_set_f32(flashc_args args, const char *name, float value);
+flashc_status flashc_args_set_i32(flashc_args args, const char *name, int32_t value);
+flashc_status flashc_args_set_i64(flashc_args args, const char *name, int64_t value);
+
+/* Validates and launches kernel or program `name` on `stream` (CUstream /
+ * cudaStream_t; NULL = legacy default stream). Asynchronous. */
+flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args args, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHC_FLASHC_H */

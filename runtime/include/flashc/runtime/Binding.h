@@ -1,0 +1,115 @@
+// Launch arguments and their validation against the manifest, on the CPU.
+// Everything a launch checks that does not need the driver happens here, so it
+// is testable without a GPU; the driver layer adds only the pointer-device check.
+#pragma once
+
+#include "flashc/runtime/Manifest.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace flashc::rt {
+
+/// The kernel ABI's tensor argument, passed by value (docs/architecture.md).
+struct PackedTensorArg {
+  void *data;
+  int64_t shape[4];
+  int64_t stride[4];
+};
+static_assert(sizeof(PackedTensorArg) == 72, "kernel ABI: TensorArg is 72 bytes");
+static_assert(alignof(PackedTensorArg) == 8, "kernel ABI: TensorArg is 8-byte aligned");
+
+/// A tensor the caller binds: device pointer, dtype, shape, strides in elements.
+struct TensorArgument {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  int rank = 0;
+  std::array<int64_t, 4> shape{1, 1, 1, 1};
+  std::array<int64_t, 4> stride{0, 0, 0, 0};
+  int64_t elementCount() const;
+};
+
+struct ScalarArgument {
+  ScalarType type = ScalarType::F32;
+  float f32 = 0;
+  int32_t i32 = 0;
+  int64_t i64 = 0;
+};
+
+/// A set of named arguments for one kernel or program launch.
+class Arguments {
+public:
+  /// strides may be null: dense row-major. Fails only for rank outside 0..4
+  /// or a null shape with rank > 0; everything else is checked at launch.
+  Status setTensor(const std::string &name, void *data, DType dtype, int rank, const int64_t *shape,
+                   const int64_t *strides = nullptr);
+  void setF32(const std::string &name, float v);
+  void setI32(const std::string &name, int32_t v);
+  void setI64(const std::string &name, int64_t v);
+  void remove(const std::string &name);
+  void clear();
+
+  const std::map<std::string, TensorArgument> &tensors() const { return tensors_; }
+  const std::map<std::string, ScalarArgument> &scalars() const { return scalars_; }
+
+private:
+  std::map<std::string, TensorArgument> tensors_;
+  std::map<std::string, ScalarArgument> scalars_;
+};
+
+/// Limits a launch is checked against (defaults: any CC >= 7.0 device; the
+/// runtime fills in the real device's values).
+struct DeviceLimits {
+  std::array<int64_t, 3> maxGrid{2147483647, 65535, 65535};
+  std::array<int64_t, 3> maxBlock{1024, 1024, 64};
+  int64_t maxThreadsPerBlock = 1024;
+  int64_t maxDynamicSharedBytes = 48 * 1024; // the opt-in maximum per block
+};
+
+/// One validated kernel launch, ready for cuLaunchKernel.
+struct KernelLaunch {
+  const KernelSpec *kernel = nullptr;
+  bool skip = false; // grid has a zero dimension: nothing to launch
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<PackedTensorArg> tensors; // manifest order
+  std::vector<uint64_t> scalars;        // one 8-byte slot per scalar, value at its start
+  std::vector<bool> tensorIsScratch;    // per tensor: data filled in by the runtime
+};
+
+/// A scratch tensor a program needs: the runtime allocates bytes and points
+/// every use at it.
+struct ScratchAllocation {
+  std::string name;
+  int64_t bytes = 0;
+  bool zeroFill = false;
+};
+
+struct ProgramLaunch {
+  const ProgramSpec *program = nullptr;
+  std::vector<KernelLaunch> kernels;
+  std::vector<ScratchAllocation> scratch;
+  /// Fills the data pointer of scratch tensor `name` in every kernel launch.
+  void setScratchPointer(const std::string &name, void *data);
+};
+
+/// Validates `args` against a kernel and packs them. Errors name the argument.
+Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments &args,
+                                      const DeviceLimits &limits = {});
+
+/// Same for a program: all kernels are validated before any is launched.
+Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramSpec &program,
+                                        const Arguments &args, const DeviceLimits &limits = {});
+
+/// The shape of parameter `param` of a kernel or program implied by the
+/// arguments bound so far (to allocate outputs): every symbol it uses must be
+/// bound by some argument. Returns rank entries.
+Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const std::string &entryName,
+                                               const std::string &param, const Arguments &args);
+
+} // namespace flashc::rt

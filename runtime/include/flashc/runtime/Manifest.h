@@ -1,0 +1,133 @@
+// The bundle manifest (manifest.flashc): data structures, parser and writer.
+// Library flashc_bundle: no CUDA dependency, linked by both compiler and runtime.
+// The text syntax is specified in docs/bundle.md.
+#pragma once
+
+#include "flashc/runtime/Expr.h"
+#include "flashc/runtime/Result.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace flashc::rt {
+
+/// The manifest format version this code reads and writes.
+constexpr int kBundleFormatVersion = 1;
+constexpr int kMaxTensorRank = 4;
+
+enum class DType { BF16, F16, F32, I32 };
+enum class ScalarType { F32, I32, I64 };
+enum class Direction { In, Out, InOut };
+
+const char *dtypeName(DType t);          // "bf16", ...
+int64_t dtypeSize(DType t);              // bytes per element
+bool parseDType(std::string_view s, DType &out);
+const char *scalarTypeName(ScalarType t);
+bool parseScalarType(std::string_view s, ScalarType &out);
+const char *directionName(Direction d);
+
+/// One dimension of a tensor parameter: an integer literal or a size symbol.
+struct Dim {
+  std::string symbol; // empty for a literal
+  int64_t value = 0;  // the literal when symbol is empty
+  bool isSymbol() const { return !symbol.empty(); }
+  std::string str() const { return isSymbol() ? symbol : std::to_string(value); }
+  static Dim lit(int64_t v) { return Dim{"", v}; }
+  static Dim sym(std::string s) { return Dim{std::move(s), 0}; }
+  bool operator==(const Dim &o) const { return symbol == o.symbol && value == o.value; }
+};
+
+struct TensorParam {
+  std::string name;
+  DType dtype = DType::F32;
+  Direction direction = Direction::In;
+  std::vector<Dim> dims;        // rank = dims.size() <= kMaxTensorRank
+  int64_t alignBytes = 0;       // 0 = element size
+  bool contiguous = false;      // last dim stride must be 1
+  int64_t strideMultiple = 1;   // every stride but the last is a multiple of this
+  int64_t requiredAlignment() const { return alignBytes ? alignBytes : dtypeSize(dtype); }
+  bool operator==(const TensorParam &o) const;
+};
+
+struct ScalarParam {
+  std::string name;
+  ScalarType type = ScalarType::F32;
+  bool operator==(const ScalarParam &o) const { return name == o.name && type == o.type; }
+};
+
+struct KernelSpec {
+  std::string name;   // what users look up
+  std::string entry;  // extern "C" __global__ symbol
+  std::string role = "forward";
+  std::vector<TensorParam> tensors; // ABI order: tensors, then scalars
+  std::vector<ScalarParam> scalars;
+  std::array<Expr, 3> grid;
+  std::array<Expr, 3> block;
+  Expr sharedBytes = Expr::literal(0);
+  std::vector<Expr> constraints; // `requires` lines
+  int line = 0; // manifest line of `kernel` (0 when built in code); not compared
+
+  const TensorParam *findTensor(std::string_view n) const;
+  const ScalarParam *findScalar(std::string_view n) const;
+  bool operator==(const KernelSpec &o) const;
+};
+
+struct ScratchSpec {
+  std::string name;  // a tensor parameter of one of the program's kernels
+  bool zeroFill = false;
+  bool operator==(const ScratchSpec &o) const { return name == o.name && zeroFill == o.zeroFill; }
+};
+
+struct ProgramSpec {
+  std::string name;
+  std::vector<std::string> kernels; // launch order
+  std::vector<ScratchSpec> scratch;
+  /// What the program computes, for tools and bindings (`meta <key> <value>`):
+  /// e.g. op=attention_forward, scale, window_left, backward=<program>. The
+  /// runtime itself never reads it.
+  std::map<std::string, std::string> meta;
+  int line = 0;
+  bool operator==(const ProgramSpec &o) const {
+    return name == o.name && kernels == o.kernels && scratch == o.scratch && meta == o.meta;
+  }
+};
+
+struct CubinSpec {
+  std::string arch; // e.g. "sm_90a"
+  std::string file; // relative to the bundle directory
+  bool operator==(const CubinSpec &o) const { return arch == o.arch && file == o.file; }
+};
+
+struct Manifest {
+  int formatVersion = kBundleFormatVersion;
+  std::string flashcVersion = "unknown";
+  std::string source = "kernels.cu";
+  std::vector<std::string> nvrtcOptions;
+  std::vector<std::string> archs;
+  std::vector<CubinSpec> cubins;
+  std::vector<KernelSpec> kernels;
+  std::vector<ProgramSpec> programs;
+
+  const KernelSpec *findKernel(std::string_view name) const;
+  const ProgramSpec *findProgram(std::string_view name) const;
+  bool operator==(const Manifest &o) const;
+};
+
+/// Parses manifest text. Errors name the line: "manifest.flashc:<line>: <what>".
+/// A manifest of another format version is rejected naming both versions.
+Result<Manifest> parseManifest(std::string_view text);
+
+/// Checks the cross-references a parser checks (unique names, symbols bound,
+/// tensors before scalars is structural, program kernels exist, scratch params
+/// exist and are determined, parameters shared by name agree). Called by
+/// parseManifest; writers call it before writing.
+Status validateManifest(const Manifest &manifest);
+
+/// Canonical text of a manifest (parseManifest(writeManifest(m)) == m).
+std::string writeManifest(const Manifest &manifest);
+
+} // namespace flashc::rt

@@ -1,0 +1,102 @@
+// flashc runtime C++ API: open a bundle, bind arguments, launch kernels and
+// programs on a stream. Loads the CUDA driver at run time; never throws.
+//
+//   auto bundle = flashc::rt::Bundle::open("model.bundle");
+//   if (!bundle) { std::cerr << bundle.message(); ... }
+//   flashc::rt::Arguments args;
+//   args.setTensor("q", qPtr, DType::BF16, 4, qShape);      // strides default to row-major
+//   args.setF32("scale", 0.125f);
+//   Status s = (*bundle)->launch("attention_fwd", args, stream);
+#pragma once
+
+#include "flashc/runtime/Binding.h"
+#include "flashc/runtime/Manifest.h"
+#include "flashc/runtime/Result.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flashc::rt {
+
+struct BundleOptions {
+  std::string cacheDir;                      // empty: defaultCacheDir()
+  bool disableCache = false;                 // no disk cache (memory cache stays)
+  int noJit = -1;                            // -1: $FLASHC_NO_JIT; 0: JIT allowed; 1: cubins only
+  std::string deviceIncludeDir;              // empty: deviceIncludeDir() lookup
+  std::vector<std::string> extraNvrtcOptions; // appended to the manifest's (e.g. -lineinfo)
+};
+
+/// What code a bundle runs on the current device, and where it came from.
+struct CodeInfo {
+  std::string arch;      // arch of the loaded code, e.g. "sm_90a"
+  bool fromCubin = false; // a cubin shipped in the bundle
+  bool fromDiskCache = false;
+  bool fromMemoryCache = false;
+  std::string cubinFile; // when fromCubin
+};
+
+/// Whether a driver and a device are usable ("no CUDA driver (libcuda.so.1 not
+/// found)", "no CUDA device"). Does not create a context.
+Status checkDevice();
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0;
+  DeviceLimits limits;
+};
+/// The current context's device (makes device 0's primary context current if
+/// no context is current).
+Result<DeviceInfo> currentDeviceInfo();
+
+class Bundle {
+public:
+  /// Reads and validates <dir>/manifest.flashc; checks that the source and
+  /// listed cubins exist. Compiles nothing yet.
+  static Result<std::shared_ptr<Bundle>> open(const std::string &dir, const BundleOptions &options = {});
+  /// A bundle from an in-memory manifest and source (tests, tools). Cubin
+  /// entries in the manifest are ignored.
+  static Result<std::shared_ptr<Bundle>> fromSource(const Manifest &manifest, const std::string &source,
+                                                    const BundleOptions &options = {});
+  ~Bundle();
+  Bundle(const Bundle &) = delete;
+  Bundle &operator=(const Bundle &) = delete;
+
+  const Manifest &manifest() const;
+  const std::string &directory() const;
+  std::vector<std::string> kernelNames() const;
+  std::vector<std::string> programNames() const;
+  const KernelSpec *findKernel(const std::string &name) const;
+  const ProgramSpec *findProgram(const std::string &name) const;
+
+  /// Loads (or compiles) the code for the current device now instead of at
+  /// the first launch.
+  Result<CodeInfo> prepare();
+
+  /// The code this bundle would load on a device of compute capability
+  /// major.minor (shipped cubin, cache or NVRTC; honours no-JIT), without a
+  /// driver: for tools and tests. The cubin is returned through `cubin`.
+  Result<CodeInfo> selectCode(int major, int minor, std::vector<char> *cubin = nullptr);
+
+  /// Validates `args` and launches the kernel or program `name` on `stream`
+  /// (a CUstream / cudaStream_t; null = legacy default stream). Asynchronous.
+  Status launch(const std::string &name, const Arguments &args, void *stream = nullptr);
+  Status launchKernel(const std::string &name, const Arguments &args, void *stream = nullptr);
+  Status launchProgram(const std::string &name, const Arguments &args, void *stream = nullptr);
+
+  /// Shape of tensor parameter `param` of `name` implied by `args` (to allocate outputs).
+  Result<std::vector<int64_t>> paramShape(const std::string &name, const std::string &param,
+                                          const Arguments &args) const;
+
+  struct Impl;
+
+private:
+  explicit Bundle(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The runtime's version ("0.1.0").
+const char *runtimeVersion();
+
+} // namespace flashc::rt

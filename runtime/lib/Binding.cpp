@@ -1,0 +1,412 @@
+// Argument validation, symbol binding and ABI packing (no driver involved).
+#include "flashc/runtime/Binding.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace flashc::rt {
+
+int64_t TensorArgument::elementCount() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= shape[i] < 0 ? 0 : shape[i];
+  return n;
+}
+
+Status Arguments::setTensor(const std::string &name, void *data, DType dtype, int rank,
+                            const int64_t *shape, const int64_t *strides) {
+  if (rank < 0 || rank > kMaxTensorRank)
+    return makeError(ErrorCode::InvalidArgument,
+                     "argument '" + name + "': rank " + std::to_string(rank) + " is outside 0..4");
+  if (rank > 0 && !shape)
+    return makeError(ErrorCode::InvalidArgument, "argument '" + name + "': null shape array");
+  TensorArgument t;
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = rank;
+  for (int i = 0; i < rank; ++i) t.shape[i] = shape[i];
+  if (strides) {
+    for (int i = 0; i < rank; ++i) t.stride[i] = strides[i];
+  } else {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+      t.stride[i] = s;
+      s *= shape[i] > 1 ? shape[i] : 1;
+    }
+  }
+  scalars_.erase(name);
+  tensors_[name] = t;
+  return Status();
+}
+
+void Arguments::setF32(const std::string &name, float v) {
+  tensors_.erase(name);
+  ScalarArgument s;
+  s.type = ScalarType::F32;
+  s.f32 = v;
+  scalars_[name] = s;
+}
+void Arguments::setI32(const std::string &name, int32_t v) {
+  tensors_.erase(name);
+  ScalarArgument s;
+  s.type = ScalarType::I32;
+  s.i32 = v;
+  s.i64 = v;
+  scalars_[name] = s;
+}
+void Arguments::setI64(const std::string &name, int64_t v) {
+  tensors_.erase(name);
+  ScalarArgument s;
+  s.type = ScalarType::I64;
+  s.i64 = v;
+  scalars_[name] = s;
+}
+void Arguments::remove(const std::string &name) {
+  tensors_.erase(name);
+  scalars_.erase(name);
+}
+void Arguments::clear() {
+  tensors_.clear();
+  scalars_.clear();
+}
+
+void ProgramLaunch::setScratchPointer(const std::string &name, void *data) {
+  for (auto &k : kernels)
+    for (size_t i = 0; i < k.tensors.size(); ++i)
+      if (k.tensorIsScratch[i] && k.kernel->tensors[i].name == name) k.tensors[i].data = data;
+}
+
+namespace {
+
+Error bad(const std::string &msg) { return makeError(ErrorCode::InvalidArgument, msg); }
+
+std::string shapeText(const TensorArgument &t) {
+  std::string s = "[";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+std::string paramText(const TensorParam &p) {
+  std::string s = std::string("tensor ") + dtypeName(p.dtype) + " [";
+  for (size_t i = 0; i < p.dims.size(); ++i) s += (i ? ", " : "") + p.dims[i].str();
+  return s + "]";
+}
+
+// Symbol values plus who bound each, for messages like
+// "... but 'v' dim 2 bound Sk to 64".
+struct Binder {
+  SymbolTable values;
+  std::map<std::string, std::string> origin;
+
+  Status bind(const std::string &symbol, int64_t value, const std::string &where) {
+    auto it = values.find(symbol);
+    if (it == values.end()) {
+      values[symbol] = value;
+      origin[symbol] = where;
+      return Status();
+    }
+    if (it->second != value)
+      return bad(where + " (" + symbol + ") is " + std::to_string(value) + " but " + origin[symbol] +
+                 " bound " + symbol + " to " + std::to_string(it->second));
+    return Status();
+  }
+};
+
+bool isIntegerScalar(ScalarType t) { return t != ScalarType::F32; }
+
+// Checks dtype/rank and binds the dims of a user tensor.
+Status bindTensor(const TensorParam &p, const TensorArgument &a, Binder &binder) {
+  const std::string arg = "argument '" + p.name + "'";
+  if (a.dtype != p.dtype)
+    return bad(arg + ": dtype is " + dtypeName(a.dtype) + ", the kernel expects " + dtypeName(p.dtype));
+  if (a.rank != int(p.dims.size()))
+    return bad(arg + ": rank is " + std::to_string(a.rank) + " (shape " + shapeText(a) +
+               "), the kernel expects " + std::to_string(p.dims.size()) + " (" + paramText(p) + ")");
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.shape[i] < 0)
+      return bad(arg + ": dim " + std::to_string(i) + " is negative (" + std::to_string(a.shape[i]) + ")");
+    const Dim &d = p.dims[i];
+    std::string where = arg + " dim " + std::to_string(i);
+    if (!d.isSymbol()) {
+      if (a.shape[i] != d.value)
+        return bad(where + " is " + std::to_string(a.shape[i]) + ", the kernel expects " + std::to_string(d.value));
+    } else if (Status s = binder.bind(d.symbol, a.shape[i], where); !s) {
+      return s;
+    }
+  }
+  return Status();
+}
+
+Status bindScalar(const ScalarParam &p, const ScalarArgument &a, Binder &binder) {
+  if (a.type != p.type)
+    return bad("argument '" + p.name + "': scalar type is " + scalarTypeName(a.type) + ", the kernel expects " +
+               scalarTypeName(p.type));
+  if (isIntegerScalar(p.type)) return binder.bind(p.name, a.i64, "argument '" + p.name + "'");
+  return Status();
+}
+
+// Pointer, stride, alignment and contiguity checks of one bound tensor.
+Status checkLayout(const TensorParam &p, const TensorArgument &a) {
+  const std::string arg = "argument '" + p.name + "'";
+  for (int i = 0; i < a.rank; ++i)
+    if (a.stride[i] < 0)
+      return bad(arg + ": stride " + std::to_string(i) + " is negative (" + std::to_string(a.stride[i]) + ")");
+  if (a.elementCount() == 0) return Status(); // nothing is read or written
+  if (!a.data) return bad(arg + ": null data pointer for a tensor of shape " + shapeText(a));
+  int64_t align = p.requiredAlignment();
+  auto address = reinterpret_cast<uintptr_t>(a.data);
+  if (address % uint64_t(align) != 0) {
+    std::ostringstream os;
+    os << arg << ": data pointer " << a.data << " is not aligned to " << align << " bytes";
+    return bad(os.str());
+  }
+  int last = a.rank - 1;
+  if (p.contiguous && last >= 0 && a.shape[last] > 1 && a.stride[last] != 1)
+    return bad(arg + ": the last dim must be contiguous (stride 1) but its stride is " +
+               std::to_string(a.stride[last]));
+  if (p.strideMultiple > 1)
+    for (int i = 0; i < last; ++i)
+      if (a.shape[i] > 1 && a.stride[i] % p.strideMultiple != 0)
+        return bad(arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) +
+                   ", the kernel needs a multiple of " + std::to_string(p.strideMultiple) + " elements");
+  return Status();
+}
+
+std::string symbolValues(const Expr &e, const SymbolTable &values) {
+  std::set<std::string> used;
+  e.collectSymbols(used);
+  std::string s;
+  for (const auto &u : used) {
+    auto it = values.find(u);
+    s += (s.empty() ? "" : ", ") + u + "=" + (it == values.end() ? "?" : std::to_string(it->second));
+  }
+  return s;
+}
+
+// Unknown or misplaced arguments: each given argument must be a parameter.
+Status checkNoStrayArguments(const Arguments &args, const std::set<std::string> &params,
+                             const std::set<std::string> &scratch, const std::string &what) {
+  auto check = [&](const std::string &name) -> Status {
+    if (scratch.count(name))
+      return bad("argument '" + name + "' is scratch that the runtime allocates for " + what + "; do not pass it");
+    if (!params.count(name)) return bad("unknown argument '" + name + "': " + what + " has no such parameter");
+    return Status();
+  };
+  for (const auto &[name, t] : args.tensors())
+    if (Status s = check(name); !s) return s;
+  for (const auto &[name, v] : args.scalars())
+    if (Status s = check(name); !s) return s;
+  return Status();
+}
+
+Status bindAll(const KernelSpec &k, const Arguments &args, Binder &binder, const std::set<std::string> &scratch) {
+  for (const auto &p : k.tensors) {
+    if (scratch.count(p.name)) continue;
+    auto it = args.tensors().find(p.name);
+    if (it == args.tensors().end()) {
+      if (args.scalars().count(p.name)) return bad("argument '" + p.name + "' must be a " + paramText(p) + ", not a scalar");
+      return bad("missing argument '" + p.name + "' (" + paramText(p) + ") of kernel '" + k.name + "'");
+    }
+    if (Status s = bindTensor(p, it->second, binder); !s) return s;
+  }
+  for (const auto &p : k.scalars) {
+    auto it = args.scalars().find(p.name);
+    if (it == args.scalars().end()) {
+      if (args.tensors().count(p.name)) return bad("argument '" + p.name + "' must be a scalar " + std::string(scalarTypeName(p.type)) + ", not a tensor");
+      return bad("missing argument '" + p.name + "' (scalar " + scalarTypeName(p.type) + ") of kernel '" + k.name + "'");
+    }
+    if (Status s = bindScalar(p, it->second, binder); !s) return s;
+  }
+  return Status();
+}
+
+// Validation and packing once every symbol is bound. `scratchArgs` holds the
+// runtime-allocated tensors (data filled in later).
+Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
+                                  const std::map<std::string, TensorArgument> &scratchArgs,
+                                  const Binder &binder, const DeviceLimits &limits) {
+  const std::string who = "kernel '" + k.name + "'";
+  KernelLaunch launch;
+  launch.kernel = &k;
+  for (const auto &p : k.tensors) {
+    auto sc = scratchArgs.find(p.name);
+    bool isScratch = sc != scratchArgs.end();
+    const TensorArgument &a = isScratch ? sc->second : args.tensors().at(p.name);
+    if (!isScratch)
+      if (Status s = checkLayout(p, a); !s) return s.error();
+    PackedTensorArg packed{};
+    packed.data = a.data;
+    for (int i = 0; i < 4; ++i) {
+      packed.shape[i] = i < a.rank ? a.shape[i] : 1;
+      packed.stride[i] = i < a.rank ? a.stride[i] : 0;
+    }
+    launch.tensors.push_back(packed);
+    launch.tensorIsScratch.push_back(isScratch);
+  }
+  for (const auto &p : k.scalars) {
+    const ScalarArgument &a = args.scalars().at(p.name);
+    uint64_t slot = 0;
+    if (p.type == ScalarType::F32) std::memcpy(&slot, &a.f32, sizeof(float));
+    else if (p.type == ScalarType::I32) std::memcpy(&slot, &a.i32, sizeof(int32_t));
+    else std::memcpy(&slot, &a.i64, sizeof(int64_t));
+    launch.scalars.push_back(slot);
+  }
+  for (const auto &c : k.constraints) {
+    auto v = c.evaluate(binder.values);
+    if (!v) return bad(who + ": " + v.message());
+    if (*v == 0)
+      return bad(who + ": requirement '" + c.str() + "' does not hold (" + symbolValues(c, binder.values) + ")");
+  }
+  static const char *axis[] = {"x", "y", "z"};
+  int64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    auto b = k.block[i].evaluate(binder.values);
+    if (!b) return bad(who + ": block " + axis[i] + ": " + b.message());
+    if (*b < 1 || *b > limits.maxBlock[i])
+      return bad(who + ": block " + axis[i] + " = " + std::to_string(*b) + " is outside 1.." +
+                 std::to_string(limits.maxBlock[i]));
+    threads *= *b;
+    launch.block[i] = uint32_t(*b);
+  }
+  if (threads > limits.maxThreadsPerBlock)
+    return bad(who + ": " + std::to_string(threads) + " threads per block exceed the device limit " +
+               std::to_string(limits.maxThreadsPerBlock));
+  for (int i = 0; i < 3; ++i) {
+    auto g = k.grid[i].evaluate(binder.values);
+    if (!g) return bad(who + ": grid " + axis[i] + ": " + g.message());
+    if (*g < 0) return bad(who + ": grid " + axis[i] + " = " + std::to_string(*g) + " is negative (" + symbolValues(k.grid[i], binder.values) + ")");
+    if (*g > limits.maxGrid[i])
+      return bad(who + ": grid " + axis[i] + " = " + std::to_string(*g) + " exceeds the device limit " +
+                 std::to_string(limits.maxGrid[i]) + " (" + symbolValues(k.grid[i], binder.values) + ")");
+    if (*g == 0) launch.skip = true;
+    launch.grid[i] = uint32_t(*g);
+  }
+  auto shared = k.sharedBytes.evaluate(binder.values);
+  if (!shared) return bad(who + ": shared: " + shared.message());
+  if (*shared < 0) return bad(who + ": dynamic shared memory of " + std::to_string(*shared) + " bytes is negative");
+  if (*shared > limits.maxDynamicSharedBytes)
+    return bad(who + " needs " + std::to_string(*shared) + " bytes of dynamic shared memory; the device allows at most " +
+               std::to_string(limits.maxDynamicSharedBytes) + " per block");
+  launch.sharedBytes = uint32_t(*shared);
+  return launch;
+}
+
+std::set<std::string> paramNames(const KernelSpec &k) {
+  std::set<std::string> names;
+  for (const auto &t : k.tensors) names.insert(t.name);
+  for (const auto &s : k.scalars) names.insert(s.name);
+  return names;
+}
+
+} // namespace
+
+Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments &args, const DeviceLimits &limits) {
+  if (Status s = checkNoStrayArguments(args, paramNames(kernel), {}, "kernel '" + kernel.name + "'"); !s)
+    return s.error();
+  Binder binder;
+  if (Status s = bindAll(kernel, args, binder, {}); !s) return s.error();
+  return finishKernel(kernel, args, {}, binder, limits);
+}
+
+Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramSpec &program,
+                                        const Arguments &args, const DeviceLimits &limits) {
+  const std::string what = "program '" + program.name + "'";
+  std::vector<const KernelSpec *> kernels;
+  std::set<std::string> params, scratchNames;
+  for (const auto &kn : program.kernels) {
+    const KernelSpec *k = manifest.findKernel(kn);
+    if (!k) return makeError(ErrorCode::InvalidBundle, what + ": unknown kernel '" + kn + "'");
+    kernels.push_back(k);
+    for (const auto &n : paramNames(*k)) params.insert(n);
+  }
+  for (const auto &s : program.scratch) scratchNames.insert(s.name);
+  if (Status s = checkNoStrayArguments(args, params, scratchNames, what); !s) return s.error();
+
+  // Pass 1: bind every symbol from the user's arguments across all kernels.
+  Binder binder;
+  for (const KernelSpec *k : kernels)
+    if (Status s = bindAll(*k, args, binder, scratchNames); !s) return s.error();
+
+  // Pass 2: shapes of the scratch tensors (dense row-major).
+  ProgramLaunch launch;
+  launch.program = &program;
+  std::map<std::string, TensorArgument> scratchArgs;
+  for (const auto &sc : program.scratch) {
+    const TensorParam *p = nullptr;
+    for (const KernelSpec *k : kernels)
+      if (!p) p = k->findTensor(sc.name);
+    TensorArgument t;
+    t.dtype = p->dtype;
+    t.rank = int(p->dims.size());
+    for (int i = 0; i < t.rank; ++i) {
+      const Dim &d = p->dims[i];
+      t.shape[i] = d.isSymbol() ? binder.values.at(d.symbol) : d.value;
+    }
+    int64_t stride = 1, bytes = dtypeSize(t.dtype);
+    for (int i = t.rank - 1; i >= 0; --i) {
+      t.stride[i] = stride;
+      if (__builtin_mul_overflow(stride, t.shape[i] > 1 ? t.shape[i] : 1, &stride) ||
+          __builtin_mul_overflow(bytes, t.shape[i], &bytes))
+        return bad(what + ": scratch '" + sc.name + "' size overflows");
+    }
+    scratchArgs[sc.name] = t;
+    launch.scratch.push_back({sc.name, bytes, sc.zeroFill});
+  }
+
+  // Pass 3: validate and pack each kernel; shapes of the scratch tensors must
+  // match every kernel that uses them (same symbols, so they do by construction
+  // unless a literal dim disagrees).
+  for (const KernelSpec *k : kernels) {
+    for (const auto &p : k->tensors)
+      if (scratchNames.count(p.name))
+        if (Status s = bindTensor(p, scratchArgs[p.name], binder); !s) return s.error();
+    auto kl = finishKernel(*k, args, scratchArgs, binder, limits);
+    if (!kl) return kl.error();
+    launch.kernels.push_back(*kl);
+  }
+  return launch;
+}
+
+Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const std::string &entryName,
+                                               const std::string &param, const Arguments &args) {
+  std::vector<const KernelSpec *> kernels;
+  if (const KernelSpec *k = manifest.findKernel(entryName)) {
+    kernels.push_back(k);
+  } else if (const ProgramSpec *p = manifest.findProgram(entryName)) {
+    for (const auto &kn : p->kernels)
+      if (const KernelSpec *k = manifest.findKernel(kn)) kernels.push_back(k);
+  } else {
+    return makeError(ErrorCode::NotFound, "no kernel or program named '" + entryName + "'");
+  }
+  const TensorParam *target = nullptr;
+  for (const KernelSpec *k : kernels)
+    if (!target) target = k->findTensor(param);
+  if (!target) return makeError(ErrorCode::NotFound, "'" + entryName + "' has no tensor parameter '" + param + "'");
+  // Bind what the given arguments determine (inconsistencies are reported).
+  Binder binder;
+  for (const KernelSpec *k : kernels) {
+    for (const auto &p : k->tensors) {
+      auto it = args.tensors().find(p.name);
+      if (it != args.tensors().end())
+        if (Status s = bindTensor(p, it->second, binder); !s) return s.error();
+    }
+    for (const auto &p : k->scalars) {
+      auto it = args.scalars().find(p.name);
+      if (it != args.scalars().end())
+        if (Status s = bindScalar(p, it->second, binder); !s) return s.error();
+    }
+  }
+  std::vector<int64_t> shape;
+  for (const auto &d : target->dims) {
+    if (!d.isSymbol()) {
+      shape.push_back(d.value);
+      continue;
+    }
+    auto it = binder.values.find(d.symbol);
+    if (it == binder.values.end())
+      return bad("shape of '" + param + "': symbol " + d.symbol + " is not bound by the arguments given so far");
+    shape.push_back(it->second);
+  }
+  return shape;
+}
+
+} // namespace flashc::rt

@@ -1,0 +1,405 @@
+// Bundle loading, code selection (cubin / cache / NVRTC), module management
+// per context and launching.
+#include "flashc/runtime/Runtime.h"
+
+#include "Driver.h"
+#include "flashc/runtime/Arch.h"
+#include "flashc/runtime/KernelCache.h"
+#include "flashc/runtime/Nvrtc.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace flashc::rt {
+
+const char *runtimeVersion() { return FLASHC_VERSION_STRING; }
+
+namespace {
+
+Result<std::string> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError(ErrorCode::NotFound, "cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int attribute(const Driver &d, CUdevice dev, CUdevice_attribute a) {
+  int v = 0;
+  d.cuDeviceGetAttribute(&v, a, dev);
+  return v;
+}
+
+DeviceLimits deviceLimits(const Driver &d, CUdevice dev) {
+  DeviceLimits l;
+  l.maxGrid = {attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X), attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+               attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
+  l.maxBlock = {attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
+  l.maxThreadsPerBlock = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  l.maxDynamicSharedBytes = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  return l;
+}
+
+bool envNoJit() {
+  const char *v = std::getenv("FLASHC_NO_JIT");
+  return v && *v && std::string(v) != "0";
+}
+
+constexpr int kDefaultSharedLimit = 48 * 1024;
+
+} // namespace
+
+Status checkDevice() {
+  auto d = Driver::get();
+  return d ? Status() : Status(d.error());
+}
+
+Result<DeviceInfo> currentDeviceInfo() {
+  auto d = Driver::get();
+  if (!d) return d.error();
+  auto dev = currentDevice(**d);
+  if (!dev) return dev.error();
+  DeviceInfo info;
+  info.ordinal = int(*dev);
+  char name[256] = {0};
+  (*d)->cuDeviceGetName(name, sizeof name - 1, *dev);
+  info.name = name;
+  info.major = attribute(**d, *dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.minor = attribute(**d, *dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.limits = deviceLimits(**d, *dev);
+  return info;
+}
+
+// Code loaded into one context: a module and one function per kernel.
+struct LoadedModule {
+  CUmodule module = nullptr;
+  CUdevice device = 0;
+  CodeInfo info;
+  std::map<std::string, CUfunction> functions; // by kernel name
+  std::map<std::string, DeviceLimits> limits;  // by kernel name (function-specific)
+  std::map<std::string, int> sharedAttribute;  // dynamic shared bytes already allowed
+};
+
+struct Bundle::Impl {
+  std::string dir;
+  Manifest manifest;
+  std::string source;
+  std::string sourcePath;
+  BundleOptions options;
+  bool cubinsUsable = true;
+  std::mutex mutex;
+  std::map<CUcontext, LoadedModule> modules;
+
+  Result<LoadedModule *> moduleForCurrentContext(const Driver &d);
+  Result<CachedCompile> codeFor(const DeviceInfo &dev, CodeInfo &info);
+  Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
+  Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device);
+  Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream);
+};
+
+Bundle::Bundle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Bundle::~Bundle() {
+  auto d = Driver::get();
+  if (!d) return;
+  for (auto &[ctx, m] : impl_->modules)
+    if (m.module) (*d)->cuModuleUnload(m.module); // errors ignored: the context may be gone
+}
+
+Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const BundleOptions &options) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return makeError(ErrorCode::NotFound, "bundle directory " + dir +
+                                              (fs::exists(dir, ec) ? " is not a directory" : " does not exist"));
+  auto text = readFile(dir + "/manifest.flashc");
+  if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + " has no manifest.flashc");
+  auto manifest = parseManifest(*text);
+  if (!manifest) return makeError(manifest.code(), dir + "/" + manifest.message());
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->manifest = std::move(*manifest);
+  impl->options = options;
+  impl->sourcePath = dir + "/" + impl->manifest.source;
+  auto source = readFile(impl->sourcePath);
+  if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + impl->manifest.source + " is missing");
+  impl->source = std::move(*source);
+  for (const auto &c : impl->manifest.cubins)
+    if (!fs::is_regular_file(dir + "/" + c.file, ec))
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
+  return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
+}
+
+Result<std::shared_ptr<Bundle>> Bundle::fromSource(const Manifest &manifest, const std::string &source,
+                                                   const BundleOptions &options) {
+  if (Status s = validateManifest(manifest); !s) return s.error();
+  auto impl = std::make_unique<Impl>();
+  impl->dir = "<memory>";
+  impl->manifest = manifest;
+  impl->source = source;
+  impl->sourcePath = manifest.source;
+  impl->options = options;
+  impl->cubinsUsable = false;
+  return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
+}
+
+const Manifest &Bundle::manifest() const { return impl_->manifest; }
+const std::string &Bundle::directory() const { return impl_->dir; }
+const KernelSpec *Bundle::findKernel(const std::string &n) const { return impl_->manifest.findKernel(n); }
+const ProgramSpec *Bundle::findProgram(const std::string &n) const { return impl_->manifest.findProgram(n); }
+
+std::vector<std::string> Bundle::kernelNames() const {
+  std::vector<std::string> v;
+  for (const auto &k : impl_->manifest.kernels) v.push_back(k.name);
+  return v;
+}
+std::vector<std::string> Bundle::programNames() const {
+  std::vector<std::string> v;
+  for (const auto &p : impl_->manifest.programs) v.push_back(p.name);
+  return v;
+}
+
+Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info) {
+  std::string devText = dev.name + ", compute capability " + std::to_string(dev.major) + "." + std::to_string(dev.minor);
+  if (!deviceMeetsTargets(manifest.archs, dev.major, dev.minor)) {
+    std::string archs;
+    for (const auto &a : manifest.archs) archs += (archs.empty() ? "" : ", ") + a;
+    return makeError(ErrorCode::Unsupported, "bundle " + dir + " targets " + archs + "; the device (" + devText +
+                                                 ") is older than every one of them");
+  }
+  if (cubinsUsable) {
+    int idx = chooseCubin(manifest.cubins, dev.major, dev.minor);
+    if (idx >= 0) {
+      const CubinSpec &c = manifest.cubins[idx];
+      auto bytes = readFile(dir + "/" + c.file);
+      if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
+      CachedCompile code;
+      code.cubin.assign(bytes->begin(), bytes->end());
+      info.arch = c.arch;
+      info.fromCubin = true;
+      info.cubinFile = c.file;
+      return code;
+    }
+  }
+  Arch target = jitArchForDevice(dev.major, dev.minor);
+  bool noJit = options.noJit < 0 ? envNoJit() : options.noJit != 0;
+  if (noJit) {
+    std::string cubins;
+    for (const auto &c : manifest.cubins) cubins += " " + c.arch;
+    return makeError(ErrorCode::Unsupported,
+                     "JIT compilation is disabled (FLASHC_NO_JIT) and bundle " + dir + " has no cubin that loads on " +
+                         target.str() + " (" + devText + "); cubins in the bundle:" +
+                         (cubins.empty() ? std::string(" none") : cubins));
+  }
+  CompileRequest req;
+  req.source = source;
+  req.sourceName = sourcePath;
+  req.arch = target.str();
+  req.options = manifest.nvrtcOptions;
+  req.options.insert(req.options.end(), options.extraNvrtcOptions.begin(), options.extraNvrtcOptions.end());
+  req.deviceIncludeDir = options.deviceIncludeDir;
+  std::optional<KernelCache> cache;
+  if (!options.disableCache) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
+  auto code = compileCudaCached(req, cache ? &*cache : nullptr);
+  if (!code) return code.error();
+  info.arch = target.str();
+  info.fromDiskCache = code->source == CachedCompile::DiskCache;
+  info.fromMemoryCache = code->source == CachedCompile::MemoryCache;
+  return code;
+}
+
+Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
+  auto device = currentDevice(d);
+  if (!device) return device.error();
+  CUcontext ctx = nullptr;
+  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("cuCtxGetCurrent", rc);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = modules.find(ctx);
+  if (it != modules.end()) return &it->second;
+
+  auto dev = currentDeviceInfo();
+  if (!dev) return dev.error();
+  LoadedModule m;
+  m.device = *device;
+  auto code = codeFor(*dev, m.info);
+  if (!code) return code.error();
+  if (CUresult rc = d.cuModuleLoadData(&m.module, code->cubin.data()); rc != CUDA_SUCCESS) {
+    Error e = d.error("cuModuleLoadData", rc);
+    e.message = "bundle " + dir + ": loading code for " + m.info.arch + (m.info.fromCubin ? " (" + m.info.cubinFile + ")" : "") +
+                " on " + dev->name + ": " + e.message;
+    return e;
+  }
+  for (const auto &k : manifest.kernels) {
+    CUfunction fn = nullptr;
+    if (CUresult rc = d.cuModuleGetFunction(&fn, m.module, k.entry.c_str()); rc != CUDA_SUCCESS) {
+      d.cuModuleUnload(m.module);
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": kernel '" + k.name + "': entry symbol '" + k.entry +
+                                                     "' is not in the code (is it extern \"C\" __global__?)");
+    }
+    DeviceLimits l = dev->limits;
+    int staticShared = 0, maxThreads = 0;
+    d.cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+    d.cuFuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
+    l.maxDynamicSharedBytes -= staticShared;
+    if (maxThreads > 0 && maxThreads < l.maxThreadsPerBlock) l.maxThreadsPerBlock = maxThreads;
+    m.functions[k.name] = fn;
+    m.limits[k.name] = l;
+    m.sharedAttribute[k.name] = kDefaultSharedLimit;
+  }
+  return &modules.emplace(ctx, std::move(m)).first->second;
+}
+
+Result<CodeInfo> Bundle::prepare() {
+  auto d = Driver::get();
+  if (!d) return d.error();
+  auto m = impl_->moduleForCurrentContext(**d);
+  if (!m) return m.error();
+  return (*m)->info;
+}
+
+Result<CodeInfo> Bundle::selectCode(int major, int minor, std::vector<char> *cubin) {
+  DeviceInfo dev;
+  dev.name = "device";
+  dev.major = major;
+  dev.minor = minor;
+  CodeInfo info;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto code = impl_->codeFor(dev, info);
+  if (!code) return code.error();
+  if (cubin) *cubin = std::move(code->cubin);
+  return info;
+}
+
+Status Bundle::Impl::ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  int &allowed = m.sharedAttribute[k.name];
+  if (int(bytes) <= allowed) return Status();
+  if (CUresult rc = d.cuFuncSetAttribute(m.functions[k.name], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
+      rc != CUDA_SUCCESS) {
+    Error e = d.error("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", rc);
+    e.message = "kernel '" + k.name + "' (" + std::to_string(bytes) + " bytes of dynamic shared memory): " + e.message;
+    return e;
+  }
+  allowed = int(bytes);
+  return Status();
+}
+
+Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device) {
+  for (size_t i = 0; i < launch.tensors.size(); ++i) {
+    if (launch.tensorIsScratch[i] || !launch.tensors[i].data) continue; // null only for empty tensors
+    const std::string &name = launch.kernel->tensors[i].name;
+    int ordinal = -1;
+    CUresult rc = d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                          reinterpret_cast<CUdeviceptr>(launch.tensors[i].data));
+    if (rc != CUDA_SUCCESS) {
+      std::ostringstream os;
+      os << "argument '" << name << "': pointer " << launch.tensors[i].data << " is not device memory known to CUDA";
+      return makeError(ErrorCode::InvalidArgument, os.str());
+    }
+    if (ordinal != int(device))
+      return makeError(ErrorCode::InvalidArgument, "argument '" + name + "': memory is on device " + std::to_string(ordinal) +
+                                                       " but the current context is on device " + std::to_string(int(device)));
+  }
+  return Status();
+}
+
+Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream) {
+  const KernelSpec &k = *launch.kernel;
+  if (launch.skip) return Status();
+  if (Status s = ensureShared(d, m, k, launch.sharedBytes); !s) return s;
+  std::vector<void *> params;
+  for (auto &t : launch.tensors) params.push_back(&t);
+  for (auto &s : launch.scalars) params.push_back(&s);
+  CUfunction fn = m.functions.at(k.name);
+  CUresult rc = d.cuLaunchKernel(fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
+                                 launch.block[2], launch.sharedBytes, stream, params.data(), nullptr);
+  if (rc != CUDA_SUCCESS) {
+    Error e = d.error("cuLaunchKernel", rc);
+    e.message = "kernel '" + k.name + "': " + e.message;
+    return e;
+  }
+  return Status();
+}
+
+Status Bundle::launchKernel(const std::string &name, const Arguments &args, void *stream) {
+  const KernelSpec *k = impl_->manifest.findKernel(name);
+  if (!k) return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel '" + name + "'");
+  auto d = Driver::get();
+  if (!d) return d.error();
+  auto m = impl_->moduleForCurrentContext(**d);
+  if (!m) return m.error();
+  auto plan = planKernelLaunch(*k, args, (*m)->limits.at(k->name));
+  if (!plan) return plan.error();
+  if (Status s = impl_->checkPointers(**d, *plan, (*m)->device); !s) return s;
+  return impl_->launchOne(**d, **m, *plan, static_cast<CUstream>(stream));
+}
+
+Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream) {
+  const ProgramSpec *p = impl_->manifest.findProgram(name);
+  if (!p) return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
+  auto d = Driver::get();
+  if (!d) return d.error();
+  const Driver &drv = **d;
+  auto m = impl_->moduleForCurrentContext(drv);
+  if (!m) return m.error();
+  // The strictest limits over the program's kernels.
+  DeviceLimits limits = (*m)->limits.at(p->kernels.front());
+  for (const auto &kn : p->kernels) {
+    const DeviceLimits &l = (*m)->limits.at(kn);
+    limits.maxThreadsPerBlock = std::min(limits.maxThreadsPerBlock, l.maxThreadsPerBlock);
+    limits.maxDynamicSharedBytes = std::min(limits.maxDynamicSharedBytes, l.maxDynamicSharedBytes);
+  }
+  auto plan = planProgramLaunch(impl_->manifest, *p, args, limits);
+  if (!plan) return plan.error();
+  for (const auto &kl : plan->kernels)
+    if (Status s = impl_->checkPointers(drv, kl, (*m)->device); !s) return s;
+  auto cuStream = static_cast<CUstream>(stream);
+  std::vector<CUdeviceptr> allocations;
+  Status status;
+  for (const auto &sc : plan->scratch) {
+    CUdeviceptr ptr = 0;
+    if (sc.bytes > 0) {
+      if (CUresult rc = drv.cuMemAllocAsync(&ptr, size_t(sc.bytes), cuStream); rc != CUDA_SUCCESS) {
+        status = drv.error(("allocating scratch '" + sc.name + "' of " + std::to_string(sc.bytes) + " bytes").c_str(), rc);
+        break;
+      }
+      allocations.push_back(ptr);
+      if (sc.zeroFill)
+        if (CUresult rc = drv.cuMemsetD8Async(ptr, 0, size_t(sc.bytes), cuStream); rc != CUDA_SUCCESS) {
+          status = drv.error("zero-filling scratch", rc);
+          break;
+        }
+    }
+    plan->setScratchPointer(sc.name, reinterpret_cast<void *>(ptr));
+  }
+  if (status)
+    for (auto &kl : plan->kernels)
+      if (status = impl_->launchOne(drv, **m, kl, cuStream); !status) break;
+  for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
+  if (!status) {
+    Error e = status.error();
+    e.message = "program '" + name + "': " + e.message;
+    return e;
+  }
+  return Status();
+}
+
+Status Bundle::launch(const std::string &name, const Arguments &args, void *stream) {
+  if (impl_->manifest.findKernel(name)) return launchKernel(name, args, stream);
+  if (impl_->manifest.findProgram(name)) return launchProgram(name, args, stream);
+  return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel or program '" + name + "'");
+}
+
+Result<std::vector<int64_t>> Bundle::paramShape(const std::string &name, const std::string &param,
+                                                const Arguments &args) const {
+  return resolveParamShape(impl_->manifest, name, param, args);
+}
+
+} // namespace flashc::rt

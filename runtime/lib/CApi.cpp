@@ -1,0 +1,218 @@
+// The C ABI (flashc/flashc.h) over the C++ API.
+#include "flashc/flashc.h"
+#include "flashc/runtime/Runtime.h"
+
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+using namespace flashc::rt;
+
+static_assert(sizeof(flashc_tensor_arg) == sizeof(PackedTensorArg), "C and C++ TensorArg mirrors agree");
+static_assert(offsetof(flashc_tensor_arg, shape) == 8 && offsetof(flashc_tensor_arg, stride) == 40,
+              "flashc_tensor_arg layout");
+
+struct flashc_bundle_s {
+  std::shared_ptr<Bundle> bundle;
+  std::mutex stringsMutex;
+  std::deque<std::string> strings; // storage for returned dim texts (stable addresses)
+};
+struct flashc_args_s {
+  Arguments args;
+};
+
+namespace {
+thread_local std::string gLastError;
+
+flashc_status fail(ErrorCode code, const std::string &message) {
+  gLastError = message;
+  return static_cast<flashc_status>(code);
+}
+flashc_status report(const Status &s) { return s ? FLASHC_OK : fail(s.code(), s.message()); }
+
+#define FLASHC_REQUIRE(cond, what)                                                                 \
+  if (!(cond)) return fail(ErrorCode::InvalidArgument, std::string(__func__) + ": " + what)
+
+// A program's user-visible parameters: the union by name, minus scratch.
+struct ParamRef {
+  const TensorParam *tensor = nullptr;
+  const ScalarParam *scalar = nullptr;
+};
+bool collectParams(const Bundle &b, const char *name, std::vector<ParamRef> &out) {
+  std::vector<const KernelSpec *> kernels;
+  std::vector<std::string> scratch;
+  if (const KernelSpec *k = b.findKernel(name)) {
+    kernels.push_back(k);
+  } else if (const ProgramSpec *p = b.findProgram(name)) {
+    for (const auto &kn : p->kernels) kernels.push_back(b.findKernel(kn));
+    for (const auto &s : p->scratch) scratch.push_back(s.name);
+  } else {
+    return false;
+  }
+  std::vector<std::string> seen = scratch;
+  auto fresh = [&](const std::string &n) {
+    for (const auto &s : seen)
+      if (s == n) return false;
+    seen.push_back(n);
+    return true;
+  };
+  for (const KernelSpec *k : kernels)
+    for (const auto &t : k->tensors)
+      if (fresh(t.name)) out.push_back({&t, nullptr});
+  for (const KernelSpec *k : kernels)
+    for (const auto &s : k->scalars)
+      if (fresh(s.name)) out.push_back({nullptr, &s});
+  return true;
+}
+} // namespace
+
+extern "C" {
+
+const char *flashc_last_error(void) { return gLastError.c_str(); }
+const char *flashc_version(void) { return runtimeVersion(); }
+flashc_status flashc_check_device(void) { return report(checkDevice()); }
+
+flashc_status flashc_bundle_open_ex(const char *dir, const flashc_open_options *options, flashc_bundle *out) {
+  FLASHC_REQUIRE(dir && out, "null argument");
+  *out = nullptr;
+  BundleOptions o;
+  if (options) {
+    if (options->cache_dir) o.cacheDir = options->cache_dir;
+    o.disableCache = options->disable_cache != 0;
+    o.noJit = options->no_jit == 0 ? -1 : options->no_jit > 0 ? 1 : 0;
+    if (options->device_include_dir) o.deviceIncludeDir = options->device_include_dir;
+  }
+  auto b = Bundle::open(dir, o);
+  if (!b) return fail(b.code(), b.message());
+  *out = new flashc_bundle_s;
+  (*out)->bundle = *b;
+  return FLASHC_OK;
+}
+
+flashc_status flashc_bundle_open(const char *dir, flashc_bundle *out) { return flashc_bundle_open_ex(dir, nullptr, out); }
+
+void flashc_bundle_close(flashc_bundle bundle) { delete bundle; }
+
+flashc_status flashc_bundle_prepare(flashc_bundle bundle) {
+  FLASHC_REQUIRE(bundle, "null bundle");
+  auto info = bundle->bundle->prepare();
+  return info ? FLASHC_OK : fail(info.code(), info.message());
+}
+
+flashc_status flashc_bundle_kernel_count(flashc_bundle bundle, size_t *count) {
+  FLASHC_REQUIRE(bundle && count, "null argument");
+  *count = bundle->bundle->manifest().kernels.size();
+  return FLASHC_OK;
+}
+flashc_status flashc_bundle_kernel_name(flashc_bundle bundle, size_t index, const char **name) {
+  FLASHC_REQUIRE(bundle && name, "null argument");
+  const auto &ks = bundle->bundle->manifest().kernels;
+  FLASHC_REQUIRE(index < ks.size(), "index " + std::to_string(index) + " out of range");
+  *name = ks[index].name.c_str();
+  return FLASHC_OK;
+}
+flashc_status flashc_bundle_program_count(flashc_bundle bundle, size_t *count) {
+  FLASHC_REQUIRE(bundle && count, "null argument");
+  *count = bundle->bundle->manifest().programs.size();
+  return FLASHC_OK;
+}
+flashc_status flashc_bundle_program_name(flashc_bundle bundle, size_t index, const char **name) {
+  FLASHC_REQUIRE(bundle && name, "null argument");
+  const auto &ps = bundle->bundle->manifest().programs;
+  FLASHC_REQUIRE(index < ps.size(), "index " + std::to_string(index) + " out of range");
+  *name = ps[index].name.c_str();
+  return FLASHC_OK;
+}
+flashc_status flashc_bundle_lookup(flashc_bundle bundle, const char *name, int *is_program) {
+  FLASHC_REQUIRE(bundle && name, "null argument");
+  bool kernel = bundle->bundle->findKernel(name) != nullptr;
+  bool program = bundle->bundle->findProgram(name) != nullptr;
+  if (!kernel && !program)
+    return fail(ErrorCode::NotFound, "bundle " + bundle->bundle->directory() + " has no kernel or program '" + name + "'");
+  if (is_program) *is_program = program ? 1 : 0;
+  return FLASHC_OK;
+}
+
+flashc_status flashc_bundle_param_count(flashc_bundle bundle, const char *name, size_t *count) {
+  FLASHC_REQUIRE(bundle && name && count, "null argument");
+  std::vector<ParamRef> params;
+  if (!collectParams(*bundle->bundle, name, params))
+    return fail(ErrorCode::NotFound, std::string("no kernel or program '") + name + "'");
+  *count = params.size();
+  return FLASHC_OK;
+}
+
+flashc_status flashc_bundle_param_info(flashc_bundle bundle, const char *name, size_t index, flashc_param_info *info) {
+  FLASHC_REQUIRE(bundle && name && info, "null argument");
+  std::vector<ParamRef> params;
+  if (!collectParams(*bundle->bundle, name, params))
+    return fail(ErrorCode::NotFound, std::string("no kernel or program '") + name + "'");
+  FLASHC_REQUIRE(index < params.size(), "index " + std::to_string(index) + " out of range");
+  std::memset(info, 0, sizeof *info);
+  const ParamRef &p = params[index];
+  if (p.tensor) {
+    info->name = p.tensor->name.c_str();
+    info->is_tensor = 1;
+    info->dtype = int(p.tensor->dtype);
+    info->direction = int(p.tensor->direction);
+    info->rank = int(p.tensor->dims.size());
+    std::lock_guard<std::mutex> lock(bundle->stringsMutex);
+    for (int i = 0; i < info->rank; ++i) {
+      bundle->strings.push_back(p.tensor->dims[i].str());
+      info->dims[i] = bundle->strings.back().c_str();
+    }
+  } else {
+    info->name = p.scalar->name.c_str();
+    info->dtype = int(p.scalar->type);
+  }
+  return FLASHC_OK;
+}
+
+flashc_status flashc_bundle_param_shape(flashc_bundle bundle, const char *name, const char *param, flashc_args args,
+                                        int *rank, int64_t shape[4]) {
+  FLASHC_REQUIRE(bundle && name && param && args && rank && shape, "null argument");
+  auto s = bundle->bundle->paramShape(name, param, args->args);
+  if (!s) return fail(s.code(), s.message());
+  *rank = int(s->size());
+  for (int i = 0; i < 4; ++i) shape[i] = i < *rank ? (*s)[i] : 1;
+  return FLASHC_OK;
+}
+
+flashc_status flashc_args_create(flashc_args *out) {
+  FLASHC_REQUIRE(out, "null argument");
+  *out = new flashc_args_s;
+  return FLASHC_OK;
+}
+void flashc_args_destroy(flashc_args args) { delete args; }
+void flashc_args_clear(flashc_args args) {
+  if (args) args->args.clear();
+}
+
+flashc_status flashc_args_set_tensor(flashc_args args, const char *name, void *data, flashc_dtype dtype, int rank,
+                                     const int64_t *shape, const int64_t *strides) {
+  FLASHC_REQUIRE(args && name, "null argument");
+  FLASHC_REQUIRE(int(dtype) >= 0 && int(dtype) <= int(FLASHC_I32), "argument '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
+  return report(args->args.setTensor(name, data, static_cast<DType>(dtype), rank, shape, strides));
+}
+flashc_status flashc_args_set_f32(flashc_args args, const char *name, float value) {
+  FLASHC_REQUIRE(args && name, "null argument");
+  args->args.setF32(name, value);
+  return FLASHC_OK;
+}
+flashc_status flashc_args_set_i32(flashc_args args, const char *name, int32_t value) {
+  FLASHC_REQUIRE(args && name, "null argument");
+  args->args.setI32(name, value);
+  return FLASHC_OK;
+}
+flashc_status flashc_args_set_i64(flashc_args args, const char *name, int64_t value) {
+  FLASHC_REQUIRE(args && name, "null argument");
+  args->args.setI64(name, value);
+  return FLASHC_OK;
+}
+
+flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args args, void *stream) {
+  FLASHC_REQUIRE(bundle && name && args, "null argument");
+  return report(bundle->bundle->launch(name, args->args, stream));
+}
+
+} // extern "C"

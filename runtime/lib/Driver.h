@@ -1,0 +1,39 @@
+// The CUDA driver API, loaded at run time: dlopen("libcuda.so.1") and
+// cuGetProcAddress. Nothing links against libcuda, so every binary starts and
+// CPU tests run on machines without a driver. cuda.h is used for types only.
+#pragma once
+
+#include "flashc/runtime/Result.h"
+
+#include <cuda.h>
+
+#include <string>
+
+namespace flashc::rt {
+
+struct Driver {
+#define FLASHC_DRIVER_FUNCTIONS(X)                                                                 \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute)       \
+  X(cuDeviceGetName) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)                       \
+  X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
+  X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuPointerGetAttribute)           \
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemsetD8Async) X(cuMemAlloc) X(cuMemFree)               \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuStreamSynchronize)         \
+  X(cuGetErrorName) X(cuGetErrorString)
+#define FLASHC_DECLARE(name) decltype(&::name) name = nullptr;
+  FLASHC_DRIVER_FUNCTIONS(FLASHC_DECLARE)
+#undef FLASHC_DECLARE
+
+  /// The loaded driver, or the reason it is unusable: "no CUDA driver
+  /// (libcuda.so.1 not found)" (NoDriver) or "no CUDA device" (NoDevice).
+  static Result<const Driver *> get();
+
+  /// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
+  Error error(const char *what, CUresult rc) const;
+};
+
+/// Makes a context current if none is (the primary context of device 0, as
+/// the CUDA runtime would) and returns the current device.
+Result<CUdevice> currentDevice(const Driver &d);
+
+} // namespace flashc::rt

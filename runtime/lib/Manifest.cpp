@@ -1,0 +1,253 @@
+// Manifest types: names of enums, lookups, equality and cross-reference validation.
+#include "flashc/runtime/Manifest.h"
+#include "flashc/runtime/Arch.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+namespace flashc::rt {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::BF16: return "bf16";
+  case DType::F16: return "f16";
+  case DType::F32: return "f32";
+  case DType::I32: return "i32";
+  }
+  return "?";
+}
+
+int64_t dtypeSize(DType t) { return (t == DType::BF16 || t == DType::F16) ? 2 : 4; }
+
+bool parseDType(std::string_view s, DType &out) {
+  for (DType t : {DType::BF16, DType::F16, DType::F32, DType::I32})
+    if (s == dtypeName(t)) { out = t; return true; }
+  return false;
+}
+
+const char *scalarTypeName(ScalarType t) {
+  switch (t) {
+  case ScalarType::F32: return "f32";
+  case ScalarType::I32: return "i32";
+  case ScalarType::I64: return "i64";
+  }
+  return "?";
+}
+
+bool parseScalarType(std::string_view s, ScalarType &out) {
+  for (ScalarType t : {ScalarType::F32, ScalarType::I32, ScalarType::I64})
+    if (s == scalarTypeName(t)) { out = t; return true; }
+  return false;
+}
+
+const char *directionName(Direction d) {
+  switch (d) {
+  case Direction::In: return "in";
+  case Direction::Out: return "out";
+  case Direction::InOut: return "inout";
+  }
+  return "?";
+}
+
+bool TensorParam::operator==(const TensorParam &o) const {
+  return name == o.name && dtype == o.dtype && direction == o.direction && dims == o.dims &&
+         requiredAlignment() == o.requiredAlignment() && contiguous == o.contiguous &&
+         strideMultiple == o.strideMultiple;
+}
+
+const TensorParam *KernelSpec::findTensor(std::string_view n) const {
+  for (const auto &t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+const ScalarParam *KernelSpec::findScalar(std::string_view n) const {
+  for (const auto &s : scalars)
+    if (s.name == n) return &s;
+  return nullptr;
+}
+
+bool KernelSpec::operator==(const KernelSpec &o) const {
+  return name == o.name && entry == o.entry && role == o.role && tensors == o.tensors &&
+         scalars == o.scalars && grid == o.grid && block == o.block &&
+         sharedBytes == o.sharedBytes && constraints == o.constraints;
+}
+
+const KernelSpec *Manifest::findKernel(std::string_view n) const {
+  for (const auto &k : kernels)
+    if (k.name == n) return &k;
+  return nullptr;
+}
+const ProgramSpec *Manifest::findProgram(std::string_view n) const {
+  for (const auto &p : programs)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+bool Manifest::operator==(const Manifest &o) const {
+  return formatVersion == o.formatVersion && flashcVersion == o.flashcVersion &&
+         source == o.source && nvrtcOptions == o.nvrtcOptions && archs == o.archs &&
+         cubins == o.cubins && kernels == o.kernels && programs == o.programs;
+}
+
+namespace {
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+std::string at(int line) {
+  return line > 0 ? "manifest.flashc:" + std::to_string(line) + ": " : "manifest: ";
+}
+
+Error invalid(int line, const std::string &what) {
+  return makeError(ErrorCode::InvalidBundle, at(line) + what);
+}
+
+bool isIntegerScalar(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
+
+Status validateKernel(const KernelSpec &k) {
+  std::string who = "kernel '" + k.name + "': ";
+  if (!isIdentifier(k.name)) return invalid(k.line, "kernel name '" + k.name + "' is not an identifier");
+  if (!isIdentifier(k.entry)) return invalid(k.line, who + "missing or bad 'entry'");
+  if (!isIdentifier(k.role)) return invalid(k.line, who + "bad role '" + k.role + "'");
+  std::set<std::string> names, bound;
+  for (const auto &t : k.tensors) {
+    if (!isIdentifier(t.name)) return invalid(k.line, who + "bad parameter name '" + t.name + "'");
+    if (!names.insert(t.name).second) return invalid(k.line, who + "duplicate parameter '" + t.name + "'");
+    if (t.dims.size() > size_t(kMaxTensorRank))
+      return invalid(k.line, who + "tensor '" + t.name + "' has rank " + std::to_string(t.dims.size()) +
+                                 " (at most 4)");
+    for (const auto &d : t.dims) {
+      if (d.isSymbol() && !isIdentifier(d.symbol))
+        return invalid(k.line, who + "tensor '" + t.name + "' has bad dim '" + d.symbol + "'");
+      if (!d.isSymbol() && d.value < 0)
+        return invalid(k.line, who + "tensor '" + t.name + "' has a negative dim");
+      if (d.isSymbol()) bound.insert(d.symbol);
+    }
+    int64_t a = t.requiredAlignment();
+    if (a <= 0 || (a & (a - 1)) != 0)
+      return invalid(k.line, who + "tensor '" + t.name + "' align=" + std::to_string(a) + " is not a power of two");
+    if (t.strideMultiple < 1)
+      return invalid(k.line, who + "tensor '" + t.name + "' stride_multiple must be >= 1");
+  }
+  for (const auto &s : k.scalars) {
+    if (!isIdentifier(s.name)) return invalid(k.line, who + "bad parameter name '" + s.name + "'");
+    if (!names.insert(s.name).second) return invalid(k.line, who + "duplicate parameter '" + s.name + "'");
+    if (isIntegerScalar(s.type)) bound.insert(s.name);
+  }
+  auto checkExpr = [&](const Expr &e, const char *what) -> Status {
+    if (e.empty()) return invalid(k.line, who + "missing '" + what + "'");
+    std::set<std::string> used;
+    e.collectSymbols(used);
+    for (const auto &u : used)
+      if (!bound.count(u))
+        return invalid(k.line, who + what + " expression '" + e.str() + "' uses symbol '" + u +
+                                   "' that no tensor dim or integer scalar binds");
+    return Status();
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (Status s = checkExpr(k.grid[i], "grid"); !s) return s;
+    if (Status s = checkExpr(k.block[i], "block"); !s) return s;
+  }
+  if (Status s = checkExpr(k.sharedBytes, "shared"); !s) return s;
+  for (const auto &c : k.constraints)
+    if (Status s = checkExpr(c, "requires"); !s) return s;
+  return Status();
+}
+
+// A program parameter seen in several kernels: they must describe the same argument.
+struct SharedParam {
+  bool isTensor;
+  const TensorParam *tensor;
+  const ScalarParam *scalar;
+  std::string kernel;
+};
+
+Status validateProgram(const Manifest &m, const ProgramSpec &p) {
+  std::string who = "program '" + p.name + "': ";
+  if (!isIdentifier(p.name)) return invalid(p.line, "program name '" + p.name + "' is not an identifier");
+  if (m.findKernel(p.name)) return invalid(p.line, who + "name clashes with a kernel");
+  if (p.kernels.empty()) return invalid(p.line, who + "lists no kernels");
+  std::map<std::string, SharedParam> params;
+  for (const auto &kn : p.kernels) {
+    const KernelSpec *k = m.findKernel(kn);
+    if (!k) return invalid(p.line, who + "unknown kernel '" + kn + "'");
+    for (const auto &t : k->tensors) {
+      auto [it, fresh] = params.emplace(t.name, SharedParam{true, &t, nullptr, kn});
+      if (fresh) continue;
+      const SharedParam &prev = it->second;
+      if (!prev.isTensor || prev.tensor->dtype != t.dtype || prev.tensor->dims.size() != t.dims.size())
+        return invalid(p.line, who + "parameter '" + t.name + "' differs between kernels '" + prev.kernel +
+                                   "' and '" + kn + "' (kind, dtype or rank)");
+    }
+    for (const auto &s : k->scalars) {
+      auto [it, fresh] = params.emplace(s.name, SharedParam{false, nullptr, &s, kn});
+      if (fresh) continue;
+      const SharedParam &prev = it->second;
+      if (prev.isTensor || prev.scalar->type != s.type)
+        return invalid(p.line, who + "parameter '" + s.name + "' differs between kernels '" + prev.kernel +
+                                   "' and '" + kn + "' (kind or type)");
+    }
+  }
+  std::set<std::string> scratchNames;
+  for (const auto &sc : p.scratch) {
+    auto it = params.find(sc.name);
+    if (it == params.end() || !it->second.isTensor)
+      return invalid(p.line, who + "scratch '" + sc.name + "' is not a tensor parameter of its kernels");
+    if (!scratchNames.insert(sc.name).second)
+      return invalid(p.line, who + "scratch '" + sc.name + "' listed twice");
+  }
+  // Symbols the user's arguments bind (scratch tensors are not passed by the user).
+  std::set<std::string> userBound;
+  for (const auto &[name, sp] : params) {
+    if (scratchNames.count(name)) continue;
+    if (sp.isTensor) {
+      for (const auto &d : sp.tensor->dims)
+        if (d.isSymbol()) userBound.insert(d.symbol);
+    } else if (isIntegerScalar(sp.scalar->type)) {
+      userBound.insert(name);
+    }
+  }
+  for (const auto &sc : p.scratch)
+    for (const auto &d : params[sc.name].tensor->dims)
+      if (d.isSymbol() && !userBound.count(d.symbol))
+        return invalid(p.line, who + "scratch '" + sc.name + "' dim '" + d.symbol +
+                                   "' is not determined by the user's arguments");
+  return Status();
+}
+
+} // namespace
+
+Status validateManifest(const Manifest &m) {
+  if (m.formatVersion != kBundleFormatVersion)
+    return makeError(ErrorCode::Unsupported,
+                     "bundle format version " + std::to_string(m.formatVersion) +
+                         " is not supported (this runtime reads version " +
+                         std::to_string(kBundleFormatVersion) + ")");
+  if (m.source.empty()) return invalid(0, "no 'source'");
+  if (m.archs.empty()) return invalid(0, "no 'arch' line (architectures the source targets)");
+  for (const auto &a : m.archs)
+    if (!parseArch(a)) return invalid(0, "bad architecture '" + a + "' (expected e.g. sm_80, sm_90a)");
+  for (const auto &c : m.cubins) {
+    if (!parseArch(c.arch)) return invalid(0, "cubin has bad architecture '" + c.arch + "'");
+    if (c.file.empty() || c.file.find('/') != std::string::npos)
+      return invalid(0, "cubin file '" + c.file + "' must be a plain file name in the bundle");
+  }
+  if (m.kernels.empty()) return invalid(0, "declares no kernels");
+  std::set<std::string> names;
+  for (const auto &k : m.kernels) {
+    if (!names.insert(k.name).second) return invalid(k.line, "duplicate kernel '" + k.name + "'");
+    if (Status s = validateKernel(k); !s) return s;
+  }
+  for (const auto &p : m.programs) {
+    if (!names.insert(p.name).second) return invalid(p.line, "duplicate program '" + p.name + "'");
+    if (Status s = validateProgram(m, p); !s) return s;
+  }
+  return Status();
+}
+
+} // namespace flashc::rt

@@ -1,0 +1,417 @@
+// Every verifier error of the flash dialect names the operand and the
+// expected shape.
+// RUN: flash-opt %s -split-input-file -verify-diagnostics
+
+func.func @matmul_rank1(%a: tensor<8xf32>, %b: tensor<8x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{lhs must have rank 2 to 4 [..., M, K], got 'tensor<8xf32>'}}
+  %0 = flash.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @matmul_rank5(%a: tensor<1x2x3x4x5xf32>, %b: tensor<5x4xf32>) -> tensor<1x2x3x4x4xf32> {
+  // expected-error @+1 {{lhs must have rank 2 to 4 [..., M, K]}}
+  %0 = flash.matmul %a, %b : tensor<1x2x3x4x5xf32>, tensor<5x4xf32> -> tensor<1x2x3x4x4xf32>
+  return %0 : tensor<1x2x3x4x4xf32>
+}
+
+// -----
+
+func.func @matmul_rank_mix(%a: tensor<2x4x8x16xf32>, %b: tensor<4x16x8xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{rhs must have rank 2 (shared by every lhs batch slice) or the rank of lhs (4), got 'tensor<4x16x8xf32>'}}
+  %0 = flash.matmul %a, %b : tensor<2x4x8x16xf32>, tensor<4x16x8xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @matmul_dtype(%a: tensor<8x16xf32>, %b: tensor<16x4xbf16>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{rhs has element type 'bf16', expected 'f32' (that of lhs)}}
+  %0 = flash.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xbf16> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @matmul_int(%a: tensor<8x16xi32>, %b: tensor<16x4xi32>) -> tensor<8x4xi32> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values}}
+  %0 = flash.matmul %a, %b : tensor<8x16xi32>, tensor<16x4xi32> -> tensor<8x4xi32>
+  return %0 : tensor<8x4xi32>
+}
+
+// -----
+
+func.func @matmul_contraction(%q: tensor<2x4x8x64xf32>, %k: tensor<2x4x8x128xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{contraction sizes differ: lhs [2, 4, 8, 64] read as [..., M, K] has K = 64, rhs [2, 4, 8, 128] read as [..., N, K] has K = 128}}
+  %0 = flash.matmul %q, %k transpose_b : tensor<2x4x8x64xf32>, tensor<2x4x8x128xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @matmul_group(%q: tensor<2x6x8x64xf32>, %k: tensor<2x4x8x64xf32>) -> tensor<2x6x8x8xf32> {
+  // expected-error @+1 {{batch dimension 1: lhs size 6 must equal rhs size 4 or be a multiple of it (grouped broadcast)}}
+  %0 = flash.matmul %q, %k transpose_b : tensor<2x6x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x6x8x8xf32>
+  return %0 : tensor<2x6x8x8xf32>
+}
+
+// -----
+
+func.func @matmul_group_reversed(%q: tensor<2x4x8x64xf32>, %k: tensor<2x8x8x64xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{batch dimension 1: lhs size 4 must equal rhs size 8 or be a multiple of it (grouped broadcast)}}
+  %0 = flash.matmul %q, %k transpose_b : tensor<2x4x8x64xf32>, tensor<2x8x8x64xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<?x8x16xf32>, %b: tensor<16x4xf32>) -> tensor<?x8x5xf32> {
+  // expected-error @+1 {{result has shape [?, 8, 5], expected [..., M, N] = [?, 8, 4]}}
+  %0 = flash.matmul %a, %b : tensor<?x8x16xf32>, tensor<16x4xf32> -> tensor<?x8x5xf32>
+  return %0 : tensor<?x8x5xf32>
+}
+
+// -----
+
+func.func @matmul_result_rank(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<1x8x4xf32> {
+  // expected-error @+1 {{result must have rank 2 [..., M, N], got 'tensor<1x8x4xf32>'}}
+  %0 = flash.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<1x8x4xf32>
+  return %0 : tensor<1x8x4xf32>
+}
+
+// -----
+
+func.func @scale_inf(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{factor must be finite, got INF}}
+  %0 = flash.scale %x by 0x7FF0000000000000 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mask_rank(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{input must have rank >= 2 [..., Sq, Sk], got 'tensor<4xf32>'}}
+  %0 = flash.mask %x <causal> : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mask_unbounded(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{sliding_window with both sides unbounded masks nothing; use #flash.mask<none>}}
+  %0 = flash.mask %x <sliding_window, left = -1, right = -1> : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @mask_negative(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{sliding_window extents must be >= 0, or -1 for unbounded; got left = -5, right = 0}}
+  %0 = flash.mask %x <sliding_window, left = -5, right = 0> : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @mask_kind(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{expected mask kind 'none', 'causal' or 'sliding_window', got 'diagonal'}}
+  %0 = flash.mask %x <diagonal> : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @mask_window_missing(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{expected ','}}
+  %0 = flash.mask %x <sliding_window> : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @softmax_rank0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{input must have rank >= 1 [..., N], got 'tensor<f32>'}}
+  %0 = flash.softmax %x : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @add_bias(%x: tensor<?x4096xbf16>, %b: tensor<1024xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{rhs has shape [1024], expected the shape of lhs [?, 4096] or of its trailing dimensions (a bias)}}
+  %0 = flash.add %x, %b : tensor<?x4096xbf16>, tensor<1024xbf16>
+  return %0 : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @add_dtype(%x: tensor<4x8xbf16>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{rhs has element type 'f32', expected 'bf16' (that of lhs)}}
+  %0 = flash.add %x, %b : tensor<4x8xbf16>, tensor<8xf32>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @mul_types(%a: tensor<4x8xbf16>, %b: tensor<4x8xf16>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "flash.mul"(%a, %b) : (tensor<4x8xbf16>, tensor<4x8xf16>) -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @attention_query_rank(%q: tensor<4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>)
+    -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>) {
+  // expected-error @+1 {{query must have rank 4 [B, Hq, Sq, D], got 'tensor<4x8x64xf32>'}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>)
+  return %o, %l : tensor<1x4x8x64xf32>, tensor<1x4x8xf32>
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x128xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{key has shape [?, 4, ?, 128], expected [B, Hkv, Sk, D] = [?, ?, ?, 64]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x?x64xf32>, tensor<?x4x?x128xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x4x8x64xf32>, %k: tensor<3x4x8x64xf32>, %v: tensor<3x4x8x64xf32>)
+    -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>) {
+  // expected-error @+1 {{key has shape [3, 4, 8, 64], expected [B, Hkv, Sk, D] = [2, ?, ?, 64]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<2x4x8x64xf32>, tensor<3x4x8x64xf32>, tensor<3x4x8x64xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
+  return %o, %l : tensor<2x4x8x64xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @attention_value_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x2x?x64xf32>)
+    -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{value has shape [?, 2, ?, 64], expected [B, Hkv, Sk, Dv] = [?, 4, ?, ?]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x2x?x64xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_value_seq(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x15x64xf32>)
+    -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>) {
+  // expected-error @+1 {{value has shape [1, 4, 15, 64], expected [B, Hkv, Sk, Dv] = [1, 4, 16, ?]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x15x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>)
+  return %o, %l : tensor<1x4x8x64xf32>, tensor<1x4x8xf32>
+}
+
+// -----
+
+func.func @attention_groups(%q: tensor<?x6x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x6x?x64xf32>, tensor<?x6x?xf32>) {
+  // expected-error @+1 {{query heads Hq = 6 must be a positive multiple of key/value heads Hkv = 4}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x6x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x6x?x64xf32>, tensor<?x6x?xf32>)
+  return %o, %l : tensor<?x6x?x64xf32>, tensor<?x6x?xf32>
+}
+
+// -----
+
+func.func @attention_num_kv_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{num_kv_heads = 2 does not match Hkv = 4 (dimension 1 of key)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_dynamic_heads(%q: tensor<?x?x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x?x?x64xf32>, tensor<?x?x?xf32>) {
+  // expected-error @+1 {{query must have static heads Hq and head dim D in [B, Hq, Sq, D], got 'tensor<?x?x?x64xf32>'}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x?x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x?x?x64xf32>, tensor<?x?x?xf32>)
+  return %o, %l : tensor<?x?x?x64xf32>, tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @attention_dynamic_kv_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x?x?x64xf32>, %v: tensor<?x?x?x64xf32>)
+    -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{key must have static heads Hkv in [B, Hkv, Sk, D], got 'tensor<?x?x?x64xf32>'}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x8x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_dynamic_value_dim(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x?xf32>)
+    -> (tensor<?x8x?x?xf32>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{value must have a static head dim Dv in [B, Hkv, Sk, Dv], got 'tensor<?x4x?x?xf32>'}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x?xf32>) -> (tensor<?x8x?x?xf32>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x?xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_dtype(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x4x?x64xf16>, %v: tensor<?x4x?x64xbf16>)
+    -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{key has element type 'f16', expected 'bf16' (that of query)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x8x?x64xbf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_output(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x32xf32>)
+    -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
+  // expected-error @+1 {{output has shape [?, 8, ?, 64], expected [B, Hq, Sq, Dv] = [?, 8, ?, 32]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x32xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
+  return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+func.func @attention_lse_shape(%q: tensor<2x8x16x64xf32>, %k: tensor<2x4x16x64xf32>, %v: tensor<2x4x16x64xf32>)
+    -> (tensor<2x8x16x64xf32>, tensor<2x8x17xf32>) {
+  // expected-error @+1 {{lse has shape [2, 8, 17], expected [B, Hq, Sq] = [2, 8, 16]}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<2x8x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>) -> (tensor<2x8x16x64xf32>, tensor<2x8x17xf32>)
+  return %o, %l : tensor<2x8x16x64xf32>, tensor<2x8x17xf32>
+}
+
+// -----
+
+func.func @attention_lse_dtype(%q: tensor<2x8x16x64xbf16>, %k: tensor<2x4x16x64xbf16>, %v: tensor<2x4x16x64xbf16>)
+    -> (tensor<2x8x16x64xbf16>, tensor<2x8x16xbf16>) {
+  // expected-error @+1 {{result #1 must be ranked tensor of 32-bit float values}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<2x8x16x64xbf16>, tensor<2x4x16x64xbf16>, tensor<2x4x16x64xbf16>) -> (tensor<2x8x16x64xbf16>, tensor<2x8x16xbf16>)
+  return %o, %l : tensor<2x8x16x64xbf16>, tensor<2x8x16xbf16>
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{scale must be a finite positive number, got -1.250000e-01}}
+  %o, %l = flash.attention %q, %k, %v scale = -0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{softcap must be 0 (none) or a finite positive number, got -3.000000e+01}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> softcap = -30.0 num_kv_heads = 4
+      : (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
+func.func @ffn_input_rank(%x: tensor<1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<1024xbf16> {
+  // expected-error @+1 {{input must have rank >= 2 [..., M, d], got 'tensor<1024xbf16>'}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<1024xbf16>
+  return %0 : tensor<1024xbf16>
+}
+
+// -----
+
+func.func @ffn_w1(%x: tensor<?x1024xbf16>, %w1: tensor<512x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w1 has shape [512, 4096], expected [d, h] = [1024, ?]}}
+  %0 = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_w1_dynamic(%x: tensor<?x1024xbf16>, %w1: tensor<1024x?xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w1 must have a static shape [d, h], got 'tensor<1024x?xbf16>'}}
+  %0 = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x?xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_b1(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<1024xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{b1 has shape [1024], expected [h] = [4096]}}
+  %0 = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<1024xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_gated_b1(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{the gated form (with an up projection) takes no b1}}
+  %0 = flash.ffn silu %x, %w1 bias %b1 up %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_up(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %wu: tensor<1024x2048xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w_up has shape [1024, 2048], expected [d, h] = [1024, 4096]}}
+  %0 = flash.ffn silu %x, %w1 up %wu, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<1024x2048xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_w2(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<2048x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w2 has shape [2048, 1024], expected [h, d_out] = [4096, ?]}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<2048x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_w2_rank(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<1x4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w2 must have rank 2 [h, d_out], got 'tensor<1x4096x1024xbf16>'}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<1x4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_b2(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>, %b2: tensor<4096xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{b2 has shape [4096], expected [d_out] = [1024]}}
+  %0 = flash.ffn relu %x, %w1, %w2 bias %b2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>, tensor<4096xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_result(%x: tensor<?x7x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x512xbf16>) -> tensor<?x7x1024xbf16> {
+  // expected-error @+1 {{result has shape [?, 7, 1024], expected [..., M, d_out] = [?, 7, 512]}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x7x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x512xbf16>) -> tensor<?x7x1024xbf16>
+  return %0 : tensor<?x7x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_dtype(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{w1 has element type 'f16', expected 'bf16' (that of input)}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_activation(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'activation' [gelu_tanh, gelu_erf, silu, relu]}}
+  %0 = flash.ffn swish %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}

@@ -1,0 +1,336 @@
+// RUN: flash-opt %s --flash-fuse-attention --split-input-file | FileCheck %s
+//
+// O = softmax(mask(c · Q·Kᵀ))·V  ==>  flash.attention(Q, K, V, scale = c, mask).
+// Every accepted spelling below must give the same op; the second half lists
+// graphs that must stay as they are.
+
+// The textbook form: Kᵀ through transpose_b, scale then mask on the scores.
+// CHECK-LABEL: func.func @causal_mha
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x16x?x128xbf16>, %[[K:.+]]: tensor<?x16x?x128xbf16>, %[[V:.+]]: tensor<?x16x?x128xbf16>)
+// CHECK-NEXT: %[[OUT:.+]], %{{.+}} = flash.attention %[[Q]], %[[K]], %[[V]] scale = 0.0883883461 mask = #flash.mask<causal> num_kv_heads = 16 : (tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>) -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+// CHECK-NEXT: return %[[OUT]]
+func.func @causal_mha(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>) -> tensor<?x16x?x128xbf16> {
+  %s = flash.matmul %q, %k transpose_b : tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16> -> tensor<?x16x?x?xbf16>
+  %t = flash.scale %s by 0.088388347648318447 : tensor<?x16x?x?xbf16>
+  %m = flash.mask %t <causal> : tensor<?x16x?x?xbf16>
+  %p = flash.softmax %m : tensor<?x16x?x?xbf16>
+  %o = flash.matmul %p, %v : tensor<?x16x?x?xbf16>, tensor<?x16x?x128xbf16> -> tensor<?x16x?x128xbf16>
+  return %o : tensor<?x16x?x128xbf16>
+}
+
+// -----
+
+// Mask before scale: c · (-inf) = -inf for c > 0, so the order does not matter.
+// CHECK-LABEL: func.func @mask_then_scale
+// CHECK-NEXT: flash.attention %{{.+}} scale = 1.250000e-01 mask = #flash.mask<causal> num_kv_heads = 4
+// CHECK-NOT: flash.softmax
+func.func @mask_then_scale(%q: tensor<2x4x64x64xf32>, %k: tensor<2x4x64x64xf32>, %v: tensor<2x4x64x32xf32>) -> tensor<2x4x64x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32> -> tensor<2x4x64x64xf32>
+  %m = flash.mask %s <causal> : tensor<2x4x64x64xf32>
+  %t = flash.scale %m by 0.125 : tensor<2x4x64x64xf32>
+  %p = flash.softmax %t : tensor<2x4x64x64xf32>
+  %o = flash.matmul %p, %v : tensor<2x4x64x64xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
+  return %o : tensor<2x4x64x32xf32>
+}
+
+// -----
+
+// Scale on Q: (c·Q)·Kᵀ = c·(Q·Kᵀ); no mask gives #flash.mask<none>.
+// CHECK-LABEL: func.func @scale_on_query
+// CHECK-SAME: (%[[Q:.+]]: tensor<{{.+}}>, %[[K:.+]]: tensor<{{.+}}>, %[[V:.+]]: tensor<{{.+}}>)
+// CHECK-NEXT: flash.attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 mask = #flash.mask<none> num_kv_heads = 4
+// CHECK-NOT: flash.scale
+func.func @scale_on_query(%q: tensor<?x4x?x64xf16>, %k: tensor<?x4x?x64xf16>, %v: tensor<?x4x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  %qs = flash.scale %q by 0.125 : tensor<?x4x?x64xf16>
+  %s = flash.matmul %qs, %k transpose_b : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16> -> tensor<?x4x?x?xf16>
+  %p = flash.softmax %s : tensor<?x4x?x?xf16>
+  %o = flash.matmul %p, %v : tensor<?x4x?x?xf16>, tensor<?x4x?x64xf16> -> tensor<?x4x?x64xf16>
+  return %o : tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// Scale on K, and a second scale on the scores: Q·(a·K)ᵀ·b = (a·b)·Q·Kᵀ with
+// a·b = 0.5 · 0.25 = 0.125.
+// CHECK-LABEL: func.func @scale_on_key_and_scores
+// CHECK-SAME: (%[[Q:.+]]: tensor<{{.+}}>, %[[K:.+]]: tensor<{{.+}}>, %[[V:.+]]: tensor<{{.+}}>)
+// CHECK-NEXT: flash.attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 mask = #flash.mask<none>
+func.func @scale_on_key_and_scores(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %ks = flash.scale %k by 0.5 : tensor<1x2x8x16xf32>
+  %s = flash.matmul %q, %ks transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %t = flash.scale %s by 0.25 : tensor<1x2x8x8xf32>
+  %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// A scale on Q that is also used elsewhere stays for that use; the attention
+// reads the unscaled Q and carries the factor.
+// CHECK-LABEL: func.func @shared_query_scale
+// CHECK-SAME: (%[[Q:.+]]: tensor<{{.+}}>, %[[K:.+]]: tensor<{{.+}}>, %[[V:.+]]: tensor<{{.+}}>)
+// CHECK: %[[QS:.+]] = flash.scale %[[Q]] by 5.000000e-01
+// CHECK: %[[OUT:.+]], %{{.+}} = flash.attention %[[Q]], %[[K]], %[[V]] scale = 5.000000e-01
+// CHECK: return %[[OUT]], %[[QS]]
+func.func @shared_query_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
+  %qs = flash.scale %q by 0.5 : tensor<1x2x8x16xf32>
+  %s = flash.matmul %qs, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o, %qs : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Self-attention on one scaled tensor: (c·X)·(c·X)ᵀ = c²·X·Xᵀ, c² = 0.25.
+// CHECK-LABEL: func.func @self_attention_shared_scale
+// CHECK-SAME: (%[[X:.+]]: tensor<{{.+}}>, %[[V:.+]]: tensor<{{.+}}>)
+// CHECK-NEXT: flash.attention %[[X]], %[[X]], %[[V]] scale = 2.500000e-01
+// CHECK-NOT: flash.scale
+func.func @self_attention_shared_scale(%x: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %xs = flash.scale %x by 0.5 : tensor<1x2x8x16xf32>
+  %s = flash.matmul %xs, %xs transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Grouped-query attention: 32 query heads share 8 kv heads through grouped
+// matmul broadcasting (query head h reads kv head h / 4).
+// CHECK-LABEL: func.func @gqa
+// CHECK-NEXT: flash.attention %{{.+}} scale = 0.0883883461 mask = #flash.mask<causal> num_kv_heads = 8 : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>)
+func.func @gqa(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16> {
+  %s = flash.matmul %q, %k transpose_b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x32x?x?xbf16>
+  %t = flash.scale %s by 0.088388347648318447 : tensor<?x32x?x?xbf16>
+  %m = flash.mask %t <causal> : tensor<?x32x?x?xbf16>
+  %p = flash.softmax %m : tensor<?x32x?x?xbf16>
+  %o = flash.matmul %p, %v : tensor<?x32x?x?xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x32x?x128xbf16>
+  return %o : tensor<?x32x?x128xbf16>
+}
+
+// -----
+
+// Sliding window, Sq = 100 queries against Sk = 37 keys (bottom-right aligned).
+// CHECK-LABEL: func.func @window_ragged
+// CHECK-NEXT: flash.attention %{{.+}} scale = 1.250000e-01 mask = #flash.mask<sliding_window, left = 16, right = 0> num_kv_heads = 2 : (tensor<3x2x100x64xf32>, tensor<3x2x37x64xf32>, tensor<3x2x37x48xf32>) -> (tensor<3x2x100x48xf32>, tensor<3x2x100xf32>)
+func.func @window_ragged(%q: tensor<3x2x100x64xf32>, %k: tensor<3x2x37x64xf32>, %v: tensor<3x2x37x48xf32>) -> tensor<3x2x100x48xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<3x2x100x64xf32>, tensor<3x2x37x64xf32> -> tensor<3x2x100x37xf32>
+  %t = flash.scale %s by 0.125 : tensor<3x2x100x37xf32>
+  %m = flash.mask %t <sliding_window, left = 16, right = 0> : tensor<3x2x100x37xf32>
+  %p = flash.softmax %m : tensor<3x2x100x37xf32>
+  %o = flash.matmul %p, %v : tensor<3x2x100x37xf32>, tensor<3x2x37x48xf32> -> tensor<3x2x100x48xf32>
+  return %o : tensor<3x2x100x48xf32>
+}
+
+// -----
+
+// Kᵀ written explicitly as a matmul result: Kᵀ = Aᵀ·B, so K = Bᵀ·A is
+// re-emitted (operands swapped, flags flipped) and fed to the attention.
+// CHECK-LABEL: func.func @key_transposed_by_matmul
+// CHECK-SAME: (%[[Q:.+]]: tensor<{{.+}}>, %[[A:.+]]: tensor<{{.+}}>, %[[B:.+]]: tensor<{{.+}}>, %[[V:.+]]: tensor<{{.+}}>)
+// CHECK-NEXT: %[[K:.+]] = flash.matmul %[[B]], %[[A]] transpose_a : tensor<2x4x16x10xf32>, tensor<2x4x16x64xf32> -> tensor<2x4x10x64xf32>
+// CHECK-NEXT: flash.attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 mask = #flash.mask<none> num_kv_heads = 4
+// CHECK-NOT: flash.matmul
+func.func @key_transposed_by_matmul(%q: tensor<2x4x8x64xf32>, %a: tensor<2x4x16x64xf32>, %b: tensor<2x4x16x10xf32>, %v: tensor<2x4x10x64xf32>) -> tensor<2x4x8x64xf32> {
+  %kt = flash.matmul %a, %b transpose_a : tensor<2x4x16x64xf32>, tensor<2x4x16x10xf32> -> tensor<2x4x64x10xf32>
+  %s = flash.matmul %q, %kt : tensor<2x4x8x64xf32>, tensor<2x4x64x10xf32> -> tensor<2x4x8x10xf32>
+  %t = flash.scale %s by 0.125 : tensor<2x4x8x10xf32>
+  %p = flash.softmax %t : tensor<2x4x8x10xf32>
+  %o = flash.matmul %p, %v : tensor<2x4x8x10xf32>, tensor<2x4x10x64xf32> -> tensor<2x4x8x64xf32>
+  return %o : tensor<2x4x8x64xf32>
+}
+
+// -----
+
+// Two attention chains in one function both fuse; the graph between them is kept.
+// CHECK-LABEL: func.func @two_layers
+// CHECK: %[[O1:.+]], %{{.+}} = flash.attention
+// CHECK: %[[X:.+]] = flash.add %[[O1]], %{{.+}}
+// CHECK: flash.attention %[[X]]
+func.func @two_layers(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  %x = flash.add %o, %q : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  %s2 = flash.matmul %x, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p2 = flash.softmax %s2 : tensor<1x2x8x8xf32>
+  %o2 = flash.matmul %p2, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o2 : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Graphs that must not fuse.
+//===----------------------------------------------------------------------===//
+
+// The scores are also returned: fusing would have to keep the N×N matrix.
+// CHECK-LABEL: func.func @scores_used_twice
+// CHECK-NOT: flash.attention
+// CHECK: flash.softmax
+func.func @scores_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o, %s : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// The probabilities are also returned.
+// CHECK-LABEL: func.func @probabilities_used_twice
+// CHECK-NOT: flash.attention
+// CHECK: flash.softmax
+func.func @probabilities_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o, %p : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// A masked intermediate with a second use.
+// CHECK-LABEL: func.func @masked_scores_used_twice
+// CHECK-NOT: flash.attention
+func.func @masked_scores_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
+  %p = flash.softmax %m : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o, %m : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Two masks are not one attention mask.
+// CHECK-LABEL: func.func @two_masks
+// CHECK-NOT: flash.attention
+func.func @two_masks(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
+  %m2 = flash.mask %m <sliding_window, left = 2, right = 0> : tensor<1x2x8x8xf32>
+  %p = flash.softmax %m2 : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Kᵀ passed pre-transposed as an argument [B, H, D, Sk]: flash.attention
+// needs K as [B, H, Sk, D] and the dialect has no transpose, so no fusion.
+// CHECK-LABEL: func.func @key_transposed_argument
+// CHECK-NOT: flash.attention
+func.func @key_transposed_argument(%q: tensor<1x2x8x16xf32>, %kt: tensor<1x2x16x8xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %kt : tensor<1x2x8x16xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// A negative scale after a mask turns -inf into +inf: not an attention.
+// CHECK-LABEL: func.func @negative_scale
+// CHECK-NOT: flash.attention
+func.func @negative_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
+  %t = flash.scale %m by -1.0 : tensor<1x2x8x8xf32>
+  %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// No softmax between the matmuls: plain linear attention, not fused.
+// CHECK-LABEL: func.func @no_softmax
+// CHECK-NOT: flash.attention
+func.func @no_softmax(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %t = flash.scale %s by 0.25 : tensor<1x2x8x8xf32>
+  %o = flash.matmul %t, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// V transposed in the second matmul ([B, H, Dv, Sk]): not fused.
+// CHECK-LABEL: func.func @value_transposed
+// CHECK-NOT: flash.attention
+func.func @value_transposed(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %vt: tensor<1x2x16x8xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %vt transpose_b : tensor<1x2x8x8xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Q given transposed ([B, H, D, Sq] with transpose_a): not fused.
+// CHECK-LABEL: func.func @query_transposed
+// CHECK-NOT: flash.attention
+func.func @query_transposed(%qt: tensor<1x2x16x8xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %qt, %k transpose_a transpose_b : tensor<1x2x16x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Rank-3 [B·H, S, D] operands: flash.attention is rank 4 only.
+// CHECK-LABEL: func.func @rank3
+// CHECK-NOT: flash.attention
+func.func @rank3(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x16xf32>) -> tensor<8x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<8x8x16xf32>, tensor<8x8x16xf32> -> tensor<8x8x8xf32>
+  %p = flash.softmax %s : tensor<8x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<8x8x8xf32>, tensor<8x8x16xf32> -> tensor<8x8x16xf32>
+  return %o : tensor<8x8x16xf32>
+}
+
+// -----
+
+// A batch broadcast (4 query batches against 2 key batches) is not a GQA head
+// grouping: not fused.
+// CHECK-LABEL: func.func @grouped_batch
+// CHECK-NOT: flash.attention
+func.func @grouped_batch(%q: tensor<4x2x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) -> tensor<4x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<4x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x8xf32>
+  %p = flash.softmax %s : tensor<4x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<4x2x8x8xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x16xf32>
+  return %o : tensor<4x2x8x16xf32>
+}
+
+// -----
+
+// Dynamic head count: flash.attention needs static heads.
+// CHECK-LABEL: func.func @dynamic_heads
+// CHECK-NOT: flash.attention
+func.func @dynamic_heads(%q: tensor<1x?x8x16xf32>, %k: tensor<1x?x8x16xf32>, %v: tensor<1x?x8x16xf32>) -> tensor<1x?x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x?x8x16xf32>, tensor<1x?x8x16xf32> -> tensor<1x?x8x8xf32>
+  %p = flash.softmax %s : tensor<1x?x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x?x8x8xf32>, tensor<1x?x8x16xf32> -> tensor<1x?x8x16xf32>
+  return %o : tensor<1x?x8x16xf32>
+}
+
+// -----
+
+// An unrelated graph (an FFN, and a dead softmax) is left exactly as written.
+// CHECK-LABEL: func.func @unrelated
+// CHECK-NEXT: %[[H:.+]] = flash.matmul
+// CHECK-NEXT: %[[G:.+]] = flash.gelu tanh %[[H]]
+// CHECK-NEXT: %[[Y:.+]] = flash.matmul %[[G]]
+// CHECK-NEXT: %{{.+}} = flash.softmax %[[Y]]
+// CHECK-NEXT: return %[[Y]]
+func.func @unrelated(%x: tensor<?x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<256x64xf32>) -> tensor<?x64xf32> {
+  %h = flash.matmul %x, %w1 : tensor<?x64xf32>, tensor<64x256xf32> -> tensor<?x256xf32>
+  %g = flash.gelu tanh %h : tensor<?x256xf32>
+  %y = flash.matmul %g, %w2 : tensor<?x256xf32>, tensor<256x64xf32> -> tensor<?x64xf32>
+  %dead = flash.softmax %y : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

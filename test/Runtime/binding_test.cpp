@@ -1,0 +1,249 @@
+// Argument validation and ABI packing, on the CPU (no driver involved): every
+// bad argument gets its own message naming the argument.
+#include "Check.h"
+
+#include "flashc/runtime/Binding.h"
+
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+using namespace flashc::rt;
+using namespace flashc::test;
+
+namespace {
+
+Manifest loadBasic() {
+  std::ifstream in(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto m = parseManifest(ss.str());
+  if (!m) {
+    std::printf("cannot parse the basic bundle: %s\n", m.message().c_str());
+    std::exit(1);
+  }
+  return *m;
+}
+
+void *fakePointer(uintptr_t address) { return reinterpret_cast<void *>(address); }
+
+// Valid arguments for row_scale with M rows of N columns (row stride ld).
+Arguments rowScaleArgs(int64_t M, int64_t N, int64_t ld) {
+  Arguments a;
+  int64_t shape[2] = {M, N}, strides[2] = {ld, 1}, sShape[1] = {M};
+  (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, shape, strides);
+  (void)a.setTensor("s", fakePointer(0x200000), DType::F32, 1, sShape);
+  (void)a.setTensor("y", fakePointer(0x300000), DType::BF16, 2, shape, strides);
+  a.setF32("alpha", 0.5f);
+  return a;
+}
+
+void testValidKernel(const Manifest &m) {
+  const KernelSpec &k = *m.findKernel("row_scale");
+  auto plan = planKernelLaunch(k, rowScaleArgs(3, 300, 320));
+  if (!checkOk(plan, "row_scale with valid strided arguments")) return;
+  check(plan->grid == std::array<uint32_t, 3>{3, 3, 1} && plan->block == std::array<uint32_t, 3>{128, 1, 1},
+        "grid = (cdiv(300, 128), 3, 1), block = (128, 1, 1)");
+  const PackedTensorArg &x = plan->tensors[0];
+  check(x.data == fakePointer(0x100000) && x.shape[0] == 3 && x.shape[1] == 300 && x.shape[2] == 1 && x.shape[3] == 1 &&
+            x.stride[0] == 320 && x.stride[1] == 1 && x.stride[2] == 0 && x.stride[3] == 0,
+        "packed x: shape [3, 300, 1, 1], stride [320, 1, 0, 0]");
+  const PackedTensorArg &s = plan->tensors[1];
+  check(s.shape[0] == 3 && s.stride[0] == 1 && s.shape[1] == 1 && s.stride[1] == 0, "packed s: default dense stride");
+  float alpha;
+  std::memcpy(&alpha, &plan->scalars[0], sizeof alpha);
+  check(plan->scalars.size() == 1 && alpha == 0.5f, "scalar alpha packed as f32 at the start of its slot");
+  check(!plan->skip && plan->sharedBytes == 0, "not skipped, no dynamic shared memory");
+  check(offsetof(PackedTensorArg, shape) == 8 && offsetof(PackedTensorArg, stride) == 40, "TensorArg field offsets 0/8/40");
+}
+
+void testBadArguments(const Manifest &m) {
+  const KernelSpec &k = *m.findKernel("row_scale");
+  struct Case {
+    std::string what;
+    std::function<void(Arguments &)> edit;
+    std::string expected;
+  };
+  int64_t shape3[3] = {3, 64, 1};
+  std::vector<Case> cases = {
+      {"missing tensor", [](Arguments &a) { a.remove("y"); }, "missing argument 'y' (tensor bf16 [M, N]) of kernel 'row_scale'"},
+      {"missing scalar", [](Arguments &a) { a.remove("alpha"); }, "missing argument 'alpha' (scalar f32) of kernel 'row_scale'"},
+      {"unknown argument", [](Arguments &a) { a.setF32("beta", 1); }, "unknown argument 'beta': kernel 'row_scale' has no such parameter"},
+      {"null pointer",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}; (void)a.setTensor("x", nullptr, DType::BF16, 2, sh); },
+       "argument 'x': null data pointer for a tensor of shape [3, 64]"},
+      {"wrong dtype",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}; (void)a.setTensor("x", fakePointer(0x100000), DType::F16, 2, sh); },
+       "argument 'x': dtype is f16, the kernel expects bf16"},
+      {"wrong rank",
+       [&](Arguments &a) { (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 3, shape3); },
+       "argument 'x': rank is 3 (shape [3, 64, 1]), the kernel expects 2 (tensor bf16 [M, N])"},
+      {"symbol disagreement",
+       [](Arguments &a) { int64_t sh[2] = {3, 66}; (void)a.setTensor("y", fakePointer(0x300000), DType::BF16, 2, sh); },
+       "argument 'y' dim 1 (N) is 66 but argument 'x' dim 1 bound N to 64"},
+      {"negative dim",
+       [](Arguments &a) { int64_t sh[1] = {-3}; (void)a.setTensor("s", fakePointer(0x200000), DType::F32, 1, sh); },
+       "argument 's': dim 0 is negative (-3)"},
+      {"negative stride",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}, st[2] = {-64, 1}; (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, sh, st); },
+       "argument 'x': stride 0 is negative (-64)"},
+      {"non-contiguous last dim",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}, st[2] = {128, 2}; (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, sh, st); },
+       "argument 'x': the last dim must be contiguous (stride 1) but its stride is 2"},
+      {"misaligned pointer",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}; (void)a.setTensor("y", fakePointer(0x300002), DType::BF16, 2, sh); },
+       "argument 'y': data pointer 0x300002 is not aligned to 4 bytes"},
+      {"stride not a multiple",
+       [](Arguments &a) { int64_t sh[2] = {3, 64}, st[2] = {65, 1}; (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, sh, st); },
+       "argument 'x': stride 0 is 65, the kernel needs a multiple of 2 elements"},
+      {"scalar type", [](Arguments &a) { a.setI32("alpha", 1); }, "argument 'alpha': scalar type is i32, the kernel expects f32"},
+      {"tensor for a scalar",
+       [](Arguments &a) { int64_t sh[1] = {1}; (void)a.setTensor("alpha", fakePointer(0x400000), DType::F32, 1, sh); },
+       "argument 'alpha' must be a scalar f32, not a tensor"},
+      {"scalar for a tensor", [](Arguments &a) { a.setF32("s", 1.0f); }, "argument 's' must be a tensor f32 [M], not a scalar"},
+      {"requires fails", [](Arguments &a) { a = rowScaleArgs(3, 63, 64); },
+       "kernel 'row_scale': requirement 'N % 2 == 0' does not hold (N=63)"},
+      {"grid over the device limit", [](Arguments &a) { a = rowScaleArgs(70000, 64, 64); },
+       "kernel 'row_scale': grid y = 70000 exceeds the device limit 65535 (M=70000)"},
+  };
+  for (auto &c : cases) {
+    Arguments a = rowScaleArgs(3, 64, 64);
+    c.edit(a);
+    checkError(planKernelLaunch(k, a), c.expected, "bad argument: " + c.what);
+  }
+  Arguments a;
+  int64_t sh[5] = {1, 1, 1, 1, 1};
+  checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 5, sh), "argument 'x': rank 5 is outside 0..4",
+             "setTensor rejects rank 5");
+  checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 2, nullptr), "argument 'x': null shape array",
+             "setTensor rejects a null shape");
+}
+
+void testZeroSize(const Manifest &m) {
+  const KernelSpec &k = *m.findKernel("row_scale");
+  Arguments a;
+  int64_t shape[2] = {0, 64}, sShape[1] = {0};
+  (void)a.setTensor("x", nullptr, DType::BF16, 2, shape);
+  (void)a.setTensor("s", nullptr, DType::F32, 1, sShape);
+  (void)a.setTensor("y", nullptr, DType::BF16, 2, shape);
+  a.setF32("alpha", 1);
+  auto plan = planKernelLaunch(k, a);
+  check(plan.ok() && plan->skip, "zero rows (null pointers allowed for empty tensors): valid, launch skipped",
+        plan.ok() ? "" : plan.message());
+  const KernelSpec &rr = *m.findKernel("row_reverse");
+  Arguments b;
+  int64_t empty[2] = {4, 0};
+  (void)b.setTensor("x", nullptr, DType::F32, 2, empty);
+  (void)b.setTensor("y", nullptr, DType::F32, 2, empty);
+  checkError(planKernelLaunch(rr, b), "kernel 'row_reverse': requirement 'N >= 1' does not hold (N=0)",
+             "an empty row where the kernel requires N >= 1 is an error, not a silent skip");
+}
+
+void testLimits(const Manifest &m) {
+  const KernelSpec &rr = *m.findKernel("row_reverse");
+  Arguments a;
+  int64_t shape[2] = {2, 20000};
+  (void)a.setTensor("x", fakePointer(0x100000), DType::F32, 2, shape);
+  (void)a.setTensor("y", fakePointer(0x200000), DType::F32, 2, shape);
+  checkError(planKernelLaunch(rr, a),
+             "kernel 'row_reverse' needs 80000 bytes of dynamic shared memory; the device allows at most 49152 per block",
+             "dynamic shared memory above the device limit");
+  DeviceLimits hopper;
+  hopper.maxDynamicSharedBytes = 232448;
+  auto plan = planKernelLaunch(rr, a, hopper);
+  check(plan.ok() && plan->sharedBytes == 80000, "80000 bytes fit a 227 KiB opt-in limit; shared = N * 4",
+        plan.ok() ? "" : plan.message());
+
+  auto manifest = parseManifest("flashc-bundle 1\narch sm_80\n"
+                                "kernel big\n entry e\n tensor x f32 in [N, 64]\n scalar window i32\n"
+                                " grid cdiv(N, window), 1, 1\n block 64, 64, 1\nend\n"
+                                "kernel wide\n entry e\n tensor x f32 in [N, 64]\n grid 1, 1, 1\n block 2048, 1, 1\nend\n");
+  if (!checkOk(manifest, "limits manifest parses")) return;
+  Arguments b;
+  int64_t xs[2] = {100, 64};
+  (void)b.setTensor("x", fakePointer(0x100000), DType::F32, 2, xs);
+  b.setI32("window", 16);
+  checkError(planKernelLaunch(*manifest->findKernel("big"), b), "kernel 'big': 4096 threads per block exceed the device limit 1024",
+             "threads per block above the limit");
+  b.remove("window");
+  checkError(planKernelLaunch(*manifest->findKernel("wide"), b), "kernel 'wide': block x = 2048 is outside 1..1024",
+             "block x above the limit");
+  int64_t xsBad[2] = {100, 63};
+  (void)b.setTensor("x", fakePointer(0x100000), DType::F32, 2, xsBad);
+  checkError(planKernelLaunch(*manifest->findKernel("wide"), b), "argument 'x' dim 1 is 63, the kernel expects 64",
+             "literal dim mismatch");
+  DeviceLimits big;
+  big.maxThreadsPerBlock = 4096;
+  big.maxBlock = {4096, 4096, 64};
+  (void)b.setTensor("x", fakePointer(0x100000), DType::F32, 2, xs);
+  b.setI32("window", 0);
+  checkError(planKernelLaunch(*manifest->findKernel("big"), b, big), "kernel 'big': grid x: expression 'cdiv(N, window)': cdiv divisor 0",
+             "integer scalar used as a symbol: cdiv by a zero window is reported");
+  b.setI32("window", 16);
+  auto ok = planKernelLaunch(*manifest->findKernel("big"), b, big);
+  check(ok.ok() && ok->grid[0] == 7, "integer scalar 'window' is a symbol: grid x = cdiv(100, 16) = 7");
+}
+
+void testProgram(const Manifest &m) {
+  const ProgramSpec &p = *m.findProgram("scale_then_add");
+  auto args = [] {
+    Arguments a;
+    int64_t n[1] = {1000};
+    (void)a.setTensor("x", fakePointer(0x100000), DType::F32, 1, n);
+    (void)a.setTensor("b", fakePointer(0x200000), DType::F32, 1, n);
+    (void)a.setTensor("out", fakePointer(0x300000), DType::F32, 1, n);
+    a.setF32("alpha", 2);
+    return a;
+  };
+  auto plan = planProgramLaunch(m, p, args());
+  if (checkOk(plan, "program scale_then_add with valid arguments")) {
+    check(plan->kernels.size() == 2 && plan->scratch.size() == 1 && plan->scratch[0].bytes == 4000 && plan->scratch[0].zeroFill,
+          "two kernels, scratch 'tmp' of 1000 f32 = 4000 bytes, zero-filled");
+    plan->setScratchPointer("tmp", fakePointer(0x900000));
+    check(plan->kernels[0].tensors[1].data == fakePointer(0x900000) && plan->kernels[1].tensors[0].data == fakePointer(0x900000) &&
+              plan->kernels[1].tensors[0].shape[0] == 1000,
+          "scratch pointer and shape reach both kernels");
+  }
+  Arguments a = args();
+  int64_t n[1] = {1000};
+  (void)a.setTensor("tmp", fakePointer(0x500000), DType::F32, 1, n);
+  checkError(planProgramLaunch(m, p, a), "argument 'tmp' is scratch that the runtime allocates for program 'scale_then_add'",
+             "passing a scratch tensor is an error");
+  a = args();
+  int64_t n2[1] = {999};
+  (void)a.setTensor("b", fakePointer(0x200000), DType::F32, 1, n2);
+  checkError(planProgramLaunch(m, p, a), "argument 'b' dim 0 (N) is 999 but argument 'x' dim 0 bound N to 1000",
+             "symbols are shared across the program's kernels");
+  a = args();
+  a.remove("out");
+  checkError(planProgramLaunch(m, p, a), "missing argument 'out' (tensor f32 [N]) of kernel 'add_into'",
+             "missing argument of the program's second kernel");
+  a = args();
+  a.setI64("extra", 1);
+  checkError(planProgramLaunch(m, p, a), "unknown argument 'extra': program 'scale_then_add' has no such parameter",
+             "unknown program argument");
+
+  Arguments partial;
+  int64_t n3[1] = {77};
+  (void)partial.setTensor("x", fakePointer(0x100000), DType::F32, 1, n3);
+  auto shape = resolveParamShape(m, "scale_then_add", "out", partial);
+  check(shape.ok() && shape->size() == 1 && (*shape)[0] == 77, "resolveParamShape: out of the program is [77] once x is bound");
+  checkError(resolveParamShape(m, "row_scale", "y", Arguments()), "symbol M is not bound",
+             "resolveParamShape names the unbound symbol");
+  checkError(resolveParamShape(m, "row_scale", "q", Arguments()), "'row_scale' has no tensor parameter 'q'",
+             "resolveParamShape of an unknown parameter");
+}
+
+} // namespace
+
+int main() {
+  Manifest m = loadBasic();
+  testValidKernel(m);
+  testBadArguments(m);
+  testZeroSize(m);
+  testLimits(m);
+  testProgram(m);
+  return checkSummary();
+}

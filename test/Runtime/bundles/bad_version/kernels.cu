@@ -1,0 +1,1 @@
+// never compiled: the manifest is rejected first

@@ -1,0 +1,254 @@
+// Manifest parser/writer, expressions and architecture rules (CPU only).
+#include "Check.h"
+
+#include "flashc/runtime/Arch.h"
+#include "flashc/runtime/Manifest.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace flashc::rt;
+using namespace flashc::test;
+
+namespace {
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const char *kHeader = "flashc-bundle 1\nflashc-version 0.1.0\nsource kernels.cu\narch sm_90a\n";
+
+std::string withKernel(const std::string &body) {
+  return std::string(kHeader) + "kernel k\n  entry k_entry\n" + body + "end\n";
+}
+const std::string kMinimalBody = "  tensor x f32 in [N]\n  grid cdiv(N, 128), 1, 1\n  block 128, 1, 1\n";
+
+Manifest richManifest() {
+  Manifest m;
+  m.flashcVersion = "0.1.0";
+  m.nvrtcOptions = {"-std=c++17", "--use_fast_math"};
+  m.archs = {"sm_80", "sm_90a"};
+  m.cubins = {{"sm_90a", "kernels.sm_90a.cubin"}};
+  KernelSpec k;
+  k.name = "attention_fwd";
+  k.entry = "flashc_attention_fwd";
+  k.role = "forward";
+  TensorParam q{"q", DType::BF16, Direction::In, {Dim::sym("B"), Dim::sym("H"), Dim::sym("Sq"), Dim::lit(64)}, 16, true, 8};
+  TensorParam o = q;
+  o.name = "o";
+  o.direction = Direction::Out;
+  TensorParam lse{"lse", DType::F32, Direction::InOut, {Dim::sym("B"), Dim::sym("H"), Dim::sym("Sq")}, 0, false, 1};
+  k.tensors = {q, o, lse};
+  k.scalars = {{"scale", ScalarType::F32}, {"window", ScalarType::I32}, {"seed", ScalarType::I64}};
+  k.grid = {*Expr::parse("cdiv(Sq, 128)"), *Expr::parse("H * B"), Expr::literal(1)};
+  k.block = {Expr::literal(128), Expr::literal(1), Expr::literal(1)};
+  k.sharedBytes = *Expr::parse("max(49152, 2 * (Sq % 64 + 1024))");
+  k.constraints = {*Expr::parse("Sq >= 1 && window >= 0", true), *Expr::parse("!(B == 0) || H > 1", true)};
+  m.kernels.push_back(k);
+  KernelSpec k2 = k;
+  k2.name = "attention_fwd_post";
+  k2.entry = "post";
+  k2.role = "postprocess";
+  k2.tensors = {o, lse};
+  k2.scalars = {};
+  k2.constraints = {};
+  k2.grid = {*Expr::parse("B"), *Expr::parse("H"), *Expr::parse("cdiv(Sq, 64)")};
+  k2.sharedBytes = Expr::literal(0);
+  m.kernels.push_back(k2);
+  ProgramSpec p;
+  p.name = "attention";
+  p.kernels = {"attention_fwd", "attention_fwd_post"};
+  p.scratch = {{"lse", true}};
+  p.meta = {{"op", "attention_forward"}, {"scale", "0.125"}};
+  m.programs.push_back(p);
+  return m;
+}
+
+void testRoundTrip() {
+  Manifest m = richManifest();
+  checkOk(validateManifest(m), "a manifest built in code validates");
+  std::string text = writeManifest(m);
+  auto parsed = parseManifest(text);
+  if (!checkOk(parsed, "written manifest parses back")) {
+    std::printf("%s", text.c_str());
+    return;
+  }
+  check(*parsed == m, "parse(write(m)) == m");
+  check(writeManifest(*parsed) == text, "writing is deterministic (byte-identical second write)");
+  check(parsed->kernels[0].tensors[0].requiredAlignment() == 16 && parsed->kernels[0].tensors[0].strideMultiple == 8 &&
+            parsed->kernels[0].tensors[0].contiguous,
+        "tensor attributes survive (align=16 contiguous stride_multiple=8)");
+  check(parsed->kernels[0].tensors[2].requiredAlignment() == 4, "default alignment is the element size");
+  check(parsed->programs[0].scratch[0].zeroFill, "scratch zero flag survives");
+  check(parsed->programs[0].meta.at("scale") == "0.125", "program meta survives");
+
+  std::string bundleText = readText(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
+  auto basic = parseManifest(bundleText);
+  if (checkOk(basic, "test bundle basic/manifest.flashc parses")) {
+    check(basic->kernels.size() == 6 && basic->programs.size() == 1, "basic bundle: 6 kernels, 1 program");
+    auto again = parseManifest(writeManifest(*basic));
+    check(again.ok() && *again == *basic, "basic bundle round-trips through the writer");
+    const KernelSpec *rs = basic->findKernel("row_scale");
+    check(rs && rs->scalars.size() == 1 && rs->constraints.size() == 1 && rs->constraints[0].str() == "N % 2 == 0",
+          "row_scale: one scalar, requires 'N % 2 == 0'");
+  }
+  // Comments, blank lines, CRLF line ends and indentation are accepted.
+  std::string crlf = "flashc-bundle 1\r\n# comment\r\n\r\narch sm_80\r\nkernel k\r\n entry e\r\n tensor x f32 in [N]\r\n"
+                     " grid N, 1, 1\r\n block 1, 1, 1\r\nend\r\n";
+  checkOk(parseManifest(crlf), "CRLF line ends, comments, blank lines");
+}
+
+void testVersion() {
+  auto r = parseManifest("flashc-bundle 2\narch sm_80\n");
+  checkError(r, "bundle format version 2 is not supported (this runtime reads version 1)",
+             "a version-2 bundle is rejected naming both versions");
+  check(r.code() == ErrorCode::Unsupported, "version mismatch has code Unsupported");
+  Manifest m = richManifest();
+  m.formatVersion = 7;
+  checkError(validateManifest(m), "bundle format version 7 is not supported (this runtime reads version 1)",
+             "validateManifest rejects a foreign version too");
+}
+
+void testMalformed() {
+  struct Case {
+    std::string text, expected, what;
+  };
+  std::vector<Case> cases = {
+      {"", "manifest.flashc:1: expected 'flashc-bundle <version>'", "empty text"},
+      {"flashc-bundle one\n", "manifest.flashc:1: bad format version 'one'", "non-numeric version"},
+      {"arch sm_80\nflashc-bundle 1\n", "manifest.flashc:1: expected 'flashc-bundle <version>' as the first line",
+       "header not on the first line"},
+      {std::string(kHeader) + "colour blue\n", "manifest.flashc:5: unknown directive 'colour'", "unknown header directive"},
+      {std::string(kHeader) + "arch sm_80\n", "manifest.flashc:5: 'arch' given twice", "duplicate arch"},
+      {"flashc-bundle 1\narch sm_8x\nkernel k\nentry e\ntensor x f32 in [N]\ngrid N,1,1\nblock 1,1,1\nend\n",
+       "bad architecture 'sm_8x'", "malformed arch"},
+      {std::string(kHeader) + "nvrtc-options -I/usr/include\n", "manifest.flashc:5: nvrtc-options must not set '-I/usr/include'",
+       "include path in nvrtc-options"},
+      {std::string(kHeader) + "cubin sm_90a\n", "manifest.flashc:5: expected 'cubin <arch> <file>'", "cubin without file"},
+      {std::string(kHeader) + "kernel k\n  entry e\n", "manifest.flashc:5: kernel 'k' has no 'end'", "unterminated kernel"},
+      {std::string(kHeader) + "end\n", "manifest.flashc:5: 'end' outside a kernel or program block", "stray end"},
+      {withKernel("  tensor x f61 in [N]\n" + kMinimalBody), "manifest.flashc:7: unknown dtype 'f61' (expected bf16, f16, f32, i32)",
+       "unknown dtype"},
+      {withKernel("  tensor x f32 sideways [N]\n"), "manifest.flashc:7: unknown direction 'sideways'", "unknown direction"},
+      {withKernel("  tensor x f32 in [A, B, C, D, E]\n"), "manifest.flashc:7: tensor 'x' has rank 5 (at most 4)", "rank 5"},
+      {withKernel("  tensor x f32 in [N, 3.5]\n"), "manifest.flashc:7: bad dim '3.5' of tensor 'x'", "bad dim"},
+      {withKernel("  tensor x f32 in N\n"), "manifest.flashc:7: expected 'tensor <name> <dtype> <in|out|inout> [dims]",
+       "dims without brackets"},
+      {withKernel("  tensor x f32 in [N] align=12\n"), "manifest.flashc:7: align=12 is not a power of two", "align not a power of two"},
+      {withKernel("  tensor x f32 in [N] shiny\n"), "manifest.flashc:7: bad tensor attribute 'shiny'", "unknown attribute"},
+      {withKernel("  tensor x f32 in [N] contiguous contiguous\n"), "manifest.flashc:7: attribute 'contiguous' given twice",
+       "duplicate attribute"},
+      {withKernel("  scalar s f32\n  tensor x f32 in [N]\n"),
+       "manifest.flashc:8: tensor parameter after a scalar parameter (kernel ABI: all tensors come first)",
+       "tensor after scalar"},
+      {withKernel("  scalar s f16\n"), "manifest.flashc:7: unknown scalar type 'f16' (expected f32, i32, i64)", "bad scalar type"},
+      {withKernel("  tensor x f32 in [N]\n  grid N, 1\n"), "manifest.flashc:8: 'grid' needs three comma-separated expressions",
+       "grid with two expressions"},
+      {withKernel("  tensor x f32 in [N]\n  grid N +, 1, 1\n"), "manifest.flashc:8: expression 'N +': unexpected end at column 4",
+       "broken grid expression"},
+      {withKernel("  tensor x f32 in [N]\n  grid N > 1, 1, 1\n"), "operator '>' is only allowed in 'requires'",
+       "comparison outside requires"},
+      {withKernel("  tensor x f32 in [N]\n  grid pow(N, 2), 1, 1\n"), "unknown function 'pow' (expected cdiv, min, max)",
+       "unknown function"},
+      {withKernel(kMinimalBody + "  block 64, 1, 1\n"), "manifest.flashc:10: 'block' given twice", "block given twice"},
+      {withKernel("  tensor x f32 in [N]\n  block 1, 1, 1\n"), "manifest.flashc:5: kernel 'k' has no 'grid'", "missing grid"},
+      {withKernel(kMinimalBody + "  shared M * 4\n"),
+       "manifest.flashc:5: kernel 'k': shared expression 'M * 4' uses symbol 'M' that no tensor dim or integer scalar binds",
+       "unbound symbol in shared"},
+      {withKernel(kMinimalBody + "  scalar scale f32\n  requires scale > 0\n"),
+       "requires expression 'scale > 0' uses symbol 'scale'", "float scalar is not a symbol"},
+      {withKernel("  tensor x f32 in [N]\n  tensor x f32 out [N]\n  grid N, 1, 1\n  block 1, 1, 1\n"),
+       "manifest.flashc:5: kernel 'k': duplicate parameter 'x'", "duplicate parameter"},
+      {withKernel(kMinimalBody) + withKernel(kMinimalBody).substr(strlen(kHeader)), "duplicate kernel 'k'", "duplicate kernel"},
+      {withKernel(kMinimalBody) + "program p\n  kernel nope\nend\n", "program 'p': unknown kernel 'nope'",
+       "program with unknown kernel"},
+      {withKernel(kMinimalBody) + "program p\n  kernel k\n  scratch y\nend\n",
+       "program 'p': scratch 'y' is not a tensor parameter of its kernels", "scratch of unknown tensor"},
+      {withKernel(kMinimalBody) + "program p\n  kernel k\n  scratch x\nend\n",
+       "program 'p': scratch 'x' dim 'N' is not determined by the user's arguments", "scratch with undetermined dim"},
+      {withKernel(kMinimalBody) + "kernel k2\n entry e2\n tensor x i32 in [N]\n grid N, 1, 1\n block 1, 1, 1\nend\n"
+                                  "program p\n  kernel k\n  kernel k2\nend\n",
+       "program 'p': parameter 'x' differs between kernels 'k' and 'k2'", "program parameter dtype conflict"},
+      {withKernel(kMinimalBody) + "program k\n  kernel k\nend\n", "duplicate program 'k'", "program named like a kernel"},
+      {withKernel(kMinimalBody) + "program p\n  kernel k\n  meta op\nend\n", "expected 'meta <key> <value>'",
+       "meta without value"},
+      {withKernel(kMinimalBody) + "program p\n  kernel k\n  meta op a\n  meta op b\nend\n",
+       "meta key 'op' given twice", "duplicate meta key"},
+      {withKernel(kMinimalBody) + "program p\n  kernel k\n  loop forever\nend\n",
+       "unknown directive 'loop' in program 'p'", "unknown program directive"},
+      {std::string("flashc-bundle 1\nsource kernels.cu\n"), "no 'arch' line", "no arch"},
+      {std::string(kHeader), "declares no kernels", "no kernels"},
+  };
+  for (const auto &c : cases) checkError(parseManifest(c.text), c.expected, "malformed: " + c.what);
+}
+
+void testExpressions() {
+  SymbolTable s{{"B", 2}, {"Sq", 1000}, {"H", 16}, {"Z", 0}};
+  auto eval = [&](const std::string &text, bool logic = false) -> Result<int64_t> {
+    auto e = Expr::parse(text, logic);
+    if (!e) return e.error();
+    return e->evaluate(s);
+  };
+  check(eval("cdiv(Sq, 128)").ok() && *eval("cdiv(Sq, 128)") == 8, "cdiv(1000, 128) == 8");
+  check(*eval("cdiv(1024, 128)") == 8, "cdiv exact");
+  check(*eval("cdiv(0, 128)") == 0, "cdiv(0, 128) == 0");
+  check(*eval("H * B + 1") == 33 && *eval("H * (B + 1)") == 48, "precedence and parentheses");
+  check(*eval("10 - 3 - 2") == 5 && *eval("100 / 10 / 5") == 2, "left associativity");
+  check(*eval("-B + 5") == 3 && *eval("7 % 3") == 1, "unary minus and modulo");
+  check(*eval("min(Sq, 64) + max(B, H)") == 80, "min and max");
+  check(*eval("Sq >= 1 && H == 16", true) == 1 && *eval("Z > 0 || B < 2", true) == 0, "comparisons and logic");
+  check(*eval("!(Z == 0)", true) == 0, "logical not");
+  check(*eval("Z == 0 || Sq / Z > 1", true) == 1, "|| short-circuits (no division by zero)");
+  checkError(eval("Sq / Z"), "division by zero", "division by zero is an error");
+  checkError(eval("Sq % Z"), "modulo by zero", "modulo by zero is an error");
+  checkError(eval("cdiv(Sq, Z)"), "cdiv divisor 0 is not positive", "cdiv by zero is an error");
+  checkError(eval("9223372036854775807 + 1"), "overflow", "overflow is an error");
+  checkError(eval("Sk * 2"), "symbol 'Sk' is not bound", "unbound symbol at evaluation");
+  checkError(eval("99999999999999999999"), "integer literal too large", "literal overflow");
+  checkError(eval("(B"), "expected ')'", "unbalanced parenthesis");
+  checkError(eval("B B"), "unexpected 'B'", "trailing garbage");
+  for (std::string text : {"cdiv(Sq, 128)", "H * B", "(a + b) * c", "a - (b - c)", "a - b - c", "-(a + b)", "a / (b * c)",
+                           "min(a, max(b, c + 1))", "a + b * c % d"}) {
+    auto e = Expr::parse(text);
+    check(e.ok() && e->str() == text, "canonical print of '" + text + "'", e.ok() ? e->str() : e.message());
+  }
+  auto noisy = Expr::parse("((a))+(b*c)");
+  check(noisy.ok() && noisy->str() == "a + b * c", "redundant parentheses dropped: " + (noisy ? noisy->str() : ""));
+}
+
+void testArch() {
+  auto a = parseArch("sm_90a");
+  check(a && a->major == 9 && a->minor == 0 && a->suffix == 'a', "parseArch(sm_90a)");
+  auto b = parseArch("sm_120");
+  check(b && b->major == 12 && b->minor == 0 && !b->suffix && b->str() == "sm_120", "parseArch(sm_120)");
+  check(!parseArch("sm_9") && !parseArch("compute_90") && !parseArch("sm_9x"), "malformed arch names rejected");
+  check(jitArchForDevice(9, 0).str() == "sm_90a" && jitArchForDevice(8, 6).str() == "sm_86" &&
+            jitArchForDevice(10, 0).str() == "sm_100a",
+        "JIT arch: sm_90a on 9.0, sm_86 on 8.6, sm_100a on 10.0");
+  check(cubinRunsOn(*parseArch("sm_80"), 8, 6) && !cubinRunsOn(*parseArch("sm_80"), 9, 0) &&
+            !cubinRunsOn(*parseArch("sm_86"), 8, 0) && !cubinRunsOn(*parseArch("sm_90a"), 9, 1),
+        "cubin compatibility: same major, minor upward; sm_80 SASS does not load on 9.0; sm_90a only on 9.0");
+  std::vector<CubinSpec> cubins = {{"sm_80", "a"}, {"sm_90", "b"}, {"sm_90a", "c"}, {"sm_86", "d"}};
+  check(chooseCubin(cubins, 9, 0) == 2, "on 9.0 the sm_90a cubin wins over sm_90");
+  check(chooseCubin(cubins, 8, 9) == 3, "on 8.9 the closest lower minor (sm_86) wins");
+  check(chooseCubin(cubins, 8, 0) == 0, "on 8.0 sm_80");
+  check(chooseCubin(cubins, 10, 0) == -1, "on 10.0 nothing fits");
+  check(deviceMeetsTargets({"sm_90a"}, 9, 0) && !deviceMeetsTargets({"sm_90a"}, 8, 0) &&
+            deviceMeetsTargets({"sm_80", "sm_90a"}, 8, 6),
+        "target check: a device older than every target arch is refused");
+}
+
+} // namespace
+
+int main() {
+  testRoundTrip();
+  testVersion();
+  testMalformed();
+  testExpressions();
+  testArch();
+  return checkSummary();
+}

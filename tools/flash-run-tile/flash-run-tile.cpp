@@ -1,0 +1,609 @@
+//===- flash-run-tile.cpp - check tile programs against float64 -----------===//
+//
+//   flash-run-tile SPEC.mlir [--backward] [--deterministic] [--tolerance=1e-5]
+//                  [--target=sm_90a] [--block-m=N --block-n=N --block-k=N
+//                  --warps=N --stages=N] [--ffn-plan=auto|fused|two-kernel]
+//                  [--dynamic-size=N] [--seed=N]
+//
+// For every function of SPEC holding one fused op (after the graph pipeline:
+// fusion): compiles it with flash-generate-backward (with --backward),
+// flash-tile and flash-plan-memory, runs the tile programs on the CPU tile
+// executor on seeded random inputs (outputs poisoned with NaN first), and
+// compares with a naive float64 reference: the flash graph itself for the
+// forward (materialised softmax, GraphEvaluator) and the textbook gradients
+// for the backward. Prints, per output, the max relative error
+//   max_i |tile_i - ref_i| / max_i |ref_i|
+// and exits 1 when one exceeds --tolerance (or is NaN), 2 on other errors.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/GraphEvaluator.h"
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Pipeline.h"
+#include "flashc/Compiler/TileExecutor.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+using namespace mlir;
+using flashc::ElementKind;
+using flashc::HostTensor;
+using mlir::flash::ReferenceTensor;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
+static cl::opt<bool> runBackward("backward", cl::desc("also check the backward program"));
+static cl::opt<bool> deterministic("deterministic",
+                                   cl::desc("backward without atomics (dQ kernel per query block)"));
+static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
+                                 cl::desc("bound on max |tile - ref| / max |ref|"));
+static cl::opt<std::string> target("target", cl::init("sm_90a"), cl::desc("sm_80 or sm_90a"));
+static cl::opt<int64_t> blockM("block-m", cl::init(0), cl::desc("flash-plan-memory block-m"));
+static cl::opt<int64_t> blockN("block-n", cl::init(0), cl::desc("flash-plan-memory block-n"));
+static cl::opt<int64_t> blockK("block-k", cl::init(0), cl::desc("flash-plan-memory block-k"));
+static cl::opt<int64_t> warps("warps", cl::init(0), cl::desc("flash-plan-memory warps"));
+static cl::opt<int64_t> stages("stages", cl::init(0), cl::desc("flash-plan-memory stages"));
+static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
+                                    cl::desc("flash-tile ffn-plan: auto, fused, two-kernel"));
+static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
+                                    cl::desc("size of every dynamic dimension"));
+static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
+static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
+
+namespace {
+
+constexpr int kExitMismatch = 1;
+constexpr int kExitError = 2;
+
+ElementKind kindOf(Type type) {
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isF16())
+    return ElementKind::F16;
+  return ElementKind::F32;
+}
+
+std::vector<int64_t> concreteShape(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> result;
+  for (int64_t dim : shape)
+    result.push_back(ShapedType::isDynamic(dim) ? dynamicSize.getValue() : dim);
+  return result;
+}
+
+/// Reference tensors hold the exact values the tile program sees.
+ReferenceTensor toReference(const HostTensor &tensor) {
+  ReferenceTensor ref(tensor.shape);
+  for (size_t i = 0; i < tensor.data.size(); ++i)
+    ref.data[i] = tensor.data[i];
+  return ref;
+}
+
+HostTensor randomTensor(std::vector<int64_t> shape, ElementKind kind, std::mt19937_64 &rng,
+                        double range) {
+  HostTensor tensor(std::move(shape), kind);
+  std::uniform_real_distribution<double> uniform(-range, range);
+  for (float &value : tensor.data)
+    value = flashc::roundToElement(static_cast<float>(uniform(rng)), kind);
+  return tensor;
+}
+
+HostTensor poisoned(std::vector<int64_t> shape, ElementKind kind) {
+  return HostTensor(std::move(shape), kind, std::numeric_limits<float>::quiet_NaN());
+}
+
+struct Comparison {
+  std::string what;
+  double error;
+  bool ok;
+};
+
+/// max |x - ref| / max |ref|; -inf must match -inf exactly (lse of rows
+/// that see no key), NaN anywhere fails.
+Comparison compare(const std::string &what, const HostTensor &got, const ReferenceTensor &ref) {
+  if (got.shape != ref.shape)
+    return {what + " (shape mismatch)", std::numeric_limits<double>::infinity(), false};
+  double maxRef = 0.0, maxDiff = 0.0;
+  bool bad = false;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    double r = ref.data[i], x = got.data[i];
+    if (std::isnan(x) || std::isnan(r)) {
+      bad = true;
+      continue;
+    }
+    if (std::isinf(r) || std::isinf(x)) {
+      if (r != x)
+        bad = true;
+      continue;
+    }
+    maxRef = std::max(maxRef, std::fabs(r));
+    maxDiff = std::max(maxDiff, std::fabs(x - r));
+  }
+  double error = bad ? std::numeric_limits<double>::infinity()
+                     : maxDiff / std::max(maxRef, std::numeric_limits<double>::min());
+  if (!bad && maxDiff == 0.0)
+    error = 0.0;
+  return {what, error, !bad && error <= tolerance};
+}
+
+//===----------------------------------------------------------------------===//
+// float64 backward references (materialised P)
+//===----------------------------------------------------------------------===//
+
+/// Gradients of flash.attention's output w.r.t. q, k, v given d_out.
+void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
+                        const ReferenceTensor &v, const ReferenceTensor &dOut,
+                        ReferenceTensor &dq, ReferenceTensor &dk, ReferenceTensor &dv) {
+  int64_t B = q.shape[0], Hq = q.shape[1], Sq = q.shape[2], D = q.shape[3];
+  int64_t Hkv = k.shape[1], Sk = k.shape[2], Dv = v.shape[3];
+  int64_t group = Hq / Hkv;
+  double scale = op.getScaleValue();
+  flash::MaskAttr mask = op.getMask();
+  dq = ReferenceTensor(q.shape);
+  dk = ReferenceTensor(k.shape);
+  dv = ReferenceTensor(v.shape);
+  auto at4 = [](const ReferenceTensor &t, int64_t a, int64_t b, int64_t c, int64_t d) {
+    return ((a * t.shape[1] + b) * t.shape[2] + c) * t.shape[3] + d;
+  };
+  std::vector<double> p(Sk), dp(Sk);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      int64_t hk = h / group;
+      for (int64_t i = 0; i < Sq; ++i) {
+        double maxScore = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < Sk; ++j) {
+          if (!mask.isKeyVisible(i, j, Sq, Sk)) {
+            p[j] = -std::numeric_limits<double>::infinity();
+            continue;
+          }
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += q.data[at4(q, b, h, i, d)] * k.data[at4(k, b, hk, j, d)];
+          p[j] = scale * s;
+          maxScore = std::max(maxScore, p[j]);
+        }
+        if (maxScore == -std::numeric_limits<double>::infinity())
+          continue; // no visible key: output 0, no gradient
+        double sum = 0;
+        for (int64_t j = 0; j < Sk; ++j)
+          sum += (p[j] = std::isinf(p[j]) ? 0.0 : std::exp(p[j] - maxScore));
+        double delta = 0;
+        for (int64_t j = 0; j < Sk; ++j) {
+          p[j] /= sum;
+          double x = 0;
+          for (int64_t d = 0; d < Dv; ++d)
+            x += dOut.data[at4(dOut, b, h, i, d)] * v.data[at4(v, b, hk, j, d)];
+          dp[j] = x;
+          delta += p[j] * x;
+        }
+        for (int64_t j = 0; j < Sk; ++j) {
+          if (p[j] == 0.0)
+            continue;
+          double ds = p[j] * (dp[j] - delta);
+          for (int64_t d = 0; d < D; ++d) {
+            dq.data[at4(dq, b, h, i, d)] += scale * ds * k.data[at4(k, b, hk, j, d)];
+            dk.data[at4(dk, b, hk, j, d)] += scale * ds * q.data[at4(q, b, h, i, d)];
+          }
+          for (int64_t d = 0; d < Dv; ++d)
+            dv.data[at4(dv, b, hk, j, d)] += p[j] * dOut.data[at4(dOut, b, h, i, d)];
+        }
+      }
+    }
+}
+
+double activate(flash::Activation kind, double x) {
+  switch (kind) {
+  case flash::Activation::GeluTanh:
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  case flash::Activation::GeluErf:
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case flash::Activation::Silu:
+    return x / (1.0 + std::exp(-x));
+  case flash::Activation::Relu:
+    return x > 0 ? x : 0.0;
+  }
+  return x;
+}
+
+/// Derivative by central differences: independent of the executor's formulas.
+double activateDerivative(flash::Activation kind, double x) {
+  if (kind == flash::Activation::Relu)
+    return x > 0 ? 1.0 : 0.0;
+  const double h = 1e-5;
+  return (activate(kind, x + h) - activate(kind, x - h)) / (2 * h);
+}
+
+/// Gradients of the plain flash.ffn y = act(x·W1 + b1)·W2 + b2 (x rank 2).
+void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTensor &w1,
+                  const ReferenceTensor *b1, const ReferenceTensor &w2, const ReferenceTensor &dy,
+                  std::vector<ReferenceTensor> &grads) {
+  int64_t M = x.shape[0], d = x.shape[1], H = w1.shape[1], N = w2.shape[1];
+  std::vector<double> pre(M * H), hidden(M * H), dpre(M * H);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < H; ++j) {
+      double s = b1 ? b1->data[j] : 0.0;
+      for (int64_t c = 0; c < d; ++c)
+        s += x.data[m * d + c] * w1.data[c * H + j];
+      pre[m * H + j] = s;
+      hidden[m * H + j] = activate(op.getActivation(), s);
+    }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < H; ++j) {
+      double dh = 0;
+      for (int64_t n = 0; n < N; ++n)
+        dh += dy.data[m * N + n] * w2.data[j * N + n];
+      dpre[m * H + j] = dh * activateDerivative(op.getActivation(), pre[m * H + j]);
+    }
+  ReferenceTensor dx({M, d}), dw1({d, H}), db1({H}), dw2({H, N}), db2({N});
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t c = 0; c < d; ++c) {
+      double s = 0;
+      for (int64_t j = 0; j < H; ++j)
+        s += dpre[m * H + j] * w1.data[c * H + j];
+      dx.data[m * d + c] = s;
+    }
+    for (int64_t j = 0; j < H; ++j) {
+      db1.data[j] += dpre[m * H + j];
+      for (int64_t c = 0; c < d; ++c)
+        dw1.data[c * H + j] += x.data[m * d + c] * dpre[m * H + j];
+      for (int64_t n = 0; n < N; ++n)
+        dw2.data[j * N + n] += hidden[m * H + j] * dy.data[m * N + n];
+    }
+    for (int64_t n = 0; n < N; ++n)
+      db2.data[n] += dy.data[m * N + n];
+  }
+  grads = {dx, dw1};
+  if (op.getB1())
+    grads.push_back(db1);
+  grads.push_back(dw2);
+  if (op.getB2())
+    grads.push_back(db2);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+class Runner {
+public:
+  Runner(ModuleOp original, ModuleOp fused, ModuleOp compiled)
+      : original(original), fused(fused), compiled(compiled), executor(compiled),
+        rng(seed.getValue()) {}
+
+  /// Checks one function; returns false on a numerical mismatch.
+  FailureOr<bool> check(func::FuncOp source) {
+    auto fusedFunc = fused.lookupSymbol<func::FuncOp>(source.getSymName());
+    auto program = compiled.lookupSymbol<func::FuncOp>(source.getSymName());
+    if (!fusedFunc || !program || !program->hasAttr(tile::kProgramAttrName)) {
+      source.emitError("flash-run-tile: no tile program was produced for this function");
+      return failure();
+    }
+    // Inputs: random, exactly representable in their element types.
+    std::vector<HostTensor> inputs;
+    for (Type type : source.getArgumentTypes()) {
+      auto ranked = llvm::dyn_cast<RankedTensorType>(type);
+      if (!ranked) {
+        source.emitError("flash-run-tile: arguments must be ranked tensors");
+        return failure();
+      }
+      inputs.push_back(randomTensor(concreteShape(ranked.getShape()),
+                                    kindOf(ranked.getElementType()), rng, 1.0));
+    }
+    std::vector<ReferenceTensor> refInputs;
+    for (const HostTensor &tensor : inputs)
+      refInputs.push_back(toReference(tensor));
+    auto expected = flash::evaluateGraph(source, refInputs);
+    if (failed(expected))
+      return failure();
+
+    // Forward program arguments: inputs, results, extra lse outputs.
+    std::vector<HostTensor> outputs;
+    for (auto [index, type] : llvm::enumerate(program.getArgumentTypes())) {
+      if (index < inputs.size())
+        continue;
+      auto tensorType = llvm::cast<tile::GlobalTensorType>(type);
+      std::vector<int64_t> shape;
+      size_t result = index - inputs.size();
+      if (result < expected->size())
+        shape = (*expected)[result].shape;
+      else
+        shape = lseShapeFor(fusedFunc);
+      outputs.push_back(poisoned(shape, kindOf(tensorType.getElementType())));
+    }
+    std::vector<HostTensor *> args;
+    for (HostTensor &tensor : inputs)
+      args.push_back(&tensor);
+    for (HostTensor &tensor : outputs)
+      args.push_back(&tensor);
+    if (failed(executor.runProgram(program.getSymName(), args))) {
+      llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
+                   << "\n";
+      return failure();
+    }
+    bool ok = true;
+    for (size_t r = 0; r < expected->size(); ++r)
+      ok &= report(source, compare("forward result " + std::to_string(r), outputs[r],
+                                   (*expected)[r]));
+
+    Operation *fusedOp = singleFusedOp(fusedFunc);
+    auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(fusedOp);
+    if (attention) {
+      // The lse the backward consumes: the program output that carries it.
+      ReferenceTensor lseRef;
+      auto operandIndex = [&](Value v) {
+        return llvm::cast<BlockArgument>(v).getArgNumber();
+      };
+      if (!allOperandsAreArguments(attention)) {
+        attention.emitError("flash-run-tile: the attention operands must be function arguments");
+        return failure();
+      }
+      const ReferenceTensor &q = refInputs[operandIndex(attention.getQuery())];
+      const ReferenceTensor &k = refInputs[operandIndex(attention.getKey())];
+      const ReferenceTensor &v = refInputs[operandIndex(attention.getValue())];
+      ReferenceTensor outRef =
+          flash::referenceAttention(q, k, v, attention.getScaleValue(),
+                                    attention.getSoftcapValue(), attention.getMask(), lseRef);
+      const HostTensor *lseOut = findLseOutput(program, inputs.size(), outputs, fusedFunc);
+      if (lseOut)
+        ok &= report(source, compare("forward lse", *lseOut, lseRef));
+      if (runBackward) {
+        const HostTensor *out = findOutput(program, inputs.size(), outputs, fusedFunc,
+                                           attention.getOutput());
+        if (!out || !lseOut) {
+          source.emitError("flash-run-tile: the attention output must be returned");
+          return failure();
+        }
+        auto status = checkAttentionBackward(source, attention, inputs, refInputs, *out,
+                                             *lseOut, q, k, v);
+        if (failed(status))
+          return failure();
+        ok &= *status;
+      }
+    } else if (auto ffn = llvm::dyn_cast_or_null<flash::FfnOp>(fusedOp); ffn && runBackward) {
+      auto status = checkFfnBackward(source, ffn, inputs, refInputs);
+      if (failed(status))
+        return failure();
+      ok &= *status;
+    }
+    return ok;
+  }
+
+private:
+  ModuleOp original, fused, compiled;
+  flashc::TileExecutor executor;
+  std::mt19937_64 rng;
+
+  static Operation *singleFusedOp(func::FuncOp func) {
+    Operation *found = nullptr;
+    unsigned count = 0;
+    func.walk([&](Operation *op) {
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op)) {
+        found = op;
+        ++count;
+      }
+    });
+    return count == 1 ? found : nullptr;
+  }
+
+  static bool allOperandsAreArguments(Operation *op) {
+    return llvm::all_of(op->getOperands(), [](Value v) { return llvm::isa<BlockArgument>(v); });
+  }
+
+  std::vector<int64_t> lseShapeFor(func::FuncOp fusedFunc) {
+    if (auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(singleFusedOp(fusedFunc)))
+      return concreteShape(attention.getLse().getType().getShape());
+    return {};
+  }
+
+  static const HostTensor *findLseOutput(func::FuncOp program, size_t numInputs,
+                                         const std::vector<HostTensor> &outputs,
+                                         func::FuncOp fusedFunc) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto name = program.getArgAttrOfType<StringAttr>(numInputs + i, "tile.name");
+      if (name && name.getValue().starts_with("lse"))
+        return &outputs[i];
+    }
+    // The lse may be returned by the function itself.
+    auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(singleFusedOp(fusedFunc));
+    if (!attention)
+      return nullptr;
+    return findOutput(program, numInputs, outputs, fusedFunc, attention.getLse());
+  }
+
+  static const HostTensor *findOutput(func::FuncOp program, size_t numInputs,
+                                      const std::vector<HostTensor> &outputs,
+                                      func::FuncOp fusedFunc, Value value) {
+    auto returnOp = llvm::cast<func::ReturnOp>(fusedFunc.getBody().front().getTerminator());
+    for (auto [index, operand] : llvm::enumerate(returnOp.getOperands()))
+      if (operand == value && index < outputs.size())
+        return &outputs[index];
+    return nullptr;
+  }
+
+  bool report(func::FuncOp source, const Comparison &c) {
+    llvm::outs() << "@" << source.getSymName() << " " << c.what << ": max relative error "
+                 << llvm::format("%.3e", c.error) << " (bound "
+                 << llvm::format("%.1e", tolerance.getValue()) << ") "
+                 << (c.ok ? "ok" : "FAIL") << "\n";
+    return c.ok;
+  }
+
+  func::FuncOp backwardProgram(func::FuncOp source) {
+    auto program =
+        compiled.lookupSymbol<func::FuncOp>((source.getSymName() + "_backward").str());
+    if (!program || !program->hasAttr(tile::kProgramAttrName)) {
+      source.emitError("flash-run-tile: no backward tile program was produced");
+      return nullptr;
+    }
+    return program;
+  }
+
+  FailureOr<bool> checkAttentionBackward(func::FuncOp source, flash::AttentionOp op,
+                                         std::vector<HostTensor> &inputs,
+                                         std::vector<ReferenceTensor> &refInputs,
+                                         const HostTensor &out, const HostTensor &lse,
+                                         const ReferenceTensor &q, const ReferenceTensor &k,
+                                         const ReferenceTensor &v) {
+    func::FuncOp program = backwardProgram(source);
+    if (!program)
+      return failure();
+    auto operandIndex = [&](Value value) { return llvm::cast<BlockArgument>(value).getArgNumber(); };
+    HostTensor &qT = inputs[operandIndex(op.getQuery())];
+    HostTensor &kT = inputs[operandIndex(op.getKey())];
+    HostTensor &vT = inputs[operandIndex(op.getValue())];
+    HostTensor outT = out, lseT = lse;
+    HostTensor dOut = randomTensor(out.shape, out.kind, rng, 1.0);
+    HostTensor dq = poisoned(qT.shape, qT.kind), dk = poisoned(kT.shape, kT.kind),
+               dv = poisoned(vT.shape, vT.kind);
+    std::vector<HostTensor *> args = {&qT, &kT, &vT, &outT, &lseT, &dOut, &dq, &dk, &dv};
+    if (failed(executor.runProgram(program.getSymName(), args))) {
+      llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
+                   << "\n";
+      return failure();
+    }
+    ReferenceTensor dqRef, dkRef, dvRef;
+    attentionGradients(op, q, k, v, toReference(dOut), dqRef, dkRef, dvRef);
+    bool ok = report(source, compare("backward d_q", dq, dqRef));
+    ok &= report(source, compare("backward d_k", dk, dkRef));
+    ok &= report(source, compare("backward d_v", dv, dvRef));
+    return ok;
+  }
+
+  FailureOr<bool> checkFfnBackward(func::FuncOp source, flash::FfnOp op,
+                                   std::vector<HostTensor> &inputs,
+                                   std::vector<ReferenceTensor> &refInputs) {
+    func::FuncOp program = backwardProgram(source);
+    if (!program)
+      return failure();
+    if (!allOperandsAreArguments(op)) {
+      op.emitError("flash-run-tile: the FFN operands must be function arguments");
+      return failure();
+    }
+    auto index = [&](Value value) { return llvm::cast<BlockArgument>(value).getArgNumber(); };
+    std::vector<Value> operands = {op.getInput(), op.getW1()};
+    if (op.getB1())
+      operands.push_back(op.getB1());
+    operands.push_back(op.getW2());
+    if (op.getB2())
+      operands.push_back(op.getB2());
+    std::vector<HostTensor *> args;
+    for (Value operand : operands)
+      args.push_back(&inputs[index(operand)]);
+    HostTensor &x = inputs[index(op.getInput())];
+    std::vector<int64_t> yShape = x.shape;
+    yShape.back() = op.getOutputDim();
+    HostTensor dy = randomTensor(yShape, x.kind, rng, 1.0);
+    args.push_back(&dy);
+    std::vector<HostTensor> grads;
+    grads.reserve(operands.size());
+    for (Value operand : operands)
+      grads.push_back(poisoned(inputs[index(operand)].shape, inputs[index(operand)].kind));
+    for (HostTensor &grad : grads)
+      args.push_back(&grad);
+    if (failed(executor.runProgram(program.getSymName(), args))) {
+      llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
+                   << "\n";
+      return failure();
+    }
+    std::vector<ReferenceTensor> refs;
+    ffnGradients(op, refInputs[index(op.getInput())], refInputs[index(op.getW1())],
+                 op.getB1() ? &refInputs[index(op.getB1())] : nullptr,
+                 refInputs[index(op.getW2())], toReference(dy), refs);
+    std::vector<std::string> names = {"d_x", "d_w1"};
+    if (op.getB1())
+      names.push_back("d_b1");
+    names.push_back("d_w2");
+    if (op.getB2())
+      names.push_back("d_b2");
+    bool ok = true;
+    for (size_t i = 0; i < refs.size(); ++i)
+      ok &= report(source, compare("backward " + names[i], grads[i], refs[i]));
+    return ok;
+  }
+};
+
+LogicalResult compile(ModuleOp module, bool fuseOnly) {
+  PassManager pm(module->getContext());
+  if (fuseOnly) {
+    flash::buildGraphPipeline(pm, flash::PipelineOptions());
+    return pm.run(module);
+  }
+  if (runBackward) {
+    flash::GenerateBackwardOptions options;
+    options.deterministic = deterministic;
+    options.target = target;
+    pm.addPass(flash::createGenerateBackward(options));
+  }
+  flash::FlashTileOptions tileOptions;
+  tileOptions.target = target;
+  tileOptions.ffnPlan = ffnPlan;
+  pm.addPass(flash::createFlashTile(tileOptions));
+  flash::PlanMemoryOptions planOptions;
+  planOptions.target = target;
+  planOptions.blockM = blockM;
+  planOptions.blockN = blockN;
+  planOptions.blockK = blockK;
+  planOptions.warps = warps;
+  planOptions.stages = stages;
+  pm.addPass(flash::createPlanMemory(planOptions));
+  return pm.run(module);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "run tile programs on the CPU against a float64 reference\n");
+  DialectRegistry registry;
+  registry.insert<flash::FlashDialect, tile::TileDialect, func::FuncDialect, arith::ArithDialect,
+                  scf::SCFDialect, tensor::TensorDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> original = parseSourceFile<ModuleOp>(inputFilename, sourceMgr, &context);
+  if (!original) {
+    llvm::errs() << "flash-run-tile: cannot parse " << inputFilename << "\n";
+    return kExitError;
+  }
+  OwningOpRef<ModuleOp> fused = original->clone();
+  if (failed(compile(*fused, /*fuseOnly=*/true)))
+    return kExitError;
+  OwningOpRef<ModuleOp> compiled = fused->clone();
+  if (failed(compile(*compiled, /*fuseOnly=*/false)))
+    return kExitError;
+  if (printIR)
+    compiled->print(llvm::outs());
+
+  Runner runner(*original, *fused, *compiled);
+  bool allOk = true;
+  unsigned checked = 0;
+  for (auto func : original->getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    FailureOr<bool> ok = runner.check(func);
+    if (failed(ok))
+      return kExitError;
+    allOk &= *ok;
+    ++checked;
+  }
+  if (checked == 0) {
+    llvm::errs() << "flash-run-tile: " << inputFilename << " has no function to check\n";
+    return kExitError;
+  }
+  return allOk ? 0 : kExitMismatch;
+}

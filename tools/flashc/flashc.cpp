@@ -1,0 +1,189 @@
+//===- flashc.cpp - the flashc compiler driver ----------------------------===//
+//
+//   flashc SPEC.mlir [-o OUT] [--emit=KIND] [--arch=sm_90a,...]
+//
+// Exit status: 0 success; 1 the input did not compile (unreadable, parse or
+// verifier error, failing or unimplemented stage); 2 bad command line.
+//
+//===----------------------------------------------------------------------===//
+#include "Stages.h"
+
+#include "flashc/Compiler/Pipeline.h"
+#include "flashc/Dialect/Flash/IR/FlashDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace po = boost::program_options;
+using mlir::flash::EmitKind;
+
+namespace {
+
+constexpr int kExitCompileError = 1;
+constexpr int kExitUsageError = 2;
+
+int usageError(const std::string &message) {
+  llvm::errs() << "flashc: error: " << message
+               << "\nRun 'flashc --help' for usage.\n";
+  return kExitUsageError;
+}
+
+std::string emitKindList() {
+  std::string list;
+  for (EmitKind kind : mlir::flash::allEmitKinds()) {
+    if (!list.empty())
+      list += ", ";
+    list += mlir::flash::stringifyEmitKind(kind).str();
+  }
+  return list;
+}
+
+/// sm_<major><minor>[a], at least sm_80 (the kernels need mma.sync and
+/// cp.async).
+bool isSupportedArch(llvm::StringRef arch) {
+  if (!arch.consume_front("sm_"))
+    return false;
+  arch.consume_back("a");
+  unsigned number = 0;
+  return !arch.getAsInteger(10, number) && number >= 80;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+
+  po::options_description visible(
+      "Usage: flashc SPEC.mlir [-o OUT] [--emit=KIND] [--arch=ARCH,...]\n\n"
+      "Compiles a flash-dialect model spec into fused attention/FFN kernels.\n"
+      "\nOptions");
+  visible.add_options()                                             //
+      ("help,h", "print this help and exit")                        //
+      ("version", "print the version and exit")                     //
+      ("output,o", po::value<std::string>()->default_value("-"),
+       "output path; '-' writes to stdout")                         //
+      ("emit", po::value<std::string>()->default_value("graph"),
+       ("what to produce, the last stage to run: " + emitKindList())
+           .c_str())                                                //
+      ("arch", po::value<std::vector<std::string>>(),
+       "GPU architectures, comma-separated or repeated (default sm_90a)") //
+      ("print-ir-after-all", po::bool_switch(),
+       "print the IR after every pass to stderr");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "");
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("input", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv)
+                  .options(all)
+                  .positional(positional)
+                  .run(),
+              vm);
+    po::notify(vm);
+  } catch (const po::error &error) {
+    return usageError(error.what());
+  }
+
+  if (vm.count("help")) {
+    std::cout << visible << "\n";
+    return 0;
+  }
+  if (vm.count("version")) {
+    std::cout << "flashc " << FLASHC_VERSION << " (MLIR " << LLVM_VERSION_STRING
+              << ")\n";
+    return 0;
+  }
+
+  flashc::CompileOptions options;
+  options.outputPath = vm["output"].as<std::string>();
+  options.printIrAfterAll = vm["print-ir-after-all"].as<bool>();
+  std::string emitText = vm["emit"].as<std::string>();
+  std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);
+  if (!emit)
+    return usageError("unknown --emit value '" + emitText +
+                      "' (expected one of: " + emitKindList() + ")");
+  options.emit = *emit;
+  if (vm.count("arch")) {
+    options.pipeline.archs.clear();
+    for (const std::string &value : vm["arch"].as<std::vector<std::string>>()) {
+      llvm::SmallVector<llvm::StringRef> archs;
+      llvm::StringRef(value).split(archs, ',', /*MaxSplit=*/-1,
+                                   /*KeepEmpty=*/false);
+      for (llvm::StringRef arch : archs) {
+        arch = arch.trim();
+        if (!isSupportedArch(arch))
+          return usageError("unsupported --arch value '" + arch.str() +
+                            "' (expected sm_80 or newer, e.g. sm_80, sm_90a)");
+        if (!llvm::is_contained(options.pipeline.archs, arch.str()))
+          options.pipeline.archs.push_back(arch.str());
+      }
+    }
+    if (options.pipeline.archs.empty())
+      return usageError("--arch needs at least one architecture");
+  }
+
+  // Checked after the options so that `--emit spec.mlir` reports the bad
+  // --emit value rather than a missing input.
+  std::vector<std::string> inputs;
+  if (vm.count("input"))
+    inputs = vm["input"].as<std::vector<std::string>>();
+  if (inputs.empty())
+    return usageError("no input file");
+  if (inputs.size() > 1)
+    return usageError("expected one input file, got " +
+                      std::to_string(inputs.size()));
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::flash::FlashDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::scf::SCFDialect,
+                  mlir::tensor::TensorDialect>();
+  mlir::MLIRContext context(registry);
+  if (options.printIrAfterAll)
+    context.disableMultithreading();
+
+  const std::string &inputPath = inputs.front();
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputPath, &error);
+  if (!input) {
+    // `error` reads "cannot open input file '<path>': <reason>".
+    llvm::errs() << "flashc: error: " << error << "\n";
+    return kExitCompileError;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  // Prints every diagnostic as file:line:col: error: message.
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return kExitCompileError; // parse or verifier error, already reported
+  if (failed(flashc::runStages(*module, options)))
+    return kExitCompileError;
+  return 0;
+}
