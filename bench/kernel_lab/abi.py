@@ -28,7 +28,7 @@ class Kernels:
         self.bwd_lib = None
         if bwd_so:
             self.bwd_lib = ctypes.CDLL(bwd_so)
-            self.bwd_lib.flashc_lab_bwd.argtypes = [TensorArg] * 11 + [ctypes.c_void_p]
+            self.bwd_lib.flashc_lab_bwd.argtypes = [TensorArg] * 12 + [ctypes.c_void_p]
             self.bwd_lib.flashc_lab_bwd.restype = ctypes.c_int
 
     def forward(self, q, k, v, o, lse):
@@ -37,8 +37,13 @@ class Kernels:
         if rc != 0:
             raise RuntimeError(f"forward launch failed: rc={rc}")
 
-    def backward(self, q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv):
-        rc = self.bwd_lib.flashc_lab_bwd(*[tensor_arg(t) for t in (q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv)],
+    def backward(self, q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, dq_semaphore=None):
+        """dq_semaphore: int32 [B, Hq, ceil(Sq/64)] workspace, used by deterministic builds only."""
+        if dq_semaphore is None:
+            dq_semaphore = torch.empty(q.shape[0], q.shape[1], (q.shape[2] + 63) // 64, device=q.device,
+                                       dtype=torch.int32)
+        rc = self.bwd_lib.flashc_lab_bwd(*[tensor_arg(t) for t in (q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv,
+                                                                  dq_semaphore)],
                                          ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if rc != 0:
             raise RuntimeError(f"backward launch failed: rc={rc}")

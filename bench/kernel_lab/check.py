@@ -86,6 +86,10 @@ SHAPES = [  # (B, Sq, Sk)
 ]
 
 
+if os.environ.get("FLASHC_LAB_SMALL"):  # compute-sanitizer runs: a few small ragged shapes
+    SHAPES = [(1, 1, 1), (1, 77, 1), (2, 129, 257), (1, 257, 129)]
+
+
 def run_checks(libs, configs, names, out_dir):
     torch.manual_seed(0)
     random.seed(0)
@@ -120,8 +124,17 @@ def run_checks(libs, configs, names, out_dir):
                 dv = torch.full_like(dk, NAN)
                 delta = torch.full((B, hq, Sq), NAN, device="cuda", dtype=torch.float32)
                 dq_accum = torch.full((B, hq, Sq, d), NAN, device="cuda", dtype=torch.float32)
-                kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv)
+                sem = torch.full((B, hq, (Sq + 63) // 64), 12345, device="cuda", dtype=torch.int32)  # poisoned
+                kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
                 torch.cuda.synchronize()
+                if extra.get("FLASHC_BWD_DETERMINISTIC"):  # bitwise reproducible dQ, run to run
+                    dq_again = torch.full_like(dq, NAN)
+                    sem.fill_(777)
+                    kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq_again, dk, dv, sem)
+                    torch.cuda.synchronize()
+                    if not torch.equal(dq, dq_again):
+                        ok = False
+                        msg += " NONDETERMINISTIC-dQ"
                 errs = []
                 for got, ref, base in zip((dq, dk, dv), rg, bg):
                     e, eb = rel_err(got, ref), rel_err(base, ref)

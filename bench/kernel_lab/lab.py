@@ -38,15 +38,33 @@ CONFIGS = {
 }
 # Tuning variants (checked like the rest, timed beside the defaults).
 VARIANTS = {
-    "d64_fwdmt2_bwd128": (64, 32, 1, 0, 0, -1, 0.0, {**fwd_tiling(128, 64, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
-    "d64_causal_fwdmt2_bwd128": (64, 32, 1, 0, 1, -1, 0.0, {**fwd_tiling(128, 64, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
-    "d128_fwdmt2bn32_bwd128": (128, 16, 1, 0, 0, -1, 0.0, {**fwd_tiling(128, 32, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
-    "d128_causal_fwdmt2bn32_bwd128": (128, 16, 1, 0, 1, -1, 0.0, {**fwd_tiling(128, 32, 4, 0), "FLASHC_BWD_BLOCK_N": 128}, True),
+    # backward main kernel in the tile dialect's row form (attention_bwd_rows.cu)
+    "d64_rows": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_ROWS": 1}, True),
+    "d128_causal_rows": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_ROWS": 1}, True),
+    "d128_gqa4_causal_rows": (128, 8, 4, 0, 1, -1, 0.0, {"FLASHC_BWD_ROWS": 1}, True),
+    "d64_softcap30_win37_rows": (64, 4, 1, 0, 0, 37, 30.0, {"FLASHC_BWD_ROWS": 1}, True),
+    "d96_f16_rows": (96, 4, 1, 1, 1, -1, 0.0, {"FLASHC_BWD_ROWS": 1}, True),
+    # backward BN = 64 / 4 warps (the previous default)
+    "d128_bwd64": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_BLOCK_N": 64}, True),
+    # 16-byte dQ atomics (red.global.add.v4.f32 after a lane-pair shuffle)
+    "d128_wide": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
+    "d128_causal_wide": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
+    "d64_wide": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
+    "d64_gqa2_win37_wide": (64, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
+    # deterministic dQ (key blocks add in order, per-query-block turn counters)
+    "d128_causal_det": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
+    "d64_gqa2_win37_det": (64, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
+    "d128_det": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
+    # timing-only stage ablations (wrong results by construction, never checked)
+    "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
+    "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
 }
+TIMING_ONLY = {"d128_nodqatomic", "d128_nodq"}
 CONFIGS.update(VARIANTS)
-BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal"] + list(VARIANTS)
+BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d64_rows", "d128_causal_rows", "d128_wide",
+                 "d128_causal_wide", "d64_wide", "d128_det", "d128_causal_det"]
 
-def build_one(name, cfg, build_dir, kind):
+def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg
     src = os.path.join(ROOT, "bench", "kernel_lab", f"launch_{kind}.cu")
     out = os.path.join(build_dir, f"{kind}_{name}.so")
@@ -57,6 +75,8 @@ def build_one(name, cfg, build_dir, kind):
            "-shared", "-Xcompiler", "-fPIC", "-diag-suppress", "177",
            "-I", os.path.join(ROOT, "runtime", "device", "include"),
            "-I", os.path.join(ROOT, "test", "GPU", "golden")] + defs + [src, "-o", out]
+    if reuse and os.path.exists(out):
+        return name, kind, out, f"== {kind} {name}: reused {out}\n"
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     log = f"== {kind} {name} ({time.time() - t0:.1f}s) rc={p.returncode}\n{' '.join(cmd)}\n{p.stdout}{p.stderr}"
@@ -84,18 +104,22 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument("--exclude", default="")
+    ap.add_argument("--reuse-build", action="store_true", help="keep .so files already built")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.build_dir, exist_ok=True)
     names = [n for n in CONFIGS if not args.only or n in args.only.split(",")]
+    if args.exclude:
+        names = [n for n in names if n not in args.exclude.split(",")]
 
     # ---- build ----
     jobs = []
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as ex:
         for n in names:
-            jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "fwd"))
+            jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "fwd", args.reuse_build))
             if CONFIGS[n][8]:
-                jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "bwd"))
+                jobs.append(ex.submit(build_one, n, CONFIGS[n], args.build_dir, "bwd", args.reuse_build))
         results = [j.result() for j in jobs]
     libs, failed = {}, []
     with open(os.path.join(args.out, "ptxas.log"), "w") as f:
@@ -118,7 +142,7 @@ def main():
     from bench import run_bench
     ok = True
     if not args.skip_check:
-        ok = run_checks(libs, CONFIGS, names, args.out)
+        ok = run_checks(libs, CONFIGS, [n for n in names if n not in TIMING_ONLY], args.out)
     if not args.skip_bench:
         run_bench(libs, CONFIGS, [n for n in BENCH_CONFIGS if n in names], args.out)
     print("ALL CHECKS PASSED" if ok else "SOME CHECKS FAILED")

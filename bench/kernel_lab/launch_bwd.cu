@@ -1,21 +1,30 @@
 // Host launch wrapper for the golden backward kernels (preprocess, main, postprocess).
 #include <cuda_runtime.h>
 
+#ifdef FLASHC_BWD_ROWS  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form
+#include "attention_bwd_rows.cu"
+namespace lab_main = bwd_rows_config;
+#define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_rows)
+#else
 #include "attention_bwd.cu"
+namespace lab_main = bwd_config;
+#define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)
+#endif
 
 #define FLASHC_LAB_K(suffix) FLASHC_PASTE(FLASHC_KERNEL_PREFIX, suffix)
 
 extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v, flashc::TensorArg o,
                               flashc::TensorArg dout, flashc::TensorArg lse, flashc::TensorArg delta,
                               flashc::TensorArg dq_accum, flashc::TensorArg dq, flashc::TensorArg dk,
-                              flashc::TensorArg dv, cudaStream_t stream) {
+                              flashc::TensorArg dv, flashc::TensorArg dq_semaphore, cudaStream_t stream) {
   using namespace bwd_config;
   if (q.shape[1] != kHeadsQ || k.shape[1] != kHeadsKV || v.shape[1] != kHeadsKV) return -1;
   if (q.shape[3] != kHeadDim || k.shape[3] != kHeadDim || v.shape[3] != kHeadDim) return -2;
   if (dq_accum.shape[2] != q.shape[2] || dk.shape[2] != k.shape[2] || dv.shape[2] != k.shape[2]) return -3;
   static bool configured = false;
   if (!configured) {
-    cudaError_t e = cudaFuncSetAttribute(FLASHC_LAB_K(_bwd), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    cudaError_t e = cudaFuncSetAttribute(FLASHC_LAB_MAIN, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         lab_main::kSmemBytes);
     if (e != cudaSuccess) return e;
     configured = true;
   }
@@ -23,10 +32,18 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
   if (B == 0) return 0;
   const dim3 aux_grid(static_cast<unsigned>((Sq + kRowsPerAuxBlock - 1) / kRowsPerAuxBlock), kHeadsQ,
                       static_cast<unsigned>(B));
-  if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum);
+#if FLASHC_BWD_DETERMINISTIC
+#define FLASHC_LAB_SEM , dq_semaphore
+#else
+#define FLASHC_LAB_SEM
+  (void)dq_semaphore;
+#endif
+  if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum FLASHC_LAB_SEM);
   if (Sk > 0) {
-    const dim3 grid(static_cast<unsigned>((Sk + kBlockN - 1) / kBlockN), kHeadsKV, static_cast<unsigned>(B));
-    FLASHC_LAB_K(_bwd)<<<grid, kThreads, kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum, dk, dv);
+    const dim3 grid(static_cast<unsigned>((Sk + lab_main::kBlockN - 1) / lab_main::kBlockN), kHeadsKV,
+                    static_cast<unsigned>(B));
+    FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
+                                                                               dk, dv FLASHC_LAB_SEM);
   }
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
   return cudaGetLastError();

@@ -103,8 +103,8 @@ FailureOr<rt::DType> manifestDType(Operation *op, Type type) {
 /// rows as q before any kernel writes it.
 std::string conventionalSymbol(StringRef arg, unsigned dim, unsigned rank) {
   static const llvm::StringSet<> queryRows = {"q", "o", "out", "lse", "do", "dq", "delta",
-                                              "dq_accum", "dout"};
-  static const llvm::StringSet<> keyRows = {"k", "v", "dk", "dv", "dk_accum", "dv_accum"};
+                                              "dq_accum", "dout", "d_out", "d_q"};
+  static const llvm::StringSet<> keyRows = {"k", "v", "dk", "dv", "d_k", "d_v"};
   if (rank >= 3 && dim == 0)
     return "B";
   bool rowDim = (rank == 4 && dim == 2) || (rank == 3 && dim == 2);
@@ -295,7 +295,7 @@ LogicalResult KernelEmitter::emitArith(Operation *op) {
            ")";
   };
   std::string expr;
-  StringRef hint = "i";
+  StringRef hint = "idx";
   if (isa<arith::AddIOp, arith::AddFOp>(op))
     expr = bin("+");
   else if (isa<arith::SubIOp, arith::SubFOp>(op))
@@ -400,12 +400,14 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     FailureOr<std::string> type = typeOf(forOp, arg.getType());
     if (failed(type))
       return failure();
-    std::string name = fresh("carry");
-    if (auto fill = init.getDefiningOp<tile::FillOp>())
-      name = fresh(isa<tile::TileType>(arg.getType()) &&
-                           cast<tile::TileType>(arg.getType()).isRowVector()
-                       ? "row_state"
-                       : "acc");
+    // Running state of an online reduction: acc (tile), m (max, starts at
+    // -inf), l (sum, starts at 0).
+    std::string hint = "carry";
+    if (auto fill = init.getDefiningOp<tile::FillOp>()) {
+      auto t = cast<tile::TileType>(arg.getType());
+      hint = !t.isRowVector() ? "acc" : (fill.getValue().isInfinity() ? "m_run" : "l_run");
+    }
+    std::string name = fresh(hint);
     line() << *type << " " << name << " = " << nameOf(init) << ";\n";
     bind(arg, name);
     bind(result, name);
@@ -704,7 +706,13 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::FillOp o) {
-        std::string name = declareResult(o, o.getResult(), "init", "");
+        double value = o.getValue().convertToDouble();
+        // A zero tile that only seeds a matmul is that product's accumulator.
+        std::string hint = std::isinf(value) ? "neg_inf" : (value == 0 ? "zeros" : "filled");
+        if (o->hasOneUse())
+          if (auto mm = dyn_cast<tile::MatmulOp>(*o->getUsers().begin()))
+            hint = mm.getTransposeB() && !mm.getTransposeA() ? "s" : "prod";
+        std::string name = declareResult(o, o.getResult(), hint, "");
         line() << "fill(" << name << ", " << floatLiteral(o.getValue().convertToDouble())
                << ");\n";
         return success();
@@ -753,7 +761,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           name = declareResult(o, o.getResult(), "masked", reg(o.getScores()));
         else
           bind(o.getResult(), name);
-        line() << "mask<" << o.getWindowLeft() << ", " << o.getWindowRight() << ">(" << name
+        line() << "mask<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
+               << static_cast<int64_t>(o.getWindowRight()) << ">(" << name
                << ", " << nameOf(o.getRow0()) << ", " << nameOf(o.getCol0()) << ", "
                << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
                << ");  // -inf outside the window / past the keys\n";
@@ -809,7 +818,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::RowMaxOp o) {
-        declareResult(o, o.getResult(), "row_max",
+        declareResult(o, o.getResult(), "m_new",
                       "row_max(" + reg(o.getScores()) + ", " + reg(o.getPrev()) + ")");
         return success();
       })
@@ -825,19 +834,19 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::SoftmaxCorrectionOp o) {
-        declareResult(o, o.getResult(), "correction",
+        declareResult(o, o.getResult(), "corr",
                       "softmax_correction(" + reg(o.getOldMax()) + ", " + reg(o.getNewMax()) +
                           ", " + floatLiteral(o.getScale().convertToDouble() * kLog2e) + ")");
         return success();
       })
       .Case([&](tile::OnlineSumOp o) {
-        declareResult(o, o.getResult(), "row_sum",
+        declareResult(o, o.getResult(), "l_new",
                       "online_sum(" + reg(o.getSum()) + ", " + reg(o.getCorrection()) + ", " +
                           reg(o.getProbs()) + ")");
         return success();
       })
       .Case([&](tile::RowSumOp o) {
-        declareResult(o, o.getResult(), "row_sum", "row_sum(" + reg(o.getSource()) + ")");
+        declareResult(o, o.getResult(), "rsum", "row_sum(" + reg(o.getSource()) + ")");
         return success();
       })
       .Case([&](tile::RescaleOp o) {
@@ -859,13 +868,13 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::LseOp o) {
-        declareResult(o, o.getResult(), "lse_rows",
+        declareResult(o, o.getResult(), "lse_out",
                       "lse(" + reg(o.getMax()) + ", " + reg(o.getSum()) + ", " +
                           floatLiteral(o.getScale().convertToDouble()) + ")");
         return success();
       })
       .Case([&](tile::RowDotOp o) {
-        declareResult(o, o.getResult(), "row_dot",
+        declareResult(o, o.getResult(), "delta_rows",
                       "row_dot(" + reg(o.getLhs()) + ", " + reg(o.getRhs()) + ")");
         return success();
       })
@@ -1024,6 +1033,58 @@ std::string specComment(tile::KernelOp kernel) {
   return s.str();
 }
 
+/// `meta` lines of a program: what it computes (from its kernels' recipes),
+/// so tools and bindings (flashc-run, the Python package) need no spec.
+void describeProgram(ModuleOp module, rt::ProgramSpec &program,
+                     ArrayRef<std::unique_ptr<ProgramScope>> programs) {
+  bool attentionForward = false, attentionBackward = false, ffnForward = false,
+       ffnBackward = false;
+  for (const std::string &name : program.kernels) {
+    auto kernel = module.lookupSymbol<tile::KernelOp>(name);
+    if (!kernel)
+      continue;
+    if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
+      if (attn.getRole() == tile::KernelRole::AttentionForward) {
+        attentionForward = true;
+        program.meta["scale"] = llvm::formatv("{0:e9}", attn.getScale().getValueAsDouble()).str();
+        program.meta["softcap"] =
+            llvm::formatv("{0:e9}", attn.getSoftcap().getValueAsDouble()).str();
+        program.meta["window_left"] = std::to_string(attn.getWindowLeft());
+        program.meta["window_right"] = std::to_string(attn.getWindowRight());
+      } else {
+        attentionBackward = true;
+      }
+    } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
+      if (gemm.getRole() == tile::KernelRole::FfnBackwardHidden ||
+          gemm.getRole() == tile::KernelRole::ColumnSum)
+        ffnBackward = true;
+      else
+        ffnForward = true;
+      if (gemm.getActivation() != tile::Activation::Identity)
+        program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
+    }
+  }
+  int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
+  if (kinds != 1) {
+    program.meta["op"] = "block";
+    return;
+  }
+  if (attentionForward)
+    program.meta["op"] = "attention_forward";
+  else if (attentionBackward)
+    program.meta["op"] = "attention_backward";
+  else if (ffnBackward)
+    program.meta["op"] = "ffn_backward";
+  else
+    program.meta["op"] = "ffn_forward";
+  if (attentionForward || ffnForward) {
+    std::string backward = program.name + "_backward";
+    for (const auto &scope : programs)
+      if (scope->func.getSymName() == backward)
+        program.meta["backward"] = backward;
+  }
+}
+
 } // namespace
 
 FailureOr<CudaModule> emitCuda(ModuleOp module) {
@@ -1177,6 +1238,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
       });
       program.scratch.push_back({scope->infos[alloc.getResult()].name, atomic});
     }
+    describeProgram(module, program, ArrayRef<std::unique_ptr<ProgramScope>>(programs));
     manifest.programs.push_back(std::move(program));
   }
 

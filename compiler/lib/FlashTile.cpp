@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_FLASHTILE
@@ -96,15 +97,71 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                              "flash-fuse-ffn first (only fused ops are tiled)";
   }
 
+  // Names and run-time size symbols of the program's tensors: each fused op
+  // labels its operands and results (attention: q, k, v, out, lse over B, Sq,
+  // Sk; FFN: x, w1, b1, w2, b2, y over M and, for rank 3, Bf), suffixed by
+  // n + 1 from the n-th op of a kind on, so unrelated ops never share a symbol.
+  struct Label {
+    std::string name;
+    SmallVector<std::string, 4> dims;
+  };
+  llvm::DenseMap<Value, Label> labels;
+  auto label = [&](Value v, const std::string &name, ArrayRef<std::string> symbols) {
+    if (v && !labels.count(v))
+      labels[v] = {name, dimSymbols(v.getType(), symbols)};
+  };
+  unsigned attentionOps = 0, ffnOps = 0;
+  for (Operation &op : body) {
+    if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
+      ++attentionOps;
+      std::string b = "B" + sfx, sq = "Sq" + sfx, sk = "Sk" + sfx;
+      label(attention.getQuery(), "q" + sfx, {b, "", sq, ""});
+      label(attention.getKey(), "k" + sfx, {b, "", sk, ""});
+      label(attention.getValue(), "v" + sfx, {b, "", sk, ""});
+      label(attention.getOutput(), "out" + sfx, {b, "", sq, ""});
+      label(attention.getLse(), "lse" + sfx, {b, "", sq});
+    } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
+      std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
+      ++ffnOps;
+      SmallVector<std::string> rows;
+      if (ffn.getInput().getType().getRank() == 3)
+        rows = {"Bf" + sfx, "M" + sfx, ""};
+      else
+        rows = {"M" + sfx, ""};
+      label(ffn.getInput(), "x" + sfx, rows);
+      label(ffn.getW1(), "w1" + sfx, {});
+      label(ffn.getB1(), "b1" + sfx, {});
+      label(ffn.getWUp(), "w_up" + sfx, {});
+      label(ffn.getW2(), "w2" + sfx, {});
+      label(ffn.getB2(), "b2" + sfx, {});
+      label(ffn.getResult(), "y" + sfx, rows);
+    }
+  }
+  llvm::StringSet<> usedNames;
+  auto uniqueName = [&](std::string name) {
+    std::string candidate = name;
+    for (unsigned n = 2; usedNames.contains(candidate); ++n)
+      candidate = name + "_" + std::to_string(n);
+    usedNames.insert(candidate);
+    return candidate;
+  };
+
   // Program signature: inputs, outputs (results), then unreturned lse's.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<SmallVector<std::string, 4>> argDims;
+  auto addArg = [&](Type type, Value value, const std::string &fallback) {
+    argTypes.push_back(type);
+    auto it = labels.find(value);
+    argNames.push_back(uniqueName(it != labels.end() ? it->second.name : fallback));
+    argDims.push_back(it != labels.end() ? it->second.dims : SmallVector<std::string, 4>());
+  };
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto tensor = toProgramTensor(func, type, "argument " + std::to_string(index));
     if (failed(tensor))
       return failure();
-    argTypes.push_back(*tensor);
-    argNames.push_back("input" + std::to_string(index));
+    addArg(*tensor, func.getArgument(index), "input" + std::to_string(index));
   }
   llvm::DenseMap<Value, unsigned> outputIndex;
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
@@ -119,10 +176,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     if (failed(tensor))
       return failure();
     outputIndex[value] = argTypes.size();
-    argTypes.push_back(*tensor);
-    argNames.push_back("result" + std::to_string(index));
+    addArg(*tensor, value, "result" + std::to_string(index));
   }
-  unsigned lseCount = 0;
   for (auto attention : body.getOps<flash::AttentionOp>()) {
     if (outputIndex.count(attention.getLse()))
       continue;
@@ -130,13 +185,12 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     if (failed(tensor))
       return failure();
     outputIndex[attention.getLse()] = argTypes.size();
-    argTypes.push_back(*tensor);
-    argNames.push_back("lse" + std::to_string(lseCount++));
+    addArg(*tensor, attention.getLse(), "lse");
   }
 
   ProgramBuilder pb(symbols, target);
   std::string name = func.getSymName().str();
-  pb.create(func, func.getLoc(), name + ".tile", argTypes, argNames);
+  pb.create(func, func.getLoc(), name + ".tile", argTypes, argNames, argDims);
   llvm::DenseMap<Value, Value> mapped;
   for (auto [index, arg] : llvm::enumerate(func.getArguments()))
     mapped[arg] = pb.arg(index);
@@ -145,9 +199,12 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     if (it != outputIndex.end())
       return pb.arg(it->second);
     auto type = toGlobalTensorType(llvm::cast<RankedTensorType>(result.getType()));
-    return pb.alloc(type, llvm::isa<flash::AttentionOp>(result.getDefiningOp())
-                              ? queryShapedSources(shapeSource, type.getRank())
-                              : rowShapedSources(shapeSource, type.getRank()));
+    auto labelIt = labels.find(result);
+    return pb.alloc(type,
+                    llvm::isa<flash::AttentionOp>(result.getDefiningOp())
+                        ? queryShapedSources(shapeSource, type.getRank())
+                        : rowShapedSources(shapeSource, type.getRank()),
+                    labelIt != labels.end() ? labelIt->second.name : "");
   };
 
   unsigned attentionCount = 0, ffnCount = 0;
@@ -218,7 +275,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     SmallVector<int64_t> hiddenShape(ffn.getInput().getType().getShape());
     hiddenShape.back() = ffn.getHiddenDim();
     auto hiddenType = tile::GlobalTensorType::get(ctx, hiddenShape, element);
-    Value hidden = pb.alloc(hiddenType, rowShapedSources(x, rank));
+    Value hidden = pb.alloc(hiddenType, rowShapedSources(x, rank), "hidden");
     SmallVector<Value> upArgs = {x, w1};
     if (b1)
       upArgs.push_back(b1);

@@ -134,7 +134,9 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root) {
   }
   match.value = root.getRhs();
 
-  if (!(match.scale > 0.0) || !std::isfinite(match.scale))
+  // flash.attention keeps the scale as a positive, finite f32.
+  float scaleF32 = static_cast<float>(match.scale);
+  if (!(scaleF32 > 0.0f) || !std::isfinite(scaleF32))
     return std::nullopt;
 
   // Shapes: rank 4, same batch, static heads and head dims, grouped heads.

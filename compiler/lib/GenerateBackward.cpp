@@ -92,8 +92,15 @@ struct GenerateBackwardPass
         return failure();
       types.push_back(*type);
     }
+    // Size symbols: q-shaped tensors [B, Hq, Sq, *], k-shaped [B, Hkv, Sk, *].
+    SmallVector<std::string> qDims = {"B", "", "Sq", ""}, kDims = {"B", "", "Sk", ""};
+    SmallVector<SmallVector<std::string, 4>> dims;
+    for (auto [index, type] : llvm::enumerate(types)) {
+      bool keyShaped = index == 1 || index == 2 || index == 7 || index == 8;
+      dims.push_back(dimSymbols(type, keyShaped ? kDims : qDims));
+    }
     pb.create(func, op.getLoc(), name, types,
-              {"q", "k", "v", "out", "lse", "d_out", "d_q", "d_k", "d_v"});
+              {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"}, dims);
     Value q = pb.arg(0), k = pb.arg(1), v = pb.arg(2), out = pb.arg(3), lse = pb.arg(4),
           dOut = pb.arg(5), dQ = pb.arg(6), dK = pb.arg(7), dV = pb.arg(8);
     auto qType = llvm::cast<GlobalTensorType>(q.getType());
@@ -101,7 +108,7 @@ struct GenerateBackwardPass
     Type f32 = FloatType::getF32(ctx);
     // D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], both f32.
     Value delta = pb.alloc(GlobalTensorType::get(ctx, qShape.take_front(3), f32),
-                           {{q, 0}, {q, 1}, {q, 2}});
+                           {{q, 0}, {q, 1}, {q, 2}}, "delta");
     std::string base = func.getSymName().str() + "_attention";
     auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
     if (deterministic) {
@@ -115,7 +122,7 @@ struct GenerateBackwardPass
       return success();
     }
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
-                             {{q, 0}, {q, 1}, {q, 2}, {q, 3}});
+                             {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum");
     if (failed(pb.launch(op.getLoc(), base + "_bwd_preprocess",
                          spec(KernelRole::AttentionBackwardPreprocess),
                          {out, dOut, delta, dqAccum})) ||
@@ -140,6 +147,7 @@ struct GenerateBackwardPass
     bool hasB1 = static_cast<bool>(op.getB1()), hasB2 = static_cast<bool>(op.getB2());
     SmallVector<Value> inputs = {op.getInput(), op.getW1()};
     SmallVector<std::string> names = {"x", "w1"};
+    // x, dy and dx share the row symbol M; weights and biases are static.
     if (hasB1) {
       inputs.push_back(op.getB1());
       names.push_back("b1");
@@ -151,19 +159,19 @@ struct GenerateBackwardPass
       names.push_back("b2");
     }
     inputs.push_back(op.getResult());
-    names.push_back("d_y");
+    names.push_back("dy");
     // Gradients, in the order of the inputs they belong to.
     SmallVector<Value> grads = {op.getInput(), op.getW1()};
-    SmallVector<std::string> gradNames = {"d_x", "d_w1"};
+    SmallVector<std::string> gradNames = {"dx", "dw1"};
     if (hasB1) {
       grads.push_back(op.getB1());
-      gradNames.push_back("d_b1");
+      gradNames.push_back("db1");
     }
     grads.push_back(op.getW2());
-    gradNames.push_back("d_w2");
+    gradNames.push_back("dw2");
     if (hasB2) {
       grads.push_back(op.getB2());
-      gradNames.push_back("d_b2");
+      gradNames.push_back("db2");
     }
     SmallVector<Type> types;
     for (Value v : llvm::concat<Value>(inputs, grads)) {
@@ -173,7 +181,10 @@ struct GenerateBackwardPass
       types.push_back(*type);
     }
     names.append(gradNames.begin(), gradNames.end());
-    pb.create(func, op.getLoc(), name, types, names);
+    SmallVector<SmallVector<std::string, 4>> dims;
+    for (Type type : types)
+      dims.push_back(dimSymbols(type, {"M", ""}));
+    pb.create(func, op.getLoc(), name, types, names, dims);
     unsigned next = 0;
     Value x = pb.arg(next++), w1 = pb.arg(next++);
     Value b1 = hasB1 ? pb.arg(next++) : Value();
@@ -191,8 +202,8 @@ struct GenerateBackwardPass
     // h and dpre [M, H] in the element type.
     auto hiddenType = GlobalTensorType::get(
         ctx, {op.getInput().getType().getShape()[0], op.getHiddenDim()}, element);
-    Value hidden = pb.alloc(hiddenType, {{x, 0}, {x, 1}});
-    Value dpre = pb.alloc(hiddenType, {{x, 0}, {x, 1}});
+    Value hidden = pb.alloc(hiddenType, {{x, 0}, {x, 1}}, "h");
+    Value dpre = pb.alloc(hiddenType, {{x, 0}, {x, 1}}, "dpre");
     std::string base = func.getSymName().str() + "_ffn";
     auto gemm = [&](tile::Activation a, bool ta, bool tb, bool bias) {
       return gemmSpec(ctx, KernelRole::Gemm, a, ta, tb, bias, false, element);

@@ -48,6 +48,21 @@ void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
 
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   buildGraphPipeline(pm, options);
+  // Block sizes follow the newest requested architecture's target model.
+  std::string target = "sm_80";
+  for (const std::string &arch : options.archs)
+    if (arch.rfind("sm_90", 0) == 0)
+      target = "sm_90a";
+  GenerateBackwardOptions backward;
+  backward.target = target;
+  backward.deterministic = options.deterministicBackward;
+  pm.addPass(createGenerateBackward(backward));
+  FlashTileOptions tile;
+  tile.target = target;
+  pm.addPass(createFlashTile(tile));
+  PlanMemoryOptions plan;
+  plan.target = target;
+  pm.addPass(createPlanMemory(plan));
 }
 
 void registerFlashcPipelines() {

@@ -71,14 +71,35 @@ FailureOr<GlobalTensorType> toProgramTensor(Operation *op, Type type, StringRef 
   return toGlobalTensorType(ranked);
 }
 
+SmallVector<std::string, 4> dimSymbols(Type type, ArrayRef<std::string> symbols) {
+  SmallVector<std::string, 4> dims;
+  ArrayRef<int64_t> shape;
+  if (auto tensor = llvm::dyn_cast<GlobalTensorType>(type))
+    shape = tensor.getShape();
+  else if (auto ranked = llvm::dyn_cast<RankedTensorType>(type))
+    shape = ranked.getShape();
+  for (auto [d, size] : llvm::enumerate(shape))
+    dims.push_back(ShapedType::isDynamic(size) && d < symbols.size() ? symbols[d] : "");
+  return dims;
+}
+
 func::FuncOp ProgramBuilder::create(Operation *anchor, Location loc, StringRef name,
-                                    ArrayRef<Type> argTypes, ArrayRef<std::string> argNames) {
+                                    ArrayRef<Type> argTypes, ArrayRef<std::string> argNames,
+                                    ArrayRef<SmallVector<std::string, 4>> argDims) {
   ownedBuilder = std::make_unique<OpBuilder>(anchor);
   builder = ownedBuilder.get();
   program = builder->create<func::FuncOp>(loc, name, builder->getFunctionType(argTypes, {}));
   program->setAttr(kProgramAttrName, builder->getUnitAttr());
   for (auto [index, argName] : llvm::enumerate(argNames))
     program.setArgAttr(index, "tile.name", builder->getStringAttr(argName));
+  for (auto [index, dims] : llvm::enumerate(argDims)) {
+    if (llvm::all_of(dims, [](const std::string &d) { return d.empty(); }))
+      continue;
+    SmallVector<Attribute> names;
+    for (const std::string &dim : dims)
+      names.push_back(builder->getStringAttr(dim));
+    program.setArgAttr(index, "tile.dims", builder->getArrayAttr(names));
+  }
   Block *body = program.addEntryBlock();
   builder->setInsertionPointToStart(body);
   builder->create<func::ReturnOp>(loc);
@@ -91,12 +112,16 @@ Value ProgramBuilder::dim(Value tensor, int64_t d) {
                                 builder->getI64IntegerAttr(d));
 }
 
-Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int64_t>> sources) {
+Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int64_t>> sources,
+                            StringRef name) {
   SmallVector<Value> sizes;
   for (auto [d, size] : llvm::enumerate(type.getShape()))
     if (ShapedType::isDynamic(size))
       sizes.push_back(dim(sources[d].first, sources[d].second));
-  return builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
+  auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
+  if (!name.empty())
+    alloc->setAttr("tile.name", builder->getStringAttr(name));
+  return alloc;
 }
 
 LogicalResult ProgramBuilder::launch(Location loc, StringRef baseName, Attribute spec,

@@ -38,6 +38,10 @@ mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole
 
 mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
 
+/// `tile.dims` of a tensor: `symbols[d]` for dynamic dims, "" for static ones.
+llvm::SmallVector<std::string, 4> dimSymbols(mlir::Type type,
+                                             llvm::ArrayRef<std::string> symbols);
+
 /// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
 /// bf16/f16/f32); reports on `op` naming `what` otherwise.
 mlir::FailureOr<mlir::tile::GlobalTensorType> toProgramTensor(mlir::Operation *op, mlir::Type type,
@@ -50,10 +54,13 @@ public:
       : symbols(symbols), target(target) {}
 
   /// Creates the program func `name` before `anchor` (module level) with
-  /// named arguments, and positions the builder in its body.
+  /// arguments named `argNames` (`tile.name`) whose dynamic dimensions carry
+  /// the run-time size symbols `argDims` (`tile.dims`, "" for static or
+  /// unnamed dims; may be empty), and positions the builder in its body.
   mlir::func::FuncOp create(mlir::Operation *anchor, mlir::Location loc, llvm::StringRef name,
                             llvm::ArrayRef<mlir::Type> argTypes,
-                            llvm::ArrayRef<std::string> argNames);
+                            llvm::ArrayRef<std::string> argNames,
+                            llvm::ArrayRef<llvm::SmallVector<std::string, 4>> argDims = {});
 
   mlir::Value arg(unsigned i) { return program.getArgument(i); }
 
@@ -63,7 +70,8 @@ public:
   /// Workspace of `type`; `sources[i]` = (tensor, dim) giving the size of
   /// dimension i when it is dynamic.
   mlir::Value alloc(mlir::tile::GlobalTensorType type,
-                    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> sources);
+                    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> sources,
+                    llvm::StringRef name = "");
 
   /// Builds kernel `<baseName>` (unique in the module) from `spec` at the
   /// target's default plan for the argument types and launches it.

@@ -4,6 +4,7 @@ flashc compiler (when one is found), keyed by a configuration's cache key."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 
@@ -158,3 +159,6 @@ def clear_loaded():
     with _loaded_lock:
         _loaded.clear()
         _by_key.clear()
+    binding = sys.modules.get(__package__ + ".torch")
+    if binding is not None:
+        binding._resolved.clear()

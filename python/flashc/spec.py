@@ -175,6 +175,12 @@ class AttentionConfig:
     forward_program = ATTENTION_FORWARD
     backward_program = ATTENTION_BACKWARD
 
+    def input_names(self):
+        return ("q", "k", "v")
+
+    def output_names(self):
+        return ("o", "lse")
+
     def forward_params(self):
         return ("q", "k", "v", "o", "lse")
 
@@ -262,6 +268,9 @@ class FfnConfig:
 
     forward_program = FFN_FORWARD
     backward_program = FFN_BACKWARD
+
+    def output_names(self):
+        return ("y",)
 
     def forward_params(self):
         return self.input_names() + ("y",)

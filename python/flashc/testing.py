@@ -82,7 +82,7 @@ def max_abs_error(actual, expected):
         return math.inf
     if actual.numel() == 0:
         return 0.0
-    a, e = actual.double(), expected.double()
+    a, e = actual.detach().double(), expected.detach().double()
     finite = torch.isfinite(e)
     if not torch.equal(torch.isfinite(a), finite):
         return math.inf

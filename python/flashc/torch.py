@@ -15,8 +15,8 @@ import os
 
 import torch
 
-from . import cache
-from .errors import InvalidArgumentError, InvalidBundleError
+from . import cache, programs
+from .errors import InvalidArgumentError
 from .validate import TensorInfo, attention_config, ffn_config
 
 __all__ = ["attention", "ffn"]
@@ -56,25 +56,22 @@ def _kernel_layout(t):
     return t
 
 
-_checked_programs = set()
+_resolved = {}
 
 
-def _bundle_for(config, programs):
-    """The bundle of `config`, after checking it has `programs` with the parameters this module passes."""
-    bundle = cache.load_bundle(config)
-    for program, expected in programs:
-        tag = (id(bundle), program)
-        if tag in _checked_programs:
-            continue
-        if program not in bundle.programs and program not in bundle.kernels:
-            raise InvalidBundleError("bundle %s (for %s) has no program '%s' (programs: %s)" % (
-                bundle.path, config.describe(), program, ", ".join(bundle.programs) or "none"))
-        names = [p.name for p in bundle.params(program)]
-        if sorted(names) != sorted(expected):
-            raise InvalidBundleError("bundle %s: program '%s' has parameters (%s) but flashc.torch passes (%s)" % (
-                bundle.path, program, ", ".join(names), ", ".join(expected)))
-        _checked_programs.add(tag)
-    return bundle
+def _program(config, direction):
+    """(bundle, program name, {logical: bundle parameter name}) for config's forward or backward."""
+    found = _resolved.get((config.key, direction))
+    if found is None:
+        bundle = cache.load_bundle(config)
+        program, mapping = programs.resolve(bundle, config, direction)
+        found = _resolved[(config.key, direction)] = (bundle, program, mapping)
+    return found
+
+
+def _run(config, direction, device, args):
+    bundle, program, mapping = _program(config, direction)
+    _launch(bundle, program, device, {mapping[k]: v for k, v in args.items()})
 
 
 def _launch(bundle, program, device, args):
@@ -96,8 +93,7 @@ class _Attention(torch.autograd.Function):
                 o.zero_()
                 lse.fill_(-math.inf)
             else:
-                bundle = _bundle_for(config, [(config.forward_program, config.forward_params())])
-                _launch(bundle, config.forward_program, q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
+                _run(config, "forward", q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
         ctx.config = config
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.mark_non_differentiable(lse)
@@ -115,9 +111,8 @@ class _Attention(torch.autograd.Function):
             for g in (dq, dk, dv):
                 g.zero_()
         else:
-            bundle = _bundle_for(config, [(config.backward_program, config.backward_params())])
-            _launch(bundle, config.backward_program, q.device,
-                    dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv))
+            _run(config, "backward", q.device,
+                 dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv))
         return dq, dk, dv, None
 
 
@@ -154,10 +149,9 @@ class _Ffn(torch.autograd.Function):
         rows = x2.shape[0]
         y = _output((rows, config.d_out), x.dtype, x.device)
         if rows > 0:
-            bundle = _bundle_for(config, [(config.forward_program, config.forward_params())])
             args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
             args["y"] = y
-            _launch(bundle, config.forward_program, x.device, args)
+            _run(config, "forward", x.device, args)
         ctx.config = config
         ctx.lead = lead
         ctx.save_for_backward(x2, w1, b1, w2, b2, w_gate)
@@ -195,11 +189,10 @@ class _Ffn(torch.autograd.Function):
             for g in grads.values():
                 g.zero_()
         else:
-            bundle = _bundle_for(config, [(config.backward_program, config.backward_params())])
             args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
             args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out))
             args.update(grads)
-            _launch(bundle, config.backward_program, dev, args)
+            _run(config, "backward", dev, args)
         dx = grads["dx"].reshape(ctx.lead + (config.d_model,))
         dw1 = grads["dw_up"] if config.gated else grads["dw1"]
         return dx, dw1, grads.get("db1"), grads["dw2"], grads.get("db2"), grads.get("dw_gate"), None

@@ -51,7 +51,6 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
         if len(t.shape) != 4:
             _fail(op, "expected %s to be a 4-D tensor [B, H, S, D], but got a %d-D tensor of shape %s"
                   % (name, len(t.shape), _shape(t)))
-    dtype = _common_dtype_device(op, (("query", q), ("key", k), ("value", v)))
     bq, hq, sq, d = q.shape
     bk, hkv, sk, dk = k.shape
     bv, hv, sv, dv = v.shape
@@ -74,6 +73,7 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
         if hq % hkv:
             _fail(op, "number of heads in query (%d) must be divisible by the number of heads in key and value "
                   "(%d) when enable_gqa=True" % (hq, hkv))
+    dtype = _common_dtype_device(op, (("query", q), ("key", k), ("value", v)))
     if softcap is not None and not isinstance(softcap, (int, float)):
         _fail(op, "softcap must be a number or None, got %s" % type(softcap).__name__)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
@@ -105,7 +105,6 @@ def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=
         _fail(op, "a gated FFN (w_gate given) takes no b1")
     named = [("x", x), ("w1", w1)] + ([("w_gate", w_gate)] if w_gate is not None else []) + \
             ([("b1", b1)] if b1 is not None else []) + [("w2", w2)] + ([("b2", b2)] if b2 is not None else [])
-    dtype = _common_dtype_device(op, named)
     d = x.shape[-1]
     if w1.shape[0] != d:
         _fail(op, "x.size(-1) (%d) must match w1.size(0) (%d): w1 is [d, h] (x @ w1)" % (d, w1.shape[0]))
@@ -121,5 +120,6 @@ def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=
         _fail(op, "expected b2 of shape (%d,) to match w2.size(1), but got %s" % (d_out, _shape(b2)))
     if min(d, h, d_out) < 1:
         _fail(op, "d, h and d_out must be positive, got %d, %d and %d" % (d, h, d_out))
+    dtype = _common_dtype_device(op, named)
     return FfnConfig(dtype=dtype, d_model=d, d_hidden=h, d_out=d_out, activation=activation,
                      has_b1=b1 is not None, has_b2=b2 is not None, gated=w_gate is not None)

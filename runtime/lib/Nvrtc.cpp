@@ -20,6 +20,8 @@ struct NvrtcApi {
   decltype(&::nvrtcGetProgramLog) log = nullptr;
   decltype(&::nvrtcGetCUBINSize) cubinSize = nullptr;
   decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&::nvrtcGetPTXSize) ptxSize = nullptr;
+  decltype(&::nvrtcGetPTX) ptx = nullptr;
   decltype(&::nvrtcDestroyProgram) destroy = nullptr;
   std::string error; // why loading failed
 };
@@ -70,6 +72,8 @@ const NvrtcApi &api() {
     load(a.log, "nvrtcGetProgramLog");
     load(a.cubinSize, "nvrtcGetCUBINSize");
     load(a.cubin, "nvrtcGetCUBIN");
+    load(a.ptxSize, "nvrtcGetPTXSize");
+    load(a.ptx, "nvrtcGetPTX");
     load(a.destroy, "nvrtcDestroyProgram");
     if (!ok) a.version = nullptr;
   });
@@ -140,6 +144,14 @@ Result<CompileOutput> compileCuda(const CompileRequest &r) {
   if (rc == NVRTC_SUCCESS && size > 0) {
     out.cubin.resize(size);
     rc = a.cubin(prog, out.cubin.data());
+  }
+  size_t ptxBytes = 0;
+  if (a.ptxSize(prog, &ptxBytes) == NVRTC_SUCCESS && ptxBytes > 1) {
+    out.ptx.resize(ptxBytes);
+    if (a.ptx(prog, out.ptx.data()) == NVRTC_SUCCESS)
+      out.ptx.resize(ptxBytes - 1);
+    else
+      out.ptx.clear();
   }
   a.destroy(&prog);
   if (rc != NVRTC_SUCCESS || size == 0)

@@ -247,6 +247,19 @@ func.func @negative_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
 
 // -----
 
+// A total scale of 1e-60 has no positive f32 value: not fused.
+// CHECK-LABEL: func.func @scale_underflows_f32
+// CHECK-NOT: flash.attention
+func.func @scale_underflows_f32(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %t = flash.scale %s by 1.0e-60 : tensor<1x2x8x8xf32>
+  %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
 // No softmax between the matmuls: plain linear attention, not fused.
 // CHECK-LABEL: func.func @no_softmax
 // CHECK-NOT: flash.attention

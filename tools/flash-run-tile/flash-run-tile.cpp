@@ -63,6 +63,8 @@ static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
+static cl::opt<double> inputRange("input-range", cl::init(2.0),
+                                  cl::desc("inputs are uniform in [-range, range]"));
 static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
 
 namespace {
@@ -301,7 +303,7 @@ public:
         return failure();
       }
       inputs.push_back(randomTensor(concreteShape(ranked.getShape()),
-                                    kindOf(ranked.getElementType()), rng, 1.0));
+                                    kindOf(ranked.getElementType()), rng, inputRange));
     }
     std::vector<ReferenceTensor> refInputs;
     for (const HostTensor &tensor : inputs)
@@ -321,7 +323,7 @@ public:
       if (result < expected->size())
         shape = (*expected)[result].shape;
       else
-        shape = lseShapeFor(fusedFunc);
+        shape = extraLseShape(fusedFunc, result - expected->size());
       outputs.push_back(poisoned(shape, kindOf(tensorType.getElementType())));
     }
     std::vector<HostTensor *> args;
@@ -403,9 +405,17 @@ private:
     return llvm::all_of(op->getOperands(), [](Value v) { return llvm::isa<BlockArgument>(v); });
   }
 
-  std::vector<int64_t> lseShapeFor(func::FuncOp fusedFunc) {
-    if (auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(singleFusedOp(fusedFunc)))
-      return concreteShape(attention.getLse().getType().getShape());
+  /// Shape of the n-th extra lse output: flash-tile appends one per
+  /// attention op whose lse the function does not return, in op order.
+  std::vector<int64_t> extraLseShape(func::FuncOp fusedFunc, size_t n) {
+    auto returnOp = llvm::cast<func::ReturnOp>(fusedFunc.getBody().front().getTerminator());
+    size_t seen = 0;
+    for (auto attention : fusedFunc.getBody().front().getOps<flash::AttentionOp>()) {
+      if (llvm::is_contained(returnOp.getOperands(), attention.getLse()))
+        continue;
+      if (seen++ == n)
+        return concreteShape(attention.getLse().getType().getShape());
+    }
     return {};
   }
 

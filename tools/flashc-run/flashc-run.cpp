@@ -367,7 +367,7 @@ struct Runner {
     m.windowRight = std::atoll(meta(fwd, "window_right", "-1").c_str());
     std::map<std::string, int64_t> sym{{"B", opt.batch}, {"Sq", opt.seqQ}, {"Sk", opt.seqK}};
     Buffer q = makeParam(fwd.name, "q", sym), k = makeParam(fwd.name, "k", sym),
-           v = makeParam(fwd.name, "v", sym), o = makeParam(fwd.name, "o", sym),
+           v = makeParam(fwd.name, "v", sym), o = makeParam(fwd.name, "out", sym),
            lse = makeParam(fwd.name, "lse", sym);
     AttentionShapes s{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
     std::printf("%s: B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld] softcap=%g\n",
@@ -379,12 +379,12 @@ struct Runner {
     randomFill(v, rng);
     if (!upload(q) || !upload(k) || !upload(v) || !poison(o) || !poison(lse)) { ++failures; return; }
     Arguments args;
-    bind(args, "q", q), bind(args, "k", k), bind(args, "v", v), bind(args, "o", o), bind(args, "lse", lse);
+    bind(args, "q", q), bind(args, "k", k), bind(args, "v", v), bind(args, "out", o), bind(args, "lse", lse);
     if (!launch(fwd.name, args) || !download(o) || !download(lse)) return;
     Buffer dO;
     std::vector<double> refO, refLse, refDq, refDk, refDv;
     if (bwd) {
-      dO = makeParam(bwd->name, "do", sym);
+      dO = makeParam(bwd->name, "dout", sym);
       randomFill(dO, rng);
     }
     attentionReference(s, m, q, k, v, refO, refLse, bwd ? &dO : nullptr, &refDq, &refDk, &refDv);
@@ -395,8 +395,8 @@ struct Runner {
            dv = makeParam(bwd->name, "dv", sym);
     if (!upload(dO) || !poison(dq) || !poison(dk) || !poison(dv)) { ++failures; return; }
     Arguments bargs;
-    bind(bargs, "q", q), bind(bargs, "k", k), bind(bargs, "v", v), bind(bargs, "o", o);
-    bind(bargs, "lse", lse), bind(bargs, "do", dO), bind(bargs, "dq", dq), bind(bargs, "dk", dk);
+    bind(bargs, "q", q), bind(bargs, "k", k), bind(bargs, "v", v), bind(bargs, "out", o);
+    bind(bargs, "lse", lse), bind(bargs, "dout", dO), bind(bargs, "dq", dq), bind(bargs, "dk", dk);
     bind(bargs, "dv", dv);
     if (!launch(bwd->name, bargs) || !download(dq) || !download(dk) || !download(dv)) return;
     report(bwd->name, "dq", compare(dq.host, refDq), boundFor(dq.dtype));

@@ -1,6 +1,10 @@
 //===- Stages.cpp - flashc stage dispatch ---------------------------------===//
 #include "Stages.h"
 
+#include "flashc/Compiler/BundleWriter.h"
+#include "flashc/Compiler/CudaEmitter.h"
+#include "flashc/runtime/Nvrtc.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -45,10 +49,23 @@ LogicalResult writeText(const CompileOptions &options,
   return success();
 }
 
-LogicalResult notYetImplemented(EmitKind kind) {
-  llvm::errs() << "flashc: error: --emit=" << flash::stringifyEmitKind(kind)
-               << " is not yet implemented in this build\n";
-  return failure();
+/// Tile stage and CUDA emission: the module's tile kernels as CUDA C++ plus
+/// the manifest that describes them.
+FailureOr<CudaModule> emitCudaModule(ModuleOp module, const CompileOptions &options) {
+  if (failed(runPasses(module, options, flash::buildFlashcPipeline)))
+    return failure();
+  return emitCuda(module);
+}
+
+/// Compiles the generated source for the first requested architecture.
+FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const CompileOptions &options) {
+  const std::string &arch = options.pipeline.archs.front();
+  auto compiled = rt::compileCuda(cuda.source, arch, cuda.manifest.nvrtcOptions);
+  if (!compiled.ok()) {
+    llvm::errs() << "flashc: error: " << compiled.error().message << "\n";
+    return failure();
+  }
+  return std::move(*compiled);
 }
 
 } // namespace
@@ -64,13 +81,54 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
       os << "\n";
     });
   case EmitKind::Tile:
-  case EmitKind::Cuda:
-  case EmitKind::Ptx:
-  case EmitKind::Cubin:
-  case EmitKind::Bundle:
-    return notYetImplemented(options.emit);
+    if (failed(runPasses(module, options, flash::buildFlashcPipeline)))
+      return failure();
+    return writeText(options, [&](llvm::raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+    });
+  case EmitKind::Cuda: {
+    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
+    if (failed(cuda))
+      return failure();
+    return writeText(options, [&](llvm::raw_ostream &os) { os << cuda->source; });
   }
-  return notYetImplemented(options.emit);
+  case EmitKind::Ptx:
+  case EmitKind::Cubin: {
+    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
+    if (failed(cuda))
+      return failure();
+    FailureOr<rt::CompileOutput> compiled = compileFirstArch(*cuda, options);
+    if (failed(compiled))
+      return failure();
+    return writeText(options, [&](llvm::raw_ostream &os) {
+      if (options.emit == EmitKind::Ptx)
+        os << compiled->ptx;
+      else
+        os.write(compiled->cubin.data(), compiled->cubin.size());
+    });
+  }
+  case EmitKind::Bundle: {
+    if (options.outputPath == "-") {
+      llvm::errs() << "flashc: error: --emit=bundle writes a directory: give it with -o DIR\n";
+      return failure();
+    }
+    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
+    if (failed(cuda))
+      return failure();
+    cuda->manifest.archs = options.pipeline.archs;
+    BundleWriteOptions write;
+    write.cubinArchs = options.pipeline.archs;
+    rt::Status status = writeBundle(options.outputPath, cuda->manifest, cuda->source, write);
+    if (!status.ok()) {
+      llvm::errs() << "flashc: error: writing bundle '" << options.outputPath
+                   << "': " << status.error().message << "\n";
+      return failure();
+    }
+    return success();
+  }
+  }
+  return failure();
 }
 
 } // namespace flashc

@@ -10,6 +10,7 @@
 
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
+#include "flashc/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -158,7 +159,7 @@ int main(int argc, char **argv) {
                       std::to_string(inputs.size()));
 
   mlir::DialectRegistry registry;
-  registry.insert<mlir::flash::FlashDialect, mlir::func::FuncDialect,
+  registry.insert<mlir::flash::FlashDialect, mlir::tile::TileDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::scf::SCFDialect,
                   mlir::tensor::TensorDialect>();
   mlir::MLIRContext context(registry);

@@ -6,6 +6,7 @@
 // CHECK-SAME: block_m = 64
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
 // CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// CHECK-SAME: warps = 4
 tile.kernel @attention_fwd(%q: !tile.tensor<?x4x?x64xf32>, %k: !tile.tensor<?x2x?x64xf32>,
                            %v: !tile.tensor<?x2x?x64xf32>, %o: !tile.tensor<?x4x?x64xf32>,
                            %lse: !tile.tensor<?x4x?xf32>)
@@ -30,7 +31,7 @@ tile.kernel @attention_fwd(%q: !tile.tensor<?x4x?x64xf32>, %k: !tile.tensor<?x2x
   %row0 = arith.muli %rb, %c64 : index
   // Bottom-right alignment: row i sits at key position i + Sk - Sq.
   %offset = arith.subi %sk, %sq : index
-  // CHECK: tile.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] limit [%{{.*}}, %{{.*}}] : !tile.tensor<?x4x?x64xf32> -> !tile.tile<64x64xf32, shared>
+  // CHECK: tile.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] limit[%{{.*}}, %{{.*}}] : <?x4x?x64xf32> -> <64x64xf32, shared>
   %qt = tile.load %q[%b, %h, %row0, %c0] limit [%sq, %c64]
       : !tile.tensor<?x4x?x64xf32> -> !tile.tile<64x64xf32, shared>
   %m0 = tile.fill 0xFFF0000000000000 : !tile.tile<64xf32, register>
@@ -62,7 +63,7 @@ tile.kernel @attention_fwd(%q: !tile.tensor<?x4x?x64xf32>, %k: !tile.tensor<?x2x
     %ragged = arith.cmpi sgt, %tail_end, %sk : index
     %needs_mask = arith.ori %crosses, %ragged : i1
     %sm = scf.if %needs_mask -> (!tile.tile<64x64xf32, register>) {
-      // CHECK: tile.mask %{{.*}} rows %{{.*}} cols %{{.*}} limit %{{.*}} offset %{{.*}} window [-1, 0]
+      // CHECK: tile.mask %{{.*}} rows %{{.*}} cols %{{.*}} limit %{{.*}} offset %{{.*}} window[-1, 0]
       %masked = tile.mask %s rows %row0 cols %col0 limit %sk offset %offset window [-1, 0]
           : !tile.tile<64x64xf32, register>
       scf.yield %masked : !tile.tile<64x64xf32, register>

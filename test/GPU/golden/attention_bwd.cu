@@ -35,6 +35,14 @@
 #ifndef FLASHC_SOFTCAP
 #define FLASHC_SOFTCAP 0.0f
 #endif
+#ifndef FLASHC_BWD_DETERMINISTIC  // 1: dQ added in key-block order (bitwise reproducible)
+#define FLASHC_BWD_DETERMINISTIC 0
+#endif
+#if FLASHC_BWD_DETERMINISTIC
+#define FLASHC_BWD_SEMAPHORE_PARAM , flashc::TensorArg dq_semaphore  // int32 [B, Hq, ceil(Sq / 64)]
+#else
+#define FLASHC_BWD_SEMAPHORE_PARAM
+#endif
 #define FLASHC_PASTE2(a, b) a##b
 #define FLASHC_PASTE(a, b) FLASHC_PASTE2(a, b)
 
@@ -42,6 +50,7 @@ namespace bwd_config {
 using namespace flashc::device;
 // ---- spec parameters ----
 constexpr int kHeadDim = FLASHC_HEAD_DIM;
+static_assert(kHeadDim <= 128, "backward: dK and dV accumulators of 16 x D per warp exceed registers past D = 128");
 constexpr int kHeadsQ = FLASHC_HEADS_Q;
 constexpr int kGroup = FLASHC_GQA_GROUP;
 constexpr int kHeadsKV = kHeadsQ / kGroup;
@@ -55,14 +64,18 @@ constexpr float kSoftcap = FLASHC_SOFTCAP;
 using Mask = Window<FLASHC_WINDOW_LEFT, FLASHC_CAUSAL ? 0 : FLASHC_WINDOW_RIGHT>;
 constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;  // softcap applies the scale itself
 // ---- memory plan ----
-#ifndef FLASHC_BWD_BLOCK_N
-#define FLASHC_BWD_BLOCK_N 64
+#ifndef FLASHC_BWD_BLOCK_N  // 128 keys / 8 warps measured faster than 64 / 4 (NOTES.md)
+#define FLASHC_BWD_BLOCK_N 128
 #endif
 constexpr int kBlockM = 64;                  // query rows per inner iteration
 constexpr int kBlockN = FLASHC_BWD_BLOCK_N;  // keys per thread block
 constexpr int kWarps = kBlockN / 16;         // one 16-key band per warp
 constexpr int kThreads = kWarps * 32;
-constexpr int kMinBlocksPerSM = kWarps <= 4 ? 2 : 1;  // 2 x 4 warps or 1 x 8 warps, <= 255 registers
+constexpr int kMinBlocksPerSM = kWarps <= 4 ? 2 : 1;
+#ifndef FLASHC_BWD_WIDE_ATOMIC
+#define FLASHC_BWD_WIDE_ATOMIC 0
+#endif
+constexpr bool kWideAtomic = FLASHC_BWD_WIDE_ATOMIC != 0;  // 16-byte dQ reductions (lab variant)  // 2 x 4 warps or 1 x 8 warps, <= 255 registers
 // dQ [kBlockM][D] uses a 2-D warp layout: kDqBands row bands x kDqGroups column groups, each
 // group computing its columns in slices of kDqCols (register budget).
 constexpr int kDqBands = kBlockM / 16;
@@ -86,13 +99,17 @@ constexpr int kSmemBytes = kSmemDelta0 + 2 * kBlockM * 4;
 // Preprocess. Grid: (ceil(Sq / 64), Hq, B), 128 threads. D = rowsum(dO * O); dQ_accum = 0.
 extern "C" __global__ void __launch_bounds__(128)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_preprocess)(flashc::TensorArg o, flashc::TensorArg dout,
-                                                    flashc::TensorArg delta, flashc::TensorArg dq_accum) {
+                                                    flashc::TensorArg delta,
+                                                    flashc::TensorArg dq_accum FLASHC_BWD_SEMAPHORE_PARAM) {
   using namespace flashc::device;
   using namespace bwd_config;
   const int q0 = blockIdx.x * kRowsPerAuxBlock, head = blockIdx.y, batch = blockIdx.z;
   row_dot_global<128, kHeadDim>(vector_at<float>(delta, batch, head), matrix_at<Elem>(dout, batch, head),
                          matrix_at<Elem>(o, batch, head), q0, kRowsPerAuxBlock);
   fill_rows<128, kHeadDim>(matrix_at<float>(dq_accum, batch, head), q0, kRowsPerAuxBlock, 0.f);
+#if FLASHC_BWD_DETERMINISTIC
+  if (threadIdx.x == 0) vector_at<int>(dq_semaphore, batch, head).base[blockIdx.x * dq_semaphore.stride[2]] = 0;
+#endif
 }
 
 // Main. Grid: (ceil(Sk / kBlockN), Hkv, B); kThreads threads; kSmemBytes dynamic shared memory.
@@ -101,7 +118,8 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_preprocess)(flashc::TensorArg o, flashc:
 extern "C" __global__ void __launch_bounds__(bwd_config::kThreads, bwd_config::kMinBlocksPerSM)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v,
                                          flashc::TensorArg dout, flashc::TensorArg lse, flashc::TensorArg delta,
-                                         flashc::TensorArg dq_accum, flashc::TensorArg dk, flashc::TensorArg dv) {
+                                         flashc::TensorArg dq_accum, flashc::TensorArg dk,
+                                         flashc::TensorArg dv FLASHC_BWD_SEMAPHORE_PARAM) {
   using namespace flashc::device;
   using namespace bwd_config;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -188,13 +206,28 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     __syncthreads();
     const GlobalMatrix<float> dQg = matrix_at<float>(dq_accum, batch, head);
     const int dq_col0 = (warp_id() / kDqBands) * kDqGroupCols;  // this warp's column group
+#if FLASHC_BWD_DETERMINISTIC
+    // Key blocks that see this query block add in increasing key-block order.
+    static_assert(kBlockM == kRowsPerAuxBlock, "one semaphore per preprocess row block");
+    int* dq_turn = vector_at<int>(dq_semaphore, batch, head).base + (q0 / kBlockM) * dq_semaphore.stride[2];
+    wait_turn(dq_turn, blockIdx.x - Mask::key_block_begin(q0, kBlockN, diag));
+#endif
+#ifndef FLASHC_LAB_SKIP_DQ  // lab timing experiment only (leave the dQ stage out); never set in use
 #pragma unroll
     for (int c = 0; c < kDqGroupCols; c += kDqCols) {
       RegTileF32<kBlockM, kDqCols, kDqBands> dq;
       fill(dq, 0.f);
       matmul_ta(dq, dSs, Ks, dq_col0 + c);
-      atomic_add(columns_from(dQg, dq_col0 + c), q0, dq);
+#ifdef FLASHC_LAB_SKIP_DQ_ATOMIC  // lab timing experiment: matmul kept, atomics left out
+      if (dq.v[0][0][0] == 1.2345e-30f) atomic_add<kWideAtomic>(columns_from(dQg, dq_col0 + c), q0, dq);
+#else
+      atomic_add<kWideAtomic>(columns_from(dQg, dq_col0 + c), q0, dq);
+#endif
     }
+#if FLASHC_BWD_DETERMINISTIC
+    pass_turn(dq_turn);
+#endif
+#endif
     __syncthreads();  // dSs and this stage are rewritten next iteration
   }
   cp_async_wait<0>();

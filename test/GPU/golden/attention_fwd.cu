@@ -60,11 +60,11 @@ constexpr bool kLongestFirst = Mask::R >= 0 && Mask::L < 0;
 #ifdef FLASHC_FWD_BLOCK_M  // lab overrides for tuning
 constexpr int kBlockM = FLASHC_FWD_BLOCK_M, kBlockN = FLASHC_FWD_BLOCK_N, kWarps = FLASHC_FWD_WARPS;
 constexpr bool kQInRegisters = FLASHC_FWD_Q_IN_REGS;
-#else
+#else  // measured on the H200 (bench/kernel_lab/NOTES.md): 4 warps x 32 query rows
 constexpr int kBlockM = kHeadDim <= 128 ? 128 : 64;
-constexpr int kBlockN = kHeadDim <= 64 ? 128 : (kHeadDim <= 128 ? 64 : 32);
-constexpr int kWarps = kBlockM / 16;
-constexpr bool kQInRegisters = kHeadDim <= 128;
+constexpr int kBlockN = kHeadDim <= 128 ? 64 : 32;
+constexpr int kWarps = 4;
+constexpr bool kQInRegisters = kHeadDim <= 64;  // D = 128: registers go to the O accumulator
 #endif
 constexpr int kThreads = kWarps * 32;
 constexpr int kMinBlocksPerSM = FLASHC_MIN_BLOCKS;

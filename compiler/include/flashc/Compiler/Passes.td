@@ -14,17 +14,15 @@ def FuseAttention : Pass<"flash-fuse-attention"> {
   let description = [{
     Rewrites  P = softmax(mask(scale · Q·Kᵀ)),  O = P·V  into one
     `flash.attention` (its lse result unused). Accepted spellings:
-      - Kᵀ as `flash.matmul %q, %k transpose_b` (k is [B, Hkv, Sk, D]) or as a
-        plain matmul with a pre-transposed key kt [B, Hkv, D, Sk], which must
-        itself be a `flash.matmul ... transpose_a` or `transpose_b` result or
-        any other value (a function argument): the pass then needs the key in
-        [B, Hkv, Sk, D] and only fuses when that form exists in the graph, i.e.
-        when kt is produced by a transposing matmul (see FuseAttention.cpp);
+      - Kᵀ as `flash.matmul %q, %k transpose_b` with k [B, Hkv, Sk, D];
+      - Kᵀ [B, Hkv, D, Sk] produced by a flash.matmul (kt = op(A)·op(B), A and
+        B with identical batch dims): the pass re-emits K = op(B)ᵀ·op(A)ᵀ.
+        A Kᵀ function argument does not fuse (the dialect has no transpose);
       - the scale on the scores, on Q or on K (`flash.scale` by a constant);
-        several scales multiply;
-      - the mask before or after the scale;
-      - rank-3 [B·H, S, D] operands (treated as H = 1) or rank-4 with GQA
-        through grouped matmul broadcasting.
+        several scales multiply; the total must be positive;
+      - the mask before or after the scale (at most one mask);
+      - rank-4 [B, H, S, D] operands, GQA through grouped head broadcasting
+        (the batch dims of Q, K and V must be equal).
     Nothing fuses when the scores or probabilities have another use.
   }];
   let dependentDialects = ["::mlir::flash::FlashDialect"];

@@ -28,6 +28,8 @@ std::optional<EmitKind> parseEmitKind(llvm::StringRef text);
 struct PipelineOptions {
   /// GPU architectures to generate code for, e.g. "sm_90a", "sm_80".
   std::vector<std::string> archs{"sm_90a"};
+  /// Backward attention computes dQ without atomics (bitwise reproducible).
+  bool deterministicBackward = false;
 };
 
 /// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.

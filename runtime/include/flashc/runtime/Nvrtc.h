@@ -21,7 +21,8 @@ struct CompileRequest {
 
 struct CompileOutput {
   std::vector<char> cubin;
-  std::string log; // warnings (may be empty)
+  std::string ptx; // the PTX NVRTC generated on the way (for --emit=ptx)
+  std::string log; // warnings and, with --ptxas-options=-v, the resource report
 };
 
 /// The exact option list handed to NVRTC for `request` (user options, include

@@ -12,3 +12,4 @@
 #include "flashc/device/mask.cuh"
 #include "flashc/device/backward.cuh"
 #include "flashc/device/activation.cuh"
+#include "flashc/device/ordering.cuh"

@@ -91,26 +91,60 @@ __device__ __forceinline__ void multiply(RegTileF32<R, C, W>& t, const RegTileF3
 }
 
 // tile op `atomic_add %x, %t[..] limit [rl, cl]`: dst[row0 + r][c] += x[r][c] for row0 + r < dst.rows
-// (columns: the caller passes a full-width tile or a columns_from() slice), as 8-byte vector
-// reductions (red.global.add.v2.f32, sm_90). Order across blocks is not deterministic.
-template <int R, int C, int W>
+// (columns: the caller passes a full-width tile or a columns_from() slice). Order across blocks is
+// not deterministic.
+//   kWide = false: 8-byte reductions (red.global.add.v2.f32), the C-fragment pairs as they are.
+//   kWide = true : lanes 2t and 2t+1 swap halves with one shuffle pair so that each lane holds 4
+//                  consecutive columns of one row, then 16-byte reductions (red.global.add.v4.f32):
+//                  half the reduction instructions for the same bytes.
+template <bool kWide = false, int R, int C, int W>
 __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int row0, const RegTileF32<R, C, W>& t) {
+  if constexpr (!kWide) {
 #pragma unroll
-  for (int mt = 0; mt < t.kMT; ++mt)
+    for (int mt = 0; mt < t.kMT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + t.row(mt, h);
-      if (row < dst.rows) {
-        float* base = dst.base + row * dst.row_stride;
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + t.row(mt, h);
+        if (row < dst.rows) {
+          float* base = dst.base + row * dst.row_stride;
 #pragma unroll
-        for (int nt = 0; nt < t.kNT; ++nt) {
-          float* p = base + t.col(nt, 0);
-          asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(t.v[mt][nt][2 * h]),
-                       "f"(t.v[mt][nt][2 * h + 1])
-                       : "memory");
+          for (int nt = 0; nt < t.kNT; ++nt) {
+            float* p = base + t.col(nt, 0);
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(t.v[mt][nt][2 * h]),
+                         "f"(t.v[mt][nt][2 * h + 1])
+                         : "memory");
+          }
         }
       }
+  } else {
+    // Even lane (t = 0, 2) keeps row g and takes its partner's row-g pair (cols +2, +3);
+    // odd lane keeps row g + 8 and takes the partner's row-(g+8) pair (cols -2, -1).
+    const bool odd = (lane_id() & 1) != 0;
+    const int h = odd ? 1 : 0;
+#pragma unroll
+    for (int mt = 0; mt < t.kMT; ++mt) {
+      const int row = row0 + t.row(mt, h);
+      float* base = dst.base + row * dst.row_stride;
+#pragma unroll
+      for (int nt = 0; nt < t.kNT; ++nt) {
+        // what this lane gives away: even gives its row g+8 pair, odd gives its row g pair
+        const float give0 = odd ? t.v[mt][nt][0] : t.v[mt][nt][2];
+        const float give1 = odd ? t.v[mt][nt][1] : t.v[mt][nt][3];
+        const float got0 = __shfl_xor_sync(0xffffffffu, give0, 1);
+        const float got1 = __shfl_xor_sync(0xffffffffu, give1, 1);
+        const float keep0 = odd ? t.v[mt][nt][2] : t.v[mt][nt][0];
+        const float keep1 = odd ? t.v[mt][nt][3] : t.v[mt][nt][1];
+        // 4 consecutive columns starting at the even lane's column
+        const float a0 = odd ? got0 : keep0, a1 = odd ? got1 : keep1;
+        const float a2 = odd ? keep0 : got0, a3 = odd ? keep1 : got1;
+        const int col = t.col(nt, 0) & ~3;
+        if (row < dst.rows)
+          asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
+                       "f"(a2), "f"(a3)
+                       : "memory");
+      }
     }
+  }
 }
 
 // tile op `row_dot %a, %b` on two shared tiles: d[r] = sum_c a[r][c] * b[r][c] in f32, as a

@@ -71,7 +71,7 @@ __device__ __forceinline__ void gemm(RegTileF32<M, N, W>& C, const ASrc& A, cons
   const int row0 = C.band_row0();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
-    unsigned a[C.kMT][4];
+    unsigned a[TileShape<M, N, W>::kMT][4];
 #pragma unroll
     for (int mt = 0; mt < C.kMT; ++mt) A.load(a[mt], mt, kk, row0);
 #pragma unroll

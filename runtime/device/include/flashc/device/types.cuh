@@ -4,6 +4,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+// NVRTC has no <math.h>: provide INFINITY for device code.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
 namespace flashc {
 namespace device {
 

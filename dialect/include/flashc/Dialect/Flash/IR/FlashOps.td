@@ -96,8 +96,8 @@ def Flash_SoftmaxOp : Flash_UnaryOp<"softmax"> {
   let summary = "softmax over the last dimension";
   let description = [{
     `result[..., j] = exp(x[..., j] - max) / sum_k exp(x[..., k] - max)`.
-    A row that is entirely -inf has no defined softmax; flashc's fused
-    attention returns zeros for it.
+    A row that is entirely -inf (every key masked) is defined as all zeros,
+    the same convention as flash.attention's output for such a row.
   }];
   let hasVerifier = 1;
 }

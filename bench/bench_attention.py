@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Attention benchmark: flashc against PyTorch SDPA (flash, cuDNN, memory-efficient backends), FlexAttention
+(torch.compile'd) and naive eager, in one process on one GPU (shared/anchors.md method).
+
+bf16, B*S = 16k tokens, H*D = 2048, D in {64, 128}, S in {1k, 4k, 16k}, causal and not. TFLOP/s with
+FLOPs = 4*B*H*S^2*D (/2 causal), backward = 2.5x forward FLOPs, backward time = (fwd+bwd) - fwd, medians of
+triton.testing.do_bench, inputs rotated among a few sets. Also: peak memory, every flashc output and gradient
+checked against float64 math on two heads (error within 2x of SDPA-flash bf16's + floor), and bundle
+load+compile time (cold/warm JIT through NVRTC and the cubin path) in fresh processes.
+
+  python3 bench/bench_attention.py [--out DIR] [--dry-run] [--head-dims 64,128] [--seqs 1024,4096,16384]
+Bundles: FLASHC_BUNDLE_PATH (python -m flashc.prebuild --out DIR bench). Writes DIR/bench_attention.{md,json,png}
+and DIR/results/<date>-h200-bench_attention.md (DIR: --out, else $OUT, else out/bench).
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import bench_common as bc
+
+PEERS = ["flashc", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
+PEER_TITLES = {"flashc": "flashc", "cudnn": "cuDNN", "sdpa_flash": "FA2 (SDPA flash)", "flex": "FlexAttention",
+               "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", help="output directory (default $OUT, else bench/out)")
+    p.add_argument("--dry-run", action="store_true", help="check arguments, imports and bundles; no CUDA needed")
+    p.add_argument("--head-dims", default="64,128")
+    p.add_argument("--seqs", default="1024,4096,16384")
+    p.add_argument("--causal", default="both", choices=["both", "yes", "no"])
+    p.add_argument("--tokens", type=int, default=16384, help="B*S")
+    p.add_argument("--hidden", type=int, default=2048, help="H*D")
+    p.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
+    p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
+    p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
+    p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
+    p.add_argument("--no-load-time", action="store_true", help="skip bundle load/compile timing")
+    p.add_argument("--warmup", type=int, default=25, help="do_bench warmup ms")
+    p.add_argument("--rep", type=int, default=100, help="do_bench repetition ms")
+    p.add_argument("--measure-load", nargs=2, metavar=("BUNDLE_DIR", "CACHE_DIR"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    try:
+        args.head_dims = [int(x) for x in args.head_dims.split(",") if x]
+        args.seqs = [int(x) for x in args.seqs.split(",") if x]
+    except ValueError:
+        p.error("--head-dims and --seqs take comma-separated integers")
+    args.causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+    args.peers = [x for x in args.peers.split(",") if x]
+    unknown = [x for x in args.peers if x not in PEERS]
+    if unknown:
+        p.error("unknown peer(s) %s (known: %s)" % (", ".join(unknown), ", ".join(PEERS)))
+    for d in args.head_dims:
+        if d <= 0 or args.hidden % d:
+            p.error("--hidden %d is not a multiple of head dim %d" % (args.hidden, d))
+    for s in args.seqs:
+        if s <= 0 or args.tokens % s:
+            p.error("--tokens %d is not a multiple of sequence length %d" % (args.tokens, s))
+    return args
+
+
+def rows_of(args):
+    from flashc.spec import AttentionConfig
+    rows = []
+    for d in args.head_dims:
+        for s in args.seqs:
+            for causal in args.causals:
+                heads = args.hidden // d
+                rows.append(dict(D=d, S=s, B=args.tokens // s, H=heads, causal=causal,
+                                 config=AttentionConfig("bf16", heads, heads, d, causal=causal)))
+    return rows
+
+
+def fwd_flops(row):
+    f = 4.0 * row["B"] * row["H"] * row["S"] ** 2 * row["D"]
+    return f / 2 if row["causal"] else f
+
+
+# ------------------------------------------------------------ load timing
+def measure_load(bundle_dir, cache_dir):
+    """Child process: open + prepare one bundle with an explicit cache dir; prints JSON seconds."""
+    import flashc
+    t0 = time.perf_counter()
+    b = flashc.Bundle(bundle_dir, cache_dir=cache_dir)
+    t1 = time.perf_counter()
+    b.prepare()
+    t2 = time.perf_counter()
+    print(json.dumps({"open_s": t1 - t0, "prepare_s": t2 - t1, "total_s": t2 - t0}))
+
+
+def strip_cubins(src, dst):
+    """A copy of bundle src without cubins, so loading it takes the NVRTC (JIT) path."""
+    shutil.copytree(src, dst)
+    manifest = os.path.join(dst, "manifest.flashc")
+    with open(manifest) as f:
+        lines = f.readlines()
+    with open(manifest, "w") as f:
+        f.writelines(l for l in lines if not l.strip().startswith("cubin "))
+    for name in os.listdir(dst):
+        if name.endswith(".cubin"):
+            os.remove(os.path.join(dst, name))
+
+
+def load_times(bundle_dir):
+    def child(path, cache):
+        env = dict(os.environ, PYTHONPATH=os.path.join(bc.REPO_ROOT, "python"))
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure-load", path, cache],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
+                              timeout=900)
+        if proc.returncode != 0:
+            return {"error": proc.stderr.strip()[-500:]}
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    work = tempfile.mkdtemp(prefix="flashc-load-")
+    try:
+        out = {}
+        has_cubin = any(n.endswith(".cubin") for n in os.listdir(bundle_dir))
+        out["cubin"] = child(bundle_dir, os.path.join(work, "cache-cubin")) if has_cubin else {"error": "no cubin"}
+        jit = os.path.join(work, "jit")
+        strip_cubins(bundle_dir, jit)
+        cache = os.path.join(work, "cache-jit")
+        out["jit_cold"] = child(jit, cache)   # empty cache: NVRTC compiles
+        out["jit_warm"] = child(jit, cache)   # same cache, new process: from disk
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------- the peers
+def make_impls(torch, row, names):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    causal, S = row["causal"], row["S"]
+    impls = {}
+
+    def sdpa(backend):
+        def run(q, k, v):
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return run
+
+    if "flashc" in names:
+        import flashc.torch as ft
+        impls["flashc"] = lambda q, k, v: ft.attention(q, k, v, causal=causal)
+    if "cudnn" in names:
+        impls["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+    if "sdpa_flash" in names:
+        impls["sdpa_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+    if "sdpa_efficient" in names:
+        impls["sdpa_efficient"] = sdpa(SDPBackend.EFFICIENT_ATTENTION)
+    if "flex" in names:
+        impls["flex"] = make_flex(torch, row)
+    if "naive" in names:
+        scale = 1.0 / math.sqrt(row["D"])
+        mask = torch.ones(S, S, dtype=torch.bool, device="cuda").triu(1) if causal else None
+
+        def naive(q, k, v):
+            s = torch.matmul(q, k.transpose(-1, -2)) * scale
+            if mask is not None:
+                s = s.masked_fill(mask, float("-inf"))
+            return torch.matmul(torch.softmax(s.float(), dim=-1).to(q.dtype), v)
+        impls["naive"] = naive
+    return impls
+
+
+_flex_compiled = None
+
+
+def make_flex(torch, row):
+    """torch.compile'd flex_attention, with the recompile limit raised and fallback made an error."""
+    global _flex_compiled
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    import torch._dynamo
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(cfg, name):
+            setattr(cfg, name, 1024)
+    if hasattr(cfg, "accumulated_recompile_limit"):
+        cfg.accumulated_recompile_limit = 8192
+    if hasattr(cfg, "accumulated_cache_size_limit"):
+        cfg.accumulated_cache_size_limit = 8192
+    if hasattr(cfg, "fail_on_recompile_limit_hit"):
+        cfg.fail_on_recompile_limit_hit = True  # never fall back to unfused code silently
+    if _flex_compiled is None:
+        _flex_compiled = torch.compile(flex_attention, fullgraph=True, dynamic=False)
+    block_mask = None
+    if row["causal"]:
+        block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, B=None, H=None,
+                                       Q_LEN=row["S"], KV_LEN=row["S"], device="cuda")
+    return lambda q, k, v: _flex_compiled(q, k, v, block_mask=block_mask)
+
+
+def dynamo_graph_count(torch):
+    from torch._dynamo.utils import counters
+    return sum(counters["stats"].values()) if "stats" in counters else 0, dict(counters.get("graph_break", {}))
+
+
+# ----------------------------------------------------------- measurement
+def input_sets(torch, row, count, grad=True):
+    sets = []
+    shape = (row["B"], row["H"], row["S"], row["D"])
+    for i in range(count):
+        g = torch.Generator(device="cuda").manual_seed(1000 + i)
+        q, k, v, do = (torch.randn(shape, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
+        sets.append((q.requires_grad_(grad), k.requires_grad_(grad), v.requires_grad_(grad), do))
+    return sets
+
+
+def measure(torch, fn, sets, args):
+    """fwd ms, fwd+bwd ms, peak extra MiB of one fwd+bwd."""
+    counter = [0]
+
+    def pick():
+        counter[0] = (counter[0] + 1) % len(sets)
+        return sets[counter[0]]
+
+    def fwd():
+        q, k, v, _ = pick()
+        fn(q, k, v)
+
+    def fwd_bwd():
+        q, k, v, do = pick()
+        fn(q, k, v).backward(do)
+
+    leaves = [t for s in sets for t in s[:3]]
+    fwd()
+    fwd_bwd()  # compile/load outside the timing
+    torch.cuda.synchronize()
+    for t in leaves:
+        t.grad = None
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    fwd_bwd()
+    torch.cuda.synchronize()
+    peak = (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+    for t in leaves:
+        t.grad = None
+    t_fwd = bc.do_bench(fwd, warmup=args.warmup, rep=args.rep)
+    t_fb = bc.do_bench(fwd_bwd, grad_to_none=leaves, warmup=args.warmup, rep=args.rep)
+    return t_fwd, t_fb, peak
+
+
+def check_flashc(torch, row, impls, sets, heads):
+    """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and SDPA flash bf16's (or naive's)."""
+    from flashc.testing import attention_reference, max_abs_error
+    q, k, v, do = [t.detach() for t in sets[0]]
+    results = {}
+
+    def run(name):
+        qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
+        o = impls[name](qq, kk, vv)
+        o.backward(do)
+        return [o.detach(), qq.grad, kk.grad, vv.grad]
+
+    got = run("flashc")
+    peer_name = "sdpa_flash" if "sdpa_flash" in impls else ("cudnn" if "cudnn" in impls else None)
+    peer = run(peer_name) if peer_name else None
+    slices = [(0, 0), (row["B"] - 1, row["H"] - 1)][:heads]
+    ok = True
+    for b, h in slices:
+        ref_in = [t[b:b + 1, h:h + 1].double().requires_grad_() for t in (q, k, v)]
+        o_ref, _ = attention_reference(*ref_in, causal=row["causal"])
+        grads = torch.autograd.grad(o_ref, ref_in, do[b:b + 1, h:h + 1].double())
+        refs = [o_ref.detach()] + list(grads)
+        del o_ref, grads
+        for i, name in enumerate(["o", "dq", "dk", "dv"]):
+            err = max_abs_error(got[i][b:b + 1, h:h + 1], refs[i])
+            base = max_abs_error(peer[i][b:b + 1, h:h + 1], refs[i]) if peer else None
+            scale = float(refs[i].abs().max())
+            tol = None if base is None else 2 * base + 1e-4 * max(1.0, scale)
+            passed = tol is not None and err <= tol
+            ok = ok and passed
+            results["%s[b=%d,h=%d]" % (name, b, h)] = {"err": err, "peer": peer_name, "peer_err": base, "tol": tol,
+                                                      "pass": passed}
+        del refs, ref_in
+        torch.cuda.empty_cache()
+    return ok, results
+
+
+def run_row(torch, row, args, load_cache):
+    from flashc import cache
+    result = {k: row[k] for k in ("D", "S", "B", "H", "causal")}
+    result["impls"] = {}
+    names = list(args.peers)
+    if "naive" in names and row["S"] > args.naive_max_seq:
+        names.remove("naive")
+        result["impls"]["naive"] = {"status": "skipped (S > --naive-max-seq: memory)"}
+    if "flashc" in names:
+        bundle = cache.find_bundle_dir(row["config"])
+        result["flashc_key"] = row["config"].key
+        if bundle is None and cache.find_compiler() is None:
+            names.remove("flashc")
+            result["impls"]["flashc"] = {"status": "no bundle %s (prebuild it)" % row["config"].key}
+        elif bundle and not args.no_load_time and bundle not in load_cache:
+            load_cache[bundle] = load_times(bundle)
+        if bundle:
+            result["load"] = load_cache.get(bundle)
+    impls = {}
+    for name in names:  # one peer that cannot be set up (e.g. no FlexAttention) must not stop the others
+        try:
+            impls.update(make_impls(torch, row, [name]))
+        except Exception as e:
+            result["impls"][name] = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+            traceback.print_exc()
+    sets = input_sets(torch, row, args.input_sets)
+    flops = fwd_flops(row)
+    for name, fn in impls.items():
+        entry = {}
+        try:
+            graphs_before, breaks_before = dynamo_graph_count(torch) if name == "flex" else (0, {})
+            t_fwd, t_fb, peak = measure(torch, fn, sets, args)
+            entry.update(fwd_ms=t_fwd, fwdbwd_ms=t_fb, bwd_ms=t_fb - t_fwd, peak_mib=peak,
+                         fwd_tflops=bc.tflops(flops, t_fwd), bwd_tflops=bc.tflops(2.5 * flops, t_fb - t_fwd),
+                         status="ok")
+            if name == "flex":
+                graphs_after, breaks_after = dynamo_graph_count(torch)
+                entry["dynamo_new_graph_stats"] = graphs_after - graphs_before
+                if breaks_after != breaks_before:
+                    entry["status"] = "graph breaks: %s" % breaks_after
+        except torch.cuda.OutOfMemoryError:
+            entry = {"status": "out of memory"}
+        except Exception as e:  # a failing peer must not take the whole benchmark down
+            entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+            traceback.print_exc()
+        result["impls"][name] = entry
+        torch.cuda.empty_cache()
+        print("  %-15s %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in entry.items()}),
+              flush=True)
+    # Outputs: flashc checked against float64; Flex compared with SDPA flash (no silent unfused fallback).
+    if "flashc" in impls and result["impls"]["flashc"].get("status") == "ok" and args.check_heads > 0:
+        try:
+            ok, detail = check_flashc(torch, row, impls, sets, args.check_heads)
+            result["check"] = {"pass": ok, "detail": detail}
+        except Exception as e:
+            result["check"] = {"pass": False, "detail": "error: %s" % e}
+            traceback.print_exc()
+    if "flex" in impls and "sdpa_flash" in impls and result["impls"]["flex"].get("status") == "ok":
+        q, k, v, _ = [t.detach() for t in sets[0]]
+        with torch.no_grad():
+            diff = float((impls["flex"](q, k, v).float() - impls["sdpa_flash"](q, k, v).float()).abs().max())
+        result["impls"]["flex"]["max_diff_vs_sdpa_flash"] = diff
+        if not diff < 0.05:
+            result["impls"]["flex"]["status"] = "output differs from SDPA flash by %.3g" % diff
+    del sets
+    torch.cuda.empty_cache()
+    return result
+
+
+# ---------------------------------------------------------------- report
+def best_peer(result, key):
+    values = [(e.get(key), n) for n, e in result["impls"].items() if n != "flashc" and e.get(key) is not None]
+    return max(values) if values else (None, None)
+
+
+def table(results, peers):
+    header = ["D", "S", "causal"] + ["%s fwd / bwd" % PEER_TITLES[p] for p in peers] + \
+             ["flashc/best fwd", "flashc/best bwd", "flashc peak MiB", "best-peer peak MiB", "flashc check",
+              "load cubin / JIT cold / JIT warm s"]
+    rows = []
+    for r in results:
+        cells = [r["D"], r["S"], "yes" if r["causal"] else "no"]
+        for p in peers:
+            e = r["impls"].get(p, {})
+            cells.append("%s / %s" % (bc.fmt(e.get("fwd_tflops")), bc.fmt(e.get("bwd_tflops"))) if e.get("status") == "ok"
+                         else e.get("status", "—").split(":")[0])
+        f = r["impls"].get("flashc", {})
+        ratios = []
+        for key in ("fwd_tflops", "bwd_tflops"):
+            best, name = best_peer(r, key)
+            mine = f.get(key)
+            ratios.append("%.2f (%s)" % (mine / best, PEER_TITLES[name]) if mine and best else "—")
+        cells += ratios
+        cells.append(bc.fmt(f.get("peak_mib")))
+        peaks = [e.get("peak_mib") for n, e in r["impls"].items() if n != "flashc" and e.get("status") == "ok"]
+        cells.append(bc.fmt(min(peaks)) if peaks else "—")
+        chk = r.get("check")
+        cells.append("—" if chk is None else ("pass" if chk["pass"] else "FAIL"))
+        load = r.get("load") or {}
+        cells.append(" / ".join(bc.fmt(load.get(k, {}).get("total_s"), 2) for k in ("cubin", "jit_cold", "jit_warm"))
+                     if load else "—")
+        rows.append(cells)
+    return bc.markdown_table(header, rows)
+
+
+def plot(path, results, peers):
+    labels = ["D%d S%d%s" % (r["D"], r["S"], " c" if r["causal"] else "") for r in results]
+    series = {}
+    for p in peers:
+        series[PEER_TITLES[p] + " fwd"] = [r["impls"].get(p, {}).get("fwd_tflops") for r in results]
+    return bc.bar_plot(path, "attention forward, bf16, H*D=2048, 16k tokens", labels, series)
+
+
+NOTES = ("TFLOP/s: fwd FLOPs 4*B*H*S^2*D (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
+         "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
+         "before it; flashc check: o, dq, dk, dv on two heads vs float64, error <= 2x SDPA-flash bf16 error + 1e-4; "
+         "load: open+prepare in a fresh process (cubin; JIT with an empty NVRTC cache; JIT again warm).")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.measure_load:
+        measure_load(*args.measure_load)
+        return 0
+    out = bc.out_dir(args.out)
+    import flashc  # noqa: F401
+    from flashc import cache
+    rows = rows_of(args)
+    if args.dry_run:
+        print("dry run: %d rows, peers %s, output %s" % (len(rows), ", ".join(args.peers), out))
+        for mod in ("torch", "triton", "matplotlib"):
+            try:
+                __import__(mod)
+                print("  import %s: ok" % mod)
+            except ImportError:
+                print("  import %s: MISSING (needed on the device)" % mod)
+        for r in rows:
+            found = cache.find_bundle_dir(r["config"])
+            print("  D=%d S=%d B=%d H=%d causal=%s bundle %s: %s" % (r["D"], r["S"], r["B"], r["H"], r["causal"],
+                                                                  r["config"].key, found or "MISSING"))
+        # Exercise the writers with empty measurements.
+        fake = [{**{k: r[k] for k in ("D", "S", "B", "H", "causal")}, "impls": {p: {"status": "dry-run"}
+                                                                             for p in args.peers}} for r in rows]
+        env = bc.environment()
+        md = table(fake, args.peers)
+        report = bc.write_outputs(out, "bench_attention", env, md, fake, NOTES + " (dry run: nothing measured)")
+        plot(os.path.join(out, "bench_attention.png"), fake, args.peers)
+        print(md)
+        print("dry run wrote %s" % report)
+        return 0
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_attention: no CUDA device (use --dry-run to check the setup without one)", file=sys.stderr)
+        return 1
+    env = bc.environment(torch)
+    print("environment: %s" % env, flush=True)
+    results, load_cache = [], {}
+    for row in rows:
+        print("row D=%d S=%d B=%d H=%d causal=%s" % (row["D"], row["S"], row["B"], row["H"], row["causal"]), flush=True)
+        results.append(run_row(torch, row, args, load_cache))
+        # Written after every row: a run cut short still leaves its numbers.
+        bc.write_outputs(out, "bench_attention", env, table(results, args.peers), results, NOTES)
+    md = table(results, args.peers)
+    report = bc.write_outputs(out, "bench_attention", env, md, results, NOTES)
+    png = plot(os.path.join(out, "bench_attention.png"), results, args.peers)
+    print("\nwrote %s%s" % (report, (" and " + png) if png else " (no matplotlib: no plot)"))
+    print(md)
+    failed = [r for r in results if r.get("check") and not r["check"]["pass"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Shared pieces of bench_attention.py and bench_ffn.py: output directory, environment facts, timing,
+markdown/JSON/PNG writers and the bench/results/<date>-h200 report."""
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(BENCH_DIR)
+sys.path.insert(0, os.path.join(REPO_ROOT, "python"))
+
+
+def out_dir(arg):
+    path = arg or os.environ.get("OUT") or os.path.join(REPO_ROOT, "out", "bench")  # /out/ is git-ignored
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def commit():
+    if os.environ.get("FLASHC_COMMIT"):
+        return os.environ["FLASHC_COMMIT"]
+    try:
+        return subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, universal_newlines=True, timeout=10).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def environment(torch=None):
+    env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "python": platform.python_version(), "commit": commit(), "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])}
+    if torch is not None:
+        env["torch"] = torch.__version__
+        try:
+            if torch.cuda.is_available():
+                env["gpu"] = torch.cuda.get_device_name()
+                env["cudnn"] = str(torch.backends.cudnn.version())
+        except Exception as e:  # facts for the report; never a reason to stop
+            env["gpu_error"] = str(e)
+    try:
+        import triton
+        env["triton"] = triton.__version__
+    except Exception:
+        pass
+    return env
+
+
+def do_bench(fn, grad_to_none=None, warmup=25, rep=100):
+    """Median milliseconds of fn (triton.testing.do_bench: L2 flushed before each run)."""
+    import triton.testing
+    return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, return_mode="median"))
+
+
+def tflops(flops, ms):
+    if ms is None or not math.isfinite(ms) or ms <= 0:
+        return None
+    return flops / (ms * 1e-3) / 1e12
+
+
+def fmt(value, digits=0):
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if digits == 0 and abs(value) < 10:
+        digits = 1  # small values keep one decimal
+    return "%.*f" % (digits, value)
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_outputs(directory, name, env, table_md, data, notes=""):
+    """<dir>/<name>.md, <name>.json and results/<date>-h200-<name>.md (repo format: date, GPU, commit, command, table)."""
+    md = "# %s\n\n%s\n\n%s\n" % (name, table_md, notes)
+    with open(os.path.join(directory, name + ".md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(directory, name + ".json"), "w") as f:
+        json.dump({"environment": env, "results": data}, f, indent=1, default=str)
+    results = os.path.join(directory, "results")
+    os.makedirs(results, exist_ok=True)
+    day = env["date"].split(" ")[0]
+    report = os.path.join(results, "%s-h200-%s.md" % (day, name))
+    with open(report, "w") as f:
+        f.write("## %s\n\n- date: %s\n- GPU: %s\n- commit: %s\n- command: `%s`\n- software: PyTorch %s, Triton %s, "
+                "cuDNN %s, Python %s\n\n%s\n\n%s\n" % (
+                    name, env["date"], env.get("gpu", "none"), env["commit"], env["command"], env.get("torch", "—"),
+                    env.get("triton", "—"), env.get("cudnn", "—"), env["python"], table_md, notes))
+    return report
+
+
+def bar_plot(path, title, labels, series, ylabel="TFLOP/s"):
+    """Grouped bar plot: labels on x, series = {name: [values or None]}. Skipped (returns None) without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(labels) * max(1, len(series)) / 3), 5))
+    width = 0.8 / max(1, len(series))
+    for i, (name, values) in enumerate(series.items()):
+        xs = [j + i * width for j in range(len(labels))]
+        ax.bar(xs, [v if v is not None else 0 for v in values], width, label=name)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))])
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""FFN benchmark: flashc.torch.ffn vs PyTorch eager (cuBLAS) and torch.compile on the FFN rows of
+shared/anchors.md: y = gelu_tanh(x W1) W2, bf16, TFLOP/s counting 4*M*d*h (forward) and 8*M*d*h (backward:
+dx, dW1, dW2), do_bench medians; flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
+
+  python3 bench/bench_ffn.py [--out DIR] [--dry-run]
+"""
+
+import argparse
+import os
+import sys
+import traceback
+
+import bench_common as bc
+
+IMPLS = ["flashc", "eager", "compile"]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--impls", default=",".join(IMPLS))
+    p.add_argument("--warmup", type=int, default=25)
+    p.add_argument("--rep", type=int, default=100)
+    args = p.parse_args(argv)
+    args.impls = [x for x in args.impls.split(",") if x]
+    bad = [x for x in args.impls if x not in IMPLS]
+    if bad:
+        p.error("unknown impl(s) %s (known: %s)" % (", ".join(bad), ", ".join(IMPLS)))
+    return args
+
+
+def rows():
+    from flashc import configs
+    return [dict(M=m, d=d, h=h, config=c) for (m, d, h), c in zip(configs.BENCH_FFN_SHAPES, configs.BENCH_FFN)]
+
+
+def run_row(torch, row, args):
+    import torch.nn.functional as F
+    M, d, h = row["M"], row["d"], row["h"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
+    w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
+    w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
+    dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
+    eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
+    fns = {}
+    if "flashc" in args.impls:
+        import flashc.torch as ft
+        fns["flashc"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation="gelu_tanh")
+    if "eager" in args.impls:
+        fns["eager"] = eager
+    if "compile" in args.impls:
+        fns["compile"] = torch.compile(eager)
+    flops = 4.0 * M * d * h
+    result = {"M": M, "d": d, "h": h, "key": row["config"].key, "impls": {}}
+    for name, fn in fns.items():
+        try:
+            fn(x, w1, w2).backward(dy)
+            torch.cuda.synchronize()
+            t_f = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
+            t_fb = bc.do_bench(lambda: fn(x, w1, w2).backward(dy), grad_to_none=[x, w1, w2], warmup=args.warmup,
+                               rep=args.rep)
+            entry = dict(status="ok", fwd_ms=t_f, fwdbwd_ms=t_fb, fwd_tflops=bc.tflops(flops, t_f),
+                         bwd_tflops=bc.tflops(2 * flops, t_fb - t_f))
+        except Exception as e:
+            entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+            traceback.print_exc()
+        result["impls"][name] = entry
+        print("  %-8s %s" % (name, entry), flush=True)
+    if "flashc" in fns and "eager" in fns and result["impls"]["flashc"].get("status") == "ok":
+        from flashc.testing import ffn_reference, max_abs_error
+        rows_ = slice(0, min(M, 256))
+        with torch.no_grad():
+            ref = ffn_reference(x[rows_], w1, None, w2)
+            err = max_abs_error(fns["flashc"](x, w1, w2)[rows_], ref)
+            base = max_abs_error(eager(x, w1, w2)[rows_], ref)
+        tol = 2 * base + 1e-4 * max(1.0, float(ref.abs().max()))
+        result["check"] = {"err": err, "eager_err": base, "tol": tol, "pass": err <= tol}
+    return result
+
+
+def table(results, impls):
+    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile"}
+    header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
+    out = []
+    for r in results:
+        cells = [r["M"], r["d"], r["h"]]
+        for i in impls:
+            e = r["impls"].get(i, {})
+            cells.append("%s / %s" % (bc.fmt(e.get("fwd_tflops")), bc.fmt(e.get("bwd_tflops"))) if e.get("status") == "ok"
+                         else e.get("status", "—").split(":")[0])
+        mine = r["impls"].get("flashc", {}).get("fwd_tflops")
+        peers = [e.get("fwd_tflops") for n, e in r["impls"].items() if n != "flashc" and e.get("fwd_tflops")]
+        cells.append("%.2f" % (mine / max(peers)) if mine and peers else "—")
+        chk = r.get("check")
+        cells.append("—" if chk is None else ("pass" if chk["pass"] else "FAIL"))
+        out.append(cells)
+    return bc.markdown_table(header, out)
+
+
+NOTES = "TFLOP/s: fwd 4*M*d*h, bwd 8*M*d*h over (fwd+bwd - fwd); triton do_bench medians; no biases."
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = bc.out_dir(args.out)
+    from flashc import cache
+    rs = rows()
+    if args.dry_run:
+        for r in rs:
+            print("  M=%d d=%d h=%d bundle %s: %s" % (r["M"], r["d"], r["h"], r["config"].key,
+                                                     cache.find_bundle_dir(r["config"]) or "MISSING"))
+        fake = [{"M": r["M"], "d": r["d"], "h": r["h"], "impls": {i: {"status": "dry-run"} for i in args.impls}}
+                for r in rs]
+        md = table(fake, args.impls)
+        print(md)
+        print("dry run wrote %s" % bc.write_outputs(out, "bench_ffn", bc.environment(), md, fake, NOTES + " (dry run)"))
+        return 0
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_ffn: no CUDA device (use --dry-run without one)", file=sys.stderr)
+        return 1
+    env = bc.environment(torch)
+    results = []
+    for r in rs:
+        print("row M=%d d=%d h=%d" % (r["M"], r["d"], r["h"]), flush=True)
+        results.append(run_row(torch, r, args))
+        bc.write_outputs(out, "bench_ffn", env, table(results, args.impls), results, NOTES)
+    md = table(results, args.impls)
+    report = bc.write_outputs(out, "bench_ffn", env, md, results, NOTES)
+    labels = ["M%d d%d h%d" % (r["M"], r["d"], r["h"]) for r in results]
+    bc.bar_plot(os.path.join(out, "bench_ffn.png"), "FFN forward, bf16", labels,
+                {i: [r["impls"].get(i, {}).get("fwd_tflops") for r in results] for i in args.impls})
+    print("\nwrote %s" % report)
+    print(md)
+    return 1 if any(r.get("check") and not r["check"]["pass"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

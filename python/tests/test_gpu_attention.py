@@ -1,0 +1,155 @@
+"""flashc.torch.attention on the GPU against PyTorch float64 math on upcast inputs.
+
+Bundles come from FLASHC_BUNDLE_PATH / the cache (python -m flashc.prebuild --out DIR tests) or the compiler.
+Every output is poisoned with NaN before each launch. torch.autograd.gradcheck is not applicable: it needs
+float64 (or at least float32) kernels, and these are bf16/f16 kernels whose rounding dwarfs gradcheck's finite
+differences. Gradients are instead checked element-wise against float64 autograd of the reference, and as a
+directional derivative against float64 central finite differences of the reference loss.
+"""
+
+import math
+import unittest
+
+from _support import requires_cuda
+
+import flashc
+from flashc import configs
+
+try:
+    import torch
+    import flashc.torch as ft
+    from flashc.testing import attention_reference
+    from _gpu import assert_close_to_reference, missing_bundle_skip, setup_gpu_suite
+except ImportError:
+    pass
+
+DTYPES = {"bf16": "bfloat16", "f16": "float16"}
+# (B, Sq, Sk): ragged tails, a single query/key, Sq != Sk both ways, B*H > 1.
+SHAPES = [(2, 128, 128), (2, 113, 113), (1, 1, 1), (1, 1, 77), (2, 65, 200), (2, 200, 65), (3, 257, 257)]
+
+
+def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = getattr(torch, DTYPES[config.dtype])
+
+    def make(heads, seq, dim):
+        if bshd:  # PyTorch's usual [B, S, H, D] storage viewed as [B, H, S, D]
+            t = torch.randn(batch, seq, heads, dim, device="cuda", generator=g).to(dtype).transpose(1, 2)
+        else:
+            t = torch.randn(batch, heads, seq, dim, device="cuda", generator=g).to(dtype)
+        return t.requires_grad_()
+
+    return (make(config.num_heads, seq_q, config.head_dim), make(config.num_kv_heads, seq_k, config.head_dim),
+            make(config.num_kv_heads, seq_k, config.value_head_dim))
+
+
+def run_flashc(config, q, k, v, do):
+    o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
+                          softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
+                          return_lse=True)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    return o, lse, grads
+
+
+def run_reference(config, q, k, v, do, dtype):
+    leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+    o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, window=config.window,
+                                 softcap=config.softcap, dtype=dtype)
+    grads = torch.autograd.grad(o, leaves, do.to(dtype))
+    return o, lse, grads
+
+
+@requires_cuda
+class AttentionGpuTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        setup_gpu_suite()
+
+    def check(self, config, batch, seq_q, seq_k, seed=0, bshd=False):
+        label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
+        q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
+        do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda").to(q.dtype)
+        try:
+            o, lse, grads = run_flashc(config, q, k, v, do)
+        except flashc.BundleNotFoundError as e:
+            missing_bundle_skip(self, e, optional=config.head_dim > 128)
+        torch.cuda.synchronize()
+        o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64)
+        o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype)
+        self.assertEqual(o.dtype, q.dtype)
+        self.assertEqual(tuple(lse.shape), (batch, config.num_heads, seq_q))
+        assert_close_to_reference(self, label + " o", o, o_lp, o64)
+        assert_close_to_reference(self, label + " lse", lse, lse_lp, lse64, floor=1e-3)
+        for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
+            self.assertEqual(got.shape, ref.shape, name)
+            assert_close_to_reference(self, label + " " + name, got, base, ref)
+
+    def test_named_configs_over_ragged_shapes(self):
+        for config in configs.TEST_ATTENTION:
+            for batch, seq_q, seq_k in SHAPES:
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    self.check(config, batch, seq_q, seq_k)
+
+    def test_bshd_layout(self):
+        for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[-3]):
+            with self.subTest(config=config.describe()):
+                self.check(config, 2, 97, 131, seed=1, bshd=True)
+
+    def test_runs_on_the_current_stream(self):
+        config = configs.TEST_ATTENTION[2]
+        q, k, v = inputs(config, 2, 256, 256, seed=2)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            o = ft.attention(q, k, v, causal=config.causal)
+            o_again = ft.attention(q, k, v, causal=config.causal)
+        side.synchronize()
+        o_lp, _ = attention_reference(q, k, v, causal=config.causal, dtype=q.dtype)
+        o64, _ = attention_reference(q, k, v, causal=config.causal)
+        assert_close_to_reference(self, "side stream", o, o_lp, o64)
+        self.assertTrue(torch.equal(o, o_again), "two launches on the same inputs differ")
+
+    def test_directional_derivative(self):
+        """d/dt L(q + t·a, k + t·b, v + t·c) at t = 0, L = <o, w>: flashc's gradients dotted with the direction
+        against float64 central finite differences of the reference."""
+        for config in (configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3], configs.TEST_ATTENTION[-5],
+                       configs.TEST_ATTENTION[-6]):
+            with self.subTest(config=config.describe()):
+                q, k, v = inputs(config, 2, 77, 77, seed=3)
+                w = torch.randn(2, config.num_heads, 77, config.value_head_dim, device="cuda").to(q.dtype)
+                direction = [torch.randn_like(t, dtype=torch.float64) for t in (q, k, v)]
+                _, _, grads = run_flashc(config, q, k, v, w)
+                _, _, grads_lp = run_reference(config, q, k, v, w, q.dtype)
+                kw = dict(causal=config.causal, scale=config.scale, window=config.window, softcap=config.softcap)
+                base = [t.detach().double() for t in (q, k, v)]
+
+                def loss(step):
+                    o, _ = attention_reference(*[b + step * d for b, d in zip(base, direction)], **kw)
+                    return float((o * w.double()).sum())
+
+                eps = 1e-6
+                fd = (loss(eps) - loss(-eps)) / (2 * eps)
+                dot = lambda gs: sum(float((g.double() * d).sum()) for g, d in zip(gs, direction))
+                got, baseline = dot(grads), dot(grads_lp)
+                tol = max(2 * abs(baseline - fd), 1e-2 * abs(fd), 1e-3)
+                self.assertLessEqual(abs(got - fd), tol, "directional derivative %.6g vs finite differences %.6g "
+                                                         "(unfused %s: %.6g)" % (got, fd, config.dtype, baseline))
+
+    def test_launch_errors_are_exceptions(self):
+        config = configs.TEST_ATTENTION[2]
+        q, k, v = inputs(config, 1, 16, 16, seed=4)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "same device|expected CUDA tensors"):
+            ft.attention(q, k.detach().cpu(), v)
+        if not _any_compiler():  # with no compiler, an unbuilt configuration names its key and the fix
+            odd = torch.zeros(1, 3, 4, 40, device="cuda", dtype=torch.bfloat16)
+            with self.assertRaisesRegex(flashc.BundleNotFoundError, "python -m flashc.prebuild"):
+                ft.attention(odd, odd, odd, scale=0.123456)
+
+
+def _any_compiler():
+    from flashc import cache
+    return cache.find_compiler() is not None
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,103 @@
+"""flashc.torch.ffn on the GPU against PyTorch float64 math on upcast inputs (outputs poisoned; error within 2x
+of the unfused same-precision computation). gradcheck is not applicable to bf16/f16 kernels (see
+test_gpu_attention); gradients are checked against float64 autograd and as a directional derivative."""
+
+import unittest
+
+from _support import requires_cuda
+
+from flashc import configs
+
+try:
+    import torch
+    import flashc.torch as ft
+    from flashc.testing import ffn_reference
+    from _gpu import assert_close_to_reference, setup_gpu_suite
+except ImportError:
+    pass
+
+ROWS = [(1,), (77,), (256,), (3, 50)]  # leading dims of x
+
+
+def make_inputs(config, lead, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[config.dtype]
+    d, h, o = config.d_model, config.d_hidden, config.d_out
+
+    def rnd(*shape, scale=1.0):
+        return (torch.randn(*shape, device="cuda", generator=g) * scale).to(dtype).requires_grad_()
+
+    x = rnd(*lead, d)
+    w1 = rnd(d, h, scale=d ** -0.5)
+    b1 = rnd(h, scale=0.1) if config.has_b1 else None
+    w2 = rnd(h, o, scale=h ** -0.5)
+    b2 = rnd(o, scale=0.1) if config.has_b2 else None
+    w_gate = rnd(d, h, scale=d ** -0.5) if config.gated else None
+    return x, w1, b1, w2, b2, w_gate
+
+
+def leaves(args):
+    return [t for t in args if t is not None]
+
+
+def reference(config, args, dy, dtype):
+    copies = [None if t is None else t.detach().to(dtype).requires_grad_() for t in args]
+    y = ffn_reference(*copies[:5], activation=config.activation, w_gate=copies[5], dtype=dtype)
+    grads = torch.autograd.grad(y, leaves(copies), dy.to(dtype))
+    return y, grads
+
+
+@requires_cuda
+class FfnGpuTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        setup_gpu_suite()
+
+    def test_named_configs(self):
+        names = ("x", "w1", "b1", "w2", "b2", "w_gate")
+        for config in configs.TEST_FFN:
+            for lead in ROWS:
+                with self.subTest(config=config.describe(), lead=lead):
+                    args = make_inputs(config, lead, seed=len(lead) * 1000 + lead[0])
+                    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation,
+                               w_gate=args[5])
+                    dy = torch.randn_like(y)
+                    grads = torch.autograd.grad(y, leaves(args), dy)
+                    y64, g64 = reference(config, args, dy, torch.float64)
+                    y_lp, g_lp = reference(config, args, dy, y.dtype)
+                    label = "%s x%s" % (config.describe(), lead)
+                    self.assertEqual(tuple(y.shape), tuple(lead) + (config.d_out,))
+                    assert_close_to_reference(self, label + " y", y, y_lp, y64)
+                    present = [n for n, t in zip(names, args) if t is not None]
+                    for name, got, base, ref in zip(present, grads, g_lp, g64):
+                        self.assertEqual(got.shape, ref.shape, name)
+                        assert_close_to_reference(self, label + " d" + name, got, base, ref)
+
+    def test_directional_derivative(self):
+        for config in (configs.TEST_FFN[0], configs.TEST_FFN[4]):
+            with self.subTest(config=config.describe()):
+                args = make_inputs(config, (33,), seed=7)
+                y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])
+                w = torch.randn_like(y)
+                grads = torch.autograd.grad(y, leaves(args), w)
+                _, grads_lp = reference(config, args, w, y.dtype)
+                base = [None if t is None else t.detach().double() for t in args]
+                direction = [None if t is None else torch.randn_like(t) for t in base]
+
+                def loss(step):
+                    moved = [None if b is None else b + step * d for b, d in zip(base, direction)]
+                    out = ffn_reference(*moved[:5], activation=config.activation, w_gate=moved[5])
+                    return float((out * w.double()).sum())
+
+                eps = 1e-6
+                fd = (loss(eps) - loss(-eps)) / (2 * eps)
+                dirs = leaves(direction)
+                dot = lambda gs: sum(float((g.double() * d).sum()) for g, d in zip(gs, dirs))
+                got, baseline = dot(grads), dot(grads_lp)
+                tol = max(2 * abs(baseline - fd), 1e-2 * abs(fd), 1e-3)
+                self.assertLessEqual(abs(got - fd), tol, "directional derivative %.6g vs finite differences %.6g "
+                                                         "(unfused: %.6g)" % (got, fd, baseline))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,279 @@
+"""flashc.torch without a GPU: argument errors through the public functions, and the autograd plumbing
+(argument names, output shapes, saved log-sum-exp, gradient routing for GQA, biases and gated FFNs, strided
+inputs, output poisoning) checked against a stand-in bundle whose 'kernels' are the float64 reference."""
+
+import math
+import os
+import unittest
+
+from _support import HAVE_TORCH, EnvPatch, requires_torch
+
+import flashc
+
+if HAVE_TORCH:
+    import torch
+    import flashc.torch as ft
+    from flashc import cache, programs
+    from flashc.testing import attention_reference, ffn_reference
+    from flashc.spec import AttentionConfig, FfnConfig
+
+
+class FakeBundle:
+    """Implements the programs flashc.torch launches with the reference math, on CPU tensors."""
+
+    def __init__(self, config, test, compiler_names=False):
+        self.config, self.test = config, test
+        self.path = "<fake %s>" % config.key
+        self.kernels = []
+        self.launches = []
+        self.names = {}  # program -> parameter names, in the bundle's spelling
+        attention = isinstance(config, AttentionConfig)
+        if compiler_names:  # as flash-tile / flash-generate-backward name them
+            func = "attention" if attention else "ffn"
+            ins = ["input%d" % i for i in range(len(config.input_names()))]
+            self.names[func] = ins + ["result0", "result1"] if attention else ins + ["result0"]
+            rename = {"o": "out", "do": "d_out"}
+            self.names[func + "_backward"] = [rename.get(n, "d_" + n[1:] if n.startswith("d") and n != "do" else n)
+                                              for n in config.backward_params()]
+        else:
+            self.names[config.forward_program] = list(config.forward_params())
+            self.names[config.backward_program] = list(config.backward_params())
+        self.programs = list(self.names)
+
+    def params(self, name):
+        return [flashc.Param(n, True, "bf16", "in", ()) for n in self.names[name]]
+
+    def launch(self, name, stream=None, **args):
+        self.launches.append((name, sorted(args)))
+        self.test.assertEqual(sorted(args), sorted(self.names[name]))
+        forward = name == self.programs[0]
+        direction = "forward" if forward else "backward"
+        _, mapping = programs.resolve(self, self.config, direction)
+        args = {logical: args[actual] for logical, actual in mapping.items()}
+        name = self.config.forward_program if forward else self.config.backward_program
+        outputs = {"o", "lse", "y"} if forward else {"dq", "dk", "dv", "dx", "dw1", "db1", "dw2", "db2", "dw_gate",
+                                                     "dw_up"}
+        for n, t in args.items():
+            self.test.assertEqual(t.stride(-1), 1, n)
+            if n in outputs and os.environ.get("FLASHC_POISON_OUTPUTS"):
+                self.test.assertTrue(bool(torch.isnan(t).all()), "output %s was not poisoned" % n)
+        with torch.enable_grad():  # backward runs with grad mode off; the reference needs autograd
+            if isinstance(self.config, AttentionConfig):
+                self._attention(name, args)
+            else:
+                self._ffn(name, args)
+
+    def _attention(self, name, a):
+        c = self.config
+        kw = dict(causal=c.causal, scale=c.scale, window=c.window, softcap=c.softcap)
+        if name == c.forward_program:
+            o, lse = attention_reference(a["q"], a["k"], a["v"], **kw)
+            a["o"].copy_(o)
+            a["lse"].copy_(lse)
+            return
+        q, k, v = (a[n].detach().double().requires_grad_() for n in ("q", "k", "v"))
+        o, lse = attention_reference(q, k, v, **kw)
+        # The kernel gets o and lse back from the forward: they must be this call's.
+        tol = {} if a["o"].dtype == torch.float64 else dict(rtol=2e-2, atol=2e-2)  # o stored in bf16/f16
+        self.test.assertTrue(torch.allclose(a["o"].double(), o.detach(), **tol))
+        self.test.assertTrue(torch.allclose(a["lse"].double(), lse.detach(), **tol))
+        dq, dk, dv = torch.autograd.grad(o, (q, k, v), a["do"].double())
+        a["dq"].copy_(dq)
+        a["dk"].copy_(dk)
+        a["dv"].copy_(dv)
+
+    def _ffn(self, name, a):
+        c = self.config
+        if c.gated:
+            names = dict(w1="w_up", w_gate="w_gate")
+        else:
+            names = dict(w1="w1", b1="b1")
+        inputs = {k: a[v].detach().double().requires_grad_() for k, v in names.items() if v in a}
+        inputs["x"] = a["x"].detach().double().requires_grad_()
+        inputs["w2"] = a["w2"].detach().double().requires_grad_()
+        if "b2" in a:
+            inputs["b2"] = a["b2"].detach().double().requires_grad_()
+        y = ffn_reference(activation=c.activation, **inputs)
+        if name == c.forward_program:
+            a["y"].copy_(y)
+            return
+        keys = sorted(inputs)
+        grads = torch.autograd.grad(y, [inputs[k] for k in keys], a["dy"].double())
+        grad_names = dict(x="dx", w2="dw2", b2="db2", b1="db1", w_gate="dw_gate", w1="dw_up" if c.gated else "dw1")
+        for k, g in zip(keys, grads):
+            a[grad_names[k]].copy_(g)
+
+
+@requires_torch
+class TorchArgumentErrorsTest(unittest.TestCase):
+    def test_attention_on_cpu_is_refused(self):
+        q = torch.zeros(1, 2, 4, 64, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "flashc.attention: expected CUDA tensors, but got "
+                                                                 "query, key and value on device cpu"):
+            ft.attention(q, q, q)
+
+    def test_attention_messages_come_from_the_checks(self):
+        q = torch.zeros(1, 2, 4, 64, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected query to be a 4-D tensor"):
+            ft.attention(q[0], q, q)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "same dtype, but got query.dtype: torch.bfloat16, "
+                                                                 "key.dtype: torch.float32"):
+            ft.attention(q, q.float(), q)
+        with self.assertRaisesRegex(TypeError, "flashc.attention: expected key to be a torch.Tensor, but got list"):
+            ft.attention(q, [1], q)
+
+    def test_ffn_messages(self):
+        x = torch.zeros(3, 64, dtype=torch.bfloat16)
+        w1 = torch.zeros(64, 128, dtype=torch.bfloat16)
+        w2 = torch.zeros(128, 64, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "flashc.ffn: w2 is required"):
+            ft.ffn(x, w1)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, r"x.size\(-1\) \(64\) must match w1.size\(0\) \(128\)"):
+            ft.ffn(x, w2, w2=w1)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+            ft.ffn(x, w1, w2=w2)
+
+
+@requires_torch
+class PlumbingTest(unittest.TestCase):
+    """The autograd functions, run on CPU float64 tensors against FakeBundle (launch and bundle lookup patched)."""
+
+    def setUp(self):
+        self.fakes = {}
+        self.saved = (cache.load_bundle, ft._launch)
+        test = self
+
+        def load_bundle(config):
+            return test.fakes.setdefault(config.key, FakeBundle(config, test, test.compiler_names))
+
+        def launch(bundle, program, device, args):
+            bundle.launch(program, **args)
+
+        cache.load_bundle = load_bundle
+        ft._launch = launch
+        ft._resolved.clear()
+        self.compiler_names = False
+        torch.manual_seed(0)
+
+    def tearDown(self):
+        cache.load_bundle, ft._launch = self.saved
+
+    def run_attention(self, config, q, k, v):
+        o, lse = ft._Attention.apply(q, k, v, config)
+        do = torch.randn_like(o)
+        o.backward(do)
+        qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        o_ref, lse_ref = attention_reference(qr, kr, vr, causal=config.causal, scale=config.scale,
+                                             window=config.window, softcap=config.softcap)
+        o_ref.backward(do)
+        self.assertTrue(torch.allclose(o, o_ref))
+        self.assertTrue(torch.equal(torch.isinf(lse), torch.isinf(lse_ref)))
+        for got, want in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
+            self.assertEqual(got.shape, want.shape)
+            self.assertTrue(torch.allclose(got, want))
+        self.assertFalse(lse.requires_grad)
+        return o, lse
+
+    def test_attention_gqa_strided_poisoned(self):
+        config = AttentionConfig("bf16", 4, 2, 16, causal=True, window=(3, 0), softcap=2.0)
+        # [B, S, H, D] storage seen as [B, H, S, D], as PyTorch models lay out heads.
+        q = torch.randn(2, 5, 4, 16, dtype=torch.float64).transpose(1, 2).requires_grad_()
+        k = torch.randn(2, 7, 2, 16, dtype=torch.float64).transpose(1, 2).requires_grad_()
+        v = torch.randn(2, 7, 2, 16, dtype=torch.float64).transpose(1, 2).requires_grad_()
+        with EnvPatch(FLASHC_POISON_OUTPUTS="1"):
+            self.run_attention(config, q, k, v)
+        fake = self.fakes[config.key]
+        self.assertEqual([n for n, _ in fake.launches], ["attention0_forward", "attention0_backward"])
+
+    def test_compiler_spelling_of_programs_and_parameters(self):
+        # Programs named after the spec function, parameters input<i>/result<i>, out, d_out, d_q, ...
+        self.compiler_names = True
+        config = AttentionConfig("bf16", 4, 2, 16, causal=True)
+        q = torch.randn(2, 4, 9, 16, dtype=torch.float64, requires_grad=True)
+        k = torch.randn(2, 2, 9, 16, dtype=torch.float64, requires_grad=True)
+        v = torch.randn(2, 2, 9, 16, dtype=torch.float64, requires_grad=True)
+        self.run_attention(config, q, k, v)
+        fake = self.fakes[config.key]
+        self.assertEqual(fake.launches[0], ("attention", ["input0", "input1", "input2", "result0", "result1"]))
+        self.assertEqual(fake.launches[1][0], "attention_backward")
+        self.assertIn("d_out", fake.launches[1][1])
+        ffn_config = FfnConfig("bf16", 8, 16, activation="gelu_tanh", has_b1=True, has_b2=True)
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        self.check_ffn(ffn_config, f(5, 8), f(8, 16), f(16), f(16, 8), f(8), None)
+        self.assertEqual(self.fakes[ffn_config.key].launches[1][0], "ffn_backward")
+        self.assertIn("d_w1", self.fakes[ffn_config.key].launches[1][1])
+
+    def test_attention_row_without_keys_and_empty_sizes(self):
+        config = AttentionConfig("bf16", 2, 2, 8, causal=True)
+        # Sq > Sk with a bottom-right causal mask: the first Sq - Sk rows see no key.
+        q = torch.randn(1, 2, 5, 8, dtype=torch.float64, requires_grad=True)
+        k = torch.randn(1, 2, 3, 8, dtype=torch.float64, requires_grad=True)
+        v = torch.randn(1, 2, 3, 8, dtype=torch.float64, requires_grad=True)
+        o, lse = self.run_attention(config, q, k, v)
+        self.assertTrue(bool((o[:, :, :2] == 0).all()))
+        self.assertTrue(bool(torch.isinf(lse[:, :, :2]).all()))
+        # Zero keys: no launch, zeros and -inf; zero batch: empty results, no launch.
+        self.fakes.clear()
+        q0 = torch.randn(1, 2, 3, 8, dtype=torch.float64, requires_grad=True)
+        k0 = torch.zeros(1, 2, 0, 8, dtype=torch.float64, requires_grad=True)
+        o0, lse0 = ft._Attention.apply(q0, k0, k0, config)
+        o0.sum().backward()
+        self.assertTrue(bool((o0 == 0).all()) and bool(torch.isinf(lse0).all()))
+        self.assertTrue(bool((q0.grad == 0).all()))
+        e = torch.zeros(0, 2, 3, 8, dtype=torch.float64, requires_grad=True)
+        o_e, _ = ft._Attention.apply(e, e, e, config)
+        self.assertEqual(tuple(o_e.shape), (0, 2, 3, 8))
+        self.assertEqual(self.fakes, {})
+
+    def check_ffn(self, config, x, w1, b1, w2, b2, w_gate):
+        y = ft._Ffn.apply(x, w1, b1, w2, b2, w_gate, config)
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        leaves = [t for t in (x, w1, b1, w2, b2, w_gate) if t is not None]
+        refs = [t.detach().clone().requires_grad_() for t in leaves]
+        it = iter(refs)
+        args = [None if t is None else next(it) for t in (x, w1, b1, w2, b2, w_gate)]
+        y_ref = ffn_reference(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])
+        y_ref.backward(dy)
+        self.assertEqual(y.shape, y_ref.shape)
+        self.assertTrue(torch.allclose(y, y_ref))
+        for t, r in zip(leaves, refs):
+            self.assertEqual(t.grad.shape, t.shape)
+            self.assertTrue(torch.allclose(t.grad, r.grad))
+
+    def test_ffn_plain_with_biases_and_3d_input(self):
+        config = FfnConfig("bf16", 8, 16, d_out=4, activation="gelu_erf", has_b1=True, has_b2=True)
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        with EnvPatch(FLASHC_POISON_OUTPUTS="1"):
+            self.check_ffn(config, f(2, 3, 8), f(8, 16), f(16), f(16, 4), f(4), None)
+
+    def test_ffn_gated_routes_gate_and_up_gradients(self):
+        config = FfnConfig("bf16", 8, 16, activation="silu", gated=True, has_b2=True)
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        # w1 transposed storage: the function copies it to a row-major layout for the kernel.
+        w1 = torch.randn(16, 8, dtype=torch.float64).t().requires_grad_()
+        self.check_ffn(config, f(5, 8), w1, None, f(16, 8), f(8), f(8, 16))
+
+    def test_ffn_empty_batch(self):
+        config = FfnConfig("bf16", 8, 16, activation="relu")
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        x, w1, w2 = f(0, 8), f(8, 16), f(16, 8)
+        y = ft._Ffn.apply(x, w1, None, w2, None, None, config)
+        y.sum().backward()
+        self.assertEqual(tuple(y.shape), (0, 8))
+        self.assertTrue(bool((w1.grad == 0).all()))
+        self.assertEqual(self.fakes, {})
+
+    def test_bundle_with_other_parameter_names_is_refused(self):
+        config = AttentionConfig("bf16", 2, 2, 8)
+        fake = FakeBundle(config, self)
+        fake.names[config.forward_program] = ["q", "k", "v", "out", "lse", "extra"]
+        self.fakes[config.key] = fake
+        q = torch.randn(1, 2, 3, 8, dtype=torch.float64)
+        with self.assertRaisesRegex(flashc.InvalidBundleError, "program 'attention0_forward' has parameters "
+                                                               r"\(q, k, v, out, lse, extra\) but flashc.torch passes"):
+            ft._Attention.apply(q, q, q, config)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The command run on the GPU machine, from the repository root:
+#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,attention,ffn] [--attention-args "..."]
+#                           [--ffn-args "..."] [--dry-run]
+# BUNDLE_DIR (or FLASHC_BUNDLE_PATH) holds bundles made on the dev machine with
+#   PYTHONPATH=python python3 -m flashc.prebuild --out BUNDLE_DIR all
+# Steps (default all): build = the runtime (no MLIR there) in build-dev; test = ctest (runtime + Python GPU
+# tests); attention / ffn = the benchmarks. The device tool stops a command after 10 minutes: split a full
+# run over several calls, e.g. --steps build,test, then --steps attention --attention-args "--head-dims 64",
+# then "--head-dims 128", then --steps ffn (build-dev is kept on a warm machine; rebuilt when missing).
+# Everything is logged under $OUT (default ./out); the results report is $OUT/results/<date>-h200.md.
+# Exit status: non-zero if a step failed (the remaining steps still run); 2 for a bad command line.
+set -u -o pipefail
+
+DRY_RUN=0
+STEPS="build,test,attention,ffn"
+ATTENTION_ARGS=""
+FFN_ARGS=""
+BUNDLES="${FLASHC_BUNDLE_PATH:-}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) DRY_RUN=1 ;;
+    --steps) STEPS="${2:?--steps needs a value}"; shift ;;
+    --attention-args) ATTENTION_ARGS="${2:?--attention-args needs a value}"; shift ;;
+    --ffn-args) FFN_ARGS="${2:?--ffn-args needs a value}"; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -*) echo "device-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) BUNDLES="$1" ;;
+  esac
+  shift
+done
+for s in ${STEPS//,/ }; do
+  case "$s" in build|test|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, attention, ffn)" >&2; exit 2 ;; esac
+done
+has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
+
+OUT="${OUT:-$PWD/out}"
+mkdir -p "$OUT/logs"
+export OUT
+if [ -n "$BUNDLES" ]; then
+  given="$BUNDLES"
+  BUNDLES="$(cd "$given" 2>/dev/null && pwd)" || { echo "device-bench: bundle directory '$given' does not exist" >&2; exit 2; }
+  export FLASHC_BUNDLE_PATH="$BUNDLES"
+else
+  echo "device-bench: warning: no bundle directory (argument or FLASHC_BUNDLE_PATH); flashc rows and GPU tests will lack bundles" >&2
+fi
+export FLASHC_CACHE_DIR="${FLASHC_CACHE_DIR:-$OUT/cache}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export FLASHC_COMMIT="${FLASHC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+BUILD=build-dev
+LIB="$PWD/$BUILD/runtime/libflashc_runtime.so"
+status=0
+step() {  # step NAME COMMAND...: run, log to $OUT/logs/NAME.log, remember failure
+  local name="$1"; shift
+  echo "=== $name: $*" | tee -a "$OUT/logs/summary.txt"
+  local start=$SECONDS
+  "$@" > "$OUT/logs/$name.log" 2>&1
+  local rc=$?
+  tail -n 40 "$OUT/logs/$name.log"
+  echo "=== $name: exit $rc in $((SECONDS - start)) s" | tee -a "$OUT/logs/summary.txt"
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+{ date -u; nvidia-smi 2>&1 | head -15; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' 2>&1;
+  echo "steps: $STEPS"; echo "bundles: ${FLASHC_BUNDLE_PATH:-none}"; ls "${FLASHC_BUNDLE_PATH:-/nonexistent}" 2>/dev/null | head -60; } > "$OUT/logs/environment.txt"
+
+if [ $DRY_RUN -eq 1 ]; then
+  has_step attention && step bench_attention python3 bench/bench_attention.py --dry-run --out "$OUT" $ATTENTION_ARGS
+  has_step ffn && step bench_ffn python3 bench/bench_ffn.py --dry-run --out "$OUT" $FFN_ARGS
+else
+  built=1
+  if has_step build || [ ! -f "$LIB" ]; then
+    { step configure cmake -G Ninja -S . -B "$BUILD" -DFLASHC_RUNTIME_ONLY=ON && step build ninja -C "$BUILD" ${NINJA_JOBS:+-j"$NINJA_JOBS"}; } || built=0
+  fi
+  if [ $built -eq 1 ] && [ -f "$LIB" ]; then
+    export FLASHC_RUNTIME_LIB="$LIB"
+  else
+    echo "device-bench: the runtime did not build ($LIB missing); see $OUT/logs" >&2
+    status=1
+  fi
+  if has_step test && [ -n "${FLASHC_RUNTIME_LIB:-}" ]; then
+    step ctest ctest --test-dir "$BUILD" --output-on-failure --timeout 1800
+    # Until python/ is add_subdirectory'd in the top-level CMakeLists, run the Python tests directly.
+    if ! ctest --test-dir "$BUILD" -N 2>/dev/null | grep -q python.unittest; then
+      step python_tests python3 -m unittest discover -s python/tests -v
+    fi
+  fi
+  has_step attention && step bench_attention python3 bench/bench_attention.py --out "$OUT" $ATTENTION_ARGS
+  has_step ffn && step bench_ffn python3 bench/bench_ffn.py --out "$OUT" $FFN_ARGS
+fi
+
+# One results file in the repo format: the sections this run produced.
+day="$(date -u +%Y-%m-%d)"
+report="$OUT/results/$day-h200.md"
+mkdir -p "$OUT/results"
+{ echo "# $day — H200 benchmarks (scripts/device-bench.sh --steps $STEPS)"; echo;
+  for part in "$OUT"/results/"$day"-h200-bench_attention.md "$OUT"/results/"$day"-h200-bench_ffn.md; do
+    [ -f "$part" ] && { cat "$part"; echo; }
+  done; } > "$report"
+echo "device-bench: report $report; logs $OUT/logs; exit $status"
+exit $status

@@ -1,0 +1,189 @@
+// RUN: flash-opt %s -split-input-file -verify-diagnostics
+// Verifier errors of the tile dialect: shapes, memory spaces, element types.
+
+// expected-error @+1 {{!tile.tensor must have rank 1 to 4, got 5}}
+func.func private @rank5(!tile.tensor<1x2x3x4x5xf32>)
+
+// -----
+
+// expected-error @+1 {{row-vector tiles live in registers}}
+func.func private @shared_row(!tile.tile<64xf32, shared>)
+
+// -----
+
+// expected-error @+1 {{expected memory space 'shared' or 'register', got 'global'}}
+func.func private @bad_space(!tile.tile<64x64xf32, global>)
+
+// -----
+
+// expected-error @+1 {{!tile.tile element type must be bf16, f16 or f32, got 'i32'}}
+func.func private @int_tile(!tile.tile<16x16xi32, register>)
+
+// -----
+
+tile.kernel @k(%a: !tile.tile<16x16xf32, register>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+// expected-error @-5 {{argument 0 must be a !tile.tensor}}
+
+// -----
+
+// expected-error @+1 {{grid must list 3 axes (x, y, z), got 2}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{grid axis 0 refers to dimension 2 of a rank-2 argument}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<ceildiv(arg0[2], 16)>, #tile.grid<1>, #tile.grid<1>],
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{warps must be a power of two in [1, 16], got 3}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 3, stages = 1} {
+  tile.return
+}
+
+// -----
+
+func.func @f(%t: !tile.tensor<?x16xbf16>, %i: index) {
+  // expected-error @+1 {{tile element type 'f32' differs from tensor element type 'bf16' (convert first)}}
+  %x = tile.load %t[%i, %i] limit [%i, %i] : !tile.tensor<?x16xbf16> -> !tile.tile<16x16xf32, shared>
+  return
+}
+
+// -----
+
+func.func @f(%t: !tile.tensor<?x16xf32>, %i: index) {
+  // expected-error @+1 {{needs one index per tensor dimension (2), got 1}}
+  %x = tile.load %t[%i] limit [%i, %i] : !tile.tensor<?x16xf32> -> !tile.tile<16x16xf32, shared>
+  return
+}
+
+// -----
+
+func.func @f(%t: !tile.tensor<?x16xf32>, %i: index) {
+  // expected-error @+1 {{loads into shared memory}}
+  %x = tile.load %t[%i, %i] limit [%i, %i] : !tile.tensor<?x16xf32> -> !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%a: !tile.tile<16x32xbf16, register>, %b: !tile.tile<16x32xbf16, register>) {
+  %acc = tile.fill 0.0 : !tile.tile<16x16xf32, register>
+  // expected-error @+1 {{operand b must be a shared tile}}
+  %c = tile.matmul %a, %b, %acc transpose_b
+      : !tile.tile<16x32xbf16, register>, !tile.tile<16x32xbf16, register> -> !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%a: !tile.tile<32x16xbf16, register>, %b: !tile.tile<32x16xbf16, shared>) {
+  %acc = tile.fill 0.0 : !tile.tile<16x16xf32, register>
+  // expected-error @+1 {{a transposed operand a must be a shared tile}}
+  %c = tile.matmul %a, %b, %acc transpose_a
+      : !tile.tile<32x16xbf16, register>, !tile.tile<32x16xbf16, shared> -> !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%a: !tile.tile<16x32xbf16, register>, %b: !tile.tile<16x32xbf16, shared>) {
+  %acc = tile.fill 0.0 : !tile.tile<16x16xf32, register>
+  // expected-error @+1 {{contraction sizes differ: 32 vs 16}}
+  %c = tile.matmul %a, %b, %acc
+      : !tile.tile<16x32xbf16, register>, !tile.tile<16x32xbf16, shared> -> !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%a: !tile.tile<16x32xbf16, register>, %b: !tile.tile<32x16xf16, shared>) {
+  %acc = tile.fill 0.0 : !tile.tile<16x16xf32, register>
+  // expected-error @+1 {{operands must share an element type}}
+  %c = tile.matmul %a, %b, %acc
+      : !tile.tile<16x32xbf16, register>, !tile.tile<32x16xf16, shared> -> !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%s: !tile.tile<16x16xf32, register>, %m: !tile.tile<32xf32, register>) {
+  // expected-error @+1 {{running max must have 16 rows to match the tile}}
+  %x = tile.row_max %s, %m : !tile.tile<16x16xf32, register>, !tile.tile<32xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%s: !tile.tile<16x16xbf16, register>, %i: index) {
+  // expected-error @+1 {{scores must have element type f32}}
+  %x = tile.mask %s rows %i cols %i limit %i offset %i window [-1, 0] : !tile.tile<16x16xbf16, register>
+  return
+}
+
+// -----
+
+func.func @f(%s: !tile.tile<16x16xf32, register>, %i: index) {
+  // expected-error @+1 {{window sides must be >= -1}}
+  %x = tile.mask %s rows %i cols %i limit %i offset %i window [-2, 0] : !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%s: !tile.tile<16x16xf32, shared>) {
+  // expected-error @+1 {{source must be a register tile}}
+  %x = tile.copy %s : !tile.tile<16x16xf32, shared> -> !tile.tile<16x16xf32, shared>
+  return
+}
+
+// -----
+
+func.func @f(%t: !tile.tile<16x16xbf16, register>, %d: !tile.tensor<?x16xbf16>, %i: index) {
+  // expected-error @+1 {{value must have element type f32}}
+  tile.atomic_add %t, %d[%i, %i] limit [%i, %i] : !tile.tile<16x16xbf16, register>, !tile.tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%t: !tile.tensor<?x16xf32>) {
+  // expected-error @+1 {{'nope' does not name a tile.kernel}}
+  tile.launch @nope(%t) : !tile.tensor<?x16xf32>
+  return
+}
+
+// -----
+
+tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+func.func @f(%t: !tile.tensor<?x32xf32>) {
+  // expected-error @+1 {{argument 0 has type '!tile.tensor<?x32xf32>' but kernel @k expects '!tile.tensor<?x16xf32>'}}
+  tile.launch @k(%t) : !tile.tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{needs one size per dynamic dimension (2), got 1}}
+  %w = tile.alloc_tensor(%n) : !tile.tensor<?x4x?xf32>
+  return
+}

@@ -1,0 +1,13 @@
+// bf16 FFN forward and backward: bf16 inputs, hidden activations and outputs
+// rounded to bf16, f32 accumulation. Bound: max |tile - ref| / max |ref| < 2e-2.
+//
+// RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --block-k=16 --warps=1 --tolerance=2e-2 | FileCheck %s
+
+// CHECK-NOT: FAIL
+// CHECK: @bf16_gelu backward d_b1: {{.*}} ok
+
+func.func @bf16_gelu(%x: tensor<33x32xbf16>, %w1: tensor<32x64xbf16>, %b1: tensor<64xbf16>, %w2: tensor<64x48xbf16>, %b2: tensor<48xbf16>) -> tensor<33x48xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
+      : (tensor<33x32xbf16>, tensor<32x64xbf16>, tensor<64xbf16>, tensor<64x48xbf16>, tensor<48xbf16>) -> tensor<33x48xbf16>
+  return %y : tensor<33x48xbf16>
+}

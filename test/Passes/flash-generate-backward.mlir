@@ -1,0 +1,171 @@
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward | FileCheck %s
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=deterministic=true | FileCheck %s --check-prefix=DET
+// The gradients these kernels compute are checked numerically by
+// test/Numerics/attention*.mlir and ffn*.mlir (CPU executor vs float64).
+
+// Attention backward from the saved lse, GQA 8:2, causal, bf16.
+// Preprocess: D = rowsum(dO ∘ O) and zero the f32 dQ accumulator.
+// CHECK-LABEL: tile.kernel @attn_attention_bwd_preprocess(
+// CHECK-SAME: spec = #tile.attention<role = attention_backward_preprocess
+// CHECK: %[[O:.*]] = tile.load %arg0
+// CHECK: %[[DO:.*]] = tile.load %arg1
+// CHECK: %[[D:.*]] = tile.row_dot %[[O]], %[[DO]]
+// CHECK: tile.store_rows %[[D]], %arg2
+// CHECK: %[[ZERO:.*]] = tile.fill 0.000000e+00 : <128x64xf32, register>
+// CHECK: tile.store %[[ZERO]], %arg3
+//
+// Main kernel: one block per (key block, kv head, batch); K, V stay in shared
+// memory; loops over the query heads of the group and over the query blocks
+// that can see this key block (causal: from block floor((col0 - off) / Br)).
+// CHECK-LABEL: tile.kernel @attn_attention_bwd(
+// CHECK-SAME: block_m = 64 : i64, block_n = 128 : i64
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg1[2], 128)>, #tile.grid<arg1[1]>, #tile.grid<arg1[0]>]
+// CHECK: %[[COL0:.*]] = arith.muli %{{.*}}, %c128
+// CHECK: %[[KT:.*]] = tile.load %arg1[{{.*}}, %[[COL0]], %c0]
+// CHECK: %[[VT:.*]] = tile.load %arg2[{{.*}}, %[[COL0]], %c0]
+// CHECK: %[[QB0:.*]] = arith.floordivsi
+// CHECK: scf.for %[[G:.*]] = %c0 to %[[GROUP:.*]] step %c1
+// CHECK: scf.for %{{.*}} = %[[QB0]] to
+// CHECK: %[[QT:.*]] = tile.load %arg0
+// CHECK: %[[DOT:.*]] = tile.load %arg3
+// CHECK: %[[LSE:.*]] = tile.load_rows %arg4
+// CHECK: %[[DR:.*]] = tile.load_rows %arg5
+// CHECK: tile.matmul %[[QT]], %[[KT]], %{{.*}} transpose_b
+// CHECK: scf.if
+// CHECK: tile.mask
+// P = exp(S·scale - lse), recomputed block by block (never N x N)
+// CHECK: %[[P:.*]] = tile.recompute_probs %{{.*}}, %[[LSE]] scale 1.250000e-01
+// dV += Pᵀ·dO (P through shared memory to be a transposed operand)
+// CHECK: %[[PB:.*]] = tile.convert %[[P]]
+// CHECK: %[[PS:.*]] = tile.copy %[[PB]] : <64x128xbf16, register> -> <64x128xbf16, shared>
+// CHECK: tile.matmul %[[PS]], %[[DOT]], %{{.*}} transpose_a
+// dP = dO·Vᵀ; dS = P∘(dP - D), scaled once for dK and dQ
+// CHECK: %[[DP:.*]] = tile.matmul %[[DOT]], %[[VT]], %{{.*}} transpose_b
+// CHECK: %[[DS:.*]] = tile.softmax_grad %[[P]], %[[DP]], %[[DR]]
+// CHECK: %[[DSS:.*]] = tile.scale %[[DS]] by 1.250000e-01
+// CHECK: %[[DSB:.*]] = tile.convert %[[DSS]]
+// CHECK: %[[DSSH:.*]] = tile.copy %[[DSB]]
+// dK += dSᵀ·Q; dQ += dS·K with f32 atomics
+// CHECK: tile.matmul %[[DSSH]], %[[QT]], %{{.*}} transpose_a
+// CHECK: %[[DQ:.*]] = tile.matmul %[[DSSH]], %[[KT]], %{{.*}} : <64x128xbf16, shared>, <128x64xbf16, shared> -> <64x64xf32, register>
+// CHECK: tile.atomic_add %[[DQ]], %arg6
+// CHECK: tile.store %{{.*}}, %arg7
+// CHECK: tile.store %{{.*}}, %arg8
+// CHECK-LABEL: tile.kernel @attn_attention_bwd_postprocess(
+// CHECK: %[[ACC:.*]] = tile.load %arg0
+// CHECK: %[[DQB:.*]] = tile.convert %[[ACC]] : <128x64xf32, shared> -> <128x64xbf16, register>
+// CHECK: tile.store %[[DQB]], %arg1
+//
+// The program: named arguments, f32 workspaces, three launches in order.
+// CHECK-LABEL: func.func @attn_backward(
+// CHECK-SAME: {tile.dims = ["B", "", "Sq", ""], tile.name = "q"}
+// CHECK-SAME: {tile.dims = ["B", "", "Sk", ""], tile.name = "k"}
+// CHECK-SAME: {tile.dims = ["B", "", "Sq"], tile.name = "lse"}
+// CHECK-SAME: {tile.dims = ["B", "", "Sq", ""], tile.name = "dout"}
+// CHECK-SAME: {tile.dims = ["B", "", "Sq", ""], tile.name = "dq"}
+// CHECK-SAME: {tile.dims = ["B", "", "Sk", ""], tile.name = "dv"}) attributes {tile.program}
+// CHECK: %[[DELTA:.*]] = tile.alloc_tensor(%{{.*}}, %{{.*}}) {tile.name = "delta"} : <?x8x?xf32>
+// CHECK: %[[ACCUM:.*]] = tile.alloc_tensor(%{{.*}}, %{{.*}}) {tile.name = "dq_accum"} : <?x8x?x64xf32>
+// CHECK: tile.launch @attn_attention_bwd_preprocess(%arg3, %arg5, %[[DELTA]], %[[ACCUM]])
+// CHECK: tile.launch @attn_attention_bwd(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %[[ACCUM]], %arg7, %arg8)
+// CHECK: tile.launch @attn_attention_bwd_postprocess(%[[ACCUM]], %arg6)
+// The forward function is left for flash-tile.
+// CHECK: func.func @attn(
+// CHECK: flash.attention
+//
+// Deterministic: no atomics; dQ from its own kernel over query blocks.
+// DET-LABEL: tile.kernel @attn_attention_bwd_kv(
+// DET-NOT: tile.atomic_add
+// DET-LABEL: tile.kernel @attn_attention_bwd_dq(
+// DET-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
+// DET: scf.for
+// DET: tile.recompute_probs
+// DET: tile.softmax_grad
+// DET: tile.store %{{.*}}, %arg6
+// DET-LABEL: func.func @attn_backward(
+// DET: %[[DELTA:.*]] = tile.alloc_tensor
+// DET-NOT: tile.alloc_tensor
+// DET: tile.launch @attn_attention_bwd_preprocess(%arg3, %arg5, %[[DELTA]])
+// DET: tile.launch @attn_attention_bwd_kv(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %arg7, %arg8)
+// DET: tile.launch @attn_attention_bwd_dq(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %arg6)
+func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %out : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// FFN backward: h and dpre recomputed in one kernel, then GEMMs with
+// transposed operands and column sums for the bias gradients.
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
+// CHECK: tile.add_bias
+// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_b
+// CHECK: %[[H:.*]] = tile.activation gelu_tanh %[[PRE:.*]] :
+// CHECK: tile.store %{{.*}}, %arg5
+// CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE]]
+// CHECK: tile.store %{{.*}}, %arg6
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
+// CHECK-SAME: transposeA = true
+// CHECK: tile.matmul {{.*}} transpose_a
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dx(
+// CHECK-SAME: transposeB = true
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_db2(
+// CHECK-SAME: role = column_sum
+// CHECK: tile.fill 1.000000e+00
+// CHECK-LABEL: func.func @ffn_backward(
+// CHECK-SAME: {tile.dims = ["M", ""], tile.name = "x"}
+// CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dy"}
+// CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dx"}
+// CHECK-SAME: {tile.name = "db2"}) attributes {tile.program}
+// CHECK: %[[HID:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "h"}
+// CHECK: %[[DPRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dpre"}
+// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg0, %arg1, %arg2, %arg3, %arg5, %[[HID]], %[[DPRE]])
+// CHECK: tile.launch @ffn_ffn_bwd_dw2(%[[HID]], %arg5, %arg9)
+// CHECK: tile.launch @ffn_ffn_bwd_dw1(%arg0, %[[DPRE]], %arg7)
+// CHECK: tile.launch @ffn_ffn_bwd_dx(%[[DPRE]], %arg1, %arg6)
+// CHECK: tile.launch @ffn_ffn_bwd_db2(%arg5, %arg10)
+// CHECK: tile.launch @ffn_ffn_bwd_db1(%[[DPRE]], %arg8)
+func.func @ffn(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %b1: tensor<128xf32>, %w2: tensor<128x32xf32>, %b2: tensor<32xf32>) -> tensor<?x32xf32> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
+      : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// Must not fire: no fused op, no backward.
+// CHECK-LABEL: func.func @plain(
+// CHECK-NOT: @plain_backward
+func.func @plain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = flash.softmax %x : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @capped(%q: tensor<1x2x64x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x64xf32>) -> tensor<1x2x64x64xf32> {
+  // expected-error @+1 {{flash-generate-backward: the backward of a soft-capped flash.attention is not supported yet}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> softcap = 30.0 num_kv_heads = 2
+      : (tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) -> (tensor<1x2x64x64xf32>, tensor<1x2x64xf32>)
+  return %out : tensor<1x2x64x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{flash-generate-backward: @two holds 2 fused ops; the backward is generated for functions with exactly one flash.attention or flash.ffn}}
+func.func @two(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> tensor<1x2x16x32xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
+  %out2, %lse2 = flash.attention %out, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
+  return %out2 : tensor<1x2x16x32xf32>
+}
+
+// -----
+
+func.func @batched(%x: tensor<?x?x64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{flash-generate-backward: the FFN backward needs a rank-2 input [M, d] (weight gradients sum over rows), got rank 3}}
+  %y = flash.ffn relu %x, %w1, %w2 : (tensor<?x?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}

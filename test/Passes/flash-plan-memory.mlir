@@ -1,0 +1,71 @@
+// Kernels come from flash-tile (first flash-opt), then flash-plan-memory runs alone.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | FileCheck %s
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="block-m=64 block-n=32 warps=4 stages=3" 2>&1 | FileCheck %s --check-prefix=OVERRIDE
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=256 block-n=256 warps=16 stages=4" 2>&1 | FileCheck %s --check-prefix=OVERFLOW
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=32 warps=4" 2>&1 | FileCheck %s --check-prefix=BANDS
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=target=sm_75 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=stages=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
+// sm_90a defaults for D = 128 bf16 forward: Br = 128, Bc = 128, 8 warps (one
+// 16-row mma band per warp), 2 stages. Shared memory: Q 128x128 bf16 = 32 KiB
+// at 0, K and V 2 buffers x 32 KiB each: 32 + 64 + 64 = 160 KiB.
+// CHECK-LABEL: tile.kernel @attention_attention_fwd
+// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK-SAME: smem_bytes = 163840 : i64
+// CHECK-SAME: stages = 2 : i64
+// CHECK-SAME: warps = 8 : i64
+// CHECK: tile.load %arg0{{.*}} {smem_offset = 0 : i64} : {{.*}} -> <128x128xbf16, shared>
+// CHECK: tile.load %arg1{{.*}} {buffers = 2 : i64, smem_offset = 32768 : i64}
+// CHECK: tile.load %arg2{{.*}} {buffers = 2 : i64, smem_offset = 98304 : i64}
+//
+// sm_80 (163 KiB per block) keeps Bc = 64 for D = 128: 32 + 32 + 32 = 96 KiB.
+// SM80-LABEL: tile.kernel @attention_attention_fwd
+// SM80-SAME: block_m = 128 : i64, block_n = 64 : i64
+// SM80-SAME: smem_bytes = 98304 : i64
+//
+// Options override the target defaults and the kernel is rebuilt at the new
+// sizes (grid divisor and tile shapes follow): Q 64x128 = 16 KiB, K/V 3 x 8 KiB.
+// OVERRIDE: warning: flash-plan-memory: @handwritten has no recipe (spec); block-size options do not apply to it
+// OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
+// OVERRIDE-SAME: block_m = 64 : i64, block_n = 32 : i64
+// OVERRIDE-SAME: grid = [#tile.grid<ceildiv(arg0[2], 64)>
+// OVERRIDE-SAME: smem_bytes = 65536 : i64
+// OVERRIDE-SAME: stages = 3 : i64
+// OVERRIDE-SAME: warps = 4 : i64
+// OVERRIDE: tile.load %arg1{{.*}} {buffers = 3 : i64, smem_offset = 16384 : i64} : {{.*}} -> <32x128xbf16, shared>
+// OVERRIDE: tile.matmul {{.*}} -> <64x32xf32, register>
+//
+// Q 256x128 (64 KiB) + K, V 4 x 64 KiB each = 576 KiB > 227 KiB.
+// OVERFLOW: error: flash-plan-memory: @attention_attention_fwd needs 589824 bytes of shared memory with block_m = 256, block_n = 256, stages = 4 but sm_90a allows 232448 per block: it overflows by 357376 bytes
+//
+// BANDS: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: block_m = 32 does not split into 16-row bands over 4 warps (needs a multiple of 64)
+// TARGET: error: flash-plan-memory: unknown target 'sm_75' (known: sm_80, sm_90a)
+// NEGATIVE: error: flash-plan-memory: stages must be >= 0 (0: target default), got -1
+func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>) -> tensor<?x16x?x128xbf16> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.08838834764831845 mask = #flash.mask<causal> num_kv_heads = 16
+      : (tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>) -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %out : tensor<?x16x?x128xbf16>
+}
+
+// A hand-written kernel without a recipe keeps its sizes and only gets its
+// shared-memory layout: 64x64 f32 = 16 KiB, then a 128-aligned copy.
+// CHECK-LABEL: tile.kernel @handwritten
+// CHECK-SAME: block_m = 64 : i64
+// CHECK-SAME: smem_bytes = 32768 : i64
+// CHECK: tile.load {{.*}} {smem_offset = 0 : i64}
+// CHECK: tile.copy {{.*}} {smem_offset = 16384 : i64}
+tile.kernel @handwritten(%a: !tile.tensor<?x64xf32>) attributes {
+    grid = [#tile.grid<ceildiv(arg0[0], 64)>, #tile.grid<1>, #tile.grid<1>],
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 64, block_n = 64, warps = 4, stages = 1} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %rb = tile.program_id x
+  %n = tile.dim %a, 0 : !tile.tensor<?x64xf32>
+  %row0 = arith.muli %rb, %c64 : index
+  %t = tile.load %a[%row0, %c0] limit [%n, %c64] : !tile.tensor<?x64xf32> -> !tile.tile<64x64xf32, shared>
+  %r = tile.convert %t : !tile.tile<64x64xf32, shared> -> !tile.tile<64x64xf32, register>
+  %s = tile.copy %r : !tile.tile<64x64xf32, register> -> !tile.tile<64x64xf32, shared>
+  tile.store %s, %a[%row0, %c0] limit [%n, %c64] : !tile.tile<64x64xf32, shared>, !tile.tensor<?x64xf32>
+  tile.return
+}

@@ -1,0 +1,226 @@
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile | FileCheck %s
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile=ffn-plan=two-kernel | FileCheck %s --check-prefix=TWO
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile=target=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: not flash-opt %s -split-input-file --flash-tile=target=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not flash-opt %s -split-input-file --flash-tile=ffn-plan=always 2>&1 | FileCheck %s --check-prefix=BADPLAN
+// BADTARGET: flash-tile: unknown target 'sm_70' (known: sm_80, sm_90a)
+// BADPLAN: flash-tile: ffn-plan must be auto, fused or two-kernel, got 'always'
+// The numerics of these kernels are checked by test/Numerics (CPU executor).
+
+// Causal attention, GQA 8:2, bf16, D = 64. One block per (query block, head,
+// batch); the key loop stops at the diagonal; the mask only runs on blocks that
+// cross the diagonal or the key tail; output and lse are written once.
+// CHECK-LABEL: tile.kernel @causal_attention_fwd
+// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
+// CHECK-SAME: spec = #tile.attention<role = attention_forward, headDim = 64, valueDim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, windowLeft = -1, windowRight = 0, elementType = bf16>
+// CHECK-SAME: warps = 8
+// CHECK: %[[RB:.*]] = tile.program_id x
+// CHECK: %[[H:.*]] = tile.program_id y
+// CHECK: %[[B:.*]] = tile.program_id z
+// CHECK: %[[SQ:.*]] = tile.dim %arg0, 2
+// CHECK: %[[SK:.*]] = tile.dim %arg1, 2
+// offset = Sk - Sq: bottom-right aligned causal mask
+// CHECK: %[[OFF:.*]] = arith.subi %[[SK]], %[[SQ]]
+// GQA: kv head = h / (Hq / Hkv)
+// CHECK: %[[GROUP:.*]] = arith.divui
+// CHECK: %[[HK:.*]] = arith.divui %[[H]], %[[GROUP]]
+// CHECK: %[[ROW0:.*]] = arith.muli %[[RB]], %c128
+// CHECK: %[[QT:.*]] = tile.load %arg0[%[[B]], %[[H]], %[[ROW0]], %c0] limit[%[[SQ]], %c64] : <?x8x?x64xbf16> -> <128x64xbf16, shared>
+// keys [0, min(Sk, min(row0 + Br, Sq) + off)): blocks past the diagonal are never visited
+// CHECK: %[[REND:.*]] = arith.minsi {{.*}}, %[[SQ]]
+// CHECK: %[[KEND0:.*]] = arith.addi %[[REND]], %[[OFF]]
+// CHECK: %[[KEND1:.*]] = arith.minsi %[[SK]], %[[KEND0]]
+// CHECK: %[[KEND:.*]] = arith.maxsi %[[KEND1]], %c0
+// CHECK: %[[NB:.*]] = arith.ceildivsi %[[KEND]], %c128
+// CHECK: tile.fill 0xFFF0000000000000 : <128xf32, register>
+// CHECK: %[[RES:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[NB]] step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}})
+// CHECK: %[[COL0:.*]] = arith.muli %[[KB]], %c128
+// CHECK: %[[KT:.*]] = tile.load %arg1[%[[B]], %[[HK]], %[[COL0]], %c0] limit[%[[SK]], %c64] {buffers = 2 : i64}
+// CHECK: %[[VT:.*]] = tile.load %arg2[%[[B]], %[[HK]], %[[COL0]], %c0] limit[%[[SK]], %c64] {buffers = 2 : i64}
+// CHECK: %[[S:.*]] = tile.matmul %[[QT]], %[[KT]], %{{.*}} transpose_b
+// mask predicate: key tail or a key right of the first row's diagonal
+// CHECK: %[[NEEDS:.*]] = arith.ori
+// CHECK: %[[SM:.*]] = scf.if %[[NEEDS]]
+// CHECK-NEXT: tile.mask %[[S]] rows %[[ROW0]] cols %[[COL0]] limit %[[SK]] offset %[[OFF]] window[-1, 0]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[S]]
+// online softmax: m' = max(m, rowmax S); P = exp2((S - m')·scale·log2e); corr; l' = l·corr + rowsum P
+// CHECK: %[[MN:.*]] = tile.row_max %[[SM]], %[[M]]
+// CHECK: %[[P:.*]] = tile.exp2 %[[SM]], %[[MN]] scale 1.250000e-01
+// CHECK: %[[CORR:.*]] = tile.softmax_correction %[[M]], %[[MN]] scale 1.250000e-01
+// CHECK: %[[LN:.*]] = tile.online_sum %[[L]], %[[CORR]], %[[P]]
+// CHECK: %[[ACCR:.*]] = tile.rescale %[[ACC]], %[[CORR]]
+// CHECK: %[[PB:.*]] = tile.convert %[[P]] : <128x128xf32, register> -> <128x128xbf16, register>
+// CHECK: %[[ACCN:.*]] = tile.matmul %[[PB]], %[[VT]], %[[ACCR]]
+// CHECK: scf.yield %[[ACCN]], %[[MN]], %[[LN]]
+// CHECK: %[[O:.*]] = tile.normalize %[[RES]]#0, %[[RES]]#2
+// CHECK: %[[OB:.*]] = tile.convert %[[O]]
+// CHECK: tile.store %[[OB]], %arg3[%[[B]], %[[H]], %[[ROW0]], %c0] limit[%[[SQ]], %c64]
+// CHECK: %[[LSE:.*]] = tile.lse %[[RES]]#1, %[[RES]]#2 scale 1.250000e-01
+// CHECK: tile.store_rows %[[LSE]], %arg4[%[[B]], %[[H]], %[[ROW0]]] limit %[[SQ]]
+// The function becomes a tile program: inputs, the result, then the lse
+// (saved for the backward although the graph does not return it).
+// Arguments carry names and the run-time size symbols of their dynamic dims
+// (the bundle's launch geometry and argument checks use them).
+// CHECK-LABEL: func.func @causal(
+// CHECK-SAME: %arg0: !tile.tensor<?x8x?x64xbf16> {tile.dims = ["B", "", "Sq", ""], tile.name = "q"}
+// CHECK-SAME: %arg1: !tile.tensor<?x2x?x64xbf16> {tile.dims = ["B", "", "Sk", ""], tile.name = "k"}
+// CHECK-SAME: %arg3: !tile.tensor<?x8x?x64xbf16> {tile.dims = ["B", "", "Sq", ""], tile.name = "out"}
+// CHECK-SAME: %arg4: !tile.tensor<?x8x?xf32> {tile.dims = ["B", "", "Sq"], tile.name = "lse"}) attributes {tile.program}
+// CHECK-NEXT: tile.launch @causal_attention_fwd(%arg0, %arg1, %arg2, %arg3, %arg4)
+// CHECK-NEXT: return
+// SM80-LABEL: tile.kernel @causal_attention_fwd
+// SM80-SAME: block_m = 128 : i64, block_n = 128 : i64
+func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %out : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// No mask, f32, D = 128: all key blocks; the predicate is the key tail only;
+// no convert before P·V (f32 operands); the lse is returned by the graph.
+// CHECK-LABEL: tile.kernel @full_attention_fwd
+// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK: %[[SK:.*]] = tile.dim %arg1, 2
+// CHECK: %[[NB:.*]] = arith.ceildivsi %[[SK]], %c128
+// CHECK: scf.for %{{.*}} = %c0 to %[[NB]]
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c128
+// CHECK-NEXT: %[[TAIL:.*]] = arith.cmpi sgt, %[[END]], %[[SK]]
+// CHECK-NEXT: scf.if %[[TAIL]]
+// CHECK-NEXT: tile.mask {{.*}} window[-1, -1]
+// CHECK-NOT: tile.convert
+// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} : <128x128xf32, register>, <128x128xf32, shared> -> <128x128xf32, register>
+// CHECK-LABEL: func.func @full(
+// CHECK-SAME: {tile.name = "out"}
+// CHECK-SAME: {tile.name = "lse"}) attributes {tile.program}
+// SM80-LABEL: tile.kernel @full_attention_fwd
+// SM80-SAME: block_m = 128 : i64, block_n = 64 : i64
+func.func @full(%q: tensor<2x4x100x128xf32>, %k: tensor<2x4x77x128xf32>, %v: tensor<2x4x77x128xf32>) -> (tensor<2x4x100x128xf32>, tensor<2x4x100xf32>) {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.08838834764831845 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<2x4x100x128xf32>, tensor<2x4x77x128xf32>, tensor<2x4x77x128xf32>) -> (tensor<2x4x100x128xf32>, tensor<2x4x100xf32>)
+  return %out, %lse : tensor<2x4x100x128xf32>, tensor<2x4x100xf32>
+}
+
+// -----
+
+// Sliding window (left 256): the key loop starts at block
+// floor(max(0, row0 + off - 256) / Bc); blocks left of the window are skipped.
+// CHECK-LABEL: tile.kernel @window_attention_fwd
+// CHECK: %[[LO0:.*]] = arith.subi %{{.*}}, %c256
+// CHECK-NEXT: %[[LO1:.*]] = arith.maxsi %c0, %[[LO0]]
+// CHECK-NEXT: %[[LO:.*]] = arith.floordivsi %[[LO1]], %c64
+// CHECK: scf.for %{{.*}} = %[[LO]] to
+// CHECK: tile.mask {{.*}} window[256, 0]
+// D = 256 uses 64 x 64 blocks and 4 warps.
+// CHECK-SAME: <64x64xf32, register>
+func.func @window(%q: tensor<?x8x?x256xf16>, %k: tensor<?x8x?x256xf16>, %v: tensor<?x8x?x256xf16>) -> tensor<?x8x?x256xf16> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.0625 mask = #flash.mask<sliding_window, left = 256, right = 0> num_kv_heads = 8
+      : (tensor<?x8x?x256xf16>, tensor<?x8x?x256xf16>, tensor<?x8x?x256xf16>) -> (tensor<?x8x?x256xf16>, tensor<?x8x?xf32>)
+  return %out : tensor<?x8x?x256xf16>
+}
+
+// -----
+
+// Softcap: tanh capping takes the scale; the softmax ops then use scale 1.
+// CHECK-LABEL: tile.kernel @capped_attention_fwd
+// CHECK: tile.softcap %{{.*}} scale 1.250000e-01 cap 3.000000e+01
+// CHECK: tile.exp2 %{{.*}}, %{{.*}} scale 1.000000e+00
+// CHECK: tile.lse %{{.*}}, %{{.*}} scale 1.000000e+00
+func.func @capped(%q: tensor<1x2x64x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x64xf32>) -> tensor<1x2x64x64xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> softcap = 30.0 num_kv_heads = 2
+      : (tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) -> (tensor<1x2x64x64xf32>, tensor<1x2x64xf32>)
+  return %out : tensor<1x2x64x64xf32>
+}
+
+// -----
+
+// A narrow FFN (d_out = 256) fits back to back: one kernel per row block, the
+// hidden tile [64 x 64] stays in registers and feeds W2 directly.
+// CHECK-LABEL: tile.kernel @narrow_ffn_fused
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg4[1], 64)>, #tile.grid<1>, #tile.grid<arg4[0]>]
+// CHECK-SAME: spec = #tile.gemm<role = ffn_fused, activation = silu
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tile.matmul
+// CHECK: %[[ACT:.*]] = tile.activation silu
+// CHECK: %[[W2:.*]] = tile.load %arg2
+// CHECK: %[[HB:.*]] = tile.convert %[[ACT]] : <64x64xf32, register> -> <64x64xbf16, register>
+// CHECK: tile.matmul %[[HB]], %[[W2]], %{{.*}} : <64x64xbf16, register>, <64x256xbf16, shared> -> <64x256xf32, register>
+// CHECK: tile.add_bias %{{.*}}, %arg3[%c0] limit %c256
+// CHECK-LABEL: func.func @narrow(
+// CHECK-SAME: {tile.dims = ["Bf", "M", ""], tile.name = "x"}
+// CHECK-SAME: {tile.dims = ["Bf", "M", ""], tile.name = "y"}
+// CHECK-NEXT: tile.launch @narrow_ffn_fused
+// TWO-LABEL: func.func @narrow(
+// TWO: tile.alloc_tensor
+// TWO: tile.launch @narrow_ffn_up
+// TWO: tile.launch @narrow_ffn_down
+func.func @narrow(%x: tensor<?x?x256xbf16>, %w1: tensor<256x1024xbf16>, %w2: tensor<1024x256xbf16>, %b2: tensor<256xbf16>) -> tensor<?x?x256xbf16> {
+  %y = flash.ffn silu %x, %w1, %w2 bias %b2 : (tensor<?x?x256xbf16>, tensor<256x1024xbf16>, tensor<1024x256xbf16>, tensor<256xbf16>) -> tensor<?x?x256xbf16>
+  return %y : tensor<?x?x256xbf16>
+}
+
+// -----
+
+// A wide FFN (d_out = 1024) does not fit registers back to back: two GEMMs
+// with fused epilogues (bias + gelu in the first), h [M, 4096] in global memory.
+// CHECK-LABEL: tile.kernel @wide_ffn_up
+// CHECK-SAME: spec = #tile.gemm<role = gemm, activation = gelu_tanh
+// CHECK: scf.for
+// CHECK: tile.matmul
+// CHECK: tile.add_bias
+// CHECK-NEXT: tile.activation gelu_tanh
+// CHECK-LABEL: tile.kernel @wide_ffn_down
+// CHECK-SAME: activation = identity
+// CHECK-NOT: tile.add_bias
+// CHECK-LABEL: func.func @wide(
+// CHECK: %[[M:.*]] = tile.dim %arg0, 0
+// CHECK-NEXT: %[[H:.*]] = tile.alloc_tensor(%[[M]]) {tile.name = "hidden"} : <?x4096xbf16>
+// CHECK-NEXT: tile.launch @wide_ffn_up(%arg0, %arg1, %arg2, %[[H]])
+// CHECK-NEXT: tile.launch @wide_ffn_down(%[[H]], %arg3, %arg4)
+func.func @wide(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+
+// -----
+
+// Must not fire: a function without fused ops stays a graph function.
+// CHECK-LABEL: func.func @unfused_graph(
+// CHECK-NOT: tile.program
+// CHECK: flash.softmax
+func.func @unfused_graph(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = flash.softmax %x : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Fusion did not happen: unfused graph ops next to a fused op are an error.
+func.func @half_fused(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> tensor<1x2x16x32xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
+  // expected-error @+1 {{flash-tile: 'flash.scale' has no tile lowering; run flash-fuse-attention and flash-fuse-ffn first (only fused ops are tiled)}}
+  %s = flash.scale %out by 2.0 : tensor<1x2x16x32xf32>
+  return %s : tensor<1x2x16x32xf32>
+}
+
+// -----
+
+func.func @gated(%x: tensor<?x64xf32>, %wg: tensor<64x128xf32>, %wu: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{flash-tile: the gated flash.ffn form is not tiled yet}}
+  %y = flash.ffn silu %x, %wg up %wu, %w2 : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @passthrough(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
+  // expected-error @+1 {{flash-tile: result 1 must be produced by a fused op of this function}}
+  return %out, %q : tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>
+}
