@@ -45,6 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
     p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
     p.add_argument("--no-load-time", action="store_true", help="skip bundle load/compile timing")
+    p.add_argument("--load-time-max", type=int, default=2,
+                   help="time loading for at most this many bundles (each costs an NVRTC compile)")
     p.add_argument("--warmup", type=int, default=25, help="do_bench warmup ms")
     p.add_argument("--rep", type=int, default=100, help="do_bench repetition ms")
     p.add_argument("--measure-load", nargs=2, metavar=("BUNDLE_DIR", "CACHE_DIR"), help=argparse.SUPPRESS)
@@ -300,7 +302,9 @@ def run_row(torch, row, args, load_cache):
         if bundle is None and cache.find_compiler() is None:
             names.remove("flashc")
             result["impls"]["flashc"] = {"status": "no bundle %s (prebuild it)" % row["config"].key}
-        elif bundle and not args.no_load_time and bundle not in load_cache:
+        elif (bundle and not args.no_load_time and bundle not in load_cache
+              and len(load_cache) < args.load_time_max):
+            print("  timing bundle load (cubin, JIT cold, JIT warm) of %s" % bundle, flush=True)
             load_cache[bundle] = load_times(bundle)
         if bundle:
             result["load"] = load_cache.get(bundle)

@@ -33,14 +33,14 @@ def run_bench(libs, configs, names, out_dir, seqlens=(1024, 4096, 16384)):
             dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
             sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
             flops = 4 * B * hq * S * S * d / (2 if causal else 1)
-            ours_f = [do_bench(lambda: kern.forward(q, k, v, o, lse), warmup=25, rep=200, return_mode="median")
+            ours_f = [do_bench(lambda: kern.forward(q, k, v, o, lse), warmup=25, rep=100, return_mode="median")
                       for _ in range(2)]
             kern.forward(q, k, v, o, lse)  # real lse/O for the backward (never time on garbage)
             torch.cuda.synchronize()
             ours_b = [float("nan")] * 2
             if has_bwd:
                 ours_b = [do_bench(lambda: kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem),
-                                   warmup=25, rep=200, return_mode="median") for _ in range(2)]
+                                   warmup=25, rep=100, return_mode="median") for _ in range(2)]
             key = (d, S, causal)
             peers = peer_cache.setdefault(key, {})
             for pname, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -50,11 +50,11 @@ def run_bench(libs, configs, names, out_dir, seqlens=(1024, 4096, 16384)):
                 try:
                     with sdpa_kernel(backend):
                         f = lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
-                        tf = do_bench(f, warmup=25, rep=200, return_mode="median")
+                        tf = do_bench(f, warmup=25, rep=100, return_mode="median")
                         def fb():
                             out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
                             out.backward(do)
-                        tfb = do_bench(fb, warmup=25, rep=200, return_mode="median", grad_to_none=[qg, kg, vg])
+                        tfb = do_bench(fb, warmup=25, rep=100, return_mode="median", grad_to_none=[qg, kg, vg])
                     peers[pname] = (tf, tfb - tf)
                 except Exception as e:  # a missing backend is reported, not fatal
                     print(f"{pname} unavailable: {e}")

@@ -51,18 +51,39 @@ VARIANTS = {
     "d128_causal_wide": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
     "d64_wide": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
     "d64_gqa2_win37_wide": (64, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_WIDE_ATOMIC": 1}, True),
+    # dQ through a shared f32 tile and cp.reduce.async.bulk (TMA reduce-add), FA3-style
+    "d128_bulk": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_DQ_BULK": 1}, True),
+    "d128_causal_bulk": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_DQ_BULK": 1}, True),
+    "d64_bulk": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_DQ_BULK": 1}, True),
+    "d64_causal_bulk": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_DQ_BULK": 1}, True),
+    "d96_gqa2_win37_bulk": (96, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_DQ_BULK": 1}, True),
     # deterministic dQ (key blocks add in order, per-query-block turn counters)
     "d128_causal_det": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
     "d64_gqa2_win37_det": (64, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
     "d128_det": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_DETERMINISTIC": 1}, True),
+    # forward in the emitter's exact call forms (bf16, Br = Bc = 64, 4 warps)
+    "d64_causal_emitstyle": (64, 4, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_EMITSTYLE": 1}, False),
+    "d128_gqa2_emitstyle": (128, 4, 2, 0, 0, -1, 0.0, {"FLASHC_FWD_EMITSTYLE": 1}, False),
+    # wgmma_sm90 forward (attention_fwd_wgmma.cu); *_vswap: V descriptor LBO/SBO swapped (hedge)
+    "d128_wg": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d128_causal_wg": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d64_wg": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d64_causal_wg": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d128_gqa4_win100_wg": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d64_softcap30_wg": (64, 4, 1, 0, 0, -1, 30.0, {"FLASHC_FWD_WGMMA": 1}, False),
+    "d128_wg_vswap": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_V_SWAP": 1}, False),
+    "d128_causal_wg_vswap": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_V_SWAP": 1}, False),
+    "d128_wg_bn64": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_BLOCK_N": 64}, False),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
 }
 TIMING_ONLY = {"d128_nodqatomic", "d128_nodq"}
 CONFIGS.update(VARIANTS)
-BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d64_rows", "d128_causal_rows", "d128_wide",
-                 "d128_causal_wide", "d64_wide", "d128_det", "d128_causal_det"]
+BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_bulk",
+                 "d128_causal_bulk", "d128_det",
+                 "d128_wg", "d128_causal_wg", "d64_wg", "d64_causal_wg", "d128_wg_vswap", "d128_causal_wg_vswap",
+                 "d128_wg_bn64"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg
@@ -141,10 +162,14 @@ def main():
     from check import run_checks
     from bench import run_bench
     ok = True
+    passed = {}
     if not args.skip_check:
-        ok = run_checks(libs, CONFIGS, [n for n in names if n not in TIMING_ONLY], args.out)
-    if not args.skip_bench:
-        run_bench(libs, CONFIGS, [n for n in BENCH_CONFIGS if n in names], args.out)
+        passed = run_checks(libs, CONFIGS, [n for n in names if n not in TIMING_ONLY], args.out)
+        ok = all(passed.values())
+        print("check summary:", " ".join(f"{n}={'ok' if v else 'FAIL'}" for n, v in passed.items()))
+    if not args.skip_bench:  # only configs that passed (or timing-only ablations)
+        run_bench(libs, CONFIGS, [n for n in BENCH_CONFIGS if n in names and passed.get(n, n in TIMING_ONLY or
+                                                                                        args.skip_check)], args.out)
     print("ALL CHECKS PASSED" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

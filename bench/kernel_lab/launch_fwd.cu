@@ -2,7 +2,13 @@
 // driver API from the manifest instead). Built once per config with -D flags, loaded via ctypes.
 #include <cuda_runtime.h>
 
+#if defined(FLASHC_FWD_WGMMA)  // wgmma_sm90 strategy
+#include "attention_fwd_wgmma.cu"
+#elif defined(FLASHC_FWD_EMITSTYLE)  // the emitter's call forms (emitter_api.cuh)
+#include "attention_fwd_emitter_style.cu"
+#else
 #include "attention_fwd.cu"
+#endif
 
 // Returns 0, a negative code for a shape that does not match the compiled config, or a CUDA error.
 extern "C" int flashc_lab_fwd(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v, flashc::TensorArg o,

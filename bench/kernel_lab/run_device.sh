@@ -7,12 +7,15 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv | tee "$OUT/env.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cudnn', torch.backends.cudnn.version())" | tee -a "$OUT/env.txt"
 DET=d128_causal_det,d64_gqa2_win37_det,d128_det
-python3 bench/kernel_lab/lab.py --out "$OUT" --exclude $DET "$@" 2>&1 | tee "$OUT/lab.log"
-# Deterministic dQ variants separately, under a timeout: a turn-taking bug would hang, not crash.
-timeout 120 python3 bench/kernel_lab/lab.py --out "$OUT/det" --only $DET "$@" 2>&1 | tee "$OUT/det.log"
+WG=d64_causal_emitstyle,d128_gqa2_emitstyle,d128_wg,d128_causal_wg,d64_wg,d64_causal_wg,d128_gqa4_win100_wg,d64_softcap30_wg,d128_wg_vswap,d128_causal_wg_vswap,d128_wg_bn64
+python3 bench/kernel_lab/lab.py --out "$OUT" --exclude $DET,$WG "$@" 2>&1 | tee "$OUT/lab.log"
+# Deterministic dQ variants in their own process under a timeout (a turn-taking bug would hang),
+# wgmma variants in theirs (a faulting kernel poisons the CUDA context of its process).
+timeout 100 python3 bench/kernel_lab/lab.py --out "$OUT/det" --only $DET "$@" 2>&1 | tee "$OUT/det.log"
+timeout 150 python3 bench/kernel_lab/lab.py --out "$OUT/wg" --only $WG "$@" 2>&1 | tee "$OUT/wg.log"
 # Memory checker on small ragged shapes (reuses the builds above), capped so timings come first.
 if [ -z "$SKIP_SANITIZER" ]; then
-  FLASHC_LAB_SMALL=1 timeout 150 compute-sanitizer --tool memcheck --print-limit 20 \
+  FLASHC_LAB_SMALL=1 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 \
     python3 bench/kernel_lab/lab.py --out "$OUT/sanitizer" --skip-bench --reuse-build \
-    --only d64_causal,d128_gqa4_causal,d64_win20_right5,d128_causal_rows 2>&1 | tail -25 | tee "$OUT/sanitizer.log"
+    --only d128_causal_bulk,d64_causal_wg 2>&1 | tail -25 | tee "$OUT/sanitizer.log"
 fi

@@ -122,6 +122,36 @@ struct AttentionKernel {
     return kb.matmul(qTile, kTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
   }
 
+  /// With a softcap the scale is applied inside the cap; the softmax ops then
+  /// use scale 1.
+  double softmaxScale() const { return softcap > 0 ? 1.0 : scale; }
+
+  /// Scores of block (row0, col0) ready for the softmax: raw, soft-capped
+  /// (cap · tanh(scale · s / cap)) when the recipe has a softcap, masked on
+  /// boundary blocks. `capped` receives the capped scores before masking
+  /// (null without softcap), which the backward needs.
+  Value softmaxInput(const MaskGeometry &g, Value qTile, Value kTile, Value row0, Value col0,
+                     Value *capped = nullptr) {
+    Value s = scores(qTile, kTile);
+    if (softcap > 0) {
+      s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
+                                 kb.b.getF64FloatAttr(softcap));
+      if (capped)
+        *capped = s;
+    }
+    return g.applyMask(kb, s, row0, col0);
+  }
+
+  /// dS of the raw scores, scaled: P∘(dP - D), back through the softcap when
+  /// there is one, times the softmax scale.
+  Value scoreGradient(Value p, Value dp, Value dRow, Value capped) {
+    Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
+    if (softcap > 0)
+      ds = kb.b.create<SoftcapGradOp>(kb.loc, ds.getType(), ds, capped,
+                                      kb.b.getF64FloatAttr(softcap));
+    return kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
+  }
+
   // --- forward ------------------------------------------------------------
   void forward() {
     Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), out = kb.arg(3), lse = kb.arg(4);
@@ -134,8 +164,7 @@ struct AttentionKernel {
     Value row0 = kb.mul(rb, kb.idx(Br));
     Value zero = kb.idx(0);
     Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
-    // With a softcap the scale is applied before tanh, so the softmax sees 1.
-    double softmaxScale = softcap > 0 ? 1.0 : scale;
+    double softmaxScale = this->softmaxScale();
     auto [begin, end] = g.keyBlocks(kb, row0);
     SmallVector<Value> state = kb.forLoop(
         begin, end,
@@ -145,11 +174,7 @@ struct AttentionKernel {
           Value col0 = kb.mul(kbIdx, kb.idx(Bc));
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
-          Value s = scores(qTile, kTile);
-          if (softcap > 0)
-            s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
-                                       kb.b.getF64FloatAttr(softcap));
-          s = g.applyMask(kb, s, row0, col0);
+          Value s = softmaxInput(g, qTile, kTile, row0, col0);
           Value mNew = kb.b.create<RowMaxOp>(kb.loc, m.getType(), s, m);
           Value p = kb.b.create<Exp2Op>(kb.loc, s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
           Value corr = kb.b.create<SoftmaxCorrectionOp>(kb.loc, m.getType(), m, mNew,
@@ -212,16 +237,16 @@ struct AttentionKernel {
                     kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
                 Value lseRow = kb.loadRows(lse, {b, h, row0}, g.sq, Br);
                 Value dRow = kb.loadRows(delta, {b, h, row0}, g.sq, Br);
-                Value s = g.applyMask(kb, scores(qTile, kTile), row0, col0);
+                Value capped;
+                Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
                 Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow,
-                                                        kb.b.getF64FloatAttr(scale));
+                                                        kb.b.getF64FloatAttr(softmaxScale()));
                 // dV += Pᵀ·dO (P goes through shared memory to be transposed)
                 Value pShared = kb.copyToShared(kb.convert(p, elem));
                 Value dvNew = kb.matmul(pShared, doTile, dv, true, false);
                 // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
                 Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
-                Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
-                ds = kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
+                Value ds = scoreGradient(p, dp, dRow, capped);
                 Value dsShared = kb.copyToShared(kb.convert(ds, elem));
                 Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
                 if (atomicDq) {
@@ -258,12 +283,12 @@ struct AttentionKernel {
           Value col0 = kb.mul(kbIdx, kb.idx(Bc));
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
-          Value s = g.applyMask(kb, scores(qTile, kTile), row0, col0);
-          Value p =
-              kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow, kb.b.getF64FloatAttr(scale));
+          Value capped;
+          Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
+          Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow,
+                                                  kb.b.getF64FloatAttr(softmaxScale()));
           Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
-          Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
-          ds = kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
+          Value ds = scoreGradient(p, dp, dRow, capped);
           return {kb.matmul(kb.convert(ds, elem), kTile, carried[0], false, false)};
         });
     kb.store(kb.convert(dq[0], elem), dQ, {b, h, row0, zero}, g.sq, kb.idx(D));

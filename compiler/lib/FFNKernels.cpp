@@ -71,58 +71,107 @@ struct GemmKernel {
     Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
     Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
     Value steps = kb.ceilDiv(K, kb.idx(Bk));
-    SmallVector<Value> acc = kb.forLoop(
-        kb.idx(0), steps, {kb.fill(kb.regF32(Bm, Bn), 0.0)},
-        [&](Value step, ValueRange carried) -> SmallVector<Value> {
-          Value k0 = kb.mul(step, kb.idx(Bk));
-          Value aTile = ta ? kb.load(a, at(a, batch, k0, row0), K, M, Bk, Bm, plan.stages)
-                           : kb.load(a, at(a, batch, row0, k0), M, K, Bm, Bk, plan.stages);
-          Value bTile = tb ? kb.load(bMat, {col0, k0}, N, K, Bn, Bk, plan.stages)
-                           : kb.load(bMat, {k0, col0}, K, N, Bk, Bn, plan.stages);
-          return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
-        });
-    Value result = epilogue(acc[0], bias, col0, N, spec.getActivation());
+    // accumulate: C += op(A)·op(B), starting from the current C tile.
+    Value init = kb.fill(kb.regF32(Bm, Bn), 0.0);
+    if (spec.getAccumulate().getValue())
+      init = kb.convert(kb.load(c, at(c, batch, row0, col0), M, N, Bm, Bn), kb.b.getF32Type());
+    // Batched A and B with an unbatched C (weight gradients xᵀ·dy over
+    // [B, M, *] inputs): the contraction runs over batch and rows.
+    bool sumOverBatch = rankOf(a) == 3 && rankOf(c) == 2;
+    auto kLoop = [&](Value b, Value accInit) {
+      return kb.forLoop(
+          kb.idx(0), steps, {accInit},
+          [&](Value step, ValueRange carried) -> SmallVector<Value> {
+            Value k0 = kb.mul(step, kb.idx(Bk));
+            Value aTile = ta ? kb.load(a, at(a, b, k0, row0), K, M, Bk, Bm, plan.stages)
+                             : kb.load(a, at(a, b, row0, k0), M, K, Bm, Bk, plan.stages);
+            Value bTile = tb ? kb.load(bMat, at(bMat, b, col0, k0), N, K, Bn, Bk, plan.stages)
+                             : kb.load(bMat, at(bMat, b, k0, col0), K, N, Bk, Bn, plan.stages);
+            return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
+          })[0];
+    };
+    Value acc;
+    if (sumOverBatch)
+      acc = kb.forLoop(kb.idx(0), kb.dim(a, 0), {init},
+                       [&](Value b, ValueRange carried) -> SmallVector<Value> {
+                         return {kLoop(b, carried[0])};
+                       })[0];
+    else
+      acc = kLoop(batch, init);
+    Value result = epilogue(acc, bias, col0, N, spec.getActivation());
     kb.store(kb.convert(result, elem), c, at(c, batch, row0, col0), M, N);
   }
 
+  /// db[n] = Σ_m A[m, n] (A [M, N] or [B, M, N]: also summed over B).
   void columnSum() {
     Value a = kb.arg(0), out = kb.arg(1);
     Value nb = kb.programId(GridAxis::X);
-    Value M = kb.dim(a, 0), N = kb.dim(a, 1);
+    Value M = dimFromEnd(a, 1), N = dimFromEnd(a, 0);
     Value col0 = kb.mul(nb, kb.idx(Bn));
     // Row 0 of ones[16 x Bk] · A[Bk x Bn] is the column sum of the A tile.
     constexpr int64_t kOnesRows = 16;
     Value ones = kb.fill(kb.tile(kOnesRows, Bk, elem, MemorySpace::Register), 1.0);
     Value steps = kb.ceilDiv(M, kb.idx(Bk));
-    SmallVector<Value> acc = kb.forLoop(
-        kb.idx(0), steps, {kb.fill(kb.regF32(kOnesRows, Bn), 0.0)},
-        [&](Value step, ValueRange carried) -> SmallVector<Value> {
-          Value m0 = kb.mul(step, kb.idx(Bk));
-          Value tile = kb.load(a, {m0, col0}, M, N, Bk, Bn, plan.stages);
-          return {kb.matmul(ones, tile, carried[0], false, false)};
-        });
-    kb.store(kb.convert(acc[0], elem), out, {col0}, kb.idx(1), N);
+    auto rowLoop = [&](Value b, Value init) {
+      return kb.forLoop(kb.idx(0), steps, {init},
+                        [&](Value step, ValueRange carried) -> SmallVector<Value> {
+                          Value m0 = kb.mul(step, kb.idx(Bk));
+                          Value tile = kb.load(a, at(a, b, m0, col0), M, N, Bk, Bn, plan.stages);
+                          return {kb.matmul(ones, tile, carried[0], false, false)};
+                        })[0];
+    };
+    Value zero = kb.fill(kb.regF32(kOnesRows, Bn), 0.0);
+    Value acc = rankOf(a) == 3
+                    ? kb.forLoop(kb.idx(0), kb.dim(a, 0), {zero},
+                                 [&](Value b, ValueRange carried) -> SmallVector<Value> {
+                                   return {rowLoop(b, carried[0])};
+                                 })[0]
+                    : rowLoop(Value(), zero);
+    kb.store(kb.convert(acc, elem), out, {col0}, kb.idx(1), N);
   }
 
-  /// acc[Bm x cols] = x[row0, :] · W[:, col0 .. col0+cols) over the model dim.
-  Value projectRows(Value x, Value w, Value batch, Value row0, Value col0, Value M, Value K,
-                    Value N, int64_t cols, Value init) {
+  /// acc_i[Bm x cols] = x[row0, :] · W_i[:, col0 .. col0+cols) over the model
+  /// dim, for each weight W_i (the x tile is loaded once per step).
+  SmallVector<Value> projectRows(Value x, ArrayRef<Value> weights, Value batch, Value row0,
+                                 Value col0, Value M, Value K, Value N, int64_t cols) {
     Value steps = kb.ceilDiv(K, kb.idx(Bk));
-    return kb.forLoop(kb.idx(0), steps, {init},
+    SmallVector<Value> inits;
+    for (size_t i = 0; i < weights.size(); ++i)
+      inits.push_back(kb.fill(kb.regF32(Bm, cols), 0.0));
+    return kb.forLoop(kb.idx(0), steps, inits,
                       [&](Value step, ValueRange carried) -> SmallVector<Value> {
                         Value k0 = kb.mul(step, kb.idx(Bk));
                         Value xTile =
                             kb.load(x, at(x, batch, row0, k0), M, K, Bm, Bk, plan.stages);
-                        Value wTile = kb.load(w, {k0, col0}, K, N, Bk, cols, plan.stages);
-                        return {kb.matmul(xTile, wTile, carried[0], false, false)};
-                      })[0];
+                        SmallVector<Value> next;
+                        for (auto [w, acc] : llvm::zip(weights, carried)) {
+                          Value wTile = kb.load(w, {k0, col0}, K, N, Bk, cols, plan.stages);
+                          next.push_back(kb.matmul(xTile, wTile, acc, false, false));
+                        }
+                        return next;
+                      });
+  }
+
+  /// Gated GEMM: C = act(A·Bg) ⊙ (A·Bu).
+  void gatedGemm() {
+    Value a = kb.arg(0), bGate = kb.arg(1), bUp = kb.arg(2), c = kb.arg(3);
+    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
+          batch = kb.programId(GridAxis::Z);
+    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0), K = dimFromEnd(a, 0);
+    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
+    SmallVector<Value> acc = projectRows(a, {bGate, bUp}, batch, row0, col0, M, K, N, Bn);
+    Value gate = kb.b.create<ActivationOp>(kb.loc, acc[0].getType(), spec.getActivation(), acc[0]);
+    Value hidden = kb.b.create<MulOp>(kb.loc, gate.getType(), gate, acc[1]);
+    kb.store(kb.convert(hidden, elem), c, at(c, batch, row0, col0), M, N);
   }
 
   void fused() {
     bool hasB1 = spec.getBias1().getValue(), hasB2 = spec.getBias2().getValue();
+    bool gated = spec.getGated().getValue();
     unsigned next = 0;
     Value x = kb.arg(next++), w1 = kb.arg(next++);
     Value b1 = hasB1 ? kb.arg(next++) : Value();
+    Value wUp = gated ? kb.arg(next++) : Value();
     Value w2 = kb.arg(next++);
     Value b2 = hasB2 ? kb.arg(next++) : Value();
     Value y = kb.arg(next++);
@@ -136,11 +185,16 @@ struct GemmKernel {
         zero, hiddenBlocks, {kb.fill(kb.regF32(Bm, dOut), 0.0)},
         [&](Value hb, ValueRange carried) -> SmallVector<Value> {
           Value h0 = kb.mul(hb, kb.idx(Bn));
-          Value pre = projectRows(x, w1, batch, row0, h0, M, d, H, Bn,
-                                  kb.fill(kb.regF32(Bm, Bn), 0.0));
+          SmallVector<Value> weights = {w1};
+          if (wUp)
+            weights.push_back(wUp);
+          SmallVector<Value> proj = projectRows(x, weights, batch, row0, h0, M, d, H, Bn);
+          Value pre = proj[0];
           if (b1)
             pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
           Value hidden = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+          if (wUp)
+            hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
           Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOut, plan.stages);
           return {kb.matmul(kb.convert(hidden, elem), w2Tile, carried[0], false, false)};
@@ -151,19 +205,27 @@ struct GemmKernel {
     kb.store(kb.convert(result, elem), y, at(y, batch, row0, zero), M, N);
   }
 
+  /// Plain: h = act(pre), dpre = dh ∘ act'(pre) with pre = x·W1 + b1.
+  /// Gated: g = x·Wg, u = x·Wu, h = act(g) ∘ u, dg = (dh ∘ u) ∘ act'(g),
+  /// du = dh ∘ act(g). dh = dy·W2ᵀ in both.
   void backwardHidden() {
-    bool hasB1 = spec.getBias1().getValue();
+    bool hasB1 = spec.getBias1().getValue(), gated = spec.getGated().getValue();
     unsigned next = 0;
     Value x = kb.arg(next++), w1 = kb.arg(next++);
     Value b1 = hasB1 ? kb.arg(next++) : Value();
+    Value wUp = gated ? kb.arg(next++) : Value();
     Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++),
           dpreOut = kb.arg(next++);
+    Value duOut = gated ? kb.arg(next++) : Value();
     Value mb = kb.programId(GridAxis::X), hb = kb.programId(GridAxis::Y),
           batch = kb.programId(GridAxis::Z);
     Value M = dimFromEnd(x, 1), d = kb.dim(w1, 0), H = kb.dim(w1, 1), dOut = kb.dim(w2, 1);
     Value row0 = kb.mul(mb, kb.idx(Bm)), h0 = kb.mul(hb, kb.idx(Bn));
-    Value pre =
-        projectRows(x, w1, batch, row0, h0, M, d, H, Bn, kb.fill(kb.regF32(Bm, Bn), 0.0));
+    SmallVector<Value> weights = {w1};
+    if (wUp)
+      weights.push_back(wUp);
+    SmallVector<Value> proj = projectRows(x, weights, batch, row0, h0, M, d, H, Bn);
+    Value pre = proj[0];
     if (b1)
       pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
     // dh = dy · W2ᵀ restricted to hidden columns [h0, h0 + Bn).
@@ -176,24 +238,35 @@ struct GemmKernel {
                             Value w2Tile = kb.load(w2, {h0, k0}, H, dOut, Bn, Bk, plan.stages);
                             return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
                           })[0];
-    Value hidden = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+    Value act = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+    Value hidden = gated ? kb.b.create<MulOp>(kb.loc, act.getType(), act, proj[1]).getResult()
+                         : act;
     kb.store(kb.convert(hidden, elem), hOut, at(hOut, batch, row0, h0), M, H);
-    Value dpre = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), spec.getActivation(), dh, pre);
+    Value dAct = gated ? kb.b.create<MulOp>(kb.loc, dh.getType(), dh, proj[1]).getResult() : dh;
+    Value dpre =
+        kb.b.create<ActivationGradOp>(kb.loc, dAct.getType(), spec.getActivation(), dAct, pre);
     kb.store(kb.convert(dpre, elem), dpreOut, at(dpreOut, batch, row0, h0), M, H);
+    if (gated) {
+      Value du = kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act);
+      kb.store(kb.convert(du, elem), duOut, at(duOut, batch, row0, h0), M, H);
+    }
   }
 };
 
 int64_t gemmArgCount(GemmSpecAttr spec) {
   int64_t b1 = spec.getBias1().getValue() ? 1 : 0, b2 = spec.getBias2().getValue() ? 1 : 0;
+  int64_t gated = spec.getGated().getValue() ? 1 : 0;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
     return 3 + b1;
+  case KernelRole::GatedGemm:
+    return 4;
   case KernelRole::ColumnSum:
     return 2;
   case KernelRole::FfnFused:
-    return 4 + b1 + b2;
+    return 4 + b1 + b2 + gated;
   case KernelRole::FfnBackwardHidden:
-    return 6 + b1;
+    return 6 + b1 + 2 * gated;
   default:
     return -1;
   }
@@ -213,24 +286,31 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     emitError(loc) << "GEMM block_k must be positive";
     return nullptr;
   }
+  if (spec.getAccumulate().getValue() &&
+      (spec.getBias1().getValue() || spec.getActivation() != Activation::Identity ||
+       spec.getAlpha().getValueAsDouble() != 1.0)) {
+    emitError(loc) << "an accumulating GEMM (C += A·B) takes no bias, activation or alpha";
+    return nullptr;
+  }
   MLIRContext *ctx = builder.getContext();
   // Output tensor whose trailing dims the grid walks, and which grid axes.
   auto rank = [&](unsigned i) { return llvm::cast<GlobalTensorType>(argTypes[i]).getRank(); };
   SmallVector<GridAttr, 3> grid;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
+  case KernelRole::GatedGemm:
   case KernelRole::FfnFused: {
     unsigned out = argTypes.size() - 1;
     int64_t r = rank(out);
     grid.push_back(KernelBuilder::gridDim(ctx, out, r - 2, plan.blockM));
-    grid.push_back(spec.getRole() == KernelRole::Gemm
+    grid.push_back(spec.getRole() != KernelRole::FfnFused
                        ? KernelBuilder::gridDim(ctx, out, r - 1, plan.blockN)
                        : KernelBuilder::gridConst(ctx, 1));
     grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, out, 0) : KernelBuilder::gridConst(ctx, 1));
     break;
   }
   case KernelRole::FfnBackwardHidden: {
-    unsigned hOut = argTypes.size() - 2;
+    unsigned hOut = argTypes.size() - (spec.getGated().getValue() ? 3 : 2);
     int64_t r = rank(hOut);
     grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 2, plan.blockM));
     grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 1, plan.blockN));
@@ -251,6 +331,9 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
   switch (spec.getRole()) {
   case KernelRole::Gemm:
     kernel.gemm();
+    break;
+  case KernelRole::GatedGemm:
+    kernel.gatedGemm();
     break;
   case KernelRole::ColumnSum:
     kernel.columnSum();

@@ -97,47 +97,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                              "flash-fuse-ffn first (only fused ops are tiled)";
   }
 
-  // Names and run-time size symbols of the program's tensors: each fused op
-  // labels its operands and results (attention: q, k, v, out, lse over B, Sq,
-  // Sk; FFN: x, w1, b1, w2, b2, y over M and, for rank 3, Bf), suffixed by
-  // n + 1 from the n-th op of a kind on, so unrelated ops never share a symbol.
-  struct Label {
-    std::string name;
-    SmallVector<std::string, 4> dims;
-  };
-  llvm::DenseMap<Value, Label> labels;
-  auto label = [&](Value v, const std::string &name, ArrayRef<std::string> symbols) {
-    if (v && !labels.count(v))
-      labels[v] = {name, dimSymbols(v.getType(), symbols)};
-  };
-  unsigned attentionOps = 0, ffnOps = 0;
-  for (Operation &op : body) {
-    if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
-      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
-      ++attentionOps;
-      std::string b = "B" + sfx, sq = "Sq" + sfx, sk = "Sk" + sfx;
-      label(attention.getQuery(), "q" + sfx, {b, "", sq, ""});
-      label(attention.getKey(), "k" + sfx, {b, "", sk, ""});
-      label(attention.getValue(), "v" + sfx, {b, "", sk, ""});
-      label(attention.getOutput(), "out" + sfx, {b, "", sq, ""});
-      label(attention.getLse(), "lse" + sfx, {b, "", sq});
-    } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
-      std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
-      ++ffnOps;
-      SmallVector<std::string> rows;
-      if (ffn.getInput().getType().getRank() == 3)
-        rows = {"Bf" + sfx, "M" + sfx, ""};
-      else
-        rows = {"M" + sfx, ""};
-      label(ffn.getInput(), "x" + sfx, rows);
-      label(ffn.getW1(), "w1" + sfx, {});
-      label(ffn.getB1(), "b1" + sfx, {});
-      label(ffn.getWUp(), "w_up" + sfx, {});
-      label(ffn.getW2(), "w2" + sfx, {});
-      label(ffn.getB2(), "b2" + sfx, {});
-      label(ffn.getResult(), "y" + sfx, rows);
-    }
-  }
+  llvm::DenseMap<Value, ValueLabel> labels = labelFusedValues(body);
   llvm::StringSet<> usedNames;
   auto uniqueName = [&](std::string name) {
     std::string candidate = name;
@@ -232,10 +192,6 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     auto ffn = llvm::dyn_cast<flash::FfnOp>(op);
     if (!ffn)
       continue;
-    if (ffn.isGated()) {
-      ffn.emitError("flash-tile: the gated flash.ffn form is not tiled yet");
-      return cleanup();
-    }
     int64_t rank = ffn.getInput().getType().getRank();
     if (rank > 3) {
       ffn.emitError() << "flash-tile: flash.ffn input must have rank 2 or 3, got " << rank;
@@ -244,6 +200,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     Value x = mapped[ffn.getInput()], w1 = mapped[ffn.getW1()], w2 = mapped[ffn.getW2()];
     Value b1 = ffn.getB1() ? mapped[ffn.getB1()] : Value();
     Value b2 = ffn.getB2() ? mapped[ffn.getB2()] : Value();
+    Value wUp = ffn.isGated() ? mapped[ffn.getWUp()] : Value();
+    bool gated = static_cast<bool>(wUp);
     Value y = destination(ffn.getResult(), x);
     mapped[ffn.getResult()] = y;
     Type element = ffn.getInput().getType().getElementType();
@@ -252,17 +210,19 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     ++ffnCount;
 
     auto fusedSpec = gemmSpec(ctx, tile::KernelRole::FfnFused, act, false, false,
-                              static_cast<bool>(b1), static_cast<bool>(b2), element);
+                              static_cast<bool>(b1), static_cast<bool>(b2), element, gated);
     bool fused = choice == FfnPlanChoice::Fused;
     if (choice == FfnPlanChoice::Auto) {
       std::string reason;
-      fused = fusedFfnFits(target, ffn.getOutputDim(), element.isF32() ? 4 : 2,
+      fused = fusedFfnFits(target, ffn.getOutputDim(), element.isF32() ? 4 : 2, gated,
                            defaultPlan(target, fusedSpec), reason);
     }
     if (fused) {
       SmallVector<Value> args = {x, w1};
       if (b1)
         args.push_back(b1);
+      if (wUp)
+        args.push_back(wUp);
       args.push_back(w2);
       if (b2)
         args.push_back(b2);
@@ -279,11 +239,14 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     SmallVector<Value> upArgs = {x, w1};
     if (b1)
       upArgs.push_back(b1);
+    if (wUp)
+      upArgs.push_back(wUp);
     upArgs.push_back(hidden);
-    if (failed(pb.launch(ffn.getLoc(), base + "_up",
-                         gemmSpec(ctx, tile::KernelRole::Gemm, act, false, false,
-                                  static_cast<bool>(b1), false, element),
-                         upArgs)))
+    auto upSpec = gated ? gemmSpec(ctx, tile::KernelRole::GatedGemm, act, false, false, false,
+                                   false, element, /*gated=*/true)
+                        : gemmSpec(ctx, tile::KernelRole::Gemm, act, false, false,
+                                   static_cast<bool>(b1), false, element);
+    if (failed(pb.launch(ffn.getLoc(), base + "_up", upSpec, upArgs)))
       return cleanup();
     SmallVector<Value> downArgs = {hidden, w2};
     if (b2)

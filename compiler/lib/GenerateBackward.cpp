@@ -1,10 +1,14 @@
 //===- GenerateBackward.cpp - backward tile programs of fused ops ---------===//
 //
 // See the GenerateBackward def in Passes.td and docs/tile-dialect.md. Runs on
-// the flash level and emits `@<func>_backward` as a tile program directly:
-//   attention (atomic dQ):   preprocess -> backward -> postprocess
+// the flash level and emits `@<func>_backward` as a tile program directly,
+// one kernel sequence per fused op of the function:
+//   attention (atomic dQ):     preprocess -> backward -> postprocess
 //   attention (deterministic): preprocess -> backward_kv -> backward_dq
-//   ffn: backward_hidden -> dW2, db2, dW1, db1, dx
+//   ffn: backward_hidden -> dW2, dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2, db1
+// Functions whose fused ops are independent (every operand a function
+// argument used once) are supported; anything else gets a warning and no
+// backward, so the forward still compiles.
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
@@ -22,6 +26,16 @@ using namespace mlir::tile;
 using namespace flashc;
 
 namespace {
+
+/// Program-argument positions of one fused op's backward.
+struct OpSlots {
+  Operation *op = nullptr;
+  std::string suffix;            // "" for the first op of a kind, else "2", "3", ...
+  SmallVector<unsigned> inputs;  // attention: q, k, v; ffn: operands in order
+  int out = -1, lse = -1;        // attention: saved forward outputs
+  int cotangent = -1;            // dout / dy
+  SmallVector<unsigned> grads;   // one per input
+};
 
 struct GenerateBackwardPass
     : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
@@ -45,187 +59,247 @@ struct GenerateBackwardPass
         return signalPassFailure();
   }
 
+  /// Why the backward of `func` cannot be generated (empty: it can), and the
+  /// op to report on.
+  std::pair<std::string, Operation *> unsupported(func::FuncOp func,
+                                                  ArrayRef<Operation *> fused) {
+    llvm::DenseSet<Value> seen;
+    auto returnOp = llvm::cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    // Structure first (chaining, shared inputs), then per-op limits.
+    for (Operation *op : fused) {
+      for (Value operand : op->getOperands()) {
+        if (!llvm::isa<BlockArgument>(operand))
+          return {"an operand of a fused op is computed in the graph (chained fused ops); "
+                  "the backward of chained ops is not supported yet",
+                  op};
+        if (!seen.insert(operand).second)
+          return {"a function argument feeds several fused-op operands; summing their "
+                  "gradients is not supported yet",
+                  op};
+      }
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          if (!llvm::isa<func::ReturnOp>(user))
+            return {"a fused result feeds other graph ops; the backward of chained ops is "
+                    "not supported yet",
+                    op};
+    }
+    for (Operation *op : fused) {
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+        if (!llvm::is_contained(returnOp.getOperands(), attention.getOutput()))
+          return {"the attention output is not returned, so there is no gradient to take",
+                  op};
+      }
+      if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
+        int64_t rank = ffn.getInput().getType().getRank();
+        if (rank != 2 && rank != 3)
+          return {"the FFN backward needs an input of rank 2 or 3", op};
+        if (!llvm::is_contained(returnOp.getOperands(), ffn.getResult()))
+          return {"the FFN result is not returned, so there is no gradient to take", op};
+      }
+    }
+    return {"", nullptr};
+  }
+
   LogicalResult generate(func::FuncOp func, SymbolTable &symbols,
                          const TargetDescription &targetDesc) {
-    Operation *fused = nullptr;
-    unsigned count = 0;
-    func.walk([&](Operation *op) {
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op)) {
-        fused = op;
-        ++count;
-      }
-    });
-    if (count != 1)
-      return func.emitError() << "flash-generate-backward: @" << func.getSymName() << " holds "
-                              << count
-                              << " fused ops; the backward is generated for functions with "
-                                 "exactly one flash.attention or flash.ffn";
+    Block &body = func.getBody().front();
+    SmallVector<Operation *> fused;
+    for (Operation &op : body)
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+        fused.push_back(&op);
+    auto [reason, culprit] = unsupported(func, fused);
+    if (!reason.empty()) {
+      culprit->emitWarning() << "flash-generate-backward: no backward for @"
+                             << func.getSymName() << ": " << reason;
+      return success();
+    }
     std::string name = (func.getSymName() + "_backward").str();
     if (symbols.lookup(name))
       return func.emitError() << "flash-generate-backward: @" << name << " already exists";
+
+    // Signature: per op its inputs, saved outputs and cotangent; then all
+    // gradients, op by op, in input order.
+    llvm::DenseMap<Value, ValueLabel> labels = labelFusedValues(body);
+    SmallVector<Type> types;
+    SmallVector<std::string> names;
+    SmallVector<SmallVector<std::string, 4>> dims;
+    auto add = [&](Value value, const std::string &prefix) -> FailureOr<unsigned> {
+      auto type = toProgramTensor(value.getDefiningOp() ? value.getDefiningOp()
+                                                        : func.getOperation(),
+                                  value.getType(), "backward tensor");
+      if (failed(type))
+        return failure();
+      const ValueLabel &label = labels[value];
+      types.push_back(*type);
+      names.push_back(prefix + label.name);
+      dims.push_back(label.dims);
+      return static_cast<unsigned>(types.size() - 1);
+    };
+    SmallVector<OpSlots> slots;
+    unsigned attentions = 0, ffns = 0;
+    for (Operation *op : fused) {
+      OpSlots slot;
+      slot.op = op;
+      unsigned &count = llvm::isa<flash::AttentionOp>(op) ? attentions : ffns;
+      slot.suffix = count ? std::to_string(count + 1) : "";
+      ++count;
+      SmallVector<Value> inputs;
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
+        inputs = {attention.getQuery(), attention.getKey(), attention.getValue()};
+      else
+        inputs.append(op->getOperands().begin(), op->getOperands().end());
+      for (Value input : inputs) {
+        auto index = add(input, "");
+        if (failed(index))
+          return failure();
+        slot.inputs.push_back(*index);
+      }
+      Value primal;
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+        auto out = add(attention.getOutput(), ""), lse = add(attention.getLse(), "");
+        if (failed(out) || failed(lse))
+          return failure();
+        slot.out = *out;
+        slot.lse = *lse;
+        primal = attention.getOutput();
+      } else {
+        primal = op->getResult(0);
+      }
+      auto cotangent = add(primal, "d");
+      if (failed(cotangent))
+        return failure();
+      slot.cotangent = *cotangent;
+      slots.push_back(slot);
+    }
+    for (OpSlots &slot : slots) {
+      SmallVector<Value> inputs;
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(slot.op))
+        inputs = {attention.getQuery(), attention.getKey(), attention.getValue()};
+      else
+        inputs.append(slot.op->getOperands().begin(), slot.op->getOperands().end());
+      for (Value input : inputs) {
+        auto index = add(input, "d");
+        if (failed(index))
+          return failure();
+        slot.grads.push_back(*index);
+      }
+    }
+
     ProgramBuilder pb(symbols, targetDesc);
-    LogicalResult result = failure();
-    if (auto attention = llvm::dyn_cast<flash::AttentionOp>(fused))
-      result = attentionBackward(attention, func, name, pb);
-    else
-      result = ffnBackward(llvm::cast<flash::FfnOp>(fused), func, name, pb);
-    if (failed(result)) {
-      if (pb.getProgram())
+    pb.create(func, func.getLoc(), name, types, names, dims);
+    for (OpSlots &slot : slots) {
+      LogicalResult result =
+          llvm::isa<flash::AttentionOp>(slot.op)
+              ? attentionBackward(llvm::cast<flash::AttentionOp>(slot.op), slot, func, pb)
+              : ffnBackward(llvm::cast<flash::FfnOp>(slot.op), slot, func, pb);
+      if (failed(result)) {
         pb.getProgram().erase();
-      return failure();
+        return failure();
+      }
     }
     symbols.insert(pb.getProgram());
     return success();
   }
 
-  LogicalResult attentionBackward(flash::AttentionOp op, func::FuncOp func, StringRef name,
+  LogicalResult attentionBackward(flash::AttentionOp op, const OpSlots &slot, func::FuncOp func,
                                   ProgramBuilder &pb) {
-    if (op.hasSoftcap())
-      return op.emitError("flash-generate-backward: the backward of a soft-capped "
-                          "flash.attention is not supported yet");
     MLIRContext *ctx = op.getContext();
-    SmallVector<Type> types;
-    for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(), op.getLse(),
-                    op.getOutput(), op.getQuery(), op.getKey(), op.getValue()}) {
-      auto type = toProgramTensor(op, v.getType(), "attention operand");
-      if (failed(type))
-        return failure();
-      types.push_back(*type);
-    }
-    // Size symbols: q-shaped tensors [B, Hq, Sq, *], k-shaped [B, Hkv, Sk, *].
-    SmallVector<std::string> qDims = {"B", "", "Sq", ""}, kDims = {"B", "", "Sk", ""};
-    SmallVector<SmallVector<std::string, 4>> dims;
-    for (auto [index, type] : llvm::enumerate(types)) {
-      bool keyShaped = index == 1 || index == 2 || index == 7 || index == 8;
-      dims.push_back(dimSymbols(type, keyShaped ? kDims : qDims));
-    }
-    pb.create(func, op.getLoc(), name, types,
-              {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"}, dims);
-    Value q = pb.arg(0), k = pb.arg(1), v = pb.arg(2), out = pb.arg(3), lse = pb.arg(4),
-          dOut = pb.arg(5), dQ = pb.arg(6), dK = pb.arg(7), dV = pb.arg(8);
-    auto qType = llvm::cast<GlobalTensorType>(q.getType());
-    ArrayRef<int64_t> qShape = qType.getShape();
+    Value q = pb.arg(slot.inputs[0]), k = pb.arg(slot.inputs[1]), v = pb.arg(slot.inputs[2]),
+          out = pb.arg(slot.out), lse = pb.arg(slot.lse), dOut = pb.arg(slot.cotangent),
+          dQ = pb.arg(slot.grads[0]), dK = pb.arg(slot.grads[1]), dV = pb.arg(slot.grads[2]);
+    ArrayRef<int64_t> qShape = llvm::cast<GlobalTensorType>(q.getType()).getShape();
     Type f32 = FloatType::getF32(ctx);
     // D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], both f32.
     Value delta = pb.alloc(GlobalTensorType::get(ctx, qShape.take_front(3), f32),
-                           {{q, 0}, {q, 1}, {q, 2}}, "delta");
-    std::string base = func.getSymName().str() + "_attention";
+                           {{q, 0}, {q, 1}, {q, 2}}, "delta" + slot.suffix);
+    std::string base = func.getSymName().str() + "_attention" + slot.suffix;
     auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
-    if (deterministic) {
-      if (failed(pb.launch(op.getLoc(), base + "_bwd_preprocess",
-                           spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) ||
-          failed(pb.launch(op.getLoc(), base + "_bwd_kv", spec(KernelRole::AttentionBackwardKV),
-                           {q, k, v, dOut, lse, delta, dK, dV})) ||
-          failed(pb.launch(op.getLoc(), base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
-                           {q, k, v, dOut, lse, delta, dQ})))
-        return failure();
-      return success();
-    }
+    Location loc = op.getLoc();
+    if (deterministic)
+      return success(
+          succeeded(pb.launch(loc, base + "_bwd_preprocess",
+                              spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
+          succeeded(pb.launch(loc, base + "_bwd_kv", spec(KernelRole::AttentionBackwardKV),
+                              {q, k, v, dOut, lse, delta, dK, dV})) &&
+          succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
+                              {q, k, v, dOut, lse, delta, dQ})));
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
-                             {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum");
-    if (failed(pb.launch(op.getLoc(), base + "_bwd_preprocess",
-                         spec(KernelRole::AttentionBackwardPreprocess),
-                         {out, dOut, delta, dqAccum})) ||
-        failed(pb.launch(op.getLoc(), base + "_bwd", spec(KernelRole::AttentionBackward),
-                         {q, k, v, dOut, lse, delta, dqAccum, dK, dV})) ||
-        failed(pb.launch(op.getLoc(), base + "_bwd_postprocess",
-                         spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})))
-      return failure();
-    return success();
+                             {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
+    return success(
+        succeeded(pb.launch(loc, base + "_bwd_preprocess",
+                            spec(KernelRole::AttentionBackwardPreprocess),
+                            {out, dOut, delta, dqAccum})) &&
+        succeeded(pb.launch(loc, base + "_bwd", spec(KernelRole::AttentionBackward),
+                            {q, k, v, dOut, lse, delta, dqAccum, dK, dV})) &&
+        succeeded(pb.launch(loc, base + "_bwd_postprocess",
+                            spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }
 
-  LogicalResult ffnBackward(flash::FfnOp op, func::FuncOp func, StringRef name,
+  LogicalResult ffnBackward(flash::FfnOp op, const OpSlots &slot, func::FuncOp func,
                             ProgramBuilder &pb) {
-    if (op.isGated())
-      return op.emitError("flash-generate-backward: the backward of the gated flash.ffn form "
-                          "is not supported yet");
-    if (op.getInput().getType().getRank() != 2)
-      return op.emitError() << "flash-generate-backward: the FFN backward needs a rank-2 input "
-                               "[M, d] (weight gradients sum over rows), got rank "
-                            << op.getInput().getType().getRank();
     MLIRContext *ctx = op.getContext();
     bool hasB1 = static_cast<bool>(op.getB1()), hasB2 = static_cast<bool>(op.getB2());
-    SmallVector<Value> inputs = {op.getInput(), op.getW1()};
-    SmallVector<std::string> names = {"x", "w1"};
-    // x, dy and dx share the row symbol M; weights and biases are static.
-    if (hasB1) {
-      inputs.push_back(op.getB1());
-      names.push_back("b1");
-    }
-    inputs.push_back(op.getW2());
-    names.push_back("w2");
-    if (hasB2) {
-      inputs.push_back(op.getB2());
-      names.push_back("b2");
-    }
-    inputs.push_back(op.getResult());
-    names.push_back("dy");
-    // Gradients, in the order of the inputs they belong to.
-    SmallVector<Value> grads = {op.getInput(), op.getW1()};
-    SmallVector<std::string> gradNames = {"dx", "dw1"};
-    if (hasB1) {
-      grads.push_back(op.getB1());
-      gradNames.push_back("db1");
-    }
-    grads.push_back(op.getW2());
-    gradNames.push_back("dw2");
-    if (hasB2) {
-      grads.push_back(op.getB2());
-      gradNames.push_back("db2");
-    }
-    SmallVector<Type> types;
-    for (Value v : llvm::concat<Value>(inputs, grads)) {
-      auto type = toProgramTensor(op, v.getType(), "ffn operand");
-      if (failed(type))
-        return failure();
-      types.push_back(*type);
-    }
-    names.append(gradNames.begin(), gradNames.end());
-    SmallVector<SmallVector<std::string, 4>> dims;
-    for (Type type : types)
-      dims.push_back(dimSymbols(type, {"M", ""}));
-    pb.create(func, op.getLoc(), name, types, names, dims);
+    bool gated = op.isGated();
+    // Operands in flash.ffn order: x, w1, [b1], [w_up], w2, [b2].
     unsigned next = 0;
-    Value x = pb.arg(next++), w1 = pb.arg(next++);
-    Value b1 = hasB1 ? pb.arg(next++) : Value();
-    Value w2 = pb.arg(next++);
-    if (hasB2)
-      ++next;
-    Value dy = pb.arg(next++);
-    Value dx = pb.arg(next++), dw1 = pb.arg(next++);
-    Value db1 = hasB1 ? pb.arg(next++) : Value();
-    Value dw2 = pb.arg(next++);
-    Value db2 = hasB2 ? pb.arg(next++) : Value();
+    auto input = [&](bool present) -> std::pair<Value, Value> {
+      if (!present)
+        return {Value(), Value()};
+      unsigned i = next++;
+      return {pb.arg(slot.inputs[i]), pb.arg(slot.grads[i])};
+    };
+    auto [x, dx] = input(true);
+    auto [w1, dw1] = input(true);
+    auto [b1, db1] = input(hasB1);
+    auto [wUp, dwUp] = input(gated);
+    auto [w2, dw2] = input(true);
+    auto [b2, db2] = input(hasB2);
+    Value dy = pb.arg(slot.cotangent);
 
     Type element = op.getInput().getType().getElementType();
     tile::Activation act = toTileActivation(op.getActivation());
-    // h and dpre [M, H] in the element type.
-    auto hiddenType = GlobalTensorType::get(
-        ctx, {op.getInput().getType().getShape()[0], op.getHiddenDim()}, element);
-    Value hidden = pb.alloc(hiddenType, {{x, 0}, {x, 1}}, "h");
-    Value dpre = pb.alloc(hiddenType, {{x, 0}, {x, 1}}, "dpre");
-    std::string base = func.getSymName().str() + "_ffn";
-    auto gemm = [&](tile::Activation a, bool ta, bool tb, bool bias) {
-      return gemmSpec(ctx, KernelRole::Gemm, a, ta, tb, bias, false, element);
+    // h, dpre (gated: dgate) and du [.., M, H] in the element type.
+    auto xType = llvm::cast<GlobalTensorType>(x.getType());
+    SmallVector<int64_t> hiddenShape(xType.getShape());
+    hiddenShape.back() = op.getHiddenDim();
+    auto hiddenType = GlobalTensorType::get(ctx, hiddenShape, element);
+    SmallVector<std::pair<Value, int64_t>> sources;
+    for (int64_t d = 0; d < xType.getRank(); ++d)
+      sources.push_back({x, d});
+    Value hidden = pb.alloc(hiddenType, sources, "h" + slot.suffix);
+    Value dpre = pb.alloc(hiddenType, sources, (gated ? "dgate" : "dpre") + slot.suffix);
+    Value du = gated ? pb.alloc(hiddenType, sources, "dup" + slot.suffix) : Value();
+    std::string base = func.getSymName().str() + "_ffn" + slot.suffix;
+    auto gemm = [&](bool ta, bool tb, bool accumulate = false) {
+      return gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, ta, tb, false, false,
+                      element, false, accumulate);
     };
     SmallVector<Value> hiddenArgs = {x, w1};
     if (b1)
       hiddenArgs.push_back(b1);
+    if (wUp)
+      hiddenArgs.push_back(wUp);
     hiddenArgs.append({w2, dy, hidden, dpre});
+    if (du)
+      hiddenArgs.push_back(du);
     Location loc = op.getLoc();
     if (failed(pb.launch(loc, base + "_bwd_hidden",
                          gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, false, hasB1,
-                                  false, element),
+                                  false, element, gated),
                          hiddenArgs)) ||
-        // dW2 = hᵀ · dy
-        failed(pb.launch(loc, base + "_bwd_dw2", gemm(tile::Activation::Identity, true, false, false),
-                         {hidden, dy, dw2})) ||
-        // dW1 = xᵀ · dpre
-        failed(pb.launch(loc, base + "_bwd_dw1", gemm(tile::Activation::Identity, true, false, false),
-                         {x, dpre, dw1})) ||
+        // dW2 = hᵀ · dy (summed over batch and rows)
+        failed(pb.launch(loc, base + "_bwd_dw2", gemm(true, false), {hidden, dy, dw2})) ||
+        // dW1 = xᵀ · dpre (gated: xᵀ · dgate)
+        failed(pb.launch(loc, base + "_bwd_dw1", gemm(true, false), {x, dpre, dw1})) ||
         // dx = dpre · W1ᵀ
-        failed(pb.launch(loc, base + "_bwd_dx", gemm(tile::Activation::Identity, false, true, false),
-                         {dpre, w1, dx})))
+        failed(pb.launch(loc, base + "_bwd_dx", gemm(false, true), {dpre, w1, dx})))
+      return failure();
+    if (gated &&
+        (failed(pb.launch(loc, base + "_bwd_dw_up", gemm(true, false), {x, du, dwUp})) ||
+         // dx += du · W_upᵀ
+         failed(pb.launch(loc, base + "_bwd_dx_up", gemm(false, true, /*accumulate=*/true),
+                          {du, wUp, dx}))))
       return failure();
     auto columnSum = gemmSpec(ctx, KernelRole::ColumnSum, tile::Activation::Identity, false,
                               false, false, false, element);

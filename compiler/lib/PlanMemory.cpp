@@ -127,7 +127,37 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       if (!kernel)
         return failure();
     }
+    // A default pipeline depth that does not fit is lowered stage by stage;
+    // an explicit request is the user's and is checked as given.
+    while (spec && !stages && plan.stages > 1 &&
+           layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
+      --plan.stages;
+      kernel = rebuildKernel(kernel, plan);
+      if (!kernel)
+        return failure();
+    }
     return layOutSharedMemory(kernel, plan, targetDesc);
+  }
+
+  /// Bytes of shared memory `kernel` needs with the layout below.
+  static int64_t layOut(KernelOp kernel) {
+    int64_t offset = 0;
+    kernel.walk([&](Operation *op) {
+      if (!llvm::isa<LoadOp, CopyOp>(op))
+        return;
+      offset = (offset + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+      offset += sharedBytes(op);
+    });
+    return offset;
+  }
+
+  static int64_t sharedBytes(Operation *op) {
+    auto type = llvm::cast<TileType>(op->getResult(0).getType());
+    int64_t buffers = 1;
+    if (auto load = llvm::dyn_cast<LoadOp>(op))
+      if (auto attr = load.getBuffersAttr())
+        buffers = attr.getInt();
+    return type.getSizeInBytes() * buffers;
   }
 
   /// Gives every shared tile its own 128-byte aligned region (`buffers`
@@ -139,15 +169,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     kernel.walk([&](Operation *op) {
       if (!llvm::isa<LoadOp, CopyOp>(op))
         return;
-      auto type = llvm::cast<TileType>(op->getResult(0).getType());
-      int64_t buffers = 1;
-      if (auto load = llvm::dyn_cast<LoadOp>(op)) {
-        if (auto attr = load.getBuffersAttr())
-          buffers = attr.getInt();
-      }
       offset = (offset + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
       op->setAttr("smem_offset", builder.getI64IntegerAttr(offset));
-      offset += type.getSizeInBytes() * buffers;
+      offset += sharedBytes(op);
     });
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)

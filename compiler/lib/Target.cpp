@@ -135,10 +135,13 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
     }
   } else if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
     switch (gemm.getRole()) {
-    case KernelRole::FfnFused:
-      values = plan.blockM * outputDimOf(argTypes, gemm.getBias1().getValue() ? 3 : 2) +
-               plan.blockM * plan.blockN * 3 / 2;
+    case KernelRole::FfnFused: {
+      bool gated = gemm.getGated().getValue();
+      size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gated ? 1 : 0);
+      values = plan.blockM * outputDimOf(argTypes, w2Index) +
+               plan.blockM * plan.blockN * (gated ? 5 : 3) / 2;
       break;
+    }
     case KernelRole::FfnBackwardHidden:
       values = 2 * plan.blockM * plan.blockN;
       break;
@@ -151,12 +154,13 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
 }
 
 bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
-                  const TilePlan &plan, std::string &reason) {
+                  bool gated, const TilePlan &plan, std::string &reason) {
   // Registers: the [Bm x d_out] f32 output accumulator and the [Bm x Bn]
-  // hidden tile (f32 and its converted copy) spread over the block.
-  int64_t registers = (plan.blockM * outputDim + plan.blockM * plan.blockN * 3 / 2) /
-                          threadsOf(plan) +
-                      kAddressingRegisters;
+  // hidden tile (f32 and its converted copy; gated: plus the up projection)
+  // spread over the block.
+  int64_t hiddenTiles = plan.blockM * plan.blockN * (gated ? 5 : 3) / 2;
+  int64_t registers =
+      (plan.blockM * outputDim + hiddenTiles) / threadsOf(plan) + kAddressingRegisters;
   if (registers > target.registersPerThread) {
     reason = llvm::formatv("the [{0} x {1}] output accumulator needs ~{2} registers per thread "
                            "(limit {3})",
@@ -164,8 +168,9 @@ bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t el
     return false;
   }
   // Shared memory: x and W1 tiles per stage plus the W2 slab [Bn x d_out].
-  int64_t shared = plan.stages * (plan.blockM * plan.blockK + plan.blockK * plan.blockN +
-                                  plan.blockN * outputDim) *
+  int64_t shared = plan.stages *
+                   (plan.blockM * plan.blockK + plan.blockK * plan.blockN * (gated ? 2 : 1) +
+                    plan.blockN * outputDim) *
                    elementBytes;
   if (shared > target.sharedMemoryPerBlock) {
     reason = llvm::formatv("needs {0} bytes of shared memory (limit {1})", shared,

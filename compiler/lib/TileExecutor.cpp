@@ -720,6 +720,16 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         return mapTile(softcap.getScores(),
                        [&](float x) { return cap * std::tanh(scale * x / cap); });
       })
+      .Case<SoftcapGradOp>([&](SoftcapGradOp grad) {
+        TilePtr g = tileOf(grad.getGrad()), capped = tileOf(grad.getCapped());
+        TilePtr out = cloneTile(*g);
+        float cap = grad.getCap().convertToDouble();
+        for (size_t e = 0; e < out->data.size(); ++e) {
+          float t = capped->data[e] / cap;
+          out->data[e] = g->data[e] * (1.0f - t * t);
+        }
+        return setTile(out);
+      })
       .Case<ScaleOp>([&](ScaleOp scale) {
         float factor = scale.getFactor().convertToDouble();
         return mapTile(scale.getSource(), [&](float x) { return factor * x; });

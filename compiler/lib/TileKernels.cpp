@@ -44,7 +44,8 @@ KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute
     if (gemm.getBlockK() != plan.blockK)
       gemm = GemmSpecAttr::get(builder.getContext(), gemm.getRole(), gemm.getActivation(),
                                gemm.getTransposeA(), gemm.getTransposeB(), gemm.getBias1(),
-                               gemm.getBias2(), gemm.getAlpha(), plan.blockK,
+                               gemm.getBias2(), gemm.getGated(), gemm.getAccumulate(),
+                               gemm.getAlpha(), plan.blockK,
                                gemm.getElementType());
     return buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
   }

@@ -35,10 +35,12 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
 }
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
-                      bool transposeB, bool bias1, bool bias2, Type element) {
+                      bool transposeB, bool bias1, bool bias2, Type element, bool gated,
+                      bool accumulate) {
   Builder b(ctx);
   return GemmSpecAttr::get(ctx, role, activation, b.getBoolAttr(transposeA),
                            b.getBoolAttr(transposeB), b.getBoolAttr(bias1), b.getBoolAttr(bias2),
+                           b.getBoolAttr(gated), b.getBoolAttr(accumulate),
                            b.getF64FloatAttr(1.0), /*blockK=*/32, TypeAttr::get(element));
 }
 
@@ -54,6 +56,43 @@ Activation toTileActivation(flash::Activation activation) {
     return Activation::Relu;
   }
   return Activation::Identity;
+}
+
+llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
+  llvm::DenseMap<Value, ValueLabel> labels;
+  auto label = [&](Value v, const std::string &name, ArrayRef<std::string> symbols) {
+    if (v && !labels.count(v))
+      labels[v] = {name, dimSymbols(v.getType(), symbols)};
+  };
+  unsigned attentionOps = 0, ffnOps = 0;
+  for (Operation &op : body) {
+    if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
+      ++attentionOps;
+      std::string b = "B" + sfx, sq = "Sq" + sfx, sk = "Sk" + sfx;
+      label(attention.getQuery(), "q" + sfx, {b, "", sq, ""});
+      label(attention.getKey(), "k" + sfx, {b, "", sk, ""});
+      label(attention.getValue(), "v" + sfx, {b, "", sk, ""});
+      label(attention.getOutput(), "out" + sfx, {b, "", sq, ""});
+      label(attention.getLse(), "lse" + sfx, {b, "", sq});
+    } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
+      std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
+      ++ffnOps;
+      SmallVector<std::string> rows;
+      if (ffn.getInput().getType().getRank() == 3)
+        rows = {"Bf" + sfx, "M" + sfx, ""};
+      else
+        rows = {"M" + sfx, ""};
+      label(ffn.getInput(), "x" + sfx, rows);
+      label(ffn.getW1(), "w1" + sfx, {});
+      label(ffn.getB1(), "b1" + sfx, {});
+      label(ffn.getWUp(), "w_up" + sfx, {});
+      label(ffn.getW2(), "w2" + sfx, {});
+      label(ffn.getB2(), "b2" + sfx, {});
+      label(ffn.getResult(), "y" + sfx, rows);
+    }
+  }
+  return labels;
 }
 
 FailureOr<GlobalTensorType> toProgramTensor(Operation *op, Type type, StringRef what) {

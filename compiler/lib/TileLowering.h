@@ -34,13 +34,27 @@ mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op, mlir::t
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
                                   mlir::tile::Activation activation, bool transposeA,
-                                  bool transposeB, bool bias1, bool bias2, mlir::Type element);
+                                  bool transposeB, bool bias1, bool bias2, mlir::Type element,
+                                  bool gated = false, bool accumulate = false);
 
 mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
 
 /// `tile.dims` of a tensor: `symbols[d]` for dynamic dims, "" for static ones.
 llvm::SmallVector<std::string, 4> dimSymbols(mlir::Type type,
                                              llvm::ArrayRef<std::string> symbols);
+
+/// Name and run-time size symbols (`tile.dims`) of a graph value that becomes
+/// a program tensor.
+struct ValueLabel {
+  std::string name;
+  llvm::SmallVector<std::string, 4> dims;
+};
+
+/// Labels the operands and results of the fused ops of `body`: attention
+/// q, k, v, out, lse over symbols B, Sq, Sk; FFN x, w1, b1, w_up, w2, b2, y
+/// over M (rank 3: Bf, M). The n-th op of a kind (n >= 2) suffixes names and
+/// symbols with n, so unrelated ops never share a symbol. First label wins.
+llvm::DenseMap<mlir::Value, ValueLabel> labelFusedValues(mlir::Block &body);
 
 /// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
 /// bf16/f16/f32); reports on `op` naming `what` otherwise.

@@ -7,7 +7,6 @@ differences. Gradients are instead checked element-wise against float64 autograd
 directional derivative against float64 central finite differences of the reference loss.
 """
 
-import math
 import unittest
 
 from _support import requires_cuda

@@ -2,7 +2,6 @@
 spec the package can generate parses and verifies."""
 
 import os
-import re
 import subprocess
 import tempfile
 import unittest

@@ -2,7 +2,6 @@
 (argument names, output shapes, saved log-sum-exp, gradient routing for GQA, biases and gated FFNs, strided
 inputs, output poisoning) checked against a stand-in bundle whose 'kernels' are the float64 reference."""
 
-import math
 import os
 import unittest
 

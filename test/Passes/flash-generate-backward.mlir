@@ -106,10 +106,10 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE]]
 // CHECK: tile.store %{{.*}}, %arg6
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
-// CHECK-SAME: transposeA = true
+// CHECK-SAME: transpose_a = true
 // CHECK: tile.matmul {{.*}} transpose_a
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dx(
-// CHECK-SAME: transposeB = true
+// CHECK-SAME: transpose_b = true
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_db2(
 // CHECK-SAME: role = column_sum
 // CHECK: tile.fill 1.000000e+00
@@ -144,8 +144,17 @@ func.func @plain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// Softcap: the backward recomputes the capped scores and takes dS back
+// through the cap before scaling.
+// CHECK-LABEL: tile.kernel @capped_attention_bwd(
+// CHECK: %[[CAP:.*]] = tile.softcap %{{.*}} scale 1.250000e-01 cap 3.000000e+01
+// CHECK: scf.if
+// CHECK: tile.mask %[[CAP]]
+// CHECK: tile.recompute_probs %{{.*}}, %{{.*}} scale 1.000000e+00
+// CHECK: %[[DS:.*]] = tile.softmax_grad
+// CHECK: %[[DSC:.*]] = tile.softcap_grad %[[DS]], %[[CAP]] cap 3.000000e+01
+// CHECK: tile.scale %[[DSC]] by 1.250000e-01
 func.func @capped(%q: tensor<1x2x64x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x64xf32>) -> tensor<1x2x64x64xf32> {
-  // expected-error @+1 {{flash-generate-backward: the backward of a soft-capped flash.attention is not supported yet}}
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> softcap = 30.0 num_kv_heads = 2
       : (tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) -> (tensor<1x2x64x64xf32>, tensor<1x2x64xf32>)
   return %out : tensor<1x2x64x64xf32>
@@ -153,8 +162,21 @@ func.func @capped(%q: tensor<1x2x64x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tens
 
 // -----
 
-// expected-error @+1 {{flash-generate-backward: @two holds 2 fused ops; the backward is generated for functions with exactly one flash.attention or flash.ffn}}
-func.func @two(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> tensor<1x2x16x32xf32> {
+// Unsupported backward: a warning, no backward program, and the forward
+// function is left alone (the default pipeline still compiles it).
+// CHECK-LABEL: func.func @unreturned(
+// CHECK-NOT: @unreturned_backward
+func.func @unreturned(%q: tensor<1x2x64x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x64xf32>) -> tensor<1x2x64xf32> {
+  // expected-warning @+1 {{flash-generate-backward: no backward for @unreturned: the attention output is not returned, so there is no gradient to take}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) -> (tensor<1x2x64x64xf32>, tensor<1x2x64xf32>)
+  return %lse : tensor<1x2x64xf32>
+}
+
+// -----
+
+func.func @chained(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> tensor<1x2x16x32xf32> {
+  // expected-warning @+1 {{flash-generate-backward: no backward for @chained: a fused result feeds other graph ops; the backward of chained ops is not supported yet}}
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
       : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
   %out2, %lse2 = flash.attention %out, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
@@ -164,8 +186,50 @@ func.func @two(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<
 
 // -----
 
-func.func @batched(%x: tensor<?x?x64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> tensor<?x?x64xf32> {
-  // expected-error @+1 {{flash-generate-backward: the FFN backward needs a rank-2 input [M, d] (weight gradients sum over rows), got rank 3}}
-  %y = flash.ffn relu %x, %w1, %w2 : (tensor<?x?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
-  return %y : tensor<?x?x64xf32>
+func.func @shared_input(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %y = flash.ffn relu %x, %w1, %w2 : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
+  // expected-warning @+1 {{flash-generate-backward: no backward for @shared_input: a function argument feeds several fused-op operands; summing their gradients is not supported yet}}
+  %z = flash.ffn relu %x, %w1, %w2 : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
+  return %y, %z : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// Independent fused ops (a transformer block's attention and its FFN on a
+// rank-3 stream) share one backward program: each op's inputs, saved outputs
+// and cotangent, then all gradients. The FFN weight gradients sum over batch
+// and rows (an outer batch loop in the GEMM).
+// CHECK-LABEL: tile.kernel @block_ffn_bwd_dw1(
+// CHECK: %[[NB:.*]] = tile.dim %arg0, 0
+// CHECK: scf.for %[[B:.*]] = %c0 to %[[NB]]
+// CHECK: scf.for
+// CHECK: tile.load %arg0[%[[B]], {{.*}}] {{.*}} -> <32x128xf32, shared>
+// CHECK: tile.matmul {{.*}} transpose_a
+// CHECK-LABEL: func.func @block_backward(
+// CHECK-SAME: tile.name = "q"
+// CHECK-SAME: tile.name = "out"
+// CHECK-SAME: tile.name = "lse"
+// CHECK-SAME: tile.name = "dout"
+// CHECK-SAME: {tile.dims = ["Bf", "M", ""], tile.name = "x"}
+// CHECK-SAME: tile.name = "w1"
+// CHECK-SAME: tile.name = "w2"
+// CHECK-SAME: {tile.dims = ["Bf", "M", ""], tile.name = "dy"}
+// CHECK-SAME: tile.name = "dq"
+// CHECK-SAME: tile.name = "dk"
+// CHECK-SAME: tile.name = "dv"
+// CHECK-SAME: tile.name = "dx"
+// CHECK-SAME: tile.name = "dw1"
+// CHECK-SAME: tile.name = "dw2"
+// CHECK: tile.launch @block_attention_bwd_preprocess
+// CHECK: tile.launch @block_attention_bwd(
+// CHECK: tile.launch @block_attention_bwd_postprocess
+// CHECK: tile.launch @block_ffn_bwd_hidden
+// CHECK: tile.launch @block_ffn_bwd_dx
+func.func @block(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<?x4x?x32xf32>,
+                 %x: tensor<?x?x64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>)
+    -> (tensor<?x4x?x32xf32>, tensor<?x?x64xf32>) {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x?xf32>)
+  %y = flash.ffn gelu_erf %x, %w1, %w2 : (tensor<?x?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
+  return %out, %y : tensor<?x4x?x32xf32>, tensor<?x?x64xf32>
 }

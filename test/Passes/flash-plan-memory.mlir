@@ -6,6 +6,7 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=32 warps=4" 2>&1 | FileCheck %s --check-prefix=BANDS
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=target=sm_75 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=stages=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=STAGES
 
 // sm_90a defaults for D = 128 bf16 forward: Br = 128, Bc = 128, 8 warps (one
 // 16-row mma band per warp), 2 stages. Shared memory: Q 128x128 bf16 = 32 KiB
@@ -68,4 +69,18 @@ tile.kernel @handwritten(%a: !tile.tensor<?x64xf32>) attributes {
   %s = tile.copy %r : !tile.tile<64x64xf32, register> -> !tile.tile<64x64xf32, shared>
   tile.store %s, %a[%row0, %c0] limit [%n, %c64] : !tile.tile<64x64xf32, shared>, !tile.tensor<?x64xf32>
   tile.return
+}
+
+// The default pipeline depth is lowered until a kernel fits: the f32 gated
+// FFN backward kernel at 128 x 128 x 32 needs 240 KiB with 3 stages, so it gets
+// 2 (160 KiB); the GEMMs keep 3 stages.
+// STAGES-LABEL: tile.kernel @swiglu_ffn_bwd_hidden
+// STAGES-SAME: smem_bytes = 163840 : i64
+// STAGES-SAME: stages = 2 : i64
+// STAGES-LABEL: tile.kernel @swiglu_ffn_bwd_dw2
+// STAGES-SAME: stages = 3 : i64
+func.func @swiglu(%x: tensor<?x1024xf32>, %wg: tensor<1024x2048xf32>, %wu: tensor<1024x2048xf32>, %w2: tensor<2048x1024xf32>) -> tensor<?x1024xf32> {
+  %y = flash.ffn silu %x, %wg up %wu, %w2
+      : (tensor<?x1024xf32>, tensor<1024x2048xf32>, tensor<1024x2048xf32>, tensor<2048x1024xf32>) -> tensor<?x1024xf32>
+  return %y : tensor<?x1024xf32>
 }

@@ -13,7 +13,7 @@
 // CHECK-LABEL: tile.kernel @causal_attention_fwd
 // CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
-// CHECK-SAME: spec = #tile.attention<role = attention_forward, headDim = 64, valueDim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, windowLeft = -1, windowRight = 0, elementType = bf16>
+// CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>
 // CHECK-SAME: warps = 8
 // CHECK: %[[RB:.*]] = tile.program_id x
 // CHECK: %[[H:.*]] = tile.program_id y
@@ -210,8 +210,24 @@ func.func @half_fused(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: 
 
 // -----
 
+// Gated FFN (SwiGLU): the fused kernel projects x on W_gate and W_up with one
+// x tile per step and multiplies act(gate) by up before W2.
+// CHECK-LABEL: tile.kernel @gated_ffn_fused
+// CHECK: scf.for
+// CHECK: %[[X:.*]] = tile.load %arg0
+// CHECK: %[[WG:.*]] = tile.load %arg1
+// CHECK: tile.matmul %[[X]], %[[WG]]
+// CHECK: %[[WU:.*]] = tile.load %arg2
+// CHECK: tile.matmul %[[X]], %[[WU]]
+// CHECK: %[[ACT:.*]] = tile.activation silu %{{.*}}#0
+// CHECK: tile.mul %[[ACT]], %{{.*}}#1
+// TWO-LABEL: tile.kernel @gated_ffn_up
+// TWO-SAME: role = gated_gemm
+// TWO: tile.mul
+// TWO-LABEL: func.func @gated(
+// TWO: tile.launch @gated_ffn_up(%arg0, %arg1, %arg2, %{{.*}})
+// TWO: tile.launch @gated_ffn_down
 func.func @gated(%x: tensor<?x64xf32>, %wg: tensor<64x128xf32>, %wu: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> tensor<?x64xf32> {
-  // expected-error @+1 {{flash-tile: the gated flash.ffn form is not tiled yet}}
   %y = flash.ffn silu %x, %wg up %wu, %w2 : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }

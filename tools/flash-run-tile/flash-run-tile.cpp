@@ -1,5 +1,6 @@
 //===- flash-run-tile.cpp - check tile programs against float64 -----------===//
 //
+//   flash-run-tile TILE.mlir --run-program=NAME   (hand-written tile IR, no reference)
 //   flash-run-tile SPEC.mlir [--backward] [--deterministic] [--tolerance=1e-5]
 //                  [--target=sm_90a] [--block-m=N --block-n=N --block-k=N
 //                  --warps=N --stages=N] [--ffn-plan=auto|fused|two-kernel]
@@ -37,6 +38,7 @@
 
 #include <cmath>
 #include <limits>
+#include <deque>
 #include <map>
 #include <random>
 
@@ -66,6 +68,10 @@ static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
 static cl::opt<double> inputRange("input-range", cl::init(2.0),
                                   cl::desc("inputs are uniform in [-range, range]"));
 static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
+static cl::opt<std::string> runProgram(
+    "run-program",
+    cl::desc("run tile program NAME of a tile-level input as is (no compilation, no "
+             "reference): random arguments, prints blocks run and each argument's sum"));
 
 namespace {
 
@@ -153,8 +159,10 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
   int64_t B = q.shape[0], Hq = q.shape[1], Sq = q.shape[2], D = q.shape[3];
   int64_t Hkv = k.shape[1], Sk = k.shape[2], Dv = v.shape[3];
   int64_t group = Hq / Hkv;
-  double scale = op.getScaleValue();
+  double scale = op.getScaleValue(), softcap = op.getSoftcapValue();
   flash::MaskAttr mask = op.getMask();
+  // d(score)/d(q·k): scale, times 1 - tanh² through a softcap.
+  std::vector<double> chain(Sk, scale);
   dq = ReferenceTensor(q.shape);
   dk = ReferenceTensor(k.shape);
   dv = ReferenceTensor(v.shape);
@@ -176,6 +184,11 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
           for (int64_t d = 0; d < D; ++d)
             s += q.data[at4(q, b, h, i, d)] * k.data[at4(k, b, hk, j, d)];
           p[j] = scale * s;
+          if (softcap > 0) {
+            double t = std::tanh(p[j] / softcap);
+            p[j] = softcap * t;
+            chain[j] = scale * (1.0 - t * t);
+          }
           maxScore = std::max(maxScore, p[j]);
         }
         if (maxScore == -std::numeric_limits<double>::infinity())
@@ -195,10 +208,10 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
         for (int64_t j = 0; j < Sk; ++j) {
           if (p[j] == 0.0)
             continue;
-          double ds = p[j] * (dp[j] - delta);
+          double ds = p[j] * (dp[j] - delta) * chain[j];
           for (int64_t d = 0; d < D; ++d) {
-            dq.data[at4(dq, b, h, i, d)] += scale * ds * k.data[at4(k, b, hk, j, d)];
-            dk.data[at4(dk, b, hk, j, d)] += scale * ds * q.data[at4(q, b, h, i, d)];
+            dq.data[at4(dq, b, h, i, d)] += ds * k.data[at4(k, b, hk, j, d)];
+            dk.data[at4(dk, b, hk, j, d)] += ds * q.data[at4(q, b, h, i, d)];
           }
           for (int64_t d = 0; d < Dv; ++d)
             dv.data[at4(dv, b, hk, j, d)] += p[j] * dOut.data[at4(dOut, b, h, i, d)];
@@ -229,39 +242,55 @@ double activateDerivative(flash::Activation kind, double x) {
   return (activate(kind, x + h) - activate(kind, x - h)) / (2 * h);
 }
 
-/// Gradients of the plain flash.ffn y = act(x·W1 + b1)·W2 + b2 (x rank 2).
+/// Gradients of flash.ffn (x rank 2), in operand order (x, w1, [b1], [w_up],
+/// w2, [b2]): plain y = act(x·W1 + b1)·W2 + b2, gated
+/// y = (act(x·Wg) ⊙ (x·Wu))·W2 + b2.
 void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTensor &w1,
-                  const ReferenceTensor *b1, const ReferenceTensor &w2, const ReferenceTensor &dy,
+                  const ReferenceTensor *b1, const ReferenceTensor *wUp,
+                  const ReferenceTensor &w2, const ReferenceTensor &dy,
                   std::vector<ReferenceTensor> &grads) {
-  int64_t M = x.shape[0], d = x.shape[1], H = w1.shape[1], N = w2.shape[1];
-  std::vector<double> pre(M * H), hidden(M * H), dpre(M * H);
+  // Leading dimensions of x (and dy, dx) are rows: [.., M, d] is [rows, d].
+  int64_t d = x.shape.back(), M = d ? x.numElements() / d : 0, H = w1.shape[1], N = w2.shape[1];
+  std::vector<double> pre(M * H), up(M * H, 1.0), hidden(M * H), dpre(M * H), dup(M * H);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t j = 0; j < H; ++j) {
-      double s = b1 ? b1->data[j] : 0.0;
-      for (int64_t c = 0; c < d; ++c)
+      double s = b1 ? b1->data[j] : 0.0, u = 0.0;
+      for (int64_t c = 0; c < d; ++c) {
         s += x.data[m * d + c] * w1.data[c * H + j];
+        if (wUp)
+          u += x.data[m * d + c] * wUp->data[c * H + j];
+      }
       pre[m * H + j] = s;
-      hidden[m * H + j] = activate(op.getActivation(), s);
+      if (wUp)
+        up[m * H + j] = u;
+      hidden[m * H + j] = activate(op.getActivation(), s) * up[m * H + j];
     }
   for (int64_t m = 0; m < M; ++m)
     for (int64_t j = 0; j < H; ++j) {
       double dh = 0;
       for (int64_t n = 0; n < N; ++n)
         dh += dy.data[m * N + n] * w2.data[j * N + n];
-      dpre[m * H + j] = dh * activateDerivative(op.getActivation(), pre[m * H + j]);
+      dpre[m * H + j] =
+          dh * up[m * H + j] * activateDerivative(op.getActivation(), pre[m * H + j]);
+      dup[m * H + j] = dh * activate(op.getActivation(), pre[m * H + j]);
     }
-  ReferenceTensor dx({M, d}), dw1({d, H}), db1({H}), dw2({H, N}), db2({N});
+  ReferenceTensor dx(x.shape), dw1({d, H}), db1({H}), dwUp({d, H}), dw2({H, N}), db2({N});
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t c = 0; c < d; ++c) {
       double s = 0;
-      for (int64_t j = 0; j < H; ++j)
+      for (int64_t j = 0; j < H; ++j) {
         s += dpre[m * H + j] * w1.data[c * H + j];
+        if (wUp)
+          s += dup[m * H + j] * wUp->data[c * H + j];
+      }
       dx.data[m * d + c] = s;
     }
     for (int64_t j = 0; j < H; ++j) {
       db1.data[j] += dpre[m * H + j];
-      for (int64_t c = 0; c < d; ++c)
+      for (int64_t c = 0; c < d; ++c) {
         dw1.data[c * H + j] += x.data[m * d + c] * dpre[m * H + j];
+        dwUp.data[c * H + j] += x.data[m * d + c] * dup[m * H + j];
+      }
       for (int64_t n = 0; n < N; ++n)
         dw2.data[j * N + n] += hidden[m * H + j] * dy.data[m * N + n];
     }
@@ -271,6 +300,8 @@ void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTens
   grads = {dx, dw1};
   if (op.getB1())
     grads.push_back(db1);
+  if (wUp)
+    grads.push_back(dwUp);
   grads.push_back(dw2);
   if (op.getB2())
     grads.push_back(db2);
@@ -341,42 +372,26 @@ public:
       ok &= report(source, compare("forward result " + std::to_string(r), outputs[r],
                                    (*expected)[r]));
 
-    Operation *fusedOp = singleFusedOp(fusedFunc);
-    auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(fusedOp);
-    if (attention) {
-      // The lse the backward consumes: the program output that carries it.
+    SmallVector<Operation *> fusedOps = fusedOpsOf(fusedFunc);
+    unsigned attentionIndex = 0;
+    for (Operation *op : fusedOps) {
+      auto attention = llvm::dyn_cast<flash::AttentionOp>(op);
+      if (!attention || !allOperandsAreArguments(attention))
+        continue;
+      std::string suffix = attentionIndex ? std::to_string(attentionIndex + 1) : "";
+      ++attentionIndex;
       ReferenceTensor lseRef;
-      auto operandIndex = [&](Value v) {
-        return llvm::cast<BlockArgument>(v).getArgNumber();
-      };
-      if (!allOperandsAreArguments(attention)) {
-        attention.emitError("flash-run-tile: the attention operands must be function arguments");
-        return failure();
-      }
-      const ReferenceTensor &q = refInputs[operandIndex(attention.getQuery())];
-      const ReferenceTensor &k = refInputs[operandIndex(attention.getKey())];
-      const ReferenceTensor &v = refInputs[operandIndex(attention.getValue())];
-      ReferenceTensor outRef =
-          flash::referenceAttention(q, k, v, attention.getScaleValue(),
-                                    attention.getSoftcapValue(), attention.getMask(), lseRef);
-      const HostTensor *lseOut = findLseOutput(program, inputs.size(), outputs, fusedFunc);
-      if (lseOut)
-        ok &= report(source, compare("forward lse", *lseOut, lseRef));
-      if (runBackward) {
-        const HostTensor *out = findOutput(program, inputs.size(), outputs, fusedFunc,
-                                           attention.getOutput());
-        if (!out || !lseOut) {
-          source.emitError("flash-run-tile: the attention output must be returned");
-          return failure();
-        }
-        auto status = checkAttentionBackward(source, attention, inputs, refInputs, *out,
-                                             *lseOut, q, k, v);
-        if (failed(status))
-          return failure();
-        ok &= *status;
-      }
-    } else if (auto ffn = llvm::dyn_cast_or_null<flash::FfnOp>(fusedOp); ffn && runBackward) {
-      auto status = checkFfnBackward(source, ffn, inputs, refInputs);
+      (void)flash::referenceAttention(refInputs[argIndex(attention.getQuery())],
+                                      refInputs[argIndex(attention.getKey())],
+                                      refInputs[argIndex(attention.getValue())],
+                                      attention.getScaleValue(), attention.getSoftcapValue(),
+                                      attention.getMask(), lseRef);
+      if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
+        ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
+    }
+    if (runBackward) {
+      auto status = checkBackward(source, fusedFunc, fusedOps, inputs, refInputs, outputs,
+                                  expected->size());
       if (failed(status))
         return failure();
       ok &= *status;
@@ -389,21 +404,19 @@ private:
   flashc::TileExecutor executor;
   std::mt19937_64 rng;
 
-  static Operation *singleFusedOp(func::FuncOp func) {
-    Operation *found = nullptr;
-    unsigned count = 0;
-    func.walk([&](Operation *op) {
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op)) {
-        found = op;
-        ++count;
-      }
-    });
-    return count == 1 ? found : nullptr;
+  static SmallVector<Operation *> fusedOpsOf(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : func.getBody().front())
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+        ops.push_back(&op);
+    return ops;
   }
 
   static bool allOperandsAreArguments(Operation *op) {
     return llvm::all_of(op->getOperands(), [](Value v) { return llvm::isa<BlockArgument>(v); });
   }
+
+  static unsigned argIndex(Value v) { return llvm::cast<BlockArgument>(v).getArgNumber(); }
 
   /// Shape of the n-th extra lse output: flash-tile appends one per
   /// attention op whose lse the function does not return, in op order.
@@ -419,28 +432,31 @@ private:
     return {};
   }
 
-  static const HostTensor *findLseOutput(func::FuncOp program, size_t numInputs,
-                                         const std::vector<HostTensor> &outputs,
-                                         func::FuncOp fusedFunc) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto name = program.getArgAttrOfType<StringAttr>(numInputs + i, "tile.name");
-      if (name && name.getValue().starts_with("lse"))
-        return &outputs[i];
-    }
-    // The lse may be returned by the function itself.
-    auto attention = llvm::dyn_cast_or_null<flash::AttentionOp>(singleFusedOp(fusedFunc));
-    if (!attention)
-      return nullptr;
-    return findOutput(program, numInputs, outputs, fusedFunc, attention.getLse());
-  }
-
-  static const HostTensor *findOutput(func::FuncOp program, size_t numInputs,
-                                      const std::vector<HostTensor> &outputs,
-                                      func::FuncOp fusedFunc, Value value) {
+  /// The forward-program output holding `value` (a returned fused result).
+  static HostTensor *outputFor(Value value, func::FuncOp fusedFunc,
+                               std::vector<HostTensor> &outputs) {
     auto returnOp = llvm::cast<func::ReturnOp>(fusedFunc.getBody().front().getTerminator());
     for (auto [index, operand] : llvm::enumerate(returnOp.getOperands()))
       if (operand == value && index < outputs.size())
         return &outputs[index];
+    return nullptr;
+  }
+
+  /// The forward-program output holding the lse of `attention`: returned, or
+  /// the extra lse output appended for it.
+  static HostTensor *lseTensorFor(flash::AttentionOp attention, func::FuncOp fusedFunc,
+                                  std::vector<HostTensor> &outputs, size_t numResults) {
+    if (HostTensor *returned = outputFor(attention.getLse(), fusedFunc, outputs))
+      return returned;
+    auto returnOp = llvm::cast<func::ReturnOp>(fusedFunc.getBody().front().getTerminator());
+    size_t extra = 0;
+    for (auto other : fusedFunc.getBody().front().getOps<flash::AttentionOp>()) {
+      if (llvm::is_contained(returnOp.getOperands(), other.getLse()))
+        continue;
+      if (other == attention)
+        return numResults + extra < outputs.size() ? &outputs[numResults + extra] : nullptr;
+      ++extra;
+    }
     return nullptr;
   }
 
@@ -462,86 +478,96 @@ private:
     return program;
   }
 
-  FailureOr<bool> checkAttentionBackward(func::FuncOp source, flash::AttentionOp op,
-                                         std::vector<HostTensor> &inputs,
-                                         std::vector<ReferenceTensor> &refInputs,
-                                         const HostTensor &out, const HostTensor &lse,
-                                         const ReferenceTensor &q, const ReferenceTensor &k,
-                                         const ReferenceTensor &v) {
+  /// Runs @<func>_backward with the argument order flash-generate-backward
+  /// uses (per fused op: inputs, [out, lse], cotangent; then the gradients op
+  /// by op) and compares every gradient with float64.
+  FailureOr<bool> checkBackward(func::FuncOp source, func::FuncOp fusedFunc,
+                                ArrayRef<Operation *> fusedOps, std::vector<HostTensor> &inputs,
+                                std::vector<ReferenceTensor> &refInputs,
+                                std::vector<HostTensor> &outputs, size_t numResults) {
     func::FuncOp program = backwardProgram(source);
     if (!program)
       return failure();
-    auto operandIndex = [&](Value value) { return llvm::cast<BlockArgument>(value).getArgNumber(); };
-    HostTensor &qT = inputs[operandIndex(op.getQuery())];
-    HostTensor &kT = inputs[operandIndex(op.getKey())];
-    HostTensor &vT = inputs[operandIndex(op.getValue())];
-    HostTensor outT = out, lseT = lse;
-    HostTensor dOut = randomTensor(out.shape, out.kind, rng, 1.0);
-    HostTensor dq = poisoned(qT.shape, qT.kind), dk = poisoned(kT.shape, kT.kind),
-               dv = poisoned(vT.shape, vT.kind);
-    std::vector<HostTensor *> args = {&qT, &kT, &vT, &outT, &lseT, &dOut, &dq, &dk, &dv};
-    if (failed(executor.runProgram(program.getSymName(), args))) {
-      llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
-                   << "\n";
-      return failure();
-    }
-    ReferenceTensor dqRef, dkRef, dvRef;
-    attentionGradients(op, q, k, v, toReference(dOut), dqRef, dkRef, dvRef);
-    bool ok = report(source, compare("backward d_q", dq, dqRef));
-    ok &= report(source, compare("backward d_k", dk, dkRef));
-    ok &= report(source, compare("backward d_v", dv, dvRef));
-    return ok;
-  }
-
-  FailureOr<bool> checkFfnBackward(func::FuncOp source, flash::FfnOp op,
-                                   std::vector<HostTensor> &inputs,
-                                   std::vector<ReferenceTensor> &refInputs) {
-    func::FuncOp program = backwardProgram(source);
-    if (!program)
-      return failure();
-    if (!allOperandsAreArguments(op)) {
-      op.emitError("flash-run-tile: the FFN operands must be function arguments");
-      return failure();
-    }
-    auto index = [&](Value value) { return llvm::cast<BlockArgument>(value).getArgNumber(); };
-    std::vector<Value> operands = {op.getInput(), op.getW1()};
-    if (op.getB1())
-      operands.push_back(op.getB1());
-    operands.push_back(op.getW2());
-    if (op.getB2())
-      operands.push_back(op.getB2());
+    std::deque<HostTensor> storage; // stable addresses
     std::vector<HostTensor *> args;
-    for (Value operand : operands)
-      args.push_back(&inputs[index(operand)]);
-    HostTensor &x = inputs[index(op.getInput())];
-    std::vector<int64_t> yShape = x.shape;
-    yShape.back() = op.getOutputDim();
-    HostTensor dy = randomTensor(yShape, x.kind, rng, 1.0);
-    args.push_back(&dy);
-    std::vector<HostTensor> grads;
-    grads.reserve(operands.size());
-    for (Value operand : operands)
-      grads.push_back(poisoned(inputs[index(operand)].shape, inputs[index(operand)].kind));
-    for (HostTensor &grad : grads)
-      args.push_back(&grad);
+    struct Expected {
+      std::string what;
+      HostTensor *got;
+      ReferenceTensor ref;
+    };
+    std::vector<Expected> checks;
+    std::vector<HostTensor *> cotangents;
+    for (Operation *op : fusedOps) {
+      if (!allOperandsAreArguments(op)) {
+        op->emitError("flash-run-tile: fused-op operands must be function arguments");
+        return failure();
+      }
+      for (Value operand : op->getOperands())
+        args.push_back(&inputs[argIndex(operand)]);
+      HostTensor *primal = outputFor(op->getResult(0), fusedFunc, outputs);
+      if (!primal) {
+        op->emitError("flash-run-tile: the fused result must be returned");
+        return failure();
+      }
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+        HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, numResults);
+        if (!lse) {
+          op->emitError("flash-run-tile: no lse output for this attention");
+          return failure();
+        }
+        args.push_back(primal);
+        args.push_back(lse);
+      }
+      storage.push_back(randomTensor(primal->shape, primal->kind, rng, 1.0));
+      args.push_back(&storage.back());
+      cotangents.push_back(&storage.back());
+    }
+    unsigned attentions = 0, ffns = 0;
+    for (auto [opIndex, op] : llvm::enumerate(fusedOps)) {
+      bool isAttention = llvm::isa<flash::AttentionOp>(op);
+      unsigned &count = isAttention ? attentions : ffns;
+      std::string suffix = count ? std::to_string(count + 1) : "";
+      ++count;
+      std::vector<ReferenceTensor> refs;
+      std::vector<std::string> names;
+      ReferenceTensor dOut = toReference(*cotangents[opIndex]);
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+        refs.resize(3);
+        attentionGradients(attention, refInputs[argIndex(attention.getQuery())],
+                           refInputs[argIndex(attention.getKey())],
+                           refInputs[argIndex(attention.getValue())], dOut, refs[0], refs[1],
+                           refs[2]);
+        names = {"d_q", "d_k", "d_v"};
+      } else {
+        auto ffn = llvm::cast<flash::FfnOp>(op);
+        ffnGradients(ffn, refInputs[argIndex(ffn.getInput())], refInputs[argIndex(ffn.getW1())],
+                     ffn.getB1() ? &refInputs[argIndex(ffn.getB1())] : nullptr,
+                     ffn.getWUp() ? &refInputs[argIndex(ffn.getWUp())] : nullptr,
+                     refInputs[argIndex(ffn.getW2())], dOut, refs);
+        names = {"d_x", "d_w1"};
+        if (ffn.getB1())
+          names.push_back("d_b1");
+        if (ffn.getWUp())
+          names.push_back("d_w_up");
+        names.push_back("d_w2");
+        if (ffn.getB2())
+          names.push_back("d_b2");
+      }
+      for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+        const HostTensor &like = inputs[argIndex(operand)];
+        storage.push_back(poisoned(like.shape, like.kind));
+        args.push_back(&storage.back());
+        checks.push_back({"backward " + names[i] + suffix, &storage.back(), refs[i]});
+      }
+    }
     if (failed(executor.runProgram(program.getSymName(), args))) {
       llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
                    << "\n";
       return failure();
     }
-    std::vector<ReferenceTensor> refs;
-    ffnGradients(op, refInputs[index(op.getInput())], refInputs[index(op.getW1())],
-                 op.getB1() ? &refInputs[index(op.getB1())] : nullptr,
-                 refInputs[index(op.getW2())], toReference(dy), refs);
-    std::vector<std::string> names = {"d_x", "d_w1"};
-    if (op.getB1())
-      names.push_back("d_b1");
-    names.push_back("d_w2");
-    if (op.getB2())
-      names.push_back("d_b2");
     bool ok = true;
-    for (size_t i = 0; i < refs.size(); ++i)
-      ok &= report(source, compare("backward " + names[i], grads[i], refs[i]));
+    for (const Expected &check : checks)
+      ok &= report(source, compare(check.what, *check.got, check.ref));
     return ok;
   }
 };
@@ -573,6 +599,43 @@ LogicalResult compile(ModuleOp module, bool fuseOnly) {
   return pm.run(module);
 }
 
+/// --run-program: executes a tile program as written, on random arguments.
+int runTileProgram(ModuleOp module) {
+  auto program = module.lookupSymbol<func::FuncOp>(runProgram);
+  if (!program || !program->hasAttr(tile::kProgramAttrName)) {
+    llvm::errs() << "flash-run-tile: no tile program @" << runProgram << " in " << inputFilename
+                 << "\n";
+    return kExitError;
+  }
+  std::mt19937_64 rng(seed.getValue());
+  std::vector<HostTensor> tensors;
+  for (Type type : program.getArgumentTypes()) {
+    auto tensorType = llvm::dyn_cast<tile::GlobalTensorType>(type);
+    if (!tensorType) {
+      llvm::errs() << "flash-run-tile: @" << runProgram << " takes a non-tensor argument\n";
+      return kExitError;
+    }
+    tensors.push_back(randomTensor(concreteShape(tensorType.getShape()),
+                                   kindOf(tensorType.getElementType()), rng, inputRange));
+  }
+  std::vector<HostTensor *> args;
+  for (HostTensor &tensor : tensors)
+    args.push_back(&tensor);
+  flashc::TileExecutor executor(module);
+  if (failed(executor.runProgram(runProgram, args))) {
+    llvm::errs() << "flash-run-tile: @" << runProgram << ": " << executor.error() << "\n";
+    return kExitError;
+  }
+  llvm::outs() << "@" << runProgram << ": ran " << executor.blocksExecuted() << " blocks\n";
+  for (auto [index, tensor] : llvm::enumerate(tensors)) {
+    double sum = 0;
+    for (float value : tensor.data)
+      sum += value;
+    llvm::outs() << "argument " << index << " sum " << llvm::format("%.6e", sum) << "\n";
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -590,6 +653,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "flash-run-tile: cannot parse " << inputFilename << "\n";
     return kExitError;
   }
+  if (!runProgram.empty())
+    return runTileProgram(*original);
   OwningOpRef<ModuleOp> fused = original->clone();
   if (failed(compile(*fused, /*fuseOnly=*/true)))
     return kExitError;

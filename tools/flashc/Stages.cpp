@@ -60,11 +60,16 @@ FailureOr<CudaModule> emitCudaModule(ModuleOp module, const CompileOptions &opti
 /// Compiles the generated source for the first requested architecture.
 FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const CompileOptions &options) {
   const std::string &arch = options.pipeline.archs.front();
-  auto compiled = rt::compileCuda(cuda.source, arch, cuda.manifest.nvrtcOptions);
+  std::vector<std::string> nvrtcOptions = cuda.manifest.nvrtcOptions;
+  if (options.ptxasReport)
+    nvrtcOptions.push_back("--ptxas-options=-v");
+  auto compiled = rt::compileCuda(cuda.source, arch, nvrtcOptions);
   if (!compiled.ok()) {
     llvm::errs() << "flashc: error: " << compiled.error().message << "\n";
     return failure();
   }
+  if (options.ptxasReport)
+    llvm::errs() << compiled->log;
   return std::move(*compiled);
 }
 

@@ -17,11 +17,13 @@
 namespace flashc {
 
 struct CompileOptions {
-  mlir::flash::EmitKind emit = mlir::flash::EmitKind::Graph;
+  mlir::flash::EmitKind emit = mlir::flash::EmitKind::Bundle;
   /// Output path; "-" is stdout.
   std::string outputPath = "-";
   mlir::flash::PipelineOptions pipeline;
   bool printIrAfterAll = false;
+  /// Print ptxas' resource report (registers, spills, shared memory).
+  bool ptxasReport = false;
 };
 
 /// Runs the stages up to `options.emit` on `module` and writes the result.

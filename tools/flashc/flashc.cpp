@@ -11,6 +11,7 @@
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
+#include "llvm/Support/Path.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -83,13 +84,17 @@ int main(int argc, char **argv) {
       ("version", "print the version and exit")                     //
       ("output,o", po::value<std::string>()->default_value("-"),
        "output path; '-' writes to stdout")                         //
-      ("emit", po::value<std::string>()->default_value("graph"),
+      ("emit", po::value<std::string>()->default_value("bundle"),
        ("what to produce, the last stage to run: " + emitKindList())
            .c_str())                                                //
       ("arch", po::value<std::vector<std::string>>(),
        "GPU architectures, comma-separated or repeated (default sm_90a)") //
       ("print-ir-after-all", po::bool_switch(),
-       "print the IR after every pass to stderr");
+       "print the IR after every pass to stderr")                   //
+      ("deterministic-backward", po::bool_switch(),
+       "attention backward without atomics (dQ by its own kernel)")  //
+      ("ptxas-report", po::bool_switch(),
+       "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
   hidden.add_options()("input", po::value<std::vector<std::string>>(), "");
   po::options_description all;
@@ -122,6 +127,8 @@ int main(int argc, char **argv) {
   flashc::CompileOptions options;
   options.outputPath = vm["output"].as<std::string>();
   options.printIrAfterAll = vm["print-ir-after-all"].as<bool>();
+  options.pipeline.deterministicBackward = vm["deterministic-backward"].as<bool>();
+  options.ptxasReport = vm["ptxas-report"].as<bool>();
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);
   if (!emit)
@@ -157,6 +164,11 @@ int main(int argc, char **argv) {
   if (inputs.size() > 1)
     return usageError("expected one input file, got " +
                       std::to_string(inputs.size()));
+
+  // A bundle is a directory: without -o it goes beside the current directory,
+  // named after the spec (gpt_block.mlir -> gpt_block.bundle).
+  if (options.emit == EmitKind::Bundle && vm["output"].defaulted())
+    options.outputPath = llvm::sys::path::stem(inputs.front()).str() + ".bundle";
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::flash::FlashDialect, mlir::tile::TileDialect, mlir::func::FuncDialect,

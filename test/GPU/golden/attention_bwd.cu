@@ -62,7 +62,8 @@ using Elem = bf16;
 constexpr float kScale = float(1.0 / constexpr_sqrt(kHeadDim));
 constexpr float kSoftcap = FLASHC_SOFTCAP;
 using Mask = Window<FLASHC_WINDOW_LEFT, FLASHC_CAUSAL ? 0 : FLASHC_WINDOW_RIGHT>;
-constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;  // softcap applies the scale itself
+constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
+constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
 // ---- memory plan ----
 #ifndef FLASHC_BWD_BLOCK_N  // 128 keys / 8 warps measured faster than 64 / 4 (NOTES.md)
 #define FLASHC_BWD_BLOCK_N 128
@@ -75,7 +76,11 @@ constexpr int kMinBlocksPerSM = kWarps <= 4 ? 2 : 1;
 #ifndef FLASHC_BWD_WIDE_ATOMIC
 #define FLASHC_BWD_WIDE_ATOMIC 0
 #endif
-constexpr bool kWideAtomic = FLASHC_BWD_WIDE_ATOMIC != 0;  // 16-byte dQ reductions (lab variant)  // 2 x 4 warps or 1 x 8 warps, <= 255 registers
+constexpr bool kWideAtomic = FLASHC_BWD_WIDE_ATOMIC != 0;  // 16-byte dQ reductions (lab variant)
+#ifndef FLASHC_BWD_DQ_BULK
+#define FLASHC_BWD_DQ_BULK 0
+#endif
+constexpr bool kDqBulk = FLASHC_BWD_DQ_BULK != 0;  // dQ via shared f32 tile + TMA bulk reduce-add  // 2 x 4 warps or 1 x 8 warps, <= 255 registers
 // dQ [kBlockM][D] uses a 2-D warp layout: kDqBands row bands x kDqGroups column groups, each
 // group computing its columns in slices of kDqCols (register budget).
 constexpr int kDqBands = kBlockM / 16;
@@ -93,7 +98,9 @@ constexpr int kSmemDO0 = kSmemQ0 + 2 * QTile::kBytes;    // dO stage 0, 1
 constexpr int kSmemDS = kSmemDO0 + 2 * QTile::kBytes;
 constexpr int kSmemLse0 = kSmemDS + DSTile::kBytes;      // float[kBlockM] stage 0, 1
 constexpr int kSmemDelta0 = kSmemLse0 + 2 * kBlockM * 4;  // float[kBlockM] stage 0, 1
-constexpr int kSmemBytes = kSmemDelta0 + 2 * kBlockM * 4;
+using DQTile = SmemTileF32<kBlockM, kHeadDim>;
+constexpr int kSmemDQ = kSmemDelta0 + 2 * kBlockM * 4;  // only with kDqBulk
+constexpr int kSmemBytes = kSmemDQ + (kDqBulk ? DQTile::kBytes : 0);
 }  // namespace bwd_config
 
 // Preprocess. Grid: (ceil(Sq / 64), Hq, B), 128 threads. D = rowsum(dO * O); dQ_accum = 0.
@@ -175,6 +182,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     } else {
       cp_async_wait<0>();
     }
+    if constexpr (kDqBulk) bulk_wait_read<0>();  // previous dQ rows read out of shared memory
     __syncthreads();
 
     // S^T = K Q^T (keys x queries), softcap, mask on boundary blocks
@@ -185,7 +193,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     if constexpr (kSoftcap > 0.f) softcap(st_p, cap_grad, kScale, kSoftcap);
     if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, diag)) mask_transposed<Mask>(st_p, k0, q0, Sk, diag);
     // P^T = exp(scale * S^T - lse)  (0 where lse = -inf)
-    recompute_probs_cols(st_p, lse_s, kSoftmaxScale);
+    recompute_probs_cols(st_p, lse_s, kScaleLog2);
 
     // dP^T = V dO^T ; dS^T = P^T * (dP^T - D) [* (1 - tanh^2)]
     RegTileF32<kBlockN, kBlockM, kWarps> ds;
@@ -213,6 +221,20 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     wait_turn(dq_turn, blockIdx.x - Mask::key_block_begin(q0, kBlockN, diag));
 #endif
 #ifndef FLASHC_LAB_SKIP_DQ  // lab timing experiment only (leave the dQ stage out); never set in use
+    if constexpr (kDqBulk) {
+      // dQ tile -> shared f32 -> one bulk reduce-add per row (the copy engine does the atomics)
+      const DQTile dQs{reinterpret_cast<float*>(smem + kSmemDQ)};
+#pragma unroll
+      for (int c = 0; c < kDqGroupCols; c += kDqCols) {
+        RegTileF32<kBlockM, kDqCols, kDqBands> dq;
+        fill(dq, 0.f);
+        matmul_ta(dq, dSs, Ks, dq_col0 + c);
+        store_fragments(dQs, dq, dq_col0 + c);
+      }
+      fence_async_shared();
+      __syncthreads();
+      bulk_reduce_add_rows(dQg, q0, dQs);
+    } else
 #pragma unroll
     for (int c = 0; c < kDqGroupCols; c += kDqCols) {
       RegTileF32<kBlockM, kDqCols, kDqBands> dq;
@@ -231,6 +253,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     __syncthreads();  // dSs and this stage are rewritten next iteration
   }
   cp_async_wait<0>();
+  if constexpr (kDqBulk) bulk_wait_all();
   __syncthreads();
 
   // Epilogue: dK = scale * acc_dk, dV = acc_dv, through shared memory (K, V no longer read).

@@ -17,6 +17,7 @@ constexpr int kGroup = bwd_config::kGroup;
 constexpr float kScale = bwd_config::kScale;
 constexpr float kSoftcap = bwd_config::kSoftcap;
 constexpr float kSoftmaxScale = bwd_config::kSoftmaxScale;
+constexpr float kScaleLog2 = bwd_config::kScaleLog2;
 // ---- memory plan ----
 constexpr int kBlockM = 64;  // query rows per iteration (S, dP, dQ rows: 16 per warp)
 constexpr int kBlockN = 64;  // keys per block (dK, dV rows: 16 per warp)
@@ -100,7 +101,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_rows)(flashc::TensorArg q, flashc::Tenso
     RegRowVec<kBlockM, kWarps> lse_rows, d_rows;
     load_rows(lse_rows, vector_at<float>(lse, batch, head), q0, Sq);
     load_rows(d_rows, vector_at<float>(delta, batch, head), q0, Sq);
-    recompute_probs(s, lse_rows, kSoftmaxScale);
+    recompute_probs(s, lse_rows, kScaleLog2);
     // %dp = tile.matmul %dout, %v transpose_b ; %ds = tile.softmax_grad %p, %dp, %d [; tile.mul]
     RegTileF32<kBlockM, kBlockN, kWarps> dp;
     fill(dp, 0.f);

@@ -54,6 +54,7 @@ constexpr float kSoftcap = FLASHC_SOFTCAP;  // 0: off
 using Mask = Window<FLASHC_WINDOW_LEFT, FLASHC_CAUSAL ? 0 : FLASHC_WINDOW_RIGHT>;
 // Softmax scale of the exp2/correction/lse ops: softcap already applied the scale.
 constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
+constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
 // Causal: later query blocks see more key blocks; schedule them first (fewer stragglers).
 constexpr bool kLongestFirst = Mask::R >= 0 && Mask::L < 0;
 // ---- memory plan ----
@@ -151,8 +152,8 @@ FLASHC_KERNEL_NAME(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v
     // Online softmax: m_new = max(m, rowmax S); P = exp2((S - m_new) * scale * log2e);
     // O *= correction; l = l * correction + rowsum P.
     const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
-    const RegRowVec<kBlockM, kWarps> corr = softmax_correction(row_m, m_new, kSoftmaxScale);
-    exp2(s, m_new, kSoftmaxScale);
+    const RegRowVec<kBlockM, kWarps> corr = softmax_correction(row_m, m_new, kScaleLog2);
+    exp2(s, m_new, kScaleLog2);
     row_l = online_sum(row_l, corr, s);
     rescale(acc_o, corr);
     row_m = m_new;

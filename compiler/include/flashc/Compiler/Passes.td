@@ -77,10 +77,13 @@ def GenerateBackward : Pass<"flash-generate-backward", "::mlir::ModuleOp"> {
     and zero the f32 dQ accumulator; main kernel over key blocks recomputing
     P block by block (dV, dK, atomic dQ; GQA sums over the query-head group);
     postprocess dQ -> output dtype. With `deterministic`, dQ comes from a
-    separate kernel over query blocks instead of atomics. FFN (plain form,
-    rank-2 input): dpre = (dy·W2ᵀ)∘act'(x·W1+b1) with h recomputed, then GEMMs
-    for dW2 = hᵀ·dy, dW1 = xᵀ·dpre, dx = dpre·W1ᵀ and column sums for the
-    bias gradients. Functions must hold exactly one fused op.
+    separate kernel over query blocks instead of atomics. FFN (plain or
+    gated, input rank 2 or 3): dpre = (dy·W2ᵀ)∘act'(x·W1+b1) with h
+    recomputed, then GEMMs for dW2 = hᵀ·dy, dW1 = xᵀ·dpre, dx = dpre·W1ᵀ and
+    column sums for the bias gradients. One backward program covers all
+    independent fused ops of a function (operands are function arguments used
+    once, results only returned); other functions get a warning and no
+    backward.
   }];
   let options = [
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",

@@ -41,10 +41,10 @@ int64_t estimateRegistersPerThread(mlir::Attribute spec, const TilePlan &plan,
                                    llvm::ArrayRef<mlir::Type> argTypes);
 
 /// Whether the back-to-back fused FFN (hidden tile kept on chip, output row
-/// block [Bm x d_out] accumulated in registers) fits `target` for this output
-/// width; `reason` says why not.
+/// block [Bm x d_out] accumulated in registers; `gated` adds the up
+/// projection) fits `target` for this output width; `reason` says why not.
 bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
-                  const TilePlan &plan, std::string &reason);
+                  bool gated, const TilePlan &plan, std::string &reason);
 
 } // namespace flashc
 

@@ -119,7 +119,8 @@ LogicalResult KernelOp::verify() {
   if (getBody().empty())
     return emitOpError("needs a body");
   Block &entry = getBody().front();
-  if (entry.getNumArguments() != args.size())
+  if (entry.getNumArguments() != args.size() ||
+      !llvm::equal(entry.getArgumentTypes(), type.getInputs()))
     return emitOpError("entry block arguments must match the signature");
   return success();
 }
@@ -282,6 +283,12 @@ LogicalResult SoftcapOp::verify() {
   if (!(getCap().convertToDouble() > 0.0))
     return emitOpError("cap must be positive");
   return expectRegisterF32Tile(*this, getType(), "scores");
+}
+
+LogicalResult SoftcapGradOp::verify() {
+  if (!(getCap().convertToDouble() > 0.0))
+    return emitOpError("cap must be positive");
+  return expectRegisterF32Tile(*this, getType(), "gradient");
 }
 
 LogicalResult ScaleOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }

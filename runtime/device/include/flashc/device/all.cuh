@@ -13,3 +13,7 @@
 #include "flashc/device/backward.cuh"
 #include "flashc/device/activation.cuh"
 #include "flashc/device/ordering.cuh"
+#include "flashc/device/bulk.cuh"
+#include "flashc/device/panel.cuh"
+#include "flashc/device/wgmma.cuh"
+#include "flashc/device/emitter_api.cuh"

@@ -13,11 +13,11 @@ namespace device {
 // exp(F s - lse) as exp2(s * F log2e - lse log2e); lse = -inf (row saw no key) -> p = 0.
 __device__ __forceinline__ float lse_bias_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * kLog2e; }
 
-// tile op `recompute_probs %s, %lse scale F`: t[r][c] = exp(F t[r][c] - lse[r]), in place;
-// 0 where lse[r] = -inf; masked s = -inf give 0.
+// tile op `recompute_probs %s, %lse scale F`: t[r][c] = exp(F t[r][c] - lse[r]), in place, computed
+// as exp2(t * scale_log2 - lse * log2e) with scale_log2 = F * log2e; 0 where lse[r] = -inf; masked
+// s = -inf give 0.
 template <int R, int C, int W>
-__device__ __forceinline__ void recompute_probs(RegTileF32<R, C, W>& t, const RegRowVec<R, W>& lse, float scale) {
-  const float scale_log2 = scale * kLog2e;
+__device__ __forceinline__ void recompute_probs(RegTileF32<R, C, W>& t, const RegRowVec<R, W>& lse, float scale_log2) {
 #pragma unroll
   for (int mt = 0; mt < t.kMT; ++mt)
 #pragma unroll
@@ -31,10 +31,10 @@ __device__ __forceinline__ void recompute_probs(RegTileF32<R, C, W>& t, const Re
     }
 }
 
-// Column form: t[r][c] = exp(F t[r][c] - lse[c]) with lse a float[C] in shared memory.
+// Column form: t[r][c] = exp(F t[r][c] - lse[c]) with lse a float[C] in shared memory
+// (scale_log2 = F * log2e).
 template <int R, int C, int W>
-__device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, const float* lse, float scale) {
-  const float scale_log2 = scale * kLog2e;
+__device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, const float* lse, float scale_log2) {
 #pragma unroll
   for (int nt = 0; nt < t.kNT; ++nt)
 #pragma unroll
@@ -109,8 +109,9 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
           float* base = dst.base + row * dst.row_stride;
 #pragma unroll
           for (int nt = 0; nt < t.kNT; ++nt) {
-            float* p = base + t.col(nt, 0);
-            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(t.v[mt][nt][2 * h]),
+            const int c = t.col(nt, 0);
+            if (c >= dst.cols) continue;  // column limit (pairs: cols is even for f32 rows of 8-element tiles)
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(base + c), "f"(t.v[mt][nt][2 * h]),
                          "f"(t.v[mt][nt][2 * h + 1])
                          : "memory");
           }
@@ -138,7 +139,7 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
         const float a0 = odd ? got0 : keep0, a1 = odd ? got1 : keep1;
         const float a2 = odd ? keep0 : got0, a3 = odd ? keep1 : got1;
         const int col = t.col(nt, 0) & ~3;
-        if (row < dst.rows)
+        if (row < dst.rows && col < dst.cols)
           asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
                        "f"(a2), "f"(a3)
                        : "memory");

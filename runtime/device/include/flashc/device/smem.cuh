@@ -15,6 +15,11 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// Orders this thread's generic-proxy shared-memory writes (st.shared, cp.async) before later reads
+// by the async proxy (wgmma operands, bulk copies). Call after the writes/cp.async wait, before the
+// barrier that publishes them.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 template <class T, int Rows, int Cols>
 struct SmemTile {
   static_assert(sizeof(T) == 2, "shared tiles hold 16-bit elements (bf16/f16)");

@@ -1,7 +1,9 @@
 // Online softmax in base 2 (FlashAttention-2 formulation), tile-dialect semantics.
 //
 // Scores s are raw (unscaled) q.k; the softmax scale F is folded into the exponent:
-//   p = exp(F s - F m) = exp2((s - m) * F * log2e), one FMA per element with F*log2e a constant.
+//   p = exp(F s - F m) = exp2(s * F log2e - m * F log2e), one FMA per element.
+// exp2 / softmax_correction take `scale_log2` = F * log2(e), the folded constant the emitter
+// prints (tile op `scale F` times kLog2e); logsumexp takes the natural F.
 // Row state: m (running max of raw scores), l (running sum of p). A row all of whose scores so
 // far are -inf has m = -inf; the exponent then uses 0 in place of m, p = 0, and no
 // (-inf) - (-inf) = NaN appears. F > 0 is assumed (tile dialect).
@@ -25,11 +27,10 @@ __device__ __forceinline__ RegRowVec<R, W> row_max(const RegTileF32<R, C, W>& s,
   return max(m0, row_max(s));
 }
 
-// tile op `exp2 %s, %m scale F`: t[r][c] = exp2((t[r][c] - m[r]) * F * log2e), in place;
-// 0 where m[r] = -inf (then every t[r][c] is -inf too).
+// tile op `exp2 %s, %m scale F`: t[r][c] = exp2((t[r][c] - m[r]) * scale_log2), in place, with
+// scale_log2 = F * log2e; 0 where m[r] = -inf (then every t[r][c] is -inf too).
 template <int R, int C, int W>
-__device__ __forceinline__ void exp2(RegTileF32<R, C, W>& t, const RegRowVec<R, W>& m, float scale) {
-  const float scale_log2 = scale * kLog2e;
+__device__ __forceinline__ void exp2(RegTileF32<R, C, W>& t, const RegRowVec<R, W>& m, float scale_log2) {
 #pragma unroll
   for (int mt = 0; mt < t.kMT; ++mt)
 #pragma unroll
@@ -43,12 +44,11 @@ __device__ __forceinline__ void exp2(RegTileF32<R, C, W>& t, const RegRowVec<R, 
     }
 }
 
-// tile op `softmax_correction %m0, %m1 scale F`: c[r] = exp2((m0[r] - m1[r]) * F * log2e);
-// 1 where m1[r] = -inf; else 0 where m0[r] = -inf.
+// tile op `softmax_correction %m0, %m1 scale F`: c[r] = exp2((m0[r] - m1[r]) * scale_log2),
+// scale_log2 = F * log2e; 1 where m1[r] = -inf; else 0 where m0[r] = -inf.
 template <int R, int W>
 __device__ __forceinline__ RegRowVec<R, W> softmax_correction(const RegRowVec<R, W>& m0, const RegRowVec<R, W>& m1,
-                                                              float scale) {
-  const float scale_log2 = scale * kLog2e;
+                                                              float scale_log2) {
   RegRowVec<R, W> c;
 #pragma unroll
   for (int mt = 0; mt < c.kMT; ++mt)

@@ -50,7 +50,8 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"Gemm", 6, "gemm">,
     I32EnumAttrCase<"FfnFused", 7, "ffn_fused">,
     I32EnumAttrCase<"FfnBackwardHidden", 8, "ffn_backward_hidden">,
-    I32EnumAttrCase<"ColumnSum", 9, "column_sum">]> {
+    I32EnumAttrCase<"ColumnSum", 9, "column_sum">,
+    I32EnumAttrCase<"GatedGemm", 10, "gated_gemm">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -89,10 +90,10 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
-    "int64_t":$headDim, "int64_t":$valueDim,
+    "int64_t":$head_dim, "int64_t":$value_dim,
     "::mlir::FloatAttr":$scale, "::mlir::FloatAttr":$softcap,
-    "int64_t":$windowLeft, "int64_t":$windowRight,
-    "::mlir::TypeAttr":$elementType);
+    "int64_t":$window_left, "int64_t":$window_right,
+    "::mlir::TypeAttr":$element_type);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
@@ -100,18 +101,21 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
   let mnemonic = "gemm";
   let summary = "recipe of a GEMM-family (FFN) kernel";
   let description = [{
-    role = gemm: C = epilogue(alpha · op(A) · op(B)), epilogue = bias
-    (if has_bias) then activation. role = ffn_fused: y = act(x·W1 + b1)·W2 + b2
-    in one kernel. role = ffn_backward_hidden: dpre = (dy·W2ᵀ) ∘ act'(x·W1+b1)
-    and h = act(x·W1 + b1). role = column_sum: db[n] = Σ_m A[m, n].
+    role = gemm: C = epilogue(alpha · op(A) · op(B)) (+ C when accumulate),
+    epilogue = bias (if bias1) then activation. role = gated_gemm:
+    C = act(A·Bg) ⊙ (A·Bu). role = ffn_fused: y = act(x·W1 + b1)·W2 + b2 (gated:
+    (act(x·Wg) ⊙ (x·Wu))·W2 + b2) in one kernel. role = ffn_backward_hidden:
+    h and dpre = (dy·W2ᵀ) ∘ act'(pre) (gated: h, dg, du). role = column_sum:
+    db[n] = Σ_m A[m, n].
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
     EnumParameter<Tile_ActivationKind>:$activation,
-    "::mlir::BoolAttr":$transposeA, "::mlir::BoolAttr":$transposeB,
+    "::mlir::BoolAttr":$transpose_a, "::mlir::BoolAttr":$transpose_b,
     "::mlir::BoolAttr":$bias1, "::mlir::BoolAttr":$bias2,
-    "::mlir::FloatAttr":$alpha, "int64_t":$blockK,
-    "::mlir::TypeAttr":$elementType);
+    "::mlir::BoolAttr":$gated, "::mlir::BoolAttr":$accumulate,
+    "::mlir::FloatAttr":$alpha, "int64_t":$block_k,
+    "::mlir::TypeAttr":$element_type);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -256,6 +256,18 @@ def Tile_SoftcapOp : Tile_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"
   let hasVerifier = 1;
 }
 
+def Tile_SoftcapGradOp : Tile_Op<"softcap_grad", [Pure, AllTypesMatch<["grad", "capped", "result"]>]> {
+  let summary = "result = grad · (1 - (capped / cap)²): back through cap · tanh(x / cap)";
+  let description = [{
+    `capped` are the soft-capped scores before masking (finite), so masked
+    entries (grad 0) stay 0. The softcap's input scale is applied separately.
+  }];
+  let arguments = (ins Tile_Tile:$grad, Tile_Tile:$capped, F64Attr:$cap);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$grad `,` $capped `cap` $cap attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tile_ScaleOp : Tile_Op<"scale", [Pure, AllTypesMatch<["source", "result"]>]> {
   let summary = "result = factor · source (f32 register tile)";
   let arguments = (ins Tile_Tile:$source, F64Attr:$factor);

@@ -1,0 +1,190 @@
+// The call forms the CUDA emitter prints (compiler/lib/CudaEmitter.cpp), one per tile op, on top
+// of the primitives in the other headers: global views with explicit (row0, col0, limits),
+// mask<L, R>, lse, row_dot on any operands, scalar index helpers.
+#pragma once
+#include "flashc/device/backward.cuh"
+#include "flashc/device/activation.cuh"
+#include "flashc/device/copy.cuh"
+#include "flashc/device/mask.cuh"
+
+namespace flashc {
+namespace device {
+
+// ---- scalar index arithmetic (arith ops the emitter maps to calls) ----
+__device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// ---- global views: leading indices of a rank-2/3/4 tensor; rows = dim rank-2, cols = dim rank-1 ----
+template <class T>
+__device__ __forceinline__ GlobalMatrix<T> matrix_view(const TensorArg& t) { return matrix_at<T>(t); }
+template <class T>
+__device__ __forceinline__ GlobalMatrix<T> matrix_view(const TensorArg& t, int i0) { return matrix_at<T>(t, i0); }
+template <class T>
+__device__ __forceinline__ GlobalMatrix<T> matrix_view(const TensorArg& t, int i0, int i1) {
+  return matrix_at<T>(t, i0, i1);
+}
+// Vectors: the last dim. Element type f32 unless given (a 16-bit bias: vector_view<bf16>(b)).
+template <class T = float>
+__device__ __forceinline__ GlobalVector<T> vector_view(const TensorArg& t) { return vector_at<T>(t); }
+template <class T = float>
+__device__ __forceinline__ GlobalVector<T> vector_view(const TensorArg& t, int i0) { return vector_at<T>(t, i0); }
+template <class T = float>
+__device__ __forceinline__ GlobalVector<T> vector_view(const TensorArg& t, int i0, int i1) {
+  return vector_at<T>(t, i0, i1);
+}
+
+// The tile window [row0, ..) x [col0, ..) of m with the op's limits [rl, cl] (absolute indices).
+template <class T>
+__device__ __forceinline__ GlobalMatrix<T> tile_window(const GlobalMatrix<T>& m, int col0, int rl, int cl) {
+  return columns_from(with_limits(m, rl, cl), col0);
+}
+
+// tile.load %t[.., row0, col0] limit [rl, cl] -> shared (issue only; the emitter commits/waits).
+template <int kThreads, class T, int R, int C>
+__device__ __forceinline__ void load_tile_async(SmemTile<T, R, C> dst, const GlobalMatrix<T>& m, int row0, int col0,
+                                                int rl, int cl) {
+  load_tile_async<kThreads>(dst, tile_window(m, col0, rl, cl), row0);
+}
+
+// tile.store %x, %t[.., row0, col0] limit [rl, cl], from shared (caller synced after writing x),
+// from a 16-bit register tile, or from an f32 register tile into an f32 tensor.
+template <int kThreads, class T, int R, int C>
+__device__ __forceinline__ void store_tile(const GlobalMatrix<T>& m, int row0, int col0, int rl, int cl,
+                                           SmemTile<T, R, C> x) {
+  store_tile<kThreads>(tile_window(m, col0, rl, cl), row0, x);
+}
+template <int kThreads, class T, int R, int C, int W>
+__device__ __forceinline__ void store_tile(const GlobalMatrix<T>& m, int row0, int col0, int rl, int cl,
+                                           const RegTile16<T, R, C, W>& x) {
+  store_fragments(tile_window(m, col0, rl, cl), row0, x);
+}
+template <int kThreads, int R, int C, int W>
+__device__ __forceinline__ void store_tile(const GlobalMatrix<float>& m, int row0, int col0, int rl, int cl,
+                                           const RegTileF32<R, C, W>& x) {
+  const GlobalMatrix<float> dst = tile_window(m, col0, rl, cl);
+#pragma unroll
+  for (int mt = 0; mt < x.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + x.row(mt, h);
+      if (row < dst.rows) {
+#pragma unroll
+        for (int nt = 0; nt < x.kNT; ++nt) {
+          const int c = x.col(nt, 0);
+          if (c + 1 < dst.cols)
+            *reinterpret_cast<float2*>(dst.base + row * dst.row_stride + c) =
+                make_float2(x.v[mt][nt][2 * h], x.v[mt][nt][2 * h + 1]);
+          else if (c < dst.cols)
+            dst.base[row * dst.row_stride + c] = x.v[mt][nt][2 * h];
+        }
+      }
+    }
+}
+
+// tile.atomic_add %x, %t[.., row0, col0] limit [rl, cl] (f32 register tile into an f32 tensor).
+template <int R, int C, int W>
+__device__ __forceinline__ void atomic_add_tile(const GlobalMatrix<float>& m, int row0, int col0, int rl, int cl,
+                                                const RegTileF32<R, C, W>& x) {
+  atomic_add(tile_window(m, col0, rl, cl), row0, x);
+}
+
+// tile.add_bias %acc, %b[col0] limit cl.
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void add_bias(RegTileF32<R, C, W>& t, const GlobalVector<T>& b, int col0, int limit) {
+#pragma unroll
+  for (int nt = 0; nt < t.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int c = col0 + t.col(nt, e);
+      const float bias = c < limit ? to_float(b.base[c * b.stride]) : 0.f;
+#pragma unroll
+      for (int mt = 0; mt < t.kMT; ++mt) {
+        t.v[mt][nt][e] += bias;
+        t.v[mt][nt][2 + e] += bias;
+      }
+    }
+}
+
+// tile.mask %s rows r0 cols c0 limit cl offset off window [L, R].
+template <int L, int R, int TR, int TC, int W>
+__device__ __forceinline__ void mask(RegTileF32<TR, TC, W>& s, int row0, int col0, int limit, int offset) {
+  mask<Window<L, R>>(s, row0, col0, limit, offset);
+}
+
+// tile.lse (logsumexp under the op's name; a kernel argument named `lse` hides it: prefer logsumexp).
+template <int R, int W>
+__device__ __forceinline__ RegRowVec<R, W> lse(const RegRowVec<R, W>& m, const RegRowVec<R, W>& l, float scale) {
+  return logsumexp(m, l, scale);
+}
+
+// tile.row_dot %a, %b on register tiles (f32 or 16-bit): quad-shuffle reduction.
+template <int R, int C, int W>
+__device__ __forceinline__ RegRowVec<R, W> row_dot(const RegTileF32<R, C, W>& a, const RegTileF32<R, C, W>& b) {
+  RegRowVec<R, W> d;
+#pragma unroll
+  for (int mt = 0; mt < d.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < a.kNT; ++nt)
+        acc += a.v[mt][nt][2 * h] * b.v[mt][nt][2 * h] + a.v[mt][nt][2 * h + 1] * b.v[mt][nt][2 * h + 1];
+      d.v[mt][h] = quad_sum(acc);
+    }
+  return d;
+}
+template <class T, int R, int C, int W>
+__device__ __forceinline__ RegRowVec<R, W> row_dot(const RegTile16<T, R, C, W>& a, const RegTile16<T, R, C, W>& b) {
+  RegRowVec<R, W> d;
+#pragma unroll
+  for (int mt = 0; mt < d.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < a.kNT; ++nt) {
+        const float2 x = ElemTraits<T>::unpack(a.v[mt][nt][h]), y = ElemTraits<T>::unpack(b.v[mt][nt][h]);
+        acc += x.x * y.x + x.y * y.y;
+      }
+      d.v[mt][h] = quad_sum(acc);
+    }
+  return d;
+}
+// On shared tiles the warp count cannot be deduced from the operands: the result converts to
+// whatever RegRowVec<R, W> it initializes (`RegRowVec<64, kWarps> d = row_dot(a, b);`).
+template <class T, int R, int C>
+struct RowDotShared {
+  SmemTile<T, R, C> a, b;
+  template <int W>
+  __device__ __forceinline__ operator RegRowVec<R, W>() const { return row_dot<W>(a, b); }
+};
+template <class T, int R, int C>
+__device__ __forceinline__ RowDotShared<T, R, C> row_dot(SmemTile<T, R, C> a, SmemTile<T, R, C> b) {
+  return RowDotShared<T, R, C>{a, b};
+}
+
+// tile.fill on a 16-bit register tile; tile.convert 16-bit -> f32 (register).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void fill(RegTile16<T, R, C, W>& t, float value) {
+  const unsigned w = ElemTraits<T>::pack(value, value);
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < t.kNT; ++nt) t.v[mt][nt][0] = t.v[mt][nt][1] = w;
+}
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, const RegTile16<T, R, C, W>& src) {
+#pragma unroll
+  for (int mt = 0; mt < src.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < src.kNT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 f = ElemTraits<T>::unpack(src.v[mt][nt][h]);
+        dst.v[mt][nt][2 * h] = f.x;
+        dst.v[mt][nt][2 * h + 1] = f.y;
+      }
+}
+
+}  // namespace device
+}  // namespace flashc

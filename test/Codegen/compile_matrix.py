@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Compiles every supported attention configuration through flashc to cubins
+with NVRTC (no GPU needed) and checks ptxas' resource report.
+
+Each configuration is a one-op spec (flash.attention with the given head dim,
+dtype, mask and GQA ratio). flashc runs the whole pipeline (fusion, backward
+generation, tiling, memory planning, CUDA emission) and NVRTC compiles the
+forward and backward kernels for each architecture. A configuration fails
+when flashc fails, or when a kernel of a main configuration (head dim <= 128)
+spills registers. Prints one line per (configuration, architecture) and a
+`N passed, N failed` summary; exit status 1 on any failure.
+"""
+import argparse
+import itertools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SPEC = """func.func @attention(%q: tensor<?x{hq}x?x{d}x{t}>, %k: tensor<?x{hkv}x?x{d}x{t}>, %v: tensor<?x{hkv}x?x{d}x{t}>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>) {{
+  %o, %lse = flash.attention %q, %k, %v scale = {scale} mask = {mask} num_kv_heads = {hkv} : (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>)
+  return %o, %lse : tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>
+}}
+"""
+
+MASKS = {
+    "none": "#flash.mask<none>",
+    "causal": "#flash.mask<causal>",
+    "window": "#flash.mask<sliding_window, left = 128, right = 0>",
+}
+
+
+def configs(full):
+    head_dims = [32, 64, 96, 128, 256]
+    dtypes = ["bf16", "f16"] if full else ["bf16"]
+    for d, t, mask in itertools.product(head_dims, dtypes, MASKS):
+        yield dict(d=d, t=t, mask=mask, hq=8, hkv=8)
+    # GQA and MQA, one dtype and mask each.
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2)
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=1)
+
+
+SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+FUNC = re.compile(r"Compiling entry function '(\w+)'")
+
+
+def compile_one(flashc, cfg, arch, workdir):
+    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg)
+    spec = os.path.join(workdir, name + ".mlir")
+    with open(spec, "w") as f:
+        f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], **cfg))
+    out = os.path.join(workdir, name + "." + arch + ".cubin")
+    proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
+                           "-o", out], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return name, None, proc.stderr.strip().splitlines()[-20:]
+    spills = {}
+    current = None
+    for line in proc.stderr.splitlines():
+        m = FUNC.search(line)
+        if m:
+            current = m.group(1)
+        m = SPILL.search(line)
+        if m and current:
+            spills[current] = max(int(m.group(1)), int(m.group(2)))
+    return name, spills, []
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--flashc", required=True)
+    parser.add_argument("--archs", default="sm_80,sm_90a")
+    parser.add_argument("--full", action="store_true", help="every dtype (default: bf16 + one f16)")
+    args = parser.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as workdir:
+        for arch in args.archs.split(","):
+            for cfg in configs(args.full or arch == "sm_90a"):
+                name, spills, errors = compile_one(args.flashc, cfg, arch, workdir)
+                if spills is None:
+                    failed += 1
+                    print(f"FAIL {arch} {name}: flashc failed")
+                    for line in errors:
+                        print("     " + line)
+                    continue
+                main_config = cfg["d"] <= 128
+                spilled = {k: v for k, v in spills.items() if v > 0}
+                if spilled and main_config:
+                    failed += 1
+                    print(f"FAIL {arch} {name}: spills {spilled}")
+                else:
+                    passed += 1
+                    note = f" (spills {spilled}, allowed for head dim {cfg['d']})" if spilled else ""
+                    print(f"ok   {arch} {name}: {len(spills)} kernels{note}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+// The CPU executor runs hand-written tile programs as written
+// (--run-program) and reports bad programs with an error naming the op and the
+// block, exit status 2, never a crash.
+//
+// RUN: flash-run-tile %s --run-program=copy_rows --dynamic-size=40 | FileCheck %s --check-prefix=OK
+// OK: @copy_rows: ran 3 blocks
+// The copy is exact: the output's sum equals the input's.
+// OK: argument 0 sum [[SUM:.*]]
+// OK-NEXT: argument 1 sum [[SUM]]
+//
+// RUN: not flash-run-tile %s --run-program=past_the_end --dynamic-size=40 2>&1 | FileCheck %s --check-prefix=OOB
+// OOB: flash-run-tile: @past_the_end: {{.*}} 'tile.load': index 40 out of range for dimension 0 of size 40 (kernel @reads_past_the_end, block (2, 0, 0))
+//
+// RUN: not flash-run-tile %s --run-program=missing 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: flash-run-tile: no tile program @missing in
+
+// Copies a [?, 32] tensor in 16-row tiles; the last tile is ragged (40 rows).
+tile.kernel @copy(%src: !tile.tensor<?x32xf32>, %dst: !tile.tensor<?x32xf32>) attributes {
+    grid = [#tile.grid<ceildiv(arg0[0], 16)>, #tile.grid<1>, #tile.grid<1>],
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 16, block_n = 32, warps = 1, stages = 1} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %rb = tile.program_id x
+  %n = tile.dim %src, 0 : !tile.tensor<?x32xf32>
+  %row0 = arith.muli %rb, %c16 : index
+  %t = tile.load %src[%row0, %c0] limit [%n, %c32] : !tile.tensor<?x32xf32> -> !tile.tile<16x32xf32, shared>
+  tile.store %t, %dst[%row0, %c0] limit [%n, %c32] : !tile.tile<16x32xf32, shared>, !tile.tensor<?x32xf32>
+  tile.return
+}
+func.func @copy_rows(%src: !tile.tensor<?x32xf32>, %dst: !tile.tensor<?x32xf32>) attributes {tile.program} {
+  tile.launch @copy(%src, %dst) : !tile.tensor<?x32xf32>, !tile.tensor<?x32xf32>
+  return
+}
+
+// Bug: the row limit is past the tensor's end (n + 16 instead of n).
+tile.kernel @reads_past_the_end(%src: !tile.tensor<?x32xf32>, %dst: !tile.tensor<?x32xf32>) attributes {
+    grid = [#tile.grid<ceildiv(arg0[0], 16)>, #tile.grid<1>, #tile.grid<1>],
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 16, block_n = 32, warps = 1, stages = 1} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %rb = tile.program_id x
+  %n = tile.dim %src, 0 : !tile.tensor<?x32xf32>
+  %limit = arith.addi %n, %c16 : index
+  %row0 = arith.muli %rb, %c16 : index
+  %t = tile.load %src[%row0, %c0] limit [%limit, %c32] : !tile.tensor<?x32xf32> -> !tile.tile<16x32xf32, shared>
+  tile.store %t, %dst[%row0, %c0] limit [%n, %c32] : !tile.tile<16x32xf32, shared>, !tile.tensor<?x32xf32>
+  tile.return
+}
+func.func @past_the_end(%src: !tile.tensor<?x32xf32>, %dst: !tile.tensor<?x32xf32>) attributes {tile.program} {
+  tile.launch @reads_past_the_end(%src, %dst) : !tile.tensor<?x32xf32>, !tile.tensor<?x32xf32>
+  return
+}
