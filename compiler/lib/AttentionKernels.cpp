@@ -176,7 +176,8 @@ struct AttentionKernel {
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
           Value s = softmaxInput(g, qTile, kTile, row0, col0);
           Value mNew = kb.b.create<RowMaxOp>(kb.loc, m.getType(), s, m);
-          Value p = kb.b.create<Exp2Op>(kb.loc, s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
+          Value p =
+              kb.b.create<Exp2Op>(kb.loc, s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
           Value corr = kb.b.create<SoftmaxCorrectionOp>(kb.loc, m.getType(), m, mNew,
                                                         kb.b.getF64FloatAttr(softmaxScale));
           Value lNew = kb.b.create<OnlineSumOp>(kb.loc, l.getType(), l, corr, p);
@@ -186,8 +187,8 @@ struct AttentionKernel {
         });
     Value o = kb.b.create<NormalizeOp>(kb.loc, state[0].getType(), state[0], state[2]);
     kb.store(kb.convert(o, elem), out, {b, h, row0, zero}, g.sq, kb.idx(Dv));
-    Value lseRow =
-        kb.b.create<LseOp>(kb.loc, state[1].getType(), state[1], state[2], kb.b.getF64FloatAttr(softmaxScale));
+    Value lseRow = kb.b.create<LseOp>(kb.loc, state[1].getType(), state[1], state[2],
+                                      kb.b.getF64FloatAttr(softmaxScale));
     kb.storeRows(lseRow, lse, {b, h, row0}, g.sq);
   }
 
@@ -335,8 +336,8 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   KernelRole role = spec.getRole();
   int64_t want = attentionArgCount(role, argTypes.size());
   if (want < 0 || static_cast<int64_t>(argTypes.size()) != want) {
-    emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes "
-                   << want << " tensor arguments, got " << argTypes.size();
+    emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
+                   << " tensor arguments, got " << argTypes.size();
     return nullptr;
   }
   for (Type type : argTypes) {

@@ -132,7 +132,8 @@ public:
 
   /// Prints the whole kernel (config namespace + __global__ function) to `out`.
   LogicalResult emit(llvm::raw_ostream &out);
-  int64_t sharedBytes() const { return smemEnd; }
+  int64_t sharedBytes() { return smemEnd + (wgmma() ? 1024 : 0); }
+  int64_t tileBytes() const { return smemEnd; }
 
 private:
   // Output helpers.
@@ -147,6 +148,15 @@ private:
                       std::optional<uint64_t> fixedOffset);
 
   LogicalResult emitBlock(Block &block);
+  bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
+  /// After cp.async data landed: wgmma reads shared memory through the async
+  /// proxy, so every writer fences before the barrier.
+  void emitLoadsLanded(StringRef wait) {
+    line() << wait << "\n";
+    if (wgmma())
+      line() << "fence_async_shared();\n";
+    line() << "__syncthreads();\n";
+  }
   LogicalResult emitOp(Operation *op);
   LogicalResult emitArith(Operation *op);
   LogicalResult emitFor(scf::ForOp forOp);
@@ -221,8 +231,14 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
   if (failed(elem))
     return failure();
   int64_t rows = tileType.getRows(), cols = tileType.getCols();
-  if (tileType.isShared())
+  if (tileType.isShared()) {
+    if (tileType.getElementType().isF32())
+      return llvm::formatv("SmemTileF32<{0}, {1}>", rows, cols).str();
+    // wgmma reads its shared operands in the 128-byte-swizzled panel layout.
+    if (wgmma())
+      return llvm::formatv("SmemPanelTile<{0}, {1}, {2}>", *elem, rows, cols).str();
     return llvm::formatv("SmemTile<{0}, {1}, {2}>", *elem, rows, cols).str();
+  }
   if (tileType.isRowVector())
     return llvm::formatv("RegRowVec<{0}, kWarps>", rows).str();
   if (tileType.getElementType().isF32())
@@ -425,7 +441,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   forOp.getBody()->walk([&](tile::MatmulOp mm) {
     Value a = mm.getA();
     auto aType = cast<tile::TileType>(a.getType());
-    if (!aType.isShared() || mm.getTransposeA() || aType.getElementType().isF32() ||
+    if (wgmma() || !aType.isShared() || mm.getTransposeA() || aType.getElementType().isF32() ||
         promotedA.count(a) || !forOp.isDefinedOutsideOfLoop(a))
       return;
     std::string frag = fresh(nameOf(a) + "_frag");
@@ -523,8 +539,8 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     --indent;
     line() << "}\n";
     line() << "cp_async_commit();  // always one group per iteration, possibly empty\n";
-    line() << "cp_async_wait<" << pipe.stages - 1 << ">();  // this iteration's buffers landed\n";
-    line() << "__syncthreads();\n";
+    emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 1) +
+                    ">();  // this iteration's buffers landed");
   }
 
   if (failed(emitBlock(*forOp.getBody())))
@@ -616,6 +632,17 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       .Case([&](tile::ProgramIdOp o) {
         static const char *axes[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
         std::string name = fresh(std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
+        // Causal forward: the last query blocks see the most keys; launching them
+        // first balances the tail of the grid.
+        auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
+        if (o.getAxis() == tile::GridAxis::X && attn &&
+            attn.getRole() == tile::KernelRole::AttentionForward && attn.getWindowLeft() < 0 &&
+            attn.getWindowRight() >= 0) {
+          line() << "const int " << name
+                 << " = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first\n";
+          bind(o.getResult(), name);
+          return success();
+        }
         line() << "const int " << name << " = static_cast<int>("
                << axes[static_cast<int>(o.getAxis())] << ");\n";
         bind(o.getResult(), name);
@@ -651,8 +678,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         if (failed(emitLoadIssue(o, name)))
           return failure();
         line() << "cp_async_commit();\n";
-        line() << "cp_async_wait<0>();\n";
-        line() << "__syncthreads();\n";
+        emitLoadsLanded("cp_async_wait<0>();");
         return success();
       })
       .Case([&](tile::StoreOp o) {
@@ -693,16 +719,19 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                << nameOf(o.getRowLimit()) << ", " << reg(o.getValue()) << ");\n";
         return success();
       })
-      .Case([&](tile::AddBiasOp o) {
+      .Case([&](tile::AddBiasOp o) -> LogicalResult {
         std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
         if (name.empty())
           name = declareResult(o, o.getResult(), "biased", reg(o.getAcc()));
         else
           bind(o.getResult(), name);
         auto bt = cast<tile::GlobalTensorType>(o.getBias().getType());
-        line() << "add_bias(" << name << ", vector_view(" << nameOf(o.getBias()) << "), "
-               << nameOf(o.getCol0()) << ", " << nameOf(o.getColLimit()) << ");  // + bias ("
-               << (bt.getElementType().isF32() ? "f32" : "16-bit") << ")\n";
+        FailureOr<std::string> elem = cppElementType(o, bt.getElementType());
+        if (failed(elem))
+          return failure();
+        line() << "add_bias(" << name << ", vector_view<" << *elem << ">(" << nameOf(o.getBias())
+               << "), " << nameOf(o.getCol0()) << ", " << nameOf(o.getColLimit())
+               << ");  // + bias[col]\n";
         return success();
       })
       .Case([&](tile::FillOp o) {
@@ -750,6 +779,14 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         std::string a = promotedA.count(o.getA()) ? promotedA[o.getA()] : reg(o.getA());
         const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
                                            : (o.getTransposeB() ? "matmul_tb" : "matmul");
+        if (wgmma()) {
+          bool aShared = aType.isShared();
+          if (o.getTransposeA() || (aShared && !o.getTransposeB()) || (!aShared && o.getTransposeB()))
+            return o.emitError("strategy wgmma_sm90 supports S = A·Bᵀ with A, B shared and "
+                               "C += A·B with A in registers; use mma_sync_sm80 for this kernel"),
+                   failure();
+          fn = aShared ? "wgmma_matmul_tb" : "wgmma_matmul";
+        }
         line() << fn << "(" << name << ", " << a << ", " << reg(o.getB()) << ");  // += "
                << (o.getTransposeA() ? "Aᵀ" : "A") << "·" << (o.getTransposeB() ? "Bᵀ" : "B")
                << "\n";
@@ -869,7 +906,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       })
       .Case([&](tile::LseOp o) {
         declareResult(o, o.getResult(), "lse_out",
-                      "lse(" + reg(o.getMax()) + ", " + reg(o.getSum()) + ", " +
+                      "logsumexp(" + reg(o.getMax()) + ", " + reg(o.getSum()) + ", " +
                           floatLiteral(o.getScale().convertToDouble()) + ")");
         return success();
       })
@@ -928,7 +965,7 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   out << "constexpr int kThreads = " << warps * 32 << ";\n";
   out << "constexpr int kBlockM = " << kernel.getBlockM() << ", kBlockN = " << kernel.getBlockN()
       << ", kStages = " << kernel.getStages() << ";\n";
-  out << "constexpr int kSmemBytes = " << smemEnd << ";\n";
+  out << "constexpr int kSmemBytes = " << sharedBytes() << ";\n";
   out << "}  // namespace " << ns << "\n\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << ns << "::kThreads, 1)\n"
       << entry << "(";
@@ -937,7 +974,12 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   out << ") {\n";
   out << "  using namespace flashc::device;\n";
   out << "  using namespace " << ns << ";\n";
-  out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
+  if (wgmma()) {
+    out << "  extern __shared__ __align__(1024) unsigned char smem_raw[];\n";
+    out << "  unsigned char* smem = align_smem_1024(smem_raw);  // swizzled panels: 1024-byte base\n";
+  } else {
+    out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
+  }
   out << bodyText;
   out << "}\n\n";
   return success();
@@ -1210,9 +1252,9 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
                   rt::Expr::literal(1)};
     spec.sharedBytes = rt::Expr::literal(emitter.sharedBytes());
     if (auto planned = kernel.getSmemBytes())
-      if (static_cast<int64_t>(*planned) < emitter.sharedBytes())
+      if (static_cast<int64_t>(*planned) < emitter.tileBytes())
         return kernel.emitError("CUDA emitter: the kernel's shared tiles need ")
-                   << emitter.sharedBytes() << " bytes but flash-plan-memory planned "
+                   << emitter.tileBytes() << " bytes but flash-plan-memory planned "
                    << *planned,
                failure();
     manifest.kernels.push_back(std::move(spec));

@@ -80,8 +80,7 @@ struct GemmKernel {
     bool sumOverBatch = rankOf(a) == 3 && rankOf(c) == 2;
     auto kLoop = [&](Value b, Value accInit) {
       return kb.forLoop(
-          kb.idx(0), steps, {accInit},
-          [&](Value step, ValueRange carried) -> SmallVector<Value> {
+          kb.idx(0), steps, {accInit}, [&](Value step, ValueRange carried) -> SmallVector<Value> {
             Value k0 = kb.mul(step, kb.idx(Bk));
             Value aTile = ta ? kb.load(a, at(a, b, k0, row0), K, M, Bk, Bm, plan.stages)
                              : kb.load(a, at(a, b, row0, k0), M, K, Bm, Bk, plan.stages);
@@ -121,12 +120,11 @@ struct GemmKernel {
                         })[0];
     };
     Value zero = kb.fill(kb.regF32(kOnesRows, Bn), 0.0);
-    Value acc = rankOf(a) == 3
-                    ? kb.forLoop(kb.idx(0), kb.dim(a, 0), {zero},
-                                 [&](Value b, ValueRange carried) -> SmallVector<Value> {
-                                   return {rowLoop(b, carried[0])};
-                                 })[0]
-                    : rowLoop(Value(), zero);
+    Value acc = rankOf(a) == 3 ? kb.forLoop(kb.idx(0), kb.dim(a, 0), {zero},
+                                            [&](Value b, ValueRange carried) -> SmallVector<Value> {
+                                              return {rowLoop(b, carried[0])};
+                                            })[0]
+                               : rowLoop(Value(), zero);
     kb.store(kb.convert(acc, elem), out, {col0}, kb.idx(1), N);
   }
 
@@ -141,8 +139,7 @@ struct GemmKernel {
     return kb.forLoop(kb.idx(0), steps, inits,
                       [&](Value step, ValueRange carried) -> SmallVector<Value> {
                         Value k0 = kb.mul(step, kb.idx(Bk));
-                        Value xTile =
-                            kb.load(x, at(x, batch, row0, k0), M, K, Bm, Bk, plan.stages);
+                        Value xTile = kb.load(x, at(x, batch, row0, k0), M, K, Bm, Bk, plan.stages);
                         SmallVector<Value> next;
                         for (auto [w, acc] : llvm::zip(weights, carried)) {
                           Value wTile = kb.load(w, {k0, col0}, K, N, Bk, cols, plan.stages);
@@ -192,7 +189,8 @@ struct GemmKernel {
           Value pre = proj[0];
           if (b1)
             pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
-          Value hidden = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
+          Value hidden =
+              kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
           if (wUp)
             hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
@@ -214,8 +212,7 @@ struct GemmKernel {
     Value x = kb.arg(next++), w1 = kb.arg(next++);
     Value b1 = hasB1 ? kb.arg(next++) : Value();
     Value wUp = gated ? kb.arg(next++) : Value();
-    Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++),
-          dpreOut = kb.arg(next++);
+    Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++), dpreOut = kb.arg(next++);
     Value duOut = gated ? kb.arg(next++) : Value();
     Value mb = kb.programId(GridAxis::X), hb = kb.programId(GridAxis::Y),
           batch = kb.programId(GridAxis::Z);
@@ -233,14 +230,14 @@ struct GemmKernel {
     Value dh = kb.forLoop(kb.idx(0), steps, {kb.fill(kb.regF32(Bm, Bn), 0.0)},
                           [&](Value step, ValueRange carried) -> SmallVector<Value> {
                             Value k0 = kb.mul(step, kb.idx(Bk));
-                            Value dyTile = kb.load(dy, at(dy, batch, row0, k0), M, dOut, Bm,
-                                                   Bk, plan.stages);
+                            Value dyTile =
+                                kb.load(dy, at(dy, batch, row0, k0), M, dOut, Bm, Bk, plan.stages);
                             Value w2Tile = kb.load(w2, {h0, k0}, H, dOut, Bn, Bk, plan.stages);
                             return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
                           })[0];
     Value act = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
-    Value hidden = gated ? kb.b.create<MulOp>(kb.loc, act.getType(), act, proj[1]).getResult()
-                         : act;
+    Value hidden =
+        gated ? kb.b.create<MulOp>(kb.loc, act.getType(), act, proj[1]).getResult() : act;
     kb.store(kb.convert(hidden, elem), hOut, at(hOut, batch, row0, h0), M, H);
     Value dAct = gated ? kb.b.create<MulOp>(kb.loc, dh.getType(), dh, proj[1]).getResult() : dh;
     Value dpre =
@@ -314,7 +311,8 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     int64_t r = rank(hOut);
     grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 2, plan.blockM));
     grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 1, plan.blockN));
-    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, hOut, 0) : KernelBuilder::gridConst(ctx, 1));
+    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, hOut, 0)
+                          : KernelBuilder::gridConst(ctx, 1));
     break;
   }
   case KernelRole::ColumnSum:

@@ -32,8 +32,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     ModuleOp module = getOperation();
     const TargetDescription *targetDesc = lookupTarget(target);
     if (!targetDesc) {
-      module.emitError() << "flash-tile: unknown target '" << target << "' (known: "
-                         << knownTargetNames() << ")";
+      module.emitError() << "flash-tile: unknown target '" << target
+                         << "' (known: " << knownTargetNames() << ")";
       return signalPassFailure();
     }
     FfnPlanChoice choice;
@@ -50,8 +50,7 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func->hasAttr(tile::kProgramAttrName) && !func.isExternal() &&
-          hasFusedOps(func))
+      if (!func->hasAttr(tile::kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
         funcs.push_back(func);
     SymbolTable symbols(module);
     for (func::FuncOp func : funcs)
@@ -85,8 +84,13 @@ static SmallVector<std::pair<Value, int64_t>> rowShapedSources(Value x, int64_t 
 LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                                    const TargetDescription &target, FfnPlanChoice choice) {
   MLIRContext *ctx = func.getContext();
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("flash-tile: functions with control flow (several blocks) are not "
+                          "tiled");
   Block &body = func.getBody().front();
-  auto returnOp = llvm::cast<func::ReturnOp>(body.getTerminator());
+  auto returnOp = llvm::dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!returnOp)
+    return func.emitError("flash-tile: the function body must end in func.return");
 
   // Only fused ops can be tiled: anything else means fusion did not happen.
   for (Operation &op : body) {
@@ -180,8 +184,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       Value lse = destination(attention.getLse(), q);
       mapped[attention.getOutput()] = out;
       mapped[attention.getLse()] = lse;
-      std::string kernelName = name + "_attention" +
-                               (attentionCount ? std::to_string(attentionCount) : "") + "_fwd";
+      std::string kernelName =
+          name + "_attention" + (attentionCount ? std::to_string(attentionCount) : "") + "_fwd";
       ++attentionCount;
       if (failed(pb.launch(attention.getLoc(), kernelName,
                            attentionSpec(attention, tile::KernelRole::AttentionForward),

@@ -30,15 +30,14 @@ namespace {
 /// Program-argument positions of one fused op's backward.
 struct OpSlots {
   Operation *op = nullptr;
-  std::string suffix;            // "" for the first op of a kind, else "2", "3", ...
-  SmallVector<unsigned> inputs;  // attention: q, k, v; ffn: operands in order
-  int out = -1, lse = -1;        // attention: saved forward outputs
-  int cotangent = -1;            // dout / dy
-  SmallVector<unsigned> grads;   // one per input
+  std::string suffix;           // "" for the first op of a kind, else "2", "3", ...
+  SmallVector<unsigned> inputs; // attention: q, k, v; ffn: operands in order
+  int out = -1, lse = -1;       // attention: saved forward outputs
+  int cotangent = -1;           // dout / dy
+  SmallVector<unsigned> grads;  // one per input
 };
 
-struct GenerateBackwardPass
-    : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
+struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
   using GenerateBackwardBase::GenerateBackwardBase;
 
   void runOnOperation() override {
@@ -61,11 +60,17 @@ struct GenerateBackwardPass
 
   /// Why the backward of `func` cannot be generated (empty: it can), and the
   /// op to report on.
-  std::pair<std::string, Operation *> unsupported(func::FuncOp func,
-                                                  ArrayRef<Operation *> fused) {
+  std::pair<std::string, Operation *> unsupported(func::FuncOp func, ArrayRef<Operation *> fused) {
     llvm::DenseSet<Value> seen;
-    auto returnOp = llvm::cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    // Structure first (chaining, shared inputs), then per-op limits.
+    auto returnOp = func.getBody().hasOneBlock()
+                        ? llvm::dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator())
+                        : nullptr;
+    if (!returnOp)
+      return {"the function has control flow (several blocks)", func};
+    // Structure first (nesting, chaining, shared inputs), then per-op limits.
+    for (Operation *op : fused)
+      if (op->getParentOp() != func.getOperation())
+        return {"a fused op is nested in a region (control flow)", op};
     for (Operation *op : fused) {
       for (Value operand : op->getOperands()) {
         if (!llvm::isa<BlockArgument>(operand))
@@ -87,8 +92,7 @@ struct GenerateBackwardPass
     for (Operation *op : fused) {
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
         if (!llvm::is_contained(returnOp.getOperands(), attention.getOutput()))
-          return {"the attention output is not returned, so there is no gradient to take",
-                  op};
+          return {"the attention output is not returned, so there is no gradient to take", op};
       }
       if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
         int64_t rank = ffn.getInput().getType().getRank();
@@ -105,13 +109,14 @@ struct GenerateBackwardPass
                          const TargetDescription &targetDesc) {
     Block &body = func.getBody().front();
     SmallVector<Operation *> fused;
-    for (Operation &op : body)
+    func.walk([&](Operation *op) {
       if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
-        fused.push_back(&op);
+        fused.push_back(op);
+    });
     auto [reason, culprit] = unsupported(func, fused);
     if (!reason.empty()) {
-      culprit->emitWarning() << "flash-generate-backward: no backward for @"
-                             << func.getSymName() << ": " << reason;
+      culprit->emitWarning() << "flash-generate-backward: no backward for @" << func.getSymName()
+                             << ": " << reason;
       return success();
     }
     std::string name = (func.getSymName() + "_backward").str();
@@ -125,9 +130,9 @@ struct GenerateBackwardPass
     SmallVector<std::string> names;
     SmallVector<SmallVector<std::string, 4>> dims;
     auto add = [&](Value value, const std::string &prefix) -> FailureOr<unsigned> {
-      auto type = toProgramTensor(value.getDefiningOp() ? value.getDefiningOp()
-                                                        : func.getOperation(),
-                                  value.getType(), "backward tensor");
+      auto type =
+          toProgramTensor(value.getDefiningOp() ? value.getDefiningOp() : func.getOperation(),
+                          value.getType(), "backward tensor");
       if (failed(type))
         return failure();
       const ValueLabel &label = labels[value];
@@ -295,14 +300,13 @@ struct GenerateBackwardPass
         // dx = dpre · W1ᵀ
         failed(pb.launch(loc, base + "_bwd_dx", gemm(false, true), {dpre, w1, dx})))
       return failure();
-    if (gated &&
-        (failed(pb.launch(loc, base + "_bwd_dw_up", gemm(true, false), {x, du, dwUp})) ||
-         // dx += du · W_upᵀ
-         failed(pb.launch(loc, base + "_bwd_dx_up", gemm(false, true, /*accumulate=*/true),
-                          {du, wUp, dx}))))
+    if (gated && (failed(pb.launch(loc, base + "_bwd_dw_up", gemm(true, false), {x, du, dwUp})) ||
+                  // dx += du · W_upᵀ
+                  failed(pb.launch(loc, base + "_bwd_dx_up", gemm(false, true, /*accumulate=*/true),
+                                   {du, wUp, dx}))))
       return failure();
-    auto columnSum = gemmSpec(ctx, KernelRole::ColumnSum, tile::Activation::Identity, false,
-                              false, false, false, element);
+    auto columnSum = gemmSpec(ctx, KernelRole::ColumnSum, tile::Activation::Identity, false, false,
+                              false, false, element);
     if (db2 && failed(pb.launch(loc, base + "_bwd_db2", columnSum, {dy, db2})))
       return failure();
     if (db1 && failed(pb.launch(loc, base + "_bwd_db1", columnSum, {dpre, db1})))

@@ -26,9 +26,8 @@ public:
   /// Creates the kernel op (module level, at b's insertion point) and moves
   /// the insertion point into its body.
   KernelBuilder(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
-                llvm::ArrayRef<mlir::Type> argTypes,
-                llvm::ArrayRef<mlir::tile::GridAttr> grid, const TilePlan &plan,
-                mlir::Attribute spec)
+                llvm::ArrayRef<mlir::Type> argTypes, llvm::ArrayRef<mlir::tile::GridAttr> grid,
+                const TilePlan &plan, mlir::Attribute spec)
       : b(builder), loc(loc) {
     mlir::MLIRContext *ctx = b.getContext();
     llvm::SmallVector<mlir::Attribute> gridAttrs(grid.begin(), grid.end());
@@ -87,8 +86,12 @@ public:
   mlir::Value floorDiv(mlir::Value x, mlir::Value y) {
     return b.create<mlir::arith::FloorDivSIOp>(loc, x, y);
   }
-  mlir::Value min(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MinSIOp>(loc, x, y); }
-  mlir::Value max(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MaxSIOp>(loc, x, y); }
+  mlir::Value min(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::MinSIOp>(loc, x, y);
+  }
+  mlir::Value max(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::MaxSIOp>(loc, x, y);
+  }
   mlir::Value gt(mlir::Value x, mlir::Value y) {
     return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::sgt, x, y);
   }
@@ -130,14 +133,14 @@ public:
   mlir::Value load(mlir::Value tensor, mlir::ValueRange indices, mlir::Value rowLimit,
                    mlir::Value colLimit, int64_t rows, int64_t cols, int64_t buffers = 1) {
     auto type = tile(rows, cols, elementOf(tensor), mlir::tile::MemorySpace::Shared);
-    auto op = b.create<mlir::tile::LoadOp>(loc, type, tensor, indices, rowLimit, colLimit,
-                                          nullptr, nullptr);
+    auto op = b.create<mlir::tile::LoadOp>(loc, type, tensor, indices, rowLimit, colLimit, nullptr,
+                                           nullptr);
     if (buffers > 1)
       op.setBuffersAttr(b.getI64IntegerAttr(buffers));
     return op;
   }
-  void store(mlir::Value value, mlir::Value tensor, mlir::ValueRange indices,
-             mlir::Value rowLimit, mlir::Value colLimit) {
+  void store(mlir::Value value, mlir::Value tensor, mlir::ValueRange indices, mlir::Value rowLimit,
+             mlir::Value colLimit) {
     b.create<mlir::tile::StoreOp>(loc, value, tensor, indices, rowLimit, colLimit);
   }
   void atomicAdd(mlir::Value value, mlir::Value tensor, mlir::ValueRange indices,
@@ -173,8 +176,8 @@ public:
   }
   mlir::Value copyToShared(mlir::Value value) {
     auto type = llvm::cast<mlir::tile::TileType>(value.getType());
-    auto result = mlir::tile::TileType::get(b.getContext(), type.getShape(),
-                                            type.getElementType(), mlir::tile::MemorySpace::Shared);
+    auto result = mlir::tile::TileType::get(b.getContext(), type.getShape(), type.getElementType(),
+                                            mlir::tile::MemorySpace::Shared);
     return b.create<mlir::tile::CopyOp>(loc, result, value, nullptr);
   }
 

@@ -35,8 +35,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     ModuleOp module = getOperation();
     const TargetDescription *targetDesc = lookupTarget(target);
     if (!targetDesc) {
-      module.emitError() << "flash-plan-memory: unknown target '" << target << "' (known: "
-                         << knownTargetNames() << ")";
+      module.emitError() << "flash-plan-memory: unknown target '" << target
+                         << "' (known: " << knownTargetNames() << ")";
       return signalPassFailure();
     }
     for (auto [flag, value] : {std::pair<const char *, int64_t>{"block-m", blockM},
@@ -129,8 +129,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     }
     // A default pipeline depth that does not fit is lowered stage by stage;
     // an explicit request is the user's and is checked as given.
-    while (spec && !stages && plan.stages > 1 &&
-           layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
+    while (spec && !stages && plan.stages > 1 && layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
       --plan.stages;
       kernel = rebuildKernel(kernel, plan);
       if (!kernel)
@@ -175,15 +174,15 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     });
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
-      return kernel.emitError()
-             << "flash-plan-memory: @" << kernel.getSymName() << " needs " << offset
-             << " bytes of shared memory with block_m = " << plan.blockM
-             << ", block_n = " << plan.blockN << ", stages = " << plan.stages << " but "
-             << targetDesc.name << " allows " << targetDesc.sharedMemoryPerBlock
-             << " per block: it overflows by " << offset - targetDesc.sharedMemoryPerBlock
-             << " bytes";
-    int64_t registers =
-        estimateRegistersPerThread(kernel.getSpecAttr(), plan, kernel.getFunctionType().getInputs());
+      return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "
+                                << offset
+                                << " bytes of shared memory with block_m = " << plan.blockM
+                                << ", block_n = " << plan.blockN << ", stages = " << plan.stages
+                                << " but " << targetDesc.name << " allows "
+                                << targetDesc.sharedMemoryPerBlock << " per block: it overflows by "
+                                << offset - targetDesc.sharedMemoryPerBlock << " bytes";
+    int64_t registers = estimateRegistersPerThread(kernel.getSpecAttr(), plan,
+                                                   kernel.getFunctionType().getInputs());
     if (kernel.getSpecAttr() && registers > targetDesc.registersPerThread)
       kernel.emitWarning() << "flash-plan-memory: @" << kernel.getSymName() << " needs ~"
                            << registers << " registers per thread (limit "

@@ -189,8 +189,7 @@ private:
   /// Element offset of (indices..., row, col) or an error when out of range.
   LogicalResult linearIndex(Operation *op, HostTensor &tensor, ArrayRef<int64_t> index,
                             int64_t &offset);
-  LogicalResult gatherIndices(Operation *op, OperandRange indices,
-                              SmallVectorImpl<int64_t> &out);
+  LogicalResult gatherIndices(Operation *op, OperandRange indices, SmallVectorImpl<int64_t> &out);
   struct RowColumnView;
 };
 
@@ -211,12 +210,12 @@ LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> types,
     for (int64_t d = 0; d < tensorType.getRank(); ++d) {
       int64_t want = tensorType.getShape()[d];
       if (!ShapedType::isDynamic(want) && want != tensor->shape[d])
-        return fail(op, llvm::formatv("argument {0} dimension {1} is {2}, expected {3}", index,
-                                      d, tensor->shape[d], want));
+        return fail(op, llvm::formatv("argument {0} dimension {1} is {2}, expected {3}", index, d,
+                                      tensor->shape[d], want));
     }
     if (tensor->kind != elementKindOf(tensorType.getElementType()))
-      return fail(op, llvm::formatv("argument {0} has element type {1}, expected another",
-                                    index, elementName(tensor->kind)));
+      return fail(op, llvm::formatv("argument {0} has element type {1}, expected another", index,
+                                    elementName(tensor->kind)));
     if (static_cast<int64_t>(tensor->data.size()) != tensor->numElements())
       return fail(op, llvm::formatv("argument {0} holds {1} values for {2} elements", index,
                                     tensor->data.size(), tensor->numElements()));
@@ -256,8 +255,8 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
         shape.push_back(size);
       }
       // Undefined contents: NaN makes any read-before-write visible.
-      workspaces.push_back(std::make_unique<HostTensor>(
-          shape, elementKindOf(type.getElementType()), std::numeric_limits<float>::quiet_NaN()));
+      workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()),
+                                                        std::numeric_limits<float>::quiet_NaN()));
       env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
       continue;
     }
@@ -290,8 +289,8 @@ LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *>
         programIds[2] = z;
         ++executor.blockCount;
         if (failed(executeBlock(entry, nullptr))) {
-          executor.errorMessage += llvm::formatv(" (kernel @{0}, block ({1}, {2}, {3}))",
-                                                 kernel.getSymName(), x, y, z);
+          executor.errorMessage +=
+              llvm::formatv(" (kernel @{0}, block ({1}, {2}, {3}))", kernel.getSymName(), x, y, z);
           return failure();
         }
       }
@@ -455,18 +454,14 @@ LogicalResult TileInterpreter::executeArith(Operation *op) {
         }
         return setInt(result ? 1 : 0);
       })
-      .Case<arith::AddFOp>([&](auto) {
-        return setFloat(floatOf(op->getOperand(0)) + floatOf(op->getOperand(1)));
-      })
-      .Case<arith::SubFOp>([&](auto) {
-        return setFloat(floatOf(op->getOperand(0)) - floatOf(op->getOperand(1)));
-      })
-      .Case<arith::MulFOp>([&](auto) {
-        return setFloat(floatOf(op->getOperand(0)) * floatOf(op->getOperand(1)));
-      })
-      .Case<arith::DivFOp>([&](auto) {
-        return setFloat(floatOf(op->getOperand(0)) / floatOf(op->getOperand(1)));
-      })
+      .Case<arith::AddFOp>(
+          [&](auto) { return setFloat(floatOf(op->getOperand(0)) + floatOf(op->getOperand(1))); })
+      .Case<arith::SubFOp>(
+          [&](auto) { return setFloat(floatOf(op->getOperand(0)) - floatOf(op->getOperand(1))); })
+      .Case<arith::MulFOp>(
+          [&](auto) { return setFloat(floatOf(op->getOperand(0)) * floatOf(op->getOperand(1))); })
+      .Case<arith::DivFOp>(
+          [&](auto) { return setFloat(floatOf(op->getOperand(0)) / floatOf(op->getOperand(1))); })
       .Default([&](Operation *) { return fail(op, "unsupported arith op"); });
 }
 
@@ -577,8 +572,7 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
       })
       .Case<DimOp>([&](DimOp dim) {
         HostTensor *tensor = tensorOf(dim.getTensor());
-        env[dim.getResult()] =
-            RtValue::ofInt(tensor->shape[static_cast<int64_t>(dim.getIndex())]);
+        env[dim.getResult()] = RtValue::ofInt(tensor->shape[static_cast<int64_t>(dim.getIndex())]);
         return success();
       })
       .Case<LoadOp>([&](LoadOp load) -> LogicalResult {
@@ -670,8 +664,8 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
       })
       .Case<FillOp>([&](FillOp fill) {
         TilePtr tile = newTile(fill.getType());
-        float value = roundToElement(static_cast<float>(fill.getValue().convertToDouble()),
-                                     tile->kind);
+        float value =
+            roundToElement(static_cast<float>(fill.getValue().convertToDouble()), tile->kind);
         std::fill(tile->data.begin(), tile->data.end(), value);
         return setTile(tile);
       })
@@ -709,14 +703,16 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         for (int64_t r = 0; r < out->rows; ++r)
           for (int64_t c = 0; c < out->cols; ++c) {
             int64_t i = row0 + r, j = col0 + c, p = i + shift;
-            bool hidden = j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right);
+            bool hidden =
+                j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right);
             if (hidden)
               out->at(r, c) = kNegInf;
           }
         return setTile(out);
       })
       .Case<SoftcapOp>([&](SoftcapOp softcap) {
-        float scale = softcap.getScale().convertToDouble(), cap = softcap.getCap().convertToDouble();
+        float scale = softcap.getScale().convertToDouble(),
+              cap = softcap.getCap().convertToDouble();
         return mapTile(softcap.getScores(),
                        [&](float x) { return cap * std::tanh(scale * x / cap); });
       })
@@ -750,8 +746,8 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         TilePtr g = tileOf(grad.getGrad()), pre = tileOf(grad.getPreactivation());
         TilePtr out = cloneTile(*g);
         for (size_t e = 0; e < out->data.size(); ++e)
-          out->data[e] = static_cast<float>(
-              g->data[e] * activationDerivative(grad.getKind(), pre->data[e]));
+          out->data[e] =
+              static_cast<float>(g->data[e] * activationDerivative(grad.getKind(), pre->data[e]));
         return setTile(out);
       })
       .Case<RowMaxOp>([&](RowMaxOp rowMax) {

@@ -45,8 +45,7 @@ KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute
       gemm = GemmSpecAttr::get(builder.getContext(), gemm.getRole(), gemm.getActivation(),
                                gemm.getTransposeA(), gemm.getTransposeB(), gemm.getBias1(),
                                gemm.getBias2(), gemm.getGated(), gemm.getAccumulate(),
-                               gemm.getAlpha(), plan.blockK,
-                               gemm.getElementType());
+                               gemm.getAlpha(), plan.blockK, gemm.getElementType());
     return buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
   }
   emitError(loc) << "kernel @" << name << " has no recipe (spec attribute) to build from";
@@ -57,8 +56,8 @@ KernelOp rebuildKernel(KernelOp kernel, const TilePlan &plan) {
   OpBuilder builder(kernel);
   std::string name = kernel.getSymName().str();
   SmallVector<Type> argTypes(kernel.getFunctionType().getInputs());
-  KernelOp rebuilt = buildKernel(builder, kernel.getLoc(), name + ".rebuild",
-                                 kernel.getSpecAttr(), argTypes, plan);
+  KernelOp rebuilt = buildKernel(builder, kernel.getLoc(), name + ".rebuild", kernel.getSpecAttr(),
+                                 argTypes, plan);
   if (!rebuilt)
     return nullptr;
   kernel.erase();

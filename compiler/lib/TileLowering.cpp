@@ -40,8 +40,8 @@ GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, 
   Builder b(ctx);
   return GemmSpecAttr::get(ctx, role, activation, b.getBoolAttr(transposeA),
                            b.getBoolAttr(transposeB), b.getBoolAttr(bias1), b.getBoolAttr(bias2),
-                           b.getBoolAttr(gated), b.getBoolAttr(accumulate),
-                           b.getF64FloatAttr(1.0), /*blockK=*/32, TypeAttr::get(element));
+                           b.getBoolAttr(gated), b.getBoolAttr(accumulate), b.getF64FloatAttr(1.0),
+                           /*blockK=*/32, TypeAttr::get(element));
 }
 
 Activation toTileActivation(flash::Activation activation) {
@@ -98,8 +98,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
 FailureOr<GlobalTensorType> toProgramTensor(Operation *op, Type type, StringRef what) {
   auto ranked = llvm::dyn_cast<RankedTensorType>(type);
   if (!ranked || ranked.getRank() < 1 || ranked.getRank() > 4) {
-    op->emitError() << what << " must be a ranked tensor of rank 1 to 4 for tiling, got "
-                    << type;
+    op->emitError() << what << " must be a ranked tensor of rank 1 to 4 for tiling, got " << type;
     return failure();
   }
   Type element = ranked.getElementType();

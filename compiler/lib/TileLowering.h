@@ -29,7 +29,8 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
                                          const TargetDescription &target, FfnPlanChoice choice);
 
 /// The #tile.attention recipe of `op` for kernel `role`.
-mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op, mlir::tile::KernelRole role);
+mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
+                                            mlir::tile::KernelRole role);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
@@ -40,8 +41,7 @@ mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole
 mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
 
 /// `tile.dims` of a tensor: `symbols[d]` for dynamic dims, "" for static ones.
-llvm::SmallVector<std::string, 4> dimSymbols(mlir::Type type,
-                                             llvm::ArrayRef<std::string> symbols);
+llvm::SmallVector<std::string, 4> dimSymbols(mlir::Type type, llvm::ArrayRef<std::string> symbols);
 
 /// Name and run-time size symbols (`tile.dims`) of a graph value that becomes
 /// a program tensor.
@@ -59,7 +59,7 @@ llvm::DenseMap<mlir::Value, ValueLabel> labelFusedValues(mlir::Block &body);
 /// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
 /// bf16/f16/f32); reports on `op` naming `what` otherwise.
 mlir::FailureOr<mlir::tile::GlobalTensorType> toProgramTensor(mlir::Operation *op, mlir::Type type,
-                                                        llvm::StringRef what);
+                                                              llvm::StringRef what);
 
 /// Builds one tile program and the kernels it launches.
 class ProgramBuilder {

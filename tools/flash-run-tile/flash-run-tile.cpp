@@ -37,8 +37,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -50,8 +50,9 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
 static cl::opt<bool> runBackward("backward", cl::desc("also check the backward program"));
-static cl::opt<bool> deterministic("deterministic",
-                                   cl::desc("backward without atomics (dQ kernel per query block)"));
+static cl::opt<bool>
+    deterministic("deterministic",
+                  cl::desc("backward without atomics (dQ kernel per query block)"));
 static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
                                  cl::desc("bound on max |tile - ref| / max |ref|"));
 static cl::opt<std::string> target("target", cl::init("sm_90a"), cl::desc("sm_80 or sm_90a"));
@@ -68,10 +69,10 @@ static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
 static cl::opt<double> inputRange("input-range", cl::init(2.0),
                                   cl::desc("inputs are uniform in [-range, range]"));
 static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
-static cl::opt<std::string> runProgram(
-    "run-program",
-    cl::desc("run tile program NAME of a tile-level input as is (no compilation, no "
-             "reference): random arguments, prints blocks run and each argument's sum"));
+static cl::opt<std::string>
+    runProgram("run-program",
+               cl::desc("run tile program NAME of a tile-level input as is (no compilation, no "
+                        "reference): random arguments, prints blocks run and each argument's sum"));
 
 namespace {
 
@@ -154,8 +155,8 @@ Comparison compare(const std::string &what, const HostTensor &got, const Referen
 
 /// Gradients of flash.attention's output w.r.t. q, k, v given d_out.
 void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
-                        const ReferenceTensor &v, const ReferenceTensor &dOut,
-                        ReferenceTensor &dq, ReferenceTensor &dk, ReferenceTensor &dv) {
+                        const ReferenceTensor &v, const ReferenceTensor &dOut, ReferenceTensor &dq,
+                        ReferenceTensor &dk, ReferenceTensor &dv) {
   int64_t B = q.shape[0], Hq = q.shape[1], Sq = q.shape[2], D = q.shape[3];
   int64_t Hkv = k.shape[1], Sk = k.shape[2], Dv = v.shape[3];
   int64_t group = Hq / Hkv;
@@ -246,9 +247,8 @@ double activateDerivative(flash::Activation kind, double x) {
 /// w2, [b2]): plain y = act(x·W1 + b1)·W2 + b2, gated
 /// y = (act(x·Wg) ⊙ (x·Wu))·W2 + b2.
 void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTensor &w1,
-                  const ReferenceTensor *b1, const ReferenceTensor *wUp,
-                  const ReferenceTensor &w2, const ReferenceTensor &dy,
-                  std::vector<ReferenceTensor> &grads) {
+                  const ReferenceTensor *b1, const ReferenceTensor *wUp, const ReferenceTensor &w2,
+                  const ReferenceTensor &dy, std::vector<ReferenceTensor> &grads) {
   // Leading dimensions of x (and dy, dx) are rows: [.., M, d] is [rows, d].
   int64_t d = x.shape.back(), M = d ? x.numElements() / d : 0, H = w1.shape[1], N = w2.shape[1];
   std::vector<double> pre(M * H), up(M * H, 1.0), hidden(M * H), dpre(M * H), dup(M * H);
@@ -270,8 +270,7 @@ void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTens
       double dh = 0;
       for (int64_t n = 0; n < N; ++n)
         dh += dy.data[m * N + n] * w2.data[j * N + n];
-      dpre[m * H + j] =
-          dh * up[m * H + j] * activateDerivative(op.getActivation(), pre[m * H + j]);
+      dpre[m * H + j] = dh * up[m * H + j] * activateDerivative(op.getActivation(), pre[m * H + j]);
       dup[m * H + j] = dh * activate(op.getActivation(), pre[m * H + j]);
     }
   ReferenceTensor dx(x.shape), dw1({d, H}), db1({H}), dwUp({d, H}), dw2({H, N}), db2({N});
@@ -369,8 +368,8 @@ public:
     }
     bool ok = true;
     for (size_t r = 0; r < expected->size(); ++r)
-      ok &= report(source, compare("forward result " + std::to_string(r), outputs[r],
-                                   (*expected)[r]));
+      ok &= report(source,
+                   compare("forward result " + std::to_string(r), outputs[r], (*expected)[r]));
 
     SmallVector<Operation *> fusedOps = fusedOpsOf(fusedFunc);
     unsigned attentionIndex = 0;
@@ -381,17 +380,16 @@ public:
       std::string suffix = attentionIndex ? std::to_string(attentionIndex + 1) : "";
       ++attentionIndex;
       ReferenceTensor lseRef;
-      (void)flash::referenceAttention(refInputs[argIndex(attention.getQuery())],
-                                      refInputs[argIndex(attention.getKey())],
-                                      refInputs[argIndex(attention.getValue())],
-                                      attention.getScaleValue(), attention.getSoftcapValue(),
-                                      attention.getMask(), lseRef);
+      (void)flash::referenceAttention(
+          refInputs[argIndex(attention.getQuery())], refInputs[argIndex(attention.getKey())],
+          refInputs[argIndex(attention.getValue())], attention.getScaleValue(),
+          attention.getSoftcapValue(), attention.getMask(), lseRef);
       if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
         ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
     }
     if (runBackward) {
-      auto status = checkBackward(source, fusedFunc, fusedOps, inputs, refInputs, outputs,
-                                  expected->size());
+      auto status =
+          checkBackward(source, fusedFunc, fusedOps, inputs, refInputs, outputs, expected->size());
       if (failed(status))
         return failure();
       ok &= *status;
@@ -463,14 +461,13 @@ private:
   bool report(func::FuncOp source, const Comparison &c) {
     llvm::outs() << "@" << source.getSymName() << " " << c.what << ": max relative error "
                  << llvm::format("%.3e", c.error) << " (bound "
-                 << llvm::format("%.1e", tolerance.getValue()) << ") "
-                 << (c.ok ? "ok" : "FAIL") << "\n";
+                 << llvm::format("%.1e", tolerance.getValue()) << ") " << (c.ok ? "ok" : "FAIL")
+                 << "\n";
     return c.ok;
   }
 
   func::FuncOp backwardProgram(func::FuncOp source) {
-    auto program =
-        compiled.lookupSymbol<func::FuncOp>((source.getSymName() + "_backward").str());
+    auto program = compiled.lookupSymbol<func::FuncOp>((source.getSymName() + "_backward").str());
     if (!program || !program->hasAttr(tile::kProgramAttrName)) {
       source.emitError("flash-run-tile: no backward tile program was produced");
       return nullptr;

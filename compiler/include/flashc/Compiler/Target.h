@@ -18,10 +18,10 @@
 namespace flashc {
 
 struct TargetDescription {
-  llvm::StringLiteral name;          // "sm_80", "sm_90a"
-  int64_t sharedMemoryPerBlock;      // bytes of dynamic shared memory one block may use
-  int64_t registersPerThread;        // architectural maximum
-  int64_t mmaM, mmaN, mmaK;          // mma.sync shape (m16n8k16)
+  llvm::StringLiteral name;     // "sm_80", "sm_90a"
+  int64_t sharedMemoryPerBlock; // bytes of dynamic shared memory one block may use
+  int64_t registersPerThread;   // architectural maximum
+  int64_t mmaM, mmaN, mmaK;     // mma.sync shape (m16n8k16)
   mlir::tile::Strategy strategy;
 };
 

@@ -39,9 +39,9 @@ mlir::tile::GlobalTensorType toGlobalTensorType(mlir::RankedTensorType type);
 /// from `spec` (an AttentionSpecAttr or GemmSpecAttr) for the argument types
 /// `argTypes`, following `plan`. Returns null and reports on `loc` when the
 /// recipe cannot be built (e.g. a plan whose blocks do not divide over warps).
-mlir::tile::KernelOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc,
-                                 llvm::StringRef name, mlir::Attribute spec,
-                                 llvm::ArrayRef<mlir::Type> argTypes, const TilePlan &plan);
+mlir::tile::KernelOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
+                                 mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes,
+                                 const TilePlan &plan);
 
 /// Replaces `kernel` by the same recipe built with `plan`; returns the new
 /// kernel (same symbol name) or null after reporting an error.

@@ -8,8 +8,8 @@
 using namespace mlir;
 using namespace mlir::tile;
 
-#include "flashc/Dialect/Tile/IR/TileOpsDialect.cpp.inc"
 #include "flashc/Dialect/Tile/IR/TileEnums.cpp.inc"
+#include "flashc/Dialect/Tile/IR/TileOpsDialect.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "flashc/Dialect/Tile/IR/TileAttrs.cpp.inc"
 #define GET_TYPEDEF_CLASSES
@@ -43,7 +43,7 @@ Type GlobalTensorType::parse(AsmParser &parser) {
       parser.parseType(elementType) || parser.parseGreater())
     return {};
   return GlobalTensorType::getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                                parser.getContext(), shape, elementType);
+                                      parser.getContext(), shape, elementType);
 }
 
 static void printShape(AsmPrinter &printer, ArrayRef<int64_t> shape) {
@@ -63,15 +63,14 @@ void GlobalTensorType::print(AsmPrinter &printer) const {
 }
 
 LogicalResult GlobalTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 ArrayRef<int64_t> shape, Type elementType) {
+                                       ArrayRef<int64_t> shape, Type elementType) {
   if (shape.empty() || shape.size() > 4)
     return emitError() << "!tile.tensor must have rank 1 to 4, got " << shape.size();
   for (int64_t dim : shape)
     if (!ShapedType::isDynamic(dim) && dim < 0)
       return emitError() << "!tile.tensor dimension must be >= 0 or ?, got " << dim;
   if (!isTileElementType(elementType))
-    return emitError() << "!tile.tensor element type must be bf16, f16 or f32, got "
-                       << elementType;
+    return emitError() << "!tile.tensor element type must be bf16, f16 or f32, got " << elementType;
   return success();
 }
 
@@ -92,8 +91,8 @@ Type TileType::parse(AsmParser &parser) {
     return {};
   std::optional<MemorySpace> space = symbolizeMemorySpace(spaceName);
   if (!space) {
-    parser.emitError(spaceLoc) << "expected memory space 'shared' or 'register', got '"
-                               << spaceName << "'";
+    parser.emitError(spaceLoc) << "expected memory space 'shared' or 'register', got '" << spaceName
+                               << "'";
     return {};
   }
   return TileType::getChecked([&] { return parser.emitError(parser.getNameLoc()); },
@@ -114,8 +113,7 @@ LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
     if (dim <= 0)
       return emitError() << "!tile.tile dimensions must be static and positive";
   if (!isTileElementType(elementType))
-    return emitError() << "!tile.tile element type must be bf16, f16 or f32, got "
-                       << elementType;
+    return emitError() << "!tile.tile element type must be bf16, f16 or f32, got " << elementType;
   if (shape.size() == 1 && space != MemorySpace::Register)
     return emitError() << "row-vector tiles live in registers";
   return success();

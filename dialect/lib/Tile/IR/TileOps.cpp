@@ -59,8 +59,8 @@ LogicalResult verifyGlobalTileAccess(Operation *op, TileType tile, GlobalTensorT
     return op->emitOpError() << "needs a rank-2 tile, got " << tile;
   if (tile.getElementType() != tensor.getElementType())
     return op->emitOpError() << "tile element type " << tile.getElementType()
-                             << " differs from tensor element type "
-                             << tensor.getElementType() << " (convert first)";
+                             << " differs from tensor element type " << tensor.getElementType()
+                             << " (convert first)";
   return success();
 }
 } // namespace
@@ -71,9 +71,8 @@ LogicalResult verifyGlobalTileAccess(Operation *op, TileType tile, GlobalTensorT
 
 ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
   auto buildType = [](Builder &builder, ArrayRef<Type> args, ArrayRef<Type> results,
-                      function_interface_impl::VariadicFlag, std::string &) {
-    return builder.getFunctionType(args, results);
-  };
+                      function_interface_impl::VariadicFlag,
+                      std::string &) { return builder.getFunctionType(args, results); };
   return function_interface_impl::parseFunctionOp(
       parser, result, /*allowVariadic=*/false, getFunctionTypeAttrName(result.name), buildType,
       getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
@@ -102,12 +101,11 @@ LogicalResult KernelOp::verify() {
     if (attr.isConstant())
       continue;
     if (attr.getArgIndex() >= static_cast<int64_t>(args.size()))
-      return emitOpError() << "grid axis " << axis << " refers to argument "
-                           << attr.getArgIndex() << " but the kernel has " << args.size();
+      return emitOpError() << "grid axis " << axis << " refers to argument " << attr.getArgIndex()
+                           << " but the kernel has " << args.size();
     if (attr.getDimIndex() < 0 || attr.getDimIndex() >= args[attr.getArgIndex()].getRank())
-      return emitOpError() << "grid axis " << axis << " refers to dimension "
-                           << attr.getDimIndex() << " of a rank-"
-                           << args[attr.getArgIndex()].getRank() << " argument";
+      return emitOpError() << "grid axis " << axis << " refers to dimension " << attr.getDimIndex()
+                           << " of a rank-" << args[attr.getArgIndex()].getRank() << " argument";
   }
   int64_t warps = static_cast<int64_t>(getWarps());
   if (warps < 1 || warps > 16 || (warps & (warps - 1)) != 0)
@@ -136,11 +134,11 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   for (auto [index, pair] : llvm::enumerate(llvm::zip(params, getArgs().getTypes()))) {
     auto [param, arg] = pair;
     auto want = llvm::cast<GlobalTensorType>(param), got = llvm::cast<GlobalTensorType>(arg);
-    bool compatible = want.getRank() == got.getRank() &&
-                      want.getElementType() == got.getElementType();
+    bool compatible =
+        want.getRank() == got.getRank() && want.getElementType() == got.getElementType();
     for (int64_t d = 0; compatible && d < want.getRank(); ++d)
-      if (!ShapedType::isDynamic(want.getShape()[d]) &&
-          !ShapedType::isDynamic(got.getShape()[d]) && want.getShape()[d] != got.getShape()[d])
+      if (!ShapedType::isDynamic(want.getShape()[d]) && !ShapedType::isDynamic(got.getShape()[d]) &&
+          want.getShape()[d] != got.getShape()[d])
         compatible = false;
     if (!compatible)
       return emitOpError() << "argument " << index << " has type " << arg << " but kernel @"
@@ -231,8 +229,7 @@ LogicalResult CopyOp::verify() {
   if (failed(expectTile(*this, source, "source", 2, MemorySpace::Register, false)) ||
       failed(expectTile(*this, result, "result", 2, MemorySpace::Shared, false)))
     return failure();
-  if (source.getShape() != result.getShape() ||
-      source.getElementType() != result.getElementType())
+  if (source.getShape() != result.getShape() || source.getElementType() != result.getElementType())
     return emitOpError("copies keep shape and element type");
   return success();
 }
@@ -293,9 +290,7 @@ LogicalResult SoftcapGradOp::verify() {
 
 LogicalResult ScaleOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
 LogicalResult MulOp::verify() { return expectRegisterF32Tile(*this, getType(), "operand"); }
-LogicalResult ActivationOp::verify() {
-  return expectRegisterF32Tile(*this, getType(), "source");
-}
+LogicalResult ActivationOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
 LogicalResult ActivationGradOp::verify() {
   return expectRegisterF32Tile(*this, getType(), "gradient");
 }

@@ -17,3 +17,5 @@
 #include "flashc/device/panel.cuh"
 #include "flashc/device/wgmma.cuh"
 #include "flashc/device/emitter_api.cuh"
+#include "flashc/device/tile_f32.cuh"
+#include "flashc/device/wgmma_tile.cuh"

@@ -13,6 +13,7 @@ namespace device {
 template <int Rows, int Cols>
 struct SmemTileF32 {
   static_assert(Cols % 4 == 0, "rows must be whole 16-byte units");
+  using Elem = float;
   static constexpr int kRowStride = Cols + 8;
   static constexpr int kBytes = Rows * kRowStride * 4;
   float* data;

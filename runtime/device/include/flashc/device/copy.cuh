@@ -44,8 +44,9 @@ __device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
     // by a constant.
     constexpr bool kAffine = kRowsPerStep % 8 == 0;
     const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
-    const bool col_ok = chunk * 8 < src.cols;
-    const T* g = src.base + (row0 + row) * src.row_stride + chunk * 8;
+    constexpr int kEPC = Tile::kElemsPerChunk;
+    const bool col_ok = chunk * kEPC < src.cols;
+    const T* g = src.base + (row0 + row) * src.row_stride + chunk * kEPC;
     const long long step = kRowsPerStep * src.row_stride;
     const unsigned s0 = dst.addr(row, chunk);
 #pragma unroll
@@ -67,8 +68,9 @@ __device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
       if (kChunks % kThreads == 0 || idx < kChunks) {
         const int row = idx / kCPR;
         const int chunk = idx % kCPR;
-        const bool valid = row0 + row < src.rows && chunk * 8 < src.cols;
-        const T* g = valid ? src.base + (row0 + row) * src.row_stride + chunk * 8 : src.base;
+        constexpr int kEPC = Tile::kElemsPerChunk;
+        const bool valid = row0 + row < src.rows && chunk * kEPC < src.cols;
+        const T* g = valid ? src.base + (row0 + row) * src.row_stride + chunk * kEPC : src.base;
         cp_async_16(dst.addr(row, chunk), g, valid);
       }
     }
@@ -90,9 +92,9 @@ __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& dst, int row0,
     if (kChunks % kThreads == 0 || idx < kChunks) {
       const int row = idx / Tile::kChunksPerRow;
       const int chunk = idx % Tile::kChunksPerRow;
-      if (row0 + row < dst.rows && chunk * 8 < dst.cols) {
+      if (row0 + row < dst.rows && chunk * Tile::kElemsPerChunk < dst.cols) {
         const uint4 v = *reinterpret_cast<const uint4*>(src.ptr(row, chunk));
-        *reinterpret_cast<uint4*>(dst.base + (row0 + row) * dst.row_stride + chunk * 8) = v;
+        *reinterpret_cast<uint4*>(dst.base + (row0 + row) * dst.row_stride + chunk * Tile::kElemsPerChunk) = v;
       }
     }
   }

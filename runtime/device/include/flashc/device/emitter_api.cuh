@@ -186,5 +186,48 @@ __device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, const RegTile1
       }
 }
 
+// tile.convert with a shared source: element (row, col) of the calling thread's fragments read
+// from the swizzled tile (f32 -> 16-bit rounds to nearest even).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemTile<float, R, C> src) {
+  const char* base = reinterpret_cast<const char*>(src.data);
+#pragma unroll
+  for (int mt = 0; mt < dst.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < dst.kNT; ++nt) {
+        const float2 f = *reinterpret_cast<const float2*>(
+            base + SmemTile<float, R, C>::elem_offset(dst.row(mt, h), dst.col(nt, 0)));
+        dst.v[mt][nt][h] = ElemTraits<T>::pack(f.x, f.y);
+      }
+}
+template <int R, int C, int W>
+__device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, SmemTile<float, R, C> src) {
+  const char* base = reinterpret_cast<const char*>(src.data);
+#pragma unroll
+  for (int mt = 0; mt < dst.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < dst.kNT; ++nt) {
+        const float2 f = *reinterpret_cast<const float2*>(
+            base + SmemTile<float, R, C>::elem_offset(dst.row(mt, h), dst.col(nt, 0)));
+        dst.v[mt][nt][2 * h] = f.x;
+        dst.v[mt][nt][2 * h + 1] = f.y;
+      }
+}
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, SmemTile<T, R, C> src) {
+  static_assert(sizeof(T) == 2, "16-bit shared source");
+  RegTile16<T, R, C, W> frag;
+  load_fragments(frag, src);
+  convert(dst, frag);
+}
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemTile<T, R, C> src) {
+  load_fragments(dst, src);
+}
+
 }  // namespace device
 }  // namespace flashc

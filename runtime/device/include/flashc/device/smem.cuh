@@ -20,15 +20,18 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
 // barrier that publishes them.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Element types: 16-bit (bf16/f16: matmul operands, ldmatrix) or f32 (float: staging only, e.g.
+// the backward's dQ accumulator read back by the postprocess; no matmul on f32 tiles).
 template <class T, int Rows, int Cols>
 struct SmemTile {
-  static_assert(sizeof(T) == 2, "shared tiles hold 16-bit elements (bf16/f16)");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "shared tiles hold 16-bit or f32 elements");
   using Elem = T;
   static constexpr int kRows = Rows;
   static constexpr int kCols = Cols;
-  static constexpr int kChunksPerRow = Cols * 2 / 16;
-  static constexpr int kBytes = Rows * Cols * 2;
-  static_assert(Cols % 32 == 0, "rows must be a multiple of 64 bytes (head dims 32, 64, 96, ...)");
+  static constexpr int kElemsPerChunk = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kChunksPerRow = Cols * static_cast<int>(sizeof(T)) / 16;
+  static constexpr int kBytes = Rows * Cols * static_cast<int>(sizeof(T));
+  static_assert(Cols * sizeof(T) % 64 == 0, "rows must be a multiple of 64 bytes (16-bit head dims 32, 64, 96, ...)");
   static_assert(Rows % 8 == 0, "swizzle period is 8 rows");
 
   T* data;
@@ -51,7 +54,7 @@ struct SmemTile {
   }
   // Byte offset of element (row, col).
   static __device__ __forceinline__ int elem_offset(int row, int col) {
-    return chunk_offset(row, col >> 3) + (col & 7) * 2;
+    return chunk_offset(row, col / kElemsPerChunk) + (col % kElemsPerChunk) * static_cast<int>(sizeof(T));
   }
   __device__ __forceinline__ unsigned addr(int row, int chunk) const {
     return smem_u32(data) + chunk_offset(row, chunk);

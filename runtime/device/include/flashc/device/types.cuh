@@ -59,7 +59,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 // Compile-time square root (Newton), for the default softmax scale 1/sqrt(head_dim) as a constant.
-constexpr double constexpr_sqrt(double x, double guess = 1.0, int iters = 64) {
+__host__ __device__ constexpr double constexpr_sqrt(double x, double guess = 1.0, int iters = 64) {
   return iters == 0 ? guess : constexpr_sqrt(x, 0.5 * (guess + x / guess), iters - 1);
 }
 

@@ -1,0 +1,63 @@
+// Strategy wgmma_sm90: the tile ops whose code differs from mma.sync, in the call forms the CUDA
+// emitter prints. Register tiles keep their layout (warpgroup g = warps 4g..4g+3 owns rows
+// 64g..64g+63, each warp 16 rows: exactly a RegTileF32<128, N, 8>), so every softmax, mask and
+// store call is shared with mma.sync; only the matmuls and the shared layouts of their operands
+// (SmemPanelTile, 1024-byte aligned) change. Recipe and measurements: docs/device-library.md.
+#pragma once
+#include "flashc/device/emitter_api.cuh"
+#include "flashc/device/panel.cuh"
+#include "flashc/device/wgmma.cuh"
+
+namespace flashc {
+namespace device {
+
+// tile.load %t[.., row0, col0] limit [rl, cl] -> panel tile (issue only).
+template <int kThreads, class T, int R, int C>
+__device__ __forceinline__ void load_tile_async(SmemPanelTile<T, R, C> dst, const GlobalMatrix<T>& m, int row0,
+                                                int col0, int rl, int cl) {
+  load_tile_async<kThreads>(dst, tile_window(m, col0, rl, cl), row0);
+}
+
+// Dynamic shared memory rounded up to the 1024-byte alignment the 128-byte swizzle needs (the
+// manifest asks for 1024 bytes more than the plan).
+__device__ __forceinline__ unsigned char* align_smem_1024(unsigned char* raw) {
+  return raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
+}
+
+// tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form).
+template <class T, int M, int N, int K, int W>
+__device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
+                                                SmemPanelTile<T, N, K> b) {
+  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
+  const int warpgroup = warp_id() / 4;
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned a_addr = a.base() + (kk / 4) * SmemPanelTile<T, M, K>::kPanelBytes + warpgroup * 64 * 128 +
+                            (kk % 4) * 32;
+    const unsigned b_addr = b.base() + (kk / 4) * SmemPanelTile<T, N, K>::kPanelBytes + (kk % 4) * 32;
+    wgmma_ss<T, N>(&c.v[0][0][0], wgmma_desc(a_addr, 16, 1024), wgmma_desc(b_addr, 16, 1024));
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+}
+
+// tile.matmul %a, %b, %c with a a 16-bit register tile, b shared [K][N]: C += A B (RS form; B is
+// MN-major, read with the transpose bit).
+template <class T, int M, int N, int K, int W>
+__device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
+                                             SmemPanelTile<T, K, N> b) {
+  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned frag[4] = {a.v[0][2 * kk][0], a.v[0][2 * kk][1], a.v[0][2 * kk + 1][0], a.v[0][2 * kk + 1][1]};
+    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag,
+                      wgmma_desc(b.base() + kk * 16 * 128, SmemPanelTile<T, K, N>::kPanelBytes, 1024));
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+}
+
+}  // namespace device
+}  // namespace flashc
