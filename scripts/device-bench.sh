@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${STEPS//,/ }; do
-  case "$s" in build|test|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, attention, ffn)" >&2; exit 2 ;; esac
+  case "$s" in build|test|run|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, run, attention, ffn)" >&2; exit 2 ;; esac
 done
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 
@@ -85,6 +85,19 @@ else
     if ! ctest --test-dir "$BUILD" -N 2>/dev/null | grep -q python.unittest; then
       step python_tests python3 -m unittest discover -s python/tests -v
     fi
+  fi
+  if has_step run && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
+    # Every carried bundle (examples and configurations) against the float64 reference in C++.
+    run_all() {
+      local rc=0
+      for b in "$FLASHC_BUNDLE_PATH"/*/; do
+        [ -f "$b/manifest.flashc" ] || continue
+        "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 || rc=1
+        "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens 130 || rc=1
+      done
+      return $rc
+    }
+    step flashc_run run_all
   fi
   has_step attention && step bench_attention python3 bench/bench_attention.py --out "$OUT" $ATTENTION_ARGS
   has_step ffn && step bench_ffn python3 bench/bench_ffn.py --out "$OUT" $FFN_ARGS

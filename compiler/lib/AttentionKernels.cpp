@@ -83,10 +83,14 @@ struct MaskGeometry {
     return cond;
   }
 
-  Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0) const {
+  /// `transposed`: the tile is S^T (keys on the rows); row0/col0 are still
+  /// the first query and the first key.
+  Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0,
+                  bool transposed = false) const {
     return kb.ifThenElse(needsMask(kb, row0, col0), scores, [&]() -> Value {
       return kb.b.create<MaskOp>(kb.loc, scores.getType(), scores, row0, col0, sk, off,
-                                 kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right));
+                                 kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right),
+                                 transposed ? kb.b.getUnitAttr() : UnitAttr());
     });
   }
 };
@@ -262,6 +266,73 @@ struct AttentionKernel {
     kb.store(kb.convert(grads[1], elem), dV, {b, hk, col0, zero}, g.sk, kb.idx(Dv));
   }
 
+  /// The S^T form of keyValueGradients: tiles of S^T = K·Qᵀ [Bc x Br] with
+  /// keys on the rows, so Pᵀ and dSᵀ feed dV += Pᵀ·dO and dK += dSᵀ·Q straight
+  /// from registers; per-query lse and D are column vectors in shared memory;
+  /// only dSᵀ goes through shared memory, for dQ += dS·K.
+  void keyValueGradientsTransposed(bool atomicDq) {
+    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
+          delta = kb.arg(5);
+    Value dqAccum = atomicDq ? kb.arg(6) : Value();
+    Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
+    Value kbIdx = kb.programId(GridAxis::X), hk = kb.programId(GridAxis::Y),
+          b = kb.programId(GridAxis::Z);
+    MaskGeometry g = geometry(q, k);
+    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
+    Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+    Value zero = kb.idx(0);
+    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
+    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
+    Value begin, end;
+    std::tie(begin, end) = g.queryBlocks(kb, col0);
+    auto columnVector =
+        TileType::get(kb.b.getContext(), {Br}, kb.b.getF32Type(), MemorySpace::Shared);
+    SmallVector<Value> grads = kb.forLoop(
+        zero, group, {kb.fill(kb.regF32(Bc, D), 0.0), kb.fill(kb.regF32(Bc, Dv), 0.0)},
+        [&](Value member, ValueRange outer) -> SmallVector<Value> {
+          Value h = kb.add(kb.mul(hk, group), member);
+          return kb.forLoop(
+              begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
+                Value dk = carried[0], dv = carried[1];
+                Value row0 = kb.mul(qb, kb.idx(Br));
+                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
+                Value doTile =
+                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
+                Value lseCol = kb.b.create<LoadRowsOp>(kb.loc, columnVector, lse,
+                                                       ValueRange{b, h, row0}, g.sq);
+                Value dCol = kb.b.create<LoadRowsOp>(kb.loc, columnVector, delta,
+                                                     ValueRange{b, h, row0}, g.sq);
+                // S^T = K·Qᵀ [Bc x Br]
+                Value s = kb.matmul(kTile, qTile, kb.fill(kb.regF32(Bc, Br), 0.0), false, true);
+                Value capped;
+                if (softcap > 0) {
+                  s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
+                                             kb.b.getF64FloatAttr(softcap));
+                  capped = s;
+                }
+                s = g.applyMask(kb, s, row0, col0, /*transposed=*/true);
+                Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseCol,
+                                                        kb.b.getF64FloatAttr(softmaxScale()));
+                // dV += Pᵀ·dO with Pᵀ in registers
+                Value dvNew = kb.matmul(kb.convert(p, elem), doTile, dv, false, false);
+                // dPᵀ = V·dOᵀ; dSᵀ = Pᵀ∘(dPᵀ - D[col])
+                Value dp = kb.matmul(vTile, doTile, kb.fill(kb.regF32(Bc, Br), 0.0), false, true);
+                Value ds = scoreGradient(p, dp, dCol, capped);
+                Value dsReg = kb.convert(ds, elem);
+                Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
+                if (atomicDq) {
+                  // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
+                  Value dq = kb.matmul(kb.copyToShared(dsReg), kTile,
+                                       kb.fill(kb.regF32(Br, D), 0.0), true, false);
+                  kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
+                }
+                return {dkNew, dvNew};
+              });
+        });
+    kb.store(kb.convert(grads[0], elem), dK, {b, hk, col0, zero}, g.sk, kb.idx(D));
+    kb.store(kb.convert(grads[1], elem), dV, {b, hk, col0, zero}, g.sk, kb.idx(Dv));
+  }
+
   /// Deterministic dQ: one block per query block, looping over key blocks.
   void queryGradient() {
     Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
@@ -318,8 +389,10 @@ static int64_t attentionArgCount(KernelRole role, size_t given) {
   case KernelRole::AttentionBackwardPreprocess:
     return given == 4 ? 4 : 3;
   case KernelRole::AttentionBackward:
+  case KernelRole::AttentionBackwardTransposed:
     return 9;
   case KernelRole::AttentionBackwardKV:
+  case KernelRole::AttentionBackwardKVTransposed:
     return 8;
   case KernelRole::AttentionBackwardDQ:
     return 7;
@@ -350,7 +423,10 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   MLIRContext *ctx = builder.getContext();
   // Grid axis x walks query blocks (key blocks for the dK/dV kernels).
   SmallVector<GridAttr, 3> grid;
-  bool overKeys = role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardKV;
+  bool overKeys = role == KernelRole::AttentionBackward ||
+                  role == KernelRole::AttentionBackwardKV ||
+                  role == KernelRole::AttentionBackwardTransposed ||
+                  role == KernelRole::AttentionBackwardKVTransposed;
   unsigned gridArg = overKeys ? 1 : 0;
   int64_t rowBlock = overKeys ? plan.blockN : plan.blockM;
   grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 2, rowBlock));
@@ -372,6 +448,12 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
     break;
   case KernelRole::AttentionBackwardKV:
     kernel.keyValueGradients(/*atomicDq=*/false);
+    break;
+  case KernelRole::AttentionBackwardTransposed:
+    kernel.keyValueGradientsTransposed(/*atomicDq=*/true);
+    break;
+  case KernelRole::AttentionBackwardKVTransposed:
+    kernel.keyValueGradientsTransposed(/*atomicDq=*/false);
     break;
   case KernelRole::AttentionBackwardDQ:
     kernel.queryGradient();

@@ -50,6 +50,23 @@ std::string floatLiteral(double v) {
   return s + "f";
 }
 
+/// The device library's `Act` enumerator of an activation kind.
+const char *activationEnumerator(tile::Activation kind) {
+  switch (kind) {
+  case tile::Activation::GeluTanh:
+    return "Act::GeluTanh";
+  case tile::Activation::GeluErf:
+    return "Act::GeluErf";
+  case tile::Activation::Silu:
+    return "Act::Silu";
+  case tile::Activation::Relu:
+    return "Act::Relu";
+  case tile::Activation::Identity:
+    return "Act::Identity";
+  }
+  return "Act::Identity";
+}
+
 bool isCppKeyword(StringRef name) {
   static const llvm::StringSet<> keywords = {
       "do", "if", "for", "int", "float", "double", "char", "long", "short", "auto", "const",
@@ -815,6 +832,17 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                << ", " << floatLiteral(o.getCap().convertToDouble()) << ");\n";
         return success();
       })
+      .Case([&](tile::SoftcapGradOp o) {
+        std::string name = canUpdateInPlace(o, o.getGrad()) ? reg(o.getGrad()) : "";
+        if (name.empty())
+          name = declareResult(o, o.getResult(), "dcapped", reg(o.getGrad()));
+        else
+          bind(o.getResult(), name);
+        line() << "softcap_grad(" << name << ", " << reg(o.getCapped()) << ", "
+               << floatLiteral(o.getCap().convertToDouble())
+               << ");  // dS *= 1 - (capped / cap)^2\n";
+        return success();
+      })
       .Case([&](tile::ScaleOp o) {
         std::string name = canUpdateInPlace(o, o.getSource()) ? reg(o.getSource()) : "";
         if (name.empty())
@@ -840,8 +868,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           name = declareResult(o, o.getResult(), "act", reg(o.getSource()));
         else
           bind(o.getResult(), name);
-        line() << "activation<Act::" << tile::stringifyActivation(o.getKind()) << ">(" << name
-               << ");\n";
+        line() << "activation<" << activationEnumerator(o.getKind()) << ">(" << name << ");\n";
         return success();
       })
       .Case([&](tile::ActivationGradOp o) {
@@ -850,8 +877,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           name = declareResult(o, o.getResult(), "dpre", reg(o.getGrad()));
         else
           bind(o.getResult(), name);
-        line() << "activation_grad<Act::" << tile::stringifyActivation(o.getKind()) << ">("
-               << name << ", " << reg(o.getPreactivation()) << ");\n";
+        line() << "activation_grad<" << activationEnumerator(o.getKind()) << ">(" << name << ", "
+               << reg(o.getPreactivation()) << ");\n";
         return success();
       })
       .Case([&](tile::RowMaxOp o) {

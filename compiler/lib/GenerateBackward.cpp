@@ -221,11 +221,15 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     std::string base = func.getSymName().str() + "_attention" + slot.suffix;
     auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
     Location loc = op.getLoc();
+    KernelRole kvRole =
+        transposed ? KernelRole::AttentionBackwardKVTransposed : KernelRole::AttentionBackwardKV;
+    KernelRole mainRole =
+        transposed ? KernelRole::AttentionBackwardTransposed : KernelRole::AttentionBackward;
     if (deterministic)
       return success(
           succeeded(pb.launch(loc, base + "_bwd_preprocess",
                               spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
-          succeeded(pb.launch(loc, base + "_bwd_kv", spec(KernelRole::AttentionBackwardKV),
+          succeeded(pb.launch(loc, base + "_bwd_kv", spec(kvRole),
                               {q, k, v, dOut, lse, delta, dK, dV})) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
                               {q, k, v, dOut, lse, delta, dQ})));
@@ -235,7 +239,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
                             spec(KernelRole::AttentionBackwardPreprocess),
                             {out, dOut, delta, dqAccum})) &&
-        succeeded(pb.launch(loc, base + "_bwd", spec(KernelRole::AttentionBackward),
+        succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
                             {q, k, v, dOut, lse, delta, dqAccum, dK, dV})) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));

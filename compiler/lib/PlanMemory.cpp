@@ -76,12 +76,19 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
       if (plan.blockN % 16 != 0)
         return reject(llvm::formatv("block_n = {0} must be a multiple of 16 (mma k)", plan.blockN));
-      if (failed(bands(plan.blockM, "block_m")))
-        return failure();
       KernelRole role = attention.getRole();
-      if ((role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardKV) &&
+      // S^T kernels distribute key rows over the warps (query-row tiles such
+      // as dQ use the emitter's 2-D warp layout); the others query rows.
+      bool keyRows = role == KernelRole::AttentionBackwardTransposed ||
+                     role == KernelRole::AttentionBackwardKVTransposed;
+      if (!keyRows && failed(bands(plan.blockM, "block_m")))
+        return failure();
+      if ((keyRows || role == KernelRole::AttentionBackward ||
+           role == KernelRole::AttentionBackwardKV) &&
           failed(bands(plan.blockN, "block_n")))
         return failure();
+      if (keyRows && plan.blockM % 16 != 0)
+        return reject(llvm::formatv("block_m = {0} must be a multiple of 16 (mma k)", plan.blockM));
       return success();
     }
     if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
@@ -120,6 +127,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       kernel.emitWarning() << "flash-plan-memory: @" << kernel.getSymName()
                            << " has no recipe (spec); block-size options do not apply to it";
     }
+    // wgmma needs whole warpgroups of 16-row bands (64 rows per 4 warps); a
+    // block-size override that breaks that shape falls back to mma.sync.
+    if (plan.strategy == Strategy::WgmmaSm90 &&
+        !(plan.warps % 4 == 0 && plan.blockM == 16 * plan.warps))
+      plan.strategy = Strategy::MmaSyncSm80;
     if (failed(checkPlan(kernel, plan)))
       return failure();
     if (spec && !samePlan(plan, current, isGemm)) {

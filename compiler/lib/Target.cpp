@@ -89,6 +89,14 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
       plan.blockN = d <= 64 ? 128 : 64;
       plan.warps = 4;
       break;
+    case KernelRole::AttentionBackwardTransposed:
+    case KernelRole::AttentionBackwardKVTransposed:
+      // S^T form (docs/device-library.md): 128 keys on 8 warps x 16 rows,
+      // query blocks of 64.
+      plan.blockM = 64;
+      plan.blockN = d <= 128 ? 128 : 64;
+      plan.warps = plan.blockN / 16;
+      break;
     default:
       // Row-wise pre/postprocessing: memory bound, 128 rows, 8 warps.
       plan.blockM = 128;
@@ -135,6 +143,8 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
       break;
     case KernelRole::AttentionBackward:
     case KernelRole::AttentionBackwardKV:
+    case KernelRole::AttentionBackwardTransposed:
+    case KernelRole::AttentionBackwardKVTransposed:
       // dK [Bc x D] + dV [Bc x Dv] + S/P and dP/dS [Br x Bc]
       values = plan.blockN * (d + dv) + 2 * plan.blockM * plan.blockN;
       break;

@@ -700,9 +700,12 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
                 limit = intOf(mask.getColLimit()), shift = intOf(mask.getOffset());
         int64_t left = static_cast<int64_t>(mask.getWindowLeft()),
                 right = static_cast<int64_t>(mask.getWindowRight());
+        bool transposed = mask.getTransposed();
         for (int64_t r = 0; r < out->rows; ++r)
           for (int64_t c = 0; c < out->cols; ++c) {
-            int64_t i = row0 + r, j = col0 + c, p = i + shift;
+            // S^T tiles have keys on the rows.
+            int64_t i = transposed ? row0 + c : row0 + r, j = transposed ? col0 + r : col0 + c;
+            int64_t p = i + shift;
             bool hidden =
                 j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right);
             if (hidden)
@@ -840,19 +843,22 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         TilePtr s = tileOf(probs.getScores()), lse = tileOf(probs.getLse());
         TilePtr out = cloneTile(*s);
         float scale = probs.getScale().convertToDouble();
+        bool byColumn = llvm::cast<TileType>(probs.getLse().getType()).isShared();
         for (int64_t r = 0; r < s->rows; ++r)
-          for (int64_t c = 0; c < s->cols; ++c)
-            out->at(r, c) =
-                lse->data[r] == kNegInf ? 0.0f : std::exp(scale * s->at(r, c) - lse->data[r]);
+          for (int64_t c = 0; c < s->cols; ++c) {
+            float l = lse->data[byColumn ? c : r];
+            out->at(r, c) = l == kNegInf ? 0.0f : std::exp(scale * s->at(r, c) - l);
+          }
         return setTile(out);
       })
       .Case<SoftmaxGradOp>([&](SoftmaxGradOp grad) {
         TilePtr p = tileOf(grad.getProbs()), dp = tileOf(grad.getDprobs()),
                 d = tileOf(grad.getDelta());
         TilePtr out = cloneTile(*p);
+        bool byColumn = llvm::cast<TileType>(grad.getDelta().getType()).isShared();
         for (int64_t r = 0; r < p->rows; ++r)
           for (int64_t c = 0; c < p->cols; ++c)
-            out->at(r, c) = p->at(r, c) * (dp->at(r, c) - d->data[r]);
+            out->at(r, c) = p->at(r, c) * (dp->at(r, c) - d->data[byColumn ? c : r]);
         return setTile(out);
       })
       .Default([&](Operation *) { return fail(op, "not executable inside a kernel"); });

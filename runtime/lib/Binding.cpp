@@ -308,7 +308,8 @@ Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments 
 }
 
 Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramSpec &program,
-                                        const Arguments &args, const DeviceLimits &limits) {
+                                        const Arguments &args, const DeviceLimits &limits,
+                                        const std::map<std::string, DeviceLimits> *kernelLimits) {
   const std::string what = "program '" + program.name + "'";
   std::vector<const KernelSpec *> kernels;
   std::set<std::string> params, scratchNames;
@@ -359,7 +360,12 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     for (const auto &p : k->tensors)
       if (scratchNames.count(p.name))
         if (Status s = bindTensor(p, scratchArgs[p.name], binder); !s) return s.error();
-    auto kl = finishKernel(*k, args, scratchArgs, binder, limits);
+    const DeviceLimits *own = nullptr;
+    if (kernelLimits) {
+      auto it = kernelLimits->find(k->name);
+      if (it != kernelLimits->end()) own = &it->second;
+    }
+    auto kl = finishKernel(*k, args, scratchArgs, binder, own ? *own : limits);
     if (!kl) return kl.error();
     launch.kernels.push_back(*kl);
   }

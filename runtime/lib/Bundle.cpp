@@ -349,14 +349,13 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   const Driver &drv = **d;
   auto m = impl_->moduleForCurrentContext(drv);
   if (!m) return m.error();
-  // The strictest limits over the program's kernels.
-  DeviceLimits limits = (*m)->limits.at(p->kernels.front());
-  for (const auto &kn : p->kernels) {
-    const DeviceLimits &l = (*m)->limits.at(kn);
-    limits.maxThreadsPerBlock = std::min(limits.maxThreadsPerBlock, l.maxThreadsPerBlock);
-    limits.maxDynamicSharedBytes = std::min(limits.maxDynamicSharedBytes, l.maxDynamicSharedBytes);
-  }
-  auto plan = planProgramLaunch(impl_->manifest, *p, args, limits);
+  // Each kernel is checked against its own limits (block size and shared
+  // memory depend on the compiled function).
+  std::map<std::string, DeviceLimits> kernelLimits;
+  for (const auto &kn : p->kernels)
+    kernelLimits[kn] = (*m)->limits.at(kn);
+  auto plan = planProgramLaunch(impl_->manifest, *p, args, kernelLimits.at(p->kernels.front()),
+                                &kernelLimits);
   if (!plan) return plan.error();
   for (const auto &kl : plan->kernels)
     if (Status s = impl_->checkPointers(drv, kl, (*m)->device); !s) return s;

@@ -1,5 +1,6 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward | FileCheck %s
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=deterministic=true | FileCheck %s --check-prefix=DET
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=transposed=true | FileCheck %s --check-prefix=TR
 // The gradients these kernels compute are checked numerically by
 // test/Numerics/attention*.mlir and ffn*.mlir (CPU executor vs float64).
 
@@ -88,6 +89,27 @@
 // DET: tile.launch @attn_attention_bwd_preprocess(%arg3, %arg5, %[[DELTA]])
 // DET: tile.launch @attn_attention_bwd_kv(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %arg7, %arg8)
 // DET: tile.launch @attn_attention_bwd_dq(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %arg6)
+// S^T form: S^T = K·Qᵀ with keys on the rows; per-query lse and D are
+// column vectors in shared memory; Pᵀ and dSᵀ feed dV and dK from registers;
+// only dSᵀ is copied to shared memory (for dQ = (dSᵀ)ᵀ·K).
+// TR-LABEL: tile.kernel @attn_attention_bwd(
+// TR-SAME: block_m = 64 : i64, block_n = 128 : i64
+// TR-SAME: role = attention_backward_transposed
+// TR-SAME: warps = 8
+// TR: %[[KT:.*]] = tile.load %arg1
+// TR: %[[QT:.*]] = tile.load %arg0
+// TR: %[[DOT:.*]] = tile.load %arg3
+// TR: %[[LSE:.*]] = tile.load_rows %arg4{{.*}} -> <64xf32, shared>
+// TR: %[[D:.*]] = tile.load_rows %arg5{{.*}} -> <64xf32, shared>
+// TR: tile.matmul %[[KT]], %[[QT]], %{{.*}} transpose_b : <128x64xbf16, shared>, <64x64xbf16, shared> -> <128x64xf32, register>
+// TR: tile.mask {{.*}} window[-1, 0] transposed
+// TR: %[[P:.*]] = tile.recompute_probs %{{.*}}, %[[LSE]] scale 1.250000e-01 : <128x64xf32, register>, <64xf32, shared>
+// TR: %[[PB:.*]] = tile.convert %[[P]]
+// TR: tile.matmul %[[PB]], %[[DOT]], %{{.*}} : <128x64xbf16, register>, <64x64xbf16, shared> -> <128x64xf32, register>
+// TR: %[[DS:.*]] = tile.softmax_grad %[[P]], %{{.*}}, %[[D]]
+// TR: %[[DSS:.*]] = tile.copy
+// TR: tile.matmul %[[DSS]], %[[KT]], %{{.*}} transpose_a : <128x64xbf16, shared>, <128x64xbf16, shared> -> <64x64xf32, register>
+// TR: tile.atomic_add
 func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
       : (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)

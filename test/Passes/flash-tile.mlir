@@ -14,7 +14,7 @@
 // CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
 // CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>
-// CHECK-SAME: warps = 8
+// CHECK-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
 // CHECK: %[[RB:.*]] = tile.program_id x
 // CHECK: %[[H:.*]] = tile.program_id y
 // CHECK: %[[B:.*]] = tile.program_id z
@@ -70,8 +70,11 @@
 // CHECK-SAME: %arg4: !tile.tensor<?x8x?xf32> {tile.dims = ["B", "", "Sq"], tile.name = "lse"}) attributes {tile.program}
 // CHECK-NEXT: tile.launch @causal_attention_fwd(%arg0, %arg1, %arg2, %arg3, %arg4)
 // CHECK-NEXT: return
+// On sm_90a the 16-bit forward uses wgmma (two warpgroups, 128 x 128); on
+// sm_80 mma.sync with 128 x 64 blocks and 32 query rows per warp.
 // SM80-LABEL: tile.kernel @causal_attention_fwd
-// SM80-SAME: block_m = 128 : i64, block_n = 128 : i64
+// SM80-SAME: block_m = 128 : i64, block_n = 64 : i64
+// SM80-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
 func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
       : (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
@@ -82,17 +85,19 @@ func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tens
 
 // No mask, f32, D = 128: all key blocks; the predicate is the key tail only;
 // no convert before P·V (f32 operands); the lse is returned by the graph.
+// f32 stays on mma.sync: 128 x 64 blocks, 4 warps.
 // CHECK-LABEL: tile.kernel @full_attention_fwd
-// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK-SAME: block_m = 128 : i64, block_n = 64 : i64
+// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
 // CHECK: %[[SK:.*]] = tile.dim %arg1, 2
-// CHECK: %[[NB:.*]] = arith.ceildivsi %[[SK]], %c128
+// CHECK: %[[NB:.*]] = arith.ceildivsi %[[SK]], %c64
 // CHECK: scf.for %{{.*}} = %c0 to %[[NB]]
-// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c128
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c64
 // CHECK-NEXT: %[[TAIL:.*]] = arith.cmpi sgt, %[[END]], %[[SK]]
 // CHECK-NEXT: scf.if %[[TAIL]]
 // CHECK-NEXT: tile.mask {{.*}} window[-1, -1]
 // CHECK-NOT: tile.convert
-// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} : <128x128xf32, register>, <128x128xf32, shared> -> <128x128xf32, register>
+// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} : <128x64xf32, register>, <64x128xf32, shared> -> <128x128xf32, register>
 // CHECK-LABEL: func.func @full(
 // CHECK-SAME: {tile.name = "out"}
 // CHECK-SAME: {tile.name = "lse"}) attributes {tile.program}

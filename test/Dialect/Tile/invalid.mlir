@@ -6,8 +6,12 @@ func.func private @rank5(!tile.tensor<1x2x3x4x5xf32>)
 
 // -----
 
-// expected-error @+1 {{row-vector tiles live in registers}}
-func.func private @shared_row(!tile.tile<64xf32, shared>)
+func.func @f(%s: !tile.tile<32x16xf32, register>, %lse: !tile.tile<32xf32, shared>) {
+  // A shared (column) vector has one value per column: 16 here.
+  // expected-error @+1 {{lse must have 16 values (one per column)}}
+  %p = tile.recompute_probs %s, %lse scale 1.0 : !tile.tile<32x16xf32, register>, !tile.tile<32xf32, shared>
+  return
+}
 
 // -----
 

@@ -108,14 +108,13 @@ void TileType::print(AsmPrinter &printer) const {
 LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape, Type elementType, MemorySpace space) {
   if (shape.empty() || shape.size() > 2)
-    return emitError() << "!tile.tile must have rank 1 (row vector) or 2, got " << shape.size();
+    return emitError() << "!tile.tile must have rank 1 (row or column vector) or 2, got "
+                       << shape.size();
   for (int64_t dim : shape)
     if (dim <= 0)
       return emitError() << "!tile.tile dimensions must be static and positive";
   if (!isTileElementType(elementType))
     return emitError() << "!tile.tile element type must be bf16, f16 or f32, got " << elementType;
-  if (shape.size() == 1 && space != MemorySpace::Register)
-    return emitError() << "row-vector tiles live in registers";
   return success();
 }
 

@@ -188,7 +188,7 @@ LogicalResult AtomicAddOp::verify() {
 
 LogicalResult LoadRowsOp::verify() {
   auto tile = llvm::cast<TileType>(getResult().getType());
-  if (failed(expectTile(*this, tile, "result", 1, MemorySpace::Register, true)))
+  if (failed(expectTile(*this, tile, "result", 1, std::nullopt, true)))
     return failure();
   if (!getSource().getType().getElementType().isF32())
     return emitOpError("reads f32 row data (lse, D)");
@@ -358,18 +358,34 @@ LogicalResult RowDotOp::verify() {
   return expectRowVector(*this, getType(), "result", lhs.getRows());
 }
 
+/// A per-row statistic of `tile`: a row vector (register, one value per row)
+/// or a column vector (shared, one value per column, S^T form).
+static LogicalResult expectRowOrColumnVector(Operation *op, Type type, StringRef what,
+                                             TileType tile) {
+  auto vector = llvm::cast<TileType>(type);
+  if (vector.getRank() != 1 || !vector.getElementType().isF32())
+    return op->emitOpError() << what << " must be an f32 row vector (register) or column vector "
+                             << "(shared), got " << type;
+  int64_t want = vector.isShared() ? tile.getCols() : tile.getRows();
+  if (vector.getRows() != want)
+    return op->emitOpError() << what << " must have " << want << " values ("
+                             << (vector.isShared() ? "one per column" : "one per row") << "), got "
+                             << type;
+  return success();
+}
+
 LogicalResult RecomputeProbsOp::verify() {
   if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
     return failure();
-  return expectRowVector(*this, getLse().getType(), "lse",
-                         llvm::cast<TileType>(getScores().getType()).getRows());
+  return expectRowOrColumnVector(*this, getLse().getType(), "lse",
+                                 llvm::cast<TileType>(getScores().getType()));
 }
 
 LogicalResult SoftmaxGradOp::verify() {
   if (failed(expectRegisterF32Tile(*this, getProbs().getType(), "probabilities")))
     return failure();
-  return expectRowVector(*this, getDelta().getType(), "delta",
-                         llvm::cast<TileType>(getProbs().getType()).getRows());
+  return expectRowOrColumnVector(*this, getDelta().getType(), "delta",
+                                 llvm::cast<TileType>(getProbs().getType()));
 }
 
 #define GET_OP_CLASSES

@@ -103,8 +103,11 @@ Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments 
                                       const DeviceLimits &limits = {});
 
 /// Same for a program: all kernels are validated before any is launched.
+/// `kernelLimits` (optional) holds each kernel's own limits (its maximum block
+/// size depends on its registers); kernels not in it get `limits`.
 Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramSpec &program,
-                                        const Arguments &args, const DeviceLimits &limits = {});
+                                        const Arguments &args, const DeviceLimits &limits = {},
+                                        const std::map<std::string, DeviceLimits> *kernelLimits = nullptr);
 
 /// The shape of parameter `param` of a kernel or program implied by the
 /// arguments bound so far (to allocate outputs): every symbol it uses must be

@@ -229,5 +229,20 @@ __device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemTile<T, 
   load_fragments(dst, src);
 }
 
+// tile.softcap_grad %g, %capped cap C: g *= d/dx [C tanh(x / C)] = 1 - (capped / C)^2.
+template <int R, int C, int W>
+__device__ __forceinline__ void softcap_grad(RegTileF32<R, C, W>& g, const RegTileF32<R, C, W>& capped, float cap) {
+  const float inv = 1.f / cap;
+#pragma unroll
+  for (int mt = 0; mt < g.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < g.kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float t = capped.v[mt][nt][i] * inv;
+        g.v[mt][nt][i] *= 1.f - t * t;
+      }
+}
+
 }  // namespace device
 }  // namespace flashc

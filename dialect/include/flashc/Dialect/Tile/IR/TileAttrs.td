@@ -51,7 +51,9 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"FfnFused", 7, "ffn_fused">,
     I32EnumAttrCase<"FfnBackwardHidden", 8, "ffn_backward_hidden">,
     I32EnumAttrCase<"ColumnSum", 9, "column_sum">,
-    I32EnumAttrCase<"GatedGemm", 10, "gated_gemm">]> {
+    I32EnumAttrCase<"GatedGemm", 10, "gated_gemm">,
+    I32EnumAttrCase<"AttentionBackwardTransposed", 11, "attention_backward_transposed">,
+    I32EnumAttrCase<"AttentionBackwardKVTransposed", 12, "attention_backward_kv_transposed">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }

@@ -153,9 +153,10 @@ def Tile_AtomicAddOp : Tile_Op<"atomic_add", [MemoryEffects<[MemRead, MemWrite]>
 }
 
 def Tile_LoadRowsOp : Tile_Op<"load_rows", [MemoryEffects<[MemRead]>]> {
-  let summary = "global -> register row vector (lse, D), 0 past the limit";
+  let summary = "global -> row vector (register) or column vector (shared), 0 past the limit";
   let description = [{
     result[r] = src[i0, .., row0 + r] (row0 = last index) if row0 + r < limit, else 0.
+    A shared result is a column vector (per-query lse/D of a transposed S^T tile).
   }];
   let arguments = (ins Tile_Tensor:$source, Variadic<Index>:$indices, Index:$row_limit);
   let results = (outs Tile_Tile:$result);
@@ -237,13 +238,16 @@ def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
     j >= col_limit, or (window_left >= 0 and j < p - window_left), or
     (window_right >= 0 and j > p + window_right); else scores. Causal is
     window_left = -1, window_right = 0; offset = Sk - Sq (bottom-right).
+    `transposed`: the tile is S^T (rows are keys): i = row0 + c, j = col0 + r.
   }];
   let arguments = (ins Tile_Tile:$scores, Index:$row0, Index:$col0, Index:$col_limit,
-                       Index:$offset, I64Attr:$window_left, I64Attr:$window_right);
+                       Index:$offset, I64Attr:$window_left, I64Attr:$window_right,
+                       UnitAttr:$transposed);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $scores `rows` $row0 `cols` $col0 `limit` $col_limit `offset` $offset
-    `window` `[` $window_left `,` $window_right `]` attr-dict `:` type($result)
+    `window` `[` $window_left `,` $window_right `]` (`transposed` $transposed^)? attr-dict
+    `:` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -391,6 +395,10 @@ def Tile_RowDotOp : Tile_Op<"row_dot", [Pure]> {
 
 def Tile_RecomputeProbsOp : Tile_Op<"recompute_probs", [Pure, AllTypesMatch<["scores", "result"]>]> {
   let summary = "p[r][c] = exp(s[r][c] · scale - lse[r]); 0 where lse[r] = -inf";
+  let description = [{
+    With a column vector lse (rank-1 shared, one value per column: S^T form),
+    lse[c] replaces lse[r].
+  }];
   let arguments = (ins Tile_Tile:$scores, Tile_Tile:$lse, F64Attr:$scale);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
@@ -401,6 +409,9 @@ def Tile_RecomputeProbsOp : Tile_Op<"recompute_probs", [Pure, AllTypesMatch<["sc
 
 def Tile_SoftmaxGradOp : Tile_Op<"softmax_grad", [Pure, AllTypesMatch<["probs", "dprobs", "result"]>]> {
   let summary = "dS[r][c] = P[r][c] · (dP[r][c] - D[r])";
+  let description = [{
+    With a column vector D (rank-1 shared: S^T form), D[c] replaces D[r].
+  }];
   let arguments = (ins Tile_Tile:$probs, Tile_Tile:$dprobs, Tile_Tile:$delta);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{

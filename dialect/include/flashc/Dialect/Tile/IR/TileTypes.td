@@ -27,8 +27,9 @@ def Tile_TileType : TypeDef<Tile_Dialect, "Tile"> {
   let description = [{
     `!tile.tile<128x64xbf16, shared>`, `!tile.tile<128x64xf32, register>`,
     `!tile.tile<128xf32, register>` (a row vector: one value per tile row,
-    held by the warp that owns the row). Static shape; rank 1 (register only)
-    or 2.
+    held by the warp that owns the row), `!tile.tile<64xf32, shared>` (a
+    column vector: one value per tile column, in shared memory, read by
+    column index). Static shape; rank 1 or 2.
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape, "::mlir::Type":$elementType,
                         "::mlir::tile::MemorySpace":$space);
@@ -38,7 +39,8 @@ def Tile_TileType : TypeDef<Tile_Dialect, "Tile"> {
     int64_t getRank() const { return getShape().size(); }
     bool isShared() const { return getSpace() == ::mlir::tile::MemorySpace::Shared; }
     bool isRegister() const { return getSpace() == ::mlir::tile::MemorySpace::Register; }
-    bool isRowVector() const { return getRank() == 1; }
+    bool isRowVector() const { return getRank() == 1 && isRegister(); }
+    bool isColumnVector() const { return getRank() == 1 && isShared(); }
     int64_t getRows() const { return getShape()[0]; }
     int64_t getCols() const { return getRank() == 2 ? getShape()[1] : 1; }
     int64_t getNumElements() const { return getRows() * getCols(); }
