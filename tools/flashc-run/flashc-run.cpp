@@ -344,7 +344,11 @@ struct Runner {
       ++failures;
       return false;
     }
-    return cudaOk(cudaDeviceSynchronize(), "kernel execution");
+    if (!cudaOk(cudaDeviceSynchronize(), ("running " + program).c_str())) {
+      ++failures;
+      return false;
+    }
+    return true;
   }
 
   void report(const std::string &program, const std::string &what, const Compare &c, double bound) {
