@@ -165,6 +165,10 @@ private:
                       std::optional<uint64_t> fixedOffset);
 
   LogicalResult emitBlock(Block &block);
+  /// C = A·B from zero whose only use is an atomic add (the backward's dQ):
+  /// emitted 64 columns at a time, so a [M x D] f32 tile is never live at once.
+  bool isChunkedAtomicMatmul(tile::MatmulOp mm);
+  DenseSet<Operation *> emittedAhead;
   bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
   /// After cp.async data landed: wgmma reads shared memory through the async
   /// proxy, so every writer fences before the barrier.
@@ -311,9 +315,20 @@ bool KernelEmitter::canUpdateInPlace(Operation *user, Value operand) {
 
 LogicalResult KernelEmitter::emitBlock(Block &block) {
   for (Operation &op : block.without_terminator())
-    if (failed(emitOp(&op)))
+    if (!emittedAhead.contains(&op) && failed(emitOp(&op)))
       return failure();
   return success();
+}
+
+bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
+  auto fill = mm.getAcc().getDefiningOp<tile::FillOp>();
+  if (wgmma() || !fill || !fill->hasOneUse() || !fill.getValue().isZero() ||
+      !mm->hasOneUse())
+    return false;
+  auto atomic = dyn_cast<tile::AtomicAddOp>(*mm->getUsers().begin());
+  auto type = cast<tile::TileType>(mm.getType());
+  return atomic && atomic->getBlock() == mm->getBlock() && type.getCols() > 64 &&
+         type.getCols() % 32 == 0 && !cast<tile::TileType>(mm.getA().getType()).getElementType().isF32();
 }
 
 LogicalResult KernelEmitter::emitOp(Operation *op) {
@@ -760,6 +775,10 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::FillOp o) {
+        if (o->hasOneUse())
+          if (auto mm = dyn_cast<tile::MatmulOp>(*o->getUsers().begin()))
+            if (isChunkedAtomicMatmul(mm))
+              return success(); // each column chunk starts from its own zeros
         double value = o.getValue().convertToDouble();
         // A zero tile that only seeds a matmul is that product's accumulator.
         std::string hint = std::isinf(value) ? "neg_inf" : (value == 0 ? "zeros" : "filled");
@@ -796,12 +815,36 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           return o.emitError("CUDA strategy mma_sync_sm80 needs bf16/f16 matmul operands; this "
                              "f32 kernel runs on the CPU executor only"),
                  failure();
+        std::string a = promotedA.count(o.getA()) ? promotedA[o.getA()] : reg(o.getA());
+        if (isChunkedAtomicMatmul(o)) {
+          auto atomic = cast<tile::AtomicAddOp>(*o->getUsers().begin());
+          auto type = cast<tile::TileType>(o.getType());
+          const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
+                                             : (o.getTransposeB() ? "matmul_tb" : "matmul");
+          ValueRange idx = atomic.getIndices();
+          std::string part = fresh("part");
+          int64_t width = type.getCols() % 64 == 0 ? 64 : 32;
+          line() << "#pragma unroll\n";
+          line() << "for (int chunk = 0; chunk < " << type.getCols() << "; chunk += " << width
+                 << ") {  // a column chunk at a time: fewer live registers\n";
+          ++indent;
+          line() << "RegTileF32<" << type.getRows() << ", " << width << ", kWarps> " << part << ";\n";
+          line() << "fill(" << part << ", 0.f);\n";
+          line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
+          line() << "atomic_add_tile(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
+                 << nameOf(idx[idx.size() - 2]) << ", " << nameOf(idx.back()) << " + chunk, "
+                 << nameOf(atomic.getRowLimit()) << ", " << nameOf(atomic.getColLimit()) << ", "
+                 << part << ");\n";
+          --indent;
+          line() << "}\n";
+          emittedAhead.insert(atomic);
+          return success();
+        }
         std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
         if (name.empty())
           name = declareResult(o, o.getResult(), "mm", reg(o.getAcc()));
         else
           bind(o.getResult(), name);
-        std::string a = promotedA.count(o.getA()) ? promotedA[o.getA()] : reg(o.getA());
         const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
                                            : (o.getTransposeB() ? "matmul_tb" : "matmul");
         if (wgmma()) {

@@ -72,8 +72,14 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
       }
       // mma.sync: 32 query rows per warp (two 16-row bands) halve the shared
       // memory traffic per FLOP against 16 rows (measured +10-15% at D = 64).
-      if (d <= 128) {
+      if (d <= 64) {
         plan.blockM = 128;
+        plan.blockN = 64;
+        plan.warps = 4;
+      } else if (d <= 128) {
+        // D = 96/128 with 32 rows per warp spilled 104-444 bytes in the
+        // generated code; 16 rows per warp do not.
+        plan.blockM = 64;
         plan.blockN = 64;
         plan.warps = 4;
       } else {
@@ -85,8 +91,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
     }
     case KernelRole::AttentionBackward:
     case KernelRole::AttentionBackwardKV:
+      // 64 keys x 64 queries on 4 warps: 128 keys spilled 480 bytes at D = 64.
       plan.blockM = 64;
-      plan.blockN = d <= 64 ? 128 : 64;
+      plan.blockN = 64;
       plan.warps = 4;
       break;
     case KernelRole::AttentionBackwardTransposed:

@@ -41,6 +41,15 @@ def configs(full):
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=1)
 
 
+def spill_budget(head_dim, kernel):
+    """Bytes of spills a kernel may report (see the module docstring)."""
+    if head_dim > 128:
+        return float("inf")
+    if head_dim <= 64 or not kernel.endswith("_bwd"):
+        return 0
+    return 128
+
+
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
@@ -49,7 +58,8 @@ def compile_one(flashc, cfg, arch, workdir):
     name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg)
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
-        f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], **cfg))
+        f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
+                            hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out], capture_output=True, text=True)
@@ -84,14 +94,14 @@ def main():
                     for line in errors:
                         print("     " + line)
                     continue
-                main_config = cfg["d"] <= 128
                 spilled = {k: v for k, v in spills.items() if v > 0}
-                if spilled and main_config:
+                over = {k: v for k, v in spilled.items() if v > spill_budget(cfg["d"], k)}
+                if over:
                     failed += 1
                     print(f"FAIL {arch} {name}: spills {spilled}")
                 else:
                     passed += 1
-                    note = f" (spills {spilled}, allowed for head dim {cfg['d']})" if spilled else ""
+                    note = f" (spills {spilled}, within budget)" if spilled else ""
                     print(f"ok   {arch} {name}: {len(spills)} kernels{note}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

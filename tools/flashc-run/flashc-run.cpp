@@ -363,44 +363,68 @@ struct Runner {
 
   double boundFor(DType t) { return t == DType::F32 ? 1e-5 : (t == DType::F16 ? 5e-3 : 2e-2); }
 
-  void runAttention(const ProgramSpec &fwd, const ProgramSpec *bwd) {
+  /// Does program `p` (any of its kernels) have tensor parameter `name`?
+  bool hasParam(const ProgramSpec &p, const std::string &name) {
+    for (const std::string &kn : p.kernels)
+      if (const KernelSpec *k = bundle->findKernel(kn); k && k->findTensor(name)) return true;
+    return false;
+  }
+
+  std::map<std::string, int64_t> symbols() {
+    return {{"B", opt.batch}, {"Sq", opt.seqQ}, {"Sk", opt.seqK}, {"M", opt.tokens},
+            {"Bf", opt.batch}, {"S", opt.tokens}};
+  }
+
+  // ---- attention: inputs, launch arguments, reference, checks ----
+  struct AttentionCase {
     AttentionMeta m;
-    m.scale = std::atof(meta(fwd, "scale", "1").c_str());
-    m.softcap = std::atof(meta(fwd, "softcap", "0").c_str());
-    m.windowLeft = std::atoll(meta(fwd, "window_left", "-1").c_str());
-    m.windowRight = std::atoll(meta(fwd, "window_right", "-1").c_str());
-    std::map<std::string, int64_t> sym{{"B", opt.batch}, {"Sq", opt.seqQ}, {"Sk", opt.seqK}};
-    Buffer q = makeParam(fwd.name, "q", sym), k = makeParam(fwd.name, "k", sym),
-           v = makeParam(fwd.name, "v", sym), o = makeParam(fwd.name, "out", sym),
-           lse = makeParam(fwd.name, "lse", sym);
-    AttentionShapes s{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
-    std::printf("%s: B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld] softcap=%g\n",
-                fwd.name.c_str(), (long long)s.B, (long long)s.Hq, (long long)s.Hkv, (long long)s.Sq,
-                (long long)s.Sk, (long long)s.D, m.scale, (long long)m.windowLeft,
-                (long long)m.windowRight, m.softcap);
-    randomFill(q, rng);
-    randomFill(k, rng);
-    randomFill(v, rng);
-    if (!upload(q) || !upload(k) || !upload(v) || !poison(o) || !poison(lse)) { ++failures; return; }
-    Arguments args;
-    bind(args, "q", q), bind(args, "k", k), bind(args, "v", v), bind(args, "out", o), bind(args, "lse", lse);
-    if (!launch(fwd.name, args) || !download(o) || !download(lse)) return;
+    AttentionShapes s;
+    Buffer q, k, v, o, lse;
+  };
+
+  bool prepareAttention(const ProgramSpec &fwd, Arguments &args, AttentionCase &c) {
+    c.m.scale = std::atof(meta(fwd, "scale", "1").c_str());
+    c.m.softcap = std::atof(meta(fwd, "softcap", "0").c_str());
+    c.m.windowLeft = std::atoll(meta(fwd, "window_left", "-1").c_str());
+    c.m.windowRight = std::atoll(meta(fwd, "window_right", "-1").c_str());
+    auto sym = symbols();
+    c.q = makeParam(fwd.name, "q", sym), c.k = makeParam(fwd.name, "k", sym);
+    c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
+    c.lse = makeParam(fwd.name, "lse", sym);
+    c.s = {c.q.shape[0], c.q.shape[1], c.k.shape[1], c.q.shape[2], c.k.shape[2], c.q.shape[3], c.v.shape[3]};
+    std::printf("%s: attention B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld] softcap=%g\n",
+                fwd.name.c_str(), (long long)c.s.B, (long long)c.s.Hq, (long long)c.s.Hkv, (long long)c.s.Sq,
+                (long long)c.s.Sk, (long long)c.s.D, c.m.scale, (long long)c.m.windowLeft,
+                (long long)c.m.windowRight, c.m.softcap);
+    randomFill(c.q, rng), randomFill(c.k, rng), randomFill(c.v, rng);
+    if (!upload(c.q) || !upload(c.k) || !upload(c.v) || !poison(c.o) || !poison(c.lse)) {
+      ++failures;
+      return false;
+    }
+    bind(args, "q", c.q), bind(args, "k", c.k), bind(args, "v", c.v), bind(args, "out", c.o);
+    bind(args, "lse", c.lse);
+    return true;
+  }
+
+  void checkAttention(const ProgramSpec &fwd, AttentionCase &c, const ProgramSpec *bwd) {
+    if (!download(c.o) || !download(c.lse)) { ++failures; return; }
+    auto sym = symbols();
     Buffer dO;
     std::vector<double> refO, refLse, refDq, refDk, refDv;
     if (bwd) {
       dO = makeParam(bwd->name, "dout", sym);
       randomFill(dO, rng);
     }
-    attentionReference(s, m, q, k, v, refO, refLse, bwd ? &dO : nullptr, &refDq, &refDk, &refDv);
-    report(fwd.name, "o", compare(o.host, refO), boundFor(o.dtype));
-    report(fwd.name, "lse", compare(lse.host, refLse), 1e-3);
+    attentionReference(c.s, c.m, c.q, c.k, c.v, refO, refLse, bwd ? &dO : nullptr, &refDq, &refDk, &refDv);
+    report(fwd.name, "o", compare(c.o.host, refO), boundFor(c.o.dtype));
+    report(fwd.name, "lse", compare(c.lse.host, refLse), 1e-3);
     if (!bwd) return;
     Buffer dq = makeParam(bwd->name, "dq", sym), dk = makeParam(bwd->name, "dk", sym),
            dv = makeParam(bwd->name, "dv", sym);
     if (!upload(dO) || !poison(dq) || !poison(dk) || !poison(dv)) { ++failures; return; }
     Arguments bargs;
-    bind(bargs, "q", q), bind(bargs, "k", k), bind(bargs, "v", v), bind(bargs, "out", o);
-    bind(bargs, "lse", lse), bind(bargs, "dout", dO), bind(bargs, "dq", dq), bind(bargs, "dk", dk);
+    bind(bargs, "q", c.q), bind(bargs, "k", c.k), bind(bargs, "v", c.v), bind(bargs, "out", c.o);
+    bind(bargs, "lse", c.lse), bind(bargs, "dout", dO), bind(bargs, "dq", dq), bind(bargs, "dk", dk);
     bind(bargs, "dv", dv);
     if (!launch(bwd->name, bargs) || !download(dq) || !download(dk) || !download(dv)) return;
     report(bwd->name, "dq", compare(dq.host, refDq), boundFor(dq.dtype));
@@ -408,68 +432,85 @@ struct Runner {
     report(bwd->name, "dv", compare(dv.host, refDv), boundFor(dv.dtype));
   }
 
-  void runFfn(const ProgramSpec &fwd) {
-    std::string act = meta(fwd, "activation", "identity");
-    bool gated = meta(fwd, "gated", "0") == "1";
-    std::map<std::string, int64_t> sym{{"B", opt.batch}, {"M", opt.tokens}, {"S", opt.tokens}};
-    // Which parameters exist decides bias / gating.
-    auto has = [&](const std::string &n) {
-      for (const std::string &kn : fwd.kernels)
-        if (bundle->findKernel(kn)->findTensor(n)) return true;
-      return false;
+  // ---- FFN: y = act(x·W1 + b1)·W2 + b2, or gated (act(x·W1) ⊙ x·W_up)·W2 + b2 ----
+  struct FfnCase {
+    std::string act;
+    bool gated = false;
+    int64_t d = 0, h = 0, dout = 0, rows = 0;
+    Buffer x, y, w1, wu, w2, b1, b2;
+  };
+
+  bool prepareFfn(const ProgramSpec &fwd, Arguments &args, FfnCase &c) {
+    auto sym = symbols();
+    c.act = meta(fwd, "activation", "identity");
+    c.gated = hasParam(fwd, "w_up");
+    c.x = makeParam(fwd.name, "x", sym), c.y = makeParam(fwd.name, "y", sym);
+    c.w1 = makeParam(fwd.name, "w1", sym), c.w2 = makeParam(fwd.name, "w2", sym);
+    c.d = c.w1.shape[0], c.h = c.w1.shape[1], c.dout = c.w2.shape[1];
+    c.rows = c.x.count() / c.d;
+    std::printf("%s: ffn rows=%lld d=%lld h=%lld activation=%s%s\n", fwd.name.c_str(), (long long)c.rows,
+                (long long)c.d, (long long)c.h, c.act.c_str(), c.gated ? " gated" : "");
+    randomFill(c.x, rng);
+    randomFill(c.w1, rng, 1.0 / std::sqrt(double(c.d)));
+    randomFill(c.w2, rng, 1.0 / std::sqrt(double(c.h)));
+    if (!upload(c.x) || !upload(c.w1) || !upload(c.w2) || !poison(c.y)) { ++failures; return false; }
+    bind(args, "x", c.x), bind(args, "w1", c.w1), bind(args, "w2", c.w2), bind(args, "y", c.y);
+    auto optional = [&](const char *name, Buffer &b, double scale) {
+      if (!hasParam(fwd, name)) return true;
+      b = makeParam(fwd.name, name, sym);
+      randomFill(b, rng, scale);
+      if (!upload(b)) return false;
+      bind(args, name, b);
+      return true;
     };
-    Buffer x = makeParam(fwd.name, "x", sym), y = makeParam(fwd.name, "y", sym);
-    Buffer w1 = makeParam(fwd.name, gated ? "w_gate" : "w1", sym), w2 = makeParam(fwd.name, "w2", sym);
-    Buffer wu, b1, b2;
-    int64_t d = w1.shape[0], h = w1.shape[1], dout = w2.shape[1];
-    int64_t rows = x.count() / d;
-    std::printf("%s: rows=%lld d=%lld h=%lld activation=%s%s\n", fwd.name.c_str(), (long long)rows,
-                (long long)d, (long long)h, act.c_str(), gated ? " gated" : "");
-    randomFill(x, rng);
-    randomFill(w1, rng, 1.0 / std::sqrt(double(d)));
-    randomFill(w2, rng, 1.0 / std::sqrt(double(h)));
-    Arguments args;
-    if (!upload(x) || !upload(w1) || !upload(w2) || !poison(y)) { ++failures; return; }
-    bind(args, "x", x), bind(args, gated ? "w_gate" : "w1", w1), bind(args, "w2", w2), bind(args, "y", y);
-    if (gated) {
-      wu = makeParam(fwd.name, "w_up", sym);
-      randomFill(wu, rng, 1.0 / std::sqrt(double(d)));
-      if (!upload(wu)) { ++failures; return; }
-      bind(args, "w_up", wu);
+    if (!optional("w_up", c.wu, 1.0 / std::sqrt(double(c.d))) || !optional("b1", c.b1, 0.1) ||
+        !optional("b2", c.b2, 0.1)) {
+      ++failures;
+      return false;
     }
-    if (has("b1")) {
-      b1 = makeParam(fwd.name, "b1", sym);
-      randomFill(b1, rng, 0.1);
-      if (!upload(b1)) { ++failures; return; }
-      bind(args, "b1", b1);
-    }
-    if (has("b2")) {
-      b2 = makeParam(fwd.name, "b2", sym);
-      randomFill(b2, rng, 0.1);
-      if (!upload(b2)) { ++failures; return; }
-      bind(args, "b2", b2);
-    }
-    if (!launch(fwd.name, args) || !download(y)) return;
-    // Reference: the hidden activation is rounded to the kernel's dtype, as an
-    // unfused computation in that precision would store it.
-    std::vector<double> ref(rows * dout, 0), hid(h);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < h; ++j) {
+    return true;
+  }
+
+  void checkFfn(const ProgramSpec &fwd, FfnCase &c) {
+    if (!download(c.y)) { ++failures; return; }
+    // The hidden activation is rounded to the kernel's dtype, as an unfused
+    // computation in that precision would store it.
+    std::vector<double> ref(c.rows * c.dout, 0), hid(c.h);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t j = 0; j < c.h; ++j) {
         double a = 0, u = 0;
-        for (int64_t i = 0; i < d; ++i) {
-          a += x.host[r * d + i] * w1.host[i * h + j];
-          if (gated) u += x.host[r * d + i] * wu.host[i * h + j];
+        for (int64_t i = 0; i < c.d; ++i) {
+          a += c.x.host[r * c.d + i] * c.w1.host[i * c.h + j];
+          if (c.gated) u += c.x.host[r * c.d + i] * c.wu.host[i * c.h + j];
         }
-        if (!b1.host.empty()) a += b1.host[j];
-        hid[j] = gated ? activation(act, a) * u : activation(act, a);
+        if (!c.b1.host.empty()) a += c.b1.host[j];
+        hid[j] = c.gated ? activation(c.act, a) * u : activation(c.act, a);
       }
-      for (int64_t c = 0; c < dout; ++c) {
-        double acc = b2.host.empty() ? 0 : b2.host[c];
-        for (int64_t j = 0; j < h; ++j) acc += hid[j] * w2.host[j * dout + c];
-        ref[r * dout + c] = acc;
+      for (int64_t col = 0; col < c.dout; ++col) {
+        double acc = c.b2.host.empty() ? 0 : c.b2.host[col];
+        for (int64_t j = 0; j < c.h; ++j) acc += hid[j] * c.w2.host[j * c.dout + col];
+        ref[r * c.dout + col] = acc;
       }
     }
-    report(fwd.name, "y", compare(y.host, ref), boundFor(y.dtype));
+    report(fwd.name, "y", compare(c.y.host, ref), boundFor(c.y.dtype));
+  }
+
+  void runProgram(const ProgramSpec &p) {
+    std::string op = meta(p, "op");
+    bool attention = op == "attention_forward" || (op == "block" && hasParam(p, "q"));
+    bool ffn = op == "ffn_forward" || (op == "block" && hasParam(p, "x"));
+    if (!attention && !ffn) return;
+    Arguments args;
+    AttentionCase ac;
+    FfnCase fc;
+    if (attention && !prepareAttention(p, args, ac)) return;
+    if (ffn && !prepareFfn(p, args, fc)) return;
+    if (!launch(p.name, args)) return;
+    const ProgramSpec *bwd = nullptr;
+    if (op == "attention_forward" && !meta(p, "backward").empty())
+      bwd = bundle->findProgram(meta(p, "backward"));
+    if (attention) checkAttention(p, ac, bwd);
+    if (ffn) checkFfn(p, fc);
   }
 
   int run() {
@@ -491,17 +532,8 @@ struct Runner {
     }
     std::printf("%s: code %s (%s)\n", opt.bundle.c_str(), code->arch.c_str(),
                 code->fromCubin ? "shipped cubin" : (code->fromDiskCache ? "disk cache" : "NVRTC"));
-    for (const ProgramSpec &p : bundle->manifest().programs) {
-      std::string op = meta(p, "op");
-      if (op == "attention_forward") {
-        const ProgramSpec *bwd = nullptr;
-        std::string pair = meta(p, "backward");
-        if (!pair.empty()) bwd = bundle->findProgram(pair);
-        runAttention(p, bwd);
-      } else if (op == "ffn_forward") {
-        runFfn(p);
-      }
-    }
+    for (const ProgramSpec &p : bundle->manifest().programs)
+      runProgram(p);
     std::printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
   }

@@ -111,9 +111,14 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
           for (int nt = 0; nt < t.kNT; ++nt) {
             const int c = t.col(nt, 0);
             if (c >= dst.cols) continue;  // column limit (pairs: cols is even for f32 rows of 8-element tiles)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
             asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(base + c), "f"(t.v[mt][nt][2 * h]),
                          "f"(t.v[mt][nt][2 * h + 1])
                          : "memory");
+#else  // vector reductions are sm_90+; two scalar reductions before that
+            atomicAdd(base + c, t.v[mt][nt][2 * h]);
+            atomicAdd(base + c + 1, t.v[mt][nt][2 * h + 1]);
+#endif
           }
         }
       }
@@ -139,10 +144,16 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
         const float a0 = odd ? got0 : keep0, a1 = odd ? got1 : keep1;
         const float a2 = odd ? keep0 : got0, a3 = odd ? keep1 : got1;
         const int col = t.col(nt, 0) & ~3;
-        if (row < dst.rows && col < dst.cols)
+        if (row < dst.rows && col < dst.cols) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
           asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
                        "f"(a2), "f"(a3)
                        : "memory");
+#else
+          atomicAdd(base + col, a0), atomicAdd(base + col + 1, a1);
+          atomicAdd(base + col + 2, a2), atomicAdd(base + col + 3, a3);
+#endif
+        }
       }
     }
   }

@@ -1,0 +1,68 @@
+// The CUDA the emitter prints for a causal attention (bf16, D = 128): one
+// kernel per tile.kernel, one device-library call per tile op.
+// RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
+
+func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
+    -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal> num_kv_heads = 16
+      : (tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>)
+      -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+
+// Backward: D = rowsum(dO∘O) and a zeroed f32 dQ accumulator first.
+// CHECK-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta, const flashc::TensorArg dq_accum)
+// CHECK: row_dot(
+// CHECK: store_rows(vector_view(delta,
+
+// Main backward kernel over key blocks: P = exp(scale·S − lse) recomputed,
+// never an N×N matrix in memory; dQ accumulated 64 columns at a time.
+// CHECK-LABEL: flashc_attention_attention_bwd(
+// CHECK: for (int [[QB:.+]] = {{.*}}stage = 0;
+// CHECK: cp_async_wait<1>();
+// CHECK: matmul_tb(
+// CHECK: if ([[NEEDS:.+]]) {
+// CHECK-NEXT: RegTileF32<{{.*}}> masked =
+// CHECK-NEXT: mask<-1, 0>(masked,
+// CHECK: recompute_probs(
+// CHECK: softmax_grad(
+// CHECK: for (int chunk = 0; chunk < 128; chunk += 64)
+// CHECK: atomic_add_tile(matrix_view<float>(dq_accum,
+// CHECK-LABEL: flashc_attention_attention_bwd_postprocess(
+// CHECK: SmemTileF32<
+
+// Forward. Causal: the longest query blocks are scheduled first.
+// CHECK-LABEL: flashc_attention_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse)
+// Hopper: 1024-byte aligned swizzled panels for wgmma.
+// HOPPER: align_smem_1024(smem_raw)
+// CHECK: gridDim.x - 1 - blockIdx.x
+// HOPPER: SmemPanelTile<bf16, 128, 128> q_tile
+// Ampere: the loop-invariant Q tile is read into registers once, before the key loop.
+// AMPERE: load_fragments(q_tile_frag, q_tile);
+// One loop over key blocks; the next block's K and V are prefetched (2 stages).
+// CHECK: for (int [[N:.+]] = 0, stage = 0; [[N]] < {{.*}}; [[N]] += 1, stage = (stage + 1) % 2)
+// CHECK: prefetch the loads of a later iteration
+// CHECK: cp_async_wait<1>();
+// HOPPER: fence_async_shared();
+// HOPPER: wgmma_matmul_tb(s, q_tile, k_tile);
+// AMPERE: matmul_tb(s, q_tile_frag, k_tile);
+// The mask runs only on blocks that cross the diagonal or the key tail.
+// CHECK: if ({{.*}}) {
+// CHECK-NEXT: RegTileF32<{{.*}}> masked = s;
+// CHECK-NEXT: mask<-1, 0>(masked,
+// CHECK-NOT: mask<
+// Online softmax: m' = max(m, rowmax S); P = exp2((S − m')·scale·log2e);
+// c = exp2((m − m')·scale·log2e); l' = l·c + rowsum P; O = O·c + P·V.
+// CHECK: m_new = row_max(sel, m_run);
+// CHECK: exp2(probs, m_new, 1.275{{[0-9]+}}e-01f);
+// CHECK: corr = softmax_correction(m_run, m_new, 1.275{{[0-9]+}}e-01f);
+// CHECK: l_new = online_sum(l_run, corr, probs);
+// CHECK: rescale(acc, corr);
+// HOPPER: wgmma_matmul(acc, probs_cvt, v_tile);
+// AMPERE: matmul(acc, probs_cvt, v_tile);
+// After the loop: O = acc / l, lse = m·scale + ln l, written once.
+// CHECK: normalize(acc, l_run);
+// CHECK: store_tile<kThreads>(matrix_view<bf16>(out,
+// CHECK: logsumexp(m_run, l_run, 8.83883{{[0-9]+}}e-02f);
+// CHECK: store_rows(vector_view(lse,
