@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The command run on the GPU machine, from the repository root:
-#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,attention,ffn] [--attention-args "..."]
+#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,attention,ffn] [--attention-args "..."]
 #                           [--ffn-args "..."] [--dry-run]
 # BUNDLE_DIR (or FLASHC_BUNDLE_PATH) holds bundles made on the dev machine with
 #   PYTHONPATH=python python3 -m flashc.prebuild --out BUNDLE_DIR all
 # Steps (default all): build = the runtime (no MLIR there) in build-dev; test = ctest (runtime + Python GPU
-# tests); attention / ffn = the benchmarks. The device tool stops a command after 10 minutes: split a full
+# tests); run = flashc-run on every carried bundle against a float64 CPU reference; attention / ffn =
+# the benchmarks. The device tool stops a command after 10 minutes: split a full
 # run over several calls, e.g. --steps build,test, then --steps attention --attention-args "--head-dims 64",
 # then "--head-dims 128", then --steps ffn (build-dev is kept on a warm machine; rebuilt when missing).
-# Everything is logged under $OUT (default ./out); the results report is $OUT/results/<date>-h200.md.
+# Everything is written to a work directory ($FLASHC_DEVICE_WORK, default /tmp/flashc-device); at the end
+# the report ($OUT/<date>-h200.md), the plot, the step summary and a tarball of all logs are copied to
+# $OUT (the device tool brings back at most 8 files).
 # Exit status: non-zero if a step failed (the remaining steps still run); 2 for a bad command line.
 set -u -o pipefail
 
 DRY_RUN=0
-STEPS="build,test,attention,ffn"
+STEPS="build,test,run,attention,ffn"
 ATTENTION_ARGS=""
 FFN_ARGS=""
 BUNDLES="${FLASHC_BUNDLE_PATH:-}"
@@ -34,8 +37,9 @@ for s in ${STEPS//,/ }; do
 done
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 
-OUT="${OUT:-$PWD/out}"
-mkdir -p "$OUT/logs"
+RESULTS_OUT="${OUT:-$PWD/out}"
+OUT="${FLASHC_DEVICE_WORK:-/tmp/flashc-device}"
+mkdir -p "$OUT/logs" "$RESULTS_OUT"
 export OUT
 if [ -n "$BUNDLES" ]; then
   given="$BUNDLES"
@@ -111,5 +115,8 @@ mkdir -p "$OUT/results"
   for part in "$OUT"/results/"$day"-h200-bench_attention.md "$OUT"/results/"$day"-h200-bench_ffn.md; do
     [ -f "$part" ] && { cat "$part"; echo; }
   done; } > "$report"
-echo "device-bench: report $report; logs $OUT/logs; exit $status"
+cp "$report" "$OUT/logs/summary.txt" "$RESULTS_OUT/" 2>/dev/null
+cp "$OUT"/*.png "$RESULTS_OUT/" 2>/dev/null
+tar czf "$RESULTS_OUT/device-logs.tgz" -C "$OUT" . 2>/dev/null
+echo "device-bench: report $RESULTS_OUT/$(basename "$report"); logs $RESULTS_OUT/device-logs.tgz; exit $status"
 exit $status

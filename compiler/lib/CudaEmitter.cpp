@@ -860,7 +860,11 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                << "\n";
         return success();
       })
-      .Case([&](tile::MaskOp o) {
+      .Case([&](tile::MaskOp o) -> LogicalResult {
+        if (o.getTransposed())
+          return o.emitError("CUDA emitter: the transposed (Sᵀ) backward form is not emitted yet; "
+                             "compile without flash-generate-backward transposed=true"),
+                 failure();
         std::string name = canUpdateInPlace(o, o.getScores()) ? reg(o.getScores()) : "";
         if (name.empty())
           name = declareResult(o, o.getResult(), "masked", reg(o.getScores()));

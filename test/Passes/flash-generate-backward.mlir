@@ -19,9 +19,9 @@
 // memory; loops over the query heads of the group and over the query blocks
 // that can see this key block (causal: from block floor((col0 - off) / Br)).
 // CHECK-LABEL: tile.kernel @attn_attention_bwd(
-// CHECK-SAME: block_m = 64 : i64, block_n = 128 : i64
-// CHECK-SAME: grid = [#tile.grid<ceildiv(arg1[2], 128)>, #tile.grid<arg1[1]>, #tile.grid<arg1[0]>]
-// CHECK: %[[COL0:.*]] = arith.muli %{{.*}}, %c128
+// CHECK-SAME: block_m = 64 : i64, block_n = 64 : i64
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg1[2], 64)>, #tile.grid<arg1[1]>, #tile.grid<arg1[0]>]
+// CHECK: %[[COL0:.*]] = arith.muli %{{.*}}, %c64
 // CHECK: %[[KT:.*]] = tile.load %arg1[{{.*}}, %[[COL0]], %c0]
 // CHECK: %[[VT:.*]] = tile.load %arg2[{{.*}}, %[[COL0]], %c0]
 // CHECK: %[[QB0:.*]] = arith.floordivsi
@@ -38,7 +38,7 @@
 // CHECK: %[[P:.*]] = tile.recompute_probs %{{.*}}, %[[LSE]] scale 1.250000e-01
 // dV += Pᵀ·dO (P through shared memory to be a transposed operand)
 // CHECK: %[[PB:.*]] = tile.convert %[[P]]
-// CHECK: %[[PS:.*]] = tile.copy %[[PB]] : <64x128xbf16, register> -> <64x128xbf16, shared>
+// CHECK: %[[PS:.*]] = tile.copy %[[PB]] : <64x64xbf16, register> -> <64x64xbf16, shared>
 // CHECK: tile.matmul %[[PS]], %[[DOT]], %{{.*}} transpose_a
 // dP = dO·Vᵀ; dS = P∘(dP - D), scaled once for dK and dQ
 // CHECK: %[[DP:.*]] = tile.matmul %[[DOT]], %[[VT]], %{{.*}} transpose_b
@@ -48,7 +48,7 @@
 // CHECK: %[[DSSH:.*]] = tile.copy %[[DSB]]
 // dK += dSᵀ·Q; dQ += dS·K with f32 atomics
 // CHECK: tile.matmul %[[DSSH]], %[[QT]], %{{.*}} transpose_a
-// CHECK: %[[DQ:.*]] = tile.matmul %[[DSSH]], %[[KT]], %{{.*}} : <64x128xbf16, shared>, <128x64xbf16, shared> -> <64x64xf32, register>
+// CHECK: %[[DQ:.*]] = tile.matmul %[[DSSH]], %[[KT]], %{{.*}} : <64x64xbf16, shared>, <64x64xbf16, shared> -> <64x64xf32, register>
 // CHECK: tile.atomic_add %[[DQ]], %arg6
 // CHECK: tile.store %{{.*}}, %arg7
 // CHECK: tile.store %{{.*}}, %arg8

@@ -20,10 +20,11 @@
 // CHECK: tile.load %arg1{{.*}} {buffers = 2 : i64, smem_offset = 32768 : i64}
 // CHECK: tile.load %arg2{{.*}} {buffers = 2 : i64, smem_offset = 98304 : i64}
 //
-// sm_80 (163 KiB per block) keeps Bc = 64 for D = 128: 32 + 32 + 32 = 96 KiB.
+// sm_80 (mma.sync, no wgmma): 64 x 64 blocks for D = 128 (16 query rows per
+// warp; 32 spilled in the generated code): Q 16 KiB + K, V 2 x 16 KiB = 80 KiB.
 // SM80-LABEL: tile.kernel @attention_attention_fwd
-// SM80-SAME: block_m = 128 : i64, block_n = 64 : i64
-// SM80-SAME: smem_bytes = 98304 : i64
+// SM80-SAME: block_m = 64 : i64, block_n = 64 : i64
+// SM80-SAME: smem_bytes = 81920 : i64
 //
 // Options override the target defaults and the kernel is rebuilt at the new
 // sizes (grid divisor and tile shapes follow): Q 64x128 = 16 KiB, K/V 3 x 8 KiB.

@@ -85,9 +85,9 @@ func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tens
 
 // No mask, f32, D = 128: all key blocks; the predicate is the key tail only;
 // no convert before P·V (f32 operands); the lse is returned by the graph.
-// f32 stays on mma.sync: 128 x 64 blocks, 4 warps.
+// f32 stays on mma.sync: 64 x 64 blocks, 4 warps (16 query rows per warp).
 // CHECK-LABEL: tile.kernel @full_attention_fwd
-// CHECK-SAME: block_m = 128 : i64, block_n = 64 : i64
+// CHECK-SAME: block_m = 64 : i64, block_n = 64 : i64
 // CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
 // CHECK: %[[SK:.*]] = tile.dim %arg1, 2
 // CHECK: %[[NB:.*]] = arith.ceildivsi %[[SK]], %c64
@@ -97,12 +97,12 @@ func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tens
 // CHECK-NEXT: scf.if %[[TAIL]]
 // CHECK-NEXT: tile.mask {{.*}} window[-1, -1]
 // CHECK-NOT: tile.convert
-// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} : <128x64xf32, register>, <64x128xf32, shared> -> <128x128xf32, register>
+// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} : <64x64xf32, register>, <64x128xf32, shared> -> <64x128xf32, register>
 // CHECK-LABEL: func.func @full(
 // CHECK-SAME: {tile.name = "out"}
 // CHECK-SAME: {tile.name = "lse"}) attributes {tile.program}
 // SM80-LABEL: tile.kernel @full_attention_fwd
-// SM80-SAME: block_m = 128 : i64, block_n = 64 : i64
+// SM80-SAME: block_m = 64 : i64, block_n = 64 : i64
 func.func @full(%q: tensor<2x4x100x128xf32>, %k: tensor<2x4x77x128xf32>, %v: tensor<2x4x77x128xf32>) -> (tensor<2x4x100x128xf32>, tensor<2x4x100xf32>) {
   %out, %lse = flash.attention %q, %k, %v scale = 0.08838834764831845 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<2x4x100x128xf32>, tensor<2x4x77x128xf32>, tensor<2x4x77x128xf32>) -> (tensor<2x4x100x128xf32>, tensor<2x4x100xf32>)
