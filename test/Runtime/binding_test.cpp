@@ -1,5 +1,6 @@
 // Argument validation and ABI packing, on the CPU (no driver involved): every
 // bad argument gets its own message naming the argument.
+#include <map>
 #include "Check.h"
 
 #include "flashc/runtime/Binding.h"
@@ -224,6 +225,19 @@ void testProgram(const Manifest &m) {
   a.setI64("extra", 1);
   checkError(planProgramLaunch(m, p, a), "unknown argument 'extra': program 'scale_then_add' has no such parameter",
              "unknown program argument");
+
+  // Each kernel of a program is checked against its own limits: a small
+  // block-size limit of one kernel (many registers) must not reject another.
+  std::map<std::string, DeviceLimits> own;
+  own["scale_accumulate"].maxThreadsPerBlock = 128;
+  own["add_into"].maxThreadsPerBlock = 1024;
+  auto perKernel = planProgramLaunch(m, p, args(), DeviceLimits{}, &own);
+  check(!perKernel.ok() && perKernel.message().find("kernel 'scale_accumulate'") != std::string::npos,
+        "per-kernel limits: the kernel over its own limit is named", perKernel.ok() ? "" : perKernel.message());
+  own["scale_accumulate"].maxThreadsPerBlock = 1024;
+  own["add_into"].maxThreadsPerBlock = 256;
+  check(planProgramLaunch(m, p, args(), DeviceLimits{}, &own).ok(),
+        "per-kernel limits: each kernel within its own limit launches");
 
   Arguments partial;
   int64_t n3[1] = {77};
