@@ -187,6 +187,9 @@ private:
   std::string globalMatrix(Value tensor, ValueRange indices, unsigned keep);
   std::string declareResult(Operation *op, Value result, StringRef hint, StringRef init);
   bool canUpdateInPlace(Operation *user, Value operand);
+  /// The C++ variable of `op`'s result, which starts as `operand`: the
+  /// operand's own variable when it can be updated in place, else a copy.
+  std::string resultOf(Operation *op, Value operand, StringRef hint);
 
   tile::KernelOp kernel;
   std::vector<std::string> argNames;
@@ -311,6 +314,16 @@ bool KernelEmitter::canUpdateInPlace(Operation *user, Value operand) {
   if (auto arg = dyn_cast<BlockArgument>(operand))
     return arg.getOwner() == block && !isa<tile::KernelOp>(arg.getOwner()->getParentOp());
   return operand.getDefiningOp()->getBlock() == block;
+}
+
+std::string KernelEmitter::resultOf(Operation *op, Value operand, StringRef hint) {
+  Value result = op->getResult(0);
+  if (canUpdateInPlace(op, operand)) {
+    std::string name = nameOf(operand);
+    bind(result, name);
+    return name;
+  }
+  return declareResult(op, result, hint, nameOf(operand));
 }
 
 LogicalResult KernelEmitter::emitBlock(Block &block) {
@@ -760,11 +773,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::AddBiasOp o) -> LogicalResult {
-        std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "biased", reg(o.getAcc()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getAcc(), "biased");
         auto bt = cast<tile::GlobalTensorType>(o.getBias().getType());
         FailureOr<std::string> elem = cppElementType(o, bt.getElementType());
         if (failed(elem))
@@ -840,11 +849,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           emittedAhead.insert(atomic);
           return success();
         }
-        std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "mm", reg(o.getAcc()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getAcc(), "mm");
         const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
                                            : (o.getTransposeB() ? "matmul_tb" : "matmul");
         if (wgmma()) {
@@ -865,11 +870,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           return o.emitError("CUDA emitter: the transposed (Sᵀ) backward form is not emitted yet; "
                              "compile without flash-generate-backward transposed=true"),
                  failure();
-        std::string name = canUpdateInPlace(o, o.getScores()) ? reg(o.getScores()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "masked", reg(o.getScores()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getScores(), "masked");
         line() << "mask<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
                << static_cast<int64_t>(o.getWindowRight()) << ">(" << name
                << ", " << nameOf(o.getRow0()) << ", " << nameOf(o.getCol0()) << ", "
@@ -878,60 +879,36 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::SoftcapOp o) {
-        std::string name = canUpdateInPlace(o, o.getScores()) ? reg(o.getScores()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "capped", reg(o.getScores()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getScores(), "capped");
         line() << "softcap(" << name << ", " << floatLiteral(o.getScale().convertToDouble())
                << ", " << floatLiteral(o.getCap().convertToDouble()) << ");\n";
         return success();
       })
       .Case([&](tile::SoftcapGradOp o) {
-        std::string name = canUpdateInPlace(o, o.getGrad()) ? reg(o.getGrad()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "dcapped", reg(o.getGrad()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getGrad(), "dcapped");
         line() << "softcap_grad(" << name << ", " << reg(o.getCapped()) << ", "
                << floatLiteral(o.getCap().convertToDouble())
                << ");  // dS *= 1 - (capped / cap)^2\n";
         return success();
       })
       .Case([&](tile::ScaleOp o) {
-        std::string name = canUpdateInPlace(o, o.getSource()) ? reg(o.getSource()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "scaled", reg(o.getSource()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getSource(), "scaled");
         line() << "scale(" << name << ", " << floatLiteral(o.getFactor().convertToDouble())
                << ");\n";
         return success();
       })
       .Case([&](tile::MulOp o) {
-        std::string name = canUpdateInPlace(o, o.getLhs()) ? reg(o.getLhs()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "prod", reg(o.getLhs()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getLhs(), "prod");
         line() << "multiply(" << name << ", " << reg(o.getRhs()) << ");\n";
         return success();
       })
       .Case([&](tile::ActivationOp o) {
-        std::string name = canUpdateInPlace(o, o.getSource()) ? reg(o.getSource()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "act", reg(o.getSource()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getSource(), "act");
         line() << "activation<" << activationEnumerator(o.getKind()) << ">(" << name << ");\n";
         return success();
       })
       .Case([&](tile::ActivationGradOp o) {
-        std::string name = canUpdateInPlace(o, o.getGrad()) ? reg(o.getGrad()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "dpre", reg(o.getGrad()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getGrad(), "dpre");
         line() << "activation_grad<" << activationEnumerator(o.getKind()) << ">(" << name << ", "
                << reg(o.getPreactivation()) << ");\n";
         return success();
@@ -942,11 +919,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::Exp2Op o) {
-        std::string name = canUpdateInPlace(o, o.getScores()) ? reg(o.getScores()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "probs", reg(o.getScores()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getScores(), "probs");
         line() << "exp2(" << name << ", " << reg(o.getMax()) << ", "
                << floatLiteral(o.getScale().convertToDouble() * kLog2e)
                << ");  // P = exp2((S - m)·scale·log2e)\n";
@@ -969,20 +942,12 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::RescaleOp o) {
-        std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "rescaled", reg(o.getAcc()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getAcc(), "rescaled");
         line() << "rescale(" << name << ", " << reg(o.getCorrection()) << ");\n";
         return success();
       })
       .Case([&](tile::NormalizeOp o) {
-        std::string name = canUpdateInPlace(o, o.getAcc()) ? reg(o.getAcc()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "normalized", reg(o.getAcc()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getAcc(), "normalized");
         line() << "normalize(" << name << ", " << reg(o.getSum()) << ");  // O = acc / l\n";
         return success();
       })
@@ -998,22 +963,14 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::RecomputeProbsOp o) {
-        std::string name = canUpdateInPlace(o, o.getScores()) ? reg(o.getScores()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "probs", reg(o.getScores()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getScores(), "probs");
         line() << "recompute_probs(" << name << ", " << reg(o.getLse()) << ", "
                << floatLiteral(o.getScale().convertToDouble() * kLog2e)
                << ");  // P = exp(scale·S - lse)\n";
         return success();
       })
       .Case([&](tile::SoftmaxGradOp o) {
-        std::string name = canUpdateInPlace(o, o.getDprobs()) ? reg(o.getDprobs()) : "";
-        if (name.empty())
-          name = declareResult(o, o.getResult(), "dscores", reg(o.getDprobs()));
-        else
-          bind(o.getResult(), name);
+        std::string name = resultOf(o, o.getDprobs(), "dscores");
         line() << "softmax_grad(" << name << ", " << reg(o.getProbs()) << ", "
                << reg(o.getDelta()) << ");  // dS = P∘(dP - D)\n";
         return success();
