@@ -523,7 +523,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
       auto saved = names;
       bind(forOp.getInductionVar(), ivS);
       for (Operation *op : pipe.slice)
-        if (failed(emitArith(op)))
+        if (failed(emitOp(op)))
           return failure();
       for (Operation *op : pipe.loads) {
         auto load = cast<tile::LoadOp>(op);
@@ -571,7 +571,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     auto saved = names;
     bind(forOp.getInductionVar(), ivN);
     for (Operation *op : pipe.slice)
-      if (failed(emitArith(op)))
+      if (failed(emitOp(op)))
         return failure();
     for (Operation *op : pipe.loads) {
       auto load = cast<tile::LoadOp>(op);
