@@ -255,6 +255,18 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
   if (failed(elem))
     return failure();
   int64_t rows = tileType.getRows(), cols = tileType.getCols();
+  // The device library's layouts: 16-bit shared rows are whole 64-byte
+  // swizzle units, register tiles whole 16-column mma fragments.
+  if (tileType.isShared() && !tileType.getElementType().isF32() && tileType.getRank() == 2 &&
+      cols % 32 != 0)
+    return op->emitError("CUDA emitter: a 16-bit shared tile of ")
+               << cols << " columns is not supported (rows must be multiples of 64 bytes: head "
+               << "dims 32, 64, 96, 128, 256)",
+           failure();
+  if (tileType.isRegister() && tileType.getRank() == 2 && cols % 16 != 0)
+    return op->emitError("CUDA emitter: a register tile of ")
+               << cols << " columns is not supported (mma fragments need multiples of 16)",
+           failure();
   if (tileType.isShared()) {
     if (tileType.getElementType().isF32())
       return llvm::formatv("SmemTileF32<{0}, {1}>", rows, cols).str();
@@ -1208,6 +1220,10 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
       << "// one device-library call per tile op (runtime/device/include/flashc/device).\n"
       << "#include \"flashc/device/all.cuh\"\n\n";
 
+  if (module.getOps<tile::KernelOp>().empty())
+    return module.emitError("nothing to compile into kernels: after fusion the spec holds no "
+                            "flash.attention or flash.ffn (see --emit=graph)"),
+           failure();
   for (auto kernel : module.getOps<tile::KernelOp>()) {
     Block &body = kernel.getBody().front();
     std::vector<ArgInfo> args;

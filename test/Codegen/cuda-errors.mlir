@@ -9,3 +9,13 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
       : (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
 }
+
+// A head dim the device library's layouts cannot hold: named, not an NVRTC wall.
+// RUN: not flashc %S/Inputs/head-dim-40.mlir -o %t.d40 2>&1 | FileCheck %s --check-prefix=D40
+// D40: head-dim-40.mlir:2:14: error: CUDA emitter: a 16-bit shared tile of 40 columns is not supported
+// A head dim whose tiles do not fit shared memory: by how many bytes.
+// RUN: not flashc %S/Inputs/head-dim-512.mlir -o %t.d512 2>&1 | FileCheck %s --check-prefix=D512
+// D512: error: flash-plan-memory: {{.*}} it overflows by {{[0-9]+}} bytes
+// Nothing fused: nothing to compile, said so.
+// RUN: not flashc %S/Inputs/unfused.mlir -o %t.unf 2>&1 | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED: error: nothing to compile into kernels: after fusion the spec holds no flash.attention or flash.ffn

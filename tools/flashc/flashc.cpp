@@ -175,6 +175,9 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::scf::SCFDialect,
                   mlir::tensor::TensorDialect>();
   mlir::MLIRContext context(registry);
+  // Diagnostics point at the spec line; the generic dump of the failing op
+  // would bury the message.
+  context.printOpOnDiagnostic(false);
   if (options.printIrAfterAll)
     context.disableMultithreading();
 
