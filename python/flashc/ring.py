@@ -1,0 +1,561 @@
+"""Context-parallel attention built from the existing flashc kernels.
+
+    merge_partials(outs, lses)                           exact combine of partial results over disjoint key shards
+    classify(q0, n, k0, m)                               FULL / DIAGONAL / SKIP / PARTIAL for causal chunk pairs
+    sharded_attention(q, k, v, num_shards, causal, ...)  one-device simulation of the ring (same schedule, merges)
+    ring_attention(q_local, k_local, v_local, group, causal, ...)  torch.distributed ring (NCCL) over ranks
+    ring_schedule(layout, rank)                          the ring's per-step plan, a pure function (tested on CPU)
+
+Every block of work is one launch of the ordinary forward program (q, k, v -> o, lse) or backward program
+(q, k, v, o, lse, do -> dq, dk, dv) of a flashc attention bundle, through flashc.torch's launch path.
+
+Exactness. A query row's result over the whole key sequence follows from its results over disjoint key shards:
+lse = logsumexp_i lse_i and o = sum_i exp(lse_i - lse) o_i (merge_partials). The backward program only needs the
+row's *global* o and lse: it recomputes P = exp(S - lse) and D = rowsum(dO * O), so per-block launches given the
+global o and lse produce exact partial gradients; dq sums over key blocks, dk/dv over query blocks. Partial outputs
+are rounded to the input dtype by the kernel before the merge (the merge itself runs in float32), and block
+gradients are accumulated in float32; these are the only roundings beyond a single-kernel call.
+
+Causal masks. Sharded causal attention is self-attention (Sq == Sk), where the kernels' bottom-right alignment
+equals the global top-left one: query p sees key j <= p. A query chunk [q0, q0+n) against a key chunk [k0, k0+m) is
+  FULL      every key visible            (k0 + m - 1 <= q0)           -> non-causal kernel
+  DIAGONAL  the same chunk               (q0 == k0 and n == m)        -> causal kernel, exact since Sq == Sk locally
+  SKIP      no key visible               (k0 > q0 + n - 1, or empty)  -> no launch
+  PARTIAL   anything else: the visible set is a staircase that starts at a key offset the kernels cannot express
+            (their mask is bottom-right aligned to the block's own Sk - Sq; there is no explicit key offset
+            parameter). Sharding plans here use the same chunk boundaries for queries and keys, so a PARTIAL pair
+            never arises; `plan_blocks` refuses one with UnsupportedError.
+Sliding windows are not supported by the sharded paths for the same reason (they need key offsets).
+
+Layouts. Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged). Causal: the load-balanced
+zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and 2N-1-r (concatenated in that
+order); every ring step then costs each rank the same work, and each step is a single launch (step 0: the causal
+kernel on the local buffers; kv owner o < r: all local queries against o's first chunk; o > r: the second query
+chunk against all of o's keys). `zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
+
+NVLink multicast (NVLS) stays off: ring_attention only uses point-to-point sends, NVLS buffers cost GPU memory and
+its setup has been unreliable on the lent machines, so `os.environ.setdefault("NCCL_NVLS_ENABLE", "0")` runs when
+this module is imported, i.e. before the caller's dist.init_process_group (an explicit setting by the user wins).
+Import flashc.ring before initialising NCCL.
+"""
+
+import math
+import os
+from collections import namedtuple
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+from .errors import InvalidArgumentError, UnsupportedError  # noqa: E402
+
+FULL, DIAGONAL, SKIP, PARTIAL = "full", "diagonal", "skip", "partial"
+
+__all__ = ["FULL", "DIAGONAL", "SKIP", "PARTIAL", "classify", "chunk_bounds", "Layout", "sharded_layout",
+           "ring_layout", "plan_blocks", "Block", "RingStep", "ring_schedule", "merge_partials", "sharded_attention",
+           "ring_attention", "zigzag_shard", "zigzag_unshard"]
+
+
+# ------------------------------------------------------------ pure planning (no torch)
+def classify(q0, n, k0, m):
+    """Kind of the causal (query p sees key j <= p, global positions) pair: query rows [q0, q0+n) against keys
+    [k0, k0+m). An empty chunk is SKIP."""
+    if n <= 0 or m <= 0 or k0 > q0 + n - 1:
+        return SKIP
+    if k0 + m - 1 <= q0:
+        return FULL
+    if q0 == k0 and n == m:
+        return DIAGONAL
+    return PARTIAL
+
+
+def chunk_bounds(length, count):
+    """`count` chunks of a sequence of `length`: ceil(length / count) each, the last ones shorter (possibly empty).
+    Returns [(start, length)]."""
+    if count < 1:
+        raise InvalidArgumentError("number of chunks must be >= 1, got %r" % count)
+    size = -(-length // count) if length else 0
+    return [(min(c * size, length), max(0, min((c + 1) * size, length) - min(c * size, length))) for c in range(count)]
+
+
+# q_chunks[r] / k_chunks[r]: the global (start, length) chunks rank r holds, in the order of its local buffer.
+Layout = namedtuple("Layout", "causal q_chunks k_chunks")
+
+
+def sharded_layout(seq_q, seq_k, num_shards, causal):
+    """How sharded_attention splits a sequence over `num_shards` ranks (see the module doc)."""
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+        raise InvalidArgumentError("num_shards must be an integer >= 1, got %r" % (num_shards,))
+    if causal:
+        if seq_q != seq_k:
+            raise InvalidArgumentError("sharded causal attention is self-attention: expected the same query and key "
+                                       "length, got %d and %d" % (seq_q, seq_k))
+        chunks = chunk_bounds(seq_q, 2 * num_shards)
+        owned = [[chunks[r], chunks[2 * num_shards - 1 - r]] for r in range(num_shards)]
+        return Layout(True, owned, owned)
+    return Layout(False, [[c] for c in chunk_bounds(seq_q, num_shards)], [[c] for c in chunk_bounds(seq_k, num_shards)])
+
+
+def ring_layout(world_size, causal, local_q_lengths, local_k_lengths):
+    """The layout ring_attention runs: rank r's local sequence lengths as given (non-causal: contiguous chunks in rank
+    order, any lengths; causal: zig-zag, every rank the same even length)."""
+    if causal:
+        lengths = set(local_q_lengths) | set(local_k_lengths)
+        if len(lengths) != 1 or next(iter(lengths)) % 2:
+            raise InvalidArgumentError("causal ring attention uses the zig-zag layout: every rank must hold the same "
+                                       "even number of query and key rows (chunks r and 2N-1-r of 2N equal chunks), "
+                                       "got query lengths %s and key lengths %s" % (list(local_q_lengths),
+                                                                                   list(local_k_lengths)))
+        half = next(iter(lengths)) // 2
+        owned = [[(r * half, half), ((2 * world_size - 1 - r) * half, half)] for r in range(world_size)]
+        return Layout(True, owned, owned)
+
+    def contiguous(lengths):
+        starts = [sum(lengths[:r]) for r in range(world_size)]
+        return [[(s, n)] for s, n in zip(starts, lengths)]
+
+    return Layout(False, contiguous(list(local_q_lengths)), contiguous(list(local_k_lengths)))
+
+
+# One launch: local query rows [q_lo, q_hi) against local key rows [k_lo, k_hi) of the kv buffer held at that step;
+# causal: use the causal kernel (exact only because the plan checked it).
+Block = namedtuple("Block", "q_lo q_hi k_lo k_hi causal")
+
+
+def _offsets(chunks):
+    out, at = [], 0
+    for _, n in chunks:
+        out.append(at)
+        at += n
+    return out
+
+
+def plan_blocks(q_chunks, k_chunks, causal):
+    """The launches that cover every visible (query chunk, key chunk) pair once: [Block] in local coordinates.
+
+    Non-causal: one block over everything. Causal: pairs are classified; when the query and key chunks are the same
+    list and ordered so that the whole local problem is causal (earlier chunks FULL, same chunk DIAGONAL, later
+    chunks SKIP), one causal block; otherwise DIAGONAL pairs get causal blocks and FULL pairs are coalesced into
+    blocks over contiguous runs of local key chunks, and runs of query chunks with the same key runs."""
+    nq, nk = sum(n for _, n in q_chunks), sum(n for _, n in k_chunks)
+    if nq == 0 or nk == 0:
+        return []
+    if not causal:
+        return [Block(0, nq, 0, nk, False)]
+    qo, ko = _offsets(q_chunks), _offsets(k_chunks)
+    kinds = [[classify(q0, n, k0, m) for (k0, m) in k_chunks] for (q0, n) in q_chunks]
+    for a, row in enumerate(kinds):
+        for b, kind in enumerate(row):
+            if kind == PARTIAL:
+                raise UnsupportedError(
+                    "query rows [%d, %d) against keys [%d, %d) need a causal mask with a key offset, which the "
+                    "kernels cannot express (shard queries and keys with the same chunk boundaries)"
+                    % (q_chunks[a][0], q_chunks[a][0] + q_chunks[a][1], k_chunks[b][0], k_chunks[b][0] + k_chunks[b][1]))
+    if list(q_chunks) == list(k_chunks):
+        want = lambda a, b: SKIP if q_chunks[a][1] == 0 else (FULL if b < a else DIAGONAL if a == b else SKIP)
+        if all(kinds[a][b] == want(a, b) or k_chunks[b][1] == 0 for a in range(len(q_chunks))
+               for b in range(len(k_chunks))):
+            return [Block(0, nq, 0, nk, True)]
+    blocks = []
+    runs_of = []
+    for a, row in enumerate(kinds):
+        runs, start = [], None
+        for b, kind in enumerate(row + [SKIP]):
+            empty = b < len(row) and k_chunks[b][1] == 0  # an empty key chunk neither starts nor breaks a run
+            if kind == FULL or (empty and start is not None):
+                start = b if start is None else start
+                continue
+            if start is not None:
+                runs.append((ko[start], ko[b - 1] + k_chunks[b - 1][1]))
+                start = None
+        runs_of.append(tuple(runs))
+        for b, kind in enumerate(row):
+            if kind == DIAGONAL:
+                blocks.append(Block(qo[a], qo[a] + q_chunks[a][1], ko[b], ko[b] + k_chunks[b][1], True))
+    a = 0
+    while a < len(q_chunks):  # merge consecutive query chunks with the same key runs
+        e = a + 1
+        while e < len(q_chunks) and runs_of[e] == runs_of[a]:
+            e += 1
+        for lo, hi in runs_of[a]:
+            if hi > lo:
+                blocks.append(Block(qo[a], qo[e - 1] + q_chunks[e - 1][1], lo, hi, False))
+        a = e
+    return [b for b in blocks if b.q_hi > b.q_lo]
+
+
+# Step `step` of rank `rank`: it holds the K/V (and, backward, the dK/dV accumulators) of `kv_owner`, computes
+# `blocks` against them, and passes them on to `send_to`, receiving the next owner's from `recv_from`. In the forward
+# the last step sends nothing (send_to/recv_from None at step N-1); in the backward the accumulators travel one hop
+# more (back to their owner), given by `grad_send_to` / `grad_recv_from` at every step.
+RingStep = namedtuple("RingStep", "step kv_owner blocks send_to recv_from next_kv_owner grad_send_to grad_recv_from")
+
+
+def ring_schedule(layout, rank):
+    """The per-step plan of `rank` on the ring of len(layout.q_chunks) ranks: [RingStep]."""
+    world = len(layout.q_chunks)
+    if not 0 <= rank < world:
+        raise InvalidArgumentError("rank %r is not in a ring of %d" % (rank, world))
+    nxt, prev = (rank + 1) % world, (rank - 1) % world
+    steps = []
+    for t in range(world):
+        owner = (rank - t) % world
+        last = t == world - 1
+        steps.append(RingStep(t, owner, tuple(plan_blocks(layout.q_chunks[rank], layout.k_chunks[owner],
+                                                          layout.causal)),
+                              None if last else nxt, None if last else prev,
+                              None if last else (rank - t - 1) % world, nxt if world > 1 else None,
+                              prev if world > 1 else None))
+    return steps
+
+
+# ------------------------------------------------------------ torch parts
+def _torch():
+    import torch
+    return torch
+
+
+def merge_partials(outs, lses):
+    """Exact softmax combine of attention results over disjoint key shards.
+
+    outs: [..., S, Dv] tensors (any float dtype), lses: [..., S] natural-log log-sum-exps (-inf: the row saw no key
+    of that shard). Returns (out in outs[0].dtype, lse float32): lse = logsumexp_i lse_i, out = sum_i
+    exp(lse_i - lse) out_i computed in float32. Rows with every lse_i = -inf give lse = -inf and out = 0, never NaN."""
+    torch = _torch()
+    if len(outs) != len(lses) or not outs:
+        raise InvalidArgumentError("merge_partials: expected as many outputs as log-sum-exps (at least one), got %d "
+                                   "and %d" % (len(outs), len(lses)))
+    stacked = torch.stack([l.float() for l in lses])
+    lse = torch.logsumexp(stacked, dim=0)
+    safe = torch.where(torch.isinf(lse) & (lse < 0), torch.zeros_like(lse), lse)
+    out = None
+    for o, l in zip(outs, stacked):
+        w = torch.exp(l - safe)  # exp(-inf) = 0: shards (or rows) that saw no key contribute nothing
+        term = o.float() * w.unsqueeze(-1)
+        out = term if out is None else out + term
+    return out.to(outs[0].dtype), lse
+
+
+def _merge_into(acc_o, acc_lse, o, lse):
+    """In-place online merge of (o, lse) into the accumulators (float32, or float64 for float64 inputs; views allowed)."""
+    torch = _torch()
+    lse = lse.to(acc_lse.dtype)
+    new = torch.logaddexp(acc_lse, lse)
+    safe = torch.where(torch.isinf(new) & (new < 0), torch.zeros_like(new), new)
+    acc_o.mul_(torch.exp(acc_lse - safe).unsqueeze(-1)).add_(o.to(acc_o.dtype) * torch.exp(lse - safe).unsqueeze(-1))
+    acc_lse.copy_(new)
+
+
+def _ft():
+    from . import torch as ft
+    return ft
+
+
+def _seq(t, lo, hi):
+    return t[:, :, lo:hi]
+
+
+def _launch_forward(config, q, k, v):
+    """(o, lse) of one block through flashc.torch's forward program path."""
+    torch, ft = _torch(), _ft()
+    q, k, v = ft._kernel_layout(q), ft._kernel_layout(k), ft._kernel_layout(v)
+    o = ft._output((q.shape[0], q.shape[1], q.shape[2], v.shape[3]), q.dtype, q.device)
+    lse = ft._output(q.shape[:3], torch.float32, q.device)
+    if o.numel() > 0:
+        ft._run(config, "forward", q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
+    return o, lse
+
+
+def _launch_backward(config, q, k, v, o, lse, do):
+    ft = _ft()
+    q, k, v = ft._kernel_layout(q), ft._kernel_layout(k), ft._kernel_layout(v)
+    dq = ft._output(q.shape, q.dtype, q.device)
+    dk = ft._output(k.shape, k.dtype, k.device)
+    dv = ft._output(v.shape, v.dtype, v.device)
+    if q.numel() > 0 and k.shape[2] > 0:
+        ft._run(config, "backward", q.device, dict(q=q, k=k, v=v, o=ft._kernel_layout(o), lse=ft._kernel_layout(lse),
+                                                   do=ft._kernel_layout(do), dq=dq, dk=dk, dv=dv))
+    else:
+        for g in (dq, dk, dv):
+            g.zero_()
+    return dq, dk, dv
+
+
+def _configs(config):
+    """(non-causal config, causal config) for the blocks of a sharded call."""
+    import dataclasses
+    return dataclasses.replace(config, causal=False), dataclasses.replace(config, causal=True)
+
+
+def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse):
+    for b in blocks:
+        o, lse = _launch_forward(configs[b.causal], _seq(q, b.q_lo, b.q_hi), _seq(k, b.k_lo, b.k_hi),
+                                 _seq(v, b.k_lo, b.k_hi))
+        _merge_into(_seq(acc_o, b.q_lo, b.q_hi), acc_lse[:, :, b.q_lo:b.q_hi], o, lse)
+
+
+def _backward_blocks(configs, q, k, v, o, lse, do, blocks, dq_acc, dk_acc, dv_acc):
+    for b in blocks:
+        qs = slice(b.q_lo, b.q_hi)
+        dq, dk, dv = _launch_backward(configs[b.causal], q[:, :, qs], _seq(k, b.k_lo, b.k_hi),
+                                      _seq(v, b.k_lo, b.k_hi), o[:, :, qs], lse[:, :, qs], do[:, :, qs])
+        dq_acc[:, :, qs] += dq.to(dq_acc.dtype)
+        _seq(dk_acc, b.k_lo, b.k_hi).add_(dk.to(dk_acc.dtype))
+        _seq(dv_acc, b.k_lo, b.k_hi).add_(dv.to(dv_acc.dtype))
+
+
+def _acc_dtype(t):
+    """float32 for bf16/f16 tensors (float64 ones, as in the CPU tests, keep float64)."""
+    torch = _torch()
+    return torch.promote_types(t.dtype, torch.float32)
+
+
+def _accumulators(torch, q, v):
+    acc_o = torch.zeros(q.shape[:3] + (v.shape[3],), dtype=_acc_dtype(q), device=q.device)
+    acc_lse = torch.full(q.shape[:3], -math.inf, dtype=_acc_dtype(q), device=q.device)
+    return acc_o, acc_lse
+
+
+def _gather(t, chunks):
+    torch = _torch()
+    return torch.cat([t[:, :, s:s + n] for s, n in chunks], dim=2)
+
+
+def _scatter(dst, local, chunks):
+    at = 0
+    for s, n in chunks:
+        dst[:, :, s:s + n] = local[:, :, at:at + n]
+        at += n
+
+
+def _make_sharded():
+    torch = _torch()
+
+    class _Sharded(torch.autograd.Function):
+        """One-device simulation of ring_attention: every rank's local buffers, every ring step of ring_schedule,
+        K/V 'received' by indexing the owner's local buffers."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, config, layout):
+            configs = _configs(config)
+            world = len(layout.q_chunks)
+            ks = [_gather(k, layout.k_chunks[r]) for r in range(world)]
+            vs = [_gather(v, layout.k_chunks[r]) for r in range(world)]
+            o = torch.empty(q.shape[:3] + (v.shape[3],), dtype=q.dtype, device=q.device)
+            lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+            for r in range(world):
+                ql = _gather(q, layout.q_chunks[r])
+                acc_o, acc_lse = _accumulators(torch, ql, v)
+                for step in ring_schedule(layout, r):
+                    _forward_blocks(configs, ql, ks[step.kv_owner], vs[step.kv_owner], step.blocks, acc_o, acc_lse)
+                _scatter(o, acc_o.to(q.dtype), layout.q_chunks[r])
+                _scatter(lse, acc_lse.float(), layout.q_chunks[r])
+            ctx.config, ctx.layout = config, layout
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, do, _dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            layout, configs = ctx.layout, _configs(ctx.config)
+            world = len(layout.q_chunks)
+            ks = [_gather(k, layout.k_chunks[r]) for r in range(world)]
+            vs = [_gather(v, layout.k_chunks[r]) for r in range(world)]
+            dks = [torch.zeros(t.shape, dtype=_acc_dtype(t), device=t.device) for t in ks]
+            dvs = [torch.zeros(t.shape, dtype=_acc_dtype(t), device=t.device) for t in vs]
+            dq = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
+            for r in range(world):
+                c = layout.q_chunks[r]
+                ql, ol, lsel, dol = _gather(q, c), _gather(o, c), _gather(lse, c), _gather(do, c)
+                dq_acc = torch.zeros(ql.shape, dtype=_acc_dtype(q), device=q.device)
+                for step in ring_schedule(layout, r):
+                    w = step.kv_owner
+                    _backward_blocks(configs, ql, ks[w], vs[w], ol, lsel, dol, step.blocks, dq_acc, dks[w], dvs[w])
+                _scatter(dq, dq_acc.to(q.dtype), c)
+            dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+            for r in range(world):
+                _scatter(dk, dks[r].to(k.dtype), layout.k_chunks[r])
+                _scatter(dv, dvs[r].to(v.dtype), layout.k_chunks[r])
+            return dq, dk, dv, None, None
+
+    return _Sharded
+
+
+_classes = {}
+
+
+def _cls(name, make):
+    if name not in _classes:
+        _classes[name] = make()
+    return _classes[name]
+
+
+def _config(op, q, k, v, causal, scale, softcap, enable_gqa):
+    from .validate import attention_config
+    ft = _ft()
+    return attention_config(ft._info(op, "query", q), ft._info(op, "key", k), ft._info(op, "value", v),
+                            causal=causal, scale=scale, softcap=softcap, enable_gqa=enable_gqa)
+
+
+def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=None, enable_gqa=False,
+                      return_lse=False):
+    """flashc.torch.attention computed as ring_attention would over `num_shards` ranks, on one device.
+
+    Arguments as flashc.torch.attention (no sliding window). Non-causal: query and key sequences are each cut into
+    `num_shards` chunks (ceil-sized, the last ones shorter). Causal (self-attention, Sq == Sk): the zig-zag layout
+    over 2 * num_shards chunks. Every block is a launch of the forward / backward program; results merge exactly
+    (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v."""
+    config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa)
+    layout = sharded_layout(q.shape[2], k.shape[2], num_shards, causal)
+    o, lse = _cls("sharded", _make_sharded).apply(q, k, v, config, layout)
+    return (o, lse) if return_lse else o
+
+
+# ------------------------------------------------------------ the distributed ring
+def _p2p(dist, group, sends, recvs):
+    """Post isend/irecv pairs (peer ranks are group ranks) as one batch; returns the requests to wait on."""
+    ops = []
+    for t, peer in sends:
+        ops.append(dist.P2POp(dist.isend, t, _global_rank(dist, group, peer), group))
+    for t, peer in recvs:
+        ops.append(dist.P2POp(dist.irecv, t, _global_rank(dist, group, peer), group))
+    return dist.batch_isend_irecv(ops) if ops else []
+
+
+def _global_rank(dist, group, rank):
+    if group is None or group is dist.group.WORLD:
+        return rank
+    return dist.get_global_rank(group, rank)
+
+
+def _wait(reqs):
+    for r in reqs:
+        r.wait()
+
+
+def _empty_kv(torch, like, length):
+    return torch.empty(like.shape[:2] + (length,) + like.shape[3:], dtype=like.dtype, device=like.device)
+
+
+def _make_ring():
+    torch = _torch()
+    import torch.distributed as dist
+
+    class _Ring(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, config, layout, group, rank):
+            configs = _configs(config)
+            steps = ring_schedule(layout, rank)
+            k_len = [sum(n for _, n in c) for c in layout.k_chunks]
+            k, v = k.contiguous(), v.contiguous()
+            acc_o, acc_lse = _accumulators(torch, q, v)
+            cur_k, cur_v = k, v
+            for step in steps:
+                reqs = []
+                if step.send_to is not None:  # post the next hop first: it overlaps this step's launches
+                    nk = _empty_kv(torch, k, k_len[step.next_kv_owner])
+                    nv = _empty_kv(torch, v, k_len[step.next_kv_owner])
+                    reqs = _p2p(dist, group, [(cur_k, step.send_to), (cur_v, step.send_to)],
+                                [(nk, step.recv_from), (nv, step.recv_from)])
+                _forward_blocks(configs, q, cur_k, cur_v, step.blocks, acc_o, acc_lse)
+                _wait(reqs)
+                if step.send_to is not None:
+                    cur_k, cur_v = nk, nv
+            o, lse = acc_o.to(q.dtype), acc_lse.float()
+            ctx.config, ctx.layout, ctx.group, ctx.rank = config, layout, group, rank
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, do, _dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            layout, group, rank, configs = ctx.layout, ctx.group, ctx.rank, _configs(ctx.config)
+            steps = ring_schedule(layout, rank)
+            k_len = [sum(n for _, n in c) for c in layout.k_chunks]
+            do = do.contiguous()
+            dq_acc = torch.zeros(q.shape, dtype=_acc_dtype(q), device=q.device)
+            f32 = lambda t, n: torch.empty(t.shape[:2] + (n,) + t.shape[3:], dtype=_acc_dtype(t), device=t.device)
+            zeros32 = lambda t, n: torch.zeros(t.shape[:2] + (n,) + t.shape[3:], dtype=_acc_dtype(t), device=t.device)
+            cur_k, cur_v = k, v
+            grad_reqs, in_dk, in_dv = [], None, None  # the accumulators arriving for this step's owner
+            for step in steps:
+                n = k_len[step.kv_owner]
+                reqs = []
+                if step.send_to is not None:  # K/V of the next step: independent of this step's compute
+                    nk, nv = _empty_kv(torch, k, k_len[step.next_kv_owner]), _empty_kv(torch, v, k_len[step.next_kv_owner])
+                    reqs = _p2p(dist, group, [(cur_k, step.send_to), (cur_v, step.send_to)],
+                                [(nk, step.recv_from), (nv, step.recv_from)])
+                dk_t, dv_t = zeros32(k, n), zeros32(v, n)
+                _backward_blocks(configs, q, cur_k, cur_v, o, lse, do, step.blocks, dq_acc, dk_t, dv_t)
+                _wait(grad_reqs)  # the owner's accumulator, sent by the previous rank after its step
+                if in_dk is not None:
+                    dk_t += in_dk
+                    dv_t += in_dv
+                if step.grad_send_to is not None:
+                    owner_next = (step.kv_owner - 1) % len(k_len)  # what the previous rank holds now
+                    in_dk, in_dv = f32(k, k_len[owner_next]), f32(v, k_len[owner_next])
+                    grad_reqs = _p2p(dist, group, [(dk_t, step.grad_send_to), (dv_t, step.grad_send_to)],
+                                     [(in_dk, step.grad_recv_from), (in_dv, step.grad_recv_from)])
+                else:
+                    in_dk, in_dv = dk_t, dv_t  # one rank: nothing travels
+                _wait(reqs)
+                if step.send_to is not None:
+                    cur_k, cur_v = nk, nv
+            _wait(grad_reqs)  # our own accumulators, back from their trip around the ring
+            return dq_acc.to(q.dtype), in_dk.to(k.dtype), in_dv.to(v.dtype), None, None, None, None
+
+    return _Ring
+
+
+def _ring_apply(q, k, v, config, group=None):
+    """ring_attention with a given configuration (tests build CPU configurations directly)."""
+    torch = _torch()
+    import torch.distributed as dist
+    world = dist.get_world_size(group) if dist.is_initialized() else 1
+    rank = dist.get_rank(group) if dist.is_initialized() else 0
+    if world > 1:
+        mine = torch.tensor([q.shape[2], k.shape[2]], dtype=torch.int64, device=q.device)
+        everyone = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(everyone, mine, group=group)
+        lengths = [tuple(int(x) for x in t.tolist()) for t in everyone]
+    else:
+        lengths = [(q.shape[2], k.shape[2])]
+    layout = ring_layout(world, config.causal, [l[0] for l in lengths], [l[1] for l in lengths])
+    return _cls("ring", _make_ring).apply(q, k, v, config, layout, group, rank)
+
+
+def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=None, softcap=None, enable_gqa=False,
+                   return_lse=False):
+    """Context-parallel attention over the ranks of `group` (torch.distributed, NCCL; default: the world).
+
+    Rank r holds its query rows and key/value rows of one sequence ([B, H, S_local, D] each, one CUDA device per
+    rank): non-causal, contiguous chunk r (lengths may differ between ranks); causal, the zig-zag layout (chunks r
+    and 2N-1-r of 2N equal chunks, see zigzag_shard). K/V rotate around the ring with batched isend/irecv, each
+    hop posted before the current block's launches so that transfer and compute overlap; partial results merge
+    exactly. Backward rotates K/V again, accumulates dq locally and sends float32 dK/dV accumulators around the
+    ring with their K/V, so they arrive back at their owner. Returns this rank's o (and lse). One rank: the plain
+    kernel. NCCL_NVLS_ENABLE defaults to 0 (see the module doc)."""
+    config = _config("ring_attention", q_local, k_local, v_local, causal, scale, softcap, enable_gqa)
+    o, lse = _ring_apply(q_local, k_local, v_local, config, group)
+    return (o, lse) if return_lse else o
+
+
+def zigzag_shard(x, world_size, rank, dim=2):
+    """Rank `rank`'s part of a full sequence tensor in the causal zig-zag layout: chunks rank and
+    2*world_size-1-rank of 2*world_size equal chunks along `dim`, concatenated."""
+    torch = _torch()
+    if x.shape[dim] % (2 * world_size):
+        raise InvalidArgumentError("zig-zag sharding needs the sequence length (%d) to be a multiple of 2 x world size "
+                                   "(%d)" % (x.shape[dim], 2 * world_size))
+    chunks = x.chunk(2 * world_size, dim=dim)
+    return torch.cat([chunks[rank], chunks[2 * world_size - 1 - rank]], dim=dim)
+
+
+def zigzag_unshard(parts, dim=2):
+    """The full sequence from every rank's zig-zag part (list in rank order)."""
+    torch = _torch()
+    firsts = [p.chunk(2, dim=dim)[0] for p in parts]
+    seconds = [p.chunk(2, dim=dim)[1] for p in parts]
+    return torch.cat(firsts + seconds[::-1], dim=dim)

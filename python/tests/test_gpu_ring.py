@@ -1,0 +1,201 @@
+"""flashc.ring on the GPU with real bundles: sharded_attention (one device, every ring step's launches and merges)
+against PyTorch float64 math, and ring_attention over NCCL when the machine has 2 or more GPUs.
+
+Bundles come from FLASHC_BUNDLE_PATH / the cache (python -m flashc.prebuild --out DIR tests) or the compiler. A
+causal sharded call launches the causal bundle (diagonal blocks) and its non-causal twin (full blocks); a twin
+outside the 'tests' set skips loudly when it cannot be found. Every output is poisoned with NaN before each launch.
+
+Accuracy criterion: as test_gpu_attention (2 x the unfused same-precision error + a floor), with the floor raised
+by the roundings sharding adds: each block's o is rounded to bf16/f16 by the kernel before the float32 merge (one
+ulp of the data for o), and each block's dq/dk/dv is rounded before the float32 sums (one ulp per block summed).
+"""
+
+import dataclasses
+import os
+import sys
+import tempfile
+import traceback
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _support import cuda_available, requires_cuda, skip_loudly  # noqa: E402
+
+import flashc  # noqa: E402
+from flashc import configs  # noqa: E402
+
+try:
+    import torch
+    from flashc import ring
+    from flashc.testing import attention_reference
+    from _gpu import assert_close_to_reference, setup_gpu_suite
+except ImportError:
+    pass
+
+DTYPES = {"bf16": "bfloat16", "f16": "float16"}
+EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+TEST_KEYS = {c.key for c in configs.TEST_ATTENTION}
+# Sharding supports no sliding window (it needs key offsets); everything else in the test set.
+CONFIGS = [c for c in configs.TEST_ATTENTION if c.window is None]
+# (B, Sq, Sk, causal allowed): even chunks, ragged chunks (Sq != Sk only without a causal mask).
+SHAPES = [(2, 256, 256), (1, 203, 203), (2, 200, 131)]
+
+
+def _needed(config, shards):
+    twins = [config]
+    if config.causal and shards > 1:
+        twins.append(dataclasses.replace(config, causal=False))
+    return twins
+
+
+def _inputs(config, batch, seq_q, seq_k, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = getattr(torch, DTYPES[config.dtype])
+    make = lambda h, s, d: torch.randn(batch, h, s, d, device="cuda", generator=g).to(dtype).requires_grad_()
+    q = make(config.num_heads, seq_q, config.head_dim)
+    k = make(config.num_kv_heads, seq_k, config.head_dim)
+    v = make(config.num_kv_heads, seq_k, config.value_head_dim)
+    do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(dtype)
+    return q, k, v, do
+
+
+def _reference(config, q, k, v, do, dtype):
+    leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+    o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, softcap=config.softcap,
+                                 dtype=dtype)
+    return o, lse, torch.autograd.grad(o, leaves, do.to(dtype))
+
+
+def _check(test, label, config, shards, q, k, v, do, o, lse, grads):
+    o64, lse64, grads64 = _reference(config, q, k, v, do, torch.float64)
+    o_lp, lse_lp, grads_lp = _reference(config, q, k, v, do, q.dtype)
+    eps = EPS[config.dtype]
+    test.assertEqual(o.dtype, q.dtype)
+    assert_close_to_reference(test, label + " o", o, o_lp, o64, floor=1e-4 + eps)
+    assert_close_to_reference(test, label + " lse", lse, lse_lp, lse64, floor=1e-3)
+    for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
+        test.assertEqual(got.shape, ref.shape, name)
+        assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * shards)
+
+
+@requires_cuda
+class ShardedGpuTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        setup_gpu_suite()
+
+    def run_sharded(self, config, batch, seq_q, seq_k, shards, seed=0):
+        label = "%s B=%d Sq=%d Sk=%d shards=%d" % (config.describe(), batch, seq_q, seq_k, shards)
+        q, k, v, do = _inputs(config, batch, seq_q, seq_k, seed)
+        try:
+            o, lse = ring.sharded_attention(q, k, v, shards, causal=config.causal, scale=config.scale,
+                                            softcap=config.softcap or None,
+                                            enable_gqa=config.num_heads != config.num_kv_heads, return_lse=True)
+            grads = torch.autograd.grad(o, (q, k, v), do)
+        except flashc.BundleNotFoundError as e:
+            optional = config.head_dim > 128 or any(c.key not in TEST_KEYS for c in _needed(config, shards))
+            if optional:
+                sys.stderr.write("SKIPPED (optional configuration): %s\n" % e)
+                raise unittest.SkipTest(str(e))
+            raise
+        torch.cuda.synchronize()
+        _check(self, label, config, shards, q, k, v, do, o, lse, grads)
+
+    def test_configs_shards_and_ragged_shapes(self):
+        for config in CONFIGS:
+            for batch, seq_q, seq_k in SHAPES:
+                if config.causal and seq_q != seq_k:
+                    continue
+                for shards in (1, 2, 3, 4):
+                    with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k, shards=shards):
+                        self.run_sharded(config, batch, seq_q, seq_k, shards)
+
+    def test_one_shard_is_the_plain_kernel(self):
+        import flashc.torch as ft
+        for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3]):
+            q, k, v, do = _inputs(config, 2, 128, 128, seed=1)
+            o, lse = ring.sharded_attention(q, k, v, 1, causal=config.causal, return_lse=True)
+            o_p, lse_p = ft.attention(q, k, v, causal=config.causal, return_lse=True)
+            self.assertTrue(torch.equal(o, o_p), config.describe())
+            self.assertTrue(torch.equal(lse, lse_p), config.describe())
+
+
+# ------------------------------------------------------------ ring over NCCL (2+ GPUs)
+def _ring_worker(rank, world, init_file, results):
+    try:
+        import torch.distributed as dist
+        from flashc import ring as ring_module  # sets NCCL_NVLS_ENABLE=0 before the process group exists
+        assert os.environ.get("NCCL_NVLS_ENABLE") is not None
+        torch.cuda.set_device(rank)
+        setup_gpu_suite()
+        dist.init_process_group("nccl", init_method="file://" + init_file, rank=rank, world_size=world)
+        test = unittest.TestCase()
+        try:
+            for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3]):
+                batch, seq = 2, 64 * world
+                g = torch.Generator(device="cuda").manual_seed(7)  # every rank draws the same full tensors
+                dtype = getattr(torch, DTYPES[config.dtype])
+                full = lambda h, d: torch.randn(batch, h, seq, d, device="cuda", generator=g).to(dtype)
+                q, k, v = full(config.num_heads, config.head_dim), full(config.num_kv_heads, config.head_dim), \
+                    full(config.num_kv_heads, config.value_head_dim)
+                do = full(config.num_heads, config.value_head_dim)
+                if config.causal:
+                    shard = lambda t: ring_module.zigzag_shard(t, world, rank)
+                else:
+                    shard = lambda t: t.chunk(world, dim=2)[rank]
+                ql, kl, vl = (shard(t).clone().requires_grad_() for t in (q, k, v))
+                o, lse = ring_module.ring_attention(ql, kl, vl, causal=config.causal, return_lse=True,
+                                                    enable_gqa=config.num_heads != config.num_kv_heads)
+                grads = torch.autograd.grad(o, (ql, kl, vl), shard(do))
+                torch.cuda.synchronize()
+                label = "ring %s rank %d/%d" % (config.describe(), rank, world)
+                o64, lse64, g64 = _reference(config, q, k, v, do, torch.float64)
+                o_lp, lse_lp, g_lp = _reference(config, q, k, v, do, q.dtype)
+                eps = EPS[config.dtype]
+                assert_close_to_reference(test, label + " o", o, shard(o_lp), shard(o64), floor=1e-4 + eps)
+                assert_close_to_reference(test, label + " lse", lse, shard(lse_lp), shard(lse64), floor=1e-3)
+                for name, got, base, ref in zip(("dq", "dk", "dv"), grads, g_lp, g64):
+                    assert_close_to_reference(test, label + " " + name, got, shard(base), shard(ref),
+                                              floor=1e-4 + eps * 2 * world)
+        finally:
+            dist.destroy_process_group()
+        results.put((rank, "ok"))
+    except BaseException:
+        results.put((rank, traceback.format_exc()))
+
+
+def _multi_gpu(cls):
+    if cuda_available() and torch.cuda.device_count() >= 2:
+        return cls
+    why = "no CUDA" if not cuda_available() else "fewer than 2 GPUs"
+    return skip_loudly("multi-GPU ring tests %s skipped: %s" % (cls.__name__, why))(cls)
+
+
+@_multi_gpu
+class RingNcclTest(unittest.TestCase):
+    def test_ring_attention(self):
+        import multiprocessing
+        ctx = multiprocessing.get_context("spawn")
+        for world in sorted({2, min(4, torch.cuda.device_count())}):
+            with self.subTest(world=world), tempfile.TemporaryDirectory() as tmp:
+                results = ctx.Queue()
+                procs = [ctx.Process(target=_ring_worker, args=(r, world, os.path.join(tmp, "init"), results))
+                         for r in range(world)]
+                for p in procs:
+                    p.start()
+                got = {}
+                try:
+                    for _ in range(world):
+                        rank, outcome = results.get(timeout=600)
+                        got[rank] = outcome
+                finally:
+                    for p in procs:
+                        p.join(timeout=60)
+                        if p.is_alive():
+                            p.terminate()
+                for rank in range(world):
+                    self.assertEqual(got.get(rank), "ok", "rank %d of %d: %s" % (rank, world, got.get(rank)))
+
+
+if __name__ == "__main__":
+    unittest.main()

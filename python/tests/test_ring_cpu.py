@@ -1,0 +1,524 @@
+"""flashc.ring without a GPU: the exact merge, the causal pair classification, the sharding plans and the ring's
+per-step schedule (pure functions), and the sharded / ring autograd functions run on CPU float64 tensors against a
+stand-in bundle (test_torch_cpu's FakeBundle mechanism) whose backward program computes exactly what the kernel
+does from the o and lse it is given (P = exp(S - lse), D = rowsum(dO * O)), so that passing the *global* o and lse
+of a row to every block is what is checked. The ring runs over torch.distributed's gloo backend: in this process
+with one rank, and in spawned processes with 2, 3 and 4 ranks.
+
+Run: PYTHONPATH=python python -m unittest python/tests/test_ring_cpu.py -v (torch optional: skipped without it).
+"""
+
+import math
+import os
+import sys
+import tempfile
+import traceback
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _support import HAVE_TORCH, EnvPatch, requires_torch  # noqa: E402
+
+import flashc  # noqa: E402
+from flashc import ring  # noqa: E402  (pure parts import without torch)
+
+if HAVE_TORCH:
+    import torch
+    import flashc.torch as ft
+    from flashc import cache
+    from flashc.spec import AttentionConfig
+    from flashc.testing import attention_reference, visible_mask
+    from test_torch_cpu import FakeBundle
+
+
+# ------------------------------------------------------------ stand-in kernels
+def kernel_backward(q, k, v, o, lse, do, causal, scale, softcap):
+    """The backward program's math in float64, from the o and lse it is passed (not recomputed)."""
+    q, k, v, o, lse, do = (t.double() for t in (q, k, v, o, lse, do))
+    group = q.shape[1] // k.shape[1]
+    kr, vr = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    s = q @ kr.transpose(-1, -2)
+    if softcap:
+        capped = softcap * torch.tanh(s * scale / softcap)
+        z = capped
+    else:
+        z = s * scale
+    z = z.masked_fill(~visible_mask(q.shape[2], k.shape[2], causal), -math.inf)
+    dead = torch.isinf(lse).unsqueeze(-1)
+    p = torch.where(dead, torch.zeros_like(z), torch.exp(z - torch.where(dead, torch.zeros_like(lse.unsqueeze(-1)),
+                                                                          lse.unsqueeze(-1))))
+    dp = do @ vr.transpose(-1, -2)
+    d = (do * o).sum(-1, keepdim=True)
+    ds = p * (dp - d)
+    if softcap:
+        ds = ds * (1 - (capped / softcap) ** 2)
+    ds = ds * scale
+    dq = ds @ kr
+    b, hkv = k.shape[:2]
+    dk = (ds.transpose(-1, -2) @ q).reshape(b, hkv, group, k.shape[2], -1).sum(2)
+    dv = (p.transpose(-1, -2) @ do).reshape(b, hkv, group, k.shape[2], -1).sum(2)
+    return dq, dk, dv
+
+
+if HAVE_TORCH:
+    class KernelFaithfulBundle(FakeBundle):
+        """FakeBundle whose attention backward uses the o and lse arguments as the kernel does."""
+
+        def _attention(self, name, a):
+            c = self.config
+            if name == c.forward_program:
+                return FakeBundle._attention(self, name, a)
+            dq, dk, dv = kernel_backward(a["q"], a["k"], a["v"], a["o"], a["lse"], a["do"], c.causal, c.scale,
+                                         c.softcap)
+            a["dq"].copy_(dq)
+            a["dk"].copy_(dk)
+            a["dv"].copy_(dv)
+
+
+class _Unit:
+    """The assertion methods FakeBundle needs, outside a TestCase (spawned ring ranks)."""
+
+    def assertEqual(self, a, b, msg=None):
+        assert a == b, msg or "%r != %r" % (a, b)
+
+    def assertTrue(self, a, msg=None):
+        assert a, msg
+
+
+def install_stand_in(test):
+    """Route flashc.torch's bundle lookup and launches to KernelFaithfulBundle; returns (fakes, restore)."""
+    fakes = {}
+    saved = (cache.load_bundle, ft._launch)
+    cache.load_bundle = lambda config: fakes.setdefault(config.key, KernelFaithfulBundle(config, test))
+    ft._launch = lambda bundle, program, device, args: bundle.launch(program, **args)
+    ft._resolved.clear()
+
+    def restore():
+        cache.load_bundle, ft._launch = saved
+        ft._resolved.clear()
+
+    return fakes, restore
+
+
+def reference(config, q, k, v, do):
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, softcap=config.softcap)
+    grads = torch.autograd.grad(o, leaves, do.double())
+    return o.detach(), lse.detach(), grads
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+# ------------------------------------------------------------ pure parts (no torch)
+class ClassifyTest(unittest.TestCase):
+    def test_table(self):
+        # (q0, n, k0, m) -> kind, for 'query p sees key j <= p'
+        table = [
+            ((8, 4, 0, 4), ring.FULL), ((8, 4, 4, 4), ring.FULL), ((8, 4, 5, 4), ring.FULL), ((8, 4, 6, 4), ring.PARTIAL),
+            ((8, 4, 8, 4), ring.DIAGONAL), ((8, 4, 8, 3), ring.PARTIAL), ((8, 4, 8, 5), ring.PARTIAL),
+            ((8, 4, 12, 4), ring.SKIP), ((8, 4, 11, 4), ring.PARTIAL), ((8, 4, 0, 9), ring.FULL),
+            ((8, 4, 0, 10), ring.PARTIAL), ((0, 1, 0, 1), ring.FULL), ((0, 2, 0, 2), ring.DIAGONAL), ((3, 0, 0, 2), ring.SKIP),
+            ((3, 2, 1, 0), ring.SKIP), ((0, 5, 2, 1), ring.PARTIAL),
+        ]
+        for args, kind in table:
+            self.assertEqual(ring.classify(*args), kind, args)
+
+    def test_classify_agrees_with_the_mask(self):
+        for q0, n, k0, m in [(a, b, c, d) for a in range(0, 6) for b in range(0, 4) for c in range(0, 6)
+                             for d in range(0, 4)]:
+            seen = [[j <= p for j in range(k0, k0 + m)] for p in range(q0, q0 + n)]
+            flat = [x for row in seen for x in row]
+            kind = ring.classify(q0, n, k0, m)
+            if not flat or not any(flat):
+                self.assertEqual(kind, ring.SKIP)
+            elif all(flat):
+                self.assertEqual(kind, ring.FULL)
+            elif q0 == k0 and n == m:  # the causal kernel's (bottom-right = top-left) mask
+                self.assertEqual(kind, ring.DIAGONAL)
+                self.assertEqual(seen, [[j <= i for j in range(m)] for i in range(n)])
+            else:
+                self.assertEqual(kind, ring.PARTIAL, (q0, n, k0, m))
+
+    def test_partial_is_refused(self):
+        with self.assertRaisesRegex(flashc.UnsupportedError, "key offset"):
+            ring.plan_blocks([(4, 4)], [(2, 4)], causal=True)
+        self.assertEqual(ring.plan_blocks([(4, 4)], [(2, 4)], causal=False), [ring.Block(0, 4, 0, 4, False)])
+
+    def test_chunk_bounds(self):
+        self.assertEqual(ring.chunk_bounds(10, 4), [(0, 3), (3, 3), (6, 3), (9, 1)])
+        self.assertEqual(ring.chunk_bounds(8, 4), [(0, 2), (2, 2), (4, 2), (6, 2)])
+        self.assertEqual(ring.chunk_bounds(5, 4), [(0, 2), (2, 2), (4, 1), (5, 0)])
+
+
+class ScheduleTest(unittest.TestCase):
+    """ring_schedule: element-level coverage, exactness of every launch's own mask, the messages, the balance."""
+
+    LAYOUTS = [
+        ("contiguous", lambda n, causal: ring.sharded_layout(24, 24, n, causal)),
+        ("ragged", lambda n, causal: ring.sharded_layout(23, 23, n, causal)),
+        ("ring", lambda n, causal: ring.ring_layout(n, causal, [6] * n, [6] * n)),
+    ]
+
+    def check_layout(self, layout, label):
+        world = len(layout.q_chunks)
+        sq = sum(n for c in layout.q_chunks for _, n in c)
+        sk = sum(n for c in layout.k_chunks for _, n in c)
+        count = [[0] * sk for _ in range(sq)]
+        schedules = [ring.ring_schedule(layout, r) for r in range(world)]
+
+        def globals_of(chunks):
+            return [s + i for s, n in chunks for i in range(n)]
+
+        for r, steps in enumerate(schedules):
+            self.assertEqual(len(steps), world, label)
+            gq = globals_of(layout.q_chunks[r])
+            for t, step in enumerate(steps):
+                self.assertEqual(step.kv_owner, (r - t) % world)
+                gk = globals_of(layout.k_chunks[step.kv_owner])
+                for b in step.blocks:
+                    nq, nk = b.q_hi - b.q_lo, b.k_hi - b.k_lo
+                    for i in range(nq):
+                        for j in range(nk):
+                            kernel = (not b.causal) or j <= i + nk - nq  # the kernel's bottom-right mask
+                            gi, gj = gq[b.q_lo + i], gk[b.k_lo + j]
+                            want = (not layout.causal) or gj <= gi
+                            self.assertEqual(kernel, want, "%s rank %d step %d block %s: query %d key %d"
+                                             % (label, r, t, b, gi, gj))
+                            count[gi][gj] += kernel
+        for i in range(sq):
+            for j in range(sk):
+                self.assertEqual(count[i][j], int((not layout.causal) or j <= i),
+                                 "%s: query %d key %d covered %d times" % (label, i, j, count[i][j]))
+        # Messages: what r sends at step t is what r+1 receives at step t, and holds at step t+1.
+        for r, steps in enumerate(schedules):
+            nxt = (r + 1) % world
+            for t, step in enumerate(steps):
+                if t == world - 1:
+                    self.assertIsNone(step.send_to)
+                    self.assertIsNone(step.recv_from)
+                else:
+                    self.assertEqual(step.send_to, nxt)
+                    self.assertEqual(schedules[nxt][t].recv_from, r)
+                    self.assertEqual(schedules[nxt][t].next_kv_owner, step.kv_owner)
+                    self.assertEqual(schedules[nxt][t + 1].kv_owner, step.kv_owner)
+                if world > 1:  # dK/dV accumulators follow their K/V, and the last hop brings them home
+                    self.assertEqual(step.grad_send_to, nxt)
+                    self.assertEqual(schedules[nxt][t].grad_recv_from, r)
+                    if t == world - 1:
+                        self.assertEqual((step.kv_owner - 0) % world, nxt)
+                else:
+                    self.assertIsNone(step.grad_send_to)
+
+    def test_coverage_and_messages(self):
+        for world in (1, 2, 3, 4):
+            for causal in (False, True):
+                for name, make in self.LAYOUTS:
+                    label = "%s world=%d causal=%s" % (name, world, causal)
+                    with self.subTest(label):
+                        self.check_layout(make(world, causal), label)
+        with self.subTest("ragged non-causal ring, Sq != Sk"):
+            self.check_layout(ring.ring_layout(3, False, [3, 5, 2], [4, 1, 6]), "ragged ring")
+
+    def test_zigzag_is_one_balanced_launch_per_step(self):
+        for world in (1, 2, 3, 4):
+            layout = ring.ring_layout(world, True, [8] * world, [8] * world)
+            for r in range(world):
+                steps = ring.ring_schedule(layout, r)
+                for t, step in enumerate(steps):
+                    self.assertEqual(len(step.blocks), 1, (world, r, t))
+                    b = step.blocks[0]
+                    self.assertEqual(b.causal, t == 0)
+                    # every rank does the same work at every step: 8x8 causal, then 8x4 or 4x8 (32 elements)
+                    self.assertEqual((b.q_hi - b.q_lo) * (b.k_hi - b.k_lo), 64 if t == 0 else 32)
+                    owner = step.kv_owner
+                    if t > 0:
+                        self.assertEqual((b.q_lo, b.q_hi, b.k_lo, b.k_hi), (0, 8, 0, 4) if owner < r else (4, 8, 0, 8))
+
+    def test_ring_layout_checks(self):
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "zig-zag"):
+            ring.ring_layout(2, True, [4, 6], [4, 6])
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "zig-zag"):
+            ring.ring_layout(2, True, [5, 5], [5, 5])
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "self-attention"):
+            ring.sharded_layout(8, 6, 2, True)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "rank"):
+            ring.ring_schedule(ring.ring_layout(2, False, [1, 1], [1, 1]), 2)
+
+    def test_nvls_is_off_by_default(self):
+        self.assertIn("NCCL_NVLS_ENABLE", os.environ)
+
+
+# ------------------------------------------------------------ torch parts
+@requires_torch
+class MergeTest(unittest.TestCase):
+    @staticmethod
+    def partial(q, k, v, visible):
+        """(o, lse) of softmax attention restricted to `visible` [Sq, Sk]; rows with none: 0 and -inf."""
+        s = (q @ k.transpose(-1, -2)).masked_fill(~visible, -math.inf)
+        lse = torch.logsumexp(s, dim=-1)
+        safe = torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)
+        p = torch.exp(s - safe.unsqueeze(-1))
+        return p @ v, lse
+
+    def test_exact_over_disjoint_shards_with_dead_rows(self):
+        torch.manual_seed(0)
+        q, k, v = randn(2, 3, 7, 5), randn(2, 3, 11, 5), randn(2, 3, 11, 4)
+        visible = torch.rand(7, 11) > 0.3
+        visible[0] = False          # a row that sees no key at all
+        visible[1] = False
+        visible[1, 10] = True       # a row that sees one key, in the last shard only
+        o_full, lse_full = self.partial(q, k, v, visible)
+        perm = torch.randperm(11)   # shards need not be contiguous, only disjoint
+        for shards in (2, 3, 4):
+            with self.subTest(shards=shards):
+                outs, lses = [], []
+                for idx in perm.tensor_split(shards):
+                    mask = torch.zeros_like(visible)
+                    mask[:, idx] = visible[:, idx]
+                    o, lse = self.partial(q, k, v, mask)
+                    outs.append(o)
+                    lses.append(lse)
+                self.assertTrue(bool(torch.isinf(torch.stack(lses)[:, :, :, 0]).all()))
+                o, lse = ring.merge_partials(outs, lses)
+                self.assertEqual(o.dtype, torch.float64)
+                self.assertEqual(lse.dtype, torch.float32)
+                self.assertFalse(bool(torch.isnan(o).any()) or bool(torch.isnan(lse).any()))
+                self.assertTrue(bool((o[:, :, 0] == 0).all()))
+                self.assertTrue(bool((lse[:, :, 0] == -math.inf).all()))
+                self.assertTrue(torch.allclose(o, o_full, atol=1e-6))  # f32 combine
+                self.assertTrue(torch.allclose(lse.double(), lse_full, atol=1e-5))
+                self.assertTrue(torch.equal(torch.isinf(lse), torch.isinf(lse_full)))
+                # low precision partials come back in their dtype
+                ob, _ = ring.merge_partials([x.bfloat16() for x in outs], lses)
+                self.assertEqual(ob.dtype, torch.bfloat16)
+                self.assertTrue(torch.allclose(ob.double(), o_full, atol=3e-2))
+
+    def test_all_dead(self):
+        outs = [torch.zeros(1, 1, 3, 2) for _ in range(3)]
+        lses = [torch.full((1, 1, 3), -math.inf) for _ in range(3)]
+        o, lse = ring.merge_partials(outs, lses)
+        self.assertTrue(bool((o == 0).all()) and bool((lse == -math.inf).all()))
+        with self.assertRaises(flashc.InvalidArgumentError):
+            ring.merge_partials([], [])
+
+    def test_online_merge_matches(self):
+        torch.manual_seed(1)
+        outs = [randn(1, 2, 4, 3) for _ in range(3)]
+        lses = [randn(1, 2, 4) for _ in range(3)]
+        lses[1][0, 0, 0] = -math.inf
+        o, lse = ring.merge_partials(outs, lses)
+        acc_o, acc_lse = torch.zeros(1, 2, 4, 3), torch.full((1, 2, 4), -math.inf)
+        for x, l in zip(outs, lses):
+            ring._merge_into(acc_o, acc_lse, x, l)
+        self.assertTrue(torch.allclose(acc_o.double(), o, atol=1e-6))
+        self.assertTrue(torch.allclose(acc_lse, lse, atol=1e-6))
+
+
+@requires_torch
+class StandInTest(unittest.TestCase):
+    def test_kernel_backward_matches_autograd_with_local_o_lse(self):
+        torch.manual_seed(2)
+        for causal, softcap, sq, sk in ((False, 0.0, 5, 7), (True, 0.0, 7, 5), (True, 2.0, 6, 6)):
+            q, k, v, do = randn(2, 4, sq, 8), randn(2, 2, sk, 8), randn(2, 2, sk, 3), randn(2, 4, sq, 3)
+            config = AttentionConfig("bf16", 4, 2, 8, value_head_dim=3, causal=causal, softcap=softcap)
+            o, lse, grads = reference(config, q, k, v, do)
+            got = kernel_backward(q, k, v, o, lse, do, causal, config.scale, config.softcap)
+            for g, w in zip(got, grads):
+                self.assertTrue(torch.allclose(g, w), (causal, softcap))
+
+
+@requires_torch
+class ShardedTest(unittest.TestCase):
+    def setUp(self):
+        self.fakes, self.restore = install_stand_in(self)
+        torch.manual_seed(3)
+
+    def tearDown(self):
+        self.restore()
+
+    def check(self, config, batch, sq, sk, shards, poison=False):
+        q = randn(batch, config.num_heads, sq, config.head_dim).requires_grad_()
+        k = randn(batch, config.num_kv_heads, sk, config.head_dim).requires_grad_()
+        v = randn(batch, config.num_kv_heads, sk, config.value_head_dim).requires_grad_()
+        layout = ring.sharded_layout(sq, sk, shards, config.causal)
+        with EnvPatch(FLASHC_POISON_OUTPUTS="1" if poison else None):
+            o, lse = ring._cls("sharded", ring._make_sharded).apply(q, k, v, config, layout)
+            do = randn(*o.shape)
+            grads = torch.autograd.grad(o, (q, k, v), do)
+        o_ref, lse_ref, grads_ref = reference(config, q, k, v, do)
+        self.assertTrue(torch.allclose(o, o_ref, atol=1e-6), "o")
+        self.assertTrue(torch.allclose(lse.double(), lse_ref, atol=1e-5), "lse")
+        self.assertFalse(lse.requires_grad)
+        for name, g, w in zip(("dq", "dk", "dv"), grads, grads_ref):
+            self.assertEqual(g.shape, w.shape, name)
+            self.assertTrue(torch.allclose(g, w, atol=1e-6), "%s max err %g" % (name, float((g - w).abs().max())))
+
+    def test_shards_causal_and_not(self):
+        for shards in (1, 2, 3, 4):
+            for causal in (False, True):
+                config = AttentionConfig("bf16", 2, 2, 8, causal=causal)
+                with self.subTest(shards=shards, causal=causal):
+                    self.check(config, 2, 24, 24, shards, poison=True)
+
+    def test_ragged(self):
+        for shards in (2, 3, 4):
+            with self.subTest(shards=shards, causal=False):
+                self.check(AttentionConfig("bf16", 2, 2, 8), 1, 23, 17, shards)
+            with self.subTest(shards=shards, causal=True):  # ceil-sized zig-zag chunks, a short last one
+                self.check(AttentionConfig("bf16", 2, 2, 8, causal=True), 1, 21, 21, shards)
+
+    def test_gqa_softcap_scale_value_dim(self):
+        for shards in (2, 3, 4):
+            for causal in (False, True):
+                config = AttentionConfig("f16", 4, 2, 8, value_head_dim=5, causal=causal, softcap=3.0, scale=0.4)
+                with self.subTest(shards=shards, causal=causal):
+                    self.check(config, 2, 16, 16, shards)
+                self.check(AttentionConfig("bf16", 6, 1, 8, causal=causal), 1, 16, 16, shards)
+
+    def test_launches(self):
+        config = AttentionConfig("bf16", 2, 2, 8, causal=True)
+        self.check(config, 1, 24, 24, 3)
+        causal = self.fakes[config.key].launches
+        full = self.fakes[AttentionConfig("bf16", 2, 2, 8).key].launches
+        # 3 ranks x 3 steps, one launch each: 3 causal (step 0) + 6 full, forward and backward
+        self.assertEqual([n for n, _ in causal], ["attention0_forward"] * 3 + ["attention0_backward"] * 3)
+        self.assertEqual([n for n, _ in full], ["attention0_forward"] * 6 + ["attention0_backward"] * 6)
+
+    def test_public_function_validates(self):
+        q = torch.zeros(1, 2, 8, 8, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+            ring.sharded_attention(q, q, q, 2, causal=True)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+            ring.ring_attention(q, q, q)
+
+    def test_zigzag_shard_roundtrip(self):
+        x = torch.arange(16).reshape(1, 1, 16, 1)
+        parts = [ring.zigzag_shard(x, 4, r) for r in range(4)]
+        self.assertEqual(parts[1].flatten().tolist(), [2, 3, 12, 13])
+        self.assertTrue(torch.equal(ring.zigzag_unshard(parts), x))
+
+
+# ------------------------------------------------------------ the ring over gloo
+RING_CASES = [
+    # (name, config kwargs, batch, local query lengths, local key lengths)
+    ("full", dict(num_heads=2, num_kv_heads=2, head_dim=8), 2, None, None),
+    ("causal", dict(num_heads=2, num_kv_heads=2, head_dim=8, causal=True), 2, None, None),
+    ("causal-gqa-softcap", dict(num_heads=4, num_kv_heads=2, head_dim=8, value_head_dim=5, causal=True,
+                                softcap=3.0), 1, None, None),
+    ("ragged", dict(num_heads=4, num_kv_heads=1, head_dim=8), 1, [3, 5, 2, 4], [4, 1, 6, 3]),
+]
+
+
+def ring_case(test, rank, world, group, case, seed):
+    """One ring_attention call on this rank, checked against the float64 reference of the whole sequence."""
+    name, kw, batch, q_lens, k_lens = case
+    config = AttentionConfig("bf16", **kw)
+    causal = config.causal
+    if q_lens is None:
+        q_lens = k_lens = [6] * world
+    q_lens, k_lens = q_lens[:world], k_lens[:world]
+    g = torch.Generator().manual_seed(seed)
+    sq, sk = sum(q_lens), sum(k_lens)
+    q = torch.randn(batch, config.num_heads, sq, config.head_dim, generator=g, dtype=torch.float64)
+    k = torch.randn(batch, config.num_kv_heads, sk, config.head_dim, generator=g, dtype=torch.float64)
+    v = torch.randn(batch, config.num_kv_heads, sk, config.value_head_dim, generator=g, dtype=torch.float64)
+    do = torch.randn(batch, config.num_heads, sq, config.value_head_dim, generator=g, dtype=torch.float64)
+    if causal:
+        shard = lambda t: ring.zigzag_shard(t, world, rank)
+    else:
+        shard_q = lambda t: t[:, :, sum(q_lens[:rank]):sum(q_lens[:rank + 1])]
+        shard_k = lambda t: t[:, :, sum(k_lens[:rank]):sum(k_lens[:rank + 1])]
+    sq_, sk_ = (shard, shard) if causal else (shard_q, shard_k)
+    ql, kl, vl = (sq_(q).clone().requires_grad_(), sk_(k).clone().requires_grad_(), sk_(v).clone().requires_grad_())
+    o, lse = ring._ring_apply(ql, kl, vl, config, group)
+    grads = torch.autograd.grad(o, (ql, kl, vl), sq_(do))
+    o_ref, lse_ref, (dq_ref, dk_ref, dv_ref) = reference(config, q, k, v, do)
+    label = "%s rank %d/%d" % (name, rank, world)
+    test.assertTrue(torch.allclose(o, sq_(o_ref), atol=1e-6), label + " o")
+    test.assertTrue(torch.allclose(lse.double(), sq_(lse_ref.unsqueeze(-1)).squeeze(-1), atol=1e-5), label + " lse")
+    for n, got, want in zip(("dq", "dk", "dv"), grads, (sq_(dq_ref), sk_(dk_ref), sk_(dv_ref))):
+        test.assertTrue(torch.allclose(got, want, atol=1e-6),
+                        "%s %s max err %g" % (label, n, float((got - want).abs().max())))
+
+
+def _ring_worker(rank, world, init_file, results):
+    try:
+        import torch.distributed as dist
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
+        test = _Unit()
+        _, restore = install_stand_in(test)
+        try:
+            for i, case in enumerate(RING_CASES):
+                ring_case(test, rank, world, None, case, seed=10 + i)
+        finally:
+            restore()
+            dist.destroy_process_group()
+        results.put((rank, "ok"))
+    except BaseException:
+        results.put((rank, traceback.format_exc()))
+
+
+@requires_torch
+class RingGlooTest(unittest.TestCase):
+    def test_world_size_one_is_the_plain_call(self):
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_gloo_available():
+            raise unittest.SkipTest("torch.distributed with gloo is not available")
+        fakes, restore = install_stand_in(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "init"), rank=0, world_size=1)
+            try:
+                for causal in (False, True):
+                    config = AttentionConfig("bf16", 4, 2, 8, causal=causal)
+                    torch.manual_seed(4)
+                    q = randn(2, 4, 10, 8).requires_grad_()
+                    k, v = randn(2, 2, 10, 8).requires_grad_(), randn(2, 2, 10, 8).requires_grad_()
+                    do = randn(2, 4, 10, 8)
+                    o, lse = ring._ring_apply(q, k, v, config)
+                    grads = torch.autograd.grad(o, (q, k, v), do)
+                    o_p, lse_p = ft._Attention.apply(q, k, v, config)
+                    grads_p = torch.autograd.grad(o_p, (q, k, v), do)
+                    self.assertTrue(torch.equal(o, o_p))
+                    self.assertTrue(torch.equal(lse, lse_p))
+                    for g, w in zip(grads, grads_p):
+                        self.assertTrue(torch.equal(g, w))
+                    # one launch of the configuration itself, forward and backward, per call
+                    self.assertEqual([n for n, _ in fakes[config.key].launches],
+                                     ["attention0_forward", "attention0_backward"] * 2)
+                    ring_case(self, 0, 1, None, RING_CASES[2 if causal else 3], seed=5)
+            finally:
+                dist.destroy_process_group()
+                restore()
+
+    def test_ring_over_processes(self):
+        import multiprocessing
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_gloo_available():
+            raise unittest.SkipTest("torch.distributed with gloo is not available")
+        ctx = multiprocessing.get_context("spawn")
+        for world in (2, 3, 4):
+            with self.subTest(world=world), tempfile.TemporaryDirectory() as tmp:
+                results = ctx.Queue()
+                procs = [ctx.Process(target=_ring_worker, args=(r, world, os.path.join(tmp, "init"), results))
+                         for r in range(world)]
+                for p in procs:
+                    p.start()
+                got = {}
+                try:
+                    for _ in range(world):
+                        rank, outcome = results.get(timeout=180)
+                        got[rank] = outcome
+                finally:
+                    for p in procs:
+                        p.join(timeout=30)
+                        if p.is_alive():
+                            p.terminate()
+                for rank in range(world):
+                    self.assertEqual(got.get(rank), "ok", "rank %d of %d: %s" % (rank, world, got.get(rank)))
+
+
+if __name__ == "__main__":
+    unittest.main()
