@@ -558,16 +558,12 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     pipeline = &pipe;
   }
 
-  line() << "for (int " << iv << " = " << lb << ", ";
+  line() << "for (int " << iv << " = " << lb;
   if (pipelined)
-    os << pipe.stageVar << " = 0";
-  else
-    os << "iter_ = 0";
-  os << "; " << iv << " < " << ub << "; " << iv << " += " << step << ", ";
+    os << ", " << pipe.stageVar << " = 0";
+  os << "; " << iv << " < " << ub << "; " << iv << " += " << step;
   if (pipelined)
-    os << pipe.stageVar << " = (" << pipe.stageVar << " + 1) % " << pipe.stages;
-  else
-    os << "++iter_";
+    os << ", " << pipe.stageVar << " = (" << pipe.stageVar << " + 1) % " << pipe.stages;
   os << ") {\n";
   ++indent;
 
