@@ -34,12 +34,13 @@ struct Options {
   std::string bundle;
   int64_t batch = 2, seqQ = 257, seqK = 257, tokens = 300;
   unsigned seed = 1;
+  bool requireGpu = false; // no GPU: exit 77 (ctest's "skipped") instead of 0
 };
 
 [[noreturn]] void usage(const char *msg) {
   std::fprintf(stderr,
                "flashc-run: %s\nusage: flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] "
-               "[--tokens N] [--seed N]\n",
+               "[--tokens N] [--seed N] [--require-gpu]\n",
                msg);
   std::exit(2);
 }
@@ -62,6 +63,7 @@ Options parseOptions(int argc, char **argv) {
     else if (a == "--seq-k") number(o.seqK);
     else if (a == "--tokens") number(o.tokens);
     else if (a == "--seed") { int64_t s; number(s); o.seed = unsigned(s); }
+    else if (a == "--require-gpu") o.requireGpu = true;
     else if (a == "--help" || a == "-h") usage("help");
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.bundle.empty()) o.bundle = a;
@@ -523,7 +525,7 @@ struct Runner {
     Status dev = checkDevice();
     if (!dev.ok()) {
       std::printf("flashc-run: SKIPPED running %s: %s\n", opt.bundle.c_str(), dev.error().message.c_str());
-      return 0;
+      return opt.requireGpu ? 77 : 0;
     }
     auto code = bundle->prepare();
     if (!code.ok()) {
