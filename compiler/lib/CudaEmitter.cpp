@@ -161,8 +161,7 @@ private:
   void bind(Value v, std::string name) { names[v] = std::move(name); }
 
   // Shared-memory placement of a shared tile produced by `op`.
-  int64_t placeShared(Operation *op, tile::TileType type, int64_t buffers,
-                      std::optional<uint64_t> fixedOffset);
+  int64_t placeShared(Operation *op, tile::TileType type, int64_t buffers);
 
   LogicalResult emitBlock(Block &block);
   /// C = A·B from zero whose only use is an atomic add (the backward's dQ):
@@ -181,10 +180,14 @@ private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitArith(Operation *op);
   LogicalResult emitFor(scf::ForOp forOp);
+  struct Pipeline;
+  LogicalResult emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef ivHint,
+                               const std::string &ivExpr, const std::string &buffer);
   LogicalResult emitIf(scf::IfOp ifOp);
   LogicalResult emitTileOp(Operation *op);
   LogicalResult emitLoadIssue(tile::LoadOp load, StringRef dst);
   std::string globalMatrix(Value tensor, ValueRange indices, unsigned keep);
+  std::string globalVector(Value tensor, ValueRange indices);
   std::string declareResult(Operation *op, Value result, StringRef hint, StringRef init);
   bool canUpdateInPlace(Operation *user, Value operand);
   /// The C++ variable of `op`'s result, which starts as `operand`: the
@@ -282,8 +285,7 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
   return llvm::formatv("RegTile16<{0}, {1}, {2}, kWarps>", *elem, rows, cols).str();
 }
 
-int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t buffers,
-                                   std::optional<uint64_t> fixedOffset) {
+int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t buffers) {
   auto it = smemSlots.find(op);
   if (it != smemSlots.end())
     return it->second.first;
@@ -295,7 +297,6 @@ int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t b
   // Tiles are laid out in program order, 128-byte aligned, as flash-plan-memory
   // does; its offsets are not reused because only the emitter knows the
   // device library's padding.
-  (void)fixedOffset;
   int64_t offset = llvm::alignTo(smemEnd, 128);
   smemEnd = std::max<int64_t>(smemEnd, offset + bytes * std::max<int64_t>(buffers, 1));
   smemSlots[op] = {offset, bytes};
@@ -525,36 +526,10 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     // Prologue: the first stages-1 iterations' loads in flight, one group each.
     line() << "// Pipeline prologue: loads of the first " << pipe.stages - 1
            << " iteration(s) in flight.\n";
-    for (int64_t s = 0; s + 1 < pipe.stages; ++s) {
-      line() << "{\n";
-      ++indent;
-      std::string ivS = fresh("n_pre");
-      line() << "const int " << ivS << " = " << lb << " + " << s << " * " << step << ";\n";
-      line() << "if (" << ivS << " < " << ub << ") {\n";
-      ++indent;
-      auto saved = names;
-      bind(forOp.getInductionVar(), ivS);
-      for (Operation *op : pipe.slice)
-        if (failed(emitOp(op)))
-          return failure();
-      for (Operation *op : pipe.loads) {
-        auto load = cast<tile::LoadOp>(op);
-        auto type = cast<tile::TileType>(load.getType());
-        int64_t off = placeShared(load, type, pipe.stages, load.getSmemOffset());
-        FailureOr<std::string> ctype = typeOf(load, type);
-        std::string dst = llvm::formatv("smem_tile_at<{0}>(smem, {1} + {2} * {0}::kBytes)",
-                                        *ctype, off, s)
-                              .str();
-        if (failed(emitLoadIssue(load, dst)))
-          return failure();
-      }
-      names = saved;
-      --indent;
-      line() << "}\n";
-      --indent;
-      line() << "}\n";
-      line() << "cp_async_commit();\n";
-    }
+    for (int64_t s = 0; s + 1 < pipe.stages; ++s)
+      if (failed(emitIssueAhead(forOp, pipe, "n_pre", lb + " + " + std::to_string(s) + " * " + step,
+                                std::to_string(s))))
+        return failure();
     pipeline = &pipe;
   }
 
@@ -568,38 +543,12 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   ++indent;
 
   if (pipelined) {
-    // Prefetch iteration n + (stages-1)*step into the buffer freed last iteration.
-    line() << "{  // prefetch the loads of a later iteration (software pipelining)\n";
-    ++indent;
-    std::string ivN = fresh("n_next");
-    line() << "const int " << ivN << " = " << iv << " + " << (pipe.stages - 1) << " * " << step
-           << ";\n";
-    line() << "if (" << ivN << " < " << ub << ") {\n";
-    ++indent;
-    auto saved = names;
-    bind(forOp.getInductionVar(), ivN);
-    for (Operation *op : pipe.slice)
-      if (failed(emitOp(op)))
-        return failure();
-    for (Operation *op : pipe.loads) {
-      auto load = cast<tile::LoadOp>(op);
-      auto type = cast<tile::TileType>(load.getType());
-      int64_t off = placeShared(load, type, pipe.stages, load.getSmemOffset());
-      FailureOr<std::string> ctype = typeOf(load, type);
-      std::string dst =
-          llvm::formatv("smem_tile_at<{0}>(smem, {1} + (({2} + {3}) % {3}) * {0}::kBytes)",
-                        *ctype, off, pipe.stageVar + " + " + std::to_string(pipe.stages - 1),
-                        pipe.stages)
-              .str();
-      if (failed(emitLoadIssue(load, dst)))
-        return failure();
-    }
-    names = saved;
-    --indent;
-    line() << "}\n";
-    --indent;
-    line() << "}\n";
-    line() << "cp_async_commit();  // always one group per iteration, possibly empty\n";
+    // Prefetch iteration n + (stages-1)·step into the buffer freed last iteration.
+    if (failed(emitIssueAhead(forOp, pipe, "n_next",
+                              iv + " + " + std::to_string(pipe.stages - 1) + " * " + step,
+                              "(" + pipe.stageVar + " + " + std::to_string(pipe.stages - 1) +
+                                  ") % " + std::to_string(pipe.stages))))
+      return failure();
     emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 1) +
                     ">();  // this iteration's buffers landed");
   }
@@ -627,6 +576,46 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);
+  return success();
+}
+
+/// Issues the pipelined loads of the iteration whose induction variable is
+/// `ivExpr` (when it is inside the loop bounds) into buffer `buffer`, with the
+/// index math they need recomputed for that iteration, then commits the
+/// group (possibly empty, so that waits count one group per iteration).
+LogicalResult KernelEmitter::emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef ivHint,
+                                            const std::string &ivExpr, const std::string &buffer) {
+  std::string ub = nameOf(forOp.getUpperBound());
+  line() << "{  // loads of a later iteration, in flight during this one\n";
+  ++indent;
+  std::string ivAhead = fresh(ivHint);
+  line() << "const int " << ivAhead << " = " << ivExpr << ";\n";
+  line() << "if (" << ivAhead << " < " << ub << ") {\n";
+  ++indent;
+  auto saved = names;
+  bind(forOp.getInductionVar(), ivAhead);
+  for (Operation *op : pipe.slice)
+    if (failed(emitOp(op)))
+      return failure();
+  for (Operation *op : pipe.loads) {
+    auto load = cast<tile::LoadOp>(op);
+    auto type = cast<tile::TileType>(load.getType());
+    int64_t off = placeShared(load, type, pipe.stages);
+    FailureOr<std::string> ctype = typeOf(load, type);
+    if (failed(ctype))
+      return failure();
+    std::string dst =
+        llvm::formatv("smem_tile_at<{0}>(smem, {1} + ({2}) * {0}::kBytes)", *ctype, off, buffer)
+            .str();
+    if (failed(emitLoadIssue(load, dst)))
+      return failure();
+  }
+  names = saved;
+  --indent;
+  line() << "}\n";
+  --indent;
+  line() << "}\n";
+  line() << "cp_async_commit();\n";
   return success();
 }
 
@@ -675,6 +664,14 @@ std::string KernelEmitter::globalMatrix(Value tensor, ValueRange indices, unsign
   return s + ")";
 }
 
+/// The row vector of `tensor` at the leading `indices` (all but the last).
+std::string KernelEmitter::globalVector(Value tensor, ValueRange indices) {
+  std::string view = "vector_view(" + nameOf(tensor);
+  for (unsigned i = 0; i + 1 < indices.size(); ++i)
+    view += ", " + nameOf(indices[i]);
+  return view + ")";
+}
+
 LogicalResult KernelEmitter::emitLoadIssue(tile::LoadOp load, StringRef dst) {
   ValueRange idx = load.getIndices();
   auto srcType = cast<tile::GlobalTensorType>(load.getSource().getType());
@@ -685,6 +682,13 @@ LogicalResult KernelEmitter::emitLoadIssue(tile::LoadOp load, StringRef dst) {
          << ", " << col0 << ", " << nameOf(load.getRowLimit()) << ", "
          << nameOf(load.getColLimit()) << ");\n";
   return success();
+}
+
+/// The device-library matmul for the operand transposes of `mm`.
+static const char *matmulFunction(tile::MatmulOp mm) {
+  if (mm.getTransposeA())
+    return mm.getTransposeB() ? "matmul_ta_tb" : "matmul_ta";
+  return mm.getTransposeB() ? "matmul_tb" : "matmul";
 }
 
 LogicalResult KernelEmitter::emitTileOp(Operation *op) {
@@ -723,7 +727,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           return failure();
         std::string hint = nameOf(o.getSource()) + "_tile";
         if (pipeline && pipeline->loads.contains(o)) {
-          int64_t off = placeShared(o, type, pipeline->stages, o.getSmemOffset());
+          int64_t off = placeShared(o, type, pipeline->stages);
           std::string name = fresh(hint);
           line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                  << ">(smem, " << off << " + " << pipeline->stageVar << " * " << *ctype
@@ -731,7 +735,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           bind(o.getResult(), name);
           return success();
         }
-        int64_t off = placeShared(o, type, 1, o.getSmemOffset());
+        int64_t off = placeShared(o, type, 1);
         std::string name = fresh(hint);
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
@@ -762,21 +766,13 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       .Case([&](tile::LoadRowsOp o) {
         ValueRange idx = o.getIndices();
         std::string name = declareResult(o, o.getResult(), nameOf(o.getSource()) + "_rows", "");
-        std::string view = "vector_view(" + nameOf(o.getSource());
-        for (unsigned i = 0; i + 1 < idx.size(); ++i)
-          view += ", " + nameOf(idx[i]);
-        view += ")";
-        line() << "load_rows(" << name << ", " << view << ", " << nameOf(idx.back()) << ", "
+        line() << "load_rows(" << name << ", " << globalVector(o.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
                << nameOf(o.getRowLimit()) << ");\n";
         return success();
       })
       .Case([&](tile::StoreRowsOp o) {
         ValueRange idx = o.getIndices();
-        std::string view = "vector_view(" + nameOf(o.getDest());
-        for (unsigned i = 0; i + 1 < idx.size(); ++i)
-          view += ", " + nameOf(idx[i]);
-        view += ")";
-        line() << "store_rows(" << view << ", " << nameOf(idx.back()) << ", "
+        line() << "store_rows(" << globalVector(o.getDest(), idx) << ", " << nameOf(idx.back()) << ", "
                << nameOf(o.getRowLimit()) << ", " << reg(o.getValue()) << ");\n";
         return success();
       })
@@ -812,7 +808,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         FailureOr<std::string> ctype = typeOf(o, type);
         if (failed(ctype))
           return failure();
-        int64_t off = placeShared(o, type, 1, o.getSmemOffset());
+        int64_t off = placeShared(o, type, 1);
         std::string name = fresh(nameOf(o.getSource()) + "_smem");
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
@@ -836,8 +832,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         if (isChunkedAtomicMatmul(o)) {
           auto atomic = cast<tile::AtomicAddOp>(*o->getUsers().begin());
           auto type = cast<tile::TileType>(o.getType());
-          const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
-                                             : (o.getTransposeB() ? "matmul_tb" : "matmul");
+          const char *fn = matmulFunction(o);
           ValueRange idx = atomic.getIndices();
           std::string part = fresh("part");
           int64_t width = type.getCols() % 64 == 0 ? 64 : 32;
@@ -858,8 +853,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           return success();
         }
         std::string name = resultOf(o, o.getAcc(), "mm");
-        const char *fn = o.getTransposeA() ? (o.getTransposeB() ? "matmul_ta_tb" : "matmul_ta")
-                                           : (o.getTransposeB() ? "matmul_tb" : "matmul");
+        const char *fn = matmulFunction(o);
         if (wgmma()) {
           bool aShared = aType.isShared();
           if (o.getTransposeA() || (aShared && !o.getTransposeB()) || (!aShared && o.getTransposeB()))

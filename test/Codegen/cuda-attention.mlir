@@ -42,7 +42,8 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // AMPERE: load_fragments(q_tile_frag, q_tile);
 // One loop over key blocks; the next block's K and V are prefetched (2 stages).
 // CHECK: for (int [[N:.+]] = 0, stage = 0; [[N]] < {{.*}}; [[N]] += 1, stage = (stage + 1) % 2)
-// CHECK: prefetch the loads of a later iteration
+// CHECK: loads of a later iteration, in flight during this one
+// CHECK: smem_tile_at<{{.*}}>(smem, {{[0-9]+}} + ((stage + 1) % 2) *
 // CHECK: cp_async_wait<1>();
 // HOPPER: fence_async_shared();
 // HOPPER: wgmma_matmul_tb(s, q_tile, k_tile);
