@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The command run on the GPU machine, from the repository root:
-#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,attention,ffn] [--attention-args "..."]
+#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,sanitize,attention,ffn] [--attention-args "..."]
 #                           [--ffn-args "..."] [--dry-run]
 # BUNDLE_DIR (or FLASHC_BUNDLE_PATH) holds bundles made on the dev machine with
 #   PYTHONPATH=python python3 -m flashc.prebuild --out BUNDLE_DIR all
@@ -16,7 +16,7 @@
 set -u -o pipefail
 
 DRY_RUN=0
-STEPS="build,test,run,attention,ffn"
+STEPS="build,test,run,sanitize,attention,ffn"
 ATTENTION_ARGS=""
 FFN_ARGS=""
 BUNDLES="${FLASHC_BUNDLE_PATH:-}"
@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${STEPS//,/ }; do
-  case "$s" in build|test|run|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, run, attention, ffn)" >&2; exit 2 ;; esac
+  case "$s" in build|test|run|sanitize|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, run, sanitize, attention, ffn)" >&2; exit 2 ;; esac
 done
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 
@@ -50,6 +50,7 @@ else
 fi
 export FLASHC_CACHE_DIR="${FLASHC_CACHE_DIR:-$OUT/cache}"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONFAULTHANDLER=1  # a crash in a Python test prints its stack
 export FLASHC_COMMIT="${FLASHC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 BUILD=build-dev
 LIB="$PWD/$BUILD/runtime/libflashc_runtime.so"
@@ -87,7 +88,10 @@ else
     step ctest ctest --test-dir "$BUILD" --output-on-failure --timeout 1800
     # Until python/ is add_subdirectory'd in the top-level CMakeLists, run the Python tests directly.
     if ! ctest --test-dir "$BUILD" -N 2>/dev/null | grep -q python.unittest; then
-      step python_tests python3 -m unittest discover -s python/tests -v
+      # One process per file, so that a crash in one file cannot hide the results of the others.
+      for t in python/tests/test_*.py; do
+        step "python_$(basename "$t" .py)" python3 -m unittest discover -s python/tests -p "$(basename "$t")" -v
+      done
     fi
   fi
   if has_step run && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
@@ -96,12 +100,36 @@ else
       local rc=0
       for b in "$FLASHC_BUNDLE_PATH"/*/; do
         [ -f "$b/manifest.flashc" ] || continue
-        "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 || rc=1
-        "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens 130 || rc=1
+        # The float64 CPU reference of the benchmark-size FFN (d=4096, h=16384) costs 0.5 GFLOP per row.
+        case "$(basename "$b")" in *d4096h16384*) rows=(17 5) ;; *) rows=(300 130) ;; esac
+        "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 --tokens "${rows[0]}" || rc=1
+        "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
       done
       return $rc
     }
     step flashc_run run_all
+  fi
+  if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
+    # compute-sanitizer memcheck and racecheck on small ragged shapes of a few representative bundles
+    # (sm_90a wgmma forward, mma.sync backward with atomics, window f16, GQA, FFN).
+    sanitize_all() {
+      local rc=0 cs
+      cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+      [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
+      for pattern in attn_bf16_h2kv2_d128_causal_ attn_bf16_h2kv2_d64_full_ attention_window_d64_f16 \
+                     attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ ffn_bf16_d64h256_gelu_tanh_b1b2_; do
+        for b in "$FLASHC_BUNDLE_PATH"/$pattern*/; do
+          [ -f "$b/manifest.flashc" ] || continue
+          for tool in memcheck racecheck; do
+            echo "--- $tool $(basename "$b")"
+            "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
+              || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
+          done
+        done
+      done
+      return $rc
+    }
+    step sanitize sanitize_all
   fi
   has_step attention && step bench_attention python3 bench/bench_attention.py --out "$OUT" $ATTENTION_ARGS
   has_step ffn && step bench_ffn python3 bench/bench_ffn.py --out "$OUT" $FFN_ARGS

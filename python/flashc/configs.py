@@ -5,6 +5,8 @@ and a one-line text form for the command line:
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
+import dataclasses
+
 from .errors import InvalidArgumentError
 from .spec import AttentionConfig, FfnConfig, format_f32
 
@@ -35,11 +37,16 @@ TEST_FFN = (
     FfnConfig("f16", 64, 128, activation="silu", gated=True, has_b2=True),
 )
 
+# Context-parallel attention (flashc.ring) runs a causal config's off-diagonal shard pairs with the
+# unmasked twin of the same config: the sharded GPU tests need both bundles.
+RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
+                   if c.causal and c.window is None and dataclasses.replace(c, causal=False) not in TEST_ATTENTION)
+
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
     "bench-ffn": BENCH_FFN,
-    "tests": TEST_ATTENTION + TEST_FFN,
+    "tests": TEST_ATTENTION + RING_TWINS + TEST_FFN,
     "tests-attention": TEST_ATTENTION,
     "tests-ffn": TEST_FFN,
 }

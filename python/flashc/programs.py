@@ -4,7 +4,8 @@ The binding speaks logical names (attention: q, k, v, o, lse, do, dq, dk, dv; FF
 dx, ...). Compilers name things their own way: program `attention0_forward` or the spec function's name
 `attention`, parameters `o` or `out` or `result0`, `do` or `d_out`. Names are resolved once per bundle
 and program; a bundle whose parameters do not map one-to-one onto the logical set is refused with a
-message listing both.
+message listing both. The one input a program may leave out is the FFN output bias b2 in the backward
+(no gradient depends on it).
 """
 
 import re
@@ -16,8 +17,12 @@ from .spec import AttentionConfig
 _ALIASES = {
     "o": ("out", "output"), "lse": ("lse0",), "do": ("d_out", "dout", "d_o"), "y": ("out", "output"),
     "dq": ("d_q",), "dk": ("d_k",), "dv": ("d_v",), "dy": ("d_y",), "dx": ("d_x",), "dw1": ("d_w1",),
-    "db1": ("d_b1",), "dw2": ("d_w2",), "db2": ("d_b2",), "dw_gate": ("d_w_gate",), "dw_up": ("d_w_up",),
+    "db1": ("d_b1",), "dw2": ("d_w2",), "db2": ("d_b2",), "dw_up": ("d_w_up",),
+    # flash.ffn's gated form calls its gate projection w1 (the operand the activation applies to).
+    "w_gate": ("w1",), "dw_gate": ("d_w_gate", "dw1", "d_w1"),
 }
+
+_UNREAD_IN_BACKWARD = {"b2"}
 
 
 def program_candidates(config, direction):
@@ -65,7 +70,8 @@ def resolve(bundle, config, direction):
             mapping = None
             break
         mapping[key] = name
-    if mapping is None or set(mapping) != set(logical):
+    unread = set(logical) - set(mapping or ())
+    if mapping is None or not unread <= (_UNREAD_IN_BACKWARD if direction == "backward" else set()):
         raise InvalidBundleError("bundle %s: program '%s' has parameters (%s) but flashc.torch passes (%s)" % (
             bundle.path, program, ", ".join(names), ", ".join(logical)))
     return program, mapping

@@ -71,7 +71,8 @@ def _program(config, direction):
 
 def _run(config, direction, device, args):
     bundle, program, mapping = _program(config, direction)
-    _launch(bundle, program, device, {mapping[k]: v for k, v in args.items()})
+    # Inputs the program does not read (absent from mapping) are not passed.
+    _launch(bundle, program, device, {mapping[k]: v for k, v in args.items() if k in mapping})
 
 
 def _launch(bundle, program, device, args):

@@ -47,6 +47,25 @@ class ResolveTest(unittest.TestCase):
                          {"x": "input0", "w1": "input1", "b1": "input2", "w2": "input3", "b2": "input4", "y": "result0"})
         self.assertEqual(programs.resolve(f, FFN, "backward")[1]["db2"], "d_b2")
 
+    def test_flashc_ffn_programs(self):
+        # Parameter lists as flashc writes them: the backward reads no b2, the gated form names its gate w1.
+        biased = StubBundle({"ffn": ["x", "w1", "b1", "w2", "b2", "y"],
+                             "ffn_backward": ["x", "w1", "b1", "w2", "dy", "dw2", "dw1", "dx", "db2", "db1"]})
+        program, mapping = programs.resolve(biased, FFN, "backward")
+        self.assertEqual(program, "ffn_backward")
+        self.assertNotIn("b2", mapping)
+        self.assertEqual(mapping["db2"], "db2")
+        gated_cfg = FfnConfig("bf16", 64, 256, activation="silu", has_b2=True, gated=True)
+        gated = StubBundle({"ffn": ["x", "w1", "w_up", "w2", "b2", "y"],
+                            "ffn_backward": ["x", "w1", "w_up", "w2", "dy", "dw2", "dw1", "dx", "dw_up", "db2"]})
+        self.assertEqual(programs.resolve(gated, gated_cfg, "forward")[1],
+                         {"x": "x", "w_gate": "w1", "w_up": "w_up", "w2": "w2", "b2": "b2", "y": "y"})
+        self.assertEqual(programs.resolve(gated, gated_cfg, "backward")[1]["dw_gate"], "dw1")
+        # An output the binding allocates must be a parameter: a backward without db2 is refused.
+        with self.assertRaisesRegex(InvalidBundleError, "program 'ffn_backward' has parameters"):
+            programs.resolve(StubBundle({"ffn_backward": ["x", "w1", "b1", "w2", "dy", "dw2", "dw1", "dx", "db1"]}),
+                             FFN, "backward")
+
     def test_refusals(self):
         with self.assertRaisesRegex(InvalidBundleError, "has no forward program: looked for attention0_forward, "
                                                         "attention, attention_forward; it has ffn"):

@@ -82,6 +82,8 @@ __device__ __forceinline__ void store_tile(const GlobalMatrix<float>& m, int row
 }
 
 // tile.atomic_add %x, %t[.., row0, col0] limit [rl, cl] (f32 register tile into an f32 tensor).
+// 8-byte reductions: the 16-byte form (atomic_add<true>) measured no faster in the generated
+// backward on the H200 (bench/results/2026-11-29-h200-session2.md).
 template <int R, int C, int W>
 __device__ __forceinline__ void atomic_add_tile(const GlobalMatrix<float>& m, int row0, int col0, int rl, int cl,
                                                 const RegTileF32<R, C, W>& x) {
