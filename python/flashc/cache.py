@@ -1,5 +1,9 @@
 """Where bundles come from: FLASHC_BUNDLE_PATH, then the user cache, then the
-flashc compiler (when one is found), keyed by a configuration's cache key."""
+flashc compiler (when one is found), keyed by a configuration's cache key.
+
+A compiled bundle records which compiler built it (COMPILER_STAMP: that compiler's `--version`, which names
+its device library's fingerprint). A cached bundle from another compiler build is rebuilt when a compiler is
+at hand; bundles found through FLASHC_BUNDLE_PATH are the user's choice and used as they are."""
 
 import os
 import shutil
@@ -15,6 +19,7 @@ ENV_BUNDLE_PATH = "FLASHC_BUNDLE_PATH"
 ENV_BUNDLE_CACHE = "FLASHC_BUNDLE_CACHE"
 ENV_COMPILER = "FLASHC_COMPILER"
 MANIFEST = "manifest.flashc"
+COMPILER_STAMP = "compiler.txt"
 
 _SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,6 +78,42 @@ def find_compiler():
     return candidates[0] if candidates else None
 
 
+_identities = {}
+
+
+def compiler_identity(compiler):
+    """What `compiler --version` prints (its version and device-library fingerprint), once per process and
+    executable build; a compiler that cannot say is identified by its path, size and modification time."""
+    try:
+        st = os.stat(compiler)
+        build = (os.path.realpath(compiler), st.st_size, st.st_mtime_ns)
+    except OSError as e:
+        raise CompilerError("cannot use the flashc compiler %s: %s" % (compiler, e))
+    identity = _identities.get(build)
+    if identity is None:
+        try:
+            proc = subprocess.run([compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            text = proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        identity = _identities[build] = text or "unversioned %s size %d mtime %d" % build
+    return identity
+
+
+def bundle_compiler(path):
+    """The compiler identity recorded in bundle directory `path` (None: not recorded)."""
+    try:
+        with open(os.path.join(path, COMPILER_STAMP)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def is_current(path, compiler):
+    """Whether the bundle in `path` was built by this build of `compiler`."""
+    return bundle_compiler(path) == compiler_identity(compiler)
+
+
 def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
     """Compile `config` with the flashc compiler into directory `out_dir` (which must not exist yet;
     it appears atomically, with the spec beside the bundle as spec.mlir). Returns out_dir."""
@@ -103,6 +144,8 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
         if not is_bundle_dir(staged):
             raise CompilerError("flashc exited 0 but wrote no %s in %s (command: %s)" % (MANIFEST, staged, " ".join(cmd)))
         shutil.copyfile(spec_path, os.path.join(staged, "spec.mlir"))
+        with open(os.path.join(staged, COMPILER_STAMP), "w") as f:
+            f.write(compiler_identity(compiler) + "\n")
         try:
             os.rename(staged, out_dir)
         except OSError:
@@ -116,11 +159,22 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
 def bundle_dir(config, compile=True):
     """The bundle directory for `config`: found, or compiled into the cache when a compiler exists."""
     found = find_bundle_dir(config)
-    if found:
-        return found
+    cached = os.path.join(bundle_cache_dir(), config.key)
     compiler = find_compiler() if compile else None
+    if found and not (compiler and found == cached and not is_current(found, compiler)):
+        return found
     if compiler:
-        return compile_bundle(config, os.path.join(bundle_cache_dir(), config.key), compiler=compiler)
+        if found:  # built by another compiler build: set it aside, rebuild, then drop it
+            stale = tempfile.mkdtemp(prefix=".stale-%s-" % config.key, dir=os.path.dirname(cached))
+            try:
+                os.rename(found, os.path.join(stale, "bundle"))
+            except OSError:
+                pass  # another process moved it first
+            try:
+                return compile_bundle(config, cached, compiler=compiler)
+            finally:
+                shutil.rmtree(stale, ignore_errors=True)
+        return compile_bundle(config, cached, compiler=compiler)
     looked = ["%s/%s" % (p, config.key) for p in search_path()] + [os.path.join(bundle_cache_dir(), config.key)]
     from .configs import format_config
     raise BundleNotFoundError(
@@ -155,9 +209,10 @@ def load_bundle(config):
 
 
 def clear_loaded():
-    """Forget opened bundles (tests; after changing FLASHC_BUNDLE_PATH)."""
+    """Forget opened bundles and compiler identities (tests; after changing FLASHC_BUNDLE_PATH)."""
     with _loaded_lock:
         _loaded.clear()
+        _identities.clear()
         _by_key.clear()
     binding = sys.modules.get(__package__ + ".torch")
     if binding is not None:

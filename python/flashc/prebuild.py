@@ -6,7 +6,8 @@ the flashc compiler, to carry them to one without it (the GPU machine):
 CONFIG_OR_SET: a set name (bench, tests, all, bench-attention, bench-ffn, tests-attention, tests-ffn; default
 all) or one config such as 'attention:dtype=bf16,heads=16,head_dim=128,causal=1'. Each bundle lands in
 DIR/<key>; DIR/INDEX.txt lists key and config. Point FLASHC_BUNDLE_PATH at DIR where they are used.
-Exit status: 0 all built (or already present), 1 some failed, 2 bad command line.
+A bundle already in DIR is kept when this compiler build made it (see flashc.cache.COMPILER_STAMP), else
+rebuilt; --force rebuilds all. Exit status: 0 all built (or already present), 1 some failed, 2 bad command line.
 """
 
 import argparse
@@ -53,9 +54,11 @@ def main(argv=None):
         target = os.path.join(args.out, c.key)
         label = "[%d/%d] %s (%s)" % (i, len(selected), c.key, configs.format_config(c))
         if cache.is_bundle_dir(target) and not args.force:
-            print("%s: present" % label, flush=True)
-            present += 1
-            continue
+            if cache.is_current(target, compiler):
+                print("%s: present" % label, flush=True)
+                present += 1
+                continue
+            print("%s: built by another compiler build, rebuilding" % label, flush=True)
         if os.path.exists(target):
             import shutil
             shutil.rmtree(target)

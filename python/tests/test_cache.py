@@ -26,6 +26,9 @@ FAKE_COMPILER = textwrap.dedent("""\
     #!%(python)s
     import os, shutil, sys
     args = sys.argv[1:]
+    if args == ["--version"]:
+        print(os.environ.get("FAKE_FLASHC_VERSION", "fake-flashc 1"))
+        sys.exit(0)
     log = os.environ.get("FAKE_FLASHC_LOG")
     if log:
         with open(log, "a") as f:
@@ -121,7 +124,7 @@ class CompileTest(unittest.TestCase):
 
     def env(self, **extra):
         values = dict(FLASHC_BUNDLE_PATH=None, FLASHC_BUNDLE_CACHE=self.cache_dir, FLASHC_COMPILER=self.compiler,
-                      FAKE_FLASHC_LOG=self.log, FAKE_FLASHC_FAIL=None)
+                      FAKE_FLASHC_LOG=self.log, FAKE_FLASHC_FAIL=None, FAKE_FLASHC_VERSION=None)
         values.update(extra)
         return EnvPatch(**values)
 
@@ -148,6 +151,27 @@ class CompileTest(unittest.TestCase):
         with self.env(FAKE_FLASHC_FAIL="1"):
             self.assertEqual(cache.bundle_dir(CONFIG), os.path.join(self.cache_dir, CONFIG.key))
         self.assertEqual(self.compiles(), 1)
+
+    def test_bundles_of_another_compiler_build_are_rebuilt(self):
+        cached = os.path.join(self.cache_dir, CONFIG.key)
+        with self.env(FAKE_FLASHC_VERSION="fake-flashc 1"):
+            self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual(cache.bundle_compiler(cached), "fake-flashc 1")
+            cache.bundle_dir(CONFIG)
+            self.assertEqual(self.compiles(), 1)
+        cache.clear_loaded()
+        with self.env(FAKE_FLASHC_VERSION="fake-flashc 2"):
+            self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual(self.compiles(), 2)
+            self.assertEqual(cache.bundle_compiler(cached), "fake-flashc 2")
+            self.assertEqual(os.listdir(self.cache_dir), [CONFIG.key])  # the stale copy is gone
+        # A bundle the user points at is used as it is, whoever built it.
+        cache.clear_loaded()
+        carried = os.path.join(self.tmp, "carried")
+        shutil.copytree(cached, os.path.join(carried, OTHER.key))
+        with self.env(FAKE_FLASHC_VERSION="fake-flashc 3", FLASHC_BUNDLE_PATH=carried):
+            self.assertEqual(cache.bundle_dir(OTHER), os.path.join(carried, OTHER.key))
+            self.assertEqual(self.compiles(), 2)
 
     def test_compiler_failure(self):
         with self.env(FAKE_FLASHC_FAIL="1"):
@@ -177,6 +201,13 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler, "--force",
                                             "attention:heads=2,head_dim=64,causal=1"]), 0)
             self.assertEqual(self.compiles(), 3)
+        # Bundles of another compiler build are rebuilt without --force.
+        cache.clear_loaded()
+        with self.env(FAKE_FLASHC_VERSION="fake-flashc 2"):
+            self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler,
+                                            "attention:heads=2,head_dim=64,causal=1"]), 0)
+            self.assertEqual(self.compiles(), 4)
+            self.assertEqual(cache.bundle_compiler(os.path.join(out, CONFIG.key)), "fake-flashc 2")
         with self.env(FAKE_FLASHC_FAIL="1"):
             self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler, "ffn:d=64,h=128"]), 1)
         # The carried directory is what FLASHC_BUNDLE_PATH points at.

@@ -11,6 +11,8 @@
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
+#include "flashc/runtime/KernelCache.h"
+#include "flashc/runtime/Nvrtc.h"
 #include "llvm/Support/Path.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -119,8 +121,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (vm.count("version")) {
-    std::cout << "flashc " << FLASHC_VERSION << " (MLIR " << LLVM_VERSION_STRING
-              << ")\n";
+    // The second line identifies the device library the bundles' kernels are compiled against:
+    // bundle caches (flashc.cache) key on this output, so a changed library means rebuilt bundles.
+    std::string deviceDir = flashc::rt::deviceIncludeDir();
+    std::cout << "flashc " << FLASHC_VERSION << " (MLIR " << LLVM_VERSION_STRING << ")\n"
+              << "device library: " << deviceDir << " (fingerprint "
+              << flashc::rt::directoryFingerprint(deviceDir) << ")\n";
     return 0;
   }
 
