@@ -44,6 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
     p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
     p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
+    p.add_argument("--flashc-backward", default="rows", choices=["rows", "transposed"],
+                   help="flashc's backward kernels: the default row form or the Sᵀ form (--transposed-backward)")
     p.add_argument("--no-load-time", action="store_true", help="skip bundle load/compile timing")
     p.add_argument("--load-time-max", type=int, default=2,
                    help="time loading for at most this many bundles (each costs an NVRTC compile)")
@@ -78,7 +80,8 @@ def rows_of(args):
             for causal in args.causals:
                 heads = args.hidden // d
                 rows.append(dict(D=d, S=s, B=args.tokens // s, H=heads, causal=causal,
-                                 config=AttentionConfig("bf16", heads, heads, d, causal=causal)))
+                                 config=AttentionConfig("bf16", heads, heads, d, causal=causal,
+                                                        backward_form=args.flashc_backward)))
     return rows
 
 
@@ -152,7 +155,7 @@ def make_impls(torch, row, names):
 
     if "flashc" in names:
         import flashc.torch as ft
-        impls["flashc"] = lambda q, k, v: ft.attention(q, k, v, causal=causal)
+        impls["flashc"] = lambda q, k, v: ft.attention(q, k, v, causal=causal, backward_form=row["config"].backward_form)
     if "cudnn" in names:
         impls["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     if "sdpa_flash" in names:

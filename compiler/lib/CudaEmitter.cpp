@@ -291,9 +291,9 @@ int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t b
     return it->second.first;
   // f32 shared tiles (SmemTileF32) pad each row by 8 floats so fragment reads
   // of a warp hit distinct banks; 16-bit tiles are swizzled, not padded.
-  int64_t bytes = type.getElementType().isF32()
-                      ? type.getRows() * (type.getCols() + 8) * 4
-                      : type.getSizeInBytes();
+  int64_t bytes = type.getRank() == 1             ? type.getRows() * 4
+                  : type.getElementType().isF32() ? type.getRows() * (type.getCols() + 8) * 4
+                                                  : type.getSizeInBytes();
   // Tiles are laid out in program order, 128-byte aligned, as flash-plan-memory
   // does; its offsets are not reused because only the emitter knows the
   // device library's padding.
@@ -346,6 +346,10 @@ LogicalResult KernelEmitter::emitBlock(Block &block) {
   return success();
 }
 
+/// Registers a thread may hold for loop-carried tiles plus promoted A operands
+/// (the rest of the 255 go to the scores, their gradients and addresses).
+constexpr int64_t kPromotionRegisterBudget = 128;
+
 bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
   auto fill = mm.getAcc().getDefiningOp<tile::FillOp>();
   if (wgmma() || !fill || !fill->hasOneUse() || !fill.getValue().isZero() ||
@@ -353,7 +357,9 @@ bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
     return false;
   auto atomic = dyn_cast<tile::AtomicAddOp>(*mm->getUsers().begin());
   auto type = cast<tile::TileType>(mm.getType());
-  return atomic && atomic->getBlock() == mm->getBlock() && type.getCols() > 64 &&
+  // Chunked when wide (register budget) or when the rows make fewer bands than warps.
+  bool fewerBands = type.getRows() < 16 * kernel.getWarps();
+  return atomic && atomic->getBlock() == mm->getBlock() && (type.getCols() > 64 || fewerBands) &&
          type.getCols() % 32 == 0 && !cast<tile::TileType>(mm.getA().getType()).getElementType().isF32();
 }
 
@@ -503,13 +509,25 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
 
   // Promote loop-invariant shared A operands of matmuls (e.g. Q) to registers
   // once, before the loop: each iteration then reads no shared memory for A.
+  // Only while the loop's carried register tiles leave room: the Sᵀ backward
+  // carries dK and dV (128 registers a thread at head dim 128) and would spill
+  // with K and V promoted as well.
+  const int64_t threads = kernel.getWarps() * 32;
+  auto registersPerThread = [&](tile::TileType t) {
+    return t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() / 32 / threads;
+  };
+  int64_t budget = kPromotionRegisterBudget;
+  for (Value carried : forOp.getRegionIterArgs())
+    if (auto t = dyn_cast<tile::TileType>(carried.getType()); t && t.isRegister())
+      budget -= registersPerThread(t);
   SmallVector<std::pair<Value, std::string>> promotedHere;
   forOp.getBody()->walk([&](tile::MatmulOp mm) {
     Value a = mm.getA();
     auto aType = cast<tile::TileType>(a.getType());
     if (wgmma() || !aType.isShared() || mm.getTransposeA() || aType.getElementType().isF32() ||
-        promotedA.count(a) || !forOp.isDefinedOutsideOfLoop(a))
+        promotedA.count(a) || !forOp.isDefinedOutsideOfLoop(a) || registersPerThread(aType) > budget)
       return;
+    budget -= registersPerThread(aType);
     std::string frag = fresh(nameOf(a) + "_frag");
     FailureOr<std::string> elem = cppElementType(mm, aType.getElementType());
     line() << "RegTile16<" << *elem << ", " << aType.getRows() << ", " << aType.getCols()
@@ -765,6 +783,21 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       })
       .Case([&](tile::LoadRowsOp o) {
         ValueRange idx = o.getIndices();
+        auto type = cast<tile::TileType>(o.getType());
+        if (type.isShared()) {
+          // Sᵀ backward: per-query lse / D read by column index, staged once per block.
+          int64_t off = placeShared(o, type, 1);
+          std::string name = fresh(nameOf(o.getSource()) + "_cols");
+          line() << "float* const " << name << " = shared_floats(smem, " << off << ");\n";
+          line() << "load_rows_shared<kThreads, " << type.getRows() << ">(" << name << ", "
+                 << globalVector(o.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
+                 << nameOf(o.getRowLimit()) << ");\n";
+          bind(o.getResult(), name);
+          auto next = dyn_cast_or_null<tile::LoadRowsOp>(o->getNextNode());
+          if (!next || !cast<tile::TileType>(next.getType()).isShared())
+            line() << "__syncthreads();  // column vectors written by all threads\n";
+          return success();
+        }
         std::string name = declareResult(o, o.getResult(), nameOf(o.getSource()) + "_rows", "");
         line() << "load_rows(" << name << ", " << globalVector(o.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
                << nameOf(o.getRowLimit()) << ");\n";
@@ -835,12 +868,24 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           const char *fn = matmulFunction(o);
           ValueRange idx = atomic.getIndices();
           std::string part = fresh("part");
+          // Fewer 16-row bands than warps (the Sᵀ backward's dQ: 64 query rows, 8 warps): the
+          // warps form column groups, group g = warp / bands taking every groups-th chunk.
+          int64_t bands = std::min<int64_t>(kernel.getWarps(), type.getRows() / 16);
+          int64_t groups = kernel.getWarps() / bands;
           int64_t width = type.getCols() % 64 == 0 ? 64 : 32;
+          while (groups > 1 && width > 16 && width * groups > type.getCols())
+            width /= 2;
+          std::string bandsArg = bands == kernel.getWarps() ? "kWarps" : std::to_string(bands);
           line() << "#pragma unroll\n";
-          line() << "for (int chunk = 0; chunk < " << type.getCols() << "; chunk += " << width
-                 << ") {  // a column chunk at a time: fewer live registers\n";
+          if (groups == 1)
+            line() << "for (int chunk = 0; chunk < " << type.getCols() << "; chunk += " << width
+                   << ") {  // a column chunk at a time: fewer live registers\n";
+          else
+            line() << "for (int chunk = (warp_id() / " << bands << ") * " << width << "; chunk < "
+                   << type.getCols() << "; chunk += " << width * groups << ") {  // " << groups
+                   << " column groups of " << bands << " row bands\n";
           ++indent;
-          line() << "RegTileF32<" << type.getRows() << ", " << width << ", kWarps> " << part << ";\n";
+          line() << "RegTileF32<" << type.getRows() << ", " << width << ", " << bandsArg << "> " << part << ";\n";
           line() << "fill(" << part << ", 0.f);\n";
           line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
           line() << "atomic_add_tile(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
@@ -868,11 +913,15 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::MaskOp o) -> LogicalResult {
-        if (o.getTransposed())
-          return o.emitError("CUDA emitter: the transposed (Sᵀ) backward form is not emitted yet; "
-                             "compile without flash-generate-backward transposed=true"),
-                 failure();
         std::string name = resultOf(o, o.getScores(), "masked");
+        if (o.getTransposed()) {
+          line() << "mask_transposed<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
+                 << static_cast<int64_t>(o.getWindowRight()) << ">(" << name << ", "
+                 << nameOf(o.getCol0()) << ", " << nameOf(o.getRow0()) << ", "
+                 << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
+                 << ");  // Sᵀ: -inf outside the window / past the keys\n";
+          return success();
+        }
         line() << "mask<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
                << static_cast<int64_t>(o.getWindowRight()) << ">(" << name
                << ", " << nameOf(o.getRow0()) << ", " << nameOf(o.getCol0()) << ", "
@@ -966,14 +1015,16 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       })
       .Case([&](tile::RecomputeProbsOp o) {
         std::string name = resultOf(o, o.getScores(), "probs");
-        line() << "recompute_probs(" << name << ", " << reg(o.getLse()) << ", "
+        bool cols = cast<tile::TileType>(o.getLse().getType()).isShared();
+        line() << (cols ? "recompute_probs_cols(" : "recompute_probs(") << name << ", " << reg(o.getLse()) << ", "
                << floatLiteral(o.getScale().convertToDouble() * kLog2e)
                << ");  // P = exp(scale·S - lse)\n";
         return success();
       })
       .Case([&](tile::SoftmaxGradOp o) {
         std::string name = resultOf(o, o.getDprobs(), "dscores");
-        line() << "softmax_grad(" << name << ", " << reg(o.getProbs()) << ", "
+        bool cols = cast<tile::TileType>(o.getDelta().getType()).isShared();
+        line() << (cols ? "softmax_grad_cols(" : "softmax_grad(") << name << ", " << reg(o.getProbs()) << ", "
                << reg(o.getDelta()) << ");  // dS = P∘(dP - D)\n";
         return success();
       })

@@ -56,6 +56,7 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   GenerateBackwardOptions backward;
   backward.target = target;
   backward.deterministic = options.deterministicBackward;
+  backward.transposed = options.transposedBackward;
   pm.addPass(createGenerateBackward(backward));
   FlashTileOptions tile;
   tile.target = target;

@@ -131,6 +131,7 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
             f.write(config.spec_text())
         staged = os.path.join(work, "bundle")
         cmd = [compiler, spec_path, "-o", staged, "--emit=bundle", "--arch=" + ",".join(archs)]
+        cmd += list(config.compiler_flags)
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -27,6 +27,7 @@ FFN_FORWARD = "ffn0_forward"
 FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
+BACKWARD_FORMS = ("rows", "transposed")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
@@ -71,6 +72,8 @@ class AttentionConfig:
     window: None, or (left, right) keys visible on each side of a query's diagonal
     (bottom-right aligned; -1 = unbounded on that side). With causal=True the right side is 0.
     scale None means 1/sqrt(D). softcap 0/None means none.
+    backward_form: "rows" (the default backward kernels) or "transposed" (the Sᵀ form, flashc
+    --transposed-backward); a compiler choice, so part of the key but not of the spec.
     """
     dtype: str
     num_heads: int
@@ -82,8 +85,12 @@ class AttentionConfig:
     softcap: Optional[float] = None
     scale: Optional[float] = None
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
+    backward_form: str = "rows"
 
     def __post_init__(self):
+        if self.backward_form not in BACKWARD_FORMS:
+            raise InvalidArgumentError("backward_form must be one of %s, got %r" % (
+                ", ".join(BACKWARD_FORMS), self.backward_form))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("attention dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         _check_int("num_heads", self.num_heads, 1)
@@ -162,15 +169,23 @@ class AttentionConfig:
         if self.softcap:
             parts.append("softcap=%s" % format_f32(self.softcap))
         parts.append("scale=%s" % format_f32(self.scale))
+        if self.backward_form != "rows":
+            parts.append("backward=%s" % self.backward_form)
         return " ".join(parts)
+
+    @property
+    def compiler_flags(self):
+        """flashc options this configuration is compiled with (besides --arch)."""
+        return ("--transposed-backward",) if self.backward_form == "transposed" else ()
 
     @property
     def key(self):
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
-        return "attn_%s_h%dkv%d_d%d%s_%s%s_%s" % (
-            self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap,
-            _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
+        form = "" if self.backward_form == "rows" else "_bwd" + self.backward_form
+        return "attn_%s_h%dkv%d_d%d%s_%s%s%s_%s" % (
+            self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap, form,
+            _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
 
     forward_program = ATTENTION_FORWARD
     backward_program = ATTENTION_BACKWARD
@@ -217,6 +232,8 @@ class FfnConfig:
         if self.gated and self.has_b1:
             raise InvalidArgumentError("a gated FFN takes no b1 (y = (act(x·w_gate) * (x·w_up))·w2 + b2)")
         object.__setattr__(self, "archs", tuple(self.archs))
+
+    compiler_flags = ()
 
     def input_names(self):
         if self.gated:

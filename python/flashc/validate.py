@@ -44,7 +44,8 @@ def _join(items):
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False):
+def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
+                     backward_form="rows"):
     """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig."""
     op = "attention"
     for name, t in (("query", q), ("key", k), ("value", v)):
@@ -80,7 +81,8 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
         _fail(op, "scale must be a number or None, got %s" % type(scale).__name__)
     try:
         return AttentionConfig(dtype=dtype, num_heads=hq, num_kv_heads=hkv, head_dim=d, value_head_dim=dv,
-                               causal=bool(causal), window=window, softcap=softcap, scale=scale)
+                               causal=bool(causal), window=window, softcap=softcap, scale=scale,
+                               backward_form=backward_form)
     except InvalidArgumentError as e:
         _fail(op, str(e))
 

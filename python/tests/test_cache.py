@@ -173,6 +173,16 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(cache.bundle_dir(OTHER), os.path.join(carried, OTHER.key))
             self.assertEqual(self.compiles(), 2)
 
+    def test_backward_form_reaches_the_compiler(self):
+        transposed = AttentionConfig("bf16", 2, 2, 64, causal=True, backward_form="transposed")
+        with self.env():
+            cache.bundle_dir(transposed)
+            cache.bundle_dir(CONFIG)
+        with open(self.log) as f:
+            lines = f.read().splitlines()
+        self.assertTrue(lines[0].endswith("--transposed-backward"), lines[0])
+        self.assertNotIn("--transposed-backward", lines[1])
+
     def test_compiler_failure(self):
         with self.env(FAKE_FLASHC_FAIL="1"):
             with self.assertRaises(flashc.CompilerError) as ctx:

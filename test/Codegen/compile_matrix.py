@@ -39,6 +39,10 @@ def configs(full):
     # GQA and MQA, one dtype and mask each.
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2)
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=1)
+    # The Sᵀ backward form (flashc --transposed-backward), head dims the plan keeps in registers.
+    for d, mask in itertools.product([64, 96, 128], MASKS):
+        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True)
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, transposed=True)
 
 
 def spill_budget(head_dim, kernel):
@@ -55,14 +59,15 @@ FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 
 def compile_one(flashc, cfg, arch, workdir):
-    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg)
+    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "")
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
         f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
                             hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")
+    flags = ["--transposed-backward"] if cfg.get("transposed") else []
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
-                           "-o", out], capture_output=True, text=True)
+                           "-o", out] + flags, capture_output=True, text=True)
     if proc.returncode != 0:
         return name, None, proc.stderr.strip().splitlines()[-20:]
     spills = {}

@@ -21,6 +21,16 @@ for spec in "$here"/Inputs/*.mlir "$here"/../../examples/*.mlir; do
     status=1
   fi
 done
+# The Sᵀ backward form of the attention specs as well.
+for spec in "$here"/Inputs/attention_*.mlir; do
+  name="$(basename "$spec" .mlir)"
+  if "$flashc" "$spec" -o "$work/$name.transposed.bundle" --arch=sm_90a --transposed-backward; then
+    bundles+=("$work/$name.transposed.bundle")
+  else
+    echo "FAIL: flashc --transposed-backward could not compile $spec"
+    status=1
+  fi
+done
 echo "compiled ${#bundles[@]} bundles"
 for bundle in "${bundles[@]}"; do
   "$run" "$bundle" --require-gpu --batch 2 --seq-q 257 --seq-k 257 --tokens 96

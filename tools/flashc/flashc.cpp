@@ -95,6 +95,8 @@ int main(int argc, char **argv) {
        "print the IR after every pass to stderr")                   //
       ("deterministic-backward", po::bool_switch(),
        "attention backward without atomics (dQ by its own kernel)")  //
+      ("transposed-backward", po::bool_switch(),
+       "attention backward in the Sᵀ form (keys as rows, Pᵀ/dSᵀ in registers)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -134,6 +136,7 @@ int main(int argc, char **argv) {
   options.outputPath = vm["output"].as<std::string>();
   options.printIrAfterAll = vm["print-ir-after-all"].as<bool>();
   options.pipeline.deterministicBackward = vm["deterministic-backward"].as<bool>();
+  options.pipeline.transposedBackward = vm["transposed-backward"].as<bool>();
   options.ptxasReport = vm["ptxas-report"].as<bool>();
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);

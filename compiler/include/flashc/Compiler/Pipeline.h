@@ -30,6 +30,9 @@ struct PipelineOptions {
   std::vector<std::string> archs{"sm_90a"};
   /// Backward attention computes dQ without atomics (bitwise reproducible).
   bool deterministicBackward = false;
+  /// Backward attention in the Sᵀ form (keys as rows: Pᵀ and dSᵀ feed dV and
+  /// dK from registers; dS goes through shared memory once, for dQ).
+  bool transposedBackward = false;
 };
 
 /// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.

@@ -114,6 +114,23 @@ __device__ __forceinline__ void mask(RegTileF32<TR, TC, W>& s, int row0, int col
 }
 
 // tile.lse (logsumexp under the op's name; a kernel argument named `lse` hides it: prefer logsumexp).
+// tile.mask ... transposed: the tile is Sᵀ (rows are keys from key_row0, columns queries from
+// query_col0); the tile op's row0/col0 name the query and key starts, so the emitter swaps them.
+template <int L, int R, int TR, int TC, int W>
+__device__ __forceinline__ void mask_transposed(RegTileF32<TR, TC, W>& st, int key_row0, int query_col0, int limit,
+                                                int offset) {
+  mask_transposed<Window<L, R>>(st, key_row0, query_col0, limit, offset);
+}
+
+// tile.load_rows into shared memory: the per-query lse / D column vectors of the Sᵀ backward.
+__device__ __forceinline__ float* shared_floats(unsigned char* smem, int byte_offset) {
+  return reinterpret_cast<float*>(smem + byte_offset);
+}
+template <int kThreads, int C>
+__device__ __forceinline__ void load_rows_shared(float* dst, const GlobalVector<float>& src, int row0, int limit) {
+  for (int c = threadIdx.x; c < C; c += kThreads) dst[c] = row0 + c < limit ? src.base[(row0 + c) * src.stride] : 0.f;
+}
+
 template <int R, int W>
 __device__ __forceinline__ RegRowVec<R, W> lse(const RegRowVec<R, W>& m, const RegRowVec<R, W>& l, float scale) {
   return logsumexp(m, l, scale);

@@ -1,0 +1,45 @@
+// The Sᵀ backward form (flashc --transposed-backward): keys are the rows of
+// every score tile, so Pᵀ and dSᵀ feed dV += Pᵀ·dO and dK += dSᵀ·Q straight
+// from registers; dSᵀ goes through shared memory once, for dQ += dS·K.
+// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_90a -o - | FileCheck %s
+// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_80 -o - | FileCheck %s
+
+func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
+    -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal> num_kv_heads = 16
+      : (tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>)
+      -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+
+// 128 keys per block in 8 warps of 16 key rows; the loop-carried dK and dV
+// take the register budget, so K and V stay in shared memory.
+// CHECK-LABEL: namespace flashc_attention_attention_bwd_config {
+// CHECK: constexpr int kWarps = 8;
+// CHECK-LABEL: flashc_attention_attention_bwd(
+// CHECK-NOT: load_fragments(
+// CHECK: for (int [[QB:.+]] = {{.*}}stage = 0;
+// Per-query lse and D: column vectors in shared memory, one barrier for both.
+// CHECK: float* const [[LSE:.+]] = shared_floats(smem,
+// CHECK-NEXT: load_rows_shared<kThreads, 64>([[LSE]], vector_view(lse,
+// CHECK-NEXT: float* const [[D:.+]] = shared_floats(smem,
+// CHECK-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
+// CHECK-NEXT: __syncthreads();
+// Sᵀ = K·Qᵀ: [128 keys x 64 queries]; the mask reads keys from the rows.
+// CHECK: RegTileF32<128, 64, kWarps> [[ST:.+]];
+// CHECK: matmul_tb([[ST]], k_tile, q_tile);
+// CHECK: mask_transposed<-1, 0>(
+// Pᵀ = exp(scale·Sᵀ − lse[col]) and dV += Pᵀ·dO from registers, no shared copy of P.
+// CHECK: recompute_probs_cols([[P:.+]], [[LSE]],
+// CHECK: convert([[PB:.+]], [[P]]);
+// CHECK-NEXT: matmul({{.+}}, [[PB]], dout_tile);
+// dSᵀ = Pᵀ∘(dPᵀ − D[col]) · scale, dK += dSᵀ·Q from registers.
+// CHECK: matmul_tb([[DP:.+]], v_tile, dout_tile);
+// CHECK-NEXT: softmax_grad_cols([[DP]], [[P]], [[D]]);
+// CHECK: matmul({{.+}}, {{.+}}, q_tile);
+// dQ += dS·K over 64 query rows: 4 row bands, so the 8 warps form 2 column groups.
+// CHECK: store_fragments(
+// CHECK: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
+// CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
+// CHECK: matmul_ta([[PART]], {{.+}}, k_tile, chunk);
+// CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
