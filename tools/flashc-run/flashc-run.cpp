@@ -2,11 +2,12 @@
 //
 //   flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] [--tokens N] [--seed N]
 //
-// For every program of the bundle whose manifest says what it computes
-// (`meta op ...`: attention_forward, attention_backward, ffn_forward), fills
-// the inputs with random values, poisons the outputs, launches the program
-// through the flashc runtime and compares every output element with a
-// float64 reference computed here on the CPU. Prints one line per output and
+// For every forward program of the bundle whose manifest says what it computes
+// (`meta op ...`: attention_forward, ffn_forward, block = both), fills the
+// inputs with random values, poisons the outputs, launches the program through
+// the flashc runtime and compares every output element with a float64
+// reference computed here on the CPU; then the same for its backward program
+// (`meta backward`, else <forward>_backward) with a random output gradient. Prints one line per output and
 // exits non-zero when any error is above its bound. With no GPU it says so
 // and exits 0 (nothing to run). Runtime-only: builds without MLIR.
 //
@@ -300,6 +301,21 @@ double activation(const std::string &kind, double x) {
   return x;
 }
 
+/// d activation(x) / dx.
+double activationGrad(const std::string &kind, double x) {
+  if (kind == "gelu_tanh") {
+    const double c = std::sqrt(2 / M_PI), inner = c * (x + 0.044715 * x * x * x), t = std::tanh(inner);
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+  }
+  if (kind == "gelu_erf") return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+  if (kind == "silu") {
+    const double s = 1 / (1 + std::exp(-x));
+    return s * (1 + x * (1 - s));
+  }
+  if (kind == "relu") return x > 0 ? 1 : 0;
+  return 1;
+}
+
 struct Runner {
   Options opt;
   std::shared_ptr<Bundle> bundle;
@@ -382,6 +398,8 @@ struct Runner {
     AttentionMeta m;
     AttentionShapes s;
     Buffer q, k, v, o, lse;
+    Buffer dO, dq, dk, dv;                       // backward, when the bundle has one
+    std::vector<double> refDq, refDk, refDv;
   };
 
   bool prepareAttention(const ProgramSpec &fwd, Arguments &args, AttentionCase &c) {
@@ -408,30 +426,36 @@ struct Runner {
     return true;
   }
 
-  void checkAttention(const ProgramSpec &fwd, AttentionCase &c, const ProgramSpec *bwd) {
-    if (!download(c.o) || !download(c.lse)) { ++failures; return; }
-    auto sym = symbols();
-    Buffer dO;
-    std::vector<double> refO, refLse, refDq, refDk, refDv;
+  /// Checks o and lse; with `bwd`, also computes the float64 gradients for a random dO.
+  bool checkAttention(const ProgramSpec &fwd, AttentionCase &c, const ProgramSpec *bwd) {
+    if (!download(c.o) || !download(c.lse)) { ++failures; return false; }
+    std::vector<double> refO, refLse;
     if (bwd) {
-      dO = makeParam(bwd->name, "dout", sym);
-      randomFill(dO, rng);
+      c.dO = makeParam(bwd->name, "dout", symbols());
+      randomFill(c.dO, rng);
     }
-    attentionReference(c.s, c.m, c.q, c.k, c.v, refO, refLse, bwd ? &dO : nullptr, &refDq, &refDk, &refDv);
+    attentionReference(c.s, c.m, c.q, c.k, c.v, refO, refLse, bwd ? &c.dO : nullptr, &c.refDq, &c.refDk, &c.refDv);
     report(fwd.name, "o", compare(c.o.host, refO), boundFor(c.o.dtype));
     report(fwd.name, "lse", compare(c.lse.host, refLse), 1e-3);
-    if (!bwd) return;
-    Buffer dq = makeParam(bwd->name, "dq", sym), dk = makeParam(bwd->name, "dk", sym),
-           dv = makeParam(bwd->name, "dv", sym);
-    if (!upload(dO) || !poison(dq) || !poison(dk) || !poison(dv)) { ++failures; return; }
-    Arguments bargs;
+    return true;
+  }
+
+  /// Binds the backward's attention arguments (forward tensors, dO, poisoned dq/dk/dv).
+  bool bindAttentionBackward(const ProgramSpec &bwd, Arguments &bargs, AttentionCase &c) {
+    auto sym = symbols();
+    c.dq = makeParam(bwd.name, "dq", sym), c.dk = makeParam(bwd.name, "dk", sym), c.dv = makeParam(bwd.name, "dv", sym);
+    if (!upload(c.dO) || !poison(c.dq) || !poison(c.dk) || !poison(c.dv)) { ++failures; return false; }
     bind(bargs, "q", c.q), bind(bargs, "k", c.k), bind(bargs, "v", c.v), bind(bargs, "out", c.o);
-    bind(bargs, "lse", c.lse), bind(bargs, "dout", dO), bind(bargs, "dq", dq), bind(bargs, "dk", dk);
-    bind(bargs, "dv", dv);
-    if (!launch(bwd->name, bargs) || !download(dq) || !download(dk) || !download(dv)) return;
-    report(bwd->name, "dq", compare(dq.host, refDq), boundFor(dq.dtype));
-    report(bwd->name, "dk", compare(dk.host, refDk), boundFor(dk.dtype));
-    report(bwd->name, "dv", compare(dv.host, refDv), boundFor(dv.dtype));
+    bind(bargs, "lse", c.lse), bind(bargs, "dout", c.dO), bind(bargs, "dq", c.dq), bind(bargs, "dk", c.dk);
+    bind(bargs, "dv", c.dv);
+    return true;
+  }
+
+  void checkAttentionBackward(const ProgramSpec &bwd, AttentionCase &c) {
+    if (!download(c.dq) || !download(c.dk) || !download(c.dv)) { ++failures; return; }
+    report(bwd.name, "dq", compare(c.dq.host, c.refDq), boundFor(c.dq.dtype));
+    report(bwd.name, "dk", compare(c.dk.host, c.refDk), boundFor(c.dk.dtype));
+    report(bwd.name, "dv", compare(c.dv.host, c.refDv), boundFor(c.dv.dtype));
   }
 
   // ---- FFN: y = act(x·W1 + b1)·W2 + b2, or gated (act(x·W1) ⊙ x·W_up)·W2 + b2 ----
@@ -440,6 +464,7 @@ struct Runner {
     bool gated = false;
     int64_t d = 0, h = 0, dout = 0, rows = 0;
     Buffer x, y, w1, wu, w2, b1, b2;
+    Buffer dy, dx, dw1, dwu, dw2, db1, db2;       // backward, when the bundle has one
   };
 
   bool prepareFfn(const ProgramSpec &fwd, Arguments &args, FfnCase &c) {
@@ -497,28 +522,100 @@ struct Runner {
     report(fwd.name, "y", compare(c.y.host, ref), boundFor(c.y.dtype));
   }
 
+  /// Binds the FFN backward's arguments: the forward inputs, a random dy, poisoned gradients
+  /// (b2 is not read by the backward; the gradients present follow the forward's parameters).
+  bool bindFfnBackward(const ProgramSpec &bwd, Arguments &bargs, FfnCase &c) {
+    auto sym = symbols();
+    c.dy = makeParam(bwd.name, "dy", sym);
+    randomFill(c.dy, rng);
+    c.dx = makeParam(bwd.name, "dx", sym), c.dw1 = makeParam(bwd.name, "dw1", sym);
+    c.dw2 = makeParam(bwd.name, "dw2", sym);
+    bool ok = upload(c.dy) && poison(c.dx) && poison(c.dw1) && poison(c.dw2);
+    bind(bargs, "x", c.x), bind(bargs, "w1", c.w1), bind(bargs, "w2", c.w2), bind(bargs, "dy", c.dy);
+    bind(bargs, "dx", c.dx), bind(bargs, "dw1", c.dw1), bind(bargs, "dw2", c.dw2);
+    auto optional = [&](const char *name, const char *grad, Buffer &input, Buffer &g) {
+      if (input.host.empty()) return;
+      if (std::string(name) != "b2") bind(bargs, name, input);
+      g = makeParam(bwd.name, grad, sym);
+      ok = ok && poison(g);
+      bind(bargs, grad, g);
+    };
+    optional("b1", "db1", c.b1, c.db1), optional("w_up", "dw_up", c.wu, c.dwu), optional("b2", "db2", c.b2, c.db2);
+    if (!ok) ++failures;
+    return ok;
+  }
+
+  /// float64 gradients of y = act(x·W1 + b1)·W2 + b2 (gated: (act(x·W1) ⊙ x·W_up)·W2 + b2) for dy.
+  void checkFfnBackward(const ProgramSpec &bwd, FfnCase &c) {
+    for (Buffer *g : {&c.dx, &c.dw1, &c.dw2, &c.db1, &c.dwu, &c.db2})
+      if (!g->shape.empty() && !download(*g)) { ++failures; return; }
+    const int64_t R = c.rows, D = c.d, H = c.h, N = c.dout;
+    std::vector<double> dx(R * D, 0), dw1(D * H, 0), dwu(c.gated ? D * H : 0, 0), dw2(H * N, 0), db1(H, 0), db2(N, 0);
+    std::vector<double> a(H), u(H), hid(H), dhid(H), da(H), du(H);
+    for (int64_t r = 0; r < R; ++r) {
+      const double *x = &c.x.host[r * D], *dy = &c.dy.host[r * N];
+      std::fill(a.begin(), a.end(), 0.0), std::fill(u.begin(), u.end(), 0.0);
+      for (int64_t i = 0; i < D; ++i)
+        for (int64_t j = 0; j < H; ++j) {
+          a[j] += x[i] * c.w1.host[i * H + j];
+          if (c.gated) u[j] += x[i] * c.wu.host[i * H + j];
+        }
+      for (int64_t j = 0; j < H; ++j) {
+        if (!c.b1.host.empty()) a[j] += c.b1.host[j];
+        hid[j] = c.gated ? activation(c.act, a[j]) * u[j] : activation(c.act, a[j]);
+        dhid[j] = 0;
+        for (int64_t n = 0; n < N; ++n) dhid[j] += dy[n] * c.w2.host[j * N + n];
+        da[j] = dhid[j] * activationGrad(c.act, a[j]) * (c.gated ? u[j] : 1.0);
+        du[j] = c.gated ? dhid[j] * activation(c.act, a[j]) : 0.0;
+        db1[j] += da[j];
+        for (int64_t n = 0; n < N; ++n) dw2[j * N + n] += hid[j] * dy[n];
+      }
+      for (int64_t n = 0; n < N; ++n) db2[n] += dy[n];
+      for (int64_t i = 0; i < D; ++i) {
+        double acc = 0;
+        for (int64_t j = 0; j < H; ++j) {
+          dw1[i * H + j] += x[i] * da[j];
+          acc += da[j] * c.w1.host[i * H + j];
+          if (c.gated) {
+            dwu[i * H + j] += x[i] * du[j];
+            acc += du[j] * c.wu.host[i * H + j];
+          }
+        }
+        dx[r * D + i] = acc;
+      }
+    }
+    report(bwd.name, "dx", compare(c.dx.host, dx), boundFor(c.dx.dtype));
+    report(bwd.name, "dw1", compare(c.dw1.host, dw1), boundFor(c.dw1.dtype));
+    report(bwd.name, "dw2", compare(c.dw2.host, dw2), boundFor(c.dw2.dtype));
+    if (!c.db1.shape.empty()) report(bwd.name, "db1", compare(c.db1.host, db1), boundFor(c.db1.dtype));
+    if (!c.dwu.shape.empty()) report(bwd.name, "dw_up", compare(c.dwu.host, dwu), boundFor(c.dwu.dtype));
+    if (!c.db2.shape.empty()) report(bwd.name, "db2", compare(c.db2.host, db2), boundFor(c.db2.dtype));
+  }
+
   void runProgram(const ProgramSpec &p) {
     std::string op = meta(p, "op");
     bool attention = op == "attention_forward" || (op == "block" && hasParam(p, "q"));
     bool ffn = op == "ffn_forward" || (op == "block" && hasParam(p, "x"));
     if (!attention && !ffn) return;
-    if (op == "block" && (hasParam(p, "dout") || hasParam(p, "dy"))) {
-      // A whole block's backward needs the FFN backward reference, which this tool does not have yet;
-      // its kernels are the same generated forms the single-op bundles check.
-      std::printf("%s: backward of a whole block: not checked by flashc-run\n", p.name.c_str());
-      return;
-    }
+    if (op == "block" && (hasParam(p, "dout") || hasParam(p, "dy")))
+      return; // a whole block's backward: run with its forward below
     Arguments args;
     AttentionCase ac;
     FfnCase fc;
     if (attention && !prepareAttention(p, args, ac)) return;
     if (ffn && !prepareFfn(p, args, fc)) return;
     if (!launch(p.name, args)) return;
-    const ProgramSpec *bwd = nullptr;
-    if (op == "attention_forward" && !meta(p, "backward").empty())
-      bwd = bundle->findProgram(meta(p, "backward"));
-    if (attention) checkAttention(p, ac, bwd);
+    // The backward: named by the forward's `meta backward`, else <forward>_backward.
+    const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward", p.name + "_backward"));
+    if (attention && !checkAttention(p, ac, bwd)) return;
     if (ffn) checkFfn(p, fc);
+    if (!bwd) return;
+    Arguments bargs;
+    if (attention && !bindAttentionBackward(*bwd, bargs, ac)) return;
+    if (ffn && !bindFfnBackward(*bwd, bargs, fc)) return;
+    if (!launch(bwd->name, bargs)) return;
+    if (attention) checkAttentionBackward(*bwd, ac);
+    if (ffn) checkFfnBackward(*bwd, fc);
   }
 
   int run() {
