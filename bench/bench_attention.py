@@ -26,8 +26,11 @@ import traceback
 
 import bench_common as bc
 
-PEERS = ["flashc", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEER_TITLES = {"flashc": "flashc", "cudnn": "cuDNN", "sdpa_flash": "FA2 (SDPA flash)", "flex": "FlexAttention",
+# flashc_st: flashc with the Sᵀ backward kernels (flashc --transposed-backward), timed beside the default.
+PEERS = ["flashc", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
+FLASHC_FORMS = {"flashc": "rows", "flashc_st": "transposed"}
+PEER_TITLES = {"flashc": "flashc", "flashc_st": "flashc (Sᵀ bwd)", "cudnn": "cuDNN", "sdpa_flash": "FA2 (SDPA flash)",
+               "flex": "FlexAttention",
                "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}
 
 
@@ -44,8 +47,6 @@ def parse_args(argv=None):
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
     p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
     p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
-    p.add_argument("--flashc-backward", default="rows", choices=["rows", "transposed"],
-                   help="flashc's backward kernels: the default row form or the Sᵀ form (--transposed-backward)")
     p.add_argument("--no-load-time", action="store_true", help="skip bundle load/compile timing")
     p.add_argument("--load-time-max", type=int, default=2,
                    help="time loading for at most this many bundles (each costs an NVRTC compile)")
@@ -80,8 +81,9 @@ def rows_of(args):
             for causal in args.causals:
                 heads = args.hidden // d
                 rows.append(dict(D=d, S=s, B=args.tokens // s, H=heads, causal=causal,
-                                 config=AttentionConfig("bf16", heads, heads, d, causal=causal,
-                                                        backward_form=args.flashc_backward)))
+                                 configs={name: AttentionConfig("bf16", heads, heads, d, causal=causal,
+                                                                backward_form=form)
+                                          for name, form in FLASHC_FORMS.items()}))
     return rows
 
 
@@ -153,9 +155,11 @@ def make_impls(torch, row, names):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return run
 
-    if "flashc" in names:
-        import flashc.torch as ft
-        impls["flashc"] = lambda q, k, v: ft.attention(q, k, v, causal=causal, backward_form=row["config"].backward_form)
+    for name in FLASHC_FORMS:
+        if name in names:
+            import flashc.torch as ft
+            form = row["configs"][name].backward_form
+            impls[name] = lambda q, k, v, form=form: ft.attention(q, k, v, causal=causal, backward_form=form)
     if "cudnn" in names:
         impls["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     if "sdpa_flash" in names:
@@ -254,7 +258,7 @@ def measure(torch, fn, sets, args):
     return t_fwd, t_fb, peak
 
 
-def check_flashc(torch, row, impls, sets, heads):
+def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc"):
     """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and SDPA flash bf16's (or naive's)."""
     from flashc.testing import attention_reference, max_abs_error
     q, k, v, do = [t.detach() for t in sets[0]]
@@ -266,7 +270,7 @@ def check_flashc(torch, row, impls, sets, heads):
         o.backward(do)
         return [o.detach(), qq.grad, kk.grad, vv.grad]
 
-    got = run("flashc")
+    got = run(flashc_name)
     peer_name = "sdpa_flash" if "sdpa_flash" in impls else ("cudnn" if "cudnn" in impls else None)
     peer = run(peer_name) if peer_name else None
     slices = [(0, 0), (row["B"] - 1, row["H"] - 1)][:heads]
@@ -299,17 +303,20 @@ def run_row(torch, row, args, load_cache):
     if "naive" in names and row["S"] > args.naive_max_seq:
         names.remove("naive")
         result["impls"]["naive"] = {"status": "skipped (S > --naive-max-seq: memory)"}
-    if "flashc" in names:
-        bundle = cache.find_bundle_dir(row["config"])
-        result["flashc_key"] = row["config"].key
+    for flashc_name in FLASHC_FORMS:
+        if flashc_name not in names:
+            continue
+        config = row["configs"][flashc_name]
+        bundle = cache.find_bundle_dir(config)
+        result[flashc_name + "_key"] = config.key
         if bundle is None and cache.find_compiler() is None:
-            names.remove("flashc")
-            result["impls"]["flashc"] = {"status": "no bundle %s (prebuild it)" % row["config"].key}
-        elif (bundle and not args.no_load_time and bundle not in load_cache
+            names.remove(flashc_name)
+            result["impls"][flashc_name] = {"status": "no bundle %s (prebuild it)" % config.key}
+        elif (flashc_name == "flashc" and bundle and not args.no_load_time and bundle not in load_cache
               and len(load_cache) < args.load_time_max):
             print("  timing bundle load (cubin, JIT cold, JIT warm) of %s" % bundle, flush=True)
             load_cache[bundle] = load_times(bundle)
-        if bundle:
+        if flashc_name == "flashc" and bundle:
             result["load"] = load_cache.get(bundle)
     impls = {}
     for name in names:  # one peer that cannot be set up (e.g. no FlexAttention) must not stop the others
@@ -343,13 +350,15 @@ def run_row(torch, row, args, load_cache):
         print("  %-15s %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in entry.items()}),
               flush=True)
     # Outputs: flashc checked against float64; Flex compared with SDPA flash (no silent unfused fallback).
-    if "flashc" in impls and result["impls"]["flashc"].get("status") == "ok" and args.check_heads > 0:
-        try:
-            ok, detail = check_flashc(torch, row, impls, sets, args.check_heads)
-            result["check"] = {"pass": ok, "detail": detail}
-        except Exception as e:
-            result["check"] = {"pass": False, "detail": "error: %s" % e}
-            traceback.print_exc()
+    for flashc_name in FLASHC_FORMS:
+        if flashc_name in impls and result["impls"][flashc_name].get("status") == "ok" and args.check_heads > 0:
+            where = "check" if flashc_name == "flashc" else "check_" + flashc_name
+            try:
+                ok, detail = check_flashc(torch, row, impls, sets, args.check_heads, flashc_name)
+                result[where] = {"pass": ok, "detail": detail}
+            except Exception as e:
+                result[where] = {"pass": False, "detail": "error: %s" % e}
+                traceback.print_exc()
     if "flex" in impls and "sdpa_flash" in impls and result["impls"]["flex"].get("status") == "ok":
         q, k, v, _ = [t.detach() for t in sets[0]]
         with torch.no_grad():
@@ -364,7 +373,7 @@ def run_row(torch, row, args, load_cache):
 
 # ---------------------------------------------------------------- report
 def best_peer(result, key):
-    values = [(e.get(key), n) for n, e in result["impls"].items() if n != "flashc" and e.get(key) is not None]
+    values = [(e.get(key), n) for n, e in result["impls"].items() if n not in FLASHC_FORMS and e.get(key) is not None]
     return max(values) if values else (None, None)
 
 
@@ -387,10 +396,10 @@ def table(results, peers):
             ratios.append("%.2f (%s)" % (mine / best, PEER_TITLES[name]) if mine and best else "—")
         cells += ratios
         cells.append(bc.fmt(f.get("peak_mib")))
-        peaks = [e.get("peak_mib") for n, e in r["impls"].items() if n != "flashc" and e.get("status") == "ok"]
+        peaks = [e.get("peak_mib") for n, e in r["impls"].items() if n not in FLASHC_FORMS and e.get("status") == "ok"]
         cells.append(bc.fmt(min(peaks)) if peaks else "—")
-        chk = r.get("check")
-        cells.append("—" if chk is None else ("pass" if chk["pass"] else "FAIL"))
+        checks = [r.get("check"), r.get("check_flashc_st")]
+        cells.append(" / ".join("—" if c is None else ("pass" if c["pass"] else "FAIL") for c in checks))
         load = r.get("load") or {}
         cells.append(" / ".join(bc.fmt(load.get(k, {}).get("total_s"), 2) for k in ("cubin", "jit_cold", "jit_warm"))
                      if load else "—")
@@ -408,7 +417,8 @@ def plot(path, results, peers):
 
 NOTES = ("TFLOP/s: fwd FLOPs 4*B*H*S^2*D (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
          "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
-         "before it; flashc check: o, dq, dk, dv on two heads vs float64, error <= 2x SDPA-flash bf16 error + 1e-4; "
+         "before it; flashc check (default / Sᵀ backward): o, dq, dk, dv on two heads vs float64, error <= 2x SDPA-flash "
+         "bf16 error + 1e-4; flashc (Sᵀ bwd): flashc --transposed-backward kernels; "
          "load: open+prepare in a fresh process (cubin; JIT with an empty NVRTC cache; JIT again warm).")
 
 
@@ -430,9 +440,10 @@ def main(argv=None):
             except ImportError:
                 print("  import %s: MISSING (needed on the device)" % mod)
         for r in rows:
-            found = cache.find_bundle_dir(r["config"])
-            print("  D=%d S=%d B=%d H=%d causal=%s bundle %s: %s" % (r["D"], r["S"], r["B"], r["H"], r["causal"],
-                                                                  r["config"].key, found or "MISSING"))
+            for name, config in r["configs"].items():
+                found = cache.find_bundle_dir(config)
+                print("  D=%d S=%d B=%d H=%d causal=%s %s bundle %s: %s" % (
+                    r["D"], r["S"], r["B"], r["H"], r["causal"], name, config.key, found or "MISSING"))
         # Exercise the writers with empty measurements.
         fake = [{**{k: r[k] for k in ("D", "S", "B", "H", "causal")}, "impls": {p: {"status": "dry-run"}
                                                                              for p in args.peers}} for r in rows]
@@ -460,7 +471,7 @@ def main(argv=None):
     png = plot(os.path.join(out, "bench_attention.png"), results, args.peers)
     print("\nwrote %s%s" % (report, (" and " + png) if png else " (no matplotlib: no plot)"))
     print(md)
-    failed = [r for r in results if r.get("check") and not r["check"]["pass"]]
+    failed = [r for r in results if any(r.get(c) and not r[c]["pass"] for c in ("check", "check_flashc_st"))]
     return 1 if failed else 0
 
 
