@@ -297,7 +297,11 @@ int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t b
   // Tiles are laid out in program order, 128-byte aligned, as flash-plan-memory
   // does; its offsets are not reused because only the emitter knows the
   // device library's padding.
-  int64_t offset = llvm::alignTo(smemEnd, 128);
+  // wgmma reads 128-byte-swizzled panels whose swizzle pattern repeats every
+  // 1024 bytes: a panel must start on a 1024-byte boundary (smem itself is
+  // aligned so by align_smem_1024).
+  bool panel = wgmma() && type.isShared() && type.getRank() == 2 && !type.getElementType().isF32();
+  int64_t offset = llvm::alignTo(smemEnd, panel ? 1024 : 128);
   smemEnd = std::max<int64_t>(smemEnd, offset + bytes * std::max<int64_t>(buffers, 1));
   smemSlots[op] = {offset, bytes};
   return offset;
