@@ -29,6 +29,7 @@ rt::Status writeFile(const fs::path &path, const char *data, size_t size) {
 
 rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const std::string &source,
                        const BundleWriteOptions &options) {
+  if (dir.empty()) return rt::makeError(rt::ErrorCode::InvalidArgument, "no bundle directory given (empty path)");
   manifest.cubins.clear();
   for (const auto &arch : options.cubinArchs) {
     if (!rt::parseArch(arch))
@@ -84,8 +85,9 @@ rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const std:
   fs::remove_all(target, ec);
   fs::rename(tmp, target, ec);
   if (ec) {
+    std::string why = ec.message();
     fs::remove_all(tmp, ec);
-    return ioError("cannot move the bundle into " + dir);
+    return ioError("cannot move the bundle into " + dir + ": " + why);
   }
   return rt::Status();
 }

@@ -77,6 +77,15 @@ bool isCppKeyword(StringRef name) {
   return keywords.contains(name);
 }
 
+/// [A-Za-z_][A-Za-z0-9_]*: what manifest kernel and program names must be.
+bool isManifestIdentifier(StringRef name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 std::string cppIdentifier(StringRef name) {
   std::string out;
   for (char c : name)
@@ -1239,6 +1248,13 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func->hasAttr("tile.program"))
       continue;
+    // Programs and kernels are named after the function; the manifest (and
+    // the runtime's lookups) take identifiers only.
+    if (!isManifestIdentifier(func.getSymName()))
+      return func.emitError() << "bundle: function name '" << func.getSymName()
+                              << "' cannot name a program and its kernels: use an identifier "
+                                 "([A-Za-z_][A-Za-z0-9_]*)",
+             failure();
     auto scope = std::make_unique<ProgramScope>(func);
     if (failed(scope->build()))
       return failure();
@@ -1246,12 +1262,23 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
       auto &args = kernelArgs[launch.getKernel()];
       if (!args.empty())
         continue;
-      for (Value v : launch.getArgs()) {
+      for (auto [index, v] : llvm::enumerate(launch.getArgs())) {
         auto it = scope->infos.find(v);
         if (it == scope->infos.end())
           return launch.emitError("bundle: a launch argument must be a program argument or a "
                                   "tile.alloc_tensor"),
                  failure();
+        // The runtime binds kernel parameters to program arguments by name:
+        // one tensor cannot be two parameters of a kernel.
+        for (auto [previous, arg] : llvm::enumerate(args))
+          if (arg.name == it->second.name)
+            return launch.emitError()
+                       << "bundle: kernel @" << launch.getKernel() << " takes program tensor '"
+                       << arg.name << "' as two of its parameters (#" << previous << " and #"
+                       << index
+                       << "); the bundle ABI binds parameters by name, so give each operand "
+                          "of the fused op its own function argument",
+                   failure();
         args.push_back(it->second);
       }
     }
@@ -1346,6 +1373,16 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
       auto expr = rt::Expr::parse(text);
       if (!expr.ok())
         return kernel.emitError("bundle: bad grid expression '") << text << "'", failure();
+      // A static size (heads, batch) beyond CUDA's grid limits, which hold for
+      // every device, could never launch: said here, at the spec line.
+      static const int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
+      int64_t blocks = 0;
+      if (expr->isLiteral(&blocks) && blocks > kMaxGrid[axis])
+        return kernel.emitError() << "bundle: kernel @" << kernel.getSymName() << " needs "
+                                  << blocks << " blocks along grid " << "xyz"[axis]
+                                  << " (from a static size of the spec); CUDA allows at most "
+                                  << kMaxGrid[axis],
+               failure();
       spec.grid[axis] = *expr;
     }
     spec.block = {rt::Expr::literal(kernel.getWarps() * 32), rt::Expr::literal(1),

@@ -96,9 +96,12 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   for (Operation &op : body) {
     if (llvm::isa<flash::AttentionOp, flash::FfnOp, func::ReturnOp>(op))
       continue;
-    return op.emitError() << "flash-tile: '" << op.getName()
-                          << "' has no tile lowering; run flash-fuse-attention and "
-                             "flash-fuse-ffn first (only fused ops are tiled)";
+    // Constants the canonicalizer materialized carry no location: point at
+    // the function instead of "<unknown>:0".
+    Location where = llvm::isa<UnknownLoc>(op.getLoc()) ? func.getLoc() : op.getLoc();
+    return emitError(where) << "flash-tile: '" << op.getName()
+                            << "' has no tile lowering; run flash-fuse-attention and "
+                               "flash-fuse-ffn first (only fused ops are tiled)";
   }
 
   llvm::DenseMap<Value, ValueLabel> labels = labelFusedValues(body);

@@ -19,6 +19,30 @@ Status Arguments::setTensor(const std::string &name, void *data, DType dtype, in
                      "argument '" + name + "': rank " + std::to_string(rank) + " is outside 0..4");
   if (rank > 0 && !shape)
     return makeError(ErrorCode::InvalidArgument, "argument '" + name + "': null shape array");
+  // Sizes whose element count or furthest offset overflows 64 bits describe
+  // no real buffer; letting them through would wrap the kernels' addressing.
+  // (Negative sizes and strides are reported with the kernel's names at launch.)
+  bool empty = false;
+  for (int i = 0; i < rank; ++i) empty = empty || shape[i] <= 0;
+  if (!empty) {
+    int64_t count = 1, last = 0;
+    bool overflow = false;
+    for (int i = 0; i < rank && !overflow; ++i) {
+      overflow = __builtin_mul_overflow(count, shape[i], &count);
+      if (strides && strides[i] > 0) {
+        int64_t reach = 0;
+        overflow = overflow || __builtin_mul_overflow(shape[i] - 1, strides[i], &reach) ||
+                   __builtin_add_overflow(last, reach, &last);
+      }
+    }
+    if (overflow || count > INT64_MAX / 8) {
+      std::string dims;
+      for (int i = 0; i < rank; ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+      return makeError(ErrorCode::InvalidArgument,
+                       "argument '" + name + "': shape [" + dims + "]" + (strides ? " with its strides" : "") +
+                           " spans more elements than 64-bit byte offsets can address");
+    }
+  }
   TensorArgument t;
   t.data = data;
   t.dtype = dtype;

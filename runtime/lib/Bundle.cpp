@@ -55,6 +55,35 @@ bool envNoJit() {
 
 constexpr int kDefaultSharedLimit = 48 * 1024;
 
+/// Why the file at `path` is not a loadable cubin (an ELF64 image for the CUDA
+/// machine whose header tables lie inside the file), or "" if it looks like one.
+/// Catches garbage, empty and truncated files before the driver sees them.
+std::string cubinFault(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot be read";
+  unsigned char h[64] = {0};
+  in.read(reinterpret_cast<char *>(h), sizeof h);
+  size_t got = size_t(in.gcount());
+  std::error_code ec;
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) return "cannot be read";
+  if (got < 4 || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F')
+    return size == 0 ? "is empty" : "is not an ELF file";
+  if (got < sizeof h || h[4] != 2 /* ELFCLASS64 */ || h[5] != 1 /* little-endian */)
+    return "is not a 64-bit little-endian ELF file";
+  auto u16 = [&](int at) { return uint64_t(h[at]) | uint64_t(h[at + 1]) << 8; };
+  auto u64 = [&](int at) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = v << 8 | h[at + i];
+    return v;
+  };
+  if (u16(18) != 190 /* EM_CUDA */) return "is an ELF file for machine " + std::to_string(u16(18)) + ", not CUDA";
+  uint64_t phoff = u64(32), shoff = u64(40), phsize = u16(54) * u16(56), shsize = u16(58) * u16(60);
+  if (phoff > size || phsize > size - phoff || shoff > size || shsize > size - shoff)
+    return "is truncated (" + std::to_string(size) + " bytes; its ELF header describes tables beyond the end)";
+  return "";
+}
+
 } // namespace
 
 Status checkDevice() {
@@ -128,12 +157,19 @@ Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const Bundl
   impl->manifest = std::move(*manifest);
   impl->options = options;
   impl->sourcePath = dir + "/" + impl->manifest.source;
+  if (!fs::is_regular_file(impl->sourcePath, ec))
+    return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + impl->manifest.source +
+                                                   (fs::exists(impl->sourcePath, ec) ? " is not a file" : " is missing"));
   auto source = readFile(impl->sourcePath);
   if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + impl->manifest.source + " is missing");
   impl->source = std::move(*source);
-  for (const auto &c : impl->manifest.cubins)
+  for (const auto &c : impl->manifest.cubins) {
     if (!fs::is_regular_file(dir + "/" + c.file, ec))
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
+    if (std::string fault = cubinFault(dir + "/" + c.file); !fault.empty())
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") " + fault +
+                                                     "; rebuild the bundle or remove its 'cubin' line");
+  }
   return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
 }
 

@@ -1,6 +1,7 @@
 // Recursive-descent parser, printer and checked evaluator for manifest expressions.
 #include "flashc/runtime/Expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -11,6 +12,7 @@ struct Expr::Node {
   int64_t value = 0;
   std::string name; // symbol name, operator spelling or function name
   std::vector<std::shared_ptr<const Node>> operands;
+  int height = 1; // longest path to a leaf: bounds the printer's and evaluator's recursion
 };
 
 namespace {
@@ -95,7 +97,9 @@ public:
 
 private:
   Error fail(const std::string &why) const {
-    return makeError(ErrorCode::InvalidBundle, "expression '" + std::string(text_) + "': " + why +
+    // A hostile manifest line can be megabytes long: quote only its start.
+    std::string quoted = text_.size() > 120 ? std::string(text_.substr(0, 100)) + "..." : std::string(text_);
+    return makeError(ErrorCode::InvalidBundle, "expression '" + quoted + "': " + why +
                                                    " at column " + std::to_string(errorPos_ + 1));
   }
   NodePtr setError(const std::string &why) {
@@ -119,7 +123,20 @@ private:
     return "";
   }
 
+  // Nesting bound: the parser, printer and evaluator recurse, so a hostile
+  // manifest ("((((...", "----...1") must not exhaust the stack.
+  static constexpr int kMaxDepth = 200;
+  struct DepthGuard {
+    int &depth;
+    explicit DepthGuard(int &d) : depth(d) { ++depth; }
+    ~DepthGuard() { --depth; }
+  };
+
+  NodePtr tooDeep() { return setError("expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)"); }
+
   NodePtr parseBinary(int minPrecedence) {
+    DepthGuard guard(depth_);
+    if (depth_ > kMaxDepth) return tooDeep();
     NodePtr lhs = parseUnary();
     if (!lhs) return nullptr;
     while (true) {
@@ -135,11 +152,15 @@ private:
       n->kind = Expr::Node::Binary;
       n->name = op;
       n->operands = {lhs, rhs};
+      n->height = 1 + std::max(lhs->height, rhs->height);
+      if (n->height > kMaxDepth) return tooDeep();
       lhs = n;
     }
   }
 
   NodePtr parseUnary() {
+    DepthGuard guard(depth_);
+    if (depth_ > kMaxDepth) return tooDeep();
     skipBlanks();
     if (pos_ < text_.size() && (text_[pos_] == '-' || text_[pos_] == '!')) {
       char c = text_[pos_];
@@ -152,6 +173,8 @@ private:
       n->kind = Expr::Node::Unary;
       n->name = std::string(1, c);
       n->operands = {x};
+      n->height = 1 + x->height;
+      if (n->height > kMaxDepth) return tooDeep();
       return n;
     }
     return parsePrimary();
@@ -204,6 +227,8 @@ private:
           NodePtr a = parseBinary(1);
           if (!a) return nullptr;
           n->operands.push_back(a);
+          n->height = std::max(n->height, 1 + a->height);
+          if (n->height > kMaxDepth) return tooDeep();
           skipBlanks();
           char want = i == 0 ? ',' : ')';
           if (pos_ == text_.size() || text_[pos_] != want)
@@ -225,6 +250,7 @@ private:
   size_t pos_ = 0;
   std::string error_;
   size_t errorPos_ = 0;
+  int depth_ = 0;
 };
 
 Expr Expr::literal(int64_t value) {
@@ -313,6 +339,50 @@ struct Evaluator {
   }
 };
 } // namespace
+
+namespace {
+bool readsSymbol(const Expr::Node &n) {
+  if (n.kind == Expr::Node::Symbol) return true;
+  for (const auto &o : n.operands)
+    if (readsSymbol(*o)) return true;
+  return false;
+}
+
+std::string faultOf(const Expr::Node &n) {
+  static const SymbolTable kNoSymbols;
+  if (!readsSymbol(n)) {
+    Evaluator ev{kNoSymbols, {}};
+    int64_t value = 0;
+    if (ev.eval(n, value)) return "";
+    std::string text;
+    print(n, text);
+    return "'" + text + "': " + ev.error;
+  }
+  for (const auto &o : n.operands)
+    if (std::string f = faultOf(*o); !f.empty()) return f;
+  // Symbolic dividend, constant divisor: the divisor alone decides.
+  if ((n.kind == Expr::Node::Binary && (n.name == "/" || n.name == "%")) ||
+      (n.kind == Expr::Node::Call && n.name == "cdiv")) {
+    const Expr::Node &divisor = *n.operands[1];
+    if (readsSymbol(divisor)) return "";
+    Evaluator ev{kNoSymbols, {}};
+    int64_t d = 0;
+    if (!ev.eval(divisor, d)) return ""; // reported above
+    bool bad = n.name == "cdiv" ? d <= 0 : d == 0;
+    if (!bad) return "";
+    std::string text;
+    print(n, text);
+    return "'" + text + "': " +
+           (n.name == "cdiv" ? "cdiv divisor " + std::to_string(d) + " is not positive"
+                             : std::string(n.name == "/" ? "division" : "modulo") + " by zero");
+  }
+  return "";
+}
+} // namespace
+
+std::string Expr::constantFault() const { return root_ ? faultOf(*root_) : ""; }
+
+bool Expr::isConstant() const { return root_ && !readsSymbol(*root_); }
 
 void Expr::collectSymbols(std::set<std::string> &out) const {
   if (root_) collect(*root_, out);

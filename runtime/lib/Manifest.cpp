@@ -156,6 +156,35 @@ Status validateKernel(const KernelSpec &k) {
   if (Status s = checkExpr(k.sharedBytes, "shared"); !s) return s;
   for (const auto &c : k.constraints)
     if (Status s = checkExpr(c, "requires"); !s) return s;
+
+  // What is wrong whatever the arguments are -- a division by a constant
+  // zero, a constant grid/shared below 0, a constant block below 1, a value
+  // the launch cannot pass (CUDA takes 32-bit unsigned sizes) -- is reported
+  // when the bundle is opened, not at the first launch. Device limits are
+  // checked at launch.
+  static const char *axis[] = {"x", "y", "z"};
+  constexpr int64_t kMaxLaunchValue = 4294967295; // uint32
+  auto constant = [&](const Expr &e, const std::string &what, int64_t lo, int64_t hi, int64_t *out) -> Status {
+    if (std::string fault = e.constantFault(); !fault.empty())
+      return invalid(k.line, who + what + " expression " + fault);
+    if (!e.isConstant()) return Status();
+    int64_t v = *e.evaluate({});
+    if (v < lo || v > hi)
+      return invalid(k.line, who + what + " = " + std::to_string(v) + " is outside " + std::to_string(lo) + ".." +
+                                 std::to_string(hi));
+    if (out) *out = v;
+    return Status();
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (Status s = constant(k.grid[i], std::string("grid ") + axis[i], 0, kMaxLaunchValue, nullptr); !s) return s;
+    if (Status s = constant(k.block[i], std::string("block ") + axis[i], 1, kMaxLaunchValue, nullptr); !s) return s;
+  }
+  if (Status s = constant(k.sharedBytes, "shared", 0, kMaxLaunchValue, nullptr); !s) return s;
+  for (const auto &c : k.constraints) {
+    int64_t holds = 1;
+    if (Status s = constant(c, "requires", INT64_MIN, INT64_MAX, &holds); !s) return s;
+    if (holds == 0) return invalid(k.line, who + "requirement '" + c.str() + "' never holds");
+  }
   return Status();
 }
 

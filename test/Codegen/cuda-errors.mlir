@@ -16,6 +16,10 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // A head dim whose tiles do not fit shared memory: by how many bytes.
 // RUN: not flashc %S/Inputs/head-dim-512.mlir -o %t.d512 2>&1 | FileCheck %s --check-prefix=D512
 // D512: error: flash-plan-memory: {{.*}} it overflows by {{[0-9]+}} bytes
+// A static batch beyond CUDA's grid z limit could never launch: named at the spec line
+// (was a bundle that failed at every launch).
+// RUN: not flashc %S/Inputs/static-batch-70000.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=BATCH
+// BATCH: static-batch-70000.mlir:2:14: error: bundle: kernel @attention_attention_{{.*}} needs 70000 blocks along grid z (from a static size of the spec); CUDA allows at most 65535
 // Nothing fused: nothing to compile, said so.
 // RUN: not flashc %S/Inputs/unfused.mlir -o %t.unf 2>&1 | FileCheck %s --check-prefix=UNFUSED
 // UNFUSED: error: nothing to compile into kernels: after fusion the spec holds no flash.attention or flash.ffn

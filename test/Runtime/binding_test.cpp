@@ -120,6 +120,15 @@ void testBadArguments(const Manifest &m) {
              "setTensor rejects rank 5");
   checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 2, nullptr), "argument 'x': null shape array",
              "setTensor rejects a null shape");
+  int64_t huge[3] = {int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 31};
+  checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 3, huge),
+             "argument 'x': shape [2147483648, 2147483648, 2147483648] spans more elements than 64-bit byte offsets",
+             "setTensor rejects a shape whose element count overflows (strides used to wrap)");
+  int64_t small[2] = {4, 4}, wild[2] = {INT64_MAX / 2, 1};
+  checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 2, small, wild),
+             "argument 'x': shape [4, 4] with its strides spans more elements", "setTensor rejects an overflowing stride");
+  int64_t empty[2] = {0, int64_t(1) << 62};
+  check(a.setTensor("x", fakePointer(0x100000), DType::F32, 2, empty).ok(), "an empty tensor of any other size is fine");
 }
 
 void testZeroSize(const Manifest &m) {

@@ -226,6 +226,23 @@ void testNoJit(const fs::path &tmp) {
   fs::remove(dir / "kernels.sm_90a.cubin");
   checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is missing",
              "a listed cubin that is missing is reported at open");
+  // A corrupt cubin is reported at open too, not handed to the driver.
+  std::ofstream(dir / "kernels.sm_90a.cubin", std::ios::binary) << "not a cubin";
+  checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is not an ELF file",
+             "a garbage cubin is reported at open");
+  std::ofstream(dir / "kernels.sm_90a.cubin", std::ios::binary).write(cubin->cubin.data(), 1000);
+  checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is truncated (1000 bytes;",
+             "a truncated cubin is reported at open");
+  std::ofstream(dir / "kernels.sm_90a.cubin", std::ios::binary | std::ios::trunc).flush();
+  checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is empty",
+             "an empty cubin is reported at open");
+  fs::remove(dir / "kernels.sm_90a.cubin");
+  fs::remove(dir / "kernels.cu");
+  fs::create_directory(dir / "kernels.cu");
+  m.cubins.clear();
+  std::ofstream(dir / "manifest.flashc") << writeManifest(m);
+  checkError(Bundle::open(dir.string(), options), "source kernels.cu is not a file",
+             "a source that is a directory is reported at open");
 }
 
 } // namespace

@@ -180,6 +180,35 @@ void testMalformed() {
        "meta key 'op' given twice", "duplicate meta key"},
       {withKernel(kMinimalBody) + "program p\n  kernel k\n  loop forever\nend\n",
        "unknown directive 'loop' in program 'p'", "unknown program directive"},
+      // Wrong whatever the arguments: reported when the bundle is opened, not at launch.
+      {withKernel("  tensor x f32 in [N]\n  grid cdiv(N, 0), 1, 1\n  block 1, 1, 1\n"),
+       "kernel 'k': grid x expression 'cdiv(N, 0)': cdiv divisor 0 is not positive", "cdiv by a constant zero"},
+      {withKernel("  tensor x f32 in [N]\n  grid N % (2 - 2), 1, 1\n  block 1, 1, 1\n"),
+       "kernel 'k': grid x expression 'N % (2 - 2)': modulo by zero", "modulo by a constant zero"},
+      {withKernel("  tensor x f32 in [N]\n  grid 9223372036854775807 * 2 + N, 1, 1\n  block 1, 1, 1\n"),
+       "grid x expression '9223372036854775807 * 2': overflow in '*'", "constant overflow"},
+      {withKernel("  tensor x f32 in [N]\n  grid -1, 1, 1\n  block 1, 1, 1\n"),
+       "kernel 'k': grid x = -1 is outside 0..4294967295", "negative constant grid"},
+      {withKernel("  tensor x f32 in [N]\n  grid N, 1, 1\n  block 0, 1, 1\n"),
+       "kernel 'k': block x = 0 is outside 1..4294967295", "zero constant block"},
+      {withKernel(kMinimalBody + "  shared 4294967296\n"), "kernel 'k': shared = 4294967296 is outside 0..4294967295",
+       "shared beyond 32 bits"},
+      {withKernel(kMinimalBody + "  requires N / 0 > 1\n"), "requires expression 'N / 0': division by zero",
+       "requires dividing by a constant zero"},
+      {withKernel(kMinimalBody + "  requires 1 > 2\n"), "kernel 'k': requirement '1 > 2' never holds",
+       "constant false requirement"},
+      // Deep nesting overflowed the recursive parser's stack (segfault).
+      {withKernel("  tensor x f32 in [N]\n  grid " + std::string(100000, '(') + "N" + std::string(100000, ')') +
+                  ", 1, 1\n"),
+       "expression nested too deeply (more than 200 levels)", "100000 nested parentheses"},
+      {withKernel("  tensor x f32 in [N]\n  grid " + std::string(100000, '-') + "N, 1, 1\n"),
+       "expression nested too deeply (more than 200 levels)", "100000 unary minuses"},
+      {withKernel("  tensor x f32 in [N]\n  grid N" + [] {
+         std::string s;
+         for (int i = 0; i < 100000; ++i) s += " + N";
+         return s;
+       }() + ", 1, 1\n"),
+       "expression nested too deeply (more than 200 levels)", "a 100000-term sum (the evaluator recursed per term)"},
       {std::string("flashc-bundle 1\nsource kernels.cu\n"), "no 'arch' line", "no arch"},
       {std::string(kHeader), "declares no kernels", "no kernels"},
   };

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -327,24 +328,200 @@ struct Runner {
     return it == p.meta.end() ? dflt : it->second;
   }
 
-  /// Allocates a tensor parameter with its literal dims and the chosen symbol values.
-  Buffer makeParam(const std::string &program, const std::string &name,
-                   const std::map<std::string, int64_t> &symbols) {
-    Buffer b;
+  /// The tensor parameter `name` of `program` (of its first kernel that has it).
+  const TensorParam *findParam(const std::string &program, const std::string &name) {
+    const ProgramSpec *p = bundle->findProgram(program);
     for (const KernelSpec &k : bundle->manifest().kernels) {
       const TensorParam *t = k.findTensor(name);
       if (!t) continue;
-      const ProgramSpec *p = bundle->findProgram(program);
       if (p && std::find(p->kernels.begin(), p->kernels.end(), k.name) == p->kernels.end())
         continue;
-      b.dtype = t->dtype;
-      for (const Dim &d : t->dims)
-        b.shape.push_back(d.isSymbol() ? symbols.at(d.symbol) : d.value);
-      return b;
+      return t;
     }
-    std::fprintf(stderr, "flashc-run: program %s has no parameter '%s'\n", program.c_str(),
-                 name.c_str());
-    std::exit(1);
+    return nullptr;
+  }
+
+  /// Allocates a tensor parameter with its literal dims and the chosen symbol
+  /// values (validate() has checked that every one exists and is bound).
+  Buffer makeParam(const std::string &program, const std::string &name,
+                   const std::map<std::string, int64_t> &symbols) {
+    Buffer b;
+    const TensorParam *t = findParam(program, name);
+    if (!t) {
+      std::fprintf(stderr, "flashc-run: program %s has no parameter '%s'\n", program.c_str(),
+                   name.c_str());
+      std::exit(1);
+    }
+    b.dtype = t->dtype;
+    for (const Dim &d : t->dims) {
+      auto it = d.isSymbol() ? symbols.find(d.symbol) : symbols.end();
+      if (d.isSymbol() && it == symbols.end()) {
+        std::fprintf(stderr, "flashc-run: program %s: parameter '%s' has dim %s, which flashc-run does not bind\n",
+                     program.c_str(), name.c_str(), d.symbol.c_str());
+        std::exit(1);
+      }
+      b.shape.push_back(d.isSymbol() ? it->second : d.value);
+    }
+    return b;
+  }
+
+  // ---- the bundle's runnable programs, checked before anything runs ----
+  // A corrupt manifest (a missing or misshapen parameter, an unknown size
+  // symbol, garbage meta) is reported here, with or without a GPU, instead of
+  // crashing the float64 reference or silently comparing against nonsense.
+
+  /// Shape of `name` in `program` with flashc-run's symbol values; "" or why not.
+  std::string resolveShape(const std::string &program, const std::string &name, size_t minRank,
+                           size_t maxRank, std::vector<int64_t> &shape) {
+    shape.clear();
+    const TensorParam *t = findParam(program, name);
+    if (!t) return "has no tensor parameter '" + name + "'";
+    if (t->dims.size() < minRank || t->dims.size() > maxRank)
+      return "parameter '" + name + "' has rank " + std::to_string(t->dims.size()) + ", expected " +
+             (minRank == maxRank ? std::to_string(minRank)
+                                 : std::to_string(minRank) + " to " + std::to_string(maxRank));
+    auto sym = symbols();
+    for (const Dim &d : t->dims) {
+      if (!d.isSymbol()) {
+        shape.push_back(d.value);
+        continue;
+      }
+      auto it = sym.find(d.symbol);
+      if (it == sym.end())
+        return "parameter '" + name + "' has size symbol '" + d.symbol +
+               "', which flashc-run does not bind (it binds B, Sq, Sk, M, Bf, S)";
+      shape.push_back(it->second);
+    }
+    return "";
+  }
+
+  static std::string shapeText(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  /// Checks what runProgram() will read for `p` (and its backward); "" or why not.
+  std::string validateProgram(const ProgramSpec &p) {
+    std::string op = meta(p, "op");
+    bool attention = op == "attention_forward" || (op == "block" && hasParam(p, "q"));
+    bool ffn = op == "ffn_forward" || (op == "block" && hasParam(p, "x"));
+    if (!attention && !ffn) return "";
+    if (op == "block" && (hasParam(p, "dout") || hasParam(p, "dy"))) return "";
+    const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward", p.name + "_backward"));
+    std::map<std::string, std::vector<int64_t>> shapes;
+    auto need = [&](const std::string &program, const std::string &name, size_t lo, size_t hi) {
+      return resolveShape(program, name, lo, hi, shapes[program + "/" + name]);
+    };
+    auto same = [&](const std::string &a, const std::string &b) -> std::string {
+      if (shapes[a] == shapes[b]) return "";
+      return "parameter '" + a.substr(a.find('/') + 1) + "' has shape " + shapeText(shapes[a]) + " but '" +
+             b.substr(b.find('/') + 1) + "' has " + shapeText(shapes[b]);
+    };
+    const std::string f = p.name + "/";
+    if (attention) {
+      auto number = [&](const char *key, const char *dflt, bool integer, double lo) -> std::string {
+        std::string text = meta(p, key, dflt);
+        char *end = nullptr;
+        errno = 0;
+        double v = integer ? double(std::strtoll(text.c_str(), &end, 10)) : std::strtod(text.c_str(), &end);
+        if (text.empty() || *end || errno == ERANGE || !std::isfinite(v) || v < lo)
+          return std::string("meta ") + key + " '" + text + "' is not " +
+                 (integer ? "an integer >= -1" : lo > 0 ? "a finite positive number" : "a finite number >= 0");
+        return "";
+      };
+      for (std::string why : {number("scale", "1", false, 1e-300), number("softcap", "0", false, 0),
+                              number("window_left", "-1", true, -1), number("window_right", "-1", true, -1)})
+        if (!why.empty()) return why;
+      for (const char *n : {"q", "k", "v", "out"})
+        if (std::string why = need(p.name, n, 4, 4); !why.empty()) return why;
+      if (std::string why = need(p.name, "lse", 3, 3); !why.empty()) return why;
+      const auto &q = shapes[f + "q"], &k = shapes[f + "k"], &v = shapes[f + "v"];
+      if (q[3] <= 0 || k[1] <= 0 || v[3] <= 0 || q[1] % k[1] != 0 || k[0] != q[0] || k[3] != q[3] ||
+          v[0] != k[0] || v[1] != k[1] || v[2] != k[2] ||
+          shapes[f + "out"] != std::vector<int64_t>{q[0], q[1], q[2], v[3]} ||
+          shapes[f + "lse"] != std::vector<int64_t>{q[0], q[1], q[2]})
+        return "attention parameters do not fit together: q " + shapeText(q) + ", k " + shapeText(k) + ", v " +
+               shapeText(v) + ", out " + shapeText(shapes[f + "out"]) + ", lse " + shapeText(shapes[f + "lse"]) +
+               " (expected [B, Hq, Sq, D], [B, Hkv, Sk, D], [B, Hkv, Sk, Dv], [B, Hq, Sq, Dv], [B, Hq, Sq] with "
+               "D, Dv > 0 and Hq a multiple of Hkv > 0)";
+      if (bwd) {
+        const std::string b = bwd->name + "/";
+        const std::vector<std::pair<std::string, std::string>> grads = {
+            {"dout", "out"}, {"dq", "q"}, {"dk", "k"}, {"dv", "v"}};
+        for (const auto &[grad, primal] : grads) {
+          if (std::string why = need(bwd->name, grad, 0, 4); !why.empty()) return "backward " + bwd->name + ": " + why;
+          if (std::string why = same(b + grad, f + primal); !why.empty()) return "backward " + bwd->name + ": " + why;
+        }
+      }
+    }
+    // Tensors the backward shares with its forward are the same buffers.
+    if (bwd)
+      for (const std::string &kn : p.kernels)
+        if (const KernelSpec *k = bundle->findKernel(kn))
+          for (const TensorParam &t : k->tensors) {
+            auto scratch = [&](const ProgramSpec &q) {
+              return std::any_of(q.scratch.begin(), q.scratch.end(),
+                                 [&](const ScratchSpec &sc) { return sc.name == t.name; });
+            };
+            const TensorParam *other = findParam(bwd->name, t.name);
+            if (!other || scratch(p) || scratch(*bwd)) continue;
+            auto text = [](const TensorParam &x) {
+              std::string s = std::string(dtypeName(x.dtype)) + " [";
+              for (size_t i = 0; i < x.dims.size(); ++i) s += (i ? ", " : "") + x.dims[i].str();
+              return s + "]";
+            };
+            if (other->dtype != t.dtype || !(other->dims == t.dims))
+              return "backward " + bwd->name + ": parameter '" + t.name + "' is " + text(*other) +
+                     " but the forward's is " + text(t);
+          }
+    if (ffn) {
+      if (std::string act = meta(p, "activation", "identity");
+          act != "identity" && act != "gelu_tanh" && act != "gelu_erf" && act != "silu" && act != "relu")
+        return "meta activation '" + act + "' is not one of gelu_tanh, gelu_erf, silu, relu";
+      if (std::string why = need(p.name, "w1", 2, 2); !why.empty()) return why;
+      if (std::string why = need(p.name, "w2", 2, 2); !why.empty()) return why;
+      if (std::string why = need(p.name, "x", 2, 4); !why.empty()) return why;
+      if (std::string why = need(p.name, "y", 2, 4); !why.empty()) return why;
+      const auto &w1 = shapes[f + "w1"], &w2 = shapes[f + "w2"], &x = shapes[f + "x"];
+      std::vector<int64_t> y(x.begin(), x.end() - 1);
+      y.push_back(w2[1]);
+      bool fits = w1[0] > 0 && w1[1] > 0 && w2[1] > 0 && x.back() == w1[0] && w2[0] == w1[1] && shapes[f + "y"] == y;
+      std::vector<std::pair<std::string, std::vector<int64_t>>> optional = {
+          {"w_up", w1}, {"b1", {w1[1]}}, {"b2", {w2[1]}}};
+      for (auto &[name, expected] : optional)
+        if (hasParam(p, name)) {
+          if (std::string why = need(p.name, name, expected.size(), expected.size()); !why.empty()) return why;
+          fits = fits && shapes[f + name] == expected;
+        }
+      if (!fits)
+        return "FFN parameters do not fit together: x " + shapeText(x) + ", w1 " + shapeText(w1) + ", w2 " +
+               shapeText(w2) + ", y " + shapeText(shapes[f + "y"]) +
+               " (expected [..., d], [d, h], [h, d_out], [..., d_out] with d, h, d_out > 0; w_up [d, h], "
+               "b1 [h], b2 [d_out])";
+      if (bwd) {
+        const std::string b = bwd->name + "/";
+        std::vector<std::pair<std::string, std::string>> grads = {{"dy", "y"}, {"dx", "x"}, {"dw1", "w1"}, {"dw2", "w2"}};
+        if (hasParam(p, "b1")) grads.push_back({"db1", "b1"});
+        if (hasParam(p, "w_up")) grads.push_back({"dw_up", "w_up"});
+        if (hasParam(p, "b2")) grads.push_back({"db2", "b2"});
+        for (auto &[grad, primal] : grads) {
+          if (std::string why = need(bwd->name, grad, 0, 4); !why.empty()) return "backward " + bwd->name + ": " + why;
+          if (std::string why = same(b + grad, f + primal); !why.empty()) return "backward " + bwd->name + ": " + why;
+        }
+      }
+    }
+    return "";
+  }
+
+  bool validate() {
+    for (const ProgramSpec &p : bundle->manifest().programs)
+      if (std::string why = validateProgram(p); !why.empty()) {
+        std::fprintf(stderr, "flashc-run: bundle %s: program '%s': %s\n", opt.bundle.c_str(), p.name.c_str(),
+                     why.c_str());
+        return false;
+      }
+    return true;
   }
 
   void bind(Arguments &args, const std::string &name, Buffer &b) {
@@ -625,6 +802,7 @@ struct Runner {
       return 1;
     }
     bundle = *opened;
+    if (!validate()) return 1;
     Status dev = checkDevice();
     if (!dev.ok()) {
       std::printf("flashc-run: SKIPPED running %s: %s\n", opt.bundle.c_str(), dev.error().message.c_str());

@@ -40,11 +40,20 @@ LogicalResult writeText(const CompileOptions &options,
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(options.outputPath, &error);
   if (!output) {
-    llvm::errs() << "flashc: error: cannot open output file '"
-                 << options.outputPath << "': " << error << "\n";
+    // `error` reads "cannot open output file '<path>': <reason>".
+    llvm::errs() << "flashc: error: " << error << "\n";
     return failure();
   }
   print(output->os());
+  output->os().flush();
+  if (output->os().has_error()) {
+    // Reported here, and cleared so that the stream's destructor does not
+    // abort with "LLVM ERROR: IO failure on output stream".
+    llvm::errs() << "flashc: error: cannot write output file '" << options.outputPath
+                 << "': " << output->os().error().message() << "\n";
+    output->os().clear_error();
+    return failure();
+  }
   output->keep();
   return success();
 }

@@ -11,6 +11,7 @@
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
+#include "flashc/runtime/Arch.h"
 #include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/Nvrtc.h"
 #include "llvm/Support/Path.h"
@@ -62,14 +63,20 @@ std::string emitKindList() {
   return list;
 }
 
-/// sm_<major><minor>[a], at least sm_80 (the kernels need mma.sync and
-/// cp.async).
-bool isSupportedArch(llvm::StringRef arch) {
-  if (!arch.consume_front("sm_"))
-    return false;
-  arch.consume_back("a");
-  unsigned number = 0;
-  return !arch.getAsInteger(10, number) && number >= 80;
+/// sm_<major><minor>[a|f], at least sm_80 (the kernels need mma.sync and
+/// cp.async). The arch-specific `a` targets exist for 9.0 and 10.x and newer,
+/// the family `f` targets for 10.x and newer (NVRTC rejects others cryptically).
+/// Returns why `arch` is not accepted, or "" when it is.
+std::string archError(llvm::StringRef arch) {
+  std::string bad = "unsupported --arch value '" + arch.str() + "' ";
+  std::optional<flashc::rt::Arch> parsed = flashc::rt::parseArch(arch.str());
+  if (!parsed || parsed->major * 10 + parsed->minor < 80)
+    return bad + "(expected sm_80 or newer, e.g. sm_80, sm_90a)";
+  if (parsed->suffix == 'a' && !((parsed->major == 9 && parsed->minor == 0) || parsed->major >= 10))
+    return bad + "(the arch-specific 'a' targets are sm_90a and sm_100a or newer)";
+  if (parsed->suffix == 'f' && parsed->major < 10)
+    return bad + "(the family 'f' targets are sm_100f or newer)";
+  return "";
 }
 
 } // namespace
@@ -134,6 +141,8 @@ int main(int argc, char **argv) {
 
   flashc::CompileOptions options;
   options.outputPath = vm["output"].as<std::string>();
+  if (options.outputPath.empty())
+    return usageError("-o needs a path ('-' for stdout)");
   options.printIrAfterAll = vm["print-ir-after-all"].as<bool>();
   options.pipeline.deterministicBackward = vm["deterministic-backward"].as<bool>();
   options.pipeline.transposedBackward = vm["transposed-backward"].as<bool>();
@@ -152,9 +161,8 @@ int main(int argc, char **argv) {
                                    /*KeepEmpty=*/false);
       for (llvm::StringRef arch : archs) {
         arch = arch.trim();
-        if (!isSupportedArch(arch))
-          return usageError("unsupported --arch value '" + arch.str() +
-                            "' (expected sm_80 or newer, e.g. sm_80, sm_90a)");
+        if (std::string why = archError(arch); !why.empty())
+          return usageError(why);
         if (!llvm::is_contained(options.pipeline.archs, arch.str()))
           options.pipeline.archs.push_back(arch.str());
       }

@@ -114,6 +114,16 @@ func.func @mask_negative(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 
 // -----
 
+// A window wider than 32-bit device indices overflowed the kernels' position
+// arithmetic (INT64_MAX crashed flashc's kernel builder).
+func.func @mask_too_wide(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{sliding_window extents must be at most 1073741823 (use -1 for an unbounded side); got left = 9223372036854775807, right = 0}}
+  %0 = flash.mask %x <sliding_window, left = 9223372036854775807, right = 0> : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 func.func @mask_kind(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{expected mask kind 'none', 'causal' or 'sliding_window', got 'diagonal'}}
   %0 = flash.mask %x <diagonal> : tensor<4x4xf32>
@@ -218,6 +228,39 @@ func.func @attention_groups(%q: tensor<?x6x?x64xf32>, %k: tensor<?x4x?x64xf32>, 
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<?x6x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x6x?x64xf32>, tensor<?x6x?xf32>)
   return %o, %l : tensor<?x6x?x64xf32>, tensor<?x6x?xf32>
+}
+
+// -----
+
+// Zero query heads: 0 is a multiple of every Hkv, but no kernel can run it.
+func.func @attention_zero_heads(%q: tensor<?x0x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x0x?x64xf32>, tensor<?x0x?xf32>) {
+  // expected-error @+1 {{query heads Hq = 0 must be a positive multiple of key/value heads Hkv = 4}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x0x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x0x?x64xf32>, tensor<?x0x?xf32>)
+  return %o, %l : tensor<?x0x?x64xf32>, tensor<?x0x?xf32>
+}
+
+// -----
+
+// A zero head dim compiled to kernels NVRTC rejected (or, in the tile IR, to nothing).
+func.func @attention_zero_head_dim(%q: tensor<?x4x?x0xbf16>, %k: tensor<?x4x?x0xbf16>, %v: tensor<?x4x?x0xbf16>)
+    -> (tensor<?x4x?x0xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{head dims must be positive, got D = 0 (query, key) and Dv = 0 (value)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x?x0xbf16>, tensor<?x4x?x0xbf16>, tensor<?x4x?x0xbf16>) -> (tensor<?x4x?x0xbf16>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x0xbf16>, tensor<?x4x?xf32>
+}
+
+// -----
+
+// A negative num_kv_heads is printed as written, not as a 64-bit unsigned.
+func.func @attention_negative_kv_heads(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{num_kv_heads = -4 does not match Hkv = 4 (dimension 1 of key)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = -4
+      : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
 }
 
 // -----
@@ -389,6 +432,15 @@ func.func @ffn_w2_rank(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2
 func.func @ffn_b2(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>, %b2: tensor<4096xbf16>) -> tensor<?x1024xbf16> {
   // expected-error @+1 {{b2 has shape [4096], expected [d_out] = [1024]}}
   %0 = flash.ffn relu %x, %w1, %w2 bias %b2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>, tensor<4096xbf16>) -> tensor<?x1024xbf16>
+  return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+// h = 0 compiled silently to a bundle (y = b2, from kernels over empty tiles).
+func.func @ffn_zero_hidden(%x: tensor<?x1024xbf16>, %w1: tensor<1024x0xbf16>, %w2: tensor<0x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{FFN sizes must be positive, got d = 1024, h = 0, d_out = 1024}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x0xbf16>, tensor<0x1024xbf16>) -> tensor<?x1024xbf16>
   return %0 : tensor<?x1024xbf16>
 }
 

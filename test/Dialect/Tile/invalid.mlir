@@ -149,6 +149,15 @@ func.func @f(%s: !tile.tile<16x16xf32, register>, %i: index) {
 
 // -----
 
+// Wider than the device library's int window arguments: was an NVRTC error.
+func.func @f(%s: !tile.tile<16x16xf32, register>, %i: index) {
+  // expected-error @+1 {{window sides must be at most 1073741823 (-1: unbounded)}}
+  %x = tile.mask %s rows %i cols %i limit %i offset %i window [9223372036854775807, 0] : !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
 func.func @f(%s: !tile.tile<16x16xf32, shared>) {
   // expected-error @+1 {{source must be a register tile}}
   %x = tile.copy %s : !tile.tile<16x16xf32, shared> -> !tile.tile<16x16xf32, shared>

@@ -70,6 +70,14 @@ LogicalResult MaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "sliding_window extents must be >= 0, or -1 for "
                           "unbounded; got left = "
                        << windowLeft << ", right = " << windowRight;
+  // Device code indexes queries and keys with 32-bit ints; a wider window
+  // would overflow its position arithmetic. -1 is the unbounded side.
+  constexpr int64_t kMaxWindowExtent = (int64_t(1) << 30) - 1;
+  if (windowLeft > kMaxWindowExtent || windowRight > kMaxWindowExtent)
+    return emitError() << "sliding_window extents must be at most "
+                       << kMaxWindowExtent
+                       << " (use -1 for an unbounded side); got left = "
+                       << windowLeft << ", right = " << windowRight;
   if (windowLeft == -1 && windowRight == -1)
     return emitError() << "sliding_window with both sides unbounded masks "
                           "nothing; use #flash.mask<none>";

@@ -220,13 +220,17 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "value must have a static head dim Dv in [B, Hkv, "
                             "Sk, Dv], got "
                          << valueType;
-  if (kvHeads <= 0 || queryHeads % kvHeads != 0)
+  if (headDim <= 0 || valueHeadDim <= 0)
+    return emitOpError() << "head dims must be positive, got D = " << headDim
+                         << " (query, key) and Dv = " << valueHeadDim << " (value)";
+  if (queryHeads <= 0 || kvHeads <= 0 || queryHeads % kvHeads != 0)
     return emitOpError() << "query heads Hq = " << queryHeads
                          << " must be a positive multiple of key/value heads "
                             "Hkv = "
                          << kvHeads;
   if (static_cast<int64_t>(getNumKvHeads()) != kvHeads)
-    return emitOpError() << "num_kv_heads = " << getNumKvHeads()
+    return emitOpError() << "num_kv_heads = "
+                         << static_cast<int64_t>(getNumKvHeads())
                          << " does not match Hkv = " << kvHeads
                          << " (dimension 1 of key)";
   if (failed(checkShape(op, "output", getOutput().getType(),
@@ -300,6 +304,10 @@ LogicalResult FfnOp::verify() {
                                     inputType)) ||
         failed(checkShape(op, "b2", b2.getType(), {outputDim}, "[d_out]")))
       return failure();
+
+  if (modelDim <= 0 || hiddenDim <= 0 || outputDim <= 0)
+    return emitOpError() << "FFN sizes must be positive, got d = " << modelDim
+                         << ", h = " << hiddenDim << ", d_out = " << outputDim;
 
   RankedTensorType resultType = getResult().getType();
   if (failed(checkSameElementType(op, "result", resultType, "input",

@@ -273,6 +273,13 @@ LogicalResult MatmulOp::verify() {
 LogicalResult MaskOp::verify() {
   if (static_cast<int64_t>(getWindowLeft()) < -1 || static_cast<int64_t>(getWindowRight()) < -1)
     return emitOpError("window sides must be >= -1 (-1: unbounded)");
+  // The device library takes the sides as int template arguments and adds
+  // them to 32-bit positions (the flash mask attribute has the same bound).
+  constexpr int64_t kMaxWindowSide = (int64_t(1) << 30) - 1;
+  if (static_cast<int64_t>(getWindowLeft()) > kMaxWindowSide ||
+      static_cast<int64_t>(getWindowRight()) > kMaxWindowSide)
+    return emitOpError() << "window sides must be at most " << kMaxWindowSide
+                         << " (-1: unbounded)";
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
 

@@ -33,6 +33,12 @@ public:
   void collectSymbols(std::set<std::string> &out) const;
   /// Evaluates with 64-bit overflow, division-by-zero and unbound-symbol checks.
   Result<int64_t> evaluate(const SymbolTable &symbols) const;
+  /// A part that fails whatever the symbols are bound to -- a division, modulo
+  /// or cdiv by a constant zero (or negative cdiv divisor), a constant part
+  /// that overflows -- described for a message; "" when there is none.
+  std::string constantFault() const;
+  /// True if it reads no symbol (then evaluate({}) gives its value or error).
+  bool isConstant() const;
   /// True if it is a plain integer literal (then *value is set).
   bool isLiteral(int64_t *value = nullptr) const;
 
