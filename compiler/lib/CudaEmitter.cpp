@@ -365,7 +365,9 @@ constexpr int64_t kPromotionRegisterBudget = 128;
 
 bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
   auto fill = mm.getAcc().getDefiningOp<tile::FillOp>();
-  if (wgmma() || !fill || !fill->hasOneUse() || !fill.getValue().isZero() ||
+  // Under wgmma only the Sᵀ backward's dQ (A transposed from shared) takes this
+  // mma.sync path; every other wgmma matmul is one warpgroup-wide product.
+  if ((wgmma() && !mm.getTransposeA()) || !fill || !fill->hasOneUse() || !fill.getValue().isZero() ||
       !mm->hasOneUse())
     return false;
   auto atomic = dyn_cast<tile::AtomicAddOp>(*mm->getUsers().begin());

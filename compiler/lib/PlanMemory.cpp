@@ -128,9 +128,13 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                            << " has no recipe (spec); block-size options do not apply to it";
     }
     // wgmma needs whole warpgroups of 16-row bands (64 rows per 4 warps); a
-    // block-size override that breaks that shape falls back to mma.sync.
-    if (plan.strategy == Strategy::WgmmaSm90 &&
-        !(plan.warps % 4 == 0 && plan.blockM == 16 * plan.warps))
+    // block-size override that breaks that shape falls back to mma.sync. The
+    // rows of the Sᵀ backward's tiles are its keys (blockN).
+    auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
+    bool keyRows = attention && (attention.getRole() == KernelRole::AttentionBackwardTransposed ||
+                                 attention.getRole() == KernelRole::AttentionBackwardKVTransposed);
+    int64_t tileRows = keyRows ? plan.blockN : plan.blockM;
+    if (plan.strategy == Strategy::WgmmaSm90 && !(plan.warps % 4 == 0 && tileRows == 16 * plan.warps))
       plan.strategy = Strategy::MmaSyncSm80;
     if (failed(checkPlan(kernel, plan)))
       return failure();

@@ -97,13 +97,21 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
       plan.warps = 4;
       break;
     case KernelRole::AttentionBackwardTransposed:
-    case KernelRole::AttentionBackwardKVTransposed:
+    case KernelRole::AttentionBackwardKVTransposed: {
       // S^T form (docs/device-library.md): 128 keys on 8 warps x 16 rows,
       // query blocks of 64.
       plan.blockM = 64;
       plan.blockN = d <= 128 ? 128 : 64;
       plan.warps = plan.blockN / 16;
+      // Hopper: the 128 key rows are two warpgroups; S^T = K·Q^T and dP^T =
+      // V·dO^T are SS wgmma, dV += P^T·dO and dK += dS^T·Q are RS wgmma, dQ
+      // stays mma.sync over the same panels (docs/design/wgmma-backward.md).
+      bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
+      if (hopper && sixteenBit && (d == 64 || d == 128) &&
+          attention.getHeadDim() == attention.getValueDim())
+        plan.strategy = Strategy::WgmmaSm90;
       break;
+    }
     default:
       // Row-wise pre/postprocessing: memory bound, 128 rows, 8 warps.
       plan.blockM = 128;

@@ -1,8 +1,10 @@
 // The Sᵀ backward form (flashc --transposed-backward): keys are the rows of
 // every score tile, so Pᵀ and dSᵀ feed dV += Pᵀ·dO and dK += dSᵀ·Q straight
-// from registers; dSᵀ goes through shared memory once, for dQ += dS·K.
-// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_90a -o - | FileCheck %s
-// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_80 -o - | FileCheck %s
+// from registers; dSᵀ goes through shared memory once, for dQ += dS·K. On
+// sm_90a the four products of 128 key rows are wgmma (two warpgroups), dQ
+// stays mma.sync reading the same swizzled panels.
+// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
+// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
     -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
@@ -13,7 +15,8 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 }
 
 // 128 keys per block in 8 warps of 16 key rows; the loop-carried dK and dV
-// take the register budget, so K and V stay in shared memory.
+// take the register budget, so K and V stay in shared memory (mma.sync; wgmma
+// reads its A operands from shared memory anyway).
 // CHECK-LABEL: namespace flashc_attention_attention_bwd_config {
 // CHECK: constexpr int kWarps = 8;
 // CHECK-LABEL: flashc_attention_attention_bwd(
@@ -27,19 +30,26 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK-NEXT: __syncthreads();
 // Sᵀ = K·Qᵀ: [128 keys x 64 queries]; the mask reads keys from the rows.
 // CHECK: RegTileF32<128, 64, kWarps> [[ST:.+]];
-// CHECK: matmul_tb([[ST]], k_tile, q_tile);
+// AMPERE: matmul_tb([[ST]], k_tile, q_tile);
+// HOPPER: wgmma_matmul_tb([[ST]], k_tile, q_tile);
 // CHECK: mask_transposed<-1, 0>(
 // Pᵀ = exp(scale·Sᵀ − lse[col]) and dV += Pᵀ·dO from registers, no shared copy of P.
 // CHECK: recompute_probs_cols([[P:.+]], [[LSE]],
 // CHECK: convert([[PB:.+]], [[P]]);
-// CHECK-NEXT: matmul({{.+}}, [[PB]], dout_tile);
+// AMPERE-NEXT: matmul({{.+}}, [[PB]], dout_tile);
+// HOPPER-NEXT: wgmma_matmul({{.+}}, [[PB]], dout_tile);
 // dSᵀ = Pᵀ∘(dPᵀ − D[col]) · scale, dK += dSᵀ·Q from registers.
-// CHECK: matmul_tb([[DP:.+]], v_tile, dout_tile);
+// AMPERE: matmul_tb([[DP:.+]], v_tile, dout_tile);
+// HOPPER: wgmma_matmul_tb([[DP:.+]], v_tile, dout_tile);
 // CHECK-NEXT: softmax_grad_cols([[DP]], [[P]], [[D]]);
-// CHECK: matmul({{.+}}, {{.+}}, q_tile);
+// AMPERE: matmul({{.+}}, {{.+}}, q_tile);
+// HOPPER: wgmma_matmul({{.+}}, {{.+}}, q_tile);
 // dQ += dS·K over 64 query rows: 4 row bands, so the 8 warps form 2 column groups.
-// CHECK: store_fragments(
+// On sm_90a dSᵀ is a panel tile on a 1024-byte boundary (after the column vectors).
+// AMPERE: const SmemTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, 131584);
+// HOPPER: const SmemPanelTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 132096);
+// CHECK-NEXT: store_fragments([[DS]],
 // CHECK: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
 // CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
-// CHECK: matmul_ta([[PART]], {{.+}}, k_tile, chunk);
+// CHECK: matmul_ta([[PART]], [[DS]], k_tile, chunk);
 // CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,

@@ -39,9 +39,11 @@ struct AShared {  // stored [M][K]
     ldmatrix_x4(a, t.addr(row0 + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
   }
 };
-template <class T, int K, int M>
+// ASharedT / BSharedKN read any shared tile with addr(row, 16-byte chunk): SmemTile, and the wgmma
+// panels (SmemPanelTile) when mma.sync reads what wgmma also reads.
+template <class Tile>
 struct ASharedT {  // stored [K][M]; x4 matrix q covers k rows 8*(q/2).., m chunk q%2
-  SmemTile<T, K, M> t;
+  Tile t;
   __device__ __forceinline__ void load(unsigned (&a)[4], int mt, int kk, int row0) const {
     const int lane = lane_id();
     ldmatrix_x4_trans(a, t.addr(kk * 16 + ((lane >> 4) << 3) + (lane & 7), ((row0 + 16 * mt) >> 3) + ((lane >> 3) & 1)));
@@ -56,9 +58,9 @@ struct BSharedNK {  // stored [N][K]
     ldmatrix_x4(b, t.addr(col0 + nt * 8 + ((lane >> 4) << 3) + (lane & 7), 2 * kk + ((lane >> 3) & 1)));
   }
 };
-template <class T, int K, int N>
+template <class Tile>
 struct BSharedKN {  // stored [K][N]
-  SmemTile<T, K, N> t;
+  Tile t;
   __device__ __forceinline__ void load(unsigned (&b)[4], int nt, int kk, int col0) const {
     const int lane = lane_id();
     ldmatrix_x4_trans(b, t.addr(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7), (col0 >> 3) + nt + (lane >> 4)));
@@ -93,13 +95,13 @@ __device__ __forceinline__ void gemm(RegTileF32<M, N, W>& C, const ASrc& A, cons
 template <class T, int M, int N, int K, int NB, int W>
 __device__ __forceinline__ void matmul(RegTileF32<M, N, W>& C, const RegTile16<T, M, K, W>& A, SmemTile<T, K, NB> B,
                                        int b_col0 = 0) {
-  detail::gemm<T, K>(C, detail::ARegisters<T, M, K, W>{A}, detail::BSharedKN<T, K, NB>{B}, b_col0);
+  detail::gemm<T, K>(C, detail::ARegisters<T, M, K, W>{A}, detail::BSharedKN<SmemTile<T, K, NB>>{B}, b_col0);
 }
 // C += A B, A in shared [M][K], B stored [K][NB].
 template <class T, int M, int N, int K, int NB, int W>
 __device__ __forceinline__ void matmul(RegTileF32<M, N, W>& C, SmemTile<T, M, K> A, SmemTile<T, K, NB> B,
                                        int b_col0 = 0) {
-  detail::gemm<T, K>(C, detail::AShared<T, M, K>{A}, detail::BSharedKN<T, K, NB>{B}, b_col0);
+  detail::gemm<T, K>(C, detail::AShared<T, M, K>{A}, detail::BSharedKN<SmemTile<T, K, NB>>{B}, b_col0);
 }
 // C += A B^T, A in registers, B stored [NB][K].
 template <class T, int M, int N, int K, int NB, int W>
@@ -117,13 +119,13 @@ __device__ __forceinline__ void matmul_tb(RegTileF32<M, N, W>& C, SmemTile<T, M,
 template <class T, int M, int N, int K, int NB, int W>
 __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemTile<T, K, M> At, SmemTile<T, K, NB> B,
                                           int b_col0 = 0) {
-  detail::gemm<T, K>(C, detail::ASharedT<T, K, M>{At}, detail::BSharedKN<T, K, NB>{B}, b_col0);
+  detail::gemm<T, K>(C, detail::ASharedT<SmemTile<T, K, M>>{At}, detail::BSharedKN<SmemTile<T, K, NB>>{B}, b_col0);
 }
 // C += A^T B^T, A stored [K][M], B stored [NB][K].
 template <class T, int M, int N, int K, int NB, int W>
 __device__ __forceinline__ void matmul_ta_tb(RegTileF32<M, N, W>& C, SmemTile<T, K, M> At, SmemTile<T, NB, K> B,
                                              int b_col0 = 0) {
-  detail::gemm<T, K>(C, detail::ASharedT<T, K, M>{At}, detail::BSharedNK<T, NB, K>{B}, b_col0);
+  detail::gemm<T, K>(C, detail::ASharedT<SmemTile<T, K, M>>{At}, detail::BSharedNK<T, NB, K>{B}, b_col0);
 }
 
 }  // namespace device

@@ -25,6 +25,11 @@ struct SmemPanelTile {
   static __device__ __forceinline__ int chunk_offset(int row, int chunk) {  // chunk: 16 B unit of the row
     return (chunk >> 3) * kPanelBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
   }
+  static __device__ __forceinline__ int elem_offset(int row, int col) {
+    return chunk_offset(row, col >> 3) + (col & 7) * static_cast<int>(sizeof(T));
+  }
+  // Shared address of a 16-byte chunk (ldmatrix rows), as SmemTile::addr.
+  __device__ __forceinline__ unsigned addr(int row, int chunk) const { return smem_u32(data) + chunk_offset(row, chunk); }
   __device__ __forceinline__ unsigned base() const { return smem_u32(data); }
 };
 

@@ -126,20 +126,25 @@ __device__ __forceinline__ void load_fragments(RegTile16<T, R, C, W>& dst, SmemT
     }
 }
 
-// tile op `copy` register -> shared (16-bit tile; 4-byte stores, conflict-free by the swizzle).
-// Caller syncs before others read dst.
-template <class T, int R, int C, int W>
-__device__ __forceinline__ void store_fragments(SmemTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
+namespace detail {
+// Register fragments -> any shared tile with elem_offset(row, col) (SmemTile, SmemPanelTile).
+template <class Tile, class T, int R, int C, int W>
+__device__ __forceinline__ void store_fragments_to(Tile dst, const RegTile16<T, R, C, W>& src) {
   char* base = reinterpret_cast<char*>(dst.data);
 #pragma unroll
   for (int mt = 0; mt < src.kMT; ++mt)
 #pragma unroll
     for (int nt = 0; nt < src.kNT; ++nt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int off = SmemTile<T, R, C>::elem_offset(src.row(mt, h), src.col(nt, 0));
-        *reinterpret_cast<unsigned*>(base + off) = src.v[mt][nt][h];
-      }
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<unsigned*>(base + Tile::elem_offset(src.row(mt, h), src.col(nt, 0))) = src.v[mt][nt][h];
+}
+}  // namespace detail
+// tile op `copy` register -> shared (16-bit tile; 4-byte stores, conflict-free by the swizzle).
+// Caller syncs before others read dst.
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void store_fragments(SmemTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
+  detail::store_fragments_to(dst, src);
 }
 
 // tile op `store` register -> global (16-bit tile, 4-byte stores), rows/cols past dst's limits skipped.

@@ -59,5 +59,20 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
   wgmma_wait<0>();
 }
 
+// The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
+// (a wgmma operand too) transposed with mma.sync: wgmma has no form with A transposed from shared
+// that our panels give (docs/design/wgmma-backward.md).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
+  detail::store_fragments_to(dst, src);
+}
+// C += Aᵀ B with mma.sync, A stored [K][M] and B stored [K][NB] in panels.
+template <class T, int M, int N, int K, int NB, int W>
+__device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<T, K, M> At, SmemPanelTile<T, K, NB> B,
+                                          int b_col0 = 0) {
+  detail::gemm<T, K>(C, detail::ASharedT<SmemPanelTile<T, K, M>>{At}, detail::BSharedKN<SmemPanelTile<T, K, NB>>{B},
+                     b_col0);
+}
+
 }  // namespace device
 }  // namespace flashc
