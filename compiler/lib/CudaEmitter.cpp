@@ -1400,21 +1400,8 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
     program.name = scope->func.getSymName().str();
     for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
       program.kernels.push_back(launch.getKernel().str());
-    for (tile::AllocTensorOp alloc : scope->scratch) {
-      bool atomic = llvm::any_of(alloc->getUsers(), [&](Operation *user) {
-        auto launch = dyn_cast<tile::LaunchOp>(user);
-        if (!launch)
-          return false;
-        auto kernel = module.lookupSymbol<tile::KernelOp>(launch.getKernel());
-        for (auto [i, v] : llvm::enumerate(launch.getArgs()))
-          if (v == alloc.getResult())
-            for (Operation *u : kernel.getBody().front().getArgument(i).getUsers())
-              if (isa<tile::AtomicAddOp>(u))
-                return true;
-        return false;
-      });
-      program.scratch.push_back({scope->infos[alloc.getResult()].name, atomic});
-    }
+    for (tile::AllocTensorOp alloc : scope->scratch)
+      program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.isAtomicAccumulator()});
     describeProgram(module, program, ArrayRef<std::unique_ptr<ProgramScope>>(programs));
     manifest.programs.push_back(std::move(program));
   }

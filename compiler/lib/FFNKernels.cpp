@@ -11,6 +11,10 @@
 //                        dpre = (dy·W2ᵀ) ∘ act'(pre).
 //   column_sum           db[n] = Σ_m A[m, n] (bias gradients), as a matmul with
 //                        a ones tile so it runs on the tensor cores.
+//   gemm_split_k         C += op(A)·op(B) over one slice of the contraction per
+//                        grid z, atomically into a zeroed f32 C: weight
+//                        gradients whose few output tiles would leave SMs idle.
+//   convert_f32          C = A (f32 -> C's element type), the split-K epilogue.
 // A, x, C, y may carry one leading batch dimension (rank 3, grid axis z);
 // weights are rank 2.
 //
@@ -27,6 +31,9 @@ namespace flashc {
 namespace {
 
 struct GemmKernel {
+  /// Contraction rows per split-K slice (a multiple of every block_k).
+  static constexpr int64_t kSplitKRows = 4096;
+
   KernelBuilder &kb;
   GemmSpecAttr spec;
   TilePlan plan;
@@ -59,8 +66,24 @@ struct GemmKernel {
     return acc;
   }
 
-  void gemm() {
+  /// acc + Σ op(A)[row0.., k]·op(B)[k, col0..] over K steps [first, last) of Bk
+  /// (batch: the batch index of batched A and B, else null).
+  Value contract(Value a, Value bMat, Value batch, Value row0, Value col0, Value M, Value N, Value K,
+                 Value first, Value last, Value accInit) {
     bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
+    return kb.forLoop(
+        first, last, {accInit}, [&](Value step, ValueRange carried) -> SmallVector<Value> {
+          Value k0 = kb.mul(step, kb.idx(Bk));
+          Value aTile = ta ? kb.load(a, at(a, batch, k0, row0), K, M, Bk, Bm, plan.stages)
+                           : kb.load(a, at(a, batch, row0, k0), M, K, Bm, Bk, plan.stages);
+          Value bTile = tb ? kb.load(bMat, at(bMat, batch, col0, k0), N, K, Bn, Bk, plan.stages)
+                           : kb.load(bMat, at(bMat, batch, k0, col0), K, N, Bk, Bn, plan.stages);
+          return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
+        })[0];
+  }
+
+  void gemm() {
+    bool ta = spec.getTransposeA().getValue();
     bool hasBias = spec.getBias1().getValue();
     Value a = kb.arg(0), bMat = kb.arg(1);
     Value bias = hasBias ? kb.arg(2) : Value();
@@ -79,15 +102,7 @@ struct GemmKernel {
     // [B, M, *] inputs): the contraction runs over batch and rows.
     bool sumOverBatch = rankOf(a) == 3 && rankOf(c) == 2;
     auto kLoop = [&](Value b, Value accInit) {
-      return kb.forLoop(
-          kb.idx(0), steps, {accInit}, [&](Value step, ValueRange carried) -> SmallVector<Value> {
-            Value k0 = kb.mul(step, kb.idx(Bk));
-            Value aTile = ta ? kb.load(a, at(a, b, k0, row0), K, M, Bk, Bm, plan.stages)
-                             : kb.load(a, at(a, b, row0, k0), M, K, Bm, Bk, plan.stages);
-            Value bTile = tb ? kb.load(bMat, at(bMat, b, col0, k0), N, K, Bn, Bk, plan.stages)
-                             : kb.load(bMat, at(bMat, b, k0, col0), K, N, Bk, Bn, plan.stages);
-            return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
-          })[0];
+      return contract(a, bMat, b, row0, col0, M, N, K, kb.idx(0), steps, accInit);
     };
     Value acc;
     if (sumOverBatch)
@@ -99,6 +114,38 @@ struct GemmKernel {
       acc = kLoop(batch, init);
     Value result = epilogue(acc, bias, col0, N, spec.getActivation());
     kb.store(kb.convert(result, elem), c, at(c, batch, row0, col0), M, N);
+  }
+
+  /// C[f32] += op(A)·op(B) over contraction rows [z·S, (z+1)·S) of a rank-2 A
+  /// (S = kSplitKRows), or over batch z of a batched A, then atomically added:
+  /// the grid's z axis splits the long contraction of a weight gradient.
+  void splitKGemm() {
+    bool ta = spec.getTransposeA().getValue();
+    Value a = kb.arg(0), bMat = kb.arg(1), c = kb.arg(2);
+    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
+          slice = kb.programId(GridAxis::Z);
+    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
+    Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
+    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
+    bool batched = rankOf(a) == 3;
+    // Steps of Bk rows: a whole batch, or this slice's kSplitKRows (a multiple of Bk).
+    Value first = batched ? kb.idx(0) : kb.mul(slice, kb.idx(kSplitKRows / Bk));
+    Value last = kb.ceilDiv(K, kb.idx(Bk));
+    if (!batched)
+      last = kb.min(last, kb.add(first, kb.idx(kSplitKRows / Bk)));
+    Value batch = batched ? slice : Value();
+    Value acc = contract(a, bMat, batch, row0, col0, M, N, K, first, last, kb.fill(kb.regF32(Bm, Bn), 0.0));
+    kb.atomicAdd(acc, c, {row0, col0}, M, N);
+  }
+
+  /// C = A for an f32 A (rank 2), in C's element type.
+  void convertF32() {
+    Value a = kb.arg(0), c = kb.arg(1);
+    Value row0 = kb.mul(kb.programId(GridAxis::X), kb.idx(Bm));
+    Value col0 = kb.mul(kb.programId(GridAxis::Y), kb.idx(Bn));
+    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
+    Value tile = kb.load(a, {row0, col0}, M, N, Bm, Bn);
+    kb.store(kb.convert(tile, elem), c, {row0, col0}, M, N);
   }
 
   /// db[n] = Σ_m A[m, n] (A [M, N] or [B, M, N]: also summed over B).
@@ -259,7 +306,10 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   case KernelRole::GatedGemm:
     return 4;
   case KernelRole::ColumnSum:
+  case KernelRole::ConvertF32:
     return 2;
+  case KernelRole::GemmSplitK:
+    return 3;
   case KernelRole::FfnFused:
     return 4 + b1 + b2 + gated;
   case KernelRole::FfnBackwardHidden:
@@ -320,6 +370,21 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     grid.push_back(KernelBuilder::gridConst(ctx, 1));
     grid.push_back(KernelBuilder::gridConst(ctx, 1));
     break;
+  case KernelRole::GemmSplitK: {
+    // Output tiles of C [M, N]; z: slices of A's contraction rows (transposed
+    // A [K, M] or [B, K, M]: one slice per batch when batched).
+    grid.push_back(KernelBuilder::gridDim(ctx, 2, 0, plan.blockM));
+    grid.push_back(KernelBuilder::gridDim(ctx, 2, 1, plan.blockN));
+    bool batched = rank(0) == 3;
+    int64_t kDim = batched ? 0 : (spec.getTransposeA().getValue() ? 0 : 1);
+    grid.push_back(KernelBuilder::gridDim(ctx, 0, kDim, batched ? 1 : GemmKernel::kSplitKRows));
+    break;
+  }
+  case KernelRole::ConvertF32:
+    grid.push_back(KernelBuilder::gridDim(ctx, 1, 0, plan.blockM));
+    grid.push_back(KernelBuilder::gridDim(ctx, 1, 1, plan.blockN));
+    grid.push_back(KernelBuilder::gridConst(ctx, 1));
+    break;
   default:
     break;
   }
@@ -335,6 +400,12 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     break;
   case KernelRole::ColumnSum:
     kernel.columnSum();
+    break;
+  case KernelRole::GemmSplitK:
+    kernel.splitKGemm();
+    break;
+  case KernelRole::ConvertF32:
+    kernel.convertF32();
     break;
   case KernelRole::FfnFused:
     kernel.fused();

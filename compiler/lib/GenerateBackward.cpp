@@ -27,6 +27,10 @@ using namespace flashc;
 
 namespace {
 
+/// Weight gradients with fewer 128x128 output tiles than this (about one wave
+/// of SMs on the A100/H100/H200) split their contraction (gemm_split_k).
+constexpr int64_t kSplitKMaxTiles = 128;
+
 /// Program-argument positions of one fused op's backward.
 struct OpSlots {
   Operation *op = nullptr;
@@ -284,6 +288,25 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       return gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, ta, tb, false, false,
                       element, false, accumulate);
     };
+    Location loc = op.getLoc();
+    // dW = Aᵀ·B summed over every row. With fewer 128x128 output tiles than
+    // the GPU has SMs, one block per tile would walk all M rows alone: split
+    // the rows over grid z into a zeroed f32 accumulator, then convert.
+    auto weightGradient = [&](StringRef name, Value a, Value b, Value dw) -> LogicalResult {
+      auto type = llvm::cast<GlobalTensorType>(dw.getType());
+      int64_t tiles = llvm::divideCeil(type.getShape()[0], 128) * llvm::divideCeil(type.getShape()[1], 128);
+      if (tiles >= kSplitKMaxTiles)
+        return pb.launch(loc, base + name.str(), gemm(true, false), {a, b, dw});
+      Value accum = pb.alloc(GlobalTensorType::get(ctx, type.getShape(), Float32Type::get(ctx)), {},
+                             (name.drop_front(5) + "_accum" + slot.suffix).str());
+      auto splitK = gemmSpec(ctx, KernelRole::GemmSplitK, tile::Activation::Identity, true, false,
+                             false, false, element);
+      auto convert = gemmSpec(ctx, KernelRole::ConvertF32, tile::Activation::Identity, false,
+                              false, false, false, element);
+      if (failed(pb.launch(loc, base + name.str(), splitK, {a, b, accum})))
+        return failure();
+      return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
+    };
     SmallVector<Value> hiddenArgs = {x, w1};
     if (b1)
       hiddenArgs.push_back(b1);
@@ -292,19 +315,18 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     hiddenArgs.append({w2, dy, hidden, dpre});
     if (du)
       hiddenArgs.push_back(du);
-    Location loc = op.getLoc();
     if (failed(pb.launch(loc, base + "_bwd_hidden",
                          gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, false, hasB1,
                                   false, element, gated),
                          hiddenArgs)) ||
         // dW2 = hᵀ · dy (summed over batch and rows)
-        failed(pb.launch(loc, base + "_bwd_dw2", gemm(true, false), {hidden, dy, dw2})) ||
+        failed(weightGradient("_bwd_dw2", hidden, dy, dw2)) ||
         // dW1 = xᵀ · dpre (gated: xᵀ · dgate)
-        failed(pb.launch(loc, base + "_bwd_dw1", gemm(true, false), {x, dpre, dw1})) ||
+        failed(weightGradient("_bwd_dw1", x, dpre, dw1)) ||
         // dx = dpre · W1ᵀ
         failed(pb.launch(loc, base + "_bwd_dx", gemm(false, true), {dpre, w1, dx})))
       return failure();
-    if (gated && (failed(pb.launch(loc, base + "_bwd_dw_up", gemm(true, false), {x, du, dwUp})) ||
+    if (gated && (failed(weightGradient("_bwd_dw_up", x, du, dwUp)) ||
                   // dx += du · W_upᵀ
                   failed(pb.launch(loc, base + "_bwd_dx_up", gemm(false, true, /*accumulate=*/true),
                                    {du, wUp, dx}))))

@@ -254,9 +254,10 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
           return fail(alloc, llvm::formatv("workspace dimension size {0} is invalid", size));
         shape.push_back(size);
       }
-      // Undefined contents: NaN makes any read-before-write visible.
-      workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()),
-                                                        std::numeric_limits<float>::quiet_NaN()));
+      // Atomic accumulators start zeroed (as the runtime's `scratch NAME zero`); other
+      // contents are undefined: NaN makes any read-before-write visible.
+      float initial = alloc.isAtomicAccumulator() ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()), initial));
       env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
       continue;
     }

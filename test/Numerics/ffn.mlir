@@ -19,6 +19,10 @@
 // CHECK: @silu_m130_nobias backward d_w2: {{.*}} ok
 // CHECK: @relu_m1 backward d_b2: {{.*}} ok
 // CHECK: @gelu_erf_m64 backward d_b1: {{.*}} ok
+// Weight gradients with few output tiles split their 9000 rows into slices of
+// 4096 (gemm_split_k, atomically into a zeroed f32 workspace, then converted).
+// CHECK: @gelu_tanh_m9000 backward d_w1: {{.*}} ok
+// CHECK: @gelu_tanh_m9000 backward d_w2: {{.*}} ok
 
 func.func @gelu_tanh_m17(%x: tensor<17x48xf32>, %w1: tensor<48x80xf32>, %b1: tensor<80xf32>, %w2: tensor<80x40xf32>, %b2: tensor<40xf32>) -> tensor<17x40xf32> {
   %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
@@ -42,4 +46,10 @@ func.func @gelu_erf_m64(%x: tensor<64x40xf32>, %w1: tensor<40x72xf32>, %b1: tens
   %y = flash.ffn gelu_erf %x, %w1 bias %b1, %w2
       : (tensor<64x40xf32>, tensor<40x72xf32>, tensor<72xf32>, tensor<72x56xf32>) -> tensor<64x56xf32>
   return %y : tensor<64x56xf32>
+}
+
+func.func @gelu_tanh_m9000(%x: tensor<9000x24xf32>, %w1: tensor<24x40xf32>, %b1: tensor<40xf32>, %w2: tensor<40x16xf32>) -> tensor<9000x16xf32> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2
+      : (tensor<9000x24xf32>, tensor<24x40xf32>, tensor<40xf32>, tensor<40x16xf32>) -> tensor<9000x16xf32>
+  return %y : tensor<9000x16xf32>
 }

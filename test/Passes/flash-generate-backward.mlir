@@ -119,7 +119,10 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // -----
 
 // FFN backward: h and dpre recomputed in one kernel, then GEMMs with
-// transposed operands and column sums for the bias gradients.
+// transposed operands and column sums for the bias gradients. The weight
+// gradients have one output tile each, so their contraction over the M rows
+// is split in slices of 4096 over grid z (gemm_split_k), added atomically
+// into a zeroed f32 workspace, then converted (convert_f32).
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
 // CHECK: tile.add_bias
 // CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_b
@@ -128,8 +131,17 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE]]
 // CHECK: tile.store %{{.*}}, %arg6
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
+// CHECK-SAME: #tile.grid<ceildiv(arg0[0], 4096)>
+// CHECK-SAME: role = gemm_split_k
 // CHECK-SAME: transpose_a = true
+// CHECK: %[[SLICE:.*]] = tile.program_id z
+// CHECK: %[[FIRST:.*]] = arith.muli %[[SLICE]], %c128
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to
 // CHECK: tile.matmul {{.*}} transpose_a
+// CHECK: tile.atomic_add
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2_convert(
+// CHECK-SAME: role = convert_f32
+// CHECK: tile.convert
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dx(
 // CHECK-SAME: transpose_b = true
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_db2(
@@ -143,8 +155,12 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK: %[[HID:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "h"}
 // CHECK: %[[DPRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dpre"}
 // CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg0, %arg1, %arg2, %arg3, %arg5, %[[HID]], %[[DPRE]])
-// CHECK: tile.launch @ffn_ffn_bwd_dw2(%[[HID]], %arg5, %arg9)
-// CHECK: tile.launch @ffn_ffn_bwd_dw1(%arg0, %[[DPRE]], %arg7)
+// CHECK: %[[DW2:.*]] = tile.alloc_tensor() {tile.name = "dw2_accum"} : <128x32xf32>
+// CHECK: tile.launch @ffn_ffn_bwd_dw2(%[[HID]], %arg5, %[[DW2]])
+// CHECK: tile.launch @ffn_ffn_bwd_dw2_convert(%[[DW2]], %arg9)
+// CHECK: %[[DW1:.*]] = tile.alloc_tensor() {tile.name = "dw1_accum"} : <64x128xf32>
+// CHECK: tile.launch @ffn_ffn_bwd_dw1(%arg0, %[[DPRE]], %[[DW1]])
+// CHECK: tile.launch @ffn_ffn_bwd_dw1_convert(%[[DW1]], %arg7)
 // CHECK: tile.launch @ffn_ffn_bwd_dx(%[[DPRE]], %arg1, %arg6)
 // CHECK: tile.launch @ffn_ffn_bwd_db2(%arg5, %arg10)
 // CHECK: tile.launch @ffn_ffn_bwd_db1(%[[DPRE]], %arg8)
@@ -220,13 +236,15 @@ func.func @shared_input(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %w2: tens
 // Independent fused ops (a transformer block's attention and its FFN on a
 // rank-3 stream) share one backward program: each op's inputs, saved outputs
 // and cotangent, then all gradients. The FFN weight gradients sum over batch
-// and rows (an outer batch loop in the GEMM).
+// and rows: one grid slice per batch, atomically into the f32 workspace.
 // CHECK-LABEL: tile.kernel @block_ffn_bwd_dw1(
-// CHECK: %[[NB:.*]] = tile.dim %arg0, 0
-// CHECK: scf.for %[[B:.*]] = %c0 to %[[NB]]
+// CHECK-SAME: #tile.grid<arg0[0]>
+// CHECK-SAME: role = gemm_split_k
+// CHECK: %[[B:.*]] = tile.program_id z
 // CHECK: scf.for
 // CHECK: tile.load %arg0[%[[B]], {{.*}}] {{.*}} -> <32x128xf32, shared>
 // CHECK: tile.matmul {{.*}} transpose_a
+// CHECK: tile.atomic_add
 // CHECK-LABEL: func.func @block_backward(
 // CHECK-SAME: tile.name = "q"
 // CHECK-SAME: tile.name = "out"

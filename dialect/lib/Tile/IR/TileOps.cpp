@@ -147,6 +147,21 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+bool AllocTensorOp::isAtomicAccumulator() {
+  for (OpOperand &use : getResult().getUses()) {
+    auto launch = llvm::dyn_cast<LaunchOp>(use.getOwner());
+    if (!launch)
+      continue;
+    auto kernel = SymbolTable::lookupNearestSymbolFrom<KernelOp>(launch, launch.getKernelAttr());
+    if (!kernel)
+      continue;
+    Value param = kernel.getBody().front().getArgument(use.getOperandNumber());
+    if (llvm::any_of(param.getUsers(), [](Operation *user) { return llvm::isa<AtomicAddOp>(user); }))
+      return true;
+  }
+  return false;
+}
+
 LogicalResult AllocTensorOp::verify() {
   int64_t dynamic = llvm::count_if(getType().getShape(), ShapedType::isDynamic);
   if (dynamic != static_cast<int64_t>(getDynamicSizes().size()))

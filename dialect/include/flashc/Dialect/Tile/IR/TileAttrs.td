@@ -53,7 +53,9 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"ColumnSum", 9, "column_sum">,
     I32EnumAttrCase<"GatedGemm", 10, "gated_gemm">,
     I32EnumAttrCase<"AttentionBackwardTransposed", 11, "attention_backward_transposed">,
-    I32EnumAttrCase<"AttentionBackwardKVTransposed", 12, "attention_backward_kv_transposed">]> {
+    I32EnumAttrCase<"AttentionBackwardKVTransposed", 12, "attention_backward_kv_transposed">,
+    I32EnumAttrCase<"GemmSplitK", 13, "gemm_split_k">,
+    I32EnumAttrCase<"ConvertF32", 14, "convert_f32">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -108,7 +110,10 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     C = act(A·Bg) ⊙ (A·Bu). role = ffn_fused: y = act(x·W1 + b1)·W2 + b2 (gated:
     (act(x·Wg) ⊙ (x·Wu))·W2 + b2) in one kernel. role = ffn_backward_hidden:
     h and dpre = (dy·W2ᵀ) ∘ act'(pre) (gated: h, dg, du). role = column_sum:
-    db[n] = Σ_m A[m, n].
+    db[n] = Σ_m A[m, n]. role = gemm_split_k: C += op(A)·op(B) over one slice
+    of the contraction per grid z (rows of A, or one batch of a batched A),
+    added atomically into an f32 C the program zero-fills (weight gradients
+    with few output tiles). role = convert_f32: C = A (f32) in C's type.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,

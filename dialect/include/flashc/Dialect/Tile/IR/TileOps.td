@@ -79,15 +79,22 @@ def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
 }
 
 def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
-  let summary = "global workspace of a program (contents undefined)";
+  let summary = "global workspace of a program";
   let description = [{
     `%w = tile.alloc_tensor(%b, %s) : !tile.tensor<?x4x?xf32>`: one index per
-    dynamic dimension. Contents are undefined until a kernel writes them.
+    dynamic dimension. A workspace some launched kernel `tile.atomic_add`s into
+    starts zeroed (the runtime's `scratch NAME zero`); any other's contents are
+    undefined until a kernel writes them.
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes);
   let results = (outs Tile_Tensor:$result);
   let assemblyFormat = "`(` $dynamic_sizes `)` attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether a kernel launched with this workspace atomically adds into it
+    /// (then it starts zeroed).
+    bool isAtomicAccumulator();
+  }];
 }
 
 def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
