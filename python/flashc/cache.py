@@ -2,7 +2,7 @@
 flashc compiler (when one is found), keyed by a configuration's cache key.
 
 A compiled bundle records which compiler built it (COMPILER_STAMP: that compiler's `--version`, which names
-its device library's fingerprint). A cached bundle from another compiler build is rebuilt when a compiler is
+its device library's fingerprint, and the executable's path, size and modification time). A cached bundle from another compiler build is rebuilt when a compiler is
 at hand; bundles found through FLASHC_BUNDLE_PATH are the user's choice and used as they are."""
 
 import os
@@ -82,8 +82,9 @@ _identities = {}
 
 
 def compiler_identity(compiler):
-    """What `compiler --version` prints (its version and device-library fingerprint), once per process and
-    executable build; a compiler that cannot say is identified by its path, size and modification time."""
+    """What `compiler --version` prints (its version and device-library fingerprint) and which executable build
+    it is (path, size, modification time: a rebuilt compiler may emit other kernels under the same version);
+    computed once per process and build."""
     try:
         st = os.stat(compiler)
         build = (os.path.realpath(compiler), st.st_size, st.st_mtime_ns)
@@ -96,7 +97,7 @@ def compiler_identity(compiler):
             text = proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
         except (OSError, subprocess.TimeoutExpired):
             text = ""
-        identity = _identities[build] = text or "unversioned %s size %d mtime %d" % build
+        identity = _identities[build] = "%s\nbuild %s size %d mtime %d" % ((text or "unversioned",) + build)
     return identity
 
 

@@ -156,22 +156,28 @@ class CompileTest(unittest.TestCase):
         cached = os.path.join(self.cache_dir, CONFIG.key)
         with self.env(FAKE_FLASHC_VERSION="fake-flashc 1"):
             self.assertEqual(cache.bundle_dir(CONFIG), cached)
-            self.assertEqual(cache.bundle_compiler(cached), "fake-flashc 1")
+            self.assertTrue(cache.bundle_compiler(cached).startswith("fake-flashc 1\nbuild "))
             cache.bundle_dir(CONFIG)
             self.assertEqual(self.compiles(), 1)
         cache.clear_loaded()
         with self.env(FAKE_FLASHC_VERSION="fake-flashc 2"):
             self.assertEqual(cache.bundle_dir(CONFIG), cached)
             self.assertEqual(self.compiles(), 2)
-            self.assertEqual(cache.bundle_compiler(cached), "fake-flashc 2")
+            self.assertTrue(cache.bundle_compiler(cached).startswith("fake-flashc 2\nbuild "))
             self.assertEqual(os.listdir(self.cache_dir), [CONFIG.key])  # the stale copy is gone
+        # A rebuilt compiler (same version text, another executable) is another build.
+        cache.clear_loaded()
+        os.utime(self.compiler, ns=(0, os.stat(self.compiler).st_mtime_ns + 10 ** 9))
+        with self.env(FAKE_FLASHC_VERSION="fake-flashc 2"):
+            cache.bundle_dir(CONFIG)
+            self.assertEqual(self.compiles(), 3)
         # A bundle the user points at is used as it is, whoever built it.
         cache.clear_loaded()
         carried = os.path.join(self.tmp, "carried")
         shutil.copytree(cached, os.path.join(carried, OTHER.key))
         with self.env(FAKE_FLASHC_VERSION="fake-flashc 3", FLASHC_BUNDLE_PATH=carried):
             self.assertEqual(cache.bundle_dir(OTHER), os.path.join(carried, OTHER.key))
-            self.assertEqual(self.compiles(), 2)
+            self.assertEqual(self.compiles(), 3)
 
     def test_backward_form_reaches_the_compiler(self):
         transposed = AttentionConfig("bf16", 2, 2, 64, causal=True, backward_form="transposed")
@@ -217,7 +223,7 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler,
                                             "attention:heads=2,head_dim=64,causal=1"]), 0)
             self.assertEqual(self.compiles(), 4)
-            self.assertEqual(cache.bundle_compiler(os.path.join(out, CONFIG.key)), "fake-flashc 2")
+            self.assertTrue(cache.bundle_compiler(os.path.join(out, CONFIG.key)).startswith("fake-flashc 2\n"))
         with self.env(FAKE_FLASHC_FAIL="1"):
             self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler, "ffn:d=64,h=128"]), 1)
         # The carried directory is what FLASHC_BUNDLE_PATH points at.
