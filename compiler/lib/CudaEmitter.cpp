@@ -535,6 +535,9 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   for (Value carried : forOp.getRegionIterArgs())
     if (auto t = dyn_cast<tile::TileType>(carried.getType()); t && t.isRegister())
       budget -= registersPerThread(t);
+  // Operands an enclosing loop promoted stay live through this one.
+  for (auto &promoted : promotedA)
+    budget -= registersPerThread(cast<tile::TileType>(promoted.first.getType()));
   SmallVector<std::pair<Value, std::string>> promotedHere;
   forOp.getBody()->walk([&](tile::MatmulOp mm) {
     Value a = mm.getA();

@@ -31,7 +31,7 @@ namespace flashc {
 namespace {
 
 struct GemmKernel {
-  /// Contraction rows per split-K slice (a multiple of every block_k).
+  /// Contraction rows per split-K slice (rounded up to whole block_k steps).
   static constexpr int64_t kSplitKRows = 4096;
 
   KernelBuilder &kb;
@@ -128,11 +128,14 @@ struct GemmKernel {
     Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
     Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
     bool batched = rankOf(a) == 3;
-    // Steps of Bk rows: a whole batch, or this slice's kSplitKRows (a multiple of Bk).
-    Value first = batched ? kb.idx(0) : kb.mul(slice, kb.idx(kSplitKRows / Bk));
+    // Steps of Bk rows: a whole batch, or this slice's ceil(kSplitKRows / Bk) steps. The grid
+    // has ceil(K / kSplitKRows) slices, so a slice must cover at least kSplitKRows rows when Bk
+    // does not divide it (block_k = 48, 80, ...); trailing slices past K then add zeros.
+    const int64_t sliceSteps = llvm::divideCeil(kSplitKRows, Bk);
+    Value first = batched ? kb.idx(0) : kb.mul(slice, kb.idx(sliceSteps));
     Value last = kb.ceilDiv(K, kb.idx(Bk));
     if (!batched)
-      last = kb.min(last, kb.add(first, kb.idx(kSplitKRows / Bk)));
+      last = kb.min(last, kb.add(first, kb.idx(sliceSteps)));
     Value batch = batched ? slice : Value();
     Value acc = contract(a, bMat, batch, row0, col0, M, N, K, first, last, kb.fill(kb.regF32(Bm, Bn), 0.0));
     kb.atomicAdd(acc, c, {row0, col0}, M, N);

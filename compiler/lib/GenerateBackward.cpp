@@ -295,7 +295,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     auto weightGradient = [&](StringRef name, Value a, Value b, Value dw) -> LogicalResult {
       auto type = llvm::cast<GlobalTensorType>(dw.getType());
       int64_t tiles = llvm::divideCeil(type.getShape()[0], 128) * llvm::divideCeil(type.getShape()[1], 128);
-      if (tiles >= kSplitKMaxTiles)
+      // Deterministic mode keeps one block per tile: float atomics would make
+      // the sum order, and so dW's bits, vary from run to run.
+      if (tiles >= kSplitKMaxTiles || deterministic)
         return pb.launch(loc, base + name.str(), gemm(true, false), {a, b, dw});
       Value accum = pb.alloc(GlobalTensorType::get(ctx, type.getShape(), Float32Type::get(ctx)), {},
                              (name.drop_front(5) + "_accum" + slot.suffix).str());

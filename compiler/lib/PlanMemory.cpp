@@ -89,6 +89,14 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         return failure();
       if (keyRows && plan.blockM % 16 != 0)
         return reject(llvm::formatv("block_m = {0} must be a multiple of 16 (mma k)", plan.blockM));
+      // The S^T kernels' query-row tiles (dQ) split the warps into column
+      // groups of blockM / 16 bands: the bands must divide the warps evenly
+      // (or cover them), else leftover warps would add some columns twice.
+      int64_t bandRows = 16 * plan.warps;
+      if (keyRows && plan.blockM % bandRows != 0 && bandRows % plan.blockM != 0)
+        return reject(llvm::formatv("block_m = {0} must divide or be a multiple of 16 x warps = {1} "
+                                    "(dQ's warp groups)",
+                                    plan.blockM, bandRows));
       return success();
     }
     if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
@@ -134,7 +142,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     bool keyRows = attention && (attention.getRole() == KernelRole::AttentionBackwardTransposed ||
                                  attention.getRole() == KernelRole::AttentionBackwardKVTransposed);
     int64_t tileRows = keyRows ? plan.blockN : plan.blockM;
-    if (plan.strategy == Strategy::WgmmaSm90 && !(plan.warps % 4 == 0 && tileRows == 16 * plan.warps))
+    // The library's wgmma forms are two warpgroups of 64 rows (128 rows, 8
+    // warps); the S^T kernels' other dimension (queries) is an N of 64 or 128.
+    bool wgmmaShape = plan.warps == 8 && tileRows == 128 &&
+                      (!keyRows || plan.blockM == 64 || plan.blockM == 128);
+    if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)
       plan.strategy = Strategy::MmaSyncSm80;
     if (failed(checkPlan(kernel, plan)))
       return failure();

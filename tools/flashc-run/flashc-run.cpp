@@ -818,6 +818,12 @@ struct Runner {
     for (const ProgramSpec &p : bundle->manifest().programs)
       runProgram(p);
     std::printf("%d checks, %d failed\n", checks, failures);
+    if (checks == 0 && failures == 0) {
+      // Nothing compared is not a pass: no program said what it computes (`meta op`).
+      std::fprintf(stderr, "flashc-run: %s: no program with a `meta op` flashc-run can check\n",
+                   opt.bundle.c_str());
+      return 1;
+    }
     return failures ? 1 : 0;
   }
 };

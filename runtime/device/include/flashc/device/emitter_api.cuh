@@ -113,7 +113,6 @@ __device__ __forceinline__ void mask(RegTileF32<TR, TC, W>& s, int row0, int col
   mask<Window<L, R>>(s, row0, col0, limit, offset);
 }
 
-// tile.lse (logsumexp under the op's name; a kernel argument named `lse` hides it: prefer logsumexp).
 // tile.mask ... transposed: the tile is Sᵀ (rows are keys from key_row0, columns queries from
 // query_col0); the tile op's row0/col0 name the query and key starts, so the emitter swaps them.
 template <int L, int R, int TR, int TC, int W>
@@ -131,6 +130,7 @@ __device__ __forceinline__ void load_rows_shared(float* dst, const GlobalVector<
   for (int c = threadIdx.x; c < C; c += kThreads) dst[c] = row0 + c < limit ? src.base[(row0 + c) * src.stride] : 0.f;
 }
 
+// tile.lse (logsumexp under the op's name; a kernel argument named `lse` hides it: prefer logsumexp).
 template <int R, int W>
 __device__ __forceinline__ RegRowVec<R, W> lse(const RegRowVec<R, W>& m, const RegRowVec<R, W>& l, float scale) {
   return logsumexp(m, l, scale);
