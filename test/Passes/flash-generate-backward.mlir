@@ -164,6 +164,13 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK: tile.launch @ffn_ffn_bwd_dx(%[[DPRE]], %arg1, %arg6)
 // CHECK: tile.launch @ffn_ffn_bwd_db2(%arg5, %arg10)
 // CHECK: tile.launch @ffn_ffn_bwd_db1(%[[DPRE]], %arg8)
+// Deterministic mode: no float atomics, so one block per weight-gradient tile.
+// DET-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
+// DET-SAME: role = gemm,
+// DET-NOT: tile.atomic_add
+// DET-LABEL: func.func @ffn_backward(
+// DET-NOT: _accum
+// DET: tile.launch @ffn_ffn_bwd_dw2(%{{.*}}, %arg5, %arg9)
 func.func @ffn(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %b1: tensor<128xf32>, %w2: tensor<128x32xf32>, %b2: tensor<32xf32>) -> tensor<?x32xf32> {
   %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
       : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32xf32>) -> tensor<?x32xf32>
