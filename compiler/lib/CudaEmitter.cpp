@@ -1207,8 +1207,9 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         attentionBackward = true;
       }
     } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
-      if (gemm.getRole() == tile::KernelRole::FfnBackwardHidden ||
-          gemm.getRole() == tile::KernelRole::ColumnSum)
+      tile::KernelRole role = gemm.getRole();
+      if (role == tile::KernelRole::FfnBackwardHidden || role == tile::KernelRole::ColumnSum ||
+          role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32)
         ffnBackward = true;
       else
         ffnForward = true;
@@ -1218,7 +1219,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
   }
   int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
   if (kinds != 1) {
-    program.meta["op"] = "block";
+    // Several fused ops in one program (a transformer block), forward or backward.
+    program.meta["op"] = attentionBackward || ffnBackward ? "block_backward" : "block";
     return;
   }
   if (attentionForward)

@@ -163,21 +163,14 @@ def bundle_dir(config, compile=True):
     found = find_bundle_dir(config)
     cached = os.path.join(bundle_cache_dir(), config.key)
     compiler = find_compiler() if compile else None
-    if found and not (compiler and found == cached and not is_current(found, compiler)):
+    stale = found == cached and compiler is not None and not is_current(found, compiler)
+    if found and not stale:
         return found
+    if stale:
+        return _rebuild(config, cached, compiler)
     if compiler:
-        if found:  # built by another compiler build: set it aside, rebuild, then drop it
-            stale = tempfile.mkdtemp(prefix=".stale-%s-" % config.key, dir=os.path.dirname(cached))
-            try:
-                os.rename(found, os.path.join(stale, "bundle"))
-            except OSError:
-                pass  # another process moved it first
-            try:
-                return compile_bundle(config, cached, compiler=compiler)
-            finally:
-                shutil.rmtree(stale, ignore_errors=True)
         return compile_bundle(config, cached, compiler=compiler)
-    looked = ["%s/%s" % (p, config.key) for p in search_path()] + [os.path.join(bundle_cache_dir(), config.key)]
+    looked = ["%s/%s" % (p, config.key) for p in search_path()] + [cached]
     from .configs import format_config
     raise BundleNotFoundError(
         "no flashc bundle for %s (key %s). Looked in: %s (%s is %s). No flashc compiler is available to build it "
@@ -185,6 +178,19 @@ def bundle_dir(config, compile=True):
         "python -m flashc.prebuild --out DIR '%s' and set %s=DIR here." % (
             config.describe(), config.key, ", ".join(looked), ENV_BUNDLE_PATH,
             "unset" if not search_path() else "set", ENV_COMPILER, format_config(config), ENV_BUNDLE_PATH))
+
+
+def _rebuild(config, path, compiler):
+    """Recompile the cached bundle `path` that another compiler build made: set it aside, compile, drop it."""
+    stale = tempfile.mkdtemp(prefix=".stale-%s-" % config.key, dir=os.path.dirname(path))
+    try:
+        os.rename(path, os.path.join(stale, "bundle"))
+    except OSError:
+        pass  # another process moved it first
+    try:
+        return compile_bundle(config, path, compiler=compiler)
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 _loaded = {}

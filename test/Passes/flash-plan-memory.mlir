@@ -7,6 +7,17 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=target=sm_75 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=stages=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=STAGES
+// The Sᵀ backward kernel: wgmma on sm_90a for its default two-warpgroup shape; mma.sync when an override
+// breaks that shape; a query block whose 16-row bands do not split the warps evenly is refused (dQ's
+// warp groups would add columns twice).
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | FileCheck %s --check-prefix=ST
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="warps=4 block-n=64" | FileCheck %s --check-prefix=ST-4W
+// RUN: not flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-m=96" 2>&1 | FileCheck %s --check-prefix=ST-BANDS
+// ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
+// ST-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
+// ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64
+// ST-4W-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
+// ST-BANDS: error: flash-plan-memory: plan for @attention_attention_bwd is invalid: block_m = 96 must divide or be a multiple of 16 x warps = 128 (dQ's warp groups)
 
 // sm_90a defaults for D = 128 bf16 forward: Br = 128, Bc = 128, 8 warps (one
 // 16-row mma band per warp), 2 stages. Shared memory: Q 128x128 bf16 = 32 KiB
