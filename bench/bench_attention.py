@@ -26,10 +26,13 @@ import traceback
 
 import bench_common as bc
 
-# flashc_st: flashc with the Sᵀ backward kernels (flashc --transposed-backward), timed beside the default.
-PEERS = ["flashc", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-FLASHC_FORMS = {"flashc": "rows", "flashc_st": "transposed"}
-PEER_TITLES = {"flashc": "flashc", "flashc_st": "flashc (Sᵀ bwd)", "cudnn": "cuDNN", "sdpa_flash": "FA2 (SDPA flash)",
+# flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
+# and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
+PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
+FLASHC_FORMS = {"flashc": "auto", "flashc_rows": "rows", "flashc_st": "transposed"}
+FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
+PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)", "cudnn": "cuDNN",
+               "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",
                "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}
 
@@ -352,7 +355,7 @@ def run_row(torch, row, args, load_cache):
     # Outputs: flashc checked against float64; Flex compared with SDPA flash (no silent unfused fallback).
     for flashc_name in FLASHC_FORMS:
         if flashc_name in impls and result["impls"][flashc_name].get("status") == "ok" and args.check_heads > 0:
-            where = "check" if flashc_name == "flashc" else "check_" + flashc_name
+            where = FLASHC_CHECKS[list(FLASHC_FORMS).index(flashc_name)]
             try:
                 ok, detail = check_flashc(torch, row, impls, sets, args.check_heads, flashc_name)
                 result[where] = {"pass": ok, "detail": detail}
@@ -398,7 +401,7 @@ def table(results, peers):
         cells.append(bc.fmt(f.get("peak_mib")))
         peaks = [e.get("peak_mib") for n, e in r["impls"].items() if n not in FLASHC_FORMS and e.get("status") == "ok"]
         cells.append(bc.fmt(min(peaks)) if peaks else "—")
-        checks = [r.get("check"), r.get("check_flashc_st")]
+        checks = [r.get(c) for c in FLASHC_CHECKS]
         cells.append(" / ".join("—" if c is None else ("pass" if c["pass"] else "FAIL") for c in checks))
         load = r.get("load") or {}
         cells.append(" / ".join(bc.fmt(load.get(k, {}).get("total_s"), 2) for k in ("cubin", "jit_cold", "jit_warm"))
@@ -417,8 +420,9 @@ def plot(path, results, peers):
 
 NOTES = ("TFLOP/s: fwd FLOPs 4*B*H*S^2*D (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
          "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
-         "before it; flashc check (default / Sᵀ backward): o, dq, dk, dv on two heads vs float64, error <= 2x SDPA-flash "
-         "bf16 error + 1e-4; flashc (Sᵀ bwd): flashc --transposed-backward kernels; "
+         "before it; flashc check (default / row backward / Sᵀ backward): o, dq, dk, dv on two heads vs float64, "
+         "error <= 2x SDPA-flash bf16 error + 1e-4; flashc: the backward form flashc picks (--backward-form=auto); "
+         "flashc (row bwd) / (Sᵀ bwd): --backward-form=rows / transposed kernels; "
          "load: open+prepare in a fresh process (cubin; JIT with an empty NVRTC cache; JIT again warm).")
 
 
@@ -471,7 +475,7 @@ def main(argv=None):
     png = plot(os.path.join(out, "bench_attention.png"), results, args.peers)
     print("\nwrote %s%s" % (report, (" and " + png) if png else " (no matplotlib: no plot)"))
     print(md)
-    failed = [r for r in results if any(r.get(c) and not r[c]["pass"] for c in ("check", "check_flashc_st"))]
+    failed = [r for r in results if any(r.get(c) and not r[c]["pass"] for c in FLASHC_CHECKS)]
     return 1 if failed else 0
 
 

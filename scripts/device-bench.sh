@@ -95,26 +95,36 @@ else
     fi
   fi
   if has_step run && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
-    # Every carried bundle (examples and configurations) against the float64 reference in C++.
+    # Every carried bundle (examples and configurations) against the float64 reference in C++; one
+    # bundle's references run on one CPU core, so bundles run side by side.
+    run_bundle() {
+      local b="$1" rc=0 rows
+      # The float64 CPU references of the benchmark-size FFN (d=4096, h=16384: 0.5 GFLOP a row forward,
+      # 1.6 backward) and of the whole blocks (d=2048..4096) take fewer rows.
+      case "$(basename "$b")" in *d4096h16384*|llama_block) rows=(17 5) ;; *_block) rows=(64 33) ;; *) rows=(300 130) ;; esac
+      "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 --tokens "${rows[0]}" || rc=1
+      "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
+      # Small FFNs also at 8225 rows: split-K weight gradients over three slices, the last ragged.
+      case "$(basename "$b")" in ffn_bf16_d64*|ffn_f16_d*|ffn_bias*|ffn_gated*) "$BUILD/bin/flashc-run" "$b" --tokens 8225 || rc=1 ;; esac
+      [ $rc = 0 ] || echo "FAILED: flashc-run $(basename "$b")"
+      return $rc
+    }
     run_all() {
-      local rc=0
+      local dir="$OUT/logs/flashc_run" rc=0 b
+      mkdir -p "$dir"
+      export -f run_bundle; export BUILD
       for b in "$FLASHC_BUNDLE_PATH"/*/; do
-        [ -f "$b/manifest.flashc" ] || continue
-        # The float64 CPU references of the benchmark-size FFN (d=4096, h=16384: 0.5 GFLOP a row forward,
-        # 1.6 backward) and of the whole blocks (d=2048..4096) take fewer rows.
-        case "$(basename "$b")" in *d4096h16384*) rows=(17 5) ;; *_block*) rows=(64 33) ;; *) rows=(300 130) ;; esac
-        "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 --tokens "${rows[0]}" || rc=1
-        "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
-        # Small FFNs also at 8225 rows: split-K weight gradients over three slices, the last ragged.
-        case "$(basename "$b")" in ffn_bf16_d64*|ffn_f16_d*|ffn_bias*|ffn_gated*) "$BUILD/bin/flashc-run" "$b" --tokens 8225 || rc=1 ;; esac
-      done
+        [ -f "$b/manifest.flashc" ] && printf '%s\0' "$b"
+      done | xargs -0 -P "$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))" -I{} bash -c 'run_bundle "$1" > "$2/$(basename "$1").log" 2>&1' _ {} "$dir" || rc=1
+      cat "$dir"/*.log
       return $rc
     }
     step flashc_run run_all
   fi
   if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
     # compute-sanitizer memcheck and racecheck on small ragged shapes of a few representative bundles
-    # (sm_90a wgmma forward, mma.sync backward with atomics, window f16, GQA, FFN).
+    # (sm_90a wgmma forward, mma.sync backward with atomics, the wgmma Sᵀ backward at D = 128 and its
+    # mma.sync form at D = 64, window f16, GQA, FFN with split-K weight gradients).
     sanitize_all() {
       local rc=0 cs
       cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"

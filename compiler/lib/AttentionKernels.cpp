@@ -319,11 +319,13 @@ struct AttentionKernel {
                 Value dp = kb.matmul(vTile, doTile, kb.fill(kb.regF32(Bc, Br), 0.0), false, true);
                 Value ds = scoreGradient(p, dp, dCol, capped);
                 Value dsReg = kb.convert(ds, elem);
+                // dSᵀ to shared memory for dQ before dK's product, which may
+                // then run (wgmma, asynchronously) while dQ reads it.
+                Value dsShared = atomicDq ? kb.copyToShared(dsReg) : Value();
                 Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
                 if (atomicDq) {
                   // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
-                  Value dq = kb.matmul(kb.copyToShared(dsReg), kTile,
-                                       kb.fill(kb.regF32(Br, D), 0.0), true, false);
+                  Value dq = kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, D), 0.0), true, false);
                   kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
                 }
                 return {dkNew, dvNew};

@@ -178,6 +178,12 @@ private:
   bool isChunkedAtomicMatmul(tile::MatmulOp mm);
   DenseSet<Operation *> emittedAhead;
   bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
+  /// Register tiles of wgmma products issued without a wait (A fragments,
+  /// accumulators): independent ops run while the tensor cores work; the wait
+  /// comes before the first op that touches one of them, or at the block end.
+  SmallVector<Value> wgmmaInFlight;
+  bool touchesWgmmaInFlight(Operation *op);
+  void waitWgmma();
   /// After cp.async data landed: wgmma reads shared memory through the async
   /// proxy, so every writer fences before the barrier.
   void emitLoadsLanded(StringRef wait) {
@@ -353,10 +359,32 @@ std::string KernelEmitter::resultOf(Operation *op, Value operand, StringRef hint
 }
 
 LogicalResult KernelEmitter::emitBlock(Block &block) {
-  for (Operation &op : block.without_terminator())
-    if (!emittedAhead.contains(&op) && failed(emitOp(&op)))
+  for (Operation &op : block.without_terminator()) {
+    if (emittedAhead.contains(&op))
+      continue;
+    if (touchesWgmmaInFlight(&op))
+      waitWgmma();
+    if (failed(emitOp(&op)))
       return failure();
+  }
+  waitWgmma();  // yields and end-of-iteration barriers read or recycle them
   return success();
+}
+
+bool KernelEmitter::touchesWgmmaInFlight(Operation *op) {
+  if (wgmmaInFlight.empty())
+    return false;
+  if (op->getNumRegions() > 0)
+    return true;
+  auto inFlight = [&](Value v) { return llvm::is_contained(wgmmaInFlight, v); };
+  return llvm::any_of(op->getOperands(), inFlight) || llvm::any_of(op->getResults(), inFlight);
+}
+
+void KernelEmitter::waitWgmma() {
+  if (wgmmaInFlight.empty())
+    return;
+  line() << "wgmma_wait<0>();  // the products issued above\n";
+  wgmmaInFlight.clear();
 }
 
 /// Registers a thread may hold for loop-carried tiles plus promoted A operands
@@ -372,9 +400,10 @@ bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
     return false;
   auto atomic = dyn_cast<tile::AtomicAddOp>(*mm->getUsers().begin());
   auto type = cast<tile::TileType>(mm.getType());
-  // Chunked when wide (register budget) or when the rows make fewer bands than warps.
+  // Chunked when wide (register budget), when the rows make fewer bands than
+  // warps, or under wgmma (the mma.sync dQ has no warpgroup-wide form).
   bool fewerBands = type.getRows() < 16 * kernel.getWarps();
-  return atomic && atomic->getBlock() == mm->getBlock() && (type.getCols() > 64 || fewerBands) &&
+  return atomic && atomic->getBlock() == mm->getBlock() && (type.getCols() > 64 || fewerBands || wgmma()) &&
          type.getCols() % 32 == 0 && !cast<tile::TileType>(mm.getA().getType()).getElementType().isF32();
 }
 
@@ -923,7 +952,11 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
             return o.emitError("strategy wgmma_sm90 supports S = A·Bᵀ with A, B shared and "
                                "C += A·B with A in registers; use mma_sync_sm80 for this kernel"),
                    failure();
-          fn = aShared ? "wgmma_matmul_tb" : "wgmma_matmul";
+          fn = aShared ? "wgmma_matmul_tb<false>" : "wgmma_matmul<false>";
+          // Shared operands are only read; the block-end wait covers their reuse.
+          wgmmaInFlight.append({o.getAcc(), o.getResult()});
+          if (!aShared)
+            wgmmaInFlight.push_back(o.getA());
         }
         line() << fn << "(" << name << ", " << a << ", " << reg(o.getB()) << ");  // += "
                << (o.getTransposeA() ? "Aᵀ" : "A") << "·" << (o.getTransposeB() ? "Bᵀ" : "B")
@@ -1060,9 +1093,8 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
     bind(arg, n);
     used[n] = 1;
   }
-  for (Operation &op : body.without_terminator())
-    if (failed(emitOp(&op)))
-      return failure();
+  if (failed(emitBlock(body)))
+    return failure();
   os.flush();
 
   int64_t warps = kernel.getWarps();

@@ -52,6 +52,11 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                          << "' (known: " << knownTargetNames() << ")";
       return signalPassFailure();
     }
+    if (form != "auto" && form != "rows" && form != "transposed") {
+      module.emitError() << "flash-generate-backward: unknown form '" << form
+                         << "' (expected auto, rows or transposed)";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func->hasAttr(kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
@@ -225,6 +230,12 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     std::string base = func.getSymName().str() + "_attention" + slot.suffix;
     auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
     Location loc = op.getLoc();
+    // auto: the Sᵀ form where the target runs it faster; the deterministic
+    // pair keeps the row form (its Sᵀ kernel has not been measured).
+    bool transposed =
+        form == "transposed" ||
+        (form == "auto" && !deterministic &&
+         prefersTransposedBackward(pb.getTarget(), spec(KernelRole::AttentionBackwardTransposed)));
     KernelRole kvRole =
         transposed ? KernelRole::AttentionBackwardKVTransposed : KernelRole::AttentionBackwardKV;
     KernelRole mainRole =

@@ -39,6 +39,10 @@ std::optional<EmitKind> parseEmitKind(llvm::StringRef text) {
   return std::nullopt;
 }
 
+bool isBackwardForm(llvm::StringRef form) {
+  return form == "auto" || form == "rows" || form == "transposed";
+}
+
 void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createFuseAttention());
   pm.addPass(createFuseFFN());
@@ -56,7 +60,7 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   GenerateBackwardOptions backward;
   backward.target = target;
   backward.deterministic = options.deterministicBackward;
-  backward.transposed = options.transposedBackward;
+  backward.form = options.backwardForm;
   pm.addPass(createGenerateBackward(backward));
   FlashTileOptions tile;
   tile.target = target;

@@ -108,8 +108,13 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
       // stays mma.sync over the same panels (docs/design/wgmma-backward.md).
       bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
       if (hopper && sixteenBit && (d == 64 || d == 128) &&
-          attention.getHeadDim() == attention.getValueDim())
+          attention.getHeadDim() == attention.getValueDim()) {
         plan.strategy = Strategy::WgmmaSm90;
+        // D = 64: 128 queries a step (FA3's 128x128) halve the barriers and
+        // waits per FLOP; dQ is then 128 rows x 64 columns, one row band a warp.
+        if (d == 64)
+          plan.blockM = 128;
+      }
       break;
     }
     default:
@@ -145,6 +150,16 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
     return plan;
   }
   return plan;
+}
+
+bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) {
+  auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
+  if (!attention)
+    return false;
+  // D = 128 on the H200: 247-293 TFLOP/s against the row form's 186-209 at
+  // S = 4k/16k (bench/results/2026-11-29-h200-session3.md).
+  return defaultPlan(target, spec).strategy == Strategy::WgmmaSm90 &&
+         attention.getHeadDim() == 128;
 }
 
 int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRef<Type> argTypes) {

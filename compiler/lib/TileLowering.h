@@ -93,6 +93,7 @@ public:
                              mlir::ValueRange args);
 
   mlir::func::FuncOp getProgram() { return program; }
+  const TargetDescription &getTarget() const { return target; }
 
 private:
   mlir::SymbolTable &symbols;

@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=rows|transposed]
+            [,backward=auto|rows|transposed]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -29,13 +29,16 @@ TEST_ATTENTION = tuple(
        AttentionConfig("bf16", 4, 1, 64, causal=True),
        AttentionConfig("f16", 6, 2, 128),
        AttentionConfig("bf16", 2, 2, 128, value_head_dim=64)])
-# The Sᵀ backward form (flashc --transposed-backward) over head dims, masks, dtypes and GQA.
+# The Sᵀ backward form (flashc --backward-form=transposed) over head dims, masks, dtypes and GQA.
 TEST_ATTENTION_TRANSPOSED = tuple(
     [AttentionConfig("bf16", 2, 2, d, causal=c, backward_form="transposed") for d in (32, 64, 96, 128) for c in (False, True)]
     + [AttentionConfig("f16", 2, 2, 128, causal=True, backward_form="transposed"),
        AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="transposed"),
        AttentionConfig("bf16", 2, 2, 64, softcap=30.0, backward_form="transposed"),
        AttentionConfig("bf16", 4, 1, 128, causal=True, backward_form="transposed")])
+# The row form where auto picks Sᵀ (sm_90a, D = 128), so both stay tested.
+TEST_ATTENTION_ROWS = (AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows"),
+                       AttentionConfig("f16", 6, 2, 128, backward_form="rows"))
 TEST_FFN = (
     FfnConfig("bf16", 64, 256, activation="gelu_tanh", has_b1=True, has_b2=True),
     FfnConfig("bf16", 64, 256, activation="gelu_tanh"),
@@ -50,20 +53,24 @@ TEST_FFN = (
 RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
                    if c.causal and c.window is None and dataclasses.replace(c, causal=False) not in TEST_ATTENTION)
 
-# The Sᵀ backward form of the benchmark configurations (bench_attention.py --flashc-backward transposed).
+# Both backward forms of the benchmark configurations (bench_attention.py's flashc_rows and flashc_st
+# columns beside flashc, whose form the compiler picks).
+BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
+    "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
     "bench-ffn": BENCH_FFN,
-    "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_FFN,
+    "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
     "tests-attention": TEST_ATTENTION,
+    "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-ffn": TEST_FFN,
 }
-SETS["all"] = SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_TRANSPOSED
+SETS["all"] = SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -128,7 +135,7 @@ def parse_config(text):
                 causal=_bool("causal", fields.get("causal", "0")), window=window,
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
-                backward_form=fields.get("backward", "rows"))
+                backward_form=fields.get("backward", "auto"))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
@@ -155,7 +162,7 @@ def format_config(config):
         if config.softcap:
             parts.append("softcap=%s" % format_f32(config.softcap))
         parts.append("scale=%s" % format_f32(config.scale))
-        if config.backward_form != "rows":
+        if config.backward_form != "auto":
             parts.append("backward=%s" % config.backward_form)
         return "attention:" + ",".join(parts)
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]

@@ -27,7 +27,7 @@ FFN_FORWARD = "ffn0_forward"
 FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
-BACKWARD_FORMS = ("rows", "transposed")
+BACKWARD_FORMS = ("auto", "rows", "transposed")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
@@ -72,8 +72,9 @@ class AttentionConfig:
     window: None, or (left, right) keys visible on each side of a query's diagonal
     (bottom-right aligned; -1 = unbounded on that side). With causal=True the right side is 0.
     scale None means 1/sqrt(D). softcap 0/None means none.
-    backward_form: "rows" (the default backward kernels) or "transposed" (the Sᵀ form, flashc
-    --transposed-backward); a compiler choice, so part of the key but not of the spec.
+    backward_form: "auto" (the compiler picks the faster backward kernels for the target), "rows" or
+    "transposed" (the Sᵀ form) — flashc --backward-form; a compiler choice, so part of the key but
+    not of the spec.
     """
     dtype: str
     num_heads: int
@@ -85,7 +86,7 @@ class AttentionConfig:
     softcap: Optional[float] = None
     scale: Optional[float] = None
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
-    backward_form: str = "rows"
+    backward_form: str = "auto"
 
     def __post_init__(self):
         if self.backward_form not in BACKWARD_FORMS:
@@ -169,20 +170,20 @@ class AttentionConfig:
         if self.softcap:
             parts.append("softcap=%s" % format_f32(self.softcap))
         parts.append("scale=%s" % format_f32(self.scale))
-        if self.backward_form != "rows":
+        if self.backward_form != "auto":
             parts.append("backward=%s" % self.backward_form)
         return " ".join(parts)
 
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
-        return ("--transposed-backward",) if self.backward_form == "transposed" else ()
+        return () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
 
     @property
     def key(self):
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
-        form = "" if self.backward_form == "rows" else "_bwd" + self.backward_form
+        form = "" if self.backward_form == "auto" else "_bwd" + self.backward_form
         return "attn_%s_h%dkv%d_d%d%s_%s%s%s_%s" % (
             self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap, form,
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))

@@ -45,7 +45,7 @@ def _join(items):
 
 
 def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                     backward_form="rows"):
+                     backward_form="auto"):
     """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig."""
     op = "attention"
     for name, t in (("query", q), ("key", k), ("value", v)):

@@ -186,8 +186,8 @@ class CompileTest(unittest.TestCase):
             cache.bundle_dir(CONFIG)
         with open(self.log) as f:
             lines = f.read().splitlines()
-        self.assertTrue(lines[0].endswith("--transposed-backward"), lines[0])
-        self.assertNotIn("--transposed-backward", lines[1])
+        self.assertTrue(lines[0].endswith("--backward-form=transposed"), lines[0])
+        self.assertNotIn("--backward-form", lines[1])
 
     def test_compiler_failure(self):
         with self.env(FAKE_FLASHC_FAIL="1"):

@@ -45,7 +45,7 @@ def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
 def run_flashc(config, q, k, v, do):
     o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                           softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
-                          return_lse=True)
+                          return_lse=True, backward_form=config.backward_form)
     grads = torch.autograd.grad(o, (q, k, v), do)
     return o, lse, grads
 
@@ -84,7 +84,7 @@ class AttentionGpuTest(unittest.TestCase):
             assert_close_to_reference(self, label + " " + name, got, base, ref)
 
     def test_named_configs_over_ragged_shapes(self):
-        for config in configs.TEST_ATTENTION + configs.TEST_ATTENTION_TRANSPOSED:
+        for config in configs.TEST_ATTENTION + configs.TEST_ATTENTION_TRANSPOSED + configs.TEST_ATTENTION_ROWS:
             for batch, seq_q, seq_k in SHAPES:
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     self.check(config, batch, seq_q, seq_k)

@@ -101,7 +101,7 @@ class KeyTest(unittest.TestCase):
         variants = [dict(), dict(causal=True), dict(dtype="f16"), dict(num_heads=32, num_kv_heads=16),
                     dict(num_kv_heads=8), dict(head_dim=64), dict(value_head_dim=64), dict(window=(64, 0)),
                     dict(window=(64, 64)), dict(softcap=30.0), dict(softcap=50.0), dict(scale=0.1),
-                    dict(archs=("sm_80",)), dict(backward_form="transposed")]
+                    dict(archs=("sm_80",)), dict(backward_form="transposed"), dict(backward_form="rows")]
         keys = [AttentionConfig(**dict(base, **v)).key for v in variants]
         self.assertEqual(len(set(keys)), len(keys), keys)
         self.assertEqual(AttentionConfig(**base).key, AttentionConfig(**base).key)
@@ -117,15 +117,21 @@ class KeyTest(unittest.TestCase):
         self.assertEqual(AttentionConfig("bf16", 16, 16, 128, causal=True).key, "attn_bf16_h16kv16_d128_causal_fcf5b801c2f7")
 
     def test_backward_form(self):
-        rows = AttentionConfig("bf16", 2, 2, 128, causal=True)
+        auto = AttentionConfig("bf16", 2, 2, 128, causal=True)
+        rows = AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows")
         transposed = AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="transposed")
         # A compiler option, not part of the spec: same spec text, its own bundle key and flags.
-        self.assertEqual(rows.spec_text().splitlines()[1:], transposed.spec_text().splitlines()[1:])
+        self.assertEqual(auto.spec_text().splitlines()[1:], transposed.spec_text().splitlines()[1:])
+        self.assertEqual(auto.spec_text().splitlines()[1:], rows.spec_text().splitlines()[1:])
         self.assertIn("_bwdtransposed_", transposed.key)
-        self.assertEqual(rows.compiler_flags, ())
-        self.assertEqual(transposed.compiler_flags, ("--transposed-backward",))
+        self.assertIn("_bwdrows_", rows.key)
+        self.assertNotIn("_bwd", auto.key)
+        self.assertEqual(auto.compiler_flags, ())
+        self.assertEqual(rows.compiler_flags, ("--backward-form=rows",))
+        self.assertEqual(transposed.compiler_flags, ("--backward-form=transposed",))
         self.assertIn("backward=transposed", transposed.describe())
-        with self.assertRaisesRegex(InvalidArgumentError, "backward_form must be one of rows, transposed"):
+        self.assertNotIn("backward=", auto.describe())
+        with self.assertRaisesRegex(InvalidArgumentError, "backward_form must be one of auto, rows, transposed"):
             AttentionConfig("bf16", 2, 2, 128, backward_form="columns")
 
     def test_format_f32(self):

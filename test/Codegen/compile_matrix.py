@@ -39,7 +39,7 @@ def configs(full):
     # GQA and MQA, one dtype and mask each.
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2)
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=1)
-    # The Sᵀ backward form (flashc --transposed-backward), head dims the plan keeps in registers.
+    # The Sᵀ backward form (flashc --backward-form=transposed), head dims the plan keeps in registers.
     for d, mask in itertools.product([64, 96, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True)
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, transposed=True)
@@ -65,7 +65,7 @@ def compile_one(flashc, cfg, arch, workdir):
         f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
                             hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")
-    flags = ["--transposed-backward"] if cfg.get("transposed") else []
+    flags = ["--backward-form=transposed"] if cfg.get("transposed") else []
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out] + flags, capture_output=True, text=True)
     if proc.returncode != 0:

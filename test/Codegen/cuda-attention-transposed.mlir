@@ -1,10 +1,19 @@
-// The Sᵀ backward form (flashc --transposed-backward): keys are the rows of
+// The Sᵀ backward form (flashc --backward-form=transposed): keys are the rows of
 // every score tile, so Pᵀ and dSᵀ feed dV += Pᵀ·dO and dK += dSᵀ·Q straight
 // from registers; dSᵀ goes through shared memory once, for dQ += dS·K. On
 // sm_90a the four products of 128 key rows are wgmma (two warpgroups), dQ
-// stays mma.sync reading the same swizzled panels.
-// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
-// RUN: flashc %s --transposed-backward --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
+// stays mma.sync reading the same swizzled panels. --backward-form=auto (the
+// default) picks this form on sm_90a at D = 128, the row form on sm_80.
+// RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
+// RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
+// RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
+
+// AUTO80-LABEL: flashc_attention_attention_bwd(
+// AUTO80-NOT: recompute_probs_cols(
+// AUTO80: recompute_probs(
+// AUTO80-NOT: recompute_probs_cols(
+// BAD: unknown --backward-form value 'columns' (expected auto, rows or transposed)
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
     -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
@@ -31,25 +40,36 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // Sᵀ = K·Qᵀ: [128 keys x 64 queries]; the mask reads keys from the rows.
 // CHECK: RegTileF32<128, 64, kWarps> [[ST:.+]];
 // AMPERE: matmul_tb([[ST]], k_tile, q_tile);
-// HOPPER: wgmma_matmul_tb([[ST]], k_tile, q_tile);
+// wgmma products are issued without a wait; the wait comes before the first
+// op that reads their registers.
+// HOPPER: wgmma_matmul_tb<false>([[ST]], k_tile, q_tile);
+// HOPPER: wgmma_wait<0>();
 // CHECK: mask_transposed<-1, 0>(
 // Pᵀ = exp(scale·Sᵀ − lse[col]) and dV += Pᵀ·dO from registers, no shared copy of P.
 // CHECK: recompute_probs_cols([[P:.+]], [[LSE]],
 // CHECK: convert([[PB:.+]], [[P]]);
 // AMPERE-NEXT: matmul({{.+}}, [[PB]], dout_tile);
-// HOPPER-NEXT: wgmma_matmul({{.+}}, [[PB]], dout_tile);
-// dSᵀ = Pᵀ∘(dPᵀ − D[col]) · scale, dK += dSᵀ·Q from registers.
+// HOPPER-NEXT: wgmma_matmul<false>({{.+}}, [[PB]], dout_tile);
+// dSᵀ = Pᵀ∘(dPᵀ − D[col]) · scale; on sm_90a dPᵀ's product is issued behind dV's.
 // AMPERE: matmul_tb([[DP:.+]], v_tile, dout_tile);
-// HOPPER: wgmma_matmul_tb([[DP:.+]], v_tile, dout_tile);
+// HOPPER-NOT: wgmma_wait
+// HOPPER: wgmma_matmul_tb<false>([[DP:.+]], v_tile, dout_tile);
+// HOPPER-NEXT: wgmma_wait<0>();
 // CHECK-NEXT: softmax_grad_cols([[DP]], [[P]], [[D]]);
-// AMPERE: matmul({{.+}}, {{.+}}, q_tile);
-// HOPPER: wgmma_matmul({{.+}}, {{.+}}, q_tile);
+// dSᵀ goes to shared memory (for dQ) before dK += dSᵀ·Q from registers, so on
+// sm_90a dK's product runs while dQ reads the panel.
 // dQ += dS·K over 64 query rows: 4 row bands, so the 8 warps form 2 column groups.
 // On sm_90a dSᵀ is a panel tile on a 1024-byte boundary (after the column vectors).
 // AMPERE: const SmemTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, 131584);
 // HOPPER: const SmemPanelTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 132096);
 // CHECK-NEXT: store_fragments([[DS]],
+// AMPERE: matmul({{.+}}, {{.+}}, q_tile);
+// HOPPER: wgmma_matmul<false>({{.+}}, {{.+}}, q_tile);
+// HOPPER-NOT: wgmma_wait
 // CHECK: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
 // CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
 // CHECK: matmul_ta([[PART]], [[DS]], k_tile, chunk);
 // CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
+// sm_90a: dK's product is waited for before the buffers are recycled.
+// HOPPER: wgmma_wait<0>();
+// HOPPER-NEXT: __syncthreads();  // buffers are overwritten by the next iteration

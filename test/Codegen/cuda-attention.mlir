@@ -1,7 +1,8 @@
 // The CUDA the emitter prints for a causal attention (bf16, D = 128): one
-// kernel per tile.kernel, one device-library call per tile op.
-// RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
-// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
+// kernel per tile.kernel, one device-library call per tile op. The backward
+// is the row form (cuda-attention-transposed.mlir: the Sᵀ form).
+// RUN: flashc %s --backward-form=rows --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
+// RUN: flashc %s --backward-form=rows --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
     -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
@@ -46,7 +47,8 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK: smem_tile_at<{{.*}}>(smem, {{[0-9]+}} + ((stage + 1) % 2) *
 // CHECK: cp_async_wait<1>();
 // HOPPER: fence_async_shared();
-// HOPPER: wgmma_matmul_tb(s, q_tile, k_tile);
+// HOPPER: wgmma_matmul_tb<false>(s, q_tile, k_tile);
+// HOPPER: wgmma_wait<0>();
 // AMPERE: matmul_tb(s, q_tile_frag, k_tile);
 // The mask runs only on blocks that cross the diagonal or the key tail.
 // CHECK: if ({{.*}}) {
@@ -60,7 +62,8 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK: corr = softmax_correction(m_run, m_new, 1.275{{[0-9]+}}e-01f);
 // CHECK: l_new = online_sum(l_run, corr, probs);
 // CHECK: rescale(acc, corr);
-// HOPPER: wgmma_matmul(acc, probs_cvt, v_tile);
+// HOPPER: wgmma_matmul<false>(acc, probs_cvt, v_tile);
+// HOPPER-NEXT: wgmma_wait<0>();
 // AMPERE: matmul(acc, probs_cvt, v_tile);
 // After the loop: O = acc / l, lse = m·scale + ln l, written once.
 // CHECK: normalize(acc, l_run);

@@ -24,10 +24,10 @@ done
 # The Sᵀ backward form of the attention specs as well.
 for spec in "$here"/Inputs/attention_*.mlir; do
   name="$(basename "$spec" .mlir)"
-  if "$flashc" "$spec" -o "$work/$name.transposed.bundle" --arch=sm_90a --transposed-backward; then
+  if "$flashc" "$spec" -o "$work/$name.transposed.bundle" --arch=sm_90a --backward-form=transposed; then
     bundles+=("$work/$name.transposed.bundle")
   else
-    echo "FAIL: flashc --transposed-backward could not compile $spec"
+    echo "FAIL: flashc --backward-form=transposed could not compile $spec"
     status=1
   fi
 done

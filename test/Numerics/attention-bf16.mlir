@@ -5,7 +5,7 @@
 //
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=2e-2 | FileCheck %s
 // RUN: flash-run-tile %s --backward --tolerance=2e-2 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --tolerance=2e-2 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --tolerance=2e-2 | FileCheck %s
 
 // CHECK-NOT: FAIL
 // CHECK: @bf16_causal backward d_v: {{.*}} ok

@@ -5,7 +5,7 @@
 //
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --deterministic --block-m=32 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
 
 // CHECK-NOT: FAIL
 // CHECK: @diag_only backward d_v: {{.*}} ok

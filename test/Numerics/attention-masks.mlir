@@ -6,7 +6,7 @@
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --deterministic --block-m=16 --block-n=32 --warps=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --tolerance=1e-5 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --deterministic --block-m=32 --block-n=32 --warps=2 --tolerance=1e-5 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --deterministic --block-m=32 --block-n=32 --warps=2 --tolerance=1e-5 | FileCheck %s
 
 // CHECK-NOT: FAIL
 // CHECK: @window_left5 backward d_v: {{.*}} ok

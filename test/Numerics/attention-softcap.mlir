@@ -4,7 +4,7 @@
 //
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 --input-range=4 | FileCheck %s
 // RUN: flash-run-tile %s --backward --deterministic --tolerance=1e-5 --input-range=4 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --tolerance=1e-5 --input-range=4 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --tolerance=1e-5 --input-range=4 | FileCheck %s
 
 // CHECK-NOT: FAIL
 // CHECK: @softcap_causal forward result 0: {{.*}} ok

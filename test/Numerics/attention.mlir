@@ -3,14 +3,14 @@
 // bound is tight: max |tile - ref| / max |ref| < 1e-5 for out, lse, dq, dk, dv.
 // Small blocks (16 x 16, one warp) make every size below span several row and
 // key blocks with ragged tails; RUNs without block options use the target's
-// default plan; --transposed-backward checks the S^T form of the dK/dV kernel.
+// default plan; --backward-form=transposed checks the S^T form of the dK/dV kernel.
 //
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --deterministic --block-m=32 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=32 --warps=1 --stages=1 --tolerance=1e-5 | FileCheck %s
 // RUN: flash-run-tile %s --backward --tolerance=1e-5 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
-// RUN: flash-run-tile %s --backward --transposed-backward --tolerance=1e-5 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s
+// RUN: flash-run-tile %s --backward --backward-form=transposed --tolerance=1e-5 | FileCheck %s
 // The comparison is not vacuous: an impossible bound fails.
 // RUN: not flash-run-tile %s --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-12 | FileCheck %s --check-prefix=TIGHT
 // TIGHT: FAIL

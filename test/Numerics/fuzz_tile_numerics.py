@@ -47,7 +47,7 @@ def attention_case(rng):
     if rng.random() < 0.5:
         opts.append("--deterministic")
     if rng.random() < 0.5:
-        opts.append("--transposed-backward")
+        opts.append("--backward-form=transposed")
     return spec, opts
 
 

@@ -1,6 +1,9 @@
-// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward | FileCheck %s
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=form=rows | FileCheck %s
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=deterministic=true | FileCheck %s --check-prefix=DET
-// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=transposed=true | FileCheck %s --check-prefix=TR
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward="form=transposed target=sm_80" | FileCheck %s --check-prefix=TR
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=form=transposed | FileCheck %s --check-prefix=TR90
+// RUN: not flash-opt %s -split-input-file --flash-generate-backward=form=columns 2>&1 | FileCheck %s --check-prefix=BADFORM
+// BADFORM: unknown form 'columns' (expected auto, rows or transposed)
 // The gradients these kernels compute are checked numerically by
 // test/Numerics/attention*.mlir and ffn*.mlir (CPU executor vs float64).
 
@@ -110,6 +113,10 @@
 // TR: %[[DSS:.*]] = tile.copy
 // TR: tile.matmul %[[DSS]], %[[KT]], %{{.*}} transpose_a : <128x64xbf16, shared>, <128x64xbf16, shared> -> <64x64xf32, register>
 // TR: tile.atomic_add
+// sm_90a (wgmma) at D = 64: 128 queries a step, as FA3.
+// TR90-LABEL: tile.kernel @attn_attention_bwd(
+// TR90-SAME: block_m = 128 : i64, block_n = 128 : i64
+// TR90: tile.load_rows %arg4{{.*}} -> <128xf32, shared>
 func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
       : (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)

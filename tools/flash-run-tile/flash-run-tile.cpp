@@ -1,7 +1,7 @@
 //===- flash-run-tile.cpp - check tile programs against float64 -----------===//
 //
 //   flash-run-tile TILE.mlir --run-program=NAME   (hand-written tile IR, no reference)
-//   flash-run-tile SPEC.mlir [--backward] [--deterministic] [--transposed-backward]
+//   flash-run-tile SPEC.mlir [--backward] [--deterministic] [--backward-form=auto|rows|transposed]
 //                  [--tolerance=1e-5]
 //                  [--target=sm_90a] [--block-m=N --block-n=N --block-k=N
 //                  --warps=N --stages=N] [--ffn-plan=auto|fused|two-kernel]
@@ -51,9 +51,9 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
 static cl::opt<bool> runBackward("backward", cl::desc("also check the backward program"));
-static cl::opt<bool>
-    transposedBackward("transposed-backward",
-                       cl::desc("dK/dV kernels in S^T form (flash-generate-backward)"));
+static cl::opt<std::string>
+    backwardForm("backward-form", cl::init("auto"),
+                 cl::desc("flash-generate-backward form: auto, rows, transposed"));
 static cl::opt<bool>
     deterministic("deterministic",
                   cl::desc("backward without atomics (dQ kernel per query block)"));
@@ -582,7 +582,7 @@ LogicalResult compile(ModuleOp module, bool fuseOnly) {
   if (runBackward) {
     flash::GenerateBackwardOptions options;
     options.deterministic = deterministic;
-    options.transposed = transposedBackward;
+    options.form = backwardForm;
     options.target = target;
     pm.addPass(flash::createGenerateBackward(options));
   }

@@ -102,8 +102,9 @@ int main(int argc, char **argv) {
        "print the IR after every pass to stderr")                   //
       ("deterministic-backward", po::bool_switch(),
        "attention backward without atomics (dQ by its own kernel)")  //
-      ("transposed-backward", po::bool_switch(),
-       "attention backward in the Sᵀ form (keys as rows, Pᵀ/dSᵀ in registers)") //
+      ("backward-form", po::value<std::string>()->default_value("auto"),
+       "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
+       "in registers) or auto (the form the target runs faster)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -145,7 +146,10 @@ int main(int argc, char **argv) {
     return usageError("-o needs a path ('-' for stdout)");
   options.printIrAfterAll = vm["print-ir-after-all"].as<bool>();
   options.pipeline.deterministicBackward = vm["deterministic-backward"].as<bool>();
-  options.pipeline.transposedBackward = vm["transposed-backward"].as<bool>();
+  options.pipeline.backwardForm = vm["backward-form"].as<std::string>();
+  if (!mlir::flash::isBackwardForm(options.pipeline.backwardForm))
+    return usageError("unknown --backward-form value '" + options.pipeline.backwardForm +
+                      "' (expected auto, rows or transposed)");
   options.ptxasReport = vm["ptxas-report"].as<bool>();
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);

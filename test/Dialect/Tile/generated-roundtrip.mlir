@@ -6,7 +6,7 @@
 // RUN: diff %t.2.mlir %t.3.mlir
 // RUN: FileCheck %s < %t.2.mlir
 // RUN: flash-opt %s --flash-generate-backward=deterministic=true --flash-tile=ffn-plan=two-kernel --flash-plan-memory=target=sm_80 | flash-opt | FileCheck %s --check-prefix=ALT
-// RUN: flash-opt %s --flash-generate-backward=transposed=true --flash-tile --flash-plan-memory | flash-opt | FileCheck %s --check-prefix=TR
+// RUN: flash-opt %s --flash-generate-backward=form=transposed --flash-tile --flash-plan-memory | flash-opt | FileCheck %s --check-prefix=TR
 // TR-DAG: role = attention_backward_transposed
 // TR-DAG: transposed :
 // TR-DAG: -> <64xf32, shared>

@@ -1,4 +1,4 @@
-// The Sᵀ backward kernel alone (flash-opt --flash-fuse-attention --flash-generate-backward=transposed=true
+// The Sᵀ backward kernel alone (flash-opt --flash-fuse-attention --flash-generate-backward=form=transposed
 // on a causal D = 128 bf16 attention), so flash-plan-memory's overrides reach only its checks.
 module {
   tile.kernel @attention_attention_bwd(%arg0: !tile.tensor<?x2x?x128xbf16>, %arg1: !tile.tensor<?x2x?x128xbf16>, %arg2: !tile.tensor<?x2x?x128xbf16>, %arg3: !tile.tensor<?x2x?x128xbf16>, %arg4: !tile.tensor<?x2x?xf32>, %arg5: !tile.tensor<?x2x?xf32>, %arg6: !tile.tensor<?x2x?x128xf32>, %arg7: !tile.tensor<?x2x?x128xbf16>, %arg8: !tile.tensor<?x2x?x128xbf16>) attributes {block_m = 64 : i64, block_n = 128 : i64, grid = [#tile.grid<ceildiv(arg1[2], 128)>, #tile.grid<arg1[1]>, #tile.grid<arg1[0]>], spec = #tile.attention<role = attention_backward_transposed, head_dim = 128, value_dim = 128, scale = 0.088388346135616302 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>, stages = 2 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8 : i64} {

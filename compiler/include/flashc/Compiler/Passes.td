@@ -88,9 +88,9 @@ def GenerateBackward : Pass<"flash-generate-backward", "::mlir::ModuleOp"> {
   let options = [
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "compute dQ with a kernel over query blocks instead of f32 atomics">,
-    Option<"transposed", "transposed", "bool", /*default=*/"false",
-           "dK/dV kernels in S^T form (Pᵀ, dSᵀ in registers; per-query lse and D as "
-           "column vectors)">,
+    Option<"form", "form", "std::string", /*default=*/"\"auto\"",
+           "backward kernel form: rows, transposed (S^T form: Pᵀ, dSᵀ in registers; "
+           "per-query lse and D as column vectors), auto (the target's faster one)">,
     Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
            "GPU target whose default block sizes the kernels are built with">,
   ];

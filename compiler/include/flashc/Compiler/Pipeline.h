@@ -30,10 +30,14 @@ struct PipelineOptions {
   std::vector<std::string> archs{"sm_90a"};
   /// Backward attention computes dQ without atomics (bitwise reproducible).
   bool deterministicBackward = false;
-  /// Backward attention in the Sᵀ form (keys as rows: Pᵀ and dSᵀ feed dV and
-  /// dK from registers; dS goes through shared memory once, for dQ).
-  bool transposedBackward = false;
+  /// Backward attention kernel form: "rows", "transposed" (the Sᵀ form: keys
+  /// as rows, Pᵀ and dSᵀ feed dV and dK from registers; dS goes through shared
+  /// memory once, for dQ) or "auto" (the form the target runs faster).
+  std::string backwardForm = "auto";
 };
+
+/// Whether `form` names a backward kernel form (auto, rows, transposed).
+bool isBackwardForm(llvm::StringRef form);
 
 /// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.
 void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &options);

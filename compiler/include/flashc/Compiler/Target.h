@@ -35,6 +35,11 @@ std::string knownTargetNames();
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec);
 
+/// Whether `--backward-form=auto` picks the Sᵀ backward for an attention whose
+/// transposed main-kernel recipe is `spec`: where its plan is the wgmma form
+/// and measured faster than the row form on the H200.
+bool prefersTransposedBackward(const TargetDescription &target, mlir::Attribute spec);
+
 /// Rough per-thread register need of a kernel built from `spec` with `plan`
 /// (f32 accumulators and score tiles spread over the block, plus addressing).
 int64_t estimateRegistersPerThread(mlir::Attribute spec, const TilePlan &plan,

@@ -24,8 +24,11 @@ __device__ __forceinline__ unsigned char* align_smem_1024(unsigned char* raw) {
   return raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
 }
 
+// The matmuls issue their wgmma group; with kWait = false they return at once and the caller waits
+// (wgmma_wait<0>) before it touches c or a register A, so independent work overlaps the product.
+
 // tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form).
-template <class T, int M, int N, int K, int W>
+template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                                 SmemPanelTile<T, N, K> b) {
   static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
@@ -39,12 +42,13 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
     wgmma_ss<T, N>(&c.v[0][0][0], wgmma_desc(a_addr, 16, 1024), wgmma_desc(b_addr, 16, 1024));
   }
   wgmma_commit();
-  wgmma_wait<0>();
+  if (kWait)
+    wgmma_wait<0>();
 }
 
 // tile.matmul %a, %b, %c with a a 16-bit register tile, b shared [K][N]: C += A B (RS form; B is
 // MN-major, read with the transpose bit).
-template <class T, int M, int N, int K, int W>
+template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
                                              SmemPanelTile<T, K, N> b) {
   static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
@@ -56,7 +60,8 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
                       wgmma_desc(b.base() + kk * 16 * 128, SmemPanelTile<T, K, N>::kPanelBytes, 1024));
   }
   wgmma_commit();
-  wgmma_wait<0>();
+  if (kWait)
+    wgmma_wait<0>();
 }
 
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
