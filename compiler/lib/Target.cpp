@@ -156,10 +156,10 @@ bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) 
   auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
   if (!attention)
     return false;
-  // D = 128 on the H200: 247-293 TFLOP/s against the row form's 186-209 at
-  // S = 4k/16k (bench/results/2026-11-29-h200-session3.md).
-  return defaultPlan(target, spec).strategy == Strategy::WgmmaSm90 &&
-         attention.getHeadDim() == 128;
+  // Every wgmma plan (D = 64/128, 16-bit): on the H200 at S = 4k/16k the Sᵀ
+  // backward ran 254-302 TFLOP/s (D = 128) and 235-271 (D = 64) against the
+  // row form's 188-218 (bench/results/2026-11-29-h200-session3.md).
+  return defaultPlan(target, spec).strategy == Strategy::WgmmaSm90;
 }
 
 int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRef<Type> argTypes) {

@@ -36,9 +36,10 @@ TEST_ATTENTION_TRANSPOSED = tuple(
        AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="transposed"),
        AttentionConfig("bf16", 2, 2, 64, softcap=30.0, backward_form="transposed"),
        AttentionConfig("bf16", 4, 1, 128, causal=True, backward_form="transposed")])
-# The row form where auto picks Sᵀ (sm_90a, D = 128), so both stay tested.
+# The row form where auto picks Sᵀ (sm_90a, 16-bit, D = 64/128), so both stay tested.
 TEST_ATTENTION_ROWS = (AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows"),
-                       AttentionConfig("f16", 6, 2, 128, backward_form="rows"))
+                       AttentionConfig("f16", 6, 2, 128, backward_form="rows"),
+                       AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="rows"))
 TEST_FFN = (
     FfnConfig("bf16", 64, 256, activation="gelu_tanh", has_b1=True, has_b2=True),
     FfnConfig("bf16", 64, 256, activation="gelu_tanh"),

@@ -2,6 +2,8 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=deterministic=true | FileCheck %s --check-prefix=DET
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward="form=transposed target=sm_80" | FileCheck %s --check-prefix=TR
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=form=transposed | FileCheck %s --check-prefix=TR90
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward | FileCheck %s --check-prefix=AUTO
+// RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=target=sm_80 | FileCheck %s --check-prefix=AUTO80
 // RUN: not flash-opt %s -split-input-file --flash-generate-backward=form=columns 2>&1 | FileCheck %s --check-prefix=BADFORM
 // BADFORM: unknown form 'columns' (expected auto, rows or transposed)
 // The gradients these kernels compute are checked numerically by
@@ -113,6 +115,12 @@
 // TR: %[[DSS:.*]] = tile.copy
 // TR: tile.matmul %[[DSS]], %[[KT]], %{{.*}} transpose_a : <128x64xbf16, shared>, <128x64xbf16, shared> -> <64x64xf32, register>
 // TR: tile.atomic_add
+// form=auto (the default) picks the Sᵀ form where the target runs it as wgmma
+// (sm_90a, 16-bit, D = 64/128), the row form elsewhere.
+// AUTO-LABEL: tile.kernel @attn_attention_bwd(
+// AUTO-SAME: role = attention_backward_transposed
+// AUTO80-LABEL: tile.kernel @attn_attention_bwd(
+// AUTO80-SAME: role = attention_backward,
 // sm_90a (wgmma) at D = 64: 128 queries a step, as FA3.
 // TR90-LABEL: tile.kernel @attn_attention_bwd(
 // TR90-SAME: block_m = 128 : i64, block_n = 128 : i64

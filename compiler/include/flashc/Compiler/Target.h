@@ -36,8 +36,8 @@ std::string knownTargetNames();
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec);
 
 /// Whether `--backward-form=auto` picks the Sᵀ backward for an attention whose
-/// transposed main-kernel recipe is `spec`: where its plan is the wgmma form
-/// and measured faster than the row form on the H200.
+/// transposed main-kernel recipe is `spec`: where its plan is the wgmma form,
+/// measured faster than the row form on the H200.
 bool prefersTransposedBackward(const TargetDescription &target, mlir::Attribute spec);
 
 /// Rough per-thread register need of a kernel built from `spec` with `plan`
