@@ -28,10 +28,12 @@ import bench_common as bc
 
 # flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
 # and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
-PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-FLASHC_FORMS = {"flashc": "auto", "flashc_rows": "rows", "flashc_st": "transposed"}
+# flashc_wdq: the Sᵀ kernels with flashc --wgmma-dq (experimental), float64-checked like the others.
+PEERS = ["flashc", "flashc_rows", "flashc_st", "flashc_wdq", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
+FLASHC_FORMS = {"flashc": "auto", "flashc_rows": "rows", "flashc_st": "transposed", "flashc_wdq": "transposed_wgmma_dq"}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
-PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)", "cudnn": "cuDNN",
+PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
+               "flashc_wdq": "flashc (Sᵀ bwd, wgmma dQ)", "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",
                "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}

@@ -152,9 +152,9 @@ std::string conventionalSymbol(StringRef arg, unsigned dim, unsigned rank) {
 class KernelEmitter {
 public:
   KernelEmitter(tile::KernelOp kernel, ArrayRef<std::string> argNames, StringRef entry,
-                std::string specComment)
+                std::string specComment, const CudaEmitOptions &options)
       : kernel(kernel), argNames(argNames.begin(), argNames.end()), entry(entry.str()),
-        specComment(std::move(specComment)) {}
+        specComment(std::move(specComment)), options(options) {}
 
   /// Prints the whole kernel (config namespace + __global__ function) to `out`.
   LogicalResult emit(llvm::raw_ostream &out);
@@ -212,6 +212,7 @@ private:
   tile::KernelOp kernel;
   std::vector<std::string> argNames;
   std::string entry, specComment;
+  CudaEmitOptions options;
   // The body is printed into a buffer first: the shared-memory size is known
   // only after every shared tile has been placed.
   std::string bodyText;
@@ -913,6 +914,9 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           auto atomic = cast<tile::AtomicAddOp>(*o->getUsers().begin());
           auto type = cast<tile::TileType>(o.getType());
           const char *fn = matmulFunction(o);
+          // --wgmma-dq: the warpgroups' 64-row, 64-column parts as wgmma (both operands MN-major).
+          if (wgmma() && options.wgmmaDq)
+            fn = "wgmma_matmul_ta";
           ValueRange idx = atomic.getIndices();
           std::string part = fresh("part");
           // Fewer 16-row bands than warps (the Sᵀ backward's dQ: 64 query rows, 8 warps): the
@@ -1273,7 +1277,7 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 
 } // namespace
 
-FailureOr<CudaModule> emitCuda(ModuleOp module) {
+FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) {
   CudaModule result;
   rt::Manifest &manifest = result.manifest;
   manifest.flashcVersion = "0.1.0";
@@ -1356,7 +1360,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module) {
     for (auto &a : args)
       argNames.push_back(a.name);
     std::string entry = "flashc_" + cppIdentifier(kernel.getSymName());
-    KernelEmitter emitter(kernel, argNames, entry, specComment(kernel));
+    KernelEmitter emitter(kernel, argNames, entry, specComment(kernel), options);
     if (failed(emitter.emit(src)))
       return failure();
 

@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed]
+            [,backward=auto|rows|transposed|transposed_wgmma_dq]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -58,20 +58,30 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
+# flashc --wgmma-dq (experimental, not yet run on a GPU): bench_attention.py's flashc_wdq column, and the
+# test configs the device run's flashc-run step checks against float64 before it is timed.
+BENCH_ATTENTION_WGMMA_DQ = tuple(dataclasses.replace(c, backward_form="transposed_wgmma_dq") for c in BENCH_ATTENTION)
+TEST_ATTENTION_WGMMA_DQ = tuple(
+    [AttentionConfig("bf16", 2, 2, d, causal=c, backward_form="transposed_wgmma_dq") for d in (64, 128) for c in (False, True)]
+    + [AttentionConfig("f16", 4, 1, 128, causal=True, backward_form="transposed_wgmma_dq"),
+       AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="transposed_wgmma_dq")])
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
     "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
+    "bench-attention-wgmma-dq": BENCH_ATTENTION_WGMMA_DQ,
     "bench-ffn": BENCH_FFN,
     "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
+    "tests-attention-wgmma-dq": TEST_ATTENTION_WGMMA_DQ,
     "tests-ffn": TEST_FFN,
 }
-SETS["all"] = SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
+SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
+               + TEST_ATTENTION_WGMMA_DQ + BENCH_ATTENTION_WGMMA_DQ)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

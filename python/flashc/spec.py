@@ -27,7 +27,8 @@ FFN_FORWARD = "ffn0_forward"
 FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
-BACKWARD_FORMS = ("auto", "rows", "transposed")
+# transposed_wgmma_dq: the Sᵀ form with flashc --wgmma-dq (experimental: not yet run on a GPU).
+BACKWARD_FORMS = ("auto", "rows", "transposed", "transposed_wgmma_dq")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
@@ -177,6 +178,8 @@ class AttentionConfig:
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
+        if self.backward_form == "transposed_wgmma_dq":
+            return ("--backward-form=transposed", "--wgmma-dq")
         return () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
 
     @property

@@ -84,7 +84,8 @@ class AttentionGpuTest(unittest.TestCase):
             assert_close_to_reference(self, label + " " + name, got, base, ref)
 
     def test_named_configs_over_ragged_shapes(self):
-        for config in configs.TEST_ATTENTION + configs.TEST_ATTENTION_TRANSPOSED + configs.TEST_ATTENTION_ROWS:
+        for config in (configs.TEST_ATTENTION + configs.TEST_ATTENTION_TRANSPOSED + configs.TEST_ATTENTION_ROWS
+                       + configs.TEST_ATTENTION_WGMMA_DQ):
             for batch, seq_q, seq_k in SHAPES:
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     self.check(config, batch, seq_q, seq_k)

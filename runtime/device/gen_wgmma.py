@@ -50,6 +50,17 @@ __device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}(float* d, unsigned long
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }}
 ''')
+        # SS with both operands MN-major (the transpose bits): C += Aᵀ·B with Aᵀ stored [K][M]
+        w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A and B MN-major in shared memory (A stored [K][64], B
+// stored [K][N]: both transpose bits), ({ab}).
+__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}_tatb(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, 1, 1;\\n}}\\n"
+      : {outs}
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}}
+''')
         # RS: A from registers, B from descriptor, B transposed (MN-major), accumulate
         w(f'''// D[64][{N}] += A[64][16] (registers, mma A-fragment layout per warp) * B[16][{N}], B MN-major
 // in shared memory (stored [K][N], N contiguous: the transpose bit), ({ab}).
@@ -71,6 +82,17 @@ __device__ __forceinline__ void wgmma_ss(float* d, unsigned long long desc_a, un
   } else {
     if constexpr (N == 64) wgmma_ss_m64n64k16_f16(d, desc_a, desc_b);
     else wgmma_ss_m64n128k16_f16(d, desc_a, desc_b);
+  }
+}
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss_tatb(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+  static_assert(N == 64 || N == 128, "wgmma_ss_tatb: N = 64 or 128");
+  if constexpr (ElemTraits<T>::kIsBf16) {
+    if constexpr (N == 64) wgmma_ss_m64n64k16_bf16_tatb(d, desc_a, desc_b);
+    else wgmma_ss_m64n128k16_bf16_tatb(d, desc_a, desc_b);
+  } else {
+    if constexpr (N == 64) wgmma_ss_m64n64k16_f16_tatb(d, desc_a, desc_b);
+    else wgmma_ss_m64n128k16_f16_tatb(d, desc_a, desc_b);
   }
 }
 template <class T, int N>

@@ -43,6 +43,11 @@ def configs(full):
     for d, mask in itertools.product([64, 96, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True)
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, transposed=True)
+    # The row form where auto picks Sᵀ (sm_90a, D = 64/128), and the experimental wgmma dQ (--wgmma-dq).
+    for d, mask in itertools.product([64, 128], MASKS):
+        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, form="rows")
+        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True, wgmma_dq=True)
+    yield dict(d=128, t="f16", mask="causal", hq=8, hkv=2, transposed=True, wgmma_dq=True)
 
 
 def spill_budget(head_dim, kernel):
@@ -59,13 +64,16 @@ FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 
 def compile_one(flashc, cfg, arch, workdir):
-    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "")
+    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "") \
+        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_wgmma_dq" if cfg.get("wgmma_dq") else "")
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
         f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
                             hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")
     flags = ["--backward-form=transposed"] if cfg.get("transposed") else []
+    flags += ["--backward-form=" + cfg["form"]] if cfg.get("form") else []
+    flags += ["--wgmma-dq"] if cfg.get("wgmma_dq") else []
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out] + flags, capture_output=True, text=True)
     if proc.returncode != 0:

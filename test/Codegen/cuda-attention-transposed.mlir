@@ -7,12 +7,23 @@
 // RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
+// RUN: flashc %s --wgmma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=WDQ
+// RUN: flashc %s --wgmma-dq --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WDQ80
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
 // AUTO80-LABEL: flashc_attention_attention_bwd(
 // AUTO80-NOT: recompute_probs_cols(
 // AUTO80: recompute_probs(
 // AUTO80-NOT: recompute_probs_cols(
+// --wgmma-dq (experimental): each warpgroup's 64 x 64 part of dQ is one wgmma
+// product over the same panels; mma.sync targets keep matmul_ta.
+// WDQ-LABEL: flashc_attention_attention_bwd(
+// WDQ: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
+// WDQ: wgmma_matmul_ta([[PART:.+]], {{.+}}, k_tile, chunk);
+// WDQ-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
+// WDQ80-LABEL: flashc_attention_attention_bwd(
+// WDQ80-NOT: wgmma_matmul_ta(
+// WDQ80: matmul_ta(
 // BAD: unknown --backward-form value 'columns' (expected auto, rows or transposed)
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)

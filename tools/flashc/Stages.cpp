@@ -63,7 +63,7 @@ LogicalResult writeText(const CompileOptions &options,
 FailureOr<CudaModule> emitCudaModule(ModuleOp module, const CompileOptions &options) {
   if (failed(runPasses(module, options, flash::buildFlashcPipeline)))
     return failure();
-  return emitCuda(module);
+  return emitCuda(module, options.cuda);
 }
 
 /// Compiles the generated source for the first requested architecture.

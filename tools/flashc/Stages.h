@@ -7,6 +7,7 @@
 #ifndef FLASHC_TOOLS_FLASHC_STAGES_H
 #define FLASHC_TOOLS_FLASHC_STAGES_H
 
+#include "flashc/Compiler/CudaEmitter.h"
 #include "flashc/Compiler/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -24,6 +25,7 @@ struct CompileOptions {
   bool printIrAfterAll = false;
   /// Print ptxas' resource report (registers, spills, shared memory).
   bool ptxasReport = false;
+  CudaEmitOptions cuda;
 };
 
 /// Runs the stages up to `options.emit` on `module` and writes the result.

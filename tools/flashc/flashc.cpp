@@ -105,6 +105,8 @@ int main(int argc, char **argv) {
       ("backward-form", po::value<std::string>()->default_value("auto"),
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
+      ("wgmma-dq", po::bool_switch(),
+       "experimental, not yet run on a GPU: the sm_90a Sᵀ backward's dQ product as wgmma") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -151,6 +153,7 @@ int main(int argc, char **argv) {
     return usageError("unknown --backward-form value '" + options.pipeline.backwardForm +
                       "' (expected auto, rows or transposed)");
   options.ptxasReport = vm["ptxas-report"].as<bool>();
+  options.cuda.wgmmaDq = vm["wgmma-dq"].as<bool>();
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);
   if (!emit)

@@ -23,11 +23,18 @@ struct CudaModule {
   flashc::rt::Manifest manifest; // kernels and programs (no cubins yet)
 };
 
+struct CudaEmitOptions {
+  /// The Sᵀ backward's dQ += dS·K as wgmma with both operands transposed
+  /// (wgmma_matmul_ta) instead of mma.sync over the same panels. Experimental:
+  /// compiled and register-checked here, not yet run on a GPU.
+  bool wgmmaDq = false;
+};
+
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in
 /// `module`. Reports a diagnostic on the offending op and fails when a kernel
 /// uses something the chosen strategy cannot express (e.g. f32 matmul
 /// operands under mma.sync).
-mlir::FailureOr<CudaModule> emitCuda(mlir::ModuleOp module);
+mlir::FailureOr<CudaModule> emitCuda(mlir::ModuleOp module, const CudaEmitOptions &options = {});
 
 } // namespace flashc
 

@@ -65,8 +65,8 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 }
 
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
-// (a wgmma operand too) transposed with mma.sync: wgmma has no form with A transposed from shared
-// that our panels give (docs/design/wgmma-backward.md).
+// transposed: with mma.sync (matmul_ta), or with wgmma_matmul_ta (flashc --wgmma-dq; not yet run on
+// a GPU) whose operands are both MN-major (docs/design/wgmma-backward.md).
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
   detail::store_fragments_to(dst, src);
@@ -77,6 +77,30 @@ __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<
                                           int b_col0 = 0) {
   detail::gemm<T, K>(C, detail::ASharedT<SmemPanelTile<T, K, M>>{At}, detail::BSharedKN<SmemPanelTile<T, K, NB>>{B},
                      b_col0);
+}
+
+// tile.matmul %at, %b, %c transpose_a with both shared: C += Aᵀ B, Aᵀ stored [K][M] and B [K][NB] in
+// panels, both read MN-major (SS, both transpose bits). One 64-column slice of B per warpgroup,
+// starting at column b_col0 (a multiple of 64). M = 128 on 8 warps: warpgroup g takes rows 64g.. (Aᵀ
+// panel g). M = 64 on 4 row bands (the 8 warps as 2 column groups): both warpgroups take all 64 rows,
+// each its own b_col0.
+template <bool kWait = true, class T, int M, int N, int K, int MA, int NB, int W>
+__device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPanelTile<T, K, MA> at,
+                                                SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
+  static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64),
+                "wgmma_matmul_ta: 64 rows a warpgroup");
+  static_assert(N == 64 && K % 16 == 0, "wgmma_matmul_ta: one 64-column panel of B, K a multiple of 16");
+  const int a_panel = M == 128 ? warp_id() / 4 : 0;
+  const unsigned a_base = at.base() + a_panel * SmemPanelTile<T, K, MA>::kPanelBytes;
+  const unsigned b_base = b.base() + (b_col0 / 64) * SmemPanelTile<T, K, NB>::kPanelBytes;
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)  // 16 K rows of 128 bytes a step; 8-row groups 1024 bytes apart
+    wgmma_ss_tatb<T, N>(&c.v[0][0][0], wgmma_desc(a_base + kk * 16 * 128, SmemPanelTile<T, K, MA>::kPanelBytes, 1024),
+                        wgmma_desc(b_base + kk * 16 * 128, SmemPanelTile<T, K, NB>::kPanelBytes, 1024));
+  wgmma_commit();
+  if (kWait)
+    wgmma_wait<0>();
 }
 
 }  // namespace device
