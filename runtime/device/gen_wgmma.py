@@ -72,41 +72,25 @@ __device__ __forceinline__ void wgmma_rs_m64n{N}k16_{ab}_tb(float* d, const unsi
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }}
 ''')
-w('''// Dispatch on element type and N.
-template <class T, int N>
-__device__ __forceinline__ void wgmma_ss(float* d, unsigned long long desc_a, unsigned long long desc_b) {
-  static_assert(N == 64 || N == 128, "wgmma_ss: N = 64 or 128");
-  if constexpr (ElemTraits<T>::kIsBf16) {
-    if constexpr (N == 64) wgmma_ss_m64n64k16_bf16(d, desc_a, desc_b);
-    else wgmma_ss_m64n128k16_bf16(d, desc_a, desc_b);
-  } else {
-    if constexpr (N == 64) wgmma_ss_m64n64k16_f16(d, desc_a, desc_b);
-    else wgmma_ss_m64n128k16_f16(d, desc_a, desc_b);
-  }
-}
-template <class T, int N>
-__device__ __forceinline__ void wgmma_ss_tatb(float* d, unsigned long long desc_a, unsigned long long desc_b) {
-  static_assert(N == 64 || N == 128, "wgmma_ss_tatb: N = 64 or 128");
-  if constexpr (ElemTraits<T>::kIsBf16) {
-    if constexpr (N == 64) wgmma_ss_m64n64k16_bf16_tatb(d, desc_a, desc_b);
-    else wgmma_ss_m64n128k16_bf16_tatb(d, desc_a, desc_b);
-  } else {
-    if constexpr (N == 64) wgmma_ss_m64n64k16_f16_tatb(d, desc_a, desc_b);
-    else wgmma_ss_m64n128k16_f16_tatb(d, desc_a, desc_b);
-  }
-}
-template <class T, int N>
-__device__ __forceinline__ void wgmma_rs_tb(float* d, const unsigned (&a)[4], unsigned long long desc_b) {
-  static_assert(N == 64 || N == 128, "wgmma_rs_tb: N = 64 or 128");
-  if constexpr (ElemTraits<T>::kIsBf16) {
-    if constexpr (N == 64) wgmma_rs_m64n64k16_bf16_tb(d, a, desc_b);
-    else wgmma_rs_m64n128k16_bf16_tb(d, a, desc_b);
-  } else {
-    if constexpr (N == 64) wgmma_rs_m64n64k16_f16_tb(d, a, desc_b);
-    else wgmma_rs_m64n128k16_f16_tb(d, a, desc_b);
-  }
-}
-
+w('// Dispatch on element type and N.')
+# (name, suffix of the sized wrappers, parameters, arguments)
+for name, suffix, params, args in (
+        ("wgmma_ss", "", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
+        ("wgmma_ss_tatb", "_tatb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
+        ("wgmma_rs_tb", "_tb", "const unsigned (&a)[4], unsigned long long desc_b", "d, a, desc_b")):
+    kind = name.split("_")[1]
+    w(f'''template <class T, int N>
+__device__ __forceinline__ void {name}(float* d, {params}) {{
+  static_assert(N == 64 || N == 128, "{name}: N = 64 or 128");
+  if constexpr (ElemTraits<T>::kIsBf16) {{
+    if constexpr (N == 64) wgmma_{kind}_m64n64k16_bf16{suffix}({args});
+    else wgmma_{kind}_m64n128k16_bf16{suffix}({args});
+  }} else {{
+    if constexpr (N == 64) wgmma_{kind}_m64n64k16_f16{suffix}({args});
+    else wgmma_{kind}_m64n128k16_f16{suffix}({args});
+  }}
+}}''')
+w('''
 }  // namespace device
 }  // namespace flashc
 ''')
