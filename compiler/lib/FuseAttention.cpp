@@ -28,6 +28,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <optional>
@@ -83,15 +84,24 @@ bool canTransposeProduct(MatmulOp product) {
   return lhsType.getShape().drop_back(2) == rhsType.getShape().drop_back(2);
 }
 
-std::optional<AttentionMatch> matchAttention(MatmulOp root) {
+/// The attention chain ending at `root`, or nullopt. When `root` multiplies a
+/// softmax (a near miss the user likely meant as attention), `whyNot` says
+/// what stopped the fusion.
+std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot) {
   AttentionMatch match;
   match.root = root;
-  if (root.getTransposeA() || root.getTransposeB())
-    return std::nullopt;
   Value probabilities = root.getLhs();
   auto softmax = probabilities.getDefiningOp<SoftmaxOp>();
-  if (!softmax || !probabilities.hasOneUse())
+  if (!softmax)
     return std::nullopt;
+  auto fail = [&](std::string reason) -> std::optional<AttentionMatch> {
+    whyNot = std::move(reason);
+    return std::nullopt;
+  };
+  if (root.getTransposeA() || root.getTransposeB())
+    return fail("the P·V matmul transposes an operand (V must be [B, H, Sk, Dv])");
+  if (!probabilities.hasOneUse())
+    return fail("the softmax result has other users");
   match.chain.push_back(root);
   match.chain.push_back(softmax);
 
@@ -101,25 +111,30 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root) {
   MatmulOp scores;
   while (!scores) {
     Operation *producer = current.getDefiningOp();
-    if (!producer || !current.hasOneUse())
-      return std::nullopt;
+    if (!producer)
+      return fail("the softmax input does not come from a Q·Kᵀ flash.matmul");
+    if (!current.hasOneUse())
+      return fail("'" + producer->getName().getStringRef().str() +
+                  "' in the score chain has other users");
     if (auto scaleOp = dyn_cast<ScaleOp>(producer)) {
       match.scale *= scaleOp.getFactor().convertToDouble();
       current = scaleOp.getInput();
     } else if (auto maskOp = dyn_cast<MaskOp>(producer)) {
       if (match.mask)
-        return std::nullopt; // two masks: not a single attention mask
+        return fail("two flash.mask ops on the scores (one attention mask only)");
       match.mask = maskOp.getMask();
       current = maskOp.getInput();
     } else if (auto matmul = dyn_cast<MatmulOp>(producer)) {
       scores = matmul;
     } else {
-      return std::nullopt;
+      return fail("'" + producer->getName().getStringRef().str() +
+                  "' between the scores matmul and the softmax (only flash.scale and one "
+                  "flash.mask may sit there)");
     }
     match.chain.push_back(producer);
   }
   if (scores.getTransposeA())
-    return std::nullopt;
+    return fail("the scores matmul transposes Q (Q must be [B, H, Sq, D])");
 
   match.query = peelScales(scores.getLhs(), match.scale, match.maybeDead);
   Value keyOperand = peelScales(scores.getRhs(), match.scale, match.maybeDead);
@@ -128,7 +143,8 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root) {
   } else {
     auto producer = keyOperand.getDefiningOp<MatmulOp>();
     if (!producer || !keyOperand.hasOneUse() || !canTransposeProduct(producer))
-      return std::nullopt;
+      return fail("K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k "
+                  "transpose_b with K [B, H, Sk, D]");
     match.keyTransposed = producer;
     match.maybeDead.insert(producer);
   }
@@ -137,7 +153,9 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root) {
   // flash.attention keeps the scale as a positive, finite f32.
   float scaleF32 = static_cast<float>(match.scale);
   if (!(scaleF32 > 0.0f) || !std::isfinite(scaleF32))
-    return std::nullopt;
+    return fail(llvm::formatv("the total score scale {0:e} is not a positive, finite f32",
+                              match.scale)
+                    .str());
 
   // Shapes: rank 4, same batch, static heads and head dims, grouped heads.
   auto queryType = cast<RankedTensorType>(match.query.getType());
@@ -146,14 +164,16 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root) {
   auto keyType = cast<RankedTensorType>(keyOperand.getType());
   if (queryType.getRank() != 4 || keyType.getRank() != 4 ||
       valueType.getRank() != 4)
-    return std::nullopt;
+    return fail("Q, K and V must be rank 4 [B, H, S, D]");
   ArrayRef<int64_t> q = queryType.getShape(), k = keyType.getShape(),
                     v = valueType.getShape();
   if (q[0] != k[0] || q[0] != v[0])
-    return std::nullopt; // a broadcast batch is not an attention batch
-  if (!isStatic(q[1]) || !isStatic(k[1]) || k[1] != v[1] || k[1] <= 0 ||
-      q[1] % k[1] != 0 || !isStatic(q[3]) || !isStatic(v[3]))
-    return std::nullopt;
+    return fail("Q, K and V have different batch sizes (a broadcast batch is not an attention "
+                "batch)");
+  if (!isStatic(q[1]) || !isStatic(k[1]) || !isStatic(q[3]) || !isStatic(v[3]))
+    return fail("head counts and head dims must be static");
+  if (k[1] != v[1] || k[1] <= 0 || q[1] % k[1] != 0)
+    return fail("K and V must have the same head count, which divides Q's");
   return match;
 }
 
@@ -209,9 +229,13 @@ struct FuseAttentionPass
     SmallVector<MatmulOp> candidates;
     getOperation()->walk([&](MatmulOp op) { candidates.push_back(op); });
     IRRewriter rewriter(&getContext());
-    for (MatmulOp candidate : candidates)
-      if (std::optional<AttentionMatch> match = matchAttention(candidate))
+    for (MatmulOp candidate : candidates) {
+      std::string whyNot;
+      if (std::optional<AttentionMatch> match = matchAttention(candidate, whyNot))
         rewriteAttention(*match, rewriter);
+      else if (!whyNot.empty())
+        candidate.emitWarning() << "softmax(...)·V not fused into flash.attention: " << whyNot;
+    }
   }
 };
 

@@ -23,3 +23,7 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // Nothing fused: nothing to compile, said so.
 // RUN: not flashc %S/Inputs/unfused.mlir -o %t.unf 2>&1 | FileCheck %s --check-prefix=UNFUSED
 // UNFUSED: error: nothing to compile into kernels: after fusion the spec holds no flash.attention or flash.ffn
+// An attention that does not fuse says why, before the same error.
+// RUN: not flashc %S/Inputs/kt-argument-attention.mlir -o %t.kt 2>&1 | FileCheck %s --check-prefix=NEARMISS
+// NEARMISS: kt-argument-attention.mlir:5:8: warning: softmax(...)·V not fused into flash.attention: K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k transpose_b with K [B, H, Sk, D]
+// NEARMISS: error: nothing to compile into kernels

@@ -1,4 +1,4 @@
-// RUN: flash-opt %s --flash-fuse-attention --split-input-file | FileCheck %s
+// RUN: flash-opt %s --flash-fuse-attention --split-input-file -verify-diagnostics | FileCheck %s
 //
 // O = softmax(mask(c · Q·Kᵀ))·V  ==>  flash.attention(Q, K, V, scale = c, mask).
 // Every accepted spelling below must give the same op; the second half lists
@@ -174,6 +174,7 @@ func.func @two_layers(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: te
 func.func @scores_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: 'flash.matmul' in the score chain has other users}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o, %s : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
 }
@@ -187,6 +188,7 @@ func.func @scores_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>,
 func.func @probabilities_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the softmax result has other users}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o, %p : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
 }
@@ -200,6 +202,7 @@ func.func @masked_scores_used_twice(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x1
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
   %p = flash.softmax %m : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: 'flash.mask' in the score chain has other users}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o, %m : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
 }
@@ -214,6 +217,7 @@ func.func @two_masks(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: ten
   %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
   %m2 = flash.mask %m <sliding_window, left = 2, right = 0> : tensor<1x2x8x8xf32>
   %p = flash.softmax %m2 : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: two flash.mask ops on the scores (one attention mask only)}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -227,6 +231,7 @@ func.func @two_masks(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: ten
 func.func @key_transposed_argument(%q: tensor<1x2x8x16xf32>, %kt: tensor<1x2x16x8xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %s = flash.matmul %q, %kt : tensor<1x2x8x16xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x8x8xf32>
   %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k transpose_b with K [B, H, Sk, D]}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -241,6 +246,7 @@ func.func @negative_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
   %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
   %t = flash.scale %m by -1.0 : tensor<1x2x8x8xf32>
   %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the total score scale -1.000000e+00 is not a positive, finite f32}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -254,6 +260,7 @@ func.func @scale_underflows_f32(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf3
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %t = flash.scale %s by 1.0e-60 : tensor<1x2x8x8xf32>
   %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the total score scale 1.000000e-60 is not a positive, finite f32}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -278,6 +285,7 @@ func.func @no_softmax(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: te
 func.func @value_transposed(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %vt: tensor<1x2x16x8xf32>) -> tensor<1x2x8x16xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the P·V matmul transposes an operand (V must be [B, H, Sk, Dv])}}
   %o = flash.matmul %p, %vt transpose_b : tensor<1x2x8x8xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -290,6 +298,7 @@ func.func @value_transposed(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, 
 func.func @query_transposed(%qt: tensor<1x2x16x8xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %s = flash.matmul %qt, %k transpose_a transpose_b : tensor<1x2x16x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   %p = flash.softmax %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the scores matmul transposes Q (Q must be [B, H, Sq, D])}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
@@ -302,6 +311,7 @@ func.func @query_transposed(%qt: tensor<1x2x16x8xf32>, %k: tensor<1x2x8x16xf32>,
 func.func @rank3(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x16xf32>) -> tensor<8x8x16xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<8x8x16xf32>, tensor<8x8x16xf32> -> tensor<8x8x8xf32>
   %p = flash.softmax %s : tensor<8x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V must be rank 4 [B, H, S, D]}}
   %o = flash.matmul %p, %v : tensor<8x8x8xf32>, tensor<8x8x16xf32> -> tensor<8x8x16xf32>
   return %o : tensor<8x8x16xf32>
 }
@@ -315,6 +325,7 @@ func.func @rank3(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x
 func.func @grouped_batch(%q: tensor<4x2x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) -> tensor<4x2x8x16xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<4x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x8xf32>
   %p = flash.softmax %s : tensor<4x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V have different batch sizes (a broadcast batch is not an attention batch)}}
   %o = flash.matmul %p, %v : tensor<4x2x8x8xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x16xf32>
   return %o : tensor<4x2x8x16xf32>
 }
@@ -327,6 +338,7 @@ func.func @grouped_batch(%q: tensor<4x2x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v:
 func.func @dynamic_heads(%q: tensor<1x?x8x16xf32>, %k: tensor<1x?x8x16xf32>, %v: tensor<1x?x8x16xf32>) -> tensor<1x?x8x16xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<1x?x8x16xf32>, tensor<1x?x8x16xf32> -> tensor<1x?x8x8xf32>
   %p = flash.softmax %s : tensor<1x?x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: head counts and head dims must be static}}
   %o = flash.matmul %p, %v : tensor<1x?x8x8xf32>, tensor<1x?x8x16xf32> -> tensor<1x?x8x16xf32>
   return %o : tensor<1x?x8x16xf32>
 }
