@@ -176,6 +176,15 @@ private:
   /// C = A·B from zero whose only use is an atomic add (the backward's dQ):
   /// emitted 64 columns at a time, so a [M x D] f32 tile is never live at once.
   bool isChunkedAtomicMatmul(tile::MatmulOp mm);
+  /// How a chunked product's warps split it: 16-row bands, column groups (the
+  /// Sᵀ backward's dQ has 64 query rows for 8 warps: 2 groups), chunk width.
+  struct ChunkShape {
+    int64_t bands, groups, width;
+  };
+  ChunkShape chunkShape(tile::TileType type);
+  /// A chunked product printed as wgmma_matmul_ta (--wgmma-dq): 64-column
+  /// parts of 64 rows a warpgroup; other shapes keep mma.sync.
+  bool isWgmmaChunkedMatmul(tile::MatmulOp mm);
   DenseSet<Operation *> emittedAhead;
   bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
   /// Register tiles of wgmma products issued without a wait (A fragments,
@@ -406,6 +415,24 @@ bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
   bool fewerBands = type.getRows() < 16 * kernel.getWarps();
   return atomic && atomic->getBlock() == mm->getBlock() && (type.getCols() > 64 || fewerBands || wgmma()) &&
          type.getCols() % 32 == 0 && !cast<tile::TileType>(mm.getA().getType()).getElementType().isF32();
+}
+
+KernelEmitter::ChunkShape KernelEmitter::chunkShape(tile::TileType type) {
+  int64_t bands = std::min<int64_t>(kernel.getWarps(), type.getRows() / 16);
+  int64_t groups = kernel.getWarps() / bands;
+  int64_t width = type.getCols() % 64 == 0 ? 64 : 32;
+  while (groups > 1 && width > 16 && width * groups > type.getCols())
+    width /= 2;
+  return {bands, groups, width};
+}
+
+bool KernelEmitter::isWgmmaChunkedMatmul(tile::MatmulOp mm) {
+  if (!wgmma() || !options.wgmmaDq || !isChunkedAtomicMatmul(mm))
+    return false;
+  auto type = cast<tile::TileType>(mm.getType());
+  ChunkShape shape = chunkShape(type);
+  return shape.width == 64 && ((type.getRows() == 64 && shape.bands == 4) ||
+                               (type.getRows() == 128 && shape.bands == 8));
 }
 
 LogicalResult KernelEmitter::emitOp(Operation *op) {
@@ -894,6 +921,13 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
         line() << "store_fragments(" << name << ", " << reg(o.getSource()) << ");\n";
+        // A wgmma reader (--wgmma-dq's wgmma_matmul_ta) reads through the async
+        // proxy: the generic-proxy stores fence before the barrier.
+        if (wgmma() && llvm::any_of(o->getUsers(), [&](Operation *user) {
+              auto mm = dyn_cast<tile::MatmulOp>(user);
+              return mm && (isWgmmaChunkedMatmul(mm) || !isChunkedAtomicMatmul(mm));
+            }))
+          line() << "fence_async_shared();\n";
         line() << "__syncthreads();\n";
         bind(o.getResult(), name);
         return success();
@@ -913,19 +947,10 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         if (isChunkedAtomicMatmul(o)) {
           auto atomic = cast<tile::AtomicAddOp>(*o->getUsers().begin());
           auto type = cast<tile::TileType>(o.getType());
-          const char *fn = matmulFunction(o);
-          // --wgmma-dq: the warpgroups' 64-row, 64-column parts as wgmma (both operands MN-major).
-          if (wgmma() && options.wgmmaDq)
-            fn = "wgmma_matmul_ta";
+          const char *fn = isWgmmaChunkedMatmul(o) ? "wgmma_matmul_ta" : matmulFunction(o);
           ValueRange idx = atomic.getIndices();
           std::string part = fresh("part");
-          // Fewer 16-row bands than warps (the Sᵀ backward's dQ: 64 query rows, 8 warps): the
-          // warps form column groups, group g = warp / bands taking every groups-th chunk.
-          int64_t bands = std::min<int64_t>(kernel.getWarps(), type.getRows() / 16);
-          int64_t groups = kernel.getWarps() / bands;
-          int64_t width = type.getCols() % 64 == 0 ? 64 : 32;
-          while (groups > 1 && width > 16 && width * groups > type.getCols())
-            width /= 2;
+          auto [bands, groups, width] = chunkShape(type);
           std::string bandsArg = bands == kernel.getWarps() ? "kWarps" : std::to_string(bands);
           line() << "#pragma unroll\n";
           if (groups == 1)

@@ -138,29 +138,13 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
 
   match.query = peelScales(scores.getLhs(), match.scale, match.maybeDead);
   Value keyOperand = peelScales(scores.getRhs(), match.scale, match.maybeDead);
-  if (scores.getTransposeB()) {
-    match.key = keyOperand;
-  } else {
-    auto producer = keyOperand.getDefiningOp<MatmulOp>();
-    if (!producer || !keyOperand.hasOneUse() || !canTransposeProduct(producer))
-      return fail("K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k "
-                  "transpose_b with K [B, H, Sk, D]");
-    match.keyTransposed = producer;
-    match.maybeDead.insert(producer);
-  }
   match.value = root.getRhs();
 
-  // flash.attention keeps the scale as a positive, finite f32.
-  float scaleF32 = static_cast<float>(match.scale);
-  if (!(scaleF32 > 0.0f) || !std::isfinite(scaleF32))
-    return fail(llvm::formatv("the total score scale {0:e} is not a positive, finite f32",
-                              match.scale)
-                    .str());
-
-  // Shapes: rank 4, same batch, static heads and head dims, grouped heads.
+  // Shapes first (a rank-2 softmax(X·W)·E is not a near-miss attention): rank
+  // 4, same batch, static heads and head dims, grouped heads. Kᵀ is
+  // [B, Hkv, D, Sk]: its dims 0, 1 are those of K.
   auto queryType = cast<RankedTensorType>(match.query.getType());
   auto valueType = cast<RankedTensorType>(match.value.getType());
-  // Kᵀ is [B, Hkv, D, Sk]: its dims 0, 1 are those of K.
   auto keyType = cast<RankedTensorType>(keyOperand.getType());
   if (queryType.getRank() != 4 || keyType.getRank() != 4 ||
       valueType.getRank() != 4)
@@ -174,6 +158,24 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
     return fail("head counts and head dims must be static");
   if (k[1] != v[1] || k[1] <= 0 || q[1] % k[1] != 0)
     return fail("K and V must have the same head count, which divides Q's");
+
+  if (scores.getTransposeB()) {
+    match.key = keyOperand;
+  } else {
+    auto producer = keyOperand.getDefiningOp<MatmulOp>();
+    if (!producer || !keyOperand.hasOneUse() || !canTransposeProduct(producer))
+      return fail("K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k "
+                  "transpose_b with K [B, H, Sk, D]");
+    match.keyTransposed = producer;
+    match.maybeDead.insert(producer);
+  }
+
+  // flash.attention keeps the scale as a positive, finite f32.
+  float scaleF32 = static_cast<float>(match.scale);
+  if (!(scaleF32 > 0.0f) || !std::isfinite(scaleF32))
+    return fail(llvm::formatv("the total score scale {0:e} is not a positive, finite f32",
+                              match.scale)
+                    .str());
   return match;
 }
 

@@ -16,7 +16,7 @@ from .errors import InvalidArgumentError
 
 # Bump when the spec text or key scheme changes meaning, so old cache entries
 # are never picked up for a new meaning.
-KEY_VERSION = 1
+KEY_VERSION = 2  # 2: the default backward form became "auto" (compiler-chosen)
 DEFAULT_ARCHS = ("sm_90a",)
 
 # Names of the programs and parameters the compiler gives a spec with one

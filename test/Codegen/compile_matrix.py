@@ -6,8 +6,10 @@ Each configuration is a one-op spec (flash.attention with the given head dim,
 dtype, mask and GQA ratio). flashc runs the whole pipeline (fusion, backward
 generation, tiling, memory planning, CUDA emission) and NVRTC compiles the
 forward and backward kernels for each architecture. A configuration fails
-when flashc fails, or when a kernel of a main configuration (head dim <= 128)
-spills registers. Prints one line per (configuration, architecture) and a
+when flashc fails, when a kernel of a main configuration (head dim <= 128)
+spills registers, or when ptxas serializes wgmma instructions (an accumulator or
+A fragment touched before its wait, or too few registers: the asynchronous
+products would then run one by one without an error). Prints one line per (configuration, architecture) and a
 `N passed, N failed` summary; exit status 1 on any failure.
 """
 import argparse
@@ -60,6 +62,7 @@ def spill_budget(head_dim, kernel):
 
 
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+SERIALIZED = re.compile(r"wgmma.mma_async instructions are serialized.*")
 FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 
@@ -87,7 +90,8 @@ def compile_one(flashc, cfg, arch, workdir):
         m = SPILL.search(line)
         if m and current:
             spills[current] = max(int(m.group(1)), int(m.group(2)))
-    return name, spills, []
+    serialized = [m.group(0) for m in SERIALIZED.finditer(proc.stderr)]
+    return name, spills, serialized
 
 
 def main():
@@ -109,7 +113,10 @@ def main():
                     continue
                 spilled = {k: v for k, v in spills.items() if v > 0}
                 over = {k: v for k, v in spilled.items() if v > spill_budget(cfg["d"], k)}
-                if over:
+                if errors:  # compiled, but ptxas serialized wgmma
+                    failed += 1
+                    print(f"FAIL {arch} {name}: {errors[0]}")
+                elif over:
                     failed += 1
                     print(f"FAIL {arch} {name}: spills {spilled}")
                 else:

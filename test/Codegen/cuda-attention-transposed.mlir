@@ -18,6 +18,10 @@
 // --wgmma-dq (experimental): each warpgroup's 64 x 64 part of dQ is one wgmma
 // product over the same panels; mma.sync targets keep matmul_ta.
 // WDQ-LABEL: flashc_attention_attention_bwd(
+// The panel written by store_fragments is read by wgmma (async proxy): fence first.
+// WDQ: store_fragments(
+// WDQ-NEXT: fence_async_shared();
+// WDQ-NEXT: __syncthreads();
 // WDQ: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
 // WDQ: wgmma_matmul_ta([[PART:.+]], {{.+}}, k_tile, chunk);
 // WDQ-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,

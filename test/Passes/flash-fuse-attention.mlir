@@ -359,3 +359,17 @@ func.func @unrelated(%x: tensor<?x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<
   %dead = flash.softmax %y : tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// A rank-2 softmax(X·W)·E is not attention: left as written, and the warning
+// names the shape rule (not the Kᵀ spelling).
+// CHECK-LABEL: func.func @rank2_softmax_chain
+// CHECK-NOT: flash.attention
+func.func @rank2_softmax_chain(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %e: tensor<32x16xf32>) -> tensor<8x16xf32> {
+  %s = flash.matmul %x, %w : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  %p = flash.softmax %s : tensor<8x32xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V must be rank 4 [B, H, S, D]}}
+  %o = flash.matmul %p, %e : tensor<8x32xf32>, tensor<32x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}

@@ -1,0 +1,35 @@
+"""Experimental flashc kernels on the GPU (flashc --wgmma-dq: backward form "transposed_wgmma_dq"), checked like
+test_gpu_attention's named configurations: float64 references over ragged shapes, outputs poisoned.
+
+A file of its own: a kernel that faults takes the process's CUDA context with it, and the GPU suite runs one
+process per file, so the established kernels' tests stay unaffected.
+"""
+
+import unittest
+
+from _support import requires_cuda
+
+from flashc import configs
+
+try:
+    import test_gpu_attention as established
+    from _gpu import setup_gpu_suite
+except ImportError:
+    pass
+
+
+@requires_cuda
+class ExperimentalGpuTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        setup_gpu_suite()
+
+    def test_wgmma_dq_over_ragged_shapes(self):
+        for config in configs.TEST_ATTENTION_WGMMA_DQ:
+            for batch, seq_q, seq_k in established.SHAPES:
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    established.AttentionGpuTest.check(self, config, batch, seq_q, seq_k)
+
+
+if __name__ == "__main__":
+    unittest.main()
