@@ -28,15 +28,19 @@ import bench_common as bc
 
 # flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
 # and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
-# flashc_wdq: the Sᵀ kernels with flashc --wgmma-dq (experimental, not yet run on a GPU; float64-checked like the
-# others). Only on request (--peers): a faulting kernel would take the process's CUDA context, and every later
-# column, with it.
+# flashc_x*: the default kernels with flashc --experiment (code generation not yet run on a GPU; float64-checked like
+# the others): wgmma-dq, async-lse, both. Only on request (--peers): a faulting kernel would take the process's
+# CUDA context, and every later column, with it.
 DEFAULT_PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEERS = DEFAULT_PEERS + ["flashc_wdq"]
-FLASHC_FORMS = {"flashc": "auto", "flashc_rows": "rows", "flashc_st": "transposed", "flashc_wdq": "transposed_wgmma_dq"}
+PEERS = DEFAULT_PEERS + ["flashc_xwdq", "flashc_xlse", "flashc_xboth"]
+# name -> (backward form, experiments)
+FLASHC_FORMS = {"flashc": ("auto", ()), "flashc_rows": ("rows", ()), "flashc_st": ("transposed", ()),
+                "flashc_xwdq": ("auto", ("wgmma-dq",)), "flashc_xlse": ("auto", ("async-lse",)),
+                "flashc_xboth": ("auto", ("async-lse", "wgmma-dq"))}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
 PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
-               "flashc_wdq": "flashc (Sᵀ bwd, wgmma dQ)", "cudnn": "cuDNN",
+               "flashc_xwdq": "flashc (x: wgmma dQ)", "flashc_xlse": "flashc (x: async lse)",
+               "flashc_xboth": "flashc (x: both)", "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",
                "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}
@@ -52,7 +56,7 @@ def parse_args(argv=None):
     p.add_argument("--tokens", type=int, default=16384, help="B*S")
     p.add_argument("--hidden", type=int, default=2048, help="H*D")
     p.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                   help="comma-separated subset of " + ",".join(PEERS) + " (default: all but flashc_wdq)")
+                   help="comma-separated subset of " + ",".join(PEERS) + " (default: all but the flashc_x* experiments)")
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
     p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
     p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
@@ -91,8 +95,8 @@ def rows_of(args):
                 heads = args.hidden // d
                 rows.append(dict(D=d, S=s, B=args.tokens // s, H=heads, causal=causal,
                                  configs={name: AttentionConfig("bf16", heads, heads, d, causal=causal,
-                                                                backward_form=form)
-                                          for name, form in FLASHC_FORMS.items()}))
+                                                                backward_form=form, experiments=x)
+                                          for name, (form, x) in FLASHC_FORMS.items()}))
     return rows
 
 
@@ -167,8 +171,9 @@ def make_impls(torch, row, names):
     for name in FLASHC_FORMS:
         if name in names:
             import flashc.torch as ft
-            form = row["configs"][name].backward_form
-            impls[name] = lambda q, k, v, form=form: ft.attention(q, k, v, causal=causal, backward_form=form)
+            c = row["configs"][name]
+            impls[name] = lambda q, k, v, c=c: ft.attention(q, k, v, causal=causal, backward_form=c.backward_form,
+                                                            experiments=c.experiments)
     if "cudnn" in names:
         impls["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     if "sdpa_flash" in names:
@@ -426,7 +431,7 @@ def plot(path, results, peers):
 
 NOTES = ("TFLOP/s: fwd FLOPs 4*B*H*S^2*D (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
          "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
-         "before it; flashc check (default / row backward / Sᵀ backward [/ wgmma dQ]): o, dq, dk, dv on two heads vs float64, "
+         "before it; flashc check (default / row backward / Sᵀ backward [/ experiments]): o, dq, dk, dv on two heads vs float64, "
          "error <= 2x SDPA-flash bf16 error + 1e-4; flashc: the backward form flashc picks (--backward-form=auto); "
          "flashc (row bwd) / (Sᵀ bwd): --backward-form=rows / transposed kernels; "
          "load: open+prepare in a fresh process (cubin; JIT with an empty NVRTC cache; JIT again warm).")

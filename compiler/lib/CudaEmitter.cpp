@@ -182,7 +182,7 @@ private:
     int64_t bands, groups, width;
   };
   ChunkShape chunkShape(tile::TileType type);
-  /// A chunked product printed as wgmma_matmul_ta (--wgmma-dq): 64-column
+  /// A chunked product printed as wgmma_matmul_ta (--experiment=wgmma-dq): 64-column
   /// parts of 64 rows a warpgroup; other shapes keep mma.sync.
   bool isWgmmaChunkedMatmul(tile::MatmulOp mm);
   DenseSet<Operation *> emittedAhead;
@@ -504,18 +504,23 @@ LogicalResult KernelEmitter::emitArith(Operation *op) {
 
 /// The loads of `forOp`'s body that can be issued one iteration ahead: marked
 /// `buffers >= 2`, directly in the body, with every index computable from the
-/// induction variable and values defined outside the loop.
-static bool collectPipeline(scf::ForOp forOp, llvm::SetVector<Operation *> &loads,
+/// induction variable and values defined outside the loop. With
+/// `columnVectors`, shared tile.load_rows (the Sᵀ backward's lse / D) ride
+/// along with those loads' buffers.
+static bool collectPipeline(scf::ForOp forOp, bool columnVectors, llvm::SetVector<Operation *> &loads,
                             llvm::SetVector<Operation *> &slice, int64_t &stages) {
   Block *body = forOp.getBody();
   stages = 0;
   for (Operation &op : *body) {
     auto load = dyn_cast<tile::LoadOp>(&op);
-    if (!load || !load.getBuffers() || *load.getBuffers() < 2)
+    auto rows = dyn_cast<tile::LoadRowsOp>(&op);
+    bool tileLoad = load && load.getBuffers() && *load.getBuffers() >= 2;
+    bool columnVector = columnVectors && rows && cast<tile::TileType>(rows.getType()).isShared();
+    if (!tileLoad && !columnVector)
       continue;
     // Walk the index math back to the induction variable / invariants.
     llvm::SetVector<Operation *> needed;
-    SmallVector<Value> work(load->getOperands().begin(), load->getOperands().end());
+    SmallVector<Value> work(op.getOperands().begin(), op.getOperands().end());
     bool ok = true;
     while (!work.empty() && ok) {
       Value v = work.pop_back_val();
@@ -537,10 +542,15 @@ static bool collectPipeline(scf::ForOp forOp, llvm::SetVector<Operation *> &load
     }
     if (!ok)
       continue;
-    loads.insert(load);
-    stages = std::max<int64_t>(stages, *load.getBuffers());
+    loads.insert(&op);
+    if (tileLoad)
+      stages = std::max<int64_t>(stages, *load.getBuffers());
     for (Operation *op2 : needed)
       slice.insert(op2);
+  }
+  if (stages < 2) {  // column vectors alone are not pipelined
+    loads.clear();
+    slice.clear();
   }
   // Keep the slice in program order.
   SmallVector<Operation *> ordered(slice.begin(), slice.end());
@@ -575,7 +585,8 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
 
   Pipeline pipe;
   pipe.loop = forOp;
-  bool pipelined = collectPipeline(forOp, pipe.loads, pipe.slice, pipe.stages);
+  bool pipelined =
+      collectPipeline(forOp, options.asyncColumnVectors, pipe.loads, pipe.slice, pipe.stages);
   std::string iv = fresh("n");
   bind(forOp.getInductionVar(), iv);
 
@@ -691,6 +702,16 @@ LogicalResult KernelEmitter::emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, St
     if (failed(emitOp(op)))
       return failure();
   for (Operation *op : pipe.loads) {
+    if (auto rows = dyn_cast<tile::LoadRowsOp>(op)) {
+      auto type = cast<tile::TileType>(rows.getType());
+      int64_t off = placeShared(rows, type, pipe.stages);
+      ValueRange idx = rows.getIndices();
+      line() << "load_rows_async<kThreads, " << type.getRows() << ">(shared_floats(smem, " << off
+             << " + (" << buffer << ") * " << type.getRows() * 4 << "), "
+             << globalVector(rows.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
+             << nameOf(rows.getRowLimit()) << ");\n";
+      continue;
+    }
     auto load = cast<tile::LoadOp>(op);
     auto type = cast<tile::TileType>(load.getType());
     int64_t off = placeShared(load, type, pipe.stages);
@@ -859,6 +880,15 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       .Case([&](tile::LoadRowsOp o) {
         ValueRange idx = o.getIndices();
         auto type = cast<tile::TileType>(o.getType());
+        if (type.isShared() && pipeline && pipeline->loads.contains(o)) {
+          // Issued one iteration ahead (--experiment=async-lse): this iteration's buffer.
+          int64_t off = placeShared(o, type, pipeline->stages);
+          std::string name = fresh(nameOf(o.getSource()) + "_cols");
+          line() << "float* const " << name << " = shared_floats(smem, " << off << " + "
+                 << pipeline->stageVar << " * " << type.getRows() * 4 << ");\n";
+          bind(o.getResult(), name);
+          return success();
+        }
         if (type.isShared()) {
           // Sᵀ backward: per-query lse / D read by column index, staged once per block.
           int64_t off = placeShared(o, type, 1);
@@ -921,7 +951,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
         line() << "store_fragments(" << name << ", " << reg(o.getSource()) << ");\n";
-        // A wgmma reader (--wgmma-dq's wgmma_matmul_ta) reads through the async
+        // A wgmma reader (--experiment=wgmma-dq's wgmma_matmul_ta) reads through the async
         // proxy: the generic-proxy stores fence before the barrier.
         if (wgmma() && llvm::any_of(o->getUsers(), [&](Operation *user) {
               auto mm = dyn_cast<tile::MatmulOp>(user);

@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed|transposed_wgmma_dq]
+            [,backward=auto|rows|transposed][,experiments=wgmma-dq+async-lse]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -58,30 +58,33 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
-# flashc --wgmma-dq (experimental, not yet run on a GPU): bench_attention.py's flashc_wdq column, and the
-# test configs the device run's flashc-run step checks against float64 before it is timed.
-BENCH_ATTENTION_WGMMA_DQ = tuple(dataclasses.replace(c, backward_form="transposed_wgmma_dq") for c in BENCH_ATTENTION)
-TEST_ATTENTION_WGMMA_DQ = tuple(
-    [AttentionConfig("bf16", 2, 2, d, causal=c, backward_form="transposed_wgmma_dq") for d in (64, 128) for c in (False, True)]
-    + [AttentionConfig("f16", 4, 1, 128, causal=True, backward_form="transposed_wgmma_dq"),
-       AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="transposed_wgmma_dq")])
+# flashc --experiment (code generation not yet run on a GPU), each alone and both: bench_attention.py's
+# experimental columns, and the test configs the device run checks against float64 before they are timed.
+EXPERIMENT_SETS = (("wgmma-dq",), ("async-lse",), ("async-lse", "wgmma-dq"))
+BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
+                                    for c in BENCH_ATTENTION)
+TEST_ATTENTION_EXPERIMENTS = tuple(
+    dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
+    for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
+    + [AttentionConfig("f16", 4, 1, 128, causal=True), AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0)),
+       AttentionConfig("bf16", 2, 2, 96, causal=True, backward_form="transposed")])
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
     "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
-    "bench-attention-wgmma-dq": BENCH_ATTENTION_WGMMA_DQ,
+    "bench-attention-experiments": BENCH_ATTENTION_EXPERIMENTS,
     "bench-ffn": BENCH_FFN,
     "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
-    "tests-attention-wgmma-dq": TEST_ATTENTION_WGMMA_DQ,
+    "tests-attention-experiments": TEST_ATTENTION_EXPERIMENTS,
     "tests-ffn": TEST_FFN,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + TEST_ATTENTION_WGMMA_DQ + BENCH_ATTENTION_WGMMA_DQ)
+               + TEST_ATTENTION_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -122,7 +125,7 @@ def parse_config(text):
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                             "scale", "backward"},
+                             "scale", "backward", "experiments"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -146,7 +149,8 @@ def parse_config(text):
                 causal=_bool("causal", fields.get("causal", "0")), window=window,
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
-                backward_form=fields.get("backward", "auto"))
+                backward_form=fields.get("backward", "auto"),
+                experiments=tuple(e for e in fields.get("experiments", "").split("+") if e))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
@@ -175,6 +179,8 @@ def format_config(config):
         parts.append("scale=%s" % format_f32(config.scale))
         if config.backward_form != "auto":
             parts.append("backward=%s" % config.backward_form)
+        if config.experiments:
+            parts.append("experiments=%s" % "+".join(config.experiments))
         return "attention:" + ",".join(parts)
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:

@@ -27,8 +27,9 @@ FFN_FORWARD = "ffn0_forward"
 FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
-# transposed_wgmma_dq: the Sᵀ form with flashc --wgmma-dq (experimental: not yet run on a GPU).
-BACKWARD_FORMS = ("auto", "rows", "transposed", "transposed_wgmma_dq")
+BACKWARD_FORMS = ("auto", "rows", "transposed")
+# flashc --experiment names: code generation compiled and checked here, not yet run on a GPU.
+EXPERIMENTS = ("wgmma-dq", "async-lse")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
@@ -75,7 +76,7 @@ class AttentionConfig:
     scale None means 1/sqrt(D). softcap 0/None means none.
     backward_form: "auto" (the compiler picks the faster backward kernels for the target), "rows" or
     "transposed" (the Sᵀ form) — flashc --backward-form; a compiler choice, so part of the key but
-    not of the spec.
+    not of the spec. experiments: flashc --experiment names (EXPERIMENTS), likewise.
     """
     dtype: str
     num_heads: int
@@ -88,11 +89,17 @@ class AttentionConfig:
     scale: Optional[float] = None
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
     backward_form: str = "auto"
+    experiments: Tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.backward_form not in BACKWARD_FORMS:
             raise InvalidArgumentError("backward_form must be one of %s, got %r" % (
                 ", ".join(BACKWARD_FORMS), self.backward_form))
+        unknown = [e for e in self.experiments if e not in EXPERIMENTS]
+        if isinstance(self.experiments, str) or unknown:
+            raise InvalidArgumentError("experiments must be a tuple of %s, got %r" % (
+                ", ".join(EXPERIMENTS), self.experiments))
+        object.__setattr__(self, "experiments", tuple(sorted(set(self.experiments))))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("attention dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         _check_int("num_heads", self.num_heads, 1)
@@ -173,20 +180,22 @@ class AttentionConfig:
         parts.append("scale=%s" % format_f32(self.scale))
         if self.backward_form != "auto":
             parts.append("backward=%s" % self.backward_form)
+        if self.experiments:
+            parts.append("experiments=%s" % "+".join(self.experiments))
         return " ".join(parts)
 
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
-        if self.backward_form == "transposed_wgmma_dq":
-            return ("--backward-form=transposed", "--wgmma-dq")
-        return () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
+        flags = () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
+        return flags + (("--experiment=" + ",".join(self.experiments),) if self.experiments else ())
 
     @property
     def key(self):
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
         form = "" if self.backward_form == "auto" else "_bwd" + self.backward_form
+        form += "".join("_x" + e.replace("-", "") for e in self.experiments)
         return "attn_%s_h%dkv%d_d%d%s_%s%s%s_%s" % (
             self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap, form,
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))

@@ -118,7 +118,7 @@ class _Attention(torch.autograd.Function):
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False,
-              backward_form="auto"):
+              backward_form="auto", experiments=()):
     """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
 
     q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
@@ -131,12 +131,13 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     top-left aligned, so the two differ when Sq != Sk. enable_gqa: Hq may be a multiple of Hkv (query head h
     uses key/value head h // (Hq / Hkv)). A row with no visible key gives zeros (lse = -inf).
     backward_form: "auto" (default: the backward kernels flashc picks for the GPU), "rows" or "transposed" (the
-    Sᵀ backward kernels); flashc --backward-form.
+    Sᵀ backward kernels); flashc --backward-form. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS:
+    code generation not yet run on a GPU).
     """
     op = "attention"
     config = attention_config(_info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal,
                               scale=scale, window=window, softcap=softcap, enable_gqa=enable_gqa,
-                              backward_form=backward_form)
+                              backward_form=backward_form, experiments=experiments)
     o, lse = _Attention.apply(q, k, v, config)
     return (o, lse) if return_lse else o
 

@@ -45,7 +45,7 @@ def _join(items):
 
 
 def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                     backward_form="auto"):
+                     backward_form="auto", experiments=()):
     """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig."""
     op = "attention"
     for name, t in (("query", q), ("key", k), ("value", v)):
@@ -82,7 +82,7 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
     try:
         return AttentionConfig(dtype=dtype, num_heads=hq, num_kv_heads=hkv, head_dim=d, value_head_dim=dv,
                                causal=bool(causal), window=window, softcap=softcap, scale=scale,
-                               backward_form=backward_form)
+                               backward_form=backward_form, experiments=tuple(experiments))
     except InvalidArgumentError as e:
         _fail(op, str(e))
 

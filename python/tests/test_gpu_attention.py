@@ -45,7 +45,8 @@ def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
 def run_flashc(config, q, k, v, do):
     o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                           softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
-                          return_lse=True, backward_form=config.backward_form)
+                          return_lse=True, backward_form=config.backward_form,
+                          experiments=config.experiments)
     grads = torch.autograd.grad(o, (q, k, v), do)
     return o, lse, grads
 

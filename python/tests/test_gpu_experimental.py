@@ -1,4 +1,4 @@
-"""Experimental flashc kernels on the GPU (flashc --wgmma-dq: backward form "transposed_wgmma_dq"), checked like
+"""Experimental flashc kernels on the GPU (flashc --experiment: configs.TEST_ATTENTION_EXPERIMENTS), checked like
 test_gpu_attention's named configurations: float64 references over ragged shapes, outputs poisoned.
 
 A file of its own: a kernel that faults takes the process's CUDA context with it, and the GPU suite runs one
@@ -24,8 +24,8 @@ class ExperimentalGpuTest(unittest.TestCase):
     def setUpClass(cls):
         setup_gpu_suite()
 
-    def test_wgmma_dq_over_ragged_shapes(self):
-        for config in configs.TEST_ATTENTION_WGMMA_DQ:
+    def test_experiments_over_ragged_shapes(self):
+        for config in configs.TEST_ATTENTION_EXPERIMENTS:
             for batch, seq_q, seq_k in established.SHAPES:
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     established.AttentionGpuTest.check(self, config, batch, seq_q, seq_k)

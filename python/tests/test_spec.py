@@ -134,6 +134,21 @@ class KeyTest(unittest.TestCase):
         with self.assertRaisesRegex(InvalidArgumentError, "backward_form must be one of auto, rows, transposed"):
             AttentionConfig("bf16", 2, 2, 128, backward_form="columns")
 
+    def test_experiments(self):
+        plain = AttentionConfig("bf16", 2, 2, 128, causal=True)
+        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("wgmma-dq", "async-lse"))
+        # Sorted, so the same set is the same configuration (and bundle) in any order.
+        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("async-lse", "wgmma-dq")))
+        self.assertEqual(both.compiler_flags, ("--experiment=async-lse,wgmma-dq",))
+        self.assertIn("_xasynclse_xwgmmadq_", both.key)
+        self.assertNotEqual(plain.key, both.key)
+        self.assertEqual(plain.spec_text().splitlines()[1:], both.spec_text().splitlines()[1:])
+        self.assertIn("experiments=async-lse+wgmma-dq", both.describe())
+        self.assertEqual(configs.parse_config(configs.format_config(both)), both)
+        for bad in (("nope",), "wgmma-dq"):
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wgmma-dq, async-lse"):
+                AttentionConfig("bf16", 2, 2, 128, experiments=bad)
+
     def test_format_f32(self):
         self.assertEqual(format_f32(0.125), "0.125")
         self.assertEqual(format_f32(1), "1.0")

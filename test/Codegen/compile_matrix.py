@@ -45,11 +45,13 @@ def configs(full):
     for d, mask in itertools.product([64, 96, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True)
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, transposed=True)
-    # The row form where auto picks Sᵀ (sm_90a, D = 64/128), and the experimental wgmma dQ (--wgmma-dq).
+    # The row form where auto picks Sᵀ (sm_90a, D = 64/128), and the experiments (flashc --experiment).
     for d, mask in itertools.product([64, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, form="rows")
-        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True, wgmma_dq=True)
-    yield dict(d=128, t="f16", mask="causal", hq=8, hkv=2, transposed=True, wgmma_dq=True)
+        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, experiment="async-lse,wgmma-dq")
+    yield dict(d=128, t="f16", mask="causal", hq=8, hkv=2, experiment="wgmma-dq")
+    yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, experiment="async-lse")
+    yield dict(d=96, t="bf16", mask="causal", hq=8, hkv=8, transposed=True, experiment="async-lse")
 
 
 def spill_budget(head_dim, kernel):
@@ -68,7 +70,7 @@ FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 def compile_one(flashc, cfg, arch, workdir):
     name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "") \
-        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_wgmma_dq" if cfg.get("wgmma_dq") else "")
+        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_x_" + cfg["experiment"] if cfg.get("experiment") else "")
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
         f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
@@ -76,7 +78,7 @@ def compile_one(flashc, cfg, arch, workdir):
     out = os.path.join(workdir, name + "." + arch + ".cubin")
     flags = ["--backward-form=transposed"] if cfg.get("transposed") else []
     flags += ["--backward-form=" + cfg["form"]] if cfg.get("form") else []
-    flags += ["--wgmma-dq"] if cfg.get("wgmma_dq") else []
+    flags += ["--experiment=" + cfg["experiment"]] if cfg.get("experiment") else []
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out] + flags, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -7,15 +7,29 @@
 // RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
-// RUN: flashc %s --wgmma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=WDQ
-// RUN: flashc %s --wgmma-dq --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WDQ80
+// RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=WDQ
+// RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WDQ80
+// RUN: flashc %s --experiment=async-lse --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=ALSE
+// RUN: not flashc %s --experiment=async-lse,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
 // AUTO80-LABEL: flashc_attention_attention_bwd(
 // AUTO80-NOT: recompute_probs_cols(
 // AUTO80: recompute_probs(
 // AUTO80-NOT: recompute_probs_cols(
-// --wgmma-dq (experimental): each warpgroup's 64 x 64 part of dQ is one wgmma
+// --experiment=async-lse: lse / D ride the Q / dO pipeline (cp.async into two
+// buffers, issued an iteration ahead); no synchronous load and barrier per step.
+// ALSE-LABEL: flashc_attention_attention_bwd(
+// ALSE: loads of a later iteration, in flight during this one
+// ALSE: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF:[0-9]+]] + ((stage + 1) % 2) * 256), vector_view(lse,
+// ALSE-NEXT: load_rows_async<kThreads, 64>(shared_floats(smem, [[DOFF:[0-9]+]] + ((stage + 1) % 2) * 256), vector_view(delta,
+// ALSE: cp_async_wait<1>();
+// ALSE: float* const [[LSE:.+]] = shared_floats(smem, [[LSEOFF]] + stage * 256);
+// ALSE-NEXT: float* const [[D:.+]] = shared_floats(smem, [[DOFF]] + stage * 256);
+// ALSE-NOT: column vectors written by all threads
+// ALSE: recompute_probs_cols({{.+}}, [[LSE]],
+// BADX: unknown --experiment 'nope' (known: wgmma-dq, async-lse)
+// --experiment=wgmma-dq: each warpgroup's 64 x 64 part of dQ is one wgmma
 // product over the same panels; mma.sync targets keep matmul_ta.
 // WDQ-LABEL: flashc_attention_attention_bwd(
 // The panel written by store_fragments is read by wgmma (async proxy): fence first.

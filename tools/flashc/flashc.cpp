@@ -105,8 +105,9 @@ int main(int argc, char **argv) {
       ("backward-form", po::value<std::string>()->default_value("auto"),
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
-      ("wgmma-dq", po::bool_switch(),
-       "experimental, not yet run on a GPU: the sm_90a Sᵀ backward's dQ product as wgmma") //
+      ("experiment", po::value<std::vector<std::string>>(),
+       "code generation not yet run on a GPU, comma-separated or repeated: wgmma-dq (the sm_90a "
+       "Sᵀ backward's dQ product as wgmma), async-lse (its lse / D loaded a step ahead)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -153,7 +154,22 @@ int main(int argc, char **argv) {
     return usageError("unknown --backward-form value '" + options.pipeline.backwardForm +
                       "' (expected auto, rows or transposed)");
   options.ptxasReport = vm["ptxas-report"].as<bool>();
-  options.cuda.wgmmaDq = vm["wgmma-dq"].as<bool>();
+  if (vm.count("experiment")) {
+    for (const std::string &value : vm["experiment"].as<std::vector<std::string>>()) {
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(value).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+      for (llvm::StringRef name : names) {
+        name = name.trim();
+        if (name == "wgmma-dq")
+          options.cuda.wgmmaDq = true;
+        else if (name == "async-lse")
+          options.cuda.asyncColumnVectors = true;
+        else
+          return usageError("unknown --experiment '" + name.str() +
+                            "' (known: wgmma-dq, async-lse)");
+      }
+    }
+  }
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);
   if (!emit)

@@ -28,6 +28,10 @@ struct CudaEmitOptions {
   /// (wgmma_matmul_ta) instead of mma.sync over the same panels. Experimental:
   /// compiled and register-checked here, not yet run on a GPU.
   bool wgmmaDq = false;
+  /// The Sᵀ backward's per-query lse / D column vectors loaded one iteration
+  /// ahead with the Q / dO tiles (cp.async into two buffers) instead of
+  /// synchronously behind a barrier each iteration. Experimental, as above.
+  bool asyncColumnVectors = false;
 };
 
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in

@@ -129,6 +129,17 @@ template <int kThreads, int C>
 __device__ __forceinline__ void load_rows_shared(float* dst, const GlobalVector<float>& src, int row0, int limit) {
   for (int c = threadIdx.x; c < C; c += kThreads) dst[c] = row0 + c < limit ? src.base[(row0 + c) * src.stride] : 0.f;
 }
+// The same issued one iteration ahead with the tile loads (flashc --experiment=async-lse): 4-byte cp.async,
+// 0 written directly past `limit`; visible after the pipeline's cp_async_wait and barrier.
+template <int kThreads, int C>
+__device__ __forceinline__ void load_rows_async(float* dst, const GlobalVector<float>& src, int row0, int limit) {
+  for (int c = threadIdx.x; c < C; c += kThreads) {
+    if (row0 + c < limit)
+      cp_async_4(smem_u32(dst + c), src.base + (row0 + c) * src.stride);
+    else
+      dst[c] = 0.f;
+  }
+}
 
 // tile.lse (logsumexp under the op's name; a kernel argument named `lse` hides it: prefer logsumexp).
 template <int R, int W>
