@@ -135,16 +135,41 @@ bool matchGatedHidden(Value hidden, FfnMatch &match) {
   return false;
 }
 
-std::optional<FfnMatch> matchFfn(MatmulOp second) {
+/// Whether `hidden` is shaped like an FFN's hidden layer: an activation, or a
+/// product with an activation on one side (the near misses worth a warning).
+bool looksLikeHidden(Value hidden) {
+  Activation ignored;
+  Operation *op = hidden.getDefiningOp();
+  if (matchActivation(op, ignored))
+    return true;
+  auto product = dyn_cast_or_null<MulOp>(op);
+  return product && llvm::any_of(product->getOperands(), [&](Value side) {
+           return matchActivation(side.getDefiningOp(), ignored).has_value();
+         });
+}
+
+/// The FFN ending at the second matmul `second`, or nullopt. When `second`
+/// multiplies an activation (a near miss), `whyNot` says what stopped it.
+std::optional<FfnMatch> matchFfn(MatmulOp second, std::string &whyNot) {
   FfnMatch match;
-  if (!isProjection(second))
-    return std::nullopt;
   Value hidden = second.getLhs();
-  if (!hidden.hasOneUse())
+  bool nearMiss = looksLikeHidden(hidden);
+  auto fail = [&](const char *reason) -> std::optional<FfnMatch> {
+    if (nearMiss)
+      whyNot = reason;
     return std::nullopt;
+  };
+  if (!isProjection(second))
+    return fail("W2 must be a static rank-2 matmul rhs, neither operand transposed");
+  if (!hidden.hasOneUse())
+    return fail("the hidden activation has other users");
   match.chain.push_back(second);
   if (!matchPlainHidden(hidden, match) && !matchGatedHidden(hidden, match))
-    return std::nullopt;
+    return fail(isa_and_nonnull<MulOp>(hidden.getDefiningOp())
+                    ? "a gated hidden must be act(x·Wg) ⊙ (x·Wu): single-use projections of the same x "
+                      "with static rank-2 weights of one shape"
+                    : "the activation's input must be a single-use x·W1 [+ b1] with W1 a static "
+                      "rank-2 matmul rhs and b1 rank 1");
   match.w2 = second.getRhs();
   match.root = second;
 
@@ -159,7 +184,7 @@ std::optional<FfnMatch> matchFfn(MatmulOp second) {
     }
   }
   if (cast<RankedTensorType>(match.input.getType()).getRank() < 2)
-    return std::nullopt;
+    return fail("the input x must have rank 2 or more");
   return match;
 }
 
@@ -185,9 +210,13 @@ struct FuseFFNPass : public mlir::flash::impl::FuseFFNBase<FuseFFNPass> {
     SmallVector<MatmulOp> candidates;
     getOperation()->walk([&](MatmulOp op) { candidates.push_back(op); });
     IRRewriter rewriter(&getContext());
-    for (MatmulOp candidate : candidates)
-      if (std::optional<FfnMatch> match = matchFfn(candidate))
+    for (MatmulOp candidate : candidates) {
+      std::string whyNot;
+      if (std::optional<FfnMatch> match = matchFfn(candidate, whyNot))
         rewriteFfn(*match, rewriter);
+      else if (!whyNot.empty())
+        candidate.emitWarning() << "act(...)·W2 not fused into flash.ffn: " << whyNot;
+    }
   }
 };
 

@@ -1,4 +1,4 @@
-// RUN: flash-opt %s --flash-fuse-ffn --split-input-file | FileCheck %s
+// RUN: flash-opt %s --flash-fuse-ffn --split-input-file -verify-diagnostics | FileCheck %s
 //
 // y = act(x·W1 [+ b1])·W2 [+ b2]             ==> flash.ffn act x, W1 [bias b1], W2 [bias b2]
 // y = (act(x·Wg) ⊙ (x·Wu))·W2 [+ b2]         ==> flash.ffn act x, Wg up Wu, W2 [bias b2]
@@ -133,6 +133,7 @@ func.func @two_layers(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor
 func.func @hidden_used_twice(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<256x64xf32>) -> (tensor<8x64xf32>, tensor<8x256xf32>) {
   %h = flash.matmul %x, %w1 : tensor<8x64xf32>, tensor<64x256xf32> -> tensor<8x256xf32>
   %a = flash.relu %h : tensor<8x256xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: the hidden activation has other users}}
   %y = flash.matmul %a, %w2 : tensor<8x256xf32>, tensor<256x64xf32> -> tensor<8x64xf32>
   return %y, %a : tensor<8x64xf32>, tensor<8x256xf32>
 }
@@ -145,6 +146,7 @@ func.func @hidden_used_twice(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2:
 func.func @projection_used_twice(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<256x64xf32>) -> (tensor<8x64xf32>, tensor<8x256xf32>) {
   %h = flash.matmul %x, %w1 : tensor<8x64xf32>, tensor<64x256xf32> -> tensor<8x256xf32>
   %a = flash.relu %h : tensor<8x256xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: the activation's input must be a single-use x·W1 [+ b1] with W1 a static rank-2 matmul rhs and b1 rank 1}}
   %y = flash.matmul %a, %w2 : tensor<8x256xf32>, tensor<256x64xf32> -> tensor<8x64xf32>
   return %y, %h : tensor<8x64xf32>, tensor<8x256xf32>
 }
@@ -158,6 +160,7 @@ func.func @biased_used_twice(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %b1:
   %h = flash.matmul %x, %w1 : tensor<8x64xf32>, tensor<64x256xf32> -> tensor<8x256xf32>
   %hb = flash.add %h, %b1 : tensor<8x256xf32>, tensor<256xf32>
   %a = flash.relu %hb : tensor<8x256xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: the activation's input must be a single-use x·W1 [+ b1] with W1 a static rank-2 matmul rhs and b1 rank 1}}
   %y = flash.matmul %a, %w2 : tensor<8x256xf32>, tensor<256x64xf32> -> tensor<8x64xf32>
   return %y, %hb : tensor<8x64xf32>, tensor<8x256xf32>
 }
@@ -170,6 +173,7 @@ func.func @biased_used_twice(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %b1:
 func.func @transposed_weight(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2t: tensor<64x256xf32>) -> tensor<8x64xf32> {
   %h = flash.matmul %x, %w1 : tensor<8x64xf32>, tensor<64x256xf32> -> tensor<8x256xf32>
   %a = flash.relu %h : tensor<8x256xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: W2 must be a static rank-2 matmul rhs, neither operand transposed}}
   %y = flash.matmul %a, %w2t transpose_b : tensor<8x256xf32>, tensor<64x256xf32> -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
 }
@@ -182,6 +186,7 @@ func.func @transposed_weight(%x: tensor<8x64xf32>, %w1: tensor<64x256xf32>, %w2t
 func.func @batched_weights(%x: tensor<2x8x64xf32>, %w1: tensor<2x64x256xf32>, %w2: tensor<2x256x64xf32>) -> tensor<2x8x64xf32> {
   %h = flash.matmul %x, %w1 : tensor<2x8x64xf32>, tensor<2x64x256xf32> -> tensor<2x8x256xf32>
   %a = flash.relu %h : tensor<2x8x256xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: W2 must be a static rank-2 matmul rhs, neither operand transposed}}
   %y = flash.matmul %a, %w2 : tensor<2x8x256xf32>, tensor<2x256x64xf32> -> tensor<2x8x64xf32>
   return %y : tensor<2x8x64xf32>
 }
@@ -194,6 +199,7 @@ func.func @batched_weights(%x: tensor<2x8x64xf32>, %w1: tensor<2x64x256xf32>, %w
 func.func @dynamic_weight(%x: tensor<8x64xf32>, %w1: tensor<64x?xf32>, %w2: tensor<?x64xf32>) -> tensor<8x64xf32> {
   %h = flash.matmul %x, %w1 : tensor<8x64xf32>, tensor<64x?xf32> -> tensor<8x?xf32>
   %a = flash.relu %h : tensor<8x?xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: W2 must be a static rank-2 matmul rhs, neither operand transposed}}
   %y = flash.matmul %a, %w2 : tensor<8x?xf32>, tensor<?x64xf32> -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
 }
@@ -220,6 +226,7 @@ func.func @gated_different_inputs(%x: tensor<16x64xf32>, %z: tensor<16x64xf32>, 
   %a = flash.silu %g : tensor<16x128xf32>
   %u = flash.matmul %z, %wu : tensor<16x64xf32>, tensor<64x128xf32> -> tensor<16x128xf32>
   %h = flash.mul %a, %u : tensor<16x128xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: a gated hidden must be act(x·Wg) ⊙ (x·Wu): single-use projections of the same x with static rank-2 weights of one shape}}
   %y = flash.matmul %h, %wd : tensor<16x128xf32>, tensor<128x64xf32> -> tensor<16x64xf32>
   return %y : tensor<16x64xf32>
 }
@@ -236,6 +243,7 @@ func.func @gated_gate_bias(%x: tensor<16x64xf32>, %wg: tensor<64x128xf32>, %bg: 
   %a = flash.silu %gb : tensor<16x128xf32>
   %u = flash.matmul %x, %wu : tensor<16x64xf32>, tensor<64x128xf32> -> tensor<16x128xf32>
   %h = flash.mul %a, %u : tensor<16x128xf32>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: a gated hidden must be act(x·Wg) ⊙ (x·Wu): single-use projections of the same x with static rank-2 weights of one shape}}
   %y = flash.matmul %h, %wd : tensor<16x128xf32>, tensor<128x64xf32> -> tensor<16x64xf32>
   return %y : tensor<16x64xf32>
 }
