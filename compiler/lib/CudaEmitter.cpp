@@ -646,15 +646,29 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   os << ") {\n";
   ++indent;
 
+  // --experiment=one-barrier: the landing barrier comes first and also says
+  // every thread is done with the last iteration, so the prefetch refills its
+  // buffers after it and no end-of-iteration barrier is needed.
+  bool oneBarrier = pipelined && options.oneBarrierPipeline;
   if (pipelined) {
-    // Prefetch iteration n + (stages-1)·step into the buffer freed last iteration.
-    if (failed(emitIssueAhead(forOp, pipe, "n_next",
-                              iv + " + " + std::to_string(pipe.stages - 1) + " * " + step,
-                              "(" + pipe.stageVar + " + " + std::to_string(pipe.stages - 1) +
-                                  ") % " + std::to_string(pipe.stages))))
-      return failure();
-    emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 1) +
-                    ">();  // this iteration's buffers landed");
+    auto issueAhead = [&]() {
+      // Prefetch iteration n + (stages-1)·step into the buffer freed last iteration.
+      return emitIssueAhead(forOp, pipe, "n_next",
+                            iv + " + " + std::to_string(pipe.stages - 1) + " * " + step,
+                            "(" + pipe.stageVar + " + " + std::to_string(pipe.stages - 1) + ") % " +
+                                std::to_string(pipe.stages));
+    };
+    if (oneBarrier) {
+      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 2) +
+                      ">();  // this iteration's buffers landed, the last iteration is done");
+      if (failed(issueAhead()))
+        return failure();
+    } else {
+      if (failed(issueAhead()))
+        return failure();
+      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 1) +
+                      ">();  // this iteration's buffers landed");
+    }
   }
 
   if (failed(emitBlock(*forOp.getBody())))
@@ -671,12 +685,14 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     if (isa<tile::LoadOp, tile::CopyOp>(op))
       writesShared = true;
   });
-  if (writesShared)
+  if (writesShared && !oneBarrier)
     line() << "__syncthreads();  // buffers are overwritten by the next iteration\n";
   --indent;
   line() << "}\n";
   if (pipelined)
     line() << "cp_async_wait<0>();\n";
+  if (writesShared && oneBarrier)
+    line() << "__syncthreads();  // the last iteration's buffers are free for what follows\n";
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);

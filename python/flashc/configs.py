@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=wgmma-dq+async-lse]
+            [,backward=auto|rows|transposed][,experiments=wgmma-dq+async-lse+one-barrier]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -60,7 +60,7 @@ BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c 
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
 # flashc --experiment (code generation not yet run on a GPU), each alone and both: bench_attention.py's
 # experimental columns, and the test configs the device run checks against float64 before they are timed.
-EXPERIMENT_SETS = (("wgmma-dq",), ("async-lse",), ("async-lse", "wgmma-dq"))
+EXPERIMENT_SETS = (("wgmma-dq",), ("async-lse",), ("one-barrier",), ("async-lse", "one-barrier", "wgmma-dq"))
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
 TEST_ATTENTION_EXPERIMENTS = tuple(

@@ -29,7 +29,7 @@ FFN_BACKWARD = "ffn0_backward"
 DTYPES = ("bf16", "f16")
 BACKWARD_FORMS = ("auto", "rows", "transposed")
 # flashc --experiment names: code generation compiled and checked here, not yet run on a GPU.
-EXPERIMENTS = ("wgmma-dq", "async-lse")
+EXPERIMENTS = ("wgmma-dq", "async-lse", "one-barrier")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

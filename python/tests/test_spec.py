@@ -146,7 +146,7 @@ class KeyTest(unittest.TestCase):
         self.assertIn("experiments=async-lse+wgmma-dq", both.describe())
         self.assertEqual(configs.parse_config(configs.format_config(both)), both)
         for bad in (("nope",), "wgmma-dq"):
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wgmma-dq, async-lse"):
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wgmma-dq, async-lse, one-barrier"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
 
     def test_format_f32(self):

@@ -10,6 +10,7 @@
 // RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=WDQ
 // RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WDQ80
 // RUN: flashc %s --experiment=async-lse --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=ALSE
+// RUN: flashc %s --experiment=one-barrier --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=ONEBAR
 // RUN: not flashc %s --experiment=async-lse,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -28,7 +29,22 @@
 // ALSE-NEXT: float* const [[D:.+]] = shared_floats(smem, [[DOFF]] + stage * 256);
 // ALSE-NOT: column vectors written by all threads
 // ALSE: recompute_probs_cols({{.+}}, [[LSE]],
-// BADX: unknown --experiment 'nope' (known: wgmma-dq, async-lse)
+// BADX: unknown --experiment 'nope' (known: wgmma-dq, async-lse, one-barrier)
+// --experiment=one-barrier: wait and barrier first, then prefetch into the
+// buffers the last iteration read; no end-of-iteration barrier, one after the loop.
+// ONEBAR-LABEL: flashc_attention_attention_bwd(
+// ONEBAR: for (int [[QB:.+]] = {{.*}}stage = 0;
+// ONEBAR-NEXT: cp_async_wait<0>();  // this iteration's buffers landed, the last iteration is done
+// ONEBAR-NEXT: fence_async_shared();
+// ONEBAR-NEXT: __syncthreads();
+// ONEBAR-NEXT: {  // loads of a later iteration, in flight during this one
+// ONEBAR-NOT: buffers are overwritten by the next iteration
+// ONEBAR: atomic_add_tile(
+// ONEBAR-NEXT: }
+// ONEBAR-NEXT: wgmma_wait<0>();
+// ONEBAR-NEXT: }
+// ONEBAR-NEXT: cp_async_wait<0>();
+// ONEBAR-NEXT: __syncthreads();  // the last iteration's buffers are free for what follows
 // --experiment=wgmma-dq: each warpgroup's 64 x 64 part of dQ is one wgmma
 // product over the same panels; mma.sync targets keep matmul_ta.
 // WDQ-LABEL: flashc_attention_attention_bwd(

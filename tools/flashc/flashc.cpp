@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
        "code generation not yet run on a GPU, comma-separated or repeated: wgmma-dq (the sm_90a "
-       "Sᵀ backward's dQ product as wgmma), async-lse (its lse / D loaded a step ahead)") //
+       "Sᵀ backward's dQ product as wgmma), async-lse (its lse / D loaded a step ahead), "
+       "one-barrier (pipelined loops with one barrier an iteration)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -164,9 +165,11 @@ int main(int argc, char **argv) {
           options.cuda.wgmmaDq = true;
         else if (name == "async-lse")
           options.cuda.asyncColumnVectors = true;
+        else if (name == "one-barrier")
+          options.cuda.oneBarrierPipeline = true;
         else
           return usageError("unknown --experiment '" + name.str() +
-                            "' (known: wgmma-dq, async-lse)");
+                            "' (known: wgmma-dq, async-lse, one-barrier)");
       }
     }
   }

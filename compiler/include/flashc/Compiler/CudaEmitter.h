@@ -32,6 +32,11 @@ struct CudaEmitOptions {
   /// ahead with the Q / dO tiles (cp.async into two buffers) instead of
   /// synchronously behind a barrier each iteration. Experimental, as above.
   bool asyncColumnVectors = false;
+  /// Pipelined loops with one barrier an iteration: wait for this iteration's
+  /// loads, barrier, then prefetch into the buffers the last iteration read
+  /// (instead of prefetch, wait, barrier, ..., end-of-iteration barrier).
+  /// Experimental, as above.
+  bool oneBarrierPipeline = false;
 };
 
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in
