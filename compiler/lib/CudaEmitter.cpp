@@ -915,7 +915,10 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                  << nameOf(o.getRowLimit()) << ");\n";
           bind(o.getResult(), name);
           auto next = dyn_cast_or_null<tile::LoadRowsOp>(o->getNextNode());
-          if (!next || !cast<tile::TileType>(next.getType()).isShared())
+          // The next one shares this barrier unless it is issued ahead (async-lse),
+          // which emits none.
+          if (!next || !cast<tile::TileType>(next.getType()).isShared() ||
+              (pipeline && pipeline->loads.contains(next)))
             line() << "__syncthreads();  // column vectors written by all threads\n";
           return success();
         }
