@@ -63,6 +63,8 @@ BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transpo
 EXPERIMENT_SETS = (("wgmma-dq",), ("async-lse",), ("one-barrier",), ("async-lse", "one-barrier", "wgmma-dq"))
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
+# The pipelined GEMM loops of the FFN kernels under one-barrier (the other experiments touch attention only).
+TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=("one-barrier",)) for c in TEST_FFN)
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
@@ -80,14 +82,18 @@ SETS = {
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
-    "tests-attention-experiments": TEST_ATTENTION_EXPERIMENTS,
+    "tests-experiments": TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS,
     "tests-ffn": TEST_FFN,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + TEST_ATTENTION_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS)
+               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+
+
+def _experiments(fields):
+    return tuple(e for e in fields.get("experiments", "").split("+") if e)
 
 
 def _bool(key, text):
@@ -126,7 +132,7 @@ def parse_config(text):
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
                              "scale", "backward", "experiments"},
-               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
+               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated", "experiments"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise InvalidArgumentError("config %r: unknown field%s %s (known: %s)" % (
@@ -150,14 +156,15 @@ def parse_config(text):
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
                 backward_form=fields.get("backward", "auto"),
-                experiments=tuple(e for e in fields.get("experiments", "").split("+") if e))
+                experiments=_experiments(fields))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
         return FfnConfig(dtype=fields.get("dtype", "bf16"), d_model=_int("d", fields["d"]), d_hidden=_int("h", fields["h"]),
                          d_out=_int("d_out", fields["d_out"]) if "d_out" in fields else None,
                          activation=fields.get("act", "gelu_tanh"), has_b1=_bool("b1", fields.get("b1", "0")),
-                         has_b2=_bool("b2", fields.get("b2", "0")), gated=_bool("gated", fields.get("gated", "0")))
+                         has_b2=_bool("b2", fields.get("b2", "0")), gated=_bool("gated", fields.get("gated", "0")),
+                         experiments=_experiments(fields))
     except InvalidArgumentError as e:
         if str(e).startswith("config "):
             raise
@@ -179,9 +186,7 @@ def format_config(config):
         parts.append("scale=%s" % format_f32(config.scale))
         if config.backward_form != "auto":
             parts.append("backward=%s" % config.backward_form)
-        if config.experiments:
-            parts.append("experiments=%s" % "+".join(config.experiments))
-        return "attention:" + ",".join(parts)
+        return "attention:" + ",".join(parts + _experiment_field(config))
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:
         parts.append("d_out=%d" % config.d_out)
@@ -189,7 +194,11 @@ def format_config(config):
     for name in ("b1", "b2", "gated"):
         if getattr(config, "has_" + name if name != "gated" else name):
             parts.append("%s=1" % name)
-    return "ffn:" + ",".join(parts)
+    return "ffn:" + ",".join(parts + _experiment_field(config))
+
+
+def _experiment_field(config):
+    return ["experiments=%s" % "+".join(config.experiments)] if config.experiments else []
 
 
 def resolve(items):

@@ -33,6 +33,26 @@ EXPERIMENTS = ("wgmma-dq", "async-lse", "one-barrier")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
+def _checked_experiments(experiments):
+    """`experiments` as a sorted tuple of known flashc --experiment names."""
+    unknown = [e for e in experiments if e not in EXPERIMENTS]
+    if isinstance(experiments, str) or unknown:
+        raise InvalidArgumentError("experiments must be a tuple of %s, got %r" % (", ".join(EXPERIMENTS), experiments))
+    return tuple(sorted(set(experiments)))
+
+
+def _experiment_flags(experiments):
+    return ("--experiment=" + ",".join(experiments),) if experiments else ()
+
+
+def _experiment_key(experiments):
+    return "".join("_x" + e.replace("-", "") for e in experiments)
+
+
+def _experiment_words(experiments):
+    return ["experiments=%s" % "+".join(experiments)] if experiments else []
+
+
 def f32(value):
     """value rounded to the nearest float32 (as a Python float)."""
     return struct.unpack("<f", struct.pack("<f", float(value)))[0]
@@ -95,11 +115,7 @@ class AttentionConfig:
         if self.backward_form not in BACKWARD_FORMS:
             raise InvalidArgumentError("backward_form must be one of %s, got %r" % (
                 ", ".join(BACKWARD_FORMS), self.backward_form))
-        unknown = [e for e in self.experiments if e not in EXPERIMENTS]
-        if isinstance(self.experiments, str) or unknown:
-            raise InvalidArgumentError("experiments must be a tuple of %s, got %r" % (
-                ", ".join(EXPERIMENTS), self.experiments))
-        object.__setattr__(self, "experiments", tuple(sorted(set(self.experiments))))
+        object.__setattr__(self, "experiments", _checked_experiments(self.experiments))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("attention dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         _check_int("num_heads", self.num_heads, 1)
@@ -180,22 +196,20 @@ class AttentionConfig:
         parts.append("scale=%s" % format_f32(self.scale))
         if self.backward_form != "auto":
             parts.append("backward=%s" % self.backward_form)
-        if self.experiments:
-            parts.append("experiments=%s" % "+".join(self.experiments))
-        return " ".join(parts)
+        return " ".join(parts + _experiment_words(self.experiments))
 
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
         flags = () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
-        return flags + (("--experiment=" + ",".join(self.experiments),) if self.experiments else ())
+        return flags + _experiment_flags(self.experiments)
 
     @property
     def key(self):
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
         form = "" if self.backward_form == "auto" else "_bwd" + self.backward_form
-        form += "".join("_x" + e.replace("-", "") for e in self.experiments)
+        form += _experiment_key(self.experiments)
         return "attn_%s_h%dkv%d_d%d%s_%s%s%s_%s" % (
             self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap, form,
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
@@ -229,8 +243,10 @@ class FfnConfig:
     has_b2: bool = False
     gated: bool = False
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
+    experiments: Tuple[str, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "experiments", _checked_experiments(self.experiments))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("ffn dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         if self.activation not in ACTIVATIONS:
@@ -246,7 +262,10 @@ class FfnConfig:
             raise InvalidArgumentError("a gated FFN takes no b1 (y = (act(x·w_gate) * (x·w_up))·w2 + b2)")
         object.__setattr__(self, "archs", tuple(self.archs))
 
-    compiler_flags = ()
+    @property
+    def compiler_flags(self):
+        """flashc options this configuration is compiled with (besides --arch)."""
+        return _experiment_flags(self.experiments)
 
     def input_names(self):
         if self.gated:
@@ -286,15 +305,16 @@ class FfnConfig:
         parts.append(self.activation + (" gated" if self.gated else ""))
         parts.append("bias=" + ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "") if (self.has_b1 or self.has_b2)
                      else "no-bias")
-        return " ".join(parts)
+        return " ".join(parts + _experiment_words(self.experiments))
 
     @property
     def key(self):
         out = "" if self.d_out == self.d_model else "o%d" % self.d_out
         bias = ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "")
-        return "ffn_%s_d%dh%d%s_%s%s%s_%s" % (
+        return "ffn_%s_d%dh%d%s_%s%s%s%s_%s" % (
             self.dtype, self.d_model, self.d_hidden, out, self.activation, "_gated" if self.gated else "",
-            "_" + bias if bias else "", _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
+            "_" + bias if bias else "", _experiment_key(self.experiments),
+            _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
 
     forward_program = FFN_FORWARD
     backward_program = FFN_BACKWARD

@@ -148,6 +148,12 @@ class KeyTest(unittest.TestCase):
         for bad in (("nope",), "wgmma-dq"):
             with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wgmma-dq, async-lse, one-barrier"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
+        ffn = FfnConfig("bf16", 64, 256, experiments=("one-barrier",))
+        self.assertEqual(ffn.compiler_flags, ("--experiment=one-barrier",))
+        self.assertIn("_xonebarrier_", ffn.key)
+        self.assertNotEqual(ffn.key, FfnConfig("bf16", 64, 256).key)
+        self.assertEqual(FfnConfig("bf16", 64, 256).compiler_flags, ())
+        self.assertEqual(configs.parse_config(configs.format_config(ffn)), ffn)
 
     def test_format_f32(self):
         self.assertEqual(format_f32(0.125), "0.125")
