@@ -212,6 +212,14 @@ private:
   LogicalResult emitLoadIssue(tile::LoadOp load, StringRef dst);
   std::string globalMatrix(Value tensor, ValueRange indices, unsigned keep);
   std::string globalVector(Value tensor, ValueRange indices);
+  /// `float*` to a shared column vector placed at `offset`, in buffer `buffer`
+  /// (a C++ expression; "" for a single buffer).
+  std::string sharedFloats(int64_t offset, tile::TileType type, StringRef buffer) {
+    std::string s = "shared_floats(smem, " + std::to_string(offset);
+    if (!buffer.empty())
+      s += " + " + buffer.str() + " * " + std::to_string(type.getRows() * 4);
+    return s + ")";
+  }
   std::string declareResult(Operation *op, Value result, StringRef hint, StringRef init);
   bool canUpdateInPlace(Operation *user, Value operand);
   /// The C++ variable of `op`'s result, which starts as `operand`: the
@@ -682,7 +690,8 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   // Every buffer written in this body is rewritten next iteration.
   bool writesShared = false;
   forOp.getBody()->walk([&](Operation *op) {
-    if (isa<tile::LoadOp, tile::CopyOp>(op))
+    auto rows = dyn_cast<tile::LoadRowsOp>(op);
+    if (isa<tile::LoadOp, tile::CopyOp>(op) || (rows && cast<tile::TileType>(rows.getType()).isShared()))
       writesShared = true;
   });
   if (writesShared && !oneBarrier)
@@ -722,8 +731,8 @@ LogicalResult KernelEmitter::emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, St
       auto type = cast<tile::TileType>(rows.getType());
       int64_t off = placeShared(rows, type, pipe.stages);
       ValueRange idx = rows.getIndices();
-      line() << "load_rows_async<kThreads, " << type.getRows() << ">(shared_floats(smem, " << off
-             << " + (" << buffer << ") * " << type.getRows() * 4 << "), "
+      line() << "load_rows_async<kThreads, " << type.getRows() << ">("
+             << sharedFloats(off, type, "(" + buffer + ")") << ", "
              << globalVector(rows.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
              << nameOf(rows.getRowLimit()) << ");\n";
       continue;
@@ -896,24 +905,20 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       .Case([&](tile::LoadRowsOp o) {
         ValueRange idx = o.getIndices();
         auto type = cast<tile::TileType>(o.getType());
-        if (type.isShared() && pipeline && pipeline->loads.contains(o)) {
-          // Issued one iteration ahead (--experiment=async-lse): this iteration's buffer.
-          int64_t off = placeShared(o, type, pipeline->stages);
-          std::string name = fresh(nameOf(o.getSource()) + "_cols");
-          line() << "float* const " << name << " = shared_floats(smem, " << off << " + "
-                 << pipeline->stageVar << " * " << type.getRows() * 4 << ");\n";
-          bind(o.getResult(), name);
-          return success();
-        }
         if (type.isShared()) {
-          // Sᵀ backward: per-query lse / D read by column index, staged once per block.
-          int64_t off = placeShared(o, type, 1);
+          // Sᵀ backward: per-query lse / D read by column index, staged once per
+          // step, or issued one step ahead (--experiment=async-lse): this step's buffer.
+          bool ahead = pipeline && pipeline->loads.contains(o);
+          int64_t off = placeShared(o, type, ahead ? pipeline->stages : 1);
           std::string name = fresh(nameOf(o.getSource()) + "_cols");
-          line() << "float* const " << name << " = shared_floats(smem, " << off << ");\n";
+          line() << "float* const " << name << " = "
+                 << sharedFloats(off, type, ahead ? pipeline->stageVar : "") << ";\n";
+          bind(o.getResult(), name);
+          if (ahead)
+            return success();
           line() << "load_rows_shared<kThreads, " << type.getRows() << ">(" << name << ", "
                  << globalVector(o.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
                  << nameOf(o.getRowLimit()) << ");\n";
-          bind(o.getResult(), name);
           auto next = dyn_cast_or_null<tile::LoadRowsOp>(o->getNextNode());
           // The next one shares this barrier unless it is issued ahead (async-lse),
           // which emits none.
@@ -1350,6 +1355,20 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 }
 
 } // namespace
+
+bool enableExperiment(CudaEmitOptions &options, StringRef name) {
+  if (name == "wgmma-dq")
+    options.wgmmaDq = true;
+  else if (name == "async-lse")
+    options.asyncColumnVectors = true;
+  else if (name == "one-barrier")
+    options.oneBarrierPipeline = true;
+  else
+    return false;
+  return true;
+}
+
+const char *experimentNames() { return "wgmma-dq, async-lse, one-barrier"; }
 
 FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) {
   CudaModule result;

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "TileLowering.h"
@@ -52,7 +53,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                          << "' (known: " << knownTargetNames() << ")";
       return signalPassFailure();
     }
-    if (form != "auto" && form != "rows" && form != "transposed") {
+    if (!mlir::flash::isBackwardForm(form)) {
       module.emitError() << "flash-generate-backward: unknown form '" << form
                          << "' (expected auto, rows or transposed)";
       return signalPassFailure();

@@ -59,42 +59,45 @@ def run_reference(config, q, k, v, do, dtype):
     return o, lse, grads
 
 
+def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False):
+    """flashc's o, lse, dq, dk, dv for `config` on one shape, each within twice the unfused computation's error
+    against float64 (test_gpu_experimental uses it too)."""
+    label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
+    q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(q.dtype)
+    try:
+        o, lse, grads = run_flashc(config, q, k, v, do)
+    except flashc.BundleNotFoundError as e:
+        missing_bundle_skip(test, e, optional=config.head_dim > 128)
+    torch.cuda.synchronize()
+    o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64)
+    o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype)
+    test.assertEqual(o.dtype, q.dtype)
+    test.assertEqual(tuple(lse.shape), (batch, config.num_heads, seq_q))
+    assert_close_to_reference(test, label + " o", o, o_lp, o64)
+    assert_close_to_reference(test, label + " lse", lse, lse_lp, lse64, floor=1e-3)
+    for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
+        test.assertEqual(got.shape, ref.shape, name)
+        assert_close_to_reference(test, label + " " + name, got, base, ref)
+
+
 @requires_cuda
 class AttentionGpuTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         setup_gpu_suite()
 
-    def check(self, config, batch, seq_q, seq_k, seed=0, bshd=False):
-        label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
-        q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
-        g = torch.Generator(device="cuda").manual_seed(seed + 1)
-        do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(q.dtype)
-        try:
-            o, lse, grads = run_flashc(config, q, k, v, do)
-        except flashc.BundleNotFoundError as e:
-            missing_bundle_skip(self, e, optional=config.head_dim > 128)
-        torch.cuda.synchronize()
-        o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64)
-        o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype)
-        self.assertEqual(o.dtype, q.dtype)
-        self.assertEqual(tuple(lse.shape), (batch, config.num_heads, seq_q))
-        assert_close_to_reference(self, label + " o", o, o_lp, o64)
-        assert_close_to_reference(self, label + " lse", lse, lse_lp, lse64, floor=1e-3)
-        for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
-            self.assertEqual(got.shape, ref.shape, name)
-            assert_close_to_reference(self, label + " " + name, got, base, ref)
-
     def test_named_configs_over_ragged_shapes(self):
         for config in configs.TEST_ATTENTION + configs.TEST_ATTENTION_TRANSPOSED + configs.TEST_ATTENTION_ROWS:
             for batch, seq_q, seq_k in SHAPES:
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
-                    self.check(config, batch, seq_q, seq_k)
+                    check_against_reference(self, config, batch, seq_q, seq_k)
 
     def test_bshd_layout(self):
         for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[-3]):
             with self.subTest(config=config.describe()):
-                self.check(config, 2, 97, 131, seed=1, bshd=True)
+                check_against_reference(self, config, 2, 97, 131, seed=1, bshd=True)
 
     def test_runs_on_the_current_stream(self):
         config = configs.TEST_ATTENTION[2]

@@ -28,7 +28,7 @@ class ExperimentalGpuTest(unittest.TestCase):
         for config in configs.TEST_ATTENTION_EXPERIMENTS:
             for batch, seq_q, seq_k in established.SHAPES:
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
-                    established.AttentionGpuTest.check(self, config, batch, seq_q, seq_k)
+                    established.check_against_reference(self, config, batch, seq_q, seq_k)
 
 
 if __name__ == "__main__":

@@ -159,18 +159,10 @@ int main(int argc, char **argv) {
     for (const std::string &value : vm["experiment"].as<std::vector<std::string>>()) {
       llvm::SmallVector<llvm::StringRef> names;
       llvm::StringRef(value).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
-      for (llvm::StringRef name : names) {
-        name = name.trim();
-        if (name == "wgmma-dq")
-          options.cuda.wgmmaDq = true;
-        else if (name == "async-lse")
-          options.cuda.asyncColumnVectors = true;
-        else if (name == "one-barrier")
-          options.cuda.oneBarrierPipeline = true;
-        else
-          return usageError("unknown --experiment '" + name.str() +
-                            "' (known: wgmma-dq, async-lse, one-barrier)");
-      }
+      for (llvm::StringRef name : names)
+        if (!flashc::enableExperiment(options.cuda, name.trim()))
+          return usageError("unknown --experiment '" + name.trim().str() + "' (known: " +
+                            flashc::experimentNames() + ")");
     }
   }
   std::string emitText = vm["emit"].as<std::string>();

@@ -39,6 +39,13 @@ struct CudaEmitOptions {
   bool oneBarrierPipeline = false;
 };
 
+/// Turns on the experiment `name` (flashc --experiment): wgmma-dq, async-lse,
+/// one-barrier. False for an unknown name.
+bool enableExperiment(CudaEmitOptions &options, llvm::StringRef name);
+
+/// The experiment names, comma-separated, for diagnostics.
+const char *experimentNames();
+
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in
 /// `module`. Reports a diagnostic on the offending op and fails when a kernel
 /// uses something the chosen strategy cannot express (e.g. f32 matmul
