@@ -28,20 +28,20 @@ import bench_common as bc
 
 # flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
 # and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
-# flashc_x*: the default kernels with flashc --experiment (code generation not yet run on a GPU; float64-checked like
-# the others): wgmma-dq, async-lse, one-barrier, all three. Only on request (--peers): a faulting kernel would take the process's
-# CUDA context, and every later column, with it.
+# flashc_x*: the default kernels with flashc --experiment, each the form a default replaced (float64-checked like
+# the others): mma-dq, sync-lse, two-barrier, all three (the kernels before them). Only on request (--peers): a new
+# experiment that faults would take the process's CUDA context, and every later column, with it.
 DEFAULT_PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEERS = DEFAULT_PEERS + ["flashc_xwdq", "flashc_xlse", "flashc_x1bar", "flashc_xall"]
+PEERS = DEFAULT_PEERS + ["flashc_xmdq", "flashc_xslse", "flashc_x2bar", "flashc_xall"]
 # name -> (backward form, experiments)
 FLASHC_FORMS = {"flashc": ("auto", ()), "flashc_rows": ("rows", ()), "flashc_st": ("transposed", ()),
-                "flashc_xwdq": ("auto", ("wgmma-dq",)), "flashc_xlse": ("auto", ("async-lse",)),
-                "flashc_x1bar": ("auto", ("one-barrier",)),
-                "flashc_xall": ("auto", ("async-lse", "one-barrier", "wgmma-dq"))}
+                "flashc_xmdq": ("auto", ("mma-dq",)), "flashc_xslse": ("auto", ("sync-lse",)),
+                "flashc_x2bar": ("auto", ("two-barrier",)),
+                "flashc_xall": ("auto", ("mma-dq", "sync-lse", "two-barrier"))}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
 PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
-               "flashc_xwdq": "flashc (x: wgmma dQ)", "flashc_xlse": "flashc (x: async lse)",
-               "flashc_x1bar": "flashc (x: one barrier)", "flashc_xall": "flashc (x: all)", "cudnn": "cuDNN",
+               "flashc_xmdq": "flashc (x: mma.sync dQ)", "flashc_xslse": "flashc (x: sync lse)",
+               "flashc_x2bar": "flashc (x: two barriers)", "flashc_xall": "flashc (x: all three)", "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",
                "sdpa_efficient": "SDPA mem-efficient", "naive": "naive eager"}

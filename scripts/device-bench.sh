@@ -124,7 +124,7 @@ else
   if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
     # compute-sanitizer memcheck and racecheck on small ragged shapes of a few representative bundles
     # (sm_90a wgmma forward; the default wgmma Sᵀ backward at D = 128 and D = 64 (128 queries a step), with
-    # the forced row form and the experimental --experiment=wgmma-dq bundles of the same configurations; window f16,
+    # the forced row form and the --experiment bundles (the forms the defaults replaced) of the same configurations; window f16,
     # GQA, D = 256 (mma.sync), FFN with split-K weight gradients).
     sanitize_all() {
       local rc=0 cs

@@ -182,8 +182,8 @@ private:
     int64_t bands, groups, width;
   };
   ChunkShape chunkShape(tile::TileType type);
-  /// A chunked product printed as wgmma_matmul_ta (--experiment=wgmma-dq): 64-column
-  /// parts of 64 rows a warpgroup; other shapes keep mma.sync.
+  /// A chunked product printed as wgmma_matmul_ta (unless --experiment=mma-dq):
+  /// 64-column parts of 64 rows a warpgroup; other shapes keep mma.sync.
   bool isWgmmaChunkedMatmul(tile::MatmulOp mm);
   DenseSet<Operation *> emittedAhead;
   bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
@@ -654,9 +654,10 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   os << ") {\n";
   ++indent;
 
-  // --experiment=one-barrier: the landing barrier comes first and also says
-  // every thread is done with the last iteration, so the prefetch refills its
-  // buffers after it and no end-of-iteration barrier is needed.
+  // One barrier an iteration (unless --experiment=two-barrier): the landing
+  // barrier comes first and also says every thread is done with the last
+  // iteration, so the prefetch refills its buffers after it and no
+  // end-of-iteration barrier is needed.
   bool oneBarrier = pipelined && options.oneBarrierPipeline;
   if (pipelined) {
     auto issueAhead = [&]() {
@@ -907,7 +908,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         auto type = cast<tile::TileType>(o.getType());
         if (type.isShared()) {
           // Sᵀ backward: per-query lse / D read by column index, staged once per
-          // step, or issued one step ahead (--experiment=async-lse): this step's buffer.
+          // step (--experiment=sync-lse), or issued one step ahead: this step's buffer.
           bool ahead = pipeline && pipeline->loads.contains(o);
           int64_t off = placeShared(o, type, ahead ? pipeline->stages : 1);
           std::string name = fresh(nameOf(o.getSource()) + "_cols");
@@ -975,7 +976,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
         line() << "store_fragments(" << name << ", " << reg(o.getSource()) << ");\n";
-        // A wgmma reader (--experiment=wgmma-dq's wgmma_matmul_ta) reads through the async
+        // A wgmma reader (the wgmma dQ product, wgmma_matmul_ta) reads through the async
         // proxy: the generic-proxy stores fence before the barrier.
         if (wgmma() && llvm::any_of(o->getUsers(), [&](Operation *user) {
               auto mm = dyn_cast<tile::MatmulOp>(user);
@@ -1357,18 +1358,18 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 } // namespace
 
 bool enableExperiment(CudaEmitOptions &options, StringRef name) {
-  if (name == "wgmma-dq")
-    options.wgmmaDq = true;
-  else if (name == "async-lse")
-    options.asyncColumnVectors = true;
-  else if (name == "one-barrier")
-    options.oneBarrierPipeline = true;
+  if (name == "mma-dq")
+    options.wgmmaDq = false;
+  else if (name == "sync-lse")
+    options.asyncColumnVectors = false;
+  else if (name == "two-barrier")
+    options.oneBarrierPipeline = false;
   else
     return false;
   return true;
 }
 
-const char *experimentNames() { return "wgmma-dq, async-lse, one-barrier"; }
+const char *experimentNames() { return "mma-dq, sync-lse, two-barrier"; }
 
 FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) {
   CudaModule result;

@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=wgmma-dq+async-lse+one-barrier]
+            [,backward=auto|rows|transposed][,experiments=mma-dq+sync-lse+two-barrier]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -58,13 +58,13 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
-# flashc --experiment (code generation not yet run on a GPU), each alone and both: bench_attention.py's
-# experimental columns, and the test configs the device run checks against float64 before they are timed.
-EXPERIMENT_SETS = (("wgmma-dq",), ("async-lse",), ("one-barrier",), ("async-lse", "one-barrier", "wgmma-dq"))
+# flashc --experiment (the forms today's defaults replaced), each alone and all three: bench_attention.py's
+# flashc_x* columns, and the test configs the device run checks against float64.
+EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"))
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
-# The pipelined GEMM loops of the FFN kernels under one-barrier (the other experiments touch attention only).
-TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=("one-barrier",)) for c in TEST_FFN)
+# The pipelined GEMM loops of the FFN kernels under two-barrier (the other experiments touch attention only).
+TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=("two-barrier",)) for c in TEST_FFN)
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]

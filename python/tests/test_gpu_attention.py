@@ -61,7 +61,7 @@ def run_reference(config, q, k, v, do, dtype):
 
 def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False):
     """flashc's o, lse, dq, dk, dv for `config` on one shape, each within twice the unfused computation's error
-    against float64 (test_gpu_experimental uses it too)."""
+    against float64 (test_gpu_experiments uses it too)."""
     label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
     q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
     g = torch.Generator(device="cuda").manual_seed(seed + 1)

@@ -136,21 +136,21 @@ class KeyTest(unittest.TestCase):
 
     def test_experiments(self):
         plain = AttentionConfig("bf16", 2, 2, 128, causal=True)
-        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("wgmma-dq", "async-lse"))
+        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("sync-lse", "mma-dq"))
         # Sorted, so the same set is the same configuration (and bundle) in any order.
-        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("async-lse", "wgmma-dq")))
-        self.assertEqual(both.compiler_flags, ("--experiment=async-lse,wgmma-dq",))
-        self.assertIn("_xasynclse_xwgmmadq_", both.key)
+        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("mma-dq", "sync-lse")))
+        self.assertEqual(both.compiler_flags, ("--experiment=mma-dq,sync-lse",))
+        self.assertIn("_xmmadq_xsynclse_", both.key)
         self.assertNotEqual(plain.key, both.key)
         self.assertEqual(plain.spec_text().splitlines()[1:], both.spec_text().splitlines()[1:])
-        self.assertIn("experiments=async-lse+wgmma-dq", both.describe())
+        self.assertIn("experiments=mma-dq+sync-lse", both.describe())
         self.assertEqual(configs.parse_config(configs.format_config(both)), both)
-        for bad in (("nope",), "wgmma-dq"):
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wgmma-dq, async-lse, one-barrier"):
+        for bad in (("nope",), "mma-dq"):
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of mma-dq, sync-lse, two-barrier"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
-        ffn = FfnConfig("bf16", 64, 256, experiments=("one-barrier",))
-        self.assertEqual(ffn.compiler_flags, ("--experiment=one-barrier",))
-        self.assertIn("_xonebarrier_", ffn.key)
+        ffn = FfnConfig("bf16", 64, 256, experiments=("two-barrier",))
+        self.assertEqual(ffn.compiler_flags, ("--experiment=two-barrier",))
+        self.assertIn("_xtwobarrier_", ffn.key)
         self.assertNotEqual(ffn.key, FfnConfig("bf16", 64, 256).key)
         self.assertEqual(FfnConfig("bf16", 64, 256).compiler_flags, ())
         self.assertEqual(configs.parse_config(configs.format_config(ffn)), ffn)

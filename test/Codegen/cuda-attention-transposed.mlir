@@ -1,63 +1,53 @@
 // The Sᵀ backward form (flashc --backward-form=transposed): keys are the rows of
 // every score tile, so Pᵀ and dSᵀ feed dV += Pᵀ·dO and dK += dSᵀ·Q straight
 // from registers; dSᵀ goes through shared memory once, for dQ += dS·K. On
-// sm_90a the four products of 128 key rows are wgmma (two warpgroups), dQ
-// stays mma.sync reading the same swizzled panels. --backward-form=auto (the
+// sm_90a all five products of 128 key rows are wgmma (two warpgroups; dQ's
+// reads the dSᵀ and K panels both transposed). --backward-form=auto (the
 // default) picks this form on sm_90a at D = 128, the row form on sm_80.
+// The --experiment runs print the form each default replaced, kept for timing
+// the two side by side.
 // RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
-// RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=WDQ
-// RUN: flashc %s --experiment=wgmma-dq --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WDQ80
-// RUN: flashc %s --experiment=async-lse --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=ALSE
-// RUN: flashc %s --experiment=one-barrier --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=ONEBAR
-// RUN: not flashc %s --experiment=async-lse,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
+// RUN: flashc %s --experiment=mma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=MDQ
+// RUN: flashc %s --experiment=sync-lse --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=SLSE
+// RUN: flashc %s --experiment=two-barrier --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=TWOBAR
+// RUN: not flashc %s --experiment=sync-lse,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
 // AUTO80-LABEL: flashc_attention_attention_bwd(
 // AUTO80-NOT: recompute_probs_cols(
 // AUTO80: recompute_probs(
 // AUTO80-NOT: recompute_probs_cols(
-// --experiment=async-lse: lse / D ride the Q / dO pipeline (cp.async into two
-// buffers, issued an iteration ahead); no synchronous load and barrier per step.
-// ALSE-LABEL: flashc_attention_attention_bwd(
-// ALSE: loads of a later iteration, in flight during this one
-// ALSE: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF:[0-9]+]] + ((stage + 1) % 2) * 256), vector_view(lse,
-// ALSE-NEXT: load_rows_async<kThreads, 64>(shared_floats(smem, [[DOFF:[0-9]+]] + ((stage + 1) % 2) * 256), vector_view(delta,
-// ALSE: cp_async_wait<1>();
-// ALSE: float* const [[LSE:.+]] = shared_floats(smem, [[LSEOFF]] + stage * 256);
-// ALSE-NEXT: float* const [[D:.+]] = shared_floats(smem, [[DOFF]] + stage * 256);
-// ALSE-NOT: column vectors written by all threads
-// ALSE: recompute_probs_cols({{.+}}, [[LSE]],
-// BADX: unknown --experiment 'nope' (known: wgmma-dq, async-lse, one-barrier)
-// --experiment=one-barrier: wait and barrier first, then prefetch into the
-// buffers the last iteration read; no end-of-iteration barrier, one after the loop.
-// ONEBAR-LABEL: flashc_attention_attention_bwd(
-// ONEBAR: for (int [[QB:.+]] = {{.*}}stage = 0;
-// ONEBAR-NEXT: cp_async_wait<0>();  // this iteration's buffers landed, the last iteration is done
-// ONEBAR-NEXT: fence_async_shared();
-// ONEBAR-NEXT: __syncthreads();
-// ONEBAR-NEXT: {  // loads of a later iteration, in flight during this one
-// ONEBAR-NOT: buffers are overwritten by the next iteration
-// ONEBAR: atomic_add_tile(
-// ONEBAR-NEXT: }
-// ONEBAR-NEXT: wgmma_wait<0>();
-// ONEBAR-NEXT: }
-// ONEBAR-NEXT: cp_async_wait<0>();
-// ONEBAR-NEXT: __syncthreads();  // the last iteration's buffers are free for what follows
-// --experiment=wgmma-dq: each warpgroup's 64 x 64 part of dQ is one wgmma
-// product over the same panels; mma.sync targets keep matmul_ta.
-// WDQ-LABEL: flashc_attention_attention_bwd(
-// The panel written by store_fragments is read by wgmma (async proxy): fence first.
-// WDQ: store_fragments(
-// WDQ-NEXT: fence_async_shared();
-// WDQ-NEXT: __syncthreads();
-// WDQ: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
-// WDQ: wgmma_matmul_ta([[PART:.+]], {{.+}}, k_tile, chunk);
-// WDQ-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
-// WDQ80-LABEL: flashc_attention_attention_bwd(
-// WDQ80-NOT: wgmma_matmul_ta(
-// WDQ80: matmul_ta(
+// --experiment=sync-lse: lse / D loaded synchronously each step behind their
+// own barrier instead of riding the Q / dO pipeline.
+// SLSE-LABEL: flashc_attention_attention_bwd(
+// SLSE-NOT: load_rows_async
+// SLSE: float* const [[LSE:.+]] = shared_floats(smem, {{[0-9]+}});
+// SLSE-NEXT: load_rows_shared<kThreads, 64>([[LSE]], vector_view(lse,
+// SLSE-NEXT: float* const [[D:.+]] = shared_floats(smem, {{[0-9]+}});
+// SLSE-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
+// SLSE-NEXT: __syncthreads();  // column vectors written by all threads
+// SLSE: recompute_probs_cols({{.+}}, [[LSE]],
+// BADX: unknown --experiment 'nope' (known: mma-dq, sync-lse, two-barrier)
+// --experiment=two-barrier: prefetch before the wait, and a barrier at the end
+// of every iteration before its buffers are refilled.
+// TWOBAR-LABEL: flashc_attention_attention_bwd(
+// TWOBAR: for (int [[QB:.+]] = {{.*}}stage = 0;
+// TWOBAR-NEXT: {  // loads of a later iteration, in flight during this one
+// TWOBAR: cp_async_wait<1>();  // this iteration's buffers landed
+// TWOBAR: atomic_add_tile(
+// TWOBAR: wgmma_wait<0>();
+// TWOBAR-NEXT: __syncthreads();  // buffers are overwritten by the next iteration
+// TWOBAR-NEXT: }
+// TWOBAR-NOT: the last iteration's buffers are free
+// --experiment=mma-dq: dQ's parts by mma.sync over the same panels; no proxy
+// fence, since nothing reads the dSᵀ panel through the async proxy.
+// MDQ-LABEL: flashc_attention_attention_bwd(
+// MDQ-NOT: wgmma_matmul_ta(
+// MDQ: store_fragments(
+// MDQ-NEXT: __syncthreads();
+// MDQ: matmul_ta(
 // BAD: unknown --backward-form value 'columns' (expected auto, rows or transposed)
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
@@ -75,13 +65,22 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK: constexpr int kWarps = 8;
 // CHECK-LABEL: flashc_attention_attention_bwd(
 // CHECK-NOT: load_fragments(
+// Per-query lse and D ride the Q / dO pipeline: 4-byte cp.async into two
+// buffers, issued an iteration ahead with the tiles.
+// CHECK: Pipeline prologue
+// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF:[0-9]+]] + (0) * 256), vector_view(lse,
+// CHECK-NEXT: load_rows_async<kThreads, 64>(shared_floats(smem, [[DOFF:[0-9]+]] + (0) * 256), vector_view(delta,
+// One barrier an iteration: wait for this iteration's loads, barrier (which
+// also says the last iteration is done with its buffers), then prefetch.
 // CHECK: for (int [[QB:.+]] = {{.*}}stage = 0;
-// Per-query lse and D: column vectors in shared memory, one barrier for both.
-// CHECK: float* const [[LSE:.+]] = shared_floats(smem,
-// CHECK-NEXT: load_rows_shared<kThreads, 64>([[LSE]], vector_view(lse,
-// CHECK-NEXT: float* const [[D:.+]] = shared_floats(smem,
-// CHECK-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
+// CHECK-NEXT: cp_async_wait<0>();  // this iteration's buffers landed, the last iteration is done
+// HOPPER-NEXT: fence_async_shared();
 // CHECK-NEXT: __syncthreads();
+// CHECK-NEXT: {  // loads of a later iteration, in flight during this one
+// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF]] + ((stage + 1) % 2) * 256), vector_view(lse,
+// CHECK: float* const [[LSE:.+]] = shared_floats(smem, [[LSEOFF]] + stage * 256);
+// CHECK-NEXT: float* const [[D:.+]] = shared_floats(smem, [[DOFF]] + stage * 256);
+// CHECK-NOT: column vectors written by all threads
 // Sᵀ = K·Qᵀ: [128 keys x 64 queries]; the mask reads keys from the rows.
 // CHECK: RegTileF32<128, 64, kWarps> [[ST:.+]];
 // AMPERE: matmul_tb([[ST]], k_tile, q_tile);
@@ -104,17 +103,24 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // dSᵀ goes to shared memory (for dQ) before dK += dSᵀ·Q from registers, so on
 // sm_90a dK's product runs while dQ reads the panel.
 // dQ += dS·K over 64 query rows: 4 row bands, so the 8 warps form 2 column groups.
-// On sm_90a dSᵀ is a panel tile on a 1024-byte boundary (after the column vectors).
-// AMPERE: const SmemTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, 131584);
+// On sm_90a dSᵀ is a panel tile on a 1024-byte boundary (after the column vectors),
+// read by wgmma (async proxy): the generic-proxy stores fence before the barrier.
+// AMPERE: const SmemTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, 132096);
 // HOPPER: const SmemPanelTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 132096);
 // CHECK-NEXT: store_fragments([[DS]],
+// HOPPER-NEXT: fence_async_shared();
+// CHECK-NEXT: __syncthreads();
 // AMPERE: matmul({{.+}}, {{.+}}, q_tile);
 // HOPPER: wgmma_matmul<false>({{.+}}, {{.+}}, q_tile);
 // HOPPER-NOT: wgmma_wait
 // CHECK: for (int chunk = (warp_id() / 4) * 64; chunk < 128; chunk += 128) {
 // CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
-// CHECK: matmul_ta([[PART]], [[DS]], k_tile, chunk);
+// AMPERE: matmul_ta([[PART]], [[DS]], k_tile, chunk);
+// HOPPER: wgmma_matmul_ta([[PART]], [[DS]], k_tile, chunk);
 // CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
-// sm_90a: dK's product is waited for before the buffers are recycled.
+// sm_90a: dK's product is waited for before the next iteration's barrier; no
+// end-of-iteration barrier, one after the loop.
 // HOPPER: wgmma_wait<0>();
-// HOPPER-NEXT: __syncthreads();  // buffers are overwritten by the next iteration
+// CHECK-NOT: __syncthreads();
+// CHECK: cp_async_wait<0>();
+// CHECK-NEXT: __syncthreads();  // the last iteration's buffers are free for what follows

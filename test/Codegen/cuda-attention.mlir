@@ -21,7 +21,7 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // never an N×N matrix in memory; dQ accumulated 64 columns at a time.
 // CHECK-LABEL: flashc_attention_attention_bwd(
 // CHECK: for (int [[QB:.+]] = {{.*}}stage = 0;
-// CHECK: cp_async_wait<1>();
+// CHECK-NEXT: cp_async_wait<0>();
 // CHECK: matmul_tb(
 // CHECK: if ([[NEEDS:.+]]) {
 // CHECK-NEXT: RegTileF32<{{.*}}> masked =
@@ -41,12 +41,15 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // HOPPER: SmemPanelTile<bf16, 128, 128> q_tile
 // Ampere: the loop-invariant Q tile is read into registers once, before the key loop.
 // AMPERE: load_fragments(q_tile_frag, q_tile);
-// One loop over key blocks; the next block's K and V are prefetched (2 stages).
+// One loop over key blocks; the next block's K and V are prefetched (2 stages)
+// after the one barrier of the iteration: this block's tiles have landed and
+// every warp is done with the buffers the prefetch refills.
 // CHECK: for (int [[N:.+]] = 0, stage = 0; [[N]] < {{.*}}; [[N]] += 1, stage = (stage + 1) % 2)
-// CHECK: loads of a later iteration, in flight during this one
+// CHECK-NEXT: cp_async_wait<0>();  // this iteration's buffers landed, the last iteration is done
+// HOPPER-NEXT: fence_async_shared();
+// CHECK-NEXT: __syncthreads();
+// CHECK-NEXT: loads of a later iteration, in flight during this one
 // CHECK: smem_tile_at<{{.*}}>(smem, {{[0-9]+}} + ((stage + 1) % 2) *
-// CHECK: cp_async_wait<1>();
-// HOPPER: fence_async_shared();
 // HOPPER: wgmma_matmul_tb<false>(s, q_tile, k_tile);
 // HOPPER: wgmma_wait<0>();
 // AMPERE: matmul_tb(s, q_tile_frag, k_tile);

@@ -106,9 +106,10 @@ int main(int argc, char **argv) {
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
-       "code generation not yet run on a GPU, comma-separated or repeated: wgmma-dq (the sm_90a "
-       "Sᵀ backward's dQ product as wgmma), async-lse (its lse / D loaded a step ahead), "
-       "one-barrier (pipelined loops with one barrier an iteration)") //
+       "the code a default replaced, to time both, comma-separated or repeated: mma-dq (the "
+       "sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma), sync-lse (its lse / D loaded "
+       "synchronously, not a step ahead), two-barrier (pipelined loops with two barriers an "
+       "iteration, not one)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;

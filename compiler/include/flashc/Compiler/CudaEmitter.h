@@ -23,24 +23,26 @@ struct CudaModule {
   flashc::rt::Manifest manifest; // kernels and programs (no cubins yet)
 };
 
+/// Code generation choices. The defaults are the forms measured fastest on the
+/// H200 (bench/results/2026-11-29-h200-session4.md); each can be turned back to
+/// the form before it (flashc --experiment) to time the two side by side.
 struct CudaEmitOptions {
   /// The Sᵀ backward's dQ += dS·K as wgmma with both operands transposed
-  /// (wgmma_matmul_ta) instead of mma.sync over the same panels. Experimental:
-  /// compiled and register-checked here, not yet run on a GPU.
-  bool wgmmaDq = false;
+  /// (wgmma_matmul_ta); off (experiment mma-dq): mma.sync over the same panels.
+  bool wgmmaDq = true;
   /// The Sᵀ backward's per-query lse / D column vectors loaded one iteration
-  /// ahead with the Q / dO tiles (cp.async into two buffers) instead of
-  /// synchronously behind a barrier each iteration. Experimental, as above.
-  bool asyncColumnVectors = false;
+  /// ahead with the Q / dO tiles (cp.async into two buffers); off (experiment
+  /// sync-lse): loaded synchronously behind a barrier each iteration.
+  bool asyncColumnVectors = true;
   /// Pipelined loops with one barrier an iteration: wait for this iteration's
-  /// loads, barrier, then prefetch into the buffers the last iteration read
-  /// (instead of prefetch, wait, barrier, ..., end-of-iteration barrier).
-  /// Experimental, as above.
-  bool oneBarrierPipeline = false;
+  /// loads, barrier, then prefetch into the buffers the last iteration read.
+  /// Off (experiment two-barrier): prefetch, wait, barrier, ..., and a barrier
+  /// at the end of each iteration.
+  bool oneBarrierPipeline = true;
 };
 
-/// Turns on the experiment `name` (flashc --experiment): wgmma-dq, async-lse,
-/// one-barrier. False for an unknown name.
+/// Applies the experiment `name` (flashc --experiment), each the form a default
+/// replaced: mma-dq, sync-lse, two-barrier. False for an unknown name.
 bool enableExperiment(CudaEmitOptions &options, llvm::StringRef name);
 
 /// The experiment names, comma-separated, for diagnostics.

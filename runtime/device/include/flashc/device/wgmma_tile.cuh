@@ -65,8 +65,8 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 }
 
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
-// transposed: with mma.sync (matmul_ta), or with wgmma_matmul_ta (flashc --experiment=wgmma-dq; not yet run on
-// a GPU) whose operands are both MN-major (docs/design/wgmma-backward.md).
+// transposed: with wgmma_matmul_ta, whose operands are both MN-major (the default), or with mma.sync (matmul_ta,
+// flashc --experiment=mma-dq) (docs/design/wgmma-backward.md).
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
   detail::store_fragments_to(dst, src);

@@ -1,8 +1,9 @@
-"""Experimental flashc kernels on the GPU (flashc --experiment: configs.TEST_ATTENTION_EXPERIMENTS), checked like
-test_gpu_attention's named configurations: float64 references over ragged shapes, outputs poisoned.
+"""The flashc --experiment kernels on the GPU (configs.TEST_ATTENTION_EXPERIMENTS: the forms today's defaults
+replaced, kept to time the two side by side), checked like test_gpu_attention's named configurations: float64
+references over ragged shapes, outputs poisoned.
 
-A file of its own: a kernel that faults takes the process's CUDA context with it, and the GPU suite runs one
-process per file, so the established kernels' tests stay unaffected.
+A file of its own, so that a new experiment that faults (taking the process's CUDA context with it) leaves the
+default kernels' tests unaffected: the GPU suite runs one process per file.
 """
 
 import unittest
@@ -19,7 +20,7 @@ except ImportError:
 
 
 @requires_cuda
-class ExperimentalGpuTest(unittest.TestCase):
+class ExperimentGpuTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         setup_gpu_suite()
