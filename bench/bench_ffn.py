@@ -13,14 +13,20 @@ import traceback
 
 import bench_common as bc
 
-IMPLS = ["flashc", "eager", "compile"]
+DEFAULT_IMPLS = ["flashc", "eager", "compile"]
+# flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
+# (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
+EXPERIMENT_IMPLS = {"flashc_xwg": ("wgmma-gemm",)}
+IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
+FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out")
     p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--impls", default=",".join(IMPLS))
+    p.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
+                   help="comma-separated subset of %s (default: all but the flashc_x* experiments)" % ",".join(IMPLS))
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
@@ -46,9 +52,11 @@ def run_row(torch, row, args):
     dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
     eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
     fns = {}
-    if "flashc" in args.impls:
-        import flashc.torch as ft
-        fns["flashc"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation="gelu_tanh")
+    for name, experiments in FLASHC_IMPLS.items():
+        if name in args.impls:
+            import flashc.torch as ft
+            fns[name] = (lambda xs: lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation="gelu_tanh",
+                                                              experiments=xs))(experiments)
     if "eager" in args.impls:
         fns["eager"] = eager
     if "compile" in args.impls:
@@ -69,20 +77,24 @@ def run_row(torch, row, args):
             traceback.print_exc()
         result["impls"][name] = entry
         print("  %-8s %s" % (name, entry), flush=True)
-    if "flashc" in fns and "eager" in fns and result["impls"]["flashc"].get("status") == "ok":
+    checked = [n for n in FLASHC_IMPLS if n in fns and result["impls"][n].get("status") == "ok"]
+    if checked and "eager" in fns:
         from flashc.testing import ffn_reference, max_abs_error
         rows_ = slice(0, min(M, 256))
         with torch.no_grad():
             ref = ffn_reference(x[rows_], w1, None, w2)
-            err = max_abs_error(fns["flashc"](x, w1, w2)[rows_], ref)
             base = max_abs_error(eager(x, w1, w2)[rows_], ref)
-        tol = 2 * base + 1e-4 * max(1.0, float(ref.abs().max()))
-        result["check"] = {"err": err, "eager_err": base, "tol": tol, "pass": err <= tol}
+            tol = 2 * base + 1e-4 * max(1.0, float(ref.abs().max()))
+            for name in checked:
+                err = max_abs_error(fns[name](x, w1, w2)[rows_], ref)
+                result["check" if name == "flashc" else "check_" + name] = {
+                    "err": err, "eager_err": base, "tol": tol, "pass": err <= tol}
     return result
 
 
 def table(results, impls):
-    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile"}
+    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
+              "flashc_xwg": "flashc (x: wgmma GEMM)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:
@@ -92,15 +104,16 @@ def table(results, impls):
             cells.append("%s / %s" % (bc.fmt(e.get("fwd_tflops")), bc.fmt(e.get("bwd_tflops"))) if e.get("status") == "ok"
                          else e.get("status", "—").split(":")[0])
         mine = r["impls"].get("flashc", {}).get("fwd_tflops")
-        peers = [e.get("fwd_tflops") for n, e in r["impls"].items() if n != "flashc" and e.get("fwd_tflops")]
+        peers = [e.get("fwd_tflops") for n, e in r["impls"].items() if n not in FLASHC_IMPLS and e.get("fwd_tflops")]
         cells.append("%.2f" % (mine / max(peers)) if mine and peers else "—")
-        chk = r.get("check")
-        cells.append("—" if chk is None else ("pass" if chk["pass"] else "FAIL"))
+        checks = [r.get("check" if n == "flashc" else "check_" + n) for n in FLASHC_IMPLS if n in impls]
+        cells.append(" / ".join("—" if c is None else ("pass" if c["pass"] else "FAIL") for c in checks) or "—")
         out.append(cells)
     return bc.markdown_table(header, out)
 
 
-NOTES = "TFLOP/s: fwd 4*M*d*h, bwd 8*M*d*h over (fwd+bwd - fwd); triton do_bench medians; no biases."
+NOTES = ("TFLOP/s: fwd 4*M*d*h, bwd 8*M*d*h over (fwd+bwd - fwd); triton do_bench medians; no biases; flashc check "
+         "(flashc [/ experiments]): y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
 
 
 def main(argv=None):
@@ -135,7 +148,7 @@ def main(argv=None):
                 {i: [r["impls"].get(i, {}).get("fwd_tflops") for r in results] for i in args.impls})
     print("\nwrote %s" % report)
     print(md)
-    return 1 if any(r.get("check") and not r["check"]["pass"] for r in results) else 0
+    return 1 if any(not c["pass"] for r in results for k, c in r.items() if k.startswith("check")) else 0
 
 
 if __name__ == "__main__":

@@ -1032,11 +1032,16 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         const char *fn = matmulFunction(o);
         if (wgmma()) {
           bool aShared = aType.isShared();
-          if (o.getTransposeA() || (aShared && !o.getTransposeB()) || (!aShared && o.getTransposeB()))
-            return o.emitError("strategy wgmma_sm90 supports S = A·Bᵀ with A, B shared and "
-                               "C += A·B with A in registers; use mma_sync_sm80 for this kernel"),
+          bool transposeA = o.getTransposeA(), transposeB = o.getTransposeB();
+          if (aShared ? transposeA && transposeB : transposeA || transposeB)
+            return o.emitError("strategy wgmma_sm90 supports C += A·B, A·Bᵀ and Aᵀ·B with A, B "
+                               "shared and C += A·B with A in registers; use mma_sync_sm80 for "
+                               "this kernel"),
                    failure();
-          fn = aShared ? "wgmma_matmul_tb<false>" : "wgmma_matmul<false>";
+          // Shared A: K-major panels (A·B, A·Bᵀ) or MN-major (Aᵀ·B); B MN-major
+          // unless transposed. The library picks the SS or RS form by A's type.
+          fn = transposeA ? "wgmma_matmul_ta<false>"
+                          : transposeB ? "wgmma_matmul_tb<false>" : "wgmma_matmul<false>";
           // Shared operands are only read; the block-end wait covers their reuse.
           wgmmaInFlight.append({o.getAcc(), o.getResult()});
           if (!aShared)
@@ -1356,20 +1361,6 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 }
 
 } // namespace
-
-bool enableExperiment(CudaEmitOptions &options, StringRef name) {
-  if (name == "mma-dq")
-    options.wgmmaDq = false;
-  else if (name == "sync-lse")
-    options.asyncColumnVectors = false;
-  else if (name == "two-barrier")
-    options.oneBarrierPipeline = false;
-  else
-    return false;
-  return true;
-}
-
-const char *experimentNames() { return "mma-dq, sync-lse, two-barrier"; }
 
 FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) {
   CudaModule result;

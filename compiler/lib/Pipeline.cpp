@@ -67,6 +67,7 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createFlashTile(tile));
   PlanMemoryOptions plan;
   plan.target = target;
+  plan.wgmmaGemm = options.wgmmaGemm;
   pm.addPass(createPlanMemory(plan));
 }
 

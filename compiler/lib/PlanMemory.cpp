@@ -118,7 +118,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     bool isGemm = llvm::isa_and_nonnull<GemmSpecAttr>(spec);
     bool overridden = blockM || blockN || blockK || warps || stages;
     if (spec) {
-      plan = defaultPlan(targetDesc, spec);
+      PlanChoices choices;
+      choices.wgmmaGemm = wgmmaGemm;
+      plan = defaultPlan(targetDesc, spec, choices);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)
         plan.blockM = blockM;

@@ -48,7 +48,7 @@ std::string knownTargetNames() {
   return names;
 }
 
-TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
+TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices) {
   TilePlan plan;
   plan.strategy = target.strategy;
   plan.stages = 2;
@@ -145,6 +145,15 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec) {
       plan.blockN = 128;
       plan.warps = 8;
       plan.stages = hopper ? 3 : 2;
+      // wgmma: a k16 step per instruction of 64 x 128 per warpgroup, so 64
+      // columns of K (one 128-byte swizzled panel row) a stage give each
+      // stage four products; 4 stages of 32 KB keep loads three steps ahead.
+      if (hopper && choices.wgmmaGemm && gemm.getRole() != KernelRole::ConvertF32 &&
+          gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16) {
+        plan.strategy = Strategy::WgmmaSm90;
+        plan.blockK = 64;
+        plan.stages = 4;
+      }
       break;
     }
     return plan;

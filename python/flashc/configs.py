@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=mma-dq+sync-lse+two-barrier]
+            [,backward=auto|rows|transposed][,experiments=wgmma-gemm+mma-dq+sync-lse+two-barrier]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -47,6 +47,8 @@ TEST_FFN = (
     FfnConfig("bf16", 64, 192, d_out=32, activation="relu", has_b2=True),
     FfnConfig("bf16", 64, 256, activation="silu", gated=True),
     FfnConfig("f16", 64, 128, activation="silu", gated=True, has_b2=True),
+    # Too wide an output for the fused forward (two GEMM kernels), and ragged in K, N and d_out.
+    FfnConfig("bf16", 200, 328, d_out=360, activation="gelu_tanh", has_b1=True, has_b2=True),
 )
 
 # Context-parallel attention (flashc.ring) runs a causal config's off-diagonal shard pairs with the
@@ -63,8 +65,12 @@ BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transpo
 EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"))
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
-# The pipelined GEMM loops of the FFN kernels under two-barrier (the other experiments touch attention only).
-TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=("two-barrier",)) for c in TEST_FFN)
+# The pipelined GEMM loops of the FFN kernels under two-barrier, and as wgmma (wgmma-gemm; the other experiments
+# touch attention only). The test FFNs are small enough for the fused forward, so the benchmark shapes (checked by
+# flashc-run on the device) also carry wgmma-gemm: their forward is the two-GEMM plan.
+TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in (("two-barrier",), ("wgmma-gemm",))
+                             for c in TEST_FFN)
+BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=("wgmma-gemm",)) for c in BENCH_FFN)
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
@@ -78,6 +84,7 @@ SETS = {
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
     "bench-attention-experiments": BENCH_ATTENTION_EXPERIMENTS,
     "bench-ffn": BENCH_FFN,
+    "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
     "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
@@ -86,7 +93,8 @@ SETS = {
     "tests-ffn": TEST_FFN,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS)
+               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS
+               + BENCH_FFN_EXPERIMENTS)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

@@ -28,8 +28,9 @@ FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
 BACKWARD_FORMS = ("auto", "rows", "transposed")
-# flashc --experiment names: the code generation each default replaced, kept to time the two side by side.
-EXPERIMENTS = ("mma-dq", "sync-lse", "two-barrier")
+# flashc --experiment names: wgmma-gemm (the FFN GEMMs as wgmma on sm_90a, not yet a default), and the code
+# generation each default replaced, kept to time the two side by side.
+EXPERIMENTS = ("wgmma-gemm", "mma-dq", "sync-lse", "two-barrier")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

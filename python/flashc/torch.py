@@ -204,13 +204,13 @@ class _Ffn(torch.autograd.Function):
         return dx, dw1, grads.get("db1"), grads["dw2"], grads.get("db2"), grads.get("dw_gate"), None
 
 
-def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
+def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, experiments=()):
     """Fused feed-forward network y = act(x @ w1 + b1) @ w2 + b2.
 
     x [..., d], w1 [d, h], b1 [h], w2 [h, d_out], b2 [d_out] (weights as in x @ w, i.e. nn.Linear's weight
     transposed), bfloat16 or float16 on one CUDA device. activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
     Gated (w_gate [d, h] given; w1 is then the up projection; no b1):
-    y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2.
+    y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS).
     """
     op = "ffn"
     infos = {}
@@ -219,5 +219,5 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     if w2 is None:
         raise InvalidArgumentError("flashc.ffn: w2 is required")
     config = ffn_config(infos["x"], infos["w1"], infos["b1"], infos["w2"], infos["b2"], activation=activation,
-                        w_gate=infos["w_gate"])
+                        w_gate=infos["w_gate"], experiments=experiments)
     return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)

@@ -87,9 +87,9 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
         _fail(op, str(e))
 
 
-def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
+def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, experiments=()):
     """Check x [..., d], w1 [d, h] (the up projection when w_gate [d, h] is given), b1 [h], w2 [h, d_out],
-    b2 [d_out], and return their FfnConfig."""
+    b2 [d_out], and return their FfnConfig (with flashc --experiment names `experiments`)."""
     op = "ffn"
     if activation not in ACTIVATIONS:
         _fail(op, "activation must be one of %s, but got %r" % (", ".join(repr(a) for a in ACTIVATIONS), activation))
@@ -124,4 +124,5 @@ def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=
         _fail(op, "d, h and d_out must be positive, got %d, %d and %d" % (d, h, d_out))
     dtype = _common_dtype_device(op, named)
     return FfnConfig(dtype=dtype, d_model=d, d_hidden=h, d_out=d_out, activation=activation,
-                     has_b1=b1 is not None, has_b2=b2 is not None, gated=w_gate is not None)
+                     has_b1=b1 is not None, has_b2=b2 is not None, gated=w_gate is not None,
+                     experiments=tuple(experiments))

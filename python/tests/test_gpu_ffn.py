@@ -47,6 +47,26 @@ def reference(config, args, dy, dtype):
     return y, grads
 
 
+def check_against_reference(test, config, lead):
+    """flashc.torch.ffn's y and every gradient for `config` (its experiments too) with x [*lead, d], against
+    float64 (test_gpu_experiments uses it too)."""
+    names = ("x", "w1", "b1", "w2", "b2", "w_gate")
+    args = make_inputs(config, lead, seed=len(lead) * 1000 + lead[0])
+    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5],
+               experiments=config.experiments)
+    dy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, leaves(args), dy)
+    y64, g64 = reference(config, args, dy, torch.float64)
+    y_lp, g_lp = reference(config, args, dy, y.dtype)
+    label = "%s x%s" % (config.describe(), lead)
+    test.assertEqual(tuple(y.shape), tuple(lead) + (config.d_out,))
+    assert_close_to_reference(test, label + " y", y, y_lp, y64)
+    present = [n for n, t in zip(names, args) if t is not None]
+    for name, got, base, ref in zip(present, grads, g_lp, g64):
+        test.assertEqual(got.shape, ref.shape, name)
+        assert_close_to_reference(test, label + " d" + name, got, base, ref)
+
+
 @requires_cuda
 class FfnGpuTest(unittest.TestCase):
     @classmethod
@@ -54,24 +74,10 @@ class FfnGpuTest(unittest.TestCase):
         setup_gpu_suite()
 
     def test_named_configs(self):
-        names = ("x", "w1", "b1", "w2", "b2", "w_gate")
         for config in configs.TEST_FFN:
             for lead in ROWS:
                 with self.subTest(config=config.describe(), lead=lead):
-                    args = make_inputs(config, lead, seed=len(lead) * 1000 + lead[0])
-                    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation,
-                               w_gate=args[5])
-                    dy = torch.randn_like(y)
-                    grads = torch.autograd.grad(y, leaves(args), dy)
-                    y64, g64 = reference(config, args, dy, torch.float64)
-                    y_lp, g_lp = reference(config, args, dy, y.dtype)
-                    label = "%s x%s" % (config.describe(), lead)
-                    self.assertEqual(tuple(y.shape), tuple(lead) + (config.d_out,))
-                    assert_close_to_reference(self, label + " y", y, y_lp, y64)
-                    present = [n for n, t in zip(names, args) if t is not None]
-                    for name, got, base, ref in zip(present, grads, g_lp, g64):
-                        self.assertEqual(got.shape, ref.shape, name)
-                        assert_close_to_reference(self, label + " d" + name, got, base, ref)
+                    check_against_reference(self, config, lead)
 
     def test_directional_derivative(self):
         for config in (configs.TEST_FFN[0], configs.TEST_FFN[4]):

@@ -50,6 +50,17 @@ __device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}(float* d, unsigned long
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }}
 ''')
+        # SS with A K-major and B MN-major (the B transpose bit): C += A·B with B stored [K][N]
+        w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A K-major and B MN-major in shared memory (B stored [K][N],
+// N contiguous: the B transpose bit), ({ab}).
+__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}_tb(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, 0, 1;\\n}}\\n"
+      : {outs}
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}}
+''')
         # SS with both operands MN-major (the transpose bits): C += Aᵀ·B with Aᵀ stored [K][M]
         w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A and B MN-major in shared memory (A stored [K][64], B
 // stored [K][N]: both transpose bits), ({ab}).
@@ -76,6 +87,7 @@ w('// Dispatch on element type and N.')
 # (name, suffix of the sized wrappers, parameters, arguments)
 for name, suffix, params, args in (
         ("wgmma_ss", "", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
+        ("wgmma_ss_tb", "_tb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
         ("wgmma_ss_tatb", "_tatb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
         ("wgmma_rs_tb", "_tb", "const unsigned (&a)[4], unsigned long long desc_b", "d, a, desc_b")):
     kind = name.split("_")[1]

@@ -1,6 +1,13 @@
 // FFN: y = gelu_tanh(x·W1 + b1)·W2 + b2 as GEMMs whose bias and activation
 // run in the epilogue, on the accumulator in registers.
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s
+// --experiment=wgmma-gemm: on sm_90a the GEMM kernels are wgmma (two warpgroups
+// of 64 rows, 64 columns of K a stage, 4 stages); the column sums and sm_80 keep
+// mma.sync; ptxas reports no spills and no serialized wgmma.
+// RUN: flashc %s --experiment=wgmma-gemm --emit=tile -o - | FileCheck %s --check-prefix=PLAN
+// RUN: flashc %s --experiment=wgmma-gemm --emit=cuda -o - | FileCheck %s --check-prefix=WG
+// RUN: flashc %s --experiment=wgmma-gemm --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WG80
+// RUN: flashc %s --experiment=wgmma-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -23,3 +30,36 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // CHECK: add_bias({{.*}}, vector_view<bf16>(
 // CHECK-NOT: activation<
 // CHECK: store_tile<kThreads>(
+
+// PLAN-LABEL: tile.kernel @ffn_ffn_bwd_db2
+// PLAN-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// PLAN-LABEL: tile.kernel @ffn_ffn_up
+// PLAN-SAME: block_k = 64
+// PLAN-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8
+
+// Weight gradient dW2 = hᵀ·dy: both operands MN-major panels.
+// WG-LABEL: flashc_ffn_ffn_bwd_dw2(
+// WG: wgmma_matmul_ta<false>([[DW:.+]], h_tile, dy_tile);  // += Aᵀ·B
+// WG-NEXT: wgmma_wait<0>();
+// dx = dpre·W1ᵀ: both K-major.
+// WG-LABEL: flashc_ffn_ffn_bwd_dx(
+// WG: wgmma_matmul_tb<false>(
+// WG-LABEL: flashc_ffn_ffn_bwd_db2(
+// WG-NOT: wgmma
+// WG: matmul(
+// Up projection: x [128 x 64] K-major, W1 [64 x 128] MN-major, one panel row of K a stage.
+// WG-LABEL: flashc_ffn_ffn_up(
+// WG: align_smem_1024(smem_raw)
+// WG: for (int [[K:.+]] = 0, stage = 0; [[K]] < {{.*}}; [[K]] += 1, stage = (stage + 1) % 4) {
+// WG: const SmemPanelTile<bf16, 128, 64> [[X:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(
+// WG-NEXT: const SmemPanelTile<bf16, 64, 128> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 128>>(
+// WG-NEXT: wgmma_matmul<false>([[ACC:.+]], [[X]], [[W]]);  // += A·B
+// WG-NEXT: wgmma_wait<0>();
+// WG: add_bias([[ACC]],
+// WG: activation<Act::GeluTanh>([[ACC]]);
+// WG80-NOT: wgmma
+// PTXAS-NOT: serialized
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Compiling entry function 'flashc_ffn_ffn_down'
+// PTXAS-NOT: serialized
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores

@@ -84,6 +84,22 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 
 } // namespace
 
+bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
+  if (name == "wgmma-gemm")
+    options.pipeline.wgmmaGemm = true;
+  else if (name == "mma-dq")
+    options.cuda.wgmmaDq = false;
+  else if (name == "sync-lse")
+    options.cuda.asyncColumnVectors = false;
+  else if (name == "two-barrier")
+    options.cuda.oneBarrierPipeline = false;
+  else
+    return false;
+  return true;
+}
+
+const char *experimentNames() { return "wgmma-gemm, mma-dq, sync-lse, two-barrier"; }
+
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
   switch (options.emit) {
   case EmitKind::Graph:

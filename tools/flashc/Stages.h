@@ -28,6 +28,14 @@ struct CompileOptions {
   CudaEmitOptions cuda;
 };
 
+/// Applies the experiment `name` (flashc --experiment): wgmma-gemm (a plan not
+/// yet a default), or mma-dq, sync-lse, two-barrier (each the code a default
+/// replaced, kept to time both). False for an unknown name.
+bool enableExperiment(CompileOptions &options, llvm::StringRef name);
+
+/// The experiment names, comma-separated, for diagnostics.
+const char *experimentNames();
+
 /// Runs the stages up to `options.emit` on `module` and writes the result.
 /// Errors are reported (diagnostics through the context, or on stderr with a
 /// "flashc: error:" prefix); the output file is only created on success.

@@ -106,10 +106,11 @@ int main(int argc, char **argv) {
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
-       "the code a default replaced, to time both, comma-separated or repeated: mma-dq (the "
-       "sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma), sync-lse (its lse / D loaded "
-       "synchronously, not a step ahead), two-barrier (pipelined loops with two barriers an "
-       "iteration, not one)") //
+       "code generation not yet a default, comma-separated or repeated: wgmma-gemm (the FFN "
+       "GEMMs as wgmma on sm_90a; not yet run on a GPU), or the code a default replaced, to time "
+       "both: mma-dq (the sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma), sync-lse "
+       "(its lse / D loaded synchronously, not a step ahead), two-barrier (pipelined loops "
+       "with two barriers an iteration, not one)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -161,7 +162,7 @@ int main(int argc, char **argv) {
       llvm::SmallVector<llvm::StringRef> names;
       llvm::StringRef(value).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
       for (llvm::StringRef name : names)
-        if (!flashc::enableExperiment(options.cuda, name.trim()))
+        if (!flashc::enableExperiment(options, name.trim()))
           return usageError("unknown --experiment '" + name.trim().str() + "' (known: " +
                             flashc::experimentNames() + ")");
     }

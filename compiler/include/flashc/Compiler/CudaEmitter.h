@@ -41,13 +41,6 @@ struct CudaEmitOptions {
   bool oneBarrierPipeline = true;
 };
 
-/// Applies the experiment `name` (flashc --experiment), each the form a default
-/// replaced: mma-dq, sync-lse, two-barrier. False for an unknown name.
-bool enableExperiment(CudaEmitOptions &options, llvm::StringRef name);
-
-/// The experiment names, comma-separated, for diagnostics.
-const char *experimentNames();
-
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in
 /// `module`. Reports a diagnostic on the offending op and fails when a kernel
 /// uses something the chosen strategy cannot express (e.g. f32 matmul

@@ -32,8 +32,16 @@ const TargetDescription *lookupTarget(llvm::StringRef name);
 /// Comma-separated list of known targets, for diagnostics.
 std::string knownTargetNames();
 
+/// Plan choices that are not yet defaults (flashc --experiment).
+struct PlanChoices {
+  /// The GEMM kernels (FFN; 16-bit, sm_90a) as wgmma: two warpgroups of 64
+  /// rows, block_k 64 (one swizzled panel of A a stage), 4 stages.
+  bool wgmmaGemm = false;
+};
+
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
-TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec);
+TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,
+                     const PlanChoices &choices = {});
 
 /// Whether `--backward-form=auto` picks the Sᵀ backward for an attention whose
 /// transposed main-kernel recipe is `spec`: where its plan is the wgmma form,

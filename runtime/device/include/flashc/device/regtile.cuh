@@ -107,10 +107,10 @@ __device__ __forceinline__ void scale(RegTileF32<R, C, W>& t, float factor) {
       for (int i = 0; i < 4; ++i) t.v[mt][nt][i] *= factor;
 }
 
-// tile op `load` shared -> register (A-operand fragments via ldmatrix), e.g. Q kept in registers
-// across the KV loop. The register tile's rows are the shared tile's rows.
-template <class T, int R, int C, int W>
-__device__ __forceinline__ void load_fragments(RegTile16<T, R, C, W>& dst, SmemTile<T, R, C> src) {
+namespace detail {
+// Any shared tile with addr(row, chunk) (SmemTile, SmemPanelTile) -> register A-operand fragments.
+template <class Tile, class T, int R, int C, int W>
+__device__ __forceinline__ void load_fragments_from(RegTile16<T, R, C, W>& dst, Tile src) {
   const int lane = lane_id();
 #pragma unroll
   for (int mt = 0; mt < dst.kMT; ++mt)
@@ -124,6 +124,14 @@ __device__ __forceinline__ void load_fragments(RegTile16<T, R, C, W>& dst, SmemT
       dst.v[mt][2 * kk + 1][0] = a[2];
       dst.v[mt][2 * kk + 1][1] = a[3];
     }
+}
+}  // namespace detail
+
+// tile op `load` shared -> register (A-operand fragments via ldmatrix), e.g. Q kept in registers
+// across the KV loop. The register tile's rows are the shared tile's rows.
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void load_fragments(RegTile16<T, R, C, W>& dst, SmemTile<T, R, C> src) {
+  detail::load_fragments_from(dst, src);
 }
 
 namespace detail {

@@ -64,6 +64,34 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
     wgmma_wait<0>();
 }
 
+// tile.matmul %a, %b, %c with a, b shared: C += A B (SS form; A K-major panels as in wgmma_matmul_tb,
+// B stored [K][N] MN-major as in the RS form). The GEMM kernels' main loop (flashc --experiment=wgmma-gemm).
+template <bool kWait = true, class T, int M, int N, int K, int W>
+__device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
+                                             SmemPanelTile<T, K, N> b) {
+  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
+  const int warpgroup = warp_id() / 4;
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned a_addr = a.base() + (kk / 4) * SmemPanelTile<T, M, K>::kPanelBytes + warpgroup * 64 * 128 +
+                            (kk % 4) * 32;
+    wgmma_ss_tb<T, N>(&c.v[0][0][0], wgmma_desc(a_addr, 16, 1024),
+                      wgmma_desc(b.base() + kk * 16 * 128, SmemPanelTile<T, K, N>::kPanelBytes, 1024));
+  }
+  wgmma_commit();
+  if (kWait)
+    wgmma_wait<0>();
+}
+
+// tile.convert shared -> f32 registers of a panel tile: an accumulating GEMM's initial C (dx += ...).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, SmemPanelTile<T, R, C> src) {
+  RegTile16<T, R, C, W> frag;
+  detail::load_fragments_from(frag, src);
+  convert(dst, frag);
+}
+
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
 // transposed: with wgmma_matmul_ta, whose operands are both MN-major (the default), or with mma.sync (matmul_ta,
 // flashc --experiment=mma-dq) (docs/design/wgmma-backward.md).
@@ -80,16 +108,18 @@ __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<
 }
 
 // tile.matmul %at, %b, %c transpose_a with both shared: C += Aᵀ B, Aᵀ stored [K][M] and B [K][NB] in
-// panels, both read MN-major (SS, both transpose bits). One 64-column slice of B per warpgroup,
-// starting at column b_col0 (a multiple of 64). M = 128 on 8 warps: warpgroup g takes rows 64g.. (Aᵀ
-// panel g). M = 64 on 4 row bands (the 8 warps as 2 column groups): both warpgroups take all 64 rows,
-// each its own b_col0.
+// panels, both read MN-major (SS, both transpose bits). N columns of B per warpgroup, starting at
+// column b_col0 (a multiple of 64). M = 128 on 8 warps: warpgroup g takes rows 64g.. (Aᵀ panel g).
+// M = 64 on 4 row bands (the 8 warps as 2 column groups, N = 64): both warpgroups take all 64 rows,
+// each its own b_col0. The Sᵀ backward's dQ parts are N = 64 slices; the GEMM kernels' weight
+// gradients (flashc --experiment=wgmma-gemm) take the whole tile, N = NB.
 template <bool kWait = true, class T, int M, int N, int K, int MA, int NB, int W>
 __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPanelTile<T, K, MA> at,
                                                 SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
-  static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64),
+  static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64 && N == 64),
                 "wgmma_matmul_ta: 64 rows a warpgroup");
-  static_assert(N == 64 && K % 16 == 0, "wgmma_matmul_ta: one 64-column panel of B, K a multiple of 16");
+  static_assert((N == 64 || N == 128) && N <= NB && K % 16 == 0,
+                "wgmma_matmul_ta: 64 or 128 columns of B, K a multiple of 16");
   const int a_panel = M == 128 ? warp_id() / 4 : 0;
   const unsigned a_base = at.base() + a_panel * SmemPanelTile<T, K, MA>::kPanelBytes;
   const unsigned b_base = b.base() + (b_col0 / 64) * SmemPanelTile<T, K, NB>::kPanelBytes;
