@@ -28,9 +28,8 @@ FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
 BACKWARD_FORMS = ("auto", "rows", "transposed")
-# flashc --experiment names: wgmma-gemm (the FFN GEMMs as wgmma on sm_90a, not yet a default), and the code
-# generation each default replaced, kept to time the two side by side.
-EXPERIMENTS = ("wgmma-gemm", "mma-dq", "sync-lse", "two-barrier")
+# flashc --experiment names: the code generation each default replaced, kept to time the two side by side.
+EXPERIMENTS = ("mma-gemm", "mma-dq", "sync-lse", "two-barrier")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

@@ -1,13 +1,13 @@
 // FFN: y = gelu_tanh(x·W1 + b1)·W2 + b2 as GEMMs whose bias and activation
 // run in the epilogue, on the accumulator in registers.
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s
-// --experiment=wgmma-gemm: on sm_90a the GEMM kernels are wgmma (two warpgroups
-// of 64 rows, 64 columns of K a stage, 4 stages); the column sums and sm_80 keep
+// On sm_90a the GEMM kernels are wgmma (two warpgroups of 64 rows, 64 columns
+// of K a stage, 4 stages); the column sums, sm_80 and --experiment=mma-gemm keep
 // mma.sync; ptxas reports no spills and no serialized wgmma.
-// RUN: flashc %s --experiment=wgmma-gemm --emit=tile -o - | FileCheck %s --check-prefix=PLAN
-// RUN: flashc %s --experiment=wgmma-gemm --emit=cuda -o - | FileCheck %s --check-prefix=WG
-// RUN: flashc %s --experiment=wgmma-gemm --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=WG80
-// RUN: flashc %s --experiment=wgmma-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,WG80
+// RUN: flashc %s --experiment=mma-gemm --emit=cuda -o - | FileCheck %s --check-prefixes=CHECK,WG80
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WG
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {

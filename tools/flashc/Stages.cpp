@@ -85,8 +85,8 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 } // namespace
 
 bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
-  if (name == "wgmma-gemm")
-    options.pipeline.wgmmaGemm = true;
+  if (name == "mma-gemm")
+    options.pipeline.wgmmaGemm = false;
   else if (name == "mma-dq")
     options.cuda.wgmmaDq = false;
   else if (name == "sync-lse")
@@ -98,7 +98,7 @@ bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
   return true;
 }
 
-const char *experimentNames() { return "wgmma-gemm, mma-dq, sync-lse, two-barrier"; }
+const char *experimentNames() { return "mma-gemm, mma-dq, sync-lse, two-barrier"; }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
   switch (options.emit) {

@@ -106,9 +106,9 @@ int main(int argc, char **argv) {
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
-       "code generation not yet a default, comma-separated or repeated: wgmma-gemm (the FFN "
-       "GEMMs as wgmma on sm_90a; not yet run on a GPU), or the code a default replaced, to time "
-       "both: mma-dq (the sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma), sync-lse "
+       "the code a default replaced, to time both, comma-separated or repeated: mma-gemm (the "
+       "sm_90a FFN GEMMs by mma.sync, not wgmma), mma-dq (the sm_90a Sᵀ backward's dQ product by "
+       "mma.sync, not wgmma), sync-lse "
        "(its lse / D loaded synchronously, not a step ahead), two-barrier (pipelined loops "
        "with two barriers an iteration, not one)") //
       ("ptxas-report", po::bool_switch(),

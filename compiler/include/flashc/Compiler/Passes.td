@@ -117,8 +117,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
     Option<"blockK", "block-k", "int64_t", /*default=*/"0", "override the GEMM K step (0: target default)">,
     Option<"warps", "warps", "int64_t", /*default=*/"0", "override warps per block (0: target default)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0", "override pipeline stages (0: target default)">,
-    Option<"wgmmaGemm", "wgmma-gemm", "bool", /*default=*/"false",
-           "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages (flashc --experiment=wgmma-gemm)">,
+    Option<"wgmmaGemm", "wgmma-gemm", "bool", /*default=*/"true",
+           "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

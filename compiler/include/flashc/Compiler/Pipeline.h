@@ -34,9 +34,9 @@ struct PipelineOptions {
   /// as rows, Pᵀ and dSᵀ feed dV and dK from registers; dS goes through shared
   /// memory once, for dQ) or "auto" (the form the target runs faster).
   std::string backwardForm = "auto";
-  /// GEMM kernels as wgmma on sm_90a (flashc --experiment=wgmma-gemm; see
-  /// flash-plan-memory's wgmma-gemm option).
-  bool wgmmaGemm = false;
+  /// GEMM kernels as wgmma on sm_90a (flash-plan-memory's wgmma-gemm option;
+  /// off under flashc --experiment=mma-gemm).
+  bool wgmmaGemm = true;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).

@@ -32,11 +32,13 @@ const TargetDescription *lookupTarget(llvm::StringRef name);
 /// Comma-separated list of known targets, for diagnostics.
 std::string knownTargetNames();
 
-/// Plan choices that are not yet defaults (flashc --experiment).
+/// Plan choices with a default and a form kept to time against it (flashc
+/// --experiment).
 struct PlanChoices {
   /// The GEMM kernels (FFN; 16-bit, sm_90a) as wgmma: two warpgroups of 64
-  /// rows, block_k 64 (one swizzled panel of A a stage), 4 stages.
-  bool wgmmaGemm = false;
+  /// rows, block_k 64 (one swizzled panel of A a stage), 4 stages. Off
+  /// (experiment mma-gemm): mma.sync, block_k 32, 3 stages.
+  bool wgmmaGemm = true;
 };
 
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).

@@ -65,7 +65,7 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 }
 
 // tile.matmul %a, %b, %c with a, b shared: C += A B (SS form; A K-major panels as in wgmma_matmul_tb,
-// B stored [K][N] MN-major as in the RS form). The GEMM kernels' main loop (flashc --experiment=wgmma-gemm).
+// B stored [K][N] MN-major as in the RS form). The GEMM kernels' main loop.
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                              SmemPanelTile<T, K, N> b) {
@@ -112,7 +112,7 @@ __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<
 // column b_col0 (a multiple of 64). M = 128 on 8 warps: warpgroup g takes rows 64g.. (Aᵀ panel g).
 // M = 64 on 4 row bands (the 8 warps as 2 column groups, N = 64): both warpgroups take all 64 rows,
 // each its own b_col0. The Sᵀ backward's dQ parts are N = 64 slices; the GEMM kernels' weight
-// gradients (flashc --experiment=wgmma-gemm) take the whole tile, N = NB.
+// gradients take the whole tile, N = NB.
 template <bool kWait = true, class T, int M, int N, int K, int MA, int NB, int W>
 __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPanelTile<T, K, MA> at,
                                                 SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
