@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The command run on the GPU machine, from the repository root:
 #   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,sanitize,attention,ffn] [--attention-args "..."]
-#                           [--ffn-args "..."] [--dry-run]
+#                           [--ffn-args "..."] [--tests "test_a.py test_b.py"] [--dry-run]
 # BUNDLE_DIR (or FLASHC_BUNDLE_PATH) holds bundles made on the dev machine with
 #   PYTHONPATH=python python3 -m flashc.prebuild --out BUNDLE_DIR all
 # Steps (default all): build = the runtime (no MLIR there) in build-dev; test = ctest (runtime + Python GPU
@@ -19,6 +19,7 @@ DRY_RUN=0
 STEPS="build,test,run,sanitize,attention,ffn"
 ATTENTION_ARGS=""
 FFN_ARGS=""
+TESTS=""
 BUNDLES="${FLASHC_BUNDLE_PATH:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,6 +27,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS="${2:?--steps needs a value}"; shift ;;
     --attention-args) ATTENTION_ARGS="${2:?--attention-args needs a value}"; shift ;;
     --ffn-args) FFN_ARGS="${2:?--ffn-args needs a value}"; shift ;;
+    --tests) TESTS="${2:?--tests needs a value}"; shift ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "device-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) BUNDLES="$1" ;;
@@ -85,11 +87,13 @@ else
     status=1
   fi
   if has_step test && [ -n "${FLASHC_RUNTIME_LIB:-}" ]; then
-    step ctest ctest --test-dir "$BUILD" --output-on-failure --timeout 1800
+    # --tests names Python test files: only those run (no ctest), for a short call.
+    [ -n "${TESTS:-}" ] || step ctest ctest --test-dir "$BUILD" --output-on-failure --timeout 1800
     # Until python/ is add_subdirectory'd in the top-level CMakeLists, run the Python tests directly.
     if ! ctest --test-dir "$BUILD" -N 2>/dev/null | grep -q python.unittest; then
       # One process per file, so that a crash in one file cannot hide the results of the others.
-      for t in python/tests/test_*.py; do
+      for t in ${TESTS:-python/tests/test_*.py}; do
+        t="python/tests/$(basename "$t")"
         step "python_$(basename "$t" .py)" python3 -m unittest discover -s python/tests -p "$(basename "$t")" -v
       done
     fi

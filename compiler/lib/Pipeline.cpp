@@ -68,6 +68,7 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   PlanMemoryOptions plan;
   plan.target = target;
   plan.wgmmaGemm = options.wgmmaGemm;
+  plan.wideGemm = options.wideGemm;
   pm.addPass(createPlanMemory(plan));
 }
 

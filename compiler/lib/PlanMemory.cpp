@@ -120,6 +120,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (spec) {
       PlanChoices choices;
       choices.wgmmaGemm = wgmmaGemm;
+      choices.wideGemm = wideGemm;
       plan = defaultPlan(targetDesc, spec, choices);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)

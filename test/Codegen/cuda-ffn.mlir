@@ -8,6 +8,9 @@
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WG
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// --experiment=wide-gemm: the plain GEMMs 256 columns wide (m64n256 products).
+// RUN: flashc %s --experiment=wide-gemm --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
+// RUN: flashc %s --experiment=wide-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.wide.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -63,3 +66,11 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PTXAS: Compiling entry function 'flashc_ffn_ffn_down'
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// The backward hidden kernel (two accumulators) stays 128 wide.
+// WIDE-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
+// WIDE: kBlockN = 128
+// WIDE-LABEL: namespace flashc_ffn_ffn_up_config {
+// WIDE: kBlockN = 256, kStages = 4;
+// WIDE-LABEL: flashc_ffn_ffn_up(
+// WIDE: const SmemPanelTile<bf16, 64, 256> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 256>>(
+// WIDE-NEXT: wgmma_matmul<false>({{.+}}, [[W]]);

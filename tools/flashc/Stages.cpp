@@ -85,7 +85,9 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 } // namespace
 
 bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
-  if (name == "mma-gemm")
+  if (name == "wide-gemm")
+    options.pipeline.wideGemm = true;
+  else if (name == "mma-gemm")
     options.pipeline.wgmmaGemm = false;
   else if (name == "mma-dq")
     options.cuda.wgmmaDq = false;
@@ -98,7 +100,7 @@ bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
   return true;
 }
 
-const char *experimentNames() { return "mma-gemm, mma-dq, sync-lse, two-barrier"; }
+const char *experimentNames() { return "wide-gemm, mma-gemm, mma-dq, sync-lse, two-barrier"; }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
   switch (options.emit) {

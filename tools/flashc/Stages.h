@@ -28,10 +28,10 @@ struct CompileOptions {
   CudaEmitOptions cuda;
 };
 
-/// Applies the experiment `name` (flashc --experiment): mma-gemm, mma-dq,
-/// sync-lse, two-barrier, each the code a default replaced, kept to time both.
-/// A new code-generation change starts here too, opt-in, until a device run
-/// has checked and timed it. False for an unknown name.
+/// Applies the experiment `name` (flashc --experiment): wide-gemm (not yet a
+/// default: opt-in until a device run has checked and timed it), or mma-gemm,
+/// mma-dq, sync-lse, two-barrier (each the code a default replaced, kept to
+/// time both). False for an unknown name.
 bool enableExperiment(CompileOptions &options, llvm::StringRef name);
 
 /// The experiment names, comma-separated, for diagnostics.

@@ -119,6 +119,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0", "override pipeline stages (0: target default)">,
     Option<"wgmmaGemm", "wgmma-gemm", "bool", /*default=*/"true",
            "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
+    Option<"wideGemm", "wide-gemm", "bool", /*default=*/"false",
+           "wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

@@ -37,6 +37,8 @@ struct PipelineOptions {
   /// GEMM kernels as wgmma on sm_90a (flash-plan-memory's wgmma-gemm option;
   /// off under flashc --experiment=mma-gemm).
   bool wgmmaGemm = true;
+  /// wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm).
+  bool wideGemm = false;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).

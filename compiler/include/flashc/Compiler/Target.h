@@ -39,6 +39,10 @@ struct PlanChoices {
   /// rows, block_k 64 (one swizzled panel of A a stage), 4 stages. Off
   /// (experiment mma-gemm): mma.sync, block_k 32, 3 stages.
   bool wgmmaGemm = true;
+  /// Under wgmma, plain GEMM kernels (not the backward hidden, gated or
+  /// split-K ones, which carry more accumulators) 256 columns wide: one
+  /// m64n256 product a k-step per warpgroup (experiment wide-gemm).
+  bool wideGemm = false;
 };
 
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).

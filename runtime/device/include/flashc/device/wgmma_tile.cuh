@@ -118,8 +118,8 @@ __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPane
                                                 SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
   static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64 && N == 64),
                 "wgmma_matmul_ta: 64 rows a warpgroup");
-  static_assert((N == 64 || N == 128) && N <= NB && K % 16 == 0,
-                "wgmma_matmul_ta: 64 or 128 columns of B, K a multiple of 16");
+  static_assert((N == 64 || N == 128 || N == 256) && N <= NB && K % 16 == 0,
+                "wgmma_matmul_ta: 64, 128 or 256 columns of B, K a multiple of 16");
   const int a_panel = M == 128 ? warp_id() / 4 : 0;
   const unsigned a_base = at.base() + a_panel * SmemPanelTile<T, K, MA>::kPanelBytes;
   const unsigned b_base = b.base() + (b_col0 / 64) * SmemPanelTile<T, K, NB>::kPanelBytes;
