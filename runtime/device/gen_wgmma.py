@@ -38,36 +38,18 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
 for N in (64, 128, 256):
     nacc = N // 2
     for ab in ("bf16", "f16"):
-        # SS: A and B from descriptors, accumulate (scale-d = 1), no transposes
         regs = ", ".join(f"%{i}" for i in range(nacc))
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(nacc))
-        w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A and B K-major in shared memory ({ab}).
-__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+        # SS: A and B from descriptors, accumulate (scale-d = 1); the transpose bits make an operand MN-major.
+        for suffix, trans_a, trans_b, layout in (
+                ("", 0, 0, "A and B K-major in shared memory"),
+                ("_tb", 0, 1, "A K-major and B MN-major in shared memory (B stored [K][N],\n// N contiguous: the B transpose bit),"),
+                ("_tatb", 1, 1, "A and B MN-major in shared memory (A stored [K][64], B\n// stored [K][N]: both transpose bits),")):
+            w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], {layout} ({ab}).
+__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}{suffix}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, 0, 0;\\n}}\\n"
-      : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1));
-}}
-''')
-        # SS with A K-major and B MN-major (the B transpose bit): C += A·B with B stored [K][N]
-        w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A K-major and B MN-major in shared memory (B stored [K][N],
-// N contiguous: the B transpose bit), ({ab}).
-__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}_tb(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, 0, 1;\\n}}\\n"
-      : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1));
-}}
-''')
-        # SS with both operands MN-major (the transpose bits): C += Aᵀ·B with Aᵀ stored [K][M]
-        w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], A and B MN-major in shared memory (A stored [K][64], B
-// stored [K][N]: both transpose bits), ({ab}).
-__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}_tatb(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, 1, 1;\\n}}\\n"
+      "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, {trans_a}, {trans_b};\\n}}\\n"
       : {outs}
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }}

@@ -27,6 +27,23 @@ __device__ __forceinline__ unsigned char* align_smem_1024(unsigned char* raw) {
 // The matmuls issue their wgmma group; with kWait = false they return at once and the caller waits
 // (wgmma_wait<0>) before it touches c or a register A, so independent work overlaps the product.
 
+namespace detail {
+// Descriptor of k16 step kk of a K-major panel tile [R][K] (rows are M or N), from row `row0`: the
+// step is +32 B inside a 64-column panel, the next panel +kPanelBytes; 8-row groups 1024 B apart.
+template <class T, int R, int K>
+__device__ __forceinline__ unsigned long long kmajor_desc(SmemPanelTile<T, R, K> t, int kk, int row0 = 0) {
+  return wgmma_desc(t.base() + (kk / 4) * SmemPanelTile<T, R, K>::kPanelBytes + row0 * 128 + (kk % 4) * 32, 16,
+                    1024);
+}
+// Descriptor of k16 step kk of an MN-major panel tile [K][C] from 64-column panel `panel0`: 16 K rows of
+// 128 B a step; the next 64 columns one panel further (LBO), 8-row groups 1024 B apart (SBO).
+template <class T, int K, int C>
+__device__ __forceinline__ unsigned long long mnmajor_desc(SmemPanelTile<T, K, C> t, int kk, int panel0 = 0) {
+  return wgmma_desc(t.base() + panel0 * SmemPanelTile<T, K, C>::kPanelBytes + kk * 16 * 128,
+                    SmemPanelTile<T, K, C>::kPanelBytes, 1024);
+}
+}  // namespace detail
+
 // tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form).
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
@@ -35,12 +52,8 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
   const int warpgroup = warp_id() / 4;
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const unsigned a_addr = a.base() + (kk / 4) * SmemPanelTile<T, M, K>::kPanelBytes + warpgroup * 64 * 128 +
-                            (kk % 4) * 32;
-    const unsigned b_addr = b.base() + (kk / 4) * SmemPanelTile<T, N, K>::kPanelBytes + (kk % 4) * 32;
-    wgmma_ss<T, N>(&c.v[0][0][0], wgmma_desc(a_addr, 16, 1024), wgmma_desc(b_addr, 16, 1024));
-  }
+  for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, warpgroup * 64), detail::kmajor_desc(b, kk));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
@@ -56,8 +69,7 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned frag[4] = {a.v[0][2 * kk][0], a.v[0][2 * kk][1], a.v[0][2 * kk + 1][0], a.v[0][2 * kk + 1][1]};
-    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag,
-                      wgmma_desc(b.base() + kk * 16 * 128, SmemPanelTile<T, K, N>::kPanelBytes, 1024));
+    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag, detail::mnmajor_desc(b, kk));
   }
   wgmma_commit();
   if (kWait)
@@ -73,12 +85,8 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTi
   const int warpgroup = warp_id() / 4;
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const unsigned a_addr = a.base() + (kk / 4) * SmemPanelTile<T, M, K>::kPanelBytes + warpgroup * 64 * 128 +
-                            (kk % 4) * 32;
-    wgmma_ss_tb<T, N>(&c.v[0][0][0], wgmma_desc(a_addr, 16, 1024),
-                      wgmma_desc(b.base() + kk * 16 * 128, SmemPanelTile<T, K, N>::kPanelBytes, 1024));
-  }
+  for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_ss_tb<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, warpgroup * 64), detail::mnmajor_desc(b, kk));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
@@ -121,13 +129,10 @@ __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPane
   static_assert((N == 64 || N == 128 || N == 256) && N <= NB && K % 16 == 0,
                 "wgmma_matmul_ta: 64, 128 or 256 columns of B, K a multiple of 16");
   const int a_panel = M == 128 ? warp_id() / 4 : 0;
-  const unsigned a_base = at.base() + a_panel * SmemPanelTile<T, K, MA>::kPanelBytes;
-  const unsigned b_base = b.base() + (b_col0 / 64) * SmemPanelTile<T, K, NB>::kPanelBytes;
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)  // 16 K rows of 128 bytes a step; 8-row groups 1024 bytes apart
-    wgmma_ss_tatb<T, N>(&c.v[0][0][0], wgmma_desc(a_base + kk * 16 * 128, SmemPanelTile<T, K, MA>::kPanelBytes, 1024),
-                        wgmma_desc(b_base + kk * 16 * 128, SmemPanelTile<T, K, NB>::kPanelBytes, 1024));
+  for (int kk = 0; kk < K / 16; ++kk)
+    wgmma_ss_tatb<T, N>(&c.v[0][0][0], detail::mnmajor_desc(at, kk, a_panel), detail::mnmajor_desc(b, kk, b_col0 / 64));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
