@@ -16,7 +16,8 @@ import bench_common as bc
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
-EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xwide": ("wide-gemm",)}
+EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xwide": ("wide-gemm",), "flashc_xovl": ("wgmma-overlap",),
+                    "flashc_xwideovl": ("wgmma-overlap", "wide-gemm")}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -94,7 +95,8 @@ def run_row(torch, row, args):
 
 def table(results, impls):
     titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
-              "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xwide": "flashc (x: 256-wide GEMM)"}
+              "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xwide": "flashc (x: 256-wide GEMM)",
+              "flashc_xovl": "flashc (x: wgmma overlap)", "flashc_xwideovl": "flashc (x: 256-wide + overlap)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

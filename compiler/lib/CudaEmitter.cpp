@@ -172,7 +172,9 @@ private:
   // Shared-memory placement of a shared tile produced by `op`.
   int64_t placeShared(Operation *op, tile::TileType type, int64_t buffers);
 
-  LogicalResult emitBlock(Block &block);
+  /// Emits `block`'s ops; wgmma groups still in flight at its end are waited
+  /// for down to `keepGroups` (a product loop keeps its last one in flight).
+  LogicalResult emitBlock(Block &block, int keepGroups = 0);
   /// C = A·B from zero whose only use is an atomic add (the backward's dQ):
   /// emitted 64 columns at a time, so a [M x D] f32 tile is never live at once.
   bool isChunkedAtomicMatmul(tile::MatmulOp mm);
@@ -192,7 +194,11 @@ private:
   /// comes before the first op that touches one of them, or at the block end.
   SmallVector<Value> wgmmaInFlight;
   bool touchesWgmmaInFlight(Operation *op);
-  void waitWgmma();
+  void waitWgmma(int keepGroups = 0);
+  /// A loop whose body is only pipelined loads, their index math and wgmma
+  /// products into loop-carried accumulators (a GEMM main loop).
+  bool isProductLoop(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
+                     const llvm::SetVector<Operation *> &slice);
   /// After cp.async data landed: wgmma reads shared memory through the async
   /// proxy, so every writer fences before the barrier.
   void emitLoadsLanded(StringRef wait) {
@@ -246,6 +252,8 @@ private:
     llvm::SetVector<Operation *> loads;   // pipelined tile.load ops
     llvm::SetVector<Operation *> slice;   // index math they need, in order
     int64_t stages = 2;
+    int64_t ahead = 1;      // iterations whose loads are in flight
+    int keepGroups = 0;     // wgmma groups left in flight at the body's end
     std::string stageVar;
   };
   Pipeline *pipeline = nullptr;
@@ -376,7 +384,7 @@ std::string KernelEmitter::resultOf(Operation *op, Value operand, StringRef hint
   return declareResult(op, result, hint, nameOf(operand));
 }
 
-LogicalResult KernelEmitter::emitBlock(Block &block) {
+LogicalResult KernelEmitter::emitBlock(Block &block, int keepGroups) {
   for (Operation &op : block.without_terminator()) {
     if (emittedAhead.contains(&op))
       continue;
@@ -385,7 +393,7 @@ LogicalResult KernelEmitter::emitBlock(Block &block) {
     if (failed(emitOp(&op)))
       return failure();
   }
-  waitWgmma();  // yields and end-of-iteration barriers read or recycle them
+  waitWgmma(keepGroups);  // yields and end-of-iteration barriers read or recycle them
   return success();
 }
 
@@ -398,11 +406,35 @@ bool KernelEmitter::touchesWgmmaInFlight(Operation *op) {
   return llvm::any_of(op->getOperands(), inFlight) || llvm::any_of(op->getResults(), inFlight);
 }
 
-void KernelEmitter::waitWgmma() {
+void KernelEmitter::waitWgmma(int keepGroups) {
   if (wgmmaInFlight.empty())
     return;
-  line() << "wgmma_wait<0>();  // the products issued above\n";
+  if (keepGroups)
+    line() << "wgmma_wait<" << keepGroups
+           << ">();  // the last iteration's products; this one's stay in flight\n";
+  else
+    line() << "wgmma_wait<0>();  // the products issued above\n";
   wgmmaInFlight.clear();
+}
+
+bool KernelEmitter::isProductLoop(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
+                                  const llvm::SetVector<Operation *> &slice) {
+  auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+  bool anyProduct = false;
+  for (Operation &op : forOp.getBody()->without_terminator()) {
+    if (loads.contains(&op) || slice.contains(&op))
+      continue;
+    auto mm = dyn_cast<tile::MatmulOp>(&op);
+    auto acc = mm ? dyn_cast<BlockArgument>(mm.getAcc()) : BlockArgument();
+    // C += A·B with shared A, C carried from the last iteration and yielded
+    // to the next: nothing but the next product reads it inside the loop.
+    if (!mm || !cast<tile::TileType>(mm.getA().getType()).isShared() || !acc ||
+        acc.getOwner() != forOp.getBody() || !acc.hasOneUse() || !mm->hasOneUse() ||
+        *mm->getUsers().begin() != yield.getOperation())
+      return false;
+    anyProduct = true;
+  }
+  return anyProduct;
 }
 
 /// Registers a thread may hold for loop-carried tiles plus promoted A operands
@@ -635,10 +667,24 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   Pipeline *outer = pipeline;
   if (pipelined) {
     pipe.stageVar = fresh("stage");
-    // Prologue: the first stages-1 iterations' loads in flight, one group each.
-    line() << "// Pipeline prologue: loads of the first " << pipe.stages - 1
+    // --experiment=wgmma-overlap: a product loop keeps one wgmma group in
+    // flight across the barrier; its loads then go one stage less ahead, so
+    // that a prefetch refills buffers read two iterations ago, by a group that
+    // has completed.
+    pipe.ahead = pipe.stages - 1;
+    if (options.overlapWgmma && wgmma() && options.oneBarrierPipeline && pipe.stages >= 3 &&
+        isProductLoop(forOp, pipe.loads, pipe.slice)) {
+      pipe.ahead = pipe.stages - 2;
+      pipe.keepGroups = 1;
+      // Their initial values are defined before the first product; the fence
+      // keeps those definitions there (ptxas serializes the products otherwise).
+      for (Value carried : forOp.getRegionIterArgs())
+        line() << "wgmma_fence_operand(" << nameOf(carried) << ");  // accumulator: wgmma from here on\n";
+    }
+    // Prologue: the first `ahead` iterations' loads in flight, one group each.
+    line() << "// Pipeline prologue: loads of the first " << pipe.ahead
            << " iteration(s) in flight.\n";
-    for (int64_t s = 0; s + 1 < pipe.stages; ++s)
+    for (int64_t s = 0; s < pipe.ahead; ++s)
       if (failed(emitIssueAhead(forOp, pipe, "n_pre", lb + " + " + std::to_string(s) + " * " + step,
                                 std::to_string(s))))
         return failure();
@@ -661,14 +707,14 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   bool oneBarrier = pipelined && options.oneBarrierPipeline;
   if (pipelined) {
     auto issueAhead = [&]() {
-      // Prefetch iteration n + (stages-1)·step into the buffer freed last iteration.
+      // Prefetch iteration n + ahead·step into the buffer freed before this iteration.
       return emitIssueAhead(forOp, pipe, "n_next",
-                            iv + " + " + std::to_string(pipe.stages - 1) + " * " + step,
-                            "(" + pipe.stageVar + " + " + std::to_string(pipe.stages - 1) + ") % " +
+                            iv + " + " + std::to_string(pipe.ahead) + " * " + step,
+                            "(" + pipe.stageVar + " + " + std::to_string(pipe.ahead) + ") % " +
                                 std::to_string(pipe.stages));
     };
     if (oneBarrier) {
-      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 2) +
+      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead - 1) +
                       ">();  // this iteration's buffers landed, the last iteration is done");
       if (failed(issueAhead()))
         return failure();
@@ -680,7 +726,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     }
   }
 
-  if (failed(emitBlock(*forOp.getBody())))
+  if (failed(emitBlock(*forOp.getBody(), pipe.keepGroups)))
     return failure();
   auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
   for (auto [arg, value] : llvm::zip(forOp.getRegionIterArgs(), yield.getOperands())) {
@@ -699,6 +745,8 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     line() << "__syncthreads();  // buffers are overwritten by the next iteration\n";
   --indent;
   line() << "}\n";
+  if (pipe.keepGroups)
+    line() << "wgmma_wait<0>();  // the last iteration's products\n";
   if (pipelined)
     line() << "cp_async_wait<0>();\n";
   if (writesShared && oneBarrier)

@@ -11,6 +11,11 @@
 // --experiment=wide-gemm: the plain GEMMs 256 columns wide (m64n256 products).
 // RUN: flashc %s --experiment=wide-gemm --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
 // RUN: flashc %s --experiment=wide-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.wide.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// --experiment=wgmma-overlap: a product loop keeps one wgmma group in flight
+// across the barrier, its loads one stage less ahead (2 of 4), its accumulator
+// fenced after initialization (else ptxas serializes the products).
+// RUN: flashc %s --experiment=wgmma-overlap --emit=cuda -o - | FileCheck %s --check-prefix=OVL
+// RUN: flashc %s --experiment=wgmma-overlap,wide-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.ovl.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -74,3 +79,16 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // WIDE-LABEL: flashc_ffn_ffn_up(
 // WIDE: const SmemPanelTile<bf16, 64, 256> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 256>>(
 // WIDE-NEXT: wgmma_matmul<false>({{.+}}, [[W]]);
+// OVL-LABEL: flashc_ffn_ffn_up(
+// OVL: RegTileF32<128, 128, kWarps> [[ACC:.+]] = zeros;
+// OVL-NEXT: wgmma_fence_operand([[ACC]]);
+// OVL-NEXT: // Pipeline prologue: loads of the first 2 iteration(s) in flight.
+// OVL: for (int [[K:.+]] = 0, stage = 0; [[K]] < {{.*}}; [[K]] += 1, stage = (stage + 1) % 4) {
+// OVL-NEXT: cp_async_wait<1>();
+// OVL: const int {{.+}} = [[K]] + 2 * 1;
+// OVL: smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 0 + ((stage + 2) % 4)
+// OVL: wgmma_matmul<false>([[ACC]],
+// OVL-NEXT: wgmma_wait<1>();
+// OVL-NEXT: }
+// OVL-NEXT: wgmma_wait<0>();
+// OVL: add_bias([[ACC]],

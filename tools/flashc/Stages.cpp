@@ -87,6 +87,8 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
   if (name == "wide-gemm")
     options.pipeline.wideGemm = true;
+  else if (name == "wgmma-overlap")
+    options.cuda.overlapWgmma = true;
   else if (name == "mma-gemm")
     options.pipeline.wgmmaGemm = false;
   else if (name == "mma-dq")
@@ -100,7 +102,9 @@ bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
   return true;
 }
 
-const char *experimentNames() { return "wide-gemm, mma-gemm, mma-dq, sync-lse, two-barrier"; }
+const char *experimentNames() {
+  return "wide-gemm, wgmma-overlap, mma-gemm, mma-dq, sync-lse, two-barrier";
+}
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
   switch (options.emit) {

@@ -28,8 +28,9 @@ struct CompileOptions {
   CudaEmitOptions cuda;
 };
 
-/// Applies the experiment `name` (flashc --experiment): wide-gemm (not yet a
-/// default: opt-in until a device run has checked and timed it), or mma-gemm,
+/// Applies the experiment `name` (flashc --experiment): wide-gemm,
+/// wgmma-overlap (not yet defaults: opt-in until a device run has checked and
+/// timed them), or mma-gemm,
 /// mma-dq, sync-lse, two-barrier (each the code a default replaced, kept to
 /// time both). False for an unknown name.
 bool enableExperiment(CompileOptions &options, llvm::StringRef name);

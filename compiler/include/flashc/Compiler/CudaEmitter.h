@@ -39,6 +39,10 @@ struct CudaEmitOptions {
   /// Off (experiment two-barrier): prefetch, wait, barrier, ..., and a barrier
   /// at the end of each iteration.
   bool oneBarrierPipeline = true;
+  /// GEMM main loops (pipelined loads and wgmma products only) keep one wgmma
+  /// group in flight across the iteration's barrier, with their loads one
+  /// stage less ahead (experiment wgmma-overlap; not yet run on a GPU).
+  bool overlapWgmma = false;
 };
 
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in

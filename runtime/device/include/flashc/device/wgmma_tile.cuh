@@ -44,6 +44,19 @@ __device__ __forceinline__ unsigned long long mnmajor_desc(SmemPanelTile<T, K, C
 }
 }  // namespace detail
 
+// An empty asm that reads and writes every register of `c`: no definition of them moves across it. A
+// product loop that keeps a wgmma group in flight across iterations (flashc --experiment=wgmma-overlap)
+// fences its accumulators after their initialization; without it ptxas serializes the products.
+template <int M, int N, int W>
+__device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
+#pragma unroll
+  for (int mt = 0; mt < RegTileF32<M, N, W>::kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < RegTileF32<M, N, W>::kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(c.v[mt][nt][i])::"memory");
+}
+
 // tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form).
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
