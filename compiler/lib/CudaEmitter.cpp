@@ -195,10 +195,11 @@ private:
   SmallVector<Value> wgmmaInFlight;
   bool touchesWgmmaInFlight(Operation *op);
   void waitWgmma(int keepGroups = 0);
-  /// A loop whose body is only pipelined loads, their index math and wgmma
-  /// products into loop-carried accumulators (a GEMM main loop).
-  bool isProductLoop(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
-                     const llvm::SetVector<Operation *> &slice);
+  /// The number of wgmma products (one group each) of a loop whose body is
+  /// only pipelined loads, their index math and those products, each into a
+  /// loop-carried accumulator of its own (a GEMM main loop); 0 otherwise.
+  int productLoopGroups(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
+                        const llvm::SetVector<Operation *> &slice);
   /// After cp.async data landed: wgmma reads shared memory through the async
   /// proxy, so every writer fences before the barrier.
   void emitLoadsLanded(StringRef wait) {
@@ -411,30 +412,32 @@ void KernelEmitter::waitWgmma(int keepGroups) {
     return;
   if (keepGroups)
     line() << "wgmma_wait<" << keepGroups
-           << ">();  // the last iteration's products; this one's stay in flight\n";
+           << ">();  // the last iteration's products are done; this one's stay in flight\n";
   else
     line() << "wgmma_wait<0>();  // the products issued above\n";
   wgmmaInFlight.clear();
 }
 
-bool KernelEmitter::isProductLoop(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
-                                  const llvm::SetVector<Operation *> &slice) {
+int KernelEmitter::productLoopGroups(scf::ForOp forOp, const llvm::SetVector<Operation *> &loads,
+                                    const llvm::SetVector<Operation *> &slice) {
   auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-  bool anyProduct = false;
+  int products = 0;
   for (Operation &op : forOp.getBody()->without_terminator()) {
     if (loads.contains(&op) || slice.contains(&op))
       continue;
     auto mm = dyn_cast<tile::MatmulOp>(&op);
     auto acc = mm ? dyn_cast<BlockArgument>(mm.getAcc()) : BlockArgument();
     // C += A·B with shared A, C carried from the last iteration and yielded
-    // to the next: nothing but the next product reads it inside the loop.
+    // to its own slot for the next: nothing but the next product reads it
+    // inside the loop.
     if (!mm || !cast<tile::TileType>(mm.getA().getType()).isShared() || !acc ||
-        acc.getOwner() != forOp.getBody() || !acc.hasOneUse() || !mm->hasOneUse() ||
-        *mm->getUsers().begin() != yield.getOperation())
-      return false;
-    anyProduct = true;
+        acc.getOwner() != forOp.getBody() || acc.getArgNumber() == 0 || !acc.hasOneUse() ||
+        !mm->hasOneUse() || yield.getOperand(acc.getArgNumber() - 1) != mm.getResult())
+      return 0;
+    ++products;
   }
-  return anyProduct;
+  // Every carried value is one of the accumulators (no pass-through values).
+  return products == static_cast<int>(forOp.getNumRegionIterArgs()) ? products : 0;
 }
 
 /// Registers a thread may hold for loop-carried tiles plus promoted A operands
@@ -671,11 +674,14 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     // flight across the barrier; its loads then go one stage less ahead, so
     // that a prefetch refills buffers read two iterations ago, by a group that
     // has completed.
+    // Only with 4 stages or more: at 3 the loads would be one iteration ahead.
     pipe.ahead = pipe.stages - 1;
-    if (options.overlapWgmma && wgmma() && options.oneBarrierPipeline && pipe.stages >= 3 &&
-        isProductLoop(forOp, pipe.loads, pipe.slice)) {
+    int groups = options.overlapWgmma && wgmma() && options.oneBarrierPipeline && pipe.stages >= 4
+                     ? productLoopGroups(forOp, pipe.loads, pipe.slice)
+                     : 0;
+    if (groups) {
       pipe.ahead = pipe.stages - 2;
-      pipe.keepGroups = 1;
+      pipe.keepGroups = groups;
       // Their initial values are defined before the first product; the fence
       // keeps those definitions there (ptxas serializes the products otherwise).
       for (Value carried : forOp.getRegionIterArgs())
@@ -714,8 +720,11 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
                                 std::to_string(pipe.stages));
     };
     if (oneBarrier) {
-      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead - 1) +
-                      ">();  // this iteration's buffers landed, the last iteration is done");
+      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead - 1) + ">();  " +
+                      (pipe.keepGroups ? "// this iteration's buffers landed; those of two "
+                                         "iterations back are free"
+                                       : "// this iteration's buffers landed, the last "
+                                         "iteration is done"));
       if (failed(issueAhead()))
         return failure();
     } else {
@@ -745,8 +754,12 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     line() << "__syncthreads();  // buffers are overwritten by the next iteration\n";
   --indent;
   line() << "}\n";
-  if (pipe.keepGroups)
+  if (pipe.keepGroups) {
     line() << "wgmma_wait<0>();  // the last iteration's products\n";
+    // And no read of the accumulators moves above that wait.
+    for (Value carried : forOp.getRegionIterArgs())
+      line() << "wgmma_fence_operand(" << nameOf(carried) << ");\n";
+  }
   if (pipelined)
     line() << "cp_async_wait<0>();\n";
   if (writesShared && oneBarrier)

@@ -148,7 +148,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       // wgmma: a k16 step per instruction of 64 x 128 per warpgroup, so 64
       // columns of K (one 128-byte swizzled panel row) a stage give each
       // stage four products; 4 stages of 32 KB keep loads three steps ahead.
-      // Measured 1.4-1.8x the mma.sync plan on the H200 at the benchmark's
+      // Measured 1.45-1.72x the mma.sync plan on the H200 at the benchmark's
       // two large FFNs (bench/results/2026-11-29-h200-session4.md).
       if (hopper && choices.wgmmaGemm && gemm.getRole() != KernelRole::ConvertF32 &&
           gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16) {
