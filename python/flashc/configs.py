@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=wide-gemm+wgmma-overlap+mma-gemm+mma-dq+sync-lse+two-barrier]
+            [,backward=auto|rows|transposed][,experiments=wide-gemm+wgmma-overlap+narrow-hidden+mma-gemm+mma-dq+sync-lse+two-barrier]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -70,7 +70,8 @@ BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x 
 # shapes carry all but two-barrier (bench_ffn.py's flashc_x* columns).
 FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("wide-gemm",), ("wgmma-overlap",),
                        ("wgmma-overlap", "wide-gemm"))
-TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
+TEST_FFN_EXPERIMENTS = (tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
+                        + tuple(dataclasses.replace(c, experiments=("narrow-hidden",)) for c in TEST_FFN if c.gated))
 BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
                               for c in BENCH_FFN)
 TEST_ATTENTION_EXPERIMENTS = tuple(

@@ -146,7 +146,8 @@ class KeyTest(unittest.TestCase):
         self.assertIn("experiments=mma-dq+sync-lse", both.describe())
         self.assertEqual(configs.parse_config(configs.format_config(both)), both)
         for bad in (("nope",), "mma-dq"):
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wide-gemm, wgmma-overlap, mma-gemm, mma-dq, sync-lse, two-barrier"):
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wide-gemm, wgmma-overlap, narrow-hidden, mma-gemm, mma-dq, sync-lse, "
+                                        "two-barrier"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
         ffn = FfnConfig("bf16", 64, 256, experiments=("two-barrier",))
         self.assertEqual(ffn.compiler_flags, ("--experiment=two-barrier",))

@@ -89,6 +89,8 @@ bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
     options.pipeline.wideGemm = true;
   else if (name == "wgmma-overlap")
     options.cuda.overlapWgmma = true;
+  else if (name == "narrow-hidden")
+    options.pipeline.narrowHidden = true;
   else if (name == "mma-gemm")
     options.pipeline.wgmmaGemm = false;
   else if (name == "mma-dq")
@@ -103,7 +105,7 @@ bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
 }
 
 const char *experimentNames() {
-  return "wide-gemm, wgmma-overlap, mma-gemm, mma-dq, sync-lse, two-barrier";
+  return "wide-gemm, wgmma-overlap, narrow-hidden, mma-gemm, mma-dq, sync-lse, two-barrier";
 }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {

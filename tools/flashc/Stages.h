@@ -29,10 +29,10 @@ struct CompileOptions {
 };
 
 /// Applies the experiment `name` (flashc --experiment): wide-gemm,
-/// wgmma-overlap (not yet defaults: opt-in until a device run has checked and
-/// timed them), or mma-gemm,
-/// mma-dq, sync-lse, two-barrier (each the code a default replaced, kept to
-/// time both). False for an unknown name.
+/// wgmma-overlap, narrow-hidden (not yet defaults: opt-in until a device run
+/// has checked and timed them), or mma-gemm, mma-dq, sync-lse, two-barrier
+/// (each the code a default replaced, kept to time both). False for an
+/// unknown name.
 bool enableExperiment(CompileOptions &options, llvm::StringRef name);
 
 /// The experiment names, comma-separated, for diagnostics.

@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
        "comma-separated or repeated: wide-gemm (sm_90a GEMM kernels 256 columns wide), "
-       "wgmma-overlap (GEMM loops keep one wgmma group in flight; not yet run on a GPU), or the "
+       "wgmma-overlap (GEMM loops keep one wgmma group in flight), narrow-hidden (the gated FFN's "
+       "backward hidden kernel 64 columns wide) — these two not yet run on a GPU — or the "
        "code a default replaced, to time both: mma-gemm (the "
        "sm_90a FFN GEMMs by mma.sync, not wgmma), mma-dq (the sm_90a Sᵀ backward's dQ product by "
        "mma.sync, not wgmma), sync-lse "

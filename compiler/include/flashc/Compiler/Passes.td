@@ -121,6 +121,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
     Option<"wideGemm", "wide-gemm", "bool", /*default=*/"false",
            "wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm)">,
+    Option<"narrowHidden", "narrow-hidden", "bool", /*default=*/"false",
+           "the gated FFN's backward hidden kernel 64 columns wide (flashc --experiment=narrow-hidden)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

@@ -39,6 +39,9 @@ struct PipelineOptions {
   bool wgmmaGemm = true;
   /// wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm).
   bool wideGemm = false;
+  /// The gated FFN's backward hidden kernel 64 columns wide
+  /// (flashc --experiment=narrow-hidden).
+  bool narrowHidden = false;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).

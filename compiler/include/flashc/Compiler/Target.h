@@ -43,6 +43,10 @@ struct PlanChoices {
   /// split-K ones, which carry more accumulators) 256 columns wide: one
   /// m64n256 product a k-step per warpgroup (experiment wide-gemm).
   bool wideGemm = false;
+  /// The gated FFN's backward hidden kernel (three f32 accumulators, ~800
+  /// bytes of spills at 128 columns) 64 columns wide (experiment
+  /// narrow-hidden).
+  bool narrowHidden = false;
 };
 
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
