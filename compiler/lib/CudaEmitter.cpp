@@ -667,6 +667,12 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     promotedHere.push_back({a, frag});
   });
 
+  // Product loops that keep wgmma groups in flight fence their accumulators
+  // where ordinary definitions and reads of them must stay (wgmma-overlap).
+  auto fenceAccumulators = [&](StringRef comment) {
+    for (Value carried : forOp.getRegionIterArgs())
+      line() << "wgmma_fence_operand(" << nameOf(carried) << ");" << comment << "\n";
+  };
   Pipeline *outer = pipeline;
   if (pipelined) {
     pipe.stageVar = fresh("stage");
@@ -684,8 +690,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
       pipe.keepGroups = groups;
       // Their initial values are defined before the first product; the fence
       // keeps those definitions there (ptxas serializes the products otherwise).
-      for (Value carried : forOp.getRegionIterArgs())
-        line() << "wgmma_fence_operand(" << nameOf(carried) << ");  // accumulator: wgmma from here on\n";
+      fenceAccumulators("  // accumulator: wgmma from here on");
     }
     // Prologue: the first `ahead` iterations' loads in flight, one group each.
     line() << "// Pipeline prologue: loads of the first " << pipe.ahead
@@ -730,7 +735,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     } else {
       if (failed(issueAhead()))
         return failure();
-      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.stages - 1) +
+      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead) +
                       ">();  // this iteration's buffers landed");
     }
   }
@@ -756,9 +761,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   line() << "}\n";
   if (pipe.keepGroups) {
     line() << "wgmma_wait<0>();  // the last iteration's products\n";
-    // And no read of the accumulators moves above that wait.
-    for (Value carried : forOp.getRegionIterArgs())
-      line() << "wgmma_fence_operand(" << nameOf(carried) << ");\n";
+    fenceAccumulators("");  // no read of them moves above that wait
   }
   if (pipelined)
     line() << "cp_async_wait<0>();\n";

@@ -27,3 +27,6 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // RUN: not flashc %S/Inputs/kt-argument-attention.mlir -o %t.kt 2>&1 | FileCheck %s --check-prefix=NEARMISS
 // NEARMISS: kt-argument-attention.mlir:5:8: warning: softmax(...)·V not fused into flash.attention: K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k transpose_b with K [B, H, Sk, D]
 // NEARMISS: error: nothing to compile into kernels
+// A wgmma matmul the device library has no form for (both operands transposed): named, not miscompiled.
+// RUN: not flashc %S/Inputs/wgmma-both-transposed.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WGMMA
+// WGMMA: wgmma-both-transposed.mlir:11:8: error: strategy wgmma_sm90 supports C += A·B, A·Bᵀ and Aᵀ·B with A, B shared and C += A·B with A in registers
