@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""FFN benchmark: flashc.torch.ffn vs PyTorch eager (cuBLAS) and torch.compile on the FFN rows of
-shared/anchors.md: y = gelu_tanh(x W1) W2, bf16, TFLOP/s counting 4*M*d*h (forward) and 8*M*d*h (backward:
-dx, dW1, dW2), do_bench medians; flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
+"""FFN benchmark: flashc.torch.ffn vs PyTorch eager (cuBLAS) and torch.compile on the benchmark FFN rows
+(flashc.configs.BENCH_FFN): y = gelu_tanh(x W1) W2 and the gated y = (silu(x W_gate) * (x W_up)) W2, bf16,
+TFLOP/s counting 4*M*d*h (forward; 6*M*d*h gated) and twice that for the backward (dx and the weight
+gradients), do_bench medians; flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
 
   python3 bench/bench_ffn.py [--out DIR] [--dry-run]
 """
@@ -17,7 +18,7 @@ DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
 EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xwide": ("wide-gemm",), "flashc_xovl": ("wgmma-overlap",),
-                    "flashc_xwideovl": ("wgmma-overlap", "wide-gemm")}
+                    "flashc_xwideovl": ("wgmma-overlap", "wide-gemm"), "flashc_xnarrow": ("narrow-hidden",)}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -45,31 +46,37 @@ def rows():
 
 def run_row(torch, row, args):
     import torch.nn.functional as F
-    M, d, h = row["M"], row["d"], row["h"]
+    M, d, h, config = row["M"], row["d"], row["h"], row["config"]
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
     w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
     w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
+    wg = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_() \
+        if config.gated else None
     dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
-    eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
+    if config.gated:
+        eager = lambda x, w1, w2: (F.silu(x @ wg) * (x @ w1)) @ w2
+    else:
+        eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
     fns = {}
     for name, experiments in FLASHC_IMPLS.items():
-        if name in args.impls:
+        if name in args.impls and (name != "flashc_xnarrow" or config.gated):  # narrow-hidden: gated only
             import flashc.torch as ft
-            fns[name] = (lambda xs: lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation="gelu_tanh",
-                                                              experiments=xs))(experiments)
+            fns[name] = (lambda xs: lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation,
+                                                              w_gate=wg, experiments=xs))(experiments)
     if "eager" in args.impls:
         fns["eager"] = eager
     if "compile" in args.impls:
         fns["compile"] = torch.compile(eager)
-    flops = 4.0 * M * d * h
+    flops = (6.0 if config.gated else 4.0) * M * d * h
     result = {"M": M, "d": d, "h": h, "key": row["config"].key, "impls": {}}
     for name, fn in fns.items():
         try:
+            leaves = [t for t in (x, w1, w2, wg) if t is not None]
             fn(x, w1, w2).backward(dy)
             torch.cuda.synchronize()
             t_f = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
-            t_fb = bc.do_bench(lambda: fn(x, w1, w2).backward(dy), grad_to_none=[x, w1, w2], warmup=args.warmup,
+            t_fb = bc.do_bench(lambda: fn(x, w1, w2).backward(dy), grad_to_none=leaves, warmup=args.warmup,
                                rep=args.rep)
             entry = dict(status="ok", fwd_ms=t_f, fwdbwd_ms=t_fb, fwd_tflops=bc.tflops(flops, t_f),
                          bwd_tflops=bc.tflops(2 * flops, t_fb - t_f))
@@ -83,7 +90,7 @@ def run_row(torch, row, args):
         from flashc.testing import ffn_reference, max_abs_error
         rows_ = slice(0, min(M, 256))
         with torch.no_grad():
-            ref = ffn_reference(x[rows_], w1, None, w2)
+            ref = ffn_reference(x[rows_], w1, None, w2, activation=config.activation, w_gate=wg)
             base = max_abs_error(eager(x, w1, w2)[rows_], ref)
             tol = 2 * base + 1e-4 * max(1.0, float(ref.abs().max()))
             for name in checked:
@@ -96,7 +103,8 @@ def run_row(torch, row, args):
 def table(results, impls):
     titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
               "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xwide": "flashc (x: 256-wide GEMM)",
-              "flashc_xovl": "flashc (x: wgmma overlap)", "flashc_xwideovl": "flashc (x: 256-wide + overlap)"}
+              "flashc_xovl": "flashc (x: wgmma overlap)", "flashc_xwideovl": "flashc (x: 256-wide + overlap)",
+              "flashc_xnarrow": "flashc (x: 64-wide gated hidden bwd)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:
@@ -114,7 +122,7 @@ def table(results, impls):
     return bc.markdown_table(header, out)
 
 
-NOTES = ("TFLOP/s: fwd 4*M*d*h, bwd 8*M*d*h over (fwd+bwd - fwd); triton do_bench medians; no biases; flashc check "
+NOTES = ("TFLOP/s: fwd 4*M*d*h (gated 6*M*d*h), bwd twice that over (fwd+bwd - fwd); triton do_bench medians; no biases; flashc check "
          "(flashc [/ experiments]): y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
 
 

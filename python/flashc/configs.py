@@ -11,11 +11,13 @@ import dataclasses
 from .errors import InvalidArgumentError
 from .spec import AttentionConfig, FfnConfig, format_f32
 
-# Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (shared/anchors.md).
+# Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
-# FFN rows of shared/anchors.md: y = gelu_tanh(x W1) W2, no biases.
-BENCH_FFN_SHAPES = ((16384, 4096, 16384), (16384, 1024, 4096), (65536, 256, 1024))  # (M, d, h)
-BENCH_FFN = tuple(FfnConfig("bf16", d, h, activation="gelu_tanh") for _, d, h in BENCH_FFN_SHAPES)
+# FFN rows: y = gelu_tanh(x W1) W2, no biases (the peers' published rows), and a Llama-style gated row,
+# y = (silu(x W_gate) * (x W_up)) W2 at M = 16384, d = 4096, h = 11008.
+BENCH_FFN_SHAPES = ((16384, 4096, 16384), (16384, 1024, 4096), (65536, 256, 1024), (16384, 4096, 11008))  # (M, d, h)
+BENCH_FFN = (tuple(FfnConfig("bf16", d, h, activation="gelu_tanh") for _, d, h in BENCH_FFN_SHAPES[:3])
+             + (FfnConfig("bf16", 4096, 11008, activation="silu", gated=True),))
 
 # GPU tests (python/tests/test_gpu_*.py): two query heads so B*H > 1 with B = 2.
 TEST_HEAD_DIMS = (32, 64, 96, 128, 256)
@@ -72,8 +74,9 @@ FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("wide-gemm",), ("wgmma-
                        ("wgmma-overlap", "wide-gemm"))
 TEST_FFN_EXPERIMENTS = (tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
                         + tuple(dataclasses.replace(c, experiments=("narrow-hidden",)) for c in TEST_FFN if c.gated))
-BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
-                              for c in BENCH_FFN)
+BENCH_FFN_EXPERIMENTS = (tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
+                               for c in BENCH_FFN)
+                         + tuple(dataclasses.replace(c, experiments=("narrow-hidden",)) for c in BENCH_FFN if c.gated))
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
