@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Attention benchmark: flashc against PyTorch SDPA (flash, cuDNN, memory-efficient backends), FlexAttention
-(torch.compile'd) and naive eager, in one process on one GPU (shared/anchors.md method).
+(torch.compile'd) and naive eager, in one process on one GPU (method: bench/README.md).
 
 bf16, B*S = 16k tokens, H*D = 2048, D in {64, 128}, S in {1k, 4k, 16k}, causal and not. TFLOP/s with
 FLOPs = 4*B*H*S^2*D (/2 causal), backward = 2.5x forward FLOPs, backward time = (fwd+bwd) - fwd, medians of
