@@ -17,8 +17,9 @@ import bench_common as bc
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
-EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xwide": ("wide-gemm",), "flashc_xovl": ("wgmma-overlap",),
-                    "flashc_xwideovl": ("wgmma-overlap", "wide-gemm"), "flashc_xnarrow": ("narrow-hidden",)}
+# The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, and both of the last two.
+EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xnarrow": ("narrow-gemm",), "flashc_xserial": ("serial-wgmma",),
+                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma")}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -60,7 +61,7 @@ def run_row(torch, row, args):
         eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
     fns = {}
     for name, experiments in FLASHC_IMPLS.items():
-        if name in args.impls and (name != "flashc_xnarrow" or config.gated):  # narrow-hidden: gated only
+        if name in args.impls:
             import flashc.torch as ft
             fns[name] = (lambda xs: lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation,
                                                               w_gate=wg, experiments=xs))(experiments)
@@ -102,9 +103,8 @@ def run_row(torch, row, args):
 
 def table(results, impls):
     titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
-              "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xwide": "flashc (x: 256-wide GEMM)",
-              "flashc_xovl": "flashc (x: wgmma overlap)", "flashc_xwideovl": "flashc (x: 256-wide + overlap)",
-              "flashc_xnarrow": "flashc (x: 64-wide gated hidden bwd)"}
+              "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xnarrow": "flashc (x: 128-wide GEMM)",
+              "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

@@ -668,7 +668,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   });
 
   // Product loops that keep wgmma groups in flight fence their accumulators
-  // where ordinary definitions and reads of them must stay (wgmma-overlap).
+  // where ordinary definitions and reads of them must stay.
   auto fenceAccumulators = [&](StringRef comment) {
     for (Value carried : forOp.getRegionIterArgs())
       line() << "wgmma_fence_operand(" << nameOf(carried) << ");" << comment << "\n";
@@ -676,7 +676,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   Pipeline *outer = pipeline;
   if (pipelined) {
     pipe.stageVar = fresh("stage");
-    // --experiment=wgmma-overlap: a product loop keeps one wgmma group in
+    // A product loop keeps one wgmma group in
     // flight across the barrier; its loads then go one stage less ahead, so
     // that a prefetch refills buffers read two iterations ago, by a group that
     // has completed.

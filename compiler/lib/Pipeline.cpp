@@ -69,7 +69,6 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.target = target;
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
-  plan.narrowHidden = options.narrowHidden;
   pm.addPass(createPlanMemory(plan));
 }
 

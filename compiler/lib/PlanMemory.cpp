@@ -121,7 +121,6 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       PlanChoices choices;
       choices.wgmmaGemm = wgmmaGemm;
       choices.wideGemm = wideGemm;
-      choices.narrowHidden = narrowHidden;
       plan = defaultPlan(targetDesc, spec, choices);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)

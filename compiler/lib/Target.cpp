@@ -160,9 +160,6 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
         if (choices.wideGemm && gemm.getRole() == KernelRole::Gemm)
           plan.blockN = 256;
       }
-      if (choices.narrowHidden && gemm.getRole() == KernelRole::FfnBackwardHidden &&
-          gemm.getGated().getValue())
-        plan.blockN = 64;
       break;
     }
     return plan;

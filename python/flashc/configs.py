@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=wide-gemm+wgmma-overlap+narrow-hidden+mma-gemm+mma-dq+sync-lse+two-barrier]
+            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+mma-dq+sync-lse+two-barrier]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -67,16 +67,14 @@ BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transpo
 EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"))
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
-# The FFN kernels under two-barrier, by mma.sync (mma-gemm), 256 columns wide (wide-gemm), with a wgmma group in
-# flight across iterations (wgmma-overlap) and both (the other experiments touch attention only); the benchmark
-# shapes carry all but two-barrier (bench_ffn.py's flashc_x* columns).
-FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("wide-gemm",), ("wgmma-overlap",),
-                       ("wgmma-overlap", "wide-gemm"))
-TEST_FFN_EXPERIMENTS = (tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
-                        + tuple(dataclasses.replace(c, experiments=("narrow-hidden",)) for c in TEST_FFN if c.gated))
-BENCH_FFN_EXPERIMENTS = (tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
-                               for c in BENCH_FFN)
-                         + tuple(dataclasses.replace(c, experiments=("narrow-hidden",)) for c in BENCH_FFN if c.gated))
+# The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide
+# (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), and both of the last two (the other
+# experiments touch attention only); the benchmark shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
+FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
+                       ("narrow-gemm", "serial-wgmma"))
+TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
+BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
+                              for c in BENCH_FFN)
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]

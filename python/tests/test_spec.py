@@ -12,6 +12,7 @@ from flashc import InvalidArgumentError, configs
 from flashc.spec import AttentionConfig, FfnConfig, format_f32
 
 FLASH_OPT = find_tool("flash-opt", "FLASHC_FLASH_OPT")
+FLASHC = find_tool("flashc", "FLASHC_COMPILER")
 
 
 class AttentionSpecTest(unittest.TestCase):
@@ -33,6 +34,14 @@ class AttentionSpecTest(unittest.TestCase):
         self.assertIn("-> (tensor<?x8x?x32xf16>, tensor<?x8x?xf32>)", text)
         self.assertIn("scale = 0.125 mask = #flash.mask<sliding_window, left = 16, right = 4> softcap = 30.0 "
                       "num_kv_heads = 2 :", text)
+
+    def test_experiment_names_match_the_compiler_registry(self):
+        if not FLASHC:
+            self.skipTest("flashc not built (the registry lives in the compiler)")
+        listed = subprocess.run([FLASHC, "--list-experiments"], stdout=subprocess.PIPE, universal_newlines=True,
+                                check=True, timeout=60).stdout.strip()
+        from flashc.spec import EXPERIMENTS
+        self.assertEqual(tuple(n.strip() for n in listed.split(",")), EXPERIMENTS)
 
     def test_defaults(self):
         c = AttentionConfig("bf16", 4, 4, 64)
@@ -146,7 +155,7 @@ class KeyTest(unittest.TestCase):
         self.assertIn("experiments=mma-dq+sync-lse", both.describe())
         self.assertEqual(configs.parse_config(configs.format_config(both)), both)
         for bad in (("nope",), "mma-dq"):
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of wide-gemm, wgmma-overlap, narrow-hidden, mma-gemm, mma-dq, sync-lse, "
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of narrow-gemm, serial-wgmma, mma-gemm, mma-dq, sync-lse, "
                                         "two-barrier"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
         ffn = FfnConfig("bf16", 64, 256, experiments=("two-barrier",))

@@ -1,22 +1,25 @@
 // FFN: y = gelu_tanh(x·W1 + b1)·W2 + b2 as GEMMs whose bias and activation
 // run in the epilogue, on the accumulator in registers.
 // On sm_90a the GEMM kernels are wgmma (two warpgroups of 64 rows, 64 columns
-// of K a stage, 4 stages); the column sums, sm_80 and --experiment=mma-gemm keep
-// mma.sync; ptxas reports no spills and no serialized wgmma.
+// of K a stage, 4 stages), the plain GEMMs 256 columns wide (m64n256 products)
+// and their product loops keep one wgmma group in flight across the barrier:
+// loads one stage less ahead (2 of 4), the accumulator fenced after its
+// initialization (else ptxas serializes the products). The column sums, sm_80
+// and --experiment=mma-gemm keep mma.sync; ptxas reports no spills and no
+// serialized wgmma for every form.
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,WG80
 // RUN: flashc %s --experiment=mma-gemm --emit=cuda -o - | FileCheck %s --check-prefixes=CHECK,WG80
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WG
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=OVL
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// --experiment=wide-gemm: the plain GEMMs 256 columns wide (m64n256 products).
-// RUN: flashc %s --experiment=wide-gemm --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
-// RUN: flashc %s --experiment=wide-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.wide.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// --experiment=wgmma-overlap: a product loop keeps one wgmma group in flight
-// across the barrier, its loads one stage less ahead (2 of 4), its accumulator
-// fenced after initialization (else ptxas serializes the products).
-// RUN: flashc %s --experiment=wgmma-overlap --emit=cuda -o - | FileCheck %s --check-prefix=OVL
-// RUN: flashc %s --experiment=wgmma-overlap --emit=cubin --arch=sm_90a --ptxas-report -o %t.ovl.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: flashc %s --experiment=wgmma-overlap,wide-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.ovlw.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// The forms the defaults replaced (flashc --experiment): narrow-gemm (128
+// columns), serial-wgmma (each iteration waits for its products), both.
+// RUN: flashc %s --experiment=narrow-gemm,serial-wgmma --emit=cuda -o - | FileCheck %s --check-prefix=WG
+// RUN: flashc %s --experiment=serial-wgmma --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
+// RUN: flashc %s --experiment=narrow-gemm --emit=cuda -o - | FileCheck %s --check-prefix=OVL
+// RUN: flashc %s --experiment=narrow-gemm,serial-wgmma --emit=cubin --arch=sm_90a --ptxas-report -o %t.n.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --experiment=narrow-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.ovl.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -43,6 +46,7 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PLAN-LABEL: tile.kernel @ffn_ffn_bwd_db2
 // PLAN-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // PLAN-LABEL: tile.kernel @ffn_ffn_up
+// PLAN-SAME: block_m = 128 : i64, block_n = 256 : i64
 // PLAN-SAME: block_k = 64
 // PLAN-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8
 
@@ -86,7 +90,7 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // OVL-LABEL: flashc_ffn_ffn_bwd_dw2(
 // OVL: wgmma_wait<1>();
 // OVL-LABEL: flashc_ffn_ffn_up(
-// OVL: RegTileF32<128, 128, kWarps> [[ACC:.+]] = zeros;
+// OVL: RegTileF32<128, {{128|256}}, kWarps> [[ACC:.+]] = zeros;
 // OVL-NEXT: wgmma_fence_operand([[ACC]]);
 // OVL-NEXT: // Pipeline prologue: loads of the first 2 iteration(s) in flight.
 // OVL: for (int [[K:.+]] = 0, stage = 0; [[K]] < {{.*}}; [[K]] += 1, stage = (stage + 1) % 4) {

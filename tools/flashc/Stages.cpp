@@ -84,29 +84,58 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 
 } // namespace
 
-bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
-  if (name == "wide-gemm")
-    options.pipeline.wideGemm = true;
-  else if (name == "wgmma-overlap")
-    options.cuda.overlapWgmma = true;
-  else if (name == "narrow-hidden")
-    options.pipeline.narrowHidden = true;
-  else if (name == "mma-gemm")
-    options.pipeline.wgmmaGemm = false;
-  else if (name == "mma-dq")
-    options.cuda.wgmmaDq = false;
-  else if (name == "sync-lse")
-    options.cuda.asyncColumnVectors = false;
-  else if (name == "two-barrier")
-    options.cuda.oneBarrierPipeline = false;
-  else
-    return false;
-  return true;
+namespace {
+
+/// The one registry of experiments: each names the code a default replaced
+/// (kept to time both side by side) and how to switch back to it.
+struct Experiment {
+  const char *name;
+  const char *help;
+  void (*apply)(CompileOptions &);
+};
+
+const Experiment kExperiments[] = {
+    {"narrow-gemm", "the sm_90a FFN GEMM kernels 128 columns wide, not 256",
+     [](CompileOptions &o) { o.pipeline.wideGemm = false; }},
+    {"serial-wgmma",
+     "GEMM loops wait for each iteration's wgmma products, not one group in flight",
+     [](CompileOptions &o) { o.cuda.overlapWgmma = false; }},
+    {"mma-gemm", "the sm_90a FFN GEMMs by mma.sync, not wgmma",
+     [](CompileOptions &o) { o.pipeline.wgmmaGemm = false; }},
+    {"mma-dq", "the sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma",
+     [](CompileOptions &o) { o.cuda.wgmmaDq = false; }},
+    {"sync-lse", "the Sᵀ backward's lse / D loaded synchronously, not a step ahead",
+     [](CompileOptions &o) { o.cuda.asyncColumnVectors = false; }},
+    {"two-barrier", "pipelined loops with two barriers an iteration, not one",
+     [](CompileOptions &o) { o.cuda.oneBarrierPipeline = false; }},
+};
+
+std::string joinExperiments(bool withHelp) {
+  std::string text;
+  for (const Experiment &e : kExperiments) {
+    if (!text.empty())
+      text += withHelp ? "; " : ", ";
+    text += e.name;
+    if (withHelp)
+      text += std::string(" (") + e.help + ")";
+  }
+  return text;
 }
 
-const char *experimentNames() {
-  return "wide-gemm, wgmma-overlap, narrow-hidden, mma-gemm, mma-dq, sync-lse, two-barrier";
+} // namespace
+
+bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
+  for (const Experiment &e : kExperiments)
+    if (name == e.name) {
+      e.apply(options);
+      return true;
+    }
+  return false;
 }
+
+std::string experimentNames() { return joinExperiments(/*withHelp=*/false); }
+
+std::string experimentHelp() { return joinExperiments(/*withHelp=*/true); }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
   switch (options.emit) {

@@ -28,15 +28,18 @@ struct CompileOptions {
   CudaEmitOptions cuda;
 };
 
-/// Applies the experiment `name` (flashc --experiment): wide-gemm,
-/// wgmma-overlap, narrow-hidden (not yet defaults: opt-in until a device run
-/// has checked and timed them), or mma-gemm, mma-dq, sync-lse, two-barrier
-/// (each the code a default replaced, kept to time both). False for an
-/// unknown name.
+/// Applies the experiment `name` (flashc --experiment): each is the code a
+/// default replaced, kept to time both side by side (a new code-generation
+/// form also starts here, opt-in, until a GPU run has checked and timed it).
+/// False for an unknown name.
 bool enableExperiment(CompileOptions &options, llvm::StringRef name);
 
-/// The experiment names, comma-separated, for diagnostics.
-const char *experimentNames();
+/// The experiment names, comma-separated, for diagnostics and
+/// `flashc --list-experiments`.
+std::string experimentNames();
+
+/// Each experiment with what it changes, for --help.
+std::string experimentHelp();
 
 /// Runs the stages up to `options.emit` on `module` and writes the result.
 /// Errors are reported (diagnostics through the context, or on stderr with a

@@ -106,14 +106,10 @@ int main(int argc, char **argv) {
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
       ("experiment", po::value<std::vector<std::string>>(),
-       "comma-separated or repeated: wide-gemm (sm_90a GEMM kernels 256 columns wide), "
-       "wgmma-overlap (GEMM loops keep one wgmma group in flight), narrow-hidden (the gated FFN's "
-       "backward hidden kernel 64 columns wide) — these two not yet run on a GPU — or the "
-       "code a default replaced, to time both: mma-gemm (the "
-       "sm_90a FFN GEMMs by mma.sync, not wgmma), mma-dq (the sm_90a Sᵀ backward's dQ product by "
-       "mma.sync, not wgmma), sync-lse "
-       "(its lse / D loaded synchronously, not a step ahead), two-barrier (pipelined loops "
-       "with two barriers an iteration, not one)") //
+       ("comma-separated or repeated: the code a default replaced, to time both: " +
+        flashc::experimentHelp())
+           .c_str()) //
+      ("list-experiments", "print the --experiment names, comma-separated, and exit") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -137,6 +133,10 @@ int main(int argc, char **argv) {
 
   if (vm.count("help")) {
     std::cout << visible << "\n";
+    return 0;
+  }
+  if (vm.count("list-experiments")) {
+    std::cout << flashc::experimentNames() << "\n";
     return 0;
   }
   if (vm.count("version")) {

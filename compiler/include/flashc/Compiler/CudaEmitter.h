@@ -41,8 +41,9 @@ struct CudaEmitOptions {
   bool oneBarrierPipeline = true;
   /// GEMM main loops (pipelined loads and wgmma products only) keep one wgmma
   /// group in flight across the iteration's barrier, with their loads one
-  /// stage less ahead (experiment wgmma-overlap; not yet run on a GPU).
-  bool overlapWgmma = false;
+  /// stage less ahead. Off (experiment serial-wgmma): each iteration waits for
+  /// its own products.
+  bool overlapWgmma = true;
 };
 
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in

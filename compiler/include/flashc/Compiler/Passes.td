@@ -119,10 +119,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0", "override pipeline stages (0: target default)">,
     Option<"wgmmaGemm", "wgmma-gemm", "bool", /*default=*/"true",
            "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
-    Option<"wideGemm", "wide-gemm", "bool", /*default=*/"false",
-           "wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm)">,
-    Option<"narrowHidden", "narrow-hidden", "bool", /*default=*/"false",
-           "the gated FFN's backward hidden kernel 64 columns wide (flashc --experiment=narrow-hidden)">,
+    Option<"wideGemm", "wide-gemm", "bool", /*default=*/"true",
+           "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

@@ -37,11 +37,9 @@ struct PipelineOptions {
   /// GEMM kernels as wgmma on sm_90a (flash-plan-memory's wgmma-gemm option;
   /// off under flashc --experiment=mma-gemm).
   bool wgmmaGemm = true;
-  /// wgmma GEMM kernels 256 columns wide (flashc --experiment=wide-gemm).
-  bool wideGemm = false;
-  /// The gated FFN's backward hidden kernel 64 columns wide
-  /// (flashc --experiment=narrow-hidden).
-  bool narrowHidden = false;
+  /// wgmma GEMM kernels 256 columns wide (off under flashc
+  /// --experiment=narrow-gemm).
+  bool wideGemm = true;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).
