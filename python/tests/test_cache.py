@@ -14,7 +14,7 @@ import unittest
 from _support import BASIC_BUNDLE, PYTHON_DIR, EnvPatch, find_tool, requires_runtime, skip_loudly
 
 import flashc
-from flashc import cache, prebuild, programs
+from flashc import cache, configs, prebuild, programs
 from flashc.spec import AttentionConfig
 
 CONFIG = AttentionConfig("bf16", 2, 2, 64, causal=True)
@@ -236,7 +236,7 @@ class CompileTest(unittest.TestCase):
         proc = subprocess.run([sys.executable, "-m", "flashc.prebuild", "--list", "bench"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, env=env)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(len(proc.stdout.strip().splitlines()), 7)
+        self.assertEqual(len(proc.stdout.strip().splitlines()), len(configs.BENCH_ATTENTION) + len(configs.BENCH_FFN))
         proc = subprocess.run([sys.executable, "-m", "flashc.prebuild", "no-such-set"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, env=env)
         self.assertEqual(proc.returncode, 2)
