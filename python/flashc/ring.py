@@ -234,13 +234,20 @@ def merge_partials(outs, lses):
     return out.to(outs[0].dtype), lse
 
 
-def _merge_into(acc_o, acc_lse, o, lse):
-    """In-place online merge of (o, lse) into the accumulators (float32, or float64 for float64 inputs; views allowed)."""
+def _merge_into(acc_o, acc_lse, o, lse, fresh=False):
+    """In-place online merge of (o, lse) into the accumulators (float32, or float64 for float64 inputs; views allowed).
+    fresh: the accumulator rows hold nothing yet (lse = -inf), so the merge is a copy. The merge reads and writes the
+    float32 accumulator twice (scale, then fused multiply-add): it is memory-bound, and at 32k rows a pass costs as
+    much as a few percent of a ring step's attention."""
     torch = _torch()
+    if fresh:
+        acc_o.copy_(o)
+        acc_lse.copy_(lse)
+        return
     lse = lse.to(acc_lse.dtype)
     new = torch.logaddexp(acc_lse, lse)
     safe = torch.where(torch.isinf(new) & (new < 0), torch.zeros_like(new), new)
-    acc_o.mul_(torch.exp(acc_lse - safe).unsqueeze(-1)).add_(o.to(acc_o.dtype) * torch.exp(lse - safe).unsqueeze(-1))
+    acc_o.mul_(torch.exp(acc_lse - safe).unsqueeze(-1)).addcmul_(o, torch.exp(lse - safe).unsqueeze(-1))
     acc_lse.copy_(new)
 
 
@@ -285,11 +292,16 @@ def _configs(config):
     return dataclasses.replace(config, causal=False), dataclasses.replace(config, causal=True)
 
 
-def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse):
+def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse, fresh=False):
+    """Launch each block and merge it into the accumulators. fresh: nothing was merged into them yet (the first ring
+    step), so a block whose query rows no earlier block of this call wrote is copied, not merged."""
+    written = []
     for b in blocks:
         o, lse = _launch_forward(configs[b.causal], _seq(q, b.q_lo, b.q_hi), _seq(k, b.k_lo, b.k_hi),
                                  _seq(v, b.k_lo, b.k_hi))
-        _merge_into(_seq(acc_o, b.q_lo, b.q_hi), acc_lse[:, :, b.q_lo:b.q_hi], o, lse)
+        first = fresh and all(b.q_hi <= lo or hi <= b.q_lo for lo, hi in written)
+        _merge_into(_seq(acc_o, b.q_lo, b.q_hi), acc_lse[:, :, b.q_lo:b.q_hi], o, lse, fresh=first)
+        written.append((b.q_lo, b.q_hi))
 
 
 def _backward_blocks(configs, q, k, v, o, lse, do, blocks, dq_acc, dk_acc, dv_acc):
@@ -344,8 +356,9 @@ def _make_sharded():
             for r in range(world):
                 ql = _gather(q, layout.q_chunks[r])
                 acc_o, acc_lse = _accumulators(torch, ql, v)
-                for step in ring_schedule(layout, r):
-                    _forward_blocks(configs, ql, ks[step.kv_owner], vs[step.kv_owner], step.blocks, acc_o, acc_lse)
+                for i, step in enumerate(ring_schedule(layout, r)):
+                    _forward_blocks(configs, ql, ks[step.kv_owner], vs[step.kv_owner], step.blocks, acc_o, acc_lse,
+                                    fresh=i == 0)
                 _scatter(o, acc_o.to(q.dtype), layout.q_chunks[r])
                 _scatter(lse, acc_lse.float(), layout.q_chunks[r])
             ctx.config, ctx.layout = config, layout
@@ -450,14 +463,14 @@ def _make_ring():
             k, v = k.contiguous(), v.contiguous()
             acc_o, acc_lse = _accumulators(torch, q, v)
             cur_k, cur_v = k, v
-            for step in steps:
+            for i, step in enumerate(steps):
                 reqs = []
                 if step.send_to is not None:  # post the next hop first: it overlaps this step's launches
                     nk = _empty_kv(torch, k, k_len[step.next_kv_owner])
                     nv = _empty_kv(torch, v, k_len[step.next_kv_owner])
                     reqs = _p2p(dist, group, [(cur_k, step.send_to), (cur_v, step.send_to)],
                                 [(nk, step.recv_from), (nv, step.recv_from)])
-                _forward_blocks(configs, q, cur_k, cur_v, step.blocks, acc_o, acc_lse)
+                _forward_blocks(configs, q, cur_k, cur_v, step.blocks, acc_o, acc_lse, fresh=i == 0)
                 _wait(reqs)
                 if step.send_to is not None:
                     cur_k, cur_v = nk, nv
