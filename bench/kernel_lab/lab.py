@@ -74,6 +74,20 @@ VARIANTS = {
     "d128_wg_vswap": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_V_SWAP": 1}, False),
     "d128_causal_wg_vswap": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_V_SWAP": 1}, False),
     "d128_wg_bn64": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WGMMA": 1, "FLASHC_WG_BLOCK_N": 64}, False),
+    # TMA + warp-specialized forward (attention_fwd_ws.cu, FlashAttention-3 style): producer warpgroup,
+    # K/V mbarrier ring, intra-warpgroup overlap + ping-pong; *_nopp: ping-pong off (ablation)
+    "d128_ws": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d128_causal_ws": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d64_ws": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d64_causal_ws": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d128_f16_causal_ws": (128, 4, 1, 1, 1, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d128_gqa4_causal_ws": (128, 8, 4, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d64_f16_gqa2_ws": (64, 4, 2, 1, 0, -1, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d128_gqa4_win100_ws": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_FWD_WS": 1}, False),
+    "d64_softcap30_ws": (64, 4, 1, 0, 0, -1, 30.0, {"FLASHC_FWD_WS": 1}, False),
+    "d128_ws_nopp": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
+    "d128_causal_ws_nopp": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
+    "d64_ws_st4": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_STAGES": 4}, False),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -83,7 +97,9 @@ CONFIGS.update(VARIANTS)
 BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_bulk",
                  "d128_causal_bulk", "d128_det",
                  "d128_wg", "d128_causal_wg", "d64_wg", "d64_causal_wg", "d128_wg_vswap", "d128_causal_wg_vswap",
-                 "d128_wg_bn64"]
+                 "d128_wg_bn64",
+                 "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
+                 "d64_ws_st4"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

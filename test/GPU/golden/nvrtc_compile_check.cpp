@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   };
   int failures = 0;
   for (const char* file : {"attention_fwd.cu", "attention_bwd.cu", "attention_bwd_rows.cu", "attention_fwd_wgmma.cu",
-                           "attention_fwd_emitter_style.cu"}) {
+                           "attention_fwd_emitter_style.cu", "attention_fwd_ws.cu"}) {
     const std::string path = root + "/test/GPU/golden/" + file;
     const std::string source = readFile(path);
     if (source.empty()) {
@@ -80,8 +80,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (const auto& cfg : configs) {
-      // the wgmma forward supports head dims 64 and 128 only (static_assert says so)
-      if (std::string(file) == "attention_fwd_wgmma.cu" && cfg[0] == "-DFLASHC_HEAD_DIM=96") continue;
+      // the wgmma and ws forwards support head dims 64 and 128 only (static_assert says so)
+      if ((std::string(file) == "attention_fwd_wgmma.cu" || std::string(file) == "attention_fwd_ws.cu") &&
+          cfg[0] == "-DFLASHC_HEAD_DIM=96")
+        continue;
       std::vector<std::string> options = base;
       options.insert(options.end(), cfg.begin(), cfg.end());
       failures += compile(file, source, options) ? 0 : 1;

@@ -19,3 +19,5 @@
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/tile_f32.cuh"
 #include "flashc/device/wgmma_tile.cuh"
+#include "flashc/device/mbarrier.cuh"
+#include "flashc/device/tma.cuh"
