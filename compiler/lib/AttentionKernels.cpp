@@ -37,14 +37,18 @@ struct MaskGeometry {
   std::pair<Value, Value> keyBlocks(KernelBuilder &kb, Value row0) const {
     Value keyEnd = sk;
     if (right >= 0) {
-      Value rowEnd = kb.min(kb.add(row0, kb.idx(blockM)), sq);
-      keyEnd = kb.max(kb.min(sk, kb.addConst(kb.add(rowEnd, off), right)), kb.idx(0));
+      Value rowEnd =
+          kb.named("row_end", kb.min(kb.named("block_end", kb.add(row0, kb.idx(blockM))), sq));
+      Value edge = kb.addConst(kb.named("end_key", kb.add(rowEnd, off)), right);
+      keyEnd = kb.named("key_end", kb.max(kb.named("key_end_in_range", kb.min(sk, edge)), kb.idx(0)));
     }
-    Value end = kb.ceilDiv(keyEnd, kb.idx(blockN));
+    Value end = kb.named("k_block_end", kb.ceilDiv(keyEnd, kb.idx(blockN)));
     Value begin = kb.idx(0);
     if (left >= 0) {
-      Value keyBegin = kb.max(kb.idx(0), kb.sub(kb.add(row0, off), kb.idx(left)));
-      begin = kb.floorDiv(keyBegin, kb.idx(blockN));
+      Value keyBegin =
+          kb.named("key_begin", kb.max(kb.idx(0), kb.sub(kb.named("row_key", kb.add(row0, off)),
+                                                          kb.idx(left))));
+      begin = kb.named("k_block_begin", kb.floorDiv(keyBegin, kb.idx(blockN)));
     }
     return {begin, end};
   }
@@ -53,34 +57,40 @@ struct MaskGeometry {
   std::pair<Value, Value> queryBlocks(KernelBuilder &kb, Value col0) const {
     Value begin = kb.idx(0);
     if (right >= 0) {
-      Value rowBegin = kb.max(kb.idx(0), kb.addConst(kb.sub(col0, off), -right));
-      begin = kb.floorDiv(rowBegin, kb.idx(blockM));
+      Value rowBegin =
+          kb.named("row_begin", kb.max(kb.idx(0), kb.addConst(kb.named("first_row", kb.sub(col0, off)), -right)));
+      begin = kb.named("q_block_begin", kb.floorDiv(rowBegin, kb.idx(blockM)));
     }
     Value rowEnd = sq;
     if (left >= 0) {
-      Value last = kb.add(kb.sub(kb.add(col0, kb.idx(blockN)), off), kb.idx(left));
-      rowEnd = kb.max(kb.min(sq, last), kb.idx(0));
+      Value last =
+          kb.named("last_row",
+                   kb.add(kb.named("end_row", kb.sub(kb.named("col_end", kb.add(col0, kb.idx(blockN))), off)),
+                          kb.idx(left)));
+      rowEnd = kb.named("row_end", kb.max(kb.named("row_end_in_range", kb.min(sq, last)), kb.idx(0)));
     }
-    return {begin, kb.ceilDiv(rowEnd, kb.idx(blockM))};
+    return {begin, kb.named("q_block_end", kb.ceilDiv(rowEnd, kb.idx(blockM)))};
   }
 
   /// True when block (row0, col0) has an element that must be masked: it
   /// crosses the key tail or a window edge. Interior blocks skip tile.mask.
   Value needsMask(KernelBuilder &kb, Value row0, Value col0) const {
-    Value colEnd = kb.add(col0, kb.idx(blockN));
-    Value cond = kb.gt(colEnd, sk);
+    Value colEnd = kb.named("col_end", kb.add(col0, kb.idx(blockN)));
+    Value cond = kb.named("past_keys", kb.gt(colEnd, sk));
     if (right >= 0) {
       // last key of the block beyond the first row's right edge
-      Value edge = kb.addConst(kb.add(row0, off), right);
-      cond = kb.orI(cond, kb.gt(kb.sub(colEnd, kb.idx(1)), edge));
+      Value edge = kb.named("right_edge", kb.addConst(kb.named("row_key", kb.add(row0, off)), right));
+      Value lastKey = kb.named("last_key", kb.sub(colEnd, kb.idx(1)));
+      cond = kb.orI(cond, kb.named("past_right", kb.gt(lastKey, edge)));
     }
     if (left >= 0) {
       // first key of the block before the last row's left edge
-      Value lastRow = kb.add(row0, kb.idx(blockM - 1));
-      Value edge = kb.sub(kb.add(lastRow, off), kb.idx(left));
-      cond = kb.orI(cond, kb.lt(col0, edge));
+      Value lastRow = kb.named("last_row", kb.add(row0, kb.idx(blockM - 1)));
+      Value edge =
+          kb.named("left_edge", kb.sub(kb.named("last_row_key", kb.add(lastRow, off)), kb.idx(left)));
+      cond = kb.orI(cond, kb.named("before_left", kb.lt(col0, edge)));
     }
-    return cond;
+    return kb.named("needs_mask", cond);
   }
 
   /// `transposed`: the tile is S^T (keys on the rows); row0/col0 are still
@@ -91,7 +101,7 @@ struct MaskGeometry {
       return kb.b.create<MaskOp>(kb.loc, scores.getType(), scores, row0, col0, sk, off,
                                  kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right),
                                  transposed ? kb.b.getUnitAttr() : UnitAttr());
-    });
+    }, "s_masked");
   }
 };
 
@@ -115,15 +125,15 @@ struct AttentionKernel {
     g.right = spec.getWindowRight();
     g.blockM = Br;
     g.blockN = Bc;
-    g.sq = kb.dim(q, 2);
-    g.sk = kb.dim(k, 2);
-    g.off = kb.sub(g.sk, g.sq);
+    g.sq = kb.dim(q, 2, "seq_q");
+    g.sk = kb.dim(k, 2, "seq_k");
+    g.off = kb.named("key_offset", kb.sub(g.sk, g.sq));
     return g;
   }
 
   /// Raw scores S = Q·Kᵀ of one block (f32 register, Br x Bc).
   Value scores(Value qTile, Value kTile) {
-    return kb.matmul(qTile, kTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+    return kb.matmul(qTile, kTile, kb.named("s", kb.fill(kb.regF32(Br, Bc), 0.0)), false, true);
   }
 
   /// With a softcap the scale is applied inside the cap; the softmax ops then
@@ -159,39 +169,42 @@ struct AttentionKernel {
   // --- forward ------------------------------------------------------------
   void forward() {
     Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), out = kb.arg(3), lse = kb.arg(4);
-    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
+    Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
+          b = kb.programId(GridAxis::Z, "batch");
     MaskGeometry g = geometry(q, k);
     // GQA / MQA: query head h reads kv head h / (Hq / Hkv).
-    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
-    Value hk = kb.divu(h, group);
-    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
+    Value hk = kb.named("kv_head", kb.divu(h, group));
+    Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
     Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
     double softmaxScale = this->softmaxScale();
     auto [begin, end] = g.keyBlocks(kb, row0);
     SmallVector<Value> state = kb.forLoop(
         begin, end,
-        {kb.fill(kb.regF32(Br, Dv), 0.0), kb.negInfRow(Br), kb.fill(kb.rowVector(Br), 0.0)},
+        {kb.named("acc_zeros", kb.fill(kb.regF32(Br, Dv), 0.0)), kb.named("m_init", kb.negInfRow(Br)),
+         kb.named("l_zeros", kb.fill(kb.rowVector(Br), 0.0))},
         [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
           Value acc = carried[0], m = carried[1], l = carried[2];
-          Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+          Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
           Value s = softmaxInput(g, qTile, kTile, row0, col0);
-          Value mNew = kb.b.create<RowMaxOp>(kb.loc, m.getType(), s, m);
+          Value mNew = kb.b.create<RowMaxOp>(kb.nameLoc("m_new"), m.getType(), s, m);
           Value p =
-              kb.b.create<Exp2Op>(kb.loc, s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
-          Value corr = kb.b.create<SoftmaxCorrectionOp>(kb.loc, m.getType(), m, mNew,
+              kb.b.create<Exp2Op>(kb.nameLoc("p"), s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
+          Value corr = kb.b.create<SoftmaxCorrectionOp>(kb.nameLoc("corr"), m.getType(), m, mNew,
                                                         kb.b.getF64FloatAttr(softmaxScale));
-          Value lNew = kb.b.create<OnlineSumOp>(kb.loc, l.getType(), l, corr, p);
+          Value lNew = kb.b.create<OnlineSumOp>(kb.nameLoc("l_new"), l.getType(), l, corr, p);
           Value rescaled = kb.b.create<RescaleOp>(kb.loc, acc.getType(), acc, corr);
-          Value accNew = kb.matmul(kb.convert(p, elem), vTile, rescaled, false, false);
+          Value accNew =
+              kb.matmul(kb.named("p16", kb.convert(p, elem)), vTile, rescaled, false, false);
           return {accNew, mNew, lNew};
-        });
+        },
+        {"k_block", "acc", "m", "l"});
     Value o = kb.b.create<NormalizeOp>(kb.loc, state[0].getType(), state[0], state[2]);
-    kb.store(kb.convert(o, elem), out, {b, h, row0, zero}, g.sq, kb.idx(Dv));
-    Value lseRow = kb.b.create<LseOp>(kb.loc, state[1].getType(), state[1], state[2],
+    kb.store(kb.named("o16", kb.convert(o, elem)), out, {b, h, row0, zero}, g.sq, kb.idx(Dv));
+    Value lseRow = kb.b.create<LseOp>(kb.nameLoc("lse_row"), state[1].getType(), state[1], state[2],
                                       kb.b.getF64FloatAttr(softmaxScale));
     kb.storeRows(lseRow, lse, {b, h, row0}, g.sq);
   }
@@ -199,17 +212,17 @@ struct AttentionKernel {
   // --- backward -----------------------------------------------------------
   void preprocess(bool zeroAccumulator) {
     Value out = kb.arg(0), dOut = kb.arg(1), delta = kb.arg(2);
-    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
-    Value sq = kb.dim(out, 2);
-    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
+          b = kb.programId(GridAxis::Z, "batch");
+    Value sq = kb.dim(out, 2, "seq_q");
+    Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
     Value oTile = kb.load(out, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
     Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
-    Value d = kb.b.create<RowDotOp>(kb.loc, kb.rowVector(Br), oTile, doTile);
+    Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
     if (zeroAccumulator)
-      kb.store(kb.fill(kb.regF32(Br, D), 0.0), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
+      kb.store(kb.named("zeros", kb.fill(kb.regF32(Br, D), 0.0)), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
   }
 
   /// dK, dV for one key block; with `atomicDq` also dQ by atomics.
@@ -218,11 +231,11 @@ struct AttentionKernel {
           delta = kb.arg(5);
     Value dqAccum = atomicDq ? kb.arg(6) : Value();
     Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
-    Value kbIdx = kb.programId(GridAxis::X), hk = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
+    Value kbIdx = kb.programId(GridAxis::X, "k_block"), hk = kb.programId(GridAxis::Y, "kv_head"),
+          b = kb.programId(GridAxis::Z, "batch");
     MaskGeometry g = geometry(q, k);
-    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
-    Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
+    Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
     Value zero = kb.idx(0);
     Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
     Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
@@ -230,29 +243,34 @@ struct AttentionKernel {
     std::tie(begin, end) = g.queryBlocks(kb, col0);
     // GQA: the kv head's gradient sums over the query heads of its group.
     SmallVector<Value> grads = kb.forLoop(
-        zero, group, {kb.fill(kb.regF32(Bc, D), 0.0), kb.fill(kb.regF32(Bc, Dv), 0.0)},
+        zero, group,
+        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, D), 0.0)),
+         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dv), 0.0))},
         [&](Value member, ValueRange outer) -> SmallVector<Value> {
-          Value h = kb.add(kb.mul(hk, group), member);
+          Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
           return kb.forLoop(
               begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
                 Value dk = carried[0], dv = carried[1];
-                Value row0 = kb.mul(qb, kb.idx(Br));
+                Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
                 Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
                 Value doTile =
                     kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
-                Value lseRow = kb.loadRows(lse, {b, h, row0}, g.sq, Br);
-                Value dRow = kb.loadRows(delta, {b, h, row0}, g.sq, Br);
+                Value lseRow = kb.named("lse_row", kb.loadRows(lse, {b, h, row0}, g.sq, Br));
+                Value dRow = kb.named("delta_row", kb.loadRows(delta, {b, h, row0}, g.sq, Br));
                 Value capped;
                 Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
-                Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow,
+                Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
                                                         kb.b.getF64FloatAttr(softmaxScale()));
                 // dV += Pᵀ·dO (P goes through shared memory to be transposed)
-                Value pShared = kb.copyToShared(kb.convert(p, elem));
+                Value pShared =
+                    kb.named("p_shared", kb.copyToShared(kb.named("p16", kb.convert(p, elem))));
                 Value dvNew = kb.matmul(pShared, doTile, dv, true, false);
                 // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
-                Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+                Value dp = kb.matmul(doTile, vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)),
+                                     false, true);
                 Value ds = scoreGradient(p, dp, dRow, capped);
-                Value dsShared = kb.copyToShared(kb.convert(ds, elem));
+                Value dsShared =
+                    kb.named("ds_shared", kb.copyToShared(kb.named("ds16", kb.convert(ds, elem))));
                 Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
                 if (atomicDq) {
                   Value dq =
@@ -260,10 +278,14 @@ struct AttentionKernel {
                   kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
                 }
                 return {dkNew, dvNew};
-              });
-        });
-    kb.store(kb.convert(grads[0], elem), dK, {b, hk, col0, zero}, g.sk, kb.idx(D));
-    kb.store(kb.convert(grads[1], elem), dV, {b, hk, col0, zero}, g.sk, kb.idx(Dv));
+              },
+              {"q_block", "dk_acc", "dv_acc"});
+        },
+        {"member", "dk_sum", "dv_sum"});
+    kb.store(kb.named("dk16", kb.convert(grads[0], elem)), dK, {b, hk, col0, zero}, g.sk,
+             kb.idx(D));
+    kb.store(kb.named("dv16", kb.convert(grads[1], elem)), dV, {b, hk, col0, zero}, g.sk,
+             kb.idx(Dv));
   }
 
   /// The S^T form of keyValueGradients: tiles of S^T = K·Qᵀ [Bc x Br] with
@@ -275,11 +297,11 @@ struct AttentionKernel {
           delta = kb.arg(5);
     Value dqAccum = atomicDq ? kb.arg(6) : Value();
     Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
-    Value kbIdx = kb.programId(GridAxis::X), hk = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
+    Value kbIdx = kb.programId(GridAxis::X, "k_block"), hk = kb.programId(GridAxis::Y, "kv_head"),
+          b = kb.programId(GridAxis::Z, "batch");
     MaskGeometry g = geometry(q, k);
-    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
-    Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
+    Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
     Value zero = kb.idx(0);
     Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
     Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
@@ -288,22 +310,25 @@ struct AttentionKernel {
     auto columnVector =
         TileType::get(kb.b.getContext(), {Br}, kb.b.getF32Type(), MemorySpace::Shared);
     SmallVector<Value> grads = kb.forLoop(
-        zero, group, {kb.fill(kb.regF32(Bc, D), 0.0), kb.fill(kb.regF32(Bc, Dv), 0.0)},
+        zero, group,
+        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, D), 0.0)),
+         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dv), 0.0))},
         [&](Value member, ValueRange outer) -> SmallVector<Value> {
-          Value h = kb.add(kb.mul(hk, group), member);
+          Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
           return kb.forLoop(
               begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
                 Value dk = carried[0], dv = carried[1];
-                Value row0 = kb.mul(qb, kb.idx(Br));
+                Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
                 Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
                 Value doTile =
                     kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
-                Value lseCol = kb.b.create<LoadRowsOp>(kb.loc, columnVector, lse,
+                Value lseCol = kb.b.create<LoadRowsOp>(kb.nameLoc("lse_cols"), columnVector, lse,
                                                        ValueRange{b, h, row0}, g.sq);
-                Value dCol = kb.b.create<LoadRowsOp>(kb.loc, columnVector, delta,
+                Value dCol = kb.b.create<LoadRowsOp>(kb.nameLoc("delta_cols"), columnVector, delta,
                                                      ValueRange{b, h, row0}, g.sq);
                 // S^T = K·Qᵀ [Bc x Br]
-                Value s = kb.matmul(kTile, qTile, kb.fill(kb.regF32(Bc, Br), 0.0), false, true);
+                Value s = kb.matmul(kTile, qTile, kb.named("st", kb.fill(kb.regF32(Bc, Br), 0.0)),
+                                    false, true);
                 Value capped;
                 if (softcap > 0) {
                   s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
@@ -311,17 +336,20 @@ struct AttentionKernel {
                   capped = s;
                 }
                 s = g.applyMask(kb, s, row0, col0, /*transposed=*/true);
-                Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseCol,
+                Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseCol,
                                                         kb.b.getF64FloatAttr(softmaxScale()));
                 // dV += Pᵀ·dO with Pᵀ in registers
-                Value dvNew = kb.matmul(kb.convert(p, elem), doTile, dv, false, false);
+                Value dvNew =
+                    kb.matmul(kb.named("pt16", kb.convert(p, elem)), doTile, dv, false, false);
                 // dPᵀ = V·dOᵀ; dSᵀ = Pᵀ∘(dPᵀ - D[col])
-                Value dp = kb.matmul(vTile, doTile, kb.fill(kb.regF32(Bc, Br), 0.0), false, true);
+                Value dp = kb.matmul(vTile, doTile, kb.named("dpt", kb.fill(kb.regF32(Bc, Br), 0.0)),
+                                     false, true);
                 Value ds = scoreGradient(p, dp, dCol, capped);
-                Value dsReg = kb.convert(ds, elem);
+                Value dsReg = kb.named("dst16", kb.convert(ds, elem));
                 // dSᵀ to shared memory for dQ before dK's product, which may
                 // then run (wgmma, asynchronously) while dQ reads it.
-                Value dsShared = atomicDq ? kb.copyToShared(dsReg) : Value();
+                Value dsShared =
+                    atomicDq ? kb.named("dst_shared", kb.copyToShared(dsReg)) : Value();
                 Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
                 if (atomicDq) {
                   // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
@@ -329,54 +357,60 @@ struct AttentionKernel {
                   kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
                 }
                 return {dkNew, dvNew};
-              });
-        });
-    kb.store(kb.convert(grads[0], elem), dK, {b, hk, col0, zero}, g.sk, kb.idx(D));
-    kb.store(kb.convert(grads[1], elem), dV, {b, hk, col0, zero}, g.sk, kb.idx(Dv));
+              },
+              {"q_block", "dk_acc", "dv_acc"});
+        },
+        {"member", "dk_sum", "dv_sum"});
+    kb.store(kb.named("dk16", kb.convert(grads[0], elem)), dK, {b, hk, col0, zero}, g.sk,
+             kb.idx(D));
+    kb.store(kb.named("dv16", kb.convert(grads[1], elem)), dV, {b, hk, col0, zero}, g.sk,
+             kb.idx(Dv));
   }
 
   /// Deterministic dQ: one block per query block, looping over key blocks.
   void queryGradient() {
     Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
           delta = kb.arg(5), dQ = kb.arg(6);
-    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
+    Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
+          b = kb.programId(GridAxis::Z, "batch");
     MaskGeometry g = geometry(q, k);
-    Value group = kb.divu(kb.dim(q, 1), kb.dim(k, 1));
-    Value hk = kb.divu(h, group);
-    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
+    Value hk = kb.named("kv_head", kb.divu(h, group));
+    Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
     Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
     Value doTile = kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv);
-    Value lseRow = kb.loadRows(lse, {b, h, row0}, g.sq, Br);
-    Value dRow = kb.loadRows(delta, {b, h, row0}, g.sq, Br);
+    Value lseRow = kb.named("lse_row", kb.loadRows(lse, {b, h, row0}, g.sq, Br));
+    Value dRow = kb.named("delta_row", kb.loadRows(delta, {b, h, row0}, g.sq, Br));
     auto [begin, end] = g.keyBlocks(kb, row0);
     SmallVector<Value> dq = kb.forLoop(
-        begin, end, {kb.fill(kb.regF32(Br, D), 0.0)},
+        begin, end, {kb.named("dq_zeros", kb.fill(kb.regF32(Br, D), 0.0))},
         [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
-          Value col0 = kb.mul(kbIdx, kb.idx(Bc));
+          Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
           Value capped;
           Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
-          Value p = kb.b.create<RecomputeProbsOp>(kb.loc, s.getType(), s, lseRow,
+          Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
                                                   kb.b.getF64FloatAttr(softmaxScale()));
-          Value dp = kb.matmul(doTile, vTile, kb.fill(kb.regF32(Br, Bc), 0.0), false, true);
+          Value dp =
+              kb.matmul(doTile, vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)), false, true);
           Value ds = scoreGradient(p, dp, dRow, capped);
-          return {kb.matmul(kb.convert(ds, elem), kTile, carried[0], false, false)};
-        });
-    kb.store(kb.convert(dq[0], elem), dQ, {b, h, row0, zero}, g.sq, kb.idx(D));
+          return {kb.matmul(kb.named("ds16", kb.convert(ds, elem)), kTile, carried[0], false, false)};
+        },
+        {"k_block", "dq"});
+    kb.store(kb.named("dq16", kb.convert(dq[0], elem)), dQ, {b, h, row0, zero}, g.sq, kb.idx(D));
   }
 
   void postprocess() {
     Value dqAccum = kb.arg(0), dQ = kb.arg(1);
-    Value rb = kb.programId(GridAxis::X), h = kb.programId(GridAxis::Y),
-          b = kb.programId(GridAxis::Z);
-    Value sq = kb.dim(dqAccum, 2);
-    Value row0 = kb.mul(rb, kb.idx(Br));
+    Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
+          b = kb.programId(GridAxis::Z, "batch");
+    Value sq = kb.dim(dqAccum, 2, "seq_q");
+    Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
     Value acc = kb.load(dqAccum, {b, h, row0, zero}, sq, kb.idx(D), Br, D);
-    kb.store(kb.convert(acc, elem), dQ, {b, h, row0, zero}, sq, kb.idx(D));
+    kb.store(kb.named("dq16", kb.convert(acc, elem)), dQ, {b, h, row0, zero}, sq, kb.idx(D));
   }
 };
 

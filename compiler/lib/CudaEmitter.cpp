@@ -46,6 +46,9 @@ constexpr double kLog2e = 1.4426950408889634;
 std::string floatLiteral(double v) {
   if (std::isinf(v))
     return v > 0 ? "INFINITY" : "(-INFINITY)";
+  // Small whole numbers read as such (0.0f, not 0.000000000e+00f); the value is the same.
+  if (v == std::trunc(v) && std::fabs(v) < 1e6 && !(v == 0 && std::signbit(v)))
+    return std::to_string(static_cast<int64_t>(v)) + ".0f";
   std::string s = llvm::formatv("{0:e9}", v).str();
   return s + "f";
 }
@@ -117,6 +120,215 @@ FailureOr<rt::DType> manifestDType(Operation *op, Type type) {
   return op->emitError("bundle: unsupported element type ") << type, failure();
 }
 
+/// The names a location gives: a NameLoc's, or those of the NameLocs fused
+/// into it, in order (a loop's induction variable, then its carried values).
+SmallVector<StringRef> locationNames(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return {name.getName().strref()};
+  SmallVector<StringRef> names;
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(part))
+        names.push_back(name.getName().strref());
+  return names;
+}
+
+/// The name the kernel builder gave `v` through a location (see
+/// KernelBuilder::named), or "" when it has none.
+std::string givenName(Value v) {
+  SmallVector<StringRef> names;
+  unsigned index = 0;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto forOp = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (!forOp)
+      return "";
+    names = locationNames(forOp.getLoc());
+    index = arg.getArgNumber();
+  } else {
+    Operation *op = v.getDefiningOp();
+    names = locationNames(op->getLoc());
+    index = cast<OpResult>(v).getResultNumber() + (isa<scf::ForOp>(op) ? 1 : 0);
+  }
+  return index < names.size() ? names[index].str() : "";
+}
+
+/// The value of an integer (not i1) index expression whose leaves are all
+/// constants: printed as a literal, never declared.
+std::optional<int64_t> foldedInteger(Value v) {
+  if (!v.getType().isIntOrIndex() || v.getType().isInteger(1))
+    return std::nullopt;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      return i.getValue().getSExtValue();
+    return std::nullopt;
+  }
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp>(op))
+    return foldedInteger(op->getOperand(0));
+  if (op->getNumOperands() != 2 || !isa<arith::ArithDialect>(op->getDialect()))
+    return std::nullopt;
+  std::optional<int64_t> x = foldedInteger(op->getOperand(0)), y = foldedInteger(op->getOperand(1));
+  if (!x || !y)
+    return std::nullopt;
+  int64_t a = *x, b = *y;
+  if (isa<arith::AddIOp>(op))
+    return a + b;
+  if (isa<arith::SubIOp>(op))
+    return a - b;
+  if (isa<arith::MulIOp>(op))
+    return a * b;
+  if (isa<arith::MinSIOp>(op))
+    return std::min(a, b);
+  if (isa<arith::MaxSIOp>(op))
+    return std::max(a, b);
+  // Divisions as the device library computes them (C++ truncation, ceil_div,
+  // floor_div), only for the operands where those agree with arith's.
+  if (b > 0 && a >= 0) {
+    if (isa<arith::DivSIOp, arith::DivUIOp>(op))
+      return a / b;
+    if (isa<arith::RemSIOp, arith::RemUIOp>(op))
+      return a % b;
+    if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
+      return (a + b - 1) / b;
+    if (isa<arith::FloorDivSIOp>(op))
+      return a / b;
+  }
+  return std::nullopt;
+}
+
+/// `text` is an integer literal (what nameOf prints for a folded constant).
+bool isIntLiteral(StringRef text, int64_t &value) {
+  return !text.empty() && !text.getAsInteger(10, value);
+}
+
+/// `base + factor * unit` with the integer arithmetic on literals done:
+/// `n + 2` rather than `n + 2 * 1`, `0` rather than `0 + 0 * 1`.
+std::string plusScaled(const std::string &base, int64_t factor, const std::string &unit) {
+  int64_t b = 0, u = 0;
+  bool baseLiteral = isIntLiteral(base, b), unitLiteral = isIntLiteral(unit, u);
+  if (baseLiteral && unitLiteral)
+    return std::to_string(b + factor * u);
+  std::string term = unitLiteral ? std::to_string(factor * u)
+                     : factor == 0 ? "0"
+                     : factor == 1 ? unit
+                                   : std::to_string(factor) + " * " + unit;
+  if (term == "0")
+    return base;
+  if (baseLiteral && b == 0)
+    return term;
+  return base + " + " + term;
+}
+
+/// `offset + buffer * bytes` for buffer `buffer` of a multi-buffered shared
+/// slot (buffer: a literal or an expression).
+std::string bufferAddress(const std::string &offset, const std::string &buffer,
+                          const std::string &bytes) {
+  int64_t k = 0;
+  if (isIntLiteral(buffer, k))
+    return plusScaled(offset, k, bytes);
+  bool simple = llvm::all_of(buffer, [](char c) { return std::isalnum(c) || c == '_'; });
+  return offset + " + " + (simple ? buffer : "(" + buffer + ")") + " * " + bytes;
+}
+
+/// kQTileOffset for q_tile: the constant naming a shared-memory slot.
+std::string offsetConstant(StringRef hint) {
+  std::string out = "k";
+  bool upper = true;
+  for (char c : hint) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out + "Offset";
+}
+
+/// Identifiers the generated code uses besides the kernel's values: device
+/// library functions and the emitter's own locals. A value is never named so.
+const char *const kReservedNames[] = {
+    "fill", "mask", "mask_transposed", "softcap", "softcap_grad", "scale", "multiply",
+    "activation", "activation_grad", "row_max", "exp2", "softmax_correction", "online_sum",
+    "row_sum", "rescale", "normalize", "logsumexp", "row_dot", "recompute_probs",
+    "recompute_probs_cols", "softmax_grad", "softmax_grad_cols", "convert", "load_fragments",
+    "store_fragments", "smem_tile_at", "shared_floats", "load_tile_async", "load_rows_async",
+    "load_rows_shared", "load_rows", "store_rows", "store_tile", "atomic_add_tile", "add_bias",
+    "matrix_view", "vector_view", "matmul", "matmul_ta", "matmul_tb", "matmul_ta_tb",
+    "wgmma_matmul", "wgmma_matmul_ta", "wgmma_matmul_tb", "wgmma_wait", "wgmma_fence_operand",
+    "cp_async_commit", "cp_async_wait", "fence_async_shared", "ceil_div", "floor_div", "min",
+    "max", "warp_id", "align_smem_1024", "smem_raw", "chunk", "flashc", "Act", "bf16", "f16",
+    "blockIdx", "gridDim", "threadIdx", "INFINITY"};
+
+/// Marks a declaration line that is dropped when nothing reads its name (see
+/// dropUnusedDeclarations): NVRTC warns about every unread variable (#177).
+constexpr char kDeclBegin = '\x01', kDeclEnd = '\x02';
+
+/// Removes the marked declarations whose name no other line mentions, until
+/// none is left (a dropped declaration may have been the only reader of
+/// another), and the marks of those that stay.
+std::string dropUnusedDeclarations(StringRef text) {
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  auto forEachIdentifier = [](StringRef line, auto fn) {
+    size_t i = 0;
+    while (i < line.size()) {
+      unsigned char c = line[i];
+      if (std::isalpha(c) || c == '_') {
+        size_t j = i;
+        while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_'))
+          ++j;
+        fn(line.slice(i, j));
+        i = j;
+      } else {
+        // Skip numbers whole so that 1e9f's `e9f` is no identifier.
+        if (std::isdigit(c))
+          while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '.'))
+            ++i;
+        else
+          ++i;
+      }
+    }
+  };
+  llvm::StringMap<int> mentions;
+  for (StringRef line : lines)
+    forEachIdentifier(line, [&](StringRef id) { ++mentions[id]; });
+  auto declared = [&](StringRef line) -> StringRef {
+    size_t begin = line.find(kDeclBegin), end = line.find(kDeclEnd);
+    return begin == StringRef::npos || end == StringRef::npos ? StringRef()
+                                                              : line.slice(begin + 1, end);
+  };
+  std::vector<bool> dropped(lines.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto [i, line] : llvm::enumerate(lines)) {
+      StringRef name = declared(line);
+      // Mentioned twice on its own line: by the mark and the declaration.
+      if (dropped[i] || name.empty() || mentions[name] > 2)
+        continue;
+      dropped[i] = changed = true;
+      forEachIdentifier(line, [&](StringRef id) { --mentions[id]; });
+    }
+  }
+  std::string out;
+  for (auto [i, line] : llvm::enumerate(lines)) {
+    if (dropped[i])
+      continue;
+    StringRef name = declared(line);
+    if (!name.empty()) {
+      size_t begin = line.find(kDeclBegin), end = line.find(kDeclEnd);
+      out += (line.take_front(begin) + line.drop_front(end + 1)).str();
+    } else {
+      out += line.str();
+    }
+    if (i + 1 < lines.size())
+      out += "\n";
+  }
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Symbolic sizes of program arguments
 //===----------------------------------------------------------------------===//
@@ -163,14 +375,45 @@ public:
 
 private:
   // Output helpers.
-  llvm::raw_ostream &line() { return os.indent(indent * 2); }
+  llvm::raw_ostream &line() {
+    afterBarrier = false;
+    return os.indent(indent * 2);
+  }
+  /// A `const int/bool` declaration of `name`, dropped when nothing reads it.
+  llvm::raw_ostream &declarationLine(StringRef name) {
+    return line() << kDeclBegin << name << kDeclEnd;
+  }
+  /// `__syncthreads();` unless the last statement printed was one (the next
+  /// iteration's or loop's barrier right after an inner loop's last one).
+  void barrier(StringRef comment = "") {
+    if (afterBarrier)
+      return;
+    line() << "__syncthreads();" << comment << "\n";
+    afterBarrier = true;
+  }
+  /// A register copy, which leaves a barrier printed before it the last statement.
+  void copyLine(StringRef dst, StringRef src) {
+    bool barrierBefore = afterBarrier;
+    line() << dst << " = " << src << ";\n";
+    afterBarrier = barrierBefore;
+  }
   std::string fresh(StringRef hint);
+  /// A fresh C++ name for `v`: the builder's name for it, else `fallback`
+  /// (with the suffix of the loop iteration being prefetched, if any).
+  std::string freshFor(Value v, StringRef fallback) {
+    std::string given = givenName(v);
+    return fresh((given.empty() ? fallback.str() : given) + aheadSuffix);
+  }
+  /// "_pre" / "_next" while the index math of a later iteration is printed.
+  std::string aheadSuffix;
   std::string nameOf(Value v);
   FailureOr<std::string> typeOf(Operation *op, Type t);
   void bind(Value v, std::string name) { names[v] = std::move(name); }
 
-  // Shared-memory placement of a shared tile produced by `op`.
-  int64_t placeShared(Operation *op, tile::TileType type, int64_t buffers);
+  // Shared-memory placement of a shared tile produced by `op`: the name of the
+  // config constant holding its offset (`hint`: the tile's name).
+  std::string placeShared(Operation *op, tile::TileType type, int64_t buffers, StringRef hint);
+  std::string slotHint(Operation *op);
 
   /// Emits `block`'s ops; wgmma groups still in flight at its end are waited
   /// for down to `keepGroups` (a product loop keeps its last one in flight).
@@ -206,13 +449,13 @@ private:
     line() << wait << "\n";
     if (wgmma())
       line() << "fence_async_shared();\n";
-    line() << "__syncthreads();\n";
+    barrier();
   }
   LogicalResult emitOp(Operation *op);
   LogicalResult emitArith(Operation *op);
   LogicalResult emitFor(scf::ForOp forOp);
   struct Pipeline;
-  LogicalResult emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef ivHint,
+  LogicalResult emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef suffix,
                                const std::string &ivExpr, const std::string &buffer);
   LogicalResult emitIf(scf::IfOp ifOp);
   LogicalResult emitTileOp(Operation *op);
@@ -221,11 +464,11 @@ private:
   std::string globalVector(Value tensor, ValueRange indices);
   /// `float*` to a shared column vector placed at `offset`, in buffer `buffer`
   /// (a C++ expression; "" for a single buffer).
-  std::string sharedFloats(int64_t offset, tile::TileType type, StringRef buffer) {
-    std::string s = "shared_floats(smem, " + std::to_string(offset);
-    if (!buffer.empty())
-      s += " + " + buffer.str() + " * " + std::to_string(type.getRows() * 4);
-    return s + ")";
+  std::string sharedFloats(const std::string &offset, tile::TileType type, StringRef buffer) {
+    if (buffer.empty())
+      return "shared_floats(smem, " + offset + ")";
+    return "shared_floats(smem, " +
+           bufferAddress(offset, buffer.str(), std::to_string(type.getRows() * 4)) + ")";
   }
   std::string declareResult(Operation *op, Value result, StringRef hint, StringRef init);
   bool canUpdateInPlace(Operation *user, Value operand);
@@ -246,6 +489,11 @@ private:
   llvm::StringMap<unsigned> used;
   int64_t smemEnd = 0;
   DenseMap<Operation *, std::pair<int64_t, int64_t>> smemSlots; // offset, bytes per buffer
+  DenseMap<Operation *, std::string> slotNames;
+  // The config constants of the shared-memory slots, in placement order.
+  SmallVector<std::pair<std::string, int64_t>> slotOffsets;
+  llvm::StringSet<> slotNamesUsed;
+  bool afterBarrier = false;
 
   // Pipelining state of the innermost pipelined loop being emitted.
   struct Pipeline {
@@ -327,10 +575,24 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
   return llvm::formatv("RegTile16<{0}, {1}, {2}, kWarps>", *elem, rows, cols).str();
 }
 
-int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t buffers) {
+std::string KernelEmitter::slotHint(Operation *op) {
+  std::string given = givenName(op->getResult(0));
+  if (!given.empty())
+    return given;
+  if (auto load = dyn_cast<tile::LoadOp>(op))
+    return nameOf(load.getSource()) + "_tile";
+  if (auto rows = dyn_cast<tile::LoadRowsOp>(op))
+    return nameOf(rows.getSource()) + "_cols";
+  if (auto copy = dyn_cast<tile::CopyOp>(op))
+    return nameOf(copy.getSource()) + "_smem";
+  return "slot";
+}
+
+std::string KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t buffers,
+                                       StringRef hint) {
   auto it = smemSlots.find(op);
   if (it != smemSlots.end())
-    return it->second.first;
+    return slotNames[op];
   // f32 shared tiles (SmemTileF32) pad each row by 8 floats so fragment reads
   // of a warp hit distinct banks; 16-bit tiles are swizzled, not padded.
   int64_t bytes = type.getRank() == 1             ? type.getRows() * 4
@@ -346,12 +608,17 @@ int64_t KernelEmitter::placeShared(Operation *op, tile::TileType type, int64_t b
   int64_t offset = llvm::alignTo(smemEnd, panel ? 1024 : 128);
   smemEnd = std::max<int64_t>(smemEnd, offset + bytes * std::max<int64_t>(buffers, 1));
   smemSlots[op] = {offset, bytes};
-  return offset;
+  std::string base = offsetConstant(hint), name = base;
+  for (unsigned n = 1; !slotNamesUsed.insert(name).second; ++n)
+    name = base + std::to_string(n);
+  slotOffsets.push_back({name, offset});
+  slotNames[op] = name;
+  return name;
 }
 
 std::string KernelEmitter::declareResult(Operation *op, Value result, StringRef hint,
                                          StringRef init) {
-  std::string name = fresh(hint);
+  std::string name = freshFor(result, hint);
   FailureOr<std::string> type = typeOf(op, result.getType());
   line() << (succeeded(type) ? *type : std::string("auto")) << " " << name;
   if (!init.empty())
@@ -493,6 +760,21 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
 LogicalResult KernelEmitter::emitArith(Operation *op) {
   if (isa<arith::ConstantOp>(op))
     return success(); // printed inline where used
+  // Integer math on constants only is printed as its value; x + 0, x - 0,
+  // x * 1 and x / 1 as x.
+  if (std::optional<int64_t> value = foldedInteger(op->getResult(0))) {
+    bind(op->getResult(0), std::to_string(*value));
+    return success();
+  }
+  if (op->getNumOperands() == 2 && op->getResult(0).getType().isIntOrIndex() &&
+      !op->getResult(0).getType().isInteger(1)) {
+    std::optional<int64_t> rhs = foldedInteger(op->getOperand(1));
+    if (rhs && ((*rhs == 0 && isa<arith::AddIOp, arith::SubIOp>(op)) ||
+                (*rhs == 1 && isa<arith::MulIOp, arith::DivSIOp, arith::DivUIOp>(op)))) {
+      bind(op->getResult(0), nameOf(op->getOperand(0)));
+      return success();
+    }
+  }
   auto bin = [&](StringRef sym) {
     return "(" + nameOf(op->getOperand(0)) + " " + sym.str() + " " + nameOf(op->getOperand(1)) +
            ")";
@@ -539,8 +821,8 @@ LogicalResult KernelEmitter::emitArith(Operation *op) {
   FailureOr<std::string> type = typeOf(op, op->getResult(0).getType());
   if (failed(type))
     return failure();
-  std::string name = fresh(hint);
-  line() << "const " << *type << " " << name << " = " << expr << ";\n";
+  std::string name = freshFor(op->getResult(0), hint);
+  declarationLine(name) << "const " << *type << " " << name << " = " << expr << ";\n";
   bind(op->getResult(0), name);
   return success();
 }
@@ -620,7 +902,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
       auto t = cast<tile::TileType>(arg.getType());
       hint = !t.isRowVector() ? "acc" : (fill.getValue().isInfinity() ? "m_run" : "l_run");
     }
-    std::string name = fresh(hint);
+    std::string name = freshFor(arg, hint);
     line() << *type << " " << name << " = " << nameOf(init) << ";\n";
     bind(arg, name);
     bind(result, name);
@@ -630,7 +912,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   pipe.loop = forOp;
   bool pipelined =
       collectPipeline(forOp, options.asyncColumnVectors, pipe.loads, pipe.slice, pipe.stages);
-  std::string iv = fresh("n");
+  std::string iv = freshFor(forOp.getInductionVar(), "n");
   bind(forOp.getInductionVar(), iv);
 
   // Promote loop-invariant shared A operands of matmuls (e.g. Q) to registers
@@ -696,7 +978,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     line() << "// Pipeline prologue: loads of the first " << pipe.ahead
            << " iteration(s) in flight.\n";
     for (int64_t s = 0; s < pipe.ahead; ++s)
-      if (failed(emitIssueAhead(forOp, pipe, "n_pre", lb + " + " + std::to_string(s) + " * " + step,
+      if (failed(emitIssueAhead(forOp, pipe, "_pre", plusScaled(lb, s, step),
                                 std::to_string(s))))
         return failure();
     pipeline = &pipe;
@@ -719,8 +1001,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   if (pipelined) {
     auto issueAhead = [&]() {
       // Prefetch iteration n + ahead·step into the buffer freed before this iteration.
-      return emitIssueAhead(forOp, pipe, "n_next",
-                            iv + " + " + std::to_string(pipe.ahead) + " * " + step,
+      return emitIssueAhead(forOp, pipe, "_next", plusScaled(iv, pipe.ahead, step),
                             "(" + pipe.stageVar + " + " + std::to_string(pipe.ahead) + ") % " +
                                 std::to_string(pipe.stages));
     };
@@ -746,7 +1027,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   for (auto [arg, value] : llvm::zip(forOp.getRegionIterArgs(), yield.getOperands())) {
     std::string dst = nameOf(arg), src = nameOf(value);
     if (dst != src)
-      line() << dst << " = " << src << ";\n";
+      copyLine(dst, src);
   }
   // Every buffer written in this body is rewritten next iteration.
   bool writesShared = false;
@@ -756,7 +1037,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
       writesShared = true;
   });
   if (writesShared && !oneBarrier)
-    line() << "__syncthreads();  // buffers are overwritten by the next iteration\n";
+    barrier("  // buffers are overwritten by the next iteration");
   --indent;
   line() << "}\n";
   if (pipe.keepGroups) {
@@ -766,7 +1047,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   if (pipelined)
     line() << "cp_async_wait<0>();\n";
   if (writesShared && oneBarrier)
-    line() << "__syncthreads();  // the last iteration's buffers are free for what follows\n";
+    barrier("  // the last iteration's buffers are free for what follows");
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);
@@ -777,40 +1058,41 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
 /// `ivExpr` (when it is inside the loop bounds) into buffer `buffer`, with the
 /// index math they need recomputed for that iteration, then commits the
 /// group (possibly empty, so that waits count one group per iteration).
-LogicalResult KernelEmitter::emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef ivHint,
+LogicalResult KernelEmitter::emitIssueAhead(scf::ForOp forOp, Pipeline &pipe, StringRef suffix,
                                             const std::string &ivExpr, const std::string &buffer) {
   std::string ub = nameOf(forOp.getUpperBound());
   line() << "{  // loads of a later iteration, in flight during this one\n";
   ++indent;
-  std::string ivAhead = fresh(ivHint);
+  std::string ivAhead = fresh(nameOf(forOp.getInductionVar()) + suffix.str());
   line() << "const int " << ivAhead << " = " << ivExpr << ";\n";
   line() << "if (" << ivAhead << " < " << ub << ") {\n";
   ++indent;
   auto saved = names;
   bind(forOp.getInductionVar(), ivAhead);
+  aheadSuffix = suffix.str();
   for (Operation *op : pipe.slice)
     if (failed(emitOp(op)))
       return failure();
+  aheadSuffix.clear();
   for (Operation *op : pipe.loads) {
     if (auto rows = dyn_cast<tile::LoadRowsOp>(op)) {
       auto type = cast<tile::TileType>(rows.getType());
-      int64_t off = placeShared(rows, type, pipe.stages);
+      std::string off = placeShared(rows, type, pipe.stages, slotHint(rows));
       ValueRange idx = rows.getIndices();
       line() << "load_rows_async<kThreads, " << type.getRows() << ">("
-             << sharedFloats(off, type, "(" + buffer + ")") << ", "
+             << sharedFloats(off, type, buffer) << ", "
              << globalVector(rows.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
              << nameOf(rows.getRowLimit()) << ");\n";
       continue;
     }
     auto load = cast<tile::LoadOp>(op);
     auto type = cast<tile::TileType>(load.getType());
-    int64_t off = placeShared(load, type, pipe.stages);
+    std::string off = placeShared(load, type, pipe.stages, slotHint(load));
     FailureOr<std::string> ctype = typeOf(load, type);
     if (failed(ctype))
       return failure();
-    std::string dst =
-        llvm::formatv("smem_tile_at<{0}>(smem, {1} + ({2}) * {0}::kBytes)", *ctype, off, buffer)
-            .str();
+    std::string dst = "smem_tile_at<" + *ctype + ">(smem, " +
+                      bufferAddress(off, buffer, *ctype + "::kBytes") + ")";
     if (failed(emitLoadIssue(load, dst)))
       return failure();
   }
@@ -829,7 +1111,7 @@ LogicalResult KernelEmitter::emitIf(scf::IfOp ifOp) {
     FailureOr<std::string> type = typeOf(ifOp, r.getType());
     if (failed(type))
       return failure();
-    std::string name = fresh("sel");
+    std::string name = freshFor(r, "sel");
     line() << *type << " " << name << ";\n";
     bind(r, name);
     resultNames.push_back(name);
@@ -841,7 +1123,7 @@ LogicalResult KernelEmitter::emitIf(scf::IfOp ifOp) {
       return failure();
     if (auto yield = dyn_cast<scf::YieldOp>(block.getTerminator()))
       for (auto [name, value] : llvm::zip(resultNames, yield.getOperands()))
-        line() << name << " = " << nameOf(value) << ";\n";
+        copyLine(name, nameOf(value));
     --indent;
     return success();
   };
@@ -900,27 +1182,30 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tile::ProgramIdOp o) {
         static const char *axes[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-        std::string name = fresh(std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
+        std::string name =
+            freshFor(o.getResult(), std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
         // Causal forward: the last query blocks see the most keys; launching them
         // first balances the tail of the grid.
         auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
         if (o.getAxis() == tile::GridAxis::X && attn &&
             attn.getRole() == tile::KernelRole::AttentionForward && attn.getWindowLeft() < 0 &&
             attn.getWindowRight() >= 0) {
-          line() << "const int " << name
-                 << " = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first\n";
+          declarationLine(name)
+              << "const int " << name
+              << " = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first\n";
           bind(o.getResult(), name);
           return success();
         }
-        line() << "const int " << name << " = static_cast<int>("
-               << axes[static_cast<int>(o.getAxis())] << ");\n";
+        declarationLine(name) << "const int " << name << " = static_cast<int>("
+                              << axes[static_cast<int>(o.getAxis())] << ");\n";
         bind(o.getResult(), name);
         return success();
       })
       .Case([&](tile::DimOp o) {
-        std::string name = fresh(nameOf(o.getTensor()) + "_dim" + std::to_string(o.getIndex()));
-        line() << "const int " << name << " = static_cast<int>(" << nameOf(o.getTensor())
-               << ".shape[" << o.getIndex() << "]);\n";
+        std::string name =
+            freshFor(o.getResult(), nameOf(o.getTensor()) + "_dim" + std::to_string(o.getIndex()));
+        declarationLine(name) << "const int " << name << " = static_cast<int>("
+                              << nameOf(o.getTensor()) << ".shape[" << o.getIndex() << "]);\n";
         bind(o.getResult(), name);
         return success();
       })
@@ -929,17 +1214,17 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         FailureOr<std::string> ctype = typeOf(o, type);
         if (failed(ctype))
           return failure();
-        std::string hint = nameOf(o.getSource()) + "_tile";
+        std::string hint = slotHint(o);
         if (pipeline && pipeline->loads.contains(o)) {
-          int64_t off = placeShared(o, type, pipeline->stages);
+          std::string off = placeShared(o, type, pipeline->stages, hint);
           std::string name = fresh(hint);
           line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
-                 << ">(smem, " << off << " + " << pipeline->stageVar << " * " << *ctype
-                 << "::kBytes);\n";
+                 << ">(smem, " << bufferAddress(off, pipeline->stageVar, *ctype + "::kBytes")
+                 << ");\n";
           bind(o.getResult(), name);
           return success();
         }
-        int64_t off = placeShared(o, type, 1);
+        std::string off = placeShared(o, type, 1, hint);
         std::string name = fresh(hint);
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
@@ -974,8 +1259,9 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           // Sᵀ backward: per-query lse / D read by column index, staged once per
           // step (--experiment=sync-lse), or issued one step ahead: this step's buffer.
           bool ahead = pipeline && pipeline->loads.contains(o);
-          int64_t off = placeShared(o, type, ahead ? pipeline->stages : 1);
-          std::string name = fresh(nameOf(o.getSource()) + "_cols");
+          std::string hint = slotHint(o);
+          std::string off = placeShared(o, type, ahead ? pipeline->stages : 1, hint);
+          std::string name = fresh(hint);
           line() << "float* const " << name << " = "
                  << sharedFloats(off, type, ahead ? pipeline->stageVar : "") << ";\n";
           bind(o.getResult(), name);
@@ -989,7 +1275,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           // which emits none.
           if (!next || !cast<tile::TileType>(next.getType()).isShared() ||
               (pipeline && pipeline->loads.contains(next)))
-            line() << "__syncthreads();  // column vectors written by all threads\n";
+            barrier("  // column vectors written by all threads");
           return success();
         }
         std::string name = declareResult(o, o.getResult(), nameOf(o.getSource()) + "_rows", "");
@@ -1022,6 +1308,9 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         double value = o.getValue().convertToDouble();
         // A zero tile that only seeds a matmul is that product's accumulator.
         std::string hint = std::isinf(value) ? "neg_inf" : (value == 0 ? "zeros" : "filled");
+        if (std::string given = givenName(o.getResult()); !given.empty())
+          hint = given;
+        else
         if (o->hasOneUse())
           if (auto mm = dyn_cast<tile::MatmulOp>(*o->getUsers().begin()))
             hint = mm.getTransposeB() && !mm.getTransposeA() ? "s" : "prod";
@@ -1035,8 +1324,9 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         FailureOr<std::string> ctype = typeOf(o, type);
         if (failed(ctype))
           return failure();
-        int64_t off = placeShared(o, type, 1);
-        std::string name = fresh(nameOf(o.getSource()) + "_smem");
+        std::string hint = slotHint(o);
+        std::string off = placeShared(o, type, 1, hint);
+        std::string name = fresh(hint);
         line() << "const " << *ctype << " " << name << " = smem_tile_at<" << *ctype
                << ">(smem, " << off << ");\n";
         line() << "store_fragments(" << name << ", " << reg(o.getSource()) << ");\n";
@@ -1047,7 +1337,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
               return mm && (isWgmmaChunkedMatmul(mm) || !isChunkedAtomicMatmul(mm));
             }))
           line() << "fence_async_shared();\n";
-        line() << "__syncthreads();\n";
+        barrier();
         bind(o.getResult(), name);
         return success();
       })
@@ -1084,7 +1374,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           line() << "fill(" << part << ", 0.f);\n";
           line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
           line() << "atomic_add_tile(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
-                 << nameOf(idx[idx.size() - 2]) << ", " << nameOf(idx.back()) << " + chunk, "
+                 << nameOf(idx[idx.size() - 2]) << ", " << plusScaled(nameOf(idx.back()), 1, "chunk")
+                 << ", "
                  << nameOf(atomic.getRowLimit()) << ", " << nameOf(atomic.getColLimit()) << ", "
                  << part << ");\n";
           --indent;
@@ -1241,6 +1532,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
 
 LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   Block &body = kernel.getBody().front();
+  for (const char *name : kReservedNames)
+    used[name] = 1;
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = cppIdentifier(argNames[i]);
     bind(arg, n);
@@ -1249,6 +1542,7 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   if (failed(emitBlock(body)))
     return failure();
   os.flush();
+  bodyText = dropUnusedDeclarations(bodyText);
 
   int64_t warps = kernel.getWarps();
   std::string ns = entry + "_config";
@@ -1256,11 +1550,17 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   if (!specComment.empty())
     out << "// " << specComment << "\n";
   out << "namespace " << ns << " {\n";
-  out << "constexpr int kWarps = " << warps << ";   // row bands of every register tile\n";
+  // Only constants the kernel reads are declared (NVRTC warns about the
+  // others); the plan's block sizes and shared-memory size are a comment.
+  out << "// " << kernel.getBlockM() << " x " << kernel.getBlockN() << " blocks, "
+      << kernel.getStages() << " stages, " << sharedBytes() << " bytes of shared memory\n";
+  if (StringRef(bodyText).contains("kWarps"))
+    out << "constexpr int kWarps = " << warps << ";   // row bands of every register tile\n";
   out << "constexpr int kThreads = " << warps * 32 << ";\n";
-  out << "constexpr int kBlockM = " << kernel.getBlockM() << ", kBlockN = " << kernel.getBlockN()
-      << ", kStages = " << kernel.getStages() << ";\n";
-  out << "constexpr int kSmemBytes = " << sharedBytes() << ";\n";
+  if (!slotOffsets.empty())
+    out << "// Shared-memory slots: byte offsets of each tile (its first buffer).\n";
+  for (auto &[name, offset] : slotOffsets)
+    out << "constexpr int " << name << " = " << offset << ";\n";
   out << "}  // namespace " << ns << "\n\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << ns << "::kThreads, 1)\n"
       << entry << "(";

@@ -53,7 +53,9 @@ struct GemmKernel {
     return {row, col};
   }
   /// Dimension `d` counted from the end (0 = last).
-  Value dimFromEnd(Value tensor, int64_t d) { return kb.dim(tensor, rankOf(tensor) - 1 - d); }
+  Value dimFromEnd(Value tensor, int64_t d, StringRef name) {
+    return kb.dim(tensor, rankOf(tensor) - 1 - d, name);
+  }
 
   Value epilogue(Value acc, Value bias, Value col0, Value colLimit, Activation act) {
     double alpha = spec.getAlpha().getValueAsDouble();
@@ -73,13 +75,14 @@ struct GemmKernel {
     bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
     return kb.forLoop(
         first, last, {accInit}, [&](Value step, ValueRange carried) -> SmallVector<Value> {
-          Value k0 = kb.mul(step, kb.idx(Bk));
+          Value k0 = kb.named("k0", kb.mul(step, kb.idx(Bk)));
           Value aTile = ta ? kb.load(a, at(a, batch, k0, row0), K, M, Bk, Bm, plan.stages)
                            : kb.load(a, at(a, batch, row0, k0), M, K, Bm, Bk, plan.stages);
           Value bTile = tb ? kb.load(bMat, at(bMat, batch, col0, k0), N, K, Bn, Bk, plan.stages)
                            : kb.load(bMat, at(bMat, batch, k0, col0), K, N, Bk, Bn, plan.stages);
           return {kb.matmul(aTile, bTile, carried[0], ta, tb)};
-        })[0];
+        },
+        {"k_step", "acc"})[0];
   }
 
   void gemm() {
@@ -88,16 +91,18 @@ struct GemmKernel {
     Value a = kb.arg(0), bMat = kb.arg(1);
     Value bias = hasBias ? kb.arg(2) : Value();
     Value c = kb.arg(hasBias ? 3 : 2);
-    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
-          batch = kb.programId(GridAxis::Z);
-    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
-    Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
-    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
-    Value steps = kb.ceilDiv(K, kb.idx(Bk));
+    Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
+          batch = kb.programId(GridAxis::Z, "batch");
+    Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
+    Value K = ta ? dimFromEnd(a, 1, "K") : dimFromEnd(a, 0, "K");
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
+    Value col0 = kb.named("col0", kb.mul(nb, kb.idx(Bn)));
+    Value steps = kb.named("k_steps", kb.ceilDiv(K, kb.idx(Bk)));
     // accumulate: C += op(A)·op(B), starting from the current C tile.
-    Value init = kb.fill(kb.regF32(Bm, Bn), 0.0);
+    Value init = kb.named("acc_zeros", kb.fill(kb.regF32(Bm, Bn), 0.0));
     if (spec.getAccumulate().getValue())
-      init = kb.convert(kb.load(c, at(c, batch, row0, col0), M, N, Bm, Bn), kb.b.getF32Type());
+      init = kb.named("c_init", kb.convert(kb.load(c, at(c, batch, row0, col0), M, N, Bm, Bn),
+                                           kb.b.getF32Type()));
     // Batched A and B with an unbatched C (weight gradients xᵀ·dy over
     // [B, M, *] inputs): the contraction runs over batch and rows.
     bool sumOverBatch = rankOf(a) == 3 && rankOf(c) == 2;
@@ -106,14 +111,14 @@ struct GemmKernel {
     };
     Value acc;
     if (sumOverBatch)
-      acc = kb.forLoop(kb.idx(0), kb.dim(a, 0), {init},
-                       [&](Value b, ValueRange carried) -> SmallVector<Value> {
-                         return {kLoop(b, carried[0])};
-                       })[0];
+      acc = kb.forLoop(
+          kb.idx(0), kb.dim(a, 0, "batches"), {init},
+          [&](Value b, ValueRange carried) -> SmallVector<Value> { return {kLoop(b, carried[0])}; },
+          {"batch_index", "acc_sum"})[0];
     else
       acc = kLoop(batch, init);
     Value result = epilogue(acc, bias, col0, N, spec.getActivation());
-    kb.store(kb.convert(result, elem), c, at(c, batch, row0, col0), M, N);
+    kb.store(kb.named("c16", kb.convert(result, elem)), c, at(c, batch, row0, col0), M, N);
   }
 
   /// C[f32] += op(A)·op(B) over contraction rows [z·S, (z+1)·S) of a rank-2 A
@@ -122,73 +127,81 @@ struct GemmKernel {
   void splitKGemm() {
     bool ta = spec.getTransposeA().getValue();
     Value a = kb.arg(0), bMat = kb.arg(1), c = kb.arg(2);
-    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
-          slice = kb.programId(GridAxis::Z);
-    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
-    Value K = ta ? dimFromEnd(a, 1) : dimFromEnd(a, 0);
-    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
+    Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
+          slice = kb.programId(GridAxis::Z, "k_slice");
+    Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
+    Value K = ta ? dimFromEnd(a, 1, "K") : dimFromEnd(a, 0, "K");
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
+    Value col0 = kb.named("col0", kb.mul(nb, kb.idx(Bn)));
     bool batched = rankOf(a) == 3;
     // Steps of Bk rows: a whole batch, or this slice's ceil(kSplitKRows / Bk) steps. The grid
     // has ceil(K / kSplitKRows) slices, so a slice must cover at least kSplitKRows rows when Bk
     // does not divide it (block_k = 48, 80, ...); trailing slices past K then add zeros.
     const int64_t sliceSteps = llvm::divideCeil(kSplitKRows, Bk);
-    Value first = batched ? kb.idx(0) : kb.mul(slice, kb.idx(sliceSteps));
-    Value last = kb.ceilDiv(K, kb.idx(Bk));
+    Value first = batched ? kb.idx(0) : kb.named("first_step", kb.mul(slice, kb.idx(sliceSteps)));
+    Value last = kb.named("k_steps", kb.ceilDiv(K, kb.idx(Bk)));
     if (!batched)
-      last = kb.min(last, kb.add(first, kb.idx(sliceSteps)));
+      last = kb.named("last_step", kb.min(last, kb.add(first, kb.idx(sliceSteps))));
     Value batch = batched ? slice : Value();
-    Value acc = contract(a, bMat, batch, row0, col0, M, N, K, first, last, kb.fill(kb.regF32(Bm, Bn), 0.0));
+    Value acc = contract(a, bMat, batch, row0, col0, M, N, K, first, last,
+                         kb.named("acc_zeros", kb.fill(kb.regF32(Bm, Bn), 0.0)));
     kb.atomicAdd(acc, c, {row0, col0}, M, N);
   }
 
   /// C = A for an f32 A (rank 2), in C's element type.
   void convertF32() {
     Value a = kb.arg(0), c = kb.arg(1);
-    Value row0 = kb.mul(kb.programId(GridAxis::X), kb.idx(Bm));
-    Value col0 = kb.mul(kb.programId(GridAxis::Y), kb.idx(Bn));
-    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0);
+    Value row0 = kb.named("row0", kb.mul(kb.programId(GridAxis::X, "m_block"), kb.idx(Bm)));
+    Value col0 = kb.named("col0", kb.mul(kb.programId(GridAxis::Y, "n_block"), kb.idx(Bn)));
+    Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
     Value tile = kb.load(a, {row0, col0}, M, N, Bm, Bn);
-    kb.store(kb.convert(tile, elem), c, {row0, col0}, M, N);
+    kb.store(kb.named("c16", kb.convert(tile, elem)), c, {row0, col0}, M, N);
   }
 
   /// db[n] = Σ_m A[m, n] (A [M, N] or [B, M, N]: also summed over B).
   void columnSum() {
     Value a = kb.arg(0), out = kb.arg(1);
-    Value nb = kb.programId(GridAxis::X);
-    Value M = dimFromEnd(a, 1), N = dimFromEnd(a, 0);
-    Value col0 = kb.mul(nb, kb.idx(Bn));
+    Value nb = kb.programId(GridAxis::X, "n_block");
+    Value M = dimFromEnd(a, 1, "M"), N = dimFromEnd(a, 0, "N");
+    Value col0 = kb.named("col0", kb.mul(nb, kb.idx(Bn)));
     // Row 0 of ones[16 x Bk] · A[Bk x Bn] is the column sum of the A tile.
     constexpr int64_t kOnesRows = 16;
-    Value ones = kb.fill(kb.tile(kOnesRows, Bk, elem, MemorySpace::Register), 1.0);
-    Value steps = kb.ceilDiv(M, kb.idx(Bk));
+    Value ones = kb.named("ones", kb.fill(kb.tile(kOnesRows, Bk, elem, MemorySpace::Register), 1.0));
+    Value steps = kb.named("m_steps", kb.ceilDiv(M, kb.idx(Bk)));
     auto rowLoop = [&](Value b, Value init) {
       return kb.forLoop(kb.idx(0), steps, {init},
                         [&](Value step, ValueRange carried) -> SmallVector<Value> {
-                          Value m0 = kb.mul(step, kb.idx(Bk));
+                          Value m0 = kb.named("m0", kb.mul(step, kb.idx(Bk)));
                           Value tile = kb.load(a, at(a, b, m0, col0), M, N, Bk, Bn, plan.stages);
                           return {kb.matmul(ones, tile, carried[0], false, false)};
-                        })[0];
+                        },
+                        {"m_step", "acc"})[0];
     };
-    Value zero = kb.fill(kb.regF32(kOnesRows, Bn), 0.0);
-    Value acc = rankOf(a) == 3 ? kb.forLoop(kb.idx(0), kb.dim(a, 0), {zero},
-                                            [&](Value b, ValueRange carried) -> SmallVector<Value> {
-                                              return {rowLoop(b, carried[0])};
-                                            })[0]
+    Value zero = kb.named("acc_zeros", kb.fill(kb.regF32(kOnesRows, Bn), 0.0));
+    Value acc = rankOf(a) == 3 ? kb.forLoop(
+                                     kb.idx(0), kb.dim(a, 0, "batches"), {zero},
+                                     [&](Value b, ValueRange carried) -> SmallVector<Value> {
+                                       return {rowLoop(b, carried[0])};
+                                     },
+                                     {"batch_index", "acc_sum"})[0]
                                : rowLoop(Value(), zero);
-    kb.store(kb.convert(acc, elem), out, {col0}, kb.idx(1), N);
+    kb.store(kb.named("sum16", kb.convert(acc, elem)), out, {col0}, kb.idx(1), N);
   }
 
   /// acc_i[Bm x cols] = x[row0, :] · W_i[:, col0 .. col0+cols) over the model
   /// dim, for each weight W_i (the x tile is loaded once per step).
   SmallVector<Value> projectRows(Value x, ArrayRef<Value> weights, Value batch, Value row0,
                                  Value col0, Value M, Value K, Value N, int64_t cols) {
-    Value steps = kb.ceilDiv(K, kb.idx(Bk));
+    Value steps = kb.named("k_steps", kb.ceilDiv(K, kb.idx(Bk)));
     SmallVector<Value> inits;
+    SmallVector<StringRef> names = {"k_step", "proj"};
     for (size_t i = 0; i < weights.size(); ++i)
-      inits.push_back(kb.fill(kb.regF32(Bm, cols), 0.0));
+      inits.push_back(kb.named(i ? "up_zeros" : "proj_zeros", kb.fill(kb.regF32(Bm, cols), 0.0)));
+    if (weights.size() > 1)
+      names.push_back("up");
     return kb.forLoop(kb.idx(0), steps, inits,
                       [&](Value step, ValueRange carried) -> SmallVector<Value> {
-                        Value k0 = kb.mul(step, kb.idx(Bk));
+                        Value k0 = kb.named("k0", kb.mul(step, kb.idx(Bk)));
                         Value xTile = kb.load(x, at(x, batch, row0, k0), M, K, Bm, Bk, plan.stages);
                         SmallVector<Value> next;
                         for (auto [w, acc] : llvm::zip(weights, carried)) {
@@ -196,20 +209,22 @@ struct GemmKernel {
                           next.push_back(kb.matmul(xTile, wTile, acc, false, false));
                         }
                         return next;
-                      });
+                      },
+                      weights.size() <= 2 ? ArrayRef<StringRef>(names) : ArrayRef<StringRef>());
   }
 
   /// Gated GEMM: C = act(A·Bg) ⊙ (A·Bu).
   void gatedGemm() {
     Value a = kb.arg(0), bGate = kb.arg(1), bUp = kb.arg(2), c = kb.arg(3);
-    Value mb = kb.programId(GridAxis::X), nb = kb.programId(GridAxis::Y),
-          batch = kb.programId(GridAxis::Z);
-    Value M = dimFromEnd(c, 1), N = dimFromEnd(c, 0), K = dimFromEnd(a, 0);
-    Value row0 = kb.mul(mb, kb.idx(Bm)), col0 = kb.mul(nb, kb.idx(Bn));
+    Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
+          batch = kb.programId(GridAxis::Z, "batch");
+    Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N"), K = dimFromEnd(a, 0, "K");
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
+    Value col0 = kb.named("col0", kb.mul(nb, kb.idx(Bn)));
     SmallVector<Value> acc = projectRows(a, {bGate, bUp}, batch, row0, col0, M, K, N, Bn);
     Value gate = kb.b.create<ActivationOp>(kb.loc, acc[0].getType(), spec.getActivation(), acc[0]);
     Value hidden = kb.b.create<MulOp>(kb.loc, gate.getType(), gate, acc[1]);
-    kb.store(kb.convert(hidden, elem), c, at(c, batch, row0, col0), M, N);
+    kb.store(kb.named("hidden16", kb.convert(hidden, elem)), c, at(c, batch, row0, col0), M, N);
   }
 
   void fused() {
@@ -223,15 +238,16 @@ struct GemmKernel {
     Value b2 = hasB2 ? kb.arg(next++) : Value();
     Value y = kb.arg(next++);
     int64_t dOut = llvm::cast<GlobalTensorType>(w2.getType()).getShape()[1];
-    Value mb = kb.programId(GridAxis::X), batch = kb.programId(GridAxis::Z);
-    Value M = dimFromEnd(x, 1), d = kb.dim(w1, 0), H = kb.dim(w1, 1), N = kb.idx(dOut);
-    Value row0 = kb.mul(mb, kb.idx(Bm));
+    Value mb = kb.programId(GridAxis::X, "m_block"), batch = kb.programId(GridAxis::Z, "batch");
+    Value M = dimFromEnd(x, 1, "M"), d = kb.dim(w1, 0, "d_model"), H = kb.dim(w1, 1, "hidden"),
+          N = kb.idx(dOut);
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
     Value zero = kb.idx(0);
-    Value hiddenBlocks = kb.ceilDiv(H, kb.idx(Bn));
+    Value hiddenBlocks = kb.named("hidden_blocks", kb.ceilDiv(H, kb.idx(Bn)));
     SmallVector<Value> out = kb.forLoop(
-        zero, hiddenBlocks, {kb.fill(kb.regF32(Bm, dOut), 0.0)},
+        zero, hiddenBlocks, {kb.named("y_zeros", kb.fill(kb.regF32(Bm, dOut), 0.0))},
         [&](Value hb, ValueRange carried) -> SmallVector<Value> {
-          Value h0 = kb.mul(hb, kb.idx(Bn));
+          Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
           SmallVector<Value> weights = {w1};
           if (wUp)
             weights.push_back(wUp);
@@ -245,12 +261,14 @@ struct GemmKernel {
             hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
           Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOut, plan.stages);
-          return {kb.matmul(kb.convert(hidden, elem), w2Tile, carried[0], false, false)};
-        });
+          return {kb.matmul(kb.named("hidden16", kb.convert(hidden, elem)), w2Tile, carried[0],
+                            false, false)};
+        },
+        {"h_block", "y_acc"});
     Value result = out[0];
     if (b2)
       result = kb.b.create<AddBiasOp>(kb.loc, result.getType(), result, b2, zero, N);
-    kb.store(kb.convert(result, elem), y, at(y, batch, row0, zero), M, N);
+    kb.store(kb.named("y16", kb.convert(result, elem)), y, at(y, batch, row0, zero), M, N);
   }
 
   /// Plain: h = act(pre), dpre = dh ∘ act'(pre) with pre = x·W1 + b1.
@@ -264,10 +282,12 @@ struct GemmKernel {
     Value wUp = gated ? kb.arg(next++) : Value();
     Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++), dpreOut = kb.arg(next++);
     Value duOut = gated ? kb.arg(next++) : Value();
-    Value mb = kb.programId(GridAxis::X), hb = kb.programId(GridAxis::Y),
-          batch = kb.programId(GridAxis::Z);
-    Value M = dimFromEnd(x, 1), d = kb.dim(w1, 0), H = kb.dim(w1, 1), dOut = kb.dim(w2, 1);
-    Value row0 = kb.mul(mb, kb.idx(Bm)), h0 = kb.mul(hb, kb.idx(Bn));
+    Value mb = kb.programId(GridAxis::X, "m_block"), hb = kb.programId(GridAxis::Y, "h_block"),
+          batch = kb.programId(GridAxis::Z, "batch");
+    Value M = dimFromEnd(x, 1, "M"), d = kb.dim(w1, 0, "d_model"), H = kb.dim(w1, 1, "hidden"),
+          dOut = kb.dim(w2, 1, "d_out");
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
+    Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
     SmallVector<Value> weights = {w1};
     if (wUp)
       weights.push_back(wUp);
@@ -276,26 +296,27 @@ struct GemmKernel {
     if (b1)
       pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
     // dh = dy · W2ᵀ restricted to hidden columns [h0, h0 + Bn).
-    Value steps = kb.ceilDiv(dOut, kb.idx(Bk));
-    Value dh = kb.forLoop(kb.idx(0), steps, {kb.fill(kb.regF32(Bm, Bn), 0.0)},
+    Value steps = kb.named("k_steps", kb.ceilDiv(dOut, kb.idx(Bk)));
+    Value dh = kb.forLoop(kb.idx(0), steps, {kb.named("dh_zeros", kb.fill(kb.regF32(Bm, Bn), 0.0))},
                           [&](Value step, ValueRange carried) -> SmallVector<Value> {
-                            Value k0 = kb.mul(step, kb.idx(Bk));
+                            Value k0 = kb.named("k0", kb.mul(step, kb.idx(Bk)));
                             Value dyTile =
                                 kb.load(dy, at(dy, batch, row0, k0), M, dOut, Bm, Bk, plan.stages);
                             Value w2Tile = kb.load(w2, {h0, k0}, H, dOut, Bn, Bk, plan.stages);
                             return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
-                          })[0];
+                          },
+                          {"k_step", "dh"})[0];
     Value act = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
     Value hidden =
         gated ? kb.b.create<MulOp>(kb.loc, act.getType(), act, proj[1]).getResult() : act;
-    kb.store(kb.convert(hidden, elem), hOut, at(hOut, batch, row0, h0), M, H);
+    kb.store(kb.named("h16", kb.convert(hidden, elem)), hOut, at(hOut, batch, row0, h0), M, H);
     Value dAct = gated ? kb.b.create<MulOp>(kb.loc, dh.getType(), dh, proj[1]).getResult() : dh;
     Value dpre =
         kb.b.create<ActivationGradOp>(kb.loc, dAct.getType(), spec.getActivation(), dAct, pre);
-    kb.store(kb.convert(dpre, elem), dpreOut, at(dpreOut, batch, row0, h0), M, H);
+    kb.store(kb.named("dpre16", kb.convert(dpre, elem)), dpreOut, at(dpreOut, batch, row0, h0), M, H);
     if (gated) {
       Value du = kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act);
-      kb.store(kb.convert(du, elem), duOut, at(duOut, batch, row0, h0), M, H);
+      kb.store(kb.named("du16", kb.convert(du, elem)), duOut, at(duOut, batch, row0, h0), M, H);
     }
   }
 };

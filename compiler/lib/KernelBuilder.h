@@ -45,6 +45,29 @@ public:
   }
 
   mlir::Value arg(unsigned i) { return entry->getArgument(i); }
+
+  // --- names ----------------------------------------------------------------
+  /// Gives `value` a name through its defining op's location (a NameLoc around
+  /// the builder's location): the CUDA emitter names the C++ variable after it,
+  /// and it survives printing the tile IR with -mlir-print-debuginfo. Shared
+  /// constants and block arguments keep their own location.
+  mlir::Value named(llvm::StringRef name, mlir::Value value) {
+    mlir::Operation *op = value.getDefiningOp();
+    if (op && op->getNumResults() == 1 && !mlir::isa<mlir::arith::ConstantOp>(op))
+      op->setLoc(nameLoc(name));
+    return value;
+  }
+  mlir::Location nameLoc(llvm::StringRef name) {
+    return mlir::NameLoc::get(b.getStringAttr(name), loc);
+  }
+  /// The location of an op with several named values (a loop: its induction
+  /// variable, then its carried values): one NameLoc each, fused in order.
+  mlir::Location namesLoc(llvm::ArrayRef<llvm::StringRef> names) {
+    llvm::SmallVector<mlir::Location> locs;
+    for (llvm::StringRef name : names)
+      locs.push_back(nameLoc(name));
+    return mlir::FusedLoc::get(b.getContext(), locs);
+  }
   void finish() { b.create<mlir::tile::ReturnOp>(loc); }
 
   // --- grid ---------------------------------------------------------------
@@ -100,11 +123,14 @@ public:
   }
   mlir::Value orI(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::OrIOp>(loc, x, y); }
 
-  mlir::Value programId(mlir::tile::GridAxis axis) {
-    return b.create<mlir::tile::ProgramIdOp>(loc, b.getIndexType(), axis);
+  mlir::Value programId(mlir::tile::GridAxis axis, llvm::StringRef name = "") {
+    mlir::Value id = b.create<mlir::tile::ProgramIdOp>(loc, b.getIndexType(), axis);
+    return name.empty() ? id : named(name, id);
   }
-  mlir::Value dim(mlir::Value tensor, int64_t index) {
-    return b.create<mlir::tile::DimOp>(loc, b.getIndexType(), tensor, b.getI64IntegerAttr(index));
+  mlir::Value dim(mlir::Value tensor, int64_t index, llvm::StringRef name = "") {
+    mlir::Value d =
+        b.create<mlir::tile::DimOp>(loc, b.getIndexType(), tensor, b.getI64IntegerAttr(index));
+    return name.empty() ? d : named(name, d);
   }
 
   // --- types --------------------------------------------------------------
@@ -183,10 +209,13 @@ public:
 
   /// A for loop over [lower, upper) with loop-carried values; `body` gets the
   /// induction variable and the carried values and returns the next ones.
+  /// `names`: the induction variable's, then the carried values' (see namesLoc).
   llvm::SmallVector<mlir::Value>
   forLoop(mlir::Value lower, mlir::Value upper, mlir::ValueRange inits,
-          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> body) {
-    auto loop = b.create<mlir::scf::ForOp>(loc, lower, upper, idx(1), inits);
+          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> body,
+          llvm::ArrayRef<llvm::StringRef> names = {}) {
+    auto loop = b.create<mlir::scf::ForOp>(names.empty() ? loc : namesLoc(names), lower, upper,
+                                           idx(1), inits);
     {
       mlir::OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -199,8 +228,9 @@ public:
   /// `cond ? thenFn() : value` for one tile value (the else branch yields it
   /// unchanged): used to apply a mask only on boundary blocks.
   mlir::Value ifThenElse(mlir::Value cond, mlir::Value value,
-                         llvm::function_ref<mlir::Value()> thenFn) {
-    auto ifOp = b.create<mlir::scf::IfOp>(loc, mlir::TypeRange{value.getType()}, cond,
+                         llvm::function_ref<mlir::Value()> thenFn, llvm::StringRef name = "") {
+    auto ifOp = b.create<mlir::scf::IfOp>(name.empty() ? loc : nameLoc(name),
+                                          mlir::TypeRange{value.getType()}, cond,
                                           /*withElseRegion=*/true);
     {
       mlir::OpBuilder::InsertionGuard guard(b);

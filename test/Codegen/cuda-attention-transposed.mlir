@@ -23,9 +23,9 @@
 // own barrier instead of riding the Q / dO pipeline.
 // SLSE-LABEL: flashc_attention_attention_bwd(
 // SLSE-NOT: load_rows_async
-// SLSE: float* const [[LSE:.+]] = shared_floats(smem, {{[0-9]+}});
+// SLSE: float* const [[LSE:lse_cols]] = shared_floats(smem, kLseColsOffset);
 // SLSE-NEXT: load_rows_shared<kThreads, 64>([[LSE]], vector_view(lse,
-// SLSE-NEXT: float* const [[D:.+]] = shared_floats(smem, {{[0-9]+}});
+// SLSE-NEXT: float* const [[D:delta_cols]] = shared_floats(smem, kDeltaColsOffset);
 // SLSE-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
 // SLSE-NEXT: __syncthreads();  // column vectors written by all threads
 // SLSE: recompute_probs_cols({{.+}}, [[LSE]],
@@ -63,23 +63,38 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // reads its A operands from shared memory anyway).
 // CHECK-LABEL: namespace flashc_attention_attention_bwd_config {
 // CHECK: constexpr int kWarps = 8;
+// Shared-memory slots are named config constants.
+// CHECK: constexpr int kLseColsOffset = {{[0-9]+}};
+// CHECK-NEXT: constexpr int kDeltaColsOffset = {{[0-9]+}};
+// CHECK-NEXT: constexpr int kDstSharedOffset = {{[0-9]+}};
 // CHECK-LABEL: flashc_attention_attention_bwd(
 // CHECK-NOT: load_fragments(
+// Index values carry the kernel builder's names.
+// CHECK: const int k_block = static_cast<int>(blockIdx.x);
+// CHECK-NEXT: const int kv_head = static_cast<int>(blockIdx.y);
+// CHECK-NEXT: const int batch = static_cast<int>(blockIdx.z);
+// CHECK: const int group = (q_heads / kv_heads);
+// CHECK-NEXT: const int col0 = (k_block * 128);
+// CHECK: for (int member = 0; member < group; member += 1) {
+// CHECK-NEXT: const int first_head = (kv_head * group);
+// CHECK-NEXT: const int head = (first_head + member);
 // Per-query lse and D ride the Q / dO pipeline: 4-byte cp.async into two
 // buffers, issued an iteration ahead with the tiles.
 // CHECK: Pipeline prologue
-// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF:[0-9]+]] + (0) * 256), vector_view(lse,
-// CHECK-NEXT: load_rows_async<kThreads, 64>(shared_floats(smem, [[DOFF:[0-9]+]] + (0) * 256), vector_view(delta,
+// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, kLseColsOffset), vector_view(lse, batch, head), row0_pre, seq_q);
+// CHECK-NEXT: load_rows_async<kThreads, 64>(shared_floats(smem, kDeltaColsOffset), vector_view(delta, batch, head), row0_pre, seq_q);
 // One barrier an iteration: wait for this iteration's loads, barrier (which
 // also says the last iteration is done with its buffers), then prefetch.
-// CHECK: for (int [[QB:.+]] = {{.*}}stage = 0;
+// CHECK: for (int q_block = q_block_begin, stage = 0; q_block < q_block_end; q_block += 1, stage = (stage + 1) % 2) {
 // CHECK-NEXT: cp_async_wait<0>();  // this iteration's buffers landed, the last iteration is done
 // HOPPER-NEXT: fence_async_shared();
 // CHECK-NEXT: __syncthreads();
 // CHECK-NEXT: {  // loads of a later iteration, in flight during this one
-// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, [[LSEOFF]] + ((stage + 1) % 2) * 256), vector_view(lse,
-// CHECK: float* const [[LSE:.+]] = shared_floats(smem, [[LSEOFF]] + stage * 256);
-// CHECK-NEXT: float* const [[D:.+]] = shared_floats(smem, [[DOFF]] + stage * 256);
+// CHECK: const int q_block_next = q_block + 1;
+// CHECK: load_rows_async<kThreads, 64>(shared_floats(smem, kLseColsOffset + ((stage + 1) % 2) * 256), vector_view(lse,
+// CHECK: const int [[ROW0:row0]] = (q_block * 64);
+// CHECK: float* const [[LSE:lse_cols]] = shared_floats(smem, kLseColsOffset + stage * 256);
+// CHECK-NEXT: float* const [[D:delta_cols]] = shared_floats(smem, kDeltaColsOffset + stage * 256);
 // CHECK-NOT: column vectors written by all threads
 // Sᵀ = K·Qᵀ: [128 keys x 64 queries]; the mask reads keys from the rows.
 // CHECK: RegTileF32<128, 64, kWarps> [[ST:.+]];
@@ -105,8 +120,8 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // dQ += dS·K over 64 query rows: 4 row bands, so the 8 warps form 2 column groups.
 // On sm_90a dSᵀ is a panel tile on a 1024-byte boundary (after the column vectors),
 // read by wgmma (async proxy): the generic-proxy stores fence before the barrier.
-// AMPERE: const SmemTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, 132096);
-// HOPPER: const SmemPanelTile<bf16, 128, 64> [[DS:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 132096);
+// AMPERE: const SmemTile<bf16, 128, 64> [[DS:dst_shared]] = smem_tile_at<SmemTile<bf16, 128, 64>>(smem, kDstSharedOffset);
+// HOPPER: const SmemPanelTile<bf16, 128, 64> [[DS:dst_shared]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, kDstSharedOffset);
 // CHECK-NEXT: store_fragments([[DS]],
 // HOPPER-NEXT: fence_async_shared();
 // CHECK-NEXT: __syncthreads();
@@ -117,10 +132,16 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
 // AMPERE: matmul_ta([[PART]], [[DS]], k_tile, chunk);
 // HOPPER: wgmma_matmul_ta([[PART]], [[DS]], k_tile, chunk);
-// CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum,
+// CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum, batch, head), [[ROW0]], chunk, seq_q, 128, [[PART]]);
 // sm_90a: dK's product is waited for before the next iteration's barrier; no
 // end-of-iteration barrier, one after the loop.
 // HOPPER: wgmma_wait<0>();
 // CHECK-NOT: __syncthreads();
 // CHECK: cp_async_wait<0>();
 // CHECK-NEXT: __syncthreads();  // the last iteration's buffers are free for what follows
+// The GQA loop's own end-of-iteration barrier would follow right after: dropped.
+// CHECK-NEXT: dk_sum = dk_acc;
+// CHECK-NEXT: dv_sum = dv_acc;
+// CHECK-NEXT: }
+// CHECK: convert([[DK16:dk16]], dk_sum);
+// CHECK-NEXT: store_tile<kThreads>(matrix_view<bf16>(dk, batch, kv_head), col0, 0, seq_k, 128, [[DK16]]);

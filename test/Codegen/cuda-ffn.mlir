@@ -63,10 +63,11 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // Up projection: x [128 x 64] K-major, W1 [64 x 128] MN-major, one panel row of K a stage.
 // WG-LABEL: flashc_ffn_ffn_up(
 // WG: align_smem_1024(smem_raw)
-// WG: for (int [[K:.+]] = 0, stage = 0; [[K]] < {{.*}}; [[K]] += 1, stage = (stage + 1) % 4) {
-// WG: const SmemPanelTile<bf16, 128, 64> [[X:.+]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(
-// WG-NEXT: const SmemPanelTile<bf16, 64, 128> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 128>>(
-// WG-NEXT: wgmma_matmul<false>([[ACC:.+]], [[X]], [[W]]);  // += A·B
+// WG: const int k_steps = ceil_div(K, 64);
+// WG: for (int k_step = 0, stage = 0; k_step < k_steps; k_step += 1, stage = (stage + 1) % 4) {
+// WG: const SmemPanelTile<bf16, 128, 64> [[X:x_tile]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, kXTileOffset + stage * SmemPanelTile<bf16, 128, 64>::kBytes);
+// WG-NEXT: const SmemPanelTile<bf16, 64, 128> [[W:w1_tile]] = smem_tile_at<SmemPanelTile<bf16, 64, 128>>(smem, kW1TileOffset + stage * SmemPanelTile<bf16, 64, 128>::kBytes);
+// WG-NEXT: wgmma_matmul<false>([[ACC:acc]], [[X]], [[W]]);  // += A·B
 // WG-NEXT: wgmma_wait<0>();
 // WG: add_bias([[ACC]],
 // WG: activation<Act::GeluTanh>([[ACC]]);
@@ -78,9 +79,9 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // The backward hidden kernel (two accumulators) stays 128 wide.
 // WIDE-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
-// WIDE: kBlockN = 128
+// WIDE-NEXT: // 128 x 128 blocks,
 // WIDE-LABEL: namespace flashc_ffn_ffn_up_config {
-// WIDE: kBlockN = 256, kStages = 4;
+// WIDE-NEXT: // 128 x 256 blocks, 4 stages,
 // WIDE-LABEL: flashc_ffn_ffn_up(
 // WIDE: const SmemPanelTile<bf16, 64, 256> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 256>>(
 // WIDE-NEXT: wgmma_matmul<false>({{.+}}, [[W]]);
@@ -90,13 +91,13 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // OVL-LABEL: flashc_ffn_ffn_bwd_dw2(
 // OVL: wgmma_wait<1>();
 // OVL-LABEL: flashc_ffn_ffn_up(
-// OVL: RegTileF32<128, {{128|256}}, kWarps> [[ACC:.+]] = zeros;
+// OVL: RegTileF32<128, {{128|256}}, kWarps> [[ACC:acc]] = acc_zeros;
 // OVL-NEXT: wgmma_fence_operand([[ACC]]);
 // OVL-NEXT: // Pipeline prologue: loads of the first 2 iteration(s) in flight.
-// OVL: for (int [[K:.+]] = 0, stage = 0; [[K]] < {{.*}}; [[K]] += 1, stage = (stage + 1) % 4) {
+// OVL: for (int [[K:k_step]] = 0, stage = 0; [[K]] < k_steps; [[K]] += 1, stage = (stage + 1) % 4) {
 // OVL-NEXT: cp_async_wait<1>();
-// OVL: const int {{.+}} = [[K]] + 2 * 1;
-// OVL: smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, 0 + ((stage + 2) % 4)
+// OVL: const int k_step_next = [[K]] + 2;
+// OVL: smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, kXTileOffset + ((stage + 2) % 4)
 // OVL: wgmma_matmul<false>([[ACC]],
 // OVL-NEXT: wgmma_wait<1>();
 // OVL-NEXT: }
