@@ -74,10 +74,10 @@ std::string attentionMath(AttentionSpecAttr spec) {
     math = stringifyKernelRole(spec.getRole()).str();
     break;
   }
-  std::string dims = std::to_string(spec.getHeadDim());
+  std::string dims = "head dim " + std::to_string(spec.getHeadDim());
   if (spec.getValueDim() != spec.getHeadDim())
-    dims = "s " + dims + " (Q, K) / " + std::to_string(spec.getValueDim()) + " (V)";
-  return math + " (" + typeName(spec.getElementType()) + ", head dim" + dims + ")";
+    dims = "head dims " + std::to_string(spec.getHeadDim()) + " (Q, K) / " + std::to_string(spec.getValueDim()) + " (V)";
+  return math + " (" + typeName(spec.getElementType()) + ", " + dims + ")";
 }
 
 std::string gemmMath(GemmSpecAttr spec) {
