@@ -52,11 +52,10 @@ void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
 
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   buildGraphPipeline(pm, options);
-  // Block sizes follow the newest requested architecture's target model.
-  std::string target = "sm_80";
-  for (const std::string &arch : options.archs)
-    if (arch.rfind("sm_90", 0) == 0)
-      target = "sm_90a";
+  // One plan per architecture: the first (flashc runs this pipeline once per
+  // --arch, each on its own copy of the module). An architecture without a
+  // target model fails in the passes, naming the known ones.
+  std::string target = options.archs.empty() ? "sm_90a" : options.archs.front();
   GenerateBackwardOptions backward;
   backward.target = target;
   backward.deterministic = options.deterministicBackward;

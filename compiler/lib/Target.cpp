@@ -30,8 +30,8 @@ int64_t outputDimOf(ArrayRef<Type> argTypes, size_t weightArg) {
 } // namespace
 
 const TargetDescription *lookupTarget(llvm::StringRef name) {
-  if (name == "sm_90")
-    name = "sm_90a";
+  // Exact names only: sm_90 (without `a`) cannot use wgmma, so planning it as
+  // sm_90a would emit code NVRTC rejects for it.
   for (const TargetDescription &target : kTargets)
     if (target.name == name)
       return &target;
@@ -46,6 +46,16 @@ std::string knownTargetNames() {
     names += target.name.str();
   }
   return names;
+}
+
+std::string unknownTargetMessage(llvm::StringRef arch) {
+  std::string message = "no target model for " + arch.str() + " (known: " + knownTargetNames() + ")";
+  if (arch == "sm_90")
+    message += ": sm_90 without the 'a' cannot use wgmma; give sm_90a for H100/H200, or sm_80";
+  else
+    message += ": give sm_80, whose code the runtime compiles for every newer device, or add a "
+               "target model for " + arch.str() + " (compiler/lib/Target.cpp)";
+  return message;
 }
 
 TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices) {

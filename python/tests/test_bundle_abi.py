@@ -110,7 +110,7 @@ class OpenErrorsTest(unittest.TestCase):
         with self.assertRaises(flashc.UnsupportedError) as ctx:
             flashc.Bundle(BAD_VERSION_BUNDLE)
         self.assertEqual(ctx.exception.status, 8)
-        self.assertIn("bundle format version 2 is not supported", str(ctx.exception))
+        self.assertIn("bundle format version 3 is not supported", str(ctx.exception))
 
     def test_directory_without_manifest(self):
         with self.assertRaises(flashc.InvalidBundleError) as ctx:

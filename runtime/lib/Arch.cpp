@@ -41,13 +41,26 @@ bool cubinRunsOn(const Arch &cubin, int major, int minor) {
   return cubin.major == major && cubin.minor <= minor;
 }
 
+namespace {
+// Preference among code that runs on a device: a newer arch (closer to the
+// device) first, then an exact match of the CC, then the `a` variant.
+int archScore(const Arch &a, int major, int minor) {
+  return (a.major * 10 + a.minor) * 4 + (a.major == major && a.minor == minor ? 2 : 0) + (a.suffix == 'a' ? 1 : 0);
+}
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string s;
+  for (const auto &n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+} // namespace
+
 int chooseCubin(const std::vector<CubinSpec> &cubins, int major, int minor) {
   int best = -1, bestScore = -1;
   for (size_t i = 0; i < cubins.size(); ++i) {
     auto a = parseArch(cubins[i].arch);
     if (!a || !cubinRunsOn(*a, major, minor)) continue;
-    // Score: exact `a` > exact > closer lower minor.
-    int score = a->minor * 4 + (a->minor == minor ? 2 : 0) + (a->suffix == 'a' ? 1 : 0);
+    int score = archScore(*a, major, minor);
     if (score > bestScore) {
       bestScore = score;
       best = int(i);
@@ -62,6 +75,64 @@ bool deviceMeetsTargets(const std::vector<std::string> &archs, int major, int mi
     if (a && (major > a->major || (major == a->major && minor >= a->minor))) return true;
   }
   return archs.empty();
+}
+
+bool sourceRunsOn(const Arch &source, int major, int minor) {
+  if (source.suffix == 'a') return source.major == major && source.minor == minor;
+  if (source.suffix == 'f') return source.major == major && source.minor <= minor;
+  return major > source.major || (major == source.major && minor >= source.minor);
+}
+
+Result<CodeChoice> chooseCode(const std::vector<CodeVariant> &variants, int major, int minor, bool useCubins,
+                              bool allowJit, const std::string &bundleName, const std::string &deviceText) {
+  std::vector<std::string> archs;
+  for (const auto &v : variants) archs.insert(archs.end(), v.archs.begin(), v.archs.end());
+  if (!deviceMeetsTargets(archs, major, minor))
+    return makeError(ErrorCode::Unsupported, bundleName + " targets " + joined(archs) + "; the device (" + deviceText +
+                                                 ") is older than every one of them");
+  CodeChoice choice;
+  choice.jitArch = jitArchForDevice(major, minor);
+  if (useCubins) {
+    int bestScore = -1;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      int i = chooseCubin(variants[v].cubins, major, minor);
+      if (i < 0) continue;
+      int score = archScore(*parseArch(variants[v].cubins[size_t(i)].arch), major, minor);
+      if (score > bestScore) {
+        bestScore = score;
+        choice.variant = int(v);
+        choice.cubin = i;
+      }
+    }
+    if (choice.variant >= 0) return choice;
+  }
+  if (!allowJit) {
+    std::string cubins;
+    for (const auto &v : variants)
+      for (const auto &c : v.cubins) cubins += " " + c.arch;
+    return makeError(ErrorCode::Unsupported, "JIT compilation is disabled (FLASHC_NO_JIT) and " + bundleName +
+                                                 " has no cubin that loads on " + choice.jitArch.str() + " (" +
+                                                 deviceText + "); cubins in the bundle:" +
+                                                 (cubins.empty() ? std::string(" none") : cubins));
+  }
+  int bestScore = -1;
+  for (size_t v = 0; v < variants.size(); ++v)
+    for (const auto &name : variants[v].archs) {
+      auto a = parseArch(name);
+      if (!a || !sourceRunsOn(*a, major, minor)) continue;
+      if (int score = archScore(*a, major, minor); score > bestScore) {
+        bestScore = score;
+        choice.variant = int(v);
+      }
+    }
+  if (choice.variant < 0)
+    return makeError(ErrorCode::Unsupported,
+                     bundleName + " has no code that runs on the device (" + deviceText + "): its code targets " +
+                         joined(archs) +
+                         ", and code for an arch-specific target (sm_90a, sm_100a, ...) runs only on that exact "
+                         "compute capability; rebuild it for this device or add an architecture without the 'a' "
+                         "suffix (e.g. sm_80, which runs on every newer device)");
+  return choice;
 }
 
 } // namespace flashc::rt

@@ -4,9 +4,11 @@
 
 #include "Driver.h"
 #include "flashc/runtime/Arch.h"
+#include "flashc/runtime/BundleIndex.h"
 #include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/Nvrtc.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -107,8 +109,21 @@ Result<DeviceInfo> currentDeviceInfo() {
   return info;
 }
 
+// One architecture's code: a manifest, its source and its cubins. A
+// single-arch bundle is one variant; a multi-arch bundle (format version 2
+// index) has one per architecture, each planned for it, in a subdirectory.
+struct Variant {
+  std::string arch; // the index's arch; empty for a single-arch bundle
+  std::string directory; // relative to the bundle ("" for a single-arch bundle)
+  std::string dir;  // where its manifest, source and cubins are
+  Manifest manifest;
+  std::string source;
+  std::string sourcePath;
+};
+
 // Code loaded into one context: a module and one function per kernel.
 struct LoadedModule {
+  const Variant *variant = nullptr; // whose kernels the module holds
   CUmodule module = nullptr;
   CUdevice device = 0;
   CodeInfo info;
@@ -119,16 +134,18 @@ struct LoadedModule {
 
 struct Bundle::Impl {
   std::string dir;
-  Manifest manifest;
-  std::string source;
-  std::string sourcePath;
+  // The first variant answers the device-independent queries (names,
+  // parameters, shapes): every variant has the same programs.
+  std::vector<Variant> variants;
+  std::vector<CodeVariant> code; // per variant: archs and cubins, for chooseCode
   BundleOptions options;
   bool cubinsUsable = true;
   std::mutex mutex;
   std::map<CUcontext, LoadedModule> modules;
 
   Result<LoadedModule *> moduleForCurrentContext(const Driver &d);
-  Result<CachedCompile> codeFor(const DeviceInfo &dev, CodeInfo &info);
+  const Manifest &manifest() const { return variants.front().manifest; }
+  Result<CachedCompile> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant);
   Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
   Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device);
   Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream);
@@ -143,6 +160,75 @@ Bundle::~Bundle() {
     if (m.module) (*d)->cuModuleUnload(m.module); // errors ignored: the context may be gone
 }
 
+namespace {
+
+/// Reads the version-1 bundle in `dir` (a whole single-arch bundle, or one
+/// variant of a multi-arch bundle): manifest, source, and the cubins checked.
+Result<Variant> loadVariant(const std::string &dir, const std::string &text) {
+  std::error_code ec;
+  auto manifest = parseManifest(text);
+  if (!manifest) return makeError(manifest.code(), dir + "/" + manifest.message());
+  Variant v;
+  v.dir = dir;
+  v.manifest = std::move(*manifest);
+  v.sourcePath = dir + "/" + v.manifest.source;
+  if (!fs::is_regular_file(v.sourcePath, ec))
+    return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source +
+                                                   (fs::exists(v.sourcePath, ec) ? " is not a file" : " is missing"));
+  auto source = readFile(v.sourcePath);
+  if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source + " is missing");
+  v.source = std::move(*source);
+  for (const auto &c : v.manifest.cubins) {
+    if (!fs::is_regular_file(dir + "/" + c.file, ec))
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
+    if (std::string fault = cubinFault(dir + "/" + c.file); !fault.empty())
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") " + fault +
+                                                     "; rebuild the bundle or remove its 'cubin' line");
+  }
+  return v;
+}
+
+/// The variants of the multi-arch bundle in `dir` whose index is `text`.
+Result<std::vector<Variant>> loadVariants(const std::string &dir, const std::string &text) {
+  auto index = parseBundleIndex(text);
+  if (!index) return makeError(index.code(), dir + "/" + index.message());
+  std::vector<Variant> variants;
+  for (const VariantRef &ref : index->variants) {
+    std::string sub = dir + "/" + ref.directory;
+    auto subText = readFile(sub + "/manifest.flashc");
+    if (!subText)
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + ref.arch + " has no " +
+                                                     ref.directory + "/manifest.flashc");
+    if (bundleFormatVersion(*subText) == kBundleIndexVersion)
+      return makeError(ErrorCode::InvalidBundle, "bundle " + sub + ": a variant must be a single-arch bundle "
+                                                     "(format version 1), not another index");
+    auto v = loadVariant(sub, *subText);
+    if (!v) return v.error();
+    const auto &archs = v->manifest.archs;
+    if (std::find(archs.begin(), archs.end(), ref.arch) == archs.end())
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + ref.arch + " (" + ref.directory +
+                                                     ") holds code for other architectures, not " + ref.arch);
+    v->arch = ref.arch;
+    v->directory = ref.directory;
+    variants.push_back(std::move(*v));
+  }
+  // Users name programs, not variants: each must offer the same ones.
+  const Variant &first = variants.front();
+  for (const Variant &v : variants) {
+    for (const auto &p : first.manifest.programs)
+      if (!v.manifest.findProgram(p.name))
+        return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + v.arch + " has no program '" +
+                                                       p.name + "' (variant " + first.arch + " has it)");
+    for (const auto &p : v.manifest.programs)
+      if (!first.manifest.findProgram(p.name))
+        return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + first.arch + " has no program '" +
+                                                       p.name + "' (variant " + v.arch + " has it)");
+  }
+  return variants;
+}
+
+} // namespace
+
 Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const BundleOptions &options) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
@@ -150,26 +236,19 @@ Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const Bundl
                                               (fs::exists(dir, ec) ? " is not a directory" : " does not exist"));
   auto text = readFile(dir + "/manifest.flashc");
   if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + " has no manifest.flashc");
-  auto manifest = parseManifest(*text);
-  if (!manifest) return makeError(manifest.code(), dir + "/" + manifest.message());
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
-  impl->manifest = std::move(*manifest);
   impl->options = options;
-  impl->sourcePath = dir + "/" + impl->manifest.source;
-  if (!fs::is_regular_file(impl->sourcePath, ec))
-    return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + impl->manifest.source +
-                                                   (fs::exists(impl->sourcePath, ec) ? " is not a file" : " is missing"));
-  auto source = readFile(impl->sourcePath);
-  if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + impl->manifest.source + " is missing");
-  impl->source = std::move(*source);
-  for (const auto &c : impl->manifest.cubins) {
-    if (!fs::is_regular_file(dir + "/" + c.file, ec))
-      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
-    if (std::string fault = cubinFault(dir + "/" + c.file); !fault.empty())
-      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") " + fault +
-                                                     "; rebuild the bundle or remove its 'cubin' line");
+  if (bundleFormatVersion(*text) == kBundleIndexVersion) {
+    auto variants = loadVariants(dir, *text);
+    if (!variants) return variants.error();
+    impl->variants = std::move(*variants);
+  } else {
+    auto variant = loadVariant(dir, *text);
+    if (!variant) return variant.error();
+    impl->variants.push_back(std::move(*variant));
   }
+  for (const Variant &v : impl->variants) impl->code.push_back({v.manifest.archs, v.manifest.cubins});
   return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
 }
 
@@ -178,74 +257,70 @@ Result<std::shared_ptr<Bundle>> Bundle::fromSource(const Manifest &manifest, con
   if (Status s = validateManifest(manifest); !s) return s.error();
   auto impl = std::make_unique<Impl>();
   impl->dir = "<memory>";
-  impl->manifest = manifest;
-  impl->source = source;
-  impl->sourcePath = manifest.source;
+  Variant v;
+  v.dir = impl->dir;
+  v.manifest = manifest;
+  v.source = source;
+  v.sourcePath = manifest.source;
+  impl->variants.push_back(std::move(v));
+  impl->code.push_back({manifest.archs, {}});
   impl->options = options;
   impl->cubinsUsable = false;
   return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
 }
 
-const Manifest &Bundle::manifest() const { return impl_->manifest; }
+const Manifest &Bundle::manifest() const { return impl_->manifest(); }
 const std::string &Bundle::directory() const { return impl_->dir; }
-const KernelSpec *Bundle::findKernel(const std::string &n) const { return impl_->manifest.findKernel(n); }
-const ProgramSpec *Bundle::findProgram(const std::string &n) const { return impl_->manifest.findProgram(n); }
+const KernelSpec *Bundle::findKernel(const std::string &n) const { return impl_->manifest().findKernel(n); }
+const ProgramSpec *Bundle::findProgram(const std::string &n) const { return impl_->manifest().findProgram(n); }
+
+std::vector<std::string> Bundle::variantArchs() const {
+  std::vector<std::string> v;
+  for (const auto &variant : impl_->variants) v.push_back(variant.arch);
+  return v;
+}
 
 std::vector<std::string> Bundle::kernelNames() const {
   std::vector<std::string> v;
-  for (const auto &k : impl_->manifest.kernels) v.push_back(k.name);
+  for (const auto &k : impl_->manifest().kernels) v.push_back(k.name);
   return v;
 }
 std::vector<std::string> Bundle::programNames() const {
   std::vector<std::string> v;
-  for (const auto &p : impl_->manifest.programs) v.push_back(p.name);
+  for (const auto &p : impl_->manifest().programs) v.push_back(p.name);
   return v;
 }
 
-Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info) {
+Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant) {
   std::string devText = dev.name + ", compute capability " + std::to_string(dev.major) + "." + std::to_string(dev.minor);
-  if (!deviceMeetsTargets(manifest.archs, dev.major, dev.minor)) {
-    std::string archs;
-    for (const auto &a : manifest.archs) archs += (archs.empty() ? "" : ", ") + a;
-    return makeError(ErrorCode::Unsupported, "bundle " + dir + " targets " + archs + "; the device (" + devText +
-                                                 ") is older than every one of them");
-  }
-  if (cubinsUsable) {
-    int idx = chooseCubin(manifest.cubins, dev.major, dev.minor);
-    if (idx >= 0) {
-      const CubinSpec &c = manifest.cubins[idx];
-      auto bytes = readFile(dir + "/" + c.file);
-      if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
-      CachedCompile code;
-      code.cubin.assign(bytes->begin(), bytes->end());
-      info.arch = c.arch;
-      info.fromCubin = true;
-      info.cubinFile = c.file;
-      return code;
-    }
-  }
-  Arch target = jitArchForDevice(dev.major, dev.minor);
   bool noJit = options.noJit < 0 ? envNoJit() : options.noJit != 0;
-  if (noJit) {
-    std::string cubins;
-    for (const auto &c : manifest.cubins) cubins += " " + c.arch;
-    return makeError(ErrorCode::Unsupported,
-                     "JIT compilation is disabled (FLASHC_NO_JIT) and bundle " + dir + " has no cubin that loads on " +
-                         target.str() + " (" + devText + "); cubins in the bundle:" +
-                         (cubins.empty() ? std::string(" none") : cubins));
+  auto choice = chooseCode(code, dev.major, dev.minor, cubinsUsable, !noJit, "bundle " + dir, devText);
+  if (!choice) return choice.error();
+  variant = &variants[size_t(choice->variant)];
+  info.variant = variant->arch;
+  if (choice->cubin >= 0) {
+    const CubinSpec &c = variant->manifest.cubins[size_t(choice->cubin)];
+    auto bytes = readFile(variant->dir + "/" + c.file);
+    if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
+    CachedCompile code;
+    code.cubin.assign(bytes->begin(), bytes->end());
+    info.arch = c.arch;
+    info.fromCubin = true;
+    info.cubinFile = variant->directory.empty() ? c.file : variant->directory + "/" + c.file;
+    return code;
   }
   CompileRequest req;
-  req.source = source;
-  req.sourceName = sourcePath;
-  req.arch = target.str();
-  req.options = manifest.nvrtcOptions;
+  req.source = variant->source;
+  req.sourceName = variant->sourcePath;
+  req.arch = choice->jitArch.str();
+  req.options = variant->manifest.nvrtcOptions;
   req.options.insert(req.options.end(), options.extraNvrtcOptions.begin(), options.extraNvrtcOptions.end());
   req.deviceIncludeDir = options.deviceIncludeDir;
   std::optional<KernelCache> cache;
   if (!options.disableCache) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
   auto code = compileCudaCached(req, cache ? &*cache : nullptr);
   if (!code) return code.error();
-  info.arch = target.str();
+  info.arch = req.arch;
   info.fromDiskCache = code->source == CachedCompile::DiskCache;
   info.fromMemoryCache = code->source == CachedCompile::MemoryCache;
   return code;
@@ -264,7 +339,7 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   if (!dev) return dev.error();
   LoadedModule m;
   m.device = *device;
-  auto code = codeFor(*dev, m.info);
+  auto code = codeFor(*dev, m.info, m.variant);
   if (!code) return code.error();
   if (CUresult rc = d.cuModuleLoadData(&m.module, code->cubin.data()); rc != CUDA_SUCCESS) {
     Error e = d.error("cuModuleLoadData", rc);
@@ -272,7 +347,7 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
                 " on " + dev->name + ": " + e.message;
     return e;
   }
-  for (const auto &k : manifest.kernels) {
+  for (const auto &k : m.variant->manifest.kernels) {
     CUfunction fn = nullptr;
     if (CUresult rc = d.cuModuleGetFunction(&fn, m.module, k.entry.c_str()); rc != CUDA_SUCCESS) {
       d.cuModuleUnload(m.module);
@@ -306,8 +381,9 @@ Result<CodeInfo> Bundle::selectCode(int major, int minor, std::vector<char> *cub
   dev.major = major;
   dev.minor = minor;
   CodeInfo info;
+  const Variant *variant = nullptr;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto code = impl_->codeFor(dev, info);
+  auto code = impl_->codeFor(dev, info, variant);
   if (!code) return code.error();
   if (cubin) *cubin = std::move(code->cubin);
   return info;
@@ -365,12 +441,19 @@ Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &l
 }
 
 Status Bundle::launchKernel(const std::string &name, const Arguments &args, void *stream) {
-  const KernelSpec *k = impl_->manifest.findKernel(name);
-  if (!k) return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel '" + name + "'");
+  if (!impl_->manifest().findKernel(name))
+    return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel '" + name + "'");
   auto d = Driver::get();
   if (!d) return d.error();
   auto m = impl_->moduleForCurrentContext(**d);
   if (!m) return m.error();
+  // The loaded variant's own kernel: its grid, block and shared memory were
+  // planned for the device's architecture.
+  const KernelSpec *k = (*m)->variant->manifest.findKernel(name);
+  if (!k)
+    return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + ": kernel '" + name + "' is not in the " +
+                                              (*m)->variant->arch + " variant that runs on this device (launch "
+                                              "its program instead: kernels differ between architectures)");
   auto plan = planKernelLaunch(*k, args, (*m)->limits.at(k->name));
   if (!plan) return plan.error();
   if (Status s = impl_->checkPointers(**d, *plan, (*m)->device); !s) return s;
@@ -378,19 +461,21 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
 }
 
 Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream) {
-  const ProgramSpec *p = impl_->manifest.findProgram(name);
-  if (!p) return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
+  if (!impl_->manifest().findProgram(name))
+    return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
   auto d = Driver::get();
   if (!d) return d.error();
   const Driver &drv = **d;
   auto m = impl_->moduleForCurrentContext(drv);
   if (!m) return m.error();
+  const Manifest &manifest = (*m)->variant->manifest;
+  const ProgramSpec *p = manifest.findProgram(name); // every variant has it (checked at open)
   // Each kernel is checked against its own limits (block size and shared
   // memory depend on the compiled function).
   std::map<std::string, DeviceLimits> kernelLimits;
   for (const auto &kn : p->kernels)
     kernelLimits[kn] = (*m)->limits.at(kn);
-  auto plan = planProgramLaunch(impl_->manifest, *p, args, kernelLimits.at(p->kernels.front()),
+  auto plan = planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()),
                                 &kernelLimits);
   if (!plan) return plan.error();
   for (const auto &kl : plan->kernels)
@@ -427,14 +512,14 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
 }
 
 Status Bundle::launch(const std::string &name, const Arguments &args, void *stream) {
-  if (impl_->manifest.findKernel(name)) return launchKernel(name, args, stream);
-  if (impl_->manifest.findProgram(name)) return launchProgram(name, args, stream);
+  if (impl_->manifest().findKernel(name)) return launchKernel(name, args, stream);
+  if (impl_->manifest().findProgram(name)) return launchProgram(name, args, stream);
   return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel or program '" + name + "'");
 }
 
 Result<std::vector<int64_t>> Bundle::paramShape(const std::string &name, const std::string &param,
                                                 const Arguments &args) const {
-  return resolveParamShape(impl_->manifest, name, param, args);
+  return resolveParamShape(impl_->manifest(), name, param, args);
 }
 
 } // namespace flashc::rt

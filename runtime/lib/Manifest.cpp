@@ -1,6 +1,7 @@
 // Manifest types: names of enums, lookups, equality and cross-reference validation.
 #include "flashc/runtime/Manifest.h"
 #include "flashc/runtime/Arch.h"
+#include "flashc/runtime/BundleIndex.h"
 
 #include <cctype>
 #include <map>
@@ -251,12 +252,17 @@ Status validateProgram(const Manifest &m, const ProgramSpec &p) {
 
 } // namespace
 
+std::string unsupportedVersion(int64_t version) {
+  return "bundle format version " + std::to_string(version) + " is not supported (this runtime reads versions " +
+         std::to_string(kBundleFormatVersion) + " and " + std::to_string(kBundleIndexVersion) + ")";
+}
+
 Status validateManifest(const Manifest &m) {
   if (m.formatVersion != kBundleFormatVersion)
-    return makeError(ErrorCode::Unsupported,
-                     "bundle format version " + std::to_string(m.formatVersion) +
-                         " is not supported (this runtime reads version " +
-                         std::to_string(kBundleFormatVersion) + ")");
+    return makeError(ErrorCode::Unsupported, m.formatVersion == kBundleIndexVersion
+                                                 ? "a manifest is format version 1 (version 2 is a multi-architecture "
+                                                   "bundle index)"
+                                                 : unsupportedVersion(m.formatVersion));
   if (m.source.empty()) return invalid(0, "no 'source'");
   if (m.archs.empty()) return invalid(0, "no 'arch' line (architectures the source targets)");
   for (const auto &a : m.archs)

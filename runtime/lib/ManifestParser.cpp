@@ -1,5 +1,6 @@
 // Line-oriented parser for manifest.flashc (syntax: docs/bundle.md).
 #include "flashc/runtime/Arch.h"
+#include "flashc/runtime/BundleIndex.h"
 #include "flashc/runtime/Manifest.h"
 
 #include <cctype>
@@ -95,11 +96,11 @@ private:
         return fail("expected 'flashc-bundle <version>' as the first line");
       int64_t v;
       if (!parseInt(w[1], v)) return fail("bad format version '" + w[1] + "'");
-      if (v != kBundleFormatVersion)
-        return makeError(ErrorCode::Unsupported,
-                         "manifest.flashc:1: bundle format version " + w[1] +
-                             " is not supported (this runtime reads version " +
-                             std::to_string(kBundleFormatVersion) + ")");
+      if (v == kBundleIndexVersion)
+        return makeError(ErrorCode::InvalidArgument,
+                         "manifest.flashc:1: format version 2 is a multi-architecture bundle index, not a "
+                         "manifest (open the bundle directory: Bundle::open reads both)");
+      if (v != kBundleFormatVersion) return makeError(ErrorCode::Unsupported, "manifest.flashc:1: " + unsupportedVersion(v));
       m_.formatVersion = int(v);
       sawHeader_ = true;
       return Status();

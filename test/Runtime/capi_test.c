@@ -29,8 +29,8 @@ int main(void) {
         "opening a missing directory: NOT_FOUND");
   check(has(flashc_last_error(), "does not exist"), "... message says the directory does not exist");
   check(flashc_bundle_open(FLASHC_TEST_BUNDLES_DIR "/bad_version", &bundle) == FLASHC_ERROR_UNSUPPORTED,
-        "opening a version-2 bundle: UNSUPPORTED");
-  check(has(flashc_last_error(), "bundle format version 2 is not supported (this runtime reads version 1)"),
+        "opening a version-3 bundle: UNSUPPORTED");
+  check(has(flashc_last_error(), "bundle format version 3 is not supported (this runtime reads versions 1 and 2)"),
         "... message names both versions");
 
   flashc_open_options options;

@@ -103,13 +103,16 @@ void testRoundTrip() {
 }
 
 void testVersion() {
-  auto r = parseManifest("flashc-bundle 2\narch sm_80\n");
-  checkError(r, "bundle format version 2 is not supported (this runtime reads version 1)",
-             "a version-2 bundle is rejected naming both versions");
+  auto r = parseManifest("flashc-bundle 3\narch sm_80\n");
+  checkError(r, "bundle format version 3 is not supported (this runtime reads versions 1 and 2)",
+             "a version-3 bundle is rejected naming the versions read");
   check(r.code() == ErrorCode::Unsupported, "version mismatch has code Unsupported");
+  checkError(parseManifest("flashc-bundle 2\nvariant sm_80 sm_80\n"),
+             "format version 2 is a multi-architecture bundle index, not a manifest",
+             "a multi-arch index is not parsed as a manifest");
   Manifest m = richManifest();
   m.formatVersion = 7;
-  checkError(validateManifest(m), "bundle format version 7 is not supported (this runtime reads version 1)",
+  checkError(validateManifest(m), "bundle format version 7 is not supported (this runtime reads versions 1 and 2)",
              "validateManifest rejects a foreign version too");
 }
 

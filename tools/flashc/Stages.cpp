@@ -3,6 +3,7 @@
 
 #include "flashc/Compiler/BundleWriter.h"
 #include "flashc/Compiler/CudaEmitter.h"
+#include "flashc/Compiler/Target.h"
 #include "flashc/runtime/Nvrtc.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -58,15 +59,48 @@ LogicalResult writeText(const CompileOptions &options,
   return success();
 }
 
-/// Tile stage and CUDA emission: the module's tile kernels as CUDA C++ plus
-/// the manifest that describes them.
+/// The options of one architecture's compile: planned and emitted for `arch`.
+CompileOptions forArch(const CompileOptions &options, const std::string &arch) {
+  CompileOptions one = options;
+  one.pipeline.archs = {arch};
+  one.cuda.arch = arch;
+  return one;
+}
+
+/// Every requested architecture has a target model (block sizes, strategy):
+/// an unknown one is an error here, never planned as another silently.
+LogicalResult checkTargets(const CompileOptions &options) {
+  for (const std::string &arch : options.pipeline.archs)
+    if (!lookupTarget(arch)) {
+      llvm::errs() << "flashc: error: " << unknownTargetMessage(arch) << "\n";
+      return failure();
+    }
+  return success();
+}
+
+/// The stages past the graph write one architecture's code; a bundle holds
+/// several (one plan each).
+LogicalResult checkSingleArch(const CompileOptions &options) {
+  if (options.pipeline.archs.size() == 1)
+    return success();
+  std::string archs;
+  for (const std::string &arch : options.pipeline.archs)
+    archs += (archs.empty() ? "" : ", ") + arch;
+  llvm::errs() << "flashc: error: --emit=" << flash::stringifyEmitKind(options.emit)
+               << " writes one architecture's code, but --arch gives " << archs
+               << ": give one --arch, or --emit=bundle for a bundle holding each\n";
+  return failure();
+}
+
+/// Tile stage and CUDA emission for the single architecture of `options`:
+/// the module's tile kernels as CUDA C++ plus the manifest that describes them.
 FailureOr<CudaModule> emitCudaModule(ModuleOp module, const CompileOptions &options) {
   if (failed(runPasses(module, options, flash::buildFlashcPipeline)))
     return failure();
   return emitCuda(module, options.cuda);
 }
 
-/// Compiles the generated source for the first requested architecture.
+/// Compiles the generated source for the (single) requested architecture.
 FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const CompileOptions &options) {
   const std::string &arch = options.pipeline.archs.front();
   std::vector<std::string> nvrtcOptions = cuda.manifest.nvrtcOptions;
@@ -138,6 +172,12 @@ std::string experimentNames() { return joinExperiments(/*withHelp=*/false); }
 std::string experimentHelp() { return joinExperiments(/*withHelp=*/true); }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
+  if (options.emit != EmitKind::Graph) {
+    if (failed(checkTargets(options)))
+      return failure();
+    if (options.emit != EmitKind::Bundle && failed(checkSingleArch(options)))
+      return failure();
+  }
   switch (options.emit) {
   case EmitKind::Graph:
     if (failed(runPasses(module, options, flash::buildGraphPipeline)))
@@ -148,21 +188,24 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
       os << "\n";
     });
   case EmitKind::Tile:
-    if (failed(runPasses(module, options, flash::buildFlashcPipeline)))
+    if (failed(runPasses(module, forArch(options, options.pipeline.archs.front()),
+                         flash::buildFlashcPipeline)))
       return failure();
     return writeText(options, [&](llvm::raw_ostream &os) {
       module->print(os);
       os << "\n";
     });
   case EmitKind::Cuda: {
-    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
+    FailureOr<CudaModule> cuda =
+        emitCudaModule(module, forArch(options, options.pipeline.archs.front()));
     if (failed(cuda))
       return failure();
     return writeText(options, [&](llvm::raw_ostream &os) { os << cuda->source; });
   }
   case EmitKind::Ptx:
   case EmitKind::Cubin: {
-    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
+    FailureOr<CudaModule> cuda =
+        emitCudaModule(module, forArch(options, options.pipeline.archs.front()));
     if (failed(cuda))
       return failure();
     FailureOr<rt::CompileOutput> compiled = compileFirstArch(*cuda, options);
@@ -180,13 +223,32 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
       llvm::errs() << "flashc: error: --emit=bundle writes a directory: give it with -o DIR\n";
       return failure();
     }
-    FailureOr<CudaModule> cuda = emitCudaModule(module, options);
-    if (failed(cuda))
-      return failure();
-    cuda->manifest.archs = options.pipeline.archs;
+    const std::vector<std::string> &archs = options.pipeline.archs;
     BundleWriteOptions write;
-    write.cubinArchs = options.pipeline.archs;
-    rt::Status status = writeBundle(options.outputPath, cuda->manifest, cuda->source, write);
+    write.cubinArchs = archs;
+    rt::Status status;
+    if (archs.size() == 1) {
+      // One architecture: a version-1 bundle (manifest, kernels.cu, cubin).
+      FailureOr<CudaModule> cuda = emitCudaModule(module, forArch(options, archs.front()));
+      if (failed(cuda))
+        return failure();
+      status = writeBundle(options.outputPath, cuda->manifest, cuda->source, write);
+    } else {
+      // Several: each planned and emitted on its own copy of the module
+      // (mma.sync on sm_80, wgmma on sm_90a, even other backward kernels),
+      // one subdirectory each under a version-2 index.
+      std::vector<ArchVariant> variants;
+      for (const std::string &arch : archs) {
+        OwningOpRef<ModuleOp> copy = module.clone();
+        FailureOr<CudaModule> cuda = emitCudaModule(*copy, forArch(options, arch));
+        if (failed(cuda)) {
+          llvm::errs() << "flashc: note: while compiling for " << arch << "\n";
+          return failure();
+        }
+        variants.push_back({arch, std::move(cuda->manifest), std::move(cuda->source)});
+      }
+      status = writeMultiArchBundle(options.outputPath, std::move(variants), write);
+    }
     if (!status.ok()) {
       llvm::errs() << "flashc: error: writing bundle '" << options.outputPath
                    << "': " << status.error().message << "\n";

@@ -9,6 +9,7 @@
 #include "Stages.h"
 
 #include "flashc/Compiler/Pipeline.h"
+#include "flashc/Compiler/Target.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
 #include "flashc/runtime/Arch.h"
@@ -97,7 +98,9 @@ int main(int argc, char **argv) {
        ("what to produce, the last stage to run: " + emitKindList())
            .c_str())                                                //
       ("arch", po::value<std::vector<std::string>>(),
-       "GPU architectures, comma-separated or repeated (default sm_90a)") //
+       ("GPU architectures, comma-separated or repeated (default sm_90a); each gets its own plan "
+        "(known: " + flashc::knownTargetNames() + "), several make a multi-architecture bundle")
+           .c_str()) //
       ("print-ir-after-all", po::bool_switch(),
        "print the IR after every pass to stderr")                   //
       ("deterministic-backward", po::bool_switch(),

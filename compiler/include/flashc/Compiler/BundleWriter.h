@@ -32,4 +32,20 @@ struct BundleWriteOptions {
 rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const std::string &source,
                        const BundleWriteOptions &options = {});
 
+/// One architecture's code in a multi-architecture bundle: planned for `arch`,
+/// so its kernels (block sizes, strategy, even which kernels) are its own.
+struct ArchVariant {
+  std::string arch;
+  rt::Manifest manifest; // its `arch` line is set to {arch}
+  std::string source;
+};
+
+/// Writes a multi-architecture bundle (docs/bundle.md, format version 2):
+/// manifest.flashc is the index, and each variant a version-1 bundle in the
+/// subdirectory named after its arch, with the cubin for its arch when
+/// options.cubinArchs lists it. Every variant must have the same programs.
+/// Compiles everything first and writes atomically, as writeBundle does.
+rt::Status writeMultiArchBundle(const std::string &dir, std::vector<ArchVariant> variants,
+                                const BundleWriteOptions &options = {});
+
 } // namespace flashc

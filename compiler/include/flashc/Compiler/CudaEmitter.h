@@ -27,6 +27,10 @@ struct CudaModule {
 /// H200 (bench/results/2026-11-29-h200-session4.md); each can be turned back to
 /// the form before it (flashc --experiment) to time the two side by side.
 struct CudaEmitOptions {
+  /// The architecture the module's kernels were planned for ("sm_80",
+  /// "sm_90a"): named in the source's header and the manifest's `arch` line.
+  /// Empty: both sm_80 and sm_90a (a module planned by hand, e.g. in tests).
+  std::string arch;
   /// The Sᵀ backward's dQ += dS·K as wgmma with both operands transposed
   /// (wgmma_matmul_ta); off (experiment mma-dq): mma.sync over the same panels.
   bool wgmmaDq = true;

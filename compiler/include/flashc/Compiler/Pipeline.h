@@ -26,7 +26,8 @@ llvm::StringRef stringifyEmitKind(EmitKind kind);
 std::optional<EmitKind> parseEmitKind(llvm::StringRef text);
 
 struct PipelineOptions {
-  /// GPU architectures to generate code for, e.g. "sm_90a", "sm_80".
+  /// GPU architectures to generate code for, e.g. "sm_90a", "sm_80". The
+  /// tile stage plans for the first; flashc runs it once per architecture.
   std::vector<std::string> archs{"sm_90a"};
   /// Backward attention computes dQ without atomics (bitwise reproducible).
   bool deterministicBackward = false;
@@ -48,7 +49,7 @@ bool isBackwardForm(llvm::StringRef form);
 /// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.
 void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &options);
 
-/// Every pass stage this build knows, in order (today: the graph stage).
+/// Every pass stage this build knows, in order, planned for options.archs.front().
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers `--flashc-graph-pipeline` and `--flashc-pipeline` for flash-opt.

@@ -25,12 +25,15 @@ struct TargetDescription {
   mlir::tile::Strategy strategy;
 };
 
-/// The description of `name` ("sm_80", "sm_90a"; "sm_90" is accepted for
-/// sm_90a) or null.
+/// The description of `name` ("sm_80", "sm_90a") or null.
 const TargetDescription *lookupTarget(llvm::StringRef name);
 
 /// Comma-separated list of known targets, for diagnostics.
 std::string knownTargetNames();
+
+/// Why `arch` (an architecture without a description) cannot be planned, and
+/// what to give instead: never a silent fallback to another target's plan.
+std::string unknownTargetMessage(llvm::StringRef arch);
 
 /// Plan choices with a default and a form kept to time against it (flashc
 /// --experiment).

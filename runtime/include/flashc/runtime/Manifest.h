@@ -15,7 +15,9 @@
 
 namespace flashc::rt {
 
-/// The manifest format version this code reads and writes.
+/// The manifest format version this code reads and writes. (Version 2 is the
+/// multi-architecture bundle index, flashc/runtime/BundleIndex.h, whose
+/// variants are version-1 bundles.)
 constexpr int kBundleFormatVersion = 1;
 constexpr int kMaxTensorRank = 4;
 
@@ -126,6 +128,9 @@ Result<Manifest> parseManifest(std::string_view text);
 /// exist and are determined, parameters shared by name agree). Called by
 /// parseManifest; writers call it before writing.
 Status validateManifest(const Manifest &manifest);
+
+/// "bundle format version <v> is not supported (this runtime reads ...)".
+std::string unsupportedVersion(int64_t version);
 
 /// Canonical text of a manifest (parseManifest(writeManifest(m)) == m).
 std::string writeManifest(const Manifest &manifest);

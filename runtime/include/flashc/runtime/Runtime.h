@@ -33,7 +33,8 @@ struct CodeInfo {
   bool fromCubin = false; // a cubin shipped in the bundle
   bool fromDiskCache = false;
   bool fromMemoryCache = false;
-  std::string cubinFile; // when fromCubin
+  std::string cubinFile; // when fromCubin (relative to the bundle directory)
+  std::string variant;   // a multi-arch bundle: the arch of the variant chosen ("" for a single-arch bundle)
 };
 
 /// Whether a driver and a device are usable ("no CUDA driver (libcuda.so.1 not
@@ -52,8 +53,9 @@ Result<DeviceInfo> currentDeviceInfo();
 
 class Bundle {
 public:
-  /// Reads and validates <dir>/manifest.flashc; checks that the source and
-  /// listed cubins exist. Compiles nothing yet.
+  /// Reads and validates <dir>/manifest.flashc (a single-arch manifest, or a
+  /// multi-arch index and every variant it lists); checks that the sources
+  /// and listed cubins exist. Compiles nothing yet.
   static Result<std::shared_ptr<Bundle>> open(const std::string &dir, const BundleOptions &options = {});
   /// A bundle from an in-memory manifest and source (tests, tools). Cubin
   /// entries in the manifest are ignored.
@@ -63,7 +65,11 @@ public:
   Bundle(const Bundle &) = delete;
   Bundle &operator=(const Bundle &) = delete;
 
+  /// The manifest (a multi-arch bundle: its first variant's; every variant
+  /// has the same programs, planned for its own architecture).
   const Manifest &manifest() const;
+  /// A multi-arch bundle's variant archs in index order; {""} for a single-arch bundle.
+  std::vector<std::string> variantArchs() const;
   const std::string &directory() const;
   std::vector<std::string> kernelNames() const;
   std::vector<std::string> programNames() const;

@@ -1,0 +1,143 @@
+//===- KernelMath.cpp - what a kernel recipe computes, in one line --------===//
+#include "flashc/Compiler/KernelMath.h"
+
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include <cstdio>
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+namespace {
+
+/// Six significant digits: enough to recognise 1/sqrt(d), and the same text
+/// for the same value on every host (no locale, no hash order).
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+std::string typeName(TypeAttr type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.getValue().print(os);
+  return os.str();
+}
+
+std::string maskText(AttentionSpecAttr spec) {
+  int64_t left = spec.getWindowLeft(), right = spec.getWindowRight();
+  if (left < 0 && right < 0)
+    return "";
+  if (left < 0 && right == 0)
+    return ", causal";
+  auto side = [](int64_t n) { return n < 0 ? std::string("unbounded") : std::to_string(n); };
+  return ", window " + side(left) + " left / " + side(right) + " right";
+}
+
+std::string attentionMath(AttentionSpecAttr spec) {
+  std::string scores = "Q·Kᵀ·" + number(spec.getScale().getValueAsDouble());
+  double softcap = spec.getSoftcap().getValueAsDouble();
+  if (softcap > 0)
+    scores = number(softcap) + "·tanh(" + scores + "/" + number(softcap) + ")";
+  std::string probs = "softmax(" + scores + maskText(spec) + ")";
+  std::string scale = number(spec.getScale().getValueAsDouble());
+  std::string where = " where P = " + probs + ", dS = P ∘ (dO·Vᵀ − D)";
+  std::string math;
+  switch (spec.getRole()) {
+  case KernelRole::AttentionForward:
+    math = "O = " + probs + "·V, lse = logsumexp of each score row";
+    break;
+  case KernelRole::AttentionBackwardPreprocess:
+    math = "D = rowsum(dO ∘ O)";
+    break;
+  case KernelRole::AttentionBackward:
+    math = "dK = dSᵀ·Q·" + scale + ", dV = Pᵀ·dO, dQ += dS·K·" + scale + "," + where;
+    break;
+  case KernelRole::AttentionBackwardTransposed:
+    math = "dK = dSᵀ·Q·" + scale + ", dV = Pᵀ·dO, dQ += dS·K·" + scale + " (keys as rows)," + where;
+    break;
+  case KernelRole::AttentionBackwardKV:
+    math = "dK = dSᵀ·Q·" + scale + ", dV = Pᵀ·dO," + where;
+    break;
+  case KernelRole::AttentionBackwardKVTransposed:
+    math = "dK = dSᵀ·Q·" + scale + ", dV = Pᵀ·dO (keys as rows)," + where;
+    break;
+  case KernelRole::AttentionBackwardDQ:
+    math = "dQ = dS·K·" + scale + "," + where;
+    break;
+  case KernelRole::AttentionBackwardPostprocess:
+    math = "dQ = the f32 dQ accumulator, converted";
+    break;
+  default:
+    math = stringifyKernelRole(spec.getRole()).str();
+    break;
+  }
+  std::string dims = "head dim " + std::to_string(spec.getHeadDim());
+  if (spec.getValueDim() != spec.getHeadDim())
+    dims = "head dims " + std::to_string(spec.getHeadDim()) + " (Q, K) / " + std::to_string(spec.getValueDim()) + " (V)";
+  return math + " (" + typeName(spec.getElementType()) + ", " + dims + ")";
+}
+
+std::string gemmMath(GemmSpecAttr spec) {
+  Activation activation = spec.getActivation();
+  auto act = [&](const std::string &x) {
+    return activation == Activation::Identity ? x : stringifyActivation(activation).str() + "(" + x + ")";
+  };
+  auto derivative = [&](const std::string &x) {
+    return activation == Activation::Identity ? std::string("1")
+                                              : stringifyActivation(activation).str() + "'(" + x + ")";
+  };
+  std::string a = spec.getTransposeA().getValue() ? "Aᵀ" : "A";
+  std::string b = spec.getTransposeB().getValue() ? "Bᵀ" : "B";
+  double alpha = spec.getAlpha().getValueAsDouble();
+  std::string product = (alpha != 1.0 ? number(alpha) + "·" : std::string()) + a + "·" + b;
+  bool gated = spec.getGated().getValue();
+  std::string b2 = spec.getBias2().getValue() ? " + b2" : "";
+  std::string math;
+  switch (spec.getRole()) {
+  case KernelRole::Gemm:
+    math = "C " + std::string(spec.getAccumulate().getValue() ? "+= " : "= ") +
+           act(product + (spec.getBias1().getValue() ? " + bias" : ""));
+    break;
+  case KernelRole::GatedGemm:
+    math = "C = " + act(a + "·Bg") + " ∘ (" + a + "·Bu)";
+    break;
+  case KernelRole::FfnFused:
+    math = gated ? "y = (" + act("x·Wg") + " ∘ (x·Wu))·W2" + b2
+                 : "y = " + act("x·W1" + std::string(spec.getBias1().getValue() ? " + b1" : "")) + "·W2" + b2;
+    math += " (hidden tile kept on chip)";
+    break;
+  case KernelRole::FfnBackwardHidden:
+    math = gated ? "dh = dy·W2ᵀ, h = " + act("g") + " ∘ u, dg = dh ∘ u ∘ " + derivative("g") +
+                       ", du = dh ∘ " + act("g")
+                 : "dpre = (dy·W2ᵀ) ∘ " + derivative("pre") + ", h = " + act("pre");
+    break;
+  case KernelRole::ColumnSum:
+    math = "db[n] = Σ_m A[m, n]";
+    break;
+  case KernelRole::GemmSplitK:
+    math = "C += " + product + " over one slice of the contraction per grid z (f32, atomic)";
+    break;
+  case KernelRole::ConvertF32:
+    math = "C = A (f32), converted";
+    break;
+  default:
+    math = stringifyKernelRole(spec.getRole()).str();
+    break;
+  }
+  return math + " (" + typeName(spec.getElementType()) + ")";
+}
+
+} // namespace
+
+std::string describeKernelMath(Attribute spec) {
+  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec))
+    return attentionMath(attention);
+  if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
+    return gemmMath(gemm);
+  return "";
+}
+
+} // namespace flashc
