@@ -320,7 +320,7 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
       cols % 32 != 0)
     return op->emitError("CUDA emitter: a 16-bit shared tile of ")
                << cols << " columns is not supported (rows must be multiples of 64 bytes: head "
-               << "dims 32, 64, 96, 128, 256)",
+               << "dims that are multiples of 32)",
            failure();
   if (tileType.isRegister() && tileType.getRank() == 2 && cols % 16 != 0)
     return op->emitError("CUDA emitter: a register tile of ")
