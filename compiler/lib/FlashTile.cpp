@@ -104,6 +104,10 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                                "flash-fuse-ffn first (only fused ops are tiled)";
   }
 
+  for (Operation &op : body)
+    if (failed(checkKernelLimits(&op, "flash-tile")))
+      return failure();
+
   llvm::DenseMap<Value, ValueLabel> labels = labelFusedValues(body);
   llvm::StringSet<> usedNames;
   auto uniqueName = [&](std::string name) {

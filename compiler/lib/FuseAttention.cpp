@@ -170,11 +170,17 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
     match.maybeDead.insert(producer);
   }
 
-  // flash.attention keeps the scale as a positive, finite f32.
+  // flash.attention keeps the scale as a positive, finite f32 whose product
+  // with log2(e) is still one (its verifier's bound).
   float scaleF32 = static_cast<float>(match.scale);
   if (!(scaleF32 > 0.0f) || !std::isfinite(scaleF32))
     return fail(llvm::formatv("the total score scale {0:e} is not a positive, finite f32",
                               match.scale)
+                    .str());
+  if (scaleF32 > kMaxAttentionScale)
+    return fail(llvm::formatv("the total score scale {0:e} is above flash.attention's limit "
+                              "{1:e}",
+                              match.scale, kMaxAttentionScale)
                     .str());
   return match;
 }

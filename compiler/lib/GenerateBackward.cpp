@@ -123,6 +123,11 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
         fused.push_back(op);
     });
+    // Kernel limits first: a spec no kernel can run is an error, not a
+    // missing backward.
+    for (Operation *op : fused)
+      if (failed(checkKernelLimits(op, "flash-generate-backward")))
+        return failure();
     auto [reason, culprit] = unsupported(func, fused);
     if (!reason.empty()) {
       culprit->emitWarning() << "flash-generate-backward: no backward for @" << func.getSymName()

@@ -8,6 +8,8 @@
 #include "flashc/Compiler/TileKernels.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "SaturatingMath.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::flash {
@@ -175,19 +177,53 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     kernel.walk([&](Operation *op) {
       if (!llvm::isa<LoadOp, CopyOp>(op))
         return;
-      offset = (offset + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
-      offset += sharedBytes(op);
+      offset = saturatingAdd(saturatingAlignTo(offset, kSharedAlignment), sharedBytes(op));
     });
     return offset;
   }
 
+  /// Bytes of one shared tile times its buffers, saturating: huge tile
+  /// shapes must fail the budget check, not wrap around below it.
   static int64_t sharedBytes(Operation *op) {
     auto type = llvm::cast<TileType>(op->getResult(0).getType());
     int64_t buffers = 1;
     if (auto load = llvm::dyn_cast<LoadOp>(op))
       if (auto attr = load.getBuffersAttr())
-        buffers = attr.getInt();
-    return type.getSizeInBytes() * buffers;
+        buffers = std::max<int64_t>(attr.getInt(), 0);
+    int64_t bytes = type.getElementType().isF32() ? 4 : 2;
+    for (int64_t size : type.getShape())
+      bytes = saturatingMul(bytes, std::max<int64_t>(size, 0));
+    return saturatingMul(bytes, buffers);
+  }
+
+  /// What a shared-memory overflow of `kernel` comes from in the user's
+  /// spec, and what to change: the kernel may be one the user never wrote
+  /// (a backward kernel, a fused FFN).
+  std::string overflowHint(KernelOp kernel, const TargetDescription &targetDesc) {
+    if (blockM || blockN || stages)
+      return "lower the block-m, block-n or stages options of flash-plan-memory";
+    Attribute spec = kernel.getSpecAttr();
+    if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+      bool forward = attention.getRole() == KernelRole::AttentionForward;
+      return llvm::formatv("this is {0} kernel ({1}) generated for the flash.attention at this "
+                           "location, whose head dims D = {2}, Dv = {3} set its tile widths: "
+                           "use smaller head dims for {4}",
+                           forward ? "the forward" : "a backward",
+                           stringifyKernelRole(attention.getRole()), attention.getHeadDim(),
+                           attention.getValueDim(), targetDesc.name)
+          .str();
+    }
+    if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
+      if (gemm.getRole() == KernelRole::FfnFused)
+        return "this is the fused kernel of the flash.ffn at this location, which keeps a "
+               "[block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or "
+               "flash-tile's ffn-plan=two-kernel never needs the slab";
+      return llvm::formatv("this is a {0} kernel generated for the flash.ffn at this location; "
+                           "its tiles do not depend on the spec's sizes: lower the block sizes",
+                           stringifyKernelRole(gemm.getRole()))
+          .str();
+    }
+    return "the kernel has no recipe (spec): shrink its shared tiles or their buffers";
   }
 
   /// Gives every shared tile its own 128-byte aligned region (`buffers`
@@ -199,9 +235,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     kernel.walk([&](Operation *op) {
       if (!llvm::isa<LoadOp, CopyOp>(op))
         return;
-      offset = (offset + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+      offset = saturatingAlignTo(offset, kSharedAlignment);
       op->setAttr("smem_offset", builder.getI64IntegerAttr(offset));
-      offset += sharedBytes(op);
+      offset = saturatingAdd(offset, sharedBytes(op));
     });
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
@@ -211,7 +247,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                                 << ", block_n = " << plan.blockN << ", stages = " << plan.stages
                                 << " but " << targetDesc.name << " allows "
                                 << targetDesc.sharedMemoryPerBlock << " per block: it overflows by "
-                                << offset - targetDesc.sharedMemoryPerBlock << " bytes";
+                                << offset - targetDesc.sharedMemoryPerBlock << " bytes; "
+                                << overflowHint(kernel, targetDesc);
     int64_t registers = estimateRegistersPerThread(kernel.getSpecAttr(), plan,
                                                    kernel.getFunctionType().getInputs());
     if (kernel.getSpecAttr() && registers > targetDesc.registersPerThread)

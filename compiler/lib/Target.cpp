@@ -1,6 +1,8 @@
 //===- Target.cpp - GPU target descriptions and default tile plans --------===//
 #include "flashc/Compiler/Target.h"
 
+#include "SaturatingMath.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -188,26 +190,29 @@ bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) 
 }
 
 int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRef<Type> argTypes) {
+  // Saturating: head dims and widths come from the IR and may be absurd.
+  auto mul = saturatingMul;
+  auto add = saturatingAdd;
   int64_t values = 0;
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
     int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
     switch (attention.getRole()) {
     case KernelRole::AttentionForward:
       // acc [Br x Dv] + scores and probabilities [Br x Bc]
-      values = plan.blockM * dv + plan.blockM * plan.blockN * 3 / 2;
+      values = add(mul(plan.blockM, dv), mul(plan.blockM, plan.blockN) * 3 / 2);
       break;
     case KernelRole::AttentionBackward:
     case KernelRole::AttentionBackwardKV:
     case KernelRole::AttentionBackwardTransposed:
     case KernelRole::AttentionBackwardKVTransposed:
       // dK [Bc x D] + dV [Bc x Dv] + S/P and dP/dS [Br x Bc]
-      values = plan.blockN * (d + dv) + 2 * plan.blockM * plan.blockN;
+      values = add(mul(plan.blockN, add(d, dv)), 2 * plan.blockM * plan.blockN);
       break;
     case KernelRole::AttentionBackwardDQ:
-      values = plan.blockM * d + 2 * plan.blockM * plan.blockN;
+      values = add(mul(plan.blockM, d), 2 * plan.blockM * plan.blockN);
       break;
     default:
-      values = plan.blockM * std::max(d, dv);
+      values = mul(plan.blockM, std::max(d, dv));
       break;
     }
   } else if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
@@ -215,8 +220,8 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
     case KernelRole::FfnFused: {
       bool gated = gemm.getGated().getValue();
       size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gated ? 1 : 0);
-      values = plan.blockM * outputDimOf(argTypes, w2Index) +
-               plan.blockM * plan.blockN * (gated ? 5 : 3) / 2;
+      values = add(mul(plan.blockM, outputDimOf(argTypes, w2Index)),
+                   plan.blockM * plan.blockN * (gated ? 5 : 3) / 2);
       break;
     }
     case KernelRole::FfnBackwardHidden:
@@ -227,7 +232,7 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
       break;
     }
   }
-  return values / threadsOf(plan) + kAddressingRegisters;
+  return add(values / threadsOf(plan), kAddressingRegisters);
 }
 
 bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
@@ -235,9 +240,18 @@ bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t el
   // Registers: the [Bm x d_out] f32 output accumulator and the [Bm x Bn]
   // hidden tile (f32 and its converted copy; gated: plus the up projection)
   // spread over the block.
+  // 16-bit shared rows are whole 64-byte swizzle units: the W2 slab's rows
+  // are d_out wide.
+  if (elementBytes == 2 && outputDim % 32 != 0) {
+    reason = llvm::formatv("the [{0} x {1}] W2 slab in shared memory needs d_out to be a "
+                           "multiple of 32",
+                           plan.blockN, outputDim);
+    return false;
+  }
   int64_t hiddenTiles = plan.blockM * plan.blockN * (gated ? 5 : 3) / 2;
-  int64_t registers =
-      (plan.blockM * outputDim + hiddenTiles) / threadsOf(plan) + kAddressingRegisters;
+  int64_t registers = saturatingAdd(
+      saturatingAdd(saturatingMul(plan.blockM, outputDim), hiddenTiles) / threadsOf(plan),
+      kAddressingRegisters);
   if (registers > target.registersPerThread) {
     reason = llvm::formatv("the [{0} x {1}] output accumulator needs ~{2} registers per thread "
                            "(limit {3})",
@@ -245,10 +259,10 @@ bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t el
     return false;
   }
   // Shared memory: x and W1 tiles per stage plus the W2 slab [Bn x d_out].
-  int64_t shared = plan.stages *
-                   (plan.blockM * plan.blockK + plan.blockK * plan.blockN * (gated ? 2 : 1) +
-                    plan.blockN * outputDim) *
-                   elementBytes;
+  int64_t shared = saturatingMul(
+      plan.stages * elementBytes,
+      saturatingAdd(plan.blockM * plan.blockK + plan.blockK * plan.blockN * (gated ? 2 : 1),
+                    saturatingMul(plan.blockN, outputDim)));
   if (shared > target.sharedMemoryPerBlock) {
     reason = llvm::formatv("needs {0} bytes of shared memory (limit {1})", shared,
                            target.sharedMemoryPerBlock);

@@ -24,6 +24,13 @@ enum class FfnPlanChoice { Auto, Fused, TwoKernel };
 /// True when `func` contains a flash.attention or flash.ffn.
 bool hasFusedOps(mlir::func::FuncOp func);
 
+/// Checks that the kernels can honour the sizes of fused op `op`
+/// (flash.attention or flash.ffn; others pass): static sizes within the
+/// kernels' 32-bit indices, head dims and 16-bit row lengths the device
+/// library's tile layouts hold. Reports on `op`, prefixed with `pass`
+/// (KernelLimits.cpp).
+mlir::LogicalResult checkKernelLimits(mlir::Operation *op, llvm::StringRef pass);
+
 /// Builds the forward tile program replacing `func` (FlashTile.cpp).
 mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
                                          const TargetDescription &target, FfnPlanChoice choice);

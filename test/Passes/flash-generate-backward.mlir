@@ -5,6 +5,10 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward | FileCheck %s --check-prefix=AUTO
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-generate-backward=target=sm_80 | FileCheck %s --check-prefix=AUTO80
 // RUN: not flash-opt %s -split-input-file --flash-generate-backward=form=columns 2>&1 | FileCheck %s --check-prefix=BADFORM
+// Sizes no kernel can run are refused at the op, before the backward is built (Inputs/kernel-limits.mlir):
+// RUN: flash-opt %S/Inputs/kernel-limits.mlir -split-input-file -verify-diagnostics --flash-generate-backward
+// RUN: not flash-opt %S/Inputs/kernel-limits.mlir -split-input-file --flash-generate-backward 2>&1 | FileCheck %s --check-prefix=LIMITS
+// LIMITS: kernel-limits.mlir{{.*}}:14: error: flash-generate-backward: head dim D = 9223372036854775807 (query and key) is not supported by the kernels
 // BADFORM: unknown form 'columns' (expected auto, rows or transposed)
 // The gradients these kernels compute are checked numerically by
 // test/Numerics/attention*.mlir and ffn*.mlir (CPU executor vs float64).

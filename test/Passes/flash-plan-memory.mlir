@@ -13,6 +13,15 @@
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | FileCheck %s --check-prefix=ST
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="warps=4 block-n=64" | FileCheck %s --check-prefix=ST-4W
 // RUN: not flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-m=96" 2>&1 | FileCheck %s --check-prefix=ST-BANDS
+// A shared-memory overflow says which spec choice causes it and what to change, also on
+// kernels the user never wrote (a backward kernel, the fused FFN); sizes saturate instead of
+// wrapping around below the budget (a tile of 2^64 elements passed as 0 bytes).
+// RUN: flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused | not flash-opt --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
+// HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
+// RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
+// HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd_preprocess needs {{.*}}; this is a backward kernel (attention_backward_preprocess) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
+// RUN: not flash-opt %S/Inputs/plan-memory-huge-tile.mlir --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: plan-memory-huge-tile.mlir:4:1: error: flash-plan-memory: @huge needs 9223372036854775807 bytes of shared memory
 // ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
 // ST-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
 // ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64
@@ -51,6 +60,7 @@
 //
 // Q 256x128 (64 KiB) + K, V 4 x 64 KiB each = 576 KiB > 227 KiB.
 // OVERFLOW: error: flash-plan-memory: @attention_attention_fwd needs 589824 bytes of shared memory with block_m = 256, block_n = 256, stages = 4 but sm_90a allows 232448 per block: it overflows by 357376 bytes
+// OVERFLOW-SAME: ; lower the block-m, block-n or stages options of flash-plan-memory
 //
 // BANDS: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: block_m = 32 does not split into 16-row bands over 4 warps (needs a multiple of 64)
 // TARGET: error: flash-plan-memory: unknown target 'sm_75' (known: sm_80, sm_90a)

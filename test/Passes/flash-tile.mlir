@@ -3,6 +3,10 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile=target=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: not flash-opt %s -split-input-file --flash-tile=target=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not flash-opt %s -split-input-file --flash-tile=ffn-plan=always 2>&1 | FileCheck %s --check-prefix=BADPLAN
+// Sizes no kernel can run are refused at the op (Inputs/kernel-limits.mlir):
+// RUN: flash-opt %S/Inputs/kernel-limits.mlir -split-input-file -verify-diagnostics --flash-tile
+// RUN: not flash-opt %S/Inputs/kernel-limits.mlir -split-input-file --flash-tile 2>&1 | FileCheck %s --check-prefix=LIMITS
+// LIMITS: kernel-limits.mlir{{.*}}:14: error: flash-tile: head dim D = 9223372036854775807 (query and key) is not supported by the kernels
 // BADTARGET: flash-tile: unknown target 'sm_70' (known: sm_80, sm_90a)
 // BADPLAN: flash-tile: ffn-plan must be auto, fused or two-kernel, got 'always'
 // The numerics of these kernels are checked by test/Numerics (CPU executor).
@@ -244,4 +248,19 @@ func.func @passthrough(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v:
       : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
   // expected-error @+1 {{flash-tile: result 1 must be produced by a fused op of this function}}
   return %out, %q : tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>
+}
+
+// -----
+
+// A 16-bit d_out that is not a multiple of 32 cannot be the fused kernel's
+// shared W2 slab (its rows are whole 64-byte swizzle units): auto picks the
+// two GEMMs (was an emitter error on a register tile of 40 columns).
+// CHECK-LABEL: tile.kernel @narrow_out_ffn_up
+// CHECK-LABEL: tile.kernel @narrow_out_ffn_down
+// CHECK-LABEL: func.func @narrow_out(
+// CHECK: tile.launch @narrow_out_ffn_up
+// CHECK: tile.launch @narrow_out_ffn_down
+func.func @narrow_out(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tensor<256x40xbf16>) -> tensor<?x40xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x64xbf16>, tensor<64x256xbf16>, tensor<256x40xbf16>) -> tensor<?x40xbf16>
+  return %y : tensor<?x40xbf16>
 }

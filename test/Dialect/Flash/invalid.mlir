@@ -355,6 +355,50 @@ func.func @attention_scale(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %
 
 // -----
 
+// A finite scale whose product with log2(e) leaves the f32 range: the emitted
+// CUDA held an out-of-range float constant NVRTC rejected.
+func.func @attention_scale_too_large(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{scale = 3.000000e+38 is too large: at most 2.358657e+38 (the kernels fold scale·log2(e) into one f32 constant)}}
+  %o, %l = flash.attention %q, %k, %v scale = 3.0e+38 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+}
+
+// -----
+
+// Static zero sizes compiled to bundles that compute nothing; a `?` size may
+// still be 0 at run time.
+func.func @attention_zero_batch(%q: tensor<0x4x?x64xbf16>, %k: tensor<0x4x?x64xbf16>, %v: tensor<0x4x?x64xbf16>)
+    -> (tensor<0x4x?x64xbf16>, tensor<0x4x?xf32>) {
+  // expected-error @+1 {{query [B, Hq, Sq, D] has a static size of 0 (B) in 'tensor<0x4x?x64xbf16>': static sizes must be positive (use ? for a size that may be 0 at run time)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<0x4x?x64xbf16>, tensor<0x4x?x64xbf16>, tensor<0x4x?x64xbf16>) -> (tensor<0x4x?x64xbf16>, tensor<0x4x?xf32>)
+  return %o, %l : tensor<0x4x?x64xbf16>, tensor<0x4x?xf32>
+}
+
+// -----
+
+func.func @attention_zero_query_length(%q: tensor<?x4x0x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x0x64xbf16>, tensor<?x4x0xf32>) {
+  // expected-error @+1 {{query [B, Hq, Sq, D] has a static size of 0 (Sq)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x0x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x0x64xbf16>, tensor<?x4x0xf32>)
+  return %o, %l : tensor<?x4x0x64xbf16>, tensor<?x4x0xf32>
+}
+
+// -----
+
+func.func @attention_zero_key_length(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x0x64xbf16>, %v: tensor<?x4x0x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{key [B, Hkv, Sk, D] has a static size of 0 (Sk)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x?x64xbf16>, tensor<?x4x0x64xbf16>, tensor<?x4x0x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+}
+
+// -----
+
 func.func @attention_softcap(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
     -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
   // expected-error @+1 {{softcap must be 0 (none) or a finite positive number, got -3.000000e+01}}
@@ -442,6 +486,22 @@ func.func @ffn_zero_hidden(%x: tensor<?x1024xbf16>, %w1: tensor<1024x0xbf16>, %w
   // expected-error @+1 {{FFN sizes must be positive, got d = 1024, h = 0, d_out = 1024}}
   %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x0xbf16>, tensor<0x1024xbf16>) -> tensor<?x1024xbf16>
   return %0 : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_zero_rows(%x: tensor<0x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<0x1024xbf16> {
+  // expected-error @+1 {{input [..., M, d] has a static size of 0 (M) in 'tensor<0x1024xbf16>': static sizes must be positive}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<0x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<0x1024xbf16>
+  return %0 : tensor<0x1024xbf16>
+}
+
+// -----
+
+func.func @ffn_zero_batch(%x: tensor<0x?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<0x?x1024xbf16> {
+  // expected-error @+1 {{input [..., M, d] has a static size of 0 (dimension 0) in 'tensor<0x?x1024xbf16>'}}
+  %0 = flash.ffn relu %x, %w1, %w2 : (tensor<0x?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<0x?x1024xbf16>
+  return %0 : tensor<0x?x1024xbf16>
 }
 
 // -----

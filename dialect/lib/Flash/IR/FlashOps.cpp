@@ -82,6 +82,34 @@ LogicalResult checkSameElementType(Operation *op, StringRef name,
   return success();
 }
 
+/// Rejects a static size of 0 in `type`, naming the dimension by its symbol
+/// in `symbolic` ("[B, Hq, Sq, D]").
+LogicalResult checkNoZeroSize(Operation *op, StringRef name, ShapedType type,
+                              StringRef symbolic) {
+  SmallVector<StringRef> symbols;
+  symbolic.trim("[]").split(symbols, ", ");
+  for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+    if (size != 0)
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << name << " " << symbolic << " has a static size of 0";
+    // "[..., M, d]" names the trailing dimensions only.
+    int64_t symbol = symbols.front() == "..."
+                         ? static_cast<int64_t>(dim) - type.getRank() +
+                               static_cast<int64_t>(symbols.size())
+                         : static_cast<int64_t>(dim);
+    if (symbol >= 0 && symbol < static_cast<int64_t>(symbols.size()) &&
+        symbols[symbol] != "...")
+      diag << " (" << symbols[symbol] << ")";
+    else
+      diag << " (dimension " << dim << ")";
+    return diag << " in " << type
+                << ": static sizes must be positive (use ? for a size that may "
+                   "be 0 at run time)";
+  }
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -228,6 +256,11 @@ LogicalResult AttentionOp::verify() {
                          << " must be a positive multiple of key/value heads "
                             "Hkv = "
                          << kvHeads;
+  // A size only known at run time may be 0 (the runtime launches nothing);
+  // a static 0 is a spec that computes nothing.
+  if (failed(checkNoZeroSize(op, "query", queryType, "[B, Hq, Sq, D]")) ||
+      failed(checkNoZeroSize(op, "key", keyType, "[B, Hkv, Sk, D]")))
+    return failure();
   if (static_cast<int64_t>(getNumKvHeads()) != kvHeads)
     return emitOpError() << "num_kv_heads = "
                          << static_cast<int64_t>(getNumKvHeads())
@@ -244,6 +277,11 @@ LogicalResult AttentionOp::verify() {
   if (!std::isfinite(scale) || scale <= 0.0f)
     return emitOpError() << "scale must be a finite positive number, got "
                          << scale;
+  if (scale > kMaxAttentionScale)
+    return emitOpError() << "scale = " << scale << " is too large: at most "
+                         << kMaxAttentionScale
+                         << " (the kernels fold scale·log2(e) into one f32 "
+                            "constant)";
   float softcap = getSoftcapValue();
   if (!std::isfinite(softcap) || softcap < 0.0f)
     return emitOpError() << "softcap must be 0 (none) or a finite positive "
@@ -308,6 +346,8 @@ LogicalResult FfnOp::verify() {
   if (modelDim <= 0 || hiddenDim <= 0 || outputDim <= 0)
     return emitOpError() << "FFN sizes must be positive, got d = " << modelDim
                          << ", h = " << hiddenDim << ", d_out = " << outputDim;
+  if (failed(checkNoZeroSize(op, "input", inputType, "[..., M, d]")))
+    return failure();
 
   RankedTensorType resultType = getResult().getType();
   if (failed(checkSameElementType(op, "result", resultType, "input",

@@ -1,0 +1,112 @@
+//===- KernelLimits.cpp - sizes the generated kernels can honour ----------===//
+//
+// A graph-level spec may be valid flash IR and still ask for sizes no kernel
+// of the device library can run. flash-tile and flash-generate-backward both
+// check the fused ops here before building kernels, so the user reads which
+// dimension of which op is out of range (and what is supported) at the spec
+// line instead of a crash in a kernel builder or an NVRTC error at the end.
+//
+//===----------------------------------------------------------------------===//
+#include "TileLowering.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace flashc {
+
+namespace {
+
+/// The kernels index tensors with 32-bit ints (GlobalMatrix rows/cols, tile
+/// coordinates); larger static sizes would be truncated.
+constexpr int64_t kMaxStaticSize = 2147483647;
+/// Largest head dim: register tiles [block x D] and shared K/V tiles of the
+/// backward kernels stop fitting the targets past it.
+constexpr int64_t kMaxHeadDim = 256;
+/// 16-bit shared tiles store rows as whole 64-byte swizzle units.
+constexpr int64_t kHeadDimMultiple16Bit = 32;
+/// 16-bit rows are copied in 16-byte chunks: a row of a multiple of 8
+/// elements never shares a chunk with the next row.
+constexpr int64_t kRowMultiple16Bit = 8;
+
+bool isSixteenBit(Type element) { return element.isBF16() || element.isF16(); }
+
+/// Reports the first static size of `type` above kMaxStaticSize; `symbols`
+/// names the dimensions (aligned at the end, e.g. {"M", "d"} for [..., M, d]).
+LogicalResult checkIndexable(Operation *op, StringRef pass, StringRef name, Type type,
+                             ArrayRef<StringRef> symbols) {
+  auto ranked = llvm::dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return success();
+  int64_t rank = ranked.getRank();
+  for (auto [dim, size] : llvm::enumerate(ranked.getShape())) {
+    if (ShapedType::isDynamic(size) || size <= kMaxStaticSize)
+      continue;
+    int64_t symbol = static_cast<int64_t>(dim) - rank + static_cast<int64_t>(symbols.size());
+    InFlightDiagnostic diag = op->emitError() << pass << ": " << name << " " << ranked
+                                              << " has a static size " << size;
+    if (symbol >= 0)
+      diag << " (" << symbols[symbol] << ")";
+    else
+      diag << " (dimension " << dim << ")";
+    return diag << " above " << kMaxStaticSize
+                << ", the largest size the kernels' 32-bit indices can address";
+  }
+  return success();
+}
+
+LogicalResult checkAttention(flash::AttentionOp op, StringRef pass) {
+  Type element = op.getQuery().getType().getElementType();
+  bool sixteenBit = isSixteenBit(element);
+  for (auto [symbol, operand, size] :
+       {std::tuple<StringRef, StringRef, int64_t>{"D", "query and key", op.getHeadDim()},
+        {"Dv", "value", op.getValueHeadDim()}}) {
+    bool inRange = size >= 1 && size <= kMaxHeadDim;
+    if (inRange && (!sixteenBit || size % kHeadDimMultiple16Bit == 0))
+      continue;
+    InFlightDiagnostic diag = op.emitError()
+                              << pass << ": head dim " << symbol << " = " << size << " (" << operand
+                              << ") is not supported by the kernels: ";
+    if (sixteenBit)
+      return diag << element << " attention takes head dims that are multiples of "
+                  << kHeadDimMultiple16Bit << " from " << kHeadDimMultiple16Bit << " to "
+                  << kMaxHeadDim << " (32, 64, 96, 128, 160, 192, 224, 256)";
+    return diag << "head dims range from 1 to " << kMaxHeadDim;
+  }
+  if (failed(checkIndexable(op, pass, "query", op.getQuery().getType(), {"B", "Hq", "Sq", "D"})) ||
+      failed(checkIndexable(op, pass, "key", op.getKey().getType(), {"B", "Hkv", "Sk", "D"})) ||
+      failed(checkIndexable(op, pass, "value", op.getValue().getType(), {"B", "Hkv", "Sk", "Dv"})))
+    return failure();
+  return success();
+}
+
+LogicalResult checkFfn(flash::FfnOp op, StringRef pass) {
+  if (failed(checkIndexable(op, pass, "input", op.getInput().getType(), {"M", "d"})) ||
+      failed(checkIndexable(op, pass, "w1", op.getW1().getType(), {"d", "h"})) ||
+      failed(checkIndexable(op, pass, "w2", op.getW2().getType(), {"h", "d_out"})))
+    return failure();
+  Type element = op.getInput().getType().getElementType();
+  if (!isSixteenBit(element))
+    return success();
+  for (auto [symbol, size] : {std::pair<StringRef, int64_t>{"d", op.getModelDim()},
+                              {"h", op.getHiddenDim()},
+                              {"d_out", op.getOutputDim()}})
+    if (size % kRowMultiple16Bit != 0)
+      return op.emitError() << pass << ": FFN size " << symbol << " = " << size
+                            << " is not supported by the kernels: " << element
+                            << " FFN sizes d, h and d_out must be multiples of "
+                            << kRowMultiple16Bit
+                            << " (rows are copied in 16-byte chunks)";
+  return success();
+}
+
+} // namespace
+
+LogicalResult checkKernelLimits(Operation *op, StringRef pass) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](flash::AttentionOp attention) { return checkAttention(attention, pass); })
+      .Case([&](flash::FfnOp ffn) { return checkFfn(ffn, pass); })
+      .Default([](Operation *) { return success(); });
+}
+
+} // namespace flashc
