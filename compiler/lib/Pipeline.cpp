@@ -50,27 +50,44 @@ void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createCSEPass());
 }
 
-void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  buildGraphPipeline(pm, options);
+std::string pipelineTarget(const PipelineOptions &options) {
   // Block sizes follow the newest requested architecture's target model.
   std::string target = "sm_80";
   for (const std::string &arch : options.archs)
     if (arch.rfind("sm_90", 0) == 0)
       target = "sm_90a";
-  GenerateBackwardOptions backward;
-  backward.target = target;
-  backward.deterministic = options.deterministicBackward;
-  backward.form = options.backwardForm;
-  pm.addPass(createGenerateBackward(backward));
+  return target;
+}
+
+void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  std::string target = pipelineTarget(options);
+  if (options.generateBackward) {
+    GenerateBackwardOptions backward;
+    backward.target = target;
+    backward.deterministic = options.deterministicBackward;
+    backward.form = options.backwardForm;
+    pm.addPass(createGenerateBackward(backward));
+  }
   FlashTileOptions tile;
   tile.target = target;
+  tile.ffnPlan = options.ffnPlan;
   pm.addPass(createFlashTile(tile));
   PlanMemoryOptions plan;
   plan.target = target;
+  plan.blockM = options.blockM;
+  plan.blockN = options.blockN;
+  plan.blockK = options.blockK;
+  plan.warps = options.warps;
+  plan.stages = options.stages;
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
   plan.narrowHidden = options.narrowHidden;
   pm.addPass(createPlanMemory(plan));
+}
+
+void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  buildGraphPipeline(pm, options);
+  buildKernelPipeline(pm, options);
 }
 
 void registerFlashcPipelines() {
