@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/GraphEvaluator.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/reference/activations.h"
+#include "flashc/reference/attention.h"
+#include "flashc/reference/ffn.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
@@ -22,6 +25,7 @@
 
 using namespace mlir;
 using namespace mlir::flash;
+namespace ref = flashc::reference;
 
 namespace {
 
@@ -37,50 +41,6 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   for (auto [index, size] : llvm::enumerate(shape))
     text += (index ? ", " : "") + std::to_string(size);
   return text + "]";
-}
-
-double geluTanh(double x) {
-  const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-}
-double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-double relu(double x) { return x > 0.0 ? x : 0.0; }
-
-double activate(Activation activation, double x) {
-  switch (activation) {
-  case Activation::GeluTanh:
-    return geluTanh(x);
-  case Activation::GeluErf:
-    return geluErf(x);
-  case Activation::Silu:
-    return silu(x);
-  case Activation::Relu:
-    return relu(x);
-  }
-  return x;
-}
-
-/// C[r, n] = sum_k A[r, k] · W[k, n] (+ bias[n]) for row-major A [R, K],
-/// W [K, N].
-std::vector<double> rowsTimesWeight(const std::vector<double> &rows, int64_t numRows,
-                                    int64_t inner, const ReferenceTensor &weight,
-                                    const ReferenceTensor *bias) {
-  int64_t cols = weight.shape[1];
-  std::vector<double> out(numRows * cols, 0.0);
-  for (int64_t r = 0; r < numRows; ++r) {
-    double *outRow = &out[r * cols];
-    for (int64_t k = 0; k < inner; ++k) {
-      double a = rows[r * inner + k];
-      const double *w = &weight.data[k * cols];
-      for (int64_t n = 0; n < cols; ++n)
-        outRow[n] += a * w[n];
-    }
-    if (bias)
-      for (int64_t n = 0; n < cols; ++n)
-        outRow[n] += bias->data[n];
-  }
-  return out;
 }
 
 class Evaluator {
@@ -244,26 +204,29 @@ LogicalResult Evaluator::ffn(FfnOp op) {
   const ReferenceTensor &x = get(op.getInput());
   const ReferenceTensor &w1 = get(op.getW1());
   const ReferenceTensor &w2 = get(op.getW2());
-  int64_t model = x.shape.back(), hidden = w1.shape[1];
+  const ReferenceTensor *b1 = op.getB1() ? &get(op.getB1()) : nullptr;
+  const ReferenceTensor *wUp = op.isGated() ? &get(op.getWUp()) : nullptr;
+  const ReferenceTensor *b2 = op.getB2() ? &get(op.getB2()) : nullptr;
+  int64_t model = x.shape.back(), hidden = w1.shape[1], out = w2.shape[1];
   if (w1.shape[0] != model)
     return op.emitError() << "at run time input " << formatShape(x.shape)
                           << " does not match w1 " << formatShape(w1.shape);
-  int64_t rows = model ? x.numElements() / model : 0;
-  const ReferenceTensor *b1 = op.getB1() ? &get(op.getB1()) : nullptr;
-  const ReferenceTensor *b2 = op.getB2() ? &get(op.getB2()) : nullptr;
-  std::vector<double> h = rowsTimesWeight(x.data, rows, model, w1, b1);
-  for (double &value : h)
-    value = activate(op.getActivation(), value);
-  if (op.isGated()) {
-    std::vector<double> up =
-        rowsTimesWeight(x.data, rows, model, get(op.getWUp()), nullptr);
-    for (size_t i = 0; i < h.size(); ++i)
-      h[i] *= up[i];
-  }
-  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 1);
-  shape.push_back(w2.shape[1]);
-  ReferenceTensor result(shape);
-  result.data = rowsTimesWeight(h, rows, hidden, w2, b2);
+  if (w2.shape[0] != hidden || (wUp && wUp->shape != w1.shape) ||
+      (b1 && b1->numElements() != hidden) || (b2 && b2->numElements() != out))
+    return op.emitError() << "at run time w1 " << formatShape(w1.shape) << ", w2 "
+                          << formatShape(w2.shape)
+                          << " and the optional w_up, b1, b2 do not agree";
+  ref::FfnShape shape{model ? x.numElements() / model : 0, model, hidden, out};
+  ref::FfnWeights weights;
+  weights.w1 = w1.data.data(), weights.w2 = w2.data.data();
+  weights.b1 = b1 ? b1->data.data() : nullptr;
+  weights.wUp = wUp ? wUp->data.data() : nullptr;
+  weights.b2 = b2 ? b2->data.data() : nullptr;
+  std::vector<int64_t> resultShape(x.shape.begin(), x.shape.end() - 1);
+  resultShape.push_back(out);
+  ReferenceTensor result(resultShape);
+  ref::ffnForward(shape, referenceActivation(op.getActivation()), weights, x.data.data(),
+                  result.data.data());
   values[op.getResult()] = std::move(result);
   return success();
 }
@@ -279,10 +242,10 @@ LogicalResult Evaluator::run(Operation *op) {
       .Case<SoftmaxOp>([&](auto softmaxOp) { return softmax(softmaxOp); })
       .Case<GeluOp>([&](GeluOp geluOp) {
         bool useTanh = geluOp.getApproximation() == GeluApproximation::Tanh;
-        return elementwise(op, useTanh ? geluTanh : geluErf);
+        return elementwise(op, useTanh ? ref::geluTanh : ref::geluErf);
       })
-      .Case<SiluOp>([&](auto) { return elementwise(op, silu); })
-      .Case<ReluOp>([&](auto) { return elementwise(op, relu); })
+      .Case<SiluOp>([&](auto) { return elementwise(op, ref::silu); })
+      .Case<ReluOp>([&](auto) { return elementwise(op, ref::relu); })
       .Case<AddOp>([&](auto addOp) { return add(addOp); })
       .Case<MulOp>([&](MulOp mulOp) -> LogicalResult {
         ReferenceTensor result = get(mulOp.getLhs());
@@ -324,60 +287,32 @@ ReferenceTensor::ReferenceTensor(std::vector<int64_t> shape, double fill)
 
 int64_t ReferenceTensor::numElements() const { return product(shape); }
 
+ref::AttentionWindow referenceWindow(MaskAttr mask) {
+  if (!mask || mask.getKind() == MaskKind::None)
+    return ref::AttentionWindow::none();
+  if (mask.getKind() == MaskKind::Causal)
+    return ref::AttentionWindow::causal();
+  return {mask.getWindowLeft(), mask.getWindowRight()};
+}
+
+ref::Activation referenceActivation(Activation activation) {
+  return ref::parseActivation(stringifyActivation(activation).str())
+      .value_or(ref::Activation::Identity);
+}
+
 ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse) {
-  int64_t batch = query.shape[0], queryHeads = query.shape[1],
-          querySeq = query.shape[2], headDim = query.shape[3];
-  int64_t kvHeads = key.shape[1], keySeq = key.shape[2],
-          valueDim = value.shape[3];
-  int64_t group = queryHeads / kvHeads;
-  ReferenceTensor out({batch, queryHeads, querySeq, valueDim});
-  lse = ReferenceTensor({batch, queryHeads, querySeq});
-  std::vector<double> scores(keySeq);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < queryHeads; ++h) {
-      int64_t kvHead = h / group;
-      const double *kBase = &key.data[(b * kvHeads + kvHead) * keySeq * headDim];
-      const double *vBase =
-          &value.data[(b * kvHeads + kvHead) * keySeq * valueDim];
-      for (int64_t i = 0; i < querySeq; ++i) {
-        const double *q = &query.data[((b * queryHeads + h) * querySeq + i) * headDim];
-        double rowMax = kNegInf;
-        for (int64_t j = 0; j < keySeq; ++j) {
-          double s = 0.0;
-          for (int64_t d = 0; d < headDim; ++d)
-            s += q[d] * kBase[j * headDim + d];
-          s *= scale;
-          if (softcap > 0.0)
-            s = softcap * std::tanh(s / softcap);
-          if (mask && !mask.isKeyVisible(i, j, querySeq, keySeq))
-            s = kNegInf;
-          scores[j] = s;
-          rowMax = std::max(rowMax, s);
-        }
-        int64_t row = (b * queryHeads + h) * querySeq + i;
-        double *o = &out.data[row * valueDim];
-        if (rowMax == kNegInf) {
-          lse.data[row] = kNegInf; // no visible key: output stays 0
-          continue;
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j < keySeq; ++j)
-          sum += std::exp(scores[j] - rowMax);
-        double rowLse = rowMax + std::log(sum);
-        lse.data[row] = rowLse;
-        for (int64_t j = 0; j < keySeq; ++j) {
-          double p = std::exp(scores[j] - rowLse);
-          if (p == 0.0)
-            continue;
-          for (int64_t d = 0; d < valueDim; ++d)
-            o[d] += p * vBase[j * valueDim + d];
-        }
-      }
-    }
+  ref::AttentionShape shape{query.shape[0], query.shape[1], key.shape[1],
+                            query.shape[2], key.shape[2],   query.shape[3],
+                            value.shape[3]};
+  ref::AttentionParams params{scale, softcap, referenceWindow(mask)};
+  ReferenceTensor out({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim});
+  lse = ReferenceTensor({shape.batch, shape.queryHeads, shape.querySeq});
+  ref::attentionForward(shape, params, query.data.data(), key.data.data(),
+                        value.data.data(), out.data.data(), lse.data.data());
   return out;
 }
 

@@ -50,25 +50,40 @@ void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createCSEPass());
 }
 
-void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  buildGraphPipeline(pm, options);
-  // One plan per architecture: the first (flashc runs this pipeline once per
-  // --arch, each on its own copy of the module). An architecture without a
-  // target model fails in the passes, naming the known ones.
-  std::string target = options.archs.empty() ? "sm_90a" : options.archs.front();
-  GenerateBackwardOptions backward;
-  backward.target = target;
-  backward.deterministic = options.deterministicBackward;
-  backward.form = options.backwardForm;
-  pm.addPass(createGenerateBackward(backward));
+std::string pipelineTarget(const PipelineOptions &options) {
+  // One plan per architecture: an architecture without a target model fails
+  // in the passes, naming the known ones.
+  return options.archs.empty() ? "sm_90a" : options.archs.front();
+}
+
+void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  std::string target = pipelineTarget(options);
+  if (options.generateBackward) {
+    GenerateBackwardOptions backward;
+    backward.target = target;
+    backward.deterministic = options.deterministicBackward;
+    backward.form = options.backwardForm;
+    pm.addPass(createGenerateBackward(backward));
+  }
   FlashTileOptions tile;
   tile.target = target;
+  tile.ffnPlan = options.ffnPlan;
   pm.addPass(createFlashTile(tile));
   PlanMemoryOptions plan;
   plan.target = target;
+  plan.blockM = options.blockM;
+  plan.blockN = options.blockN;
+  plan.blockK = options.blockK;
+  plan.warps = options.warps;
+  plan.stages = options.stages;
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
   pm.addPass(createPlanMemory(plan));
+}
+
+void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  buildGraphPipeline(pm, options);
+  buildKernelPipeline(pm, options);
 }
 
 void registerFlashcPipelines() {

@@ -8,17 +8,17 @@
 #include "flashc/Compiler/TileExecutor.h"
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/reference/activations.h"
+#include "flashc/reference/codec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -30,30 +30,16 @@ namespace flashc {
 // Element rounding and host tensors
 //===----------------------------------------------------------------------===//
 
+// The codec is the shared reference one (round to nearest even; a NaN stays
+// the NaN it was).
 float roundToElement(float value, ElementKind kind) {
   switch (kind) {
   case ElementKind::F32:
     return value;
-  case ElementKind::BF16: {
-    if (std::isnan(value))
-      return value;
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    // Round to nearest even on the 16 dropped bits (infinities stay put).
-    uint32_t lsb = (bits >> 16) & 1u;
-    bits += 0x7fffu + lsb;
-    bits &= 0xffff0000u;
-    float rounded;
-    std::memcpy(&rounded, &bits, 4);
-    return rounded;
-  }
-  case ElementKind::F16: {
-    llvm::APFloat half(value);
-    bool lost = false;
-    half.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
-    half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
-    return half.convertToFloat();
-  }
+  case ElementKind::BF16:
+    return reference::roundToBf16(value);
+  case ElementKind::F16:
+    return reference::roundToF16(value);
   }
   return value;
 }
@@ -511,45 +497,10 @@ struct TileInterpreter::RowColumnView {
   }
 };
 
-static double activation(Activation kind, double x) {
-  switch (kind) {
-  case Activation::GeluTanh: {
-    const double k = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-  }
-  case Activation::GeluErf:
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-  case Activation::Silu:
-    return x / (1.0 + std::exp(-x));
-  case Activation::Relu:
-    return x > 0 ? x : 0.0;
-  case Activation::Identity:
-    return x;
-  }
-  return x;
-}
-
-static double activationDerivative(Activation kind, double x) {
-  switch (kind) {
-  case Activation::GeluTanh: {
-    const double k = std::sqrt(2.0 / M_PI);
-    double inner = k * (x + 0.044715 * x * x * x);
-    double t = std::tanh(inner);
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
-  }
-  case Activation::GeluErf:
-    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
-           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
-  case Activation::Silu: {
-    double s = 1.0 / (1.0 + std::exp(-x));
-    return s * (1.0 + x * (1.0 - s));
-  }
-  case Activation::Relu:
-    return x > 0 ? 1.0 : 0.0;
-  case Activation::Identity:
-    return 1.0;
-  }
-  return 1.0;
+/// The reference activation of a tile activation kind (same names).
+static reference::Activation referenceActivation(Activation kind) {
+  return reference::parseActivation(stringifyActivation(kind).str())
+      .value_or(reference::Activation::Identity);
 }
 
 LogicalResult TileInterpreter::executeTileOp(Operation *op) {
@@ -742,16 +693,18 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         return setTile(out);
       })
       .Case<ActivationOp>([&](ActivationOp act) {
-        Activation kind = act.getKind();
-        return mapTile(act.getSource(),
-                       [&](float x) { return static_cast<float>(activation(kind, x)); });
+        reference::Activation kind = referenceActivation(act.getKind());
+        return mapTile(act.getSource(), [&](float x) {
+          return static_cast<float>(reference::activation(kind, x));
+        });
       })
       .Case<ActivationGradOp>([&](ActivationGradOp grad) {
         TilePtr g = tileOf(grad.getGrad()), pre = tileOf(grad.getPreactivation());
         TilePtr out = cloneTile(*g);
+        reference::Activation kind = referenceActivation(grad.getKind());
         for (size_t e = 0; e < out->data.size(); ++e)
-          out->data[e] =
-              static_cast<float>(g->data[e] * activationDerivative(grad.getKind(), pre->data[e]));
+          out->data[e] = static_cast<float>(
+              g->data[e] * reference::activationDerivative(kind, pre->data[e]));
         return setTile(out);
       })
       .Case<RowMaxOp>([&](RowMaxOp rowMax) {

@@ -1,9 +1,10 @@
 // Helpers for the runtime's GPU tests: skip without a device, device buffers
-// through the runtime's own driver loader, bf16 conversion, poisoning.
+// through the runtime's own driver loader, poisoning (bf16: flashc/reference/codec.h).
 #pragma once
 
 #include "../Runtime/Check.h"
 #include "Driver.h"
+#include "flashc/reference/codec.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <cmath>
@@ -52,19 +53,6 @@ private:
   CUdeviceptr ptr_ = 0;
   size_t bytes_;
 };
-
-inline uint16_t toBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1); // round to nearest even
-  return uint16_t(u >> 16);
-}
-inline float fromBf16(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 /// Deterministic pseudo-random values in [-1, 1).
 inline std::vector<float> randomValues(size_t n, uint32_t seed) {

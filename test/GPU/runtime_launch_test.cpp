@@ -52,7 +52,7 @@ void testRowScale(const Driver &d, Bundle &b) {
   const int64_t M = 37, N = 300, ld = 320;
   auto xs = randomValues(M * ld, 3), ss = randomValues(M, 4);
   std::vector<uint16_t> x(M * ld);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = toBf16(xs[i]);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = flashc::reference::bf16FromFloat(xs[i]);
   DeviceBuffer dx(d, M * ld * 2), ds(d, M * 4), dy(d, M * ld * 2);
   dx.upload(x);
   ds.upload(ss);
@@ -73,8 +73,8 @@ void testRowScale(const Driver &d, Bundle &b) {
         padTouched += got != 0xFFFF;
         continue;
       }
-      double ref = double(fromBf16(x[m * ld + j])) * double(ss[m]) * 0.75;
-      double err = std::fabs(double(fromBf16(got)) - ref);
+      double ref = double(flashc::reference::bf16ToFloat(x[m * ld + j])) * double(ss[m]) * 0.75;
+      double err = std::fabs(double(flashc::reference::bf16ToFloat(got)) - ref);
       worst = std::max(worst, err);
       if (!(err <= std::fabs(ref) * (1.0 / 128) + 1e-30)) ++bad; // within one bf16 rounding
     }

@@ -19,11 +19,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/GraphEvaluator.h"
-#include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Pipeline.h"
+#include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/TileExecutor.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/reference/attention.h"
+#include "flashc/reference/ffn.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -47,6 +49,7 @@ using namespace mlir;
 using flashc::ElementKind;
 using flashc::HostTensor;
 using mlir::flash::ReferenceTensor;
+namespace ref = flashc::reference;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
@@ -161,153 +164,49 @@ Comparison compare(const std::string &what, const HostTensor &got, const Referen
 void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
                         const ReferenceTensor &v, const ReferenceTensor &dOut, ReferenceTensor &dq,
                         ReferenceTensor &dk, ReferenceTensor &dv) {
-  int64_t B = q.shape[0], Hq = q.shape[1], Sq = q.shape[2], D = q.shape[3];
-  int64_t Hkv = k.shape[1], Sk = k.shape[2], Dv = v.shape[3];
-  int64_t group = Hq / Hkv;
-  double scale = op.getScaleValue(), softcap = op.getSoftcapValue();
-  flash::MaskAttr mask = op.getMask();
-  // d(score)/d(q·k): scale, times 1 - tanh² through a softcap.
-  std::vector<double> chain(Sk, scale);
+  ref::AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
+                            k.shape[2], q.shape[3], v.shape[3]};
+  ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(),
+                              flash::referenceWindow(op.getMask())};
   dq = ReferenceTensor(q.shape);
   dk = ReferenceTensor(k.shape);
   dv = ReferenceTensor(v.shape);
-  auto at4 = [](const ReferenceTensor &t, int64_t a, int64_t b, int64_t c, int64_t d) {
-    return ((a * t.shape[1] + b) * t.shape[2] + c) * t.shape[3] + d;
-  };
-  std::vector<double> p(Sk), dp(Sk);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      int64_t hk = h / group;
-      for (int64_t i = 0; i < Sq; ++i) {
-        double maxScore = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < Sk; ++j) {
-          if (!mask.isKeyVisible(i, j, Sq, Sk)) {
-            p[j] = -std::numeric_limits<double>::infinity();
-            continue;
-          }
-          double s = 0;
-          for (int64_t d = 0; d < D; ++d)
-            s += q.data[at4(q, b, h, i, d)] * k.data[at4(k, b, hk, j, d)];
-          p[j] = scale * s;
-          if (softcap > 0) {
-            double t = std::tanh(p[j] / softcap);
-            p[j] = softcap * t;
-            chain[j] = scale * (1.0 - t * t);
-          }
-          maxScore = std::max(maxScore, p[j]);
-        }
-        if (maxScore == -std::numeric_limits<double>::infinity())
-          continue; // no visible key: output 0, no gradient
-        double sum = 0;
-        for (int64_t j = 0; j < Sk; ++j)
-          sum += (p[j] = std::isinf(p[j]) ? 0.0 : std::exp(p[j] - maxScore));
-        double delta = 0;
-        for (int64_t j = 0; j < Sk; ++j) {
-          p[j] /= sum;
-          double x = 0;
-          for (int64_t d = 0; d < Dv; ++d)
-            x += dOut.data[at4(dOut, b, h, i, d)] * v.data[at4(v, b, hk, j, d)];
-          dp[j] = x;
-          delta += p[j] * x;
-        }
-        for (int64_t j = 0; j < Sk; ++j) {
-          if (p[j] == 0.0)
-            continue;
-          double ds = p[j] * (dp[j] - delta) * chain[j];
-          for (int64_t d = 0; d < D; ++d) {
-            dq.data[at4(dq, b, h, i, d)] += ds * k.data[at4(k, b, hk, j, d)];
-            dk.data[at4(dk, b, hk, j, d)] += ds * q.data[at4(q, b, h, i, d)];
-          }
-          for (int64_t d = 0; d < Dv; ++d)
-            dv.data[at4(dv, b, hk, j, d)] += p[j] * dOut.data[at4(dOut, b, h, i, d)];
-        }
-      }
-    }
+  ref::attentionBackward(shape, params, q.data.data(), k.data.data(), v.data.data(),
+                         dOut.data.data(), dq.data.data(), dk.data.data(), dv.data.data());
 }
 
-double activate(flash::Activation kind, double x) {
-  switch (kind) {
-  case flash::Activation::GeluTanh:
-    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-  case flash::Activation::GeluErf:
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-  case flash::Activation::Silu:
-    return x / (1.0 + std::exp(-x));
-  case flash::Activation::Relu:
-    return x > 0 ? x : 0.0;
-  }
-  return x;
-}
-
-/// Derivative by central differences: independent of the executor's formulas.
-double activateDerivative(flash::Activation kind, double x) {
-  if (kind == flash::Activation::Relu)
-    return x > 0 ? 1.0 : 0.0;
-  const double h = 1e-5;
-  return (activate(kind, x + h) - activate(kind, x - h)) / (2 * h);
-}
-
-/// Gradients of flash.ffn (x rank 2), in operand order (x, w1, [b1], [w_up],
-/// w2, [b2]): plain y = act(x·W1 + b1)·W2 + b2, gated
-/// y = (act(x·Wg) ⊙ (x·Wu))·W2 + b2.
+/// Gradients of flash.ffn, in operand order (x, w1, [b1], [w_up], w2, [b2]).
+/// Activation derivatives by central differences: independent of the
+/// executor's closed forms.
 void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTensor &w1,
                   const ReferenceTensor *b1, const ReferenceTensor *wUp, const ReferenceTensor &w2,
-                  const ReferenceTensor &dy, std::vector<ReferenceTensor> &grads) {
+                  const ReferenceTensor *b2, const ReferenceTensor &dy,
+                  std::vector<ReferenceTensor> &grads) {
   // Leading dimensions of x (and dy, dx) are rows: [.., M, d] is [rows, d].
-  int64_t d = x.shape.back(), M = d ? x.numElements() / d : 0, H = w1.shape[1], N = w2.shape[1];
-  std::vector<double> pre(M * H), up(M * H, 1.0), hidden(M * H), dpre(M * H), dup(M * H);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < H; ++j) {
-      double s = b1 ? b1->data[j] : 0.0, u = 0.0;
-      for (int64_t c = 0; c < d; ++c) {
-        s += x.data[m * d + c] * w1.data[c * H + j];
-        if (wUp)
-          u += x.data[m * d + c] * wUp->data[c * H + j];
-      }
-      pre[m * H + j] = s;
-      if (wUp)
-        up[m * H + j] = u;
-      hidden[m * H + j] = activate(op.getActivation(), s) * up[m * H + j];
-    }
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < H; ++j) {
-      double dh = 0;
-      for (int64_t n = 0; n < N; ++n)
-        dh += dy.data[m * N + n] * w2.data[j * N + n];
-      dpre[m * H + j] = dh * up[m * H + j] * activateDerivative(op.getActivation(), pre[m * H + j]);
-      dup[m * H + j] = dh * activate(op.getActivation(), pre[m * H + j]);
-    }
-  ReferenceTensor dx(x.shape), dw1({d, H}), db1({H}), dwUp({d, H}), dw2({H, N}), db2({N});
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t c = 0; c < d; ++c) {
-      double s = 0;
-      for (int64_t j = 0; j < H; ++j) {
-        s += dpre[m * H + j] * w1.data[c * H + j];
-        if (wUp)
-          s += dup[m * H + j] * wUp->data[c * H + j];
-      }
-      dx.data[m * d + c] = s;
-    }
-    for (int64_t j = 0; j < H; ++j) {
-      db1.data[j] += dpre[m * H + j];
-      for (int64_t c = 0; c < d; ++c) {
-        dw1.data[c * H + j] += x.data[m * d + c] * dpre[m * H + j];
-        dwUp.data[c * H + j] += x.data[m * d + c] * dup[m * H + j];
-      }
-      for (int64_t n = 0; n < N; ++n)
-        dw2.data[j * N + n] += hidden[m * H + j] * dy.data[m * N + n];
-    }
-    for (int64_t n = 0; n < N; ++n)
-      db2.data[n] += dy.data[m * N + n];
-  }
-  grads = {dx, dw1};
-  if (op.getB1())
-    grads.push_back(db1);
+  int64_t d = x.shape.back(), H = w1.shape[1], N = w2.shape[1];
+  ref::FfnShape shape{d ? x.numElements() / d : 0, d, H, N};
+  ref::FfnWeights weights;
+  weights.w1 = w1.data.data(), weights.w2 = w2.data.data();
+  weights.b1 = b1 ? b1->data.data() : nullptr;
+  weights.wUp = wUp ? wUp->data.data() : nullptr;
+  weights.b2 = b2 ? b2->data.data() : nullptr;
+  grads = {ReferenceTensor(x.shape), ReferenceTensor(w1.shape)};
+  if (b1)
+    grads.push_back(ReferenceTensor(b1->shape));
   if (wUp)
-    grads.push_back(dwUp);
-  grads.push_back(dw2);
-  if (op.getB2())
-    grads.push_back(db2);
+    grads.push_back(ReferenceTensor(wUp->shape));
+  grads.push_back(ReferenceTensor(w2.shape));
+  if (b2)
+    grads.push_back(ReferenceTensor(b2->shape));
+  size_t next = 2;
+  ref::FfnGradients g;
+  g.dx = grads[0].data.data(), g.dw1 = grads[1].data.data();
+  g.db1 = b1 ? grads[next++].data.data() : nullptr;
+  g.dwUp = wUp ? grads[next++].data.data() : nullptr;
+  g.dw2 = grads[next++].data.data();
+  g.db2 = b2 ? grads[next++].data.data() : nullptr;
+  ref::ffnBackward(shape, flash::referenceActivation(op.getActivation()), weights, x.data.data(),
+                   dy.data.data(), g, ref::activationDerivativeByDifferences);
 }
 
 //===----------------------------------------------------------------------===//
@@ -544,7 +443,8 @@ private:
         ffnGradients(ffn, refInputs[argIndex(ffn.getInput())], refInputs[argIndex(ffn.getW1())],
                      ffn.getB1() ? &refInputs[argIndex(ffn.getB1())] : nullptr,
                      ffn.getWUp() ? &refInputs[argIndex(ffn.getWUp())] : nullptr,
-                     refInputs[argIndex(ffn.getW2())], dOut, refs);
+                     refInputs[argIndex(ffn.getW2())],
+                     ffn.getB2() ? &refInputs[argIndex(ffn.getB2())] : nullptr, dOut, refs);
         names = {"d_x", "d_w1"};
         if (ffn.getB1())
           names.push_back("d_b1");
@@ -573,31 +473,26 @@ private:
   }
 };
 
+/// Runs flashc's own stages (Pipeline.h) on `module`: the graph stage, or the
+/// kernel stage with this tool's options.
 LogicalResult compile(ModuleOp module, bool fuseOnly) {
   PassManager pm(module->getContext());
+  flash::PipelineOptions options;
   if (fuseOnly) {
-    flash::buildGraphPipeline(pm, flash::PipelineOptions());
+    flash::buildGraphPipeline(pm, options);
     return pm.run(module);
   }
-  if (runBackward) {
-    flash::GenerateBackwardOptions options;
-    options.deterministic = deterministic;
-    options.form = backwardForm;
-    options.target = target;
-    pm.addPass(flash::createGenerateBackward(options));
-  }
-  flash::FlashTileOptions tileOptions;
-  tileOptions.target = target;
-  tileOptions.ffnPlan = ffnPlan;
-  pm.addPass(flash::createFlashTile(tileOptions));
-  flash::PlanMemoryOptions planOptions;
-  planOptions.target = target;
-  planOptions.blockM = blockM;
-  planOptions.blockN = blockN;
-  planOptions.blockK = blockK;
-  planOptions.warps = warps;
-  planOptions.stages = stages;
-  pm.addPass(flash::createPlanMemory(planOptions));
+  options.archs = {target};
+  options.generateBackward = runBackward;
+  options.deterministicBackward = deterministic;
+  options.backwardForm = backwardForm;
+  options.ffnPlan = ffnPlan;
+  options.blockM = blockM;
+  options.blockN = blockN;
+  options.blockK = blockK;
+  options.warps = warps;
+  options.stages = stages;
+  flash::buildKernelPipeline(pm, options);
   return pm.run(module);
 }
 
@@ -657,6 +552,12 @@ int main(int argc, char **argv) {
   }
   if (!runProgram.empty())
     return runTileProgram(*original);
+  // The pipeline picks its target model from the architecture: name a known one.
+  if (!flashc::lookupTarget(target)) {
+    llvm::errs() << "flash-run-tile: unknown --target '" << target
+                 << "' (known: " << flashc::knownTargetNames() << ")\n";
+    return kExitError;
+  }
   OwningOpRef<ModuleOp> fused = original->clone();
   if (failed(compile(*fused, /*fuseOnly=*/true)))
     return kExitError;

@@ -13,6 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashc/reference/activations.h"
+#include "flashc/reference/attention.h"
+#include "flashc/reference/codec.h"
+#include "flashc/reference/ffn.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <cuda_runtime.h>
@@ -29,6 +33,7 @@
 #include <vector>
 
 using namespace flashc::rt;
+namespace ref = flashc::reference;
 
 namespace {
 
@@ -76,49 +81,14 @@ Options parseOptions(int argc, char **argv) {
   return o;
 }
 
-// ---- 16-bit floats on the host ----
+// ---- 16-bit floats on the host (the shared reference codec) ----
+// A double goes to float first, then to 16 bits: two roundings, as the
+// inputs were always made (random values are drawn as double).
 uint16_t toBits(double x, DType t) {
-  float f = float(x);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (t == DType::BF16) {
-    if ((u & 0x7fffffff) > 0x7f800000) return 0x7fc0;
-    u += 0x7fff + ((u >> 16) & 1); // round to nearest even
-    return uint16_t(u >> 16);
-  }
-  // f16: round to nearest even through the bit pattern.
-  uint32_t sign = (u >> 16) & 0x8000;
-  int32_t exp = int32_t((u >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = u & 0x7fffff;
-  if (exp <= 0) {
-    if (exp < -10) return uint16_t(sign);
-    mant |= 0x800000;
-    int shift = 14 - exp;
-    uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return uint16_t(sign | half);
-  }
-  if (exp >= 31) return uint16_t(sign | 0x7c00);
-  uint32_t half = (uint32_t(exp) << 10) | (mant >> 13), rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;
-  return uint16_t(sign | half);
+  return t == DType::BF16 ? ref::bf16FromFloat(float(x)) : ref::f16FromFloat(float(x));
 }
 
-double fromBits(uint16_t b, DType t) {
-  if (t == DType::BF16) {
-    uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  uint32_t sign = (b & 0x8000u) << 16, exp = (b >> 10) & 0x1f, mant = b & 0x3ff;
-  if (exp == 0) return (sign ? -1.0 : 1.0) * std::ldexp(double(mant), -24);
-  if (exp == 31) return mant ? NAN : (sign ? -INFINITY : INFINITY);
-  uint32_t u = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+double fromBits(uint16_t b, DType t) { return t == DType::BF16 ? ref::bf16ToFloat(b) : ref::f16ToFloat(b); }
 
 /// A tensor on host (as doubles, already rounded to its dtype) and device.
 struct Buffer {
@@ -204,117 +174,6 @@ Compare compare(const std::vector<double> &out, const std::vector<double> &ref) 
   }
   c.relError = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   return c;
-}
-
-// ---- attention reference (float64, materialised softmax) ----
-struct AttentionMeta {
-  double scale = 1, softcap = 0;
-  int64_t windowLeft = -1, windowRight = -1;
-};
-
-bool visible(int64_t i, int64_t j, int64_t sq, int64_t sk, const AttentionMeta &m) {
-  int64_t p = i + sk - sq;
-  if (m.windowLeft >= 0 && j < p - m.windowLeft) return false;
-  if (m.windowRight >= 0 && j > p + m.windowRight) return false;
-  return true;
-}
-
-struct AttentionShapes {
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
-};
-
-/// Forward (o, lse) and, when dO is given, gradients (dq, dk, dv).
-void attentionReference(const AttentionShapes &s, const AttentionMeta &m, const Buffer &q,
-                        const Buffer &k, const Buffer &v, std::vector<double> &o,
-                        std::vector<double> &lse, const Buffer *dO, std::vector<double> *dq,
-                        std::vector<double> *dk, std::vector<double> *dv) {
-  int64_t group = s.Hq / s.Hkv;
-  o.assign(s.B * s.Hq * s.Sq * s.Dv, 0);
-  lse.assign(s.B * s.Hq * s.Sq, 0);
-  if (dO) {
-    dq->assign(q.count(), 0);
-    dk->assign(k.count(), 0);
-    dv->assign(v.count(), 0);
-  }
-  std::vector<double> sc(s.Sk), p(s.Sk), dp(s.Sk), capGrad(s.Sk);
-  for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t h = 0; h < s.Hq; ++h) {
-      int64_t hk = h / group;
-      const double *Q = &q.host[((b * s.Hq + h) * s.Sq) * s.D];
-      const double *K = &k.host[((b * s.Hkv + hk) * s.Sk) * s.D];
-      const double *V = &v.host[((b * s.Hkv + hk) * s.Sk) * s.Dv];
-      for (int64_t i = 0; i < s.Sq; ++i) {
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < s.Sk; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < s.D; ++d) dot += Q[i * s.D + d] * K[j * s.D + d];
-          double x = dot * m.scale;
-          capGrad[j] = 1;
-          if (m.softcap > 0) {
-            double t = std::tanh(x / m.softcap);
-            x = m.softcap * t;
-            capGrad[j] = 1 - t * t;
-          }
-          sc[j] = visible(i, j, s.Sq, s.Sk, m) ? x : -INFINITY;
-          mx = std::max(mx, sc[j]);
-        }
-        int64_t row = (b * s.Hq + h) * s.Sq + i;
-        if (mx == -INFINITY) { // no visible key: o = 0, lse = -inf
-          lse[row] = -INFINITY;
-          continue;
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < s.Sk; ++j) sum += (p[j] = std::exp(sc[j] - mx));
-        lse[row] = mx + std::log(sum);
-        double *O = &o[row * s.Dv];
-        for (int64_t j = 0; j < s.Sk; ++j) {
-          p[j] /= sum;
-          for (int64_t d = 0; d < s.Dv; ++d) O[d] += p[j] * V[j * s.Dv + d];
-        }
-        if (!dO) continue;
-        const double *dOr = &dO->host[row * s.Dv];
-        double delta = 0;
-        for (int64_t d = 0; d < s.Dv; ++d) delta += dOr[d] * O[d];
-        for (int64_t j = 0; j < s.Sk; ++j) {
-          double g = 0;
-          for (int64_t d = 0; d < s.Dv; ++d) g += dOr[d] * V[j * s.Dv + d];
-          // dS (w.r.t. the pre-softmax score, through softcap, times scale)
-          double ds = p[j] * (g - delta) * capGrad[j] * m.scale;
-          double *dKr = &(*dk)[((b * s.Hkv + hk) * s.Sk + j) * s.D];
-          double *dVr = &(*dv)[((b * s.Hkv + hk) * s.Sk + j) * s.Dv];
-          double *dQr = &(*dq)[row * s.D];
-          for (int64_t d = 0; d < s.Dv; ++d) dVr[d] += p[j] * dOr[d];
-          for (int64_t d = 0; d < s.D; ++d) {
-            dQr[d] += ds * K[j * s.D + d];
-            dKr[d] += ds * Q[i * s.D + d];
-          }
-        }
-      }
-    }
-}
-
-double activation(const std::string &kind, double x) {
-  if (kind == "gelu_tanh")
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  if (kind == "gelu_erf") return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  if (kind == "silu") return x / (1 + std::exp(-x));
-  if (kind == "relu") return x > 0 ? x : 0;
-  return x;
-}
-
-/// d activation(x) / dx.
-double activationGrad(const std::string &kind, double x) {
-  if (kind == "gelu_tanh") {
-    const double c = std::sqrt(2 / M_PI), inner = c * (x + 0.044715 * x * x * x), t = std::tanh(inner);
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
-  }
-  if (kind == "gelu_erf") return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
-  if (kind == "silu") {
-    const double s = 1 / (1 + std::exp(-x));
-    return s * (1 + x * (1 - s));
-  }
-  if (kind == "relu") return x > 0 ? 1 : 0;
-  return 1;
 }
 
 struct Runner {
@@ -486,7 +345,7 @@ struct Runner {
           }
     if (ffn) {
       if (std::string act = meta(p, "activation", "identity");
-          act != "identity" && act != "gelu_tanh" && act != "gelu_erf" && act != "silu" && act != "relu")
+          !ref::parseActivation(act))
         return "meta activation '" + act + "' is not one of gelu_tanh, gelu_erf, silu, relu";
       if (std::string why = need(p.name, "w1", 2, 2); !why.empty()) return why;
       if (std::string why = need(p.name, "w2", 2, 2); !why.empty()) return why;
@@ -588,8 +447,8 @@ struct Runner {
 
   // ---- attention: inputs, launch arguments, reference, checks ----
   struct AttentionCase {
-    AttentionMeta m;
-    AttentionShapes s;
+    ref::AttentionParams m;
+    ref::AttentionShape s;
     Buffer q, k, v, o, lse;
     Buffer dO, dq, dk, dv;                       // backward, when the bundle has one
     std::vector<double> refDq, refDk, refDv;
@@ -598,17 +457,17 @@ struct Runner {
   bool prepareAttention(const ProgramSpec &fwd, Arguments &args, AttentionCase &c) {
     c.m.scale = std::atof(meta(fwd, "scale", "1").c_str());
     c.m.softcap = std::atof(meta(fwd, "softcap", "0").c_str());
-    c.m.windowLeft = std::atoll(meta(fwd, "window_left", "-1").c_str());
-    c.m.windowRight = std::atoll(meta(fwd, "window_right", "-1").c_str());
+    c.m.window.left = std::atoll(meta(fwd, "window_left", "-1").c_str());
+    c.m.window.right = std::atoll(meta(fwd, "window_right", "-1").c_str());
     auto sym = symbols();
     c.q = makeParam(fwd.name, "q", sym), c.k = makeParam(fwd.name, "k", sym);
     c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
     c.lse = makeParam(fwd.name, "lse", sym);
     c.s = {c.q.shape[0], c.q.shape[1], c.k.shape[1], c.q.shape[2], c.k.shape[2], c.q.shape[3], c.v.shape[3]};
     std::printf("%s: attention B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld] softcap=%g\n",
-                fwd.name.c_str(), (long long)c.s.B, (long long)c.s.Hq, (long long)c.s.Hkv, (long long)c.s.Sq,
-                (long long)c.s.Sk, (long long)c.s.D, c.m.scale, (long long)c.m.windowLeft,
-                (long long)c.m.windowRight, c.m.softcap);
+                fwd.name.c_str(), (long long)c.s.batch, (long long)c.s.queryHeads, (long long)c.s.kvHeads,
+                (long long)c.s.querySeq, (long long)c.s.keySeq, (long long)c.s.headDim, c.m.scale,
+                (long long)c.m.window.left, (long long)c.m.window.right, c.m.softcap);
     randomFill(c.q, rng), randomFill(c.k, rng), randomFill(c.v, rng);
     if (!upload(c.q) || !upload(c.k) || !upload(c.v) || !poison(c.o) || !poison(c.lse)) {
       ++failures;
@@ -622,12 +481,15 @@ struct Runner {
   /// Checks o and lse; with `bwd`, also computes the float64 gradients for a random dO.
   bool checkAttention(const ProgramSpec &fwd, AttentionCase &c, const ProgramSpec *bwd) {
     if (!download(c.o) || !download(c.lse)) { ++failures; return false; }
-    std::vector<double> refO, refLse;
+    std::vector<double> refO(c.o.count()), refLse(c.lse.count());
+    ref::attentionForward(c.s, c.m, c.q.host.data(), c.k.host.data(), c.v.host.data(), refO.data(), refLse.data());
     if (bwd) {
       c.dO = makeParam(bwd->name, "dout", symbols());
       randomFill(c.dO, rng);
+      c.refDq.resize(c.q.count()), c.refDk.resize(c.k.count()), c.refDv.resize(c.v.count());
+      ref::attentionBackward(c.s, c.m, c.q.host.data(), c.k.host.data(), c.v.host.data(), c.dO.host.data(),
+                             c.refDq.data(), c.refDk.data(), c.refDv.data());
     }
-    attentionReference(c.s, c.m, c.q, c.k, c.v, refO, refLse, bwd ? &c.dO : nullptr, &c.refDq, &c.refDk, &c.refDv);
     report(fwd.name, "o", compare(c.o.host, refO), boundFor(c.o.dtype));
     report(fwd.name, "lse", compare(c.lse.host, refLse), 1e-3);
     return true;
@@ -691,28 +553,22 @@ struct Runner {
     return true;
   }
 
+  /// The FFN's float64 shape and weights (the hidden activation is not rounded).
+  static ref::FfnShape ffnShape(const FfnCase &c) { return {c.rows, c.d, c.h, c.dout}; }
+  static ref::FfnWeights ffnWeights(const FfnCase &c) {
+    ref::FfnWeights w;
+    w.w1 = c.w1.host.data(), w.w2 = c.w2.host.data();
+    w.wUp = c.gated ? c.wu.host.data() : nullptr;
+    w.b1 = c.b1.host.empty() ? nullptr : c.b1.host.data();
+    w.b2 = c.b2.host.empty() ? nullptr : c.b2.host.data();
+    return w;
+  }
+
   void checkFfn(const ProgramSpec &fwd, FfnCase &c) {
     if (!download(c.y)) { ++failures; return; }
-    // The hidden activation is rounded to the kernel's dtype, as an unfused
-    // computation in that precision would store it.
-    std::vector<double> ref(c.rows * c.dout, 0), hid(c.h);
-    for (int64_t r = 0; r < c.rows; ++r) {
-      for (int64_t j = 0; j < c.h; ++j) {
-        double a = 0, u = 0;
-        for (int64_t i = 0; i < c.d; ++i) {
-          a += c.x.host[r * c.d + i] * c.w1.host[i * c.h + j];
-          if (c.gated) u += c.x.host[r * c.d + i] * c.wu.host[i * c.h + j];
-        }
-        if (!c.b1.host.empty()) a += c.b1.host[j];
-        hid[j] = c.gated ? activation(c.act, a) * u : activation(c.act, a);
-      }
-      for (int64_t col = 0; col < c.dout; ++col) {
-        double acc = c.b2.host.empty() ? 0 : c.b2.host[col];
-        for (int64_t j = 0; j < c.h; ++j) acc += hid[j] * c.w2.host[j * c.dout + col];
-        ref[r * c.dout + col] = acc;
-      }
-    }
-    report(fwd.name, "y", compare(c.y.host, ref), boundFor(c.y.dtype));
+    std::vector<double> want(c.rows * c.dout);
+    ref::ffnForward(ffnShape(c), *ref::parseActivation(c.act), ffnWeights(c), c.x.host.data(), want.data());
+    report(fwd.name, "y", compare(c.y.host, want), boundFor(c.y.dtype));
   }
 
   /// Binds the FFN backward's arguments: the forward inputs it reads, a random dy, poisoned gradients
@@ -738,45 +594,17 @@ struct Runner {
     return ok;
   }
 
-  /// float64 gradients of y = act(x·W1 + b1)·W2 + b2 (gated: (act(x·W1) ⊙ x·W_up)·W2 + b2) for dy.
+  /// float64 gradients of y = act(x·W1 + b1)·W2 + b2 (gated: (act(x·W1 + b1) ⊙ x·W_up)·W2 + b2) for dy.
   void checkFfnBackward(const ProgramSpec &bwd, FfnCase &c) {
     for (Buffer *g : {&c.dx, &c.dw1, &c.dw2, &c.db1, &c.dwu, &c.db2})
       if (!g->shape.empty() && !download(*g)) { ++failures; return; }
     const int64_t R = c.rows, D = c.d, H = c.h, N = c.dout;
-    std::vector<double> dx(R * D, 0), dw1(D * H, 0), dwu(c.gated ? D * H : 0, 0), dw2(H * N, 0), db1(H, 0), db2(N, 0);
-    std::vector<double> a(H), u(H), hid(H), dhid(H), da(H), du(H);
-    for (int64_t r = 0; r < R; ++r) {
-      const double *x = &c.x.host[r * D], *dy = &c.dy.host[r * N];
-      std::fill(a.begin(), a.end(), 0.0), std::fill(u.begin(), u.end(), 0.0);
-      for (int64_t i = 0; i < D; ++i)
-        for (int64_t j = 0; j < H; ++j) {
-          a[j] += x[i] * c.w1.host[i * H + j];
-          if (c.gated) u[j] += x[i] * c.wu.host[i * H + j];
-        }
-      for (int64_t j = 0; j < H; ++j) {
-        if (!c.b1.host.empty()) a[j] += c.b1.host[j];
-        hid[j] = c.gated ? activation(c.act, a[j]) * u[j] : activation(c.act, a[j]);
-        dhid[j] = 0;
-        for (int64_t n = 0; n < N; ++n) dhid[j] += dy[n] * c.w2.host[j * N + n];
-        da[j] = dhid[j] * activationGrad(c.act, a[j]) * (c.gated ? u[j] : 1.0);
-        du[j] = c.gated ? dhid[j] * activation(c.act, a[j]) : 0.0;
-        db1[j] += da[j];
-        for (int64_t n = 0; n < N; ++n) dw2[j * N + n] += hid[j] * dy[n];
-      }
-      for (int64_t n = 0; n < N; ++n) db2[n] += dy[n];
-      for (int64_t i = 0; i < D; ++i) {
-        double acc = 0;
-        for (int64_t j = 0; j < H; ++j) {
-          dw1[i * H + j] += x[i] * da[j];
-          acc += da[j] * c.w1.host[i * H + j];
-          if (c.gated) {
-            dwu[i * H + j] += x[i] * du[j];
-            acc += du[j] * c.wu.host[i * H + j];
-          }
-        }
-        dx[r * D + i] = acc;
-      }
-    }
+    std::vector<double> dx(R * D), dw1(D * H), dwu(c.gated ? D * H : 0), dw2(H * N), db1(H), db2(N);
+    ref::FfnGradients g;
+    g.dx = dx.data(), g.dw1 = dw1.data(), g.dw2 = dw2.data(), g.db1 = db1.data(), g.db2 = db2.data();
+    g.dwUp = c.gated ? dwu.data() : nullptr;
+    ref::ffnBackward(ffnShape(c), *ref::parseActivation(c.act), ffnWeights(c), c.x.host.data(), c.dy.host.data(),
+                     g);
     report(bwd.name, "dx", compare(c.dx.host, dx), boundFor(c.dx.dtype));
     report(bwd.name, "dw1", compare(c.dw1.host, dw1), boundFor(c.dw1.dtype));
     report(bwd.name, "dw2", compare(c.dw2.host, dw2), boundFor(c.dw2.dtype));

@@ -10,6 +10,8 @@
 #define FLASHC_COMPILER_GRAPHEVALUATOR_H
 
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
+#include "flashc/reference/activations.h"
+#include "flashc/reference/attention.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -38,9 +40,17 @@ struct ReferenceTensor {
 FailureOr<SmallVector<ReferenceTensor>>
 evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments);
 
+/// The reference library's window for a flash mask (null: no mask); the same
+/// rule as MaskAttr::isKeyVisible.
+flashc::reference::AttentionWindow referenceWindow(MaskAttr mask);
+
+/// The reference library's activation of the same name.
+flashc::reference::Activation referenceActivation(Activation activation);
+
 /// flash.attention on q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv]: returns
 /// the output [B,Hq,Sq,Dv] and writes lse [B,Hq,Sq] (-inf for a row that sees
-/// no key, whose output is 0). Sizes must already be consistent.
+/// no key, whose output is 0). Sizes must already be consistent. The math is
+/// flashc::reference::attentionForward.
 ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,

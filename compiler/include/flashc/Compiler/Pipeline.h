@@ -1,7 +1,7 @@
 //===- Pipeline.h - flashc pass pipelines ---------------------*- C++ -*-===//
 //
-// The stages of flashc in order, and the pass pipelines that run them. Later
-// stages (tile, memory planning) add their passes to buildFlashcPipeline.
+// The stages of flashc in order, and the pass pipelines that run them. flashc
+// and flash-run-tile both build their passes here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHC_COMPILER_PIPELINE_H
@@ -11,6 +11,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,15 @@ struct PipelineOptions {
   /// wgmma GEMM kernels 256 columns wide (off under flashc
   /// --experiment=narrow-gemm).
   bool wideGemm = true;
+
+  // Knobs of the kernel stage that flashc leaves at their defaults and
+  // flash-run-tile exposes (so both build their passes here and cannot drift).
+  /// Generate the backward tile programs (flash-run-tile without --backward: off).
+  bool generateBackward = true;
+  /// flash-tile's FFN plan: auto (fused when it fits the target), fused, two-kernel.
+  std::string ffnPlan = "auto";
+  /// flash-plan-memory overrides; 0 keeps the target's choice.
+  int64_t blockM = 0, blockN = 0, blockK = 0, warps = 0, stages = 0;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).
@@ -49,7 +59,16 @@ bool isBackwardForm(llvm::StringRef form);
 /// Graph stage: fuse attention, fuse FFNs, then canonicalize and CSE.
 void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &options);
 
-/// Every pass stage this build knows, in order, planned for options.archs.front().
+/// The target model the kernel stage plans for: the first of options.archs
+/// (flashc runs the pipeline once per --arch, each on its own copy of the
+/// module); sm_90a when none is given.
+std::string pipelineTarget(const PipelineOptions &options);
+
+/// Kernel stage, on a module the graph stage has run on: generate the
+/// backward programs, tile (flash-tile), plan memory (flash-plan-memory).
+void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Every pass stage, in order: the graph stage, then the kernel stage.
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers `--flashc-graph-pipeline` and `--flashc-pipeline` for flash-opt.

@@ -1,0 +1,423 @@
+// Unit test of the reference library (reference/include/flashc/reference):
+// the codec against an independent nearest-value search and hand-picked ties,
+// NaN, infinities and subnormals; activations at known points and against
+// central differences; attention and FFN forwards against direct formulas and
+// their backwards against finite differences of the forwards. CPU only.
+#include "flashc/reference/activations.h"
+#include "flashc/reference/attention.h"
+#include "flashc/reference/codec.h"
+#include "flashc/reference/ffn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace flashc::reference;
+
+namespace {
+
+int checks = 0, failures = 0;
+
+bool check(bool ok, const std::string &what, const std::string &detail = "") {
+  ++checks;
+  if (!ok) {
+    ++failures;
+    std::printf("FAIL %s%s%s\n", what.c_str(), detail.empty() ? "" : ": ", detail.c_str());
+  }
+  return ok;
+}
+
+std::string hex(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%x", v);
+  return text;
+}
+
+bool near(double got, double want, double tolerance, const std::string &what) {
+  double error = std::fabs(got - want) / std::max(1.0, std::fabs(want));
+  return check(error <= tolerance, what,
+               "got " + std::to_string(got) + ", want " + std::to_string(want));
+}
+
+/// max |a - b| / max(1, max |b|) over two equal-size vectors.
+double relativeError(const std::vector<double> &a, const std::vector<double> &b) {
+  double diff = 0.0, scale = 1.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(b[i]));
+  }
+  return diff / scale;
+}
+
+std::vector<double> randomVector(size_t n, std::mt19937 &rng, double scale = 1.0) {
+  std::normal_distribution<double> dist(0.0, scale);
+  std::vector<double> v(n);
+  for (double &x : v)
+    x = dist(rng);
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// codec
+//===----------------------------------------------------------------------===//
+
+/// Independent oracle: the nearest of all finite values of a 16-bit format
+/// (ties to the even encoding), found by search; beyond max + half an ulp, inf.
+struct NearestOracle {
+  std::vector<std::pair<double, uint16_t>> finite; // ascending, +0 only
+  double overflow;                                 // first magnitude that rounds to inf
+
+  NearestOracle(float (*decode)(uint16_t), double maxHalfUlp) {
+    for (uint32_t b = 0; b < 0x8000u; ++b) {
+      double v = decode(uint16_t(b));
+      if (std::isfinite(v)) {
+        finite.push_back({v, uint16_t(b)});
+        finite.push_back({-v, uint16_t(b | 0x8000u)});
+      }
+    }
+    std::sort(finite.begin(), finite.end());
+    overflow = finite.back().first + maxHalfUlp;
+  }
+  /// Expected encoding of a finite nonzero float.
+  uint16_t encode(float x) const {
+    double v = x;
+    uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    if (std::fabs(v) >= overflow)
+      return sign | 0; // caller adds the inf pattern
+    auto hi = std::lower_bound(finite.begin(), finite.end(), std::make_pair(v, uint16_t(0)));
+    if (hi != finite.end() && hi->first == v)
+      return v == 0.0 ? sign : hi->second;
+    if (hi == finite.begin() || hi == finite.end()) // beyond ±max, short of overflow
+      return hi == finite.end() ? (hi - 1)->second : hi->second;
+    auto lo = hi - 1;
+    double dl = v - lo->first, dh = hi->first - v;
+    uint16_t pick = dl < dh ? lo->second : dh < dl ? hi->second
+                                        : ((lo->second & 1u) ? hi->second : lo->second);
+    // A result of zero keeps the sign of x.
+    return (pick & 0x7fffu) == 0 ? sign : pick;
+  }
+};
+
+void testCodec() {
+  // Every bit pattern decodes and re-encodes to itself (NaNs to a NaN).
+  for (uint32_t b = 0; b <= 0xffffu; ++b) {
+    float bf = bf16ToFloat(uint16_t(b)), h = f16ToFloat(uint16_t(b));
+    if (std::isnan(bf))
+      check(std::isnan(bf16ToFloat(bf16FromFloat(bf))), "bf16 NaN round trip " + hex(b));
+    else if (bf16FromFloat(bf) != b)
+      check(false, "bf16 round trip " + hex(b), hex(bf16FromFloat(bf)));
+    if (std::isnan(h))
+      check(std::isnan(f16ToFloat(f16FromFloat(h))), "f16 NaN round trip " + hex(b));
+    else if (f16FromFloat(h) != b)
+      check(false, "f16 round trip " + hex(b), hex(f16FromFloat(h)));
+  }
+  check(true, "bf16/f16 round trips of all 65536 patterns");
+
+  // Specific values: ties to even, overflow, subnormals, signed zero, inf, NaN.
+  struct Case {
+    float value;
+    uint16_t bf16, f16;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const Case cases[] = {
+      {1.0f, 0x3f80, 0x3c00},
+      {-2.0f, 0xc000, 0xc000},
+      {0.0f, 0x0000, 0x0000},
+      {-0.0f, 0x8000, 0x8000},
+      {inf, 0x7f80, 0x7c00},
+      {-inf, 0xff80, 0xfc00},
+      {1.0f + 0x1p-8f, 0x3f80, 0x3c04},         // bf16 tie between 1 and 1+2^-7: even (1)
+      {1.0f + 3 * 0x1p-8f, 0x3f82, 0x3c0c},     // bf16 tie: even is 1+2^-6
+      {1.0f + 0x1p-11f, 0x3f80, 0x3c00},        // f16 tie between 1 and 1+2^-10: even (1)
+      {1.0f + 3 * 0x1p-11f, 0x3f80, 0x3c02},    // f16 tie: even is 1+2^-9
+      {1.0f + 0x1p-11f + 0x1p-20f, 0x3f80, 0x3c01}, // just above the f16 tie: up
+      {65504.0f, 0x4780, 0x7bff},               // largest f16
+      {65519.0f, 0x4780, 0x7bff},               // below max + half ulp: max
+      {65520.0f, 0x4780, 0x7c00},               // max + half ulp: tie to even = inf
+      {0x1p-24f, 0x3380, 0x0001},               // smallest f16 subnormal
+      {0x1p-25f, 0x3300, 0x0000},               // half of it: tie to even (0)
+      {0x1.8p-25f, 0x3340, 0x0001},             // 0.75 of it: up
+      {0x1.8p-24f, 0x33c0, 0x0002},             // 1.5 subnormal ulps: tie to even (2)
+      {0x1p-14f, 0x3880, 0x0400},               // smallest f16 normal
+      {0x1.ffcp-15f, 0x3880, 0x0400},           // 1023.5 subnormal ulps: up to the smallest normal
+      {std::numeric_limits<float>::max(), 0x7f80, 0x7c00}, // overflows both
+      {std::numeric_limits<float>::denorm_min(), 0x0000, 0x0000},
+      {0x1p-133f, 0x0001, 0x0000},              // a bf16 subnormal
+  };
+  for (const Case &c : cases) {
+    char what[64];
+    std::snprintf(what, sizeof what, "%a", double(c.value));
+    check(bf16FromFloat(c.value) == c.bf16, std::string("bf16 of ") + what,
+          hex(bf16FromFloat(c.value)) + " != " + hex(c.bf16));
+    check(f16FromFloat(c.value) == c.f16, std::string("f16 of ") + what,
+          hex(f16FromFloat(c.value)) + " != " + hex(c.f16));
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  check(bf16FromFloat(nan) == 0x7fc0 && bf16FromFloat(-nan) == 0x7fc0, "bf16 NaN is 0x7fc0");
+  check((f16FromFloat(nan) & 0x7fffu) == 0x7e00 && (f16FromFloat(-nan) & 0x8000u),
+        "f16 NaN is a quiet NaN with its sign");
+  check(std::isnan(bf16ToFloat(0x7f81)) && std::isnan(f16ToFloat(0x7c01)), "NaN patterns decode to NaN");
+  // Rounding through float keeps a NaN as it is (the tile executor relies on it).
+  float payload = floatFromBits(0x7fc01234u);
+  check(floatBits(roundToBf16(payload)) == 0x7fc01234u && floatBits(roundToF16(payload)) == 0x7fc01234u,
+        "roundTo* leave a NaN untouched");
+  check(roundToF16(0.1f) == f16ToFloat(f16FromFloat(0.1f)) && roundToBf16(0.1f) == bf16ToFloat(0x3dcd),
+        "roundTo* of 0.1");
+
+  // Against the nearest-value oracle on a spread of float bit patterns.
+  NearestOracle bf16Oracle(bf16ToFloat, 0x1p119), f16Oracle(f16ToFloat, 16.0);
+  int bad = 0;
+  for (uint64_t b = 0; b <= 0xffffffffull && bad < 5; b += 4093) {
+    float x = floatFromBits(uint32_t(b));
+    if (!std::isfinite(x) || x == 0.0f)
+      continue;
+    uint16_t wantBf = bf16Oracle.encode(x), wantH = f16Oracle.encode(x);
+    uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    if (std::fabs(double(x)) >= bf16Oracle.overflow)
+      wantBf = sign | 0x7f80;
+    if (std::fabs(double(x)) >= f16Oracle.overflow)
+      wantH = sign | 0x7c00;
+    if (bf16FromFloat(x) != wantBf && !check(false, "bf16 oracle " + hex(uint32_t(b)),
+                                             hex(bf16FromFloat(x)) + " != " + hex(wantBf)))
+      ++bad;
+    if (f16FromFloat(x) != wantH && !check(false, "f16 oracle " + hex(uint32_t(b)),
+                                           hex(f16FromFloat(x)) + " != " + hex(wantH)))
+      ++bad;
+  }
+  check(bad == 0, "codec agrees with the nearest-value oracle on ~1M floats");
+}
+
+//===----------------------------------------------------------------------===//
+// activations
+//===----------------------------------------------------------------------===//
+
+void testActivations() {
+  check(parseActivation("gelu_tanh") == Activation::GeluTanh &&
+            parseActivation("gelu_erf") == Activation::GeluErf &&
+            parseActivation("silu") == Activation::Silu && parseActivation("relu") == Activation::Relu &&
+            parseActivation("identity") == Activation::Identity && !parseActivation("gelu"),
+        "parseActivation names");
+  // Known values (closed forms evaluated independently).
+  near(geluTanh(1.0), 0.8411919906082768, 1e-15, "gelu_tanh(1)");
+  near(geluErf(1.0), 0.8413447460685429, 1e-15, "gelu_erf(1)");
+  near(silu(1.0), 0.7310585786300049, 1e-15, "silu(1)");
+  check(geluTanh(0.0) == 0.0 && geluErf(0.0) == 0.0 && silu(0.0) == 0.0, "activations at 0");
+  check(relu(-2.0) == 0.0 && relu(3.0) == 3.0 && activation(Activation::Identity, -1.5) == -1.5,
+        "relu and identity");
+  near(activationDerivative(Activation::GeluTanh, 0.0), 0.5, 1e-15, "gelu_tanh'(0)");
+  near(activationDerivative(Activation::GeluErf, 0.0), 0.5, 1e-15, "gelu_erf'(0)");
+  near(activationDerivative(Activation::Silu, 0.0), 0.5, 1e-15, "silu'(0)");
+  for (double x : {-4.0, -1.3, -0.2, 0.4, 1.0, 2.7, 6.0}) {
+    // gelu_erf(x) = x Φ(x) through erfc; silu through the logistic.
+    near(geluErf(x), 0.5 * x * std::erfc(-x / std::sqrt(2.0)), 1e-14, "gelu_erf vs erfc");
+    near(silu(x), x * (0.5 + 0.5 * std::tanh(0.5 * x)), 1e-14, "silu vs tanh form");
+    for (Activation kind : {Activation::GeluTanh, Activation::GeluErf, Activation::Silu,
+                            Activation::Relu, Activation::Identity})
+      near(activationDerivative(kind, x), activationDerivativeByDifferences(kind, x), 1e-8,
+           "closed-form derivative vs central differences at " + std::to_string(x));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+/// Direct formula: the full score matrix of one (b, h), the mask written as
+/// conditions on j - i (not through AttentionWindow), softmax without a max.
+void naiveAttention(const AttentionShape &s, double scale, double softcap, bool causal,
+                    int64_t left, int64_t right, const std::vector<double> &q,
+                    const std::vector<double> &k, const std::vector<double> &v,
+                    std::vector<double> &out, std::vector<double> &lse) {
+  out.assign(s.batch * s.queryHeads * s.querySeq * s.valueDim, 0.0);
+  lse.assign(s.batch * s.queryHeads * s.querySeq, 0.0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.queryHeads; ++h) {
+      int64_t hk = h * s.kvHeads / s.queryHeads; // GQA: consecutive query heads share
+      for (int64_t i = 0; i < s.querySeq; ++i) {
+        std::vector<double> e(s.keySeq, 0.0);
+        double total = 0.0;
+        for (int64_t j = 0; j < s.keySeq; ++j) {
+          int64_t offset = j - i - (s.keySeq - s.querySeq); // key relative to the query's position
+          bool visible = causal ? offset <= 0
+                                : (left < 0 || offset >= -left) && (right < 0 || offset <= right);
+          if (!visible)
+            continue;
+          double dot = 0.0;
+          for (int64_t d = 0; d < s.headDim; ++d)
+            dot += q[((b * s.queryHeads + h) * s.querySeq + i) * s.headDim + d] *
+                   k[((b * s.kvHeads + hk) * s.keySeq + j) * s.headDim + d];
+          double score = scale * dot;
+          if (softcap > 0)
+            score = softcap * std::tanh(score / softcap);
+          total += (e[j] = std::exp(score));
+        }
+        int64_t row = (b * s.queryHeads + h) * s.querySeq + i;
+        lse[row] = total > 0 ? std::log(total) : -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < s.keySeq && total > 0; ++j)
+          for (int64_t d = 0; d < s.valueDim; ++d)
+            out[row * s.valueDim + d] +=
+                e[j] / total * v[((b * s.kvHeads + hk) * s.keySeq + j) * s.valueDim + d];
+      }
+    }
+}
+
+/// d(Σ out·dO)/d(input) by central differences of attentionForward.
+std::vector<double> numericGradient(const std::function<double()> &loss, std::vector<double> &input) {
+  std::vector<double> grad(input.size());
+  const double h = 1e-6;
+  for (size_t i = 0; i < input.size(); ++i) {
+    double saved = input[i];
+    input[i] = saved + h;
+    double up = loss();
+    input[i] = saved - h;
+    double down = loss();
+    input[i] = saved;
+    grad[i] = (up - down) / (2 * h);
+  }
+  return grad;
+}
+
+void testAttentionCase(const std::string &name, AttentionShape s, double scale, double softcap,
+                       bool causal, int64_t left, int64_t right, std::mt19937 &rng) {
+  std::vector<double> q = randomVector(s.batch * s.queryHeads * s.querySeq * s.headDim, rng),
+                      k = randomVector(s.batch * s.kvHeads * s.keySeq * s.headDim, rng),
+                      v = randomVector(s.batch * s.kvHeads * s.keySeq * s.valueDim, rng),
+                      dO = randomVector(s.batch * s.queryHeads * s.querySeq * s.valueDim, rng);
+  AttentionParams params;
+  params.scale = scale;
+  params.softcap = softcap;
+  params.window = causal ? AttentionWindow::causal() : AttentionWindow{left, right};
+  std::vector<double> out(dO.size()), lse(s.batch * s.queryHeads * s.querySeq), wantOut, wantLse;
+  attentionForward(s, params, q.data(), k.data(), v.data(), out.data(), lse.data());
+  naiveAttention(s, scale, softcap, causal, left, right, q, k, v, wantOut, wantLse);
+  check(relativeError(out, wantOut) < 1e-13, name + ": out vs direct formula",
+        std::to_string(relativeError(out, wantOut)));
+  bool lseOk = true;
+  for (size_t i = 0; i < lse.size(); ++i)
+    lseOk &= std::isinf(wantLse[i]) ? lse[i] == wantLse[i] : std::fabs(lse[i] - wantLse[i]) < 1e-12;
+  check(lseOk, name + ": lse vs direct formula (-inf for rows that see no key)");
+
+  std::vector<double> dq(q.size()), dk(k.size()), dv(v.size());
+  attentionBackward(s, params, q.data(), k.data(), v.data(), dO.data(), dq.data(), dk.data(),
+                    dv.data());
+  auto loss = [&] {
+    std::vector<double> o(dO.size());
+    attentionForward(s, params, q.data(), k.data(), v.data(), o.data(), nullptr);
+    double sum = 0.0;
+    for (size_t i = 0; i < o.size(); ++i)
+      sum += o[i] * dO[i];
+    return sum;
+  };
+  check(relativeError(dq, numericGradient(loss, q)) < 1e-7, name + ": dq vs finite differences");
+  check(relativeError(dk, numericGradient(loss, k)) < 1e-7, name + ": dk vs finite differences");
+  check(relativeError(dv, numericGradient(loss, v)) < 1e-7, name + ": dv vs finite differences");
+}
+
+void testAttention() {
+  std::mt19937 rng(7);
+  // {B, Hq, Hkv, Sq, Sk, D, Dv}
+  testAttentionCase("plain", {1, 1, 1, 4, 4, 3, 3}, 0.5, 0.0, false, -1, -1, rng);
+  testAttentionCase("causal ragged Sq<Sk", {1, 2, 2, 3, 5, 4, 2}, 0.7, 0.0, true, 0, 0, rng);
+  testAttentionCase("causal Sq>Sk (empty rows)", {1, 1, 1, 5, 3, 2, 3}, 1.0, 0.0, true, 0, 0, rng);
+  testAttentionCase("window 2/1", {2, 1, 1, 6, 6, 3, 3}, 0.6, 0.0, false, 2, 1, rng);
+  testAttentionCase("window left only", {1, 1, 1, 4, 7, 2, 2}, 0.6, 0.0, false, 1, -1, rng);
+  testAttentionCase("softcap", {1, 1, 1, 4, 5, 3, 3}, 1.3, 2.0, false, -1, -1, rng);
+  testAttentionCase("GQA 4/2 causal softcap", {2, 4, 2, 3, 4, 3, 2}, 0.8, 3.0, true, 0, 0, rng);
+  // The window rule itself, at the boundary, with Sq ≠ Sk.
+  AttentionWindow w{1, 0};
+  check(w.isKeyVisible(0, 2, 2, 4) && w.isKeyVisible(0, 1, 2, 4) && !w.isKeyVisible(0, 0, 2, 4) &&
+            !w.isKeyVisible(0, 3, 2, 4),
+        "window {1, 0}: query 0 of 2 sees keys 1..2 of 4");
+}
+
+//===----------------------------------------------------------------------===//
+// FFN
+//===----------------------------------------------------------------------===//
+
+void testFfnCase(const std::string &name, Activation act, bool gated, bool biases,
+                 std::mt19937 &rng) {
+  FfnShape s{3, 4, 5, 2};
+  std::vector<double> x = randomVector(s.rows * s.model, rng), w1 = randomVector(s.model * s.hidden, rng),
+                      wUp = randomVector(s.model * s.hidden, rng),
+                      w2 = randomVector(s.hidden * s.out, rng), b1 = randomVector(s.hidden, rng),
+                      b2 = randomVector(s.out, rng), dy = randomVector(s.rows * s.out, rng);
+  auto weights = [&] {
+    FfnWeights w;
+    w.w1 = w1.data(), w.w2 = w2.data();
+    w.wUp = gated ? wUp.data() : nullptr;
+    w.b1 = biases ? b1.data() : nullptr, w.b2 = biases ? b2.data() : nullptr;
+    return w;
+  };
+  std::vector<double> y(s.rows * s.out), want(s.rows * s.out, 0.0);
+  ffnForward(s, act, weights(), x.data(), y.data());
+  // Direct formula, element by element.
+  for (int64_t r = 0; r < s.rows; ++r)
+    for (int64_t n = 0; n < s.out; ++n) {
+      double sum = biases ? b2[n] : 0.0;
+      for (int64_t j = 0; j < s.hidden; ++j) {
+        double pre = biases ? b1[j] : 0.0, up = 0.0;
+        for (int64_t i = 0; i < s.model; ++i) {
+          pre += x[r * s.model + i] * w1[i * s.hidden + j];
+          up += x[r * s.model + i] * wUp[i * s.hidden + j];
+        }
+        sum += activation(act, pre) * (gated ? up : 1.0) * w2[j * s.out + n];
+      }
+      want[r * s.out + n] = sum;
+    }
+  check(relativeError(y, want) < 1e-13, name + ": y vs direct formula");
+
+  std::vector<double> dx(x.size()), dw1(w1.size()), dwUp(wUp.size()), dw2(w2.size()),
+      db1(b1.size()), db2(b2.size());
+  FfnGradients g{dx.data(), dw1.data(), biases ? db1.data() : nullptr, gated ? dwUp.data() : nullptr,
+                 dw2.data(), biases ? db2.data() : nullptr};
+  ffnBackward(s, act, weights(), x.data(), dy.data(), g);
+  auto loss = [&] {
+    std::vector<double> out(dy.size());
+    ffnForward(s, act, weights(), x.data(), out.data());
+    double sum = 0.0;
+    for (size_t i = 0; i < out.size(); ++i)
+      sum += out[i] * dy[i];
+    return sum;
+  };
+  const double tol = act == Activation::Relu ? 1e-6 : 1e-7;
+  check(relativeError(dx, numericGradient(loss, x)) < tol, name + ": dx vs finite differences");
+  check(relativeError(dw1, numericGradient(loss, w1)) < tol, name + ": dw1 vs finite differences");
+  check(relativeError(dw2, numericGradient(loss, w2)) < tol, name + ": dw2 vs finite differences");
+  if (gated)
+    check(relativeError(dwUp, numericGradient(loss, wUp)) < tol, name + ": dw_up vs finite differences");
+  if (biases) {
+    check(relativeError(db1, numericGradient(loss, b1)) < tol, name + ": db1 vs finite differences");
+    check(relativeError(db2, numericGradient(loss, b2)) < tol, name + ": db2 vs finite differences");
+  }
+  // The central-difference derivative (flash-run-tile's) gives the same gradients.
+  std::vector<double> dxByDifferences(x.size());
+  FfnGradients only{dxByDifferences.data()};
+  ffnBackward(s, act, weights(), x.data(), dy.data(), only, activationDerivativeByDifferences);
+  check(relativeError(dxByDifferences, dx) < 1e-8, name + ": dx with the difference derivative");
+}
+
+void testFfn() {
+  std::mt19937 rng(11);
+  testFfnCase("gelu_tanh biases", Activation::GeluTanh, false, true, rng);
+  testFfnCase("gelu_erf", Activation::GeluErf, false, false, rng);
+  testFfnCase("silu gated", Activation::Silu, true, false, rng);
+  testFfnCase("gelu_tanh gated biases", Activation::GeluTanh, true, true, rng);
+  testFfnCase("relu biases", Activation::Relu, false, true, rng);
+  testFfnCase("identity", Activation::Identity, false, false, rng);
+}
+
+} // namespace
+
+int main() {
+  testCodec();
+  testActivations();
+  testAttention();
+  testFfn();
+  std::printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
