@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -44,7 +45,11 @@ namespace {
 constexpr double kLog2e = 1.4426950408889634;
 
 std::string floatLiteral(double v) {
-  if (std::isinf(v))
+  // Always a valid CUDA float: the verifiers bound scales and reject NaN
+  // fills, but a value past f32's range still prints as what f32 makes of it.
+  if (std::isnan(v))
+    return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v) || std::fabs(v) > std::numeric_limits<float>::max())
     return v > 0 ? "INFINITY" : "(-INFINITY)";
   std::string s = llvm::formatv("{0:e9}", v).str();
   return s + "f";
@@ -246,6 +251,8 @@ private:
   llvm::StringMap<unsigned> used;
   int64_t smemEnd = 0;
   DenseMap<Operation *, std::pair<int64_t, int64_t>> smemSlots; // offset, bytes per buffer
+  // A result whose C++ type could not be named (already reported).
+  bool typeError = false;
 
   // Pipelining state of the innermost pipelined loop being emitted.
   struct Pipeline {
@@ -312,6 +319,31 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
     return op->emitError("CUDA emitter: a register tile of ")
                << cols << " columns is not supported (mma fragments need multiples of 16)",
            failure();
+  // The device library's static_asserts, said at the op (regtile.cuh, smem.cuh,
+  // panel.cuh, bulk.cuh) rather than by NVRTC.
+  int64_t warps = kernel.getWarps();
+  if (tileType.isRegister() && rows % (16 * warps) != 0)
+    return op->emitError("CUDA emitter: a register tile of ")
+               << rows << " rows does not split into 16-row bands over " << warps
+               << " warps (needs a multiple of " << 16 * warps << ")",
+           failure();
+  if (tileType.isColumnVector())
+    return op->emitError("CUDA emitter: a shared column vector is only supported as the result "
+                         "of tile.load_rows, read by the op that uses it"),
+           failure();
+  if (tileType.isShared() && tileType.getElementType().isF32() && cols % 4 != 0)
+    return op->emitError("CUDA emitter: an f32 shared tile of ")
+               << cols << " columns is not supported (rows are whole 16-byte units)",
+           failure();
+  if (tileType.isShared() && !tileType.getElementType().isF32() && rows % 8 != 0)
+    return op->emitError("CUDA emitter: a 16-bit shared tile of ")
+               << rows << " rows is not supported (the swizzle repeats every 8 rows)",
+           failure();
+  if (tileType.isShared() && !tileType.getElementType().isF32() && wgmma() && cols % 64 != 0)
+    return op->emitError("CUDA emitter: strategy wgmma_sm90 needs 16-bit shared tiles of whole "
+                         "64-column panels, got ")
+               << cols << " columns",
+           failure();
   if (tileType.isShared()) {
     if (tileType.getElementType().isF32())
       return llvm::formatv("SmemTileF32<{0}, {1}>", rows, cols).str();
@@ -353,6 +385,8 @@ std::string KernelEmitter::declareResult(Operation *op, Value result, StringRef 
                                          StringRef init) {
   std::string name = fresh(hint);
   FailureOr<std::string> type = typeOf(op, result.getType());
+  if (failed(type))
+    typeError = true; // reported; emit() fails once the body is printed
   line() << (succeeded(type) ? *type : std::string("auto")) << " " << name;
   if (!init.empty())
     os << " = " << init;
@@ -888,6 +922,53 @@ LogicalResult KernelEmitter::emitLoadIssue(tile::LoadOp load, StringRef dst) {
   return success();
 }
 
+/// Whether the device library has the call form the emitter prints for `op`'s
+/// operand layouts (RegTileF32 / RegTile16 in registers; SmemTile, the wgmma
+/// SmemPanelTile or SmemTileF32 in shared memory). The verifiers accept every
+/// layout the CPU executor runs; the forms missing here would be CUDA that does
+/// not compile, so they are named instead.
+static LogicalResult checkLibraryForm(Operation *op, bool wgmma) {
+  auto tileOf = [](Value v) { return cast<tile::TileType>(v.getType()); };
+  auto sixteenBit = [](tile::TileType t) { return !t.getElementType().isF32(); };
+  auto unsupported = [&](const llvm::Twine &what, StringRef supported) {
+    return op->emitError() << "CUDA emitter: the device library has no '" << op->getName()
+                           << "' of " << what << "; it supports " << supported
+                           << " (the CPU executor runs every form)";
+  };
+  if (auto store = dyn_cast<tile::StoreOp>(op)) {
+    tile::TileType value = tileOf(store.getValue());
+    if (value.isShared() && (!sixteenBit(value) || wgmma))
+      return unsupported(llvm::Twine("a shared ") + (sixteenBit(value) ? "wgmma panel" : "f32") +
+                             " tile",
+                         "stores of register tiles and of 16-bit mma_sync_sm80 shared tiles");
+  }
+  if (auto convert = dyn_cast<tile::ConvertOp>(op)) {
+    tile::TileType src = tileOf(convert.getSource()), dst = tileOf(convert.getResult());
+    bool ok = src.isRegister() ? sixteenBit(src) != sixteenBit(dst) || src == dst
+              : !sixteenBit(src) ? true
+              : wgmma ? !sixteenBit(dst)
+                      : !sixteenBit(dst) || src.getElementType() == dst.getElementType();
+    if (!ok)
+      return unsupported(llvm::formatv("{0} {1} tile to {2}", src.isShared() ? "a shared" : "a register",
+                                       src.getElementType(), dst.getElementType())
+                             .str(),
+                         "16-bit <-> f32 conversions and 16-bit mma_sync_sm80 shared tiles "
+                         "loaded into registers of their own type");
+  }
+  if (auto dot = dyn_cast<tile::RowDotOp>(op)) {
+    tile::TileType lhs = tileOf(dot.getLhs()), rhs = tileOf(dot.getRhs());
+    bool ok = lhs.getSpace() == rhs.getSpace() && lhs.getElementType() == rhs.getElementType() &&
+              (lhs.isRegister() || (sixteenBit(lhs) && !wgmma));
+    if (!ok)
+      return unsupported("these operands",
+                         "two register tiles of one element type or two 16-bit mma_sync_sm80 "
+                         "shared tiles");
+  }
+  if (auto sum = dyn_cast<tile::RowSumOp>(op); sum && !tileOf(sum.getSource()).isRegister())
+    return unsupported("a shared tile", "f32 register tiles");
+  return success();
+}
+
 /// The device-library matmul for the operand transposes of `mm`.
 static const char *matmulFunction(tile::MatmulOp mm) {
   if (mm.getTransposeA())
@@ -896,6 +977,8 @@ static const char *matmulFunction(tile::MatmulOp mm) {
 }
 
 LogicalResult KernelEmitter::emitTileOp(Operation *op) {
+  if (failed(checkLibraryForm(op, wgmma())))
+    return failure();
   auto reg = [&](Value v) { return nameOf(v); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tile::ProgramIdOp o) {
@@ -1052,6 +1135,11 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::ConvertOp o) {
+        // A register tile to its own type: a copy (the library has no identity convert).
+        if (o.getSource().getType() == o.getType()) {
+          declareResult(o, o.getResult(), nameOf(o.getSource()) + "_cvt", reg(o.getSource()));
+          return success();
+        }
         std::string name = declareResult(o, o.getResult(), nameOf(o.getSource()) + "_cvt", "");
         line() << "convert(" << name << ", " << reg(o.getSource()) << ");\n";
         return success();
@@ -1246,7 +1334,7 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
     bind(arg, n);
     used[n] = 1;
   }
-  if (failed(emitBlock(body)))
+  if (failed(emitBlock(body)) || typeError)
     return failure();
   os.flush();
 
