@@ -1329,6 +1329,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
 
 LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   Block &body = kernel.getBody().front();
+
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = cppIdentifier(argNames[i]);
     bind(arg, n);
@@ -1572,6 +1573,17 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       << "// one device-library call per tile op (runtime/device/include/flashc/device).\n"
       << "#include \"flashc/device/all.cuh\"\n\n";
 
+  // f32 kernels fail at their first f32 product: said before whatever other f32
+  // form (a row_dot of f32 shared tiles in a backward preprocess, ...) comes first.
+  WalkResult f32 = module.walk([](tile::MatmulOp mm) {
+    if (!cast<tile::TileType>(mm.getA().getType()).getElementType().isF32())
+      return WalkResult::advance();
+    mm.emitError("CUDA strategy mma_sync_sm80 needs bf16/f16 matmul operands; this f32 kernel "
+                 "runs on the CPU executor only");
+    return WalkResult::interrupt();
+  });
+  if (f32.wasInterrupted())
+    return failure();
   if (module.getOps<tile::KernelOp>().empty())
     return module.emitError("nothing to compile into kernels: after fusion the spec holds no "
                             "flash.attention or flash.ffn (see --emit=graph)"),

@@ -33,19 +33,50 @@ import subprocess
 import sys
 import tempfile
 
-# Known failures outside this test's scope, recognised by a regex over the
-# failing run's output (stderr + stdout). A run that matches is reported as
-# XFAIL and does not fail the test. Empty it as the causes are fixed.
+# Known failures outside this test's scope: (name, predicate over the mutated
+# input text and the failing run's output). A failure that matches is reported
+# as XFAIL and does not fail the test. Empty it as the causes are fixed.
 KNOWN_FAILURES = [
-    # (name, regex over the failing run's output)
-    # MLIR 19's parser frees a forward reference that an op's operand still
-    # holds when the value is defined inside that op's own region (`scf.if %p
-    # { %p = ... }`, reachable by swapping two lines): llvm/llvm-project#107121,
-    # fixed upstream by #127778 (MLIR 21). Invalid input, crashed on while
-    # parsing, before any flashc code runs.
+    # MLIR 19's parser frees a forward reference that an op still holds when
+    # the value is defined inside that op's own region (`scf.if %p {.. %p =
+    # ..}`, reached by swapping or duplicating lines): a use-after-free that
+    # crashes while parsing or while printing the verifier error about the
+    # dangling operand. llvm/llvm-project#107121, fixed upstream by #127778
+    # (MLIR 21); flashc's own code has not run yet. Recognised by the textual
+    # forward reference in the input.
     ("mlir-parser-forward-ref-into-region",
-     r"(?s)Stack dump:.*OperandStorage::OperandStorage.*::parse\(mlir::OpAsmParser"),
+     lambda text, output: has_forward_reference(text)),
 ]
+
+SSA_RE = re.compile(r"%[\w$.-]+")
+
+
+def has_forward_reference(text):
+    """Whether a value is used on a line before the line defining it, within
+    one top-level op (func.func / tile.kernel: their value names are scoped)."""
+    scopes, current = [], []
+    for line in text.split("\n"):
+        if re.match(r"\s{0,2}(func\.func|tile\.kernel|module)\b", line):
+            scopes.append(current)
+            current = []
+        current.append(line)
+    scopes.append(current)
+    for lines in scopes:
+        defined_at = {}
+        uses = []
+        for i, line in enumerate(lines):
+            code = line.split("//")[0]
+            # Results (`%a, %b:2 = ...`), and `%x = ` / `%x: type` anywhere
+            # (loop variables, iter_args, block and function arguments).
+            head = re.match(r"\s*((?:%[\w$.-]+(?::\d+)?\s*,\s*)*%[\w$.-]+(?::\d+)?)\s*=(?!=)", code)
+            defs = set(SSA_RE.findall(head.group(1))) if head else set()
+            defs |= set(re.findall(r"(%[\w$.-]+)\s*(?:=(?!=)|:\s*[!a-z(])", code))
+            for name in defs:
+                defined_at.setdefault(name, i)
+            uses += [(name, i) for name in SSA_RE.findall(code) if name not in defs]
+        if any(name in defined_at and defined_at[name] > i for name, i in uses):
+            return True
+    return False
 
 INT_EXTREMES = [0, 1, -1, 2, 3, 7, 16, 17, 64, 128, 255, 256, 4096, 65536, 2**31 - 1, 2**31,
                 2**32, 2**56, 2**62, 2**63 - 1, -(2**31), -(2**63)]
@@ -115,6 +146,8 @@ def run(cmd, timeout, stdin=None):
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         return None, "", ""
+    except OSError as e:  # not a finding about the input: said as such
+        return 1, "", f"fuzz_inputs.py: cannot run {cmd[0]}: {e}"
 
 
 def tile_seeds(flashc, seeds, timeout, jobs):
@@ -258,14 +291,17 @@ def main():
         return index, name, applied, text, cmd, classify(rc, out, err), err + out, rc
 
     out_dir = args.out or tempfile.mkdtemp(prefix="flashc-fuzz-")
+    if os.path.isdir(out_dir):  # only this run's failures
+        for f in os.listdir(out_dir):
+            if re.fullmatch(r"run\d+\.mlir", f):
+                os.remove(os.path.join(out_dir, f))
     failed = known = compiled = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for index, name, applied, text, cmd, why, output, rc in pool.map(execute, range(args.runs)):
             compiled += rc == 0
             if why is None:
                 continue
-            known_name = next((k for k, pattern in KNOWN_FAILURES if re.search(pattern, output)),
-                              None)
+            known_name = next((k for k, known in KNOWN_FAILURES if known(text, output)), None)
             os.makedirs(out_dir, exist_ok=True)
             path = os.path.join(out_dir, f"run{index}.mlir")
             with open(path, "w", encoding="utf-8") as f:
