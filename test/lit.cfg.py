@@ -8,8 +8,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flashc_obj_root, "test")
-# Runtime/ and GPU/ hold ctest executables, not lit tests.
-config.excludes = ["Runtime", "GPU", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+# Runtime/ and GPU/ hold ctest executables, Fuzz/ the fuzz.inputs ctest test: not lit tests.
+config.excludes = ["Runtime", "GPU", "Fuzz", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%src_root", config.flashc_src_root))
 config.substitutions.append(("%cuda_root", config.cuda_root))

@@ -48,7 +48,11 @@ namespace {
 constexpr double kLog2e = 1.4426950408889634;
 
 std::string floatLiteral(double v) {
-  if (std::isinf(v))
+  // Always a valid CUDA float: the verifiers bound scales and reject NaN
+  // fills, but a value past f32's range still prints as what f32 makes of it.
+  if (std::isnan(v))
+    return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v) || std::fabs(v) > std::numeric_limits<float>::max())
     return v > 0 ? "INFINITY" : "(-INFINITY)";
   // Small whole numbers read as such (0.0f, not 0.000000000e+00f); the value is the same.
   if (v == std::trunc(v) && std::fabs(v) < 1e6 && !(v == 0 && std::signbit(v)))
@@ -511,6 +515,8 @@ private:
   SmallVector<std::pair<std::string, int64_t>> slotOffsets;
   llvm::StringSet<> slotNamesUsed;
   bool afterBarrier = false;
+  // A result whose C++ type could not be named (already reported).
+  bool typeError = false;
 
   // Pipelining state of the innermost pipelined loop being emitted.
   struct Pipeline {
@@ -577,6 +583,31 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
     return op->emitError("CUDA emitter: a register tile of ")
                << cols << " columns is not supported (mma fragments need multiples of 16)",
            failure();
+  // The device library's static_asserts, said at the op (regtile.cuh, smem.cuh,
+  // panel.cuh, bulk.cuh) rather than by NVRTC.
+  int64_t warps = kernel.getWarps();
+  if (tileType.isRegister() && rows % (16 * warps) != 0)
+    return op->emitError("CUDA emitter: a register tile of ")
+               << rows << " rows does not split into 16-row bands over " << warps
+               << " warps (needs a multiple of " << 16 * warps << ")",
+           failure();
+  if (tileType.isColumnVector())
+    return op->emitError("CUDA emitter: a shared column vector is only supported as the result "
+                         "of tile.load_rows, read by the op that uses it"),
+           failure();
+  if (tileType.isShared() && tileType.getElementType().isF32() && cols % 4 != 0)
+    return op->emitError("CUDA emitter: an f32 shared tile of ")
+               << cols << " columns is not supported (rows are whole 16-byte units)",
+           failure();
+  if (tileType.isShared() && !tileType.getElementType().isF32() && rows % 8 != 0)
+    return op->emitError("CUDA emitter: a 16-bit shared tile of ")
+               << rows << " rows is not supported (the swizzle repeats every 8 rows)",
+           failure();
+  if (tileType.isShared() && !tileType.getElementType().isF32() && wgmma() && cols % 64 != 0)
+    return op->emitError("CUDA emitter: strategy wgmma_sm90 needs 16-bit shared tiles of whole "
+                         "64-column panels, got ")
+               << cols << " columns",
+           failure();
   if (tileType.isShared()) {
     if (tileType.getElementType().isF32())
       return llvm::formatv("SmemTileF32<{0}, {1}>", rows, cols).str();
@@ -637,6 +668,8 @@ std::string KernelEmitter::declareResult(Operation *op, Value result, StringRef 
                                          StringRef init) {
   std::string name = freshFor(result, hint);
   FailureOr<std::string> type = typeOf(op, result.getType());
+  if (failed(type))
+    typeError = true; // reported; emit() fails once the body is printed
   line() << (succeeded(type) ? *type : std::string("auto")) << " " << name;
   if (!init.empty())
     os << " = " << init;
@@ -1187,6 +1220,53 @@ LogicalResult KernelEmitter::emitLoadIssue(tile::LoadOp load, StringRef dst) {
   return success();
 }
 
+/// Whether the device library has the call form the emitter prints for `op`'s
+/// operand layouts (RegTileF32 / RegTile16 in registers; SmemTile, the wgmma
+/// SmemPanelTile or SmemTileF32 in shared memory). The verifiers accept every
+/// layout the CPU executor runs; the forms missing here would be CUDA that does
+/// not compile, so they are named instead.
+static LogicalResult checkLibraryForm(Operation *op, bool wgmma) {
+  auto tileOf = [](Value v) { return cast<tile::TileType>(v.getType()); };
+  auto sixteenBit = [](tile::TileType t) { return !t.getElementType().isF32(); };
+  auto unsupported = [&](const llvm::Twine &what, StringRef supported) {
+    return op->emitError() << "CUDA emitter: the device library has no '" << op->getName()
+                           << "' of " << what << "; it supports " << supported
+                           << " (the CPU executor runs every form)";
+  };
+  if (auto store = dyn_cast<tile::StoreOp>(op)) {
+    tile::TileType value = tileOf(store.getValue());
+    if (value.isShared() && (!sixteenBit(value) || wgmma))
+      return unsupported(llvm::Twine("a shared ") + (sixteenBit(value) ? "wgmma panel" : "f32") +
+                             " tile",
+                         "stores of register tiles and of 16-bit mma_sync_sm80 shared tiles");
+  }
+  if (auto convert = dyn_cast<tile::ConvertOp>(op)) {
+    tile::TileType src = tileOf(convert.getSource()), dst = tileOf(convert.getResult());
+    bool ok = src.isRegister() ? sixteenBit(src) != sixteenBit(dst) || src == dst
+              : !sixteenBit(src) ? true
+              : wgmma ? !sixteenBit(dst)
+                      : !sixteenBit(dst) || src.getElementType() == dst.getElementType();
+    if (!ok)
+      return unsupported(llvm::formatv("{0} {1} tile to {2}", src.isShared() ? "a shared" : "a register",
+                                       src.getElementType(), dst.getElementType())
+                             .str(),
+                         "16-bit <-> f32 conversions and 16-bit mma_sync_sm80 shared tiles "
+                         "loaded into registers of their own type");
+  }
+  if (auto dot = dyn_cast<tile::RowDotOp>(op)) {
+    tile::TileType lhs = tileOf(dot.getLhs()), rhs = tileOf(dot.getRhs());
+    bool ok = lhs.getSpace() == rhs.getSpace() && lhs.getElementType() == rhs.getElementType() &&
+              (lhs.isRegister() || (sixteenBit(lhs) && !wgmma));
+    if (!ok)
+      return unsupported("these operands",
+                         "two register tiles of one element type or two 16-bit mma_sync_sm80 "
+                         "shared tiles");
+  }
+  if (auto sum = dyn_cast<tile::RowSumOp>(op); sum && !tileOf(sum.getSource()).isRegister())
+    return unsupported("a shared tile", "f32 register tiles");
+  return success();
+}
+
 /// The device-library matmul for the operand transposes of `mm`.
 static const char *matmulFunction(tile::MatmulOp mm) {
   if (mm.getTransposeA())
@@ -1195,6 +1275,8 @@ static const char *matmulFunction(tile::MatmulOp mm) {
 }
 
 LogicalResult KernelEmitter::emitTileOp(Operation *op) {
+  if (failed(checkLibraryForm(op, wgmma())))
+    return failure();
   auto reg = [&](Value v) { return nameOf(v); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tile::ProgramIdOp o) {
@@ -1359,6 +1441,11 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         return success();
       })
       .Case([&](tile::ConvertOp o) {
+        // A register tile to its own type: a copy (the library has no identity convert).
+        if (o.getSource().getType() == o.getType()) {
+          declareResult(o, o.getResult(), nameOf(o.getSource()) + "_cvt", reg(o.getSource()));
+          return success();
+        }
         std::string name = declareResult(o, o.getResult(), nameOf(o.getSource()) + "_cvt", "");
         line() << "convert(" << name << ", " << reg(o.getSource()) << ");\n";
         return success();
@@ -1562,7 +1649,7 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
     bind(arg, n);
     used[n] = 1;
   }
-  if (failed(emitBlock(body)))
+  if (failed(emitBlock(body)) || typeError)
     return failure();
   os.flush();
   bodyText = dropUnusedDeclarations(bodyText);
@@ -1842,6 +1929,17 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
 
   std::string source;
   llvm::raw_string_ostream src(source);
+  // f32 kernels fail at their first f32 product: said before whatever other f32
+  // form (a row_dot of f32 shared tiles in a backward preprocess, ...) comes first.
+  WalkResult f32 = module.walk([](tile::MatmulOp mm) {
+    if (!cast<tile::TileType>(mm.getA().getType()).getElementType().isF32())
+      return WalkResult::advance();
+    mm.emitError("CUDA strategy mma_sync_sm80 needs bf16/f16 matmul operands; this f32 kernel "
+                 "runs on the CPU executor only");
+    return WalkResult::interrupt();
+  });
+  if (f32.wasInterrupted())
+    return failure();
   if (module.getOps<tile::KernelOp>().empty())
     return module.emitError("nothing to compile into kernels: after fusion the spec holds no "
                             "flash.attention or flash.ffn (see --emit=graph)"),

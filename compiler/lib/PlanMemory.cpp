@@ -70,11 +70,10 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                                     what, rows, plan.warps, 16 * plan.warps));
       return success();
     };
-    if (plan.warps < 1 || plan.warps > 16 || (plan.warps & (plan.warps - 1)))
-      return reject(llvm::formatv("warps = {0} must be a power of two in [1, 16]", plan.warps));
-    if (plan.stages < 1 || plan.stages > 8)
-      return reject(llvm::formatv("stages = {0} must be in [1, 8]", plan.stages));
     Attribute spec = kernel.getSpecAttr();
+    // Ranges first (block sizes from options or a hand-edited kernel).
+    if (failed(checkTilePlan([&] { return reject(""); }, spec, plan)))
+      return failure();
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
       if (plan.blockN % 16 != 0)
         return reject(llvm::formatv("block_n = {0} must be a multiple of 16 (mma k)", plan.blockN));
@@ -115,6 +114,15 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
 
   LogicalResult planKernel(KernelOp kernel, const TargetDescription &targetDesc) {
     Attribute spec = kernel.getSpecAttr();
+    // A kernel read from a file may carry any recipe and signature: both are
+    // checked before anything is planned or rebuilt from them.
+    if (spec && failed(checkKernelRecipe(
+                    [&] {
+                      return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName()
+                                                << " cannot be planned: ";
+                    },
+                    spec, kernel.getFunctionType().getInputs())))
+      return failure();
     TilePlan current = planOf(kernel);
     TilePlan plan = current;
     bool isGemm = llvm::isa_and_nonnull<GemmSpecAttr>(spec);

@@ -2,6 +2,7 @@
 #include "flashc/Compiler/TileKernels.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -32,24 +33,35 @@ GlobalTensorType toGlobalTensorType(RankedTensorType type) {
 
 KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute spec,
                      ArrayRef<Type> argTypes, const TilePlan &plan) {
-  if (plan.blockM < 1 || plan.blockN < 1 || plan.warps < 1 || plan.stages < 1) {
-    emitError(loc) << "invalid tile plan: block_m = " << plan.blockM
-                   << ", block_n = " << plan.blockN << ", warps = " << plan.warps
-                   << ", stages = " << plan.stages;
+  if (!llvm::isa_and_nonnull<AttentionSpecAttr, GemmSpecAttr>(spec)) {
+    emitError(loc) << "kernel @" << name << " has no recipe (spec attribute) to build from";
     return nullptr;
   }
-  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec))
-    return buildAttentionKernel(builder, loc, name, attention, argTypes, plan);
-  if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec)) {
+  // Everything the builders read is checked before the first op is created.
+  auto report = [&] { return emitError(loc) << "cannot build kernel @" << name << ": "; };
+  if (failed(checkTilePlan(report, spec, plan)) || failed(checkKernelRecipe(report, spec, argTypes)))
+    return nullptr;
+  KernelOp kernel;
+  if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {
+    kernel = buildAttentionKernel(builder, loc, name, attention, argTypes, plan);
+  } else {
+    auto gemm = llvm::cast<GemmSpecAttr>(spec);
     if (gemm.getBlockK() != plan.blockK)
       gemm = GemmSpecAttr::get(builder.getContext(), gemm.getRole(), gemm.getActivation(),
                                gemm.getTransposeA(), gemm.getTransposeB(), gemm.getBias1(),
                                gemm.getBias2(), gemm.getGated(), gemm.getAccumulate(),
                                gemm.getAlpha(), plan.blockK, gemm.getElementType());
-    return buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
+    kernel = buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
   }
-  emitError(loc) << "kernel @" << name << " has no recipe (spec attribute) to build from";
-  return nullptr;
+  // A pass hands on only kernels that verify: a recipe the checks above let
+  // through by mistake is an error here, not an invalid module later.
+  if (kernel && failed(mlir::verify(kernel))) {
+    kernel.erase();
+    emitError(loc) << "internal error: kernel @" << name << " built from " << spec
+                   << " does not verify";
+    return nullptr;
+  }
+  return kernel;
 }
 
 KernelOp rebuildKernel(KernelOp kernel, const TilePlan &plan) {

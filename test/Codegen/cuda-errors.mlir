@@ -30,6 +30,14 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // RUN: not flashc %S/Inputs/kt-argument-attention.mlir -o %t.kt 2>&1 | FileCheck %s --check-prefix=NEARMISS
 // NEARMISS: kt-argument-attention.mlir:5:8: warning: softmax(...)·V not fused into flash.attention: K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k transpose_b with K [B, H, Sk, D]
 // NEARMISS: error: nothing to compile into kernels
+// Tile ops whose operand layouts the device library has no call for (the CPU executor runs
+// them): named at the op, not CUDA that NVRTC rejects.
+// RUN: not flashc %S/Inputs/f32-shared-store.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32-STORE
+// F32-STORE: f32-shared-store.mlir:13:5: error: CUDA emitter: the device library has no 'tile.store' of a shared f32 tile; it supports stores of register tiles and of 16-bit mma_sync_sm80 shared tiles
+// RUN: not flashc %S/Inputs/convert-16-bit.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=CVT16
+// CVT16: convert-16-bit.mlir:11:10: error: CUDA emitter: the device library has no 'tile.convert' of a register bf16 tile to f16; it supports 16-bit <-> f32 conversions
+// RUN: not flashc %S/Inputs/register-tile-bands.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANDS
+// BANDS: register-tile-bands.mlir:11:10: error: CUDA emitter: a register tile of 16 rows does not split into 16-row bands over 4 warps (needs a multiple of 64)
 // A wgmma matmul the device library has no form for (both operands transposed): named, not miscompiled.
 // RUN: not flashc %S/Inputs/wgmma-both-transposed.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WGMMA
 // WGMMA: wgmma-both-transposed.mlir:11:8: error: strategy wgmma_sm90 supports C += A·B, A·Bᵀ and Aᵀ·B with A, B shared and C += A·B with A in registers

@@ -26,7 +26,7 @@ void copyBoxes(const Driver &d, Bundle &b, int64_t M, int64_t N, int64_t ld, int
   const int64_t P = roundUp(M, kBoxRows), Q = roundUp(N, kBoxCols);
   std::vector<uint16_t> x(size_t(M * ld));
   auto values = randomValues(x.size(), uint32_t(M * 131 + N));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = toBf16(values[i]);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = flashc::reference::bf16FromFloat(values[i]);
   DeviceBuffer dx(d, x.size() * 2), dy(d, size_t(P * Q * 2)); // dy poisoned with 0xFFFF
   dx.upload(x);
   Arguments args;

@@ -7,6 +7,11 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=target=sm_75 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=stages=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=STAGES
+// Block sizes past TileLimits.h (256) are refused before any kernel is rebuilt at them; so are
+// recipes that do not fit their kernel's arguments (hand-edited tile IR).
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=1024" 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: flash-opt %S/Inputs/plan-memory-bad-recipes.mlir --flash-plan-memory -split-input-file -verify-diagnostics
+// RANGE: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: tile plan block_m = 1024 must be in [1, 256]
 // The Sᵀ backward kernel: wgmma on sm_90a for its default two-warpgroup shape; mma.sync when an override
 // breaks that shape; a query block whose 16-row bands do not split the warps evenly is refused (dQ's
 // warp groups would add columns twice).

@@ -35,10 +35,23 @@ TilePlan planOf(mlir::tile::KernelOp kernel);
 /// Converts a ranked tensor type of the graph into the kernel-argument type.
 mlir::tile::GlobalTensorType toGlobalTensorType(mlir::RankedTensorType type);
 
+/// Whether the recipe `spec` (#tile.attention or #tile.gemm, which may have
+/// been built in memory rather than parsed) is in range and can be built for
+/// kernel arguments `argTypes`: count, ranks, element types and static head
+/// dims per role. Reports through `emitError` and fails otherwise.
+mlir::LogicalResult checkKernelRecipe(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                                      mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Whether `plan`'s sizes are in the ranges of TileLimits.h (block sizes,
+/// stages, warps); role-specific shapes are flash-plan-memory's to check.
+mlir::LogicalResult checkTilePlan(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                                  mlir::Attribute spec, const TilePlan &plan);
+
 /// Builds the kernel `name` at the builder's insertion point (module level)
 /// from `spec` (an AttentionSpecAttr or GemmSpecAttr) for the argument types
 /// `argTypes`, following `plan`. Returns null and reports on `loc` when the
-/// recipe cannot be built (e.g. a plan whose blocks do not divide over warps).
+/// recipe cannot be built (checkKernelRecipe, checkTilePlan) or the built
+/// kernel does not verify.
 mlir::tile::KernelOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
                                  mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes,
                                  const TilePlan &plan);

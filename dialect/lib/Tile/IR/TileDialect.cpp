@@ -1,5 +1,6 @@
 //===- TileDialect.cpp - tile dialect, types and attributes ---------------===//
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -66,9 +67,11 @@ LogicalResult GlobalTensorType::verify(function_ref<InFlightDiagnostic()> emitEr
                                        ArrayRef<int64_t> shape, Type elementType) {
   if (shape.empty() || shape.size() > 4)
     return emitError() << "!tile.tensor must have rank 1 to 4, got " << shape.size();
+  // The generated kernels index with 32-bit ints.
   for (int64_t dim : shape)
-    if (!ShapedType::isDynamic(dim) && dim < 0)
-      return emitError() << "!tile.tensor dimension must be >= 0 or ?, got " << dim;
+    if (!ShapedType::isDynamic(dim) && (dim < 0 || dim > limits::kMaxInt32))
+      return emitError() << "!tile.tensor dimension must be in [0, " << limits::kMaxInt32
+                         << "] or ?, got " << dim;
   if (!isTileElementType(elementType))
     return emitError() << "!tile.tensor element type must be bf16, f16 or f32, got " << elementType;
   return success();
@@ -113,8 +116,17 @@ LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
   for (int64_t dim : shape)
     if (dim <= 0)
       return emitError() << "!tile.tile dimensions must be static and positive";
+  for (int64_t dim : shape)
+    if (dim > limits::kMaxTileDim)
+      return emitError() << "!tile.tile dimension " << dim << " exceeds " << limits::kMaxTileDim;
   if (!isTileElementType(elementType))
     return emitError() << "!tile.tile element type must be bf16, f16 or f32, got " << elementType;
+  // No register file or shared memory holds more (dims < 2^16: no overflow).
+  int64_t elements = shape[0] * (shape.size() == 2 ? shape[1] : 1);
+  int64_t bytes = elements * (elementType.isF32() ? 4 : 2);
+  if (bytes > limits::kMaxTileBytes)
+    return emitError() << "!tile.tile of " << bytes << " bytes exceeds " << limits::kMaxTileBytes
+                       << " (no register file or shared memory holds it)";
   return success();
 }
 
@@ -140,6 +152,7 @@ static ParseResult parseArgDim(AsmParser &parser, int64_t &arg, int64_t &dim) {
 }
 
 Attribute GridAttr::parse(AsmParser &parser, Type) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
   if (parser.parseLess())
     return {};
   int64_t arg = -1, dim = 0, divisor = 1, constant = 1;
@@ -166,7 +179,8 @@ Attribute GridAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return GridAttr::get(parser.getContext(), arg, dim, divisor, constant);
+  return GridAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(), arg, dim,
+                              divisor, constant);
 }
 
 void GridAttr::print(AsmPrinter &printer) const {
@@ -184,6 +198,11 @@ void GridAttr::print(AsmPrinter &printer) const {
 int64_t GridAttr::evaluate(ArrayRef<SmallVector<int64_t, 4>> argShapes) const {
   if (isConstant())
     return getConstant();
+  // Out-of-range references are verifier errors (tile.kernel); 0 keeps a
+  // caller that evaluates an unverified kernel from reading past the shapes.
+  if (getArgIndex() >= static_cast<int64_t>(argShapes.size()) ||
+      getDimIndex() >= static_cast<int64_t>(argShapes[getArgIndex()].size()))
+    return 0;
   int64_t size = argShapes[getArgIndex()][getDimIndex()];
   return (size + getDivisor() - 1) / getDivisor();
 }

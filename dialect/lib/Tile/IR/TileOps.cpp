@@ -1,5 +1,6 @@
 //===- TileOps.cpp - tile op verifiers and custom syntax -------------------===//
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionImplementation.h"
@@ -48,6 +49,22 @@ LogicalResult verifyIndices(Operation *op, GlobalTensorType tensor, size_t numIn
   if (static_cast<int64_t>(numIndices) != tensor.getRank())
     return op->emitOpError() << "needs one index per tensor dimension (" << tensor.getRank()
                              << "), got " << numIndices;
+  return success();
+}
+
+/// An optional integer attribute in [lo, hi]; `name` is the attribute's.
+LogicalResult expectInRange(Operation *op, StringRef name, std::optional<int64_t> value, int64_t lo,
+                            int64_t hi) {
+  if (value && (*value < lo || *value > hi))
+    return op->emitOpError() << name << " must be in [" << lo << ", " << hi << "], got " << *value;
+  return success();
+}
+
+/// A scale-like float attribute (TileLimits.h: finite, |x| <= 1e30).
+LogicalResult expectBoundedScale(Operation *op, StringRef name, APFloat value) {
+  if (!limits::isBoundedScale(value.convertToDouble()))
+    return op->emitOpError() << name << " must be finite and at most " << limits::kMaxScale
+                             << " in magnitude, got " << value.convertToDouble();
   return success();
 }
 
@@ -108,12 +125,20 @@ LogicalResult KernelOp::verify() {
                            << " of a rank-" << args[attr.getArgIndex()].getRank() << " argument";
   }
   int64_t warps = static_cast<int64_t>(getWarps());
-  if (warps < 1 || warps > 16 || (warps & (warps - 1)) != 0)
-    return emitOpError() << "warps must be a power of two in [1, 16], got " << warps;
-  if (static_cast<int64_t>(getBlockM()) < 1 || static_cast<int64_t>(getBlockN()) < 1)
-    return emitOpError("block_m and block_n must be positive");
-  if (static_cast<int64_t>(getStages()) < 1)
-    return emitOpError() << "stages must be >= 1, got " << getStages();
+  if (warps < 1 || warps > limits::kMaxWarps || (warps & (warps - 1)) != 0)
+    return emitOpError() << "warps must be a power of two in [1, " << limits::kMaxWarps << "], got "
+                         << warps;
+  if (failed(expectInRange(*this, "block_m", static_cast<int64_t>(getBlockM()), 1,
+                           limits::kMaxBlock)) ||
+      failed(expectInRange(*this, "block_n", static_cast<int64_t>(getBlockN()), 1,
+                           limits::kMaxBlock)) ||
+      failed(expectInRange(*this, "stages", static_cast<int64_t>(getStages()), 1,
+                           limits::kMaxStages)) ||
+      failed(expectInRange(*this, "smem_bytes", getSmemBytes(), 0, limits::kMaxInt32)))
+    return failure();
+  // flash-plan-memory rebuilds a kernel from its recipe.
+  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr>(spec))
+    return emitOpError() << "spec must be a #tile.attention or #tile.gemm recipe, got " << spec;
   if (getBody().empty())
     return emitOpError("needs a body");
   Block &entry = getBody().front();
@@ -186,6 +211,10 @@ LogicalResult LoadOp::verify() {
   auto tile = llvm::cast<TileType>(getResult().getType());
   if (!tile.isShared())
     return emitOpError() << "loads into shared memory, got " << tile;
+  // `buffers` is the pipeline depth the emitter software-pipelines with.
+  if (failed(expectInRange(*this, "buffers", getBuffers(), 1, limits::kMaxStages)) ||
+      failed(expectInRange(*this, "smem_offset", getSmemOffset(), 0, limits::kMaxInt32)))
+    return failure();
   return verifyGlobalTileAccess(*this, tile, getSource().getType(), getIndices().size());
 }
 
@@ -235,6 +264,9 @@ LogicalResult FillOp::verify() {
   auto tile = llvm::cast<TileType>(getType());
   if (!tile.isRegister())
     return emitOpError() << "fills register tiles, got " << tile;
+  // -inf seeds running maxima; NaN has no use and no CUDA literal.
+  if (getValue().isNaN())
+    return emitOpError("fill value must not be NaN");
   return success();
 }
 
@@ -242,7 +274,8 @@ LogicalResult CopyOp::verify() {
   auto source = llvm::cast<TileType>(getSource().getType());
   auto result = llvm::cast<TileType>(getType());
   if (failed(expectTile(*this, source, "source", 2, MemorySpace::Register, false)) ||
-      failed(expectTile(*this, result, "result", 2, MemorySpace::Shared, false)))
+      failed(expectTile(*this, result, "result", 2, MemorySpace::Shared, false)) ||
+      failed(expectInRange(*this, "smem_offset", getSmemOffset(), 0, limits::kMaxInt32)))
     return failure();
   if (source.getShape() != result.getShape() || source.getElementType() != result.getElementType())
     return emitOpError("copies keep shape and element type");
@@ -290,10 +323,9 @@ LogicalResult MaskOp::verify() {
     return emitOpError("window sides must be >= -1 (-1: unbounded)");
   // The device library takes the sides as int template arguments and adds
   // them to 32-bit positions (the flash mask attribute has the same bound).
-  constexpr int64_t kMaxWindowSide = (int64_t(1) << 30) - 1;
-  if (static_cast<int64_t>(getWindowLeft()) > kMaxWindowSide ||
-      static_cast<int64_t>(getWindowRight()) > kMaxWindowSide)
-    return emitOpError() << "window sides must be at most " << kMaxWindowSide
+  if (static_cast<int64_t>(getWindowLeft()) > limits::kMaxWindowSide ||
+      static_cast<int64_t>(getWindowRight()) > limits::kMaxWindowSide)
+    return emitOpError() << "window sides must be at most " << limits::kMaxWindowSide
                          << " (-1: unbounded)";
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
@@ -301,16 +333,25 @@ LogicalResult MaskOp::verify() {
 LogicalResult SoftcapOp::verify() {
   if (!(getCap().convertToDouble() > 0.0))
     return emitOpError("cap must be positive");
+  if (failed(expectBoundedScale(*this, "scale", getScale())) ||
+      failed(expectBoundedScale(*this, "cap", getCap())))
+    return failure();
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
 
 LogicalResult SoftcapGradOp::verify() {
   if (!(getCap().convertToDouble() > 0.0))
     return emitOpError("cap must be positive");
+  if (failed(expectBoundedScale(*this, "cap", getCap())))
+    return failure();
   return expectRegisterF32Tile(*this, getType(), "gradient");
 }
 
-LogicalResult ScaleOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
+LogicalResult ScaleOp::verify() {
+  if (failed(expectBoundedScale(*this, "factor", getFactor())))
+    return failure();
+  return expectRegisterF32Tile(*this, getType(), "source");
+}
 LogicalResult MulOp::verify() { return expectRegisterF32Tile(*this, getType(), "operand"); }
 LogicalResult ActivationOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
 LogicalResult ActivationGradOp::verify() {
@@ -325,6 +366,8 @@ LogicalResult RowMaxOp::verify() {
 }
 
 LogicalResult Exp2Op::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
   if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
     return failure();
   return expectRowVector(*this, getMax().getType(), "row max",
@@ -332,6 +375,8 @@ LogicalResult Exp2Op::verify() {
 }
 
 LogicalResult SoftmaxCorrectionOp::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
   return expectTile(*this, getType(), "row max", 1, MemorySpace::Register, true);
 }
 
@@ -364,6 +409,8 @@ LogicalResult NormalizeOp::verify() {
 }
 
 LogicalResult LseOp::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
   return expectTile(*this, getType(), "row statistics", 1, MemorySpace::Register, true);
 }
 
@@ -397,6 +444,8 @@ static LogicalResult expectRowOrColumnVector(Operation *op, Type type, StringRef
 }
 
 LogicalResult RecomputeProbsOp::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
   if (failed(expectRegisterF32Tile(*this, getScores().getType(), "scores")))
     return failure();
   return expectRowOrColumnVector(*this, getLse().getType(), "lse",

@@ -73,6 +73,8 @@ def Tile_GridAttr : AttrDef<Tile_Dialect, "Grid"> {
   let parameters = (ins "int64_t":$argIndex, "int64_t":$dimIndex,
                         "int64_t":$divisor, "int64_t":$constant);
   let hasCustomAssemblyFormat = 1;
+  // Bounded (32-bit grid sizes): tile IR is an input.
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isConstant() const { return getArgIndex() < 0; }
     /// Evaluates the axis size given the argument shapes.
@@ -99,6 +101,9 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     "int64_t":$window_left, "int64_t":$window_right,
     "::mlir::TypeAttr":$element_type);
   let assemblyFormat = "`<` struct(params) `>`";
+  // An attention role, head dims, finite scales and window sides in the
+  // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
+  let genVerifyDecl = 1;
 }
 
 def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
@@ -124,6 +129,8 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     "::mlir::FloatAttr":$alpha, "int64_t":$block_k,
     "::mlir::TypeAttr":$element_type);
   let assemblyFormat = "`<` struct(params) `>`";
+  // A GEMM-family role, a finite alpha and block_k in TileLimits.h's range.
+  let genVerifyDecl = 1;
 }
 
 #endif // FLASHC_DIALECT_TILE_IR_TILEATTRS_TD

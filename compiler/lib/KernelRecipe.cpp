@@ -1,0 +1,220 @@
+//===- KernelRecipe.cpp - can a recipe be built for these arguments? ------===//
+//
+// The kernel builders (AttentionKernels.cpp, FFNKernels.cpp) index their
+// arguments by role and read ranks, element types and static head / output
+// dims from them. A tile kernel read from a file carries any recipe and any
+// signature, so buildKernel (hence flash-tile, flash-generate-backward and
+// flash-plan-memory's rebuilds) checks both here before creating an op.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/TileKernels.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+namespace {
+
+/// What one kernel argument must be.
+struct ArgRule {
+  const char *name;
+  int64_t minRank, maxRank;
+  /// Element type: the recipe's unless `f32` (accumulators, lse, D);
+  /// `anyElement`: any tile element type (biases).
+  bool f32 = false, anyElement = false;
+  /// The static size the last dimension must have (a head dim); 0: any.
+  int64_t lastDim = 0;
+};
+
+ArgRule tensor4(const char *name, int64_t lastDim, bool f32 = false) {
+  return {name, 4, 4, f32, false, lastDim};
+}
+ArgRule rows3(const char *name) { return {name, 3, 3, true, false, 0}; }
+ArgRule matrix(const char *name, int64_t minRank = 2, int64_t maxRank = 3, bool f32 = false) {
+  return {name, minRank, maxRank, f32, false, 0};
+}
+ArgRule bias(const char *name) { return {name, 1, 1, false, true, 0}; }
+
+SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t given) {
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
+  ArgRule q = tensor4("q", d), k = tensor4("k", d), v = tensor4("v", dv),
+          dOut = tensor4("do", dv), lse = rows3("lse"), delta = rows3("delta"),
+          dqAccum = tensor4("dq_accum", d, /*f32=*/true), dk = tensor4("dk", d),
+          dvOut = tensor4("dv", dv), dq = tensor4("dq", d);
+  switch (spec.getRole()) {
+  case KernelRole::AttentionForward:
+    return {q, k, v, tensor4("out", dv), lse};
+  case KernelRole::AttentionBackwardPreprocess:
+    if (given == 4)
+      return {tensor4("out", dv), dOut, delta, dqAccum};
+    return {tensor4("out", dv), dOut, delta};
+  case KernelRole::AttentionBackward:
+  case KernelRole::AttentionBackwardTransposed:
+    return {q, k, v, dOut, lse, delta, dqAccum, dk, dvOut};
+  case KernelRole::AttentionBackwardKV:
+  case KernelRole::AttentionBackwardKVTransposed:
+    return {q, k, v, dOut, lse, delta, dk, dvOut};
+  case KernelRole::AttentionBackwardDQ:
+    return {q, k, v, dOut, lse, delta, dq};
+  case KernelRole::AttentionBackwardPostprocess:
+    return {dqAccum, dq};
+  default:
+    return {};
+  }
+}
+
+SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
+  bool b1 = spec.getBias1().getValue(), b2 = spec.getBias2().getValue();
+  bool gated = spec.getGated().getValue();
+  SmallVector<ArgRule> rules;
+  switch (spec.getRole()) {
+  case KernelRole::Gemm:
+    rules = {matrix("a"), matrix("b")};
+    if (b1)
+      rules.push_back(bias("bias"));
+    rules.push_back(matrix("c"));
+    return rules;
+  case KernelRole::GatedGemm:
+    // The weights are read as [K, N] tiles at {k0, col0}: rank 2.
+    return {matrix("a"), matrix("w_gate", 2, 2), matrix("w_up", 2, 2), matrix("c")};
+  case KernelRole::ColumnSum:
+    return {matrix("a"), matrix("out", 1, 1)};
+  case KernelRole::GemmSplitK:
+    return {matrix("a"), matrix("b"), matrix("c", 2, 2, /*f32=*/true)};
+  case KernelRole::ConvertF32:
+    return {matrix("a", 2, 2, /*f32=*/true), matrix("c", 2, 2)};
+  case KernelRole::FfnFused:
+    rules = {matrix("x"), matrix("w1", 2, 2)};
+    if (b1)
+      rules.push_back(bias("b1"));
+    if (gated)
+      rules.push_back(matrix("w_up", 2, 2));
+    rules.push_back(matrix("w2", 2, 2));
+    if (b2)
+      rules.push_back(bias("b2"));
+    rules.push_back(matrix("y"));
+    return rules;
+  case KernelRole::FfnBackwardHidden:
+    rules = {matrix("x"), matrix("w1", 2, 2)};
+    if (b1)
+      rules.push_back(bias("b1"));
+    if (gated)
+      rules.push_back(matrix("w_up", 2, 2));
+    rules.append({matrix("w2", 2, 2), matrix("dy"), matrix("h"), matrix("dpre")});
+    if (gated)
+      rules.push_back(matrix("du"));
+    return rules;
+  default:
+    return {};
+  }
+}
+
+/// The recipe attribute's own invariants (TileAttrs.cpp), for a recipe built
+/// in memory rather than parsed.
+LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute spec) {
+  if (auto a = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec))
+    return AttentionSpecAttr::verify(emitError, a.getRole(), a.getHeadDim(), a.getValueDim(),
+                                     a.getScale(), a.getSoftcap(), a.getWindowLeft(),
+                                     a.getWindowRight(), a.getElementType());
+  if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
+    return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
+                                g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
+                                g.getAccumulate(), g.getAlpha(), g.getBlockK(),
+                                g.getElementType());
+  return emitError() << "a kernel recipe must be #tile.attention or #tile.gemm, got " << spec;
+}
+
+} // namespace
+
+LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, Attribute spec,
+                                ArrayRef<Type> argTypes) {
+  if (failed(verifySpec(emitError, spec)))
+    return failure();
+  SmallVector<ArgRule> rules;
+  Type element;
+  std::string role;
+  if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {
+    rules = attentionRules(attention, argTypes.size());
+    element = attention.getElementType().getValue();
+    role = stringifyKernelRole(attention.getRole()).str();
+  } else {
+    auto gemm = llvm::cast<GemmSpecAttr>(spec);
+    rules = gemmRules(gemm);
+    element = gemm.getElementType().getValue();
+    role = stringifyKernelRole(gemm.getRole()).str();
+    if (gemm.getAccumulate().getValue() &&
+        (gemm.getBias1().getValue() || gemm.getActivation() != Activation::Identity ||
+         gemm.getAlpha().getValueAsDouble() != 1.0))
+      return emitError() << "an accumulating GEMM (C += A·B) takes no bias, activation or alpha";
+  }
+  if (rules.size() != argTypes.size())
+    return emitError() << "kernel recipe '" << role << "' takes " << rules.size()
+                       << " tensor arguments, got " << argTypes.size();
+  for (auto [index, pair] : llvm::enumerate(llvm::zip(rules, argTypes))) {
+    auto [rule, type] = pair;
+    auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
+    auto describe = [&, &rule = rule]() {
+      return emitError() << "kernel recipe '" << role << "': argument " << index << " ("
+                         << rule.name << ") ";
+    };
+    if (!tensor)
+      return describe() << "must be a !tile.tensor, got " << type;
+    if (tensor.getRank() < rule.minRank || tensor.getRank() > rule.maxRank) {
+      if (rule.minRank == rule.maxRank)
+        return describe() << "must have rank " << rule.minRank << ", got " << tensor;
+      return describe() << "must have rank " << rule.minRank << " to " << rule.maxRank << ", got "
+                        << tensor;
+    }
+    Type want = rule.f32 ? Float32Type::get(spec.getContext()) : element;
+    if (!rule.anyElement && tensor.getElementType() != want)
+      return describe() << "must have element type " << want << ", got " << tensor;
+    int64_t last = tensor.getShape().back();
+    if (rule.lastDim && last != rule.lastDim)
+      return describe() << "must have a static last dimension of " << rule.lastDim
+                        << " (the recipe's head dim), got " << tensor;
+  }
+  // Split-K slices a rank-2 A by rows and a batched A by batch; B is indexed
+  // by A's batch, so a batched B needs a batched A.
+  if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec);
+      gemm && gemm.getRole() == KernelRole::GemmSplitK &&
+      llvm::cast<GlobalTensorType>(argTypes[1]).getRank() >
+          llvm::cast<GlobalTensorType>(argTypes[0]).getRank())
+    return emitError() << "kernel recipe 'gemm_split_k': a batched b (rank 3) needs a batched a, got "
+                       << argTypes[0] << " and " << argTypes[1];
+  // The fused FFN holds the [block_m x d_out] output accumulator in registers:
+  // its W2's output dim must be static.
+  if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec); gemm && gemm.getRole() == KernelRole::FfnFused) {
+    auto w2 = llvm::cast<GlobalTensorType>(argTypes[argTypes.size() - 2 - (gemm.getBias2().getValue() ? 1 : 0)]);
+    int64_t dOut = w2.getShape()[1];
+    if (ShapedType::isDynamic(dOut) || dOut < 1 || dOut > limits::kMaxTileDim)
+      return emitError() << "kernel recipe 'ffn_fused': w2 must have a static output dim in [1, "
+                         << limits::kMaxTileDim << "], got " << w2;
+  }
+  return success();
+}
+
+LogicalResult checkTilePlan(function_ref<InFlightDiagnostic()> emitError, Attribute spec,
+                            const TilePlan &plan) {
+  auto out = [&](const char *name, int64_t value, int64_t hi) {
+    return emitError() << "tile plan " << name << " = " << value << " must be in [1, " << hi << "]";
+  };
+  if (plan.blockM < 1 || plan.blockM > limits::kMaxBlock)
+    return out("block_m", plan.blockM, limits::kMaxBlock);
+  if (plan.blockN < 1 || plan.blockN > limits::kMaxBlock)
+    return out("block_n", plan.blockN, limits::kMaxBlock);
+  if (llvm::isa_and_nonnull<GemmSpecAttr>(spec) &&
+      (plan.blockK < 1 || plan.blockK > limits::kMaxBlock))
+    return out("block_k", plan.blockK, limits::kMaxBlock);
+  if (plan.stages < 1 || plan.stages > limits::kMaxStages)
+    return out("stages", plan.stages, limits::kMaxStages);
+  if (plan.warps < 1 || plan.warps > limits::kMaxWarps || (plan.warps & (plan.warps - 1)))
+    return emitError() << "tile plan warps = " << plan.warps << " must be a power of two in [1, "
+                       << limits::kMaxWarps << "]";
+  return success();
+}
+
+} // namespace flashc

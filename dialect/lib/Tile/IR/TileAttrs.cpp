@@ -1,0 +1,113 @@
+//===- TileAttrs.cpp - verifiers of the tile attributes -------------------===//
+//
+// Tile IR is an input: #tile.grid, #tile.attention and #tile.gemm are checked
+// against TileLimits.h when parsed (and by the kernel builders before they
+// build from a recipe), so that no pass or the emitter meets an extreme value.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Dialect/Tile/IR/TileDialect.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+bool isTileElement(Type type) { return type.isBF16() || type.isF16() || type.isF32(); }
+
+bool isAttentionRole(KernelRole role) {
+  switch (role) {
+  case KernelRole::AttentionForward:
+  case KernelRole::AttentionBackwardPreprocess:
+  case KernelRole::AttentionBackward:
+  case KernelRole::AttentionBackwardKV:
+  case KernelRole::AttentionBackwardDQ:
+  case KernelRole::AttentionBackwardPostprocess:
+  case KernelRole::AttentionBackwardTransposed:
+  case KernelRole::AttentionBackwardKVTransposed:
+    return true;
+  default:
+    return false;
+  }
+}
+
+LogicalResult checkElementType(function_ref<InFlightDiagnostic()> emitError, StringRef attr,
+                               TypeAttr elementType) {
+  if (!elementType || !isTileElement(elementType.getValue()))
+    return emitError() << "#tile." << attr << " element_type must be bf16, f16 or f32, got "
+                       << elementType;
+  return success();
+}
+
+LogicalResult checkScale(function_ref<InFlightDiagnostic()> emitError, StringRef attr,
+                         StringRef name, FloatAttr value) {
+  if (!value || !limits::isBoundedScale(value.getValueAsDouble()))
+    return emitError() << "#tile." << attr << " " << name << " must be finite and at most "
+                       << limits::kMaxScale << " in magnitude, got " << value;
+  return success();
+}
+
+} // namespace
+
+LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t argIndex,
+                               int64_t dimIndex, int64_t divisor, int64_t constant) {
+  if (argIndex < 0) {
+    if (constant < 1 || constant > limits::kMaxInt32)
+      return emitError() << "grid constant must be in [1, " << limits::kMaxInt32 << "], got "
+                         << constant;
+    return success();
+  }
+  // A kernel has far fewer arguments; the kernel verifier checks the exact count.
+  if (argIndex > limits::kMaxInt32)
+    return emitError() << "grid argument index " << argIndex << " is out of range";
+  if (dimIndex < 0 || dimIndex > 3)
+    return emitError() << "grid dimension index must be in [0, 3] (tensors have rank 1 to 4), got "
+                       << dimIndex;
+  if (divisor < 1 || divisor > limits::kMaxInt32)
+    return emitError() << "grid divisor must be in [1, " << limits::kMaxInt32 << "], got "
+                       << divisor;
+  return success();
+}
+
+LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        KernelRole role, int64_t headDim, int64_t valueDim,
+                                        FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
+                                        int64_t windowRight, TypeAttr elementType) {
+  if (!isAttentionRole(role))
+    return emitError() << "#tile.attention role must be an attention kernel, got "
+                       << stringifyKernelRole(role) << " (a #tile.gemm role)";
+  for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},
+                           {"value_dim", valueDim}})
+    if (dim < 1 || dim > limits::kMaxHeadDim)
+      return emitError() << "#tile.attention " << name << " must be in [1, "
+                         << limits::kMaxHeadDim << "], got " << dim;
+  if (failed(checkScale(emitError, "attention", "scale", scale)) ||
+      failed(checkScale(emitError, "attention", "softcap", softcap)))
+    return failure();
+  if (softcap.getValueAsDouble() < 0)
+    return emitError() << "#tile.attention softcap must be >= 0 (0: none), got " << softcap;
+  for (auto [name, side] : {std::pair<const char *, int64_t>{"window_left", windowLeft},
+                            {"window_right", windowRight}})
+    if (side < -1 || side > limits::kMaxWindowSide)
+      return emitError() << "#tile.attention " << name << " must be in [-1, "
+                         << limits::kMaxWindowSide << "] (-1: unbounded), got " << side;
+  return checkElementType(emitError, "attention", elementType);
+}
+
+LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
+                                   Activation, BoolAttr transposeA, BoolAttr transposeB,
+                                   BoolAttr bias1, BoolAttr bias2, BoolAttr gated,
+                                   BoolAttr accumulate, FloatAttr alpha, int64_t blockK,
+                                   TypeAttr elementType) {
+  if (isAttentionRole(role))
+    return emitError() << "#tile.gemm role must be a GEMM-family kernel, got "
+                       << stringifyKernelRole(role) << " (a #tile.attention role)";
+  if (!transposeA || !transposeB || !bias1 || !bias2 || !gated || !accumulate)
+    return emitError() << "#tile.gemm flags must be booleans";
+  if (failed(checkScale(emitError, "gemm", "alpha", alpha)))
+    return failure();
+  if (blockK < 1 || blockK > limits::kMaxBlock)
+    return emitError() << "#tile.gemm block_k must be in [1, " << limits::kMaxBlock << "], got "
+                       << blockK;
+  return checkElementType(emitError, "gemm", elementType);
+}
