@@ -15,6 +15,7 @@ if PYTHON_DIR not in sys.path:
 
 BASIC_BUNDLE = os.path.join(REPO_ROOT, "test", "Runtime", "bundles", "basic")
 BAD_VERSION_BUNDLE = os.path.join(REPO_ROOT, "test", "Runtime", "bundles", "bad_version")
+TMA_BUNDLE = os.path.join(REPO_ROOT, "test", "Runtime", "bundles", "tma")
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import unittest
 
-from _support import BAD_VERSION_BUNDLE, BASIC_BUNDLE, PYTHON_DIR, requires_runtime
+from _support import BAD_VERSION_BUNDLE, BASIC_BUNDLE, PYTHON_DIR, TMA_BUNDLE, requires_runtime
 
 import flashc
 from flashc import Param
@@ -43,6 +43,13 @@ class BundleIntrospectionTest(unittest.TestCase):
         with self.assertRaises(flashc.NotFoundError) as ctx:
             self.bundle.params("missing_kernel")
         self.assertIn("no kernel or program 'missing_kernel'", str(ctx.exception))
+
+    def test_tensor_maps_are_not_parameters(self):
+        # `tensormap` lines are derived by the runtime from their tensors: the user passes x, y, swizzled only.
+        with flashc.Bundle(TMA_BUNDLE) as tma:
+            self.assertEqual(tma.params("tma_copy"), [
+                Param("x", True, "bf16", "in", ("M", "N")), Param("y", True, "bf16", "out", ("P", "Q")),
+                Param("swizzled", False, "i32", None, ())])
 
     def test_param_shape(self):
         x = (0x10000, "bf16", (3, 8))

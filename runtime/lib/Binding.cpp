@@ -1,10 +1,55 @@
 // Argument validation, symbol binding and ABI packing (no driver involved).
 #include "flashc/runtime/Binding.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
 namespace flashc::rt {
+
+namespace {
+auto encodingKey(const TensorMapEncoding &e) {
+  return std::make_tuple(e.dataType, e.rank, reinterpret_cast<uintptr_t>(e.address), e.dims, e.strides, e.box, e.elementStrides, e.interleave, e.swizzle,
+                  e.l2Promotion, e.oobFill);
+}
+} // namespace
+
+bool TensorMapEncoding::operator<(const TensorMapEncoding &o) const { return encodingKey(*this) < encodingKey(o); }
+bool TensorMapEncoding::operator==(const TensorMapEncoding &o) const { return encodingKey(*this) == encodingKey(o); }
+
+TensorMapCache::TensorMapCache(TensorMapEncodeFn encode, size_t capacity)
+    : encode_(std::move(encode)), capacity_(capacity ? capacity : 1) {}
+
+Status TensorMapCache::get(const TensorMapEncoding &e, TensorMapValue &out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(e);
+  if (it != entries_.end()) {
+    recency_.splice(recency_.begin(), recency_, it->second.use);
+    out = it->second.value;
+    return Status();
+  }
+  TensorMapValue value{};
+  ++encodeCalls_;
+  if (Status s = encode_(e, value); !s) return s; // failures are not cached
+  if (entries_.size() >= capacity_) {
+    entries_.erase(recency_.back());
+    recency_.pop_back();
+  }
+  recency_.push_front(e);
+  entries_.emplace(e, Entry{value, recency_.begin()});
+  out = value;
+  return Status();
+}
+
+size_t TensorMapCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+uint64_t TensorMapCache::encodeCalls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return encodeCalls_;
+}
 
 int64_t TensorArgument::elementCount() const {
   int64_t n = 1;
@@ -195,6 +240,100 @@ Status checkLayout(const TensorParam &p, const TensorArgument &a) {
   return Status();
 }
 
+int tmaDataType(DType t) {
+  switch (t) {
+  case DType::BF16: return tma::BFloat16;
+  case DType::F16: return tma::Float16;
+  case DType::F32: return tma::Float32;
+  case DType::I32: return tma::Int32;
+  }
+  return tma::Float32;
+}
+
+int tmaSwizzle(TensorMapSwizzle s) {
+  switch (s) {
+  case TensorMapSwizzle::None: return tma::SwizzleNone;
+  case TensorMapSwizzle::B32: return tma::Swizzle32B;
+  case TensorMapSwizzle::B64: return tma::Swizzle64B;
+  case TensorMapSwizzle::B128: return tma::Swizzle128B;
+  }
+  return tma::SwizzleNone;
+}
+
+// The driver's limits (cuTensorMapEncodeTiled): dims at most 2^32, strides
+// multiples of 16 bytes below 2^40, base address 16-byte aligned.
+constexpr uint64_t kTmaMaxDim = uint64_t(1) << 32;
+constexpr int64_t kTmaStrideLimit = int64_t(1) << 40;
+constexpr int64_t kTmaAlign = 16;
+
+// Derives the cuTensorMapEncodeTiled arguments of tensor map `m` from its
+// tensor's bound argument, and checks in the user's terms what the TMA unit
+// needs. The address is filled in by encodeTensorMaps (scratch is allocated
+// after planning); a user tensor's alignment is checked here.
+Result<TensorMapEncoding> planTensorMap(const KernelSpec &k, const TensorMapParam &m, const TensorParam &p,
+                                        const TensorArgument &a, bool isScratch) {
+  const std::string arg = "argument '" + p.name + "'";
+  const std::string need = ", which the TMA load of kernel '" + k.name + "' (tensor map '" + m.name + "') needs";
+  const int rank = a.rank;
+  const int64_t esize = dtypeSize(p.dtype);
+  if (rank < 1 || rank > tma::kMaxRank || int(m.box.size()) != rank)
+    return makeError(ErrorCode::InvalidBundle, "kernel '" + k.name + "': tensor map '" + m.name + "' does not fit tensor '" +
+                                                   p.name + "' (rank " + std::to_string(rank) + ")");
+  for (int i = 0; i < rank; ++i) {
+    if (a.shape[i] < 1)
+      return bad(arg + ": dim " + std::to_string(i) + " is " + std::to_string(a.shape[i]) +
+                 "; every dim must be at least 1" + need);
+    if (uint64_t(a.shape[i]) > kTmaMaxDim)
+      return bad(arg + ": dim " + std::to_string(i) + " is " + std::to_string(a.shape[i]) + ", more than 2^32" + need);
+  }
+  const int inner = rank - 1;
+  if (a.shape[inner] > 1 && a.stride[inner] != 1)
+    return bad(arg + ": the last dim's stride is " + std::to_string(a.stride[inner]) +
+               " elements; it must be 1 (contiguous)" + need);
+  if (!isScratch && reinterpret_cast<uintptr_t>(a.data) % kTmaAlign != 0) {
+    std::ostringstream os;
+    os << arg << ": data pointer " << a.data << " is not aligned to 16 bytes" << need;
+    return bad(os.str());
+  }
+  // Byte strides of the outer dims (manifest order). A dim of size 1 is only
+  // ever read at coordinate 0, so its stride is irrelevant; it gets the
+  // extent of the dims inside it, which keeps the driver's checks happy.
+  std::array<int64_t, tma::kMaxRank> bytes{};
+  int64_t innerExtent = a.shape[inner] * esize;
+  for (int i = inner - 1; i >= 0; --i) {
+    if (a.shape[i] == 1) {
+      bytes[i] = std::min((std::max<int64_t>(innerExtent, 1) + 15) / 16 * 16, kTmaStrideLimit - 16);
+    } else {
+      int64_t b = 0;
+      if (__builtin_mul_overflow(a.stride[i], esize, &b) || b >= kTmaStrideLimit)
+        return bad(arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) +
+                   " elements, 2^40 bytes or more" + need);
+      if (b == 0)
+        return bad(arg + ": stride " + std::to_string(i) + " is 0 (a broadcast dim of size " +
+                   std::to_string(a.shape[i]) + "); the TMA load of kernel '" + k.name + "' (tensor map '" + m.name +
+                   "') reads only strided memory");
+      if (b % kTmaAlign != 0)
+        return bad(arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) + " elements (" +
+                   std::to_string(b) + " bytes), not a multiple of 16 bytes" + need);
+      bytes[i] = b;
+    }
+    int64_t extent = 0;
+    innerExtent = __builtin_mul_overflow(bytes[i], a.shape[i], &extent) ? kTmaStrideLimit : extent;
+  }
+  TensorMapEncoding e;
+  e.dataType = tmaDataType(p.dtype);
+  e.rank = uint32_t(rank);
+  e.address = a.data;
+  for (int j = 0; j < rank; ++j) {
+    e.dims[j] = uint64_t(a.shape[inner - j]);
+    e.box[j] = uint32_t(m.box[inner - j]);
+    e.elementStrides[j] = 1;
+  }
+  for (int j = 0; j < inner; ++j) e.strides[j] = uint64_t(bytes[inner - 1 - j]);
+  e.swizzle = tmaSwizzle(m.swizzle);
+  return e;
+}
+
 std::string symbolValues(const Expr &e, const SymbolTable &values) {
   std::set<std::string> used;
   e.collectSymbols(used);
@@ -208,8 +347,12 @@ std::string symbolValues(const Expr &e, const SymbolTable &values) {
 
 // Unknown or misplaced arguments: each given argument must be a parameter.
 Status checkNoStrayArguments(const Arguments &args, const std::set<std::string> &params,
-                             const std::set<std::string> &scratch, const std::string &what) {
+                             const std::set<std::string> &scratch, const std::string &what,
+                             const std::map<std::string, std::string> &tensorMaps) {
   auto check = [&](const std::string &name) -> Status {
+    if (!params.count(name) && tensorMaps.count(name))
+      return bad("argument '" + name + "' is a tensor map that the runtime derives from tensor '" +
+                 tensorMaps.at(name) + "' of " + what + "; do not pass it");
     if (scratch.count(name))
       return bad("argument '" + name + "' is scratch that the runtime allocates for " + what + "; do not pass it");
     if (!params.count(name)) return bad("unknown argument '" + name + "': " + what + " has no such parameter");
@@ -251,10 +394,12 @@ Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
   const std::string who = "kernel '" + k.name + "'";
   KernelLaunch launch;
   launch.kernel = &k;
+  std::vector<const TensorArgument *> bound;
   for (const auto &p : k.tensors) {
     auto sc = scratchArgs.find(p.name);
     bool isScratch = sc != scratchArgs.end();
     const TensorArgument &a = isScratch ? sc->second : args.tensors().at(p.name);
+    bound.push_back(&a);
     if (!isScratch)
       if (Status s = checkLayout(p, a); !s) return s.error();
     PackedTensorArg packed{};
@@ -311,7 +456,23 @@ Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
     return bad(who + " needs " + std::to_string(*shared) + " bytes of dynamic shared memory; the device allows at most " +
                std::to_string(limits.maxDynamicSharedBytes) + " per block");
   launch.sharedBytes = uint32_t(*shared);
+  // Tensor maps last: a skipped launch (an empty grid) needs none, and its
+  // tensors may well have empty dims that no tensor map can describe.
+  if (!launch.skip)
+    for (const auto &m : k.tensorMaps) {
+      size_t idx = 0;
+      while (idx < k.tensors.size() && k.tensors[idx].name != m.tensor) ++idx;
+      if (idx == k.tensors.size())
+        return makeError(ErrorCode::InvalidBundle, who + ": tensor map '" + m.name + "' of unknown tensor '" + m.tensor + "'");
+      auto e = planTensorMap(k, m, k.tensors[idx], *bound[idx], launch.tensorIsScratch[idx]);
+      if (!e) return e.error();
+      launch.tensorMapPlans.push_back({idx, *e});
+    }
   return launch;
+}
+
+void addTensorMapNames(const KernelSpec &k, std::map<std::string, std::string> &out) {
+  for (const auto &m : k.tensorMaps) out.emplace(m.name, m.tensor);
 }
 
 std::set<std::string> paramNames(const KernelSpec &k) {
@@ -324,7 +485,9 @@ std::set<std::string> paramNames(const KernelSpec &k) {
 } // namespace
 
 Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments &args, const DeviceLimits &limits) {
-  if (Status s = checkNoStrayArguments(args, paramNames(kernel), {}, "kernel '" + kernel.name + "'"); !s)
+  std::map<std::string, std::string> tensorMaps;
+  addTensorMapNames(kernel, tensorMaps);
+  if (Status s = checkNoStrayArguments(args, paramNames(kernel), {}, "kernel '" + kernel.name + "'", tensorMaps); !s)
     return s.error();
   Binder binder;
   if (Status s = bindAll(kernel, args, binder, {}); !s) return s.error();
@@ -337,14 +500,16 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
   const std::string what = "program '" + program.name + "'";
   std::vector<const KernelSpec *> kernels;
   std::set<std::string> params, scratchNames;
+  std::map<std::string, std::string> tensorMaps;
   for (const auto &kn : program.kernels) {
     const KernelSpec *k = manifest.findKernel(kn);
     if (!k) return makeError(ErrorCode::InvalidBundle, what + ": unknown kernel '" + kn + "'");
     kernels.push_back(k);
     for (const auto &n : paramNames(*k)) params.insert(n);
+    addTensorMapNames(*k, tensorMaps);
   }
   for (const auto &s : program.scratch) scratchNames.insert(s.name);
-  if (Status s = checkNoStrayArguments(args, params, scratchNames, what); !s) return s.error();
+  if (Status s = checkNoStrayArguments(args, params, scratchNames, what, tensorMaps); !s) return s.error();
 
   // Pass 1: bind every symbol from the user's arguments across all kernels.
   Binder binder;
@@ -394,6 +559,29 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     launch.kernels.push_back(*kl);
   }
   return launch;
+}
+
+Status encodeTensorMaps(KernelLaunch &launch, TensorMapCache &cache) {
+  const KernelSpec &k = *launch.kernel;
+  launch.tensorMaps.assign(launch.tensorMapPlans.size(), TensorMapValue{});
+  for (size_t i = 0; i < launch.tensorMapPlans.size(); ++i) {
+    const auto &plan = launch.tensorMapPlans[i];
+    const TensorMapParam &m = k.tensorMaps[i];
+    TensorMapEncoding e = plan.encoding;
+    e.address = launch.tensors[plan.tensor].data;
+    const std::string who = "kernel '" + k.name + "': tensor map '" + m.name + "' of tensor '" + m.tensor + "'";
+    if (reinterpret_cast<uintptr_t>(e.address) % kTmaAlign != 0) {
+      std::ostringstream os;
+      os << who << ": data pointer " << e.address << " is not aligned to 16 bytes";
+      return bad(os.str());
+    }
+    if (Status s = cache.get(e, launch.tensorMaps[i]); !s) {
+      Error err = s.error();
+      err.message = who + ": " + err.message;
+      return err;
+    }
+  }
+  return Status();
 }
 
 Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const std::string &entryName,

@@ -346,12 +346,67 @@ Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, 
   return Status();
 }
 
+// The binder's copies of cuda.h's tensor map enums and layout (it has no CUDA headers).
+static_assert(tma::Int32 == int(CU_TENSOR_MAP_DATA_TYPE_INT32) && tma::Float16 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT16) &&
+                  tma::Float32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32) && tma::BFloat16 == int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
+              "tma::DataType mirrors CUtensorMapDataType");
+static_assert(tma::SwizzleNone == int(CU_TENSOR_MAP_SWIZZLE_NONE) && tma::Swizzle32B == int(CU_TENSOR_MAP_SWIZZLE_32B) &&
+                  tma::Swizzle64B == int(CU_TENSOR_MAP_SWIZZLE_64B) && tma::Swizzle128B == int(CU_TENSOR_MAP_SWIZZLE_128B),
+              "tma::Swizzle mirrors CUtensorMapSwizzle");
+static_assert(tma::kInterleaveNone == int(CU_TENSOR_MAP_INTERLEAVE_NONE) &&
+                  tma::kL2Promotion128B == int(CU_TENSOR_MAP_L2_PROMOTION_L2_128B) &&
+                  tma::kOobFillZeros == int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "tma constants mirror cuda.h");
+static_assert(sizeof(TensorMapValue) == sizeof(CUtensorMap) && alignof(TensorMapValue) >= alignof(CUtensorMap),
+              "TensorMapValue is a CUtensorMap");
+static_assert(sizeof(cuuint64_t) == sizeof(uint64_t) && sizeof(cuuint32_t) == sizeof(uint32_t), "cuuint types");
+
+namespace {
+
+std::string joinNumbers(const uint64_t *v, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+Status encodeWithDriver(const TensorMapEncoding &e, TensorMapValue &out) {
+  auto d = Driver::get();
+  if (!d) return d.error();
+  CUresult rc = (*d)->cuTensorMapEncodeTiled(
+      reinterpret_cast<CUtensorMap *>(&out), CUtensorMapDataType(e.dataType), e.rank, e.address,
+      reinterpret_cast<const cuuint64_t *>(e.dims.data()), reinterpret_cast<const cuuint64_t *>(e.strides.data()),
+      reinterpret_cast<const cuuint32_t *>(e.box.data()), reinterpret_cast<const cuuint32_t *>(e.elementStrides.data()),
+      CUtensorMapInterleave(e.interleave), CUtensorMapSwizzle(e.swizzle), CUtensorMapL2promotion(e.l2Promotion),
+      CUtensorMapFloatOOBfill(e.oobFill));
+  if (rc == CUDA_SUCCESS) return Status();
+  Error err = (*d)->error("cuTensorMapEncodeTiled", rc);
+  uint64_t box[tma::kMaxRank];
+  for (uint32_t i = 0; i < e.rank; ++i) box[i] = e.box[i];
+  err.message += " (dims " + joinNumbers(e.dims.data(), e.rank) + ", byte strides " +
+                 joinNumbers(e.strides.data(), e.rank - 1) + ", box " + joinNumbers(box, e.rank) + ", innermost first)";
+  return err;
+}
+
+// One process-wide cache: tensor maps are plain values (no context), keyed by
+// everything they encode, so bundles and threads share it.
+TensorMapCache &tensorMapCache() {
+  static TensorMapCache cache(encodeWithDriver);
+  return cache;
+}
+
+} // namespace
+
 Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream) {
   const KernelSpec &k = *launch.kernel;
   if (launch.skip) return Status();
   if (Status s = ensureShared(d, m, k, launch.sharedBytes); !s) return s;
+  // Kernel ABI order: tensors, tensor maps, scalars. cuLaunchKernel copies
+  // the values these point at before it returns.
+  if (launch.tensorMaps.size() != launch.tensorMapPlans.size())
+    return makeError(ErrorCode::Internal, "kernel '" + k.name + "': tensor maps not encoded before the launch");
   std::vector<void *> params;
   for (auto &t : launch.tensors) params.push_back(&t);
+  for (auto &t : launch.tensorMaps) params.push_back(&t);
   for (auto &s : launch.scalars) params.push_back(&s);
   CUfunction fn = m.functions.at(k.name);
   CUresult rc = d.cuLaunchKernel(fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
@@ -374,6 +429,7 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
   auto plan = planKernelLaunch(*k, args, (*m)->limits.at(k->name));
   if (!plan) return plan.error();
   if (Status s = impl_->checkPointers(**d, *plan, (*m)->device); !s) return s;
+  if (Status s = encodeTensorMaps(*plan, tensorMapCache()); !s) return s;
   return impl_->launchOne(**d, **m, *plan, static_cast<CUstream>(stream));
 }
 
@@ -414,6 +470,11 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
     }
     plan->setScratchPointer(sc.name, reinterpret_cast<void *>(ptr));
   }
+  // Every tensor map is encoded (scratch pointers are known now) before the
+  // first kernel runs.
+  if (status)
+    for (auto &kl : plan->kernels)
+      if (status = encodeTensorMaps(kl, tensorMapCache()); !status) break;
   if (status)
     for (auto &kl : plan->kernels)
       if (status = impl_->launchOne(drv, **m, kl, cuStream); !status) break;

@@ -50,6 +50,22 @@ const char *directionName(Direction d) {
   return "?";
 }
 
+const char *swizzleName(TensorMapSwizzle s) {
+  switch (s) {
+  case TensorMapSwizzle::None: return "none";
+  case TensorMapSwizzle::B32: return "32";
+  case TensorMapSwizzle::B64: return "64";
+  case TensorMapSwizzle::B128: return "128";
+  }
+  return "?";
+}
+
+bool parseSwizzle(std::string_view s, TensorMapSwizzle &out) {
+  for (TensorMapSwizzle t : {TensorMapSwizzle::None, TensorMapSwizzle::B32, TensorMapSwizzle::B64, TensorMapSwizzle::B128})
+    if (s == swizzleName(t)) { out = t; return true; }
+  return false;
+}
+
 bool TensorParam::operator==(const TensorParam &o) const {
   return name == o.name && dtype == o.dtype && direction == o.direction && dims == o.dims &&
          requiredAlignment() == o.requiredAlignment() && contiguous == o.contiguous &&
@@ -67,9 +83,15 @@ const ScalarParam *KernelSpec::findScalar(std::string_view n) const {
   return nullptr;
 }
 
+const TensorMapParam *KernelSpec::findTensorMap(std::string_view n) const {
+  for (const auto &m : tensorMaps)
+    if (m.name == n) return &m;
+  return nullptr;
+}
+
 bool KernelSpec::operator==(const KernelSpec &o) const {
   return name == o.name && entry == o.entry && role == o.role && tensors == o.tensors &&
-         scalars == o.scalars && grid == o.grid && block == o.block &&
+         tensorMaps == o.tensorMaps && scalars == o.scalars && grid == o.grid && block == o.block &&
          sharedBytes == o.sharedBytes && constraints == o.constraints;
 }
 
@@ -109,6 +131,40 @@ Error invalid(int line, const std::string &what) {
 
 bool isIntegerScalar(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64; }
 
+// The static rules of a tensor map (the TMA unit's limits on the box and the
+// swizzle); what depends on the bound tensor is checked at launch. Errors name
+// the tensormap line when it was parsed.
+Status validateTensorMap(const KernelSpec &k, const TensorMapParam &m, std::set<std::string> &names) {
+  const int line = m.line > 0 ? m.line : k.line;
+  const std::string who = "kernel '" + k.name + "': tensor map '" + m.name + "'";
+  if (!isIdentifier(m.name)) return invalid(line, "kernel '" + k.name + "': bad tensor map name '" + m.name + "'");
+  if (!names.insert(m.name).second) return invalid(line, "kernel '" + k.name + "': duplicate parameter '" + m.name + "'");
+  const TensorParam *t = k.findTensor(m.tensor);
+  if (!t) return invalid(line, who + ": unknown tensor '" + m.tensor + "' (a tensor parameter of the same kernel)");
+  const int64_t rank = int64_t(t->dims.size());
+  if (rank < 1) return invalid(line, who + ": tensor '" + t->name + "' has rank 0 (a tensor map needs rank 1 or more)");
+  if (int64_t(m.box.size()) != rank)
+    return invalid(line, who + ": box has " + std::to_string(m.box.size()) + " extents but tensor '" + t->name +
+                             "' has rank " + std::to_string(rank) + " (one extent per dim)");
+  for (size_t i = 0; i < m.box.size(); ++i)
+    if (m.box[i] < 1 || m.box[i] > kMaxTensorMapBox)
+      return invalid(line, who + ": box extent " + std::to_string(m.box[i]) + " of dim " + std::to_string(i) +
+                               " is outside 1.." + std::to_string(kMaxTensorMapBox));
+  // The TMA unit moves the inner box dim in 16-byte units, and a swizzle
+  // permutes 16-byte chunks within its span: the inner row must fit in it.
+  const int64_t innerBytes = m.box.back() * dtypeSize(t->dtype);
+  if (innerBytes % 16 != 0)
+    return invalid(line, who + ": inner box extent " + std::to_string(m.box.back()) + " x " +
+                             std::to_string(dtypeSize(t->dtype)) + " bytes (" + dtypeName(t->dtype) + ") = " +
+                             std::to_string(innerBytes) + " bytes is not a multiple of 16");
+  const int64_t span = int64_t(m.swizzle);
+  if (span > 0 && innerBytes > span)
+    return invalid(line, who + ": inner box extent " + std::to_string(m.box.back()) + " x " +
+                             std::to_string(dtypeSize(t->dtype)) + " bytes = " + std::to_string(innerBytes) +
+                             " bytes exceeds the " + std::to_string(span) + "-byte swizzle span");
+  return Status();
+}
+
 Status validateKernel(const KernelSpec &k) {
   std::string who = "kernel '" + k.name + "': ";
   if (!isIdentifier(k.name)) return invalid(k.line, "kernel name '" + k.name + "' is not an identifier");
@@ -134,6 +190,8 @@ Status validateKernel(const KernelSpec &k) {
     if (t.strideMultiple < 1)
       return invalid(k.line, who + "tensor '" + t.name + "' stride_multiple must be >= 1");
   }
+  for (const auto &m : k.tensorMaps)
+    if (Status s = validateTensorMap(k, m, names); !s) return s;
   for (const auto &s : k.scalars) {
     if (!isIdentifier(s.name)) return invalid(k.line, who + "bad parameter name '" + s.name + "'");
     if (!names.insert(s.name).second) return invalid(k.line, who + "duplicate parameter '" + s.name + "'");

@@ -210,6 +210,7 @@ private:
       return Status();
     }
     if (key == "tensor") return tensorLine(rest);
+    if (key == "tensormap") return tensorMapLine(rest);
     if (key == "scalar") {
       if (words.size() != 2) return fail("expected 'scalar <name> <f32|i32|i64>'");
       ScalarParam s;
@@ -226,6 +227,8 @@ private:
     KernelSpec &k = *kernel_;
     if (!k.scalars.empty())
       return fail("tensor parameter after a scalar parameter (kernel ABI: all tensors come first)");
+    if (!k.tensorMaps.empty())
+      return fail("tensor parameter after a tensormap (kernel ABI: tensors, then tensor maps, then scalars)");
     size_t open = rest.find('['), close = rest.find(']');
     if (open == std::string_view::npos || close == std::string_view::npos || close < open)
       return fail("expected 'tensor <name> <dtype> <in|out|inout> [dims] attributes'");
@@ -274,6 +277,39 @@ private:
       return fail("bad tensor attribute '" + attr + "' (expected align=<bytes>, contiguous, stride_multiple=<n>)");
     }
     k.tensors.push_back(std::move(t));
+    return Status();
+  }
+
+  // tensormap <name> of <tensor> box [<e0>, ...] swizzle <none|32|64|128>.
+  // The rules that need the tensor (rank, box limits, swizzle span) are in
+  // validateManifest, which names this line through TensorMapParam::line.
+  Status tensorMapLine(std::string_view rest) {
+    KernelSpec &k = *kernel_;
+    static const char *kSyntax = "expected 'tensormap <name> of <tensor> box [<extent>, ...] swizzle <none|32|64|128>'";
+    if (!k.scalars.empty())
+      return fail("tensormap after a scalar parameter (kernel ABI: tensors, then tensor maps, then scalars)");
+    size_t open = rest.find('['), close = rest.find(']');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) return fail(kSyntax);
+    auto head = splitWords(rest.substr(0, open));
+    auto tail = splitWords(rest.substr(close + 1));
+    if (head.size() != 4 || head[1] != "of" || head[3] != "box" || tail.size() != 2 || tail[0] != "swizzle")
+      return fail(kSyntax);
+    TensorMapParam m;
+    m.name = head[0];
+    m.tensor = head[2];
+    m.line = line_;
+    std::string_view boxText = trim(rest.substr(open + 1, close - open - 1));
+    if (!boxText.empty())
+      for (auto e : splitTopLevelCommas(boxText)) {
+        int64_t v;
+        if (!parseInt(e, v))
+          return fail("box extent '" + std::string(e) + "' of tensor map '" + m.name +
+                      "' is not an integer literal (1.." + std::to_string(kMaxTensorMapBox) + ")");
+        m.box.push_back(v);
+      }
+    if (!parseSwizzle(tail[1], m.swizzle))
+      return fail("unknown swizzle '" + tail[1] + "' of tensor map '" + m.name + "' (expected none, 32, 64, 128)");
+    k.tensorMaps.push_back(std::move(m));
     return Status();
   }
 

@@ -31,6 +31,11 @@ std::string writeManifest(const Manifest &m) {
       if (t.strideMultiple != 1) s += " stride_multiple=" + std::to_string(t.strideMultiple);
       line(s);
     }
+    for (const auto &m : k.tensorMaps) {
+      std::string s = "  tensormap " + m.name + " of " + m.tensor + " box [";
+      for (size_t i = 0; i < m.box.size(); ++i) s += (i ? ", " : "") + std::to_string(m.box[i]);
+      line(s + "] swizzle " + swizzleName(m.swizzle));
+    }
     for (const auto &s : k.scalars) line("  scalar " + s.name + " " + scalarTypeName(s.type));
     line("  grid " + k.grid[0].str() + ", " + k.grid[1].str() + ", " + k.grid[2].str());
     line("  block " + k.block[0].str() + ", " + k.block[1].str() + ", " + k.block[2].str());

@@ -215,6 +215,101 @@ void testMalformed() {
   for (const auto &c : cases) checkError(parseManifest(c.text), c.expected, "malformed: " + c.what);
 }
 
+// The tensormap directive: canonical round trip, and every error names its line.
+void testTensorMaps() {
+  std::string text = withKernel("  tensor q bf16 in [B, H, S, 64] align=16 contiguous\n"
+                                "  tensor o f32 out [S, 4]\n"
+                                "  tensormap qm of q box [1, 1, 64, 64] swizzle 128\n"
+                                "  tensormap om of o box [16,4]   swizzle none\n"
+                                "  scalar n i32\n"
+                                "  grid cdiv(S, 64), H, B\n  block 128, 1, 1\n");
+  auto m = parseManifest(text);
+  if (!checkOk(m, "a kernel with two tensor maps parses")) return;
+  const KernelSpec &k = m->kernels[0];
+  check(k.tensorMaps.size() == 2 && k.tensorMaps[0].name == "qm" && k.tensorMaps[0].tensor == "q" &&
+            k.tensorMaps[0].box == std::vector<int64_t>{1, 1, 64, 64} &&
+            k.tensorMaps[0].swizzle == TensorMapSwizzle::B128 && k.tensorMaps[0].line == 9,
+        "tensormap qm: tensor q, box [1, 1, 64, 64], swizzle 128, line 9");
+  check(k.tensorMaps[1].box == std::vector<int64_t>{16, 4} && k.tensorMaps[1].swizzle == TensorMapSwizzle::None,
+        "tensormap om: box [16, 4], swizzle none");
+  check(k.findTensorMap("om") == &k.tensorMaps[1] && !k.findTensorMap("q"), "findTensorMap");
+  std::string written = writeManifest(*m);
+  check(contains(written, "  tensor o f32 out [S, 4]\n  tensormap qm of q box [1, 1, 64, 64] swizzle 128\n"
+                          "  tensormap om of o box [16, 4] swizzle none\n  scalar n i32\n"),
+        "canonical form: tensor maps between the tensors and the scalars", written);
+  auto again = parseManifest(written);
+  check(again.ok() && *again == *m && writeManifest(*again) == written, "tensor maps round-trip through the writer");
+  Manifest changed = *m;
+  changed.kernels[0].tensorMaps[0].swizzle = TensorMapSwizzle::B64;
+  check(!(changed == *m), "the swizzle takes part in equality");
+  changed = *m;
+  changed.kernels[0].tensorMaps[1].line = 99;
+  check(changed == *m, "the line does not take part in equality");
+  // Built in code (no lines): errors then name the kernel's line.
+  changed = *m;
+  changed.kernels[0].tensorMaps[0].line = 0;
+  changed.kernels[0].tensorMaps[0].box = {1, 1, 64, 0};
+  checkError(validateManifest(changed), "manifest.flashc:5: kernel 'k': tensor map 'qm': box extent 0 of dim 3",
+             "a tensor map built in code is validated too");
+
+  const std::string tail = "  grid N, 1, 1\n  block 1, 1, 1\n";
+  const std::string x = "  tensor x f32 in [M, N]\n";
+  struct Case {
+    std::string body, expected, what;
+  };
+  std::vector<Case> cases = {
+      {x + "  tensormap xm of y box [1, 8] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': unknown tensor 'y' (a tensor parameter of the same kernel)",
+       "unknown tensor"},
+      {x + "  tensormap xm of x box [8] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': box has 1 extents but tensor 'x' has rank 2 (one extent per dim)",
+       "box rank below the tensor's"},
+      {x + "  tensormap xm of x box [1, 1, 8] swizzle none\n", "manifest.flashc:8: kernel 'k': tensor map 'xm': box has 3 extents",
+       "box rank above the tensor's"},
+      {x + "  tensormap xm of x box [0, 8] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': box extent 0 of dim 0 is outside 1..256", "box extent 0"},
+      {x + "  tensormap xm of x box [257, 8] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': box extent 257 of dim 0 is outside 1..256", "box extent 257"},
+      {x + "  tensormap xm of x box [1, N] swizzle none\n",
+       "manifest.flashc:8: box extent 'N' of tensor map 'xm' is not an integer literal (1..256)", "symbolic box extent"},
+      {x + "  tensormap xm of x box [1, 8] swizzle 16\n",
+       "manifest.flashc:8: unknown swizzle '16' of tensor map 'xm' (expected none, 32, 64, 128)", "bad swizzle"},
+      {x + "  tensormap xm of x box [1, 3] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': inner box extent 3 x 4 bytes (f32) = 12 bytes is not a multiple of 16",
+       "inner box bytes not a multiple of 16"},
+      {"  tensor x bf16 in [M, N]\n  tensormap xm of x box [1, 64] swizzle 64\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': inner box extent 64 x 2 bytes = 128 bytes exceeds the 64-byte swizzle span",
+       "inner box bytes over the swizzle span"},
+      {"  tensor x bf16 in [M, N]\n  tensormap xm of x box [256, 64] swizzle 128\n" + tail, "", "128 bytes fit swizzle 128"},
+      {x + "  scalar s f32\n  tensormap xm of x box [1, 4] swizzle none\n",
+       "manifest.flashc:9: tensormap after a scalar parameter (kernel ABI: tensors, then tensor maps, then scalars)",
+       "tensormap after a scalar"},
+      {x + "  tensormap xm of x box [1, 4] swizzle none\n  tensor y f32 in [N]\n",
+       "manifest.flashc:9: tensor parameter after a tensormap (kernel ABI: tensors, then tensor maps, then scalars)",
+       "tensor after a tensormap"},
+      {x + "  tensormap x of x box [1, 4] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': duplicate parameter 'x'", "tensor map named like a tensor"},
+      {x + "  tensormap xm of x box [1, 4] swizzle none\n  tensormap xm of x box [2, 4] swizzle none\n",
+       "manifest.flashc:9: kernel 'k': duplicate parameter 'xm'", "two tensor maps of one name"},
+      {x + "  tensormap xm of x box [1, 4] swizzle none\n  scalar xm i32\n", "manifest.flashc:5: kernel 'k': duplicate parameter 'xm'",
+       "scalar named like a tensor map"},
+      {x + "  tensormap xm x box [1, 4] swizzle none\n",
+       "manifest.flashc:8: expected 'tensormap <name> of <tensor> box [<extent>, ...] swizzle <none|32|64|128>'",
+       "tensormap without 'of'"},
+      {x + "  tensormap xm of x box [1, 4]\n", "manifest.flashc:8: expected 'tensormap <name>", "tensormap without swizzle"},
+      {x + "  tensormap xm of x box 1, 4 swizzle none\n", "manifest.flashc:8: expected 'tensormap <name>", "box without brackets"},
+      {"  tensor x f32 in []\n  tensormap xm of x box [] swizzle none\n",
+       "manifest.flashc:8: kernel 'k': tensor map 'xm': tensor 'x' has rank 0 (a tensor map needs rank 1 or more)",
+       "tensor map of a rank-0 tensor"},
+  };
+  for (const auto &c : cases) {
+    std::string body = c.body;
+    if (body.find("  grid ") == std::string::npos) body += tail;
+    if (c.expected.empty()) checkOk(parseManifest(withKernel(body)), "tensormap: " + c.what);
+    else checkError(parseManifest(withKernel(body)), c.expected, "tensormap error: " + c.what);
+  }
+}
+
 void testExpressions() {
   SymbolTable s{{"B", 2}, {"Sq", 1000}, {"H", 16}, {"Z", 0}};
   auto eval = [&](const std::string &text, bool logic = false) -> Result<int64_t> {
@@ -277,6 +372,7 @@ int main() {
   testRoundTrip();
   testVersion();
   testMalformed();
+  testTensorMaps();
   testExpressions();
   testArch();
   return checkSummary();

@@ -48,6 +48,11 @@ int main() {
           out.ok() ? "" : out.message());
   }
 
+  // The tensor-map bundle (TMA, mbarriers: sm_90a only) compiles too; the GPU
+  // test runs it (test/GPU/runtime_tma_test.cpp).
+  auto tma = compileCuda(readText(FLASHC_TEST_BUNDLES_DIR "/tma/kernels.cu"), "sm_90a", {"-std=c++17"});
+  check(tma.ok() && isElf(tma->cubin), "tma/kernels.cu compiles to a cubin for sm_90a", tma.ok() ? "" : tma.message());
+
   CompileRequest req;
   req.arch = "sm_90a";
   auto opts = effectiveNvrtcOptions(req);

@@ -7,7 +7,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <list>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +25,71 @@ struct PackedTensorArg {
 };
 static_assert(sizeof(PackedTensorArg) == 72, "kernel ABI: TensorArg is 72 bytes");
 static_assert(alignof(PackedTensorArg) == 8, "kernel ABI: TensorArg is 8-byte aligned");
+
+/// The kernel ABI's tensor map value: CUtensorMap's 128 opaque bytes (the
+/// device side declares it `const __grid_constant__ flashc::TmaDescriptor`).
+/// cuTensorMapEncodeTiled writes it in place, so it keeps CUtensorMap's alignment.
+struct alignas(128) TensorMapValue {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(TensorMapValue) == 128, "kernel ABI: a tensor map is 128 bytes");
+
+/// cuTensorMapEncodeTiled's enum values (cuda.h), so this library needs no
+/// CUDA header; the runtime static_asserts they match.
+namespace tma {
+constexpr int Int32 = 3, Float16 = 6, Float32 = 7, BFloat16 = 9;                 // CUtensorMapDataType
+constexpr int SwizzleNone = 0, Swizzle32B = 1, Swizzle64B = 2, Swizzle128B = 3; // CUtensorMapSwizzle
+constexpr int kInterleaveNone = 0;
+constexpr int kL2Promotion128B = 2;
+constexpr int kOobFillZeros = 0; // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
+constexpr int kMaxRank = 5;
+} // namespace tma
+
+/// Exactly the arguments of one cuTensorMapEncodeTiled call: dims, strides
+/// and box innermost first (the reverse of the manifest's dim order), strides
+/// in bytes without the innermost (which is the element size).
+struct TensorMapEncoding {
+  int dataType = tma::Float32;
+  uint32_t rank = 0;
+  void *address = nullptr;
+  std::array<uint64_t, tma::kMaxRank> dims{};
+  std::array<uint64_t, tma::kMaxRank - 1> strides{};
+  std::array<uint32_t, tma::kMaxRank> box{};
+  std::array<uint32_t, tma::kMaxRank> elementStrides{};
+  int interleave = tma::kInterleaveNone;
+  int swizzle = tma::SwizzleNone;
+  int l2Promotion = tma::kL2Promotion128B;
+  int oobFill = tma::kOobFillZeros;
+  bool operator<(const TensorMapEncoding &o) const;
+  bool operator==(const TensorMapEncoding &o) const;
+};
+
+/// Encodes one tensor map (the runtime's wraps cuTensorMapEncodeTiled; tests
+/// inject a fake that records its arguments).
+using TensorMapEncodeFn = std::function<Status(const TensorMapEncoding &, TensorMapValue &)>;
+
+/// Encoded tensor maps per encoding (pointer, shape, strides, box, swizzle,
+/// dtype), least recently used evicted beyond `capacity`: a training loop
+/// reuses the same buffers, so most launches encode nothing. Thread-safe.
+class TensorMapCache {
+public:
+  explicit TensorMapCache(TensorMapEncodeFn encode, size_t capacity = 256);
+  Status get(const TensorMapEncoding &e, TensorMapValue &out);
+  size_t size() const;
+  uint64_t encodeCalls() const; // how often `encode` ran (for tests)
+
+private:
+  struct Entry {
+    TensorMapValue value;
+    std::list<TensorMapEncoding>::iterator use;
+  };
+  TensorMapEncodeFn encode_;
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::map<TensorMapEncoding, Entry> entries_;
+  std::list<TensorMapEncoding> recency_; // most recent first
+  uint64_t encodeCalls_ = 0;
+};
 
 /// A tensor the caller binds: device pointer, dtype, shape, strides in elements.
 struct TensorArgument {
@@ -80,7 +148,20 @@ struct KernelLaunch {
   std::vector<PackedTensorArg> tensors; // manifest order
   std::vector<uint64_t> scalars;        // one 8-byte slot per scalar, value at its start
   std::vector<bool> tensorIsScratch;    // per tensor: data filled in by the runtime
+  /// Per tensor map (manifest order): its tensor's index and the encoding,
+  /// complete but for the address (known only once scratch is allocated).
+  /// Empty when the launch is skipped.
+  struct PlannedTensorMap {
+    size_t tensor = 0;
+    TensorMapEncoding encoding;
+  };
+  std::vector<PlannedTensorMap> tensorMapPlans;
+  std::vector<TensorMapValue> tensorMaps; // filled by encodeTensorMaps; the launch points at them
 };
+
+/// Encodes the launch's tensor maps (after scratch pointers are set) through
+/// `cache` into launch.tensorMaps.
+Status encodeTensorMaps(KernelLaunch &launch, TensorMapCache &cache);
 
 /// A scratch tensor a program needs: the runtime allocates bytes and points
 /// every use at it.

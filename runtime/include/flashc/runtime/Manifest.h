@@ -53,6 +53,27 @@ struct TensorParam {
   bool operator==(const TensorParam &o) const;
 };
 
+/// Shared-memory swizzle of a tensor map (the span in bytes; None = 0).
+enum class TensorMapSwizzle { None = 0, B32 = 32, B64 = 64, B128 = 128 };
+const char *swizzleName(TensorMapSwizzle s); // "none", "32", "64", "128"
+bool parseSwizzle(std::string_view s, TensorMapSwizzle &out);
+
+constexpr int64_t kMaxTensorMapBox = 256; // TMA box extent limit per dim
+
+/// A TMA tensor map the runtime derives from a tensor parameter's bound
+/// pointer, shape and strides (the user never passes it). Kernel ABI: passed
+/// by value (128 bytes) after all tensors and before all scalars.
+struct TensorMapParam {
+  std::string name;
+  std::string tensor;       // a tensor parameter of the same kernel
+  std::vector<int64_t> box; // one extent per tensor dim, in the tensor's dim order (outer to inner)
+  TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+  int line = 0; // manifest line (0 when built in code); not compared
+  bool operator==(const TensorMapParam &o) const {
+    return name == o.name && tensor == o.tensor && box == o.box && swizzle == o.swizzle;
+  }
+};
+
 struct ScalarParam {
   std::string name;
   ScalarType type = ScalarType::F32;
@@ -63,7 +84,8 @@ struct KernelSpec {
   std::string name;   // what users look up
   std::string entry;  // extern "C" __global__ symbol
   std::string role = "forward";
-  std::vector<TensorParam> tensors; // ABI order: tensors, then scalars
+  std::vector<TensorParam> tensors; // ABI order: tensors, then tensor maps, then scalars
+  std::vector<TensorMapParam> tensorMaps;
   std::vector<ScalarParam> scalars;
   std::array<Expr, 3> grid;
   std::array<Expr, 3> block;
@@ -73,6 +95,7 @@ struct KernelSpec {
 
   const TensorParam *findTensor(std::string_view n) const;
   const ScalarParam *findScalar(std::string_view n) const;
+  const TensorMapParam *findTensorMap(std::string_view n) const;
   bool operator==(const KernelSpec &o) const;
 };
 
