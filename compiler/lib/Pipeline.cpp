@@ -69,6 +69,7 @@ void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.target = target;
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
+  plan.wsForward = options.wsForward;
   pm.addPass(createPlanMemory(plan));
 }
 

@@ -40,6 +40,10 @@ struct PipelineOptions {
   /// wgmma GEMM kernels 256 columns wide (off under flashc
   /// --experiment=narrow-gemm).
   bool wideGemm = true;
+  /// The sm_90a attention forward as the warp-specialised TMA kernel
+  /// (flash-plan-memory's ws-forward option; on under flashc
+  /// --experiment=ws-forward).
+  bool wsForward = false;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).
