@@ -28,7 +28,7 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   };
   auto spec = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
   if (!spec || spec.getRole() != tile::KernelRole::AttentionForward)
-    return reject("it is not an attention forward (#tile.attention<role = forward>)");
+    return reject("it is not an attention forward (#tile.attention<role = attention_forward>)");
   int64_t d = spec.getHeadDim();
   if (spec.getValueDim() != d || (d != 64 && d != 128))
     return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes equal head dims of 64 "

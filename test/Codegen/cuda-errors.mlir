@@ -30,3 +30,6 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // A wgmma matmul the device library has no form for (both operands transposed): named, not miscompiled.
 // RUN: not flashc %S/Inputs/wgmma-both-transposed.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WGMMA
 // WGMMA: wgmma-both-transposed.mlir:11:8: error: strategy wgmma_sm90 supports C += A·B, A·Bᵀ and Aᵀ·B with A, B shared and C += A·B with A in registers
+// The ws strategy on a kernel that is not an attention forward: named, not printed as one.
+// RUN: not flashc %S/Inputs/ws-strategy-not-forward.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WS
+// WS: ws-strategy-not-forward.mlir:3:1: error: CUDA emitter: @not_forward has strategy wgmma_ws_sm90, the warp-specialised attention forward, but it is not an attention forward (#tile.attention<role = attention_forward>)
