@@ -24,6 +24,8 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "WsForwardEmitter.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -39,6 +41,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 
@@ -1969,9 +1972,24 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     for (auto &a : args)
       argNames.push_back(a.name);
     std::string entry = "flashc_" + cppIdentifier(kernel.getSymName());
-    KernelEmitter emitter(kernel, argNames, entry, specComment(kernel), options);
-    if (failed(emitter.emit(src)))
-      return failure();
+    // The warp-specialised forward is one library call (WsForwardEmitter.h);
+    // every other kernel is printed op by op.
+    std::optional<WsForwardKernel> ws;
+    std::optional<KernelEmitter> emitter;
+    if (isWsForward(kernel)) {
+      std::vector<std::string> cppNames;
+      for (const std::string &name : argNames)
+        cppNames.push_back(cppIdentifier(name));
+      FailureOr<WsForwardKernel> printed =
+          emitWsForward(kernel, argNames, cppNames, entry, specComment(kernel), src);
+      if (failed(printed))
+        return failure();
+      ws = std::move(*printed);
+    } else {
+      emitter.emplace(kernel, argNames, entry, specComment(kernel), options);
+      if (failed(emitter->emit(src)))
+        return failure();
+    }
 
     rt::KernelSpec spec;
     spec.name = kernel.getSymName().str();
@@ -2046,9 +2064,11 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
                failure();
       spec.grid[axis] = *expr;
     }
-    spec.block = {rt::Expr::literal(kernel.getWarps() * 32), rt::Expr::literal(1),
-                  rt::Expr::literal(1)};
-    spec.sharedBytes = rt::Expr::literal(emitter.sharedBytes());
+    int64_t threads = ws ? kWsForwardThreads : kernel.getWarps() * 32;
+    spec.block = {rt::Expr::literal(threads), rt::Expr::literal(1), rt::Expr::literal(1)};
+    spec.sharedBytes = rt::Expr::literal(ws ? ws->sharedBytes : emitter->sharedBytes());
+    if (ws)
+      spec.tensorMaps = ws->tensorMaps;
     // The emitter's layout is authoritative: it knows the device library's
     // padding (flash-plan-memory's estimate only decides block sizes).
     manifest.kernels.push_back(std::move(spec));

@@ -78,6 +78,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.stages = options.stages;
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
+  plan.wsForward = options.wsForward;
   pm.addPass(createPlanMemory(plan));
 }
 

@@ -131,6 +131,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       PlanChoices choices;
       choices.wgmmaGemm = wgmmaGemm;
       choices.wideGemm = wideGemm;
+      choices.wsForward = wsForward;
       plan = defaultPlan(targetDesc, spec, choices);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)
@@ -159,6 +160,12 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // warps); the S^T kernels' other dimension (queries) is an N of 64 or 128.
     bool wgmmaShape = plan.warps == 8 && tileRows == 128 &&
                       (!keyRows || plan.blockM == 64 || plan.blockM == 128);
+    // The warp-specialised forward is one fixed schedule (the device
+    // library's attention_fwd_ws: 128 x 128 blocks, 8 consumer warps, a K/V
+    // ring of 2 stages); an override of any of these keeps the wgmma form.
+    if (plan.strategy == Strategy::WgmmaWsSm90 &&
+        !(plan.blockM == 128 && plan.blockN == 128 && plan.warps == 8 && plan.stages == 2))
+      plan.strategy = Strategy::WgmmaSm90;
     if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)
       plan.strategy = Strategy::MmaSyncSm80;
     if (failed(checkPlan(kernel, plan)))
@@ -247,6 +254,12 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       op->setAttr("smem_offset", builder.getI64IntegerAttr(offset));
       offset = saturatingAdd(offset, sharedBytes(op));
     });
+    // The warp-specialised forward lays out its own shared memory (TMA ring
+    // and mbarriers); the tile body's tiles only describe what it computes.
+    if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+        attention && plan.strategy == Strategy::WgmmaWsSm90)
+      offset = wsForwardSharedBytes(attention.getHeadDim(), plan.blockN, plan.stages,
+                                    attention.getElementType().getValue().getIntOrFloatBitWidth() / 8);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

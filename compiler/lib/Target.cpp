@@ -80,6 +80,11 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
         plan.blockM = 128;
         plan.blockN = 128;
         plan.warps = 8;
+        // The same rows and blocks, loaded by TMA from a producer warpgroup
+        // (measured on the golden kernel: 0.89-1.05x cuDNN at D = 128,
+        // 1.37x the wgmma_sm90 forward; docs/device-library.md).
+        if (choices.wsForward)
+          plan.strategy = Strategy::WgmmaWsSm90;
         break;
       }
       // mma.sync: 32 query rows per warp (two 16-row bands) halve the shared
@@ -177,6 +182,12 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
     return plan;
   }
   return plan;
+}
+
+int64_t wsForwardSharedBytes(int64_t headDim, int64_t blockN, int64_t stages, int64_t elementBytes) {
+  int64_t q = 128 * headDim * elementBytes, slot = blockN * headDim * elementBytes;
+  int64_t barriers = 1 + 4 * stages;
+  return q + 2 * stages * slot + 8 * barriers + 1024;
 }
 
 bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) {

@@ -28,10 +28,11 @@ FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
 BACKWARD_FORMS = ("auto", "rows", "transposed")
-# flashc --experiment names: the code generation each default replaced, kept to time the two side by side. The
+# flashc --experiment names: the code generation each default replaced, kept to time the two side by side, and new
+# forms opt-in until measured (ws-forward: the warp-specialised TMA attention forward). The
 # compiler's registry (tools/flashc/Stages.cpp, `flashc --list-experiments`) is the source; test_spec checks that
 # this copy (needed where no compiler is installed) matches it.
-EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "mma-dq", "sync-lse", "two-barrier")
+EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "mma-dq", "sync-lse", "two-barrier", "ws-forward")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

@@ -279,6 +279,12 @@ Result<TensorMapEncoding> planTensorMap(const KernelSpec &k, const TensorMapPara
   if (rank < 1 || rank > tma::kMaxRank || int(m.box.size()) != rank)
     return makeError(ErrorCode::InvalidBundle, "kernel '" + k.name + "': tensor map '" + m.name + "' does not fit tensor '" +
                                                    p.name + "' (rank " + std::to_string(rank) + ")");
+  for (int i = 0; i < rank; ++i)
+    if (a.shape[i] == 0) {  // no element to load: an all-zero parameter (TensorMapEncoding::empty)
+      TensorMapEncoding none;
+      none.empty = true;
+      return none;
+    }
   for (int i = 0; i < rank; ++i) {
     if (a.shape[i] < 1)
       return bad(arg + ": dim " + std::to_string(i) + " is " + std::to_string(a.shape[i]) +
@@ -568,6 +574,8 @@ Status encodeTensorMaps(KernelLaunch &launch, TensorMapCache &cache) {
     const auto &plan = launch.tensorMapPlans[i];
     const TensorMapParam &m = k.tensorMaps[i];
     TensorMapEncoding e = plan.encoding;
+    if (e.empty)
+      continue;  // stays all zero: the kernel never loads from an empty tensor
     e.address = launch.tensors[plan.tensor].data;
     const std::string who = "kernel '" + k.name + "': tensor map '" + m.name + "' of tensor '" + m.tensor + "'";
     if (reinterpret_cast<uintptr_t>(e.address) % kTmaAlign != 0) {

@@ -12,6 +12,19 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=1024" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: flash-opt %S/Inputs/plan-memory-bad-recipes.mlir --flash-plan-memory -split-input-file -verify-diagnostics
 // RANGE: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: tile plan block_m = 1024 must be in [1, 256]
+// ws-forward (flashc --experiment=ws-forward): the wgmma forward becomes the warp-specialised TMA
+// kernel at the same blocks, with the shared memory of the library's plan: Q 32 KiB + 2 K and 2 V
+// slots of 32 KiB + 9 mbarriers + 1024 bytes of alignment slack = 164936. sm_80, or an override of
+// its fixed schedule, keeps the form without it.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=ws-forward=true | FileCheck %s --check-prefix=WS
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true target=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
+// WS-LABEL: tile.kernel @attention_attention_fwd
+// WS-SAME: block_m = 128 : i64, block_n = 128 : i64
+// WS-SAME: smem_bytes = 164936 : i64
+// WS-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
+// WS-OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
+// WS-OVERRIDE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8 : i64
 // The Sᵀ backward kernel: wgmma on sm_90a for its default two-warpgroup shape; mma.sync when an override
 // breaks that shape; a query block whose 16-row bands do not split the warps evenly is refused (dQ's
 // warp groups would add columns twice).

@@ -175,10 +175,23 @@ void testRefusals(const Manifest &m) {
   Arguments r;
   int64_t empty[2] = {0, 4};
   (void)r.setTensor("x", nullptr, DType::F32, 2, empty);
-  checkError(planKernelLaunch(rows, r),
-             "argument 'x': dim 0 is 0; every dim must be at least 1, which the TMA load of kernel 'rows' (tensor map "
-             "'xm') needs",
-             "zero-size dim of a launched kernel");
+  // A tensor with no elements (Sk = 0 under a launched grid): no map is encoded, the parameter stays all zero.
+  auto emptyPlan = planKernelLaunch(rows, r);
+  if (checkOk(emptyPlan, "zero-size dim of a launched kernel")) {
+    check(emptyPlan->tensorMapPlans.size() == 1 && emptyPlan->tensorMapPlans[0].encoding.empty,
+          "an empty tensor's map is planned as empty");
+    int encodes = 0;
+    TensorMapCache counting([&](const TensorMapEncoding &, TensorMapValue &) {
+      ++encodes;
+      return Status();
+    });
+    KernelLaunch launch = *emptyPlan;
+    if (checkOk(encodeTensorMaps(launch, counting), "encode with an empty tensor")) {
+      bool zero = true;
+      for (uint64_t word : launch.tensorMaps[0].opaque) zero = zero && word == 0;
+      check(encodes == 0 && zero, "an empty tensor's map is all zero and never reaches the driver");
+    }
+  }
   int64_t s34[2] = {3, 4}, broadcast[2] = {0, 1};
   (void)r.setTensor("x", ptr(0x20000), DType::F32, 2, s34, broadcast);
   checkError(planKernelLaunch(rows, r), "argument 'x': stride 0 is 0 (a broadcast dim of size 3)", "broadcast dim");

@@ -121,7 +121,8 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 namespace {
 
 /// The one registry of experiments: each names the code a default replaced
-/// (kept to time both side by side) and how to switch back to it.
+/// (kept to time both side by side) and how to switch back to it, or a new
+/// form that stays opt-in until it has been measured.
 struct Experiment {
   const char *name;
   const char *help;
@@ -142,6 +143,11 @@ const Experiment kExperiments[] = {
      [](CompileOptions &o) { o.cuda.asyncColumnVectors = false; }},
     {"two-barrier", "pipelined loops with two barriers an iteration, not one",
      [](CompileOptions &o) { o.cuda.oneBarrierPipeline = false; }},
+    {"ws-forward",
+     "the sm_90a attention forward as the warp-specialised TMA kernel (producer warpgroup, K/V "
+     "ring, ping-pong consumers): a new code-generation form, opt-in until a GPU run has "
+     "checked it",
+     [](CompileOptions &o) { o.pipeline.wsForward = true; }},
 };
 
 std::string joinExperiments(bool withHelp) {

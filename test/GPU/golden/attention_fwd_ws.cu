@@ -1,18 +1,10 @@
 // Golden attention forward, strategy "ws" (FlashAttention-3 style, sm_90a): what the compiler's
 // Hopper schedule must emit. Same spec, numerics, grid and row ownership as attention_fwd_wgmma.cu
 // (two consumer warpgroups x 64 query rows, SS wgmma for S = Q K^T, RS wgmma for O += P V, every
-// softmax/mask library call unchanged); what changes is who moves data and when:
-//   * TMA: Q, K, V arrive by cp.async.bulk.tensor from 4-D tensor maps (D, S, H, B) with the 128B
-//     swizzle, i.e. straight into the SmemPanelTile layout the wgmma descriptors read; completion is
-//     counted on mbarriers (expect_tx). Rows past Sq/Sk are zero-filled by the TMA unit.
-//   * Warp specialization: warpgroup 2 is the producer (one thread issues every copy, the
-//     warpgroup gives its registers back: setmaxnreg.dec 24); warpgroups 0 and 1 consume
-//     (setmaxnreg.inc 240). K and V sit in a ring of kStages slots, each with a full barrier
-//     (TMA bytes landed) and an empty barrier (all 8 consumer warps done reading).
-//   * Overlap inside a warpgroup: S_j = Q K_j^T is issued, then O += P_{j-1} V_{j-1}; the softmax
-//     of S_j runs while the P V product is still in the tensor cores (wgmma.wait_group 1).
-//   * Ping-pong between the two warpgroups (named barriers 1, 2): a warpgroup issues its two GEMMs
-//     only in its turn, so one's softmax overlaps the other's GEMMs.
+// softmax/mask library call unchanged); TMA loads, a producer warpgroup and two consumer warpgroups
+// that ping-pong. The body is the device library's attention_fwd_ws<Config>
+// (runtime/device/include/flashc/device/attention_fwd_ws.cuh, which says how it works), shared
+// with the kernel flashc --experiment=ws-forward emits; this file sets its Config from -D flags.
 // Host side (tensor maps per call): bench/kernel_lab/launch_fwd.cu, FLASHC_FWD_WS.
 #include "flashc/device/all.cuh"
 
@@ -56,47 +48,30 @@
 namespace fwd_config {
 using namespace flashc::device;
 // ---- spec parameters ----
-constexpr int kHeadDim = FLASHC_HEAD_DIM;
-static_assert(kHeadDim == 64 || kHeadDim == 128, "ws forward: head dim 64 or 128");
-constexpr int kHeadsQ = FLASHC_HEADS_Q;
-constexpr int kGroup = FLASHC_GQA_GROUP;
-constexpr int kHeadsKV = kHeadsQ / kGroup;
+struct Config {
 #if FLASHC_F16
-using Elem = f16;
+  using Elem = f16;
 #else
-using Elem = bf16;
+  using Elem = bf16;
 #endif
-constexpr float kScale = float(1.0 / constexpr_sqrt(kHeadDim));
-constexpr float kSoftcap = FLASHC_SOFTCAP;
-using Mask = Window<FLASHC_WINDOW_LEFT, FLASHC_CAUSAL ? 0 : FLASHC_WINDOW_RIGHT>;
-constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
-constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
-constexpr bool kLongestFirst = Mask::R >= 0 && Mask::L < 0;
-// ---- schedule ----
-constexpr int kBlockM = 128;  // 2 consumer warpgroups x 64 rows
-constexpr int kBlockN = FLASHC_WS_BLOCK_N;
-static_assert(kBlockN == 64 || kBlockN == 128, "ws forward: 64 or 128 keys per block");
-constexpr int kStages = FLASHC_WS_STAGES;
-constexpr bool kPingPong = FLASHC_WS_PINGPONG != 0;
-constexpr int kWarps = 8;                   // consumer warps: warps 0-7, row bands of the register tiles
-constexpr int kThreads = kWarps * 32 + 128;  // + producer warpgroup (warps 8-11)
-constexpr int kProducer = kWarps / 4;        // warpgroup index of the producer
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128*24 + 256*240 <= 384*168 (launch bound)
-// ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
-using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
-using KVTile = SmemPanelTile<Elem, kBlockN, kHeadDim>;
-constexpr int kSmemQ = 0;  // Q; reused as this warpgroup's O staging in the epilogue
-constexpr int kSmemK = kSmemQ + QTile::kBytes;
-constexpr int kSmemV = kSmemK + kStages * KVTile::kBytes;
-constexpr int kSmemBar = kSmemV + kStages * KVTile::kBytes;  // mbarriers, 8 bytes each
-constexpr int kBarQ = 0, kBarKFull = 1, kBarKEmpty = kBarKFull + kStages, kBarVFull = kBarKEmpty + kStages,
-              kBarVEmpty = kBarVFull + kStages, kNumBars = kBarVEmpty + kStages;
-constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
-static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-// Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 3 + g = its epilogue staging.
-constexpr int kBarTurn = 1, kBarEpilogue = 3;
-// Descriptor byte offsets (see panel.cuh): 8-row groups 1024 B apart; V's next 64 columns one panel on.
-constexpr unsigned kSbo = 1024;
+  static constexpr int kHeadDim = FLASHC_HEAD_DIM;
+  static constexpr int kBlockN = FLASHC_WS_BLOCK_N;
+  static constexpr int kStages = FLASHC_WS_STAGES;
+  static constexpr int kGroup = FLASHC_GQA_GROUP;
+  static constexpr int kWindowLeft = FLASHC_WINDOW_LEFT;
+  static constexpr int kWindowRight = FLASHC_CAUSAL ? 0 : FLASHC_WINDOW_RIGHT;
+  static constexpr float kScale = float(1.0 / constexpr_sqrt(kHeadDim));
+  static constexpr float kSoftcap = FLASHC_SOFTCAP;
+  static constexpr bool kPingPong = FLASHC_WS_PINGPONG != 0;
+};
+using Plan = AttentionFwdWsPlan<Config>;
+// What the lab launcher reads.
+constexpr int kHeadDim = Plan::kHeadDim;
+constexpr int kHeadsQ = FLASHC_HEADS_Q;
+constexpr int kGroup = Plan::kGroup;
+constexpr int kHeadsKV = kHeadsQ / kGroup;
+constexpr int kBlockM = Plan::kBlockM, kBlockN = Plan::kBlockN, kThreads = Plan::kThreads;
+constexpr int kSmemBytes = Plan::kSmemBytes;
 }  // namespace fwd_config
 
 // Grid: (ceil(Sq / kBlockM), kHeadsQ, B); kThreads threads; kSmemBytes dynamic shared memory.
@@ -105,177 +80,5 @@ extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, 1)
 FLASHC_KERNEL_NAME(const __grid_constant__ flashc::TmaDescriptor tma_q, const __grid_constant__ flashc::TmaDescriptor tma_k,
                    const __grid_constant__ flashc::TmaDescriptor tma_v, flashc::TensorArg q, flashc::TensorArg k,
                    flashc::TensorArg o, flashc::TensorArg lse) {
-  using namespace flashc::device;
-  using namespace fwd_config;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = align_smem_1024(smem_raw);
-
-  const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
-  const int offset = Sk - Sq;
-  const int m_block = kLongestFirst ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / kGroup;
-  const int q0 = m_block * kBlockM;
-  const int warpgroup = warp_id() / 4;
-  const int n_begin = Mask::key_block_begin(q0, kBlockN, offset);
-  const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
-  const int n_blocks = n_end > n_begin ? n_end - n_begin : 0;  // same for both warpgroups
-
-  const QTile Qs{reinterpret_cast<Elem*>(smem + kSmemQ)};
-  auto k_tile = [&](int stage) { return KVTile{reinterpret_cast<Elem*>(smem + kSmemK + stage * KVTile::kBytes)}; };
-  auto v_tile = [&](int stage) { return KVTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * KVTile::kBytes)}; };
-  auto bar = [&](int i) { return smem_u32(smem + kSmemBar) + 8u * i; };
-  // Ring position of the it-th key block: slot it % kStages, phase parity (it / kStages) & 1.
-  auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
-
-  if (threadIdx.x == 0) {
-    mbarrier_init(bar(kBarQ), 1);
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(bar(kBarKFull + s), 1);  // the producer's expect_tx arrival (+ TMA bytes)
-      mbarrier_init(bar(kBarVFull + s), 1);
-      mbarrier_init(bar(kBarKEmpty + s), kWarps);  // lane 0 of every consumer warp
-      mbarrier_init(bar(kBarVEmpty + s), kWarps);
-    }
-    mbarrier_init_fence();
-  }
-  __syncthreads();  // the last block-wide barrier: the warpgroups part ways here
-
-  // =============================== producer warpgroup ===============================
-  if (warpgroup == kProducer) {
-    warpgroup_reg_dealloc<kProducerRegs>();
-    if (threadIdx.x == kProducer * 128 && n_blocks > 0) {
-      tma_prefetch_descriptor(&tma_q);
-      tma_prefetch_descriptor(&tma_k);
-      tma_prefetch_descriptor(&tma_v);
-      mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
-      tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, head, batch);
-      for (int it = 0; it < n_blocks; ++it) {
-        const int s = it % kStages, row = (n_begin + it) * kBlockN;
-        mbarrier_wait(bar(kBarKEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
-        mbarrier_arrive_expect_tx(bar(kBarKFull + s), KVTile::kBytes);
-        tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, batch);
-        mbarrier_wait(bar(kBarVEmpty + s), phase(it) ^ 1);
-        mbarrier_arrive_expect_tx(bar(kBarVFull + s), KVTile::kBytes);
-        tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, batch);
-      }
-    }
-    return;  // every copy completes on a barrier the consumers wait for before they exit
-  }
-
-  // =============================== consumer warpgroups ==============================
-  warpgroup_reg_alloc<kConsumerRegs>();
-  RegTileF32<kBlockM, kHeadDim, kWarps> acc_o;  // this warpgroup's 64 rows: the P V accumulator
-  RegTileF32<kBlockM, kBlockN, kWarps> s;       // scores of the current key block (the Q K^T accumulator)
-  RegTile16<Elem, kBlockM, kBlockN, kWarps> p;  // probabilities of the previous block (P V's A operand)
-  RegRowVec<kBlockM, kWarps> row_m, row_l, corr;
-  fill(acc_o, 0.f);
-  fill(row_m, -INFINITY);
-  fill(row_l, 0.f);
-
-  // One arrival per warp releases a slot (the wgmma reading it has completed: waited before).
-  auto release = [&](int b) {
-    if (lane_id() == 0) mbarrier_arrive(bar(b));
-  };
-  // Ping-pong: wait for this warpgroup's turn / hand the turn to the other one. The second
-  // warpgroup's opening arrival lets the first go first; it skips its last hand-over so that every
-  // bar.sync is matched by exactly one bar.arrive.
-  auto turn_wait = [&] {
-    if (kPingPong) named_barrier_sync(kBarTurn + warpgroup, 256);
-  };
-  auto turn_pass = [&](bool last) {
-    if (kPingPong && !(warpgroup == 1 && last)) named_barrier_arrive(kBarTurn + (warpgroup ^ 1), 256);
-  };
-  // S = Q K^T (SS): this warpgroup's 64 rows of Q, all kBlockN keys of slot `stage`; issue only.
-  auto issue_qk = [&](int stage) {
-    const KVTile Ks = k_tile(stage);
-    fill(s, 0.f);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const unsigned q_addr = Qs.base() + (kk / 4) * QTile::kPanelBytes + warpgroup * 64 * 128 + (kk % 4) * 32;
-      const unsigned k_addr = Ks.base() + (kk / 4) * KVTile::kPanelBytes + (kk % 4) * 32;
-      wgmma_ss<Elem, kBlockN>(&s.v[0][0][0], wgmma_desc(q_addr, 16, kSbo), wgmma_desc(k_addr, 16, kSbo));
-    }
-    wgmma_commit();
-  };
-  // O += P V (RS): P from registers, V MN-major panels of slot `stage` (transpose bit); issue only.
-  auto issue_pv = [&](int stage) {
-    const KVTile Vs = v_tile(stage);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const unsigned a[4] = {p.v[0][2 * kk][0], p.v[0][2 * kk][1], p.v[0][2 * kk + 1][0], p.v[0][2 * kk + 1][1]};
-      wgmma_rs_tb<Elem, kHeadDim>(&acc_o.v[0][0][0], a, wgmma_desc(Vs.base() + kk * 16 * 128, KVTile::kPanelBytes, kSbo));
-    }
-    wgmma_commit();
-  };
-  // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
-  // corr = exp(m_old - m_new), applied to O just before the next P V.
-  auto softmax_block = [&](int n) {
-    const int k0 = n * kBlockN;
-    if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
-    if (Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset)) mask<Mask>(s, q0, k0, Sk, offset);
-    const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
-    corr = softmax_correction(row_m, m_new, kScaleLog2);
-    exp2(s, m_new, kScaleLog2);
-    row_l = online_sum(row_l, corr, s);
-    row_m = m_new;
-  };
-
-  if (n_blocks > 0) {
-    if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
-    mbarrier_wait(bar(kBarQ), 0);
-    // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
-    mbarrier_wait(bar(kBarKFull + 0), 0);
-    turn_wait();
-    issue_qk(0);
-    turn_pass(n_blocks == 1);
-    wgmma_wait<0>();
-    release(kBarKEmpty + 0);
-    softmax_block(n_begin);
-    convert(p, s);
-    // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
-    for (int it = 1; it < n_blocks; ++it) {
-      const int cur = it % kStages, prev = (it - 1) % kStages;
-      mbarrier_wait(bar(kBarKFull + cur), phase(it));
-      turn_wait();
-      issue_qk(cur);
-      rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
-      mbarrier_wait(bar(kBarVFull + prev), phase(it - 1));
-      issue_pv(prev);
-      turn_pass(it == n_blocks - 1);
-      wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
-      release(kBarKEmpty + cur);
-      softmax_block(n_begin + it);
-      wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
-      release(kBarVEmpty + prev);
-      convert(p, s);
-    }
-    // ---- last P V ----
-    const int last = (n_blocks - 1) % kStages;
-    rescale(acc_o, corr);
-    mbarrier_wait(bar(kBarVFull + last), phase(n_blocks - 1));
-    issue_pv(last);
-    wgmma_wait<0>();
-    release(kBarVEmpty + last);
-  }
-
-  // =============================== epilogue ==============================
-  // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
-  normalize(acc_o, row_l);
-  store_rows(vector_at<float>(lse, batch, head), q0, Sq, logsumexp(row_m, row_l, kSoftmaxScale));
-  RegTile16<Elem, kBlockM, kHeadDim, kWarps> o_out;
-  convert(o_out, acc_o);
-  // Stage this warpgroup's 64 rows in its own rows of the Q tile (its last Q K^T has completed; the
-  // other warpgroup reads only its own rows), then 16-byte row-contiguous stores, rows >= Sq skipped.
-  detail::store_fragments_to(Qs, o_out);
-  named_barrier_sync(kBarEpilogue + warpgroup, 128);
-  const GlobalMatrix<Elem> Og = matrix_at<Elem>(o, batch, head);
-  constexpr int kChunksPerRow = kHeadDim / 8;
-#pragma unroll
-  for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
-    const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
-    if (q0 + r < Sq)
-      *reinterpret_cast<uint4*>(Og.base + (q0 + r) * Og.row_stride + c * 8) =
-          *reinterpret_cast<const uint4*>(smem + kSmemQ + QTile::chunk_offset(r, c));
-  }
+  flashc::device::attention_fwd_ws<fwd_config::Config>(tma_q, tma_k, tma_v, q, k, o, lse);
 }

@@ -48,7 +48,18 @@ struct PlanChoices {
   /// 128 columns (measured 1.01-1.32x slower forward, 1.11-1.28x backward
   /// together with overlapWgmma, docs/device-library.md).
   bool wideGemm = true;
+  /// The attention forward (16-bit, D = Dv in {64, 128}: the kernels planned
+  /// as wgmma_sm90) as the warp-specialised TMA kernel wgmma_ws_sm90: a TMA
+  /// producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
+  /// ping-pong. Opt-in (experiment ws-forward) until a GPU run has checked it.
+  bool wsForward = false;
 };
+
+/// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [128 x D], kStages
+/// K and V slots [blockN x D], 8-byte mbarriers (Q, full and empty per slot
+/// of K and V) and 1024 bytes to align the base; the device library's
+/// AttentionFwdWsPlan::kSmemBytes (the emitted source static_asserts both agree).
+int64_t wsForwardSharedBytes(int64_t headDim, int64_t blockN, int64_t stages, int64_t elementBytes);
 
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,

@@ -60,6 +60,10 @@ struct TensorMapEncoding {
   int swizzle = tma::SwizzleNone;
   int l2Promotion = tma::kL2Promotion128B;
   int oobFill = tma::kOobFillZeros;
+  /// The tensor has no elements (a dim of 0, e.g. Sk = 0): the driver cannot
+  /// describe it and a kernel never loads from it, so its parameter is an
+  /// all-zero map and nothing is encoded.
+  bool empty = false;
   bool operator<(const TensorMapEncoding &o) const;
   bool operator==(const TensorMapEncoding &o) const;
 };

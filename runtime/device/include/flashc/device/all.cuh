@@ -21,3 +21,4 @@
 #include "flashc/device/wgmma_tile.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/tma.cuh"
+#include "flashc/device/attention_fwd_ws.cuh"

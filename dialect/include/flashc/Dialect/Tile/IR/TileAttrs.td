@@ -23,7 +23,13 @@ def Tile_GridAxis : I32EnumAttr<"GridAxis", "axis of the launch grid", [
 
 def Tile_StrategyKind : I32EnumAttr<"Strategy", "code-generation strategy", [
     I32EnumAttrCase<"MmaSyncSm80", 0, "mma_sync_sm80">,
-    I32EnumAttrCase<"WgmmaSm90", 1, "wgmma_sm90">]> {
+    I32EnumAttrCase<"WgmmaSm90", 1, "wgmma_sm90">,
+    // The attention forward as one warp-specialised TMA kernel (the device
+    // library's attention_fwd_ws): `warps` counts its 8 consumer warps (the
+    // row bands of the tile body); one more warpgroup, the TMA producer, makes
+    // 384 threads. The tile body is the wgmma_sm90 forward's, kept as the
+    // reference semantics; the emitter prints the library call instead.
+    I32EnumAttrCase<"WgmmaWsSm90", 2, "wgmma_ws_sm90">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }

@@ -1,0 +1,48 @@
+//===- WsForwardEmitter.h - the warp-specialised forward's CUDA -*- C++ -*-===//
+//
+// A tile.kernel with strategy wgmma_ws_sm90 (flashc --experiment=ws-forward)
+// is printed as one call of the device library's attention_fwd_ws<Config>
+// (runtime/device/include/flashc/device/attention_fwd_ws.cuh), not op by op:
+// its TMA producer, K/V ring and ping-pong are one schedule the tile ops do
+// not describe. Its manifest entry adds the q, k, v tensor maps.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHC_COMPILER_WSFORWARDEMITTER_H
+#define FLASHC_COMPILER_WSFORWARDEMITTER_H
+
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/runtime/Manifest.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace flashc {
+
+/// Whether `kernel` is printed by emitWsForward (strategy wgmma_ws_sm90).
+bool isWsForward(mlir::tile::KernelOp kernel);
+
+/// Threads of the warp-specialised forward: 8 consumer warps and the
+/// producer warpgroup.
+constexpr int64_t kWsForwardThreads = 384;
+
+/// The printed kernel and what its manifest entry adds.
+struct WsForwardKernel {
+  /// The tensor maps of q, k and v (ABI: after the tensors, before scalars).
+  std::vector<rt::TensorMapParam> tensorMaps;
+  int64_t sharedBytes = 0;
+};
+
+/// Prints the config namespace and the `extern "C" __global__` kernel
+/// `entry` to `out`. `argNames` are the manifest names of the kernel's
+/// tensors (q, k, v, o, lse), `cppNames` their C++ parameter names.
+mlir::FailureOr<WsForwardKernel> emitWsForward(mlir::tile::KernelOp kernel,
+                                               llvm::ArrayRef<std::string> argNames,
+                                               llvm::ArrayRef<std::string> cppNames,
+                                               llvm::StringRef entry, llvm::StringRef specComment,
+                                               llvm::raw_ostream &out);
+
+} // namespace flashc
+
+#endif // FLASHC_COMPILER_WSFORWARDEMITTER_H

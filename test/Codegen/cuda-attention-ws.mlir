@@ -1,0 +1,123 @@
+// flashc --experiment=ws-forward: the sm_90a attention forward (16-bit, D = Dv
+// in {64, 128}: the kernels planned as wgmma_sm90) becomes the warp-specialised
+// TMA kernel wgmma_ws_sm90: the device library's attention_fwd_ws (a TMA
+// producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
+// ping-pong), taking q, k, v as tensor maps the runtime derives from the
+// manifest's `tensormap` lines. A forward that does not qualify (D = 96, or
+// sm_80) keeps its form silently; the backward is unchanged.
+// RUN: flashc %s --experiment=ws-forward --emit=tile -o - | FileCheck %s --check-prefix=TILE
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=DEFAULT
+// RUN: flashc %s --experiment=ws-forward --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --experiment=ws-forward --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.bundle && flashc %s --experiment=ws-forward --emit=bundle --arch=sm_90a -o %t.bundle
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
+// RUN: flashc %s --experiment=ws-forward --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// GQA 16 query heads on 4 KV heads, causal, D = 128.
+func.func @gqa(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v: tensor<?x4x?x128xbf16>)
+    -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x16x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>)
+      -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+
+// f16, D = 64, a sliding window and a softcap.
+func.func @window(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor<?x8x?x64xf16>)
+    -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<sliding_window, left = 100, right = 0> softcap = 30.0 num_kv_heads = 8
+      : (tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>)
+      -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
+}
+
+// D = 96: no wgmma plan, so no ws form either.
+func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<?x8x?x96xbf16>)
+    -> (tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.102062 mask = #flash.mask<none> num_kv_heads = 8
+      : (tensor<?x8x?x96xbf16>, tensor<?x8x?x96xbf16>, tensor<?x8x?x96xbf16>)
+      -> (tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>
+}
+
+// The plan: the wgmma blocks (128 x 128, 8 consumer warps, 2 stages) under the
+// ws strategy, with the shared memory the library's plan needs (Q, 2 K and 2 V
+// slots, 9 mbarriers, 1024 bytes of alignment slack); D = 96 keeps mma.sync.
+// TILE-LABEL: tile.kernel @gqa_attention_fwd(
+// TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
+// TILE-SAME: smem_bytes = 164936 : i64
+// TILE-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
+// TILE-LABEL: tile.kernel @window_attention_fwd(
+// TILE-SAME: smem_bytes = 83016 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TILE-LABEL: tile.kernel @d96_attention_fwd(
+// TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// Without the experiment: today's wgmma forward.
+// DEFAULT-LABEL: tile.kernel @gqa_attention_fwd(
+// DEFAULT-SAME: strategy = #tile.strategy<wgmma_sm90>
+// DEFAULT-NOT: wgmma_ws_sm90
+
+// The kernel: tensors, then the tensor maps (__grid_constant__: the TMA unit
+// reads them in parameter space), one call of the library's forward with the
+// recipe as its Config (GQA group 4 from the static head counts).
+// CUDA-LABEL: namespace flashc_gqa_attention_fwd_config {
+// CUDA-NEXT: struct Config {
+// CUDA-NEXT: using Elem = flashc::device::bf16;
+// CUDA-NEXT: static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kGroup = 4;
+// CUDA-NEXT: static constexpr int kWindowLeft = -1, kWindowRight = 0;
+// CUDA-NEXT: static constexpr float kScale = 8.83883{{[0-9]+}}e-02f, kSoftcap = 0.000000000e+00f;
+// CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164936,
+// CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
+// CUDA-NEXT: flashc_gqa_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
+// CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_gqa_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse);
+// CUDA-NEXT: }
+// f16, the window [-100, 0] and the softcap as the recipe has them.
+// CUDA-LABEL: namespace flashc_window_attention_fwd_config {
+// CUDA: using Elem = flashc::device::f16;
+// CUDA-NEXT: static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kGroup = 1;
+// CUDA-NEXT: static constexpr int kWindowLeft = 100, kWindowRight = 0;
+// CUDA-NEXT: static constexpr float kScale = 1.250000000e-01f, kSoftcap = 3.000000000e+01f;
+// CUDA: flashc::device::attention_fwd_ws<flashc_window_attention_fwd_config::Config>(
+// D = 96: printed op by op, as without the experiment.
+// CUDA-LABEL: flashc_d96_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
+// CUDA-NOT: attention_fwd_ws
+// CUDA: matmul_tb(
+// sm_80: no kernel qualifies.
+// SM80-NOT: attention_fwd_ws
+// SM80-NOT: TmaDescriptor
+// SM80-LABEL: flashc_gqa_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
+// SM80-NOT: attention_fwd_ws
+// SM80-NOT: TmaDescriptor
+
+// The manifest: the three maps after the tensors (the ABI order), boxes in the
+// tensors' dim order ([B, H, S, D]: one head, 128 rows, one 64-column panel of
+// 128 bytes), 128-byte swizzle; block and shared memory of the golden launcher.
+// MANIFEST-LABEL: kernel gqa_attention_fwd
+// MANIFEST: tensor lse f32 out [B, 16, Sq]
+// MANIFEST-NEXT: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: grid cdiv(Sq, 128), 16, B
+// MANIFEST-NEXT: block 384, 1, 1
+// MANIFEST-NEXT: shared 164936
+// MANIFEST-LABEL: kernel window_attention_fwd
+// MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
+// MANIFEST: block 384, 1, 1
+// MANIFEST-NEXT: shared 83016
+// MANIFEST-LABEL: kernel d96_attention_fwd
+// MANIFEST-NOT: tensormap
+// MANIFEST: block 128, 1, 1
+// MANIFEST-NOT: tensormap
+// MANIFEST-LABEL: program gqa{{$}}
+
+// ptxas: the ws forwards fit the launch bound's 168 registers without spills
+// (setmaxnreg then gives the consumers 240, the producer 24). ptxas reports
+// the kernels last to first.
+// PTXAS: Compiling entry function 'flashc_window_attention_fwd'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'flashc_gqa_attention_fwd'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Used 168 registers
