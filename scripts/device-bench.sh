@@ -126,7 +126,7 @@ else
     step flashc_run run_all
   fi
   if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
-    # compute-sanitizer memcheck and racecheck on small ragged shapes of a few representative bundles
+    # compute-sanitizer memcheck, racecheck and synccheck on small ragged shapes of a few representative bundles
     # (sm_90a wgmma forward; the default wgmma Sᵀ backward at D = 128 and D = 64 (128 queries a step), with
     # the forced row form and the --experiment bundles (the forms the defaults replaced) of the same configurations; window f16,
     # GQA, D = 256 (mma.sync), FFN with split-K weight gradients).
@@ -138,7 +138,7 @@ else
                      attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ ffn_bf16_d64h256_gelu_tanh_b1b2_; do
         for b in "$FLASHC_BUNDLE_PATH"/$pattern*/; do
           [ -f "$b/manifest.flashc" ] || continue
-          for tool in memcheck racecheck; do
+          for tool in memcheck racecheck synccheck; do
             echo "--- $tool $(basename "$b")"
             "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
               || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
