@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+mma-dq+sync-lse+two-barrier+ws-forward]
+            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+mma-dq+sync-lse+two-barrier+cp-async-forward]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -62,11 +62,12 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
-# flashc --experiment (the forms today's defaults replaced), each alone and all three, and the new warp-specialised
-# TMA forward (ws-forward, opt-in until a GPU run has checked it): bench_attention.py's flashc_x* columns, and the
-# test configs the device run checks against float64.
-WS_FORWARD = ("ws-forward",)
-EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"), WS_FORWARD)
+# flashc --experiment (the forms today's defaults replaced): the backward's three each alone and all three, and the
+# cp.async forward the warp-specialised TMA forward replaced: bench_attention.py's flashc_x* columns, and the test
+# configs the device run checks against float64.
+CP_ASYNC_FORWARD = ("cp-async-forward",)
+EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"),
+                   CP_ASYNC_FORWARD)
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
 # The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide
@@ -77,15 +78,15 @@ FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("seri
 TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
 BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
                               for c in BENCH_FFN)
-# ws-forward: every GPU test config whose forward it takes (sm_90a, bf16/f16, D = Dv in {64, 128}): both dtypes,
-# causal, windows, softcaps, GQA.
-TEST_ATTENTION_WS = tuple(dataclasses.replace(c, experiments=WS_FORWARD) for c in TEST_ATTENTION
-                          if c.head_dim in (64, 128) and c.value_head_dim in (None, c.head_dim))
+# cp-async-forward: every GPU test config whose forward the warp-specialised kernel takes by default (sm_90a,
+# bf16/f16, D = Dv in {64, 128}; both dtypes, causal, windows, softcaps, GQA), in the form it replaced.
+TEST_ATTENTION_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD) for c in TEST_ATTENTION
+                                if c.head_dim in (64, 128) and c.value_head_dim in (None, c.head_dim))
 TEST_ATTENTION_EXPERIMENTS = tuple(
-    dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS if x != WS_FORWARD
+    dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS if x != CP_ASYNC_FORWARD
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
     + [AttentionConfig("f16", 4, 1, 128, causal=True), AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0)),
-       AttentionConfig("bf16", 2, 2, 96, causal=True, backward_form="transposed")]) + TEST_ATTENTION_WS
+       AttentionConfig("bf16", 2, 2, 96, causal=True, backward_form="transposed")]) + TEST_ATTENTION_CP_ASYNC
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,

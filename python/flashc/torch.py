@@ -132,7 +132,7 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     uses key/value head h // (Hq / Hkv)). A row with no visible key gives zeros (lse = -inf).
     backward_form: "auto" (default: the backward kernels flashc picks for the GPU), "rows" or "transposed" (the
     Sᵀ backward kernels); flashc --backward-form. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS:
-    the forms the defaults replaced, for timing, and new forms not yet defaults, e.g. "ws-forward").
+    the forms the defaults replaced, for timing, e.g. "cp-async-forward").
     """
     op = "attention"
     config = attention_config(_info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal,

@@ -1,17 +1,19 @@
-// flashc --experiment=ws-forward: the sm_90a attention forward (16-bit, D = Dv
-// in {64, 128}: the kernels planned as wgmma_sm90) becomes the warp-specialised
+// The sm_90a attention forward (16-bit, D = Dv in {64, 128}: the kernels
+// planned as wgmma_sm90) is by default the warp-specialised
 // TMA kernel wgmma_ws_sm90: the device library's attention_fwd_ws (a TMA
 // producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
 // ping-pong), taking q, k, v as tensor maps the runtime derives from the
 // manifest's `tensormap` lines. A forward that does not qualify (D = 96, or
 // sm_80) keeps its form silently; the backward is unchanged.
-// RUN: flashc %s --experiment=ws-forward --emit=tile -o - | FileCheck %s --check-prefix=TILE
-// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=DEFAULT
-// RUN: flashc %s --experiment=ws-forward --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
-// RUN: flashc %s --experiment=ws-forward --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
-// RUN: rm -rf %t.bundle && flashc %s --experiment=ws-forward --emit=bundle --arch=sm_90a -o %t.bundle
+// --experiment=cp-async-forward keeps the form it replaced (cp.async loads from
+// the computing warps).
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
+// RUN: flashc %s --experiment=cp-async-forward --emit=tile -o - | FileCheck %s --check-prefix=DEFAULT
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
-// RUN: flashc %s --experiment=ws-forward --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // GQA 16 query heads on 4 KV heads, causal, D = 128.
 func.func @gqa(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v: tensor<?x4x?x128xbf16>)

@@ -1,5 +1,5 @@
 // Kernels come from flash-tile (first flash-opt), then flash-plan-memory runs alone.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | FileCheck %s
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=ws-forward=false | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="block-m=64 block-n=32 warps=4 stages=3" 2>&1 | FileCheck %s --check-prefix=OVERRIDE
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=256 block-n=256 warps=16 stages=4" 2>&1 | FileCheck %s --check-prefix=OVERFLOW
@@ -12,7 +12,7 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=1024" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: flash-opt %S/Inputs/plan-memory-bad-recipes.mlir --flash-plan-memory -split-input-file -verify-diagnostics
 // RANGE: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: tile plan block_m = 1024 must be in [1, 256]
-// ws-forward (flashc --experiment=ws-forward): the wgmma forward becomes the warp-specialised TMA
+// ws-forward (the default; off under flashc --experiment=cp-async-forward): the wgmma forward becomes the warp-specialised TMA
 // kernel at the same blocks, with the shared memory of the library's plan: Q 32 KiB + 2 K and 2 V
 // slots of 32 KiB + 9 mbarriers + 1024 bytes of alignment slack = 164936. sm_80, or an override of
 // its fixed schedule, keeps the form without it.
@@ -34,12 +34,14 @@
 // A shared-memory overflow says which spec choice causes it and what to change, also on
 // kernels the user never wrote (a backward kernel, the fused FFN); sizes saturate instead of
 // wrapping around below the budget (a tile of 2^64 elements passed as 0 bytes).
-// RUN: flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused | not flash-opt --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
+// RUN: not flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
 // HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
 // RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
 // HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd_preprocess needs {{.*}}; this is a backward kernel (attention_backward_preprocess) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
 // RUN: not flash-opt %S/Inputs/plan-memory-huge-tile.mlir --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HUGE
-// HUGE: plan-memory-huge-tile.mlir:4:1: error: flash-plan-memory: @huge needs 9223372036854775807 bytes of shared memory
+// The tile type's own bounds (TileLimits.h) refuse such a tile when it is parsed, before the planner's
+// saturating arithmetic (which still guards tiles built in-process) sees it.
+// HUGE: plan-memory-huge-tile.mlir:9:80: error: !tile.tile dimension 4294967296 exceeds 65536
 // ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
 // ST-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
 // ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64

@@ -18,7 +18,7 @@
 // CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
 // CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>
-// CHECK-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // CHECK: %[[RB:.*]] = tile.program_id x
 // CHECK: %[[H:.*]] = tile.program_id y
 // CHECK: %[[B:.*]] = tile.program_id z

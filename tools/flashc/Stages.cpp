@@ -143,11 +143,10 @@ const Experiment kExperiments[] = {
      [](CompileOptions &o) { o.cuda.asyncColumnVectors = false; }},
     {"two-barrier", "pipelined loops with two barriers an iteration, not one",
      [](CompileOptions &o) { o.cuda.oneBarrierPipeline = false; }},
-    {"ws-forward",
-     "the sm_90a attention forward as the warp-specialised TMA kernel (producer warpgroup, K/V "
-     "ring, ping-pong consumers): a new code-generation form, opt-in until a GPU run has "
-     "checked it",
-     [](CompileOptions &o) { o.pipeline.wsForward = true; }},
+    {"cp-async-forward",
+     "the sm_90a attention forward loading by cp.async from the warps that compute, not the "
+     "warp-specialised TMA kernel",
+     [](CompileOptions &o) { o.pipeline.wsForward = false; }},
 };
 
 std::string joinExperiments(bool withHelp) {

@@ -121,8 +121,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
     Option<"wideGemm", "wide-gemm", "bool", /*default=*/"true",
            "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
-    Option<"wsForward", "ws-forward", "bool", /*default=*/"false",
-           "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (flashc --experiment=ws-forward)">,
+    Option<"wsForward", "ws-forward", "bool", /*default=*/"true",
+           "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

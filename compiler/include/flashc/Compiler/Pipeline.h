@@ -52,9 +52,9 @@ struct PipelineOptions {
   /// flash-plan-memory overrides; 0 keeps the target's choice.
   int64_t blockM = 0, blockN = 0, blockK = 0, warps = 0, stages = 0;
   /// The sm_90a attention forward as the warp-specialised TMA kernel
-  /// (flash-plan-memory's ws-forward option; on under flashc
-  /// --experiment=ws-forward).
-  bool wsForward = false;
+  /// (flash-plan-memory's ws-forward option; off under flashc
+  /// --experiment=cp-async-forward).
+  bool wsForward = true;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).
