@@ -1,4 +1,4 @@
-// The compiler's bundle writer (compiler/lib/BundleWriter.cpp, plain C++):
+// The compiler's bundle writer (compiler/lib/Codegen/BundleWriter.cpp, plain C++):
 // what it writes opens in the runtime, with cubins usable without JIT; a
 // bundle that does not compile is never written.
 #include "Check.h"

@@ -1,4 +1,4 @@
-// Attention forward written with exactly the call forms compiler/lib/CudaEmitter.cpp prints
+// Attention forward written with exactly the call forms compiler/lib/Codegen/CudaEmitter.cpp prints
 // (matrix_view / vector_view, load_tile_async with (row0, col0, limits), mask<L, R>, lse,
 // store_tile from registers, buffers = 2 pipelining as the emitter lays it out): a compile and
 // numerics check of the emitter-facing API (emitter_api.cuh). Same ABI as attention_fwd.cu.

@@ -1,4 +1,4 @@
-// The call forms the CUDA emitter prints (compiler/lib/CudaEmitter.cpp), one per tile op, on top
+// The call forms the CUDA emitter prints (compiler/lib/Codegen/CudaEmitter.cpp), one per tile op, on top
 // of the primitives in the other headers: global views with explicit (row0, col0, limits),
 // mask<L, R>, lse, row_dot on any operands, scalar index helpers.
 #pragma once

@@ -56,7 +56,7 @@ std::string unknownTargetMessage(llvm::StringRef arch) {
     message += ": sm_90 without the 'a' cannot use wgmma; give sm_90a for H100/H200, or sm_80";
   else
     message += ": give sm_80, whose code the runtime compiles for every newer device, or add a "
-               "target model for " + arch.str() + " (compiler/lib/Target.cpp)";
+               "target model for " + arch.str() + " (compiler/lib/Transforms/Target.cpp)";
   return message;
 }
 
