@@ -24,6 +24,8 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "ManifestBuilder.h"
+#include "Names.h"
 #include "WsForwardEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -94,35 +96,8 @@ const char *activationEnumerator(tile::Activation kind) {
   return "Act::Identity";
 }
 
-bool isCppKeyword(StringRef name) {
-  static const llvm::StringSet<> keywords = {
-      "do", "if", "for", "int", "float", "double", "char", "long", "short", "auto", "const",
-      "case", "else", "enum", "goto", "this", "true", "false", "void", "while", "break",
-      "class", "union", "using", "return", "switch", "struct", "static", "default", "delete",
-      "new", "template", "typename", "namespace", "operator", "signed", "unsigned", "volatile",
-      "register", "sizeof", "smem", "half"};
-  return keywords.contains(name);
-}
 
-/// [A-Za-z_][A-Za-z0-9_]*: what manifest kernel and program names must be.
-bool isManifestIdentifier(StringRef name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
-    return false;
-  return llvm::all_of(name, [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
 
-std::string cppIdentifier(StringRef name) {
-  std::string out;
-  for (char c : name)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])))
-    out = "t_" + out;
-  if (isCppKeyword(out))
-    out += "_";
-  return out;
-}
 
 FailureOr<std::string> cppElementType(Operation *op, Type type) {
   if (type.isBF16())
@@ -134,47 +109,8 @@ FailureOr<std::string> cppElementType(Operation *op, Type type) {
   return op->emitError("CUDA emitter: unsupported element type ") << type, failure();
 }
 
-FailureOr<rt::DType> manifestDType(Operation *op, Type type) {
-  if (type.isBF16())
-    return rt::DType::BF16;
-  if (type.isF16())
-    return rt::DType::F16;
-  if (type.isF32())
-    return rt::DType::F32;
-  return op->emitError("bundle: unsupported element type ") << type, failure();
-}
 
-/// The names a location gives: a NameLoc's, or those of the NameLocs fused
-/// into it, in order (a loop's induction variable, then its carried values).
-SmallVector<StringRef> locationNames(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return {name.getName().strref()};
-  SmallVector<StringRef> names;
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location part : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(part))
-        names.push_back(name.getName().strref());
-  return names;
-}
 
-/// The name the kernel builder gave `v` through a location (see
-/// KernelBuilder::named), or "" when it has none.
-std::string givenName(Value v) {
-  SmallVector<StringRef> names;
-  unsigned index = 0;
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto forOp = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
-    if (!forOp)
-      return "";
-    names = locationNames(forOp.getLoc());
-    index = arg.getArgNumber();
-  } else {
-    Operation *op = v.getDefiningOp();
-    names = locationNames(op->getLoc());
-    index = cast<OpResult>(v).getResultNumber() + (isa<scf::ForOp>(op) ? 1 : 0);
-  }
-  return index < names.size() ? names[index].str() : "";
-}
 
 /// The value of an integer (not i1) index expression whose leaves are all
 /// constants: printed as a literal, never declared.
@@ -271,20 +207,6 @@ std::string offsetConstant(StringRef hint) {
   return out + "Offset";
 }
 
-/// Identifiers the generated code uses besides the kernel's values: device
-/// library functions and the emitter's own locals. A value is never named so.
-const char *const kReservedNames[] = {
-    "fill", "mask", "mask_transposed", "softcap", "softcap_grad", "scale", "multiply",
-    "activation", "activation_grad", "row_max", "exp2", "softmax_correction", "online_sum",
-    "row_sum", "rescale", "normalize", "logsumexp", "row_dot", "recompute_probs",
-    "recompute_probs_cols", "softmax_grad", "softmax_grad_cols", "convert", "load_fragments",
-    "store_fragments", "smem_tile_at", "shared_floats", "load_tile_async", "load_rows_async",
-    "load_rows_shared", "load_rows", "store_rows", "store_tile", "atomic_add_tile", "add_bias",
-    "matrix_view", "vector_view", "matmul", "matmul_ta", "matmul_tb", "matmul_ta_tb",
-    "wgmma_matmul", "wgmma_matmul_ta", "wgmma_matmul_tb", "wgmma_wait", "wgmma_fence_operand",
-    "cp_async_commit", "cp_async_wait", "fence_async_shared", "ceil_div", "floor_div", "min",
-    "max", "warp_id", "align_smem_1024", "smem_raw", "chunk", "flashc", "Act", "bf16", "f16",
-    "blockIdx", "gridDim", "threadIdx", "INFINITY"};
 
 /// Marks a declaration line that is dropped when nothing reads its name (see
 /// dropUnusedDeclarations): NVRTC warns about every unread variable (#177).
@@ -357,29 +279,6 @@ std::string dropUnusedDeclarations(StringRef text) {
 // Symbolic sizes of program arguments
 //===----------------------------------------------------------------------===//
 
-/// Run-time sizes get one symbol per distinct size: a program argument may
-/// name its dims with a `tile.dims` array attribute (one string per dim, ""
-/// for static ones); otherwise the attention/FFN argument naming convention
-/// decides (q/o/lse/do/dq rows are Sq, k/v/dk/dv rows are Sk, leading batch
-/// is B, GEMM rows are M), which makes the runtime check that o has as many
-/// rows as q before any kernel writes it.
-std::string conventionalSymbol(StringRef arg, unsigned dim, unsigned rank) {
-  static const llvm::StringSet<> queryRows = {"q", "o", "out", "lse", "do", "dq", "delta",
-                                              "dq_accum", "dout", "d_out", "d_q"};
-  static const llvm::StringSet<> keyRows = {"k", "v", "dk", "dv", "d_k", "d_v"};
-  if (rank >= 3 && dim == 0)
-    return "B";
-  bool rowDim = (rank == 4 && dim == 2) || (rank == 3 && dim == 2);
-  if (rowDim && queryRows.contains(arg))
-    return "Sq";
-  if (rowDim && keyRows.contains(arg))
-    return "Sk";
-  if (rank <= 3 && dim == rank - 2)
-    return "M";
-  if (rank == 1 && dim == 0)
-    return "M";
-  return (cppIdentifier(arg) + "_d" + std::to_string(dim));
-}
 
 //===----------------------------------------------------------------------===//
 // Kernel emission
@@ -775,7 +674,7 @@ bool KernelEmitter::isChunkedAtomicMatmul(tile::MatmulOp mm) {
   auto type = cast<tile::TileType>(mm.getType());
   // Chunked when wide (register budget), when the rows make fewer bands than
   // warps, or under wgmma (the mma.sync dQ has no warpgroup-wide form).
-  bool fewerBands = type.getRows() < 16 * kernel.getWarps();
+  bool fewerBands = type.getRows() < 16 * static_cast<int64_t>(kernel.getWarps());
   return atomic && atomic->getBlock() == mm->getBlock() && (type.getCols() > 64 || fewerBands || wgmma()) &&
          type.getCols() % 32 == 0 && !cast<tile::TileType>(mm.getA().getType()).getElementType().isF32();
 }
@@ -1467,7 +1366,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           ValueRange idx = atomic.getIndices();
           std::string part = fresh("part");
           auto [bands, groups, width] = chunkShape(type);
-          std::string bandsArg = bands == kernel.getWarps() ? "kWarps" : std::to_string(bands);
+          std::string bandsArg = bands == static_cast<int64_t>(kernel.getWarps()) ? "kWarps" : std::to_string(bands);
           line() << "#pragma unroll\n";
           if (groups == 1)
             line() << "for (int chunk = 0; chunk < " << type.getCols() << "; chunk += " << width
@@ -1645,7 +1544,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
 
 LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   Block &body = kernel.getBody().front();
-  for (const char *name : kReservedNames)
+  for (const char *name : reservedNames())
     used[name] = 1;
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = cppIdentifier(argNames[i]);
@@ -1697,75 +1596,6 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
 // Module: kernels, programs, manifest
 //===----------------------------------------------------------------------===//
 
-struct ArgInfo {
-  std::string name;
-  SmallVector<rt::Dim> dims;
-};
-
-/// Names and symbolic dims of a program's tensors (arguments and workspaces).
-class ProgramScope {
-public:
-  explicit ProgramScope(func::FuncOp func) : func(func) {}
-
-  LogicalResult build() {
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
-      if (!type)
-        return func.emitError("tile.program argument ") << i << " is not a !tile.tensor", failure();
-      std::string name = "arg" + std::to_string(i);
-      if (auto n = func.getArgAttrOfType<StringAttr>(i, "tile.name"))
-        name = n.str();
-      auto dimNames = func.getArgAttrOfType<ArrayAttr>(i, "tile.dims");
-      ArgInfo info{name, {}};
-      for (auto [d, size] : llvm::enumerate(type.getShape())) {
-        if (!ShapedType::isDynamic(size)) {
-          info.dims.push_back(rt::Dim::lit(size));
-          continue;
-        }
-        std::string sym;
-        if (dimNames && d < dimNames.size())
-          if (auto s = dyn_cast<StringAttr>(dimNames[d]))
-            sym = s.str();
-        if (sym.empty())
-          sym = conventionalSymbol(name, d, type.getRank());
-        info.dims.push_back(rt::Dim::sym(sym));
-      }
-      infos[arg] = info;
-    }
-    unsigned scratchIndex = 0;
-    for (Operation &op : func.getBody().front()) {
-      auto alloc = dyn_cast<tile::AllocTensorOp>(&op);
-      if (!alloc)
-        continue;
-      auto type = cast<tile::GlobalTensorType>(alloc.getType());
-      std::string name = "scratch" + std::to_string(scratchIndex++);
-      if (auto n = alloc->getAttrOfType<StringAttr>("tile.name"))
-        name = n.str();
-      ArgInfo info{name, {}};
-      unsigned dynamicIndex = 0;
-      for (int64_t size : type.getShape()) {
-        if (!ShapedType::isDynamic(size)) {
-          info.dims.push_back(rt::Dim::lit(size));
-          continue;
-        }
-        Value sizeValue = alloc.getDynamicSizes()[dynamicIndex++];
-        auto dim = sizeValue.getDefiningOp<tile::DimOp>();
-        if (!dim || !infos.count(dim.getTensor()))
-          return alloc.emitError("bundle: a workspace size must be a dimension of a program "
-                                 "argument (tile.dim), so the runtime can allocate it"),
-                 failure();
-        info.dims.push_back(infos[dim.getTensor()].dims[dim.getIndex()]);
-      }
-      infos[alloc.getResult()] = info;
-      scratch.push_back(alloc);
-    }
-    return success();
-  }
-
-  func::FuncOp func;
-  DenseMap<Value, ArgInfo> infos;
-  SmallVector<tile::AllocTensorOp> scratch;
-};
 
 /// The first file location in `loc` (itself, or inside a fused location).
 FileLineColLoc firstFileLoc(Location loc) {
@@ -1822,59 +1652,6 @@ void printSourceHeader(llvm::raw_ostream &src, ModuleOp module, const rt::Manife
   }
 }
 
-/// `meta` lines of a program: what it computes (from its kernels' recipes),
-/// so tools and bindings (flashc-run, the Python package) need no spec.
-void describeProgram(ModuleOp module, rt::ProgramSpec &program,
-                     ArrayRef<std::unique_ptr<ProgramScope>> programs) {
-  bool attentionForward = false, attentionBackward = false, ffnForward = false,
-       ffnBackward = false;
-  for (const std::string &name : program.kernels) {
-    auto kernel = module.lookupSymbol<tile::KernelOp>(name);
-    if (!kernel)
-      continue;
-    if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
-      if (attn.getRole() == tile::KernelRole::AttentionForward) {
-        attentionForward = true;
-        program.meta["scale"] = llvm::formatv("{0:e9}", attn.getScale().getValueAsDouble()).str();
-        program.meta["softcap"] =
-            llvm::formatv("{0:e9}", attn.getSoftcap().getValueAsDouble()).str();
-        program.meta["window_left"] = std::to_string(attn.getWindowLeft());
-        program.meta["window_right"] = std::to_string(attn.getWindowRight());
-      } else {
-        attentionBackward = true;
-      }
-    } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
-      tile::KernelRole role = gemm.getRole();
-      if (role == tile::KernelRole::FfnBackwardHidden || role == tile::KernelRole::ColumnSum ||
-          role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32)
-        ffnBackward = true;
-      else
-        ffnForward = true;
-      if (gemm.getActivation() != tile::Activation::Identity)
-        program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
-    }
-  }
-  int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
-  if (kinds != 1) {
-    // Several fused ops in one program (a transformer block), forward or backward.
-    program.meta["op"] = attentionBackward || ffnBackward ? "block_backward" : "block";
-    return;
-  }
-  if (attentionForward)
-    program.meta["op"] = "attention_forward";
-  else if (attentionBackward)
-    program.meta["op"] = "attention_backward";
-  else if (ffnBackward)
-    program.meta["op"] = "ffn_backward";
-  else
-    program.meta["op"] = "ffn_forward";
-  if (attentionForward || ffnForward) {
-    std::string backward = program.name + "_backward";
-    for (const auto &scope : programs)
-      if (scope->func.getSymName() == backward)
-        program.meta["backward"] = backward;
-  }
-}
 
 } // namespace
 
@@ -1890,45 +1667,8 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
   // Parameter names/dims of each kernel, from the first program that launches it.
   llvm::StringMap<std::vector<ArgInfo>> kernelArgs;
   SmallVector<std::unique_ptr<ProgramScope>> programs;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr("tile.program"))
-      continue;
-    // Programs and kernels are named after the function; the manifest (and
-    // the runtime's lookups) take identifiers only.
-    if (!isManifestIdentifier(func.getSymName()))
-      return func.emitError() << "bundle: function name '" << func.getSymName()
-                              << "' cannot name a program and its kernels: use an identifier "
-                                 "([A-Za-z_][A-Za-z0-9_]*)",
-             failure();
-    auto scope = std::make_unique<ProgramScope>(func);
-    if (failed(scope->build()))
-      return failure();
-    for (auto launch : func.getBody().getOps<tile::LaunchOp>()) {
-      auto &args = kernelArgs[launch.getKernel()];
-      if (!args.empty())
-        continue;
-      for (auto [index, v] : llvm::enumerate(launch.getArgs())) {
-        auto it = scope->infos.find(v);
-        if (it == scope->infos.end())
-          return launch.emitError("bundle: a launch argument must be a program argument or a "
-                                  "tile.alloc_tensor"),
-                 failure();
-        // The runtime binds kernel parameters to program arguments by name:
-        // one tensor cannot be two parameters of a kernel.
-        for (auto [previous, arg] : llvm::enumerate(args))
-          if (arg.name == it->second.name)
-            return launch.emitError()
-                       << "bundle: kernel @" << launch.getKernel() << " takes program tensor '"
-                       << arg.name << "' as two of its parameters (#" << previous << " and #"
-                       << index
-                       << "); the bundle ABI binds parameters by name, so give each operand "
-                          "of the fused op its own function argument",
-                   failure();
-        args.push_back(it->second);
-      }
-    }
-    programs.push_back(std::move(scope));
-  }
+  if (failed(collectPrograms(module, kernelArgs, programs)))
+    return failure();
 
   std::string source;
   llvm::raw_string_ostream src(source);
@@ -1952,22 +1692,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       << "// one device-library call per tile op (runtime/device/include/flashc/device).\n"
       << "#include \"flashc/device/all.cuh\"\n\n";
   for (auto kernel : module.getOps<tile::KernelOp>()) {
-    Block &body = kernel.getBody().front();
-    std::vector<ArgInfo> args;
-    auto it = kernelArgs.find(kernel.getSymName());
-    if (it != kernelArgs.end()) {
-      args = it->second;
-    } else {
-      for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-        auto type = cast<tile::GlobalTensorType>(arg.getType());
-        ArgInfo info{"arg" + std::to_string(i), {}};
-        for (auto [d, size] : llvm::enumerate(type.getShape()))
-          info.dims.push_back(ShapedType::isDynamic(size)
-                                  ? rt::Dim::sym(info.name + "_d" + std::to_string(d))
-                                  : rt::Dim::lit(size));
-        args.push_back(info);
-      }
-    }
+    std::vector<ArgInfo> args = kernelParameters(kernel, kernelArgs);
     std::vector<std::string> argNames;
     for (auto &a : args)
       argNames.push_back(a.name);
@@ -1991,99 +1716,19 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
         return failure();
     }
 
-    rt::KernelSpec spec;
-    spec.name = kernel.getSymName().str();
-    spec.entry = entry;
-    if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
-      spec.role = cppIdentifier(tile::stringifyKernelRole(attn.getRole()));
-    else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr()))
-      spec.role = cppIdentifier(tile::stringifyKernelRole(gemm.getRole()));
-    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-      auto type = cast<tile::GlobalTensorType>(arg.getType());
-      FailureOr<rt::DType> dtype = manifestDType(kernel, type.getElementType());
-      if (failed(dtype))
-        return failure();
-      bool reads = false, writes = false, tiled = false;
-      for (Operation *user : arg.getUsers()) {
-        if (isa<tile::StoreOp, tile::AtomicAddOp, tile::StoreRowsOp>(user)) {
-          writes = true;
-          tiled |= !isa<tile::StoreRowsOp>(user);
-          if (isa<tile::AtomicAddOp>(user))
-            reads = true;
-        } else if (isa<tile::LoadOp>(user)) {
-          reads = tiled = true;
-        } else if (!isa<tile::DimOp>(user)) {
-          reads = true;
-        }
-      }
-      rt::TensorParam p;
-      p.name = args[i].name;
-      p.dtype = *dtype;
-      p.direction = writes ? (reads ? rt::Direction::InOut : rt::Direction::Out) : rt::Direction::In;
-      p.dims.assign(args[i].dims.begin(), args[i].dims.end());
-      p.contiguous = true;
-      if (tiled && type.getRank() >= 2) {
-        // 16-byte vector copies of whole rows: aligned base, rows a multiple of 16 bytes apart.
-        p.alignBytes = 16;
-        p.strideMultiple = 16 / rt::dtypeSize(*dtype);
-      }
-      spec.tensors.push_back(p);
-    }
-    for (auto [axis, attr] : llvm::enumerate(kernel.getGrid())) {
-      auto grid = cast<tile::GridAttr>(attr);
-      std::string text;
-      // A grid over a static size is folded here (cdiv of two literals), so
-      // that the limit check below sees its block count.
-      int64_t staticSize = 0;
-      if (grid.isConstant()) {
-        text = std::to_string(grid.getConstant());
-      } else {
-        const rt::Dim &dim = args[grid.getArgIndex()].dims[grid.getDimIndex()];
-        auto dimExpr = rt::Expr::parse(dim.str());
-        if (grid.getDivisor() > 0 && dimExpr.ok() && dimExpr->isLiteral(&staticSize) &&
-            staticSize >= 0)
-          text = std::to_string(staticSize / grid.getDivisor() +
-                                (staticSize % grid.getDivisor() != 0));
-        else if (grid.getDivisor() > 1)
-          text = "cdiv(" + dim.str() + ", " + std::to_string(grid.getDivisor()) + ")";
-        else
-          text = dim.str();
-      }
-      auto expr = rt::Expr::parse(text);
-      if (!expr.ok())
-        return kernel.emitError("bundle: bad grid expression '") << text << "'", failure();
-      // A static size (heads, batch) beyond CUDA's grid limits, which hold for
-      // every device, could never launch: said here, at the spec line.
-      static const int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
-      int64_t blocks = 0;
-      if (expr->isLiteral(&blocks) && blocks > kMaxGrid[axis])
-        return kernel.emitError() << "bundle: kernel @" << kernel.getSymName() << " needs "
-                                  << blocks << " blocks along grid " << "xyz"[axis]
-                                  << " (from a static size of the spec); CUDA allows at most "
-                                  << kMaxGrid[axis],
-               failure();
-      spec.grid[axis] = *expr;
-    }
     int64_t threads = ws ? kWsForwardThreads : kernel.getWarps() * 32;
-    spec.block = {rt::Expr::literal(threads), rt::Expr::literal(1), rt::Expr::literal(1)};
-    spec.sharedBytes = rt::Expr::literal(ws ? ws->sharedBytes : emitter->sharedBytes());
-    if (ws)
-      spec.tensorMaps = ws->tensorMaps;
     // The emitter's layout is authoritative: it knows the device library's
     // padding (flash-plan-memory's estimate only decides block sizes).
-    manifest.kernels.push_back(std::move(spec));
+    FailureOr<rt::KernelSpec> spec = buildKernelSpec(
+        kernel, args, entry, threads, ws ? ws->sharedBytes : emitter->sharedBytes());
+    if (failed(spec))
+      return failure();
+    if (ws)
+      spec->tensorMaps = ws->tensorMaps;
+    manifest.kernels.push_back(std::move(*spec));
   }
 
-  for (auto &scope : programs) {
-    rt::ProgramSpec program;
-    program.name = scope->func.getSymName().str();
-    for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
-      program.kernels.push_back(launch.getKernel().str());
-    for (tile::AllocTensorOp alloc : scope->scratch)
-      program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.isAtomicAccumulator()});
-    describeProgram(module, program, ArrayRef<std::unique_ptr<ProgramScope>>(programs));
-    manifest.programs.push_back(std::move(program));
-  }
+  appendPrograms(module, programs, manifest);
 
   rt::Status valid = rt::validateManifest(manifest);
   if (!valid.ok())

@@ -1,0 +1,322 @@
+//===- ManifestBuilder.cpp - the bundle manifest of a tile module --------===//
+#include "ManifestBuilder.h"
+
+#include "Names.h"
+
+#include "flashc/runtime/Expr.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace flashc {
+namespace {
+
+/// Run-time sizes get one symbol per distinct size: a program argument may
+/// name its dims with a `tile.dims` array attribute (one string per dim, ""
+/// for static ones); otherwise the attention/FFN argument naming convention
+/// decides (q/o/lse/do/dq rows are Sq, k/v/dk/dv rows are Sk, leading batch
+/// is B, GEMM rows are M), which makes the runtime check that o has as many
+/// rows as q before any kernel writes it.
+std::string conventionalSymbol(StringRef arg, unsigned dim, unsigned rank) {
+  static const llvm::StringSet<> queryRows = {"q", "o", "out", "lse", "do", "dq", "delta",
+                                              "dq_accum", "dout", "d_out", "d_q"};
+  static const llvm::StringSet<> keyRows = {"k", "v", "dk", "dv", "d_k", "d_v"};
+  if (rank >= 3 && dim == 0)
+    return "B";
+  bool rowDim = (rank == 4 && dim == 2) || (rank == 3 && dim == 2);
+  if (rowDim && queryRows.contains(arg))
+    return "Sq";
+  if (rowDim && keyRows.contains(arg))
+    return "Sk";
+  if (rank <= 3 && dim == rank - 2)
+    return "M";
+  if (rank == 1 && dim == 0)
+    return "M";
+  return (cppIdentifier(arg) + "_d" + std::to_string(dim));
+}
+
+FailureOr<rt::DType> manifestDType(Operation *op, Type type) {
+  if (type.isBF16())
+    return rt::DType::BF16;
+  if (type.isF16())
+    return rt::DType::F16;
+  if (type.isF32())
+    return rt::DType::F32;
+  return op->emitError("bundle: unsupported element type ") << type, failure();
+}
+
+/// `meta` lines of a program: what it computes (from its kernels' recipes),
+/// so tools and bindings (flashc-run, the Python package) need no spec.
+void describeProgram(ModuleOp module, rt::ProgramSpec &program,
+                     ArrayRef<std::unique_ptr<ProgramScope>> programs) {
+  bool attentionForward = false, attentionBackward = false, ffnForward = false,
+       ffnBackward = false;
+  for (const std::string &name : program.kernels) {
+    auto kernel = module.lookupSymbol<tile::KernelOp>(name);
+    if (!kernel)
+      continue;
+    if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
+      if (attn.getRole() == tile::KernelRole::AttentionForward) {
+        attentionForward = true;
+        program.meta["scale"] = llvm::formatv("{0:e9}", attn.getScale().getValueAsDouble()).str();
+        program.meta["softcap"] =
+            llvm::formatv("{0:e9}", attn.getSoftcap().getValueAsDouble()).str();
+        program.meta["window_left"] = std::to_string(attn.getWindowLeft());
+        program.meta["window_right"] = std::to_string(attn.getWindowRight());
+      } else {
+        attentionBackward = true;
+      }
+    } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
+      tile::KernelRole role = gemm.getRole();
+      if (role == tile::KernelRole::FfnBackwardHidden || role == tile::KernelRole::ColumnSum ||
+          role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32)
+        ffnBackward = true;
+      else
+        ffnForward = true;
+      if (gemm.getActivation() != tile::Activation::Identity)
+        program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
+    }
+  }
+  int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
+  if (kinds != 1) {
+    // Several fused ops in one program (a transformer block), forward or backward.
+    program.meta["op"] = attentionBackward || ffnBackward ? "block_backward" : "block";
+    return;
+  }
+  if (attentionForward)
+    program.meta["op"] = "attention_forward";
+  else if (attentionBackward)
+    program.meta["op"] = "attention_backward";
+  else if (ffnBackward)
+    program.meta["op"] = "ffn_backward";
+  else
+    program.meta["op"] = "ffn_forward";
+  if (attentionForward || ffnForward) {
+    std::string backward = program.name + "_backward";
+    for (const auto &scope : programs)
+      if (scope->func.getSymName() == backward)
+        program.meta["backward"] = backward;
+  }
+}
+
+} // namespace
+
+LogicalResult ProgramScope::build() {
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
+    if (!type)
+      return func.emitError("tile.program argument ") << i << " is not a !tile.tensor", failure();
+    std::string name = "arg" + std::to_string(i);
+    if (auto n = func.getArgAttrOfType<StringAttr>(i, "tile.name"))
+      name = n.str();
+    auto dimNames = func.getArgAttrOfType<ArrayAttr>(i, "tile.dims");
+    ArgInfo info{name, {}};
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (!ShapedType::isDynamic(size)) {
+        info.dims.push_back(rt::Dim::lit(size));
+        continue;
+      }
+      std::string sym;
+      if (dimNames && d < dimNames.size())
+        if (auto s = dyn_cast<StringAttr>(dimNames[d]))
+          sym = s.str();
+      if (sym.empty())
+        sym = conventionalSymbol(name, d, type.getRank());
+      info.dims.push_back(rt::Dim::sym(sym));
+    }
+    infos[arg] = info;
+  }
+  unsigned scratchIndex = 0;
+  for (Operation &op : func.getBody().front()) {
+    auto alloc = dyn_cast<tile::AllocTensorOp>(&op);
+    if (!alloc)
+      continue;
+    auto type = cast<tile::GlobalTensorType>(alloc.getType());
+    std::string name = "scratch" + std::to_string(scratchIndex++);
+    if (auto n = alloc->getAttrOfType<StringAttr>("tile.name"))
+      name = n.str();
+    ArgInfo info{name, {}};
+    unsigned dynamicIndex = 0;
+    for (int64_t size : type.getShape()) {
+      if (!ShapedType::isDynamic(size)) {
+        info.dims.push_back(rt::Dim::lit(size));
+        continue;
+      }
+      Value sizeValue = alloc.getDynamicSizes()[dynamicIndex++];
+      auto dim = sizeValue.getDefiningOp<tile::DimOp>();
+      if (!dim || !infos.count(dim.getTensor()))
+        return alloc.emitError("bundle: a workspace size must be a dimension of a program "
+                               "argument (tile.dim), so the runtime can allocate it"),
+               failure();
+      info.dims.push_back(infos[dim.getTensor()].dims[dim.getIndex()]);
+    }
+    infos[alloc.getResult()] = info;
+    scratch.push_back(alloc);
+  }
+  return success();
+}
+
+LogicalResult collectPrograms(ModuleOp module, llvm::StringMap<std::vector<ArgInfo>> &kernelArgs,
+                              SmallVector<std::unique_ptr<ProgramScope>> &programs) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr("tile.program"))
+      continue;
+    // Programs and kernels are named after the function; the manifest (and
+    // the runtime's lookups) take identifiers only.
+    if (!isManifestIdentifier(func.getSymName()))
+      return func.emitError() << "bundle: function name '" << func.getSymName()
+                              << "' cannot name a program and its kernels: use an identifier "
+                                 "([A-Za-z_][A-Za-z0-9_]*)",
+             failure();
+    auto scope = std::make_unique<ProgramScope>(func);
+    if (failed(scope->build()))
+      return failure();
+    for (auto launch : func.getBody().getOps<tile::LaunchOp>()) {
+      auto &args = kernelArgs[launch.getKernel()];
+      if (!args.empty())
+        continue;
+      for (auto [index, v] : llvm::enumerate(launch.getArgs())) {
+        auto it = scope->infos.find(v);
+        if (it == scope->infos.end())
+          return launch.emitError("bundle: a launch argument must be a program argument or a "
+                                  "tile.alloc_tensor"),
+                 failure();
+        // The runtime binds kernel parameters to program arguments by name:
+        // one tensor cannot be two parameters of a kernel.
+        for (auto [previous, arg] : llvm::enumerate(args))
+          if (arg.name == it->second.name)
+            return launch.emitError()
+                       << "bundle: kernel @" << launch.getKernel() << " takes program tensor '"
+                       << arg.name << "' as two of its parameters (#" << previous << " and #"
+                       << index
+                       << "); the bundle ABI binds parameters by name, so give each operand "
+                          "of the fused op its own function argument",
+                   failure();
+        args.push_back(it->second);
+      }
+    }
+    programs.push_back(std::move(scope));
+  }
+  return success();
+}
+
+std::vector<ArgInfo> kernelParameters(tile::KernelOp kernel,
+                                      const llvm::StringMap<std::vector<ArgInfo>> &kernelArgs) {
+  Block &body = kernel.getBody().front();
+  std::vector<ArgInfo> args;
+  auto it = kernelArgs.find(kernel.getSymName());
+  if (it != kernelArgs.end()) {
+    args = it->second;
+  } else {
+    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      auto type = cast<tile::GlobalTensorType>(arg.getType());
+      ArgInfo info{"arg" + std::to_string(i), {}};
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        info.dims.push_back(ShapedType::isDynamic(size)
+                                ? rt::Dim::sym(info.name + "_d" + std::to_string(d))
+                                : rt::Dim::lit(size));
+      args.push_back(info);
+    }
+  }
+  return args;
+}
+
+FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInfo> args,
+                                          const std::string &entry, int64_t threads,
+                                          int64_t sharedBytes) {
+  Block &body = kernel.getBody().front();
+  rt::KernelSpec spec;
+  spec.name = kernel.getSymName().str();
+  spec.entry = entry;
+  if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
+    spec.role = cppIdentifier(tile::stringifyKernelRole(attn.getRole()));
+  else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr()))
+    spec.role = cppIdentifier(tile::stringifyKernelRole(gemm.getRole()));
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto type = cast<tile::GlobalTensorType>(arg.getType());
+    FailureOr<rt::DType> dtype = manifestDType(kernel, type.getElementType());
+    if (failed(dtype))
+      return failure();
+    bool reads = false, writes = false, tiled = false;
+    for (Operation *user : arg.getUsers()) {
+      if (isa<tile::StoreOp, tile::AtomicAddOp, tile::StoreRowsOp>(user)) {
+        writes = true;
+        tiled |= !isa<tile::StoreRowsOp>(user);
+        if (isa<tile::AtomicAddOp>(user))
+          reads = true;
+      } else if (isa<tile::LoadOp>(user)) {
+        reads = tiled = true;
+      } else if (!isa<tile::DimOp>(user)) {
+        reads = true;
+      }
+    }
+    rt::TensorParam p;
+    p.name = args[i].name;
+    p.dtype = *dtype;
+    p.direction = writes ? (reads ? rt::Direction::InOut : rt::Direction::Out) : rt::Direction::In;
+    p.dims.assign(args[i].dims.begin(), args[i].dims.end());
+    p.contiguous = true;
+    if (tiled && type.getRank() >= 2) {
+      // 16-byte vector copies of whole rows: aligned base, rows a multiple of 16 bytes apart.
+      p.alignBytes = 16;
+      p.strideMultiple = 16 / rt::dtypeSize(*dtype);
+    }
+    spec.tensors.push_back(p);
+  }
+  for (auto [axis, attr] : llvm::enumerate(kernel.getGrid())) {
+    auto grid = cast<tile::GridAttr>(attr);
+    std::string text;
+    // A grid over a static size is folded here (cdiv of two literals), so
+    // that the limit check below sees its block count.
+    int64_t staticSize = 0;
+    if (grid.isConstant()) {
+      text = std::to_string(grid.getConstant());
+    } else {
+      const rt::Dim &dim = args[grid.getArgIndex()].dims[grid.getDimIndex()];
+      auto dimExpr = rt::Expr::parse(dim.str());
+      if (grid.getDivisor() > 0 && dimExpr.ok() && dimExpr->isLiteral(&staticSize) &&
+          staticSize >= 0)
+        text = std::to_string(staticSize / grid.getDivisor() +
+                              (staticSize % grid.getDivisor() != 0));
+      else if (grid.getDivisor() > 1)
+        text = "cdiv(" + dim.str() + ", " + std::to_string(grid.getDivisor()) + ")";
+      else
+        text = dim.str();
+    }
+    auto expr = rt::Expr::parse(text);
+    if (!expr.ok())
+      return kernel.emitError("bundle: bad grid expression '") << text << "'", failure();
+    // A static size (heads, batch) beyond CUDA's grid limits, which hold for
+    // every device, could never launch: said here, at the spec line.
+    static const int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
+    int64_t blocks = 0;
+    if (expr->isLiteral(&blocks) && blocks > kMaxGrid[axis])
+      return kernel.emitError() << "bundle: kernel @" << kernel.getSymName() << " needs "
+                                << blocks << " blocks along grid " << "xyz"[axis]
+                                << " (from a static size of the spec); CUDA allows at most "
+                                << kMaxGrid[axis],
+             failure();
+    spec.grid[axis] = *expr;
+  }
+  spec.block = {rt::Expr::literal(threads), rt::Expr::literal(1), rt::Expr::literal(1)};
+  spec.sharedBytes = rt::Expr::literal(sharedBytes);
+  return spec;
+}
+
+void appendPrograms(ModuleOp module, ArrayRef<std::unique_ptr<ProgramScope>> programs,
+                    rt::Manifest &manifest) {
+for (auto &scope : programs) {
+  rt::ProgramSpec program;
+  program.name = scope->func.getSymName().str();
+  for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
+    program.kernels.push_back(launch.getKernel().str());
+  for (tile::AllocTensorOp alloc : scope->scratch)
+    program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.isAtomicAccumulator()});
+  describeProgram(module, program, programs);
+  manifest.programs.push_back(std::move(program));
+}
+}
+
+} // namespace flashc
