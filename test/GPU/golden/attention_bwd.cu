@@ -7,6 +7,7 @@
 //   dQ  = scale * dQ_accum                                  [postprocess]
 // With softcap the scores are cap * tanh(scale * s / cap) and dS also carries 1 - tanh^2.
 #include "flashc/device/all.cuh"
+#include "golden_support.cuh"
 
 #ifndef FLASHC_KERNEL_PREFIX
 #define FLASHC_KERNEL_PREFIX flashc_attention

@@ -12,7 +12,6 @@
 #include "flashc/device/mask.cuh"
 #include "flashc/device/backward.cuh"
 #include "flashc/device/activation.cuh"
-#include "flashc/device/ordering.cuh"
 #include "flashc/device/bulk.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/wgmma.cuh"

@@ -33,31 +33,5 @@ __device__ __forceinline__ void store_fragments(SmemTileF32<R, SC> dst, const Re
             make_float2(src.v[mt][nt][2 * h], src.v[mt][nt][2 * h + 1]);
 }
 
-// tile op `atomic_add` through the bulk engine: dst[row0 + r][0, Cols) += src[r][0, Cols) for
-// row0 + r < dst.rows. Threads 0 .. Rows-1 each issue one row and commit a bulk group. Before
-// src is rewritten, the same threads call bulk_wait_read<0>() and the block syncs.
-template <int Rows, int Cols>
-__device__ __forceinline__ void bulk_reduce_add_rows(const GlobalMatrix<float>& dst, int row0, SmemTileF32<Rows, Cols> src) {
-  const int r = static_cast<int>(threadIdx.x);
-  if (r < Rows) {
-    if (row0 + r < dst.rows) {
-      float* g = dst.base + (row0 + r) * dst.row_stride;
-      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(g),
-                   "r"(smem_u32(src.row(r))), "n"(Cols * 4)
-                   : "memory");
-    }
-    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-  }
-}
-
-// Wait until at most N of this thread's bulk groups still read their shared source.
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-
-// Wait until all of this thread's bulk groups have completed (writes performed): before exit.
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-
 }  // namespace device
 }  // namespace flashc

@@ -100,19 +100,5 @@ __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& dst, int row0,
   }
 }
 
-// tile op `load` of a row vector (lse, D) into shared memory: v[i] = src[row0 + i] for
-// row0 + i < src.size, else `fill` (lse: +inf so that exp(s - lse) = 0 on padding rows).
-template <int kThreads, int N>
-__device__ __forceinline__ void load_vector_async(float* dst, const GlobalVector<float>& src,
-                                                  int row0, float fill) {
-  for (int i = threadIdx.x; i < N; i += kThreads) {
-    if (row0 + i < src.size) {
-      cp_async_4(smem_u32(dst + i), src.base + (row0 + i) * src.stride);
-    } else {
-      dst[i] = fill;
-    }
-  }
-}
-
 }  // namespace device
 }  // namespace flashc
