@@ -3,29 +3,13 @@
 #include "flashc/runtime/BundleIndex.h"
 #include "flashc/runtime/Manifest.h"
 
+#include "Words.h"
+
 #include <cctype>
 #include <set>
 
 namespace flashc::rt {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string> splitWords(std::string_view s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    size_t start = i;
-    while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    if (i > start) out.emplace_back(s.substr(start, i - start));
-  }
-  return out;
-}
 
 // Splits on commas that are not inside parentheses.
 std::vector<std::string_view> splitTopLevelCommas(std::string_view s) {
