@@ -1,6 +1,6 @@
 """Timing of the golden kernels vs PyTorch SDPA (flash, cuDNN) in one process (see lab.py).
 bf16, B*S = 16k tokens, Hq*D = 2048. FLOPs: fwd 4*B*H*S^2*D (/2 causal), bwd 2.5x fwd.
-Peer backward time = (fwd+bwd) - fwd, as in shared/anchors.md; ours is the backward launch alone
+Peer backward time = (fwd+bwd) - fwd, as in bench/README.md ("Method"); ours is the backward launch alone
 (preprocess + main + postprocess)."""
 import os
 

@@ -267,6 +267,20 @@ func.func @scale_underflows_f32(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf3
 
 // -----
 
+// A total scale above flash.attention's bound (1e30, the tile kernels'): not fused.
+// CHECK-LABEL: func.func @scale_above_limit
+// CHECK-NOT: flash.attention
+func.func @scale_above_limit(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %t = flash.scale %s by 1.0e+35 : tensor<1x2x8x8xf32>
+  %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the total score scale 1.000000e+35 is above flash.attention's limit 1.000000e+30}}
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
 // No softmax between the matmuls: plain linear attention, not fused.
 // CHECK-LABEL: func.func @no_softmax
 // CHECK-NOT: flash.attention

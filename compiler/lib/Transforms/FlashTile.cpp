@@ -11,6 +11,13 @@
 
 #include "TileLowering.h"
 
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
+
+// A spec the flash verifiers accept must give tile attributes the tile
+// verifiers accept: one bound for scales on both levels.
+static_assert(mlir::flash::kMaxAttentionScale == mlir::tile::limits::kMaxScale,
+              "flash.attention's scale bound must be the tile dialect's");
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringSet.h"

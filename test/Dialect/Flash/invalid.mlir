@@ -356,11 +356,23 @@ func.func @attention_scale(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %
 // -----
 
 // A finite scale whose product with log2(e) leaves the f32 range: the emitted
-// CUDA held an out-of-range float constant NVRTC rejected.
+// CUDA held an out-of-range float constant NVRTC rejected. The bound is the
+// tile dialect's for every scale-like attribute (TileLimits.h).
 func.func @attention_scale_too_large(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
     -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{scale = 3.000000e+38 is too large: at most 2.358657e+38 (the kernels fold scale·log2(e) into one f32 constant)}}
+  // expected-error @+1 {{scale = 3.000000e+38 is too large: at most 1.000000e+30 (the kernels fold scale·log2(e) into one f32 constant)}}
   %o, %l = flash.attention %q, %k, %v scale = 3.0e+38 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+}
+
+// -----
+
+// A softcap past the same bound: refused here, not by a tile verifier later.
+func.func @attention_softcap_too_large(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{softcap = 1.000000e+35 is too large: at most 1.000000e+30}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> softcap = 1.0e+35 num_kv_heads = 4
       : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
   return %o, %l : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
 }

@@ -287,6 +287,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "softcap must be 0 (none) or a finite positive "
                             "number, got "
                          << softcap;
+  if (softcap > kMaxAttentionScale)
+    return emitOpError() << "softcap = " << softcap << " is too large: at most "
+                         << kMaxAttentionScale;
   return success();
 }
 

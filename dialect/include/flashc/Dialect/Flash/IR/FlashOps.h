@@ -15,10 +15,11 @@
 #include <limits>
 
 namespace mlir::flash {
-/// The largest flash.attention scale: the kernels run softmax in base 2 and
-/// fold scale·log2(e) into one f32 constant, which must stay finite.
-constexpr double kMaxAttentionScale =
-    static_cast<double>(std::numeric_limits<float>::max()) / 1.4426950408889634;
+/// The largest flash.attention scale and softcap: the tile kernels bound every
+/// scale-like attribute by this (TileLimits.h's kMaxScale; FlashTile.cpp
+/// asserts they agree), so that the f32 constants folded from them
+/// (scale·log2(e), ...) stay finite.
+constexpr double kMaxAttentionScale = 1.0e30;
 } // namespace mlir::flash
 
 #define GET_OP_CLASSES
