@@ -2,13 +2,13 @@
 """Attention benchmark: flashc against PyTorch SDPA (flash, cuDNN, memory-efficient backends), FlexAttention
 (torch.compile'd) and naive eager, in one process on one GPU (method: bench/README.md).
 
-bf16, B*S = 16k tokens, H*D = 2048, D in {64, 128}, S in {1k, 4k, 16k}, causal and not. TFLOP/s with
-FLOPs = 4*B*H*S^2*D (/2 causal), backward = 2.5x forward FLOPs, backward time = (fwd+bwd) - fwd, medians of
+bf16, B*S = 16k tokens, H*Dv = 2048, D in {64, 128}, S in {1k, 4k, 16k}, causal and not (--head-dims takes D or
+D:Dv, e.g. 256,192:128 for the large head dims). TFLOP/s with FLOPs = 2*B*H*S^2*(D+Dv) (/2 causal), backward = 2.5x forward FLOPs, backward time = (fwd+bwd) - fwd, medians of
 triton.testing.do_bench, inputs rotated among a few sets. Also: peak memory, every flashc output and gradient
 checked against float64 math on two heads (error within 2x of SDPA-flash bf16's + floor), and bundle
 load+compile time (cold/warm JIT through NVRTC and the cubin path) in fresh processes.
 
-  python3 bench/bench_attention.py [--out DIR] [--dry-run] [--head-dims 64,128] [--seqs 1024,4096,16384]
+  python3 bench/bench_attention.py [--out DIR] [--dry-run] [--head-dims 64,128[,D:Dv]] [--seqs 1024,4096,16384]
 Bundles: FLASHC_BUNDLE_PATH (python -m flashc.prebuild --out DIR bench). Writes DIR/bench_attention.{md,json,png}
 and DIR/results/<date>-h200-bench_attention.md (DIR: --out, else $OUT, else out/bench).
 """
@@ -54,11 +54,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", help="output directory (default $OUT, else bench/out)")
     p.add_argument("--dry-run", action="store_true", help="check arguments, imports and bundles; no CUDA needed")
-    p.add_argument("--head-dims", default="64,128")
+    p.add_argument("--head-dims", default="64,128", help="D or D:Dv (query/key and value head dims), comma-separated")
     p.add_argument("--seqs", default="1024,4096,16384")
     p.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     p.add_argument("--tokens", type=int, default=16384, help="B*S")
-    p.add_argument("--hidden", type=int, default=2048, help="H*D")
+    p.add_argument("--hidden", type=int, default=2048, help="H*Dv")
     p.add_argument("--peers", default=",".join(DEFAULT_PEERS),
                    help="comma-separated subset of " + ",".join(PEERS) + " (default: all but the flashc_x* experiments)")
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
@@ -72,18 +72,21 @@ def parse_args(argv=None):
     p.add_argument("--measure-load", nargs=2, metavar=("BUNDLE_DIR", "CACHE_DIR"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     try:
-        args.head_dims = [int(x) for x in args.head_dims.split(",") if x]
+        dims = [tuple(int(y) for y in x.split(":")) for x in args.head_dims.split(",") if x]
         args.seqs = [int(x) for x in args.seqs.split(",") if x]
     except ValueError:
-        p.error("--head-dims and --seqs take comma-separated integers")
+        dims = [()]
+    if any(len(x) not in (1, 2) for x in dims):
+        p.error("--head-dims takes comma-separated D or D:Dv, --seqs comma-separated integers")
+    args.head_dims = [(x[0], x[-1]) for x in dims]
     args.causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
     args.peers = [x for x in args.peers.split(",") if x]
     unknown = [x for x in args.peers if x not in PEERS]
     if unknown:
         p.error("unknown peer(s) %s (known: %s)" % (", ".join(unknown), ", ".join(PEERS)))
-    for d in args.head_dims:
-        if d <= 0 or args.hidden % d:
-            p.error("--hidden %d is not a multiple of head dim %d" % (args.hidden, d))
+    for d, dv in args.head_dims:
+        if d <= 0 or dv <= 0 or args.hidden % dv:
+            p.error("--hidden %d is not a multiple of value head dim %d" % (args.hidden, dv))
     for s in args.seqs:
         if s <= 0 or args.tokens % s:
             p.error("--tokens %d is not a multiple of sequence length %d" % (args.tokens, s))
@@ -93,19 +96,19 @@ def parse_args(argv=None):
 def rows_of(args):
     from flashc.spec import AttentionConfig
     rows = []
-    for d in args.head_dims:
+    for d, dv in args.head_dims:
         for s in args.seqs:
             for causal in args.causals:
-                heads = args.hidden // d
-                rows.append(dict(D=d, S=s, B=args.tokens // s, H=heads, causal=causal,
+                heads = args.hidden // dv
+                rows.append(dict(D=d, Dv=dv, S=s, B=args.tokens // s, H=heads, causal=causal,
                                  configs={name: AttentionConfig("bf16", heads, heads, d, causal=causal,
-                                                                backward_form=form, experiments=x)
+                                                                value_head_dim=dv, backward_form=form, experiments=x)
                                           for name, (form, x) in FLASHC_FORMS.items()}))
     return rows
 
 
 def fwd_flops(row):
-    f = 4.0 * row["B"] * row["H"] * row["S"] ** 2 * row["D"]
+    f = 2.0 * row["B"] * row["H"] * row["S"] ** 2 * (row["D"] + row["Dv"])
     return f / 2 if row["causal"] else f
 
 
@@ -234,10 +237,10 @@ def dynamo_graph_count(torch):
 # ----------------------------------------------------------- measurement
 def input_sets(torch, row, count, grad=True):
     sets = []
-    shape = (row["B"], row["H"], row["S"], row["D"])
+    shapes = [(row["B"], row["H"], row["S"], d) for d in (row["D"], row["D"], row["Dv"], row["Dv"])]
     for i in range(count):
         g = torch.Generator(device="cuda").manual_seed(1000 + i)
-        q, k, v, do = (torch.randn(shape, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
+        q, k, v, do = (torch.randn(shape, device="cuda", generator=g, dtype=torch.bfloat16) for shape in shapes)
         sets.append((q.requires_grad_(grad), k.requires_grad_(grad), v.requires_grad_(grad), do))
     return sets
 
@@ -276,8 +279,9 @@ def measure(torch, fn, sets, args):
     return t_fwd, t_fb, peak
 
 
-def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc"):
-    """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and SDPA flash bf16's (or naive's)."""
+def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc", ran=()):
+    """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and the bf16 error of the first
+    peer that ran this row (SDPA flash, cuDNN, FlexAttention, SDPA mem-efficient; D != Dv rules out some)."""
     from flashc.testing import attention_reference, max_abs_error
     q, k, v, do = [t.detach() for t in sets[0]]
     results = {}
@@ -289,7 +293,7 @@ def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc"):
         return [o.detach(), qq.grad, kk.grad, vv.grad]
 
     got = run(flashc_name)
-    peer_name = "sdpa_flash" if "sdpa_flash" in impls else ("cudnn" if "cudnn" in impls else None)
+    peer_name = next((p for p in ("sdpa_flash", "cudnn", "flex", "sdpa_efficient") if p in impls and p in ran), None)
     peer = run(peer_name) if peer_name else None
     slices = [(0, 0), (row["B"] - 1, row["H"] - 1)][:heads]
     ok = True
@@ -315,7 +319,7 @@ def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc"):
 
 def run_row(torch, row, args, load_cache):
     from flashc import cache
-    result = {k: row[k] for k in ("D", "S", "B", "H", "causal")}
+    result = {k: row[k] for k in ("D", "Dv", "S", "B", "H", "causal")}
     result["impls"] = {}
     names = list(args.peers)
     if "naive" in names and row["S"] > args.naive_max_seq:
@@ -372,7 +376,8 @@ def run_row(torch, row, args, load_cache):
         if flashc_name in impls and result["impls"][flashc_name].get("status") == "ok" and args.check_heads > 0:
             where = FLASHC_CHECKS[list(FLASHC_FORMS).index(flashc_name)]
             try:
-                ok, detail = check_flashc(torch, row, impls, sets, args.check_heads, flashc_name)
+                ran = [n for n, e in result["impls"].items() if e.get("status") == "ok"]
+                ok, detail = check_flashc(torch, row, impls, sets, args.check_heads, flashc_name, ran)
                 result[where] = {"pass": ok, "detail": detail}
             except Exception as e:
                 result[where] = {"pass": False, "detail": "error: %s" % e}
@@ -401,7 +406,8 @@ def table(results, peers):
               "load cubin / JIT cold / JIT warm s"]
     rows = []
     for r in results:
-        cells = [r["D"], r["S"], "yes" if r["causal"] else "no"]
+        cells = [r["D"] if r.get("Dv", r["D"]) == r["D"] else "%d / %d" % (r["D"], r["Dv"]), r["S"],
+                 "yes" if r["causal"] else "no"]
         for p in peers:
             e = r["impls"].get(p, {})
             cells.append("%s / %s" % (bc.fmt(e.get("fwd_tflops")), bc.fmt(e.get("bwd_tflops"))) if e.get("status") == "ok"
@@ -426,14 +432,15 @@ def table(results, peers):
 
 
 def plot(path, results, peers):
-    labels = ["D%d S%d%s" % (r["D"], r["S"], " c" if r["causal"] else "") for r in results]
+    labels = ["D%d%s S%d%s" % (r["D"], "" if r.get("Dv", r["D"]) == r["D"] else "/%d" % r["Dv"], r["S"],
+                               " c" if r["causal"] else "") for r in results]
     series = {}
     for p in peers:
         series[PEER_TITLES[p] + " fwd"] = [r["impls"].get(p, {}).get("fwd_tflops") for r in results]
     return bc.bar_plot(path, "attention forward, bf16, H*D=2048, 16k tokens", labels, series)
 
 
-NOTES = ("TFLOP/s: fwd FLOPs 4*B*H*S^2*D (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
+NOTES = ("TFLOP/s: fwd FLOPs 2*B*H*S^2*(D+Dv) (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
          "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
          "before it; flashc check (default / row backward / Sᵀ backward [/ experiments]): o, dq, dk, dv on two heads vs float64, "
          "error <= 2x SDPA-flash bf16 error + 1e-4; flashc: the backward form flashc picks (--backward-form=auto); "
@@ -461,10 +468,10 @@ def main(argv=None):
         for r in rows:
             for name, config in r["configs"].items():
                 found = cache.find_bundle_dir(config)
-                print("  D=%d S=%d B=%d H=%d causal=%s %s bundle %s: %s" % (
-                    r["D"], r["S"], r["B"], r["H"], r["causal"], name, config.key, found or "MISSING"))
+                print("  D=%d Dv=%d S=%d B=%d H=%d causal=%s %s bundle %s: %s" % (
+                    r["D"], r["Dv"], r["S"], r["B"], r["H"], r["causal"], name, config.key, found or "MISSING"))
         # Exercise the writers with empty measurements.
-        fake = [{**{k: r[k] for k in ("D", "S", "B", "H", "causal")}, "impls": {p: {"status": "dry-run"}
+        fake = [{**{k: r[k] for k in ("D", "Dv", "S", "B", "H", "causal")}, "impls": {p: {"status": "dry-run"}
                                                                              for p in args.peers}} for r in rows]
         env = bc.environment()
         md = table(fake, args.peers)
@@ -481,7 +488,8 @@ def main(argv=None):
     print("environment: %s" % env, flush=True)
     results, load_cache = [], {}
     for row in rows:
-        print("row D=%d S=%d B=%d H=%d causal=%s" % (row["D"], row["S"], row["B"], row["H"], row["causal"]), flush=True)
+        print("row D=%d Dv=%d S=%d B=%d H=%d causal=%s" % (row["D"], row["Dv"], row["S"], row["B"], row["H"],
+                                                          row["causal"]), flush=True)
         results.append(run_row(torch, row, args, load_cache))
         # Written after every row: a run cut short still leaves its numbers.
         bc.write_outputs(out, "bench_attention", env, table(results, args.peers), results, NOTES)

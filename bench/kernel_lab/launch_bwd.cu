@@ -1,7 +1,14 @@
 // Host launch wrapper for the golden backward kernels (preprocess, main, postprocess).
 #include <cuda_runtime.h>
 
-#ifdef FLASHC_BWD_ROWS  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form
+#ifdef FLASHC_BWD_WS  // warp-specialised TMA main kernel (attention_bwd_ws.cu); pre/postprocess of attention_bwd.cu
+#include "attention_bwd.cu"
+#include "attention_bwd_ws.cu"
+#include "lab_tma.h"
+static_assert(bwd_config::kSoftcap == 0.f && !FLASHC_BWD_DETERMINISTIC, "ws backward: no softcap, atomics dQ");
+namespace lab_main = bwd_ws_config;
+#define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)
+#elif defined(FLASHC_BWD_ROWS)  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form
 #include "attention_bwd_rows.cu"
 namespace lab_main = bwd_rows_config;
 #define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_rows)
@@ -42,8 +49,21 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
   if (Sk > 0) {
     const dim3 grid(static_cast<unsigned>((Sk + lab_main::kBlockN - 1) / lab_main::kBlockN), kHeadsKV,
                     static_cast<unsigned>(B));
+#ifdef FLASHC_BWD_WS
+    CUtensorMap tq, tk, tv, tdo;
+    if (int e = make_map(&tq, q, 64)) return e;
+    if (int e = make_map(&tk, k, lab_main::kBlockN)) return e;
+    if (int e = make_map(&tv, v, lab_main::kBlockN)) return e;
+    if (int e = make_map(&tdo, dout, 64)) return e;
+    using flashc::TmaDescriptor;
+    FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
+        q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
+        *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
+        *reinterpret_cast<const TmaDescriptor*>(&tdo));
+#else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
                                                                                dk, dv FLASHC_LAB_SEM);
+#endif
   }
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
   return cudaGetLastError();

@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #if defined(FLASHC_FWD_WS)  // TMA + warp-specialized wgmma (FlashAttention-3 style)
-#include <cuda.h>  // CUtensorMap and its enums only: the encoder comes from the runtime's driver entry point
 #include "attention_fwd_ws.cu"
 #elif defined(FLASHC_FWD_WGMMA)  // wgmma_sm90 strategy
 #include "attention_fwd_wgmma.cu"
@@ -14,50 +13,7 @@
 #endif
 
 #if defined(FLASHC_FWD_WS)
-static_assert(sizeof(CUtensorMap) == sizeof(flashc::TmaDescriptor) && alignof(CUtensorMap) == alignof(flashc::TmaDescriptor),
-              "TmaDescriptor must mirror CUtensorMap");
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled through the runtime (no -lcuda); the function pointer is process-global and safe to keep.
-static EncodeTiledFn encode_tiled() {
-  static EncodeTiledFn fn = nullptr;
-  if (!fn) {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult qres;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &qres) == cudaSuccess &&
-        qres == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<EncodeTiledFn>(p);
-  }
-  return fn;
-}
-
-// 4-D tiled map (D, S, H, B) of an attention tensor [B, H, S, D] (any strides with a unit inner
-// stride and 16-byte multiples elsewhere: bhsd and bshd alike), box (64, rows, 1, 1), 128-byte
-// swizzle = one SmemPanelTile panel per copy; out-of-bounds elements read as zero. Built per call:
-// it embeds the base pointer, so nothing is cached.
-static int make_map(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows) {
-  constexpr int kElem = 2;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.shape[3]), static_cast<cuuint64_t>(t.shape[2]),
-                              static_cast<cuuint64_t>(t.shape[1]), static_cast<cuuint64_t>(t.shape[0])};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(t.stride[2]) * kElem, static_cast<cuuint64_t>(t.stride[1]) * kElem,
-                                 static_cast<cuuint64_t>(t.stride[0]) * kElem};
-  cuuint64_t s_fixed[3];  // a size-1 dim may carry any stride (never stepped): give TMA a legal one
-  for (int i = 0; i < 3; ++i) {
-    if (dims[i + 1] > 1 && (strides[i] == 0 || strides[i] % 16 != 0)) return -10;
-    s_fixed[i] = dims[i + 1] > 1 ? strides[i] : strides[i] == 0 ? 16 : (strides[i] + 15) / 16 * 16;
-  }
-  if ((reinterpret_cast<unsigned long long>(t.data) & 15) != 0) return -11;
-  const cuuint32_t box[4] = {64, box_rows, 1, 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  EncodeTiledFn fn = encode_tiled();
-  if (!fn) return -12;
-  const CUresult r = fn(map, FLASHC_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                        4, t.data, dims, s_fixed, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
-}
+#include "lab_tma.h"
 #endif
 
 // Returns 0, a negative code for a shape that does not match the compiled config, or a CUDA error.

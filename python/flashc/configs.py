@@ -13,6 +13,11 @@ from .spec import AttentionConfig, FfnConfig, format_f32
 
 # Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
+# Large head dims (bench_attention.py --head-dims 256,192:128): Gemma-style D = 256 and DeepSeek-MLA-style D = 192 with
+# Dv = 128, H*Dv = 2048, causal and not.
+LARGE_HEAD_DIMS = ((256, 256), (192, 128))
+BENCH_ATTENTION_LARGE = tuple(AttentionConfig("bf16", 2048 // dv, 2048 // dv, d, causal=c, value_head_dim=dv)
+                              for d, dv in LARGE_HEAD_DIMS for c in (False, True))
 # FFN rows: y = gelu_tanh(x W1) W2, no biases (the peers' published rows), and a Llama-style gated row,
 # y = (silu(x W_gate) * (x W_up)) W2 at M = 16384, d = 4096, h = 11008.
 BENCH_FFN_SHAPES = ((16384, 4096, 16384), (16384, 1024, 4096), (65536, 256, 1024), (16384, 4096, 11008))  # (M, d, h)
@@ -30,7 +35,12 @@ TEST_ATTENTION = tuple(
        AttentionConfig("bf16", 2, 2, 64, causal=True, softcap=5.0, scale=0.3),
        AttentionConfig("bf16", 4, 1, 64, causal=True),
        AttentionConfig("f16", 6, 2, 128),
-       AttentionConfig("bf16", 2, 2, 128, value_head_dim=64)])
+       AttentionConfig("bf16", 2, 2, 128, value_head_dim=64),
+       # Large head dims: D = 256 in f16 with GQA and a window; D = 192 with Dv = 128 (MLA-style).
+       AttentionConfig("f16", 4, 2, 256, causal=True, window=(100, 0)),
+       AttentionConfig("bf16", 2, 2, 192, value_head_dim=128),
+       AttentionConfig("bf16", 2, 2, 192, causal=True, value_head_dim=128),
+       AttentionConfig("f16", 4, 1, 192, value_head_dim=128, softcap=30.0)])
 # The Sᵀ backward form (flashc --backward-form=transposed) over head dims, masks, dtypes and GQA.
 TEST_ATTENTION_TRANSPOSED = tuple(
     [AttentionConfig("bf16", 2, 2, d, causal=c, backward_form="transposed") for d in (32, 64, 96, 128) for c in (False, True)]
@@ -78,10 +88,22 @@ FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("seri
 TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
 BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
                               for c in BENCH_FFN)
-# cp-async-forward: every GPU test config whose forward the warp-specialised kernel takes by default (sm_90a,
-# bf16/f16, D = Dv in {64, 128}; both dtypes, causal, windows, softcaps, GQA), in the form it replaced.
+
+
+def ws_forward_takes(config):
+    """Whether the sm_90a forward of `config` is the warp-specialised TMA kernel by default (16-bit, D a multiple
+    of 64 up to 256, Dv in {64, 128, 256}: compiler/lib/Transforms/Target.cpp's wsForwardTakes)."""
+    return (config.dtype in ("bf16", "f16") and config.head_dim % 64 == 0 and config.head_dim <= 256
+            and config.value_head_dim in (64, 128, 256))
+
+
+# cp-async-forward: every GPU test config whose forward the warp-specialised kernel takes by default (both dtypes,
+# causal, windows, softcaps, GQA, D = 256, D = 192 / Dv = 128), in the form it replaced.
 TEST_ATTENTION_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD) for c in TEST_ATTENTION
-                                if c.head_dim in (64, 128) and c.value_head_dim in (None, c.head_dim))
+                                if ws_forward_takes(c))
+# The large head dims' forward before the warp-specialised kernel took them (bench_attention.py's flashc_xcpa).
+BENCH_ATTENTION_LARGE_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD)
+                                       for c in BENCH_ATTENTION_LARGE)
 TEST_ATTENTION_EXPERIMENTS = tuple(
     dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS if x != CP_ASYNC_FORWARD
     for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
@@ -94,6 +116,7 @@ SETS = {
     "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
     "bench-attention-experiments": BENCH_ATTENTION_EXPERIMENTS,
+    "bench-attention-large": BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC,
     "bench-ffn": BENCH_FFN,
     "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
     "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
@@ -105,7 +128,7 @@ SETS = {
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
                + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS
-               + BENCH_FFN_EXPERIMENTS)
+               + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

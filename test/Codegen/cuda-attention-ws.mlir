@@ -1,5 +1,5 @@
-// The sm_90a attention forward (16-bit, D = Dv in {64, 128}: the kernels
-// planned as wgmma_sm90) is by default the warp-specialised
+// The sm_90a attention forward (16-bit, D a multiple of 64 up to 256, Dv in
+// {64, 128, 256}) is by default the warp-specialised
 // TMA kernel wgmma_ws_sm90: the device library's attention_fwd_ws (a TMA
 // producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
 // ping-pong), taking q, k, v as tensor maps the runtime derives from the
@@ -33,7 +33,27 @@ func.func @window(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor
   return %o, %lse : tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
 }
 
-// D = 96: no wgmma plan, so no ws form either.
+// D = 256 (Gemma-style), causal: 64 keys a block (O [64 x 256] takes 128 of
+// a consumer thread's registers), Q 64 KiB + 2 x (K + V) 64 KiB.
+func.func @d256(%q: tensor<?x8x?x256xbf16>, %k: tensor<?x8x?x256xbf16>, %v: tensor<?x8x?x256xbf16>)
+    -> (tensor<?x8x?x256xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0625 mask = #flash.mask<causal> num_kv_heads = 8
+      : (tensor<?x8x?x256xbf16>, tensor<?x8x?x256xbf16>, tensor<?x8x?x256xbf16>)
+      -> (tensor<?x8x?x256xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x256xbf16>, tensor<?x8x?xf32>
+}
+
+// D = 192 with Dv = 128 (DeepSeek MLA's training form): its own shape, V not
+// padded; 128 keys a block.
+func.func @mla(%q: tensor<?x16x?x192xbf16>, %k: tensor<?x16x?x192xbf16>, %v: tensor<?x16x?x128xbf16>)
+    -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0721688 mask = #flash.mask<none> num_kv_heads = 16
+      : (tensor<?x16x?x192xbf16>, tensor<?x16x?x192xbf16>, tensor<?x16x?x128xbf16>)
+      -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+
+// D = 96: not whole 128-byte panels, so no ws form.
 func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<?x8x?x96xbf16>)
     -> (tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.102062 mask = #flash.mask<none> num_kv_heads = 8
@@ -52,6 +72,17 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // TILE-LABEL: tile.kernel @window_attention_fwd(
 // TILE-SAME: smem_bytes = 83016 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// D = 256: 64 keys a block; Q 64 KiB + 2 x (K 32 KiB + V 32 KiB) + 9
+// mbarriers + 1024 = 197704. D = 192, Dv = 128: 128 keys; Q 48 KiB + 2 x (K
+// 48 KiB + V 32 KiB) + 9 mbarriers + 1024 = 214088.
+// TILE-LABEL: tile.kernel @d256_attention_fwd(
+// TILE-SAME: block_m = 128 : i64, block_n = 64 : i64
+// TILE-SAME: smem_bytes = 197704 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
+// TILE-LABEL: tile.kernel @mla_attention_fwd(
+// TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
+// TILE-SAME: smem_bytes = 214088 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // TILE-LABEL: tile.kernel @d96_attention_fwd(
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // Without the experiment: today's wgmma forward.
@@ -65,10 +96,15 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // CUDA-LABEL: namespace flashc_gqa_attention_fwd_config {
 // CUDA-NEXT: struct Config {
 // CUDA-NEXT: using Elem = flashc::device::bf16;
-// CUDA-NEXT: static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kHeadDim = 128, kValueDim = 128, kBlockN = 128, kStages = 2;
 // CUDA-NEXT: static constexpr int kGroup = 4;
 // CUDA-NEXT: static constexpr int kWindowLeft = -1, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 8.83883{{[0-9]+}}e-02f, kSoftcap = 0.000000000e+00f;
+// The schedule flash-warp-specialize chose, printed: register budgets, ping-pong, causal blocks longest first.
+// CUDA-NEXT: // schedule (flash-warp-specialize): register budgets of the producer and
+// CUDA-NEXT: // consumer warpgroups, ping-pong, block order
+// CUDA-NEXT: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+// CUDA-NEXT: static constexpr bool kPingPong = true, kLongestFirst = true;
 // CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164936,
 // CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
 // CUDA-NEXT: flashc_gqa_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
@@ -77,11 +113,17 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // f16, the window [-100, 0] and the softcap as the recipe has them.
 // CUDA-LABEL: namespace flashc_window_attention_fwd_config {
 // CUDA: using Elem = flashc::device::f16;
-// CUDA-NEXT: static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kHeadDim = 64, kValueDim = 64, kBlockN = 128, kStages = 2;
 // CUDA-NEXT: static constexpr int kGroup = 1;
 // CUDA-NEXT: static constexpr int kWindowLeft = 100, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 1.250000000e-01f, kSoftcap = 3.000000000e+01f;
+// CUDA: static constexpr bool kPingPong = true, kLongestFirst = false;
 // CUDA: flashc::device::attention_fwd_ws<flashc_window_attention_fwd_config::Config>(
+// CUDA-LABEL: namespace flashc_d256_attention_fwd_config {
+// CUDA: static constexpr int kHeadDim = 256, kValueDim = 256, kBlockN = 64, kStages = 2;
+// CUDA-LABEL: namespace flashc_mla_attention_fwd_config {
+// CUDA: static constexpr int kHeadDim = 192, kValueDim = 128, kBlockN = 128, kStages = 2;
+// CUDA: flashc_mla_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
 // D = 96: printed op by op, as without the experiment.
 // CUDA-LABEL: flashc_d96_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
 // CUDA-NOT: attention_fwd_ws
@@ -108,6 +150,15 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
 // MANIFEST: block 384, 1, 1
 // MANIFEST-NEXT: shared 83016
+// MANIFEST-LABEL: kernel d256_attention_fwd
+// MANIFEST: tensormap k_map of k box [1, 1, 64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap v_map of v box [1, 1, 64, 64] swizzle 128
+// MANIFEST: shared 197704
+// MANIFEST-LABEL: kernel mla_attention_fwd
+// MANIFEST: tensor v bf16 in [B, 16, Sk, 128]
+// MANIFEST: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
+// MANIFEST: shared 214088
 // MANIFEST-LABEL: kernel d96_attention_fwd
 // MANIFEST-NOT: tensormap
 // MANIFEST: block 128, 1, 1
@@ -117,6 +168,12 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // ptxas: the ws forwards fit the launch bound's 168 registers without spills
 // (setmaxnreg then gives the consumers 240, the producer 24). ptxas reports
 // the kernels last to first.
+// PTXAS: Compiling entry function 'flashc_mla_attention_fwd'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'flashc_d256_attention_fwd'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Used 168 registers
 // PTXAS: Compiling entry function 'flashc_window_attention_fwd'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // PTXAS: Used 168 registers

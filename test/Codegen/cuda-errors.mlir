@@ -48,6 +48,7 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // RUN: sed 's/scale 1.250000e-01/scale 3.000000e+38/g' %t.tile.mlir | not flashc - --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCALE-LOG2
 // The tile verifiers (TileLimits.h) refuse such a scale before the emitter's own check runs.
 // SCALE-LOG2: error: 'tile.recompute_probs' op scale must be finite and at most 1.000000e+30 in magnitude, got 3.000000e+38
-// The ws strategy on a kernel that is not an attention forward: named, not printed as one.
+// The ws strategy on a kernel that is not an attention forward: named by flash-warp-specialize (which
+// flashc runs on tile IR too) before anything is printed.
 // RUN: not flashc %S/Inputs/ws-strategy-not-forward.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WS
-// WS: ws-strategy-not-forward.mlir:3:1: error: CUDA emitter: @not_forward has strategy wgmma_ws_sm90, the warp-specialised attention forward, but it is not an attention forward (#tile.attention<role = attention_forward>)
+// WS: ws-strategy-not-forward.mlir:3:1: error: flash-warp-specialize: @not_forward is planned wgmma_ws_sm90 but is not an attention forward

@@ -14,17 +14,23 @@
 // RANGE: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: tile plan block_m = 1024 must be in [1, 256]
 // ws-forward (the default; off under flashc --experiment=cp-async-forward): the wgmma forward becomes the warp-specialised TMA
 // kernel at the same blocks, with the shared memory of the library's plan: Q 32 KiB + 2 K and 2 V
-// slots of 32 KiB + 9 mbarriers + 1024 bytes of alignment slack = 164936. sm_80, or an override of
-// its fixed schedule, keeps the form without it.
+// slots of 32 KiB + 9 mbarriers + 1024 bytes of alignment slack = 164936. A third K/V stage fits
+// (+ 64 KiB + 4 mbarriers = 230504 <= 232448); sm_80, or an override outside its schedule (128
+// query rows on 8 warps), keeps the form without it.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=ws-forward=true | FileCheck %s --check-prefix=WS
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true target=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
 // WS-LABEL: tile.kernel @attention_attention_fwd
 // WS-SAME: block_m = 128 : i64, block_n = 128 : i64
 // WS-SAME: smem_bytes = 164936 : i64
 // WS-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // WS-OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
-// WS-OVERRIDE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8 : i64
+// WS-OVERRIDE-SAME: smem_bytes = 230504 : i64
+// WS-OVERRIDE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
+// WS-FALLBACK-LABEL: tile.kernel @attention_attention_fwd
+// WS-FALLBACK-SAME: block_m = 64 : i64
+// WS-FALLBACK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64
 // The Sᵀ backward kernel: wgmma on sm_90a for its default two-warpgroup shape; mma.sync when an override
 // breaks that shape; a query block whose 16-row bands do not split the warps evenly is refused (dQ's
 // warp groups would add columns twice).

@@ -29,11 +29,11 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   auto spec = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
   if (!spec || spec.getRole() != tile::KernelRole::AttentionForward)
     return reject("it is not an attention forward (#tile.attention<role = attention_forward>)");
-  int64_t d = spec.getHeadDim();
-  if (spec.getValueDim() != d || (d != 64 && d != 128))
-    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes equal head dims of 64 "
-                                "or 128",
-                                d, spec.getValueDim()));
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
+  if (!wsForwardTakes(d, dv))
+    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes a head dim that is a "
+                                "multiple of 64 up to 256 and a value dim of 64, 128 or 256",
+                                d, dv));
   Type elem = spec.getElementType().getValue();
   if (!elem.isBF16() && !elem.isF16())
     return reject("its element type is not bf16 or f16");
@@ -41,15 +41,37 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   if (inputs.size() != 5)
     return reject(llvm::formatv("it takes {0} tensors, not 5 (q, k, v, o, lse)", inputs.size()));
   for (unsigned i = 0; i < 4; ++i) {
+    int64_t width = i == 0 || i == 1 ? d : dv; // q, k: D; v, o: Dv
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
-    if (!type || type.getRank() != 4 || type.getElementType() != elem || type.getShape()[3] != d)
+    if (!type || type.getRank() != 4 || type.getElementType() != elem ||
+        type.getShape()[3] != width)
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
-                                  argNames[i], d));
+                                  argNames[i], width));
   }
-  int64_t blockN = kernel.getBlockN(), stages = kernel.getStages();
-  if (kernel.getBlockM() != 128 || blockN != 128 || kernel.getWarps() != 8 || stages != 2)
+  // The schedule is flash-warp-specialize's; the library runs two consumer
+  // warpgroups (kWsForwardThreads) of 64 rows.
+  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  if (!schedule)
+    return reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
+                  "flash-plan-memory)");
+  auto names = [](ArrayAttr list) {
+    SmallVector<StringRef> out;
+    for (Attribute name : list)
+      out.push_back(cast<StringAttr>(name).getValue());
+    return out;
+  };
+  if (schedule.getConsumerWarpgroups() != 2 ||
+      names(schedule.getResident()) != SmallVector<StringRef>{"q"} ||
+      names(schedule.getRing()) != SmallVector<StringRef>{"k", "v"})
+    return reject("its schedule is not the library's: 2 consumer warpgroups, q resident, k and v "
+                  "in the ring");
+  int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
+  if (kernel.getBlockM() != 128 || (blockN != 64 && blockN != 128) || kernel.getWarps() != 8 ||
+      stages < 1 || stages > 4 || !wsForwardFitsRegisters(dv, blockN))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 128, 128, 8 (+ the producer warpgroup), 2",
+                                "schedule is 128 query rows on 8 warps (+ the producer "
+                                "warpgroup), 64 or 128 keys a block (64 at value_dim 256), 1-4 "
+                                "stages",
                                 kernel.getBlockM(), blockN, kernel.getWarps(), stages));
 
   // GQA: query heads per KV head, static when both head counts are (else
@@ -62,7 +84,7 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
                       : 0;
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   WsForwardKernel result;
-  result.sharedBytes = wsForwardSharedBytes(d, blockN, stages, elementBytes);
+  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elementBytes);
 
   // Tensor maps of q, k, v: one 128-byte swizzled panel of 64 columns a box
   // (the SmemPanelTile layout the wgmma descriptors read), 128 query rows or
@@ -97,15 +119,21 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << (elem.isBF16() ? "bf16" : "f16") << ";\n";
-  out << "  static constexpr int kHeadDim = " << d << ", kBlockN = " << blockN
-      << ", kStages = " << stages << ";\n";
+  out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv
+      << ", kBlockN = " << blockN << ", kStages = " << stages << ";\n";
   out << "  static constexpr int kGroup = " << group
       << ";  // query heads per KV head (0: from the shapes at run time)\n";
   out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
       << ", kWindowRight = " << spec.getWindowRight() << ";\n";
   out << "  static constexpr float kScale = " << literal(spec.getScale().getValueAsDouble())
       << ", kSoftcap = " << literal(spec.getSoftcap().getValueAsDouble()) << ";\n";
-  out << "  static constexpr bool kPingPong = true;\n";
+  out << "  // schedule (flash-warp-specialize): register budgets of the producer and\n"
+      << "  // consumer warpgroups, ping-pong, block order\n";
+  out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
+      << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
+  out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false")
+      << ", kLongestFirst = "
+      << (schedule.getBlockOrder() == tile::BlockOrder::LongestFirst ? "true" : "false") << ";\n";
   out << "};\n";
   out << "using Plan = flashc::device::AttentionFwdWsPlan<Config>;\n";
   out << "static_assert(Plan::kThreads == " << kWsForwardThreads

@@ -80,6 +80,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.wideGemm = options.wideGemm;
   plan.wsForward = options.wsForward;
   pm.addPass(createPlanMemory(plan));
+  pm.addPass(createWarpSpecialize());
 }
 
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {

@@ -160,12 +160,19 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // warps); the S^T kernels' other dimension (queries) is an N of 64 or 128.
     bool wgmmaShape = plan.warps == 8 && tileRows == 128 &&
                       (!keyRows || plan.blockM == 64 || plan.blockM == 128);
-    // The warp-specialised forward is one fixed schedule (the device
-    // library's attention_fwd_ws: 128 x 128 blocks, 8 consumer warps, a K/V
-    // ring of 2 stages); an override of any of these keeps the wgmma form.
+    // The warp-specialised forward (the device library's attention_fwd_ws)
+    // is 128 query rows on 8 consumer warps, 64 or 128 keys a block whose O,
+    // S and P fit its registers, a K/V ring of 1-4 stages; an override
+    // outside that keeps the wgmma form where it takes the head dims, else
+    // mma.sync.
     if (plan.strategy == Strategy::WgmmaWsSm90 &&
-        !(plan.blockM == 128 && plan.blockN == 128 && plan.warps == 8 && plan.stages == 2))
-      plan.strategy = Strategy::WgmmaSm90;
+        !(plan.blockM == 128 && (plan.blockN == 64 || plan.blockN == 128) && plan.warps == 8 &&
+          plan.stages >= 1 && plan.stages <= 4 && attention &&
+          wsForwardFitsRegisters(attention.getValueDim(), plan.blockN)))
+      plan.strategy = attention && attention.getHeadDim() == attention.getValueDim() &&
+                              (attention.getHeadDim() == 64 || attention.getHeadDim() == 128)
+                          ? Strategy::WgmmaSm90
+                          : Strategy::MmaSyncSm80;
     if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)
       plan.strategy = Strategy::MmaSyncSm80;
     if (failed(checkPlan(kernel, plan)))
@@ -177,7 +184,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     }
     // A default pipeline depth that does not fit is lowered stage by stage;
     // an explicit request is the user's and is checked as given.
-    while (spec && !stages && plan.stages > 1 && layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
+    // (The warp-specialised forward lays out its own ring: checked below.)
+    while (spec && !stages && plan.stages > 1 && plan.strategy != Strategy::WgmmaWsSm90 &&
+           layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
       --plan.stages;
       kernel = rebuildKernel(kernel, plan);
       if (!kernel)
@@ -258,7 +267,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // and mbarriers); the tile body's tiles only describe what it computes.
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && plan.strategy == Strategy::WgmmaWsSm90)
-      offset = wsForwardSharedBytes(attention.getHeadDim(), plan.blockN, plan.stages,
+      offset = wsForwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.blockN,
+                                    plan.stages,
                                     attention.getElementType().getValue().getIntOrFloatBitWidth() / 8);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)

@@ -71,8 +71,23 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
     case KernelRole::AttentionForward:
     case KernelRole::AttentionBackwardDQ: {
       bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
-      if (hopper && attention.getRole() == KernelRole::AttentionForward && sixteenBit &&
-          (d == 64 || d == 128) && attention.getHeadDim() == attention.getValueDim()) {
+      bool forward = attention.getRole() == KernelRole::AttentionForward;
+      if (hopper && forward && sixteenBit && choices.wsForward &&
+          wsForwardTakes(attention.getHeadDim(), attention.getValueDim())) {
+        // The warp-specialised TMA forward (FlashAttention-3 style): a TMA
+        // producer warpgroup, a K/V ring, two consumer warpgroups of 64 query
+        // rows that ping-pong (measured at D = 128: 0.98-1.04x cuDNN at
+        // S >= 4k on the H200, 1.3-1.4x the cp.async wgmma forward;
+        // docs/device-library.md). 128 keys a block where O, S and P fit the
+        // consumer registers and two K/V stages fit shared memory, else 64.
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = 128;
+        plan.warps = 8;
+        plan.blockN = wsForwardBlockN(attention.getHeadDim(), attention.getValueDim(), target);
+        break;
+      }
+      if (hopper && forward && sixteenBit && (d == 64 || d == 128) &&
+          attention.getHeadDim() == attention.getValueDim()) {
         // Hopper: two warpgroups of 64 query rows issue wgmma (S = Q·Kᵀ from
         // shared, O += P·V with P in registers). Measured 1.19-1.36x FA2 at
         // D = 128 on the H200 (docs/device-library.md).
@@ -80,11 +95,6 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
         plan.blockM = 128;
         plan.blockN = 128;
         plan.warps = 8;
-        // The same rows and blocks, loaded by TMA from a producer warpgroup
-        // (measured on the golden kernel: 0.89-1.05x cuDNN at D = 128,
-        // 1.37x the wgmma_sm90 forward; docs/device-library.md).
-        if (choices.wsForward)
-          plan.strategy = Strategy::WgmmaWsSm90;
         break;
       }
       // mma.sync: 32 query rows per warp (two 16-row bands) halve the shared
@@ -184,10 +194,32 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
   return plan;
 }
 
-int64_t wsForwardSharedBytes(int64_t headDim, int64_t blockN, int64_t stages, int64_t elementBytes) {
-  int64_t q = 128 * headDim * elementBytes, slot = blockN * headDim * elementBytes;
+bool wsForwardTakes(int64_t headDim, int64_t valueDim) {
+  // Q and K in whole 128-byte panels; Dv is the N of the P·V wgmma.
+  return headDim > 0 && headDim % 64 == 0 && headDim <= 256 &&
+         (valueDim == 64 || valueDim == 128 || valueDim == 256);
+}
+
+bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN) {
+  // The device library's static_assert: O (Dv / 2 floats a thread), S
+  // (blockN / 2) and P (blockN / 4) within 176 of the 240 registers.
+  return valueDim / 2 + blockN * 3 / 4 <= 176;
+}
+
+int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target) {
+  if (wsForwardFitsRegisters(valueDim, 128) &&
+      wsForwardSharedBytes(headDim, valueDim, 128, 2, 2) <= target.sharedMemoryPerBlock)
+    return 128;
+  return 64;
+}
+
+int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
+                             int64_t elementBytes) {
+  // Q's region doubles as the O staging of the epilogue.
+  int64_t q = 128 * std::max(headDim, valueDim) * elementBytes;
+  int64_t slots = stages * blockN * (headDim + valueDim) * elementBytes;
   int64_t barriers = 1 + 4 * stages;
-  return q + 2 * stages * slot + 8 * barriers + 1024;
+  return q + slots + 8 * barriers + 1024;
 }
 
 bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) {

@@ -54,7 +54,7 @@ struct Config {
 #else
   using Elem = bf16;
 #endif
-  static constexpr int kHeadDim = FLASHC_HEAD_DIM;
+  static constexpr int kHeadDim = FLASHC_HEAD_DIM, kValueDim = FLASHC_HEAD_DIM;
   static constexpr int kBlockN = FLASHC_WS_BLOCK_N;
   static constexpr int kStages = FLASHC_WS_STAGES;
   static constexpr int kGroup = FLASHC_GQA_GROUP;
@@ -63,6 +63,8 @@ struct Config {
   static constexpr float kScale = float(1.0 / constexpr_sqrt(kHeadDim));
   static constexpr float kSoftcap = FLASHC_SOFTCAP;
   static constexpr bool kPingPong = FLASHC_WS_PINGPONG != 0;
+  static constexpr bool kLongestFirst = kWindowRight >= 0 && kWindowLeft < 0;  // causal: longest blocks first
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = AttentionFwdWsPlan<Config>;
 // What the lab launcher reads.

@@ -69,7 +69,8 @@ void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &options);
 std::string pipelineTarget(const PipelineOptions &options);
 
 /// Kernel stage, on a module the graph stage has run on: generate the
-/// backward programs, tile (flash-tile), plan memory (flash-plan-memory).
+/// backward programs, tile (flash-tile), plan memory (flash-plan-memory),
+/// schedule the warp-specialised kernels (flash-warp-specialize).
 void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Every pass stage, in order: the graph stage, then the kernel stage.

@@ -48,19 +48,34 @@ struct PlanChoices {
   /// 128 columns (measured 1.01-1.32x slower forward, 1.11-1.28x backward
   /// together with overlapWgmma, docs/device-library.md).
   bool wideGemm = true;
-  /// The attention forward (16-bit, D = Dv in {64, 128}: the kernels planned
-  /// as wgmma_sm90) as the warp-specialised TMA kernel wgmma_ws_sm90: a TMA
-  /// producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
-  /// ping-pong. Off (experiment cp-async-forward): cp.async loads issued by
-  /// the computing warps (measured 1.30-1.42x slower at S >= 4k on the H200).
+  /// The attention forward (sm_90a, 16-bit, D a multiple of 64 up to 256,
+  /// Dv in {64, 128, 256}) as the warp-specialised TMA kernel wgmma_ws_sm90:
+  /// a TMA producer warpgroup, a K/V ring of 2 stages, two consumer
+  /// warpgroups that ping-pong. Off (experiment cp-async-forward): the
+  /// cp.async wgmma forward at D = Dv in {64, 128} (measured 1.30-1.42x
+  /// slower at S >= 4k on the H200), mma.sync elsewhere.
   bool wsForward = true;
 };
 
-/// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [128 x D], kStages
-/// K and V slots [blockN x D], 8-byte mbarriers (Q, full and empty per slot
-/// of K and V) and 1024 bytes to align the base; the device library's
+/// Whether the wgmma_ws_sm90 forward takes head dims D (Q, K) and Dv (V, O):
+/// D a multiple of 64 up to 256, Dv in {64, 128, 256}.
+bool wsForwardTakes(int64_t headDim, int64_t valueDim);
+
+/// Whether its consumer registers hold O, S and P at these sizes (the device
+/// library's AttentionFwdWsPlan static_assert).
+bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN);
+
+/// Its default keys per block: 128 where the registers and two K/V stages
+/// fit, else 64 (D = Dv = 256).
+int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target);
+
+/// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [128 x max(D, Dv)]
+/// (also the epilogue's O staging), `stages` K [blockN x D] and V [blockN x
+/// Dv] slots, 8-byte mbarriers (Q, full and empty per slot of K and V) and
+/// 1024 bytes to align the base; the device library's
 /// AttentionFwdWsPlan::kSmemBytes (the emitted source static_asserts both agree).
-int64_t wsForwardSharedBytes(int64_t headDim, int64_t blockN, int64_t stages, int64_t elementBytes);
+int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
+                             int64_t elementBytes);
 
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,

@@ -111,3 +111,47 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << blockK;
   return checkElementType(emitError, "gemm", elementType);
 }
+
+LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                          int64_t producerRegisters, int64_t consumerWarpgroups,
+                                          int64_t consumerRegisters, ArrayAttr resident,
+                                          ArrayAttr ring, int64_t ringStages, bool,
+                                          BlockOrder) {
+  // setmaxnreg takes multiples of 8 in [24, 256].
+  auto budget = [&](StringRef name, int64_t value) -> LogicalResult {
+    if (value < 24 || value > 256 || value % 8 != 0)
+      return emitError() << "#tile.warp_specialized " << name
+                         << " must be a multiple of 8 in [24, 256] (setmaxnreg), got " << value;
+    return success();
+  };
+  if (failed(budget("producer_registers", producerRegisters)) ||
+      failed(budget("consumer_registers", consumerRegisters)))
+    return failure();
+  if (consumerWarpgroups < 1 || consumerWarpgroups > limits::kMaxWarps / 4)
+    return emitError() << "#tile.warp_specialized consumer_warpgroups must be in [1, "
+                       << limits::kMaxWarps / 4 << "], got " << consumerWarpgroups;
+  // setmaxnreg moves registers between the warpgroups of a block: together
+  // they keep what the launch gave each thread, the 64 Ki registers of a
+  // multiprocessor over the block's threads, rounded down to a multiple of 8.
+  constexpr int64_t kRegisterFile = 65536;
+  int64_t warpgroups = 1 + consumerWarpgroups;
+  int64_t atLaunch = kRegisterFile / (128 * warpgroups) / 8 * 8;
+  if (producerRegisters + consumerWarpgroups * consumerRegisters > warpgroups * atLaunch)
+    return emitError() << "#tile.warp_specialized register budgets " << producerRegisters
+                       << " + " << consumerWarpgroups << " x " << consumerRegisters
+                       << " exceed the " << warpgroups << " x " << atLaunch
+                       << " registers a thread of each warpgroup has at launch (" << 128 * warpgroups
+                       << " threads share 65536)";
+  if (ringStages < 1 || ringStages > 4)
+    return emitError() << "#tile.warp_specialized ring_stages must be in [1, 4], got "
+                       << ringStages;
+  if (!resident || !ring || ring.empty())
+    return emitError() << "#tile.warp_specialized streams no operand through its ring";
+  for (ArrayAttr names : {resident, ring})
+    for (Attribute name : names)
+      if (auto text = llvm::dyn_cast<StringAttr>(name); !text || text.getValue().empty())
+        return emitError() << "#tile.warp_specialized operands must be named by non-empty "
+                              "strings, got "
+                           << name;
+  return success();
+}

@@ -139,6 +139,21 @@ LogicalResult KernelOp::verify() {
   // flash-plan-memory rebuilds a kernel from its recipe.
   if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr>(spec))
     return emitOpError() << "spec must be a #tile.attention or #tile.gemm recipe, got " << spec;
+  // flash-warp-specialize's schedule describes this kernel's plan: its
+  // consumers are the plan's warps, its ring the plan's stages.
+  if (WarpSpecializedAttr schedule = getScheduleAttr()) {
+    if (getStrategy() != Strategy::WgmmaWsSm90)
+      return emitOpError() << "has a #tile.warp_specialized schedule but strategy "
+                           << stringifyStrategy(getStrategy())
+                           << "; only wgmma_ws_sm90 kernels are warp-specialised";
+    if (schedule.getConsumerWarpgroups() * 4 != warps)
+      return emitOpError() << "schedule has " << schedule.getConsumerWarpgroups()
+                           << " consumer warpgroups but the plan " << warps
+                           << " warps (4 a warpgroup)";
+    if (schedule.getRingStages() != static_cast<int64_t>(getStages()))
+      return emitOpError() << "schedule has " << schedule.getRingStages()
+                           << " ring stages but the plan " << getStages();
+  }
   if (getBody().empty())
     return emitOpError("needs a body");
   Block &entry = getBody().front();

@@ -15,16 +15,20 @@
 //
 // Config (a struct with these static members; AttentionFwdWsPlan derives the rest):
 //   using Elem = bf16 | f16;
-//   kHeadDim        64 or 128 (= value head dim)
-//   kBlockN         keys per block: 64 or 128
+//   kHeadDim        Q/K head dim: a multiple of 64 up to 256 (whole 128-byte panels)
+//   kValueDim       V/O head dim: 64, 128 or 256 (the N of the P V wgmma)
+//   kBlockN         keys per block: 64 or 128 (D = Dv = 256: 64, or the accumulators spill)
 //   kStages         K/V ring depth (D = 128: 2 fits 227 KB; D = 64 can take 3-4)
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
 //   kWindowLeft, kWindowRight   Window<L, R> mask (causal: -1, 0; none: -1, -1)
 //   kScale, kSoftcap            softmax scale; tanh softcap (0: none)
 //   kPingPong       the two consumer warpgroups take turns issuing their GEMMs
+//   kLongestFirst   the grid takes the last query-row blocks first (causal: the longest)
+//   kProducerRegs, kConsumerRegs   setmaxnreg budgets (e.g. 24, 240: 128 x 24 + 256 x 240 <= 384 x 168)
+// (flash-warp-specialize decides the last four for the compiler's kernels: #tile.warp_specialized.)
 // Launch: grid (ceil(Sq / 128), heads_q, batch); AttentionFwdWsPlan<Config>::kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q, k, v with box (64, 128 or
-// kBlockN, 1, 1) and the 128B swizzle; o [B, H, Sq, D] row-contiguous, lse [B, H, Sq] f32 (natural log).
+// kBlockN, 1, 1) and the 128B swizzle; o [B, H, Sq, Dv] row-contiguous, lse [B, H, Sq] f32 (natural log).
 #pragma once
 #include "flashc/device/mask.cuh"
 #include "flashc/device/mbarrier.cuh"
@@ -44,32 +48,41 @@ namespace device {
 template <class Config>
 struct AttentionFwdWsPlan {
   using Elem = typename Config::Elem;
-  static constexpr int kHeadDim = Config::kHeadDim;
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "ws forward: head dim 64 or 128");
+  static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim;
+  static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "ws forward: Q/K head dim a multiple of 64 up to 256");
+  static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws forward: V head dim 64, 128 or 256");
   static constexpr int kGroup = Config::kGroup;
   static constexpr float kScale = Config::kScale;
   static constexpr float kSoftcap = Config::kSoftcap;
   using Mask = Window<Config::kWindowLeft, Config::kWindowRight>;
   static constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
-  static constexpr bool kLongestFirst = Mask::R >= 0 && Mask::L < 0;
+  static constexpr bool kLongestFirst = Config::kLongestFirst;
   // ---- schedule ----
   static constexpr int kBlockM = 128;  // 2 consumer warpgroups x 64 rows
   static constexpr int kBlockN = Config::kBlockN;
   static_assert(kBlockN == 64 || kBlockN == 128, "ws forward: 64 or 128 keys per block");
+  // Live f32/packed registers of a consumer thread: O (Dv / 2), S (kBlockN / 2), P (kBlockN / 4);
+  // the rest of the 240 go to addresses, row statistics and the mask. Measured: 176 runs at D = 256.
+  static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= 176, "ws forward: O, S and P overflow the consumer registers");
   static constexpr int kStages = Config::kStages;
   static constexpr bool kPingPong = Config::kPingPong;
   static constexpr int kWarps = 8;                    // consumer warps: warps 0-7, row bands of the register tiles
   static constexpr int kThreads = kWarps * 32 + 128;  // + producer warpgroup (warps 8-11)
   static constexpr int kProducer = kWarps / 4;        // warpgroup index of the producer
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128*24 + 256*240 <= 384*168 (launch bound)
+  static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
+  static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256 &&
+                    kProducerRegs + 2 * kConsumerRegs <= 3 * 168,
+                "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   // ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
-  using KVTile = SmemPanelTile<Elem, kBlockN, kHeadDim>;
+  using OTile = SmemPanelTile<Elem, kBlockM, kValueDim>;  // the epilogue's staging, over Q
+  using KTile = SmemPanelTile<Elem, kBlockN, kHeadDim>;
+  using VTile = SmemPanelTile<Elem, kBlockN, kValueDim>;
   static constexpr int kSmemQ = 0;  // Q; reused as this warpgroup's O staging in the epilogue
-  static constexpr int kSmemK = kSmemQ + QTile::kBytes;
-  static constexpr int kSmemV = kSmemK + kStages * KVTile::kBytes;
-  static constexpr int kSmemBar = kSmemV + kStages * KVTile::kBytes;  // mbarriers, 8 bytes each
+  static constexpr int kSmemK = kSmemQ + (QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes);
+  static constexpr int kSmemV = kSmemK + kStages * KTile::kBytes;
+  static constexpr int kSmemBar = kSmemV + kStages * VTile::kBytes;  // mbarriers, 8 bytes each
   static constexpr int kBarQ = 0, kBarKFull = 1, kBarKEmpty = kBarKFull + kStages, kBarVFull = kBarKEmpty + kStages,
                        kBarVEmpty = kBarVFull + kStages, kNumBars = kBarVEmpty + kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
@@ -91,8 +104,10 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
   using QTile = typename P::QTile;
-  using KVTile = typename P::KVTile;
-  constexpr int kHeadDim = P::kHeadDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages,
+  using OTile = typename P::OTile;
+  using KTile = typename P::KTile;
+  using VTile = typename P::VTile;
+  constexpr int kHeadDim = P::kHeadDim, kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages,
                 kWarps = P::kWarps, kProducer = P::kProducer;
   constexpr int kSmemQ = P::kSmemQ, kSmemK = P::kSmemK, kSmemV = P::kSmemV, kSmemBar = P::kSmemBar;
   constexpr int kBarQ = P::kBarQ, kBarKFull = P::kBarKFull, kBarKEmpty = P::kBarKEmpty, kBarVFull = P::kBarVFull,
@@ -116,8 +131,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   const int n_blocks = n_end > n_begin ? n_end - n_begin : 0;  // same for both warpgroups
 
   const QTile Qs{reinterpret_cast<Elem*>(smem + kSmemQ)};
-  auto k_tile = [&](int stage) { return KVTile{reinterpret_cast<Elem*>(smem + kSmemK + stage * KVTile::kBytes)}; };
-  auto v_tile = [&](int stage) { return KVTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * KVTile::kBytes)}; };
+  auto k_tile = [&](int stage) { return KTile{reinterpret_cast<Elem*>(smem + kSmemK + stage * KTile::kBytes)}; };
+  auto v_tile = [&](int stage) { return VTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * VTile::kBytes)}; };
   auto bar = [&](int i) { return smem_u32(smem + kSmemBar) + 8u * i; };
   // Ring position of the it-th key block: slot it % kStages, phase parity (it / kStages) & 1.
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
@@ -146,10 +161,10 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       for (int it = 0; it < n_blocks; ++it) {
         const int s = it % kStages, row = (n_begin + it) * kBlockN;
         mbarrier_wait(bar(kBarKEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
-        mbarrier_arrive_expect_tx(bar(kBarKFull + s), KVTile::kBytes);
+        mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
         tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, batch);
         mbarrier_wait(bar(kBarVEmpty + s), phase(it) ^ 1);
-        mbarrier_arrive_expect_tx(bar(kBarVFull + s), KVTile::kBytes);
+        mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
         tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, batch);
       }
     }
@@ -158,7 +173,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
 
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<P::kConsumerRegs>();
-  RegTileF32<kBlockM, kHeadDim, kWarps> acc_o;  // this warpgroup's 64 rows: the P V accumulator
+  RegTileF32<kBlockM, kValueDim, kWarps> acc_o;  // this warpgroup's 64 rows: the P V accumulator
   RegTileF32<kBlockM, kBlockN, kWarps> s;       // scores of the current key block (the Q K^T accumulator)
   RegTile16<Elem, kBlockM, kBlockN, kWarps> p;  // probabilities of the previous block (P V's A operand)
   RegRowVec<kBlockM, kWarps> row_m, row_l, corr;
@@ -181,25 +196,25 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   };
   // S = Q K^T (SS): this warpgroup's 64 rows of Q, all kBlockN keys of slot `stage`; issue only.
   auto issue_qk = [&](int stage) {
-    const KVTile Ks = k_tile(stage);
+    const KTile Ks = k_tile(stage);
     fill(s, 0.f);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const unsigned q_addr = Qs.base() + (kk / 4) * QTile::kPanelBytes + warpgroup * 64 * 128 + (kk % 4) * 32;
-      const unsigned k_addr = Ks.base() + (kk / 4) * KVTile::kPanelBytes + (kk % 4) * 32;
+      const unsigned k_addr = Ks.base() + (kk / 4) * KTile::kPanelBytes + (kk % 4) * 32;
       wgmma_ss<Elem, kBlockN>(&s.v[0][0][0], wgmma_desc(q_addr, 16, kSbo), wgmma_desc(k_addr, 16, kSbo));
     }
     wgmma_commit();
   };
   // O += P V (RS): P from registers, V MN-major panels of slot `stage` (transpose bit); issue only.
   auto issue_pv = [&](int stage) {
-    const KVTile Vs = v_tile(stage);
+    const VTile Vs = v_tile(stage);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       const unsigned a[4] = {p.v[0][2 * kk][0], p.v[0][2 * kk][1], p.v[0][2 * kk + 1][0], p.v[0][2 * kk + 1][1]};
-      wgmma_rs_tb<Elem, kHeadDim>(&acc_o.v[0][0][0], a, wgmma_desc(Vs.base() + kk * 16 * 128, KVTile::kPanelBytes, kSbo));
+      wgmma_rs_tb<Elem, kValueDim>(&acc_o.v[0][0][0], a, wgmma_desc(Vs.base() + kk * 16 * 128, VTile::kPanelBytes, kSbo));
     }
     wgmma_commit();
   };
@@ -258,20 +273,21 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
   normalize(acc_o, row_l);
   store_rows(vector_at<float>(lse, batch, head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
-  RegTile16<Elem, kBlockM, kHeadDim, kWarps> o_out;
+  RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
   convert(o_out, acc_o);
   // Stage this warpgroup's 64 rows in its own rows of the Q tile (its last Q K^T has completed; the
   // other warpgroup reads only its own rows), then 16-byte row-contiguous stores, rows >= Sq skipped.
-  detail::store_fragments_to(Qs, o_out);
+  const OTile Os{reinterpret_cast<Elem*>(smem + kSmemQ)};
+  detail::store_fragments_to(Os, o_out);
   named_barrier_sync(kBarEpilogue + warpgroup, 128);
   const GlobalMatrix<Elem> Og = matrix_at<Elem>(o, batch, head);
-  constexpr int kChunksPerRow = kHeadDim / 8;
+  constexpr int kChunksPerRow = kValueDim / 8;
 #pragma unroll
   for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
     const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
     if (q0 + r < Sq)
       *reinterpret_cast<uint4*>(Og.base + (q0 + r) * Og.row_stride + c * 8) =
-          *reinterpret_cast<const uint4*>(smem + kSmemQ + QTile::chunk_offset(r, c));
+          *reinterpret_cast<const uint4*>(smem + kSmemQ + OTile::chunk_offset(r, c));
   }
 }
 

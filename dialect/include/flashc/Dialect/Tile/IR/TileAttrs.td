@@ -92,6 +92,49 @@ def Tile_GridAttr : AttrDef<Tile_Dialect, "Grid"> {
 // Kernel recipes: what a kernel computes, so that flash-plan-memory can
 // rebuild it at other block sizes and tests can name a reference.
 //===----------------------------------------------------------------------===//
+def Tile_BlockOrderKind : I32EnumAttr<"BlockOrder", "order in which the grid takes a kernel's row blocks", [
+    I32EnumAttrCase<"InOrder", 0, "in_order">,
+    // The last row blocks first: under a causal mask they see the most keys,
+    // so the longest blocks start in the first wave and the short ones fill
+    // the tail.
+    I32EnumAttrCase<"LongestFirst", 1, "longest_first">]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
+  let mnemonic = "warp_specialized";
+  let summary = "warp roles and pipeline of a warp-specialised kernel (flash-warp-specialize)";
+  let description = [{
+    The schedule of a wgmma_ws_sm90 kernel, decided by flash-warp-specialize
+    and printed, not decided, by the emitter:
+    - producer: one warpgroup whose single thread issues every TMA copy; it
+      gives registers back (setmaxnreg.dec to producer_registers).
+    - consumers: consumer_warpgroups warpgroups of 64 rows each (the kernel's
+      `warps` / 4), each raised to consumer_registers (setmaxnreg.inc).
+    - resident: operands loaded once per block (Q); ring: operands streamed
+      through `ring_stages` slots, each with a full mbarrier (the TMA bytes
+      landed) and an empty one (every consumer warp released the slot).
+    - ping_pong: the consumer warpgroups take turns issuing their GEMMs (named
+      barriers), so one's softmax runs under the other's GEMMs.
+    Within a warpgroup the library always issues S_j = Q K_jᵀ before
+    P_{j-1} V_{j-1} and runs the softmax of S_j under that product.
+    - block_order: the order of the query-row blocks over the grid.
+  }];
+  let parameters = (ins
+    "int64_t":$producer_registers,
+    "int64_t":$consumer_warpgroups,
+    "int64_t":$consumer_registers,
+    "::mlir::ArrayAttr":$resident,
+    "::mlir::ArrayAttr":$ring,
+    "int64_t":$ring_stages,
+    "bool":$ping_pong,
+    EnumParameter<Tile_BlockOrderKind>:$block_order);
+  let assemblyFormat = "`<` struct(params) `>`";
+  // Register budgets setmaxnreg takes (multiples of 8 in [24, 256]) that fit
+  // the register file together; 1-4 ring stages; named operands.
+  let genVerifyDecl = 1;
+}
+
 def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
   let mnemonic = "attention";
   let summary = "recipe of an attention kernel";

@@ -1,0 +1,67 @@
+//===- WarpSpecialize.cpp - warp roles and pipeline of ws kernels ---------===//
+//
+// See the WarpSpecialize def in Passes.td. The decisions that make the
+// warp-specialised attention forward fast live here, as a typed attribute the
+// emitter prints into the kernel's Config: which warpgroup loads and which
+// compute, their register budgets, what is streamed through the mbarrier
+// ring and how deep it is, whether the consumers ping-pong, and the block
+// order.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_WARPSPECIALIZE
+#include "flashc/Compiler/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+struct WarpSpecializePass
+    : public mlir::flash::impl::WarpSpecializeBase<WarpSpecializePass> {
+  using WarpSpecializeBase::WarpSpecializeBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
+      if (kernel.getStrategy() != Strategy::WgmmaWsSm90)
+        continue;
+      auto spec = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+      if (!spec || spec.getRole() != KernelRole::AttentionForward) {
+        kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName()
+                           << " is planned wgmma_ws_sm90 but is not an attention forward";
+        return signalPassFailure();
+      }
+      // Causal without a left window: row block i sees i + 1 key blocks, so
+      // the grid starts with the last (longest) ones.
+      BlockOrder order = spec.getWindowRight() >= 0 && spec.getWindowLeft() < 0
+                             ? BlockOrder::LongestFirst
+                             : BlockOrder::InOrder;
+      Builder builder(ctx);
+      ArrayAttr resident = builder.getStrArrayAttr({"q"});
+      ArrayAttr ring = builder.getStrArrayAttr({"k", "v"});
+      auto emitError = [&]() -> InFlightDiagnostic {
+        return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
+      };
+      WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
+          emitError, ctx, static_cast<int64_t>(producerRegisters),
+          static_cast<int64_t>(kernel.getWarps()) / 4, static_cast<int64_t>(consumerRegisters),
+          resident, ring,
+          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong), order);
+      if (!schedule)
+        return signalPassFailure();
+      kernel.setScheduleAttr(schedule);
+      // The kernel verifier checks the schedule against the plan.
+      if (failed(kernel.verify()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

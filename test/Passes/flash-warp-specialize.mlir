@@ -1,0 +1,66 @@
+// flash-warp-specialize gives every wgmma_ws_sm90 kernel (the sm_90a attention
+// forward flash-plan-memory planned as the warp-specialised TMA kernel) its
+// schedule: one producer warpgroup that issues every TMA copy and gives its
+// registers back (setmaxnreg.dec 24), warps / 4 consumer warpgroups that take
+// them (setmaxnreg.inc 240: 24 + 2 x 240 = 3 x 168, what 384 threads have at
+// launch), Q resident, K and V through a ring of the plan's stages, the
+// consumers in ping-pong, and the query-row blocks longest first under a
+// causal mask (row block i sees i + 1 key blocks) but in order otherwise.
+// Kernels of other strategies (sm_80, the backward) get no schedule.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=SM80
+// Budgets setmaxnreg cannot take, or that overdraw the registers of the launch, are refused.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=producer-registers=20 2>&1 | FileCheck %s --check-prefix=PRODUCER
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=consumer-registers=256 2>&1 | FileCheck %s --check-prefix=BUDGET
+
+// CHECK-LABEL: tile.kernel @causal_attention_fwd(
+// CHECK-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = longest_first>
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// OPTIONS-LABEL: tile.kernel @causal_attention_fwd(
+// OPTIONS-SAME: ring_stages = 1, ping_pong = false, block_order = longest_first>
+// SM80-NOT: schedule =
+func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal> num_kv_heads = 8
+      : (tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>)
+      -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
+}
+
+// A sliding window: every row block sees about as many keys, so in order.
+// CHECK-LABEL: tile.kernel @window_attention_fwd(
+// CHECK-SAME: ring_stages = 2, ping_pong = true, block_order = in_order>
+func.func @window(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor<?x8x?x64xf16>)
+    -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<sliding_window, left = 100, right = 0> num_kv_heads = 8
+      : (tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>)
+      -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
+}
+
+// D = 192 with Dv = 128, no mask: the same roles, in order.
+// CHECK-LABEL: tile.kernel @mla_attention_fwd(
+// CHECK-SAME: block_order = in_order>
+// The f32 kernels of the same spec set (no wgmma) keep theirs without one.
+// CHECK-LABEL: tile.kernel @f32_attention_fwd(
+// CHECK-NOT: schedule =
+// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
+func.func @mla(%q: tensor<?x16x?x192xbf16>, %k: tensor<?x16x?x192xbf16>, %v: tensor<?x16x?x128xbf16>)
+    -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0721688 mask = #flash.mask<none> num_kv_heads = 16
+      : (tensor<?x16x?x192xbf16>, tensor<?x16x?x192xbf16>, tensor<?x16x?x128xbf16>)
+      -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>)
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+
+func.func @f32(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>)
+      -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+  return %o, %lse : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+}
+
+// PRODUCER: error: flash-warp-specialize: @causal_attention_fwd: #tile.warp_specialized producer_registers must be a multiple of 8 in [24, 256] (setmaxnreg), got 20
+// BUDGET: error: flash-warp-specialize: @causal_attention_fwd: #tile.warp_specialized register budgets 24 + 2 x 256 exceed the 3 x 168 registers a thread of each warpgroup has at launch (384 threads share 65536)
