@@ -252,14 +252,17 @@ func.func @passthrough(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v:
 
 // -----
 
-// A 16-bit d_out that is not a multiple of 32 cannot be the fused kernel's
-// shared W2 slab (its rows are whole 64-byte swizzle units): auto picks the
-// two GEMMs (was an emitter error on a register tile of 40 columns).
-// CHECK-LABEL: tile.kernel @narrow_out_ffn_up
-// CHECK-LABEL: tile.kernel @narrow_out_ffn_down
+// A 16-bit d_out that is not a multiple of 32 is fused with its tiles padded
+// to whole 64-byte swizzle rows (was the two GEMMs, and before that an emitter
+// error on a register tile of 40 columns): the output accumulator and the W2
+// slab are 64 columns wide, every load and store limited to d_out = 40.
+// CHECK-LABEL: tile.kernel @narrow_out_ffn_fused
+// CHECK: tile.fill 0.000000e+00 : <64x64xf32, register>
+// CHECK: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {{.*}} : <256x40xbf16> -> <64x64xbf16, shared>
+// CHECK: tile.matmul {{.*}} -> <64x64xf32, register>
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c40] : <64x64xbf16, register>, <?x40xbf16>
 // CHECK-LABEL: func.func @narrow_out(
-// CHECK: tile.launch @narrow_out_ffn_up
-// CHECK: tile.launch @narrow_out_ffn_down
+// CHECK: tile.launch @narrow_out_ffn_fused
 func.func @narrow_out(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tensor<256x40xbf16>) -> tensor<?x40xbf16> {
   %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x64xbf16>, tensor<64x256xbf16>, tensor<256x40xbf16>) -> tensor<?x40xbf16>
   return %y : tensor<?x40xbf16>
