@@ -3,6 +3,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -17,10 +19,12 @@ int64_t tileColumnMultiple(Type element, Strategy strategy) {
 }
 
 int64_t paddedTileWidth(int64_t width, Type element, Strategy strategy) {
-  if (width < 1)
+  int64_t multiple = tileColumnMultiple(element, strategy);
+  // Widths come from the IR (estimates of hand-written kernels too) and may be
+  // absurd: those stay as they are for the range checks to report.
+  if (width < 1 || width > std::numeric_limits<int64_t>::max() - multiple)
     return width;
-  return static_cast<int64_t>(
-      llvm::alignTo(static_cast<uint64_t>(width), tileColumnMultiple(element, strategy)));
+  return static_cast<int64_t>(llvm::alignTo(static_cast<uint64_t>(width), multiple));
 }
 
 } // namespace flashc

@@ -27,7 +27,8 @@ namespace flashc {
 int64_t tileColumnMultiple(mlir::Type element, mlir::tile::Strategy strategy);
 
 /// `width` rounded up to tileColumnMultiple (width itself when it already is
-/// one; widths < 1 are returned unchanged for the verifiers to report).
+/// one; widths < 1 or near INT64_MAX are returned unchanged for the range
+/// checks to report).
 int64_t paddedTileWidth(int64_t width, mlir::Type element, mlir::tile::Strategy strategy);
 
 } // namespace flashc
