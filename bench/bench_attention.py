@@ -8,7 +8,9 @@ triton.testing.do_bench, inputs rotated among a few sets. Also: peak memory, eve
 checked against float64 math on two heads (error within 2x of SDPA-flash bf16's + floor), and bundle
 load+compile time (cold/warm JIT through NVRTC and the cubin path) in fresh processes.
 
-  python3 bench/bench_attention.py [--out DIR] [--dry-run] [--head-dims 64,128[,D:Dv]] [--seqs 1024,4096,16384]
+  python3 bench/bench_attention.py [--out DIR] [--dry-run] [--head-dims 64,128[,D:Dv]] [--seqs 1024,4096,16384] [--heads H]
+A padded head dim beside the tile width it pads to (bundles: prebuild bench-attention-padded):
+  python3 bench/bench_attention.py --head-dims 80,96 --heads 16
 Bundles: FLASHC_BUNDLE_PATH (python -m flashc.prebuild --out DIR bench). Writes DIR/bench_attention.{md,json,png}
 and DIR/results/<date>-h200-bench_attention.md (DIR: --out, else $OUT, else out/bench).
 """
@@ -59,6 +61,9 @@ def parse_args(argv=None):
     p.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     p.add_argument("--tokens", type=int, default=16384, help="B*S")
     p.add_argument("--hidden", type=int, default=2048, help="H*Dv")
+    p.add_argument("--heads", type=int, default=0,
+                   help="H for every head dim instead of hidden / Dv (0): rows that differ only by D, such as the "
+                        "padded pair --head-dims 80,96 --heads 16 (D = 80 runs on 96-column tiles)")
     p.add_argument("--peers", default=",".join(DEFAULT_PEERS),
                    help="comma-separated subset of " + ",".join(PEERS) + " (default: all but the flashc_x* experiments)")
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
@@ -84,9 +89,11 @@ def parse_args(argv=None):
     unknown = [x for x in args.peers if x not in PEERS]
     if unknown:
         p.error("unknown peer(s) %s (known: %s)" % (", ".join(unknown), ", ".join(PEERS)))
+    if args.heads < 0:
+        p.error("--heads must be >= 0 (0: hidden / value head dim)")
     for d, dv in args.head_dims:
-        if d <= 0 or dv <= 0 or args.hidden % dv:
-            p.error("--hidden %d is not a multiple of value head dim %d" % (args.hidden, dv))
+        if d <= 0 or dv <= 0 or (not args.heads and args.hidden % dv):
+            p.error("--hidden %d is not a multiple of value head dim %d (or give --heads)" % (args.hidden, dv))
     for s in args.seqs:
         if s <= 0 or args.tokens % s:
             p.error("--tokens %d is not a multiple of sequence length %d" % (args.tokens, s))
@@ -99,7 +106,7 @@ def rows_of(args):
     for d, dv in args.head_dims:
         for s in args.seqs:
             for causal in args.causals:
-                heads = args.hidden // dv
+                heads = args.heads or args.hidden // dv
                 rows.append(dict(D=d, Dv=dv, S=s, B=args.tokens // s, H=heads, causal=causal,
                                  configs={name: AttentionConfig("bf16", heads, heads, d, causal=causal,
                                                                 value_head_dim=dv, backward_form=form, experiments=x)

@@ -18,6 +18,11 @@ BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=
 LARGE_HEAD_DIMS = ((256, 256), (192, 128))
 BENCH_ATTENTION_LARGE = tuple(AttentionConfig("bf16", 2048 // dv, 2048 // dv, d, causal=c, value_head_dim=dv)
                               for d, dv in LARGE_HEAD_DIMS for c in (False, True))
+# A padded head dim beside the size it pads to: D = 80 computes on 96-column tiles, so it should cost no more than
+# D = 96. Equal heads (16, not H*D = 2048, which 80 does not divide), so the two rows differ only by D:
+# bench_attention.py --head-dims 80,96 --heads 16 (bench/README.md). Every backward form the default peers time.
+BENCH_ATTENTION_PADDED = tuple(AttentionConfig("bf16", 16, 16, d, causal=c, backward_form=f)
+                               for d in (80, 96) for c in (False, True) for f in ("auto", "rows", "transposed"))
 # FFN rows: y = gelu_tanh(x W1) W2, no biases (the peers' published rows), and a Llama-style gated row,
 # y = (silu(x W_gate) * (x W_up)) W2 at M = 16384, d = 4096, h = 11008.
 BENCH_FFN_SHAPES = ((16384, 4096, 16384), (16384, 1024, 4096), (65536, 256, 1024), (16384, 4096, 11008))  # (M, d, h)
@@ -61,6 +66,29 @@ TEST_FFN = (
     FfnConfig("f16", 64, 128, activation="silu", gated=True, has_b2=True),
     # Too wide an output for the fused forward (two GEMM kernels), and ragged in K, N and d_out.
     FfnConfig("bf16", 200, 328, d_out=360, activation="gelu_tanh", has_b1=True, has_b2=True),
+)
+
+# Head dims that are not multiples of 32 (the kernels pad their tiles to whole 64-byte swizzle rows and limit every
+# load and store to the true width): Stable Diffusion's 40, DiT's 72, Phi-2's 80, 112, and the edges 8, 136, 200, 248;
+# bf16 and f16, causal and not, GQA, Dv != D, both backward forms (test_gpu_attention's padded test).
+TEST_PADDED_HEAD_DIMS = (8, 40, 72, 80, 112, 136, 200, 248)
+TEST_ATTENTION_PADDED = tuple(
+    [AttentionConfig("bf16", 2, 2, d, causal=c) for d in TEST_PADDED_HEAD_DIMS for c in (False, True)]
+    + [AttentionConfig("f16", 2, 2, d, causal=c) for d in (40, 80, 136) for c in (False, True)]
+    + [AttentionConfig("bf16", 4, 1, 80, causal=True),
+       AttentionConfig("f16", 6, 2, 72),
+       AttentionConfig("bf16", 2, 2, 72, value_head_dim=40, causal=True),
+       AttentionConfig("bf16", 2, 2, 40, causal=True, window=(16, 0)),
+       AttentionConfig("bf16", 2, 2, 80, causal=True, backward_form="transposed"),
+       AttentionConfig("f16", 4, 2, 112, backward_form="transposed")])
+# FFN widths that are not multiples of 16 or 32: d = d_out = 200 (the fused kernel, d_out padded to 224), 328 and
+# 1000 (two GEMM kernels, ragged in every dimension), gated; forward and backward (test_gpu_ffn's padded test).
+TEST_FFN_PADDED = (
+    FfnConfig("bf16", 200, 328, activation="gelu_tanh"),
+    FfnConfig("f16", 200, 1000, activation="gelu_erf", has_b1=True, has_b2=True),
+    FfnConfig("bf16", 328, 1000, activation="gelu_tanh", has_b1=True, has_b2=True),
+    FfnConfig("bf16", 1000, 200, activation="relu", has_b2=True),
+    FfnConfig("bf16", 1000, 328, d_out=200, activation="silu", gated=True),
 )
 
 # Context-parallel attention (flashc.ring) runs a causal config's off-diagonal shard pairs with the
@@ -119,14 +147,18 @@ SETS = {
     "bench-attention-large": BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC,
     "bench-ffn": BENCH_FFN,
     "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
-    "tests": TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN,
+    "bench-attention-padded": BENCH_ATTENTION_PADDED,
+    "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
+              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED),
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-experiments": TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS,
     "tests-ffn": TEST_FFN,
+    "tests-attention-padded": TEST_ATTENTION_PADDED,
+    "tests-ffn-padded": TEST_FFN_PADDED,
 }
-SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
+SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
                + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + BENCH_ATTENTION_EXPERIMENTS
                + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC)
 

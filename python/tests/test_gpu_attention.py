@@ -94,6 +94,15 @@ class AttentionGpuTest(unittest.TestCase):
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     check_against_reference(self, config, batch, seq_q, seq_k)
 
+    def test_padded_head_dims(self):
+        """Head dims that are not multiples of 32 (8, 40, 72, 80, 112, 136, 200, 248; the kernels compute on tiles
+        padded to whole swizzle rows): o, lse, dq, dk, dv against float64 over the ragged shapes, bf16 and f16,
+        causal and not, GQA, Dv != D, a window, both backward forms."""
+        for config in configs.TEST_ATTENTION_PADDED:
+            for batch, seq_q, seq_k in SHAPES:
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    check_against_reference(self, config, batch, seq_q, seq_k)
+
     def test_bshd_layout(self):
         for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[-3]):
             with self.subTest(config=config.describe()):
@@ -118,7 +127,7 @@ class AttentionGpuTest(unittest.TestCase):
         against float64 central finite differences of the reference. Four directions: q, k, v alone (a bug
         confined to one gradient is not diluted by the others) and all three together."""
         for config in (configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3], configs.TEST_ATTENTION[-5],
-                       configs.TEST_ATTENTION[-6]):
+                       configs.TEST_ATTENTION[-6], configs.TEST_ATTENTION_PADDED[7]):
             q, k, v = inputs(config, 2, 77, 77, seed=3)
             g = torch.Generator(device="cuda").manual_seed(4)
             w = torch.randn(2, config.num_heads, 77, config.value_head_dim, device="cuda", generator=g).to(q.dtype)

@@ -79,8 +79,16 @@ class FfnGpuTest(unittest.TestCase):
                 with self.subTest(config=config.describe(), lead=lead):
                     check_against_reference(self, config, lead)
 
+    def test_padded_widths(self):
+        """FFN widths that are not multiples of 16 or 32 (200, 328, 1000: the fused kernel's output tiles padded,
+        the GEMMs ragged in every dimension), forward and every gradient against float64."""
+        for config in configs.TEST_FFN_PADDED:
+            for lead in ROWS:
+                with self.subTest(config=config.describe(), lead=lead):
+                    check_against_reference(self, config, lead)
+
     def test_directional_derivative(self):
-        for config in (configs.TEST_FFN[0], configs.TEST_FFN[4]):
+        for config in (configs.TEST_FFN[0], configs.TEST_FFN[4], configs.TEST_FFN_PADDED[0]):
             with self.subTest(config=config.describe()):
                 args = make_inputs(config, (33,), seed=7)
                 y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])

@@ -62,7 +62,12 @@ WINDOW = "#flash.mask<sliding_window, left = 37, right = 5>"
 
 # name -> (spec, expected: "compile" or "reject")
 SPECS = {
-    "attn_d32_smallest": (attention(d=32), "compile"),
+    "attn_d8_smallest": (attention(d=8), "compile"),
+    "attn_d32": (attention(d=32), "compile"),
+    # Head dims padded to whole swizzle rows (not multiples of 32), Dv != D among them.
+    "attn_d248_largest_padded": (attention(d=248, mask="#flash.mask<none>"), "compile"),
+    "attn_d72_dv40_gqa": (attention(d=72, dv=40, hq=8, hkv=2, mask=WINDOW), "compile"),
+    "ffn_dout200_fused_padded": (ffn(d=200, h=328, dout=200), "compile"),
     "attn_d256_largest_f16": (attention(d=256, t="f16", mask="#flash.mask<none>"), "compile"),
     "attn_d160": (attention(d=160), "compile"),
     "attn_d64_dv128": (attention(d=64, dv=128), "compile"),
@@ -73,7 +78,7 @@ SPECS = {
     "ffn_smallest": (ffn(d=8, h=8, dout=32, act="relu"), "compile"),
     "ffn_dout40": (ffn(d=64, h=256, dout=40, bias=True), "compile"),
     # Just past an edge: refused with a diagnostic.
-    "attn_d16": (attention(d=16), "reject"),
+    "attn_d12": (attention(d=12), "reject"),
     "attn_d288": (attention(d=288), "reject"),
     "attn_seq_2_31": (attention(sq=2 ** 31), "reject"),
     "ffn_h12": (ffn(h=12), "reject"),

@@ -58,10 +58,28 @@ def configs(full):
     # The cp.async forward the warp-specialised TMA forward (the sm_90a default: every row above) replaced.
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, experiment="cp-async-forward")
     yield dict(d=64, t="f16", mask="window", hq=8, hkv=8, experiment="cp-async-forward")
+    # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
+    # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
+    for d in PADDED_HEAD_DIMS:
+        yield dict(d=d, t="bf16", mask="causal", hq=8, hkv=8)
+    yield dict(d=80, t="f16", mask="none", hq=8, hkv=2)
+    yield dict(d=40, t="bf16", mask="window", hq=8, hkv=8)
+    for d in (72, 112):
+        yield dict(d=d, t="bf16", mask="causal", hq=8, hkv=8, transposed=True)
+
+
+PADDED_HEAD_DIMS = [8, 40, 72, 80, 112, 136, 200, 248]
+
+
+def padded(head_dim):
+    """The tile width of a 16-bit head dim: the next multiple of 32 (compiler/lib/Kernels/TilePadding.cpp)."""
+    return -(-head_dim // 32) * 32
 
 
 def spill_budget(head_dim, kernel):
-    """Bytes of spills a kernel may report (see the module docstring)."""
+    """Bytes of spills a kernel may report (see the module docstring): by the tile width, the padded
+    head dim, which is what the kernel holds."""
+    head_dim = padded(head_dim)
     if head_dim > 128:
         return float("inf")
     if head_dim <= 64 or not kernel.endswith("_bwd"):

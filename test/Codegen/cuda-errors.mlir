@@ -10,10 +10,11 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
   return %o, %lse : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
 }
 
-// A head dim the device library's layouts cannot hold: named with the supported ones before
-// any kernel is built (was an emitter error on a shared tile, after --emit=tile had passed).
-// RUN: not flashc %S/Inputs/head-dim-40.mlir -o %t.d40 2>&1 | FileCheck %s --check-prefix=D40
-// D40: head-dim-40.mlir:2:14: error: flash-generate-backward: head dim D = 40 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256
+// A head dim the device library's copies cannot hold (40, 72, 80 are padded to whole swizzle rows;
+// 36 would end a row inside a 16-byte chunk): named with the supported ones before any kernel is
+// built (was an emitter error on a shared tile, after --emit=tile had passed).
+// RUN: not flashc %S/Inputs/head-dim-36.mlir -o %t.d36 2>&1 | FileCheck %s --check-prefix=D36
+// D36: head-dim-36.mlir:2:14: error: flash-generate-backward: head dim D = 36 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256
 // A head dim whose tiles do not fit shared memory: refused up front (was an overflow reported on
 // a backward kernel the spec never names).
 // RUN: not flashc %S/Inputs/head-dim-512.mlir -o %t.d512 2>&1 | FileCheck %s --check-prefix=D512
@@ -30,6 +31,13 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // RUN: not flashc %S/Inputs/kt-argument-attention.mlir -o %t.kt 2>&1 | FileCheck %s --check-prefix=NEARMISS
 // NEARMISS: kt-argument-attention.mlir:5:8: warning: softmax(...)·V not fused into flash.attention: K enters as Kᵀ [B, H, D, Sk]: write the scores as flash.matmul %q, %k transpose_b with K [B, H, Sk, D]
 // NEARMISS: error: nothing to compile into kernels
+// Tiles the device library cannot hold unpadded, and a column limit that ends inside a 16-byte
+// copy chunk of a padded tile: named at the op with what to do (flash-tile pads head dims and the
+// fused FFN's d_out to whole swizzle rows, limits at multiples of 8).
+// RUN: not flashc %S/Inputs/unpadded-shared-tile.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNPADDED
+// UNPADDED: unpadded-shared-tile.mlir:12:10: error: CUDA emitter: a 16-bit shared tile of 80 columns is not supported (rows must be multiples of 64 bytes: pad the tile to 96 columns and load it with limit 80
+// RUN: not flashc %S/Inputs/padded-tile-chunk-limit.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHUNK
+// CHUNK: padded-tile-chunk-limit.mlir:13:10: error: CUDA emitter: a column limit of 36 inside a tile of 64 columns is not supported: the device library copies rows in 16-byte chunks, so the limit must be a multiple of 8 'bf16' elements
 // Tile ops whose operand layouts the device library has no call for (the CPU executor runs
 // them): named at the op, not CUDA that NVRTC rejects.
 // RUN: not flashc %S/Inputs/f32-shared-store.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32-STORE

@@ -22,8 +22,8 @@ def attention_case(rng):
     b, hkv = rng.choice([1, 2]), rng.choice([1, 2])
     hq = hkv * rng.choice([1, 2, 3])
     sq, sk = rng.randint(1, 150), rng.randint(1, 150)
-    d = rng.choice([16, 32, 48, 64])
-    dv = rng.choice([d, 16, 32])
+    d = rng.choice([8, 16, 20, 32, 40, 48, 64, 72])  # 8, 20, 40, 72: tiles padded (TilePadding.h)
+    dv = rng.choice([d, 16, 32, 36])
     kind = rng.choice(["none", "causal", "window"])
     if kind == "none":
         mask = "#flash.mask<none>"

@@ -299,3 +299,32 @@ func.func @block(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<
   %y = flash.ffn gelu_erf %x, %w1, %w2 : (tensor<?x?x64xf32>, tensor<64x128xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
   return %out, %y : tensor<?x4x?x32xf32>, tensor<?x?x64xf32>
 }
+
+// -----
+
+// Phi-2's head dim 80: every backward kernel computes on tiles padded to 96 columns (whole 64-byte
+// swizzle rows); loads, stores and the dQ atomics are limited to the 80 real columns, so the
+// padding is zeros in every product and row dot and is never written (the f32 dQ accumulator
+// stays [.., 80]). Both forms.
+// CHECK-LABEL: tile.kernel @phi_attention_bwd_preprocess(
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xbf16> -> <128x96xbf16, shared>
+// CHECK: tile.row_dot
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c80] : <128x96xf32, register>, <?x2x?x80xf32>
+// CHECK-LABEL: tile.kernel @phi_attention_bwd(
+// CHECK: tile.load %arg1[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xbf16> -> <64x96xbf16, shared>
+// CHECK: tile.atomic_add {{.*}} limit[%{{.*}}, %c80] : <64x96xf32, register>, <?x2x?x80xf32>
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c80] : <64x96xbf16, register>, <?x2x?x80xbf16>
+// CHECK-LABEL: tile.kernel @phi_attention_bwd_postprocess(
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xf32> -> <128x96xf32, shared>
+// TR90-LABEL: tile.kernel @phi_attention_bwd(
+// TR90-SAME: role = attention_backward_transposed
+// TR90-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// TR90: tile.atomic_add {{.*}} limit[%{{.*}}, %c80] : <64x96xf32, register>, <?x2x?x80xf32>
+// TR90: tile.store {{.*}} limit[%{{.*}}, %c80] : <128x96xbf16, register>, <?x2x?x80xbf16>
+// DET-LABEL: tile.kernel @phi_attention_bwd_dq(
+// DET: tile.store {{.*}} limit[%{{.*}}, %c80] : <64x96xbf16, register>, <?x2x?x80xbf16>
+func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<?x2x?x80xbf16>) -> (tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.11180339887 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x2x?x80xbf16>, tensor<?x2x?x80xbf16>, tensor<?x2x?x80xbf16>) -> (tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>
+}

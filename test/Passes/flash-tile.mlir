@@ -253,15 +253,57 @@ func.func @passthrough(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v:
 
 // -----
 
-// A 16-bit d_out that is not a multiple of 32 cannot be the fused kernel's
-// shared W2 slab (its rows are whole 64-byte swizzle units): auto picks the
-// two GEMMs (was an emitter error on a register tile of 40 columns).
-// CHECK-LABEL: tile.kernel @narrow_out_ffn_up
-// CHECK-LABEL: tile.kernel @narrow_out_ffn_down
+// A 16-bit d_out that is not a multiple of 32 is fused with its tiles padded
+// to whole 64-byte swizzle rows (was the two GEMMs, and before that an emitter
+// error on a register tile of 40 columns): the output accumulator and the W2
+// slab are 64 columns wide, every load and store limited to d_out = 40.
+// CHECK-LABEL: tile.kernel @narrow_out_ffn_fused
+// CHECK: tile.fill 0.000000e+00 : <64x64xf32, register>
+// CHECK: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {{.*}} : <256x40xbf16> -> <64x64xbf16, shared>
+// CHECK: tile.matmul {{.*}} -> <64x64xf32, register>
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c40] : <64x64xbf16, register>, <?x40xbf16>
 // CHECK-LABEL: func.func @narrow_out(
-// CHECK: tile.launch @narrow_out_ffn_up
-// CHECK: tile.launch @narrow_out_ffn_down
+// CHECK: tile.launch @narrow_out_ffn_fused
 func.func @narrow_out(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tensor<256x40xbf16>) -> tensor<?x40xbf16> {
   %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x64xbf16>, tensor<64x256xbf16>, tensor<256x40xbf16>) -> tensor<?x40xbf16>
   return %y : tensor<?x40xbf16>
+}
+
+// -----
+
+// Head dims that are not multiples of 32 (DiT's 72, Stable Diffusion's 40; here D = 72 for Q and
+// K, Dv = 40 for V, GQA 8:2): the tiles are padded to whole 64-byte swizzle rows (96 and 64
+// columns) while the tensors keep their widths and every load and store is limited to them, so
+// the padding loads as zeros (adding nothing to Q·Kᵀ or P·V) and is never stored. Not a
+// wgmma shape (D = Dv in {64, 128} only): mma.sync on sm_90a too.
+// CHECK-LABEL: tile.kernel @padded_attention_fwd
+// CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 72, value_dim = 40,
+// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c72] : <?x8x?x72xbf16> -> <64x96xbf16, shared>
+// CHECK: tile.fill 0.000000e+00 : <64x64xf32, register>
+// CHECK: tile.load %arg1[{{.*}}] limit[%{{.*}}, %c72] {buffers = 2 : i64} : <?x2x?x72xbf16> -> <64x96xbf16, shared>
+// CHECK: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {buffers = 2 : i64} : <?x2x?x40xbf16> -> <64x64xbf16, shared>
+// CHECK: tile.matmul {{.*}} transpose_b : <64x96xbf16, shared>, <64x96xbf16, shared> -> <64x64xf32, register>
+// CHECK: tile.matmul {{.*}} : <64x64xbf16, register>, <64x64xbf16, shared> -> <64x64xf32, register>
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c40] : <64x64xbf16, register>, <?x8x?x40xbf16>
+// SM80-LABEL: tile.kernel @padded_attention_fwd
+// SM80: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c72] : <?x8x?x72xbf16> -> <64x96xbf16, shared>
+func.func @padded(%q: tensor<?x8x?x72xbf16>, %k: tensor<?x2x?x72xbf16>, %v: tensor<?x2x?x40xbf16>) -> (tensor<?x8x?x40xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x8x?x72xbf16>, tensor<?x2x?x72xbf16>, tensor<?x2x?x40xbf16>) -> (tensor<?x8x?x40xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x40xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// D = 112 pads to 128 columns but is no wgmma plan (the wgmma and warp-specialised forwards take
+// exactly D = Dv in {64, 128}): the padded forward stays mma.sync.
+// CHECK-LABEL: tile.kernel @padded_112_attention_fwd
+// CHECK-SAME: head_dim = 112, value_dim = 112
+// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c112] : <?x2x?x112xf16> -> <64x128xf16, shared>
+func.func @padded_112(%q: tensor<?x2x?x112xf16>, %k: tensor<?x2x?x112xf16>, %v: tensor<?x2x?x112xf16>) -> (tensor<?x2x?x112xf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>) -> (tensor<?x2x?x112xf16>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x112xf16>, tensor<?x2x?xf32>
 }

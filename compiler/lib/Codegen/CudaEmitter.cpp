@@ -463,15 +463,21 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
   int64_t rows = tileType.getRows(), cols = tileType.getCols();
   // The device library's layouts: 16-bit shared rows are whole 64-byte
   // swizzle units, register tiles whole 16-column mma fragments.
+  // flash-tile pads tile widths to these multiples (TilePadding.h) and
+  // limits the loads and stores to the tensors' width; hand-written tile IR
+  // may not have.
   if (tileType.isShared() && !tileType.getElementType().isF32() && tileType.getRank() == 2 &&
       cols % 32 != 0)
     return op->emitError("CUDA emitter: a 16-bit shared tile of ")
-               << cols << " columns is not supported (rows must be multiples of 64 bytes: head "
-               << "dims that are multiples of 32)",
+               << cols << " columns is not supported (rows must be multiples of 64 bytes: pad the "
+               << "tile to " << llvm::alignTo(cols, 32) << " columns and load it with limit "
+               << cols << ", as flash-tile does for head dims that are not multiples of 32)",
            failure();
   if (tileType.isRegister() && tileType.getRank() == 2 && cols % 16 != 0)
     return op->emitError("CUDA emitter: a register tile of ")
-               << cols << " columns is not supported (mma fragments need multiples of 16)",
+               << cols << " columns is not supported (mma fragments need multiples of 16: pad the "
+               << "tile to " << llvm::alignTo(cols, 16) << " columns and store it with limit "
+               << cols << ")",
            failure();
   // The device library's static_asserts, said at the op (regtile.cuh, smem.cuh,
   // panel.cuh, bulk.cuh) rather than by NVRTC.
@@ -1154,6 +1160,27 @@ static LogicalResult checkLibraryForm(Operation *op, bool wgmma) {
   }
   if (auto sum = dyn_cast<tile::RowSumOp>(op); sum && !tileOf(sum.getSource()).isRegister())
     return unsupported("a shared tile", "f32 register tiles");
+  // Column limits act on whole 16-byte chunks (GlobalMatrix): a limit inside
+  // a padded tile that ends mid-chunk would load the columns past it into the
+  // padding (which must be zeros) or store over them.
+  Value tensor, colLimit;
+  tile::TileType tileType;
+  if (auto load = dyn_cast<tile::LoadOp>(op))
+    tensor = load.getSource(), colLimit = load.getColLimit(), tileType = tileOf(load.getResult());
+  else if (auto store = dyn_cast<tile::StoreOp>(op))
+    tensor = store.getDest(), colLimit = store.getColLimit(), tileType = tileOf(store.getValue());
+  else if (auto atomic = dyn_cast<tile::AtomicAddOp>(op))
+    tensor = atomic.getDest(), colLimit = atomic.getColLimit(), tileType = tileOf(atomic.getValue());
+  if (tensor) {
+    Type element = cast<tile::GlobalTensorType>(tensor.getType()).getElementType();
+    int64_t chunk = element.isF32() ? 4 : 8;
+    std::optional<int64_t> limit = foldedInteger(colLimit);
+    if (limit && *limit > 0 && *limit < tileType.getCols() && *limit % chunk != 0)
+      return op->emitError() << "CUDA emitter: a column limit of " << *limit << " inside a tile of "
+                             << tileType.getCols() << " columns is not supported: the device "
+                             << "library copies rows in 16-byte chunks, so the limit must be a "
+                             << "multiple of " << chunk << " " << element << " elements";
+  }
   return success();
 }
 

@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
 
+#include "flashc/Compiler/TilePadding.h"
+
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
@@ -109,7 +111,10 @@ struct AttentionKernel {
   KernelBuilder &kb;
   AttentionSpecAttr spec;
   TilePlan plan;
-  int64_t D, Dv, Br, Bc;
+  /// Head dims (the tensors' widths, every load/store limit) and the tile
+  /// widths they are padded to (TilePadding.h): the padding columns load as
+  /// zeros, add nothing to Q·Kᵀ, P·V or the row dots, and are never stored.
+  int64_t D, Dv, Dt, Dvt, Br, Bc;
   double scale;
   double softcap;
   Type elem;
@@ -117,7 +122,10 @@ struct AttentionKernel {
   AttentionKernel(KernelBuilder &kb, AttentionSpecAttr spec, const TilePlan &plan)
       : kb(kb), spec(spec), plan(plan), D(spec.getHeadDim()), Dv(spec.getValueDim()),
         Br(plan.blockM), Bc(plan.blockN), scale(spec.getScale().getValueAsDouble()),
-        softcap(spec.getSoftcap().getValueAsDouble()), elem(spec.getElementType().getValue()) {}
+        softcap(spec.getSoftcap().getValueAsDouble()), elem(spec.getElementType().getValue()) {
+    Dt = paddedTileWidth(D, elem, plan.strategy);
+    Dvt = paddedTileWidth(Dv, elem, plan.strategy);
+  }
 
   MaskGeometry geometry(Value q, Value k) {
     MaskGeometry g;
@@ -177,18 +185,18 @@ struct AttentionKernel {
     Value hk = kb.named("kv_head", kb.divu(h, group));
     Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
-    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
+    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt);
     double softmaxScale = this->softmaxScale();
     auto [begin, end] = g.keyBlocks(kb, row0);
     SmallVector<Value> state = kb.forLoop(
         begin, end,
-        {kb.named("acc_zeros", kb.fill(kb.regF32(Br, Dv), 0.0)), kb.named("m_init", kb.negInfRow(Br)),
+        {kb.named("acc_zeros", kb.fill(kb.regF32(Br, Dvt), 0.0)), kb.named("m_init", kb.negInfRow(Br)),
          kb.named("l_zeros", kb.fill(kb.rowVector(Br), 0.0))},
         [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
           Value acc = carried[0], m = carried[1], l = carried[2];
           Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
-          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
-          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
+          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt, plan.stages);
+          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt, plan.stages);
           Value s = softmaxInput(g, qTile, kTile, row0, col0);
           Value mNew = kb.b.create<RowMaxOp>(kb.nameLoc("m_new"), m.getType(), s, m);
           Value p =
@@ -217,12 +225,12 @@ struct AttentionKernel {
     Value sq = kb.dim(out, 2, "seq_q");
     Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
-    Value oTile = kb.load(out, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
-    Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dv);
+    Value oTile = kb.load(out, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dvt);
+    Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dvt);
     Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
     if (zeroAccumulator)
-      kb.store(kb.named("zeros", kb.fill(kb.regF32(Br, D), 0.0)), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
+      kb.store(kb.named("zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
   }
 
   /// dK, dV for one key block; with `atomicDq` also dQ by atomics.
@@ -237,24 +245,24 @@ struct AttentionKernel {
     Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
     Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
     Value zero = kb.idx(0);
-    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
-    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
+    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt);
+    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt);
     Value begin, end;
     std::tie(begin, end) = g.queryBlocks(kb, col0);
     // GQA: the kv head's gradient sums over the query heads of its group.
     SmallVector<Value> grads = kb.forLoop(
         zero, group,
-        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, D), 0.0)),
-         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dv), 0.0))},
+        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, Dt), 0.0)),
+         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dvt), 0.0))},
         [&](Value member, ValueRange outer) -> SmallVector<Value> {
           Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
           return kb.forLoop(
               begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
                 Value dk = carried[0], dv = carried[1];
                 Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
-                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
+                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt, plan.stages);
                 Value doTile =
-                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
+                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dvt, plan.stages);
                 Value lseRow = kb.named("lse_row", kb.loadRows(lse, {b, h, row0}, g.sq, Br));
                 Value dRow = kb.named("delta_row", kb.loadRows(delta, {b, h, row0}, g.sq, Br));
                 Value capped;
@@ -274,7 +282,7 @@ struct AttentionKernel {
                 Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
                 if (atomicDq) {
                   Value dq =
-                      kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, D), 0.0), false, false);
+                      kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, Dt), 0.0), false, false);
                   kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
                 }
                 return {dkNew, dvNew};
@@ -303,25 +311,25 @@ struct AttentionKernel {
     Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
     Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
     Value zero = kb.idx(0);
-    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D);
-    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv);
+    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt);
+    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt);
     Value begin, end;
     std::tie(begin, end) = g.queryBlocks(kb, col0);
     auto columnVector =
         TileType::get(kb.b.getContext(), {Br}, kb.b.getF32Type(), MemorySpace::Shared);
     SmallVector<Value> grads = kb.forLoop(
         zero, group,
-        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, D), 0.0)),
-         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dv), 0.0))},
+        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, Dt), 0.0)),
+         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dvt), 0.0))},
         [&](Value member, ValueRange outer) -> SmallVector<Value> {
           Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
           return kb.forLoop(
               begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
                 Value dk = carried[0], dv = carried[1];
                 Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
-                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D, plan.stages);
+                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt, plan.stages);
                 Value doTile =
-                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv, plan.stages);
+                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dvt, plan.stages);
                 Value lseCol = kb.b.create<LoadRowsOp>(kb.nameLoc("lse_cols"), columnVector, lse,
                                                        ValueRange{b, h, row0}, g.sq);
                 Value dCol = kb.b.create<LoadRowsOp>(kb.nameLoc("delta_cols"), columnVector, delta,
@@ -353,7 +361,7 @@ struct AttentionKernel {
                 Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
                 if (atomicDq) {
                   // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
-                  Value dq = kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, D), 0.0), true, false);
+                  Value dq = kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, Dt), 0.0), true, false);
                   kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
                 }
                 return {dkNew, dvNew};
@@ -378,17 +386,17 @@ struct AttentionKernel {
     Value hk = kb.named("kv_head", kb.divu(h, group));
     Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
-    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, D);
-    Value doTile = kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dv);
+    Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt);
+    Value doTile = kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dvt);
     Value lseRow = kb.named("lse_row", kb.loadRows(lse, {b, h, row0}, g.sq, Br));
     Value dRow = kb.named("delta_row", kb.loadRows(delta, {b, h, row0}, g.sq, Br));
     auto [begin, end] = g.keyBlocks(kb, row0);
     SmallVector<Value> dq = kb.forLoop(
-        begin, end, {kb.named("dq_zeros", kb.fill(kb.regF32(Br, D), 0.0))},
+        begin, end, {kb.named("dq_zeros", kb.fill(kb.regF32(Br, Dt), 0.0))},
         [&](Value kbIdx, ValueRange carried) -> SmallVector<Value> {
           Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
-          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, D, plan.stages);
-          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dv, plan.stages);
+          Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt, plan.stages);
+          Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt, plan.stages);
           Value capped;
           Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
           Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
@@ -409,7 +417,7 @@ struct AttentionKernel {
     Value sq = kb.dim(dqAccum, 2, "seq_q");
     Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
-    Value acc = kb.load(dqAccum, {b, h, row0, zero}, sq, kb.idx(D), Br, D);
+    Value acc = kb.load(dqAccum, {b, h, row0, zero}, sq, kb.idx(D), Br, Dt);
     kb.store(kb.named("dq16", kb.convert(acc, elem)), dQ, {b, h, row0, zero}, sq, kb.idx(D));
   }
 };

@@ -21,6 +21,8 @@
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
 
+#include "flashc/Compiler/TilePadding.h"
+
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
@@ -238,6 +240,10 @@ struct GemmKernel {
     Value b2 = hasB2 ? kb.arg(next++) : Value();
     Value y = kb.arg(next++);
     int64_t dOut = llvm::cast<GlobalTensorType>(w2.getType()).getShape()[1];
+    // The output row block and the W2 slab are d_out padded to the layouts'
+    // column multiple wide (TilePadding.h); N = d_out limits every load and
+    // store, so the padding columns are zeros and never written.
+    int64_t dOutTile = paddedTileWidth(dOut, elem, plan.strategy);
     Value mb = kb.programId(GridAxis::X, "m_block"), batch = kb.programId(GridAxis::Z, "batch");
     Value M = dimFromEnd(x, 1, "M"), d = kb.dim(w1, 0, "d_model"), H = kb.dim(w1, 1, "hidden"),
           N = kb.idx(dOut);
@@ -245,7 +251,7 @@ struct GemmKernel {
     Value zero = kb.idx(0);
     Value hiddenBlocks = kb.named("hidden_blocks", kb.ceilDiv(H, kb.idx(Bn)));
     SmallVector<Value> out = kb.forLoop(
-        zero, hiddenBlocks, {kb.named("y_zeros", kb.fill(kb.regF32(Bm, dOut), 0.0))},
+        zero, hiddenBlocks, {kb.named("y_zeros", kb.fill(kb.regF32(Bm, dOutTile), 0.0))},
         [&](Value hb, ValueRange carried) -> SmallVector<Value> {
           Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
           SmallVector<Value> weights = {w1};
@@ -260,7 +266,7 @@ struct GemmKernel {
           if (wUp)
             hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
-          Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOut, plan.stages);
+          Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOutTile, plan.stages);
           return {kb.matmul(kb.named("hidden16", kb.convert(hidden, elem)), w2Tile, carried[0],
                             false, false)};
         },

@@ -232,7 +232,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     bool fused = choice == FfnPlanChoice::Fused;
     if (choice == FfnPlanChoice::Auto) {
       std::string reason;
-      fused = fusedFfnFits(target, ffn.getOutputDim(), element.isF32() ? 4 : 2, gated,
+      fused = fusedFfnFits(target, ffn.getOutputDim(), element, gated,
                            defaultPlan(target, fusedSpec), reason);
     }
     if (fused) {

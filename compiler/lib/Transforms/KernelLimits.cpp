@@ -23,10 +23,10 @@ constexpr int64_t kMaxStaticSize = 2147483647;
 /// Largest head dim: register tiles [block x D] and shared K/V tiles of the
 /// backward kernels stop fitting the targets past it.
 constexpr int64_t kMaxHeadDim = 256;
-/// 16-bit shared tiles store rows as whole 64-byte swizzle units.
-constexpr int64_t kHeadDimMultiple16Bit = 32;
-/// 16-bit rows are copied in 16-byte chunks: a row of a multiple of 8
-/// elements never shares a chunk with the next row.
+/// 16-bit rows are copied in 16-byte chunks (cp.async, zero-filled past the
+/// column limit) and the runtime requires 16-byte aligned rows: a width of a
+/// multiple of 8 elements never shares a chunk with the next row or with the
+/// padding columns of its tile (TilePadding.h pads tiles to the swizzle).
 constexpr int64_t kRowMultiple16Bit = 8;
 
 bool isSixteenBit(Type element) { return element.isBF16() || element.isF16(); }
@@ -62,15 +62,16 @@ LogicalResult checkAttention(flash::AttentionOp op, StringRef pass) {
        {std::tuple<StringRef, StringRef, int64_t>{"D", "query and key", op.getHeadDim()},
         {"Dv", "value", op.getValueHeadDim()}}) {
     bool inRange = size >= 1 && size <= kMaxHeadDim;
-    if (inRange && (!sixteenBit || size % kHeadDimMultiple16Bit == 0))
+    if (inRange && (!sixteenBit || size % kRowMultiple16Bit == 0))
       continue;
     InFlightDiagnostic diag = op.emitError()
                               << pass << ": head dim " << symbol << " = " << size << " (" << operand
                               << ") is not supported by the kernels: ";
     if (sixteenBit)
       return diag << element << " attention takes head dims that are multiples of "
-                  << kHeadDimMultiple16Bit << " from " << kHeadDimMultiple16Bit << " to "
-                  << kMaxHeadDim << " (32, 64, 96, 128, 160, 192, 224, 256)";
+                  << kRowMultiple16Bit << " from " << kRowMultiple16Bit << " to " << kMaxHeadDim
+                  << " (rows are copied in 16-byte chunks of " << kRowMultiple16Bit
+                  << " elements; the tiles are padded to the next multiple of 32)";
     return diag << "head dims range from 1 to " << kMaxHeadDim;
   }
   if (failed(checkIndexable(op, pass, "query", op.getQuery().getType(), {"B", "Hq", "Sq", "D"})) ||
@@ -96,7 +97,9 @@ LogicalResult checkFfn(flash::FfnOp op, StringRef pass) {
                             << " is not supported by the kernels: " << element
                             << " FFN sizes d, h and d_out must be multiples of "
                             << kRowMultiple16Bit
-                            << " (rows are copied in 16-byte chunks)";
+                            << " (rows are copied in 16-byte chunks, and the runtime requires "
+                               "16-byte aligned rows: a multiple of "
+                            << kRowMultiple16Bit << " elements)";
   return success();
 }
 

@@ -3,6 +3,8 @@
 
 #include "SaturatingMath.h"
 
+#include "flashc/Compiler/TilePadding.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -238,7 +240,10 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
   auto add = saturatingAdd;
   int64_t values = 0;
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
-    int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+    // Tiles are the head dims padded to the layouts' multiple wide.
+    Type element = attention.getElementType().getValue();
+    int64_t d = paddedTileWidth(attention.getHeadDim(), element, plan.strategy),
+            dv = paddedTileWidth(attention.getValueDim(), element, plan.strategy);
     switch (attention.getRole()) {
     case KernelRole::AttentionForward:
       // acc [Br x Dv] + scores and probabilities [Br x Bc]
@@ -263,7 +268,9 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
     case KernelRole::FfnFused: {
       bool gated = gemm.getGated().getValue();
       size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gated ? 1 : 0);
-      values = add(mul(plan.blockM, outputDimOf(argTypes, w2Index)),
+      int64_t outputDim = paddedTileWidth(outputDimOf(argTypes, w2Index),
+                                          gemm.getElementType().getValue(), plan.strategy);
+      values = add(mul(plan.blockM, outputDim),
                    plan.blockM * plan.blockN * (gated ? 5 : 3) / 2);
       break;
     }
@@ -278,19 +285,14 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
   return add(values / threadsOf(plan), kAddressingRegisters);
 }
 
-bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
-                  bool gated, const TilePlan &plan, std::string &reason) {
+bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, Type element, bool gated,
+                  const TilePlan &plan, std::string &reason) {
   // Registers: the [Bm x d_out] f32 output accumulator and the [Bm x Bn]
   // hidden tile (f32 and its converted copy; gated: plus the up projection)
-  // spread over the block.
-  // 16-bit shared rows are whole 64-byte swizzle units: the W2 slab's rows
-  // are d_out wide.
-  if (elementBytes == 2 && outputDim % 32 != 0) {
-    reason = llvm::formatv("the [{0} x {1}] W2 slab in shared memory needs d_out to be a "
-                           "multiple of 32",
-                           plan.blockN, outputDim);
-    return false;
-  }
+  // spread over the block. The output tiles are d_out padded to the layouts'
+  // column multiple wide (TilePadding.h): that is what they cost.
+  int64_t elementBytes = element.isF32() ? 4 : 2;
+  outputDim = paddedTileWidth(outputDim, element, plan.strategy);
   int64_t hiddenTiles = plan.blockM * plan.blockN * (gated ? 5 : 3) / 2;
   int64_t registers = saturatingAdd(
       saturatingAdd(saturatingMul(plan.blockM, outputDim), hiddenTiles) / threadsOf(plan),

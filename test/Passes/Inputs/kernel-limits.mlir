@@ -4,7 +4,7 @@
 
 // A head dim of INT64_MAX crashed the kernel builders (SIGSEGV).
 func.func @head_dim_max(%q: tensor<?x4x?x9223372036854775807xbf16>, %k: tensor<?x4x?x9223372036854775807xbf16>, %v: tensor<?x4x?x9223372036854775807xbf16>) -> (tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim D = 9223372036854775807 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256 (32, 64, 96, 128, 160, 192, 224, 256)}}
+  // expected-error @+1 {{head dim D = 9223372036854775807 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256 (rows are copied in 16-byte chunks of 8 elements; the tiles are padded to the next multiple of 32)}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?x9223372036854775807xbf16>) -> (tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>
@@ -14,7 +14,7 @@ func.func @head_dim_max(%q: tensor<?x4x?x9223372036854775807xbf16>, %k: tensor<?
 
 // Dv = INT64_MAX: the same crash through the value.
 func.func @value_head_dim_max(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x9223372036854775807xbf16>) -> (tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim Dv = 9223372036854775807 (value) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256 (32, 64, 96, 128, 160, 192, 224, 256)}}
+  // expected-error @+1 {{head dim Dv = 9223372036854775807 (value) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256 (rows are copied in 16-byte chunks of 8 elements; the tiles are padded to the next multiple of 32)}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x9223372036854775807xbf16>) -> (tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x9223372036854775807xbf16>, tensor<?x4x?xf32>
@@ -34,7 +34,7 @@ func.func @head_dim_2_56(%q: tensor<?x4x?x72057594037927936xbf16>, %k: tensor<?x
 
 // D = 3 passed --emit=tile and failed only in the CUDA emitter.
 func.func @head_dim_3(%q: tensor<?x4x?x3xbf16>, %k: tensor<?x4x?x3xbf16>, %v: tensor<?x4x?x3xbf16>) -> (tensor<?x4x?x3xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim D = 3 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256 (32, 64, 96, 128, 160, 192, 224, 256)}}
+  // expected-error @+1 {{head dim D = 3 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256 (rows are copied in 16-byte chunks of 8 elements; the tiles are padded to the next multiple of 32)}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x3xbf16>, tensor<?x4x?x3xbf16>, tensor<?x4x?x3xbf16>) -> (tensor<?x4x?x3xbf16>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x3xbf16>, tensor<?x4x?xf32>
@@ -44,7 +44,7 @@ func.func @head_dim_3(%q: tensor<?x4x?x3xbf16>, %k: tensor<?x4x?x3xbf16>, %v: te
 
 // D = 1 (f16).
 func.func @head_dim_1_f16(%q: tensor<?x4x?x1xf16>, %k: tensor<?x4x?x1xf16>, %v: tensor<?x4x?x1xf16>) -> (tensor<?x4x?x1xf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim D = 1 (query and key) is not supported by the kernels: 'f16' attention takes head dims that are multiples of 32}}
+  // expected-error @+1 {{head dim D = 1 (query and key) is not supported by the kernels: 'f16' attention takes head dims that are multiples of 8 from 8 to 256}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x1xf16>, tensor<?x4x?x1xf16>, tensor<?x4x?x1xf16>) -> (tensor<?x4x?x1xf16>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x1xf16>, tensor<?x4x?xf32>
@@ -52,19 +52,20 @@ func.func @head_dim_1_f16(%q: tensor<?x4x?x1xf16>, %k: tensor<?x4x?x1xf16>, %v: 
 
 // -----
 
-// Multiples of 16 are not enough: 16-bit shared rows are whole 64-byte swizzle units.
-func.func @head_dim_48(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x4x?x48xbf16>, %v: tensor<?x4x?x48xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim D = 48 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256 (32, 64, 96, 128, 160, 192, 224, 256)}}
+// Not a multiple of 8: a row would end inside a 16-byte copy chunk (48, 72 or 80 are padded to
+// the next multiple of 32 instead: test/Passes/flash-tile.mlir).
+func.func @head_dim_44(%q: tensor<?x4x?x44xbf16>, %k: tensor<?x4x?x44xbf16>, %v: tensor<?x4x?x44xbf16>) -> (tensor<?x4x?x44xbf16>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{head dim D = 44 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256 (rows are copied in 16-byte chunks of 8 elements; the tiles are padded to the next multiple of 32)}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
-      : (tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>, tensor<?x4x?x48xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x4x?xf32>)
-  return %o, %lse : tensor<?x4x?x48xbf16>, tensor<?x4x?xf32>
+      : (tensor<?x4x?x44xbf16>, tensor<?x4x?x44xbf16>, tensor<?x4x?x44xbf16>) -> (tensor<?x4x?x44xbf16>, tensor<?x4x?xf32>)
+  return %o, %lse : tensor<?x4x?x44xbf16>, tensor<?x4x?xf32>
 }
 
 // -----
 
 // Past 256 the backward kernels' tiles overflow shared memory or registers.
 func.func @head_dim_288(%q: tensor<?x4x?x288xbf16>, %k: tensor<?x4x?x288xbf16>, %v: tensor<?x4x?x288xbf16>) -> (tensor<?x4x?x288xbf16>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{head dim D = 288 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 32 from 32 to 256 (32, 64, 96, 128, 160, 192, 224, 256)}}
+  // expected-error @+1 {{head dim D = 288 (query and key) is not supported by the kernels: 'bf16' attention takes head dims that are multiples of 8 from 8 to 256 (rows are copied in 16-byte chunks of 8 elements; the tiles are padded to the next multiple of 32)}}
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x288xbf16>, tensor<?x4x?x288xbf16>, tensor<?x4x?x288xbf16>) -> (tensor<?x4x?x288xbf16>, tensor<?x4x?xf32>)
   return %o, %lse : tensor<?x4x?x288xbf16>, tensor<?x4x?xf32>
@@ -114,9 +115,19 @@ func.func @batch_2_31(%q: tensor<2147483648x4x?x64xbf16>, %k: tensor<2147483648x
 
 // A 16-bit row of 3 elements shares a 16-byte copy chunk with the next row.
 func.func @ffn_hidden_3(%x: tensor<?x64xbf16>, %w1: tensor<64x3xbf16>, %w2: tensor<3x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @+1 {{FFN size h = 3 is not supported by the kernels: 'bf16' FFN sizes d, h and d_out must be multiples of 8 (rows are copied in 16-byte chunks)}}
+  // expected-error @+1 {{FFN size h = 3 is not supported by the kernels: 'bf16' FFN sizes d, h and d_out must be multiples of 8 (rows are copied in 16-byte chunks, and the runtime requires 16-byte aligned rows: a multiple of 8 elements)}}
   %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x64xbf16>, tensor<64x3xbf16>, tensor<3x64xbf16>) -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// Any FFN width that is a multiple of 8 compiles (the fused kernel pads d_out's tiles); 204 is not:
+// the runtime's 16-byte row alignment (and the 16-byte copy chunks) need multiples of 8 elements.
+func.func @ffn_out_204(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tensor<256x204xbf16>) -> tensor<?x204xbf16> {
+  // expected-error @+1 {{FFN size d_out = 204 is not supported by the kernels: 'bf16' FFN sizes d, h and d_out must be multiples of 8 (rows are copied in 16-byte chunks, and the runtime requires 16-byte aligned rows: a multiple of 8 elements)}}
+  %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x64xbf16>, tensor<64x256xbf16>, tensor<256x204xbf16>) -> tensor<?x204xbf16>
+  return %y : tensor<?x204xbf16>
 }
 
 // -----

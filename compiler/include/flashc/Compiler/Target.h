@@ -94,7 +94,7 @@ int64_t estimateRegistersPerThread(mlir::Attribute spec, const TilePlan &plan,
 /// Whether the back-to-back fused FFN (hidden tile kept on chip, output row
 /// block [Bm x d_out] accumulated in registers; `gated` adds the up
 /// projection) fits `target` for this output width; `reason` says why not.
-bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, int64_t elementBytes,
+bool fusedFfnFits(const TargetDescription &target, int64_t outputDim, mlir::Type element,
                   bool gated, const TilePlan &plan, std::string &reason);
 
 } // namespace flashc
