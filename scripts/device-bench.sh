@@ -129,13 +129,14 @@ else
     # compute-sanitizer memcheck, racecheck and synccheck on small ragged shapes of a few representative bundles
     # (sm_90a wgmma forward; the default wgmma Sᵀ backward at D = 128 and D = 64 (128 queries a step), with
     # the forced row form and the --experiment bundles (the forms the defaults replaced) of the same configurations; window f16,
-    # GQA, D = 256 and D = 192 / Dv = 128 (the warp-specialised forward), FFN with split-K weight gradients).
+    # GQA, D = 256, D = 192 / Dv = 128 and the padded D = 80 (the warp-specialised forward), FFN with split-K weight
+    # gradients).
     sanitize_all() {
       local rc=0 cs
       cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
       [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
       for pattern in attn_bf16_h2kv2_d128_causal_ attn_bf16_h2kv2_d64_full_ attention_window_d64_f16 \
-                     attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ attn_bf16_h2kv2_d192v128_causal_ \
+                     attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ attn_bf16_h2kv2_d192v128_causal_ attn_bf16_h4kv1_d80_causal_ \
                      ffn_bf16_d64h256_gelu_tanh_b1b2_; do
         for b in "$FLASHC_BUNDLE_PATH"/$pattern*/; do
           [ -f "$b/manifest.flashc" ] || continue

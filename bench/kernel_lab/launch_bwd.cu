@@ -2,10 +2,8 @@
 #include <cuda_runtime.h>
 
 #ifdef FLASHC_BWD_WS  // warp-specialised TMA main kernel (attention_bwd_ws.cu); pre/postprocess of attention_bwd.cu
-#include "attention_bwd.cu"
-#include "attention_bwd_ws.cu"
+#include "attention_bwd_ws.cu"  // includes attention_bwd.cu
 #include "lab_tma.h"
-static_assert(bwd_config::kSoftcap == 0.f && !FLASHC_BWD_DETERMINISTIC, "ws backward: no softcap, atomics dQ");
 namespace lab_main = bwd_ws_config;
 #define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)
 #elif defined(FLASHC_BWD_ROWS)  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form

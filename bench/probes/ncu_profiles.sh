@@ -3,6 +3,7 @@
 # attention backward and the FFN backward at the benchmark's largest shape. Needs FLASHC_BUNDLE_PATH with the
 # bench-attention, bench-attention-large and bench-ffn bundles and FLASHC_RUNTIME_LIB. Writes $OUT/ncu_*.txt.
 OUT=${OUT:-/tmp/ncu_out}
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 NCU="ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy"
 # Attention: every flashc kernel of the 4th (warm) forward + backward at S = 4k.

@@ -119,10 +119,10 @@ BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN
 
 
 def ws_forward_takes(config):
-    """Whether the sm_90a forward of `config` is the warp-specialised TMA kernel by default (16-bit, D a multiple
-    of 64 up to 256, Dv in {64, 128, 256}: compiler/lib/Transforms/Target.cpp's wsForwardTakes)."""
-    return (config.dtype in ("bf16", "f16") and config.head_dim % 64 == 0 and config.head_dim <= 256
-            and config.value_head_dim in (64, 128, 256))
+    """Whether the sm_90a forward of `config` is the warp-specialised TMA kernel by default (16-bit, head dims
+    multiples of 8 up to 256, D above 32: compiler/lib/Transforms/Target.cpp's wsForwardTakes)."""
+    d, dv = config.head_dim, config.value_head_dim
+    return config.dtype in ("bf16", "f16") and 32 < d <= 256 and d % 8 == 0 and 8 <= dv <= 256 and dv % 8 == 0
 
 
 # cp-async-forward: every GPU test config whose forward the warp-specialised kernel takes by default (both dtypes,

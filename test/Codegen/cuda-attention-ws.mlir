@@ -1,9 +1,9 @@
-// The sm_90a attention forward (16-bit, D a multiple of 64 up to 256, Dv in
-// {64, 128, 256}) is by default the warp-specialised
+// The sm_90a attention forward (16-bit, head dims multiples of 8 up to 256, D
+// above 32; tiles padded to whole panels) is by default the warp-specialised
 // TMA kernel wgmma_ws_sm90: the device library's attention_fwd_ws (a TMA
 // producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
 // ping-pong), taking q, k, v as tensor maps the runtime derives from the
-// manifest's `tensormap` lines. A forward that does not qualify (D = 96, or
+// manifest's `tensormap` lines. A forward that does not qualify (D = 32, or
 // sm_80) keeps its form silently; the backward is unchanged.
 // --experiment=cp-async-forward keeps the form it replaced (cp.async loads from
 // the computing warps).
@@ -53,18 +53,28 @@ func.func @mla(%q: tensor<?x16x?x192xbf16>, %k: tensor<?x16x?x192xbf16>, %v: ten
   return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
 }
 
-// D = 96: not whole 128-byte panels, so no ws form.
-func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<?x8x?x96xbf16>)
-    -> (tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>) {
-  %o, %lse = flash.attention %q, %k, %v scale = 0.102062 mask = #flash.mask<none> num_kv_heads = 8
-      : (tensor<?x8x?x96xbf16>, tensor<?x8x?x96xbf16>, tensor<?x8x?x96xbf16>)
-      -> (tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>)
-  return %o, %lse : tensor<?x8x?x96xbf16>, tensor<?x8x?xf32>
+// D = 80 (Phi-2, Stable Diffusion): padded to 128-column tiles; the TMA
+// zero-fills columns 80-127 of Q, K, V and the epilogue stores 80.
+func.func @d80(%q: tensor<?x8x?x80xbf16>, %k: tensor<?x8x?x80xbf16>, %v: tensor<?x8x?x80xbf16>)
+    -> (tensor<?x8x?x80xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.111803 mask = #flash.mask<causal> num_kv_heads = 8
+      : (tensor<?x8x?x80xbf16>, tensor<?x8x?x80xbf16>, tensor<?x8x?x80xbf16>)
+      -> (tensor<?x8x?x80xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x80xbf16>, tensor<?x8x?xf32>
+}
+
+// D = 32: a 64-column panel would double Q Kᵀ, so mma.sync.
+func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<?x8x?x32xbf16>)
+    -> (tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.176777 mask = #flash.mask<none> num_kv_heads = 8
+      : (tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>)
+      -> (tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
 }
 
 // The plan: the wgmma blocks (128 x 128, 8 consumer warps, 2 stages) under the
 // ws strategy, with the shared memory the library's plan needs (Q, 2 K and 2 V
-// slots, 9 mbarriers, 1024 bytes of alignment slack); D = 96 keeps mma.sync.
+// slots, 9 mbarriers, 1024 bytes of alignment slack); D = 32 keeps mma.sync.
 // TILE-LABEL: tile.kernel @gqa_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
 // TILE-SAME: smem_bytes = 164936 : i64
@@ -83,7 +93,12 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
 // TILE-SAME: smem_bytes = 214088 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
-// TILE-LABEL: tile.kernel @d96_attention_fwd(
+// D = 80 plans D = 128's tiles.
+// TILE-LABEL: tile.kernel @d80_attention_fwd(
+// TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
+// TILE-SAME: smem_bytes = 164936 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TILE-LABEL: tile.kernel @d32_attention_fwd(
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // Without the experiment: today's wgmma forward.
 // DEFAULT-LABEL: tile.kernel @gqa_attention_fwd(
@@ -96,7 +111,8 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // CUDA-LABEL: namespace flashc_gqa_attention_fwd_config {
 // CUDA-NEXT: struct Config {
 // CUDA-NEXT: using Elem = flashc::device::bf16;
-// CUDA-NEXT: static constexpr int kHeadDim = 128, kValueDim = 128, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kHeadDim = 128, kValueDim = 128, kValueCols = 128;
+// CUDA-NEXT: static constexpr int kBlockN = 128, kStages = 2;
 // CUDA-NEXT: static constexpr int kGroup = 4;
 // CUDA-NEXT: static constexpr int kWindowLeft = -1, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 8.83883{{[0-9]+}}e-02f, kSoftcap = 0.000000000e+00f;
@@ -113,19 +129,25 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // f16, the window [-100, 0] and the softcap as the recipe has them.
 // CUDA-LABEL: namespace flashc_window_attention_fwd_config {
 // CUDA: using Elem = flashc::device::f16;
-// CUDA-NEXT: static constexpr int kHeadDim = 64, kValueDim = 64, kBlockN = 128, kStages = 2;
+// CUDA-NEXT: static constexpr int kHeadDim = 64, kValueDim = 64, kValueCols = 64;
+// CUDA-NEXT: static constexpr int kBlockN = 128, kStages = 2;
 // CUDA-NEXT: static constexpr int kGroup = 1;
 // CUDA-NEXT: static constexpr int kWindowLeft = 100, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 1.250000000e-01f, kSoftcap = 3.000000000e+01f;
 // CUDA: static constexpr bool kPingPong = true, kLongestFirst = false;
 // CUDA: flashc::device::attention_fwd_ws<flashc_window_attention_fwd_config::Config>(
 // CUDA-LABEL: namespace flashc_d256_attention_fwd_config {
-// CUDA: static constexpr int kHeadDim = 256, kValueDim = 256, kBlockN = 64, kStages = 2;
+// CUDA: static constexpr int kHeadDim = 256, kValueDim = 256, kValueCols = 256;
+// CUDA-NEXT: static constexpr int kBlockN = 64, kStages = 2;
 // CUDA-LABEL: namespace flashc_mla_attention_fwd_config {
-// CUDA: static constexpr int kHeadDim = 192, kValueDim = 128, kBlockN = 128, kStages = 2;
+// CUDA: static constexpr int kHeadDim = 192, kValueDim = 128, kValueCols = 128;
+// CUDA-NEXT: static constexpr int kBlockN = 128, kStages = 2;
 // CUDA: flashc_mla_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
-// D = 96: printed op by op, as without the experiment.
-// CUDA-LABEL: flashc_d96_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
+// D = 80: 128-column tiles, 80 columns stored.
+// CUDA-LABEL: namespace flashc_d80_attention_fwd_config {
+// CUDA: static constexpr int kHeadDim = 128, kValueDim = 128, kValueCols = 80;
+// D = 32: printed op by op, as without the experiment.
+// CUDA-LABEL: flashc_d32_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
 // CUDA-NOT: attention_fwd_ws
 // CUDA: matmul_tb(
 // sm_80: no kernel qualifies.
@@ -159,7 +181,11 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // MANIFEST: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
 // MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
 // MANIFEST: shared 214088
-// MANIFEST-LABEL: kernel d96_attention_fwd
+// MANIFEST-LABEL: kernel d80_attention_fwd
+// MANIFEST: tensor q bf16 in [B, 8, Sq, 80]
+// MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
+// MANIFEST: shared 164936
+// MANIFEST-LABEL: kernel d32_attention_fwd
 // MANIFEST-NOT: tensormap
 // MANIFEST: block 128, 1, 1
 // MANIFEST-NOT: tensormap
@@ -168,6 +194,9 @@ func.func @d96(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x8x?x96xbf16>, %v: tensor<
 // ptxas: the ws forwards fit the launch bound's 168 registers without spills
 // (setmaxnreg then gives the consumers 240, the producer 24). ptxas reports
 // the kernels last to first.
+// PTXAS: Compiling entry function 'flashc_d80_attention_fwd'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS: Used 168 registers
 // PTXAS: Compiling entry function 'flashc_mla_attention_fwd'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // PTXAS: Used 168 registers

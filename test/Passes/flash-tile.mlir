@@ -274,20 +274,23 @@ func.func @narrow_out(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tens
 // Head dims that are not multiples of 32 (DiT's 72, Stable Diffusion's 40; here D = 72 for Q and
 // K, Dv = 40 for V, GQA 8:2): the tiles are padded to whole 64-byte swizzle rows (96 and 64
 // columns) while the tensors keep their widths and every load and store is limited to them, so
-// the padding loads as zeros (adding nothing to Q·Kᵀ or P·V) and is never stored. Not a
-// wgmma shape (D = Dv in {64, 128} only): mma.sync on sm_90a too.
-// CHECK-LABEL: tile.kernel @padded_attention_fwd
-// CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 72, value_dim = 40,
-// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
-// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c72] : <?x8x?x72xbf16> -> <64x96xbf16, shared>
-// CHECK: tile.fill 0.000000e+00 : <64x64xf32, register>
-// CHECK: tile.load %arg1[{{.*}}] limit[%{{.*}}, %c72] {buffers = 2 : i64} : <?x2x?x72xbf16> -> <64x96xbf16, shared>
-// CHECK: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {buffers = 2 : i64} : <?x2x?x40xbf16> -> <64x64xbf16, shared>
-// CHECK: tile.matmul {{.*}} transpose_b : <64x96xbf16, shared>, <64x96xbf16, shared> -> <64x64xf32, register>
-// CHECK: tile.matmul {{.*}} : <64x64xbf16, register>, <64x64xbf16, shared> -> <64x64xf32, register>
-// CHECK: tile.store {{.*}} limit[%{{.*}}, %c40] : <64x64xbf16, register>, <?x8x?x40xbf16>
+// the padding loads as zeros (adding nothing to Q·Kᵀ or P·V) and is never stored (sm_80:
+// mma.sync). On sm_90a the warp-specialised forward takes it, its tiles whole 64-column panels
+// (128 and 64 columns).
 // SM80-LABEL: tile.kernel @padded_attention_fwd
+// SM80-SAME: spec = #tile.attention<role = attention_forward, head_dim = 72, value_dim = 40,
+// SM80-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // SM80: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c72] : <?x8x?x72xbf16> -> <64x96xbf16, shared>
+// SM80: tile.fill 0.000000e+00 : <64x64xf32, register>
+// SM80: tile.load %arg1[{{.*}}] limit[%{{.*}}, %c72] {buffers = 2 : i64} : <?x2x?x72xbf16> -> <64x96xbf16, shared>
+// SM80: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {buffers = 2 : i64} : <?x2x?x40xbf16> -> <64x64xbf16, shared>
+// SM80: tile.matmul {{.*}} transpose_b : <64x96xbf16, shared>, <64x96xbf16, shared> -> <64x64xf32, register>
+// SM80: tile.matmul {{.*}} : <64x64xbf16, register>, <64x64xbf16, shared> -> <64x64xf32, register>
+// SM80: tile.store {{.*}} limit[%{{.*}}, %c40] : <64x64xbf16, register>, <?x8x?x40xbf16>
+// CHECK-LABEL: tile.kernel @padded_attention_fwd
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c72] : <?x8x?x72xbf16> -> <128x128xbf16, shared>
+// CHECK: tile.load %arg2[{{.*}}] limit[%{{.*}}, %c40] {buffers = 2 : i64} : <?x2x?x40xbf16> -> <128x64xbf16, shared>
 func.func @padded(%q: tensor<?x8x?x72xbf16>, %k: tensor<?x2x?x72xbf16>, %v: tensor<?x2x?x40xbf16>) -> (tensor<?x8x?x40xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
       : (tensor<?x8x?x72xbf16>, tensor<?x2x?x72xbf16>, tensor<?x2x?x40xbf16>) -> (tensor<?x8x?x40xbf16>, tensor<?x8x?xf32>)
@@ -296,12 +299,15 @@ func.func @padded(%q: tensor<?x8x?x72xbf16>, %k: tensor<?x2x?x72xbf16>, %v: tens
 
 // -----
 
-// D = 112 pads to 128 columns but is no wgmma plan (the wgmma and warp-specialised forwards take
-// exactly D = Dv in {64, 128}): the padded forward stays mma.sync.
+// D = 112 pads to 128 columns: on sm_90a the warp-specialised forward (128-column panels), on
+// sm_80 mma.sync (four 64-byte rows).
 // CHECK-LABEL: tile.kernel @padded_112_attention_fwd
 // CHECK-SAME: head_dim = 112, value_dim = 112
-// CHECK-SAME: strategy = #tile.strategy<mma_sync_sm80>
-// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c112] : <?x2x?x112xf16> -> <64x128xf16, shared>
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c112] : <?x2x?x112xf16> -> <128x128xf16, shared>
+// SM80-LABEL: tile.kernel @padded_112_attention_fwd
+// SM80-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// SM80: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c112] : <?x2x?x112xf16> -> <64x128xf16, shared>
 func.func @padded_112(%q: tensor<?x2x?x112xf16>, %k: tensor<?x2x?x112xf16>, %v: tensor<?x2x?x112xf16>) -> (tensor<?x2x?x112xf16>, tensor<?x2x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
       : (tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>) -> (tensor<?x2x?x112xf16>, tensor<?x2x?xf32>)

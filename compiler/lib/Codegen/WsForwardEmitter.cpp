@@ -31,8 +31,8 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
     return reject("it is not an attention forward (#tile.attention<role = attention_forward>)");
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   if (!wsForwardTakes(d, dv))
-    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes a head dim that is a "
-                                "multiple of 64 up to 256 and a value dim of 64, 128 or 256",
+    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes head dims that are "
+                                "multiples of 8 up to 256, the head dim above 32",
                                 d, dv));
   Type elem = spec.getElementType().getValue();
   if (!elem.isBF16() && !elem.isF16())
@@ -119,8 +119,10 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << (elem.isBF16() ? "bf16" : "f16") << ";\n";
-  out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv
-      << ", kBlockN = " << blockN << ", kStages = " << stages << ";\n";
+  // Tile widths (padded to whole panels / a wgmma N) and o's true width.
+  out << "  static constexpr int kHeadDim = " << wsForwardHeadTile(d)
+      << ", kValueDim = " << wsForwardValueTile(dv) << ", kValueCols = " << dv << ";\n";
+  out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
   out << "  static constexpr int kGroup = " << group
       << ";  // query heads per KV head (0: from the shapes at run time)\n";
   out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()

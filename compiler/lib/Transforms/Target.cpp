@@ -197,15 +197,23 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
 }
 
 bool wsForwardTakes(int64_t headDim, int64_t valueDim) {
-  // Q and K in whole 128-byte panels; Dv is the N of the P·V wgmma.
-  return headDim > 0 && headDim % 64 == 0 && headDim <= 256 &&
-         (valueDim == 64 || valueDim == 128 || valueDim == 256);
+  // 16-byte rows for the TMA (multiples of 8), at most 256 wide; D <= 32
+  // keeps mma.sync, whose 32-column tiles do not pad it (a 64-column panel
+  // would double Q·Kᵀ or more; not measured).
+  return headDim > 32 && headDim <= 256 && headDim % 8 == 0 && valueDim >= 8 &&
+         valueDim <= 256 && valueDim % 8 == 0;
+}
+
+int64_t wsForwardHeadTile(int64_t headDim) { return (headDim + 63) / 64 * 64; }
+
+int64_t wsForwardValueTile(int64_t valueDim) {
+  return valueDim <= 64 ? 64 : valueDim <= 128 ? 128 : 256;
 }
 
 bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN) {
   // The device library's static_assert: O (Dv / 2 floats a thread), S
   // (blockN / 2) and P (blockN / 4) within 176 of the 240 registers.
-  return valueDim / 2 + blockN * 3 / 4 <= 176;
+  return wsForwardValueTile(valueDim) / 2 + blockN * 3 / 4 <= 176;
 }
 
 int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target) {
@@ -217,9 +225,10 @@ int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescripti
 
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
                              int64_t elementBytes) {
-  // Q's region doubles as the O staging of the epilogue.
-  int64_t q = 128 * std::max(headDim, valueDim) * elementBytes;
-  int64_t slots = stages * blockN * (headDim + valueDim) * elementBytes;
+  // Q's region doubles as the O staging of the epilogue; tiles are padded.
+  int64_t d = wsForwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
+  int64_t q = 128 * std::max(d, dv) * elementBytes;
+  int64_t slots = stages * blockN * (d + dv) * elementBytes;
   int64_t barriers = 1 + 4 * stages;
   return q + slots + 8 * barriers + 1024;
 }

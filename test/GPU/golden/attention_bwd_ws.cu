@@ -14,7 +14,7 @@
 //     part run together.
 // Pre/postprocess kernels (D = rowsum(dO O), dQ = scale dQ_accum) are attention_bwd.cu's.
 // Host side (tensor maps per call): bench/kernel_lab/launch_bwd.cu, FLASHC_BWD_WS.
-#pragma once
+#include "attention_bwd.cu"  // bwd_config (the -D flags), the pre/postprocess kernels
 #include "flashc/device/all.cuh"
 
 namespace flashc {
@@ -236,6 +236,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
 }  // namespace flashc
 
 // ---- the lab's kernel: Config from the -D flags of attention_bwd.cu ----
+static_assert(bwd_config::kSoftcap == 0.f && !FLASHC_BWD_DETERMINISTIC, "ws backward: no softcap, dQ by atomics");
 namespace bwd_ws_config {
 struct Config {
   using Elem = bwd_config::Elem;

@@ -54,7 +54,7 @@ struct Config {
 #else
   using Elem = bf16;
 #endif
-  static constexpr int kHeadDim = FLASHC_HEAD_DIM, kValueDim = FLASHC_HEAD_DIM;
+  static constexpr int kHeadDim = FLASHC_HEAD_DIM, kValueDim = FLASHC_HEAD_DIM, kValueCols = kValueDim;
   static constexpr int kBlockN = FLASHC_WS_BLOCK_N;
   static constexpr int kStages = FLASHC_WS_STAGES;
   static constexpr int kGroup = FLASHC_GQA_GROUP;

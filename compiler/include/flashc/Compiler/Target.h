@@ -58,11 +58,18 @@ struct PlanChoices {
 };
 
 /// Whether the wgmma_ws_sm90 forward takes head dims D (Q, K) and Dv (V, O):
-/// D a multiple of 64 up to 256, Dv in {64, 128, 256}.
+/// multiples of 8 up to 256, D above 32. Its tiles are padded (the TMA
+/// zero-fills the columns past the tensors', the epilogue stores Dv).
 bool wsForwardTakes(int64_t headDim, int64_t valueDim);
 
+/// Its Q/K tile width: D rounded up to whole 64-column panels.
+int64_t wsForwardHeadTile(int64_t headDim);
+
+/// Its V/O tile width, the N of the P·V wgmma: 64, 128 or 256.
+int64_t wsForwardValueTile(int64_t valueDim);
+
 /// Whether its consumer registers hold O, S and P at these sizes (the device
-/// library's AttentionFwdWsPlan static_assert).
+/// library's AttentionFwdWsPlan static_assert; Dv padded to its tile).
 bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN);
 
 /// Its default keys per block: 128 where the registers and two K/V stages

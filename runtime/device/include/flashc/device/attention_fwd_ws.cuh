@@ -15,8 +15,11 @@
 //
 // Config (a struct with these static members; AttentionFwdWsPlan derives the rest):
 //   using Elem = bf16 | f16;
-//   kHeadDim        Q/K head dim: a multiple of 64 up to 256 (whole 128-byte panels)
-//   kValueDim       V/O head dim: 64, 128 or 256 (the N of the P V wgmma)
+//   kHeadDim        Q/K tile width: a multiple of 64 up to 256 (whole 128-byte panels)
+//   kValueDim       V/O tile width: 64, 128 or 256 (the N of the P V wgmma)
+//   kValueCols      o's columns (<= kValueDim, a multiple of 8): a head dim below the tile width is padded:
+//                   the TMA zero-fills Q, K, V past the tensors' columns (zeros add nothing to Q K^T or P V)
+//                   and the epilogue stores kValueCols
 //   kBlockN         keys per block: 64 or 128 (D = Dv = 256: 64, or the accumulators spill)
 //   kStages         K/V ring depth (D = 128: 2 fits 227 KB; D = 64 can take 3-4)
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
@@ -48,7 +51,9 @@ namespace device {
 template <class Config>
 struct AttentionFwdWsPlan {
   using Elem = typename Config::Elem;
-  static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim;
+  static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim, kValueCols = Config::kValueCols;
+  static_assert(kValueCols > 0 && kValueCols <= kValueDim && kValueCols % 8 == 0,
+                "ws forward: o's columns within the V tile, 16-byte chunks");
   static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "ws forward: Q/K head dim a multiple of 64 up to 256");
   static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws forward: V head dim 64, 128 or 256");
   static constexpr int kGroup = Config::kGroup;
@@ -281,7 +286,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   detail::store_fragments_to(Os, o_out);
   named_barrier_sync(kBarEpilogue + warpgroup, 128);
   const GlobalMatrix<Elem> Og = matrix_at<Elem>(o, batch, head);
-  constexpr int kChunksPerRow = kValueDim / 8;
+  constexpr int kChunksPerRow = P::kValueCols / 8;  // padded columns are not stored
 #pragma unroll
   for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
     const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
