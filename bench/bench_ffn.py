@@ -19,7 +19,7 @@ DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
 # The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, and both of the last two.
 EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xnarrow": ("narrow-gemm",), "flashc_xserial": ("serial-wgmma",),
-                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma")}
+                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma"), "flashc_xiog": ("in-order-grid",)}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -104,7 +104,8 @@ def run_row(torch, row, args):
 def table(results, impls):
     titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
               "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xnarrow": "flashc (x: 128-wide GEMM)",
-              "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)"}
+              "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)",
+              "flashc_xiog": "flashc (x: tiles in launch order)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

@@ -109,10 +109,11 @@ EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "syn
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
 # The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide
-# (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), and both of the last two (the other
-# experiments touch attention only); the benchmark shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
+# (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), both of the last two, and the tiles in
+# launch order instead of grouped (in-order-grid) (the other experiments touch attention only); the benchmark
+# shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
 FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
-                       ("narrow-gemm", "serial-wgmma"))
+                       ("narrow-gemm", "serial-wgmma"), ("in-order-grid",))
 TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
 BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
                               for c in BENCH_FFN)

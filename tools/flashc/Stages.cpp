@@ -147,6 +147,8 @@ const Experiment kExperiments[] = {
      "the sm_90a attention forward loading by cp.async from the warps that compute, not the "
      "warp-specialised TMA kernel",
      [](CompileOptions &o) { o.pipeline.wsForward = false; }},
+    {"in-order-grid", "the GEMM kernels' tiles in launch order, not grouped 8 row blocks at a time",
+     [](CompileOptions &o) { o.pipeline.groupedGrid = false; }},
 };
 
 std::string joinExperiments(bool withHelp) {

@@ -1200,15 +1200,22 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         static const char *axes[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
         std::string name =
             freshFor(o.getResult(), std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
-        // Causal forward: the last query blocks see the most keys; launching them
-        // first balances the tail of the grid.
-        auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-        if (o.getAxis() == tile::GridAxis::X && attn &&
-            attn.getRole() == tile::KernelRole::AttentionForward && attn.getWindowLeft() < 0 &&
-            attn.getWindowRight() >= 0) {
+        // The block order flash-order-blocks chose (a bijection of the grid).
+        tile::GridOrderAttr order = kernel.getGridOrderAttr();
+        if (order && order.getOrder() == tile::BlockOrder::LongestFirst &&
+            o.getAxis() == tile::GridAxis::X) {
           declarationLine(name)
               << "const int " << name
               << " = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first\n";
+          bind(o.getResult(), name);
+          return success();
+        }
+        if (order && order.getOrder() == tile::BlockOrder::Grouped &&
+            o.getAxis() != tile::GridAxis::Z) {
+          declarationLine(name) << "const int " << name << " = grouped_block<" << order.getGroup()
+                                << ">()." << (o.getAxis() == tile::GridAxis::X ? "x" : "y")
+                                << ";  // tiles in groups of " << order.getGroup()
+                                << " row blocks (L2 reuse)\n";
           bind(o.getResult(), name);
           return success();
         }

@@ -36,7 +36,8 @@ public:
         /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr, b.getArrayAttr(gridAttrs),
         mlir::tile::StrategyAttr::get(ctx, plan.strategy), b.getI64IntegerAttr(plan.blockM),
         b.getI64IntegerAttr(plan.blockN), b.getI64IntegerAttr(plan.warps),
-        b.getI64IntegerAttr(plan.stages), /*smem_bytes=*/nullptr, spec, /*schedule=*/nullptr);
+        b.getI64IntegerAttr(plan.stages), /*smem_bytes=*/nullptr, spec, /*schedule=*/nullptr,
+        /*grid_order=*/nullptr);
     entry = new mlir::Block();
     kernel.getBody().push_back(entry);
     for (mlir::Type type : argTypes)

@@ -81,6 +81,9 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.wsForward = options.wsForward;
   pm.addPass(createPlanMemory(plan));
   pm.addPass(createWarpSpecialize());
+  OrderBlocksOptions order;
+  order.grouped = options.groupedGrid;
+  pm.addPass(createOrderBlocks(order));
 }
 
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {

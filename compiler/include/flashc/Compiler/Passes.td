@@ -151,4 +151,24 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tile::TileDialect"];
 }
 
+def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
+  let summary = "Choose the order in which each kernel's blocks take their tiles";
+  let description = [{
+    Sets `grid_order = #tile.grid_order<...>` where the order matters: the
+    GEMM-family kernels (gemm, gated_gemm, ffn_backward_hidden, gemm_split_k)
+    take their 2-D tile grid grouped, `group` row blocks of one column block
+    at a time, so that the blocks in flight share A rows and B columns in L2
+    (launched row-major, a wave covers every row block of one column and
+    re-reads all of A from DRAM for each column); a causal attention forward
+    takes its query-row blocks longest first. The emitter prints the order;
+    the warp-specialised forward carries its own in #tile.warp_specialized.
+  }];
+  let options = [
+    Option<"grouped", "grouped", "bool", /*default=*/"true",
+           "group the GEMM kernels' tiles (false: launch order; flashc --experiment=in-order-grid)">,
+    Option<"group", "group", "int64_t", /*default=*/"8", "row blocks a group (1-64)">,
+  ];
+  let dependentDialects = ["::mlir::tile::TileDialect"];
+}
+
 #endif // FLASHC_COMPILER_PASSES_TD

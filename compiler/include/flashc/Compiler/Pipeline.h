@@ -55,6 +55,9 @@ struct PipelineOptions {
   /// (flash-plan-memory's ws-forward option; off under flashc
   /// --experiment=cp-async-forward).
   bool wsForward = true;
+  /// The GEMM kernels' tiles taken in groups of row blocks (flash-order-blocks'
+  /// grouped option; off under flashc --experiment=in-order-grid).
+  bool groupedGrid = true;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).
@@ -70,7 +73,8 @@ std::string pipelineTarget(const PipelineOptions &options);
 
 /// Kernel stage, on a module the graph stage has run on: generate the
 /// backward programs, tile (flash-tile), plan memory (flash-plan-memory),
-/// schedule the warp-specialised kernels (flash-warp-specialize).
+/// schedule the warp-specialised kernels (flash-warp-specialize), order the
+/// blocks (flash-order-blocks).
 void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Every pass stage, in order: the graph stage, then the kernel stage.

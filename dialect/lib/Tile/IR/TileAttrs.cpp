@@ -155,3 +155,12 @@ LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emi
                            << name;
   return success();
 }
+
+LogicalResult GridOrderAttr::verify(function_ref<InFlightDiagnostic()> emitError, BlockOrder order,
+                                    int64_t group) {
+  if (order == BlockOrder::Grouped ? group < 1 || group > 64 : group != 1)
+    return emitError() << "#tile.grid_order group must be "
+                       << (order == BlockOrder::Grouped ? "in [1, 64]" : "1 unless grouped")
+                       << ", got " << group;
+  return success();
+}

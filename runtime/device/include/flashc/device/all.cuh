@@ -20,4 +20,5 @@
 #include "flashc/device/wgmma_tile.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/tma.cuh"
+#include "flashc/device/raster.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"

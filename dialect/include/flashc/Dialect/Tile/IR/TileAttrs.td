@@ -97,8 +97,29 @@ def Tile_BlockOrderKind : I32EnumAttr<"BlockOrder", "order in which the grid tak
     // The last row blocks first: under a causal mask they see the most keys,
     // so the longest blocks start in the first wave and the short ones fill
     // the tail.
-    I32EnumAttrCase<"LongestFirst", 1, "longest_first">]> {
+    I32EnumAttrCase<"LongestFirst", 1, "longest_first">,
+    // Grouped rasterization of a 2-D grid (GEMM tiles): consecutive blocks
+    // walk `group` row blocks of one column block, then the next column, so
+    // the blocks in flight share their A rows and B columns in L2.
+    I32EnumAttrCase<"Grouped", 2, "grouped">]> {
   let cppNamespace = "::mlir::tile";
+}
+
+def Tile_GridOrderAttr : AttrDef<Tile_Dialect, "GridOrder"> {
+  let mnemonic = "grid_order";
+  let summary = "the order in which a kernel's blocks take their (x, y) tiles (flash-order-blocks)";
+  let description = [{
+    `#tile.grid_order<order = longest_first, group = 1>`: block x takes row
+    block gridDim.x - 1 - x (causal attention: the longest rows first).
+    `#tile.grid_order<order = grouped, group = 8>`: the launch index
+    p = x + y · gridDim.x is mapped to (x', y') so that consecutive blocks
+    cover `group` row blocks of one column block before the next column. Both
+    are bijections of the grid: each tile is still taken by exactly one block.
+  }];
+  let parameters = (ins EnumParameter<Tile_BlockOrderKind>:$order, "int64_t":$group);
+  let assemblyFormat = "`<` struct(params) `>`";
+  // group in [1, 64]; 1 unless grouped.
+  let genVerifyDecl = 1;
 }
 
 def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {

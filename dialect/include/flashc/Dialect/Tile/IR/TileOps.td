@@ -53,7 +53,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     I64Attr:$stages,
     OptionalAttr<I64Attr>:$smem_bytes,
     OptionalAttr<AnyAttr>:$spec,
-    OptionalAttr<Tile_WarpSpecializedAttr>:$schedule);
+    OptionalAttr<Tile_WarpSpecializedAttr>:$schedule,
+    OptionalAttr<Tile_GridOrderAttr>:$grid_order);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

@@ -1,0 +1,67 @@
+//===- OrderBlocks.cpp - the order in which blocks take their tiles -------===//
+//
+// See the OrderBlocks def in Passes.td. The order is a schedule decision the
+// emitter prints (a remap of blockIdx at the top of the kernel); the CPU
+// executor visits every block, so it is unaffected.
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Passes.h"
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_ORDERBLOCKS
+#include "flashc/Compiler/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+/// The kernels whose grid is a 2-D tiling of one output matrix (x: row
+/// blocks, y: column blocks) that re-reads its operands per tile.
+bool isTiledGemm(Attribute spec) {
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+  if (!gemm)
+    return false;
+  switch (gemm.getRole()) {
+  case KernelRole::Gemm:
+  case KernelRole::GatedGemm:
+  case KernelRole::FfnBackwardHidden:
+  case KernelRole::GemmSplitK:
+    return true;
+  default:
+    return false;
+  }
+}
+
+struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPass> {
+  using OrderBlocksBase::OrderBlocksBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    if (group < 1 || group > 64) {
+      getOperation().emitError() << "flash-order-blocks: group must be in [1, 64], got "
+                                 << static_cast<int64_t>(group);
+      return signalPassFailure();
+    }
+    for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
+      Attribute spec = kernel.getSpecAttr();
+      std::optional<GridOrderAttr> order;
+      if (isTiledGemm(spec) && grouped) {
+        order = GridOrderAttr::get(ctx, BlockOrder::Grouped, static_cast<int64_t>(group));
+      } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
+                 attention && attention.getRole() == KernelRole::AttentionForward &&
+                 kernel.getStrategy() != Strategy::WgmmaWsSm90 && attention.getWindowLeft() < 0 &&
+                 attention.getWindowRight() >= 0) {
+        // Causal: the last query blocks see the most keys; launching them
+        // first balances the tail of the grid.
+        order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
+      }
+      if (order)
+        kernel.setGridOrderAttr(*order);
+    }
+  }
+};
+
+} // namespace

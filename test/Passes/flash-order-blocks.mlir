@@ -1,0 +1,67 @@
+// flash-order-blocks chooses the order in which each kernel's blocks take their
+// tiles. The GEMM-family kernels (here the FFN's up and down projections and
+// its backward: hidden, dW2, dW1, dx) take their 2-D tile grid grouped: launch
+// index p = x + y·gridDim.x walks 8 row blocks of one column block, then the
+// next column, so the blocks in flight share A rows and B columns in L2
+// (row-major, a wave re-reads all of A for every column block). A causal
+// attention forward outside the warp-specialised kernel (sm_80 here) takes its
+// longest query-row blocks first; the warp-specialised one carries its order
+// in #tile.warp_specialized; other kernels keep the launch order.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks | FileCheck %s
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="grouped=false" | FileCheck %s --check-prefix=INORDER
+// RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="group=0" 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// The emitter prints the order as a remap of blockIdx (a bijection of the grid).
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --experiment=in-order-grid -o - | FileCheck %s --check-prefix=CUDA-INORDER
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
+
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw1(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dx(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_ffn_up(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_ffn_down(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// GROUP4: tile.kernel @ffn_ffn_up(
+// GROUP4-SAME: grid_order = #tile.grid_order<order = grouped, group = 4>
+// INORDER-NOT: grid_order = #tile.grid_order<order = grouped
+// CUDA-LABEL: flashc_ffn_ffn_down(
+// CUDA: const int m_block = grouped_block<8>().x;  // tiles in groups of 8 row blocks (L2 reuse)
+// CUDA-NEXT: const int n_block = grouped_block<8>().y;
+// CUDA-INORDER-LABEL: flashc_ffn_ffn_up(
+// CUDA-INORDER: const int m_block = static_cast<int>(blockIdx.x);
+// CUDA-INORDER-NOT: grouped_block
+func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+
+// Causal attention: on sm_90a its forward is the warp-specialised kernel (no
+// grid_order: flash-warp-specialize's schedule says longest_first); its
+// backward kernels keep the launch order. On sm_80 the mma.sync forward takes
+// its rows longest first.
+// CHECK-LABEL: tile.kernel @causal_attention_bwd(
+// CHECK-NOT: grid_order
+// CHECK-LABEL: tile.kernel @causal_attention_fwd(
+// CHECK-NOT: grid_order
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// SM80-LABEL: tile.kernel @causal_attention_fwd(
+// SM80-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
+// CUDA-SM80-LABEL: flashc_causal_attention_fwd(
+// CUDA-SM80: const int q_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first
+func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>)
+    -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8
+      : (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>)
+      -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+
+// BADGROUP: error: flash-order-blocks: group must be in [1, 64], got 0
