@@ -337,6 +337,8 @@ Result<std::shared_ptr<Bundle>> Bundle::openMemory(const void *data, size_t size
   auto files = unpackBundleBlob(data, size);
   if (!files) {
     Error e = files.error();
+    const std::string prefix = "bundle blob: "; // the unpacker's; the name says more
+    if (e.message.compare(0, prefix.size(), prefix) == 0) e.message = e.message.substr(prefix.size());
     e.message = "bundle " + name + ": " + e.message;
     return e;
   }

@@ -15,6 +15,7 @@ namespace {
 // the data, then zero padding to a multiple of 8 (aligned cubins in memory).
 constexpr size_t kSectionHeaderSize = 16;
 constexpr uint32_t kMaxNameLength = 4096;
+constexpr const char *kBlobPrefix = "bundle blob: ";
 
 void putU32(std::string &out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(char(v >> (8 * i) & 0xff));
@@ -32,7 +33,7 @@ void setU64(std::string &out, size_t at, uint64_t v) {
 }
 size_t padTo8(size_t n) { return (8 - n % 8) % 8; }
 
-Error blobError(const std::string &what) { return {ErrorCode::InvalidBundle, "bundle blob: " + what}; }
+Error blobError(const std::string &what) { return {ErrorCode::InvalidBundle, std::string(kBlobPrefix) + what}; }
 
 } // namespace
 
@@ -76,7 +77,7 @@ Result<BundleFiles> unpackBundleBlob(const void *data, size_t size) {
   if (!data) return blobError("no data (null pointer)");
   const auto *p = static_cast<const unsigned char *>(data);
   if (size < sizeof kBundleBlobMagic || std::memcmp(p, kBundleBlobMagic, sizeof kBundleBlobMagic) != 0) {
-    if (size >= 7 && std::memcmp(p, kBundleBlobMagic, 7) == 0)
+    if (size >= sizeof kBundleBlobMagic && std::memcmp(p, kBundleBlobMagic, 7) == 0)
       return makeError(ErrorCode::Unsupported, "bundle blob: container format byte " + std::to_string(p[7]) +
                                                    " is not supported (this runtime reads 1)");
     return blobError("not a flashc bundle blob (bad magic: expected 'FLCBLOB\\x01' in the first 8 bytes of " +
