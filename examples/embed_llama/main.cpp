@@ -198,9 +198,11 @@ int main(int argc, char **argv) {
     // The programs' parameters by name (the spec's w_gate/w_down are the FFN's w1/w2).
     flashc::Args fargs, bargs;
     auto bind = [](flashc::Args &a, const char *name, Tensor &t) { a.tensor(name, t.device, t.dtype, t.shape); };
+    // The backward reads the forward's inputs and its out and lse (not y); unknown names are errors.
     for (auto [name, t] : {std::pair<const char *, Tensor *>{"q", &q}, {"k", &k}, {"v", &v}, {"out", &out},
-                           {"lse", &lse}, {"x", &x}, {"w1", &wGate}, {"w_up", &wUp}, {"w2", &wDown}, {"y", &y}})
+                           {"lse", &lse}, {"x", &x}, {"w1", &wGate}, {"w_up", &wUp}, {"w2", &wDown}})
       bind(fargs, name, *t), bind(bargs, name, *t);
+    bind(fargs, "y", y);
     for (auto [name, t] : {std::pair<const char *, Tensor *>{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv},
                            {"dy", &dy}, {"dx", &dx}, {"dw1", &dwGate}, {"dw_up", &dwUp}, {"dw2", &dwDown}})
       bind(bargs, name, *t);
