@@ -3,6 +3,10 @@
 #
 #   flashc_add_bundle(<target> SPEC <file.mlir> [ARCHS sm_80 sm_90a ...] [EMBED]
 #                     [OUTPUT_DIR <dir>] [FLASHC_ARGS <arg>...])
+#   flashc_add_bundle(<target> BUNDLE <dir> EMBED)
+#
+# The BUNDLE form embeds a bundle compiled elsewhere (no compiler needed: a
+# runtime-only package on a GPU machine); its files are its dependencies.
 #
 # Runs the installed `flashc` (or FLASHC_COMPILER) on SPEC whenever SPEC or
 # the compiler changes, and on nothing else: each bundle is its own build
@@ -20,13 +24,30 @@
 include_guard(GLOBAL)
 
 function(flashc_add_bundle target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "EMBED" "SPEC;OUTPUT_DIR" "ARCHS;FLASHC_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "EMBED" "SPEC;BUNDLE;OUTPUT_DIR" "ARCHS;FLASHC_ARGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "flashc_add_bundle(${target}): unknown arguments: ${arg_UNPARSED_ARGUMENTS} "
-                        "(expected SPEC <file.mlir> [ARCHS <arch>...] [EMBED] [OUTPUT_DIR <dir>] [FLASHC_ARGS <arg>...])")
+                        "(expected SPEC <file.mlir> [ARCHS <arch>...] [EMBED] [OUTPUT_DIR <dir>] [FLASHC_ARGS <arg>...], "
+                        "or BUNDLE <dir> EMBED)")
+  endif()
+  if(arg_SPEC AND arg_BUNDLE)
+    message(FATAL_ERROR "flashc_add_bundle(${target}): give SPEC (compile a spec) or BUNDLE (embed a compiled bundle), not both")
+  endif()
+  if(arg_BUNDLE)
+    if(NOT arg_EMBED)
+      message(FATAL_ERROR "flashc_add_bundle(${target} BUNDLE ...): a compiled bundle is only embedded: add EMBED")
+    endif()
+    get_filename_component(dir "${arg_BUNDLE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${dir}/manifest.flashc")
+      message(FATAL_ERROR "flashc_add_bundle(${target}): BUNDLE ${dir} is not a bundle (no manifest.flashc)")
+    endif()
+    file(GLOB_RECURSE bundle_files CONFIGURE_DEPENDS "${dir}/*")
+    _flashc_embed_bundle(${target} "${dir}" ${bundle_files})
+    set(${target}_BUNDLE_DIR "${dir}" PARENT_SCOPE)
+    return()
   endif()
   if(NOT arg_SPEC)
-    message(FATAL_ERROR "flashc_add_bundle(${target}): SPEC <file.mlir> is required")
+    message(FATAL_ERROR "flashc_add_bundle(${target}): SPEC <file.mlir> (or BUNDLE <dir> EMBED) is required")
   endif()
   get_filename_component(spec "${arg_SPEC}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT EXISTS "${spec}")
@@ -73,6 +94,12 @@ function(flashc_add_bundle target)
     return()
   endif()
 
+  _flashc_embed_bundle(${target} "${dir}" "${dir}/manifest.flashc")
+  set(${target}_BUNDLE_DIR "${dir}" PARENT_SCOPE)
+endfunction()
+
+# <target>: a static library holding bundle directory `dir` as a blob; ARGN: what the blob depends on.
+function(_flashc_embed_bundle target dir)
   if(NOT TARGET flashc::pack)
     message(FATAL_ERROR "flashc_add_bundle(${target} EMBED): the package has no flashc-pack (flashc::pack)")
   endif()
@@ -86,11 +113,10 @@ function(flashc_add_bundle target)
     OUTPUT "${source}" "${header}"
     COMMAND "${CMAKE_COMMAND}" -E make_directory "${gen}/include"
     COMMAND flashc::pack "${dir}" --cpp "${source}" --header "${header}" --symbol "${symbol}"
-    DEPENDS "${dir}/manifest.flashc" flashc::pack
+    DEPENDS ${ARGN} flashc::pack
     COMMENT "flashc: embedding bundle ${target}"
     VERBATIM)
   add_library(${target} STATIC "${source}" "${header}")
   target_include_directories(${target} PUBLIC "${gen}/include")
   set_target_properties(${target} PROPERTIES FLASHC_BUNDLE_DIR "${dir}" LINKER_LANGUAGE CXX)
-  set(${target}_BUNDLE_DIR "${dir}" PARENT_SCOPE)
 endfunction()

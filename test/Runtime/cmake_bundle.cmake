@@ -37,12 +37,13 @@ file(COPY_FILE ${SOURCE_DIR}/test/GPU/Inputs/attention_mqa_d32_bf16.mlir ${specs
 file(COPY_FILE ${SOURCE_DIR}/test/GPU/Inputs/ffn_bias_gelu_bf16.mlir ${specs}/ffn.mlir)
 
 run("configure" ${CMAKE_COMMAND} -G ${GENERATOR} -S ${project} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix}
-    -DSPEC_DIR=${specs} -DCMAKE_BUILD_TYPE=Release)
+    -DSPEC_DIR=${specs} -DCMAKE_BUILD_TYPE=Release -DPREBUILT_BUNDLE=${SOURCE_DIR}/test/Runtime/bundles/multiarch)
 run("first build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 expect("the first build compiles both bundles with the installed flashc" "${last_output}"
        HAS "compiling bundle attn" "compiling bundle ffn" "embedding bundle attn" LACKS "embedding bundle ffn")
 run("run the app" ${WORK_DIR}/build/app)
-expect("the app opens the embedded bundle and the directory" "${last_output}" HAS "attn: [a-z_]+" "ffn: [a-z_]+")
+expect("the app opens the embedded bundles and the directory" "${last_output}"
+       HAS "attn: [a-z_]+" "ffn: [a-z_]+" "prebuilt: [1-9][0-9]* kernels")
 
 run("a second build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 expect("nothing changed: nothing is compiled" "${last_output}" LACKS "compiling bundle" "embedding bundle")
