@@ -4,6 +4,7 @@
 
 #include "Driver.h"
 #include "flashc/runtime/Arch.h"
+#include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/BundleIndex.h"
 #include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/Nvrtc.h"
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -57,21 +59,14 @@ bool envNoJit() {
 
 constexpr int kDefaultSharedLimit = 48 * 1024;
 
-/// Why the file at `path` is not a loadable cubin (an ELF64 image for the CUDA
-/// machine whose header tables lie inside the file), or "" if it looks like one.
+/// Why a cubin whose first bytes are `h` (`got` of them, at most 64) and
+/// whose size is `size` is not loadable (an ELF64 image for the CUDA machine
+/// whose header tables lie inside the file), or "" if it looks like one.
 /// Catches garbage, empty and truncated files before the driver sees them.
-std::string cubinFault(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot be read";
-  unsigned char h[64] = {0};
-  in.read(reinterpret_cast<char *>(h), sizeof h);
-  size_t got = size_t(in.gcount());
-  std::error_code ec;
-  uint64_t size = fs::file_size(path, ec);
-  if (ec) return "cannot be read";
+std::string cubinFault(const unsigned char *h, size_t got, uint64_t size) {
   if (got < 4 || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F')
     return size == 0 ? "is empty" : "is not an ELF file";
-  if (got < sizeof h || h[4] != 2 /* ELFCLASS64 */ || h[5] != 1 /* little-endian */)
+  if (got < 64 || h[4] != 2 /* ELFCLASS64 */ || h[5] != 1 /* little-endian */)
     return "is not a 64-bit little-endian ELF file";
   auto u16 = [&](int at) { return uint64_t(h[at]) | uint64_t(h[at + 1]) << 8; };
   auto u64 = [&](int at) {
@@ -85,6 +80,86 @@ std::string cubinFault(const std::string &path) {
     return "is truncated (" + std::to_string(size) + " bytes; its ELF header describes tables beyond the end)";
   return "";
 }
+
+} // namespace
+
+/// Where a bundle's files come from: a directory on disk or the sections of
+/// a blob in memory. The loader sees only this, so both paths run the same
+/// validation. Paths are relative to the bundle, '/'-separated.
+class BundleFileSource {
+public:
+  enum class Kind { Missing, File, Other };
+  virtual ~BundleFileSource() = default;
+  /// How messages name the bundle: its directory, or "<memory>".
+  virtual const std::string &root() const = 0;
+  virtual Kind kind(const std::string &rel) const = 0;
+  virtual Result<std::string> read(const std::string &rel) const = 0;
+  /// Why the cubin at `rel` is not loadable, or "".
+  virtual std::string cubinFaultOf(const std::string &rel) const = 0;
+  std::string path(const std::string &rel) const { return root() + "/" + rel; }
+};
+
+namespace {
+
+class DirectorySource : public BundleFileSource {
+public:
+  explicit DirectorySource(std::string dir) : dir_(std::move(dir)) {}
+  const std::string &root() const override { return dir_; }
+  Kind kind(const std::string &rel) const override {
+    std::error_code ec;
+    if (fs::is_regular_file(path(rel), ec)) return Kind::File;
+    return fs::exists(path(rel), ec) ? Kind::Other : Kind::Missing;
+  }
+  Result<std::string> read(const std::string &rel) const override {
+    auto text = readFile(path(rel));
+    if (text) touched_.insert(rel);
+    return text;
+  }
+  std::string cubinFaultOf(const std::string &rel) const override {
+    std::ifstream in(path(rel), std::ios::binary);
+    if (!in) return "cannot be read";
+    unsigned char h[64] = {0};
+    in.read(reinterpret_cast<char *>(h), sizeof h);
+    std::error_code ec;
+    uint64_t size = fs::file_size(path(rel), ec);
+    if (ec) return "cannot be read";
+    touched_.insert(rel);
+    return cubinFault(h, size_t(in.gcount()), size);
+  }
+  /// The files the loader read or checked (what a blob of this bundle holds).
+  const std::set<std::string> &touched() const { return touched_; }
+
+private:
+  std::string dir_;
+  mutable std::set<std::string> touched_;
+};
+
+class MemorySource : public BundleFileSource {
+public:
+  MemorySource(std::string name, BundleFiles files) : name_(std::move(name)), files_(std::move(files)) {}
+  const std::string &root() const override { return name_; }
+  Kind kind(const std::string &rel) const override {
+    if (files_.count(rel)) return Kind::File;
+    // A directory in a blob exists only as the prefix of its files' names.
+    auto it = files_.lower_bound(rel + "/");
+    return it != files_.end() && it->first.compare(0, rel.size() + 1, rel + "/") == 0 ? Kind::Other : Kind::Missing;
+  }
+  Result<std::string> read(const std::string &rel) const override {
+    auto it = files_.find(rel);
+    if (it == files_.end()) return makeError(ErrorCode::NotFound, "no section " + rel + " in " + name_);
+    return it->second;
+  }
+  std::string cubinFaultOf(const std::string &rel) const override {
+    auto it = files_.find(rel);
+    if (it == files_.end()) return "cannot be read";
+    const std::string &b = it->second;
+    return cubinFault(reinterpret_cast<const unsigned char *>(b.data()), std::min<size_t>(b.size(), 64), b.size());
+  }
+
+private:
+  std::string name_;
+  BundleFiles files_;
+};
 
 } // namespace
 
@@ -115,7 +190,8 @@ Result<DeviceInfo> currentDeviceInfo() {
 struct Variant {
   std::string arch; // the index's arch; empty for a single-arch bundle
   std::string directory; // relative to the bundle ("" for a single-arch bundle)
-  std::string dir;  // where its manifest, source and cubins are
+  std::string dir;  // where its manifest, source and cubins are (for messages)
+  std::string prefix; // its files' paths in the bundle's file source: "" or "<directory>/"
   Manifest manifest;
   std::string source;
   std::string sourcePath;
@@ -134,6 +210,7 @@ struct LoadedModule {
 
 struct Bundle::Impl {
   std::string dir;
+  std::shared_ptr<BundleFileSource> files; // the cubins are read from here when a module is loaded
   // The first variant answers the device-independent queries (names,
   // parameters, shapes): every variant has the same programs.
   std::vector<Variant> variants;
@@ -162,47 +239,52 @@ Bundle::~Bundle() {
 
 namespace {
 
-/// Reads the version-1 bundle in `dir` (a whole single-arch bundle, or one
-/// variant of a multi-arch bundle): manifest, source, and the cubins checked.
-Result<Variant> loadVariant(const std::string &dir, const std::string &text) {
-  std::error_code ec;
+/// Reads the version-1 bundle at `prefix` of `files` (a whole single-arch
+/// bundle, or one variant of a multi-arch bundle): manifest, source, and the
+/// cubins checked.
+Result<Variant> loadVariant(const BundleFileSource &files, const std::string &prefix, const std::string &text) {
+  std::string dir = prefix.empty() ? files.root() : files.path(prefix.substr(0, prefix.size() - 1));
   auto manifest = parseManifest(text);
   if (!manifest) return makeError(manifest.code(), dir + "/" + manifest.message());
   Variant v;
   v.dir = dir;
+  v.prefix = prefix;
   v.manifest = std::move(*manifest);
   v.sourcePath = dir + "/" + v.manifest.source;
-  if (!fs::is_regular_file(v.sourcePath, ec))
+  auto kind = files.kind(prefix + v.manifest.source);
+  if (kind != BundleFileSource::Kind::File)
     return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source +
-                                                   (fs::exists(v.sourcePath, ec) ? " is not a file" : " is missing"));
-  auto source = readFile(v.sourcePath);
+                                                   (kind == BundleFileSource::Kind::Other ? " is not a file" : " is missing"));
+  auto source = files.read(prefix + v.manifest.source);
   if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source + " is missing");
   v.source = std::move(*source);
   for (const auto &c : v.manifest.cubins) {
-    if (!fs::is_regular_file(dir + "/" + c.file, ec))
+    if (files.kind(prefix + c.file) != BundleFileSource::Kind::File)
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
-    if (std::string fault = cubinFault(dir + "/" + c.file); !fault.empty())
+    if (std::string fault = files.cubinFaultOf(prefix + c.file); !fault.empty())
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") " + fault +
                                                      "; rebuild the bundle or remove its 'cubin' line");
   }
   return v;
 }
 
-/// The variants of the multi-arch bundle in `dir` whose index is `text`.
-Result<std::vector<Variant>> loadVariants(const std::string &dir, const std::string &text) {
+/// The variants of the multi-arch bundle in `files` whose index is `text`.
+Result<std::vector<Variant>> loadVariants(const BundleFileSource &files, const std::string &text) {
+  const std::string &dir = files.root();
   auto index = parseBundleIndex(text);
   if (!index) return makeError(index.code(), dir + "/" + index.message());
   std::vector<Variant> variants;
   for (const VariantRef &ref : index->variants) {
-    std::string sub = dir + "/" + ref.directory;
-    auto subText = readFile(sub + "/manifest.flashc");
+    std::string prefix = ref.directory + "/";
+    auto subText = files.read(prefix + "manifest.flashc");
     if (!subText)
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + ref.arch + " has no " +
                                                      ref.directory + "/manifest.flashc");
     if (bundleFormatVersion(*subText) == kBundleIndexVersion)
-      return makeError(ErrorCode::InvalidBundle, "bundle " + sub + ": a variant must be a single-arch bundle "
+      return makeError(ErrorCode::InvalidBundle, "bundle " + files.path(ref.directory) +
+                                                     ": a variant must be a single-arch bundle "
                                                      "(format version 1), not another index");
-    auto v = loadVariant(sub, *subText);
+    auto v = loadVariant(files, prefix, *subText);
     if (!v) return v.error();
     const auto &archs = v->manifest.archs;
     if (std::find(archs.begin(), archs.end(), ref.arch) == archs.end())
@@ -227,6 +309,19 @@ Result<std::vector<Variant>> loadVariants(const std::string &dir, const std::str
   return variants;
 }
 
+/// The one loader behind open() and openMemory(): the manifest (or index),
+/// then every variant, validated the same way whatever the files' origin.
+Result<std::vector<Variant>> loadBundle(const BundleFileSource &files) {
+  auto text = files.read("manifest.flashc");
+  if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + " has no manifest.flashc");
+  if (bundleFormatVersion(*text) == kBundleIndexVersion) return loadVariants(files, *text);
+  auto variant = loadVariant(files, "", *text);
+  if (!variant) return variant.error();
+  std::vector<Variant> variants;
+  variants.push_back(std::move(*variant));
+  return variants;
+}
+
 } // namespace
 
 Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const BundleOptions &options) {
@@ -234,22 +329,53 @@ Result<std::shared_ptr<Bundle>> Bundle::open(const std::string &dir, const Bundl
   if (!fs::is_directory(dir, ec))
     return makeError(ErrorCode::NotFound, "bundle directory " + dir +
                                               (fs::exists(dir, ec) ? " is not a directory" : " does not exist"));
-  auto text = readFile(dir + "/manifest.flashc");
-  if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + " has no manifest.flashc");
-  auto impl = std::make_unique<Impl>();
-  impl->dir = dir;
-  impl->options = options;
-  if (bundleFormatVersion(*text) == kBundleIndexVersion) {
-    auto variants = loadVariants(dir, *text);
-    if (!variants) return variants.error();
-    impl->variants = std::move(*variants);
-  } else {
-    auto variant = loadVariant(dir, *text);
-    if (!variant) return variant.error();
-    impl->variants.push_back(std::move(*variant));
+  return openFiles(std::make_shared<DirectorySource>(dir), options);
+}
+
+Result<std::shared_ptr<Bundle>> Bundle::openMemory(const void *data, size_t size, const BundleOptions &options,
+                                                   const std::string &name) {
+  auto files = unpackBundleBlob(data, size);
+  if (!files) {
+    Error e = files.error();
+    const std::string prefix = "bundle blob: "; // the unpacker's; the name says more
+    if (e.message.compare(0, prefix.size(), prefix) == 0) e.message = e.message.substr(prefix.size());
+    e.message = "bundle " + name + ": " + e.message;
+    return e;
   }
+  return openFiles(std::make_shared<MemorySource>(name, std::move(*files)), options);
+}
+
+Result<std::shared_ptr<Bundle>> Bundle::openFiles(std::shared_ptr<BundleFileSource> files,
+                                                  const BundleOptions &options) {
+  auto variants = loadBundle(*files);
+  if (!variants) return variants.error();
+  auto impl = std::make_unique<Impl>();
+  impl->dir = files->root();
+  impl->files = std::move(files);
+  impl->options = options;
+  impl->variants = std::move(*variants);
   for (const Variant &v : impl->variants) impl->code.push_back({v.manifest.archs, v.manifest.cubins});
   return std::shared_ptr<Bundle>(new Bundle(std::move(impl)));
+}
+
+Result<std::string> packBundleDirectory(const std::string &dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return makeError(ErrorCode::NotFound, "bundle directory " + dir +
+                                              (fs::exists(dir, ec) ? " is not a directory" : " does not exist"));
+  // Validate as open() does, and pack exactly the files that load read.
+  DirectorySource source(dir);
+  auto variants = loadBundle(source);
+  if (!variants) return variants.error();
+  BundleFiles files;
+  for (const std::string &rel : source.touched()) {
+    if (std::string fault = bundleBlobNameFault(rel); !fault.empty())
+      return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": file name '" + rel + "' " + fault);
+    auto bytes = readFile(source.path(rel));
+    if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
+    files[rel] = std::move(*bytes);
+  }
+  return packBundleBlob(files);
 }
 
 Result<std::shared_ptr<Bundle>> Bundle::fromSource(const Manifest &manifest, const std::string &source,
@@ -300,7 +426,7 @@ Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &inf
   info.variant = variant->arch;
   if (choice->cubin >= 0) {
     const CubinSpec &c = variant->manifest.cubins[size_t(choice->cubin)];
-    auto bytes = readFile(variant->dir + "/" + c.file);
+    auto bytes = files->read(variant->prefix + c.file);
     if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
     CachedCompile code;
     code.cubin.assign(bytes->begin(), bytes->end());

@@ -64,6 +64,23 @@ bool collectParams(const Bundle &b, const char *name, std::vector<ParamRef> &out
       if (fresh(s.name)) out.push_back({nullptr, &s});
   return true;
 }
+BundleOptions toOptions(const flashc_open_options *options) {
+  BundleOptions o;
+  if (options) {
+    if (options->cache_dir) o.cacheDir = options->cache_dir;
+    o.disableCache = options->disable_cache != 0;
+    o.noJit = options->no_jit == 0 ? -1 : options->no_jit > 0 ? 1 : 0;
+    if (options->device_include_dir) o.deviceIncludeDir = options->device_include_dir;
+  }
+  return o;
+}
+
+flashc_status wrap(Result<std::shared_ptr<Bundle>> b, flashc_bundle *out) {
+  if (!b) return fail(b.code(), b.message());
+  *out = new flashc_bundle_s;
+  (*out)->bundle = *b;
+  return FLASHC_OK;
+}
 } // namespace
 
 extern "C" {
@@ -75,18 +92,19 @@ flashc_status flashc_check_device(void) { return report(checkDevice()); }
 flashc_status flashc_bundle_open_ex(const char *dir, const flashc_open_options *options, flashc_bundle *out) {
   FLASHC_REQUIRE(dir && out, "null argument");
   *out = nullptr;
-  BundleOptions o;
-  if (options) {
-    if (options->cache_dir) o.cacheDir = options->cache_dir;
-    o.disableCache = options->disable_cache != 0;
-    o.noJit = options->no_jit == 0 ? -1 : options->no_jit > 0 ? 1 : 0;
-    if (options->device_include_dir) o.deviceIncludeDir = options->device_include_dir;
-  }
-  auto b = Bundle::open(dir, o);
-  if (!b) return fail(b.code(), b.message());
-  *out = new flashc_bundle_s;
-  (*out)->bundle = *b;
-  return FLASHC_OK;
+  return wrap(Bundle::open(dir, toOptions(options)), out);
+}
+
+flashc_status flashc_bundle_open_memory_ex(const void *data, size_t size, const flashc_open_options *options,
+                                           flashc_bundle *out) {
+  FLASHC_REQUIRE(out, "null argument");
+  *out = nullptr;
+  FLASHC_REQUIRE(data, "null data");
+  return wrap(Bundle::openMemory(data, size, toOptions(options)), out);
+}
+
+flashc_status flashc_bundle_open_memory(const void *data, size_t size, flashc_bundle *out) {
+  return flashc_bundle_open_memory_ex(data, size, nullptr, out);
 }
 
 flashc_status flashc_bundle_open(const char *dir, flashc_bundle *out) { return flashc_bundle_open_ex(dir, nullptr, out); }

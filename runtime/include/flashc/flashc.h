@@ -1,7 +1,27 @@
-/* flashc runtime C ABI. Every function returns a flashc_status; on failure
- * flashc_last_error() gives this thread's message (valid until the thread's
- * next failing call). Handles are opaque. Safe to call from several threads
- * (one flashc_args per thread, bundles may be shared). */
+/* flashc runtime C ABI (docs/runtime-api.md). flashc/flashc.hpp is a
+ * header-only C++ RAII wrapper over it.
+ *
+ * Stability: functions are only ever added; existing signatures, enum values
+ * and struct layouts do not change within a major version (the library's
+ * SONAME is libflashc_runtime.so.0).
+ *
+ * Errors: every fallible function returns a flashc_status; on failure
+ * flashc_last_error() gives this thread's message, a sentence naming the
+ * bundle, program, parameter or file concerned. The string is owned by the
+ * runtime and stays valid until this thread's next failing call.
+ *
+ * Threads: every function may be called from any thread. A flashc_bundle may
+ * be shared: opening, queries, prepare and launch on one bundle from several
+ * threads at once are safe (the runtime locks what it caches). A flashc_args
+ * is not: use one per thread, or one at a time (it is only read during a
+ * launch). Close a bundle only when no other thread uses it.
+ *
+ * Ownership: a handle created by an open/create call belongs to the caller,
+ * who frees it with the matching close/destroy (NULL is accepted there). Strings
+ * returned through a bundle (names, dims) belong to the bundle and live until
+ * it is closed. The runtime never frees or keeps caller memory: open copies
+ * what it reads (a directory's files, a blob's bytes), args record device
+ * pointers and values, and the device memory stays the caller's. */
 #ifndef FLASHC_FLASHC_H
 #define FLASHC_FLASHC_H
 
@@ -71,6 +91,14 @@ flashc_status flashc_check_device(void);
 
 flashc_status flashc_bundle_open(const char *dir, flashc_bundle *out);
 flashc_status flashc_bundle_open_ex(const char *dir, const flashc_open_options *options, flashc_bundle *out);
+/* Opens a bundle blob (docs/bundle.md, "Bundle blob": a whole bundle in one
+ * buffer, made by flashc-pack or flashc_add_bundle(... EMBED)), e.g. one
+ * compiled into the executable. Checked (size, checksum, sections), then
+ * validated as a directory is; a damaged blob is FLASHC_ERROR_INVALID_BUNDLE.
+ * The bytes are copied: `data` may be freed after the call. */
+flashc_status flashc_bundle_open_memory(const void *data, size_t size, flashc_bundle *out);
+flashc_status flashc_bundle_open_memory_ex(const void *data, size_t size, const flashc_open_options *options,
+                                           flashc_bundle *out);
 void flashc_bundle_close(flashc_bundle bundle);
 /* Compile/load for the current device now (optional; launches do it lazily). */
 flashc_status flashc_bundle_prepare(flashc_bundle bundle);

@@ -51,18 +51,32 @@ struct DeviceInfo {
 /// no context is current).
 Result<DeviceInfo> currentDeviceInfo();
 
+class BundleFileSource;
+
+/// Validates the bundle in `dir` as Bundle::open() does and packs the files
+/// it reads (manifests, sources, cubins) into a bundle blob (BundleBlob.h).
+Result<std::string> packBundleDirectory(const std::string &dir);
+
 class Bundle {
 public:
   /// Reads and validates <dir>/manifest.flashc (a single-arch manifest, or a
   /// multi-arch index and every variant it lists); checks that the sources
   /// and listed cubins exist. Compiles nothing yet.
   static Result<std::shared_ptr<Bundle>> open(const std::string &dir, const BundleOptions &options = {});
+  /// The same from a bundle blob in memory (BundleBlob.h, docs/bundle.md):
+  /// the blob is checked (size, checksum, sections), then its files are
+  /// validated exactly as open() validates a directory. The bytes are copied:
+  /// the caller's buffer may go away after the call. `name` stands for the
+  /// bundle in messages.
+  static Result<std::shared_ptr<Bundle>> openMemory(const void *data, size_t size, const BundleOptions &options = {},
+                                                    const std::string &name = "<memory>");
   /// A bundle from an in-memory manifest and source (tests, tools). Cubin
   /// entries in the manifest are ignored.
   static Result<std::shared_ptr<Bundle>> fromSource(const Manifest &manifest, const std::string &source,
                                                     const BundleOptions &options = {});
   ~Bundle();
   Bundle(const Bundle &) = delete;
+
   Bundle &operator=(const Bundle &) = delete;
 
   /// The manifest (a multi-arch bundle: its first variant's; every variant
@@ -99,6 +113,9 @@ public:
 
 private:
   explicit Bundle(std::unique_ptr<Impl> impl);
+  /// open() and openMemory(): one loader, whatever the files' origin.
+  static Result<std::shared_ptr<Bundle>> openFiles(std::shared_ptr<BundleFileSource> files,
+                                                   const BundleOptions &options);
   std::unique_ptr<Impl> impl_;
 };
 
