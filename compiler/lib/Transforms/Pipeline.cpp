@@ -79,6 +79,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
   plan.wsForward = options.wsForward;
+  plan.deepRing = options.deepRing;
   pm.addPass(createPlanMemory(plan));
   pm.addPass(createWarpSpecialize());
   OrderBlocksOptions order;

@@ -132,6 +132,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       choices.wgmmaGemm = wgmmaGemm;
       choices.wideGemm = wideGemm;
       choices.wsForward = wsForward;
+      choices.deepRing = deepRing;
       plan = defaultPlan(targetDesc, spec, choices);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)

@@ -86,6 +86,11 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
         plan.blockM = 128;
         plan.warps = 8;
         plan.blockN = wsForwardBlockN(attention.getHeadDim(), attention.getValueDim(), target);
+        if (choices.deepRing)
+          while (plan.stages < 4 &&
+                 wsForwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.blockN,
+                                      plan.stages + 1, 2) <= target.sharedMemoryPerBlock)
+            ++plan.stages;
         break;
       }
       if (hopper && forward && sixteenBit && (d == 64 || d == 128) &&

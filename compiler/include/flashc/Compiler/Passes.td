@@ -123,6 +123,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
     Option<"wsForward", "ws-forward", "bool", /*default=*/"true",
            "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
+    Option<"deepRing", "deep-ring", "bool", /*default=*/"false",
+           "the warp-specialised forward's K/V ring as deep as shared memory allows, up to 4 stages (flashc --experiment=deep-ring)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
