@@ -116,9 +116,10 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CUDA-NEXT: static constexpr int kGroup = 4;
 // CUDA-NEXT: static constexpr int kWindowLeft = -1, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 8.83883{{[0-9]+}}e-02f, kSoftcap = 0.000000000e+00f;
-// The schedule flash-warp-specialize chose, printed: register budgets, ping-pong, causal blocks longest first.
+// The schedule flash-warp-specialize chose, printed: register budgets, ping-pong; flash-order-blocks': causal
+// blocks longest first.
 // CUDA-NEXT: // schedule (flash-warp-specialize): register budgets of the producer and
-// CUDA-NEXT: // consumer warpgroups, ping-pong, block order
+// CUDA-NEXT: // consumer warpgroups, ping-pong; block order (flash-order-blocks)
 // CUDA-NEXT: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 // CUDA-NEXT: static constexpr bool kPingPong = true, kLongestFirst = true;
 // CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164936,

@@ -5,8 +5,8 @@
 // next column, so the blocks in flight share A rows and B columns in L2
 // (row-major, a wave re-reads all of A for every column block). A causal
 // attention forward outside the warp-specialised kernel (sm_80 here) takes its
-// longest query-row blocks first; the warp-specialised one carries its order
-// in #tile.warp_specialized; other kernels keep the launch order.
+// longest query-row blocks first (the warp-specialised one too: its Config's
+// kLongestFirst); other kernels keep the launch order.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks | FileCheck %s
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="grouped=false" | FileCheck %s --check-prefix=INORDER
@@ -43,14 +43,13 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
   return %y : tensor<?x1024xbf16>
 }
 
-// Causal attention: on sm_90a its forward is the warp-specialised kernel (no
-// grid_order: flash-warp-specialize's schedule says longest_first); its
-// backward kernels keep the launch order. On sm_80 the mma.sync forward takes
-// its rows longest first.
+// Causal attention: the forward takes its rows longest first, on sm_90a (the
+// warp-specialised kernel) and sm_80 (mma.sync) alike; the backward kernels
+// keep the launch order.
 // CHECK-LABEL: tile.kernel @causal_attention_bwd(
 // CHECK-NOT: grid_order
 // CHECK-LABEL: tile.kernel @causal_attention_fwd(
-// CHECK-NOT: grid_order
+// CHECK-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
 // CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // SM80-LABEL: tile.kernel @causal_attention_fwd(
 // SM80-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>

@@ -3,9 +3,9 @@
 // schedule: one producer warpgroup that issues every TMA copy and gives its
 // registers back (setmaxnreg.dec 24), warps / 4 consumer warpgroups that take
 // them (setmaxnreg.inc 240: 24 + 2 x 240 = 3 x 168, what 384 threads have at
-// launch), Q resident, K and V through a ring of the plan's stages, the
-// consumers in ping-pong, and the query-row blocks longest first under a
-// causal mask (row block i sees i + 1 key blocks) but in order otherwise.
+// launch), Q resident, K and V through a ring of the plan's stages and the
+// consumers in ping-pong (the order of the query-row blocks is
+// flash-order-blocks', test/Passes/flash-order-blocks.mlir).
 // Kernels of other strategies (sm_80, the backward) get no schedule.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
@@ -15,10 +15,10 @@
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=consumer-registers=256 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // CHECK-LABEL: tile.kernel @causal_attention_fwd(
-// CHECK-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = longest_first>
+// CHECK-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
 // CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // OPTIONS-LABEL: tile.kernel @causal_attention_fwd(
-// OPTIONS-SAME: ring_stages = 1, ping_pong = false, block_order = longest_first>
+// OPTIONS-SAME: ring_stages = 1, ping_pong = false>
 // SM80-NOT: schedule =
 func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
     -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
@@ -28,9 +28,9 @@ func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: te
   return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
 }
 
-// A sliding window: every row block sees about as many keys, so in order.
+// A sliding window, f16, D = 64: the same roles.
 // CHECK-LABEL: tile.kernel @window_attention_fwd(
-// CHECK-SAME: ring_stages = 2, ping_pong = true, block_order = in_order>
+// CHECK-SAME: ring_stages = 2, ping_pong = true>
 func.func @window(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor<?x8x?x64xf16>)
     -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<sliding_window, left = 100, right = 0> num_kv_heads = 8
@@ -39,9 +39,9 @@ func.func @window(%q: tensor<?x8x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor
   return %o, %lse : tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
 }
 
-// D = 192 with Dv = 128, no mask: the same roles, in order.
+// D = 192 with Dv = 128, no mask: the same roles.
 // CHECK-LABEL: tile.kernel @mla_attention_fwd(
-// CHECK-SAME: block_order = in_order>
+// CHECK-SAME: consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
 // The f32 kernels of the same spec set (no wgmma) keep theirs without one.
 // CHECK-LABEL: tile.kernel @f32_attention_fwd(
 // CHECK-NOT: schedule =

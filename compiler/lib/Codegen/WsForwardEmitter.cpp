@@ -130,12 +130,16 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   out << "  static constexpr float kScale = " << literal(spec.getScale().getValueAsDouble())
       << ", kSoftcap = " << literal(spec.getSoftcap().getValueAsDouble()) << ";\n";
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and\n"
-      << "  // consumer warpgroups, ping-pong, block order\n";
+      << "  // consumer warpgroups, ping-pong; block order (flash-order-blocks)\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
   out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false")
       << ", kLongestFirst = "
-      << (schedule.getBlockOrder() == tile::BlockOrder::LongestFirst ? "true" : "false") << ";\n";
+      << (kernel.getGridOrderAttr() &&
+                  kernel.getGridOrderAttr().getOrder() == tile::BlockOrder::LongestFirst
+              ? "true"
+              : "false")
+      << ";\n";
   out << "};\n";
   out << "using Plan = flashc::device::AttentionFwdWsPlan<Config>;\n";
   out << "static_assert(Plan::kThreads == " << kWsForwardThreads

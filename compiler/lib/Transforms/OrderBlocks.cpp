@@ -52,8 +52,7 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         order = GridOrderAttr::get(ctx, BlockOrder::Grouped, static_cast<int64_t>(group));
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
                  attention && attention.getRole() == KernelRole::AttentionForward &&
-                 kernel.getStrategy() != Strategy::WgmmaWsSm90 && attention.getWindowLeft() < 0 &&
-                 attention.getWindowRight() >= 0) {
+                 attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0) {
         // Causal: the last query blocks see the most keys; launching them
         // first balances the tail of the grid.
         order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);

@@ -4,8 +4,8 @@
 // warp-specialised attention forward fast live here, as a typed attribute the
 // emitter prints into the kernel's Config: which warpgroup loads and which
 // compute, their register budgets, what is streamed through the mbarrier
-// ring and how deep it is, whether the consumers ping-pong, and the block
-// order.
+// ring and how deep it is, and whether the consumers ping-pong (the block
+// order is flash-order-blocks').
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
@@ -38,11 +38,6 @@ struct WarpSpecializePass
                            << " is planned wgmma_ws_sm90 but is not an attention forward";
         return signalPassFailure();
       }
-      // Causal without a left window: row block i sees i + 1 key blocks, so
-      // the grid starts with the last (longest) ones.
-      BlockOrder order = spec.getWindowRight() >= 0 && spec.getWindowLeft() < 0
-                             ? BlockOrder::LongestFirst
-                             : BlockOrder::InOrder;
       Builder builder(ctx);
       ArrayAttr resident = builder.getStrArrayAttr({"q"});
       ArrayAttr ring = builder.getStrArrayAttr({"k", "v"});
@@ -53,7 +48,7 @@ struct WarpSpecializePass
           emitError, ctx, static_cast<int64_t>(producerRegisters),
           static_cast<int64_t>(kernel.getWarps()) / 4, static_cast<int64_t>(consumerRegisters),
           resident, ring,
-          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong), order);
+          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong));
       if (!schedule)
         return signalPassFailure();
       kernel.setScheduleAttr(schedule);

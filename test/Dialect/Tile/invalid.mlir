@@ -208,7 +208,7 @@ func.func @f(%n: index) {
 tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
     block_m = 128, block_n = 128, warps = 8, stages = 2,
-    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = in_order>} {
+    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>} {
   tile.return
 }
 
@@ -219,7 +219,7 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
     block_m = 128, block_n = 128, warps = 8, stages = 2,
-    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 3, ping_pong = true, block_order = in_order>} {
+    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 3, ping_pong = true>} {
   tile.return
 }
 
@@ -230,7 +230,7 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
     block_m = 128, block_n = 128, warps = 8, stages = 2,
-    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 1, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = in_order>} {
+    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 1, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>} {
   tile.return
 }
 
@@ -238,14 +238,14 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 
 // Register budgets: 24 + 2 x 248 = 520 > 3 x 168 that 384 threads have at launch.
 // expected-error @+1 {{#tile.warp_specialized register budgets 24 + 2 x 248 exceed the 3 x 168 registers a thread of each warpgroup has at launch (384 threads share 65536)}}
-#bad_budget = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 248, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = in_order>
+#bad_budget = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 248, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
 
 // -----
 
 // expected-error @+1 {{#tile.warp_specialized producer_registers must be a multiple of 8 in [24, 256] (setmaxnreg), got 20}}
-#bad_producer = #tile.warp_specialized<producer_registers = 20, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = in_order>
+#bad_producer = #tile.warp_specialized<producer_registers = 20, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
 
 // -----
 
 // expected-error @+1 {{#tile.warp_specialized operands must be named by non-empty strings, got 3 : i64}}
-#bad_name = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = [3], ring = ["k", "v"], ring_stages = 2, ping_pong = true, block_order = in_order>
+#bad_name = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = [3], ring = ["k", "v"], ring_stages = 2, ping_pong = true>

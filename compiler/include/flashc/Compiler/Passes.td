@@ -131,16 +131,16 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
 }
 
 def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
-  let summary = "Give each warp-specialised kernel its schedule: warp roles, register budgets, ring, order";
+  let summary = "Give each warp-specialised kernel its schedule: warp roles, register budgets, ring";
   let description = [{
     For every tile.kernel planned as wgmma_ws_sm90 (flash-plan-memory), sets
     `schedule = #tile.warp_specialized<...>`: one TMA producer warpgroup that
     gives its registers back, `warps` / 4 consumer warpgroups that take them,
     Q resident and K, V streamed through a ring of the plan's stages, whether
-    the consumers ping-pong, and the order of the query-row blocks (longest
-    first under a causal mask). The emitter prints this schedule; it does not
-    decide it. Kernels of other strategies are left alone; the CPU executor
-    runs the tile body, which the schedule does not change.
+    the consumers ping-pong. The emitter prints this schedule; it does not
+    decide it (the order of the query-row blocks is flash-order-blocks').
+    Kernels of other strategies are left alone; the CPU executor runs the
+    tile body, which the schedule does not change.
   }];
   let options = [
     Option<"pingPong", "ping-pong", "bool", /*default=*/"true",
@@ -162,8 +162,8 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     at a time, so that the blocks in flight share A rows and B columns in L2
     (launched row-major, a wave covers every row block of one column and
     re-reads all of A from DRAM for each column); a causal attention forward
-    takes its query-row blocks longest first. The emitter prints the order;
-    the warp-specialised forward carries its own in #tile.warp_specialized.
+    takes its query-row blocks longest first (row block i sees i + 1 key
+    blocks). The emitter prints the order.
   }];
   let options = [
     Option<"grouped", "grouped", "bool", /*default=*/"true",

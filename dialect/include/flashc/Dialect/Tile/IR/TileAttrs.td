@@ -138,8 +138,8 @@ def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
     - ping_pong: the consumer warpgroups take turns issuing their GEMMs (named
       barriers), so one's softmax runs under the other's GEMMs.
     Within a warpgroup the library always issues S_j = Q K_jᵀ before
-    P_{j-1} V_{j-1} and runs the softmax of S_j under that product.
-    - block_order: the order of the query-row blocks over the grid.
+    P_{j-1} V_{j-1} and runs the softmax of S_j under that product. The order
+    of the query-row blocks is the kernel's `grid_order` (flash-order-blocks).
   }];
   let parameters = (ins
     "int64_t":$producer_registers,
@@ -148,8 +148,7 @@ def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
     "::mlir::ArrayAttr":$resident,
     "::mlir::ArrayAttr":$ring,
     "int64_t":$ring_stages,
-    "bool":$ping_pong,
-    EnumParameter<Tile_BlockOrderKind>:$block_order);
+    "bool":$ping_pong);
   let assemblyFormat = "`<` struct(params) `>`";
   // Register budgets setmaxnreg takes (multiples of 8 in [24, 256]) that fit
   // the register file together; 1-4 ring stages; named operands.
