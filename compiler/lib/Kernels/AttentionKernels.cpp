@@ -233,67 +233,93 @@ struct AttentionKernel {
       kb.store(kb.named("zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
   }
 
-  /// dK, dV for one key block; with `atomicDq` also dQ by atomics.
-  void keyValueGradients(bool atomicDq) {
-    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
-          delta = kb.arg(5);
-    Value dqAccum = atomicDq ? kb.arg(6) : Value();
-    Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
-    Value kbIdx = kb.programId(GridAxis::X, "k_block"), hk = kb.programId(GridAxis::Y, "kv_head"),
-          b = kb.programId(GridAxis::Z, "batch");
-    MaskGeometry g = geometry(q, k);
-    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
-    Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
-    Value zero = kb.idx(0);
-    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt);
-    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt);
+  /// What the key-gridded backward kernels share: their arguments, the key
+  /// block's coordinates and mask geometry, and its K and V tiles.
+  struct KeyBlock {
+    Value q, k, v, dOut, lse, delta, dqAccum, dK, dV;
+    Value batch, kvHead, col0, zero, kTile, vTile;
+    MaskGeometry g;
+  };
+  /// One query block's contribution, given its head, first row and Q, dO
+  /// tiles, to the dK and dV accumulators: returns the new (dK, dV).
+  using QueryBlockStep = llvm::function_ref<std::pair<Value, Value>(
+      const KeyBlock &, Value head, Value row0, Value qTile, Value doTile, Value dk, Value dv)>;
+
+  /// dK, dV for one key block: loops over the query heads of its GQA group
+  /// and the query blocks that see it, `step` adding each block, then stores
+  /// them. dQ (with `atomicDq`) is the step's.
+  void keyGradientsOverQueryBlocks(bool atomicDq, QueryBlockStep step) {
+    KeyBlock kv;
+    kv.q = kb.arg(0), kv.k = kb.arg(1), kv.v = kb.arg(2), kv.dOut = kb.arg(3), kv.lse = kb.arg(4),
+    kv.delta = kb.arg(5);
+    kv.dqAccum = atomicDq ? kb.arg(6) : Value();
+    kv.dK = kb.arg(atomicDq ? 7 : 6), kv.dV = kb.arg(atomicDq ? 8 : 7);
+    Value kbIdx = kb.programId(GridAxis::X, "k_block");
+    kv.kvHead = kb.programId(GridAxis::Y, "kv_head");
+    kv.batch = kb.programId(GridAxis::Z, "batch");
+    kv.g = geometry(kv.q, kv.k);
+    Value group = kb.named("group", kb.divu(kb.dim(kv.q, 1, "q_heads"), kb.dim(kv.k, 1, "kv_heads")));
+    kv.col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
+    kv.zero = kb.idx(0);
+    Value b = kv.batch, zero = kv.zero;
+    kv.kTile = kb.load(kv.k, {b, kv.kvHead, kv.col0, zero}, kv.g.sk, kb.idx(D), Bc, Dt);
+    kv.vTile = kb.load(kv.v, {b, kv.kvHead, kv.col0, zero}, kv.g.sk, kb.idx(Dv), Bc, Dvt);
     Value begin, end;
-    std::tie(begin, end) = g.queryBlocks(kb, col0);
+    std::tie(begin, end) = kv.g.queryBlocks(kb, kv.col0);
     // GQA: the kv head's gradient sums over the query heads of its group.
     SmallVector<Value> grads = kb.forLoop(
         zero, group,
         {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, Dt), 0.0)),
          kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dvt), 0.0))},
         [&](Value member, ValueRange outer) -> SmallVector<Value> {
-          Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
+          Value h =
+              kb.named("head", kb.add(kb.named("first_head", kb.mul(kv.kvHead, group)), member));
           return kb.forLoop(
               begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
-                Value dk = carried[0], dv = carried[1];
                 Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
-                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt, plan.stages);
+                Value qTile =
+                    kb.load(kv.q, {b, h, row0, zero}, kv.g.sq, kb.idx(D), Br, Dt, plan.stages);
                 Value doTile =
-                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dvt, plan.stages);
-                Value lseRow = kb.named("lse_row", kb.loadRows(lse, {b, h, row0}, g.sq, Br));
-                Value dRow = kb.named("delta_row", kb.loadRows(delta, {b, h, row0}, g.sq, Br));
-                Value capped;
-                Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
-                Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
-                                                        kb.b.getF64FloatAttr(softmaxScale()));
-                // dV += Pᵀ·dO (P goes through shared memory to be transposed)
-                Value pShared =
-                    kb.named("p_shared", kb.copyToShared(kb.named("p16", kb.convert(p, elem))));
-                Value dvNew = kb.matmul(pShared, doTile, dv, true, false);
-                // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
-                Value dp = kb.matmul(doTile, vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)),
-                                     false, true);
-                Value ds = scoreGradient(p, dp, dRow, capped);
-                Value dsShared =
-                    kb.named("ds_shared", kb.copyToShared(kb.named("ds16", kb.convert(ds, elem))));
-                Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
-                if (atomicDq) {
-                  Value dq =
-                      kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, Dt), 0.0), false, false);
-                  kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
-                }
-                return {dkNew, dvNew};
+                    kb.load(kv.dOut, {b, h, row0, zero}, kv.g.sq, kb.idx(Dv), Br, Dvt, plan.stages);
+                auto [dk, dv] = step(kv, h, row0, qTile, doTile, carried[0], carried[1]);
+                return {dk, dv};
               },
               {"q_block", "dk_acc", "dv_acc"});
         },
         {"member", "dk_sum", "dv_sum"});
-    kb.store(kb.named("dk16", kb.convert(grads[0], elem)), dK, {b, hk, col0, zero}, g.sk,
-             kb.idx(D));
-    kb.store(kb.named("dv16", kb.convert(grads[1], elem)), dV, {b, hk, col0, zero}, g.sk,
-             kb.idx(Dv));
+    kb.store(kb.named("dk16", kb.convert(grads[0], elem)), kv.dK, {b, kv.kvHead, kv.col0, zero},
+             kv.g.sk, kb.idx(D));
+    kb.store(kb.named("dv16", kb.convert(grads[1], elem)), kv.dV, {b, kv.kvHead, kv.col0, zero},
+             kv.g.sk, kb.idx(Dv));
+  }
+
+  /// dK, dV for one key block; with `atomicDq` also dQ by atomics.
+  void keyValueGradients(bool atomicDq) {
+    keyGradientsOverQueryBlocks(atomicDq, [&](const KeyBlock &kv, Value h, Value row0, Value qTile,
+                                              Value doTile, Value dk, Value dv) {
+      const MaskGeometry &g = kv.g;
+      Value lseRow = kb.named("lse_row", kb.loadRows(kv.lse, {kv.batch, h, row0}, g.sq, Br));
+      Value dRow = kb.named("delta_row", kb.loadRows(kv.delta, {kv.batch, h, row0}, g.sq, Br));
+      Value capped;
+      Value s = softmaxInput(g, qTile, kv.kTile, row0, kv.col0, &capped);
+      Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
+                                              kb.b.getF64FloatAttr(softmaxScale()));
+      // dV += Pᵀ·dO (P goes through shared memory to be transposed)
+      Value pShared = kb.named("p_shared", kb.copyToShared(kb.named("p16", kb.convert(p, elem))));
+      Value dvNew = kb.matmul(pShared, doTile, dv, true, false);
+      // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
+      Value dp = kb.matmul(doTile, kv.vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)),
+                           false, true);
+      Value ds = scoreGradient(p, dp, dRow, capped);
+      Value dsShared =
+          kb.named("ds_shared", kb.copyToShared(kb.named("ds16", kb.convert(ds, elem))));
+      Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
+      if (atomicDq) {
+        Value dq = kb.matmul(dsShared, kv.kTile, kb.fill(kb.regF32(Br, Dt), 0.0), false, false);
+        kb.atomicAdd(dq, kv.dqAccum, {kv.batch, h, row0, kv.zero}, g.sq, kb.idx(D));
+      }
+      return std::make_pair(dkNew, dvNew);
+    });
   }
 
   /// The S^T form of keyValueGradients: tiles of S^T = K·Qᵀ [Bc x Br] with
@@ -301,78 +327,45 @@ struct AttentionKernel {
   /// from registers; per-query lse and D are column vectors in shared memory;
   /// only dSᵀ goes through shared memory, for dQ += dS·K.
   void keyValueGradientsTransposed(bool atomicDq) {
-    Value q = kb.arg(0), k = kb.arg(1), v = kb.arg(2), dOut = kb.arg(3), lse = kb.arg(4),
-          delta = kb.arg(5);
-    Value dqAccum = atomicDq ? kb.arg(6) : Value();
-    Value dK = kb.arg(atomicDq ? 7 : 6), dV = kb.arg(atomicDq ? 8 : 7);
-    Value kbIdx = kb.programId(GridAxis::X, "k_block"), hk = kb.programId(GridAxis::Y, "kv_head"),
-          b = kb.programId(GridAxis::Z, "batch");
-    MaskGeometry g = geometry(q, k);
-    Value group = kb.named("group", kb.divu(kb.dim(q, 1, "q_heads"), kb.dim(k, 1, "kv_heads")));
-    Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
-    Value zero = kb.idx(0);
-    Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt);
-    Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt);
-    Value begin, end;
-    std::tie(begin, end) = g.queryBlocks(kb, col0);
     auto columnVector =
         TileType::get(kb.b.getContext(), {Br}, kb.b.getF32Type(), MemorySpace::Shared);
-    SmallVector<Value> grads = kb.forLoop(
-        zero, group,
-        {kb.named("dk_zeros", kb.fill(kb.regF32(Bc, Dt), 0.0)),
-         kb.named("dv_zeros", kb.fill(kb.regF32(Bc, Dvt), 0.0))},
-        [&](Value member, ValueRange outer) -> SmallVector<Value> {
-          Value h = kb.named("head", kb.add(kb.named("first_head", kb.mul(hk, group)), member));
-          return kb.forLoop(
-              begin, end, outer, [&](Value qb, ValueRange carried) -> SmallVector<Value> {
-                Value dk = carried[0], dv = carried[1];
-                Value row0 = kb.named("row0", kb.mul(qb, kb.idx(Br)));
-                Value qTile = kb.load(q, {b, h, row0, zero}, g.sq, kb.idx(D), Br, Dt, plan.stages);
-                Value doTile =
-                    kb.load(dOut, {b, h, row0, zero}, g.sq, kb.idx(Dv), Br, Dvt, plan.stages);
-                Value lseCol = kb.b.create<LoadRowsOp>(kb.nameLoc("lse_cols"), columnVector, lse,
-                                                       ValueRange{b, h, row0}, g.sq);
-                Value dCol = kb.b.create<LoadRowsOp>(kb.nameLoc("delta_cols"), columnVector, delta,
-                                                     ValueRange{b, h, row0}, g.sq);
-                // S^T = K·Qᵀ [Bc x Br]
-                Value s = kb.matmul(kTile, qTile, kb.named("st", kb.fill(kb.regF32(Bc, Br), 0.0)),
-                                    false, true);
-                Value capped;
-                if (softcap > 0) {
-                  s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
-                                             kb.b.getF64FloatAttr(softcap));
-                  capped = s;
-                }
-                s = g.applyMask(kb, s, row0, col0, /*transposed=*/true);
-                Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseCol,
-                                                        kb.b.getF64FloatAttr(softmaxScale()));
-                // dV += Pᵀ·dO with Pᵀ in registers
-                Value dvNew =
-                    kb.matmul(kb.named("pt16", kb.convert(p, elem)), doTile, dv, false, false);
-                // dPᵀ = V·dOᵀ; dSᵀ = Pᵀ∘(dPᵀ - D[col])
-                Value dp = kb.matmul(vTile, doTile, kb.named("dpt", kb.fill(kb.regF32(Bc, Br), 0.0)),
-                                     false, true);
-                Value ds = scoreGradient(p, dp, dCol, capped);
-                Value dsReg = kb.named("dst16", kb.convert(ds, elem));
-                // dSᵀ to shared memory for dQ before dK's product, which may
-                // then run (wgmma, asynchronously) while dQ reads it.
-                Value dsShared =
-                    atomicDq ? kb.named("dst_shared", kb.copyToShared(dsReg)) : Value();
-                Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
-                if (atomicDq) {
-                  // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
-                  Value dq = kb.matmul(dsShared, kTile, kb.fill(kb.regF32(Br, Dt), 0.0), true, false);
-                  kb.atomicAdd(dq, dqAccum, {b, h, row0, zero}, g.sq, kb.idx(D));
-                }
-                return {dkNew, dvNew};
-              },
-              {"q_block", "dk_acc", "dv_acc"});
-        },
-        {"member", "dk_sum", "dv_sum"});
-    kb.store(kb.named("dk16", kb.convert(grads[0], elem)), dK, {b, hk, col0, zero}, g.sk,
-             kb.idx(D));
-    kb.store(kb.named("dv16", kb.convert(grads[1], elem)), dV, {b, hk, col0, zero}, g.sk,
-             kb.idx(Dv));
+    keyGradientsOverQueryBlocks(atomicDq, [&](const KeyBlock &kv, Value h, Value row0, Value qTile,
+                                              Value doTile, Value dk, Value dv) {
+      const MaskGeometry &g = kv.g;
+      Value lseCol = kb.b.create<LoadRowsOp>(kb.nameLoc("lse_cols"), columnVector, kv.lse,
+                                             ValueRange{kv.batch, h, row0}, g.sq);
+      Value dCol = kb.b.create<LoadRowsOp>(kb.nameLoc("delta_cols"), columnVector, kv.delta,
+                                           ValueRange{kv.batch, h, row0}, g.sq);
+      // S^T = K·Qᵀ [Bc x Br]
+      Value s = kb.matmul(kv.kTile, qTile, kb.named("st", kb.fill(kb.regF32(Bc, Br), 0.0)), false,
+                          true);
+      Value capped;
+      if (softcap > 0) {
+        s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
+                                   kb.b.getF64FloatAttr(softcap));
+        capped = s;
+      }
+      s = g.applyMask(kb, s, row0, kv.col0, /*transposed=*/true);
+      Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseCol,
+                                              kb.b.getF64FloatAttr(softmaxScale()));
+      // dV += Pᵀ·dO with Pᵀ in registers
+      Value dvNew = kb.matmul(kb.named("pt16", kb.convert(p, elem)), doTile, dv, false, false);
+      // dPᵀ = V·dOᵀ; dSᵀ = Pᵀ∘(dPᵀ - D[col])
+      Value dp = kb.matmul(kv.vTile, doTile, kb.named("dpt", kb.fill(kb.regF32(Bc, Br), 0.0)),
+                           false, true);
+      Value ds = scoreGradient(p, dp, dCol, capped);
+      Value dsReg = kb.named("dst16", kb.convert(ds, elem));
+      // dSᵀ to shared memory for dQ before dK's product, which may
+      // then run (wgmma, asynchronously) while dQ reads it.
+      Value dsShared = atomicDq ? kb.named("dst_shared", kb.copyToShared(dsReg)) : Value();
+      Value dkNew = kb.matmul(dsReg, qTile, dk, false, false);
+      if (atomicDq) {
+        // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
+        Value dq = kb.matmul(dsShared, kv.kTile, kb.fill(kb.regF32(Br, Dt), 0.0), true, false);
+        kb.atomicAdd(dq, kv.dqAccum, {kv.batch, h, row0, kv.zero}, g.sq, kb.idx(D));
+      }
+      return std::make_pair(dkNew, dvNew);
+    });
   }
 
   /// Deterministic dQ: one block per query block, looping over key blocks.

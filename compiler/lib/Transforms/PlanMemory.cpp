@@ -170,8 +170,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         !(plan.blockM == 128 && (plan.blockN == 64 || plan.blockN == 128) && plan.warps == 8 &&
           plan.stages >= 1 && plan.stages <= 4 && attention &&
           wsForwardFitsRegisters(attention.getValueDim(), plan.blockN)))
-      plan.strategy = attention && attention.getHeadDim() == attention.getValueDim() &&
-                              (attention.getHeadDim() == 64 || attention.getHeadDim() == 128)
+      plan.strategy = attention && wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())
                           ? Strategy::WgmmaSm90
                           : Strategy::MmaSyncSm80;
     if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)

@@ -93,8 +93,8 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
             ++plan.stages;
         break;
       }
-      if (hopper && forward && sixteenBit && (d == 64 || d == 128) &&
-          attention.getHeadDim() == attention.getValueDim()) {
+      if (hopper && forward && sixteenBit &&
+          wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())) {
         // Hopper: two warpgroups of 64 query rows issue wgmma (S = Q·Kᵀ from
         // shared, O += P·V with P in registers). Measured 1.19-1.36x FA2 at
         // D = 128 on the H200 (docs/device-library.md).
@@ -141,8 +141,8 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       // V·dO^T are SS wgmma, dV += P^T·dO and dK += dS^T·Q are RS wgmma, dQ
       // stays mma.sync over the same panels (docs/design/wgmma-backward.md).
       bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
-      if (hopper && sixteenBit && (d == 64 || d == 128) &&
-          attention.getHeadDim() == attention.getValueDim()) {
+      if (hopper && sixteenBit &&
+          wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())) {
         plan.strategy = Strategy::WgmmaSm90;
         // D = 64: 128 queries a step (FA3's 128x128) halve the barriers and
         // waits per FLOP; dQ is then 128 rows x 64 columns, one row band a warp.
@@ -199,6 +199,10 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
     return plan;
   }
   return plan;
+}
+
+bool wgmmaAttentionTakes(int64_t headDim, int64_t valueDim) {
+  return headDim == valueDim && (headDim == 64 || headDim == 128);
 }
 
 bool wsForwardTakes(int64_t headDim, int64_t valueDim) {

@@ -61,6 +61,10 @@ struct PlanChoices {
   bool deepRing = false;
 };
 
+/// Whether the wgmma_sm90 attention kernels (the cp.async forward, the Sᵀ
+/// backward) take head dims D and Dv: D = Dv in {64, 128}.
+bool wgmmaAttentionTakes(int64_t headDim, int64_t valueDim);
+
 /// Whether the wgmma_ws_sm90 forward takes head dims D (Q, K) and Dv (V, O):
 /// multiples of 8 up to 256, D above 32. Its tiles are padded (the TMA
 /// zero-fills the columns past the tensors', the epilogue stores Dv).
