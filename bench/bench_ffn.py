@@ -17,9 +17,11 @@ import bench_common as bc
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
-# The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, and both of the last two.
+# The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, both of the last two, the
+# launch order; and the opt-in warp-specialised fused FFN (ws-ffn).
 EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xnarrow": ("narrow-gemm",), "flashc_xserial": ("serial-wgmma",),
-                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma"), "flashc_xiog": ("in-order-grid",)}
+                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma"), "flashc_xiog": ("in-order-grid",),
+                    "flashc_xws": ("ws-ffn",)}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -105,7 +107,8 @@ def table(results, impls):
     titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
               "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xnarrow": "flashc (x: 128-wide GEMM)",
               "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)",
-              "flashc_xiog": "flashc (x: tiles in launch order)"}
+              "flashc_xiog": "flashc (x: tiles in launch order)",
+              "flashc_xws": "flashc (x: warp-specialised fused)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

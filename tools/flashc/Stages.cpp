@@ -153,6 +153,10 @@ const Experiment kExperiments[] = {
      "the warp-specialised attention forward's K/V ring as deep as shared memory allows (up to 4 "
      "stages), not 2",
      [](CompileOptions &o) { o.pipeline.deepRing = true; }},
+    {"ws-ffn",
+     "the sm_90a fused FFN (d and d_out up to 256, not gated) as the warp-specialised TMA kernel, "
+     "not the mma.sync one",
+     [](CompileOptions &o) { o.pipeline.wsFfn = true; }},
 };
 
 std::string joinExperiments(bool withHelp) {

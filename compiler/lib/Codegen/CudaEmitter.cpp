@@ -67,22 +67,6 @@ std::string floatLiteral(double v) {
 }
 
 
-/// The device library's `Act` enumerator of an activation kind.
-const char *activationEnumerator(tile::Activation kind) {
-  switch (kind) {
-  case tile::Activation::GeluTanh:
-    return "Act::GeluTanh";
-  case tile::Activation::GeluErf:
-    return "Act::GeluErf";
-  case tile::Activation::Silu:
-    return "Act::Silu";
-  case tile::Activation::Relu:
-    return "Act::Relu";
-  case tile::Activation::Identity:
-    return "Act::Identity";
-  }
-  return "Act::Identity";
-}
 
 
 

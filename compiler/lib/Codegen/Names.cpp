@@ -86,4 +86,20 @@ std::string givenName(Value v) {
   return index < names.size() ? names[index].str() : "";
 }
 
+const char *activationEnumerator(mlir::tile::Activation kind) {
+  switch (kind) {
+  case mlir::tile::Activation::GeluTanh:
+    return "Act::GeluTanh";
+  case mlir::tile::Activation::GeluErf:
+    return "Act::GeluErf";
+  case mlir::tile::Activation::Silu:
+    return "Act::Silu";
+  case mlir::tile::Activation::Relu:
+    return "Act::Relu";
+  case mlir::tile::Activation::Identity:
+    return "Act::Identity";
+  }
+  return "Act::Identity";
+}
+
 } // namespace flashc

@@ -8,6 +8,8 @@
 #ifndef FLASHC_COMPILER_CODEGEN_NAMES_H
 #define FLASHC_COMPILER_CODEGEN_NAMES_H
 
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -35,6 +37,9 @@ llvm::SmallVector<llvm::StringRef> locationNames(mlir::Location loc);
 /// The name the kernel builder gave `v` through a location (see
 /// KernelBuilder::named), or "" when it has none.
 std::string givenName(mlir::Value v);
+
+/// The device library's `Act` enumerator of an activation kind ("Act::Silu").
+const char *activationEnumerator(mlir::tile::Activation kind);
 
 /// Identifiers the generated code uses besides the kernel's values: device
 /// library functions and the emitter's own locals. A value is never named so.

@@ -3,10 +3,14 @@
 
 #include "flashc/Compiler/Target.h"
 
+#include "Names.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cctype>
+#include <optional>
 
 using namespace mlir;
 
@@ -16,19 +20,112 @@ bool isWsForward(tile::KernelOp kernel) {
   return kernel.getStrategy() == tile::Strategy::WgmmaWsSm90;
 }
 
-FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::string> argNames,
-                                         ArrayRef<std::string> cppNames, StringRef entry,
-                                         StringRef specComment, llvm::raw_ostream &out) {
-  auto reject = [&](const llvm::Twine &why) -> FailureOr<WsForwardKernel> {
-    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
-                              << " has strategy wgmma_ws_sm90, the warp-specialised attention "
-                                 "forward, but "
-                              << why,
+namespace {
+
+using RejectFn = llvm::function_ref<FailureOr<WsForwardKernel>(const llvm::Twine &)>;
+
+SmallVector<StringRef> attrNames(ArrayAttr list) {
+  SmallVector<StringRef> out;
+  for (Attribute name : list)
+    out.push_back(cast<StringAttr>(name).getValue());
+  return out;
+}
+
+/// The schedule flash-warp-specialize gave the kernel, checked against the
+/// library's form: two consumer warpgroups, `resident` loaded once, `ring`
+/// streamed; 128 rows on 8 warps, 64 or 128 columns a ring block, 1-4
+/// stages, the accumulators within the consumer registers.
+FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel, int64_t valueDim,
+                                                   ArrayRef<StringRef> resident,
+                                                   ArrayRef<StringRef> ring, RejectFn reject) {
+  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  if (!schedule)
+    return reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
+                  "flash-plan-memory)"),
            failure();
-  };
-  auto spec = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-  if (!spec || spec.getRole() != tile::KernelRole::AttentionForward)
-    return reject("it is not an attention forward (#tile.attention<role = attention_forward>)");
+  if (schedule.getConsumerWarpgroups() != 2 ||
+      attrNames(schedule.getResident()) != SmallVector<StringRef>(resident) ||
+      attrNames(schedule.getRing()) != SmallVector<StringRef>(ring))
+    return reject(llvm::formatv("its schedule is not the library's: 2 consumer warpgroups, {0} "
+                                "resident, {1} in the ring",
+                                llvm::join(resident, ", "), llvm::join(ring, " and "))),
+           failure();
+  int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
+  if (kernel.getBlockM() != 128 || (blockN != 64 && blockN != 128) || kernel.getWarps() != 8 ||
+      stages < 1 || stages > 4 || !wsForwardFitsRegisters(valueDim, blockN))
+    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
+                                "schedule is 128 rows on 8 warps (+ the producer warpgroup), 64 "
+                                "or 128 columns a ring block (64 at an output width of 256), 1-4 "
+                                "stages",
+                                kernel.getBlockM(), blockN, kernel.getWarps(), stages)),
+           failure();
+  return schedule;
+}
+
+/// Tensor maps of the named tensors (128-byte swizzled panels of 64 columns:
+/// the SmemPanelTile layout the wgmma descriptors read), one box each, and
+/// their C++ parameter names (clear of the kernel's other names).
+std::vector<std::string> addTensorMaps(ArrayRef<std::pair<unsigned, SmallVector<int64_t>>> boxes,
+                                       ArrayRef<std::string> argNames,
+                                       ArrayRef<std::string> cppNames, WsForwardKernel &result) {
+  std::vector<std::string> mapCppNames;
+  for (const auto &[arg, box] : boxes) {
+    std::string name = argNames[arg] + "_map";
+    while (llvm::is_contained(argNames, name))
+      name += "_";
+    rt::TensorMapParam map;
+    map.name = name;
+    map.tensor = argNames[arg];
+    map.box.assign(box.begin(), box.end());
+    map.swizzle = rt::TensorMapSwizzle::B128;
+    result.tensorMaps.push_back(map);
+    std::string cpp = name;
+    for (char &c : cpp)
+      if (!std::isalnum(static_cast<unsigned char>(c)))
+        c = '_';
+    while (llvm::is_contained(cppNames, cpp))
+      cpp += "_";
+    mapCppNames.push_back(cpp);
+  }
+  return mapCppNames;
+}
+
+/// The Config lines both kernels share: the register budgets and ping-pong;
+/// `longestFirst` (attention) adds flash-order-blocks' block order.
+void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<bool> longestFirst,
+                         llvm::raw_ostream &out) {
+  out << "  // schedule (flash-warp-specialize): register budgets of the producer and\n"
+      << "  // consumer warpgroups, ping-pong" << (longestFirst ? "; block order (flash-order-blocks)" : "")
+      << "\n";
+  out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
+      << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
+  out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false");
+  if (longestFirst)
+    out << ", kLongestFirst = " << (*longestFirst ? "true" : "false");
+  out << ";\n";
+}
+
+/// The kernel's signature after its config namespace: the tensors, then the
+/// maps as grid constants (their addresses go to the TMA unit).
+void printSignature(StringRef entry, ArrayRef<std::string> cppNames,
+                    ArrayRef<std::string> mapCppNames, llvm::raw_ostream &out) {
+  out << "extern \"C\" __global__ void __launch_bounds__(" << kWsForwardThreads << ", 1)\n"
+      << entry << "(";
+  for (auto [i, name] : llvm::enumerate(cppNames))
+    out << (i ? ", " : "") << "const flashc::TensorArg " << name;
+  for (const std::string &map : mapCppNames)
+    out << ", const __grid_constant__ flashc::TmaDescriptor " << map;
+  out << ") {\n";
+}
+
+const char *elementName(Type elem) { return elem.isBF16() ? "bf16" : "f16"; }
+
+std::string floatConfigLiteral(double v) { return llvm::formatv("{0:e9}", v).str() + "f"; }
+
+FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+                                         ArrayRef<std::string> argNames,
+                                         ArrayRef<std::string> cppNames, StringRef entry,
+                                         RejectFn reject, llvm::raw_ostream &out) {
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   if (!wsForwardTakes(d, dv))
     return reject(llvm::formatv("head_dim = {0}, value_dim = {1}: it takes head dims that are "
@@ -48,31 +145,11 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
                                   argNames[i], width));
   }
-  // The schedule is flash-warp-specialize's; the library runs two consumer
-  // warpgroups (kWsForwardThreads) of 64 rows.
-  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
-  if (!schedule)
-    return reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
-                  "flash-plan-memory)");
-  auto names = [](ArrayAttr list) {
-    SmallVector<StringRef> out;
-    for (Attribute name : list)
-      out.push_back(cast<StringAttr>(name).getValue());
-    return out;
-  };
-  if (schedule.getConsumerWarpgroups() != 2 ||
-      names(schedule.getResident()) != SmallVector<StringRef>{"q"} ||
-      names(schedule.getRing()) != SmallVector<StringRef>{"k", "v"})
-    return reject("its schedule is not the library's: 2 consumer warpgroups, q resident, k and v "
-                  "in the ring");
-  int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
-  if (kernel.getBlockM() != 128 || (blockN != 64 && blockN != 128) || kernel.getWarps() != 8 ||
-      stages < 1 || stages > 4 || !wsForwardFitsRegisters(dv, blockN))
-    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 128 query rows on 8 warps (+ the producer "
-                                "warpgroup), 64 or 128 keys a block (64 at value_dim 256), 1-4 "
-                                "stages",
-                                kernel.getBlockM(), blockN, kernel.getWarps(), stages));
+  FailureOr<tile::WarpSpecializedAttr> schedule =
+      checkSchedule(kernel, dv, {"q"}, {"k", "v"}, reject);
+  if (failed(schedule))
+    return failure();
+  int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
 
   // GQA: query heads per KV head, static when both head counts are (else
   // the library divides the shapes at run time).
@@ -82,43 +159,19 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
                           headsKV > 0 && headsQ % headsKV == 0
                       ? headsQ / headsKV
                       : 0;
-  int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   WsForwardKernel result;
-  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elementBytes);
+  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
+  // q, k, v: 128 query rows or blockN key rows of one head of one batch.
+  std::vector<std::string> maps =
+      addTensorMaps({{0, {1, 1, 128, 64}}, {1, {1, 1, blockN, 64}}, {2, {1, 1, blockN, 64}}},
+                    argNames, cppNames, result);
 
-  // Tensor maps of q, k, v: one 128-byte swizzled panel of 64 columns a box
-  // (the SmemPanelTile layout the wgmma descriptors read), 128 query rows or
-  // blockN key rows, one head of one batch.
-  std::vector<std::string> mapCppNames;
-  for (unsigned i = 0; i < 3; ++i) {
-    std::string name = argNames[i] + "_map";
-    while (llvm::is_contained(argNames, name))
-      name += "_";
-    rt::TensorMapParam map;
-    map.name = name;
-    map.tensor = argNames[i];
-    map.box = {1, 1, i == 0 ? 128 : blockN, 64};
-    map.swizzle = rt::TensorMapSwizzle::B128;
-    result.tensorMaps.push_back(map);
-    std::string cpp = name;
-    for (char &c : cpp)
-      if (!std::isalnum(static_cast<unsigned char>(c)))
-        c = '_';
-    while (llvm::is_contained(cppNames, cpp))
-      cpp += "_";
-    mapCppNames.push_back(cpp);
-  }
-
-  auto literal = [](double v) { return llvm::formatv("{0:e9}", v).str() + "f"; };
   std::string ns = entry.str() + "_config";
-  out << "// ---- " << kernel.getSymName() << " ----\n";
-  if (!specComment.empty())
-    out << "// " << specComment << "\n";
   out << "// Warp-specialised TMA forward (strategy wgmma_ws_sm90): the device library's\n"
       << "// attention_fwd_ws; 8 consumer warps + 1 producer warpgroup.\n";
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
-  out << "  using Elem = flashc::device::" << (elem.isBF16() ? "bf16" : "f16") << ";\n";
+  out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
   // Tile widths (padded to whole panels / a wgmma N) and o's true width.
   out << "  static constexpr int kHeadDim = " << wsForwardHeadTile(d)
       << ", kValueDim = " << wsForwardValueTile(dv) << ", kValueCols = " << dv << ";\n";
@@ -127,37 +180,121 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
       << ";  // query heads per KV head (0: from the shapes at run time)\n";
   out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
       << ", kWindowRight = " << spec.getWindowRight() << ";\n";
-  out << "  static constexpr float kScale = " << literal(spec.getScale().getValueAsDouble())
-      << ", kSoftcap = " << literal(spec.getSoftcap().getValueAsDouble()) << ";\n";
-  out << "  // schedule (flash-warp-specialize): register budgets of the producer and\n"
-      << "  // consumer warpgroups, ping-pong; block order (flash-order-blocks)\n";
-  out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
-      << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
-  out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false")
-      << ", kLongestFirst = "
-      << (kernel.getGridOrderAttr() &&
-                  kernel.getGridOrderAttr().getOrder() == tile::BlockOrder::LongestFirst
-              ? "true"
-              : "false")
-      << ";\n";
+  out << "  static constexpr float kScale = "
+      << floatConfigLiteral(spec.getScale().getValueAsDouble())
+      << ", kSoftcap = " << floatConfigLiteral(spec.getSoftcap().getValueAsDouble()) << ";\n";
+  printScheduleConfig(*schedule,
+                      kernel.getGridOrderAttr() &&
+                          kernel.getGridOrderAttr().getOrder() == tile::BlockOrder::LongestFirst,
+                      out);
   out << "};\n";
   out << "using Plan = flashc::device::AttentionFwdWsPlan<Config>;\n";
   out << "static_assert(Plan::kThreads == " << kWsForwardThreads
       << " && Plan::kSmemBytes == " << result.sharedBytes
       << ", \"the manifest's block size and shared memory\");\n";
   out << "}  // namespace " << ns << "\n\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kWsForwardThreads << ", 1)\n"
-      << entry << "(";
-  for (unsigned i = 0; i < 5; ++i)
-    out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
-  for (const std::string &map : mapCppNames)
-    out << ", const __grid_constant__ flashc::TmaDescriptor " << map;
-  out << ") {\n";
-  out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << mapCppNames[0] << ", "
-      << mapCppNames[1] << ", " << mapCppNames[2] << ", " << cppNames[0] << ", " << cppNames[1]
-      << ", " << cppNames[3] << ", " << cppNames[4] << ");\n";
+  printSignature(entry, cppNames, maps, out);
+  out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
+      << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
+      << ", " << cppNames[4] << ");\n";
   out << "}\n\n";
   return result;
+}
+
+FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
+                                   ArrayRef<std::string> argNames, ArrayRef<std::string> cppNames,
+                                   StringRef entry, RejectFn reject, llvm::raw_ostream &out) {
+  Type elem = spec.getElementType().getValue();
+  bool hasB1 = spec.getBias1().getValue(), hasB2 = spec.getBias2().getValue();
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  unsigned want = 4 + (hasB1 ? 1 : 0) + (hasB2 ? 1 : 0);
+  if (spec.getGated().getValue() || inputs.size() != want)
+    return reject(llvm::formatv("it takes {0} tensors, not the {1} of an ungated fused FFN (x, "
+                                "w1, [b1], w2, [b2], y)",
+                                inputs.size(), want));
+  unsigned x = 0, w1 = 1, b1 = 2, w2 = hasB1 ? 3 : 2, b2 = w2 + 1, y = want - 1;
+  auto typeOf = [&](unsigned i) { return dyn_cast<tile::GlobalTensorType>(inputs[i]); };
+  auto xt = typeOf(x), w1t = typeOf(w1), w2t = typeOf(w2), yt = typeOf(y);
+  if (!xt || !w1t || !w2t || !yt || w1t.getRank() != 2 || w2t.getRank() != 2 ||
+      (xt.getRank() != 2 && xt.getRank() != 3) || yt.getRank() != xt.getRank())
+    return reject("its tensors are not x [(B,) M, d], w1 [d, h], w2 [h, d_out], y [(B,) M, d_out]");
+  int64_t d = w1t.getShape()[0], h = w1t.getShape()[1], dOut = w2t.getShape()[1];
+  if (!wsFfnTakes(d, h, dOut, elem, /*gated=*/false))
+    return reject(llvm::formatv("d = {0}, h = {1}, d_out = {2} ({3}): it takes bf16 / f16 with d "
+                                "and d_out multiples of 8 up to 256, h a multiple of 8",
+                                d, h, dOut, elem));
+  FailureOr<tile::WarpSpecializedAttr> schedule =
+      checkSchedule(kernel, dOut, {"x"}, {"w1", "w2"}, reject);
+  if (failed(schedule))
+    return failure();
+  int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
+  bool batched = xt.getRank() == 3;
+
+  WsForwardKernel result;
+  result.sharedBytes =
+      wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
+  // x: 128 rows (of one batch); W1: all d rows of 64 hidden columns a box;
+  // W2: blockN hidden rows of 64 output columns a box.
+  SmallVector<int64_t> xBox = batched ? SmallVector<int64_t>{1, 128, 64} : SmallVector<int64_t>{128, 64};
+  std::vector<std::string> maps =
+      addTensorMaps({{x, xBox}, {w1, {wsForwardHeadTile(d), 64}}, {w2, {blockN, 64}}}, argNames,
+                    cppNames, result);
+
+  std::string ns = entry.str() + "_config";
+  out << "// Warp-specialised TMA fused FFN (strategy wgmma_ws_sm90): the device library's\n"
+      << "// ffn_fwd_ws; 8 consumer warps + 1 producer warpgroup.\n";
+  out << "namespace " << ns << " {\n";
+  out << "using namespace flashc::device;\n";
+  out << "struct Config {\n";
+  out << "  using Elem = " << elementName(elem) << ";\n";
+  out << "  static constexpr Act kAct = " << activationEnumerator(spec.getActivation()) << ";\n";
+  out << "  static constexpr bool kBias1 = " << (hasB1 ? "true" : "false")
+      << ", kBias2 = " << (hasB2 ? "true" : "false")
+      << ", kBatched = " << (batched ? "true" : "false") << ";\n";
+  // Tile widths (d padded to whole panels, d_out to a wgmma N) and y's width.
+  out << "  static constexpr int kInDim = " << wsForwardHeadTile(d)
+      << ", kOutDim = " << wsForwardValueTile(dOut) << ", kOutCols = " << dOut << ";\n";
+  out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
+  printScheduleConfig(*schedule, std::nullopt, out);
+  out << "};\n";
+  out << "using Plan = FfnFwdWsPlan<Config>;\n";
+  out << "static_assert(Plan::kThreads == " << kWsForwardThreads
+      << " && Plan::kSmemBytes == " << result.sharedBytes
+      << ", \"the manifest's block size and shared memory\");\n";
+  out << "}  // namespace " << ns << "\n\n";
+  printSignature(entry, cppNames, maps, out);
+  // Absent biases: the library does not read them (kBias1 / kBias2 false).
+  out << "  flashc::device::ffn_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
+      << ", " << maps[2] << ", " << cppNames[x] << ", " << cppNames[w1] << ", "
+      << cppNames[hasB1 ? b1 : x] << ", " << cppNames[hasB2 ? b2 : x] << ", " << cppNames[y]
+      << ");\n";
+  out << "}\n\n";
+  return result;
+}
+
+} // namespace
+
+FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::string> argNames,
+                                         ArrayRef<std::string> cppNames, StringRef entry,
+                                         StringRef specComment, llvm::raw_ostream &out) {
+  auto reject = [&](const llvm::Twine &why) -> FailureOr<WsForwardKernel> {
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
+                              << " has strategy wgmma_ws_sm90, a warp-specialised forward, but "
+                              << why,
+           failure();
+  };
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  Attribute spec = kernel.getSpecAttr();
+  if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(spec);
+      attention && attention.getRole() == tile::KernelRole::AttentionForward)
+    return emitAttention(kernel, attention, argNames, cppNames, entry, reject, out);
+  if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
+      gemm && gemm.getRole() == tile::KernelRole::FfnFused)
+    return emitFfn(kernel, gemm, argNames, cppNames, entry, reject, out);
+  return reject("it is neither an attention forward (#tile.attention<role = attention_forward>) "
+                "nor a fused FFN (#tile.gemm<role = ffn_fused>)");
 }
 
 } // namespace flashc

@@ -1,10 +1,10 @@
 //===- WsForwardEmitter.h - the warp-specialised forward's CUDA -*- C++ -*-===//
 //
-// A tile.kernel with strategy wgmma_ws_sm90 (flashc --experiment=ws-forward)
-// is printed as one call of the device library's attention_fwd_ws<Config>
-// (runtime/device/include/flashc/device/attention_fwd_ws.cuh), not op by op:
-// its TMA producer, K/V ring and ping-pong are one schedule the tile ops do
-// not describe. Its manifest entry adds the q, k, v tensor maps.
+// A tile.kernel with strategy wgmma_ws_sm90 is printed as one call of the
+// device library's attention_fwd_ws<Config> (an attention forward) or
+// ffn_fwd_ws<Config> (a fused FFN), not op by op: the TMA producer, the ring
+// and the ping-pong are one schedule (#tile.warp_specialized) the tile ops do
+// not describe. Its manifest entry adds the tensor maps (q, k, v or x, w1, w2).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHC_COMPILER_WSFORWARDEMITTER_H
@@ -29,14 +29,15 @@ constexpr int64_t kWsForwardThreads = 384;
 
 /// The printed kernel and what its manifest entry adds.
 struct WsForwardKernel {
-  /// The tensor maps of q, k and v (ABI: after the tensors, before scalars).
+  /// The tensor maps (q, k, v or x, w1, w2; ABI: after the tensors, before
+  /// scalars).
   std::vector<rt::TensorMapParam> tensorMaps;
   int64_t sharedBytes = 0;
 };
 
 /// Prints the config namespace and the `extern "C" __global__` kernel
 /// `entry` to `out`. `argNames` are the manifest names of the kernel's
-/// tensors (q, k, v, o, lse), `cppNames` their C++ parameter names.
+/// tensors, `cppNames` their C++ parameter names.
 mlir::FailureOr<WsForwardKernel> emitWsForward(mlir::tile::KernelOp kernel,
                                                llvm::ArrayRef<std::string> argNames,
                                                llvm::ArrayRef<std::string> cppNames,

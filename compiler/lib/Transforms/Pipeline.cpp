@@ -80,6 +80,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.wideGemm = options.wideGemm;
   plan.wsForward = options.wsForward;
   plan.deepRing = options.deepRing;
+  plan.wsFfn = options.wsFfn;
   pm.addPass(createPlanMemory(plan));
   pm.addPass(createWarpSpecialize());
   OrderBlocksOptions order;

@@ -133,7 +133,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       choices.wideGemm = wideGemm;
       choices.wsForward = wsForward;
       choices.deepRing = deepRing;
-      plan = defaultPlan(targetDesc, spec, choices);
+      choices.wsFfn = wsFfn;
+      plan = defaultPlan(targetDesc, spec, choices, kernel.getFunctionType().getInputs());
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)
         plan.blockM = blockM;
@@ -166,10 +167,12 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // S and P fit its registers, a K/V ring of 1-4 stages; an override
     // outside that keeps the wgmma form where it takes the head dims, else
     // mma.sync.
+    // The fused FFN's ws form has the same shape rules (its d_out is Dv).
+    std::optional<WsForwardSizes> ws = wsForwardSizes(spec, kernel.getFunctionType().getInputs());
     if (plan.strategy == Strategy::WgmmaWsSm90 &&
         !(plan.blockM == 128 && (plan.blockN == 64 || plan.blockN == 128) && plan.warps == 8 &&
-          plan.stages >= 1 && plan.stages <= 4 && attention &&
-          wsForwardFitsRegisters(attention.getValueDim(), plan.blockN)))
+          plan.stages >= 1 && plan.stages <= 4 && ws &&
+          wsForwardFitsRegisters(ws->valueDim, plan.blockN)))
       plan.strategy = attention && wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())
                           ? Strategy::WgmmaSm90
                           : Strategy::MmaSyncSm80;
@@ -265,11 +268,10 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     });
     // The warp-specialised forward lays out its own shared memory (TMA ring
     // and mbarriers); the tile body's tiles only describe what it computes.
-    if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
-        attention && plan.strategy == Strategy::WgmmaWsSm90)
-      offset = wsForwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.blockN,
-                                    plan.stages,
-                                    attention.getElementType().getValue().getIntOrFloatBitWidth() / 8);
+    if (std::optional<WsForwardSizes> ws = wsForwardSizes(kernel.getSpecAttr(), kernel.getFunctionType().getInputs());
+        ws && plan.strategy == Strategy::WgmmaWsSm90)
+      offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
+                                    ws->elementBytes);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

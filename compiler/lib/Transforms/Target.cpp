@@ -62,7 +62,8 @@ std::string unknownTargetMessage(llvm::StringRef arch) {
   return message;
 }
 
-TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices) {
+TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices,
+                     ArrayRef<Type> argTypes) {
   TilePlan plan;
   plan.strategy = target.strategy;
   plan.stages = 2;
@@ -169,11 +170,28 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       plan.blockN = 128;
       plan.warps = 1;
       break;
-    case KernelRole::FfnFused:
+    case KernelRole::FfnFused: {
       plan.blockM = 64;
       plan.blockN = 64;
       plan.warps = 4;
+      // The warp-specialised TMA form: x's 128-row block resident, W1
+      // columns and W2 rows of a hidden block through the ring, two consumer
+      // warpgroups; its tiles are the attention forward's (D = d, Dv = d_out).
+      bool gated = gemm.getGated().getValue();
+      size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gated ? 1 : 0);
+      auto x = argTypes.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
+      auto w1 = argTypes.size() > 1 ? llvm::dyn_cast<GlobalTensorType>(argTypes[1]) : GlobalTensorType();
+      int64_t outputDim = outputDimOf(argTypes, w2Index);
+      if (hopper && choices.wsFfn && x && w1 && w1.getRank() == 2 &&
+          wsFfnTakes(w1.getShape()[0], w1.getShape()[1], outputDim, gemm.getElementType().getValue(),
+                     gated)) {
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = 128;
+        plan.warps = 8;
+        plan.blockN = wsForwardBlockN(w1.getShape()[0], outputDim, target);
+      }
       break;
+    }
     default:
       plan.blockM = 128;
       plan.blockN = 128;
@@ -211,6 +229,33 @@ bool wsForwardTakes(int64_t headDim, int64_t valueDim) {
   // would double Q·Kᵀ or more; not measured).
   return headDim > 32 && headDim <= 256 && headDim % 8 == 0 && valueDim >= 8 &&
          valueDim <= 256 && valueDim % 8 == 0;
+}
+
+bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, Type element, bool gated) {
+  // 16-byte rows for the TMA (x and W1 rows of d, W1 rows of h, W2 and y rows
+  // of d_out); x's 128-row block and the y accumulator fit as Q and O do.
+  // Gated FFNs (two hidden products a block) are not in the library's form.
+  auto rowsOk = [](int64_t width) { return width >= 8 && width <= 256 && width % 8 == 0; };
+  return (element.isBF16() || element.isF16()) && !gated && rowsOk(inputDim) && rowsOk(outputDim) &&
+         hiddenDim >= 8 && hiddenDim % 8 == 0 && !ShapedType::isDynamic(hiddenDim);
+}
+
+std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argTypes) {
+  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+    if (attention.getRole() != KernelRole::AttentionForward)
+      return std::nullopt;
+    return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
+                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8};
+  }
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+  if (!gemm || gemm.getRole() != KernelRole::FfnFused || argTypes.size() < 2)
+    return std::nullopt;
+  auto w1 = llvm::dyn_cast<GlobalTensorType>(argTypes[1]);
+  size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
+  if (!w1 || w1.getRank() != 2)
+    return std::nullopt;
+  return WsForwardSizes{w1.getShape()[0], outputDimOf(argTypes, w2Index),
+                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8};
 }
 
 int64_t wsForwardHeadTile(int64_t headDim) { return (headDim + 63) / 64 * 64; }

@@ -32,15 +32,25 @@ struct WarpSpecializePass
     for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
       if (kernel.getStrategy() != Strategy::WgmmaWsSm90)
         continue;
-      auto spec = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
-      if (!spec || spec.getRole() != KernelRole::AttentionForward) {
+      // What the producer loads once (resident) and streams (ring): the
+      // attention forward's query block and K/V blocks, or the fused FFN's
+      // row block of x and the W1 columns / W2 rows of each hidden block.
+      Builder builder(ctx);
+      ArrayAttr resident, ring;
+      auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+      auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
+      if (attention && attention.getRole() == KernelRole::AttentionForward) {
+        resident = builder.getStrArrayAttr({"q"});
+        ring = builder.getStrArrayAttr({"k", "v"});
+      } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
+        resident = builder.getStrArrayAttr({"x"});
+        ring = builder.getStrArrayAttr({"w1", "w2"});
+      } else {
         kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName()
-                           << " is planned wgmma_ws_sm90 but is not an attention forward";
+                           << " is planned wgmma_ws_sm90 but is neither an attention forward nor "
+                              "a fused FFN";
         return signalPassFailure();
       }
-      Builder builder(ctx);
-      ArrayAttr resident = builder.getStrArrayAttr({"q"});
-      ArrayAttr ring = builder.getStrArrayAttr({"k", "v"});
       auto emitError = [&]() -> InFlightDiagnostic {
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };

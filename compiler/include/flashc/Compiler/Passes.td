@@ -123,6 +123,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
     Option<"wsForward", "ws-forward", "bool", /*default=*/"true",
            "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
+    Option<"wsFfn", "ws-ffn", "bool", /*default=*/"false",
+           "fused FFN kernels (sm_90a, 16-bit, d and d_out up to 256, not gated) as the warp-specialised TMA kernel wgmma_ws_sm90 (flashc --experiment=ws-ffn)">,
     Option<"deepRing", "deep-ring", "bool", /*default=*/"false",
            "the warp-specialised forward's K/V ring as deep as shared memory allows, up to 4 stages (flashc --experiment=deep-ring)">,
   ];
@@ -136,8 +138,10 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
     For every tile.kernel planned as wgmma_ws_sm90 (flash-plan-memory), sets
     `schedule = #tile.warp_specialized<...>`: one TMA producer warpgroup that
     gives its registers back, `warps` / 4 consumer warpgroups that take them,
-    Q resident and K, V streamed through a ring of the plan's stages, whether
-    the consumers ping-pong. The emitter prints this schedule; it does not
+    what stays resident and what streams through a ring of the plan's stages
+    (attention forward: Q resident, K and V streamed; fused FFN: the row block
+    of x resident, W1's columns and W2's rows of each hidden block streamed),
+    whether the consumers ping-pong. The emitter prints this schedule; it does not
     decide it (the order of the query-row blocks is flash-order-blocks').
     Kernels of other strategies are left alone; the CPU executor runs the
     tile body, which the schedule does not change.

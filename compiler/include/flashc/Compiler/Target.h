@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 
 namespace flashc {
@@ -59,6 +60,12 @@ struct PlanChoices {
   /// (up to 4 stages; D = 128: 3, D = 64: 4) instead of 2 (experiment
   /// deep-ring; the lab measured +2-5 % at D = 64 with 4).
   bool deepRing = false;
+  /// The fused FFN (sm_90a, 16-bit, not gated, d and d_out up to 256) as the
+  /// warp-specialised TMA kernel: the forward attention's schedule with the
+  /// activation in place of the softmax (x resident, W1 / W2 blocks in the
+  /// ring). Off: the mma.sync fused kernel (experiment ws-ffn, opt-in until
+  /// timed).
+  bool wsFfn = false;
 };
 
 /// Whether the wgmma_sm90 attention kernels (the cp.async forward, the Sᵀ
@@ -92,9 +99,27 @@ int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescripti
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
                              int64_t elementBytes);
 
-/// Default plan for a kernel recipe (#tile.attention or #tile.gemm).
+/// Whether the wgmma_ws_sm90 fused FFN takes model width `inputDim` (x, W1
+/// rows), hidden width `hiddenDim` and output width `outputDim`: 16-bit, not
+/// gated, d and d_out multiples of 8 up to 256 (its x and W2 tiles are the
+/// attention forward's Q and V tiles: wsForwardHeadTile / wsForwardValueTile,
+/// and its ring the same bytes: wsForwardSharedBytes), h a multiple of 8.
+bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Type element,
+                bool gated);
+
+/// The sizes a warp-specialised forward kernel's tiles come from: the
+/// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out
+/// (W2, y); none for other recipes.
+struct WsForwardSizes {
+  int64_t headDim, valueDim, elementBytes;
+};
+std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
+                                             llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Default plan for a kernel recipe (#tile.attention or #tile.gemm); the
+/// kernel's argument types where a plan depends on its sizes (the ws FFN).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,
-                     const PlanChoices &choices = {});
+                     const PlanChoices &choices = {}, llvm::ArrayRef<mlir::Type> argTypes = {});
 
 /// Whether `--backward-form=auto` picks the Sᵀ backward for an attention whose
 /// transposed main-kernel recipe is `spec`: where its plan is the wgmma form,

@@ -22,3 +22,4 @@
 #include "flashc/device/tma.cuh"
 #include "flashc/device/raster.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"
+#include "flashc/device/ffn_fwd_ws.cuh"

@@ -1,0 +1,253 @@
+// Fused FFN forward, warp-specialised TMA form (sm_90a): y = act(x·W1 + b1)·W2 + b2 for model widths
+// d <= 256 and d_out <= 256, the hidden activation never leaving the SM. The attention forward's
+// schedule (attention_fwd_ws.cuh) with the activation in place of the online softmax:
+//   * x's 128-row block is resident (TMA, once); W1's columns and W2's rows of one hidden block of
+//     kBlockN stream through a ring of kStages slots (full barrier: TMA bytes landed; empty barrier:
+//     every consumer warp done reading). Both weight tiles are MN-major wgmma operands ([K][N] rows,
+//     N contiguous), as V is in attention.
+//   * Two consumer warpgroups of 64 rows: H_j = x·W1_j is issued (SS), then y += P_{j-1}·W2_{j-1}
+//     (RS, P in registers); the bias and activation of H_j run while that product is in flight.
+//     Optional ping-pong between the warpgroups (named barriers), as in attention.
+//   * Hidden columns past h and rows past d read as zeros (the TMA zero-fills out-of-bounds boxes);
+//     act(0) = 0 for every activation here, so the padding adds nothing to y.
+//
+// Config (static members):
+//   using Elem = bf16 | f16;   kAct = Act::...;   kBias1, kBias2 (b1 [h], b2 [d_out] given)
+//   kInDim      x / W1 tile width: a multiple of 64 up to 256 (d padded to whole panels)
+//   kOutDim     W2 / y tile width: 64, 128 or 256 (the N of the P·W2 wgmma)
+//   kOutCols    y's columns (d_out <= kOutDim, a multiple of 8)
+//   kBlockN     hidden columns a block: 64 or 128
+//   kStages     W1/W2 ring depth
+//   kBatched    x and y are [B, M, *] (grid z = batch), else [M, *]
+//   kPingPong, kProducerRegs, kConsumerRegs   the schedule (#tile.warp_specialized)
+// Launch: grid (ceil(M / 128), 1, batch); FfnFwdWsPlan<Config>::kThreads (384) threads; kSmemBytes
+// dynamic shared memory. Maps (box, innermost last): x (1,) 128 x 64, W1 kInDim x 64, W2 kBlockN x 64,
+// 128B swizzle.
+#pragma once
+#include "flashc/device/activation.cuh"
+#include "flashc/device/emitter_api.cuh"
+#include "flashc/device/mbarrier.cuh"
+#include "flashc/device/panel.cuh"
+#include "flashc/device/regtile.cuh"
+#include "flashc/device/tensor.cuh"
+#include "flashc/device/tma.cuh"
+#include "flashc/device/types.cuh"
+#include "flashc/device/wgmma.cuh"
+#include "flashc/device/wgmma_tile.cuh"
+
+namespace flashc {
+namespace device {
+
+template <class Config>
+struct FfnFwdWsPlan {
+  using Elem = typename Config::Elem;
+  static constexpr int kInDim = Config::kInDim, kOutDim = Config::kOutDim, kOutCols = Config::kOutCols;
+  static_assert(kInDim % 64 == 0 && kInDim <= 256, "ws FFN: d tile a multiple of 64 up to 256");
+  static_assert(kOutDim == 64 || kOutDim == 128 || kOutDim == 256, "ws FFN: d_out tile 64, 128 or 256");
+  static_assert(kOutCols > 0 && kOutCols <= kOutDim && kOutCols % 8 == 0, "ws FFN: y's columns, 16-byte chunks");
+  static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kStages = Config::kStages;
+  static_assert(kBlockN == 64 || kBlockN == 128, "ws FFN: 64 or 128 hidden columns a block");
+  // A consumer thread holds y (kOutDim / 2 floats), H (kBlockN / 2) and P (kBlockN / 4 packed).
+  static_assert(kOutDim / 2 + kBlockN * 3 / 4 <= 176, "ws FFN: y, H and P overflow the consumer registers");
+  static constexpr int kWarps = 8, kThreads = kWarps * 32 + 128, kProducer = kWarps / 4;
+  static_assert(Config::kProducerRegs % 8 == 0 && Config::kConsumerRegs % 8 == 0 && Config::kProducerRegs >= 24 &&
+                    Config::kConsumerRegs <= 256 && Config::kProducerRegs + 2 * Config::kConsumerRegs <= 3 * 168,
+                "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
+  using XTile = SmemPanelTile<Elem, kBlockM, kInDim>;
+  using YTile = SmemPanelTile<Elem, kBlockM, kOutDim>;  // the epilogue's staging, over x
+  using W1Tile = SmemPanelTile<Elem, kInDim, kBlockN>;  // [d][hidden block]
+  using W2Tile = SmemPanelTile<Elem, kBlockN, kOutDim>;  // [hidden block][d_out]
+  static constexpr int kSmemX = 0;
+  static constexpr int kSmemW1 = XTile::kBytes > YTile::kBytes ? XTile::kBytes : YTile::kBytes;
+  static constexpr int kSmemW2 = kSmemW1 + kStages * W1Tile::kBytes;
+  static constexpr int kSmemBar = kSmemW2 + kStages * W2Tile::kBytes;
+  static constexpr int kBarX = 0, kBarW1Full = 1, kBarW1Empty = kBarW1Full + kStages,
+                       kBarW2Full = kBarW1Empty + kStages, kBarW2Empty = kBarW2Full + kStages,
+                       kNumBars = kBarW2Empty + kStages;
+  static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
+  static_assert(kSmemBytes <= 227 * 1024, "ws FFN: shared memory plan exceeds 227 KB");
+  static constexpr int kBarTurn = 1, kBarEpilogue = 3;  // named barriers, as attention_fwd_ws
+  static constexpr unsigned kSbo = 1024;
+};
+
+// Rows [row, row + box) of a 2-D (cols, rows) or 3-D (cols, rows, batch) map into every panel.
+template <bool kBatched, class Tile>
+__device__ __forceinline__ void tma_load_row_panels(Tile dst, const TmaDescriptor* map, unsigned bar, int row,
+                                                    int batch) {
+#pragma unroll
+  for (int p = 0; p < Tile::kPanels; ++p) {
+    if constexpr (kBatched)
+      tma_load_3d(dst.base() + p * Tile::kPanelBytes, map, bar, 64 * p, row, batch);
+    else
+      tma_load_2d(dst.base() + p * Tile::kPanelBytes, map, bar, 64 * p, row);
+  }
+}
+
+// The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
+// `const __grid_constant__` parameters. x gives M, w1 gives h; b1 / b2 may be unused arguments.
+template <class Config>
+__device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const TmaDescriptor& tma_w1,
+                                           const TmaDescriptor& tma_w2, const TensorArg& x, const TensorArg& w1,
+                                           const TensorArg& b1, const TensorArg& b2, const TensorArg& y) {
+  using P = FfnFwdWsPlan<Config>;
+  using Elem = typename P::Elem;
+  using XTile = typename P::XTile;
+  using YTile = typename P::YTile;
+  using W1Tile = typename P::W1Tile;
+  using W2Tile = typename P::W2Tile;
+  constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages, kWarps = P::kWarps;
+  constexpr unsigned kSbo = P::kSbo;
+  constexpr bool kBatched = Config::kBatched, kPingPong = Config::kPingPong;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = align_smem_1024(smem_raw);
+
+  const int M = static_cast<int>(kBatched ? x.shape[1] : x.shape[0]);
+  const int hidden = static_cast<int>(w1.shape[1]);
+  const int batch = blockIdx.z, m0 = blockIdx.x * kBlockM;
+  const int n_blocks = (hidden + kBlockN - 1) / kBlockN;
+  const int warpgroup = warp_id() / 4;
+
+  const XTile Xs{reinterpret_cast<Elem*>(smem + P::kSmemX)};
+  auto w1_tile = [&](int s) { return W1Tile{reinterpret_cast<Elem*>(smem + P::kSmemW1 + s * W1Tile::kBytes)}; };
+  auto w2_tile = [&](int s) { return W2Tile{reinterpret_cast<Elem*>(smem + P::kSmemW2 + s * W2Tile::kBytes)}; };
+  auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
+  auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(bar(P::kBarX), 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(bar(P::kBarW1Full + s), 1);
+      mbarrier_init(bar(P::kBarW2Full + s), 1);
+      mbarrier_init(bar(P::kBarW1Empty + s), kWarps);
+      mbarrier_init(bar(P::kBarW2Empty + s), kWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  // =============================== producer warpgroup ===============================
+  if (warpgroup == P::kProducer) {
+    warpgroup_reg_dealloc<Config::kProducerRegs>();
+    if (threadIdx.x == P::kProducer * 128) {
+      tma_prefetch_descriptor(&tma_x);
+      tma_prefetch_descriptor(&tma_w1);
+      tma_prefetch_descriptor(&tma_w2);
+      mbarrier_arrive_expect_tx(bar(P::kBarX), XTile::kBytes);
+      tma_load_row_panels<kBatched>(Xs, &tma_x, bar(P::kBarX), m0, batch);
+      for (int it = 0; it < n_blocks; ++it) {
+        const int s = it % kStages, n0 = it * kBlockN;
+        mbarrier_wait(bar(P::kBarW1Empty + s), phase(it) ^ 1);
+        mbarrier_arrive_expect_tx(bar(P::kBarW1Full + s), W1Tile::kBytes);
+#pragma unroll
+        for (int p = 0; p < W1Tile::kPanels; ++p)  // W1[0:d, n0 + 64p ..]: columns of the hidden block
+          tma_load_2d(w1_tile(s).base() + p * W1Tile::kPanelBytes, &tma_w1, bar(P::kBarW1Full + s), n0 + 64 * p, 0);
+        mbarrier_wait(bar(P::kBarW2Empty + s), phase(it) ^ 1);
+        mbarrier_arrive_expect_tx(bar(P::kBarW2Full + s), W2Tile::kBytes);
+        tma_load_row_panels<false>(w2_tile(s), &tma_w2, bar(P::kBarW2Full + s), n0, 0);
+      }
+    }
+    return;
+  }
+
+  // =============================== consumer warpgroups ==============================
+  warpgroup_reg_alloc<Config::kConsumerRegs>();
+  RegTileF32<kBlockM, P::kOutDim, kWarps> acc_y;   // this warpgroup's 64 rows of y
+  RegTileF32<kBlockM, kBlockN, kWarps> h;          // x·W1 of the current hidden block
+  RegTile16<Elem, kBlockM, kBlockN, kWarps> p;     // act(h + b1) of the previous block (A of P·W2)
+  fill(acc_y, 0.f);
+
+  auto release = [&](int b) {
+    if (lane_id() == 0) mbarrier_arrive(bar(b));
+  };
+  auto turn_wait = [&] {
+    if (kPingPong) named_barrier_sync(P::kBarTurn + warpgroup, 256);
+  };
+  auto turn_pass = [&](bool last) {
+    if (kPingPong && !(warpgroup == 1 && last)) named_barrier_arrive(P::kBarTurn + (warpgroup ^ 1), 256);
+  };
+  // H = x·W1_j (SS): x K-major (this warpgroup's 64 rows), W1_j MN-major; issue only.
+  auto issue_xw1 = [&](int stage) {
+    const W1Tile Ws = w1_tile(stage);
+    fill(h, 0.f);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < P::kInDim / 16; ++kk) {
+      const unsigned x_addr = Xs.base() + (kk / 4) * XTile::kPanelBytes + warpgroup * 64 * 128 + (kk % 4) * 32;
+      wgmma_ss_tb<Elem, kBlockN>(&h.v[0][0][0], wgmma_desc(x_addr, 16, kSbo),
+                                 wgmma_desc(Ws.base() + kk * 16 * 128, W1Tile::kPanelBytes, kSbo));
+    }
+    wgmma_commit();
+  };
+  // y += P·W2_j (RS): P from registers, W2_j MN-major; issue only.
+  auto issue_pw2 = [&](int stage) {
+    const W2Tile Ws = w2_tile(stage);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const unsigned a[4] = {p.v[0][2 * kk][0], p.v[0][2 * kk][1], p.v[0][2 * kk + 1][0], p.v[0][2 * kk + 1][1]};
+      wgmma_rs_tb<Elem, P::kOutDim>(&acc_y.v[0][0][0], a, wgmma_desc(Ws.base() + kk * 16 * 128, W2Tile::kPanelBytes, kSbo));
+    }
+    wgmma_commit();
+  };
+  // H = act(H + b1) over hidden columns it * kBlockN.. (past h: H = 0, b1 skipped, act(0) = 0).
+  auto activate = [&](int it) {
+    if constexpr (Config::kBias1) add_bias(h, vector_at<Elem>(b1), it * kBlockN, hidden);
+    activation<Config::kAct>(h);
+  };
+
+  if (n_blocks > 0) {
+    if (kPingPong && warpgroup == 1) named_barrier_arrive(P::kBarTurn + 0, 256);
+    mbarrier_wait(bar(P::kBarX), 0);
+    mbarrier_wait(bar(P::kBarW1Full + 0), 0);
+    turn_wait();
+    issue_xw1(0);
+    turn_pass(n_blocks == 1);
+    wgmma_wait<0>();
+    release(P::kBarW1Empty + 0);
+    activate(0);
+    convert(p, h);
+    for (int it = 1; it < n_blocks; ++it) {
+      const int cur = it % kStages, prev = (it - 1) % kStages;
+      mbarrier_wait(bar(P::kBarW1Full + cur), phase(it));
+      turn_wait();
+      issue_xw1(cur);
+      mbarrier_wait(bar(P::kBarW2Full + prev), phase(it - 1));
+      issue_pw2(prev);
+      turn_pass(it == n_blocks - 1);
+      wgmma_wait<1>();  // H_it complete; P_{it-1}·W2 may still run
+      release(P::kBarW1Empty + cur);
+      activate(it);
+      wgmma_wait<0>();  // p is free again, the W2 slot too
+      release(P::kBarW2Empty + prev);
+      convert(p, h);
+    }
+    const int last = (n_blocks - 1) % kStages;
+    mbarrier_wait(bar(P::kBarW2Full + last), phase(n_blocks - 1));
+    issue_pw2(last);
+    wgmma_wait<0>();
+    release(P::kBarW2Empty + last);
+  }
+
+  // =============================== epilogue ==============================
+  if constexpr (Config::kBias2) add_bias(acc_y, vector_at<Elem>(b2), 0, P::kOutCols);
+  RegTile16<Elem, kBlockM, P::kOutDim, kWarps> y_out;
+  convert(y_out, acc_y);
+  // Stage this warpgroup's 64 rows in its own rows of the x tile (its last x·W1 has completed), then
+  // 16-byte row-contiguous stores, rows >= M skipped, padded columns not stored.
+  const YTile Ys{reinterpret_cast<Elem*>(smem + P::kSmemX)};
+  detail::store_fragments_to(Ys, y_out);
+  named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
+  const GlobalMatrix<Elem> Yg = kBatched ? matrix_at<Elem>(y, batch) : matrix_at<Elem>(y);
+  constexpr int kChunksPerRow = P::kOutCols / 8;
+#pragma unroll
+  for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
+    const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
+    if (m0 + r < M)
+      *reinterpret_cast<uint4*>(Yg.base + (m0 + r) * Yg.row_stride + c * 8) =
+          *reinterpret_cast<const uint4*>(smem + P::kSmemX + YTile::chunk_offset(r, c));
+  }
+}
+
+}  // namespace device
+}  // namespace flashc
