@@ -32,22 +32,21 @@ import bench_common as bc
 # and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
 # flashc_x*: the default kernels with flashc --experiment, each the form a default replaced (float64-checked like
 # the others): mma-dq, sync-lse, two-barrier, all three (the backward kernels before them); flashc_xcpa: the
-# cp.async forward the warp-specialised TMA forward replaced; flashc_xdeep: the ws forward with a K/V ring as deep as
-# shared memory allows (code generation not yet a default). Only on request (--peers): a new
+# cp.async forward the warp-specialised TMA forward replaced. Only on request (--peers): a new
 # experiment that faults would take the process's CUDA context, and every later column, with it.
 DEFAULT_PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEERS = DEFAULT_PEERS + ["flashc_xmdq", "flashc_xslse", "flashc_x2bar", "flashc_xall", "flashc_xcpa", "flashc_xdeep"]
+PEERS = DEFAULT_PEERS + ["flashc_xmdq", "flashc_xslse", "flashc_x2bar", "flashc_xall", "flashc_xcpa"]
 # name -> (backward form, experiments)
 FLASHC_FORMS = {"flashc": ("auto", ()), "flashc_rows": ("rows", ()), "flashc_st": ("transposed", ()),
                 "flashc_xmdq": ("auto", ("mma-dq",)), "flashc_xslse": ("auto", ("sync-lse",)),
                 "flashc_x2bar": ("auto", ("two-barrier",)),
                 "flashc_xall": ("auto", ("mma-dq", "sync-lse", "two-barrier")),
-                "flashc_xcpa": ("auto", ("cp-async-forward",)), "flashc_xdeep": ("auto", ("deep-ring",))}
+                "flashc_xcpa": ("auto", ("cp-async-forward",))}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
 PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
                "flashc_xmdq": "flashc (x: mma.sync dQ)", "flashc_xslse": "flashc (x: sync lse)",
                "flashc_x2bar": "flashc (x: two barriers)", "flashc_xall": "flashc (x: all three)",
-               "flashc_xcpa": "flashc (x: cp.async forward)", "flashc_xdeep": "flashc (x: deep K/V ring)",
+               "flashc_xcpa": "flashc (x: cp.async forward)",
                "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",

@@ -101,11 +101,11 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
 # flashc --experiment (the forms today's defaults replaced): the backward's three each alone and all three, the
-# cp.async forward the warp-specialised TMA forward replaced, and the deeper K/V ring of the ws forward (not yet a
-# default): bench_attention.py's flashc_x* columns, and the test configs the device run checks against float64.
+# cp.async forward the warp-specialised TMA forward replaced: bench_attention.py's flashc_x* columns, and the test
+# configs the device run checks against float64.
 CP_ASYNC_FORWARD = ("cp-async-forward",)
 EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"),
-                   CP_ASYNC_FORWARD, ("deep-ring",))
+                   CP_ASYNC_FORWARD)
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
 # The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide

@@ -35,7 +35,7 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // CHECK: matmul(
 // Epilogue: + b1 (bf16, read as such), activation, convert, store.
 // CHECK: add_bias({{.*}}, vector_view<bf16>(
-// CHECK: activation<Act::GeluTanh>(
+// CHECK: activation<Act::GeluTanh, true>(
 // CHECK: convert(
 // CHECK: store_tile<kThreads>(
 // CHECK-LABEL: flashc_ffn_ffn_down(
@@ -70,7 +70,7 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // WG-NEXT: wgmma_matmul<false>([[ACC:acc]], [[X]], [[W]]);  // += A·B
 // WG-NEXT: wgmma_wait<0>();
 // WG: add_bias([[ACC]],
-// WG: activation<Act::GeluTanh>([[ACC]]);
+// WG: activation<Act::GeluTanh, true>([[ACC]]);
 // WG80-NOT: wgmma
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores

@@ -21,8 +21,6 @@
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true target=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
-// deep-ring (flashc --experiment=deep-ring): the ring as deep as shared memory allows, here the third stage.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="deep-ring=true" | FileCheck %s --check-prefix=WS-DEEP
 // WS-LABEL: tile.kernel @attention_attention_fwd
 // WS-SAME: block_m = 128 : i64, block_n = 128 : i64
 // WS-SAME: smem_bytes = 164936 : i64
@@ -30,9 +28,6 @@
 // WS-OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
 // WS-OVERRIDE-SAME: smem_bytes = 230504 : i64
 // WS-OVERRIDE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
-// WS-DEEP-LABEL: tile.kernel @attention_attention_fwd
-// WS-DEEP-SAME: smem_bytes = 230504 : i64
-// WS-DEEP-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>
 // WS-FALLBACK-LABEL: tile.kernel @attention_attention_fwd
 // WS-FALLBACK-SAME: block_m = 64 : i64
 // WS-FALLBACK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64

@@ -149,10 +149,6 @@ const Experiment kExperiments[] = {
      [](CompileOptions &o) { o.pipeline.wsForward = false; }},
     {"in-order-grid", "the GEMM kernels' tiles in launch order, not grouped 8 row blocks at a time",
      [](CompileOptions &o) { o.pipeline.groupedGrid = false; }},
-    {"deep-ring",
-     "the warp-specialised attention forward's K/V ring as deep as shared memory allows (up to 4 "
-     "stages), not 2",
-     [](CompileOptions &o) { o.pipeline.deepRing = true; }},
     {"ws-ffn",
      "the sm_90a fused FFN (d and d_out up to 256, not gated) as the warp-specialised TMA kernel, "
      "not the mma.sync one",

@@ -79,7 +79,6 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.wgmmaGemm = options.wgmmaGemm;
   plan.wideGemm = options.wideGemm;
   plan.wsForward = options.wsForward;
-  plan.deepRing = options.deepRing;
   plan.wsFfn = options.wsFfn;
   pm.addPass(createPlanMemory(plan));
   pm.addPass(createWarpSpecialize());

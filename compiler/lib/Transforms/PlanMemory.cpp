@@ -132,7 +132,6 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       choices.wgmmaGemm = wgmmaGemm;
       choices.wideGemm = wideGemm;
       choices.wsForward = wsForward;
-      choices.deepRing = deepRing;
       choices.wsFfn = wsFfn;
       plan = defaultPlan(targetDesc, spec, choices, kernel.getFunctionType().getInputs());
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;

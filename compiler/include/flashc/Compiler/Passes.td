@@ -125,8 +125,6 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
     Option<"wsFfn", "ws-ffn", "bool", /*default=*/"false",
            "fused FFN kernels (sm_90a, 16-bit, d and d_out up to 256, not gated) as the warp-specialised TMA kernel wgmma_ws_sm90 (flashc --experiment=ws-ffn)">,
-    Option<"deepRing", "deep-ring", "bool", /*default=*/"false",
-           "the warp-specialised forward's K/V ring as deep as shared memory allows, up to 4 stages (flashc --experiment=deep-ring)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

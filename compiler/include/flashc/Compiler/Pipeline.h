@@ -62,9 +62,6 @@ struct PipelineOptions {
   /// The GEMM kernels' tiles taken in groups of row blocks (flash-order-blocks'
   /// grouped option; off under flashc --experiment=in-order-grid).
   bool groupedGrid = true;
-  /// The warp-specialised forward's ring as deep as shared memory allows
-  /// (flash-plan-memory's deep-ring; on under flashc --experiment=deep-ring).
-  bool deepRing = false;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).

@@ -56,10 +56,6 @@ struct PlanChoices {
   /// cp.async wgmma forward at D = Dv in {64, 128} (measured 1.30-1.42x
   /// slower at S >= 4k on the H200), mma.sync elsewhere.
   bool wsForward = true;
-  /// The warp-specialised forward's K/V ring as deep as shared memory allows
-  /// (up to 4 stages; D = 128: 3, D = 64: 4) instead of 2 (experiment
-  /// deep-ring; the lab measured +2-5 % at D = 64 with 4).
-  bool deepRing = false;
   /// The fused FFN (sm_90a, 16-bit, not gated, d and d_out up to 256) as the
   /// warp-specialised TMA kernel: the forward attention's schedule with the
   /// activation in place of the softmax (x resident, W1 / W2 blocks in the

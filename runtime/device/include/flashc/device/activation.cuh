@@ -7,54 +7,75 @@ namespace device {
 
 enum class Act { Identity, Relu, GeluTanh, GeluErf, Silu };
 
-template <Act K>
+// tanh by the SFU (tanh.approx.f32, sm_75+: one MUFU op, max relative error 2^-11), for kernels whose results are
+// bf16 / f16 (2^-11 is below half their ulp): the accurate tanhf is a ~20-instruction sequence an element, and the
+// fused FFN issues one GELU per 2 x d_out multiply-adds (kApprox below; f32 kernels keep tanhf).
+__device__ __forceinline__ float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// kApprox: SFU tanh and rcp.approx divides (16-bit results); else tanhf and IEEE divides.
+template <bool kApprox>
+__device__ __forceinline__ float act_tanh(float x) {
+  if constexpr (kApprox) return fast_tanh(x);
+  return tanhf(x);
+}
+template <bool kApprox>
+__device__ __forceinline__ float act_divide(float x, float y) {
+  if constexpr (kApprox) return __fdividef(x, y);
+  return x / y;
+}
+
+template <Act K, bool kApprox = false>
 __device__ __forceinline__ float act(float x) {
   if constexpr (K == Act::Identity) return x;
   if constexpr (K == Act::Relu) return fmaxf(x, 0.f);
-  if constexpr (K == Act::GeluTanh) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  if constexpr (K == Act::GeluTanh) return 0.5f * x * (1.f + act_tanh<kApprox>(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   if constexpr (K == Act::GeluErf) return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
-  if constexpr (K == Act::Silu) return x / (1.f + __expf(-x));
+  if constexpr (K == Act::Silu) return act_divide<kApprox>(x, 1.f + __expf(-x));
   return x;
 }
 
 // Derivative K'(x) of the formulas above (relu'(0) = 0).
-template <Act K>
+template <Act K, bool kApprox = false>
 __device__ __forceinline__ float act_grad(float x) {
   if constexpr (K == Act::Identity) return 1.f;
   if constexpr (K == Act::Relu) return x > 0.f ? 1.f : 0.f;
   if constexpr (K == Act::GeluTanh) {
-    const float c = 0.7978845608028654f, u = c * (x + 0.044715f * x * x * x), t = tanhf(u);
+    const float c = 0.7978845608028654f, u = c * (x + 0.044715f * x * x * x), t = act_tanh<kApprox>(u);
     return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * 0.044715f * x * x);
   }
   if constexpr (K == Act::GeluErf)
     return 0.5f * (1.f + erff(x * 0.7071067811865476f)) + x * 0.3989422804014327f * __expf(-0.5f * x * x);
   if constexpr (K == Act::Silu) {
-    const float s = 1.f / (1.f + __expf(-x));
+    const float s = act_divide<kApprox>(1.f, 1.f + __expf(-x));
     return s * (1.f + x * (1.f - s));
   }
   return 1.f;
 }
 
 // tile op `activation K %x`, in place.
-template <Act K, int R, int C, int W>
+template <Act K, bool kApprox = false, int R, int C, int W>
 __device__ __forceinline__ void activation(RegTileF32<R, C, W>& t) {
 #pragma unroll
   for (int mt = 0; mt < t.kMT; ++mt)
 #pragma unroll
     for (int nt = 0; nt < t.kNT; ++nt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) t.v[mt][nt][i] = act<K>(t.v[mt][nt][i]);
+      for (int i = 0; i < 4; ++i) t.v[mt][nt][i] = act<K, kApprox>(t.v[mt][nt][i]);
 }
 
 // tile op `activation_grad K %g, %pre`: g[r][c] *= K'(pre[r][c]), in place in g.
-template <Act K, int R, int C, int W>
+template <Act K, bool kApprox = false, int R, int C, int W>
 __device__ __forceinline__ void activation_grad(RegTileF32<R, C, W>& g, const RegTileF32<R, C, W>& pre) {
 #pragma unroll
   for (int mt = 0; mt < g.kMT; ++mt)
 #pragma unroll
     for (int nt = 0; nt < g.kNT; ++nt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) g.v[mt][nt][i] *= act_grad<K>(pre.v[mt][nt][i]);
+      for (int i = 0; i < 4; ++i) g.v[mt][nt][i] *= act_grad<K, kApprox>(pre.v[mt][nt][i]);
 }
 
 // tile op `add_bias %acc, %b[col0] limit cl`: t[r][c] += b[col0 + c] for col0 + c < limit.

@@ -193,7 +193,7 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   // H = act(H + b1) over hidden columns it * kBlockN.. (past h: H = 0, b1 skipped, act(0) = 0).
   auto activate = [&](int it) {
     if constexpr (Config::kBias1) add_bias(h, vector_at<Elem>(b1), it * kBlockN, hidden);
-    activation<Config::kAct>(h);
+    activation<Config::kAct, true>(h);  // 16-bit results: SFU tanh, fast divide
   };
 
   if (n_blocks > 0) {
