@@ -18,10 +18,10 @@ DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
 # (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
 # The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, both of the last two, the
-# launch order; and the opt-in warp-specialised fused FFN (ws-ffn).
+# launch order, and the mma.sync fused FFN (the d = 256 row; the warp-specialised kernel replaced it).
 EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xnarrow": ("narrow-gemm",), "flashc_xserial": ("serial-wgmma",),
                     "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma"), "flashc_xiog": ("in-order-grid",),
-                    "flashc_xws": ("ws-ffn",)}
+                    "flashc_xmmafused": ("mma-fused-ffn",)}
 IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
 FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
 
@@ -108,7 +108,7 @@ def table(results, impls):
               "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xnarrow": "flashc (x: 128-wide GEMM)",
               "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)",
               "flashc_xiog": "flashc (x: tiles in launch order)",
-              "flashc_xws": "flashc (x: warp-specialised fused)"}
+              "flashc_xmmafused": "flashc (x: mma.sync fused)"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

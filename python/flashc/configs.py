@@ -110,17 +110,17 @@ BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x 
                                     for c in BENCH_ATTENTION)
 # The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide
 # (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), both of the last two, and the tiles in
-# launch order instead of grouped (in-order-grid) (the other experiments touch attention only); and the
-# warp-specialised fused FFN (ws-ffn, opt-in until timed: it takes the fused, ungated FFNs with d and d_out up to 256).
-# The benchmark shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
-WS_FFN = ("ws-ffn",)
+# launch order instead of grouped (in-order-grid), and the mma.sync fused FFN the warp-specialised one replaced where
+# it takes the FFN (fused, ungated, d and d_out up to 256: mma-fused-ffn) (the other experiments touch attention
+# only). The benchmark shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
+MMA_FUSED_FFN = ("mma-fused-ffn",)
 FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
-                       ("narrow-gemm", "serial-wgmma"), ("in-order-grid",), WS_FFN)
+                       ("narrow-gemm", "serial-wgmma"), ("in-order-grid",), MMA_FUSED_FFN)
 TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
 BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
                               for c in BENCH_FFN)
-# ws-ffn over padded widths too (d = 200: the x and W1 tiles 256 wide, the TMA zero-filling past d).
-TEST_FFN_PADDED_WS = tuple(dataclasses.replace(c, experiments=WS_FFN) for c in TEST_FFN_PADDED[:2])
+# The mma.sync fused FFN over padded widths too (d = 200; by default the warp-specialised kernel takes them).
+TEST_FFN_PADDED_MMA_FUSED = tuple(dataclasses.replace(c, experiments=MMA_FUSED_FFN) for c in TEST_FFN_PADDED[:2])
 
 
 def ws_forward_takes(config):
@@ -158,13 +158,13 @@ SETS = {
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
-    "tests-experiments": TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_WS,
+    "tests-experiments": TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED,
     "tests-ffn": TEST_FFN,
     "tests-attention-padded": TEST_ATTENTION_PADDED,
     "tests-ffn-padded": TEST_FFN_PADDED,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_WS + BENCH_ATTENTION_EXPERIMENTS
+               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED + BENCH_ATTENTION_EXPERIMENTS
                + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC)
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -33,7 +33,7 @@ BACKWARD_FORMS = ("auto", "rows", "transposed")
 # compiler's registry (tools/flashc/Stages.cpp, `flashc --list-experiments`) is the source; test_spec checks that
 # this copy (needed where no compiler is installed) matches it.
 EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "mma-dq", "sync-lse", "two-barrier", "cp-async-forward",
-               "in-order-grid", "ws-ffn")
+               "in-order-grid", "mma-fused-ffn")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

@@ -29,7 +29,7 @@
 // SLSE-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
 // SLSE-NEXT: __syncthreads();  // column vectors written by all threads
 // SLSE: recompute_probs_cols({{.+}}, [[LSE]],
-// BADX: unknown --experiment 'nope' (known: narrow-gemm, serial-wgmma, mma-gemm, mma-dq, sync-lse, two-barrier, cp-async-forward, in-order-grid, ws-ffn)
+// BADX: unknown --experiment 'nope' (known: narrow-gemm, serial-wgmma, mma-gemm, mma-dq, sync-lse, two-barrier, cp-async-forward, in-order-grid, mma-fused-ffn)
 // --experiment=two-barrier: prefetch before the wait, and a barrier at the end
 // of every iteration before its buffers are refilled.
 // TWOBAR-LABEL: flashc_attention_attention_bwd(

@@ -1,21 +1,21 @@
-// The sm_90a fused FFN as the warp-specialised TMA kernel (flashc
-// --experiment=ws-ffn, opt-in until timed on the H200): 16-bit, not gated, d
-// and d_out multiples of 8 up to 256. The device library's ffn_fwd_ws: a TMA
+// The sm_90a fused FFN is by default the warp-specialised TMA kernel (16-bit,
+// not gated, d and d_out multiples of 8 up to 256; 2.9x the mma.sync fused
+// kernel at d = 256 on the H200). The device library's ffn_fwd_ws: a TMA
 // producer warpgroup loads x's 128-row block once and streams W1's columns and
 // W2's rows of each hidden block through a ring; two consumer warpgroups issue
 // H = x·W1 (SS), apply b1 and the activation while y += act(H)·W2 (RS) of the
 // previous block runs. The tiles are the attention forward's (x as Q, W2 as
 // V): d padded to whole 64-column panels, d_out to a wgmma N, the TMA
 // zero-filling past the tensors and the epilogue storing d_out columns.
-// Without the experiment, gated, or d_out above 256 the fused FFN keeps its
-// mma.sync kernel (or two GEMMs).
-// RUN: flashc %s --experiment=ws-ffn --emit=tile -o - | FileCheck %s --check-prefix=TILE
-// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=DEFAULT
-// RUN: flashc %s --experiment=ws-ffn --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
-// RUN: flashc %s --experiment=ws-ffn --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
-// RUN: rm -rf %t.bundle && flashc %s --experiment=ws-ffn --emit=bundle --arch=sm_90a -o %t.bundle
+// Gated, sm_80, or --experiment=mma-fused-ffn (the form it replaced): the
+// mma.sync fused kernel; d_out above 256 never fuses.
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
+// RUN: flashc %s --experiment=mma-fused-ffn --emit=tile -o - | FileCheck %s --check-prefix=MMA
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
-// RUN: flashc %s --experiment=ws-ffn --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2> %t.ptxas
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2> %t.ptxas
 // RUN: FileCheck %s --check-prefix=PTXAS-WIDE < %t.ptxas
 // RUN: FileCheck %s --check-prefix=PTXAS-PADDED < %t.ptxas
 // RUN: FileCheck %s --check-prefix=PTXAS < %t.ptxas
@@ -53,7 +53,7 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // TILE-NOT: schedule =
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
 
-// DEFAULT-NOT: wgmma_ws_sm90
+// MMA-NOT: wgmma_ws_sm90
 
 // CUDA-LABEL: // ---- wide_ffn_fused ----
 // CUDA: struct Config {

@@ -10,17 +10,18 @@
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=SM80
-// The fused FFN planned warp-specialised (flash-plan-memory's ws-ffn): x's row
-// block resident, W1's columns and W2's rows of each hidden block in the ring.
-// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory=ws-ffn=true | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN
-// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN-DEFAULT
+// The fused FFN planned warp-specialised (flash-plan-memory's ws-ffn, the
+// default): x's row block resident, W1's columns and W2's rows of each hidden
+// block in the ring; ws-ffn=false keeps the mma.sync kernel, with no schedule.
+// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN
+// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory=ws-ffn=false | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN-MMA
 // FFN-LABEL: tile.kernel @ffn_ffn_fused(
 // FFN-SAME: block_m = 128 : i64, block_n = 64 : i64
 // FFN-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["x"], ring = ["w1", "w2"], ring_stages = 2, ping_pong = true>
 // FFN-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
-// FFN-DEFAULT-LABEL: tile.kernel @ffn_ffn_fused(
-// FFN-DEFAULT-NOT: schedule =
-// FFN-DEFAULT-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// FFN-MMA-LABEL: tile.kernel @ffn_ffn_fused(
+// FFN-MMA-NOT: schedule =
+// FFN-MMA-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // Budgets setmaxnreg cannot take, or that overdraw the registers of the launch, are refused.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=producer-registers=20 2>&1 | FileCheck %s --check-prefix=PRODUCER
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=consumer-registers=256 2>&1 | FileCheck %s --check-prefix=BUDGET

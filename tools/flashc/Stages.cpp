@@ -149,10 +149,10 @@ const Experiment kExperiments[] = {
      [](CompileOptions &o) { o.pipeline.wsForward = false; }},
     {"in-order-grid", "the GEMM kernels' tiles in launch order, not grouped 8 row blocks at a time",
      [](CompileOptions &o) { o.pipeline.groupedGrid = false; }},
-    {"ws-ffn",
-     "the sm_90a fused FFN (d and d_out up to 256, not gated) as the warp-specialised TMA kernel, "
-     "not the mma.sync one",
-     [](CompileOptions &o) { o.pipeline.wsFfn = true; }},
+    {"mma-fused-ffn",
+     "the sm_90a fused FFN (d and d_out up to 256, not gated) by the mma.sync kernel, not the "
+     "warp-specialised TMA kernel",
+     [](CompileOptions &o) { o.pipeline.wsFfn = false; }},
 };
 
 std::string joinExperiments(bool withHelp) {

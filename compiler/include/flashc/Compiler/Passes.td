@@ -123,8 +123,8 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
            "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
     Option<"wsForward", "ws-forward", "bool", /*default=*/"true",
            "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
-    Option<"wsFfn", "ws-ffn", "bool", /*default=*/"false",
-           "fused FFN kernels (sm_90a, 16-bit, d and d_out up to 256, not gated) as the warp-specialised TMA kernel wgmma_ws_sm90 (flashc --experiment=ws-ffn)">,
+    Option<"wsFfn", "ws-ffn", "bool", /*default=*/"true",
+           "fused FFN kernels (sm_90a, 16-bit, d and d_out up to 256, not gated) as the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=mma-fused-ffn)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

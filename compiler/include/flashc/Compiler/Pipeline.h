@@ -56,9 +56,9 @@ struct PipelineOptions {
   /// --experiment=cp-async-forward).
   bool wsForward = true;
   /// The fused FFN (sm_90a, 16-bit, d and d_out up to 256, not gated) as the
-  /// warp-specialised TMA kernel (flash-plan-memory's ws-ffn; on under flashc
-  /// --experiment=ws-ffn).
-  bool wsFfn = false;
+  /// warp-specialised TMA kernel (flash-plan-memory's ws-ffn; off under flashc
+  /// --experiment=mma-fused-ffn).
+  bool wsFfn = true;
   /// The GEMM kernels' tiles taken in groups of row blocks (flash-order-blocks'
   /// grouped option; off under flashc --experiment=in-order-grid).
   bool groupedGrid = true;
