@@ -1,5 +1,9 @@
 // Global <-> shared tile copies: 16-byte vectors, cp.async (L2-only .cg) with zero-fill of rows
 // past the valid bound, commit/wait groups for multi-stage buffering.
+// Column limits are element-exact: a row whose width ends inside a 16-byte chunk (an FFN width that
+// is not a multiple of 8 elements) reads only the chunk's bytes inside the width (cp.async's
+// src-size; the rest is zero-filled) and stores only those elements, so a tensor may be a narrow view
+// of a wider buffer (rows padded to 16 bytes) whose padding columns are never read nor written.
 #pragma once
 #include "flashc/device/smem.cuh"
 #include "flashc/device/tensor.cuh"
@@ -14,6 +18,19 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
 }
+// 16-byte async copy of which only the first `src_bytes` (0..16) are read; the rest of the 16
+// bytes are zero-filled (0: nothing is read, `src` must still be a valid address).
+__device__ __forceinline__ void cp_async_16_bytes(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+// Bytes of 16-byte chunk `chunk` of a row of T that lie inside its first `cols` elements: 16 for a
+// whole chunk, 0 past the width, the few bytes of a width that ends inside the chunk.
+template <class T>
+__device__ __forceinline__ int chunk_bytes(int cols, int chunk) {
+  constexpr int kEPC = 16 / static_cast<int>(sizeof(T));
+  const int n = cols - chunk * kEPC;
+  return n >= kEPC ? 16 : n > 0 ? n * static_cast<int>(sizeof(T)) : 0;
+}
 // 4-byte async copy (row vectors such as lse); .ca is the only cache mode for 4 bytes.
 __device__ __forceinline__ void cp_async_4(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
@@ -27,7 +44,8 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // tile op `load` (global -> shared): rows [row0, row0 + Rows) of `src` into `dst`; rows at or
-// past src.rows and columns at or past src.cols zero-filled (column slices: columns_from).
+// past src.rows and columns at or past src.cols zero-filled, element-exact (column slices:
+// columns_from).
 // Asynchronous: commit, wait and __syncthreads before reading dst.
 // Every thread of the block (kThreads) must call it.
 // Each thread keeps one (row, chunk) position, one global pointer and one shared address and
@@ -45,7 +63,7 @@ __device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
     constexpr bool kAffine = kRowsPerStep % 8 == 0;
     const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
     constexpr int kEPC = Tile::kElemsPerChunk;
-    const bool col_ok = chunk * kEPC < src.cols;
+    const int col_bytes = chunk_bytes<T>(src.cols, chunk);  // the same for every row of this thread
     const T* g = src.base + (row0 + row) * src.row_stride + chunk * kEPC;
     const long long step = kRowsPerStep * src.row_stride;
     const unsigned s0 = dst.addr(row, chunk);
@@ -53,9 +71,9 @@ __device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
     for (int it = 0; it < kSteps; ++it) {
       const int r = row + it * kRowsPerStep;
       if (Rows % kRowsPerStep == 0 || r < Rows) {
-        const bool valid = col_ok && row0 + r < src.rows;
+        const bool valid = col_bytes > 0 && row0 + r < src.rows;
         const unsigned s = kAffine ? s0 + it * kRowsPerStep * kCPR * 16 : dst.addr(r, chunk);
-        cp_async_16(s, valid ? g : src.base, valid);
+        cp_async_16_bytes(s, valid ? g : src.base, valid ? col_bytes : 0);
       }
       g += step;
     }
@@ -69,17 +87,19 @@ __device__ __forceinline__ void load_tile_async(SmemTile<T, Rows, Cols> dst,
         const int row = idx / kCPR;
         const int chunk = idx % kCPR;
         constexpr int kEPC = Tile::kElemsPerChunk;
-        const bool valid = row0 + row < src.rows && chunk * kEPC < src.cols;
+        const int col_bytes = chunk_bytes<T>(src.cols, chunk);
+        const bool valid = row0 + row < src.rows && col_bytes > 0;
         const T* g = valid ? src.base + (row0 + row) * src.row_stride + chunk * kEPC : src.base;
-        cp_async_16(dst.addr(row, chunk), g, valid);
+        cp_async_16_bytes(dst.addr(row, chunk), g, valid ? col_bytes : 0);
       }
     }
   }
 }
 
 // tile op `store` (shared -> global): rows [row0, row0 + Rows) of `dst` from `src`; rows at or
-// past dst.rows and columns at or past dst.cols skipped. 16-byte vectors. Caller puts a
-// __syncthreads() between the writes into src and this call.
+// past dst.rows and columns at or past dst.cols skipped (element-exact: a chunk the width ends
+// inside is stored element by element). 16-byte vectors. Caller puts a __syncthreads() between the
+// writes into src and this call.
 template <int kThreads, class T, int Rows, int Cols>
 __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& dst, int row0,
                                            SmemTile<T, Rows, Cols> src) {
@@ -92,9 +112,15 @@ __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& dst, int row0,
     if (kChunks % kThreads == 0 || idx < kChunks) {
       const int row = idx / Tile::kChunksPerRow;
       const int chunk = idx % Tile::kChunksPerRow;
-      if (row0 + row < dst.rows && chunk * Tile::kElemsPerChunk < dst.cols) {
-        const uint4 v = *reinterpret_cast<const uint4*>(src.ptr(row, chunk));
-        *reinterpret_cast<uint4*>(dst.base + (row0 + row) * dst.row_stride + chunk * Tile::kElemsPerChunk) = v;
+      const int n = dst.cols - chunk * Tile::kElemsPerChunk;  // elements of this chunk inside the width
+      if (row0 + row < dst.rows && n > 0) {
+        T* g = dst.base + (row0 + row) * dst.row_stride + chunk * Tile::kElemsPerChunk;
+        if (n >= Tile::kElemsPerChunk) {
+          *reinterpret_cast<uint4*>(g) = *reinterpret_cast<const uint4*>(src.ptr(row, chunk));
+        } else {
+          const T* s = reinterpret_cast<const T*>(src.ptr(row, chunk));
+          for (int e = 0; e < n; ++e) g[e] = s[e];
+        }
       }
     }
   }

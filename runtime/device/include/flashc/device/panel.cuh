@@ -41,7 +41,7 @@ __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst
   constexpr int kRowsPerStep = kThreads / kCPR;
   constexpr int kSteps = (Rows + kRowsPerStep - 1) / kRowsPerStep;
   const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
-  const bool col_ok = chunk * 8 < src.cols;
+  const int col_bytes = chunk_bytes<T>(src.cols, chunk);  // element-exact column limit
   const T* g = src.base + (row0 + row) * src.row_stride + chunk * 8;
   const long long step = kRowsPerStep * src.row_stride;
   const unsigned s0 = dst.base() + SmemPanelTile<T, Rows, Cols>::chunk_offset(row, chunk);
@@ -49,8 +49,8 @@ __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst
   for (int it = 0; it < kSteps; ++it) {
     const int r = row + it * kRowsPerStep;
     if (Rows % kRowsPerStep == 0 || r < Rows) {
-      const bool valid = col_ok && row0 + r < src.rows;
-      cp_async_16(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid);
+      const bool valid = col_bytes > 0 && row0 + r < src.rows;
+      cp_async_16_bytes(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid ? col_bytes : 0);
     }
     g += step;
   }

@@ -155,7 +155,8 @@ __device__ __forceinline__ void store_fragments(SmemTile<T, R, C> dst, const Reg
   detail::store_fragments_to(dst, src);
 }
 
-// tile op `store` register -> global (16-bit tile, 4-byte stores), rows/cols past dst's limits skipped.
+// tile op `store` register -> global (16-bit tile, 4-byte stores), rows/cols past dst's limits skipped
+// (element-exact: a pair the width ends inside stores its first element only, 2 bytes).
 // Prefer copy-to-shared + store_tile (16-byte stores) where shared memory is free.
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(const GlobalMatrix<T>& dst, int row0,
@@ -167,9 +168,14 @@ __device__ __forceinline__ void store_fragments(const GlobalMatrix<T>& dst, int 
       const int row = row0 + src.row(mt, h);
       if (row < dst.rows) {
 #pragma unroll
-        for (int nt = 0; nt < src.kNT; ++nt)
-          if (src.col(nt, 0) < dst.cols)
-            *reinterpret_cast<unsigned*>(dst.base + row * dst.row_stride + src.col(nt, 0)) = src.v[mt][nt][h];
+        for (int nt = 0; nt < src.kNT; ++nt) {
+          const int c = src.col(nt, 0);
+          T* g = dst.base + row * dst.row_stride + c;
+          if (c + 1 < dst.cols)
+            *reinterpret_cast<unsigned*>(g) = src.v[mt][nt][h];
+          else if (c < dst.cols)  // the pair's low half is column c (ElemTraits::pack)
+            *reinterpret_cast<unsigned short*>(g) = static_cast<unsigned short>(src.v[mt][nt][h] & 0xffffu);
+        }
       }
     }
 }
