@@ -34,14 +34,14 @@ struct SmemPanelTile {
 };
 
 // tile op `load` (global -> shared) into a panel tile; semantics as load_tile_async.
-template <int kThreads, class T, int Rows, int Cols>
+template <int kThreads, bool kExact = false, class T, int Rows, int Cols>
 __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst, const GlobalMatrix<T>& src, int row0) {
   constexpr int kCPR = Cols / 8;
   static_assert(kThreads % kCPR == 0 && (kThreads / kCPR) % 8 == 0, "panel loads step 8k rows per pass");
   constexpr int kRowsPerStep = kThreads / kCPR;
   constexpr int kSteps = (Rows + kRowsPerStep - 1) / kRowsPerStep;
   const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
-  const int col_bytes = chunk_bytes<T>(src.cols, chunk);  // element-exact column limit
+  const bool col_ok = chunk * 8 < src.cols;
   const T* g = src.base + (row0 + row) * src.row_stride + chunk * 8;
   const long long step = kRowsPerStep * src.row_stride;
   const unsigned s0 = dst.base() + SmemPanelTile<T, Rows, Cols>::chunk_offset(row, chunk);
@@ -49,8 +49,12 @@ __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst
   for (int it = 0; it < kSteps; ++it) {
     const int r = row + it * kRowsPerStep;
     if (Rows % kRowsPerStep == 0 || r < Rows) {
-      const bool valid = col_bytes > 0 && row0 + r < src.rows;
-      cp_async_16_bytes(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid ? col_bytes : 0);
+      const bool valid = col_ok && row0 + r < src.rows;
+      if constexpr (kExact)
+        cp_async_16_bytes(s0 + it * kRowsPerStep * 128, valid ? g : src.base,
+                          valid ? chunk_bytes<T>(src.cols, chunk) : 0);
+      else
+        cp_async_16(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid);
     }
     g += step;
   }
