@@ -229,7 +229,7 @@ class Bundle:
         """torch tensors for every 'out' parameter of `name` not among args, shaped by
         flashc_bundle_param_shape, on the device of the first tensor argument (fill: optional value).
         A 16-bit output of rank >= 2 whose width is not a multiple of 8 (an FFN width such as 77) gets rows
-        padded to 16 bytes, as the kernels need: a view of the first columns of padded storage."""
+        padded to 16 bytes, as the kernels need (torch.empty_strided: rows 80 apart for a width of 77)."""
         import torch
         device = next((v.device for v in args.values() if _is_torch_tensor(v)), None)
         if device is None:
@@ -239,13 +239,17 @@ class Bundle:
         for p in self.params(name):
             if p.is_tensor and p.direction == "out" and p.name not in args:
                 shape = self.param_shape(name, p.name, **args)
-                storage = shape
                 if p.dtype in ("bf16", "f16") and len(shape) >= 2 and shape[-1] % 8:
-                    storage = tuple(shape[:-1]) + (shape[-1] + (-shape[-1]) % 8,)
-                t = torch.empty(storage, dtype=dtypes[p.dtype], device=device)
+                    strides, step = [1] * len(shape), shape[-1] + (-shape[-1]) % 8
+                    for i in range(len(shape) - 2, -1, -1):
+                        strides[i] = step
+                        step *= max(shape[i], 1)
+                    t = torch.empty_strided(shape, tuple(strides), dtype=dtypes[p.dtype], device=device)
+                else:
+                    t = torch.empty(shape, dtype=dtypes[p.dtype], device=device)
                 if fill is not None:
                     t.fill_(fill)
-                out[p.name] = t if storage == shape else t[..., :shape[-1]]
+                out[p.name] = t
         return out
 
     # -- execution ---------------------------------------------------------

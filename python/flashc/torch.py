@@ -41,24 +41,29 @@ def _padded_width(width, dtype):
 
 
 def _output(shape, dtype, device, pad_rows=False):
-    """An output tensor. pad_rows: rows padded to 16 bytes when the width is not (an FFN width such as 1001
-    bf16): the storage is [..., padded] and the result a view of its first `width` columns."""
+    """An output tensor. pad_rows: a width whose rows are not whole 16 bytes (an FFN width such as 1001 bf16)
+    gets rows padded to 16 bytes (torch.empty_strided: strides (1008, 1) for [M, 1001]; not contiguous)."""
     shape = tuple(shape)
-    storage = shape
-    if pad_rows and len(shape) >= 2:
-        storage = shape[:-1] + (_padded_width(shape[-1], dtype),)
-    t = torch.empty(storage, dtype=dtype, device=device)
-    if _poison_enabled():
-        t.fill_(float("nan") if dtype.is_floating_point else -1)
-    return t if storage == shape else t[..., :shape[-1]]
+    if pad_rows and len(shape) >= 2 and _padded_width(shape[-1], dtype) != shape[-1]:
+        strides, step = [1] * len(shape), _padded_width(shape[-1], dtype)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = step
+            step *= max(shape[i], 1)
+        t = torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
+    else:
+        t = torch.empty(shape, dtype=dtype, device=device)
+    if _poison_enabled():  # the whole storage, rows' padding too: a kernel that wrote there shows up in tests
+        t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).fill_(
+            float("nan") if dtype.is_floating_point else -1)
+    return t
 
 
 def _kernel_layout(t, pad_rows=False):
     """t in a layout every kernel accepts (last dim contiguous, 16-byte aligned rows), copying only if needed.
 
     pad_rows: rows that cannot be 16-byte aligned in a dense layout (an FFN width such as 1001 bf16) are copied
-    into rows padded to 16 bytes and passed as a view of their first columns (the kernels never touch the
-    padding); a tensor whose rows already are (e.g. such a view) is passed as it is."""
+    into rows padded to 16 bytes (_output; the kernels never touch the padding); a tensor whose rows already
+    are (e.g. a view of the first columns of a wider buffer) is passed as it is."""
     if t.dim() == 0:
         return t
     size = t.element_size()
@@ -168,7 +173,7 @@ class _Ffn(torch.autograd.Function):
     def forward(ctx, x, w1, b1, w2, b2, w_gate, config):
         lead = tuple(x.shape[:-1])
         # Any width: rows that are not whole 16 bytes (d, h or d_out such as 100, 1001, 77 in bf16) are padded
-        # copies, outputs padded storage returned as views of their first columns (_kernel_layout).
+        # copies, outputs get padded row strides (_kernel_layout, _output).
         x2 = _kernel_layout(x.reshape(-1, config.d_model), pad_rows=True)
         w1, w2 = _kernel_layout(w1, pad_rows=True), _kernel_layout(w2, pad_rows=True)
         b1 = None if b1 is None else _kernel_layout(b1)
@@ -234,7 +239,7 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
     16-byte aligned: a tensor whose width is not a multiple of 8 (d = 100, h = 1001, ...) is copied into rows
     padded to the next multiple of 8 unless its rows already are (a view such as
     torch.empty(d, 1008)[:, :1001]: keep weights that way to avoid the copy), and y and the gradients of such
-    widths are views of padded storage (not contiguous). activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
+    widths have padded row strides (not contiguous). activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
     Gated (w_gate [d, h] given; w1 is then the up projection; no b1):
     y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS).
     """

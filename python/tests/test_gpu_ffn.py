@@ -82,11 +82,12 @@ def _nan_padded_view(t):
 
 
 def _padding_of(t):
-    """The padding columns of a 2-D row-padded output view (rows stride(0) apart, wider than the width), else None."""
+    """The padding between the rows of a row-padded 2-D output (rows stride(0) apart, wider than the width; the
+    last row's end is the storage's), else None."""
     t2 = t.reshape(-1, t.shape[-1]) if t.dim() > 2 else t
-    if t2.dim() != 2 or t2.stride(-1) != 1 or t2.stride(0) <= t2.shape[1] or t2.shape[0] == 0:
+    if t2.dim() != 2 or t2.stride(-1) != 1 or t2.stride(0) <= t2.shape[1] or t2.shape[0] < 2:
         return None
-    return t2.as_strided((t2.shape[0], t2.stride(0)), (t2.stride(0), 1))[:, t2.shape[1]:]
+    return t2.as_strided((t2.shape[0] - 1, t2.stride(0)), (t2.stride(0), 1))[:, t2.shape[1]:]
 
 
 @requires_cuda
