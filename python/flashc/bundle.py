@@ -227,7 +227,9 @@ class Bundle:
 
     def allocate_outputs(self, name, fill=None, **args):
         """torch tensors for every 'out' parameter of `name` not among args, shaped by
-        flashc_bundle_param_shape, on the device of the first tensor argument (fill: optional value)."""
+        flashc_bundle_param_shape, on the device of the first tensor argument (fill: optional value).
+        A 16-bit output of rank >= 2 whose width is not a multiple of 8 (an FFN width such as 77) gets rows
+        padded to 16 bytes, as the kernels need (torch.empty_strided: rows 80 apart for a width of 77)."""
         import torch
         device = next((v.device for v in args.values() if _is_torch_tensor(v)), None)
         if device is None:
@@ -237,7 +239,14 @@ class Bundle:
         for p in self.params(name):
             if p.is_tensor and p.direction == "out" and p.name not in args:
                 shape = self.param_shape(name, p.name, **args)
-                t = torch.empty(shape, dtype=dtypes[p.dtype], device=device)
+                if p.dtype in ("bf16", "f16") and len(shape) >= 2 and shape[-1] % 8:
+                    strides, step = [1] * len(shape), shape[-1] + (-shape[-1]) % 8
+                    for i in range(len(shape) - 2, -1, -1):
+                        strides[i] = step
+                        step *= max(shape[i], 1)
+                    t = torch.empty_strided(shape, tuple(strides), dtype=dtypes[p.dtype], device=device)
+                else:
+                    t = torch.empty(shape, dtype=dtypes[p.dtype], device=device)
                 if fill is not None:
                     t.fill_(fill)
                 out[p.name] = t

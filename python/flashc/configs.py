@@ -91,6 +91,17 @@ TEST_FFN_PADDED = (
     FfnConfig("bf16", 1000, 328, d_out=200, activation="silu", gated=True),
 )
 
+# FFN widths that are not multiples of 8 (#22: any width): rows copied up to the width inside a 16-byte chunk,
+# stored element by element; flashc.torch pads the rows (not the widths) to 16 bytes. d = 100 / 333, h = 1001,
+# d_out = 77: the fused kernel (d_out 77), the two GEMMs (d_out 333), gated and not, bf16 and f16, forward and
+# backward (split-K weight gradients into f32 accumulators of 77 / 1001 columns); test_gpu_ffn's any-width tests.
+TEST_FFN_ANY_WIDTH = (
+    FfnConfig("bf16", 100, 1001, d_out=77, activation="gelu_tanh", has_b1=True, has_b2=True),
+    FfnConfig("f16", 333, 1001, activation="gelu_erf", has_b1=True),
+    FfnConfig("bf16", 333, 1001, d_out=77, activation="silu", gated=True),
+    FfnConfig("bf16", 100, 1001, activation="silu", gated=True, has_b2=True),
+)
+
 # Context-parallel attention (flashc.ring) runs a causal config's off-diagonal shard pairs with the
 # unmasked twin of the same config: the sharded GPU tests need both bundles.
 RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
@@ -154,7 +165,7 @@ SETS = {
     "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
-              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED),
+              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH),
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
@@ -162,6 +173,7 @@ SETS = {
     "tests-ffn": TEST_FFN,
     "tests-attention-padded": TEST_ATTENTION_PADDED,
     "tests-ffn-padded": TEST_FFN_PADDED,
+    "tests-ffn-any-width": TEST_FFN_ANY_WIDTH,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
                + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED + BENCH_ATTENTION_EXPERIMENTS

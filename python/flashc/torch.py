@@ -34,21 +34,46 @@ def _poison_enabled():
     return os.environ.get("FLASHC_POISON_OUTPUTS", "") not in ("", "0")
 
 
-def _output(shape, dtype, device):
-    t = torch.empty(shape, dtype=dtype, device=device)
-    if _poison_enabled():
-        t.fill_(float("nan") if dtype.is_floating_point else -1)
+def _padded_width(width, dtype):
+    """width rounded up to whole 16-byte rows of dtype (the row stride the kernels need)."""
+    per_16_bytes = max(1, 16 // torch.empty((), dtype=dtype).element_size())
+    return -(-width // per_16_bytes) * per_16_bytes
+
+
+def _output(shape, dtype, device, pad_rows=False):
+    """An output tensor. pad_rows: a width whose rows are not whole 16 bytes (an FFN width such as 1001 bf16)
+    gets rows padded to 16 bytes (torch.empty_strided: strides (1008, 1) for [M, 1001]; not contiguous)."""
+    shape = tuple(shape)
+    if pad_rows and len(shape) >= 2 and _padded_width(shape[-1], dtype) != shape[-1]:
+        strides, step = [1] * len(shape), _padded_width(shape[-1], dtype)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = step
+            step *= max(shape[i], 1)
+        t = torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
+    else:
+        t = torch.empty(shape, dtype=dtype, device=device)
+    if _poison_enabled():  # the whole storage, rows' padding too: a kernel that wrote there shows up in tests
+        t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).fill_(
+            float("nan") if dtype.is_floating_point else -1)
     return t
 
 
-def _kernel_layout(t):
-    """t in a layout every kernel accepts (last dim contiguous, 16-byte aligned rows), copying only if needed."""
+def _kernel_layout(t, pad_rows=False):
+    """t in a layout every kernel accepts (last dim contiguous, 16-byte aligned rows), copying only if needed.
+
+    pad_rows: rows that cannot be 16-byte aligned in a dense layout (an FFN width such as 1001 bf16) are copied
+    into rows padded to 16 bytes (_output; the kernels never touch the padding); a tensor whose rows already
+    are (e.g. a view of the first columns of a wider buffer) is passed as it is."""
     if t.dim() == 0:
         return t
     size = t.element_size()
     rows_aligned = all((s * size) % 16 == 0 for s, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1)
     if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and rows_aligned:
         return t
+    if pad_rows and t.dim() >= 2:
+        copy = _output(t.shape, t.dtype, t.device, pad_rows=True)
+        copy.copy_(t)
+        return copy
     if not t.is_contiguous():
         t = t.contiguous()
     if t.data_ptr() % 16:
@@ -147,13 +172,15 @@ class _Ffn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w1, b1, w2, b2, w_gate, config):
         lead = tuple(x.shape[:-1])
-        x2 = _kernel_layout(x.reshape(-1, config.d_model))
-        w1, w2 = _kernel_layout(w1), _kernel_layout(w2)
+        # Any width: rows that are not whole 16 bytes (d, h or d_out such as 100, 1001, 77 in bf16) are padded
+        # copies, outputs get padded row strides (_kernel_layout, _output).
+        x2 = _kernel_layout(x.reshape(-1, config.d_model), pad_rows=True)
+        w1, w2 = _kernel_layout(w1, pad_rows=True), _kernel_layout(w2, pad_rows=True)
         b1 = None if b1 is None else _kernel_layout(b1)
         b2 = None if b2 is None else _kernel_layout(b2)
-        w_gate = None if w_gate is None else _kernel_layout(w_gate)
+        w_gate = None if w_gate is None else _kernel_layout(w_gate, pad_rows=True)
         rows = x2.shape[0]
-        y = _output((rows, config.d_out), x.dtype, x.device)
+        y = _output((rows, config.d_out), x.dtype, x.device, pad_rows=True)
         if rows > 0:
             args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
             args["y"] = y
@@ -181,12 +208,12 @@ class _Ffn(torch.autograd.Function):
         x2, w1, b1, w2, b2, w_gate = ctx.saved_tensors
         config = ctx.config
         dev, dt = x2.device, x2.dtype
-        grads = {"dx": _output(x2.shape, dt, dev), "dw2": _output(w2.shape, dt, dev)}
+        grads = {"dx": _output(x2.shape, dt, dev, pad_rows=True), "dw2": _output(w2.shape, dt, dev, pad_rows=True)}
         if config.gated:
-            grads["dw_gate"] = _output(w_gate.shape, dt, dev)
-            grads["dw_up"] = _output(w1.shape, dt, dev)
+            grads["dw_gate"] = _output(w_gate.shape, dt, dev, pad_rows=True)
+            grads["dw_up"] = _output(w1.shape, dt, dev, pad_rows=True)
         else:
-            grads["dw1"] = _output(w1.shape, dt, dev)
+            grads["dw1"] = _output(w1.shape, dt, dev, pad_rows=True)
             if b1 is not None:
                 grads["db1"] = _output(b1.shape, dt, dev)
         if b2 is not None:
@@ -196,7 +223,7 @@ class _Ffn(torch.autograd.Function):
                 g.zero_()
         else:
             args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
-            args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out))
+            args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out), pad_rows=True)
             args.update(grads)
             _run(config, "backward", dev, args)
         dx = grads["dx"].reshape(ctx.lead + (config.d_model,))
@@ -208,7 +235,11 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
     """Fused feed-forward network y = act(x @ w1 + b1) @ w2 + b2.
 
     x [..., d], w1 [d, h], b1 [h], w2 [h, d_out], b2 [d_out] (weights as in x @ w, i.e. nn.Linear's weight
-    transposed), bfloat16 or float16 on one CUDA device. activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
+    transposed), bfloat16 or float16 on one CUDA device; d, h and d_out may be any size. The kernels read rows
+    16-byte aligned: a tensor whose width is not a multiple of 8 (d = 100, h = 1001, ...) is copied into rows
+    padded to the next multiple of 8 unless its rows already are (a view such as
+    torch.empty(d, 1008)[:, :1001]: keep weights that way to avoid the copy), and y and the gradients of such
+    widths have padded row strides (not contiguous). activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
     Gated (w_gate [d, h] given; w1 is then the up projection; no b1):
     y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS).
     """

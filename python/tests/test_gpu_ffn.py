@@ -67,6 +67,29 @@ def check_against_reference(test, config, lead):
         assert_close_to_reference(test, label + " d" + name, got, base, ref)
 
 
+def _nan_padded_view(t):
+    """t's values in rows of a wider buffer whose extra columns hold NaN (rows 16-byte aligned, at least 8 columns
+    more, so that flashc.torch passes the view as it is): a view of the first t.size(-1) columns (1-D tensors are
+    returned as copies)."""
+    if t.dim() < 2:
+        return t.clone()
+    width = t.shape[-1]
+    padded = width + (-width) % 8 + 8  # 16-bit elements
+    storage = torch.full(tuple(t.shape[:-1]) + (padded,), float("nan"), dtype=t.dtype, device=t.device)
+    view = storage[..., :width]
+    view.copy_(t)
+    return view
+
+
+def _padding_of(t):
+    """The padding between the rows of a row-padded 2-D output (rows stride(0) apart, wider than the width; the
+    last row's end is the storage's), else None."""
+    t2 = t.reshape(-1, t.shape[-1]) if t.dim() > 2 else t
+    if t2.dim() != 2 or t2.stride(-1) != 1 or t2.stride(0) <= t2.shape[1] or t2.shape[0] < 2:
+        return None
+    return t2.as_strided((t2.shape[0] - 1, t2.stride(0)), (t2.stride(0), 1))[:, t2.shape[1]:]
+
+
 @requires_cuda
 class FfnGpuTest(unittest.TestCase):
     @classmethod
@@ -86,6 +109,38 @@ class FfnGpuTest(unittest.TestCase):
             for lead in ROWS:
                 with self.subTest(config=config.describe(), lead=lead):
                     check_against_reference(self, config, lead)
+
+    def test_any_width(self):
+        """FFN widths that are not multiples of 8 (d = 100 / 333, h = 1001, d_out = 77; #22): rows whose width ends
+        inside a 16-byte copy chunk, gated and not, fused and two-GEMM plans, forward and every gradient against
+        float64."""
+        for config in configs.TEST_FFN_ANY_WIDTH:
+            for lead in ROWS:
+                with self.subTest(config=config.describe(), lead=lead):
+                    check_against_reference(self, config, lead)
+
+    def test_any_width_touches_only_the_width(self):
+        """Inputs that are views of wider rows whose padding holds NaN (the kernels must never read past the width)
+        and outputs whose padding stays poisoned (never written past it), for each any-width config."""
+        for config in configs.TEST_FFN_ANY_WIDTH:
+            with self.subTest(config=config.describe()):
+                args = make_inputs(config, (77,), seed=11)
+                nan_padded = [None if t is None else _nan_padded_view(t.detach()).requires_grad_() for t in args]
+                y = ft.ffn(nan_padded[0], nan_padded[1], nan_padded[2], nan_padded[3], nan_padded[4],
+                           activation=config.activation, w_gate=nan_padded[5])
+                dy = torch.randn_like(y)
+                grads = torch.autograd.grad(y, leaves(nan_padded), dy)
+                y64, g64 = reference(config, args, dy, torch.float64)
+                y_lp, g_lp = reference(config, args, dy, y.dtype)
+                assert_close_to_reference(self, config.describe() + " y (NaN-padded inputs)", y, y_lp, y64)
+                for got, base, ref in zip(grads, g_lp, g64):
+                    assert_close_to_reference(self, config.describe() + " gradient (NaN-padded inputs)", got, base,
+                                              ref)
+                for name, out in [("y", y)] + [("gradient %d" % i, g) for i, g in enumerate(grads)]:
+                    padding = _padding_of(out)
+                    if padding is not None:
+                        self.assertTrue(bool(torch.isnan(padding).all()),
+                                        "%s: %s wrote past its width into the rows' padding" % (config.describe(), name))
 
     def test_directional_derivative(self):
         for config in (configs.TEST_FFN[0], configs.TEST_FFN[4], configs.TEST_FFN_PADDED[0]):

@@ -253,6 +253,43 @@ class PlumbingTest(unittest.TestCase):
         w1 = torch.randn(16, 8, dtype=torch.float64).t().requires_grad_()
         self.check_ffn(config, f(5, 8), w1, None, f(16, 8), f(8), f(8, 16))
 
+    def test_ffn_any_width_pads_rows(self):
+        """Widths whose rows are not whole 16 bytes (float64 widths 7, 13, 5 here; bf16 100, 1001, 77 on the GPU)
+        reach the kernels with 16-byte aligned row strides: inputs copied into padded rows, outputs and gradients
+        allocated padded and returned as views of their first columns; values and gradients as the reference."""
+        config = FfnConfig("bf16", 7, 13, d_out=5, activation="gelu_tanh", has_b1=True, has_b2=True)
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        seen = {}
+
+        def launch(bundle, program, device, args):
+            for name, t in args.items():
+                seen[(program, name)] = (tuple(t.shape), t.stride())
+            bundle.launch(program, **args)
+
+        ft._launch = launch
+        with EnvPatch(FLASHC_POISON_OUTPUTS="1"):
+            self.check_ffn(config, f(2, 3, 7), f(7, 13), f(13), f(13, 5), f(5), None)
+        self.assertTrue(seen)
+        for (program, name), (shape, stride) in seen.items():
+            if len(shape) >= 2:
+                self.assertTrue(all(s * 8 % 16 == 0 for s in stride[:-1]), "%s %s: strides %s" % (program, name, stride))
+                self.assertEqual(stride[-1], 1)
+        x_shape, x_stride = seen[(config.forward_program, "x")]
+        self.assertEqual((x_shape, x_stride), ((6, 7), (8, 1)))
+        y_shape, y_stride = seen[(config.forward_program, "y")]
+        self.assertEqual((y_shape, y_stride), ((6, 5), (6, 1)))
+
+    def test_kernel_layout_pads_rows_only_when_asked(self):
+        t = torch.arange(3 * 1001, dtype=torch.float32).reshape(3, 1001).to(torch.bfloat16)
+        padded = ft._kernel_layout(t, pad_rows=True)
+        self.assertEqual((tuple(padded.shape), padded.stride()), ((3, 1001), (1008, 1)))
+        self.assertTrue(torch.equal(padded, t))
+        self.assertIs(ft._kernel_layout(padded, pad_rows=True), padded)  # already padded: passed as it is
+        self.assertEqual(ft._kernel_layout(t).stride(), (1001, 1))  # attention's tensors are left alone
+        out = ft._output((4, 77), torch.float16, "cpu", pad_rows=True)
+        self.assertEqual((tuple(out.shape), out.stride()), ((4, 77), (80, 1)))
+        self.assertEqual(ft._output((4, 80), torch.float16, "cpu", pad_rows=True).stride(), (80, 1))
+
     def test_ffn_empty_batch(self):
         config = FfnConfig("bf16", 8, 16, activation="relu")
         f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)

@@ -234,9 +234,18 @@ Status checkLayout(const TensorParam &p, const TensorArgument &a) {
                std::to_string(a.stride[last]));
   if (p.strideMultiple > 1)
     for (int i = 0; i < last; ++i)
-      if (a.shape[i] > 1 && a.stride[i] % p.strideMultiple != 0)
-        return bad(arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) +
-                   ", the kernel needs a multiple of " + std::to_string(p.strideMultiple) + " elements");
+      if (a.shape[i] > 1 && a.stride[i] % p.strideMultiple != 0) {
+        const int64_t m = p.strideMultiple, padded = (a.stride[i] / m + 1) * m;
+        std::string msg = arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) +
+                          ", the kernel needs a multiple of " + std::to_string(m) + " elements (" +
+                          std::to_string(m * dtypeSize(a.dtype)) + "-byte aligned rows)";
+        // Any width is fine; only the rows' distance must be whole 16 bytes.
+        if (i == last - 1)
+          msg += "; pad the rows, not the width: store them " + std::to_string(padded) +
+                 " elements apart (e.g. allocate the last dim as " + std::to_string(padded) +
+                 " and pass a view of its first " + std::to_string(a.shape[last]) + " columns)";
+        return bad(msg);
+      }
   return Status();
 }
 
@@ -522,28 +531,41 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
   for (const KernelSpec *k : kernels)
     if (Status s = bindAll(*k, args, binder, scratchNames); !s) return s.error();
 
-  // Pass 2: shapes of the scratch tensors (dense row-major).
+  // Pass 2: shapes of the scratch tensors: row-major, rows padded to the
+  // stride multiple the kernels ask for (16 bytes for tiled copies), so that a
+  // width which is not a multiple of 16 bytes (an FFN hidden width of 1001
+  // bf16) still gives aligned rows; the padding columns are never read.
   ProgramLaunch launch;
   launch.program = &program;
   std::map<std::string, TensorArgument> scratchArgs;
   for (const auto &sc : program.scratch) {
     const TensorParam *p = nullptr;
+    int64_t multiple = 1;
     for (const KernelSpec *k : kernels)
-      if (!p) p = k->findTensor(sc.name);
+      if (const TensorParam *q = k->findTensor(sc.name)) {
+        if (!p) p = q;
+        multiple = std::max(multiple, q->strideMultiple);
+      }
     TensorArgument t;
     t.dtype = p->dtype;
     t.rank = int(p->dims.size());
+    bool empty = false;
     for (int i = 0; i < t.rank; ++i) {
       const Dim &d = p->dims[i];
       t.shape[i] = d.isSymbol() ? binder.values.at(d.symbol) : d.value;
+      empty = empty || t.shape[i] <= 0;
     }
-    int64_t stride = 1, bytes = dtypeSize(t.dtype);
+    int64_t stride = 1, bytes = 0;
     for (int i = t.rank - 1; i >= 0; --i) {
       t.stride[i] = stride;
-      if (__builtin_mul_overflow(stride, t.shape[i] > 1 ? t.shape[i] : 1, &stride) ||
-          __builtin_mul_overflow(bytes, t.shape[i], &bytes))
+      int64_t extent = t.shape[i] > 1 ? t.shape[i] : 1;
+      if (i == t.rank - 1 && t.rank >= 2 && extent % multiple != 0)
+        extent += multiple - extent % multiple;
+      if (__builtin_mul_overflow(stride, extent, &stride))
         return bad(what + ": scratch '" + sc.name + "' size overflows");
     }
+    if (!empty && __builtin_mul_overflow(stride, dtypeSize(t.dtype), &bytes))
+      return bad(what + ": scratch '" + sc.name + "' size overflows");
     scratchArgs[sc.name] = t;
     launch.scratch.push_back({sc.name, bytes, sc.zeroFill});
   }

@@ -5,7 +5,8 @@ Each spec sits at an edge of what flash.attention / flash.ffn allow: the
 smallest and largest supported head dims, a value head dim apart from the key
 head dim, odd static (ragged) sizes, causal / sliding-window masks and a
 softcap, bf16 and f16, grouped-query attention, FFNs gated and with biases,
-the smallest 16-bit FFN sizes, and a d_out the fused kernel cannot take. For
+the smallest 16-bit FFN sizes, FFN widths that are not multiples of 8 (100,
+333, 1001, 77, 1), and a d_out the fused kernel cannot take. For
 each architecture flashc compiles the whole pipeline (forward and backward
 kernels) to a cubin through NVRTC: an accepted spec must compile (no GPU
 needed). Specs just past an edge (`reject`) must fail with a diagnostic,
@@ -77,11 +78,16 @@ SPECS = {
     "ffn_bias_ragged": (ffn(d=40, h=72, dout=64, bias=True, m=37, batch=3, t="f16"), "compile"),
     "ffn_smallest": (ffn(d=8, h=8, dout=32, act="relu"), "compile"),
     "ffn_dout40": (ffn(d=64, h=256, dout=40, bias=True), "compile"),
+    # Widths that are not multiples of 8 (#22): rows end inside a 16-byte copy chunk.
+    "ffn_d100_h1001_dout77": (ffn(d=100, h=1001, dout=77, bias=True), "compile"),
+    "ffn_gated_d333_h1001_f16": (ffn(d=333, h=1001, act="silu", gated=True, t="f16"), "compile"),
+    "ffn_widths_1": (ffn(d=1, h=1, dout=1, act="relu", m=5), "compile"),
+    "ffn_h12": (ffn(h=12), "compile"),
     # Just past an edge: refused with a diagnostic.
     "attn_d12": (attention(d=12), "reject"),
     "attn_d288": (attention(d=288), "reject"),
     "attn_seq_2_31": (attention(sq=2 ** 31), "reject"),
-    "ffn_h12": (ffn(h=12), "reject"),
+    "ffn_dout_2_31": (ffn(dout=2 ** 31), "reject"),
 }
 
 

@@ -53,8 +53,9 @@ def attention_case(rng):
 
 def ffn_case(rng):
     rank3 = rng.random() < 0.3
-    m, d = rng.randint(1, 90), rng.choice([16, 24, 40, 64])
-    h, n = rng.choice([16, 48, 80, 96]), rng.choice([8, 24, 40, 64])
+    # Widths of whole chunks and any others (#22: 13, 37, 21, 101, 5, 77).
+    m, d = rng.randint(1, 90), rng.choice([16, 24, 40, 64, 13, 37])
+    h, n = rng.choice([16, 48, 80, 96, 21, 101]), rng.choice([8, 24, 40, 64, 5, 77])
     act = rng.choice(["gelu_tanh", "gelu_erf", "silu", "relu"])
     gated = rng.random() < 0.4
     b1, b2 = (not gated) and rng.random() < 0.5, rng.random() < 0.5

@@ -328,3 +328,30 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
       : (tensor<?x2x?x80xbf16>, tensor<?x2x?x80xbf16>, tensor<?x2x?x80xbf16>) -> (tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>)
   return %o, %lse : tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>
 }
+
+// -----
+
+// A gated FFN of widths that are not multiples of 8 (#22: d = 333, h = 1001, d_out = 77): its
+// backward builds as any other (was refused). The hidden kernel stores h, dgate and dup limited to
+// h = 1001; the weight gradients split K over the rows into f32 accumulators of 77 and 1001 columns
+// (the runtime pads their rows to 16 bytes), each atomic add and conversion limited to the width.
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_hidden(
+// CHECK-COUNT-3: tile.store {{.*}} : <128x128xbf16, register>, <?x1001xbf16>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw2(
+// CHECK-SAME: role = gemm_split_k
+// CHECK: tile.atomic_add {{.*}} : <128x128xf32, register>, <1001x77xf32>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw2_convert(
+// CHECK: tile.store {{.*}} : <128x128xbf16, register>, <1001x77xbf16>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw1(
+// CHECK: tile.atomic_add {{.*}} : <128x128xf32, register>, <333x1001xf32>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dx(
+// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x333xbf16>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw_up(
+// CHECK: tile.atomic_add {{.*}} : <128x128xf32, register>, <333x1001xf32>
+// CHECK-LABEL: func.func @gated_any_backward(
+// CHECK: tile.alloc_tensor({{.*}}) {tile.name = "h"} : <?x1001xbf16>
+// CHECK: tile.alloc_tensor() {tile.name = "dw2_accum"} : <1001x77xf32>
+func.func @gated_any(%x: tensor<?x333xbf16>, %wg: tensor<333x1001xbf16>, %wu: tensor<333x1001xbf16>, %w2: tensor<1001x77xbf16>) -> tensor<?x77xbf16> {
+  %y = flash.ffn silu %x, %wg up %wu, %w2 : (tensor<?x333xbf16>, tensor<333x1001xbf16>, tensor<333x1001xbf16>, tensor<1001x77xbf16>) -> tensor<?x77xbf16>
+  return %y : tensor<?x77xbf16>
+}

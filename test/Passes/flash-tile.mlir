@@ -271,6 +271,29 @@ func.func @narrow_out(%x: tensor<?x64xbf16>, %w1: tensor<64x256xbf16>, %w2: tens
 
 // -----
 
+// FFN widths that are not multiples of 8 (#22): d = 100, h = 1001, d_out = 77 tile like any other
+// (was refused: 16-bit sizes had to be multiples of 8). The tiles keep their widths (K steps of
+// block_k, hidden blocks of block_n, d_out padded to whole swizzle rows); every load, bias and store
+// is limited to the true width, which the device library honours element by element inside a
+// 16-byte chunk. Fused by default; the two GEMMs with ffn-plan=two-kernel.
+// CHECK-LABEL: tile.kernel @any_width_ffn_fused
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %{{.*}}] {{.*}} : <?x100xbf16> -> <64x32xbf16, shared>
+// CHECK: tile.load %arg1[{{.*}}] limit[%{{.*}}, %{{.*}}] {{.*}} : <100x1001xbf16> -> <32x64xbf16, shared>
+// CHECK: tile.add_bias {{.*}} : <64x64xf32, register>, <1001xbf16>
+// CHECK: tile.load %arg3[{{.*}}] limit[%{{.*}}, %c77] {{.*}} : <1001x77xbf16> -> <64x96xbf16, shared>
+// CHECK: tile.store {{.*}} limit[%{{.*}}, %c77] : <64x96xbf16, register>, <?x77xbf16>
+// TWO-LABEL: tile.kernel @any_width_ffn_up
+// TWO: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
+// TWO-LABEL: tile.kernel @any_width_ffn_down
+// TWO: tile.load %arg0{{.*}} : <?x1001xbf16> -> <128x64xbf16, shared>
+// TWO: tile.store {{.*}} : <128x256xbf16, register>, <?x77xbf16>
+func.func @any_width(%x: tensor<?x100xbf16>, %w1: tensor<100x1001xbf16>, %b1: tensor<1001xbf16>, %w2: tensor<1001x77xbf16>) -> tensor<?x77xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 : (tensor<?x100xbf16>, tensor<100x1001xbf16>, tensor<1001xbf16>, tensor<1001x77xbf16>) -> tensor<?x77xbf16>
+  return %y : tensor<?x77xbf16>
+}
+
+// -----
+
 // Head dims that are not multiples of 32 (DiT's 72, Stable Diffusion's 40; here D = 72 for Q and
 // K, Dv = 40 for V, GQA 8:2): the tiles are padded to whole 64-byte swizzle rows (96 and 64
 // columns) while the tensors keep their widths and every load and store is limited to them, so

@@ -98,7 +98,9 @@ void testBadArguments(const Manifest &m) {
        "argument 'y': data pointer 0x300002 is not aligned to 4 bytes"},
       {"stride not a multiple",
        [](Arguments &a) { int64_t sh[2] = {3, 64}, st[2] = {65, 1}; (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, sh, st); },
-       "argument 'x': stride 0 is 65, the kernel needs a multiple of 2 elements"},
+       "argument 'x': stride 0 is 65, the kernel needs a multiple of 2 elements (4-byte aligned rows); pad the rows, "
+       "not the width: store them 66 elements apart (e.g. allocate the last dim as 66 and pass a view of its first 64 "
+       "columns)"},
       {"scalar type", [](Arguments &a) { a.setI32("alpha", 1); }, "argument 'alpha': scalar type is i32, the kernel expects f32"},
       {"tensor for a scalar",
        [](Arguments &a) { int64_t sh[1] = {1}; (void)a.setTensor("alpha", fakePointer(0x400000), DType::F32, 1, sh); },
@@ -261,8 +263,53 @@ void testProgram(const Manifest &m) {
 
 } // namespace
 
+// Widths that are not a multiple of 16 bytes (FFN widths such as 1001 bf16):
+// the tensors' rows are padded, not their widths. A user tensor [M, 1001] with
+// rows 1008 apart binds; one with rows 1001 apart is told how to pad them; the
+// runtime's own scratch rows are padded to the kernels' stride multiple.
+void testPaddedRows() {
+  auto manifest = parseManifest("flashc-bundle 1\narch sm_90a\n"
+                                "kernel up\n entry e\n tensor x bf16 in [M, 100] align=16 contiguous stride_multiple=8\n"
+                                " tensor h bf16 out [M, 1001] align=16 contiguous stride_multiple=8\n grid M, 1, 1\n"
+                                " block 128, 1, 1\nend\n"
+                                "kernel down\n entry e\n tensor h bf16 in [M, 1001] align=16 contiguous stride_multiple=8\n"
+                                " tensor acc f32 inout [1001, 77] align=16 contiguous stride_multiple=4\n"
+                                " tensor y bf16 out [M, 77] align=16 contiguous stride_multiple=8\n grid M, 1, 1\n"
+                                " block 128, 1, 1\nend\n"
+                                "program ffn\n kernel up\n kernel down\n scratch h\n scratch acc zero\nend\n");
+  if (!checkOk(manifest, "padded-rows manifest parses")) return;
+  const KernelSpec &up = *manifest->findKernel("up");
+  Arguments a;
+  int64_t xs[2] = {3, 100}, xst[2] = {104, 1}, hs[2] = {3, 1001}, hst[2] = {1008, 1};
+  (void)a.setTensor("x", fakePointer(0x100000), DType::BF16, 2, xs, xst);
+  (void)a.setTensor("h", fakePointer(0x200000), DType::BF16, 2, hs, hst);
+  auto plan = planKernelLaunch(up, a);
+  if (checkOk(plan, "a width of 1001 with rows 1008 apart (a narrow view of a padded buffer) binds"))
+    check(plan->tensors[1].shape[1] == 1001 && plan->tensors[1].stride[0] == 1008,
+          "packed h: the true width 1001, the padded row stride 1008");
+  (void)a.setTensor("h", fakePointer(0x200000), DType::BF16, 2, hs);
+  checkError(planKernelLaunch(up, a),
+             "argument 'h': stride 0 is 1001, the kernel needs a multiple of 8 elements (16-byte aligned rows); pad the "
+             "rows, not the width: store them 1008 elements apart (e.g. allocate the last dim as 1008 and pass a view "
+             "of its first 1001 columns)",
+             "a dense [3, 1001] bf16 tensor is told how to pad its rows");
+
+  Arguments p;
+  int64_t ys[2] = {3, 77}, yst[2] = {80, 1};
+  (void)p.setTensor("x", fakePointer(0x100000), DType::BF16, 2, xs, xst);
+  (void)p.setTensor("y", fakePointer(0x300000), DType::BF16, 2, ys, yst);
+  auto prog = planProgramLaunch(*manifest, *manifest->findProgram("ffn"), p);
+  if (!checkOk(prog, "program with scratch rows of 1001 bf16 and 77 f32")) return;
+  check(prog->scratch.size() == 2 && prog->scratch[0].bytes == 3 * 1008 * 2 && prog->scratch[1].bytes == 1001 * 80 * 4,
+        "scratch h: 3 rows of 1008 bf16; acc: 1001 rows of 80 f32 (rows padded to 16 bytes)");
+  const PackedTensorArg &h = prog->kernels[1].tensors[0], &acc = prog->kernels[1].tensors[1];
+  check(h.shape[1] == 1001 && h.stride[0] == 1008 && acc.shape[1] == 77 && acc.stride[0] == 80,
+        "scratch tensors keep their widths, rows padded: h stride 1008, acc stride 80");
+}
+
 int main() {
   Manifest m = loadBasic();
+  testPaddedRows();
   testValidKernel(m);
   testBadArguments(m);
   testZeroSize(m);

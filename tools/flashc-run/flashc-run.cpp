@@ -91,7 +91,13 @@ uint16_t toBits(double x, DType t) {
 double fromBits(uint16_t b, DType t) { return t == DType::BF16 ? ref::bf16ToFloat(b) : ref::f16ToFloat(b); }
 
 /// A tensor on host (as doubles, already rounded to its dtype) and device.
+/// On the device its rows are padded to the kernels' row stride multiple (16
+/// bytes for tiled copies: a width such as 1001 bf16 gets rows of 1008; other
+/// tensors stay dense), and the padding holds NaN bytes: a kernel that read it
+/// would spread NaN, one that wrote it is caught by download().
 struct Buffer {
+  std::string name;
+  int64_t rowMultiple = 1; // TensorParam::strideMultiple
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<double> host;
@@ -101,7 +107,27 @@ struct Buffer {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  size_t bytes() const { return size_t(count()) * size_t(dtypeSize(dtype)); }
+  int64_t width() const { return shape.empty() ? 1 : shape.back(); }
+  /// Elements between rows on the device (rank >= 2; a vector is one row).
+  int64_t rowStride() const {
+    int64_t w = width();
+    return shape.size() >= 2 ? (w + rowMultiple - 1) / rowMultiple * rowMultiple : w;
+  }
+  int64_t rows() const { return width() > 0 ? count() / width() : 0; }
+  size_t bytes() const { return size_t(rows() * rowStride()) * size_t(dtypeSize(dtype)); }
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> st(shape.size(), 1);
+    int64_t s = 1;
+    for (int i = int(shape.size()) - 1; i >= 0; --i) {
+      st[i] = s;
+      s *= i == int(shape.size()) - 1 ? rowStride() : std::max<int64_t>(shape[i], 1);
+    }
+    return st;
+  }
+  /// Byte offset on the device of host element i.
+  size_t offset(int64_t i) const {
+    return size_t((i / width()) * rowStride() + i % width()) * size_t(dtypeSize(dtype));
+  }
 };
 
 bool cudaOk(cudaError_t e, const char *what) {
@@ -113,14 +139,14 @@ bool cudaOk(cudaError_t e, const char *what) {
 bool upload(Buffer &b) {
   if (!b.device && !cudaOk(cudaMalloc(&b.device, std::max<size_t>(b.bytes(), 16)), "cudaMalloc"))
     return false;
-  std::vector<uint8_t> raw(b.bytes());
+  std::vector<uint8_t> raw(b.bytes(), 0xff); // row padding: NaN in every dtype
   for (int64_t i = 0; i < b.count(); ++i) {
     if (b.dtype == DType::F32) {
       float f = float(b.host[i]);
-      std::memcpy(&raw[i * 4], &f, 4);
+      std::memcpy(&raw[b.offset(i)], &f, 4);
     } else {
       uint16_t h = toBits(b.host[i], b.dtype);
-      std::memcpy(&raw[i * 2], &h, 2);
+      std::memcpy(&raw[b.offset(i)], &h, 2);
     }
   }
   return cudaOk(cudaMemcpy(b.device, raw.data(), raw.size(), cudaMemcpyHostToDevice), "upload");
@@ -140,13 +166,25 @@ bool download(Buffer &b) {
   for (int64_t i = 0; i < b.count(); ++i) {
     if (b.dtype == DType::F32) {
       float f;
-      std::memcpy(&f, &raw[i * 4], 4);
+      std::memcpy(&f, &raw[b.offset(i)], 4);
       b.host[i] = f;
     } else {
       uint16_t h;
-      std::memcpy(&h, &raw[i * 2], 2);
+      std::memcpy(&h, &raw[b.offset(i)], 2);
       b.host[i] = fromBits(h, b.dtype);
     }
+  }
+  // The rows' padding must still hold the poison: nothing is written past the width.
+  size_t esize = size_t(dtypeSize(b.dtype)), rowBytes = size_t(b.rowStride()) * esize,
+         widthBytes = size_t(b.width()) * esize;
+  int64_t written = 0;
+  for (int64_t r = 0; r < b.rows(); ++r)
+    for (size_t k = widthBytes; k < rowBytes; ++k)
+      written += raw[size_t(r) * rowBytes + k] != 0xff;
+  if (written) {
+    std::fprintf(stderr, "flashc-run: FAIL: output '%s' [width %lld, rows %lld apart]: %lld bytes written past its width\n",
+                 b.name.c_str(), (long long)b.width(), (long long)b.rowStride(), (long long)written);
+    return false;
   }
   return true;
 }
@@ -205,6 +243,7 @@ struct Runner {
   Buffer makeParam(const std::string &program, const std::string &name,
                    const std::map<std::string, int64_t> &symbols) {
     Buffer b;
+    b.name = name;
     const TensorParam *t = findParam(program, name);
     if (!t) {
       std::fprintf(stderr, "flashc-run: program %s has no parameter '%s'\n", program.c_str(),
@@ -212,6 +251,7 @@ struct Runner {
       std::exit(1);
     }
     b.dtype = t->dtype;
+    b.rowMultiple = std::max<int64_t>(t->strideMultiple, 1);
     for (const Dim &d : t->dims) {
       auto it = d.isSymbol() ? symbols.find(d.symbol) : symbols.end();
       if (d.isSymbol() && it == symbols.end()) {
@@ -400,7 +440,8 @@ struct Runner {
   }
 
   void bind(Arguments &args, const std::string &name, Buffer &b) {
-    Status s = args.setTensor(name, b.device, b.dtype, int(b.shape.size()), b.shape.data());
+    std::vector<int64_t> strides = b.strides(); // rows padded to 16 bytes (Buffer)
+    Status s = args.setTensor(name, b.device, b.dtype, int(b.shape.size()), b.shape.data(), strides.data());
     if (!s.ok()) {
       std::fprintf(stderr, "flashc-run: %s\n", s.error().message.c_str());
       std::exit(1);

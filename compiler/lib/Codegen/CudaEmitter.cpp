@@ -130,6 +130,24 @@ std::optional<int64_t> foldedInteger(Value v) {
   return std::nullopt;
 }
 
+/// Whether a column limit of `tensor` may end inside one of its rows' 16-byte
+/// chunks (an FFN width that is not a multiple of 8 16-bit elements): then the
+/// device library's copies, stores and atomics must go element by element at
+/// the limit (their kExact form). Not when the limit is a constant, or a static
+/// size of a tensor, that is a whole number of chunks: the chunked forms keep
+/// the registers they always had (attention, and FFN widths of multiples of 8).
+static bool limitInsideChunk(Value tensor, Value limit) {
+  Type element = cast<tile::GlobalTensorType>(tensor.getType()).getElementType();
+  int64_t perChunk = element.isF32() ? 4 : 8;
+  std::optional<int64_t> value = foldedInteger(limit);
+  if (auto dim = limit.getDefiningOp<tile::DimOp>()) {
+    int64_t size = cast<tile::GlobalTensorType>(dim.getTensor().getType()).getShape()[dim.getIndex()];
+    if (!ShapedType::isDynamic(size))
+      value = size;
+  }
+  return !value || *value % perChunk != 0;
+}
+
 /// `text` is an integer literal (what nameOf prints for a folded constant).
 bool isIntLiteral(StringRef text, int64_t &value) {
   return !text.empty() && !text.getAsInteger(10, value);
@@ -1103,8 +1121,9 @@ LogicalResult KernelEmitter::emitLoadIssue(tile::LoadOp load, StringRef dst) {
   auto srcType = cast<tile::GlobalTensorType>(load.getSource().getType());
   std::string row0 = srcType.getRank() >= 2 ? nameOf(idx[idx.size() - 2]) : "0";
   std::string col0 = nameOf(idx.back());
-  line() << "load_tile_async<kThreads>(" << dst << ", "
-         << globalMatrix(load.getSource(), idx, srcType.getRank() >= 2 ? 2 : 1) << ", " << row0
+  line() << "load_tile_async<kThreads"
+         << (limitInsideChunk(load.getSource(), load.getColLimit()) ? ", true" : "") << ">(" << dst
+         << ", " << globalMatrix(load.getSource(), idx, srcType.getRank() >= 2 ? 2 : 1) << ", " << row0
          << ", " << col0 << ", " << nameOf(load.getRowLimit()) << ", "
          << nameOf(load.getColLimit()) << ");\n";
   return success();
@@ -1154,27 +1173,10 @@ static LogicalResult checkLibraryForm(Operation *op, bool wgmma) {
   }
   if (auto sum = dyn_cast<tile::RowSumOp>(op); sum && !tileOf(sum.getSource()).isRegister())
     return unsupported("a shared tile", "f32 register tiles");
-  // Column limits act on whole 16-byte chunks (GlobalMatrix): a limit inside
-  // a padded tile that ends mid-chunk would load the columns past it into the
-  // padding (which must be zeros) or store over them.
-  Value tensor, colLimit;
-  tile::TileType tileType;
-  if (auto load = dyn_cast<tile::LoadOp>(op))
-    tensor = load.getSource(), colLimit = load.getColLimit(), tileType = tileOf(load.getResult());
-  else if (auto store = dyn_cast<tile::StoreOp>(op))
-    tensor = store.getDest(), colLimit = store.getColLimit(), tileType = tileOf(store.getValue());
-  else if (auto atomic = dyn_cast<tile::AtomicAddOp>(op))
-    tensor = atomic.getDest(), colLimit = atomic.getColLimit(), tileType = tileOf(atomic.getValue());
-  if (tensor) {
-    Type element = cast<tile::GlobalTensorType>(tensor.getType()).getElementType();
-    int64_t chunk = element.isF32() ? 4 : 8;
-    std::optional<int64_t> limit = foldedInteger(colLimit);
-    if (limit && *limit > 0 && *limit < tileType.getCols() && *limit % chunk != 0)
-      return op->emitError() << "CUDA emitter: a column limit of " << *limit << " inside a tile of "
-                             << tileType.getCols() << " columns is not supported: the device "
-                             << "library copies rows in 16-byte chunks, so the limit must be a "
-                             << "multiple of " << chunk << " " << element << " elements";
-  }
+  // Column limits need no check: a limit that may end inside a 16-byte chunk
+  // gets the device library's element-exact forms (limitInsideChunk), so a
+  // padded tile of any width reads zeros past its tensor's columns and never
+  // stores there.
   return success();
 }
 
@@ -1256,14 +1258,18 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         ValueRange idx = o.getIndices();
         auto dstType = cast<tile::GlobalTensorType>(o.getDest().getType());
         std::string row0 = dstType.getRank() >= 2 ? nameOf(idx[idx.size() - 2]) : "0";
-        line() << "store_tile<kThreads>(" << globalMatrix(o.getDest(), idx, dstType.getRank() >= 2 ? 2 : 1)
+        line() << "store_tile<kThreads"
+               << (limitInsideChunk(o.getDest(), o.getColLimit()) ? ", true" : "") << ">("
+               << globalMatrix(o.getDest(), idx, dstType.getRank() >= 2 ? 2 : 1)
                << ", " << row0 << ", " << nameOf(idx.back()) << ", " << nameOf(o.getRowLimit())
                << ", " << nameOf(o.getColLimit()) << ", " << reg(o.getValue()) << ");\n";
         return success();
       })
       .Case([&](tile::AtomicAddOp o) {
         ValueRange idx = o.getIndices();
-        line() << "atomic_add_tile(" << globalMatrix(o.getDest(), idx, 2) << ", "
+        line() << "atomic_add_tile"
+               << (limitInsideChunk(o.getDest(), o.getColLimit()) ? "<true>" : "") << "("
+               << globalMatrix(o.getDest(), idx, 2) << ", "
                << nameOf(idx[idx.size() - 2]) << ", " << nameOf(idx.back()) << ", "
                << nameOf(o.getRowLimit()) << ", " << nameOf(o.getColLimit()) << ", "
                << reg(o.getValue()) << ");\n";
@@ -1395,7 +1401,9 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           line() << "RegTileF32<" << type.getRows() << ", " << width << ", " << bandsArg << "> " << part << ";\n";
           line() << "fill(" << part << ", 0.f);\n";
           line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
-          line() << "atomic_add_tile(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
+          line() << "atomic_add_tile"
+                 << (limitInsideChunk(atomic.getDest(), atomic.getColLimit()) ? "<true>" : "")
+                 << "(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
                  << nameOf(idx[idx.size() - 2]) << ", " << plusScaled(nameOf(idx.back()), 1, "chunk")
                  << ", "
                  << nameOf(atomic.getRowLimit()) << ", " << nameOf(atomic.getColLimit()) << ", "

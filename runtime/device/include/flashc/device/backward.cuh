@@ -91,13 +91,15 @@ __device__ __forceinline__ void multiply(RegTileF32<R, C, W>& t, const RegTileF3
 }
 
 // tile op `atomic_add %x, %t[..] limit [rl, cl]`: dst[row0 + r][c] += x[r][c] for row0 + r < dst.rows
-// (columns: the caller passes a full-width tile or a columns_from() slice). Order across blocks is
+// and c < dst.cols (columns: the caller passes a full-width tile or a columns_from() slice); cols even
+// (kWide: a multiple of 4) unless kExact, which reduces element by element where the width ends
+// inside a vector. Vector reductions need rows 8 (kWide: 16) bytes aligned: row strides multiples of 4. Order across blocks is
 // not deterministic.
 //   kWide = false: 8-byte reductions (red.global.add.v2.f32), the C-fragment pairs as they are.
 //   kWide = true : lanes 2t and 2t+1 swap halves with one shuffle pair so that each lane holds 4
 //                  consecutive columns of one row, then 16-byte reductions (red.global.add.v4.f32):
 //                  half the reduction instructions for the same bytes.
-template <bool kWide = false, int R, int C, int W>
+template <bool kWide = false, bool kExact = false, int R, int C, int W>
 __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int row0, const RegTileF32<R, C, W>& t) {
   if constexpr (!kWide) {
 #pragma unroll
@@ -110,7 +112,11 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
 #pragma unroll
           for (int nt = 0; nt < t.kNT; ++nt) {
             const int c = t.col(nt, 0);
-            if (c >= dst.cols) continue;  // column limit (pairs: cols is even for f32 rows of 8-element tiles)
+            if (c >= dst.cols) continue;  // column limit
+            if (kExact && c + 1 == dst.cols) {  // a width that ends inside the pair (odd FFN widths)
+              atomicAdd(base + c, t.v[mt][nt][2 * h]);
+              continue;
+            }
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
             asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(base + c), "f"(t.v[mt][nt][2 * h]),
                          "f"(t.v[mt][nt][2 * h + 1])
@@ -144,7 +150,12 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
         const float a0 = odd ? got0 : keep0, a1 = odd ? got1 : keep1;
         const float a2 = odd ? keep0 : got0, a3 = odd ? keep1 : got1;
         const int col = t.col(nt, 0) & ~3;
-        if (row < dst.rows && col < dst.cols) {
+        if (kExact && row < dst.rows && col < dst.cols && col + 3 >= dst.cols) {  // the width ends inside the four
+          const float a[4] = {a0, a1, a2, a3};
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (col + e < dst.cols) atomicAdd(base + col + e, a[e]);
+        } else if (row < dst.rows && col < dst.cols) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
           asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
                        "f"(a2), "f"(a3)

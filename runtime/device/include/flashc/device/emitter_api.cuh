@@ -40,25 +40,28 @@ __device__ __forceinline__ GlobalMatrix<T> tile_window(const GlobalMatrix<T>& m,
 }
 
 // tile.load %t[.., row0, col0] limit [rl, cl] -> shared (issue only; the emitter commits/waits).
-template <int kThreads, class T, int R, int C>
+// kExact: cl may end inside a 16-byte chunk (copy.cuh); the emitter passes true unless it knows cl
+// is whole chunks. The stores and atomics below take the same switch.
+template <int kThreads, bool kExact = false, class T, int R, int C>
 __device__ __forceinline__ void load_tile_async(SmemTile<T, R, C> dst, const GlobalMatrix<T>& m, int row0, int col0,
                                                 int rl, int cl) {
-  load_tile_async<kThreads>(dst, tile_window(m, col0, rl, cl), row0);
+  load_tile_async<kThreads, kExact>(dst, tile_window(m, col0, rl, cl), row0);
 }
 
 // tile.store %x, %t[.., row0, col0] limit [rl, cl], from shared (caller synced after writing x),
 // from a 16-bit register tile, or from an f32 register tile into an f32 tensor.
-template <int kThreads, class T, int R, int C>
+template <int kThreads, bool kExact = false, class T, int R, int C>
 __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& m, int row0, int col0, int rl, int cl,
                                            SmemTile<T, R, C> x) {
-  store_tile<kThreads>(tile_window(m, col0, rl, cl), row0, x);
+  store_tile<kThreads, kExact>(tile_window(m, col0, rl, cl), row0, x);
 }
-template <int kThreads, class T, int R, int C, int W>
+template <int kThreads, bool kExact = false, class T, int R, int C, int W>
 __device__ __forceinline__ void store_tile(const GlobalMatrix<T>& m, int row0, int col0, int rl, int cl,
                                            const RegTile16<T, R, C, W>& x) {
-  store_fragments(tile_window(m, col0, rl, cl), row0, x);
+  store_fragments<kExact>(tile_window(m, col0, rl, cl), row0, x);
 }
-template <int kThreads, int R, int C, int W>
+// (f32 register tiles store element-exact either way.)
+template <int kThreads, bool kExact = false, int R, int C, int W>
 __device__ __forceinline__ void store_tile(const GlobalMatrix<float>& m, int row0, int col0, int rl, int cl,
                                            const RegTileF32<R, C, W>& x) {
   const GlobalMatrix<float> dst = tile_window(m, col0, rl, cl);
@@ -84,10 +87,10 @@ __device__ __forceinline__ void store_tile(const GlobalMatrix<float>& m, int row
 // tile.atomic_add %x, %t[.., row0, col0] limit [rl, cl] (f32 register tile into an f32 tensor).
 // 8-byte reductions: the 16-byte form (atomic_add<true>) measured no faster in the generated
 // backward on the H200 (bench/results/2026-11-29-h200-session2.md).
-template <int R, int C, int W>
+template <bool kExact = false, int R, int C, int W>
 __device__ __forceinline__ void atomic_add_tile(const GlobalMatrix<float>& m, int row0, int col0, int rl, int cl,
                                                 const RegTileF32<R, C, W>& x) {
-  atomic_add(tile_window(m, col0, rl, cl), row0, x);
+  atomic_add<false, kExact>(tile_window(m, col0, rl, cl), row0, x);
 }
 
 // tile.add_bias %acc, %b[col0] limit cl.

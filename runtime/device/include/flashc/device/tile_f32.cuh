@@ -10,17 +10,25 @@ namespace flashc {
 namespace device {
 
 // tile.load %t[.., row0, col0] limit [rl, cl] -> f32 shared: 16-byte cp.async per 4 floats,
-// zero-filled past the limits (column limits are multiples of 4).
-template <int kThreads, int R, int C>
+// zero-filled past the limits: whole 4-float chunks, or (kExact) only the floats inside a width that
+// ends inside 4 (the split-K accumulator of an FFN width that is not a multiple of 4).
+template <int kThreads, bool kExact = false, int R, int C>
 __device__ __forceinline__ void load_tile_async(SmemTileF32<R, C> dst, const GlobalMatrix<float>& m, int row0,
                                                 int col0, int rl, int cl) {
   constexpr int kChunks = C / 4;
   for (int idx = threadIdx.x; idx < R * kChunks; idx += kThreads) {
     const int r = idx / kChunks, c = (idx % kChunks) * 4;
     const int row = row0 + r, col = col0 + c;
-    const bool valid = row < rl && row < m.rows && col < cl && col < m.cols;
-    const float* src = valid ? m.base + static_cast<long long>(row) * m.row_stride + col : m.base;
-    cp_async_16(smem_u32(dst.row(r) + c), src, valid);
+    if constexpr (kExact) {
+      const int n = min(cl, m.cols) - col;  // floats of this chunk inside the width
+      const int bytes = row < rl && row < m.rows && n > 0 ? min(n, 4) * 4 : 0;
+      const float* src = bytes ? m.base + static_cast<long long>(row) * m.row_stride + col : m.base;
+      cp_async_16_bytes(smem_u32(dst.row(r) + c), src, bytes);
+    } else {
+      const bool valid = row < rl && row < m.rows && col < cl && col < m.cols;
+      const float* src = valid ? m.base + static_cast<long long>(row) * m.row_stride + col : m.base;
+      cp_async_16(smem_u32(dst.row(r) + c), src, valid);
+    }
   }
 }
 

@@ -12,10 +12,10 @@ namespace flashc {
 namespace device {
 
 // tile.load %t[.., row0, col0] limit [rl, cl] -> panel tile (issue only).
-template <int kThreads, class T, int R, int C>
+template <int kThreads, bool kExact = false, class T, int R, int C>
 __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, R, C> dst, const GlobalMatrix<T>& m, int row0,
                                                 int col0, int rl, int cl) {
-  load_tile_async<kThreads>(dst, tile_window(m, col0, rl, cl), row0);
+  load_tile_async<kThreads, kExact>(dst, tile_window(m, col0, rl, cl), row0);
 }
 
 // Dynamic shared memory rounded up to the 1024-byte alignment the 128-byte swizzle needs (the

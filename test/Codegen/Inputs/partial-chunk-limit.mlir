@@ -1,6 +1,6 @@
-// A padded tile (64 columns) loaded with a column limit of 36: the device library copies rows in
-// 16-byte chunks (8 bf16 elements), so columns 36..39 would land in the padding, which must be
-// zeros. Said at the op (flash-tile only pads widths that are multiples of 8).
+// A padded tile (64 columns) loaded with a column limit of 36, which ends inside the 16-byte chunk
+// of columns 32..39 (was an emitter error): the device library reads that chunk's first 8 bytes and
+// zero-fills the rest (test/Codegen/cuda-ffn-any-width.mlir).
 module {
   tile.kernel @k(%a: !tile.tensor<?x40xbf16>, %o: !tile.tensor<?x40xbf16>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[0], 64)>, #tile.grid<1>, #tile.grid<1>], stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
     %c0 = arith.constant 0 : index
