@@ -15,7 +15,8 @@
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Widths of whole 16-byte chunks keep the chunked copies (no element-exact form: cuda-ffn-any-width.mlir):
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CHUNKED
-// CHUNKED-NOT: true>
+// CHUNKED-NOT: kThreads, true>
+// CHUNKED-NOT: atomic_add_tile<true>
 // CHUNKED: flashc_ffn_ffn_down(
 // The forms the defaults replaced (flashc --experiment): narrow-gemm (128
 // columns), serial-wgmma (each iteration waits for its products), both.

@@ -8,11 +8,13 @@
 // RUN: flash-run-tile %s --backward --ffn-plan=fused --tolerance=2e-2 | FileCheck %s
 // RUN: flash-run-tile %s --backward --ffn-plan=two-kernel --tolerance=2e-2 | FileCheck %s
 // RUN: flash-run-tile %S/Inputs/ffn-padded-f32.mlir --backward --ffn-plan=fused --tolerance=1e-5 | FileCheck %S/Inputs/ffn-padded-f32.mlir
-// The fused kernel of d = d_out = 200 computes on 224 columns, stored to 200:
+// The fused kernel of d = d_out = 200 (sm_90a: the warp-specialised one, 128 rows) computes on 256
+// columns (a wgmma N), stored to 200:
 // RUN: flash-run-tile %s --print-tile-ir --tolerance=2e-2 2>&1 | FileCheck %s --check-prefix=TILE
 // TILE: tile.kernel @d200_ffn_fused
-// TILE: tile.load {{.*}} limit[%{{.*}}, %c200] {{.*}} : <328x200xbf16> -> <64x224xbf16, shared>
-// TILE: tile.store {{.*}} limit[%{{.*}}, %c200] : <64x224xbf16, register>, <37x200xbf16>
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TILE: tile.load {{.*}} limit[%{{.*}}, %c200] {{.*}} : <328x200xbf16> -> <64x256xbf16, shared>
+// TILE: tile.store {{.*}} limit[%{{.*}}, %c200] : <128x256xbf16, register>, <37x200xbf16>
 
 // CHECK-NOT: FAIL
 // CHECK: @d200 forward result 0: {{.*}} ok

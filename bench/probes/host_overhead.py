@@ -1,0 +1,69 @@
+# Where a flashc launch spends host time: per-call enqueue time of flashc.torch.ffn / attention on shapes whose GPU
+# time is negligible (so the host is the only cost), the same through Bundle.launch with the arguments ready, and a
+# cProfile of the Python side. Session 7: the fused FFN kernel ran 116 us in Nsight Compute but the benchmark read
+# 194 us a forward, i.e. the host was slower than the GPU. Needs FLASHC_BUNDLE_PATH with the bench-ffn and
+# bench-attention bundles (d = 256 / h = 1024 FFN, D = 128 16-head attention).
+import cProfile
+import pstats
+import time
+
+import torch
+
+import flashc.torch as ft
+from flashc import cache, configs
+
+torch.manual_seed(0)
+N = 300
+
+
+def per_call(f, n=N):
+    for _ in range(20):
+        f()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) * 1e6 / n
+
+
+x = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+w1 = torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16) / 16
+w2 = torch.randn(1024, 256, device="cuda", dtype=torch.bfloat16) / 32
+q, k, v = (torch.randn(1, 16, 256, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+ffn = lambda: ft.ffn(x, w1, w2=w2, activation="gelu_tanh")
+attention = lambda: ft.attention(q, k, v)
+xg = x.clone().requires_grad_()
+ffn_grad = lambda: ft.ffn(xg, w1, w2=w2, activation="gelu_tanh")
+y = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)
+config = configs.BENCH_FFN[2]
+bundle = cache.load_bundle(config)
+program = [p for p in bundle.programs if "backward" not in p][0]
+raw = lambda: bundle.launch(program, x=x, w1=w1, w2=w2, y=y)
+torch_mm = lambda: torch.nn.functional.gelu(x @ w1, approximate="tanh") @ w2
+dy = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+ffn_fwd_bwd = lambda: ft.ffn(xg, w1, w2=w2, activation="gelu_tanh").backward(dy)
+qg = q.clone().requires_grad_()
+attention_fwd_bwd = lambda: ft.attention(qg, k, v).backward(torch.ones_like(q))
+print("host enqueue us/call (GPU time negligible at these sizes):")
+for name, f in (("ft.ffn no grad", ffn), ("ft.ffn x.requires_grad", ffn_grad), ("Bundle.launch ffn", raw),
+                ("ft.attention D128 S256", attention), ("torch eager gelu(x@w1)@w2", torch_mm),
+                ("ft.ffn forward + backward", ffn_fwd_bwd), ("ft.attention fwd + bwd", attention_fwd_bwd)):
+    print("  %-28s %8.1f" % (name, per_call(f)))
+prof = cProfile.Profile()
+prof.enable()
+for _ in range(N):
+    ffn()
+prof.disable()
+torch.cuda.synchronize()
+print("cProfile of %d ft.ffn calls (tottime, top 18):" % N)
+pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+prof = cProfile.Profile()
+prof.enable()
+for _ in range(100):
+    ffn_fwd_bwd()
+prof.disable()
+torch.cuda.synchronize()
+print("cProfile of 100 ft.ffn forward + backward calls (tottime, top 12):")
+pstats.Stats(prof).sort_stats("tottime").print_stats(12)
