@@ -27,14 +27,24 @@ def _is_torch_tensor(value):
     return torch is not None and isinstance(value, torch.Tensor)
 
 
+_dtype_names = {}  # torch dtype -> flashc name (every launch asks, per tensor)
+
+
 def dtype_name(dtype):
     """'bf16'|'f16'|'f32'|'i32' for a flashc name or a torch dtype; None if neither."""
     if isinstance(dtype, str):
         return dtype if dtype in _lib.DTYPE_CODES else None
+    try:
+        return _dtype_names[dtype]
+    except (KeyError, TypeError):
+        pass
     text = str(dtype)
-    if text.startswith("torch."):
-        return _TORCH_DTYPES.get(text[len("torch."):])
-    return None
+    name = _TORCH_DTYPES.get(text[len("torch."):]) if text.startswith("torch.") else None
+    try:
+        _dtype_names[dtype] = name
+    except TypeError:
+        pass
+    return name
 
 
 def _tensor_fields(name, value):
@@ -134,6 +144,7 @@ class Bundle:
         _lib.check(self._lib.flashc_bundle_open_ex(self.path.encode(), ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
         self._params = {}
+        self._param_maps = {}
         self.kernels = self._names(self._lib.flashc_bundle_kernel_count, self._lib.flashc_bundle_kernel_name)
         self.programs = self._names(self._lib.flashc_bundle_program_count, self._lib.flashc_bundle_program_name)
 
@@ -181,7 +192,10 @@ class Bundle:
         return params
 
     def _param_map(self, name):
-        return {p.name: p for p in self.params(name)}
+        found = self._param_maps.get(name)
+        if found is None:
+            found = self._param_maps[name] = {p.name: p for p in self.params(name)}
+        return found
 
     # -- argument binding --------------------------------------------------
     def _bind(self, name, args, partial):

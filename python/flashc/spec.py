@@ -10,6 +10,7 @@ import hashlib
 import math
 import struct
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional, Tuple
 
 from .errors import InvalidArgumentError
@@ -208,8 +209,8 @@ class AttentionConfig:
         flags = () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
         return flags + _experiment_flags(self.experiments)
 
-    @property
-    def key(self):
+    @cached_property
+    def key(self):  # cached: a spec text and a hash, asked for on every launch
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
         form = "" if self.backward_form == "auto" else "_bwd" + self.backward_form
@@ -311,8 +312,8 @@ class FfnConfig:
                      else "no-bias")
         return " ".join(parts + _experiment_words(self.experiments))
 
-    @property
-    def key(self):
+    @cached_property
+    def key(self):  # cached: a spec text and a hash, asked for on every launch
         out = "" if self.d_out == self.d_model else "o%d" % self.d_out
         bias = ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "")
         return "ffn_%s_d%dh%d%s_%s%s%s%s_%s" % (

@@ -24,6 +24,34 @@ __all__ = ["attention", "ffn"]
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
 
 
+# Validated configurations by their inputs' signature (shapes, dtypes, devices and options): a launch asks for its
+# configuration on every call, and checking the inputs and building it again cost more host time than the kernel
+# at small sizes (bench/probes/host_overhead.py). Only successes are kept; any input that is not a tensor, or an
+# unhashable option, takes the full path, which raises the user-facing error.
+_configs = {}
+_MAX_CONFIGS = 4096
+
+
+def _signature(tensors, options):
+    try:
+        key = tuple(None if t is None else (tuple(t.shape), t.dtype, t.device) for t in tensors) + tuple(options)
+        hash(key)
+        return key
+    except (AttributeError, TypeError):
+        return None
+
+
+def _memo_config(key, make):
+    config = _configs.get(key) if key is not None else None
+    if config is None:
+        config = make()
+        if key is not None:
+            if len(_configs) >= _MAX_CONFIGS:
+                _configs.clear()
+            _configs[key] = config
+    return config
+
+
 def _info(op, name, t):
     if not isinstance(t, torch.Tensor):
         raise TypeError("flashc.%s: expected %s to be a torch.Tensor, but got %s" % (op, name, type(t).__name__))
@@ -160,9 +188,11 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     the forms the defaults replaced, for timing, e.g. "cp-async-forward").
     """
     op = "attention"
-    config = attention_config(_info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal,
-                              scale=scale, window=window, softcap=softcap, enable_gqa=enable_gqa,
-                              backward_form=backward_form, experiments=experiments)
+    key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
+                                 tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments))
+    config = _memo_config(key, lambda: attention_config(
+        _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
+        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments))
     o, lse = _Attention.apply(q, k, v, config)
     return (o, lse) if return_lse else o
 
@@ -244,11 +274,20 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
     y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS).
     """
     op = "ffn"
-    infos = {}
-    for name, t in (("x", x), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate)):
-        infos[name] = None if t is None else _info(op, name, t)
     if w2 is None:
         raise InvalidArgumentError("flashc.ffn: w2 is required")
-    config = ffn_config(infos["x"], infos["w1"], infos["b1"], infos["w2"], infos["b2"], activation=activation,
-                        w_gate=infos["w_gate"], experiments=experiments)
+
+    def make():
+        infos = {}
+        for name, t in (("x", x), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate)):
+            infos[name] = None if t is None else _info(op, name, t)
+        return ffn_config(infos["x"], infos["w1"], infos["b1"], infos["w2"], infos["b2"], activation=activation,
+                          w_gate=infos["w_gate"], experiments=experiments)
+
+    # x's leading dims (the rows) do not enter the configuration: only its width, dtype and device.
+    x_sig = (x.shape[-1], x.dtype, x.device) if isinstance(x, torch.Tensor) and x.dim() > 0 else None
+    key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation,
+                     tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments))
+    key = key if x_sig is not None else None
+    config = _memo_config(key, make)
     return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 namespace fs = std::filesystem;
 
@@ -224,7 +225,11 @@ struct Bundle::Impl {
   const Manifest &manifest() const { return variants.front().manifest; }
   Result<CachedCompile> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant);
   Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
-  Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device);
+  /// Every user pointer of `launch` is device memory of `device`; pointers in
+  /// `checked` were checked earlier in the same launch (a program passes its
+  /// tensors to several kernels: one driver query each, not one a kernel).
+  Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
+                       std::unordered_set<const void *> &checked);
   Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream);
 };
 
@@ -529,9 +534,11 @@ Status Bundle::Impl::ensureShared(const Driver &d, LoadedModule &m, const Kernel
   return Status();
 }
 
-Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device) {
+Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
+                                   std::unordered_set<const void *> &checked) {
   for (size_t i = 0; i < launch.tensors.size(); ++i) {
     if (launch.tensorIsScratch[i] || !launch.tensors[i].data) continue; // null only for empty tensors
+    if (!checked.insert(launch.tensors[i].data).second) continue;
     const std::string &name = launch.kernel->tensors[i].name;
     int ordinal = -1;
     CUresult rc = d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
@@ -637,7 +644,8 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
                                               "its program instead: kernels differ between architectures)");
   auto plan = planKernelLaunch(*k, args, (*m)->limits.at(k->name));
   if (!plan) return plan.error();
-  if (Status s = impl_->checkPointers(**d, *plan, (*m)->device); !s) return s;
+  std::unordered_set<const void *> checked;
+  if (Status s = impl_->checkPointers(**d, *plan, (*m)->device, checked); !s) return s;
   if (Status s = encodeTensorMaps(*plan, tensorMapCache()); !s) return s;
   return impl_->launchOne(**d, **m, *plan, static_cast<CUstream>(stream));
 }
@@ -660,8 +668,9 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   auto plan = planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()),
                                 &kernelLimits);
   if (!plan) return plan.error();
+  std::unordered_set<const void *> checked;
   for (const auto &kl : plan->kernels)
-    if (Status s = impl_->checkPointers(drv, kl, (*m)->device); !s) return s;
+    if (Status s = impl_->checkPointers(drv, kl, (*m)->device, checked); !s) return s;
   auto cuStream = static_cast<CUstream>(stream);
   std::vector<CUdeviceptr> allocations;
   Status status;
