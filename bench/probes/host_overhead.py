@@ -51,6 +51,25 @@ for name, f in (("ft.ffn no grad", ffn), ("ft.ffn x.requires_grad", ffn_grad), (
                 ("ft.attention D128 S256", attention), ("torch eager gelu(x@w1)@w2", torch_mm),
                 ("ft.ffn forward + backward", ffn_fwd_bwd), ("ft.attention fwd + bwd", attention_fwd_bwd)):
     print("  %-28s %8.1f" % (name, per_call(f)))
+# Of each call, the time inside flashc.torch._launch (argument binding + the runtime's flashc_launch) per program.
+inner = {}
+launch = ft._launch
+
+
+def timed_launch(bundle, program, device, args):
+    t0 = time.perf_counter()
+    launch(bundle, program, device, args)
+    inner.setdefault(program, []).append(time.perf_counter() - t0)
+
+
+ft._launch = timed_launch
+for f in (ffn_fwd_bwd, attention_fwd_bwd):
+    inner.clear()
+    per_call(f, 100)
+    for program, times in sorted(inner.items()):
+        times = sorted(times)[len(times) // 10:]  # drop the warm-up tail
+        print("  inside _launch %-24s %8.1f us (median %d calls)" % (program, times[len(times) // 2] * 1e6, len(times)))
+ft._launch = launch
 prof = cProfile.Profile()
 prof.enable()
 for _ in range(N):
