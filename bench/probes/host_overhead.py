@@ -46,7 +46,17 @@ dy = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
 ffn_fwd_bwd = lambda: ft.ffn(xg, w1, w2=w2, activation="gelu_tanh").backward(dy)
 qg = q.clone().requires_grad_()
 attention_fwd_bwd = lambda: ft.attention(qg, k, v).backward(torch.ones_like(q))
+dev = x.device
+
+
+def device_switch():
+    with torch.cuda.device(dev):
+        pass
+
+
 print("host enqueue us/call (GPU time negligible at these sizes):")
+print("  %-28s %8.1f" % ("with torch.cuda.device(d)", per_call(device_switch)))
+print("  %-28s %8.1f" % ("current_stream(d).cuda_stream", per_call(lambda: torch.cuda.current_stream(dev).cuda_stream)))
 for name, f in (("ft.ffn no grad", ffn), ("ft.ffn x.requires_grad", ffn_grad), ("Bundle.launch ffn", raw),
                 ("ft.attention D128 S256", attention), ("torch eager gelu(x@w1)@w2", torch_mm),
                 ("ft.ffn forward + backward", ffn_fwd_bwd), ("ft.attention fwd + bwd", attention_fwd_bwd)):
