@@ -129,14 +129,8 @@ def _run(config, direction, device, args):
 
 
 def _launch(bundle, program, device, args):
-    # The runtime launches in the current CUDA context: the tensors' device's. Switching devices (a context
-    # manager) costs more host time than the launch itself, so it is done only when needed.
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if torch.cuda.current_device() == index:
-        bundle.launch(program, stream=torch.cuda.current_stream(index).cuda_stream, **args)
-        return
-    with torch.cuda.device(index):
-        bundle.launch(program, stream=torch.cuda.current_stream(index).cuda_stream, **args)
+    with torch.cuda.device(device):
+        bundle.launch(program, stream=torch.cuda.current_stream(device).cuda_stream, **args)
 
 
 # ---------------------------------------------------------------- attention
