@@ -22,4 +22,5 @@
 #include "flashc/device/tma.cuh"
 #include "flashc/device/raster.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"
+#include "flashc/device/ws_epilogue.cuh"
 #include "flashc/device/ffn_fwd_ws.cuh"

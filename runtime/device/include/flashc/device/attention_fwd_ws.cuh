@@ -43,6 +43,7 @@
 #include "flashc/device/types.cuh"
 #include "flashc/device/wgmma.cuh"
 #include "flashc/device/wgmma_tile.cuh"
+#include "flashc/device/ws_epilogue.cuh"
 
 namespace flashc {
 namespace device {
@@ -280,20 +281,10 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   store_rows(vector_at<float>(lse, batch, head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
   RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
   convert(o_out, acc_o);
-  // Stage this warpgroup's 64 rows in its own rows of the Q tile (its last Q K^T has completed; the
-  // other warpgroup reads only its own rows), then 16-byte row-contiguous stores, rows >= Sq skipped.
-  const OTile Os{reinterpret_cast<Elem*>(smem + kSmemQ)};
-  detail::store_fragments_to(Os, o_out);
-  named_barrier_sync(kBarEpilogue + warpgroup, 128);
-  const GlobalMatrix<Elem> Og = matrix_at<Elem>(o, batch, head);
-  constexpr int kChunksPerRow = P::kValueCols / 8;  // padded columns are not stored
-#pragma unroll
-  for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
-    const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
-    if (q0 + r < Sq)
-      *reinterpret_cast<uint4*>(Og.base + (q0 + r) * Og.row_stride + c * 8) =
-          *reinterpret_cast<const uint4*>(smem + kSmemQ + OTile::chunk_offset(r, c));
-  }
+  // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup
+  // reads only its own rows); rows >= Sq and padded columns are not stored.
+  store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
+                                      matrix_at<Elem>(o, batch, head), q0, Sq, warpgroup, kBarEpilogue + warpgroup);
 }
 
 }  // namespace device

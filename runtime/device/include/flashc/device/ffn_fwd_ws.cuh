@@ -34,6 +34,7 @@
 #include "flashc/device/types.cuh"
 #include "flashc/device/wgmma.cuh"
 #include "flashc/device/wgmma_tile.cuh"
+#include "flashc/device/ws_epilogue.cuh"
 
 namespace flashc {
 namespace device {
@@ -233,20 +234,11 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   if constexpr (Config::kBias2) add_bias(acc_y, vector_at<Elem>(b2), 0, P::kOutCols);
   RegTile16<Elem, kBlockM, P::kOutDim, kWarps> y_out;
   convert(y_out, acc_y);
-  // Stage this warpgroup's 64 rows in its own rows of the x tile (its last x·W1 has completed), then
-  // 16-byte row-contiguous stores, rows >= M skipped, padded columns not stored.
-  const YTile Ys{reinterpret_cast<Elem*>(smem + P::kSmemX)};
-  detail::store_fragments_to(Ys, y_out);
-  named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
-  const GlobalMatrix<Elem> Yg = kBatched ? matrix_at<Elem>(y, batch) : matrix_at<Elem>(y);
-  constexpr int kChunksPerRow = P::kOutCols / 8;
-#pragma unroll
-  for (int i = threadIdx.x % 128; i < 64 * kChunksPerRow; i += 128) {
-    const int r = warpgroup * 64 + i / kChunksPerRow, c = i % kChunksPerRow;
-    if (m0 + r < M)
-      *reinterpret_cast<uint4*>(Yg.base + (m0 + r) * Yg.row_stride + c * 8) =
-          *reinterpret_cast<const uint4*>(smem + P::kSmemX + YTile::chunk_offset(r, c));
-  }
+  // Staged in this warpgroup's own rows of the x tile (its last x·W1 has completed); rows >= M and padded
+  // columns are not stored.
+  store_warpgroup_rows<P::kOutCols>(YTile{reinterpret_cast<Elem*>(smem + P::kSmemX)}, y_out,
+                                    kBatched ? matrix_at<Elem>(y, batch) : matrix_at<Elem>(y), m0, M, warpgroup,
+                                    P::kBarEpilogue + warpgroup);
 }
 
 }  // namespace device
