@@ -95,8 +95,6 @@ struct AttentionFwdWsPlan {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 3 + g = its epilogue staging.
   static constexpr int kBarTurn = 1, kBarEpilogue = 3;
-  // Descriptor byte offsets (see panel.cuh): 8-row groups 1024 B apart; V's next 64 columns one panel on.
-  static constexpr unsigned kSbo = 1024;
 };
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
@@ -120,7 +118,6 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
                 kBarVEmpty = P::kBarVEmpty, kBarTurn = P::kBarTurn, kBarEpilogue = P::kBarEpilogue;
   constexpr bool kPingPong = P::kPingPong;
   constexpr float kScale = P::kScale, kSoftcap = P::kSoftcap, kScaleLog2 = P::kScaleLog2;
-  constexpr unsigned kSbo = P::kSbo;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
@@ -200,30 +197,13 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   auto turn_pass = [&](bool last) {
     if (kPingPong && !(warpgroup == 1 && last)) named_barrier_arrive(kBarTurn + (warpgroup ^ 1), 256);
   };
-  // S = Q K^T (SS): this warpgroup's 64 rows of Q, all kBlockN keys of slot `stage`; issue only.
+  // S = Q K^T (SS: this warpgroup's 64 rows of Q, the kBlockN keys of slot `stage`, both K-major) and
+  // O += P V (RS: P from registers, V MN-major): the tile ops' wgmma forms, issued without waiting.
   auto issue_qk = [&](int stage) {
-    const KTile Ks = k_tile(stage);
     fill(s, 0.f);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const unsigned q_addr = Qs.base() + (kk / 4) * QTile::kPanelBytes + warpgroup * 64 * 128 + (kk % 4) * 32;
-      const unsigned k_addr = Ks.base() + (kk / 4) * KTile::kPanelBytes + (kk % 4) * 32;
-      wgmma_ss<Elem, kBlockN>(&s.v[0][0][0], wgmma_desc(q_addr, 16, kSbo), wgmma_desc(k_addr, 16, kSbo));
-    }
-    wgmma_commit();
+    wgmma_matmul_tb<false>(s, Qs, k_tile(stage));
   };
-  // O += P V (RS): P from registers, V MN-major panels of slot `stage` (transpose bit); issue only.
-  auto issue_pv = [&](int stage) {
-    const VTile Vs = v_tile(stage);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const unsigned a[4] = {p.v[0][2 * kk][0], p.v[0][2 * kk][1], p.v[0][2 * kk + 1][0], p.v[0][2 * kk + 1][1]};
-      wgmma_rs_tb<Elem, kValueDim>(&acc_o.v[0][0][0], a, wgmma_desc(Vs.base() + kk * 16 * 128, VTile::kPanelBytes, kSbo));
-    }
-    wgmma_commit();
-  };
+  auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
   // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
   // corr = exp(m_old - m_new), applied to O just before the next P V.
   auto softmax_block = [&](int n) {

@@ -68,7 +68,6 @@ struct FfnFwdWsPlan {
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
   static_assert(kSmemBytes <= 227 * 1024, "ws FFN: shared memory plan exceeds 227 KB");
   static constexpr int kBarTurn = 1, kBarEpilogue = 3;  // named barriers, as attention_fwd_ws
-  static constexpr unsigned kSbo = 1024;
 };
 
 // Rows [row, row + box) of a 2-D (cols, rows) or 3-D (cols, rows, batch) map into every panel.
@@ -97,7 +96,6 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   using W1Tile = typename P::W1Tile;
   using W2Tile = typename P::W2Tile;
   constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages, kWarps = P::kWarps;
-  constexpr unsigned kSbo = P::kSbo;
   constexpr bool kBatched = Config::kBatched, kPingPong = Config::kPingPong;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -167,30 +165,13 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   auto turn_pass = [&](bool last) {
     if (kPingPong && !(warpgroup == 1 && last)) named_barrier_arrive(P::kBarTurn + (warpgroup ^ 1), 256);
   };
-  // H = x·W1_j (SS): x K-major (this warpgroup's 64 rows), W1_j MN-major; issue only.
+  // H = x·W1_j (SS: x K-major, this warpgroup's 64 rows; W1_j MN-major) and y += P·W2_j (RS: P from
+  // registers, W2_j MN-major): the tile ops' wgmma forms, issued without waiting.
   auto issue_xw1 = [&](int stage) {
-    const W1Tile Ws = w1_tile(stage);
     fill(h, 0.f);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < P::kInDim / 16; ++kk) {
-      const unsigned x_addr = Xs.base() + (kk / 4) * XTile::kPanelBytes + warpgroup * 64 * 128 + (kk % 4) * 32;
-      wgmma_ss_tb<Elem, kBlockN>(&h.v[0][0][0], wgmma_desc(x_addr, 16, kSbo),
-                                 wgmma_desc(Ws.base() + kk * 16 * 128, W1Tile::kPanelBytes, kSbo));
-    }
-    wgmma_commit();
+    wgmma_matmul<false>(h, Xs, w1_tile(stage));
   };
-  // y += P·W2_j (RS): P from registers, W2_j MN-major; issue only.
-  auto issue_pw2 = [&](int stage) {
-    const W2Tile Ws = w2_tile(stage);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const unsigned a[4] = {p.v[0][2 * kk][0], p.v[0][2 * kk][1], p.v[0][2 * kk + 1][0], p.v[0][2 * kk + 1][1]};
-      wgmma_rs_tb<Elem, P::kOutDim>(&acc_y.v[0][0][0], a, wgmma_desc(Ws.base() + kk * 16 * 128, W2Tile::kPanelBytes, kSbo));
-    }
-    wgmma_commit();
-  };
+  auto issue_pw2 = [&](int stage) { wgmma_matmul<false>(acc_y, p, w2_tile(stage)); };
   // H = act(H + b1) over hidden columns it * kBlockN.. (past h: H = 0, b1 skipped, act(0) = 0).
   auto activate = [&](int it) {
     if constexpr (Config::kBias1) add_bias(h, vector_at<Elem>(b1), it * kBlockN, hidden);
