@@ -111,7 +111,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   using OTile = typename P::OTile;
   using KTile = typename P::KTile;
   using VTile = typename P::VTile;
-  constexpr int kHeadDim = P::kHeadDim, kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages,
+  constexpr int kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages,
                 kWarps = P::kWarps, kProducer = P::kProducer;
   constexpr int kSmemQ = P::kSmemQ, kSmemK = P::kSmemK, kSmemV = P::kSmemV, kSmemBar = P::kSmemBar;
   constexpr int kBarQ = P::kBarQ, kBarKFull = P::kBarKFull, kBarKEmpty = P::kBarKEmpty, kBarVFull = P::kBarVFull,
