@@ -16,16 +16,17 @@ global o and lse produce exact partial gradients; dq sums over key blocks, dk/dv
 are rounded to the input dtype by the kernel before the merge (the merge itself runs in float32), and block
 gradients are accumulated in float32; these are the only roundings beyond a single-kernel call.
 
-Causal masks. Sharded causal attention is self-attention (Sq == Sk), where the kernels' bottom-right alignment
-equals the global top-left one: query p sees key j <= p. A query chunk [q0, q0+n) against a key chunk [k0, k0+m) is
+Causal masks. flashc's causal mask is bottom-right aligned: query row i of Sq sits at key position
+i + (Sk - Sq), and query position p sees key j <= p (self-attention: Sq == Sk, position = row). A query chunk at
+positions [q0, q0+n) against a key chunk [k0, k0+m) is
   FULL      every key visible            (k0 + m - 1 <= q0)           -> non-causal kernel
   DIAGONAL  the same chunk               (q0 == k0 and n == m)        -> causal kernel, exact since Sq == Sk locally
   SKIP      no key visible               (k0 > q0 + n - 1, or empty)  -> no launch
-  PARTIAL   anything else: the visible set is a staircase that starts at a key offset the kernels cannot express
-            (their mask is bottom-right aligned to the block's own Sk - Sq; there is no explicit key offset
-            parameter). Sharding plans here use the same chunk boundaries for queries and keys, so a PARTIAL pair
-            never arises; `plan_blocks` refuses one with UnsupportedError.
-Sliding windows are not supported by the sharded paths for the same reason (they need key offsets).
+  PARTIAL   anything else (the chunks cut the diagonal at different places): split by rows, with no kernel change.
+            Rows p >= k0 + m - 1 see the whole key chunk (non-causal kernel). Rows p in [max(q0, k0), k0 + m - 1)
+            see keys k0..p: a causal launch over those rows against the keys [k0, last row + 1), whose own
+            bottom-right alignment (Sk - Sq = first row - k0) is exactly the global staircase. Rows p < k0 see none.
+Sliding windows are not supported by the sharded paths (they need a key offset inside the kernels).
 
 Layouts. Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged). Causal: the load-balanced
 zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and 2N-1-r (concatenated in that
@@ -45,7 +46,7 @@ from collections import namedtuple
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
-from .errors import InvalidArgumentError, UnsupportedError  # noqa: E402
+from .errors import InvalidArgumentError  # noqa: E402
 
 FULL, DIAGONAL, SKIP, PARTIAL = "full", "diagonal", "skip", "partial"
 
@@ -76,18 +77,21 @@ def chunk_bounds(length, count):
     return [(min(c * size, length), max(0, min((c + 1) * size, length) - min(c * size, length))) for c in range(count)]
 
 
-# q_chunks[r] / k_chunks[r]: the global (start, length) chunks rank r holds, in the order of its local buffer.
-Layout = namedtuple("Layout", "causal q_chunks k_chunks")
+# q_chunks[r] / k_chunks[r]: the global (start, length) chunks rank r holds, in the order of its local buffer (query
+# and key row indices); q_offset: the key position of query row 0 (Sk - Sq: flashc's bottom-right causal alignment).
+Layout = namedtuple("Layout", "causal q_chunks k_chunks q_offset", defaults=(0,))
 
 
 def sharded_layout(seq_q, seq_k, num_shards, causal):
     """How sharded_attention splits a sequence over `num_shards` ranks (see the module doc)."""
     if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
         raise InvalidArgumentError("num_shards must be an integer >= 1, got %r" % (num_shards,))
+    if causal and seq_q != seq_k:
+        # Query row i at key position i + Sk - Sq: contiguous chunks of each cut the diagonal at different places
+        # (PARTIAL pairs, split by plan_blocks).
+        return Layout(True, [[c] for c in chunk_bounds(seq_q, num_shards)], [[c] for c in chunk_bounds(seq_k, num_shards)],
+                      seq_k - seq_q)
     if causal:
-        if seq_q != seq_k:
-            raise InvalidArgumentError("sharded causal attention is self-attention: expected the same query and key "
-                                       "length, got %d and %d" % (seq_q, seq_k))
         chunks = chunk_bounds(seq_q, 2 * num_shards)
         owned = [[chunks[r], chunks[2 * num_shards - 1 - r]] for r in range(num_shards)]
         return Layout(True, owned, owned)
@@ -128,33 +132,39 @@ def _offsets(chunks):
     return out
 
 
-def plan_blocks(q_chunks, k_chunks, causal):
+def plan_blocks(q_chunks, k_chunks, causal, q_offset=0):
     """The launches that cover every visible (query chunk, key chunk) pair once: [Block] in local coordinates.
 
-    Non-causal: one block over everything. Causal: pairs are classified; when the query and key chunks are the same
-    list and ordered so that the whole local problem is causal (earlier chunks FULL, same chunk DIAGONAL, later
-    chunks SKIP), one causal block; otherwise DIAGONAL pairs get causal blocks and FULL pairs are coalesced into
-    blocks over contiguous runs of local key chunks, and runs of query chunks with the same key runs."""
+    q_offset: the key position of query row 0 (Sk - Sq). Non-causal: one block over everything. Causal: pairs are
+    classified; when the query and key chunks are the same list and ordered so that the whole local problem is
+    causal (earlier chunks FULL, same chunk DIAGONAL, later chunks SKIP), one causal block; otherwise DIAGONAL pairs
+    get causal blocks, PARTIAL pairs are split by rows (module doc), and FULL pairs are coalesced into blocks over
+    contiguous runs of local key chunks, and runs of query chunks with the same key runs."""
     nq, nk = sum(n for _, n in q_chunks), sum(n for _, n in k_chunks)
     if nq == 0 or nk == 0:
         return []
     if not causal:
         return [Block(0, nq, 0, nk, False)]
     qo, ko = _offsets(q_chunks), _offsets(k_chunks)
-    kinds = [[classify(q0, n, k0, m) for (k0, m) in k_chunks] for (q0, n) in q_chunks]
+    kinds = [[classify(q0 + q_offset, n, k0, m) for (k0, m) in k_chunks] for (q0, n) in q_chunks]
+    blocks = []
     for a, row in enumerate(kinds):
+        p0, n = q_chunks[a][0] + q_offset, q_chunks[a][1]  # key position of the chunk's first row
         for b, kind in enumerate(row):
-            if kind == PARTIAL:
-                raise UnsupportedError(
-                    "query rows [%d, %d) against keys [%d, %d) need a causal mask with a key offset, which the "
-                    "kernels cannot express (shard queries and keys with the same chunk boundaries)"
-                    % (q_chunks[a][0], q_chunks[a][0] + q_chunks[a][1], k_chunks[b][0], k_chunks[b][0] + k_chunks[b][1]))
-    if list(q_chunks) == list(k_chunks):
+            if kind != PARTIAL:
+                continue
+            k0, m = k_chunks[b]
+            full_lo = max(p0, k0 + m - 1)  # rows that see every key of the chunk
+            if full_lo < p0 + n:
+                blocks.append(Block(qo[a] + full_lo - p0, qo[a] + n, ko[b], ko[b] + m, False))
+            lo, hi = max(p0, k0), min(p0 + n, k0 + m - 1)  # rows that see keys k0..p
+            if hi > lo:
+                blocks.append(Block(qo[a] + lo - p0, qo[a] + hi - p0, ko[b], ko[b] + hi - k0, True))
+    if list(q_chunks) == list(k_chunks) and q_offset == 0:
         want = lambda a, b: SKIP if q_chunks[a][1] == 0 else (FULL if b < a else DIAGONAL if a == b else SKIP)
         if all(kinds[a][b] == want(a, b) or k_chunks[b][1] == 0 for a in range(len(q_chunks))
                for b in range(len(k_chunks))):
             return [Block(0, nq, 0, nk, True)]
-    blocks = []
     runs_of = []
     for a, row in enumerate(kinds):
         runs, start = [], None
@@ -200,7 +210,7 @@ def ring_schedule(layout, rank):
         owner = (rank - t) % world
         last = t == world - 1
         steps.append(RingStep(t, owner, tuple(plan_blocks(layout.q_chunks[rank], layout.k_chunks[owner],
-                                                          layout.causal)),
+                                                          layout.causal, layout.q_offset)),
                               None if last else nxt, None if last else prev,
                               None if last else (rank - t - 1) % world, nxt if world > 1 else None,
                               prev if world > 1 else None))
@@ -415,8 +425,9 @@ def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=Non
     """flashc.torch.attention computed as ring_attention would over `num_shards` ranks, on one device.
 
     Arguments as flashc.torch.attention (no sliding window). Non-causal: query and key sequences are each cut into
-    `num_shards` chunks (ceil-sized, the last ones shorter). Causal (self-attention, Sq == Sk): the zig-zag layout
-    over 2 * num_shards chunks. Every block is a launch of the forward / backward program; results merge exactly
+    `num_shards` chunks (ceil-sized, the last ones shorter). Causal self-attention (Sq == Sk): the zig-zag layout
+    over 2 * num_shards chunks. Causal with Sq != Sk (bottom-right aligned, e.g. new queries against a longer
+    cache): contiguous chunks of each, whose pairs cut the diagonal (split by rows, module doc). Every block is a launch of the forward / backward program; results merge exactly
     (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v."""
     config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa)
     layout = sharded_layout(q.shape[2], k.shape[2], num_shards, causal)

@@ -37,8 +37,9 @@ EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
 TEST_KEYS = {c.key for c in configs.TEST_ATTENTION}
 # Sharding supports no sliding window (it needs key offsets); everything else in the test set.
 CONFIGS = [c for c in configs.TEST_ATTENTION if c.window is None]
-# (B, Sq, Sk, causal allowed): even chunks, ragged chunks (Sq != Sk only without a causal mask).
-SHAPES = [(2, 256, 256), (1, 203, 203), (2, 200, 131)]
+# (B, Sq, Sk): even chunks, ragged chunks, and Sq != Sk both ways (causal: bottom-right aligned, shard pairs that cut
+# the diagonal, split by rows in ring.plan_blocks).
+SHAPES = [(2, 256, 256), (1, 203, 203), (2, 200, 131), (1, 131, 200)]
 
 
 def _needed(config, shards):
@@ -104,8 +105,6 @@ class ShardedGpuTest(unittest.TestCase):
     def test_configs_shards_and_ragged_shapes(self):
         for config in CONFIGS:
             for batch, seq_q, seq_k in SHAPES:
-                if config.causal and seq_q != seq_k:
-                    continue
                 for shards in (1, 2, 3, 4):
                     with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k, shards=shards):
                         self.run_sharded(config, batch, seq_q, seq_k, shards)

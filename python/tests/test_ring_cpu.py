@@ -141,10 +141,28 @@ class ClassifyTest(unittest.TestCase):
             else:
                 self.assertEqual(kind, ring.PARTIAL, (q0, n, k0, m))
 
-    def test_partial_is_refused(self):
-        with self.assertRaisesRegex(flashc.UnsupportedError, "key offset"):
-            ring.plan_blocks([(4, 4)], [(2, 4)], causal=True)
+    def test_partial_is_split_by_rows(self):
+        # queries at positions 4..7 against keys 2..5: rows 5.. see every key (non-causal), row 4 keys 2..4
+        # (a causal launch over keys [2, 5) whose bottom-right alignment is 4 - 2 = 2); nothing is refused.
+        self.assertEqual(ring.plan_blocks([(4, 4)], [(2, 4)], causal=True),
+                         [ring.Block(1, 4, 0, 4, False), ring.Block(0, 1, 0, 3, True)])
         self.assertEqual(ring.plan_blocks([(4, 4)], [(2, 4)], causal=False), [ring.Block(0, 4, 0, 4, False)])
+        # every pair of small chunks, any query offset: each visible (query, key) exactly once, each launch's own
+        # bottom-right mask equal to the global one
+        for q0, n, k0, m, off in [(a, b, c, d, o) for a in range(0, 5) for b in range(1, 4) for c in range(0, 5)
+                                  for d in range(1, 4) for o in (-2, 0, 3)]:
+            count = {}
+            for blk in ring.plan_blocks([(q0, n)], [(k0, m)], True, q_offset=off):
+                nq, nk = blk.q_hi - blk.q_lo, blk.k_hi - blk.k_lo
+                for i in range(nq):
+                    for j in range(nk):
+                        if (not blk.causal) or j <= i + nk - nq:
+                            key = (q0 + blk.q_lo + i, k0 + blk.k_lo + j)
+                            self.assertLessEqual(key[1], key[0] + off, (q0, n, k0, m, off, blk))
+                            count[key] = count.get(key, 0) + 1
+            want = {(p, j) for p in range(q0, q0 + n) for j in range(k0, k0 + m) if j <= p + off}
+            self.assertEqual(set(count), want, (q0, n, k0, m, off))
+            self.assertTrue(all(c == 1 for c in count.values()), (q0, n, k0, m, off))
 
     def test_chunk_bounds(self):
         self.assertEqual(ring.chunk_bounds(10, 4), [(0, 3), (3, 3), (6, 3), (9, 1)])
@@ -159,6 +177,9 @@ class ScheduleTest(unittest.TestCase):
         ("contiguous", lambda n, causal: ring.sharded_layout(24, 24, n, causal)),
         ("ragged", lambda n, causal: ring.sharded_layout(23, 23, n, causal)),
         ("ring", lambda n, causal: ring.ring_layout(n, causal, [6] * n, [6] * n)),
+        # Sq != Sk: causal rows bottom-right aligned (query i at key position i + Sk - Sq); pairs cut the diagonal
+        ("fewer queries", lambda n, causal: ring.sharded_layout(17, 29, n, causal)),
+        ("more queries", lambda n, causal: ring.sharded_layout(29, 17, n, causal)),
     ]
 
     def check_layout(self, layout, label):
@@ -183,13 +204,13 @@ class ScheduleTest(unittest.TestCase):
                         for j in range(nk):
                             kernel = (not b.causal) or j <= i + nk - nq  # the kernel's bottom-right mask
                             gi, gj = gq[b.q_lo + i], gk[b.k_lo + j]
-                            want = (not layout.causal) or gj <= gi
+                            want = (not layout.causal) or gj <= gi + layout.q_offset
                             self.assertEqual(kernel, want, "%s rank %d step %d block %s: query %d key %d"
                                              % (label, r, t, b, gi, gj))
                             count[gi][gj] += kernel
         for i in range(sq):
             for j in range(sk):
-                self.assertEqual(count[i][j], int((not layout.causal) or j <= i),
+                self.assertEqual(count[i][j], int((not layout.causal) or j <= i + layout.q_offset),
                                  "%s: query %d key %d covered %d times" % (label, i, j, count[i][j]))
         # Messages: what r sends at step t is what r+1 receives at step t, and holds at step t+1.
         for r, steps in enumerate(schedules):
@@ -241,8 +262,7 @@ class ScheduleTest(unittest.TestCase):
             ring.ring_layout(2, True, [4, 6], [4, 6])
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "zig-zag"):
             ring.ring_layout(2, True, [5, 5], [5, 5])
-        with self.assertRaisesRegex(flashc.InvalidArgumentError, "self-attention"):
-            ring.sharded_layout(8, 6, 2, True)
+        self.assertEqual(ring.sharded_layout(8, 6, 2, True), ring.Layout(True, [[(0, 4)], [(4, 4)]], [[(0, 3)], [(3, 3)]], -2))
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "rank"):
             ring.ring_schedule(ring.ring_layout(2, False, [1, 1], [1, 1]), 2)
 
