@@ -388,6 +388,9 @@ class ShardedTest(unittest.TestCase):
                 self.check(AttentionConfig("bf16", 2, 2, 8), 1, 23, 17, shards)
             with self.subTest(shards=shards, causal=True):  # ceil-sized zig-zag chunks, a short last one
                 self.check(AttentionConfig("bf16", 2, 2, 8, causal=True), 1, 21, 21, shards)
+            with self.subTest(shards=shards, causal=True, cross=True):  # Sq != Sk: pairs that cut the diagonal
+                self.check(AttentionConfig("bf16", 2, 2, 8, causal=True), 1, 13, 23, shards)
+                self.check(AttentionConfig("bf16", 2, 2, 8, causal=True), 1, 23, 13, shards)
 
     def test_gqa_softcap_scale_value_dim(self):
         for shards in (2, 3, 4):
