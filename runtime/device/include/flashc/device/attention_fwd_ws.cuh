@@ -77,8 +77,7 @@ struct AttentionFwdWsPlan {
   static constexpr int kThreads = kWarps * 32 + 128;  // + producer warpgroup (warps 8-11)
   static constexpr int kProducer = kWarps / 4;        // warpgroup index of the producer
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
-  static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256 &&
-                    kProducerRegs + 2 * kConsumerRegs <= 3 * 168,
+  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs),
                 "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   // ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;

@@ -51,8 +51,7 @@ struct FfnFwdWsPlan {
   // A consumer thread holds y (kOutDim / 2 floats), H (kBlockN / 2) and P (kBlockN / 4 packed).
   static_assert(kOutDim / 2 + kBlockN * 3 / 4 <= 176, "ws FFN: y, H and P overflow the consumer registers");
   static constexpr int kWarps = 8, kThreads = kWarps * 32 + 128, kProducer = kWarps / 4;
-  static_assert(Config::kProducerRegs % 8 == 0 && Config::kConsumerRegs % 8 == 0 && Config::kProducerRegs >= 24 &&
-                    Config::kConsumerRegs <= 256 && Config::kProducerRegs + 2 * Config::kConsumerRegs <= 3 * 168,
+  static_assert(warpgroup_budgets_fit(Config::kProducerRegs, Config::kConsumerRegs),
                 "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   using XTile = SmemPanelTile<Elem, kBlockM, kInDim>;
   using YTile = SmemPanelTile<Elem, kBlockM, kOutDim>;  // the epilogue's staging, over x

@@ -67,6 +67,13 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 // launches with the launch-bounds count per thread (e.g. 168 for 384 threads); a producer warpgroup
 // that only issues copies gives registers back, and the consumer warpgroups take them: the totals
 // must fit the block's allocation (128 x 24 + 256 x 240 <= 384 x 168). Counts: multiples of 8, 24..256.
+// Whether one producer warpgroup at `producer` and `consumers` warpgroups at `consumer` registers fit a block of
+// (1 + consumers) warpgroups launched at 168 a thread (384 threads share the 65536): the ws kernels' plans check it.
+__host__ __device__ constexpr bool warpgroup_budgets_fit(int producer, int consumer, int consumers = 2) {
+  return producer % 8 == 0 && consumer % 8 == 0 && producer >= 24 && consumer <= 256 &&
+         producer + consumers * consumer <= (1 + consumers) * 168;
+}
+
 template <int kRegs>
 __device__ __forceinline__ void warpgroup_reg_dealloc() {
   static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: multiple of 8 in [24, 256]");
