@@ -355,3 +355,31 @@ func.func @gated_any(%x: tensor<?x333xbf16>, %wg: tensor<333x1001xbf16>, %wu: te
   %y = flash.ffn silu %x, %wg up %wu, %w2 : (tensor<?x333xbf16>, tensor<333x1001xbf16>, tensor<333x1001xbf16>, tensor<1001x77xbf16>) -> tensor<?x77xbf16>
   return %y : tensor<?x77xbf16>
 }
+
+// -----
+
+// Two attentions sharing one run-time key offset: the backward program takes
+// it once, last; the kernels that compute scores (dK/dV, dQ) take it, the row
+// dots and the dQ conversion do not.
+// CHECK-LABEL: tile.kernel @shifted_attention_bwd_preprocess(
+// CHECK-NOT: i32
+// CHECK-SAME: key_offset = true
+// CHECK-LABEL: tile.kernel @shifted_attention_bwd(
+// CHECK-SAME: %arg9: i32
+// CHECK-LABEL: func.func @shifted_backward(
+// CHECK-SAME: %arg18: i32 {tile.name = "key_offset"}
+// CHECK: tile.launch @shifted_attention_bwd({{.*}}, %arg18)
+// CHECK: tile.launch @shifted_attention2_bwd({{.*}}, %arg18)
+// DET-LABEL: func.func @shifted_backward(
+// DET: tile.launch @shifted_attention_bwd_preprocess(%arg3, %arg5, %{{.*}}) :
+// DET: tile.launch @shifted_attention_bwd_kv({{.*}}, %arg18)
+// DET: tile.launch @shifted_attention_bwd_dq({{.*}}, %arg18)
+func.func @shifted(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>,
+                   %q2: tensor<?x2x?x64xbf16>, %k2: tensor<?x2x?x64xbf16>, %v2: tensor<?x2x?x64xbf16>, %off: i32)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v key_offset = %off scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, i32) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  %o2, %lse2 = flash.attention %q2, %k2, %v2 key_offset = %off scale = 0.125 mask = #flash.mask<sliding_window, left = 32, right = 0> num_kv_heads = 2
+      : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, i32) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  return %o, %lse, %o2, %lse2 : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}

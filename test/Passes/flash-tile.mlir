@@ -336,3 +336,30 @@ func.func @padded_112(%q: tensor<?x2x?x112xf16>, %k: tensor<?x2x?x112xf16>, %v: 
       : (tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>, tensor<?x2x?x112xf16>) -> (tensor<?x2x?x112xf16>, tensor<?x2x?xf32>)
   return %o, %lse : tensor<?x2x?x112xf16>, tensor<?x2x?xf32>
 }
+
+// -----
+
+// A run-time key offset: the i32 argument becomes the program's last
+// parameter (scalars follow the tensors in the ABI, wherever the spec put it),
+// the forward kernel takes it last, and p = i + key_offset replaces Sk - Sq,
+// clamped to [-Sq - 1, Sk + 100 + 1] (past either end every row sees all keys
+// or none: same result, no int overflow).
+// CHECK-LABEL: tile.kernel @shifted_attention_fwd
+// CHECK-SAME: %[[OFF:arg5]]: i32
+// CHECK-SAME: key_offset = true
+// CHECK: %[[SQ:.*]] = tile.dim %arg0, 2
+// CHECK: %[[SK:.*]] = tile.dim %arg1, 2
+// CHECK: %[[GIVEN:.*]] = arith.index_cast %[[OFF]] : i32 to index
+// CHECK: %[[LO:.*]] = arith.subi %c-1, %[[SQ]]
+// CHECK: %[[HI:.*]] = arith.addi %[[SK]], %c101
+// CHECK: %[[UPPER:.*]] = arith.minsi %[[GIVEN]], %[[HI]]
+// CHECK: %[[CLAMPED:.*]] = arith.maxsi %[[LO]], %[[UPPER]]
+// CHECK: tile.mask {{.*}} offset %[[CLAMPED]] window[100, 0]
+// CHECK-LABEL: func.func @shifted
+// CHECK-SAME: %arg5: i32 {tile.name = "key_offset"}
+// CHECK: tile.launch @shifted_attention_fwd(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5)
+func.func @shifted(%q: tensor<?x2x?x64xbf16>, %off: i32, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v key_offset = %off scale = 0.125 mask = #flash.mask<sliding_window, left = 100, right = 0> num_kv_heads = 2
+      : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, i32) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}

@@ -73,6 +73,9 @@ static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
+static cl::opt<int> keyOffset("key-offset", cl::init(0),
+                               cl::desc("value of every i32 argument (an attention's run-time "
+                                        "key offset)"));
 static cl::opt<double> inputRange("input-range", cl::init(2.0),
                                   cl::desc("inputs are uniform in [-range, range]"));
 static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
@@ -168,6 +171,8 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
                             k.shape[2], q.shape[3], v.shape[3]};
   ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(),
                               flash::referenceWindow(op.getMask())};
+  if (op.getKeyOffset())
+    params.window = params.window.withKeyOffset(keyOffset);
   dq = ReferenceTensor(q.shape);
   dk = ReferenceTensor(k.shape);
   dv = ReferenceTensor(v.shape);
@@ -227,32 +232,41 @@ public:
       source.emitError("flash-run-tile: no tile program was produced for this function");
       return failure();
     }
-    // Inputs: random, exactly representable in their element types.
+    // Inputs: random, exactly representable in their element types; i32
+    // arguments (key offsets) take --key-offset.
     std::vector<HostTensor> inputs;
+    std::vector<ReferenceTensor> refInputs;
+    std::vector<int64_t> scalars;
     for (Type type : source.getArgumentTypes()) {
+      if (type.isSignlessInteger(32)) {
+        scalars.push_back(keyOffset);
+        refInputs.push_back(ReferenceTensor({}, static_cast<double>(keyOffset)));
+        inputs.emplace_back(); // keeps inputs indexed by argument number
+        continue;
+      }
       auto ranked = llvm::dyn_cast<RankedTensorType>(type);
       if (!ranked) {
-        source.emitError("flash-run-tile: arguments must be ranked tensors");
+        source.emitError("flash-run-tile: arguments must be ranked tensors or i32 scalars");
         return failure();
       }
       inputs.push_back(randomTensor(concreteShape(ranked.getShape()),
                                     kindOf(ranked.getElementType()), rng, inputRange));
+      refInputs.push_back(toReference(inputs.back()));
     }
-    std::vector<ReferenceTensor> refInputs;
-    for (const HostTensor &tensor : inputs)
-      refInputs.push_back(toReference(tensor));
     auto expected = flash::evaluateGraph(source, refInputs);
     if (failed(expected))
       return failure();
 
-    // Forward program arguments: inputs, results, extra lse outputs.
+    // Forward program arguments: tensor inputs, results, extra lse outputs,
+    // then the scalars.
+    size_t numTensorInputs = inputs.size() - scalars.size();
     std::vector<HostTensor> outputs;
     for (auto [index, type] : llvm::enumerate(program.getArgumentTypes())) {
-      if (index < inputs.size())
+      if (index < numTensorInputs || !llvm::isa<tile::GlobalTensorType>(type))
         continue;
       auto tensorType = llvm::cast<tile::GlobalTensorType>(type);
       std::vector<int64_t> shape;
-      size_t result = index - inputs.size();
+      size_t result = index - numTensorInputs;
       if (result < expected->size())
         shape = (*expected)[result].shape;
       else
@@ -260,11 +274,12 @@ public:
       outputs.push_back(poisoned(shape, kindOf(tensorType.getElementType())));
     }
     std::vector<HostTensor *> args;
-    for (HostTensor &tensor : inputs)
-      args.push_back(&tensor);
+    for (auto [index, tensor] : llvm::enumerate(inputs))
+      if (!source.getArgumentTypes()[index].isSignlessInteger(32))
+        args.push_back(&tensor);
     for (HostTensor &tensor : outputs)
       args.push_back(&tensor);
-    if (failed(executor.runProgram(program.getSymName(), args))) {
+    if (failed(executor.runProgram(program.getSymName(), args, scalars))) {
       llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
                    << "\n";
       return failure();
@@ -286,7 +301,8 @@ public:
       (void)flash::referenceAttention(
           refInputs[argIndex(attention.getQuery())], refInputs[argIndex(attention.getKey())],
           refInputs[argIndex(attention.getValue())], attention.getScaleValue(),
-          attention.getSoftcapValue(), attention.getMask(), lseRef);
+          attention.getSoftcapValue(), attention.getMask(), lseRef,
+          attention.getKeyOffset() ? std::optional<int64_t>(keyOffset) : std::nullopt);
       if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
         ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
     }
@@ -403,7 +419,8 @@ private:
         return failure();
       }
       for (Value operand : op->getOperands())
-        args.push_back(&inputs[argIndex(operand)]);
+        if (!operand.getType().isSignlessInteger(32))
+          args.push_back(&inputs[argIndex(operand)]);
       HostTensor *primal = outputFor(op->getResult(0), fusedFunc, outputs);
       if (!primal) {
         op->emitError("flash-run-tile: the fused result must be returned");
@@ -455,13 +472,20 @@ private:
           names.push_back("d_b2");
       }
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+        if (operand.getType().isSignlessInteger(32))
+          continue; // a key offset: no gradient
         const HostTensor &like = inputs[argIndex(operand)];
         storage.push_back(poisoned(like.shape, like.kind));
         args.push_back(&storage.back());
         checks.push_back({"backward " + names[i] + suffix, &storage.back(), refs[i]});
       }
     }
-    if (failed(executor.runProgram(program.getSymName(), args))) {
+    // One scalar per distinct key offset (flash-generate-backward's order).
+    std::vector<int64_t> scalars;
+    for (Type type : program.getArgumentTypes())
+      if (type.isSignlessInteger(32))
+        scalars.push_back(keyOffset);
+    if (failed(executor.runProgram(program.getSymName(), args, scalars))) {
       llvm::errs() << "flash-run-tile: @" << program.getSymName() << ": " << executor.error()
                    << "\n";
       return failure();
@@ -506,10 +530,16 @@ int runTileProgram(ModuleOp module) {
   }
   std::mt19937_64 rng(seed.getValue());
   std::vector<HostTensor> tensors;
+  std::vector<int64_t> scalars;
   for (Type type : program.getArgumentTypes()) {
+    if (type.isSignlessInteger(32)) {
+      scalars.push_back(keyOffset);
+      continue;
+    }
     auto tensorType = llvm::dyn_cast<tile::GlobalTensorType>(type);
     if (!tensorType) {
-      llvm::errs() << "flash-run-tile: @" << runProgram << " takes a non-tensor argument\n";
+      llvm::errs() << "flash-run-tile: @" << runProgram << " takes an argument that is neither "
+                   << "a tensor nor an i32\n";
       return kExitError;
     }
     tensors.push_back(randomTensor(concreteShape(tensorType.getShape()),
@@ -519,7 +549,7 @@ int runTileProgram(ModuleOp module) {
   for (HostTensor &tensor : tensors)
     args.push_back(&tensor);
   flashc::TileExecutor executor(module);
-  if (failed(executor.runProgram(runProgram, args))) {
+  if (failed(executor.runProgram(runProgram, args, scalars))) {
     llvm::errs() << "flash-run-tile: @" << runProgram << ": " << executor.error() << "\n";
     return kExitError;
   }

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ namespace {
 struct Options {
   std::string bundle;
   int64_t batch = 2, seqQ = 257, seqK = 257, tokens = 300;
+  // Programs with a run-time key offset: this value, or (unset) one drawn per
+  // program from [-Sq - 8, Sk + 8] (every alignment, some beyond either end).
+  std::optional<int64_t> keyOffset;
   unsigned seed = 1;
   bool requireGpu = false; // no GPU: exit 77 (ctest's "skipped") instead of 0
 };
@@ -47,7 +51,7 @@ struct Options {
 [[noreturn]] void usage(const char *msg) {
   std::fprintf(stderr,
                "flashc-run: %s\nusage: flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] "
-               "[--tokens N] [--seed N] [--require-gpu]\n",
+               "[--tokens N] [--key-offset N] [--seed N] [--require-gpu]\n",
                msg);
   std::exit(2);
 }
@@ -69,6 +73,15 @@ Options parseOptions(int argc, char **argv) {
     else if (a == "--seq-q") number(o.seqQ);
     else if (a == "--seq-k") number(o.seqK);
     else if (a == "--tokens") number(o.tokens);
+    else if (a == "--key-offset") {
+      if (i + 1 >= argc) usage("missing value after --key-offset");
+      char *end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(argv[++i], &end, 10);
+      if (!end || *end || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+        usage((std::string("bad value for --key-offset (an int32): '") + argv[i] + "'").c_str());
+      o.keyOffset = v;
+    }
     else if (a == "--seed") { int64_t s; number(s); o.seed = unsigned(s); }
     else if (a == "--require-gpu") o.requireGpu = true;
     else if (a == "--help" || a == "-h") usage("help");
@@ -475,6 +488,12 @@ struct Runner {
   double boundFor(DType t) { return t == DType::F32 ? 1e-5 : (t == DType::F16 ? 5e-3 : 2e-2); }
 
   /// Does program `p` (any of its kernels) have tensor parameter `name`?
+  bool hasScalar(const ProgramSpec &p, const std::string &name) {
+    for (const std::string &kn : p.kernels)
+      if (const KernelSpec *k = bundle->findKernel(kn); k && k->findScalar(name)) return true;
+    return false;
+  }
+
   bool hasParam(const ProgramSpec &p, const std::string &name) {
     for (const std::string &kn : p.kernels)
       if (const KernelSpec *k = bundle->findKernel(kn); k && k->findTensor(name)) return true;
@@ -505,10 +524,17 @@ struct Runner {
     c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
     c.lse = makeParam(fwd.name, "lse", sym);
     c.s = {c.q.shape[0], c.q.shape[1], c.k.shape[1], c.q.shape[2], c.k.shape[2], c.q.shape[3], c.v.shape[3]};
-    std::printf("%s: attention B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld] softcap=%g\n",
+    std::string offsetText;
+    if (hasScalar(fwd, "key_offset")) {
+      int64_t off = opt.keyOffset ? *opt.keyOffset
+                                  : std::uniform_int_distribution<int64_t>(-c.s.querySeq - 8, c.s.keySeq + 8)(rng);
+      c.m.window = c.m.window.withKeyOffset(off);
+      offsetText = " key_offset=" + std::to_string(off);
+    }
+    std::printf("%s: attention B=%lld Hq=%lld Hkv=%lld Sq=%lld Sk=%lld D=%lld scale=%g window=[%lld,%lld]%s softcap=%g\n",
                 fwd.name.c_str(), (long long)c.s.batch, (long long)c.s.queryHeads, (long long)c.s.kvHeads,
                 (long long)c.s.querySeq, (long long)c.s.keySeq, (long long)c.s.headDim, c.m.scale,
-                (long long)c.m.window.left, (long long)c.m.window.right, c.m.softcap);
+                (long long)c.m.window.left, (long long)c.m.window.right, offsetText.c_str(), c.m.softcap);
     randomFill(c.q, rng), randomFill(c.k, rng), randomFill(c.v, rng);
     if (!upload(c.q) || !upload(c.k) || !upload(c.v) || !poison(c.o) || !poison(c.lse)) {
       ++failures;
@@ -516,6 +542,7 @@ struct Runner {
     }
     bind(args, "q", c.q), bind(args, "k", c.k), bind(args, "v", c.v), bind(args, "out", c.o);
     bind(args, "lse", c.lse);
+    if (c.m.window.hasKeyOffset) args.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
 
@@ -544,6 +571,7 @@ struct Runner {
     bind(bargs, "q", c.q), bind(bargs, "k", c.k), bind(bargs, "v", c.v), bind(bargs, "out", c.o);
     bind(bargs, "lse", c.lse), bind(bargs, "dout", c.dO), bind(bargs, "dq", c.dq), bind(bargs, "dk", c.dk);
     bind(bargs, "dv", c.dv);
+    if (c.m.window.hasKeyOffset) bargs.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
 

@@ -1596,7 +1596,9 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << ns << "::kThreads, 1)\n"
       << entry << "(";
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
-    out << (i ? ", " : "") << "const flashc::TensorArg " << nameOf(arg);
+    out << (i ? ", " : "")
+        << (isa<tile::GlobalTensorType>(arg.getType()) ? "const flashc::TensorArg " : "const int ")
+        << nameOf(arg);
   out << ") {\n";
   out << "  using namespace flashc::device;\n";
   out << "  using namespace " << ns << ";\n";

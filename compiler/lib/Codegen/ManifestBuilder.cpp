@@ -105,12 +105,18 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 
 LogicalResult ProgramScope::build() {
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-    auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
-    if (!type)
-      return func.emitError("tile.program argument ") << i << " is not a !tile.tensor", failure();
     std::string name = "arg" + std::to_string(i);
     if (auto n = func.getArgAttrOfType<StringAttr>(i, "tile.name"))
       name = n.str();
+    if (arg.getType().isSignlessInteger(32)) { // a scalar parameter (a key offset)
+      infos[arg] = ArgInfo{name, {}};
+      continue;
+    }
+    auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
+    if (!type)
+      return func.emitError("tile.program argument ")
+                 << i << " is neither a !tile.tensor nor an i32 scalar",
+             failure();
     auto dimNames = func.getArgAttrOfType<ArrayAttr>(i, "tile.dims");
     ArgInfo info{name, {}};
     for (auto [d, size] : llvm::enumerate(type.getShape())) {
@@ -211,8 +217,12 @@ std::vector<ArgInfo> kernelParameters(tile::KernelOp kernel,
     args = it->second;
   } else {
     for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-      auto type = cast<tile::GlobalTensorType>(arg.getType());
       ArgInfo info{"arg" + std::to_string(i), {}};
+      auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
+      if (!type) { // an i32 scalar
+        args.push_back(info);
+        continue;
+      }
       for (auto [d, size] : llvm::enumerate(type.getShape()))
         info.dims.push_back(ShapedType::isDynamic(size)
                                 ? rt::Dim::sym(info.name + "_d" + std::to_string(d))
@@ -235,7 +245,11 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr()))
     spec.role = cppIdentifier(tile::stringifyKernelRole(gemm.getRole()));
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    auto type = cast<tile::GlobalTensorType>(arg.getType());
+    auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
+    if (!type) { // i32 scalars follow the tensors (the kernel verifier's order)
+      spec.scalars.push_back({args[i].name, rt::ScalarType::I32});
+      continue;
+    }
     FailureOr<rt::DType> dtype = manifestDType(kernel, type.getElementType());
     if (failed(dtype))
       return failure();

@@ -107,14 +107,19 @@ void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<bool>
 
 /// The kernel's signature after its config namespace: the tensors, then the
 /// maps as grid constants (their addresses go to the TMA unit).
-void printSignature(StringRef entry, ArrayRef<std::string> cppNames,
+void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
                     ArrayRef<std::string> mapCppNames, llvm::raw_ostream &out) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << kWsForwardThreads << ", 1)\n"
       << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
-    out << (i ? ", " : "") << "const flashc::TensorArg " << name;
+    if (isa<tile::GlobalTensorType>(types[i]))
+      out << (i ? ", " : "") << "const flashc::TensorArg " << name;
   for (const std::string &map : mapCppNames)
     out << ", const __grid_constant__ flashc::TmaDescriptor " << map;
+  // Scalars (i32) after the maps: the ABI's order.
+  for (auto [i, name] : llvm::enumerate(cppNames))
+    if (!isa<tile::GlobalTensorType>(types[i]))
+      out << ", const int " << name;
   out << ") {\n";
 }
 
@@ -135,8 +140,10 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
   if (!elem.isBF16() && !elem.isF16())
     return reject("its element type is not bf16 or f16");
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  if (inputs.size() != 5)
-    return reject(llvm::formatv("it takes {0} tensors, not 5 (q, k, v, o, lse)", inputs.size()));
+  bool keyOffset = spec.takesKeyOffset();
+  if (inputs.size() != (keyOffset ? 6u : 5u))
+    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2})",
+                                inputs.size(), keyOffset ? 6 : 5, keyOffset ? ", key_offset" : ""));
   for (unsigned i = 0; i < 4; ++i) {
     int64_t width = i == 0 || i == 1 ? d : dv; // q, k: D; v, o: Dv
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -193,10 +200,10 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
       << " && Plan::kSmemBytes == " << result.sharedBytes
       << ", \"the manifest's block size and shared memory\");\n";
   out << "}  // namespace " << ns << "\n\n";
-  printSignature(entry, cppNames, maps, out);
+  printSignature(entry, cppNames, inputs, maps, out);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
-      << ", " << cppNames[4] << ");\n";
+      << ", " << cppNames[4] << (keyOffset ? ", " + cppNames[5] : std::string()) << ");\n";
   out << "}\n\n";
   return result;
 }
@@ -262,7 +269,7 @@ FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spe
       << " && Plan::kSmemBytes == " << result.sharedBytes
       << ", \"the manifest's block size and shared memory\");\n";
   out << "}  // namespace " << ns << "\n\n";
-  printSignature(entry, cppNames, maps, out);
+  printSignature(entry, cppNames, inputs, maps, out);
   // Absent biases: the library does not read them (kBias1 / kBias2 false).
   out << "  flashc::device::ffn_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[x] << ", " << cppNames[w1] << ", "

@@ -191,10 +191,13 @@ LogicalResult Evaluator::attention(AttentionOp op) {
     return op.emitError() << "at run time query " << formatShape(q.shape)
                           << ", key " << formatShape(k.shape) << " and value "
                           << formatShape(v.shape) << " do not agree";
+  std::optional<int64_t> keyOffset;
+  if (op.getKeyOffset())
+    keyOffset = static_cast<int64_t>(get(op.getKeyOffset()).data.at(0));
   ReferenceTensor lse;
   ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
                                            op.getSoftcapValue(), op.getMask(),
-                                           lse);
+                                           lse, keyOffset);
   values[op.getOutput()] = std::move(out);
   values[op.getLse()] = std::move(lse);
   return success();
@@ -304,11 +307,14 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
-                                   ReferenceTensor &lse) {
+                                   ReferenceTensor &lse,
+                                   std::optional<int64_t> keyOffset) {
   ref::AttentionShape shape{query.shape[0], query.shape[1], key.shape[1],
                             query.shape[2], key.shape[2],   query.shape[3],
                             value.shape[3]};
   ref::AttentionParams params{scale, softcap, referenceWindow(mask)};
+  if (keyOffset)
+    params.window = params.window.withKeyOffset(*keyOffset);
   ReferenceTensor out({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim});
   lse = ReferenceTensor({shape.batch, shape.queryHeads, shape.querySeq});
   ref::attentionForward(shape, params, query.data.data(), key.data.data(),
@@ -327,6 +333,13 @@ evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
                                 << " arguments, got " << arguments.size();
   Evaluator evaluator;
   for (auto [argument, tensor] : llvm::zip(body.getArguments(), arguments)) {
+    if (argument.getType().isSignlessInteger(32)) {
+      if (!tensor.shape.empty() || tensor.data.size() != 1)
+        return function.emitError() << "argument #" << argument.getArgNumber()
+                                    << " (i32) takes a rank-0 tensor holding its value";
+      evaluator.values[argument] = tensor;
+      continue;
+    }
     auto type = dyn_cast<RankedTensorType>(argument.getType());
     bool fits = type && type.getRank() == static_cast<int64_t>(tensor.shape.size());
     for (int64_t d = 0; fits && d < type.getRank(); ++d)

@@ -133,8 +133,9 @@ class TileInterpreter {
 public:
   TileInterpreter(TileExecutor &executor) : executor(executor) {}
 
-  LogicalResult runProgram(func::FuncOp program, ArrayRef<HostTensor *> args);
-  LogicalResult runKernel(KernelOp kernel, ArrayRef<HostTensor *> args);
+  LogicalResult runProgram(func::FuncOp program, ArrayRef<HostTensor *> args,
+                           ArrayRef<int64_t> scalars);
+  LogicalResult runKernel(KernelOp kernel, ArrayRef<HostTensor *> args, ArrayRef<int64_t> scalars);
 
 private:
   TileExecutor &executor;
@@ -166,7 +167,10 @@ private:
   }
   TilePtr cloneTile(const TileData &source) { return std::make_shared<TileData>(source); }
 
-  LogicalResult checkArgs(Operation *op, ArrayRef<Type> types, ArrayRef<HostTensor *> args);
+  LogicalResult checkArgs(Operation *op, ArrayRef<Type> types, ArrayRef<HostTensor *> args,
+                          ArrayRef<int64_t> scalars);
+  /// Binds block arguments: tensors in order, then the i32 scalars.
+  void bindArgs(Block &entry, ArrayRef<HostTensor *> args, ArrayRef<int64_t> scalars);
   LogicalResult executeBlock(Block &block, SmallVectorImpl<RtValue> *yielded);
   LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
   LogicalResult executeArith(Operation *op);
@@ -179,10 +183,21 @@ private:
   struct RowColumnView;
 };
 
-LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> types,
-                                         ArrayRef<HostTensor *> args) {
-  if (types.size() != args.size())
-    return fail(op, llvm::formatv("expects {0} arguments, got {1}", types.size(), args.size()));
+LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> allTypes,
+                                         ArrayRef<HostTensor *> args, ArrayRef<int64_t> scalars) {
+  // Tensors first, then i32 scalars (the kernel verifier's order).
+  size_t numTensors = llvm::count_if(allTypes, [](Type t) { return llvm::isa<GlobalTensorType>(t); });
+  ArrayRef<Type> types = allTypes.take_front(numTensors);
+  if (types.size() != args.size() || allTypes.size() - numTensors != scalars.size())
+    return fail(op, llvm::formatv("expects {0} tensor and {1} scalar arguments, got {2} and {3}",
+                                  types.size(), allTypes.size() - numTensors, args.size(),
+                                  scalars.size()));
+  for (Type type : allTypes.drop_front(numTensors))
+    if (!type.isSignlessInteger(32))
+      return fail(op, "takes a tensor after a scalar argument");
+  for (int64_t value : scalars)
+    if (value < INT32_MIN || value > INT32_MAX)
+      return fail(op, llvm::formatv("scalar argument {0} does not fit an i32", value));
   for (auto [index, pair] : llvm::enumerate(llvm::zip(types, args))) {
     auto [type, tensor] = pair;
     auto tensorType = llvm::dyn_cast<GlobalTensorType>(type);
@@ -209,24 +224,36 @@ LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> types,
   return success();
 }
 
-LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTensor *> args) {
+void TileInterpreter::bindArgs(Block &entry, ArrayRef<HostTensor *> args,
+                               ArrayRef<int64_t> scalars) {
+  for (auto [index, arg] : llvm::enumerate(entry.getArguments()))
+    env[arg] = index < args.size() ? RtValue::ofTensor(args[index])
+                                   : RtValue::ofInt(scalars[index - args.size()]);
+}
+
+LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTensor *> args,
+                                          ArrayRef<int64_t> scalars) {
   if (!program->hasAttr(kProgramAttrName))
     return fail(program, "is not a tile.program");
-  if (failed(checkArgs(program, program.getFunctionType().getInputs(), args)))
+  if (failed(checkArgs(program, program.getFunctionType().getInputs(), args, scalars)))
     return failure();
   env.clear();
-  for (auto [arg, tensor] : llvm::zip(program.getArguments(), args))
-    env[arg] = RtValue::ofTensor(tensor);
+  bindArgs(program.getBody().front(), args, scalars);
   for (Operation &op : program.getBody().front()) {
     if (auto launch = llvm::dyn_cast<LaunchOp>(op)) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<KernelOp>(launch, launch.getKernelAttr());
       if (!kernel)
         return fail(launch, "unknown kernel @" + launch.getKernel());
       SmallVector<HostTensor *> kernelArgs;
-      for (Value arg : launch.getArgs())
-        kernelArgs.push_back(tensorOf(arg));
+      SmallVector<int64_t> kernelScalars;
+      for (Value arg : launch.getArgs()) {
+        if (llvm::isa<GlobalTensorType>(arg.getType()))
+          kernelArgs.push_back(tensorOf(arg));
+        else
+          kernelScalars.push_back(intOf(arg));
+      }
       TileInterpreter inner(executor);
-      if (failed(inner.runKernel(kernel, kernelArgs)))
+      if (failed(inner.runKernel(kernel, kernelArgs, kernelScalars)))
         return failure();
       continue;
     }
@@ -255,8 +282,9 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
   return success();
 }
 
-LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *> args) {
-  if (failed(checkArgs(kernel, kernel.getFunctionType().getInputs(), args)))
+LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *> args,
+                                         ArrayRef<int64_t> scalars) {
+  if (failed(checkArgs(kernel, kernel.getFunctionType().getInputs(), args, scalars)))
     return failure();
   SmallVector<SmallVector<int64_t, 4>> shapes;
   for (HostTensor *tensor : args)
@@ -269,8 +297,7 @@ LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *>
     for (int64_t y = 0; y < grid[1]; ++y)
       for (int64_t x = 0; x < grid[0]; ++x) {
         env.clear();
-        for (auto [arg, tensor] : llvm::zip(entry.getArguments(), args))
-          env[arg] = RtValue::ofTensor(tensor);
+        bindArgs(entry, args, scalars);
         programIds[0] = x;
         programIds[1] = y;
         programIds[2] = z;
@@ -822,7 +849,8 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
 // TileExecutor
 //===----------------------------------------------------------------------===//
 
-LogicalResult TileExecutor::runProgram(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args) {
+LogicalResult TileExecutor::runProgram(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args,
+                                       llvm::ArrayRef<int64_t> scalars) {
   errorMessage.clear();
   auto program = module.lookupSymbol<func::FuncOp>(name);
   if (!program) {
@@ -830,10 +858,11 @@ LogicalResult TileExecutor::runProgram(llvm::StringRef name, llvm::ArrayRef<Host
     return failure();
   }
   TileInterpreter interpreter(*this);
-  return interpreter.runProgram(program, args);
+  return interpreter.runProgram(program, args, scalars);
 }
 
-LogicalResult TileExecutor::runKernel(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args) {
+LogicalResult TileExecutor::runKernel(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args,
+                                      llvm::ArrayRef<int64_t> scalars) {
   errorMessage.clear();
   auto kernel = module.lookupSymbol<KernelOp>(name);
   if (!kernel) {
@@ -841,7 +870,7 @@ LogicalResult TileExecutor::runKernel(llvm::StringRef name, llvm::ArrayRef<HostT
     return failure();
   }
   TileInterpreter interpreter(*this);
-  return interpreter.runKernel(kernel, args);
+  return interpreter.runKernel(kernel, args, scalars);
 }
 
 } // namespace flashc

@@ -28,8 +28,9 @@ namespace flashc {
 
 namespace {
 
-/// Mask geometry shared by every attention kernel. Positions are bottom-right
-/// aligned: query row i sits at key position p = i + off, off = Sk - Sq.
+/// Mask geometry shared by every attention kernel. Query row i sits at key
+/// position p = i + off: off = Sk - Sq (bottom-right aligned), or the
+/// run-time key offset when the recipe takes one.
 struct MaskGeometry {
   int64_t left, right; // window sides, -1 = unbounded (causal = [-1, 0])
   int64_t blockM, blockN;
@@ -135,7 +136,19 @@ struct AttentionKernel {
     g.blockN = Bc;
     g.sq = kb.dim(q, 2, "seq_q");
     g.sk = kb.dim(k, 2, "seq_k");
-    g.off = kb.named("key_offset", kb.sub(g.sk, g.sq));
+    if (!spec.takesKeyOffset()) {
+      g.off = kb.named("key_offset", kb.sub(g.sk, g.sq));
+      return g;
+    }
+    // The run-time offset, clamped to [-Sq - R' - 1, Sk + L' + 1] (L', R':
+    // the window sides, 0 when unbounded): past either end every row sees
+    // the same keys (all or none), so the clamp changes no result and keeps
+    // the bound arithmetic below far from int overflow for any int32 given.
+    Value given = kb.named("given_key_offset", kb.toIndex(kb.lastArg()));
+    Value lo = kb.named("key_offset_min",
+                        kb.sub(kb.idx(-std::max<int64_t>(g.right, 0) - 1), g.sq));
+    Value hi = kb.named("key_offset_max", kb.addConst(g.sk, std::max<int64_t>(g.left, 0) + 1));
+    g.off = kb.named("clamped_key_offset", kb.max(lo, kb.min(given, hi)));
     return g;
   }
 
@@ -444,13 +457,22 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                               AttentionSpecAttr spec, ArrayRef<Type> argTypes,
                               const TilePlan &plan) {
   KernelRole role = spec.getRole();
-  int64_t want = attentionArgCount(role, argTypes.size());
-  if (want < 0 || static_cast<int64_t>(argTypes.size()) != want) {
+  // The tensors, then the key offset (an i32) where the recipe takes one.
+  bool keyOffset = spec.takesKeyOffset();
+  ArrayRef<Type> tensorTypes = argTypes.drop_back(keyOffset && !argTypes.empty() ? 1 : 0);
+  int64_t want = attentionArgCount(role, tensorTypes.size());
+  if (want < 0 || static_cast<int64_t>(tensorTypes.size()) != want) {
     emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
-                   << " tensor arguments, got " << argTypes.size();
+                   << " tensor arguments" << (keyOffset ? " and a key offset" : "") << ", got "
+                   << argTypes.size() << " arguments";
     return nullptr;
   }
-  for (Type type : argTypes) {
+  if (keyOffset && !argTypes.back().isSignlessInteger(32)) {
+    emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role)
+                   << "' takes the key offset (an i32) last, got " << argTypes.back();
+    return nullptr;
+  }
+  for (Type type : tensorTypes) {
     auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
     if (!tensor || tensor.getRank() < 2) {
       emitError(loc) << "attention kernels take !tile.tensor arguments, got " << type;

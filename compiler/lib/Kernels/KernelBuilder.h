@@ -46,6 +46,11 @@ public:
   }
 
   mlir::Value arg(unsigned i) { return entry->getArgument(i); }
+  mlir::Value lastArg() { return entry->getArguments().back(); }
+  /// An i32 scalar argument as an index.
+  mlir::Value toIndex(mlir::Value i32) {
+    return b.create<mlir::arith::IndexCastOp>(loc, b.getIndexType(), i32);
+  }
 
   // --- names ----------------------------------------------------------------
   /// Gives `value` a name through its defining op's location (a NameLoc around

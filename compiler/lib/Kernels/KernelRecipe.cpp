@@ -28,6 +28,8 @@ struct ArgRule {
   bool f32 = false, anyElement = false;
   /// The static size the last dimension must have (a head dim); 0: any.
   int64_t lastDim = 0;
+  /// An i32 scalar, not a tensor (the attention's run-time key offset).
+  bool scalarI32 = false;
 };
 
 ArgRule tensor4(const char *name, int64_t lastDim, bool f32 = false) {
@@ -39,7 +41,18 @@ ArgRule matrix(const char *name, int64_t minRank = 2, int64_t maxRank = 3, bool 
 }
 ArgRule bias(const char *name) { return {name, 1, 1, false, true, 0}; }
 
+SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec, size_t given);
+
+/// The tensors of the role, then the key offset where the recipe takes one.
 SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t given) {
+  bool offset = spec.takesKeyOffset();
+  SmallVector<ArgRule> rules = attentionTensorRules(spec, offset && given ? given - 1 : given);
+  if (offset)
+    rules.push_back({"key_offset", 0, 0, false, false, 0, /*scalarI32=*/true});
+  return rules;
+}
+
+SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec, size_t given) {
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   ArgRule q = tensor4("q", d), k = tensor4("k", d), v = tensor4("v", dv),
           dOut = tensor4("do", dv), lse = rows3("lse"), delta = rows3("delta"),
@@ -119,7 +132,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
   if (auto a = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec))
     return AttentionSpecAttr::verify(emitError, a.getRole(), a.getHeadDim(), a.getValueDim(),
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
-                                     a.getWindowRight(), a.getElementType());
+                                     a.getWindowRight(), a.getElementType(), a.getKeyOffset());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
@@ -153,7 +166,7 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
   }
   if (rules.size() != argTypes.size())
     return emitError() << "kernel recipe '" << role << "' takes " << rules.size()
-                       << " tensor arguments, got " << argTypes.size();
+                       << " arguments, got " << argTypes.size();
   for (auto [index, pair] : llvm::enumerate(llvm::zip(rules, argTypes))) {
     auto [rule, type] = pair;
     auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
@@ -161,6 +174,11 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
       return emitError() << "kernel recipe '" << role << "': argument " << index << " ("
                          << rule.name << ") ";
     };
+    if (rule.scalarI32) {
+      if (!type.isSignlessInteger(32))
+        return describe() << "must be an i32, got " << type;
+      continue;
+    }
     if (!tensor)
       return describe() << "must be a !tile.tensor, got " << type;
     if (tensor.getRank() < rule.minRank || tensor.getRank() > rule.maxRank) {

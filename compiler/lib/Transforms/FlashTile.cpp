@@ -135,10 +135,19 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     argNames.push_back(uniqueName(it != labels.end() ? it->second.name : fallback));
     argDims.push_back(it != labels.end() ? it->second.dims : SmallVector<std::string, 4>());
   };
+  // i32 arguments (attention key offsets) are scalars: the ABI puts them after
+  // every tensor.
+  SmallVector<unsigned> scalarArgs;
+  llvm::DenseMap<unsigned, unsigned> programIndex;
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+    if (type.isSignlessInteger(32)) {
+      scalarArgs.push_back(index);
+      continue;
+    }
     auto tensor = toProgramTensor(func, type, "argument " + std::to_string(index));
     if (failed(tensor))
       return failure();
+    programIndex[index] = argTypes.size();
     addArg(*tensor, func.getArgument(index), "input" + std::to_string(index));
   }
   llvm::DenseMap<Value, unsigned> outputIndex;
@@ -165,13 +174,17 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     outputIndex[attention.getLse()] = argTypes.size();
     addArg(*tensor, attention.getLse(), "lse");
   }
+  for (unsigned index : scalarArgs) {
+    programIndex[index] = argTypes.size();
+    addArg(func.getArgumentTypes()[index], func.getArgument(index), "scalar" + std::to_string(index));
+  }
 
   ProgramBuilder pb(symbols, target);
   std::string name = func.getSymName().str();
   pb.create(func, func.getLoc(), name + ".tile", argTypes, argNames, argDims);
   llvm::DenseMap<Value, Value> mapped;
   for (auto [index, arg] : llvm::enumerate(func.getArguments()))
-    mapped[arg] = pb.arg(index);
+    mapped[arg] = pb.arg(programIndex[index]);
   auto destination = [&](Value result, Value shapeSource) -> Value {
     auto it = outputIndex.find(result);
     if (it != outputIndex.end())
@@ -201,9 +214,11 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       std::string kernelName =
           name + "_attention" + (attentionCount ? std::to_string(attentionCount) : "") + "_fwd";
       ++attentionCount;
+      SmallVector<Value> args = {q, k, v, out, lse};
+      if (attention.getKeyOffset())
+        args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,
-                           attentionSpec(attention, tile::KernelRole::AttentionForward),
-                           {q, k, v, out, lse})))
+                           attentionSpec(attention, tile::KernelRole::AttentionForward), args)))
         return cleanup();
       continue;
     }

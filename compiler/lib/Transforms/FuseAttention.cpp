@@ -215,7 +215,7 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
                                               MaskKind::None);
   int64_t kvHeads = cast<RankedTensorType>(key.getType()).getDimSize(1);
   auto attention = rewriter.create<AttentionOp>(
-      loc, TypeRange{outputType, lseType}, match.query, key, match.value,
+      loc, TypeRange{outputType, lseType}, match.query, key, match.value, /*key_offset=*/Value(),
       rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
       rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
 

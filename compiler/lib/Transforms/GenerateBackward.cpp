@@ -40,6 +40,7 @@ struct OpSlots {
   int out = -1, lse = -1;       // attention: saved forward outputs
   int cotangent = -1;           // dout / dy
   SmallVector<unsigned> grads;  // one per input
+  int keyOffset = -1;           // attention: the run-time key offset (a scalar), if any
 };
 
 struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
@@ -83,6 +84,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return {"a fused op is nested in a region (control flow)", op};
     for (Operation *op : fused) {
       for (Value operand : op->getOperands()) {
+        // A scalar (a key offset) may be shared: it has no gradient to sum.
+        if (operand.getType().isSignlessInteger(32) && llvm::isa<BlockArgument>(operand))
+          continue;
         if (!llvm::isa<BlockArgument>(operand))
           return {"an operand of a fused op is computed in the graph (chained fused ops); "
                   "the backward of chained ops is not supported yet",
@@ -205,6 +209,21 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         slot.grads.push_back(*index);
       }
     }
+    // Scalars last (the ABI's order), one per distinct key offset.
+    llvm::DenseMap<Value, unsigned> scalarIndex;
+    for (OpSlots &slot : slots) {
+      auto attention = llvm::dyn_cast<flash::AttentionOp>(slot.op);
+      Value offset = attention ? attention.getKeyOffset() : Value();
+      if (!offset)
+        continue;
+      auto [it, fresh] = scalarIndex.try_emplace(offset, types.size());
+      if (fresh) {
+        types.push_back(offset.getType());
+        names.push_back(labels[offset].name);
+        dims.push_back({});
+      }
+      slot.keyOffset = it->second;
+    }
 
     ProgramBuilder pb(symbols, targetDesc);
     pb.create(func, func.getLoc(), name, types, names, dims);
@@ -246,14 +265,20 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         transposed ? KernelRole::AttentionBackwardKVTransposed : KernelRole::AttentionBackwardKV;
     KernelRole mainRole =
         transposed ? KernelRole::AttentionBackwardTransposed : KernelRole::AttentionBackward;
+    // The kernels that compute scores take the key offset after their tensors.
+    auto masked = [&](SmallVector<Value> args) {
+      if (slot.keyOffset >= 0)
+        args.push_back(pb.arg(slot.keyOffset));
+      return args;
+    };
     if (deterministic)
       return success(
           succeeded(pb.launch(loc, base + "_bwd_preprocess",
                               spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
           succeeded(pb.launch(loc, base + "_bwd_kv", spec(kvRole),
-                              {q, k, v, dOut, lse, delta, dK, dV})) &&
+                              masked({q, k, v, dOut, lse, delta, dK, dV}))) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
-                              {q, k, v, dOut, lse, delta, dQ})));
+                              masked({q, k, v, dOut, lse, delta, dQ}))));
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
     return success(
@@ -261,7 +286,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                             spec(KernelRole::AttentionBackwardPreprocess),
                             {out, dOut, delta, dqAccum})) &&
         succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
-                            {q, k, v, dOut, lse, delta, dqAccum, dK, dV})) &&
+                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }

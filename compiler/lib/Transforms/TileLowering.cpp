@@ -31,7 +31,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
   return AttentionSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(),
                                 b.getF64FloatAttr(op.getScaleValue()),
                                 b.getF64FloatAttr(op.getSoftcapValue()), left, right,
-                                TypeAttr::get(op.getQuery().getType().getElementType()));
+                                TypeAttr::get(op.getQuery().getType().getElementType()),
+                                /*keyOffset=*/static_cast<bool>(op.getKeyOffset()));
 }
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
@@ -75,6 +76,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(attention.getValue(), "v" + sfx, {b, "", sk, ""});
       label(attention.getOutput(), "out" + sfx, {b, "", sq, ""});
       label(attention.getLse(), "lse" + sfx, {b, "", sq});
+      label(attention.getKeyOffset(), "key_offset" + sfx, {});
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
       std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
       ++ffnOps;

@@ -192,6 +192,16 @@ func.func @attention_head_dim(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x128xf32
 
 // -----
 
+func.func @attention_key_offset_type(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %off: i64)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  // expected-error @+1 {{operand #3 must be 32-bit signless integer, but got 'i64'}}
+  %o, %l = flash.attention %q, %k, %k key_offset = %off scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, i64) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
+  return %o, %l : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
 func.func @attention_batch(%q: tensor<2x4x8x64xf32>, %k: tensor<3x4x8x64xf32>, %v: tensor<3x4x8x64xf32>)
     -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>) {
   // expected-error @+1 {{key has shape [3, 4, 8, 64], expected [B, Hkv, Sk, D] = [2, ?, ?, 64]}}

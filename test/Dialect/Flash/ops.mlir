@@ -76,6 +76,17 @@ func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
   return %o, %lse, %o2, %lse2, %o3 : tensor<?x32x?x64xbf16>, tensor<?x32x?xf32>, tensor<2x4x100x64xf16>, tensor<2x4x100xf32>, tensor<?x32x?x64xbf16>
 }
 
+// A run-time key offset (an i32): query row i sits at key position i + %off.
+// CHECK-LABEL: func.func @attention_key_offset
+// CHECK-SAME: %[[OFF:[a-z0-9]+]]: i32
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} key_offset = %[[OFF]] scale = 1.250000e-01 mask = #flash.mask<sliding_window, left = 64, right = 0> num_kv_heads = 4 : (tensor<2x4x100x64xf16>, tensor<2x4x37x64xf16>, tensor<2x4x37x64xf16>, i32) -> (tensor<2x4x100x64xf16>, tensor<2x4x100xf32>)
+func.func @attention_key_offset(%q: tensor<2x4x100x64xf16>, %k: tensor<2x4x37x64xf16>, %off: i32)
+    -> (tensor<2x4x100x64xf16>, tensor<2x4x100xf32>) {
+  %o, %lse = flash.attention %q, %k, %k key_offset = %off scale = 0.125 mask = #flash.mask<sliding_window, left = 64, right = 0> num_kv_heads = 4
+      : (tensor<2x4x100x64xf16>, tensor<2x4x37x64xf16>, tensor<2x4x37x64xf16>, i32) -> (tensor<2x4x100x64xf16>, tensor<2x4x100xf32>)
+  return %o, %lse : tensor<2x4x100x64xf16>, tensor<2x4x100xf32>
+}
+
 // CHECK-LABEL: func.func @ffn
 func.func @ffn(%x: tensor<?x?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>, %wu: tensor<1024x4096xbf16>,

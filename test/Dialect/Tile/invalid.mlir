@@ -249,3 +249,45 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 
 // expected-error @+1 {{#tile.warp_specialized operands must be named by non-empty strings, got 3 : i64}}
 #bad_name = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = [3], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
+
+// -----
+
+// Scalars (an attention's key offset) follow the tensors: the ABI's order.
+// expected-error @+1 {{argument 1 is a tensor after a scalar; tensors come first}}
+tile.kernel @k(%off: i32, %a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{argument 1 must be a !tile.tensor or an i32, got 'i64'}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>, %off: i64) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+
+// -----
+
+// A grid reads a tensor's dims; a scalar has none.
+// expected-error @+1 {{grid axis 0 refers to argument 1 but the kernel has 1 tensor arguments}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>, %off: i32) attributes {
+    grid = [#tile.grid<arg1[0]>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%a: !tile.tensor<?x16xf32>, %off: i32) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  tile.return
+}
+func.func @f(%t: !tile.tensor<?x16xf32>) {
+  // expected-error @+1 {{argument 1 has type '!tile.tensor<?x16xf32>' but kernel @k expects 'i32'}}
+  tile.launch @k(%t, %t) : !tile.tensor<?x16xf32>, !tile.tensor<?x16xf32>
+  return
+}

@@ -12,7 +12,7 @@ tile.kernel @fwd(%q: !tile.tensor<?x4x?x128xbf16>, %k: !tile.tensor<?x4x?x64xbf1
 // -----
 
 // A deleted argument.
-// expected-error @+1 {{flash-plan-memory: @fwd cannot be planned: kernel recipe 'attention_forward' takes 5 tensor arguments, got 4}}
+// expected-error @+1 {{flash-plan-memory: @fwd cannot be planned: kernel recipe 'attention_forward' takes 5 arguments, got 4}}
 tile.kernel @fwd(%q: !tile.tensor<?x4x?x64xbf16>, %k: !tile.tensor<?x4x?x64xbf16>, %v: !tile.tensor<?x4x?x64xbf16>, %o: !tile.tensor<?x4x?x64xbf16>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>], spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
   tile.return
 }

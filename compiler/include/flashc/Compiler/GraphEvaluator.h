@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 namespace mlir::flash {
@@ -35,7 +36,8 @@ struct ReferenceTensor {
 };
 
 /// Runs `function` (one block of flash ops, tensor.cast and func.return) on
-/// `arguments`. On a problem (unsupported op, sizes that disagree at run
+/// `arguments`; an i32 argument (a key offset) is given as a rank-0 tensor
+/// holding its value (exact in float64). On a problem (unsupported op, sizes that disagree at run
 /// time) emits an error on the offending op and returns failure.
 FailureOr<SmallVector<ReferenceTensor>>
 evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments);
@@ -55,7 +57,8 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
-                                   ReferenceTensor &lse);
+                                   ReferenceTensor &lse,
+                                   std::optional<int64_t> keyOffset = std::nullopt);
 
 } // namespace mlir::flash
 

@@ -47,13 +47,16 @@ class TileExecutor {
 public:
   explicit TileExecutor(mlir::ModuleOp module) : module(module) {}
 
-  /// Runs program `name`; `args` bind its arguments in order (shapes must
-  /// match the static dimensions; dynamic ones are taken from the tensors).
+  /// Runs program `name`; `args` bind its tensor arguments in order (shapes
+  /// must match the static dimensions; dynamic ones are taken from the
+  /// tensors), `scalars` its i32 arguments (which follow the tensors).
   /// On failure returns failure() and sets `error()`.
-  mlir::LogicalResult runProgram(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args);
+  mlir::LogicalResult runProgram(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args,
+                                 llvm::ArrayRef<int64_t> scalars = {});
 
   /// Runs every block of kernel `name` over its grid.
-  mlir::LogicalResult runKernel(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args);
+  mlir::LogicalResult runKernel(llvm::StringRef name, llvm::ArrayRef<HostTensor *> args,
+                                llvm::ArrayRef<int64_t> scalars = {});
 
   const std::string &error() const { return errorMessage; }
 

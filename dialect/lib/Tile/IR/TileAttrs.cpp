@@ -69,10 +69,22 @@ LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
   return success();
 }
 
+bool AttentionSpecAttr::takesKeyOffset() const {
+  if (!getKeyOffset())
+    return false;
+  switch (getRole()) {
+  case KernelRole::AttentionBackwardPreprocess:
+  case KernelRole::AttentionBackwardPostprocess:
+    return false; // row dots and a conversion: no scores
+  default:
+    return true;
+  }
+}
+
 LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         KernelRole role, int64_t headDim, int64_t valueDim,
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
-                                        int64_t windowRight, TypeAttr elementType) {
+                                        int64_t windowRight, TypeAttr elementType, bool) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";

@@ -105,12 +105,18 @@ LogicalResult KernelOp::verify() {
   FunctionType type = getFunctionType();
   if (type.getNumResults() != 0)
     return emitOpError("kernels return nothing: outputs are tensor arguments");
+  // Tensors, then i32 scalars (the ABI's order).
   SmallVector<GlobalTensorType> args;
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     auto tensor = llvm::dyn_cast<GlobalTensorType>(argType);
-    if (!tensor)
-      return emitOpError() << "argument " << index << " must be a !tile.tensor, got " << argType;
-    args.push_back(tensor);
+    if (tensor && args.size() != index)
+      return emitOpError() << "argument " << index
+                           << " is a tensor after a scalar; tensors come first";
+    if (tensor)
+      args.push_back(tensor);
+    else if (!argType.isSignlessInteger(32))
+      return emitOpError() << "argument " << index << " must be a !tile.tensor or an i32, got "
+                           << argType;
   }
   if (getGrid().size() != 3)
     return emitOpError() << "grid must list 3 axes (x, y, z), got " << getGrid().size();
@@ -119,7 +125,7 @@ LogicalResult KernelOp::verify() {
       continue;
     if (attr.getArgIndex() >= static_cast<int64_t>(args.size()))
       return emitOpError() << "grid axis " << axis << " refers to argument " << attr.getArgIndex()
-                           << " but the kernel has " << args.size();
+                           << " but the kernel has " << args.size() << " tensor arguments";
     if (attr.getDimIndex() < 0 || attr.getDimIndex() >= args[attr.getArgIndex()].getRank())
       return emitOpError() << "grid axis " << axis << " refers to dimension " << attr.getDimIndex()
                            << " of a rank-" << args[attr.getArgIndex()].getRank() << " argument";
@@ -157,7 +163,7 @@ LogicalResult KernelOp::verify() {
   if (getBody().empty())
     return emitOpError("needs a body");
   Block &entry = getBody().front();
-  if (entry.getNumArguments() != args.size() ||
+  if (entry.getNumArguments() != type.getNumInputs() ||
       !llvm::equal(entry.getArgumentTypes(), type.getInputs()))
     return emitOpError("entry block arguments must match the signature");
   return success();
@@ -173,7 +179,13 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << " arguments, got " << getArgs().size();
   for (auto [index, pair] : llvm::enumerate(llvm::zip(params, getArgs().getTypes()))) {
     auto [param, arg] = pair;
-    auto want = llvm::cast<GlobalTensorType>(param), got = llvm::cast<GlobalTensorType>(arg);
+    auto want = llvm::dyn_cast<GlobalTensorType>(param), got = llvm::dyn_cast<GlobalTensorType>(arg);
+    if (!want || !got) {
+      if (param != arg)
+        return emitOpError() << "argument " << index << " has type " << arg << " but kernel @"
+                             << getKernel() << " expects " << param;
+      continue;
+    }
     bool compatible =
         want.getRank() == got.getRank() && want.getElementType() == got.getElementType();
     for (int64_t d = 0; compatible && d < want.getRank(); ++d)

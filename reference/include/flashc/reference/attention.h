@@ -30,16 +30,25 @@ struct AttentionShape {
           valueDim = 0;
 };
 
-/// Which keys a query row sees. Query i sits at key position p = i + Sk - Sq;
-/// key j is visible when p - left <= j <= p + right, a negative bound meaning
-/// unbounded on that side (the rule of flash's MaskAttr::isKeyVisible).
+/// Which keys a query row sees. Query i sits at key position p = i + Sk - Sq
+/// (or p = i + keyOffset when hasKeyOffset: flash.attention's run-time key
+/// offset); key j is visible when p - left <= j <= p + right, a negative bound
+/// meaning unbounded on that side (the rule of flash's MaskAttr::isKeyVisible).
 struct AttentionWindow {
   int64_t left = -1, right = -1;
+  bool hasKeyOffset = false;
+  int64_t keyOffset = 0;
 
   static AttentionWindow none() { return {-1, -1}; }
   static AttentionWindow causal() { return {-1, 0}; }
+  AttentionWindow withKeyOffset(int64_t offset) const {
+    AttentionWindow w = *this;
+    w.hasKeyOffset = true;
+    w.keyOffset = offset;
+    return w;
+  }
   bool isKeyVisible(int64_t query, int64_t key, int64_t querySeq, int64_t keySeq) const {
-    int64_t position = query + keySeq - querySeq;
+    int64_t position = query + (hasKeyOffset ? keyOffset : keySeq - querySeq);
     return (left < 0 || key >= position - left) && (right < 0 || key <= position + right);
   }
 };

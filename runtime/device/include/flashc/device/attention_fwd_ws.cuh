@@ -98,11 +98,24 @@ struct AttentionFwdWsPlan {
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters (their addresses go to the TMA unit). q and k give Sq and
-// Sk (and the GQA group when Config::kGroup is 0); V is read through its map only.
+// Sk (and the GQA group when Config::kGroup is 0); V is read through its map only. key_offset: the
+// key position of query row 0 (any int; the mask clamps it), Sk - Sq when not given.
+template <class Config>
+__device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                 const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
+                                                 const TensorArg& o, const TensorArg& lse, int key_offset);
+
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
                                                  const TensorArg& o, const TensorArg& lse) {
+  attention_fwd_ws<Config>(tma_q, tma_k, tma_v, q, k, o, lse, static_cast<int>(k.shape[2] - q.shape[2]));
+}
+
+template <class Config>
+__device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                 const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
+                                                 const TensorArg& o, const TensorArg& lse, int key_offset) {
   using P = AttentionFwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -122,7 +135,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   unsigned char* smem = align_smem_1024(smem_raw);
 
   const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
-  const int offset = Sk - Sq;
+  const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
   const int m_block = P::kLongestFirst ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / group;

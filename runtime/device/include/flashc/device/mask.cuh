@@ -17,6 +17,14 @@ template <int kLeft, int kRight>
 struct Window {
   static constexpr int L = kLeft;   // < 0: unbounded to the left
   static constexpr int R = kRight;  // < 0: unbounded to the right; 0 with L < 0 is causal
+  // A run-time key offset clamped to [-Sq - R' - 1, Sk + L' + 1] (L', R': the sides, 0 when
+  // unbounded): beyond either end every row sees all keys or none, so no result changes, and the
+  // bound arithmetic stays far from int overflow (the compiler's tile IR clamps alike).
+  static __device__ __forceinline__ int clamp_offset(int offset, int num_queries, int num_keys) {
+    const int lo = -num_queries - (kRight > 0 ? kRight : 0) - 1;
+    const int hi = num_keys + (kLeft > 0 ? kLeft : 0) + 1;
+    return offset < lo ? lo : (offset > hi ? hi : offset);
+  }
   static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset) {
     const int p = i + offset;
     bool h = j >= limit;

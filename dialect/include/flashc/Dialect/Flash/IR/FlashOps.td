@@ -174,6 +174,12 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     causal lets row i see keys j <= i + Sk - Sq (see `#flash.mask`). A row
     that sees no key has lse = -inf and output 0.
 
+    `key_offset = %off` (an i32 known at run time) replaces Sk - Sq: row i
+    sits at key position i + %off. Context-parallel attention needs it: a
+    query chunk and a key chunk of one long sequence are aligned by their
+    global positions, not by their ends. The compiled programs take it as the
+    scalar parameter `key_offset`; every int32 value is valid.
+
     ```mlir
     %out, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal>
         num_kv_heads = 8
@@ -186,13 +192,14 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     Flash_FloatTensor:$query,
     Flash_FloatTensor:$key,
     Flash_FloatTensor:$value,
+    Optional<I32>:$key_offset,
     F32Attr:$scale,
     Flash_MaskAttr:$mask,
     DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
     I64Attr:$num_kv_heads);
   let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `scale` `=` $scale `mask` `=` qualified($mask)
+    $query `,` $key `,` $value (`key_offset` `=` $key_offset^)? `scale` `=` $scale `mask` `=` qualified($mask)
     (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads
     attr-dict `:` functional-type(operands, results)
   }];

@@ -162,17 +162,26 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     Mask as a window on bottom-right aligned positions (p = i + Sk - Sq):
     key j visible iff (window_left < 0 or j >= p - window_left) and
     (window_right < 0 or j <= p + window_right). causal = [-1, 0].
+    key_offset = true: p = i + key_offset instead, with key_offset the
+    kernel's last argument (an i32, given at launch) in every role that
+    masks (forward and the backward kernels that compute scores).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
     "int64_t":$head_dim, "int64_t":$value_dim,
     "::mlir::FloatAttr":$scale, "::mlir::FloatAttr":$softcap,
     "int64_t":$window_left, "int64_t":$window_right,
-    "::mlir::TypeAttr":$element_type);
+    "::mlir::TypeAttr":$element_type,
+    DefaultValuedParameter<"bool", "false">:$key_offset);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Does a kernel of this recipe take the run-time key offset (an i32
+    /// after its tensors)? The roles that compute masked scores do.
+    bool takesKeyOffset() const;
+  }];
 }
 
 def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {

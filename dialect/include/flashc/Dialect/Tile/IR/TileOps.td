@@ -16,6 +16,8 @@ include "mlir/IR/OpAsmInterface.td"
 
 def Tile_Tensor : Type<CPred<"::llvm::isa<::mlir::tile::GlobalTensorType>($_self)">,
                        "global tensor", "::mlir::tile::GlobalTensorType">;
+// Kernel and launch arguments: tensors, then i32 scalars.
+def Tile_KernelArg : AnyTypeOf<[Tile_Tensor, I32]>;
 def Tile_Tile : Type<CPred<"::llvm::isa<::mlir::tile::TileType>($_self)">,
                      "tile", "::mlir::tile::TileType">;
 
@@ -36,6 +38,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
                     strategy = #tile.strategy<mma_sync_sm80>,
                     block_m = 64, block_n = 64, warps = 4, stages = 2} { ... tile.return }
     ```
+    Arguments are !tile.tensor's, then i32 scalars (an attention's run-time
+    key offset): the ABI's order, tensors before scalars.
     `grid` gives the size of grid axes x, y, z; `tile.program_id` reads the
     block's coordinate. `smem_bytes` is set by flash-plan-memory. `spec`
     names what the kernel computes (#tile.attention / #tile.gemm).
@@ -76,7 +80,7 @@ def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
     `tile.launch @k(%a, %b) : !tile.tensor<...>, !tile.tensor<...>` runs every
     block of kernel @k's grid; launches of one program run in order.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<Tile_Tensor>:$args);
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<Tile_KernelArg>:$args);
   let assemblyFormat = "$kernel `(` $args `)` attr-dict `:` type($args)";
 }
 
