@@ -110,6 +110,11 @@ else
       "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
       # Small FFNs also at 8225 rows: split-K weight gradients over three slices, the last ragged.
       case "$(basename "$b")" in ffn_bf16_d64*|ffn_f16_d*|ffn_bias*|ffn_gated*) "$BUILD/bin/flashc-run" "$b" --tokens 8225 || rc=1 ;; esac
+      # Run-time key offsets (as test/GPU/generated_kernels.sh): before the first key, past the last, int32 extremes.
+      case "$(basename "$b")" in attention_key_offset_*)
+        for off in -100 150 2147483647 -2147483648; do
+          "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --key-offset "$off" || rc=1
+        done ;; esac
       [ $rc = 0 ] || echo "FAILED: flashc-run $(basename "$b")"
       return $rc
     }

@@ -42,6 +42,13 @@ for bundle in "${bundles[@]}"; do
   [ $rc -eq 0 ] || status=1
   "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --tokens 33 || status=1
   # FFN weight gradients split their rows in slices of 4096 (gemm_split_k): three slices, the last ragged.
+  # Run-time key offsets: rows before the first key, past the last, and the int32 extremes.
+  case "$(basename "$bundle")" in
+    attention_key_offset_*)
+      for off in -100 150 2147483647 -2147483648; do
+        "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --key-offset "$off" || status=1
+      done ;;
+  esac
   case "$(basename "$bundle")" in
     ffn_*) "$run" "$bundle" --require-gpu --tokens 8225 || status=1 ;;
   esac
