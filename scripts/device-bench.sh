@@ -142,7 +142,7 @@ else
       [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
       for pattern in attn_bf16_h2kv2_d128_causal_ attn_bf16_h2kv2_d64_full_ attention_window_d64_f16 \
                      attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ attn_bf16_h2kv2_d192v128_causal_ attn_bf16_h4kv1_d80_causal_ \
-                     ffn_bf16_d64h256_gelu_tanh_b1b2_; do
+                     attention_key_offset_window_d128_bf16 ffn_bf16_d64h256_gelu_tanh_b1b2_; do
         for b in "$FLASHC_BUNDLE_PATH"/$pattern*/; do
           [ -f "$b/manifest.flashc" ] || continue
           for tool in memcheck racecheck synccheck; do
