@@ -40,12 +40,12 @@ position P and first key at K, key_offset = P - K puts every row's window exactl
 mask only depends on p - j). Every row of such a launch sees at least one key, and a launch never crosses a pair,
 so each visible (query, key) is computed once.
 
-Layouts. Non-causal (with or without a window): rank r holds one contiguous chunk (lengths may differ: ragged).
-Causal (with or without a window): the load-balanced
-zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and 2N-1-r (concatenated in that
-order); every ring step then costs each rank the same work, and each step is a single launch (step 0: the causal
-kernel on the local buffers; kv owner o < r: all local queries against o's first chunk; o > r: the second query
-chunk against all of o's keys). `zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
+Layouts (the same with a window). Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged).
+Causal: the load-balanced zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and
+2N-1-r (concatenated in that order); every ring step then costs each rank the same work, and each step is a single
+launch (step 0: the causal kernel on the local buffers; kv owner o < r: all local queries against o's first chunk;
+o > r: the second query chunk against all of o's keys; a window: up to one key-offset launch per pair of chunks).
+`zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
 
 NVLink multicast (NVLS) stays off: ring_attention only uses point-to-point sends, NVLS buffers cost GPU memory and
 its setup has been unreliable on the lent machines, so `os.environ.setdefault("NCCL_NVLS_ENABLE", "0")` runs when
@@ -64,7 +64,8 @@ from .errors import InvalidArgumentError  # noqa: E402
 FULL, DIAGONAL, SKIP, PARTIAL = "full", "diagonal", "skip", "partial"
 
 __all__ = ["FULL", "DIAGONAL", "SKIP", "PARTIAL", "classify", "chunk_bounds", "Layout", "sharded_layout",
-           "ring_layout", "plan_blocks", "Block", "RingStep", "ring_schedule", "merge_partials", "sharded_attention",
+           "ring_layout", "window_rows_and_keys", "plan_blocks", "Block", "RingStep", "ring_schedule",
+           "merge_partials", "sharded_attention",
            "ring_attention", "zigzag_shard", "zigzag_unshard"]
 
 

@@ -221,7 +221,8 @@ class ScheduleTest(unittest.TestCase):
                 self.assertEqual(step.kv_owner, (r - t) % world)
                 gk = globals_of(layout.k_chunks[step.kv_owner])
                 if window is not None:  # at most one launch per pair of chunks
-                    self.assertLessEqual(len(step.blocks), len(layout.q_chunks[r]) * len(layout.k_chunks[step.kv_owner]))
+                    pairs = len(layout.q_chunks[r]) * len(layout.k_chunks[step.kv_owner])
+                    self.assertLessEqual(len(step.blocks), pairs)
                 for b in step.blocks:
                     nq, nk = b.q_hi - b.q_lo, b.k_hi - b.k_lo
                     self.assertEqual(b.key_offset is not None, window is not None, label)
