@@ -84,7 +84,9 @@ def _check(test, label, config, shards, q, k, v, do, o, lse, grads):
     assert_close_to_reference(test, label + " lse", lse, lse_lp, lse64, floor=1e-3)
     for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
         test.assertEqual(got.shape, ref.shape, name)
-        assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * shards)
+        # a window's key chunk may take partial sums from up to two query chunks per rank (zig-zag), like the ring's
+        pieces = shards * (2 if config.window is not None else 1)
+        assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * pieces)
 
 
 @requires_cuda
