@@ -104,7 +104,7 @@ TEST_FFN_ANY_WIDTH = (
 )
 
 # The run-time key offset (AttentionConfig.key_offset: query i at key position i + key_offset instead of i + Sk - Sq):
-# test_gpu_key_offset's flashc.torch.attention(key_offset=...) over offsets from -2^31+1 to 2^31-1, and
+# test_gpu_key_offset's flashc.torch.attention(key_offset=...) over offsets from -2^31 to 2^31-1, and
 # test_gpu_ring's sliding windows, whose sharded blocks all launch a key-offset config of the window. bf16 and f16,
 # D 64 and 128, every mask (none, causal, causal window 16 and 96 - smaller and larger than the test chunks -, the
 # non-causal window (64, 32)), softcap, GQA.
