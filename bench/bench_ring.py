@@ -2,9 +2,12 @@
 """Context-parallel ring attention (flashc.ring.ring_attention) across the GPUs of one host, one process per GPU
 (NCCL, NVLink multicast off), against single-GPU flashc at the same total length.
 
-  python3 bench/bench_ring.py [--world 2] [--seqs 32768,65536,131072] [--out DIR] [--dry-run]
+  python3 bench/bench_ring.py [--world 2] [--seqs 32768,65536,131072] [--window W] [--out DIR] [--dry-run]
 
-bf16, B = 1, H = 16, D = 128 (the attention benchmark's H·D = 2048). Per sequence length and mask:
+bf16, B = 1, H = 16, D = 128 (the attention benchmark's H·D = 2048). Per sequence length and mask (--window W:
+sliding windows instead, causal (W, 0) and non-causal (W, W): the ring's blocks are key-offset launches of the
+pairs of chunks that see a key, single-GPU flashc runs the static window; bundles: prebuild bench-ring-window for
+the default W = 4096, else the two config pairs printed by --dry-run):
 - single: flashc.torch.attention on the whole sequence on GPU 0 (the other ranks wait);
 - ring: ring_attention, zig-zag layout when causal, contiguous shards otherwise; time = slowest rank;
 - compute only: the same ring schedule's launches with the local K/V in place of the received ones (no traffic);
@@ -36,11 +39,48 @@ def parse_args(argv=None):
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--seqs", default="32768,65536,131072")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--window", type=int, default=None,
+                   help="sliding window W: causal (W, 0) and non-causal (W, W) instead of the full masks")
     p.add_argument("--out", default=None)
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
     args.seqs = [int(s) for s in args.seqs.split(",") if s]
+    if args.window is not None and args.window < 0:
+        p.error("--window must be >= 0 (keys each side of the diagonal), got %d" % args.window)
     return args
+
+
+def window_of(args, causal):
+    """The (left, right) window of a run, or None (full masks)."""
+    if args.window is None:
+        return None
+    return (args.window, 0 if causal else args.window)
+
+
+def visible_pairs(seq, causal, window):
+    """Number of (query, key) pairs visible in self-attention over `seq` tokens (the FLOP count's area): causal
+    j <= i, window (left, right): i - left <= j <= i + right."""
+    if window is None:
+        return seq * (seq + 1) // 2 if causal else seq * seq
+    left, right = window
+    right = 0 if causal else right
+    upper = _count_le(seq, seq if right < 0 else right)  # j <= i + right
+    lower = 0 if left < 0 else _count_le(seq, -left - 1)  # j < i - left
+    return upper - lower
+
+
+def _count_le(seq, offset):
+    """#pairs (i, j) in [0, seq)^2 with j <= i + offset."""
+    if offset >= seq - 1:
+        return seq * seq
+    if offset <= -seq:
+        return 0
+    if offset >= 0:  # rows i < seq - offset have i + offset + 1 keys, the rest all seq
+        rows = seq - offset
+        return (offset + 1 + seq) * rows // 2 + offset * seq
+    n = seq + offset  # rows i >= -offset have i + offset + 1 keys (1 .. seq + offset)
+    return n * (n + 1) // 2
+
 
 
 def _time(torch, fn, reps):
@@ -63,31 +103,43 @@ def _slowest(torch, dist, ms):
     return float(t.item())
 
 
-def _sampled_reference(torch, q, k, v, do, causal, scale, rows, cols, chunk=2048):
+def _hidden(causal, window, i, j):
+    """[len(i), len(j)] bool: key positions j masked out for query positions i (self-attention)."""
+    hidden = j[None, :] > i[:, None] if causal else None
+    if window is not None:
+        left, right = window
+        for side in ((j[None, :] < i[:, None] - left) if left >= 0 else None,
+                     (j[None, :] > i[:, None] + right) if right >= 0 and not causal else None):
+            if side is not None:
+                hidden = side if hidden is None else hidden | side
+    return hidden
+
+
+def _sampled_reference(torch, q, k, v, do, causal, scale, rows, cols, chunk=2048, window=None):
     """Float64 attention of one (batch, head) slice [S, D]: o, dq on query `rows`, dk, dv on key `cols`, exact over
-    the whole sequence (lse and D = rowsum(dO * O) of every row, computed in chunks)."""
+    the whole sequence (lse and D = rowsum(dO * O) of every row, computed in chunks). window: (left, right) or None.
+    Every row sees at least its own key, so no row is empty."""
     q, k, v, do = (t.double() for t in (q, k, v, do))
     S = q.shape[0]
     pos = torch.arange(S, device=q.device)
     lse = torch.empty(S, dtype=torch.float64, device=q.device)
     delta = torch.empty(S, dtype=torch.float64, device=q.device)
+
+    def masked(s, i, j):
+        hidden = _hidden(causal, window, i, j)
+        return s if hidden is None else s.masked_fill(hidden, float("-inf"))
+
     for r0 in range(0, S, chunk):
-        s = (q[r0:r0 + chunk] @ k.T) * scale
-        if causal:
-            s = s.masked_fill(pos[None, :] > pos[r0:r0 + chunk, None], float("-inf"))
+        s = masked((q[r0:r0 + chunk] @ k.T) * scale, pos[r0:r0 + chunk], pos)
         lse[r0:r0 + chunk] = torch.logsumexp(s, dim=1)
         o = torch.softmax(s, dim=1) @ v
         delta[r0:r0 + chunk] = (o * do[r0:r0 + chunk]).sum(1)
-    s = (q[rows] @ k.T) * scale
-    if causal:
-        s = s.masked_fill(pos[None, :] > rows[:, None], float("-inf"))
+    s = masked((q[rows] @ k.T) * scale, rows, pos)
     p = torch.exp(s - lse[rows, None])
     o_rows = p @ v
     ds = p * (do[rows] @ v.T - delta[rows, None])
     dq_rows = (ds @ k) * scale
-    s = (q @ k[cols].T) * scale
-    if causal:
-        s = s.masked_fill(cols[None, :] > pos[:, None], float("-inf"))
+    s = masked((q @ k[cols].T) * scale, pos, cols)
     p = torch.exp(s - lse[:, None])
     ds = p * (do @ v[cols].T - delta[:, None])
     return o_rows, dq_rows, (ds.T @ q) * scale, p.T @ do
@@ -126,19 +178,25 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
     shard = (lambda t: ring.zigzag_shard(t, world, rank)) if causal else (lambda t: t.chunk(world, dim=2)[rank])
     ql, kl, vl, dol = (shard(t).contiguous() for t in (q, k, v, do))
     leaves = [t.requires_grad_() for t in (ql, kl, vl)]
-    fwd_flops = 4.0 * HEADS * seq * seq * HEAD_DIM / (2 if causal else 1)
-    row = dict(seq=seq, causal=causal, world=world)
+    window = window_of(args, causal)
+    # FLOPs of the visible area: S²/2 causal, S² full (as the attention benchmark counts them), the exact number of
+    # visible pairs under a window (about S·(W+1) causal).
+    fwd_flops = (4.0 * HEADS * seq * seq * HEAD_DIM / (2 if causal else 1) if window is None
+                 else 4.0 * HEADS * HEAD_DIM * visible_pairs(seq, causal, window))
+    row = dict(seq=seq, causal=causal, world=world, window=list(window) if window else None)
 
     # Ring: o, lse and gradients (kept for the checks), then timings.
-    o, lse = ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True)
+    o, lse = ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True, window=window)
     grads = torch.autograd.grad(o, leaves, dol)
-    ring_fwd = _slowest(torch, dist, _time(torch, lambda: ring.ring_attention(ql, kl, vl, causal=causal), args.reps))
+    ring_fwd = _slowest(torch, dist, _time(
+        torch, lambda: ring.ring_attention(ql, kl, vl, causal=causal, window=window), args.reps))
     ring_all = _slowest(torch, dist, _time(
-        torch, lambda: torch.autograd.grad(ring.ring_attention(ql, kl, vl, causal=causal), leaves, dol), args.reps))
+        torch, lambda: torch.autograd.grad(ring.ring_attention(ql, kl, vl, causal=causal, window=window), leaves,
+                                           dol), args.reps))
 
     # The same schedule without traffic, and the traffic without compute.
-    config = ring._config("bench", ql, kl, vl, causal, None, None, False)
-    layout = ring.ring_layout(world, causal, [ql.shape[2]] * world, [kl.shape[2]] * world)
+    config = ring._config("bench", ql, kl, vl, causal, None, None, False, window)
+    layout = ring.ring_layout(world, causal, [ql.shape[2]] * world, [kl.shape[2]] * world, config.window)
     steps = ring.ring_schedule(layout, rank)
     cfgs = ring._configs(config)
     kc, vc = kl.detach(), vl.detach()
@@ -190,10 +248,10 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
             parts[name] = ring.zigzag_unshard(got) if causal else torch.cat(got, dim=2)
     if rank == 0:
         qf, kf, vf = (t.clone().requires_grad_() for t in (q, k, v))
-        so = ft.attention(qf, kf, vf, causal=causal)
+        so = ft.attention(qf, kf, vf, causal=causal, window=window)
         sg = torch.autograd.grad(so, (qf, kf, vf), do)
-        single_fwd = _time(torch, lambda: ft.attention(qf, kf, vf, causal=causal), args.reps)
-        single_all = _time(torch, lambda: torch.autograd.grad(ft.attention(qf, kf, vf, causal=causal),
+        single_fwd = _time(torch, lambda: ft.attention(qf, kf, vf, causal=causal, window=window), args.reps)
+        single_all = _time(torch, lambda: torch.autograd.grad(ft.attention(qf, kf, vf, causal=causal, window=window),
                                                               (qf, kf, vf), do), args.reps)
         single_bwd = single_all - single_fwd
         row.update(single_fwd_ms=single_fwd, single_bwd_ms=single_bwd,
@@ -211,7 +269,7 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
             head = 3
             sel = torch.linspace(0, seq - 1, 192, device="cuda").long()
             ref = _sampled_reference(torch, q[0, head], k[0, head], v[0, head], do[0, head], causal,
-                                     HEAD_DIM ** -0.5, sel, sel)
+                                     HEAD_DIM ** -0.5, sel, sel, window=window)
             pick = lambda t: t[0, head][sel]
             ring_err = [_rel(torch, pick(t), r) for t, r in zip((parts["o"], parts["dq"], parts["dk"], parts["dv"]), ref)]
             single_err = [_rel(torch, pick(t), r) for t, r in zip([so] + list(sg), ref)]
@@ -222,12 +280,13 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
 
 
 def table(rows):
-    header = ["S", "causal", "single fwd / bwd ms", "ring fwd / bwd ms", "speed-up fwd / bwd / both",
+    header = ["S", "causal", "window", "single fwd / bwd ms", "ring fwd / bwd ms", "speed-up fwd / bwd / both",
               "ring TFLOP/s per GPU fwd / bwd", "traffic hidden fwd / fwd+bwd", "check vs single / float64"]
     out = []
     for r in rows:
         pct = lambda x: "—" if x is None else "%.0f %%" % (100 * x)
         out.append([r["seq"], "yes" if r["causal"] else "no",
+                    "—" if not r.get("window") else "(%d, %d)" % tuple(r["window"]),
                     "%.2f / %.2f" % (r["single_fwd_ms"], r["single_bwd_ms"]),
                     "%.2f / %.2f" % (r["ring_fwd_ms"], r["ring_bwd_ms"]),
                     "%.2f / %.2f / %.2f" % (r["speedup_fwd"], r["speedup_bwd"], r["speedup_fwdbwd"]),
@@ -239,16 +298,23 @@ def table(rows):
 
 
 NOTES = ("bf16, B = 1, H = 16, D = 128; ring = flashc.ring.ring_attention, one process per GPU over NCCL "
-         "(NCCL_NVLS_ENABLE=0); causal shards zig-zag. Speed-up = single-GPU flashc time / ring time at the same "
-         "total length. TFLOP/s per GPU count the whole problem's FLOPs / world (forward 4·H·S²·D, halved causal; "
-         "backward 2.5x). hidden = (compute-only + traffic-only - ring) / traffic-only. CUDA-event medians.")
+         "(NCCL_NVLS_ENABLE=0); causal shards zig-zag (also with a window). Window (left, right): each pair of "
+         "chunks that sees a key is one key-offset launch. Speed-up = single-GPU flashc time / ring time at the "
+         "same total length. TFLOP/s per GPU count the whole problem's FLOPs / world (forward 4·H·S²·D, halved "
+         "causal, 4·H·D·(visible pairs) under a window; backward 2.5x). hidden = (compute-only + traffic-only - "
+         "ring) / traffic-only. CUDA-event medians.")
 
 
 def main(argv=None):
     args = parse_args(argv)
     out = bc.out_dir(args.out)
     if args.dry_run:
-        print("bench_ring: dry run: world %d, seqs %s -> %s" % (args.world, args.seqs, out))
+        print("bench_ring: dry run: world %d, seqs %s, window %s -> %s" % (args.world, args.seqs, args.window, out))
+        if args.window is not None:
+            from flashc import configs
+            for causal, static, koff in configs.bench_ring_window_configs(args.window):
+                print("  bundles (%s): %s  %s" % ("causal" if causal else "non-causal", configs.format_config(static),
+                                                  configs.format_config(koff)))
         return 0
     import multiprocessing
     import torch

@@ -3,6 +3,7 @@ and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
             [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+mma-dq+sync-lse+two-barrier+cp-async-forward]
+            [,key_offset=1]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -102,6 +103,37 @@ TEST_FFN_ANY_WIDTH = (
     FfnConfig("bf16", 100, 1001, activation="silu", gated=True, has_b2=True),
 )
 
+# The run-time key offset (AttentionConfig.key_offset: query i at key position i + key_offset instead of i + Sk - Sq):
+# test_gpu_key_offset's flashc.torch.attention(key_offset=...) over offsets from -2^31 to 2^31-1, and
+# test_gpu_ring's sliding windows, whose sharded blocks all launch a key-offset config of the window. bf16 and f16,
+# D 64 and 128, every mask (none, causal, causal window 16 and 96 - smaller and larger than the test chunks -, the
+# non-causal window (64, 32)), softcap, GQA.
+TEST_ATTENTION_KEY_OFFSET = (
+    AttentionConfig("bf16", 2, 2, 64, causal=True, key_offset=True),
+    AttentionConfig("f16", 2, 2, 128, causal=True, key_offset=True),
+    AttentionConfig("bf16", 2, 2, 128, key_offset=True),
+    AttentionConfig("bf16", 2, 2, 64, causal=True, window=(96, 0), key_offset=True),
+    AttentionConfig("f16", 2, 2, 64, causal=True, window=(16, 0), key_offset=True),
+    AttentionConfig("bf16", 2, 2, 128, window=(64, 32), key_offset=True),
+    AttentionConfig("bf16", 2, 2, 64, causal=True, softcap=5.0, scale=0.3, key_offset=True),
+    AttentionConfig("bf16", 4, 1, 128, causal=True, window=(96, 0), softcap=30.0, key_offset=True),
+)
+# bench_ring.py --window W (default 4096): the ring's blocks (key-offset configs) and single-GPU flashc (the static
+# window), causal window (W, 0) and non-causal (W, W); H = 16, D = 128, bf16.
+BENCH_RING_WINDOW_DEFAULT = 4096
+
+
+def bench_ring_window_configs(window=BENCH_RING_WINDOW_DEFAULT):
+    """[(causal, static config, key-offset config)] that bench_ring.py --window `window` launches."""
+    out = []
+    for causal in (False, True):
+        static = AttentionConfig("bf16", 16, 16, 128, causal=causal, window=(window, 0 if causal else window))
+        out.append((causal, static, dataclasses.replace(static, key_offset=True)))
+    return out
+
+
+BENCH_RING_WINDOW = tuple(c for _, static, koff in bench_ring_window_configs() for c in (static, koff))
+
 # Context-parallel attention (flashc.ring) runs a causal config's off-diagonal shard pairs with the
 # unmasked twin of the same config: the sharded GPU tests need both bundles.
 RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
@@ -165,7 +197,7 @@ SETS = {
     "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
-              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH),
+              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET),
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
@@ -174,10 +206,13 @@ SETS = {
     "tests-attention-padded": TEST_ATTENTION_PADDED,
     "tests-ffn-padded": TEST_FFN_PADDED,
     "tests-ffn-any-width": TEST_FFN_ANY_WIDTH,
+    "tests-key-offset": TEST_ATTENTION_KEY_OFFSET,
+    "bench-ring-window": BENCH_RING_WINDOW,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
                + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED + BENCH_ATTENTION_EXPERIMENTS
-               + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC)
+               + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC + TEST_ATTENTION_KEY_OFFSET
+               + BENCH_RING_WINDOW)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -222,7 +257,7 @@ def parse_config(text):
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                             "scale", "backward", "experiments"},
+                             "scale", "backward", "experiments", "key_offset"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated", "experiments"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -247,7 +282,7 @@ def parse_config(text):
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
                 backward_form=fields.get("backward", "auto"),
-                experiments=_experiments(fields))
+                experiments=_experiments(fields), key_offset=_bool("key_offset", fields.get("key_offset", "0")))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
@@ -277,6 +312,8 @@ def format_config(config):
         parts.append("scale=%s" % format_f32(config.scale))
         if config.backward_form != "auto":
             parts.append("backward=%s" % config.backward_form)
+        if config.key_offset:
+            parts.append("key_offset=1")
         return "attention:" + ",".join(parts + _experiment_field(config))
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:

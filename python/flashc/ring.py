@@ -2,12 +2,14 @@
 
     merge_partials(outs, lses)                           exact combine of partial results over disjoint key shards
     classify(q0, n, k0, m)                               FULL / DIAGONAL / SKIP / PARTIAL for causal chunk pairs
-    sharded_attention(q, k, v, num_shards, causal, ...)  one-device simulation of the ring (same schedule, merges)
-    ring_attention(q_local, k_local, v_local, group, causal, ...)  torch.distributed ring (NCCL) over ranks
+    sharded_attention(q, k, v, num_shards, causal, ..., window=None)  one-device simulation of the ring (same
+                                                         schedule, merges)
+    ring_attention(q_local, k_local, v_local, group, causal, ..., window=None)  torch.distributed ring (NCCL)
     ring_schedule(layout, rank)                          the ring's per-step plan, a pure function (tested on CPU)
 
 Every block of work is one launch of the ordinary forward program (q, k, v -> o, lse) or backward program
-(q, k, v, o, lse, do -> dq, dk, dv) of a flashc attention bundle, through flashc.torch's launch path.
+(q, k, v, o, lse, do -> dq, dk, dv) of a flashc attention bundle, through flashc.torch's launch path (sliding
+windows: of the config's key-offset twin, with the block's key offset).
 
 Exactness. A query row's result over the whole key sequence follows from its results over disjoint key shards:
 lse = logsumexp_i lse_i and o = sum_i exp(lse_i - lse) o_i (merge_partials). The backward program only needs the
@@ -26,13 +28,24 @@ positions [q0, q0+n) against a key chunk [k0, k0+m) is
             Rows p >= k0 + m - 1 see the whole key chunk (non-causal kernel). Rows p in [max(q0, k0), k0 + m - 1)
             see keys k0..p: a causal launch over those rows against the keys [k0, last row + 1), whose own
             bottom-right alignment (Sk - Sq = first row - k0) is exactly the global staircase. Rows p < k0 see none.
-Sliding windows are not supported by the sharded paths (they need a key offset inside the kernels).
 
-Layouts. Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged). Causal: the load-balanced
-zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and 2N-1-r (concatenated in that
-order); every ring step then costs each rank the same work, and each step is a single launch (step 0: the causal
-kernel on the local buffers; kv owner o < r: all local queries against o's first chunk; o > r: the second query
-chunk against all of o's keys). `zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
+Sliding windows (left L, right R, -1 = unbounded; causal: R = 0). Query position p sees keys
+[p - L, p + R] (within the sequence). A window pair of query chunk [q0, q0+n) (positions P0 = q0 + q_offset ..
+P1 = P0 + n - 1) and key chunk [k0, k0+m) sees keys at all iff k0 <= P1 + R and k0 + m - 1 >= P0 - L (the union of
+the rows' windows is [P0 - L, P1 + R]); pairs that see none are skipped. A visible pair is one launch of the
+key-offset twin of the config (AttentionConfig.key_offset: query row i of the launch at key position
+i + key_offset instead of i + Sk - Sq), trimmed to the rows that see a key of the chunk (p in
+[max(P0, k0 - R), min(P1, k0 + m - 1 + L)]) and the keys some of those rows see: with the launch's first row at
+position P and first key at K, key_offset = P - K puts every row's window exactly where it is globally (the
+mask only depends on p - j). Every row of such a launch sees at least one key, and a launch never crosses a pair,
+so each visible (query, key) is computed once.
+
+Layouts (the same with a window). Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged).
+Causal: the load-balanced zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and
+2N-1-r (concatenated in that order); every ring step then costs each rank the same work, and each step is a single
+launch (step 0: the causal kernel on the local buffers; kv owner o < r: all local queries against o's first chunk;
+o > r: the second query chunk against all of o's keys; a window: up to one key-offset launch per pair of chunks).
+`zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
 
 NVLink multicast (NVLS) stays off: ring_attention only uses point-to-point sends, NVLS buffers cost GPU memory and
 its setup has been unreliable on the lent machines, so `os.environ.setdefault("NCCL_NVLS_ENABLE", "0")` runs when
@@ -51,7 +64,8 @@ from .errors import InvalidArgumentError  # noqa: E402
 FULL, DIAGONAL, SKIP, PARTIAL = "full", "diagonal", "skip", "partial"
 
 __all__ = ["FULL", "DIAGONAL", "SKIP", "PARTIAL", "classify", "chunk_bounds", "Layout", "sharded_layout",
-           "ring_layout", "plan_blocks", "Block", "RingStep", "ring_schedule", "merge_partials", "sharded_attention",
+           "ring_layout", "window_rows_and_keys", "plan_blocks", "Block", "RingStep", "ring_schedule",
+           "merge_partials", "sharded_attention",
            "ring_attention", "zigzag_shard", "zigzag_unshard"]
 
 
@@ -78,14 +92,19 @@ def chunk_bounds(length, count):
 
 
 # q_chunks[r] / k_chunks[r]: the global (start, length) chunks rank r holds, in the order of its local buffer (query
-# and key row indices); q_offset: the key position of query row 0 (Sk - Sq: flashc's bottom-right causal alignment).
-Layout = namedtuple("Layout", "causal q_chunks k_chunks q_offset", defaults=(0,))
+# and key row indices); q_offset: the key position of query row 0 (Sk - Sq: flashc's bottom-right causal alignment);
+# window: None or the config's (left, right) sliding window (AttentionConfig.window, normalised).
+Layout = namedtuple("Layout", "causal q_chunks k_chunks q_offset window", defaults=(0, None))
 
 
-def sharded_layout(seq_q, seq_k, num_shards, causal):
-    """How sharded_attention splits a sequence over `num_shards` ranks (see the module doc)."""
+def sharded_layout(seq_q, seq_k, num_shards, causal, window=None):
+    """How sharded_attention splits a sequence over `num_shards` ranks (see the module doc). window: the
+    normalised (left, right) of AttentionConfig.window, or None."""
     if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
         raise InvalidArgumentError("num_shards must be an integer >= 1, got %r" % (num_shards,))
+    if window is not None:
+        base = sharded_layout(seq_q, seq_k, num_shards, causal)
+        return base._replace(q_offset=seq_k - seq_q, window=tuple(window))
     if causal and seq_q != seq_k:
         # Query row i at key position i + Sk - Sq: contiguous chunks of each cut the diagonal at different places
         # (PARTIAL pairs, split by plan_blocks).
@@ -98,9 +117,13 @@ def sharded_layout(seq_q, seq_k, num_shards, causal):
     return Layout(False, [[c] for c in chunk_bounds(seq_q, num_shards)], [[c] for c in chunk_bounds(seq_k, num_shards)])
 
 
-def ring_layout(world_size, causal, local_q_lengths, local_k_lengths):
+def ring_layout(world_size, causal, local_q_lengths, local_k_lengths, window=None):
     """The layout ring_attention runs: rank r's local sequence lengths as given (non-causal: contiguous chunks in rank
-    order, any lengths; causal: zig-zag, every rank the same even length)."""
+    order, any lengths; causal: zig-zag, every rank the same even length). window: the normalised (left, right) of
+    AttentionConfig.window, or None."""
+    if window is not None:
+        base = ring_layout(world_size, causal, local_q_lengths, local_k_lengths)
+        return base._replace(q_offset=sum(local_k_lengths) - sum(local_q_lengths), window=tuple(window))
     if causal:
         lengths = set(local_q_lengths) | set(local_k_lengths)
         if len(lengths) != 1 or next(iter(lengths)) % 2:
@@ -120,8 +143,9 @@ def ring_layout(world_size, causal, local_q_lengths, local_k_lengths):
 
 
 # One launch: local query rows [q_lo, q_hi) against local key rows [k_lo, k_hi) of the kv buffer held at that step;
-# causal: use the causal kernel (exact only because the plan checked it).
-Block = namedtuple("Block", "q_lo q_hi k_lo k_hi causal")
+# causal: use the causal kernel (exact only because the plan checked it). key_offset: None (the static kernels), or
+# the launch's run-time key offset (the key-offset twin of the config, whose mask - causal or window - it takes).
+Block = namedtuple("Block", "q_lo q_hi k_lo k_hi causal key_offset", defaults=(None,))
 
 
 def _offsets(chunks):
@@ -132,10 +156,47 @@ def _offsets(chunks):
     return out
 
 
-def plan_blocks(q_chunks, k_chunks, causal, q_offset=0):
+def window_rows_and_keys(p0, n, k0, m, window):
+    """Under `window` (left, right; -1 unbounded), the query positions [p0, p0+n) that see some key of [k0, k0+m)
+    and the keys some of those see, as ((first row, last row), (first key, last key)) in global positions, or None
+    when no key is visible (exact integer arithmetic)."""
+    left, right = window
+    if n <= 0 or m <= 0:
+        return None
+    rows_lo, rows_hi = p0, p0 + n - 1
+    if right >= 0:
+        rows_lo = max(rows_lo, k0 - right)  # p + right >= k0
+    if left >= 0:
+        rows_hi = min(rows_hi, k0 + m - 1 + left)  # p - left <= k0 + m - 1
+    if rows_lo > rows_hi:
+        return None
+    keys_lo = k0 if left < 0 else max(k0, rows_lo - left)
+    keys_hi = k0 + m - 1 if right < 0 else min(k0 + m - 1, rows_hi + right)
+    return (rows_lo, rows_hi), (keys_lo, keys_hi)
+
+
+def _window_blocks(q_chunks, k_chunks, q_offset, window):
+    """One key-offset block per (query chunk, key chunk) pair that sees a key under the window (module doc)."""
+    qo, ko = _offsets(q_chunks), _offsets(k_chunks)
+    blocks = []
+    for (q0, n), qa in zip(q_chunks, qo):
+        p0 = q0 + q_offset
+        for (k0, m), kb in zip(k_chunks, ko):
+            seen = window_rows_and_keys(p0, n, k0, m, window)
+            if seen is None:
+                continue
+            (r_lo, r_hi), (j_lo, j_hi) = seen
+            blocks.append(Block(qa + r_lo - p0, qa + r_hi - p0 + 1, kb + j_lo - k0, kb + j_hi - k0 + 1, False,
+                                r_lo - j_lo))
+    return blocks
+
+
+def plan_blocks(q_chunks, k_chunks, causal, q_offset=0, window=None):
     """The launches that cover every visible (query chunk, key chunk) pair once: [Block] in local coordinates.
 
-    q_offset: the key position of query row 0 (Sk - Sq). Non-causal: one block over everything. Causal: pairs are
+    q_offset: the key position of query row 0 (Sk - Sq). window: None or (left, right) (-1 unbounded; causal: the
+    right side is 0): one key-offset block per pair that sees a key (module doc). Otherwise: non-causal, one block
+    over everything. Causal: pairs are
     classified; when the query and key chunks are the same list and ordered so that the whole local problem is
     causal (earlier chunks FULL, same chunk DIAGONAL, later chunks SKIP), one causal block; otherwise DIAGONAL pairs
     get causal blocks, PARTIAL pairs are split by rows (module doc), and FULL pairs are coalesced into blocks over
@@ -143,6 +204,9 @@ def plan_blocks(q_chunks, k_chunks, causal, q_offset=0):
     nq, nk = sum(n for _, n in q_chunks), sum(n for _, n in k_chunks)
     if nq == 0 or nk == 0:
         return []
+    if window is not None:
+        left, right = window
+        return _window_blocks(q_chunks, k_chunks, q_offset, (left, 0 if causal else right))
     if not causal:
         return [Block(0, nq, 0, nk, False)]
     qo, ko = _offsets(q_chunks), _offsets(k_chunks)
@@ -210,7 +274,7 @@ def ring_schedule(layout, rank):
         owner = (rank - t) % world
         last = t == world - 1
         steps.append(RingStep(t, owner, tuple(plan_blocks(layout.q_chunks[rank], layout.k_chunks[owner],
-                                                          layout.causal, layout.q_offset)),
+                                                          layout.causal, layout.q_offset, layout.window)),
                               None if last else nxt, None if last else prev,
                               None if last else (rank - t - 1) % world, nxt if world > 1 else None,
                               prev if world > 1 else None))
@@ -270,26 +334,27 @@ def _seq(t, lo, hi):
     return t[:, :, lo:hi]
 
 
-def _launch_forward(config, q, k, v):
-    """(o, lse) of one block through flashc.torch's forward program path."""
+def _launch_forward(config, q, k, v, key_offset=None):
+    """(o, lse) of one block through flashc.torch's forward program path (key_offset: that of a key-offset config)."""
     torch, ft = _torch(), _ft()
     q, k, v = ft._kernel_layout(q), ft._kernel_layout(k), ft._kernel_layout(v)
     o = ft._output((q.shape[0], q.shape[1], q.shape[2], v.shape[3]), q.dtype, q.device)
     lse = ft._output(q.shape[:3], torch.float32, q.device)
     if o.numel() > 0:
-        ft._run(config, "forward", q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
+        ft._run(config, "forward", q.device, ft._with_offset(dict(q=q, k=k, v=v, o=o, lse=lse), key_offset))
     return o, lse
 
 
-def _launch_backward(config, q, k, v, o, lse, do):
+def _launch_backward(config, q, k, v, o, lse, do, key_offset=None):
     ft = _ft()
     q, k, v = ft._kernel_layout(q), ft._kernel_layout(k), ft._kernel_layout(v)
     dq = ft._output(q.shape, q.dtype, q.device)
     dk = ft._output(k.shape, k.dtype, k.device)
     dv = ft._output(v.shape, v.dtype, v.device)
     if q.numel() > 0 and k.shape[2] > 0:
-        ft._run(config, "backward", q.device, dict(q=q, k=k, v=v, o=ft._kernel_layout(o), lse=ft._kernel_layout(lse),
-                                                   do=ft._kernel_layout(do), dq=dq, dk=dk, dv=dv))
+        ft._run(config, "backward", q.device, ft._with_offset(
+            dict(q=q, k=k, v=v, o=ft._kernel_layout(o), lse=ft._kernel_layout(lse), do=ft._kernel_layout(do), dq=dq,
+                 dk=dk, dv=dv), key_offset))
     else:
         for g in (dq, dk, dv):
             g.zero_()
@@ -297,9 +362,18 @@ def _launch_backward(config, q, k, v, o, lse, do):
 
 
 def _configs(config):
-    """(non-causal config, causal config) for the blocks of a sharded call."""
+    """(non-causal config, causal config, key-offset config) for the blocks of a sharded call (_block_config). Only
+    the bundles of the blocks' configs are loaded: a window's blocks all use its key-offset twin, a causal call's
+    its causal config and non-causal twin."""
     import dataclasses
-    return dataclasses.replace(config, causal=False), dataclasses.replace(config, causal=True)
+    config = dataclasses.replace(config, key_offset=False)
+    if config.window is not None:  # the static twins of a window are never launched (nor always valid configs)
+        return None, None, dataclasses.replace(config, key_offset=True)
+    return dataclasses.replace(config, causal=False), dataclasses.replace(config, causal=True), None
+
+
+def _block_config(configs, block):
+    return configs[2] if block.key_offset is not None else configs[block.causal]
 
 
 def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse, fresh=False):
@@ -307,8 +381,8 @@ def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse, fresh=False):
     step), so a block whose query rows no earlier block of this call wrote is copied, not merged."""
     written = []
     for b in blocks:
-        o, lse = _launch_forward(configs[b.causal], _seq(q, b.q_lo, b.q_hi), _seq(k, b.k_lo, b.k_hi),
-                                 _seq(v, b.k_lo, b.k_hi))
+        o, lse = _launch_forward(_block_config(configs, b), _seq(q, b.q_lo, b.q_hi), _seq(k, b.k_lo, b.k_hi),
+                                 _seq(v, b.k_lo, b.k_hi), b.key_offset)
         first = fresh and all(b.q_hi <= lo or hi <= b.q_lo for lo, hi in written)
         _merge_into(_seq(acc_o, b.q_lo, b.q_hi), acc_lse[:, :, b.q_lo:b.q_hi], o, lse, fresh=first)
         written.append((b.q_lo, b.q_hi))
@@ -317,8 +391,8 @@ def _forward_blocks(configs, q, k, v, blocks, acc_o, acc_lse, fresh=False):
 def _backward_blocks(configs, q, k, v, o, lse, do, blocks, dq_acc, dk_acc, dv_acc):
     for b in blocks:
         qs = slice(b.q_lo, b.q_hi)
-        dq, dk, dv = _launch_backward(configs[b.causal], q[:, :, qs], _seq(k, b.k_lo, b.k_hi),
-                                      _seq(v, b.k_lo, b.k_hi), o[:, :, qs], lse[:, :, qs], do[:, :, qs])
+        dq, dk, dv = _launch_backward(_block_config(configs, b), q[:, :, qs], _seq(k, b.k_lo, b.k_hi),
+                                      _seq(v, b.k_lo, b.k_hi), o[:, :, qs], lse[:, :, qs], do[:, :, qs], b.key_offset)
         dq_acc[:, :, qs] += dq.to(dq_acc.dtype)
         _seq(dk_acc, b.k_lo, b.k_hi).add_(dk.to(dk_acc.dtype))
         _seq(dv_acc, b.k_lo, b.k_hi).add_(dv.to(dv_acc.dtype))
@@ -413,24 +487,27 @@ def _cls(name, make):
     return _classes[name]
 
 
-def _config(op, q, k, v, causal, scale, softcap, enable_gqa):
+def _config(op, q, k, v, causal, scale, softcap, enable_gqa, window=None):
     from .validate import attention_config
     ft = _ft()
     return attention_config(ft._info(op, "query", q), ft._info(op, "key", k), ft._info(op, "value", v),
-                            causal=causal, scale=scale, softcap=softcap, enable_gqa=enable_gqa)
+                            causal=causal, scale=scale, window=window, softcap=softcap, enable_gqa=enable_gqa)
 
 
 def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=None, enable_gqa=False,
-                      return_lse=False):
+                      return_lse=False, window=None):
     """flashc.torch.attention computed as ring_attention would over `num_shards` ranks, on one device.
 
-    Arguments as flashc.torch.attention (no sliding window). Non-causal: query and key sequences are each cut into
-    `num_shards` chunks (ceil-sized, the last ones shorter). Causal self-attention (Sq == Sk): the zig-zag layout
-    over 2 * num_shards chunks. Causal with Sq != Sk (bottom-right aligned, e.g. new queries against a longer
-    cache): contiguous chunks of each, whose pairs cut the diagonal (split by rows, module doc). Every block is a launch of the forward / backward program; results merge exactly
-    (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v."""
-    config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa)
-    layout = sharded_layout(q.shape[2], k.shape[2], num_shards, causal)
+    Arguments as flashc.torch.attention. Non-causal: query and key sequences are each cut into `num_shards` chunks
+    (ceil-sized, the last ones shorter). Causal self-attention (Sq == Sk): the zig-zag layout over 2 * num_shards
+    chunks. Causal with Sq != Sk (bottom-right aligned, e.g. new queries against a longer cache): contiguous chunks
+    of each, whose pairs cut the diagonal (split by rows, module doc). window (an int or (left, right), as
+    flashc.torch.attention's): the same layouts; every pair of chunks that sees a key under the window is one
+    launch of the config's key-offset twin (module doc), the others none. Every block is a launch of the forward /
+    backward program; results merge exactly (merge_partials); the backward uses the global o and lse.
+    Differentiable in q, k and v."""
+    config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa, window)
+    layout = sharded_layout(q.shape[2], k.shape[2], num_shards, config.causal, config.window)
     o, lse = _cls("sharded", _make_sharded).apply(q, k, v, config, layout)
     return (o, lse) if return_lse else o
 
@@ -546,12 +623,12 @@ def _ring_apply(q, k, v, config, group=None):
         lengths = [tuple(int(x) for x in t.tolist()) for t in everyone]
     else:
         lengths = [(q.shape[2], k.shape[2])]
-    layout = ring_layout(world, config.causal, [l[0] for l in lengths], [l[1] for l in lengths])
+    layout = ring_layout(world, config.causal, [l[0] for l in lengths], [l[1] for l in lengths], config.window)
     return _cls("ring", _make_ring).apply(q, k, v, config, layout, group, rank)
 
 
 def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=None, softcap=None, enable_gqa=False,
-                   return_lse=False):
+                   return_lse=False, window=None):
     """Context-parallel attention over the ranks of `group` (torch.distributed, NCCL; default: the world).
 
     Rank r holds its query rows and key/value rows of one sequence ([B, H, S_local, D] each, one CUDA device per
@@ -560,8 +637,11 @@ def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=No
     hop posted before the current block's launches so that transfer and compute overlap; partial results merge
     exactly. Backward rotates K/V again, accumulates dq locally and sends float32 dK/dV accumulators around the
     ring with their K/V, so they arrive back at their owner. Returns this rank's o (and lse). One rank: the plain
-    kernel. NCCL_NVLS_ENABLE defaults to 0 (see the module doc)."""
-    config = _config("ring_attention", q_local, k_local, v_local, causal, scale, softcap, enable_gqa)
+    kernel. window (an int or (left, right), as flashc.torch.attention's; the same layouts): each pair of a local
+    query chunk and a received key chunk that sees a key under the window is one launch of the key-offset twin of
+    the config, the others none (module doc); one rank: that launch with key_offset = Sk - Sq.
+    NCCL_NVLS_ENABLE defaults to 0 (see the module doc)."""
+    config = _config("ring_attention", q_local, k_local, v_local, causal, scale, softcap, enable_gqa, window)
     o, lse = _ring_apply(q_local, k_local, v_local, config, group)
     return (o, lse) if return_lse else o
 

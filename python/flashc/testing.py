@@ -8,12 +8,13 @@ import torch
 import torch.nn.functional as F
 
 
-def visible_mask(seq_q, seq_k, causal=False, window=None, device=None):
+def visible_mask(seq_q, seq_k, causal=False, window=None, device=None, key_offset=None):
     """[Sq, Sk] bool: key j visible from query i. Bottom-right aligned: query i sits at key
-    position p = i + Sk - Sq; causal: j <= p; window (left, right): p - left <= j <= p + right (-1 unbounded)."""
-    i = torch.arange(seq_q, device=device).unsqueeze(1)
-    j = torch.arange(seq_k, device=device).unsqueeze(0)
-    p = i + (seq_k - seq_q)
+    position p = i + Sk - Sq (key_offset given: p = i + key_offset); causal: j <= p; window (left, right):
+    p - left <= j <= p + right (-1 unbounded)."""
+    i = torch.arange(seq_q, device=device, dtype=torch.int64).unsqueeze(1)
+    j = torch.arange(seq_k, device=device, dtype=torch.int64).unsqueeze(0)
+    p = i + (seq_k - seq_q if key_offset is None else int(key_offset))  # int64: exact for any int32 offset
     visible = torch.ones(seq_q, seq_k, dtype=torch.bool, device=device)
     if causal:
         visible &= j <= p
@@ -26,8 +27,10 @@ def visible_mask(seq_q, seq_k, causal=False, window=None, device=None):
     return visible
 
 
-def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64):
-    """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*]."""
+def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64,
+                        key_offset=None):
+    """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*].
+    key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment)."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -40,7 +43,7 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
-    visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device)
+    visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
     s = s.masked_fill(~visible, -math.inf)
     m = s.amax(dim=-1, keepdim=True) if s.shape[-1] else torch.full(s.shape[:-1] + (1,), -math.inf, dtype=dtype,
                                                                      device=s.device)

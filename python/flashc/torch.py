@@ -1,6 +1,7 @@
 """PyTorch autograd functions over flashc bundles.
 
-    flashc.torch.attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False)
+    flashc.torch.attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
+                           key_offset=None)
     flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
@@ -17,7 +18,7 @@ import torch
 
 from . import cache, programs
 from .errors import InvalidArgumentError
-from .validate import TensorInfo, attention_config, ffn_config
+from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
 __all__ = ["attention", "ffn"]
 
@@ -135,8 +136,10 @@ def _launch(bundle, program, device, args):
 
 # ---------------------------------------------------------------- attention
 class _Attention(torch.autograd.Function):
+    """key_offset: None, or the run-time key offset (an int) of a config with key_offset=True."""
+
     @staticmethod
-    def forward(ctx, q, k, v, config):
+    def forward(ctx, q, k, v, config, key_offset=None):
         batch, heads, seq_q, _ = q.shape
         seq_k, dv = k.shape[2], v.shape[3]
         q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
@@ -147,8 +150,8 @@ class _Attention(torch.autograd.Function):
                 o.zero_()
                 lse.fill_(-math.inf)
             else:
-                _run(config, "forward", q.device, dict(q=q, k=k, v=v, o=o, lse=lse))
-        ctx.config = config
+                _run(config, "forward", q.device, _with_offset(dict(q=q, k=k, v=v, o=o, lse=lse), key_offset))
+        ctx.config, ctx.key_offset = config, key_offset
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.mark_non_differentiable(lse)
         return o, lse
@@ -165,13 +168,20 @@ class _Attention(torch.autograd.Function):
             for g in (dq, dk, dv):
                 g.zero_()
         else:
-            _run(config, "backward", q.device,
-                 dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv))
-        return dq, dk, dv, None
+            _run(config, "backward", q.device, _with_offset(
+                dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv), ctx.key_offset))
+        return dq, dk, dv, None, None
+
+
+def _with_offset(args, key_offset):
+    """The programs' arguments plus the scalar key_offset (configs with key_offset=True only)."""
+    if key_offset is not None:
+        args["key_offset"] = key_offset
+    return args
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False,
-              backward_form="auto", experiments=()):
+              backward_form="auto", experiments=(), key_offset=None):
     """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
 
     q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
@@ -186,14 +196,21 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     backward_form: "auto" (default: the backward kernels flashc picks for the GPU), "rows" or "transposed" (the
     Sᵀ backward kernels); flashc --backward-form. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS:
     the forms the defaults replaced, for timing, e.g. "cp-async-forward").
+    key_offset: an int (int32) replaces Sk - Sq as the key position of query row 0: query i sits at key position
+    i + key_offset for the causal mask and the window (any value; rows that then see no key give zeros). It is a
+    run-time argument of one compiled configuration (every value shares the bundle), e.g. a chunk of queries
+    against a key chunk that starts elsewhere in the sequence (flashc.ring's sliding windows).
     """
     op = "attention"
+    offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
     key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
-                                 tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments))
+                                 tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments,
+                                 offset is not None))
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
-        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments))
-    o, lse = _Attention.apply(q, k, v, config)
+        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments,
+        key_offset=offset is not None))
+    o, lse = _Attention.apply(q, k, v, config, offset)
     return (o, lse) if return_lse else o
 
 

@@ -4,6 +4,7 @@ torch's spellings ('torch.bfloat16', 'cuda:0'); the checks return the op's
 configuration or raise InvalidArgumentError with a PyTorch-style message."""
 
 import collections
+import operator
 
 from .errors import InvalidArgumentError
 from .spec import ACTIVATIONS, AttentionConfig, FfnConfig
@@ -44,9 +45,30 @@ def _join(items):
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+INT32_MIN, INT32_MAX = -2 ** 31, 2 ** 31 - 1
+
+
+def key_offset_value(op, value):
+    """A run-time key offset (the key position of query row 0) as a Python int: an integer (not a bool) within
+    int32, the kernels' parameter type. None stays None (the bottom-right alignment, Sk - Sq)."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or isinstance(value, float):
+            raise TypeError
+        as_int = operator.index(value)
+    except TypeError:
+        _fail(op, "key_offset must be an integer (the key position of query row 0) or None, but got %s"
+              % type(value).__name__)
+    if not INT32_MIN <= as_int <= INT32_MAX:
+        _fail(op, "key_offset must fit in int32 [%d, %d], but got %d" % (INT32_MIN, INT32_MAX, as_int))
+    return as_int
+
+
 def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                     backward_form="auto", experiments=()):
-    """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig."""
+                     backward_form="auto", experiments=(), key_offset=False):
+    """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig (key_offset: the
+    configuration that takes a run-time key offset; its value is checked by key_offset_value)."""
     op = "attention"
     for name, t in (("query", q), ("key", k), ("value", v)):
         if len(t.shape) != 4:
@@ -82,7 +104,8 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
     try:
         return AttentionConfig(dtype=dtype, num_heads=hq, num_kv_heads=hkv, head_dim=d, value_head_dim=dv,
                                causal=bool(causal), window=window, softcap=softcap, scale=scale,
-                               backward_form=backward_form, experiments=tuple(experiments))
+                               backward_form=backward_form, experiments=tuple(experiments),
+                               key_offset=bool(key_offset))
     except InvalidArgumentError as e:
         _fail(op, str(e))
 

@@ -1,4 +1,5 @@
-"""The attention benchmark's command line (CPU only): head dims as D or D:Dv, --heads, and the errors it gives."""
+"""The attention benchmark's command line (CPU only): head dims as D or D:Dv, --heads, and the errors it gives; the
+ring benchmark's --window, its FLOP count and its sampled float64 reference under a window."""
 
 import contextlib
 import io
@@ -8,6 +9,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import bench_attention  # noqa: E402
+import bench_ring  # noqa: E402
+
+from _support import requires_torch  # noqa: E402
+from flashc import configs  # noqa: E402
 
 
 class BenchArgsTest(unittest.TestCase):
@@ -34,6 +39,51 @@ class BenchArgsTest(unittest.TestCase):
                     bench_attention.parse_args(argv)
                 self.assertEqual(exit.exception.code, 2)
                 self.assertIn(words, err.getvalue())
+
+
+class BenchRingArgsTest(unittest.TestCase):
+    def test_window(self):
+        args = bench_ring.parse_args(["--window", "4096"])
+        self.assertEqual((bench_ring.window_of(args, True), bench_ring.window_of(args, False)),
+                         ((4096, 0), (4096, 4096)))
+        self.assertIsNone(bench_ring.window_of(bench_ring.parse_args([]), True))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as exit:
+            bench_ring.parse_args(["--window", "-1"])
+        self.assertEqual(exit.exception.code, 2)
+        self.assertIn("--window must be >= 0", err.getvalue())
+        # the default window's bundles are the prebuild set bench-ring-window
+        self.assertEqual(args.window, configs.BENCH_RING_WINDOW_DEFAULT)
+        made = [c for _, static, koff in configs.bench_ring_window_configs(args.window) for c in (static, koff)]
+        self.assertEqual(set(made), set(configs.SETS["bench-ring-window"]))
+
+    def test_visible_pairs(self):
+        for seq in range(0, 10):
+            for causal in (False, True):
+                for window in (None, (0, 0), (1, 1), (2, 5), (3, 0), (-1, 2), (2, -1), (20, 20)):
+                    r = 0 if causal else (window[1] if window else -1)
+                    want = sum(1 for i in range(seq) for j in range(seq)
+                               if (not causal or j <= i) and (window is None or (
+                                   (window[0] < 0 or j >= i - window[0]) and (r < 0 or j <= i + r))))
+                    self.assertEqual(bench_ring.visible_pairs(seq, causal, window), want, (seq, causal, window))
+        self.assertEqual(bench_ring.visible_pairs(131072, True, (4096, 0)), 131072 * 4097 - 4096 * 4097 // 2)
+
+    @requires_torch
+    def test_sampled_reference_under_a_window(self):
+        import torch
+        from flashc.testing import attention_reference
+        torch.manual_seed(0)
+        S, D = 37, 8
+        q, k, v, do = (torch.randn(S, D, dtype=torch.float64) for _ in range(4))
+        rows = cols = torch.tensor([0, 5, 17, 36])
+        for causal, window in ((True, (4, 0)), (False, (3, 6)), (True, None), (False, None)):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            o, _ = attention_reference(*(t[None, None] for t in leaves), causal=causal, window=window, scale=0.3)
+            grads = torch.autograd.grad(o, leaves, do[None, None])
+            got = bench_ring._sampled_reference(torch, q, k, v, do, causal, 0.3, rows, cols, chunk=10, window=window)
+            want = (o[0, 0][rows], grads[0][rows], grads[1][cols], grads[2][cols])
+            for name, g, w in zip(("o", "dq", "dk", "dv"), got, want):
+                self.assertTrue(torch.allclose(g, w), (causal, window, name))
 
 
 if __name__ == "__main__":

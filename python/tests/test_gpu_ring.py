@@ -3,7 +3,9 @@ against PyTorch float64 math, and ring_attention over NCCL when the machine has 
 
 Bundles come from FLASHC_BUNDLE_PATH / the cache (python -m flashc.prebuild --out DIR tests) or the compiler. A
 causal sharded call launches the causal bundle (diagonal blocks) and its non-causal twin (full blocks); a twin
-outside the 'tests' set skips loudly when it cannot be found. Every output is poisoned with NaN before each launch.
+outside the 'tests' set skips loudly when it cannot be found. A sliding window's blocks all launch its key-offset
+twin (configs.TEST_ATTENTION_KEY_OFFSET, in the 'tests' set: required). Every output is poisoned with NaN before each
+launch.
 
 Accuracy criterion: as test_gpu_attention (2 x the unfused same-precision error + a floor), with the floor raised
 by the roundings sharding adds: each block's o is rounded to bf16/f16 by the kernel before the float32 merge (one
@@ -34,15 +36,21 @@ except ImportError:
 
 DTYPES = {"bf16": "bfloat16", "f16": "float16"}
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
-TEST_KEYS = {c.key for c in configs.TEST_ATTENTION}
-# Sharding supports no sliding window (it needs key offsets); everything else in the test set.
+TEST_KEYS = {c.key for c in configs.TEST_ATTENTION + configs.TEST_ATTENTION_KEY_OFFSET}
+# Everything in the test set without a window; sliding windows through their key-offset twins (WINDOW_CONFIGS).
 CONFIGS = [c for c in configs.TEST_ATTENTION if c.window is None]
+# The static form of each windowed key-offset test config: sharded_attention(window=...) launches its key-offset
+# twin for every block (causal windows 16 and 96, the non-causal window (64, 32), f16, GQA with a softcap).
+WINDOW_CONFIGS = [dataclasses.replace(c, key_offset=False) for c in configs.TEST_ATTENTION_KEY_OFFSET
+                  if c.window is not None]
 # (B, Sq, Sk): even chunks, ragged chunks, and Sq != Sk both ways (causal: bottom-right aligned, shard pairs that cut
 # the diagonal, split by rows in ring.plan_blocks).
 SHAPES = [(2, 256, 256), (1, 203, 203), (2, 200, 131), (1, 131, 200)]
 
 
 def _needed(config, shards):
+    if config.window is not None:
+        return [dataclasses.replace(config, key_offset=True)]
     twins = [config]
     if config.causal and shards > 1:
         twins.append(dataclasses.replace(config, causal=False))
@@ -63,7 +71,7 @@ def _inputs(config, batch, seq_q, seq_k, seed):
 def _reference(config, q, k, v, do, dtype):
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
     o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, softcap=config.softcap,
-                                 dtype=dtype)
+                                 window=config.window, dtype=dtype)
     return o, lse, torch.autograd.grad(o, leaves, do.to(dtype))
 
 
@@ -76,7 +84,9 @@ def _check(test, label, config, shards, q, k, v, do, o, lse, grads):
     assert_close_to_reference(test, label + " lse", lse, lse_lp, lse64, floor=1e-3)
     for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
         test.assertEqual(got.shape, ref.shape, name)
-        assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * shards)
+        # a window's key chunk may take partial sums from up to two query chunks per rank (zig-zag), like the ring's
+        pieces = shards * (2 if config.window is not None else 1)
+        assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * pieces)
 
 
 @requires_cuda
@@ -91,7 +101,8 @@ class ShardedGpuTest(unittest.TestCase):
         try:
             o, lse = ring.sharded_attention(q, k, v, shards, causal=config.causal, scale=config.scale,
                                             softcap=config.softcap or None,
-                                            enable_gqa=config.num_heads != config.num_kv_heads, return_lse=True)
+                                            enable_gqa=config.num_heads != config.num_kv_heads, return_lse=True,
+                                            window=config.window)
             grads = torch.autograd.grad(o, (q, k, v), do)
         except flashc.BundleNotFoundError as e:
             optional = config.head_dim > 128 or any(c.key not in TEST_KEYS for c in _needed(config, shards))
@@ -108,6 +119,15 @@ class ShardedGpuTest(unittest.TestCase):
                 for shards in (1, 2, 3, 4):
                     with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k, shards=shards):
                         self.run_sharded(config, batch, seq_q, seq_k, shards)
+
+    def test_sliding_windows(self):
+        """Causal windows (zig-zag; contiguous when Sq != Sk) and a non-causal window (contiguous), smaller and
+        larger than the chunks (32 to 256 rows), Sq != Sk both ways, 1-4 shards: every block a key-offset launch."""
+        for config in WINDOW_CONFIGS:
+            for batch, seq_q, seq_k in SHAPES:
+                for shards in (1, 2, 3, 4):
+                    with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k, shards=shards):
+                        self.run_sharded(config, batch, seq_q, seq_k, shards, seed=shards)
 
     def test_one_shard_is_the_plain_kernel(self):
         import flashc.torch as ft
@@ -130,7 +150,10 @@ def _ring_worker(rank, world, init_file, results):
         dist.init_process_group("nccl", init_method="file://" + init_file, rank=rank, world_size=world)
         test = unittest.TestCase()
         try:
-            for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3]):
+            # plain, causal, D = 192 / Dv = 128; a causal window of 96 over zig-zag chunks of 32 (3 chunks; GQA,
+            # softcap) and a non-causal window (64, 32) over contiguous chunks of 64 (key-offset blocks)
+            for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3],
+                           WINDOW_CONFIGS[-1], WINDOW_CONFIGS[2]):
                 batch, seq = 2, 64 * world
                 g = torch.Generator(device="cuda").manual_seed(7)  # every rank draws the same full tensors
                 dtype = getattr(torch, DTYPES[config.dtype])
@@ -144,7 +167,9 @@ def _ring_worker(rank, world, init_file, results):
                     shard = lambda t: t.chunk(world, dim=2)[rank]
                 ql, kl, vl = (shard(t).clone().requires_grad_() for t in (q, k, v))
                 o, lse = ring_module.ring_attention(ql, kl, vl, causal=config.causal, return_lse=True,
-                                                    enable_gqa=config.num_heads != config.num_kv_heads)
+                                                    enable_gqa=config.num_heads != config.num_kv_heads,
+                                                    scale=config.scale, softcap=config.softcap or None,
+                                                    window=config.window)
                 grads = torch.autograd.grad(o, (ql, kl, vl), shard(do))
                 torch.cuda.synchronize()
                 label = "ring %s rank %d/%d" % (config.describe(), rank, world)

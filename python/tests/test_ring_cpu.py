@@ -32,7 +32,7 @@ if HAVE_TORCH:
 
 
 # ------------------------------------------------------------ stand-in kernels
-def kernel_backward(q, k, v, o, lse, do, causal, scale, softcap):
+def kernel_backward(q, k, v, o, lse, do, causal, scale, softcap, window=None, key_offset=None):
     """The backward program's math in float64, from the o and lse it is passed (not recomputed)."""
     q, k, v, o, lse, do = (t.double() for t in (q, k, v, o, lse, do))
     group = q.shape[1] // k.shape[1]
@@ -43,7 +43,7 @@ def kernel_backward(q, k, v, o, lse, do, causal, scale, softcap):
         z = capped
     else:
         z = s * scale
-    z = z.masked_fill(~visible_mask(q.shape[2], k.shape[2], causal), -math.inf)
+    z = z.masked_fill(~visible_mask(q.shape[2], k.shape[2], causal, window, key_offset=key_offset), -math.inf)
     dead = torch.isinf(lse).unsqueeze(-1)
     p = torch.where(dead, torch.zeros_like(z), torch.exp(z - torch.where(dead, torch.zeros_like(lse.unsqueeze(-1)),
                                                                           lse.unsqueeze(-1))))
@@ -69,7 +69,7 @@ if HAVE_TORCH:
             if name == c.forward_program:
                 return FakeBundle._attention(self, name, a)
             dq, dk, dv = kernel_backward(a["q"], a["k"], a["v"], a["o"], a["lse"], a["do"], c.causal, c.scale,
-                                         c.softcap)
+                                         c.softcap, c.window, a.get("key_offset"))
             a["dq"].copy_(dq)
             a["dk"].copy_(dk)
             a["dv"].copy_(dv)
@@ -102,13 +102,34 @@ def install_stand_in(test):
 
 def reference(config, q, k, v, do):
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, softcap=config.softcap)
+    o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, softcap=config.softcap,
+                                 window=config.window)
     grads = torch.autograd.grad(o, leaves, do.double())
     return o.detach(), lse.detach(), grads
 
 
 def randn(*shape):
     return torch.randn(*shape, dtype=torch.float64)
+
+
+def visible(p, j, causal, window):
+    """Whether query position p sees key j (j within the sequence): causal j <= p; window (left, right), -1
+    unbounded: p - left <= j <= p + right (flashc's mask, written out)."""
+    if causal and j > p:
+        return False
+    if window is not None:
+        left, right = window
+        if left >= 0 and j < p - left:
+            return False
+        if right >= 0 and j > p + right:
+            return False
+    return True
+
+
+# Windows (left, right) of the coverage tests: smaller than, equal to and larger than the chunks (3 to 14 rows),
+# a single key, one side unbounded. Causal ones have right = 0 (AttentionConfig's normal form).
+CAUSAL_WINDOWS = [(0, 0), (1, 0), (2, 0), (3, 0), (5, 0), (6, 0), (7, 0), (12, 0), (40, 0)]
+WINDOWS = [(0, 0), (2, 1), (1, 4), (5, 5), (6, 6), (-1, 2), (3, -1), (13, 2), (40, 40)]
 
 
 # ------------------------------------------------------------ pure parts (no torch)
@@ -183,6 +204,7 @@ class ScheduleTest(unittest.TestCase):
     ]
 
     def check_layout(self, layout, label):
+        window = layout.window
         world = len(layout.q_chunks)
         sq = sum(n for c in layout.q_chunks for _, n in c)
         sk = sum(n for c in layout.k_chunks for _, n in c)
@@ -198,19 +220,32 @@ class ScheduleTest(unittest.TestCase):
             for t, step in enumerate(steps):
                 self.assertEqual(step.kv_owner, (r - t) % world)
                 gk = globals_of(layout.k_chunks[step.kv_owner])
+                if window is not None:  # at most one launch per pair of chunks
+                    pairs = len(layout.q_chunks[r]) * len(layout.k_chunks[step.kv_owner])
+                    self.assertLessEqual(len(step.blocks), pairs)
                 for b in step.blocks:
                     nq, nk = b.q_hi - b.q_lo, b.k_hi - b.k_lo
+                    self.assertEqual(b.key_offset is not None, window is not None, label)
+                    rows_seeing, keys_seen = set(), set()
                     for i in range(nq):
                         for j in range(nk):
-                            kernel = (not b.causal) or j <= i + nk - nq  # the kernel's bottom-right mask
+                            if b.key_offset is not None:  # the key-offset kernel: row i at key position i + offset
+                                kernel = visible(i + b.key_offset, j, layout.causal, window)
+                            else:
+                                kernel = (not b.causal) or j <= i + nk - nq  # the kernel's bottom-right mask
                             gi, gj = gq[b.q_lo + i], gk[b.k_lo + j]
-                            want = (not layout.causal) or gj <= gi + layout.q_offset
+                            want = visible(gi + layout.q_offset, gj, layout.causal, window)
                             self.assertEqual(kernel, want, "%s rank %d step %d block %s: query %d key %d"
                                              % (label, r, t, b, gi, gj))
                             count[gi][gj] += kernel
+                            if kernel:
+                                rows_seeing.add(i)
+                                keys_seen.add(j)
+                    if window is not None:  # trimmed: every row sees a key, every key is seen
+                        self.assertEqual((len(rows_seeing), len(keys_seen)), (nq, nk), "%s block %s" % (label, b))
         for i in range(sq):
             for j in range(sk):
-                self.assertEqual(count[i][j], int((not layout.causal) or j <= i + layout.q_offset),
+                self.assertEqual(count[i][j], int(visible(i + layout.q_offset, j, layout.causal, window)),
                                  "%s: query %d key %d covered %d times" % (label, i, j, count[i][j]))
         # Messages: what r sends at step t is what r+1 receives at step t, and holds at step t+1.
         for r, steps in enumerate(schedules):
@@ -241,6 +276,76 @@ class ScheduleTest(unittest.TestCase):
                         self.check_layout(make(world, causal), label)
         with self.subTest("ragged non-causal ring, Sq != Sk"):
             self.check_layout(ring.ring_layout(3, False, [3, 5, 2], [4, 1, 6]), "ragged ring")
+
+    def test_window_coverage(self):
+        """Sliding windows: every (global query, global key) pair computed by exactly one launch iff visible, each
+        launch's own key-offset mask equal to the global one; 1-4 ranks, causal (zig-zag; contiguous when Sq != Sk)
+        and not (contiguous), windows smaller than, equal to and larger than the chunks, Sq != Sk."""
+        layouts = [
+            ("contiguous", lambda n, c, w: ring.sharded_layout(24, 24, n, c, w)),
+            ("ragged", lambda n, c, w: ring.sharded_layout(23, 23, n, c, w)),
+            ("ring", lambda n, c, w: ring.ring_layout(n, c, [6] * n, [6] * n, w)),
+            ("fewer queries", lambda n, c, w: ring.sharded_layout(17, 29, n, c, w)),
+            ("more queries", lambda n, c, w: ring.sharded_layout(29, 17, n, c, w)),
+        ]
+        for world in (1, 2, 3, 4):
+            for causal in (False, True):
+                for window in CAUSAL_WINDOWS if causal else WINDOWS:
+                    for name, make in layouts:
+                        label = "%s world=%d causal=%s window=%s" % (name, world, causal, window)
+                        with self.subTest(label):
+                            self.check_layout(make(world, causal, window), label)
+        for window in WINDOWS:
+            with self.subTest("ragged non-causal ring, Sq != Sk, window %s" % (window,)):
+                self.check_layout(ring.ring_layout(3, False, [3, 5, 2], [4, 1, 6], window), "ragged ring")
+
+    def test_window_layouts(self):
+        # Non-causal windows: contiguous chunks; causal: the zig-zag (Sq == Sk) or contiguous chunks (Sq != Sk) of
+        # today's masks; the window and the bottom-right offset Sk - Sq ride along.
+        self.assertEqual(ring.sharded_layout(8, 8, 2, True, (3, 0)),
+                         ring.sharded_layout(8, 8, 2, True)._replace(window=(3, 0)))
+        self.assertEqual(ring.sharded_layout(8, 6, 2, True, (3, 0)), ring.Layout(True, [[(0, 4)], [(4, 4)]],
+                                                                                [[(0, 3)], [(3, 3)]], -2, (3, 0)))
+        self.assertEqual(ring.sharded_layout(8, 12, 2, False, (3, 1)), ring.Layout(False, [[(0, 4)], [(4, 4)]],
+                                                                                  [[(0, 6)], [(6, 6)]], 4, (3, 1)))
+        self.assertEqual(ring.ring_layout(2, False, [3, 4], [6, 2], (3, 1)).q_offset, 1)
+        self.assertEqual(ring.ring_layout(2, True, [4, 4], [4, 4], (3, 0)),
+                         ring.ring_layout(2, True, [4, 4], [4, 4])._replace(window=(3, 0)))
+        # Without a window, plans and blocks are today's (key_offset None).
+        self.assertEqual(ring.Block(0, 1, 0, 1, True).key_offset, None)
+        self.assertEqual(ring.plan_blocks([(0, 4)], [(0, 4)], True), [ring.Block(0, 4, 0, 4, True)])
+
+    def test_window_blocks_by_example(self):
+        # Zig-zag over 2 ranks of 32 rows (chunks of 8), causal window 4: rank 0 holds chunks 0 and 3, rank 1
+        # chunks 1 and 2. Step 0 of rank 0: the two diagonal pairs; chunk 3 vs chunk 0 sees nothing.
+        layout = ring.sharded_layout(32, 32, 2, True, (4, 0))
+        steps = ring.ring_schedule(layout, 0)
+        self.assertEqual(steps[0].blocks, (ring.Block(0, 8, 0, 8, False, 0), ring.Block(8, 16, 8, 16, False, 0)))
+        # Step 1 (rank 1's chunks 1 and 2 at local keys 0-7 and 8-15): chunk 3's rows 24..27 see keys 20..23 of
+        # chunk 2 (local keys 12..15): row 24 at key position 24, first key 20: offset 4.
+        self.assertEqual(steps[1].blocks, (ring.Block(8, 12, 12, 16, False, 4),))
+        # Non-causal window (2, 3) over contiguous halves of 16: rank 1's rows 8..9 against rank 0's keys 6..7,
+        # rank 0's rows 5..7 against keys 8..10; Sq != Sk moves the rows (query i at key position i + Sk - Sq).
+        layout = ring.sharded_layout(16, 16, 2, False, (2, 3))
+        self.assertEqual(ring.ring_schedule(layout, 1)[1].blocks, (ring.Block(0, 2, 6, 8, False, 2),))
+        self.assertEqual(ring.ring_schedule(layout, 0)[1].blocks, (ring.Block(5, 8, 0, 3, False, -3),))
+        self.assertEqual(ring.plan_blocks([(0, 4)], [(0, 10)], False, 6, (1, 0)),
+                         [ring.Block(0, 4, 5, 10, False, 1)])
+        self.assertEqual(ring.plan_blocks([(0, 4)], [(0, 10)], False, 20, (1, 0)), [])
+
+    def test_window_rows_and_keys_is_exact(self):
+        for window in set(CAUSAL_WINDOWS + WINDOWS):
+            for p0, n, k0, m in [(a, b, c, d) for a in range(-3, 8) for b in range(0, 4) for c in range(0, 7)
+                                 for d in range(0, 4)]:
+                pairs = [(p, j) for p in range(p0, p0 + n) for j in range(k0, k0 + m) if visible(p, j, False, window)]
+                got = ring.window_rows_and_keys(p0, n, k0, m, window)
+                if not pairs:
+                    self.assertIsNone(got, (window, p0, n, k0, m))
+                    continue
+                rows, keys = [p for p, _ in pairs], [j for _, j in pairs]
+                self.assertEqual(got, ((min(rows), max(rows)), (min(keys), max(keys))), (window, p0, n, k0, m))
+                # every row between sees a key (the rows a launch gets never come back empty)
+                self.assertEqual(set(rows), set(range(min(rows), max(rows) + 1)))
 
     def test_zigzag_is_one_balanced_launch_per_step(self):
         for world in (1, 2, 3, 4):
@@ -323,6 +428,25 @@ class MergeTest(unittest.TestCase):
         with self.assertRaises(flashc.InvalidArgumentError):
             ring.merge_partials([], [])
 
+    def test_online_merge_is_exact_for_rows_that_saw_no_key(self):
+        """A window block's rows may see no key of it (lse = -inf, o = 0): merging it leaves the accumulator
+        bit-for-bit as it was, before any data (0 and -inf, no NaN) and after; then real data merges exactly."""
+        torch.manual_seed(5)
+        for dtype in (torch.float32, torch.float64):
+            acc_o, acc_lse = torch.zeros(1, 2, 4, 3, dtype=dtype), torch.full((1, 2, 4), -math.inf, dtype=dtype)
+            dead_o, dead_lse = torch.zeros(1, 2, 4, 3, dtype=dtype), torch.full((1, 2, 4), -math.inf)
+            ring._merge_into(acc_o, acc_lse, dead_o, dead_lse)
+            self.assertTrue(bool((acc_o == 0).all()) and bool((acc_lse == -math.inf).all()))
+            o1, lse1 = randn(1, 2, 4, 3).to(dtype), randn(1, 2, 4).float()
+            lse1[0, 1, 2] = -math.inf  # one row still dead after this block
+            o1[0, 1, 2] = 0
+            ring._merge_into(acc_o, acc_lse, o1, lse1)
+            self.assertTrue(torch.equal(acc_o, o1))
+            self.assertTrue(torch.equal(acc_lse, lse1.to(dtype)))
+            before = acc_o.clone(), acc_lse.clone()
+            ring._merge_into(acc_o, acc_lse, dead_o, dead_lse)
+            self.assertTrue(torch.equal(acc_o, before[0]) and torch.equal(acc_lse, before[1]))
+
     def test_online_merge_matches(self):
         torch.manual_seed(1)
         outs = [randn(1, 2, 4, 3) for _ in range(3)]
@@ -362,7 +486,7 @@ class ShardedTest(unittest.TestCase):
         q = randn(batch, config.num_heads, sq, config.head_dim).requires_grad_()
         k = randn(batch, config.num_kv_heads, sk, config.head_dim).requires_grad_()
         v = randn(batch, config.num_kv_heads, sk, config.value_head_dim).requires_grad_()
-        layout = ring.sharded_layout(sq, sk, shards, config.causal)
+        layout = ring.sharded_layout(sq, sk, shards, config.causal, config.window)
         with EnvPatch(FLASHC_POISON_OUTPUTS="1" if poison else None):
             o, lse = ring._cls("sharded", ring._make_sharded).apply(q, k, v, config, layout)
             do = randn(*o.shape)
@@ -400,6 +524,40 @@ class ShardedTest(unittest.TestCase):
                     self.check(config, 2, 16, 16, shards)
                 self.check(AttentionConfig("bf16", 6, 1, 8, causal=causal), 1, 16, 16, shards)
 
+    def test_windows(self):
+        """Sliding windows against the float64 reference, forward and backward: causal (zig-zag; contiguous when
+        Sq != Sk) and not, windows smaller than, equal to and larger than the chunks, one side unbounded, Sq != Sk
+        both ways (rows that see no key at all: zeros, -inf, no gradient), 1-4 shards."""
+        cases = [(True, w) for w in ((3, 0), (6, 0), (13, 0), (40, 0))] + \
+                [(False, w) for w in ((0, 0), (2, 5), (6, 6), (-1, 3), (4, -1))]
+        for causal, window in cases:
+            config = AttentionConfig("bf16", 2, 2, 8, causal=causal, window=window)
+            for sq, sk, all_shards in ((24, 24, (1, 2, 3, 4)), (23, 13, (2, 3)), (13, 23, (2, 4))):
+                for shards in all_shards:
+                    with self.subTest(causal=causal, window=window, sq=sq, sk=sk, shards=shards):
+                        self.check(config, 1, sq, sk, shards, poison=shards == 3)
+
+    def test_window_gqa_softcap_scale_value_dim(self):
+        for causal, window in ((True, (5, 0)), (False, (3, 4))):
+            config = AttentionConfig("f16", 4, 2, 8, value_head_dim=5, causal=causal, window=window, softcap=3.0,
+                                     scale=0.4)
+            for shards in (2, 3):
+                with self.subTest(causal=causal, shards=shards):
+                    self.check(config, 2, 16, 16, shards)
+
+    def test_window_launches_are_key_offset_blocks(self):
+        config = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(4, 0))
+        self.check(config, 1, 24, 24, 3)
+        koff = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(4, 0), key_offset=True)
+        self.assertEqual(list(self.fakes), [koff.key])  # nothing but the key-offset twin is loaded
+        launches = self.fakes[koff.key].launches
+        layout = ring.sharded_layout(24, 24, 3, True, (4, 0))
+        blocks = sum(len(step.blocks) for r in range(3) for step in ring.ring_schedule(layout, r))
+        self.assertEqual([n for n, _ in launches], ["attention0_forward"] * blocks + ["attention0_backward"] * blocks)
+        self.assertTrue(all("key_offset" in names for _, names in launches))
+        # zig-zag chunks of 4 rows, window 4: the 6 diagonal pairs, and 5 pairs of neighbouring chunks
+        self.assertEqual(blocks, 11)
+
     def test_launches(self):
         config = AttentionConfig("bf16", 2, 2, 8, causal=True)
         self.check(config, 1, 24, 24, 3)
@@ -415,6 +573,10 @@ class ShardedTest(unittest.TestCase):
             ring.sharded_attention(q, q, q, 2, causal=True)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
             ring.ring_attention(q, q, q)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+            ring.sharded_attention(q, q, q, 2, causal=True, window=4)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+            ring.ring_attention(q, q, q, window=(4, 2))
 
     def test_zigzag_shard_roundtrip(self):
         x = torch.arange(16).reshape(1, 1, 16, 1)
@@ -431,6 +593,11 @@ RING_CASES = [
     ("causal-gqa-softcap", dict(num_heads=4, num_kv_heads=2, head_dim=8, value_head_dim=5, causal=True,
                                 softcap=3.0), 1, None, None),
     ("ragged", dict(num_heads=4, num_kv_heads=1, head_dim=8), 1, [3, 5, 2, 4], [4, 1, 6, 3]),
+    # Sliding windows: zig-zag chunks of 3 under a causal window of 4; a non-causal window over ragged ranks
+    # with Sq != Sk.
+    ("causal-window", dict(num_heads=2, num_kv_heads=2, head_dim=8, causal=True, window=(4, 0)), 2, None, None),
+    ("window-ragged", dict(num_heads=4, num_kv_heads=2, head_dim=8, window=(3, 2), softcap=3.0), 1,
+     [3, 5, 2, 4], [4, 1, 6, 3]),
 ]
 
 

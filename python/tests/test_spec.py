@@ -35,6 +35,31 @@ class AttentionSpecTest(unittest.TestCase):
         self.assertIn("scale = 0.125 mask = #flash.mask<sliding_window, left = 16, right = 4> softcap = 30.0 "
                       "num_kv_heads = 2 :", text)
 
+    def test_key_offset_spec(self):
+        c = AttentionConfig("bf16", 4, 4, 64, causal=True, scale=0.125, key_offset=True)
+        t, lse = "tensor<?x4x?x64xbf16>", "tensor<?x4x?xf32>"
+        text = c.spec_text()
+        # The i32 argument comes last; its operand right after %v, its type after the tensors'.
+        self.assertIn("func.func @attention(%%q: %s, %%k: %s, %%v: %s, %%key_offset: i32) -> (%s, %s) {"
+                      % (t, t, t, t, lse), text)
+        self.assertIn("  %%o, %%lse = flash.attention %%q, %%k, %%v key_offset = %%key_offset scale = 0.125 mask = "
+                      "#flash.mask<causal> num_kv_heads = 4 : (%s, %s, %s, i32) -> (%s, %s)\n" % (t, t, t, t, lse), text)
+        self.assertEqual(c.forward_params(), ("q", "k", "v", "o", "lse", "key_offset"))
+        self.assertEqual(c.backward_params(), ("q", "k", "v", "o", "lse", "do", "dq", "dk", "dv", "key_offset"))
+        self.assertEqual(c.input_names(), ("q", "k", "v", "key_offset"))
+        static = AttentionConfig("bf16", 4, 4, 64, causal=True, scale=0.125)
+        self.assertNotIn("key_offset", static.spec_text())
+        self.assertEqual(static.forward_params(), ("q", "k", "v", "o", "lse"))
+        self.assertIn("_causal_koff_", c.key)
+        self.assertIn("causal_koff", c.describe())
+        self.assertNotEqual(c.key, static.key)
+        w = AttentionConfig("f16", 8, 2, 64, window=(64, 32), softcap=30.0, key_offset=True)
+        self.assertIn("%v key_offset = %key_offset scale = 0.125 mask = #flash.mask<sliding_window, left = 64, "
+                      "right = 32> softcap = 30.0 num_kv_heads = 2 :", w.spec_text())
+        self.assertIn("_win64_32_koff_", w.key)
+        with self.assertRaisesRegex(InvalidArgumentError, "key_offset must be True or False"):
+            AttentionConfig("bf16", 2, 2, 64, key_offset=3)
+
     def test_experiment_names_match_the_compiler_registry(self):
         if not FLASHC:
             self.skipTest("flashc not built (the registry lives in the compiler)")
@@ -110,7 +135,8 @@ class KeyTest(unittest.TestCase):
         variants = [dict(), dict(causal=True), dict(dtype="f16"), dict(num_heads=32, num_kv_heads=16),
                     dict(num_kv_heads=8), dict(head_dim=64), dict(value_head_dim=64), dict(window=(64, 0)),
                     dict(window=(64, 64)), dict(softcap=30.0), dict(softcap=50.0), dict(scale=0.1),
-                    dict(archs=("sm_80",)), dict(backward_form="transposed"), dict(backward_form="rows")]
+                    dict(archs=("sm_80",)), dict(backward_form="transposed"), dict(backward_form="rows"),
+                    dict(key_offset=True), dict(causal=True, key_offset=True), dict(window=(64, 0), key_offset=True)]
         keys = [AttentionConfig(**dict(base, **v)).key for v in variants]
         self.assertEqual(len(set(keys)), len(keys), keys)
         self.assertEqual(AttentionConfig(**base).key, AttentionConfig(**base).key)
@@ -182,6 +208,11 @@ class ConfigTextTest(unittest.TestCase):
     def test_parse(self):
         c = configs.parse_config("attention:heads=8,kv_heads=2,head_dim=64,causal=1,window=32:0,softcap=20")
         self.assertEqual(c, AttentionConfig("bf16", 8, 2, 64, causal=True, window=(32, 0), softcap=20.0))
+        c = configs.parse_config("attention:heads=2,head_dim=64,window=64:32,key_offset=1")
+        self.assertEqual(c, AttentionConfig("bf16", 2, 2, 64, window=(64, 32), key_offset=True))
+        self.assertEqual(configs.format_config(c), "attention:dtype=bf16,heads=2,kv_heads=2,head_dim=64,causal=0,"
+                                                   "window=64:32,scale=0.125,key_offset=1")
+        self.assertFalse(configs.parse_config("attention:heads=2,head_dim=64,key_offset=0").key_offset)
         f = configs.parse_config("ffn:dtype=f16,d=64,h=256,act=silu,gated=1")
         self.assertEqual(f, FfnConfig("f16", 64, 256, activation="silu", gated=True))
 
@@ -191,6 +222,7 @@ class ConfigTextTest(unittest.TestCase):
                  ("attention:heads=2,head_dim=x", "head_dim: expected an integer"),
                  ("attention:heads=2,head_dim=64,mask=causal", "unknown field mask"),
                  ("attention:heads=2,head_dim=64,causal=maybe", "causal: expected 0/1"),
+                 ("attention:heads=2,head_dim=64,key_offset=2", "key_offset: expected 0/1"),
                  ("attention:heads=3,kv_heads=2,head_dim=64", "must be a multiple"),
                  ("ffn:d=64", "missing field h"),
                  ("ffn:d=64,h=128,act=swish", "activation must be one of"),
@@ -204,6 +236,25 @@ class ConfigTextTest(unittest.TestCase):
         self.assertEqual(len(configs.resolve(["bench", "bench-attention"])), len(configs.SETS["bench"]))
         with self.assertRaisesRegex(InvalidArgumentError, "unknown config set 'nope'"):
             configs.resolve(["nope"])
+
+    def test_key_offset_sets(self):
+        koff = configs.SETS["tests-key-offset"]
+        self.assertTrue(all(c.key_offset for c in koff))
+        self.assertLessEqual(len(koff), 10)
+        self.assertEqual({c.dtype for c in koff}, {"bf16", "f16"})
+        self.assertEqual({c.head_dim for c in koff}, {64, 128})
+        self.assertTrue(any(c.window is None and not c.causal for c in koff))  # the plain mask
+        self.assertTrue(any(c.window is None and c.causal for c in koff))
+        self.assertTrue(any(c.window is not None and c.causal for c in koff))
+        self.assertTrue(any(c.window is not None and not c.causal for c in koff))
+        self.assertTrue(any(c.softcap for c in koff) and any(c.num_heads != c.num_kv_heads for c in koff))
+        self.assertTrue(set(koff) <= set(configs.SETS["tests"]))
+        # bench_ring.py --window (default): the static window (single GPU) and its key-offset twin (the ring).
+        bench = configs.SETS["bench-ring-window"]
+        self.assertEqual({(c.causal, c.window, c.key_offset) for c in bench},
+                         {(False, (4096, 4096), False), (False, (4096, 4096), True), (True, (4096, 0), False),
+                          (True, (4096, 0), True)})
+        self.assertTrue(all((c.dtype, c.num_heads, c.head_dim) == ("bf16", 16, 128) for c in bench))
 
     def test_bench_set_matches_the_benchmark(self):
         for c in configs.BENCH_ATTENTION:

@@ -53,6 +53,9 @@ class FakeBundle:
         outputs = {"o", "lse", "y"} if forward else {"dq", "dk", "dv", "dx", "dw1", "db1", "dw2", "db2", "dw_gate",
                                                      "dw_up"}
         for n, t in args.items():
+            if n == "key_offset":  # the one scalar (AttentionConfig.key_offset): a Python int
+                self.test.assertTrue(self.config.key_offset and type(t) is int, "key_offset %r" % (t,))
+                continue
             self.test.assertEqual(t.stride(-1), 1, n)
             if n in outputs and os.environ.get("FLASHC_POISON_OUTPUTS"):
                 self.test.assertTrue(bool(torch.isnan(t).all()), "output %s was not poisoned" % n)
@@ -64,7 +67,7 @@ class FakeBundle:
 
     def _attention(self, name, a):
         c = self.config
-        kw = dict(causal=c.causal, scale=c.scale, window=c.window, softcap=c.softcap)
+        kw = dict(causal=c.causal, scale=c.scale, window=c.window, softcap=c.softcap, key_offset=a.get("key_offset"))
         if name == c.forward_program:
             o, lse = attention_reference(a["q"], a["k"], a["v"], **kw)
             a["o"].copy_(o)
@@ -121,6 +124,48 @@ class TorchArgumentErrorsTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "flashc.attention: expected key to be a torch.Tensor, but got list"):
             ft.attention(q, [1], q)
 
+    def test_key_offset_must_be_an_int32(self):
+        q = torch.zeros(1, 2, 4, 64, dtype=torch.bfloat16)
+        for bad, words in ((True, "key_offset must be an integer .* but got bool"),
+                           (1.0, "key_offset must be an integer .* but got float"),
+                           ("3", "key_offset must be an integer .* but got str"),
+                           (2 ** 31, r"key_offset must fit in int32 \[-2147483648, 2147483647\], but got 2147483648"),
+                           (-2 ** 31 - 1, "key_offset must fit in int32 .* but got -2147483649")):
+            with self.subTest(bad=bad), self.assertRaisesRegex(flashc.InvalidArgumentError,
+                                                               "flashc.attention: " + words):
+                ft.attention(q, q, q, causal=True, key_offset=bad)
+        # Valid values get past the check (to the device check of these CPU tensors).
+        for good in (0, -2 ** 31, 2 ** 31 - 1, torch.tensor(5)):
+            with self.subTest(good=good), self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
+                ft.attention(q, q, q, causal=True, key_offset=good)
+
+    def test_key_offset_config_is_cached_once_for_every_value(self):
+        """The signature key tells key_offset=None from an int, but not one int from another: the configuration
+        (and bundle) is the same for every offset, the value goes with each call."""
+        built, applied = [], []
+        saved = (ft.attention_config, ft._Attention.apply)
+
+        def config_of(*args, **kw):
+            built.append(kw["key_offset"])
+            return AttentionConfig("bf16", 2, 2, 64, causal=kw["causal"], key_offset=kw["key_offset"])
+
+        def apply(q, k, v, config, offset):
+            applied.append((config, offset))
+            return q, q[..., 0]
+
+        ft.attention_config, ft._Attention.apply = config_of, apply
+        ft._configs.clear()
+        try:
+            q = torch.zeros(1, 2, 4, 64, dtype=torch.bfloat16)
+            for offset in (7, -3, None, 2 ** 31 - 1, None, 0):
+                ft.attention(q, q, q, causal=True, key_offset=offset)
+        finally:
+            ft.attention_config, ft._Attention.apply = saved
+            ft._configs.clear()
+        self.assertEqual(built, [True, False])  # one configuration each, built once
+        self.assertEqual([o for _, o in applied], [7, -3, None, 2 ** 31 - 1, None, 0])
+        self.assertEqual([c.key_offset for c, _ in applied], [True, True, False, True, False, True])
+
     def test_ffn_messages(self):
         x = torch.zeros(3, 64, dtype=torch.bfloat16)
         w1 = torch.zeros(64, 128, dtype=torch.bfloat16)
@@ -157,13 +202,13 @@ class PlumbingTest(unittest.TestCase):
     def tearDown(self):
         cache.load_bundle, ft._launch = self.saved
 
-    def run_attention(self, config, q, k, v):
-        o, lse = ft._Attention.apply(q, k, v, config)
+    def run_attention(self, config, q, k, v, key_offset=None):
+        o, lse = ft._Attention.apply(q, k, v, config, key_offset)
         do = torch.randn_like(o)
         o.backward(do)
         qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
         o_ref, lse_ref = attention_reference(qr, kr, vr, causal=config.causal, scale=config.scale,
-                                             window=config.window, softcap=config.softcap)
+                                             window=config.window, softcap=config.softcap, key_offset=key_offset)
         o_ref.backward(do)
         self.assertTrue(torch.allclose(o, o_ref))
         self.assertTrue(torch.equal(torch.isinf(lse), torch.isinf(lse_ref)))
@@ -183,6 +228,35 @@ class PlumbingTest(unittest.TestCase):
             self.run_attention(config, q, k, v)
         fake = self.fakes[config.key]
         self.assertEqual([n for n, _ in fake.launches], ["attention0_forward", "attention0_backward"])
+
+    def test_key_offset_is_passed_forward_and_backward(self):
+        """A key-offset configuration gets its scalar in both programs; o, lse and the gradients follow the reference
+        with that offset (rows that see no key: zeros and -inf), for offsets inside, before and past the keys."""
+        for config in (AttentionConfig("bf16", 2, 2, 8, causal=True, key_offset=True),
+                       AttentionConfig("bf16", 4, 2, 8, window=(2, 3), softcap=2.0, key_offset=True),
+                       AttentionConfig("f16", 2, 2, 8, causal=True, window=(4, 0), key_offset=True),
+                       AttentionConfig("bf16", 2, 2, 8, key_offset=True)):
+            for offset in (0, 3, -2, -6, 9, 12, -2 ** 31, 2 ** 31 - 1):
+                with self.subTest(config=config.describe(), offset=offset):
+                    self.fakes.clear()
+                    ft._resolved.clear()
+                    q = torch.randn(2, config.num_heads, 6, 8, dtype=torch.float64, requires_grad=True)
+                    k = torch.randn(2, config.num_kv_heads, 9, 8, dtype=torch.float64, requires_grad=True)
+                    v = torch.randn(2, config.num_kv_heads, 9, 8, dtype=torch.float64, requires_grad=True)
+                    with EnvPatch(FLASHC_POISON_OUTPUTS="1"):
+                        self.run_attention(config, q, k, v, key_offset=offset)
+                    launches = self.fakes[config.key].launches
+                    self.assertEqual([n for n, _ in launches], ["attention0_forward", "attention0_backward"])
+                    self.assertTrue(all("key_offset" in names for _, names in launches))
+        # The compiler's spelling: the i32 argument is input3 of the spec function.
+        self.compiler_names = True
+        self.fakes.clear()
+        ft._resolved.clear()
+        config = AttentionConfig("bf16", 2, 2, 8, causal=True, key_offset=True)
+        q, k, v = (torch.randn(1, 2, 5, 8, dtype=torch.float64, requires_grad=True) for _ in range(3))
+        self.run_attention(config, q, k, v, key_offset=-1)
+        self.assertEqual(self.fakes[config.key].launches[0][1], sorted(["input0", "input1", "input2", "input3",
+                                                                        "result0", "result1"]))
 
     def test_compiler_spelling_of_programs_and_parameters(self):
         # Programs named after the spec function, parameters input<i>/result<i>, out, d_out, d_q, ...

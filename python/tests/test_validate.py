@@ -6,7 +6,7 @@ import unittest
 import _support  # noqa: F401  (sys.path)
 from flashc import InvalidArgumentError
 from flashc.spec import AttentionConfig, FfnConfig
-from flashc.validate import TensorInfo, attention_config, ffn_config
+from flashc.validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
 BF16, F16, F32 = "torch.bfloat16", "torch.float16", "torch.float32"
 
@@ -28,6 +28,21 @@ class AttentionArgumentsTest(unittest.TestCase):
         self.assertEqual(c, AttentionConfig("bf16", 8, 2, 64, value_head_dim=32, causal=True, softcap=30.0))
         self.assertEqual(attention_config(t(1, 4, 5, 128, dtype=F16), t(1, 4, 5, 128, dtype=F16),
                                           t(1, 4, 5, 128, dtype=F16)).dtype, "f16")
+
+    def test_key_offset(self):
+        c = attention_config(t(1, 2, 5, 64), t(1, 2, 9, 64), t(1, 2, 9, 64), causal=True, window=8, key_offset=True)
+        self.assertEqual(c, AttentionConfig("bf16", 2, 2, 64, causal=True, window=(8, 0), key_offset=True))
+        for good in (0, -7, 2 ** 31 - 1, -2 ** 31, None):
+            self.assertEqual(key_offset_value("attention", good), good)
+        for bad, message in ((True, "key_offset must be an integer (the key position of query row 0) or None, but "
+                                    "got bool"),
+                             (2.0, "but got float"), ([1], "but got list"),
+                             (2 ** 31, "key_offset must fit in int32 [-2147483648, 2147483647], but got 2147483648"),
+                             (-2 ** 31 - 1, "but got -2147483649")):
+            with self.subTest(bad=bad), self.assertRaises(InvalidArgumentError) as ctx:
+                key_offset_value("attention", bad)
+            self.assertIn(message, str(ctx.exception))
+            self.assertTrue(str(ctx.exception).startswith("flashc.attention: "))
 
     def test_rank(self):
         self.check("expected query to be a 4-D tensor [B, H, S, D], but got a 3-D tensor of shape (8, 100, 64)",
