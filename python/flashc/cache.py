@@ -5,7 +5,9 @@ A compiled bundle records which compiler built it (COMPILER_STAMP: that compiler
 its device library's fingerprint, and the executable's path, size and modification time). A cached bundle from another compiler build is rebuilt when a compiler is
 at hand; bundles found through FLASHC_BUNDLE_PATH are the user's choice and used as they are."""
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,15 +83,47 @@ def find_compiler():
 _identities = {}
 
 
+def _build_of(compiler):
+    """Which executable build `compiler` is: (path, size, modification time)."""
+    try:
+        st = os.stat(compiler)
+        return (os.path.realpath(compiler), st.st_size, st.st_mtime_ns)
+    except OSError as e:
+        raise CompilerError("cannot use the flashc compiler %s: %s" % (compiler, e))
+
+
+def _build_line(build):
+    return "build %s size %d mtime %d" % build
+
+
+_DEVICE_LIBRARY = re.compile(r"^device library: (.*) \(fingerprint [0-9a-f]+\)$", re.M)
+
+
+def _headers_line(version_text):
+    """A cheap stand-in for the device-library fingerprint that `--version` prints: the FLASHC_DEVICE_INCLUDE
+    setting and every file's path, size and mtime under the library directory the version text names (None when
+    it names none). Bundles compile against those headers, so an edited header must make them stale."""
+    m = _DEVICE_LIBRARY.search(version_text)
+    if not m:
+        return None
+    root, entries = m.group(1), []
+    for base, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            try:
+                st = os.stat(os.path.join(base, name))
+            except OSError:
+                continue
+            entries.append("%s %d %d" % (os.path.relpath(os.path.join(base, name), root), st.st_size, st.st_mtime_ns))
+    digest = hashlib.sha1("\n".join([os.environ.get("FLASHC_DEVICE_INCLUDE", "")] + entries).encode()).hexdigest()
+    return "headers " + digest
+
+
 def compiler_identity(compiler):
     """What `compiler --version` prints (its version and device-library fingerprint) and which executable build
     it is (path, size, modification time: a rebuilt compiler may emit other kernels under the same version);
     computed once per process and build."""
-    try:
-        st = os.stat(compiler)
-        build = (os.path.realpath(compiler), st.st_size, st.st_mtime_ns)
-    except OSError as e:
-        raise CompilerError("cannot use the flashc compiler %s: %s" % (compiler, e))
+    build = _build_of(compiler)
     identity = _identities.get(build)
     if identity is None:
         try:
@@ -97,7 +131,9 @@ def compiler_identity(compiler):
             text = proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
         except (OSError, subprocess.TimeoutExpired):
             text = ""
-        identity = _identities[build] = "%s\nbuild %s size %d mtime %d" % ((text or "unversioned",) + build)
+        text = text or "unversioned"
+        headers = _headers_line(text)
+        identity = _identities[build] = "\n".join([text, _build_line(build)] + ([headers] if headers else []))
     return identity
 
 
@@ -111,8 +147,17 @@ def bundle_compiler(path):
 
 
 def is_current(path, compiler):
-    """Whether the bundle in `path` was built by this build of `compiler`."""
-    return bundle_compiler(path) == compiler_identity(compiler)
+    """Whether the bundle in `path` was built by this build of `compiler` against the same device library. Fast
+    path: the stamp names the executable build and a digest of the device headers' listing; when both still hold,
+    no `compiler --version` process is started (a warm lookup of a cached bundle: ~35 ms -> well under 1 ms)."""
+    stamp = bundle_compiler(path)
+    if stamp is None:
+        return False
+    lines = stamp.split("\n")
+    if (len(lines) >= 3 and lines[-1].startswith("headers ") and lines[-2] == _build_line(_build_of(compiler))
+            and _headers_line(stamp) == lines[-1]):
+        return True
+    return stamp == compiler_identity(compiler)
 
 
 def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):

@@ -26,10 +26,13 @@ FAKE_COMPILER = textwrap.dedent("""\
     #!%(python)s
     import os, shutil, sys
     args = sys.argv[1:]
+    log = os.environ.get("FAKE_FLASHC_LOG")
     if args == ["--version"]:
+        if log:
+            with open(log, "a") as f:
+                f.write("--version\\n")
         print(os.environ.get("FAKE_FLASHC_VERSION", "fake-flashc 1"))
         sys.exit(0)
-    log = os.environ.get("FAKE_FLASHC_LOG")
     if log:
         with open(log, "a") as f:
             f.write(" ".join(args) + "\\n")
@@ -133,6 +136,40 @@ class CompileTest(unittest.TestCase):
             return 0
         with open(self.log) as f:
             return f.read().count("--emit=bundle")
+
+    def version_runs(self):
+        if not os.path.exists(self.log):
+            return 0
+        with open(self.log) as f:
+            return f.read().split("\n").count("--version")
+
+    def test_warm_lookup_starts_no_process_but_sees_device_library_edits(self):
+        # A compiler that names its device library: the stamp gets a digest of the library's files, and a
+        # later process checks the cached bundle without running `--version` until a header changes.
+        library = os.path.join(self.tmp, "device")
+        os.makedirs(os.path.join(library, "flashc", "device"))
+        header = os.path.join(library, "flashc", "device", "mask.cuh")
+        with open(header, "w") as f:
+            f.write("// v1\n")
+        version = "fake-flashc 1\ndevice library: %s (fingerprint 0123abcd)" % library
+        cached = os.path.join(self.cache_dir, CONFIG.key)
+        with self.env(FAKE_FLASHC_VERSION=version):
+            self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual(self.compiles(), 1)
+            self.assertTrue(cache.bundle_compiler(cached).split("\n")[-1].startswith("headers "))
+            runs = self.version_runs()
+            cache.clear_loaded()  # a new process: no identity known
+            self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual((self.compiles(), self.version_runs()), (1, runs))
+            with open(header, "w") as f:
+                f.write("// v2, longer\n")
+            cache.clear_loaded()
+            self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual(self.compiles(), 2)  # rebuilt against the edited library
+            cache.clear_loaded()
+            with EnvPatch(FLASHC_DEVICE_INCLUDE=library):  # another library setting: not the same digest
+                self.assertEqual(cache.bundle_dir(CONFIG), cached)
+            self.assertEqual(self.compiles(), 3)
 
     def test_compiles_once_into_the_cache(self):
         with self.env():

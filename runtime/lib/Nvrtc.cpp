@@ -3,6 +3,7 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
@@ -109,6 +110,10 @@ std::vector<std::string> effectiveNvrtcOptions(const CompileRequest &r) {
     if (!dev.empty()) opts.push_back("-I" + dev);
   }
   opts.push_back("--gpu-architecture=" + r.arch);
+  // Optimise the kernels of one source in parallel, one thread per core: a bundle's 10-20 kernels compile
+  // about 1.5x faster on two cores. The code does not depend on the thread count (checked byte for byte).
+  if (std::none_of(opts.begin(), opts.end(), [](const std::string &o) { return o.rfind("--split-compile", 0) == 0; }))
+    opts.push_back("--split-compile=0");
   return opts;
 }
 

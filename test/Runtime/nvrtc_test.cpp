@@ -60,6 +60,12 @@ int main() {
         "effective options add the CUDA include dir and the arch");
   check(hasOption(opts, "-I" + cudaIncludeDir() + "/cccl") == fs::is_directory(cudaIncludeDir() + "/cccl"),
         "the cccl include dir is added when it exists");
+  check(hasOption(opts, "--split-compile=0"), "kernels are optimised in parallel (--split-compile=0)");
+  CompileRequest serial = req;
+  serial.options = {"--split-compile=1"};
+  auto serialOpts = effectiveNvrtcOptions(serial);
+  check(hasOption(serialOpts, "--split-compile=1") && !hasOption(serialOpts, "--split-compile=0"),
+        "a manifest's own --split-compile is kept");
 
   // CCCL headers (cuda/std) resolve through the default include paths.
   auto cccl = compileCuda("#include <cuda/std/cstdint>\nextern \"C\" __global__ void k(cuda::std::int64_t *p) { *p = 1; }\n",
