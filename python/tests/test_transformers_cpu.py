@@ -206,6 +206,15 @@ class MappingTest(unittest.TestCase):
             fc_hf._check_mask = original
         self.assertEqual(len(checks), 2)
 
+    def test_inference_mode_masks(self):
+        with torch.inference_mode():  # inference tensors have no version counter: checked every time
+            q, k, v = qkv()
+            mask = causal_bool_mask(2, 6, 6)
+            self.fn(self.module, q, k, v, mask)
+            mask[1, :, :, 0] = False
+            with self.assertRaisesRegex(flashc.UnsupportedError, "issue #17"):
+                self.fn(self.module, q, k, v, mask)
+
     def test_unsupported_options(self):
         with self.assertRaisesRegex(flashc.UnsupportedError, "dropout"):
             self.call(dropout=0.1)
@@ -372,6 +381,14 @@ class ModelTest(unittest.TestCase):
                 want = ref.generate(ids, max_new_tokens=5, do_sample=False, cache_implementation=cache)
                 self.assertTrue(torch.equal(got, want), "%s %s cache: %s vs %s" % (kind, cache, got, want))
                 self.assertEqual(self.calls[-1]["q"][2], 1)  # decoding steps reached flashc
+
+    def test_generate_padded_batch_is_refused(self):
+        model, _ = self.models("llama")
+        ids = torch.randint(0, 100, (2, 6))
+        mask = torch.ones(2, 6, dtype=torch.long)
+        mask[1, :2] = 0  # left padding, as generate's batched prompts have
+        with torch.inference_mode(), self.assertRaisesRegex(flashc.UnsupportedError, "issue #17"):
+            model.generate(ids, attention_mask=mask, max_new_tokens=2, do_sample=False)
 
     def test_padded_batch_is_refused(self):
         model, _ = self.models("llama")

@@ -2,7 +2,7 @@
 
     import flashc.integrations.transformers as fc_hf
     name = fc_hf.register()                                   # "fc_attention"
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=name, torch_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=name, dtype=torch.bfloat16)
     model.set_attn_implementation(name)                       # or switch a loaded model
 
 register() puts one function in transformers' AttentionInterface and, where transformers has it (>= 4.53),
@@ -225,12 +225,20 @@ def _check_mask(mask, seq_q, seq_k, causal, window):
                        "blocks, chunked attention or a rotated sliding-window cache)" % pattern)
 
 
+def _version(t):
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor (torch.inference_mode) has no version counter: no caching
+        return None
+
+
 def _keys_to_keep(mask, seq_q, seq_k, causal, window):
     key = (tuple(mask.shape), seq_q, seq_k, causal, window)
+    version = _version(mask)
     entry = _verdicts.get(id(mask))
-    if entry is not None:
-        ref, version, pattern_key, verdict = entry
-        if ref() is mask and version == mask._version and pattern_key == key:
+    if entry is not None and version is not None:
+        ref, cached_version, pattern_key, verdict = entry
+        if ref() is mask and cached_version == version and pattern_key == key:
             if isinstance(verdict, Exception):
                 raise verdict
             return verdict
@@ -238,12 +246,13 @@ def _keys_to_keep(mask, seq_q, seq_k, causal, window):
         verdict = _check_mask(mask, seq_q, seq_k, causal, window)
     except _errors().FlashcError as e:
         verdict = e
-    if len(_verdicts) >= _MAX_VERDICTS:
-        _verdicts.clear()
-    try:
-        _verdicts[id(mask)] = (weakref.ref(mask), mask._version, key, verdict)
-    except TypeError:  # not weak-referenceable: no caching
-        pass
+    if version is not None:
+        if len(_verdicts) >= _MAX_VERDICTS:
+            _verdicts.clear()
+        try:
+            _verdicts[id(mask)] = (weakref.ref(mask), version, key, verdict)
+        except TypeError:  # not weak-referenceable: no caching
+            pass
     if isinstance(verdict, Exception):
         raise verdict
     return verdict
@@ -273,7 +282,7 @@ def _dtype_policy(query, key, value):
         if target in sixteen:
             return query.to(target), key.to(target), value.to(target)
     raise _invalid("query/key/value have dtypes %s/%s/%s; flashc computes in bfloat16 or float16: load the model "
-                   "with torch_dtype=torch.bfloat16 (or float16), or run it under torch.autocast(dtype=torch."
+                   "with dtype=torch.bfloat16 (or float16), or run it under torch.autocast(dtype=torch."
                    "bfloat16)" % (query.dtype, key.dtype, value.dtype))
 
 
