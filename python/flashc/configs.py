@@ -118,6 +118,16 @@ TEST_ATTENTION_KEY_OFFSET = (
     AttentionConfig("bf16", 2, 2, 64, causal=True, softcap=5.0, scale=0.3, key_offset=True),
     AttentionConfig("bf16", 4, 1, 128, causal=True, window=(96, 0), softcap=30.0, key_offset=True),
 )
+
+# python/tests/test_gpu_transformers.py: small transformers models (8 query heads, 2 key/value heads, head dim 64,
+# bf16) through flashc.integrations.transformers. Llama (causal), Mistral (sliding_window 64: window (63, 0)) and
+# Gemma 2 (softcap 50, scaling 256^-0.5, sliding and full layers). Scale 64^-0.5 is the default.
+TEST_TRANSFORMERS = (
+    AttentionConfig("bf16", 8, 2, 64, causal=True),
+    AttentionConfig("bf16", 8, 2, 64, causal=True, window=(63, 0)),
+    AttentionConfig("bf16", 8, 2, 64, causal=True, softcap=50.0, scale=0.0625),
+    AttentionConfig("bf16", 8, 2, 64, causal=True, window=(63, 0), softcap=50.0, scale=0.0625),
+)
 # bench_ring.py --window W (default 4096): the ring's blocks (key-offset configs) and single-GPU flashc (the static
 # window), causal window (W, 0) and non-causal (W, W); H = 16, D = 128, bf16.
 BENCH_RING_WINDOW_DEFAULT = 4096
@@ -207,12 +217,13 @@ SETS = {
     "tests-ffn-padded": TEST_FFN_PADDED,
     "tests-ffn-any-width": TEST_FFN_ANY_WIDTH,
     "tests-key-offset": TEST_ATTENTION_KEY_OFFSET,
+    "tests-transformers": TEST_TRANSFORMERS,
     "bench-ring-window": BENCH_RING_WINDOW,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
                + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED + BENCH_ATTENTION_EXPERIMENTS
                + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC + TEST_ATTENTION_KEY_OFFSET
-               + BENCH_RING_WINDOW)
+               + BENCH_RING_WINDOW + TEST_TRANSFORMERS)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

@@ -4,7 +4,7 @@ the flashc compiler, to carry them to one without it (the GPU machine):
     python -m flashc.prebuild --out DIR [CONFIG_OR_SET ...]
 
 CONFIG_OR_SET: a set name (bench, tests, all, bench-attention, bench-ffn, tests-attention, tests-ffn,
-tests-key-offset, bench-ring-window, ...: flashc.configs.SETS; default all) or one config such as
+tests-key-offset, tests-transformers, bench-ring-window, ...: flashc.configs.SETS; default all) or one config such as
 'attention:dtype=bf16,heads=16,head_dim=128,causal=1'. Each bundle lands in DIR/<key>; DIR/INDEX.txt lists key
 and config. Point FLASHC_BUNDLE_PATH at DIR where they are used. A bundle already in DIR is kept when this
 compiler build made it (see flashc.cache.COMPILER_STAMP), else rebuilt; --force rebuilds all. Exit status: 0 all
