@@ -5,8 +5,8 @@ outside the source tree (FLASHC_TEST_INSTALLED=1: no source-tree python/ on sys.
 
 Offline and without build isolation: the build backend must already be importable by this Python. CI machines
 install through apt only, so without scikit-build-core (or pip) this prints a SKIPPED line and exits 77, which
-ctest reports as Skipped. To run it: `python3 -m pip install scikit-build-core`, or point --python at a venv that
-has it. The build directory is kept (--work), so a rerun rebuilds only what changed.
+ctest reports as Skipped. To run it: `python3 -m pip install scikit-build-core`, or point FLASHC_PIP_PYTHON (or
+--python) at the interpreter of a venv that has it. The build directory is kept (--work), so a rerun rebuilds only what changed.
 """
 
 import argparse
@@ -27,7 +27,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="repository root (holds pyproject.toml)")
     parser.add_argument("--work", required=True, help="scratch directory (build tree, install target, caches)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter with pip and scikit-build-core")
+    parser.add_argument("--python", default=os.environ.get("FLASHC_PIP_PYTHON") or sys.executable,
+                        help="interpreter with pip and scikit-build-core (default: $FLASHC_PIP_PYTHON, this one)")
     args = parser.parse_args()
     python = args.python
 
