@@ -11,7 +11,26 @@ from .errors import (BundleNotFoundError, CompileError, CompilerError, CudaError
 from .bundle import Bundle, Param, TensorRef
 from .spec import AttentionConfig, FfnConfig
 
-__version__ = "0.1.0"
+
+
+def _source_tree_version():
+    """The project VERSION of the repository's top-level CMakeLists.txt: the one version, which the runtime
+    reports too (flashc_version) and pyproject.toml reads for the wheel."""
+    import os
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(root, "CMakeLists.txt")) as f:
+            found = re.search(r"project\(flashc\s+VERSION\s+([0-9]+(\.[0-9]+)*)", f.read())
+    except OSError:
+        found = None
+    return found.group(1) if found else "unknown"
+
+
+try:
+    from ._version import version as __version__  # an installed package: written by the build (pyproject.toml)
+except ImportError:
+    __version__ = _source_tree_version()
 
 
 def runtime_version():

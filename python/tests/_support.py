@@ -10,8 +10,25 @@ import unittest
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(TESTS_DIR)
 REPO_ROOT = os.path.dirname(PYTHON_DIR)
-if PYTHON_DIR not in sys.path:
+# FLASHC_TEST_INSTALLED=1: test the flashc found on sys.path (a pip-installed package, with its own runtime
+# library and device headers), never this source tree's python/flashc (python/tests/pip_install_check.py).
+TEST_INSTALLED = os.environ.get("FLASHC_TEST_INSTALLED") == "1"
+if not TEST_INSTALLED and PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
+if TEST_INSTALLED:
+    import flashc as _flashc
+    if os.path.abspath(_flashc.__file__).startswith(os.path.join(PYTHON_DIR, "")):
+        raise RuntimeError("FLASHC_TEST_INSTALLED=1 but flashc was imported from the source tree (%s): run the "
+                           "tests outside python/ with the installed package on sys.path" % _flashc.__file__)
+
+
+def python_env(**extra):
+    """os.environ for a child Python that imports the same flashc as these tests, plus `extra`."""
+    env = dict(os.environ)
+    if not TEST_INSTALLED:
+        env["PYTHONPATH"] = PYTHON_DIR
+    env.update(extra)
+    return env
 
 BASIC_BUNDLE = os.path.join(REPO_ROOT, "test", "Runtime", "bundles", "basic")
 BAD_VERSION_BUNDLE = os.path.join(REPO_ROOT, "test", "Runtime", "bundles", "bad_version")

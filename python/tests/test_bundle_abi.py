@@ -6,7 +6,7 @@ import subprocess
 import sys
 import unittest
 
-from _support import BAD_VERSION_BUNDLE, BASIC_BUNDLE, PYTHON_DIR, TMA_BUNDLE, requires_runtime
+from _support import BAD_VERSION_BUNDLE, BASIC_BUNDLE, PYTHON_DIR, TMA_BUNDLE, python_env, requires_runtime
 
 import flashc
 from flashc import Param
@@ -138,8 +138,8 @@ class OpenErrorsTest(unittest.TestCase):
                 "    b.prepare()\n"
                 "except flashc.NoDriverError as e:\n"
                 "    print('prepare', e.status)\n" % BASIC_BUNDLE)
-        env = dict(os.environ, PYTHONPATH=PYTHON_DIR, FLASHC_DRIVER_LIBRARY="libcuda-flashc-test-missing.so.1",
-                   FLASHC_RUNTIME_LIB=flashc.runtime_library_path())
+        env = python_env(FLASHC_DRIVER_LIBRARY="libcuda-flashc-test-missing.so.1",
+                         FLASHC_RUNTIME_LIB=flashc.runtime_library_path())
         proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, env=env)
         self.assertEqual(proc.returncode, 0, proc.stderr)

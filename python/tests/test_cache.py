@@ -11,7 +11,7 @@ import tempfile
 import textwrap
 import unittest
 
-from _support import BASIC_BUNDLE, PYTHON_DIR, EnvPatch, find_tool, requires_runtime, skip_loudly
+from _support import BASIC_BUNDLE, EnvPatch, find_tool, python_env, requires_runtime, skip_loudly
 
 import flashc
 from flashc import cache, configs, prebuild, programs
@@ -269,7 +269,7 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(cache.bundle_dir(OTHER), os.path.join(out, OTHER.key))
 
     def test_prebuild_command_line(self):
-        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+        env = python_env()
         proc = subprocess.run([sys.executable, "-m", "flashc.prebuild", "--list", "bench"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, env=env)
         self.assertEqual(proc.returncode, 0, proc.stderr)

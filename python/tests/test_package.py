@@ -1,21 +1,18 @@
 """The package imports with no GPU, no torch and no runtime library; errors map status codes."""
 
-import os
 import subprocess
 import sys
 import unittest
 
-from _support import PYTHON_DIR
+from _support import python_env
 
 import flashc
 from flashc import errors
 
 
 def run_python(code, **env):
-    full_env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-    full_env.update(env)
     return subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=full_env, universal_newlines=True)
+                          env=python_env(**env), universal_newlines=True)
 
 
 class ImportTest(unittest.TestCase):
