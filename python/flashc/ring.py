@@ -851,7 +851,9 @@ def _make_halo():
                                  [(in_kp, r - 1), (in_vp, r - 1), (in_kn, r + 1), (in_vn, r + 1)]))
             _add_halo_grads(dk, in_kp, in_kn)
             _add_halo_grads(dv, in_vp, in_vn)
-            return dq, dk, dv, None, None, None
+            # The local rows of the extended gradients, without a copy; detached: a view made (and written) here
+            # under no_grad must not carry its view history into the caller's graph.
+            return dq, dk.detach(), dv.detach(), None, None, None
 
     return _Halo
 
