@@ -613,10 +613,10 @@ def _sim_extended(locals_, plan):
     return _cat_seq(prev, own, nxt)
 
 
-def _sharded_apply(q, k, v, config, layout):
+def _sharded_apply(q, k, v, config, layout, path="auto"):
     """sharded_attention with a given configuration and layout: the halo path when the layout allows it, else the
-    ring's schedule."""
-    plans = halo_plans(layout)
+    ring's schedule. path "ring": the ring's schedule regardless (tests, benchmarks)."""
+    plans = halo_plans(layout) if path == "auto" else None
     if plans is not None:
         return _cls("sharded_halo", _make_sharded_halo).apply(q, k, v, config, layout, plans)
     return _cls("sharded", _make_sharded).apply(q, k, v, config, layout)
@@ -865,8 +865,11 @@ def _neighbour_p2p(dist, group, sends, recvs):
     return _p2p(dist, group, sends, [(t, p) for t, p in recvs if t.shape[2] > 0])
 
 
-def _ring_apply(q, k, v, config, group=None):
-    """ring_attention with a given configuration (tests build CPU configurations directly)."""
+def _ring_apply(q, k, v, config, group=None, path="auto"):
+    """ring_attention with a given configuration (tests build CPU configurations directly). path "auto": the halo
+    path where it applies, else the ring; "ring": the ring regardless (tests and benchmarks of the fallback)."""
+    if path not in ("auto", "ring"):
+        raise InvalidArgumentError("path must be 'auto' or 'ring', got %r" % (path,))
     torch = _torch()
     import torch.distributed as dist
     world = dist.get_world_size(group) if dist.is_initialized() else 1
@@ -879,7 +882,7 @@ def _ring_apply(q, k, v, config, group=None):
     else:
         lengths = [(q.shape[2], k.shape[2])]
     layout = ring_layout(world, config.causal, [l[0] for l in lengths], [l[1] for l in lengths], config.window)
-    plans = halo_plans(layout)
+    plans = halo_plans(layout) if path == "auto" else None
     if plans is not None:
         return _cls("halo", _make_halo).apply(q, k, v, config, plans[rank], group)
     return _cls("ring", _make_ring).apply(q, k, v, config, layout, group, rank)

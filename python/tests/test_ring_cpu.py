@@ -589,10 +589,7 @@ class ShardedTest(unittest.TestCase):
         if path == "halo":
             self.assertIsNotNone(ring.halo_plans(layout), "the halo path should apply")
         with EnvPatch(FLASHC_POISON_OUTPUTS="1" if poison else None):
-            if path == "ring":
-                o, lse = ring._cls("sharded", ring._make_sharded).apply(q, k, v, config, layout)
-            else:
-                o, lse = ring._sharded_apply(q, k, v, config, layout)
+            o, lse = ring._sharded_apply(q, k, v, config, layout, path="ring" if path == "ring" else "auto")
             do = randn(*o.shape)
             grads = torch.autograd.grad(o, (q, k, v), do)
         o_ref, lse_ref, grads_ref = reference(config, q, k, v, do)
@@ -740,7 +737,7 @@ HALO_CASES = {"causal-window", "window-halo", "window-halo-ragged"}
 RING_FALLBACK_CASES = {"causal-window-wide": 3, "window-unbounded": 2}
 
 
-def ring_case(test, rank, world, group, case, seed, fakes=None):
+def ring_case(test, rank, world, group, case, seed, fakes=None, path="auto"):
     """One ring_attention call on this rank, checked against the float64 reference of the whole sequence. Causal
     without a window: zig-zag shards; otherwise contiguous. fakes (the stand-in bundles): also check the halo path's
     one launch forward and one backward, for HALO_CASES."""
@@ -770,9 +767,9 @@ def ring_case(test, rank, world, group, case, seed, fakes=None):
         shard_k = lambda t: t[:, :, sum(k_lens[:rank]):sum(k_lens[:rank + 1])]
     sq_, sk_ = (shard, shard) if causal else (shard_q, shard_k)
     ql, kl, vl = (sq_(q).clone().requires_grad_(), sk_(k).clone().requires_grad_(), sk_(v).clone().requires_grad_())
-    o, lse = ring._ring_apply(ql, kl, vl, config, group)
+    o, lse = ring._ring_apply(ql, kl, vl, config, group, path=path)
     grads = torch.autograd.grad(o, (ql, kl, vl), sq_(do))
-    if fakes is not None and name in HALO_CASES:
+    if fakes is not None and name in HALO_CASES and path == "auto":
         test.assertEqual([n for n, _ in fakes[koff].launches[before:]], ["attention0_forward", "attention0_backward"],
                          "%s: the halo path is one launch each way" % name)
     o_ref, lse_ref, (dq_ref, dk_ref, dv_ref) = reference(config, q, k, v, do)
@@ -794,6 +791,8 @@ def _ring_worker(rank, world, init_file, results):
         try:
             for i, case in enumerate(RING_CASES):
                 ring_case(test, rank, world, None, case, seed=10 + i, fakes=fakes)
+                if case[0] in HALO_CASES:  # the ring on the same contiguous windowed layout
+                    ring_case(test, rank, world, None, case, seed=10 + i, path="ring")
         finally:
             restore()
             dist.destroy_process_group()
