@@ -48,7 +48,7 @@ r+1 (only those rows; batched isend/irecv; the first and last rank receive nothi
 concatenates [prev halo, local, next halo] along the sequence and runs ONE launch of the key-offset config over its
 local query rows: key_offset = (key position of local query row 0, q0 + Sk - Sq) - (position of the first extended
 key) puts every row's window exactly where it is globally, so nothing merges. The backward is one backward launch
-over the same extended K/V (the halos are kept from the forward); the halo rows' dK/dV go back to their owners in
+over the same extended K/V (saved by the forward in place of K/V); the halo rows' dK/dV go back to their owners in
 the input dtype (the kernel's output, already rounded to it) and are added there in float32, rounded once. Every
 (query, key) pair is computed by the rank owning the query, once. halo_plans(layout) is None when this does not
 apply (no window, an unbounded side over 2+ ranks, a halo larger than the neighbour's chunk): the ring below runs.
@@ -828,20 +828,23 @@ def _make_halo():
             sends = [(_seq(t, 0, plan.send_prev), r - 1) for t in (k, v)] + \
                     [(_seq(t, m - plan.send_next, m), r + 1) for t in (k, v)]
             _wait(_neighbour_p2p(dist, group, sends, [(pk, r - 1), (pv, r - 1), (nk, r + 1), (nv, r + 1)]))
-            o, lse = _halo_forward(configs, plan, q, _cat_seq(pk, k, nk), _cat_seq(pv, v, nv))
-            ctx.config, ctx.plan, ctx.group = config, plan, group
-            ctx.save_for_backward(q, k, v, o, lse, pk, pv, nk, nv)  # the halos (small): no second exchange
+            k_ext, v_ext = _cat_seq(pk, k, nk), _cat_seq(pv, v, nv)
+            o, lse = _halo_forward(configs, plan, q, k_ext, v_ext)
+            ctx.config, ctx.plan, ctx.group, ctx.m = config, plan, group, m
+            # The extended K/V in place of k and v (k is usually held by nothing else: about the same memory, plus
+            # the halos): the backward needs neither a second exchange nor a second copy.
+            ctx.save_for_backward(q, k_ext, v_ext, o, lse)
             ctx.mark_non_differentiable(lse)
             return o, lse
 
         @staticmethod
         @torch.autograd.function.once_differentiable
         def backward(ctx, do, _dlse):
-            q, k, v, o, lse, pk, pv, nk, nv = ctx.saved_tensors
+            q, k_ext, v_ext, o, lse = ctx.saved_tensors
             plan, group, configs = ctx.plan, ctx.group, _configs(ctx.config)
-            m, r = k.shape[2], plan.rank
-            dq, dk_e, dv_e = _launch_backward(configs[2], q, _cat_seq(pk, k, nk), _cat_seq(pv, v, nv), o, lse,
-                                              do.contiguous(), plan.key_offset)
+            m, r = ctx.m, plan.rank
+            k, v = _seq(k_ext, plan.prev, plan.prev + m), _seq(v_ext, plan.prev, plan.prev + m)  # shapes and dtypes
+            dq, dk_e, dv_e = _launch_backward(configs[2], q, k_ext, v_ext, o, lse, do.contiguous(), plan.key_offset)
             (dk_p, dk, dk_n), (dv_p, dv, dv_n) = _split_ext(dk_e, plan, m), _split_ext(dv_e, plan, m)
             # The halo rows' gradients go home in the input dtype: they are the kernel's outputs, already rounded to
             # it, so float32 transport would carry no more precision (the owner sums in float32, _add_halo_grads).

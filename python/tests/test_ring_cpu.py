@@ -702,6 +702,8 @@ class ShardedTest(unittest.TestCase):
             ring.sharded_attention(q, q, q, 2, causal=True, window=4)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
             ring.ring_attention(q, q, q, window=(4, 2))
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "path must be 'auto' or 'ring'"):
+            ring._ring_apply(q, q, q, AttentionConfig("bf16", 2, 2, 8, window=(4, 2)), path="halo")
 
     def test_zigzag_shard_roundtrip(self):
         x = torch.arange(16).reshape(1, 1, 16, 1)
