@@ -2,17 +2,23 @@
 """Context-parallel ring attention (flashc.ring.ring_attention) across the GPUs of one host, one process per GPU
 (NCCL, NVLink multicast off), against single-GPU flashc at the same total length.
 
-  python3 bench/bench_ring.py [--world 2] [--seqs 32768,65536,131072] [--window W] [--out DIR] [--dry-run]
+  python3 bench/bench_ring.py [--world 2] [--seqs 32768,65536,131072] [--window W [--path auto|ring]] [--out DIR]
+                              [--dry-run]
 
 bf16, B = 1, H = 16, D = 128 (the attention benchmark's H·D = 2048). Per sequence length and mask (--window W:
-sliding windows instead, causal (W, 0) and non-causal (W, W): the ring's blocks are key-offset launches of the
-pairs of chunks that see a key, single-GPU flashc runs the static window; bundles: prebuild bench-ring-window for
-the default W = 4096, else the two config pairs printed by --dry-run):
+sliding windows instead, causal (W, 0) and non-causal (W, W), contiguous shards: ring_attention's halo path (the
+neighbours' edge W rows in, one key-offset launch per rank, the halo rows' dK/dV back) when W fits in a shard, else
+the ring, whose blocks are key-offset launches of the pairs of chunks that see a key; --path ring: the ring
+regardless; the JSON's "path" says which ran. Single-GPU flashc runs the static window; bundles: prebuild
+bench-ring-window for the default W = 4096, else the two config pairs printed by --dry-run):
 - single: flashc.torch.attention on the whole sequence on GPU 0 (the other ranks wait);
-- ring: ring_attention, zig-zag layout when causal, contiguous shards otherwise; time = slowest rank;
-- compute only: the same ring schedule's launches with the local K/V in place of the received ones (no traffic);
-- traffic only: the same point-to-point transfers with no launches;
-- hidden = (compute + traffic - ring) / traffic: the share of the K/V (and dK/dV) exchange hidden behind compute.
+- ring: ring_attention, zig-zag layout when causal without a window, contiguous shards otherwise; time = slowest
+  rank;
+- compute only: the same launches with the local K/V in place of the received ones (no traffic; halo path: local
+  rows stand in for the halo rows);
+- traffic only: the same point-to-point transfers with no launches (halo path: the halo rows of K/V, and of dK/dV);
+- hidden = (compute + traffic - ring) / traffic: the share of the K/V (and dK/dV) exchange hidden behind compute
+  (the halo path overlaps nothing: about 0).
 Speed-up = single time / ring time (tokens per second at the same total length). Times: CUDA events, median of
 --reps after one warm-up.
 Checks: the ring's o / dq / dk / dv (gathered and unsharded on rank 0) against single-GPU flashc (max |diff| over
@@ -41,6 +47,8 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--window", type=int, default=None,
                    help="sliding window W: causal (W, 0) and non-causal (W, W) instead of the full masks")
+    p.add_argument("--path", choices=("auto", "ring"), default="auto",
+                   help="with --window: auto (the halo path where it applies) or ring (the ring regardless)")
     p.add_argument("--out", default=None)
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
@@ -175,31 +183,38 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
     g = torch.Generator(device="cuda").manual_seed(seq + causal)  # every rank draws the same full tensors
     full = lambda: torch.randn(1, HEADS, seq, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
     q, k, v, do = full(), full(), full(), full()
-    shard = (lambda t: ring.zigzag_shard(t, world, rank)) if causal else (lambda t: t.chunk(world, dim=2)[rank])
+    window = window_of(args, causal)
+    zigzag = causal and window is None  # windows: contiguous shards, causal or not
+    shard = (lambda t: ring.zigzag_shard(t, world, rank)) if zigzag else (lambda t: t.chunk(world, dim=2)[rank])
     ql, kl, vl, dol = (shard(t).contiguous() for t in (q, k, v, do))
     leaves = [t.requires_grad_() for t in (ql, kl, vl)]
-    window = window_of(args, causal)
     # FLOPs of the visible area: S²/2 causal, S² full (as the attention benchmark counts them), the exact number of
     # visible pairs under a window (about S·(W+1) causal).
     fwd_flops = (4.0 * HEADS * seq * seq * HEAD_DIM / (2 if causal else 1) if window is None
                  else 4.0 * HEADS * HEAD_DIM * visible_pairs(seq, causal, window))
-    row = dict(seq=seq, causal=causal, world=world, window=list(window) if window else None)
-
-    # Ring: o, lse and gradients (kept for the checks), then timings.
-    o, lse = ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True, window=window)
-    grads = torch.autograd.grad(o, leaves, dol)
-    ring_fwd = _slowest(torch, dist, _time(
-        torch, lambda: ring.ring_attention(ql, kl, vl, causal=causal, window=window), args.reps))
-    ring_all = _slowest(torch, dist, _time(
-        torch, lambda: torch.autograd.grad(ring.ring_attention(ql, kl, vl, causal=causal, window=window), leaves,
-                                           dol), args.reps))
-
-    # The same schedule without traffic, and the traffic without compute.
     config = ring._config("bench", ql, kl, vl, causal, None, None, False, window)
     layout = ring.ring_layout(world, causal, [ql.shape[2]] * world, [kl.shape[2]] * world, config.window)
+    plans = ring.halo_plans(layout) if args.path == "auto" else None
+    path = "halo" if plans is not None else "ring"
+    row = dict(seq=seq, causal=causal, world=world, window=list(window) if window else None, path=path)
+    if args.path == "auto":
+        attend = lambda: ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True, window=window)
+    else:  # the ring regardless (the halo path's fallback), through ring_attention's internal entry
+        attend = lambda: ring._ring_apply(ql, kl, vl, config, path=args.path)
+
+    # Ring: o, lse and gradients (kept for the checks), then timings.
+    o, lse = attend()
+    grads = torch.autograd.grad(o, leaves, dol)
+    ring_fwd = _slowest(torch, dist, _time(torch, attend, args.reps))
+    ring_all = _slowest(torch, dist, _time(torch, lambda: torch.autograd.grad(attend()[0], leaves, dol), args.reps))
+
+    # The same launches without traffic, and the traffic without compute.
     steps = ring.ring_schedule(layout, rank)
     cfgs = ring._configs(config)
     kc, vc = kl.detach(), vl.detach()
+    if plans is not None:
+        return _measure_halo(torch, dist, ring, ft, rank, world, seq, causal, args, check64, row, plans, cfgs,
+                             (q, k, v, do), (ql, kc, vc, dol), o, lse, grads, ring_fwd, ring_all, fwd_flops, window)
 
     def compute_fwd():
         acc_o, acc_lse = ring._accumulators(torch, ql, vc)
@@ -232,6 +247,12 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
     comp_bwd = _slowest(torch, dist, _time(torch, compute_bwd, args.reps))
     comm_fwd = _slowest(torch, dist, _time(torch, lambda: traffic(False), args.reps))
     comm_all = _slowest(torch, dist, _time(torch, lambda: traffic(True), args.reps))
+    _timings(row, ring_fwd, ring_all, comp_fwd, comp_bwd, comm_fwd, comm_all)
+    return _compare(torch, dist, ring, ft, rank, world, seq, causal, args, check64, row, (q, k, v, do), o, grads,
+                    fwd_flops, window, zigzag)
+
+
+def _timings(row, ring_fwd, ring_all, comp_fwd, comp_bwd, comm_fwd, comm_all):
     ring_bwd = ring_all - ring_fwd
     row.update(ring_fwd_ms=ring_fwd, ring_bwd_ms=ring_bwd, compute_fwd_ms=comp_fwd, compute_bwd_ms=comp_bwd,
                traffic_fwd_ms=comm_fwd, traffic_fwdbwd_ms=comm_all,
@@ -239,13 +260,49 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
                hidden_fwdbwd=max(0.0, min(1.0, (comp_fwd + comp_bwd + comm_all - ring_all) / comm_all))
                if comm_all else None)
 
-    # Gather the ring's results on rank 0; single-GPU flashc there while the other ranks wait.
+
+def _measure_halo(torch, dist, ring, ft, rank, world, seq, causal, args, check64, row, plans, cfgs, full, local, o,
+                  lse, grads, ring_fwd, ring_all, fwd_flops, window):
+    """The halo path's compute only (one launch each way over [halo, local, halo] built from local rows) and
+    traffic only (the halo rows of K/V forward; of dK/dV backward, the K/V halos being kept from the forward)."""
+    ql, kc, vc, dol = local
+    m, plan = kc.shape[2], plans[rank]
+    halo = lambda t: torch.cat([t[:, :, m - plan.prev:], t, t[:, :, :plan.next]], dim=2)  # stand-in rows
+    k_ext, v_ext = halo(kc), halo(vc)
+    qd, od = ql.detach(), o.detach()
+    comp_fwd = _slowest(torch, dist, _time(torch, lambda: (halo(kc), halo(vc), ring._halo_forward(
+        cfgs, plan, qd, k_ext, v_ext)), args.reps))
+    comp_bwd = _slowest(torch, dist, _time(torch, lambda: (halo(kc), halo(vc), ring._launch_backward(
+        cfgs[2], qd, k_ext, v_ext, od, lse, dol, plan.key_offset)), args.reps))
+    r = rank
+    rows = lambda t, n: torch.empty(t.shape[:2] + (n,) + t.shape[3:], dtype=t.dtype, device=t.device)
+
+    def exchange(send_prev, send_next, recv_prev, recv_next):
+        sends = [(t[:, :, :send_prev], r - 1) for t in (kc, vc)] + [(t[:, :, m - send_next:], r + 1) for t in (kc, vc)]
+        recvs = [(rows(t, recv_prev), r - 1) for t in (kc, vc)] + [(rows(t, recv_next), r + 1) for t in (kc, vc)]
+        ring._wait(ring._neighbour_p2p(dist, None, sends, recvs))
+
+    fwd = lambda: exchange(plan.send_prev, plan.send_next, plan.prev, plan.next)
+    bwd = lambda: exchange(plan.prev, plan.next, plan.send_prev, plan.send_next)  # halo gradients go home
+    comm_fwd = _slowest(torch, dist, _time(torch, fwd, args.reps))
+    comm_all = _slowest(torch, dist, _time(torch, lambda: (fwd(), bwd()), args.reps))
+    _timings(row, ring_fwd, ring_all, comp_fwd, comp_bwd, comm_fwd, comm_all)
+    row["halo_rows"] = [[p.prev, p.next] for p in plans]  # per rank: rows received from the previous / next rank
+    return _compare(torch, dist, ring, ft, rank, world, seq, causal, args, check64, row, full, o, grads, fwd_flops,
+                    window, False)
+
+
+def _compare(torch, dist, ring, ft, rank, world, seq, causal, args, check64, row, full, o, grads, fwd_flops, window,
+             zigzag):
+    """Gather the ring's results on rank 0; single-GPU flashc there while the other ranks wait; the checks."""
+    q, k, v, do = full
+    ring_fwd, ring_all = row["ring_fwd_ms"], row["ring_fwd_ms"] + row["ring_bwd_ms"]
     parts = {}
     for name, t in (("o", o), ("dq", grads[0]), ("dk", grads[1]), ("dv", grads[2])):
         got = [torch.empty_like(t) for _ in range(world)] if rank == 0 else None
         dist.gather(t.detach().contiguous(), got, dst=0)
         if rank == 0:
-            parts[name] = ring.zigzag_unshard(got) if causal else torch.cat(got, dim=2)
+            parts[name] = ring.zigzag_unshard(got) if zigzag else torch.cat(got, dim=2)
     if rank == 0:
         qf, kf, vf = (t.clone().requires_grad_() for t in (q, k, v))
         so = ft.attention(qf, kf, vf, causal=causal, window=window)
@@ -286,7 +343,7 @@ def table(rows):
     for r in rows:
         pct = lambda x: "—" if x is None else "%.0f %%" % (100 * x)
         out.append([r["seq"], "yes" if r["causal"] else "no",
-                    "—" if not r.get("window") else "(%d, %d)" % tuple(r["window"]),
+                    "—" if not r.get("window") else "(%d, %d) %s" % (tuple(r["window"]) + (r.get("path", "ring"),)),
                     "%.2f / %.2f" % (r["single_fwd_ms"], r["single_bwd_ms"]),
                     "%.2f / %.2f" % (r["ring_fwd_ms"], r["ring_bwd_ms"]),
                     "%.2f / %.2f / %.2f" % (r["speedup_fwd"], r["speedup_bwd"], r["speedup_fwdbwd"]),
@@ -298,7 +355,8 @@ def table(rows):
 
 
 NOTES = ("bf16, B = 1, H = 16, D = 128; ring = flashc.ring.ring_attention, one process per GPU over NCCL "
-         "(NCCL_NVLS_ENABLE=0); causal shards zig-zag (also with a window). Window (left, right): each pair of "
+         "(NCCL_NVLS_ENABLE=0); causal shards zig-zag, windowed runs contiguous shards. Window (left, right): path "
+         "halo = the neighbours' edge rows exchanged, one key-offset launch per rank; path ring = each pair of "
          "chunks that sees a key is one key-offset launch. Speed-up = single-GPU flashc time / ring time at the "
          "same total length. TFLOP/s per GPU count the whole problem's FLOPs / world (forward 4·H·S²·D, halved "
          "causal, 4·H·D·(visible pairs) under a window; backward 2.5x). hidden = (compute-only + traffic-only - "

@@ -6,6 +6,7 @@
                                                          schedule, merges)
     ring_attention(q_local, k_local, v_local, group, causal, ..., window=None)  torch.distributed ring (NCCL)
     ring_schedule(layout, rank)                          the ring's per-step plan, a pure function (tested on CPU)
+    halo_plans(layout) / halo_plan(layout, rank)         the halo path of sliding windows (no ring), pure functions
 
 Every block of work is one launch of the ordinary forward program (q, k, v -> o, lse) or backward program
 (q, k, v, o, lse, do -> dq, dk, dv) of a flashc attention bundle, through flashc.torch's launch path (sliding
@@ -40,12 +41,26 @@ position P and first key at K, key_offset = P - K puts every row's window exactl
 mask only depends on p - j). Every row of such a launch sees at least one key, and a launch never crosses a pair,
 so each visible (query, key) is computed once.
 
-Layouts (the same with a window). Non-causal: rank r holds one contiguous chunk (lengths may differ: ragged).
-Causal: the load-balanced zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds chunks r and
-2N-1-r (concatenated in that order); every ring step then costs each rank the same work, and each step is a single
-launch (step 0: the causal kernel on the local buffers; kv owner o < r: all local queries against o's first chunk;
-o > r: the second query chunk against all of o's keys; a window: up to one key-offset launch per pair of chunks).
-`zigzag_shard` / `zigzag_unshard` convert a full sequence to and from this layout.
+Halo path (sliding windows). When every rank holds one contiguous chunk and the keys its rows see reach at most
+into its neighbours' chunks (window sides bounded, L <= the previous rank's chunk and R <= the next one's, for
+Sq == Sk), no ring runs: rank r receives the last `prev` K/V rows of rank r-1 and the first `next` rows of rank
+r+1 (only those rows; batched isend/irecv; the first and last rank receive nothing on their missing side),
+concatenates [prev halo, local, next halo] along the sequence and runs ONE launch of the key-offset config over its
+local query rows: key_offset = (key position of local query row 0, q0 + Sk - Sq) - (position of the first extended
+key) puts every row's window exactly where it is globally, so nothing merges. The backward is one backward launch
+over the same extended K/V (saved by the forward in place of K/V); the halo rows' dK/dV go back to their owners in
+the input dtype (the kernel's output, already rounded to it) and are added there in float32, rounded once. Every
+(query, key) pair is computed by the rank owning the query, once. halo_plans(layout) is None when this does not
+apply (no window, an unbounded side over 2+ ranks, a halo larger than the neighbour's chunk): the ring below runs.
+One rank: one launch with key_offset = Sk - Sq (the plain kernel's mask).
+
+Layouts. Non-causal, and any window (causal or not): rank r holds one contiguous chunk (lengths may differ: ragged).
+Causal without a window: the load-balanced zig-zag layout: the sequence is cut into 2N equal chunks and rank r holds
+chunks r and 2N-1-r (concatenated in that order); every ring step then costs each rank the same work, and each step
+is a single launch (step 0: the causal kernel on the local buffers; kv owner o < r: all local queries against o's
+first chunk; o > r: the second query chunk against all of o's keys). A window's ring fallback runs its contiguous
+chunks through the same ring (up to one key-offset launch per pair of chunks). `zigzag_shard` / `zigzag_unshard`
+convert a full sequence to and from the zig-zag layout.
 
 NVLink multicast (NVLS) stays off: ring_attention only uses point-to-point sends, NVLS buffers cost GPU memory and
 its setup has been unreliable on the lent machines, so `os.environ.setdefault("NCCL_NVLS_ENABLE", "0")` runs when
@@ -65,6 +80,7 @@ FULL, DIAGONAL, SKIP, PARTIAL = "full", "diagonal", "skip", "partial"
 
 __all__ = ["FULL", "DIAGONAL", "SKIP", "PARTIAL", "classify", "chunk_bounds", "Layout", "sharded_layout",
            "ring_layout", "window_rows_and_keys", "plan_blocks", "Block", "RingStep", "ring_schedule",
+           "HaloPlan", "halo_plan", "halo_plans",
            "merge_partials", "sharded_attention",
            "ring_attention", "zigzag_shard", "zigzag_unshard"]
 
@@ -102,9 +118,9 @@ def sharded_layout(seq_q, seq_k, num_shards, causal, window=None):
     normalised (left, right) of AttentionConfig.window, or None."""
     if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
         raise InvalidArgumentError("num_shards must be an integer >= 1, got %r" % (num_shards,))
-    if window is not None:
-        base = sharded_layout(seq_q, seq_k, num_shards, causal)
-        return base._replace(q_offset=seq_k - seq_q, window=tuple(window))
+    if window is not None:  # contiguous chunks, causal or not (the halo path needs one chunk per rank)
+        base = sharded_layout(seq_q, seq_k, num_shards, False)
+        return base._replace(causal=causal, q_offset=seq_k - seq_q, window=tuple(window))
     if causal and seq_q != seq_k:
         # Query row i at key position i + Sk - Sq: contiguous chunks of each cut the diagonal at different places
         # (PARTIAL pairs, split by plan_blocks).
@@ -118,19 +134,19 @@ def sharded_layout(seq_q, seq_k, num_shards, causal, window=None):
 
 
 def ring_layout(world_size, causal, local_q_lengths, local_k_lengths, window=None):
-    """The layout ring_attention runs: rank r's local sequence lengths as given (non-causal: contiguous chunks in rank
-    order, any lengths; causal: zig-zag, every rank the same even length). window: the normalised (left, right) of
-    AttentionConfig.window, or None."""
-    if window is not None:
-        base = ring_layout(world_size, causal, local_q_lengths, local_k_lengths)
-        return base._replace(q_offset=sum(local_k_lengths) - sum(local_q_lengths), window=tuple(window))
+    """The layout ring_attention runs: rank r's local sequence lengths as given (non-causal, and any window: contiguous
+    chunks in rank order, any lengths; causal without a window: zig-zag, every rank the same even length). window:
+    the normalised (left, right) of AttentionConfig.window, or None."""
+    if window is not None:  # contiguous chunks, causal or not (the halo path needs one chunk per rank)
+        base = ring_layout(world_size, False, local_q_lengths, local_k_lengths)
+        return base._replace(causal=causal, q_offset=sum(local_k_lengths) - sum(local_q_lengths), window=tuple(window))
     if causal:
         lengths = set(local_q_lengths) | set(local_k_lengths)
         if len(lengths) != 1 or next(iter(lengths)) % 2:
-            raise InvalidArgumentError("causal ring attention uses the zig-zag layout: every rank must hold the same "
-                                       "even number of query and key rows (chunks r and 2N-1-r of 2N equal chunks), "
-                                       "got query lengths %s and key lengths %s" % (list(local_q_lengths),
-                                                                                   list(local_k_lengths)))
+            raise InvalidArgumentError("causal ring attention without a window uses the zig-zag layout: every rank "
+                                       "must hold the same even number of query and key rows (chunks r and 2N-1-r of "
+                                       "2N equal chunks), got query lengths %s and key lengths %s"
+                                       % (list(local_q_lengths), list(local_k_lengths)))
         half = next(iter(lengths)) // 2
         owned = [[(r * half, half), ((2 * world_size - 1 - r) * half, half)] for r in range(world_size)]
         return Layout(True, owned, owned)
@@ -281,6 +297,73 @@ def ring_schedule(layout, rank):
     return steps
 
 
+# The halo path of rank `rank` (module doc): it receives the last `prev` key/value rows of rank-1 and the first `next`
+# rows of rank+1, sends its first `send_prev` rows to rank-1 and its last `send_next` rows to rank+1 (the backward
+# returns the gradients of those rows the same way back), and runs one launch of the key-offset config over its
+# local query rows against [prev halo, local keys, next halo] with `key_offset` (the key position of local query
+# row 0 in that extended buffer).
+HaloPlan = namedtuple("HaloPlan", "rank prev next send_prev send_next key_offset")
+
+
+def _halo_needs(layout):
+    """[(prev, next)] per rank: the key rows each rank needs from its neighbours, or None when the halo path does not
+    apply (no window, not one contiguous chunk per rank, an unbounded side over more than one rank, or rows needed
+    from beyond a neighbour's chunk)."""
+    if layout.window is None:
+        return None
+    world = len(layout.q_chunks)
+    if any(len(c) != 1 for c in layout.q_chunks) or any(len(c) != 1 for c in layout.k_chunks):
+        return None
+    k_starts = [c[0][0] for c in layout.k_chunks]
+    k_lens = [c[0][1] for c in layout.k_chunks]
+    if any(k_starts[r] != sum(k_lens[:r]) for r in range(world)):
+        return None
+    left, right = layout.window
+    right = 0 if layout.causal else right
+    if world > 1 and (left < 0 or right < 0):
+        return None  # unbounded: a rank would need keys beyond its neighbours (the ring handles it)
+    sk = sum(k_lens)
+    needs = []
+    for r, ((q0, n),) in enumerate(layout.q_chunks):
+        p0 = q0 + layout.q_offset
+        lo = 0 if left < 0 else max(0, p0 - left)  # first and last key any local row sees (within the sequence)
+        hi = sk - 1 if right < 0 else min(sk - 1, p0 + n - 1 + right)
+        if n == 0 or lo > hi:
+            needs.append((0, 0))
+            continue
+        prev = max(0, k_starts[r] - lo)
+        nxt = max(0, hi + 1 - (k_starts[r] + k_lens[r]))
+        if (prev and (r == 0 or prev > k_lens[r - 1])) or (nxt and (r == world - 1 or nxt > k_lens[r + 1])):
+            return None
+        needs.append((prev, nxt))
+    return needs
+
+
+def halo_plan(layout, rank):
+    """The halo plan (HaloPlan) of `rank`, or None when the layout takes the ring (see halo_plans)."""
+    plans = halo_plans(layout)
+    if plans is not None and not 0 <= rank < len(plans):
+        raise InvalidArgumentError("rank %r is not in a ring of %d" % (rank, len(plans)))
+    return None if plans is None else plans[rank]
+
+
+def halo_plans(layout):
+    """Every rank's HaloPlan when the whole layout can take the halo path (a window; one contiguous chunk per rank;
+    every rank's window within its neighbours' chunks), else None: then ring_schedule's ring runs. A pure function:
+    every rank decides alike."""
+    needs = _halo_needs(layout)
+    if needs is None:
+        return None
+    world = len(needs)
+    plans = []
+    for r, (prev, nxt) in enumerate(needs):
+        (q0, _), = layout.q_chunks[r]
+        (k0, _), = layout.k_chunks[r]
+        plans.append(HaloPlan(r, prev, nxt, needs[r - 1][1] if r > 0 else 0, needs[r + 1][0] if r < world - 1 else 0,
+                              q0 + layout.q_offset - (k0 - prev)))
+    return plans
+
+
 # ------------------------------------------------------------ torch parts
 def _torch():
     import torch
@@ -422,6 +505,123 @@ def _scatter(dst, local, chunks):
         at += n
 
 
+def _cat_seq(prev, local, nxt):
+    """[prev, local, next] along the sequence (no copy when both halos are empty)."""
+    parts = [t for t in (prev, local, nxt) if t is local or t.shape[2] > 0]
+    return local if len(parts) == 1 else _torch().cat(parts, dim=2)
+
+
+def _halo_forward(configs, plan, q, k_ext, v_ext):
+    """(o, lse) of the local queries: one key-offset launch against the extended keys (no merge)."""
+    torch = _torch()
+    if k_ext.shape[2] == 0:  # no key at all (an empty chunk without halos): every row sees none
+        o = torch.zeros(q.shape[:3] + (v_ext.shape[3],), dtype=q.dtype, device=q.device)
+        return o, torch.full(q.shape[:3], -math.inf, dtype=torch.float32, device=q.device)
+    return _launch_forward(configs[2], q, k_ext, v_ext, plan.key_offset)
+
+
+def _split_ext(d_ext, plan, m):
+    """The gradient of the extended keys as (rows of rank-1, this rank's m rows, rows of rank+1) views."""
+    return _seq(d_ext, 0, plan.prev), _seq(d_ext, plan.prev, plan.prev + m), _seq(d_ext, plan.prev + m,
+                                                                                    d_ext.shape[2])
+
+
+def _add_halo_grads(local, from_prev, from_next):
+    """Add into `local` (this rank's key rows' gradient, in place) the gradients of its first rows that rank-1
+    computed (from_prev) and of its last rows that rank+1 computed (from_next); None or empty: nothing. The sum runs
+    in float32 (float64 stays float64) and is rounded once per row, as the ring's float32 accumulators are."""
+    m = local.shape[2]
+    a = 0 if from_prev is None else from_prev.shape[2]
+    b = 0 if from_next is None else from_next.shape[2]
+    acc = _acc_dtype(local)
+    if a and b and m - b < a:  # both neighbours used some of the same rows (a window as long as the chunk)
+        total = local.to(acc)
+        total[:, :, :a] += from_prev.to(acc)
+        total[:, :, m - b:] += from_next.to(acc)
+        local.copy_(total)
+        return
+    if a:
+        seg = _seq(local, 0, a)
+        seg.copy_(seg.to(acc) + from_prev.to(acc))
+    if b:
+        seg = _seq(local, m - b, m)
+        seg.copy_(seg.to(acc) + from_next.to(acc))
+
+
+def _make_sharded_halo():
+    torch = _torch()
+
+    class _ShardedHalo(torch.autograd.Function):
+        """One-device simulation of the halo path: every rank's local buffers, halo rows 'received' by slicing the
+        neighbours' local buffers, halo gradients 'returned' by adding them into the neighbours'."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, config, layout, plans):
+            configs = _configs(config)
+            ks = [_gather(k, c) for c in layout.k_chunks]
+            vs = [_gather(v, c) for c in layout.k_chunks]
+            o = torch.empty(q.shape[:3] + (v.shape[3],), dtype=q.dtype, device=q.device)
+            lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+            for r, plan in enumerate(plans):
+                k_ext, v_ext = _sim_extended(ks, plan), _sim_extended(vs, plan)
+                ol, lsel = _halo_forward(configs, plan, _gather(q, layout.q_chunks[r]), k_ext, v_ext)
+                _scatter(o, ol, layout.q_chunks[r])
+                _scatter(lse, lsel.float(), layout.q_chunks[r])
+            ctx.config, ctx.layout, ctx.plans = config, layout, plans
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, do, _dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            layout, plans, configs = ctx.layout, ctx.plans, _configs(ctx.config)
+            ks = [_gather(k, c) for c in layout.k_chunks]
+            vs = [_gather(v, c) for c in layout.k_chunks]
+            dq = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
+            ext = []
+            for r, plan in enumerate(plans):
+                c = layout.q_chunks[r]
+                dq_r, dk_e, dv_e = _launch_backward(configs[2], _gather(q, c), _sim_extended(ks, plan),
+                                                    _sim_extended(vs, plan), _gather(o, c), _gather(lse, c),
+                                                    _gather(do, c), plan.key_offset)
+                _scatter(dq, dq_r, c)
+                ext.append((dk_e, dv_e))
+            dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+            world = len(plans)
+            for r, plan in enumerate(plans):
+                m = ks[r].shape[2]
+                for i, (dst, mine) in enumerate(((dk, ks), (dv, vs))):
+                    local = _split_ext(ext[r][i], plan, m)[1]
+                    from_prev = _split_ext(ext[r - 1][i], plans[r - 1], mine[r - 1].shape[2])[2] if r > 0 else None
+                    from_next = (_split_ext(ext[r + 1][i], plans[r + 1], mine[r + 1].shape[2])[0]
+                                 if r < world - 1 else None)
+                    _add_halo_grads(local, from_prev, from_next)
+                    _scatter(dst, local, layout.k_chunks[r])
+            return dq, dk, dv, None, None, None
+
+    return _ShardedHalo
+
+
+def _sim_extended(locals_, plan):
+    """[last plan.prev rows of rank-1, rank's own, first plan.next rows of rank+1] of the simulated local buffers."""
+    r, own = plan.rank, locals_[plan.rank]
+    prev = _seq(locals_[r - 1], locals_[r - 1].shape[2] - plan.prev, locals_[r - 1].shape[2]) if plan.prev else \
+        _seq(own, 0, 0)
+    nxt = _seq(locals_[r + 1], 0, plan.next) if plan.next else _seq(own, 0, 0)
+    return _cat_seq(prev, own, nxt)
+
+
+def _sharded_apply(q, k, v, config, layout, path="auto"):
+    """sharded_attention with a given configuration and layout: the halo path when the layout allows it, else the
+    ring's schedule. path "ring": the ring's schedule regardless (tests, benchmarks)."""
+    plans = halo_plans(layout) if path == "auto" else None
+    if plans is not None:
+        return _cls("sharded_halo", _make_sharded_halo).apply(q, k, v, config, layout, plans)
+    return _cls("sharded", _make_sharded).apply(q, k, v, config, layout)
+
+
 def _make_sharded():
     torch = _torch()
 
@@ -502,13 +702,14 @@ def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=Non
     (ceil-sized, the last ones shorter). Causal self-attention (Sq == Sk): the zig-zag layout over 2 * num_shards
     chunks. Causal with Sq != Sk (bottom-right aligned, e.g. new queries against a longer cache): contiguous chunks
     of each, whose pairs cut the diagonal (split by rows, module doc). window (an int or (left, right), as
-    flashc.torch.attention's): the same layouts; every pair of chunks that sees a key under the window is one
-    launch of the config's key-offset twin (module doc), the others none. Every block is a launch of the forward /
-    backward program; results merge exactly (merge_partials); the backward uses the global o and lse.
-    Differentiable in q, k and v."""
+    flashc.torch.attention's): contiguous chunks of each, causal or not; the halo path when it applies (one
+    key-offset launch per shard over its keys and its neighbours' edge rows, module doc), else the ring's schedule,
+    where every pair of chunks that sees a key under the window is one launch of the config's key-offset twin, the
+    others none. Every block is a launch of the forward / backward program; results merge exactly
+    (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v."""
     config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa, window)
     layout = sharded_layout(q.shape[2], k.shape[2], num_shards, config.causal, config.window)
-    o, lse = _cls("sharded", _make_sharded).apply(q, k, v, config, layout)
+    o, lse = _sharded_apply(q, k, v, config, layout)
     return (o, lse) if return_lse else o
 
 
@@ -610,8 +811,68 @@ def _make_ring():
     return _Ring
 
 
-def _ring_apply(q, k, v, config, group=None):
-    """ring_attention with a given configuration (tests build CPU configurations directly)."""
+def _make_halo():
+    torch = _torch()
+    import torch.distributed as dist
+
+    class _Halo(torch.autograd.Function):
+        """The halo path of ring_attention (module doc): neighbours' edge rows in, one launch, halo gradients out."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, config, plan, group):
+            configs = _configs(config)
+            k, v = k.contiguous(), v.contiguous()
+            m, r = k.shape[2], plan.rank
+            pk, pv, nk, nv = (_empty_kv(torch, t, n) for t, n in ((k, plan.prev), (v, plan.prev), (k, plan.next),
+                                                                  (v, plan.next)))
+            sends = [(_seq(t, 0, plan.send_prev), r - 1) for t in (k, v)] + \
+                    [(_seq(t, m - plan.send_next, m), r + 1) for t in (k, v)]
+            _wait(_neighbour_p2p(dist, group, sends, [(pk, r - 1), (pv, r - 1), (nk, r + 1), (nv, r + 1)]))
+            k_ext, v_ext = _cat_seq(pk, k, nk), _cat_seq(pv, v, nv)
+            o, lse = _halo_forward(configs, plan, q, k_ext, v_ext)
+            ctx.config, ctx.plan, ctx.group, ctx.m = config, plan, group, m
+            # The extended K/V in place of k and v (k is usually held by nothing else: about the same memory, plus
+            # the halos): the backward needs neither a second exchange nor a second copy.
+            ctx.save_for_backward(q, k_ext, v_ext, o, lse)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, do, _dlse):
+            q, k_ext, v_ext, o, lse = ctx.saved_tensors
+            plan, group, configs = ctx.plan, ctx.group, _configs(ctx.config)
+            m, r = ctx.m, plan.rank
+            k, v = _seq(k_ext, plan.prev, plan.prev + m), _seq(v_ext, plan.prev, plan.prev + m)  # shapes and dtypes
+            dq, dk_e, dv_e = _launch_backward(configs[2], q, k_ext, v_ext, o, lse, do.contiguous(), plan.key_offset)
+            (dk_p, dk, dk_n), (dv_p, dv, dv_n) = _split_ext(dk_e, plan, m), _split_ext(dv_e, plan, m)
+            # The halo rows' gradients go home in the input dtype: they are the kernel's outputs, already rounded to
+            # it, so float32 transport would carry no more precision (the owner sums in float32, _add_halo_grads).
+            in_kp, in_vp = _empty_kv(torch, k, plan.send_prev), _empty_kv(torch, v, plan.send_prev)
+            in_kn, in_vn = _empty_kv(torch, k, plan.send_next), _empty_kv(torch, v, plan.send_next)
+            _wait(_neighbour_p2p(dist, group, [(dk_p, r - 1), (dv_p, r - 1), (dk_n, r + 1), (dv_n, r + 1)],
+                                 [(in_kp, r - 1), (in_vp, r - 1), (in_kn, r + 1), (in_vn, r + 1)]))
+            _add_halo_grads(dk, in_kp, in_kn)
+            _add_halo_grads(dv, in_vp, in_vn)
+            # The local rows of the extended gradients, without a copy; detached: a view made (and written) here
+            # under no_grad must not carry its view history into the caller's graph.
+            return dq, dk.detach(), dv.detach(), None, None, None
+
+    return _Halo
+
+
+def _neighbour_p2p(dist, group, sends, recvs):
+    """_p2p without the zero-row tensors (both sides of a message skip alike: the plans agree on every size); sends
+    made contiguous (rows of a [B, H, S, D] buffer are not, for B * H > 1)."""
+    sends = [(t.contiguous(), p) for t, p in sends if t.shape[2] > 0]
+    return _p2p(dist, group, sends, [(t, p) for t, p in recvs if t.shape[2] > 0])
+
+
+def _ring_apply(q, k, v, config, group=None, path="auto"):
+    """ring_attention with a given configuration (tests build CPU configurations directly). path "auto": the halo
+    path where it applies, else the ring; "ring": the ring regardless (tests and benchmarks of the fallback)."""
+    if path not in ("auto", "ring"):
+        raise InvalidArgumentError("path must be 'auto' or 'ring', got %r" % (path,))
     torch = _torch()
     import torch.distributed as dist
     world = dist.get_world_size(group) if dist.is_initialized() else 1
@@ -624,6 +885,9 @@ def _ring_apply(q, k, v, config, group=None):
     else:
         lengths = [(q.shape[2], k.shape[2])]
     layout = ring_layout(world, config.causal, [l[0] for l in lengths], [l[1] for l in lengths], config.window)
+    plans = halo_plans(layout) if path == "auto" else None
+    if plans is not None:
+        return _cls("halo", _make_halo).apply(q, k, v, config, plans[rank], group)
     return _cls("ring", _make_ring).apply(q, k, v, config, layout, group, rank)
 
 
@@ -632,14 +896,19 @@ def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=No
     """Context-parallel attention over the ranks of `group` (torch.distributed, NCCL; default: the world).
 
     Rank r holds its query rows and key/value rows of one sequence ([B, H, S_local, D] each, one CUDA device per
-    rank): non-causal, contiguous chunk r (lengths may differ between ranks); causal, the zig-zag layout (chunks r
-    and 2N-1-r of 2N equal chunks, see zigzag_shard). K/V rotate around the ring with batched isend/irecv, each
-    hop posted before the current block's launches so that transfer and compute overlap; partial results merge
-    exactly. Backward rotates K/V again, accumulates dq locally and sends float32 dK/dV accumulators around the
-    ring with their K/V, so they arrive back at their owner. Returns this rank's o (and lse). One rank: the plain
-    kernel. window (an int or (left, right), as flashc.torch.attention's; the same layouts): each pair of a local
-    query chunk and a received key chunk that sees a key under the window is one launch of the key-offset twin of
-    the config, the others none (module doc); one rank: that launch with key_offset = Sk - Sq.
+    rank): non-causal, contiguous chunk r (lengths may differ between ranks); causal without a window, the zig-zag
+    layout (chunks r and 2N-1-r of 2N equal chunks, see zigzag_shard). K/V rotate around the ring with batched
+    isend/irecv, each hop posted before the current block's launches so that transfer and compute overlap; partial
+    results merge exactly. Backward rotates K/V again, accumulates dq locally and sends float32 dK/dV accumulators
+    around the ring with their K/V, so they arrive back at their owner. Returns this rank's o (and lse). One rank:
+    the plain kernel.
+
+    window (an int or (left, right), as flashc.torch.attention's): rank r holds contiguous chunk r, causal or not
+    (any lengths). When every rank's window reaches no further than its neighbours' chunks (both sides bounded),
+    the halo path runs (module doc): the neighbours' edge rows of K/V come in, one key-offset launch, no merges;
+    backward: one launch, the halo rows' dK/dV go back to their owners. Otherwise the ring runs, each pair of a
+    local query chunk and a received key chunk that sees a key under the window being one launch of the key-offset
+    twin of the config, the others none. One rank: one launch with key_offset = Sk - Sq.
     NCCL_NVLS_ENABLE defaults to 0 (see the module doc)."""
     config = _config("ring_attention", q_local, k_local, v_local, causal, scale, softcap, enable_gqa, window)
     o, lse = _ring_apply(q_local, k_local, v_local, config, group)

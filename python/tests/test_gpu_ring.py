@@ -3,9 +3,10 @@ against PyTorch float64 math, and ring_attention over NCCL when the machine has 
 
 Bundles come from FLASHC_BUNDLE_PATH / the cache (python -m flashc.prebuild --out DIR tests) or the compiler. A
 causal sharded call launches the causal bundle (diagonal blocks) and its non-causal twin (full blocks); a twin
-outside the 'tests' set skips loudly when it cannot be found. A sliding window's blocks all launch its key-offset
-twin (configs.TEST_ATTENTION_KEY_OFFSET, in the 'tests' set: required). Every output is poisoned with NaN before each
-launch.
+outside the 'tests' set skips loudly when it cannot be found. A sliding window's launches all use its key-offset
+twin (configs.TEST_ATTENTION_KEY_OFFSET, in the 'tests' set: required): one per shard on the halo path (contiguous
+chunks, the window within the neighbours' chunks), else one per pair of chunks on the ring. Every output is poisoned
+with NaN before each launch.
 
 Accuracy criterion: as test_gpu_attention (2 x the unfused same-precision error + a floor), with the floor raised
 by the roundings sharding adds: each block's o is rounded to bf16/f16 by the kernel before the float32 merge (one
@@ -84,7 +85,8 @@ def _check(test, label, config, shards, q, k, v, do, o, lse, grads):
     assert_close_to_reference(test, label + " lse", lse, lse_lp, lse64, floor=1e-3)
     for name, got, base, ref in zip(("dq", "dk", "dv"), grads, grads_lp, grads64):
         test.assertEqual(got.shape, ref.shape, name)
-        # a window's key chunk may take partial sums from up to two query chunks per rank (zig-zag), like the ring's
+        # a window's key rows take partial sums from up to three shards (halo: own and both neighbours'), or from
+        # every rank's query chunk on the ring
         pieces = shards * (2 if config.window is not None else 1)
         assert_close_to_reference(test, label + " " + name, got, base, ref, floor=1e-4 + eps * pieces)
 
@@ -95,14 +97,19 @@ class ShardedGpuTest(unittest.TestCase):
     def setUpClass(cls):
         setup_gpu_suite()
 
-    def run_sharded(self, config, batch, seq_q, seq_k, shards, seed=0):
+    def run_sharded(self, config, batch, seq_q, seq_k, shards, seed=0, path="auto"):
         label = "%s B=%d Sq=%d Sk=%d shards=%d" % (config.describe(), batch, seq_q, seq_k, shards)
         q, k, v, do = _inputs(config, batch, seq_q, seq_k, seed)
+        kw = dict(causal=config.causal, scale=config.scale, softcap=config.softcap or None,
+                  enable_gqa=config.num_heads != config.num_kv_heads, window=config.window)
+        if config.window is not None:
+            layout = ring.sharded_layout(seq_q, seq_k, shards, config.causal, config.window)
+            label += " (%s path)" % ("halo" if path == "auto" and ring.halo_plans(layout) is not None else "ring")
         try:
-            o, lse = ring.sharded_attention(q, k, v, shards, causal=config.causal, scale=config.scale,
-                                            softcap=config.softcap or None,
-                                            enable_gqa=config.num_heads != config.num_kv_heads, return_lse=True,
-                                            window=config.window)
+            if path == "ring":  # the ring's schedule on a layout the halo path would take
+                o, lse = ring._sharded_apply(q, k, v, ring._config("test", q, k, v, **kw), layout, path="ring")
+            else:
+                o, lse = ring.sharded_attention(q, k, v, shards, return_lse=True, **kw)
             grads = torch.autograd.grad(o, (q, k, v), do)
         except flashc.BundleNotFoundError as e:
             optional = config.head_dim > 128 or any(c.key not in TEST_KEYS for c in _needed(config, shards))
@@ -121,13 +128,16 @@ class ShardedGpuTest(unittest.TestCase):
                         self.run_sharded(config, batch, seq_q, seq_k, shards)
 
     def test_sliding_windows(self):
-        """Causal windows (zig-zag; contiguous when Sq != Sk) and a non-causal window (contiguous), smaller and
-        larger than the chunks (32 to 256 rows), Sq != Sk both ways, 1-4 shards: every block a key-offset launch."""
+        """Causal windows and a non-causal window (contiguous chunks), smaller and larger than the chunks (32 to 256
+        rows), Sq != Sk both ways, 1-4 shards: the halo path where it applies, else the ring (every launch a
+        key-offset one); 3 shards also through the ring's schedule regardless."""
         for config in WINDOW_CONFIGS:
             for batch, seq_q, seq_k in SHAPES:
                 for shards in (1, 2, 3, 4):
-                    with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k, shards=shards):
-                        self.run_sharded(config, batch, seq_q, seq_k, shards, seed=shards)
+                    for path in ("auto", "ring") if shards == 3 else ("auto",):
+                        with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k,
+                                          shards=shards, path=path):
+                            self.run_sharded(config, batch, seq_q, seq_k, shards, seed=shards, path=path)
 
     def test_one_shard_is_the_plain_kernel(self):
         import flashc.torch as ft
@@ -150,10 +160,14 @@ def _ring_worker(rank, world, init_file, results):
         dist.init_process_group("nccl", init_method="file://" + init_file, rank=rank, world_size=world)
         test = unittest.TestCase()
         try:
-            # plain, causal, D = 192 / Dv = 128; a causal window of 96 over zig-zag chunks of 32 (3 chunks; GQA,
-            # softcap) and a non-causal window (64, 32) over contiguous chunks of 64 (key-offset blocks)
-            for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3], configs.TEST_ATTENTION[-3],
-                           WINDOW_CONFIGS[-1], WINDOW_CONFIGS[2]):
+            # plain, causal, D = 192 / Dv = 128; windows over contiguous chunks of 64, through the halo path: a
+            # causal window of 16 (f16) and a non-causal (64, 32) (the whole previous chunk); the ring fallback: a
+            # causal window of 96 (GQA, softcap), larger than a chunk (the ring itself on 2 ranks, where the halo
+            # path would still fit: rank 1's window stops at key 0; by itself on 4).
+            cases = [(c, "auto") for c in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3],
+                                           configs.TEST_ATTENTION[-3], WINDOW_CONFIGS[1], WINDOW_CONFIGS[2],
+                                           WINDOW_CONFIGS[-1])] + [(WINDOW_CONFIGS[-1], "ring")]
+            for config, path in cases:
                 batch, seq = 2, 64 * world
                 g = torch.Generator(device="cuda").manual_seed(7)  # every rank draws the same full tensors
                 dtype = getattr(torch, DTYPES[config.dtype])
@@ -161,18 +175,27 @@ def _ring_worker(rank, world, init_file, results):
                 q, k, v = full(config.num_heads, config.head_dim), full(config.num_kv_heads, config.head_dim), \
                     full(config.num_kv_heads, config.value_head_dim)
                 do = full(config.num_heads, config.value_head_dim)
-                if config.causal:
+                if config.causal and config.window is None:
                     shard = lambda t: ring_module.zigzag_shard(t, world, rank)
-                else:
+                else:  # windows: contiguous chunks, causal or not
                     shard = lambda t: t.chunk(world, dim=2)[rank]
                 ql, kl, vl = (shard(t).clone().requires_grad_() for t in (q, k, v))
-                o, lse = ring_module.ring_attention(ql, kl, vl, causal=config.causal, return_lse=True,
-                                                    enable_gqa=config.num_heads != config.num_kv_heads,
-                                                    scale=config.scale, softcap=config.softcap or None,
-                                                    window=config.window)
+                kw = dict(causal=config.causal, enable_gqa=config.num_heads != config.num_kv_heads,
+                          scale=config.scale, softcap=config.softcap or None, window=config.window)
+                label = "ring %s rank %d/%d" % (config.describe(), rank, world)
+                if config.window is not None:
+                    layout = ring_module.ring_layout(world, config.causal, [ql.shape[2]] * world,
+                                                     [kl.shape[2]] * world, config.window)
+                    halo = path == "auto" and ring_module.halo_plans(layout) is not None
+                    test.assertEqual(halo, path == "auto" and (config.window[0] <= 64 or world == 2), label)
+                    label += " (%s path)" % ("halo" if halo else "ring")
+                if path == "ring":
+                    o, lse = ring_module._ring_apply(ql, kl, vl, ring_module._config("test", ql, kl, vl, **kw),
+                                                     path="ring")
+                else:
+                    o, lse = ring_module.ring_attention(ql, kl, vl, return_lse=True, **kw)
                 grads = torch.autograd.grad(o, (ql, kl, vl), shard(do))
                 torch.cuda.synchronize()
-                label = "ring %s rank %d/%d" % (config.describe(), rank, world)
                 o64, lse64, g64 = _reference(config, q, k, v, do, torch.float64)
                 o_lp, lse_lp, g_lp = _reference(config, q, k, v, do, q.dtype)
                 eps = EPS[config.dtype]

@@ -8,6 +8,7 @@ with one rank, and in spawned processes with 2, 3 and 4 ranks.
 Run: PYTHONPATH=python python -m unittest python/tests/test_ring_cpu.py -v (torch optional: skipped without it).
 """
 
+import dataclasses
 import math
 import os
 import sys
@@ -279,8 +280,9 @@ class ScheduleTest(unittest.TestCase):
 
     def test_window_coverage(self):
         """Sliding windows: every (global query, global key) pair computed by exactly one launch iff visible, each
-        launch's own key-offset mask equal to the global one; 1-4 ranks, causal (zig-zag; contiguous when Sq != Sk)
-        and not (contiguous), windows smaller than, equal to and larger than the chunks, Sq != Sk."""
+        launch's own key-offset mask equal to the global one (the ring's schedule, which runs when the halo path
+        does not apply); 1-4 ranks, causal and not (contiguous chunks), windows smaller than, equal to and larger
+        than the chunks, Sq != Sk."""
         layouts = [
             ("contiguous", lambda n, c, w: ring.sharded_layout(24, 24, n, c, w)),
             ("ragged", lambda n, c, w: ring.sharded_layout(23, 23, n, c, w)),
@@ -300,30 +302,32 @@ class ScheduleTest(unittest.TestCase):
                 self.check_layout(ring.ring_layout(3, False, [3, 5, 2], [4, 1, 6], window), "ragged ring")
 
     def test_window_layouts(self):
-        # Non-causal windows: contiguous chunks; causal: the zig-zag (Sq == Sk) or contiguous chunks (Sq != Sk) of
-        # today's masks; the window and the bottom-right offset Sk - Sq ride along.
+        # Any window: contiguous chunks, causal or not (the halo path needs one chunk per rank); the window and the
+        # bottom-right offset Sk - Sq ride along.
         self.assertEqual(ring.sharded_layout(8, 8, 2, True, (3, 0)),
-                         ring.sharded_layout(8, 8, 2, True)._replace(window=(3, 0)))
+                         ring.Layout(True, [[(0, 4)], [(4, 4)]], [[(0, 4)], [(4, 4)]], 0, (3, 0)))
+        self.assertEqual(ring.sharded_layout(7, 7, 3, True, (3, 0)).q_chunks, [[(0, 3)], [(3, 3)], [(6, 1)]])
         self.assertEqual(ring.sharded_layout(8, 6, 2, True, (3, 0)), ring.Layout(True, [[(0, 4)], [(4, 4)]],
                                                                                 [[(0, 3)], [(3, 3)]], -2, (3, 0)))
         self.assertEqual(ring.sharded_layout(8, 12, 2, False, (3, 1)), ring.Layout(False, [[(0, 4)], [(4, 4)]],
                                                                                   [[(0, 6)], [(6, 6)]], 4, (3, 1)))
         self.assertEqual(ring.ring_layout(2, False, [3, 4], [6, 2], (3, 1)).q_offset, 1)
         self.assertEqual(ring.ring_layout(2, True, [4, 4], [4, 4], (3, 0)),
-                         ring.ring_layout(2, True, [4, 4], [4, 4])._replace(window=(3, 0)))
+                         ring.Layout(True, [[(0, 4)], [(4, 4)]], [[(0, 4)], [(4, 4)]], 0, (3, 0)))
+        # a causal window takes any lengths (the zig-zag's equal even lengths are not needed)
+        self.assertEqual(ring.ring_layout(2, True, [3, 6], [3, 6], (3, 0)).k_chunks, [[(0, 3)], [(3, 6)]])
         # Without a window, plans and blocks are today's (key_offset None).
         self.assertEqual(ring.Block(0, 1, 0, 1, True).key_offset, None)
         self.assertEqual(ring.plan_blocks([(0, 4)], [(0, 4)], True), [ring.Block(0, 4, 0, 4, True)])
 
     def test_window_blocks_by_example(self):
-        # Zig-zag over 2 ranks of 32 rows (chunks of 8), causal window 4: rank 0 holds chunks 0 and 3, rank 1
-        # chunks 1 and 2. Step 0 of rank 0: the two diagonal pairs; chunk 3 vs chunk 0 sees nothing.
+        # The ring fallback's blocks. Contiguous halves of 32 rows, causal window 4: rank 0's step 0 is its own
+        # chunk; at step 1 (rank 1's keys 16..31) nothing is visible. Rank 1's step 1 (rank 0's keys): rows 16..19
+        # (local 0..3) see keys 12..15 (local 12..15): row 16 at key position 16, first key 12: offset 4.
         layout = ring.sharded_layout(32, 32, 2, True, (4, 0))
-        steps = ring.ring_schedule(layout, 0)
-        self.assertEqual(steps[0].blocks, (ring.Block(0, 8, 0, 8, False, 0), ring.Block(8, 16, 8, 16, False, 0)))
-        # Step 1 (rank 1's chunks 1 and 2 at local keys 0-7 and 8-15): chunk 3's rows 24..27 see keys 20..23 of
-        # chunk 2 (local keys 12..15): row 24 at key position 24, first key 20: offset 4.
-        self.assertEqual(steps[1].blocks, (ring.Block(8, 12, 12, 16, False, 4),))
+        self.assertEqual(ring.ring_schedule(layout, 0)[0].blocks, (ring.Block(0, 16, 0, 16, False, 0),))
+        self.assertEqual(ring.ring_schedule(layout, 0)[1].blocks, ())
+        self.assertEqual(ring.ring_schedule(layout, 1)[1].blocks, (ring.Block(0, 4, 12, 16, False, 4),))
         # Non-causal window (2, 3) over contiguous halves of 16: rank 1's rows 8..9 against rank 0's keys 6..7,
         # rank 0's rows 5..7 against keys 8..10; Sq != Sk moves the rows (query i at key position i + Sk - Sq).
         layout = ring.sharded_layout(16, 16, 2, False, (2, 3))
@@ -370,6 +374,99 @@ class ScheduleTest(unittest.TestCase):
         self.assertEqual(ring.sharded_layout(8, 6, 2, True), ring.Layout(True, [[(0, 4)], [(4, 4)]], [[(0, 3)], [(3, 3)]], -2))
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "rank"):
             ring.ring_schedule(ring.ring_layout(2, False, [1, 1], [1, 1]), 2)
+
+    HALO_LAYOUTS = [
+        ("contiguous", lambda n, c, w: ring.sharded_layout(24, 24, n, c, w)),
+        ("ragged", lambda n, c, w: ring.sharded_layout(23, 23, n, c, w)),
+        ("ring", lambda n, c, w: ring.ring_layout(n, c, [6] * n, [6] * n, w)),
+        ("ragged ring", lambda n, c, w: ring.ring_layout(n, c, [3, 5, 2, 4][:n], [4, 1, 6, 3][:n], w)),
+        ("ragged ring 2", lambda n, c, w: ring.ring_layout(n, c, [5, 7, 6, 4][:n], [5, 7, 6, 4][:n], w)),
+        ("fewer queries", lambda n, c, w: ring.sharded_layout(17, 29, n, c, w)),
+        ("more queries", lambda n, c, w: ring.sharded_layout(29, 17, n, c, w)),
+    ]
+
+    def check_halo(self, layout, label):
+        """The halo plans against brute force: whether the path applies (every rank's visible keys within its
+        neighbours' chunks, bounded sides over 2+ ranks), every visible (global query, global key) computed exactly
+        once by its query's rank and nothing else, each launch's key-offset mask equal to the global one, and the
+        messages: what a rank sends is what its neighbour receives."""
+        world, causal, window = len(layout.q_chunks), layout.causal, layout.window
+        (q_chunks, k_chunks) = ([c for (c,) in layout.q_chunks], [c for (c,) in layout.k_chunks])
+        sq, sk = sum(n for _, n in q_chunks), sum(m for _, m in k_chunks)
+        owner = [r for r, (_, m) in enumerate(k_chunks) for _ in range(m)]
+        fits = world == 1 or (window[0] >= 0 and (causal or window[1] >= 0))
+        for r, (q0, n) in enumerate(q_chunks):
+            for i in range(q0, q0 + n):
+                for j in range(sk):
+                    if visible(i + layout.q_offset, j, causal, window) and abs(owner[j] - r) > 1:
+                        fits = False
+        plans = ring.halo_plans(layout)
+        self.assertEqual(plans is not None, fits, label)
+        if plans is None:
+            self.assertIsNone(ring.halo_plan(layout, 0), label)
+            return
+        self.assertEqual([ring.halo_plan(layout, r) for r in range(world)], plans)
+        count = {}
+        for r, plan in enumerate(plans):
+            (q0, n), (k0, m) = q_chunks[r], k_chunks[r]
+            self.assertEqual(plan.rank, r)
+            # the extended keys: the last `prev` rows of rank r-1, rank r's own, the first `next` rows of rank r+1
+            self.assertTrue(plan.prev == 0 or (r > 0 and plan.prev <= k_chunks[r - 1][1]), (label, plan))
+            self.assertTrue(plan.next == 0 or (r < world - 1 and plan.next <= k_chunks[r + 1][1]), (label, plan))
+            ext = list(range(k0 - plan.prev, k0 + m + plan.next))
+            # messages
+            self.assertEqual(plan.send_next, plans[r + 1].prev if r < world - 1 else 0, label)
+            self.assertEqual(plan.send_prev, plans[r - 1].next if r > 0 else 0, label)
+            for i in range(n):
+                for e, j in enumerate(ext):
+                    kernel = visible(i + plan.key_offset, e, causal, window)  # row i at key position i + offset
+                    self.assertEqual(kernel, visible(q0 + i + layout.q_offset, j, causal, window),
+                                     "%s rank %d: query %d key %d" % (label, r, q0 + i, j))
+                    if kernel:
+                        count[q0 + i, j] = count.get((q0 + i, j), 0) + 1
+        want = {(i, j) for i in range(sq) for j in range(sk) if visible(i + layout.q_offset, j, causal, window)}
+        self.assertEqual(set(count), want, label)
+        self.assertTrue(all(c == 1 for c in count.values()), label)
+
+    def test_halo_plan_coverage(self):
+        for world in (1, 2, 3, 4):
+            for causal in (False, True):
+                for window in CAUSAL_WINDOWS if causal else WINDOWS + [(0, 3), (4, 0), (0, 8), (0, 9)]:
+                    for name, make in self.HALO_LAYOUTS:
+                        label = "%s world=%d causal=%s window=%s" % (name, world, causal, window)
+                        with self.subTest(label):
+                            self.check_halo(make(world, causal, window), label)
+
+    def test_halo_plan_by_example(self):
+        # 24 rows over 3 ranks (chunks of 8). A causal window of 8 (a whole chunk) fits: ranks 1 and 2 get the
+        # previous rank's last 8 rows; local row 0 then sits at key position 8 of [halo, local]. 9 does not fit.
+        plans = ring.halo_plans(ring.sharded_layout(24, 24, 3, True, (8, 0)))
+        self.assertEqual(plans, [ring.HaloPlan(0, 0, 0, 0, 8, 0), ring.HaloPlan(1, 8, 0, 0, 8, 8),
+                                 ring.HaloPlan(2, 8, 0, 0, 0, 8)])
+        self.assertIsNone(ring.halo_plans(ring.sharded_layout(24, 24, 3, True, (9, 0))))
+        # Non-causal (2, 3): 2 rows from the previous rank, 3 from the next; one-sided (0, 8) / (5, 0).
+        plans = ring.halo_plans(ring.sharded_layout(24, 24, 3, False, (2, 3)))
+        self.assertEqual(plans, [ring.HaloPlan(0, 0, 3, 0, 2, 0), ring.HaloPlan(1, 2, 3, 3, 2, 2),
+                                 ring.HaloPlan(2, 2, 0, 3, 0, 2)])
+        self.assertEqual([(p.prev, p.next) for p in ring.halo_plans(ring.sharded_layout(24, 24, 3, False, (0, 8)))],
+                         [(0, 8), (0, 8), (0, 0)])
+        self.assertEqual([(p.prev, p.next) for p in ring.halo_plans(ring.sharded_layout(24, 24, 3, False, (5, 0)))],
+                         [(0, 0), (5, 0), (5, 0)])
+        self.assertIsNone(ring.halo_plans(ring.sharded_layout(24, 24, 3, False, (0, 9))))
+        # Unbounded sides: the ring over 2+ ranks; one rank: one launch with key_offset = Sk - Sq.
+        self.assertIsNone(ring.halo_plans(ring.sharded_layout(24, 24, 2, False, (-1, 2))))
+        self.assertEqual(ring.halo_plans(ring.sharded_layout(20, 24, 1, False, (-1, 2))),
+                         [ring.HaloPlan(0, 0, 0, 0, 0, 4)])
+        # Sq != Sk (bottom-right: query i at key position i + 12): rank 0's rows 12..17 see keys 8..17 (8 of rank
+        # 1's first rows), rank 1's rows 18..23 keys 14..23 (4 of rank 2's).
+        plans = ring.halo_plans(ring.sharded_layout(17, 29, 3, True, (4, 0)))
+        self.assertEqual(plans, [ring.HaloPlan(0, 0, 8, 0, 0, 12), ring.HaloPlan(1, 0, 4, 8, 0, 8),
+                                 ring.HaloPlan(2, 0, 0, 4, 0, 4)])
+        # No window, or the zig-zag: never the halo path.
+        self.assertIsNone(ring.halo_plans(ring.sharded_layout(24, 24, 3, True)))
+        self.assertIsNone(ring.halo_plans(ring.sharded_layout(24, 24, 3, False)))
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "rank"):
+            ring.halo_plan(ring.sharded_layout(24, 24, 3, True, (8, 0)), 3)
 
     def test_nvls_is_off_by_default(self):
         self.assertIn("NCCL_NVLS_ENABLE", os.environ)
@@ -482,13 +579,17 @@ class ShardedTest(unittest.TestCase):
     def tearDown(self):
         self.restore()
 
-    def check(self, config, batch, sq, sk, shards, poison=False):
+    def check(self, config, batch, sq, sk, shards, poison=False, path="auto"):
+        """path: "auto" (sharded_attention's choice: the halo path where it applies), "ring" (the ring's schedule
+        regardless), "halo" (asserts that the halo path applies)."""
         q = randn(batch, config.num_heads, sq, config.head_dim).requires_grad_()
         k = randn(batch, config.num_kv_heads, sk, config.head_dim).requires_grad_()
         v = randn(batch, config.num_kv_heads, sk, config.value_head_dim).requires_grad_()
         layout = ring.sharded_layout(sq, sk, shards, config.causal, config.window)
+        if path == "halo":
+            self.assertIsNotNone(ring.halo_plans(layout), "the halo path should apply")
         with EnvPatch(FLASHC_POISON_OUTPUTS="1" if poison else None):
-            o, lse = ring._cls("sharded", ring._make_sharded).apply(q, k, v, config, layout)
+            o, lse = ring._sharded_apply(q, k, v, config, layout, path="ring" if path == "ring" else "auto")
             do = randn(*o.shape)
             grads = torch.autograd.grad(o, (q, k, v), do)
         o_ref, lse_ref, grads_ref = reference(config, q, k, v, do)
@@ -525,17 +626,33 @@ class ShardedTest(unittest.TestCase):
                 self.check(AttentionConfig("bf16", 6, 1, 8, causal=causal), 1, 16, 16, shards)
 
     def test_windows(self):
-        """Sliding windows against the float64 reference, forward and backward: causal (zig-zag; contiguous when
-        Sq != Sk) and not, windows smaller than, equal to and larger than the chunks, one side unbounded, Sq != Sk
-        both ways (rows that see no key at all: zeros, -inf, no gradient), 1-4 shards."""
+        """Sliding windows against the float64 reference, forward and backward: causal and not (contiguous chunks),
+        windows smaller than, equal to and larger than the chunks, one side unbounded, Sq != Sk both ways (rows
+        that see no key at all: zeros, -inf, no gradient), 1-4 shards; sharded_attention's path (the halo path
+        where it applies, else the ring) and the ring's schedule on the same layouts."""
         cases = [(True, w) for w in ((3, 0), (6, 0), (13, 0), (40, 0))] + \
-                [(False, w) for w in ((0, 0), (2, 5), (6, 6), (-1, 3), (4, -1))]
+                [(False, w) for w in ((0, 0), (2, 5), (6, 6), (-1, 3), (4, -1), (0, 6), (7, 0))]
         for causal, window in cases:
             config = AttentionConfig("bf16", 2, 2, 8, causal=causal, window=window)
             for sq, sk, all_shards in ((24, 24, (1, 2, 3, 4)), (23, 13, (2, 3)), (13, 23, (2, 4))):
                 for shards in all_shards:
-                    with self.subTest(causal=causal, window=window, sq=sq, sk=sk, shards=shards):
-                        self.check(config, 1, sq, sk, shards, poison=shards == 3)
+                    for path in ("auto", "ring"):
+                        with self.subTest(causal=causal, window=window, sq=sq, sk=sk, shards=shards, path=path):
+                            self.check(config, 1, sq, sk, shards, poison=shards == 3, path=path)
+
+    def test_halo_windows(self):
+        """The halo path against the float64 reference: windows equal to a chunk (both neighbours use all of a
+        rank's rows), one-sided, ragged chunks, Sq != Sk, GQA with a softcap, 2-4 shards."""
+        cases = [(True, (6, 0), 24, 24, (2, 3, 4)), (False, (6, 6), 24, 24, (2, 3, 4)), (False, (0, 5), 24, 24, (3,)),
+                 (False, (5, 0), 23, 23, (3, 4)), (True, (5, 0), 23, 23, (2, 4)), (True, (3, 0), 17, 29, (3,)),
+                 (False, (2, 3), 29, 17, (2, 3))]
+        for causal, window, sq, sk, all_shards in cases:
+            for config in (AttentionConfig("bf16", 2, 2, 8, causal=causal, window=window),
+                           AttentionConfig("f16", 4, 2, 8, value_head_dim=5, causal=causal, window=window,
+                                           softcap=3.0, scale=0.4)):
+                for shards in all_shards:
+                    with self.subTest(config=config.describe(), sq=sq, sk=sk, shards=shards):
+                        self.check(config, 2, sq, sk, shards, poison=True, path="halo")
 
     def test_window_gqa_softcap_scale_value_dim(self):
         for causal, window in ((True, (5, 0)), (False, (3, 4))):
@@ -546,17 +663,25 @@ class ShardedTest(unittest.TestCase):
                     self.check(config, 2, 16, 16, shards)
 
     def test_window_launches_are_key_offset_blocks(self):
+        # Halo path: chunks of 8 rows, window 4: one launch per shard, forward and backward, no merges.
         config = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(4, 0))
-        self.check(config, 1, 24, 24, 3)
+        self.check(config, 1, 24, 24, 3, path="halo")
         koff = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(4, 0), key_offset=True)
         self.assertEqual(list(self.fakes), [koff.key])  # nothing but the key-offset twin is loaded
         launches = self.fakes[koff.key].launches
-        layout = ring.sharded_layout(24, 24, 3, True, (4, 0))
+        self.assertEqual([n for n, _ in launches], ["attention0_forward"] * 3 + ["attention0_backward"] * 3)
+        self.assertTrue(all("key_offset" in names for _, names in launches))
+        # The ring fallback (window 9 > a chunk of 8): one launch per pair of chunks that sees a key.
+        config = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(9, 0))
+        self.check(config, 1, 24, 24, 3)
+        koff = AttentionConfig("bf16", 2, 2, 8, causal=True, window=(9, 0), key_offset=True)
+        launches = self.fakes[koff.key].launches
+        layout = ring.sharded_layout(24, 24, 3, True, (9, 0))
+        self.assertIsNone(ring.halo_plans(layout))
         blocks = sum(len(step.blocks) for r in range(3) for step in ring.ring_schedule(layout, r))
         self.assertEqual([n for n, _ in launches], ["attention0_forward"] * blocks + ["attention0_backward"] * blocks)
-        self.assertTrue(all("key_offset" in names for _, names in launches))
-        # zig-zag chunks of 4 rows, window 4: the 6 diagonal pairs, and 5 pairs of neighbouring chunks
-        self.assertEqual(blocks, 11)
+        # the 3 diagonal pairs, 2 pairs of neighbours, and rank 2's first row against rank 0's last key
+        self.assertEqual(blocks, 6)
 
     def test_launches(self):
         config = AttentionConfig("bf16", 2, 2, 8, causal=True)
@@ -577,6 +702,8 @@ class ShardedTest(unittest.TestCase):
             ring.sharded_attention(q, q, q, 2, causal=True, window=4)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
             ring.ring_attention(q, q, q, window=(4, 2))
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "path must be 'auto' or 'ring'"):
+            ring._ring_apply(q, q, q, AttentionConfig("bf16", 2, 2, 8, window=(4, 2)), path="halo")
 
     def test_zigzag_shard_roundtrip(self):
         x = torch.arange(16).reshape(1, 1, 16, 1)
@@ -593,22 +720,42 @@ RING_CASES = [
     ("causal-gqa-softcap", dict(num_heads=4, num_kv_heads=2, head_dim=8, value_head_dim=5, causal=True,
                                 softcap=3.0), 1, None, None),
     ("ragged", dict(num_heads=4, num_kv_heads=1, head_dim=8), 1, [3, 5, 2, 4], [4, 1, 6, 3]),
-    # Sliding windows: zig-zag chunks of 3 under a causal window of 4; a non-causal window over ragged ranks
-    # with Sq != Sk.
+    # Sliding windows (contiguous chunks, causal or not). The halo path: a causal window of 4 over chunks of 6, a
+    # non-causal (6, 2) (a whole chunk on the left), ragged chunks with a one-sided window. The ring fallback: a
+    # causal window of 7 (> a chunk), a non-causal window over ragged ranks with Sq != Sk.
     ("causal-window", dict(num_heads=2, num_kv_heads=2, head_dim=8, causal=True, window=(4, 0)), 2, None, None),
+    ("window-halo", dict(num_heads=4, num_kv_heads=2, head_dim=8, window=(6, 2), softcap=3.0), 2, None, None),
+    ("window-halo-ragged", dict(num_heads=2, num_kv_heads=1, head_dim=8, window=(0, 3)), 1, [5, 7, 6, 4],
+     [5, 7, 6, 4]),
+    ("causal-window-wide", dict(num_heads=2, num_kv_heads=2, head_dim=8, causal=True, window=(7, 0)), 2, None,
+     None),
+    ("window-unbounded", dict(num_heads=2, num_kv_heads=2, head_dim=8, window=(-1, 2)), 1, None, None),
     ("window-ragged", dict(num_heads=4, num_kv_heads=2, head_dim=8, window=(3, 2), softcap=3.0), 1,
      [3, 5, 2, 4], [4, 1, 6, 3]),
 ]
+# The cases the halo path must take (at every world size), and those it must not: {name: from which world size}
+# (a causal window of 7 over chunks of 6 fits 2 ranks: rank 1's window stops at key 0).
+HALO_CASES = {"causal-window", "window-halo", "window-halo-ragged"}
+RING_FALLBACK_CASES = {"causal-window-wide": 3, "window-unbounded": 2}
 
 
-def ring_case(test, rank, world, group, case, seed):
-    """One ring_attention call on this rank, checked against the float64 reference of the whole sequence."""
+def ring_case(test, rank, world, group, case, seed, fakes=None, path="auto"):
+    """One ring_attention call on this rank, checked against the float64 reference of the whole sequence. Causal
+    without a window: zig-zag shards; otherwise contiguous. fakes (the stand-in bundles): also check the halo path's
+    one launch forward and one backward, for HALO_CASES."""
     name, kw, batch, q_lens, k_lens = case
     config = AttentionConfig("bf16", **kw)
-    causal = config.causal
+    causal = config.causal and config.window is None  # the zig-zag layout
     if q_lens is None:
         q_lens = k_lens = [6] * world
     q_lens, k_lens = q_lens[:world], k_lens[:world]
+    layout = ring.ring_layout(world, config.causal, q_lens, k_lens, config.window)
+    if name in HALO_CASES:
+        test.assertTrue(ring.halo_plans(layout) is not None, "%s: the halo path should apply" % name)
+    if world >= RING_FALLBACK_CASES.get(name, world + 1):
+        test.assertTrue(ring.halo_plans(layout) is None, "%s: the ring should run" % name)
+    koff = AttentionConfig("bf16", key_offset=True, **kw).key if config.window is not None else None
+    before = len(fakes[koff].launches) if fakes is not None and koff in fakes else 0
     g = torch.Generator().manual_seed(seed)
     sq, sk = sum(q_lens), sum(k_lens)
     q = torch.randn(batch, config.num_heads, sq, config.head_dim, generator=g, dtype=torch.float64)
@@ -622,8 +769,11 @@ def ring_case(test, rank, world, group, case, seed):
         shard_k = lambda t: t[:, :, sum(k_lens[:rank]):sum(k_lens[:rank + 1])]
     sq_, sk_ = (shard, shard) if causal else (shard_q, shard_k)
     ql, kl, vl = (sq_(q).clone().requires_grad_(), sk_(k).clone().requires_grad_(), sk_(v).clone().requires_grad_())
-    o, lse = ring._ring_apply(ql, kl, vl, config, group)
+    o, lse = ring._ring_apply(ql, kl, vl, config, group, path=path)
     grads = torch.autograd.grad(o, (ql, kl, vl), sq_(do))
+    if fakes is not None and name in HALO_CASES and path == "auto":
+        test.assertEqual([n for n, _ in fakes[koff].launches[before:]], ["attention0_forward", "attention0_backward"],
+                         "%s: the halo path is one launch each way" % name)
     o_ref, lse_ref, (dq_ref, dk_ref, dv_ref) = reference(config, q, k, v, do)
     label = "%s rank %d/%d" % (name, rank, world)
     test.assertTrue(torch.allclose(o, sq_(o_ref), atol=1e-6), label + " o")
@@ -639,10 +789,12 @@ def _ring_worker(rank, world, init_file, results):
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
         test = _Unit()
-        _, restore = install_stand_in(test)
+        fakes, restore = install_stand_in(test)
         try:
             for i, case in enumerate(RING_CASES):
-                ring_case(test, rank, world, None, case, seed=10 + i)
+                ring_case(test, rank, world, None, case, seed=10 + i, fakes=fakes)
+                if case[0] in HALO_CASES:  # the ring on the same contiguous windowed layout
+                    ring_case(test, rank, world, None, case, seed=10 + i, path="ring")
         finally:
             restore()
             dist.destroy_process_group()
@@ -679,6 +831,25 @@ class RingGlooTest(unittest.TestCase):
                     self.assertEqual([n for n, _ in fakes[config.key].launches],
                                      ["attention0_forward", "attention0_backward"] * 2)
                     ring_case(self, 0, 1, None, RING_CASES[2 if causal else 3], seed=5)
+                # A window on one rank: one key-offset launch each way with key_offset = Sk - Sq, as
+                # flashc.torch.attention(key_offset=Sk - Sq) computes it.
+                config = AttentionConfig("bf16", 4, 2, 8, causal=True, window=(3, 0))
+                q = randn(1, 4, 7, 8).requires_grad_()
+                k, v = randn(1, 2, 10, 8).requires_grad_(), randn(1, 2, 10, 8).requires_grad_()
+                do = randn(1, 4, 7, 8)
+                o, lse = ring._ring_apply(q, k, v, config)
+                grads = torch.autograd.grad(o, (q, k, v), do)
+                koff = dataclasses.replace(config, key_offset=True)
+                o_p, lse_p = ft._Attention.apply(q, k, v, koff, 3)
+                grads_p = torch.autograd.grad(o_p, (q, k, v), do)
+                self.assertTrue(torch.equal(o, o_p) and torch.equal(lse, lse_p))
+                for g, w in zip(grads, grads_p):
+                    self.assertTrue(torch.equal(g, w))
+                self.assertEqual([n for n, _ in fakes[koff.key].launches], ["attention0_forward",
+                                                                           "attention0_backward"] * 2)
+                for i, case in enumerate(RING_CASES):
+                    if case[0] in HALO_CASES:
+                        ring_case(self, 0, 1, None, case, seed=20 + i, fakes=fakes)
             finally:
                 dist.destroy_process_group()
                 restore()
