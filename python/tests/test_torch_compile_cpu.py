@@ -204,9 +204,16 @@ class CompileTest(StandInTest):
     def test_dynamic_sequence_length(self):
         """dynamic=True: batch and sequence lengths stay symbolic (one graph for every length), heads and widths
         are specialised (they select the configuration)."""
+        from torch._dynamo.utils import counters
+        counters.clear()
         compiled = torch.compile(self.model, fullgraph=True, backend="aot_eager", dynamic=True)
         for seq in (9, 12, 5):
             self.check(compiled, self.inputs(seq))
+        self.assertEqual(counters["stats"]["unique_graphs"], 1)
+        # A key offset that changes from call to call (flashc.ring's blocks): a symbolic int, one more graph.
+        for offset in (-3, 4, 100):
+            self.check(compiled, self.inputs(7), offset=offset)
+        self.assertEqual(counters["stats"]["unique_graphs"], 2)
 
     def test_bad_arguments_under_compile(self):
         compiled = torch.compile(lambda q, k: ft.attention(q, k, k), fullgraph=True, backend="eager")
