@@ -6,6 +6,7 @@
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
 FLASHC_BUNDLE_PATH or the cache, or compiled when the flashc compiler is here.
+Both are torch.compile-able with no graph break (registered custom ops torch.ops.flashc.*: flashc._torch_ops).
 Kernels run on torch.cuda.current_stream(). Set FLASHC_POISON_OUTPUTS=1 to fill
 every output with NaN before the launch (tests: a kernel that skips an element
 shows up).
