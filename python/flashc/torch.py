@@ -6,6 +6,7 @@
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
 FLASHC_BUNDLE_PATH or the cache, or compiled when the flashc compiler is here.
+Both are torch.compile-able with no graph break (registered custom ops torch.ops.flashc.*: flashc._torch_ops).
 Kernels run on torch.cuda.current_stream(). Set FLASHC_POISON_OUTPUTS=1 to fill
 every output with NaN before the launch (tests: a kernel that skips an element
 shows up).
@@ -53,10 +54,16 @@ def _memo_config(key, make):
     return config
 
 
-def _info(op, name, t):
+def _info(op, name, t, static=None):
+    """TensorInfo of t for flashc.validate. static (the custom ops, flashc._torch_ops): indices of sizes that enter
+    the configuration (heads, head and model dims), made plain ints: under torch.compile's symbolic shapes they are
+    specialised (guarded), the others (batch, sequence, rows) stay symbolic."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("flashc.%s: expected %s to be a torch.Tensor, but got %s" % (op, name, type(t).__name__))
-    return TensorInfo(tuple(t.shape), str(t.dtype), str(t.device))
+    shape = tuple(t.shape)
+    if static:
+        shape = tuple(int(d) if i in static or i - len(shape) in static else d for i, d in enumerate(shape))
+    return TensorInfo(shape, str(t.dtype), str(t.device))
 
 
 def _poison_enabled():
@@ -65,22 +72,29 @@ def _poison_enabled():
 
 def _padded_width(width, dtype):
     """width rounded up to whole 16-byte rows of dtype (the row stride the kernels need)."""
-    per_16_bytes = max(1, 16 // torch.empty((), dtype=dtype).element_size())
+    per_16_bytes = max(1, 16 // dtype.itemsize)
     return -(-width // per_16_bytes) * per_16_bytes
 
 
-def _output(shape, dtype, device, pad_rows=False):
-    """An output tensor. pad_rows: a width whose rows are not whole 16 bytes (an FFN width such as 1001 bf16)
-    gets rows padded to 16 bytes (torch.empty_strided: strides (1008, 1) for [M, 1001]; not contiguous)."""
+def _empty(shape, dtype, device, pad_rows=False):
+    """An uninitialised output tensor. pad_rows: a width whose rows are not whole 16 bytes (an FFN width such as
+    1001 bf16) gets rows padded to 16 bytes (torch.empty_strided: strides (1008, 1) for [M, 1001]; not
+    contiguous). The custom ops' fake implementations (flashc._torch_ops) allocate through it too, so that
+    torch.compile sees the strides the real op returns."""
     shape = tuple(shape)
     if pad_rows and len(shape) >= 2 and _padded_width(shape[-1], dtype) != shape[-1]:
         strides, step = [1] * len(shape), _padded_width(shape[-1], dtype)
         for i in range(len(shape) - 2, -1, -1):
             strides[i] = step
-            step *= max(shape[i], 1)
-        t = torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
-    else:
-        t = torch.empty(shape, dtype=dtype, device=device)
+            if i > 0:  # (not for the outermost size: a symbolic row count under torch.compile stays unguarded)
+                step *= max(shape[i], 1)
+        return torch.empty_strided(shape, tuple(strides), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _output(shape, dtype, device, pad_rows=False):
+    """An output tensor (_empty), filled with NaN when FLASHC_POISON_OUTPUTS is set."""
+    t = _empty(shape, dtype, device, pad_rows)
     if _poison_enabled():  # the whole storage, rows' padding too: a kernel that wrote there shows up in tests
         t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).fill_(
             float("nan") if dtype.is_floating_point else -1)
@@ -134,23 +148,59 @@ def _launch(bundle, program, device, args):
         bundle.launch(program, stream=torch.cuda.current_stream(device).cuda_stream, **args)
 
 
+# Two paths to the same kernels. Eager calls on plain tensors take the autograd.Function below (the least host time
+# a call: bench/probes/host_overhead_cpu.py). Under torch.compile (and for tensor subclasses: FakeTensor,
+# FunctionalTensor, torch.export) the calls go through the registered custom ops torch.ops.flashc.* (_torch_ops),
+# which torch.compile keeps in its graph. Both launch through _attention_forward/_attention_backward and
+# _ffn_forward/_ffn_backward, with configurations from flashc.validate.
+if hasattr(torch, "compiler") and hasattr(torch.compiler, "is_compiling"):
+    _is_compiling = torch.compiler.is_compiling
+else:  # pragma: no cover (torch < 2.3)
+    _is_compiling = torch._dynamo.is_compiling
+
+
+def _use_ops(t):
+    """Whether a call on t goes through the custom ops: under torch.compile, or t a tensor subclass."""
+    return _is_compiling() or (type(t) is not torch.Tensor and isinstance(t, torch.Tensor))
+
+
 # ---------------------------------------------------------------- attention
+def _attention_forward(config, q, k, v, key_offset):
+    """(q, k, v in the kernels' layout, o, lse) of config's forward (key_offset: its run-time offset or None)."""
+    batch, heads, seq_q, _ = q.shape
+    seq_k, dv = k.shape[2], v.shape[3]
+    q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
+    o = _output((batch, heads, seq_q, dv), q.dtype, q.device)
+    lse = _output((batch, heads, seq_q), torch.float32, q.device)
+    if o.numel() > 0:
+        if seq_k == 0:  # no visible key: the op defines out = 0, lse = -inf
+            o.zero_()
+            lse.fill_(-math.inf)
+        else:
+            _run(config, "forward", q.device, _with_offset(dict(q=q, k=k, v=v, o=o, lse=lse), key_offset))
+    return q, k, v, o, lse
+
+
+def _attention_backward(config, key_offset, q, k, v, o, lse, do):
+    """(dq, dk, dv); q, k, v, o and lse in the kernels' layout (as _attention_forward returns them)."""
+    dq = _output(q.shape, q.dtype, q.device)
+    dk = _output(k.shape, k.dtype, k.device)
+    dv = _output(v.shape, v.dtype, v.device)
+    if q.numel() == 0 or k.shape[2] == 0:
+        for g in (dq, dk, dv):
+            g.zero_()
+    else:
+        _run(config, "backward", q.device, _with_offset(
+            dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv), key_offset))
+    return dq, dk, dv
+
+
 class _Attention(torch.autograd.Function):
     """key_offset: None, or the run-time key offset (an int) of a config with key_offset=True."""
 
     @staticmethod
     def forward(ctx, q, k, v, config, key_offset=None):
-        batch, heads, seq_q, _ = q.shape
-        seq_k, dv = k.shape[2], v.shape[3]
-        q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
-        o = _output((batch, heads, seq_q, dv), q.dtype, q.device)
-        lse = _output((batch, heads, seq_q), torch.float32, q.device)
-        if o.numel() > 0:
-            if seq_k == 0:  # no visible key: the op defines out = 0, lse = -inf
-                o.zero_()
-                lse.fill_(-math.inf)
-            else:
-                _run(config, "forward", q.device, _with_offset(dict(q=q, k=k, v=v, o=o, lse=lse), key_offset))
+        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset)
         ctx.config, ctx.key_offset = config, key_offset
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.mark_non_differentiable(lse)
@@ -159,17 +209,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, do, _dlse):
-        q, k, v, o, lse = ctx.saved_tensors
-        config = ctx.config
-        dq = _output(q.shape, q.dtype, q.device)
-        dk = _output(k.shape, k.dtype, k.device)
-        dv = _output(v.shape, v.dtype, v.device)
-        if q.numel() == 0 or k.shape[2] == 0:
-            for g in (dq, dk, dv):
-                g.zero_()
-        else:
-            _run(config, "backward", q.device, _with_offset(
-                dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv), ctx.key_offset))
+        dq, dk, dv = _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do)
         return dq, dk, dv, None, None
 
 
@@ -203,9 +243,13 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
+    experiments = tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments
+    if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
+        o, lse = torch.ops.flashc.attention_fwd(
+            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, experiments)), offset)
+        return (o, lse) if return_lse else o
     key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
-                                 tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments,
-                                 offset is not None))
+                                 experiments, offset is not None))
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
         softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments,
@@ -215,67 +259,77 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
 
 
 # ---------------------------------------------------------------------- FFN
+def _ffn_inputs(config, x, w1, b1, w2, b2, w_gate):
+    if config.gated:
+        args = dict(x=x, w_gate=w_gate, w_up=w1, w2=w2)
+    else:
+        args = dict(x=x, w1=w1, w2=w2)
+        if b1 is not None:
+            args["b1"] = b1
+    if b2 is not None:
+        args["b2"] = b2
+    return args
+
+
+def _ffn_forward(config, x, w1, b1, w2, b2, w_gate):
+    """(y [..., d_out], the inputs in the kernels' layout: x as [rows, d], w1, b1, w2, b2, w_gate)."""
+    lead = tuple(x.shape[:-1])
+    # Any width: rows that are not whole 16 bytes (d, h or d_out such as 100, 1001, 77 in bf16) are padded
+    # copies, outputs get padded row strides (_kernel_layout, _output).
+    x2 = _kernel_layout(x.reshape(-1, config.d_model), pad_rows=True)
+    w1, w2 = _kernel_layout(w1, pad_rows=True), _kernel_layout(w2, pad_rows=True)
+    b1 = None if b1 is None else _kernel_layout(b1)
+    b2 = None if b2 is None else _kernel_layout(b2)
+    w_gate = None if w_gate is None else _kernel_layout(w_gate, pad_rows=True)
+    rows = x2.shape[0]
+    y = _output((rows, config.d_out), x.dtype, x.device, pad_rows=True)
+    if rows > 0:
+        args = _ffn_inputs(config, x2, w1, b1, w2, b2, w_gate)
+        args["y"] = y
+        _run(config, "forward", x.device, args)
+    return y.reshape(lead + (config.d_out,)), (x2, w1, b1, w2, b2, w_gate)
+
+
+def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, dy):
+    """(dx [*lead, d], dw1, db1, dw2, db2, dw_gate), None for an absent input; the inputs in the kernels' layout
+    (as _ffn_forward returns them). dw1 is the up projection's gradient of a gated FFN."""
+    dev, dt = x2.device, x2.dtype
+    grads = {"dx": _output(x2.shape, dt, dev, pad_rows=True), "dw2": _output(w2.shape, dt, dev, pad_rows=True)}
+    if config.gated:
+        grads["dw_gate"] = _output(w_gate.shape, dt, dev, pad_rows=True)
+        grads["dw_up"] = _output(w1.shape, dt, dev, pad_rows=True)
+    else:
+        grads["dw1"] = _output(w1.shape, dt, dev, pad_rows=True)
+        if b1 is not None:
+            grads["db1"] = _output(b1.shape, dt, dev)
+    if b2 is not None:
+        grads["db2"] = _output(b2.shape, dt, dev)
+    if x2.shape[0] == 0:
+        for g in grads.values():
+            g.zero_()
+    else:
+        args = _ffn_inputs(config, x2, w1, b1, w2, b2, w_gate)
+        args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out), pad_rows=True)
+        args.update(grads)
+        _run(config, "backward", dev, args)
+    dx = grads["dx"].reshape(tuple(lead) + (config.d_model,))
+    dw1 = grads["dw_up"] if config.gated else grads["dw1"]
+    return dx, dw1, grads.get("db1"), grads["dw2"], grads.get("db2"), grads.get("dw_gate")
+
+
 class _Ffn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w1, b1, w2, b2, w_gate, config):
-        lead = tuple(x.shape[:-1])
-        # Any width: rows that are not whole 16 bytes (d, h or d_out such as 100, 1001, 77 in bf16) are padded
-        # copies, outputs get padded row strides (_kernel_layout, _output).
-        x2 = _kernel_layout(x.reshape(-1, config.d_model), pad_rows=True)
-        w1, w2 = _kernel_layout(w1, pad_rows=True), _kernel_layout(w2, pad_rows=True)
-        b1 = None if b1 is None else _kernel_layout(b1)
-        b2 = None if b2 is None else _kernel_layout(b2)
-        w_gate = None if w_gate is None else _kernel_layout(w_gate, pad_rows=True)
-        rows = x2.shape[0]
-        y = _output((rows, config.d_out), x.dtype, x.device, pad_rows=True)
-        if rows > 0:
-            args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
-            args["y"] = y
-            _run(config, "forward", x.device, args)
+        y, saved = _ffn_forward(config, x, w1, b1, w2, b2, w_gate)
         ctx.config = config
-        ctx.lead = lead
-        ctx.save_for_backward(x2, w1, b1, w2, b2, w_gate)
-        return y.reshape(lead + (config.d_out,))
-
-    @staticmethod
-    def _inputs(config, x, w1, b1, w2, b2, w_gate):
-        if config.gated:
-            args = dict(x=x, w_gate=w_gate, w_up=w1, w2=w2)
-        else:
-            args = dict(x=x, w1=w1, w2=w2)
-            if b1 is not None:
-                args["b1"] = b1
-        if b2 is not None:
-            args["b2"] = b2
-        return args
+        ctx.lead = tuple(x.shape[:-1])
+        ctx.save_for_backward(*saved)
+        return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        x2, w1, b1, w2, b2, w_gate = ctx.saved_tensors
-        config = ctx.config
-        dev, dt = x2.device, x2.dtype
-        grads = {"dx": _output(x2.shape, dt, dev, pad_rows=True), "dw2": _output(w2.shape, dt, dev, pad_rows=True)}
-        if config.gated:
-            grads["dw_gate"] = _output(w_gate.shape, dt, dev, pad_rows=True)
-            grads["dw_up"] = _output(w1.shape, dt, dev, pad_rows=True)
-        else:
-            grads["dw1"] = _output(w1.shape, dt, dev, pad_rows=True)
-            if b1 is not None:
-                grads["db1"] = _output(b1.shape, dt, dev)
-        if b2 is not None:
-            grads["db2"] = _output(b2.shape, dt, dev)
-        if x2.shape[0] == 0:
-            for g in grads.values():
-                g.zero_()
-        else:
-            args = _Ffn._inputs(config, x2, w1, b1, w2, b2, w_gate)
-            args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out), pad_rows=True)
-            args.update(grads)
-            _run(config, "backward", dev, args)
-        dx = grads["dx"].reshape(ctx.lead + (config.d_model,))
-        dw1 = grads["dw_up"] if config.gated else grads["dw1"]
-        return dx, dw1, grads.get("db1"), grads["dw2"], grads.get("db2"), grads.get("dw_gate"), None
+        return _ffn_backward(ctx.config, ctx.lead, *ctx.saved_tensors, dy) + (None,)
 
 
 def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, experiments=()):
@@ -293,6 +347,9 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
     op = "ffn"
     if w2 is None:
         raise InvalidArgumentError("flashc.ffn: w2 is required")
+    experiments = tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments
+    if _use_ops(x):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
+        return torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, repr((activation, experiments)))
 
     def make():
         infos = {}
@@ -303,8 +360,10 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
 
     # x's leading dims (the rows) do not enter the configuration: only its width, dtype and device.
     x_sig = (x.shape[-1], x.dtype, x.device) if isinstance(x, torch.Tensor) and x.dim() > 0 else None
-    key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation,
-                     tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments))
+    key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation, experiments))
     key = key if x_sig is not None else None
     config = _memo_config(key, make)
     return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)
+
+
+from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)

@@ -53,13 +53,16 @@ def key_offset_value(op, value):
     int32, the kernels' parameter type. None stays None (the bottom-right alignment, Sk - Sq)."""
     if value is None:
         return None
-    try:
-        if isinstance(value, bool) or isinstance(value, float):
-            raise TypeError
-        as_int = operator.index(value)
-    except TypeError:
-        _fail(op, "key_offset must be an integer (the key position of query row 0) or None, but got %s"
-              % type(value).__name__)
+    if isinstance(value, int) and not isinstance(value, bool):
+        as_int = value  # (not operator.index: under torch.compile a symbolic int would be specialised to its value)
+    else:
+        try:
+            if isinstance(value, bool) or isinstance(value, float):
+                raise TypeError
+            as_int = operator.index(value)
+        except TypeError:
+            _fail(op, "key_offset must be an integer (the key position of query row 0) or None, but got %s"
+                  % type(value).__name__)
     if not INT32_MIN <= as_int <= INT32_MAX:
         _fail(op, "key_offset must fit in int32 [%d, %d], but got %d" % (INT32_MIN, INT32_MAX, as_int))
     return as_int

@@ -17,6 +17,10 @@ if HAVE_TORCH:
     from flashc.spec import AttentionConfig, FfnConfig
 
 
+if HAVE_TORCH:
+    _DEFAULT_DISPATCH_TLS = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+
+
 class FakeBundle:
     """Implements the programs flashc.torch launches with the reference math, on CPU tensors."""
 
@@ -59,7 +63,11 @@ class FakeBundle:
             self.test.assertEqual(t.stride(-1), 1, n)
             if n in outputs and os.environ.get("FLASHC_POISON_OUTPUTS"):
                 self.test.assertTrue(bool(torch.isnan(t).all()), "output %s was not poisoned" % n)
-        with torch.enable_grad():  # backward runs with grad mode off; the reference needs autograd
+        # The backward runs with grad mode off, and a custom op's implementation (torch.ops.flashc, torch.compile's
+        # path) below the Autograd dispatch keys: the reference needs autograd, so both come back here, on detached
+        # views (a kernel's writes record no autograd history).
+        args = {n: t.detach() if isinstance(t, torch.Tensor) else t for n, t in args.items()}
+        with torch._C._ForceDispatchKeyGuard(*_DEFAULT_DISPATCH_TLS), torch.enable_grad():
             if isinstance(self.config, AttentionConfig):
                 self._attention(name, args)
             else:

@@ -1,0 +1,178 @@
+"""flashc's kernels as registered PyTorch custom ops, so that torch.compile(fullgraph=True) keeps them in its graph.
+
+    torch.ops.flashc.attention_fwd(q, k, v, options: str, key_offset: int?) -> (o, lse)
+    torch.ops.flashc.attention_bwd(q, k, v, o, lse, do, options: str, key_offset: int?) -> (dq, dk, dv)
+    torch.ops.flashc.ffn_fwd(x, w1, b1?, w2, b2?, w_gate?, options: str) -> y
+    torch.ops.flashc.ffn_bwd(dy, x, w1, b1?, w2, b2?, w_gate?, options: str) -> [dx, dw1, (db1), dw2, (db2), (dw_gate)]
+
+flashc.torch.attention / ffn call them under torch.compile (and for tensor subclasses); eager calls on plain tensors
+take flashc.torch's autograd.Function, which costs less host time. `options` is the repr of the Python options:
+attention (causal, scale, window, softcap, enable_gqa, backward_form, experiments), FFN (activation, experiments).
+A string keeps every option a constant of the graph whatever its type (window: None, an int or a pair) and leaves
+one place that checks them: flashc.validate, called here with the tensors' shapes, in the real implementations
+and in the fake ones (so torch.compile reports a bad argument while tracing, with flashc's message). The
+configurations are cached by flashc.torch._signature (a dict lookup per call). ffn_bwd returns the gradients of the
+inputs that are present, in that order.
+
+The fake implementations allocate as the real ones do (flashc.torch._empty): o [B, H, Sq, Dv] and lse float32
+[B, H, Sq], contiguous; FFN results of a width that is not whole 16-byte rows have padded row strides.
+"""
+
+import ast
+from typing import List, Optional, Tuple
+
+import torch
+
+from . import torch as ft
+from .errors import InvalidArgumentError
+
+Tensor = torch.Tensor
+
+_parsed = {}
+
+
+def _options(op, text):
+    """The options tuple that `text` (its repr) spells; parsed once per string."""
+    found = _parsed.get(text)
+    if found is None:
+        try:
+            found = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            found = None
+        if not isinstance(found, tuple):
+            raise InvalidArgumentError("flashc.%s: the options %s are not Python literals (bool, int, float, str, "
+                                       "None, tuples): torch.compile passes them to torch.ops.flashc as a literal"
+                                       % (op, text))
+        _parsed[text] = found
+    return found
+
+
+def _attention_config(q, k, v, options, has_offset):
+    key = ft._signature((q, k, v), ("attention-op", options, has_offset))
+
+    def make():
+        causal, scale, window, softcap, enable_gqa, backward_form, experiments = _options("attention", options)
+        return ft.attention_config(
+            ft._info("attention", "query", q, (1, 3)), ft._info("attention", "key", k, (1, 3)),
+            ft._info("attention", "value", v, (1, 3)), causal=causal, scale=scale, window=window, softcap=softcap,
+            enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments, key_offset=has_offset)
+    return ft._memo_config(key, make)
+
+
+def _ffn_config(x, w1, b1, w2, b2, w_gate, options):
+    key = ft._signature((w1, b1, w2, b2, w_gate), ("ffn-op", options, x.shape[-1] if x.dim() else None, x.dtype,
+                                                   x.device))
+
+    def make():
+        activation, experiments = _options("ffn", options)
+        infos = [None if t is None else ft._info("ffn", name, t, (0, 1))
+                 for name, t in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate))]
+        return ft.ffn_config(ft._info("ffn", "x", x, (-1,)), *infos[:4], activation=activation, w_gate=infos[4],
+                             experiments=experiments)
+    return ft._memo_config(key if x.dim() else None, make)
+
+
+# ------------------------------------------------------------------ attention
+@torch.library.custom_op("flashc::attention_fwd", mutates_args=())
+def attention_fwd(q: Tensor, k: Tensor, v: Tensor, options: str, key_offset: Optional[int]) -> Tuple[Tensor, Tensor]:
+    config = _attention_config(q, k, v, options, key_offset is not None)
+    _, _, _, o, lse = ft._attention_forward(config, q, k, v, key_offset)
+    return o, lse
+
+
+@attention_fwd.register_fake
+def _attention_fwd_fake(q, k, v, options, key_offset):
+    _attention_config(q, k, v, options, key_offset is not None)
+    batch, heads, seq_q, _ = q.shape
+    return (ft._empty((batch, heads, seq_q, v.shape[3]), q.dtype, q.device),
+            ft._empty((batch, heads, seq_q), torch.float32, q.device))
+
+
+@torch.library.custom_op("flashc::attention_bwd", mutates_args=())
+def attention_bwd(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor, options: str,
+                  key_offset: Optional[int]) -> Tuple[Tensor, Tensor, Tensor]:
+    config = _attention_config(q, k, v, options, key_offset is not None)
+    layout = ft._kernel_layout
+    return ft._attention_backward(config, key_offset, layout(q), layout(k), layout(v), layout(o), layout(lse), do)
+
+
+@attention_bwd.register_fake
+def _attention_bwd_fake(q, k, v, o, lse, do, options, key_offset):
+    _attention_config(q, k, v, options, key_offset is not None)
+    return tuple(ft._empty(t.shape, t.dtype, t.device) for t in (q, k, v))
+
+
+def _attention_setup(ctx, inputs, output):
+    q, k, v, options, key_offset = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.options, ctx.key_offset = options, key_offset
+    ctx.mark_non_differentiable(lse)
+
+
+def _attention_grad(ctx, do, _dlse):
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.flashc.attention_bwd(q, k, v, o, lse, do, ctx.options, ctx.key_offset)
+    return dq, dk, dv, None, None
+
+
+attention_fwd.register_autograd(_attention_grad, setup_context=_attention_setup)
+
+
+# ------------------------------------------------------------------------ FFN
+@torch.library.custom_op("flashc::ffn_fwd", mutates_args=())
+def ffn_fwd(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor, b2: Optional[Tensor], w_gate: Optional[Tensor],
+            options: str) -> Tensor:
+    config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
+    return ft._ffn_forward(config, x, w1, b1, w2, b2, w_gate)[0]
+
+
+@ffn_fwd.register_fake
+def _ffn_fwd_fake(x, w1, b1, w2, b2, w_gate, options):
+    config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
+    lead = tuple(x.shape[:-1])
+    rows = 1
+    for n in lead:
+        rows = rows * n
+    return ft._empty((rows, config.d_out), x.dtype, x.device, pad_rows=True).reshape(lead + (config.d_out,))
+
+
+@torch.library.custom_op("flashc::ffn_bwd", mutates_args=())
+def ffn_bwd(dy: Tensor, x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor, b2: Optional[Tensor],
+            w_gate: Optional[Tensor], options: str) -> List[Tensor]:
+    config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
+    layout = ft._kernel_layout
+    x2 = layout(x.reshape(-1, config.d_model), pad_rows=True)
+    grads = ft._ffn_backward(config, tuple(x.shape[:-1]), x2, layout(w1, pad_rows=True),
+                             None if b1 is None else layout(b1), layout(w2, pad_rows=True),
+                             None if b2 is None else layout(b2), None if w_gate is None else layout(w_gate, pad_rows=True),
+                             dy)
+    return [g for g in grads if g is not None]
+
+
+@ffn_bwd.register_fake
+def _ffn_bwd_fake(dy, x, w1, b1, w2, b2, w_gate, options):
+    config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
+    lead = tuple(x.shape[:-1])
+    rows = 1
+    for n in lead:
+        rows = rows * n
+    dx = ft._empty((rows, config.d_model), x.dtype, x.device, pad_rows=True).reshape(lead + (config.d_model,))
+    grads = [dx] + [ft._empty(t.shape, t.dtype, t.device, pad_rows=t.dim() == 2) for t in (w1, b1, w2, b2, w_gate)
+                    if t is not None]
+    return grads
+
+
+def _ffn_setup(ctx, inputs, output):
+    x, w1, b1, w2, b2, w_gate, options = inputs
+    ctx.save_for_backward(x, w1, b1, w2, b2, w_gate)
+    ctx.options = options
+
+
+def _ffn_grad(ctx, dy):
+    x, w1, b1, w2, b2, w_gate = ctx.saved_tensors
+    grads = iter(torch.ops.flashc.ffn_bwd(dy, x, w1, b1, w2, b2, w_gate, ctx.options))
+    return tuple(None if t is None else next(grads) for t in (x, w1, b1, w2, b2, w_gate)) + (None,)
+
+
+ffn_fwd.register_autograd(_ffn_grad, setup_context=_ffn_setup)

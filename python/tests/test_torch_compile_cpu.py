@@ -1,0 +1,226 @@
+"""flashc.torch's custom ops (torch.ops.flashc.*) and torch.compile without a GPU: the ops are registered,
+torch.library.opcheck passes on them (schema, fake implementations, autograd registration, AOT dispatch static and
+dynamic), the fakes give the real ops' shapes, dtypes and strides (padded rows for FFN widths that are not whole
+16 bytes), torch.compile(fullgraph=True) traces flashc.torch.attention and ffn with no graph break, and the compiled
+function gives the eager outputs and gradients. The real ops run on CPU float64 tensors against test_torch_cpu's
+stand-in bundle (the float64 reference as 'kernels'); flashc.torch._info is patched to describe the tensors as
+bfloat16 on cuda:0, so that flashc.validate's checks run as on a GPU."""
+
+import unittest
+
+from _support import HAVE_TORCH, requires_torch
+
+import flashc
+
+if HAVE_TORCH:
+    import torch
+    import flashc.torch as ft
+    from flashc import cache
+    from flashc.testing import attention_reference, ffn_reference
+    from test_torch_cpu import FakeBundle
+
+OPS = ("attention_fwd", "attention_bwd", "ffn_fwd", "ffn_bwd")
+
+
+@requires_torch
+class RegisteredOpsTest(unittest.TestCase):
+    def test_ops_are_registered(self):
+        for name in OPS:
+            with self.subTest(op=name):
+                self.assertTrue(hasattr(torch.ops.flashc, name), "torch.ops.flashc.%s" % name)
+        schema = str(torch.ops.flashc.attention_fwd.default._schema)
+        self.assertRegex(schema, r"str options, (SymInt|int)\? key_offset")
+        self.assertIn("Tensor? b1", str(torch.ops.flashc.ffn_fwd.default._schema))
+
+    def test_fakes_give_the_real_layouts(self):
+        """On fake CUDA tensors (no GPU needed): o and lse (float32 [B, H, Sq]) contiguous; FFN outputs and
+        gradients of widths 100 / 1001 / 77 with rows padded to 16 bytes, as flashc.torch._output allocates them."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            bf = dict(dtype=torch.bfloat16, device="cuda")
+            q = torch.empty(2, 4, 9, 64, **bf)
+            k = torch.empty(2, 2, 11, 64, **bf)
+            v = torch.empty(2, 2, 11, 32, **bf)
+            o, lse = ft.attention(q, k, v, causal=True, enable_gqa=True, return_lse=True)  # a subclass: the ops
+            self.assertEqual((tuple(o.shape), o.stride(), o.dtype), ((2, 4, 9, 32), (1152, 288, 32, 1), torch.bfloat16))
+            self.assertEqual((tuple(lse.shape), lse.stride(), lse.dtype), ((2, 4, 9), (36, 9, 1), torch.float32))
+            grads = torch.ops.flashc.attention_bwd(q, k, v, o, lse, torch.empty_like(o), repr(
+                (True, None, None, None, True, "auto", ())), None)
+            self.assertEqual([tuple(g.shape) for g in grads], [(2, 4, 9, 64), (2, 2, 11, 64), (2, 2, 11, 32)])
+            x = torch.empty(3, 5, 100, **bf)
+            w1, b1 = torch.empty(100, 1001, **bf), torch.empty(1001, **bf)
+            w2, b2 = torch.empty(1001, 77, **bf), torch.empty(77, **bf)
+            y = ft.ffn(x, w1, b1, w2, b2)
+            self.assertEqual((tuple(y.shape), y.stride()), ((3, 5, 77), (400, 80, 1)))
+            self.assertEqual(y.stride(), ft._output((15, 77), torch.bfloat16, "cpu", pad_rows=True)
+                             .reshape(3, 5, 77).stride())
+            grads = torch.ops.flashc.ffn_bwd(y, x, w1, b1, w2, b2, None, repr(("gelu_tanh", ())))
+            self.assertEqual([(tuple(g.shape), g.stride()) for g in grads],
+                             [((3, 5, 100), (520, 104, 1)), ((100, 1001), (1008, 1)), ((1001,), (1,)),
+                              ((1001, 77), (80, 1)), ((77,), (1,))])
+
+    def test_fakes_check_arguments_like_eager(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            q = torch.empty(1, 4, 8, 64, dtype=torch.bfloat16, device="cuda")
+            k = torch.empty(1, 2, 8, 64, dtype=torch.bfloat16, device="cuda")
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "query has 4 heads but key and value have 2; "
+                                                                     "pass enable_gqa=True"):
+                ft.attention(q, k, k)
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "flashc.attention: window must be None"):
+                ft.attention(q, k, k, enable_gqa=True, window=(1, 2, 3))
+            x = torch.empty(3, 64, dtype=torch.bfloat16, device="cuda")
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "flashc.ffn: activation must be one of"):
+                ft.ffn(x, torch.empty(64, 128, dtype=torch.bfloat16, device="cuda"),
+                       w2=torch.empty(128, 64, dtype=torch.bfloat16, device="cuda"), activation="tanh")
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "not Python literals"):
+                torch.ops.flashc.ffn_fwd(x, x, None, x, None, None, "object()")
+
+
+@requires_torch
+class StandInTest(unittest.TestCase):
+    """The real ops on CPU float64 tensors against FakeBundle (bundle lookup, launch and the device check patched)."""
+
+    def setUp(self):
+        self.fakes = {}
+        self.saved = (cache.load_bundle, ft._launch, ft._info)
+        test = self
+
+        def load_bundle(config):
+            return test.fakes.setdefault(config.key, FakeBundle(config, test))
+
+        def launch(bundle, program, device, args):
+            bundle.launch(program, **args)
+
+        real_info = ft._info
+
+        def info(*args):
+            return real_info(*args)._replace(dtype="torch.bfloat16", device="cuda:0")
+
+        cache.load_bundle, ft._launch, ft._info = load_bundle, launch, info
+        ft._resolved.clear()
+        ft._configs.clear()
+        torch.manual_seed(0)
+
+    def tearDown(self):
+        cache.load_bundle, ft._launch, ft._info = self.saved
+        ft._resolved.clear()
+        ft._configs.clear()
+        torch._dynamo.reset()
+
+
+@requires_torch
+class OpcheckTest(StandInTest):
+    def opcheck(self, op, args):
+        result = torch.library.opcheck(op, args, raise_exception=False)
+        for test, status in result.items():
+            self.assertEqual(status, "SUCCESS", "%s %s: %s" % (op, test, status))
+
+    def test_attention_ops(self):
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        for options, key_offset, hq in ((repr((True, None, (3, 0), 2.0, True, "auto", ())), None, 4),
+                                        (repr((False, 0.3, None, None, False, "rows", ())), None, 2),
+                                        (repr((True, None, None, None, False, "auto", ())), -2, 2)):
+            with self.subTest(options=options, key_offset=key_offset):
+                q, k, v = f(2, hq, 5, 16), f(2, 2, 7, 16), f(2, 2, 7, 8)
+                self.opcheck(torch.ops.flashc.attention_fwd.default, (q, k, v, options, key_offset))
+                o, lse = torch.ops.flashc.attention_fwd(q, k, v, options, key_offset)
+                args = [t.detach() for t in (q, k, v, o, lse)] + [torch.randn_like(o), options, key_offset]
+                self.opcheck(torch.ops.flashc.attention_bwd.default, tuple(args))
+
+    def test_ffn_ops(self):
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        # Plain with biases (widths 7 / 13 / 5: rows padded), gated with b2, no bias with 1-D x.
+        for x, w1, b1, w2, b2, w_gate, activation in (
+                (f(2, 3, 7), f(7, 13), f(13), f(13, 5), f(5), None, "gelu_tanh"),
+                (f(5, 8), f(8, 16), None, f(16, 8), f(8), f(8, 16), "silu"),
+                (f(8), f(8, 16), None, f(16, 8), None, None, "relu")):
+            with self.subTest(x=tuple(x.shape), gated=w_gate is not None):
+                options = repr((activation, ()))
+                self.opcheck(torch.ops.flashc.ffn_fwd.default, (x, w1, b1, w2, b2, w_gate, options))
+                y = torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, options)
+                args = (torch.randn_like(y),) + tuple(None if t is None else t.detach()
+                                                      for t in (x, w1, b1, w2, b2, w_gate)) + (options,)
+                self.opcheck(torch.ops.flashc.ffn_bwd.default, args)
+
+
+@requires_torch
+class CompileTest(StandInTest):
+    @staticmethod
+    def model(q, k, v, x, w1, b1, w2, w_gate, w3, offset=None):
+        o = ft.attention(q, k, v, causal=True, window=(4, 0), softcap=2.0, enable_gqa=True, key_offset=offset)
+        y = ft.ffn(x, w1, b1, w2, activation="gelu_erf")
+        z = ft.ffn(y.relu() * 2, w_gate.t(), w2=w3, w_gate=w_gate.t(), activation="silu", experiments=["mma-gemm"])
+        return o.sin(), z
+
+    def inputs(self, seq=9):
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        return (f(2, 4, seq, 16), f(2, 2, seq + 2, 16), f(2, 2, seq + 2, 16), f(3, 5, 7), f(7, 13), f(13), f(13, 6),
+                f(10, 6), f(10, 6))
+
+    def check(self, fn, args, **kw):
+        """fn's outputs and gradients equal those of eager flashc (the autograd.Function path) and of the float64
+        reference."""
+        eager = [t.detach().clone().requires_grad_() for t in args]
+        got = fn(*args, **kw)
+        want = self.model(*eager, **kw)
+        grads = torch.autograd.grad(sum(t.sum() for t in got), args)
+        want_grads = torch.autograd.grad(sum(t.sum() for t in want), eager)
+        for name, g, w in zip(("o", "z"), got, want):
+            self.assertTrue(torch.allclose(g, w), name)
+        for i, (g, w) in enumerate(zip(grads, want_grads)):
+            self.assertEqual(g.shape, w.shape)
+            self.assertTrue(torch.allclose(g, w), "gradient %d" % i)
+        q, k, v, x, w1, b1, w2, w_gate, w3 = (t.detach().clone().requires_grad_() for t in args)
+        o, _ = attention_reference(q, k, v, causal=True, window=(4, 0), softcap=2.0, key_offset=kw.get("offset"))
+        y = ffn_reference(x, w1, b1, w2, activation="gelu_erf")
+        z = ffn_reference(y.relu() * 2, w_gate.t(), w2=w3, w_gate=w_gate.t(), activation="silu")
+        self.assertTrue(torch.allclose(got[0], o.sin()) and torch.allclose(got[1], z))
+        ref_grads = torch.autograd.grad(o.sin().sum() + z.sum(), (q, k, v, x, w1, b1, w2, w_gate, w3))
+        for g, r in zip(grads, ref_grads):
+            self.assertTrue(torch.allclose(g, r))
+
+    def test_eager_plain_tensors_take_the_function_path(self):
+        o, z = self.model(*self.inputs())
+        self.assertEqual(type(o.grad_fn.next_functions[0][0]).__name__, "_AttentionBackward")
+        self.assertIn("_FfnBackward", type(z.grad_fn).__name__)
+
+    def test_no_graph_break(self):
+        explain = torch._dynamo.explain(self.model)(*self.inputs())
+        self.assertEqual((explain.graph_count, explain.graph_break_count), (1, 0), explain.break_reasons)
+        targets = [str(n.target).replace(".default", "") for g in explain.graphs for n in g.graph.nodes
+                   if n.op == "call_function"]
+        self.assertEqual([t for t in targets if t.startswith("flashc.")],
+                         ["flashc.attention_fwd", "flashc.ffn_fwd", "flashc.ffn_fwd"])
+
+    def test_compiled_matches_eager_and_reference(self):
+        for backend in ("eager", "aot_eager"):
+            with self.subTest(backend=backend):
+                torch._dynamo.reset()
+                compiled = torch.compile(self.model, fullgraph=True, backend=backend)
+                self.check(compiled, self.inputs())
+                self.check(compiled, self.inputs(), offset=-3)  # key_offset given: another configuration
+
+    def test_dynamic_sequence_length(self):
+        """dynamic=True: batch and sequence lengths stay symbolic (one graph for every length), heads and widths
+        are specialised (they select the configuration)."""
+        from torch._dynamo.utils import counters
+        counters.clear()
+        compiled = torch.compile(self.model, fullgraph=True, backend="aot_eager", dynamic=True)
+        for seq in (9, 12, 5):
+            self.check(compiled, self.inputs(seq))
+        self.assertEqual(counters["stats"]["unique_graphs"], 1)
+        # A key offset that changes from call to call (flashc.ring's blocks): a symbolic int, one more graph.
+        for offset in (-3, 4, 100):
+            self.check(compiled, self.inputs(7), offset=offset)
+        self.assertEqual(counters["stats"]["unique_graphs"], 2)
+
+    def test_bad_arguments_under_compile(self):
+        compiled = torch.compile(lambda q, k: ft.attention(q, k, k), fullgraph=True, backend="eager")
+        q = torch.randn(1, 4, 8, 16, dtype=torch.float64)
+        with self.assertRaisesRegex(Exception, "flashc.attention: query has 4 heads but key and value have 2"):
+            compiled(q, torch.randn(1, 2, 8, 16, dtype=torch.float64))
+
+
+if __name__ == "__main__":
+    unittest.main()
