@@ -198,7 +198,7 @@ def _measure(torch, dist, ring, ft, rank, world, seq, causal, args, check64):
     path = "halo" if plans is not None else "ring"
     row = dict(seq=seq, causal=causal, world=world, window=list(window) if window else None, path=path)
     if args.path == "auto":
-        attend = lambda: ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True, window=window)
+        attend = lambda: ring.ring_attention(ql, kl, vl, causal=causal, return_lse=True, window=window, path="auto")
     else:  # the ring regardless (the halo path's fallback), through ring_attention's internal entry
         attend = lambda: ring._ring_apply(ql, kl, vl, config, path=args.path)
 

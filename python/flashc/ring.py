@@ -695,7 +695,7 @@ def _config(op, q, k, v, causal, scale, softcap, enable_gqa, window=None):
 
 
 def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=None, enable_gqa=False,
-                      return_lse=False, window=None):
+                      return_lse=False, window=None, path="ring"):
     """flashc.torch.attention computed as ring_attention would over `num_shards` ranks, on one device.
 
     Arguments as flashc.torch.attention. Non-causal: query and key sequences are each cut into `num_shards` chunks
@@ -706,10 +706,11 @@ def sharded_attention(q, k, v, num_shards, causal=False, scale=None, softcap=Non
     key-offset launch per shard over its keys and its neighbours' edge rows, module doc), else the ring's schedule,
     where every pair of chunks that sees a key under the window is one launch of the config's key-offset twin, the
     others none. Every block is a launch of the forward / backward program; results merge exactly
-    (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v."""
+    (merge_partials); the backward uses the global o and lse. Differentiable in q, k and v. path: "ring" (default)
+    or "auto" (the halo path where it applies; opt-in, see ring_attention)."""
     config = _config("sharded_attention", q, k, v, causal, scale, softcap, enable_gqa, window)
     layout = sharded_layout(q.shape[2], k.shape[2], num_shards, config.causal, config.window)
-    o, lse = _sharded_apply(q, k, v, config, layout)
+    o, lse = _sharded_apply(q, k, v, config, layout, path=path)
     return (o, lse) if return_lse else o
 
 
@@ -892,7 +893,7 @@ def _ring_apply(q, k, v, config, group=None, path="auto"):
 
 
 def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=None, softcap=None, enable_gqa=False,
-                   return_lse=False, window=None):
+                   return_lse=False, window=None, path="ring"):
     """Context-parallel attention over the ranks of `group` (torch.distributed, NCCL; default: the world).
 
     Rank r holds its query rows and key/value rows of one sequence ([B, H, S_local, D] each, one CUDA device per
@@ -904,14 +905,15 @@ def ring_attention(q_local, k_local, v_local, group=None, causal=False, scale=No
     the plain kernel.
 
     window (an int or (left, right), as flashc.torch.attention's): rank r holds contiguous chunk r, causal or not
-    (any lengths). When every rank's window reaches no further than its neighbours' chunks (both sides bounded),
-    the halo path runs (module doc): the neighbours' edge rows of K/V come in, one key-offset launch, no merges;
+    (any lengths). path="auto" (opt-in: checked on two H200s against float64, not yet timed — its benchmark did
+    not complete, session 8): when every rank's window reaches no further than its neighbours' chunks (both sides
+    bounded), the halo path runs (module doc): the neighbours' edge rows of K/V come in, one key-offset launch, no merges;
     backward: one launch, the halo rows' dK/dV go back to their owners. Otherwise the ring runs, each pair of a
     local query chunk and a received key chunk that sees a key under the window being one launch of the key-offset
     twin of the config, the others none. One rank: one launch with key_offset = Sk - Sq.
     NCCL_NVLS_ENABLE defaults to 0 (see the module doc)."""
     config = _config("ring_attention", q_local, k_local, v_local, causal, scale, softcap, enable_gqa, window)
-    o, lse = _ring_apply(q_local, k_local, v_local, config, group)
+    o, lse = _ring_apply(q_local, k_local, v_local, config, group, path=path)
     return (o, lse) if return_lse else o
 
 

@@ -109,7 +109,7 @@ class ShardedGpuTest(unittest.TestCase):
             if path == "ring":  # the ring's schedule on a layout the halo path would take
                 o, lse = ring._sharded_apply(q, k, v, ring._config("test", q, k, v, **kw), layout, path="ring")
             else:
-                o, lse = ring.sharded_attention(q, k, v, shards, return_lse=True, **kw)
+                o, lse = ring.sharded_attention(q, k, v, shards, return_lse=True, path=path, **kw)
             grads = torch.autograd.grad(o, (q, k, v), do)
         except flashc.BundleNotFoundError as e:
             optional = config.head_dim > 128 or any(c.key not in TEST_KEYS for c in _needed(config, shards))
@@ -193,7 +193,7 @@ def _ring_worker(rank, world, init_file, results):
                     o, lse = ring_module._ring_apply(ql, kl, vl, ring_module._config("test", ql, kl, vl, **kw),
                                                      path="ring")
                 else:
-                    o, lse = ring_module.ring_attention(ql, kl, vl, return_lse=True, **kw)
+                    o, lse = ring_module.ring_attention(ql, kl, vl, return_lse=True, path=path, **kw)
                 grads = torch.autograd.grad(o, (ql, kl, vl), shard(do))
                 torch.cuda.synchronize()
                 o64, lse64, g64 = _reference(config, q, k, v, do, torch.float64)
