@@ -1,4 +1,4 @@
-"""Helpers of the GPU tests: the accuracy criterion and bundle availability."""
+"""Helpers of the GPU tests: random attention inputs, the accuracy criterion and bundle availability."""
 
 import os
 import sys
@@ -7,6 +7,22 @@ import unittest
 import _support  # noqa: F401  (sys.path)
 import flashc
 from flashc.testing import max_abs_error
+
+
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16"}
+
+
+def attention_inputs(config, batch, seq_q, seq_k, seed):
+    """Seeded q, k, v (leaves requiring grad) and an upstream gradient dO for an AttentionConfig, on the GPU."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = getattr(torch, TORCH_DTYPES[config.dtype])
+    make = lambda h, s, d: torch.randn(batch, h, s, d, device="cuda", generator=g).to(dtype).requires_grad_()
+    q = make(config.num_heads, seq_q, config.head_dim)
+    k = make(config.num_kv_heads, seq_k, config.head_dim)
+    v = make(config.num_kv_heads, seq_k, config.value_head_dim)
+    do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(dtype)
+    return q, k, v, do
 
 
 def assert_close_to_reference(test, name, got, baseline, reference, floor=1e-4):

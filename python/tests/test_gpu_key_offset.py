@@ -21,11 +21,10 @@ try:
     import torch
     import flashc.torch as ft
     from flashc.testing import attention_reference
-    from _gpu import assert_close_to_reference, setup_gpu_suite
+    from _gpu import assert_close_to_reference, attention_inputs, setup_gpu_suite
 except ImportError:
     pass
 
-DTYPES = {"bf16": "bfloat16", "f16": "float16"}
 # (B, Sq, Sk): Sq == Sk, fewer and more queries than keys, a single query.
 SHAPES = [(2, 128, 128), (1, 77, 200), (2, 200, 65), (1, 1, 77)]
 INT32_MAX = 2 ** 31 - 1
@@ -35,17 +34,6 @@ def offsets(seq_q, seq_k):
     """The key offsets checked for one shape, without repeats."""
     values = [0, seq_k - seq_q, -1, -37, 5, 100, seq_k + 3, -seq_q - 2, -seq_q, INT32_MAX, -INT32_MAX, -INT32_MAX - 1]
     return list(dict.fromkeys(values))
-
-
-def inputs(config, batch, seq_q, seq_k, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    dtype = getattr(torch, DTYPES[config.dtype])
-    make = lambda h, s, d: torch.randn(batch, h, s, d, device="cuda", generator=g).to(dtype).requires_grad_()
-    q = make(config.num_heads, seq_q, config.head_dim)
-    k = make(config.num_kv_heads, seq_k, config.head_dim)
-    v = make(config.num_kv_heads, seq_k, config.value_head_dim)
-    do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(dtype)
-    return q, k, v, do
 
 
 def reference(config, q, k, v, do, key_offset, dtype):
@@ -63,7 +51,7 @@ class KeyOffsetGpuTest(unittest.TestCase):
 
     def check(self, config, batch, seq_q, seq_k, key_offset, seed=0):
         label = "%s B=%d Sq=%d Sk=%d key_offset=%d" % (config.describe(), batch, seq_q, seq_k, key_offset)
-        q, k, v, do = inputs(config, batch, seq_q, seq_k, seed)
+        q, k, v, do = attention_inputs(config, batch, seq_q, seq_k, seed)
         o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                               softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
                               return_lse=True, key_offset=key_offset)
@@ -92,7 +80,7 @@ class KeyOffsetGpuTest(unittest.TestCase):
 
     def test_one_bundle_for_every_offset(self):
         config = configs.TEST_ATTENTION_KEY_OFFSET[0]
-        q, k, v, _ = inputs(config, 1, 64, 64, seed=1)
+        q, k, v, _ = attention_inputs(config, 1, 64, 64, seed=1)
         before = set(ft._resolved)
         for key_offset in (0, -3, 17, INT32_MAX):
             ft.attention(q, k, v, causal=config.causal, key_offset=key_offset)

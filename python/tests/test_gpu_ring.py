@@ -31,11 +31,10 @@ try:
     import torch
     from flashc import ring
     from flashc.testing import attention_reference
-    from _gpu import assert_close_to_reference, setup_gpu_suite
+    from _gpu import TORCH_DTYPES, assert_close_to_reference, attention_inputs, setup_gpu_suite
 except ImportError:
     pass
 
-DTYPES = {"bf16": "bfloat16", "f16": "float16"}
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
 TEST_KEYS = {c.key for c in configs.TEST_ATTENTION + configs.TEST_ATTENTION_KEY_OFFSET}
 # Everything in the test set without a window; sliding windows through their key-offset twins (WINDOW_CONFIGS).
@@ -57,16 +56,6 @@ def _needed(config, shards):
         twins.append(dataclasses.replace(config, causal=False))
     return twins
 
-
-def _inputs(config, batch, seq_q, seq_k, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    dtype = getattr(torch, DTYPES[config.dtype])
-    make = lambda h, s, d: torch.randn(batch, h, s, d, device="cuda", generator=g).to(dtype).requires_grad_()
-    q = make(config.num_heads, seq_q, config.head_dim)
-    k = make(config.num_kv_heads, seq_k, config.head_dim)
-    v = make(config.num_kv_heads, seq_k, config.value_head_dim)
-    do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(dtype)
-    return q, k, v, do
 
 
 def _reference(config, q, k, v, do, dtype):
@@ -99,7 +88,7 @@ class ShardedGpuTest(unittest.TestCase):
 
     def run_sharded(self, config, batch, seq_q, seq_k, shards, seed=0, path="auto"):
         label = "%s B=%d Sq=%d Sk=%d shards=%d" % (config.describe(), batch, seq_q, seq_k, shards)
-        q, k, v, do = _inputs(config, batch, seq_q, seq_k, seed)
+        q, k, v, do = attention_inputs(config, batch, seq_q, seq_k, seed)
         kw = dict(causal=config.causal, scale=config.scale, softcap=config.softcap or None,
                   enable_gqa=config.num_heads != config.num_kv_heads, window=config.window)
         if config.window is not None:
@@ -142,7 +131,7 @@ class ShardedGpuTest(unittest.TestCase):
     def test_one_shard_is_the_plain_kernel(self):
         import flashc.torch as ft
         for config in (configs.TEST_ATTENTION[2], configs.TEST_ATTENTION[3]):
-            q, k, v, do = _inputs(config, 2, 128, 128, seed=1)
+            q, k, v, do = attention_inputs(config, 2, 128, 128, seed=1)
             o, lse = ring.sharded_attention(q, k, v, 1, causal=config.causal, return_lse=True)
             o_p, lse_p = ft.attention(q, k, v, causal=config.causal, return_lse=True)
             self.assertTrue(torch.equal(o, o_p), config.describe())
@@ -170,7 +159,7 @@ def _ring_worker(rank, world, init_file, results):
             for config, path in cases:
                 batch, seq = 2, 64 * world
                 g = torch.Generator(device="cuda").manual_seed(7)  # every rank draws the same full tensors
-                dtype = getattr(torch, DTYPES[config.dtype])
+                dtype = getattr(torch, TORCH_DTYPES[config.dtype])
                 full = lambda h, d: torch.randn(batch, h, seq, d, device="cuda", generator=g).to(dtype)
                 q, k, v = full(config.num_heads, config.head_dim), full(config.num_kv_heads, config.head_dim), \
                     full(config.num_kv_heads, config.value_head_dim)

@@ -54,3 +54,19 @@ tile.kernel @wgrad(%a: !tile.tensor<?x64xbf16>, %b: !tile.tensor<?x?x64xbf16>, %
 tile.kernel @mm(%a: !tile.tensor<?x64xbf16>, %b: !tile.tensor<64x64xbf16>, %c: !tile.tensor<?x64xf16>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg2[0], 64)>, #tile.grid<ceildiv(arg2[1], 64)>, #tile.grid<1>], spec = #tile.gemm<role = gemm, activation = identity, transpose_a = false, transpose_b = false, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
   tile.return
 }
+
+// -----
+
+// A recipe with a run-time key offset, but the kernel lost its i32 argument.
+// expected-error @+1 {{flash-plan-memory: @fwd cannot be planned: kernel recipe 'attention_forward' takes 6 arguments, got 5}}
+tile.kernel @fwd(%q: !tile.tensor<?x4x?x64xbf16>, %k: !tile.tensor<?x4x?x64xbf16>, %v: !tile.tensor<?x4x?x64xbf16>, %o: !tile.tensor<?x4x?x64xbf16>, %lse: !tile.tensor<?x4x?xf32>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>], spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, key_offset = true>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
+  tile.return
+}
+
+// -----
+
+// The key offset must be an i32 (a tensor in its place).
+// expected-error @+1 {{kernel recipe 'attention_forward': argument 5 (key_offset) must be an i32, got '!tile.tensor<?x4x?xf32>'}}
+tile.kernel @fwd(%q: !tile.tensor<?x4x?x64xbf16>, %k: !tile.tensor<?x4x?x64xbf16>, %v: !tile.tensor<?x4x?x64xbf16>, %o: !tile.tensor<?x4x?x64xbf16>, %lse: !tile.tensor<?x4x?xf32>, %off: !tile.tensor<?x4x?xf32>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>], spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, key_offset = true>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
+  tile.return
+}
