@@ -88,15 +88,17 @@ VARIANTS = {
     "d128_ws_nopp": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d128_causal_ws_nopp": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d64_ws_st4": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_STAGES": 4}, False),
-    # Warp-specialised TMA backward (attention_bwd_ws.cu, FlashAttention-3 structure): a producer warp loads Q, dO
-    # (TMA ring), lse and D; two consumer warpgroups of 64 keys. _o0: Sᵀ and dPᵀ issued together (order 0).
+    # Warp-specialised TMA backward (attention_bwd_ws.cu -> the library's attention_bwd_ws.cuh): a producer warp
+    # loads Q, dO (TMA ring), lse and D; 64 keys a block, consumer warpgroups split by role (Pᵀ + dV, dSᵀ + dK), dQ
+    # by column halves. _dq128: dQ in one 128-column product a warpgroup; _st3: a 3-slot ring.
+    "d256_bwdws": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d256_causal_bwdws": (256, 8, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d256_f16_gqa2_win100_bwdws": (256, 8, 2, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d256_gqa4_win37_bwdws": (256, 8, 4, 0, 0, 37, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d256_bwdws_dq128": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_COLS": 128}, True),
     "d128_bwdws": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_causal_bwdws": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
-    "d64_bwdws": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
-    "d64_causal_bwdws": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_f16_gqa4_win100_bwdws": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
-    "d64_gqa2_win37_bwdws": (64, 4, 2, 0, 0, 37, 0.0, {"FLASHC_BWD_WS": 1}, True),
-    "d128_bwdws_o0": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_ORDER": 0}, True),
     "d128_causal_bwdws_st3": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_STAGES": 3}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
@@ -109,7 +111,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_wg", "d128_causal_wg", "d64_wg", "d64_causal_wg", "d128_wg_vswap", "d128_causal_wg_vswap",
                  "d128_wg_bn64",
                  "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
-                 "d64_ws_st4", "d128_bwdws", "d128_causal_bwdws", "d64_bwdws", "d64_causal_bwdws", "d128_bwdws_o0",
+                 "d64_ws_st4", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128", "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):

@@ -51,7 +51,9 @@ namespace bwd_config {
 using namespace flashc::device;
 // ---- spec parameters ----
 constexpr int kHeadDim = FLASHC_HEAD_DIM;
+#ifndef FLASHC_BWD_ALLOW_WIDE  // the ws form (attention_bwd_ws.cu) holds one accumulator a warpgroup
 static_assert(kHeadDim <= 128, "backward: dK and dV accumulators of 16 x D per warp exceed registers past D = 128");
+#endif
 constexpr int kHeadsQ = FLASHC_HEADS_Q;
 constexpr int kGroup = FLASHC_GQA_GROUP;
 constexpr int kHeadsKV = kHeadsQ / kGroup;

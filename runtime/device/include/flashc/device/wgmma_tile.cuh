@@ -61,12 +61,13 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                                 SmemPanelTile<T, N, K> b) {
-  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
-  const int warpgroup = warp_id() / 4;
+  static_assert((M == 128 && W == 8) || (M == 64 && W == 4),
+                "wgmma tiles: two warpgroups of 64 rows, or one warpgroup's own 64-row tile");
+  const int row0 = M == 128 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, warpgroup * 64), detail::kmajor_desc(b, kk));
+    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::kmajor_desc(b, kk));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
@@ -77,7 +78,8 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
                                              SmemPanelTile<T, K, N> b) {
-  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
+  static_assert((M == 128 && W == 8) || (M == 64 && W == 4),
+                "wgmma tiles: two warpgroups of 64 rows, or one warpgroup's own 64-row tile");
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -131,13 +133,13 @@ __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<
 // tile.matmul %at, %b, %c transpose_a with both shared: C += Aᵀ B, Aᵀ stored [K][M] and B [K][NB] in
 // panels, both read MN-major (SS, both transpose bits). N columns of B per warpgroup, starting at
 // column b_col0 (a multiple of 64). M = 128 on 8 warps: warpgroup g takes rows 64g.. (Aᵀ panel g).
-// M = 64 on 4 row bands (the 8 warps as 2 column groups, N = 64): both warpgroups take all 64 rows,
-// each its own b_col0. The Sᵀ backward's dQ parts are N = 64 slices; the GEMM kernels' weight
+// M = 64 on 4 row bands (the 8 warps as 2 column groups): both warpgroups take all 64 rows, each
+// its own b_col0. The Sᵀ backward's dQ parts are N = 64 slices; the GEMM kernels' weight
 // gradients take the whole tile, N = NB.
 template <bool kWait = true, class T, int M, int N, int K, int MA, int NB, int W>
 __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPanelTile<T, K, MA> at,
                                                 SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
-  static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64 && N == 64),
+  static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64),
                 "wgmma_matmul_ta: 64 rows a warpgroup");
   static_assert((N == 64 || N == 128 || N == 256) && N <= NB && K % 16 == 0,
                 "wgmma_matmul_ta: 64, 128 or 256 columns of B, K a multiple of 16");

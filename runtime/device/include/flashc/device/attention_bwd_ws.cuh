@@ -1,0 +1,285 @@
+// Attention backward, warp-specialised TMA form for wide heads (sm_90a): one block owns 64 keys of
+// one KV head and loops over the query blocks (and the query heads of its GQA group); the two
+// consumer warpgroups split the work by role rather than by rows, so that each holds one
+// 64 x D accumulator instead of two (the split that lets D = 256 keep dK and dV in registers):
+//   warpgroup 0 (probabilities):  Sᵀ = K Qᵀ  ->  Pᵀ = exp(scale Sᵀ - lse)  ->  dV += Pᵀ dO   (RS)
+//   warpgroup 1 (score gradient): dPᵀ = V dOᵀ -> dSᵀ = Pᵀ (dPᵀ - D)       ->  dK += dSᵀ Q   (RS)
+//   both:                         dQ[:, half g] += dS K[:, half g]  (SS from dSᵀ in shared memory;
+//                                 f32 reductions into dq_accum, scaled by the postprocess)
+// Pᵀ crosses from warpgroup 0 to 1 through shared memory in register-fragment order (both hold the
+// 64 x 64 tile in the same wgmma C layout, so each thread reads back exactly what its twin wrote).
+//   * TMA: K and V once per block; Q and dO per query block through a ring of kStages slots (full /
+//     empty mbarriers); the producer warp's lanes copy the block's 64 lse and D values into the slot
+//     and arrive on its full barrier (33 arrivals: one with the TMA byte count, one per lane).
+//   * Named barriers (256 consumer threads): kBarP (Pᵀ in shared memory: warpgroup 0 arrives,
+//     1 waits) and kBarDs (dSᵀ in shared memory: both wait). One buffer each suffices: warpgroup 0
+//     reaches the next Pᵀ store only past kBarDs, which warpgroup 1 reaches after reading Pᵀ;
+//     warpgroup 1 reaches the next dSᵀ store only past kBarP, which warpgroup 0 reaches after its
+//     dQ product has completed.
+//
+// Config (static members):
+//   using Elem = bf16 | f16;
+//   kHeadDim              Q/K tile width: 128 or 256 (the N of dK's RS product)
+//   kValueDim             V/dO tile width: 64, 128 or 256 (the N of dV's RS product)
+//   kGroup                query heads per KV head (0: q.shape[1] / k.shape[1] at run time)
+//   kWindowLeft, kWindowRight, kScale   Window<L, R> mask, softmax scale (no softcap in this form)
+//   kStages               Q/dO ring depth (2 at D = 256: 210 KB)
+//   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread)
+//   kProducerRegs, kConsumerRegs   setmaxnreg budgets
+// Launch: grid (ceil(Sk / 64), heads_kv, batch); kThreads (384) threads; kSmemBytes dynamic shared
+// memory. The maps: 4-D (D, S, H, B) of q, k, v, dO with box (64, 64, 1, 1) and the 128B swizzle.
+// lse [B, Hq, Sq] (natural log), delta = rowsum(dO O) [B, Hq, Sq] and dq_accum [B, Hq, Sq, D] f32
+// (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
+#pragma once
+#include "flashc/device/backward.cuh"
+#include "flashc/device/emitter_api.cuh"
+#include "flashc/device/mask.cuh"
+#include "flashc/device/mbarrier.cuh"
+#include "flashc/device/panel.cuh"
+#include "flashc/device/regtile.cuh"
+#include "flashc/device/tensor.cuh"
+#include "flashc/device/tma.cuh"
+#include "flashc/device/types.cuh"
+#include "flashc/device/wgmma_tile.cuh"
+
+namespace flashc {
+namespace device {
+
+template <class Config>
+struct AttentionBwdWsPlan {
+  using Elem = typename Config::Elem;
+  static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim;
+  // dQ is split by column halves of at least 64 (a wgmma N): D = 64 would leave one warpgroup idle.
+  static_assert(kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 128 or 256");
+  static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws backward: value dim 64, 128 or 256");
+  static constexpr int kGroup = Config::kGroup;
+  using Mask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  static constexpr float kScale = Config::kScale;
+  static constexpr float kScaleLog2 = kScale * kLog2e;
+  // ---- schedule ----
+  static constexpr int kBlockN = 64;  // keys a block (the M of every product but dQ's)
+  static constexpr int kBlockM = 64;  // queries a step
+  static constexpr int kStages = Config::kStages;
+  static constexpr int kDqCols = Config::kDqCols;
+  static_assert((kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0,
+                "ws backward: dQ products of 64 or 128 columns dividing half the head dim");
+  static constexpr int kWarps = 8;                    // consumer warps
+  static constexpr int kThreads = kWarps * 32 + 128;  // + the producer warpgroup (one warp works)
+  static constexpr int kProducer = 2;                 // its warpgroup index
+  static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
+  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs), "setmaxnreg budgets");
+  // ---- memory plan (panel tiles 1024-byte aligned) ----
+  using KTile = SmemPanelTile<Elem, kBlockN, kHeadDim>;
+  using VTile = SmemPanelTile<Elem, kBlockN, kValueDim>;
+  using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
+  using DOTile = SmemPanelTile<Elem, kBlockM, kValueDim>;
+  using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
+  static constexpr int kPBytes = 128 * 16 * 4;            // Pᵀ: 16 words a thread of warpgroup 0
+  static constexpr int kSmemK = 0;
+  static constexpr int kSmemV = kSmemK + KTile::kBytes;
+  static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
+  static constexpr int kSmemDO = kSmemQ + kStages * QTile::kBytes;     // kStages slots
+  static constexpr int kSmemDS = kSmemDO + kStages * DOTile::kBytes;
+  static constexpr int kSmemP = kSmemDS + DSTile::kBytes;
+  static constexpr int kSmemLse = kSmemP + kPBytes;                     // float[kBlockM] a slot
+  static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
+  static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
+  static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
+  static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
+  static constexpr int kBarP = 1, kBarDs = 2;  // named barriers
+};
+
+// The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
+// `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
+template <class Config>
+__device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                 const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
+                                                 const TensorArg& q, const TensorArg& k, const TensorArg& lse,
+                                                 const TensorArg& delta, const TensorArg& dq_accum,
+                                                 const TensorArg& dk, const TensorArg& dv, int key_offset) {
+  using P = AttentionBwdWsPlan<Config>;
+  using Elem = typename P::Elem;
+  using Mask = typename P::Mask;
+  using KTile = typename P::KTile;
+  using VTile = typename P::VTile;
+  using QTile = typename P::QTile;
+  using DOTile = typename P::DOTile;
+  using DSTile = typename P::DSTile;
+  constexpr int kHeadDim = P::kHeadDim, kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN,
+                kStages = P::kStages, kWarps = P::kWarps, kDqCols = P::kDqCols;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = align_smem_1024(smem_raw);
+
+  const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
+  const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
+  const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
+  const int k0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int warpgroup = warp_id() / 4;
+  const int m_begin = Mask::query_block_begin(k0, kBlockM, offset);
+  const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
+  const int num_m = m_end > m_begin ? m_end - m_begin : 0;
+  const int num_iters = group * num_m;  // (group head, query block) pairs, head-major
+  auto head_of = [&](int it) { return kv_head * group + it / num_m; };
+  auto q0_of = [&](int it) { return (m_begin + it % num_m) * kBlockM; };
+
+  const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
+  const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
+  const DSTile dSs{reinterpret_cast<Elem*>(smem + P::kSmemDS)};
+  uint4* p_exchange = reinterpret_cast<uint4*>(smem + P::kSmemP);
+  auto q_tile = [&](int s) { return QTile{reinterpret_cast<Elem*>(smem + P::kSmemQ + s * QTile::kBytes)}; };
+  auto do_tile = [&](int s) { return DOTile{reinterpret_cast<Elem*>(smem + P::kSmemDO + s * DOTile::kBytes)}; };
+  auto lse_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemLse + s * kBlockM * 4); };
+  auto delta_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemDelta + s * kBlockM * 4); };
+  auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
+  auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(bar(P::kBarKV), 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(bar(P::kBarFull + s), 1 + 32);   // the TMA arrival + one per producer lane
+      mbarrier_init(bar(P::kBarEmpty + s), kWarps);  // lane 0 of every consumer warp
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();  // the last block-wide barrier
+
+  // =============================== producer warp ===============================
+  if (warpgroup == P::kProducer) {
+    warpgroup_reg_dealloc<P::kProducerRegs>();
+    if (warp_id() != P::kProducer * 4) return;
+    const int lane = lane_id();
+    if (lane == 0) {
+      tma_prefetch_descriptor(&tma_q);
+      tma_prefetch_descriptor(&tma_do);
+      mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
+      tma_load_panels(Ks, &tma_k, bar(P::kBarKV), k0, kv_head, batch);
+      tma_load_panels(Vs, &tma_v, bar(P::kBarKV), k0, kv_head, batch);
+    }
+    for (int it = 0; it < num_iters; ++it) {
+      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
+      if (lane == 0) {
+        mbarrier_arrive_expect_tx(bar(P::kBarFull + s), QTile::kBytes + DOTile::kBytes);
+        tma_load_panels(q_tile(s), &tma_q, bar(P::kBarFull + s), q0, head, batch);
+        tma_load_panels(do_tile(s), &tma_do, bar(P::kBarFull + s), q0, head, batch);
+      }
+      // lse (-inf past Sq: P = 0 there) and D (0), two rows a lane.
+      const GlobalVector<float> lse_v = vector_at<float>(lse, batch, head);
+      const GlobalVector<float> delta_v = vector_at<float>(delta, batch, head);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = lane + 32 * h, row = q0 + r;
+        lse_slot(s)[r] = row < Sq ? lse_v.base[row * lse_v.stride] : -INFINITY;
+        delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
+      }
+      mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
+    }
+    return;
+  }
+
+  // =============================== consumer warpgroups ==============================
+  warpgroup_reg_alloc<P::kConsumerRegs>();
+  const int wg_thread = threadIdx.x % 128;
+  // Pᵀ in fragment order: word w of thread t at uint4 (w / 4) * 128 + t, conflict-free 16-byte accesses.
+  auto exchange_p = [&](RegTile16<Elem, kBlockN, kBlockM, 4>& pt, bool store) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // slabs 2j, 2j+1
+      uint4& slot = p_exchange[j * 128 + wg_thread];
+      if (store) {
+        slot = make_uint4(pt.v[0][2 * j][0], pt.v[0][2 * j][1], pt.v[0][2 * j + 1][0], pt.v[0][2 * j + 1][1]);
+      } else {
+        const uint4 x = slot;
+        pt.v[0][2 * j][0] = x.x, pt.v[0][2 * j][1] = x.y, pt.v[0][2 * j + 1][0] = x.z, pt.v[0][2 * j + 1][1] = x.w;
+      }
+    }
+  };
+  // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum.
+  auto dq_half = [&](int head, int q0) {
+    const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
+#pragma unroll 1
+    for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2); c += kDqCols) {
+      RegTileF32<kBlockM, kDqCols, 4> dq;
+      fill(dq, 0.f);
+      wgmma_matmul_ta<true>(dq, dSs, Ks, c);
+      atomic_add_tile(dq_rows, q0, c, Sq, kHeadDim, dq);
+    }
+  };
+  auto release = [&](int s) {
+    if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));  // Q, dO, lse, D of slot s read
+  };
+
+  mbarrier_wait(bar(P::kBarKV), 0);
+  if (warpgroup == 0) {
+    // ---- probabilities: Pᵀ, dV ----
+    RegTileF32<kBlockN, kValueDim, 4> acc_dv;
+    fill(acc_dv, 0.f);
+    for (int it = 0; it < num_iters; ++it) {
+      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      mbarrier_wait(bar(P::kBarFull + s), phase(it));
+      RegTile16<Elem, kBlockN, kBlockM, 4> pt16;
+      {
+        RegTileF32<kBlockN, kBlockM, 4> st;
+        fill(st, 0.f);
+        wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
+        if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
+        recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+        convert(pt16, st);
+      }
+      exchange_p(pt16, /*store=*/true);
+      named_barrier_arrive(P::kBarP, 256);
+      wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO, while warpgroup 1 forms dSᵀ
+      named_barrier_sync(P::kBarDs, 256);
+      wgmma_wait<0>();
+      dq_half(head, q0);
+      release(s);
+    }
+    RegTile16<Elem, kBlockN, kValueDim, 4> dv16;
+    convert(dv16, acc_dv);
+    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, kValueDim), k0, dv16);
+  } else {
+    // ---- score gradient: dSᵀ, dK ----
+    RegTileF32<kBlockN, kHeadDim, 4> acc_dk;
+    fill(acc_dk, 0.f);
+    for (int it = 0; it < num_iters; ++it) {
+      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      mbarrier_wait(bar(P::kBarFull + s), phase(it));
+      RegTileF32<kBlockN, kBlockM, 4> dpt;
+      fill(dpt, 0.f);
+      wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+      RegTile16<Elem, kBlockN, kBlockM, 4> pt16;
+      named_barrier_sync(P::kBarP, 256);
+      exchange_p(pt16, /*store=*/false);
+      wgmma_wait<0>();
+      RegTile16<Elem, kBlockN, kBlockM, 4> dst16;
+      {
+        // dSᵀ = Pᵀ (dPᵀ - D), Pᵀ as rounded for dV
+#pragma unroll
+        for (int nt = 0; nt < dpt.kNT; ++nt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float2 pf = ElemTraits<Elem>::unpack(pt16.v[0][nt][h]);
+            const float* d = delta_slot(s);
+            dpt.v[0][nt][2 * h] = pf.x * (dpt.v[0][nt][2 * h] - d[dpt.col(nt, 0)]);
+            dpt.v[0][nt][2 * h + 1] = pf.y * (dpt.v[0][nt][2 * h + 1] - d[dpt.col(nt, 1)]);
+          }
+        convert(dst16, dpt);
+      }
+      store_fragments(dSs, dst16);
+      fence_async_shared();  // generic-proxy stores -> the wgmma (async proxy) reads of dQ
+      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (scale at the end)
+      named_barrier_sync(P::kBarDs, 256);
+      wgmma_wait<0>();
+      dq_half(head, q0);
+      release(s);
+    }
+    scale(acc_dk, P::kScale);
+    RegTile16<Elem, kBlockN, kHeadDim, 4> dk16;
+    convert(dk16, acc_dk);
+    store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, kHeadDim), k0, dk16);
+  }
+}
+
+}  // namespace device
+}  // namespace flashc
