@@ -46,7 +46,10 @@ TEST_ATTENTION = tuple(
        AttentionConfig("f16", 4, 2, 256, causal=True, window=(100, 0)),
        AttentionConfig("bf16", 2, 2, 192, value_head_dim=128),
        AttentionConfig("bf16", 2, 2, 192, causal=True, value_head_dim=128),
-       AttentionConfig("f16", 4, 1, 192, value_head_dim=128, softcap=30.0)])
+       AttentionConfig("f16", 4, 1, 192, value_head_dim=128, softcap=30.0),
+       # Padded to the warp-specialised backward's 256-column tiles; the forced Sᵀ form (the same kernel).
+       AttentionConfig("bf16", 2, 2, 160, causal=True, value_head_dim=136),
+       AttentionConfig("bf16", 2, 2, 256, causal=True, backward_form="transposed")])
 # The Sᵀ backward form (flashc --backward-form=transposed) over head dims, masks, dtypes and GQA.
 TEST_ATTENTION_TRANSPOSED = tuple(
     [AttentionConfig("bf16", 2, 2, d, causal=c, backward_form="transposed") for d in (32, 64, 96, 128) for c in (False, True)]
@@ -117,6 +120,8 @@ TEST_ATTENTION_KEY_OFFSET = (
     AttentionConfig("bf16", 2, 2, 128, window=(64, 32), key_offset=True),
     AttentionConfig("bf16", 2, 2, 64, causal=True, softcap=5.0, scale=0.3, key_offset=True),
     AttentionConfig("bf16", 4, 1, 128, causal=True, window=(96, 0), softcap=30.0, key_offset=True),
+    # the warp-specialised backward (D > 128) with a run-time offset
+    AttentionConfig("bf16", 4, 2, 256, causal=True, window=(96, 0), key_offset=True),
 )
 
 # python/tests/test_gpu_transformers.py: small transformers models (8 query heads, 2 key/value heads, head dim 64,

@@ -6,7 +6,8 @@
 // launch), Q resident, K and V through a ring of the plan's stages and the
 // consumers in ping-pong (the order of the query-row blocks is
 // flash-order-blocks', test/Passes/flash-order-blocks.mlir).
-// Kernels of other strategies (sm_80, the backward) get no schedule.
+// Kernels of other strategies (sm_80, the backward at head dims up to 128) get
+// no schedule.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=SM80
@@ -22,6 +23,19 @@
 // FFN-MMA-LABEL: tile.kernel @ffn_ffn_fused(
 // FFN-MMA-NOT: schedule =
 // FFN-MMA-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// The backward's main kernel of a head above 128 (flash-plan-memory's ws
+// backward): K and V resident, each query block's Q and dO through the ring,
+// two consumer warpgroups split by role (Pᵀ and dV, dSᵀ and dK), each holding
+// whole 64-key tiles of the plan's 4 warps; no ping-pong (the roles hand work
+// to each other by named barriers instead).
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD
+// BWD-LABEL: tile.kernel @wide_attention_bwd(
+// BWD-SAME: block_m = 64 : i64, block_n = 64 : i64
+// BWD-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false, role_split = true>
+// BWD-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 4
+// BWD-LABEL: tile.kernel @wide_attention_bwd_postprocess(
+// BWD-NOT: schedule =
+// BWD: tile.kernel @wide_attention_fwd(
 // Budgets setmaxnreg cannot take, or that overdraw the registers of the launch, are refused.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=producer-registers=20 2>&1 | FileCheck %s --check-prefix=PRODUCER
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-warp-specialize=consumer-registers=256 2>&1 | FileCheck %s --check-prefix=BUDGET

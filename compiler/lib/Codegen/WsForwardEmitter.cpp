@@ -208,6 +208,94 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
   return result;
 }
 
+/// The warp-specialised backward's main kernel (attention_bwd_ws): its
+/// schedule is the library's role split, K/V resident, Q/dO in the ring.
+FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+                                                 ArrayRef<std::string> argNames,
+                                                 ArrayRef<std::string> cppNames, StringRef entry,
+                                                 RejectFn reject, llvm::raw_ostream &out) {
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
+  if (!takesWsBackward(spec))
+    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}, softcap = {2}: it takes 16-bit "
+                                "head dims that are multiples of 8 up to 256, one above 128, and "
+                                "no softcap",
+                                d, dv, spec.getSoftcap().getValueAsDouble()));
+  Type elem = spec.getElementType().getValue();
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  bool keyOffset = spec.takesKeyOffset();
+  if (inputs.size() != (keyOffset ? 10u : 9u))
+    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
+                                "dq_accum, dk, dv{2})",
+                                inputs.size(), keyOffset ? 10 : 9, keyOffset ? ", key_offset" : ""));
+  // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
+  for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
+    auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
+    if (!type || type.getRank() != 4 || type.getElementType() != elem || type.getShape()[3] != width)
+      return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
+                                  argNames[i], width));
+  }
+  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  if (!schedule || !schedule.getRoleSplit() || schedule.getConsumerWarpgroups() != 2 ||
+      attrNames(schedule.getResident()) != SmallVector<StringRef>{"k", "v"} ||
+      attrNames(schedule.getRing()) != SmallVector<StringRef>{"q", "dout"})
+    return reject("its schedule is not the library's (run flash-warp-specialize): 2 consumer "
+                  "warpgroups split by roles, k and v resident, q and dout in the ring");
+  int64_t stages = schedule.getRingStages();
+  if (kernel.getBlockM() != 64 || kernel.getBlockN() != 64 || kernel.getWarps() != 4 ||
+      stages < 1 || stages > 4)
+    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
+                                "schedule is 64 queries x 64 keys, tiles of 4 warps, 1-4 stages",
+                                kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages));
+  int64_t headsQ = cast<tile::GlobalTensorType>(inputs[0]).getShape()[1];
+  int64_t headsKV = cast<tile::GlobalTensorType>(inputs[1]).getShape()[1];
+  int64_t group = !ShapedType::isDynamic(headsQ) && !ShapedType::isDynamic(headsKV) &&
+                          headsKV > 0 && headsQ % headsKV == 0
+                      ? headsQ / headsKV
+                      : 0;
+  WsForwardKernel result;
+  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
+  // q, dout: 64 query rows; k, v: the block's 64 key rows (one head of one batch).
+  std::vector<std::string> maps = addTensorMaps(
+      {{0, {1, 1, 64, 64}}, {1, {1, 1, 64, 64}}, {2, {1, 1, 64, 64}}, {3, {1, 1, 64, 64}}}, argNames,
+      cppNames, result);
+
+  std::string ns = entry.str() + "_config";
+  out << "// Warp-specialised TMA backward (strategy wgmma_ws_sm90): the device library's\n"
+      << "// attention_bwd_ws; 2 consumer warpgroups split by role + 1 producer warpgroup.\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
+  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d)
+      << ", kValueDim = " << wsForwardValueTile(dv) << ", kHeadCols = " << d
+      << ", kValueCols = " << dv << ";\n";
+  out << "  static constexpr int kStages = " << stages
+      << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
+  out << "  static constexpr int kGroup = " << group
+      << ";  // query heads per KV head (0: from the shapes at run time)\n";
+  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
+      << ", kWindowRight = " << spec.getWindowRight() << ";\n";
+  out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
+      << ", kDqScale = kScale;  // the postprocess only converts dQ\n";
+  out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
+  out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
+      << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
+  out << "};\n";
+  out << "using Plan = flashc::device::AttentionBwdWsPlan<Config>;\n";
+  out << "static_assert(Plan::kThreads == " << kWsForwardThreads
+      << " && Plan::kSmemBytes == " << result.sharedBytes
+      << ", \"the manifest's block size and shared memory\");\n";
+  out << "}  // namespace " << ns << "\n\n";
+  printSignature(entry, cppNames, inputs, maps, out);
+  out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
+      << ", " << maps[2] << ", " << maps[3];
+  for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
+    out << ", " << cppNames[i];
+  out << ", " << (keyOffset ? cppNames[9] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])")
+      << ");\n";
+  out << "}\n\n";
+  return result;
+}
+
 FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
                                    ArrayRef<std::string> argNames, ArrayRef<std::string> cppNames,
                                    StringRef entry, RejectFn reject, llvm::raw_ostream &out) {
@@ -286,7 +374,7 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
                                          StringRef specComment, llvm::raw_ostream &out) {
   auto reject = [&](const llvm::Twine &why) -> FailureOr<WsForwardKernel> {
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
-                              << " has strategy wgmma_ws_sm90, a warp-specialised forward, but "
+                              << " has strategy wgmma_ws_sm90, a warp-specialised kernel, but "
                               << why,
            failure();
   };
@@ -297,11 +385,15 @@ FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::st
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(spec);
       attention && attention.getRole() == tile::KernelRole::AttentionForward)
     return emitAttention(kernel, attention, argNames, cppNames, entry, reject, out);
+  if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(spec);
+      attention && isWsBackward(attention))
+    return emitAttentionBackward(kernel, attention, argNames, cppNames, entry, reject, out);
   if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
       gemm && gemm.getRole() == tile::KernelRole::FfnFused)
     return emitFfn(kernel, gemm, argNames, cppNames, entry, reject, out);
-  return reject("it is neither an attention forward (#tile.attention<role = attention_forward>) "
-                "nor a fused FFN (#tile.gemm<role = ffn_fused>)");
+  return reject("it is neither an attention forward (#tile.attention<role = attention_forward>), "
+                "an attention backward's main kernel nor a fused FFN (#tile.gemm<role = "
+                "ffn_fused>)");
 }
 
 } // namespace flashc

@@ -168,7 +168,15 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // mma.sync.
     // The fused FFN's ws form has the same shape rules (its d_out is Dv).
     std::optional<WsForwardSizes> ws = wsForwardSizes(spec, kernel.getFunctionType().getInputs());
-    if (plan.strategy == Strategy::WgmmaWsSm90 &&
+    // The warp-specialised backward (attention_bwd_ws) is 64 keys x 64
+    // queries, tiles of one warpgroup (4 warps) in each of its two consumer
+    // warpgroups, a Q/dO ring of 1-4 stages; an override outside that is
+    // planned as mma.sync.
+    if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
+      if (!(plan.blockM == 64 && plan.blockN == 64 && plan.warps == 4 && plan.stages >= 1 &&
+            plan.stages <= 4 && takesWsBackward(attention)))
+        plan.strategy = Strategy::MmaSyncSm80;
+    } else if (plan.strategy == Strategy::WgmmaWsSm90 &&
         !(plan.blockM == 128 && (plan.blockN == 64 || plan.blockN == 128) && plan.warps == 8 &&
           plan.stages >= 1 && plan.stages <= 4 && ws &&
           wsForwardFitsRegisters(ws->valueDim, plan.blockN)))
@@ -271,6 +279,10 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         ws && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
                                     ws->elementBytes);
+    if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+        attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
+      offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,
+                                     attention.getElementType().getValue().getIntOrFloatBitWidth() / 8);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

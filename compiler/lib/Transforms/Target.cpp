@@ -62,6 +62,65 @@ std::string unknownTargetMessage(llvm::StringRef arch) {
   return message;
 }
 
+namespace {
+/// The Sᵀ backward (docs/device-library.md): 128 keys on 8 warps x 16 rows,
+/// query blocks of 64.
+TilePlan transposedBackwardPlan(TilePlan plan, AttentionSpecAttr attention, bool hopper, int64_t d) {
+  plan.blockM = 64;
+  plan.blockN = d <= 128 ? 128 : 64;
+  plan.warps = plan.blockN / 16;
+  // Hopper: the 128 key rows are two warpgroups; S^T = K·Q^T and dP^T =
+  // V·dO^T are SS wgmma, dV += P^T·dO and dK += dS^T·Q are RS wgmma, dQ
+  // by wgmma from dSᵀ in shared memory (docs/design/wgmma-backward.md).
+  bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
+  if (hopper && sixteenBit && wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())) {
+    plan.strategy = Strategy::WgmmaSm90;
+    // D = 64: 128 queries a step (FA3's 128x128) halve the barriers and
+    // waits per FLOP; dQ is then 128 rows x 64 columns, one row band a warp.
+    if (d == 64)
+      plan.blockM = 128;
+  }
+  return plan;
+}
+} // namespace
+
+bool isWsBackward(Attribute spec) {
+  auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
+  return attention && (attention.getRole() == KernelRole::AttentionBackward ||
+                       attention.getRole() == KernelRole::AttentionBackwardTransposed);
+}
+
+bool takesWsBackward(AttentionSpecAttr attention) {
+  // 16-bit, no softcap (its derivative is not in the library's form), dQ by
+  // atomics (the deterministic backward's dK/dV-only kernels are other roles).
+  Type element = attention.getElementType().getValue();
+  return (element.isBF16() || element.isF16()) &&
+         attention.getSoftcap().getValueAsDouble() == 0.0 &&
+         wsBackwardTakes(attention.getHeadDim(), attention.getValueDim());
+}
+
+bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
+  // 16-byte rows for the TMA, at most 256 wide; only where a head is wider
+  // than 128: at D = Dv = 128 its 64 keys a block double the dQ reductions
+  // per FLOP and it ran 0.74x the Sᵀ wgmma backward (kernel lab run 9).
+  return headDim >= 8 && headDim <= 256 && headDim % 8 == 0 && valueDim >= 8 &&
+         valueDim <= 256 && valueDim % 8 == 0 && std::max(headDim, valueDim) > 128;
+}
+
+int64_t wsBackwardHeadTile(int64_t headDim) { return headDim <= 128 ? 128 : 256; }
+
+int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                              int64_t elementBytes) {
+  // AttentionBwdWsPlan: K and V once, a ring of Q and dO slots, dSᵀ and Pᵀ
+  // (64 x 64, 16-bit), lse and D a slot, mbarriers, 1024 bytes of alignment.
+  int64_t d = wsBackwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
+  int64_t tiles = (64 * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
+  int64_t exchange = 2 * 64 * 64 * 2;
+  int64_t vectors = 2 * stages * 64 * 4;
+  int64_t barriers = 1 + 2 * stages;
+  return tiles + exchange + vectors + 8 * barriers + 1024;
+}
+
 TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices,
                      ArrayRef<Type> argTypes) {
   TilePlan plan;
@@ -123,33 +182,33 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       break;
     }
     case KernelRole::AttentionBackward:
+    case KernelRole::AttentionBackwardTransposed:
+      if (hopper && takesWsBackward(attention)) {
+        // Wide heads: the warp-specialised TMA backward (the device library's
+        // attention_bwd_ws): 64 keys a block, the two consumer warpgroups
+        // split by role (Pᵀ and dV, dSᵀ and dK) so each holds one 64 x D
+        // accumulator. Measured at D = 256 on the H200: 300-313 TFLOP/s
+        // (0.82-0.88x cuDNN) against the mma.sync form's 104
+        // (bench/results/2026-12-01-kernel_lab-run9.md).
+        // (4 warps: each consumer warpgroup holds whole tiles; the schedule's
+        // role split, flash-warp-specialize, adds the second.)
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = 64;
+        plan.blockN = 64;
+        plan.warps = 4;
+        break;
+      }
+      if (attention.getRole() == KernelRole::AttentionBackwardTransposed)
+        return transposedBackwardPlan(plan, attention, hopper, d);
+      [[fallthrough]];
     case KernelRole::AttentionBackwardKV:
       // 64 keys x 64 queries on 4 warps: 128 keys spilled 480 bytes at D = 64.
       plan.blockM = 64;
       plan.blockN = 64;
       plan.warps = 4;
       break;
-    case KernelRole::AttentionBackwardTransposed:
-    case KernelRole::AttentionBackwardKVTransposed: {
-      // S^T form (docs/device-library.md): 128 keys on 8 warps x 16 rows,
-      // query blocks of 64.
-      plan.blockM = 64;
-      plan.blockN = d <= 128 ? 128 : 64;
-      plan.warps = plan.blockN / 16;
-      // Hopper: the 128 key rows are two warpgroups; S^T = K·Q^T and dP^T =
-      // V·dO^T are SS wgmma, dV += P^T·dO and dK += dS^T·Q are RS wgmma, dQ
-      // stays mma.sync over the same panels (docs/design/wgmma-backward.md).
-      bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
-      if (hopper && sixteenBit &&
-          wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())) {
-        plan.strategy = Strategy::WgmmaSm90;
-        // D = 64: 128 queries a step (FA3's 128x128) halve the barriers and
-        // waits per FLOP; dQ is then 128 rows x 64 columns, one row band a warp.
-        if (d == 64)
-          plan.blockM = 128;
-      }
-      break;
-    }
+    case KernelRole::AttentionBackwardKVTransposed:
+      return transposedBackwardPlan(plan, attention, hopper, d);
     default:
       // Row-wise pre/postprocessing: memory bound, 128 rows, 8 warps.
       plan.blockM = 128;
@@ -314,8 +373,10 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
     case KernelRole::AttentionBackwardKV:
     case KernelRole::AttentionBackwardTransposed:
     case KernelRole::AttentionBackwardKVTransposed:
-      // dK [Bc x D] + dV [Bc x Dv] + S/P and dP/dS [Br x Bc]
-      values = add(mul(plan.blockN, add(d, dv)), 2 * plan.blockM * plan.blockN);
+      // dK [Bc x D] + dV [Bc x Dv] + S/P and dP/dS [Br x Bc]; the ws form's
+      // warpgroups hold one of dK, dV each.
+      values = add(mul(plan.blockN, plan.strategy == Strategy::WgmmaWsSm90 ? std::max(d, dv) : add(d, dv)),
+                   2 * plan.blockM * plan.blockN);
       break;
     case KernelRole::AttentionBackwardDQ:
       values = add(mul(plan.blockM, d), 2 * plan.blockM * plan.blockN);

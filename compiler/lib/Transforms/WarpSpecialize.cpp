@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Target.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -37,11 +38,21 @@ struct WarpSpecializePass
       // row block of x and the W1 columns / W2 rows of each hidden block.
       Builder builder(ctx);
       ArrayAttr resident, ring;
+      bool roleSplit = false;
+      int64_t consumerWarpgroups = static_cast<int64_t>(kernel.getWarps()) / 4;
       auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
       auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
       if (attention && attention.getRole() == KernelRole::AttentionForward) {
         resident = builder.getStrArrayAttr({"q"});
         ring = builder.getStrArrayAttr({"k", "v"});
+      } else if (attention && flashc::isWsBackward(attention)) {
+        // The backward's key block (K, V) is loaded once; each query block's
+        // Q and dO (with its lse and D) stream through the ring.
+        resident = builder.getStrArrayAttr({"k", "v"});
+        ring = builder.getStrArrayAttr({"q", "dout"});
+        // Two consumer warpgroups by role, each with whole 64-key tiles.
+        roleSplit = true;
+        consumerWarpgroups = 2;
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});
@@ -55,10 +66,10 @@ struct WarpSpecializePass
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
-          emitError, ctx, static_cast<int64_t>(producerRegisters),
-          static_cast<int64_t>(kernel.getWarps()) / 4, static_cast<int64_t>(consumerRegisters),
-          resident, ring,
-          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong));
+          emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
+          static_cast<int64_t>(consumerRegisters), resident, ring,
+          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong) && !roleSplit,
+          roleSplit);
       if (!schedule)
         return signalPassFailure();
       // (The pass manager's verifier checks it against the plan.)

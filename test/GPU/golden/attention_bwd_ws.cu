@@ -21,9 +21,11 @@ namespace bwd_ws_config {
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
+  static constexpr int kHeadCols = kHeadDim, kValueCols = kValueDim;
   static constexpr int kGroup = bwd_config::kGroup;
   static constexpr int kWindowLeft = bwd_config::Mask::L, kWindowRight = bwd_config::Mask::R;
   static constexpr float kScale = bwd_config::kScale;
+  static constexpr float kDqScale = 1.f;  // attention_bwd.cu's postprocess scales dQ
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;

@@ -113,6 +113,21 @@ struct WsForwardSizes {
 std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
                                              llvm::ArrayRef<mlir::Type> argTypes);
 
+/// The warp-specialised TMA attention backward (the device library's
+/// attention_bwd_ws: 64 keys a block, consumer warpgroups split by role)
+/// takes these head dims: multiples of 8 up to 256, one of them above 128.
+bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
+/// Whether `spec` is a main backward kernel's recipe (dK, dV and dQ by
+/// atomics: the roles attention_bwd_ws can replace).
+bool isWsBackward(mlir::Attribute spec);
+/// ... and this main-kernel recipe (16-bit, no softcap, and the head dims).
+bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
+/// Its Q/K tile width (128 or 256; V's is wsForwardValueTile) and shared
+/// memory in bytes (AttentionBwdWsPlan::kSmemBytes).
+int64_t wsBackwardHeadTile(int64_t headDim);
+int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                              int64_t elementBytes);
+
 /// Default plan for a kernel recipe (#tile.attention or #tile.gemm); the
 /// kernel's argument types where a plan depends on its sizes (the ws FFN).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,

@@ -127,7 +127,7 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                           int64_t producerRegisters, int64_t consumerWarpgroups,
                                           int64_t consumerRegisters, ArrayAttr resident,
-                                          ArrayAttr ring, int64_t ringStages, bool) {
+                                          ArrayAttr ring, int64_t ringStages, bool, bool) {
   // setmaxnreg takes multiples of 8 in [24, 256].
   auto budget = [&](StringRef name, int64_t value) -> LogicalResult {
     if (value < 24 || value > 256 || value % 8 != 0)

@@ -152,10 +152,16 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "has a #tile.warp_specialized schedule but strategy "
                            << stringifyStrategy(getStrategy())
                            << "; only wgmma_ws_sm90 kernels are warp-specialised";
-    if (schedule.getConsumerWarpgroups() * 4 != warps)
+    // Split by rows, the consumers are the plan's warps; split by roles, each
+    // consumer warpgroup holds the plan's whole tiles (one warpgroup's warps).
+    if (schedule.getRoleSplit() ? warps != 4 : schedule.getConsumerWarpgroups() * 4 != warps)
       return emitOpError() << "schedule has " << schedule.getConsumerWarpgroups()
-                           << " consumer warpgroups but the plan " << warps
-                           << " warps (4 a warpgroup)";
+                           << " consumer warpgroups"
+                           << (schedule.getRoleSplit() ? " split by roles" : "") << " but the plan "
+                           << warps << " warps ("
+                           << (schedule.getRoleSplit() ? "4: each warpgroup holds whole tiles"
+                                                       : "4 a warpgroup")
+                           << ")";
     if (schedule.getRingStages() != static_cast<int64_t>(getStages()))
       return emitOpError() << "schedule has " << schedule.getRingStages()
                            << " ring stages but the plan " << getStages();

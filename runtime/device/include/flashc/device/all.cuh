@@ -22,5 +22,6 @@
 #include "flashc/device/tma.cuh"
 #include "flashc/device/raster.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"
+#include "flashc/device/attention_bwd_ws.cuh"
 #include "flashc/device/ws_epilogue.cuh"
 #include "flashc/device/ffn_fwd_ws.cuh"

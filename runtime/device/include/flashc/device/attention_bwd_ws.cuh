@@ -21,8 +21,11 @@
 //   using Elem = bf16 | f16;
 //   kHeadDim              Q/K tile width: 128 or 256 (the N of dK's RS product)
 //   kValueDim             V/dO tile width: 64, 128 or 256 (the N of dV's RS product)
+//   kHeadCols, kValueCols the tensors' widths (multiples of 8 up to the tiles'): the TMA zero-fills
+//                         the padding, which adds nothing; dQ, dK and dV are stored without it
 //   kGroup                query heads per KV head (0: q.shape[1] / k.shape[1] at run time)
 //   kWindowLeft, kWindowRight, kScale   Window<L, R> mask, softmax scale (no softcap in this form)
+//   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales)
 //   kStages               Q/dO ring depth (2 at D = 256: 210 KB)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
@@ -52,6 +55,10 @@ struct AttentionBwdWsPlan {
   // dQ is split by column halves of at least 64 (a wgmma N): D = 64 would leave one warpgroup idle.
   static_assert(kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 128 or 256");
   static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws backward: value dim 64, 128 or 256");
+  static constexpr int kHeadCols = Config::kHeadCols, kValueCols = Config::kValueCols;
+  static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
+                    kValueCols <= kValueDim && kValueCols % 8 == 0,
+                "ws backward: the tensors' widths within the tiles, 16-byte rows");
   static constexpr int kGroup = Config::kGroup;
   using Mask = Window<Config::kWindowLeft, Config::kWindowRight>;
   static constexpr float kScale = Config::kScale;
@@ -203,7 +210,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       RegTileF32<kBlockM, kDqCols, 4> dq;
       fill(dq, 0.f);
       wgmma_matmul_ta<true>(dq, dSs, Ks, c);
-      atomic_add_tile(dq_rows, q0, c, Sq, kHeadDim, dq);
+      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+      if (c < P::kHeadCols) atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
     }
   };
   auto release = [&](int s) {
@@ -237,7 +245,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     }
     RegTile16<Elem, kBlockN, kValueDim, 4> dv16;
     convert(dv16, acc_dv);
-    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, kValueDim), k0, dv16);
+    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
   } else {
     // ---- score gradient: dSᵀ, dK ----
     RegTileF32<kBlockN, kHeadDim, 4> acc_dk;
@@ -277,7 +285,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, 4> dk16;
     convert(dk16, acc_dk);
-    store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, kHeadDim), k0, dk16);
+    store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
   }
 }
 

@@ -137,6 +137,10 @@ def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
       landed) and an empty one (every consumer warp released the slot).
     - ping_pong: the consumer warpgroups take turns issuing their GEMMs (named
       barriers), so one's softmax runs under the other's GEMMs.
+    - role_split: the consumer warpgroups split the work by role, not by rows:
+      each holds whole 64-row tiles of the kernel's plan (`warps` = 4) and
+      computes its own products (the attention backward: Pᵀ and dV in one,
+      dSᵀ and dK in the other, dQ by column halves).
     Within a warpgroup the library always issues S_j = Q K_jᵀ before
     P_{j-1} V_{j-1} and runs the softmax of S_j under that product. The order
     of the query-row blocks is the kernel's `grid_order` (flash-order-blocks).
@@ -148,7 +152,8 @@ def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
     "::mlir::ArrayAttr":$resident,
     "::mlir::ArrayAttr":$ring,
     "int64_t":$ring_stages,
-    "bool":$ping_pong);
+    "bool":$ping_pong,
+    DefaultValuedParameter<"bool", "false">:$role_split);
   let assemblyFormat = "`<` struct(params) `>`";
   // Register budgets setmaxnreg takes (multiples of 8 in [24, 256]) that fit
   // the register file together; 1-4 ring stages; named operands.
