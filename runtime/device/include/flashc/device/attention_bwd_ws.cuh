@@ -217,6 +217,16 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto release = [&](int s) {
     if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));  // Q, dO, lse, D of slot s read
   };
+  // bar.sync / bar.arrive are warp-aligned: reconverge the warp first (the spin on an mbarrier and the
+  // predicated reductions and arrivals before may leave its lanes apart; synccheck flags it).
+  auto sync_roles = [](int id) {
+    __syncwarp();
+    named_barrier_sync(id, 256);
+  };
+  auto arrive_roles = [](int id) {
+    __syncwarp();
+    named_barrier_arrive(id, 256);
+  };
 
   mbarrier_wait(bar(P::kBarKV), 0);
   if (warpgroup == 0) {
@@ -236,9 +246,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         convert(pt16, st);
       }
       exchange_p(pt16, /*store=*/true);
-      named_barrier_arrive(P::kBarP, 256);
+      arrive_roles(P::kBarP);
       wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO, while warpgroup 1 forms dSᵀ
-      named_barrier_sync(P::kBarDs, 256);
+      sync_roles(P::kBarDs);
       wgmma_wait<0>();
       dq_half(head, q0);
       release(s);
@@ -257,7 +267,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       fill(dpt, 0.f);
       wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
       RegTile16<Elem, kBlockN, kBlockM, 4> pt16;
-      named_barrier_sync(P::kBarP, 256);
+      sync_roles(P::kBarP);
       exchange_p(pt16, /*store=*/false);
       wgmma_wait<0>();
       RegTile16<Elem, kBlockN, kBlockM, 4> dst16;
@@ -277,7 +287,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       store_fragments(dSs, dst16);
       fence_async_shared();  // generic-proxy stores -> the wgmma (async proxy) reads of dQ
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (scale at the end)
-      named_barrier_sync(P::kBarDs, 256);
+      sync_roles(P::kBarDs);
       wgmma_wait<0>();
       dq_half(head, q0);
       release(s);
