@@ -111,11 +111,11 @@ int64_t wsBackwardHeadTile(int64_t headDim) { return headDim <= 128 ? 128 : 256;
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes) {
-  // AttentionBwdWsPlan: K and V once, a ring of Q and dO slots, dSᵀ and Pᵀ
-  // (64 x 64, 16-bit), lse and D a slot, mbarriers, 1024 bytes of alignment.
+  // AttentionBwdWsPlan: K and V once, a ring of Q and dO slots, dSᵀ (64 x 64,
+  // 16-bit) and Pᵀ (f32), lse and D a slot, mbarriers, 1024 bytes of alignment.
   int64_t d = wsBackwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
   int64_t tiles = (64 * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
-  int64_t exchange = 2 * 64 * 64 * 2;
+  int64_t exchange = 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * 64 * 4;
   int64_t barriers = 1 + 2 * stages;
   return tiles + exchange + vectors + 8 * barriers + 1024;

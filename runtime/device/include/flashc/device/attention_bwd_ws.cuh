@@ -6,8 +6,9 @@
 //   warpgroup 1 (score gradient): dPᵀ = V dOᵀ -> dSᵀ = Pᵀ (dPᵀ - D)       ->  dK += dSᵀ Q   (RS)
 //   both:                         dQ[:, half g] += dS K[:, half g]  (SS from dSᵀ in shared memory;
 //                                 f32 reductions into dq_accum, scaled by the postprocess)
-// Pᵀ crosses from warpgroup 0 to 1 through shared memory in register-fragment order (both hold the
-// 64 x 64 tile in the same wgmma C layout, so each thread reads back exactly what its twin wrote).
+// Pᵀ crosses from warpgroup 0 to 1 through shared memory in f32 (dSᵀ from the unrounded Pᵀ, as the
+// float64 checks want at D = 192) and register-fragment order (both hold the 64 x 64 tile in the same
+// wgmma C layout, so each thread reads back exactly what its twin wrote).
 //   * TMA: K and V once per block; Q and dO per query block through a ring of kStages slots (full /
 //     empty mbarriers); the producer warp's lanes copy the block's 64 lse and D values into the slot
 //     and arrive on its full barrier (33 arrivals: one with the TMA byte count, one per lane).
@@ -81,7 +82,7 @@ struct AttentionBwdWsPlan {
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
   using DOTile = SmemPanelTile<Elem, kBlockM, kValueDim>;
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
-  static constexpr int kPBytes = 128 * 16 * 4;            // Pᵀ: 16 words a thread of warpgroup 0
+  static constexpr int kPBytes = 128 * 32 * 4;            // Pᵀ in f32: 32 floats a thread of warpgroup 0
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
@@ -134,7 +135,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
   const DSTile dSs{reinterpret_cast<Elem*>(smem + P::kSmemDS)};
-  uint4* p_exchange = reinterpret_cast<uint4*>(smem + P::kSmemP);
+  float4* p_exchange = reinterpret_cast<float4*>(smem + P::kSmemP);
   auto q_tile = [&](int s) { return QTile{reinterpret_cast<Elem*>(smem + P::kSmemQ + s * QTile::kBytes)}; };
   auto do_tile = [&](int s) { return DOTile{reinterpret_cast<Elem*>(smem + P::kSmemDO + s * DOTile::kBytes)}; };
   auto lse_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemLse + s * kBlockM * 4); };
@@ -189,17 +190,17 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<P::kConsumerRegs>();
   const int wg_thread = threadIdx.x % 128;
-  // Pᵀ in fragment order: word w of thread t at uint4 (w / 4) * 128 + t, conflict-free 16-byte accesses.
-  auto exchange_p = [&](RegTile16<Elem, kBlockN, kBlockM, 4>& pt, bool store) {
+  // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
+  auto store_p = [&](const RegTileF32<kBlockN, kBlockM, 4>& pt) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {  // slabs 2j, 2j+1
-      uint4& slot = p_exchange[j * 128 + wg_thread];
-      if (store) {
-        slot = make_uint4(pt.v[0][2 * j][0], pt.v[0][2 * j][1], pt.v[0][2 * j + 1][0], pt.v[0][2 * j + 1][1]);
-      } else {
-        const uint4 x = slot;
-        pt.v[0][2 * j][0] = x.x, pt.v[0][2 * j][1] = x.y, pt.v[0][2 * j + 1][0] = x.z, pt.v[0][2 * j + 1][1] = x.w;
-      }
+    for (int nt = 0; nt < 8; ++nt)
+      p_exchange[nt * 128 + wg_thread] = make_float4(pt.v[0][nt][0], pt.v[0][nt][1], pt.v[0][nt][2], pt.v[0][nt][3]);
+  };
+  auto load_p = [&](RegTileF32<kBlockN, kBlockM, 4>& pt) {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const float4 x = p_exchange[nt * 128 + wg_thread];
+      pt.v[0][nt][0] = x.x, pt.v[0][nt][1] = x.y, pt.v[0][nt][2] = x.z, pt.v[0][nt][3] = x.w;
     }
   };
   // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum.
@@ -217,16 +218,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto release = [&](int s) {
     if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));  // Q, dO, lse, D of slot s read
   };
-  // bar.sync / bar.arrive are warp-aligned: reconverge the warp first (the spin on an mbarrier and the
-  // predicated reductions and arrivals before may leave its lanes apart; synccheck flags it).
-  auto sync_roles = [](int id) {
-    __syncwarp();
-    named_barrier_sync(id, 256);
-  };
-  auto arrive_roles = [](int id) {
-    __syncwarp();
-    named_barrier_arrive(id, 256);
-  };
+  // The two roles meet on one barrier from different code: the non-aligned barrier forms.
+  auto sync_roles = [](int id) { named_barrier_sync_unaligned(id, 256); };
+  auto arrive_roles = [](int id) { named_barrier_arrive_unaligned(id, 256); };
 
   mbarrier_wait(bar(P::kBarKV), 0);
   if (warpgroup == 0) {
@@ -243,9 +237,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
         recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+        store_p(st);
         convert(pt16, st);
       }
-      exchange_p(pt16, /*store=*/true);
       arrive_roles(P::kBarP);
       wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO, while warpgroup 1 forms dSᵀ
       sync_roles(P::kBarDs);
@@ -266,22 +260,13 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       RegTileF32<kBlockN, kBlockM, 4> dpt;
       fill(dpt, 0.f);
       wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
-      RegTile16<Elem, kBlockN, kBlockM, 4> pt16;
-      sync_roles(P::kBarP);
-      exchange_p(pt16, /*store=*/false);
-      wgmma_wait<0>();
       RegTile16<Elem, kBlockN, kBlockM, 4> dst16;
       {
-        // dSᵀ = Pᵀ (dPᵀ - D), Pᵀ as rounded for dV
-#pragma unroll
-        for (int nt = 0; nt < dpt.kNT; ++nt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float2 pf = ElemTraits<Elem>::unpack(pt16.v[0][nt][h]);
-            const float* d = delta_slot(s);
-            dpt.v[0][nt][2 * h] = pf.x * (dpt.v[0][nt][2 * h] - d[dpt.col(nt, 0)]);
-            dpt.v[0][nt][2 * h + 1] = pf.y * (dpt.v[0][nt][2 * h + 1] - d[dpt.col(nt, 1)]);
-          }
+        RegTileF32<kBlockN, kBlockM, 4> pt;
+        sync_roles(P::kBarP);
+        load_p(pt);
+        wgmma_wait<0>();
+        softmax_grad_cols(dpt, pt, delta_slot(s));  // dSᵀ = Pᵀ (dPᵀ - D)
         convert(dst16, dpt);
       }
       store_fragments(dSs, dst16);

@@ -62,6 +62,14 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// The non-.aligned forms: the participating warps may reach the barrier from different instructions
+// (warpgroups in different roles meeting on one id); bar.sync / bar.arrive promise the same one.
+__device__ __forceinline__ void named_barrier_sync_unaligned(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive_unaligned(int id, int threads) {
+  asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // Warpgroup register reallocation (every thread of the warpgroup executes the same one). The kernel
 // launches with the launch-bounds count per thread (e.g. 168 for 384 threads); a producer warpgroup
