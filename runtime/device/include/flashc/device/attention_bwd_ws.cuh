@@ -207,12 +207,14 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto dq_half = [&](int head, int q0) {
     const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
 #pragma unroll 1
-    for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2); c += kDqCols) {
+    // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
+    for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
+         c += kDqCols) {
       RegTileF32<kBlockM, kDqCols, 4> dq;
       fill(dq, 0.f);
       wgmma_matmul_ta<true>(dq, dSs, Ks, c);
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      if (c < P::kHeadCols) atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
+      atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
     }
   };
   auto release = [&](int s) {
