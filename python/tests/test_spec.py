@@ -242,7 +242,7 @@ class ConfigTextTest(unittest.TestCase):
         self.assertTrue(all(c.key_offset for c in koff))
         self.assertLessEqual(len(koff), 10)
         self.assertEqual({c.dtype for c in koff}, {"bf16", "f16"})
-        self.assertEqual({c.head_dim for c in koff}, {64, 128})
+        self.assertEqual({c.head_dim for c in koff}, {64, 128, 256})  # 256: the warp-specialised backward
         self.assertTrue(any(c.window is None and not c.causal for c in koff))  # the plain mask
         self.assertTrue(any(c.window is None and c.causal for c in koff))
         self.assertTrue(any(c.window is not None and c.causal for c in koff))
