@@ -170,6 +170,53 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
   }
 }
 
+// dst[row0 + r][c] += t[r][c] as 16-byte reductions that cover 64 contiguous bytes of a row per quad:
+// lanes t and t^1 trade one pair so that, for slabs 2p and 2p + 1 of row g (then of row g + 8), lane
+// 0 holds slab 2p cols 0-3, lane 2 slab 2p cols 4-7, lane 1 slab 2p + 1 cols 0-3, lane 3 slab 2p + 1
+// cols 4-7. The L2 takes a reduction request per contiguous segment (Nsight Compute: one sector a
+// request with the 8-byte form), so 64-byte segments halve the requests for the same bytes. Rows
+// past dst.rows skipped; dst.cols a multiple of 4 (a 4-column group is all in or all out); rows 16-byte
+// aligned.
+template <int R, int C, int W>
+__device__ __forceinline__ void atomic_add_row_segments(const GlobalMatrix<float>& dst, int row0,
+                                                        const RegTileF32<R, C, W>& t) {
+  static_assert(C % 16 == 0, "atomic_add_row_segments: whole pairs of 8-column slabs");
+  const int lane = lane_id();
+  const bool odd = (lane & 1) != 0;
+  const int col_in_pair = 4 * ((lane & 3) >> 1);  // 0 for lanes 0, 1; 4 for lanes 2, 3
+#pragma unroll
+  for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + t.row(mt, h);
+      float* base = dst.base + row * dst.row_stride;
+#pragma unroll
+      for (int p = 0; p < t.kNT / 2; ++p) {
+        // Even lanes keep slab 2p and give their slab 2p + 1 pair; odd lanes the reverse (selects, not
+        // a computed index: the fragment stays in registers).
+        const float lo0 = t.v[mt][2 * p][2 * h], lo1 = t.v[mt][2 * p][2 * h + 1];
+        const float hi0 = t.v[mt][2 * p + 1][2 * h], hi1 = t.v[mt][2 * p + 1][2 * h + 1];
+        const float mine0 = odd ? hi0 : lo0, mine1 = odd ? hi1 : lo1;
+        const float got0 = __shfl_xor_sync(0xffffffffu, odd ? lo0 : hi0, 1);
+        const float got1 = __shfl_xor_sync(0xffffffffu, odd ? lo1 : hi1, 1);
+        // The even lane's pair is the lower two columns of the four, the odd lane's the upper two.
+        const float a0 = odd ? got0 : mine0, a1 = odd ? got1 : mine1;
+        const float a2 = odd ? mine0 : got0, a3 = odd ? mine1 : got1;
+        const int col = (2 * p + (odd ? 1 : 0)) * 8 + col_in_pair;
+        if (row < dst.rows && col < dst.cols) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+          asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
+                       "f"(a2), "f"(a3)
+                       : "memory");
+#else
+          atomicAdd(base + col, a0), atomicAdd(base + col + 1, a1);
+          atomicAdd(base + col + 2, a2), atomicAdd(base + col + 3, a3);
+#endif
+        }
+      }
+    }
+}
+
 // tile op `row_dot %a, %b` on two shared tiles: d[r] = sum_c a[r][c] * b[r][c] in f32, as a
 // register row vector of the usual layout (each quad reduces its two rows; 16-byte reads).
 template <int W, class T, int R, int C>
