@@ -149,6 +149,10 @@ else
             echo "--- $tool $(basename "$b")"
             "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
               || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
+            # Heads above 128 (the ws backward): enough query blocks (5 of 64) that its Q/dO/lse/D ring slots are reused.
+            case "$(basename "$b")" in *_d256_*|*_d192v128_*)
+              "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 300 --seq-k 140 --tokens 77 \
+                || { echo "FAILED: $tool $(basename "$b") (ring reuse)"; rc=1; } ;; esac
           done
         done
       done

@@ -222,8 +222,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
     }
   };
+  // One arrival per warp frees slot s once its Q, dO (read by completed wgmma) and its lse, D (read by
+  // every lane: __syncwarp orders those reads before lane 0's release; racecheck sees the order).
   auto release = [&](int s) {
-    if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));  // Q, dO, lse, D of slot s read
+    __syncwarp();
+    if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));
   };
   // The two roles meet on one barrier from different code: the non-aligned barrier forms.
   auto sync_roles = [](int id) { named_barrier_sync_unaligned(id, 256); };
