@@ -10,7 +10,7 @@
 // float64 checks want at D = 192) and register-fragment order (both hold the 64 x 64 tile in the same
 // wgmma C layout, so each thread reads back exactly what its twin wrote).
 //   * TMA: K and V once per block; Q and dO per query block through a ring of kStages slots (full /
-//     empty mbarriers); the producer warp's lanes copy the block's 64 lse and D values into the slot
+//     empty mbarriers; every consumer thread arrives on empty); the producer warp's lanes copy the block's 64 lse and D values into the slot
 //     and arrive on its full barrier (33 arrivals: one with the TMA byte count, one per lane).
 //   * Named barriers (256 consumer threads): kBarP (Pᵀ in shared memory: warpgroup 0 arrives,
 //     1 waits) and kBarDs (dSᵀ in shared memory: both wait). One buffer each suffices: warpgroup 0
@@ -149,7 +149,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     mbarrier_init(bar(P::kBarKV), 1);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(bar(P::kBarFull + s), 1 + 32);   // the TMA arrival + one per producer lane
-      mbarrier_init(bar(P::kBarEmpty + s), kWarps);  // lane 0 of every consumer warp
+      mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
     mbarrier_init_fence();
   }
@@ -222,12 +222,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
     }
   };
-  // One arrival per warp frees slot s once its Q, dO (read by completed wgmma) and its lse, D (read by
-  // every lane: __syncwarp orders those reads before lane 0's release; racecheck sees the order).
-  auto release = [&](int s) {
-    __syncwarp();
-    if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + s));
-  };
+  // Every consumer thread arrives to free slot s: its Q and dO were read by completed wgmma, and each
+  // thread's own lse / D reads are released by its own arrival (an mbarrier arrival releases only the
+  // arriving thread's accesses: one lane's would leave the others' reads unordered before the
+  // producer's next stores; racecheck flagged exactly that).
+  auto release = [&](int s) { mbarrier_arrive(bar(P::kBarEmpty + s)); };
   // The two roles meet on one barrier from different code: the non-aligned barrier forms.
   auto sync_roles = [](int id) { named_barrier_sync_unaligned(id, 256); };
   auto arrive_roles = [](int id) { named_barrier_arrive_unaligned(id, 256); };
