@@ -96,9 +96,6 @@ VARIANTS = {
     "d256_f16_gqa2_win100_bwdws": (256, 8, 2, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d256_gqa4_win37_bwdws": (256, 8, 4, 0, 0, 37, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d256_bwdws_dq128": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_COLS": 128}, True),
-    # dQ by 8-byte red.v2 straight from the fragments (the form before the 64-byte row segments)
-    "d256_bwdws_red2": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_SEGMENTS": 0}, True),
-    "d256_causal_bwdws_red2": (256, 8, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_SEGMENTS": 0}, True),
     "d128_bwdws": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_causal_bwdws": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_f16_gqa4_win100_bwdws": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
@@ -114,7 +111,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_wg", "d128_causal_wg", "d64_wg", "d64_causal_wg", "d128_wg_vswap", "d128_causal_wg_vswap",
                  "d128_wg_bn64",
                  "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
-                 "d64_ws_st4", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128", "d256_bwdws_red2", "d256_causal_bwdws_red2",
+                 "d64_ws_st4", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3"]
 

@@ -270,7 +270,6 @@ FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::At
       << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kStages = " << stages
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
-  out << "  static constexpr bool kDqRowSegments = true;  // dQ reduced over 64-byte row segments\n";
   out << "  static constexpr int kGroup = " << group
       << ";  // query heads per KV head (0: from the shapes at run time)\n";
   out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()

@@ -28,10 +28,6 @@ struct Config {
   static constexpr float kDqScale = 1.f;  // attention_bwd.cu's postprocess scales dQ
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
-#ifndef FLASHC_BWD_WS_DQ_SEGMENTS
-#define FLASHC_BWD_WS_DQ_SEGMENTS 1
-#endif
-  static constexpr bool kDqRowSegments = FLASHC_BWD_WS_DQ_SEGMENTS != 0;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;

@@ -29,8 +29,6 @@
 //   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales)
 //   kStages               Q/dO ring depth (2 at D = 256: 210 KB)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread)
-//   kDqRowSegments        dQ reduced in 16-byte red.v4 over 64-byte row segments (atomic_add_row_segments),
-//                         else 8-byte red.v2 straight from the fragments
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
 // Launch: grid (ceil(Sk / 64), heads_kv, batch); kThreads (384) threads; kSmemBytes dynamic shared
 // memory. The maps: 4-D (D, S, H, B) of q, k, v, dO with box (64, 64, 1, 1) and the 128B swizzle.
@@ -216,10 +214,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       fill(dq, 0.f);
       wgmma_matmul_ta<true>(dq, dSs, Ks, c);
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      if constexpr (Config::kDqRowSegments)
-        atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
-      else
-        atomic_add_tile(dq_rows, q0, c, Sq, P::kHeadCols, dq);
+      // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
+      atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
     }
   };
   // Every consumer thread arrives to free slot s: its Q and dO were read by completed wgmma, and each
