@@ -4,6 +4,7 @@
 #include "Check.h"
 
 #include "flashc/Compiler/BundleWriter.h"
+#include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <filesystem>
@@ -90,6 +91,18 @@ void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::s
     auto ampere = (*bundle)->selectCode(8, 6);
     checkError(ampere, "cubins in the bundle: sm_90a", "8.6 without JIT: no cubin fits");
     check(!contains(ampere.status().message(), "sm_90a sm_90a"), "... and the error names sm_90a once, not once per cubin");
+  }
+
+  // As a blob (flashc-pack, EMBED): every per-kernel cubin travels with it.
+  auto blob = packBundleDirectory(dir);
+  if (checkOk(blob, "pack the per-kernel bundle into a blob")) {
+    auto files = unpackBundleBlob(blob->data(), blob->size());
+    check(files.ok() && files->size() == manifest.kernels.size() + 2, "the blob holds the manifest, the source and every cubin");
+    auto fromMemory = Bundle::openMemory(blob->data(), blob->size(), ro);
+    std::vector<CodeImage> images;
+    check(fromMemory.ok() && (*fromMemory)->selectCode(9, 0, nullptr, &images).ok() &&
+              images.size() == manifest.kernels.size(),
+          "the blob opens and gives every per-kernel cubin");
   }
 
   // The same bundle from the cache (no compile), and with the cache off.
