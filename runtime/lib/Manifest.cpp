@@ -314,7 +314,9 @@ Status validateCubins(const Manifest &m) {
   std::set<std::string> files;
   // arch -> kernel -> the file holding it
   std::map<std::string, std::map<std::string, std::string>> holder;
+  std::map<std::string, int> firstLine; // arch -> its first cubin line (for errors about the whole arch)
   for (const auto &c : m.cubins) {
+    firstLine.emplace(c.arch, c.line);
     if (!parseArch(c.arch)) return invalid(c.line, "cubin has bad architecture '" + c.arch + "'");
     if (c.file.empty() || c.file.find('/') != std::string::npos)
       return invalid(c.line, "cubin file '" + c.file + "' must be a plain file name in the bundle");
@@ -335,7 +337,7 @@ Status validateCubins(const Manifest &m) {
   for (const auto &[arch, held] : holder)
     for (const auto &k : m.kernels)
       if (!held.count(k.name))
-        return invalid(0, "the " + arch + " cubins hold no code for kernel '" + k.name +
+        return invalid(firstLine[arch], "the " + arch + " cubins hold no code for kernel '" + k.name +
                               "' (each arch's cubins must hold every kernel)");
   return Status();
 }
