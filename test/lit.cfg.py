@@ -15,6 +15,9 @@ config.substitutions.append(("%src_root", config.flashc_src_root))
 config.substitutions.append(("%cuda_root", config.cuda_root))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "FLASHC_CACHE_DIR"])
+# flashc caches each compiled kernel: the tests' entries go under the build tree, never the user's cache.
+if not os.environ.get("FLASHC_CACHE_DIR"):
+    config.environment["FLASHC_CACHE_DIR"] = os.path.join(config.test_exec_root, "kernel-cache")
 llvm_config.use_default_substitutions()
 # `not` at the start of a RUN line is looked up in PATH (lit substitutes it
 # only after a pipe); Debian keeps it in the LLVM tools directory.

@@ -7,8 +7,9 @@ CONFIG_OR_SET: a set name (bench, tests, all, bench-attention, bench-ffn, tests-
 tests-key-offset, tests-transformers, bench-ring-window, ...: flashc.configs.SETS; default all) or one config such as
 'attention:dtype=bf16,heads=16,head_dim=128,causal=1'. Each bundle lands in DIR/<key>; DIR/INDEX.txt lists key
 and config. Point FLASHC_BUNDLE_PATH at DIR where they are used. A bundle already in DIR is kept when this
-compiler build made it (see flashc.cache.COMPILER_STAMP), else rebuilt; --force rebuilds all. Exit status: 0 all
-built (or already present), 1 some failed, 2 bad command line.
+compiler build made it (see flashc.cache.COMPILER_STAMP), else rebuilt; --force rebuilds all. Progress goes to
+stderr, a line per config as it starts and ends ("[3/17] KEY (CONFIG) ... built in 1.2 s"); the summary to stdout.
+Exit status: 0 all built (or already present), 1 some failed, 2 bad command line.
 """
 
 import argparse
@@ -49,6 +50,11 @@ def main(argv=None):
     archs = tuple(a for a in args.arch.split(",") if a) if args.arch else None
     os.makedirs(args.out, exist_ok=True)
     failures, built, present = [], 0, 0
+    started = time.time()
+
+    def progress(text, end="\n"):
+        print(text, end=end, file=sys.stderr, flush=True)
+
     for i, c in enumerate(selected, 1):
         if archs:
             c = type(c)(**{**c.__dict__, "archs": archs})
@@ -56,22 +62,24 @@ def main(argv=None):
         label = "[%d/%d] %s (%s)" % (i, len(selected), c.key, configs.format_config(c))
         if cache.is_bundle_dir(target) and not args.force:
             if cache.is_current(target, compiler):
-                print("%s: present" % label, flush=True)
+                progress("%s: present" % label)
                 present += 1
                 continue
-            print("%s: built by another compiler build, rebuilding" % label, flush=True)
+            progress("%s: built by another compiler build, rebuilding" % label)
         if os.path.exists(target):
             import shutil
             shutil.rmtree(target)
+        # Said before compiling, so a long compile shows what it is working on.
+        progress("%s ..." % label, end="")
         start = time.time()
         try:
             cache.compile_bundle(c, target, compiler=compiler, timeout=args.timeout)
         except FlashcError as e:
-            print("%s: FAILED\n  %s" % (label, str(e).replace("\n", "\n  ")), flush=True)
+            progress(" FAILED after %.1f s\n  %s" % (time.time() - start, str(e).replace("\n", "\n  ")))
             failures.append(c)
             continue
         built += 1
-        print("%s: built in %.1f s" % (label, time.time() - start), flush=True)
+        progress(" built in %.1f s" % (time.time() - start))
     with open(os.path.join(args.out, "INDEX.txt"), "w") as f:
         for name in sorted(os.listdir(args.out)):
             spec = os.path.join(args.out, name, "spec.mlir")
@@ -79,7 +87,8 @@ def main(argv=None):
                 with open(spec) as s:
                     first = s.readline().strip()
                 f.write("%s  %s\n" % (name, first.split(": ", 1)[-1]))
-    print("prebuild: %d built, %d already present, %d failed -> %s" % (built, present, len(failures), args.out))
+    print("prebuild: %d built, %d already present, %d failed in %.1f s -> %s" % (
+        built, present, len(failures), time.time() - started, args.out))
     for c in failures:
         print("  failed: %s" % configs.format_config(c))
     return 1 if failures else 0

@@ -2,6 +2,8 @@
 the cache atomically, the error when neither works, and `python -m flashc.prebuild` -- with a stand-in compiler
 script, plus the real compiler when it can already emit bundles."""
 
+import contextlib
+import io
 import os
 import shutil
 import stat
@@ -239,9 +241,16 @@ class CompileTest(unittest.TestCase):
     def test_prebuild(self):
         out = os.path.join(self.tmp, "out")
         with self.env():
-            rc = prebuild.main(["--out", out, "--compiler", self.compiler, "attention:heads=2,head_dim=64,causal=1",
-                                "attention:heads=2,head_dim=128"])
+            progress = io.StringIO()
+            with contextlib.redirect_stderr(progress), contextlib.redirect_stdout(io.StringIO()):
+                rc = prebuild.main(["--out", out, "--compiler", self.compiler, "attention:heads=2,head_dim=64,causal=1",
+                                    "attention:heads=2,head_dim=128"])
             self.assertEqual(rc, 0)
+            # A line per config on stderr: what it starts on, then how long it took.
+            lines = progress.getvalue().splitlines()
+            self.assertEqual(len(lines), 2, lines)
+            self.assertRegex(lines[0], r"^\[1/2\] %s \(.*\) \.\.\. built in [0-9.]+ s$" % CONFIG.key)
+            self.assertRegex(lines[1], r"^\[2/2\] %s \(.*\) \.\.\. built in [0-9.]+ s$" % OTHER.key)
             self.assertEqual(sorted(d for d in os.listdir(out) if d != "INDEX.txt"), sorted([CONFIG.key, OTHER.key]))
             with open(os.path.join(out, "INDEX.txt")) as f:
                 index = f.read()

@@ -1,6 +1,8 @@
 // Architecture naming and cubin compatibility rules.
 #include "flashc/runtime/Arch.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 namespace flashc::rt {
@@ -108,8 +110,13 @@ Result<CodeChoice> chooseCode(const std::vector<CodeVariant> &variants, int majo
   }
   if (!allowJit) {
     std::string cubins;
+    std::vector<std::string> listed; // an arch compiled per kernel has several cubins: named once
     for (const auto &v : variants)
-      for (const auto &c : v.cubins) cubins += " " + c.arch;
+      for (const auto &c : v.cubins)
+        if (std::find(listed.begin(), listed.end(), c.arch) == listed.end()) {
+          listed.push_back(c.arch);
+          cubins += " " + c.arch;
+        }
     return makeError(ErrorCode::Unsupported, "JIT compilation is disabled (FLASHC_NO_JIT) and " + bundleName +
                                                  " has no cubin that loads on " + choice.jitArch.str() + " (" +
                                                  deviceText + "); cubins in the bundle:" +

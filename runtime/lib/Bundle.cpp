@@ -198,10 +198,10 @@ struct Variant {
   std::string sourcePath;
 };
 
-// Code loaded into one context: a module and one function per kernel.
+// Code loaded into one context: its modules (one per cubin) and one function per kernel.
 struct LoadedModule {
-  const Variant *variant = nullptr; // whose kernels the module holds
-  CUmodule module = nullptr;
+  const Variant *variant = nullptr; // whose kernels the modules hold
+  std::vector<CUmodule> modules;
   CUdevice device = 0;
   CodeInfo info;
   std::map<std::string, CUfunction> functions; // by kernel name
@@ -223,7 +223,7 @@ struct Bundle::Impl {
 
   Result<LoadedModule *> moduleForCurrentContext(const Driver &d);
   const Manifest &manifest() const { return variants.front().manifest; }
-  Result<CachedCompile> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant);
+  Result<std::vector<CodeImage>> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant);
   Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
   /// Every user pointer of `launch` is device memory of `device`; pointers in
   /// `checked` were checked earlier in the same launch (a program passes its
@@ -239,7 +239,7 @@ Bundle::~Bundle() {
   auto d = Driver::get();
   if (!d) return;
   for (auto &[ctx, m] : impl_->modules)
-    if (m.module) (*d)->cuModuleUnload(m.module); // errors ignored: the context may be gone
+    for (CUmodule module : m.modules) (*d)->cuModuleUnload(module); // errors ignored: the context may be gone
 }
 
 namespace {
@@ -268,7 +268,9 @@ Result<Variant> loadVariant(const BundleFileSource &files, const std::string &pr
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") is missing");
     if (std::string fault = files.cubinFaultOf(prefix + c.file); !fault.empty())
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": cubin " + c.file + " (" + c.arch + ") " + fault +
-                                                     "; rebuild the bundle or remove its 'cubin' line");
+                                                     (c.holdsAllKernels() ? "; rebuild the bundle or remove its 'cubin' line"
+                                                                          : "; rebuild the bundle or remove its " + c.arch +
+                                                                                " 'cubin' lines"));
   }
   return v;
 }
@@ -422,7 +424,7 @@ std::vector<std::string> Bundle::programNames() const {
   return v;
 }
 
-Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant) {
+Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant) {
   std::string devText = dev.name + ", compute capability " + std::to_string(dev.major) + "." + std::to_string(dev.minor);
   bool noJit = options.noJit < 0 ? envNoJit() : options.noJit != 0;
   auto choice = chooseCode(code, dev.major, dev.minor, cubinsUsable, !noJit, "bundle " + dir, devText);
@@ -430,15 +432,22 @@ Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &inf
   variant = &variants[size_t(choice->variant)];
   info.variant = variant->arch;
   if (choice->cubin >= 0) {
-    const CubinSpec &c = variant->manifest.cubins[size_t(choice->cubin)];
-    auto bytes = files->read(variant->prefix + c.file);
-    if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
-    CachedCompile code;
-    code.cubin.assign(bytes->begin(), bytes->end());
-    info.arch = c.arch;
+    // Every cubin of the chosen arch: one of the whole source, or one per
+    // kernel (together they hold each kernel once: checked when parsed).
+    const std::string arch = variant->manifest.cubins[size_t(choice->cubin)].arch;
+    std::vector<CodeImage> images;
+    for (const CubinSpec &c : variant->manifest.cubins) {
+      if (c.arch != arch) continue;
+      auto bytes = files->read(variant->prefix + c.file);
+      if (!bytes) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": " + bytes.message());
+      images.push_back({c.kernels, std::vector<char>(bytes->begin(), bytes->end())});
+      std::string file = variant->directory.empty() ? c.file : variant->directory + "/" + c.file;
+      info.cubinFile += (info.cubinFiles.empty() ? "" : " ") + file;
+      info.cubinFiles.push_back(file);
+    }
+    info.arch = arch;
     info.fromCubin = true;
-    info.cubinFile = variant->directory.empty() ? c.file : variant->directory + "/" + c.file;
-    return code;
+    return images;
   }
   CompileRequest req;
   req.source = variant->source;
@@ -448,13 +457,15 @@ Result<CachedCompile> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &inf
   req.options.insert(req.options.end(), options.extraNvrtcOptions.begin(), options.extraNvrtcOptions.end());
   req.deviceIncludeDir = options.deviceIncludeDir;
   std::optional<KernelCache> cache;
-  if (!options.disableCache) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
+  if (!options.disableCache && !kernelCacheDisabled()) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
   auto code = compileCudaCached(req, cache ? &*cache : nullptr);
   if (!code) return code.error();
   info.arch = req.arch;
   info.fromDiskCache = code->source == CachedCompile::DiskCache;
   info.fromMemoryCache = code->source == CachedCompile::MemoryCache;
-  return code;
+  std::vector<CodeImage> images(1);
+  images[0].cubin = std::move(code->cubin);
+  return images;
 }
 
 Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
@@ -472,18 +483,35 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   m.device = *device;
   auto code = codeFor(*dev, m.info, m.variant);
   if (!code) return code.error();
-  if (CUresult rc = d.cuModuleLoadData(&m.module, code->cubin.data()); rc != CUDA_SUCCESS) {
-    Error e = d.error("cuModuleLoadData", rc);
-    e.message = "bundle " + dir + ": loading code for " + m.info.arch + (m.info.fromCubin ? " (" + m.info.cubinFile + ")" : "") +
-                " on " + dev->name + ": " + e.message;
-    return e;
+  auto unloadAll = [&] {
+    for (CUmodule module : m.modules) d.cuModuleUnload(module);
+  };
+  std::map<std::string, CUmodule> moduleOf; // kernel -> the module holding it
+  for (size_t i = 0; i < code->size(); ++i) {
+    const CodeImage &image = (*code)[i];
+    CUmodule module = nullptr;
+    if (CUresult rc = d.cuModuleLoadData(&module, image.cubin.data()); rc != CUDA_SUCCESS) {
+      unloadAll();
+      Error e = d.error("cuModuleLoadData", rc);
+      std::string file = i < m.info.cubinFiles.size() ? m.info.cubinFiles[i] : "";
+      e.message = "bundle " + dir + ": loading code for " + m.info.arch + (file.empty() ? "" : " (" + file + ")") +
+                  " on " + dev->name + ": " + e.message;
+      return e;
+    }
+    m.modules.push_back(module);
+    if (image.kernels.empty())
+      for (const auto &k : m.variant->manifest.kernels) moduleOf[k.name] = module;
+    for (const auto &name : image.kernels) moduleOf[name] = module;
   }
   for (const auto &k : m.variant->manifest.kernels) {
     CUfunction fn = nullptr;
-    if (CUresult rc = d.cuModuleGetFunction(&fn, m.module, k.entry.c_str()); rc != CUDA_SUCCESS) {
-      d.cuModuleUnload(m.module);
+    auto holder = moduleOf.find(k.name);
+    if (holder == moduleOf.end() || d.cuModuleGetFunction(&fn, holder->second, k.entry.c_str()) != CUDA_SUCCESS) {
+      unloadAll();
       return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": kernel '" + k.name + "': entry symbol '" + k.entry +
-                                                     "' is not in the code (is it extern \"C\" __global__?)");
+                                                     "' is not in the code" +
+                                                     (m.info.cubinFiles.size() > 1 ? " of the cubin listed for it" : "") +
+                                                     " (is it extern \"C\" __global__?)");
     }
     DeviceLimits l = dev->limits;
     int staticShared = 0, maxThreads = 0;
@@ -506,7 +534,7 @@ Result<CodeInfo> Bundle::prepare() {
   return (*m)->info;
 }
 
-Result<CodeInfo> Bundle::selectCode(int major, int minor, std::vector<char> *cubin) {
+Result<CodeInfo> Bundle::selectCode(int major, int minor, std::vector<char> *cubin, std::vector<CodeImage> *images) {
   DeviceInfo dev;
   dev.name = "device";
   dev.major = major;
@@ -516,7 +544,8 @@ Result<CodeInfo> Bundle::selectCode(int major, int minor, std::vector<char> *cub
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto code = impl_->codeFor(dev, info, variant);
   if (!code) return code.error();
-  if (cubin) *cubin = std::move(code->cubin);
+  if (cubin) *cubin = code->size() == 1 ? code->front().cubin : std::vector<char>();
+  if (images) *images = std::move(*code);
   return info;
 }
 

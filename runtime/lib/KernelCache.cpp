@@ -29,6 +29,11 @@ std::string defaultCacheDir() {
   return "/tmp/flashc-cache";
 }
 
+bool kernelCacheDisabled() {
+  const char *v = std::getenv("FLASHC_NO_CACHE");
+  return v && *v && std::string(v) != "0";
+}
+
 std::string kernelCacheKey(const std::string &source, const std::vector<std::string> &options,
                            const std::string &arch, const std::string &nvrtcVersion,
                            const std::string &fingerprint) {
@@ -150,13 +155,16 @@ std::mutex gSlotsMutex;
 std::map<std::string, std::shared_ptr<MemorySlot>> gSlots;
 } // namespace
 
-Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache) {
+Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache,
+                                        const std::string &deviceLibraryFingerprint) {
   auto version = nvrtcVersion();
   // Without NVRTC the key cannot include its version; the disk cache would be
   // unsafe to consult, so this is the same error a compile would give.
   if (!version) return version.error();
   std::vector<std::string> opts = effectiveNvrtcOptions(request);
-  std::string fingerprint = directoryFingerprint(deviceIncludeDir(request.deviceIncludeDir));
+  std::string fingerprint = deviceLibraryFingerprint.empty()
+                                ? directoryFingerprint(deviceIncludeDir(request.deviceIncludeDir))
+                                : deviceLibraryFingerprint;
   std::string key = kernelCacheKey(request.source, opts, request.arch, *version, fingerprint);
 
   std::shared_ptr<MemorySlot> slot;

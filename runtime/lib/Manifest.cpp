@@ -308,6 +308,40 @@ Status validateProgram(const Manifest &m, const ProgramSpec &p) {
   return Status();
 }
 
+/// Each arch's cubins hold every kernel exactly once: one cubin of the whole
+/// source, or cubins listing their kernels (never both); no file twice.
+Status validateCubins(const Manifest &m) {
+  std::set<std::string> files;
+  // arch -> kernel -> the file holding it
+  std::map<std::string, std::map<std::string, std::string>> holder;
+  std::map<std::string, int> firstLine; // arch -> its first cubin line (for errors about the whole arch)
+  for (const auto &c : m.cubins) {
+    firstLine.emplace(c.arch, c.line);
+    if (!parseArch(c.arch)) return invalid(c.line, "cubin has bad architecture '" + c.arch + "'");
+    if (c.file.empty() || c.file.find('/') != std::string::npos)
+      return invalid(c.line, "cubin file '" + c.file + "' must be a plain file name in the bundle");
+    if (!files.insert(c.file).second) return invalid(c.line, "cubin file '" + c.file + "' is listed twice");
+    auto &held = holder[c.arch];
+    std::vector<std::string> kernels = c.kernels;
+    if (c.holdsAllKernels())
+      for (const auto &k : m.kernels) kernels.push_back(k.name);
+    for (const auto &name : kernels) {
+      if (!m.findKernel(name))
+        return invalid(c.line, "cubin " + c.file + " is for kernel '" + name + "', which the manifest does not declare");
+      auto [it, fresh] = held.emplace(name, c.file);
+      if (!fresh)
+        return invalid(c.line, "kernel '" + name + "' is in two " + c.arch + " cubins (" + it->second + " and " +
+                                   c.file + "); each arch's cubins hold each kernel once");
+    }
+  }
+  for (const auto &[arch, held] : holder)
+    for (const auto &k : m.kernels)
+      if (!held.count(k.name))
+        return invalid(firstLine[arch], "the " + arch + " cubins hold no code for kernel '" + k.name +
+                              "' (each arch's cubins must hold every kernel)");
+  return Status();
+}
+
 } // namespace
 
 std::string unsupportedVersion(int64_t version) {
@@ -325,11 +359,6 @@ Status validateManifest(const Manifest &m) {
   if (m.archs.empty()) return invalid(0, "no 'arch' line (architectures the source targets)");
   for (const auto &a : m.archs)
     if (!parseArch(a)) return invalid(0, "bad architecture '" + a + "' (expected e.g. sm_80, sm_90a)");
-  for (const auto &c : m.cubins) {
-    if (!parseArch(c.arch)) return invalid(0, "cubin has bad architecture '" + c.arch + "'");
-    if (c.file.empty() || c.file.find('/') != std::string::npos)
-      return invalid(0, "cubin file '" + c.file + "' must be a plain file name in the bundle");
-  }
   if (m.kernels.empty()) return invalid(0, "declares no kernels");
   std::set<std::string> names;
   for (const auto &k : m.kernels) {
@@ -340,7 +369,7 @@ Status validateManifest(const Manifest &m) {
     if (!names.insert(p.name).second) return invalid(p.line, "duplicate program '" + p.name + "'");
     if (Status s = validateProgram(m, p); !s) return s;
   }
-  return Status();
+  return validateCubins(m);
 }
 
 } // namespace flashc::rt

@@ -5,6 +5,7 @@
 
 #include "Words.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -127,9 +128,13 @@ private:
       return Status();
     }
     if (key == "cubin") {
-      if (words.size() != 2) return fail("expected 'cubin <arch> <file>'");
+      // cubin <arch> <file> [for <kernel>...]: without `for` the cubin holds every kernel.
+      if (words.size() < 2 || (words.size() > 2 && words[2] != "for") || words.size() == 3)
+        return fail("expected 'cubin <arch> <file>' or 'cubin <arch> <file> for <kernel>...'");
       if (!parseArch(words[0])) return fail("bad cubin architecture '" + words[0] + "' (expected e.g. sm_80, sm_90a)");
-      m_.cubins.push_back({words[0], words[1]});
+      CubinSpec cubin{words[0], words[1], {}, line_};
+      cubin.kernels.assign(words.begin() + std::min<size_t>(words.size(), 3), words.end());
+      m_.cubins.push_back(std::move(cubin));
       return Status();
     }
     if (key == "kernel" || key == "program") {

@@ -16,7 +16,7 @@ std::string writeManifest(const Manifest &m) {
   line("source " + m.source);
   if (!m.nvrtcOptions.empty()) line("nvrtc-options" + joined(m.nvrtcOptions));
   line("arch" + joined(m.archs));
-  for (const auto &c : m.cubins) line("cubin " + c.arch + " " + c.file);
+  for (const auto &c : m.cubins) line("cubin " + c.arch + " " + c.file + (c.kernels.empty() ? "" : " for" + joined(c.kernels)));
   for (const auto &k : m.kernels) {
     out += '\n';
     line("kernel " + k.name);

@@ -167,6 +167,47 @@ void testFromCubin(const Driver &d, const DeviceInfo &dev, const fs::path &tmp) 
   testVectorAdd(d, **b, "from cubin");
 }
 
+/// A bundle whose cubins each hold some kernels (`cubin <arch> <file> for
+/// <kernel>...`, as flashc writes one per kernel): one module per cubin, each
+/// kernel taken from its own; an entry missing from its cubin is an error.
+void testFromKernelCubins(const Driver &d, const DeviceInfo &dev, const fs::path &tmp) {
+  Arch arch = jitArchForDevice(dev.major, dev.minor);
+  auto cubin = compileCuda(readText(std::string(kBasic) + "/kernels.cu"), arch.str(), {"-std=c++17"});
+  if (!checkOk(cubin, "compile a cubin for " + arch.str())) return;
+  auto m = parseManifest(readText(std::string(kBasic) + "/manifest.flashc"));
+  fs::path dir = tmp / "kernel-cubins-bundle";
+  fs::create_directories(dir);
+  fs::copy_file(std::string(kBasic) + "/kernels.cu", dir / "kernels.cu", fs::copy_options::overwrite_existing);
+  // Two files of the same code: the first three kernels from one, the rest from the other.
+  m->cubins.clear();
+  for (int part = 0; part < 2; ++part) {
+    CubinSpec c{arch.str(), "part" + std::to_string(part) + "." + arch.str() + ".cubin", {}, 0};
+    for (size_t k = size_t(part) * 3; k < m->kernels.size() && k < size_t(part + 1) * 3; ++k)
+      c.kernels.push_back(m->kernels[k].name);
+    std::ofstream(dir / c.file, std::ios::binary).write(cubin->cubin.data(), std::streamsize(cubin->cubin.size()));
+    m->cubins.push_back(c);
+  }
+  std::ofstream(dir / "manifest.flashc") << writeManifest(*m);
+  BundleOptions o;
+  o.noJit = 1;
+  auto b = Bundle::open(dir.string(), o);
+  if (!checkOk(b, "open a bundle with two cubins for one arch")) return;
+  auto info = (*b)->prepare();
+  check(info.ok() && info->fromCubin && info->cubinFiles.size() == 2, "both cubins are loaded",
+        info.ok() ? info->cubinFile : info.message());
+  testVectorAdd(d, **b, "from a per-kernel cubin");
+  testFillAndProgram(d, **b);
+
+  // vector_add's cubin lacks its entry: named when the code is loaded.
+  auto other = compileCuda("extern \"C\" __global__ void not_vector_add() {}", arch.str(), {});
+  if (!checkOk(other, "compile a cubin without vector_add")) return;
+  std::ofstream(dir / m->cubins[0].file, std::ios::binary).write(other->cubin.data(), std::streamsize(other->cubin.size()));
+  auto missing = Bundle::open(dir.string(), o);
+  if (checkOk(missing, "open it again (the files look like cubins)"))
+    checkError((*missing)->prepare(), "kernel 'vector_add': entry symbol 'flashc_test_vector_add' is not in the code of the cubin listed for it",
+               "a kernel whose cubin lacks its entry is an error");
+}
+
 void testCApi(const Driver &d) {
   flashc_bundle bundle = nullptr;
   if (!check(flashc_bundle_open(kBasic, &bundle) == FLASHC_OK, "C ABI: open", flashc_last_error())) return;
@@ -261,6 +302,7 @@ int main() {
   testFillAndProgram(*d, **b);
   testArgumentErrors(*d, **b);
   testFromCubin(*d, *dev, tmp);
+  testFromKernelCubins(*d, *dev, tmp);
   testCApi(*d);
   testThreads(*d, tmp);
   fs::remove_all(tmp);

@@ -4,6 +4,7 @@
 #include "Check.h"
 
 #include "flashc/Compiler/BundleWriter.h"
+#include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <filesystem>
@@ -22,6 +23,113 @@ std::string readText(const std::string &path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// The basic bundle's source as one translation unit per kernel, as flashc
+/// emits them: the shared head (includes, the argument struct) plus one kernel.
+std::vector<std::string> kernelUnits(const std::string &source) {
+  const std::string marker = "extern \"C\" __global__";
+  std::vector<size_t> starts;
+  for (size_t at = source.find(marker); at != std::string::npos; at = source.find(marker, at + 1)) starts.push_back(at);
+  std::vector<std::string> units;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    size_t end = i + 1 < starts.size() ? starts[i + 1] : source.size();
+    units.push_back(source.substr(0, starts.front()) + source.substr(starts[i], end - starts[i]));
+  }
+  return units;
+}
+
+size_t countEntries(const fs::path &dir) {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    n += it->path().extension() == ".fcubin";
+  return n;
+}
+
+/// One translation unit per kernel: one cubin per kernel, listed with `for`,
+/// compiled in parallel through the kernel cache; the runtime finds each
+/// kernel in its own cubin.
+void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::string &source) {
+  BundleSource split{source, kernelUnits(source)};
+  if (!check(split.kernelUnits.size() == manifest.kernels.size(), "the basic source splits into one unit per kernel"))
+    return;
+  std::string dir = (tmp / "units.bundle").string();
+  BundleWriteOptions options;
+  options.cubinArchs = {"sm_90a"};
+  options.cacheDir = (tmp / "cache").string();
+  options.jobs = 2;
+  std::vector<UnitReport> reports;
+  options.onUnitDone = [&](const UnitReport &r) { reports.push_back(r); };
+  if (!checkOk(writeBundle(dir, manifest, split, options), "write a bundle compiled one unit per kernel")) return;
+  bool filesOk = true;
+  for (const auto &k : manifest.kernels) filesOk = filesOk && fs::exists(dir + "/" + k.name + ".sm_90a.cubin");
+  check(filesOk && !fs::exists(dir + "/kernels.sm_90a.cubin"), "one <kernel>.sm_90a.cubin per kernel, no whole-source cubin");
+  check(reports.size() == manifest.kernels.size() && reports.back().done == reports.size() &&
+            reports.back().total == reports.size() && contains(reports.front().unit, " for sm_90a"),
+        "each unit is reported once as it finishes ([n/total] <kernel> for <arch>)");
+  check(countEntries(options.cacheDir) == manifest.kernels.size(), "one kernel cache entry per kernel",
+        std::to_string(countEntries(options.cacheDir)));
+  std::string text = readText(dir + "/manifest.flashc");
+  check(contains(text, "cubin sm_90a vector_add.sm_90a.cubin for vector_add\n"), "the manifest maps each kernel to its cubin");
+
+  BundleOptions ro;
+  ro.noJit = 1;
+  auto bundle = Bundle::open(dir, ro);
+  if (checkOk(bundle, "the runtime opens the per-kernel bundle")) {
+    std::vector<CodeImage> images;
+    auto hopper = (*bundle)->selectCode(9, 0, nullptr, &images);
+    bool mapped = hopper.ok() && images.size() == manifest.kernels.size();
+    for (size_t i = 0; mapped && i < images.size(); ++i) {
+      std::string file = readText(dir + "/" + manifest.kernels[i].name + ".sm_90a.cubin");
+      mapped = images[i].kernels == std::vector<std::string>{manifest.kernels[i].name} && !file.empty() &&
+               std::string(images[i].cubin.begin(), images[i].cubin.end()) == file;
+    }
+    check(mapped, "9.0 without JIT: every per-kernel cubin, each with its kernel", hopper.ok() ? "" : hopper.message());
+    check(hopper.ok() && hopper->fromCubin && hopper->cubinFiles.size() == manifest.kernels.size(),
+          "CodeInfo lists every cubin loaded");
+    auto ampere = (*bundle)->selectCode(8, 6);
+    checkError(ampere, "cubins in the bundle: sm_90a", "8.6 without JIT: no cubin fits");
+    check(!contains(ampere.status().message(), "sm_90a sm_90a"), "... and the error names sm_90a once, not once per cubin");
+  }
+
+  // As a blob (flashc-pack, EMBED): every per-kernel cubin travels with it.
+  auto blob = packBundleDirectory(dir);
+  if (checkOk(blob, "pack the per-kernel bundle into a blob")) {
+    auto files = unpackBundleBlob(blob->data(), blob->size());
+    check(files.ok() && files->size() == manifest.kernels.size() + 2, "the blob holds the manifest, the source and every cubin");
+    auto fromMemory = Bundle::openMemory(blob->data(), blob->size(), ro);
+    std::vector<CodeImage> images;
+    check(fromMemory.ok() && (*fromMemory)->selectCode(9, 0, nullptr, &images).ok() &&
+              images.size() == manifest.kernels.size(),
+          "the blob opens and gives every per-kernel cubin");
+  }
+
+  // The same bundle from the cache (no compile), and with the cache off.
+  BundleWriteOptions noCache = options;
+  noCache.useCache = false;
+  noCache.cacheDir = (tmp / "unused-cache").string();
+  noCache.jobs = 1;
+  std::string again = (tmp / "again.bundle").string();
+  checkOk(writeBundle(again, manifest, split, noCache), "write it again with the cache off, one compile at a time");
+  check(!fs::exists(noCache.cacheDir), "the cache off: nothing is written to the cache directory");
+  bool same = true;
+  for (const auto &k : manifest.kernels)
+    same = same && readText(dir + "/" + k.name + ".sm_90a.cubin") == readText(again + "/" + k.name + ".sm_90a.cubin");
+  check(same && readText(dir + "/manifest.flashc") == readText(again + "/manifest.flashc"),
+        "the cubins do not depend on the thread count or the cache");
+
+  // A unit that does not compile: its kernel is named, nothing is written.
+  BundleSource broken = split;
+  broken.kernelUnits[2] += "\nthis is not CUDA;\n";
+  std::string brokenDir = (tmp / "broken-unit.bundle").string();
+  auto s = writeBundle(brokenDir, manifest, broken, options);
+  checkError(s, manifest.kernels[2].name + ".cu(", "a unit that does not compile: NVRTC's log names the kernel's unit");
+  check(s.code() == ErrorCode::CompileFailed && !fs::exists(brokenDir), "... CompileFailed, and nothing is written");
+  BundleSource short_ = split;
+  short_.kernelUnits.pop_back();
+  checkError(writeBundle(brokenDir, manifest, short_, options), "5 kernel units for 6 kernels",
+             "units must match the kernels one to one");
 }
 } // namespace
 
@@ -70,6 +178,7 @@ int main() {
   BundleWriteOptions badArch;
   badArch.cubinArchs = {"sm_9"};
   checkError(writeBundle(dir, *manifest, source, badArch), "bad cubin architecture 'sm_9'", "a bad cubin arch is refused");
+  testKernelUnits(tmp, *manifest, source);
   Manifest invalid = *manifest;
   invalid.kernels[0].entry = "";
   checkError(writeBundle(dir, invalid, source, {}), "kernel 'vector_add': missing or bad 'entry'",

@@ -219,6 +219,62 @@ void testMalformed() {
 }
 
 // The tensormap directive: canonical round trip, and every error names its line.
+// Per-kernel cubins: `cubin <arch> <file> for <kernel>...` (flashc compiles one
+// translation unit per kernel); each arch's cubins hold every kernel once.
+void testKernelCubins() {
+  Manifest m = richManifest();
+  m.cubins = {{"sm_90a", "attention_fwd.sm_90a.cubin", {"attention_fwd"}},
+              {"sm_90a", "attention_fwd_post.sm_90a.cubin", {"attention_fwd_post"}},
+              {"sm_80", "both.sm_80.cubin", {"attention_fwd_post", "attention_fwd"}}};
+  checkOk(validateManifest(m), "per-kernel cubins (and one cubin holding two kernels) validate");
+  std::string text = writeManifest(m);
+  check(contains(text, "cubin sm_90a attention_fwd.sm_90a.cubin for attention_fwd\n") &&
+            contains(text, "cubin sm_80 both.sm_80.cubin for attention_fwd_post attention_fwd\n"),
+        "the writer prints 'cubin <arch> <file> for <kernel>...'", text);
+  auto parsed = parseManifest(text);
+  check(parsed.ok() && *parsed == m, "per-kernel cubin lines round-trip", parsed.ok() ? "" : parsed.message());
+  if (parsed.ok())
+    check(parsed->cubins[0].line == 6 && parsed->cubins[0].kernels == std::vector<std::string>{"attention_fwd"} &&
+              !parsed->cubins[0].holdsAllKernels(),
+          "a parsed cubin line keeps its kernels and its line number");
+
+  // Malformed lines and maps, each with an error naming the problem.
+  const std::string head = "flashc-bundle 1\nsource kernels.cu\narch sm_90a\n";
+  const std::string kernels = "kernel a\n  entry a_entry\n" + kMinimalBody + "end\nkernel b\n  entry b_entry\n" +
+                              kMinimalBody + "end\n";
+  struct Case {
+    std::string cubins, expected, what;
+  };
+  std::vector<Case> cases = {
+      {"cubin sm_90a a.cubin for\n", "manifest.flashc:4: expected 'cubin <arch> <file>' or 'cubin <arch> <file> for <kernel>...'",
+       "'for' without kernels"},
+      {"cubin sm_90a a.cubin a\n", "manifest.flashc:4: expected 'cubin <arch> <file>' or", "kernels without 'for'"},
+      {"cubin sm_90a a.cubin for a\ncubin sm_90a b.cubin for b c\n",
+       "manifest.flashc:5: cubin b.cubin is for kernel 'c', which the manifest does not declare", "an unknown kernel"},
+      {"cubin sm_90a a.cubin for a\ncubin sm_90a b.cubin for b a\n",
+       "manifest.flashc:5: kernel 'a' is in two sm_90a cubins (a.cubin and b.cubin)", "a kernel in two cubins"},
+      {"cubin sm_90a a.cubin for a a\ncubin sm_90a b.cubin for b\n", "kernel 'a' is in two sm_90a cubins (a.cubin and a.cubin)",
+       "a kernel listed twice on one line"},
+      {"cubin sm_90a all.cubin\ncubin sm_90a b.cubin for b\n",
+       "manifest.flashc:5: kernel 'b' is in two sm_90a cubins (all.cubin and b.cubin)",
+       "a whole-source cubin and a per-kernel one for the same arch"},
+      {"cubin sm_90a a.cubin\ncubin sm_90a b.cubin\n", "kernel 'a' is in two sm_90a cubins (a.cubin and b.cubin)",
+       "two whole-source cubins for one arch"},
+      {"cubin sm_90a a.cubin for a\n",
+       "manifest.flashc:4: the sm_90a cubins hold no code for kernel 'b' (each arch's cubins must hold every kernel)",
+       "a kernel without code"},
+      {"cubin sm_90a a.cubin for a\ncubin sm_80 a.cubin for a b\ncubin sm_90a b.cubin for b\n",
+       "manifest.flashc:5: cubin file 'a.cubin' is listed twice", "one file for two archs"},
+      {"cubin sm_90a sub/a.cubin for a b\n", "manifest.flashc:4: cubin file 'sub/a.cubin' must be a plain file name",
+       "a cubin path with a directory"},
+  };
+  for (const auto &c : cases) checkError(parseManifest(head + c.cubins + kernels), c.expected, "cubin map: " + c.what);
+  checkOk(parseManifest(head + "cubin sm_90a b.cubin for b\ncubin sm_90a a.cubin for a\n" + kernels),
+          "cubin map: any order of cubins and kernels");
+  checkOk(parseManifest(head + "cubin sm_90a all.cubin\ncubin sm_80 a.cubin for a\ncubin sm_80 b.cubin for b\n" + kernels),
+          "cubin map: one arch whole-source, another per kernel");
+}
+
 void testTensorMaps() {
   std::string text = withKernel("  tensor q bf16 in [B, H, S, 64] align=16 contiguous\n"
                                 "  tensor o f32 out [S, 4]\n"
@@ -375,6 +431,7 @@ int main() {
   testRoundTrip();
   testVersion();
   testMalformed();
+  testKernelCubins();
   testTensorMaps();
   testExpressions();
   testArch();

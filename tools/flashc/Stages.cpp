@@ -8,9 +8,11 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -237,13 +239,20 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
     const std::vector<std::string> &archs = options.pipeline.archs;
     BundleWriteOptions write;
     write.cubinArchs = archs;
+    write.jobs = options.compileJobs;
+    if (const char *verbose = std::getenv("FLASHC_VERBOSE"); verbose && *verbose && std::string(verbose) != "0")
+      write.onUnitDone = [](const UnitReport &r) {
+        llvm::errs() << llvm::formatv("flashc: [{0}/{1}] {2}: {3} in {4:f2} s\n", r.done, r.total, r.unit,
+                                      r.fromCache ? "cached" : "compiled", r.seconds);
+      };
     rt::Status status;
     if (archs.size() == 1) {
       // One architecture: a version-1 bundle (manifest, kernels.cu, cubin).
       FailureOr<CudaModule> cuda = emitCudaModule(module, forArch(options, archs.front()));
       if (failed(cuda))
         return failure();
-      status = writeBundle(options.outputPath, cuda->manifest, cuda->source, write);
+      status = writeBundle(options.outputPath, cuda->manifest,
+                           BundleSource{std::move(cuda->source), std::move(cuda->kernelUnits)}, write);
     } else {
       // Several: each planned and emitted on its own copy of the module
       // (mma.sync on sm_80, wgmma on sm_90a, even other backward kernels),
@@ -256,7 +265,8 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
           llvm::errs() << "flashc: note: while compiling for " << arch << "\n";
           return failure();
         }
-        variants.push_back({arch, std::move(cuda->manifest), std::move(cuda->source)});
+        variants.push_back({arch, std::move(cuda->manifest),
+                            BundleSource{std::move(cuda->source), std::move(cuda->kernelUnits)}});
       }
       status = writeMultiArchBundle(options.outputPath, std::move(variants), write);
     }

@@ -26,6 +26,8 @@ struct CompileOptions {
   /// Print ptxas' resource report (registers, spills, shared memory).
   bool ptxasReport = false;
   CudaEmitOptions cuda;
+  /// NVRTC compiles of a bundle at once (0: $FLASHC_COMPILE_JOBS, else the cores).
+  int compileJobs = 0;
 };
 
 /// Applies the experiment `name` (flashc --experiment): each is the code a

@@ -113,6 +113,9 @@ int main(int argc, char **argv) {
         flashc::experimentHelp())
            .c_str()) //
       ("list-experiments", "print the --experiment names, comma-separated, and exit") //
+      ("jobs,j", po::value<int>()->default_value(0),
+       "NVRTC compiles at once: a bundle's kernels compile in parallel, one per thread "
+       "(0: $FLASHC_COMPILE_JOBS, else the number of cores)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
@@ -163,6 +166,9 @@ int main(int argc, char **argv) {
     return usageError("unknown --backward-form value '" + options.pipeline.backwardForm +
                       "' (expected auto, rows or transposed)");
   options.ptxasReport = vm["ptxas-report"].as<bool>();
+  options.compileJobs = vm["jobs"].as<int>();
+  if (options.compileJobs < 0)
+    return usageError("--jobs must be 0 (automatic) or a positive count");
   if (vm.count("experiment")) {
     for (const std::string &value : vm["experiment"].as<std::vector<std::string>>()) {
       llvm::SmallVector<llvm::StringRef> names;

@@ -4,12 +4,15 @@
 
 #include "flashc/runtime/Arch.h"
 #include "flashc/runtime/BundleIndex.h"
+#include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/Nvrtc.h"
+#include "flashc/runtime/ParallelCompile.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -27,45 +30,119 @@ rt::Status writeFile(const fs::path &path, const char *data, size_t size) {
   return rt::Status();
 }
 
-/// Sets the cubin lines, validates, and compiles (nothing is written yet).
-rt::Status prepare(rt::Manifest &manifest, const std::string &source, const std::vector<std::string> &cubinArchs,
-                   const BundleWriteOptions &options, std::vector<std::vector<char>> &cubins) {
+/// A version-1 bundle being prepared (a single-arch bundle, or one variant of
+/// a multi-arch bundle): its manifest with the cubin lines set, and the
+/// cubins' bytes once compiled (same order as manifest.cubins).
+struct PendingBundle {
+  rt::Manifest manifest;
+  const BundleSource *source = nullptr;
+  std::string variantArch; // a variant's arch (prefixes its errors); empty for a single-arch bundle
+  std::vector<std::vector<char>> cubins;
+};
+
+/// One NVRTC compile: its request, and where its cubin goes.
+struct CompileJob {
+  size_t bundle = 0;
+  int cubin = -1; // index into that bundle's manifest.cubins; -1: only checked, then discarded
+  std::string label;
+  rt::CompileRequest request;
+};
+
+/// Sets the cubin lines of `b` (one per arch, or one per kernel and arch),
+/// validates, and appends its compiles to `jobs` (nothing is compiled yet).
+rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &cubinArchs, bool checkAllArchs,
+                const BundleWriteOptions &options, std::vector<CompileJob> &jobs) {
+  rt::Manifest &manifest = b.manifest;
+  const std::vector<std::string> &units = b.source->kernelUnits;
+  if (!units.empty() && units.size() != manifest.kernels.size())
+    return rt::makeError(rt::ErrorCode::Internal, std::to_string(units.size()) + " kernel units for " +
+                                                      std::to_string(manifest.kernels.size()) + " kernels");
   manifest.cubins.clear();
   for (const auto &arch : cubinArchs) {
     if (!rt::parseArch(arch))
       return rt::makeError(rt::ErrorCode::InvalidArgument, "bad cubin architecture '" + arch + "' (expected e.g. sm_90a)");
-    manifest.cubins.push_back({arch, "kernels." + arch + ".cubin"});
+    if (units.empty())
+      manifest.cubins.push_back({arch, "kernels." + arch + ".cubin", {}, 0});
+    else
+      for (const auto &k : manifest.kernels) manifest.cubins.push_back({arch, k.name + "." + arch + ".cubin", {k.name}, 0});
   }
   if (rt::Status s = rt::validateManifest(manifest); !s) return s;
   if (manifest.source.find('/') != std::string::npos)
     return rt::makeError(rt::ErrorCode::InvalidArgument, "source '" + manifest.source + "' must be a plain file name");
 
   std::vector<std::string> archs = cubinArchs;
-  if (options.checkAllArchs)
+  if (checkAllArchs)
     for (const auto &a : manifest.archs)
       if (std::find(archs.begin(), archs.end(), a) == archs.end()) archs.push_back(a);
   for (const auto &arch : archs) {
-    rt::CompileRequest req;
-    req.source = source;
-    req.sourceName = manifest.source;
-    req.arch = arch;
-    req.options = manifest.nvrtcOptions;
-    req.deviceIncludeDir = options.deviceIncludeDir;
-    auto out = rt::compileCuda(req);
-    if (!out) return out.error();
-    cubins.push_back(std::move(out->cubin));
+    bool shipped = std::find(cubinArchs.begin(), cubinArchs.end(), arch) != cubinArchs.end();
+    size_t unitCount = units.empty() ? 1 : units.size();
+    for (size_t u = 0; u < unitCount; ++u) {
+      CompileJob job;
+      job.bundle = index;
+      if (shipped) {
+        auto it = std::find_if(manifest.cubins.begin(), manifest.cubins.end(), [&](const rt::CubinSpec &c) {
+          return c.arch == arch && (units.empty() || c.kernels.front() == manifest.kernels[u].name);
+        });
+        job.cubin = int(it - manifest.cubins.begin());
+      }
+      job.request.source = units.empty() ? b.source->text : units[u];
+      job.request.sourceName = units.empty() ? manifest.source : manifest.kernels[u].name + ".cu";
+      job.request.arch = arch;
+      job.request.options = manifest.nvrtcOptions;
+      job.request.deviceIncludeDir = options.deviceIncludeDir;
+      job.label = (units.empty() ? manifest.source : manifest.kernels[u].name) + " for " + arch;
+      jobs.push_back(std::move(job));
+    }
+  }
+  b.cubins.assign(manifest.cubins.size(), {});
+  return rt::Status();
+}
+
+/// Runs every compile (in parallel, through the kernel cache) and stores the
+/// cubins; the first failure in job order is the error.
+rt::Status compileAll(std::vector<PendingBundle> &bundles, std::vector<CompileJob> &jobs,
+                      const BundleWriteOptions &options) {
+  std::optional<rt::KernelCache> cache;
+  if (options.useCache && !rt::kernelCacheDisabled())
+    cache.emplace(options.cacheDir.empty() ? rt::defaultCacheDir() : options.cacheDir);
+  std::vector<rt::CompileRequest> requests;
+  for (const auto &job : jobs) requests.push_back(job.request);
+  rt::ParallelCompileOptions parallel;
+  parallel.jobs = options.jobs;
+  parallel.cache = cache ? &*cache : nullptr;
+  size_t done = 0;
+  if (options.onUnitDone)
+    parallel.onDone = [&](size_t i, const rt::Result<rt::CachedCompile> &r, double seconds) {
+      UnitReport report;
+      report.unit = jobs[i].label;
+      report.seconds = seconds;
+      report.fromCache = r.ok() && r->source != rt::CachedCompile::Compiled;
+      report.done = ++done;
+      report.total = jobs.size();
+      options.onUnitDone(report);
+    };
+  std::vector<rt::Result<rt::CachedCompile>> results = rt::compileCudaParallel(requests, parallel);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    PendingBundle &b = bundles[jobs[i].bundle];
+    if (!results[i]) {
+      rt::Error e = results[i].error();
+      if (!b.variantArch.empty()) e.message = b.variantArch + ": " + e.message;
+      return e;
+    }
+    if (jobs[i].cubin >= 0) b.cubins[size_t(jobs[i].cubin)] = std::move(results[i]->cubin);
   }
   return rt::Status();
 }
 
 /// Writes one version-1 bundle's files into the existing directory `dir`.
-rt::Status writeFiles(const fs::path &dir, const rt::Manifest &manifest, const std::string &source,
-                      const std::vector<std::vector<char>> &cubins) {
-  rt::Status status = writeFile(dir / manifest.source, source.data(), source.size());
-  for (size_t i = 0; status && i < manifest.cubins.size(); ++i)
-    status = writeFile(dir / manifest.cubins[i].file, cubins[i].data(), cubins[i].size());
+rt::Status writeFiles(const fs::path &dir, const PendingBundle &b) {
+  const std::string &source = b.source->text;
+  rt::Status status = writeFile(dir / b.manifest.source, source.data(), source.size());
+  for (size_t i = 0; status && i < b.manifest.cubins.size(); ++i)
+    status = writeFile(dir / b.manifest.cubins[i].file, b.cubins[i].data(), b.cubins[i].size());
   if (status) {
-    std::string text = rt::writeManifest(manifest);
+    std::string text = rt::writeManifest(b.manifest);
     status = writeFile(dir / "manifest.flashc", text.data(), text.size());
   }
   return status;
@@ -105,13 +182,22 @@ rt::Status writeAtomically(const std::string &dir, const BundleWriteOptions &opt
 
 } // namespace
 
-rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const std::string &source,
+rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const BundleSource &source,
                        const BundleWriteOptions &options) {
   if (dir.empty()) return rt::makeError(rt::ErrorCode::InvalidArgument, "no bundle directory given (empty path)");
   // Compile first: nothing is written for a bundle that does not compile.
-  std::vector<std::vector<char>> cubins;
-  if (rt::Status s = prepare(manifest, source, options.cubinArchs, options, cubins); !s) return s;
-  return writeAtomically(dir, options, [&](const fs::path &tmp) { return writeFiles(tmp, manifest, source, cubins); });
+  std::vector<PendingBundle> bundles(1);
+  bundles[0].manifest = std::move(manifest);
+  bundles[0].source = &source;
+  std::vector<CompileJob> jobs;
+  if (rt::Status s = plan(bundles[0], 0, options.cubinArchs, options.checkAllArchs, options, jobs); !s) return s;
+  if (rt::Status s = compileAll(bundles, jobs, options); !s) return s;
+  return writeAtomically(dir, options, [&](const fs::path &tmp) { return writeFiles(tmp, bundles[0]); });
+}
+
+rt::Status writeBundle(const std::string &dir, rt::Manifest manifest, const std::string &source,
+                       const BundleWriteOptions &options) {
+  return writeBundle(dir, std::move(manifest), BundleSource{source, {}}, options);
 }
 
 rt::Status writeMultiArchBundle(const std::string &dir, std::vector<ArchVariant> variants,
@@ -120,19 +206,22 @@ rt::Status writeMultiArchBundle(const std::string &dir, std::vector<ArchVariant>
   if (variants.empty()) return rt::makeError(rt::ErrorCode::InvalidArgument, "a multi-arch bundle needs a variant");
   rt::BundleIndex index;
   index.flashcVersion = variants.front().manifest.flashcVersion;
-  std::vector<std::vector<std::vector<char>>> cubins(variants.size());
+  std::vector<PendingBundle> bundles(variants.size());
+  std::vector<CompileJob> jobs;
   for (size_t i = 0; i < variants.size(); ++i) {
     ArchVariant &v = variants[i];
     index.variants.push_back({v.arch, v.arch});
     v.manifest.archs = {v.arch};
-    // Each variant carries only its own arch's cubin: the others' code was
+    PendingBundle &b = bundles[i];
+    b.manifest = v.manifest;
+    b.source = &v.source;
+    b.variantArch = v.arch;
+    // Each variant carries only its own arch's cubins: the others' code was
     // planned for another target.
     std::vector<std::string> cubinArchs;
     if (std::find(options.cubinArchs.begin(), options.cubinArchs.end(), v.arch) != options.cubinArchs.end())
       cubinArchs.push_back(v.arch);
-    BundleWriteOptions own = options;
-    own.checkAllArchs = false;
-    if (rt::Status s = prepare(v.manifest, v.source, cubinArchs, own, cubins[i]); !s) {
+    if (rt::Status s = plan(b, i, cubinArchs, /*checkAllArchs=*/false, options, jobs); !s) {
       rt::Error e = s.error();
       e.message = v.arch + ": " + e.message;
       return e;
@@ -146,12 +235,13 @@ rt::Status writeMultiArchBundle(const std::string &dir, std::vector<ArchVariant>
                                                         " have different programs");
   }
   if (rt::Status s = rt::validateBundleIndex(index); !s) return s;
+  if (rt::Status s = compileAll(bundles, jobs, options); !s) return s;
   return writeAtomically(dir, options, [&](const fs::path &tmp) -> rt::Status {
-    for (size_t i = 0; i < variants.size(); ++i) {
+    for (size_t i = 0; i < bundles.size(); ++i) {
       std::error_code ec;
       fs::path sub = tmp / index.variants[i].directory;
       if (!fs::create_directories(sub, ec) || ec) return ioError("cannot create " + sub.string() + ": " + ec.message());
-      if (rt::Status s = writeFiles(sub, variants[i].manifest, variants[i].source, cubins[i]); !s) return s;
+      if (rt::Status s = writeFiles(sub, bundles[i]); !s) return s;
     }
     std::string text = rt::writeBundleIndex(index);
     return writeFile(tmp / "manifest.flashc", text.data(), text.size());

@@ -1708,11 +1708,15 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     return module.emitError("nothing to compile into kernels: after fusion the spec holds no "
                             "flash.attention or flash.ffn (see --emit=graph)"),
            failure();
+  // Every kernel needs only this include: a kernel's text after it compiles on its own.
+  const char *includes = "#include \"flashc/device/all.cuh\"\n\n";
   printSourceHeader(src, module, manifest, options);
   src << "// Each kernel below is one tile.kernel, printed top to bottom:\n"
       << "// one device-library call per tile op (runtime/device/include/flashc/device).\n"
-      << "#include \"flashc/device/all.cuh\"\n\n";
+      << includes;
+  std::vector<size_t> kernelStarts; // offset in `source` where each kernel's text begins
   for (auto kernel : module.getOps<tile::KernelOp>()) {
+    kernelStarts.push_back(src.str().size());
     std::vector<ArgInfo> args = kernelParameters(kernel, kernelArgs);
     std::vector<std::string> argNames;
     for (auto &a : args)
@@ -1759,6 +1763,11 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
                             "generated manifest is inconsistent: ")
                << valid.error().message,
            failure();
+  src.flush();
+  for (size_t i = 0; i < kernelStarts.size(); ++i) {
+    size_t end = i + 1 < kernelStarts.size() ? kernelStarts[i + 1] : source.size();
+    result.kernelUnits.push_back(includes + source.substr(kernelStarts[i], end - kernelStarts[i]));
+  }
   result.source = std::move(source);
   return result;
 }

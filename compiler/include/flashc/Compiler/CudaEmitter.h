@@ -15,12 +15,17 @@
 #include "mlir/Support/LogicalResult.h"
 
 #include <string>
+#include <vector>
 
 namespace flashc {
 
 struct CudaModule {
   std::string source;        // kernels.cu
   flashc::rt::Manifest manifest; // kernels and programs (no cubins yet)
+  /// One translation unit per manifest kernel (same order): kernels.cu's
+  /// include line plus that kernel's text, unchanged. Each compiles on its own
+  /// (in parallel, cached per kernel: BundleSource::kernelUnits).
+  std::vector<std::string> kernelUnits;
 };
 
 /// Code generation choices. The defaults are the forms measured fastest on the

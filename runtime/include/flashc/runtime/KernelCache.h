@@ -19,6 +19,10 @@ namespace flashc::rt {
 /// $FLASHC_CACHE_DIR, else $XDG_CACHE_HOME/flashc, else $HOME/.cache/flashc.
 std::string defaultCacheDir();
 
+/// $FLASHC_NO_CACHE set (and not "0"): neither the compiler nor the runtime
+/// reads or writes the disk cache (the per-process memory cache stays).
+bool kernelCacheDisabled();
+
 /// 32 hex digits: 128-bit FNV-1a of source, effective NVRTC options, arch,
 /// NVRTC version and a fingerprint of the device library's headers.
 std::string kernelCacheKey(const std::string &source, const std::vector<std::string> &effectiveOptions,
@@ -60,6 +64,9 @@ struct CachedCompile {
 
 /// compileCuda through a per-process memory cache (one compile per key per
 /// process, concurrent callers wait) and the disk cache (`cache` may be null).
-Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache);
+/// `deviceLibraryFingerprint`: directoryFingerprint of the request's device
+/// include dir when the caller has it (a batch computes it once); empty: computed.
+Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache,
+                                        const std::string &deviceLibraryFingerprint = "");
 
 } // namespace flashc::rt

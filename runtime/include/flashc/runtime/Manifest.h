@@ -121,10 +121,18 @@ struct ProgramSpec {
   }
 };
 
+/// A compiled image of (part of) the source for one architecture. An arch's
+/// code is either one cubin holding every kernel (`kernels` empty: the whole
+/// source compiled at once) or several, each holding the kernels it lists
+/// (flashc compiles one translation unit per kernel, in parallel): together
+/// they hold every kernel of the manifest exactly once.
 struct CubinSpec {
   std::string arch; // e.g. "sm_90a"
   std::string file; // relative to the bundle directory
-  bool operator==(const CubinSpec &o) const { return arch == o.arch && file == o.file; }
+  std::vector<std::string> kernels; // the kernels it holds; empty: all of them
+  int line = 0; // manifest line (0 when built in code); not compared
+  bool holdsAllKernels() const { return kernels.empty(); }
+  bool operator==(const CubinSpec &o) const { return arch == o.arch && file == o.file && kernels == o.kernels; }
 };
 
 struct Manifest {
@@ -148,7 +156,8 @@ Result<Manifest> parseManifest(std::string_view text);
 
 /// Checks the cross-references a parser checks (unique names, symbols bound,
 /// tensors before scalars is structural, program kernels exist, scratch params
-/// exist and are determined, parameters shared by name agree). Called by
+/// exist and are determined, parameters shared by name agree, each arch's
+/// cubins hold every kernel exactly once and no file twice). Called by
 /// parseManifest; writers call it before writing.
 Status validateManifest(const Manifest &manifest);
 

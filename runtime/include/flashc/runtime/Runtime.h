@@ -33,8 +33,16 @@ struct CodeInfo {
   bool fromCubin = false; // a cubin shipped in the bundle
   bool fromDiskCache = false;
   bool fromMemoryCache = false;
-  std::string cubinFile; // when fromCubin (relative to the bundle directory)
+  std::string cubinFile; // when fromCubin (relative to the bundle directory); several: blank-separated
+  std::vector<std::string> cubinFiles; // when fromCubin: every cubin loaded (one, or one per kernel)
   std::string variant;   // a multi-arch bundle: the arch of the variant chosen ("" for a single-arch bundle)
+};
+
+/// Code for some of a bundle's kernels: one cubin (one CUmodule once loaded)
+/// and the kernels it holds (empty: all of them).
+struct CodeImage {
+  std::vector<std::string> kernels;
+  std::vector<char> cubin;
 };
 
 /// Whether a driver and a device are usable ("no CUDA driver (libcuda.so.1 not
@@ -96,8 +104,10 @@ public:
 
   /// The code this bundle would load on a device of compute capability
   /// major.minor (shipped cubin, cache or NVRTC; honours no-JIT), without a
-  /// driver: for tools and tests. The cubin is returned through `cubin`.
-  Result<CodeInfo> selectCode(int major, int minor, std::vector<char> *cubin = nullptr);
+  /// driver: for tools and tests. The code is returned through `images` (one
+  /// per cubin), and through `cubin` when it is a single image.
+  Result<CodeInfo> selectCode(int major, int minor, std::vector<char> *cubin = nullptr,
+                              std::vector<CodeImage> *images = nullptr);
 
   /// Validates `args` and launches the kernel or program `name` on `stream`
   /// (a CUstream / cudaStream_t; null = legacy default stream). Asynchronous.
