@@ -40,20 +40,20 @@ FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel, int64_
                                                    ArrayRef<StringRef> ring, RejectFn reject) {
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
   if (!schedule)
-    return reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
+    return (void)reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
                   "flash-plan-memory)"),
            failure();
   if (schedule.getConsumerWarpgroups() != 2 ||
       attrNames(schedule.getResident()) != SmallVector<StringRef>(resident) ||
       attrNames(schedule.getRing()) != SmallVector<StringRef>(ring))
-    return reject(llvm::formatv("its schedule is not the library's: 2 consumer warpgroups, {0} "
+    return (void)reject(llvm::formatv("its schedule is not the library's: 2 consumer warpgroups, {0} "
                                 "resident, {1} in the ring",
                                 llvm::join(resident, ", "), llvm::join(ring, " and "))),
            failure();
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
   if (kernel.getBlockM() != 128 || (blockN != 64 && blockN != 128) || kernel.getWarps() != 8 ||
       stages < 1 || stages > 4 || !wsForwardFitsRegisters(valueDim, blockN))
-    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
+    return (void)reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
                                 "schedule is 128 rows on 8 warps (+ the producer warpgroup), 64 "
                                 "or 128 columns a ring block (64 at an output width of 256), 1-4 "
                                 "stages",
