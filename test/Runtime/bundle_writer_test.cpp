@@ -27,14 +27,15 @@ std::string readText(const std::string &path) {
 
 /// The basic bundle's source as one translation unit per kernel, as flashc
 /// emits them: the shared head (includes, the argument struct) plus one kernel.
-std::vector<std::string> kernelUnits(const std::string &source) {
+std::vector<KernelUnit> kernelUnits(const std::string &source, const Manifest &manifest) {
   const std::string marker = "extern \"C\" __global__";
   std::vector<size_t> starts;
   for (size_t at = source.find(marker); at != std::string::npos; at = source.find(marker, at + 1)) starts.push_back(at);
-  std::vector<std::string> units;
-  for (size_t i = 0; i < starts.size(); ++i) {
+  std::vector<KernelUnit> units;
+  for (size_t i = 0; i < starts.size() && i < manifest.kernels.size(); ++i) {
     size_t end = i + 1 < starts.size() ? starts[i + 1] : source.size();
-    units.push_back(source.substr(0, starts.front()) + source.substr(starts[i], end - starts[i]));
+    units.push_back({source.substr(0, starts.front()) + source.substr(starts[i], end - starts[i]),
+                     {manifest.kernels[i].name}});
   }
   return units;
 }
@@ -51,7 +52,7 @@ size_t countEntries(const fs::path &dir) {
 /// compiled in parallel through the kernel cache; the runtime finds each
 /// kernel in its own cubin.
 void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::string &source) {
-  BundleSource split{source, kernelUnits(source)};
+  BundleSource split{source, kernelUnits(source, manifest)};
   if (!check(split.kernelUnits.size() == manifest.kernels.size(), "the basic source splits into one unit per kernel"))
     return;
   std::string dir = (tmp / "units.bundle").string();
@@ -121,15 +122,45 @@ void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::s
 
   // A unit that does not compile: its kernel is named, nothing is written.
   BundleSource broken = split;
-  broken.kernelUnits[2] += "\nthis is not CUDA;\n";
+  broken.kernelUnits[2].text += "\nthis is not CUDA;\n";
   std::string brokenDir = (tmp / "broken-unit.bundle").string();
   auto s = writeBundle(brokenDir, manifest, broken, options);
   checkError(s, manifest.kernels[2].name + ".cu(", "a unit that does not compile: NVRTC's log names the kernel's unit");
   check(s.code() == ErrorCode::CompileFailed && !fs::exists(brokenDir), "... CompileFailed, and nothing is written");
   BundleSource short_ = split;
   short_.kernelUnits.pop_back();
-  checkError(writeBundle(brokenDir, manifest, short_, options), "5 kernel units for 6 kernels",
-             "units must match the kernels one to one");
+  checkError(writeBundle(brokenDir, manifest, short_, options), "the kernel units hold 5 kernels, not the manifest's 6",
+             "units must hold every kernel once");
+  BundleSource twice = split;
+  twice.kernelUnits[1].kernels.push_back(manifest.kernels[0].name);
+  checkError(writeBundle(brokenDir, manifest, twice, options), "the kernel units hold 7 kernels, not the manifest's 6",
+             "... and no kernel twice");
+
+  // Two kernels launching one unit's entry (the emitter prints code that is the same but for names once):
+  // one cubin listing both, and the runtime finds the second kernel's entry in it.
+  Manifest aliased = manifest;
+  aliased.kernels[1].entry = aliased.kernels[0].entry;
+  BundleSource shared = split;
+  shared.kernelUnits[0].kernels.push_back(aliased.kernels[1].name);
+  shared.kernelUnits.erase(shared.kernelUnits.begin() + 1);
+  std::string sharedDir = (tmp / "shared-unit.bundle").string();
+  if (check(static_cast<bool>(writeBundle(sharedDir, aliased, shared, options)), "a unit of two kernels is written")) {
+    std::string text = readText(sharedDir + "/manifest.flashc");
+    check(text.find("cubin sm_90a " + aliased.kernels[0].name + ".sm_90a.cubin for " + aliased.kernels[0].name + " " +
+                    aliased.kernels[1].name) != std::string::npos &&
+              !fs::exists(sharedDir + "/" + aliased.kernels[1].name + ".sm_90a.cubin"),
+          "... as one cubin line naming both kernels, and no cubin of its own for the second");
+    BundleOptions ro;
+    ro.noJit = 1;
+    auto bundle = Bundle::open(sharedDir, ro);
+    if (checkOk(bundle, "... and the runtime opens it")) {
+      std::vector<CodeImage> images;
+      auto hopper = (*bundle)->selectCode(9, 0, nullptr, &images);
+      check(hopper.ok() && images.size() == aliased.kernels.size() - 1 &&
+                images[0].kernels == std::vector<std::string>{aliased.kernels[0].name, aliased.kernels[1].name},
+            "... one image for the shared unit, holding both kernels");
+    }
+  }
 }
 } // namespace
 

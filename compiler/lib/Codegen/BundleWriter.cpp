@@ -53,10 +53,23 @@ struct CompileJob {
 rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &cubinArchs, bool checkAllArchs,
                 const BundleWriteOptions &options, std::vector<CompileJob> &jobs) {
   rt::Manifest &manifest = b.manifest;
-  const std::vector<std::string> &units = b.source->kernelUnits;
-  if (!units.empty() && units.size() != manifest.kernels.size())
-    return rt::makeError(rt::ErrorCode::Internal, std::to_string(units.size()) + " kernel units for " +
-                                                      std::to_string(manifest.kernels.size()) + " kernels");
+  const std::vector<KernelUnit> &units = b.source->kernelUnits;
+  if (!units.empty()) {
+    // Every manifest kernel in exactly one unit.
+    std::vector<std::string> covered;
+    for (const auto &u : units) {
+      if (u.kernels.empty()) return rt::makeError(rt::ErrorCode::Internal, "a kernel unit launched by no kernel");
+      covered.insert(covered.end(), u.kernels.begin(), u.kernels.end());
+    }
+    std::vector<std::string> names;
+    for (const auto &k : manifest.kernels) names.push_back(k.name);
+    std::sort(covered.begin(), covered.end());
+    std::sort(names.begin(), names.end());
+    if (covered != names)
+      return rt::makeError(rt::ErrorCode::Internal, "the kernel units hold " + std::to_string(covered.size()) +
+                                                        " kernels, not the manifest's " + std::to_string(names.size()) +
+                                                        " each once");
+  }
   manifest.cubins.clear();
   for (const auto &arch : cubinArchs) {
     if (!rt::parseArch(arch))
@@ -64,7 +77,7 @@ rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &
     if (units.empty())
       manifest.cubins.push_back({arch, "kernels." + arch + ".cubin", {}, 0});
     else
-      for (const auto &k : manifest.kernels) manifest.cubins.push_back({arch, k.name + "." + arch + ".cubin", {k.name}, 0});
+      for (const auto &u : units) manifest.cubins.push_back({arch, u.kernels.front() + "." + arch + ".cubin", u.kernels, 0});
   }
   if (rt::Status s = rt::validateManifest(manifest); !s) return s;
   if (manifest.source.find('/') != std::string::npos)
@@ -82,16 +95,20 @@ rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &
       job.bundle = index;
       if (shipped) {
         auto it = std::find_if(manifest.cubins.begin(), manifest.cubins.end(), [&](const rt::CubinSpec &c) {
-          return c.arch == arch && (units.empty() || c.kernels.front() == manifest.kernels[u].name);
+          return c.arch == arch && (units.empty() || c.kernels.front() == units[u].kernels.front());
         });
         job.cubin = int(it - manifest.cubins.begin());
       }
-      job.request.source = units.empty() ? b.source->text : units[u];
-      job.request.sourceName = units.empty() ? manifest.source : manifest.kernels[u].name + ".cu";
+      job.request.source = units.empty() ? b.source->text : units[u].text;
+      job.request.sourceName = units.empty() ? manifest.source : units[u].kernels.front() + ".cu";
       job.request.arch = arch;
       job.request.options = manifest.nvrtcOptions;
       job.request.deviceIncludeDir = options.deviceIncludeDir;
-      job.label = (units.empty() ? manifest.source : manifest.kernels[u].name) + " for " + arch;
+      std::string what = units.empty() ? manifest.source : units[u].kernels.front();
+      if (!units.empty() && units[u].kernels.size() > 1)
+        what += " (also " + std::to_string(units[u].kernels.size() - 1) + " more kernel" +
+                (units[u].kernels.size() > 2 ? "s" : "") + " of the same code)";
+      job.label = what + " for " + arch;
       jobs.push_back(std::move(job));
     }
   }

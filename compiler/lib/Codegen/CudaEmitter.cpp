@@ -276,10 +276,12 @@ std::string dropUnusedDeclarations(StringRef text) {
 
 class KernelEmitter {
 public:
+  /// `anonymous`: ignore the builder's value names (the form two kernels
+  /// are compared in: same code but for names).
   KernelEmitter(tile::KernelOp kernel, ArrayRef<std::string> argNames, StringRef entry,
-                std::string specComment, const CudaEmitOptions &options)
+                std::string specComment, const CudaEmitOptions &options, bool anonymous = false)
       : kernel(kernel), argNames(argNames.begin(), argNames.end()), entry(entry.str()),
-        specComment(std::move(specComment)), options(options) {}
+        specComment(std::move(specComment)), options(options), anonymous(anonymous) {}
 
   /// ", true" (the device library's SFU tanh and fast divide) for
   /// activations where the kernel's results are 16-bit: their error (2^-11)
@@ -324,7 +326,7 @@ private:
   /// A fresh C++ name for `v`: the builder's name for it, else `fallback`
   /// (with the suffix of the loop iteration being prefetched, if any).
   std::string freshFor(Value v, StringRef fallback) {
-    std::string given = givenName(v);
+    std::string given = nameGiven(v);
     return fresh((given.empty() ? fallback.str() : given) + aheadSuffix);
   }
   /// "_pre" / "_next" while the index math of a later iteration is printed.
@@ -402,6 +404,9 @@ private:
   tile::KernelOp kernel;
   std::vector<std::string> argNames;
   std::string entry, specComment;
+  bool anonymous = false;
+  /// The kernel builder's name for `v` ("" when anonymous).
+  std::string nameGiven(Value v) { return anonymous ? std::string() : givenName(v); }
   CudaEmitOptions options;
   // The body is printed into a buffer first: the shared-memory size is known
   // only after every shared tile has been placed.
@@ -532,7 +537,7 @@ FailureOr<std::string> KernelEmitter::typeOf(Operation *op, Type t) {
 }
 
 std::string KernelEmitter::slotHint(Operation *op) {
-  std::string given = givenName(op->getResult(0));
+  std::string given = nameGiven(op->getResult(0));
   if (!given.empty())
     return given;
   if (auto load = dyn_cast<tile::LoadOp>(op))
@@ -1331,7 +1336,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         double value = o.getValue().convertToDouble();
         // A zero tile that only seeds a matmul is that product's accumulator.
         std::string hint = std::isinf(value) ? "neg_inf" : (value == 0 ? "zeros" : "filled");
-        if (std::string given = givenName(o.getResult()); !given.empty())
+        if (std::string given = nameGiven(o.getResult()); !given.empty())
           hint = given;
         else
         if (o->hasOneUse())
@@ -1577,7 +1582,8 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
 
   int64_t warps = kernel.getWarps();
   std::string ns = entry + "_config";
-  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!anonymous)
+    out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
   out << "namespace " << ns << " {\n";
@@ -1714,9 +1720,19 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
   src << "// Each kernel below is one tile.kernel, printed top to bottom:\n"
       << "// one device-library call per tile op (runtime/device/include/flashc/device).\n"
       << includes;
-  std::vector<size_t> kernelStarts; // offset in `source` where each kernel's text begins
+  // One translation unit per printed kernel; a kernel whose code is an earlier
+  // one's but for names (compared as printed anonymously: positional
+  // parameters, no value names, no comments) launches that kernel's entry.
+  struct Unit {
+    size_t start, end;    // its text in `source`
+    std::string entry;
+    int64_t threads, sharedBytes;
+    std::vector<std::string> kernels;
+  };
+  std::vector<Unit> units;
+  std::map<std::string, size_t> unitOfCode; // anonymous text -> units index
   for (auto kernel : module.getOps<tile::KernelOp>()) {
-    kernelStarts.push_back(src.str().size());
+    size_t start = src.str().size();
     std::vector<ArgInfo> args = kernelParameters(kernel, kernelArgs);
     std::vector<std::string> argNames;
     for (auto &a : args)
@@ -1736,20 +1752,45 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
         return failure();
       ws = std::move(*printed);
     } else {
+      std::string text, anonymousText;
+      llvm::raw_string_ostream textOut(text), anonymousOut(anonymousText);
       emitter.emplace(kernel, argNames, entry, specComment(kernel), options);
-      if (failed(emitter->emit(src)))
+      if (failed(emitter->emit(textOut)))
         return failure();
+      std::vector<std::string> positional;
+      for (size_t i = 0; i < argNames.size(); ++i)
+        positional.push_back("arg" + std::to_string(i));
+      KernelEmitter anonymous(kernel, positional, "flashc_kernel", "", options, /*anonymous=*/true);
+      if (failed(anonymous.emit(anonymousOut)))
+        return failure();
+      anonymousOut.flush();
+      if (auto same = unitOfCode.find(anonymousText); same != unitOfCode.end()) {
+        Unit &unit = units[same->second];
+        FailureOr<rt::KernelSpec> spec =
+            buildKernelSpec(kernel, args, unit.entry, unit.threads, unit.sharedBytes);
+        if (failed(spec))
+          return failure();
+        unit.kernels.push_back(spec->name);
+        manifest.kernels.push_back(std::move(*spec));
+        src << "// ---- " << kernel.getSymName() << " ----\n// launches " << unit.entry
+            << " (its code is that kernel's but for names)\n\n";
+        continue;
+      }
+      unitOfCode.emplace(std::move(anonymousText), units.size());
+      textOut.flush();
+      src << text;
     }
 
     int64_t threads = ws ? kWsForwardThreads : kernel.getWarps() * 32;
     // The emitter's layout is authoritative: it knows the device library's
     // padding (flash-plan-memory's estimate only decides block sizes).
-    FailureOr<rt::KernelSpec> spec = buildKernelSpec(
-        kernel, args, entry, threads, ws ? ws->sharedBytes : emitter->sharedBytes());
+    int64_t sharedBytes = ws ? ws->sharedBytes : emitter->sharedBytes();
+    FailureOr<rt::KernelSpec> spec = buildKernelSpec(kernel, args, entry, threads, sharedBytes);
     if (failed(spec))
       return failure();
     if (ws)
       spec->tensorMaps = ws->tensorMaps;
+    units.push_back({start, src.str().size(), entry, threads, sharedBytes, {spec->name}});
     manifest.kernels.push_back(std::move(*spec));
   }
 
@@ -1764,9 +1805,12 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
                << valid.error().message,
            failure();
   src.flush();
-  for (size_t i = 0; i < kernelStarts.size(); ++i) {
-    size_t end = i + 1 < kernelStarts.size() ? kernelStarts[i + 1] : source.size();
-    result.kernelUnits.push_back(includes + source.substr(kernelStarts[i], end - kernelStarts[i]));
+  for (const Unit &unit : units) {
+    std::string text = includes + source.substr(unit.start, unit.end - unit.start);
+    if (unit.kernels.size() > 1) // say so where the code is printed
+      text = "// This kernel's code also serves " + llvm::join(ArrayRef(unit.kernels).drop_front(), ", ") +
+             " (the same but for names).\n" + text;
+    result.kernelUnits.push_back({std::move(text), unit.kernels});
   }
   result.source = std::move(source);
   return result;

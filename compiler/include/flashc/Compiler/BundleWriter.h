@@ -4,6 +4,7 @@
 // flashc_runtime (for NVRTC and the kernel cache) and flashc_bundle.
 #pragma once
 
+#include "flashc/Compiler/KernelUnit.h"
 #include "flashc/runtime/Manifest.h"
 #include "flashc/runtime/Result.h"
 
@@ -46,11 +47,9 @@ struct BundleWriteOptions {
 struct BundleSource {
   std::string text; // written as the manifest's `source` (kernels.cu)
   /// Empty: `text` compiles into one kernels.<arch>.cubin holding every
-  /// kernel. Else one translation unit per manifest kernel (same order): the
-  /// includes the kernels share plus that kernel's code. Each compiles on its
-  /// own into <kernel>.<arch>.cubin (a `cubin ... for <kernel>` line), all of
-  /// them in parallel and each through the kernel cache.
-  std::vector<std::string> kernelUnits;
+  /// kernel. Else the translation units (KernelUnit.h), which together hold
+  /// every manifest kernel exactly once.
+  std::vector<KernelUnit> kernelUnits;
 };
 
 /// Validates `manifest`, compiles the requested cubins (an NVRTC error returns

@@ -9,6 +9,7 @@
 #ifndef FLASHC_COMPILER_CUDAEMITTER_H
 #define FLASHC_COMPILER_CUDAEMITTER_H
 
+#include "flashc/Compiler/KernelUnit.h"
 #include "flashc/runtime/Manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -22,10 +23,9 @@ namespace flashc {
 struct CudaModule {
   std::string source;        // kernels.cu
   flashc::rt::Manifest manifest; // kernels and programs (no cubins yet)
-  /// One translation unit per manifest kernel (same order): kernels.cu's
-  /// include line plus that kernel's text, unchanged. Each compiles on its own
-  /// (in parallel, cached per kernel: BundleSource::kernelUnits).
-  std::vector<std::string> kernelUnits;
+  /// The translation units: kernels.cu's include line plus one kernel's text,
+  /// unchanged, for the manifest kernels that launch it (KernelUnit.h).
+  std::vector<KernelUnit> kernelUnits;
 };
 
 /// Code generation choices. The defaults are the forms measured fastest on the
