@@ -105,6 +105,16 @@ void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<bool>
   out << ";\n";
 }
 
+/// The end of a kernel's Config: the library's plan for it, checked against
+/// the manifest's block size and shared memory, and the namespace closed.
+void printPlanCheck(StringRef plan, int64_t sharedBytes, StringRef ns, llvm::raw_ostream &out) {
+  out << "};\n";
+  out << "using Plan = " << plan << "<Config>;\n";
+  out << "static_assert(Plan::kThreads == " << kWsForwardThreads << " && Plan::kSmemBytes == " << sharedBytes
+      << ", \"the manifest's block size and shared memory\");\n";
+  out << "}  // namespace " << ns << "\n\n";
+}
+
 /// The kernel's signature after its config namespace: the tensors, then the
 /// maps as grid constants (their addresses go to the TMA unit).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
@@ -194,12 +204,7 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
                       kernel.getGridOrderAttr() &&
                           kernel.getGridOrderAttr().getOrder() == tile::BlockOrder::LongestFirst,
                       out);
-  out << "};\n";
-  out << "using Plan = flashc::device::AttentionFwdWsPlan<Config>;\n";
-  out << "static_assert(Plan::kThreads == " << kWsForwardThreads
-      << " && Plan::kSmemBytes == " << result.sharedBytes
-      << ", \"the manifest's block size and shared memory\");\n";
-  out << "}  // namespace " << ns << "\n\n";
+  printPlanCheck("flashc::device::AttentionFwdWsPlan", result.sharedBytes, ns, out);
   printSignature(entry, cppNames, inputs, maps, out);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
@@ -279,12 +284,7 @@ FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::At
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
-  out << "};\n";
-  out << "using Plan = flashc::device::AttentionBwdWsPlan<Config>;\n";
-  out << "static_assert(Plan::kThreads == " << kWsForwardThreads
-      << " && Plan::kSmemBytes == " << result.sharedBytes
-      << ", \"the manifest's block size and shared memory\");\n";
-  out << "}  // namespace " << ns << "\n\n";
+  printPlanCheck("flashc::device::AttentionBwdWsPlan", result.sharedBytes, ns, out);
   printSignature(entry, cppNames, inputs, maps, out);
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << maps[3];
@@ -351,12 +351,7 @@ FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spe
       << ", kOutDim = " << wsForwardValueTile(dOut) << ", kOutCols = " << dOut << ";\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
   printScheduleConfig(*schedule, std::nullopt, out);
-  out << "};\n";
-  out << "using Plan = FfnFwdWsPlan<Config>;\n";
-  out << "static_assert(Plan::kThreads == " << kWsForwardThreads
-      << " && Plan::kSmemBytes == " << result.sharedBytes
-      << ", \"the manifest's block size and shared memory\");\n";
-  out << "}  // namespace " << ns << "\n\n";
+  printPlanCheck("FfnFwdWsPlan", result.sharedBytes, ns, out);
   printSignature(entry, cppNames, inputs, maps, out);
   // Absent biases: the library does not read them (kBias1 / kBias2 false).
   out << "  flashc::device::ffn_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]

@@ -90,6 +90,17 @@ __device__ __forceinline__ void multiply(RegTileF32<R, C, W>& t, const RegTileF3
       for (int i = 0; i < 4; ++i) t.v[mt][nt][i] *= g.v[mt][nt][i];
 }
 
+// dst[0..3] += {a0, a1, a2, a3}: one 16-byte reduction (sm_90+; four scalar ones before). dst 16-byte aligned.
+__device__ __forceinline__ void red_add_v4(float* dst, float a0, float a1, float a2, float a3) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a0), "f"(a1), "f"(a2), "f"(a3)
+               : "memory");
+#else
+  atomicAdd(dst, a0), atomicAdd(dst + 1, a1);
+  atomicAdd(dst + 2, a2), atomicAdd(dst + 3, a3);
+#endif
+}
+
 // tile op `atomic_add %x, %t[..] limit [rl, cl]`: dst[row0 + r][c] += x[r][c] for row0 + r < dst.rows
 // and c < dst.cols (columns: the caller passes a full-width tile or a columns_from() slice); cols even
 // (kWide: a multiple of 4) unless kExact, which reduces element by element where the width ends
@@ -156,14 +167,7 @@ __device__ __forceinline__ void atomic_add(const GlobalMatrix<float>& dst, int r
           for (int e = 0; e < 4; ++e)
             if (col + e < dst.cols) atomicAdd(base + col + e, a[e]);
         } else if (row < dst.rows && col < dst.cols) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-          asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
-                       "f"(a2), "f"(a3)
-                       : "memory");
-#else
-          atomicAdd(base + col, a0), atomicAdd(base + col + 1, a1);
-          atomicAdd(base + col + 2, a2), atomicAdd(base + col + 3, a3);
-#endif
+          red_add_v4(base + col, a0, a1, a2, a3);
         }
       }
     }
@@ -204,14 +208,7 @@ __device__ __forceinline__ void atomic_add_row_segments(const GlobalMatrix<float
         const float a2 = odd ? mine0 : got0, a3 = odd ? mine1 : got1;
         const int col = (2 * p + (odd ? 1 : 0)) * 8 + col_in_pair;
         if (row < dst.rows && col < dst.cols) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-          asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(base + col), "f"(a0), "f"(a1),
-                       "f"(a2), "f"(a3)
-                       : "memory");
-#else
-          atomicAdd(base + col, a0), atomicAdd(base + col + 1, a1);
-          atomicAdd(base + col + 2, a2), atomicAdd(base + col + 3, a3);
-#endif
+          red_add_v4(base + col, a0, a1, a2, a3);
         }
       }
     }
