@@ -31,21 +31,16 @@ import bench_common as bc
 # flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
 # and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
 # flashc_x*: the default kernels with flashc --experiment, each the form a default replaced (float64-checked like
-# the others): mma-dq, sync-lse, two-barrier, all three (the backward kernels before them); flashc_xcpa: the
-# cp.async forward the warp-specialised TMA forward replaced. Only on request (--peers): a new
-# experiment that faults would take the process's CUDA context, and every later column, with it.
+# the others): flashc_xcpa, the cp.async forward the warp-specialised TMA forward replaced. (The backward's mma-dq,
+# sync-lse and two-barrier were retired on 2026-12-01: docs/design/wgmma-backward.md.) Only on request (--peers):
+# a new experiment that faults would take the process's CUDA context, and every later column, with it.
 DEFAULT_PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEERS = DEFAULT_PEERS + ["flashc_xmdq", "flashc_xslse", "flashc_x2bar", "flashc_xall", "flashc_xcpa"]
+PEERS = DEFAULT_PEERS + ["flashc_xcpa"]
 # name -> (backward form, experiments)
 FLASHC_FORMS = {"flashc": ("auto", ()), "flashc_rows": ("rows", ()), "flashc_st": ("transposed", ()),
-                "flashc_xmdq": ("auto", ("mma-dq",)), "flashc_xslse": ("auto", ("sync-lse",)),
-                "flashc_x2bar": ("auto", ("two-barrier",)),
-                "flashc_xall": ("auto", ("mma-dq", "sync-lse", "two-barrier")),
                 "flashc_xcpa": ("auto", ("cp-async-forward",))}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
 PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
-               "flashc_xmdq": "flashc (x: mma.sync dQ)", "flashc_xslse": "flashc (x: sync lse)",
-               "flashc_x2bar": "flashc (x: two barriers)", "flashc_xall": "flashc (x: all three)",
                "flashc_xcpa": "flashc (x: cp.async forward)",
                "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",

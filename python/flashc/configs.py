@@ -2,7 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+mma-dq+sync-lse+two-barrier+cp-async-forward]
+            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+cp-async-forward+...]
             [,key_offset=1]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
@@ -158,24 +158,22 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
-# flashc --experiment (the forms today's defaults replaced): the backward's three each alone and all three, the
-# cp.async forward the warp-specialised TMA forward replaced: bench_attention.py's flashc_x* columns, and the test
-# configs the device run checks against float64.
+# flashc --experiment (the forms today's defaults replaced): the cp.async forward the warp-specialised TMA forward
+# replaced: bench_attention.py's flashc_xcpa column, and the test configs the device run checks against float64.
 CP_ASYNC_FORWARD = ("cp-async-forward",)
-EXPERIMENT_SETS = (("mma-dq",), ("sync-lse",), ("two-barrier",), ("mma-dq", "sync-lse", "two-barrier"),
-                   CP_ASYNC_FORWARD)
+EXPERIMENT_SETS = (CP_ASYNC_FORWARD,)
 BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
                                     for c in BENCH_ATTENTION)
-# The FFN kernels under the forms the defaults replaced: two-barrier, mma.sync (mma-gemm), 128 columns wide
+# The FFN kernels under the forms the defaults replaced: mma.sync (mma-gemm), 128 columns wide
 # (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), both of the last two, and the tiles in
 # launch order instead of grouped (in-order-grid), and the mma.sync fused FFN the warp-specialised one replaced where
 # it takes the FFN (fused, ungated, d and d_out up to 256: mma-fused-ffn) (the other experiments touch attention
-# only). The benchmark shapes carry all but two-barrier (bench_ffn.py's flashc_x*).
+# only). The benchmark shapes carry them all (bench_ffn.py's flashc_x*).
 MMA_FUSED_FFN = ("mma-fused-ffn",)
-FFN_EXPERIMENT_SETS = (("two-barrier",), ("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
+FFN_EXPERIMENT_SETS = (("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
                        ("narrow-gemm", "serial-wgmma"), ("in-order-grid",), MMA_FUSED_FFN)
 TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
-BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS[1:]
+BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS
                               for c in BENCH_FFN)
 # The mma.sync fused FFN over padded widths too (d = 200; by default the warp-specialised kernel takes them).
 TEST_FFN_PADDED_MMA_FUSED = tuple(dataclasses.replace(c, experiments=MMA_FUSED_FFN) for c in TEST_FFN_PADDED[:2])
@@ -195,11 +193,7 @@ TEST_ATTENTION_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORW
 # The large head dims' forward before the warp-specialised kernel took them (bench_attention.py's flashc_xcpa).
 BENCH_ATTENTION_LARGE_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD)
                                        for c in BENCH_ATTENTION_LARGE)
-TEST_ATTENTION_EXPERIMENTS = tuple(
-    dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS if x != CP_ASYNC_FORWARD
-    for c in [AttentionConfig("bf16", 2, 2, d, causal=causal) for d in (64, 128) for causal in (False, True)]
-    + [AttentionConfig("f16", 4, 1, 128, causal=True), AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0)),
-       AttentionConfig("bf16", 2, 2, 96, causal=True, backward_form="transposed")]) + TEST_ATTENTION_CP_ASYNC
+TEST_ATTENTION_EXPERIMENTS = TEST_ATTENTION_CP_ASYNC
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,

@@ -33,8 +33,7 @@ BACKWARD_FORMS = ("auto", "rows", "transposed")
 # forms opt-in until measured (ws-forward: the warp-specialised TMA attention forward). The
 # compiler's registry (tools/flashc/Stages.cpp, `flashc --list-experiments`) is the source; test_spec checks that
 # this copy (needed where no compiler is installed) matches it.
-EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "mma-dq", "sync-lse", "two-barrier", "cp-async-forward",
-               "in-order-grid", "mma-fused-ffn")
+EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "cp-async-forward", "in-order-grid", "mma-fused-ffn")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 

@@ -171,22 +171,23 @@ class KeyTest(unittest.TestCase):
 
     def test_experiments(self):
         plain = AttentionConfig("bf16", 2, 2, 128, causal=True)
-        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("sync-lse", "mma-dq"))
+        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("narrow-gemm", "cp-async-forward"))
         # Sorted, so the same set is the same configuration (and bundle) in any order.
-        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("mma-dq", "sync-lse")))
-        self.assertEqual(both.compiler_flags, ("--experiment=mma-dq,sync-lse",))
-        self.assertIn("_xmmadq_xsynclse_", both.key)
+        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True,
+                                               experiments=("cp-async-forward", "narrow-gemm")))
+        self.assertEqual(both.compiler_flags, ("--experiment=cp-async-forward,narrow-gemm",))
+        self.assertIn("_xcpasyncforward_xnarrowgemm_", both.key)
         self.assertNotEqual(plain.key, both.key)
         self.assertEqual(plain.spec_text().splitlines()[1:], both.spec_text().splitlines()[1:])
-        self.assertIn("experiments=mma-dq+sync-lse", both.describe())
+        self.assertIn("experiments=cp-async-forward+narrow-gemm", both.describe())
         self.assertEqual(configs.parse_config(configs.format_config(both)), both)
-        for bad in (("nope",), "mma-dq"):
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of narrow-gemm, serial-wgmma, mma-gemm, mma-dq, sync-lse, "
-                                        "two-barrier"):
+        for bad in (("nope",), "cp-async-forward", ("mma-dq",)):  # mma-dq: retired
+            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of narrow-gemm, serial-wgmma, mma-gemm, "
+                                        "cp-async-forward"):
                 AttentionConfig("bf16", 2, 2, 128, experiments=bad)
-        ffn = FfnConfig("bf16", 64, 256, experiments=("two-barrier",))
-        self.assertEqual(ffn.compiler_flags, ("--experiment=two-barrier",))
-        self.assertIn("_xtwobarrier_", ffn.key)
+        ffn = FfnConfig("bf16", 64, 256, experiments=("serial-wgmma",))
+        self.assertEqual(ffn.compiler_flags, ("--experiment=serial-wgmma",))
+        self.assertIn("_xserialwgmma_", ffn.key)
         self.assertNotEqual(ffn.key, FfnConfig("bf16", 64, 256).key)
         self.assertEqual(FfnConfig("bf16", 64, 256).compiler_flags, ())
         self.assertEqual(configs.parse_config(configs.format_config(ffn)), ffn)

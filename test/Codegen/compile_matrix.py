@@ -45,16 +45,9 @@ def configs(full):
     for d, mask in itertools.product([64, 96, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, transposed=True)
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, transposed=True)
-    # The row form where auto picks Sᵀ (sm_90a, D = 64/128), and the forms the defaults replaced (flashc
-    # --experiment), kept for timing side by side.
+    # The row form where auto picks Sᵀ (sm_90a, D = 64/128).
     for d, mask in itertools.product([64, 128], MASKS):
         yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, form="rows")
-        yield dict(d=d, t="bf16", mask=mask, hq=8, hkv=8, experiment="mma-dq,sync-lse,two-barrier")
-    yield dict(d=128, t="f16", mask="causal", hq=8, hkv=2, experiment="mma-dq")
-    yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, experiment="sync-lse")
-    yield dict(d=64, t="bf16", mask="none", hq=8, hkv=8, experiment="two-barrier")
-    yield dict(d=32, t="bf16", mask="causal", hq=8, hkv=8, experiment="two-barrier")
-    yield dict(d=96, t="bf16", mask="causal", hq=8, hkv=8, transposed=True, experiment="sync-lse")
     # The cp.async forward the warp-specialised TMA forward (the sm_90a default: every row above) replaced.
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, experiment="cp-async-forward")
     yield dict(d=64, t="f16", mask="window", hq=8, hkv=8, experiment="cp-async-forward")

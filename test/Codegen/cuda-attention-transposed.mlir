@@ -4,50 +4,20 @@
 // sm_90a all five products of 128 key rows are wgmma (two warpgroups; dQ's
 // reads the dSᵀ and K panels both transposed). --backward-form=auto (the
 // default) picks this form on sm_90a at D = 128, the row form on sm_80.
-// The --experiment runs print the form each default replaced, kept for timing
-// the two side by side.
+// (The forms these defaults replaced -- dQ by mma.sync, lse / D loaded
+// synchronously, two barriers an iteration -- were retired on 2026-12-01; their
+// A/B numbers: docs/design/wgmma-backward.md.)
 // RUN: flashc %s --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
-// RUN: flashc %s --experiment=mma-dq --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=MDQ
-// RUN: flashc %s --experiment=sync-lse --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=SLSE
-// RUN: flashc %s --experiment=two-barrier --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=TWOBAR
-// RUN: not flashc %s --experiment=sync-lse,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
+// RUN: not flashc %s --experiment=cp-async-forward,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
 // AUTO80-LABEL: flashc_attention_attention_bwd(
 // AUTO80-NOT: recompute_probs_cols(
 // AUTO80: recompute_probs(
 // AUTO80-NOT: recompute_probs_cols(
-// --experiment=sync-lse: lse / D loaded synchronously each step behind their
-// own barrier instead of riding the Q / dO pipeline.
-// SLSE-LABEL: flashc_attention_attention_bwd(
-// SLSE-NOT: load_rows_async
-// SLSE: float* const [[LSE:lse_cols]] = shared_floats(smem, kLseColsOffset);
-// SLSE-NEXT: load_rows_shared<kThreads, 64>([[LSE]], vector_view(lse,
-// SLSE-NEXT: float* const [[D:delta_cols]] = shared_floats(smem, kDeltaColsOffset);
-// SLSE-NEXT: load_rows_shared<kThreads, 64>([[D]], vector_view(delta,
-// SLSE-NEXT: __syncthreads();  // column vectors written by all threads
-// SLSE: recompute_probs_cols({{.+}}, [[LSE]],
-// BADX: unknown --experiment 'nope' (known: narrow-gemm, serial-wgmma, mma-gemm, mma-dq, sync-lse, two-barrier, cp-async-forward, in-order-grid, mma-fused-ffn)
-// --experiment=two-barrier: prefetch before the wait, and a barrier at the end
-// of every iteration before its buffers are refilled.
-// TWOBAR-LABEL: flashc_attention_attention_bwd(
-// TWOBAR: for (int [[QB:.+]] = {{.*}}stage = 0;
-// TWOBAR-NEXT: {  // loads of a later iteration, in flight during this one
-// TWOBAR: cp_async_wait<1>();  // this iteration's buffers landed
-// TWOBAR: atomic_add_tile(
-// TWOBAR: wgmma_wait<0>();
-// TWOBAR-NEXT: __syncthreads();  // buffers are overwritten by the next iteration
-// TWOBAR-NEXT: }
-// TWOBAR-NOT: the last iteration's buffers are free
-// --experiment=mma-dq: dQ's parts by mma.sync over the same panels; no proxy
-// fence, since nothing reads the dSᵀ panel through the async proxy.
-// MDQ-LABEL: flashc_attention_attention_bwd(
-// MDQ-NOT: wgmma_matmul_ta(
-// MDQ: store_fragments(
-// MDQ-NEXT: __syncthreads();
-// MDQ: matmul_ta(
+// BADX: unknown --experiment 'nope' (known: narrow-gemm, serial-wgmma, mma-gemm, cp-async-forward, in-order-grid, mma-fused-ffn)
 // BAD: unknown --backward-form value 'columns' (expected auto, rows or transposed)
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)

@@ -139,12 +139,6 @@ const Experiment kExperiments[] = {
      [](CompileOptions &o) { o.cuda.overlapWgmma = false; }},
     {"mma-gemm", "the sm_90a FFN GEMMs by mma.sync, not wgmma",
      [](CompileOptions &o) { o.pipeline.wgmmaGemm = false; }},
-    {"mma-dq", "the sm_90a Sᵀ backward's dQ product by mma.sync, not wgmma",
-     [](CompileOptions &o) { o.cuda.wgmmaDq = false; }},
-    {"sync-lse", "the Sᵀ backward's lse / D loaded synchronously, not a step ahead",
-     [](CompileOptions &o) { o.cuda.asyncColumnVectors = false; }},
-    {"two-barrier", "pipelined loops with two barriers an iteration, not one",
-     [](CompileOptions &o) { o.cuda.oneBarrierPipeline = false; }},
     {"cp-async-forward",
      "the sm_90a attention forward loading by cp.async from the warps that compute, not the "
      "warp-specialised TMA kernel",

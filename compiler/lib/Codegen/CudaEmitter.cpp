@@ -352,8 +352,8 @@ private:
     int64_t bands, groups, width;
   };
   ChunkShape chunkShape(tile::TileType type);
-  /// A chunked product printed as wgmma_matmul_ta (unless --experiment=mma-dq):
-  /// 64-column parts of 64 rows a warpgroup; other shapes keep mma.sync.
+  /// A chunked product printed as wgmma_matmul_ta: 64-column parts of 64 rows
+  /// a warpgroup; other shapes keep mma.sync (matmul_ta).
   bool isWgmmaChunkedMatmul(tile::MatmulOp mm);
   DenseSet<Operation *> emittedAhead;
   bool wgmma() { return kernel.getStrategy() == tile::Strategy::WgmmaSm90; }
@@ -700,7 +700,7 @@ KernelEmitter::ChunkShape KernelEmitter::chunkShape(tile::TileType type) {
 }
 
 bool KernelEmitter::isWgmmaChunkedMatmul(tile::MatmulOp mm) {
-  if (!wgmma() || !options.wgmmaDq || !isChunkedAtomicMatmul(mm))
+  if (!wgmma() || !isChunkedAtomicMatmul(mm))
     return false;
   auto type = cast<tile::TileType>(mm.getType());
   ChunkShape shape = chunkShape(type);
@@ -792,10 +792,10 @@ LogicalResult KernelEmitter::emitArith(Operation *op) {
 
 /// The loads of `forOp`'s body that can be issued one iteration ahead: marked
 /// `buffers >= 2`, directly in the body, with every index computable from the
-/// induction variable and values defined outside the loop. With
-/// `columnVectors`, shared tile.load_rows (the Sᵀ backward's lse / D) ride
-/// along with those loads' buffers.
-static bool collectPipeline(scf::ForOp forOp, bool columnVectors, llvm::SetVector<Operation *> &loads,
+/// induction variable and values defined outside the loop. Shared
+/// tile.load_rows (the Sᵀ backward's lse / D) ride along with those loads'
+/// buffers.
+static bool collectPipeline(scf::ForOp forOp, llvm::SetVector<Operation *> &loads,
                             llvm::SetVector<Operation *> &slice, int64_t &stages) {
   Block *body = forOp.getBody();
   stages = 0;
@@ -803,7 +803,7 @@ static bool collectPipeline(scf::ForOp forOp, bool columnVectors, llvm::SetVecto
     auto load = dyn_cast<tile::LoadOp>(&op);
     auto rows = dyn_cast<tile::LoadRowsOp>(&op);
     bool tileLoad = load && load.getBuffers() && *load.getBuffers() >= 2;
-    bool columnVector = columnVectors && rows && cast<tile::TileType>(rows.getType()).isShared();
+    bool columnVector = rows && cast<tile::TileType>(rows.getType()).isShared();
     if (!tileLoad && !columnVector)
       continue;
     // Walk the index math back to the induction variable / invariants.
@@ -874,7 +874,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   Pipeline pipe;
   pipe.loop = forOp;
   bool pipelined =
-      collectPipeline(forOp, options.asyncColumnVectors, pipe.loads, pipe.slice, pipe.stages);
+      collectPipeline(forOp, pipe.loads, pipe.slice, pipe.stages);
   std::string iv = freshFor(forOp.getInductionVar(), "n");
   bind(forOp.getInductionVar(), iv);
 
@@ -927,7 +927,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     // has completed.
     // Only with 4 stages or more: at 3 the loads would be one iteration ahead.
     pipe.ahead = pipe.stages - 1;
-    int groups = options.overlapWgmma && wgmma() && options.oneBarrierPipeline && pipe.stages >= 4
+    int groups = options.overlapWgmma && wgmma() && pipe.stages >= 4
                      ? productLoopGroups(forOp, pipe.loads, pipe.slice)
                      : 0;
     if (groups) {
@@ -956,11 +956,12 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   os << ") {\n";
   ++indent;
 
-  // One barrier an iteration (unless --experiment=two-barrier): the landing
-  // barrier comes first and also says every thread is done with the last
-  // iteration, so the prefetch refills its buffers after it and no
-  // end-of-iteration barrier is needed.
-  bool oneBarrier = pipelined && options.oneBarrierPipeline;
+  // One barrier an iteration: the landing barrier comes first and also says
+  // every thread is done with the last iteration, so the prefetch refills its
+  // buffers after it and no end-of-iteration barrier is needed (two barriers
+  // an iteration measured ±1 % alone, docs/design/wgmma-backward.md). A loop
+  // without a pipeline ends each iteration with a barrier instead.
+  bool oneBarrier = pipelined;
   if (pipelined) {
     auto issueAhead = [&]() {
       // Prefetch iteration n + ahead·step into the buffer freed before this iteration.
@@ -968,20 +969,13 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
                             "(" + pipe.stageVar + " + " + std::to_string(pipe.ahead) + ") % " +
                                 std::to_string(pipe.stages));
     };
-    if (oneBarrier) {
-      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead - 1) + ">();  " +
-                      (pipe.keepGroups ? "// this iteration's buffers landed; those of two "
-                                         "iterations back are free"
-                                       : "// this iteration's buffers landed, the last "
-                                         "iteration is done"));
-      if (failed(issueAhead()))
-        return failure();
-    } else {
-      if (failed(issueAhead()))
-        return failure();
-      emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead) +
-                      ">();  // this iteration's buffers landed");
-    }
+    emitLoadsLanded("cp_async_wait<" + std::to_string(pipe.ahead - 1) + ">();  " +
+                    (pipe.keepGroups ? "// this iteration's buffers landed; those of two "
+                                       "iterations back are free"
+                                     : "// this iteration's buffers landed, the last "
+                                       "iteration is done"));
+    if (failed(issueAhead()))
+      return failure();
   }
 
   if (failed(emitBlock(*forOp.getBody(), pipe.keepGroups)))
@@ -1284,8 +1278,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         ValueRange idx = o.getIndices();
         auto type = cast<tile::TileType>(o.getType());
         if (type.isShared()) {
-          // Sᵀ backward: per-query lse / D read by column index, staged once per
-          // step (--experiment=sync-lse), or issued one step ahead: this step's buffer.
+          // Sᵀ backward: per-query lse / D read by column index, issued one step
+          // ahead with a pipeline (this step's buffer), else staged once per step.
           bool ahead = pipeline && pipeline->loads.contains(o);
           std::string hint = slotHint(o);
           std::string off = placeShared(o, type, ahead ? pipeline->stages : 1, hint);
@@ -1299,8 +1293,8 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                  << globalVector(o.getSource(), idx) << ", " << nameOf(idx.back()) << ", "
                  << nameOf(o.getRowLimit()) << ");\n";
           auto next = dyn_cast_or_null<tile::LoadRowsOp>(o->getNextNode());
-          // The next one shares this barrier unless it is issued ahead (async-lse),
-          // which emits none.
+          // The next one shares this barrier unless it is issued ahead, which
+          // emits none.
           if (!next || !cast<tile::TileType>(next.getType()).isShared() ||
               (pipeline && pipeline->loads.contains(next)))
             barrier("  // column vectors written by all threads");

@@ -36,18 +36,6 @@ struct CudaEmitOptions {
   /// "sm_90a"): named in the source's header and the manifest's `arch` line.
   /// Empty: both sm_80 and sm_90a (a module planned by hand, e.g. in tests).
   std::string arch;
-  /// The Sᵀ backward's dQ += dS·K as wgmma with both operands transposed
-  /// (wgmma_matmul_ta); off (experiment mma-dq): mma.sync over the same panels.
-  bool wgmmaDq = true;
-  /// The Sᵀ backward's per-query lse / D column vectors loaded one iteration
-  /// ahead with the Q / dO tiles (cp.async into two buffers); off (experiment
-  /// sync-lse): loaded synchronously behind a barrier each iteration.
-  bool asyncColumnVectors = true;
-  /// Pipelined loops with one barrier an iteration: wait for this iteration's
-  /// loads, barrier, then prefetch into the buffers the last iteration read.
-  /// Off (experiment two-barrier): prefetch, wait, barrier, ..., and a barrier
-  /// at the end of each iteration.
-  bool oneBarrierPipeline = true;
   /// GEMM main loops (pipelined loads and wgmma products only) keep one wgmma
   /// group in flight across the iteration's barrier, with their loads one
   /// stage less ahead. Off (experiment serial-wgmma): each iteration waits for

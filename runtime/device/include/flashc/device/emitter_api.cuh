@@ -132,7 +132,7 @@ template <int kThreads, int C>
 __device__ __forceinline__ void load_rows_shared(float* dst, const GlobalVector<float>& src, int row0, int limit) {
   for (int c = threadIdx.x; c < C; c += kThreads) dst[c] = row0 + c < limit ? src.base[(row0 + c) * src.stride] : 0.f;
 }
-// The same issued one iteration ahead with the tile loads (unless --experiment=sync-lse): 4-byte cp.async,
+// The same issued one iteration ahead with the tile loads (a pipelined loop): 4-byte cp.async,
 // 0 written directly past `limit`; visible after the pipeline's cp_async_wait and barrier.
 template <int kThreads, int C>
 __device__ __forceinline__ void load_rows_async(float* dst, const GlobalVector<float>& src, int row0, int limit) {

@@ -116,8 +116,8 @@ __device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, SmemPanelTile<
 }
 
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
-// transposed: with wgmma_matmul_ta, whose operands are both MN-major (the default), or with mma.sync (matmul_ta,
-// flashc --experiment=mma-dq) (docs/design/wgmma-backward.md).
+// transposed: with wgmma_matmul_ta, whose operands are both MN-major, where its shape is a warpgroup's 64 rows
+// in 64-column parts; else with mma.sync (matmul_ta) (docs/design/wgmma-backward.md).
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
   detail::store_fragments_to(dst, src);
