@@ -26,7 +26,7 @@
 
 #include "ManifestBuilder.h"
 #include "Names.h"
-#include "WsForwardEmitter.h"
+#include "WsKernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1400,8 +1400,10 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           line() << "RegTileF32<" << type.getRows() << ", " << width << ", " << bandsArg << "> " << part << ";\n";
           line() << "fill(" << part << ", 0.f);\n";
           line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
-          line() << "atomic_add_tile"
-                 << (limitInsideChunk(atomic.getDest(), atomic.getColLimit()) ? "<true>" : "")
+          // The wgmma Sᵀ backward's dQ (whole 64-column chunks) goes out in 64-byte row segments.
+          bool exact = limitInsideChunk(atomic.getDest(), atomic.getColLimit());
+          line() << (isWgmmaChunkedMatmul(o) && !exact ? "atomic_add_tile_segments"
+                                                        : exact ? "atomic_add_tile<true>" : "atomic_add_tile")
                  << "(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
                  << nameOf(idx[idx.size() - 2]) << ", " << plusScaled(nameOf(idx.back()), 1, "chunk")
                  << ", "
@@ -1732,16 +1734,16 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     for (auto &a : args)
       argNames.push_back(a.name);
     std::string entry = "flashc_" + cppIdentifier(kernel.getSymName());
-    // The warp-specialised forward is one library call (WsForwardEmitter.h);
+    // A warp-specialised kernel is one library call (WsKernelEmitter.h);
     // every other kernel is printed op by op.
-    std::optional<WsForwardKernel> ws;
+    std::optional<WsKernel> ws;
     std::optional<KernelEmitter> emitter;
-    if (isWsForward(kernel)) {
+    if (isWarpSpecialized(kernel)) {
       std::vector<std::string> cppNames;
       for (const std::string &name : argNames)
         cppNames.push_back(cppIdentifier(name));
-      FailureOr<WsForwardKernel> printed =
-          emitWsForward(kernel, argNames, cppNames, entry, specComment(kernel), src);
+      FailureOr<WsKernel> printed =
+          emitWsKernel(kernel, argNames, cppNames, entry, specComment(kernel), src);
       if (failed(printed))
         return failure();
       ws = std::move(*printed);
@@ -1775,7 +1777,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       src << text;
     }
 
-    int64_t threads = ws ? kWsForwardThreads : kernel.getWarps() * 32;
+    int64_t threads = ws ? kWsThreads : kernel.getWarps() * 32;
     // The emitter's layout is authoritative: it knows the device library's
     // padding (flash-plan-memory's estimate only decides block sizes).
     int64_t sharedBytes = ws ? ws->sharedBytes : emitter->sharedBytes();

@@ -1,5 +1,5 @@
-//===- WsForwardEmitter.cpp - the warp-specialised forward's CUDA ---------===//
-#include "WsForwardEmitter.h"
+//===- WsKernelEmitter.cpp - warp-specialised kernels' CUDA -------------===//
+#include "WsKernelEmitter.h"
 
 #include "flashc/Compiler/Target.h"
 
@@ -16,13 +16,13 @@ using namespace mlir;
 
 namespace flashc {
 
-bool isWsForward(tile::KernelOp kernel) {
+bool isWarpSpecialized(tile::KernelOp kernel) {
   return kernel.getStrategy() == tile::Strategy::WgmmaWsSm90;
 }
 
 namespace {
 
-using RejectFn = llvm::function_ref<FailureOr<WsForwardKernel>(const llvm::Twine &)>;
+using RejectFn = llvm::function_ref<FailureOr<WsKernel>(const llvm::Twine &)>;
 
 SmallVector<StringRef> attrNames(ArrayAttr list) {
   SmallVector<StringRef> out;
@@ -67,7 +67,7 @@ FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel, int64_
 /// their C++ parameter names (clear of the kernel's other names).
 std::vector<std::string> addTensorMaps(ArrayRef<std::pair<unsigned, SmallVector<int64_t>>> boxes,
                                        ArrayRef<std::string> argNames,
-                                       ArrayRef<std::string> cppNames, WsForwardKernel &result) {
+                                       ArrayRef<std::string> cppNames, WsKernel &result) {
   std::vector<std::string> mapCppNames;
   for (const auto &[arg, box] : boxes) {
     std::string name = argNames[arg] + "_map";
@@ -110,7 +110,7 @@ void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<bool>
 void printPlanCheck(StringRef plan, int64_t sharedBytes, StringRef ns, llvm::raw_ostream &out) {
   out << "};\n";
   out << "using Plan = " << plan << "<Config>;\n";
-  out << "static_assert(Plan::kThreads == " << kWsForwardThreads << " && Plan::kSmemBytes == " << sharedBytes
+  out << "static_assert(Plan::kThreads == " << kWsThreads << " && Plan::kSmemBytes == " << sharedBytes
       << ", \"the manifest's block size and shared memory\");\n";
   out << "}  // namespace " << ns << "\n\n";
 }
@@ -119,7 +119,7 @@ void printPlanCheck(StringRef plan, int64_t sharedBytes, StringRef ns, llvm::raw
 /// maps as grid constants (their addresses go to the TMA unit).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
                     ArrayRef<std::string> mapCppNames, llvm::raw_ostream &out) {
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kWsForwardThreads << ", 1)\n"
+  out << "extern \"C\" __global__ void __launch_bounds__(" << kWsThreads << ", 1)\n"
       << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
     if (isa<tile::GlobalTensorType>(types[i]))
@@ -137,7 +137,7 @@ const char *elementName(Type elem) { return elem.isBF16() ? "bf16" : "f16"; }
 
 std::string floatConfigLiteral(double v) { return llvm::formatv("{0:e9}", v).str() + "f"; }
 
-FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
                                          ArrayRef<std::string> argNames,
                                          ArrayRef<std::string> cppNames, StringRef entry,
                                          RejectFn reject, llvm::raw_ostream &out) {
@@ -176,7 +176,7 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
                           headsKV > 0 && headsQ % headsKV == 0
                       ? headsQ / headsKV
                       : 0;
-  WsForwardKernel result;
+  WsKernel result;
   result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
   // q, k, v: 128 query rows or blockN key rows of one head of one batch.
   std::vector<std::string> maps =
@@ -215,7 +215,7 @@ FailureOr<WsForwardKernel> emitAttention(tile::KernelOp kernel, tile::AttentionS
 
 /// The warp-specialised backward's main kernel (attention_bwd_ws): its
 /// schedule is the library's role split, K/V resident, Q/dO in the ring.
-FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
                                                  ArrayRef<std::string> argNames,
                                                  ArrayRef<std::string> cppNames, StringRef entry,
                                                  RejectFn reject, llvm::raw_ostream &out) {
@@ -257,7 +257,7 @@ FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::At
                           headsKV > 0 && headsQ % headsKV == 0
                       ? headsQ / headsKV
                       : 0;
-  WsForwardKernel result;
+  WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
   // q, dout: 64 query rows; k, v: the block's 64 key rows (one head of one batch).
   std::vector<std::string> maps = addTensorMaps(
@@ -296,7 +296,7 @@ FailureOr<WsForwardKernel> emitAttentionBackward(tile::KernelOp kernel, tile::At
   return result;
 }
 
-FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
+FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
                                    ArrayRef<std::string> argNames, ArrayRef<std::string> cppNames,
                                    StringRef entry, RejectFn reject, llvm::raw_ostream &out) {
   Type elem = spec.getElementType().getValue();
@@ -325,7 +325,7 @@ FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spe
   int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
   bool batched = xt.getRank() == 3;
 
-  WsForwardKernel result;
+  WsKernel result;
   result.sharedBytes =
       wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
   // x: 128 rows (of one batch); W1: all d rows of 64 hidden columns a box;
@@ -364,10 +364,10 @@ FailureOr<WsForwardKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spe
 
 } // namespace
 
-FailureOr<WsForwardKernel> emitWsForward(tile::KernelOp kernel, ArrayRef<std::string> argNames,
+FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> argNames,
                                          ArrayRef<std::string> cppNames, StringRef entry,
                                          StringRef specComment, llvm::raw_ostream &out) {
-  auto reject = [&](const llvm::Twine &why) -> FailureOr<WsForwardKernel> {
+  auto reject = [&](const llvm::Twine &why) -> FailureOr<WsKernel> {
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
                               << " has strategy wgmma_ws_sm90, a warp-specialised kernel, but "
                               << why,

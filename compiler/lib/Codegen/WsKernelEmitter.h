@@ -1,14 +1,16 @@
-//===- WsForwardEmitter.h - the warp-specialised forward's CUDA -*- C++ -*-===//
+//===- WsKernelEmitter.h - warp-specialised kernels' CUDA ------*- C++ -*-===//
 //
-// A tile.kernel with strategy wgmma_ws_sm90 is printed as one call of the
-// device library's attention_fwd_ws<Config> (an attention forward) or
-// ffn_fwd_ws<Config> (a fused FFN), not op by op: the TMA producer, the ring
-// and the ping-pong are one schedule (#tile.warp_specialized) the tile ops do
-// not describe. Its manifest entry adds the tensor maps (q, k, v or x, w1, w2).
+// A tile.kernel with strategy wgmma_ws_sm90 is printed as one call of a
+// device library kernel body: attention_fwd_ws<Config> (an attention
+// forward), attention_bwd_ws<Config> (an attention backward's main kernel,
+// heads above 128) or ffn_fwd_ws<Config> (a fused FFN), not op by op: the TMA
+// producer, the ring and the consumers' roles are one schedule
+// (#tile.warp_specialized) the tile ops do not describe. Its manifest entry
+// adds the tensor maps (q, k, v [, dout] or x, w1, w2).
 //
 //===----------------------------------------------------------------------===//
-#ifndef FLASHC_COMPILER_WSFORWARDEMITTER_H
-#define FLASHC_COMPILER_WSFORWARDEMITTER_H
+#ifndef FLASHC_COMPILER_WSKERNELEMITTER_H
+#define FLASHC_COMPILER_WSKERNELEMITTER_H
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 #include "flashc/runtime/Manifest.h"
@@ -20,15 +22,15 @@
 
 namespace flashc {
 
-/// Whether `kernel` is printed by emitWsForward (strategy wgmma_ws_sm90).
-bool isWsForward(mlir::tile::KernelOp kernel);
+/// Whether `kernel` is printed by emitWsKernel (strategy wgmma_ws_sm90).
+bool isWarpSpecialized(mlir::tile::KernelOp kernel);
 
-/// Threads of the warp-specialised forward: 8 consumer warps and the
+/// Threads of the warp-specialised kernels: two consumer warpgroups and the
 /// producer warpgroup.
-constexpr int64_t kWsForwardThreads = 384;
+constexpr int64_t kWsThreads = 384;
 
 /// The printed kernel and what its manifest entry adds.
-struct WsForwardKernel {
+struct WsKernel {
   /// The tensor maps (q, k, v or x, w1, w2; ABI: after the tensors, before
   /// scalars).
   std::vector<rt::TensorMapParam> tensorMaps;
@@ -38,7 +40,7 @@ struct WsForwardKernel {
 /// Prints the config namespace and the `extern "C" __global__` kernel
 /// `entry` to `out`. `argNames` are the manifest names of the kernel's
 /// tensors, `cppNames` their C++ parameter names.
-mlir::FailureOr<WsForwardKernel> emitWsForward(mlir::tile::KernelOp kernel,
+mlir::FailureOr<WsKernel> emitWsKernel(mlir::tile::KernelOp kernel,
                                                llvm::ArrayRef<std::string> argNames,
                                                llvm::ArrayRef<std::string> cppNames,
                                                llvm::StringRef entry, llvm::StringRef specComment,
@@ -46,4 +48,4 @@ mlir::FailureOr<WsForwardKernel> emitWsForward(mlir::tile::KernelOp kernel,
 
 } // namespace flashc
 
-#endif // FLASHC_COMPILER_WSFORWARDEMITTER_H
+#endif // FLASHC_COMPILER_WSKERNELEMITTER_H
