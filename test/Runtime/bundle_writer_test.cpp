@@ -7,6 +7,7 @@
 #include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/Runtime.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -135,6 +136,26 @@ void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::s
   twice.kernelUnits[1].kernels.push_back(manifest.kernels[0].name);
   checkError(writeBundle(brokenDir, manifest, twice, options), "the kernel units hold 7 kernels, not the manifest's 6",
              "... and no kernel twice");
+
+  // Kernel names that differ only by letter case: their cubins get distinct file names (a case-insensitive
+  // file system would make the two one file).
+  Manifest cased = manifest;
+  std::string upper = cased.kernels[0].name;
+  for (char &c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  cased.kernels[1].name = upper;
+  for (auto &program : cased.programs)
+    for (auto &k : program.kernels)
+      if (k == manifest.kernels[1].name) k = upper;
+  BundleSource casedUnits = split;
+  casedUnits.kernelUnits[1].kernels = {upper};
+  std::string casedDir = (tmp / "cased.bundle").string();
+  if (check(upper != manifest.kernels[0].name && static_cast<bool>(writeBundle(casedDir, cased, casedUnits, options)),
+            "kernels named alike but for case are written")) {
+    std::string text = readText(casedDir + "/manifest.flashc");
+    check(contains(text, "cubin sm_90a " + upper + ".1.sm_90a.cubin for " + upper) &&
+              contains(text, "cubin sm_90a " + manifest.kernels[0].name + ".0.sm_90a.cubin for "),
+          "... each cubin file named with its unit's index");
+  }
 
   // Two kernels launching one unit's entry (the emitter prints code that is the same but for names once):
   // one cubin listing both, and the runtime finds the second kernel's entry in it.

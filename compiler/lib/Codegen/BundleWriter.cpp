@@ -9,6 +9,7 @@
 #include "flashc/runtime/ParallelCompile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -48,6 +49,22 @@ struct CompileJob {
   rt::CompileRequest request;
 };
 
+/// <first kernel>.<arch>.cubin, or with the unit's index before the arch where
+/// another unit's first kernel differs only by letter case (the two files
+/// would be one on a case-insensitive file system).
+std::string unitCubinFile(const std::vector<KernelUnit> &units, const KernelUnit &unit, const std::string &arch) {
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  const std::string &name = unit.kernels.front();
+  bool clash = std::any_of(units.begin(), units.end(), [&](const KernelUnit &other) {
+    return &other != &unit && other.kernels.front() != name && lower(other.kernels.front()) == lower(name);
+  });
+  if (!clash) return name + "." + arch + ".cubin";
+  return name + "." + std::to_string(&unit - units.data()) + "." + arch + ".cubin";
+}
+
 /// Sets the cubin lines of `b` (one per arch, or one per kernel and arch),
 /// validates, and appends its compiles to `jobs` (nothing is compiled yet).
 rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &cubinArchs, bool checkAllArchs,
@@ -77,7 +94,7 @@ rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &
     if (units.empty())
       manifest.cubins.push_back({arch, "kernels." + arch + ".cubin", {}, 0});
     else
-      for (const auto &u : units) manifest.cubins.push_back({arch, u.kernels.front() + "." + arch + ".cubin", u.kernels, 0});
+      for (const auto &u : units) manifest.cubins.push_back({arch, unitCubinFile(units, u, arch), u.kernels, 0});
   }
   if (rt::Status s = rt::validateManifest(manifest); !s) return s;
   if (manifest.source.find('/') != std::string::npos)
