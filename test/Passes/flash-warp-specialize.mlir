@@ -28,7 +28,17 @@
 // two consumer warpgroups split by role (Pᵀ and dV, dSᵀ and dK), each holding
 // whole 64-key tiles of the plan's 4 warps; no ping-pong (the roles hand work
 // to each other by named barriers instead).
-// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD
+// (Printed, parsed and printed again: role_split round-trips.)
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD
+// A block-size override outside its shape plans the mma.sync backward (no schedule); a ring
+// deeper than shared memory holds is the overflow error of an explicit request.
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory=block-n=128 2>/dev/null | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-OVERRIDE
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | not flash-opt --flash-plan-memory=stages=3 2>&1 | FileCheck %s --check-prefix=BWD-STAGES
+// BWD-OVERRIDE-LABEL: tile.kernel @wide_attention_bwd(
+// BWD-OVERRIDE-NOT: schedule =
+// BWD-OVERRIDE-SAME: block_n = 128 : i64
+// BWD-OVERRIDE-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// BWD-STAGES: error: flash-plan-memory: @wide_attention_bwd needs 289336 bytes of shared memory with block_m = 64, block_n = 64, stages = 3 but sm_90a allows 232448 per block
 // BWD-LABEL: tile.kernel @wide_attention_bwd(
 // BWD-SAME: block_m = 64 : i64, block_n = 64 : i64
 // BWD-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false, role_split = true>

@@ -136,6 +136,10 @@ void testKernelUnits(const fs::path &tmp, const Manifest &manifest, const std::s
   twice.kernelUnits[1].kernels.push_back(manifest.kernels[0].name);
   checkError(writeBundle(brokenDir, manifest, twice, options), "the kernel units hold 7 kernels, not the manifest's 6",
              "... and no kernel twice");
+  BundleSource orphan = split;
+  orphan.kernelUnits[1].kernels.clear();
+  checkError(writeBundle(brokenDir, manifest, orphan, options), "a kernel unit launched by no kernel",
+             "... and no unit without a kernel");
 
   // Kernel names that differ only by letter case: their cubins get distinct file names (a case-insensitive
   // file system would make the two one file).

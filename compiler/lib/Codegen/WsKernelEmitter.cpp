@@ -115,6 +115,22 @@ void printPlanCheck(StringRef plan, int64_t sharedBytes, StringRef ns, llvm::raw
   out << "}  // namespace " << ns << "\n\n";
 }
 
+/// The Config lines both attention kernels share: the GQA group (query heads
+/// per KV head from q's and k's head counts when both are static, else 0: the
+/// library divides the shapes at run time) and the window mask.
+void printHeadsAndMask(tile::AttentionSpecAttr spec, ArrayRef<Type> inputs, llvm::raw_ostream &out) {
+  int64_t headsQ = cast<tile::GlobalTensorType>(inputs[0]).getShape()[1];
+  int64_t headsKV = cast<tile::GlobalTensorType>(inputs[1]).getShape()[1];
+  int64_t group = !ShapedType::isDynamic(headsQ) && !ShapedType::isDynamic(headsKV) && headsKV > 0 &&
+                          headsQ % headsKV == 0
+                      ? headsQ / headsKV
+                      : 0;
+  out << "  static constexpr int kGroup = " << group
+      << ";  // query heads per KV head (0: from the shapes at run time)\n";
+  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
+      << ", kWindowRight = " << spec.getWindowRight() << ";\n";
+}
+
 /// The kernel's signature after its config namespace: the tensors, then the
 /// maps as grid constants (their addresses go to the TMA unit).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
@@ -168,14 +184,6 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
     return failure();
   int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
 
-  // GQA: query heads per KV head, static when both head counts are (else
-  // the library divides the shapes at run time).
-  int64_t headsQ = cast<tile::GlobalTensorType>(inputs[0]).getShape()[1];
-  int64_t headsKV = cast<tile::GlobalTensorType>(inputs[1]).getShape()[1];
-  int64_t group = !ShapedType::isDynamic(headsQ) && !ShapedType::isDynamic(headsKV) &&
-                          headsKV > 0 && headsQ % headsKV == 0
-                      ? headsQ / headsKV
-                      : 0;
   WsKernel result;
   result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
   // q, k, v: 128 query rows or blockN key rows of one head of one batch.
@@ -193,10 +201,7 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   out << "  static constexpr int kHeadDim = " << wsForwardHeadTile(d)
       << ", kValueDim = " << wsForwardValueTile(dv) << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
-  out << "  static constexpr int kGroup = " << group
-      << ";  // query heads per KV head (0: from the shapes at run time)\n";
-  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
-      << ", kWindowRight = " << spec.getWindowRight() << ";\n";
+  printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = "
       << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kSoftcap = " << floatConfigLiteral(spec.getSoftcap().getValueAsDouble()) << ";\n";
@@ -251,12 +256,6 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
                                 "schedule is 64 queries x 64 keys, tiles of 4 warps, 1-4 stages",
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages));
-  int64_t headsQ = cast<tile::GlobalTensorType>(inputs[0]).getShape()[1];
-  int64_t headsKV = cast<tile::GlobalTensorType>(inputs[1]).getShape()[1];
-  int64_t group = !ShapedType::isDynamic(headsQ) && !ShapedType::isDynamic(headsKV) &&
-                          headsKV > 0 && headsQ % headsKV == 0
-                      ? headsQ / headsKV
-                      : 0;
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
   // q, dout: 64 query rows; k, v: the block's 64 key rows (one head of one batch).
@@ -275,10 +274,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kStages = " << stages
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
-  out << "  static constexpr int kGroup = " << group
-      << ";  // query heads per KV head (0: from the shapes at run time)\n";
-  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
-      << ", kWindowRight = " << spec.getWindowRight() << ";\n";
+  printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";

@@ -236,6 +236,17 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 
 // -----
 
+// Split by roles, each consumer warpgroup holds the plan's whole tiles: 4 warps.
+// expected-error @+1 {{schedule has 2 consumer warpgroups split by roles but the plan 8 warps (4: each warpgroup holds whole tiles)}}
+tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
+    block_m = 64, block_n = 64, warps = 8, stages = 2,
+    schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false, role_split = true>} {
+  tile.return
+}
+
+// -----
+
 // Register budgets: 24 + 2 x 248 = 520 > 3 x 168 that 384 threads have at launch.
 // expected-error @+1 {{#tile.warp_specialized register budgets 24 + 2 x 248 exceed the 3 x 168 registers a thread of each warpgroup has at launch (384 threads share 65536)}}
 #bad_budget = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 248, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>

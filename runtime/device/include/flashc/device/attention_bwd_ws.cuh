@@ -72,6 +72,7 @@ struct AttentionBwdWsPlan {
   static_assert((kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0,
                 "ws backward: dQ products of 64 or 128 columns dividing half the head dim");
   static constexpr int kWarps = 8;                    // consumer warps
+  static constexpr int kTileWarps = 4;                // a register tile's row bands: one warpgroup's (roles, not rows, split)
   static constexpr int kThreads = kWarps * 32 + 128;  // + the producer warpgroup (one warp works)
   static constexpr int kProducer = 2;                 // its warpgroup index
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
@@ -115,7 +116,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   using DOTile = typename P::DOTile;
   using DSTile = typename P::DSTile;
   constexpr int kHeadDim = P::kHeadDim, kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN,
-                kStages = P::kStages, kWarps = P::kWarps, kDqCols = P::kDqCols;
+                kStages = P::kStages, kWarps = P::kWarps, kTileWarps = P::kTileWarps, kDqCols = P::kDqCols;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
@@ -191,12 +192,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   warpgroup_reg_alloc<P::kConsumerRegs>();
   const int wg_thread = threadIdx.x % 128;
   // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
-  auto store_p = [&](const RegTileF32<kBlockN, kBlockM, 4>& pt) {
+  auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
       p_exchange[nt * 128 + wg_thread] = make_float4(pt.v[0][nt][0], pt.v[0][nt][1], pt.v[0][nt][2], pt.v[0][nt][3]);
   };
-  auto load_p = [&](RegTileF32<kBlockN, kBlockM, 4>& pt) {
+  auto load_p = [&](RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
       const float4 x = p_exchange[nt * 128 + wg_thread];
@@ -210,7 +211,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
     for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
          c += kDqCols) {
-      RegTileF32<kBlockM, kDqCols, 4> dq;
+      RegTileF32<kBlockM, kDqCols, kTileWarps> dq;
       fill(dq, 0.f);
       wgmma_matmul_ta<true>(dq, dSs, Ks, c);
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
@@ -230,14 +231,14 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   mbarrier_wait(bar(P::kBarKV), 0);
   if (warpgroup == 0) {
     // ---- probabilities: Pᵀ, dV ----
-    RegTileF32<kBlockN, kValueDim, 4> acc_dv;
+    RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
     fill(acc_dv, 0.f);
     for (int it = 0; it < num_iters; ++it) {
       const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
-      RegTile16<Elem, kBlockN, kBlockM, 4> pt16;
+      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
       {
-        RegTileF32<kBlockN, kBlockM, 4> st;
+        RegTileF32<kBlockN, kBlockM, kTileWarps> st;
         fill(st, 0.f);
         wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
@@ -252,22 +253,22 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       dq_half(head, q0);
       release(s);
     }
-    RegTile16<Elem, kBlockN, kValueDim, 4> dv16;
+    RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
     store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
   } else {
     // ---- score gradient: dSᵀ, dK ----
-    RegTileF32<kBlockN, kHeadDim, 4> acc_dk;
+    RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
     fill(acc_dk, 0.f);
     for (int it = 0; it < num_iters; ++it) {
       const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
-      RegTileF32<kBlockN, kBlockM, 4> dpt;
+      RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
       fill(dpt, 0.f);
       wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
-      RegTile16<Elem, kBlockN, kBlockM, 4> dst16;
+      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
       {
-        RegTileF32<kBlockN, kBlockM, 4> pt;
+        RegTileF32<kBlockN, kBlockM, kTileWarps> pt;
         sync_roles(P::kBarP);
         load_p(pt);
         wgmma_wait<0>();
@@ -283,7 +284,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       release(s);
     }
     scale(acc_dk, P::kScale);
-    RegTile16<Elem, kBlockN, kHeadDim, 4> dk16;
+    RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
   }
