@@ -102,7 +102,10 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK-NEXT: RegTileF32<64, 64, 4> [[PART:.+]];
 // AMPERE: matmul_ta([[PART]], [[DS]], k_tile, chunk);
 // HOPPER: wgmma_matmul_ta([[PART]], [[DS]], k_tile, chunk);
-// CHECK-NEXT: atomic_add_tile(matrix_view<float>(dq_accum, batch, head), [[ROW0]], chunk, seq_q, 128, [[PART]]);
+// sm_90a: whole 64-column chunks reduce in 64-byte row segments (red.v4; the L2 takes a request a
+// segment); sm_80's chunks keep the 8-byte form.
+// AMPERE-NEXT: atomic_add_tile(matrix_view<float>(dq_accum, batch, head), [[ROW0]], chunk, seq_q, 128, [[PART]]);
+// HOPPER-NEXT: atomic_add_tile_segments(matrix_view<float>(dq_accum, batch, head), [[ROW0]], chunk, seq_q, 128, [[PART]]);
 // sm_90a: dK's product is waited for before the next iteration's barrier; no
 // end-of-iteration barrier, one after the loop.
 // HOPPER: wgmma_wait<0>();

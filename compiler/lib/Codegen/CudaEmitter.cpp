@@ -1400,8 +1400,10 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           line() << "RegTileF32<" << type.getRows() << ", " << width << ", " << bandsArg << "> " << part << ";\n";
           line() << "fill(" << part << ", 0.f);\n";
           line() << fn << "(" << part << ", " << a << ", " << reg(o.getB()) << ", chunk);\n";
-          line() << "atomic_add_tile"
-                 << (limitInsideChunk(atomic.getDest(), atomic.getColLimit()) ? "<true>" : "")
+          // The wgmma Sᵀ backward's dQ (whole 64-column chunks) goes out in 64-byte row segments.
+          bool exact = limitInsideChunk(atomic.getDest(), atomic.getColLimit());
+          line() << (isWgmmaChunkedMatmul(o) && !exact ? "atomic_add_tile_segments"
+                                                        : exact ? "atomic_add_tile<true>" : "atomic_add_tile")
                  << "(" << globalMatrix(atomic.getDest(), idx, 2) << ", "
                  << nameOf(idx[idx.size() - 2]) << ", " << plusScaled(nameOf(idx.back()), 1, "chunk")
                  << ", "
