@@ -49,10 +49,10 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
                     static_cast<unsigned>(B));
 #ifdef FLASHC_BWD_WS
     CUtensorMap tq, tk, tv, tdo;
-    if (int e = make_map(&tq, q, 64)) return e;
+    if (int e = make_map(&tq, q, lab_main::kBlockM)) return e;
     if (int e = make_map(&tk, k, lab_main::kBlockN)) return e;
     if (int e = make_map(&tv, v, lab_main::kBlockN)) return e;
-    if (int e = make_map(&tdo, dout, 64)) return e;
+    if (int e = make_map(&tdo, dout, lab_main::kBlockM)) return e;
     using flashc::TmaDescriptor;
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
         q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),

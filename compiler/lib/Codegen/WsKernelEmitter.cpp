@@ -274,6 +274,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kStages = " << stages
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
+  out << "  static constexpr bool kKeySplit = false;  // consumers split by role\n";
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";

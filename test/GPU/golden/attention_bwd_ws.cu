@@ -1,7 +1,7 @@
 // Golden attention backward, strategy "ws" (sm_90a): the device library's attention_bwd_ws<Config>
 // (runtime/device/include/flashc/device/attention_bwd_ws.cuh, which says how it works: a TMA
-// producer warp, 64 keys a block, the two consumer warpgroups split by role — Pᵀ and dV, dSᵀ and
-// dK — and dQ by halves), shared with the kernel the compiler emits; this file sets its Config from
+// producer warp; up to D = 128 128 keys a block, the consumer warpgroups split by keys; above, 64 keys a
+// block, split by role — Pᵀ and dV, dSᵀ and dK — and dQ by halves), shared with the kernel the compiler emits; this file sets its Config from
 // the -D flags of attention_bwd.cu. Pre/postprocess kernels (D = rowsum(dO O), dQ = scale dQ_accum)
 // are attention_bwd.cu's. Host side (tensor maps per call): bench/kernel_lab/launch_bwd.cu, FLASHC_BWD_WS.
 // (The form this replaced — two consumer warpgroups of 64 keys each holding dK and dV — spilled at
@@ -18,6 +18,9 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_DQ_COLS  // dQ columns a product (a warpgroup computes half of D)
 #define FLASHC_BWD_WS_DQ_COLS 64
 #endif
+#ifndef FLASHC_BWD_WS_KEY_SPLIT  // consumers split by keys (128 a block) up to D = 128, else by role
+#define FLASHC_BWD_WS_KEY_SPLIT (FLASHC_HEAD_DIM <= 128)
+#endif
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -28,10 +31,11 @@ struct Config {
   static constexpr float kDqScale = 1.f;  // attention_bwd.cu's postprocess scales dQ
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
+  static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
-constexpr int kBlockN = Plan::kBlockN, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
+constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
 }  // namespace bwd_ws_config
 
 extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)

@@ -1,5 +1,13 @@
-// Attention backward, warp-specialised TMA form for wide heads (sm_90a): one block owns 64 keys of
-// one KV head and loops over the query blocks (and the query heads of its GQA group); the two
+// Attention backward, warp-specialised TMA form (sm_90a): one block owns a key block of one KV head
+// and loops over the query blocks (and the query heads of its GQA group). Two consumer splits:
+//
+// Key split (head dims up to 128; FlashAttention-3's form): 128 keys a block, consumer warpgroup g owns
+// keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
+//   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dK += dSᵀ Q (RS);
+//   dSᵀ of both warpgroups meets in shared memory (two buffers, one named barrier a step), and warpgroup g
+//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys.
+//
+// Role split (head dims above 128): 64 keys a block; the two
 // consumer warpgroups split the work by role rather than by rows, so that each holds one
 // 64 x D accumulator instead of two (the split that lets D = 256 keep dK and dV in registers):
 //   warpgroup 0 (probabilities):  Sᵀ = K Qᵀ  ->  Pᵀ = exp(scale Sᵀ - lse)  ->  dV += Pᵀ dO   (RS)
@@ -56,6 +64,9 @@ struct AttentionBwdWsPlan {
   // dQ is split by column halves of at least 64 (a wgmma N): D = 64 would leave one warpgroup idle.
   static_assert(kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 128 or 256");
   static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws backward: value dim 64, 128 or 256");
+  // Key split while one warpgroup holds dK and dV of its 64 keys (128 + 64 floats a thread at most).
+  static constexpr bool kKeySplit = Config::kKeySplit;
+  static_assert(!kKeySplit || (kHeadDim == 128 && kValueDim <= 128), "ws backward: key split up to D = 128");
   static constexpr int kHeadCols = Config::kHeadCols, kValueCols = Config::kValueCols;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
@@ -65,14 +76,15 @@ struct AttentionBwdWsPlan {
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
   // ---- schedule ----
-  static constexpr int kBlockN = 64;  // keys a block (the M of every product but dQ's)
+  static constexpr int kBlockN = kKeySplit ? 128 : 64;  // keys a block (the M of every product but dQ's)
   static constexpr int kBlockM = 64;  // queries a step
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
-  static_assert((kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0,
+  static_assert((kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0 && (!kKeySplit || kDqCols == 64),
                 "ws backward: dQ products of 64 or 128 columns dividing half the head dim");
   static constexpr int kWarps = 8;                    // consumer warps
-  static constexpr int kTileWarps = 4;                // a register tile's row bands: one warpgroup's (roles, not rows, split)
+  // A register tile's row bands: both warpgroups' (key split: warpgroup g holds rows 64g..) or one's (roles).
+  static constexpr int kTileWarps = kKeySplit ? 8 : 4;
   static constexpr int kThreads = kWarps * 32 + 128;  // + the producer warpgroup (one warp works)
   static constexpr int kProducer = 2;                 // its warpgroup index
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
@@ -83,13 +95,15 @@ struct AttentionBwdWsPlan {
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
   using DOTile = SmemPanelTile<Elem, kBlockM, kValueDim>;
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
-  static constexpr int kPBytes = 128 * 32 * 4;            // Pᵀ in f32: 32 floats a thread of warpgroup 0
+  // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
+  static constexpr int kDsBuffers = kKeySplit ? 2 : 1;
+  static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
   static constexpr int kSmemDO = kSmemQ + kStages * QTile::kBytes;     // kStages slots
   static constexpr int kSmemDS = kSmemDO + kStages * DOTile::kBytes;
-  static constexpr int kSmemP = kSmemDS + DSTile::kBytes;
+  static constexpr int kSmemP = kSmemDS + kDsBuffers * DSTile::kBytes;
   static constexpr int kSmemLse = kSmemP + kPBytes;                     // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
@@ -135,7 +149,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
 
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
-  const DSTile dSs{reinterpret_cast<Elem*>(smem + P::kSmemDS)};
+  auto ds_tile = [&](int b) { return DSTile{reinterpret_cast<Elem*>(smem + P::kSmemDS + b * DSTile::kBytes)}; };
+  const DSTile dSs = ds_tile(0);
   float4* p_exchange = reinterpret_cast<float4*>(smem + P::kSmemP);
   auto q_tile = [&](int s) { return QTile{reinterpret_cast<Elem*>(smem + P::kSmemQ + s * QTile::kBytes)}; };
   auto do_tile = [&](int s) { return DOTile{reinterpret_cast<Elem*>(smem + P::kSmemDO + s * DOTile::kBytes)}; };
@@ -211,7 +226,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
     for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
          c += kDqCols) {
-      RegTileF32<kBlockM, kDqCols, kTileWarps> dq;
+      RegTileF32<kBlockM, kDqCols, 4> dq;
       fill(dq, 0.f);
       wgmma_matmul_ta<true>(dq, dSs, Ks, c);
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
@@ -229,64 +244,133 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto arrive_roles = [](int id) { named_barrier_arrive_unaligned(id, 256); };
 
   mbarrier_wait(bar(P::kBarKV), 0);
-  if (warpgroup == 0) {
-    // ---- probabilities: Pᵀ, dV ----
+  if constexpr (P::kKeySplit) {
+    // ---- key split: warpgroup g owns keys k0 + 64g.. (its rows of every 128-row tile) ----
     RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
-    fill(acc_dv, 0.f);
-    for (int it = 0; it < num_iters; ++it) {
-      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
-      mbarrier_wait(bar(P::kBarFull + s), phase(it));
-      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
-      {
-        RegTileF32<kBlockN, kBlockM, kTileWarps> st;
-        fill(st, 0.f);
-        wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
-        if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
-        recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
-        store_p(st);
-        convert(pt16, st);
-      }
-      arrive_roles(P::kBarP);
-      wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO, while warpgroup 1 forms dSᵀ
-      sync_roles(P::kBarDs);
-      wgmma_wait<0>();
-      dq_half(head, q0);
-      release(s);
-    }
-    RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
-    convert(dv16, acc_dv);
-    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
-  } else {
-    // ---- score gradient: dSᵀ, dK ----
     RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
+    fill(acc_dv, 0.f);
     fill(acc_dk, 0.f);
+    // The fences keep the zero fills where they are: without them ptxas serializes every wgmma of the
+    // kernel ("insufficient register resources") and spills dQ (the fills of Sᵀ and dPᵀ move).
+    wgmma_fence_operand(acc_dv);
+    wgmma_fence_operand(acc_dk);
     for (int it = 0; it < num_iters; ++it) {
       const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
-      RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
+      RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
+      fill(st, 0.f);
       fill(dpt, 0.f);
-      wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+      wgmma_fence_operand(st);
+      wgmma_fence_operand(dpt);
+      wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
+      wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, in flight under the exponentials
+      wgmma_wait<1>();
+      if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
+      recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
+      convert(pt16, st);
+      wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
+      wgmma_wait<1>();                                 // dPᵀ (dV may still run)
+      softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
-      {
-        RegTileF32<kBlockN, kBlockM, kTileWarps> pt;
-        sync_roles(P::kBarP);
-        load_p(pt);
-        wgmma_wait<0>();
-        softmax_grad_cols(dpt, pt, delta_slot(s));  // dSᵀ = Pᵀ (dPᵀ - D)
-        convert(dst16, dpt);
-      }
-      store_fragments(dSs, dst16);
-      fence_async_shared();  // generic-proxy stores -> the wgmma (async proxy) reads of dQ
-      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (scale at the end)
-      sync_roles(P::kBarDs);
+      convert(dst16, dpt);
+      store_fragments(ds_step, dst16);
+      fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
+      RegTileF32<kBlockM, kDqCols, 4> dq;              // dQ[:, 64g..] over all 128 keys
+      const GlobalMatrix<float> dq_cols =
+          tile_window(matrix_at<float>(dq_accum, batch, head), warpgroup * kDqCols, Sq, P::kHeadCols);
+#ifdef FLASHC_LAB_BWD_DQ_FIRST
+      named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
+      fill(dq, 0.f);
+      wgmma_fence_operand(dq);
+      wgmma_matmul_ta<false>(dq, ds_step, Ks, warpgroup * kDqCols);
+      wgmma_wait<1>();
+      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
+      wgmma_wait<1>();
+      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+      atomic_add_row_segments(dq_cols, q0, dq);        // under dK's product
       wgmma_wait<0>();
-      dq_half(head, q0);
       release(s);
+#else
+      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
+      named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
+      fill(dq, 0.f);
+      wgmma_fence_operand(dq);
+      wgmma_matmul_ta<false>(dq, ds_step, Ks, warpgroup * kDqCols);
+      wgmma_wait<0>();
+      release(s);
+      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+      atomic_add_row_segments(dq_cols, q0, dq);
+#endif
     }
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
+    RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
+    convert(dv16, acc_dv);
+    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
+  } else {
+    if (warpgroup == 0) {
+      // ---- probabilities: Pᵀ, dV ----
+      RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
+      fill(acc_dv, 0.f);
+      for (int it = 0; it < num_iters; ++it) {
+        const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+        mbarrier_wait(bar(P::kBarFull + s), phase(it));
+        RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
+        {
+          RegTileF32<kBlockN, kBlockM, kTileWarps> st;
+          fill(st, 0.f);
+          wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
+          if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
+          recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+          store_p(st);
+          convert(pt16, st);
+        }
+        arrive_roles(P::kBarP);
+        wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO, while warpgroup 1 forms dSᵀ
+        sync_roles(P::kBarDs);
+        wgmma_wait<0>();
+        dq_half(head, q0);
+        release(s);
+      }
+      RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
+      convert(dv16, acc_dv);
+      store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
+    } else {
+      // ---- score gradient: dSᵀ, dK ----
+      RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
+      fill(acc_dk, 0.f);
+      for (int it = 0; it < num_iters; ++it) {
+        const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+        mbarrier_wait(bar(P::kBarFull + s), phase(it));
+        RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
+        fill(dpt, 0.f);
+        wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+        RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
+        {
+          RegTileF32<kBlockN, kBlockM, kTileWarps> pt;
+          sync_roles(P::kBarP);
+          load_p(pt);
+          wgmma_wait<0>();
+          softmax_grad_cols(dpt, pt, delta_slot(s));  // dSᵀ = Pᵀ (dPᵀ - D)
+          convert(dst16, dpt);
+        }
+        store_fragments(dSs, dst16);
+        fence_async_shared();  // generic-proxy stores -> the wgmma (async proxy) reads of dQ
+        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (scale at the end)
+        sync_roles(P::kBarDs);
+        wgmma_wait<0>();
+        dq_half(head, q0);
+        release(s);
+      }
+      scale(acc_dk, P::kScale);
+      RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
+      convert(dk16, acc_dk);
+      store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
+    }
   }
 }
 
