@@ -132,9 +132,9 @@ else
   fi
   if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
     # compute-sanitizer memcheck, racecheck and synccheck on small ragged shapes of a few representative bundles
-    # (sm_90a wgmma forward; the default wgmma Sᵀ backward at D = 128 and D = 64 (128 queries a step), with
-    # the forced row form and the --experiment bundles (the forms the defaults replaced) of the same configurations; window f16,
-    # GQA, D = 256, D = 192 / Dv = 128 and the padded D = 80 (the warp-specialised forward), FFN with split-K weight
+    # (sm_90a ws forward; the ws backward's key split at D = 128 and padded D = 80, its role split at D = 256 and
+    # D = 192 / Dv = 128, the Sᵀ wgmma backward at D = 64 (128 queries a step), with the forced row form and the
+    # --experiment bundles of the same configurations; window f16, GQA, key offset, FFN with split-K weight
     # gradients).
     sanitize_all() {
       local rc=0 cs
@@ -149,8 +149,8 @@ else
             echo "--- $tool $(basename "$b")"
             "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
               || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
-            # Heads above 128 (the ws backward): enough query blocks (5 of 64) that its Q/dO/lse/D ring slots are reused.
-            case "$(basename "$b")" in *_d256_*|*_d192v128_*)
+            # The ws backward: enough query blocks (5 of 64) that its Q/dO/lse/D ring slots and dSᵀ buffers are reused.
+            case "$(basename "$b")" in *_d256_*|*_d192v128_*|*_d128_*|*_d80_*)
               "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 300 --seq-k 140 --tokens 77 \
                 || { echo "FAILED: $tool $(basename "$b") (ring reuse)"; rc=1; } ;; esac
           done

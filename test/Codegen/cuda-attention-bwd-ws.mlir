@@ -1,15 +1,18 @@
-// The sm_90a attention backward of heads wider than 128 (16-bit, head dims
-// multiples of 8 up to 256, no softcap) is the warp-specialised TMA kernel
-// wgmma_ws_sm90: the device library's attention_bwd_ws. 64 keys a block; a
-// producer warp loads K and V once and streams each query block's Q, dO, lse
-// and D through a 2-slot mbarrier ring; consumer warpgroup 0 forms
-//   Pᵀ = exp(scale K Qᵀ - lse) and dV += Pᵀ dO,
-// consumer warpgroup 1
-//   dSᵀ = Pᵀ (V dOᵀ - D) and dK += dSᵀ Q,
-// and each adds its half of dQ += scale dS K into dq_accum (the postprocess
-// only converts). Tiles are 128 or 256 columns (D = 192 pads to 256, the TMA
-// zero-fills); the stores keep the tensors' widths. Softcaps, sm_80 and
-// D <= 128 keep their forms.
+// The sm_90a attention backward (16-bit, head dims multiples of 8 up to 256,
+// one above 64, no softcap) is the warp-specialised TMA kernel wgmma_ws_sm90:
+// the device library's attention_bwd_ws. A producer warp loads the block's K
+// and V once and streams each query block's Q, dO, lse and D through a 2-slot
+// mbarrier ring; the two consumer warpgroups split the block
+// * by keys while both head dims fit 128-column tiles: 128 keys on 8 warps,
+//   warpgroup g owns keys 64g.. and forms, on them,
+//     Pᵀ = exp(scale K Qᵀ - lse), dV += Pᵀ dO, dSᵀ = Pᵀ (V dOᵀ - D), dK += dSᵀ Q,
+//   and both add their column half of dQ += scale dS K over all 128 keys;
+// * by role above: 64 keys, consumer warpgroup 0 forms Pᵀ and dV += Pᵀ dO,
+//   warpgroup 1 dSᵀ and dK += dSᵀ Q, and each adds its half of dQ.
+// dq_accum takes the scaled dQ (the postprocess only converts). Tiles are 128
+// or 256 columns (D = 192 pads to 256, D = 80 to 128: the TMA zero-fills); the
+// stores keep the tensors' widths. Softcaps, sm_80 and D = Dv = 64 keep their
+// forms.
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=tile --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
@@ -19,7 +22,7 @@
 
 // TILE-LABEL: tile.kernel @gemma_attention_bwd(
 // TILE-SAME: block_m = 64 : i64, block_n = 64 : i64
-// TILE-SAME: role_split = true>
+// TILE-SAME: ping_pong = false, role_split = true>
 // TILE-SAME: smem_bytes = 223272 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 4
 // SM80-LABEL: tile.kernel @gemma_attention_bwd(
@@ -27,6 +30,7 @@
 // CUDA-LABEL: namespace flashc_gemma_attention_bwd_config {
 // CUDA: kHeadDim = 256, kValueDim = 256, kHeadCols = 256, kValueCols = 256;
 // CUDA: kStages = 2, kDqCols = 64;
+// CUDA: kKeySplit = false;
 // CUDA: kGroup = 4;
 // CUDA: kWindowLeft = -1, kWindowRight = 0;
 // CUDA: kScale = 6.250000000e-02f, kDqScale = kScale;
@@ -47,7 +51,16 @@
 // MANIFEST-NEXT: grid cdiv(Sk, 64), 2, B
 // MANIFEST-NEXT: block 384, 1, 1
 // MANIFEST-NEXT: shared 223272
-// ptxas reports the kernels in reverse order: the MLA-style kernel (below) first.
+// ptxas reports the kernels in reverse order: the D = 80 and 128 key splits
+// (below) first, then the MLA-style kernel. No wgmma is serialized (ptxas does
+// that to a whole kernel when it runs short of registers).
+// PTXAS-NOT: serialized
+// PTXAS: Compiling entry function 'flashc_phi_attention_bwd'
+// PTXAS-NEXT: Function properties
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'flashc_llama_attention_bwd'
+// PTXAS-NEXT: Function properties
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: Compiling entry function 'flashc_mla_attention_bwd'
 // PTXAS-NEXT: Function properties
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -98,15 +111,59 @@ func.func @capped(%q: tensor<?x2x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: te
   return %o, %lse : tensor<?x2x?x256xbf16>, tensor<?x2x?xf32>
 }
 
-// D = 128 keeps the Sᵀ wgmma backward (128 keys a block: it ran 1.3x the ws
-// form's 64 there).
+// D = 128: the key split (128 keys on 8 warps; K / V boxes of 128 rows).
 // TILE-LABEL: tile.kernel @llama_attention_bwd(
-// TILE-NOT: schedule =
-// TILE-SAME: strategy = #tile.strategy<wgmma_sm90>
+// TILE-SAME: block_m = 64 : i64, block_n = 128 : i64
+// TILE-SAME: ring_stages = 2, ping_pong = false>
+// TILE-SAME: smem_bytes = 165928 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// CUDA-LABEL: namespace flashc_llama_attention_bwd_config {
+// CUDA: kHeadDim = 128, kValueDim = 128, kHeadCols = 128, kValueCols = 128;
+// CUDA: kKeySplit = true;
+// CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 165928
+// MANIFEST-LABEL: kernel llama_attention_bwd
+// MANIFEST: tensormap q_map of q box [1, 1, 64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dout_map of dout box [1, 1, 64, 64] swizzle 128
+// MANIFEST-NEXT: grid cdiv(Sk, 128), 2, B
+// MANIFEST-NEXT: block 384, 1, 1
+// MANIFEST-NEXT: shared 165928
 func.func @llama(%q: tensor<?x2x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>)
     -> (tensor<?x2x?x128xbf16>, tensor<?x2x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.088388 mask = #flash.mask<none> num_kv_heads = 2
       : (tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>)
       -> (tensor<?x2x?x128xbf16>, tensor<?x2x?xf32>)
   return %o, %lse : tensor<?x2x?x128xbf16>, tensor<?x2x?xf32>
+}
+
+// D = 80 with Dv = 64, f16, a window: the key split on a 128-column Q / K tile
+// and a 64-column V / dO tile; dK stores 80 columns.
+// TILE-LABEL: tile.kernel @phi_attention_bwd(
+// TILE-SAME: block_n = 128 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// CUDA-LABEL: namespace flashc_phi_attention_bwd_config {
+// CUDA: using Elem = flashc::device::f16;
+// CUDA: kHeadDim = 128, kValueDim = 64, kHeadCols = 80, kValueCols = 64;
+// CUDA: kKeySplit = true;
+// CUDA: kWindowLeft = 100, kWindowRight = 0;
+func.func @phi(%q: tensor<?x4x?x80xf16>, %k: tensor<?x2x?x80xf16>, %v: tensor<?x2x?x64xf16>)
+    -> (tensor<?x4x?x64xf16>, tensor<?x4x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.1118034 mask = #flash.mask<sliding_window, left = 100, right = 0> num_kv_heads = 2
+      : (tensor<?x4x?x80xf16>, tensor<?x2x?x80xf16>, tensor<?x2x?x64xf16>)
+      -> (tensor<?x4x?x64xf16>, tensor<?x4x?xf32>)
+  return %o, %lse : tensor<?x4x?x64xf16>, tensor<?x4x?xf32>
+}
+
+// D = Dv = 64 keeps the Sᵀ wgmma backward (128 queries a step; the key split
+// would pad Q / K to 128 columns).
+// TILE-LABEL: tile.kernel @small_attention_bwd(
+// TILE-NOT: schedule =
+// TILE-SAME: strategy = #tile.strategy<wgmma_sm90>
+func.func @small(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2
+      : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
+      -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }

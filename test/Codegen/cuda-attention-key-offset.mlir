@@ -1,7 +1,7 @@
 // A run-time key offset reaches every kernel that masks as the scalar
 // parameter `key_offset` (an `int` after the tensors and tensor maps, a
 // `scalar key_offset i32` line in the manifest), in the warp-specialised
-// sm_90a forward, the Sᵀ backward and the sm_80 kernels; the row-dot and dQ
+// sm_90a forward and backward and the sm_80 kernels; the row-dot and dQ
 // conversion kernels do not take it. ptxas: the forward keeps its registers
 // and spills nothing.
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
@@ -21,17 +21,19 @@ func.func @shifted(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: t
 // CUDA-LABEL: flashc_shifted_attention_bwd_preprocess(
 // CUDA-NOT: key_offset
 // CUDA-SAME: ) {
+// sm_90a's backward at D = 128 is the warp-specialised key split: the library
+// clamps the offset (Window::clamp_offset).
 // CUDA-LABEL: flashc_shifted_attention_bwd(
-// CUDA-SAME: const flashc::TensorArg dv, const int key_offset) {
-// CUDA: const int given_key_offset = key_offset;
-// CUDA: const int clamped_key_offset = max(key_offset_min, {{.*}});
-// CUDA: mask_transposed<4096, 0>({{.*}}, clamped_key_offset);
+// CUDA-SAME: const __grid_constant__ flashc::TmaDescriptor dout_map, const int key_offset) {
+// CUDA-NEXT: flashc::device::attention_bwd_ws<flashc_shifted_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, key_offset);
 // CUDA-LABEL: flashc_shifted_attention_fwd(
 // CUDA-SAME: const __grid_constant__ flashc::TmaDescriptor v_map, const int key_offset) {
 // CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_shifted_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse, key_offset);
 
 // SM80-LABEL: flashc_shifted_attention_bwd(
 // SM80-SAME: const int key_offset) {
+// SM80: const int given_key_offset = key_offset;
+// SM80: const int clamped_key_offset = max(key_offset_min, {{.*}});
 // SM80-LABEL: flashc_shifted_attention_fwd(
 // SM80-SAME: const flashc::TensorArg lse, const int key_offset) {
 // SM80: mask<4096, 0>({{.*}}, clamped_key_offset);
@@ -41,7 +43,11 @@ func.func @shifted(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: t
 // MANIFEST: end
 // MANIFEST-LABEL: kernel shifted_attention_bwd
 // MANIFEST: tensor dv bf16 out [B, 2, Sk, 128]
+// MANIFEST: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
+// MANIFEST: tensormap dout_map of dout box [1, 1, 64, 64] swizzle 128
 // MANIFEST-NEXT: scalar key_offset i32
+// MANIFEST: grid cdiv(Sk, 128), 2, B
+// MANIFEST-NEXT: block 384, 1, 1
 // MANIFEST-LABEL: kernel shifted_attention_fwd
 // MANIFEST: tensormap v_map of v
 // MANIFEST-NEXT: scalar key_offset i32

@@ -316,11 +316,14 @@ func.func @block(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<
 // CHECK: tile.store {{.*}} limit[%{{.*}}, %c80] : <64x96xbf16, register>, <?x2x?x80xbf16>
 // CHECK-LABEL: tile.kernel @phi_attention_bwd_postprocess(
 // CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xf32> -> <128x96xf32, shared>
+// sm_90a plans the Sᵀ kernel as the warp-specialised backward's key split (Q / K
+// padded to 128-column tiles; the TMA zero-fills the padding).
 // TR90-LABEL: tile.kernel @phi_attention_bwd(
+// TR90-SAME: block_m = 64 : i64, block_n = 128 : i64
 // TR90-SAME: role = attention_backward_transposed
-// TR90-SAME: strategy = #tile.strategy<mma_sync_sm80>
-// TR90: tile.atomic_add {{.*}} limit[%{{.*}}, %c80] : <64x96xf32, register>, <?x2x?x80xf32>
-// TR90: tile.store {{.*}} limit[%{{.*}}, %c80] : <128x96xbf16, register>, <?x2x?x80xbf16>
+// TR90-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
+// TR90: tile.atomic_add {{.*}} limit[%{{.*}}, %c80] : <64x128xf32, register>, <?x2x?x80xf32>
+// TR90: tile.store {{.*}} limit[%{{.*}}, %c80] : <128x128xbf16, register>, <?x2x?x80xbf16>
 // DET-LABEL: tile.kernel @phi_attention_bwd_dq(
 // DET: tile.store {{.*}} limit[%{{.*}}, %c80] : <64x96xbf16, register>, <?x2x?x80xbf16>
 func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<?x2x?x80xbf16>) -> (tensor<?x2x?x80xbf16>, tensor<?x2x?xf32>) {

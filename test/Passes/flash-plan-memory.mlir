@@ -31,9 +31,11 @@
 // WS-FALLBACK-LABEL: tile.kernel @attention_attention_fwd
 // WS-FALLBACK-SAME: block_m = 64 : i64
 // WS-FALLBACK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64
-// The Sᵀ backward kernel: wgmma on sm_90a for its default two-warpgroup shape; mma.sync when an override
-// breaks that shape; a query block whose 16-row bands do not split the warps evenly is refused (dQ's
-// warp groups would add columns twice).
+// The Sᵀ backward kernel at D = 128 (no softcap): the warp-specialised key split on sm_90a (128 keys on 8
+// warps, 64 queries a step; shared memory from AttentionBwdWsPlan: K, V 2 x 32 KiB, a 2-slot Q / dO ring
+// 64 KiB, two dSᵀ buffers 32 KiB, lse / D 1 KiB, mbarriers, 1 KiB of alignment = 165928 bytes); mma.sync
+// when an override breaks that shape; a query block whose 16-row bands do not split the warps evenly is
+// refused (dQ's warp groups would add columns twice).
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | FileCheck %s --check-prefix=ST
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="warps=4 block-n=64" | FileCheck %s --check-prefix=ST-4W
 // RUN: not flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-m=96" 2>&1 | FileCheck %s --check-prefix=ST-BANDS
@@ -49,7 +51,8 @@
 // saturating arithmetic (which still guards tiles built in-process) sees it.
 // HUGE: plan-memory-huge-tile.mlir:9:80: error: !tile.tile dimension 4294967296 exceeds 65536
 // ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
-// ST-SAME: strategy = #tile.strategy<wgmma_sm90>, warps = 8
+// ST-SAME: smem_bytes = 165928 : i64
+// ST-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64
 // ST-4W-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
 // ST-BANDS: error: flash-plan-memory: plan for @attention_attention_bwd is invalid: block_m = 96 must divide or be a multiple of 16 x warps = 128 (dQ's warp groups)

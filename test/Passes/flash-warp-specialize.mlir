@@ -34,6 +34,18 @@
 // deeper than shared memory holds is the overflow error of an explicit request.
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory=block-n=128 2>/dev/null | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-OVERRIDE
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | not flash-opt --flash-plan-memory=stages=3 2>&1 | FileCheck %s --check-prefix=BWD-STAGES
+// Up to 128 columns the consumers split by keys: a 128-key block on 8 warps (warpgroup g owns keys
+// 64g..), the same ring and residents, no ping-pong (both warpgroups meet on dSᵀ every step); a
+// 64-key override is outside that shape and plans mma.sync.
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD-KEYS
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-n=64 warps=4" | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-KEYS-OVERRIDE
+// BWD-KEYS-LABEL: tile.kernel @attention_attention_bwd(
+// BWD-KEYS-SAME: block_m = 64 : i64, block_n = 128 : i64
+// BWD-KEYS-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false>
+// BWD-KEYS-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// BWD-KEYS-OVERRIDE-LABEL: tile.kernel @attention_attention_bwd(
+// BWD-KEYS-OVERRIDE-NOT: schedule =
+// BWD-KEYS-OVERRIDE-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4
 // BWD-OVERRIDE-LABEL: tile.kernel @wide_attention_bwd(
 // BWD-OVERRIDE-NOT: schedule =
 // BWD-OVERRIDE-SAME: block_n = 128 : i64

@@ -244,28 +244,38 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
                                   argNames[i], width));
   }
+  // The consumer split follows the head dims (wsBackwardKeySplit): by keys,
+  // 128 a block on 8 warps, or by role, 64 a block on tiles of 4 warps.
+  bool keySplit = wsBackwardKeySplit(d, dv);
+  int64_t blockN = wsBackwardBlockN(d, dv);
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
-  if (!schedule || !schedule.getRoleSplit() || schedule.getConsumerWarpgroups() != 2 ||
+  if (!schedule || schedule.getRoleSplit() == keySplit || schedule.getConsumerWarpgroups() != 2 ||
       attrNames(schedule.getResident()) != SmallVector<StringRef>{"k", "v"} ||
       attrNames(schedule.getRing()) != SmallVector<StringRef>{"q", "dout"})
-    return reject("its schedule is not the library's (run flash-warp-specialize): 2 consumer "
-                  "warpgroups split by roles, k and v resident, q and dout in the ring");
+    return reject(llvm::formatv("its schedule is not the library's (run flash-warp-specialize): 2 "
+                                "consumer warpgroups split by {0}, k and v resident, q and dout in "
+                                "the ring",
+                                keySplit ? "keys" : "roles"));
   int64_t stages = schedule.getRingStages();
-  if (kernel.getBlockM() != 64 || kernel.getBlockN() != 64 || kernel.getWarps() != 4 ||
+  if (kernel.getBlockM() != 64 || kernel.getBlockN() != blockN || kernel.getWarps() != blockN / 16 ||
       stages < 1 || stages > 4)
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 64 queries x 64 keys, tiles of 4 warps, 1-4 stages",
-                                kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages));
+                                "schedule is 64 queries x {4} keys on {5} warps, 1-4 stages",
+                                kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
+                                blockN, blockN / 16));
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
-  // q, dout: 64 query rows; k, v: the block's 64 key rows (one head of one batch).
-  std::vector<std::string> maps = addTensorMaps(
-      {{0, {1, 1, 64, 64}}, {1, {1, 1, 64, 64}}, {2, {1, 1, 64, 64}}, {3, {1, 1, 64, 64}}}, argNames,
-      cppNames, result);
+  // q, dout: 64 query rows; k, v: the block's key rows (one head of one batch).
+  std::vector<std::string> maps = addTensorMaps({{0, {1, 1, 64, 64}},
+                                                 {1, {1, 1, blockN, 64}},
+                                                 {2, {1, 1, blockN, 64}},
+                                                 {3, {1, 1, 64, 64}}},
+                                                argNames, cppNames, result);
 
   std::string ns = entry.str() + "_config";
   out << "// Warp-specialised TMA backward (strategy wgmma_ws_sm90): the device library's\n"
-      << "// attention_bwd_ws; 2 consumer warpgroups split by role + 1 producer warpgroup.\n";
+      << "// attention_bwd_ws; 2 consumer warpgroups split by " << (keySplit ? "keys" : "role")
+      << " + 1 producer warpgroup.\n";
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
@@ -274,7 +284,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kStages = " << stages
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
-  out << "  static constexpr bool kKeySplit = false;  // consumers split by role\n";
+  out << "  static constexpr bool kKeySplit = " << (keySplit ? "true;  // consumers split by keys\n"
+                                                            : "false;  // consumers split by role\n");
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";

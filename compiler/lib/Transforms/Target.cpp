@@ -93,29 +93,48 @@ bool isWsBackward(Attribute spec) {
 bool takesWsBackward(AttentionSpecAttr attention) {
   // 16-bit, no softcap (its derivative is not in the library's form), dQ by
   // atomics (the deterministic backward's dK/dV-only kernels are other roles).
+  // The key split's tile body is the Sᵀ form's (128 key rows on 8 warps):
+  // the row form keeps its own plan there.
   Type element = attention.getElementType().getValue();
+  int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
   return (element.isBF16() || element.isF16()) &&
-         attention.getSoftcap().getValueAsDouble() == 0.0 &&
-         wsBackwardTakes(attention.getHeadDim(), attention.getValueDim());
+         attention.getSoftcap().getValueAsDouble() == 0.0 && wsBackwardTakes(d, dv) &&
+         (!wsBackwardKeySplit(d, dv) ||
+          attention.getRole() == KernelRole::AttentionBackwardTransposed);
 }
 
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
-  // 16-byte rows for the TMA, at most 256 wide; only where a head is wider
-  // than 128: at D = Dv = 128 its 64 keys a block double the dQ reductions
-  // per FLOP and it ran 0.74x the Sᵀ wgmma backward (kernel lab run 9).
+  // 16-byte rows for the TMA, at most 256 wide. D = Dv = 64 keeps the Sᵀ
+  // wgmma backward (128 queries a step; the key split pads Q/K to 128).
   return headDim >= 8 && headDim <= 256 && headDim % 8 == 0 && valueDim >= 8 &&
-         valueDim <= 256 && valueDim % 8 == 0 && std::max(headDim, valueDim) > 128;
+         valueDim <= 256 && valueDim % 8 == 0 && std::max(headDim, valueDim) > 64;
+}
+
+bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim) {
+  // A warpgroup holds dK and dV of its 64 keys up to 128 columns each
+  // (128 + 64 floats a thread at most). Measured at D = 128 on the H200: the
+  // key split 1.37-1.48x the role split (kernel lab run 11), which runs
+  // 64 keys a block and so doubles the dQ reductions per FLOP.
+  return headDim <= 128 && valueDim <= 128;
+}
+
+int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim) {
+  return wsBackwardKeySplit(headDim, valueDim) ? 128 : 64;
 }
 
 int64_t wsBackwardHeadTile(int64_t headDim) { return headDim <= 128 ? 128 : 256; }
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes) {
-  // AttentionBwdWsPlan: K and V once, a ring of Q and dO slots, dSᵀ (64 x 64,
-  // 16-bit) and Pᵀ (f32), lse and D a slot, mbarriers, 1024 bytes of alignment.
+  // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
+  // (64 queries), dSᵀ (two 16-bit buffers under the key split; one, plus Pᵀ in
+  // f32, under the role split), lse and D a slot, mbarriers, 1024 bytes of
+  // alignment.
   int64_t d = wsBackwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
-  int64_t tiles = (64 * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
-  int64_t exchange = 64 * 64 * 2 + 64 * 64 * 4;
+  bool keySplit = wsBackwardKeySplit(headDim, valueDim);
+  int64_t blockN = wsBackwardBlockN(headDim, valueDim);
+  int64_t tiles = (blockN * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
+  int64_t exchange = keySplit ? 2 * blockN * 64 * 2 : 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * 64 * 4;
   int64_t barriers = 1 + 2 * stages;
   return tiles + exchange + vectors + 8 * barriers + 1024;
@@ -184,18 +203,21 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
     case KernelRole::AttentionBackward:
     case KernelRole::AttentionBackwardTransposed:
       if (hopper && takesWsBackward(attention)) {
-        // Wide heads: the warp-specialised TMA backward (the device library's
-        // attention_bwd_ws): 64 keys a block, the two consumer warpgroups
-        // split by role (Pᵀ and dV, dSᵀ and dK) so each holds one 64 x D
-        // accumulator. Measured at D = 256 on the H200: 300-313 TFLOP/s
-        // (0.82-0.88x cuDNN) against the mma.sync form's 104
-        // (bench/results/2026-12-01-kernel_lab-run9.md).
-        // (4 warps: each consumer warpgroup holds whole tiles; the schedule's
-        // role split, flash-warp-specialize, adds the second.)
+        // The warp-specialised TMA backward (the device library's
+        // attention_bwd_ws), 64 queries a step.
+        // Up to 128 columns: 128 keys on 8 warps, each consumer warpgroup
+        // holding dK and dV of its 64 keys (FA3's split). Measured at D = 128
+        // on the H200: 0.84-0.86x cuDNN in the kernel lab, against the Sᵀ
+        // wgmma backward's 0.75-0.79x (bench/results/2026-12-01-h200-session10.md).
+        // Wider: 64 keys, the two consumer warpgroups split by role (Pᵀ and
+        // dV, dSᵀ and dK) so each holds one 64 x D accumulator: 4 warps, each
+        // consumer warpgroup holding whole tiles (flash-warp-specialize adds
+        // the second). At D = 256: 0.90-0.94x cuDNN against the mma.sync
+        // form's 0.28x (bench/results/2026-12-01-h200-session9.md).
         plan.strategy = Strategy::WgmmaWsSm90;
         plan.blockM = 64;
-        plan.blockN = 64;
-        plan.warps = 4;
+        plan.blockN = wsBackwardBlockN(d, attention.getValueDim());
+        plan.warps = plan.blockN / 16;
         break;
       }
       if (attention.getRole() == KernelRole::AttentionBackwardTransposed)
@@ -350,8 +372,12 @@ bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) 
     return false;
   // Every wgmma plan (D = 64/128, 16-bit): on the H200 at S = 4k/16k the Sᵀ
   // backward ran 254-302 TFLOP/s (D = 128) and 235-271 (D = 64) against the
-  // row form's 188-218 (bench/results/2026-11-29-h200-session3.md).
-  return defaultPlan(target, spec).strategy == Strategy::WgmmaSm90;
+  // row form's 188-218 (bench/results/2026-11-29-h200-session3.md); and the
+  // warp-specialised backward's key split, which needs the Sᵀ form.
+  TilePlan plan = defaultPlan(target, spec);
+  return plan.strategy == Strategy::WgmmaSm90 ||
+         (plan.strategy == Strategy::WgmmaWsSm90 &&
+          wsBackwardKeySplit(attention.getHeadDim(), attention.getValueDim()));
 }
 
 int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRef<Type> argTypes) {

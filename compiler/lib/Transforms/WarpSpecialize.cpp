@@ -38,7 +38,7 @@ struct WarpSpecializePass
       // row block of x and the W1 columns / W2 rows of each hidden block.
       Builder builder(ctx);
       ArrayAttr resident, ring;
-      bool roleSplit = false;
+      bool roleSplit = false, pingPongTakes = true;
       int64_t consumerWarpgroups = static_cast<int64_t>(kernel.getWarps()) / 4;
       auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
       auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
@@ -50,9 +50,11 @@ struct WarpSpecializePass
         // Q and dO (with its lse and D) stream through the ring.
         resident = builder.getStrArrayAttr({"k", "v"});
         ring = builder.getStrArrayAttr({"q", "dout"});
-        // Two consumer warpgroups by role, each with whole 64-key tiles.
-        roleSplit = true;
+        // Two consumer warpgroups: by keys (a 128-key block on 8 warps) or
+        // by role, each with whole 64-key tiles of 4 warps.
+        roleSplit = kernel.getWarps() == 4;
         consumerWarpgroups = 2;
+        pingPongTakes = false;  // the consumers meet every step (dSᵀ)
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});
@@ -68,7 +70,7 @@ struct WarpSpecializePass
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
           emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
           static_cast<int64_t>(consumerRegisters), resident, ring,
-          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong) && !roleSplit,
+          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong) && pingPongTakes,
           roleSplit);
       if (!schedule)
         return signalPassFailure();

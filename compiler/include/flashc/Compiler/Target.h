@@ -114,9 +114,15 @@ std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
                                              llvm::ArrayRef<mlir::Type> argTypes);
 
 /// The warp-specialised TMA attention backward (the device library's
-/// attention_bwd_ws: 64 keys a block, consumer warpgroups split by role)
-/// takes these head dims: multiples of 8 up to 256, one of them above 128.
+/// attention_bwd_ws) takes these head dims: multiples of 8 up to 256, one of
+/// them above 64 (D = Dv = 64 keeps the Sᵀ wgmma backward's 128-query steps).
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
+/// Its consumer split: by keys (128 a block, each warpgroup holding dK and dV
+/// of its 64 keys) while both head dims fit a 128-column tile, else by role
+/// (64 keys a block, one accumulator a warpgroup).
+bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim);
+/// Its key block: 128 (key split) or 64 (role split).
+int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim);
 /// Whether `spec` is a main backward kernel's recipe (dK, dV and dQ by
 /// atomics: the roles attention_bwd_ws can replace).
 bool isWsBackward(mlir::Attribute spec);

@@ -3,9 +3,10 @@
 //
 // Key split (head dims up to 128; FlashAttention-3's form): 128 keys a block, consumer warpgroup g owns
 // keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
-//   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dK += dSᵀ Q (RS);
+//   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dQ, dK += dSᵀ Q (RS);
 //   dSᵀ of both warpgroups meets in shared memory (two buffers, one named barrier a step), and warpgroup g
-//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys.
+//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys (in 64-byte row segments, under dK's product).
+//   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
 //
 // Role split (head dims above 128): 64 keys a block; the two
 // consumer warpgroups split the work by role rather than by rows, so that each holds one
@@ -280,29 +281,19 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       RegTileF32<kBlockM, kDqCols, 4> dq;              // dQ[:, 64g..] over all 128 keys
       const GlobalMatrix<float> dq_cols =
           tile_window(matrix_at<float>(dq_accum, batch, head), warpgroup * kDqCols, Sq, P::kHeadCols);
-#ifdef FLASHC_LAB_BWD_DQ_FIRST
+      // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
+      // kernel lab run 11).
       named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
       fill(dq, 0.f);
       wgmma_fence_operand(dq);
       wgmma_matmul_ta<false>(dq, ds_step, Ks, warpgroup * kDqCols);
-      wgmma_wait<1>();
+      wgmma_wait<1>();                                 // dV done (dQ may still run)
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
-      wgmma_wait<1>();
-      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      atomic_add_row_segments(dq_cols, q0, dq);        // under dK's product
-      wgmma_wait<0>();
-      release(s);
-#else
-      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
-      named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
-      fill(dq, 0.f);
-      wgmma_fence_operand(dq);
-      wgmma_matmul_ta<false>(dq, ds_step, Ks, warpgroup * kDqCols);
-      wgmma_wait<0>();
-      release(s);
+      wgmma_wait<1>();                                 // dQ done
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
       atomic_add_row_segments(dq_cols, q0, dq);
-#endif
+      wgmma_wait<0>();
+      release(s);
     }
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
