@@ -95,32 +95,36 @@ def _compare(results, names, got, peer, refs, where, peer_name):
 def check_attention(run, q, k, v, do, causal=False, heads=2, peer_run=None, peer_name=None, reference_args=None):
     """(ok, detail): run(q, k, v, do) -> [o, dq, dk, dv] (flashc's) against float64 math on `heads` (b, h) slices
     (the first and the last), with peer_run's (same signature, same precision) error as the bound's base; no peer
-    fails every check. reference_args: flashc.testing.attention_reference's scale / window / softcap."""
+    fails every check. reference_args: flashc.testing.attention_reference's scale / window / softcap. With grouped
+    heads (GQA) only o and dq are compared: dk and dv sum over a group, the slice's reference over one head."""
     import torch
     from .testing import attention_reference
     got = run(q, k, v, do)
     peer = peer_run(q, k, v, do) if peer_run else None
     batch, heads_q = q.shape[0], q.shape[1]
+    group = heads_q // k.shape[1]
+    names = ["o", "dq", "dk", "dv"] if group == 1 else ["o", "dq"]
     slices = [(0, 0), (batch - 1, heads_q - 1)][:heads]
     results, ok = {}, True
     for b, h in slices:
-        ref_in = [t[b:b + 1, h:h + 1].double().requires_grad_() for t in (q, k, v)]
+        kv = h // group
+        ref_in = [t[b:b + 1, i:i + 1].double().requires_grad_() for t, i in ((q, h), (k, kv), (v, kv))]
         o_ref, _ = attention_reference(*ref_in, causal=causal, **(reference_args or {}))
         grads = torch.autograd.grad(o_ref, ref_in, do[b:b + 1, h:h + 1].double())
-        refs = [o_ref.detach()] + list(grads)
+        refs = ([o_ref.detach()] + list(grads))[:len(names)]
         del o_ref, grads
-        pick = lambda ts: [t[b:b + 1, h:h + 1] for t in ts]
-        ok = _compare(results, ["o", "dq", "dk", "dv"], pick(got), pick(peer) if peer else None, refs,
+        pick = lambda ts: [t[b:b + 1, h:h + 1] for t in ts[:len(names)]]
+        ok = _compare(results, names, pick(got), pick(peer) if peer else None, refs,
                       "[b=%d,h=%d]" % (b, h), peer_name) and ok
         del refs, ref_in
         torch.cuda.empty_cache()
     return ok, results
 
 
-def check_ffn(run, eager_run, x, w1, w2, w_gate=None, activation="gelu_tanh", dy=None, rows=256):
+def check_ffn(run, eager_run, x, w1, w2, w_gate=None, activation="gelu_tanh", dy=None, rows=256, b1=None, b2=None):
     """(ok, detail): run(x, w1, w2, dy) -> [y] or, with dy, [y, dx, dw1, dw2(, dw_gate)] (flashc's) against float64
     math on the first `rows` rows of x (the weight gradients of those rows alone), with eager_run's (same signature,
-    the inputs' precision) error as the bound's base."""
+    the inputs' precision) error as the bound's base. b1, b2: the biases both take (their gradients not compared)."""
     import torch
     from .testing import ffn_reference
     x = x[:min(x.shape[0], rows)].detach()
@@ -129,7 +133,7 @@ def check_ffn(run, eager_run, x, w1, w2, w_gate=None, activation="gelu_tanh", dy
     got = run(x, w1, w2, dy)
     peer = eager_run(x, w1, w2, dy)
     leaves = [t.detach().double().requires_grad_() for t in (x, w1, w2) + ((w_gate,) if w_gate is not None else ())]
-    y_ref = ffn_reference(leaves[0], leaves[1], None, leaves[2], activation=activation,
+    y_ref = ffn_reference(leaves[0], leaves[1], b1, leaves[2], b2, activation=activation,
                           w_gate=leaves[3] if w_gate is not None else None)
     refs = [y_ref.detach()]
     if dy is not None:
