@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from _support import find_tool
+from _support import find_tool, runtime_available
 
 from flashc import configs
 from flashc.tune import device, plan as plan_mod, progress as progress_mod, table as table_mod
@@ -276,6 +276,21 @@ class PlanTest(unittest.TestCase):
             plan_mod._compile = original
         self.assertEqual(compiled, ["%s -> %s\n" % (unit["key"], other)])
         self.assertIn(other, next(again.units())[1]["bundles"])
+
+    @unittest.skipUnless(runtime_available(), "SKIPPED: libflashc_runtime.so not found")
+    def test_every_bundle_opens_with_the_programs_the_gpu_half_times(self):
+        out = os.path.join(self.dir, "plan")
+        plan, _ = plan_mod.build(out, [ATTENTION], compiler=FLASHC, kinds=["attention_forward"], progress=self.quiet)
+        self.assertEqual(device.dry_run(plan, os.path.join(self.dir, "work"), say=self.quiet), [])
+        # A bundle that lost its backward program is named.
+        bundle = next(iter(plan.data["bundles"]))
+        manifest = os.path.join(self.dir, "work", "bundles", bundle, "manifest.flashc")
+        with open(manifest) as f:
+            text = f.read().replace("program attention_backward", "program attention_backwards")
+        with open(manifest, "w") as f:
+            f.write(text)
+        problems = device.dry_run(plan, os.path.join(self.dir, "work"), say=self.quiet)
+        self.assertTrue(problems and all(bundle in p and "backward" in p for p in problems), problems)
 
     def test_a_written_entry_changes_the_compiled_plan(self):
         decisions = [{"key": "sm_90a attention_forward bf16 d128 causal",

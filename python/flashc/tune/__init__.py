@@ -88,13 +88,14 @@ def _finish(plan, progress, out, table, margin, max_loss, write):
 def _time(args):
     from . import device, plan as plan_mod, progress as progress_mod
     plan = plan_mod.Plan.load(args.plan)
+    if args.dry_run:
+        return 1 if device.dry_run(plan, args.work) else 0
     progress = progress_mod.Progress(args.progress)
     measurer = device.TorchMeasurer(plan, args.work, warmup=args.warmup, rep=args.rep)
     import torch
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     if gpu is None:
         raise SystemExit("python -m flashc.tune time: no CUDA device")
-    measurer.gpu = gpu
     left = device.run(plan, progress, _Stamped(measurer, gpu), budget_s=args.budget)
     table = args.table or repository_table(plan.data["arch"])
     decisions = _finish(plan, progress, args.out, table, args.margin, args.max_loss, None)
@@ -177,6 +178,8 @@ def main(argv=None):
             q.add_argument("--budget", type=float, help="seconds after which no task starts (then exit 3)")
             q.add_argument("--warmup", type=int, default=25, help="warmup ms a timing")
             q.add_argument("--rep", type=int, default=100, help="ms of timed calls a timing")
+            q.add_argument("--dry-run", action="store_true",
+                           help="no GPU: check that every bundle unpacks, opens and has its programs")
         if name == "table":
             q.add_argument("--write", action="store_true", help="write the merged table over --table")
     args = parser.parse_args(argv)

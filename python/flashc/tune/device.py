@@ -96,6 +96,29 @@ def run(plan, progress, measurer, budget_s=None, say=None):
     return 0
 
 
+def dry_run(plan, work, say=None):
+    """What `time` needs, without a GPU or torch: every bundle unpacks, opens (the runtime reads its manifest) and has
+    the programs its units are timed through, with the parameters flashc.torch passes. Returns the problems found."""
+    from .. import programs
+    from ..bundle import Bundle
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    problems, checked = [], set()
+    for entry, unit in plan.units():
+        config = configs.parse_config(entry["config"])
+        for point, bundle in unit["bundles"].items():
+            for direction in ["forward", "backward"] if bundle not in checked else unit["directions"]:
+                try:
+                    path = plan.materialize(bundle, os.path.join(work, "bundles", bundle))
+                    programs.resolve(Bundle(path), keyed(config, bundle), direction)
+                except Exception as e:
+                    problems.append("%s (%s: %s) %s: %s" % (bundle, unit["key"], point, direction, e))
+            checked.add(bundle)
+    say("dry run: %d bundles open with their programs; %d problem(s)" % (len(checked), len(problems)))
+    for p in problems:
+        say("  " + p)
+    return problems
+
+
 def keyed(config, key):
     """`config` under another key: the bundle the runtime finds is the candidate's (FLASHC_BUNDLE_PATH/<key>)."""
     base = type(config)
