@@ -221,7 +221,7 @@ def build(out, items, compiler=None, arch="sm_90a", kinds=None, seqs=ATTENTION_S
                         bundle_dir = _compile(config, table, compiler, arch, timeout)
                     except FlashcError as e:
                         # A point this shape does not take (shared memory, say): recorded, never timed.
-                        unit["errors"][point] = str(e).strip().splitlines()[-1][:400] if str(e).strip() else "failed"
+                        unit["errors"][point] = _reason(str(e))
                         say("  %s: %s: skipped (%s)" % (unit["key"], point, unit["errors"][point]))
                         failures.append((config, unit["key"], point))
                         plan.save()
@@ -233,6 +233,13 @@ def build(out, items, compiler=None, arch="sm_90a", kinds=None, seqs=ATTENTION_S
                 unit["bundles"][point] = bundle
                 plan.save()
     return plan, failures
+
+
+def _reason(message):
+    """The compiler's error line of a failed compile (else its first line), shortened."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    errors = [line[line.index("error:"):] for line in lines if "error:" in line]
+    return ((errors or lines or ["failed"])[0])[:300]
 
 
 def _compile(config, table, compiler, arch, timeout):
