@@ -29,19 +29,14 @@ import traceback
 import bench_common as bc
 
 # flashc: the backward form the compiler picks (--backward-form=auto); flashc_rows / flashc_st: the row
-# and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it.
-# flashc_x*: the default kernels with flashc --experiment, each the form a default replaced (float64-checked like
-# the others): flashc_xcpa, the cp.async forward the warp-specialised TMA forward replaced. (The backward's mma-dq,
-# sync-lse and two-barrier were retired on 2026-12-01: docs/design/wgmma-backward.md.) Only on request (--peers):
-# a new experiment that faults would take the process's CUDA context, and every later column, with it.
+# and the Sᵀ backward kernels (--backward-form=rows / transposed), timed beside it. (Other plans of the same
+# kernels are points of their tuning spaces, timed by python -m flashc.tune.)
 DEFAULT_PEERS = ["flashc", "flashc_rows", "flashc_st", "cudnn", "sdpa_flash", "flex", "sdpa_efficient", "naive"]
-PEERS = DEFAULT_PEERS + ["flashc_xcpa"]
-# name -> (backward form, experiments)
-FLASHC_FORMS = {"flashc": ("auto", ()), "flashc_rows": ("rows", ()), "flashc_st": ("transposed", ()),
-                "flashc_xcpa": ("auto", ("cp-async-forward",))}
+PEERS = DEFAULT_PEERS
+# name -> backward form
+FLASHC_FORMS = {"flashc": "auto", "flashc_rows": "rows", "flashc_st": "transposed"}
 FLASHC_CHECKS = ["check" if name == "flashc" else "check_" + name for name in FLASHC_FORMS]
 PEER_TITLES = {"flashc": "flashc", "flashc_rows": "flashc (row bwd)", "flashc_st": "flashc (Sᵀ bwd)",
-               "flashc_xcpa": "flashc (x: cp.async forward)",
                "cudnn": "cuDNN",
                "sdpa_flash": "FA2 (SDPA flash)",
                "flex": "FlexAttention",
@@ -61,7 +56,7 @@ def parse_args(argv=None):
                    help="H for every head dim instead of hidden / Dv (0): rows that differ only by D, such as the "
                         "padded pair --head-dims 80,96 --heads 16 (D = 80 runs on 96-column tiles)")
     p.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                   help="comma-separated subset of " + ",".join(PEERS) + " (default: all but the flashc_x* experiments)")
+                   help="comma-separated subset of " + ",".join(PEERS) + " (default: all)")
     p.add_argument("--input-sets", type=int, default=3, help="input sets rotated so L2 does not flatter")
     p.add_argument("--naive-max-seq", type=int, default=8192, help="skip naive eager above this S (memory)")
     p.add_argument("--check-heads", type=int, default=2, help="(b, h) slices checked against float64 (0: none)")
@@ -105,8 +100,8 @@ def rows_of(args):
                 heads = args.heads or args.hidden // dv
                 rows.append(dict(D=d, Dv=dv, S=s, B=args.tokens // s, H=heads, causal=causal,
                                  configs={name: AttentionConfig("bf16", heads, heads, d, causal=causal,
-                                                                value_head_dim=dv, backward_form=form, experiments=x)
-                                          for name, (form, x) in FLASHC_FORMS.items()}))
+                                                                value_head_dim=dv, backward_form=form)
+                                          for name, form in FLASHC_FORMS.items()}))
     return rows
 
 
@@ -182,8 +177,7 @@ def make_impls(torch, row, names):
         if name in names:
             import flashc.torch as ft
             c = row["configs"][name]
-            impls[name] = lambda q, k, v, c=c: ft.attention(q, k, v, causal=causal, backward_form=c.backward_form,
-                                                            experiments=c.experiments)
+            impls[name] = lambda q, k, v, c=c: ft.attention(q, k, v, causal=causal, backward_form=c.backward_form)
     if "cudnn" in names:
         impls["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     if "sdpa_flash" in names:
@@ -284,40 +278,22 @@ def measure(torch, fn, sets, args):
 
 def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc", ran=()):
     """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and the bf16 error of the first
-    peer that ran this row (SDPA flash, cuDNN, FlexAttention, SDPA mem-efficient; D != Dv rules out some)."""
-    from flashc.testing import attention_reference, max_abs_error
+    peer that ran this row (SDPA flash, cuDNN, FlexAttention, SDPA mem-efficient; D != Dv rules out some):
+    flashc.measure.check_attention."""
+    from flashc import measure
     q, k, v, do = [t.detach() for t in sets[0]]
-    results = {}
 
-    def run(name):
-        qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
-        o = impls[name](qq, kk, vv)
-        o.backward(do)
-        return [o.detach(), qq.grad, kk.grad, vv.grad]
+    def runner(name):
+        def run(q, k, v, do):
+            qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
+            o = impls[name](qq, kk, vv)
+            o.backward(do)
+            return [o.detach(), qq.grad, kk.grad, vv.grad]
+        return run
 
-    got = run(flashc_name)
     peer_name = next((p for p in ("sdpa_flash", "cudnn", "flex", "sdpa_efficient") if p in impls and p in ran), None)
-    peer = run(peer_name) if peer_name else None
-    slices = [(0, 0), (row["B"] - 1, row["H"] - 1)][:heads]
-    ok = True
-    for b, h in slices:
-        ref_in = [t[b:b + 1, h:h + 1].double().requires_grad_() for t in (q, k, v)]
-        o_ref, _ = attention_reference(*ref_in, causal=row["causal"])
-        grads = torch.autograd.grad(o_ref, ref_in, do[b:b + 1, h:h + 1].double())
-        refs = [o_ref.detach()] + list(grads)
-        del o_ref, grads
-        for i, name in enumerate(["o", "dq", "dk", "dv"]):
-            err = max_abs_error(got[i][b:b + 1, h:h + 1], refs[i])
-            base = max_abs_error(peer[i][b:b + 1, h:h + 1], refs[i]) if peer else None
-            scale = float(refs[i].abs().max())
-            tol = None if base is None else 2 * base + 1e-4 * max(1.0, scale)
-            passed = tol is not None and err <= tol
-            ok = ok and passed
-            results["%s[b=%d,h=%d]" % (name, b, h)] = {"err": err, "peer": peer_name, "peer_err": base, "tol": tol,
-                                                      "pass": passed}
-        del refs, ref_in
-        torch.cuda.empty_cache()
-    return ok, results
+    return measure.check_attention(runner(flashc_name), q, k, v, do, causal=row["causal"], heads=heads,
+                                   peer_run=runner(peer_name) if peer_name else None, peer_name=peer_name)
 
 
 def run_row(torch, row, args, load_cache):
@@ -446,7 +422,7 @@ def plot(path, results, peers):
 
 NOTES = ("TFLOP/s: fwd FLOPs 2*B*H*S^2*(D+Dv) (/2 causal); bwd FLOPs 2.5x fwd over (fwd+bwd - fwd) time; "
          "triton do_bench medians; peak MiB: max_memory_allocated during one fwd+bwd above what was allocated "
-         "before it; flashc check (default / row backward / Sᵀ backward [/ experiments]): o, dq, dk, dv on two heads vs float64, "
+         "before it; flashc check (default / row backward / Sᵀ backward): o, dq, dk, dv on two heads vs float64, "
          "error <= 2x SDPA-flash bf16 error + 1e-4; flashc: the backward form flashc picks (--backward-form=auto); "
          "flashc (row bwd) / (Sᵀ bwd): --backward-form=rows / transposed kernels; "
          "load: open+prepare in a fresh process (cubin; JIT with an empty NVRTC cache; JIT again warm).")

@@ -50,9 +50,9 @@ def environment(torch=None):
 
 
 def do_bench(fn, grad_to_none=None, warmup=25, rep=100):
-    """Median milliseconds of fn (triton.testing.do_bench: L2 flushed before each run)."""
-    import triton.testing
-    return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, return_mode="median"))
+    """Median milliseconds of fn (flashc.measure.time_ms: CUDA events, L2 flushed before each run)."""
+    from flashc import measure
+    return measure.time_ms(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none).median_ms
 
 
 def tflops(flops, ms):

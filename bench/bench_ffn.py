@@ -15,15 +15,9 @@ import traceback
 import bench_common as bc
 
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
-# flashc_x*: flashc with an experiment (flashc --experiment; float64-checked like flashc). Only on request
-# (--impls): a kernel that faults would take the process's CUDA context, and every later column, with it.
-# The forms today's defaults replaced: mma.sync GEMMs, 128-wide blocks, serial wgmma waits, both of the last two, the
-# launch order, and the mma.sync fused FFN (the d = 256 row; the warp-specialised kernel replaced it).
-EXPERIMENT_IMPLS = {"flashc_xmma": ("mma-gemm",), "flashc_xnarrow": ("narrow-gemm",), "flashc_xserial": ("serial-wgmma",),
-                    "flashc_xnarrowserial": ("narrow-gemm", "serial-wgmma"), "flashc_xiog": ("in-order-grid",),
-                    "flashc_xmmafused": ("mma-fused-ffn",)}
-IMPLS = DEFAULT_IMPLS + list(EXPERIMENT_IMPLS)
-FLASHC_IMPLS = {"flashc": (), **EXPERIMENT_IMPLS}
+# (Other plans of flashc's kernels are points of their tuning spaces, timed by python -m flashc.tune.)
+IMPLS = DEFAULT_IMPLS
+FLASHC_IMPLS = ("flashc",)
 
 
 def parse_args(argv=None):
@@ -31,7 +25,7 @@ def parse_args(argv=None):
     p.add_argument("--out")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
-                   help="comma-separated subset of %s (default: all but the flashc_x* experiments)" % ",".join(IMPLS))
+                   help="comma-separated subset of %s (default: all)" % ",".join(IMPLS))
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
@@ -62,11 +56,9 @@ def run_row(torch, row, args):
     else:
         eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
     fns = {}
-    for name, experiments in FLASHC_IMPLS.items():
-        if name in args.impls:
-            import flashc.torch as ft
-            fns[name] = (lambda xs: lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation,
-                                                              w_gate=wg, experiments=xs))(experiments)
+    if "flashc" in args.impls:
+        import flashc.torch as ft
+        fns["flashc"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
     if "eager" in args.impls:
         fns["eager"] = eager
     if "compile" in args.impls:
@@ -90,25 +82,18 @@ def run_row(torch, row, args):
         print("  %-8s %s" % (name, entry), flush=True)
     checked = [n for n in FLASHC_IMPLS if n in fns and result["impls"][n].get("status") == "ok"]
     if checked and "eager" in fns:
-        from flashc.testing import ffn_reference, max_abs_error
-        rows_ = slice(0, min(M, 256))
+        from flashc import measure
         with torch.no_grad():
-            ref = ffn_reference(x[rows_], w1, None, w2, activation=config.activation, w_gate=wg)
-            base = max_abs_error(eager(x, w1, w2)[rows_], ref)
-            tol = 2 * base + 1e-4 * max(1.0, float(ref.abs().max()))
-            for name in checked:
-                err = max_abs_error(fns[name](x, w1, w2)[rows_], ref)
-                result["check" if name == "flashc" else "check_" + name] = {
-                    "err": err, "eager_err": base, "tol": tol, "pass": err <= tol}
+            for name in checked:  # y on 256 rows (flashc.measure.check_ffn)
+                ok, detail = measure.check_ffn(lambda x, w1, w2, dy: [fns[name](x, w1, w2)],
+                                               lambda x, w1, w2, dy: [eager(x, w1, w2)], x, w1, w2, w_gate=wg,
+                                               activation=config.activation)
+                result["check" if name == "flashc" else "check_" + name] = {"pass": ok, "detail": detail}
     return result
 
 
 def table(results, impls):
-    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile",
-              "flashc_xmma": "flashc (x: mma.sync GEMM)", "flashc_xnarrow": "flashc (x: 128-wide GEMM)",
-              "flashc_xserial": "flashc (x: serial wgmma)", "flashc_xnarrowserial": "flashc (x: 128-wide, serial)",
-              "flashc_xiog": "flashc (x: tiles in launch order)",
-              "flashc_xmmafused": "flashc (x: mma.sync fused)"}
+    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:
@@ -127,7 +112,7 @@ def table(results, impls):
 
 
 NOTES = ("TFLOP/s: fwd 4*M*d*h (gated 6*M*d*h), bwd twice that over (fwd+bwd - fwd); triton do_bench medians; no biases; flashc check "
-         "(flashc [/ experiments]): y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
+         ": y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
 
 
 def main(argv=None):

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The command run on the GPU machine, from the repository root:
-#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,sanitize,attention,ffn] [--attention-args "..."]
-#                           [--ffn-args "..."] [--tests "test_a.py test_b.py"] [--dry-run]
+#   scripts/device-bench.sh [BUNDLE_DIR] [--steps build,test,run,sanitize,attention,ffn,tune] [--attention-args "..."]
+#                           [--ffn-args "..."] [--tests "test_a.py test_b.py"] [--tune-plan DIR] [--tune-args "..."]
+#                           [--dry-run]
 # BUNDLE_DIR (or FLASHC_BUNDLE_PATH) holds bundles made on the dev machine with
 #   PYTHONPATH=python python3 -m flashc.prebuild --out BUNDLE_DIR all
 # Steps (default all): build = the runtime (no MLIR there) in build-dev; test = ctest (runtime + Python GPU
 # tests); run = flashc-run on every carried bundle against a float64 CPU reference; attention / ffn =
-# the benchmarks. The device tool stops a command after 10 minutes: split a full
+# the benchmarks; tune = python -m flashc.tune time over the plan directory --tune-plan (default .carry/tune, made
+# here by `python -m flashc.tune plan --out .carry/tune`; not in the default steps): its progress, table and report
+# land in $OUT/tune, and a progress.jsonl carried in the plan directory is resumed. The device tool stops a command
+# after 10 minutes: split a full
 # run over several calls, e.g. --steps build,test, then --steps attention --attention-args "--head-dims 64",
 # then "--head-dims 128", then --steps ffn (build-dev is kept on a warm machine; rebuilt when missing).
 # Everything is written to a work directory ($FLASHC_DEVICE_WORK, default /tmp/flashc-device); at the end
@@ -20,6 +24,8 @@ STEPS="build,test,run,sanitize,attention,ffn"
 ATTENTION_ARGS=""
 FFN_ARGS=""
 TESTS=""
+TUNE_PLAN=".carry/tune"
+TUNE_ARGS=""
 BUNDLES="${FLASHC_BUNDLE_PATH:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,14 +34,16 @@ while [ $# -gt 0 ]; do
     --attention-args) ATTENTION_ARGS="${2:?--attention-args needs a value}"; shift ;;
     --ffn-args) FFN_ARGS="${2:?--ffn-args needs a value}"; shift ;;
     --tests) TESTS="${2:?--tests needs a value}"; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --tune-plan) TUNE_PLAN="${2:?--tune-plan needs a value}"; shift ;;
+    --tune-args) TUNE_ARGS="${2:?--tune-args needs a value}"; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "device-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) BUNDLES="$1" ;;
   esac
   shift
 done
 for s in ${STEPS//,/ }; do
-  case "$s" in build|test|run|sanitize|attention|ffn) ;; *) echo "device-bench: unknown step '$s' (build, test, run, sanitize, attention, ffn)" >&2; exit 2 ;; esac
+  case "$s" in build|test|run|sanitize|attention|ffn|tune) ;; *) echo "device-bench: unknown step '$s' (build, test, run, sanitize, attention, ffn, tune)" >&2; exit 2 ;; esac
 done
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 
@@ -133,8 +141,8 @@ else
   if has_step sanitize && [ -n "${FLASHC_BUNDLE_PATH:-}" ]; then
     # compute-sanitizer memcheck, racecheck and synccheck on small ragged shapes of a few representative bundles
     # (sm_90a ws forward; the ws backward's key split at D = 128 and padded D = 80, its role split at D = 256 and
-    # D = 192 / Dv = 128, the Sᵀ wgmma backward at D = 64 (128 queries a step), with the forced row form and the
-    # --experiment bundles of the same configurations; window f16, GQA, key offset, FFN with split-K weight
+    # D = 192 / Dv = 128, the Sᵀ wgmma backward at D = 64 (128 queries a step), with the forced row form of the
+    # same configurations; window f16, GQA, key offset, FFN with split-K weight
     # gradients).
     sanitize_all() {
       local rc=0 cs
@@ -162,6 +170,16 @@ else
   fi
   has_step attention && step bench_attention python3 bench/bench_attention.py --out "$OUT" $ATTENTION_ARGS
   has_step ffn && step bench_ffn python3 bench/bench_ffn.py --out "$OUT" $FFN_ARGS
+  if has_step tune; then
+    # The tuner's GPU half (python -m flashc.tune time): every candidate bundle of the plan checked against float64,
+    # then timed; the progress file grows task by task, so a later call resumes it (carried back in the plan dir).
+    mkdir -p "$RESULTS_OUT/tune"
+    if [ -f "$TUNE_PLAN/progress.jsonl" ] && [ ! -f "$RESULTS_OUT/tune/progress.jsonl" ]; then
+      cp "$TUNE_PLAN/progress.jsonl" "$RESULTS_OUT/tune/progress.jsonl"
+    fi
+    step tune python3 -m flashc.tune time "$TUNE_PLAN" --progress "$RESULTS_OUT/tune/progress.jsonl" \
+      --out "$RESULTS_OUT/tune" --work "$OUT/tune" $TUNE_ARGS
+  fi
 fi
 
 # One results file in the repo format: the sections this run produced.

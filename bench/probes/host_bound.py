@@ -1,11 +1,12 @@
 # Is the emitted ws forward at D=128, S=1k host-bound? Per call: host enqueue time, wall time, and the GPU time of
 # one call inside a CUDA graph of 20 (no host gaps, L2 warm). Run on the device with FLASHC_BUNDLE_PATH holding the
-# D=128 16-head benchmark bundle and its cp-async-forward twin (session 5, call 9).
+# D=128 16-head benchmark bundle (session 5, call 9 also ran the cp.async forward, then --experiment=cp-async-forward;
+# today a point of the forward's tuning space: python -m flashc.tune times it).
 import time, torch, flashc.torch as ft
 torch.manual_seed(0)
 q, k, v = (torch.randn(16, 16, 1024, 128, device="cuda").to(torch.bfloat16) for _ in range(3))
-for name, xs in (("ws", ()), ("cp-async", ("cp-async-forward",))):
-    f = lambda: ft.attention(q, k, v, experiments=xs)
+for name in ("ws",):
+    f = lambda: ft.attention(q, k, v)
     for _ in range(20): f()
     torch.cuda.synchronize()
     n = 200

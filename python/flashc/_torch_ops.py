@@ -7,7 +7,7 @@
 
 flashc.torch.attention / ffn call them under torch.compile (and for tensor subclasses); eager calls on plain tensors
 take flashc.torch's autograd.Function, which costs less host time. `options` is the repr of the Python options:
-attention (causal, scale, window, softcap, enable_gqa, backward_form, experiments), FFN (activation, experiments).
+attention (causal, scale, window, softcap, enable_gqa, backward_form), FFN (activation,).
 A string keeps every option a constant of the graph whatever its type (window: None, an int or a pair) and leaves
 one place that checks them: flashc.validate, called here with the tensors' shapes, in the real implementations
 and in the fake ones (so torch.compile reports a bad argument while tracing, with flashc's message). The
@@ -51,11 +51,11 @@ def _attention_config(q, k, v, options, has_offset):
     key = ft._signature((q, k, v), ("attention-op", options, has_offset))
 
     def make():
-        causal, scale, window, softcap, enable_gqa, backward_form, experiments = _options("attention", options)
+        causal, scale, window, softcap, enable_gqa, backward_form = _options("attention", options)
         return ft.attention_config(
             ft._info("attention", "query", q, (1, 3)), ft._info("attention", "key", k, (1, 3)),
             ft._info("attention", "value", v, (1, 3)), causal=causal, scale=scale, window=window, softcap=softcap,
-            enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments, key_offset=has_offset)
+            enable_gqa=enable_gqa, backward_form=backward_form, key_offset=has_offset)
     return ft._memo_config(key, make)
 
 
@@ -64,11 +64,10 @@ def _ffn_config(x, w1, b1, w2, b2, w_gate, options):
                                                    x.device))
 
     def make():
-        activation, experiments = _options("ffn", options)
+        activation, = _options("ffn", options)
         infos = [None if t is None else ft._info("ffn", name, t, (0, 1))
                  for name, t in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate))]
-        return ft.ffn_config(ft._info("ffn", "x", x, (-1,)), *infos[:4], activation=activation, w_gate=infos[4],
-                             experiments=experiments)
+        return ft.ffn_config(ft._info("ffn", "x", x, (-1,)), *infos[:4], activation=activation, w_gate=infos[4])
     return ft._memo_config(key if x.dim() else None, make)
 
 

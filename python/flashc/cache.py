@@ -160,9 +160,10 @@ def is_current(path, compiler):
     return stamp == compiler_identity(compiler)
 
 
-def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
+def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None, extra_flags=()):
     """Compile `config` with the flashc compiler into directory `out_dir` (which must not exist yet;
-    it appears atomically, with the spec beside the bundle as spec.mlir). Returns out_dir."""
+    it appears atomically, with the spec beside the bundle as spec.mlir). Returns out_dir. extra_flags: flashc
+    options besides the configuration's (flashc.tune: --tuning-table=FILE)."""
     compiler = compiler or find_compiler()
     if not compiler:
         raise CompilerError("no flashc compiler found (set %s, put flashc on PATH, or build it: "
@@ -177,7 +178,7 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None):
             f.write(config.spec_text())
         staged = os.path.join(work, "bundle")
         cmd = [compiler, spec_path, "-o", staged, "--emit=bundle", "--arch=" + ",".join(archs)]
-        cmd += list(config.compiler_flags)
+        cmd += list(config.compiler_flags) + list(extra_flags)
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         except subprocess.TimeoutExpired:

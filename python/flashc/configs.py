@@ -2,8 +2,7 @@
 and a one-line text form for the command line:
 
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
-            [,backward=auto|rows|transposed][,experiments=narrow-gemm+serial-wgmma+mma-gemm+cp-async-forward+...]
-            [,key_offset=1]
+            [,backward=auto|rows|transposed][,key_offset=1]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
 """
 
@@ -158,59 +157,26 @@ RING_TWINS = tuple(dataclasses.replace(c, causal=False) for c in TEST_ATTENTION
 # columns beside flashc, whose form the compiler picks).
 BENCH_ATTENTION_ROWS = tuple(dataclasses.replace(c, backward_form="rows") for c in BENCH_ATTENTION)
 BENCH_ATTENTION_TRANSPOSED = tuple(dataclasses.replace(c, backward_form="transposed") for c in BENCH_ATTENTION)
-# flashc --experiment (the forms today's defaults replaced): the cp.async forward the warp-specialised TMA forward
-# replaced: bench_attention.py's flashc_xcpa column, and the test configs the device run checks against float64.
-CP_ASYNC_FORWARD = ("cp-async-forward",)
-EXPERIMENT_SETS = (CP_ASYNC_FORWARD,)
-BENCH_ATTENTION_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in EXPERIMENT_SETS
-                                    for c in BENCH_ATTENTION)
-# The FFN kernels under the forms the defaults replaced: mma.sync (mma-gemm), 128 columns wide
-# (narrow-gemm), each iteration waiting for its wgmma products (serial-wgmma), both of the last two, and the tiles in
-# launch order instead of grouped (in-order-grid), and the mma.sync fused FFN the warp-specialised one replaced where
-# it takes the FFN (fused, ungated, d and d_out up to 256: mma-fused-ffn) (the other experiments touch attention
-# only). The benchmark shapes carry them all (bench_ffn.py's flashc_x*).
-MMA_FUSED_FFN = ("mma-fused-ffn",)
-FFN_EXPERIMENT_SETS = (("mma-gemm",), ("narrow-gemm",), ("serial-wgmma",),
-                       ("narrow-gemm", "serial-wgmma"), ("in-order-grid",), MMA_FUSED_FFN)
-TEST_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS for c in TEST_FFN)
-BENCH_FFN_EXPERIMENTS = tuple(dataclasses.replace(c, experiments=x) for x in FFN_EXPERIMENT_SETS
-                              for c in BENCH_FFN)
-# The mma.sync fused FFN over padded widths too (d = 200; by default the warp-specialised kernel takes them).
-TEST_FFN_PADDED_MMA_FUSED = tuple(dataclasses.replace(c, experiments=MMA_FUSED_FFN) for c in TEST_FFN_PADDED[:2])
-
-
-def ws_forward_takes(config):
-    """Whether the sm_90a forward of `config` is the warp-specialised TMA kernel by default (16-bit, head dims
-    multiples of 8 up to 256, D above 32: compiler/lib/Transforms/Target.cpp's wsForwardTakes)."""
-    d, dv = config.head_dim, config.value_head_dim
-    return config.dtype in ("bf16", "f16") and 32 < d <= 256 and d % 8 == 0 and 8 <= dv <= 256 and dv % 8 == 0
-
-
-# cp-async-forward: every GPU test config whose forward the warp-specialised kernel takes by default (both dtypes,
-# causal, windows, softcaps, GQA, D = 256, D = 192 / Dv = 128), in the form it replaced.
-TEST_ATTENTION_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD) for c in TEST_ATTENTION
-                                if ws_forward_takes(c))
-# The large head dims' forward before the warp-specialised kernel took them (bench_attention.py's flashc_xcpa).
-BENCH_ATTENTION_LARGE_CP_ASYNC = tuple(dataclasses.replace(c, experiments=CP_ASYNC_FORWARD)
-                                       for c in BENCH_ATTENTION_LARGE)
-TEST_ATTENTION_EXPERIMENTS = TEST_ATTENTION_CP_ASYNC
+# python -m flashc.tune's default configurations (the tuning keys of the benchmark rows): the attention benchmark's
+# D = 64 / 128, the large D = 256 and D = 192 / Dv = 128 and the padded D = 80 / 96 (the form flashc picks), causal
+# and not; the FFN benchmark's rows. flashc.tune times each at the benchmark's sizes (flashc.tune.SHAPES).
+TUNE_ATTENTION = (BENCH_ATTENTION + BENCH_ATTENTION_LARGE
+                  + tuple(c for c in BENCH_ATTENTION_PADDED if c.backward_form == "auto"))
+TUNE_FFN = BENCH_FFN
 
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
     "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
-    "bench-attention-experiments": BENCH_ATTENTION_EXPERIMENTS,
-    "bench-attention-large": BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC,
+    "bench-attention-large": BENCH_ATTENTION_LARGE,
     "bench-ffn": BENCH_FFN,
-    "bench-ffn-experiments": BENCH_FFN_EXPERIMENTS,
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET),
     "tests-attention": TEST_ATTENTION,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
-    "tests-experiments": TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED,
     "tests-ffn": TEST_FFN,
     "tests-attention-padded": TEST_ATTENTION_PADDED,
     "tests-ffn-padded": TEST_FFN_PADDED,
@@ -218,18 +184,15 @@ SETS = {
     "tests-key-offset": TEST_ATTENTION_KEY_OFFSET,
     "tests-transformers": TEST_TRANSFORMERS,
     "bench-ring-window": BENCH_RING_WINDOW,
+    "tune": TUNE_ATTENTION + TUNE_FFN,
+    "tune-attention": TUNE_ATTENTION,
+    "tune-ffn": TUNE_FFN,
 }
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + TEST_ATTENTION_EXPERIMENTS + TEST_FFN_EXPERIMENTS + TEST_FFN_PADDED_MMA_FUSED + BENCH_ATTENTION_EXPERIMENTS
-               + BENCH_FFN_EXPERIMENTS + BENCH_ATTENTION_LARGE + BENCH_ATTENTION_LARGE_CP_ASYNC + TEST_ATTENTION_KEY_OFFSET
-               + BENCH_RING_WINDOW + TEST_TRANSFORMERS)
+               + BENCH_ATTENTION_LARGE + TEST_ATTENTION_KEY_OFFSET + BENCH_RING_WINDOW + TEST_TRANSFORMERS)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-
-
-def _experiments(fields):
-    return tuple(e for e in fields.get("experiments", "").split("+") if e)
 
 
 def _bool(key, text):
@@ -267,8 +230,8 @@ def parse_config(text):
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                             "scale", "backward", "experiments", "key_offset"},
-               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated", "experiments"}}[kind]
+                             "scale", "backward", "key_offset"},
+               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise InvalidArgumentError("config %r: unknown field%s %s (known: %s)" % (
@@ -292,15 +255,14 @@ def parse_config(text):
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
                 backward_form=fields.get("backward", "auto"),
-                experiments=_experiments(fields), key_offset=_bool("key_offset", fields.get("key_offset", "0")))
+                key_offset=_bool("key_offset", fields.get("key_offset", "0")))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
         return FfnConfig(dtype=fields.get("dtype", "bf16"), d_model=_int("d", fields["d"]), d_hidden=_int("h", fields["h"]),
                          d_out=_int("d_out", fields["d_out"]) if "d_out" in fields else None,
                          activation=fields.get("act", "gelu_tanh"), has_b1=_bool("b1", fields.get("b1", "0")),
-                         has_b2=_bool("b2", fields.get("b2", "0")), gated=_bool("gated", fields.get("gated", "0")),
-                         experiments=_experiments(fields))
+                         has_b2=_bool("b2", fields.get("b2", "0")), gated=_bool("gated", fields.get("gated", "0")))
     except InvalidArgumentError as e:
         if str(e).startswith("config "):
             raise
@@ -324,7 +286,7 @@ def format_config(config):
             parts.append("backward=%s" % config.backward_form)
         if config.key_offset:
             parts.append("key_offset=1")
-        return "attention:" + ",".join(parts + _experiment_field(config))
+        return "attention:" + ",".join(parts)
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:
         parts.append("d_out=%d" % config.d_out)
@@ -332,11 +294,7 @@ def format_config(config):
     for name in ("b1", "b2", "gated"):
         if getattr(config, "has_" + name if name != "gated" else name):
             parts.append("%s=1" % name)
-    return "ffn:" + ",".join(parts + _experiment_field(config))
-
-
-def _experiment_field(config):
-    return ["experiments=%s" % "+".join(config.experiments)] if config.experiments else []
+    return "ffn:" + ",".join(parts)
 
 
 def resolve(items):

@@ -29,32 +29,7 @@ FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
 BACKWARD_FORMS = ("auto", "rows", "transposed")
-# flashc --experiment names: the code generation each default replaced, kept to time the two side by side, and new
-# forms opt-in until measured (ws-forward: the warp-specialised TMA attention forward). The
-# compiler's registry (tools/flashc/Stages.cpp, `flashc --list-experiments`) is the source; test_spec checks that
-# this copy (needed where no compiler is installed) matches it.
-EXPERIMENTS = ("narrow-gemm", "serial-wgmma", "mma-gemm", "cp-async-forward", "in-order-grid", "mma-fused-ffn")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
-
-
-def _checked_experiments(experiments):
-    """`experiments` as a sorted tuple of known flashc --experiment names."""
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if isinstance(experiments, str) or unknown:
-        raise InvalidArgumentError("experiments must be a tuple of %s, got %r" % (", ".join(EXPERIMENTS), experiments))
-    return tuple(sorted(set(experiments)))
-
-
-def _experiment_flags(experiments):
-    return ("--experiment=" + ",".join(experiments),) if experiments else ()
-
-
-def _experiment_key(experiments):
-    return "".join("_x" + e.replace("-", "") for e in experiments)
-
-
-def _experiment_words(experiments):
-    return ["experiments=%s" % "+".join(experiments)] if experiments else []
 
 
 def f32(value):
@@ -100,7 +75,7 @@ class AttentionConfig:
     scale None means 1/sqrt(D). softcap 0/None means none.
     backward_form: "auto" (the compiler picks the faster backward kernels for the target), "rows" or
     "transposed" (the Sᵀ form) — flashc --backward-form; a compiler choice, so part of the key but
-    not of the spec. experiments: flashc --experiment names (EXPERIMENTS), likewise.
+    not of the spec. (The plans of the kernels come from the compiler's tuning table: python -m flashc.tune.)
     key_offset: the spec takes a run-time i32 `key_offset` (the last function argument, the programs' last
     parameter) that replaces Sk - Sq as the key position of query row 0 (query i sits at i + key_offset; any int32;
     flashc.ring's blocks and flashc.torch.attention(key_offset=...)); one bundle serves every offset.
@@ -116,7 +91,6 @@ class AttentionConfig:
     scale: Optional[float] = None
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
     backward_form: str = "auto"
-    experiments: Tuple[str, ...] = ()
     key_offset: bool = False
 
     def __post_init__(self):
@@ -126,7 +100,6 @@ class AttentionConfig:
         if self.backward_form not in BACKWARD_FORMS:
             raise InvalidArgumentError("backward_form must be one of %s, got %r" % (
                 ", ".join(BACKWARD_FORMS), self.backward_form))
-        object.__setattr__(self, "experiments", _checked_experiments(self.experiments))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("attention dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         _check_int("num_heads", self.num_heads, 1)
@@ -213,20 +186,18 @@ class AttentionConfig:
         parts.append("scale=%s" % format_f32(self.scale))
         if self.backward_form != "auto":
             parts.append("backward=%s" % self.backward_form)
-        return " ".join(parts + _experiment_words(self.experiments))
+        return " ".join(parts)
 
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
-        flags = () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
-        return flags + _experiment_flags(self.experiments)
+        return () if self.backward_form == "auto" else ("--backward-form=" + self.backward_form,)
 
     @cached_property
     def key(self):  # cached: a spec text and a hash, asked for on every launch
         dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
         cap = "_cap%s" % format_f32(self.softcap) if self.softcap else ""
         form = "" if self.backward_form == "auto" else "_bwd" + self.backward_form
-        form += _experiment_key(self.experiments)
         return "attn_%s_h%dkv%d_d%d%s_%s%s%s_%s" % (
             self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.mask_tag, cap, form,
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
@@ -263,10 +234,8 @@ class FfnConfig:
     has_b2: bool = False
     gated: bool = False
     archs: Tuple[str, ...] = field(default=DEFAULT_ARCHS)
-    experiments: Tuple[str, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "experiments", _checked_experiments(self.experiments))
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("ffn dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
         if self.activation not in ACTIVATIONS:
@@ -285,7 +254,7 @@ class FfnConfig:
     @property
     def compiler_flags(self):
         """flashc options this configuration is compiled with (besides --arch)."""
-        return _experiment_flags(self.experiments)
+        return ()
 
     def input_names(self):
         if self.gated:
@@ -325,15 +294,15 @@ class FfnConfig:
         parts.append(self.activation + (" gated" if self.gated else ""))
         parts.append("bias=" + ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "") if (self.has_b1 or self.has_b2)
                      else "no-bias")
-        return " ".join(parts + _experiment_words(self.experiments))
+        return " ".join(parts)
 
     @cached_property
     def key(self):  # cached: a spec text and a hash, asked for on every launch
         out = "" if self.d_out == self.d_model else "o%d" % self.d_out
         bias = ("b1" if self.has_b1 else "") + ("b2" if self.has_b2 else "")
-        return "ffn_%s_d%dh%d%s_%s%s%s%s_%s" % (
+        return "ffn_%s_d%dh%d%s_%s%s%s_%s" % (
             self.dtype, self.d_model, self.d_hidden, out, self.activation, "_gated" if self.gated else "",
-            "_" + bias if bias else "", _experiment_key(self.experiments),
+            "_" + bias if bias else "",
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
 
     forward_program = FFN_FORWARD

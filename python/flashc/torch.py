@@ -221,7 +221,7 @@ def _with_offset(args, key_offset):
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False,
-              backward_form="auto", experiments=(), key_offset=None):
+              backward_form="auto", key_offset=None):
     """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
 
     q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
@@ -234,8 +234,7 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     top-left aligned, so the two differ when Sq != Sk. enable_gqa: Hq may be a multiple of Hkv (query head h
     uses key/value head h // (Hq / Hkv)). A row with no visible key gives zeros (lse = -inf).
     backward_form: "auto" (default: the backward kernels flashc picks for the GPU), "rows" or "transposed" (the
-    Sᵀ backward kernels); flashc --backward-form. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS:
-    the forms the defaults replaced, for timing, e.g. "cp-async-forward").
+    Sᵀ backward kernels); flashc --backward-form.
     key_offset: an int (int32) replaces Sk - Sq as the key position of query row 0: query i sits at key position
     i + key_offset for the causal mask and the window (any value; rows that then see no key give zeros). It is a
     run-time argument of one compiled configuration (every value shares the bundle), e.g. a chunk of queries
@@ -243,17 +242,15 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
-    experiments = tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
-            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, experiments)), offset)
+            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form)), offset)
         return (o, lse) if return_lse else o
     key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
-                                 experiments, offset is not None))
+                                 offset is not None))
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
-        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, experiments=experiments,
-        key_offset=offset is not None))
+        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None))
     o, lse = _Attention.apply(q, k, v, config, offset)
     return (o, lse) if return_lse else o
 
@@ -332,7 +329,7 @@ class _Ffn(torch.autograd.Function):
         return _ffn_backward(ctx.config, ctx.lead, *ctx.saved_tensors, dy) + (None,)
 
 
-def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, experiments=()):
+def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     """Fused feed-forward network y = act(x @ w1 + b1) @ w2 + b2.
 
     x [..., d], w1 [d, h], b1 [h], w2 [h, d_out], b2 [d_out] (weights as in x @ w, i.e. nn.Linear's weight
@@ -342,25 +339,24 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, e
     torch.empty(d, 1008)[:, :1001]: keep weights that way to avoid the copy), and y and the gradients of such
     widths have padded row strides (not contiguous). activation: "gelu_tanh", "gelu_erf", "silu" or "relu".
     Gated (w_gate [d, h] given; w1 is then the up projection; no b1):
-    y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2. experiments: flashc --experiment names (flashc.spec.EXPERIMENTS).
+    y = (act(x @ w_gate) * (x @ w1)) @ w2 + b2.
     """
     op = "ffn"
     if w2 is None:
         raise InvalidArgumentError("flashc.ffn: w2 is required")
-    experiments = tuple(experiments) if isinstance(experiments, (list, tuple)) else experiments
     if _use_ops(x):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
-        return torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, repr((activation, experiments)))
+        return torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, repr((activation,)))
 
     def make():
         infos = {}
         for name, t in (("x", x), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w_gate", w_gate)):
             infos[name] = None if t is None else _info(op, name, t)
         return ffn_config(infos["x"], infos["w1"], infos["b1"], infos["w2"], infos["b2"], activation=activation,
-                          w_gate=infos["w_gate"], experiments=experiments)
+                          w_gate=infos["w_gate"])
 
     # x's leading dims (the rows) do not enter the configuration: only its width, dtype and device.
     x_sig = (x.shape[-1], x.dtype, x.device) if isinstance(x, torch.Tensor) and x.dim() > 0 else None
-    key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation, experiments))
+    key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation))
     key = key if x_sig is not None else None
     config = _memo_config(key, make)
     return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)

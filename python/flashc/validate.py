@@ -69,7 +69,7 @@ def key_offset_value(op, value):
 
 
 def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                     backward_form="auto", experiments=(), key_offset=False):
+                     backward_form="auto", key_offset=False):
     """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig (key_offset: the
     configuration that takes a run-time key offset; its value is checked by key_offset_value)."""
     op = "attention"
@@ -107,15 +107,14 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
     try:
         return AttentionConfig(dtype=dtype, num_heads=hq, num_kv_heads=hkv, head_dim=d, value_head_dim=dv,
                                causal=bool(causal), window=window, softcap=softcap, scale=scale,
-                               backward_form=backward_form, experiments=tuple(experiments),
-                               key_offset=bool(key_offset))
+                               backward_form=backward_form, key_offset=bool(key_offset))
     except InvalidArgumentError as e:
         _fail(op, str(e))
 
 
-def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None, experiments=()):
+def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     """Check x [..., d], w1 [d, h] (the up projection when w_gate [d, h] is given), b1 [h], w2 [h, d_out],
-    b2 [d_out], and return their FfnConfig (with flashc --experiment names `experiments`)."""
+    b2 [d_out], and return their FfnConfig."""
     op = "ffn"
     if activation not in ACTIVATIONS:
         _fail(op, "activation must be one of %s, but got %r" % (", ".join(repr(a) for a in ACTIVATIONS), activation))
@@ -150,5 +149,4 @@ def ffn_config(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=
         _fail(op, "d, h and d_out must be positive, got %d, %d and %d" % (d, h, d_out))
     dtype = _common_dtype_device(op, named)
     return FfnConfig(dtype=dtype, d_model=d, d_hidden=h, d_out=d_out, activation=activation,
-                     has_b1=b1 is not None, has_b2=b2 is not None, gated=w_gate is not None,
-                     experiments=tuple(experiments))
+                     has_b1=b1 is not None, has_b2=b2 is not None, gated=w_gate is not None)

@@ -45,8 +45,7 @@ def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
 def run_flashc(config, q, k, v, do):
     o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                           softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
-                          return_lse=True, backward_form=config.backward_form,
-                          experiments=config.experiments)
+                          return_lse=True, backward_form=config.backward_form)
     grads = torch.autograd.grad(o, (q, k, v), do)
     return o, lse, grads
 
@@ -61,7 +60,7 @@ def run_reference(config, q, k, v, do, dtype):
 
 def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False):
     """flashc's o, lse, dq, dk, dv for `config` on one shape, each within twice the unfused computation's error
-    against float64 (test_gpu_experiments uses it too)."""
+    against float64."""
     label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
     q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
     g = torch.Generator(device="cuda").manual_seed(seed + 1)

@@ -48,12 +48,10 @@ def reference(config, args, dy, dtype):
 
 
 def check_against_reference(test, config, lead):
-    """flashc.torch.ffn's y and every gradient for `config` (its experiments too) with x [*lead, d], against
-    float64 (test_gpu_experiments uses it too)."""
+    """flashc.torch.ffn's y and every gradient for `config` with x [*lead, d], against float64."""
     names = ("x", "w1", "b1", "w2", "b2", "w_gate")
     args = make_inputs(config, lead, seed=len(lead) * 1000 + lead[0])
-    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5],
-               experiments=config.experiments)
+    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])
     # Seeded like the inputs: the result must not depend on what ran before (an unseeded dy made a bound check
     # pass in one run and fail in the next, session 7).
     g = torch.Generator(device="cuda").manual_seed(len(lead) * 1000 + lead[0] + 1)

@@ -60,14 +60,6 @@ class AttentionSpecTest(unittest.TestCase):
         with self.assertRaisesRegex(InvalidArgumentError, "key_offset must be True or False"):
             AttentionConfig("bf16", 2, 2, 64, key_offset=3)
 
-    def test_experiment_names_match_the_compiler_registry(self):
-        if not FLASHC:
-            self.skipTest("flashc not built (the registry lives in the compiler)")
-        listed = subprocess.run([FLASHC, "--list-experiments"], stdout=subprocess.PIPE, universal_newlines=True,
-                                check=True, timeout=60).stdout.strip()
-        from flashc.spec import EXPERIMENTS
-        self.assertEqual(tuple(n.strip() for n in listed.split(",")), EXPERIMENTS)
-
     def test_defaults(self):
         c = AttentionConfig("bf16", 4, 4, 64)
         self.assertEqual(c.scale, 0.125)
@@ -169,28 +161,14 @@ class KeyTest(unittest.TestCase):
         with self.assertRaisesRegex(InvalidArgumentError, "backward_form must be one of auto, rows, transposed"):
             AttentionConfig("bf16", 2, 2, 128, backward_form="columns")
 
-    def test_experiments(self):
-        plain = AttentionConfig("bf16", 2, 2, 128, causal=True)
-        both = AttentionConfig("bf16", 2, 2, 128, causal=True, experiments=("narrow-gemm", "cp-async-forward"))
-        # Sorted, so the same set is the same configuration (and bundle) in any order.
-        self.assertEqual(both, AttentionConfig("bf16", 2, 2, 128, causal=True,
-                                               experiments=("cp-async-forward", "narrow-gemm")))
-        self.assertEqual(both.compiler_flags, ("--experiment=cp-async-forward,narrow-gemm",))
-        self.assertIn("_xcpasyncforward_xnarrowgemm_", both.key)
-        self.assertNotEqual(plain.key, both.key)
-        self.assertEqual(plain.spec_text().splitlines()[1:], both.spec_text().splitlines()[1:])
-        self.assertIn("experiments=cp-async-forward+narrow-gemm", both.describe())
-        self.assertEqual(configs.parse_config(configs.format_config(both)), both)
-        for bad in (("nope",), "cp-async-forward", ("mma-dq",)):  # mma-dq: retired
-            with self.assertRaisesRegex(InvalidArgumentError, "experiments must be a tuple of narrow-gemm, serial-wgmma, mma-gemm, "
-                                        "cp-async-forward"):
-                AttentionConfig("bf16", 2, 2, 128, experiments=bad)
-        ffn = FfnConfig("bf16", 64, 256, experiments=("serial-wgmma",))
-        self.assertEqual(ffn.compiler_flags, ("--experiment=serial-wgmma",))
-        self.assertIn("_xserialwgmma_", ffn.key)
-        self.assertNotEqual(ffn.key, FfnConfig("bf16", 64, 256).key)
-        self.assertEqual(FfnConfig("bf16", 64, 256).compiler_flags, ())
-        self.assertEqual(configs.parse_config(configs.format_config(ffn)), ffn)
+    def test_experiments_are_retired(self):
+        # The forms flashc --experiment selected are gone or points of the tuning space (flashc.tune): neither the
+        # configurations nor their text form take them.
+        with self.assertRaises(TypeError):
+            AttentionConfig("bf16", 2, 2, 128, experiments=("cp-async-forward",))
+        with self.assertRaisesRegex(InvalidArgumentError, "unknown field experiments"):
+            configs.parse_config("ffn:d=64,h=256,experiments=mma-gemm")
+        self.assertFalse([name for name in configs.SETS if "experiment" in name])
 
     def test_format_f32(self):
         self.assertEqual(format_f32(0.125), "0.125")

@@ -54,7 +54,7 @@ class RegisteredOpsTest(unittest.TestCase):
             self.assertEqual((tuple(y.shape), y.stride()), ((3, 5, 77), (400, 80, 1)))
             self.assertEqual(y.stride(), ft._output((15, 77), torch.bfloat16, "cpu", pad_rows=True)
                              .reshape(3, 5, 77).stride())
-            grads = torch.ops.flashc.ffn_bwd(y, x, w1, b1, w2, b2, None, repr(("gelu_tanh", ())))
+            grads = torch.ops.flashc.ffn_bwd(y, x, w1, b1, w2, b2, None, repr(("gelu_tanh",)))
             self.assertEqual([(tuple(g.shape), g.stride()) for g in grads],
                              [((3, 5, 100), (520, 104, 1)), ((100, 1001), (1008, 1)), ((1001,), (1,)),
                               ((1001, 77), (80, 1)), ((77,), (1,))])
@@ -118,9 +118,9 @@ class OpcheckTest(StandInTest):
 
     def test_attention_ops(self):
         f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
-        for options, key_offset, hq in ((repr((True, None, (3, 0), 2.0, True, "auto", ())), None, 4),
-                                        (repr((False, 0.3, None, None, False, "rows", ())), None, 2),
-                                        (repr((True, None, None, None, False, "auto", ())), -2, 2)):
+        for options, key_offset, hq in ((repr((True, None, (3, 0), 2.0, True, "auto")), None, 4),
+                                        (repr((False, 0.3, None, None, False, "rows")), None, 2),
+                                        (repr((True, None, None, None, False, "auto")), -2, 2)):
             with self.subTest(options=options, key_offset=key_offset):
                 q, k, v = f(2, hq, 5, 16), f(2, 2, 7, 16), f(2, 2, 7, 8)
                 self.opcheck(torch.ops.flashc.attention_fwd.default, (q, k, v, options, key_offset))
@@ -136,7 +136,7 @@ class OpcheckTest(StandInTest):
                 (f(5, 8), f(8, 16), None, f(16, 8), f(8), f(8, 16), "silu"),
                 (f(8), f(8, 16), None, f(16, 8), None, None, "relu")):
             with self.subTest(x=tuple(x.shape), gated=w_gate is not None):
-                options = repr((activation, ()))
+                options = repr((activation,))
                 self.opcheck(torch.ops.flashc.ffn_fwd.default, (x, w1, b1, w2, b2, w_gate, options))
                 y = torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, options)
                 args = (torch.randn_like(y),) + tuple(None if t is None else t.detach()
@@ -150,7 +150,7 @@ class CompileTest(StandInTest):
     def model(q, k, v, x, w1, b1, w2, w_gate, w3, offset=None):
         o = ft.attention(q, k, v, causal=True, window=(4, 0), softcap=2.0, enable_gqa=True, key_offset=offset)
         y = ft.ffn(x, w1, b1, w2, activation="gelu_erf")
-        z = ft.ffn(y.relu() * 2, w_gate.t(), w2=w3, w_gate=w_gate.t(), activation="silu", experiments=["mma-gemm"])
+        z = ft.ffn(y.relu() * 2, w_gate.t(), w2=w3, w_gate=w_gate.t(), activation="silu")
         return o.sin(), z
 
     def inputs(self, seq=9):

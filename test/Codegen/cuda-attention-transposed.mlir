@@ -13,14 +13,12 @@
 // RUN: sed 's/#flash.mask<causal> num_kv_heads/#flash.mask<causal> softcap = 30.0 num_kv_heads/' %s | flashc - --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=AUTO80
-// RUN: not flashc %s --experiment=cp-async-forward,nope -o %t 2>&1 | FileCheck %s --check-prefix=BADX
 // RUN: not flashc %s --backward-form=columns -o %t 2>&1 | FileCheck %s --check-prefix=BAD
 
 // AUTO80-LABEL: flashc_attention_attention_bwd(
 // AUTO80-NOT: recompute_probs_cols(
 // AUTO80: recompute_probs(
 // AUTO80-NOT: recompute_probs_cols(
-// BADX: unknown --experiment 'nope' (known: narrow-gemm, serial-wgmma, mma-gemm, cp-async-forward, in-order-grid, mma-fused-ffn)
 // BAD: unknown --backward-form value 'columns' (expected auto, rows or transposed)
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)

@@ -6,10 +6,12 @@
 // manifest's `tensormap` lines. A forward that does not qualify (D = 32, or
 // sm_80) keeps its form silently. (The backward of heads above 128 is warp-specialised
 // too: cuda-attention-bwd-ws.mlir.)
-// --experiment=cp-async-forward keeps the form it replaced (cp.async loads from
-// the computing warps).
+// The form it replaced as the default (cp.async loads from the computing
+// warps) is a point of the tuning space, which a tuning-table entry selects
+// for its key (bf16 D = 128 causal: @gqa only).
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
-// RUN: flashc %s --experiment=cp-async-forward --emit=tile -o - | FileCheck %s --check-prefix=DEFAULT
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=NOTUNING
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-wgmma-forward.txt --emit=tile -o - | FileCheck %s --check-prefix=CPASYNC
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
@@ -101,10 +103,18 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // TILE-LABEL: tile.kernel @d32_attention_fwd(
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
-// Without the experiment: today's wgmma forward.
-// DEFAULT-LABEL: tile.kernel @gqa_attention_fwd(
-// DEFAULT-SAME: strategy = #tile.strategy<wgmma_sm90>
-// DEFAULT-NOT: _attention_fwd({{.*}}wgmma_ws_sm90
+// Without an entry (the built-in table has none for these keys) no kernel
+// names one.
+// NOTUNING-NOT: tuning =
+// The table's entry: the cp.async wgmma forward, named in the kernel; the
+// other forwards' keys have no entry (the hand rules).
+// CPASYNC-LABEL: tile.kernel @gqa_attention_fwd(
+// CPASYNC-SAME: strategy = #tile.strategy<wgmma_sm90>
+// CPASYNC-SAME: tuning = {entry = "{{.*}}tuning-wgmma-forward.txt:3", key = "sm_90a attention_forward bf16 d128 causal"}
+// CPASYNC-LABEL: tile.kernel @window_attention_fwd(
+// CPASYNC-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// CPASYNC-NOT: tuning =
+// CPASYNC-SAME: warps = 8 : i64}
 
 // The kernel: tensors, then the tensor maps (__grid_constant__: the TMA unit
 // reads them in parameter space), one call of the library's forward with the
@@ -148,7 +158,7 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // D = 80: 128-column tiles, 80 columns stored.
 // CUDA-LABEL: namespace flashc_d80_attention_fwd_config {
 // CUDA: static constexpr int kHeadDim = 128, kValueDim = 128, kValueCols = 80;
-// D = 32: printed op by op, as without the experiment.
+// D = 32: printed op by op (mma.sync).
 // CUDA-LABEL: flashc_d32_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse) {
 // CUDA-NOT: attention_fwd_ws
 // CUDA: matmul_tb(

@@ -1,7 +1,9 @@
 // The CUDA the emitter prints for a causal attention (bf16, D = 128): one
 // kernel per tile.kernel, one device-library call per tile op. The backward
 // is the row form (cuda-attention-transposed.mlir: the Sᵀ form).
-// RUN: flashc %s --backward-form=rows --experiment=cp-async-forward --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
+// On sm_90a the forward is the cp.async wgmma kernel, which a tuning-table
+// entry selects (the default is the warp-specialised one: cuda-attention-ws.mlir).
+// RUN: flashc %s --backward-form=rows --tuning-table=%S/Inputs/tuning-wgmma-forward.txt --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=rows --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)

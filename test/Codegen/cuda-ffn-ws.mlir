@@ -7,10 +7,11 @@
 // previous block runs. The tiles are the attention forward's (x as Q, W2 as
 // V): d padded to whole 64-column panels, d_out to a wgmma N, the TMA
 // zero-filling past the tensors and the epilogue storing d_out columns.
-// Gated, sm_80, or --experiment=mma-fused-ffn (the form it replaced): the
-// mma.sync fused kernel; d_out above 256 never fuses.
+// Gated or sm_80: the mma.sync fused kernel; d_out above 256 never fuses. The
+// mma.sync kernel is a point of every ffn_fused tuning space, which a
+// tuning-table entry selects (the form the ws kernel replaced as the default).
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
-// RUN: flashc %s --experiment=mma-fused-ffn --emit=tile -o - | FileCheck %s --check-prefix=MMA
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-mma-fused-ffn.txt --emit=tile -o - | FileCheck %s --check-prefix=MMA
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
@@ -53,6 +54,11 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // TILE-NOT: schedule =
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
 
+// MMA-LABEL: tile.kernel @wide_ffn_fused(
+// MMA-SAME: block_m = 64 : i64, block_n = 64 : i64
+// MMA-NOT: schedule =
+// MMA-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// MMA-SAME: tuning = {entry = "{{.*}}tuning-mma-fused-ffn.txt:3", key = "sm_90a ffn_fused bf16 d256h1024o256 -"}
 // MMA-NOT: wgmma_ws_sm90
 
 // CUDA-LABEL: // ---- wide_ffn_fused ----

@@ -4,11 +4,12 @@
 // of K a stage, 4 stages), the plain GEMMs 256 columns wide (m64n256 products)
 // and their product loops keep one wgmma group in flight across the barrier:
 // loads one stage less ahead (2 of 4), the accumulator fenced after its
-// initialization (else ptxas serializes the products). The column sums, sm_80
-// and --experiment=mma-gemm keep mma.sync; ptxas reports no spills and no
-// serialized wgmma for every form.
+// initialization (else ptxas serializes the products). The column sums and
+// sm_80 keep mma.sync; ptxas reports no spills and no serialized wgmma for
+// every form. (The forms the sm_90a defaults replaced -- mma.sync GEMMs,
+// each iteration waiting for its products -- were retired; their A/B numbers:
+// docs/design/wgmma-gemm.md.)
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,WG80
-// RUN: flashc %s --experiment=mma-gemm --emit=cuda -o - | FileCheck %s --check-prefixes=CHECK,WG80
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=OVL
@@ -18,13 +19,12 @@
 // CHUNKED-NOT: kThreads, true>
 // CHUNKED-NOT: atomic_add_tile<true>
 // CHUNKED: flashc_ffn_ffn_down(
-// The forms the defaults replaced (flashc --experiment): narrow-gemm (128
-// columns), serial-wgmma (each iteration waits for its products), both.
-// RUN: flashc %s --experiment=narrow-gemm,serial-wgmma --emit=cuda -o - | FileCheck %s --check-prefix=WG
-// RUN: flashc %s --experiment=serial-wgmma --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
-// RUN: flashc %s --experiment=narrow-gemm --emit=cuda -o - | FileCheck %s --check-prefix=OVL
-// RUN: flashc %s --experiment=narrow-gemm,serial-wgmma --emit=cubin --arch=sm_90a --ptxas-report -o %t.n.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: flashc %s --experiment=narrow-gemm --emit=cubin --arch=sm_90a --ptxas-report -o %t.ovl.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// 128 columns wide, a point of the gemm tuning space a table entry selects
+// (the plain GEMMs' hand rule is 256): the same overlapped loops.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=tile -o - | FileCheck %s --check-prefix=PLAN-NARROW
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cuda -o - | FileCheck %s --check-prefix=NARROW
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cuda -o - | FileCheck %s --check-prefix=OVL
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.n.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -55,27 +55,31 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PLAN-SAME: block_k = 64
 // PLAN-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8
 
+// PLAN-NARROW-LABEL: tile.kernel @ffn_ffn_up
+// PLAN-NARROW-SAME: block_m = 128 : i64, block_n = 128 : i64
+// PLAN-NARROW-SAME: tuning = {entry = "{{.*}}tuning-gemm-narrow.txt:2", key = "sm_90a gemm bf16 m?n4096k1024 -"}
+
 // Weight gradient dW2 = hᵀ·dy: both operands MN-major panels.
-// WG-LABEL: flashc_ffn_ffn_bwd_dw2(
-// WG: wgmma_matmul_ta<false>([[DW:.+]], h_tile, dy_tile);  // += Aᵀ·B
-// WG-NEXT: wgmma_wait<0>();
+// NARROW-LABEL: flashc_ffn_ffn_bwd_dw2(
+// NARROW: wgmma_matmul_ta<false>([[DW:.+]], h_tile, dy_tile);  // += Aᵀ·B
+// NARROW-NEXT: wgmma_wait<1>();
 // dx = dpre·W1ᵀ: both K-major.
-// WG-LABEL: flashc_ffn_ffn_bwd_dx(
-// WG: wgmma_matmul_tb<false>(
-// WG-LABEL: flashc_ffn_ffn_bwd_db2(
-// WG-NOT: wgmma
-// WG: matmul(
+// NARROW-LABEL: flashc_ffn_ffn_bwd_dx(
+// NARROW: wgmma_matmul_tb<false>(
+// NARROW-LABEL: flashc_ffn_ffn_bwd_db2(
+// NARROW-NOT: wgmma
+// NARROW: matmul(
 // Up projection: x [128 x 64] K-major, W1 [64 x 128] MN-major, one panel row of K a stage.
-// WG-LABEL: flashc_ffn_ffn_up(
-// WG: align_smem_1024(smem_raw)
-// WG: const int k_steps = ceil_div(K, 64);
-// WG: for (int k_step = 0, stage = 0; k_step < k_steps; k_step += 1, stage = (stage + 1) % 4) {
-// WG: const SmemPanelTile<bf16, 128, 64> [[X:x_tile]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, kXTileOffset + stage * SmemPanelTile<bf16, 128, 64>::kBytes);
-// WG-NEXT: const SmemPanelTile<bf16, 64, 128> [[W:w1_tile]] = smem_tile_at<SmemPanelTile<bf16, 64, 128>>(smem, kW1TileOffset + stage * SmemPanelTile<bf16, 64, 128>::kBytes);
-// WG-NEXT: wgmma_matmul<false>([[ACC:acc]], [[X]], [[W]]);  // += A·B
-// WG-NEXT: wgmma_wait<0>();
-// WG: add_bias([[ACC]],
-// WG: activation<Act::GeluTanh, true>([[ACC]]);
+// NARROW-LABEL: flashc_ffn_ffn_up(
+// NARROW: align_smem_1024(smem_raw)
+// NARROW: const int k_steps = ceil_div(K, 64);
+// NARROW: for (int k_step = 0, stage = 0; k_step < k_steps; k_step += 1, stage = (stage + 1) % 4) {
+// NARROW: const SmemPanelTile<bf16, 128, 64> [[X:x_tile]] = smem_tile_at<SmemPanelTile<bf16, 128, 64>>(smem, kXTileOffset + stage * SmemPanelTile<bf16, 128, 64>::kBytes);
+// NARROW-NEXT: const SmemPanelTile<bf16, 64, 128> [[W:w1_tile]] = smem_tile_at<SmemPanelTile<bf16, 64, 128>>(smem, kW1TileOffset + stage * SmemPanelTile<bf16, 64, 128>::kBytes);
+// NARROW-NEXT: wgmma_matmul<false>([[ACC:acc]], [[X]], [[W]]);  // += A·B
+// NARROW-NEXT: wgmma_wait<1>();
+// NARROW: add_bias([[ACC]],
+// NARROW: activation<Act::GeluTanh, true>([[ACC]]);
 // WG80-NOT: wgmma
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores

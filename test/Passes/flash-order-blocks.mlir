@@ -9,12 +9,12 @@
 // kLongestFirst); other kernels keep the launch order.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks | FileCheck %s
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
-// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="grouped=false" | FileCheck %s --check-prefix=INORDER
+// A tuning-table entry's group (the kernel's `tuning` attribute) overrides the option for that kernel.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=TUNED
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="group=0" 2>&1 | FileCheck %s --check-prefix=BADGROUP
 // The emitter prints the order as a remap of blockIdx (a bijection of the grid).
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
-// RUN: flashc %s --emit=cuda --experiment=in-order-grid -o - | FileCheck %s --check-prefix=CUDA-INORDER
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
@@ -31,13 +31,14 @@
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // GROUP4: tile.kernel @ffn_ffn_up(
 // GROUP4-SAME: grid_order = #tile.grid_order<order = grouped, group = 4>
-// INORDER-NOT: grid_order = #tile.grid_order<order = grouped
+// TUNED-LABEL: tile.kernel @ffn_ffn_up(
+// TUNED-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// TUNED-LABEL: tile.kernel @ffn_ffn_down(
+// TUNED-SAME: grid_order = #tile.grid_order<order = grouped, group = 16>
+// TUNED-SAME: tuning = {entry = "{{.*}}tuning-schedule.txt:5", group = 16 : i64, key = "sm_90a gemm bf16 m?n1024k4096 -"}
 // CUDA-LABEL: flashc_ffn_ffn_down(
 // CUDA: const int m_block = grouped_block<8>().x;  // tiles in groups of 8 row blocks (L2 reuse)
 // CUDA-NEXT: const int n_block = grouped_block<8>().y;
-// CUDA-INORDER-LABEL: flashc_ffn_ffn_up(
-// CUDA-INORDER: const int m_block = static_cast<int>(blockIdx.x);
-// CUDA-INORDER-NOT: grouped_block
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
   %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
   return %y : tensor<?x1024xbf16>

@@ -1,5 +1,7 @@
 // Kernels come from flash-tile (first flash-opt), then flash-plan-memory runs alone.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=ws-forward=false | FileCheck %s
+// The cp.async wgmma forward (a tuning-table entry's point; the default is the
+// warp-specialised kernel, WS below):
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-wgmma-forward.txt | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="block-m=64 block-n=32 warps=4 stages=3" 2>&1 | FileCheck %s --check-prefix=OVERRIDE
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=256 block-n=256 warps=16 stages=4" 2>&1 | FileCheck %s --check-prefix=OVERFLOW
@@ -12,15 +14,38 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=1024" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: flash-opt %S/Inputs/plan-memory-bad-recipes.mlir --flash-plan-memory -split-input-file -verify-diagnostics
 // RANGE: error: flash-plan-memory: plan for @attention_attention_fwd is invalid: tile plan block_m = 1024 must be in [1, 256]
-// ws-forward (the default; off under flashc --experiment=cp-async-forward): the wgmma forward becomes the warp-specialised TMA
-// kernel at the same blocks, with the shared memory of the library's plan: Q 32 KiB + 2 K and 2 V
-// slots of 32 KiB + 9 mbarriers + 1024 bytes of alignment slack = 164936. A third K/V stage fits
-// (+ 64 KiB + 4 mbarriers = 230504 <= 232448); sm_80, or an override outside its schedule (128
-// query rows on 8 warps), keeps the form without it.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=ws-forward=true | FileCheck %s --check-prefix=WS
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true target=sm_80" | FileCheck %s --check-prefix=SM80
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="ws-forward=true block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
+// The default sm_90a forward is the warp-specialised TMA kernel, with the
+// shared memory of the library's plan: Q 32 KiB + 2 K and 2 V slots of 32 KiB + 9 mbarriers + 1024
+// bytes of alignment slack = 164936. A third K/V stage fits (+ 64 KiB + 4 mbarriers = 230504 <=
+// 232448); sm_80, or an override outside its schedule (128 query rows on 8 warps), keeps a form
+// without it.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=WS
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
+// The tuning table (docs/tuning.md): an entry for the kernel's key replaces the hand rule's plan and is
+// named in the kernel (with its schedule knob for flash-warp-specialize); options still override it.
+// A table without the key, or none, leaves the hand rule. A malformed table is refused naming its file
+// and line; an entry whose plan does not fit says so.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-plan-memory.txt | FileCheck %s --check-prefix=TUNED
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="tuning-table=%S/Inputs/tuning-plan-memory.txt stages=2" | FileCheck %s --check-prefix=TUNED-OVERRIDE
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-no-match.txt | FileCheck %s --check-prefixes=WS,UNTUNED
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | FileCheck %s --check-prefixes=WS,UNTUNED
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-malformed.txt 2>&1 | FileCheck %s --check-prefix=MALFORMED
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-overflow.txt 2>&1 | FileCheck %s --check-prefix=TUNED-OVERFLOW
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=tuning-table=%t.missing.txt 2>&1 | FileCheck %s --check-prefix=MISSING
+// TUNED-LABEL: tile.kernel @attention_attention_fwd
+// TUNED-SAME: block_m = 128 : i64, block_n = 64 : i64
+// TUNED-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>,
+// TUNED-SAME: tuning = {entry = "{{.*}}tuning-plan-memory.txt:2", key = "sm_90a attention_forward bf16 d128 causal", ping_pong = false}
+// TUNED-OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
+// TUNED-OVERRIDE-SAME: block_n = 64 : i64
+// TUNED-OVERRIDE-SAME: stages = 2 : i64
+// TUNED-OVERRIDE-SAME: tuning = {entry = "{{.*}}tuning-plan-memory.txt:2"
+// UNTUNED-NOT: tuning =
+// MALFORMED: error: flash-plan-memory: {{.*}}tuning-malformed.txt:2: block_n must be an integer in [1, 256], got 'sixty'
+// TUNED-OVERFLOW: error: flash-plan-memory: @attention_attention_fwd needs {{[0-9]+}} bytes of shared memory with block_m = 128, block_n = 256, stages = 4
+// TUNED-OVERFLOW-SAME: the plan is tuning table entry {{.*}}tuning-overflow.txt:2's: lower its block sizes or stages, or give it a key that does not match this kernel
+// MISSING: error: flash-plan-memory: cannot read tuning table '{{.*}}.missing.txt': No such file or directory
 // WS-LABEL: tile.kernel @attention_attention_fwd
 // WS-SAME: block_m = 128 : i64, block_n = 128 : i64
 // WS-SAME: smem_bytes = 164936 : i64

@@ -11,11 +11,19 @@
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=SM80
-// The fused FFN planned warp-specialised (flash-plan-memory's ws-ffn, the
-// default): x's row block resident, W1's columns and W2's rows of each hidden
-// block in the ring; ws-ffn=false keeps the mma.sync kernel, with no schedule.
+// A tuning-table entry's ping_pong (the kernel's `tuning` attribute) overrides the option.
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=TUNED
+// TUNED-LABEL: tile.kernel @causal_attention_fwd(
+// TUNED-SAME: ring_stages = 2, ping_pong = false>
+// TUNED-SAME: tuning = {entry = "{{.*}}tuning-schedule.txt:3"
+// The fused FFN planned warp-specialised (the default): x's row block
+// resident, W1's columns and W2's rows of each hidden block in the ring; the
+// mma.sync kernel (a point of its tuning space, here from a table entry) has no
+// schedule.
 // RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN
-// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory=ws-ffn=false | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN-MMA
+// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-mma-fused-ffn.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN-MMA
+// RUN: flash-opt %S/Inputs/ffn-fused-d256.mlir --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=FFN-TUNED
+// FFN-TUNED: ring = ["w1", "w2"], ring_stages = 2, ping_pong = false>
 // FFN-LABEL: tile.kernel @ffn_ffn_fused(
 // FFN-SAME: block_m = 128 : i64, block_n = 64 : i64
 // FFN-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["x"], ring = ["w1", "w2"], ring_stages = 2, ping_pong = true>

@@ -1,9 +1,11 @@
 //===- Stages.cpp - flashc stage dispatch ---------------------------------===//
 #include "Stages.h"
+#include "TuningReport.h"
 
 #include "flashc/Compiler/BundleWriter.h"
 #include "flashc/Compiler/CudaEmitter.h"
 #include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/runtime/Nvrtc.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -80,6 +82,19 @@ LogicalResult checkTargets(const CompileOptions &options) {
   return success();
 }
 
+/// The tuning table of every requested architecture reads and parses (a
+/// malformed line is reported once, here, as "<file>:<line>: ...").
+LogicalResult checkTuningTables(const CompileOptions &options) {
+  for (const std::string &arch : options.pipeline.archs) {
+    std::string error;
+    if (!loadTuningTable(options.pipeline.tuningTable, arch, error)) {
+      llvm::errs() << "flashc: error: " << error << "\n";
+      return failure();
+    }
+  }
+  return success();
+}
+
 /// The stages past the graph write one architecture's code; a bundle holds
 /// several (one plan each).
 LogicalResult checkSingleArch(const CompileOptions &options) {
@@ -88,7 +103,10 @@ LogicalResult checkSingleArch(const CompileOptions &options) {
   std::string archs;
   for (const std::string &arch : options.pipeline.archs)
     archs += (archs.empty() ? "" : ", ") + arch;
-  llvm::errs() << "flashc: error: --emit=" << flash::stringifyEmitKind(options.emit)
+  llvm::errs() << "flashc: error: "
+               << (options.printTuningSpace
+                       ? std::string("--print-tuning-space")
+                       : "--emit=" + flash::stringifyEmitKind(options.emit).str())
                << " writes one architecture's code, but --arch gives " << archs
                << ": give one --arch, or --emit=bundle for a bundle holding each\n";
   return failure();
@@ -120,70 +138,21 @@ FailureOr<rt::CompileOutput> compileFirstArch(const CudaModule &cuda, const Comp
 
 } // namespace
 
-namespace {
-
-/// The one registry of experiments: each names the code a default replaced
-/// (kept to time both side by side) and how to switch back to it, or a new
-/// form that stays opt-in until it has been measured.
-struct Experiment {
-  const char *name;
-  const char *help;
-  void (*apply)(CompileOptions &);
-};
-
-const Experiment kExperiments[] = {
-    {"narrow-gemm", "the sm_90a FFN GEMM kernels 128 columns wide, not 256",
-     [](CompileOptions &o) { o.pipeline.wideGemm = false; }},
-    {"serial-wgmma",
-     "GEMM loops wait for each iteration's wgmma products, not one group in flight",
-     [](CompileOptions &o) { o.cuda.overlapWgmma = false; }},
-    {"mma-gemm", "the sm_90a FFN GEMMs by mma.sync, not wgmma",
-     [](CompileOptions &o) { o.pipeline.wgmmaGemm = false; }},
-    {"cp-async-forward",
-     "the sm_90a attention forward loading by cp.async from the warps that compute, not the "
-     "warp-specialised TMA kernel",
-     [](CompileOptions &o) { o.pipeline.wsForward = false; }},
-    {"in-order-grid", "the GEMM kernels' tiles in launch order, not grouped 8 row blocks at a time",
-     [](CompileOptions &o) { o.pipeline.groupedGrid = false; }},
-    {"mma-fused-ffn",
-     "the sm_90a fused FFN (d and d_out up to 256, not gated) by the mma.sync kernel, not the "
-     "warp-specialised TMA kernel",
-     [](CompileOptions &o) { o.pipeline.wsFfn = false; }},
-};
-
-std::string joinExperiments(bool withHelp) {
-  std::string text;
-  for (const Experiment &e : kExperiments) {
-    if (!text.empty())
-      text += withHelp ? "; " : ", ";
-    text += e.name;
-    if (withHelp)
-      text += std::string(" (") + e.help + ")";
-  }
-  return text;
-}
-
-} // namespace
-
-bool enableExperiment(CompileOptions &options, llvm::StringRef name) {
-  for (const Experiment &e : kExperiments)
-    if (name == e.name) {
-      e.apply(options);
-      return true;
-    }
-  return false;
-}
-
-std::string experimentNames() { return joinExperiments(/*withHelp=*/false); }
-
-std::string experimentHelp() { return joinExperiments(/*withHelp=*/true); }
-
 LogicalResult runStages(ModuleOp module, const CompileOptions &options) {
-  if (options.emit != EmitKind::Graph) {
-    if (failed(checkTargets(options)))
+  if (options.emit != EmitKind::Graph || options.printTuningSpace) {
+    if (failed(checkTargets(options)) || failed(checkTuningTables(options)))
       return failure();
-    if (options.emit != EmitKind::Bundle && failed(checkSingleArch(options)))
+    if ((options.emit != EmitKind::Bundle || options.printTuningSpace) &&
+        failed(checkSingleArch(options)))
       return failure();
+  }
+  if (options.printTuningSpace) {
+    CompileOptions one = forArch(options, options.pipeline.archs.front());
+    if (failed(runPasses(module, one, flash::buildFlashcPipeline)))
+      return failure();
+    return writeText(options, [&](llvm::raw_ostream &os) {
+      writeTuningSpace(module, *lookupTarget(options.pipeline.archs.front()), os);
+    });
   }
   switch (options.emit) {
   case EmitKind::Graph:

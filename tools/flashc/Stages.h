@@ -28,20 +28,9 @@ struct CompileOptions {
   CudaEmitOptions cuda;
   /// NVRTC compiles of a bundle at once (0: $FLASHC_COMPILE_JOBS, else the cores).
   int compileJobs = 0;
+  /// Instead of `emit`: the tuning report of the kernel stage (TuningReport.h).
+  bool printTuningSpace = false;
 };
-
-/// Applies the experiment `name` (flashc --experiment): each is the code a
-/// default replaced, kept to time both side by side (a new code-generation
-/// form also starts here, opt-in, until a GPU run has checked and timed it).
-/// False for an unknown name.
-bool enableExperiment(CompileOptions &options, llvm::StringRef name);
-
-/// The experiment names, comma-separated, for diagnostics and
-/// `flashc --list-experiments`.
-std::string experimentNames();
-
-/// Each experiment with what it changes, for --help.
-std::string experimentHelp();
 
 /// Runs the stages up to `options.emit` on `module` and writes the result.
 /// Errors are reported (diagnostics through the context, or on stderr with a

@@ -10,6 +10,7 @@
 
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 #include "flashc/Dialect/Tile/IR/TileDialect.h"
 #include "flashc/runtime/Arch.h"
@@ -108,18 +109,22 @@ int main(int argc, char **argv) {
       ("backward-form", po::value<std::string>()->default_value("auto"),
        "attention backward kernels: rows, transposed (the Sᵀ form: keys as rows, Pᵀ/dSᵀ "
        "in registers) or auto (the form the target runs faster)") //
-      ("experiment", po::value<std::vector<std::string>>(),
-       ("comma-separated or repeated: the code a default replaced, to time both: " +
-        flashc::experimentHelp())
-           .c_str()) //
-      ("list-experiments", "print the --experiment names, comma-separated, and exit") //
+      ("tuning-table", po::value<std::string>(),
+       "tuning table whose entries replace the hand rules' plans: a file, or 'none' for the hand "
+       "rules only (default: each arch's built-in table, compiler/tuning/<arch>.txt; "
+       "docs/tuning.md)") //
+      ("print-tuning-space",
+       "instead of --emit: print each tunable kernel's tuning key, programs, plan and the "
+       "points of its tuning space as JSON (what python -m flashc.tune compiles)") //
       ("jobs,j", po::value<int>()->default_value(0),
        "NVRTC compiles at once: a bundle's kernels compile in parallel, one per thread "
        "(0: $FLASHC_COMPILE_JOBS, else the number of cores)") //
       ("ptxas-report", po::bool_switch(),
        "with --emit=ptx|cubin: print ptxas' register/spill report to stderr");
   po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "");
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "")
+      // Retired (issue #19): named here so that old command lines say where the forms went.
+      ("experiment", po::value<std::vector<std::string>>(), "")("list-experiments", "");
   po::options_description all;
   all.add(visible).add(hidden);
   po::positional_options_description positional;
@@ -141,17 +146,19 @@ int main(int argc, char **argv) {
     std::cout << visible << "\n";
     return 0;
   }
-  if (vm.count("list-experiments")) {
-    std::cout << flashc::experimentNames() << "\n";
-    return 0;
-  }
+  if (vm.count("experiment") || vm.count("list-experiments"))
+    return usageError("--experiment was retired: the forms the defaults replaced that lost "
+                      "everywhere they were measured are gone (docs/design/), the others are "
+                      "points of the tuning space, chosen by the tuning table (--tuning-table=FILE, "
+                      "python -m flashc.tune; docs/tuning.md)");
   if (vm.count("version")) {
     // The second line identifies the device library the bundles' kernels are compiled against:
     // bundle caches (flashc.cache) key on this output, so a changed library means rebuilt bundles.
     std::string deviceDir = flashc::rt::deviceIncludeDir();
     std::cout << "flashc " << FLASHC_VERSION << " (MLIR " << LLVM_VERSION_STRING << ")\n"
               << "device library: " << deviceDir << " (fingerprint "
-              << flashc::rt::directoryFingerprint(deviceDir) << ")\n";
+              << flashc::rt::directoryFingerprint(deviceDir) << ")\n"
+              << flashc::builtinTuningTablesSummary() << "\n";
     return 0;
   }
 
@@ -169,16 +176,12 @@ int main(int argc, char **argv) {
   options.compileJobs = vm["jobs"].as<int>();
   if (options.compileJobs < 0)
     return usageError("--jobs must be 0 (automatic) or a positive count");
-  if (vm.count("experiment")) {
-    for (const std::string &value : vm["experiment"].as<std::vector<std::string>>()) {
-      llvm::SmallVector<llvm::StringRef> names;
-      llvm::StringRef(value).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
-      for (llvm::StringRef name : names)
-        if (!flashc::enableExperiment(options, name.trim()))
-          return usageError("unknown --experiment '" + name.trim().str() + "' (known: " +
-                            flashc::experimentNames() + ")");
-    }
+  if (vm.count("tuning-table")) {
+    options.pipeline.tuningTable = vm["tuning-table"].as<std::string>();
+    if (options.pipeline.tuningTable.empty())
+      return usageError("--tuning-table needs a file, or 'none' for the hand rules only");
   }
+  options.printTuningSpace = vm.count("print-tuning-space") > 0;
   std::string emitText = vm["emit"].as<std::string>();
   std::optional<EmitKind> emit = mlir::flash::parseEmitKind(emitText);
   if (!emit)
@@ -216,7 +219,7 @@ int main(int argc, char **argv) {
 
   // A bundle is a directory: without -o it goes beside the current directory,
   // named after the spec (gpt_block.mlir -> gpt_block.bundle).
-  if (options.emit == EmitKind::Bundle && vm["output"].defaulted())
+  if (options.emit == EmitKind::Bundle && vm["output"].defaulted() && !options.printTuningSpace)
     options.outputPath = llvm::sys::path::stem(inputs.front()).str() + ".bundle";
 
   mlir::DialectRegistry registry;

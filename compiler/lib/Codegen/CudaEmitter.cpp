@@ -924,10 +924,11 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
     // A product loop keeps one wgmma group in
     // flight across the barrier; its loads then go one stage less ahead, so
     // that a prefetch refills buffers read two iterations ago, by a group that
-    // has completed.
+    // has completed (waiting for each iteration's products instead measured
+    // 1.00-1.41x slower, docs/design/wgmma-gemm.md).
     // Only with 4 stages or more: at 3 the loads would be one iteration ahead.
     pipe.ahead = pipe.stages - 1;
-    int groups = options.overlapWgmma && wgmma() && pipe.stages >= 4
+    int groups = wgmma() && pipe.stages >= 4
                      ? productLoopGroups(forOp, pipe.loads, pipe.slice)
                      : 0;
     if (groups) {

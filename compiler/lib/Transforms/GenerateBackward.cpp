@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Pipeline.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "TileLowering.h"
@@ -59,6 +60,12 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                          << "' (expected auto, rows or transposed)";
       return signalPassFailure();
     }
+    std::string error;
+    table = loadTuningTable(tuningTable, target, error);
+    if (!table) {
+      module.emitError() << "flash-generate-backward: " << error;
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func->hasAttr(kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
@@ -67,6 +74,18 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     for (func::FuncOp func : funcs)
       if (failed(generate(func, symbols, *targetDesc)))
         return signalPassFailure();
+  }
+
+  std::shared_ptr<const TuningTable> table;
+
+  /// Whether --backward-form=auto builds the Sᵀ form for the main kernel
+  /// recipe `transposedSpec`: the form of the tuning table's entry for its
+  /// key, else the target's hand rule.
+  bool autoPicksTransposed(const TargetDescription &targetDesc, Attribute transposedSpec) {
+    if (std::optional<TuningKey> key = tuningKeyOf(targetDesc, transposedSpec, {}))
+      if (const TuningEntry *entry = table->lookup(*key); entry && entry->point.form)
+        return *entry->point.form == "transposed";
+    return prefersTransposedBackward(targetDesc, transposedSpec);
   }
 
   /// Why the backward of `func` cannot be generated (empty: it can), and the
@@ -255,12 +274,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     std::string base = func.getSymName().str() + "_attention" + slot.suffix;
     auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
     Location loc = op.getLoc();
-    // auto: the Sᵀ form where the target runs it faster; the deterministic
-    // pair keeps the row form (its Sᵀ kernel has not been measured).
+    // auto: the tuning table's form, else the Sᵀ form where the target runs
+    // it faster; the deterministic pair keeps the row form (its Sᵀ kernel has
+    // not been measured).
     bool transposed =
         form == "transposed" ||
         (form == "auto" && !deterministic &&
-         prefersTransposedBackward(pb.getTarget(), spec(KernelRole::AttentionBackwardTransposed)));
+         autoPicksTransposed(pb.getTarget(), spec(KernelRole::AttentionBackwardTransposed)));
     KernelRole kvRole =
         transposed ? KernelRole::AttentionBackwardKVTransposed : KernelRole::AttentionBackwardKV;
     KernelRole mainRole =

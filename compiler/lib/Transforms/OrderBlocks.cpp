@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 namespace mlir::flash {
@@ -48,8 +49,13 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
     for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
       Attribute spec = kernel.getSpecAttr();
       std::optional<GridOrderAttr> order;
-      if (isTiledGemm(spec) && grouped) {
-        order = GridOrderAttr::get(ctx, BlockOrder::Grouped, static_cast<int64_t>(group));
+      if (isTiledGemm(spec)) {
+        // The kernel's tuning-table entry may give its own group.
+        int64_t rows = static_cast<int64_t>(group);
+        if (DictionaryAttr tuning = kernel.getTuningAttr())
+          if (auto knob = tuning.getAs<IntegerAttr>(flashc::kTuningGroupName))
+            rows = knob.getInt();
+        order = GridOrderAttr::get(ctx, BlockOrder::Grouped, rows);
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
                  attention && attention.getRole() == KernelRole::AttentionForward &&
                  attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0) {

@@ -63,6 +63,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
     backward.target = target;
     backward.deterministic = options.deterministicBackward;
     backward.form = options.backwardForm;
+    backward.tuningTable = options.tuningTable;
     pm.addPass(createGenerateBackward(backward));
   }
   FlashTileOptions tile;
@@ -76,15 +77,10 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.blockK = options.blockK;
   plan.warps = options.warps;
   plan.stages = options.stages;
-  plan.wgmmaGemm = options.wgmmaGemm;
-  plan.wideGemm = options.wideGemm;
-  plan.wsForward = options.wsForward;
-  plan.wsFfn = options.wsFfn;
+  plan.tuningTable = options.tuningTable;
   pm.addPass(createPlanMemory(plan));
   pm.addPass(createWarpSpecialize());
-  OrderBlocksOptions order;
-  order.grouped = options.groupedGrid;
-  pm.addPass(createOrderBlocks(order));
+  pm.addPass(createOrderBlocks());
 }
 
 void buildFlashcPipeline(OpPassManager &pm, const PipelineOptions &options) {

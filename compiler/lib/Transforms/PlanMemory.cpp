@@ -6,6 +6,7 @@
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/TileKernels.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "SaturatingMath.h"
@@ -51,17 +52,70 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                            << "default), got " << value;
         return signalPassFailure();
       }
+    std::string error;
+    table = loadTuningTable(tuningTable, target, error);
+    if (!table) {
+      module.emitError() << "flash-plan-memory: " << error;
+      return signalPassFailure();
+    }
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels)
       if (failed(planKernel(kernel, *targetDesc)))
         return signalPassFailure();
   }
 
+  std::shared_ptr<const TuningTable> table;
+
+  /// The table entry for `kernel`, if one applies: an attention_backward
+  /// entry that names a form applies to that form's kernel only (the other
+  /// form was forced with --backward-form). Fails when the entry's strategy
+  /// is not one of the kernel's tuning space.
+  FailureOr<const TuningEntry *> tableEntry(KernelOp kernel, const TargetDescription &targetDesc) {
+    Attribute spec = kernel.getSpecAttr();
+    ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+    std::optional<TuningKey> key = tuningKeyOf(targetDesc, spec, inputs);
+    const TuningEntry *entry = key ? table->lookup(*key) : nullptr;
+    if (!entry)
+      return static_cast<const TuningEntry *>(nullptr);
+    if (entry->point.form) {
+      auto attention = llvm::cast<AttentionSpecAttr>(spec);
+      bool transposed = attention.getRole() == KernelRole::AttentionBackwardTransposed;
+      if (*entry->point.form != (transposed ? "transposed" : "rows"))
+        return static_cast<const TuningEntry *>(nullptr);
+    }
+    if (entry->point.strategy) {
+      std::vector<TuningPoint> space = tuningSpace(targetDesc, spec, inputs);
+      if (llvm::none_of(space, [&](const TuningPoint &p) { return p.strategy == entry->point.strategy; }))
+        return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
+                                  << " asks for strategy " << stringifyStrategy(*entry->point.strategy)
+                                  << ", which is not in the tuning space of @" << kernel.getSymName()
+                                  << " (" << key->str() << ")";
+    }
+    return entry;
+  }
+
+  /// The kernel's `tuning` attribute: the entry's name and key, and the
+  /// schedule knobs flash-warp-specialize and flash-order-blocks read.
+  static DictionaryAttr tuningAttr(MLIRContext *ctx, const TuningEntry &entry, const TuningKey &key) {
+    Builder b(ctx);
+    SmallVector<NamedAttribute> fields = {b.getNamedAttr(kTuningEntryName, b.getStringAttr(entry.name())),
+                                          b.getNamedAttr(kTuningKeyName, b.getStringAttr(key.str()))};
+    if (entry.point.pingPong)
+      fields.push_back(b.getNamedAttr(kTuningPingPongName, b.getBoolAttr(*entry.point.pingPong)));
+    if (entry.point.group)
+      fields.push_back(b.getNamedAttr(kTuningGroupName, b.getI64IntegerAttr(*entry.point.group)));
+    return b.getDictionaryAttr(fields);
+  }
+
   /// Row-band check: register tiles are split over warps in 16-row bands.
-  LogicalResult checkPlan(KernelOp kernel, const TilePlan &plan) {
+  LogicalResult checkPlan(KernelOp kernel, const TilePlan &plan, const TuningEntry *entry) {
     auto reject = [&](const llvm::Twine &why) {
-      return kernel.emitError() << "flash-plan-memory: plan for @" << kernel.getSymName()
-                                << " is invalid: " << why;
+      InFlightDiagnostic diag = kernel.emitError() << "flash-plan-memory: plan for @"
+                                                   << kernel.getSymName() << " is invalid: " << why;
+      // (checkTilePlan appends its own reason to an empty one.)
+      if (entry && !why.str().empty())
+        diag << " (the plan of tuning table entry " << entry->name() << ")";
+      return diag;
     };
     auto bands = [&](int64_t rows, const char *what) -> LogicalResult {
       if (rows % (16 * plan.warps) != 0)
@@ -127,13 +181,15 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     TilePlan plan = current;
     bool isGemm = llvm::isa_and_nonnull<GemmSpecAttr>(spec);
     bool overridden = blockM || blockN || blockK || warps || stages;
+    const TuningEntry *entry = nullptr;
     if (spec) {
-      PlanChoices choices;
-      choices.wgmmaGemm = wgmmaGemm;
-      choices.wideGemm = wideGemm;
-      choices.wsForward = wsForward;
-      choices.wsFfn = wsFfn;
-      plan = defaultPlan(targetDesc, spec, choices, kernel.getFunctionType().getInputs());
+      FailureOr<const TuningEntry *> found = tableEntry(kernel, targetDesc);
+      if (failed(found))
+        return failure();
+      entry = *found;
+      plan = defaultPlan(targetDesc, spec, kernel.getFunctionType().getInputs());
+      if (entry)
+        plan = entry->point.applyTo(plan);
       bool columnSum = isGemm && llvm::cast<GemmSpecAttr>(spec).getRole() == KernelRole::ColumnSum;
       if (blockM && !columnSum)
         plan.blockM = blockM;
@@ -188,7 +244,18 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                           : Strategy::MmaSyncSm80;
     if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)
       plan.strategy = Strategy::MmaSyncSm80;
-    if (failed(checkPlan(kernel, plan)))
+    // A table entry is a measured plan: one that does not take its strategy's
+    // shape is the table's mistake (an entry too general for this kernel),
+    // never planned as something else silently.
+    if (entry && !overridden && entry->point.strategy && plan.strategy != *entry->point.strategy)
+      return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
+                                << " gives @" << kernel.getSymName() << " strategy "
+                                << stringifyStrategy(*entry->point.strategy) << " with block_m = "
+                                << plan.blockM << ", block_n = " << plan.blockN << ", warps = "
+                                << plan.warps << ", stages = " << plan.stages
+                                << ", a shape that strategy does not take; give the entry a "
+                                   "key that does not match this kernel";
+    if (failed(checkPlan(kernel, plan, entry)))
       return failure();
     if (spec && !samePlan(plan, current, isGemm)) {
       kernel = rebuildKernel(kernel, plan);
@@ -196,16 +263,20 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         return failure();
     }
     // A default pipeline depth that does not fit is lowered stage by stage;
-    // an explicit request is the user's and is checked as given.
+    // an explicit request (an option, a table entry) is checked as given.
     // (The warp-specialised forward lays out its own ring: checked below.)
-    while (spec && !stages && plan.stages > 1 && plan.strategy != Strategy::WgmmaWsSm90 &&
+    bool explicitStages = stages || (entry && entry->point.stages);
+    while (spec && !explicitStages && plan.stages > 1 && plan.strategy != Strategy::WgmmaWsSm90 &&
            layOut(kernel) > targetDesc.sharedMemoryPerBlock) {
       --plan.stages;
       kernel = rebuildKernel(kernel, plan);
       if (!kernel)
         return failure();
     }
-    return layOutSharedMemory(kernel, plan, targetDesc);
+    if (entry)
+      kernel.setTuningAttr(tuningAttr(kernel.getContext(), *entry,
+                                      *tuningKeyOf(targetDesc, spec, kernel.getFunctionType().getInputs())));
+    return layOutSharedMemory(kernel, plan, targetDesc, entry);
   }
 
   /// Bytes of shared memory `kernel` needs with the layout below.
@@ -236,9 +307,13 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
   /// What a shared-memory overflow of `kernel` comes from in the user's
   /// spec, and what to change: the kernel may be one the user never wrote
   /// (a backward kernel, a fused FFN).
-  std::string overflowHint(KernelOp kernel, const TargetDescription &targetDesc) {
+  std::string overflowHint(KernelOp kernel, const TargetDescription &targetDesc,
+                           const TuningEntry *entry) {
     if (blockM || blockN || stages)
       return "lower the block-m, block-n or stages options of flash-plan-memory";
+    if (entry)
+      return "the plan is tuning table entry " + entry->name() +
+             "'s: lower its block sizes or stages, or give it a key that does not match this kernel";
     Attribute spec = kernel.getSpecAttr();
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
       bool forward = attention.getRole() == KernelRole::AttentionForward;
@@ -266,7 +341,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
   /// Gives every shared tile its own 128-byte aligned region (`buffers`
   /// copies for pipelined loads) and checks the total against the target.
   LogicalResult layOutSharedMemory(KernelOp kernel, const TilePlan &plan,
-                                   const TargetDescription &targetDesc) {
+                                   const TargetDescription &targetDesc, const TuningEntry *entry) {
     Builder builder(kernel.getContext());
     int64_t offset = 0;
     kernel.walk([&](Operation *op) {
@@ -295,7 +370,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                                 << " but " << targetDesc.name << " allows "
                                 << targetDesc.sharedMemoryPerBlock << " per block: it overflows by "
                                 << offset - targetDesc.sharedMemoryPerBlock << " bytes; "
-                                << overflowHint(kernel, targetDesc);
+                                << overflowHint(kernel, targetDesc, entry);
     int64_t registers = estimateRegistersPerThread(kernel.getSpecAttr(), plan,
                                                    kernel.getFunctionType().getInputs());
     if (kernel.getSpecAttr() && registers > targetDesc.registersPerThread)

@@ -140,8 +140,7 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
   return tiles + exchange + vectors + 8 * barriers + 1024;
 }
 
-TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const PlanChoices &choices,
-                     ArrayRef<Type> argTypes) {
+TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<Type> argTypes) {
   TilePlan plan;
   plan.strategy = target.strategy;
   plan.stages = 2;
@@ -153,7 +152,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
     case KernelRole::AttentionBackwardDQ: {
       bool sixteenBit = attention.getElementType().getValue().getIntOrFloatBitWidth() == 16;
       bool forward = attention.getRole() == KernelRole::AttentionForward;
-      if (hopper && forward && sixteenBit && choices.wsForward &&
+      if (hopper && forward && sixteenBit &&
           wsForwardTakes(attention.getHeadDim(), attention.getValueDim())) {
         // The warp-specialised TMA forward (FlashAttention-3 style): a TMA
         // producer warpgroup, a K/V ring, two consumer warpgroups of 64 query
@@ -170,17 +169,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
         // (bench/results/2026-11-30-h200-session7.md).
         break;
       }
-      if (hopper && forward && sixteenBit &&
-          wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())) {
-        // Hopper: two warpgroups of 64 query rows issue wgmma (S = Q·Kᵀ from
-        // shared, O += P·V with P in registers). Measured 1.19-1.36x FA2 at
-        // D = 128 on the H200 (docs/device-library.md).
-        plan.strategy = Strategy::WgmmaSm90;
-        plan.blockM = 128;
-        plan.blockN = 128;
-        plan.warps = 8;
-        break;
-      }
+      // (The cp.async wgmma forward the ws kernel replaced, two warpgroups of
+      // 64 query rows at D = Dv in {64, 128}, is a point of the tuning space:
+      // TuningSpace.cpp.)
       // mma.sync: 32 query rows per warp (two 16-row bands) halve the shared
       // memory traffic per FLOP against 16 rows (measured +10-15% at D = 64).
       if (d <= 64) {
@@ -261,7 +252,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       auto x = argTypes.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
       auto w1 = argTypes.size() > 1 ? llvm::dyn_cast<GlobalTensorType>(argTypes[1]) : GlobalTensorType();
       int64_t outputDim = outputDimOf(argTypes, w2Index);
-      if (hopper && choices.wsFfn && x && w1 && w1.getRank() == 2 &&
+      if (hopper && x && w1 && w1.getRank() == 2 &&
           wsFfnTakes(w1.getShape()[0], w1.getShape()[1], outputDim, gemm.getElementType().getValue(),
                      gated)) {
         plan.strategy = Strategy::WgmmaWsSm90;
@@ -281,14 +272,14 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, const Plan
       // stage four products; 4 stages of 32 KB keep loads three steps ahead.
       // Measured 1.45-1.72x the mma.sync plan on the H200 at the benchmark's
       // two large FFNs (bench/results/2026-11-29-h200-session4.md).
-      if (hopper && choices.wgmmaGemm && gemm.getRole() != KernelRole::ConvertF32 &&
+      if (hopper && gemm.getRole() != KernelRole::ConvertF32 &&
           gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16) {
         plan.strategy = Strategy::WgmmaSm90;
         plan.blockK = 64;
         plan.stages = 4;
         // 128 x 256 halves the A-tile traffic and the issue and barrier
         // overhead per FLOP; 4 stages of 48 KB still fit.
-        if (choices.wideGemm && gemm.getRole() == KernelRole::Gemm)
+        if (gemm.getRole() == KernelRole::Gemm)
           plan.blockN = 256;
       }
       break;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Target.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -67,11 +68,15 @@ struct WarpSpecializePass
       auto emitError = [&]() -> InFlightDiagnostic {
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };
+      // The kernel's tuning-table entry may say whether its consumers ping-pong.
+      bool consumersPingPong = static_cast<bool>(pingPong);
+      if (DictionaryAttr tuning = kernel.getTuningAttr())
+        if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
+          consumersPingPong = knob.getValue();
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
           emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
           static_cast<int64_t>(consumerRegisters), resident, ring,
-          static_cast<int64_t>(kernel.getStages()), static_cast<bool>(pingPong) && pingPongTakes,
-          roleSplit);
+          static_cast<int64_t>(kernel.getStages()), consumersPingPong && pingPongTakes, roleSplit);
       if (!schedule)
         return signalPassFailure();
       // (The pass manager's verifier checks it against the plan.)

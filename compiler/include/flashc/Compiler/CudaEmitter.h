@@ -28,19 +28,12 @@ struct CudaModule {
   std::vector<KernelUnit> kernelUnits;
 };
 
-/// Code generation choices. The defaults are the forms measured fastest on the
-/// H200 (bench/results/2026-11-29-h200-session4.md); each can be turned back to
-/// the form before it (flashc --experiment) to time the two side by side.
+/// Code generation choices (what the plan does not already decide).
 struct CudaEmitOptions {
   /// The architecture the module's kernels were planned for ("sm_80",
   /// "sm_90a"): named in the source's header and the manifest's `arch` line.
   /// Empty: both sm_80 and sm_90a (a module planned by hand, e.g. in tests).
   std::string arch;
-  /// GEMM main loops (pipelined loads and wgmma products only) keep one wgmma
-  /// group in flight across the iteration's barrier, with their loads one
-  /// stage less ahead. Off (experiment serial-wgmma): each iteration waits for
-  /// its own products.
-  bool overlapWgmma = true;
 };
 
 /// Emits CUDA C++ and the manifest for every tile.kernel / tile.program in

@@ -90,9 +90,13 @@ def GenerateBackward : Pass<"flash-generate-backward", "::mlir::ModuleOp"> {
            "compute dQ with a kernel over query blocks instead of f32 atomics">,
     Option<"form", "form", "std::string", /*default=*/"\"auto\"",
            "backward kernel form: rows, transposed (S^T form: Pᵀ, dSᵀ in registers; "
-           "per-query lse and D as column vectors), auto (the target's faster one)">,
+           "per-query lse and D as column vectors), auto (the tuning table's entry, else the "
+           "target's faster one)">,
     Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
            "GPU target whose default block sizes the kernels are built with">,
+    Option<"tuningTable", "tuning-table", "std::string", /*default=*/"\"\"",
+           "tuning table whose attention_backward entries pick the form under form=auto "
+           "(empty: the target's built-in table; none: the hand rule; else a file)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect"];
@@ -102,8 +106,11 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Choose block sizes, stages and shared-memory offsets of tile kernels";
   let description = [{
     For every tile.kernel with a recipe (`spec`): picks block_m/block_n/
-    block_k/warps/stages from the target description (Target.h), overridden by
-    the options, rebuilds the kernel when they change, then lays out shared
+    block_k/warps/stages from the target description (Target.h) or, where the
+    tuning table has an entry for the kernel's key (Tuning.h), from that entry
+    (named in the kernel's `tuning` attribute, with the schedule knobs
+    flash-warp-specialize and flash-order-blocks read), overridden by the
+    options, rebuilds the kernel when they change, then lays out shared
     memory: each shared tile (tile.load, tile.copy) gets `smem_offset` (bytes,
     128-aligned, `buffers` copies) and the kernel `smem_bytes`. A plan that
     does not fit the target's shared memory is rejected with the overflow in
@@ -117,14 +124,9 @@ def PlanMemory : Pass<"flash-plan-memory", "::mlir::ModuleOp"> {
     Option<"blockK", "block-k", "int64_t", /*default=*/"0", "override the GEMM K step (0: target default)">,
     Option<"warps", "warps", "int64_t", /*default=*/"0", "override warps per block (0: target default)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0", "override pipeline stages (0: target default)">,
-    Option<"wgmmaGemm", "wgmma-gemm", "bool", /*default=*/"true",
-           "GEMM kernels (16-bit, sm_90a) as wgmma with block_k 64 and 4 stages; false: mma.sync (flashc --experiment=mma-gemm)">,
-    Option<"wideGemm", "wide-gemm", "bool", /*default=*/"true",
-           "wgmma GEMM kernels 256 columns wide; false: 128 (flashc --experiment=narrow-gemm)">,
-    Option<"wsForward", "ws-forward", "bool", /*default=*/"true",
-           "attention forwards planned as wgmma_sm90 become the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=cp-async-forward)">,
-    Option<"wsFfn", "ws-ffn", "bool", /*default=*/"true",
-           "fused FFN kernels (sm_90a, 16-bit, d and d_out up to 256, not gated) as the warp-specialised TMA kernel wgmma_ws_sm90 (off under flashc --experiment=mma-fused-ffn)">,
+    Option<"tuningTable", "tuning-table", "std::string", /*default=*/"\"\"",
+           "tuning table whose entries replace the hand rules' plans: empty, the target's built-in "
+           "table (compiler/tuning/<target>.txt); none, the hand rules only; else a file (docs/tuning.md)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
@@ -139,7 +141,8 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
     what stays resident and what streams through a ring of the plan's stages
     (attention forward: Q resident, K and V streamed; fused FFN: the row block
     of x resident, W1's columns and W2's rows of each hidden block streamed),
-    whether the consumers ping-pong. The emitter prints this schedule; it does not
+    whether the consumers ping-pong (the option, or the ping_pong of the kernel's
+    tuning-table entry, its `tuning` attribute). The emitter prints this schedule; it does not
     decide it (the order of the query-row blocks is flash-order-blocks').
     Kernels of other strategies are left alone; the CPU executor runs the
     tile body, which the schedule does not change.
@@ -165,11 +168,11 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     (launched row-major, a wave covers every row block of one column and
     re-reads all of A from DRAM for each column); a causal attention forward
     takes its query-row blocks longest first (row block i sees i + 1 key
-    blocks). The emitter prints the order.
+    blocks). The emitter prints the order. A kernel whose tuning-table entry
+    gives a group (its `tuning` attribute) takes that group instead of the
+    option's.
   }];
   let options = [
-    Option<"grouped", "grouped", "bool", /*default=*/"true",
-           "group the GEMM kernels' tiles (false: launch order; flashc --experiment=in-order-grid)">,
     Option<"group", "group", "int64_t", /*default=*/"8", "row blocks a group (1-64)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect"];

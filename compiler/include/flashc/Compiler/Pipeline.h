@@ -36,12 +36,10 @@ struct PipelineOptions {
   /// as rows, Pᵀ and dSᵀ feed dV and dK from registers; dS goes through shared
   /// memory once, for dQ) or "auto" (the form the target runs faster).
   std::string backwardForm = "auto";
-  /// GEMM kernels as wgmma on sm_90a (flash-plan-memory's wgmma-gemm option;
-  /// off under flashc --experiment=mma-gemm).
-  bool wgmmaGemm = true;
-  /// wgmma GEMM kernels 256 columns wide (off under flashc
-  /// --experiment=narrow-gemm).
-  bool wideGemm = true;
+  /// The tuning table the plan passes read (flash-generate-backward's form,
+  /// flash-plan-memory's plans): "" the target's built-in table, "none" the
+  /// hand rules only, else a file (flashc --tuning-table; docs/tuning.md).
+  std::string tuningTable;
 
   // Knobs of the kernel stage that flashc leaves at their defaults and
   // flash-run-tile exposes (so both build their passes here and cannot drift).
@@ -51,17 +49,6 @@ struct PipelineOptions {
   std::string ffnPlan = "auto";
   /// flash-plan-memory overrides; 0 keeps the target's choice.
   int64_t blockM = 0, blockN = 0, blockK = 0, warps = 0, stages = 0;
-  /// The sm_90a attention forward as the warp-specialised TMA kernel
-  /// (flash-plan-memory's ws-forward option; off under flashc
-  /// --experiment=cp-async-forward).
-  bool wsForward = true;
-  /// The fused FFN (sm_90a, 16-bit, d and d_out up to 256, not gated) as the
-  /// warp-specialised TMA kernel (flash-plan-memory's ws-ffn; off under flashc
-  /// --experiment=mma-fused-ffn).
-  bool wsFfn = true;
-  /// The GEMM kernels' tiles taken in groups of row blocks (flash-order-blocks'
-  /// grouped option; off under flashc --experiment=in-order-grid).
-  bool groupedGrid = true;
 };
 
 /// Whether `form` names a backward kernel form (auto, rows, transposed).

@@ -36,35 +36,6 @@ std::string knownTargetNames();
 /// what to give instead: never a silent fallback to another target's plan.
 std::string unknownTargetMessage(llvm::StringRef arch);
 
-/// Plan choices with a default and a form kept to time against it (flashc
-/// --experiment).
-struct PlanChoices {
-  /// The GEMM kernels (FFN; 16-bit, sm_90a) as wgmma: two warpgroups of 64
-  /// rows, block_k 64 (one swizzled panel of A a stage), 4 stages. Off
-  /// (experiment mma-gemm): mma.sync, block_k 32, 3 stages.
-  bool wgmmaGemm = true;
-  /// Under wgmma, plain GEMM kernels (not the backward hidden, gated or
-  /// split-K ones, which carry more accumulators) 256 columns wide: one
-  /// m64n256 product a k-step per warpgroup. Off (experiment narrow-gemm):
-  /// 128 columns (measured 1.01-1.32x slower forward, 1.11-1.28x backward
-  /// together with overlapWgmma, docs/device-library.md).
-  bool wideGemm = true;
-  /// The attention forward (sm_90a, 16-bit, D a multiple of 64 up to 256,
-  /// Dv in {64, 128, 256}) as the warp-specialised TMA kernel wgmma_ws_sm90:
-  /// a TMA producer warpgroup, a K/V ring of 2 stages, two consumer
-  /// warpgroups that ping-pong. Off (experiment cp-async-forward): the
-  /// cp.async wgmma forward at D = Dv in {64, 128} (measured 1.30-1.42x
-  /// slower at S >= 4k on the H200), mma.sync elsewhere.
-  bool wsForward = true;
-  /// The fused FFN (sm_90a, 16-bit, not gated, d and d_out up to 256) as the
-  /// warp-specialised TMA kernel: the forward attention's schedule with the
-  /// activation in place of the softmax (x resident, W1 / W2 blocks in the
-  /// ring). Measured 2.9x the mma.sync fused kernel at d = 256, h = 1024
-  /// (116 vs 335 us, Nsight Compute, H200). Off (experiment
-  /// mma-fused-ffn): the mma.sync fused kernel.
-  bool wsFfn = true;
-};
-
 /// Whether the wgmma_sm90 attention kernels (the cp.async forward, the Sᵀ
 /// backward) take head dims D and Dv: D = Dv in {64, 128}.
 bool wgmmaAttentionTakes(int64_t headDim, int64_t valueDim);
@@ -134,10 +105,12 @@ int64_t wsBackwardHeadTile(int64_t headDim);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes);
 
-/// Default plan for a kernel recipe (#tile.attention or #tile.gemm); the
-/// kernel's argument types where a plan depends on its sizes (the ws FFN).
+/// Default plan (the hand rules) for a kernel recipe (#tile.attention or
+/// #tile.gemm); the kernel's argument types where a plan depends on its sizes
+/// (the ws FFN). A tuning-table entry replaces it (Tuning.h); the forms the
+/// rules do not pick are points of the kinds' tuning spaces (TuningSpace.cpp).
 TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,
-                     const PlanChoices &choices = {}, llvm::ArrayRef<mlir::Type> argTypes = {});
+                     llvm::ArrayRef<mlir::Type> argTypes = {});
 
 /// Whether `--backward-form=auto` picks the Sᵀ backward for an attention whose
 /// transposed main-kernel recipe is `spec`: where its plan is the wgmma form,

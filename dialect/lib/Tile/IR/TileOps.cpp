@@ -166,6 +166,25 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "schedule has " << schedule.getRingStages()
                            << " ring stages but the plan " << getStages();
   }
+  // The tuning-table entry a plan came from, and its schedule knobs.
+  if (DictionaryAttr tuning = getTuningAttr()) {
+    for (NamedAttribute field : tuning) {
+      StringRef name = field.getName().getValue();
+      bool ok = name == "entry" || name == "key" ? llvm::isa<StringAttr>(field.getValue())
+                : name == "ping_pong"             ? llvm::isa<BoolAttr>(field.getValue())
+                : name == "group"                 ? llvm::isa<IntegerAttr>(field.getValue())
+                                                  : false;
+      if (!ok)
+        return emitOpError() << "tuning attribute field '" << name
+                             << "' is unknown or of the wrong type (entry and key: strings, "
+                                "ping_pong: bool, group: integer)";
+    }
+    if (!tuning.getAs<StringAttr>("entry"))
+      return emitOpError("tuning attribute needs the entry it names (entry = \"<file>:<line>\")");
+    if (auto group = tuning.getAs<IntegerAttr>("group");
+        group && (group.getInt() < 1 || group.getInt() > 64))
+      return emitOpError() << "tuning group must be in [1, 64], got " << group.getInt();
+  }
   if (getBody().empty())
     return emitOpError("needs a body");
   Block &entry = getBody().front();

@@ -1,6 +1,6 @@
 // Attention forward, warp-specialised TMA form (FlashAttention-3 style, sm_90a): the body of the
 // golden kernel test/GPU/golden/attention_fwd_ws.cu as one device function, so that the lab's
-// golden kernel and the compiler's `--experiment=ws-forward` kernel are the same code.
+// golden kernel and the compiler's emitted warp-specialised forward are the same code.
 //   * TMA: Q, K, V arrive by cp.async.bulk.tensor from 4-D tensor maps (D, S, H, B) with the 128B
 //     swizzle, i.e. straight into the SmemPanelTile layout the wgmma descriptors read; completion is
 //     counted on mbarriers (expect_tx). Rows past Sq/Sk are zero-filled by the TMA unit.

@@ -45,7 +45,7 @@ __device__ __forceinline__ unsigned long long mnmajor_desc(SmemPanelTile<T, K, C
 }  // namespace detail
 
 // An empty asm that reads and writes every register of `c`: no definition of them moves across it. A
-// product loop that keeps a wgmma group in flight across iterations (the default; flashc --experiment=serial-wgmma turns it off)
+// product loop that keeps a wgmma group in flight across iterations (the emitter's product loops of 4 stages or more)
 // fences its accumulators after their initialization; without it ptxas serializes the products.
 template <int M, int N, int W>
 __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {

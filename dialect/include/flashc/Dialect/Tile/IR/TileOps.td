@@ -42,7 +42,11 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     key offset): the ABI's order, tensors before scalars.
     `grid` gives the size of grid axes x, y, z; `tile.program_id` reads the
     block's coordinate. `smem_bytes` is set by flash-plan-memory. `spec`
-    names what the kernel computes (#tile.attention / #tile.gemm).
+    names what the kernel computes (#tile.attention / #tile.gemm). `tuning`
+    (set by flash-plan-memory) names the tuning-table entry the plan came from,
+    `{entry = "<file>:<line>", key = "<arch> <kind> <dtype> <shape> <mask>"}`,
+    plus the entry's schedule knobs for later passes: `ping_pong` (bool,
+    flash-warp-specialize) and `group` (row blocks a group, flash-order-blocks).
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -58,7 +62,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     OptionalAttr<I64Attr>:$smem_bytes,
     OptionalAttr<AnyAttr>:$spec,
     OptionalAttr<Tile_WarpSpecializedAttr>:$schedule,
-    OptionalAttr<Tile_GridOrderAttr>:$grid_order);
+    OptionalAttr<Tile_GridOrderAttr>:$grid_order,
+    OptionalAttr<DictionaryAttr>:$tuning);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

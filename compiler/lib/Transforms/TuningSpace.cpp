@@ -1,0 +1,364 @@
+//===- TuningSpace.cpp - the tuning space of each kernel kind -------------===//
+//
+// Part of the target model (Target.cpp holds the hand rules): for each
+// tunable kernel kind, the key its table entries are found by and the points
+// `python -m flashc.tune` times. A point leaves out what cannot compile or
+// was measured far behind (each kind's comment says which and where); the
+// shared-memory fit of the GEMM-family kernels is checked by compiling, so
+// their spaces may hold points a given shape rejects (the tuner skips those).
+//
+//===----------------------------------------------------------------------===//
+#include "flashc/Compiler/Tuning.h"
+
+#include "flashc/Dialect/Tile/IR/TileOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+namespace {
+
+constexpr llvm::StringLiteral kKinds[] = {"attention_forward", "attention_backward", "gemm",
+                                          "gated_gemm",        "ffn_backward_hidden", "gemm_split_k",
+                                          "ffn_fused"};
+
+bool isHopper(const TargetDescription &target) { return target.sharedMemoryPerBlock > 200000; }
+
+std::string dtypeName(Type element) {
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  return "f32";
+}
+
+std::string sizeText(int64_t size) {
+  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+GlobalTensorType tensorArg(ArrayRef<Type> argTypes, size_t index) {
+  return index < argTypes.size() ? llvm::dyn_cast<GlobalTensorType>(argTypes[index])
+                                 : GlobalTensorType();
+}
+
+/// The last two sizes of a GEMM operand, (rows, columns) of op(X).
+std::optional<std::pair<int64_t, int64_t>> operandShape(GlobalTensorType type, bool transposed) {
+  if (!type || type.getRank() < 2)
+    return std::nullopt;
+  int64_t rows = type.getShape()[type.getRank() - 2], cols = type.getShape()[type.getRank() - 1];
+  return transposed ? std::pair{cols, rows} : std::pair{rows, cols};
+}
+
+/// d<d>h<h>o<d_out> of the fused FFN and its backward hidden kernel: x [.., d],
+/// W1 [d, h] (argument 1), W2 [h, d_out] after the optional b1 and W_up.
+std::optional<std::string> ffnShape(GemmSpecAttr gemm, ArrayRef<Type> argTypes) {
+  size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
+  GlobalTensorType w1 = tensorArg(argTypes, 1), w2 = tensorArg(argTypes, w2Index);
+  if (!w1 || !w2 || w1.getRank() != 2 || w2.getRank() != 2)
+    return std::nullopt;
+  return "d" + sizeText(w1.getShape()[0]) + "h" + sizeText(w1.getShape()[1]) + "o" +
+         sizeText(w2.getShape()[1]);
+}
+
+std::string maskClass(AttentionSpecAttr attention) {
+  int64_t left = attention.getWindowLeft(), right = attention.getWindowRight();
+  std::string mask = left < 0 && right < 0 ? "none" : left < 0 && right == 0 ? "causal" : "window";
+  if (attention.getSoftcap().getValueAsDouble() != 0.0)
+    mask += "+softcap";
+  return mask;
+}
+
+AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
+  return AttentionSpecAttr::get(attention.getContext(), role, attention.getHeadDim(),
+                                attention.getValueDim(), attention.getScale(),
+                                attention.getSoftcap(), attention.getWindowLeft(),
+                                attention.getWindowRight(), attention.getElementType(),
+                                attention.getKeyOffset());
+}
+
+TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
+  TuningPoint point;
+  point.strategy = plan.strategy;
+  point.blockM = plan.blockM;
+  point.blockN = plan.blockN;
+  if (gemmFamily)
+    point.blockK = plan.blockK;
+  point.warps = plan.warps;
+  point.stages = plan.stages;
+  return point;
+}
+
+/// The warp-specialised forward's points (the attention forward, the fused
+/// FFN: D / d and Dv / d_out): 128 or 64 keys (hidden columns) a block where
+/// O, S and P fit the consumers' registers, a ring of 2 or 3 stages that fits
+/// shared memory (deeper measured no gain, bench/results/2026-11-30-h200-session7.md
+/// call 1), the consumers ping-ponging or not (ping-pong measured +8-21 % at
+/// D = 128).
+void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescription &target,
+                        int64_t headDim, int64_t valueDim, int64_t elementBytes, bool gemmFamily) {
+  for (int64_t blockN : {128, 64}) {
+    if (!wsForwardFitsRegisters(valueDim, blockN))
+      continue;
+    for (int64_t stages : {2, 3}) {
+      if (wsForwardSharedBytes(headDim, valueDim, blockN, stages, elementBytes) >
+          target.sharedMemoryPerBlock)
+        continue;
+      for (bool pingPong : {true, false}) {
+        TilePlan plan;
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = 128;
+        plan.blockN = blockN;
+        plan.blockK = 32;
+        plan.warps = 8;
+        plan.stages = stages;
+        TuningPoint point = pointFrom(plan, gemmFamily);
+        point.pingPong = pingPong;
+        points.push_back(point);
+      }
+    }
+  }
+}
+
+/// attention_forward. sm_90a, 16-bit: the warp-specialised TMA kernel's points
+/// and, at D = Dv in {64, 128}, the cp.async wgmma forward it replaced as the
+/// default (1.25-1.41x behind at S >= 4k, ahead in one do_bench row: D = 128,
+/// S = 1k, non-causal; bench/results/2026-11-30-h200-session5.md call 6).
+/// mma.sync only where neither takes the head dims (it ran 0.35-0.6x the ws
+/// kernel at D = 80 / 96 / 256, docs/device-library.md): 128 or 64 query rows
+/// at D <= 64, 64 above (128 rows spilled at D = 96 / 128).
+std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
+                                               AttentionSpecAttr attention) {
+  std::vector<TuningPoint> points;
+  int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+  int64_t bits = attention.getElementType().getValue().getIntOrFloatBitWidth();
+  bool hopper16 = isHopper(target) && bits == 16;
+  if (hopper16 && wsForwardTakes(d, dv))
+    addWsForwardPoints(points, target, d, dv, bits / 8, /*gemmFamily=*/false);
+  if (hopper16 && wgmmaAttentionTakes(d, dv)) {
+    TilePlan plan;
+    plan.strategy = Strategy::WgmmaSm90;
+    plan.blockM = 128;
+    plan.blockN = 128;
+    plan.warps = 8;
+    plan.stages = 2;
+    points.push_back(pointFrom(plan, false));
+  }
+  if (points.empty()) {
+    for (int64_t blockM : {128, 64}) {
+      if (blockM == 128 && std::max(d, dv) > 64)
+        continue;
+      TilePlan plan;
+      plan.blockM = blockM;
+      plan.blockN = 64;
+      plan.warps = 4;
+      plan.stages = 2;
+      points.push_back(pointFrom(plan, false));
+    }
+  }
+  return points;
+}
+
+/// attention_backward (the main kernel: dK, dV, dQ by atomics). On sm_90a,
+/// 16-bit heads with one dim above 64 (no softcap): the warp-specialised
+/// backward with a Q / dO ring of 1-4 stages that fits shared memory -- its
+/// key split (128 keys on 8 warps, the Sᵀ form's kernel) up to 128 columns,
+/// its role split (64 x 64 on 4 warps, either form) above; the key split ran
+/// 1.1x the Sᵀ wgmma form at D = 128 (bench/results/2026-12-01-h200-session10.md),
+/// the role split 2.9-3.4x the mma.sync forms at D = 256 (session 9), and the
+/// key split's space keeps the row form as a point.
+/// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
+/// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
+std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
+                                                AttentionSpecAttr attention) {
+  std::vector<TuningPoint> points;
+  AttentionSpecAttr transposedSpec = withRole(attention, KernelRole::AttentionBackwardTransposed);
+  if (isHopper(target) && takesWsBackward(transposedSpec)) {
+    int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+    int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+    bool keySplit = wsBackwardKeySplit(d, dv);
+    for (int64_t stages : {1, 2, 3, 4}) {
+      if (wsBackwardSharedBytes(d, dv, stages, bytes) > target.sharedMemoryPerBlock)
+        continue;
+      TilePlan plan;
+      plan.strategy = Strategy::WgmmaWsSm90;
+      plan.blockM = 64;
+      plan.blockN = wsBackwardBlockN(d, dv);
+      plan.warps = plan.blockN / 16;
+      plan.stages = stages;
+      TuningPoint point = pointFrom(plan, false);
+      if (keySplit)
+        point.form = "transposed";
+      points.push_back(point);
+    }
+    if (keySplit) {
+      TuningPoint rows =
+          pointFrom(defaultPlan(target, withRole(attention, KernelRole::AttentionBackward)), false);
+      rows.form = "rows";
+      points.push_back(rows);
+    }
+    return points;
+  }
+  TilePlan transposed =
+      defaultPlan(target, withRole(attention, KernelRole::AttentionBackwardTransposed));
+  llvm::SmallVector<int64_t, 2> queryBlocks = {transposed.blockM};
+  if (transposed.strategy == Strategy::WgmmaSm90)
+    queryBlocks = {transposed.blockM, transposed.blockM == 64 ? 128 : 64};
+  for (int64_t blockM : queryBlocks) {
+    TilePlan plan = transposed;
+    plan.blockM = blockM;
+    TuningPoint point = pointFrom(plan, false);
+    point.form = "transposed";
+    points.push_back(point);
+  }
+  TuningPoint rows =
+      pointFrom(defaultPlan(target, withRole(attention, KernelRole::AttentionBackward)), false);
+  rows.form = "rows";
+  // The hand rule first: the form --backward-form=auto picks.
+  if (prefersTransposedBackward(target, withRole(attention, KernelRole::AttentionBackwardTransposed)))
+    points.push_back(rows);
+  else
+    points.insert(points.begin(), rows);
+  return points;
+}
+
+/// The GEMM kernels. sm_90a, 16-bit: wgmma on two warpgroups, 64 columns of
+/// K a stage; plain and split-K GEMMs 256 or 128 columns wide (128 x 256
+/// measured 1.00-1.32x over 128 x 128 with the overlapped products,
+/// docs/design/wgmma-gemm.md) with 4 or 3 stages, the kernels with more
+/// accumulators (gated, backward hidden) 128 wide with 3 or 2; tiles in
+/// groups of 8, 4 or 16 row blocks. Elsewhere mma.sync, 128 x 128 on 8
+/// warps, 2 or 3 stages.
+std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
+  std::vector<TuningPoint> points;
+  bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
+  bool wide = gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GemmSplitK;
+  llvm::SmallVector<int64_t, 2> widths = wgmma && wide ? llvm::SmallVector<int64_t, 2>{256, 128}
+                                                       : llvm::SmallVector<int64_t, 2>{128};
+  // (4 stages of the wider accumulators' kernels do not fit: the hand rule's
+  // 4 is lowered to 3 by flash-plan-memory.)
+  llvm::SmallVector<int64_t, 2> depths = !wgmma ? llvm::SmallVector<int64_t, 2>{2, 3}
+                                         : wide ? llvm::SmallVector<int64_t, 2>{4, 3}
+                                                : llvm::SmallVector<int64_t, 2>{3, 2};
+  TilePlan hand = defaultPlan(target, gemm);
+  // The hand rule's values first (split-K GEMMs are 128 wide; mma.sync on
+  // sm_90a takes 3 stages).
+  auto handFirst = [](llvm::SmallVector<int64_t, 2> &values, int64_t hand) {
+    auto it = llvm::find(values, hand);
+    if (it != values.end())
+      std::rotate(values.begin(), it, it + 1);
+  };
+  handFirst(widths, hand.blockN);
+  handFirst(depths, hand.stages);
+  for (int64_t width : widths)
+    for (int64_t stages : depths)
+      for (int64_t group : {8, 4, 16}) {
+        TilePlan plan = hand;
+        plan.blockN = width;
+        plan.stages = stages;
+        TuningPoint point = pointFrom(plan, true);
+        point.group = group;
+        points.push_back(point);
+      }
+  return points;
+}
+
+/// ffn_fused. sm_90a, 16-bit, not gated, d and d_out up to 256: the
+/// warp-specialised TMA kernel's points and the mma.sync fused kernel it
+/// replaced as the default (2.9x behind at d = 256, h = 1024 in Nsight
+/// Compute, bench/results/2026-11-30-h200-session7.md call 2; not measured at
+/// other widths). Elsewhere the mma.sync kernel (64 x 64, 4 warps).
+std::vector<TuningPoint> ffnFusedSpace(const TargetDescription &target, GemmSpecAttr gemm,
+                                       ArrayRef<Type> argTypes) {
+  std::vector<TuningPoint> points;
+  TilePlan hand = defaultPlan(target, gemm, argTypes);
+  std::optional<WsForwardSizes> ws = wsForwardSizes(gemm, argTypes);
+  if (hand.strategy == Strategy::WgmmaWsSm90 && ws)
+    addWsForwardPoints(points, target, ws->headDim, ws->valueDim, ws->elementBytes,
+                       /*gemmFamily=*/true);
+  TilePlan mma = defaultPlan(target, gemm);  // without the sizes: the mma.sync kernel
+  points.push_back(pointFrom(mma, true));
+  return points;
+}
+
+} // namespace
+
+llvm::ArrayRef<llvm::StringLiteral> tunableKinds() { return kKinds; }
+
+std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute spec,
+                                     ArrayRef<Type> argTypes) {
+  TuningKey key;
+  key.arch = target.name.str();
+  if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
+    switch (attention.getRole()) {
+    case KernelRole::AttentionForward:
+      key.kind = "attention_forward";
+      break;
+    case KernelRole::AttentionBackward:
+    case KernelRole::AttentionBackwardTransposed:
+      key.kind = "attention_backward";
+      break;
+    default:
+      return std::nullopt;
+    }
+    key.dtype = dtypeName(attention.getElementType().getValue());
+    key.shape = "d" + std::to_string(attention.getHeadDim());
+    if (attention.getValueDim() != attention.getHeadDim())
+      key.shape += "v" + std::to_string(attention.getValueDim());
+    key.mask = maskClass(attention);
+    return key;
+  }
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+  if (!gemm)
+    return std::nullopt;
+  key.dtype = dtypeName(gemm.getElementType().getValue());
+  key.mask = "-";
+  switch (gemm.getRole()) {
+  case KernelRole::FfnFused:
+  case KernelRole::FfnBackwardHidden: {
+    key.kind = gemm.getRole() == KernelRole::FfnFused ? "ffn_fused" : "ffn_backward_hidden";
+    std::optional<std::string> shape = ffnShape(gemm, argTypes);
+    if (!shape)
+      return std::nullopt;
+    key.shape = *shape;
+    return key;
+  }
+  case KernelRole::Gemm:
+  case KernelRole::GatedGemm:
+  case KernelRole::GemmSplitK: {
+    key.kind = gemm.getRole() == KernelRole::Gemm        ? "gemm"
+               : gemm.getRole() == KernelRole::GatedGemm ? "gated_gemm"
+                                                         : "gemm_split_k";
+    bool ta = gemm.getTransposeA().getValue(), tb = gemm.getTransposeB().getValue();
+    auto a = operandShape(tensorArg(argTypes, 0), ta), b = operandShape(tensorArg(argTypes, 1), tb);
+    if (!a || !b)
+      return std::nullopt;
+    key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
+                (ta ? "-ta" : "") + (tb ? "-tb" : "") +
+                (gemm.getAccumulate().getValue() ? "-acc" : "");
+    return key;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+std::vector<TuningPoint> tuningSpace(const TargetDescription &target, Attribute spec,
+                                     ArrayRef<Type> argTypes) {
+  if (!tuningKeyOf(target, spec, argTypes))
+    return {};
+  if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec))
+    return attention.getRole() == KernelRole::AttentionForward
+               ? attentionForwardSpace(target, attention)
+               : attentionBackwardSpace(target, attention);
+  auto gemm = llvm::cast<GemmSpecAttr>(spec);
+  if (gemm.getRole() == KernelRole::FfnFused)
+    return ffnFusedSpace(target, gemm, argTypes);
+  return gemmSpace(target, gemm);
+}
+
+} // namespace flashc

@@ -1,0 +1,140 @@
+"""From measurements to the tuning table: each key's winner over the hand rule, the table file, the report.
+
+A unit's time for a point at one size is the sum of its programs' medians there (the forward, the backward, or both
+when the key's kernels are in both). A point competes for its key when its bundle passed the float64 check and was
+timed at every size of every configuration with that key; its score is the geometric mean of the hand rule's time over
+its own. The best point becomes the key's entry when it beats the hand rule by `margin` (default 2 %) overall and
+loses more than `max_loss` (default 3 %) nowhere; otherwise the hand rule stays and the key gets no entry.
+"""
+
+import datetime
+import math
+import re
+
+from .plan import shape_label
+
+ENTRY = re.compile(r"^\s*(\S+\s+\S+\s+\S+\s+\S+\s+\S+)\s*->")
+
+
+def results(plan, records):
+    """{key: {"hand_rule", "sizes": [(config, shape)], "points": {point: {"times": {(config, shape): ms},
+    "check": True/False/None, "errors": [...]}}}} from the progress records."""
+    by_task = {}
+    for r in records:
+        by_task[(r["task"], r["bundle"], r.get("direction"), r.get("shape"))] = r
+    out = {}
+    for entry, unit in plan.units():
+        key = out.setdefault(unit["key"], {"hand_rule": unit["hand_rule"], "sizes": [], "points": {}})
+        for shape in entry["shapes"]:
+            key["sizes"].append((entry["config"], shape_label(shape)))
+        for point in unit["candidates"]:
+            p = key["points"].setdefault(point, {"times": {}, "check": None, "errors": []})
+            if point in unit["errors"]:
+                p["errors"].append("compile: " + unit["errors"][point])
+                continue
+            bundle = unit["bundles"].get(point)
+            if bundle is None:
+                continue
+            check = by_task.get(("check", bundle, None, None))
+            if check is not None:
+                passed = check.get("status") == "ok" and bool(check.get("pass"))
+                p["check"] = passed if p["check"] is None else (p["check"] and passed)
+                if check.get("status") != "ok":
+                    p["errors"].append("check: " + check["status"])
+            for shape in entry["shapes"]:
+                label = shape_label(shape)
+                parts = [by_task.get(("time", bundle, d, label)) for d in unit["directions"]]
+                if all(r is not None and r.get("status") == "ok" for r in parts):
+                    p["times"][(entry["config"], label)] = sum(r["median_ms"] for r in parts)
+                else:
+                    p["errors"] += ["time %s: %s" % (label, r["status"]) for r in parts
+                                    if r is not None and r.get("status") != "ok"]
+    return out
+
+
+def choose(found, margin=0.02, max_loss=0.03):
+    """[decision] a key: {"key", "point" (None: the hand rule stays), "score", "low", "high", "best", "reason"}."""
+    decisions = []
+    for key, data in sorted(found.items()):
+        hand = data["points"].get(data["hand_rule"], {})
+        sizes = data["sizes"]
+        decision = {"key": key, "point": None, "hand_rule": data["hand_rule"], "score": None, "low": None,
+                    "high": None, "best": None, "sizes": len(sizes)}
+        if hand.get("check") is not True or any(s not in hand.get("times", {}) for s in sizes):
+            decision["reason"] = "the hand rule was not checked and timed at every size"
+            decisions.append(decision)
+            continue
+        ranked = []
+        for point, p in data["points"].items():
+            if point == data["hand_rule"] or p["check"] is not True or any(s not in p["times"] for s in sizes):
+                continue
+            ratios = [hand["times"][s] / p["times"][s] for s in sizes]
+            score = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            ranked.append((score, min(ratios), max(ratios), point))
+        ranked.sort(reverse=True)
+        if not ranked:
+            decision["reason"] = "no other point was checked and timed at every size"
+        else:
+            score, low, high, point = ranked[0]
+            decision.update(score=score, low=low, high=high, best=point)
+            if score >= 1 + margin and low >= 1 - max_loss:
+                decision["point"] = point
+                decision["reason"] = "%.3fx over the hand rule (%.2f-%.2fx at %d sizes)" % (score, low, high,
+                                                                                           len(sizes))
+            else:
+                decision["reason"] = "hand rule kept: the best other point %.3fx (%.2f-%.2fx)" % (score, low, high)
+        decisions.append(decision)
+    return decisions
+
+
+def entry_line(decision, stamp):
+    return "%s -> %s  # %s: %s" % (decision["key"], decision["point"], stamp, decision["reason"])
+
+
+def merge(table_text, decisions, stamp):
+    """The table with an entry for every decision that has a point and none for the other measured keys; lines of
+    keys not measured are kept as they are."""
+    measured = {d["key"] for d in decisions}
+    kept = []
+    for line in table_text.splitlines():
+        m = ENTRY.match(line.split("#", 1)[0])
+        if m and " ".join(m.group(1).split()) in measured:
+            continue
+        kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    new = [entry_line(d, stamp) for d in decisions if d["point"]]
+    return "\n".join(kept + ([""] if kept and new else []) + new) + "\n"
+
+
+def stamp_of(gpu=None, commit=None):
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    return "flashc.tune %s%s%s" % (day, " " + gpu if gpu else "", " " + commit if commit else "")
+
+
+def report(found, decisions, stamp):
+    """Markdown: one table a key (every point's time at every size), then the decisions."""
+    lines = ["# Tuning results (%s)" % stamp, ""]
+    for decision in decisions:
+        key = decision["key"]
+        data = found[key]
+        sizes = data["sizes"]
+        lines += ["## %s" % key, "", decision["reason"] + ".", ""]
+        header = ["point", "check"] + ["%s %s" % (c.split(":", 1)[0], s) for c, s in sizes] + ["vs hand rule"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        hand = data["points"].get(data["hand_rule"], {}).get("times", {})
+        for point, p in data["points"].items():
+            cells = [("**%s** (hand rule)" % point) if point == data["hand_rule"] else
+                     ("**%s**" % point if point == decision["point"] else point)]
+            cells.append({True: "pass", False: "FAIL", None: "—"}[p["check"]])
+            cells += ["%.4f" % p["times"][s] if s in p["times"] else "—" for s in sizes]
+            ratios = [hand[s] / p["times"][s] for s in sizes if s in hand and s in p["times"]]
+            cells.append("%.3f" % math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else "—")
+            if p["errors"]:
+                cells[0] += " (" + "; ".join(p["errors"])[:200] + ")"
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["Times: milliseconds, medians (flashc.measure.time_ms: CUDA events, L2 flushed); a unit's time is the sum "
+              "of the programs that launch its kernels. vs hand rule: geometric mean of the hand rule's time over the "
+              "point's.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,315 @@
+"""The tuner without a GPU (flashc.tune): candidate enumeration and compilation (needs the compiler), the GPU half's
+task loop with a stand-in measurer (resume from the progress file, crashed tasks, the budget), and the table written
+from measurements (winners, margins, merging; the written table read back by the compiler)."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from _support import find_tool, runtime_available
+
+from flashc import configs
+from flashc.tune import device, plan as plan_mod, progress as progress_mod, table as table_mod
+
+FLASHC = find_tool("flashc", "FLASHC_COMPILER")
+ATTENTION = "attention:dtype=bf16,heads=4,head_dim=128,causal=1"
+SMALL_FFN = "ffn:dtype=bf16,d=64,h=256,act=relu"
+
+
+def synthetic_plan(directory):
+    """A plan of one configuration and two units (hand rule + two points each), with no bundle files."""
+    entry = {"config": ATTENTION, "key": "k", "shapes": [{"batch": 4, "seq": 1024}, {"batch": 1, "seq": 4096}],
+             "units": []}
+    for kind, direction in (("attention_forward", "forward"), ("attention_backward", "backward")):
+        key = "sm_90a %s bf16 d128 causal" % kind
+        points = ["p%s%d" % (kind[10], i) for i in range(3)]
+        entry["units"].append({"key": key, "key_fields": {"kind": kind}, "kernels": [kind], "directions": [direction],
+                               "hand_rule": points[0], "candidates": points,
+                               "bundles": {p: ("hand" if i == 0 else "b_%s" % p) for i, p in enumerate(points)},
+                               "errors": {}})
+    data = {"version": plan_mod.PLAN_VERSION, "arch": "sm_90a", "compiler": "x", "configs": [entry], "bundles": {}}
+    return plan_mod.Plan(directory, data)
+
+
+class FakeMeasurer:
+    """Times from a table: {(bundle, direction): ms}, 1.0 otherwise; bundles in `failing` fail their check."""
+
+    def __init__(self, times=None, failing=(), raise_on=None):
+        self.times, self.failing, self.raise_on = times or {}, set(failing), raise_on
+        self.calls = []
+
+    def check(self, entry, bundle):
+        self.calls.append(("check", bundle))
+        return {"pass": bundle not in self.failing}
+
+    def time(self, entry, bundle, direction, shape):
+        self.calls.append(("time", bundle, direction, plan_mod.shape_label(shape)))
+        if self.raise_on == bundle:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        ms = self.times.get((bundle, direction), 1.0) * (shape.get("seq", 1024) / 1024)
+        return {"median_ms": ms, "samples": 10, "outliers": 0, "min_ms": ms, "max_ms": ms}
+
+
+class TaskLoopTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="flashc-tune-test-")
+        self.plan = synthetic_plan(self.dir)
+        self.progress_path = os.path.join(self.dir, "progress.jsonl")
+        self.quiet = lambda text: None
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_tasks_check_first_and_share_the_hand_rule(self):
+        tasks = device.tasks(self.plan)
+        bundles = [t[1] for t in tasks if t[0] == "check"]
+        self.assertEqual(sorted(bundles), sorted(set(bundles)))  # one check a bundle
+        self.assertEqual(len(bundles), 5)  # the hand rule once for both units
+        hand = [t for t in tasks if t[1] == "hand"]
+        self.assertEqual(hand[0][0], "check")
+        self.assertEqual([t[2] for t in hand[1:]], ["forward", "forward", "backward", "backward"])
+        self.assertEqual(len(tasks), 5 + 2 * 2 + 2 * 2 + 2 * 2)
+
+    def test_an_interrupted_run_resumes_from_its_progress_file(self):
+        total = len(device.tasks(self.plan))
+        first = FakeMeasurer()
+        progress = progress_mod.Progress(self.progress_path)
+        left = device.run(self.plan, progress, first, budget_s=0.0, say=self.quiet)  # the budget stops it at once
+        self.assertEqual(left, total)
+        self.assertEqual(first.calls, [])
+        # Stop after 5 tasks: a measurer that ends the "process" (the way a budget or a kill would).
+        partial = FakeMeasurer()
+        progress = progress_mod.Progress(self.progress_path)
+        todo = device.tasks(self.plan)[:5]
+        for task, bundle, direction, label, entry in todo:
+            progress.start(task, bundle, direction, label)
+            record = {"task": task, "bundle": bundle, "direction": direction, "shape": label, "status": "ok"}
+            record.update(partial.check(entry, bundle) if task == "check" else
+                          partial.time(entry, bundle, direction, device._shape_of(entry, label)))
+            progress.finish(record)
+        resumed = FakeMeasurer()
+        progress = progress_mod.Progress(self.progress_path)
+        self.assertEqual(len(progress.records()), 5)
+        self.assertEqual(device.run(self.plan, progress, resumed, say=self.quiet), 0)
+        self.assertEqual(len(resumed.calls), total - 5)
+        self.assertFalse(set(resumed.calls) & set(partial.calls))
+        # A third run has nothing left.
+        again = FakeMeasurer()
+        self.assertEqual(device.run(self.plan, progress_mod.Progress(self.progress_path), again, say=self.quiet), 0)
+        self.assertEqual(again.calls, [])
+
+    def test_a_task_that_took_the_process_down_is_not_run_again(self):
+        progress = progress_mod.Progress(self.progress_path)
+        task, bundle, direction, label, _ = device.tasks(self.plan)[0]
+        progress.start(task, bundle, direction, label)  # ... and the process died
+        with open(self.progress_path, "a") as f:
+            f.write('{"task": "time", "bundle": "hand", "sta')  # a line cut short
+        resumed = progress_mod.Progress(self.progress_path)
+        self.assertEqual(len(resumed.crashed), 1)
+        measurer = FakeMeasurer()
+        device.run(self.plan, resumed, measurer, say=self.quiet)
+        self.assertNotIn(("check", bundle), measurer.calls)
+        record = resumed.done[progress_mod.task_id(task, bundle, direction, label)]
+        self.assertIn("crashed", record["status"])
+
+    def test_a_failing_task_is_recorded_and_the_others_run(self):
+        measurer = FakeMeasurer(raise_on="b_pf1")
+        progress = progress_mod.Progress(self.progress_path)
+        self.assertEqual(device.run(self.plan, progress, measurer, say=self.quiet), 0)
+        errors = [r for r in progress.records() if r["status"] != "ok"]
+        self.assertEqual({r["bundle"] for r in errors}, {"b_pf1"})
+        self.assertIn("illegal memory access", errors[0]["status"])
+        with open(self.progress_path) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(sum(1 for r in lines if r["status"] == "started"), len(device.tasks(self.plan)))
+
+
+class PiecesTest(unittest.TestCase):
+    def test_outliers_are_outside_the_quartile_fences(self):
+        from flashc import measure
+        samples = [1.00, 1.01, 0.99, 1.02, 1.00, 0.98, 1.60]
+        self.assertEqual(measure.outliers(samples), [1.60])
+        self.assertEqual(measure.outliers([1.0, 2.0, 3.0]), [])  # too few to say
+        self.assertAlmostEqual(measure.median(samples), 1.00)
+
+    def test_a_candidate_is_its_configuration_under_the_bundle_key(self):
+        config = configs.parse_config(ATTENTION)
+        tuned = device.keyed(config, "attn_candidate_t1234")
+        self.assertEqual(tuned.key, "attn_candidate_t1234")
+        self.assertEqual(tuned.spec_text(), config.spec_text())
+        self.assertIsInstance(tuned, type(config))  # flashc.programs tells attention from FFN by type
+        self.assertEqual(configs.format_config(tuned), configs.format_config(config))
+
+
+class TableTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="flashc-tune-test-")
+        self.plan = synthetic_plan(self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def measure(self, times, failing=()):
+        progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
+        device.run(self.plan, progress, FakeMeasurer(times, failing), say=lambda text: None)
+        return table_mod.choose(table_mod.results(self.plan, progress.records()))
+
+    def test_the_fastest_checked_point_beyond_the_margin_wins(self):
+        decisions = {d["key"]: d for d in self.measure(
+            {("b_pf1", "forward"): 0.95, ("b_pf2", "forward"): 0.90,  # p2 faster, but fails its check
+             ("b_pb1", "backward"): 0.99, ("b_pb2", "backward"): 1.05}, failing={"b_pf2"})}
+        forward = decisions["sm_90a attention_forward bf16 d128 causal"]
+        self.assertEqual(forward["point"], "pf1")
+        self.assertAlmostEqual(forward["score"], 1 / 0.95)
+        backward = decisions["sm_90a attention_backward bf16 d128 causal"]
+        self.assertIsNone(backward["point"])  # 1 % is within the 2 % margin
+        self.assertIn("hand rule kept", backward["reason"])
+
+    def test_a_point_that_loses_at_one_size_does_not_win(self):
+        found = table_mod.results(self.plan, [])
+        key = "sm_90a attention_forward bf16 d128 causal"
+        sizes = found[key]["sizes"]
+        points = found[key]["points"]
+        for p in points.values():
+            p["check"] = True
+        points["pf0"]["times"] = {sizes[0]: 1.0, sizes[1]: 1.0}
+        points["pf1"]["times"] = {sizes[0]: 0.80, sizes[1]: 1.06}  # 1.10x overall, 6 % behind at one size
+        points["pf2"]["times"] = {sizes[0]: 1.0}  # not timed everywhere: not a candidate
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertIsNone(decision["point"])
+        self.assertEqual(decision["best"], "pf1")
+
+    def test_merge_replaces_measured_keys_and_keeps_the_rest(self):
+        old = ("# header comment\n"
+               "sm_90a attention_forward bf16 d128 causal -> block_n=64  # an older run\n"
+               "sm_90a gemm bf16 * - -> group=4  # hand-written, not measured here\n")
+        decisions = [{"key": "sm_90a attention_forward bf16 d128 causal", "point": None, "reason": "hand rule kept"},
+                     {"key": "sm_90a attention_backward bf16 d128 causal", "point": "form=rows stages=2",
+                      "reason": "1.050x"}]
+        merged = table_mod.merge(old, decisions, "flashc.tune 2026-12-02 H200")
+        self.assertIn("# header comment", merged)
+        self.assertIn("sm_90a gemm bf16 * - -> group=4", merged)
+        self.assertNotIn("block_n=64", merged)
+        self.assertIn("sm_90a attention_backward bf16 d128 causal -> form=rows stages=2  "
+                      "# flashc.tune 2026-12-02 H200: 1.050x", merged)
+
+    def test_report_lists_every_point(self):
+        progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
+        device.run(self.plan, progress, FakeMeasurer({("b_pf1", "forward"): 0.9}), say=lambda text: None)
+        found = table_mod.results(self.plan, progress.records())
+        decisions = table_mod.choose(found)
+        md = table_mod.report(found, decisions, "stamp")
+        self.assertIn("## sm_90a attention_forward bf16 d128 causal", md)
+        self.assertIn("**pf0** (hand rule) | pass | 1.0000 | 4.0000 | 1.000 |", md)
+        self.assertIn("**pf1** | pass | 0.9000 | 3.6000 | 1.111 |", md)
+
+
+@unittest.skipUnless(FLASHC, "SKIPPED: flashc not built (the tuning spaces live in the compiler)")
+class PlanTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="flashc-tune-test-")
+        self.quiet = lambda text: None
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_enumeration_names_each_kernel_kind_its_key_and_space(self):
+        plan, _ = plan_mod.build(None, [ATTENTION], compiler=FLASHC, list_only=True, progress=self.quiet)
+        units = {u["key_fields"]["kind"]: u for _, u in plan.units()}
+        forward, backward = units["attention_forward"], units["attention_backward"]
+        self.assertEqual(forward["key"], "sm_90a attention_forward bf16 d128 causal")
+        self.assertEqual(forward["directions"], ["forward"])
+        self.assertEqual(backward["directions"], ["backward"])
+        self.assertEqual(forward["hand_rule"], forward["candidates"][0])
+        self.assertIn("strategy=wgmma_ws_sm90", forward["hand_rule"])
+        # The retired --experiment=cp-async-forward's form is a point of the space.
+        self.assertIn("strategy=wgmma_sm90 block_m=128 block_n=128 warps=8 stages=2", forward["candidates"])
+        self.assertIn("ping_pong=0", " ".join(forward["candidates"]))
+        # Both backward forms, the hand rule (the Sᵀ form at D = 128) first.
+        self.assertTrue(backward["hand_rule"].startswith("form=transposed"))
+        self.assertTrue(any(p.startswith("form=rows") for p in backward["candidates"]))
+        ffn, _ = plan_mod.build(None, [SMALL_FFN], compiler=FLASHC, list_only=True, progress=self.quiet)
+        kinds = {u["key_fields"]["kind"] for _, u in ffn.units()}
+        self.assertIn("ffn_fused", kinds)
+        fused = next(u for _, u in ffn.units() if u["key_fields"]["kind"] == "ffn_fused")
+        # The retired --experiment=mma-fused-ffn's form is a point of the fused FFN's space.
+        self.assertIn("strategy=mma_sync_sm80 block_m=64 block_n=64 block_k=32 warps=4 stages=2", fused["candidates"])
+
+    def test_candidates_compile_once_and_an_interrupted_plan_resumes(self):
+        out = os.path.join(self.dir, "plan")
+        plan, failures = plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], progress=self.quiet)
+        self.assertEqual(failures, [])
+        units = list(plan.units())
+        self.assertEqual(len(units), 1)
+        unit = units[0][1]
+        self.assertEqual(set(unit["bundles"]), set(unit["candidates"]))
+        self.assertEqual(len(plan.data["bundles"]), len(unit["candidates"]))
+        # Kernels the candidates share (the backward's) are stored once.
+        stored = os.listdir(os.path.join(out, plan_mod.BLOBS))
+        files = sum(len(b["files"]) for b in plan.data["bundles"].values())
+        self.assertLess(len(stored), files)
+        # A point's bundle carries its one-entry table; the hand rule's none.
+        hand = plan.data["bundles"][unit["bundles"][unit["hand_rule"]]]
+        self.assertEqual(hand["table"], plan_mod.HAND_RULE_TABLE)
+        other = next(p for p in unit["candidates"] if p != unit["hand_rule"])
+        self.assertEqual(plan.data["bundles"][unit["bundles"][other]]["table"], "%s -> %s\n" % (unit["key"], other))
+        # The bundle unpacks as it was compiled.
+        target = plan.materialize(unit["bundles"][other], os.path.join(self.dir, "unpacked"))
+        self.assertTrue(os.path.isfile(os.path.join(target, "manifest.flashc")))
+        # Interrupted before the last compile: the plan records what is done; only the rest compiles next time.
+        del unit["bundles"][other]
+        del plan.data["bundles"][plan_mod.bundle_id(configs.parse_config(SMALL_FFN), "%s -> %s\n" % (unit["key"], other))]
+        plan.save()
+        compiled = []
+        original = plan_mod._compile
+
+        def counting(*args):
+            compiled.append(args[1])
+            return original(*args)
+        plan_mod._compile = counting
+        try:
+            again, _ = plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], progress=self.quiet)
+        finally:
+            plan_mod._compile = original
+        self.assertEqual(compiled, ["%s -> %s\n" % (unit["key"], other)])
+        self.assertIn(other, next(again.units())[1]["bundles"])
+
+    @unittest.skipUnless(runtime_available(), "SKIPPED: libflashc_runtime.so not found")
+    def test_every_bundle_opens_with_the_programs_the_gpu_half_times(self):
+        out = os.path.join(self.dir, "plan")
+        plan, _ = plan_mod.build(out, [ATTENTION], compiler=FLASHC, kinds=["attention_forward"], progress=self.quiet)
+        self.assertEqual(device.dry_run(plan, os.path.join(self.dir, "work"), say=self.quiet), [])
+        # A bundle that lost its backward program is named.
+        bundle = next(iter(plan.data["bundles"]))
+        manifest = os.path.join(self.dir, "work", "bundles", bundle, "manifest.flashc")
+        with open(manifest) as f:
+            text = f.read().replace("program attention_backward", "program attention_backwards")
+        with open(manifest, "w") as f:
+            f.write(text)
+        problems = device.dry_run(plan, os.path.join(self.dir, "work"), say=self.quiet)
+        self.assertTrue(problems and all(bundle in p and "backward" in p for p in problems), problems)
+
+    def test_a_written_entry_changes_the_compiled_plan(self):
+        decisions = [{"key": "sm_90a attention_forward bf16 d128 causal",
+                      "point": "strategy=wgmma_ws_sm90 block_m=128 block_n=64 warps=8 stages=2 ping_pong=1",
+                      "reason": "1.030x over the hand rule"}]
+        table = os.path.join(self.dir, "sm_90a.txt")
+        with open(table, "w") as f:
+            f.write(table_mod.merge("# a table\n", decisions, "flashc.tune test"))
+        spec = os.path.join(self.dir, "spec.mlir")
+        with open(spec, "w") as f:
+            f.write(configs.parse_config(ATTENTION).spec_text())
+        tile = subprocess.run([FLASHC, spec, "--emit=tile", "--tuning-table=" + table, "-o", "-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+        self.assertEqual(tile.returncode, 0, tile.stderr)
+        # (Line 3: the merge leaves a blank line between the kept lines and the new entries.)
+        wanted = ('tuning = {entry = "%s:3", key = "sm_90a attention_forward bf16 d128 causal", ping_pong = true}'
+                  % table)
+        self.assertTrue(wanted in tile.stdout and "block_n = 64 : i64" in tile.stdout, wanted)
+
+
+if __name__ == "__main__":
+    unittest.main()
