@@ -7,8 +7,8 @@
 // attention forward outside the warp-specialised kernel (sm_80 here) takes its
 // longest query-row blocks first (the warp-specialised one too: its Config's
 // kLongestFirst); other kernels keep the launch order.
-// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks | FileCheck %s
-// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks | FileCheck %s
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
 // A tuning-table entry's group (the kernel's `tuning` attribute) overrides the option for that kernel.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=TUNED
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80

@@ -60,10 +60,11 @@
 // warps, 64 queries a step; shared memory from AttentionBwdWsPlan: K, V 2 x 32 KiB, a 2-slot Q / dO ring
 // 64 KiB, two dSᵀ buffers 32 KiB, lse / D 1 KiB, mbarriers, 1 KiB of alignment = 165928 bytes); mma.sync
 // when an override breaks that shape; a query block whose 16-row bands do not split the warps evenly is
-// refused (dQ's warp groups would add columns twice).
-// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | FileCheck %s --check-prefix=ST
-// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="warps=4 block-n=64" | FileCheck %s --check-prefix=ST-4W
-// RUN: not flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-m=96" 2>&1 | FileCheck %s --check-prefix=ST-BANDS
+// refused (dQ's warp groups would add columns twice). (The hand rules: the built-in tuning table gives this causal
+// key 3 stages.)
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=none | FileCheck %s --check-prefix=ST
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="warps=4 block-n=64 tuning-table=none" | FileCheck %s --check-prefix=ST-4W
+// RUN: not flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-m=96 tuning-table=none" 2>&1 | FileCheck %s --check-prefix=ST-BANDS
 // A shared-memory overflow says which spec choice causes it and what to change, also on
 // kernels the user never wrote (a backward kernel, the fused FFN); sizes saturate instead of
 // wrapping around below the budget (a tile of 2^64 elements passed as 0 bytes).

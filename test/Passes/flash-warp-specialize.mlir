@@ -45,8 +45,8 @@
 // Up to 128 columns the consumers split by keys: a 128-key block on 8 warps (warpgroup g owns keys
 // 64g..), the same ring and residents, no ping-pong (both warpgroups meet on dSᵀ every step); a
 // 64-key override is outside that shape and plans mma.sync.
-// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD-KEYS
-// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-n=64 warps=4" | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-KEYS-OVERRIDE
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=none | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD-KEYS
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-n=64 warps=4 tuning-table=none" | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-KEYS-OVERRIDE
 // BWD-KEYS-LABEL: tile.kernel @attention_attention_bwd(
 // BWD-KEYS-SAME: block_m = 64 : i64, block_n = 128 : i64
 // BWD-KEYS-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false>
