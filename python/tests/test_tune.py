@@ -182,6 +182,38 @@ class TableTest(unittest.TestCase):
         self.assertIsNone(decision["point"])
         self.assertEqual(decision["best"], "pf1")
 
+    def confirm(self, first_times, confirm_times):
+        """A first round with `first_times`, then the confirmation of its winners timed with `confirm_times`."""
+        progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
+        device.run(self.plan, progress, FakeMeasurer(first_times), say=lambda text: None)
+        first = table_mod.choose(table_mod.results(self.plan, progress.records()))
+        keys_points = {d["key"]: (d["hand_rule"], d["point"]) for d in first if d["point"]}
+        confirm = FakeMeasurer(confirm_times)
+        tasks = device.confirm_tasks(self.plan, keys_points, rounds=3)
+        device.run(self.plan, progress, confirm, say=lambda text: None, task_list=tasks)
+        return first, tasks, confirm, table_mod.choose(table_mod.results(self.plan, progress.records()))
+
+    def test_the_confirmation_times_winner_and_hand_rule_alternately(self):
+        first, tasks, confirm, _ = self.confirm({("b_pf1", "forward"): 0.90}, {("b_pf1", "forward"): 0.90})
+        self.assertEqual([d["key"] for d in first if d["point"]], ["sm_90a attention_forward bf16 d128 causal"])
+        # 2 sizes x 3 rounds x (hand, winner), alternating within each round.
+        self.assertEqual(len(tasks), 12)
+        self.assertEqual([c[1] for c in confirm.calls[:4]], ["hand", "b_pf1", "hand", "b_pf1"])
+        self.assertEqual({t[3] for t in tasks}, {"B=4 S=1024#0", "B=4 S=1024#1", "B=4 S=1024#2",
+                                                  "B=1 S=4096#0", "B=1 S=4096#1", "B=1 S=4096#2"})
+
+    def test_a_winner_the_confirmation_does_not_repeat_gets_no_entry(self):
+        _, _, _, decisions = self.confirm({("b_pf1", "forward"): 0.90}, {("b_pf1", "forward"): 1.01})
+        forward = {d["key"]: d for d in decisions}["sm_90a attention_forward bf16 d128 causal"]
+        self.assertIsNone(forward["point"])
+        self.assertIn("not confirmed", forward["reason"])
+
+    def test_a_confirmed_winner_is_the_entry(self):
+        _, _, _, decisions = self.confirm({("b_pf1", "forward"): 0.90}, {("b_pf1", "forward"): 0.93})
+        forward = {d["key"]: d for d in decisions}["sm_90a attention_forward bf16 d128 causal"]
+        self.assertEqual(forward["point"], "pf1")
+        self.assertIn("confirmed 1.075x", forward["reason"])
+
     def test_merge_replaces_measured_keys_and_keeps_the_rest(self):
         old = ("# header comment\n"
                "sm_90a attention_forward bf16 d128 causal -> block_n=64  # an older run\n"

@@ -96,7 +96,18 @@ def _time(args):
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     if gpu is None:
         raise SystemExit("python -m flashc.tune time: no CUDA device")
-    left = device.run(plan, progress, _Stamped(measurer, gpu), budget_s=args.budget)
+    started = time.time()
+    stamped = _Stamped(measurer, gpu)
+    left = device.run(plan, progress, stamped, budget_s=args.budget)
+    if not left and args.confirm > 0:
+        # The first round's winners, timed again beside their hand rules before an entry is written.
+        from . import table as table_mod
+        first = table_mod.choose(table_mod.results(plan, progress.records()), margin=args.margin,
+                                 max_loss=args.max_loss)
+        keys_points = {d["key"]: (d["hand_rule"], d["point"]) for d in first if d["point"]}
+        budget = None if args.budget is None else max(0.0, args.budget - (time.time() - started))
+        left = device.run(plan, progress, stamped, budget_s=budget,
+                          task_list=device.confirm_tasks(plan, keys_points, args.confirm))
     table = args.table or repository_table(plan.data["arch"])
     decisions = _finish(plan, progress, args.out, table, args.margin, args.max_loss, None)
     failed = [r for r in progress.records() if r.get("status") != "ok" or (r["task"] == "check" and not r.get("pass"))]
@@ -178,6 +189,9 @@ def main(argv=None):
             q.add_argument("--budget", type=float, help="seconds after which no task starts (then exit 3)")
             q.add_argument("--warmup", type=int, default=25, help="warmup ms a timing")
             q.add_argument("--rep", type=int, default=100, help="ms of timed calls a timing")
+            q.add_argument("--confirm", type=int, default=3,
+                           help="rounds of the confirmation: each first-round winner and its hand rule timed again, "
+                                "alternately (0: none; default 3)")
             q.add_argument("--dry-run", action="store_true",
                            help="no GPU: check that every bundle unpacks, opens and has its programs")
         if name == "table":

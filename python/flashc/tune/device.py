@@ -46,7 +46,29 @@ def tasks(plan):
 
 
 def _shape_of(entry, label):
+    label = label.split("#")[0]  # a confirmation round's label: "<shape>#<round>"
     return next(s for s in entry["shapes"] if shape_label(s) == label)
+
+
+def confirm_tasks(plan, keys_points, rounds):
+    """The confirmation round: for each key -> (hand rule, winner) of the first round, both points timed again at
+    every size, `rounds` times, alternately (hand, winner, hand, winner, ...), so that a winner must hold its gain
+    against the hand rule timed next to it. Tasks as tasks(): ("confirm", bundle, direction, "<shape>#<round>",
+    entry)."""
+    ordered = []
+    for entry, unit in plan.units():
+        if unit["key"] not in keys_points:
+            continue
+        points = keys_points[unit["key"]]
+        bundles = [unit["bundles"].get(p) for p in points]
+        if any(b is None for b in bundles):
+            continue
+        for shape in entry["shapes"]:
+            for r in range(rounds):
+                for bundle in bundles:
+                    for direction in sorted(unit["directions"], key=lambda d: d != "forward"):
+                        ordered.append(("confirm", bundle, direction, "%s#%d" % (shape_label(shape), r), entry))
+    return ordered
 
 
 def points_of(plan):
@@ -58,13 +80,14 @@ def points_of(plan):
     return out
 
 
-def run(plan, progress, measurer, budget_s=None, say=None):
-    """Runs every task not yet in `progress` with `measurer` (check(entry, bundle) -> record fields,
-    time(entry, bundle, direction, shape) -> record fields); stops before a task once `budget_s` seconds have
-    passed. Returns the number of tasks left."""
+def run(plan, progress, measurer, budget_s=None, say=None, task_list=None):
+    """Runs every task (of `task_list`, default tasks(plan)) not yet in `progress` with `measurer`
+    (check(entry, bundle) -> record fields, time(entry, bundle, direction, shape) -> record fields, also for
+    "confirm" tasks); stops before a task once `budget_s` seconds have passed. Returns the number of tasks left."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
-    todo = [t for t in tasks(plan) if not progress.has(progress_mod.task_id(t[0], t[1], t[2], t[3]))]
-    total, started = len(tasks(plan)), time.time()
+    all_tasks = tasks(plan) if task_list is None else task_list
+    todo = [t for t in all_tasks if not progress.has(progress_mod.task_id(t[0], t[1], t[2], t[3]))]
+    total, started = len(all_tasks), time.time()
     done_before = total - len(todo)
     if progress.crashed:
         say("resuming: %d task(s) crashed the last run and are recorded as such" % len(progress.crashed))

@@ -4,7 +4,10 @@ A unit's time for a point at one size is the sum of its programs' medians there 
 when the key's kernels are in both). A point competes for its key when its bundle passed the float64 check and was
 timed at every size of every configuration with that key; its score is the geometric mean of the hand rule's time over
 its own. The best point becomes the key's entry when it beats the hand rule by `margin` (default 2 %) overall and
-loses more than `max_loss` (default 3 %) nowhere; otherwise the hand rule stays and the key gets no entry.
+loses more than `max_loss` (default 3 %) nowhere; otherwise the hand rule stays and the key gets no entry. Where the
+progress holds a confirmation round for the key (the hand rule and the first round's winner timed again, alternately,
+device.confirm_tasks), the winner must pass the same bar on the confirmation's medians as well: one run's gain of a few
+per cent can be run-to-run spread.
 """
 
 import datetime
@@ -28,7 +31,7 @@ def results(plan, records):
         for shape in entry["shapes"]:
             key["sizes"].append((entry["config"], shape_label(shape)))
         for point in unit["candidates"]:
-            p = key["points"].setdefault(point, {"times": {}, "check": None, "errors": []})
+            p = key["points"].setdefault(point, {"times": {}, "check": None, "errors": [], "confirm": {}})
             if point in unit["errors"]:
                 p["errors"].append("compile: " + unit["errors"][point])
                 continue
@@ -49,7 +52,34 @@ def results(plan, records):
                 else:
                     p["errors"] += ["time %s: %s" % (label, r["status"]) for r in parts
                                     if r is not None and r.get("status") != "ok"]
+                # The confirmation rounds' times at this size (a round counts where every direction was timed).
+                rounds = []
+                for r in range(64):
+                    parts = [by_task.get(("confirm", bundle, d, "%s#%d" % (label, r))) for d in unit["directions"]]
+                    if any(x is None for x in parts):
+                        break
+                    if all(x.get("status") == "ok" for x in parts):
+                        rounds.append(sum(x["median_ms"] for x in parts))
+                if rounds:
+                    p["confirm"][(entry["config"], label)] = rounds
     return out
+
+
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def confirmation(found, key, point):
+    """(score, low, high) of `point` over the key's hand rule from the confirmation rounds (medians a size), or None
+    where either point lacks them at some size."""
+    data = found[key]
+    hand, p = data["points"].get(data["hand_rule"], {}), data["points"].get(point, {})
+    if any(s not in hand.get("confirm", {}) or s not in p.get("confirm", {}) for s in data["sizes"]):
+        return None
+    ratios = [_median(hand["confirm"][s]) / _median(p["confirm"][s]) for s in data["sizes"]]
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
 
 def choose(found, margin=0.02, max_loss=0.03):
@@ -77,10 +107,18 @@ def choose(found, margin=0.02, max_loss=0.03):
         else:
             score, low, high, point = ranked[0]
             decision.update(score=score, low=low, high=high, best=point)
-            if score >= 1 + margin and low >= 1 - max_loss:
+            confirmed = confirmation(found, key, point)
+            if score >= 1 + margin and low >= 1 - max_loss and confirmed is not None and not (
+                    confirmed[0] >= 1 + margin and confirmed[1] >= 1 - max_loss):
+                decision["reason"] = ("hand rule kept: the best other point %.3fx (%.2f-%.2fx), not confirmed: "
+                                      "%.3fx (%.2f-%.2fx) timed again beside the hand rule" % ((score, low, high)
+                                                                                              + confirmed))
+            elif score >= 1 + margin and low >= 1 - max_loss:
                 decision["point"] = point
                 decision["reason"] = "%.3fx over the hand rule (%.2f-%.2fx at %d sizes)" % (score, low, high,
                                                                                            len(sizes))
+                if confirmed is not None:
+                    decision["reason"] += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
             else:
                 decision["reason"] = "hand rule kept: the best other point %.3fx (%.2f-%.2fx)" % (score, low, high)
         decisions.append(decision)
