@@ -29,18 +29,21 @@
 //
 // Config (static members):
 //   using Elem = bf16 | f16;
-//   kHeadDim              Q/K tile width: 128 or 256 (the N of dK's RS product)
+//   kHeadDim              Q/K tile width: 128 or 256 (the N of dK's RS product; 128 under the key split)
 //   kValueDim             V/dO tile width: 64, 128 or 256 (the N of dV's RS product)
 //   kHeadCols, kValueCols the tensors' widths (multiples of 8 up to the tiles'): the TMA zero-fills
 //                         the padding, which adds nothing; dQ, dK and dV are stored without it
 //   kGroup                query heads per KV head (0: q.shape[1] / k.shape[1] at run time)
 //   kWindowLeft, kWindowRight, kScale   Window<L, R> mask, softmax scale (no softcap in this form)
 //   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales)
-//   kStages               Q/dO ring depth (2 at D = 256: 210 KB)
-//   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread)
+//   kStages               Q/dO ring depth (2 at D = 256: 223 KB; D = 128 key split: 166 KB, 3 fit)
+//   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
+//                         64 under the key split
+//   kKeySplit             split the consumers by keys (kHeadDim 128, kValueDim <= 128) or by role (kHeadDim >= 128)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
-// Launch: grid (ceil(Sk / 64), heads_kv, batch); kThreads (384) threads; kSmemBytes dynamic shared
-// memory. The maps: 4-D (D, S, H, B) of q, k, v, dO with box (64, 64, 1, 1) and the 128B swizzle.
+// Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
+// kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, 64, 1, 1), of k and v
+// with box (64, kBlockN, 1, 1), all with the 128B swizzle.
 // lse [B, Hq, Sq] (natural log), delta = rowsum(dO O) [B, Hq, Sq] and dq_accum [B, Hq, Sq, D] f32
 // (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
 #pragma once
