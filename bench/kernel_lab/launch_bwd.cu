@@ -53,11 +53,13 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     if (int e = make_map(&tk, k, lab_main::kBlockN)) return e;
     if (int e = make_map(&tv, v, lab_main::kBlockN)) return e;
     if (int e = make_map(&tdo, dout, lab_main::kBlockM)) return e;
+    CUtensorMap tdq;  // dq_accum (f32): boxes of 64 rows x 32 columns (kDqTma)
+    if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
         q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
-        *reinterpret_cast<const TmaDescriptor*>(&tdo));
+        *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
 #else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
                                                                                dk, dv FLASHC_LAB_SEM);

@@ -24,8 +24,8 @@ func.func @shifted(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: t
 // sm_90a's backward at D = 128 is the warp-specialised key split: the library
 // clamps the offset (Window::clamp_offset).
 // CUDA-LABEL: flashc_shifted_attention_bwd(
-// CUDA-SAME: const __grid_constant__ flashc::TmaDescriptor dout_map, const int key_offset) {
-// CUDA-NEXT: flashc::device::attention_bwd_ws<flashc_shifted_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, key_offset);
+// CUDA-SAME: const __grid_constant__ flashc::TmaDescriptor dq_accum_map, const int key_offset) {
+// CUDA-NEXT: flashc::device::attention_bwd_ws<flashc_shifted_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, key_offset, &dq_accum_map);
 // CUDA-LABEL: flashc_shifted_attention_fwd(
 // CUDA-SAME: const __grid_constant__ flashc::TmaDescriptor v_map, const int key_offset) {
 // CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_shifted_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse, key_offset);
@@ -45,6 +45,7 @@ func.func @shifted(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: t
 // MANIFEST: tensor dv bf16 out [B, 2, Sk, 128]
 // MANIFEST: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
 // MANIFEST: tensormap dout_map of dout box [1, 1, 64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dq_accum_map of dq_accum box [1, 1, 64, 32] swizzle 128
 // MANIFEST-NEXT: scalar key_offset i32
 // MANIFEST: grid cdiv(Sk, 128), 2, B
 // MANIFEST-NEXT: block 384, 1, 1

@@ -58,7 +58,7 @@
 // WS-FALLBACK-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64
 // The Sᵀ backward kernel at D = 128 (no softcap): the warp-specialised key split on sm_90a (128 keys on 8
 // warps, 64 queries a step; shared memory from AttentionBwdWsPlan: K, V 2 x 32 KiB, a 2-slot Q / dO ring
-// 64 KiB, two dSᵀ buffers 32 KiB, lse / D 1 KiB, mbarriers, 1 KiB of alignment = 165928 bytes); mma.sync
+// 64 KiB, two dSᵀ buffers 32 KiB, dQ's TMA boxes 32 KiB, lse / D 1 KiB, mbarriers, 1 KiB of alignment = 198696 bytes); mma.sync
 // when an override breaks that shape; a query block whose 16-row bands do not split the warps evenly is
 // refused (dQ's warp groups would add columns twice). (The hand rules: the built-in tuning table gives this causal
 // key 3 stages.)
@@ -77,7 +77,7 @@
 // saturating arithmetic (which still guards tiles built in-process) sees it.
 // HUGE: plan-memory-huge-tile.mlir:9:80: error: !tile.tile dimension 4294967296 exceeds 65536
 // ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
-// ST-SAME: smem_bytes = 165928 : i64
+// ST-SAME: smem_bytes = 198696 : i64
 // ST-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64
 // ST-4W-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4

@@ -265,12 +265,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 blockN, blockN / 16));
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
-  // q, dout: 64 query rows; k, v: the block's key rows (one head of one batch).
-  std::vector<std::string> maps = addTensorMaps({{0, {1, 1, 64, 64}},
-                                                 {1, {1, 1, blockN, 64}},
-                                                 {2, {1, 1, blockN, 64}},
-                                                 {3, {1, 1, 64, 64}}},
-                                                argNames, cppNames, result);
+  // q, dout: 64 query rows; k, v: the block's key rows (one head of one batch);
+  // the key split's dq_accum: boxes of 64 rows x 32 f32 columns its TMA
+  // reductions add into.
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{0, {1, 1, 64, 64}},
+                                                                 {1, {1, 1, blockN, 64}},
+                                                                 {2, {1, 1, blockN, 64}},
+                                                                 {3, {1, 1, 64, 64}}};
+  if (keySplit)
+    boxes.push_back({6, {1, 1, 64, 32}});
+  std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
 
   std::string ns = entry.str() + "_config";
   out << "// Warp-specialised TMA backward (strategy wgmma_ws_sm90): the device library's\n"
@@ -286,6 +290,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
   out << "  static constexpr bool kKeySplit = " << (keySplit ? "true;  // consumers split by keys\n"
                                                             : "false;  // consumers split by role\n");
+  out << "  static constexpr bool kDqTma = " << (keySplit ? "true;  // dQ by TMA tensor reductions\n"
+                                                          : "false;  // dQ by the consumers' reductions\n");
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";
@@ -299,7 +305,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
   out << ", " << (keyOffset ? cppNames[9] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])")
-      << ");\n";
+      << (keySplit ? ", &" + maps[4] : std::string()) << ");\n";
   out << "}\n\n";
   return result;
 }

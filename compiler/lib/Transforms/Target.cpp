@@ -134,7 +134,9 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
   bool keySplit = wsBackwardKeySplit(headDim, valueDim);
   int64_t blockN = wsBackwardBlockN(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
-  int64_t exchange = keySplit ? 2 * blockN * 64 * 2 : 64 * 64 * 2 + 64 * 64 * 4;
+  // (The key split's dQ also leaves through shared memory: two 64 x 32 f32
+  // boxes a warpgroup for its TMA reductions.)
+  int64_t exchange = keySplit ? 2 * blockN * 64 * 2 + 4 * 64 * 32 * 4 : 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * 64 * 4;
   int64_t barriers = 1 + 2 * stages;
   return tiles + exchange + vectors + 8 * barriers + 1024;

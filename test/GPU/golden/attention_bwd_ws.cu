@@ -18,6 +18,9 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_DQ_COLS  // dQ columns a product (a warpgroup computes half of D)
 #define FLASHC_BWD_WS_DQ_COLS 64
 #endif
+#ifndef FLASHC_BWD_WS_DQ_TMA  // key split: dQ by TMA tensor reductions into dq_accum's map
+#define FLASHC_BWD_WS_DQ_TMA 0
+#endif
 #ifndef FLASHC_BWD_WS_KEY_SPLIT  // consumers split by keys (128 a block) up to D = 128, else by role
 #define FLASHC_BWD_WS_KEY_SPLIT (FLASHC_HEAD_DIM <= 128)
 #endif
@@ -32,6 +35,7 @@ struct Config {
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
+  static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
@@ -45,7 +49,8 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
                                             const __grid_constant__ flashc::TmaDescriptor q_map,
                                             const __grid_constant__ flashc::TmaDescriptor k_map,
                                             const __grid_constant__ flashc::TmaDescriptor v_map,
-                                            const __grid_constant__ flashc::TmaDescriptor do_map) {
+                                            const __grid_constant__ flashc::TmaDescriptor do_map,
+                                            const __grid_constant__ flashc::TmaDescriptor dq_map) {
   flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
-                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]));
+                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
 }

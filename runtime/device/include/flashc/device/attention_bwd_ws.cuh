@@ -101,6 +101,10 @@ struct AttentionBwdWsPlan {
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
   // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
   static constexpr int kDsBuffers = kKeySplit ? 2 : 1;
+  // Key split: dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a
+  // warpgroup, 128B swizzle) into dq_accum's map instead of the consumers' red.v4.
+  static constexpr bool kDqTma = kKeySplit && Config::kDqTma;
+  static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
@@ -108,7 +112,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemDO = kSmemQ + kStages * QTile::kBytes;     // kStages slots
   static constexpr int kSmemDS = kSmemDO + kStages * DOTile::kBytes;
   static constexpr int kSmemP = kSmemDS + kDsBuffers * DSTile::kBytes;
-  static constexpr int kSmemLse = kSmemP + kPBytes;                     // float[kBlockM] a slot
+  static constexpr int kSmemDq = kSmemP + kPBytes;                      // kDqTma: 2 boxes a warpgroup
+  static constexpr int kSmemLse = kSmemDq + (kDqTma ? 4 * kDqBoxBytes : 0);  // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -124,7 +129,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
                                                  const TensorArg& q, const TensorArg& k, const TensorArg& lse,
                                                  const TensorArg& delta, const TensorArg& dq_accum,
-                                                 const TensorArg& dk, const TensorArg& dv, int key_offset) {
+                                                 const TensorArg& dk, const TensorArg& dv, int key_offset,
+                                                 const TmaDescriptor* tma_dq = nullptr) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -294,10 +300,39 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
       wgmma_wait<1>();                                 // dQ done
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      atomic_add_row_segments(dq_cols, q0, dq);
+      if constexpr (P::kDqTma) {
+        const bool issuer = wg_thread == 0;
+        const unsigned buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
+        if (issuer && it > 0) tma_wait_group<0>();      // the previous reduction has read the buffer
+        named_barrier_sync(3 + warpgroup, 128);
+        // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8).
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = dq.row(0, h);
+#pragma unroll
+          for (int nt = 0; nt < dq.kNT; ++nt) {
+            const int c = dq.col(nt, 0), cc = c % 32;
+            const unsigned at = buffer + (c / 32) * P::kDqBoxBytes + r * 128 + ((((cc / 4) ^ (r % 8))) << 4) + (cc % 4) * 4;
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq.v[0][nt][2 * h]),
+                         "f"(dq.v[0][nt][2 * h + 1])
+                         : "memory");
+          }
+        }
+        fence_async_shared();                          // generic-proxy stores -> the TMA engine's reads
+        named_barrier_sync(3 + warpgroup, 128);
+        if (issuer) {
+          tma_reduce_add_4d(tma_dq, buffer, warpgroup * 64, q0, head, batch);
+          tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, warpgroup * 64 + 32, q0, head, batch);
+          tma_commit_group();
+        }
+      } else {
+        atomic_add_row_segments(dq_cols, q0, dq);
+      }
       wgmma_wait<0>();
       release(s);
     }
+    if constexpr (P::kDqTma)
+      if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);

@@ -52,6 +52,25 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const TmaDescriptor* m
       : "memory");
 }
 
+// Shared box -> added into the box at (c0, c1, c2, c3) of a 4-D map (cp.reduce.async.bulk.tensor ... add: f32
+// reductions done by the TMA engine; elements outside the tensor are dropped), in this thread's bulk group.
+__device__ __forceinline__ void tma_reduce_add_4d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void tma_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most N of this thread's bulk groups still read shared memory (kRead) or are still running.
+template <int N, bool kRead = true>
+__device__ __forceinline__ void tma_wait_group() {
+  if (kRead)
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+  else
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // All panels of a [R][C] panel tile (C/64 boxes of [R][64]) from rows c1.. of a 4-D map.
 template <class Tile>
 __device__ __forceinline__ void tma_load_panels(Tile dst, const TmaDescriptor* map, unsigned bar, int row, int head,
