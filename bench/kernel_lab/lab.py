@@ -103,11 +103,6 @@ VARIANTS = {
     # D = 128 splits the consumers by keys (128 a block; dQ's product before dK's since run 11); _roles: the role
     # split at D = 128 (runs 9-10) for the A/B.
     "d128_bwdws_roles": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_KEY_SPLIT": 0}, True),
-    # _dqtma: dQ through shared memory and two TMA tensor reductions a warpgroup into dq_accum's f32 map.
-    "d128_bwdws_dqtma": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_TMA": 1}, True),
-    "d128_causal_bwdws_dqtma": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_TMA": 1}, True),
-    "d128_f16_gqa4_win100_bwdws_dqtma": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_TMA": 1},
-                                         True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -121,8 +116,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
                  "d64_ws_st4", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
-                 "d128_causal_bwdws_st3", "d128_bwdws_roles",
-                 "d128_bwdws_dqtma", "d128_causal_bwdws_dqtma"]
+                 "d128_causal_bwdws_st3", "d128_bwdws_roles"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

@@ -53,7 +53,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     if (int e = make_map(&tk, k, lab_main::kBlockN)) return e;
     if (int e = make_map(&tv, v, lab_main::kBlockN)) return e;
     if (int e = make_map(&tdo, dout, lab_main::kBlockM)) return e;
-    CUtensorMap tdq;  // dq_accum (f32): boxes of 64 rows x 32 columns (kDqTma)
+    CUtensorMap tdq;  // dq_accum (f32): boxes of 64 rows x 32 columns (the key split adds dQ through it)
     if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(

@@ -121,7 +121,6 @@ func.func @capped(%q: tensor<?x2x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: te
 // CUDA-LABEL: namespace flashc_llama_attention_bwd_config {
 // CUDA: kHeadDim = 128, kValueDim = 128, kHeadCols = 128, kValueCols = 128;
 // CUDA: kKeySplit = true;
-// CUDA-NEXT: kDqTma = true;
 // CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 198696
 // MANIFEST-LABEL: kernel llama_attention_bwd
 // MANIFEST: tensormap q_map of q box [1, 1, 64, 64] swizzle 128

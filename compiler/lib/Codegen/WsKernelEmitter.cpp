@@ -290,8 +290,6 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
   out << "  static constexpr bool kKeySplit = " << (keySplit ? "true;  // consumers split by keys\n"
                                                             : "false;  // consumers split by role\n");
-  out << "  static constexpr bool kDqTma = " << (keySplit ? "true;  // dQ by TMA tensor reductions\n"
-                                                          : "false;  // dQ by the consumers' reductions\n");
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";

@@ -18,9 +18,6 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_DQ_COLS  // dQ columns a product (a warpgroup computes half of D)
 #define FLASHC_BWD_WS_DQ_COLS 64
 #endif
-#ifndef FLASHC_BWD_WS_DQ_TMA  // key split: dQ by TMA tensor reductions into dq_accum's map
-#define FLASHC_BWD_WS_DQ_TMA 0
-#endif
 #ifndef FLASHC_BWD_WS_KEY_SPLIT  // consumers split by keys (128 a block) up to D = 128, else by role
 #define FLASHC_BWD_WS_KEY_SPLIT (FLASHC_HEAD_DIM <= 128)
 #endif
@@ -35,7 +32,6 @@ struct Config {
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
-  static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;

@@ -5,7 +5,8 @@
 // keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
 //   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dQ, dK += dSᵀ Q (RS);
 //   dSᵀ of both warpgroups meets in shared memory (two buffers, one named barrier a step), and warpgroup g
-//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys (in 64-byte row segments, under dK's product).
+//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys: through shared memory by two TMA tensor reductions
+//   into dq_accum's map (tma_dq), under dK's product.
 //   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
 //
 // Role split (head dims above 128): 64 keys a block; the two
@@ -102,8 +103,8 @@ struct AttentionBwdWsPlan {
   // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
   static constexpr int kDsBuffers = kKeySplit ? 2 : 1;
   // Key split: dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a
-  // warpgroup, 128B swizzle) into dq_accum's map instead of the consumers' red.v4.
-  static constexpr bool kDqTma = kKeySplit && Config::kDqTma;
+  // warpgroup, 128B swizzle) into dq_accum's map: +2-8 % over the consumers' red.v4 (kernel lab run 15).
+  static constexpr bool kDqTma = kKeySplit;
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kSmemK = 0;
@@ -288,8 +289,6 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       store_fragments(ds_step, dst16);
       fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
       RegTileF32<kBlockM, kDqCols, 4> dq;              // dQ[:, 64g..] over all 128 keys
-      const GlobalMatrix<float> dq_cols =
-          tile_window(matrix_at<float>(dq_accum, batch, head), warpgroup * kDqCols, Sq, P::kHeadCols);
       // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
       // kernel lab run 11).
       named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
@@ -300,39 +299,35 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
       wgmma_wait<1>();                                 // dQ done
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      if constexpr (P::kDqTma) {
-        const bool issuer = wg_thread == 0;
-        const unsigned buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
-        if (issuer && it > 0) tma_wait_group<0>();      // the previous reduction has read the buffer
-        named_barrier_sync(3 + warpgroup, 128);
-        // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8).
+      // dQ leaves through shared memory by two TMA tensor reductions a warpgroup.
+      const bool issuer = wg_thread == 0;
+      const unsigned buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
+      if (issuer && it > 0) tma_wait_group<0>();      // the previous reduction has read the buffer
+      named_barrier_sync(3 + warpgroup, 128);
+      // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8).
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = dq.row(0, h);
+      for (int h = 0; h < 2; ++h) {
+        const int r = dq.row(0, h);
 #pragma unroll
-          for (int nt = 0; nt < dq.kNT; ++nt) {
-            const int c = dq.col(nt, 0), cc = c % 32;
-            const unsigned at = buffer + (c / 32) * P::kDqBoxBytes + r * 128 + ((((cc / 4) ^ (r % 8))) << 4) + (cc % 4) * 4;
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq.v[0][nt][2 * h]),
-                         "f"(dq.v[0][nt][2 * h + 1])
-                         : "memory");
-          }
+        for (int nt = 0; nt < dq.kNT; ++nt) {
+          const int c = dq.col(nt, 0), cc = c % 32;
+          const unsigned at = buffer + (c / 32) * P::kDqBoxBytes + r * 128 + ((((cc / 4) ^ (r % 8))) << 4) + (cc % 4) * 4;
+          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq.v[0][nt][2 * h]),
+                       "f"(dq.v[0][nt][2 * h + 1])
+                       : "memory");
         }
-        fence_async_shared();                          // generic-proxy stores -> the TMA engine's reads
-        named_barrier_sync(3 + warpgroup, 128);
-        if (issuer) {
-          tma_reduce_add_4d(tma_dq, buffer, warpgroup * 64, q0, head, batch);
-          tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, warpgroup * 64 + 32, q0, head, batch);
-          tma_commit_group();
-        }
-      } else {
-        atomic_add_row_segments(dq_cols, q0, dq);
+      }
+      fence_async_shared();                          // generic-proxy stores -> the TMA engine's reads
+      named_barrier_sync(3 + warpgroup, 128);
+      if (issuer) {
+        tma_reduce_add_4d(tma_dq, buffer, warpgroup * 64, q0, head, batch);
+        tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, warpgroup * 64 + 32, q0, head, batch);
+        tma_commit_group();
       }
       wgmma_wait<0>();
       release(s);
     }
-    if constexpr (P::kDqTma)
-      if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
+    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
