@@ -26,50 +26,36 @@ static EncodeTiledFn encode_tiled() {
 }
 
 // 4-D tiled map (D, S, H, B) of an attention tensor [B, H, S, D] (any strides with a unit inner
-// stride and 16-byte multiples elsewhere: bhsd and bshd alike), box (64, rows, 1, 1), 128-byte
-// swizzle = one SmemPanelTile panel per copy; out-of-bounds elements read as zero. Built per call:
-// it embeds the base pointer, so nothing is cached.
-static int make_map(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows) {
-  constexpr int kElem = 2;
+// stride and 16-byte multiples elsewhere: bhsd and bshd alike), box (128 bytes of columns, rows, 1, 1),
+// 128-byte swizzle = one SmemPanelTile panel per copy; out-of-bounds elements read as zero. Built per
+// call: it embeds the base pointer, so nothing is cached.
+static int make_map_of(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows, CUtensorMapDataType type,
+                       int elem_bytes) {
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.shape[3]), static_cast<cuuint64_t>(t.shape[2]),
                               static_cast<cuuint64_t>(t.shape[1]), static_cast<cuuint64_t>(t.shape[0])};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(t.stride[2]) * kElem, static_cast<cuuint64_t>(t.stride[1]) * kElem,
-                                 static_cast<cuuint64_t>(t.stride[0]) * kElem};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(t.stride[2]) * elem_bytes,
+                                 static_cast<cuuint64_t>(t.stride[1]) * elem_bytes,
+                                 static_cast<cuuint64_t>(t.stride[0]) * elem_bytes};
   cuuint64_t s_fixed[3];  // a size-1 dim may carry any stride (never stepped): give TMA a legal one
   for (int i = 0; i < 3; ++i) {
     if (dims[i + 1] > 1 && (strides[i] == 0 || strides[i] % 16 != 0)) return -10;
     s_fixed[i] = dims[i + 1] > 1 ? strides[i] : strides[i] == 0 ? 16 : (strides[i] + 15) / 16 * 16;
   }
   if ((reinterpret_cast<unsigned long long>(t.data) & 15) != 0) return -11;
-  const cuuint32_t box[4] = {64, box_rows, 1, 1};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(128 / elem_bytes), box_rows, 1, 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   EncodeTiledFn fn = encode_tiled();
   if (!fn) return -12;
-  const CUresult r = fn(map, FLASHC_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                        4, t.data, dims, s_fixed, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+  const CUresult r = fn(map, type, 4, t.data, dims, s_fixed, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
 }
 
-// The same for an f32 tensor [B, H, S, D] (dq_accum): box (32, rows, 1, 1), 128-byte swizzle (32 floats a row).
+// q, k, v, dO (16-bit): boxes of 64 columns.
+static int make_map(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows) {
+  return make_map_of(map, t, box_rows, FLASHC_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2);
+}
+// dq_accum (f32): boxes of 32 columns.
 static int make_map_f32(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows) {
-  constexpr int kElem = 4;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.shape[3]), static_cast<cuuint64_t>(t.shape[2]),
-                              static_cast<cuuint64_t>(t.shape[1]), static_cast<cuuint64_t>(t.shape[0])};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(t.stride[2]) * kElem, static_cast<cuuint64_t>(t.stride[1]) * kElem,
-                                 static_cast<cuuint64_t>(t.stride[0]) * kElem};
-  cuuint64_t s_fixed[3];
-  for (int i = 0; i < 3; ++i) {
-    if (dims[i + 1] > 1 && (strides[i] == 0 || strides[i] % 16 != 0)) return -20;
-    s_fixed[i] = dims[i + 1] > 1 ? strides[i] : strides[i] == 0 ? 16 : (strides[i] + 15) / 16 * 16;
-  }
-  if ((reinterpret_cast<unsigned long long>(t.data) & 15) != 0) return -21;
-  const cuuint32_t box[4] = {32, box_rows, 1, 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  EncodeTiledFn fn = encode_tiled();
-  if (!fn) return -22;
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, t.data, dims, s_fixed, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : -200 - static_cast<int>(r);
+  return make_map_of(map, t, box_rows, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4);
 }

@@ -11,6 +11,7 @@ per cent can be run-to-run spread.
 """
 
 import datetime
+import itertools
 import math
 import re
 
@@ -54,7 +55,7 @@ def results(plan, records):
                                     if r is not None and r.get("status") != "ok"]
                 # The confirmation rounds' times at this size (a round counts where every direction was timed).
                 rounds = []
-                for r in range(64):
+                for r in itertools.count():
                     parts = [by_task.get(("confirm", bundle, d, "%s#%d" % (label, r))) for d in unit["directions"]]
                     if any(x is None for x in parts):
                         break
