@@ -18,7 +18,9 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CHUNKED
 // CHUNKED-NOT: kThreads, true>
 // CHUNKED-NOT: atomic_add_tile<true>
-// CHUNKED: flashc_ffn_ffn_down(
+// CHUNKED: flashc_ffn_ffn_up(
+// CHUNKED-NOT: kThreads, true>
+// CHUNKED-NOT: atomic_add_tile<true>
 // 128 columns wide, a point of the gemm tuning space a table entry selects
 // (the plain GEMMs' hand rule is 256): the same overlapped loops.
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=tile -o - | FileCheck %s --check-prefix=PLAN-NARROW
@@ -34,6 +36,13 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
   return %y : tensor<?x1024xbf16>
 }
 
+// The down projection (+ b2, no activation) is the same code as the
+// backward's pre-activation GEMM (x·W1 + b1), so it is printed once, under
+// that kernel's name, before the forward's kernels.
+// CHECK-LABEL: flashc_ffn_ffn_bwd_pre(
+// CHECK: add_bias({{.*}}, vector_view<bf16>(
+// CHECK-NOT: activation<
+// CHECK: store_tile<kThreads>(
 // CHECK-LABEL: flashc_ffn_ffn_up(
 // The K loop: x and W1 tiles pipelined, f32 accumulation.
 // CHECK: for (int
@@ -42,10 +51,6 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // CHECK: add_bias({{.*}}, vector_view<bf16>(
 // CHECK: activation<Act::GeluTanh, true>(
 // CHECK: convert(
-// CHECK: store_tile<kThreads>(
-// CHECK-LABEL: flashc_ffn_ffn_down(
-// CHECK: add_bias({{.*}}, vector_view<bf16>(
-// CHECK-NOT: activation<
 // CHECK: store_tile<kThreads>(
 
 // PLAN-LABEL: tile.kernel @ffn_ffn_bwd_db2
@@ -83,20 +88,21 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // WG80-NOT: wgmma
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
-// PTXAS: Compiling entry function 'flashc_ffn_ffn_down'
+// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_hidden'
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
-// The backward hidden kernel (two accumulators) stays 128 wide.
+// The backward hidden kernel (dy·W2ᵀ, the pre-activation tile read in its
+// epilogue) is 128 wide with 4 stages.
 // WIDE-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
-// WIDE-NEXT: // 128 x 128 blocks,
+// WIDE-NEXT: // 128 x 128 blocks, 4 stages,
 // WIDE-LABEL: namespace flashc_ffn_ffn_up_config {
 // WIDE-NEXT: // 128 x 256 blocks, 4 stages,
 // WIDE-LABEL: flashc_ffn_ffn_up(
 // WIDE: const SmemPanelTile<bf16, 64, 256> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 256>>(
 // WIDE-NEXT: wgmma_matmul<false>({{.+}}, [[W]]);
-// The backward hidden kernel has 3 stages: too few to keep a group in flight.
+// The backward hidden kernel keeps a group in flight too.
 // OVL-LABEL: flashc_ffn_ffn_bwd_hidden(
-// OVL-NOT: wgmma_wait<1>
+// OVL: wgmma_wait<1>();
 // OVL-LABEL: flashc_ffn_ffn_bwd_dw2(
 // OVL: wgmma_wait<1>();
 // OVL-LABEL: flashc_ffn_ffn_up(

@@ -137,18 +137,32 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 
 // -----
 
-// FFN backward: h and dpre recomputed in one kernel, then GEMMs with
-// transposed operands and column sums for the bias gradients. The weight
-// gradients have one output tile each, so their contraction over the M rows
-// is split in slices of 4096 over grid z (gemm_split_k), added atomically
-// into a zeroed f32 workspace, then converted (convert_f32).
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
+// FFN backward: the pre-activation again as a plain GEMM (pre = x·W1 + b1),
+// then dh = dy·W2ᵀ with h = act(pre) and dpre = dh ∘ act'(pre) in its
+// epilogue, then GEMMs with transposed operands and column sums for the bias
+// gradients. The weight gradients have one output tile each, so their
+// contraction over the M rows is split in slices of 4096 over grid z
+// (gemm_split_k), added atomically into a zeroed f32 workspace, then
+// converted (convert_f32).
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_pre(
+// CHECK-SAME: role = gemm, activation = identity
+// CHECK-SAME: bias1 = true
 // CHECK: tile.add_bias
+// CHECK-NOT: tile.activation
+// CHECK: tile.store %{{.*}}, %arg3
+// dh = dy·W2ᵀ; the pre tile is loaded before the product loop.
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
+// CHECK-SAME: role = ffn_backward_hidden, activation = gelu_tanh, transpose_a = false, transpose_b = true
+// CHECK: %[[PRE_SMEM:.*]] = tile.load %arg2
+// CHECK: scf.for
 // CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_b
-// CHECK: %[[H:.*]] = tile.activation gelu_tanh %[[PRE:.*]] :
-// CHECK: tile.store %{{.*}}, %arg5
+// CHECK: %[[PRE:.*]] = tile.convert %[[PRE_SMEM]]
+// h = act(pre)
+// CHECK: tile.activation gelu_tanh %[[PRE]] :
+// CHECK: tile.store %{{.*}}, %arg3
+// dpre = dh ∘ act'(pre)
 // CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE]]
-// CHECK: tile.store %{{.*}}, %arg6
+// CHECK: tile.store %{{.*}}, %arg4
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
 // CHECK-SAME: #tile.grid<ceildiv(arg0[0], 4096)>
 // CHECK-SAME: role = gemm_split_k
@@ -171,9 +185,11 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dy"}
 // CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dx"}
 // CHECK-SAME: {tile.name = "db2"}) attributes {tile.program}
+// CHECK: %[[PRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "pre"}
 // CHECK: %[[HID:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "h"}
 // CHECK: %[[DPRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dpre"}
-// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg0, %arg1, %arg2, %arg3, %arg5, %[[HID]], %[[DPRE]])
+// CHECK: tile.launch @ffn_ffn_bwd_pre(%arg0, %arg1, %arg2, %[[PRE]])
+// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg5, %arg3, %[[PRE]], %[[HID]], %[[DPRE]])
 // CHECK: %[[DW2:.*]] = tile.alloc_tensor() {tile.name = "dw2_accum"} : <128x32xf32>
 // CHECK: tile.launch @ffn_ffn_bwd_dw2(%[[HID]], %arg5, %[[DW2]])
 // CHECK: tile.launch @ffn_ffn_bwd_dw2_convert(%[[DW2]], %arg9)
@@ -335,10 +351,21 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
 // -----
 
 // A gated FFN of widths that are not multiples of 8 (#22: d = 333, h = 1001, d_out = 77): its
-// backward builds as any other (was refused). The hidden kernel stores h, dgate and dup limited to
+// backward builds as any other (was refused). The gate and up pre-activations are plain GEMMs; the
+// hidden kernel stores dup, h and dgate limited to
 // h = 1001; the weight gradients split K over the rows into f32 accumulators of 77 and 1001 columns
 // (the runtime pads their rows to 16 bytes), each atomic add and conversion limited to the width.
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_gate(
+// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_up(
+// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_hidden(
+// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK-SAME: gated = true
+// g and u are read before dh = dy·W2ᵀ's loop.
+// CHECK: tile.load %arg2
+// CHECK: tile.load %arg3
+// CHECK: scf.for
 // CHECK-COUNT-3: tile.store {{.*}} : <128x128xbf16, register>, <?x1001xbf16>
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw2(
 // CHECK-SAME: role = gemm_split_k

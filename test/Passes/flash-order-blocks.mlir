@@ -1,6 +1,6 @@
 // flash-order-blocks chooses the order in which each kernel's blocks take their
 // tiles. The GEMM-family kernels (here the FFN's up and down projections and
-// its backward: hidden, dW2, dW1, dx) take their 2-D tile grid grouped: launch
+// its backward: pre, hidden, dW2, dW1, dx) take their 2-D tile grid grouped: launch
 // index p = x + y·gridDim.x walks 8 row blocks of one column block, then the
 // next column, so the blocks in flight share A rows and B columns in L2
 // (row-major, a wave re-reads all of A for every column block). A causal
@@ -17,6 +17,8 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_pre(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
@@ -36,7 +38,7 @@
 // TUNED-LABEL: tile.kernel @ffn_ffn_down(
 // TUNED-SAME: grid_order = #tile.grid_order<order = grouped, group = 16>
 // TUNED-SAME: tuning = {entry = "{{.*}}tuning-schedule.txt:5", group = 16 : i64, key = "sm_90a gemm bf16 m?n1024k4096 -"}
-// CUDA-LABEL: flashc_ffn_ffn_down(
+// CUDA-LABEL: flashc_ffn_ffn_up(
 // CUDA: const int m_block = grouped_block<8>().x;  // tiles in groups of 8 row blocks (L2 reuse)
 // CUDA-NEXT: const int n_block = grouped_block<8>().y;
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {

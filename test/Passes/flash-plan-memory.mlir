@@ -148,16 +148,17 @@ tile.kernel @handwritten(%a: !tile.tensor<?x64xf32>) attributes {
   tile.return
 }
 
-// The default pipeline depth is lowered until a kernel fits: the f32 gated
-// FFN backward kernel at 128 x 128 x 32 needs 240 KiB with 3 stages, so it gets
-// 2 (160 KiB); the GEMMs keep 3 stages.
-// STAGES-LABEL: tile.kernel @swiglu_ffn_bwd_hidden
-// STAGES-SAME: smem_bytes = 163840 : i64
-// STAGES-SAME: stages = 2 : i64
+// The default pipeline depth is lowered until a kernel fits: the gated FFN
+// backward's dx += du·W_upᵀ (128 x 256, bf16) reads its C tile (64 KiB) beside
+// the pipeline, so 4 stages of 48 KiB (256 KiB) do not fit and it gets 3
+// (208 KiB); the other GEMMs keep 4.
 // STAGES-LABEL: tile.kernel @swiglu_ffn_bwd_dw2
+// STAGES-SAME: stages = 4 : i64
+// STAGES-LABEL: tile.kernel @swiglu_ffn_bwd_dx_up
+// STAGES-SAME: smem_bytes = 212992 : i64
 // STAGES-SAME: stages = 3 : i64
-func.func @swiglu(%x: tensor<?x1024xf32>, %wg: tensor<1024x2048xf32>, %wu: tensor<1024x2048xf32>, %w2: tensor<2048x1024xf32>) -> tensor<?x1024xf32> {
+func.func @swiglu(%x: tensor<?x1024xbf16>, %wg: tensor<1024x2048xbf16>, %wu: tensor<1024x2048xbf16>, %w2: tensor<2048x1024xbf16>) -> tensor<?x1024xbf16> {
   %y = flash.ffn silu %x, %wg up %wu, %w2
-      : (tensor<?x1024xf32>, tensor<1024x2048xf32>, tensor<1024x2048xf32>, tensor<2048x1024xf32>) -> tensor<?x1024xf32>
-  return %y : tensor<?x1024xf32>
+      : (tensor<?x1024xbf16>, tensor<1024x2048xbf16>, tensor<1024x2048xbf16>, tensor<2048x1024xbf16>) -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
 }

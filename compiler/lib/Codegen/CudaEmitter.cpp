@@ -361,6 +361,13 @@ private:
   /// accumulators): independent ops run while the tensor cores work; the wait
   /// comes before the first op that touches one of them, or at the block end.
   SmallVector<Value> wgmmaInFlight;
+  /// Shared tiles of standalone loads issued (cp.async, committed) but not
+  /// waited for: the wait comes before the first op that reads one, so a
+  /// load placed before a product loop lands under it.
+  SmallVector<Value> loadsInFlight;
+  /// Waits for the loads in flight when `op` (or an op nested in it) reads
+  /// one of them, or unconditionally with `force`.
+  void landLoadsInFlight(Operation *op, bool force = false);
   bool touchesWgmmaInFlight(Operation *op);
   void waitWgmma(int keepGroups = 0);
   /// The number of wgmma products (one group each) of a loop whose body is
@@ -616,16 +623,41 @@ std::string KernelEmitter::resultOf(Operation *op, Value operand, StringRef hint
 }
 
 LogicalResult KernelEmitter::emitBlock(Block &block, int keepGroups) {
+  size_t loadsBefore = loadsInFlight.size();
   for (Operation &op : block.without_terminator()) {
     if (emittedAhead.contains(&op))
       continue;
     if (touchesWgmmaInFlight(&op))
       waitWgmma();
+    landLoadsInFlight(&op);
     if (failed(emitOp(&op)))
       return failure();
   }
+  // A load issued in this block lands in it (a loop body's next iteration
+  // reuses its buffer).
+  if (loadsInFlight.size() > loadsBefore)
+    landLoadsInFlight(nullptr, /*force=*/true);
   waitWgmma(keepGroups);  // yields and end-of-iteration barriers read or recycle them
   return success();
+}
+
+void KernelEmitter::landLoadsInFlight(Operation *op, bool force) {
+  if (loadsInFlight.empty())
+    return;
+  bool reads = force;
+  if (!reads)
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (llvm::is_contained(loadsInFlight, operand)) {
+          reads = true;
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+  if (!reads)
+    return;
+  emitLoadsLanded("cp_async_wait<0>();");
+  loadsInFlight.clear();
 }
 
 bool KernelEmitter::touchesWgmmaInFlight(Operation *op) {
@@ -1004,8 +1036,15 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   }
   if (pipelined)
     line() << "cp_async_wait<0>();\n";
+  // That wait and the barrier below also land the standalone loads issued
+  // before the loop.
+  bool landsLoads = pipelined && writesShared && oneBarrier && !loadsInFlight.empty();
+  if (landsLoads && wgmma())
+    line() << "fence_async_shared();\n";
   if (writesShared && oneBarrier)
     barrier("  // the last iteration's buffers are free for what follows");
+  if (landsLoads)
+    loadsInFlight.clear();
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);
@@ -1251,7 +1290,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         if (failed(emitLoadIssue(o, name)))
           return failure();
         line() << "cp_async_commit();\n";
-        emitLoadsLanded("cp_async_wait<0>();");
+        loadsInFlight.push_back(o.getResult());
         return success();
       })
       .Case([&](tile::StoreOp o) {

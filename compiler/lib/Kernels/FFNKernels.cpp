@@ -7,8 +7,10 @@
 //   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
 //                        the second matmul directly (never leaves the SM).
-//   ffn_backward_hidden  recomputes pre = x·W1 + b1, writes h = act(pre) and
-//                        dpre = (dy·W2ᵀ) ∘ act'(pre).
+//   ffn_backward_hidden  dh = dy·W2ᵀ; from the pre-activation pre = x·W1 + b1
+//                        (computed by a plain gemm before it) writes
+//                        h = act(pre) and dpre = dh ∘ act'(pre) (gated: from
+//                        g and u, h, dg and du).
 //   column_sum           db[n] = Σ_m A[m, n] (bias gradients), as a matmul with
 //                        a ones tile so it runs on the tensor cores.
 //   gemm_split_k         C += op(A)·op(B) over one slice of the contraction per
@@ -277,31 +279,30 @@ struct GemmKernel {
     kb.store(kb.named("y16", kb.convert(result, elem)), y, at(y, batch, row0, zero), M, N);
   }
 
-  /// Plain: h = act(pre), dpre = dh ∘ act'(pre) with pre = x·W1 + b1.
-  /// Gated: g = x·Wg, u = x·Wu, h = act(g) ∘ u, dg = (dh ∘ u) ∘ act'(g),
-  /// du = dh ∘ act(g). dh = dy·W2ᵀ in both.
+  /// dh = dy·W2ᵀ for hidden columns [h0, h0 + Bn), then elementwise on the
+  /// pre-activations the program computed before (plain GEMMs at full rate):
+  ///   plain: h = act(pre), dpre = dh ∘ act'(pre)
+  ///   gated: h = act(g) ∘ u, dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g).
+  /// The pre-activations are read in the element type, as eager PyTorch saves
+  /// them.
   void backwardHidden() {
-    bool hasB1 = spec.getBias1().getValue(), gated = spec.getGated().getValue();
+    bool gated = spec.getGated().getValue();
     unsigned next = 0;
-    Value x = kb.arg(next++), w1 = kb.arg(next++);
-    Value b1 = hasB1 ? kb.arg(next++) : Value();
-    Value wUp = gated ? kb.arg(next++) : Value();
-    Value w2 = kb.arg(next++), dy = kb.arg(next++), hOut = kb.arg(next++), dpreOut = kb.arg(next++);
+    Value dy = kb.arg(next++), w2 = kb.arg(next++), pre = kb.arg(next++);
+    Value up = gated ? kb.arg(next++) : Value();
+    Value hOut = kb.arg(next++), dpreOut = kb.arg(next++);
     Value duOut = gated ? kb.arg(next++) : Value();
     Value mb = kb.programId(GridAxis::X, "m_block"), hb = kb.programId(GridAxis::Y, "h_block"),
           batch = kb.programId(GridAxis::Z, "batch");
-    Value M = dimFromEnd(x, 1, "M"), d = kb.dim(w1, 0, "d_model"), H = kb.dim(w1, 1, "hidden"),
-          dOut = kb.dim(w2, 1, "d_out");
+    Value M = dimFromEnd(dy, 1, "M"), H = kb.dim(w2, 0, "hidden"), dOut = kb.dim(w2, 1, "d_out");
     Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
     Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
-    SmallVector<Value> weights = {w1};
-    if (wUp)
-      weights.push_back(wUp);
-    SmallVector<Value> proj = projectRows(x, weights, batch, row0, h0, M, d, H, Bn);
-    Value pre = proj[0];
-    if (b1)
-      pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
-    // dh = dy · W2ᵀ restricted to hidden columns [h0, h0 + Bn).
+    // The pre-activation tiles are loaded first: they land under the product
+    // loop.
+    auto loadTile = [&](Value tensor) {
+      return kb.load(tensor, at(tensor, batch, row0, h0), M, H, Bm, Bn);
+    };
+    Value preShared = loadTile(pre), upShared = gated ? loadTile(up) : Value();
     Value steps = kb.named("k_steps", kb.ceilDiv(dOut, kb.idx(Bk)));
     Value dh = kb.forLoop(kb.idx(0), steps, {kb.named("dh_zeros", kb.fill(kb.regF32(Bm, Bn), 0.0))},
                           [&](Value step, ValueRange carried) -> SmallVector<Value> {
@@ -312,18 +313,26 @@ struct GemmKernel {
                             return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
                           },
                           {"k_step", "dh"})[0];
-    Value act = kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
-    Value hidden =
-        gated ? kb.b.create<MulOp>(kb.loc, act.getType(), act, proj[1]).getResult() : act;
-    kb.store(kb.named("h16", kb.convert(hidden, elem)), hOut, at(hOut, batch, row0, h0), M, H);
-    Value dAct = gated ? kb.b.create<MulOp>(kb.loc, dh.getType(), dh, proj[1]).getResult() : dh;
-    Value dpre =
-        kb.b.create<ActivationGradOp>(kb.loc, dAct.getType(), spec.getActivation(), dAct, pre);
-    kb.store(kb.named("dpre16", kb.convert(dpre, elem)), dpreOut, at(dpreOut, batch, row0, h0), M, H);
-    if (gated) {
-      Value du = kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act);
-      kb.store(kb.named("du16", kb.convert(du, elem)), duOut, at(duOut, batch, row0, h0), M, H);
+    Type f32 = kb.b.getF32Type();
+    Activation activation = spec.getActivation();
+    Value preTile = kb.named(gated ? "g" : "pre_f32", kb.convert(preShared, f32));
+    Value act = kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile);
+    auto storeHidden = [&](Value tile, StringRef name, Value tensor) {
+      kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
+    };
+    if (!gated) {
+      storeHidden(act, "h16", hOut);
+      storeHidden(kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, preTile),
+                  "dpre16", dpreOut);
+      return;
     }
+    // Gated, ordered so that at most three f32 tiles live at once: du and
+    // dh ∘ act'(g) first (dh and g die), u converted only then.
+    storeHidden(kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act), "du16", duOut);
+    Value dhGrad = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, preTile);
+    Value upTile = kb.named("u", kb.convert(upShared, f32));
+    storeHidden(kb.b.create<MulOp>(kb.loc, act.getType(), act, upTile), "h16", hOut);
+    storeHidden(kb.b.create<MulOp>(kb.loc, dhGrad.getType(), dhGrad, upTile), "dg16", dpreOut);
   }
 };
 
@@ -343,7 +352,7 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   case KernelRole::FfnFused:
     return 4 + b1 + b2 + gated;
   case KernelRole::FfnBackwardHidden:
-    return 6 + b1 + 2 * gated;
+    return 5 + 2 * gated;
   default:
     return -1;
   }

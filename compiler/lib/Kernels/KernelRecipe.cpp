@@ -112,12 +112,10 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     rules.push_back(matrix("y"));
     return rules;
   case KernelRole::FfnBackwardHidden:
-    rules = {matrix("x"), matrix("w1", 2, 2)};
-    if (b1)
-      rules.push_back(bias("b1"));
+    rules = {matrix("dy"), matrix("w2", 2, 2), matrix(gated ? "g" : "pre")};
     if (gated)
-      rules.push_back(matrix("w_up", 2, 2));
-    rules.append({matrix("w2", 2, 2), matrix("dy"), matrix("h"), matrix("dpre")});
+      rules.push_back(matrix("u"));
+    rules.append({matrix("h"), matrix(gated ? "dg" : "dpre")});
     if (gated)
       rules.push_back(matrix("du"));
     return rules;

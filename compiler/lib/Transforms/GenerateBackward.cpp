@@ -5,7 +5,8 @@
 // one kernel sequence per fused op of the function:
 //   attention (atomic dQ):     preprocess -> backward -> postprocess
 //   attention (deterministic): preprocess -> backward_kv -> backward_dq
-//   ffn: backward_hidden -> dW2, dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2, db1
+//   ffn: pre (gated: gate, up) -> backward_hidden -> dW2, dW1 [, dW_up], dx
+//        [, dx += du·W_upᵀ], db2, db1
 // Functions whose fused ops are independent (every operand a function
 // argument used once) are supported; anything else gets a warning and no
 // backward, so the forward still compiles.
@@ -334,7 +335,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
 
     Type element = op.getInput().getType().getElementType();
     tile::Activation act = toTileActivation(op.getActivation());
-    // h, dpre (gated: dgate) and du [.., M, H] in the element type.
+    // pre (gated: gate and up), h, dpre (gated: dgate) and du [.., M, H] in
+    // the element type.
     auto xType = llvm::cast<GlobalTensorType>(x.getType());
     SmallVector<int64_t> hiddenShape(xType.getShape());
     hiddenShape.back() = op.getHiddenDim();
@@ -342,6 +344,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     SmallVector<std::pair<Value, int64_t>> sources;
     for (int64_t d = 0; d < xType.getRank(); ++d)
       sources.push_back({x, d});
+    Value pre = pb.alloc(hiddenType, sources, (gated ? "gate" : "pre") + slot.suffix);
+    Value upPre = gated ? pb.alloc(hiddenType, sources, "up" + slot.suffix) : Value();
     Value hidden = pb.alloc(hiddenType, sources, "h" + slot.suffix);
     Value dpre = pb.alloc(hiddenType, sources, (gated ? "dgate" : "dpre") + slot.suffix);
     Value du = gated ? pb.alloc(hiddenType, sources, "dup" + slot.suffix) : Value();
@@ -371,16 +375,26 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return failure();
       return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
     };
-    SmallVector<Value> hiddenArgs = {x, w1};
+    // The pre-activations again, as plain GEMMs at their full rate (the
+    // forward does not save them): pre = x · W1 + b1 (gated: g = x · Wg,
+    // u = x · Wu). Then dh = dy · W2ᵀ with the activation's derivative in
+    // its epilogue.
+    auto preGemm = gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, false, false, hasB1,
+                            false, element);
+    SmallVector<Value> preArgs = {x, w1};
     if (b1)
-      hiddenArgs.push_back(b1);
-    if (wUp)
-      hiddenArgs.push_back(wUp);
-    hiddenArgs.append({w2, dy, hidden, dpre});
+      preArgs.push_back(b1);
+    preArgs.push_back(pre);
+    SmallVector<Value> hiddenArgs = {dy, w2, pre};
+    if (gated)
+      hiddenArgs.push_back(upPre);
+    hiddenArgs.append({hidden, dpre});
     if (du)
       hiddenArgs.push_back(du);
-    if (failed(pb.launch(loc, base + "_bwd_hidden",
-                         gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, false, hasB1,
+    if (failed(pb.launch(loc, base + (gated ? "_bwd_gate" : "_bwd_pre"), preGemm, preArgs)) ||
+        (gated && failed(pb.launch(loc, base + "_bwd_up", gemm(false, false), {x, wUp, upPre}))) ||
+        failed(pb.launch(loc, base + "_bwd_hidden",
+                         gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, true, false,
                                   false, element, gated),
                          hiddenArgs)) ||
         // dW2 = hᵀ · dy (summed over batch and rows)

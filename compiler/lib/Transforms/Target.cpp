@@ -416,7 +416,9 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
       break;
     }
     case KernelRole::FfnBackwardHidden:
-      values = 2 * plan.blockM * plan.blockN;
+      // dh and the pre-activation in f32 (gated: three of dh, g, act(g),
+      // dh ∘ act'(g) and u at a time).
+      values = (gemm.getGated().getValue() ? 3 : 2) * plan.blockM * plan.blockN;
       break;
     default:
       values = plan.blockM * plan.blockN;

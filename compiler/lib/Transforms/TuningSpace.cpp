@@ -54,7 +54,7 @@ std::optional<std::pair<int64_t, int64_t>> operandShape(GlobalTensorType type, b
   return transposed ? std::pair{cols, rows} : std::pair{rows, cols};
 }
 
-/// d<d>h<h>o<d_out> of the fused FFN and its backward hidden kernel: x [.., d],
+/// d<d>h<h>o<d_out> of the fused FFN: x [.., d],
 /// W1 [d, h] (argument 1), W2 [h, d_out] after the optional b1 and W_up.
 std::optional<std::string> ffnShape(GemmSpecAttr gemm, ArrayRef<Type> argTypes) {
   size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
@@ -229,9 +229,10 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
 /// The GEMM kernels. sm_90a, 16-bit: wgmma on two warpgroups, 64 columns of
 /// K a stage; plain and split-K GEMMs 256 or 128 columns wide (128 x 256
 /// measured 1.00-1.32x over 128 x 128 with the overlapped products,
-/// docs/design/wgmma-gemm.md) with 4 or 3 stages, the kernels with more
-/// accumulators (gated, backward hidden) 128 wide with 3 or 2; tiles in
-/// groups of 8, 4 or 16 row blocks. Elsewhere mma.sync, 128 x 128 on 8
+/// docs/design/wgmma-gemm.md) with 4 or 3 stages, the backward hidden
+/// kernel (one accumulator, pre-activation tiles in its epilogue) 128 wide
+/// (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators) 128 wide with 3 or 2; tiles
+/// in groups of 8, 4 or 16 row blocks. Elsewhere mma.sync, 128 x 128 on 8
 /// warps, 2 or 3 stages.
 std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
   std::vector<TuningPoint> points;
@@ -239,11 +240,14 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   bool wide = gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GemmSplitK;
   llvm::SmallVector<int64_t, 2> widths = wgmma && wide ? llvm::SmallVector<int64_t, 2>{256, 128}
                                                        : llvm::SmallVector<int64_t, 2>{128};
+  if (gemm.getRole() == KernelRole::FfnBackwardHidden && gemm.getGated().getValue())
+    widths = {128, 64};
   // (4 stages of the wider accumulators' kernels do not fit: the hand rule's
   // 4 is lowered to 3 by flash-plan-memory.)
-  llvm::SmallVector<int64_t, 2> depths = !wgmma ? llvm::SmallVector<int64_t, 2>{2, 3}
-                                         : wide ? llvm::SmallVector<int64_t, 2>{4, 3}
-                                                : llvm::SmallVector<int64_t, 2>{3, 2};
+  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;
+  llvm::SmallVector<int64_t, 2> depths = !wgmma           ? llvm::SmallVector<int64_t, 2>{2, 3}
+                                         : oneAccumulator ? llvm::SmallVector<int64_t, 2>{4, 3}
+                                                          : llvm::SmallVector<int64_t, 2>{3, 2};
   TilePlan hand = defaultPlan(target, gemm);
   // The hand rule's values first (split-K GEMMs are 128 wide; mma.sync on
   // sm_90a takes 3 stages).
@@ -318,9 +322,8 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
   key.dtype = dtypeName(gemm.getElementType().getValue());
   key.mask = "-";
   switch (gemm.getRole()) {
-  case KernelRole::FfnFused:
-  case KernelRole::FfnBackwardHidden: {
-    key.kind = gemm.getRole() == KernelRole::FfnFused ? "ffn_fused" : "ffn_backward_hidden";
+  case KernelRole::FfnFused: {
+    key.kind = "ffn_fused";
     std::optional<std::string> shape = ffnShape(gemm, argTypes);
     if (!shape)
       return std::nullopt;
@@ -329,17 +332,24 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
   }
   case KernelRole::Gemm:
   case KernelRole::GatedGemm:
-  case KernelRole::GemmSplitK: {
+  case KernelRole::GemmSplitK:
+  case KernelRole::FfnBackwardHidden: {
+    // The backward hidden kernel is the GEMM dy·W2ᵀ with an elementwise
+    // epilogue: keyed like one, -gated when it reads two pre-activations.
     key.kind = gemm.getRole() == KernelRole::Gemm        ? "gemm"
                : gemm.getRole() == KernelRole::GatedGemm ? "gated_gemm"
-                                                         : "gemm_split_k";
+               : gemm.getRole() == KernelRole::GemmSplitK ? "gemm_split_k"
+                                                          : "ffn_backward_hidden";
     bool ta = gemm.getTransposeA().getValue(), tb = gemm.getTransposeB().getValue();
     auto a = operandShape(tensorArg(argTypes, 0), ta), b = operandShape(tensorArg(argTypes, 1), tb);
     if (!a || !b)
       return std::nullopt;
     key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
                 (ta ? "-ta" : "") + (tb ? "-tb" : "") +
-                (gemm.getAccumulate().getValue() ? "-acc" : "");
+                (gemm.getAccumulate().getValue() ? "-acc" : "") +
+                (gemm.getRole() == KernelRole::FfnBackwardHidden && gemm.getGated().getValue()
+                     ? "-gated"
+                     : "");
     return key;
   }
   default:

@@ -85,7 +85,7 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
       rest = sized(*rest, "v", false);
     return rest && rest->empty();
   }
-  if (kind == "ffn_fused" || kind == "ffn_backward_hidden") {
+  if (kind == "ffn_fused") {
     std::optional<llvm::StringRef> rest = sized(shape, "dho", false);
     return rest && rest->empty();
   }
@@ -94,6 +94,8 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
     return false;
   for (llvm::StringRef suffix : {"-ta", "-tb", "-acc"})
     rest->consume_front(suffix);
+  if (kind == "ffn_backward_hidden")
+    rest->consume_front("-gated");
   return rest->empty();
 }
 
@@ -194,9 +196,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     if (!validShape(key.kind, key.shape))
       return fail("shape '" + key.shape + "' is not a " + key.kind + " shape (" +
                   (llvm::StringRef(key.kind).starts_with("attention_") ? "d<D> or d<D>v<Dv>"
-                   : key.kind == "ffn_fused" || key.kind == "ffn_backward_hidden"
+                   : key.kind == "ffn_fused"
                        ? "d<d>h<h>o<d_out>"
-                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc") +
+                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc" +
+                             std::string(key.kind == "ffn_backward_hidden" ? ", -gated" : "")) +
                   ", or *)");
     if (!validMask(key.kind, key.mask))
       return fail("mask '" + key.mask + "' is not a " + key.kind + " mask class (" +

@@ -197,7 +197,8 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     epilogue = bias (if bias1) then activation. role = gated_gemm:
     C = act(A·Bg) ⊙ (A·Bu). role = ffn_fused: y = act(x·W1 + b1)·W2 + b2 (gated:
     (act(x·Wg) ⊙ (x·Wu))·W2 + b2) in one kernel. role = ffn_backward_hidden:
-    h and dpre = (dy·W2ᵀ) ∘ act'(pre) (gated: h, dg, du). role = column_sum:
+    from the pre-activation pre (gated: g and u) written before it, h = act(pre)
+    and dpre = (dy·W2ᵀ) ∘ act'(pre) (gated: h, dg, du). role = column_sum:
     db[n] = Σ_m A[m, n]. role = gemm_split_k: C += op(A)·op(B) over one slice
     of the contraction per grid z (rows of A, or one batch of a batched A),
     added atomically into an f32 C the program zero-fills (weight gradients
