@@ -38,8 +38,8 @@ func.func @ffn(%x: tensor<?x100xbf16>, %w1: tensor<100x1001xbf16>, %b1: tensor<1
 // CHECK: load_tile_async<kThreads, true>(pre_tile, matrix_view<bf16>(pre), row0, h0, M, hidden);
 // CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(dy), row0, {{.*}}, M, d_out);
 // CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(w2), h0, {{.*}}, hidden, d_out);
-// CHECK: store_tile<kThreads, true>(matrix_view<bf16>(h), row0, h0, M, hidden, {{.*}});
 // CHECK: store_tile<kThreads, true>(matrix_view<bf16>(dpre), row0, h0, M, hidden, {{.*}});
+// CHECK: store_tile<kThreads, true>(matrix_view<bf16>(h), row0, h0, M, hidden, {{.*}});
 // A weight gradient: split K, f32 atomics limited to the accumulator's widths, then converted.
 // CHECK-LABEL: flashc_ffn_ffn_bwd_dw2(
 // CHECK: atomic_add_tile<true>(matrix_view<float>(dw2_accum), row0, col0, M, N, acc);

@@ -1192,13 +1192,12 @@ static LogicalResult checkLibraryForm(Operation *op, bool wgmma) {
     tile::TileType src = tileOf(convert.getSource()), dst = tileOf(convert.getResult());
     bool ok = src.isRegister() ? sixteenBit(src) != sixteenBit(dst) || src == dst
               : !sixteenBit(src) ? true
-              : wgmma ? !sixteenBit(dst)
-                      : !sixteenBit(dst) || src.getElementType() == dst.getElementType();
+                                 : !sixteenBit(dst) || src.getElementType() == dst.getElementType();
     if (!ok)
       return unsupported(llvm::formatv("{0} {1} tile to {2}", src.isShared() ? "a shared" : "a register",
                                        src.getElementType(), dst.getElementType())
                              .str(),
-                         "16-bit <-> f32 conversions and 16-bit mma_sync_sm80 shared tiles "
+                         "16-bit <-> f32 conversions and 16-bit shared tiles "
                          "loaded into registers of their own type");
   }
   if (auto dot = dyn_cast<tile::RowDotOp>(op)) {

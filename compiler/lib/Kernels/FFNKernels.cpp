@@ -315,17 +315,23 @@ struct GemmKernel {
                           {"k_step", "dh"})[0];
     Type f32 = kb.b.getF32Type();
     Activation activation = spec.getActivation();
-    Value preTile = kb.named(gated ? "g" : "pre_f32", kb.convert(preShared, f32));
-    Value act = kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile);
     auto storeHidden = [&](Value tile, StringRef name, Value tensor) {
       kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
     };
     if (!gated) {
-      storeHidden(act, "h16", hOut);
-      storeHidden(kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, preTile),
+      // dpre from pre in the element type (read pair by pair beside dh),
+      // then h from the shared tile again once dh is gone: one f32 tile at a
+      // time, so 128 x 256 fits.
+      Value pre16 = kb.named("pre16", kb.convert(preShared, elem));
+      storeHidden(kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, pre16),
                   "dpre16", dpreOut);
+      Value preTile = kb.named("pre_f32", kb.convert(preShared, f32));
+      storeHidden(kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile), "h16",
+                  hOut);
       return;
     }
+    Value preTile = kb.named("g", kb.convert(preShared, f32));
+    Value act = kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile);
     // Gated, ordered so that at most three f32 tiles live at once: du and
     // dh ∘ act'(g) first (dh and g die), u converted only then.
     storeHidden(kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act), "du16", duOut);

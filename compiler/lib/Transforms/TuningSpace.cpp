@@ -230,21 +230,24 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
 /// K a stage; plain and split-K GEMMs 256 or 128 columns wide (128 x 256
 /// measured 1.00-1.32x over 128 x 128 with the overlapped products,
 /// docs/design/wgmma-gemm.md) with 4 or 3 stages, the backward hidden
-/// kernel (one accumulator, pre-activation tiles in its epilogue) 128 wide
-/// (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators) 128 wide with 3 or 2; tiles
+/// kernel (one accumulator, pre-activation tiles in its epilogue) 128 or 256
+/// wide (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators) 128 wide with 3 or 2; tiles
 /// in groups of 8, 4 or 16 row blocks. Elsewhere mma.sync, 128 x 128 on 8
 /// warps, 2 or 3 stages.
 std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
   std::vector<TuningPoint> points;
   bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
   bool wide = gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GemmSplitK;
-  llvm::SmallVector<int64_t, 2> widths = wgmma && wide ? llvm::SmallVector<int64_t, 2>{256, 128}
-                                                       : llvm::SmallVector<int64_t, 2>{128};
+  bool plainHidden =
+      gemm.getRole() == KernelRole::FfnBackwardHidden && !gemm.getGated().getValue();
+  llvm::SmallVector<int64_t, 2> widths = wgmma && (wide || plainHidden)
+                                             ? llvm::SmallVector<int64_t, 2>{256, 128}
+                                             : llvm::SmallVector<int64_t, 2>{128};
   if (gemm.getRole() == KernelRole::FfnBackwardHidden && gemm.getGated().getValue())
     widths = {128, 64};
   // (4 stages of the wider accumulators' kernels do not fit: the hand rule's
   // 4 is lowered to 3 by flash-plan-memory.)
-  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;
+  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;  // (gated too)
   llvm::SmallVector<int64_t, 2> depths = !wgmma           ? llvm::SmallVector<int64_t, 2>{2, 3}
                                          : oneAccumulator ? llvm::SmallVector<int64_t, 2>{4, 3}
                                                           : llvm::SmallVector<int64_t, 2>{3, 2};

@@ -407,7 +407,19 @@ LogicalResult ScaleOp::verify() {
 LogicalResult MulOp::verify() { return expectRegisterF32Tile(*this, getType(), "operand"); }
 LogicalResult ActivationOp::verify() { return expectRegisterF32Tile(*this, getType(), "source"); }
 LogicalResult ActivationGradOp::verify() {
-  return expectRegisterF32Tile(*this, getType(), "gradient");
+  if (failed(expectRegisterF32Tile(*this, getType(), "gradient")) ||
+      failed(expectTile(*this, getPreactivation().getType(), "pre-activation", 2,
+                        MemorySpace::Register, false)))
+    return failure();
+  auto grad = llvm::cast<TileType>(getType());
+  auto pre = llvm::cast<TileType>(getPreactivation().getType());
+  if (pre.getShape() != grad.getShape())
+    return emitOpError() << "pre-activation " << pre << " must have the gradient's shape "
+                         << grad.getShape()[0] << "x" << grad.getShape()[1];
+  Type element = pre.getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
+    return emitOpError() << "pre-activation must be f32, bf16 or f16, got " << pre;
+  return success();
 }
 
 LogicalResult RowMaxOp::verify() {

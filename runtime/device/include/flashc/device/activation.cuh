@@ -78,6 +78,22 @@ __device__ __forceinline__ void activation_grad(RegTileF32<R, C, W>& g, const Re
       for (int i = 0; i < 4; ++i) g.v[mt][nt][i] *= act_grad<K, kApprox>(pre.v[mt][nt][i]);
 }
 
+// tile op `activation_grad K %g, %pre` with a 16-bit pre-activation: each packed pair is unpacked where it is
+// used, so no f32 copy of the tile lives beside g (the FFN backward's 128 x 256 epilogue fits the registers).
+template <Act K, bool kApprox = false, class T, int R, int C, int W>
+__device__ __forceinline__ void activation_grad(RegTileF32<R, C, W>& g, const RegTile16<T, R, C, W>& pre) {
+#pragma unroll
+  for (int mt = 0; mt < g.kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < g.kNT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 p = ElemTraits<T>::unpack(pre.v[mt][nt][h]);
+        g.v[mt][nt][2 * h] *= act_grad<K, kApprox>(p.x);
+        g.v[mt][nt][2 * h + 1] *= act_grad<K, kApprox>(p.y);
+      }
+}
+
 // tile op `add_bias %acc, %b[col0] limit cl`: t[r][c] += b[col0 + c] for col0 + c < limit.
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void add_bias(RegTileF32<R, C, W>& t, const T* bias, int col0, int limit) {

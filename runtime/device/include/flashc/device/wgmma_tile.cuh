@@ -115,6 +115,12 @@ __device__ __forceinline__ void convert(RegTileF32<R, C, W>& dst, SmemPanelTile<
   convert(dst, frag);
 }
 
+// tile.convert shared -> 16-bit registers of a panel tile (the FFN backward's pre-activation).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemPanelTile<T, R, C> src) {
+  detail::load_fragments_from(dst, src);
+}
+
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
 // transposed: with wgmma_matmul_ta, whose operands are both MN-major, where its shape is a warpgroup's 64 rows
 // in 64-column parts; else with mma.sync (matmul_ta) (docs/design/wgmma-backward.md).

@@ -315,11 +315,18 @@ def Tile_ActivationOp : Tile_Op<"activation", [Pure, AllTypesMatch<["source", "r
 }
 
 def Tile_ActivationGradOp : Tile_Op<"activation_grad",
-    [Pure, AllTypesMatch<["grad", "preactivation", "result"]>]> {
+    [Pure, AllTypesMatch<["grad", "result"]>]> {
   let summary = "result = grad · act'(preactivation)";
+  let description = [{
+    grad and result: f32 register tiles; preactivation: a register tile of the
+    same shape, f32 or 16-bit (a 16-bit one is read pair by pair, never held
+    as an f32 copy beside grad).
+  }];
   let arguments = (ins Tile_ActivationKind:$kind, Tile_Tile:$grad, Tile_Tile:$preactivation);
   let results = (outs Tile_Tile:$result);
-  let assemblyFormat = "$kind $grad `,` $preactivation attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $kind $grad `,` $preactivation attr-dict `:` type($result) `,` type($preactivation)
+  }];
   let hasVerifier = 1;
 }
 
