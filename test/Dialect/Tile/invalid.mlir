@@ -302,3 +302,36 @@ func.func @f(%t: !tile.tensor<?x16xf32>) {
   tile.launch @k(%t, %t) : !tile.tensor<?x16xf32>, !tile.tensor<?x16xf32>
   return
 }
+
+// -----
+
+// activation_grad: the pre-activation is a register tile of the gradient's shape, f32 or 16-bit (the FFN
+// backward's 16-bit form); a shared one, another shape or a gradient not in f32 is refused.
+func.func @f(%g: !tile.tile<64x64xf32, register>, %pre: !tile.tile<64x64xbf16, register>) {
+  %ok = tile.activation_grad gelu_tanh %g, %pre : !tile.tile<64x64xf32, register>, !tile.tile<64x64xbf16, register>
+  return
+}
+
+// -----
+
+func.func @f(%g: !tile.tile<64x64xf32, register>, %pre: !tile.tile<64x64xbf16, shared>) {
+  // expected-error @+1 {{pre-activation must be a register tile}}
+  %r = tile.activation_grad silu %g, %pre : !tile.tile<64x64xf32, register>, !tile.tile<64x64xbf16, shared>
+  return
+}
+
+// -----
+
+func.func @f(%g: !tile.tile<64x64xf32, register>, %pre: !tile.tile<64x32xf32, register>) {
+  // expected-error @+1 {{pre-activation '!tile.tile<64x32xf32, register>' must have the gradient's shape 64x64}}
+  %r = tile.activation_grad silu %g, %pre : !tile.tile<64x64xf32, register>, !tile.tile<64x32xf32, register>
+  return
+}
+
+// -----
+
+func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, register>) {
+  // expected-error @+1 {{gradient must have element type f32}}
+  %r = tile.activation_grad silu %g, %pre : !tile.tile<64x64xbf16, register>, !tile.tile<64x64xbf16, register>
+  return
+}
