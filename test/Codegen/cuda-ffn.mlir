@@ -27,6 +27,18 @@
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cuda -o - | FileCheck %s --check-prefix=NARROW
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cuda -o - | FileCheck %s --check-prefix=OVL
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-narrow.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.n.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// Blocks of one warpgroup (64 rows on 4 warps, 2-3 stages: several blocks an SM for short contractions), a point
+// of the GEMM kinds' tuning spaces: the same wgmma loops on RegTileF32<64, N, 4>, panel loads of 4 rows a pass.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-warpgroup.txt --emit=cuda -o - | FileCheck %s --check-prefix=WG1
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-warpgroup.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.w.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// WG1-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
+// WG1-NEXT: // 64 x 128 blocks, 3 stages,
+// WG1-NEXT: constexpr int kWarps = 4;
+// WG1-LABEL: flashc_ffn_ffn_bwd_hidden(
+// WG1: RegTileF32<64, 128, kWarps> dh = dh_zeros;
+// WG1: wgmma_matmul_tb<false>(dh,
+// WG1-LABEL: flashc_ffn_ffn_up(
+// WG1: wgmma_matmul<false>({{.*}}, {{.*}}, {{.*}});  // += A·B
 
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>) -> tensor<?x1024xbf16> {

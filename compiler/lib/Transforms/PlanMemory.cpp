@@ -215,8 +215,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     int64_t tileRows = keyRows ? plan.blockN : plan.blockM;
     // The library's wgmma forms are two warpgroups of 64 rows (128 rows, 8
     // warps); the S^T kernels' other dimension (queries) is an N of 64 or 128.
-    bool wgmmaShape = plan.warps == 8 && tileRows == 128 &&
-                      (!keyRows || plan.blockM == 64 || plan.blockM == 128);
+    // Its GEMM forms also take one warpgroup (64 rows, 4 warps): smaller
+    // blocks, several an SM, for short contractions (a tuning point).
+    bool wgmmaShape = (plan.warps == 8 && tileRows == 128 &&
+                       (!keyRows || plan.blockM == 64 || plan.blockM == 128)) ||
+                      (isGemm && plan.warps == 4 && plan.blockM == 64);
     // The warp-specialised forward (the device library's attention_fwd_ws)
     // is 128 query rows on 8 consumer warps, 64 or 128 keys a block whose O,
     // S and P fit its registers, a K/V ring of 1-4 stages; an override

@@ -231,9 +231,11 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
 /// measured 1.00-1.32x over 128 x 128 with the overlapped products,
 /// docs/design/wgmma-gemm.md) with 4 or 3 stages, the backward hidden
 /// kernel (one accumulator, pre-activation tiles in its epilogue) 128 or 256
-/// wide (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators) 128 wide with 3 or 2; tiles
-/// in groups of 8, 4 or 16 row blocks. Elsewhere mma.sync, 128 x 128 on 8
-/// warps, 2 or 3 stages.
+/// wide (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators)
+/// 128 wide with 3 or 2; tiles in groups of 8, 4 or 16 row blocks; and each
+/// width as blocks of one
+/// warpgroup (64 rows, 4 warps) with 2 or 3 stages. Elsewhere mma.sync,
+/// 128 x 128 on 8 warps, 2 or 3 stages.
 std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
   std::vector<TuningPoint> points;
   bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
@@ -269,6 +271,22 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
         plan.stages = stages;
         TuningPoint point = pointFrom(plan, true);
         point.group = group;
+        points.push_back(point);
+      }
+  // wgmma: blocks of one warpgroup (64 rows, 4 warps) with 2 or 3 stages, so
+  // that several share an SM: short contractions (the d = 256 FFN's K = 256
+  // kernels measured 0.86-0.95x the hand rule's time with them,
+  // bench/results/2026-12-01-h200-session11.md call 5).
+  if (wgmma)
+    for (int64_t width : widths)
+      for (int64_t stages : {2, 3}) {
+        TilePlan plan = hand;
+        plan.blockM = 64;
+        plan.warps = 4;
+        plan.blockN = width;
+        plan.stages = stages;
+        TuningPoint point = pointFrom(plan, true);
+        point.group = 8;
         points.push_back(point);
       }
   return points;

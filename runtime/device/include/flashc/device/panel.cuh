@@ -37,7 +37,7 @@ struct SmemPanelTile {
 template <int kThreads, bool kExact = false, class T, int Rows, int Cols>
 __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst, const GlobalMatrix<T>& src, int row0) {
   constexpr int kCPR = Cols / 8;
-  static_assert(kThreads % kCPR == 0 && (kThreads / kCPR) % 8 == 0, "panel loads step 8k rows per pass");
+  static_assert(kThreads % kCPR == 0, "panel loads cover whole rows per pass");
   constexpr int kRowsPerStep = kThreads / kCPR;
   constexpr int kSteps = (Rows + kRowsPerStep - 1) / kRowsPerStep;
   const int row = static_cast<int>(threadIdx.x) / kCPR, chunk = static_cast<int>(threadIdx.x) % kCPR;
@@ -50,11 +50,14 @@ __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst
     const int r = row + it * kRowsPerStep;
     if (Rows % kRowsPerStep == 0 || r < Rows) {
       const bool valid = col_ok && row0 + r < src.rows;
+      // Passes of 8k rows keep the swizzle phase (row & 7); fewer rows a pass (one warpgroup over 256
+      // columns: 4) place each pass's chunks anew.
+      const unsigned s = kRowsPerStep % 8 == 0 ? s0 + it * kRowsPerStep * 128
+                                               : dst.base() + SmemPanelTile<T, Rows, Cols>::chunk_offset(r, chunk);
       if constexpr (kExact)
-        cp_async_16_bytes(s0 + it * kRowsPerStep * 128, valid ? g : src.base,
-                          valid ? chunk_bytes<T>(src.cols, chunk) : 0);
+        cp_async_16_bytes(s, valid ? g : src.base, valid ? chunk_bytes<T>(src.cols, chunk) : 0);
       else
-        cp_async_16(s0 + it * kRowsPerStep * 128, valid ? g : src.base, valid);
+        cp_async_16(s, valid ? g : src.base, valid);
     }
     g += step;
   }

@@ -96,7 +96,7 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                              SmemPanelTile<T, K, N> b) {
-  static_assert(M == 128 && W == 8, "wgmma tiles: two warpgroups of 64 rows");
+  static_assert((M == 128 && W == 8) || (M == 64 && W == 4), "wgmma tiles: one or two warpgroups of 64 rows");
   const int warpgroup = warp_id() / 4;
   wgmma_fence();
 #pragma unroll
