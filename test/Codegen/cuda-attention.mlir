@@ -14,10 +14,18 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
   return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
 }
 
-// Backward: D = rowsum(dO∘O) and a zeroed f32 dQ accumulator first.
-// CHECK-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta, const flashc::TensorArg dq_accum)
+// Backward: D = rowsum(dO∘O) first; its two tiles are issued together and
+// waited for once. (The f32 dQ accumulator is zero-filled by the runtime.)
+// CHECK-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta)
+// CHECK: load_tile_async<kThreads>(out_tile,
+// CHECK-NEXT: cp_async_commit();
+// CHECK-NEXT: const SmemTile
+// CHECK-NEXT: load_tile_async<kThreads>(dout_tile,
+// CHECK-NEXT: cp_async_commit();
+// CHECK-NEXT: cp_async_wait<0>();
 // CHECK: row_dot(
 // CHECK: store_rows(vector_view(delta,
+// CHECK-NOT: store_tile
 
 // Main backward kernel over key blocks: P = exp(scale·S − lse) recomputed,
 // never an N×N matrix in memory; dQ accumulated 64 columns at a time.

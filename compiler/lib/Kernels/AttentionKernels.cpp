@@ -3,7 +3,9 @@
 // FlashAttention-2 style kernels built from a #tile.attention recipe:
 //   forward                 grid (query block, head, batch): online softmax
 //                           over key blocks, output and lse written once;
-//   backward_preprocess     D = rowsum(dO ∘ O), zeroes the f32 dQ accumulator;
+//   backward_preprocess     D = rowsum(dO ∘ O) (the f32 dQ accumulator is
+//                           scratch the runtime zero-fills: its kernels add
+//                           into it atomically);
 //   backward / backward_kv  grid (key block, kv head, batch): recompute
 //                           P = exp(scale·S - lse) block by block, dV += Pᵀ·dO,
 //                           dP = dO·Vᵀ, dS = P∘(dP - D), dK += scale·dSᵀ·Q and
@@ -231,7 +233,7 @@ struct AttentionKernel {
   }
 
   // --- backward -----------------------------------------------------------
-  void preprocess(bool zeroAccumulator) {
+  void preprocess() {
     Value out = kb.arg(0), dOut = kb.arg(1), delta = kb.arg(2);
     Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
           b = kb.programId(GridAxis::Z, "batch");
@@ -242,8 +244,6 @@ struct AttentionKernel {
     Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dvt);
     Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
-    if (zeroAccumulator)
-      kb.store(kb.named("zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq, kb.idx(D));
   }
 
   /// What the key-gridded backward kernels share: their arguments, the key
@@ -432,12 +432,12 @@ struct AttentionKernel {
 
 /// Expected argument count per role, so a malformed recipe is an error, not
 /// an out-of-range access.
-static int64_t attentionArgCount(KernelRole role, size_t given) {
+static int64_t attentionArgCount(KernelRole role) {
   switch (role) {
   case KernelRole::AttentionForward:
     return 5;
   case KernelRole::AttentionBackwardPreprocess:
-    return given == 4 ? 4 : 3;
+    return 3;
   case KernelRole::AttentionBackward:
   case KernelRole::AttentionBackwardTransposed:
     return 9;
@@ -460,7 +460,7 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   // The tensors, then the key offset (an i32) where the recipe takes one.
   bool keyOffset = spec.takesKeyOffset();
   ArrayRef<Type> tensorTypes = argTypes.drop_back(keyOffset && !argTypes.empty() ? 1 : 0);
-  int64_t want = attentionArgCount(role, tensorTypes.size());
+  int64_t want = attentionArgCount(role);
   if (want < 0 || static_cast<int64_t>(tensorTypes.size()) != want) {
     emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
                    << " tensor arguments" << (keyOffset ? " and a key offset" : "") << ", got "
@@ -500,7 +500,7 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
     kernel.forward();
     break;
   case KernelRole::AttentionBackwardPreprocess:
-    kernel.preprocess(argTypes.size() == 4);
+    kernel.preprocess();
     break;
   case KernelRole::AttentionBackward:
     kernel.keyValueGradients(/*atomicDq=*/true);

@@ -41,18 +41,18 @@ ArgRule matrix(const char *name, int64_t minRank = 2, int64_t maxRank = 3, bool 
 }
 ArgRule bias(const char *name) { return {name, 1, 1, false, true, 0}; }
 
-SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec, size_t given);
+SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec);
 
 /// The tensors of the role, then the key offset where the recipe takes one.
-SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t given) {
+SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec) {
   bool offset = spec.takesKeyOffset();
-  SmallVector<ArgRule> rules = attentionTensorRules(spec, offset && given ? given - 1 : given);
+  SmallVector<ArgRule> rules = attentionTensorRules(spec);
   if (offset)
     rules.push_back({"key_offset", 0, 0, false, false, 0, /*scalarI32=*/true});
   return rules;
 }
 
-SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec, size_t given) {
+SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec) {
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   ArgRule q = tensor4("q", d), k = tensor4("k", d), v = tensor4("v", dv),
           dOut = tensor4("do", dv), lse = rows3("lse"), delta = rows3("delta"),
@@ -62,8 +62,6 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec, size_t given) 
   case KernelRole::AttentionForward:
     return {q, k, v, tensor4("out", dv), lse};
   case KernelRole::AttentionBackwardPreprocess:
-    if (given == 4)
-      return {tensor4("out", dv), dOut, delta, dqAccum};
     return {tensor4("out", dv), dOut, delta};
   case KernelRole::AttentionBackward:
   case KernelRole::AttentionBackwardTransposed:
@@ -149,7 +147,7 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
   Type element;
   std::string role;
   if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {
-    rules = attentionRules(attention, argTypes.size());
+    rules = attentionRules(attention);
     element = attention.getElementType().getValue();
     role = stringifyKernelRole(attention.getRole()).str();
   } else {

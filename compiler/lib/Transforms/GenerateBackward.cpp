@@ -300,12 +300,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                               masked({q, k, v, dOut, lse, delta, dK, dV}))) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
                               masked({q, k, v, dOut, lse, delta, dQ}))));
+    // The runtime zero-fills dq_accum (scratch that kernels add into
+    // atomically) before the first kernel.
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
     return success(
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
-                            spec(KernelRole::AttentionBackwardPreprocess),
-                            {out, dOut, delta, dqAccum})) &&
+                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
         succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
                             masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
