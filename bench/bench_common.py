@@ -55,6 +55,34 @@ def do_bench(fn, grad_to_none=None, warmup=25, rep=100):
     return measure.time_ms(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none).median_ms
 
 
+def cuda_kernel_times(fn, iters):
+    """{kernel name: microseconds per call of fn} from torch.profiler, summed over the kernels of that name (the
+    probes' breakdown of where a call's GPU time goes)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    times = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            times[event.name] = times.get(event.name, 0.0) + event.device_time / iters
+    return times
+
+
+def ffn_inputs(torch, M, d, h, gated):
+    """The FFN benchmark's tensors (bf16, seeded): x [M, d], w1 [d, h], w2 [h, d], w_gate [d, h] or None, dy [M, d]."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
+    w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
+    w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
+    wg = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_() \
+        if gated else None
+    dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
+    return x, w1, w2, wg, dy
+
+
 def tflops(flops, ms):
     if ms is None or not math.isfinite(ms) or ms <= 0:
         return None

@@ -44,13 +44,7 @@ def rows():
 def run_row(torch, row, args):
     import torch.nn.functional as F
     M, d, h, config = row["M"], row["d"], row["h"], row["config"]
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
-    w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
-    w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
-    wg = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_() \
-        if config.gated else None
-    dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
+    x, w1, w2, wg, dy = bc.ffn_inputs(torch, M, d, h, config.gated)
     if config.gated:
         eager = lambda x, w1, w2: (F.silu(x @ wg) * (x @ w1)) @ w2
     else:

@@ -2,13 +2,16 @@
 # the benchmark's shapes (bf16, 16 heads, B = 16384 / S): is a row GPU-bound, or does the host set its time?
 # Needs FLASHC_BUNDLE_PATH with the bench-attention bundles.
 #   python3 bench/probes/attention_kernel_times.py D S causal [D S causal ...]
+import os
 import sys
 import time
 
-import torch
-from torch.profiler import ProfilerActivity, profile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_common as bc  # noqa: E402  (puts python/ on the path too)
 
-import flashc.torch as ft
+import torch  # noqa: E402
+
+import flashc.torch as ft  # noqa: E402
 
 
 def main(argv):
@@ -35,14 +38,7 @@ def main(argv):
             step()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t0) / n * 1e6
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
-                step()
-            torch.cuda.synchronize()
-        times = {}
-        for event in prof.events():
-            if event.device_type == torch.autograd.DeviceType.CUDA:
-                times[event.name] = times.get(event.name, 0.0) + event.device_time / n
+        times = bc.cuda_kernel_times(step, n)
         print("D=%d S=%d causal=%d (B=%d, H=%d): wall %.0f us per forward + backward, kernels %.0f us" % (
             d, s, causal, b, h, wall, sum(times.values())))
         for name, us in sorted(times.items(), key=lambda kv: -kv[1])[:8]:

@@ -1,33 +1,20 @@
 # Per-kernel GPU time of one FFN forward + backward on the benchmark rows (flashc.configs.BENCH_FFN), flashc's
-# kernels and PyTorch eager's (cuBLAS) side by side, from torch.profiler: which kernel holds the time.
-# Needs FLASHC_BUNDLE_PATH with the bench-ffn bundles.
+# kernels and PyTorch eager's (cuBLAS) side by side, from torch.profiler: which kernel holds the time. Rows without a
+# carried bundle are skipped. Needs FLASHC_BUNDLE_PATH with the bench-ffn bundles.
 #   python3 bench/probes/ffn_kernel_times.py [--out FILE.json] [--iters N]
 import argparse
 import json
+import os
 import sys
 
-import torch
-import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_common as bc  # noqa: E402  (puts python/ on the path too)
 
-import flashc.torch as ft
-from flashc import configs
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
-
-def kernel_times(fn, iters):
-    """{kernel name: microseconds per call of fn}, summed over the kernels of that name."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-    times = {}
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            times[event.name] = times.get(event.name, 0.0) + event.device_time / iters
-    return times
+import flashc.torch as ft  # noqa: E402
+from flashc import configs  # noqa: E402
 
 
 def main():
@@ -37,13 +24,7 @@ def main():
     args = p.parse_args()
     results = []
     for (m, d, h), config in zip(configs.BENCH_FFN_SHAPES, configs.BENCH_FFN):
-        g = torch.Generator(device="cuda").manual_seed(0)
-        x = torch.randn(m, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
-        w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
-        w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
-        wg = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_() \
-            if config.gated else None
-        dy = torch.randn(m, d, device="cuda", generator=g).to(torch.bfloat16)
+        x, w1, w2, wg, dy = bc.ffn_inputs(torch, m, d, h, config.gated)
         leaves = [t for t in (x, w1, w2, wg) if t is not None]
 
         def step(forward):
@@ -59,7 +40,10 @@ def main():
         row = {"M": m, "d": d, "h": h, "gated": bool(config.gated)}
         try:
             for name, fwd in (("flashc", flashc_fwd), ("eager", eager_fwd)):
-                row[name] = kernel_times(lambda: step(fwd), args.iters)
+                for _ in range(3):
+                    step(fwd)
+                torch.cuda.synchronize()
+                row[name] = bc.cuda_kernel_times(lambda: step(fwd), args.iters)
         except Exception as e:  # e.g. no bundle carried for this row: the other rows still run
             print("M=%d d=%d h=%d: skipped (%s)" % (m, d, h, str(e).splitlines()[0][:200]))
             continue
