@@ -33,6 +33,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -362,9 +363,12 @@ private:
   /// comes before the first op that touches one of them, or at the block end.
   SmallVector<Value> wgmmaInFlight;
   /// Shared tiles of standalone loads issued (cp.async, committed) but not
-  /// waited for: the wait comes before the first op that reads one, so a
-  /// load placed before a product loop lands under it.
-  SmallVector<Value> loadsInFlight;
+  /// waited for, with the depth of the block that issued each: the wait comes
+  /// before the first op that reads one, so a load placed before a product
+  /// loop lands under it. A wait inside a nested block (a loop body that may
+  /// run no iteration) settles only the loads of that block and deeper.
+  SmallVector<std::pair<Value, unsigned>> loadsInFlight;
+  unsigned blockDepth = 0;
   /// Waits for the loads in flight when `op` (or an op nested in it) reads
   /// one of them, or unconditionally with `force`.
   void landLoadsInFlight(Operation *op, bool force = false);
@@ -623,6 +627,8 @@ std::string KernelEmitter::resultOf(Operation *op, Value operand, StringRef hint
 }
 
 LogicalResult KernelEmitter::emitBlock(Block &block, int keepGroups) {
+  ++blockDepth;
+  auto leave = llvm::make_scope_exit([&] { --blockDepth; });
   size_t loadsBefore = loadsInFlight.size();
   for (Operation &op : block.without_terminator()) {
     if (emittedAhead.contains(&op))
@@ -648,7 +654,7 @@ void KernelEmitter::landLoadsInFlight(Operation *op, bool force) {
   if (!reads)
     op->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
-        if (llvm::is_contained(loadsInFlight, operand)) {
+        if (llvm::any_of(loadsInFlight, [&](auto &load) { return load.first == operand; })) {
           reads = true;
           return WalkResult::interrupt();
         }
@@ -657,7 +663,7 @@ void KernelEmitter::landLoadsInFlight(Operation *op, bool force) {
   if (!reads)
     return;
   emitLoadsLanded("cp_async_wait<0>();");
-  loadsInFlight.clear();
+  llvm::erase_if(loadsInFlight, [&](auto &load) { return load.second >= blockDepth; });
 }
 
 bool KernelEmitter::touchesWgmmaInFlight(Operation *op) {
@@ -1044,7 +1050,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   if (writesShared && oneBarrier)
     barrier("  // the last iteration's buffers are free for what follows");
   if (landsLoads)
-    loadsInFlight.clear();
+    llvm::erase_if(loadsInFlight, [&](auto &load) { return load.second >= blockDepth; });
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);
@@ -1289,7 +1295,7 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
         if (failed(emitLoadIssue(o, name)))
           return failure();
         line() << "cp_async_commit();\n";
-        loadsInFlight.push_back(o.getResult());
+        loadsInFlight.push_back({o.getResult(), blockDepth});
         return success();
       })
       .Case([&](tile::StoreOp o) {
