@@ -233,9 +233,8 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
 /// kernel (one accumulator, pre-activation tiles in its epilogue) 128 or 256
 /// wide (gated: 128 or 64) with 4 or 3, the gated GEMM (two accumulators)
 /// 128 wide with 3 or 2; tiles in groups of 8, 4 or 16 row blocks; and each
-/// width as blocks of one
-/// warpgroup (64 rows, 4 warps) with 2 or 3 stages. Elsewhere mma.sync,
-/// 128 x 128 on 8 warps, 2 or 3 stages.
+/// width as blocks of one warpgroup (64 rows, 4 warps) with 2 or 3 stages.
+/// Elsewhere mma.sync, 128 x 128 on 8 warps, 2 or 3 stages.
 std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
   std::vector<TuningPoint> points;
   bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
@@ -249,7 +248,7 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
     widths = {128, 64};
   // (4 stages of the wider accumulators' kernels do not fit: the hand rule's
   // 4 is lowered to 3 by flash-plan-memory.)
-  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;  // (gated too)
+  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;
   llvm::SmallVector<int64_t, 2> depths = !wgmma           ? llvm::SmallVector<int64_t, 2>{2, 3}
                                          : oneAccumulator ? llvm::SmallVector<int64_t, 2>{4, 3}
                                                           : llvm::SmallVector<int64_t, 2>{3, 2};
