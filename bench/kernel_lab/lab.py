@@ -88,6 +88,11 @@ VARIANTS = {
     "d128_ws_nopp": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d128_causal_ws_nopp": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d64_ws_st4": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_STAGES": 4}, False),
+    # _pers: the persistent grid (tile_schedule.cuh: min(units, SMs) blocks over pairs of query-row blocks)
+    "d128_ws_pers": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),
+    "d128_causal_ws_pers": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),
+    "d64_causal_ws_pers": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),
+    "d128_gqa4_win100_ws_pers": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),
     # Warp-specialised TMA backward (attention_bwd_ws.cu -> the library's attention_bwd_ws.cuh): a producer warp
     # loads Q, dO (TMA ring), lse and D; 64 keys a block, consumer warpgroups split by role (Pᵀ + dV, dSᵀ + dK), dQ
     # by column halves. _dq128: dQ in one 128-column product a warpgroup; _st3: a 3-slot ring.

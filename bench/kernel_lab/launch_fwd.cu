@@ -35,6 +35,16 @@ extern "C" int flashc_lab_fwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
   if (B == 0 || Sq == 0) return 0;
   dim3 grid(static_cast<unsigned>((Sq + kBlockM - 1) / kBlockM), kHeadsQ, static_cast<unsigned>(B));
 #if defined(FLASHC_FWD_WS)
+  if (kPersistent) {
+    static int sms = 0;
+    if (sms == 0) {
+      int device = 0;
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    }
+    const long long units = flashc::device::persistent_units(static_cast<int>(grid.x), kHeadsQ, static_cast<int>(B));
+    grid = dim3(static_cast<unsigned>(units < sms ? units : sms), 1, 1);
+  }
   CUtensorMap tq, tk, tv;
   if (int e = make_map(&tq, q, kBlockM)) return e;
   if (int e = make_map(&tk, k, kBlockN)) return e;

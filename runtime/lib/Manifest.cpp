@@ -171,9 +171,13 @@ Status validateKernel(const KernelSpec &k) {
   if (!isIdentifier(k.name)) return invalid(k.line, "kernel name '" + k.name + "' is not an identifier");
   if (!isIdentifier(k.entry)) return invalid(k.line, who + "missing or bad 'entry'");
   if (!isIdentifier(k.role)) return invalid(k.line, who + "bad role '" + k.role + "'");
-  std::set<std::string> names, bound;
+  std::set<std::string> names, bound = {kSymbolSmCount};
+  auto reserved = [&](const std::string &name) {
+    return invalid(k.line, who + "'" + name + "' is reserved (the runtime binds it to the device's multiprocessor count)");
+  };
   for (const auto &t : k.tensors) {
     if (!isIdentifier(t.name)) return invalid(k.line, who + "bad parameter name '" + t.name + "'");
+    if (t.name == kSymbolSmCount) return reserved(t.name);
     if (!names.insert(t.name).second) return invalid(k.line, who + "duplicate parameter '" + t.name + "'");
     if (t.dims.size() > size_t(kMaxTensorRank))
       return invalid(k.line, who + "tensor '" + t.name + "' has rank " + std::to_string(t.dims.size()) +
@@ -181,6 +185,7 @@ Status validateKernel(const KernelSpec &k) {
     for (const auto &d : t.dims) {
       if (d.isSymbol() && !isIdentifier(d.symbol))
         return invalid(k.line, who + "tensor '" + t.name + "' has bad dim '" + d.symbol + "'");
+      if (d.isSymbol() && d.symbol == kSymbolSmCount) return reserved(d.symbol);
       if (!d.isSymbol() && d.value < 0)
         return invalid(k.line, who + "tensor '" + t.name + "' has a negative dim");
       if (d.isSymbol()) bound.insert(d.symbol);
@@ -196,6 +201,7 @@ Status validateKernel(const KernelSpec &k) {
   for (const auto &s : k.scalars) {
     if (!isIdentifier(s.name)) return invalid(k.line, who + "bad parameter name '" + s.name + "'");
     if (!names.insert(s.name).second) return invalid(k.line, who + "duplicate parameter '" + s.name + "'");
+    if (s.name == kSymbolSmCount) return reserved(s.name);
     if (isIntegerScalar(s.type)) bound.insert(s.name);
   }
   auto checkExpr = [&](const Expr &e, const char *what) -> Status {

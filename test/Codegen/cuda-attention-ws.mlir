@@ -17,6 +17,12 @@
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// The persistent grid (a tuning-table entry's point, flash-order-blocks): the Config's kPersistent, and a manifest
+// grid of min(units, SMs) blocks, a unit two query-row blocks of one (head, batch); num_sms is the runtime's.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cuda -o - | FileCheck %s --check-prefix=PERSISTENT
+// RUN: rm -rf %t.persistent && flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=bundle --arch=sm_90a -o %t.persistent
+// RUN: FileCheck %s --check-prefix=PERSISTENT-MANIFEST < %t.persistent/manifest.flashc
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.persistent.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // GQA 16 query heads on 4 KV heads, causal, D = 128.
 func.func @gqa(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v: tensor<?x4x?x128xbf16>)
@@ -77,29 +83,30 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 
 // The plan: the wgmma blocks (128 x 128, 8 consumer warps, 2 stages) under the
 // ws strategy, with the shared memory the library's plan needs (Q, 2 K and 2 V
-// slots, 9 mbarriers, 1024 bytes of alignment slack); D = 32 keeps mma.sync.
+// slots, 10 mbarriers -- Q landed, Q free for a block's next tile, full and
+// empty per slot -- and 1024 bytes of alignment slack); D = 32 keeps mma.sync.
 // TILE-LABEL: tile.kernel @gqa_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
-// TILE-SAME: smem_bytes = 164936 : i64
+// TILE-SAME: smem_bytes = 164944 : i64
 // TILE-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // TILE-LABEL: tile.kernel @window_attention_fwd(
-// TILE-SAME: smem_bytes = 83016 : i64
+// TILE-SAME: smem_bytes = 83024 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
-// D = 256: 64 keys a block; Q 64 KiB + 2 x (K 32 KiB + V 32 KiB) + 9
-// mbarriers + 1024 = 197704. D = 192, Dv = 128: 128 keys; Q 48 KiB + 2 x (K
-// 48 KiB + V 32 KiB) + 9 mbarriers + 1024 = 214088.
+// D = 256: 64 keys a block; Q 64 KiB + 2 x (K 32 KiB + V 32 KiB) + 10
+// mbarriers + 1024 = 197712. D = 192, Dv = 128: 128 keys; Q 48 KiB + 2 x (K
+// 48 KiB + V 32 KiB) + 10 mbarriers + 1024 = 214096.
 // TILE-LABEL: tile.kernel @d256_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 64 : i64
-// TILE-SAME: smem_bytes = 197704 : i64
+// TILE-SAME: smem_bytes = 197712 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // TILE-LABEL: tile.kernel @mla_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
-// TILE-SAME: smem_bytes = 214088 : i64
+// TILE-SAME: smem_bytes = 214096 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // D = 80 plans D = 128's tiles.
 // TILE-LABEL: tile.kernel @d80_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
-// TILE-SAME: smem_bytes = 164936 : i64
+// TILE-SAME: smem_bytes = 164944 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // TILE-LABEL: tile.kernel @d32_attention_fwd(
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
@@ -132,8 +139,9 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CUDA-NEXT: // schedule (flash-warp-specialize): register budgets of the producer and
 // CUDA-NEXT: // consumer warpgroups, ping-pong; block order (flash-order-blocks)
 // CUDA-NEXT: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-// CUDA-NEXT: static constexpr bool kPingPong = true, kLongestFirst = true;
-// CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164936,
+// CUDA-NEXT: static constexpr bool kPingPong = true, kLongestFirst = true,
+// CUDA-NEXT: kPersistent = false;
+// CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164944,
 // CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
 // CUDA-NEXT: flashc_gqa_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
 // CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_gqa_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse);
@@ -146,7 +154,8 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CUDA-NEXT: static constexpr int kGroup = 1;
 // CUDA-NEXT: static constexpr int kWindowLeft = 100, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 1.250000000e-01f, kSoftcap = 3.000000000e+01f;
-// CUDA: static constexpr bool kPingPong = true, kLongestFirst = false;
+// CUDA: static constexpr bool kPingPong = true, kLongestFirst = false,
+// CUDA-NEXT: kPersistent = false;
 // CUDA: flashc::device::attention_fwd_ws<flashc_window_attention_fwd_config::Config>(
 // CUDA-LABEL: namespace flashc_d256_attention_fwd_config {
 // CUDA: static constexpr int kHeadDim = 256, kValueDim = 256, kValueCols = 256;
@@ -172,6 +181,17 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // The manifest: the three maps after the tensors (the ABI order), boxes in the
 // tensors' dim order ([B, H, S, D]: one head, 128 rows, one 64-column panel of
 // 128 bytes), 128-byte swizzle; block and shared memory of the golden launcher.
+// PERSISTENT-LABEL: namespace flashc_gqa_attention_fwd_config {
+// PERSISTENT: static constexpr bool kPingPong = true, kLongestFirst = false,
+// PERSISTENT-NEXT: kPersistent = true;
+// PERSISTENT-LABEL: namespace flashc_window_attention_fwd_config {
+// PERSISTENT: kPersistent = true;
+// PERSISTENT-MANIFEST-LABEL: kernel gqa_attention_fwd
+// PERSISTENT-MANIFEST: grid min(cdiv(cdiv(Sq, 128), 2) * 16 * B, num_sms), 1, 1
+// PERSISTENT-MANIFEST-NEXT: block 384, 1, 1
+// PERSISTENT-MANIFEST-NEXT: shared 164944
+// PERSISTENT-MANIFEST-LABEL: kernel window_attention_fwd
+// PERSISTENT-MANIFEST: grid min(cdiv(cdiv(Sq, 128), 2) * 8 * B, num_sms), 1, 1
 // MANIFEST-LABEL: kernel gqa_attention_fwd
 // MANIFEST: tensor lse f32 out [B, 16, Sq]
 // MANIFEST-NEXT: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
@@ -179,24 +199,24 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
 // MANIFEST-NEXT: grid cdiv(Sq, 128), 16, B
 // MANIFEST-NEXT: block 384, 1, 1
-// MANIFEST-NEXT: shared 164936
+// MANIFEST-NEXT: shared 164944
 // MANIFEST-LABEL: kernel window_attention_fwd
 // MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
 // MANIFEST: block 384, 1, 1
-// MANIFEST-NEXT: shared 83016
+// MANIFEST-NEXT: shared 83024
 // MANIFEST-LABEL: kernel d256_attention_fwd
 // MANIFEST: tensormap k_map of k box [1, 1, 64, 64] swizzle 128
 // MANIFEST-NEXT: tensormap v_map of v box [1, 1, 64, 64] swizzle 128
-// MANIFEST: shared 197704
+// MANIFEST: shared 197712
 // MANIFEST-LABEL: kernel mla_attention_fwd
 // MANIFEST: tensor v bf16 in [B, 16, Sk, 128]
 // MANIFEST: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
 // MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
-// MANIFEST: shared 214088
+// MANIFEST: shared 214096
 // MANIFEST-LABEL: kernel d80_attention_fwd
 // MANIFEST: tensor q bf16 in [B, 8, Sq, 80]
 // MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
-// MANIFEST: shared 164936
+// MANIFEST: shared 164944
 // MANIFEST-LABEL: kernel d32_attention_fwd
 // MANIFEST-NOT: tensormap
 // MANIFEST: block 128, 1, 1

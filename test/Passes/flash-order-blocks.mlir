@@ -13,6 +13,12 @@
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=TUNED
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="group=0" 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// persistent: the warp-specialised attention forward loops on a grid of min(units, SMs) blocks (causal or not);
+// kernels of other strategies keep their order. A tuning-table entry's persistent overrides the option.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="persistent=true" | FileCheck %s --check-prefix=PERSISTENT
+// RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks="persistent=true" | FileCheck %s --check-prefix=SM80
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-persistent.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=PERSISTENT
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-not-persistent.txt | flash-opt --flash-order-blocks="persistent=true" | FileCheck %s --check-prefix=TUNED-OFF
 // The emitter prints the order as a remap of blockIdx (a bijection of the grid).
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
@@ -54,6 +60,14 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
 // CHECK-LABEL: tile.kernel @causal_attention_fwd(
 // CHECK-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
 // CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// PERSISTENT-LABEL: tile.kernel @causal_attention_bwd(
+// PERSISTENT-NOT: grid_order
+// PERSISTENT-LABEL: tile.kernel @causal_attention_fwd(
+// PERSISTENT-SAME: grid_order = #tile.grid_order<order = persistent, group = 1>
+// PERSISTENT-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TUNED-OFF-LABEL: tile.kernel @causal_attention_fwd(
+// TUNED-OFF-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
+// TUNED-OFF-SAME: tuning = {entry = "{{.*}}tuning-not-persistent.txt:2", key = "sm_90a attention_forward bf16 d64 causal", persistent = false}
 // SM80-LABEL: tile.kernel @causal_attention_fwd(
 // SM80-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
 // CUDA-SM80-LABEL: flashc_causal_attention_fwd(

@@ -48,10 +48,10 @@
 // MISSING: error: flash-plan-memory: cannot read tuning table '{{.*}}.missing.txt': No such file or directory
 // WS-LABEL: tile.kernel @attention_attention_fwd
 // WS-SAME: block_m = 128 : i64, block_n = 128 : i64
-// WS-SAME: smem_bytes = 164936 : i64
+// WS-SAME: smem_bytes = 164944 : i64
 // WS-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // WS-OVERRIDE-LABEL: tile.kernel @attention_attention_fwd
-// WS-OVERRIDE-SAME: smem_bytes = 230504 : i64
+// WS-OVERRIDE-SAME: smem_bytes = 230512 : i64
 // WS-OVERRIDE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // WS-FALLBACK-LABEL: tile.kernel @attention_attention_fwd
 // WS-FALLBACK-SAME: block_m = 64 : i64

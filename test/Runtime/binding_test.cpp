@@ -198,6 +198,38 @@ void testLimits(const Manifest &m) {
   check(ok.ok() && ok->grid[0] == 7, "integer scalar 'window' is a symbol: grid x = cdiv(100, 16) = 7");
 }
 
+// num_sms: the device's multiprocessor count, bound by the runtime (a persistent grid); no parameter may take it.
+void testSmCount() {
+  auto manifest = parseManifest("flashc-bundle 1\narch sm_90a\n"
+                                "kernel persistent\n entry e\n tensor x f32 in [N, 64]\n"
+                                " grid min(cdiv(N, 128), num_sms), 1, 1\n block 128, 1, 1\nend\n");
+  if (!checkOk(manifest, "a grid over num_sms parses")) return;
+  Arguments a;
+  int64_t xs[2] = {100000, 64};
+  (void)a.setTensor("x", fakePointer(0x100000), DType::F32, 2, xs);
+  DeviceLimits h200;
+  h200.multiprocessors = 132;
+  auto plan = planKernelLaunch(*manifest->findKernel("persistent"), a, h200);
+  check(plan.ok() && plan->grid[0] == 132, "grid x = min(cdiv(100000, 128), num_sms = 132) = 132",
+        plan.ok() ? "" : plan.message());
+  int64_t few[2] = {300, 64};
+  (void)a.setTensor("x", fakePointer(0x100000), DType::F32, 2, few);
+  plan = planKernelLaunch(*manifest->findKernel("persistent"), a, h200);
+  check(plan.ok() && plan->grid[0] == 3, "grid x = min(cdiv(300, 128), 132) = 3", plan.ok() ? "" : plan.message());
+  int64_t none[2] = {0, 64};
+  (void)a.setTensor("x", nullptr, DType::F32, 2, none);
+  plan = planKernelLaunch(*manifest->findKernel("persistent"), a, h200);
+  check(plan.ok() && plan->skip, "no rows: an empty persistent grid launches nothing", plan.ok() ? "" : plan.message());
+  for (const char *bad : {"kernel k\n entry e\n tensor num_sms f32 in [N]\n grid 1, 1, 1\n block 1, 1, 1\nend\n",
+                          "kernel k\n entry e\n tensor x f32 in [num_sms]\n grid 1, 1, 1\n block 1, 1, 1\nend\n",
+                          "kernel k\n entry e\n scalar num_sms i32\n grid 1, 1, 1\n block 1, 1, 1\nend\n"}) {
+    auto reserved = parseManifest(std::string("flashc-bundle 1\narch sm_90a\n") + bad);
+    check(!reserved.ok() && reserved.message().find("'num_sms' is reserved (the runtime binds it to the device's "
+                                                    "multiprocessor count)") != std::string::npos,
+          "a parameter or dim named num_sms is refused", reserved.ok() ? "parsed" : reserved.message());
+  }
+}
+
 void testProgram(const Manifest &m) {
   const ProgramSpec &p = *m.findProgram("scale_then_add");
   auto args = [] {
@@ -314,6 +346,7 @@ int main() {
   testBadArguments(m);
   testZeroSize(m);
   testLimits(m);
+  testSmCount();
   testProgram(m);
   return checkSummary();
 }

@@ -1242,6 +1242,11 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
             freshFor(o.getResult(), std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
         // The block order flash-order-blocks chose (a bijection of the grid).
         tile::GridOrderAttr order = kernel.getGridOrderAttr();
+        if (order && order.getOrder() == tile::BlockOrder::Persistent)
+          return o.emitError("CUDA emitter: a persistent grid order (#tile.grid_order<order = "
+                             "persistent>) needs the warp-specialised attention forward "
+                             "(strategy wgmma_ws_sm90); this kernel takes one tile a block"),
+                 failure();
         if (order && order.getOrder() == tile::BlockOrder::LongestFirst &&
             o.getAxis() == tile::GridAxis::X) {
           declarationLine(name)

@@ -279,9 +279,10 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     }
     spec.tensors.push_back(p);
   }
+  std::string gridText[3];
   for (auto [axis, attr] : llvm::enumerate(kernel.getGrid())) {
     auto grid = cast<tile::GridAttr>(attr);
-    std::string text;
+    std::string &text = gridText[axis];
     // A grid over a static size is folded here (cdiv of two literals), so
     // that the limit check below sees its block count.
     int64_t staticSize = 0;
@@ -299,6 +300,17 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       else
         text = dim.str();
     }
+  }
+  // A persistent grid (the ws attention forward): min(units, SMs) blocks along
+  // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (order && order.getOrder() == tile::BlockOrder::Persistent) {
+    gridText[0] = "min(cdiv(" + gridText[0] + ", 2) * (" + gridText[1] + ") * (" + gridText[2] +
+                  "), " + rt::kSymbolSmCount + ")";
+    gridText[1] = gridText[2] = "1";
+  }
+  for (int axis = 0; axis < 3; ++axis) {
+    const std::string &text = gridText[axis];
     auto expr = rt::Expr::parse(text);
     if (!expr.ok())
       return kernel.emitError("bundle: bad grid expression '") << text << "'", failure();

@@ -91,17 +91,20 @@ std::vector<std::string> addTensorMaps(ArrayRef<std::pair<unsigned, SmallVector<
 }
 
 /// The Config lines both kernels share: the register budgets and ping-pong;
-/// `longestFirst` (attention) adds flash-order-blocks' block order.
-void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<bool> longestFirst,
+/// `order` (attention) adds flash-order-blocks' block order: longest first or
+/// the persistent grid.
+void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<tile::BlockOrder> order,
                          llvm::raw_ostream &out) {
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and\n"
-      << "  // consumer warpgroups, ping-pong" << (longestFirst ? "; block order (flash-order-blocks)" : "")
+      << "  // consumer warpgroups, ping-pong" << (order ? "; block order (flash-order-blocks)" : "")
       << "\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
   out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false");
-  if (longestFirst)
-    out << ", kLongestFirst = " << (*longestFirst ? "true" : "false");
+  if (order)
+    out << ", kLongestFirst = " << (*order == tile::BlockOrder::LongestFirst ? "true" : "false")
+        << ",\n                        kPersistent = "
+        << (*order == tile::BlockOrder::Persistent ? "true" : "false");
   out << ";\n";
 }
 
@@ -185,7 +188,8 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
 
   WsKernel result;
-  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
+  result.sharedBytes =
+      wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8, /*residentBarriers=*/2);
   // q, k, v: 128 query rows or blockN key rows of one head of one batch.
   std::vector<std::string> maps =
       addTensorMaps({{0, {1, 1, 128, 64}}, {1, {1, 1, blockN, 64}}, {2, {1, 1, blockN, 64}}},
@@ -205,10 +209,10 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   out << "  static constexpr float kScale = "
       << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kSoftcap = " << floatConfigLiteral(spec.getSoftcap().getValueAsDouble()) << ";\n";
-  printScheduleConfig(*schedule,
-                      kernel.getGridOrderAttr() &&
-                          kernel.getGridOrderAttr().getOrder() == tile::BlockOrder::LongestFirst,
-                      out);
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (order && order.getOrder() == tile::BlockOrder::Grouped)
+    return reject("its grid order is grouped (the GEMMs' order)");
+  printScheduleConfig(*schedule, order ? order.getOrder() : tile::BlockOrder::InOrder, out);
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result.sharedBytes, ns, out);
   printSignature(entry, cppNames, inputs, maps, out);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
@@ -339,7 +343,8 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
 
   WsKernel result;
   result.sharedBytes =
-      wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8);
+      wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8,
+                           /*residentBarriers=*/1);
   // x: 128 rows (of one batch); W1: all d rows of 64 hidden columns a box;
   // W2: blockN hidden rows of 64 output columns a box.
   SmallVector<int64_t> xBox = batched ? SmallVector<int64_t>{1, 128, 64} : SmallVector<int64_t>{128, 64};
@@ -385,6 +390,12 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
                               << why,
            failure();
   };
+  // Only the attention forward's library form loops over a persistent grid.
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  auto forward = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
+  if (order && order.getOrder() == tile::BlockOrder::Persistent &&
+      !(forward && forward.getRole() == tile::KernelRole::AttentionForward))
+    return reject("its grid order is persistent, which only the attention forward's form takes");
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";

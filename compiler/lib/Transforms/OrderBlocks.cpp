@@ -57,11 +57,21 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
             rows = knob.getInt();
         order = GridOrderAttr::get(ctx, BlockOrder::Grouped, rows);
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
-                 attention && attention.getRole() == KernelRole::AttentionForward &&
-                 attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0) {
-        // Causal: the last query blocks see the most keys; launching them
-        // first balances the tail of the grid.
-        order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
+                 attention && attention.getRole() == KernelRole::AttentionForward) {
+        // The warp-specialised forward may loop on a persistent grid (the
+        // device library's tile_schedule.cuh); the kernel's tuning-table entry
+        // decides before the option.
+        bool loops = persistent;
+        if (DictionaryAttr tuning = kernel.getTuningAttr())
+          if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPersistentName))
+            loops = knob.getValue();
+        bool causal = attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0;
+        if (loops && kernel.getStrategy() == Strategy::WgmmaWsSm90)
+          order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 1);
+        else if (causal)
+          // Causal: the last query blocks see the most keys; launching them
+          // first balances the tail of the grid.
+          order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
       }
       if (order)
         kernel.setGridOrderAttr(*order);

@@ -104,6 +104,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       fields.push_back(b.getNamedAttr(kTuningPingPongName, b.getBoolAttr(*entry.point.pingPong)));
     if (entry.point.group)
       fields.push_back(b.getNamedAttr(kTuningGroupName, b.getI64IntegerAttr(*entry.point.group)));
+    if (entry.point.persistent)
+      fields.push_back(b.getNamedAttr(kTuningPersistentName, b.getBoolAttr(*entry.point.persistent)));
     return b.getDictionaryAttr(fields);
   }
 
@@ -359,7 +361,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (std::optional<WsForwardSizes> ws = wsForwardSizes(kernel.getSpecAttr(), kernel.getFunctionType().getInputs());
         ws && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
-                                    ws->elementBytes);
+                                    ws->elementBytes, ws->residentBarriers);
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

@@ -322,7 +322,7 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
     if (attention.getRole() != KernelRole::AttentionForward)
       return std::nullopt;
     return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
-                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8};
+                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2};
   }
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
   if (!gemm || gemm.getRole() != KernelRole::FfnFused || argTypes.size() < 2)
@@ -332,7 +332,7 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
   if (!w1 || w1.getRank() != 2)
     return std::nullopt;
   return WsForwardSizes{w1.getShape()[0], outputDimOf(argTypes, w2Index),
-                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8};
+                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8, 1};
 }
 
 int64_t wsForwardHeadTile(int64_t headDim) { return (headDim + 63) / 64 * 64; }
@@ -349,18 +349,18 @@ bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN) {
 
 int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target) {
   if (wsForwardFitsRegisters(valueDim, 128) &&
-      wsForwardSharedBytes(headDim, valueDim, 128, 2, 2) <= target.sharedMemoryPerBlock)
+      wsForwardSharedBytes(headDim, valueDim, 128, 2, 2, 2) <= target.sharedMemoryPerBlock)
     return 128;
   return 64;
 }
 
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
-                             int64_t elementBytes) {
+                             int64_t elementBytes, int64_t residentBarriers) {
   // Q's region doubles as the O staging of the epilogue; tiles are padded.
   int64_t d = wsForwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
   int64_t q = 128 * std::max(d, dv) * elementBytes;
   int64_t slots = stages * blockN * (d + dv) * elementBytes;
-  int64_t barriers = 1 + 4 * stages;
+  int64_t barriers = residentBarriers + 4 * stages;
   return q + slots + 8 * barriers + 1024;
 }
 

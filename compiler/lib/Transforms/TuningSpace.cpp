@@ -105,7 +105,8 @@ void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescriptio
     if (!wsForwardFitsRegisters(valueDim, blockN))
       continue;
     for (int64_t stages : {2, 3}) {
-      if (wsForwardSharedBytes(headDim, valueDim, blockN, stages, elementBytes) >
+      if (wsForwardSharedBytes(headDim, valueDim, blockN, stages, elementBytes,
+                               gemmFamily ? 1 : 2) >
           target.sharedMemoryPerBlock)
         continue;
       for (bool pingPong : {true, false}) {
@@ -125,7 +126,7 @@ void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescriptio
 }
 
 /// attention_forward. sm_90a, 16-bit: the warp-specialised TMA kernel's points
-/// and, at D = Dv in {64, 128}, the cp.async wgmma forward it replaced as the
+/// (each with and without the persistent grid) and, at D = Dv in {64, 128}, the cp.async wgmma forward it replaced as the
 /// default (1.25-1.41x behind at S >= 4k, ahead in one do_bench row: D = 128,
 /// S = 1k, non-causal; bench/results/2026-11-30-h200-session5.md call 6).
 /// mma.sync only where neither takes the head dims (it ran 0.35-0.6x the ws
@@ -137,8 +138,17 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
   int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
   int64_t bits = attention.getElementType().getValue().getIntOrFloatBitWidth();
   bool hopper16 = isHopper(target) && bits == 16;
-  if (hopper16 && wsForwardTakes(d, dv))
+  if (hopper16 && wsForwardTakes(d, dv)) {
     addWsForwardPoints(points, target, d, dv, bits / 8, /*gemmFamily=*/false);
+    // Each on the persistent grid too (flash-order-blocks), after the hand rule's grid.
+    size_t ws = points.size();
+    for (size_t i = 0; i < ws; ++i) {
+      points[i].persistent = false;
+      TuningPoint persistent = points[i];
+      persistent.persistent = true;
+      points.push_back(persistent);
+    }
+  }
   if (hopper16 && wgmmaAttentionTakes(d, dv)) {
     TilePlan plan;
     plan.strategy = Strategy::WgmmaSm90;

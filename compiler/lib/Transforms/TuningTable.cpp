@@ -36,7 +36,8 @@ const BuiltinTable kBuiltinTables[] = {
 };
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m", "block_n", "block_k",
-                                              "warps", "stages",   "ping_pong", "group"};
+                                              "warps", "stages",   "ping_pong", "group",
+                                              "persistent"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -51,6 +52,9 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   // The kernels whose consumer warpgroups split by rows and may ping-pong.
   if (field == "ping_pong")
     return kind == "attention_forward" || kind == "ffn_fused";
+  // The warp-specialised attention forward's grid (flash-order-blocks).
+  if (field == "persistent")
+    return kind == "attention_forward";
   return true;
 }
 
@@ -137,6 +141,8 @@ std::string TuningPoint::str() const {
   if (pingPong)
     add("ping_pong", *pingPong ? "1" : "0");
   addInt("group", group);
+  if (persistent)
+    add("persistent", *persistent ? "1" : "0");
   return text;
 }
 
@@ -238,6 +244,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("ping_pong must be 0 or 1, got '" + value + "'");
         point.pingPong = value == "1";
+      } else if (name == "persistent") {
+        if (value != "0" && value != "1")
+          return fail("persistent must be 0 or 1, got '" + value + "'");
+        point.persistent = value == "1";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -364,8 +374,12 @@ TuningPoint pointOf(KernelOp kernel) {
   // consumers meet every step).
   if (schedule && !backward)
     point.pingPong = schedule.getPingPong();
-  if (GridOrderAttr order = kernel.getGridOrderAttr(); order && order.getOrder() == BlockOrder::Grouped)
+  GridOrderAttr order = kernel.getGridOrderAttr();
+  if (order && order.getOrder() == BlockOrder::Grouped)
     point.group = order.getGroup();
+  // A knob of the ws forward's grid (flash-order-blocks).
+  if (schedule && attention && attention.getRole() == KernelRole::AttentionForward)
+    point.persistent = order && order.getOrder() == BlockOrder::Persistent;
   return point;
 }
 

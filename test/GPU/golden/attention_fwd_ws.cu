@@ -41,6 +41,9 @@
 #ifndef FLASHC_WS_STAGES  // K/V ring depth (D = 128: 2 fits 227 KB; D = 64 can take 3-4)
 #define FLASHC_WS_STAGES 2
 #endif
+#ifndef FLASHC_WS_PERSISTENT  // 1: a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
+#define FLASHC_WS_PERSISTENT 0
+#endif
 #ifndef FLASHC_WS_PINGPONG  // 1: the two consumer warpgroups take turns issuing their GEMMs
 #define FLASHC_WS_PINGPONG 1
 #endif
@@ -64,6 +67,7 @@ struct Config {
   static constexpr float kSoftcap = FLASHC_SOFTCAP;
   static constexpr bool kPingPong = FLASHC_WS_PINGPONG != 0;
   static constexpr bool kLongestFirst = kWindowRight >= 0 && kWindowLeft < 0;  // causal: longest blocks first
+  static constexpr bool kPersistent = FLASHC_WS_PERSISTENT != 0;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = AttentionFwdWsPlan<Config>;
@@ -74,9 +78,10 @@ constexpr int kGroup = Plan::kGroup;
 constexpr int kHeadsKV = kHeadsQ / kGroup;
 constexpr int kBlockM = Plan::kBlockM, kBlockN = Plan::kBlockN, kThreads = Plan::kThreads;
 constexpr int kSmemBytes = Plan::kSmemBytes;
+constexpr bool kPersistent = Plan::kPersistent;
 }  // namespace fwd_config
 
-// Grid: (ceil(Sq / kBlockM), kHeadsQ, B); kThreads threads; kSmemBytes dynamic shared memory.
+// Grid: (ceil(Sq / kBlockM), kHeadsQ, B), persistent (min(persistent_units(...), SMs), 1, 1); kThreads threads; kSmemBytes dynamic shared memory.
 // tma_q / tma_k / tma_v: 4-D maps (D, S, H, B) of q, k, v, box (64, kBlockM or kBlockN, 1, 1), 128B swizzle.
 extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, 1)
 FLASHC_KERNEL_NAME(const __grid_constant__ flashc::TmaDescriptor tma_q, const __grid_constant__ flashc::TmaDescriptor tma_k,

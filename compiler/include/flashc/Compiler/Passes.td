@@ -168,12 +168,17 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     (launched row-major, a wave covers every row block of one column and
     re-reads all of A from DRAM for each column); a causal attention forward
     takes its query-row blocks longest first (row block i sees i + 1 key
-    blocks). The emitter prints the order. A kernel whose tuning-table entry
-    gives a group (its `tuning` attribute) takes that group instead of the
-    option's.
+    blocks). A warp-specialised attention forward may instead run on a
+    persistent grid (`persistent`: min(units, SMs) blocks looping over pairs
+    of query-row blocks n-1-i and i of one head, equal work under a causal
+    mask). The emitter prints the order. A kernel whose tuning-table entry
+    gives a group or persistent (its `tuning` attribute) takes that instead of
+    the option's.
   }];
   let options = [
     Option<"group", "group", "int64_t", /*default=*/"8", "row blocks a group (1-64)">,
+    Option<"persistent", "persistent", "bool", /*default=*/"false",
+           "warp-specialised attention forwards on a persistent grid">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect"];
 }

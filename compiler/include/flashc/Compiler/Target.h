@@ -61,11 +61,14 @@ int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescripti
 
 /// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [128 x max(D, Dv)]
 /// (also the epilogue's O staging), `stages` K [blockN x D] and V [blockN x
-/// Dv] slots, 8-byte mbarriers (Q, full and empty per slot of K and V) and
-/// 1024 bytes to align the base; the device library's
-/// AttentionFwdWsPlan::kSmemBytes (the emitted source static_asserts both agree).
+/// Dv] slots, 8-byte mbarriers (`residentBarriers` for the resident tile --
+/// the attention forward: 2, Q landed and Q free again for a persistent
+/// block's next tile; the fused FFN: 1 -- and full and empty per slot of K and
+/// V) and 1024 bytes to align the base; the device library's
+/// AttentionFwdWsPlan / FfnFwdWsPlan::kSmemBytes (the emitted source
+/// static_asserts both agree).
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
-                             int64_t elementBytes);
+                             int64_t elementBytes, int64_t residentBarriers);
 
 /// Whether the wgmma_ws_sm90 fused FFN takes model width `inputDim` (x, W1
 /// rows), hidden width `hiddenDim` and output width `outputDim`: 16-bit, not
@@ -80,6 +83,7 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Ty
 /// (W2, y); none for other recipes.
 struct WsForwardSizes {
   int64_t headDim, valueDim, elementBytes;
+  int64_t residentBarriers; // wsForwardSharedBytes' argument for this kernel
 };
 std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
                                              llvm::ArrayRef<mlir::Type> argTypes);

@@ -61,6 +61,9 @@ struct TuningPoint {
   std::optional<bool> pingPong;
   /// GEMM kernels: row blocks a group of the tile order (flash-order-blocks).
   std::optional<int64_t> group;
+  /// The warp-specialised attention forward: a persistent grid over pairs of
+  /// query-row blocks (flash-order-blocks, #tile.grid_order<persistent>).
+  std::optional<bool> persistent;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.
@@ -129,6 +132,7 @@ inline constexpr llvm::StringLiteral kTuningEntryName = "entry";
 inline constexpr llvm::StringLiteral kTuningKeyName = "key";
 inline constexpr llvm::StringLiteral kTuningPingPongName = "ping_pong";
 inline constexpr llvm::StringLiteral kTuningGroupName = "group";
+inline constexpr llvm::StringLiteral kTuningPersistentName = "persistent";
 
 } // namespace flashc
 

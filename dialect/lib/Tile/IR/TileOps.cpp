@@ -171,13 +171,13 @@ LogicalResult KernelOp::verify() {
     for (NamedAttribute field : tuning) {
       StringRef name = field.getName().getValue();
       bool ok = name == "entry" || name == "key" ? llvm::isa<StringAttr>(field.getValue())
-                : name == "ping_pong"             ? llvm::isa<BoolAttr>(field.getValue())
+                : name == "ping_pong" || name == "persistent" ? llvm::isa<BoolAttr>(field.getValue())
                 : name == "group"                 ? llvm::isa<IntegerAttr>(field.getValue())
                                                   : false;
       if (!ok)
         return emitOpError() << "tuning attribute field '" << name
                              << "' is unknown or of the wrong type (entry and key: strings, "
-                                "ping_pong: bool, group: integer)";
+                                "ping_pong and persistent: bool, group: integer)";
     }
     if (!tuning.getAs<StringAttr>("entry"))
       return emitOpError("tuning attribute needs the entry it names (entry = \"<file>:<line>\")");

@@ -140,6 +140,7 @@ struct DeviceLimits {
   std::array<int64_t, 3> maxBlock{1024, 1024, 64};
   int64_t maxThreadsPerBlock = 1024;
   int64_t maxDynamicSharedBytes = 48 * 1024; // the opt-in maximum per block
+  int64_t multiprocessors = 1;                // what the symbol num_sms evaluates to
 };
 
 /// One validated kernel launch, ready for cuLaunchKernel.

@@ -61,6 +61,10 @@ const char *swizzleName(TensorMapSwizzle s); // "none", "32", "64", "128"
 bool parseSwizzle(std::string_view s, TensorMapSwizzle &out);
 
 constexpr int64_t kMaxTensorMapBox = 256; // TMA box extent limit per dim
+// The symbol the runtime binds to the device's multiprocessor count in grid,
+// block, shared and requires expressions (a persistent kernel's grid); no
+// parameter or dim may take the name.
+inline constexpr const char *kSymbolSmCount = "num_sms";
 
 /// A TMA tensor map the runtime derives from a tensor parameter's bound
 /// pointer, shape and strides (the user never passes it). Kernel ABI: passed

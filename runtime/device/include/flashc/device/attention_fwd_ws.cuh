@@ -27,9 +27,12 @@
 //   kScale, kSoftcap            softmax scale; tanh softcap (0: none)
 //   kPingPong       the two consumer warpgroups take turns issuing their GEMMs
 //   kLongestFirst   the grid takes the last query-row blocks first (causal: the longest)
+//   kPersistent     a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
+//                   (tile_schedule.cuh); a block's next tile loads under its last tile's epilogue
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets (e.g. 24, 240: 128 x 24 + 256 x 240 <= 384 x 168)
 // (flash-warp-specialize decides the last four for the compiler's kernels: #tile.warp_specialized.)
-// Launch: grid (ceil(Sq / 128), heads_q, batch); AttentionFwdWsPlan<Config>::kThreads (384) threads;
+// Launch: grid (ceil(Sq / 128), heads_q, batch), or persistent (min(persistent_units(ceil(Sq / 128), heads_q,
+// batch), SMs), 1, 1); AttentionFwdWsPlan<Config>::kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q, k, v with box (64, 128 or
 // kBlockN, 1, 1) and the 128B swizzle; o [B, H, Sq, Dv] row-contiguous, lse [B, H, Sq] f32 (natural log).
 #pragma once
@@ -37,8 +40,10 @@
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
+#include "flashc/device/smem.cuh"
 #include "flashc/device/softmax.cuh"
 #include "flashc/device/tensor.cuh"
+#include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
 #include "flashc/device/wgmma.cuh"
@@ -64,6 +69,7 @@ struct AttentionFwdWsPlan {
   static constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
+  static constexpr bool kPersistent = Config::kPersistent;
   // ---- schedule ----
   static constexpr int kBlockM = 128;  // 2 consumer warpgroups x 64 rows
   static constexpr int kBlockN = Config::kBlockN;
@@ -88,7 +94,8 @@ struct AttentionFwdWsPlan {
   static constexpr int kSmemK = kSmemQ + (QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes);
   static constexpr int kSmemV = kSmemK + kStages * KTile::kBytes;
   static constexpr int kSmemBar = kSmemV + kStages * VTile::kBytes;  // mbarriers, 8 bytes each
-  static constexpr int kBarQ = 0, kBarKFull = 1, kBarKEmpty = kBarKFull + kStages, kBarVFull = kBarKEmpty + kStages,
+  static constexpr int kBarQ = 0, kBarQEmpty = 1, kBarKFull = 2, kBarKEmpty = kBarKFull + kStages,
+                       kBarVFull = kBarKEmpty + kStages,
                        kBarVEmpty = kBarVFull + kStages, kNumBars = kBarVEmpty + kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
@@ -126,8 +133,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   constexpr int kValueDim = P::kValueDim, kBlockM = P::kBlockM, kBlockN = P::kBlockN, kStages = P::kStages,
                 kWarps = P::kWarps, kProducer = P::kProducer;
   constexpr int kSmemQ = P::kSmemQ, kSmemK = P::kSmemK, kSmemV = P::kSmemV, kSmemBar = P::kSmemBar;
-  constexpr int kBarQ = P::kBarQ, kBarKFull = P::kBarKFull, kBarKEmpty = P::kBarKEmpty, kBarVFull = P::kBarVFull,
-                kBarVEmpty = P::kBarVEmpty, kBarTurn = P::kBarTurn, kBarEpilogue = P::kBarEpilogue;
+  constexpr int kBarQ = P::kBarQ, kBarQEmpty = P::kBarQEmpty, kBarKFull = P::kBarKFull, kBarKEmpty = P::kBarKEmpty,
+                kBarVFull = P::kBarVFull, kBarVEmpty = P::kBarVEmpty, kBarTurn = P::kBarTurn, kBarEpilogue = P::kBarEpilogue;
   constexpr bool kPingPong = P::kPingPong;
   constexpr float kScale = P::kScale, kSoftcap = P::kSoftcap, kScaleLog2 = P::kScaleLog2;
 
@@ -135,25 +142,29 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   unsigned char* smem = align_smem_1024(smem_raw);
 
   const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
+  const int heads = static_cast<int>(q.shape[1]), batches = static_cast<int>(q.shape[0]);
+  const int row_blocks = (Sq + kBlockM - 1) / kBlockM;
   const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
-  const int m_block = P::kLongestFirst ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / group;
-  const int q0 = m_block * kBlockM;
   const int warpgroup = warp_id() / 4;
-  const int n_begin = Mask::key_block_begin(q0, kBlockN, offset);
-  const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
-  const int n_blocks = n_end > n_begin ? n_end - n_begin : 0;  // same for both warpgroups
+  // Key blocks [n_begin, n_begin + n_blocks) of the query rows from q0 (the same for both warpgroups).
+  auto key_blocks = [&](int q0, int& n_begin) {
+    n_begin = Mask::key_block_begin(q0, kBlockN, offset);
+    const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
+    return n_end > n_begin ? n_end - n_begin : 0;
+  };
 
   const QTile Qs{reinterpret_cast<Elem*>(smem + kSmemQ)};
   auto k_tile = [&](int stage) { return KTile{reinterpret_cast<Elem*>(smem + kSmemK + stage * KTile::kBytes)}; };
   auto v_tile = [&](int stage) { return VTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * VTile::kBytes)}; };
   auto bar = [&](int i) { return smem_u32(smem + kSmemBar) + 8u * i; };
-  // Ring position of the it-th key block: slot it % kStages, phase parity (it / kStages) & 1.
+  // Ring position of the it-th key block of the block's whole sequence of tiles: slot it % kStages, phase parity
+  // (it / kStages) & 1.
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
 
   if (threadIdx.x == 0) {
-    mbarrier_init(bar(kBarQ), 1);
+    mbarrier_init(bar(kBarQ), 1);           // the producer's arrival (+ TMA bytes when the tile sees keys)
+    mbarrier_init(bar(kBarQEmpty), kWarps);  // lane 0 of every consumer warp, after its epilogue
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(bar(kBarKFull + s), 1);  // the producer's expect_tx arrival (+ TMA bytes)
       mbarrier_init(bar(kBarVFull + s), 1);
@@ -167,21 +178,39 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   // =============================== producer warpgroup ===============================
   if (warpgroup == kProducer) {
     warpgroup_reg_dealloc<P::kProducerRegs>();
-    if (threadIdx.x == kProducer * 128 && n_blocks > 0) {
+    if (threadIdx.x == kProducer * 128) {
       tma_prefetch_descriptor(&tma_q);
       tma_prefetch_descriptor(&tma_k);
       tma_prefetch_descriptor(&tma_v);
-      mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
-      tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, head, batch);
-      for (int it = 0; it < n_blocks; ++it) {
-        const int s = it % kStages, row = (n_begin + it) * kBlockN;
-        mbarrier_wait(bar(kBarKEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
-        mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
-        tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, batch);
-        mbarrier_wait(bar(kBarVEmpty + s), phase(it) ^ 1);
-        mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
-        tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, batch);
-      }
+      int ring = 0;  // key blocks loaded for the earlier tiles
+      for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
+        const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
+        int n_begin;
+        const int n_blocks = key_blocks(q0, n_begin);
+        // Q of tile j goes where tile j-1's epilogue stages O: wait for its consumers to leave. A tile without
+        // keys still arrives (no bytes), so the consumers' Q phases count tiles.
+        auto load_q = [&] {
+          if (j > 0) mbarrier_wait(bar(kBarQEmpty), static_cast<unsigned>(j - 1) & 1u);
+          if (n_blocks == 0) {
+            mbarrier_arrive(bar(kBarQ));
+            return;
+          }
+          mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
+          tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, tile.head, tile.batch);
+        };
+        if (n_blocks == 0) load_q();
+        for (int it = 0; it < n_blocks; ++it) {
+          const int s = (ring + it) % kStages, row = (n_begin + it) * kBlockN;
+          mbarrier_wait(bar(kBarKEmpty + s), phase(ring + it) ^ 1);  // slot free (first pass: at once)
+          mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
+          tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
+          if (it == 0) load_q();  // after K_0, which may land under the previous tile's epilogue
+          mbarrier_wait(bar(kBarVEmpty + s), phase(ring + it) ^ 1);
+          mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
+          tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
+        }
+        ring += n_blocks;
+      });
     }
     return;  // every copy completes on a barrier the consumers wait for before they exit
   }
@@ -192,9 +221,6 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   RegTileF32<kBlockM, kBlockN, kWarps> s;       // scores of the current key block (the Q K^T accumulator)
   RegTile16<Elem, kBlockM, kBlockN, kWarps> p;  // probabilities of the previous block (P V's A operand)
   RegRowVec<kBlockM, kWarps> row_m, row_l, corr;
-  fill(acc_o, 0.f);
-  fill(row_m, -INFINITY);
-  fill(row_l, 0.f);
 
   // One arrival per warp releases a slot (the wgmma reading it has completed: waited before).
   auto release = [&](int b) {
@@ -202,7 +228,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   };
   // Ping-pong: wait for this warpgroup's turn / hand the turn to the other one. The second
   // warpgroup's opening arrival lets the first go first; it skips its last hand-over so that every
-  // bar.sync is matched by exactly one bar.arrive.
+  // bar.sync is matched by exactly one bar.arrive (within each tile: a tile ends with the turns even).
   auto turn_wait = [&] {
     if (kPingPong) named_barrier_sync(kBarTurn + warpgroup, 256);
   };
@@ -216,67 +242,86 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     wgmma_matmul_tb<false>(s, Qs, k_tile(stage));
   };
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
-  // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
-  // corr = exp(m_old - m_new), applied to O just before the next P V.
-  auto softmax_block = [&](int n) {
-    const int k0 = n * kBlockN;
-    if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
-    if (Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset)) mask<Mask>(s, q0, k0, Sk, offset);
-    const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
-    corr = softmax_correction(row_m, m_new, kScaleLog2);
-    exp2(s, m_new, kScaleLog2);
-    row_l = online_sum(row_l, corr, s);
-    row_m = m_new;
-  };
 
-  if (n_blocks > 0) {
-    if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
-    mbarrier_wait(bar(kBarQ), 0);
-    // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
-    mbarrier_wait(bar(kBarKFull + 0), 0);
-    turn_wait();
-    issue_qk(0);
-    turn_pass(n_blocks == 1);
-    wgmma_wait<0>();
-    release(kBarKEmpty + 0);
-    softmax_block(n_begin);
-    convert(p, s);
-    // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
-    for (int it = 1; it < n_blocks; ++it) {
-      const int cur = it % kStages, prev = (it - 1) % kStages;
-      mbarrier_wait(bar(kBarKFull + cur), phase(it));
+  int ring = 0;  // key blocks consumed by the earlier tiles
+  for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
+    const int q0 = tile.m_block * kBlockM;
+    int n_begin;
+    const int n_blocks = key_blocks(q0, n_begin);
+    fill(acc_o, 0.f);
+    fill(row_m, -INFINITY);
+    fill(row_l, 0.f);
+    // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
+    // corr = exp(m_old - m_new), applied to O just before the next P V.
+    auto softmax_block = [&](int n) {
+      const int k0 = n * kBlockN;
+      if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
+      if (Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset)) mask<Mask>(s, q0, k0, Sk, offset);
+      const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
+      corr = softmax_correction(row_m, m_new, kScaleLog2);
+      exp2(s, m_new, kScaleLog2);
+      row_l = online_sum(row_l, corr, s);
+      row_m = m_new;
+    };
+    auto slot = [&](int it) { return (ring + it) % kStages; };
+    auto slot_phase = [&](int it) { return phase(ring + it); };
+
+    mbarrier_wait(bar(kBarQ), static_cast<unsigned>(j) & 1u);  // Q landed; the staging rows are ours again
+    if (n_blocks > 0) {
+      if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
+      // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
+      mbarrier_wait(bar(kBarKFull + slot(0)), slot_phase(0));
       turn_wait();
-      issue_qk(cur);
-      rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
-      mbarrier_wait(bar(kBarVFull + prev), phase(it - 1));
-      issue_pv(prev);
-      turn_pass(it == n_blocks - 1);
-      wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
-      release(kBarKEmpty + cur);
-      softmax_block(n_begin + it);
-      wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
-      release(kBarVEmpty + prev);
+      issue_qk(slot(0));
+      turn_pass(n_blocks == 1);
+      wgmma_wait<0>();
+      release(kBarKEmpty + slot(0));
+      softmax_block(n_begin);
       convert(p, s);
+      // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
+      for (int it = 1; it < n_blocks; ++it) {
+        const int cur = slot(it), prev = slot(it - 1);
+        mbarrier_wait(bar(kBarKFull + cur), slot_phase(it));
+        turn_wait();
+        issue_qk(cur);
+        rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
+        mbarrier_wait(bar(kBarVFull + prev), slot_phase(it - 1));
+        issue_pv(prev);
+        turn_pass(it == n_blocks - 1);
+        wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
+        release(kBarKEmpty + cur);
+        softmax_block(n_begin + it);
+        wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
+        release(kBarVEmpty + prev);
+        convert(p, s);
+      }
+      // ---- last P V ----
+      const int last = slot(n_blocks - 1);
+      rescale(acc_o, corr);
+      mbarrier_wait(bar(kBarVFull + last), slot_phase(n_blocks - 1));
+      issue_pv(last);
+      wgmma_wait<0>();
+      release(kBarVEmpty + last);
     }
-    // ---- last P V ----
-    const int last = (n_blocks - 1) % kStages;
-    rescale(acc_o, corr);
-    mbarrier_wait(bar(kBarVFull + last), phase(n_blocks - 1));
-    issue_pv(last);
-    wgmma_wait<0>();
-    release(kBarVEmpty + last);
-  }
+    ring += n_blocks;
 
-  // =============================== epilogue ==============================
-  // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
-  normalize(acc_o, row_l);
-  store_rows(vector_at<float>(lse, batch, head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
-  RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
-  convert(o_out, acc_o);
-  // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup
-  // reads only its own rows); rows >= Sq and padded columns are not stored.
-  store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
-                                      matrix_at<Elem>(o, batch, head), q0, Sq, warpgroup, kBarEpilogue + warpgroup);
+    // =============================== epilogue ==============================
+    // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
+    normalize(acc_o, row_l);
+    store_rows(vector_at<float>(lse, tile.batch, tile.head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
+    RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
+    convert(o_out, acc_o);
+    // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup
+    // reads only its own rows); rows >= Sq and padded columns are not stored.
+    store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
+                                        matrix_at<Elem>(o, tile.batch, tile.head), q0, Sq, warpgroup,
+                                        kBarEpilogue + warpgroup);
+    // The next tile's Q may overwrite the staging rows: every lane's reads are done (syncwarp) and ordered before
+    // the TMA unit's writes (the async proxy).
+    fence_async_shared();
+    __syncwarp();
+    release(kBarQEmpty);
+  });
 }
 
 }  // namespace device

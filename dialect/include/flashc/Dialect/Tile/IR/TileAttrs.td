@@ -101,7 +101,14 @@ def Tile_BlockOrderKind : I32EnumAttr<"BlockOrder", "order in which the grid tak
     // Grouped rasterization of a 2-D grid (GEMM tiles): consecutive blocks
     // walk `group` row blocks of one column block, then the next column, so
     // the blocks in flight share their A rows and B columns in L2.
-    I32EnumAttrCase<"Grouped", 2, "grouped">]> {
+    I32EnumAttrCase<"Grouped", 2, "grouped">,
+    // A persistent grid of min(units, SMs) blocks that loop over the row
+    // blocks: a unit is the row blocks n-1-i and i of one (head, batch) --
+    // equal work under a causal mask -- and block b takes units b,
+    // b + gridDim.x, ...; a block's next tile loads under its last tile's
+    // epilogue. Warp-specialised attention forward kernels only (the device
+    // library loops); the manifest's grid x is min(units, num_sms).
+    I32EnumAttrCase<"Persistent", 3, "persistent">]> {
   let cppNamespace = "::mlir::tile";
 }
 
@@ -115,6 +122,9 @@ def Tile_GridOrderAttr : AttrDef<Tile_Dialect, "GridOrder"> {
     p = x + y · gridDim.x is mapped to (x', y') so that consecutive blocks
     cover `group` row blocks of one column block before the next column. Both
     are bijections of the grid: each tile is still taken by exactly one block.
+    `#tile.grid_order<order = persistent, group = 1>`: the launch grid is
+    min(units, SMs) blocks, each looping over its units (tile_schedule.cuh);
+    `grid` stays the kernel's tiles, each still taken by exactly one block.
   }];
   let parameters = (ins EnumParameter<Tile_BlockOrderKind>:$order, "int64_t":$group);
   let assemblyFormat = "`<` struct(params) `>`";

@@ -46,7 +46,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     (set by flash-plan-memory) names the tuning-table entry the plan came from,
     `{entry = "<file>:<line>", key = "<arch> <kind> <dtype> <shape> <mask>"}`,
     plus the entry's schedule knobs for later passes: `ping_pong` (bool,
-    flash-warp-specialize) and `group` (row blocks a group, flash-order-blocks).
+    flash-warp-specialize), `group` (row blocks a group, flash-order-blocks)
+    and `persistent` (bool, flash-order-blocks).
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,

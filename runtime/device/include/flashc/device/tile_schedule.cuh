@@ -1,0 +1,48 @@
+// Which query-row tiles a block of an attention forward takes (the kernel's grid_order, flash-order-blocks).
+//   * One tile a block: grid (row blocks, heads, batch); longest first takes row block gridDim.x - 1 - x (under a
+//     causal mask the last rows see the most keys, so they start in the first wave).
+//   * Persistent: a grid of min(units, SMs) blocks that loop. A unit is the row blocks n-1-i and i of one (head,
+//     batch): under a causal mask their key blocks add up to the same count for every i, so equal shares of units
+//     are equal shares of work without a dynamic scheduler; block b takes units b, b + gridDim.x, ... Consecutive
+//     units are one head's, so the blocks in flight share that head's K and V in L2. A block's next tile reuses its
+//     shared memory and barriers: its loads start under the previous tile's epilogue.
+#pragma once
+
+namespace flashc {
+namespace device {
+
+struct QueryTile {
+  int m_block, head, batch;
+};
+
+// Units of the persistent grid over row_blocks x heads x batch tiles (the launch grid's x: min(this, SMs)).
+__host__ __device__ constexpr long long persistent_units(int row_blocks, int heads, int batch) {
+  return static_cast<long long>((row_blocks + 1) / 2) * heads * batch;
+}
+
+// Calls f(j, tile) for the j-th tile (j = 0, 1, ...) this block takes. Every warp of the block sees the same
+// sequence, so producer and consumers agree without talking.
+template <bool kPersistent, bool kLongestFirst, class F>
+__device__ __forceinline__ void for_each_query_tile(int row_blocks, int heads, int batch, F&& f) {
+  if constexpr (!kPersistent) {
+    const int m_block = kLongestFirst ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+    f(0, QueryTile{m_block, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)});
+  } else {
+    const int pairs = (row_blocks + 1) / 2;
+    const long long units = persistent_units(row_blocks, heads, batch);
+    int j = 0;
+    // k walks this block's units twice as fast: even k the unit's later row block, odd k its earlier one (none
+    // when the unit is the middle row block of an odd count).
+    for (long long k = 0;; ++k) {
+      const long long u = blockIdx.x + (k >> 1) * static_cast<long long>(gridDim.x);
+      if (u >= units) break;
+      const int i = static_cast<int>(u % pairs), later = row_blocks - 1 - i;
+      if ((k & 1) && i == later) continue;
+      const int head_batch = static_cast<int>(u / pairs);
+      f(j++, QueryTile{(k & 1) ? i : later, head_batch % heads, head_batch / heads});
+    }
+  }
+}
+
+}  // namespace device
+}  // namespace flashc
