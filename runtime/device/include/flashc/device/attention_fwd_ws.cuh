@@ -159,8 +159,9 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   auto v_tile = [&](int stage) { return VTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * VTile::kBytes)}; };
   auto bar = [&](int i) { return smem_u32(smem + kSmemBar) + 8u * i; };
   // Ring position of the it-th key block of the block's whole sequence of tiles: slot it % kStages, phase parity
-  // (it / kStages) & 1.
-  auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
+  // (it / kStages) & 1 (unsigned: a mask and a shift in the steady-state loop).
+  auto slot = [](unsigned it) { return static_cast<int>(it % kStages); };
+  auto phase = [](unsigned it) { return (it / kStages) & 1u; };
 
   if (threadIdx.x == 0) {
     mbarrier_init(bar(kBarQ), 1);           // the producer's arrival (+ TMA bytes when the tile sees keys)
@@ -182,7 +183,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       tma_prefetch_descriptor(&tma_q);
       tma_prefetch_descriptor(&tma_k);
       tma_prefetch_descriptor(&tma_v);
-      int ring = 0;  // key blocks loaded for the earlier tiles
+      unsigned ring = 0;  // key blocks loaded for the earlier tiles
       for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
         int n_begin;
@@ -200,7 +201,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
         };
         if (n_blocks == 0) load_q();
         for (int it = 0; it < n_blocks; ++it) {
-          const int s = (ring + it) % kStages, row = (n_begin + it) * kBlockN;
+          const int s = slot(ring + it), row = (n_begin + it) * kBlockN;
           mbarrier_wait(bar(kBarKEmpty + s), phase(ring + it) ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
           tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
@@ -243,7 +244,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   };
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
-  int ring = 0;  // key blocks consumed by the earlier tiles
+  unsigned ring = 0;  // key blocks consumed by the earlier tiles
   for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
     int n_begin;
@@ -263,29 +264,27 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       row_l = online_sum(row_l, corr, s);
       row_m = m_new;
     };
-    auto slot = [&](int it) { return (ring + it) % kStages; };
-    auto slot_phase = [&](int it) { return phase(ring + it); };
 
     mbarrier_wait(bar(kBarQ), static_cast<unsigned>(j) & 1u);  // Q landed; the staging rows are ours again
     if (n_blocks > 0) {
       if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
       // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
-      mbarrier_wait(bar(kBarKFull + slot(0)), slot_phase(0));
+      mbarrier_wait(bar(kBarKFull + slot(ring)), phase(ring));
       turn_wait();
-      issue_qk(slot(0));
+      issue_qk(slot(ring));
       turn_pass(n_blocks == 1);
       wgmma_wait<0>();
-      release(kBarKEmpty + slot(0));
+      release(kBarKEmpty + slot(ring));
       softmax_block(n_begin);
       convert(p, s);
       // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
       for (int it = 1; it < n_blocks; ++it) {
-        const int cur = slot(it), prev = slot(it - 1);
-        mbarrier_wait(bar(kBarKFull + cur), slot_phase(it));
+        const int cur = slot(ring + it), prev = slot(ring + it - 1);
+        mbarrier_wait(bar(kBarKFull + cur), phase(ring + it));
         turn_wait();
         issue_qk(cur);
         rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
-        mbarrier_wait(bar(kBarVFull + prev), slot_phase(it - 1));
+        mbarrier_wait(bar(kBarVFull + prev), phase(ring + it - 1));
         issue_pv(prev);
         turn_pass(it == n_blocks - 1);
         wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
@@ -296,9 +295,9 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
         convert(p, s);
       }
       // ---- last P V ----
-      const int last = slot(n_blocks - 1);
+      const int last = slot(ring + n_blocks - 1);
       rescale(acc_o, corr);
-      mbarrier_wait(bar(kBarVFull + last), slot_phase(n_blocks - 1));
+      mbarrier_wait(bar(kBarVFull + last), phase(ring + n_blocks - 1));
       issue_pv(last);
       wgmma_wait<0>();
       release(kBarVEmpty + last);
@@ -316,10 +315,11 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
                                         matrix_at<Elem>(o, tile.batch, tile.head), q0, Sq, warpgroup,
                                         kBarEpilogue + warpgroup);
-    // The next tile's Q may overwrite the staging rows: every lane's reads are done (syncwarp) and ordered before
-    // the TMA unit's writes (the async proxy).
+    // The next tile's Q (the TMA unit: the async proxy) or its staging may overwrite these rows: the whole
+    // warpgroup's reads are done first (the named barrier: the next tile's fragment writes of another warp come
+    // after it too), then ordered before the TMA unit's writes.
+    named_barrier_sync(kBarEpilogue + warpgroup, 128);
     fence_async_shared();
-    __syncwarp();
     release(kBarQEmpty);
   });
 }
