@@ -158,10 +158,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   auto k_tile = [&](int stage) { return KTile{reinterpret_cast<Elem*>(smem + kSmemK + stage * KTile::kBytes)}; };
   auto v_tile = [&](int stage) { return VTile{reinterpret_cast<Elem*>(smem + kSmemV + stage * VTile::kBytes)}; };
   auto bar = [&](int i) { return smem_u32(smem + kSmemBar) + 8u * i; };
-  // Ring position of the it-th key block of the block's whole sequence of tiles: slot it % kStages, phase parity
-  // (it / kStages) & 1 (unsigned: a mask and a shift in the steady-state loop).
-  auto slot = [](unsigned it) { return static_cast<int>(it % kStages); };
-  auto phase = [](unsigned it) { return (it / kStages) & 1u; };
+  // Positions in the K/V ring run on over the block's whole sequence of tiles.
+  using Ring = RingPosition<kStages>;
 
   if (threadIdx.x == 0) {
     mbarrier_init(bar(kBarQ), 1);           // the producer's arrival (+ TMA bytes when the tile sees keys)
@@ -183,7 +181,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       tma_prefetch_descriptor(&tma_q);
       tma_prefetch_descriptor(&tma_k);
       tma_prefetch_descriptor(&tma_v);
-      unsigned ring = 0;  // key blocks loaded for the earlier tiles
+      Ring ring;  // the next key block's slot
       for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
         int n_begin;
@@ -200,17 +198,16 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
           tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, tile.head, tile.batch);
         };
         if (n_blocks == 0) load_q();
-        for (int it = 0; it < n_blocks; ++it) {
-          const int s = slot(ring + it), row = (n_begin + it) * kBlockN;
-          mbarrier_wait(bar(kBarKEmpty + s), phase(ring + it) ^ 1);  // slot free (first pass: at once)
+        for (int it = 0; it < n_blocks; ++it, ring.advance()) {
+          const int s = ring.stage, row = (n_begin + it) * kBlockN;
+          mbarrier_wait(bar(kBarKEmpty + s), ring.phase ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
           tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
           if (it == 0) load_q();  // after K_0, which may land under the previous tile's epilogue
-          mbarrier_wait(bar(kBarVEmpty + s), phase(ring + it) ^ 1);
+          mbarrier_wait(bar(kBarVEmpty + s), ring.phase ^ 1);
           mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
           tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
         }
-        ring += n_blocks;
       });
     }
     return;  // every copy completes on a barrier the consumers wait for before they exit
@@ -244,7 +241,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   };
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
-  unsigned ring = 0;  // key blocks consumed by the earlier tiles
+  Ring ring;  // the next key block's slot
   for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
     int n_begin;
@@ -269,40 +266,42 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     if (n_blocks > 0) {
       if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
       // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
-      mbarrier_wait(bar(kBarKFull + slot(ring)), phase(ring));
+      Ring cur = ring, prev;  // key blocks it and it - 1
+      mbarrier_wait(bar(kBarKFull + cur.stage), cur.phase);
       turn_wait();
-      issue_qk(slot(ring));
+      issue_qk(cur.stage);
       turn_pass(n_blocks == 1);
       wgmma_wait<0>();
-      release(kBarKEmpty + slot(ring));
+      release(kBarKEmpty + cur.stage);
       softmax_block(n_begin);
       convert(p, s);
       // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
       for (int it = 1; it < n_blocks; ++it) {
-        const int cur = slot(ring + it), prev = slot(ring + it - 1);
-        mbarrier_wait(bar(kBarKFull + cur), phase(ring + it));
+        prev = cur;
+        cur.advance();
+        mbarrier_wait(bar(kBarKFull + cur.stage), cur.phase);
         turn_wait();
-        issue_qk(cur);
+        issue_qk(cur.stage);
         rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
-        mbarrier_wait(bar(kBarVFull + prev), phase(ring + it - 1));
-        issue_pv(prev);
+        mbarrier_wait(bar(kBarVFull + prev.stage), prev.phase);
+        issue_pv(prev.stage);
         turn_pass(it == n_blocks - 1);
         wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
-        release(kBarKEmpty + cur);
+        release(kBarKEmpty + cur.stage);
         softmax_block(n_begin + it);
         wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
-        release(kBarVEmpty + prev);
+        release(kBarVEmpty + prev.stage);
         convert(p, s);
       }
       // ---- last P V ----
-      const int last = slot(ring + n_blocks - 1);
       rescale(acc_o, corr);
-      mbarrier_wait(bar(kBarVFull + last), phase(ring + n_blocks - 1));
-      issue_pv(last);
+      mbarrier_wait(bar(kBarVFull + cur.stage), cur.phase);
+      issue_pv(cur.stage);
       wgmma_wait<0>();
-      release(kBarVEmpty + last);
+      release(kBarVEmpty + cur.stage);
+      cur.advance();
+      ring = cur;
     }
-    ring += n_blocks;
 
     // =============================== epilogue ==============================
     // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.

@@ -47,6 +47,21 @@ __device__ __forceinline__ bool mbarrier_try_wait(unsigned bar, unsigned parity)
       : "memory");
   return done != 0;
 }
+// A position in a ring of kStages slots: the slot and the phase parity its barriers are in. Carried from one
+// step to the next (and across a persistent block's tiles), so that a steady-state loop advances it with a compare
+// and a select instead of dividing a running counter.
+template <int kStages>
+struct RingPosition {
+  int stage = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
 // Blocking wait (try_wait suspends the thread for a hardware time limit per probe; loop on it).
 __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
   while (!mbarrier_try_wait(bar, parity)) {
