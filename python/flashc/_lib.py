@@ -89,6 +89,8 @@ def _declare(lib):
         "flashc_args_destroy": (None, [vp]),
         "flashc_args_clear": (None, [vp]),
         "flashc_args_set_tensor": (c_status, [vp, ctypes.c_char_p, vp, ctypes.c_int, ctypes.c_int, i64p, i64p]),
+        "flashc_args_set_tensors": (c_status, [vp, sz, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(TensorArg),
+                                                ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]),
         "flashc_args_set_f32": (c_status, [vp, ctypes.c_char_p, ctypes.c_float]),
         "flashc_args_set_i32": (c_status, [vp, ctypes.c_char_p, ctypes.c_int32]),
         "flashc_args_set_i64": (c_status, [vp, ctypes.c_char_p, ctypes.c_int64]),

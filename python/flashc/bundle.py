@@ -5,6 +5,7 @@ import collections
 import ctypes
 import os
 import sys
+import threading
 
 from . import _lib
 from .errors import InvalidArgumentError
@@ -97,6 +98,53 @@ def _stream_handle(stream, args):
                                % type(stream).__name__)
 
 
+_torch_codes = {}  # torch dtype -> flashc dtype code, or None for an unsupported one
+_batches = threading.local()  # per thread: (tensor argument names) -> _TensorBatch
+
+
+class _TensorBatch:
+    """ctypes arrays for flashc_args_set_tensors: one launch's tensor arguments set in one call. Cached per thread
+    and per tuple of argument names (a binding launches the same few programs over and over), so a launch fills
+    in data pointers, shapes and strides only."""
+
+    def __init__(self, names):
+        n = len(names)
+        self.count = n
+        self.names = (ctypes.c_char_p * n)(*[name.encode() for name in names])
+        self.tensors = (_lib.TensorArg * n)()
+        self.dtypes = (ctypes.c_int * n)()
+        self.ranks = (ctypes.c_int * n)()
+
+
+def _fill_fast(batch, values):
+    """Fills batch from plain torch CUDA tensors of a supported dtype and rank <= 4; False if any value is not one
+    (then the caller binds tensor by tensor, which says what is wrong)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    tensor_type = torch.Tensor
+    for i, value in enumerate(values):
+        if type(value) is not tensor_type or not value.is_cuda:
+            return False
+        code = _torch_codes.get(value.dtype, -1)
+        if code == -1:
+            dt = dtype_name(value.dtype)
+            code = _torch_codes[value.dtype] = None if dt is None else _lib.DTYPE_CODES[dt]
+        if code is None:
+            return False
+        shape = value.shape
+        rank = len(shape)
+        if rank > 4:
+            return False
+        t = batch.tensors[i]
+        t.data = value.data_ptr()
+        t.shape[:rank] = shape
+        t.stride[:rank] = value.stride()
+        batch.dtypes[i] = code
+        batch.ranks[i] = rank
+    return True
+
+
 class _Args:
     """An owned flashc_args handle."""
 
@@ -117,6 +165,22 @@ class _Args:
         strides_arr = None if strides is None else (ctypes.c_int64 * max(rank, 1))(*strides)
         _lib.check(self.lib.flashc_args_set_tensor(self.handle, name.encode(), ctypes.c_void_p(ptr or None),
                                                    _lib.DTYPE_CODES[dtype], rank, shape_arr, strides_arr))
+
+    def set_tensors(self, names, values):
+        """Every tensor argument in one runtime call where they are plain torch CUDA tensors, else one by one."""
+        key = tuple(names)
+        cache = getattr(_batches, "by_names", None)
+        if cache is None:
+            cache = _batches.by_names = {}
+        batch = cache.get(key)
+        if batch is None:
+            batch = cache[key] = _TensorBatch(names)
+        if _fill_fast(batch, values):
+            _lib.check(self.lib.flashc_args_set_tensors(self.handle, batch.count, batch.names, batch.tensors,
+                                                        batch.dtypes, batch.ranks))
+            return
+        for name, value in zip(names, values):
+            self.set_tensor(name, *_tensor_fields(name, value))
 
     def set_scalar(self, name, kind, value):
         setter = {"f32": self.lib.flashc_args_set_f32, "i32": self.lib.flashc_args_set_i32,
@@ -202,13 +266,15 @@ class Bundle:
         params = self._param_map(name)
         bound = _Args()
         try:
+            tensor_names, tensor_values = [], []
             for arg_name, value in args.items():
                 param = params.get(arg_name)
                 if param is None:
                     raise InvalidArgumentError("'%s' has no parameter '%s' (parameters: %s)"
                                                % (name, arg_name, ", ".join(params) or "none"))
                 if param.is_tensor:
-                    bound.set_tensor(arg_name, *_tensor_fields(arg_name, value))
+                    tensor_names.append(arg_name)
+                    tensor_values.append(value)
                 else:
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
                         raise InvalidArgumentError("argument '%s': expected a Python number for scalar parameter of "
@@ -217,6 +283,8 @@ class Bundle:
                         raise InvalidArgumentError("argument '%s': scalar parameter of type %s needs an int, got %r"
                                                    % (arg_name, param.dtype, value))
                     bound.set_scalar(arg_name, param.dtype, float(value) if param.dtype == "f32" else value)
+            if tensor_names:
+                bound.set_tensors(tensor_names, tensor_values)
             if not partial:
                 missing = [p for p in params if p not in args]
                 if missing:

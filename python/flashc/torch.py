@@ -110,6 +110,9 @@ def _kernel_layout(t, pad_rows=False):
     if t.dim() == 0:
         return t
     size = t.element_size()
+    # The common case first (a dense tensor of whole 16-byte rows): one call into torch each.
+    if t.is_contiguous() and t.data_ptr() % 16 == 0 and (t.shape[-1] * size) % 16 == 0:
+        return t
     rows_aligned = all((s * size) % 16 == 0 for s, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1)
     if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and rows_aligned:
         return t
@@ -143,9 +146,19 @@ def _run(config, direction, device, args):
     _launch(bundle, program, device, {mapping[k]: v for k, v in args.items() if k in mapping})
 
 
+# The raw cudaStream_t of a device's current stream: torch's own accessor where there is one (what Triton calls; the
+# public torch.cuda.current_stream builds a Stream object and resolves the device twice: ~20 us a call here).
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _launch(bundle, program, device, args):
-    with torch.cuda.device(device):
-        bundle.launch(program, stream=torch.cuda.current_stream(device).cuda_stream, **args)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index == torch.cuda.current_device():  # the runtime launches in the current context: no switch needed
+        stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
+        bundle.launch(program, stream=stream, **args)
+        return
+    with torch.cuda.device(index):
+        bundle.launch(program, stream=torch.cuda.current_stream(index).cuda_stream, **args)
 
 
 # Two paths to the same kernels. Eager calls on plain tensors take the autograd.Function below (the least host time
@@ -195,22 +208,49 @@ def _attention_backward(config, key_offset, q, k, v, o, lse, do):
     return dq, dk, dv
 
 
+def _attention_save(ctx, config, key_offset, saved):
+    ctx.config, ctx.key_offset = config, key_offset
+    ctx.save_for_backward(*saved)
+    # No zero-filled gradient for an output the loss does not use (a kernel launch and an allocation a call).
+    ctx.set_materialize_grads(False)
+
+
+def _attention_grads(ctx, do):
+    if do is None:  # o did not reach the loss
+        return None, None, None
+    return _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do)
+
+
 class _Attention(torch.autograd.Function):
-    """key_offset: None, or the run-time key offset (an int) of a config with key_offset=True."""
+    """(o, lse); key_offset: None, or the run-time key offset (an int) of a config with key_offset=True."""
 
     @staticmethod
     def forward(ctx, q, k, v, config, key_offset=None):
         q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset)
-        ctx.config, ctx.key_offset = config, key_offset
-        ctx.save_for_backward(q, k, v, o, lse)
+        _attention_save(ctx, config, key_offset, (q, k, v, o, lse))
         ctx.mark_non_differentiable(lse)
         return o, lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, do, _dlse):
-        dq, dk, dv = _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do)
-        return dq, dk, dv, None, None
+        return _attention_grads(ctx, do) + (None, None)
+
+
+class _AttentionOutput(torch.autograd.Function):
+    """o alone (lse kept for the backward only): one output less for autograd to track, which is host time a call
+    (bench/probes/attention_host_time.py)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, config, key_offset=None):
+        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset)
+        _attention_save(ctx, config, key_offset, (q, k, v, o, lse))
+        return o
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, do):
+        return _attention_grads(ctx, do) + (None, None)
 
 
 def _with_offset(args, key_offset):
@@ -251,8 +291,9 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
         softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None))
-    o, lse = _Attention.apply(q, k, v, config, offset)
-    return (o, lse) if return_lse else o
+    if return_lse:
+        return _Attention.apply(q, k, v, config, offset)
+    return _AttentionOutput.apply(q, k, v, config, offset)
 
 
 # ---------------------------------------------------------------------- FFN
@@ -321,11 +362,14 @@ class _Ffn(torch.autograd.Function):
         ctx.config = config
         ctx.lead = tuple(x.shape[:-1])
         ctx.save_for_backward(*saved)
+        ctx.set_materialize_grads(False)
         return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
+        if dy is None:  # y did not reach the loss
+            return (None,) * 7
         return _ffn_backward(ctx.config, ctx.lead, *ctx.saved_tensors, dy) + (None,)
 
 

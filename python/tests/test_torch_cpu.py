@@ -151,7 +151,7 @@ class TorchArgumentErrorsTest(unittest.TestCase):
         """The signature key tells key_offset=None from an int, but not one int from another: the configuration
         (and bundle) is the same for every offset, the value goes with each call."""
         built, applied = [], []
-        saved = (ft.attention_config, ft._Attention.apply)
+        saved = (ft.attention_config, ft._AttentionOutput.apply)
 
         def config_of(*args, **kw):
             built.append(kw["key_offset"])
@@ -159,16 +159,16 @@ class TorchArgumentErrorsTest(unittest.TestCase):
 
         def apply(q, k, v, config, offset):
             applied.append((config, offset))
-            return q, q[..., 0]
+            return q
 
-        ft.attention_config, ft._Attention.apply = config_of, apply
+        ft.attention_config, ft._AttentionOutput.apply = config_of, apply
         ft._configs.clear()
         try:
             q = torch.zeros(1, 2, 4, 64, dtype=torch.bfloat16)
             for offset in (7, -3, None, 2 ** 31 - 1, None, 0):
                 ft.attention(q, q, q, causal=True, key_offset=offset)
         finally:
-            ft.attention_config, ft._Attention.apply = saved
+            ft.attention_config, ft._AttentionOutput.apply = saved
             ft._configs.clear()
         self.assertEqual(built, [True, False])  # one configuration each, built once
         self.assertEqual([o for _, o in applied], [7, -3, None, 2 ** 31 - 1, None, 0])

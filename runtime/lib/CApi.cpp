@@ -212,6 +212,20 @@ flashc_status flashc_args_set_tensor(flashc_args args, const char *name, void *d
   FLASHC_REQUIRE(int(dtype) >= 0 && int(dtype) <= int(FLASHC_I32), "argument '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
   return report(args->args.setTensor(name, data, static_cast<DType>(dtype), rank, shape, strides));
 }
+flashc_status flashc_args_set_tensors(flashc_args args, size_t count, const char *const *names,
+                                      const flashc_tensor_arg *tensors, const int *dtypes, const int *ranks) {
+  FLASHC_REQUIRE(args && (count == 0 || (names && tensors && dtypes && ranks)), "null argument");
+  for (size_t i = 0; i < count; ++i) {
+    FLASHC_REQUIRE(names[i], "null name of tensor " + std::to_string(i));
+    FLASHC_REQUIRE(dtypes[i] >= 0 && dtypes[i] <= int(FLASHC_I32),
+                   "argument '" + std::string(names[i]) + "': unknown dtype " + std::to_string(dtypes[i]));
+    if (Status s = args->args.setTensor(names[i], tensors[i].data, static_cast<DType>(dtypes[i]), ranks[i],
+                                        tensors[i].shape, tensors[i].stride);
+        !s)
+      return report(s);
+  }
+  return FLASHC_OK;
+}
 flashc_status flashc_args_set_f32(flashc_args args, const char *name, float value) {
   FLASHC_REQUIRE(args && name, "null argument");
   args->args.setF32(name, value);

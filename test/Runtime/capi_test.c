@@ -81,6 +81,36 @@ int main(void) {
   check(flashc_args_set_tensor(args, "x", fake, (flashc_dtype)42, 2, shape, NULL) == FLASHC_ERROR_INVALID_ARGUMENT &&
             has(flashc_last_error(), "unknown dtype 42"),
         "binding an unknown dtype fails with a message");
+  /* Several tensors in one call (what the Python binding does a launch): the same checks, the first failure stops. */
+  flashc_args batch = NULL;
+  check(flashc_args_create(&batch) == FLASHC_OK, "create a second args");
+  const char *names[2] = {"x", "y"};
+  flashc_tensor_arg tensors[2];
+  memset(tensors, 0, sizeof tensors);
+  for (int i = 0; i < 2; ++i) {
+    tensors[i].data = fake;
+    tensors[i].shape[0] = 9;
+    tensors[i].shape[1] = 64;
+    tensors[i].stride[0] = 64;
+    tensors[i].stride[1] = 1;
+  }
+  int dtypes[2] = {FLASHC_BF16, FLASHC_BF16}, ranks[2] = {2, 2};
+  check(flashc_args_set_tensors(batch, 2, names, tensors, dtypes, ranks) == FLASHC_OK, "bind x and y in one call");
+  check(flashc_bundle_param_shape(bundle, "row_scale", "s", batch, &rank, out) == FLASHC_OK && rank == 1 && out[0] == 9,
+        "shape of s implied by the batch's x: [9]");
+  ranks[1] = 5;
+  check(flashc_args_set_tensors(batch, 2, names, tensors, dtypes, ranks) == FLASHC_ERROR_INVALID_ARGUMENT &&
+            has(flashc_last_error(), "argument 'y': rank 5 is outside 0..4"),
+        "a rank-5 tensor in a batch fails, naming it");
+  ranks[1] = 2;
+  dtypes[0] = 42;
+  check(flashc_args_set_tensors(batch, 2, names, tensors, dtypes, ranks) == FLASHC_ERROR_INVALID_ARGUMENT &&
+            has(flashc_last_error(), "argument 'x': unknown dtype 42"),
+        "an unknown dtype in a batch fails, naming it");
+  check(flashc_args_set_tensors(batch, 2, NULL, tensors, dtypes, ranks) == FLASHC_ERROR_INVALID_ARGUMENT,
+        "a batch without names is refused");
+  check(flashc_args_set_tensors(batch, 0, NULL, NULL, NULL, NULL) == FLASHC_OK, "an empty batch sets nothing");
+  flashc_args_destroy(batch);
   check(flashc_args_set_f32(args, "alpha", 2.0f) == FLASHC_OK, "bind alpha");
   check(flashc_launch(bundle, "row_scale", args, NULL) == FLASHC_ERROR_NO_DRIVER &&
             has(flashc_last_error(), "no CUDA driver (libcuda.so.1 not found)"),

@@ -122,6 +122,11 @@ void flashc_args_clear(flashc_args args);
 /* strides may be NULL (dense row-major); shape/strides in elements. */
 flashc_status flashc_args_set_tensor(flashc_args args, const char *name, void *data, flashc_dtype dtype, int rank,
                                      const int64_t *shape, const int64_t *strides);
+/* Sets `count` tensor arguments in one call (what a binding calls a launch): names[i] with dtypes[i] and the
+ * data, shape and strides of tensors[i], of which the first ranks[i] dims count (strides in elements). Each is
+ * checked as flashc_args_set_tensor checks it; the first that fails stops the call (those before it are set). */
+flashc_status flashc_args_set_tensors(flashc_args args, size_t count, const char *const *names,
+                                      const flashc_tensor_arg *tensors, const int *dtypes, const int *ranks);
 flashc_status flashc_args_set_f32(flashc_args args, const char *name, float value);
 flashc_status flashc_args_set_i32(flashc_args args, const char *name, int32_t value);
 flashc_status flashc_args_set_i64(flashc_args args, const char *name, int64_t value);
