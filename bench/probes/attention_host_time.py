@@ -91,7 +91,7 @@ class _Identity(torch.autograd.Function):
 
 
 backward_times = []
-original_backward = ft._Attention.backward
+original_backward = ft._AttentionOutput.backward  # what ft.attention(...) without return_lse runs
 
 
 def timed_backward(ctx, *grads):
@@ -110,8 +110,8 @@ def single_thread(f):
 
 
 class _Shaped(torch.autograd.Function):
-    """_Attention's structure without kernels: 3 inputs, (o, lse) out with lse non-differentiable, saved tensors,
-    once_differentiable, fresh gradient tensors."""
+    """The two-output Function's structure (flashc.torch._Attention, return_lse=True) without kernels: 3 inputs,
+    (o, lse) out with lse non-differentiable, saved tensors, once_differentiable, fresh gradient tensors."""
 
     @staticmethod
     def forward(ctx, q, k, v):
@@ -153,12 +153,12 @@ print("%-44s median %7.1f us" % ("flashc backward only (autograd)", median_backw
 with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
     print("%-44s median %7.1f us" % ("SDPA cuDNN backward only (autograd)",
                                      median_backward_us(lambda: F.scaled_dot_product_attention(q, k, v))))
-ft._Attention.backward = staticmethod(timed_backward)
+ft._AttentionOutput.backward = staticmethod(timed_backward)
 whole = median_us(flashc_both)
 backward_times.sort()
-print("%-44s median %7.1f us (whole %.1f)" % ("_Attention.backward body (engine thread)",
+print("%-44s median %7.1f us (whole %.1f)" % ("_AttentionOutput.backward body (engine thread)",
                                                backward_times[len(backward_times) // 2] * 1e6, whole))
-ft._Attention.backward = staticmethod(original_backward)
+ft._AttentionOutput.backward = staticmethod(original_backward)
 
 for label, f in (("_attention_forward", rows[4][1]), ("_attention_backward", rows[5][1])):
     prof = cProfile.Profile()

@@ -46,7 +46,7 @@ class TimedLib:
 
 
 fb.Bundle._bind = timed_bind
-for cls, label in ((ft._Ffn, "ffn"), (ft._Attention, "attention")):
+for cls, label in ((ft._Ffn, "ffn"), (ft._AttentionOutput, "attention")):
     original = cls.backward
 
     def wrapped(ctx, *grads, _original=original, _label=label):
