@@ -403,13 +403,16 @@ Status bindAll(const KernelSpec &k, const Arguments &args, Binder &binder, const
 
 // Validation and packing once every symbol is bound. `scratchArgs` holds the
 // runtime-allocated tensors (data filled in later).
+// The expressions also see the device's multiprocessor count (a persistent grid).
+void bindSmCount(Binder &binder, const DeviceLimits &limits) {
+  binder.values[kSymbolSmCount] = limits.multiprocessors;
+}
+
 Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
                                   const std::map<std::string, TensorArgument> &scratchArgs,
                                   const Binder &binder, const DeviceLimits &limits) {
   const std::string who = "kernel '" + k.name + "'";
-  // The expressions also see the device's multiprocessor count (a persistent grid).
-  SymbolTable values = binder.values;
-  values[kSymbolSmCount] = limits.multiprocessors;
+  const SymbolTable &values = binder.values;  // with num_sms (bindSmCount)
   KernelLaunch launch;
   launch.kernel = &k;
   std::vector<const TensorArgument *> bound;
@@ -509,6 +512,7 @@ Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments 
     return s.error();
   Binder binder;
   if (Status s = bindAll(kernel, args, binder, {}); !s) return s.error();
+  bindSmCount(binder, limits);
   return finishKernel(kernel, args, {}, binder, limits);
 }
 
@@ -573,6 +577,7 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     launch.scratch.push_back({sc.name, bytes, sc.zeroFill});
   }
 
+  bindSmCount(binder, limits);  // the same device for every kernel of the program
   // Pass 3: validate and pack each kernel; shapes of the scratch tensors must
   // match every kernel that uses them (same symbols, so they do by construction
   // unless a literal dim disagrees).

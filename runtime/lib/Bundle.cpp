@@ -50,7 +50,8 @@ DeviceLimits deviceLimits(const Driver &d, CUdevice dev) {
                 attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
   l.maxThreadsPerBlock = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   l.maxDynamicSharedBytes = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  l.multiprocessors = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  // At least 1: a failed query must not turn a persistent grid into an empty one (a silent skip).
+  l.multiprocessors = std::max(1, attribute(d, dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
   return l;
 }
 

@@ -31,6 +31,19 @@ for spec in "$here"/Inputs/attention_*.mlir; do
     status=1
   fi
 done
+# The attention forward on the persistent grid (a tuning point, #tile.grid_order<persistent>), with one more run
+# below at Sq = 700 > Sk = 300: causal rows that see no key (tiles without key blocks) and blocks that take
+# several tiles (three batches of every head: more units than SMs).
+printf 'sm_90a attention_forward * * * -> persistent=1\n' > "$work/persistent.txt"
+for spec in "$here"/Inputs/attention_*.mlir; do
+  name="$(basename "$spec" .mlir)"
+  if "$flashc" "$spec" -o "$work/$name.persistent.bundle" --arch=sm_90a --tuning-table="$work/persistent.txt"; then
+    bundles+=("$work/$name.persistent.bundle")
+  else
+    echo "FAIL: flashc --tuning-table (persistent forward) could not compile $spec"
+    status=1
+  fi
+done
 echo "compiled ${#bundles[@]} bundles"
 for bundle in "${bundles[@]}"; do
   "$run" "$bundle" --require-gpu --batch 2 --seq-q 257 --seq-k 257 --tokens 96
@@ -41,6 +54,9 @@ for bundle in "${bundles[@]}"; do
   fi
   [ $rc -eq 0 ] || status=1
   "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --tokens 33 || status=1
+  case "$(basename "$bundle")" in
+    *.persistent.bundle) "$run" "$bundle" --require-gpu --batch 3 --seq-q 700 --seq-k 300 --tokens 33 || status=1 ;;
+  esac
   # FFN weight gradients split their rows in slices of 4096 (gemm_split_k): three slices, the last ragged.
   # Run-time key offsets: rows before the first key, past the last, and the int32 extremes.
   case "$(basename "$bundle")" in

@@ -314,11 +314,11 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
                                         matrix_at<Elem>(o, tile.batch, tile.head), q0, Sq, warpgroup,
                                         kBarEpilogue + warpgroup);
-    // The next tile's Q (the TMA unit: the async proxy) or its staging may overwrite these rows: the whole
-    // warpgroup's reads are done first (the named barrier: the next tile's fragment writes of another warp come
-    // after it too), then ordered before the TMA unit's writes.
-    named_barrier_sync(kBarEpilogue + warpgroup, 128);
+    // The next tile's Q (the TMA unit: the async proxy) or its staging may overwrite these rows: every thread
+    // orders its reads before the async proxy's writes, then the warpgroup meets (the next tile's fragment writes of
+    // another warp come after it too) before its warps release the tile.
     fence_async_shared();
+    named_barrier_sync(kBarEpilogue + warpgroup, 128);
     release(kBarQEmpty);
   });
 }

@@ -30,11 +30,14 @@ __device__ __forceinline__ void for_each_query_tile(int row_blocks, int heads, i
   } else {
     const int pairs = (row_blocks + 1) / 2;
     const long long units = persistent_units(row_blocks, heads, batch);
+    // The block's place in the whole grid (the manifest launches (n, 1, 1); any shape takes every unit once).
+    const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
+    const long long first = blockIdx.x + static_cast<long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
     int j = 0;
     // k walks this block's units twice as fast: even k the unit's later row block, odd k its earlier one (none
     // when the unit is the middle row block of an odd count).
     for (long long k = 0;; ++k) {
-      const long long u = blockIdx.x + (k >> 1) * static_cast<long long>(gridDim.x);
+      const long long u = first + (k >> 1) * blocks;
       if (u >= units) break;
       const int i = static_cast<int>(u % pairs), later = row_blocks - 1 - i;
       if ((k & 1) && i == later) continue;
