@@ -88,6 +88,12 @@ VARIANTS = {
     "d128_ws_nopp": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d128_causal_ws_nopp": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PINGPONG": 0}, False),
     "d64_ws_st4": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_STAGES": 4}, False),
+    # _g3: three consumer warpgroups, 192 query rows a tile (FlashAttention-3's tile at D <= 64; 512 threads,
+    # setmaxnreg 24 / 160; the turns go round robin)
+    "d64_ws_g3": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_CONSUMERS": 3}, False),
+    "d64_causal_ws_g3": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_CONSUMERS": 3}, False),
+    "d64_f16_gqa2_ws_g3": (64, 4, 2, 1, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_CONSUMERS": 3}, False),
+    "d64_softcap30_ws_g3": (64, 4, 1, 0, 0, -1, 30.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_CONSUMERS": 3}, False),
     # _pers: the persistent grid (tile_schedule.cuh: min(units, SMs) blocks over pairs of query-row blocks)
     "d128_ws_pers": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),
     "d128_causal_ws_pers": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_FWD_WS": 1, "FLASHC_WS_PERSISTENT": 1}, False),

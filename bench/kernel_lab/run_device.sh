@@ -8,7 +8,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv | t
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cudnn', torch.backends.cudnn.version())" | tee -a "$OUT/env.txt"
 DET=d128_causal_det,d64_gqa2_win37_det,d128_det
 WG=d64_causal_emitstyle,d128_gqa2_emitstyle,d128_wg,d128_causal_wg,d64_wg,d64_causal_wg,d128_gqa4_win100_wg,d64_softcap30_wg,d128_wg_vswap,d128_causal_wg_vswap,d128_wg_bn64
-WS=d128_ws,d128_causal_ws,d64_ws,d64_causal_ws,d128_f16_causal_ws,d128_gqa4_causal_ws,d64_f16_gqa2_ws,d128_gqa4_win100_ws,d64_softcap30_ws,d128_ws_nopp,d128_causal_ws_nopp,d64_ws_st4,d128_ws_pers,d128_causal_ws_pers,d64_causal_ws_pers,d128_gqa4_win100_ws_pers
+WS=d128_ws,d128_causal_ws,d64_ws,d64_causal_ws,d128_f16_causal_ws,d128_gqa4_causal_ws,d64_f16_gqa2_ws,d128_gqa4_win100_ws,d64_softcap30_ws,d128_ws_nopp,d128_causal_ws_nopp,d64_ws_st4,d128_ws_pers,d128_causal_ws_pers,d64_causal_ws_pers,d128_gqa4_win100_ws_pers,d64_ws_g3,d64_causal_ws_g3,d64_f16_gqa2_ws_g3,d64_softcap30_ws_g3
 BWDWS=d256_bwdws,d256_causal_bwdws,d256_f16_gqa2_win100_bwdws,d256_gqa4_win37_bwdws,d256_bwdws_dq128,d128_bwdws,d128_causal_bwdws,d128_f16_gqa4_win100_bwdws,d128_causal_bwdws_st3,d128_bwdws_roles
 # LAB_PART=bwdws: only the warp-specialized TMA backward (a barrier bug hangs: timeout), then its sanitizers.
 if [ "$LAB_PART" = bwdws ]; then

@@ -213,6 +213,8 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   if (order && order.getOrder() == tile::BlockOrder::Grouped)
     return reject("its grid order is grouped (the GEMMs' order)");
   printScheduleConfig(*schedule, order ? order.getOrder() : tile::BlockOrder::InOrder, out);
+  out << "  static constexpr int kConsumerWarpgroups = " << schedule->getConsumerWarpgroups()
+      << ";  // 64 query rows each\n";
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result.sharedBytes, ns, out);
   printSignature(entry, cppNames, inputs, maps, out);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]

@@ -44,6 +44,9 @@
 #ifndef FLASHC_WS_PERSISTENT  // 1: a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
 #define FLASHC_WS_PERSISTENT 0
 #endif
+#ifndef FLASHC_WS_CONSUMERS  // consumer warpgroups: 2 (128 query rows a tile) or 3 (192 rows)
+#define FLASHC_WS_CONSUMERS 2
+#endif
 #ifndef FLASHC_WS_PINGPONG  // 1: the two consumer warpgroups take turns issuing their GEMMs
 #define FLASHC_WS_PINGPONG 1
 #endif
@@ -68,7 +71,8 @@ struct Config {
   static constexpr bool kPingPong = FLASHC_WS_PINGPONG != 0;
   static constexpr bool kLongestFirst = kWindowRight >= 0 && kWindowLeft < 0;  // causal: longest blocks first
   static constexpr bool kPersistent = FLASHC_WS_PERSISTENT != 0;
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static constexpr int kConsumerWarpgroups = FLASHC_WS_CONSUMERS;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : 240;
 };
 using Plan = AttentionFwdWsPlan<Config>;
 // What the lab launcher reads.

@@ -30,6 +30,8 @@
 //   kPersistent     a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
 //                   (tile_schedule.cuh); a block's next tile loads under its last tile's epilogue
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets (e.g. 24, 240: 128 x 24 + 256 x 240 <= 384 x 168)
+//   kConsumerWarpgroups   2 (128 query rows a tile) or 3 (192 rows: FlashAttention-3's tile at head dims <= 96;
+//                   512 threads, so the budgets come from 128 a thread: e.g. 24, 160). The turns go round robin.
 // (flash-warp-specialize decides the last four for the compiler's kernels: #tile.warp_specialized.)
 // Launch: grid (ceil(Sq / 128), heads_q, batch), or persistent (min(persistent_units(ceil(Sq / 128), heads_q,
 // batch), SMs), 1, 1); AttentionFwdWsPlan<Config>::kThreads (384) threads;
@@ -71,19 +73,23 @@ struct AttentionFwdWsPlan {
   static constexpr bool kLongestFirst = Config::kLongestFirst;
   static constexpr bool kPersistent = Config::kPersistent;
   // ---- schedule ----
-  static constexpr int kBlockM = 128;  // 2 consumer warpgroups x 64 rows
+  static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
+  static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
+  static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // 64 query rows a consumer warpgroup
   static constexpr int kBlockN = Config::kBlockN;
   static_assert(kBlockN == 64 || kBlockN == 128, "ws forward: 64 or 128 keys per block");
   // Live f32/packed registers of a consumer thread: O (Dv / 2), S (kBlockN / 2), P (kBlockN / 4);
-  // the rest of the 240 go to addresses, row statistics and the mask. Measured: 176 runs at D = 256.
-  static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= 176, "ws forward: O, S and P overflow the consumer registers");
+  // the rest go to addresses, row statistics and the mask. Measured: 176 of 240 runs at D = 256 (two consumer
+  // warpgroups); three get 160 each, of which FlashAttention-3 gives 128 to O, S and P at D = 64 (ptxas decides).
+  static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
+  static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= (kConsumerWarpgroups == 2 ? 176 : kConsumerRegs - 32),
+                "ws forward: O, S and P overflow the consumer registers");
   static constexpr int kStages = Config::kStages;
   static constexpr bool kPingPong = Config::kPingPong;
-  static constexpr int kWarps = 8;                    // consumer warps: warps 0-7, row bands of the register tiles
-  static constexpr int kThreads = kWarps * 32 + 128;  // + producer warpgroup (warps 8-11)
+  static constexpr int kWarps = 4 * kConsumerWarpgroups;  // consumer warps: row bands of the register tiles
+  static constexpr int kThreads = kWarps * 32 + 128;      // + the producer warpgroup (the last one)
   static constexpr int kProducer = kWarps / 4;        // warpgroup index of the producer
-  static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
-  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs),
+  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs, kConsumerWarpgroups),
                 "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   // ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
@@ -100,7 +106,7 @@ struct AttentionFwdWsPlan {
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 3 + g = its epilogue staging.
-  static constexpr int kBarTurn = 1, kBarEpilogue = 3;
+  static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups;
 };
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
@@ -224,14 +230,16 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   auto release = [&](int b) {
     if (lane_id() == 0) mbarrier_arrive(bar(b));
   };
-  // Ping-pong: wait for this warpgroup's turn / hand the turn to the other one. The second
+  // Ping-pong: wait for this warpgroup's turn / hand the turn to the next one (round robin). The last
   // warpgroup's opening arrival lets the first go first; it skips its last hand-over so that every
   // bar.sync is matched by exactly one bar.arrive (within each tile: a tile ends with the turns even).
   auto turn_wait = [&] {
     if (kPingPong) named_barrier_sync(kBarTurn + warpgroup, 256);
   };
   auto turn_pass = [&](bool last) {
-    if (kPingPong && !(warpgroup == 1 && last)) named_barrier_arrive(kBarTurn + (warpgroup ^ 1), 256);
+    constexpr int kLast = P::kConsumerWarpgroups - 1;
+    const int next = kLast == 1 ? warpgroup ^ 1 : (warpgroup == kLast ? 0 : warpgroup + 1);
+    if (kPingPong && !(warpgroup == kLast && last)) named_barrier_arrive(kBarTurn + next, 256);
   };
   // S = Q K^T (SS: this warpgroup's 64 rows of Q, the kBlockN keys of slot `stage`, both K-major) and
   // O += P V (RS: P from registers, V MN-major): the tile ops' wgmma forms, issued without waiting.
@@ -264,7 +272,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
 
     mbarrier_wait(bar(kBarQ), static_cast<unsigned>(j) & 1u);  // Q landed; the staging rows are ours again
     if (n_blocks > 0) {
-      if (kPingPong && warpgroup == 1) named_barrier_arrive(kBarTurn + 0, 256);
+      if (kPingPong && warpgroup == P::kConsumerWarpgroups - 1) named_barrier_arrive(kBarTurn + 0, 256);
       // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
       Ring cur = ring, prev;  // key blocks it and it - 1
       mbarrier_wait(bar(kBarKFull + cur.stage), cur.phase);

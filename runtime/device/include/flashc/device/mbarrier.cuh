@@ -93,8 +93,9 @@ __device__ __forceinline__ void named_barrier_arrive_unaligned(int id, int threa
 // Whether one producer warpgroup at `producer` and `consumers` warpgroups at `consumer` registers fit a block of
 // (1 + consumers) warpgroups launched at 168 a thread (384 threads share the 65536): the ws kernels' plans check it.
 __host__ __device__ constexpr bool warpgroup_budgets_fit(int producer, int consumer, int consumers = 2) {
+  // At launch every thread of the (1 + consumers) warpgroups holds 65536 / threads registers, rounded down to 8.
   return producer % 8 == 0 && consumer % 8 == 0 && producer >= 24 && consumer <= 256 &&
-         producer + consumers * consumer <= (1 + consumers) * 168;
+         producer + consumers * consumer <= (1 + consumers) * (65536 / ((1 + consumers) * 128) / 8 * 8);
 }
 
 template <int kRegs>

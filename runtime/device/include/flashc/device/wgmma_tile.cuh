@@ -61,9 +61,9 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                                 SmemPanelTile<T, N, K> b) {
-  static_assert((M == 128 && W == 8) || (M == 64 && W == 4),
-                "wgmma tiles: two warpgroups of 64 rows, or one warpgroup's own 64-row tile");
-  const int row0 = M == 128 ? (warp_id() / 4) * 64 : 0;
+  static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
+                "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
+  const int row0 = M > 64 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
@@ -78,8 +78,8 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
                                              SmemPanelTile<T, K, N> b) {
-  static_assert((M == 128 && W == 8) || (M == 64 && W == 4),
-                "wgmma tiles: two warpgroups of 64 rows, or one warpgroup's own 64-row tile");
+  static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
+                "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -96,7 +96,7 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                              SmemPanelTile<T, K, N> b) {
-  static_assert((M == 128 && W == 8) || (M == 64 && W == 4), "wgmma tiles: one or two warpgroups of 64 rows");
+  static_assert(M % 64 == 0 && M <= 256 && W == M / 16, "wgmma tiles: warpgroups of 64 rows each");
   const int warpgroup = warp_id() / 4;
   wgmma_fence();
 #pragma unroll
