@@ -97,6 +97,72 @@ class BundleIntrospectionTest(unittest.TestCase):
                                c=(0x1000, "f32", (4,)))
         self.assertIn("argument 'a': rank 5 is outside 0..4", str(ctx.exception))
 
+    def test_torch_tensors_bind_in_one_call(self):
+        """Plain CUDA torch tensors take flashc_args_set_tensors (ctypes arrays cached per argument names and filled
+        anew each call); anything else takes the tensor-by-tensor path with its errors. A stand-in torch module
+        (no GPU, no torch needed) supplies the tensors."""
+        import sys as _sys
+        import types
+
+        from flashc import bundle as fb
+
+        class Dtype:
+            def __init__(self, name):
+                self.name = name
+
+            def __str__(self):
+                return "torch." + self.name
+
+        class Tensor:
+            def __init__(self, ptr, dtype, shape, cuda=True):
+                self.ptr, self.dtype, self.shape, self.is_cuda = ptr, dtype, tuple(shape), cuda
+                self.device = types.SimpleNamespace(type="cuda" if cuda else "cpu")
+                strides, step = [], 1
+                for n in reversed(self.shape):
+                    strides.insert(0, step)
+                    step *= n
+                self.strides = tuple(strides)
+
+            def stride(self):
+                return self.strides
+
+            def data_ptr(self):
+                return self.ptr
+
+        bf16, f64 = Dtype("bfloat16"), Dtype("float64")
+        fake = types.SimpleNamespace(Tensor=Tensor)
+        one_by_one = []
+        saved_torch, saved_set = _sys.modules.get("torch"), fb._Args.set_tensor
+
+        def counting_set(self, name, *fields):
+            one_by_one.append(name)
+            return saved_set(self, name, *fields)
+
+        _sys.modules["torch"], fb._Args.set_tensor = fake, counting_set
+        try:
+            self.assertEqual(self.bundle.param_shape("row_scale", "y", x=Tensor(0x10000, bf16, (3, 8))), (3, 8))
+            # The same argument names again: the cached arrays get the new shape.
+            self.assertEqual(self.bundle.param_shape("row_scale", "s", x=Tensor(0x10000, bf16, (5, 8))), (5,))
+            self.assertEqual(one_by_one, [])
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "argument 'x': dtype torch.float64 is not "
+                                                                     "supported by flashc"):
+                self.bundle.param_shape("row_scale", "y", x=Tensor(0x10000, f64, (3, 8)))
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "argument 'x': expected a CUDA tensor"):
+                self.bundle.param_shape("row_scale", "y", x=Tensor(0x10000, bf16, (3, 8), cuda=False))
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "argument 'x': rank 5 is outside 0..4"):
+                self.bundle.param_shape("row_scale", "y", x=Tensor(0x10000, bf16, (1, 1, 1, 3, 8)))
+            # A tensor beside a (ptr, dtype, shape) tuple: every tensor one by one, the same shapes.
+            one_by_one.clear()
+            self.assertEqual(self.bundle.param_shape("row_scale", "y", x=Tensor(0x10000, bf16, (7, 8)),
+                                                     s=(0x20000, "f32", (7,))), (7, 8))
+            self.assertEqual(sorted(one_by_one), ["s", "x"])
+        finally:
+            fb._Args.set_tensor = saved_set
+            if saved_torch is None:
+                del _sys.modules["torch"]
+            else:
+                _sys.modules["torch"] = saved_torch
+
     def test_closed_bundle(self):
         b = flashc.Bundle(BASIC_BUNDLE)
         b.close()
