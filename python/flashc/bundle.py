@@ -98,7 +98,6 @@ def _stream_handle(stream, args):
                                % type(stream).__name__)
 
 
-_torch_codes = {}  # torch dtype -> flashc dtype code, or None for an unsupported one
 _batches = threading.local()  # per thread: (tensor argument names) -> _TensorBatch
 
 
@@ -126,10 +125,7 @@ def _fill_fast(batch, values):
     for i, value in enumerate(values):
         if type(value) is not tensor_type or not value.is_cuda:
             return False
-        code = _torch_codes.get(value.dtype, -1)
-        if code == -1:
-            dt = dtype_name(value.dtype)
-            code = _torch_codes[value.dtype] = None if dt is None else _lib.DTYPE_CODES[dt]
+        code = _lib.DTYPE_CODES.get(dtype_name(value.dtype))  # (dtype_name caches per dtype)
         if code is None:
             return False
         shape = value.shape

@@ -153,12 +153,12 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 def _launch(bundle, program, device, args):
     index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
     if index == torch.cuda.current_device():  # the runtime launches in the current context: no switch needed
-        stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
         bundle.launch(program, stream=stream, **args)
         return
     with torch.cuda.device(index):
-        bundle.launch(program, stream=torch.cuda.current_stream(index).cuda_stream, **args)
+        bundle.launch(program, stream=stream, **args)
 
 
 # Two paths to the same kernels. Eager calls on plain tensors take the autograd.Function below (the least host time

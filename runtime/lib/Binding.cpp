@@ -408,11 +408,11 @@ void bindSmCount(Binder &binder, const DeviceLimits &limits) {
   binder.values[kSymbolSmCount] = limits.multiprocessors;
 }
 
+// `binder` holds num_sms too (bindSmCount).
 Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
                                   const std::map<std::string, TensorArgument> &scratchArgs,
                                   const Binder &binder, const DeviceLimits &limits) {
   const std::string who = "kernel '" + k.name + "'";
-  const SymbolTable &values = binder.values;  // with num_sms (bindSmCount)
   KernelLaunch launch;
   launch.kernel = &k;
   std::vector<const TensorArgument *> bound;
@@ -441,15 +441,15 @@ Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
     launch.scalars.push_back(slot);
   }
   for (const auto &c : k.constraints) {
-    auto v = c.evaluate(values);
+    auto v = c.evaluate(binder.values);
     if (!v) return bad(who + ": " + v.message());
     if (*v == 0)
-      return bad(who + ": requirement '" + c.str() + "' does not hold (" + symbolValues(c, values) + ")");
+      return bad(who + ": requirement '" + c.str() + "' does not hold (" + symbolValues(c, binder.values) + ")");
   }
   static const char *axis[] = {"x", "y", "z"};
   int64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
-    auto b = k.block[i].evaluate(values);
+    auto b = k.block[i].evaluate(binder.values);
     if (!b) return bad(who + ": block " + axis[i] + ": " + b.message());
     if (*b < 1 || *b > limits.maxBlock[i])
       return bad(who + ": block " + axis[i] + " = " + std::to_string(*b) + " is outside 1.." +
@@ -461,16 +461,16 @@ Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
     return bad(who + ": " + std::to_string(threads) + " threads per block exceed the device limit " +
                std::to_string(limits.maxThreadsPerBlock));
   for (int i = 0; i < 3; ++i) {
-    auto g = k.grid[i].evaluate(values);
+    auto g = k.grid[i].evaluate(binder.values);
     if (!g) return bad(who + ": grid " + axis[i] + ": " + g.message());
-    if (*g < 0) return bad(who + ": grid " + axis[i] + " = " + std::to_string(*g) + " is negative (" + symbolValues(k.grid[i], values) + ")");
+    if (*g < 0) return bad(who + ": grid " + axis[i] + " = " + std::to_string(*g) + " is negative (" + symbolValues(k.grid[i], binder.values) + ")");
     if (*g > limits.maxGrid[i])
       return bad(who + ": grid " + axis[i] + " = " + std::to_string(*g) + " exceeds the device limit " +
-                 std::to_string(limits.maxGrid[i]) + " (" + symbolValues(k.grid[i], values) + ")");
+                 std::to_string(limits.maxGrid[i]) + " (" + symbolValues(k.grid[i], binder.values) + ")");
     if (*g == 0) launch.skip = true;
     launch.grid[i] = uint32_t(*g);
   }
-  auto shared = k.sharedBytes.evaluate(values);
+  auto shared = k.sharedBytes.evaluate(binder.values);
   if (!shared) return bad(who + ": shared: " + shared.message());
   if (*shared < 0) return bad(who + ": dynamic shared memory of " + std::to_string(*shared) + " bytes is negative");
   if (*shared > limits.maxDynamicSharedBytes)

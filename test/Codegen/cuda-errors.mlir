@@ -57,7 +57,8 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // The ws strategy on a kernel that is not an attention forward: named by flash-warp-specialize (which
 // flashc runs on tile IR too) before anything is printed.
 // RUN: not flashc %S/Inputs/ws-strategy-not-forward.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WS
-// A persistent grid order on a kernel that takes one tile a block (only the ws attention forward loops).
+// A persistent grid order on a kernel that takes one tile a block (only the ws attention forward loops): the
+// kernel verifier refuses it.
 // RUN: not flashc %S/Inputs/persistent-not-ws.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=PERSISTENT
-// PERSISTENT: persistent-not-ws.mlir:7:10: error: CUDA emitter: a persistent grid order (#tile.grid_order<order = persistent>) needs the warp-specialised attention forward (strategy wgmma_ws_sm90); this kernel takes one tile a block
+// PERSISTENT: persistent-not-ws.mlir:4:3: error: 'tile.kernel' op has a persistent grid order, which only a warp-specialised attention forward (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>) takes; other kernels take one tile a block
 // WS: ws-strategy-not-forward.mlir:3:1: error: flash-warp-specialize: @not_forward is planned wgmma_ws_sm90 but is neither an attention forward nor a fused FFN

@@ -372,6 +372,10 @@ private:
   /// Waits for the loads in flight when `op` (or an op nested in it) reads
   /// one of them, or unconditionally with `force`.
   void landLoadsInFlight(Operation *op, bool force = false);
+  /// Drops the loads a wait just landed: those of this block and deeper.
+  void settleLoads() {
+    llvm::erase_if(loadsInFlight, [&](auto &load) { return load.second >= blockDepth; });
+  }
   bool touchesWgmmaInFlight(Operation *op);
   void waitWgmma(int keepGroups = 0);
   /// The number of wgmma products (one group each) of a loop whose body is
@@ -663,7 +667,7 @@ void KernelEmitter::landLoadsInFlight(Operation *op, bool force) {
   if (!reads)
     return;
   emitLoadsLanded("cp_async_wait<0>();");
-  llvm::erase_if(loadsInFlight, [&](auto &load) { return load.second >= blockDepth; });
+  settleLoads();
 }
 
 bool KernelEmitter::touchesWgmmaInFlight(Operation *op) {
@@ -1050,7 +1054,7 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp forOp) {
   if (writesShared && oneBarrier)
     barrier("  // the last iteration's buffers are free for what follows");
   if (landsLoads)
-    llvm::erase_if(loadsInFlight, [&](auto &load) { return load.second >= blockDepth; });
+    settleLoads();
   pipeline = outer;
   for (auto &[a, frag] : promotedHere)
     promotedA.erase(a);
@@ -1242,11 +1246,6 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
             freshFor(o.getResult(), std::string("block_") + tile::stringifyGridAxis(o.getAxis()).str());
         // The block order flash-order-blocks chose (a bijection of the grid).
         tile::GridOrderAttr order = kernel.getGridOrderAttr();
-        if (order && order.getOrder() == tile::BlockOrder::Persistent)
-          return o.emitError("CUDA emitter: a persistent grid order (#tile.grid_order<order = "
-                             "persistent>) needs the warp-specialised attention forward "
-                             "(strategy wgmma_ws_sm90); this kernel takes one tile a block"),
-                 failure();
         if (order && order.getOrder() == tile::BlockOrder::LongestFirst &&
             o.getAxis() == tile::GridAxis::X) {
           declarationLine(name)

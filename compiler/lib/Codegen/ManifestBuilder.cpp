@@ -305,11 +305,6 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
   if (order && order.getOrder() == tile::BlockOrder::Persistent) {
-    if (kernel.getStrategy() != tile::Strategy::WgmmaWsSm90)
-      return kernel.emitError() << "bundle: kernel @" << kernel.getSymName()
-                                << " has a persistent grid order but takes one tile a block (only the "
-                                   "warp-specialised attention forward loops)",
-             failure();
     gridText[0] = "min(cdiv(" + gridText[0] + ", 2) * (" + gridText[1] + ") * (" + gridText[2] +
                   "), " + rt::kSymbolSmCount + ")";
     gridText[1] = gridText[2] = "1";

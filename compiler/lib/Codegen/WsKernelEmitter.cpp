@@ -392,12 +392,6 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
                               << why,
            failure();
   };
-  // Only the attention forward's library form loops over a persistent grid.
-  tile::GridOrderAttr order = kernel.getGridOrderAttr();
-  auto forward = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-  if (order && order.getOrder() == tile::BlockOrder::Persistent &&
-      !(forward && forward.getRole() == tile::KernelRole::AttentionForward))
-    return reject("its grid order is persistent, which only the attention forward's form takes");
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";

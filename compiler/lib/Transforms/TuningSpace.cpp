@@ -126,9 +126,10 @@ void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescriptio
 }
 
 /// attention_forward. sm_90a, 16-bit: the warp-specialised TMA kernel's points
-/// (each with and without the persistent grid) and, at D = Dv in {64, 128}, the cp.async wgmma forward it replaced as the
-/// default (1.25-1.41x behind at S >= 4k, ahead in one do_bench row: D = 128,
-/// S = 1k, non-causal; bench/results/2026-11-30-h200-session5.md call 6).
+/// (each with and without the persistent grid) and, at D = Dv in {64, 128},
+/// the cp.async wgmma forward it replaced as the default (1.25-1.41x behind at
+/// S >= 4k, ahead in one do_bench row: D = 128, S = 1k, non-causal;
+/// bench/results/2026-11-30-h200-session5.md call 6).
 /// mma.sync only where neither takes the head dims (it ran 0.35-0.6x the ws
 /// kernel at D = 80 / 96 / 256, docs/device-library.md): 128 or 64 query rows
 /// at D <= 64, 64 above (128 rows spilled at D = 96 / 128).

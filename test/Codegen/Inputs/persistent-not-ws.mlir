@@ -1,5 +1,5 @@
 // A hand-written kernel that takes one tile a block (mma.sync) given the persistent grid order, which only the
-// warp-specialised attention forward's library form loops over: the emitter refuses it by name.
+// warp-specialised attention forward's library form loops over: the kernel verifier refuses it.
 module {
   tile.kernel @k(%a: !tile.tensor<?x64xbf16>, %o: !tile.tensor<?x64xbf16>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[0], 64)>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>, stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
     %c0 = arith.constant 0 : index

@@ -335,3 +335,23 @@ func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, 
   %r = tile.activation_grad silu %g, %pre : !tile.tile<64x64xbf16, register>, !tile.tile<64x64xbf16, register>
   return
 }
+
+// -----
+
+// A persistent grid order on a warp-specialised kernel that is no attention forward (no recipe here).
+// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>) takes}}
+tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
+    strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
+  tile.return
+}
+
+// -----
+
+// A tuning entry's schedule knobs have fixed types: persistent (like ping_pong) is a bool.
+// expected-error @+1 {{tuning attribute field 'persistent' is unknown or of the wrong type (entry and key: strings, ping_pong and persistent: bool, group: integer)}}
+tile.kernel @tuned(%a: !tile.tensor<?x128xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 64, block_n = 64, warps = 4, stages = 2, tuning = {entry = "table.txt:2", persistent = 1 : i64}} {
+  tile.return
+}

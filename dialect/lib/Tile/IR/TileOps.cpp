@@ -130,6 +130,16 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "grid axis " << axis << " refers to dimension " << attr.getDimIndex()
                            << " of a rank-" << args[attr.getArgIndex()].getRank() << " argument";
   }
+  // Only the warp-specialised attention forward's library form loops over a
+  // persistent grid; every other kernel takes one tile a block.
+  if (GridOrderAttr order = getGridOrderAttr(); order && order.getOrder() == BlockOrder::Persistent) {
+    auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(getSpecAttr());
+    if (getStrategy() != Strategy::WgmmaWsSm90 || !attention ||
+        attention.getRole() != KernelRole::AttentionForward)
+      return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
+                         "(strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>) takes; "
+                         "other kernels take one tile a block");
+  }
   int64_t warps = static_cast<int64_t>(getWarps());
   if (warps < 1 || warps > limits::kMaxWarps || (warps & (warps - 1)) != 0)
     return emitOpError() << "warps must be a power of two in [1, " << limits::kMaxWarps << "], got "

@@ -4,14 +4,14 @@
 //   * TMA: Q, K, V arrive by cp.async.bulk.tensor from 4-D tensor maps (D, S, H, B) with the 128B
 //     swizzle, i.e. straight into the SmemPanelTile layout the wgmma descriptors read; completion is
 //     counted on mbarriers (expect_tx). Rows past Sq/Sk are zero-filled by the TMA unit.
-//   * Warp specialisation: warpgroup 2 is the producer (one thread issues every copy, the
-//     warpgroup gives its registers back: setmaxnreg.dec 24); warpgroups 0 and 1 consume
-//     (setmaxnreg.inc 240). K and V sit in a ring of kStages slots, each with a full barrier
-//     (TMA bytes landed) and an empty barrier (all 8 consumer warps done reading).
+//   * Warp specialisation: the last warpgroup is the producer (one thread issues every copy, the
+//     warpgroup gives its registers back: setmaxnreg.dec); the kConsumerWarpgroups before it consume,
+//     64 query rows each (setmaxnreg.inc). K and V sit in a ring of kStages slots, each with a full
+//     barrier (TMA bytes landed) and an empty barrier (every consumer warp done reading).
 //   * Overlap inside a warpgroup: S_j = Q K_j^T is issued, then O += P_{j-1} V_{j-1}; the softmax
 //     of S_j runs while the P V product is still in the tensor cores (wgmma.wait_group 1).
-//   * Ping-pong between the two warpgroups (named barriers 1, 2): a warpgroup issues its two GEMMs
-//     only in its turn, so one's softmax overlaps the other's GEMMs.
+//   * Ping-pong between the consumer warpgroups (named barriers 1.., round robin): a warpgroup issues
+//     its two GEMMs only in its turn, so one's softmax overlaps the others' GEMMs.
 //
 // Config (a struct with these static members; AttentionFwdWsPlan derives the rest):
 //   using Elem = bf16 | f16;
@@ -25,7 +25,7 @@
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
 //   kWindowLeft, kWindowRight   Window<L, R> mask (causal: -1, 0; none: -1, -1)
 //   kScale, kSoftcap            softmax scale; tanh softcap (0: none)
-//   kPingPong       the two consumer warpgroups take turns issuing their GEMMs
+//   kPingPong       the consumer warpgroups take turns issuing their GEMMs
 //   kLongestFirst   the grid takes the last query-row blocks first (causal: the longest)
 //   kPersistent     a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
 //                   (tile_schedule.cuh); a block's next tile loads under its last tile's epilogue
@@ -33,10 +33,11 @@
 //   kConsumerWarpgroups   2 (128 query rows a tile) or 3 (192 rows: FlashAttention-3's tile at head dims <= 96;
 //                   512 threads, so the budgets come from 128 a thread: e.g. 24, 160). The turns go round robin.
 // (flash-warp-specialize decides the last four for the compiler's kernels: #tile.warp_specialized.)
-// Launch: grid (ceil(Sq / 128), heads_q, batch), or persistent (min(persistent_units(ceil(Sq / 128), heads_q,
-// batch), SMs), 1, 1); AttentionFwdWsPlan<Config>::kThreads (384) threads;
-// kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q, k, v with box (64, 128 or
-// kBlockN, 1, 1) and the 128B swizzle; o [B, H, Sq, Dv] row-contiguous, lse [B, H, Sq] f32 (natural log).
+// Launch: grid (ceil(Sq / kBlockM), heads_q, batch), or persistent (min(persistent_units(ceil(Sq / kBlockM),
+// heads_q, batch), SMs), 1, 1); AttentionFwdWsPlan<Config>::kThreads (384, or 512 with three consumer
+// warpgroups) threads; kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q, k, v with box
+// (64, kBlockM or kBlockN, 1, 1) and the 128B swizzle; o [B, H, Sq, Dv] row-contiguous, lse [B, H, Sq] f32
+// (natural log).
 #pragma once
 #include "flashc/device/mask.cuh"
 #include "flashc/device/mbarrier.cuh"
@@ -88,9 +89,10 @@ struct AttentionFwdWsPlan {
   static constexpr bool kPingPong = Config::kPingPong;
   static constexpr int kWarps = 4 * kConsumerWarpgroups;  // consumer warps: row bands of the register tiles
   static constexpr int kThreads = kWarps * 32 + 128;      // + the producer warpgroup (the last one)
-  static constexpr int kProducer = kWarps / 4;        // warpgroup index of the producer
+  static constexpr int kProducer = kWarps / 4;            // warpgroup index of the producer
   static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs, kConsumerWarpgroups),
-                "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
+                "setmaxnreg budgets: multiples of 8 within what a thread has at launch (168 at 384 threads, "
+                "128 at 512)");
   // ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
   using OTile = SmemPanelTile<Elem, kBlockM, kValueDim>;  // the epilogue's staging, over Q
@@ -101,11 +103,12 @@ struct AttentionFwdWsPlan {
   static constexpr int kSmemV = kSmemK + kStages * KTile::kBytes;
   static constexpr int kSmemBar = kSmemV + kStages * VTile::kBytes;  // mbarriers, 8 bytes each
   static constexpr int kBarQ = 0, kBarQEmpty = 1, kBarKFull = 2, kBarKEmpty = kBarKFull + kStages,
-                       kBarVFull = kBarKEmpty + kStages,
-                       kBarVEmpty = kBarVFull + kStages, kNumBars = kBarVEmpty + kStages;
+                       kBarVFull = kBarKEmpty + kStages, kBarVEmpty = kBarVFull + kStages,
+                       kNumBars = kBarVEmpty + kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-  // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 3 + g = its epilogue staging.
+  // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 1 + kConsumerWarpgroups + g = its epilogue
+  // staging.
   static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups;
 };
 
@@ -140,7 +143,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
                 kWarps = P::kWarps, kProducer = P::kProducer;
   constexpr int kSmemQ = P::kSmemQ, kSmemK = P::kSmemK, kSmemV = P::kSmemV, kSmemBar = P::kSmemBar;
   constexpr int kBarQ = P::kBarQ, kBarQEmpty = P::kBarQEmpty, kBarKFull = P::kBarKFull, kBarKEmpty = P::kBarKEmpty,
-                kBarVFull = P::kBarVFull, kBarVEmpty = P::kBarVEmpty, kBarTurn = P::kBarTurn, kBarEpilogue = P::kBarEpilogue;
+                kBarVFull = P::kBarVFull, kBarVEmpty = P::kBarVEmpty, kBarTurn = P::kBarTurn,
+                kBarEpilogue = P::kBarEpilogue;
   constexpr bool kPingPong = P::kPingPong;
   constexpr float kScale = P::kScale, kSoftcap = P::kSoftcap, kScaleLog2 = P::kScaleLog2;
 
@@ -153,7 +157,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
-  // Key blocks [n_begin, n_begin + n_blocks) of the query rows from q0 (the same for both warpgroups).
+  // Key blocks [n_begin, n_begin + n_blocks) of the query rows from q0 (the same for every warpgroup).
   auto key_blocks = [&](int q0, int& n_begin) {
     n_begin = Mask::key_block_begin(q0, kBlockN, offset);
     const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
