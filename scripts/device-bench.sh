@@ -158,7 +158,8 @@ else
             "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
               || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
             # The ws backward: enough query blocks (5 of 64) that its Q/dO/lse/D ring slots and dSᵀ buffers are reused.
-            case "$(basename "$b")" in *_d256_*|*_d192v128_*|*_d128_*|*_d80_*)
+            # (D = 64: two of the forward's 192-row tiles, the K/V ring reused across them.)
+            case "$(basename "$b")" in *_d256_*|*_d192v128_*|*_d128_*|*_d80_*|*_d64_*)
               "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 300 --seq-k 140 --tokens 77 \
                 || { echo "FAILED: $tool $(basename "$b") (ring reuse)"; rc=1; } ;; esac
           done

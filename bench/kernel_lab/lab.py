@@ -125,7 +125,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_wg", "d128_causal_wg", "d64_wg", "d64_causal_wg", "d128_wg_vswap", "d128_causal_wg_vswap",
                  "d128_wg_bn64",
                  "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
-                 "d64_ws_st4", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
+                 "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3", "d128_bwdws_roles"]
 

@@ -1,8 +1,9 @@
 // The sm_90a attention forward (16-bit, head dims multiples of 8 up to 256, D
 // above 32; tiles padded to whole panels) is by default the warp-specialised
 // TMA kernel wgmma_ws_sm90: the device library's attention_fwd_ws (a TMA
-// producer warpgroup, a K/V ring of 2 stages, two consumer warpgroups that
-// ping-pong), taking q, k, v as tensor maps the runtime derives from the
+// producer warpgroup, a K/V ring of 2 stages, consumer warpgroups of 64 query
+// rows that take turns issuing their GEMMs: two, or three at head dims <= 64),
+// taking q, k, v as tensor maps the runtime derives from the
 // manifest's `tensormap` lines. A forward that does not qualify (D = 32, or
 // sm_80) keeps its form silently. (The backward of heads above 128 is warp-specialised
 // too: cuda-attention-bwd-ws.mlir.)
@@ -22,7 +23,10 @@
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cuda -o - | FileCheck %s --check-prefix=PERSISTENT
 // RUN: rm -rf %t.persistent && flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=bundle --arch=sm_90a -o %t.persistent
 // RUN: FileCheck %s --check-prefix=PERSISTENT-MANIFEST < %t.persistent/manifest.flashc
-// RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.persistent.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.persistent.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS-PERSISTENT
+// Three consumer warpgroups spill on the persistent grid: an entry that asks for both is refused.
+// RUN: not flashc %s --tuning-table=%S/Inputs/tuning-persistent-three-consumers.txt --emit=tile -o /dev/null 2>&1 | FileCheck %s --check-prefix=PERSISTENT-THREE
+// PERSISTENT-THREE: error: flash-order-blocks: @window_attention_fwd's tuning entry asks for the persistent grid, which only the warp-specialised forward with two consumer warpgroups takes
 
 // GQA 16 query heads on 4 KV heads, causal, D = 128.
 func.func @gqa(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v: tensor<?x4x?x128xbf16>)
@@ -85,13 +89,18 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // ws strategy, with the shared memory the library's plan needs (Q, 2 K and 2 V
 // slots, 10 mbarriers -- Q landed, Q free for a block's next tile, full and
 // empty per slot -- and 1024 bytes of alignment slack); D = 32 keeps mma.sync.
+// D = 64: 192 query rows on 12 consumer warps (three warpgroups), Q 24 KiB +
+// 2 x (K 16 KiB + V 16 KiB) + 10 mbarriers + 1024 = 91216.
 // TILE-LABEL: tile.kernel @gqa_attention_fwd(
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
 // TILE-SAME: smem_bytes = 164944 : i64
 // TILE-SAME: stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8 : i64
 // TILE-LABEL: tile.kernel @window_attention_fwd(
-// TILE-SAME: smem_bytes = 83024 : i64
-// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TILE-SAME: block_m = 192 : i64, block_n = 128 : i64
+// TILE-SAME: grid = [#tile.grid<ceildiv(arg0[2], 192)>
+// TILE-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 3, consumer_registers = 160
+// TILE-SAME: smem_bytes = 91216 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 12 : i64
 // D = 256: 64 keys a block; Q 64 KiB + 2 x (K 32 KiB + V 32 KiB) + 10
 // mbarriers + 1024 = 197712. D = 192, Dv = 128: 128 keys; Q 48 KiB + 2 x (K
 // 48 KiB + V 32 KiB) + 10 mbarriers + 1024 = 214096.
@@ -121,7 +130,7 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CPASYNC-LABEL: tile.kernel @window_attention_fwd(
 // CPASYNC-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // CPASYNC-NOT: tuning =
-// CPASYNC-SAME: warps = 8 : i64}
+// CPASYNC-SAME: warps = 12 : i64}
 
 // The kernel: tensors, then the tensor maps (__grid_constant__: the TMA unit
 // reads them in parameter space), one call of the library's forward with the
@@ -154,8 +163,13 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CUDA-NEXT: static constexpr int kGroup = 1;
 // CUDA-NEXT: static constexpr int kWindowLeft = 100, kWindowRight = 0;
 // CUDA-NEXT: static constexpr float kScale = 1.250000000e-01f, kSoftcap = 3.000000000e+01f;
-// CUDA: static constexpr bool kPingPong = true, kLongestFirst = false,
+// Three consumer warpgroups share the register file four ways: 160 each.
+// CUDA: static constexpr int kProducerRegs = 24, kConsumerRegs = 160;
+// CUDA-NEXT: static constexpr bool kPingPong = true, kLongestFirst = false,
 // CUDA-NEXT: kPersistent = false;
+// CUDA-NEXT: static constexpr int kConsumerWarpgroups = 3;
+// CUDA: static_assert(Plan::kThreads == 512 && Plan::kSmemBytes == 91216,
+// CUDA: extern "C" __global__ void __launch_bounds__(512, 1)
 // CUDA: flashc::device::attention_fwd_ws<flashc_window_attention_fwd_config::Config>(
 // CUDA-LABEL: namespace flashc_d256_attention_fwd_config {
 // CUDA: static constexpr int kHeadDim = 256, kValueDim = 256, kValueCols = 256;
@@ -184,8 +198,10 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // PERSISTENT-LABEL: namespace flashc_gqa_attention_fwd_config {
 // PERSISTENT: static constexpr bool kPingPong = true, kLongestFirst = false,
 // PERSISTENT-NEXT: kPersistent = true;
+// (The table's entry gives the D = 64 forward two warpgroups too: block_m = 128, warps = 8.)
 // PERSISTENT-LABEL: namespace flashc_window_attention_fwd_config {
 // PERSISTENT: kPersistent = true;
+// PERSISTENT-NEXT: static constexpr int kConsumerWarpgroups = 2;
 // PERSISTENT-MANIFEST-LABEL: kernel gqa_attention_fwd
 // PERSISTENT-MANIFEST: grid min(cdiv(cdiv(Sq, 128), 2) * 16 * B, num_sms), 1, 1
 // PERSISTENT-MANIFEST-NEXT: block 384, 1, 1
@@ -201,9 +217,10 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // MANIFEST-NEXT: block 384, 1, 1
 // MANIFEST-NEXT: shared 164944
 // MANIFEST-LABEL: kernel window_attention_fwd
-// MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
-// MANIFEST: block 384, 1, 1
-// MANIFEST-NEXT: shared 83024
+// MANIFEST: tensormap q_map of q box [1, 1, 192, 64] swizzle 128
+// MANIFEST: grid cdiv(Sq, 192), 8, B
+// MANIFEST-NEXT: block 512, 1, 1
+// MANIFEST-NEXT: shared 91216
 // MANIFEST-LABEL: kernel d256_attention_fwd
 // MANIFEST: tensormap k_map of k box [1, 1, 64, 64] swizzle 128
 // MANIFEST-NEXT: tensormap v_map of v box [1, 1, 64, 64] swizzle 128
@@ -224,8 +241,9 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // MANIFEST-LABEL: program gqa{{$}}
 
 // ptxas: the ws forwards fit the launch bound's 168 registers without spills
-// (setmaxnreg then gives the consumers 240, the producer 24). ptxas reports
-// the kernels last to first.
+// (setmaxnreg then gives the consumers 240, the producer 24), the D = 64 one
+// with three consumer warpgroups 128 (512 threads; the consumers then take
+// 160). ptxas reports the kernels last to first.
 // PTXAS: Compiling entry function 'flashc_d80_attention_fwd'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // PTXAS: Used 168 registers
@@ -237,7 +255,23 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // PTXAS: Used 168 registers
 // PTXAS: Compiling entry function 'flashc_window_attention_fwd'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
-// PTXAS: Used 168 registers
+// PTXAS: Used 128 registers
 // PTXAS: Compiling entry function 'flashc_gqa_attention_fwd'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // PTXAS: Used 168 registers
+// On the persistent grid, every forward with two consumer warpgroups: no spills at 168.
+// PTXAS-PERSISTENT: Compiling entry function 'flashc_d80_attention_fwd'
+// PTXAS-PERSISTENT-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-PERSISTENT: Used 168 registers
+// PTXAS-PERSISTENT: Compiling entry function 'flashc_mla_attention_fwd'
+// PTXAS-PERSISTENT-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-PERSISTENT: Used 168 registers
+// PTXAS-PERSISTENT: Compiling entry function 'flashc_d256_attention_fwd'
+// PTXAS-PERSISTENT-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-PERSISTENT: Used 168 registers
+// PTXAS-PERSISTENT: Compiling entry function 'flashc_window_attention_fwd'
+// PTXAS-PERSISTENT-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-PERSISTENT: Used 168 registers
+// PTXAS-PERSISTENT: Compiling entry function 'flashc_gqa_attention_fwd'
+// PTXAS-PERSISTENT-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-PERSISTENT: Used 168 registers

@@ -67,12 +67,25 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
 // PERSISTENT-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // TUNED-OFF-LABEL: tile.kernel @causal_attention_fwd(
 // TUNED-OFF-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
-// TUNED-OFF-SAME: tuning = {entry = "{{.*}}tuning-not-persistent.txt:2", key = "sm_90a attention_forward bf16 d64 causal", persistent = false}
+// TUNED-OFF-SAME: tuning = {entry = "{{.*}}tuning-not-persistent.txt:2", key = "sm_90a attention_forward bf16 d128 causal", persistent = false}
 // SM80-LABEL: tile.kernel @causal_attention_fwd(
 // SM80-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
 // CUDA-SM80-LABEL: flashc_causal_attention_fwd(
 // CUDA-SM80: const int q_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first
-func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>)
+func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<causal> num_kv_heads = 8
+      : (tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>)
+      -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
+}
+
+// D = 64: three consumer warpgroups (12 warps), which spill on the persistent
+// grid: the option passes over it (longest first, as without it).
+// PERSISTENT-LABEL: tile.kernel @causal64_attention_fwd(
+// PERSISTENT-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
+// PERSISTENT-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 12 : i64
+func.func @causal64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>)
     -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8
       : (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>)

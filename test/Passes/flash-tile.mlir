@@ -14,11 +14,12 @@
 // Causal attention, GQA 8:2, bf16, D = 64. One block per (query block, head,
 // batch); the key loop stops at the diagonal; the mask only runs on blocks that
 // cross the diagonal or the key tail; output and lse are written once.
+// On sm_90a: 192 query rows (three consumer warpgroups of 64) x 128 keys.
 // CHECK-LABEL: tile.kernel @causal_attention_fwd
-// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
-// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 128)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
+// CHECK-SAME: block_m = 192 : i64, block_n = 128 : i64
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 192)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
 // CHECK-SAME: spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>
-// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 12
 // CHECK: %[[RB:.*]] = tile.program_id x
 // CHECK: %[[H:.*]] = tile.program_id y
 // CHECK: %[[B:.*]] = tile.program_id z
@@ -29,15 +30,15 @@
 // GQA: kv head = h / (Hq / Hkv)
 // CHECK: %[[GROUP:.*]] = arith.divui
 // CHECK: %[[HK:.*]] = arith.divui %[[H]], %[[GROUP]]
-// CHECK: %[[ROW0:.*]] = arith.muli %[[RB]], %c128
-// CHECK: %[[QT:.*]] = tile.load %arg0[%[[B]], %[[H]], %[[ROW0]], %c0] limit[%[[SQ]], %c64] : <?x8x?x64xbf16> -> <128x64xbf16, shared>
+// CHECK: %[[ROW0:.*]] = arith.muli %[[RB]], %c192
+// CHECK: %[[QT:.*]] = tile.load %arg0[%[[B]], %[[H]], %[[ROW0]], %c0] limit[%[[SQ]], %c64] : <?x8x?x64xbf16> -> <192x64xbf16, shared>
 // keys [0, min(Sk, min(row0 + Br, Sq) + off)): blocks past the diagonal are never visited
 // CHECK: %[[REND:.*]] = arith.minsi {{.*}}, %[[SQ]]
 // CHECK: %[[KEND0:.*]] = arith.addi %[[REND]], %[[OFF]]
 // CHECK: %[[KEND1:.*]] = arith.minsi %[[SK]], %[[KEND0]]
 // CHECK: %[[KEND:.*]] = arith.maxsi %[[KEND1]], %c0
 // CHECK: %[[NB:.*]] = arith.ceildivsi %[[KEND]], %c128
-// CHECK: tile.fill 0xFFF0000000000000 : <128xf32, register>
+// CHECK: tile.fill 0xFFF0000000000000 : <192xf32, register>
 // CHECK: %[[RES:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[NB]] step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}})
 // CHECK: %[[COL0:.*]] = arith.muli %[[KB]], %c128
 // CHECK: %[[KT:.*]] = tile.load %arg1[%[[B]], %[[HK]], %[[COL0]], %c0] limit[%[[SK]], %c64] {buffers = 2 : i64}
@@ -55,7 +56,7 @@
 // CHECK: %[[CORR:.*]] = tile.softmax_correction %[[M]], %[[MN]] scale 1.250000e-01
 // CHECK: %[[LN:.*]] = tile.online_sum %[[L]], %[[CORR]], %[[P]]
 // CHECK: %[[ACCR:.*]] = tile.rescale %[[ACC]], %[[CORR]]
-// CHECK: %[[PB:.*]] = tile.convert %[[P]] : <128x128xf32, register> -> <128x128xbf16, register>
+// CHECK: %[[PB:.*]] = tile.convert %[[P]] : <192x128xf32, register> -> <192x128xbf16, register>
 // CHECK: %[[ACCN:.*]] = tile.matmul %[[PB]], %[[VT]], %[[ACCR]]
 // CHECK: scf.yield %[[ACCN]], %[[MN]], %[[LN]]
 // CHECK: %[[O:.*]] = tile.normalize %[[RES]]#0, %[[RES]]#2
@@ -74,7 +75,7 @@
 // CHECK-SAME: %arg4: !tile.tensor<?x8x?xf32> {tile.dims = ["B", "", "Sq"], tile.name = "lse"}) attributes {tile.program}
 // CHECK-NEXT: tile.launch @causal_attention_fwd(%arg0, %arg1, %arg2, %arg3, %arg4)
 // CHECK-NEXT: return
-// On sm_90a the 16-bit forward uses wgmma (two warpgroups, 128 x 128); on
+// On sm_90a the 16-bit forward uses wgmma (three warpgroups, 192 x 128); on
 // sm_80 mma.sync with 128 x 64 blocks and 32 query rows per warp.
 // SM80-LABEL: tile.kernel @causal_attention_fwd
 // SM80-SAME: block_m = 128 : i64, block_n = 64 : i64

@@ -1826,7 +1826,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       src << text;
     }
 
-    int64_t threads = ws ? kWsThreads : kernel.getWarps() * 32;
+    int64_t threads = ws ? ws->threads : kernel.getWarps() * 32;
     // The emitter's layout is authoritative: it knows the device library's
     // padding (flash-plan-memory's estimate only decides block sizes).
     int64_t sharedBytes = ws ? ws->sharedBytes : emitter->sharedBytes();

@@ -32,10 +32,11 @@ SmallVector<StringRef> attrNames(ArrayAttr list) {
 }
 
 /// The schedule flash-warp-specialize gave the kernel, checked against the
-/// library's form: two consumer warpgroups, `resident` loaded once, `ring`
-/// streamed; 128 rows on 8 warps, 64 or 128 columns a ring block, 1-4
-/// stages, the accumulators within the consumer registers.
-FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel, int64_t valueDim,
+/// library's form: `resident` loaded once, `ring` streamed; the plan's shape
+/// wsForwardPlanTakes' (64 rows a consumer warpgroup of 4 warps, two -- the
+/// attention forward: or three -- of them; 64 or 128 columns a ring block;
+/// 1-4 stages; the accumulators within the consumer registers).
+FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel,
                                                    ArrayRef<StringRef> resident,
                                                    ArrayRef<StringRef> ring, RejectFn reject) {
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
@@ -43,20 +44,23 @@ FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel, int64_
     return (void)reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
                   "flash-plan-memory)"),
            failure();
-  if (schedule.getConsumerWarpgroups() != 2 ||
+  std::optional<WsForwardSizes> sizes =
+      wsForwardSizes(kernel.getSpecAttr(), kernel.getFunctionType().getInputs());
+  int64_t most = sizes ? sizes->maxConsumerWarpgroups : 2;
+  if (schedule.getConsumerWarpgroups() < 2 || schedule.getConsumerWarpgroups() > most ||
       attrNames(schedule.getResident()) != SmallVector<StringRef>(resident) ||
       attrNames(schedule.getRing()) != SmallVector<StringRef>(ring))
-    return (void)reject(llvm::formatv("its schedule is not the library's: 2 consumer warpgroups, {0} "
-                                "resident, {1} in the ring",
-                                llvm::join(resident, ", "), llvm::join(ring, " and "))),
+    return (void)reject(llvm::formatv("its schedule is not the library's: 2{0} consumer warpgroups, "
+                                "{1} resident, {2} in the ring",
+                                most > 2 ? " or 3" : "", llvm::join(resident, ", "),
+                                llvm::join(ring, " and "))),
            failure();
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
-  if (kernel.getBlockM() != 128 || (blockN != 64 && blockN != 128) || kernel.getWarps() != 8 ||
-      stages < 1 || stages > 4 || !wsForwardFitsRegisters(valueDim, blockN))
+  if (!sizes || !wsForwardPlanTakes(*sizes, kernel.getBlockM(), blockN, kernel.getWarps(), stages))
     return (void)reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 128 rows on 8 warps (+ the producer warpgroup), 64 "
-                                "or 128 columns a ring block (64 at an output width of 256), 1-4 "
-                                "stages",
+                                "schedule is 64 rows on 4 warps a consumer warpgroup (+ the "
+                                "producer warpgroup), 64 or 128 columns a ring block whose "
+                                "accumulators fit the consumer registers, 1-4 stages",
                                 kernel.getBlockM(), blockN, kernel.getWarps(), stages)),
            failure();
   return schedule;
@@ -110,10 +114,10 @@ void printScheduleConfig(tile::WarpSpecializedAttr schedule, std::optional<tile:
 
 /// The end of a kernel's Config: the library's plan for it, checked against
 /// the manifest's block size and shared memory, and the namespace closed.
-void printPlanCheck(StringRef plan, int64_t sharedBytes, StringRef ns, llvm::raw_ostream &out) {
+void printPlanCheck(StringRef plan, const WsKernel &kernel, StringRef ns, llvm::raw_ostream &out) {
   out << "};\n";
   out << "using Plan = " << plan << "<Config>;\n";
-  out << "static_assert(Plan::kThreads == " << kWsThreads << " && Plan::kSmemBytes == " << sharedBytes
+  out << "static_assert(Plan::kThreads == " << kernel.threads << " && Plan::kSmemBytes == " << kernel.sharedBytes
       << ", \"the manifest's block size and shared memory\");\n";
   out << "}  // namespace " << ns << "\n\n";
 }
@@ -137,8 +141,8 @@ void printHeadsAndMask(tile::AttentionSpecAttr spec, ArrayRef<Type> inputs, llvm
 /// The kernel's signature after its config namespace: the tensors, then the
 /// maps as grid constants (their addresses go to the TMA unit).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
-                    ArrayRef<std::string> mapCppNames, llvm::raw_ostream &out) {
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kWsThreads << ", 1)\n"
+                    ArrayRef<std::string> mapCppNames, int64_t threads, llvm::raw_ostream &out) {
+  out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n"
       << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
     if (isa<tile::GlobalTensorType>(types[i]))
@@ -182,22 +186,24 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
                                   argNames[i], width));
   }
   FailureOr<tile::WarpSpecializedAttr> schedule =
-      checkSchedule(kernel, dv, {"q"}, {"k", "v"}, reject);
+      checkSchedule(kernel, {"q"}, {"k", "v"}, reject);
   if (failed(schedule))
     return failure();
-  int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
+  int64_t blockM = kernel.getBlockM(), blockN = kernel.getBlockN();
+  int64_t stages = schedule->getRingStages();
 
   WsKernel result;
-  result.sharedBytes =
-      wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8, /*residentBarriers=*/2);
-  // q, k, v: 128 query rows or blockN key rows of one head of one batch.
+  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8,
+                                            /*residentBarriers=*/2, blockM);
+  result.threads = 128 * (schedule->getConsumerWarpgroups() + 1);
+  // q, k, v: blockM query rows or blockN key rows of one head of one batch.
   std::vector<std::string> maps =
-      addTensorMaps({{0, {1, 1, 128, 64}}, {1, {1, 1, blockN, 64}}, {2, {1, 1, blockN, 64}}},
+      addTensorMaps({{0, {1, 1, blockM, 64}}, {1, {1, 1, blockN, 64}}, {2, {1, 1, blockN, 64}}},
                     argNames, cppNames, result);
 
   std::string ns = entry.str() + "_config";
   out << "// Warp-specialised TMA forward (strategy wgmma_ws_sm90): the device library's\n"
-      << "// attention_fwd_ws; 8 consumer warps + 1 producer warpgroup.\n";
+      << "// attention_fwd_ws; " << kernel.getWarps() << " consumer warps + 1 producer warpgroup.\n";
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
@@ -215,8 +221,8 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   printScheduleConfig(*schedule, order ? order.getOrder() : tile::BlockOrder::InOrder, out);
   out << "  static constexpr int kConsumerWarpgroups = " << schedule->getConsumerWarpgroups()
       << ";  // 64 query rows each\n";
-  printPlanCheck("flashc::device::AttentionFwdWsPlan", result.sharedBytes, ns, out);
-  printSignature(entry, cppNames, inputs, maps, out);
+  printPlanCheck("flashc::device::AttentionFwdWsPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4] << (keyOffset ? ", " + cppNames[5] : std::string()) << ");\n";
@@ -271,6 +277,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 blockN, blockN / 16));
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
+  result.threads = 384; // two consumer warpgroups and the producer
   // q, dout: 64 query rows; k, v: the block's key rows (one head of one batch);
   // the key split's dq_accum: boxes of 64 rows x 32 f32 columns its TMA
   // reductions add into.
@@ -302,8 +309,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
-  printPlanCheck("flashc::device::AttentionBwdWsPlan", result.sharedBytes, ns, out);
-  printSignature(entry, cppNames, inputs, maps, out);
+  printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << maps[3];
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
@@ -337,7 +344,7 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
                                 "and d_out multiples of 8 up to 256, h a multiple of 8",
                                 d, h, dOut, elem));
   FailureOr<tile::WarpSpecializedAttr> schedule =
-      checkSchedule(kernel, dOut, {"x"}, {"w1", "w2"}, reject);
+      checkSchedule(kernel, {"x"}, {"w1", "w2"}, reject);
   if (failed(schedule))
     return failure();
   int64_t blockN = kernel.getBlockN(), stages = schedule->getRingStages();
@@ -347,6 +354,7 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   result.sharedBytes =
       wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8,
                            /*residentBarriers=*/1);
+  result.threads = 128 * (schedule->getConsumerWarpgroups() + 1);
   // x: 128 rows (of one batch); W1: all d rows of 64 hidden columns a box;
   // W2: blockN hidden rows of 64 output columns a box.
   SmallVector<int64_t> xBox = batched ? SmallVector<int64_t>{1, 128, 64} : SmallVector<int64_t>{128, 64};
@@ -370,8 +378,8 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
       << ", kOutDim = " << wsForwardValueTile(dOut) << ", kOutCols = " << dOut << ";\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
   printScheduleConfig(*schedule, std::nullopt, out);
-  printPlanCheck("FfnFwdWsPlan", result.sharedBytes, ns, out);
-  printSignature(entry, cppNames, inputs, maps, out);
+  printPlanCheck("FfnFwdWsPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
   // Absent biases: the library does not read them (kBias1 / kBias2 false).
   out << "  flashc::device::ffn_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[x] << ", " << cppNames[w1] << ", "

@@ -25,16 +25,14 @@ namespace flashc {
 /// Whether `kernel` is printed by emitWsKernel (strategy wgmma_ws_sm90).
 bool isWarpSpecialized(mlir::tile::KernelOp kernel);
 
-/// Threads of the warp-specialised kernels: two consumer warpgroups and the
-/// producer warpgroup.
-constexpr int64_t kWsThreads = 384;
-
 /// The printed kernel and what its manifest entry adds.
 struct WsKernel {
   /// The tensor maps (q, k, v or x, w1, w2; ABI: after the tensors, before
   /// scalars).
   std::vector<rt::TensorMapParam> tensorMaps;
   int64_t sharedBytes = 0;
+  /// Its block: the consumer warpgroups and the producer warpgroup.
+  int64_t threads = 0;
 };
 
 /// Prints the config namespace and the `extern "C" __global__` kernel

@@ -225,9 +225,9 @@ LogicalResult checkTilePlan(function_ref<InFlightDiagnostic()> emitError, Attrib
     return out("block_k", plan.blockK, limits::kMaxBlock);
   if (plan.stages < 1 || plan.stages > limits::kMaxStages)
     return out("stages", plan.stages, limits::kMaxStages);
-  if (plan.warps < 1 || plan.warps > limits::kMaxWarps || (plan.warps & (plan.warps - 1)))
+  if (!limits::isWarpCount(plan.warps, plan.strategy == Strategy::WgmmaWsSm90))
     return emitError() << "tile plan warps = " << plan.warps << " must be a power of two in [1, "
-                       << limits::kMaxWarps << "]";
+                       << limits::kMaxWarps << "] (or whole warpgroups under wgmma_ws_sm90)";
   return success();
 }
 

@@ -61,12 +61,24 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         // The warp-specialised forward may loop on a persistent grid (the
         // device library's tile_schedule.cuh); the kernel's tuning-table entry
         // decides before the option.
-        bool loops = persistent;
+        // Only its two-warpgroup form loops (three spill): the option passes
+        // over the others, a table entry that asks for it with three is
+        // refused (other strategies take one tile a block either way).
+        bool ws = kernel.getStrategy() == Strategy::WgmmaWsSm90;
+        bool twoConsumers = ws && kernel.getWarps() == 8;
+        bool loops = persistent && twoConsumers;
         if (DictionaryAttr tuning = kernel.getTuningAttr())
-          if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPersistentName))
-            loops = knob.getValue();
+          if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPersistentName)) {
+            loops = knob.getValue() && ws;
+            if (loops && !twoConsumers) {
+              kernel.emitError() << "flash-order-blocks: @" << kernel.getSymName()
+                                 << "'s tuning entry asks for the persistent grid, which only the "
+                                    "warp-specialised forward with two consumer warpgroups takes";
+              return signalPassFailure();
+            }
+          }
         bool causal = attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0;
-        if (loops && kernel.getStrategy() == Strategy::WgmmaWsSm90)
+        if (loops)
           order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 1);
         else if (causal)
           // Causal: the last query blocks see the most keys; launching them

@@ -223,8 +223,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                        (!keyRows || plan.blockM == 64 || plan.blockM == 128)) ||
                       (isGemm && plan.warps == 4 && plan.blockM == 64);
     // The warp-specialised forward (the device library's attention_fwd_ws)
-    // is 128 query rows on 8 consumer warps, 64 or 128 keys a block whose O,
-    // S and P fit its registers, a K/V ring of 1-4 stages; an override
+    // is 64 query rows a consumer warpgroup of 4 warps (2 or 3 of them), 64
+    // or 128 keys a block whose O, S and P fit its registers, a K/V ring of
+    // 1-4 stages (wsForwardPlanTakes); an override
     // outside that keeps the wgmma form where it takes the head dims, else
     // mma.sync.
     // The fused FFN's ws form has the same shape rules (its d_out is Dv).
@@ -241,9 +242,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
             plan.stages >= 1 && plan.stages <= 4))
         plan.strategy = Strategy::MmaSyncSm80;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 &&
-        !(plan.blockM == 128 && (plan.blockN == 64 || plan.blockN == 128) && plan.warps == 8 &&
-          plan.stages >= 1 && plan.stages <= 4 && ws &&
-          wsForwardFitsRegisters(ws->valueDim, plan.blockN)))
+               !(ws && wsForwardPlanTakes(*ws, plan.blockM, plan.blockN, plan.warps, plan.stages)))
       plan.strategy = attention && wgmmaAttentionTakes(attention.getHeadDim(), attention.getValueDim())
                           ? Strategy::WgmmaSm90
                           : Strategy::MmaSyncSm80;
@@ -361,7 +360,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (std::optional<WsForwardSizes> ws = wsForwardSizes(kernel.getSpecAttr(), kernel.getFunctionType().getInputs());
         ws && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
-                                    ws->elementBytes, ws->residentBarriers);
+                                    ws->elementBytes, ws->residentBarriers, plan.blockM);
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

@@ -4,6 +4,7 @@
 #include "SaturatingMath.h"
 
 #include "flashc/Compiler/TilePadding.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -157,15 +158,17 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       if (hopper && forward && sixteenBit &&
           wsForwardTakes(attention.getHeadDim(), attention.getValueDim())) {
         // The warp-specialised TMA forward (FlashAttention-3 style): a TMA
-        // producer warpgroup, a K/V ring, two consumer warpgroups of 64 query
-        // rows that ping-pong (measured at D = 128: 0.98-1.04x cuDNN at
+        // producer warpgroup, a K/V ring, consumer warpgroups of 64 query
+        // rows that take turns issuing their GEMMs (measured at D = 128: 0.98-1.04x cuDNN at
         // S >= 4k on the H200, 1.3-1.4x the cp.async wgmma forward;
         // docs/device-library.md). 128 keys a block where O, S and P fit the
         // consumer registers and two K/V stages fit shared memory, else 64.
+        // Three consumer warpgroups (192 rows) at head dims <= 64.
+        int64_t consumers = wsForwardConsumerWarpgroups(attention.getHeadDim(), attention.getValueDim());
         plan.strategy = Strategy::WgmmaWsSm90;
-        plan.blockM = 128;
-        plan.warps = 8;
-        plan.blockN = wsForwardBlockN(attention.getHeadDim(), attention.getValueDim(), target);
+        plan.blockM = 64 * consumers;
+        plan.warps = 4 * consumers;
+        plan.blockN = wsForwardBlockN(attention.getHeadDim(), attention.getValueDim(), target, consumers);
         // Two ring stages: as deep as shared memory allows (D = 64: 4, D =
         // 128: 3) measured -1 to +1 % at D = 64 and -10 % at D = 128, S = 16k
         // (bench/results/2026-11-30-h200-session7.md).
@@ -322,7 +325,7 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
     if (attention.getRole() != KernelRole::AttentionForward)
       return std::nullopt;
     return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
-                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2};
+                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2, 3};
   }
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
   if (!gemm || gemm.getRole() != KernelRole::FfnFused || argTypes.size() < 2)
@@ -332,7 +335,15 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
   if (!w1 || w1.getRank() != 2)
     return std::nullopt;
   return WsForwardSizes{w1.getShape()[0], outputDimOf(argTypes, w2Index),
-                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8, 1};
+                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8, 1, 2};
+}
+
+bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blockN, int64_t warps,
+                        int64_t stages) {
+  int64_t consumers = warps / 4;
+  return warps % 4 == 0 && consumers >= 2 && consumers <= sizes.maxConsumerWarpgroups &&
+         blockM == 64 * consumers && (blockN == 64 || blockN == 128) && stages >= 1 &&
+         stages <= 4 && wsForwardFitsRegisters(sizes.valueDim, blockN, consumers);
 }
 
 int64_t wsForwardHeadTile(int64_t headDim) { return (headDim + 63) / 64 * 64; }
@@ -341,24 +352,39 @@ int64_t wsForwardValueTile(int64_t valueDim) {
   return valueDim <= 64 ? 64 : valueDim <= 128 ? 128 : 256;
 }
 
-bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN) {
-  // The device library's static_assert: O (Dv / 2 floats a thread), S
-  // (blockN / 2) and P (blockN / 4) within 176 of the 240 registers.
-  return wsForwardValueTile(valueDim) / 2 + blockN * 3 / 4 <= 176;
+int64_t wsConsumerRegisters(int64_t consumerWarpgroups) {
+  return std::min<int64_t>(240, tile::limits::maxConsumerRegisters(24, consumerWarpgroups));
 }
 
-int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target) {
-  if (wsForwardFitsRegisters(valueDim, 128) &&
-      wsForwardSharedBytes(headDim, valueDim, 128, 2, 2, 2) <= target.sharedMemoryPerBlock)
+bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN, int64_t consumerWarpgroups) {
+  // The device library's static_assert: O (Dv / 2 floats a thread), S
+  // (blockN / 2) and P (blockN / 4) within 176 of the 240 registers (two
+  // consumer warpgroups), within all but 32 of the 160 (three).
+  int64_t budget = consumerWarpgroups == 2 ? 176 : wsConsumerRegisters(consumerWarpgroups) - 32;
+  return wsForwardValueTile(valueDim) / 2 + blockN * 3 / 4 <= budget;
+}
+
+int64_t wsForwardConsumerWarpgroups(int64_t headDim, int64_t valueDim) {
+  // Measured in the kernel lab at D = 64 (bench/results/2026-12-01-kernel_lab-run16.md):
+  // +15-16 % non-causal and +8-13 % causal at S >= 4k against two warpgroups,
+  // +6 % / -6 % at S = 1k (fewer tiles).
+  return std::max(headDim, valueDim) <= 64 ? 3 : 2;
+}
+
+int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target,
+                        int64_t consumerWarpgroups) {
+  if (wsForwardFitsRegisters(valueDim, 128, consumerWarpgroups) &&
+      wsForwardSharedBytes(headDim, valueDim, 128, 2, 2, 2, 64 * consumerWarpgroups) <=
+          target.sharedMemoryPerBlock)
     return 128;
   return 64;
 }
 
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
-                             int64_t elementBytes, int64_t residentBarriers) {
+                             int64_t elementBytes, int64_t residentBarriers, int64_t blockM) {
   // Q's region doubles as the O staging of the epilogue; tiles are padded.
   int64_t d = wsForwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
-  int64_t q = 128 * std::max(d, dv) * elementBytes;
+  int64_t q = blockM * std::max(d, dv) * elementBytes;
   int64_t slots = stages * blockN * (d + dv) * elementBytes;
   int64_t barriers = residentBarriers + 4 * stages;
   return q + slots + 8 * barriers + 1024;

@@ -98,28 +98,34 @@ TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
 /// O, S and P fit the consumers' registers, a ring of 2 or 3 stages that fits
 /// shared memory (deeper measured no gain, bench/results/2026-11-30-h200-session7.md
 /// call 1), the consumers ping-ponging or not (ping-pong measured +8-21 % at
-/// D = 128).
+/// D = 128); for the attention forward at head dims <= 64, three consumer
+/// warpgroups (192 rows, the default there) before two.
 void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescription &target,
                         int64_t headDim, int64_t valueDim, int64_t elementBytes, bool gemmFamily) {
-  for (int64_t blockN : {128, 64}) {
-    if (!wsForwardFitsRegisters(valueDim, blockN))
+  int64_t preferred = gemmFamily ? 2 : wsForwardConsumerWarpgroups(headDim, valueDim);
+  for (int64_t consumers : {preferred, int64_t(5) - preferred}) {
+    if (consumers == 3 && gemmFamily)
       continue;
-    for (int64_t stages : {2, 3}) {
-      if (wsForwardSharedBytes(headDim, valueDim, blockN, stages, elementBytes,
-                               gemmFamily ? 1 : 2) >
-          target.sharedMemoryPerBlock)
+    for (int64_t blockN : {128, 64}) {
+      if (!wsForwardFitsRegisters(valueDim, blockN, consumers))
         continue;
-      for (bool pingPong : {true, false}) {
-        TilePlan plan;
-        plan.strategy = Strategy::WgmmaWsSm90;
-        plan.blockM = 128;
-        plan.blockN = blockN;
-        plan.blockK = 32;
-        plan.warps = 8;
-        plan.stages = stages;
-        TuningPoint point = pointFrom(plan, gemmFamily);
-        point.pingPong = pingPong;
-        points.push_back(point);
+      for (int64_t stages : {2, 3}) {
+        if (wsForwardSharedBytes(headDim, valueDim, blockN, stages, elementBytes,
+                                 gemmFamily ? 1 : 2, 64 * consumers) >
+            target.sharedMemoryPerBlock)
+          continue;
+        for (bool pingPong : {true, false}) {
+          TilePlan plan;
+          plan.strategy = Strategy::WgmmaWsSm90;
+          plan.blockM = 64 * consumers;
+          plan.blockN = blockN;
+          plan.blockK = 32;
+          plan.warps = 4 * consumers;
+          plan.stages = stages;
+          TuningPoint point = pointFrom(plan, gemmFamily);
+          point.pingPong = pingPong;
+          points.push_back(point);
+        }
       }
     }
   }
@@ -141,10 +147,13 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
   bool hopper16 = isHopper(target) && bits == 16;
   if (hopper16 && wsForwardTakes(d, dv)) {
     addWsForwardPoints(points, target, d, dv, bits / 8, /*gemmFamily=*/false);
-    // Each on the persistent grid too (flash-order-blocks), after the hand rule's grid.
+    // Each two-warpgroup point on the persistent grid too (flash-order-blocks),
+    // after the hand rule's grid (three warpgroups spill on it).
     size_t ws = points.size();
     for (size_t i = 0; i < ws; ++i) {
       points[i].persistent = false;
+      if (points[i].warps != 8)
+        continue;
       TuningPoint persistent = points[i];
       persistent.persistent = true;
       points.push_back(persistent);

@@ -11,6 +11,7 @@
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/Tuning.h"
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -73,9 +74,17 @@ struct WarpSpecializePass
       if (DictionaryAttr tuning = kernel.getTuningAttr())
         if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
           consumersPingPong = knob.getValue();
+      // Unless the option says, each consumer warpgroup takes what is left
+      // beside the producer, up to 240: three share the register file four
+      // ways (160 each).
+      int64_t consumerBudget =
+          consumerRegisters.hasValue()
+              ? static_cast<int64_t>(consumerRegisters)
+              : std::min<int64_t>(consumerRegisters, tile::limits::maxConsumerRegisters(
+                                                         producerRegisters, consumerWarpgroups));
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
           emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
-          static_cast<int64_t>(consumerRegisters), resident, ring,
+          consumerBudget, resident, ring,
           static_cast<int64_t>(kernel.getStages()), consumersPingPong && pingPongTakes, roleSplit);
       if (!schedule)
         return signalPassFailure();

@@ -153,7 +153,8 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
     Option<"producerRegisters", "producer-registers", "int64_t", /*default=*/"24",
            "the producer warpgroup's register budget (setmaxnreg.dec)">,
     Option<"consumerRegisters", "consumer-registers", "int64_t", /*default=*/"240",
-           "each consumer warpgroup's register budget (setmaxnreg.inc)">,
+           "each consumer warpgroup's register budget (setmaxnreg.inc); unset: what the "
+           "warpgroup count leaves beside the producer, up to 240 (two: 240, three: 160)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect"];
 }

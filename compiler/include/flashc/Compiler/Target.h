@@ -51,15 +51,25 @@ int64_t wsForwardHeadTile(int64_t headDim);
 /// Its V/O tile width, the N of the P·V wgmma: 64, 128 or 256.
 int64_t wsForwardValueTile(int64_t valueDim);
 
+/// The register budget of each of its `consumerWarpgroups` consumer
+/// warpgroups beside a 24-register producer: 240 (two), 160 (three).
+int64_t wsConsumerRegisters(int64_t consumerWarpgroups);
+
 /// Whether its consumer registers hold O, S and P at these sizes (the device
 /// library's AttentionFwdWsPlan static_assert; Dv padded to its tile).
-bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN);
+bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN, int64_t consumerWarpgroups = 2);
+
+/// The attention forward's default consumer warpgroups (64 query rows each):
+/// three (192 rows a tile, FlashAttention-3's at head dims <= 64) where both
+/// head dims are at most 64, else two. The fused FFN's form has two.
+int64_t wsForwardConsumerWarpgroups(int64_t headDim, int64_t valueDim);
 
 /// Its default keys per block: 128 where the registers and two K/V stages
 /// fit, else 64 (D = Dv = 256).
-int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target);
+int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescription &target,
+                        int64_t consumerWarpgroups = 2);
 
-/// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [128 x max(D, Dv)]
+/// Dynamic shared memory of the wgmma_ws_sm90 forward: Q [blockM x max(D, Dv)]
 /// (also the epilogue's O staging), `stages` K [blockN x D] and V [blockN x
 /// Dv] slots, 8-byte mbarriers (`residentBarriers` for the resident tile --
 /// the attention forward: 2, Q landed and Q free again for a persistent
@@ -68,7 +78,7 @@ int64_t wsForwardBlockN(int64_t headDim, int64_t valueDim, const TargetDescripti
 /// AttentionFwdWsPlan / FfnFwdWsPlan::kSmemBytes (the emitted source
 /// static_asserts both agree).
 int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, int64_t stages,
-                             int64_t elementBytes, int64_t residentBarriers);
+                             int64_t elementBytes, int64_t residentBarriers, int64_t blockM = 128);
 
 /// Whether the wgmma_ws_sm90 fused FFN takes model width `inputDim` (x, W1
 /// rows), hidden width `hiddenDim` and output width `outputDim`: 16-bit, not
@@ -84,9 +94,18 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Ty
 struct WsForwardSizes {
   int64_t headDim, valueDim, elementBytes;
   int64_t residentBarriers; // wsForwardSharedBytes' argument for this kernel
+  int64_t maxConsumerWarpgroups; // the attention forward: 3; the fused FFN: 2
 };
 std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
                                              llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Whether a wgmma_ws_sm90 forward plan has the device library's shape: 64
+/// query rows (x rows) on 4 warps a consumer warpgroup, 2 (or, for the
+/// attention forward, 3) of them; 64 or 128 keys a block whose O, S and P fit
+/// the consumers' registers; a ring of 1-4 stages. flash-plan-memory and the
+/// emitter check plans against this one rule.
+bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blockN, int64_t warps,
+                        int64_t stages);
 
 /// The warp-specialised TMA attention backward (the device library's
 /// attention_bwd_ws) takes these head dims: multiples of 8 up to 256, one of

@@ -141,13 +141,11 @@ LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emi
   if (consumerWarpgroups < 1 || consumerWarpgroups > limits::kMaxWarps / 4)
     return emitError() << "#tile.warp_specialized consumer_warpgroups must be in [1, "
                        << limits::kMaxWarps / 4 << "], got " << consumerWarpgroups;
-  // setmaxnreg moves registers between the warpgroups of a block: together
-  // they keep what the launch gave each thread, the 64 Ki registers of a
-  // multiprocessor over the block's threads, rounded down to a multiple of 8.
-  constexpr int64_t kRegisterFile = 65536;
+  // setmaxnreg moves registers between the warpgroups of a block; together
+  // they keep what the launch gave (limits::registersAtLaunch).
   int64_t warpgroups = 1 + consumerWarpgroups;
-  int64_t atLaunch = kRegisterFile / (128 * warpgroups) / 8 * 8;
-  if (producerRegisters + consumerWarpgroups * consumerRegisters > warpgroups * atLaunch)
+  int64_t atLaunch = limits::registersAtLaunch(consumerWarpgroups);
+  if (consumerRegisters > limits::maxConsumerRegisters(producerRegisters, consumerWarpgroups))
     return emitError() << "#tile.warp_specialized register budgets " << producerRegisters
                        << " + " << consumerWarpgroups << " x " << consumerRegisters
                        << " exceed the " << warpgroups << " x " << atLaunch

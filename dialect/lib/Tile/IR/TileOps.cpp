@@ -139,11 +139,18 @@ LogicalResult KernelOp::verify() {
       return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
                          "(strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>) takes; "
                          "other kernels take one tile a block");
+    // With three consumer warpgroups (160 registers each) the tile loop spills.
+    if (getWarps() != 8)
+      return emitOpError() << "has a persistent grid order on " << getWarps()
+                           << " consumer warps; the persistent forward has two consumer warpgroups "
+                              "(8 warps)";
   }
   int64_t warps = static_cast<int64_t>(getWarps());
-  if (warps < 1 || warps > limits::kMaxWarps || (warps & (warps - 1)) != 0)
-    return emitOpError() << "warps must be a power of two in [1, " << limits::kMaxWarps << "], got "
-                         << warps;
+  bool warpSpecialised = getStrategy() == Strategy::WgmmaWsSm90;
+  if (!limits::isWarpCount(warps, warpSpecialised))
+    return emitOpError() << "warps must be a power of two in [1, " << limits::kMaxWarps << "]"
+                         << (warpSpecialised ? " or whole warpgroups below it (wgmma_ws_sm90)" : "")
+                         << ", got " << warps;
   if (failed(expectInRange(*this, "block_m", static_cast<int64_t>(getBlockM()), 1,
                            limits::kMaxBlock)) ||
       failed(expectInRange(*this, "block_n", static_cast<int64_t>(getBlockN()), 1,

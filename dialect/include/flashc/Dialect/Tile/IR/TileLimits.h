@@ -39,8 +39,31 @@ constexpr int64_t kMaxStages = 8;
 /// template arguments (the flash mask attribute has the same bound).
 constexpr int64_t kMaxWindowSide = (int64_t(1) << 30) - 1;
 
-/// Warps of a block: a power of two up to 16 (512 threads).
+/// Warps of a block: a power of two up to 16 (512 threads); a
+/// warp-specialised kernel's consumers are whole warpgroups (4, 8 or 12
+/// warps: three consumer warpgroups beside the producer make 512 threads).
 constexpr int64_t kMaxWarps = 16;
+constexpr bool isWarpCount(int64_t warps, bool warpSpecialised) {
+  if (warps < 1 || warps > kMaxWarps)
+    return false;
+  return (warps & (warps - 1)) == 0 || (warpSpecialised && warps % 4 == 0 && warps < kMaxWarps);
+}
+
+/// setmaxnreg moves registers between the warpgroups of a warp-specialised
+/// block: together they keep what the launch gave each thread, the 64 Ki
+/// registers of a multiprocessor over the block's threads, rounded down to a
+/// multiple of 8 (a producer warpgroup + `consumerWarpgroups`).
+constexpr int64_t registersAtLaunch(int64_t consumerWarpgroups) {
+  return 65536 / (128 * (1 + consumerWarpgroups)) / 8 * 8;
+}
+/// The most each consumer warpgroup can take once the producer keeps
+/// `producerRegisters` (a multiple of 8, at most 256): 240 with two consumer
+/// warpgroups, 160 with three (a 24-register producer).
+constexpr int64_t maxConsumerRegisters(int64_t producerRegisters, int64_t consumerWarpgroups) {
+  int64_t most = ((1 + consumerWarpgroups) * registersAtLaunch(consumerWarpgroups) - producerRegisters) /
+                 consumerWarpgroups / 8 * 8;
+  return most < 256 ? most : 256;
+}
 
 /// Scales, caps and alphas: finite and at most 1e30 in magnitude, so that the
 /// f32 constants the emitter prints from them (scale · log2 e, ...) stay
