@@ -107,6 +107,10 @@ VARIANTS = {
     "d256_f16_gqa2_win100_bwdws": (256, 8, 2, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d256_gqa4_win37_bwdws": (256, 8, 4, 0, 0, 37, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d256_bwdws_dq128": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_COLS": 128}, True),
+    # D = 64: the key split with 128 queries a step (FA3's 128 x 128 tile at D = 64), dQ split by rows.
+    "d64_bwdws": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d64_causal_bwdws": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
+    "d64_f16_gqa2_win37_bwdws": (64, 8, 2, 1, 0, 37, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_bwdws": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_causal_bwdws": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1}, True),
     "d128_f16_gqa4_win100_bwdws": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1}, True),
@@ -127,7 +131,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_ws", "d128_causal_ws", "d64_ws", "d64_causal_ws", "d128_ws_nopp", "d128_causal_ws_nopp",
                  "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
-                 "d128_causal_bwdws_st3", "d128_bwdws_roles"]
+                 "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

@@ -1,18 +1,18 @@
 // The sm_90a attention backward (16-bit, head dims multiples of 8 up to 256,
-// one above 64, no softcap) is the warp-specialised TMA kernel wgmma_ws_sm90:
+// one above 32, no softcap) is the warp-specialised TMA kernel wgmma_ws_sm90:
 // the device library's attention_bwd_ws. A producer warp loads the block's K
 // and V once and streams each query block's Q, dO, lse and D through a 2-slot
 // mbarrier ring; the two consumer warpgroups split the block
 // * by keys while both head dims fit 128-column tiles: 128 keys on 8 warps,
 //   warpgroup g owns keys 64g.. and forms, on them,
 //     Pᵀ = exp(scale K Qᵀ - lse), dV += Pᵀ dO, dSᵀ = Pᵀ (V dOᵀ - D), dK += dSᵀ Q,
-//   and both add their column half of dQ += scale dS K over all 128 keys;
+//   and both add their column half of dQ += scale dS K over all 128 keys
+//   (at head dims <= 64 a step is 128 queries and each adds its row half);
 // * by role above: 64 keys, consumer warpgroup 0 forms Pᵀ and dV += Pᵀ dO,
 //   warpgroup 1 dSᵀ and dK += dSᵀ Q, and each adds its half of dQ.
 // dq_accum takes the scaled dQ (the postprocess only converts). Tiles are 128
 // or 256 columns (D = 192 pads to 256, D = 80 to 128: the TMA zero-fills); the
-// stores keep the tensors' widths. Softcaps, sm_80 and D = Dv = 64 keep their
-// forms.
+// stores keep the tensors' widths. Softcaps and sm_80 keep their forms.
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=tile --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
@@ -157,11 +157,28 @@ func.func @phi(%q: tensor<?x4x?x80xf16>, %k: tensor<?x2x?x80xf16>, %v: tensor<?x
   return %o, %lse : tensor<?x4x?x64xf16>, tensor<?x4x?xf32>
 }
 
-// D = Dv = 64 keeps the Sᵀ wgmma backward (128 queries a step; the key split
-// would pad Q / K to 128 columns).
+// D = Dv = 64: the key split on 128 queries a step (FlashAttention-3's 128 x
+// 128 tile there), Q / K tiles of 64 columns, dQ by row halves. Under a mask
+// NVRTC's ptxas keeps a few bytes of loop state in local memory (at most 16;
+// compile_matrix.py's budget).
 // TILE-LABEL: tile.kernel @small_attention_bwd(
-// TILE-NOT: schedule =
-// TILE-SAME: strategy = #tile.strategy<wgmma_sm90>
+// TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
+// TILE-SAME: ring = ["q", "dout"], ring_stages = 2, ping_pong = false>
+// TILE-SAME: smem_bytes = 199720 : i64
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// CUDA-LABEL: namespace flashc_small_attention_bwd_config {
+// CUDA: kHeadDim = 64, kValueDim = 64, kHeadCols = 64, kValueCols = 64;
+// CUDA-NEXT: static constexpr int kBlockM = 128;  // queries a step (dQ split by rows)
+// CUDA: kKeySplit = true;
+// MANIFEST-LABEL: kernel small_attention_bwd
+// MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap v_map of v box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dout_map of dout box [1, 1, 128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dq_accum_map of dq_accum box [1, 1, 64, 32] swizzle 128
+// MANIFEST-NEXT: grid cdiv(Sk, 128), 2, B
+// MANIFEST-NEXT: block 384, 1, 1
+// MANIFEST-NEXT: shared 199720
 func.func @small(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
     -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2

@@ -239,7 +239,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   if (!takesWsBackward(spec))
     return reject(llvm::formatv("head_dim = {0}, value_dim = {1}, softcap = {2}: it takes 16-bit "
-                                "head dims that are multiples of 8 up to 256, one above 128, and "
+                                "head dims that are multiples of 8 up to 256, one above 32, and "
                                 "no softcap",
                                 d, dv, spec.getSoftcap().getValueAsDouble()));
   Type elem = spec.getElementType().getValue();
@@ -257,9 +257,10 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                   argNames[i], width));
   }
   // The consumer split follows the head dims (wsBackwardKeySplit): by keys,
-  // 128 a block on 8 warps, or by role, 64 a block on tiles of 4 warps.
+  // 128 a block on 8 warps, or by role, 64 a block on tiles of 4 warps; 64
+  // queries a step, 128 at head dims <= 64 (dQ then split by rows).
   bool keySplit = wsBackwardKeySplit(d, dv);
-  int64_t blockN = wsBackwardBlockN(d, dv);
+  int64_t blockN = wsBackwardBlockN(d, dv), blockM = wsBackwardBlockM(d, dv);
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
   if (!schedule || schedule.getRoleSplit() == keySplit || schedule.getConsumerWarpgroups() != 2 ||
       attrNames(schedule.getResident()) != SmallVector<StringRef>{"k", "v"} ||
@@ -269,22 +270,22 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 "the ring",
                                 keySplit ? "keys" : "roles"));
   int64_t stages = schedule.getRingStages();
-  if (kernel.getBlockM() != 64 || kernel.getBlockN() != blockN || kernel.getWarps() != blockN / 16 ||
-      stages < 1 || stages > 4)
+  if (kernel.getBlockM() != blockM || kernel.getBlockN() != blockN ||
+      kernel.getWarps() != blockN / 16 || stages < 1 || stages > 4)
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 64 queries x {4} keys on {5} warps, 1-4 stages",
+                                "schedule is {6} queries x {4} keys on {5} warps, 1-4 stages",
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
-                                blockN, blockN / 16));
+                                blockN, blockN / 16, blockM));
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
   result.threads = 384; // two consumer warpgroups and the producer
-  // q, dout: 64 query rows; k, v: the block's key rows (one head of one batch);
-  // the key split's dq_accum: boxes of 64 rows x 32 f32 columns its TMA
-  // reductions add into.
-  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{0, {1, 1, 64, 64}},
+  // q, dout: a step's query rows; k, v: the block's key rows (one head of one
+  // batch); the key split's dq_accum: boxes of 64 rows x 32 f32 columns its
+  // TMA reductions add into.
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{0, {1, 1, blockM, 64}},
                                                                  {1, {1, 1, blockN, 64}},
                                                                  {2, {1, 1, blockN, 64}},
-                                                                 {3, {1, 1, 64, 64}}};
+                                                                 {3, {1, 1, blockM, 64}}};
   if (keySplit)
     boxes.push_back({6, {1, 1, 64, 32}});
   std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
@@ -296,9 +297,11 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
-  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d)
+  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d, dv)
       << ", kValueDim = " << wsForwardValueTile(dv) << ", kHeadCols = " << d
       << ", kValueCols = " << dv << ";\n";
+  out << "  static constexpr int kBlockM = " << blockM << ";  // queries a step"
+      << (blockM == 128 ? " (dQ split by rows)" : "") << "\n";
   out << "  static constexpr int kStages = " << stages
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
   out << "  static constexpr bool kKeySplit = " << (keySplit ? "true;  // consumers split by keys\n"

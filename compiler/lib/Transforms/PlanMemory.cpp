@@ -231,15 +231,15 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // The fused FFN's ws form has the same shape rules (its d_out is Dv).
     std::optional<WsForwardSizes> ws = wsForwardSizes(spec, kernel.getFunctionType().getInputs());
     // The warp-specialised backward (attention_bwd_ws) is 64 queries a step
-    // over its key block: 128 keys on 8 warps (key split) or 64 keys on
-    // tiles of 4 warps (role split), as its head dims decide, a Q/dO ring of
-    // 1-4 stages; an override outside that is planned as mma.sync.
+    // (128 at head dims <= 64) over its key block: 128 keys on 8 warps (key
+    // split) or 64 keys on tiles of 4 warps (role split), as its head dims
+    // decide, a Q/dO ring of 1-4 stages; an override outside that is planned
+    // as mma.sync.
     if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
-      int64_t blockN = takesWsBackward(attention)
-                           ? wsBackwardBlockN(attention.getHeadDim(), attention.getValueDim())
-                           : 0;
-      if (!(blockN && plan.blockM == 64 && plan.blockN == blockN && plan.warps == blockN / 16 &&
-            plan.stages >= 1 && plan.stages <= 4))
+      int64_t d = attention ? attention.getHeadDim() : 0, dv = attention ? attention.getValueDim() : 0;
+      int64_t blockN = takesWsBackward(attention) ? wsBackwardBlockN(d, dv) : 0;
+      if (!(blockN && plan.blockM == wsBackwardBlockM(d, dv) && plan.blockN == blockN &&
+            plan.warps == blockN / 16 && plan.stages >= 1 && plan.stages <= 4))
         plan.strategy = Strategy::MmaSyncSm80;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 &&
                !(ws && wsForwardPlanTakes(*ws, plan.blockM, plan.blockN, plan.warps, plan.stages)))

@@ -105,10 +105,11 @@ bool takesWsBackward(AttentionSpecAttr attention) {
 }
 
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
-  // 16-byte rows for the TMA, at most 256 wide. D = Dv = 64 keeps the Sᵀ
-  // wgmma backward (128 queries a step; the key split pads Q/K to 128).
+  // 16-byte rows for the TMA, at most 256 wide. At D = Dv = 64 the key split
+  // (128 queries a step) ran 1.10-1.18x the Sᵀ wgmma backward it replaced
+  // (kernel lab run 17 against session 13 call 2).
   return headDim >= 8 && headDim <= 256 && headDim % 8 == 0 && valueDim >= 8 &&
-         valueDim <= 256 && valueDim % 8 == 0 && std::max(headDim, valueDim) > 64;
+         valueDim <= 256 && valueDim % 8 == 0 && std::max(headDim, valueDim) > 32;
 }
 
 bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim) {
@@ -123,22 +124,31 @@ int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim) {
   return wsBackwardKeySplit(headDim, valueDim) ? 128 : 64;
 }
 
-int64_t wsBackwardHeadTile(int64_t headDim) { return headDim <= 128 ? 128 : 256; }
+int64_t wsBackwardBlockM(int64_t headDim, int64_t valueDim) {
+  return std::max(headDim, valueDim) <= 64 ? 128 : 64;
+}
+
+int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim) {
+  if (wsBackwardBlockM(headDim, valueDim) == 128)
+    return 64;
+  return headDim <= 128 ? 128 : 256;
+}
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
-  // (64 queries), dSᵀ (two 16-bit buffers under the key split; one, plus Pᵀ in
-  // f32, under the role split), lse and D a slot, mbarriers, 1024 bytes of
-  // alignment.
-  int64_t d = wsBackwardHeadTile(headDim), dv = wsForwardValueTile(valueDim);
+  // (blockM queries), dSᵀ (two 16-bit buffers under the key split; one, plus
+  // Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
+  // of alignment.
+  int64_t d = wsBackwardHeadTile(headDim, valueDim), dv = wsForwardValueTile(valueDim);
   bool keySplit = wsBackwardKeySplit(headDim, valueDim);
-  int64_t blockN = wsBackwardBlockN(headDim, valueDim);
-  int64_t tiles = (blockN * (d + dv) + stages * 64 * (d + dv)) * elementBytes;
+  int64_t blockN = wsBackwardBlockN(headDim, valueDim), blockM = wsBackwardBlockM(headDim, valueDim);
+  int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
   // (The key split's dQ also leaves through shared memory: two 64 x 32 f32
   // boxes a warpgroup for its TMA reductions.)
-  int64_t exchange = keySplit ? 2 * blockN * 64 * 2 + 4 * 64 * 32 * 4 : 64 * 64 * 2 + 64 * 64 * 4;
-  int64_t vectors = 2 * stages * 64 * 4;
+  int64_t exchange =
+      keySplit ? 2 * blockN * blockM * 2 + 4 * 64 * 32 * 4 : 64 * 64 * 2 + 64 * 64 * 4;
+  int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
   return tiles + exchange + vectors + 8 * barriers + 1024;
 }
@@ -200,7 +210,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
     case KernelRole::AttentionBackwardTransposed:
       if (hopper && takesWsBackward(attention)) {
         // The warp-specialised TMA backward (the device library's
-        // attention_bwd_ws), 64 queries a step.
+        // attention_bwd_ws), 64 queries a step (128 at head dims <= 64).
         // Up to 128 columns: 128 keys on 8 warps, each consumer warpgroup
         // holding dK and dV of its 64 keys (FA3's split). Measured at D = 128
         // on the H200: 0.84-0.86x cuDNN in the kernel lab, against the Sᵀ
@@ -211,7 +221,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // the second). At D = 256: 0.90-0.94x cuDNN against the mma.sync
         // form's 0.28x (bench/results/2026-12-01-h200-session9.md).
         plan.strategy = Strategy::WgmmaWsSm90;
-        plan.blockM = 64;
+        plan.blockM = wsBackwardBlockM(attention.getHeadDim(), attention.getValueDim());
         plan.blockN = wsBackwardBlockN(d, attention.getValueDim());
         plan.warps = plan.blockN / 16;
         break;

@@ -1,6 +1,7 @@
 // Golden attention backward, strategy "ws" (sm_90a): the device library's attention_bwd_ws<Config>
 // (runtime/device/include/flashc/device/attention_bwd_ws.cuh, which says how it works: a TMA
-// producer warp; up to D = 128 128 keys a block, the consumer warpgroups split by keys; above, 64 keys a
+// producer warp; up to D = 128 128 keys a block, the consumer warpgroups split by keys (at D = 64 128 queries
+// a step, dQ split by rows); above, 64 keys a
 // block, split by role — Pᵀ and dV, dSᵀ and dK — and dQ by halves), shared with the kernel the compiler emits; this file sets its Config from
 // the -D flags of attention_bwd.cu. Pre/postprocess kernels (D = rowsum(dO O), dQ = scale dQ_accum)
 // are attention_bwd.cu's. Host side (tensor maps per call): bench/kernel_lab/launch_bwd.cu, FLASHC_BWD_WS.
@@ -21,6 +22,9 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_KEY_SPLIT  // consumers split by keys (128 a block) up to D = 128, else by role
 #define FLASHC_BWD_WS_KEY_SPLIT (FLASHC_HEAD_DIM <= 128)
 #endif
+#ifndef FLASHC_BWD_WS_BLOCK_M  // queries a step: 128 at D = 64 (dQ by row halves), else 64
+#define FLASHC_BWD_WS_BLOCK_M (FLASHC_HEAD_DIM == 64 ? 128 : 64)
+#endif
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -30,8 +34,9 @@ struct Config {
   static constexpr float kScale = bwd_config::kScale;
   static constexpr float kDqScale = 1.f;  // attention_bwd.cu's postprocess scales dQ
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
-  static constexpr int kDqCols = FLASHC_BWD_WS_DQ_COLS;
+  static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
+  static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;

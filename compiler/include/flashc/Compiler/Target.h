@@ -109,7 +109,7 @@ bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blo
 
 /// The warp-specialised TMA attention backward (the device library's
 /// attention_bwd_ws) takes these head dims: multiples of 8 up to 256, one of
-/// them above 64 (D = Dv = 64 keeps the Sᵀ wgmma backward's 128-query steps).
+/// them above 32 (D = 32 keeps mma.sync: a 64-column tile would double it).
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
 /// Its consumer split: by keys (128 a block, each warpgroup holding dK and dV
 /// of its 64 keys) while both head dims fit a 128-column tile, else by role
@@ -117,14 +117,18 @@ bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
 bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim);
 /// Its key block: 128 (key split) or 64 (role split).
 int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim);
+/// Its queries a step: 128 where both head dims are at most 64 (the key
+/// split's 128 x 128 tile, FlashAttention-3's at D = 64; dQ split by rows),
+/// else 64.
+int64_t wsBackwardBlockM(int64_t headDim, int64_t valueDim);
 /// Whether `spec` is a main backward kernel's recipe (dK, dV and dQ by
 /// atomics: the roles attention_bwd_ws can replace).
 bool isWsBackward(mlir::Attribute spec);
 /// ... and this main-kernel recipe (16-bit, no softcap, and the head dims).
 bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
-/// Its Q/K tile width (128 or 256; V's is wsForwardValueTile) and shared
-/// memory in bytes (AttentionBwdWsPlan::kSmemBytes).
-int64_t wsBackwardHeadTile(int64_t headDim);
+/// Its Q/K tile width (64 at 128 queries a step, else 128 or 256; V's is
+/// wsForwardValueTile) and shared memory in bytes (AttentionBwdWsPlan::kSmemBytes).
+int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes);
 

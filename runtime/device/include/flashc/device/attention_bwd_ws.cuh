@@ -8,6 +8,9 @@
 //   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys: through shared memory by two TMA tensor reductions
 //   into dq_accum's map (tma_dq), under dK's product.
 //   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
+//   At D = 64 a step is 128 queries (FlashAttention-3's 128 x 128 tile there): Sᵀ and dPᵀ 64 floats each, dK
+//   + dV 64, and dQ (64 columns: no halves) splits by rows instead, warpgroup g reducing dQ[64g.., :] over all
+//   128 keys.
 //
 // Role split (head dims above 128): 64 keys a block; the two
 // consumer warpgroups split the work by role rather than by rows, so that each holds one
@@ -30,7 +33,7 @@
 //
 // Config (static members):
 //   using Elem = bf16 | f16;
-//   kHeadDim              Q/K tile width: 128 or 256 (the N of dK's RS product; 128 under the key split)
+//   kHeadDim              Q/K tile width: 64, 128 or 256 (the N of dK's RS product; 64 or 128 under the key split)
 //   kValueDim             V/dO tile width: 64, 128 or 256 (the N of dV's RS product)
 //   kHeadCols, kValueCols the tensors' widths (multiples of 8 up to the tiles'): the TMA zero-fills
 //                         the padding, which adds nothing; dQ, dK and dV are stored without it
@@ -40,10 +43,11 @@
 //   kStages               Q/dO ring depth (2 at D = 256: 223 KB; D = 128 key split: 166 KB, 3 fit)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
 //                         64 under the key split
-//   kKeySplit             split the consumers by keys (kHeadDim 128, kValueDim <= 128) or by role (kHeadDim >= 128)
+//   kKeySplit             split the consumers by keys (kHeadDim 64 or 128, kValueDim <= 128) or by role (kHeadDim >= 128)
+//   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
-// kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, 64, 1, 1), of k and v
+// kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
 // lse [B, Hq, Sq] (natural log), delta = rowsum(dO O) [B, Hq, Sq] and dq_accum [B, Hq, Sq, D] f32
 // (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
@@ -66,12 +70,13 @@ template <class Config>
 struct AttentionBwdWsPlan {
   using Elem = typename Config::Elem;
   static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim;
-  // dQ is split by column halves of at least 64 (a wgmma N): D = 64 would leave one warpgroup idle.
-  static_assert(kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 128 or 256");
+  // dQ is split by column halves of at least 64 (a wgmma N), or at D = 64 (128 queries a step) by row halves.
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 64, 128 or 256");
   static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws backward: value dim 64, 128 or 256");
   // Key split while one warpgroup holds dK and dV of its 64 keys (128 + 64 floats a thread at most).
   static constexpr bool kKeySplit = Config::kKeySplit;
-  static_assert(!kKeySplit || (kHeadDim == 128 && kValueDim <= 128), "ws backward: key split up to D = 128");
+  static_assert(kKeySplit ? kHeadDim <= 128 && kValueDim <= 128 : kHeadDim >= 128,
+                "ws backward: key split up to D = 128, role split from 128");
   static constexpr int kHeadCols = Config::kHeadCols, kValueCols = Config::kValueCols;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
@@ -82,11 +87,20 @@ struct AttentionBwdWsPlan {
   static constexpr float kScaleLog2 = kScale * kLog2e;
   // ---- schedule ----
   static constexpr int kBlockN = kKeySplit ? 128 : 64;  // keys a block (the M of every product but dQ's)
-  static constexpr int kBlockM = 64;  // queries a step
+  static constexpr int kBlockM = Config::kBlockM;  // queries a step
+  static_assert(kBlockM == 64 || (kBlockM == 128 && kKeySplit && kHeadDim == 64),
+                "ws backward: 64 queries a step, or 128 under the key split at D = 64");
+  static constexpr bool kDqByRows = kBlockM == 128;  // warpgroup g: dQ rows 64g.. (else columns 64g..)
+  // 128 queries a step: one 64 x 128 f32 score tile at a time where registers peak. dPᵀ's product is issued
+  // after the mask and exponentials of Sᵀ, dV's after dSᵀ is formed (so Pᵀ's f32 registers are free before its
+  // 16-bit copy is live): with both in flight beside dK + dV, NVRTC's ptxas spilled 16-32 bytes.
+  static constexpr bool kLateDv = kDqByRows;
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
-  static_assert((kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0 && (!kKeySplit || kDqCols == 64),
-                "ws backward: dQ products of 64 or 128 columns dividing half the head dim");
+  static_assert(kDqByRows ? kDqCols == kHeadDim
+                          : (kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0 &&
+                                (!kKeySplit || kDqCols == 64),
+                "ws backward: dQ products of 64 or 128 columns dividing half the head dim (all of it by rows)");
   static constexpr int kWarps = 8;                    // consumer warps
   // A register tile's row bands: both warpgroups' (key split: warpgroup g holds rows 64g..) or one's (roles).
   static constexpr int kTileWarps = kKeySplit ? 8 : 4;
@@ -204,7 +218,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       const GlobalVector<float> lse_v = vector_at<float>(lse, batch, head);
       const GlobalVector<float> delta_v = vector_at<float>(delta, batch, head);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
         lse_slot(s)[r] = row < Sq ? lse_v.base[row * lse_v.stride] : -INFINITY;
         delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
@@ -217,34 +231,6 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<P::kConsumerRegs>();
   const int wg_thread = threadIdx.x % 128;
-  // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
-  auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-      p_exchange[nt * 128 + wg_thread] = make_float4(pt.v[0][nt][0], pt.v[0][nt][1], pt.v[0][nt][2], pt.v[0][nt][3]);
-  };
-  auto load_p = [&](RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const float4 x = p_exchange[nt * 128 + wg_thread];
-      pt.v[0][nt][0] = x.x, pt.v[0][nt][1] = x.y, pt.v[0][nt][2] = x.z, pt.v[0][nt][3] = x.w;
-    }
-  };
-  // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum.
-  auto dq_half = [&](int head, int q0) {
-    const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
-#pragma unroll 1
-    // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
-    for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
-         c += kDqCols) {
-      RegTileF32<kBlockM, kDqCols, 4> dq;
-      fill(dq, 0.f);
-      wgmma_matmul_ta<true>(dq, dSs, Ks, c);
-      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
-      atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
-    }
-  };
   // Every consumer thread arrives to free slot s: its Q and dO were read by completed wgmma, and each
   // thread's own lse / D reads are released by its own arrival (an mbarrier arrival releases only the
   // arriving thread's accesses: one lane's would leave the others' reads unordered before the
@@ -275,26 +261,36 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_fence_operand(st);
       wgmma_fence_operand(dpt);
       wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
-      wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, in flight under the exponentials
-      wgmma_wait<1>();
+      if constexpr (!P::kLateDv) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
+      wgmma_wait<P::kLateDv ? 0 : 1>();
       if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
       recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
-      convert(pt16, st);
-      wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
-      wgmma_wait<1>();                                 // dPᵀ (dV may still run)
+      if constexpr (!P::kLateDv) {
+        convert(pt16, st);
+        wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
+        wgmma_wait<1>();                                 // dPᵀ (dV may still run)
+      } else {
+        wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+        wgmma_wait<0>();
+      }
       softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
+      if constexpr (P::kLateDv) {
+        convert(pt16, st);
+        wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
+      }
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
       convert(dst16, dpt);
       store_fragments(ds_step, dst16);
       fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
-      RegTileF32<kBlockM, kDqCols, 4> dq;              // dQ[:, 64g..] over all 128 keys
+      // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys
+      RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4> dq;
       // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
       // kernel lab run 11).
       named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
       fill(dq, 0.f);
       wgmma_fence_operand(dq);
-      wgmma_matmul_ta<false>(dq, ds_step, Ks, warpgroup * kDqCols);
+      wgmma_matmul_ta<false>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
       wgmma_wait<1>();                                 // dV done (dQ may still run)
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
       wgmma_wait<1>();                                 // dQ done
@@ -304,10 +300,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       const unsigned buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
       if (issuer && it > 0) tma_wait_group<0>();      // the previous reduction has read the buffer
       named_barrier_sync(3 + warpgroup, 128);
-      // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8).
+      // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
+      // (r within this warpgroup's 64 rows).
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = dq.row(0, h);
+        const int r = dq.row(0, h) % 64;
 #pragma unroll
         for (int nt = 0; nt < dq.kNT; ++nt) {
           const int c = dq.col(nt, 0), cc = c % 32;
@@ -320,8 +317,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       fence_async_shared();                          // generic-proxy stores -> the TMA engine's reads
       named_barrier_sync(3 + warpgroup, 128);
       if (issuer) {
-        tma_reduce_add_4d(tma_dq, buffer, warpgroup * 64, q0, head, batch);
-        tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, warpgroup * 64 + 32, q0, head, batch);
+        const int col0 = P::kDqByRows ? 0 : warpgroup * 64, row0 = q0 + (P::kDqByRows ? warpgroup * 64 : 0);
+        tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
+        tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, col0 + 32, row0, head, batch);
         tma_commit_group();
       }
       wgmma_wait<0>();
@@ -336,6 +334,34 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     convert(dv16, acc_dv);
     store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
   } else {
+    // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
+    auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+        p_exchange[nt * 128 + wg_thread] = make_float4(pt.v[0][nt][0], pt.v[0][nt][1], pt.v[0][nt][2], pt.v[0][nt][3]);
+    };
+    auto load_p = [&](RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const float4 x = p_exchange[nt * 128 + wg_thread];
+        pt.v[0][nt][0] = x.x, pt.v[0][nt][1] = x.y, pt.v[0][nt][2] = x.z, pt.v[0][nt][3] = x.w;
+      }
+    };
+    // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum.
+    auto dq_half = [&](int head, int q0) {
+      const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
+#pragma unroll 1
+      // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
+      for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
+           c += kDqCols) {
+        RegTileF32<kBlockM, kDqCols, 4> dq;
+        fill(dq, 0.f);
+        wgmma_matmul_ta<true>(dq, dSs, Ks, c);
+        if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+        // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
+        atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
+      }
+    };
     if (warpgroup == 0) {
       // ---- probabilities: Pᵀ, dV ----
       RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
