@@ -31,6 +31,7 @@
 // CUDA: kHeadDim = 256, kValueDim = 256, kHeadCols = 256, kValueCols = 256;
 // CUDA: kStages = 2, kDqCols = 64;
 // CUDA: kKeySplit = false;
+// CUDA-NEXT: kDqTma = false;
 // CUDA: kGroup = 4;
 // CUDA: kWindowLeft = -1, kWindowRight = 0;
 // CUDA: kScale = 6.250000000e-02f, kDqScale = kScale;
@@ -76,21 +77,27 @@ func.func @gemma(%q: tensor<?x8x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: ten
 }
 
 // MLA-style D = 192 with Dv = 128, f16, a run-time key offset: Q and K on
-// 256-column tiles, V and dO on 128; dK stores 192 columns, dV 128.
+// 256-column tiles, V and dO on 128; dK stores 192 columns, dV 128. dQ's two
+// TMA boxes a warpgroup fit beside them (174120 + 32768 bytes), so its
+// reductions go by TMA as the key split's; D = 256 (@gemma, 223272 bytes
+// without them) keeps red.v4.
 // TILE-LABEL: tile.kernel @mla_attention_bwd(
-// TILE-SAME: smem_bytes = 174120 : i64
+// TILE-SAME: smem_bytes = 206888 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // CUDA-LABEL: namespace flashc_mla_attention_bwd_config {
 // CUDA: using Elem = flashc::device::f16;
 // CUDA: kHeadDim = 256, kValueDim = 128, kHeadCols = 192, kValueCols = 128;
+// CUDA: kKeySplit = false;
+// CUDA-NEXT: kDqTma = true;
 // CUDA: kGroup = 1;
 // CUDA: const int key_offset) {
-// CUDA-NEXT: attention_bwd_ws<flashc_mla_attention_bwd_config::Config>({{.*}}, dk, dv, key_offset);
+// CUDA-NEXT: attention_bwd_ws<flashc_mla_attention_bwd_config::Config>({{.*}}, dk, dv, key_offset, &dq_accum_map);
 // MANIFEST-LABEL: kernel mla_attention_bwd
-// MANIFEST: scalar key_offset i32
+// MANIFEST: tensormap dq_accum_map of dq_accum box [1, 1, 64, 32] swizzle 128
+// MANIFEST-NEXT: scalar key_offset i32
 // MANIFEST-NEXT: grid cdiv(Sk, 64), 4, B
 // MANIFEST-NEXT: block 384, 1, 1
-// MANIFEST-NEXT: shared 174120
+// MANIFEST-NEXT: shared 206888
 func.func @mla(%q: tensor<?x4x?x192xf16>, %k: tensor<?x4x?x192xf16>, %v: tensor<?x4x?x128xf16>, %off: i32)
     -> (tensor<?x4x?x128xf16>, tensor<?x4x?xf32>) {
   %o, %lse = flash.attention %q, %k, %v key_offset = %off scale = 0.072168784 mask = #flash.mask<causal> num_kv_heads = 4

@@ -270,6 +270,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 "the ring",
                                 keySplit ? "keys" : "roles"));
   int64_t stages = schedule.getRingStages();
+  int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
+  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes);
   if (kernel.getBlockM() != blockM || kernel.getBlockN() != blockN ||
       kernel.getWarps() != blockN / 16 || stages < 1 || stages > 4)
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
@@ -277,16 +279,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
                                 blockN, blockN / 16, blockM));
   WsKernel result;
-  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elem.getIntOrFloatBitWidth() / 8);
+  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes);
   result.threads = 384; // two consumer warpgroups and the producer
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
-  // batch); the key split's dq_accum: boxes of 64 rows x 32 f32 columns its
+  // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
   // TMA reductions add into.
   SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{0, {1, 1, blockM, 64}},
                                                                  {1, {1, 1, blockN, 64}},
                                                                  {2, {1, 1, blockN, 64}},
                                                                  {3, {1, 1, blockM, 64}}};
-  if (keySplit)
+  if (dqTma)
     boxes.push_back({6, {1, 1, 64, 32}});
   std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
 
@@ -306,6 +308,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", kDqCols = 64;  // dQ columns a product (the first's reductions overlap the next)\n";
   out << "  static constexpr bool kKeySplit = " << (keySplit ? "true;  // consumers split by keys\n"
                                                             : "false;  // consumers split by role\n");
+  out << "  static constexpr bool kDqTma = " << (dqTma ? "true;  // dQ by TMA tensor reductions\n"
+                                                      : "false;  // dQ by red.v4 (its boxes do not fit)\n");
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";
@@ -319,7 +323,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
   out << ", " << (keyOffset ? cppNames[9] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])")
-      << (keySplit ? ", &" + maps[4] : std::string()) << ");\n";
+      << (dqTma ? ", &" + maps[4] : std::string()) << ");\n";
   out << "}\n\n";
   return result;
 }

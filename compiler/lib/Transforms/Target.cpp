@@ -134,8 +134,10 @@ int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim) {
   return headDim <= 128 ? 128 : 256;
 }
 
-int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes) {
+namespace {
+/// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes.
+int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                             int64_t elementBytes) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
   // (blockM queries), dSᵀ (two 16-bit buffers under the key split; one, plus
   // Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
@@ -144,13 +146,27 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
   bool keySplit = wsBackwardKeySplit(headDim, valueDim);
   int64_t blockN = wsBackwardBlockN(headDim, valueDim), blockM = wsBackwardBlockM(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
-  // (The key split's dQ also leaves through shared memory: two 64 x 32 f32
-  // boxes a warpgroup for its TMA reductions.)
-  int64_t exchange =
-      keySplit ? 2 * blockN * blockM * 2 + 4 * 64 * 32 * 4 : 64 * 64 * 2 + 64 * 64 * 4;
+  int64_t exchange = keySplit ? 2 * blockN * blockM * 2 : 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
   return tiles + exchange + vectors + 8 * barriers + 1024;
+}
+
+/// dQ's TMA boxes: two of 64 rows x 32 f32 columns a consumer warpgroup.
+constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
+/// The device library's shared-memory limit (AttentionBwdWsPlan's static_assert).
+constexpr int64_t kWsSharedLimit = 227 * 1024;
+} // namespace
+
+bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes) {
+  return wsBackwardKeySplit(headDim, valueDim) ||
+         wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes) + kWsDqBoxBytes <= kWsSharedLimit;
+}
+
+int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                              int64_t elementBytes) {
+  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes) +
+         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes) ? kWsDqBoxBytes : 0);
 }
 
 TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<Type> argTypes) {

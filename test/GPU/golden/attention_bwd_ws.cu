@@ -22,6 +22,9 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_KEY_SPLIT  // consumers split by keys (128 a block) up to D = 128, else by role
 #define FLASHC_BWD_WS_KEY_SPLIT (FLASHC_HEAD_DIM <= 128)
 #endif
+#ifndef FLASHC_BWD_WS_DQ_TMA  // dQ by TMA reductions: the key split (its only form); the role split's boxes do not fit at D = 256
+#define FLASHC_BWD_WS_DQ_TMA FLASHC_BWD_WS_KEY_SPLIT
+#endif
 #ifndef FLASHC_BWD_WS_BLOCK_M  // queries a step: 128 at D = 64 (dQ by row halves), else 64
 #define FLASHC_BWD_WS_BLOCK_M (FLASHC_HEAD_DIM == 64 ? 128 : 64)
 #endif
@@ -37,6 +40,7 @@ struct Config {
   static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
+  static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;

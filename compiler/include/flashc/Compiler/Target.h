@@ -131,6 +131,11 @@ bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
 int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes);
+/// Whether it adds dQ by TMA tensor reductions through shared memory (two
+/// 16 KB boxes): the key split always, the role split where they fit beside
+/// its tiles and ring in the library's 227 KB (D = 192 / Dv = 128 at 2 stages;
+/// not D = 256), else by the consumers' red.v4.
+bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes);
 
 /// Default plan (the hand rules) for a kernel recipe (#tile.attention or
 /// #tile.gemm); the kernel's argument types where a plan depends on its sizes

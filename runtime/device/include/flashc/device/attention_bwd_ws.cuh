@@ -44,6 +44,8 @@
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
 //                         64 under the key split
 //   kKeySplit             split the consumers by keys (kHeadDim 64 or 128, kValueDim <= 128) or by role (kHeadDim >= 128)
+//   kDqTma                dQ by TMA tensor reductions through shared memory (the key split always; the role
+//                         split where two 16 KB boxes fit), else the consumers' red.v4
 //   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
@@ -116,9 +118,12 @@ struct AttentionBwdWsPlan {
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
   // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
   static constexpr int kDsBuffers = kKeySplit ? 2 : 1;
-  // Key split: dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a
-  // warpgroup, 128B swizzle) into dq_accum's map: +2-8 % over the consumers' red.v4 (kernel lab run 15).
-  static constexpr bool kDqTma = kKeySplit;
+  // dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a warpgroup,
+  // 128B swizzle) into dq_accum's map: the key split always (+2-8 % over the consumers' red.v4, kernel lab run
+  // 15), the role split where the boxes fit beside its tiles (D = 192 / Dv = 128; not D = 256).
+  static constexpr bool kDqTma = Config::kDqTma;
+  static_assert((!kKeySplit || kDqTma) && (!kDqTma || kDqCols == 64),
+                "ws backward: the key split reduces dQ by TMA, in 64-column products");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kSmemK = 0;
@@ -136,6 +141,41 @@ struct AttentionBwdWsPlan {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   static constexpr int kBarP = 1, kBarDs = 2;  // named barriers
 };
+
+namespace detail {
+// dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
+// columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
+// col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
+// 3 + warpgroup (its 128 threads).
+template <int kBoxBytes, int M, int N, int W>
+__device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
+                                              int col0, int row0, int head, int batch, int warpgroup, bool first) {
+  static_assert(N == 64, "dQ by TMA: 64 columns a product");
+  const bool issuer = threadIdx.x % 128 == 0;
+  if (issuer && !first) tma_wait_group<0>();  // the previous reduction has read the buffer
+  named_barrier_sync(3 + warpgroup, 128);
+  // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
+  // (r within this warpgroup's 64 rows).
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = dq.row(0, h) % 64;
+#pragma unroll
+    for (int nt = 0; nt < RegTileF32<M, N, W>::kNT; ++nt) {
+      const int c = dq.col(nt, 0), cc = c % 32;
+      const unsigned at = buffer + (c / 32) * kBoxBytes + r * 128 + ((((cc / 4) ^ (r % 8))) << 4) + (cc % 4) * 4;
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq.v[0][nt][2 * h]), "f"(dq.v[0][nt][2 * h + 1])
+                   : "memory");
+    }
+  }
+  fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
+  named_barrier_sync(3 + warpgroup, 128);
+  if (issuer) {
+    tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
+    tma_reduce_add_4d(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
+    tma_commit_group();
+  }
+}
+}  // namespace detail
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
@@ -240,6 +280,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto sync_roles = [](int id) { named_barrier_sync_unaligned(id, 256); };
   auto arrive_roles = [](int id) { named_barrier_arrive_unaligned(id, 256); };
 
+  // This warpgroup's two dQ boxes (kDqTma).
+  const unsigned dq_buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
+
   mbarrier_wait(bar(P::kBarKV), 0);
   if constexpr (P::kKeySplit) {
     // ---- key split: warpgroup g owns keys k0 + 64g.. (its rows of every 128-row tile) ----
@@ -295,33 +338,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
       wgmma_wait<1>();                                 // dQ done
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      // dQ leaves through shared memory by two TMA tensor reductions a warpgroup.
-      const bool issuer = wg_thread == 0;
-      const unsigned buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
-      if (issuer && it > 0) tma_wait_group<0>();      // the previous reduction has read the buffer
-      named_barrier_sync(3 + warpgroup, 128);
-      // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
-      // (r within this warpgroup's 64 rows).
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = dq.row(0, h) % 64;
-#pragma unroll
-        for (int nt = 0; nt < dq.kNT; ++nt) {
-          const int c = dq.col(nt, 0), cc = c % 32;
-          const unsigned at = buffer + (c / 32) * P::kDqBoxBytes + r * 128 + ((((cc / 4) ^ (r % 8))) << 4) + (cc % 4) * 4;
-          asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq.v[0][nt][2 * h]),
-                       "f"(dq.v[0][nt][2 * h + 1])
-                       : "memory");
-        }
-      }
-      fence_async_shared();                          // generic-proxy stores -> the TMA engine's reads
-      named_barrier_sync(3 + warpgroup, 128);
-      if (issuer) {
-        const int col0 = P::kDqByRows ? 0 : warpgroup * 64, row0 = q0 + (P::kDqByRows ? warpgroup * 64 : 0);
-        tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
-        tma_reduce_add_4d(tma_dq, buffer + P::kDqBoxBytes, col0 + 32, row0, head, batch);
-        tma_commit_group();
-      }
+      detail::reduce_dq_tma<P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                            q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
       wgmma_wait<0>();
       release(s);
     }
@@ -347,7 +365,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         pt.v[0][nt][0] = x.x, pt.v[0][nt][1] = x.y, pt.v[0][nt][2] = x.z, pt.v[0][nt][3] = x.w;
       }
     };
-    // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum.
+    // dQ[:, half] += dS K[:, half] in products of kDqCols columns, each reduced into dq_accum: by TMA
+    // (kDqTma) or by the consumers' red.v4.
+    bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
     auto dq_half = [&](int head, int q0) {
       const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
 #pragma unroll 1
@@ -358,8 +378,13 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         fill(dq, 0.f);
         wgmma_matmul_ta<true>(dq, dSs, Ks, c);
         if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-        // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
-        atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
+        if constexpr (P::kDqTma) {
+          detail::reduce_dq_tma<P::kDqBoxBytes>(dq, dq_buffer, tma_dq, c, q0, head, batch, warpgroup, dq_first);
+          dq_first = false;
+        } else {
+          // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
+          atomic_add_row_segments(tile_window(dq_rows, c, Sq, P::kHeadCols), q0, dq);
+        }
       }
     };
     if (warpgroup == 0) {
@@ -386,6 +411,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         dq_half(head, q0);
         release(s);
       }
+      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
       convert(dv16, acc_dv);
       store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
@@ -416,6 +442,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         dq_half(head, q0);
         release(s);
       }
+      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       scale(acc_dk, P::kScale);
       RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
