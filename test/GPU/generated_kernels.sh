@@ -33,8 +33,9 @@ for spec in "$here"/Inputs/attention_*.mlir; do
 done
 # The attention forward on the persistent grid (a tuning point, #tile.grid_order<persistent>), with one more run
 # below at Sq = 700 > Sk = 300: causal rows that see no key (tiles without key blocks) and blocks that take
-# several tiles (three batches of every head: more units than SMs).
-printf 'sm_90a attention_forward * * * -> persistent=1\n' > "$work/persistent.txt"
+# several tiles (three batches of every head: more units than SMs). The persistent grid takes two consumer
+# warpgroups (128 rows on 8 warps): the entry gives the D <= 64 forwards that plan too.
+printf 'sm_90a attention_forward * * * -> block_m=128 warps=8 persistent=1\n' > "$work/persistent.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
   name="$(basename "$spec" .mlir)"
   if "$flashc" "$spec" -o "$work/$name.persistent.bundle" --arch=sm_90a --tuning-table="$work/persistent.txt"; then

@@ -146,14 +146,19 @@ namespace detail {
 // dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
 // columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
-// 3 + warpgroup (its 128 threads).
-template <int kBoxBytes, int M, int N, int W>
+// 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
+// split), else the non-.aligned form (the role split calls it from each role's own code).
+template <bool kAligned, int kBoxBytes, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
                                               int col0, int row0, int head, int batch, int warpgroup, bool first) {
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
+  auto sync_warpgroup = [&] {
+    if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
+    else named_barrier_sync_unaligned(3 + warpgroup, 128);
+  };
   const bool issuer = threadIdx.x % 128 == 0;
   if (issuer && !first) tma_wait_group<0>();  // the previous reduction has read the buffer
-  named_barrier_sync(3 + warpgroup, 128);
+  sync_warpgroup();
   // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
   // (r within this warpgroup's 64 rows).
 #pragma unroll
@@ -168,7 +173,7 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     }
   }
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
-  named_barrier_sync(3 + warpgroup, 128);
+  sync_warpgroup();
   if (issuer) {
     tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_add_4d(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
@@ -338,7 +343,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
       wgmma_wait<1>();                                 // dQ done
       if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      detail::reduce_dq_tma<P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+      detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
                                             q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
       wgmma_wait<0>();
       release(s);
@@ -371,15 +376,25 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     auto dq_half = [&](int head, int q0) {
       const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
 #pragma unroll 1
-      // (Columns past the tensor's width, the padding of D = 192 to 256, are skipped.)
-      for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && c < P::kHeadCols;
+      // (Columns past the tensor's width, the padding of D = 192 to 256, have no product.)
+      for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && (P::kDqTma || c < P::kHeadCols);
            c += kDqCols) {
+        if (P::kDqTma && c >= P::kHeadCols) {
+          // Past the tensor's width: no product, but the TMA path's two warpgroup barriers all the same, so that
+          // both roles pass as many a step. With fewer on one side, compute-sanitizer's racecheck reported the
+          // Pᵀ exchange (arrive -> sync between the roles) as a RAW hazard; adding barriers cannot create a
+          // race, and with equal counts it reports none (session 13, calls 7-9).
+          named_barrier_sync_unaligned(3 + warpgroup, 128);
+          named_barrier_sync_unaligned(3 + warpgroup, 128);
+          continue;
+        }
         RegTileF32<kBlockM, kDqCols, 4> dq;
         fill(dq, 0.f);
         wgmma_matmul_ta<true>(dq, dSs, Ks, c);
         if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<P::kDqBoxBytes>(dq, dq_buffer, tma_dq, c, q0, head, batch, warpgroup, dq_first);
+          detail::reduce_dq_tma<false, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, c, q0, head, batch, warpgroup,
+                                                       dq_first);
           dq_first = false;
         } else {
           // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
