@@ -93,6 +93,18 @@ TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
   return point;
 }
 
+/// The cp.async wgmma attention kernels' plan (forward, and the Sᵀ backward at
+/// D = 64): 128 x 128 on 8 warps, 2 stages.
+TilePlan cpAsyncWgmmaPlan() {
+  TilePlan plan;
+  plan.strategy = Strategy::WgmmaSm90;
+  plan.blockM = 128;
+  plan.blockN = 128;
+  plan.warps = 8;
+  plan.stages = 2;
+  return plan;
+}
+
 /// The warp-specialised forward's points (the attention forward, the fused
 /// FFN: D / d and Dv / d_out): 128 or 64 keys (hidden columns) a block where
 /// O, S and P fit the consumers' registers, a ring of 2 or 3 stages that fits
@@ -159,15 +171,8 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
       points.push_back(persistent);
     }
   }
-  if (hopper16 && wgmmaAttentionTakes(d, dv)) {
-    TilePlan plan;
-    plan.strategy = Strategy::WgmmaSm90;
-    plan.blockM = 128;
-    plan.blockN = 128;
-    plan.warps = 8;
-    plan.stages = 2;
-    points.push_back(pointFrom(plan, false));
-  }
+  if (hopper16 && wgmmaAttentionTakes(d, dv))
+    points.push_back(pointFrom(cpAsyncWgmmaPlan(), false));
   if (points.empty()) {
     for (int64_t blockM : {128, 64}) {
       if (blockM == 128 && std::max(d, dv) > 64)
@@ -224,13 +229,7 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     // D = Dv = 64: the Sᵀ wgmma backward the key split replaced as the default
     // (0.87-0.91x its speed at S >= 4k, session 13).
     if (wgmmaAttentionTakes(d, dv) && wsBackwardBlockM(d, dv) == 128) {
-      TilePlan plan;
-      plan.strategy = Strategy::WgmmaSm90;
-      plan.blockM = 128;
-      plan.blockN = 128;
-      plan.warps = 8;
-      plan.stages = 2;
-      TuningPoint point = pointFrom(plan, false);
+      TuningPoint point = pointFrom(cpAsyncWgmmaPlan(), false);
       point.form = "transposed";
       points.push_back(point);
     }
