@@ -97,6 +97,9 @@ struct AttentionBwdWsPlan {
   // after the mask and exponentials of Sᵀ, dV's after dSᵀ is formed (so Pᵀ's f32 registers are free before its
   // 16-bit copy is live): with both in flight beside dK + dV, NVRTC's ptxas spilled 16-32 bytes.
   static constexpr bool kLateDv = kDqByRows;
+  // ... and dPᵀ's product after Sᵀ's exponentials only where a window's (or causal) mask code is in the loop: its
+  // registers made the 16 bytes; without a window, dPᵀ runs under the exponentials.
+  static constexpr bool kLateDp = kLateDv && (Mask::L >= 0 || Mask::R >= 0);
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
   static_assert(kDqByRows ? kDqCols == kHeadDim
@@ -309,8 +312,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_fence_operand(st);
       wgmma_fence_operand(dpt);
       wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
-      if constexpr (!P::kLateDv) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
-      wgmma_wait<P::kLateDv ? 0 : 1>();
+      if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
+      wgmma_wait<P::kLateDp ? 0 : 1>();
       if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
       recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
@@ -319,7 +322,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
         wgmma_wait<1>();                                 // dPᵀ (dV may still run)
       } else {
-        wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+        if constexpr (P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
         wgmma_wait<0>();
       }
       softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
