@@ -272,8 +272,9 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   int64_t stages = schedule.getRingStages();
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes);
-  if (kernel.getBlockM() != blockM || kernel.getBlockN() != blockN ||
-      kernel.getWarps() != blockN / 16 || stages < 1 || stages > 4)
+  if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
+      static_cast<int64_t>(kernel.getBlockN()) != blockN ||
+      static_cast<int64_t>(kernel.getWarps()) != blockN / 16 || stages < 1 || stages > 4)
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
                                 "schedule is {6} queries x {4} keys on {5} warps, 1-4 stages",
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
