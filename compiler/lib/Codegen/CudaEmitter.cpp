@@ -282,7 +282,7 @@ public:
   KernelEmitter(tile::KernelOp kernel, ArrayRef<std::string> argNames, StringRef entry,
                 std::string specComment, const CudaEmitOptions &options, bool anonymous = false)
       : kernel(kernel), argNames(argNames.begin(), argNames.end()), entry(entry.str()),
-        specComment(std::move(specComment)), options(options), anonymous(anonymous) {}
+        specComment(std::move(specComment)), anonymous(anonymous), options(options) {}
 
   /// ", true" (the device library's SFU tanh and fast divide) for
   /// activations where the kernel's results are 16-bit: their error (2^-11)

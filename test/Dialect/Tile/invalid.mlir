@@ -253,6 +253,12 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 
 // -----
 
+// Three consumer warpgroups share the register file four ways: 24 + 3 x 168 = 528 > 4 x 128 (512 threads).
+// expected-error @+1 {{#tile.warp_specialized register budgets 24 + 3 x 168 exceed the 4 x 128 registers a thread of each warpgroup has at launch (512 threads share 65536)}}
+#bad_budget_three = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 3, consumer_registers = 168, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
+
+// -----
+
 // expected-error @+1 {{#tile.warp_specialized producer_registers must be a multiple of 8 in [24, 256] (setmaxnreg), got 20}}
 #bad_producer = #tile.warp_specialized<producer_registers = 20, consumer_warpgroups = 2, consumer_registers = 240, resident = ["q"], ring = ["k", "v"], ring_stages = 2, ping_pong = true>
 
@@ -343,6 +349,38 @@ func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, 
 tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
     strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
+  tile.return
+}
+
+// -----
+
+// Whole warpgroups (12 warps: three consumer warpgroups) are a warp-specialised kernel's only; any other
+// strategy takes a power of two.
+// expected-error @+1 {{warps must be a power of two in [1, 16], got 12}}
+tile.kernel @twelve_not_ws(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_sm90>,
+    block_m = 192, block_n = 128, warps = 12, stages = 2} {
+  tile.return
+}
+
+// -----
+
+// ... and under wgmma_ws_sm90 they stay below 16 (the producer warpgroup makes the fourth).
+// expected-error @+1 {{warps must be a power of two in [1, 16] or whole warpgroups below it (wgmma_ws_sm90), got 6}}
+tile.kernel @six_ws(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
+    block_m = 64, block_n = 128, warps = 6, stages = 2} {
+  tile.return
+}
+
+// -----
+
+// The persistent forward has two consumer warpgroups: with three (12 warps) its tile loop spills.
+// expected-error @+1 {{has a persistent grid order on 12 consumer warps; the persistent forward has two consumer warpgroups (8 warps)}}
+tile.kernel @persistent_three(%q: !tile.tensor<?x8x?x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
+    spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>,
+    strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 192, block_n = 128, warps = 12, stages = 2} {
   tile.return
 }
 
