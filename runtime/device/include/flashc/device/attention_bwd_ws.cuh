@@ -93,12 +93,12 @@ struct AttentionBwdWsPlan {
   static_assert(kBlockM == 64 || (kBlockM == 128 && kKeySplit && kHeadDim == 64),
                 "ws backward: 64 queries a step, or 128 under the key split at D = 64");
   static constexpr bool kDqByRows = kBlockM == 128;  // warpgroup g: dQ rows 64g.. (else columns 64g..)
-  // 128 queries a step: one 64 x 128 f32 score tile at a time where registers peak. dPᵀ's product is issued
-  // after the mask and exponentials of Sᵀ, dV's after dSᵀ is formed (so Pᵀ's f32 registers are free before its
-  // 16-bit copy is live): with both in flight beside dK + dV, NVRTC's ptxas spilled 16-32 bytes.
+  // 128 queries a step, where registers peak at the 64 x 128 f32 score tiles: dV's product is issued after dSᵀ
+  // is formed (so Pᵀ's f32 registers are free before its 16-bit copy is live), and where a window's or causal
+  // mask's code is in the loop, dPᵀ's after Sᵀ's mask and exponentials. With both products early NVRTC's ptxas
+  // spilled 32 bytes (16 with dV late under a mask; nvcc none); without a window dPᵀ under the exponentials
+  // measured +3.4-3.9 % (session 13 call 11).
   static constexpr bool kLateDv = kDqByRows;
-  // ... and dPᵀ's product after Sᵀ's exponentials only where a window's (or causal) mask code is in the loop: its
-  // registers made the 16 bytes; without a window, dPᵀ runs under the exponentials.
   static constexpr bool kLateDp = kLateDv && (Mask::L >= 0 || Mask::R >= 0);
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
