@@ -44,26 +44,31 @@ FailureOr<tile::WarpSpecializedAttr> checkSchedule(tile::KernelOp kernel,
     return (void)reject("it has no #tile.warp_specialized schedule (run flash-warp-specialize after "
                   "flash-plan-memory)"),
            failure();
+  if (attrNames(schedule.getResident()) != SmallVector<StringRef>(resident) ||
+      attrNames(schedule.getRing()) != SmallVector<StringRef>(ring))
+    return (void)reject(llvm::formatv("its schedule is not the library's: {0} resident, {1} in the ring",
+                                llvm::join(resident, ", "), llvm::join(ring, " and "))),
+           failure();
+  // (The kernel verifier ties the schedule's consumer warpgroups to the plan's
+  // warps, which this rule checks.)
   std::optional<WsForwardSizes> sizes =
       wsForwardSizes(kernel.getSpecAttr(), kernel.getFunctionType().getInputs());
-  int64_t most = sizes ? sizes->maxConsumerWarpgroups : 2;
-  if (schedule.getConsumerWarpgroups() < 2 || schedule.getConsumerWarpgroups() > most ||
-      attrNames(schedule.getResident()) != SmallVector<StringRef>(resident) ||
-      attrNames(schedule.getRing()) != SmallVector<StringRef>(ring))
-    return (void)reject(llvm::formatv("its schedule is not the library's: 2{0} consumer warpgroups, "
-                                "{1} resident, {2} in the ring",
-                                most > 2 ? " or 3" : "", llvm::join(resident, ", "),
-                                llvm::join(ring, " and "))),
-           failure();
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
   if (!sizes || !wsForwardPlanTakes(*sizes, kernel.getBlockM(), blockN, kernel.getWarps(), stages))
     return (void)reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its "
-                                "schedule is 64 rows on 4 warps a consumer warpgroup (+ the "
-                                "producer warpgroup), 64 or 128 columns a ring block whose "
+                                "schedule is 64 rows on 4 warps a consumer warpgroup, 2{4} of them "
+                                "(+ the producer warpgroup), 64 or 128 columns a ring block whose "
                                 "accumulators fit the consumer registers, 1-4 stages",
-                                kernel.getBlockM(), blockN, kernel.getWarps(), stages)),
+                                kernel.getBlockM(), blockN, kernel.getWarps(), stages,
+                                sizes && sizes->maxConsumerWarpgroups > 2 ? " or 3" : "")),
            failure();
   return schedule;
+}
+
+/// A warp-specialised block's threads: its consumer warpgroups and the
+/// producer warpgroup.
+int64_t blockThreads(tile::WarpSpecializedAttr schedule) {
+  return 128 * (schedule.getConsumerWarpgroups() + 1);
 }
 
 /// Tensor maps of the named tensors (128-byte swizzled panels of 64 columns:
@@ -195,7 +200,7 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   WsKernel result;
   result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, elem.getIntOrFloatBitWidth() / 8,
                                             /*residentBarriers=*/2, blockM);
-  result.threads = 128 * (schedule->getConsumerWarpgroups() + 1);
+  result.threads = blockThreads(*schedule);
   // q, k, v: blockM query rows or blockN key rows of one head of one batch.
   std::vector<std::string> maps =
       addTensorMaps({{0, {1, 1, blockM, 64}}, {1, {1, 1, blockN, 64}}, {2, {1, 1, blockN, 64}}},
@@ -281,7 +286,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 blockN, blockN / 16, blockM));
   WsKernel result;
   result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes);
-  result.threads = 384; // two consumer warpgroups and the producer
+  result.threads = blockThreads(schedule);
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
   // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
   // TMA reductions add into.
@@ -362,7 +367,7 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   result.sharedBytes =
       wsForwardSharedBytes(d, dOut, blockN, stages, elem.getIntOrFloatBitWidth() / 8,
                            /*residentBarriers=*/1);
-  result.threads = 128 * (schedule->getConsumerWarpgroups() + 1);
+  result.threads = blockThreads(*schedule);
   // x: 128 rows (of one batch); W1: all d rows of 64 hidden columns a box;
   // W2: blockN hidden rows of 64 output columns a box.
   SmallVector<int64_t> xBox = batched ? SmallVector<int64_t>{1, 128, 64} : SmallVector<int64_t>{128, 64};

@@ -236,7 +236,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // decide, a Q/dO ring of 1-4 stages; an override outside that is planned
     // as mma.sync.
     if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
-      int64_t d = attention ? attention.getHeadDim() : 0, dv = attention ? attention.getValueDim() : 0;
+      // (isWsBackward: an attention recipe.)
+      int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
       int64_t blockN = takesWsBackward(attention) ? wsBackwardBlockN(d, dv) : 0;
       if (!(blockN && plan.blockM == wsBackwardBlockM(d, dv) && plan.blockN == blockN &&
             plan.warps == blockN / 16 && plan.stages >= 1 && plan.stages <= 4))

@@ -111,13 +111,12 @@ TilePlan cpAsyncWgmmaPlan() {
 /// shared memory (deeper measured no gain, bench/results/2026-11-30-h200-session7.md
 /// call 1), the consumers ping-ponging or not (ping-pong measured +8-21 % at
 /// D = 128); for the attention forward at head dims <= 64, three consumer
-/// warpgroups (192 rows, the default there) before two.
+/// warpgroups (192 rows, the default there) before two. (Three warpgroups run
+/// only where they were measured: the attention forward at head dims <= 64.)
 void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescription &target,
                         int64_t headDim, int64_t valueDim, int64_t elementBytes, bool gemmFamily) {
-  int64_t preferred = gemmFamily ? 2 : wsForwardConsumerWarpgroups(headDim, valueDim);
-  for (int64_t consumers : {preferred, int64_t(5) - preferred}) {
-    if (consumers == 3 && gemmFamily)
-      continue;
+  bool three = !gemmFamily && wsForwardConsumerWarpgroups(headDim, valueDim) == 3;
+  for (int64_t consumers : three ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2}) {
     for (int64_t blockN : {128, 64}) {
       if (!wsForwardFitsRegisters(valueDim, blockN, consumers))
         continue;
