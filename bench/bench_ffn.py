@@ -3,6 +3,8 @@
 (flashc.configs.BENCH_FFN): y = gelu_tanh(x W1) W2 and the gated y = (silu(x W_gate) * (x W_up)) W2, bf16,
 TFLOP/s counting 4*M*d*h (forward; 6*M*d*h gated) and twice that for the backward (dx and the weight
 gradients), do_bench medians; flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
+The forward is timed under torch.no_grad() (flashc's inference forward); the backward as forward + backward less the
+forward with gradients (flashc's training forward, which also writes the activations the backward reads).
 
   python3 bench/bench_ffn.py [--out DIR] [--dry-run]
 """
@@ -63,12 +65,17 @@ def run_row(torch, row, args):
         try:
             leaves = [t for t in (x, w1, w2, wg) if t is not None]
             fn(x, w1, w2).backward(dy)
+            with torch.no_grad():  # (torch.compile: its no-grad graph compiled here, not in the timing)
+                fn(x, w1, w2)
             torch.cuda.synchronize()
-            t_f = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
+            with torch.no_grad():  # inference: flashc's forward program, no activation saved
+                t_f = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
+            # With gradients: flashc's training forward (two GEMMs that also write pre / gate and up for the backward).
+            t_ft = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
             t_fb = bc.do_bench(lambda: fn(x, w1, w2).backward(dy), grad_to_none=leaves, warmup=args.warmup,
                                rep=args.rep)
-            entry = dict(status="ok", fwd_ms=t_f, fwdbwd_ms=t_fb, fwd_tflops=bc.tflops(flops, t_f),
-                         bwd_tflops=bc.tflops(2 * flops, t_fb - t_f))
+            entry = dict(status="ok", fwd_ms=t_f, fwd_train_ms=t_ft, fwdbwd_ms=t_fb, fwd_tflops=bc.tflops(flops, t_f),
+                         fwd_train_tflops=bc.tflops(flops, t_ft), bwd_tflops=bc.tflops(2 * flops, t_fb - t_ft))
         except Exception as e:
             entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
             traceback.print_exc()
@@ -105,8 +112,9 @@ def table(results, impls):
     return bc.markdown_table(header, out)
 
 
-NOTES = ("TFLOP/s: fwd 4*M*d*h (gated 6*M*d*h), bwd twice that over (fwd+bwd - fwd); triton do_bench medians; no biases; flashc check "
-         ": y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
+NOTES = ("TFLOP/s: fwd 4*M*d*h (gated 6*M*d*h) under torch.no_grad() (flashc's inference forward), bwd twice that "
+         "over (fwd+bwd - fwd with gradients, i.e. flashc's training forward: fwd_train_ms in the JSON); triton "
+         "do_bench medians; no biases; flashc check: y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
 
 
 def main(argv=None):

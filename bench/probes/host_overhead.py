@@ -10,7 +10,7 @@ import time
 import torch
 
 import flashc.torch as ft
-from flashc import cache, configs
+from flashc import configs
 
 torch.manual_seed(0)
 N = 300
@@ -38,9 +38,11 @@ xg = x.clone().requires_grad_()
 ffn_grad = lambda: ft.ffn(xg, w1, w2=w2, activation="gelu_tanh")
 y = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)
 config = configs.BENCH_FFN[2]
-bundle = cache.load_bundle(config)
-program = [p for p in bundle.programs if "backward" not in p][0]
-raw = lambda: bundle.launch(program, x=x, w1=w1, w2=w2, y=y)
+# The inference forward program (an FFN bundle also holds the training forward and the backward), its parameters in
+# the bundle's spelling.
+bundle, program, mapping = ft._program(config, "forward")
+raw_args = {mapping[k]: t for k, t in dict(x=x, w1=w1, w2=w2, y=y).items()}
+raw = lambda: bundle.launch(program, **raw_args)
 torch_mm = lambda: torch.nn.functional.gelu(x @ w1, approximate="tanh") @ w2
 dy = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
 ffn_fwd_bwd = lambda: ft.ffn(xg, w1, w2=w2, activation="gelu_tanh").backward(dy)

@@ -18,6 +18,8 @@ class NoOpBundle:
     def __init__(self, config):
         self.path, self.kernels = "<no-op>", []
         self.names = {config.forward_program: config.forward_params(), config.backward_program: config.backward_params()}
+        if hasattr(config, "forward_train_program"):  # FFN: the training forward (saves what the backward reads)
+            self.names[config.forward_train_program] = config.forward_train_params()
         self.programs = list(self.names)
 
     def params(self, name):
@@ -56,7 +58,7 @@ dy = torch.ones(16, 64, dtype=bf)
 do = torch.ones_like(q)
 cases = (
     ("ffn no grad", lambda: ft.ffn(x, w1, w2=w2)),
-    ("ffn x.requires_grad", lambda: ft.ffn(xg, w1, w2=w2)),
+    ("ffn x.requires_grad", lambda: ft.ffn(xg, w1, w2=w2)),  # (the training forward: two more outputs)
     ("ffn fwd + bwd", lambda: ft.ffn(xg, w1, w2=w2).backward(dy)),
     ("attention no grad", lambda: ft.attention(q, k, v, causal=True)),
     ("attention q.requires_grad", lambda: ft.attention(qg, k, v, causal=True)),

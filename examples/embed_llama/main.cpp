@@ -1,9 +1,12 @@
 // Runs the LLaMA block of examples/llama_block.mlir from a C++ program: the
 // bundle is compiled at build time and embedded in this executable
-// (flashc_add_bundle(... EMBED)), opened from memory, and its forward and
-// backward programs run on tensors allocated here with the CUDA runtime, on
-// this program's own stream. Every output is checked against the float64
-// reference (flashc::reference); the time per step is printed.
+// (flashc_add_bundle(... EMBED)), opened from memory, and its programs run on
+// tensors allocated here with the CUDA runtime, on this program's own stream:
+// the inference forward llama_block, then a training step: the training
+// forward llama_block_forward_train (the same outputs, plus the FFN
+// activations gate, up and h it saves for the backward) and the backward
+// llama_block_backward, which reads them. Every output is checked against the
+// float64 reference (flashc::reference); the time per program is printed.
 //
 //   usage: embed_llama [--seq S] [--tokens M] [--iters N]
 //     attention on [1, 32, S, 128] queries and [1, 8, S, 128] keys/values (causal, GQA),
@@ -166,11 +169,14 @@ int main(int argc, char **argv) {
                 size_t(llama_block_bundle_size));
     for (const std::string &p : bundle.programs()) std::printf(" %s", p.c_str());
     std::printf("\n");
-    const char *fwd = "llama_block", *bwd = "llama_block_backward";
-    if (!bundle.hasProgram(fwd) || !bundle.hasProgram(bwd)) {
-      std::fprintf(stderr, "embed_llama: the bundle lacks %s or %s\n", fwd, bwd);
-      return 1;
-    }
+    // The inference forward, the training forward (the forward that also saves the FFN's activations)
+    // and the backward (which reads them): flashc emits the training forward for a function with FFNs.
+    const char *fwd = "llama_block", *train = "llama_block_forward_train", *bwd = "llama_block_backward";
+    for (const char *p : {fwd, train, bwd})
+      if (!bundle.hasProgram(p)) {
+        std::fprintf(stderr, "embed_llama: the bundle lacks program %s (compiled by an older flashc?)\n", p);
+        return 1;
+      }
     std::string why;
     if (!flashc::deviceAvailable(&why)) {
       std::printf("SKIPPED: no GPU (%s); the bundle opened from memory, nothing launched\n", why.c_str());
@@ -187,31 +193,49 @@ int main(int argc, char **argv) {
         lse(FLASHC_F32, {1, kHeads, S});
     Tensor x(FLASHC_BF16, {1, M, kModel}), wGate(FLASHC_BF16, {kModel, kHidden}), wUp(FLASHC_BF16, {kModel, kHidden}),
         wDown(FLASHC_BF16, {kHidden, kModel}), y(FLASHC_BF16, {1, M, kModel});
+    // The inference forward's outputs (the training forward writes out, lse and y above).
+    Tensor outInfer(FLASHC_BF16, out.shape), lseInfer(FLASHC_F32, lse.shape), yInfer(FLASHC_BF16, y.shape);
+    // The activations the training forward saves for the backward: x's rows by the hidden width
+    // (w_gate's columns), in x's element type: gate = x·W_gate, up = x·W_up, h = silu(gate) ⊙ up.
+    const std::vector<int64_t> hiddenShape{x.shape[0], x.shape[1], wGate.shape[1]};
+    Tensor gate(FLASHC_BF16, hiddenShape), up(FLASHC_BF16, hiddenShape), h(FLASHC_BF16, hiddenShape);
     Tensor dout(FLASHC_BF16, out.shape), dy(FLASHC_BF16, y.shape);
     Tensor dq(FLASHC_BF16, q.shape), dk(FLASHC_BF16, k.shape), dv(FLASHC_BF16, v.shape), dx(FLASHC_BF16, x.shape),
         dwGate(FLASHC_BF16, wGate.shape), dwUp(FLASHC_BF16, wUp.shape), dwDown(FLASHC_BF16, wDown.shape);
     q.fill(rng, 1, stream), k.fill(rng, 1, stream), v.fill(rng, 1, stream), x.fill(rng, 1, stream);
     wGate.fill(rng, wSigmaIn, stream), wUp.fill(rng, wSigmaIn, stream), wDown.fill(rng, wSigmaHidden, stream);
     dout.fill(rng, 1, stream), dy.fill(rng, 1, stream);
-    for (Tensor *t : {&out, &lse, &y, &dq, &dk, &dv, &dx, &dwGate, &dwUp, &dwDown}) t->poison(stream);
+    for (Tensor *t : {&out, &lse, &y, &outInfer, &lseInfer, &yInfer, &gate, &up, &h, &dq, &dk, &dv, &dx, &dwGate,
+                      &dwUp, &dwDown})
+      t->poison(stream);
 
     // The programs' parameters by name (the spec's w_gate/w_down are the FFN's w1/w2).
-    flashc::Args fargs, bargs;
+    flashc::Args fargs, targs, bargs;
     auto bind = [](flashc::Args &a, const char *name, Tensor &t) { a.tensor(name, t.device, t.dtype, t.shape); };
-    // The backward reads the forward's inputs and its out and lse (not y); unknown names are errors.
-    for (auto [name, t] : {std::pair<const char *, Tensor *>{"q", &q}, {"k", &k}, {"v", &v}, {"out", &out},
-                           {"lse", &lse}, {"x", &x}, {"w1", &wGate}, {"w_up", &wUp}, {"w2", &wDown}})
-      bind(fargs, name, *t), bind(bargs, name, *t);
-    bind(fargs, "y", y);
+    // The inputs: every program reads them.
+    for (auto [name, t] : {std::pair<const char *, Tensor *>{"q", &q}, {"k", &k}, {"v", &v}, {"x", &x},
+                           {"w1", &wGate}, {"w_up", &wUp}, {"w2", &wDown}})
+      bind(fargs, name, *t), bind(targs, name, *t), bind(bargs, name, *t);
+    for (auto [name, t] : {std::pair<const char *, Tensor *>{"out", &outInfer}, {"lse", &lseInfer}, {"y", &yInfer}})
+      bind(fargs, name, *t);
+    // The training forward: the forward's parameters, then the saved activations. The backward reads
+    // its out, lse, gate, up and h (not y), then the cotangents; unknown names are errors.
+    for (auto [name, t] : {std::pair<const char *, Tensor *>{"out", &out}, {"lse", &lse}, {"gate", &gate},
+                           {"up", &up}, {"h", &h}})
+      bind(targs, name, *t), bind(bargs, name, *t);
+    bind(targs, "y", y);
     for (auto [name, t] : {std::pair<const char *, Tensor *>{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv},
                            {"dy", &dy}, {"dx", &dx}, {"dw1", &dwGate}, {"dw_up", &dwUp}, {"dw2", &dwDown}})
       bind(bargs, name, *t);
 
-    // One checked step: forward, then backward (it reads the forward's out and lse).
+    // One checked step: the inference forward, then a training step: the training forward, then the
+    // backward (it reads the training forward's out, lse and saved activations).
     bundle.launch(fwd, fargs, stream);
+    bundle.launch(train, targs, stream);
     bundle.launch(bwd, bargs, stream);
     cudaCheck(cudaStreamSynchronize(stream), "the first step");
-    for (Tensor *t : {&out, &lse, &y, &dq, &dk, &dv, &dx, &dwGate, &dwUp, &dwDown}) t->download(stream);
+    for (Tensor *t : {&outInfer, &lseInfer, &yInfer, &out, &lse, &y, &dq, &dk, &dv, &dx, &dwGate, &dwUp, &dwDown})
+      t->download(stream);
 
     // The float64 reference, on the host's cores.
     auto refStart = std::chrono::steady_clock::now();
@@ -258,6 +282,10 @@ int main(int argc, char **argv) {
     int failures = 0;
     std::printf("%s (attention S=%lld, FFN M=%lld) vs the float64 reference (%.1f s on %u threads):\n", fwd,
                 (long long)S, (long long)M, refSeconds, threads);
+    check("out", outInfer, wantOut, 2e-2, failures), check("lse", lseInfer, wantLse, 1e-3, failures);
+    check("y", yInfer, wantY, 2e-2, failures);
+    // Its saved gate, up and h are checked through the gradients the backward computes from them.
+    std::printf("%s:\n", train);
     check("out", out, wantOut, 2e-2, failures), check("lse", lse, wantLse, 1e-3, failures);
     check("y", y, wantY, 2e-2, failures);
     std::printf("%s:\n", bwd);
@@ -266,31 +294,34 @@ int main(int argc, char **argv) {
     check("dw1", dwGate, wantDw1, 2e-2, failures), check("dw_up", dwUp, wantDwUp, 2e-2, failures);
     check("dw2", dwDown, wantDw2, 2e-2, failures);
 
-    // Time per step on this program's stream (after the checked warm-up step).
-    cudaEvent_t e0, e1, e2;
-    cudaCheck(cudaEventCreate(&e0), "cudaEventCreate"), cudaCheck(cudaEventCreate(&e1), "cudaEventCreate");
-    cudaCheck(cudaEventCreate(&e2), "cudaEventCreate");
-    float fwdMs = 0, bwdMs = 0;
+    // Time per program on this program's stream (after the checked warm-up step): the inference
+    // forward, and a training step (training forward + backward).
+    cudaEvent_t e0, e1, e2, e3;
+    for (cudaEvent_t *e : {&e0, &e1, &e2, &e3}) cudaCheck(cudaEventCreate(e), "cudaEventCreate");
+    float fwdMs = 0, trainMs = 0, bwdMs = 0;
     for (int64_t i = 0; i < iters; ++i) {
       cudaEventRecord(e0, stream);
       bundle.launch(fwd, fargs, stream);
       cudaEventRecord(e1, stream);
-      bundle.launch(bwd, bargs, stream);
+      bundle.launch(train, targs, stream);
       cudaEventRecord(e2, stream);
-      cudaCheck(cudaEventSynchronize(e2), "a timed step");
-      float a = 0, b = 0;
-      cudaEventElapsedTime(&a, e0, e1), cudaEventElapsedTime(&b, e1, e2);
-      fwdMs += a, bwdMs += b;
+      bundle.launch(bwd, bargs, stream);
+      cudaEventRecord(e3, stream);
+      cudaCheck(cudaEventSynchronize(e3), "a timed step");
+      float a = 0, b = 0, c = 0;
+      cudaEventElapsedTime(&a, e0, e1), cudaEventElapsedTime(&b, e1, e2), cudaEventElapsedTime(&c, e2, e3);
+      fwdMs += a, trainMs += b, bwdMs += c;
     }
-    std::printf("time per step (mean of %lld): forward %.3f ms, backward %.3f ms, step %.3f ms\n", (long long)iters,
-                fwdMs / iters, bwdMs / iters, (fwdMs + bwdMs) / iters);
-    cudaEventDestroy(e0), cudaEventDestroy(e1), cudaEventDestroy(e2);
+    std::printf("time (mean of %lld): forward %.3f ms; training step %.3f ms (training forward %.3f ms, "
+                "backward %.3f ms)\n",
+                (long long)iters, fwdMs / iters, (trainMs + bwdMs) / iters, trainMs / iters, bwdMs / iters);
+    for (cudaEvent_t e : {e0, e1, e2, e3}) cudaEventDestroy(e);
     cudaStreamDestroy(stream);
     if (failures) {
       std::printf("FAILED: %d outputs differ from the float64 reference\n", failures);
       return 1;
     }
-    std::printf("PASSED: forward and backward match the float64 reference\n");
+    std::printf("PASSED: forward, training forward and backward match the float64 reference\n");
     return 0;
   } catch (const flashc::Error &e) {
     std::fprintf(stderr, "embed_llama: %s\n", e.what());

@@ -2,8 +2,9 @@
 
     torch.ops.flashc.attention_fwd(q, k, v, options: str, key_offset: int?) -> (o, lse)
     torch.ops.flashc.attention_bwd(q, k, v, o, lse, do, options: str, key_offset: int?) -> (dq, dk, dv)
-    torch.ops.flashc.ffn_fwd(x, w1, b1?, w2, b2?, w_gate?, options: str) -> y
-    torch.ops.flashc.ffn_bwd(dy, x, w1, b1?, w2, b2?, w_gate?, options: str) -> [dx, dw1, (db1), dw2, (db2), (dw_gate)]
+    torch.ops.flashc.ffn_fwd(x, w1, b1?, w2, b2?, w_gate?, options: str, train: bool) -> (y, s0, s1, s2)
+    torch.ops.flashc.ffn_bwd(dy, x, w1, b1?, w2, b2?, w_gate?, saved: [Tensor], options: str)
+        -> [dx, dw1, (db1), dw2, (db2), (dw_gate)]
 
 flashc.torch.attention / ffn call them under torch.compile (and for tensor subclasses); eager calls on plain tensors
 take flashc.torch's autograd.Function, which costs less host time. `options` is the repr of the Python options:
@@ -11,8 +12,10 @@ attention (causal, scale, window, softcap, enable_gqa, backward_form), FFN (acti
 A string keeps every option a constant of the graph whatever its type (window: None, an int or a pair) and leaves
 one place that checks them: flashc.validate, called here with the tensors' shapes, in the real implementations
 and in the fake ones (so torch.compile reports a bad argument while tracing, with flashc's message). The
-configurations are cached by flashc.torch._signature (a dict lookup per call). ffn_bwd returns the gradients of the
-inputs that are present, in that order.
+configurations are cached by flashc.torch._signature (a dict lookup per call). ffn_fwd with train=True runs the
+training forward: s0, s1 (gated: s0, s1, s2) are the activations the backward reads (FfnConfig.saved_names), the
+others empty; train=False (no input wanted a gradient) leaves all three empty and has no backward. ffn_bwd returns
+the gradients of the inputs that are present, in that order.
 
 The fake implementations allocate as the real ones do (flashc.torch._empty): o [B, H, Sq, Dv] and lse float32
 [B, H, Sq], contiguous; FFN results of a width that is not whole 16-byte rows have padded row strides.
@@ -119,38 +122,49 @@ attention_fwd.register_autograd(_attention_grad, setup_context=_attention_setup)
 
 
 # ------------------------------------------------------------------------ FFN
+_FFN_SAVED_SLOTS = 3  # ffn_fwd's fixed outputs after y: the most saved activations an FFN has (gated)
+
+
+def _ffn_saved_slots(saved, empty):
+    return tuple(saved) + tuple(empty() for _ in range(_FFN_SAVED_SLOTS - len(saved)))
+
+
 @torch.library.custom_op("flashc::ffn_fwd", mutates_args=())
 def ffn_fwd(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor, b2: Optional[Tensor], w_gate: Optional[Tensor],
-            options: str) -> Tensor:
+            options: str, train: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
-    return ft._ffn_forward(config, x, w1, b1, w2, b2, w_gate)[0]
+    y, _, saved = ft._ffn_forward(config, x, w1, b1, w2, b2, w_gate, train=train)
+    return (y,) + _ffn_saved_slots(saved, lambda: x.new_empty(0))
 
 
 @ffn_fwd.register_fake
-def _ffn_fwd_fake(x, w1, b1, w2, b2, w_gate, options):
+def _ffn_fwd_fake(x, w1, b1, w2, b2, w_gate, options, train):
     config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
     lead = tuple(x.shape[:-1])
     rows = 1
     for n in lead:
         rows = rows * n
-    return ft._empty((rows, config.d_out), x.dtype, x.device, pad_rows=True).reshape(lead + (config.d_out,))
+    y = ft._empty((rows, config.d_out), x.dtype, x.device, pad_rows=True).reshape(lead + (config.d_out,))
+    saved = [ft._empty((rows, config.d_hidden), x.dtype, x.device, pad_rows=True)
+             for _ in config.saved_names()] if train else []
+    return (y,) + _ffn_saved_slots(saved, lambda: x.new_empty(0))
 
 
 @torch.library.custom_op("flashc::ffn_bwd", mutates_args=())
 def ffn_bwd(dy: Tensor, x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor, b2: Optional[Tensor],
-            w_gate: Optional[Tensor], options: str) -> List[Tensor]:
+            w_gate: Optional[Tensor], saved: List[Tensor], options: str) -> List[Tensor]:
     config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
     layout = ft._kernel_layout
     x2 = layout(x.reshape(-1, config.d_model), pad_rows=True)
     grads = ft._ffn_backward(config, tuple(x.shape[:-1]), x2, layout(w1, pad_rows=True),
                              None if b1 is None else layout(b1), layout(w2, pad_rows=True),
                              None if b2 is None else layout(b2), None if w_gate is None else layout(w_gate, pad_rows=True),
-                             dy)
+                             tuple(saved[:len(config.saved_names())]), dy)
     return [g for g in grads if g is not None]
 
 
 @ffn_bwd.register_fake
-def _ffn_bwd_fake(dy, x, w1, b1, w2, b2, w_gate, options):
+def _ffn_bwd_fake(dy, x, w1, b1, w2, b2, w_gate, saved, options):
     config = _ffn_config(x, w1, b1, w2, b2, w_gate, options)
     lead = tuple(x.shape[:-1])
     rows = 1
@@ -163,15 +177,20 @@ def _ffn_bwd_fake(dy, x, w1, b1, w2, b2, w_gate, options):
 
 
 def _ffn_setup(ctx, inputs, output):
-    x, w1, b1, w2, b2, w_gate, options = inputs
-    ctx.save_for_backward(x, w1, b1, w2, b2, w_gate)
-    ctx.options = options
+    x, w1, b1, w2, b2, w_gate, options, train = inputs
+    ctx.save_for_backward(x, w1, b1, w2, b2, w_gate, *output[1:])
+    ctx.options, ctx.train = options, train
+    ctx.mark_non_differentiable(*output[1:])
 
 
-def _ffn_grad(ctx, dy):
-    x, w1, b1, w2, b2, w_gate = ctx.saved_tensors
-    grads = iter(torch.ops.flashc.ffn_bwd(dy, x, w1, b1, w2, b2, w_gate, ctx.options))
-    return tuple(None if t is None else next(grads) for t in (x, w1, b1, w2, b2, w_gate)) + (None,)
+def _ffn_grad(ctx, dy, *_saved_grads):
+    if not ctx.train:
+        raise InvalidArgumentError("flashc.ffn: a gradient was asked of a call that ran the inference forward (no "
+                                   "input required a gradient when it was called), which saves nothing to "
+                                   "differentiate")
+    x, w1, b1, w2, b2, w_gate, *saved = ctx.saved_tensors
+    grads = iter(torch.ops.flashc.ffn_bwd(dy, x, w1, b1, w2, b2, w_gate, saved, ctx.options))
+    return tuple(None if t is None else next(grads) for t in (x, w1, b1, w2, b2, w_gate)) + (None, None)
 
 
 ffn_fwd.register_autograd(_ffn_grad, setup_context=_ffn_setup)

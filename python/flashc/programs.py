@@ -4,8 +4,8 @@ The binding speaks logical names (attention: q, k, v, o, lse, do, dq, dk, dv; FF
 dx, ...). Compilers name things their own way: program `attention0_forward` or the spec function's name
 `attention`, parameters `o` or `out` or `result0`, `do` or `d_out`. Names are resolved once per bundle
 and program; a bundle whose parameters do not map one-to-one onto the logical set is refused with a
-message listing both. The one input a program may leave out is the FFN output bias b2 in the backward
-(no gradient depends on it).
+message listing both. The inputs a program may leave out are the FFN biases b1 and b2 in the backward (it reads
+the training forward's saved pre = x·w1 + b1, and no gradient depends on b2).
 """
 
 import re
@@ -22,18 +22,22 @@ _ALIASES = {
     "w_gate": ("w1",), "dw_gate": ("d_w_gate", "dw1", "d_w1"),
 }
 
-_UNREAD_IN_BACKWARD = {"b2"}
+_UNREAD_IN_BACKWARD = {"b1", "b2"}
 
 
 def program_candidates(config, direction):
-    """Program names to look for, in order of preference."""
+    """Program names to look for, in order of preference (direction: forward, forward_train or backward)."""
     func = "attention" if isinstance(config, AttentionConfig) else "ffn"
     if direction == "forward":
         return (config.forward_program, func, func + "_forward")
+    if direction == "forward_train":  # the FFN's: it also writes what the backward reads (FfnConfig.saved_names)
+        return (config.forward_train_program, func + "_forward_train")
     return (config.backward_program, func + "_backward")
 
 
 def logical_params(config, direction):
+    if direction == "forward_train":
+        return config.forward_train_params()
     return config.forward_params() if direction == "forward" else config.backward_params()
 
 
@@ -53,8 +57,8 @@ def _canonical(name, config, logical):
 
 
 def resolve(bundle, config, direction):
-    """(program name in the bundle, {logical name: bundle parameter name}) for `direction` ('forward' or
-    'backward'); InvalidBundleError when the bundle has no such program or its parameters do not match."""
+    """(program name in the bundle, {logical name: bundle parameter name}) for `direction` ('forward',
+    'forward_train' or 'backward'); InvalidBundleError when the bundle has no such program or its parameters do not match."""
     available = list(bundle.programs) + list(bundle.kernels)
     candidates = program_candidates(config, direction)
     program = next((c for c in candidates if c in available), None)

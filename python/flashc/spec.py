@@ -17,7 +17,7 @@ from .errors import InvalidArgumentError
 
 # Bump when the spec text or key scheme changes meaning, so old cache entries
 # are never picked up for a new meaning.
-KEY_VERSION = 2  # 2: the default backward form became "auto" (compiler-chosen)
+KEY_VERSION = 3  # 2: the default backward form became "auto" (compiler-chosen); 3: FFN training forward
 DEFAULT_ARCHS = ("sm_90a",)
 
 # Names of the programs and parameters the compiler gives a spec with one
@@ -25,6 +25,7 @@ DEFAULT_ARCHS = ("sm_90a",)
 ATTENTION_FORWARD = "attention0_forward"
 ATTENTION_BACKWARD = "attention0_backward"
 FFN_FORWARD = "ffn0_forward"
+FFN_FORWARD_TRAIN = "ffn0_forward_train"
 FFN_BACKWARD = "ffn0_backward"
 
 DTYPES = ("bf16", "f16")
@@ -306,13 +307,22 @@ class FfnConfig:
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text(), *self.compiler_flags))
 
     forward_program = FFN_FORWARD
+    forward_train_program = FFN_FORWARD_TRAIN
     backward_program = FFN_BACKWARD
 
     def output_names(self):
         return ("y",)
 
+    def saved_names(self):
+        """What the training forward saves for the backward, [M, h] each: pre = x·w1 + b1 and h = act(pre); gated
+        gate = x·w_gate, up = x·w_up and h = act(gate) * up."""
+        return ("gate", "up", "h") if self.gated else ("pre", "h")
+
     def forward_params(self):
         return self.input_names() + ("y",)
+
+    def forward_train_params(self):
+        return self.forward_params() + self.saved_names()
 
     def backward_params(self):
         grads = ["dx"]
@@ -321,4 +331,4 @@ class FfnConfig:
         else:
             grads += ["dw1"] + (["db1"] if self.has_b1 else [])
         grads += ["dw2"] + (["db2"] if self.has_b2 else [])
-        return self.input_names() + ("dy",) + tuple(grads)
+        return self.input_names() + self.saved_names() + ("dy",) + tuple(grads)

@@ -309,8 +309,10 @@ def _ffn_inputs(config, x, w1, b1, w2, b2, w_gate):
     return args
 
 
-def _ffn_forward(config, x, w1, b1, w2, b2, w_gate):
-    """(y [..., d_out], the inputs in the kernels' layout: x as [rows, d], w1, b1, w2, b2, w_gate)."""
+def _ffn_forward(config, x, w1, b1, w2, b2, w_gate, train=False):
+    """(y [..., d_out], the inputs in the kernels' layout: x as [rows, d], w1, b1, w2, b2, w_gate, and the saved
+    activations: train=True runs the training forward, which also writes what the backward reads
+    (config.saved_names(), [rows, h] each); else an empty tuple)."""
     lead = tuple(x.shape[:-1])
     # Any width: rows that are not whole 16 bytes (d, h or d_out such as 100, 1001, 77 in bf16) are padded
     # copies, outputs get padded row strides (_kernel_layout, _output).
@@ -321,16 +323,20 @@ def _ffn_forward(config, x, w1, b1, w2, b2, w_gate):
     w_gate = None if w_gate is None else _kernel_layout(w_gate, pad_rows=True)
     rows = x2.shape[0]
     y = _output((rows, config.d_out), x.dtype, x.device, pad_rows=True)
+    saved = tuple(_output((rows, config.d_hidden), x.dtype, x.device, pad_rows=True)
+                  for _ in config.saved_names()) if train else ()
     if rows > 0:
         args = _ffn_inputs(config, x2, w1, b1, w2, b2, w_gate)
         args["y"] = y
-        _run(config, "forward", x.device, args)
-    return y.reshape(lead + (config.d_out,)), (x2, w1, b1, w2, b2, w_gate)
+        args.update(zip(config.saved_names(), saved))
+        _run(config, "forward_train" if train else "forward", x.device, args)
+    return y.reshape(lead + (config.d_out,)), (x2, w1, b1, w2, b2, w_gate), saved
 
 
-def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, dy):
+def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, saved, dy):
     """(dx [*lead, d], dw1, db1, dw2, db2, dw_gate), None for an absent input; the inputs in the kernels' layout
-    (as _ffn_forward returns them). dw1 is the up projection's gradient of a gated FFN."""
+    and the saved activations (as _ffn_forward(train=True) returns them). dw1 is the up projection's gradient of a
+    gated FFN."""
     dev, dt = x2.device, x2.dtype
     grads = {"dx": _output(x2.shape, dt, dev, pad_rows=True), "dw2": _output(w2.shape, dt, dev, pad_rows=True)}
     if config.gated:
@@ -347,6 +353,7 @@ def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, dy):
             g.zero_()
     else:
         args = _ffn_inputs(config, x2, w1, b1, w2, b2, w_gate)
+        args.update(zip(config.saved_names(), saved))
         args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out), pad_rows=True)
         args.update(grads)
         _run(config, "backward", dev, args)
@@ -357,11 +364,16 @@ def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, dy):
 
 class _Ffn(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, w1, b1, w2, b2, w_gate, config):
-        y, saved = _ffn_forward(config, x, w1, b1, w2, b2, w_gate)
+    def forward(ctx, x, w1, b1, w2, b2, w_gate, config, train=None):
+        # The training forward (it saves the activations the backward reads) only when a gradient is wanted: ffn()
+        # decides it before apply, from the grad mode too (forward runs with grad mode off, and ctx.needs_input_grad
+        # is each input's requires_grad whatever the mode: under torch.no_grad() it would still say True).
+        if train is None:
+            train = any(ctx.needs_input_grad[:6])
+        y, inputs, saved = _ffn_forward(config, x, w1, b1, w2, b2, w_gate, train=train)
         ctx.config = config
         ctx.lead = tuple(x.shape[:-1])
-        ctx.save_for_backward(*saved)
+        ctx.save_for_backward(*inputs, *saved)
         ctx.set_materialize_grads(False)
         return y
 
@@ -369,8 +381,9 @@ class _Ffn(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
         if dy is None:  # y did not reach the loss
-            return (None,) * 7
-        return _ffn_backward(ctx.config, ctx.lead, *ctx.saved_tensors, dy) + (None,)
+            return (None,) * 8
+        tensors = ctx.saved_tensors
+        return _ffn_backward(ctx.config, ctx.lead, *tensors[:6], tensors[6:], dy) + (None, None)
 
 
 def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
@@ -389,7 +402,8 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     if w2 is None:
         raise InvalidArgumentError("flashc.ffn: w2 is required")
     if _use_ops(x):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
-        return torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, repr((activation,)))
+        train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w1, b1, w2, b2, w_gate))
+        return torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, repr((activation,)), train)[0]
 
     def make():
         infos = {}
@@ -403,7 +417,8 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     key = _signature((w1, b1, w2, b2, w_gate), ("ffn", x_sig, activation))
     key = key if x_sig is not None else None
     config = _memo_config(key, make)
-    return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config)
+    train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w1, b1, w2, b2, w_gate))
+    return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config, train)
 
 
 from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)

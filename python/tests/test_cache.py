@@ -17,7 +17,7 @@ from _support import BASIC_BUNDLE, EnvPatch, find_tool, python_env, requires_run
 
 import flashc
 from flashc import cache, configs, prebuild, programs
-from flashc.spec import AttentionConfig
+from flashc.spec import AttentionConfig, FfnConfig
 
 CONFIG = AttentionConfig("bf16", 2, 2, 64, causal=True)
 OTHER = AttentionConfig("bf16", 2, 2, 128)
@@ -314,6 +314,32 @@ class RealCompilerTest(unittest.TestCase):
             # Both programs exist and their parameters map onto what flashc.torch passes.
             programs.resolve(bundle, config, "forward")
             programs.resolve(bundle, config, "backward")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_ffn_bundles(self):
+        """An FFN bundle has the inference forward, the training forward and the backward, the saved activations
+        named as FfnConfig.saved_names in both of the last two (plain: pre, h; gated: gate, up, h)."""
+        if REAL_COMPILER is None:
+            skip_loudly("flashc compiler not built")
+            self.skipTest("flashc compiler not built")
+        tmp = tempfile.mkdtemp()
+        try:
+            for config in (FfnConfig("bf16", 64, 128, activation="gelu_tanh", has_b1=True, has_b2=True),
+                           FfnConfig("bf16", 64, 128, activation="silu", gated=True)):
+                with self.subTest(config=config.describe()):
+                    path = cache.compile_bundle(config, os.path.join(tmp, config.key), compiler=REAL_COMPILER,
+                                                timeout=600)
+                    bundle = flashc.Bundle(path)
+                    resolved = {d: programs.resolve(bundle, config, d)
+                                for d in ("forward", "forward_train", "backward")}
+                    self.assertEqual([program for program, _ in resolved.values()],
+                                     ["ffn", "ffn_forward_train", "ffn_backward"])
+                    for direction in ("forward_train", "backward"):
+                        mapping = resolved[direction][1]
+                        self.assertEqual({n: mapping[n] for n in config.saved_names()},
+                                         {n: n for n in config.saved_names()}, direction)
+                    self.assertFalse(set(config.saved_names()) & set(resolved["forward"][1]))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

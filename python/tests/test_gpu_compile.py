@@ -136,6 +136,37 @@ class CompileGpuTest(unittest.TestCase):
                              lambda ts: any_width(*ts, offset),
                              lambda ts, dtype: any_width_reference(*ts, offset, dtype), leaves)
 
+    def test_compiled_ffn_without_gradient_runs_the_inference_forward(self):
+        """torch.compile'd flashc.torch.ffn under torch.no_grad() launches the inference forward (train=False is a
+        constant of that graph), with inputs that require a gradient the training forward (grad mode is guarded: a
+        second graph); both give y within the error bound against float64."""
+        shapes = {"x": ((3, 50, 100), 1.0), "w1": ((100, 1001), 0.1), "b1": ((1001,), 0.1), "w2": ((1001, 77), 1 / 32),
+                  "b2": ((77,), 0.1)}
+        fn = lambda x, w1, b1, w2, b2: ft.ffn(x, w1, b1, w2, b2, activation="gelu_tanh")  # noqa: E731
+        compiled = torch.compile(fn, fullgraph=True, backend=self.backend)
+        leaves = list(self.leaves(shapes, seed=5).values())
+        launched, run = [], ft._run
+
+        def recording_run(config, direction, device, args):
+            launched.append(direction)
+            run(config, direction, device, args)
+
+        ft._run = recording_run
+        try:
+            with torch.no_grad():
+                y_inference = compiled(*leaves)
+            y_train = compiled(*leaves)
+        finally:
+            ft._run = run
+        self.assertEqual(launched, ["forward", "forward_train"])
+        self.assertFalse(y_inference.requires_grad)
+        self.assertTrue(y_train.requires_grad)
+        plain = [t.detach() for t in leaves]
+        ref = ffn_reference(*plain, activation="gelu_tanh", dtype=torch.float64)
+        low = ffn_reference(*plain, activation="gelu_tanh", dtype=torch.bfloat16).to(torch.bfloat16)
+        assert_close_to_reference(self, "compiled ffn under torch.no_grad()", y_inference, low, ref)
+        assert_close_to_reference(self, "compiled ffn (training forward)", y_train, low, ref)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -11,7 +11,7 @@ from flashc import configs
 try:
     import torch
     import flashc.torch as ft
-    from flashc.testing import ffn_reference
+    from flashc.testing import activation_fn, ffn_reference
     from _gpu import assert_close_to_reference, setup_gpu_suite
 except ImportError:
     pass
@@ -66,6 +66,19 @@ def check_against_reference(test, config, lead):
     for name, got, base, ref in zip(present, grads, g_lp, g64):
         test.assertEqual(got.shape, ref.shape, name)
         assert_close_to_reference(test, label + " d" + name, got, base, ref)
+
+
+def saved_reference(config, args, dtype):
+    """The activations the training forward saves (FfnConfig.saved_names), [rows, h] each, computed in `dtype`: pre =
+    x·w1 + b1 and h = act(pre); gated gate = x·w_gate, up = x·w_up (w1) and h = act(gate) * up."""
+    x, w1, b1, _, _, w_gate = [None if t is None else t.detach().to(dtype) for t in args]
+    x = x.reshape(-1, x.shape[-1])
+    act = activation_fn(config.activation)
+    if config.gated:
+        gate, up = x @ w_gate, x @ w1
+        return {"gate": gate, "up": up, "h": act(gate) * up}
+    pre = x @ w1 if b1 is None else x @ w1 + b1
+    return {"pre": pre, "h": act(pre)}
 
 
 def _nan_padded_view(t):
@@ -143,6 +156,71 @@ class FfnGpuTest(unittest.TestCase):
                     if padding is not None:
                         self.assertTrue(bool(torch.isnan(padding).all()),
                                         "%s: %s wrote past its width into the rows' padding" % (config.describe(), name))
+
+    def test_training_forward_saves_the_activations(self):
+        """The training forward (what flashc.torch.ffn runs when an input requires a gradient) writes y and the
+        activations the backward reads, [rows, h] each in x's dtype, every one within the error bound of the unfused
+        same-precision computation, and never past their width (padding stays poisoned); the inference forward
+        (torch.no_grad()) saves nothing and gives y within the same bound. Plain, gated, two-GEMM and any-width
+        configurations."""
+        for config in (configs.TEST_FFN[0], configs.TEST_FFN[4], configs.TEST_FFN[6], configs.TEST_FFN_ANY_WIDTH[0],
+                       configs.TEST_FFN_ANY_WIDTH[2]):
+            with self.subTest(config=config.describe()):
+                args = make_inputs(config, (3, 50), seed=21)
+                plain = [None if t is None else t.detach() for t in args]
+                label = config.describe()
+                y64 = ffn_reference(*plain[:5], activation=config.activation, w_gate=plain[5])
+                y_lp = ffn_reference(*plain[:5], activation=config.activation, w_gate=plain[5],
+                                     dtype=plain[0].dtype)
+                y, inputs, saved = ft._ffn_forward(config, *plain, train=True)
+                self.assertEqual(len(inputs), 6)
+                assert_close_to_reference(self, label + " y (training forward)", y, y_lp, y64)
+                self.assertEqual(len(saved), len(config.saved_names()))
+                want64, want_lp = saved_reference(config, args, torch.float64), saved_reference(config, args, y.dtype)
+                for name, t in zip(config.saved_names(), saved):
+                    self.assertEqual((tuple(t.shape), t.dtype), ((150, config.d_hidden), y.dtype), name)
+                    assert_close_to_reference(self, "%s saved %s" % (label, name), t, want_lp[name], want64[name])
+                    padding = _padding_of(t)
+                    if padding is not None:
+                        self.assertTrue(bool(torch.isnan(padding).all()),
+                                        "%s: the training forward wrote past the width of %s" % (label, name))
+                y_inference, _, nothing = ft._ffn_forward(config, *plain)
+                self.assertEqual(nothing, ())
+                assert_close_to_reference(self, label + " y (inference forward)", y_inference, y_lp, y64)
+                with torch.no_grad():
+                    y_no_grad = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation,
+                                       w_gate=args[5])
+                self.assertFalse(y_no_grad.requires_grad)
+                assert_close_to_reference(self, label + " y (torch.no_grad())", y_no_grad, y_lp, y64)
+
+    def test_backward_reads_the_saved_activations(self):
+        """The backward program reads h from the training forward instead of recomputing it: with the saved h
+        replaced by zeros, dW2 = hᵀ·dy is exactly zero while db2 (the column sums of dy) is unchanged; with the saved
+        activations as written, the gradients are those of flashc.torch.ffn's autograd within the error bound."""
+        for config in (configs.TEST_FFN[0], configs.TEST_FFN[4], configs.TEST_FFN_ANY_WIDTH[3]):
+            with self.subTest(config=config.describe()):
+                args = make_inputs(config, (77,), seed=31)
+                plain = [None if t is None else t.detach() for t in args]
+                y, inputs, saved = ft._ffn_forward(config, *plain, train=True)
+                torch.manual_seed(31)
+                dy = torch.randn_like(y)
+                _, g64 = reference(config, args, dy, torch.float64)
+                _, g_lp = reference(config, args, dy, y.dtype)
+                grads = ft._ffn_backward(config, (77,), *inputs, saved, dy)
+                order = {"x": 0, "w1": 1, "b1": 2, "w2": 3, "b2": 4, "w_gate": 5}
+                present = [n for n, t in zip(("x", "w1", "b1", "w2", "b2", "w_gate"), args) if t is not None]
+                for name, base, ref in zip(present, g_lp, g64):
+                    assert_close_to_reference(self, "%s d%s (saved activations)" % (config.describe(), name),
+                                              grads[order[name]], base, ref)
+                zero_h = ft._output(saved[-1].shape, saved[-1].dtype, saved[-1].device, pad_rows=True)
+                zero_h.zero_()
+                grads = ft._ffn_backward(config, (77,), *inputs, saved[:-1] + (zero_h,), dy)
+                torch.cuda.synchronize()
+                self.assertEqual(float(grads[3].abs().max()), 0.0, "dW2 with a zero saved h: the backward did not "
+                                                                  "read the saved h")
+                if config.has_b2:
+                    assert_close_to_reference(self, config.describe() + " db2 (zero saved h)", grads[4],
+                                              g_lp[present.index("b2")], g64[present.index("b2")])
 
     def test_directional_derivative(self):
         for config in (configs.TEST_FFN[0], configs.TEST_FFN[4], configs.TEST_FFN_PADDED[0]):

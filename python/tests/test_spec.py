@@ -101,7 +101,12 @@ class FfnSpecTest(unittest.TestCase):
                       "%w2: tensor<256x64xbf16>, %b2: tensor<64xbf16>) -> tensor<?x64xbf16>", c.spec_text())
         self.assertIn("%y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2 : (", c.spec_text())
         self.assertEqual(c.forward_params(), ("x", "w1", "b1", "w2", "b2", "y"))
-        self.assertEqual(c.backward_params(), ("x", "w1", "b1", "w2", "b2", "dy", "dx", "dw1", "db1", "dw2", "db2"))
+        # The training forward also writes what the backward reads: pre = x·w1 + b1 and h = act(pre).
+        self.assertEqual(c.saved_names(), ("pre", "h"))
+        self.assertEqual(c.forward_train_program, "ffn0_forward_train")
+        self.assertEqual(c.forward_train_params(), ("x", "w1", "b1", "w2", "b2", "y", "pre", "h"))
+        self.assertEqual(c.backward_params(), ("x", "w1", "b1", "w2", "b2", "pre", "h", "dy", "dx", "dw1", "db1",
+                                               "dw2", "db2"))
 
     def test_gated(self):
         c = FfnConfig("f16", 64, 128, d_out=32, activation="silu", gated=True, has_b2=True)
@@ -109,8 +114,10 @@ class FfnSpecTest(unittest.TestCase):
                       "tensor<64x128xf16>, tensor<64x128xf16>, tensor<128x32xf16>, tensor<32xf16>) -> "
                       "tensor<?x32xf16>", c.spec_text())
         self.assertEqual(c.forward_params(), ("x", "w_gate", "w_up", "w2", "b2", "y"))
-        self.assertEqual(c.backward_params(), ("x", "w_gate", "w_up", "w2", "b2", "dy", "dx", "dw_gate", "dw_up",
-                                               "dw2", "db2"))
+        self.assertEqual(c.saved_names(), ("gate", "up", "h"))
+        self.assertEqual(c.forward_train_params(), ("x", "w_gate", "w_up", "w2", "b2", "y", "gate", "up", "h"))
+        self.assertEqual(c.backward_params(), ("x", "w_gate", "w_up", "w2", "b2", "gate", "up", "h", "dy", "dx",
+                                               "dw_gate", "dw_up", "dw2", "db2"))
 
     def test_bad_configs(self):
         with self.assertRaisesRegex(InvalidArgumentError, "activation must be one of gelu_tanh, gelu_erf, silu, relu"):
@@ -141,7 +148,7 @@ class KeyTest(unittest.TestCase):
         # Bundles are carried between machines by key: the key of a configuration must not drift silently.
         # (If the spec text changes on purpose, bump spec.KEY_VERSION and update this value.)
         self.assertRegex(AttentionConfig("bf16", 16, 16, 128, causal=True).key, r"^attn_bf16_h16kv16_d128_causal_[0-9a-f]{12}$")
-        self.assertEqual(AttentionConfig("bf16", 16, 16, 128, causal=True).key, "attn_bf16_h16kv16_d128_causal_803c8975438b")
+        self.assertEqual(AttentionConfig("bf16", 16, 16, 128, causal=True).key, "attn_bf16_h16kv16_d128_causal_eee2f65cd550")
 
     def test_backward_form(self):
         auto = AttentionConfig("bf16", 2, 2, 128, causal=True)

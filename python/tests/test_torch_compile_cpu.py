@@ -6,6 +6,7 @@ function gives the eager outputs and gradients. The real ops run on CPU float64 
 stand-in bundle (the float64 reference as 'kernels'); flashc.torch._info is patched to describe the tensors as
 bfloat16 on cuda:0, so that flashc.validate's checks run as on a GPU."""
 
+import contextlib
 import unittest
 
 from _support import HAVE_TORCH, requires_torch
@@ -16,6 +17,7 @@ if HAVE_TORCH:
     import torch
     import flashc.torch as ft
     from flashc import cache
+    from flashc.spec import FfnConfig
     from flashc.testing import attention_reference, ffn_reference
     from test_torch_cpu import FakeBundle
 
@@ -30,7 +32,10 @@ class RegisteredOpsTest(unittest.TestCase):
                 self.assertTrue(hasattr(torch.ops.flashc, name), "torch.ops.flashc.%s" % name)
         schema = str(torch.ops.flashc.attention_fwd.default._schema)
         self.assertRegex(schema, r"str options, (SymInt|int)\? key_offset")
-        self.assertIn("Tensor? b1", str(torch.ops.flashc.ffn_fwd.default._schema))
+        ffn_fwd = str(torch.ops.flashc.ffn_fwd.default._schema)
+        self.assertIn("Tensor? b1", ffn_fwd)
+        self.assertRegex(ffn_fwd, r"str options, bool train\) -> \(Tensor, Tensor, Tensor, Tensor\)")
+        self.assertIn("Tensor[] saved, str options", str(torch.ops.flashc.ffn_bwd.default._schema))
 
     def test_fakes_give_the_real_layouts(self):
         """On fake CUDA tensors (no GPU needed): o and lse (float32 [B, H, Sq]) contiguous; FFN outputs and
@@ -54,7 +59,19 @@ class RegisteredOpsTest(unittest.TestCase):
             self.assertEqual((tuple(y.shape), y.stride()), ((3, 5, 77), (400, 80, 1)))
             self.assertEqual(y.stride(), ft._output((15, 77), torch.bfloat16, "cpu", pad_rows=True)
                              .reshape(3, 5, 77).stride())
-            grads = torch.ops.flashc.ffn_bwd(y, x, w1, b1, w2, b2, None, repr(("gelu_tanh",)))
+            options = repr(("gelu_tanh",))
+            # The inference forward (train=False) saves nothing: three empty slots after y.
+            outs = torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, None, options, False)
+            self.assertEqual([tuple(t.shape) for t in outs], [(3, 5, 77), (0,), (0,), (0,)])
+            # The training forward: pre and h [rows, h] with padded rows, the third slot (gated: h) empty.
+            y, *saved = torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, None, options, True)
+            self.assertEqual((tuple(y.shape), y.stride()), ((3, 5, 77), (400, 80, 1)))
+            self.assertEqual([(tuple(t.shape), t.stride(), t.dtype) for t in saved],
+                             [((15, 1001), (1008, 1), torch.bfloat16)] * 2 + [((0,), (1,), torch.bfloat16)])
+            wg = torch.empty(100, 1001, **bf)
+            _, *gated = torch.ops.flashc.ffn_fwd(x, w1, None, w2, b2, wg, repr(("silu",)), True)
+            self.assertEqual([(tuple(t.shape), t.stride()) for t in gated], [((15, 1001), (1008, 1))] * 3)
+            grads = torch.ops.flashc.ffn_bwd(y, x, w1, b1, w2, b2, None, saved, options)
             self.assertEqual([(tuple(g.shape), g.stride()) for g in grads],
                              [((3, 5, 100), (520, 104, 1)), ((100, 1001), (1008, 1)), ((1001,), (1,)),
                               ((1001, 77), (80, 1)), ((77,), (1,))])
@@ -74,7 +91,7 @@ class RegisteredOpsTest(unittest.TestCase):
                 ft.ffn(x, torch.empty(64, 128, dtype=torch.bfloat16, device="cuda"),
                        w2=torch.empty(128, 64, dtype=torch.bfloat16, device="cuda"), activation="tanh")
             with self.assertRaisesRegex(flashc.InvalidArgumentError, "not Python literals"):
-                torch.ops.flashc.ffn_fwd(x, x, None, x, None, None, "object()")
+                torch.ops.flashc.ffn_fwd(x, x, None, x, None, None, "object()", False)
 
 
 @requires_torch
@@ -137,11 +154,87 @@ class OpcheckTest(StandInTest):
                 (f(8), f(8, 16), None, f(16, 8), None, None, "relu")):
             with self.subTest(x=tuple(x.shape), gated=w_gate is not None):
                 options = repr((activation,))
-                self.opcheck(torch.ops.flashc.ffn_fwd.default, (x, w1, b1, w2, b2, w_gate, options))
-                y = torch.ops.flashc.ffn_fwd(x, w1, b1, w2, b2, w_gate, options)
-                args = (torch.randn_like(y),) + tuple(None if t is None else t.detach()
-                                                      for t in (x, w1, b1, w2, b2, w_gate)) + (options,)
+                inputs = (x, w1, b1, w2, b2, w_gate)
+                detached = tuple(None if t is None else t.detach() for t in inputs)
+                # The training forward (with the autograd checks: inputs that require a gradient), and the inference
+                # forward, whose inputs need none (it saves nothing to differentiate).
+                self.opcheck(torch.ops.flashc.ffn_fwd.default, inputs + (options, True))
+                self.opcheck(torch.ops.flashc.ffn_fwd.default, detached + (options, False))
+                y, *saved = torch.ops.flashc.ffn_fwd(*detached, options, True)
+                args = (torch.randn_like(y),) + detached + (saved, options)
                 self.opcheck(torch.ops.flashc.ffn_bwd.default, args)
+
+    def test_ffn_backward_of_an_inference_forward_is_refused(self):
+        """ffn_fwd(train=False) keeps nothing for a backward: asking one of it raises flashc's error, not a launch
+        with missing arguments."""
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        x, w1, w2 = f(4, 8), f(8, 16), f(16, 8)
+        y = torch.ops.flashc.ffn_fwd(x, w1, None, w2, None, None, repr(("relu",)), False)[0]
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "ran the inference forward"):
+            y.sum().backward()
+
+
+@requires_torch
+class OpPathTrainingTest(StandInTest):
+    """flashc.torch.ffn through the custom ops (as under torch.compile; forced here with _use_ops): inputs that
+    require a gradient run the training forward and the backward gets the saved activations it wrote; without a
+    gradient (none required, or torch.no_grad()) the inference forward runs and nothing is saved."""
+
+    def setUp(self):
+        super().setUp()
+        real = ft._use_ops
+        ft._use_ops = lambda t: True
+        self.addCleanup(setattr, ft, "_use_ops", real)
+
+    def calls(self):
+        (fake,) = self.fakes.values()
+        return fake, [c[:2] for c in fake.calls]
+
+    def test_training_forward_and_backward(self):
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        for args, activation in (((f(2, 3, 7), f(7, 13), f(13), f(13, 5), f(5), None), "gelu_tanh"),
+                                 ((f(5, 8), f(8, 16), None, f(16, 8), f(8), f(8, 16)), "silu")):
+            with self.subTest(gated=args[5] is not None):
+                self.fakes.clear()
+                ft._resolved.clear()
+                x, w1, b1, w2, b2, w_gate = args
+                y = ft.ffn(x, w1, b1, w2, b2, activation=activation, w_gate=w_gate)
+                fake, calls = self.calls()
+                config = fake.config
+                self.assertEqual(calls, [(config.forward_train_program, "forward_train")])
+                dy = torch.randn_like(y)
+                leaves = [t for t in args if t is not None]
+                grads = torch.autograd.grad(y, leaves, dy)
+                fake, calls = self.calls()
+                self.assertEqual(calls, [(config.forward_train_program, "forward_train"),
+                                         (config.backward_program, "backward")])
+                forward, backward = fake.calls[0][2], fake.calls[1][2]
+                rows = x.numel() // x.shape[-1]
+                for n in config.saved_names():
+                    self.assertEqual(tuple(forward[n].shape), (rows, config.d_hidden), n)
+                    self.assertEqual((backward[n].data_ptr(), backward[n].stride()),
+                                     (forward[n].data_ptr(), forward[n].stride()), n)
+                copies = [None if t is None else t.detach().clone().requires_grad_() for t in args]
+                y_ref = ffn_reference(*copies[:5], activation=activation, w_gate=copies[5])
+                self.assertTrue(torch.allclose(y, y_ref))
+                for g, r in zip(grads, torch.autograd.grad(y_ref, [c for c in copies if c is not None], dy)):
+                    self.assertTrue(torch.allclose(g, r))
+
+    def test_no_gradient_runs_the_inference_forward(self):
+        base = [torch.randn(*s, dtype=torch.float64) for s in ((4, 8), (8, 16), (16, 8))]
+        for label, requires_grad, mode in (("no input requires grad", False, contextlib.nullcontext),
+                                           ("torch.no_grad()", True, torch.no_grad)):
+            with self.subTest(label):
+                self.fakes.clear()
+                ft._resolved.clear()
+                x, w1, w2 = (t.clone().requires_grad_(requires_grad) for t in base)
+                with mode():
+                    y = ft.ffn(x, w1, w2=w2, activation="relu")
+                self.assertFalse(y.requires_grad)
+                fake, calls = self.calls()
+                self.assertEqual(calls, [(fake.config.forward_program, "forward")])
+                self.assertTrue(torch.allclose(y, ffn_reference(x.detach(), w1.detach(), w2=w2.detach(),
+                                                                activation="relu")))
 
 
 @requires_torch
@@ -193,6 +286,25 @@ class CompileTest(StandInTest):
                    if n.op == "call_function"]
         self.assertEqual([t for t in targets if t.startswith("flashc.")],
                          ["flashc.attention_fwd", "flashc.ffn_fwd", "flashc.ffn_fwd"])
+        # Inputs that require a gradient: both FFNs trace the training forward (train=True, a constant of the graph).
+        trains = [n.args[7] for g in explain.graphs for n in g.graph.nodes
+                  if n.op == "call_function" and str(n.target).startswith("flashc.ffn_fwd")]
+        self.assertEqual(trains, [True, True])
+
+    def test_compiled_without_gradient_runs_the_inference_forward(self):
+        """Under torch.no_grad() the compiled model's FFNs run the inference forward (no training forward, no
+        saved activations, no backward), with the eager outputs."""
+        compiled = torch.compile(self.model, fullgraph=True, backend="aot_eager")
+        args = self.inputs()
+        with torch.no_grad():
+            got = compiled(*args)
+            want = self.model(*[t.detach() for t in args])
+        for g, w in zip(got, want):
+            self.assertTrue(torch.allclose(g, w))
+        ffn_calls = [c[:2] for fake in self.fakes.values() if isinstance(fake.config, FfnConfig)
+                     for c in fake.calls]
+        self.assertTrue(ffn_calls)
+        self.assertEqual({d for _, d in ffn_calls}, {"forward"})
 
     def test_compiled_matches_eager_and_reference(self):
         for backend in ("eager", "aot_eager"):

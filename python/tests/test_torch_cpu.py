@@ -1,7 +1,9 @@
 """flashc.torch without a GPU: argument errors through the public functions, and the autograd plumbing
-(argument names, output shapes, saved log-sum-exp, gradient routing for GQA, biases and gated FFNs, strided
-inputs, output poisoning) checked against a stand-in bundle whose 'kernels' are the float64 reference."""
+(argument names, output shapes, saved log-sum-exp, the FFN's training forward and the activations it saves for
+the backward, gradient routing for GQA, biases and gated FFNs, strided inputs, output poisoning) checked against a
+stand-in bundle whose 'kernels' are the float64 reference."""
 
+import contextlib
 import os
 import unittest
 
@@ -13,7 +15,7 @@ if HAVE_TORCH:
     import torch
     import flashc.torch as ft
     from flashc import cache, programs
-    from flashc.testing import attention_reference, ffn_reference
+    from flashc.testing import activation_fn, attention_reference, ffn_reference
     from flashc.spec import AttentionConfig, FfnConfig
 
 
@@ -22,25 +24,36 @@ if HAVE_TORCH:
 
 
 class FakeBundle:
-    """Implements the programs flashc.torch launches with the reference math, on CPU tensors."""
+    """Implements the programs flashc.torch launches with the reference math, on CPU tensors. An FFN bundle has three
+    programs, as the compiler writes them: the inference forward, the training forward (y and the activations the
+    backward reads: FfnConfig.saved_names) and the backward (which checks that those activations are this call's)."""
 
     def __init__(self, config, test, compiler_names=False):
         self.config, self.test = config, test
         self.path = "<fake %s>" % config.key
         self.kernels = []
-        self.launches = []
+        self.launches = []  # (program, sorted parameter names) per launch
+        self.calls = []  # (program, direction, {logical name: tensor or scalar}) per launch
         self.names = {}  # program -> parameter names, in the bundle's spelling
+        self.directions = {}  # program -> forward, forward_train or backward
         attention = isinstance(config, AttentionConfig)
         if compiler_names:  # as flash-tile / flash-generate-backward name them
             func = "attention" if attention else "ffn"
             ins = ["input%d" % i for i in range(len(config.input_names()))]
             self.names[func] = ins + ["result0", "result1"] if attention else ins + ["result0"]
+            self.directions[func] = "forward"
+            if not attention:  # flash-tile's training form of the clone @ffn_forward_train: saved activations last
+                self.names[func + "_forward_train"] = ins + ["result0"] + list(config.saved_names())
+                self.directions[func + "_forward_train"] = "forward_train"
             rename = {"o": "out", "do": "d_out"}
             self.names[func + "_backward"] = [rename.get(n, "d_" + n[1:] if n.startswith("d") and n != "do" else n)
                                               for n in config.backward_params()]
+            self.directions[func + "_backward"] = "backward"
         else:
-            self.names[config.forward_program] = list(config.forward_params())
-            self.names[config.backward_program] = list(config.backward_params())
+            for direction in ("forward", "backward") if attention else ("forward", "forward_train", "backward"):
+                program = programs.program_candidates(config, direction)[0]
+                self.names[program] = list(programs.logical_params(config, direction))
+                self.directions[program] = direction
         self.programs = list(self.names)
 
     def params(self, name):
@@ -49,13 +62,16 @@ class FakeBundle:
     def launch(self, name, stream=None, **args):
         self.launches.append((name, sorted(args)))
         self.test.assertEqual(sorted(args), sorted(self.names[name]))
-        forward = name == self.programs[0]
-        direction = "forward" if forward else "backward"
+        direction = self.directions[name]
         _, mapping = programs.resolve(self, self.config, direction)
         args = {logical: args[actual] for logical, actual in mapping.items()}
-        name = self.config.forward_program if forward else self.config.backward_program
-        outputs = {"o", "lse", "y"} if forward else {"dq", "dk", "dv", "dx", "dw1", "db1", "dw2", "db2", "dw_gate",
-                                                     "dw_up"}
+        self.calls.append((name, direction, dict(args)))
+        name = getattr(self.config, direction + "_program")  # the program's flashc name, whatever its spelling
+        saved = () if isinstance(self.config, AttentionConfig) else self.config.saved_names()
+        if direction == "backward":
+            outputs = {"dq", "dk", "dv", "dx", "dw1", "db1", "dw2", "db2", "dw_gate", "dw_up"}
+        else:
+            outputs = {"o", "lse", "y"} | (set(saved) if direction == "forward_train" else set())
         for n, t in args.items():
             if n == "key_offset":  # the one scalar (AttentionConfig.key_offset): a Python int
                 self.test.assertTrue(self.config.key_offset and type(t) is int, "key_offset %r" % (t,))
@@ -92,21 +108,46 @@ class FakeBundle:
         a["dk"].copy_(dk)
         a["dv"].copy_(dv)
 
+    def _ffn_saved(self, inputs):
+        """The activations the training forward saves (FfnConfig.saved_names), from the float64 inputs."""
+        c = self.config
+        act = activation_fn(c.activation)
+        x = inputs["x"]
+        if c.gated:
+            gate, up = x @ inputs["w_gate"], x @ inputs["w1"]
+            return {"gate": gate, "up": up, "h": act(gate) * up}
+        pre = x @ inputs["w1"]
+        if "b1" in inputs:
+            pre = pre + inputs["b1"]
+        return {"pre": pre, "h": act(pre)}
+
     def _ffn(self, name, a):
         c = self.config
         if c.gated:
             names = dict(w1="w_up", w_gate="w_gate")
         else:
             names = dict(w1="w1", b1="b1")
-        inputs = {k: a[v].detach().double().requires_grad_() for k, v in names.items() if v in a}
-        inputs["x"] = a["x"].detach().double().requires_grad_()
-        inputs["w2"] = a["w2"].detach().double().requires_grad_()
+        # Autograd for the backward only (a forward may run under torch.inference_mode(), on inference tensors).
+        grad = name == c.backward_program
+        inputs = {k: a[v].detach().double().requires_grad_(grad) for k, v in names.items() if v in a}
+        inputs["x"] = a["x"].detach().double().requires_grad_(grad)
+        inputs["w2"] = a["w2"].detach().double().requires_grad_(grad)
         if "b2" in a:
-            inputs["b2"] = a["b2"].detach().double().requires_grad_()
+            inputs["b2"] = a["b2"].detach().double().requires_grad_(grad)
         y = ffn_reference(activation=c.activation, **inputs)
-        if name == c.forward_program:
+        if name in (c.forward_program, c.forward_train_program):
             a["y"].copy_(y)
+            if name == c.forward_train_program:
+                for n, t in self._ffn_saved(inputs).items():
+                    a[n].copy_(t)
             return
+        # The backward reads the activations the training forward saved (it recomputes nothing): they must be this
+        # call's, [rows, h] each.
+        tol = {} if a["x"].dtype == torch.float64 else dict(rtol=2e-2, atol=2e-2)
+        rows = a["x"].shape[0]
+        for n, t in self._ffn_saved(inputs).items():
+            self.test.assertEqual(tuple(a[n].shape), (rows, c.d_hidden), n)
+            self.test.assertTrue(torch.allclose(a[n].double(), t.detach(), **tol), "saved %s is not this call's" % n)
         keys = sorted(inputs)
         grads = torch.autograd.grad(y, [inputs[k] for k in keys], a["dy"].double())
         grad_names = dict(x="dx", w2="dw2", b2="db2", b1="db1", w_gate="dw_gate", w1="dw_up" if c.gated else "dw1")
@@ -281,8 +322,14 @@ class PlumbingTest(unittest.TestCase):
         ffn_config = FfnConfig("bf16", 8, 16, activation="gelu_tanh", has_b1=True, has_b2=True)
         f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
         self.check_ffn(ffn_config, f(5, 8), f(8, 16), f(16), f(16, 8), f(8), None)
-        self.assertEqual(self.fakes[ffn_config.key].launches[1][0], "ffn_backward")
-        self.assertIn("d_w1", self.fakes[ffn_config.key].launches[1][1])
+        launches = self.fakes[ffn_config.key].launches
+        # Inputs that require a gradient: the training forward (flash-generate-backward's clone @ffn_forward_train,
+        # its saved activations named pre and h), then the backward, which reads them.
+        self.assertEqual(launches[0], ("ffn_forward_train", sorted(["input0", "input1", "input2", "input3", "input4",
+                                                                    "result0", "pre", "h"])))
+        self.assertEqual(launches[1][0], "ffn_backward")
+        self.assertIn("d_w1", launches[1][1])
+        self.assertLessEqual({"pre", "h"}, set(launches[1][1]))
 
     def test_attention_row_without_keys_and_empty_sizes(self):
         config = AttentionConfig("bf16", 2, 2, 8, causal=True)
@@ -310,17 +357,114 @@ class PlumbingTest(unittest.TestCase):
         y = ft._Ffn.apply(x, w1, b1, w2, b2, w_gate, config)
         dy = torch.randn_like(y)
         y.backward(dy)
-        leaves = [t for t in (x, w1, b1, w2, b2, w_gate) if t is not None]
-        refs = [t.detach().clone().requires_grad_() for t in leaves]
-        it = iter(refs)
-        args = [None if t is None else next(it) for t in (x, w1, b1, w2, b2, w_gate)]
-        y_ref = ffn_reference(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])
-        y_ref.backward(dy)
+        self.assert_ffn_matches_reference((x, w1, b1, w2, b2, w_gate), config.activation, y, dy)
+
+    def assert_ffn_matches_reference(self, args, activation, y, dy):
+        """y, and the .grad of each of args (x, w1, b1, w2, b2, w_gate) that requires a gradient after
+        y.backward(dy), against the float64 reference."""
+        leaves = [t for t in args if t is not None and t.requires_grad]
+        copies = [None if t is None else t.detach().clone().requires_grad_(t.requires_grad) for t in args]
+        y_ref = ffn_reference(copies[0], copies[1], copies[2], copies[3], copies[4], activation=activation,
+                              w_gate=copies[5])
         self.assertEqual(y.shape, y_ref.shape)
         self.assertTrue(torch.allclose(y, y_ref))
-        for t, r in zip(leaves, refs):
+        if dy is None:
+            return
+        y_ref.backward(dy)
+        for t, r in zip(leaves, [c for c in copies if c is not None and c.requires_grad]):
             self.assertEqual(t.grad.shape, t.shape)
             self.assertTrue(torch.allclose(t.grad, r.grad))
+
+    def describe_as_gpu(self):
+        """Let flashc.torch.ffn itself (its configuration from flashc.validate) take these CPU float64 tensors: _info
+        describes them as bfloat16 on cuda:0, as test_torch_compile_cpu does; undone at the end of the test."""
+        real_info = ft._info
+        ft._info = lambda *args: real_info(*args)._replace(dtype="torch.bfloat16", device="cuda:0")
+        ft._configs.clear()
+
+        def restore():
+            ft._info = real_info
+            ft._configs.clear()
+        self.addCleanup(restore)
+
+    def test_ffn_training_forward_saves_what_the_backward_reads(self):
+        """flashc.torch.ffn with an input that requires a gradient runs the training forward, which writes y and the
+        activations the backward reads (pre and h; gated gate, up and h), [rows, h] each; the backward program gets
+        those very tensors (it recomputes nothing; the stand-in checks their values are this call's), and y and the
+        gradients follow the reference. Also when only a weight requires a gradient."""
+        self.describe_as_gpu()
+        f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
+        no_grad = lambda *s: torch.randn(*s, dtype=torch.float64)
+        cases = (("gelu_erf", (f(2, 3, 8), f(8, 16), f(16), f(16, 4), f(4), None), ("pre", "h")),
+                 ("silu", (f(5, 8), f(8, 16), None, f(16, 8), f(8), f(8, 16)), ("gate", "up", "h")),
+                 ("relu", (no_grad(4, 8), no_grad(8, 16), None, f(16, 8), None, None), ("pre", "h")),
+                 ("gelu_tanh", (f(6, 7), f(7, 13), f(13), f(13, 5), f(5), None), ("pre", "h")))  # rows padded
+        for activation, args, saved_names in cases:
+            with self.subTest(activation=activation, x=tuple(args[0].shape)):
+                self.fakes.clear()
+                ft._resolved.clear()
+                x, w1, b1, w2, b2, w_gate = args
+                y = ft.ffn(x, w1, b1, w2, b2, activation=activation, w_gate=w_gate)
+                self.assertTrue(y.requires_grad)
+                (fake,) = self.fakes.values()
+                config = fake.config
+                self.assertEqual(config.saved_names(), saved_names)
+                rows = x.numel() // x.shape[-1]
+                self.assertEqual([c[:2] for c in fake.calls], [(config.forward_train_program, "forward_train")])
+                forward = fake.calls[0][2]
+                for n in saved_names:
+                    self.assertEqual(tuple(forward[n].shape), (rows, config.d_hidden), n)
+                    self.assertEqual(forward[n].dtype, x.dtype, n)
+                    self.assertEqual(forward[n].stride(0), ft._padded_width(config.d_hidden, x.dtype), n)
+                dy = torch.randn_like(y)
+                y.backward(dy)
+                self.assertEqual([c[:2] for c in fake.calls], [(config.forward_train_program, "forward_train"),
+                                                               (config.backward_program, "backward")])
+                backward = fake.calls[1][2]
+                for n in saved_names:
+                    got, want = backward[n], forward[n]
+                    self.assertEqual((got.data_ptr(), tuple(got.shape), got.stride()),
+                                     (want.data_ptr(), tuple(want.shape), want.stride()),
+                                     "the backward's %s is not the tensor the training forward wrote" % n)
+                self.assert_ffn_matches_reference(args, activation, y, dy)
+
+    def test_ffn_without_a_gradient_runs_the_inference_forward(self):
+        """No input requiring a gradient, or a call under torch.no_grad() / torch.inference_mode() (inputs that do
+        require one: a module's weights in evaluation), runs the inference forward: the plain program, no saved
+        activation written or kept, the reference's y."""
+        self.describe_as_gpu()
+        base = [torch.randn(*s, dtype=torch.float64) for s in ((2, 3, 8), (8, 16), (16,), (16, 4), (4,))] + [None]
+        for label, requires_grad, mode in (("no input requires grad", False, contextlib.nullcontext),
+                                           ("torch.no_grad()", True, torch.no_grad),
+                                           ("torch.inference_mode()", True, torch.inference_mode)):
+            with self.subTest(label):
+                self.fakes.clear()
+                ft._resolved.clear()
+                args = [None if t is None else t.clone().requires_grad_(requires_grad) for t in base]
+                with mode():
+                    y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation="gelu_erf")
+                self.assertFalse(y.requires_grad)
+                (fake,) = self.fakes.values()
+                config = fake.config
+                self.assertEqual([c[:2] for c in fake.calls], [(config.forward_program, "forward")])
+                self.assertFalse(set(config.saved_names()) & set(fake.calls[0][2]))
+                self.assert_ffn_matches_reference(args, "gelu_erf", y, None)
+        # The launch path itself: train=False allocates and returns no saved activation, train=True one [rows, h]
+        # tensor per FfnConfig.saved_names (row strides padded to 16 bytes).
+        config = FfnConfig("bf16", 8, 13, d_out=4, activation="relu", has_b1=True, has_b2=True)
+        x, w1, b1, w2, b2 = (torch.randn(*s, dtype=torch.float64) for s in ((2, 3, 8), (8, 13), (13,), (13, 4), (4,)))
+        self.fakes.clear()
+        ft._resolved.clear()
+        y, inputs, saved = ft._ffn_forward(config, x, w1, b1, w2, b2, None)
+        self.assertEqual((saved, len(inputs), tuple(y.shape)), ((), 6, (2, 3, 4)))
+        y, inputs, saved = ft._ffn_forward(config, x, w1, b1, w2, b2, None, train=True)
+        self.assertEqual([(tuple(t.shape), t.stride()) for t in saved], [((6, 13), (14, 1))] * 2)
+        self.assertEqual([c[:2] for c in self.fakes[config.key].calls],
+                         [(config.forward_program, "forward"), (config.forward_train_program, "forward_train")])
+        dx, dw1, db1, dw2, db2, dw_gate = ft._ffn_backward(config, (2, 3), *inputs, saved, torch.randn_like(y))
+        self.assertEqual([tuple(g.shape) for g in (dx, dw1, db1, dw2, db2)], [(2, 3, 8), (8, 13), (13,), (13, 4), (4,)])
+        self.assertIsNone(dw_gate)
+        self.assertIs(self.fakes[config.key].calls[2][2]["h"], saved[1])
 
     def test_ffn_plain_with_biases_and_3d_input(self):
         config = FfnConfig("bf16", 8, 16, d_out=4, activation="gelu_erf", has_b1=True, has_b2=True)
@@ -356,10 +500,15 @@ class PlumbingTest(unittest.TestCase):
             if len(shape) >= 2:
                 self.assertTrue(all(s * 8 % 16 == 0 for s in stride[:-1]), "%s %s: strides %s" % (program, name, stride))
                 self.assertEqual(stride[-1], 1)
-        x_shape, x_stride = seen[(config.forward_program, "x")]
+        # (Inputs that require a gradient: the training forward.)
+        x_shape, x_stride = seen[(config.forward_train_program, "x")]
         self.assertEqual((x_shape, x_stride), ((6, 7), (8, 1)))
-        y_shape, y_stride = seen[(config.forward_program, "y")]
+        y_shape, y_stride = seen[(config.forward_train_program, "y")]
         self.assertEqual((y_shape, y_stride), ((6, 5), (6, 1)))
+        # The saved activations [rows, h]: written padded by the training forward, read as such by the backward.
+        for program in (config.forward_train_program, config.backward_program):
+            for n in config.saved_names():
+                self.assertEqual(seen[(program, n)], ((6, 13), (14, 1)), (program, n))
 
     def test_kernel_layout_pads_rows_only_when_asked(self):
         t = torch.arange(3 * 1001, dtype=torch.float32).reshape(3, 1001).to(torch.bfloat16)

@@ -48,13 +48,10 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
   return %y : tensor<?x1024xbf16>
 }
 
-// The down projection (+ b2, no activation) is the same code as the
-// backward's pre-activation GEMM (x·W1 + b1), so it is printed once, under
-// that kernel's name, before the forward's kernels.
-// CHECK-LABEL: flashc_ffn_ffn_bwd_pre(
-// CHECK: add_bias({{.*}}, vector_view<bf16>(
-// CHECK-NOT: activation<
-// CHECK: store_tile<kThreads>(
+// The backward's hidden kernel reads the pre-activation the training forward
+// saved and writes dpre only (h was saved too).
+// CHECK-LABEL: flashc_ffn_ffn_bwd_hidden(const flashc::TensorArg dy, const flashc::TensorArg w2, const flashc::TensorArg pre, const flashc::TensorArg dpre)
+// CHECK: activation_grad<Act::GeluTanh>(
 // CHECK-LABEL: flashc_ffn_ffn_up(
 // The K loop: x and W1 tiles pipelined, f32 accumulation.
 // CHECK: for (int
@@ -64,6 +61,15 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // CHECK: activation<Act::GeluTanh, true>(
 // CHECK: convert(
 // CHECK: store_tile<kThreads>(
+// The training forward's up projection (save_pre) stores the pre-activation
+// x·W1 + b1 before the activation, then h.
+// CHECK-LABEL: flashc_ffn_forward_train_ffn_up(const flashc::TensorArg x, const flashc::TensorArg w1, const flashc::TensorArg b1, const flashc::TensorArg pre, const flashc::TensorArg h)
+// CHECK: add_bias([[ACC:.+]], vector_view<bf16>(b1), col0, N);
+// CHECK-NEXT: RegTile16<bf16, 128, 128, kWarps> pre16;
+// CHECK-NEXT: convert(pre16, [[ACC]]);
+// CHECK-NEXT: store_tile<kThreads>(matrix_view<bf16>(pre), row0, col0, M, N, pre16);
+// CHECK: activation<Act::GeluTanh, true>(
+// CHECK: store_tile<kThreads>(matrix_view<bf16>(h), row0, col0, M, N, c16);
 
 // PLAN-LABEL: tile.kernel @ffn_ffn_bwd_db2
 // PLAN-SAME: strategy = #tile.strategy<mma_sync_sm80>

@@ -138,33 +138,24 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 
 // -----
 
-// FFN backward: the pre-activation again as a plain GEMM (pre = x·W1 + b1),
-// then dh = dy·W2ᵀ with h = act(pre) and dpre = dh ∘ act'(pre) in its
-// epilogue, then GEMMs with transposed operands and column sums for the bias
-// gradients. The weight gradients have one output tile each, so their
-// contraction over the M rows is split in slices of 4096 over grid z
-// (gemm_split_k), added atomically into a zeroed f32 workspace, then
-// converted (convert_f32).
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_pre(
-// CHECK-SAME: role = gemm, activation = identity
-// CHECK-SAME: bias1 = true
-// CHECK: tile.add_bias
-// CHECK-NOT: tile.activation
-// CHECK: tile.store %{{.*}}, %arg3
+// FFN backward: it reads what the training forward saved (pre = x·W1 + b1
+// and h = act(pre)): dh = dy·W2ᵀ with dpre = dh ∘ act'(pre) in its epilogue,
+// then GEMMs with transposed operands and column sums for the bias gradients.
+// The weight gradients have one output tile each, so their contraction over
+// the M rows is split in slices of 4096 over grid z (gemm_split_k), added
+// atomically into a zeroed f32 workspace, then converted (convert_f32).
 // dh = dy·W2ᵀ; the pre tile is loaded before the product loop.
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
 // CHECK-SAME: role = ffn_backward_hidden, activation = gelu_tanh, transpose_a = false, transpose_b = true
 // CHECK: %[[PRE_SMEM:.*]] = tile.load %arg2
 // CHECK: scf.for
 // CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_b
-// dpre = dh ∘ act'(pre), pre read in the element type (f32 here)
+// dpre = dh ∘ act'(pre), pre read in the element type (f32 here); nothing else stored
 // CHECK: %[[PRE16:.*]] = tile.convert %[[PRE_SMEM]]
 // CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE16]]
-// CHECK: tile.store %{{.*}}, %arg4
-// h = act(pre), from the shared tile again
-// CHECK: %[[PRE:.*]] = tile.convert %[[PRE_SMEM]]
-// CHECK: tile.activation gelu_tanh %[[PRE]] :
 // CHECK: tile.store %{{.*}}, %arg3
+// CHECK-NOT: tile.store
+// CHECK: tile.return
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
 // CHECK-SAME: #tile.grid<ceildiv(arg0[0], 4096)>
 // CHECK-SAME: role = gemm_split_k
@@ -182,32 +173,38 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_db2(
 // CHECK-SAME: role = column_sum
 // CHECK: tile.fill 1.000000e+00
+// Arguments: x, w1, b1, w2, b2, the saved pre and h, dy, then the gradients.
 // CHECK-LABEL: func.func @ffn_backward(
 // CHECK-SAME: {tile.dims = ["M", ""], tile.name = "x"}
-// CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dy"}
+// CHECK-SAME: %arg5: !tile.tensor<?x128xf32> {tile.dims = ["M", ""], tile.name = "pre"}
+// CHECK-SAME: %arg6: !tile.tensor<?x128xf32> {tile.dims = ["M", ""], tile.name = "h"}
+// CHECK-SAME: %arg7: !tile.tensor<?x32xf32> {tile.dims = ["M", ""], tile.name = "dy"}
 // CHECK-SAME: {tile.dims = ["M", ""], tile.name = "dx"}
 // CHECK-SAME: {tile.name = "db2"}) attributes {tile.program}
-// CHECK: %[[PRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "pre"}
-// CHECK: %[[HID:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "h"}
+// CHECK-NOT: tile.name = "pre"
 // CHECK: %[[DPRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dpre"}
-// CHECK: tile.launch @ffn_ffn_bwd_pre(%arg0, %arg1, %arg2, %[[PRE]])
-// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg5, %arg3, %[[PRE]], %[[HID]], %[[DPRE]])
+// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg7, %arg3, %arg5, %[[DPRE]])
 // CHECK: %[[DW2:.*]] = tile.alloc_tensor() {tile.name = "dw2_accum"} : <128x32xf32>
-// CHECK: tile.launch @ffn_ffn_bwd_dw2(%[[HID]], %arg5, %[[DW2]])
-// CHECK: tile.launch @ffn_ffn_bwd_dw2_convert(%[[DW2]], %arg9)
+// CHECK: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7, %[[DW2]])
+// CHECK: tile.launch @ffn_ffn_bwd_dw2_convert(%[[DW2]], %arg11)
 // CHECK: %[[DW1:.*]] = tile.alloc_tensor() {tile.name = "dw1_accum"} : <64x128xf32>
 // CHECK: tile.launch @ffn_ffn_bwd_dw1(%arg0, %[[DPRE]], %[[DW1]])
-// CHECK: tile.launch @ffn_ffn_bwd_dw1_convert(%[[DW1]], %arg7)
-// CHECK: tile.launch @ffn_ffn_bwd_dx(%[[DPRE]], %arg1, %arg6)
-// CHECK: tile.launch @ffn_ffn_bwd_db2(%arg5, %arg10)
-// CHECK: tile.launch @ffn_ffn_bwd_db1(%[[DPRE]], %arg8)
+// CHECK: tile.launch @ffn_ffn_bwd_dw1_convert(%[[DW1]], %arg9)
+// CHECK: tile.launch @ffn_ffn_bwd_dx(%[[DPRE]], %arg1, %arg8)
+// CHECK: tile.launch @ffn_ffn_bwd_db2(%arg7, %arg12)
+// CHECK: tile.launch @ffn_ffn_bwd_db1(%[[DPRE]], %arg10)
+// The forward again, marked for flash-tile's training form (it saves pre and h).
+// CHECK-LABEL: func.func @ffn(
+// CHECK-LABEL: func.func @ffn_forward_train(
+// CHECK-SAME: -> tensor<?x32xf32> attributes {flash.train_forward}
+// CHECK: flash.ffn gelu_tanh
 // Deterministic mode: no float atomics, so one block per weight-gradient tile.
 // DET-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
 // DET-SAME: role = gemm,
 // DET-NOT: tile.atomic_add
 // DET-LABEL: func.func @ffn_backward(
 // DET-NOT: _accum
-// DET: tile.launch @ffn_ffn_bwd_dw2(%{{.*}}, %arg5, %arg9)
+// DET: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7, %arg11)
 func.func @ffn(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %b1: tensor<128xf32>, %w2: tensor<128x32xf32>, %b2: tensor<32xf32>) -> tensor<?x32xf32> {
   %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 bias %b2
       : (tensor<?x64xf32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x32xf32>, tensor<32xf32>) -> tensor<?x32xf32>
@@ -309,6 +306,8 @@ func.func @shared_input(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %w2: tens
 // CHECK: tile.launch @block_attention_bwd_postprocess
 // CHECK: tile.launch @block_ffn_bwd_hidden
 // CHECK: tile.launch @block_ffn_bwd_dx
+// CHECK-LABEL: func.func @block_forward_train(
+// CHECK-SAME: attributes {flash.train_forward}
 func.func @block(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<?x4x?x32xf32>,
                  %x: tensor<?x?x64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>)
     -> (tensor<?x4x?x32xf32>, tensor<?x?x64xf32>) {
@@ -352,14 +351,10 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
 // -----
 
 // A gated FFN of widths that are not multiples of 8 (#22: d = 333, h = 1001, d_out = 77): its
-// backward builds as any other (was refused). The gate and up pre-activations are plain GEMMs; the
-// hidden kernel stores dup, h and dgate limited to
-// h = 1001; the weight gradients split K over the rows into f32 accumulators of 77 and 1001 columns
-// (the runtime pads their rows to 16 bytes), each atomic add and conversion limited to the width.
-// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_gate(
-// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
-// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_up(
-// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
+// backward builds as any other (was refused). It reads the saved gate, up and h; the hidden kernel
+// stores dup and dgate limited to h = 1001; the weight gradients split K over the rows into f32
+// accumulators of 77 and 1001 columns (the runtime pads their rows to 16 bytes), each atomic add and
+// conversion limited to the width.
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_hidden(
 // CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
 // CHECK-SAME: gated = true
@@ -367,7 +362,8 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
 // CHECK: tile.load %arg2
 // CHECK: tile.load %arg3
 // CHECK: scf.for
-// CHECK-COUNT-3: tile.store {{.*}} : <128x128xbf16, register>, <?x1001xbf16>
+// CHECK-COUNT-2: tile.store {{.*}} : <128x128xbf16, register>, <?x1001xbf16>
+// CHECK-NOT: tile.store
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw2(
 // CHECK-SAME: role = gemm_split_k
 // CHECK: tile.atomic_add {{.*}} : <128x128xf32, register>, <1001x77xf32>
@@ -380,7 +376,10 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw_up(
 // CHECK: tile.atomic_add {{.*}} : <128x128xf32, register>, <333x1001xf32>
 // CHECK-LABEL: func.func @gated_any_backward(
-// CHECK: tile.alloc_tensor({{.*}}) {tile.name = "h"} : <?x1001xbf16>
+// CHECK-SAME: tile.name = "gate"
+// CHECK-SAME: tile.name = "up"
+// CHECK-SAME: tile.name = "h"
+// CHECK-NOT: tile.name = "h"
 // CHECK: tile.alloc_tensor() {tile.name = "dw2_accum"} : <1001x77xf32>
 func.func @gated_any(%x: tensor<?x333xbf16>, %wg: tensor<333x1001xbf16>, %wu: tensor<333x1001xbf16>, %w2: tensor<1001x77xbf16>) -> tensor<?x77xbf16> {
   %y = flash.ffn silu %x, %wg up %wu, %w2 : (tensor<?x333xbf16>, tensor<333x1001xbf16>, tensor<333x1001xbf16>, tensor<1001x77xbf16>) -> tensor<?x77xbf16>

@@ -1,6 +1,7 @@
 // flash-order-blocks chooses the order in which each kernel's blocks take their
-// tiles. The GEMM-family kernels (here the FFN's up and down projections and
-// its backward: pre, hidden, dW2, dW1, dx) take their 2-D tile grid grouped: launch
+// tiles. The GEMM-family kernels (here the FFN's up and down projections, the
+// training forward's, and its backward: hidden, dW2, dW1, dx) take their 2-D
+// tile grid grouped: launch
 // index p = x + y·gridDim.x walks 8 row blocks of one column block, then the
 // next column, so the blocks in flight share A rows and B columns in L2
 // (row-major, a wave re-reads all of A for every column block). A causal
@@ -23,8 +24,6 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_pre(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
@@ -36,6 +35,8 @@
 // CHECK-LABEL: tile.kernel @ffn_ffn_up(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_down(
+// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-LABEL: tile.kernel @ffn_forward_train_ffn_up(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // GROUP4: tile.kernel @ffn_ffn_up(
 // GROUP4-SAME: grid_order = #tile.grid_order<order = grouped, group = 4>

@@ -405,6 +405,16 @@ private:
     if (!program)
       return failure();
     std::deque<HostTensor> storage; // stable addresses
+    bool ok = true;
+    // The FFNs' backward reads what @<func>_forward_train saved: run it on
+    // the same inputs (its results checked too).
+    llvm::DenseMap<Operation *, SmallVector<HostTensor *>> saved;
+    if (llvm::any_of(fusedOps, [](Operation *op) { return llvm::isa<flash::FfnOp>(op); })) {
+      auto status = runTrainingForward(source, fusedOps, inputs, outputs, numResults, storage, saved);
+      if (failed(status))
+        return failure();
+      ok &= *status;
+    }
     std::vector<HostTensor *> args;
     struct Expected {
       std::string what;
@@ -434,6 +444,9 @@ private:
         }
         args.push_back(primal);
         args.push_back(lse);
+      } else {
+        for (HostTensor *tensor : saved[op])
+          args.push_back(tensor);
       }
       storage.push_back(randomTensor(primal->shape, primal->kind, rng, 1.0));
       args.push_back(&storage.back());
@@ -490,9 +503,68 @@ private:
                    << "\n";
       return failure();
     }
-    bool ok = true;
     for (const Expected &check : checks)
       ok &= report(source, compare(check.what, *check.got, check.ref));
+    return ok;
+  }
+
+  /// Runs @<func>_forward_train (the forward's arguments, then each FFN's
+  /// saved activations [..., M, H]) on `inputs`, compares its results with
+  /// the forward's and hands out the saved tensors per FFN op.
+  FailureOr<bool> runTrainingForward(func::FuncOp source, ArrayRef<Operation *> fusedOps,
+                                     std::vector<HostTensor> &inputs,
+                                     std::vector<HostTensor> &outputs, size_t numResults,
+                                     std::deque<HostTensor> &storage,
+                                     llvm::DenseMap<Operation *, SmallVector<HostTensor *>> &saved) {
+    std::string name = (source.getSymName() + "_forward_train").str();
+    auto program = compiled.lookupSymbol<func::FuncOp>(name);
+    if (!program || !program->hasAttr(tile::kProgramAttrName)) {
+      source.emitError("flash-run-tile: no training forward @") << name << " was produced";
+      return failure();
+    }
+    std::vector<HostTensor *> args;
+    std::vector<int64_t> scalars;
+    for (auto [index, tensor] : llvm::enumerate(inputs)) {
+      if (source.getArgumentTypes()[index].isSignlessInteger(32))
+        scalars.push_back(keyOffset);
+      else
+        args.push_back(&tensor);
+    }
+    size_t firstOutput = args.size();
+    for (const HostTensor &output : outputs) {
+      storage.push_back(poisoned(output.shape, output.kind));
+      args.push_back(&storage.back());
+    }
+    for (Operation *op : fusedOps) {
+      auto ffn = llvm::dyn_cast<flash::FfnOp>(op);
+      if (!ffn)
+        continue;
+      const HostTensor &x = inputs[argIndex(ffn.getInput())];
+      std::vector<int64_t> shape = x.shape;
+      shape.back() = ffn.getHiddenDim();
+      for (int i = 0, n = ffn.isGated() ? 3 : 2; i < n; ++i) {
+        storage.push_back(poisoned(shape, x.kind));
+        args.push_back(&storage.back());
+        saved[op].push_back(&storage.back());
+      }
+    }
+    size_t tensorArgs = llvm::count_if(program.getArgumentTypes(), [](Type type) {
+      return llvm::isa<tile::GlobalTensorType>(type);
+    });
+    if (tensorArgs != args.size()) {
+      program.emitError("flash-run-tile: the training forward takes ")
+          << tensorArgs << " tensors, expected " << args.size()
+          << " (the forward's, then each FFN's saved activations)";
+      return failure();
+    }
+    if (failed(executor.runProgram(program.getSymName(), args, scalars))) {
+      llvm::errs() << "flash-run-tile: @" << name << ": " << executor.error() << "\n";
+      return failure();
+    }
+    bool ok = true;
+    for (size_t r = 0; r < numResults; ++r)
+      ok &= report(source, compare("training forward result " + std::to_string(r),
+                                   *args[firstOutput + r], toReference(outputs[r])));
     return ok;
   }
 };

@@ -7,7 +7,12 @@
 // inputs with random values, poisons the outputs, launches the program through
 // the flashc runtime and compares every output element with a float64
 // reference computed here on the CPU; then the same for its backward program
-// (`meta backward`, else <forward>_backward) with a random output gradient. Prints one line per output and
+// (`meta backward`, else <forward>_backward) with a random output gradient.
+// A forward with a training form (`meta forward_train`: a function with FFNs
+// has one, `meta train_of` naming the forward) runs that next, on the same
+// inputs: its outputs and the activations it saves (pre and h; gated: gate, up
+// and h) are checked too, and the backward reads those saved tensors. The
+// training forward is not checked on its own. Prints one line per output and
 // exits non-zero when any error is above its bound. With no GPU it says so
 // and exits 0 (nothing to run). Runtime-only: builds without MLIR.
 //
@@ -28,6 +33,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -314,22 +320,96 @@ struct Runner {
   }
 
   /// The parts of forward program `p` this tool checks (a block has both); none for other programs
-  /// (backward programs run with their forward).
+  /// (backward programs and training forwards, `meta train_of`, run with their forward).
   struct Parts {
     bool attention = false, ffn = false;
     bool any() const { return attention || ffn; }
   };
   Parts forwardParts(const ProgramSpec &p) {
+    if (p.meta.count("train_of")) return {};
     std::string op = meta(p, "op");
     return {op == "attention_forward" || (op == "block" && hasParam(p, "q")),
             op == "ffn_forward" || (op == "block" && hasParam(p, "x"))};
   }
 
-  /// Checks what runProgram() will read for `p` (and its backward); "" or why not.
+  /// Is `name` scratch of program `q` (allocated by the runtime, never passed)?
+  static bool isScratch(const ProgramSpec &q, const std::string &name) {
+    return std::any_of(q.scratch.begin(), q.scratch.end(), [&](const ScratchSpec &sc) { return sc.name == name; });
+  }
+
+  /// The activations a training forward saves for one FFN and its backward reads, each [..., h].
+  static std::vector<std::string> ffnSavedNames(bool gated) {
+    return gated ? std::vector<std::string>{"gate", "up", "h"} : std::vector<std::string>{"pre", "h"};
+  }
+
+  /// Tensors two programs share are the same buffers: each (non-scratch) tensor parameter of `a`
+  /// that `b` also has must have the same dtype and dims there; with `all`, `b` must have every
+  /// one. "" or why not, in `b`'s words.
+  std::string sharedParams(const ProgramSpec &a, const ProgramSpec &b, bool all, const std::string &aName) {
+    auto text = [](const TensorParam &x) {
+      std::string s = std::string(dtypeName(x.dtype)) + " [";
+      for (size_t i = 0; i < x.dims.size(); ++i) s += (i ? ", " : "") + x.dims[i].str();
+      return s + "]";
+    };
+    for (const std::string &kn : a.kernels)
+      if (const KernelSpec *k = bundle->findKernel(kn))
+        for (const TensorParam &t : k->tensors) {
+          if (isScratch(a, t.name)) continue;
+          const TensorParam *other = findParam(b.name, t.name);
+          if (!other || isScratch(b, t.name)) {
+            if (all) return "has no parameter '" + t.name + "' (" + text(t) + "), which " + aName + " has";
+            continue;
+          }
+          if (other->dtype != t.dtype || !(other->dims == t.dims))
+            return "parameter '" + t.name + "' is " + text(*other) + " but " + aName + "'s is " + text(t);
+        }
+    return "";
+  }
+
+  /// Checks what runProgram() will read for `p` (and its training forward and backward); "" or why not.
   std::string validateProgram(const ProgramSpec &p) {
+    if (std::string of = meta(p, "train_of"); !of.empty()) {
+      const ProgramSpec *forward = bundle->findProgram(of);
+      if (!forward) return "meta train_of '" + of + "' names no program";
+      if (meta(*forward, "forward_train") != p.name)
+        return "meta train_of names '" + of + "', whose meta forward_train does not name this program "
+               "(it would never run)";
+      return "";  // checked with its forward
+    }
     auto [attention, ffn] = forwardParts(p);
     if (!attention && !ffn) return "";
     const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward", p.name + "_backward"));
+    // The training forward: the forward's parameters, then each FFN's saved activations.
+    const ProgramSpec *train = nullptr;
+    if (std::string t = meta(p, "forward_train"); !t.empty()) {
+      train = bundle->findProgram(t);
+      if (!train) return "meta forward_train '" + t + "' names no program";
+      if (meta(*train, "train_of") != p.name)
+        return "training forward " + t + ": meta train_of is '" + meta(*train, "train_of") + "', not '" + p.name + "'";
+      if (std::string why = sharedParams(p, *train, true, "the forward"); !why.empty())
+        return "training forward " + t + ": " + why;
+      const std::vector<std::string> saved = ffn ? ffnSavedNames(hasParam(p, "w_up")) : std::vector<std::string>{};
+      for (const std::string &kn : train->kernels)
+        if (const KernelSpec *k = bundle->findKernel(kn)) {
+          for (const TensorParam &x : k->tensors)
+            if (!isScratch(*train, x.name) && !findParam(p.name, x.name) &&
+                std::find(saved.begin(), saved.end(), x.name) == saved.end())
+              return "training forward " + t + ": parameter '" + x.name +
+                     "' is neither the forward's nor a saved activation flashc-run knows" +
+                     (ffn ? " (" + std::string(saved.size() == 3 ? "gate, up, h" : "pre, h") + ")" : "");
+          for (const ScalarParam &sc : k->scalars)
+            if (!hasScalar(p, sc.name))
+              return "training forward " + t + ": scalar '" + sc.name + "' is not the forward's";
+        }
+      for (const std::string &kn : p.kernels)
+        if (const KernelSpec *k = bundle->findKernel(kn))
+          for (const ScalarParam &sc : k->scalars)
+            if (!hasScalar(*train, sc.name))
+              return "training forward " + t + ": has no scalar '" + sc.name + "', which the forward has";
+      if (bwd)
+        if (std::string why = sharedParams(*train, *bwd, false, "the training forward"); !why.empty())
+          return "backward " + bwd->name + ": " + why;
+    }
     std::map<std::string, std::vector<int64_t>> shapes;
     auto need = [&](const std::string &program, const std::string &name, size_t lo, size_t hi) {
       return resolveShape(program, name, lo, hi, shapes[program + "/" + name]);
@@ -378,24 +458,8 @@ struct Runner {
     }
     // Tensors the backward shares with its forward are the same buffers.
     if (bwd)
-      for (const std::string &kn : p.kernels)
-        if (const KernelSpec *k = bundle->findKernel(kn))
-          for (const TensorParam &t : k->tensors) {
-            auto scratch = [&](const ProgramSpec &q) {
-              return std::any_of(q.scratch.begin(), q.scratch.end(),
-                                 [&](const ScratchSpec &sc) { return sc.name == t.name; });
-            };
-            const TensorParam *other = findParam(bwd->name, t.name);
-            if (!other || scratch(p) || scratch(*bwd)) continue;
-            auto text = [](const TensorParam &x) {
-              std::string s = std::string(dtypeName(x.dtype)) + " [";
-              for (size_t i = 0; i < x.dims.size(); ++i) s += (i ? ", " : "") + x.dims[i].str();
-              return s + "]";
-            };
-            if (other->dtype != t.dtype || !(other->dims == t.dims))
-              return "backward " + bwd->name + ": parameter '" + t.name + "' is " + text(*other) +
-                     " but the forward's is " + text(t);
-          }
+      if (std::string why = sharedParams(p, *bwd, false, "the forward"); !why.empty())
+        return "backward " + bwd->name + ": " + why;
     if (ffn) {
       if (std::string act = meta(p, "activation", "identity");
           !ref::parseActivation(act))
@@ -429,6 +493,33 @@ struct Runner {
         for (auto &[grad, primal] : grads) {
           if (std::string why = need(bwd->name, grad, 0, 4); !why.empty()) return "backward " + bwd->name + ": " + why;
           if (std::string why = same(b + grad, f + primal); !why.empty()) return "backward " + bwd->name + ": " + why;
+        }
+      }
+      // The saved activations [..., h]: the training forward writes them, the backward reads them
+      // (an older backward recomputes them in scratch).
+      std::vector<int64_t> hidden(x.begin(), x.end() - 1);
+      hidden.push_back(w1[1]);
+      for (const std::string &name : ffnSavedNames(hasParam(p, "w_up"))) {
+        bool wanted = bwd && findParam(bwd->name, name) && !isScratch(*bwd, name);
+        if (!train) {
+          if (wanted)
+            return "backward " + bwd->name + " reads saved activation '" + name +
+                   "', which a training forward writes, but the program has no meta forward_train";
+          continue;
+        }
+        const std::string t = train->name + "/";
+        if (!findParam(train->name, name) || isScratch(*train, name))
+          return "training forward " + train->name + " has no saved activation '" + name + "'" +
+                 (wanted ? " (backward " + bwd->name + " reads it)" : "");
+        if (std::string why = need(train->name, name, x.size(), x.size()); !why.empty())
+          return "training forward " + train->name + ": " + why;
+        if (shapes[t + name] != hidden)
+          return "training forward " + train->name + ": saved activation '" + name + "' has shape " +
+                 shapeText(shapes[t + name]) + ", expected x's rows by h, " + shapeText(hidden);
+        if (wanted) {
+          if (std::string why = need(bwd->name, name, 0, 4); !why.empty()) return "backward " + bwd->name + ": " + why;
+          if (std::string why = same(bwd->name + "/" + name, t + name); !why.empty())
+            return "backward " + bwd->name + ": " + why + " (the training forward's saved activation)";
         }
       }
     }
@@ -511,7 +602,7 @@ struct Runner {
     ref::AttentionShape s;
     Buffer q, k, v, o, lse;
     Buffer dO, dq, dk, dv;                       // backward, when the bundle has one
-    std::vector<double> refDq, refDk, refDv;
+    std::vector<double> refO, refLse, refDq, refDk, refDv;
   };
 
   bool prepareAttention(const ProgramSpec &fwd, Arguments &args, AttentionCase &c) {
@@ -549,8 +640,9 @@ struct Runner {
   /// Checks o and lse; with `bwd`, also computes the float64 gradients for a random dO.
   bool checkAttention(const ProgramSpec &fwd, AttentionCase &c, const ProgramSpec *bwd) {
     if (!download(c.o) || !download(c.lse)) { ++failures; return false; }
-    std::vector<double> refO(c.o.count()), refLse(c.lse.count());
-    ref::attentionForward(c.s, c.m, c.q.host.data(), c.k.host.data(), c.v.host.data(), refO.data(), refLse.data());
+    c.refO.assign(c.o.count(), 0), c.refLse.assign(c.lse.count(), 0);
+    ref::attentionForward(c.s, c.m, c.q.host.data(), c.k.host.data(), c.v.host.data(), c.refO.data(),
+                          c.refLse.data());
     if (bwd) {
       c.dO = makeParam(bwd->name, "dout", symbols());
       randomFill(c.dO, rng);
@@ -558,8 +650,16 @@ struct Runner {
       ref::attentionBackward(c.s, c.m, c.q.host.data(), c.k.host.data(), c.v.host.data(), c.dO.host.data(),
                              c.refDq.data(), c.refDk.data(), c.refDv.data());
     }
-    report(fwd.name, "o", compare(c.o.host, refO), boundFor(c.o.dtype));
-    report(fwd.name, "lse", compare(c.lse.host, refLse), 1e-3);
+    report(fwd.name, "o", compare(c.o.host, c.refO), boundFor(c.o.dtype));
+    report(fwd.name, "lse", compare(c.lse.host, c.refLse), 1e-3);
+    return true;
+  }
+
+  /// The training forward wrote o and lse again (the backward reads these): the same check.
+  bool checkAttentionTrain(const ProgramSpec &train, AttentionCase &c) {
+    if (!download(c.o) || !download(c.lse)) { ++failures; return false; }
+    report(train.name, "o", compare(c.o.host, c.refO), boundFor(c.o.dtype));
+    report(train.name, "lse", compare(c.lse.host, c.refLse), 1e-3);
     return true;
   }
 
@@ -588,6 +688,8 @@ struct Runner {
     bool gated = false;
     int64_t d = 0, h = 0, dout = 0, rows = 0;
     Buffer x, y, w1, wu, w2, b1, b2;
+    std::vector<double> refY;
+    std::vector<Buffer> saved;                    // the training forward's pre, h (gated: gate, up, h)
     Buffer dy, dx, dw1, dwu, dw2, db1, db2;       // backward, when the bundle has one
   };
 
@@ -635,9 +737,51 @@ struct Runner {
 
   void checkFfn(const ProgramSpec &fwd, FfnCase &c) {
     if (!download(c.y)) { ++failures; return; }
-    std::vector<double> want(c.rows * c.dout);
-    ref::ffnForward(ffnShape(c), *ref::parseActivation(c.act), ffnWeights(c), c.x.host.data(), want.data());
-    report(fwd.name, "y", compare(c.y.host, want), boundFor(c.y.dtype));
+    c.refY.assign(c.rows * c.dout, 0);
+    ref::ffnForward(ffnShape(c), *ref::parseActivation(c.act), ffnWeights(c), c.x.host.data(), c.refY.data());
+    report(fwd.name, "y", compare(c.y.host, c.refY), boundFor(c.y.dtype));
+  }
+
+  /// Allocates (poisoned) and binds the activations the training forward saves, [..., h] each,
+  /// shaped and typed as its parameters say; y is poisoned again, to be written again.
+  bool bindFfnTrain(const ProgramSpec &train, const ProgramSpec *bwd, Arguments &args, FfnCase &c) {
+    auto sym = symbols();
+    bool ok = poison(c.y);
+    c.saved.clear();
+    for (const std::string &name : ffnSavedNames(c.gated)) {
+      Buffer b = makeParam(train.name, name, sym);
+      // One buffer for both programs: rows padded to what each of them wants.
+      if (const TensorParam *t = bwd ? findParam(bwd->name, name) : nullptr)
+        b.rowMultiple = std::lcm(b.rowMultiple, std::max<int64_t>(t->strideMultiple, 1));
+      c.saved.push_back(std::move(b));
+    }
+    for (Buffer &b : c.saved) {
+      ok = ok && poison(b);
+      if (ok) bind(args, b.name, b);
+    }
+    if (!ok) ++failures;
+    return ok;
+  }
+
+  /// The training forward's y (the same as the forward's) and its saved activations: pre = x·W1 + b1
+  /// and h = act(pre) (gated: gate = x·W1 + b1, up = x·W_up, h = act(gate) ⊙ up), in float64.
+  void checkFfnTrain(const ProgramSpec &train, FfnCase &c) {
+    if (!download(c.y)) { ++failures; return; }
+    report(train.name, "y", compare(c.y.host, c.refY), boundFor(c.y.dtype));
+    for (Buffer &b : c.saved)
+      if (!download(b)) { ++failures; return; }
+    const int64_t H = c.h;
+    std::vector<double> pre(c.rows * H), up(c.rows * H), h(c.rows * H);
+    ref::Activation act = *ref::parseActivation(c.act);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      // The reference's own hidden row (u = 1 when not gated).
+      ref::detail::ffnHiddenRow(ffnShape(c), ffnWeights(c), &c.x.host[r * c.d], &pre[r * H], &up[r * H]);
+      for (int64_t j = 0; j < H; ++j) h[r * H + j] = ref::activation(act, pre[r * H + j]) * up[r * H + j];
+    }
+    for (Buffer &b : c.saved) {
+      const std::vector<double> &want = b.name == "h" ? h : b.name == "up" ? up : pre;
+      report(train.name, b.name, compare(b.host, want), boundFor(b.dtype));
+    }
   }
 
   /// Binds the FFN backward's arguments: the forward inputs it reads, a random dy, poisoned gradients
@@ -659,6 +803,10 @@ struct Runner {
       bind(bargs, grad, g);
     };
     optional("b1", "db1", c.b1, c.db1), optional("w_up", "dw_up", c.wu, c.dwu), optional("b2", "db2", c.b2, c.db2);
+    // The activations the training forward saved (validate() has checked that it has every one the
+    // backward reads, with the same shape); an older backward recomputes them in scratch.
+    for (Buffer &b : c.saved)
+      if (hasParam(bwd, b.name) && !isScratch(bwd, b.name)) bind(bargs, b.name, b);
     if (!ok) ++failures;
     return ok;
   }
@@ -695,6 +843,17 @@ struct Runner {
     const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward", p.name + "_backward"));
     if (attention && !checkAttention(p, ac, bwd)) return;
     if (ffn) checkFfn(p, fc);
+    // The training forward (`meta forward_train`): the same inputs and outputs (poisoned, written
+    // again and checked again), plus the activations it saves for the backward, which then reads
+    // the training forward's tensors.
+    std::string trainName = meta(p, "forward_train");
+    if (const ProgramSpec *train = trainName.empty() ? nullptr : bundle->findProgram(trainName)) {
+      if (attention && (!poison(ac.o) || !poison(ac.lse))) { ++failures; return; }
+      if (ffn && !bindFfnTrain(*train, bwd, args, fc)) return;
+      if (!launch(train->name, args)) return;
+      if (attention && !checkAttentionTrain(*train, ac)) return;
+      if (ffn) checkFfnTrain(*train, fc);
+    }
     if (!bwd) return;
     Arguments bargs;
     if (attention && !bindAttentionBackward(*bwd, bargs, ac)) return;

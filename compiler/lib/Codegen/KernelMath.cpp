@@ -100,9 +100,13 @@ std::string gemmMath(GemmSpecAttr spec) {
   case KernelRole::Gemm:
     math = "C " + std::string(spec.getAccumulate().getValue() ? "+= " : "= ") +
            act(product + (spec.getBias1().getValue() ? " + bias" : ""));
+    if (spec.savesPre())
+      math += ", pre = " + product + (spec.getBias1().getValue() ? " + bias" : "") + " saved";
     break;
   case KernelRole::GatedGemm:
     math = "C = " + act(a + "·Bg") + " ∘ (" + a + "·Bu)";
+    if (spec.savesPre())
+      math += ", g = " + a + "·Bg and u = " + a + "·Bu saved";
     break;
   case KernelRole::FfnFused:
     math = gated ? "y = (" + act("x·Wg") + " ∘ (x·Wu))·W2" + b2
@@ -110,9 +114,8 @@ std::string gemmMath(GemmSpecAttr spec) {
     math += " (hidden tile kept on chip)";
     break;
   case KernelRole::FfnBackwardHidden:
-    math = gated ? "dh = dy·W2ᵀ, h = " + act("g") + " ∘ u, dg = dh ∘ u ∘ " + derivative("g") +
-                       ", du = dh ∘ " + act("g")
-                 : "dpre = (dy·W2ᵀ) ∘ " + derivative("pre") + ", h = " + act("pre");
+    math = gated ? "dh = dy·W2ᵀ, dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")
+                 : "dpre = (dy·W2ᵀ) ∘ " + derivative("pre");
     break;
   case KernelRole::ColumnSum:
     math = "db[n] = Σ_m A[m, n]";

@@ -79,6 +79,22 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
   }
+  if ((attentionForward || ffnForward) && !attentionBackward && !ffnBackward) {
+    // A training forward (`<f>_forward_train`) pairs with `<f>`'s backward;
+    // `<f>` names both.
+    auto has = [&](StringRef name) {
+      return llvm::any_of(programs, [&](const auto &scope) { return scope->func.getSymName() == name; });
+    };
+    StringRef name = program.name;
+    std::string forward = name.ends_with("_forward_train") ? name.drop_back(14).str() : name.str();
+    bool train = forward != name && has(forward);
+    if (train)
+      program.meta["train_of"] = forward;
+    else if (has(forward + "_forward_train"))
+      program.meta["forward_train"] = forward + "_forward_train";
+    if (has(forward + "_backward"))
+      program.meta["backward"] = forward + "_backward";
+  }
   int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
   if (kinds != 1) {
     // Several fused ops in one program (a transformer block), forward or backward.
@@ -93,12 +109,6 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     program.meta["op"] = "ffn_backward";
   else
     program.meta["op"] = "ffn_forward";
-  if (attentionForward || ffnForward) {
-    std::string backward = program.name + "_backward";
-    for (const auto &scope : programs)
-      if (scope->func.getSymName() == backward)
-        program.meta["backward"] = backward;
-  }
 }
 
 } // namespace

@@ -3,14 +3,16 @@
 // Built from a #tile.gemm recipe:
 //   gemm                 C = act(alpha·op(A)·op(B) + bias), grid (row block,
 //                        column block, batch), scf.for over K blocks; bias and
-//                        activation fused in the epilogue.
+//                        activation fused in the epilogue (save_pre: the
+//                        pre-activation written too, for the backward).
+//   gated_gemm           C = act(A·Bg) ∘ (A·Bu) (save_pre: g and u written too).
 //   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
 //                        the second matmul directly (never leaves the SM).
 //   ffn_backward_hidden  dh = dy·W2ᵀ; from the pre-activation pre = x·W1 + b1
-//                        (computed by a plain gemm before it) writes
-//                        h = act(pre) and dpre = dh ∘ act'(pre) (gated: from
-//                        g and u, h, dg and du).
+//                        the training forward saved, writes
+//                        dpre = dh ∘ act'(pre) (gated: from g and u, dg and
+//                        du).
 //   column_sum           db[n] = Σ_m A[m, n] (bias gradients), as a matmul with
 //                        a ones tile so it runs on the tensor cores.
 //   gemm_split_k         C += op(A)·op(B) over one slice of the contraction per
@@ -61,12 +63,17 @@ struct GemmKernel {
     return kb.dim(tensor, rankOf(tensor) - 1 - d, name);
   }
 
-  Value epilogue(Value acc, Value bias, Value col0, Value colLimit, Activation act) {
+  /// alpha·acc + bias, then the activation; `savePre` (a tensor, or null)
+  /// receives the value before the activation.
+  Value epilogue(Value acc, Value bias, Value col0, Value colLimit, Activation act,
+                 function_ref<void(Value)> savePre = nullptr) {
     double alpha = spec.getAlpha().getValueAsDouble();
     if (alpha != 1.0)
       acc = kb.b.create<ScaleOp>(kb.loc, acc.getType(), acc, kb.b.getF64FloatAttr(alpha));
     if (bias)
       acc = kb.b.create<AddBiasOp>(kb.loc, acc.getType(), acc, bias, col0, colLimit);
+    if (savePre)
+      savePre(acc);
     if (act != Activation::Identity)
       acc = kb.b.create<ActivationOp>(kb.loc, acc.getType(), act, acc);
     return acc;
@@ -92,9 +99,11 @@ struct GemmKernel {
   void gemm() {
     bool ta = spec.getTransposeA().getValue();
     bool hasBias = spec.getBias1().getValue();
-    Value a = kb.arg(0), bMat = kb.arg(1);
-    Value bias = hasBias ? kb.arg(2) : Value();
-    Value c = kb.arg(hasBias ? 3 : 2);
+    unsigned next = 0;
+    Value a = kb.arg(next++), bMat = kb.arg(next++);
+    Value bias = hasBias ? kb.arg(next++) : Value();
+    Value pre = spec.savesPre() ? kb.arg(next++) : Value();
+    Value c = kb.arg(next++);
     Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
           batch = kb.programId(GridAxis::Z, "batch");
     Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
@@ -121,7 +130,11 @@ struct GemmKernel {
           {"batch_index", "acc_sum"})[0];
     else
       acc = kLoop(batch, init);
-    Value result = epilogue(acc, bias, col0, N, spec.getActivation());
+    auto storePre = [&](Value value) {
+      kb.store(kb.named("pre16", kb.convert(value, elem)), pre, at(pre, batch, row0, col0), M, N);
+    };
+    Value result = epilogue(acc, bias, col0, N, spec.getActivation(),
+                            pre ? function_ref<void(Value)>(storePre) : nullptr);
     kb.store(kb.named("c16", kb.convert(result, elem)), c, at(c, batch, row0, col0), M, N);
   }
 
@@ -217,15 +230,21 @@ struct GemmKernel {
                       weights.size() <= 2 ? ArrayRef<StringRef>(names) : ArrayRef<StringRef>());
   }
 
-  /// Gated GEMM: C = act(A·Bg) ⊙ (A·Bu).
+  /// Gated GEMM: C = act(A·Bg) ⊙ (A·Bu) (save_pre: g and u written first).
   void gatedGemm() {
-    Value a = kb.arg(0), bGate = kb.arg(1), bUp = kb.arg(2), c = kb.arg(3);
+    Value a = kb.arg(0), bGate = kb.arg(1), bUp = kb.arg(2);
+    Value gateOut = spec.savesPre() ? kb.arg(3) : Value(), upOut = spec.savesPre() ? kb.arg(4) : Value();
+    Value c = kb.arg(spec.savesPre() ? 5 : 3);
     Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
           batch = kb.programId(GridAxis::Z, "batch");
     Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N"), K = dimFromEnd(a, 0, "K");
     Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
     Value col0 = kb.named("col0", kb.mul(nb, kb.idx(Bn)));
     SmallVector<Value> acc = projectRows(a, {bGate, bUp}, batch, row0, col0, M, K, N, Bn);
+    if (gateOut) {
+      kb.store(kb.named("g16", kb.convert(acc[0], elem)), gateOut, at(gateOut, batch, row0, col0), M, N);
+      kb.store(kb.named("u16", kb.convert(acc[1], elem)), upOut, at(upOut, batch, row0, col0), M, N);
+    }
     Value gate = kb.b.create<ActivationOp>(kb.loc, acc[0].getType(), spec.getActivation(), acc[0]);
     Value hidden = kb.b.create<MulOp>(kb.loc, gate.getType(), gate, acc[1]);
     kb.store(kb.named("hidden16", kb.convert(hidden, elem)), c, at(c, batch, row0, col0), M, N);
@@ -280,9 +299,9 @@ struct GemmKernel {
   }
 
   /// dh = dy·W2ᵀ for hidden columns [h0, h0 + Bn), then elementwise on the
-  /// pre-activations the program computed before (plain GEMMs at full rate):
-  ///   plain: h = act(pre), dpre = dh ∘ act'(pre)
-  ///   gated: h = act(g) ∘ u, dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g).
+  /// pre-activations the training forward saved:
+  ///   plain: dpre = dh ∘ act'(pre)
+  ///   gated: dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g).
   /// The pre-activations are read in the element type, as eager PyTorch saves
   /// them.
   void backwardHidden() {
@@ -290,7 +309,7 @@ struct GemmKernel {
     unsigned next = 0;
     Value dy = kb.arg(next++), w2 = kb.arg(next++), pre = kb.arg(next++);
     Value up = gated ? kb.arg(next++) : Value();
-    Value hOut = kb.arg(next++), dpreOut = kb.arg(next++);
+    Value dpreOut = kb.arg(next++);
     Value duOut = gated ? kb.arg(next++) : Value();
     Value mb = kb.programId(GridAxis::X, "m_block"), hb = kb.programId(GridAxis::Y, "h_block"),
           batch = kb.programId(GridAxis::Z, "batch");
@@ -319,15 +338,11 @@ struct GemmKernel {
       kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
     };
     if (!gated) {
-      // dpre from pre in the element type (read pair by pair beside dh),
-      // then h from the shared tile again once dh is gone: one f32 tile at a
-      // time, so 128 x 256 fits.
+      // dpre from pre in the element type (read pair by pair beside dh): one
+      // f32 tile, so 128 x 256 fits.
       Value pre16 = kb.named("pre16", kb.convert(preShared, elem));
       storeHidden(kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, pre16),
                   "dpre16", dpreOut);
-      Value preTile = kb.named("pre_f32", kb.convert(preShared, f32));
-      storeHidden(kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile), "h16",
-                  hOut);
       return;
     }
     Value preTile = kb.named("g", kb.convert(preShared, f32));
@@ -337,7 +352,6 @@ struct GemmKernel {
     storeHidden(kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act), "du16", duOut);
     Value dhGrad = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, preTile);
     Value upTile = kb.named("u", kb.convert(upShared, f32));
-    storeHidden(kb.b.create<MulOp>(kb.loc, act.getType(), act, upTile), "h16", hOut);
     storeHidden(kb.b.create<MulOp>(kb.loc, dhGrad.getType(), dhGrad, upTile), "dg16", dpreOut);
   }
 };
@@ -347,9 +361,9 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   int64_t gated = spec.getGated().getValue() ? 1 : 0;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
-    return 3 + b1;
+    return 3 + b1 + (spec.savesPre() ? 1 : 0);
   case KernelRole::GatedGemm:
-    return 4;
+    return 4 + (spec.savesPre() ? 2 : 0);
   case KernelRole::ColumnSum:
   case KernelRole::ConvertF32:
     return 2;
@@ -358,7 +372,7 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   case KernelRole::FfnFused:
     return 4 + b1 + b2 + gated;
   case KernelRole::FfnBackwardHidden:
-    return 5 + 2 * gated;
+    return 4 + 2 * gated;
   default:
     return -1;
   }
@@ -402,11 +416,11 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     break;
   }
   case KernelRole::FfnBackwardHidden: {
-    unsigned hOut = argTypes.size() - (spec.getGated().getValue() ? 3 : 2);
-    int64_t r = rank(hOut);
-    grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 2, plan.blockM));
-    grid.push_back(KernelBuilder::gridDim(ctx, hOut, r - 1, plan.blockN));
-    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, hOut, 0)
+    unsigned dpreOut = argTypes.size() - (spec.getGated().getValue() ? 2 : 1);
+    int64_t r = rank(dpreOut);
+    grid.push_back(KernelBuilder::gridDim(ctx, dpreOut, r - 2, plan.blockM));
+    grid.push_back(KernelBuilder::gridDim(ctx, dpreOut, r - 1, plan.blockN));
+    grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, dpreOut, 0)
                           : KernelBuilder::gridConst(ctx, 1));
     break;
   }

@@ -87,11 +87,17 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     rules = {matrix("a"), matrix("b")};
     if (b1)
       rules.push_back(bias("bias"));
+    if (spec.savesPre())
+      rules.push_back(matrix("pre"));
     rules.push_back(matrix("c"));
     return rules;
   case KernelRole::GatedGemm:
     // The weights are read as [K, N] tiles at {k0, col0}: rank 2.
-    return {matrix("a"), matrix("w_gate", 2, 2), matrix("w_up", 2, 2), matrix("c")};
+    rules = {matrix("a"), matrix("w_gate", 2, 2), matrix("w_up", 2, 2)};
+    if (spec.savesPre())
+      rules.append({matrix("g"), matrix("u")});
+    rules.push_back(matrix("c"));
+    return rules;
   case KernelRole::ColumnSum:
     return {matrix("a"), matrix("out", 1, 1)};
   case KernelRole::GemmSplitK:
@@ -113,7 +119,7 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     rules = {matrix("dy"), matrix("w2", 2, 2), matrix(gated ? "g" : "pre")};
     if (gated)
       rules.push_back(matrix("u"));
-    rules.append({matrix("h"), matrix(gated ? "dg" : "dpre")});
+    rules.push_back(matrix(gated ? "dg" : "dpre"));
     if (gated)
       rules.push_back(matrix("du"));
     return rules;
@@ -133,7 +139,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
                                 g.getAccumulate(), g.getAlpha(), g.getBlockK(),
-                                g.getElementType());
+                                g.getElementType(), g.getSavePre());
   return emitError() << "a kernel recipe must be #tile.attention or #tile.gemm, got " << spec;
 }
 

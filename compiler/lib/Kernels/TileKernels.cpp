@@ -50,7 +50,8 @@ KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute
       gemm = GemmSpecAttr::get(builder.getContext(), gemm.getRole(), gemm.getActivation(),
                                gemm.getTransposeA(), gemm.getTransposeB(), gemm.getBias1(),
                                gemm.getBias2(), gemm.getGated(), gemm.getAccumulate(),
-                               gemm.getAlpha(), plan.blockK, gemm.getElementType());
+                               gemm.getAlpha(), plan.blockK, gemm.getElementType(),
+                               gemm.getSavePre());
     kernel = buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
   }
   // A pass hands on only kernels that verify: a recipe the checks above let

@@ -91,6 +91,8 @@ static SmallVector<std::pair<Value, int64_t>> rowShapedSources(Value x, int64_t 
 LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                                    const TargetDescription &target, FfnPlanChoice choice) {
   MLIRContext *ctx = func.getContext();
+  // The training form saves each FFN's activations for the backward.
+  bool train = func->hasAttr(kTrainForwardAttrName);
   if (!func.getBody().hasOneBlock())
     return func.emitError("flash-tile: functions with control flow (several blocks) are not "
                           "tiled");
@@ -125,7 +127,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     return candidate;
   };
 
-  // Program signature: inputs, outputs (results), then unreturned lse's.
+  // Program signature: inputs, outputs (results), unreturned lse's, then (the
+  // training form) each FFN's saved activations; scalars last.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   SmallVector<SmallVector<std::string, 4>> argDims;
@@ -173,6 +176,21 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       return failure();
     outputIndex[attention.getLse()] = argTypes.size();
     addArg(*tensor, attention.getLse(), "lse");
+  }
+  llvm::DenseMap<Operation *, unsigned> savedIndex; // the first saved tensor of each FFN
+  if (train) {
+    unsigned ffns = 0;
+    for (auto ffn : body.getOps<flash::FfnOp>()) {
+      savedIndex[ffn] = argTypes.size();
+      std::string suffix = ffns ? std::to_string(ffns + 1) : "";
+      ++ffns;
+      const ValueLabel &x = labels[ffn.getInput()];
+      for (const std::string &saved : savedActivationNames(ffn, suffix)) {
+        argTypes.push_back(hiddenTensorType(ffn));
+        argNames.push_back(uniqueName(saved));
+        argDims.push_back(x.dims);
+      }
+    }
   }
   for (unsigned index : scalarArgs) {
     programIndex[index] = argTypes.size();
@@ -244,8 +262,10 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
 
     auto fusedSpec = gemmSpec(ctx, tile::KernelRole::FfnFused, act, false, false,
                               static_cast<bool>(b1), static_cast<bool>(b2), element, gated);
-    bool fused = choice == FfnPlanChoice::Fused;
-    if (choice == FfnPlanChoice::Auto) {
+    // The training form keeps the two GEMMs: its up projection writes what
+    // the backward reads.
+    bool fused = choice == FfnPlanChoice::Fused && !train;
+    if (choice == FfnPlanChoice::Auto && !train) {
       std::string reason;
       fused = fusedFfnFits(target, ffn.getOutputDim(), element, gated,
                            defaultPlan(target, fusedSpec), reason);
@@ -264,21 +284,28 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
         return cleanup();
       continue;
     }
-    // Two GEMMs; the hidden activation h [..., M, H] goes through global memory.
-    SmallVector<int64_t> hiddenShape(ffn.getInput().getType().getShape());
-    hiddenShape.back() = ffn.getHiddenDim();
-    auto hiddenType = tile::GlobalTensorType::get(ctx, hiddenShape, element);
-    Value hidden = pb.alloc(hiddenType, rowShapedSources(x, rank), "hidden");
+    // Two GEMMs; the hidden activation h [..., M, H] goes through global
+    // memory (the training form: a program tensor, after pre or g and u).
     SmallVector<Value> upArgs = {x, w1};
     if (b1)
       upArgs.push_back(b1);
     if (wUp)
       upArgs.push_back(wUp);
+    Value hidden;
+    if (train) {
+      unsigned first = savedIndex[ffn], count = gated ? 3 : 2;
+      for (unsigned i = 0; i + 1 < count; ++i)
+        upArgs.push_back(pb.arg(first + i));
+      hidden = pb.arg(first + count - 1);
+    } else {
+      hidden = pb.alloc(hiddenTensorType(ffn), rowShapedSources(x, rank), "hidden");
+    }
     upArgs.push_back(hidden);
     auto upSpec = gated ? gemmSpec(ctx, tile::KernelRole::GatedGemm, act, false, false, false,
-                                   false, element, /*gated=*/true)
+                                   false, element, /*gated=*/true, false, /*savePre=*/train)
                         : gemmSpec(ctx, tile::KernelRole::Gemm, act, false, false,
-                                   static_cast<bool>(b1), false, element);
+                                   static_cast<bool>(b1), false, element, false, false,
+                                   /*savePre=*/train);
     if (failed(pb.launch(ffn.getLoc(), base + "_up", upSpec, upArgs)))
       return cleanup();
     SmallVector<Value> downArgs = {hidden, w2};

@@ -5,8 +5,9 @@
 // one kernel sequence per fused op of the function:
 //   attention (atomic dQ):     preprocess -> backward -> postprocess
 //   attention (deterministic): preprocess -> backward_kv -> backward_dq
-//   ffn: pre (gated: gate, up) -> backward_hidden -> dW2, dW1 [, dW_up], dx
-//        [, dx += du·W_upᵀ], db2, db1
+//   ffn: backward_hidden -> dW2, dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2,
+//        db1, reading the activations `@<func>_forward_train` saved: the
+//        forward function cloned, marked for flash-tile's training form
 // Functions whose fused ops are independent (every operand a function
 // argument used once) are supported; anything else gets a warning and no
 // backward, so the forward still compiles.
@@ -40,6 +41,7 @@ struct OpSlots {
   std::string suffix;           // "" for the first op of a kind, else "2", "3", ...
   SmallVector<unsigned> inputs; // attention: q, k, v; ffn: operands in order
   int out = -1, lse = -1;       // attention: saved forward outputs
+  SmallVector<unsigned> saved;  // ffn: the training forward's activations
   int cotangent = -1;           // dout / dy
   SmallVector<unsigned> grads;  // one per input
   int keyOffset = -1;           // attention: the run-time key offset (a scalar), if any
@@ -159,8 +161,11 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       return success();
     }
     std::string name = (func.getSymName() + "_backward").str();
-    if (symbols.lookup(name))
-      return func.emitError() << "flash-generate-backward: @" << name << " already exists";
+    std::string trainName = (func.getSymName() + "_forward_train").str();
+    bool hasFfn = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::FfnOp>(op); });
+    for (const std::string &taken : {name, hasFfn ? trainName : std::string()})
+      if (!taken.empty() && symbols.lookup(taken))
+        return func.emitError() << "flash-generate-backward: @" << taken << " already exists";
 
     // Signature: per op its inputs, saved outputs and cotangent; then all
     // gradients, op by op, in input order.
@@ -208,6 +213,16 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         slot.lse = *lse;
         primal = attention.getOutput();
       } else {
+        auto ffn = llvm::cast<flash::FfnOp>(op);
+        for (const std::string &saved : savedActivationNames(ffn, slot.suffix)) {
+          std::string unique = saved;
+          while (llvm::is_contained(names, unique))
+            unique += "_saved";
+          slot.saved.push_back(types.size());
+          types.push_back(hiddenTensorType(ffn));
+          names.push_back(unique);
+          dims.push_back(labels[ffn.getInput()].dims);
+        }
         primal = op->getResult(0);
       }
       auto cotangent = add(primal, "d");
@@ -258,6 +273,15 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       }
     }
     symbols.insert(pb.getProgram());
+    if (hasFfn) {
+      // The forward again, for flash-tile to lower in its training form.
+      OpBuilder builder(func);
+      builder.setInsertionPointAfter(func);
+      auto train = llvm::cast<func::FuncOp>(builder.clone(*func));
+      train.setSymName(trainName);
+      train->setAttr(kTrainForwardAttrName, builder.getUnitAttr());
+      symbols.insert(train);
+    }
     return success();
   }
 
@@ -336,18 +360,16 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
 
     Type element = op.getInput().getType().getElementType();
     tile::Activation act = toTileActivation(op.getActivation());
-    // pre (gated: gate and up), h, dpre (gated: dgate) and du [.., M, H] in
-    // the element type.
+    // The training forward's pre (gated: gate and up) and h; dpre (gated:
+    // dgate) and du [.., M, H] in the element type.
     auto xType = llvm::cast<GlobalTensorType>(x.getType());
-    SmallVector<int64_t> hiddenShape(xType.getShape());
-    hiddenShape.back() = op.getHiddenDim();
-    auto hiddenType = GlobalTensorType::get(ctx, hiddenShape, element);
+    auto hiddenType = hiddenTensorType(op);
     SmallVector<std::pair<Value, int64_t>> sources;
     for (int64_t d = 0; d < xType.getRank(); ++d)
       sources.push_back({x, d});
-    Value pre = pb.alloc(hiddenType, sources, (gated ? "gate" : "pre") + slot.suffix);
-    Value upPre = gated ? pb.alloc(hiddenType, sources, "up" + slot.suffix) : Value();
-    Value hidden = pb.alloc(hiddenType, sources, "h" + slot.suffix);
+    Value pre = pb.arg(slot.saved[0]);
+    Value upPre = gated ? pb.arg(slot.saved[1]) : Value();
+    Value hidden = pb.arg(slot.saved.back());
     Value dpre = pb.alloc(hiddenType, sources, (gated ? "dgate" : "dpre") + slot.suffix);
     Value du = gated ? pb.alloc(hiddenType, sources, "dup" + slot.suffix) : Value();
     std::string base = func.getSymName().str() + "_ffn" + slot.suffix;
@@ -376,25 +398,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return failure();
       return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
     };
-    // The pre-activations again, as plain GEMMs at their full rate (the
-    // forward does not save them): pre = x · W1 + b1 (gated: g = x · Wg,
-    // u = x · Wu). Then dh = dy · W2ᵀ with the activation's derivative in
-    // its epilogue.
-    auto preGemm = gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, false, false, hasB1,
-                            false, element);
-    SmallVector<Value> preArgs = {x, w1};
-    if (b1)
-      preArgs.push_back(b1);
-    preArgs.push_back(pre);
+    // dh = dy · W2ᵀ with the activation's derivative in its epilogue.
     SmallVector<Value> hiddenArgs = {dy, w2, pre};
     if (gated)
       hiddenArgs.push_back(upPre);
-    hiddenArgs.append({hidden, dpre});
+    hiddenArgs.push_back(dpre);
     if (du)
       hiddenArgs.push_back(du);
-    if (failed(pb.launch(loc, base + (gated ? "_bwd_gate" : "_bwd_pre"), preGemm, preArgs)) ||
-        (gated && failed(pb.launch(loc, base + "_bwd_up", gemm(false, false), {x, wUp, upPre}))) ||
-        failed(pb.launch(loc, base + "_bwd_hidden",
+    if (failed(pb.launch(loc, base + "_bwd_hidden",
                          gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, true, false,
                                   false, element, gated),
                          hiddenArgs)) ||

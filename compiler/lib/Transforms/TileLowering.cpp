@@ -37,12 +37,29 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
                       bool transposeB, bool bias1, bool bias2, Type element, bool gated,
-                      bool accumulate) {
+                      bool accumulate, bool savePre) {
   Builder b(ctx);
   return GemmSpecAttr::get(ctx, role, activation, b.getBoolAttr(transposeA),
                            b.getBoolAttr(transposeB), b.getBoolAttr(bias1), b.getBoolAttr(bias2),
                            b.getBoolAttr(gated), b.getBoolAttr(accumulate), b.getF64FloatAttr(1.0),
-                           /*blockK=*/32, TypeAttr::get(element));
+                           /*blockK=*/32, TypeAttr::get(element),
+                           savePre ? b.getBoolAttr(true) : BoolAttr());
+}
+
+SmallVector<std::string, 3> savedActivationNames(flash::FfnOp ffn, StringRef suffix) {
+  static constexpr llvm::StringLiteral kPlain[] = {"pre", "h"}, kGated[] = {"gate", "up", "h"};
+  SmallVector<std::string, 3> names;
+  for (StringRef base : ffn.isGated() ? ArrayRef<llvm::StringLiteral>(kGated)
+                                      : ArrayRef<llvm::StringLiteral>(kPlain))
+    names.push_back((base + suffix).str());
+  return names;
+}
+
+GlobalTensorType hiddenTensorType(flash::FfnOp ffn) {
+  RankedTensorType x = ffn.getInput().getType();
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() = ffn.getHiddenDim();
+  return GlobalTensorType::get(ffn.getContext(), shape, x.getElementType());
 }
 
 Activation toTileActivation(flash::Activation activation) {

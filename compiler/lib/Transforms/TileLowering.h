@@ -31,7 +31,24 @@ bool hasFusedOps(mlir::func::FuncOp func);
 /// (KernelLimits.cpp).
 mlir::LogicalResult checkKernelLimits(mlir::Operation *op, llvm::StringRef pass);
 
-/// Builds the forward tile program replacing `func` (FlashTile.cpp).
+/// Marks flash-generate-backward's clone `<func>_forward_train` of a forward
+/// function: flash-tile lowers it to a forward program that also saves, per
+/// flash.ffn, what the backward reads instead of recomputing it
+/// (savedActivationNames).
+constexpr llvm::StringLiteral kTrainForwardAttrName = "flash.train_forward";
+
+/// The activations a training forward saves for one flash.ffn's backward, in
+/// program order: plain pre = x·W1 + b1 and h = act(pre); gated g = x·Wg,
+/// u = x·Wu and h = act(g) ∘ u; `suffix` names the n-th FFN of a function.
+llvm::SmallVector<std::string, 3> savedActivationNames(mlir::flash::FfnOp ffn,
+                                                       llvm::StringRef suffix);
+
+/// The type of an FFN's hidden tensors [..., M, H]: x's rows, the hidden
+/// width, x's element type.
+mlir::tile::GlobalTensorType hiddenTensorType(mlir::flash::FfnOp ffn);
+
+/// Builds the forward tile program replacing `func` (FlashTile.cpp); a
+/// function marked kTrainForwardAttrName gets the training form.
 mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
                                          const TargetDescription &target, FfnPlanChoice choice);
 
@@ -43,7 +60,8 @@ mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
                                   mlir::tile::Activation activation, bool transposeA,
                                   bool transposeB, bool bias1, bool bias2, mlir::Type element,
-                                  bool gated = false, bool accumulate = false);
+                                  bool gated = false, bool accumulate = false,
+                                  bool savePre = false);
 
 mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
 

@@ -13,7 +13,7 @@ import sys
 import time
 
 from .. import configs
-from ..spec import AttentionConfig
+from ..spec import AttentionConfig, FfnConfig
 from . import progress as progress_mod
 from .plan import shape_label
 
@@ -129,7 +129,8 @@ def dry_run(plan, work, say=None):
     for entry, unit in plan.units():
         config = configs.parse_config(entry["config"])
         for point, bundle in unit["bundles"].items():
-            for direction in ["forward", "backward"] if bundle not in checked else unit["directions"]:
+            first = ["forward", "backward"] + (["forward_train"] if isinstance(config, FfnConfig) else [])
+            for direction in first if bundle not in checked else unit["directions"]:
                 try:
                     path = plan.materialize(bundle, os.path.join(work, "bundles", bundle))
                     programs.resolve(Bundle(path), keyed(config, bundle), direction)
@@ -218,12 +219,15 @@ class TorchMeasurer:
                 fn = lambda: ft._attention_backward(config, None, q, k, v, o, lse, do)
         else:
             t = self._ffn_inputs(config, shape["rows"])
-            forward = lambda: ft._ffn_forward(config, t["x"], t["w1"], t["b1"], t["w2"], t["b2"], t["w_gate"])
+            forward = lambda train: ft._ffn_forward(config, t["x"], t["w1"], t["b1"], t["w2"], t["b2"], t["w_gate"],
+                                                    train=train)
             if direction == "forward":
-                fn = forward
+                fn = lambda: forward(False)
+            elif direction == "forward_train":  # the FFN's training forward (its up kernel saves pre)
+                fn = lambda: forward(True)
             else:
-                _, saved = forward()
-                fn = lambda: ft._ffn_backward(config, (shape["rows"],), *saved, t["dy"])
+                _, inputs, saved = forward(True)
+                fn = lambda: ft._ffn_backward(config, (shape["rows"],), *inputs, saved, t["dy"])
         timing = measure.time_ms(fn, warmup=self.warmup, rep=self.rep)
         return {"median_ms": timing.median_ms, "samples": len(timing.samples_ms), "outliers": len(timing.outliers),
                 "min_ms": min(timing.samples_ms), "max_ms": max(timing.samples_ms)}
@@ -254,8 +258,8 @@ class TorchMeasurer:
             b1, b2, wg = t["b1"], t["b2"], t["w_gate"]
 
             def run(x, w1, w2, dy):
-                y, saved = ft._ffn_forward(config, x, w1, b1, w2, b2, wg)
-                dx, dw1, _, dw2, _, dwg = ft._ffn_backward(config, (x.shape[0],), *saved, dy)
+                y, inputs, saved = ft._ffn_forward(config, x, w1, b1, w2, b2, wg, train=True)
+                dx, dw1, _, dw2, _, dwg = ft._ffn_backward(config, (x.shape[0],), *inputs, saved, dy)
                 return [y, dx, dw1, dw2] + ([dwg] if wg is not None else [])
 
             def unfused(x, w1, w2, dy):

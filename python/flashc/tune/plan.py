@@ -72,7 +72,8 @@ def units_of(space):
                                                "candidates": list(kernel["candidates"])})
         unit["kernels"].append(kernel["kernel"])
         for program in kernel["programs"]:
-            direction = "backward" if program.endswith("_backward") else "forward"
+            direction = ("backward" if program.endswith("_backward")
+                         else "forward_train" if program.endswith("_forward_train") else "forward")
             if direction not in unit["directions"]:
                 unit["directions"].append(direction)
     return list(units.values())

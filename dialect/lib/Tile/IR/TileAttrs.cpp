@@ -110,7 +110,7 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    Activation, BoolAttr transposeA, BoolAttr transposeB,
                                    BoolAttr bias1, BoolAttr bias2, BoolAttr gated,
                                    BoolAttr accumulate, FloatAttr alpha, int64_t blockK,
-                                   TypeAttr elementType) {
+                                   TypeAttr elementType, BoolAttr savePre) {
   if (isAttentionRole(role))
     return emitError() << "#tile.gemm role must be a GEMM-family kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.attention role)";
@@ -121,6 +121,13 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockK < 1 || blockK > limits::kMaxBlock)
     return emitError() << "#tile.gemm block_k must be in [1, " << limits::kMaxBlock << "], got "
                        << blockK;
+  // The training forward's up projections write their pre-activations; an
+  // accumulating GEMM has none to write.
+  if (savePre && savePre.getValue() &&
+      ((role != KernelRole::Gemm && role != KernelRole::GatedGemm) || accumulate.getValue()))
+    return emitError() << "#tile.gemm save_pre applies to a gemm or gated_gemm that does not "
+                          "accumulate, got role "
+                       << stringifyKernelRole(role);
   return checkElementType(emitError, "gemm", elementType);
 }
 

@@ -213,6 +213,10 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     of the contraction per grid z (rows of A, or one batch of a batched A),
     added atomically into an f32 C the program zero-fills (weight gradients
     with few output tiles). role = convert_f32: C = A (f32) in C's type.
+    save_pre (gemm, gated_gemm; a training forward's up projection): the
+    kernel also writes what the backward reads instead of recomputing it,
+    before C: gemm the pre-activation pre = alpha·op(A)·op(B) + bias, gated_gemm
+    g = A·Bg and u = A·Bu.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -221,8 +225,13 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     "::mlir::BoolAttr":$bias1, "::mlir::BoolAttr":$bias2,
     "::mlir::BoolAttr":$gated, "::mlir::BoolAttr":$accumulate,
     "::mlir::FloatAttr":$alpha, "int64_t":$block_k,
-    "::mlir::TypeAttr":$element_type);
+    "::mlir::TypeAttr":$element_type,
+    OptionalParameter<"::mlir::BoolAttr">:$save_pre);
   let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// Does the kernel also write the pre-activation(s) (save_pre = true)?
+    bool savesPre() const { return getSavePre() && getSavePre().getValue(); }
+  }];
   // A GEMM-family role, a finite alpha and block_k in TileLimits.h's range.
   let genVerifyDecl = 1;
 }
