@@ -66,6 +66,7 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // CUDA-NEXT: using Elem = bf16;
 // CUDA-NEXT: static constexpr Act kAct = Act::GeluTanh;
 // CUDA-NEXT: static constexpr bool kBias1 = true, kBias2 = true, kBatched = false;
+// CUDA-NEXT: static constexpr bool kSavePre = false;
 // CUDA-NEXT: static constexpr int kInDim = 256, kOutDim = 256, kOutCols = 256;
 // CUDA-NEXT: static constexpr int kBlockN = 64, kStages = 2;
 // CUDA: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
@@ -74,13 +75,21 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // CUDA-NEXT: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 197704,
 // CUDA: __launch_bounds__(384, 1)
 // CUDA-NEXT: flashc_wide_ffn_fused(const flashc::TensorArg x, const flashc::TensorArg w1, const flashc::TensorArg b1, const flashc::TensorArg w2, const flashc::TensorArg b2, const flashc::TensorArg y, const __grid_constant__ flashc::TmaDescriptor x_map, const __grid_constant__ flashc::TmaDescriptor w1_map, const __grid_constant__ flashc::TmaDescriptor w2_map) {
-// CUDA-NEXT: flashc::device::ffn_fwd_ws<flashc_wide_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, b1, b2, y);
+// CUDA-NEXT: flashc::device::ffn_fwd_ws<flashc_wide_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, b1, b2, y, y, y);
+// The training forward: the same kernel storing pre = x·W1 + b1 and h = act(pre) from its registers
+// as each hidden block is activated (no 16-bit copy of pre held; no spills either).
+// CUDA-LABEL: // ---- wide_forward_train_ffn_fused ----
+// CUDA: static constexpr bool kSavePre = true;
+// CUDA: flashc_wide_forward_train_ffn_fused(const flashc::TensorArg x, const flashc::TensorArg w1, const flashc::TensorArg b1, const flashc::TensorArg w2, const flashc::TensorArg b2, const flashc::TensorArg y, const flashc::TensorArg pre, const flashc::TensorArg h,
+// CUDA-NEXT: flashc::device::ffn_fwd_ws<flashc_wide_forward_train_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, b1, b2, y, pre, h);
 // CUDA-LABEL: // ---- padded_ffn_fused ----
 // CUDA: static constexpr Act kAct = Act::Relu;
 // CUDA-NEXT: static constexpr bool kBias1 = false, kBias2 = false, kBatched = true;
+// CUDA-NEXT: static constexpr bool kSavePre = false;
 // CUDA-NEXT: static constexpr int kInDim = 256, kOutDim = 128, kOutCols = 72;
 // Absent biases are never read: x stands in for them.
-// CUDA: ffn_fwd_ws<flashc_padded_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, x, x, y);
+// CUDA: ffn_fwd_ws<flashc_padded_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, x, x, y, y, y);
+// CUDA: ffn_fwd_ws<flashc_padded_forward_train_ffn_fused_config::Config>(x_map, w1_map, w2_map, x, w1, x, x, y, pre, h);
 // CUDA-LABEL: // ---- gated_ffn_fused ----
 // CUDA-NOT: ffn_fwd_ws
 // CUDA: flashc_gated_ffn_fused(
@@ -98,8 +107,12 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // MANIFEST: tensormap w1_map of w1 box [256, 64] swizzle 128
 
 // No spills, and no wgmma serialised for want of registers.
+// PTXAS-WIDE: Function properties for flashc_wide_forward_train_ffn_fused
+// PTXAS-WIDE-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-WIDE: Function properties for flashc_wide_ffn_fused
 // PTXAS-WIDE-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-PADDED: Function properties for flashc_padded_forward_train_ffn_fused
+// PTXAS-PADDED-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-PADDED: Function properties for flashc_padded_ffn_fused
 // PTXAS-PADDED-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: serialized

@@ -111,7 +111,8 @@ std::string gemmMath(GemmSpecAttr spec) {
   case KernelRole::FfnFused:
     math = gated ? "y = (" + act("x·Wg") + " ∘ (x·Wu))·W2" + b2
                  : "y = " + act("x·W1" + std::string(spec.getBias1().getValue() ? " + b1" : "")) + "·W2" + b2;
-    math += " (hidden tile kept on chip)";
+    math += spec.savesPre() ? (gated ? " (g, u and h saved)" : " (pre and h saved)")
+                            : " (hidden tile kept on chip)";
     break;
   case KernelRole::FfnBackwardHidden:
     math = gated ? "dh = dy·W2ᵀ, dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")

@@ -340,12 +340,14 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   Type elem = spec.getElementType().getValue();
   bool hasB1 = spec.getBias1().getValue(), hasB2 = spec.getBias2().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  unsigned want = 4 + (hasB1 ? 1 : 0) + (hasB2 ? 1 : 0);
+  bool savePre = spec.savesPre();
+  unsigned want = 4 + (hasB1 ? 1 : 0) + (hasB2 ? 1 : 0) + (savePre ? 2 : 0);
   if (spec.getGated().getValue() || inputs.size() != want)
     return reject(llvm::formatv("it takes {0} tensors, not the {1} of an ungated fused FFN (x, "
-                                "w1, [b1], w2, [b2], y)",
-                                inputs.size(), want));
-  unsigned x = 0, w1 = 1, b1 = 2, w2 = hasB1 ? 3 : 2, b2 = w2 + 1, y = want - 1;
+                                "w1, [b1], w2, [b2], y{2})",
+                                inputs.size(), want, savePre ? ", pre, h" : ""));
+  unsigned x = 0, w1 = 1, b1 = 2, w2 = hasB1 ? 3 : 2, b2 = w2 + 1, y = want - 1 - (savePre ? 2 : 0);
+  unsigned pre = y + 1, hOut = y + 2;
   auto typeOf = [&](unsigned i) { return dyn_cast<tile::GlobalTensorType>(inputs[i]); };
   auto xt = typeOf(x), w1t = typeOf(w1), w2t = typeOf(w2), yt = typeOf(y);
   if (!xt || !w1t || !w2t || !yt || w1t.getRank() != 2 || w2t.getRank() != 2 ||
@@ -386,6 +388,8 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   out << "  static constexpr bool kBias1 = " << (hasB1 ? "true" : "false")
       << ", kBias2 = " << (hasB2 ? "true" : "false")
       << ", kBatched = " << (batched ? "true" : "false") << ";\n";
+  out << "  static constexpr bool kSavePre = " << (savePre ? "true" : "false")
+      << ";  // the training forward: pre = x·W1 + b1 and h = act(pre) stored too\n";
   // Tile widths (d padded to whole panels, d_out to a wgmma N) and y's width.
   out << "  static constexpr int kInDim = " << wsForwardHeadTile(d)
       << ", kOutDim = " << wsForwardValueTile(dOut) << ", kOutCols = " << dOut << ";\n";
@@ -393,11 +397,12 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   printScheduleConfig(*schedule, std::nullopt, out);
   printPlanCheck("FfnFwdWsPlan", result, ns, out);
   printSignature(entry, cppNames, inputs, maps, result.threads, out);
-  // Absent biases: the library does not read them (kBias1 / kBias2 false).
+  // Absent biases and saved tensors: the library does not read them (kBias1 /
+  // kBias2 / kSavePre false).
   out << "  flashc::device::ffn_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[x] << ", " << cppNames[w1] << ", "
       << cppNames[hasB1 ? b1 : x] << ", " << cppNames[hasB2 ? b2 : x] << ", " << cppNames[y]
-      << ");\n";
+      << ", " << cppNames[savePre ? pre : y] << ", " << cppNames[savePre ? hOut : y] << ");\n";
   out << "}\n\n";
   return result;
 }

@@ -8,7 +8,8 @@
 //   gated_gemm           C = act(A·Bg) ∘ (A·Bu) (save_pre: g and u written too).
 //   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
-//                        the second matmul directly (never leaves the SM).
+//                        the second matmul directly (save_pre: pre and h are
+//                        stored too, gated g, u and h).
 //   ffn_backward_hidden  dh = dy·W2ᵀ; from the pre-activation pre = x·W1 + b1
 //                        the training forward saved, writes
 //                        dpre = dh ∘ act'(pre) (gated: from g and u, dg and
@@ -260,6 +261,11 @@ struct GemmKernel {
     Value w2 = kb.arg(next++);
     Value b2 = hasB2 ? kb.arg(next++) : Value();
     Value y = kb.arg(next++);
+    // save_pre: the training forward's pre (gated: g, u) and h, after y.
+    SmallVector<Value> saved;
+    if (spec.savesPre())
+      for (int i = 0, n = gated ? 3 : 2; i < n; ++i)
+        saved.push_back(kb.arg(next++));
     int64_t dOut = llvm::cast<GlobalTensorType>(w2.getType()).getShape()[1];
     // The output row block and the W2 slab are d_out padded to the layouts'
     // column multiple wide (TilePadding.h); N = d_out limits every load and
@@ -282,14 +288,24 @@ struct GemmKernel {
           Value pre = proj[0];
           if (b1)
             pre = kb.b.create<AddBiasOp>(kb.loc, pre.getType(), pre, b1, h0, H);
+          auto save = [&](Value tile, StringRef name, Value tensor) {
+            kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
+          };
+          if (!saved.empty()) {
+            save(pre, gated ? "g16" : "pre16", saved[0]);
+            if (gated)
+              save(proj[1], "u16", saved[1]);
+          }
           Value hidden =
               kb.b.create<ActivationOp>(kb.loc, pre.getType(), spec.getActivation(), pre);
           if (wUp)
             hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
+          Value hidden16 = kb.named("hidden16", kb.convert(hidden, elem));
+          if (!saved.empty())
+            kb.store(hidden16, saved.back(), at(saved.back(), batch, row0, h0), M, H);
           Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOutTile, plan.stages);
-          return {kb.matmul(kb.named("hidden16", kb.convert(hidden, elem)), w2Tile, carried[0],
-                            false, false)};
+          return {kb.matmul(hidden16, w2Tile, carried[0], false, false)};
         },
         {"h_block", "y_acc"});
     Value result = out[0];
@@ -370,7 +386,7 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   case KernelRole::GemmSplitK:
     return 3;
   case KernelRole::FfnFused:
-    return 4 + b1 + b2 + gated;
+    return 4 + b1 + b2 + gated + (spec.savesPre() ? 2 + gated : 0);
   case KernelRole::FfnBackwardHidden:
     return 4 + 2 * gated;
   default:
@@ -406,7 +422,11 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
   case KernelRole::Gemm:
   case KernelRole::GatedGemm:
   case KernelRole::FfnFused: {
-    unsigned out = argTypes.size() - 1;
+    // The output C / y: last, or before a fused FFN's saved activations.
+    unsigned out = argTypes.size() - 1 -
+                   (spec.getRole() == KernelRole::FfnFused && spec.savesPre()
+                        ? (spec.getGated().getValue() ? 3 : 2)
+                        : 0);
     int64_t r = rank(out);
     grid.push_back(KernelBuilder::gridDim(ctx, out, r - 2, plan.blockM));
     grid.push_back(spec.getRole() != KernelRole::FfnFused

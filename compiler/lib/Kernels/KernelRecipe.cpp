@@ -114,6 +114,12 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     if (b2)
       rules.push_back(bias("b2"));
     rules.push_back(matrix("y"));
+    if (spec.savesPre()) {
+      rules.push_back(matrix(gated ? "g" : "pre"));
+      if (gated)
+        rules.push_back(matrix("u"));
+      rules.push_back(matrix("h"));
+    }
     return rules;
   case KernelRole::FfnBackwardHidden:
     rules = {matrix("dy"), matrix("w2", 2, 2), matrix(gated ? "g" : "pre")};
@@ -208,7 +214,8 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
   // The fused FFN holds the [block_m x d_out] output accumulator in registers:
   // its W2's output dim must be static.
   if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec); gemm && gemm.getRole() == KernelRole::FfnFused) {
-    auto w2 = llvm::cast<GlobalTensorType>(argTypes[argTypes.size() - 2 - (gemm.getBias2().getValue() ? 1 : 0)]);
+    size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
+    auto w2 = llvm::cast<GlobalTensorType>(argTypes[w2Index]);
     int64_t dOut = w2.getShape()[1];
     if (ShapedType::isDynamic(dOut) || dOut < 1 || dOut > limits::kMaxTileDim)
       return emitError() << "kernel recipe 'ffn_fused': w2 must have a static output dim in [1, "

@@ -260,12 +260,15 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     std::string base = name + "_ffn" + (ffnCount ? std::to_string(ffnCount) : "");
     ++ffnCount;
 
+    // The training form's kernels (save_pre) also write what the backward
+    // reads: the fused kernel pre (gated: g, u) and h after y, the up
+    // projection pre (gated: g, u) before h.
     auto fusedSpec = gemmSpec(ctx, tile::KernelRole::FfnFused, act, false, false,
-                              static_cast<bool>(b1), static_cast<bool>(b2), element, gated);
-    // The training form keeps the two GEMMs: its up projection writes what
-    // the backward reads.
-    bool fused = choice == FfnPlanChoice::Fused && !train;
-    if (choice == FfnPlanChoice::Auto && !train) {
+                              static_cast<bool>(b1), static_cast<bool>(b2), element, gated,
+                              /*accumulate=*/false, /*savePre=*/train);
+    unsigned savedCount = gated ? 3 : 2;
+    bool fused = choice == FfnPlanChoice::Fused;
+    if (choice == FfnPlanChoice::Auto) {
       std::string reason;
       fused = fusedFfnFits(target, ffn.getOutputDim(), element, gated,
                            defaultPlan(target, fusedSpec), reason);
@@ -280,6 +283,9 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       if (b2)
         args.push_back(b2);
       args.push_back(y);
+      if (train)
+        for (unsigned i = 0; i < savedCount; ++i)
+          args.push_back(pb.arg(savedIndex[ffn] + i));
       if (failed(pb.launch(ffn.getLoc(), base + "_fused", fusedSpec, args)))
         return cleanup();
       continue;
@@ -293,10 +299,10 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       upArgs.push_back(wUp);
     Value hidden;
     if (train) {
-      unsigned first = savedIndex[ffn], count = gated ? 3 : 2;
-      for (unsigned i = 0; i + 1 < count; ++i)
+      unsigned first = savedIndex[ffn];
+      for (unsigned i = 0; i + 1 < savedCount; ++i)
         upArgs.push_back(pb.arg(first + i));
-      hidden = pb.arg(first + count - 1);
+      hidden = pb.arg(first + savedCount - 1);
     } else {
       hidden = pb.alloc(hiddenTensorType(ffn), rowShapedSources(x, rank), "hidden");
     }

@@ -124,9 +124,10 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   // The training forward's up projections write their pre-activations; an
   // accumulating GEMM has none to write.
   if (savePre && savePre.getValue() &&
-      ((role != KernelRole::Gemm && role != KernelRole::GatedGemm) || accumulate.getValue()))
-    return emitError() << "#tile.gemm save_pre applies to a gemm or gated_gemm that does not "
-                          "accumulate, got role "
+      ((role != KernelRole::Gemm && role != KernelRole::GatedGemm && role != KernelRole::FfnFused) ||
+       accumulate.getValue()))
+    return emitError() << "#tile.gemm save_pre applies to a gemm, gated_gemm or ffn_fused that does "
+                          "not accumulate, got role "
                        << stringifyKernelRole(role);
   return checkElementType(emitError, "gemm", elementType);
 }

@@ -19,6 +19,8 @@
 //   kBlockN     hidden columns a block: 64 or 128
 //   kStages     W1/W2 ring depth
 //   kBatched    x and y are [B, M, *] (grid z = batch), else [M, *]
+//   kSavePre    the training forward: pre = x·W1 + b1 and h = act(pre) [(B,) M, hidden] are stored too,
+//               from the registers as each hidden block is activated (h a multiple of 8)
 //   kPingPong, kProducerRegs, kConsumerRegs   the schedule (#tile.warp_specialized)
 // Launch: grid (ceil(M / 128), 1, batch); FfnFwdWsPlan<Config>::kThreads (384) threads; kSmemBytes
 // dynamic shared memory. Maps (box, innermost last): x (1,) 128 x 64, W1 kInDim x 64, W2 kBlockN x 64,
@@ -83,11 +85,13 @@ __device__ __forceinline__ void tma_load_row_panels(Tile dst, const TmaDescripto
 }
 
 // The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
-// `const __grid_constant__` parameters. x gives M, w1 gives h; b1 / b2 may be unused arguments.
+// `const __grid_constant__` parameters. x gives M, w1 gives h; b1 / b2 / pre / h_out may be unused
+// arguments.
 template <class Config>
 __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const TmaDescriptor& tma_w1,
                                            const TmaDescriptor& tma_w2, const TensorArg& x, const TensorArg& w1,
-                                           const TensorArg& b1, const TensorArg& b2, const TensorArg& y) {
+                                           const TensorArg& b1, const TensorArg& b2, const TensorArg& y,
+                                           const TensorArg& pre, const TensorArg& h_out) {
   using P = FfnFwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using XTile = typename P::XTile;
@@ -171,10 +175,23 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
     wgmma_matmul<false>(h, Xs, w1_tile(stage));
   };
   auto issue_pw2 = [&](int stage) { wgmma_matmul<false>(acc_y, p, w2_tile(stage)); };
+  // Columns it * kBlockN.. of a saved [(B,) M, hidden] tensor (the training forward).
+  auto saved_block = [&](const TensorArg& t, int it) {
+    GlobalMatrix<Elem> m = kBatched ? matrix_at<Elem>(t, batch) : matrix_at<Elem>(t);
+    m.base += it * kBlockN;
+    m.cols -= it * kBlockN;
+    return m;
+  };
   // H = act(H + b1) over hidden columns it * kBlockN.. (past h: H = 0, b1 skipped, act(0) = 0).
   auto activate = [&](int it) {
     if constexpr (Config::kBias1) add_bias(h, vector_at<Elem>(b1), it * kBlockN, hidden);
+    if constexpr (Config::kSavePre) store_fragments_converted(saved_block(pre, it), m0, h);
     activation<Config::kAct, true>(h);  // 16-bit results: SFU tanh, fast divide
+  };
+  // P = H in the element type, the A operand of P·W2 (the training forward also stores it: h).
+  auto convert_p = [&](int it) {
+    convert(p, h);
+    if constexpr (Config::kSavePre) store_fragments(saved_block(h_out, it), m0, p);
   };
 
   if (n_blocks > 0) {
@@ -187,7 +204,7 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
     wgmma_wait<0>();
     release(P::kBarW1Empty + 0);
     activate(0);
-    convert(p, h);
+    convert_p(0);
     for (int it = 1; it < n_blocks; ++it) {
       const int cur = it % kStages, prev = (it - 1) % kStages;
       mbarrier_wait(bar(P::kBarW1Full + cur), phase(it));
@@ -201,7 +218,7 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
       activate(it);
       wgmma_wait<0>();  // p is free again, the W2 slot too
       release(P::kBarW2Empty + prev);
-      convert(p, h);
+      convert_p(it);
     }
     const int last = (n_blocks - 1) % kStages;
     mbarrier_wait(bar(P::kBarW2Full + last), phase(n_blocks - 1));

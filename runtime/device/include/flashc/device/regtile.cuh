@@ -187,5 +187,25 @@ __device__ __forceinline__ void store_fragments(const GlobalMatrix<T>& dst, int 
     }
 }
 
+// An f32 register tile stored as T, each pair converted as it is stored (no 16-bit copy of the tile
+// lives in registers): rows >= dst.rows and pairs at or past dst.cols are skipped (dst.cols even).
+template <class T, int R, int C, int W>
+__device__ __forceinline__ void store_fragments_converted(const GlobalMatrix<T>& dst, int row0,
+                                                          const RegTileF32<R, C, W>& src) {
+#pragma unroll
+  for (int mt = 0; mt < src.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + src.row(mt, h);
+      if (row < dst.rows) {
+#pragma unroll
+        for (int nt = 0; nt < src.kNT; ++nt)
+          if (src.col(nt, 0) < dst.cols)
+            *reinterpret_cast<unsigned*>(dst.base + row * dst.row_stride + src.col(nt, 0)) =
+                ElemTraits<T>::pack(src.v[mt][nt][2 * h], src.v[mt][nt][2 * h + 1]);
+      }
+    }
+}
+
 }  // namespace device
 }  // namespace flashc

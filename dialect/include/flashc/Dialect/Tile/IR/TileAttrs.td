@@ -213,10 +213,11 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     of the contraction per grid z (rows of A, or one batch of a batched A),
     added atomically into an f32 C the program zero-fills (weight gradients
     with few output tiles). role = convert_f32: C = A (f32) in C's type.
-    save_pre (gemm, gated_gemm; a training forward's up projection): the
-    kernel also writes what the backward reads instead of recomputing it,
-    before C: gemm the pre-activation pre = alpha·op(A)·op(B) + bias, gated_gemm
-    g = A·Bg and u = A·Bu.
+    save_pre (gemm, gated_gemm, ffn_fused; a training forward's up projection):
+    the kernel also writes what the backward reads instead of recomputing it:
+    gemm the pre-activation pre = alpha·op(A)·op(B) + bias before C, gated_gemm
+    g = A·Bg and u = A·Bu before C, ffn_fused pre = x·W1 + b1 and
+    h = act(pre) (gated: g, u and h) after y.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
