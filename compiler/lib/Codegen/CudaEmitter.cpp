@@ -24,6 +24,7 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "LibraryKernelEmitter.h"
 #include "ManifestBuilder.h"
 #include "Names.h"
 #include "WsKernelEmitter.h"
@@ -1783,16 +1784,19 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     for (auto &a : args)
       argNames.push_back(a.name);
     std::string entry = "flashc_" + cppIdentifier(kernel.getSymName());
-    // A warp-specialised kernel is one library call (WsKernelEmitter.h);
-    // every other kernel is printed op by op.
+    // A warp-specialised kernel is one library call (WsKernelEmitter.h), the
+    // FFN backward's 16-bit activation too (LibraryKernelEmitter.h); every
+    // other kernel is printed op by op.
     std::optional<WsKernel> ws;
     std::optional<KernelEmitter> emitter;
-    if (isWarpSpecialized(kernel)) {
+    if (isWarpSpecialized(kernel) || isLibraryKernel(kernel)) {
       std::vector<std::string> cppNames;
       for (const std::string &name : argNames)
         cppNames.push_back(cppIdentifier(name));
       FailureOr<WsKernel> printed =
-          emitWsKernel(kernel, argNames, cppNames, entry, specComment(kernel), src);
+          isWarpSpecialized(kernel)
+              ? emitWsKernel(kernel, argNames, cppNames, entry, specComment(kernel), src)
+              : emitLibraryKernel(kernel, cppNames, entry, specComment(kernel), src);
       if (failed(printed))
         return failure();
       ws = std::move(*printed);

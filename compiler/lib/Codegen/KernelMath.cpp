@@ -118,6 +118,11 @@ std::string gemmMath(GemmSpecAttr spec) {
     math = gated ? "dh = dy·W2ᵀ, dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")
                  : "dpre = (dy·W2ᵀ) ∘ " + derivative("pre");
     break;
+  case KernelRole::FfnActivationGrad:
+    math = gated ? "dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")
+                 : "dpre = dh ∘ " + derivative("pre");
+    math += ", elementwise";
+    break;
   case KernelRole::ColumnSum:
     math = "db[n] = Σ_m A[m, n]";
     break;

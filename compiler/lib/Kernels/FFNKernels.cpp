@@ -20,6 +20,9 @@
 //                        grid z, atomically into a zeroed f32 C: weight
 //                        gradients whose few output tiles would leave SMs idle.
 //   convert_f32          C = A (f32 -> C's element type), the split-K epilogue.
+//   ffn_activation_grad  dpre = dh ∘ act'(pre) elementwise (gated: dg, du from
+//                        dh, g and u): the FFN backward's activation, after
+//                        the plain GEMM dh = dy·W2ᵀ.
 // A, x, C, y may carry one leading batch dimension (rank 3, grid axis z);
 // weights are rank 2.
 //
@@ -174,6 +177,45 @@ struct GemmKernel {
     Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
     Value tile = kb.load(a, {row0, col0}, M, N, Bm, Bn);
     kb.store(kb.named("c16", kb.convert(tile, elem)), c, {row0, col0}, M, N);
+  }
+
+  /// The FFN backward's activation, elementwise on [.., M, H] tiles:
+  ///   plain: dpre = dh ∘ act'(pre)
+  ///   gated: dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g)
+  /// dh, pre, g and u in the element type (eager PyTorch's dh and saved
+  /// tensors are too).
+  void activationGrad() {
+    bool gated = spec.getGated().getValue();
+    unsigned next = 0;
+    Value dh = kb.arg(next++), pre = kb.arg(next++);
+    Value up = gated ? kb.arg(next++) : Value();
+    Value dpreOut = kb.arg(next++);
+    Value duOut = gated ? kb.arg(next++) : Value();
+    Value mb = kb.programId(GridAxis::X, "m_block"), hb = kb.programId(GridAxis::Y, "h_block"),
+          batch = kb.programId(GridAxis::Z, "batch");
+    Value M = dimFromEnd(dh, 1, "M"), H = dimFromEnd(dh, 0, "hidden");
+    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
+    Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
+    auto load = [&](Value tensor) { return kb.load(tensor, at(tensor, batch, row0, h0), M, H, Bm, Bn); };
+    auto store = [&](Value tile, StringRef name, Value tensor) {
+      kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
+    };
+    Type f32 = kb.b.getF32Type();
+    Value dhShared = load(dh), preShared = load(pre), upShared = gated ? load(up) : Value();
+    Value dhTile = kb.named("dh", kb.convert(dhShared, f32));
+    Activation activation = spec.getActivation();
+    if (!gated) {
+      Value pre16 = kb.named("pre16", kb.convert(preShared, elem));
+      store(kb.b.create<ActivationGradOp>(kb.loc, dhTile.getType(), activation, dhTile, pre16),
+            "dpre16", dpreOut);
+      return;
+    }
+    Value g = kb.named("g", kb.convert(preShared, f32));
+    Value act = kb.b.create<ActivationOp>(kb.loc, g.getType(), activation, g);
+    store(kb.b.create<MulOp>(kb.loc, dhTile.getType(), dhTile, act), "du16", duOut);
+    Value dhGrad = kb.b.create<ActivationGradOp>(kb.loc, dhTile.getType(), activation, dhTile, g);
+    Value u = kb.named("u", kb.convert(upShared, f32));
+    store(kb.b.create<MulOp>(kb.loc, dhGrad.getType(), dhGrad, u), "dg16", dpreOut);
   }
 
   /// db[n] = Σ_m A[m, n] (A [M, N] or [B, M, N]: also summed over B).
@@ -388,7 +430,8 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   case KernelRole::FfnFused:
     return 4 + b1 + b2 + gated + (spec.savesPre() ? 2 + gated : 0);
   case KernelRole::FfnBackwardHidden:
-    return 4 + 2 * gated;
+  case KernelRole::FfnActivationGrad:
+    return 4 + 2 * gated - (spec.getRole() == KernelRole::FfnActivationGrad ? 1 : 0);
   default:
     return -1;
   }
@@ -435,7 +478,8 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, out, 0) : KernelBuilder::gridConst(ctx, 1));
     break;
   }
-  case KernelRole::FfnBackwardHidden: {
+  case KernelRole::FfnBackwardHidden:
+  case KernelRole::FfnActivationGrad: {
     unsigned dpreOut = argTypes.size() - (spec.getGated().getValue() ? 2 : 1);
     int64_t r = rank(dpreOut);
     grid.push_back(KernelBuilder::gridDim(ctx, dpreOut, r - 2, plan.blockM));
@@ -491,6 +535,9 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     break;
   case KernelRole::FfnBackwardHidden:
     kernel.backwardHidden();
+    break;
+  case KernelRole::FfnActivationGrad:
+    kernel.activationGrad();
     break;
   default:
     break;

@@ -398,17 +398,22 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return failure();
       return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
     };
-    // dh = dy · W2ᵀ with the activation's derivative in its epilogue.
-    SmallVector<Value> hiddenArgs = {dy, w2, pre};
+    // dh = dy · W2ᵀ, a plain GEMM at its full rate, then the activation's
+    // derivative elementwise (as eager PyTorch: the GEMM with the derivative
+    // in its epilogue ran at 0.5-0.7x a plain GEMM's rate, bench/results/
+    // 2026-12-01-h200-session14.md).
+    Value dh = pb.alloc(hiddenType, sources, "dh" + slot.suffix);
+    SmallVector<Value> gradArgs = {dh, pre};
     if (gated)
-      hiddenArgs.push_back(upPre);
-    hiddenArgs.push_back(dpre);
+      gradArgs.push_back(upPre);
+    gradArgs.push_back(dpre);
     if (du)
-      hiddenArgs.push_back(du);
-    if (failed(pb.launch(loc, base + "_bwd_hidden",
-                         gemmSpec(ctx, KernelRole::FfnBackwardHidden, act, false, true, false,
+      gradArgs.push_back(du);
+    if (failed(pb.launch(loc, base + "_bwd_dh", gemm(false, true), {dy, w2, dh})) ||
+        failed(pb.launch(loc, base + "_bwd_act",
+                         gemmSpec(ctx, KernelRole::FfnActivationGrad, act, false, false, false,
                                   false, element, gated),
-                         hiddenArgs)) ||
+                         gradArgs)) ||
         // dW2 = hᵀ · dy (summed over batch and rows)
         failed(weightGradient("_bwd_dw2", hidden, dy, dw2)) ||
         // dW1 = xᵀ · dpre (gated: xᵀ · dgate)

@@ -271,6 +271,17 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       plan.blockN = 128;
       plan.warps = 1;
       break;
+    case KernelRole::FfnActivationGrad:
+      // Memory bound, a block's loads issued at once: small blocks (2 chunks
+      // of 16 bytes a thread and input), so that many are resident (8 of 128
+      // threads an SM, within 64 registers) and in different phases. 128 x 128 blocks of 8 warps (8 chunks a thread, 2
+      // blocks an SM) ran at 1.9 TB/s on the H200, eager PyTorch's
+      // elementwise kernels at 3.3-3.7 (bench/results/2026-12-01-h200-session14.md).
+      plan.blockM = 64;
+      plan.blockN = 32;
+      plan.warps = 4;
+      plan.stages = 1;
+      break;
     case KernelRole::FfnFused: {
       plan.blockM = 64;
       plan.blockN = 64;
@@ -303,7 +314,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       // stage four products; 4 stages of 32 KB keep loads three steps ahead.
       // Measured 1.45-1.72x the mma.sync plan on the H200 at the benchmark's
       // two large FFNs (bench/results/2026-11-29-h200-session4.md).
+      // (Elementwise kernels keep the mma.sync strategy: they have no product.)
       if (hopper && gemm.getRole() != KernelRole::ConvertF32 &&
+          gemm.getRole() != KernelRole::FfnActivationGrad &&
           gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16) {
         plan.strategy = Strategy::WgmmaSm90;
         plan.blockK = 64;

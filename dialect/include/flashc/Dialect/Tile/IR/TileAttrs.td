@@ -61,7 +61,8 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"AttentionBackwardTransposed", 11, "attention_backward_transposed">,
     I32EnumAttrCase<"AttentionBackwardKVTransposed", 12, "attention_backward_kv_transposed">,
     I32EnumAttrCase<"GemmSplitK", 13, "gemm_split_k">,
-    I32EnumAttrCase<"ConvertF32", 14, "convert_f32">]> {
+    I32EnumAttrCase<"ConvertF32", 14, "convert_f32">,
+    I32EnumAttrCase<"FfnActivationGrad", 15, "ffn_activation_grad">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -213,6 +214,9 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     of the contraction per grid z (rows of A, or one batch of a batched A),
     added atomically into an f32 C the program zero-fills (weight gradients
     with few output tiles). role = convert_f32: C = A (f32) in C's type.
+    role = ffn_activation_grad: elementwise, from dh = dy·W2ᵀ (a gemm before it)
+    and the saved pre-activation, dpre = dh ∘ act'(pre) (gated: from g and u,
+    dg = (dh ∘ u) ∘ act'(g) and du = dh ∘ act(g)).
     save_pre (gemm, gated_gemm, ffn_fused; a training forward's up projection):
     the kernel also writes what the backward reads instead of recomputing it:
     gemm the pre-activation pre = alpha·op(A)·op(B) + bias before C, gated_gemm

@@ -1,0 +1,72 @@
+//===- LibraryKernelEmitter.cpp - device-library elementwise kernels ------===//
+#include "LibraryKernelEmitter.h"
+
+#include "Names.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace flashc {
+
+bool isLibraryKernel(tile::KernelOp kernel) {
+  auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
+  if (!gemm || gemm.getRole() != tile::KernelRole::FfnActivationGrad)
+    return false;
+  Type elem = gemm.getElementType().getValue();
+  return elem.isBF16() || elem.isF16();
+}
+
+FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::string> cppNames,
+                                      StringRef entry, StringRef specComment,
+                                      llvm::raw_ostream &out) {
+  auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());
+  bool gated = gemm.getGated().getValue();
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  if (inputs.size() != (gated ? 5u : 3u) || cppNames.size() != inputs.size())
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
+                              << " (ffn_activation_grad) takes "
+                              << (gated ? "dh, g, u, dg, du" : "dh, pre, dpre") << ", got "
+                              << inputs.size() << " arguments",
+           failure();
+  auto dh = cast<tile::GlobalTensorType>(inputs[0]);
+  int64_t blockM = kernel.getBlockM(), blockN = kernel.getBlockN(), threads = kernel.getWarps() * 32;
+  if (blockN % 8 != 0 || (blockM * blockN / 8) % threads != 0)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << ": block " << blockM
+                              << " x " << blockN << " on " << threads
+                              << " threads is not whole 8-element chunks a thread",
+           failure();
+  WsKernel result;
+  result.threads = threads;
+  std::string ns = entry.str() + "_config";
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  out << "// The FFN backward's activation, elementwise: the device library's\n"
+      << "// ffn_activation_grad (16-byte chunks, a thread's loads issued together).\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using Elem = flashc::device::" << (gemm.getElementType().getValue().isBF16() ? "bf16" : "f16")
+      << ";\n";
+  out << "  static constexpr flashc::device::Act kAct = flashc::device::"
+      << activationEnumerator(gemm.getActivation()) << ";\n";
+  out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
+      << ", kBatched = " << (dh.getRank() == 3 ? "true" : "false") << ";\n";
+  out << "  static constexpr int kBlockM = " << blockM << ", kBlockN = " << blockN
+      << ", kThreads = " << threads << ";\n";
+  out << "};\n}  // namespace " << ns << "\n\n";
+  // Enough resident blocks to keep 1024 threads an SM (at most 64 registers a thread).
+  out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", "
+      << std::max<int64_t>(1, 1024 / threads) << ")\n" << entry << "(";
+  for (auto [i, name] : llvm::enumerate(cppNames))
+    out << (i ? ", " : "") << "const flashc::TensorArg " << name;
+  out << ") {\n";
+  // Plain: no u or du (the library does not read them).
+  std::string up = gated ? cppNames[2] : cppNames[1], du = gated ? cppNames[4] : cppNames[2];
+  out << "  flashc::device::ffn_activation_grad<" << ns << "::Config>(" << cppNames[0] << ", "
+      << cppNames[1] << ", " << up << ", " << (gated ? cppNames[3] : cppNames[2]) << ", " << du
+      << ");\n}\n\n";
+  return result;
+}
+
+} // namespace flashc
