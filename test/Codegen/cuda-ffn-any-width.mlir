@@ -11,9 +11,9 @@
 // RUN: flashc %s --emit=cubin --arch=sm_80 -o %t.sm80.cubin
 // The gated FFN of d = 333, h = 1001 (gated GEMM, down GEMM, gated backward), f16:
 // RUN: flashc %S/Inputs/ffn-gated-any-width.mlir --emit=cuda -o - | FileCheck %s --check-prefix=GATED
-// GATED-LABEL: flashc_ffn_ffn_bwd_hidden(
-// GATED: store_tile<kThreads, true>(matrix_view<f16>(dup), row0, h0, M, hidden, du16);
-// GATED: store_tile<kThreads, true>(matrix_view<f16>(dgate), row0, h0, M, hidden, dg16);
+// The gated activation gradient: the device library's elementwise kernel (its chunks past h = 1001
+// element by element).
+// GATED: flashc::device::ffn_activation_grad<flashc_ffn_ffn_bwd_act_config::Config>(dh, gate, up, dgate, dup);
 // GATED-LABEL: flashc_ffn_ffn_up(
 // GATED: store_tile<kThreads, true>(matrix_view<f16>(hidden), row0, col0, M, N, hidden16);
 // The training forward's up kernel stores g, u and h limited to hidden.
@@ -37,12 +37,13 @@ func.func @ffn(%x: tensor<?x100xbf16>, %w1: tensor<100x1001xbf16>, %b1: tensor<1
   return %y : tensor<?x77xbf16>
 }
 
-// The backward's hidden kernel: pre limited to hidden, dy and W2 to d_out, dpre stored to hidden.
-// CHECK-LABEL: flashc_ffn_ffn_bwd_hidden(
-// CHECK: load_tile_async<kThreads, true>(pre_tile, matrix_view<bf16>(pre), row0, h0, M, hidden);
-// CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(dy), row0, {{.*}}, M, d_out);
-// CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(w2), h0, {{.*}}, hidden, d_out);
-// CHECK: store_tile<kThreads, true>(matrix_view<bf16>(dpre), row0, h0, M, hidden, {{.*}});
+// The backward's dh = dy·W2ᵀ: dy and W2 limited to d_out (K), dh stored to hidden; then the
+// activation gradient (the device library's elementwise kernel: exact at the width).
+// CHECK-LABEL: flashc_ffn_ffn_bwd_dh(
+// CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(dy), row0, {{.*}}, M, K);
+// CHECK: load_tile_async<kThreads, true>({{.*}}, matrix_view<bf16>(w2), col0, {{.*}}, N, K);
+// CHECK: store_tile<kThreads, true>(matrix_view<bf16>(dh), row0, col0, M, N, {{.*}});
+// CHECK: flashc::device::ffn_activation_grad<flashc_ffn_ffn_bwd_act_config::Config>(dh, pre, pre, dpre, dpre);
 // A weight gradient: split K, f32 atomics limited to the accumulator's widths, then converted.
 // CHECK-LABEL: flashc_ffn_ffn_bwd_dw2(
 // CHECK: atomic_add_tile<true>(matrix_view<float>(dw2_accum), row0, col0, M, N, acc);

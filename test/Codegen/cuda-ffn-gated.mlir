@@ -1,12 +1,9 @@
 // A gated FFN (SwiGLU). The training forward's kernel (save_pre; here the
-// fused one, with --ffn-plan=two-kernel the gated_gemm up projection) writes
-// g = x·Wg, u = x·Wu and h = silu(g) ∘ u; the backward's
-// hidden kernel runs dh = dy·W2ᵀ with one accumulator and reads the saved g
-// and u in the epilogue:
-//   du = dh ∘ silu(g), dg = (dh ∘ silu'(g)) ∘ u,
-// in that order, so that at most three f32 tiles are live (dh and g die before
-// u is converted). 128 x 128 on sm_90a without spills (it spilled 84 bytes
-// while it also wrote h: bench/results/2026-12-01-h200-session11.md).
+// fused one, with flash-tile's ffn-plan=two-kernel the gated_gemm up
+// projection) writes g = x·Wg, u = x·Wu and h = silu(g) ∘ u; the backward runs
+// dh = dy·W2ᵀ as a plain GEMM, then the elementwise kernel reads dh and the
+// saved g and u: du = dh ∘ silu(g), dg = (dh ∘ silu'(g)) ∘ u (the device
+// library's ffn_activation_grad).
 // RUN: flashc %s --emit=tile -o - | FileCheck %s
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -23,17 +20,20 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
   return %y : tensor<?x64xbf16>
 }
 
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden
-// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
-// CHECK-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh
+// CHECK-SAME: block_m = 128 : i64, block_n = 256 : i64
+// CHECK-SAME: role = gemm, activation = identity, transpose_a = false, transpose_b = true
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_act
+// CHECK-SAME: role = ffn_activation_grad, activation = silu
+// CHECK-SAME: gated = true
 // The backward reads the saved gate, up and h (before dy) and recomputes nothing.
 // CHECK-LABEL: func.func @ffn_backward(
 // CHECK-SAME: tile.name = "gate"
 // CHECK-SAME: tile.name = "up"
 // CHECK-SAME: tile.name = "h"
 // CHECK-SAME: tile.name = "dy"
-// CHECK-NOT: role = gemm, activation = identity, transpose_a = false, transpose_b = false
-// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg7, %arg3, %arg4, %arg5, %{{.*}}, %{{.*}}) :
+// CHECK: tile.launch @ffn_ffn_bwd_dh(%arg7, %arg3, %[[DH:.*]]) :
+// CHECK: tile.launch @ffn_ffn_bwd_act(%[[DH]], %arg4, %arg5, %{{.*}}, %{{.*}}) :
 // CHECK: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7,
 // CHECK-LABEL: tile.kernel @ffn_forward_train_ffn_fused
 // CHECK-SAME: role = ffn_fused, activation = silu
@@ -51,25 +51,10 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
 // TWO: tile.launch @ffn_forward_train_ffn_up(%arg0, %arg1, %arg2, %arg5, %arg6, %arg7) :
 // TWO: tile.launch @ffn_forward_train_ffn_down(%arg7, %arg3, %arg4) :
 
-// The g and u tiles are issued before the product loop and land under it
-// (waited for with the loop's last buffers, not after it).
-// CUDA-LABEL: flashc_ffn_ffn_bwd_hidden(
-// CUDA: load_tile_async<kThreads>([[G:gate_tile]], matrix_view<bf16>(gate), row0, h0, M, hidden);
-// CUDA-NEXT: cp_async_commit();
-// CUDA: load_tile_async<kThreads>([[U:up_tile]], matrix_view<bf16>(up), row0, h0, M, hidden);
-// CUDA-NEXT: cp_async_commit();
-// CUDA: for (int k_step
-// CUDA: wgmma_matmul_tb<false>(dh,
-// CUDA: cp_async_wait<0>();
-// CUDA-NEXT: fence_async_shared();
-// CUDA-NEXT: __syncthreads();  // the last iteration's buffers are free for what follows
-// CUDA-NEXT: RegTileF32<128, 128, kWarps> g;
-// CUDA-NEXT: convert(g, [[G]]);
-// CUDA-NOT: cp_async_wait
-// CUDA: store_tile<kThreads>(matrix_view<bf16>(dup),
-// CUDA: convert(u, [[U]]);
-// CUDA-NOT: matrix_view<bf16>(h)
-// CUDA: store_tile<kThreads>(matrix_view<bf16>(dgate),
+// CUDA-LABEL: namespace flashc_ffn_ffn_bwd_act_config {
+// CUDA: static constexpr flashc::device::Act kAct = flashc::device::Act::Silu;
+// CUDA-NEXT: static constexpr bool kGated = true, kBatched = false;
+// CUDA: flashc::device::ffn_activation_grad<flashc_ffn_ffn_bwd_act_config::Config>(dh, gate, up, dgate, dup);
 // The training forward's fused kernel: per hidden block g and u stored from the
 // accumulators, then h, the A operand of ·W2.
 // CUDA-LABEL: flashc_ffn_forward_train_ffn_fused(
@@ -91,6 +76,7 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
 // PTXAS-TWO: Compiling entry function 'flashc_ffn_forward_train_ffn_up'
 // PTXAS-TWO-NEXT: Function properties
 // PTXAS-TWO-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_hidden'
+// The elementwise kernel within 64 registers (8 blocks of 128 threads an SM): at most a few bytes of spill.
+// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_act'
 // PTXAS-NEXT: Function properties
-// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: {{[0-9]}} bytes stack frame, {{[0-9]}} bytes spill stores, {{[0-9]}} bytes spill loads

@@ -31,12 +31,12 @@
 // of the GEMM kinds' tuning spaces: the same wgmma loops on RegTileF32<64, N, 4>, panel loads of 4 rows a pass.
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-warpgroup.txt --emit=cuda -o - | FileCheck %s --check-prefix=WG1
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-warpgroup.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.w.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// WG1-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
-// WG1-NEXT: // 64 x 128 blocks, 3 stages,
+// WG1-LABEL: namespace flashc_ffn_ffn_bwd_dh_config {
+// WG1-NEXT: // 64 x 256 blocks, 2 stages,
 // WG1-NEXT: constexpr int kWarps = 4;
-// WG1-LABEL: flashc_ffn_ffn_bwd_hidden(
-// WG1: RegTileF32<64, 128, kWarps> dh = dh_zeros;
-// WG1: wgmma_matmul_tb<false>(dh,
+// WG1-LABEL: flashc_ffn_ffn_bwd_dh(
+// WG1: RegTileF32<64, 256, kWarps> acc = acc_zeros;
+// WG1: wgmma_matmul_tb<false>(acc,
 // WG1-LABEL: flashc_ffn_ffn_up(
 // WG1: wgmma_matmul<false>({{.*}}, {{.*}}, {{.*}});  // += A·B
 
@@ -48,10 +48,17 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
   return %y : tensor<?x1024xbf16>
 }
 
-// The backward's hidden kernel reads the pre-activation the training forward
-// saved and writes dpre only (h was saved too).
-// CHECK-LABEL: flashc_ffn_ffn_bwd_hidden(const flashc::TensorArg dy, const flashc::TensorArg w2, const flashc::TensorArg pre, const flashc::TensorArg dpre)
-// CHECK: activation_grad<Act::GeluTanh>(
+// The backward: dh = dy·W2ᵀ a plain GEMM, then dpre = dh ∘ gelu'(pre) from the
+// pre-activation the training forward saved, one call of the device library's
+// elementwise kernel (16-bit).
+// CHECK-LABEL: flashc_ffn_ffn_bwd_dh(const flashc::TensorArg dy, const flashc::TensorArg w2, const flashc::TensorArg dh)
+// CHECK-LABEL: namespace flashc_ffn_ffn_bwd_act_config {
+// CHECK: static constexpr flashc::device::Act kAct = flashc::device::Act::GeluTanh;
+// CHECK-NEXT: static constexpr bool kGated = false, kBatched = false;
+// CHECK-NEXT: static constexpr int kBlockM = 64, kBlockN = 32, kThreads = 128;
+// CHECK: __launch_bounds__(128, 8)
+// CHECK-NEXT: flashc_ffn_ffn_bwd_act(const flashc::TensorArg dh, const flashc::TensorArg pre, const flashc::TensorArg dpre) {
+// CHECK-NEXT: flashc::device::ffn_activation_grad<flashc_ffn_ffn_bwd_act_config::Config>(dh, pre, pre, dpre, dpre);
 // CHECK-LABEL: flashc_ffn_ffn_up(
 // The K loop: x and W1 tiles pipelined, f32 accumulation.
 // CHECK: for (int
@@ -82,13 +89,14 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PLAN-NARROW-SAME: block_m = 128 : i64, block_n = 128 : i64
 // PLAN-NARROW-SAME: tuning = {entry = "{{.*}}tuning-gemm-narrow.txt:2", key = "sm_90a gemm bf16 m?n4096k1024 -"}
 
+// dh = dy·W2ᵀ: both K-major (dx = dpre·W1ᵀ is the same code).
+// NARROW-LABEL: flashc_ffn_ffn_bwd_dh(
+// NARROW: wgmma_matmul_tb<false>(
 // Weight gradient dW2 = hᵀ·dy: both operands MN-major panels.
 // NARROW-LABEL: flashc_ffn_ffn_bwd_dw2(
 // NARROW: wgmma_matmul_ta<false>([[DW:.+]], h_tile, dy_tile);  // += Aᵀ·B
 // NARROW-NEXT: wgmma_wait<1>();
-// dx = dpre·W1ᵀ: both K-major.
-// NARROW-LABEL: flashc_ffn_ffn_bwd_dx(
-// NARROW: wgmma_matmul_tb<false>(
+// NARROW: // launches flashc_ffn_ffn_bwd_dh (its code is that kernel's but for names)
 // NARROW-LABEL: flashc_ffn_ffn_bwd_db2(
 // NARROW-NOT: wgmma
 // NARROW: matmul(
@@ -106,21 +114,19 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // WG80-NOT: wgmma
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
-// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_hidden'
+// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_act'
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
-// The backward hidden kernel (dy·W2ᵀ, the pre-activation tile read in its
-// epilogue) stays 128 wide with 4 stages (128 x 256 leaves room for 3 only and
-// measured slower).
-// WIDE-LABEL: namespace flashc_ffn_ffn_bwd_hidden_config {
-// WIDE-NEXT: // 128 x 128 blocks, 4 stages,
+// The backward's dh = dy·W2ᵀ is a plain GEMM: 128 x 256, 4 stages.
+// WIDE-LABEL: namespace flashc_ffn_ffn_bwd_dh_config {
+// WIDE-NEXT: // 128 x 256 blocks, 4 stages,
 // WIDE-LABEL: namespace flashc_ffn_ffn_up_config {
 // WIDE-NEXT: // 128 x 256 blocks, 4 stages,
 // WIDE-LABEL: flashc_ffn_ffn_up(
 // WIDE: const SmemPanelTile<bf16, 64, 256> [[W:.+]] = smem_tile_at<SmemPanelTile<bf16, 64, 256>>(
 // WIDE-NEXT: wgmma_matmul<false>({{.+}}, [[W]]);
-// The backward hidden kernel keeps a group in flight too.
-// OVL-LABEL: flashc_ffn_ffn_bwd_hidden(
+// The backward's dh GEMM keeps a group in flight too.
+// OVL-LABEL: flashc_ffn_ffn_bwd_dh(
 // OVL: wgmma_wait<1>();
 // OVL-LABEL: flashc_ffn_ffn_bwd_dw2(
 // OVL: wgmma_wait<1>();

@@ -96,7 +96,7 @@ ENUM_GROUPS = [
     ["attention_forward", "attention_backward_preprocess", "attention_backward",
      "attention_backward_kv", "attention_backward_dq", "attention_backward_postprocess",
      "attention_backward_transposed", "attention_backward_kv_transposed", "gemm", "ffn_fused",
-     "ffn_backward_hidden", "column_sum", "gated_gemm", "gemm_split_k", "convert_f32"],
+     "ffn_activation_grad", "column_sum", "gated_gemm", "gemm_split_k", "convert_f32"],
     ["gelu_tanh", "gelu_erf", "silu", "relu", "identity"],
     ["shared", "register"],
     ["true", "false"],

@@ -139,21 +139,23 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // -----
 
 // FFN backward: it reads what the training forward saved (pre = x·W1 + b1
-// and h = act(pre)): dh = dy·W2ᵀ with dpre = dh ∘ act'(pre) in its epilogue,
-// then GEMMs with transposed operands and column sums for the bias gradients.
-// The weight gradients have one output tile each, so their contraction over
-// the M rows is split in slices of 4096 over grid z (gemm_split_k), added
-// atomically into a zeroed f32 workspace, then converted (convert_f32).
-// dh = dy·W2ᵀ; the pre tile is loaded before the product loop.
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
-// CHECK-SAME: role = ffn_backward_hidden, activation = gelu_tanh, transpose_a = false, transpose_b = true
-// CHECK: %[[PRE_SMEM:.*]] = tile.load %arg2
-// CHECK: scf.for
-// CHECK: tile.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_b
-// dpre = dh ∘ act'(pre), pre read in the element type (f32 here); nothing else stored
+// and h = act(pre)): dh = dy·W2ᵀ as a plain GEMM, then dpre = dh ∘ act'(pre)
+// elementwise (ffn_activation_grad), then GEMMs with transposed operands and
+// column sums for the bias gradients. The weight gradients have one output
+// tile each, so their contraction over the M rows is split in slices of 4096
+// over grid z (gemm_split_k), added atomically into a zeroed f32 workspace,
+// then converted (convert_f32).
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// CHECK-SAME: role = gemm, activation = identity, transpose_a = false, transpose_b = true
+// dpre = dh ∘ act'(pre), pre read in the element type (f32 here)
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_act(
+// CHECK-SAME: role = ffn_activation_grad, activation = gelu_tanh
+// CHECK: %[[DH:.*]] = tile.load %arg0
+// CHECK: %[[PRE_SMEM:.*]] = tile.load %arg1
+// CHECK: %[[DH32:.*]] = tile.convert %[[DH]]
 // CHECK: %[[PRE16:.*]] = tile.convert %[[PRE_SMEM]]
-// CHECK: tile.activation_grad gelu_tanh %{{.*}}, %[[PRE16]]
-// CHECK: tile.store %{{.*}}, %arg3
+// CHECK: tile.activation_grad gelu_tanh %[[DH32]], %[[PRE16]]
+// CHECK: tile.store %{{.*}}, %arg2
 // CHECK-NOT: tile.store
 // CHECK: tile.return
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
@@ -183,7 +185,9 @@ func.func @attn(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor
 // CHECK-SAME: {tile.name = "db2"}) attributes {tile.program}
 // CHECK-NOT: tile.name = "pre"
 // CHECK: %[[DPRE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dpre"}
-// CHECK: tile.launch @ffn_ffn_bwd_hidden(%arg7, %arg3, %arg5, %[[DPRE]])
+// CHECK: %[[DH:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "dh"}
+// CHECK: tile.launch @ffn_ffn_bwd_dh(%arg7, %arg3, %[[DH]])
+// CHECK: tile.launch @ffn_ffn_bwd_act(%[[DH]], %arg5, %[[DPRE]])
 // CHECK: %[[DW2:.*]] = tile.alloc_tensor() {tile.name = "dw2_accum"} : <128x32xf32>
 // CHECK: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7, %[[DW2]])
 // CHECK: tile.launch @ffn_ffn_bwd_dw2_convert(%[[DW2]], %arg11)
@@ -304,7 +308,8 @@ func.func @shared_input(%x: tensor<?x64xf32>, %w1: tensor<64x128xf32>, %w2: tens
 // CHECK: tile.launch @block_attention_bwd_preprocess
 // CHECK: tile.launch @block_attention_bwd(
 // CHECK: tile.launch @block_attention_bwd_postprocess
-// CHECK: tile.launch @block_ffn_bwd_hidden
+// CHECK: tile.launch @block_ffn_bwd_dh
+// CHECK: tile.launch @block_ffn_bwd_act
 // CHECK: tile.launch @block_ffn_bwd_dx
 // CHECK-LABEL: func.func @block_forward_train(
 // CHECK-SAME: attributes {flash.train_forward}
@@ -351,18 +356,20 @@ func.func @phi(%q: tensor<?x2x?x80xbf16>, %k: tensor<?x2x?x80xbf16>, %v: tensor<
 // -----
 
 // A gated FFN of widths that are not multiples of 8 (#22: d = 333, h = 1001, d_out = 77): its
-// backward builds as any other (was refused). It reads the saved gate, up and h; the hidden kernel
-// stores dup and dgate limited to h = 1001; the weight gradients split K over the rows into f32
+// backward builds as any other (was refused). It reads the saved gate, up and h; the elementwise
+// kernel stores dup and dgate limited to h = 1001; the weight gradients split K over the rows into f32
 // accumulators of 77 and 1001 columns (the runtime pads their rows to 16 bytes), each atomic add and
 // conversion limited to the width.
-// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_hidden(
-// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dh(
+// CHECK: tile.store {{.*}} : <128x256xbf16, register>, <?x1001xbf16>
+// CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_act(
+// CHECK-SAME: block_m = 64 : i64, block_n = 32 : i64
+// CHECK-SAME: role = ffn_activation_grad
 // CHECK-SAME: gated = true
-// g and u are read before dh = dy·W2ᵀ's loop.
+// CHECK: tile.load %arg0
+// CHECK: tile.load %arg1
 // CHECK: tile.load %arg2
-// CHECK: tile.load %arg3
-// CHECK: scf.for
-// CHECK-COUNT-2: tile.store {{.*}} : <128x128xbf16, register>, <?x1001xbf16>
+// CHECK-COUNT-2: tile.store {{.*}} : <64x32xbf16, register>, <?x1001xbf16>
 // CHECK-NOT: tile.store
 // CHECK-LABEL: tile.kernel @gated_any_ffn_bwd_dw2(
 // CHECK-SAME: role = gemm_split_k

@@ -1,6 +1,6 @@
 // flash-order-blocks chooses the order in which each kernel's blocks take their
 // tiles. The GEMM-family kernels (here the FFN's up and down projections, the
-// training forward's, and its backward: hidden, dW2, dW1, dx) take their 2-D
+// training forward's, and its backward: dh, dW2, dW1, dx) take their 2-D
 // tile grid grouped: launch
 // index p = x + y·gridDim.x walks 8 row blocks of one column block, then the
 // next column, so the blocks in flight share A rows and B columns in L2
@@ -24,7 +24,7 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_hidden(
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
 // CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>

@@ -114,10 +114,6 @@ std::string gemmMath(GemmSpecAttr spec) {
     math += spec.savesPre() ? (gated ? " (g, u and h saved)" : " (pre and h saved)")
                             : " (hidden tile kept on chip)";
     break;
-  case KernelRole::FfnBackwardHidden:
-    math = gated ? "dh = dy·W2ᵀ, dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")
-                 : "dpre = (dy·W2ᵀ) ∘ " + derivative("pre");
-    break;
   case KernelRole::FfnActivationGrad:
     math = gated ? "dg = dh ∘ u ∘ " + derivative("g") + ", du = dh ∘ " + act("g")
                  : "dpre = dh ∘ " + derivative("pre");

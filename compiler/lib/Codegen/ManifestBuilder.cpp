@@ -70,8 +70,7 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
       }
     } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
       tile::KernelRole role = gemm.getRole();
-      if (role == tile::KernelRole::FfnBackwardHidden || role == tile::KernelRole::FfnActivationGrad ||
-          role == tile::KernelRole::ColumnSum ||
+      if (role == tile::KernelRole::FfnActivationGrad || role == tile::KernelRole::ColumnSum ||
           role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32)
         ffnBackward = true;
       else

@@ -10,10 +10,6 @@
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
 //                        the second matmul directly (save_pre: pre and h are
 //                        stored too, gated g, u and h).
-//   ffn_backward_hidden  dh = dy·W2ᵀ; from the pre-activation pre = x·W1 + b1
-//                        the training forward saved, writes
-//                        dpre = dh ∘ act'(pre) (gated: from g and u, dg and
-//                        du).
 //   column_sum           db[n] = Σ_m A[m, n] (bias gradients), as a matmul with
 //                        a ones tile so it runs on the tensor cores.
 //   gemm_split_k         C += op(A)·op(B) over one slice of the contraction per
@@ -343,10 +339,10 @@ struct GemmKernel {
           if (wUp)
             hidden = kb.b.create<MulOp>(kb.loc, hidden.getType(), hidden, proj[1]);
           // The hidden tile stays in registers: it is the A operand of W2.
+          Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOutTile, plan.stages);
           Value hidden16 = kb.named("hidden16", kb.convert(hidden, elem));
           if (!saved.empty())
             kb.store(hidden16, saved.back(), at(saved.back(), batch, row0, h0), M, H);
-          Value w2Tile = kb.load(w2, {h0, zero}, H, N, Bn, dOutTile, plan.stages);
           return {kb.matmul(hidden16, w2Tile, carried[0], false, false)};
         },
         {"h_block", "y_acc"});
@@ -354,63 +350,6 @@ struct GemmKernel {
     if (b2)
       result = kb.b.create<AddBiasOp>(kb.loc, result.getType(), result, b2, zero, N);
     kb.store(kb.named("y16", kb.convert(result, elem)), y, at(y, batch, row0, zero), M, N);
-  }
-
-  /// dh = dy·W2ᵀ for hidden columns [h0, h0 + Bn), then elementwise on the
-  /// pre-activations the training forward saved:
-  ///   plain: dpre = dh ∘ act'(pre)
-  ///   gated: dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g).
-  /// The pre-activations are read in the element type, as eager PyTorch saves
-  /// them.
-  void backwardHidden() {
-    bool gated = spec.getGated().getValue();
-    unsigned next = 0;
-    Value dy = kb.arg(next++), w2 = kb.arg(next++), pre = kb.arg(next++);
-    Value up = gated ? kb.arg(next++) : Value();
-    Value dpreOut = kb.arg(next++);
-    Value duOut = gated ? kb.arg(next++) : Value();
-    Value mb = kb.programId(GridAxis::X, "m_block"), hb = kb.programId(GridAxis::Y, "h_block"),
-          batch = kb.programId(GridAxis::Z, "batch");
-    Value M = dimFromEnd(dy, 1, "M"), H = kb.dim(w2, 0, "hidden"), dOut = kb.dim(w2, 1, "d_out");
-    Value row0 = kb.named("row0", kb.mul(mb, kb.idx(Bm)));
-    Value h0 = kb.named("h0", kb.mul(hb, kb.idx(Bn)));
-    // The pre-activation tiles are loaded first: they land under the product
-    // loop.
-    auto loadTile = [&](Value tensor) {
-      return kb.load(tensor, at(tensor, batch, row0, h0), M, H, Bm, Bn);
-    };
-    Value preShared = loadTile(pre), upShared = gated ? loadTile(up) : Value();
-    Value steps = kb.named("k_steps", kb.ceilDiv(dOut, kb.idx(Bk)));
-    Value dh = kb.forLoop(kb.idx(0), steps, {kb.named("dh_zeros", kb.fill(kb.regF32(Bm, Bn), 0.0))},
-                          [&](Value step, ValueRange carried) -> SmallVector<Value> {
-                            Value k0 = kb.named("k0", kb.mul(step, kb.idx(Bk)));
-                            Value dyTile =
-                                kb.load(dy, at(dy, batch, row0, k0), M, dOut, Bm, Bk, plan.stages);
-                            Value w2Tile = kb.load(w2, {h0, k0}, H, dOut, Bn, Bk, plan.stages);
-                            return {kb.matmul(dyTile, w2Tile, carried[0], false, true)};
-                          },
-                          {"k_step", "dh"})[0];
-    Type f32 = kb.b.getF32Type();
-    Activation activation = spec.getActivation();
-    auto storeHidden = [&](Value tile, StringRef name, Value tensor) {
-      kb.store(kb.named(name, kb.convert(tile, elem)), tensor, at(tensor, batch, row0, h0), M, H);
-    };
-    if (!gated) {
-      // dpre from pre in the element type (read pair by pair beside dh): one
-      // f32 tile, so 128 x 256 fits.
-      Value pre16 = kb.named("pre16", kb.convert(preShared, elem));
-      storeHidden(kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, pre16),
-                  "dpre16", dpreOut);
-      return;
-    }
-    Value preTile = kb.named("g", kb.convert(preShared, f32));
-    Value act = kb.b.create<ActivationOp>(kb.loc, preTile.getType(), activation, preTile);
-    // Gated, ordered so that at most three f32 tiles live at once: du and
-    // dh ∘ act'(g) first (dh and g die), u converted only then.
-    storeHidden(kb.b.create<MulOp>(kb.loc, dh.getType(), dh, act), "du16", duOut);
-    Value dhGrad = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), activation, dh, preTile);
-    Value upTile = kb.named("u", kb.convert(upShared, f32));
-    storeHidden(kb.b.create<MulOp>(kb.loc, dhGrad.getType(), dhGrad, upTile), "dg16", dpreOut);
   }
 };
 
@@ -429,9 +368,8 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
     return 3;
   case KernelRole::FfnFused:
     return 4 + b1 + b2 + gated + (spec.savesPre() ? 2 + gated : 0);
-  case KernelRole::FfnBackwardHidden:
   case KernelRole::FfnActivationGrad:
-    return 4 + 2 * gated - (spec.getRole() == KernelRole::FfnActivationGrad ? 1 : 0);
+    return 3 + 2 * gated;
   default:
     return -1;
   }
@@ -478,7 +416,6 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     grid.push_back(r == 3 ? KernelBuilder::gridDim(ctx, out, 0) : KernelBuilder::gridConst(ctx, 1));
     break;
   }
-  case KernelRole::FfnBackwardHidden:
   case KernelRole::FfnActivationGrad: {
     unsigned dpreOut = argTypes.size() - (spec.getGated().getValue() ? 2 : 1);
     int64_t r = rank(dpreOut);
@@ -532,9 +469,6 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     break;
   case KernelRole::FfnFused:
     kernel.fused();
-    break;
-  case KernelRole::FfnBackwardHidden:
-    kernel.backwardHidden();
     break;
   case KernelRole::FfnActivationGrad:
     kernel.activationGrad();

@@ -129,14 +129,6 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     if (gated)
       rules.push_back(matrix("du"));
     return rules;
-  case KernelRole::FfnBackwardHidden:
-    rules = {matrix("dy"), matrix("w2", 2, 2), matrix(gated ? "g" : "pre")};
-    if (gated)
-      rules.push_back(matrix("u"));
-    rules.push_back(matrix(gated ? "dg" : "dpre"));
-    if (gated)
-      rules.push_back(matrix("du"));
-    return rules;
   default:
     return {};
   }

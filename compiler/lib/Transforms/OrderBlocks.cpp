@@ -28,7 +28,6 @@ bool isTiledGemm(Attribute spec) {
   switch (gemm.getRole()) {
   case KernelRole::Gemm:
   case KernelRole::GatedGemm:
-  case KernelRole::FfnBackwardHidden:
   case KernelRole::GemmSplitK:
     return true;
   default:

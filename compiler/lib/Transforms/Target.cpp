@@ -323,11 +323,6 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         plan.stages = 4;
         // 128 x 256 halves the A-tile traffic and the issue and barrier
         // overhead per FLOP; 4 stages of 48 KB still fit.
-        // (The FFN backward hidden kernel stays 128 wide: at 128 x 256 its
-        // pre tile beside the ring leaves 3 stages, no product group in
-        // flight, and it measured 0.95x the 128 x 128, 4-stage plan at
-        // d = 4096 on the H200, bench/results/2026-12-01-h200-session11.md;
-        // 256 is a point of its tuning space.)
         if (gemm.getRole() == KernelRole::Gemm)
           plan.blockN = 256;
       }
@@ -485,11 +480,6 @@ int64_t estimateRegistersPerThread(Attribute spec, const TilePlan &plan, ArrayRe
                    plan.blockM * plan.blockN * (gated ? 5 : 3) / 2);
       break;
     }
-    case KernelRole::FfnBackwardHidden:
-      // dh in f32 and the pre-activation in 16 bits (gated: three f32 tiles
-      // of dh, g, act(g), dh ∘ act'(g) and u at a time).
-      values = (gemm.getGated().getValue() ? 6 : 3) * plan.blockM * plan.blockN / 2;
-      break;
     default:
       values = plan.blockM * plan.blockN;
       break;

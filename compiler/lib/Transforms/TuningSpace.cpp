@@ -24,8 +24,7 @@ namespace flashc {
 namespace {
 
 constexpr llvm::StringLiteral kKinds[] = {"attention_forward", "attention_backward", "gemm",
-                                          "gated_gemm",        "ffn_backward_hidden", "gemm_split_k",
-                                          "ffn_fused"};
+                                          "gated_gemm", "gemm_split_k", "ffn_fused"};
 
 bool isHopper(const TargetDescription &target) { return target.sharedMemoryPerBlock > 200000; }
 
@@ -270,19 +269,13 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   std::vector<TuningPoint> points;
   bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
   bool wide = gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GemmSplitK;
-  bool plainHidden =
-      gemm.getRole() == KernelRole::FfnBackwardHidden && !gemm.getGated().getValue();
-  llvm::SmallVector<int64_t, 2> widths = wgmma && (wide || plainHidden)
-                                             ? llvm::SmallVector<int64_t, 2>{256, 128}
-                                             : llvm::SmallVector<int64_t, 2>{128};
-  if (gemm.getRole() == KernelRole::FfnBackwardHidden && gemm.getGated().getValue())
-    widths = {128, 64};
+  llvm::SmallVector<int64_t, 2> widths = wgmma && wide ? llvm::SmallVector<int64_t, 2>{256, 128}
+                                                       : llvm::SmallVector<int64_t, 2>{128};
   // (4 stages of the wider accumulators' kernels do not fit: the hand rule's
   // 4 is lowered to 3 by flash-plan-memory.)
-  bool oneAccumulator = wide || gemm.getRole() == KernelRole::FfnBackwardHidden;
-  llvm::SmallVector<int64_t, 2> depths = !wgmma           ? llvm::SmallVector<int64_t, 2>{2, 3}
-                                         : oneAccumulator ? llvm::SmallVector<int64_t, 2>{4, 3}
-                                                          : llvm::SmallVector<int64_t, 2>{3, 2};
+  llvm::SmallVector<int64_t, 2> depths = !wgmma ? llvm::SmallVector<int64_t, 2>{2, 3}
+                                         : wide ? llvm::SmallVector<int64_t, 2>{4, 3}
+                                                : llvm::SmallVector<int64_t, 2>{3, 2};
   TilePlan hand = defaultPlan(target, gemm);
   // The hand rule's values first (split-K GEMMs are 128 wide; mma.sync on
   // sm_90a takes 3 stages).
@@ -383,24 +376,17 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
   }
   case KernelRole::Gemm:
   case KernelRole::GatedGemm:
-  case KernelRole::GemmSplitK:
-  case KernelRole::FfnBackwardHidden: {
-    // The backward hidden kernel is the GEMM dy·W2ᵀ with an elementwise
-    // epilogue: keyed like one, -gated when it reads two pre-activations.
+  case KernelRole::GemmSplitK: {
     key.kind = gemm.getRole() == KernelRole::Gemm        ? "gemm"
                : gemm.getRole() == KernelRole::GatedGemm ? "gated_gemm"
-               : gemm.getRole() == KernelRole::GemmSplitK ? "gemm_split_k"
-                                                          : "ffn_backward_hidden";
+                                                         : "gemm_split_k";
     bool ta = gemm.getTransposeA().getValue(), tb = gemm.getTransposeB().getValue();
     auto a = operandShape(tensorArg(argTypes, 0), ta), b = operandShape(tensorArg(argTypes, 1), tb);
     if (!a || !b)
       return std::nullopt;
     key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
                 (ta ? "-ta" : "") + (tb ? "-tb" : "") +
-                (gemm.getAccumulate().getValue() ? "-acc" : "") +
-                (gemm.getRole() == KernelRole::FfnBackwardHidden && gemm.getGated().getValue()
-                     ? "-gated"
-                     : "");
+                (gemm.getAccumulate().getValue() ? "-acc" : "");
     return key;
   }
   default:

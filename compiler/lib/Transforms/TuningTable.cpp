@@ -98,8 +98,6 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
     return false;
   for (llvm::StringRef suffix : {"-ta", "-tb", "-acc"})
     rest->consume_front(suffix);
-  if (kind == "ffn_backward_hidden")
-    rest->consume_front("-gated");
   return rest->empty();
 }
 
@@ -204,8 +202,7 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
                   (llvm::StringRef(key.kind).starts_with("attention_") ? "d<D> or d<D>v<Dv>"
                    : key.kind == "ffn_fused"
                        ? "d<d>h<h>o<d_out>"
-                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc" +
-                             std::string(key.kind == "ffn_backward_hidden" ? ", -gated" : "")) +
+                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc") +
                   ", or *)");
     if (!validMask(key.kind, key.mask))
       return fail("mask '" + key.mask + "' is not a " + key.kind + " mask class (" +

@@ -163,7 +163,7 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
   let summary = "Choose the order in which each kernel's blocks take their tiles";
   let description = [{
     Sets `grid_order = #tile.grid_order<...>` where the order matters: the
-    GEMM-family kernels (gemm, gated_gemm, ffn_backward_hidden, gemm_split_k)
+    GEMM-family kernels (gemm, gated_gemm, gemm_split_k)
     take their 2-D tile grid grouped, `group` row blocks of one column block
     at a time, so that the blocks in flight share A rows and B columns in L2
     (launched row-major, a wave covers every row block of one column and

@@ -55,7 +55,6 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"AttentionBackwardPostprocess", 5, "attention_backward_postprocess">,
     I32EnumAttrCase<"Gemm", 6, "gemm">,
     I32EnumAttrCase<"FfnFused", 7, "ffn_fused">,
-    I32EnumAttrCase<"FfnBackwardHidden", 8, "ffn_backward_hidden">,
     I32EnumAttrCase<"ColumnSum", 9, "column_sum">,
     I32EnumAttrCase<"GatedGemm", 10, "gated_gemm">,
     I32EnumAttrCase<"AttentionBackwardTransposed", 11, "attention_backward_transposed">,
@@ -207,9 +206,7 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     role = gemm: C = epilogue(alpha · op(A) · op(B)) (+ C when accumulate),
     epilogue = bias (if bias1) then activation. role = gated_gemm:
     C = act(A·Bg) ⊙ (A·Bu). role = ffn_fused: y = act(x·W1 + b1)·W2 + b2 (gated:
-    (act(x·Wg) ⊙ (x·Wu))·W2 + b2) in one kernel. role = ffn_backward_hidden:
-    from the pre-activation pre (gated: g and u) written before it, h = act(pre)
-    and dpre = (dy·W2ᵀ) ∘ act'(pre) (gated: h, dg, du). role = column_sum:
+    (act(x·Wg) ⊙ (x·Wu))·W2 + b2) in one kernel. role = column_sum:
     db[n] = Σ_m A[m, n]. role = gemm_split_k: C += op(A)·op(B) over one slice
     of the contraction per grid z (rows of A, or one batch of a batched A),
     added atomically into an f32 C the program zero-fills (weight gradients
