@@ -627,6 +627,34 @@ Status encodeWithDriver(const TensorMapEncoding &e, TensorMapValue &out) {
   return err;
 }
 
+// The memory pool programs take their scratch from. By default the device's
+// default pool (null here: cuMemAllocAsync), whose release threshold is 0: a
+// training step's scratch (1 GB for an FFN backward at d = 4096) may go back
+// to the driver at every synchronisation and be mapped again at the next
+// launch. FLASHC_SCRATCH_POOL=keep (opt-in: not yet timed on a GPU) takes it
+// from a pool per device for the process that keeps what it has allocated.
+Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
+  const char *v = std::getenv("FLASHC_SCRATCH_POOL");
+  if (!v || std::string(v) != "keep")
+    return CUmemoryPool(nullptr);
+  static std::mutex mutex;
+  static std::map<CUdevice, CUmemoryPool> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = pools.find(device); it != pools.end()) return it->second;
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = static_cast<int>(device);
+  CUmemoryPool pool = nullptr;
+  if (CUresult rc = d.cuMemPoolCreate(&pool, &props); rc != CUDA_SUCCESS)
+    return d.error("creating the scratch memory pool", rc);
+  cuuint64_t keep = ~cuuint64_t(0);
+  if (CUresult rc = d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); rc != CUDA_SUCCESS)
+    return d.error("setting the scratch memory pool's release threshold", rc);
+  pools[device] = pool;
+  return pool;
+}
+
 // One process-wide cache: tensor maps are plain values (no context), keyed by
 // everything they encode, so bundles and threads share it.
 TensorMapCache &tensorMapCache() {
@@ -705,10 +733,18 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   auto cuStream = static_cast<CUstream>(stream);
   std::vector<CUdeviceptr> allocations;
   Status status;
+  CUmemoryPool pool = nullptr;
+  if (!plan->scratch.empty()) {
+    auto found = scratchPool(drv, (*m)->device);
+    if (!found) return found.error();
+    pool = *found;
+  }
   for (const auto &sc : plan->scratch) {
     CUdeviceptr ptr = 0;
     if (sc.bytes > 0) {
-      if (CUresult rc = drv.cuMemAllocAsync(&ptr, size_t(sc.bytes), cuStream); rc != CUDA_SUCCESS) {
+      CUresult rc = pool ? drv.cuMemAllocFromPoolAsync(&ptr, size_t(sc.bytes), pool, cuStream)
+                         : drv.cuMemAllocAsync(&ptr, size_t(sc.bytes), cuStream);
+      if (rc != CUDA_SUCCESS) {
         status = drv.error(("allocating scratch '" + sc.name + "' of " + std::to_string(sc.bytes) + " bytes").c_str(), rc);
         break;
       }

@@ -19,7 +19,8 @@ struct Driver {
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuPointerGetAttribute)           \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemsetD8Async) X(cuMemAlloc) X(cuMemFree)               \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuStreamSynchronize)         \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled)
+  X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuMemPoolCreate)              \
+  X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync)
 #define FLASHC_DECLARE(name) decltype(&::name) name = nullptr;
   FLASHC_DRIVER_FUNCTIONS(FLASHC_DECLARE)
 #undef FLASHC_DECLARE
