@@ -352,8 +352,13 @@ def _ffn_backward(config, lead, x2, w1, b1, w2, b2, w_gate, saved, dy):
         for g in grads.values():
             g.zero_()
     else:
+        names = config.saved_names()
+        if len(saved) != len(names):  # e.g. the forward ran without a gradient wanted: nothing was saved
+            raise InvalidArgumentError("flashc.ffn backward: the training forward's saved activations (%s) are "
+                                       "missing (got %d tensors); run the forward with a gradient wanted"
+                                       % (", ".join(names), len(saved)))
         args = _ffn_inputs(config, x2, w1, b1, w2, b2, w_gate)
-        args.update(zip(config.saved_names(), saved))
+        args.update(zip(names, saved))
         args["dy"] = _kernel_layout(dy.reshape(-1, config.d_out), pad_rows=True)
         args.update(grads)
         _run(config, "backward", dev, args)
