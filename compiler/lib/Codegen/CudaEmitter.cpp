@@ -288,8 +288,10 @@ public:
   /// ", true" (the device library's SFU tanh and fast divide) for
   /// activations where the kernel's results are 16-bit: their error (2^-11)
   /// is below half an ulp of bf16 / f16; f32 kernels keep the accurate
-  /// functions. activation_grad keeps them too: the backward hidden kernel
-  /// runs at 254 registers, and ptxas spilled 92 bytes there with the SFU form.
+  /// functions. The tile op activation_grad keeps them too (the retired
+  /// backward hidden kernel ran at 254 registers and spilled 92 bytes with the
+  /// SFU form; the 16-bit ffn_activation_grad kernel is a library call that
+  /// takes the SFU form).
   const char *activationPrecision() {
     auto gemm = llvm::dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
     return gemm && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16 ? ", true" : "";
