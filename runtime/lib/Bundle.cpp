@@ -649,8 +649,10 @@ Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
   if (CUresult rc = d.cuMemPoolCreate(&pool, &props); rc != CUDA_SUCCESS)
     return d.error("creating the scratch memory pool", rc);
   cuuint64_t keep = ~cuuint64_t(0);
-  if (CUresult rc = d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); rc != CUDA_SUCCESS)
+  if (CUresult rc = d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); rc != CUDA_SUCCESS) {
+    d.cuMemPoolDestroy(pool);
     return d.error("setting the scratch memory pool's release threshold", rc);
+  }
   pools[device] = pool;
   return pool;
 }

@@ -203,6 +203,60 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
       return describe() << "must have a static last dimension of " << rule.lastDim
                         << " (the recipe's head dim), got " << tensor;
   }
+  // Tensors a kernel walks on one grid (the activation gradient's operands,
+  // the saved activations beside the output they are written with) have one
+  // shape: the same rank, static dims equal (a dynamic dim matches any).
+  if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec)) {
+    auto shaped = [&](unsigned i) { return llvm::cast<GlobalTensorType>(argTypes[i]); };
+    auto alike = [&](unsigned ref, ArrayRef<unsigned> others) -> LogicalResult {
+      for (unsigned i : others) {
+        ArrayRef<int64_t> a = shaped(ref).getShape(), b = shaped(i).getShape();
+        bool same = a.size() == b.size();
+        for (size_t d = 0; same && d < a.size(); ++d)
+          same = ShapedType::isDynamic(a[d]) || ShapedType::isDynamic(b[d]) || a[d] == b[d];
+        if (!same)
+          return emitError() << "kernel recipe '" << role << "': argument " << i << " ("
+                             << rules[i].name << ") must have the shape of argument " << ref
+                             << " (" << rules[ref].name << "), got " << argTypes[i] << " and "
+                             << argTypes[ref];
+      }
+      return success();
+    };
+    unsigned n = argTypes.size();
+    bool gated = gemm.getGated().getValue();
+    SmallVector<unsigned> rest;
+    switch (gemm.getRole()) {
+    case KernelRole::FfnActivationGrad:
+      for (unsigned i = 1; i < n; ++i)
+        rest.push_back(i);
+      if (failed(alike(0, rest)))
+        return failure();
+      break;
+    case KernelRole::Gemm:
+    case KernelRole::GatedGemm: // saved before the output C (last)
+      if (gemm.savesPre()) {
+        for (unsigned i = n - 1 - (gemm.getRole() == KernelRole::GatedGemm ? 2 : 1); i + 1 < n; ++i)
+          rest.push_back(i);
+        if (failed(alike(n - 1, rest)))
+          return failure();
+      }
+      break;
+    case KernelRole::FfnFused: // saved after y, over x's rows
+      if (gemm.savesPre()) {
+        unsigned count = gated ? 3 : 2;
+        for (unsigned i = n - count; i < n; ++i)
+          rest.push_back(i);
+        if (failed(alike(n - count, ArrayRef<unsigned>(rest).drop_front())))
+          return failure();
+        if (shaped(n - count).getRank() != shaped(0).getRank())
+          return emitError() << "kernel recipe 'ffn_fused': the saved activations must have x's rank, got "
+                             << argTypes[n - count] << " and " << argTypes[0];
+      }
+      break;
+    default:
+      break;
+    }
+  }
   // Split-K slices a rank-2 A by rows and a batched A by batch; B is indexed
   // by A's batch, so a batched B needs a batched A.
   if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec);

@@ -5,9 +5,10 @@
 // one kernel sequence per fused op of the function:
 //   attention (atomic dQ):     preprocess -> backward -> postprocess
 //   attention (deterministic): preprocess -> backward_kv -> backward_dq
-//   ffn: backward_hidden -> dW2, dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2,
-//        db1, reading the activations `@<func>_forward_train` saved: the
-//        forward function cloned, marked for flash-tile's training form
+//   ffn: dh = dy·W2ᵀ -> the activation's derivative (elementwise) -> dW2,
+//        dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2, db1, reading the
+//        activations `@<func>_forward_train` saved: the forward function
+//        cloned, marked for flash-tile's training form
 // Functions whose fused ops are independent (every operand a function
 // argument used once) are supported; anything else gets a warning and no
 // backward, so the forward still compiles.
@@ -71,7 +72,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func->hasAttr(kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
+      if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
+          !func.isExternal() && hasFusedOps(func))
         funcs.push_back(func);
     SymbolTable symbols(module);
     for (func::FuncOp func : funcs)
@@ -215,9 +217,11 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
         for (const std::string &saved : savedActivationNames(ffn, slot.suffix)) {
+          // flash-tile's scheme (`_2`, `_3`, ...), so both programs name them
+          // alike.
           std::string unique = saved;
-          while (llvm::is_contained(names, unique))
-            unique += "_saved";
+          for (unsigned n = 2; llvm::is_contained(names, unique); ++n)
+            unique = saved + "_" + std::to_string(n);
           slot.saved.push_back(types.size());
           types.push_back(hiddenTensorType(ffn));
           names.push_back(unique);

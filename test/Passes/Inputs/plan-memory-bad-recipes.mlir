@@ -70,3 +70,19 @@ tile.kernel @fwd(%q: !tile.tensor<?x4x?x64xbf16>, %k: !tile.tensor<?x4x?x64xbf16
 tile.kernel @fwd(%q: !tile.tensor<?x4x?x64xbf16>, %k: !tile.tensor<?x4x?x64xbf16>, %v: !tile.tensor<?x4x?x64xbf16>, %o: !tile.tensor<?x4x?x64xbf16>, %lse: !tile.tensor<?x4x?xf32>, %off: !tile.tensor<?x4x?xf32>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>], spec = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, key_offset = true>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
   tile.return
 }
+
+// -----
+
+// The activation gradient walks dh's grid: a rank-2 pre beside a batched dh would be read out of bounds.
+// expected-error @+1 {{kernel recipe 'ffn_activation_grad': argument 1 (pre) must have the shape of argument 0 (dh), got '!tile.tensor<?x256xbf16>' and '!tile.tensor<?x?x256xbf16>'}}
+tile.kernel @act(%dh: !tile.tensor<?x?x256xbf16>, %pre: !tile.tensor<?x256xbf16>, %dpre: !tile.tensor<?x?x256xbf16>) attributes {block_m = 64 : i64, block_n = 32 : i64, grid = [#tile.grid<ceildiv(arg2[1], 64)>, #tile.grid<ceildiv(arg2[2], 32)>, #tile.grid<arg2[0]>], spec = #tile.gemm<role = ffn_activation_grad, activation = gelu_tanh, transpose_a = false, transpose_b = false, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16>, stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
+  tile.return
+}
+
+// -----
+
+// A saved pre-activation of another width than the output it is written with.
+// expected-error @+1 {{kernel recipe 'gemm': argument 2 (pre) must have the shape of argument 3 (c), got '!tile.tensor<?x128xbf16>' and '!tile.tensor<?x64xbf16>'}}
+tile.kernel @up(%a: !tile.tensor<?x64xbf16>, %b: !tile.tensor<64x64xbf16>, %pre: !tile.tensor<?x128xbf16>, %c: !tile.tensor<?x64xbf16>) attributes {block_m = 64 : i64, block_n = 64 : i64, grid = [#tile.grid<ceildiv(arg3[0], 64)>, #tile.grid<ceildiv(arg3[1], 64)>, #tile.grid<1>], spec = #tile.gemm<role = gemm, activation = gelu_tanh, transpose_a = false, transpose_b = false, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, save_pre = true>, stages = 2 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
+  tile.return
+}

@@ -78,9 +78,11 @@ def GenerateBackward : Pass<"flash-generate-backward", "::mlir::ModuleOp"> {
     P block by block (dV, dK, atomic dQ; GQA sums over the query-head group);
     postprocess dQ -> output dtype. With `deterministic`, dQ comes from a
     separate kernel over query blocks instead of atomics. FFN (plain or
-    gated, input rank 2 or 3): dpre = (dy·W2ᵀ)∘act'(x·W1+b1) with h
-    recomputed, then GEMMs for dW2 = hᵀ·dy, dW1 = xᵀ·dpre, dx = dpre·W1ᵀ and
-    column sums for the bias gradients. One backward program covers all
+    gated, input rank 2 or 3): from pre = x·W1 + b1 and h = act(pre) that
+    the training forward `@<func>_forward_train` saved (the function cloned,
+    marked flash.train_forward for flash-tile), dh = dy·W2ᵀ (a GEMM) and
+    dpre = dh∘act'(pre) (elementwise), then GEMMs for dW2 = hᵀ·dy,
+    dW1 = xᵀ·dpre, dx = dpre·W1ᵀ and column sums for the bias gradients. One backward program covers all
     independent fused ops of a function (operands are function arguments used
     once, results only returned); other functions get a warning and no
     backward.
