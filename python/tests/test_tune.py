@@ -275,10 +275,16 @@ class PlanTest(unittest.TestCase):
         plan, failures = plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], progress=self.quiet)
         self.assertEqual(failures, [])
         units = list(plan.units())
-        self.assertEqual(len(units), 1)
-        unit = units[0][1]
+        # The inference forward's fused kernel and the training forward's (it also stores pre and h: keyed -save,
+        # timed through the training forward).
+        self.assertEqual(len(units), 2)
+        unit = next(u for _, u in units if not u["key"].split()[3].endswith("-save"))
+        train = next(u for _, u in units if u["key"].split()[3].endswith("-save"))
+        self.assertEqual(unit["directions"], ["forward"])
+        self.assertEqual(train["directions"], ["forward_train"])
         self.assertEqual(set(unit["bundles"]), set(unit["candidates"]))
-        self.assertEqual(len(plan.data["bundles"]), len(unit["candidates"]))
+        # (The hand rule's bundle, no table, serves both units.)
+        self.assertEqual(len(plan.data["bundles"]), len(unit["candidates"]) + len(train["candidates"]) - 1)
         # Kernels the candidates share (the backward's) are stored once.
         stored = os.listdir(os.path.join(out, plan_mod.BLOBS))
         files = sum(len(b["files"]) for b in plan.data["bundles"].values())

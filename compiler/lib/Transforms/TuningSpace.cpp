@@ -371,7 +371,9 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
     std::optional<std::string> shape = ffnShape(gemm, argTypes);
     if (!shape)
       return std::nullopt;
-    key.shape = *shape;
+    // -save: the training forward's kernel (it also stores pre and h), planned
+    // apart from the inference one.
+    key.shape = *shape + (gemm.savesPre() ? "-save" : "");
     return key;
   }
   case KernelRole::Gemm:
@@ -386,7 +388,7 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
       return std::nullopt;
     key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
                 (ta ? "-ta" : "") + (tb ? "-tb" : "") +
-                (gemm.getAccumulate().getValue() ? "-acc" : "");
+                (gemm.getAccumulate().getValue() ? "-acc" : "") + (gemm.savesPre() ? "-save" : "");
     return key;
   }
   default:

@@ -91,12 +91,14 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
   }
   if (kind == "ffn_fused") {
     std::optional<llvm::StringRef> rest = sized(shape, "dho", false);
+    if (rest)
+      rest->consume_front("-save");
     return rest && rest->empty();
   }
   std::optional<llvm::StringRef> rest = sized(shape, "mnk", true);
   if (!rest)
     return false;
-  for (llvm::StringRef suffix : {"-ta", "-tb", "-acc"})
+  for (llvm::StringRef suffix : {"-ta", "-tb", "-acc", "-save"})
     rest->consume_front(suffix);
   return rest->empty();
 }
@@ -201,8 +203,8 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
       return fail("shape '" + key.shape + "' is not a " + key.kind + " shape (" +
                   (llvm::StringRef(key.kind).starts_with("attention_") ? "d<D> or d<D>v<Dv>"
                    : key.kind == "ffn_fused"
-                       ? "d<d>h<h>o<d_out>"
-                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc") +
+                       ? "d<d>h<h>o<d_out>, then -save"
+                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc, -save") +
                   ", or *)");
     if (!validMask(key.kind, key.mask))
       return fail("mask '" + key.mask + "' is not a " + key.kind + " mask class (" +
