@@ -465,6 +465,11 @@ class PlumbingTest(unittest.TestCase):
         self.assertEqual([tuple(g.shape) for g in (dx, dw1, db1, dw2, db2)], [(2, 3, 8), (8, 13), (13,), (13, 4), (4,)])
         self.assertIsNone(dw_gate)
         self.assertIs(self.fakes[config.key].calls[2][2]["h"], saved[1])
+        # The inference forward's empty tuple is not the saved activations: refused before any launch.
+        calls = len(self.fakes[config.key].calls)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, r"saved activations \(pre, h\) are missing \(got 0"):
+            ft._ffn_backward(config, (2, 3), *inputs, (), torch.randn_like(y))
+        self.assertEqual(len(self.fakes[config.key].calls), calls)
 
     def test_ffn_plain_with_biases_and_3d_input(self):
         config = FfnConfig("bf16", 8, 16, d_out=4, activation="gelu_erf", has_b1=True, has_b2=True)

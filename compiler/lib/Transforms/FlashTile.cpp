@@ -181,15 +181,10 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   if (train) {
     unsigned ffns = 0;
     for (auto ffn : body.getOps<flash::FfnOp>()) {
-      savedIndex[ffn] = argTypes.size();
       std::string suffix = ffns ? std::to_string(ffns + 1) : "";
       ++ffns;
-      const ValueLabel &x = labels[ffn.getInput()];
-      for (const std::string &saved : savedActivationNames(ffn, suffix)) {
-        argTypes.push_back(hiddenTensorType(ffn));
-        argNames.push_back(uniqueName(saved));
-        argDims.push_back(x.dims);
-      }
+      savedIndex[ffn] = appendSavedActivations(ffn, suffix, labels[ffn.getInput()].dims, uniqueName,
+                                               argTypes, argNames, argDims);
     }
   }
   for (unsigned index : scalarArgs) {

@@ -216,17 +216,18 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         primal = attention.getOutput();
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
-        for (const std::string &saved : savedActivationNames(ffn, slot.suffix)) {
-          // flash-tile's scheme (`_2`, `_3`, ...), so both programs name them
-          // alike.
-          std::string unique = saved;
-          for (unsigned n = 2; llvm::is_contained(names, unique); ++n)
-            unique = saved + "_" + std::to_string(n);
-          slot.saved.push_back(types.size());
-          types.push_back(hiddenTensorType(ffn));
-          names.push_back(unique);
-          dims.push_back(labels[ffn.getInput()].dims);
-        }
+        // flash-tile's scheme (`_2`, `_3`, ...), so both programs name them
+        // alike.
+        auto unique = [&](const std::string &name) {
+          std::string candidate = name;
+          for (unsigned n = 2; llvm::is_contained(names, candidate); ++n)
+            candidate = name + "_" + std::to_string(n);
+          return candidate;
+        };
+        unsigned first = appendSavedActivations(ffn, slot.suffix, labels[ffn.getInput()].dims,
+                                                unique, types, names, dims);
+        for (unsigned i = first; i < types.size(); ++i)
+          slot.saved.push_back(i);
         primal = op->getResult(0);
       }
       auto cotangent = add(primal, "d");

@@ -46,13 +46,19 @@ GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, 
                            savePre ? b.getBoolAttr(true) : BoolAttr());
 }
 
-SmallVector<std::string, 3> savedActivationNames(flash::FfnOp ffn, StringRef suffix) {
+unsigned appendSavedActivations(flash::FfnOp ffn, StringRef suffix, ArrayRef<std::string> xDims,
+                                function_ref<std::string(const std::string &)> unique,
+                                SmallVectorImpl<Type> &types, SmallVectorImpl<std::string> &names,
+                                SmallVectorImpl<SmallVector<std::string, 4>> &dims) {
   static constexpr llvm::StringLiteral kPlain[] = {"pre", "h"}, kGated[] = {"gate", "up", "h"};
-  SmallVector<std::string, 3> names;
+  unsigned first = types.size();
   for (StringRef base : ffn.isGated() ? ArrayRef<llvm::StringLiteral>(kGated)
-                                      : ArrayRef<llvm::StringLiteral>(kPlain))
-    names.push_back((base + suffix).str());
-  return names;
+                                      : ArrayRef<llvm::StringLiteral>(kPlain)) {
+    types.push_back(hiddenTensorType(ffn));
+    names.push_back(unique((base + suffix).str()));
+    dims.emplace_back(xDims.begin(), xDims.end());
+  }
+  return first;
 }
 
 GlobalTensorType hiddenTensorType(flash::FfnOp ffn) {

@@ -37,11 +37,19 @@ mlir::LogicalResult checkKernelLimits(mlir::Operation *op, llvm::StringRef pass)
 /// (savedActivationNames).
 constexpr llvm::StringLiteral kTrainForwardAttrName = "flash.train_forward";
 
-/// The activations a training forward saves for one flash.ffn's backward, in
-/// program order: plain pre = x·W1 + b1 and h = act(pre); gated g = x·Wg,
-/// u = x·Wu and h = act(g) ∘ u; `suffix` names the n-th FFN of a function.
-llvm::SmallVector<std::string, 3> savedActivationNames(mlir::flash::FfnOp ffn,
-                                                       llvm::StringRef suffix);
+/// Appends to a program signature the activations a training forward saves
+/// for one flash.ffn's backward, in program order: plain pre = x·W1 + b1 and
+/// h = act(pre); gated g = x·Wg, u = x·Wu and h = act(g) ∘ u (`suffix` names
+/// the n-th FFN of a function; `unique` makes a name unique in the program),
+/// [..., M, H] over x's size symbols `xDims`. flash-tile's training forward
+/// and flash-generate-backward's backward both call it, so the two programs
+/// name them alike. Returns the index of the first.
+unsigned appendSavedActivations(mlir::flash::FfnOp ffn, llvm::StringRef suffix,
+                                llvm::ArrayRef<std::string> xDims,
+                                llvm::function_ref<std::string(const std::string &)> unique,
+                                llvm::SmallVectorImpl<mlir::Type> &types,
+                                llvm::SmallVectorImpl<std::string> &names,
+                                llvm::SmallVectorImpl<llvm::SmallVector<std::string, 4>> &dims);
 
 /// The type of an FFN's hidden tensors [..., M, H]: x's rows, the hidden
 /// width, x's element type.
