@@ -18,8 +18,10 @@ import bench_common as bc
 
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # (Other plans of flashc's kernels are points of their tuning spaces, timed by python -m flashc.tune.)
-IMPLS = DEFAULT_IMPLS
-FLASHC_IMPLS = ("flashc",)
+# flashc-keep: flashc with its scratch from a pool that keeps its memory (FLASHC_SCRATCH_POOL=keep, read at each
+# launch), timed in the same process as flashc for the A/B of that option.
+IMPLS = DEFAULT_IMPLS + ["flashc-keep"]
+FLASHC_IMPLS = ("flashc", "flashc-keep")
 
 
 def parse_args(argv=None):
@@ -55,6 +57,9 @@ def run_row(torch, row, args):
     if "flashc" in args.impls:
         import flashc.torch as ft
         fns["flashc"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
+    if "flashc-keep" in args.impls:
+        import flashc.torch as ft
+        fns["flashc-keep"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
     if "eager" in args.impls:
         fns["eager"] = eager
     if "compile" in args.impls:
@@ -62,6 +67,10 @@ def run_row(torch, row, args):
     flops = (6.0 if config.gated else 4.0) * M * d * h
     result = {"M": M, "d": d, "h": h, "key": row["config"].key, "impls": {}}
     for name, fn in fns.items():
+        if name == "flashc-keep":
+            os.environ["FLASHC_SCRATCH_POOL"] = "keep"
+        else:
+            os.environ.pop("FLASHC_SCRATCH_POOL", None)
         try:
             leaves = [t for t in (x, w1, w2, wg) if t is not None]
             fn(x, w1, w2).backward(dy)
@@ -80,6 +89,7 @@ def run_row(torch, row, args):
             entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
             traceback.print_exc()
         result["impls"][name] = entry
+        os.environ.pop("FLASHC_SCRATCH_POOL", None)
         print("  %-8s %s" % (name, entry), flush=True)
     checked = [n for n in FLASHC_IMPLS if n in fns and result["impls"][n].get("status") == "ok"]
     if checked and "eager" in fns:
@@ -94,7 +104,8 @@ def run_row(torch, row, args):
 
 
 def table(results, impls):
-    titles = {"flashc": "flashc", "eager": "PyTorch eager (cuBLAS)", "compile": "torch.compile"}
+    titles = {"flashc": "flashc", "flashc-keep": "flashc (scratch pool kept)", "eager": "PyTorch eager (cuBLAS)",
+              "compile": "torch.compile"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []
     for r in results:

@@ -26,4 +26,5 @@
 #include "flashc/device/attention_bwd_ws.cuh"
 #include "flashc/device/ws_epilogue.cuh"
 #include "flashc/device/ffn_fwd_ws.cuh"
+#include "flashc/device/gemm_ws.cuh"
 #include "flashc/device/ffn_activation_grad.cuh"

@@ -61,6 +61,15 @@ __device__ __forceinline__ void tma_reduce_add_4d(const TmaDescriptor* map, unsi
       "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+// Shared box -> the box at (c0, c1) of a 2-D map (cp.async.bulk.tensor store; elements outside the tensor are not
+// written), in this thread's bulk group. The writers of the box fence_async_shared() and meet the issuing thread
+// at a barrier first; the box may be overwritten once tma_wait_group<N> (read) says the store has read it.
+__device__ __forceinline__ void tma_store_2d(const TmaDescriptor* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
 __device__ __forceinline__ void tma_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Until at most N of this thread's bulk groups still read shared memory (kRead) or are still running.
 template <int N, bool kRead = true>

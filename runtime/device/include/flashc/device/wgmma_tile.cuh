@@ -5,6 +5,7 @@
 // (SmemPanelTile, 1024-byte aligned) change. Recipe and measurements: docs/device-library.md.
 #pragma once
 #include "flashc/device/emitter_api.cuh"
+#include "flashc/device/matmul.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/wgmma.cuh"
 

@@ -1,0 +1,231 @@
+// GEMM, warp-specialised persistent TMA form (sm_90a, 16-bit): C = act(alpha · op(A) · op(B) + bias).
+//   * A persistent grid: block b takes output tiles b, b + gridDim.x, ... of the 128 x kBlockN tile grid, in groups
+//     of kGroup row blocks of one column block (the tiles in flight share A rows and B columns in L2).
+//   * One producer thread streams the K blocks (64 columns of K) of A and B through a ring of kStages slots by TMA
+//     (full barrier: the bytes landed; empty barrier: every consumer warp's products that read the slot are done),
+//     running on into the next tile while the consumers finish this one.
+//   * Two consumer warpgroups of 64 rows keep one wgmma group in flight across ring slots.
+//   * The epilogue leaves through shared memory: each warpgroup writes 64 x 64 pieces (bias, activation, the
+//     element type) into two alternating buffers, and one thread stores each piece by TMA while the next is
+//     written; the stores run on under the next tile's main loop. Rows and columns past C are clipped by TMA,
+//     K past A's columns reads as zeros, so ragged M, N and K need no masks.
+//
+// Config (static members):
+//   using Elem = bf16 | f16;   kAct = Act::...;   kBias (bias [N] given)
+//   kTransA   A is stored [K, M] (an MN-major operand: weight gradients xᵀ·dy), else [M, K]
+//   kTransB   B is stored [N, K] (K-major: dy·W2ᵀ), else [K, N]; not both transposed
+//   kBlockN   128 or 256 columns a tile;   kStages   ring depth;   kGroup   row blocks a raster group
+//   kSavePre  also store pre = alpha · op(A) · op(B) + bias before the activation (a training forward)
+//   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
+// Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
+// Maps (box, innermost last; 128-byte swizzle): A 128 x 64 ([M, K]) or 64 x 64 ([K, M]); B 64 x 64 ([K, N]) or
+// kBlockN x 64 ([N, K]); C and pre 64 x 64.
+#pragma once
+#include "flashc/device/activation.cuh"
+#include "flashc/device/emitter_api.cuh"
+#include "flashc/device/mbarrier.cuh"
+#include "flashc/device/panel.cuh"
+#include "flashc/device/regtile.cuh"
+#include "flashc/device/tensor.cuh"
+#include "flashc/device/tma.cuh"
+#include "flashc/device/types.cuh"
+#include "flashc/device/wgmma.cuh"
+#include "flashc/device/wgmma_tile.cuh"
+
+namespace flashc {
+namespace device {
+
+template <bool kCond, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
+
+template <class Config>
+struct GemmWsPlan {
+  using Elem = typename Config::Elem;
+  static constexpr bool kTransA = Config::kTransA, kTransB = Config::kTransB;
+  static_assert(!(kTransA && kTransB), "ws GEMM: A and B not both transposed (no wgmma form reads that pair)");
+  static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
+  static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
+  static_assert(kStages >= 2 && kStages <= 8, "ws GEMM: 2-8 ring slots");
+  static constexpr int kWarps = 8, kThreads = kWarps * 32 + 128, kProducer = kWarps / 4;
+  static_assert(warpgroup_budgets_fit(Config::kProducerRegs, Config::kConsumerRegs),
+                "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
+  using ATile = typename Select<kTransA, SmemPanelTile<Elem, kBlockK, kBlockM>, SmemPanelTile<Elem, kBlockM, kBlockK>>::type;
+  using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBlockN>>::type;
+  using PieceTile = SmemPanelTile<Elem, 64, 64>;  // a warpgroup's 64 x 64 piece of the epilogue
+  static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
+  static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;  // 2 buffers a consumer warpgroup
+  static constexpr int kSmemBar = kSmemPieces + 4 * PieceTile::kBytes;
+  static constexpr int kBarFull = 0, kBarEmpty = kStages, kNumBars = 2 * kStages;
+  static constexpr int kStageBytes = ATile::kBytes + BTile::kBytes;
+  static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
+  static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
+  static constexpr int kBarEpilogue = 1;  // named barriers 1, 2: one a consumer warpgroup
+};
+
+// Output tile p of a tiles_m x tiles_n grid, taken in groups of `group` row blocks of one column block.
+__device__ __forceinline__ int2 grouped_tile(int p, int tiles_m, int tiles_n, int group) {
+  const int per_group = group * tiles_n, first_m = (p / per_group) * group;
+  const int rows = min(tiles_m - first_m, group), in_group = p % per_group;
+  return make_int2(first_m + in_group % rows, in_group / rows);
+}
+
+// The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are `const __grid_constant__`
+// parameters. a gives M and K (transposed: [K, M]), b gives N; bias / pre / map_pre may be unused.
+template <class Config>
+__device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                        const TmaDescriptor& map_c, const TmaDescriptor& map_pre, const TensorArg& a,
+                                        const TensorArg& b, const TensorArg& bias, float alpha) {
+  using P = GemmWsPlan<Config>;
+  using Elem = typename P::Elem;
+  using ATile = typename P::ATile;
+  using BTile = typename P::BTile;
+  using PieceTile = typename P::PieceTile;
+  constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN, kBlockK = P::kBlockK, kStages = P::kStages;
+  constexpr bool kTransA = P::kTransA, kTransB = P::kTransB;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = align_smem_1024(smem_raw);
+
+  const int M = static_cast<int>(kTransA ? a.shape[1] : a.shape[0]);
+  const int K = static_cast<int>(kTransA ? a.shape[0] : a.shape[1]);
+  const int N = static_cast<int>(kTransB ? b.shape[0] : b.shape[1]);
+  const int tiles_m = (M + kBlockM - 1) / kBlockM, tiles_n = (N + kBlockN - 1) / kBlockN;
+  const int tiles = tiles_m * tiles_n, k_blocks = (K + kBlockK - 1) / kBlockK;
+  const int warpgroup = warp_id() / 4;
+
+  auto a_slot = [&](int s) { return ATile{reinterpret_cast<Elem*>(smem + P::kSmemA + s * ATile::kBytes)}; };
+  auto b_slot = [&](int s) { return BTile{reinterpret_cast<Elem*>(smem + P::kSmemB + s * BTile::kBytes)}; };
+  auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(bar(P::kBarFull + s), 1);
+      mbarrier_init(bar(P::kBarEmpty + s), P::kWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  // =============================== producer warpgroup ===============================
+  if (warpgroup == P::kProducer) {
+    warpgroup_reg_dealloc<Config::kProducerRegs>();
+    if (threadIdx.x == P::kProducer * 128) {
+      tma_prefetch_descriptor(&map_a);
+      tma_prefetch_descriptor(&map_b);
+      RingPosition<kStages> slot;
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
+        const int m0 = mn.x * kBlockM, n0 = mn.y * kBlockN;
+        for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
+          const int k0 = kb * kBlockK;
+          const unsigned full = bar(P::kBarFull + slot.stage);
+          mbarrier_wait(bar(P::kBarEmpty + slot.stage), slot.phase ^ 1u);
+          mbarrier_arrive_expect_tx(full, P::kStageBytes);
+          const ATile as = a_slot(slot.stage);
+          const BTile bs = b_slot(slot.stage);
+          if constexpr (kTransA) {  // [K, M]: 64 K rows of each 64-column panel of M
+#pragma unroll
+            for (int p = 0; p < ATile::kPanels; ++p) tma_load_2d(as.base() + p * ATile::kPanelBytes, &map_a, full, m0 + 64 * p, k0);
+          } else {
+            tma_load_2d(as.base(), &map_a, full, k0, m0);
+          }
+          if constexpr (kTransB) {  // [N, K]: kBlockN rows of one 64-column panel of K
+            tma_load_2d(bs.base(), &map_b, full, k0, n0);
+          } else {
+#pragma unroll
+            for (int p = 0; p < BTile::kPanels; ++p) tma_load_2d(bs.base() + p * BTile::kPanelBytes, &map_b, full, n0 + 64 * p, k0);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // =============================== consumer warpgroups ==============================
+  warpgroup_reg_alloc<Config::kConsumerRegs>();
+  using Acc = RegTileF32<kBlockM, kBlockN, P::kWarps>;
+  Acc acc;
+  RingPosition<kStages> slot;
+  const bool elected = threadIdx.x % 128 == 0;
+  int piece = 0;  // pieces this warpgroup has stored: buffer piece & 1
+
+  auto release = [&](int stage) {
+    if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + stage));
+  };
+  auto issue = [&](int stage) {
+    if constexpr (kTransA)
+      wgmma_matmul_ta<false>(acc, a_slot(stage), b_slot(stage));
+    else if constexpr (kTransB)
+      wgmma_matmul_tb<false>(acc, a_slot(stage), b_slot(stage));
+    else
+      wgmma_matmul<false>(acc, a_slot(stage), b_slot(stage));
+  };
+  // One 64 x 64 piece of this warpgroup's rows, columns 64j.. of the tile: f(value, column) -> stored value,
+  // staged in buffer piece & 1, then stored by TMA at (n0 + 64j, m0 + 64 warpgroup) of `map`. The elected thread
+  // waits for the previous piece's store to have read its buffer before the barrier: after it, the other buffer
+  // (two pieces back) is free for the next piece.
+  auto store_piece = [&](const TmaDescriptor& map, int m0, int n0, int j, auto&& value) {
+    const PieceTile buf{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (2 * warpgroup + (piece & 1)) * PieceTile::kBytes)};
+    const int r0 = Acc::row(0, 0) - 64 * warpgroup;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const int nt = 8 * j + t, c = Acc::col(t, 0);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const unsigned packed = ElemTraits<Elem>::pack(value(acc.v[0][nt][2 * h], n0 + 64 * j + c),
+                                                       value(acc.v[0][nt][2 * h + 1], n0 + 64 * j + c + 1));
+        *reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c)) = packed;
+      }
+    }
+    fence_async_shared();
+    if (elected) tma_wait_group<0>();
+    named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
+    if (elected) {
+      tma_store_2d(&map, buf.base(), n0 + 64 * j, m0 + 64 * warpgroup);
+      tma_commit_group();
+    }
+    ++piece;
+  };
+
+  const Elem* bias_data = static_cast<const Elem*>(bias.data);
+  const long long bias_stride = Config::kBias ? bias.stride[0] : 0;
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
+    const int m0 = mn.x * kBlockM, n0 = mn.y * kBlockN;
+    fill(acc, 0.f);
+    wgmma_fence_operand(acc);
+    int previous = -1;
+    for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
+      mbarrier_wait(bar(P::kBarFull + slot.stage), slot.phase);
+      issue(slot.stage);
+      wgmma_wait<1>();  // the previous K block's products are done: its slot goes back
+      if (previous >= 0) release(previous);
+      previous = slot.stage;
+    }
+    wgmma_wait<0>();
+    if (previous >= 0) release(previous);
+
+    // Epilogue: pre = alpha · acc + bias (stored when kSavePre), C = act(pre). Pieces past N are skipped.
+    auto pre_value = [&](float v, int col) {
+      float x = v * alpha;
+      if constexpr (Config::kBias) x += col < N ? to_float(bias_data[col * bias_stride]) : 0.f;
+      return x;
+    };
+#pragma unroll
+    for (int j = 0; j < kBlockN / 64; ++j) {
+      if (n0 + 64 * j >= N) break;
+      if constexpr (Config::kSavePre) store_piece(map_pre, m0, n0, j, pre_value);
+      store_piece(map_c, m0, n0, j, [&](float v, int col) { return act<Config::kAct, true>(pre_value(v, col)); });
+    }
+  }
+  if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does
+}
+
+}  // namespace device
+}  // namespace flashc
