@@ -53,6 +53,7 @@ struct LabConfig {
   static constexpr bool kSavePre = false;
 #endif
   static constexpr flashc::device::Act kAct = flashc::device::Act::GEMM_ACT;
+  static constexpr bool kBatched = false, kGated = false;
   static constexpr int kBlockN = GEMM_BLOCK_N, kStages = GEMM_STAGES, kGroup = GEMM_GROUP;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 };
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(Plan::kThreads, 1)
     lab_gemm_ws(const __grid_constant__ flashc::TmaDescriptor map_a, const __grid_constant__ flashc::TmaDescriptor map_b,
                 const __grid_constant__ flashc::TmaDescriptor map_c, const __grid_constant__ flashc::TmaDescriptor map_pre,
                 flashc::TensorArg a, flashc::TensorArg b, flashc::TensorArg bias, float alpha) {
-  flashc::device::gemm_ws<LabConfig>(map_a, map_b, map_c, map_pre, a, b, bias, alpha);
+  flashc::device::gemm_ws<LabConfig>(map_a, map_b, map_b, map_c, map_pre, map_pre, a, b, bias, alpha);
 }
 
 // 2-D tiled map over a row-major [rows, cols] 16-bit tensor (row stride in elements), box (64 columns, box_rows).

@@ -10,7 +10,10 @@
 // The two-GEMM plan (flash-tile's ffn-plan), compiled on by flashc:
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=ffn-plan=two-kernel > %t.two.mlir
 // RUN: flashc %t.two.mlir --emit=tile -o - | FileCheck %s --check-prefix=TWO
-// RUN: flashc %t.two.mlir --emit=cuda -o - | FileCheck %s --check-prefix=CUDA-TWO
+// Its gated_gemm up projection is by default the persistent warp-specialised GEMM (gemm_ws, kGated: both weights'
+// 128-column blocks in one slot); a table entry pins the cp.async form, whose code CUDA-TWO checks.
+// RUN: flashc %t.two.mlir --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CUDA-TWO
+// RUN: flashc %t.two.mlir --emit=cuda -o - | FileCheck %s --check-prefix=CUDA-TWO-WS
 // RUN: flashc %t.two.mlir --emit=cubin --arch=sm_90a --ptxas-report -o %t.two.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS-TWO
 
 func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tensor<64x256xbf16>,
@@ -69,6 +72,9 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
 // CUDA-TWO: store_tile<kThreads>(matrix_view<bf16>(up),
 // CUDA-TWO: activation<Act::Silu, true>(
 // CUDA-TWO: store_tile<kThreads>(matrix_view<bf16>(h),
+// CUDA-TWO-WS-LABEL: // ---- ffn_forward_train_ffn_up ----
+// CUDA-TWO-WS: static constexpr bool kGated = true;
+// CUDA-TWO-WS: gemm_ws<flashc_ffn_forward_train_ffn_up_config::Config>(x_map, w1_map, w_up_map, h_map, gate_map, up_map,
 
 // PTXAS: Compiling entry function 'flashc_ffn_forward_train_ffn_fused'
 // PTXAS-NEXT: Function properties

@@ -59,7 +59,6 @@ func.func @gated(%x: tensor<?x128xbf16>, %wg: tensor<128x256xbf16>, %wu: tensor<
 // MMA-NOT: schedule =
 // MMA-SAME: strategy = #tile.strategy<mma_sync_sm80>
 // MMA-SAME: tuning = {entry = "{{.*}}tuning-mma-fused-ffn.txt:3", key = "sm_90a ffn_fused bf16 d256h1024o256 -"}
-// MMA-NOT: wgmma_ws_sm90
 
 // CUDA-LABEL: // ---- wide_ffn_fused ----
 // CUDA: struct Config {

@@ -1,6 +1,10 @@
 // FFN: y = gelu_tanh(x·W1 + b1)·W2 + b2 as GEMMs whose bias and activation
 // run in the epilogue, on the accumulator in registers.
-// On sm_90a the GEMM kernels are wgmma (two warpgroups of 64 rows, 64 columns
+// On sm_90a the plain GEMMs are by default the warp-specialised persistent
+// GEMM (cuda-gemm-ws.mlir); the RUN lines below pin the cp.async wgmma form
+// they replaced (a point of the gemm tuning space, and the form of GEMMs the
+// ws one does not take) with a table entry, to check its code.
+// The cp.async GEMM kernels are wgmma (two warpgroups of 64 rows, 64 columns
 // of K a stage, 4 stages), the plain GEMMs 256 columns wide (m64n256 products)
 // and their product loops keep one wgmma group in flight across the barrier:
 // loads one stage less ahead (2 of 4), the accumulator fenced after its
@@ -10,12 +14,15 @@
 // each iteration waiting for its products -- were retired; their A/B numbers:
 // docs/design/wgmma-gemm.md.)
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,WG80
-// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=OVL
-// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=tile -o - | FileCheck %s --check-prefix=PLAN
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN-WS
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=OVL
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// The default (the ws GEMM): ptxas reports no spills for it either.
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Widths of whole 16-byte chunks keep the chunked copies (no element-exact form: cuda-ffn-any-width.mlir):
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CHUNKED
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CHUNKED
 // CHUNKED-NOT: kThreads, true>
 // CHUNKED-NOT: atomic_add_tile<true>
 // CHUNKED: flashc_ffn_ffn_up(
@@ -83,7 +90,13 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PLAN-LABEL: tile.kernel @ffn_ffn_up
 // PLAN-SAME: block_m = 128 : i64, block_n = 256 : i64
 // PLAN-SAME: block_k = 64
-// PLAN-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>, warps = 8
+// PLAN-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_sm90>,
+// PLAN-SAME: warps = 8
+// By default the warp-specialised persistent GEMM.
+// PLAN-WS-LABEL: tile.kernel @ffn_ffn_up
+// PLAN-WS-SAME: block_m = 128 : i64, block_n = 256 : i64
+// PLAN-WS-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
+// PLAN-WS-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 
 // PLAN-NARROW-LABEL: tile.kernel @ffn_ffn_up
 // PLAN-NARROW-SAME: block_m = 128 : i64, block_n = 128 : i64

@@ -1,10 +1,12 @@
 // flash-order-blocks chooses the order in which each kernel's blocks take their
 // tiles. The GEMM-family kernels (here the FFN's up and down projections, the
 // training forward's, and its backward: dh, dW2, dW1, dx) take their 2-D
-// tile grid grouped: launch
-// index p = x + y·gridDim.x walks 8 row blocks of one column block, then the
+// tile grid grouped: tile
+// index p walks 8 row blocks of one column block, then the
 // next column, so the blocks in flight share A rows and B columns in L2
-// (row-major, a wave re-reads all of A for every column block). A causal
+// (row-major, a wave re-reads all of A for every column block). The
+// warp-specialised GEMM (here all of them, sm_90a's default) walks the same
+// groups on a persistent grid; the cp.async form launches them as a 2-D grid. A causal
 // attention forward outside the warp-specialised kernel (sm_80 here) takes its
 // longest query-row blocks first (the warp-specialised one too: its Config's
 // kLongestFirst); other kernels keep the launch order.
@@ -25,29 +27,33 @@
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw1(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dx(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_up(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_down(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_forward_train_ffn_up(
-// CHECK-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // GROUP4: tile.kernel @ffn_ffn_up(
-// GROUP4-SAME: grid_order = #tile.grid_order<order = grouped, group = 4>
+// GROUP4-SAME: grid_order = #tile.grid_order<order = persistent, group = 4>
 // TUNED-LABEL: tile.kernel @ffn_ffn_up(
-// TUNED-SAME: grid_order = #tile.grid_order<order = grouped, group = 8>
+// TUNED-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // TUNED-LABEL: tile.kernel @ffn_ffn_down(
-// TUNED-SAME: grid_order = #tile.grid_order<order = grouped, group = 16>
+// TUNED-SAME: grid_order = #tile.grid_order<order = persistent, group = 16>
 // TUNED-SAME: tuning = {entry = "{{.*}}tuning-schedule.txt:5", group = 16 : i64, key = "sm_90a gemm bf16 m?n1024k4096 -"}
-// CUDA-LABEL: flashc_ffn_ffn_up(
-// CUDA: const int m_block = grouped_block<8>().x;  // tiles in groups of 8 row blocks (L2 reuse)
-// CUDA-NEXT: const int n_block = grouped_block<8>().y;
+// The ws GEMM's Config carries the group; the cp.async form remaps blockIdx.
+// CUDA-LABEL: // ---- ffn_ffn_up ----
+// CUDA: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
+// RUN: flashc %s --tuning-table=%S/../Codegen/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CUDA-CP-ASYNC
+// CUDA-CP-ASYNC-LABEL: flashc_ffn_ffn_up(
+// CUDA-CP-ASYNC: const int m_block = grouped_block<8>().x;  // tiles in groups of 8 row blocks (L2 reuse)
+// CUDA-CP-ASYNC-NEXT: const int n_block = grouped_block<8>().y;
 func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
   %y = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
   return %y : tensor<?x1024xbf16>

@@ -1791,16 +1791,58 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     // other kernel is printed op by op.
     std::optional<WsKernel> ws;
     std::optional<KernelEmitter> emitter;
+    // A later kernel whose code is an earlier unit's but for names launches
+    // that unit's entry.
+    auto shareUnit = [&](const std::string &anonymousText,
+                         const std::vector<rt::TensorMapParam> &tensorMaps) -> FailureOr<bool> {
+      auto same = unitOfCode.find(anonymousText);
+      if (same == unitOfCode.end())
+        return false;
+      Unit &unit = units[same->second];
+      FailureOr<rt::KernelSpec> spec = buildKernelSpec(kernel, args, unit.entry, unit.threads, unit.sharedBytes);
+      if (failed(spec))
+        return failure();
+      spec->tensorMaps = tensorMaps;
+      unit.kernels.push_back(spec->name);
+      manifest.kernels.push_back(std::move(*spec));
+      src << "// ---- " << kernel.getSymName() << " ----\n// launches " << unit.entry
+          << " (its code is that kernel's but for names)\n\n";
+      return true;
+    };
     if (isWarpSpecialized(kernel) || isLibraryKernel(kernel)) {
-      std::vector<std::string> cppNames;
-      for (const std::string &name : argNames)
-        cppNames.push_back(cppIdentifier(name));
-      FailureOr<WsKernel> printed =
-          isWarpSpecialized(kernel)
-              ? emitWsKernel(kernel, argNames, cppNames, entry, specComment(kernel), src)
-              : emitLibraryKernel(kernel, cppNames, entry, specComment(kernel), src);
+      auto print = [&](ArrayRef<std::string> names, StringRef entryName, StringRef comment,
+                       llvm::raw_ostream &out) -> FailureOr<WsKernel> {
+        std::vector<std::string> cppNames;
+        for (const std::string &name : names)
+          cppNames.push_back(cppIdentifier(name));
+        return isWarpSpecialized(kernel) ? emitWsKernel(kernel, names, cppNames, entryName, comment, out)
+                                         : emitLibraryKernel(kernel, cppNames, entryName, comment, out);
+      };
+      std::string text, anonymousText;
+      llvm::raw_string_ostream textOut(text), anonymousOut(anonymousText);
+      FailureOr<WsKernel> printed = print(argNames, entry, specComment(kernel), textOut);
       if (failed(printed))
         return failure();
+      // Compared as printed with positional names and without comments (a
+      // library call's Config and arguments are the whole kernel).
+      std::vector<std::string> positional;
+      for (size_t i = 0; i < argNames.size(); ++i)
+        positional.push_back("arg" + std::to_string(i));
+      if (failed(print(positional, "flashc_kernel", "", anonymousOut)))
+        return failure();
+      anonymousOut.flush();
+      std::string code;
+      for (StringRef line : llvm::split(anonymousText, '\n'))
+        if (!line.ltrim().starts_with("//"))
+          code += line.split("//").first.rtrim().str() + "\n";
+      FailureOr<bool> shared = shareUnit(code, printed->tensorMaps);
+      if (failed(shared))
+        return failure();
+      if (*shared)
+        continue;
+      unitOfCode.emplace(std::move(code), units.size());
+      textOut.flush();
+      src << text;
       ws = std::move(*printed);
     } else {
       std::string text, anonymousText;
@@ -1815,18 +1857,11 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       if (failed(anonymous.emit(anonymousOut)))
         return failure();
       anonymousOut.flush();
-      if (auto same = unitOfCode.find(anonymousText); same != unitOfCode.end()) {
-        Unit &unit = units[same->second];
-        FailureOr<rt::KernelSpec> spec =
-            buildKernelSpec(kernel, args, unit.entry, unit.threads, unit.sharedBytes);
-        if (failed(spec))
-          return failure();
-        unit.kernels.push_back(spec->name);
-        manifest.kernels.push_back(std::move(*spec));
-        src << "// ---- " << kernel.getSymName() << " ----\n// launches " << unit.entry
-            << " (its code is that kernel's but for names)\n\n";
+      FailureOr<bool> shared = shareUnit(anonymousText, {});
+      if (failed(shared))
+        return failure();
+      if (*shared)
         continue;
-      }
       unitOfCode.emplace(std::move(anonymousText), units.size());
       textOut.flush();
       src << text;

@@ -314,9 +314,11 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   // A persistent grid (the ws attention forward): min(units, SMs) blocks along
   // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  // The persistent GEMM (gemm_ws.cuh): min(tiles, SMs) blocks.
   if (order && order.getOrder() == tile::BlockOrder::Persistent) {
-    gridText[0] = "min(cdiv(" + gridText[0] + ", 2) * (" + gridText[1] + ") * (" + gridText[2] +
-                  "), " + rt::kSymbolSmCount + ")";
+    bool gemm = llvm::isa_and_nonnull<tile::GemmSpecAttr>(kernel.getSpecAttr());
+    gridText[0] = (gemm ? "min((" + gridText[0] + ")" : "min(cdiv(" + gridText[0] + ", 2)") + " * (" +
+                  gridText[1] + ") * (" + gridText[2] + "), " + rt::kSymbolSmCount + ")";
     gridText[1] = gridText[2] = "1";
   }
   for (int axis = 0; axis < 3; ++axis) {

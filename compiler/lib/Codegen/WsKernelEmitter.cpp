@@ -407,6 +407,96 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   return result;
 }
 
+FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, ArrayRef<std::string> argNames,
+                             ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
+                             llvm::raw_ostream &out) {
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
+    return reject("the persistent GEMM does not take it: " + *refusal);
+  bool gated = spec.getRole() == tile::KernelRole::GatedGemm;
+  bool hasBias = spec.getBias1().getValue(), savePre = spec.savesPre();
+  bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
+  // a, b, [bias], [pre], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules).
+  unsigned want = gated ? 4 + (savePre ? 2 : 0) : 3 + (hasBias ? 1 : 0) + (savePre ? 1 : 0);
+  if (inputs.size() != want || (gated && hasBias))
+    return reject(llvm::formatv("it takes {0} tensors, not the {1} of a {2}", inputs.size(), want,
+                                gated ? "gated GEMM (a, w_gate, w_up, [g, u], c)"
+                                      : "plain GEMM (a, b, [bias], [pre], c)"));
+  unsigned a = 0, b = 1, bUp = 2, bias = 2, c = want - 1;
+  unsigned pre = gated ? 3 : want - 2, preUp = 4;
+  SmallVector<StringRef> ring = gated ? SmallVector<StringRef>{"a", "w_gate", "w_up"} : SmallVector<StringRef>{"a", "b"};
+  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  if (!schedule || !schedule.getResident().empty() || attrNames(schedule.getRing()) != ring)
+    return reject(llvm::formatv("its schedule is not the library's (nothing resident, {0} in the ring; run "
+                                "flash-warp-specialize after flash-plan-memory)",
+                                llvm::join(ring, ", ")));
+  int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
+  if (!wsGemmPlanTakes(kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, gated))
+    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its form is "
+                                "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages",
+                                kernel.getBlockM(), blockN, kernel.getWarps(), stages,
+                                gated ? "128" : "128 or 256"));
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (!order || order.getOrder() != tile::BlockOrder::Persistent)
+    return reject("its grid is not persistent (flash-order-blocks gives the warp-specialised GEMM "
+                  "#tile.grid_order<order = persistent>)");
+  Type elem = spec.getElementType().getValue();
+
+  WsKernel result;
+  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated);
+  result.threads = blockThreads(schedule);
+  // Boxes ((1,) rows, 64 columns): A 128 rows of [(B,) M, K] or 64 K rows of
+  // [K, M]; B 64 K rows of [K, N] or blockN rows of [N, K]; C and pre 64 x 64
+  // pieces (of one batch).
+  bool batched = cast<tile::GlobalTensorType>(inputs[a]).getRank() == 3;
+  auto rows = [&](int64_t n) {
+    return batched ? SmallVector<int64_t>{1, n, 64} : SmallVector<int64_t>{n, 64};
+  };
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, rows(ta ? 64 : 128)},
+                                                                   {b, {tb ? blockN : 64, 64}}};
+  if (gated)
+    boxes.push_back({bUp, {64, 64}});
+  boxes.push_back({c, rows(64)});
+  if (savePre)
+    boxes.push_back({pre, rows(64)});
+  if (savePre && gated)
+    boxes.push_back({preUp, rows(64)});
+  std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
+  // The library's map arguments: a, b, b2, c, pre, pre2 (absent ones: b's and c's; not read).
+  unsigned mapC = gated ? 3 : 2;
+  std::string mapB2 = gated ? maps[2] : maps[1];
+  std::string mapPre = savePre ? maps[mapC + 1] : maps[mapC];
+  std::string mapPre2 = savePre && gated ? maps[mapC + 2] : maps[mapC];
+
+  std::string ns = entry.str() + "_config";
+  out << "// Warp-specialised persistent TMA GEMM (strategy wgmma_ws_sm90): the device\n"
+      << "// library's gemm_ws; 8 consumer warps + 1 producer warpgroup.\n";
+  out << "namespace " << ns << " {\n";
+  out << "using namespace flashc::device;\n";
+  out << "struct Config {\n";
+  out << "  using Elem = " << elementName(elem) << ";\n";
+  out << "  static constexpr bool kTransA = " << (ta ? "true" : "false")
+      << ", kTransB = " << (tb ? "true" : "false") << ";  // A stored [K, M]; B stored [N, K]\n";
+  out << "  static constexpr Act kAct = " << activationEnumerator(spec.getActivation()) << ";\n";
+  out << "  static constexpr bool kBias = " << (hasBias ? "true" : "false")
+      << ", kSavePre = " << (savePre ? "true" : "false") << ";  // pre = alpha·A·B + bias stored too\n";
+  out << "  static constexpr bool kBatched = " << (batched ? "true" : "false") << ";  // A, C: [B, M, *]\n";
+  out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
+      << ";  // C = act(A·Bg) ⊙ (A·Bu), kBlockN columns of each weight a tile\n";
+  out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages
+      << ", kGroup = " << order.getGroup() << ";\n";
+  printScheduleConfig(schedule, std::nullopt, out);
+  printPlanCheck("GemmWsPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  // Absent bias and pre: not read (kBias / kSavePre false).
+  out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
+      << ", " << maps[mapC] << ", " << mapPre << ", " << mapPre2 << ", " << cppNames[a] << ", " << cppNames[b] << ", "
+      << cppNames[hasBias ? bias : a] << ", " << floatConfigLiteral(spec.getAlpha().getValueAsDouble())
+      << ");\n";
+  out << "}\n\n";
+  return result;
+}
+
 } // namespace
 
 FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> argNames,
@@ -431,9 +521,12 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
   if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
       gemm && gemm.getRole() == tile::KernelRole::FfnFused)
     return emitFfn(kernel, gemm, argNames, cppNames, entry, reject, out);
+  if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
+      gemm && (gemm.getRole() == tile::KernelRole::Gemm || gemm.getRole() == tile::KernelRole::GatedGemm))
+    return emitGemm(kernel, gemm, argNames, cppNames, entry, reject, out);
   return reject("it is neither an attention forward (#tile.attention<role = attention_forward>), "
-                "an attention backward's main kernel nor a fused FFN (#tile.gemm<role = "
-                "ffn_fused>)");
+                "an attention backward's main kernel, a fused FFN (#tile.gemm<role = "
+                "ffn_fused>) nor a plain or gated GEMM (#tile.gemm<role = gemm / gated_gemm>)");
 }
 
 } // namespace flashc

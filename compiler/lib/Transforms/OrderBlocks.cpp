@@ -54,7 +54,12 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         if (DictionaryAttr tuning = kernel.getTuningAttr())
           if (auto knob = tuning.getAs<IntegerAttr>(flashc::kTuningGroupName))
             rows = knob.getInt();
-        order = GridOrderAttr::get(ctx, BlockOrder::Grouped, rows);
+        // The warp-specialised GEMM (gemm_ws.cuh) walks the same groups on a
+        // persistent grid.
+        order = GridOrderAttr::get(ctx,
+                                   kernel.getStrategy() == Strategy::WgmmaWsSm90 ? BlockOrder::Persistent
+                                                                                 : BlockOrder::Grouped,
+                                   rows);
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
                  attention && attention.getRole() == KernelRole::AttentionForward) {
         // The warp-specialised forward may loop on a persistent grid (the

@@ -235,7 +235,28 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // split) or 64 keys on tiles of 4 warps (role split), as its head dims
     // decide, a Q/dO ring of 1-4 stages; an override outside that is planned
     // as mma.sync.
-    if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
+    // The warp-specialised persistent GEMM (gemm_ws.cuh): a plain 16-bit GEMM
+    // whose tensors a TMA map describes (wsGemmRefusal), 128 x 128 or 256
+    // tiles on two consumer warpgroups, 2-8 stages of 64 columns of K (the
+    // ring verifier's 1-4); an override outside that keeps the cp.async
+    // wgmma form. A table entry for a kernel the form does not take is
+    // refused with the reason.
+    auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+    bool wsGemmRole = gemmSpec && (gemmSpec.getRole() == KernelRole::Gemm || gemmSpec.getRole() == KernelRole::GatedGemm);
+    if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
+      if (std::optional<std::string> refusal = wsGemmRefusal(spec, kernel.getFunctionType().getInputs())) {
+        if (entry && !overridden && entry->point.strategy)
+          return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
+                                    << " gives @" << kernel.getSymName()
+                                    << " the warp-specialised GEMM (wgmma_ws_sm90), but " << *refusal
+                                    << "; give the entry a key that does not match this kernel";
+        plan.strategy = Strategy::WgmmaSm90;
+      } else if (!wsGemmPlanTakes(plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
+                                  gemmSpec.getRole() == KernelRole::GatedGemm) ||
+                 plan.stages > 4) {
+        plan.strategy = Strategy::WgmmaSm90;
+      }
+    } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
       int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
       int64_t blockN = takesWsBackward(attention) ? wsBackwardBlockN(d, dv) : 0;
@@ -362,6 +383,12 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         ws && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
                                     ws->elementBytes, ws->residentBarriers, plan.blockM);
+    if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
+        gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm) &&
+        plan.strategy == Strategy::WgmmaWsSm90)
+      offset = wsGemmSharedBytes(plan.blockN, plan.stages,
+                                 gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
+                                 gemm.getRole() == KernelRole::GatedGemm);
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

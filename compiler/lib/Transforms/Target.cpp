@@ -325,6 +325,23 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // overhead per FLOP; 4 stages of 48 KB still fit.
         if (gemm.getRole() == KernelRole::Gemm)
           plan.blockN = 256;
+        // The warp-specialised persistent TMA GEMM (gemm_ws.cuh) wherever it
+        // takes the kernel (known from its arguments): a producer thread, a
+        // 4-slot ring, two consumer warpgroups on 128 x 256 tiles, the
+        // epilogue stored by TMA under the next tile. Measured on the H200
+        // (bench/results/2026-12-01-h200-session15.md call 3): the FFN step's
+        // GPU time 1.08x eager PyTorch at d = 4096 (was 1.00x with the
+        // cp.async form above), 0.99x at d = 1024 (0.74x), 0.85x at d = 256
+        // (0.74x); docs/design/wgmma-gemm.md has the A/B.
+        // The gated up projection too, 128 columns of each weight a tile (one
+        // m64n256 product computes both).
+        if ((gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm) &&
+            !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
+          plan.strategy = Strategy::WgmmaWsSm90;
+          plan.blockM = 128;
+          plan.warps = 8;
+          plan.stages = 4;
+        }
       }
       break;
     }
@@ -352,6 +369,57 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, Type ele
   auto rowsOk = [](int64_t width) { return width >= 8 && width <= 256 && width % 8 == 0; };
   return (element.isBF16() || element.isF16()) && !gated && rowsOk(inputDim) && rowsOk(outputDim) &&
          hiddenDim >= 8 && hiddenDim % 8 == 0 && !ShapedType::isDynamic(hiddenDim);
+}
+
+std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes) {
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+  if (!gemm || (gemm.getRole() != KernelRole::Gemm && gemm.getRole() != KernelRole::GatedGemm))
+    return std::string("it is not a plain or gated GEMM (#tile.gemm<role = gemm> or gated_gemm)");
+  bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  Type element = gemm.getElementType().getValue();
+  if (!element.isBF16() && !element.isF16())
+    return llvm::formatv("its element type is {0}, not bf16 or f16", element).str();
+  if (gemm.getAccumulate().getValue())
+    return std::string("it accumulates into C (C += ...), which the library's form does not read");
+  if (gemm.getTransposeA().getValue() && gemm.getTransposeB().getValue())
+    return std::string("both A and B are transposed (no wgmma operand pair reads that form)");
+  if (gated && (gemm.getTransposeA().getValue() || gemm.getTransposeB().getValue()))
+    return std::string("its gated operands are transposed (the form takes x [M, K] and weights [K, N])");
+  // a, b, [bias], [pre], c (gated: a, w_gate, w_up, [g, u], c): A, C and the
+  // saved tensors of one rank (2, or 3 with a batch dimension first: a token
+  // stream [B, S, d]), the weights rank 2.
+  auto a = argTypes.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
+  auto b = argTypes.size() < 2 ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[1]);
+  if (!a || !b || (a.getRank() != 2 && a.getRank() != 3) || b.getRank() != 2)
+    return std::string("its operands are not A [(B,) M, K] and a rank-2 B");
+  if (a.getRank() == 3 && gemm.getTransposeA().getValue())
+    return std::string("its A is batched and transposed (a weight gradient summed over the batch)");
+  for (auto [index, type] : llvm::enumerate(argTypes)) {
+    auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
+    if (!tensor)
+      return std::string("it takes scalar arguments");
+    if (tensor.getRank() == 1)  // the bias [N]
+      continue;
+    bool weight = index == 1 || (gated && index == 2);
+    if (weight ? tensor.getRank() != 2 : tensor.getRank() != a.getRank())
+      return llvm::formatv("its tensors mix ranks {0} and {1}", a.getRank(), tensor.getRank()).str();
+    int64_t width = tensor.getShape().back();
+    if (ShapedType::isDynamic(width) || width % 8 != 0)
+      return llvm::formatv("a tensor's rows are {0} elements wide: TMA maps need a static multiple of 8",
+                           ShapedType::isDynamic(width) ? std::string("?") : std::to_string(width))
+          .str();
+  }
+  return std::nullopt;
+}
+
+bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages, bool gated) {
+  return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
+         stages >= 2 && stages <= 8;
+}
+
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated) {
+  int64_t slot = 128 * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
+  return stages * slot + 4 * 64 * 64 * elementBytes + 8 * 2 * stages + 1024;
 }
 
 std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argTypes) {

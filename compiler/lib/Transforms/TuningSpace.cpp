@@ -265,7 +265,8 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
 /// 128 wide with 3 or 2; tiles in groups of 8, 4 or 16 row blocks; and each
 /// width as blocks of one warpgroup (64 rows, 4 warps) with 2 or 3 stages.
 /// Elsewhere mma.sync, 128 x 128 on 8 warps, 2 or 3 stages.
-std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm) {
+std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr gemm,
+                                   ArrayRef<Type> argTypes) {
   std::vector<TuningPoint> points;
   bool wgmma = isHopper(target) && gemm.getElementType().getValue().getIntOrFloatBitWidth() == 16;
   bool wide = gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GemmSplitK;
@@ -276,6 +277,8 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   llvm::SmallVector<int64_t, 2> depths = !wgmma ? llvm::SmallVector<int64_t, 2>{2, 3}
                                          : wide ? llvm::SmallVector<int64_t, 2>{4, 3}
                                                 : llvm::SmallVector<int64_t, 2>{3, 2};
+  // (The cp.async wgmma form's points; the warp-specialised form's, the hand
+  // rule where it takes the kernel, come first below.)
   TilePlan hand = defaultPlan(target, gemm);
   // The hand rule's values first (split-K GEMMs are 128 wide; mma.sync on
   // sm_90a takes 3 stages).
@@ -312,6 +315,28 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
         point.group = 8;
         points.push_back(point);
       }
+  // The warp-specialised persistent GEMM (gemm_ws.cuh) where it takes the
+  // kernel, the hand rule's point first: 256 or 128 columns, 4 or 3 stages,
+  // groups of 8 or 16 row blocks (0.95-1.02x cuBLAS on the FFN's shapes in
+  // the kernel lab, bench/results/2026-12-01-h200-session15.md call 2).
+  std::vector<TuningPoint> ws;
+  bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  if (wgmma && !wsGemmRefusal(gemm, argTypes))
+    for (int64_t width : gated ? std::vector<int64_t>{128} : std::vector<int64_t>{256, 128})
+      for (int64_t stages : {4, 3})
+        for (int64_t group : {8, 16}) {
+          TilePlan plan = hand;
+          plan.strategy = Strategy::WgmmaWsSm90;
+          plan.blockM = 128;
+          plan.warps = 8;
+          plan.blockK = 64;
+          plan.blockN = width;
+          plan.stages = stages;
+          TuningPoint point = pointFrom(plan, true);
+          point.group = group;
+          ws.push_back(point);
+        }
+  points.insert(points.begin(), ws.begin(), ws.end());
   return points;
 }
 
@@ -407,7 +432,7 @@ std::vector<TuningPoint> tuningSpace(const TargetDescription &target, Attribute 
   auto gemm = llvm::cast<GemmSpecAttr>(spec);
   if (gemm.getRole() == KernelRole::FfnFused)
     return ffnFusedSpace(target, gemm, argTypes);
-  return gemmSpace(target, gemm);
+  return gemmSpace(target, gemm, argTypes);
 }
 
 } // namespace flashc

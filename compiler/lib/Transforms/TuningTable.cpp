@@ -370,11 +370,14 @@ TuningPoint pointOf(KernelOp kernel) {
   point.warps = plan.warps;
   point.stages = plan.stages;
   // Ping-pong is a knob of the forward and fused-FFN schedules (the backward's
-  // consumers meet every step).
-  if (schedule && !backward)
+  // consumers meet every step, the persistent GEMM's never take turns).
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+  bool tiledGemm = gemm && gemm.getRole() != KernelRole::FfnFused;
+  if (schedule && !backward && !tiledGemm)
     point.pingPong = schedule.getPingPong();
+  // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk.
   GridOrderAttr order = kernel.getGridOrderAttr();
-  if (order && order.getOrder() == BlockOrder::Grouped)
+  if (order && (order.getOrder() == BlockOrder::Grouped || (tiledGemm && order.getOrder() == BlockOrder::Persistent)))
     point.group = order.getGroup();
   // A knob of the ws forward's grid (flash-order-blocks).
   if (schedule && attention && attention.getRole() == KernelRole::AttentionForward)

@@ -60,10 +60,18 @@ struct WarpSpecializePass
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});
+      } else if (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm)) {
+        // The persistent GEMM: nothing resident, A and B blocks of 64
+        // columns of K through the ring (gated: both weights' blocks in one
+        // slot); its consumers never take turns.
+        resident = builder.getStrArrayAttr({});
+        ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
+                                                       : builder.getStrArrayAttr({"a", "b"});
+        pingPongTakes = false;
       } else {
         kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName()
-                           << " is planned wgmma_ws_sm90 but is neither an attention forward nor "
-                              "a fused FFN";
+                           << " is planned wgmma_ws_sm90 but is none of an attention forward, "
+                              "a fused FFN or a plain or gated GEMM";
         return signalPassFailure();
       }
       auto emitError = [&]() -> InFlightDiagnostic {

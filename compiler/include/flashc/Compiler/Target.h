@@ -88,6 +88,27 @@ int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, 
 bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Type element,
                 bool gated);
 
+/// Why the warp-specialised persistent GEMM (the device library's gemm_ws)
+/// does not take a kernel of recipe `spec` with arguments `argTypes`, or
+/// nothing when it does: role gemm or gated_gemm, 16-bit, no accumulate, A, C
+/// (and the saved tensors) of rank 2 or 3 (a batch first; A not transposed
+/// then), rank-2 weights, A and B not both transposed (gated: neither), and
+/// every tensor's rows a static multiple of 8 elements (16 bytes: what a TMA
+/// map describes).
+std::optional<std::string> wsGemmRefusal(mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Whether a wgmma_ws_sm90 GEMM plan has the library's shape: 128 rows on 8
+/// consumer warps (two warpgroups), 128 or 256 columns (gated: 128 of each
+/// weight), 64 of K, 2-8 stages.
+bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages,
+                     bool gated);
+
+/// Its dynamic shared memory: `stages` slots of A [128 x 64] and B
+/// [64 x blockN] (gated: both weights' blockN columns), four 64 x 64 epilogue
+/// pieces, 2·stages mbarriers and 1024 bytes to align the base:
+/// GemmWsPlan::kSmemBytes (the emitted source static_asserts both agree).
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated);
+
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out
 /// (W2, y); none for other recipes.

@@ -175,9 +175,12 @@ LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emi
 
 LogicalResult GridOrderAttr::verify(function_ref<InFlightDiagnostic()> emitError, BlockOrder order,
                                     int64_t group) {
-  if (order == BlockOrder::Grouped ? group < 1 || group > 64 : group != 1)
+  // A persistent GEMM walks its tiles in groups too (the attention forward's
+  // persistent grid has group 1).
+  bool grouped = order == BlockOrder::Grouped || order == BlockOrder::Persistent;
+  if (grouped ? group < 1 || group > 64 : group != 1)
     return emitError() << "#tile.grid_order group must be "
-                       << (order == BlockOrder::Grouped ? "in [1, 64]" : "1 unless grouped")
+                       << (grouped ? "in [1, 64]" : "1 unless grouped or persistent")
                        << ", got " << group;
   return success();
 }

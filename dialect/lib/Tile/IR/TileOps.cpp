@@ -130,15 +130,17 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "grid axis " << axis << " refers to dimension " << attr.getDimIndex()
                            << " of a rank-" << args[attr.getArgIndex()].getRank() << " argument";
   }
-  // Only the warp-specialised attention forward's library form loops over a
-  // persistent grid; every other kernel takes one tile a block.
+  // Only the warp-specialised attention forward's and GEMM's library forms
+  // loop over a persistent grid; every other kernel takes one tile a block.
   if (GridOrderAttr order = getGridOrderAttr(); order && order.getOrder() == BlockOrder::Persistent) {
     auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(getSpecAttr());
-    if (getStrategy() != Strategy::WgmmaWsSm90 || !attention ||
-        attention.getRole() != KernelRole::AttentionForward)
+    auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(getSpecAttr());
+    if (getStrategy() != Strategy::WgmmaWsSm90 ||
+        !((attention && attention.getRole() == KernelRole::AttentionForward) ||
+          (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm))))
       return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
-                         "(strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>) takes; "
-                         "other kernels take one tile a block");
+                         "or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward> or "
+                         "#tile.gemm<role = gemm / gated_gemm>) takes; other kernels take one tile a block");
     // With three consumer warpgroups (160 registers each) the tile loop spills.
     if (getWarps() != 8)
       return emitOpError() << "has a persistent grid order on " << getWarps()

@@ -1,4 +1,5 @@
-// GEMM, warp-specialised persistent TMA form (sm_90a, 16-bit): C = act(alpha · op(A) · op(B) + bias).
+// GEMM, warp-specialised persistent TMA form (sm_90a, 16-bit): C = act(alpha · op(A) · op(B) + bias), or gated
+// C = act(A · Bg) ⊙ (A · Bu) (kGated: the gated FFN's up projection).
 //   * A persistent grid: block b takes output tiles b, b + gridDim.x, ... of the 128 x kBlockN tile grid, in groups
 //     of kGroup row blocks of one column block (the tiles in flight share A rows and B columns in L2).
 //   * One producer thread streams the K blocks (64 columns of K) of A and B through a ring of kStages slots by TMA
@@ -16,10 +17,14 @@
 //   kTransB   B is stored [N, K] (K-major: dy·W2ᵀ), else [K, N]; not both transposed
 //   kBlockN   128 or 256 columns a tile;   kStages   ring depth;   kGroup   row blocks a raster group
 //   kSavePre  also store pre = alpha · op(A) · op(B) + bias before the activation (a training forward)
+//   kGated    B is two weights [K, N], Bg and Bu: a slot holds kBlockN columns of each side by side, one
+//             m64n(2 kBlockN) product computes both, C = act(g) ⊙ u; kSavePre stores g and u (pre, pre2)
+//   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
+//             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
-// Maps (box, innermost last; 128-byte swizzle): A 128 x 64 ([M, K]) or 64 x 64 ([K, M]); B 64 x 64 ([K, N]) or
-// kBlockN x 64 ([N, K]); C and pre 64 x 64.
+// Maps (box, innermost last; 128-byte swizzle): A (1,) 128 x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
+// ([K, N]) or kBlockN x 64 ([N, K]); Bu as Bg (gated); C, pre and pre2 (1,) 64 x 64.
 #pragma once
 #include "flashc/device/activation.cuh"
 #include "flashc/device/emitter_api.cuh"
@@ -49,14 +54,19 @@ struct GemmWsPlan {
   using Elem = typename Config::Elem;
   static constexpr bool kTransA = Config::kTransA, kTransB = Config::kTransB;
   static_assert(!(kTransA && kTransB), "ws GEMM: A and B not both transposed (no wgmma form reads that pair)");
+  static_assert(!(kTransA && Config::kBatched), "ws GEMM: a batched A is [B, M, K]");
   static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
+  static_assert(!Config::kGated || (kBlockN == 128 && !kTransA && !kTransB),
+                "ws GEMM, gated: 128 columns of each weight a tile, [M, K] · [K, N] operands");
+  // Columns a slot and the accumulator hold: the tile's, or both weights' (gated).
+  static constexpr int kBColumns = Config::kGated ? 2 * kBlockN : kBlockN;
   static_assert(kStages >= 2 && kStages <= 8, "ws GEMM: 2-8 ring slots");
   static constexpr int kWarps = 8, kThreads = kWarps * 32 + 128, kProducer = kWarps / 4;
   static_assert(warpgroup_budgets_fit(Config::kProducerRegs, Config::kConsumerRegs),
                 "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   using ATile = typename Select<kTransA, SmemPanelTile<Elem, kBlockK, kBlockM>, SmemPanelTile<Elem, kBlockM, kBlockK>>::type;
-  using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBlockN>>::type;
+  using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBColumns>>::type;
   using PieceTile = SmemPanelTile<Elem, 64, 64>;  // a warpgroup's 64 x 64 piece of the epilogue
   static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
   static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;  // 2 buffers a consumer warpgroup
@@ -76,10 +86,11 @@ __device__ __forceinline__ int2 grouped_tile(int p, int tiles_m, int tiles_n, in
 }
 
 // The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are `const __grid_constant__`
-// parameters. a gives M and K (transposed: [K, M]), b gives N; bias / pre / map_pre may be unused.
+// parameters. a gives M and K (transposed: [K, M]), b gives N; map_b2 / bias / map_pre / map_pre2 may be unused.
 template <class Config>
 __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
-                                        const TmaDescriptor& map_c, const TmaDescriptor& map_pre, const TensorArg& a,
+                                        const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
+                                        const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
                                         const TensorArg& b, const TensorArg& bias, float alpha) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
@@ -92,10 +103,13 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  const int M = static_cast<int>(kTransA ? a.shape[1] : a.shape[0]);
-  const int K = static_cast<int>(kTransA ? a.shape[0] : a.shape[1]);
+  constexpr bool kBatched = Config::kBatched;
+  const int M = static_cast<int>(kBatched ? a.shape[1] : kTransA ? a.shape[1] : a.shape[0]);
+  const int K = static_cast<int>(kBatched ? a.shape[2] : kTransA ? a.shape[0] : a.shape[1]);
   const int N = static_cast<int>(kTransB ? b.shape[0] : b.shape[1]);
-  const int tiles_m = (M + kBlockM - 1) / kBlockM, tiles_n = (N + kBlockN - 1) / kBlockN;
+  const int batches = kBatched ? static_cast<int>(a.shape[0]) : 1;
+  const int blocks_m = (M + kBlockM - 1) / kBlockM;  // row blocks of one batch
+  const int tiles_m = blocks_m * batches, tiles_n = (N + kBlockN - 1) / kBlockN;
   const int tiles = tiles_m * tiles_n, k_blocks = (K + kBlockK - 1) / kBlockK;
   const int warpgroup = warp_id() / 4;
 
@@ -118,10 +132,11 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     if (threadIdx.x == P::kProducer * 128) {
       tma_prefetch_descriptor(&map_a);
       tma_prefetch_descriptor(&map_b);
+      if constexpr (Config::kGated) tma_prefetch_descriptor(&map_b2);
       RingPosition<kStages> slot;
       for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
-        const int m0 = mn.x * kBlockM, n0 = mn.y * kBlockN;
+        const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
         for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
           const int k0 = kb * kBlockK;
           const unsigned full = bar(P::kBarFull + slot.stage);
@@ -132,14 +147,21 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
           if constexpr (kTransA) {  // [K, M]: 64 K rows of each 64-column panel of M
 #pragma unroll
             for (int p = 0; p < ATile::kPanels; ++p) tma_load_2d(as.base() + p * ATile::kPanelBytes, &map_a, full, m0 + 64 * p, k0);
+          } else if constexpr (kBatched) {
+            tma_load_3d(as.base(), &map_a, full, k0, m0, batch);
           } else {
             tma_load_2d(as.base(), &map_a, full, k0, m0);
           }
           if constexpr (kTransB) {  // [N, K]: kBlockN rows of one 64-column panel of K
             tma_load_2d(bs.base(), &map_b, full, k0, n0);
           } else {
+            // kBlockN / 64 panels of B (gated: of Bg, then as many of Bu).
 #pragma unroll
-            for (int p = 0; p < BTile::kPanels; ++p) tma_load_2d(bs.base() + p * BTile::kPanelBytes, &map_b, full, n0 + 64 * p, k0);
+            for (int p = 0; p < BTile::kPanels; ++p) {
+              const bool up = Config::kGated && p >= kBlockN / 64;
+              tma_load_2d(bs.base() + p * BTile::kPanelBytes, up ? &map_b2 : &map_b, full,
+                          n0 + 64 * (up ? p - kBlockN / 64 : p), k0);
+            }
           }
         }
       }
@@ -149,7 +171,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
 
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<Config::kConsumerRegs>();
-  using Acc = RegTileF32<kBlockM, kBlockN, P::kWarps>;
+  using Acc = RegTileF32<kBlockM, P::kBColumns, P::kWarps>;
   Acc acc;
   RingPosition<kStages> slot;
   const bool elected = threadIdx.x % 128 == 0;
@@ -166,20 +188,36 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     else
       wgmma_matmul<false>(acc, a_slot(stage), b_slot(stage));
   };
-  // One 64 x 64 piece of this warpgroup's rows, columns 64j.. of the tile: f(value, column) -> stored value,
-  // staged in buffer piece & 1, then stored by TMA at (n0 + 64j, m0 + 64 warpgroup) of `map`. The elected thread
-  // waits for the previous piece's store to have read its buffer before the barrier: after it, the other buffer
-  // (two pieces back) is free for the next piece.
-  auto store_piece = [&](const TmaDescriptor& map, int m0, int n0, int j, auto&& value) {
+  const Elem* bias_data = static_cast<const Elem*>(bias.data);
+  const long long bias_stride = Config::kBias ? bias.stride[0] : 0;
+  // pre = alpha · acc + bias[col] (columns past N: no bias; those are not stored).
+  auto pre_value = [&](float v, int col, int n) {
+    float x = v * alpha;
+    if constexpr (Config::kBias) x += col < n ? to_float(bias_data[col * bias_stride]) : 0.f;
+    return x;
+  };
+  // What a piece stores: pre (alpha · acc + bias), act(pre), or act(g) ⊙ u (gated: g the accumulator's column,
+  // u kBlockN columns further).
+  enum Piece { kPre, kActivated, kGatedProduct };
+  // One 64 x 64 piece of this warpgroup's rows, the accumulator's columns from n8 tile nt0 on, for output columns
+  // col0.., staged in buffer piece & 1, then stored by TMA at (col0, m0 + 64 warpgroup) of `map`. The elected
+  // thread waits for the previous piece's store to have read its buffer before the barrier: after it, the other
+  // buffer (two pieces back) is free for the next piece.
+  auto store_piece = [&](const TmaDescriptor& map, int batch, int m0, int col0, int nt0, Piece what) {
+    auto value = [&](int nt, int i, int col) {
+      const float x = pre_value(acc.v[0][nt][i], col, N);
+      if (what == kPre) return x;
+      if (what == kActivated || !Config::kGated) return act<Config::kAct, true>(x);
+      return act<Config::kAct, true>(x) * acc.v[0][nt + kBlockN / 8][i];
+    };
     const PieceTile buf{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (2 * warpgroup + (piece & 1)) * PieceTile::kBytes)};
     const int r0 = Acc::row(0, 0) - 64 * warpgroup;
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
-      const int nt = 8 * j + t, c = Acc::col(t, 0);
+      const int nt = nt0 + t, c = Acc::col(t, 0);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const unsigned packed = ElemTraits<Elem>::pack(value(acc.v[0][nt][2 * h], n0 + 64 * j + c),
-                                                       value(acc.v[0][nt][2 * h + 1], n0 + 64 * j + c + 1));
+        const unsigned packed = ElemTraits<Elem>::pack(value(nt, 2 * h, col0 + c), value(nt, 2 * h + 1, col0 + c + 1));
         *reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c)) = packed;
       }
     }
@@ -187,17 +225,18 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     if (elected) tma_wait_group<0>();
     named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
     if (elected) {
-      tma_store_2d(&map, buf.base(), n0 + 64 * j, m0 + 64 * warpgroup);
+      if constexpr (kBatched)
+        tma_store_3d(&map, buf.base(), col0, m0 + 64 * warpgroup, batch);
+      else
+        tma_store_2d(&map, buf.base(), col0, m0 + 64 * warpgroup);
       tma_commit_group();
     }
     ++piece;
   };
 
-  const Elem* bias_data = static_cast<const Elem*>(bias.data);
-  const long long bias_stride = Config::kBias ? bias.stride[0] : 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
-    const int m0 = mn.x * kBlockM, n0 = mn.y * kBlockN;
+    const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
@@ -211,17 +250,17 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     wgmma_wait<0>();
     if (previous >= 0) release(previous);
 
-    // Epilogue: pre = alpha · acc + bias (stored when kSavePre), C = act(pre). Pieces past N are skipped.
-    auto pre_value = [&](float v, int col) {
-      float x = v * alpha;
-      if constexpr (Config::kBias) x += col < N ? to_float(bias_data[col * bias_stride]) : 0.f;
-      return x;
-    };
+    // Epilogue: pre (stored when kSavePre; gated: g and u), C = act(pre) (gated: act(g) ⊙ u). Pieces past N are
+    // skipped.
 #pragma unroll
     for (int j = 0; j < kBlockN / 64; ++j) {
-      if (n0 + 64 * j >= N) break;
-      if constexpr (Config::kSavePre) store_piece(map_pre, m0, n0, j, pre_value);
-      store_piece(map_c, m0, n0, j, [&](float v, int col) { return act<Config::kAct, true>(pre_value(v, col)); });
+      const int col0 = n0 + 64 * j;
+      if (col0 >= N) break;
+      if constexpr (Config::kSavePre) {
+        store_piece(map_pre, batch, m0, col0, 8 * j, kPre);
+        if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, kBlockN / 8 + 8 * j, kPre);
+      }
+      store_piece(map_c, batch, m0, col0, 8 * j, Config::kGated ? kGatedProduct : kActivated);
     }
   }
   if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does

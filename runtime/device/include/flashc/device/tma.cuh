@@ -70,6 +70,13 @@ __device__ __forceinline__ void tma_store_2d(const TmaDescriptor* map, unsigned 
                "r"(src), "r"(c0), "r"(c1)
                : "memory");
 }
+// The same into the box at (c0, c1, c2) of a 3-D map (batched [B, M, N] tensors).
+__device__ __forceinline__ void tma_store_3d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
 __device__ __forceinline__ void tma_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Until at most N of this thread's bulk groups still read shared memory (kRead) or are still running.
 template <int N, bool kRead = true>

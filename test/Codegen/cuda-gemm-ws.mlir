@@ -1,0 +1,127 @@
+// The warp-specialised persistent GEMM (strategy wgmma_ws_sm90, the device
+// library's gemm_ws.cuh): a plain 16-bit GEMM whose tensors a TMA map
+// describes (rank 2, rows a static multiple of 8 elements, no accumulate, A
+// and B not both transposed). A persistent grid of min(tiles, SMs) blocks
+// walks the 128 x block_n tiles in groups of `group` row blocks; one producer
+// thread streams 64 columns of K of A and B through the ring by TMA; two
+// consumer warpgroups of 64 rows; the epilogue (alpha, bias, activation, the
+// saved pre-activation) leaves in 64 x 64 pieces stored by TMA. It is the
+// hand rule on sm_90a wherever it takes the GEMM (measured on the H200: the
+// FFN step 1.08x eager PyTorch at d = 4096, 0.99x at d = 1024); the cp.async
+// wgmma form it replaced stays for the GEMMs it does not take and as a point
+// of the gemm tuning space. Table entries choose its tile width, depth and
+// group (the entries below), or the cp.async form.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws.txt --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: rm -rf %t.bundle && flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws.txt --emit=bundle --arch=sm_90a -o %t.bundle
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws.txt --emit=tile -o - | FileCheck %s --check-prefix=TILE
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=HAND
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CP-ASYNC
+// RUN: flashc %s --print-tuning-space --tuning-table=none | FileCheck %s --check-prefix=SPACE
+// The gated up projection (gated_gemm): 128 columns of each weight a tile, one
+// m64n256 product computing x·W_gate and x·W_up side by side; the training
+// forward's also stores g and u.
+// RUN: flashc %S/Inputs/ffn-gated-d512.mlir --emit=cuda -o - | FileCheck %s --check-prefix=GATED
+// Batched token streams [B, S, d] (A and C rank 3, weights rank 2): 3-D maps.
+// RUN: rm -rf %t.b.bundle && flashc %S/../GPU/Inputs/ffn_batched_gelu_d128_bf16.mlir --emit=bundle --arch=sm_90a -o %t.b.bundle
+// RUN: FileCheck %s --check-prefix=BATCHED < %t.b.bundle/manifest.flashc
+// RUN: not flashc %S/../GPU/Inputs/ffn_gated_silu_f16.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-refused.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
+
+// d = 512, h = 1024, b1, gelu_tanh: up, down, dh = dy·W2ᵀ, dx = dpre·W1ᵀ and the
+// training forward's up projection (which also stores pre) are plain GEMMs.
+func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1024xbf16>, %w2: tensor<1024x512xbf16>) -> tensor<?x512xbf16> {
+  %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 : (tensor<?x512xbf16>, tensor<512x1024xbf16>, tensor<1024xbf16>, tensor<1024x512xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// dh = dy·W2ᵀ: W2 [h, d] is B stored [N, K].
+// CUDA-LABEL: // ---- ffn_ffn_bwd_dh ----
+// CUDA: struct Config {
+// CUDA-NEXT: using Elem = bf16;
+// CUDA-NEXT: static constexpr bool kTransA = false, kTransB = true;
+// CUDA-NEXT: static constexpr Act kAct = Act::Identity;
+// CUDA-NEXT: static constexpr bool kBias = false, kSavePre = false;
+// CUDA-NEXT: static constexpr bool kBatched = false;
+// CUDA-NEXT: static constexpr bool kGated = false;
+// CUDA-NEXT: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
+// CUDA: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+// CUDA: using Plan = GemmWsPlan<Config>;
+// CUDA-NEXT: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230464,
+// CUDA: __launch_bounds__(384, 1)
+// CUDA-NEXT: flashc_ffn_ffn_bwd_dh(const flashc::TensorArg [[DY:[a-z0-9_]+]], const flashc::TensorArg [[W2:[a-z0-9_]+]], const flashc::TensorArg [[DH:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DYM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[W2M:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DHM:[a-z0-9_]+]])
+// The absent second weight's map is B's, the absent pre maps C's, the absent bias A (none read).
+// CUDA-NEXT: flashc::device::gemm_ws<flashc_ffn_ffn_bwd_dh_config::Config>([[DYM]], [[W2M]], [[W2M]], [[DHM]], [[DHM]], [[DHM]], [[DY]], [[W2]], [[DY]], 1.000000000e+00f);
+// dx = dpre·W1ᵀ: 128 columns, 3 stages, groups of 16 (its table entry).
+// CUDA-LABEL: // ---- ffn_ffn_bwd_dx ----
+// CUDA: static constexpr int kBlockN = 128, kStages = 3, kGroup = 16;
+// CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 132144,
+// The inference up projection: bias and GELU in the epilogue.
+// CUDA-LABEL: // ---- ffn_ffn_up ----
+// CUDA: static constexpr bool kTransA = false, kTransB = false;
+// CUDA-NEXT: static constexpr Act kAct = Act::GeluTanh;
+// CUDA-NEXT: static constexpr bool kBias = true, kSavePre = false;
+// CUDA: flashc::device::gemm_ws<flashc_ffn_ffn_up_config::Config>(
+// The training forward's up projection also stores pre = x·W1 + b1 (before C).
+// CUDA-LABEL: // ---- ffn_forward_train_ffn_up ----
+// CUDA: static constexpr bool kBias = true, kSavePre = true;
+// CUDA: flashc_ffn_forward_train_ffn_up(const flashc::TensorArg [[X:[a-z0-9_]+]], const flashc::TensorArg [[W1:[a-z0-9_]+]], const flashc::TensorArg [[B1:[a-z0-9_]+]], const flashc::TensorArg [[PRE:[a-z0-9_]+]], const flashc::TensorArg [[H:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[XM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[W1M:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[HM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[PREM:[a-z0-9_]+]])
+// CUDA-NEXT: flashc::device::gemm_ws<flashc_ffn_forward_train_ffn_up_config::Config>([[XM]], [[W1M]], [[W1M]], [[HM]], [[PREM]], [[HM]], [[X]], [[W1]], [[B1]], 1.000000000e+00f);
+
+// The manifest: a persistent grid of min(tiles, SMs) blocks, 384 threads, the
+// library's shared memory; maps of A (128 rows x 64), B ([N, K]: 256 rows), C.
+// MANIFEST-LABEL: kernel ffn_ffn_bwd_dh
+// MANIFEST: tensormap dy_map of dy box [128, 64] swizzle 128
+// MANIFEST-NEXT: tensormap w2_map of w2 box [256, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dh_map of dh box [64, 64] swizzle 128
+// MANIFEST-NEXT: grid min(cdiv(M, 128) * 4 * 1, num_sms), 1, 1
+// MANIFEST-NEXT: block 384, 1, 1
+// MANIFEST-NEXT: shared 230464
+// MANIFEST-LABEL: kernel ffn_ffn_up
+// MANIFEST: tensormap w1_map of w1 box [64, 64] swizzle 128
+// MANIFEST-LABEL: kernel ffn_forward_train_ffn_up
+// MANIFEST: tensormap h_map of h box [64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap pre_map of pre box [64, 64] swizzle 128
+
+// The tile IR: the schedule (nothing resident, a and b streamed) and the
+// persistent order with the entry's group.
+// TILE-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// TILE-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
+// TILE-SAME: resident = [], ring = ["a", "b"], ring_stages = 4
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+
+// The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM (dx
+// shares dh's code); the weight gradients stay split-K.
+// HAND-LABEL: // ---- ffn_ffn_bwd_dh ----
+// HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
+// HAND: flashc::device::gemm_ws<
+// HAND-LABEL: // ---- ffn_ffn_bwd_dx ----
+// HAND-NEXT: // launches flashc_ffn_ffn_bwd_dh (its code is that kernel's but for names)
+// HAND-LABEL: // ---- ffn_ffn_up ----
+// HAND: flashc::device::gemm_ws<
+// A table entry pins the cp.async form.
+// CP-ASYNC-NOT: gemm_ws<
+
+// The gemm kind's space holds the ws points; split-K's does not.
+// SPACE: "kernel": "ffn_ffn_bwd_dh"
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8
+// SPACE: "kernel": "ffn_ffn_bwd_dw2"
+// SPACE-NOT: wgmma_ws_sm90
+// SPACE: "kernel": "ffn_ffn_bwd_dx"
+
+// GATED-LABEL: // ---- ffn_forward_train_ffn_up ----
+// GATED: static constexpr Act kAct = Act::Silu;
+// GATED-NEXT: static constexpr bool kBias = false, kSavePre = true;
+// GATED-NEXT: static constexpr bool kBatched = false;
+// GATED-NEXT: static constexpr bool kGated = true;
+// GATED-NEXT: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
+// GATED: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230464,
+// x, W_gate, W_up; C = h; the saved g and u.
+// GATED: gemm_ws<flashc_ffn_forward_train_ffn_up_config::Config>(x_map, w1_map, w_up_map, h_map, gate_map, up_map, x, w1, x, 1.000000000e+00f);
+
+// BATCHED-LABEL: kernel ffn_ffn_bwd_dh
+// BATCHED: tensormap dy_map of dy box [1, 128, 64] swizzle 128
+// BATCHED-NEXT: tensormap w2_map of w2 box [256, 64] swizzle 128
+// BATCHED-NEXT: tensormap dh_map of dh box [1, 64, 64] swizzle 128
+// BATCHED-NEXT: grid min(cdiv(M, 128) * 3 * Bf, num_sms), 1, 1
+
+// REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dx_up (sm_90a gemm f16 m?n64k256-tb-acc -)
