@@ -26,6 +26,7 @@ CONFIGS = {
     "tb128": ["GEMM_TRANS_B", "GEMM_BLOCK_N=128"],
     "nn256_f16_bias_relu": ["GEMM_F16", "GEMM_BIAS", "GEMM_ACT=Relu"],
     "tb256_s3": ["GEMM_TRANS_B", "GEMM_STAGES=3"],
+    "tb256_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE"],
 }
 
 # (name, M, N, K, layout): the FFN's GEMMs at d = 256 (h 1024, 65536 rows), d = 1024 (h 4096) and d = 4096.
@@ -66,6 +67,7 @@ class Gemm:
         self.bias = "GEMM_BIAS" in flags
         self.save = "GEMM_SAVE_PRE" in flags
         self.f16 = "GEMM_F16" in flags
+        self.acc = "GEMM_ACCUMULATE" in flags
         self.act = next((f.split("=")[1] for f in flags if f.startswith("GEMM_ACT=")), "Identity")
 
     def __call__(self, a, b, bias, c, pre, M, N, K, alpha=1.0, max_blocks=0):
@@ -107,18 +109,20 @@ def check(name, g):
         if g.ta:  # A stored [K, M]: TMA needs rows of 16-byte multiples, so M a multiple of 8 (K stays ragged)
             M = (M + 7) // 8 * 8
         a, b, bias = operands(g, M, N, K, dtype, gen)
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+        c = (torch.randn((M, N), device="cuda", dtype=dtype, generator=gen) if g.acc
+             else torch.full((M, N), float("nan"), device="cuda", dtype=dtype))
+        old = c.double() if g.acc else 0
         pre = torch.full((M, N), float("nan"), device="cuda", dtype=dtype) if g.save else None
         g(a, b, bias, c, pre, M, N, K, alpha, max_blocks)
         torch.cuda.synchronize()
         a64 = (a.t() if g.ta else a).double()
         b64 = (b.t() if g.tb else b).double()
         pre64 = alpha * (a64 @ b64) + (bias.double() if bias is not None else 0)
-        ref = act_ref(pre64, g.act)
+        ref = act_ref(pre64, g.act) + old
         # Tolerance: twice the error of the same product computed by cuBLAS in this dtype (f32 accumulation, one
         # rounding of the result), plus a floor.
         a16, b16 = (a.t() if g.ta else a), (b.t() if g.tb else b)
-        peer = act_ref((alpha * (a16 @ b16).float() + (bias.float() if bias is not None else 0)).to(dtype).double(), g.act)
+        peer = act_ref((alpha * (a16 @ b16).float() + (bias.float() if bias is not None else 0)).to(dtype).double(), g.act) + old
         tol = 2 * (peer - ref).abs().max().item() + 1e-2
         for what, got, want in [("C", c, ref)] + ([("pre", pre, pre64)] if g.save else []):
             err = (got.double() - want).abs().max().item()
@@ -139,7 +143,7 @@ def bench(gemms, out):
         row = {"shape": label, "M": M, "N": N, "K": K, "layout": layout}
         flops = 2 * M * N * K
         for name, g in gemms.items():
-            if name.startswith(layout) and not g.f16 and not g.bias:
+            if name.startswith(layout) and not g.f16 and not g.bias and not g.acc:
                 a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
                 c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
                 ms = do_bench(lambda: g(a, b, None, c, None, M, N, K), warmup=25, rep=200, return_mode="median")

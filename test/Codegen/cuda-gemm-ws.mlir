@@ -25,7 +25,10 @@
 // Batched token streams [B, S, d] (A and C rank 3, weights rank 2): 3-D maps.
 // RUN: rm -rf %t.b.bundle && flashc %S/../GPU/Inputs/ffn_batched_gelu_d128_bf16.mlir --emit=bundle --arch=sm_90a -o %t.b.bundle
 // RUN: FileCheck %s --check-prefix=BATCHED < %t.b.bundle/manifest.flashc
-// RUN: not flashc %S/../GPU/Inputs/ffn_gated_silu_f16.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-refused.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
+// The gated backward's dx += du·W_upᵀ (accumulate): each piece of C is read by TMA before the sum is stored.
+// RUN: flashc %S/Inputs/ffn-gated-d512.mlir --emit=cuda -o - | FileCheck %s --check-prefix=ACC
+// A kernel the form does not take (rows of 1001 and 77 elements: no TMA map) is refused for a table entry.
+// RUN: not flashc %S/../GPU/Inputs/ffn_any_width_d100_h1001_o77_bf16.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-refused.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
 
 // d = 512, h = 1024, b1, gelu_tanh: up, down, dh = dy·W2ᵀ, dx = dpre·W1ᵀ and the
 // training forward's up projection (which also stores pre) are plain GEMMs.
@@ -42,6 +45,7 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // CUDA-NEXT: static constexpr Act kAct = Act::Identity;
 // CUDA-NEXT: static constexpr bool kBias = false, kSavePre = false;
 // CUDA-NEXT: static constexpr bool kBatched = false;
+// CUDA-NEXT: static constexpr bool kAccumulate = false;
 // CUDA-NEXT: static constexpr bool kGated = false;
 // CUDA-NEXT: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
 // CUDA: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
@@ -112,6 +116,7 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // GATED: static constexpr Act kAct = Act::Silu;
 // GATED-NEXT: static constexpr bool kBias = false, kSavePre = true;
 // GATED-NEXT: static constexpr bool kBatched = false;
+// GATED-NEXT: static constexpr bool kAccumulate = false;
 // GATED-NEXT: static constexpr bool kGated = true;
 // GATED-NEXT: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
 // GATED: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230464,
@@ -124,4 +129,9 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // BATCHED-NEXT: tensormap dh_map of dh box [1, 64, 64] swizzle 128
 // BATCHED-NEXT: grid min(cdiv(M, 128) * 3 * Bf, num_sms), 1, 1
 
-// REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dx_up (sm_90a gemm f16 m?n64k256-tb-acc -)
+// ACC-LABEL: // ---- ffn_ffn_bwd_dx_up ----
+// ACC: static constexpr bool kAccumulate = true;
+// ACC: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230496,
+// ACC: flashc::device::gemm_ws<
+
+// REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dh (sm_90a gemm bf16 m?n1001k77-tb -)

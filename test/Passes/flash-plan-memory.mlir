@@ -8,7 +8,7 @@
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=32 warps=4" 2>&1 | FileCheck %s --check-prefix=BANDS
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=target=sm_75 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory=stages=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=STAGES
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/../Codegen/Inputs/tuning-gemm-cp-async.txt | FileCheck %s --check-prefix=STAGES
 // Block sizes past TileLimits.h (256) are refused before any kernel is rebuilt at them; so are
 // recipes that do not fit their kernel's arguments (hand-edited tile IR).
 // RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="block-m=1024" 2>&1 | FileCheck %s --check-prefix=RANGE
@@ -148,7 +148,9 @@ tile.kernel @handwritten(%a: !tile.tensor<?x64xf32>) attributes {
   tile.return
 }
 
-// The default pipeline depth is lowered until a kernel fits: the gated FFN
+// The default pipeline depth is lowered until a kernel fits: on the cp.async
+// GEMM form (pinned by the table: the sm_90a hand rule is the warp-specialised
+// GEMM, whose ring and epilogue pieces fit 4 stages) the gated FFN
 // backward's dx += du·W_upᵀ (128 x 256, bf16) reads its C tile (64 KiB) beside
 // the pipeline, so 4 stages of 48 KiB (256 KiB) do not fit and it gets 3
 // (208 KiB); the other GEMMs keep 4.

@@ -443,7 +443,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   Type elem = spec.getElementType().getValue();
 
   WsKernel result;
-  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated);
+  bool accumulate = spec.getAccumulate().getValue();
+  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, accumulate);
   result.threads = blockThreads(schedule);
   // Boxes ((1,) rows, 64 columns): A 128 rows of [(B,) M, K] or 64 K rows of
   // [K, M]; B 64 K rows of [K, N] or blockN rows of [N, K]; C and pre 64 x 64
@@ -481,6 +482,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   out << "  static constexpr bool kBias = " << (hasBias ? "true" : "false")
       << ", kSavePre = " << (savePre ? "true" : "false") << ";  // pre = alpha·A·B + bias stored too\n";
   out << "  static constexpr bool kBatched = " << (batched ? "true" : "false") << ";  // A, C: [B, M, *]\n";
+  out << "  static constexpr bool kAccumulate = " << (accumulate ? "true" : "false")
+      << ";  // C += ..., each piece of C read first\n";
   out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
       << ";  // C = act(A·Bg) ⊙ (A·Bu), kBlockN columns of each weight a tile\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages

@@ -388,7 +388,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsGemmSharedBytes(plan.blockN, plan.stages,
                                  gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                 gemm.getRole() == KernelRole::GatedGemm);
+                                 gemm.getRole() == KernelRole::GatedGemm, gemm.getAccumulate().getValue());
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

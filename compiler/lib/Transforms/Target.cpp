@@ -379,8 +379,8 @@ std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes
   Type element = gemm.getElementType().getValue();
   if (!element.isBF16() && !element.isF16())
     return llvm::formatv("its element type is {0}, not bf16 or f16", element).str();
-  if (gemm.getAccumulate().getValue())
-    return std::string("it accumulates into C (C += ...), which the library's form does not read");
+  if (gemm.getAccumulate().getValue() && (gated || gemm.savesPre()))
+    return std::string("it accumulates into C and is gated or saves its pre-activation");
   if (gemm.getTransposeA().getValue() && gemm.getTransposeB().getValue())
     return std::string("both A and B are transposed (no wgmma operand pair reads that form)");
   if (gated && (gemm.getTransposeA().getValue() || gemm.getTransposeB().getValue()))
@@ -417,9 +417,9 @@ bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t war
          stages >= 2 && stages <= 8;
 }
 
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated) {
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool accumulate) {
   int64_t slot = 128 * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
-  return stages * slot + 4 * 64 * 64 * elementBytes + 8 * 2 * stages + 1024;
+  return stages * slot + 4 * 64 * 64 * elementBytes + 8 * (2 * stages + (accumulate ? 4 : 0)) + 1024;
 }
 
 std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argTypes) {

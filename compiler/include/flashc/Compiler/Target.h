@@ -90,7 +90,8 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Ty
 
 /// Why the warp-specialised persistent GEMM (the device library's gemm_ws)
 /// does not take a kernel of recipe `spec` with arguments `argTypes`, or
-/// nothing when it does: role gemm or gated_gemm, 16-bit, no accumulate, A, C
+/// nothing when it does: role gemm or gated_gemm, 16-bit (accumulating into C:
+/// a plain GEMM that saves nothing), A, C
 /// (and the saved tensors) of rank 2 or 3 (a batch first; A not transposed
 /// then), rank-2 weights, A and B not both transposed (gated: neither), and
 /// every tensor's rows a static multiple of 8 elements (16 bytes: what a TMA
@@ -105,9 +106,10 @@ bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t war
 
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] and B
 /// [64 x blockN] (gated: both weights' blockN columns), four 64 x 64 epilogue
-/// pieces, 2·stages mbarriers and 1024 bytes to align the base:
-/// GemmWsPlan::kSmemBytes (the emitted source static_asserts both agree).
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated);
+/// pieces, 2·stages mbarriers (+ 4 for the pieces of C an accumulating GEMM
+/// reads) and 1024 bytes to align the base: GemmWsPlan::kSmemBytes (the
+/// emitted source static_asserts both agree).
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool accumulate);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out

@@ -19,6 +19,7 @@
 //   kSavePre  also store pre = alpha · op(A) · op(B) + bias before the activation (a training forward)
 //   kGated    B is two weights [K, N], Bg and Bu: a slot holds kBlockN columns of each side by side, one
 //             m64n(2 kBlockN) product computes both, C = act(g) ⊙ u; kSavePre stores g and u (pre, pre2)
+//   kAccumulate  C += act(alpha · op(A) · op(B) + bias): each piece of C is read by TMA into its buffer first
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
@@ -55,6 +56,7 @@ struct GemmWsPlan {
   static constexpr bool kTransA = Config::kTransA, kTransB = Config::kTransB;
   static_assert(!(kTransA && kTransB), "ws GEMM: A and B not both transposed (no wgmma form reads that pair)");
   static_assert(!(kTransA && Config::kBatched), "ws GEMM: a batched A is [B, M, K]");
+  static_assert(!(Config::kAccumulate && (Config::kSavePre || Config::kGated)), "ws GEMM: C += ... is a plain GEMM");
   static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
   static_assert(!Config::kGated || (kBlockN == 128 && !kTransA && !kTransB),
@@ -71,7 +73,9 @@ struct GemmWsPlan {
   static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
   static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;  // 2 buffers a consumer warpgroup
   static constexpr int kSmemBar = kSmemPieces + 4 * PieceTile::kBytes;
-  static constexpr int kBarFull = 0, kBarEmpty = kStages, kNumBars = 2 * kStages;
+  // Ring barriers; with kAccumulate one more a piece buffer (C's piece landed).
+  static constexpr int kBarFull = 0, kBarEmpty = kStages, kBarPiece = 2 * kStages,
+                       kNumBars = 2 * kStages + (Config::kAccumulate ? 4 : 0);
   static constexpr int kStageBytes = ATile::kBytes + BTile::kBytes;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
   static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
@@ -122,6 +126,8 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       mbarrier_init(bar(P::kBarFull + s), 1);
       mbarrier_init(bar(P::kBarEmpty + s), P::kWarps);
     }
+    if constexpr (Config::kAccumulate)
+      for (int b = 0; b < 4; ++b) mbarrier_init(bar(P::kBarPiece + b), 1);
     mbarrier_init_fence();
   }
   __syncthreads();
@@ -212,13 +218,32 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     };
     const PieceTile buf{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (2 * warpgroup + (piece & 1)) * PieceTile::kBytes)};
     const int r0 = Acc::row(0, 0) - 64 * warpgroup;
+    // C += ...: the piece of C lands in the buffer first (free: the store that last read it completed before the
+    // previous piece's barrier); each thread then adds its own elements in place.
+    if constexpr (Config::kAccumulate) {
+      const unsigned landed = bar(P::kBarPiece + 2 * warpgroup + (piece & 1));
+      if (elected) {
+        mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
+        if constexpr (kBatched)
+          tma_load_3d(buf.base(), &map, landed, col0, m0 + 64 * warpgroup, batch);
+        else
+          tma_load_2d(buf.base(), &map, landed, col0, m0 + 64 * warpgroup);
+      }
+      mbarrier_wait(landed, static_cast<unsigned>(piece >> 1) & 1u);
+    }
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
       const int nt = nt0 + t, c = Acc::col(t, 0);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const unsigned packed = ElemTraits<Elem>::pack(value(nt, 2 * h, col0 + c), value(nt, 2 * h + 1, col0 + c + 1));
-        *reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c)) = packed;
+        unsigned* at = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c));
+        float lo = value(nt, 2 * h, col0 + c), hi = value(nt, 2 * h + 1, col0 + c + 1);
+        if constexpr (Config::kAccumulate) {
+          const float2 old = ElemTraits<Elem>::unpack(*at);
+          lo += old.x;
+          hi += old.y;
+        }
+        *at = ElemTraits<Elem>::pack(lo, hi);
       }
     }
     fence_async_shared();
