@@ -1791,13 +1791,17 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     // other kernel is printed op by op.
     std::optional<WsKernel> ws;
     std::optional<KernelEmitter> emitter;
-    // A later kernel whose code is an earlier unit's but for names launches
-    // that unit's entry.
-    auto shareUnit = [&](const std::string &anonymousText,
-                         const std::vector<rt::TensorMapParam> &tensorMaps) -> FailureOr<bool> {
-      auto same = unitOfCode.find(anonymousText);
-      if (same == unitOfCode.end())
+    // A later kernel whose code (`code`: printed anonymously) is an earlier
+    // unit's but for names launches that unit's entry (true); else its `text`
+    // is printed as a new unit (false).
+    auto shareOrPrint = [&](std::string code, const std::string &text,
+                            const std::vector<rt::TensorMapParam> &tensorMaps) -> FailureOr<bool> {
+      auto same = unitOfCode.find(code);
+      if (same == unitOfCode.end()) {
+        unitOfCode.emplace(std::move(code), units.size());
+        src << text;
         return false;
+      }
       Unit &unit = units[same->second];
       FailureOr<rt::KernelSpec> spec = buildKernelSpec(kernel, args, unit.entry, unit.threads, unit.sharedBytes);
       if (failed(spec))
@@ -1809,6 +1813,10 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
           << " (its code is that kernel's but for names)\n\n";
       return true;
     };
+    // The anonymous print's parameter names.
+    std::vector<std::string> positional;
+    for (size_t i = 0; i < argNames.size(); ++i)
+      positional.push_back("arg" + std::to_string(i));
     if (isWarpSpecialized(kernel) || isLibraryKernel(kernel)) {
       auto print = [&](ArrayRef<std::string> names, StringRef entryName, StringRef comment,
                        llvm::raw_ostream &out) -> FailureOr<WsKernel> {
@@ -1825,9 +1833,6 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
         return failure();
       // Compared as printed with positional names and without comments (a
       // library call's Config and arguments are the whole kernel).
-      std::vector<std::string> positional;
-      for (size_t i = 0; i < argNames.size(); ++i)
-        positional.push_back("arg" + std::to_string(i));
       if (failed(print(positional, "flashc_kernel", "", anonymousOut)))
         return failure();
       anonymousOut.flush();
@@ -1835,14 +1840,12 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       for (StringRef line : llvm::split(anonymousText, '\n'))
         if (!line.ltrim().starts_with("//"))
           code += line.split("//").first.rtrim().str() + "\n";
-      FailureOr<bool> shared = shareUnit(code, printed->tensorMaps);
+      textOut.flush();
+      FailureOr<bool> shared = shareOrPrint(std::move(code), text, printed->tensorMaps);
       if (failed(shared))
         return failure();
       if (*shared)
         continue;
-      unitOfCode.emplace(std::move(code), units.size());
-      textOut.flush();
-      src << text;
       ws = std::move(*printed);
     } else {
       std::string text, anonymousText;
@@ -1850,21 +1853,16 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
       emitter.emplace(kernel, argNames, entry, specComment(kernel), options);
       if (failed(emitter->emit(textOut)))
         return failure();
-      std::vector<std::string> positional;
-      for (size_t i = 0; i < argNames.size(); ++i)
-        positional.push_back("arg" + std::to_string(i));
       KernelEmitter anonymous(kernel, positional, "flashc_kernel", "", options, /*anonymous=*/true);
       if (failed(anonymous.emit(anonymousOut)))
         return failure();
       anonymousOut.flush();
-      FailureOr<bool> shared = shareUnit(anonymousText, {});
+      textOut.flush();
+      FailureOr<bool> shared = shareOrPrint(std::move(anonymousText), text, {});
       if (failed(shared))
         return failure();
       if (*shared)
         continue;
-      unitOfCode.emplace(std::move(anonymousText), units.size());
-      textOut.flush();
-      src << text;
     }
 
     int64_t threads = ws ? ws->threads : kernel.getWarps() * 32;
