@@ -196,9 +196,10 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   };
   const Elem* bias_data = static_cast<const Elem*>(bias.data);
   const long long bias_stride = Config::kBias ? bias.stride[0] : 0;
-  // pre = alpha · acc + bias[col] (columns past N: no bias; those are not stored).
+  // pre = alpha · acc + bias[col] (columns past N: no bias; those are not stored). A gated GEMM's g and u are the
+  // products themselves (gated_gemm has no alpha or bias, as its op-by-op form).
   auto pre_value = [&](float v, int col, int n) {
-    float x = v * alpha;
+    float x = Config::kGated ? v : v * alpha;
     if constexpr (Config::kBias) x += col < n ? to_float(bias_data[col * bias_stride]) : 0.f;
     return x;
   };
@@ -213,8 +214,10 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     auto value = [&](int nt, int i, int col) {
       const float x = pre_value(acc.v[0][nt][i], col, N);
       if (what == kPre) return x;
-      if (what == kActivated || !Config::kGated) return act<Config::kAct, true>(x);
-      return act<Config::kAct, true>(x) * acc.v[0][nt + kBlockN / 8][i];
+      if constexpr (Config::kGated) {
+        if (what == kGatedProduct) return act<Config::kAct, true>(x) * acc.v[0][nt + kBlockN / 8][i];
+      }
+      return act<Config::kAct, true>(x);
     };
     const PieceTile buf{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (2 * warpgroup + (piece & 1)) * PieceTile::kBytes)};
     const int r0 = Acc::row(0, 0) - 64 * warpgroup;
