@@ -18,6 +18,8 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=HAND
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CP-ASYNC
 // RUN: flashc %s --print-tuning-space --tuning-table=none | FileCheck %s --check-prefix=SPACE
+// A block-size override outside the form (64 columns) plans the cp.async wgmma GEMM instead.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory="block-n=64" | FileCheck %s --check-prefix=OVERRIDE
 // The gated up projection (gated_gemm): 128 columns of each weight a tile, one
 // m64n256 product computing x·W_gate and x·W_up side by side; the training
 // forward's also stores g and u.
@@ -105,6 +107,10 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // A table entry pins the cp.async form.
 // CP-ASYNC-NOT: gemm_ws<
 
+// OVERRIDE-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// OVERRIDE-SAME: block_n = 64 : i64
+// OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
+
 // The gemm kind's space holds the ws points; split-K's does not.
 // SPACE: "kernel": "ffn_ffn_bwd_dh"
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8
@@ -134,4 +140,4 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // ACC: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230496,
 // ACC: flashc::device::gemm_ws<
 
-// REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dh (sm_90a gemm bf16 m?n1001k77-tb -)
+// REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dh (sm_90a gemm bf16 m?n1001k77-tb -): the warp-specialised GEMM does not take it, a tensor's rows are 77 elements wide: TMA maps need a static multiple of 8

@@ -163,6 +163,19 @@ void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Ty
 
 const char *elementName(Type elem) { return elem.isBF16() ? "bf16" : "f16"; }
 
+/// Opens a GEMM-family kernel's Config (the fused FFN's, the GEMM's): the
+/// banner naming the library kernel, its namespace (returned) and the element
+/// type.
+std::string openGemmConfig(StringRef entry, StringRef banner, Type elem, llvm::raw_ostream &out) {
+  std::string ns = entry.str() + "_config";
+  out << banner;
+  out << "namespace " << ns << " {\n";
+  out << "using namespace flashc::device;\n";
+  out << "struct Config {\n";
+  out << "  using Elem = " << elementName(elem) << ";\n";
+  return ns;
+}
+
 std::string floatConfigLiteral(double v) { return llvm::formatv("{0:e9}", v).str() + "f"; }
 
 FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
@@ -377,13 +390,10 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
       addTensorMaps({{x, xBox}, {w1, {wsForwardHeadTile(d), 64}}, {w2, {blockN, 64}}}, argNames,
                     cppNames, result);
 
-  std::string ns = entry.str() + "_config";
-  out << "// Warp-specialised TMA fused FFN (strategy wgmma_ws_sm90): the device library's\n"
-      << "// ffn_fwd_ws; 8 consumer warps + 1 producer warpgroup.\n";
-  out << "namespace " << ns << " {\n";
-  out << "using namespace flashc::device;\n";
-  out << "struct Config {\n";
-  out << "  using Elem = " << elementName(elem) << ";\n";
+  std::string ns = openGemmConfig(entry,
+                                 "// Warp-specialised TMA fused FFN (strategy wgmma_ws_sm90): the device library's\n"
+                                 "// ffn_fwd_ws; 8 consumer warps + 1 producer warpgroup.\n",
+                                 elem, out);
   out << "  static constexpr Act kAct = " << activationEnumerator(spec.getActivation()) << ";\n";
   out << "  static constexpr bool kBias1 = " << (hasB1 ? "true" : "false")
       << ", kBias2 = " << (hasB2 ? "true" : "false")
@@ -469,13 +479,10 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   std::string mapPre = savePre ? maps[mapC + 1] : maps[mapC];
   std::string mapPre2 = savePre && gated ? maps[mapC + 2] : maps[mapC];
 
-  std::string ns = entry.str() + "_config";
-  out << "// Warp-specialised persistent TMA GEMM (strategy wgmma_ws_sm90): the device\n"
-      << "// library's gemm_ws; 8 consumer warps + 1 producer warpgroup.\n";
-  out << "namespace " << ns << " {\n";
-  out << "using namespace flashc::device;\n";
-  out << "struct Config {\n";
-  out << "  using Elem = " << elementName(elem) << ";\n";
+  std::string ns = openGemmConfig(entry,
+                                 "// Warp-specialised persistent TMA GEMM (strategy wgmma_ws_sm90): the device\n"
+                                 "// library's gemm_ws; 8 consumer warps + 1 producer warpgroup.\n",
+                                 elem, out);
   out << "  static constexpr bool kTransA = " << (ta ? "true" : "false")
       << ", kTransB = " << (tb ? "true" : "false") << ";  // A stored [K, M]; B stored [N, K]\n";
   out << "  static constexpr Act kAct = " << activationEnumerator(spec.getActivation()) << ";\n";

@@ -85,11 +85,20 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     }
     if (entry->point.strategy) {
       std::vector<TuningPoint> space = tuningSpace(targetDesc, spec, inputs);
-      if (llvm::none_of(space, [&](const TuningPoint &p) { return p.strategy == entry->point.strategy; }))
-        return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
-                                  << " asks for strategy " << stringifyStrategy(*entry->point.strategy)
-                                  << ", which is not in the tuning space of @" << kernel.getSymName()
-                                  << " (" << key->str() << ")";
+      if (llvm::none_of(space, [&](const TuningPoint &p) { return p.strategy == entry->point.strategy; })) {
+        InFlightDiagnostic error = kernel.emitError()
+                                   << "flash-plan-memory: tuning table entry " << entry->name()
+                                   << " asks for strategy " << stringifyStrategy(*entry->point.strategy)
+                                   << ", which is not in the tuning space of @" << kernel.getSymName()
+                                   << " (" << key->str() << ")";
+        // Why the warp-specialised GEMM does not take a GEMM-family kernel.
+        auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+        if (gemm && *entry->point.strategy == Strategy::WgmmaWsSm90 &&
+            (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm))
+          if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
+            error << ": the warp-specialised GEMM does not take it, " << *refusal;
+        return error;
+      }
     }
     return entry;
   }
@@ -235,27 +244,17 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // split) or 64 keys on tiles of 4 warps (role split), as its head dims
     // decide, a Q/dO ring of 1-4 stages; an override outside that is planned
     // as mma.sync.
-    // The warp-specialised persistent GEMM (gemm_ws.cuh): a plain 16-bit GEMM
-    // whose tensors a TMA map describes (wsGemmRefusal), 128 x 128 or 256
-    // tiles on two consumer warpgroups, 2-8 stages of 64 columns of K (the
-    // ring verifier's 1-4); an override outside that keeps the cp.async
-    // wgmma form. A table entry for a kernel the form does not take is
-    // refused with the reason.
+    // The warp-specialised persistent GEMM (gemm_ws.cuh): 128 x 128 or 256
+    // tiles on two consumer warpgroups, 2-4 stages of 64 columns of K
+    // (wsGemmPlanTakes); a block-size override outside that keeps the cp.async
+    // wgmma form. (Only kernels it takes get it: the hand rule asks
+    // wsGemmRefusal, a table entry is checked against the tuning space.)
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
     bool wsGemmRole = gemmSpec && (gemmSpec.getRole() == KernelRole::Gemm || gemmSpec.getRole() == KernelRole::GatedGemm);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
-      if (std::optional<std::string> refusal = wsGemmRefusal(spec, kernel.getFunctionType().getInputs())) {
-        if (entry && !overridden && entry->point.strategy)
-          return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
-                                    << " gives @" << kernel.getSymName()
-                                    << " the warp-specialised GEMM (wgmma_ws_sm90), but " << *refusal
-                                    << "; give the entry a key that does not match this kernel";
+      if (!wsGemmPlanTakes(plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
+                           gemmSpec.getRole() == KernelRole::GatedGemm))
         plan.strategy = Strategy::WgmmaSm90;
-      } else if (!wsGemmPlanTakes(plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
-                                  gemmSpec.getRole() == KernelRole::GatedGemm) ||
-                 plan.stages > 4) {
-        plan.strategy = Strategy::WgmmaSm90;
-      }
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
       int64_t d = attention.getHeadDim(), dv = attention.getValueDim();

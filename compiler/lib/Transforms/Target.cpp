@@ -413,8 +413,9 @@ std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes
 }
 
 bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages, bool gated) {
+  // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
-         stages >= 2 && stages <= 8;
+         stages >= 2 && stages <= 4;
 }
 
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool accumulate) {

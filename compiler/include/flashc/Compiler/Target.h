@@ -100,7 +100,7 @@ std::optional<std::string> wsGemmRefusal(mlir::Attribute spec, llvm::ArrayRef<ml
 
 /// Whether a wgmma_ws_sm90 GEMM plan has the library's shape: 128 rows on 8
 /// consumer warps (two warpgroups), 128 or 256 columns (gated: 128 of each
-/// weight), 64 of K, 2-8 stages.
+/// weight), 64 of K, 2-4 stages.
 bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages,
                      bool gated);
 
