@@ -27,6 +27,7 @@ CONFIGS = {
     "nn256_f16_bias_relu": ["GEMM_F16", "GEMM_BIAS", "GEMM_ACT=Relu"],
     "tb256_s3": ["GEMM_TRANS_B", "GEMM_STAGES=3"],
     "tb256_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE"],
+    "tb256_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD"],
 }
 
 # (name, M, N, K, layout): the FFN's GEMMs at d = 256 (h 1024, 65536 rows), d = 1024 (h 4096) and d = 4096.
@@ -68,6 +69,7 @@ class Gemm:
         self.save = "GEMM_SAVE_PRE" in flags
         self.f16 = "GEMM_F16" in flags
         self.acc = "GEMM_ACCUMULATE" in flags
+        self.act_grad = "GEMM_ACT_GRAD" in flags
         self.act = next((f.split("=")[1] for f in flags if f.startswith("GEMM_ACT=")), "Identity")
 
     def __call__(self, a, b, bias, c, pre, M, N, K, alpha=1.0, max_blocks=0):
@@ -88,6 +90,15 @@ def act_ref(x, act):
     if act == "Relu":
         return torch.relu(x)
     return x
+
+
+def act_grad_ref(x, act):
+    """act'(x) in float64 (GELU tanh form)."""
+    import torch
+    assert act == "GeluTanh"
+    c = 0.7978845608028654
+    t = torch.tanh(c * (x + 0.044715 * x ** 3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
 
 
 def operands(g, M, N, K, dtype, gen):
@@ -113,18 +124,24 @@ def check(name, g):
              else torch.full((M, N), float("nan"), device="cuda", dtype=dtype))
         old = c.double() if g.acc else 0
         pre = torch.full((M, N), float("nan"), device="cuda", dtype=dtype) if g.save else None
+        if g.act_grad:  # P, read: the saved pre-activation
+            pre = torch.randn((M, N), device="cuda", dtype=dtype, generator=gen) * 2
         g(a, b, bias, c, pre, M, N, K, alpha, max_blocks)
         torch.cuda.synchronize()
         a64 = (a.t() if g.ta else a).double()
         b64 = (b.t() if g.tb else b).double()
         pre64 = alpha * (a64 @ b64) + (bias.double() if bias is not None else 0)
-        ref = act_ref(pre64, g.act) + old
+        ref = pre64 * act_grad_ref(pre.double(), g.act) if g.act_grad else act_ref(pre64, g.act) + old
         # Tolerance: twice the error of the same product computed by cuBLAS in this dtype (f32 accumulation, one
         # rounding of the result), plus a floor.
         a16, b16 = (a.t() if g.ta else a), (b.t() if g.tb else b)
-        peer = act_ref((alpha * (a16 @ b16).float() + (bias.float() if bias is not None else 0)).to(dtype).double(), g.act) + old
+        if g.act_grad:  # eager: the GEMM in the dtype, then PyTorch's gelu backward in the dtype
+            peer = torch.ops.aten.gelu_backward((alpha * (a16 @ b16).float()).to(dtype), pre,
+                                                approximate="tanh").double()
+        else:
+            peer = act_ref((alpha * (a16 @ b16).float() + (bias.float() if bias is not None else 0)).to(dtype).double(), g.act) + old
         tol = 2 * (peer - ref).abs().max().item() + 1e-2
-        for what, got, want in [("C", c, ref)] + ([("pre", pre, pre64)] if g.save else []):
+        for what, got, want in [("C", c, ref)] + ([("pre", pre, pre64)] if g.save and not g.act_grad else []):
             err = (got.double() - want).abs().max().item()
             ok = err <= tol and not torch.isnan(got).any().item()
             print(f"  {name} {what} M={M} N={N} K={K} alpha={alpha} blocks={max_blocks or 'SMs'}: "
@@ -143,7 +160,7 @@ def bench(gemms, out):
         row = {"shape": label, "M": M, "N": N, "K": K, "layout": layout}
         flops = 2 * M * N * K
         for name, g in gemms.items():
-            if name.startswith(layout) and not g.f16 and not g.bias and not g.acc:
+            if name.startswith(layout) and not g.f16 and not g.bias and not g.acc and not g.act_grad:
                 a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
                 c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
                 ms = do_bench(lambda: g(a, b, None, c, None, M, N, K), warmup=25, rep=200, return_mode="median")
@@ -165,9 +182,20 @@ def bench(gemms, out):
                 return torch.nn.functional.gelu(p, approximate="tanh")
             ms_peer = do_bench(eager, warmup=25, rep=200, return_mode="median")
             row["eager_addmm_gelu"] = flops / ms_peer / 1e9
+        if layout == "tb" and "tb256_gelu_grad" in gemms:  # dpre = (dy·W2ᵀ) ∘ gelu'(pre) in one kernel vs two
+            g = gemms["tb256_gelu_grad"]
+            a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
+            pre = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=gen)
+            c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            ms = do_bench(lambda: g(a, b, None, c, pre, M, N, K), warmup=25, rep=200, return_mode="median")
+            row["gelu_grad_fused"] = flops / ms / 1e9
+            ms_peer = do_bench(lambda: torch.ops.aten.gelu_backward(a @ b.t(), pre, approximate="tanh"), warmup=25,
+                               rep=200, return_mode="median")
+            row["eager_mm_gelu_backward"] = flops / ms_peer / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
-    cols = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "cublas", "bias_gelu_save", "eager_addmm_gelu"]
+    cols = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "cublas", "bias_gelu_save", "eager_addmm_gelu",
+            "gelu_grad_fused", "eager_mm_gelu_backward"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:
         best = max((r[c] for c in cols[:6] if c in r), default=float("nan"))

@@ -1,7 +1,8 @@
 // Host launch wrapper for the device library's warp-specialised persistent GEMM (gemm_ws.cuh), lab only (the
 // runtime launches through the driver API from the manifest). Built once per config with -D flags:
 //   GEMM_F16 (else bf16), GEMM_TRANS_A, GEMM_TRANS_B, GEMM_BLOCK_N, GEMM_STAGES, GEMM_GROUP, GEMM_ACT (an Act
-//   enumerator), GEMM_BIAS, GEMM_SAVE_PRE, GEMM_ACCUMULATE (C += ...); loaded via ctypes by gemm_lab.py.
+//   enumerator), GEMM_BIAS, GEMM_SAVE_PRE, GEMM_ACCUMULATE (C += ...), GEMM_ACT_GRAD (C = A·B ∘ act'(P), P passed
+//   as `pre`); loaded via ctypes by gemm_lab.py.
 #include <cuda_runtime.h>
 
 #if defined(GEMM_F16)
@@ -54,6 +55,9 @@ struct LabConfig {
 #endif
   static constexpr flashc::device::Act kAct = flashc::device::Act::GEMM_ACT;
   static constexpr bool kBatched = false, kGated = false;
+#if defined(GEMM_ACT_GRAD)
+  static constexpr bool kActGrad = true;
+#endif
 #if defined(GEMM_ACCUMULATE)
   static constexpr bool kAccumulate = true;
 #else

@@ -20,6 +20,8 @@
 //   kGated    B is two weights [K, N], Bg and Bu: a slot holds kBlockN columns of each side by side, one
 //             m64n(2 kBlockN) product computes both, C = act(g) ⊙ u; kSavePre stores g and u (pre, pre2)
 //   kAccumulate  C += act(alpha · op(A) · op(B) + bias): each piece of C is read by TMA into its buffer first
+//   kActGrad  (optional member, default false) C = alpha · op(A) · op(B) ∘ act'(P), P read by TMA through map_pre
+//             piece by piece as kAccumulate reads C: the FFN backward's dpre = (dy·W2ᵀ) ∘ act'(pre) in one kernel
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
@@ -50,6 +52,16 @@ struct Select<false, T, F> {
   using type = F;
 };
 
+// Config::kActGrad where the Config has it, else false.
+template <class Config, class = void>
+struct ActGradOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct ActGradOf<Config, decltype(void(Config::kActGrad))> {
+  static constexpr bool value = Config::kActGrad;
+};
+
 template <class Config>
 struct GemmWsPlan {
   using Elem = typename Config::Elem;
@@ -57,6 +69,11 @@ struct GemmWsPlan {
   static_assert(!(kTransA && kTransB), "ws GEMM: A and B not both transposed (no wgmma form reads that pair)");
   static_assert(!(kTransA && Config::kBatched), "ws GEMM: a batched A is [B, M, K]");
   static_assert(!(Config::kAccumulate && (Config::kSavePre || Config::kGated)), "ws GEMM: C += ... is a plain GEMM");
+  static constexpr bool kActGrad = ActGradOf<Config>::value;
+  static_assert(!(kActGrad && (Config::kAccumulate || Config::kSavePre || Config::kGated || Config::kBias)),
+                "ws GEMM: C = A·B ∘ act'(P) is a plain GEMM without bias");
+  // The epilogue reads a piece of a tensor into its buffer first (C, or P).
+  static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
   static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
   static_assert(!Config::kGated || (kBlockN == 128 && !kTransA && !kTransB),
@@ -75,7 +92,7 @@ struct GemmWsPlan {
   static constexpr int kSmemBar = kSmemPieces + 4 * PieceTile::kBytes;
   // Ring barriers; with kAccumulate one more a piece buffer (C's piece landed).
   static constexpr int kBarFull = 0, kBarEmpty = kStages, kBarPiece = 2 * kStages,
-                       kNumBars = 2 * kStages + (Config::kAccumulate ? 4 : 0);
+                       kNumBars = 2 * kStages + (kReadPiece ? 4 : 0);
   static constexpr int kStageBytes = ATile::kBytes + BTile::kBytes;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
   static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
@@ -126,7 +143,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       mbarrier_init(bar(P::kBarFull + s), 1);
       mbarrier_init(bar(P::kBarEmpty + s), P::kWarps);
     }
-    if constexpr (Config::kAccumulate)
+    if constexpr (P::kReadPiece)
       for (int b = 0; b < 4; ++b) mbarrier_init(bar(P::kBarPiece + b), 1);
     mbarrier_init_fence();
   }
@@ -223,14 +240,15 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     const int r0 = Acc::row(0, 0) - 64 * warpgroup;
     // C += ...: the piece of C lands in the buffer first (free: the store that last read it completed before the
     // previous piece's barrier); each thread then adds its own elements in place.
-    if constexpr (Config::kAccumulate) {
+    if constexpr (P::kReadPiece) {
       const unsigned landed = bar(P::kBarPiece + 2 * warpgroup + (piece & 1));
+      const TmaDescriptor* read = P::kActGrad ? &map_pre : &map;  // P's piece, or C's
       if (elected) {
         mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
         if constexpr (kBatched)
-          tma_load_3d(buf.base(), &map, landed, col0, m0 + 64 * warpgroup, batch);
+          tma_load_3d(buf.base(), read, landed, col0, m0 + 64 * warpgroup, batch);
         else
-          tma_load_2d(buf.base(), &map, landed, col0, m0 + 64 * warpgroup);
+          tma_load_2d(buf.base(), read, landed, col0, m0 + 64 * warpgroup);
       }
       mbarrier_wait(landed, static_cast<unsigned>(piece >> 1) & 1u);
     }
@@ -245,6 +263,11 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
           const float2 old = ElemTraits<Elem>::unpack(*at);
           lo += old.x;
           hi += old.y;
+        }
+        if constexpr (P::kActGrad) {  // value() gave alpha · acc here (kPre)
+          const float2 p = ElemTraits<Elem>::unpack(*at);
+          lo *= act_grad<Config::kAct, true>(p.x);
+          hi *= act_grad<Config::kAct, true>(p.y);
         }
         *at = ElemTraits<Elem>::pack(lo, hi);
       }
@@ -288,7 +311,8 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
         store_piece(map_pre, batch, m0, col0, 8 * j, kPre);
         if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, kBlockN / 8 + 8 * j, kPre);
       }
-      store_piece(map_c, batch, m0, col0, 8 * j, Config::kGated ? kGatedProduct : kActivated);
+      store_piece(map_c, batch, m0, col0, 8 * j,
+                  Config::kGated ? kGatedProduct : P::kActGrad ? kPre : kActivated);
     }
   }
   if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does
