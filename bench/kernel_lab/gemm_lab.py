@@ -26,8 +26,10 @@ CONFIGS = {
     "tb128": ["GEMM_TRANS_B", "GEMM_BLOCK_N=128"],
     "nn256_f16_bias_relu": ["GEMM_F16", "GEMM_BIAS", "GEMM_ACT=Relu"],
     "tb256_s3": ["GEMM_TRANS_B", "GEMM_STAGES=3"],
-    "tb256_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE"],
-    "tb256_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD"],
+    "tb256_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_STAGES=3"],
+    "tb128_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_BLOCK_N=128"],
+    "tb256_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_STAGES=3"],
+    "tb128_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128"],
 }
 
 # (name, M, N, K, layout): the FFN's GEMMs at d = 256 (h 1024, 65536 rows), d = 1024 (h 4096) and d = 4096.
@@ -182,20 +184,30 @@ def bench(gemms, out):
                 return torch.nn.functional.gelu(p, approximate="tanh")
             ms_peer = do_bench(eager, warmup=25, rep=200, return_mode="median")
             row["eager_addmm_gelu"] = flops / ms_peer / 1e9
-        if layout == "tb" and "tb256_gelu_grad" in gemms:  # dpre = (dy·W2ᵀ) ∘ gelu'(pre) in one kernel vs two
-            g = gemms["tb256_gelu_grad"]
+        grads = [n for n, g in gemms.items() if g.act_grad and n.startswith(layout)]
+        for name in grads:  # dpre = (dy·W2ᵀ) ∘ gelu'(pre) in one kernel vs two
+            g = gemms[name]
             a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
             pre = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=gen)
             c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
             ms = do_bench(lambda: g(a, b, None, c, pre, M, N, K), warmup=25, rep=200, return_mode="median")
-            row["gelu_grad_fused"] = flops / ms / 1e9
+            row[name] = flops / ms / 1e9
+        for name in [n for n, g in gemms.items() if g.acc and n.startswith(layout)]:  # C += A·Bᵀ
+            g = gemms[name]
+            a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
+            c = torch.zeros(M, N, device="cuda", dtype=torch.bfloat16)
+            ms = do_bench(lambda: g(a, b, None, c, None, M, N, K), warmup=25, rep=200, return_mode="median")
+            row[name] = flops / ms / 1e9
+            ms_peer = do_bench(lambda: c.addmm_(a, b.t()), warmup=25, rep=200, return_mode="median")
+            row["eager_addmm_"] = flops / ms_peer / 1e9
+        if grads:
             ms_peer = do_bench(lambda: torch.ops.aten.gelu_backward(a @ b.t(), pre, approximate="tanh"), warmup=25,
                                rep=200, return_mode="median")
             row["eager_mm_gelu_backward"] = flops / ms_peer / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
     cols = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "cublas", "bias_gelu_save", "eager_addmm_gelu",
-            "gelu_grad_fused", "eager_mm_gelu_backward"]
+            "tb256_gelu_grad", "tb128_gelu_grad", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc", "eager_addmm_"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:
         best = max((r[c] for c in cols[:6] if c in r), default=float("nan"))

@@ -8,7 +8,9 @@
 //   * Two consumer warpgroups of 64 rows keep one wgmma group in flight across ring slots.
 //   * The epilogue leaves through shared memory: each warpgroup writes 64 x 64 pieces (bias, activation, the
 //     element type) into two alternating buffers, and one thread stores each piece by TMA while the next is
-//     written; the stores run on under the next tile's main loop. Rows and columns past C are clipped by TMA,
+//     written; the stores run on under the next tile's main loop. A form that reads a tensor in its epilogue (C, or
+//     P) has a buffer for each piece of the tile and loads them all by TMA during the tile's main loop, so the
+//     epilogue never waits on a DRAM load. Rows and columns past C are clipped by TMA,
 //     K past A's columns reads as zeros, so ragged M, N and K need no masks.
 //
 // Config (static members):
@@ -19,9 +21,9 @@
 //   kSavePre  also store pre = alpha · op(A) · op(B) + bias before the activation (a training forward)
 //   kGated    B is two weights [K, N], Bg and Bu: a slot holds kBlockN columns of each side by side, one
 //             m64n(2 kBlockN) product computes both, C = act(g) ⊙ u; kSavePre stores g and u (pre, pre2)
-//   kAccumulate  C += act(alpha · op(A) · op(B) + bias): each piece of C is read by TMA into its buffer first
-//   kActGrad  (optional member, default false) C = alpha · op(A) · op(B) ∘ act'(P), P read by TMA through map_pre
-//             piece by piece as kAccumulate reads C: the FFN backward's dpre = (dy·W2ᵀ) ∘ act'(pre) in one kernel
+//   kAccumulate  C += act(alpha · op(A) · op(B) + bias): the tile of C is read by TMA into the piece buffers
+//   kActGrad  (optional member, default false) C = alpha · op(A) · op(B) ∘ act'(P), the tile of P read through
+//             map_pre as kAccumulate reads C: the FFN backward's dpre = (dy·W2ᵀ) ∘ act'(pre) in one kernel
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
@@ -72,7 +74,8 @@ struct GemmWsPlan {
   static constexpr bool kActGrad = ActGradOf<Config>::value;
   static_assert(!(kActGrad && (Config::kAccumulate || Config::kSavePre || Config::kGated || Config::kBias)),
                 "ws GEMM: C = A·B ∘ act'(P) is a plain GEMM without bias");
-  // The epilogue reads a piece of a tensor into its buffer first (C, or P).
+  // The epilogue reads the tile of a tensor (C, or P) into its piece buffers, one a piece, loaded during the main
+  // loop; the other forms alternate two buffers a warpgroup.
   static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
   static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
@@ -87,12 +90,13 @@ struct GemmWsPlan {
   using ATile = typename Select<kTransA, SmemPanelTile<Elem, kBlockK, kBlockM>, SmemPanelTile<Elem, kBlockM, kBlockK>>::type;
   using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBColumns>>::type;
   using PieceTile = SmemPanelTile<Elem, 64, 64>;  // a warpgroup's 64 x 64 piece of the epilogue
+  static constexpr int kPieceBuffers = kReadPiece ? kBlockN / 64 : 2;  // a consumer warpgroup
   static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
-  static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;  // 2 buffers a consumer warpgroup
-  static constexpr int kSmemBar = kSmemPieces + 4 * PieceTile::kBytes;
-  // Ring barriers; with kAccumulate one more a piece buffer (C's piece landed).
+  static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;
+  static constexpr int kSmemBar = kSmemPieces + 2 * kPieceBuffers * PieceTile::kBytes;
+  // Ring barriers; with kReadPiece one more a piece buffer (its piece of C or P landed).
   static constexpr int kBarFull = 0, kBarEmpty = kStages, kBarPiece = 2 * kStages,
-                       kNumBars = 2 * kStages + (kReadPiece ? 4 : 0);
+                       kNumBars = 2 * kStages + (kReadPiece ? 2 * kPieceBuffers : 0);
   static constexpr int kStageBytes = ATile::kBytes + BTile::kBytes;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
   static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
@@ -144,7 +148,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       mbarrier_init(bar(P::kBarEmpty + s), P::kWarps);
     }
     if constexpr (P::kReadPiece)
-      for (int b = 0; b < 4; ++b) mbarrier_init(bar(P::kBarPiece + b), 1);
+      for (int b = 0; b < 2 * P::kPieceBuffers; ++b) mbarrier_init(bar(P::kBarPiece + b), 1);
     mbarrier_init_fence();
   }
   __syncthreads();
@@ -198,7 +202,8 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   Acc acc;
   RingPosition<kStages> slot;
   const bool elected = threadIdx.x % 128 == 0;
-  int piece = 0;  // pieces this warpgroup has stored: buffer piece & 1
+  int piece = 0;  // pieces this warpgroup has stored: buffer piece & 1 (forms that read no tile)
+  unsigned piece_phases = 0;  // kReadPiece: bit j, the phase of piece buffer j's barrier (pieces past N are skipped)
 
   auto release = [&](int stage) {
     if (lane_id() == 0) mbarrier_arrive(bar(P::kBarEmpty + stage));
@@ -223,11 +228,34 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   // What a piece stores: pre (alpha · acc + bias), act(pre), or act(g) ⊙ u (gated: g the accumulator's column,
   // u kBlockN columns further).
   enum Piece { kPre, kActivated, kGatedProduct };
-  // One 64 x 64 piece of this warpgroup's rows, the accumulator's columns from n8 tile nt0 on, for output columns
-  // col0.., staged in buffer piece & 1, then stored by TMA at (col0, m0 + 64 warpgroup) of `map`. The elected
-  // thread waits for the previous piece's store to have read its buffer before the barrier: after it, the other
-  // buffer (two pieces back) is free for the next piece.
-  auto store_piece = [&](const TmaDescriptor& map, int batch, int m0, int col0, int nt0, Piece what) {
+  auto piece_buffer = [&](int b) {
+    return PieceTile{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (P::kPieceBuffers * warpgroup + b) * PieceTile::kBytes)};
+  };
+  // kReadPiece: the elected thread loads this warpgroup's rows of the tile of C (or P) into the piece buffers, one
+  // a 64-column piece, once the previous tile's stores have read them.
+  auto load_tile_pieces = [&](int batch, int m0, int n0) {
+    if constexpr (P::kReadPiece) {
+      if (!elected) return;
+      tma_wait_group<0>();
+      const TmaDescriptor* read = P::kActGrad ? &map_pre : &map_c;
+#pragma unroll
+      for (int j = 0; j < P::kPieceBuffers; ++j) {
+        const int col0 = n0 + 64 * j;
+        if (col0 >= N) break;
+        const unsigned landed = bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j);
+        mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
+        if constexpr (kBatched)
+          tma_load_3d(piece_buffer(j).base(), read, landed, col0, m0 + 64 * warpgroup, batch);
+        else
+          tma_load_2d(piece_buffer(j).base(), read, landed, col0, m0 + 64 * warpgroup);
+      }
+    }
+  };
+  // One 64 x 64 piece (the tile's j-th) of this warpgroup's rows, the accumulator's columns from n8 tile nt0 on,
+  // for output columns col0.., staged in a buffer, then stored by TMA at (col0, m0 + 64 warpgroup) of `map`.
+  // Forms that read no tile alternate two buffers: the elected thread waits for the previous piece's store to have
+  // read its buffer before the barrier, so that after it the other buffer (two pieces back) is free.
+  auto store_piece = [&](const TmaDescriptor& map, int batch, int m0, int col0, int j, int nt0, Piece what) {
     auto value = [&](int nt, int i, int col) {
       const float x = pre_value(acc.v[0][nt][i], col, N);
       if (what == kPre) return x;
@@ -236,21 +264,12 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       }
       return act<Config::kAct, true>(x);
     };
-    const PieceTile buf{reinterpret_cast<Elem*>(smem + P::kSmemPieces + (2 * warpgroup + (piece & 1)) * PieceTile::kBytes)};
+    const PieceTile buf = piece_buffer(P::kReadPiece ? j : piece & 1);
     const int r0 = Acc::row(0, 0) - 64 * warpgroup;
-    // C += ...: the piece of C lands in the buffer first (free: the store that last read it completed before the
-    // previous piece's barrier); each thread then adds its own elements in place.
+    // The piece of C (or P) loaded during the main loop; each thread combines its own elements in place.
     if constexpr (P::kReadPiece) {
-      const unsigned landed = bar(P::kBarPiece + 2 * warpgroup + (piece & 1));
-      const TmaDescriptor* read = P::kActGrad ? &map_pre : &map;  // P's piece, or C's
-      if (elected) {
-        mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
-        if constexpr (kBatched)
-          tma_load_3d(buf.base(), read, landed, col0, m0 + 64 * warpgroup, batch);
-        else
-          tma_load_2d(buf.base(), read, landed, col0, m0 + 64 * warpgroup);
-      }
-      mbarrier_wait(landed, static_cast<unsigned>(piece >> 1) & 1u);
+      mbarrier_wait(bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j), (piece_phases >> j) & 1u);
+      piece_phases ^= 1u << j;
     }
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
@@ -273,7 +292,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       }
     }
     fence_async_shared();
-    if (elected) tma_wait_group<0>();
+    if (!P::kReadPiece && elected) tma_wait_group<0>();
     named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
     if (elected) {
       if constexpr (kBatched)
@@ -291,9 +310,11 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
+    if (k_blocks == 0) load_tile_pieces(batch, m0, n0);
     for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
       mbarrier_wait(bar(P::kBarFull + slot.stage), slot.phase);
       issue(slot.stage);
+      if (kb == 0) load_tile_pieces(batch, m0, n0);  // under the first products
       wgmma_wait<1>();  // the previous K block's products are done: its slot goes back
       if (previous >= 0) release(previous);
       previous = slot.stage;
@@ -308,11 +329,10 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       const int col0 = n0 + 64 * j;
       if (col0 >= N) break;
       if constexpr (Config::kSavePre) {
-        store_piece(map_pre, batch, m0, col0, 8 * j, kPre);
-        if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, kBlockN / 8 + 8 * j, kPre);
+        store_piece(map_pre, batch, m0, col0, j, 8 * j, kPre);
+        if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, j, kBlockN / 8 + 8 * j, kPre);
       }
-      store_piece(map_c, batch, m0, col0, 8 * j,
-                  Config::kGated ? kGatedProduct : P::kActGrad ? kPre : kActivated);
+      store_piece(map_c, batch, m0, col0, j, 8 * j, Config::kGated ? kGatedProduct : P::kActGrad ? kPre : kActivated);
     }
   }
   if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does
