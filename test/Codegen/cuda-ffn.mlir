@@ -19,8 +19,8 @@
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=OVL
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// The default (the ws GEMM): ptxas reports no spills for it either.
-// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// The default (the ws GEMM, dpre = (dy·W2ᵀ) ∘ gelu'(pre) in one of them): ptxas reports no spills for it either.
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS-WS
 // Widths of whole 16-byte chunks keep the chunked copies (no element-exact form: cuda-ffn-any-width.mlir):
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CHUNKED
 // CHUNKED-NOT: kThreads, true>
@@ -130,6 +130,11 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_act'
 // PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-WS-NOT: serialized
+// PTXAS-WS-NOT: {{[1-9][0-9]*}} bytes spill stores
+// PTXAS-WS: Compiling entry function 'flashc_ffn_ffn_bwd_dpre'
+// PTXAS-WS-NOT: serialized
+// PTXAS-WS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // The backward's dh = dy·W2ᵀ is a plain GEMM: 128 x 256, 4 stages.
 // WIDE-LABEL: namespace flashc_ffn_ffn_bwd_dh_config {
 // WIDE-NEXT: // 128 x 256 blocks, 4 stages,

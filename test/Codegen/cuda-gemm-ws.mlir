@@ -27,36 +27,43 @@
 // Batched token streams [B, S, d] (A and C rank 3, weights rank 2): 3-D maps.
 // RUN: rm -rf %t.b.bundle && flashc %S/../GPU/Inputs/ffn_batched_gelu_d128_bf16.mlir --emit=bundle --arch=sm_90a -o %t.b.bundle
 // RUN: FileCheck %s --check-prefix=BATCHED < %t.b.bundle/manifest.flashc
-// The gated backward's dx += du·W_upᵀ (accumulate): each piece of C is read by TMA before the sum is stored.
+// The gated backward's dx += du·W_upᵀ (accumulate): the tile of C is read by TMA before the sum is stored.
 // RUN: flashc %S/Inputs/ffn-gated-d512.mlir --emit=cuda -o - | FileCheck %s --check-prefix=ACC
 // A kernel the form does not take (rows of 1001 and 77 elements: no TMA map) is refused for a table entry.
 // RUN: not flashc %S/../GPU/Inputs/ffn_any_width_d100_h1001_o77_bf16.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-refused.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
 
-// d = 512, h = 1024, b1, gelu_tanh: up, down, dh = dy·W2ᵀ, dx = dpre·W1ᵀ and the
-// training forward's up projection (which also stores pre) are plain GEMMs.
+// d = 512, h = 1024, b1, gelu_tanh: up, down, dx = dpre·W1ᵀ and the training
+// forward's up projection (which also stores pre) are plain GEMMs; the
+// backward's dpre = (dy·W2ᵀ) ∘ gelu'(pre) is one GEMM with the derivative in
+// its epilogue (act_grad: the tile of pre loaded by TMA under the product).
 func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1024xbf16>, %w2: tensor<1024x512xbf16>) -> tensor<?x512xbf16> {
   %y = flash.ffn gelu_tanh %x, %w1 bias %b1, %w2 : (tensor<?x512xbf16>, tensor<512x1024xbf16>, tensor<1024xbf16>, tensor<1024x512xbf16>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
 
-// dh = dy·W2ᵀ: W2 [h, d] is B stored [N, K].
-// CUDA-LABEL: // ---- ffn_ffn_bwd_dh ----
+// dpre = (dy·W2ᵀ) ∘ gelu'(pre): W2 [h, d] is B stored [N, K]; the tile of pre
+// (P) is read through map_pre into a buffer a 64-column piece (256 columns:
+// 8 x 8 KB), so the ring keeps 3 stages (its table entry).
+// CUDA-LABEL: // ---- ffn_ffn_bwd_dpre ----
+// CUDA-NEXT: // computes #tile.gemm<role = gemm, activation = gelu_tanh, transpose_a = false, transpose_b = true, {{.*}}, act_grad = true>
 // CUDA: struct Config {
 // CUDA-NEXT: using Elem = bf16;
 // CUDA-NEXT: static constexpr bool kTransA = false, kTransB = true;
-// CUDA-NEXT: static constexpr Act kAct = Act::Identity;
+// CUDA-NEXT: static constexpr Act kAct = Act::GeluTanh;
 // CUDA-NEXT: static constexpr bool kBias = false, kSavePre = false;
 // CUDA-NEXT: static constexpr bool kBatched = false;
 // CUDA-NEXT: static constexpr bool kAccumulate = false;
+// CUDA-NEXT: static constexpr bool kActGrad = true;
 // CUDA-NEXT: static constexpr bool kGated = false;
-// CUDA-NEXT: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
+// CUDA-NEXT: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
 // CUDA: static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 // CUDA: using Plan = GemmWsPlan<Config>;
-// CUDA-NEXT: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230464,
+// 3 x 48 KB of ring, 8 pieces of 8 KB, 14 mbarriers, 1 KB of alignment.
+// CUDA-NEXT: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 214128,
 // CUDA: __launch_bounds__(384, 1)
-// CUDA-NEXT: flashc_ffn_ffn_bwd_dh(const flashc::TensorArg [[DY:[a-z0-9_]+]], const flashc::TensorArg [[W2:[a-z0-9_]+]], const flashc::TensorArg [[DH:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DYM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[W2M:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DHM:[a-z0-9_]+]])
-// The absent second weight's map is B's, the absent pre maps C's, the absent bias A (none read).
-// CUDA-NEXT: flashc::device::gemm_ws<flashc_ffn_ffn_bwd_dh_config::Config>([[DYM]], [[W2M]], [[W2M]], [[DHM]], [[DHM]], [[DHM]], [[DY]], [[W2]], [[DY]], 1.000000000e+00f);
+// CUDA-NEXT: flashc_ffn_ffn_bwd_dpre(const flashc::TensorArg [[DY:[a-z0-9_]+]], const flashc::TensorArg [[W2:[a-z0-9_]+]], const flashc::TensorArg [[P:[a-z0-9_]+]], const flashc::TensorArg [[DPRE:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DYM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[W2M:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[DPREM:[a-z0-9_]+]], const __grid_constant__ flashc::TmaDescriptor [[PM:[a-z0-9_]+]])
+// The absent second weight's map is B's, the absent pre2 maps C's, the absent bias A (none read).
+// CUDA-NEXT: flashc::device::gemm_ws<flashc_ffn_ffn_bwd_dpre_config::Config>([[DYM]], [[W2M]], [[W2M]], [[DPREM]], [[PM]], [[DPREM]], [[DY]], [[W2]], [[DY]], 1.000000000e+00f);
 // dx = dpre·W1ᵀ: 128 columns, 3 stages, groups of 16 (its table entry).
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dx ----
 // CUDA: static constexpr int kBlockN = 128, kStages = 3, kGroup = 16;
@@ -75,13 +82,15 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 
 // The manifest: a persistent grid of min(tiles, SMs) blocks, 384 threads, the
 // library's shared memory; maps of A (128 rows x 64), B ([N, K]: 256 rows), C.
-// MANIFEST-LABEL: kernel ffn_ffn_bwd_dh
+// MANIFEST-LABEL: kernel ffn_ffn_bwd_dpre
+// MANIFEST: tensor pre bf16 in [M, 1024]
 // MANIFEST: tensormap dy_map of dy box [128, 64] swizzle 128
 // MANIFEST-NEXT: tensormap w2_map of w2 box [256, 64] swizzle 128
-// MANIFEST-NEXT: tensormap dh_map of dh box [64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap dpre_map of dpre box [64, 64] swizzle 128
+// MANIFEST-NEXT: tensormap pre_map of pre box [64, 64] swizzle 128
 // MANIFEST-NEXT: grid min(cdiv(M, 128) * 4 * 1, num_sms), 1, 1
 // MANIFEST-NEXT: block 384, 1, 1
-// MANIFEST-NEXT: shared 230464
+// MANIFEST-NEXT: shared 214128
 // MANIFEST-LABEL: kernel ffn_ffn_up
 // MANIFEST: tensormap w1_map of w1 box [64, 64] swizzle 128
 // MANIFEST-LABEL: kernel ffn_forward_train_ffn_up
@@ -90,30 +99,39 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 
 // The tile IR: the schedule (nothing resident, a and b streamed) and the
 // persistent order with the entry's group.
-// TILE-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// TILE-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // TILE-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
-// TILE-SAME: resident = [], ring = ["a", "b"], ring_stages = 4
+// TILE-SAME: resident = [], ring = ["a", "b"], ring_stages = 3
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 
-// The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM (dx
-// shares dh's code); the weight gradients stay split-K.
-// HAND-LABEL: // ---- ffn_ffn_bwd_dh ----
-// HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
+// The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM; 3
+// stages where the epilogue reads a tile (dpre's P); the weight gradients
+// stay split-K.
+// HAND-LABEL: // ---- ffn_ffn_bwd_dpre ----
+// HAND: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
 // HAND: flashc::device::gemm_ws<
 // HAND-LABEL: // ---- ffn_ffn_bwd_dx ----
-// HAND-NEXT: // launches flashc_ffn_ffn_bwd_dh (its code is that kernel's but for names)
+// HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
 // HAND-LABEL: // ---- ffn_ffn_up ----
 // HAND: flashc::device::gemm_ws<
-// A table entry pins the cp.async form.
+// A table entry pins the cp.async form: the backward keeps the split form
+// (dh = dy·W2ᵀ, then the derivative elementwise).
+// CP-ASYNC-NOT: gemm_ws<
+// CP-ASYNC-LABEL: flashc_ffn_ffn_bwd_dh(
+// CP-ASYNC-LABEL: flashc_ffn_ffn_bwd_act(
 // CP-ASYNC-NOT: gemm_ws<
 
-// OVERRIDE-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// OVERRIDE-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // OVERRIDE-SAME: block_n = 64 : i64
 // OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
 
-// The gemm kind's space holds the ws points; split-K's does not.
-// SPACE: "kernel": "ffn_ffn_bwd_dh"
-// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8
+// The gemm kind's space holds the ws points (those that fit: 256 columns with
+// P's tile at 3 stages, not 4); split-K's does not.
+// SPACE: "kernel": "ffn_ffn_bwd_dpre"
+// SPACE: "key": "sm_90a gemm bf16 m?n1024k512-tb-grad -"
+// SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 group=8
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8
 // SPACE: "kernel": "ffn_ffn_bwd_dw2"
 // SPACE-NOT: wgmma_ws_sm90
 // SPACE: "kernel": "ffn_ffn_bwd_dx"
@@ -123,21 +141,25 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // GATED-NEXT: static constexpr bool kBias = false, kSavePre = true;
 // GATED-NEXT: static constexpr bool kBatched = false;
 // GATED-NEXT: static constexpr bool kAccumulate = false;
+// GATED-NEXT: static constexpr bool kActGrad = false;
 // GATED-NEXT: static constexpr bool kGated = true;
 // GATED-NEXT: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
 // GATED: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230464,
 // x, W_gate, W_up; C = h; the saved g and u.
 // GATED: gemm_ws<flashc_ffn_forward_train_ffn_up_config::Config>(x_map, w1_map, w_up_map, h_map, gate_map, up_map, x, w1, x, 1.000000000e+00f);
 
-// BATCHED-LABEL: kernel ffn_ffn_bwd_dh
+// BATCHED-LABEL: kernel ffn_ffn_bwd_dpre
 // BATCHED: tensormap dy_map of dy box [1, 128, 64] swizzle 128
 // BATCHED-NEXT: tensormap w2_map of w2 box [256, 64] swizzle 128
-// BATCHED-NEXT: tensormap dh_map of dh box [1, 64, 64] swizzle 128
+// BATCHED-NEXT: tensormap dpre_map of dpre box [1, 64, 64] swizzle 128
+// BATCHED-NEXT: tensormap pre_map of pre box [1, 64, 64] swizzle 128
 // BATCHED-NEXT: grid min(cdiv(M, 128) * 3 * Bf, num_sms), 1, 1
 
+// The tile of C is read into a buffer a piece, as act_grad's P: 3 stages at 256 columns.
 // ACC-LABEL: // ---- ffn_ffn_bwd_dx_up ----
 // ACC: static constexpr bool kAccumulate = true;
-// ACC: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 230496,
+// ACC: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
+// ACC: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 214128,
 // ACC: flashc::device::gemm_ws<
 
 // REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dh (sm_90a gemm bf16 m?n1001k77-tb -): the warp-specialised GEMM does not take it, a tensor's rows are 77 elements wide: TMA maps need a static multiple of 8

@@ -1,6 +1,6 @@
 // flash-order-blocks chooses the order in which each kernel's blocks take their
 // tiles. The GEMM-family kernels (here the FFN's up and down projections, the
-// training forward's, and its backward: dh, dW2, dW1, dx) take their 2-D
+// training forward's, and its backward: dpre, dW2, dW1, dx) take their 2-D
 // tile grid grouped: tile
 // index p walks 8 row blocks of one column block, then the
 // next column, so the blocks in flight share A rows and B columns in L2
@@ -26,7 +26,7 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=CUDA-SM80
 
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dw2(
 // CHECK-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>

@@ -98,6 +98,10 @@ std::string gemmMath(GemmSpecAttr spec) {
   std::string math;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
+    if (spec.appliesActGrad()) {
+      math = "C = " + product + " ∘ " + derivative("P");
+      break;
+    }
     math = "C " + std::string(spec.getAccumulate().getValue() ? "+= " : "= ") +
            act(product + (spec.getBias1().getValue() ? " + bias" : ""));
     if (spec.savesPre())

@@ -424,14 +424,16 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
     return reject("the persistent GEMM does not take it: " + *refusal);
   bool gated = spec.getRole() == tile::KernelRole::GatedGemm;
-  bool hasBias = spec.getBias1().getValue(), savePre = spec.savesPre();
+  bool hasBias = spec.getBias1().getValue(), savePre = spec.savesPre(), actGrad = spec.appliesActGrad();
   bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
-  // a, b, [bias], [pre], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules).
-  unsigned want = gated ? 4 + (savePre ? 2 : 0) : 3 + (hasBias ? 1 : 0) + (savePre ? 1 : 0);
+  // a, b, [bias], [pre | p], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules). pre is written
+  // (save_pre), p read (act_grad); both through the library's map_pre.
+  bool hasPre = savePre || actGrad;
+  unsigned want = gated ? 4 + (savePre ? 2 : 0) : 3 + (hasBias ? 1 : 0) + (hasPre ? 1 : 0);
   if (inputs.size() != want || (gated && hasBias))
     return reject(llvm::formatv("it takes {0} tensors, not the {1} of a {2}", inputs.size(), want,
                                 gated ? "gated GEMM (a, w_gate, w_up, [g, u], c)"
-                                      : "plain GEMM (a, b, [bias], [pre], c)"));
+                                      : "plain GEMM (a, b, [bias], [pre | p], c)"));
   unsigned a = 0, b = 1, bUp = 2, bias = 2, c = want - 1;
   unsigned pre = gated ? 3 : want - 2, preUp = 4;
   SmallVector<StringRef> ring = gated ? SmallVector<StringRef>{"a", "w_gate", "w_up"} : SmallVector<StringRef>{"a", "b"};
@@ -441,9 +443,10 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                 "flash-warp-specialize after flash-plan-memory)",
                                 llvm::join(ring, ", ")));
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
-  if (!wsGemmPlanTakes(kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, gated))
+  if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its form is "
-                                "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages",
+                                "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages "
+                                "within 227 KB of shared memory",
                                 kernel.getBlockM(), blockN, kernel.getWarps(), stages,
                                 gated ? "128" : "128 or 256"));
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
@@ -454,7 +457,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
 
   WsKernel result;
   bool accumulate = spec.getAccumulate().getValue();
-  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, accumulate);
+  result.sharedBytes =
+      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec));
   result.threads = blockThreads(schedule);
   // Boxes ((1,) rows, 64 columns): A 128 rows of [(B,) M, K] or 64 K rows of
   // [K, M]; B 64 K rows of [K, N] or blockN rows of [N, K]; C and pre 64 x 64
@@ -468,7 +472,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   if (gated)
     boxes.push_back({bUp, {64, 64}});
   boxes.push_back({c, rows(64)});
-  if (savePre)
+  if (hasPre)
     boxes.push_back({pre, rows(64)});
   if (savePre && gated)
     boxes.push_back({preUp, rows(64)});
@@ -476,7 +480,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   // The library's map arguments: a, b, b2, c, pre, pre2 (absent ones: b's and c's; not read).
   unsigned mapC = gated ? 3 : 2;
   std::string mapB2 = gated ? maps[2] : maps[1];
-  std::string mapPre = savePre ? maps[mapC + 1] : maps[mapC];
+  std::string mapPre = hasPre ? maps[mapC + 1] : maps[mapC];
   std::string mapPre2 = savePre && gated ? maps[mapC + 2] : maps[mapC];
 
   std::string ns = openGemmConfig(entry,
@@ -490,7 +494,9 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
       << ", kSavePre = " << (savePre ? "true" : "false") << ";  // pre = alpha·A·B + bias stored too\n";
   out << "  static constexpr bool kBatched = " << (batched ? "true" : "false") << ";  // A, C: [B, M, *]\n";
   out << "  static constexpr bool kAccumulate = " << (accumulate ? "true" : "false")
-      << ";  // C += ..., each piece of C read first\n";
+      << ";  // C += ..., the tile of C read first\n";
+  out << "  static constexpr bool kActGrad = " << (actGrad ? "true" : "false")
+      << ";  // C = alpha·A·B ∘ act'(P), the tile of P read first\n";
   out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
       << ";  // C = act(A·Bg) ⊙ (A·Bu), kBlockN columns of each weight a tile\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages

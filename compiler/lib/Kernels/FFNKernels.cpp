@@ -4,7 +4,9 @@
 //   gemm                 C = act(alpha·op(A)·op(B) + bias), grid (row block,
 //                        column block, batch), scf.for over K blocks; bias and
 //                        activation fused in the epilogue (save_pre: the
-//                        pre-activation written too, for the backward).
+//                        pre-activation written too, for the backward;
+//                        act_grad: C = alpha·op(A)·op(B) ∘ act'(P) instead,
+//                        the backward's dpre = (dy·W2ᵀ) ∘ act'(pre)).
 //   gated_gemm           C = act(A·Bg) ∘ (A·Bu) (save_pre: g and u written too).
 //   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
@@ -102,7 +104,7 @@ struct GemmKernel {
     unsigned next = 0;
     Value a = kb.arg(next++), bMat = kb.arg(next++);
     Value bias = hasBias ? kb.arg(next++) : Value();
-    Value pre = spec.savesPre() ? kb.arg(next++) : Value();
+    Value pre = spec.savesPre() || spec.appliesActGrad() ? kb.arg(next++) : Value();
     Value c = kb.arg(next++);
     Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
           batch = kb.programId(GridAxis::Z, "batch");
@@ -133,8 +135,17 @@ struct GemmKernel {
     auto storePre = [&](Value value) {
       kb.store(kb.named("pre16", kb.convert(value, elem)), pre, at(pre, batch, row0, col0), M, N);
     };
-    Value result = epilogue(acc, bias, col0, N, spec.getActivation(),
-                            pre ? function_ref<void(Value)>(storePre) : nullptr);
+    Value result;
+    if (spec.appliesActGrad()) {
+      // dpre = alpha·acc ∘ act'(P), P read in the element type as the
+      // training forward saved it.
+      Value p16 = kb.named("p16", kb.convert(kb.load(pre, at(pre, batch, row0, col0), M, N, Bm, Bn), elem));
+      Value scaled = epilogue(acc, Value(), col0, N, Activation::Identity);
+      result = kb.b.create<ActivationGradOp>(kb.loc, scaled.getType(), spec.getActivation(), scaled, p16);
+    } else {
+      result = epilogue(acc, bias, col0, N, spec.getActivation(),
+                        pre ? function_ref<void(Value)>(storePre) : nullptr);
+    }
     kb.store(kb.named("c16", kb.convert(result, elem)), c, at(c, batch, row0, col0), M, N);
   }
 
@@ -358,7 +369,7 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   int64_t gated = spec.getGated().getValue() ? 1 : 0;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
-    return 3 + b1 + (spec.savesPre() ? 1 : 0);
+    return 3 + b1 + (spec.savesPre() || spec.appliesActGrad() ? 1 : 0);
   case KernelRole::GatedGemm:
     return 4 + (spec.savesPre() ? 2 : 0);
   case KernelRole::ColumnSum:

@@ -87,8 +87,8 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
     rules = {matrix("a"), matrix("b")};
     if (b1)
       rules.push_back(bias("bias"));
-    if (spec.savesPre())
-      rules.push_back(matrix("pre"));
+    if (spec.savesPre() || spec.appliesActGrad())  // written, or read (act_grad: P)
+      rules.push_back(matrix(spec.appliesActGrad() ? "p" : "pre"));
     rules.push_back(matrix("c"));
     return rules;
   case KernelRole::GatedGemm:
@@ -145,7 +145,8 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
                                 g.getAccumulate(), g.getAlpha(), g.getBlockK(),
-                                g.getElementType(), g.getSavePre());
+                                g.getElementType(), g.getSavePre(),
+                                g.getActGrad());
   return emitError() << "a kernel recipe must be #tile.attention or #tile.gemm, got " << spec;
 }
 
@@ -233,8 +234,8 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
         return failure();
       break;
     case KernelRole::Gemm:
-    case KernelRole::GatedGemm: // saved before the output C (last)
-      if (gemm.savesPre()) {
+    case KernelRole::GatedGemm: // saved (or read: act_grad's P) before the output C (last)
+      if (gemm.savesPre() || gemm.appliesActGrad()) {
         for (unsigned i = n - 1 - (gemm.getRole() == KernelRole::GatedGemm ? 2 : 1); i + 1 < n; ++i)
           rest.push_back(i);
         if (failed(alike(n - 1, rest)))

@@ -51,7 +51,7 @@ KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute
                                gemm.getTransposeA(), gemm.getTransposeB(), gemm.getBias1(),
                                gemm.getBias2(), gemm.getGated(), gemm.getAccumulate(),
                                gemm.getAlpha(), plan.blockK, gemm.getElementType(),
-                               gemm.getSavePre());
+                               gemm.getSavePre(), gemm.getActGrad());
     kernel = buildGemmKernel(builder, loc, name, gemm, argTypes, plan);
   }
   // A pass hands on only kernels that verify: a recipe the checks above let

@@ -93,6 +93,18 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     return prefersTransposedBackward(targetDesc, transposedSpec);
   }
 
+  /// Whether the FFN backward computes dpre in one GEMM with the derivative
+  /// in its epilogue (`actGradSpec` over `argTypes`): where the tuning table's
+  /// entry for its key plans it as the warp-specialised GEMM (and that takes
+  /// it), else the target's hand rule. An entry pinning another form keeps
+  /// the split form (dh, then the elementwise derivative).
+  bool fusesActivationGrad(const TargetDescription &targetDesc, Attribute actGradSpec, ArrayRef<Type> argTypes) {
+    if (std::optional<TuningKey> key = tuningKeyOf(targetDesc, actGradSpec, argTypes))
+      if (const TuningEntry *entry = table->lookup(*key); entry && entry->point.strategy)
+        return *entry->point.strategy == Strategy::WgmmaWsSm90 && !wsGemmRefusal(actGradSpec, argTypes);
+    return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
+  }
+
   /// Why the backward of `func` cannot be generated (empty: it can), and the
   /// op to report on.
   std::pair<std::string, Operation *> unsupported(func::FuncOp func, ArrayRef<Operation *> fused) {
@@ -403,22 +415,36 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return failure();
       return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
     };
-    // dh = dy · W2ᵀ, a plain GEMM at its full rate, then the activation's
-    // derivative elementwise (as eager PyTorch: the GEMM with the derivative
-    // in its epilogue ran at 0.5-0.7x a plain GEMM's rate, bench/results/
-    // 2026-12-01-h200-session14.md).
-    Value dh = pb.alloc(hiddenType, sources, "dh" + slot.suffix);
-    SmallVector<Value> gradArgs = {dh, pre};
-    if (gated)
-      gradArgs.push_back(upPre);
-    gradArgs.push_back(dpre);
-    if (du)
-      gradArgs.push_back(du);
-    if (failed(pb.launch(loc, base + "_bwd_dh", gemm(false, true), {dy, w2, dh})) ||
-        failed(pb.launch(loc, base + "_bwd_act",
-                         gemmSpec(ctx, KernelRole::FfnActivationGrad, act, false, false, false,
-                                  false, element, gated),
-                         gradArgs)) ||
+    auto splitActivationGrad = [&]() -> LogicalResult {
+      Value dh = pb.alloc(hiddenType, sources, "dh" + slot.suffix);
+      SmallVector<Value> gradArgs = {dh, pre};
+      if (gated)
+        gradArgs.push_back(upPre);
+      gradArgs.push_back(dpre);
+      if (du)
+        gradArgs.push_back(du);
+      return success(succeeded(pb.launch(loc, base + "_bwd_dh", gemm(false, true), {dy, w2, dh})) &&
+                     succeeded(pb.launch(loc, base + "_bwd_act",
+                                         gemmSpec(ctx, KernelRole::FfnActivationGrad, act, false, false,
+                                                  false, false, element, gated),
+                                         gradArgs)));
+    };
+    // dpre = (dy · W2ᵀ) ∘ act'(pre) as one GEMM with the derivative in its
+    // epilogue where the table or target plans it as the warp-specialised
+    // GEMM (which loads pre's tile under the product); else dh = dy · W2ᵀ, a
+    // plain GEMM at its full rate, then the activation's derivative
+    // elementwise (as eager PyTorch: the cp.async GEMM with the derivative in
+    // its epilogue ran at 0.5-0.7x a plain GEMM's rate,
+    // bench/results/2026-12-01-h200-session14.md).
+    // (Gated: two outputs, dg and du; always the split form.)
+    auto fusedSpec = gemmSpec(ctx, KernelRole::Gemm, act, false, true, false, false, element,
+                              /*gated=*/false, /*accumulate=*/false, /*savePre=*/false, /*actGrad=*/true);
+    SmallVector<Type> fusedTypes = {dy.getType(), w2.getType(), pre.getType(), dpre.getType()};
+    LogicalResult dpreDone =
+        !gated && fusesActivationGrad(pb.getTarget(), fusedSpec, fusedTypes)
+            ? pb.launch(loc, base + "_bwd_dpre", fusedSpec, {dy, w2, pre, dpre})
+            : splitActivationGrad();
+    if (failed(dpreDone) ||
         // dW2 = hᵀ · dy (summed over batch and rows)
         failed(weightGradient("_bwd_dw2", hidden, dy, dw2)) ||
         // dW1 = xᵀ · dpre (gated: xᵀ · dgate)

@@ -252,8 +252,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
     bool wsGemmRole = gemmSpec && (gemmSpec.getRole() == KernelRole::Gemm || gemmSpec.getRole() == KernelRole::GatedGemm);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
-      if (!wsGemmPlanTakes(plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
-                           gemmSpec.getRole() == KernelRole::GatedGemm))
+      if (!wsGemmPlanTakes(gemmSpec, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages))
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
@@ -387,7 +386,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsGemmSharedBytes(plan.blockN, plan.stages,
                                  gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                 gemm.getRole() == KernelRole::GatedGemm, gemm.getAccumulate().getValue());
+                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmReadsTile(gemm));
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

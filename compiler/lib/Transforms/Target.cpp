@@ -335,12 +335,16 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // (0.74x); docs/design/wgmma-gemm.md has the A/B.
         // The gated up projection too, 128 columns of each weight a tile (one
         // m64n256 product computes both).
+        // A form that reads a tile in its epilogue (C += ..., act_grad's P)
+        // holds the tile's pieces: 3 stages at 256 columns.
         if ((gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm) &&
             !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
           plan.stages = 4;
+          if (!wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, 64, plan.warps, plan.stages))
+            plan.stages = 3;
         }
       }
       break;
@@ -412,15 +416,23 @@ std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes
   return std::nullopt;
 }
 
-bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages, bool gated) {
+bool wsGemmReadsTile(GemmSpecAttr gemm) { return gemm.getAccumulate().getValue() || gemm.appliesActGrad(); }
+
+bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
+                     int64_t stages) {
   // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
+  bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
-         stages >= 2 && stages <= 4;
+         stages >= 2 && stages <= 4 &&
+         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmReadsTile(gemm)) <= kWsSharedLimit;
 }
 
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool accumulate) {
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile) {
   int64_t slot = 128 * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
-  return stages * slot + 4 * 64 * 64 * elementBytes + 8 * (2 * stages + (accumulate ? 4 : 0)) + 1024;
+  int64_t pieceBuffers = readsTile ? blockN / 64 : 2;  // a consumer warpgroup
+  return stages * slot + 2 * pieceBuffers * 64 * 64 * elementBytes +
+         8 * (2 * stages + (readsTile ? 2 * pieceBuffers : 0)) + 1024;
 }
 
 std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argTypes) {
@@ -491,6 +503,14 @@ int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, 
   int64_t slots = stages * blockN * (d + dv) * elementBytes;
   int64_t barriers = residentBarriers + 4 * stages;
   return q + slots + 8 * barriers + 1024;
+}
+
+bool prefersFusedActivationGrad(const TargetDescription &target, Attribute actGradSpec, ArrayRef<Type> argTypes) {
+  // bench/results/2026-12-02-h200-session16.md call 2 (kernel lab, GELU):
+  // 1.19x / 1.15x / 1.05x eager's mm + gelu_backward at d = 256 / 1024 / 4096;
+  // the session-14 cp.async form with the derivative ran at 0.5-0.7x a plain
+  // GEMM's rate (2026-12-01-h200-session14.md).
+  return defaultPlan(target, actGradSpec, argTypes).strategy == Strategy::WgmmaWsSm90;
 }
 
 bool prefersTransposedBackward(const TargetDescription &target, Attribute spec) {

@@ -37,13 +37,14 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
                       bool transposeB, bool bias1, bool bias2, Type element, bool gated,
-                      bool accumulate, bool savePre) {
+                      bool accumulate, bool savePre, bool actGrad) {
   Builder b(ctx);
   return GemmSpecAttr::get(ctx, role, activation, b.getBoolAttr(transposeA),
                            b.getBoolAttr(transposeB), b.getBoolAttr(bias1), b.getBoolAttr(bias2),
                            b.getBoolAttr(gated), b.getBoolAttr(accumulate), b.getF64FloatAttr(1.0),
                            /*blockK=*/32, TypeAttr::get(element),
-                           savePre ? b.getBoolAttr(true) : BoolAttr());
+                           savePre ? b.getBoolAttr(true) : BoolAttr(),
+                           actGrad ? b.getBoolAttr(true) : BoolAttr());
 }
 
 unsigned appendSavedActivations(flash::FfnOp ffn, StringRef suffix, ArrayRef<std::string> xDims,

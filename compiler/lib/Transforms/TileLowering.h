@@ -69,7 +69,7 @@ mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole
                                   mlir::tile::Activation activation, bool transposeA,
                                   bool transposeB, bool bias1, bool bias2, mlir::Type element,
                                   bool gated = false, bool accumulate = false,
-                                  bool savePre = false);
+                                  bool savePre = false, bool actGrad = false);
 
 mlir::tile::Activation toTileActivation(mlir::flash::Activation activation);
 

@@ -332,6 +332,9 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
           plan.blockK = 64;
           plan.blockN = width;
           plan.stages = stages;
+          // (A tile read in the epilogue takes its shared memory from the ring.)
+          if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages))
+            continue;
           TuningPoint point = pointFrom(plan, true);
           point.group = group;
           ws.push_back(point);
@@ -413,7 +416,8 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
       return std::nullopt;
     key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
                 (ta ? "-ta" : "") + (tb ? "-tb" : "") +
-                (gemm.getAccumulate().getValue() ? "-acc" : "") + (gemm.savesPre() ? "-save" : "");
+                (gemm.getAccumulate().getValue() ? "-acc" : "") + (gemm.savesPre() ? "-save" : "") +
+                (gemm.appliesActGrad() ? "-grad" : "");
     return key;
   }
   default:

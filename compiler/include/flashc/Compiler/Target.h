@@ -98,18 +98,23 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Ty
 /// map describes).
 std::optional<std::string> wsGemmRefusal(mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes);
 
-/// Whether a wgmma_ws_sm90 GEMM plan has the library's shape: 128 rows on 8
-/// consumer warps (two warpgroups), 128 or 256 columns (gated: 128 of each
-/// weight), 64 of K, 2-4 stages.
-bool wsGemmPlanTakes(int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps, int64_t stages,
-                     bool gated);
+/// Whether a wgmma_ws_sm90 GEMM's epilogue reads a tile (C += ..., or
+/// act_grad's P): it then holds a buffer for each 64-column piece of the tile.
+bool wsGemmReadsTile(mlir::tile::GemmSpecAttr gemm);
+
+/// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape: 128 rows
+/// on 8 consumer warps (two warpgroups), 128 or 256 columns (gated: 128 of
+/// each weight), 64 of K, 2-4 stages, within 227 KB of shared memory.
+bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
+                     int64_t warps, int64_t stages);
 
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] and B
-/// [64 x blockN] (gated: both weights' blockN columns), four 64 x 64 epilogue
-/// pieces, 2·stages mbarriers (+ 4 for the pieces of C an accumulating GEMM
-/// reads) and 1024 bytes to align the base: GemmWsPlan::kSmemBytes (the
-/// emitted source static_asserts both agree).
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool accumulate);
+/// [64 x blockN] (gated: both weights' blockN columns), the 64 x 64 epilogue
+/// pieces (two a consumer warpgroup, or blockN / 64 when the epilogue reads a
+/// tile, each with an mbarrier), 2·stages ring mbarriers and 1024 bytes to
+/// align the base: GemmWsPlan::kSmemBytes (the emitted source static_asserts
+/// both agree).
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out
@@ -171,6 +176,16 @@ TilePlan defaultPlan(const TargetDescription &target, mlir::Attribute spec,
 /// transposed main-kernel recipe is `spec`: where its plan is the wgmma form,
 /// measured faster than the row form on the H200.
 bool prefersTransposedBackward(const TargetDescription &target, mlir::Attribute spec);
+
+/// Whether the FFN backward computes dpre = (dy·W2ᵀ) ∘ act'(pre) as one GEMM
+/// with the derivative in its epilogue (`actGradSpec`, a #tile.gemm with
+/// act_grad, over `argTypes` = dy, W2, pre, dpre) rather than the plain GEMM
+/// dh = dy·W2ᵀ and the elementwise ffn_activation_grad: where its plan is the
+/// warp-specialised GEMM (sm_90a, 16-bit), which loads the tile of pre under
+/// the product; measured 1.05-1.19x eager's two kernels on the H200. The
+/// cp.async wgmma form with the derivative ran at 0.5-0.7x a plain GEMM.
+bool prefersFusedActivationGrad(const TargetDescription &target, mlir::Attribute actGradSpec,
+                                llvm::ArrayRef<mlir::Type> argTypes);
 
 /// Rough per-thread register need of a kernel built from `spec` with `plan`
 /// (f32 accumulators and score tiles spread over the block, plus addressing).

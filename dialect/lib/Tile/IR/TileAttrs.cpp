@@ -107,10 +107,10 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
 }
 
 LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
-                                   Activation, BoolAttr transposeA, BoolAttr transposeB,
+                                   Activation activation, BoolAttr transposeA, BoolAttr transposeB,
                                    BoolAttr bias1, BoolAttr bias2, BoolAttr gated,
                                    BoolAttr accumulate, FloatAttr alpha, int64_t blockK,
-                                   TypeAttr elementType, BoolAttr savePre) {
+                                   TypeAttr elementType, BoolAttr savePre, BoolAttr actGrad) {
   if (isAttentionRole(role))
     return emitError() << "#tile.gemm role must be a GEMM-family kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.attention role)";
@@ -129,6 +129,13 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#tile.gemm save_pre applies to a gemm, gated_gemm or ffn_fused that does "
                           "not accumulate, got role "
                        << stringifyKernelRole(role);
+  // C = alpha·op(A)·op(B) ∘ act'(P): a plain GEMM whose epilogue reads P.
+  if (actGrad && actGrad.getValue() &&
+      (role != KernelRole::Gemm || bias1.getValue() || accumulate.getValue() ||
+       (savePre && savePre.getValue()) || activation == Activation::Identity))
+    return emitError() << "#tile.gemm act_grad applies to a gemm with an activation and no bias, "
+                          "accumulation or save_pre, got role "
+                       << stringifyKernelRole(role) << " with activation " << stringifyActivation(activation);
   return checkElementType(emitError, "gemm", elementType);
 }
 

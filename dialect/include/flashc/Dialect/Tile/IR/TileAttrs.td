@@ -219,6 +219,9 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     gemm the pre-activation pre = alpha·op(A)·op(B) + bias before C, gated_gemm
     g = A·Bg and u = A·Bu before C, ffn_fused pre = x·W1 + b1 and
     h = act(pre) (gated: g, u and h) after y.
+    act_grad (gemm; the FFN backward's dh with the activation's derivative in
+    its epilogue): C = alpha·op(A)·op(B) ∘ act'(P), arguments (a, b, p, c),
+    P (the training forward's saved pre-activation) of C's shape.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -228,11 +231,15 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     "::mlir::BoolAttr":$gated, "::mlir::BoolAttr":$accumulate,
     "::mlir::FloatAttr":$alpha, "int64_t":$block_k,
     "::mlir::TypeAttr":$element_type,
-    OptionalParameter<"::mlir::BoolAttr">:$save_pre);
+    OptionalParameter<"::mlir::BoolAttr">:$save_pre,
+    OptionalParameter<"::mlir::BoolAttr">:$act_grad);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Does the kernel also write the pre-activation(s) (save_pre = true)?
     bool savesPre() const { return getSavePre() && getSavePre().getValue(); }
+    /// Does the epilogue multiply by the activation's derivative at a P it
+    /// reads (act_grad = true)?
+    bool appliesActGrad() const { return getActGrad() && getActGrad().getValue(); }
   }];
   // A GEMM-family role, a finite alpha and block_k in TileLimits.h's range.
   let genVerifyDecl = 1;
