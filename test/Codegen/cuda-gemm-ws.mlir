@@ -1,7 +1,8 @@
 // The warp-specialised persistent GEMM (strategy wgmma_ws_sm90, the device
-// library's gemm_ws.cuh): a plain 16-bit GEMM whose tensors a TMA map
-// describes (rank 2, rows a static multiple of 8 elements, no accumulate, A
-// and B not both transposed). A persistent grid of min(tiles, SMs) blocks
+// library's gemm_ws.cuh): a plain or gated 16-bit GEMM whose tensors a TMA map
+// describes (rank 2 or batched, rows a static multiple of 8 elements, A and B
+// not both transposed; accumulating, or with the activation's derivative in
+// its epilogue, act_grad). A persistent grid of min(tiles, SMs) blocks
 // walks the 128 x block_n tiles in groups of `group` row blocks; one producer
 // thread streams 64 columns of K of A and B through the ring by TMA; two
 // consumer warpgroups of 64 rows; the epilogue (alpha, bias, activation, the
