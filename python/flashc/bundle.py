@@ -98,6 +98,20 @@ def _stream_handle(stream, args):
                                % type(stream).__name__)
 
 
+def _workspace_fields(workspace):
+    """(device pointer, bytes) of a launch's workspace: a torch CUDA tensor or a (ptr, nbytes) tuple."""
+    if _is_torch_tensor(workspace):
+        if not workspace.is_cuda or not workspace.is_contiguous():
+            raise InvalidArgumentError("workspace: expected a contiguous CUDA tensor, got %s on %s"
+                                       % ("a strided tensor" if workspace.is_cuda else "a tensor", workspace.device))
+        return workspace.data_ptr(), workspace.numel() * workspace.element_size()
+    if (isinstance(workspace, tuple) and len(workspace) == 2 and all(isinstance(v, int) for v in workspace)
+            and workspace[1] >= 0):
+        return workspace
+    raise InvalidArgumentError("workspace: expected None, a torch CUDA tensor or a (ptr, nbytes) tuple, got %r"
+                               % (workspace,))
+
+
 _batches = threading.local()  # per thread: (tensor argument names) -> _TensorBatch
 
 
@@ -205,6 +219,7 @@ class Bundle:
         self._handle = handle
         self._params = {}
         self._param_maps = {}
+        self._workspace_sizes = {}  # (program, argument shapes and devices) -> bytes
         self.kernels = self._names(self._lib.flashc_bundle_kernel_count, self._lib.flashc_bundle_kernel_name)
         self.programs = self._names(self._lib.flashc_bundle_program_count, self._lib.flashc_bundle_program_name)
 
@@ -335,19 +350,51 @@ class Bundle:
         """Load (and if needed compile) the code for the current device now; launches do it lazily."""
         _lib.check(self._lib.flashc_bundle_prepare(self._require()))
 
-    def launch(self, name, stream=None, **args):
+    def launch(self, name, stream=None, workspace=None, **args):
         """Validate and launch kernel or program `name` asynchronously on `stream`.
 
         Tensor arguments: torch CUDA tensors or (ptr, dtype, shape[, strides]) tuples; scalars: Python
         numbers. stream None: torch's current stream for the tensors' device (NULL without torch tensors).
+        workspace: None (a program's scratch comes from the runtime's pool), or device memory for it that the
+        caller keeps until the launch's work on the stream is done: a torch CUDA tensor (contiguous, 256-byte
+        aligned, at least workspace_bytes(name, ...) bytes) or a (ptr, nbytes) tuple.
         """
         handle = self._require()
         bound = self._bind(name, args, partial=False)
         try:
             stream_handle = _stream_handle(stream, args)
-            _lib.check(self._lib.flashc_launch(handle, name.encode(), bound.handle, ctypes.c_void_p(stream_handle)))
+            if workspace is None:
+                _lib.check(self._lib.flashc_launch(handle, name.encode(), bound.handle,
+                                                   ctypes.c_void_p(stream_handle)))
+            else:
+                ptr, nbytes = _workspace_fields(workspace)
+                _lib.check(self._lib.flashc_launch_workspace(handle, name.encode(), bound.handle,
+                                                             ctypes.c_void_p(stream_handle), ctypes.c_void_p(ptr),
+                                                             nbytes))
         finally:
             bound.close()
+
+    def workspace_bytes(self, name, **args):
+        """Bytes of workspace program `name` needs for these arguments on the current device (its scratch tensors
+        at 256-byte aligned offsets; 0 for a kernel or a program without scratch). Asked of the runtime once for
+        each set of torch tensor shapes (scratch sizes follow from the shapes), then remembered."""
+        handle = self._require()
+        key = None
+        values = tuple(args.values())
+        if values and all(_is_torch_tensor(v) for v in values):
+            key = (name, tuple(args), tuple(v.shape for v in values), values[0].device.index)
+            found = self._workspace_sizes.get(key)
+            if found is not None:
+                return found
+        bound = self._bind(name, args, partial=False)
+        try:
+            nbytes = ctypes.c_uint64()
+            _lib.check(self._lib.flashc_workspace_bytes(handle, name.encode(), bound.handle, ctypes.byref(nbytes)))
+        finally:
+            bound.close()
+        if key is not None:
+            self._workspace_sizes[key] = nbytes.value
+        return nbytes.value
 
     # -- lifetime ----------------------------------------------------------
     def close(self):

@@ -97,6 +97,17 @@ class BundleIntrospectionTest(unittest.TestCase):
                                c=(0x1000, "f32", (4,)))
         self.assertIn("argument 'a': rank 5 is outside 0..4", str(ctx.exception))
 
+    def test_workspace_arguments(self):
+        """A kernel needs no workspace (no device needed to say so); a workspace of the wrong kind is refused before
+        anything reaches the runtime."""
+        vec = (0x1000, "f32", (4,))
+        self.assertEqual(self.bundle.workspace_bytes("vector_add", a=vec, b=vec, c=vec), 0)
+        with self.assertRaisesRegex(flashc.NotFoundError, "nope"):
+            self.bundle.workspace_bytes("nope", a=vec)
+        for bad in ("x", (0x1000,), (0x1000, -1), 3.5):
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "workspace: expected None, a torch CUDA tensor"):
+                self.bundle.launch("scale_then_add", workspace=bad, x=vec, b=vec, out=vec, alpha=1.0)
+
     def test_torch_tensors_bind_in_one_call(self):
         """Plain CUDA torch tensors take flashc_args_set_tensors (ctypes arrays cached per argument names and filled
         anew each call); anything else takes the tensor-by-tensor path with its errors. A stand-in torch module

@@ -61,6 +61,32 @@ class BundleGpuTest(unittest.TestCase):
         side.synchronize()
         self.assertTrue(torch.allclose(out, 2.0 * x + b))
 
+    def test_program_with_a_workspace(self):
+        """The program's scratch (tmp, N f32, zero-filled) in memory the caller lends (what flashc.torch does with
+        torch's caching allocator): sized by workspace_bytes, checked at launch, its garbage zero-filled."""
+        x = torch.randn(4097, device="cuda")
+        b = torch.randn(4097, device="cuda")
+        out = torch.full_like(x, float("nan"))
+        args = dict(x=x, b=b, out=out, alpha=2.0)
+        need = self.bundle.workspace_bytes("scale_then_add", **args)
+        self.assertEqual(need, 16640)  # 4097 * 4 bytes, rounded up to 256
+        self.assertEqual(self.bundle.workspace_bytes("vector_add", a=x, b=b, c=out), 0)
+        workspace = torch.full((need + 512,), 0xAB, dtype=torch.uint8, device="cuda")
+        self.bundle.launch("scale_then_add", workspace=workspace, **args)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.allclose(out, 2.0 * x + b))
+        self.bundle.launch("scale_then_add", workspace=(workspace.data_ptr(), need), **args)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.allclose(out, 2.0 * x + b))
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "the workspace has 16384 bytes, its scratch needs 16640"):
+            self.bundle.launch("scale_then_add", workspace=workspace[:16384], **args)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "the workspace must be 256-byte aligned"):
+            self.bundle.launch("scale_then_add", workspace=workspace[16:], **args)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "not device memory known to CUDA"):
+            self.bundle.launch("scale_then_add", workspace=(256 * 1000, need), **args)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected a contiguous CUDA tensor"):
+            self.bundle.launch("scale_then_add", workspace=torch.empty(need, dtype=torch.uint8), **args)
+
     def test_large_dynamic_shared_memory(self):
         x = torch.randn(3, 20000, device="cuda")  # 80 000 bytes of dynamic shared memory per block
         y = torch.empty_like(x)

@@ -144,6 +144,32 @@ void ProgramLaunch::setScratchPointer(const std::string &name, void *data) {
       if (k.tensorIsScratch[i] && k.kernel->tensors[i].name == name) k.tensors[i].data = data;
 }
 
+WorkspaceLayout layOutWorkspace(const std::vector<ScratchAllocation> &scratch) {
+  WorkspaceLayout layout;
+  for (const auto &sc : scratch) {
+    layout.offsets.push_back(layout.bytes);
+    // Sizes come from checked shapes (planProgramLaunch): no overflow below 2^63.
+    uint64_t bytes = static_cast<uint64_t>(sc.bytes);
+    layout.bytes += (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+  }
+  return layout;
+}
+
+Status checkWorkspace(const WorkspaceLayout &layout, const void *data, uint64_t bytes, const std::string &program) {
+  if (layout.bytes == 0) return Status();
+  if (!data)
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace is null but its scratch needs " +
+                                                     std::to_string(layout.bytes) + " bytes");
+  if (reinterpret_cast<uintptr_t>(data) % kWorkspaceAlignment != 0)
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace must be " +
+                                                     std::to_string(kWorkspaceAlignment) + "-byte aligned");
+  if (bytes < layout.bytes)
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace has " + std::to_string(bytes) +
+                                                     " bytes, its scratch needs " + std::to_string(layout.bytes) +
+                                                     " (workspaceBytes for these arguments)");
+  return Status();
+}
+
 namespace {
 
 Error bad(const std::string &msg) { return makeError(ErrorCode::InvalidArgument, msg); }

@@ -233,6 +233,10 @@ struct Bundle::Impl {
   Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
                        std::unordered_set<const void *> &checked);
   Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream);
+  Result<ProgramLaunch> planProgram(LoadedModule &m, const std::string &name, const Arguments &args);
+  /// A caller's workspace is device memory of `device` whose allocation covers `bytes` from `data`.
+  Status checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
+                              const std::string &program);
 };
 
 Bundle::Bundle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -565,6 +569,30 @@ Status Bundle::Impl::ensureShared(const Driver &d, LoadedModule &m, const Kernel
   return Status();
 }
 
+Status Bundle::Impl::checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
+                                          const std::string &program) {
+  auto base = reinterpret_cast<CUdeviceptr>(data);
+  int ordinal = -1;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, base) != CUDA_SUCCESS ||
+      d.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, base) != CUDA_SUCCESS ||
+      d.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, base) != CUDA_SUCCESS) {
+    std::ostringstream os;
+    os << "program '" << program << "': the workspace " << data << " is not device memory known to CUDA";
+    return makeError(ErrorCode::InvalidArgument, os.str());
+  }
+  if (ordinal != int(device))
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace is on device " +
+                                                     std::to_string(ordinal) + " but the current context is on device " +
+                                                     std::to_string(int(device)));
+  if (base + bytes > start + size)
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace's allocation ends " +
+                                                     std::to_string(start + size - base) + " bytes after its start, its scratch needs " +
+                                                     std::to_string(bytes));
+  return Status();
+}
+
 Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
                                    std::unordered_set<const void *> &checked) {
   for (size_t i = 0; i < launch.tensors.size(); ++i) {
@@ -711,7 +739,32 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
   return impl_->launchOne(**d, **m, *plan, static_cast<CUstream>(stream));
 }
 
-Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream) {
+// A program's launch plan on the current context's variant (each kernel
+// checked against its own limits: block size and shared memory depend on the
+// compiled function).
+Result<ProgramLaunch> Bundle::Impl::planProgram(LoadedModule &m, const std::string &name, const Arguments &args) {
+  const Manifest &manifest = m.variant->manifest;
+  const ProgramSpec *p = manifest.findProgram(name); // every variant has it (checked at open)
+  std::map<std::string, DeviceLimits> kernelLimits;
+  for (const auto &kn : p->kernels)
+    kernelLimits[kn] = m.limits.at(kn);
+  return planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()), &kernelLimits);
+}
+
+Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments &args) {
+  if (impl_->manifest().findKernel(name)) return uint64_t(0);
+  if (!impl_->manifest().findProgram(name))
+    return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel or program '" + name + "'");
+  auto d = Driver::get();
+  if (!d) return d.error();
+  auto m = impl_->moduleForCurrentContext(**d);
+  if (!m) return m.error();
+  auto plan = impl_->planProgram(**m, name, args);
+  if (!plan) return plan.error();
+  return layOutWorkspace(plan->scratch).bytes;
+}
+
+Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream, const Workspace *workspace) {
   if (!impl_->manifest().findProgram(name))
     return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
   auto d = Driver::get();
@@ -719,15 +772,7 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   const Driver &drv = **d;
   auto m = impl_->moduleForCurrentContext(drv);
   if (!m) return m.error();
-  const Manifest &manifest = (*m)->variant->manifest;
-  const ProgramSpec *p = manifest.findProgram(name); // every variant has it (checked at open)
-  // Each kernel is checked against its own limits (block size and shared
-  // memory depend on the compiled function).
-  std::map<std::string, DeviceLimits> kernelLimits;
-  for (const auto &kn : p->kernels)
-    kernelLimits[kn] = (*m)->limits.at(kn);
-  auto plan = planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()),
-                                &kernelLimits);
+  auto plan = impl_->planProgram(**m, name, args);
   if (!plan) return plan.error();
   std::unordered_set<const void *> checked;
   for (const auto &kl : plan->kernels)
@@ -735,22 +780,36 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   auto cuStream = static_cast<CUstream>(stream);
   std::vector<CUdeviceptr> allocations;
   Status status;
+  // Scratch from the caller's workspace (checked: size, alignment, device
+  // memory of this device covering it), else from the runtime's pool.
+  WorkspaceLayout layout;
+  if (workspace) {
+    layout = layOutWorkspace(plan->scratch);
+    if (Status s = checkWorkspace(layout, workspace->data, workspace->bytes, name); !s) return s;
+    if (layout.bytes > 0)
+      if (Status s = impl_->checkWorkspaceMemory(drv, workspace->data, layout.bytes, (*m)->device, name); !s) return s;
+  }
   CUmemoryPool pool = nullptr;
-  if (!plan->scratch.empty()) {
+  if (!plan->scratch.empty() && !workspace) {
     auto found = scratchPool(drv, (*m)->device);
     if (!found) return found.error();
     pool = *found;
   }
-  for (const auto &sc : plan->scratch) {
+  for (size_t i = 0; i < plan->scratch.size(); ++i) {
+    const ScratchAllocation &sc = plan->scratch[i];
     CUdeviceptr ptr = 0;
     if (sc.bytes > 0) {
-      CUresult rc = pool ? drv.cuMemAllocFromPoolAsync(&ptr, size_t(sc.bytes), pool, cuStream)
-                         : drv.cuMemAllocAsync(&ptr, size_t(sc.bytes), cuStream);
-      if (rc != CUDA_SUCCESS) {
-        status = drv.error(("allocating scratch '" + sc.name + "' of " + std::to_string(sc.bytes) + " bytes").c_str(), rc);
-        break;
+      if (workspace) {
+        ptr = reinterpret_cast<CUdeviceptr>(workspace->data) + layout.offsets[i];
+      } else {
+        CUresult rc = pool ? drv.cuMemAllocFromPoolAsync(&ptr, size_t(sc.bytes), pool, cuStream)
+                           : drv.cuMemAllocAsync(&ptr, size_t(sc.bytes), cuStream);
+        if (rc != CUDA_SUCCESS) {
+          status = drv.error(("allocating scratch '" + sc.name + "' of " + std::to_string(sc.bytes) + " bytes").c_str(), rc);
+          break;
+        }
+        allocations.push_back(ptr);
       }
-      allocations.push_back(ptr);
       if (sc.zeroFill)
         if (CUresult rc = drv.cuMemsetD8Async(ptr, 0, size_t(sc.bytes), cuStream); rc != CUDA_SUCCESS) {
           status = drv.error("zero-filling scratch", rc);
@@ -776,9 +835,9 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   return Status();
 }
 
-Status Bundle::launch(const std::string &name, const Arguments &args, void *stream) {
+Status Bundle::launch(const std::string &name, const Arguments &args, void *stream, const Workspace *workspace) {
   if (impl_->manifest().findKernel(name)) return launchKernel(name, args, stream);
-  if (impl_->manifest().findProgram(name)) return launchProgram(name, args, stream);
+  if (impl_->manifest().findProgram(name)) return launchProgram(name, args, stream, workspace);
   return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no kernel or program '" + name + "'");
 }
 

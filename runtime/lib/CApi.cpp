@@ -247,4 +247,19 @@ flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args 
   return report(bundle->bundle->launch(name, args->args, stream));
 }
 
+flashc_status flashc_workspace_bytes(flashc_bundle bundle, const char *name, flashc_args args, uint64_t *bytes) {
+  FLASHC_REQUIRE(bundle && name && args && bytes, "null argument");
+  auto r = bundle->bundle->workspaceBytes(name, args->args);
+  if (!r) return report(r.error());
+  *bytes = *r;
+  return FLASHC_OK;
+}
+
+flashc_status flashc_launch_workspace(flashc_bundle bundle, const char *name, flashc_args args, void *stream,
+                                      void *workspace, uint64_t workspace_bytes) {
+  FLASHC_REQUIRE(bundle && name && args, "null argument");
+  flashc::rt::Workspace ws{workspace, workspace_bytes};
+  return report(bundle->bundle->launch(name, args->args, stream, &ws));
+}
+
 } // extern "C"

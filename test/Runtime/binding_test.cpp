@@ -250,6 +250,25 @@ void testProgram(const Manifest &m) {
               plan->kernels[1].tensors[0].shape[0] == 1000,
           "scratch pointer and shape reach both kernels");
   }
+  // A caller's workspace (flashc_launch_workspace): each scratch tensor at a
+  // 256-byte aligned offset; the checks speak of the workspace.
+  if (plan) {
+    std::vector<ScratchAllocation> three = {{"a", 4000, true}, {"b", 1, false}, {"c", 512, false}};
+    WorkspaceLayout layout = layOutWorkspace(three);
+    check(layout.offsets == std::vector<uint64_t>{0, 4096, 4352} && layout.bytes == 4864,
+          "workspace offsets 0, 4096, 4352 (4000 -> 4096, 1 -> 256, 512) and 4864 bytes",
+          std::to_string(layout.bytes));
+    check(layOutWorkspace(plan->scratch).bytes == 4096, "scale_then_add's workspace: its 4000-byte tmp, aligned");
+    check(layOutWorkspace({}).bytes == 0 && checkWorkspace(layOutWorkspace({}), nullptr, 0, "p").ok(),
+          "no scratch: any workspace, null included");
+    checkError(checkWorkspace(layout, fakePointer(0x900000), 4863, "p"),
+               "program 'p': the workspace has 4863 bytes, its scratch needs 4864", "a workspace one byte short");
+    checkError(checkWorkspace(layout, fakePointer(0x900010), 1 << 20, "p"),
+               "program 'p': the workspace must be 256-byte aligned", "a misaligned workspace");
+    checkError(checkWorkspace(layout, nullptr, 1 << 20, "p"),
+               "program 'p': the workspace is null but its scratch needs 4864 bytes", "a null workspace");
+    check(checkWorkspace(layout, fakePointer(0x900000), 4864, "p").ok(), "a workspace of exactly the bytes needed");
+  }
   Arguments a = args();
   int64_t n[1] = {1000};
   (void)a.setTensor("tmp", fakePointer(0x500000), DType::F32, 1, n);

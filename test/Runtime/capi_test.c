@@ -118,6 +118,19 @@ int main(void) {
   check(flashc_launch(bundle, "nope", args, NULL) == FLASHC_ERROR_NOT_FOUND, "launch of an unknown kernel: NOT_FOUND");
   check(flashc_bundle_prepare(bundle) == FLASHC_ERROR_NO_DRIVER, "prepare without a driver: NO_DRIVER");
   check(flashc_launch(NULL, "row_scale", args, NULL) == FLASHC_ERROR_INVALID_ARGUMENT, "null bundle handle is refused");
+  {
+    uint64_t bytes = 7;
+    check(flashc_workspace_bytes(bundle, "row_scale", args, &bytes) == FLASHC_OK && bytes == 0,
+          "a kernel needs no workspace (no driver needed to say so)");
+    check(flashc_workspace_bytes(bundle, "nope", args, &bytes) == FLASHC_ERROR_NOT_FOUND,
+          "workspace of an unknown name: NOT_FOUND");
+    check(flashc_workspace_bytes(bundle, "row_scale", args, NULL) == FLASHC_ERROR_INVALID_ARGUMENT,
+          "workspace bytes into a null pointer is refused");
+    check(flashc_launch_workspace(bundle, "row_scale", args, NULL, NULL, 0) == FLASHC_ERROR_NO_DRIVER,
+          "launch with a workspace without a driver: NO_DRIVER");
+    check(flashc_launch_workspace(NULL, "row_scale", args, NULL, NULL, 0) == FLASHC_ERROR_INVALID_ARGUMENT,
+          "launch with a workspace: a null bundle handle is refused");
+  }
   flashc_args_destroy(args);
   flashc_bundle_close(bundle);
   printf("%d checks, %d failed\n", checks, failures);

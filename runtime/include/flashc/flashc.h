@@ -135,6 +135,16 @@ flashc_status flashc_args_set_i64(flashc_args args, const char *name, int64_t va
  * cudaStream_t; NULL = legacy default stream). Asynchronous. */
 flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args args, void *stream);
 
+/* Bytes of workspace program `name` needs for `args` on the current device (its scratch tensors at 256-byte aligned
+ * offsets; 0 for a kernel or a program without scratch). */
+flashc_status flashc_workspace_bytes(flashc_bundle bundle, const char *name, flashc_args args, uint64_t *bytes);
+/* flashc_launch with the program's scratch taken from `workspace`: device memory of the current device, 256-byte
+ * aligned, at least flashc_workspace_bytes long, that the caller keeps until the launch's work on `stream` is done
+ * (a framework's caching allocator). INVALID_ARGUMENT, nothing launched, when it is null, misaligned, too small or
+ * not device memory of this device. */
+flashc_status flashc_launch_workspace(flashc_bundle bundle, const char *name, flashc_args args, void *stream,
+                                      void *workspace, uint64_t workspace_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -124,6 +124,17 @@ public:
   void launch(const char *name, const Args &args, void *stream = nullptr) {
     detail::check(flashc_launch(bundle_, name, args.get(), stream));
   }
+  /// Bytes of workspace program `name` needs for `args` (its scratch; 0 for a kernel).
+  uint64_t workspaceBytes(const char *name, const Args &args) {
+    uint64_t bytes = 0;
+    detail::check(flashc_workspace_bytes(bundle_, name, args.get(), &bytes));
+    return bytes;
+  }
+  /// launch() with the program's scratch in the caller's device memory (256-byte aligned, workspaceBytes long,
+  /// kept until the launch's work on `stream` is done) instead of the runtime's pool.
+  void launch(const char *name, const Args &args, void *stream, void *workspace, uint64_t workspaceBytes) {
+    detail::check(flashc_launch_workspace(bundle_, name, args.get(), stream, workspace, workspaceBytes));
+  }
   bool hasProgram(const char *name) const {
     int isProgram = 0;
     return flashc_bundle_lookup(bundle_, name, &isProgram) == FLASHC_OK && isProgram;

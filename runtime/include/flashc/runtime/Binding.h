@@ -184,6 +184,19 @@ struct ProgramLaunch {
   void setScratchPointer(const std::string &name, void *data);
 };
 
+/// Where each scratch tensor lies in one workspace: offsets (in `scratch`'s
+/// order) at multiples of kWorkspaceAlignment, and the bytes they span.
+constexpr uint64_t kWorkspaceAlignment = 256;
+struct WorkspaceLayout {
+  std::vector<uint64_t> offsets;
+  uint64_t bytes = 0;
+};
+WorkspaceLayout layOutWorkspace(const std::vector<ScratchAllocation> &scratch);
+
+/// Whether a caller's workspace (base address and size) holds `layout`: an
+/// error in the caller's terms (too small, misaligned, null) otherwise.
+Status checkWorkspace(const WorkspaceLayout &layout, const void *data, uint64_t bytes, const std::string &program);
+
 /// Validates `args` against a kernel and packs them. Errors name the argument.
 Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments &args,
                                       const DeviceLimits &limits = {});

@@ -59,6 +59,12 @@ struct DeviceInfo {
 /// no context is current).
 Result<DeviceInfo> currentDeviceInfo();
 
+/// Device memory a caller lends a program launch for its scratch tensors.
+struct Workspace {
+  void *data = nullptr;
+  uint64_t bytes = 0;
+};
+
 class BundleFileSource;
 
 /// Validates the bundle in `dir` as Bundle::open() does and packs the files
@@ -111,9 +117,20 @@ public:
 
   /// Validates `args` and launches the kernel or program `name` on `stream`
   /// (a CUstream / cudaStream_t; null = legacy default stream). Asynchronous.
-  Status launch(const std::string &name, const Arguments &args, void *stream = nullptr);
+  /// A program's scratch tensors come from `workspace` when one is given
+  /// (device memory of at least workspaceBytes(name, args), 256-byte aligned,
+  /// which the caller keeps until the launch's work on `stream` completes: a
+  /// framework's own allocator), else from the runtime's stream-ordered pool.
+  Status launch(const std::string &name, const Arguments &args, void *stream = nullptr,
+                const Workspace *workspace = nullptr);
   Status launchKernel(const std::string &name, const Arguments &args, void *stream = nullptr);
-  Status launchProgram(const std::string &name, const Arguments &args, void *stream = nullptr);
+  Status launchProgram(const std::string &name, const Arguments &args, void *stream = nullptr,
+                       const Workspace *workspace = nullptr);
+
+  /// Bytes of workspace the program `name` needs for `args` on the current
+  /// device's variant: its scratch tensors, each at a 256-byte aligned offset
+  /// (0 for a kernel or a program without scratch).
+  Result<uint64_t> workspaceBytes(const std::string &name, const Arguments &args);
 
   /// Shape of tensor parameter `param` of `name` implied by `args` (to allocate outputs).
   Result<std::vector<int64_t>> paramShape(const std::string &name, const std::string &param,
