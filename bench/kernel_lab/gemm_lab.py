@@ -30,6 +30,14 @@ CONFIGS = {
     "tb128_acc": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_BLOCK_N=128"],
     "tb256_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_STAGES=3"],
     "tb128_gelu_grad": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128"],
+    # Ping-pong: 64-row tiles taken by the two consumer warpgroups in turn (one's epilogue under the other's
+    # products); the read-tile forms keep 4 stages (a 64-row tile's A slot is half as large).
+    "nn256_pp": ["GEMM_PINGPONG"],
+    "tb256_pp": ["GEMM_TRANS_B", "GEMM_PINGPONG"],
+    "ta256_pp": ["GEMM_TRANS_A", "GEMM_PINGPONG"],
+    "nn256_bias_gelu_save_pp": ["GEMM_BIAS", "GEMM_ACT=GeluTanh", "GEMM_SAVE_PRE", "GEMM_PINGPONG"],
+    "tb256_gelu_grad_pp": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_PINGPONG"],
+    "tb256_acc_pp": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_PINGPONG"],
 }
 
 # (name, M, N, K, layout): the FFN's GEMMs at d = 256 (h 1024, 65536 rows), d = 1024 (h 4096) and d = 4096.
@@ -171,13 +179,15 @@ def bench(gemms, out):
                     pa, pb = (a.t() if g.ta else a), (b.t() if g.tb else b)
                     ms_peer = do_bench(lambda: pa @ pb, warmup=25, rep=200, return_mode="median")
                     row["cublas"] = flops / ms_peer / 1e9
-        if layout == "nn" and "nn256_bias_gelu_save" in gemms:
-            g = gemms["nn256_bias_gelu_save"]
-            a, b, bias = operands(g, M, N, K, torch.bfloat16, gen)
-            c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-            pre = torch.empty_like(c)
-            ms = do_bench(lambda: g(a, b, bias, c, pre, M, N, K), warmup=25, rep=200, return_mode="median")
-            row["bias_gelu_save"] = flops / ms / 1e9
+        saves = [n for n in ("nn256_bias_gelu_save", "nn256_bias_gelu_save_pp") if n in gemms]
+        if layout == "nn" and saves:
+            for name in saves:
+                g = gemms[name]
+                a, b, bias = operands(g, M, N, K, torch.bfloat16, gen)
+                c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+                pre = torch.empty_like(c)
+                ms = do_bench(lambda: g(a, b, bias, c, pre, M, N, K), warmup=25, rep=200, return_mode="median")
+                row[name.replace("nn256_", "")] = flops / ms / 1e9
 
             def eager():
                 p = torch.addmm(bias, a, b)
@@ -206,11 +216,13 @@ def bench(gemms, out):
             row["eager_mm_gelu_backward"] = flops / ms_peer / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
-    cols = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "cublas", "bias_gelu_save", "eager_addmm_gelu",
-            "tb256_gelu_grad", "tb128_gelu_grad", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc", "eager_addmm_"]
+    plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp"]
+    cols = plain + ["cublas", "bias_gelu_save", "bias_gelu_save_pp", "eager_addmm_gelu", "tb256_gelu_grad",
+                    "tb128_gelu_grad", "tb256_gelu_grad_pp", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc",
+                    "tb256_acc_pp", "eager_addmm_"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:
-        best = max((r[c] for c in cols[:6] if c in r), default=float("nan"))
+        best = max((r[c] for c in plain if c in r), default=float("nan"))
         table += f"| {r['shape']} | {r['M']} · {r['N']} · {r['K']} | " + " | ".join(
             f"{r[c]:.0f}" if c in r else "" for c in cols) + f" | {best / r.get('cublas', float('nan')):.2f} |\n"
     print(table)

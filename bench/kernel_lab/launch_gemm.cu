@@ -2,7 +2,8 @@
 // runtime launches through the driver API from the manifest). Built once per config with -D flags:
 //   GEMM_F16 (else bf16), GEMM_TRANS_A, GEMM_TRANS_B, GEMM_BLOCK_N, GEMM_STAGES, GEMM_GROUP, GEMM_ACT (an Act
 //   enumerator), GEMM_BIAS, GEMM_SAVE_PRE, GEMM_ACCUMULATE (C += ...), GEMM_ACT_GRAD (C = A·B ∘ act'(P), P passed
-//   as `pre`); loaded via ctypes by gemm_lab.py.
+//   as `pre`), GEMM_PINGPONG (64-row tiles taken by the consumer warpgroups in turn); loaded via ctypes by
+//   gemm_lab.py.
 #include <cuda_runtime.h>
 
 #if defined(GEMM_F16)
@@ -58,6 +59,9 @@ struct LabConfig {
 #if defined(GEMM_ACT_GRAD)
   static constexpr bool kActGrad = true;
 #endif
+#if defined(GEMM_PINGPONG)
+  static constexpr bool kPingPong = true;
+#endif
 #if defined(GEMM_ACCUMULATE)
   static constexpr bool kAccumulate = true;
 #else
@@ -110,7 +114,7 @@ extern "C" int flashc_lab_gemm(void* a, void* b, void* bias, void* c, void* pre,
   flashc::TensorArg tb{b, {LabConfig::kTransB ? N : K, LabConfig::kTransB ? K : N}, {LabConfig::kTransB ? K : N, 1}};
   flashc::TensorArg tbias{bias, {N}, {1}};
   CUtensorMap ma, mb, mc, mp;
-  if (int e = LabConfig::kTransA ? make_map_2d(&ma, a, K, M, M, 64) : make_map_2d(&ma, a, M, K, K, 128)) return e;
+  if (int e = LabConfig::kTransA ? make_map_2d(&ma, a, K, M, M, 64) : make_map_2d(&ma, a, M, K, K, Plan::kBlockM)) return e;
   if (int e = LabConfig::kTransB ? make_map_2d(&mb, b, N, K, K, GEMM_BLOCK_N) : make_map_2d(&mb, b, K, N, N, 64)) return e;
   if (int e = make_map_2d(&mc, c, M, N, N, 64)) return e;
   if (int e = make_map_2d(&mp, pre ? pre : c, M, N, N, 64)) return e;
@@ -120,7 +124,7 @@ extern "C" int flashc_lab_gemm(void* a, void* b, void* bias, void* c, void* pre,
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   }
-  const long long tiles = ((M + 127) / 128) * ((N + GEMM_BLOCK_N - 1) / GEMM_BLOCK_N);
+  const long long tiles = ((M + Plan::kBlockM - 1) / Plan::kBlockM) * ((N + GEMM_BLOCK_N - 1) / GEMM_BLOCK_N);
   long long blocks = tiles < sms ? tiles : sms;
   if (max_blocks > 0 && blocks > max_blocks) blocks = max_blocks;
   if (blocks == 0) return 0;

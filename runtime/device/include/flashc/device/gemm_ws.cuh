@@ -5,7 +5,10 @@
 //   * One producer thread streams the K blocks (64 columns of K) of A and B through a ring of kStages slots by TMA
 //     (full barrier: the bytes landed; empty barrier: every consumer warp's products that read the slot are done),
 //     running on into the next tile while the consumers finish this one.
-//   * Two consumer warpgroups of 64 rows keep one wgmma group in flight across ring slots.
+//   * Two consumer warpgroups of 64 rows keep one wgmma group in flight across ring slots. Cooperative (default):
+//     both work on one 128-row tile, then both run its epilogue. Ping-pong (kPingPong): tiles of 64 rows, taken
+//     by the warpgroups in turn, so one's epilogue runs under the other's products (the tensor cores do not idle
+//     through epilogues: what a short K, a read tile or a saved pre-activation makes long).
 //   * The epilogue leaves through shared memory: each warpgroup writes 64 x 64 pieces (bias, activation, the
 //     element type) into two alternating buffers, and one thread stores each piece by TMA while the next is
 //     written; the stores run on under the next tile's main loop. A form that reads a tensor in its epilogue (C, or
@@ -26,9 +29,10 @@
 //             map_pre as kAccumulate reads C: the FFN backward's dpre = (dy·W2ᵀ) ∘ act'(pre) in one kernel
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
+//   kPingPong (optional member, default false) the ping-pong form above; A's box is 64 rows (cooperative: 128)
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
-// Maps (box, innermost last; 128-byte swizzle): A (1,) 128 x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
+// Maps (box, innermost last; 128-byte swizzle): A (1,) kBlockM x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
 // ([K, N]) or kBlockN x 64 ([N, K]); Bu as Bg (gated); C, pre and pre2 (1,) 64 x 64.
 #pragma once
 #include "flashc/device/activation.cuh"
@@ -63,6 +67,15 @@ template <class Config>
 struct ActGradOf<Config, decltype(void(Config::kActGrad))> {
   static constexpr bool value = Config::kActGrad;
 };
+// Config::kPingPong where the Config has it, else false.
+template <class Config, class = void>
+struct PingPongOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct PingPongOf<Config, decltype(void(Config::kPingPong))> {
+  static constexpr bool value = Config::kPingPong;
+};
 
 template <class Config>
 struct GemmWsPlan {
@@ -77,7 +90,9 @@ struct GemmWsPlan {
   // The epilogue reads the tile of a tensor (C, or P) into its piece buffers, one a piece, loaded during the main
   // loop; the other forms alternate two buffers a warpgroup.
   static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
-  static constexpr int kBlockM = 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
+  static constexpr bool kPingPong = PingPongOf<Config>::value;
+  // Rows a tile: both warpgroups' 64 (cooperative), or one warpgroup's (ping-pong).
+  static constexpr int kBlockM = kPingPong ? 64 : 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
   static_assert(!Config::kGated || (kBlockN == 128 && !kTransA && !kTransB),
                 "ws GEMM, gated: 128 columns of each weight a tile, [M, K] · [K, N] operands");
@@ -85,6 +100,8 @@ struct GemmWsPlan {
   static constexpr int kBColumns = Config::kGated ? 2 * kBlockN : kBlockN;
   static_assert(kStages >= 2 && kStages <= 8, "ws GEMM: 2-8 ring slots");
   static constexpr int kWarps = 8, kThreads = kWarps * 32 + 128, kProducer = kWarps / 4;
+  // Warps whose products read a ring slot (its empty barrier's count): both warpgroups, or the tile's one.
+  static constexpr int kSlotReaders = kPingPong ? 4 : kWarps;
   static_assert(warpgroup_budgets_fit(Config::kProducerRegs, Config::kConsumerRegs),
                 "setmaxnreg budgets: multiples of 8 within the 168 a thread has at launch (384 threads)");
   using ATile = typename Select<kTransA, SmemPanelTile<Elem, kBlockK, kBlockM>, SmemPanelTile<Elem, kBlockM, kBlockK>>::type;
@@ -101,6 +118,7 @@ struct GemmWsPlan {
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base
   static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
   static constexpr int kBarEpilogue = 1;  // named barriers 1, 2: one a consumer warpgroup
+  static constexpr int kBarTurn = 3;      // ping-pong: 3, 4: a warpgroup's turn at the tensor cores
 };
 
 // Output tile p of a tiles_m x tiles_n grid, taken in groups of `group` row blocks of one column block.
@@ -145,7 +163,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(bar(P::kBarFull + s), 1);
-      mbarrier_init(bar(P::kBarEmpty + s), P::kWarps);
+      mbarrier_init(bar(P::kBarEmpty + s), P::kSlotReaders);
     }
     if constexpr (P::kReadPiece)
       for (int b = 0; b < 2 * P::kPieceBuffers; ++b) mbarrier_init(bar(P::kBarPiece + b), 1);
@@ -198,9 +216,12 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
 
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<Config::kConsumerRegs>();
-  using Acc = RegTileF32<kBlockM, P::kBColumns, P::kWarps>;
+  constexpr bool kPingPong = P::kPingPong;
+  // Cooperative: the 128-row accumulator of both warpgroups (each holds its 64 rows); ping-pong: this one's tile.
+  using Acc = RegTileF32<kBlockM, P::kBColumns, kPingPong ? 4 : P::kWarps>;
   Acc acc;
   RingPosition<kStages> slot;
+  const int wg_row0 = kPingPong ? 0 : 64 * warpgroup;  // this warpgroup's first row in the tile
   const bool elected = threadIdx.x % 128 == 0;
   int piece = 0;  // pieces this warpgroup has stored: buffer piece & 1 (forms that read no tile)
   unsigned piece_phases = 0;  // kReadPiece: bit j, the phase of piece buffer j's barrier (pieces past N are skipped)
@@ -245,9 +266,9 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
         const unsigned landed = bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j);
         mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
         if constexpr (kBatched)
-          tma_load_3d(piece_buffer(j).base(), read, landed, col0, m0 + 64 * warpgroup, batch);
+          tma_load_3d(piece_buffer(j).base(), read, landed, col0, m0 + wg_row0, batch);
         else
-          tma_load_2d(piece_buffer(j).base(), read, landed, col0, m0 + 64 * warpgroup);
+          tma_load_2d(piece_buffer(j).base(), read, landed, col0, m0 + wg_row0);
       }
     }
   };
@@ -265,7 +286,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       return act<Config::kAct, true>(x);
     };
     const PieceTile buf = piece_buffer(P::kReadPiece ? j : piece & 1);
-    const int r0 = Acc::row(0, 0) - 64 * warpgroup;
+    const int r0 = Acc::row(0, 0) - wg_row0;
     // The piece of C (or P) loaded during the main loop; each thread combines its own elements in place.
     if constexpr (P::kReadPiece) {
       mbarrier_wait(bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j), (piece_phases >> j) & 1u);
@@ -296,17 +317,29 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
     if (elected) {
       if constexpr (kBatched)
-        tma_store_3d(&map, buf.base(), col0, m0 + 64 * warpgroup, batch);
+        tma_store_3d(&map, buf.base(), col0, m0 + wg_row0, batch);
       else
-        tma_store_2d(&map, buf.base(), col0, m0 + 64 * warpgroup);
+        tma_store_2d(&map, buf.base(), col0, m0 + wg_row0);
       tma_commit_group();
     }
     ++piece;
   };
 
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
+  // The block's i-th tile is blockIdx.x + i · gridDim.x. Ping-pong: warpgroup w takes i = w, w + 2, ...; the
+  // producer fills the ring in tile order, so that tile's first slot is ring position i · k_blocks. The
+  // warpgroups take turns at the main loop (named barriers kBarTurn + w): a warpgroup waits for a slot's fill
+  // only after the other has waited for every earlier fill, so no wait runs two phases ahead of its barrier
+  // (a parity wait could not tell those apart), and the tensor cores serve one main loop at a time.
+  auto tile_of = [&](int i) { return static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x); };
+  for (int i = kPingPong ? warpgroup : 0; tile_of(i) < tiles; i += kPingPong ? 2 : 1) {
+    const int2 mn = grouped_tile(tile_of(i), tiles_m, tiles_n, Config::kGroup);
     const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
+    if constexpr (kPingPong) {
+      const long long position = static_cast<long long>(i) * k_blocks;
+      slot.stage = static_cast<int>(position % kStages);
+      slot.phase = static_cast<unsigned>(position / kStages) & 1u;
+      if (i > 0) named_barrier_sync(P::kBarTurn + warpgroup, 256);  // the other warpgroup's main loop is issued
+    }
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
@@ -319,6 +352,10 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       if (previous >= 0) release(previous);
       previous = slot.stage;
     }
+    // Ping-pong: the next tile's warpgroup may start (every fill of this tile has landed); its main loop runs
+    // under this one's epilogue.
+    if constexpr (kPingPong)
+      if (tile_of(i + 1) < tiles) named_barrier_arrive(P::kBarTurn + (warpgroup ^ 1), 256);
     wgmma_wait<0>();
     if (previous >= 0) release(previous);
 

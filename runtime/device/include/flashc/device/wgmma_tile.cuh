@@ -97,12 +97,13 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 template <bool kWait = true, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                              SmemPanelTile<T, K, N> b) {
-  static_assert(M % 64 == 0 && M <= 256 && W == M / 16, "wgmma tiles: warpgroups of 64 rows each");
-  const int warpgroup = warp_id() / 4;
+  static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
+                "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
+  const int row0 = M > 64 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss_tb<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, warpgroup * 64), detail::mnmajor_desc(b, kk));
+    wgmma_ss_tb<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::mnmajor_desc(b, kk));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
