@@ -239,13 +239,9 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   };
   const Elem* bias_data = static_cast<const Elem*>(bias.data);
   const long long bias_stride = Config::kBias ? bias.stride[0] : 0;
-  // pre = alpha · acc + bias[col] (columns past N: no bias; those are not stored). A gated GEMM's g and u are the
-  // products themselves (gated_gemm has no alpha or bias, as its op-by-op form).
-  auto pre_value = [&](float v, int col, int n) {
-    float x = Config::kGated ? v : v * alpha;
-    if constexpr (Config::kBias) x += col < n ? to_float(bias_data[col * bias_stride]) : 0.f;
-    return x;
-  };
+  // A saving plain GEMM's accumulator holds pre = alpha · acc + bias once its pre piece is stored (that pass writes
+  // it back): the activation's pass then starts from it instead of computing it again.
+  constexpr bool kPreInAcc = Config::kSavePre && !Config::kGated;
   // What a piece stores: pre (alpha · acc + bias), act(pre), or act(g) ⊙ u (gated: g the accumulator's column,
   // u kBlockN columns further).
   enum Piece { kPre, kActivated, kGatedProduct };
@@ -277,8 +273,27 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   // Forms that read no tile alternate two buffers: the elected thread waits for the previous piece's store to have
   // read its buffer before the barrier, so that after it the other buffer (two pieces back) is free.
   auto store_piece = [&](const TmaDescriptor& map, int batch, int m0, int col0, int j, int nt0, Piece what) {
-    auto value = [&](int nt, int i, int col) {
-      const float x = pre_value(acc.v[0][nt][i], col, N);
+    // The bias of this thread's 16 columns of the piece, read once (columns past N: 0; they are not stored).
+    float bias_cols[8][2];
+    const bool computes_pre = what == kPre || !kPreInAcc;
+    if constexpr (Config::kBias) {
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = col0 + Acc::col(t, e);
+          bias_cols[t][e] = computes_pre && col < N ? to_float(bias_data[col * bias_stride]) : 0.f;
+        }
+    }
+    // Element i of n8 tile t: pre = alpha · acc + bias (a gated GEMM's g and u are the products themselves:
+    // gated_gemm has no alpha or bias, as its op-by-op form), then what the piece stores.
+    auto value = [&](int t, int i) {
+      const int nt = nt0 + t;
+      float x = acc.v[0][nt][i];
+      if (!Config::kGated && computes_pre) {
+        x = Config::kBias ? fmaf(x, alpha, bias_cols[t][i & 1]) : x * alpha;
+        if (kPreInAcc && what == kPre) acc.v[0][nt][i] = x;
+      }
       if (what == kPre) return x;
       if constexpr (Config::kGated) {
         if (what == kGatedProduct) return act<Config::kAct, true>(x) * acc.v[0][nt + kBlockN / 8][i];
@@ -294,11 +309,11 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     }
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
-      const int nt = nt0 + t, c = Acc::col(t, 0);
+      const int c = Acc::col(t, 0);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         unsigned* at = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c));
-        float lo = value(nt, 2 * h, col0 + c), hi = value(nt, 2 * h + 1, col0 + c + 1);
+        float lo = value(t, 2 * h), hi = value(t, 2 * h + 1);
         if constexpr (Config::kAccumulate) {
           const float2 old = ElemTraits<Elem>::unpack(*at);
           lo += old.x;
