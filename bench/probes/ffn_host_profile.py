@@ -1,18 +1,20 @@
 # The host side of the d = 256 FFN training step (M = 65536, h = 1024: host-bound, session 16 call 4): torch.profiler's
 # CPU operators over 20 steps of flashc and of eager PyTorch, by self CPU time, with the flashc launches timed by a
 # record_function around each program. Needs FLASHC_BUNDLE_PATH with the bench-ffn bundles.
-import torch
-import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile, record_function
+import os
+import sys
 
-import flashc.torch as ft
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_common as bc  # noqa: E402  (puts python/ on the path too)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
+
+import flashc.torch as ft  # noqa: E402
 
 M, d, h = 65536, 256, 1024
-g = torch.Generator(device="cuda").manual_seed(0)
-x = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
-w1 = (torch.randn(d, h, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16).requires_grad_()
-w2 = (torch.randn(h, d, device="cuda", generator=g) * h ** -0.5).to(torch.bfloat16).requires_grad_()
-dy = torch.randn(M, d, device="cuda", generator=g).to(torch.bfloat16)
+x, w1, w2, _, dy = bc.ffn_inputs(torch, M, d, h, False)
 launch = ft._launch
 
 
