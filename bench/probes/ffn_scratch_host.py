@@ -4,9 +4,8 @@
 # accumulators) from the device's default pool (release threshold 0) and from FLASHC_SCRATCH_POOL=keep (read at each
 # launch), alternating, in one process. Needs FLASHC_BUNDLE_PATH with the bench-ffn bundles.
 import os
-import time
-
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import bench_common as bc  # noqa: E402  (puts python/ on the path too)
