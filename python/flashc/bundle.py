@@ -377,12 +377,16 @@ class Bundle:
     def workspace_bytes(self, name, **args):
         """Bytes of workspace program `name` needs for these arguments on the current device (its scratch tensors
         at 256-byte aligned offsets; 0 for a kernel or a program without scratch). Asked of the runtime once for
-        each set of torch tensor shapes (scratch sizes follow from the shapes), then remembered."""
+        each set of torch tensor shapes and scalar values on the current device (scratch sizes follow from the
+        shapes), then remembered."""
         handle = self._require()
         key = None
         values = tuple(args.values())
-        if values and all(_is_torch_tensor(v) for v in values):
-            key = (name, tuple(args), tuple(v.shape for v in values), values[0].device.index)
+        tensors = [v for v in values if _is_torch_tensor(v)]
+        if tensors and all(_is_torch_tensor(v) or type(v) in (int, float) for v in values):
+            import torch
+            key = (name, tuple(args), tuple(v.shape if _is_torch_tensor(v) else v for v in values),
+                   torch.cuda.current_device())
             found = self._workspace_sizes.get(key)
             if found is not None:
                 return found
@@ -393,6 +397,8 @@ class Bundle:
         finally:
             bound.close()
         if key is not None:
+            if len(self._workspace_sizes) >= 4096:  # many shapes (e.g. every sequence length): start over
+                self._workspace_sizes.clear()
             self._workspace_sizes[key] = nbytes.value
         return nbytes.value
 

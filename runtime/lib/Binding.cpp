@@ -148,9 +148,12 @@ WorkspaceLayout layOutWorkspace(const std::vector<ScratchAllocation> &scratch) {
   WorkspaceLayout layout;
   for (const auto &sc : scratch) {
     layout.offsets.push_back(layout.bytes);
-    // Sizes come from checked shapes (planProgramLaunch): no overflow below 2^63.
+    // Saturating: a sum past 2^64 (absurd shapes) reads as more than any workspace holds.
     uint64_t bytes = static_cast<uint64_t>(sc.bytes);
-    layout.bytes += (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+    uint64_t aligned = bytes > UINT64_MAX - kWorkspaceAlignment
+                           ? UINT64_MAX
+                           : (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+    layout.bytes = aligned > UINT64_MAX - layout.bytes ? UINT64_MAX : layout.bytes + aligned;
   }
   return layout;
 }

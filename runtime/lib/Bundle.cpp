@@ -571,25 +571,27 @@ Status Bundle::Impl::ensureShared(const Driver &d, LoadedModule &m, const Kernel
 
 Status Bundle::Impl::checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
                                           const std::string &program) {
+  // Its first and last byte are device memory of this device. (Not the allocation's range: memory mapped from
+  // several handles, as torch's expandable segments are, reports one handle's range.)
   auto base = reinterpret_cast<CUdeviceptr>(data);
-  int ordinal = -1;
-  CUdeviceptr start = 0;
-  size_t size = 0;
-  if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, base) != CUDA_SUCCESS ||
-      d.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, base) != CUDA_SUCCESS ||
-      d.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, base) != CUDA_SUCCESS) {
-    std::ostringstream os;
-    os << "program '" << program << "': the workspace " << data << " is not device memory known to CUDA";
-    return makeError(ErrorCode::InvalidArgument, os.str());
+  if (bytes == 0) return Status();
+  if (base > ~CUdeviceptr(0) - (bytes - 1))
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace's " + std::to_string(bytes) +
+                                                     " bytes run past the end of the address space");
+  for (CUdeviceptr at : {base, base + (bytes - 1)}) {
+    int ordinal = -1;
+    if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, at) != CUDA_SUCCESS) {
+      std::ostringstream os;
+      os << "program '" << program << "': the workspace's " << (at == base ? "first" : "last") << " byte ("
+         << reinterpret_cast<void *>(at) << ") is not device memory known to CUDA (" << bytes << " bytes from "
+         << data << ")";
+      return makeError(ErrorCode::InvalidArgument, os.str());
+    }
+    if (ordinal != int(device))
+      return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace is on device " +
+                                                       std::to_string(ordinal) + " but the current context is on device " +
+                                                       std::to_string(int(device)));
   }
-  if (ordinal != int(device))
-    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace is on device " +
-                                                     std::to_string(ordinal) + " but the current context is on device " +
-                                                     std::to_string(int(device)));
-  if (base + bytes > start + size)
-    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace's allocation ends " +
-                                                     std::to_string(start + size - base) + " bytes after its start, its scratch needs " +
-                                                     std::to_string(bytes));
   return Status();
 }
 

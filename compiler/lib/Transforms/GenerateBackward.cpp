@@ -95,13 +95,20 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
 
   /// Whether the FFN backward computes dpre in one GEMM with the derivative
   /// in its epilogue (`actGradSpec` over `argTypes`): where the tuning table's
-  /// entry for its key plans it as the warp-specialised GEMM (and that takes
-  /// it), else the target's hand rule. An entry pinning another form keeps
-  /// the split form (dh, then the elementwise derivative).
+  /// entry for its key plans it as the warp-specialised GEMM (and that form
+  /// takes the kernel and the entry's plan), else the target's hand rule. An
+  /// entry pinning another form, or a ws plan the form cannot hold (which
+  /// flash-plan-memory would demote to the cp.async form, slower here than the
+  /// split one), keeps the split form: dh, then the elementwise derivative.
   bool fusesActivationGrad(const TargetDescription &targetDesc, Attribute actGradSpec, ArrayRef<Type> argTypes) {
     if (std::optional<TuningKey> key = tuningKeyOf(targetDesc, actGradSpec, argTypes))
-      if (const TuningEntry *entry = table->lookup(*key); entry && entry->point.strategy)
-        return *entry->point.strategy == Strategy::WgmmaWsSm90 && !wsGemmRefusal(actGradSpec, argTypes);
+      if (const TuningEntry *entry = table->lookup(*key); entry && entry->point.strategy) {
+        if (*entry->point.strategy != Strategy::WgmmaWsSm90 || wsGemmRefusal(actGradSpec, argTypes))
+          return false;
+        TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
+        return wsGemmPlanTakes(llvm::cast<tile::GemmSpecAttr>(actGradSpec), plan.blockM, plan.blockN, plan.blockK,
+                               plan.warps, plan.stages);
+      }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
   }
 

@@ -131,9 +131,9 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << stringifyKernelRole(role);
   // C = alpha·op(A)·op(B) ∘ act'(P): a plain GEMM whose epilogue reads P.
   if (actGrad && actGrad.getValue() &&
-      (role != KernelRole::Gemm || bias1.getValue() || accumulate.getValue() ||
-       (savePre && savePre.getValue()) || activation == Activation::Identity))
-    return emitError() << "#tile.gemm act_grad applies to a gemm with an activation and no bias, "
+      (role != KernelRole::Gemm || bias1.getValue() || bias2.getValue() || gated.getValue() ||
+       accumulate.getValue() || (savePre && savePre.getValue()) || activation == Activation::Identity))
+    return emitError() << "#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, "
                           "accumulation or save_pre, got role "
                        << stringifyKernelRole(role) << " with activation " << stringifyActivation(activation);
   return checkElementType(emitError, "gemm", elementType);

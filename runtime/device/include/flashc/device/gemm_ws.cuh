@@ -84,6 +84,7 @@ struct GemmWsPlan {
   static_assert(!(kTransA && kTransB), "ws GEMM: A and B not both transposed (no wgmma form reads that pair)");
   static_assert(!(kTransA && Config::kBatched), "ws GEMM: a batched A is [B, M, K]");
   static_assert(!(Config::kAccumulate && (Config::kSavePre || Config::kGated)), "ws GEMM: C += ... is a plain GEMM");
+  static_assert(!(Config::kGated && Config::kBias), "ws GEMM, gated: no bias (as gated_gemm's op-by-op form)");
   static constexpr bool kActGrad = ActGradOf<Config>::value;
   static_assert(!(kActGrad && (Config::kAccumulate || Config::kSavePre || Config::kGated || Config::kBias)),
                 "ws GEMM: C = A·B ∘ act'(P) is a plain GEMM without bias");
@@ -269,7 +270,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     }
   };
   // One 64 x 64 piece (the tile's j-th) of this warpgroup's rows, the accumulator's columns from n8 tile nt0 on,
-  // for output columns col0.., staged in a buffer, then stored by TMA at (col0, m0 + 64 warpgroup) of `map`.
+  // for output columns col0.., staged in a buffer, then stored by TMA at (col0, m0 + wg_row0) of `map`.
   // Forms that read no tile alternate two buffers: the elected thread waits for the previous piece's store to have
   // read its buffer before the barrier, so that after it the other buffer (two pieces back) is free.
   auto store_piece = [&](const TmaDescriptor& map, int batch, int m0, int col0, int j, int nt0, Piece what) {
@@ -291,7 +292,10 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       const int nt = nt0 + t;
       float x = acc.v[0][nt][i];
       if (!Config::kGated && computes_pre) {
-        x = Config::kBias ? fmaf(x, alpha, bias_cols[t][i & 1]) : x * alpha;
+        if constexpr (Config::kBias)
+          x = fmaf(x, alpha, bias_cols[t][i & 1]);
+        else
+          x *= alpha;
         if (kPreInAcc && what == kPre) acc.v[0][nt][i] = x;
       }
       if (what == kPre) return x;
