@@ -30,6 +30,8 @@
 // RUN: FileCheck %s --check-prefix=BATCHED < %t.b.bundle/manifest.flashc
 // The gated backward's dx += du·W_upᵀ (accumulate): the tile of C is read by TMA before the sum is stored.
 // RUN: flashc %S/Inputs/ffn-gated-d512.mlir --emit=cuda -o - | FileCheck %s --check-prefix=ACC
+// A table entry for the fused dpre whose ws plan does not fit (4 stages at 256 columns with P's tile) keeps the split form.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws-grad-unfit.txt --emit=tile -o - | FileCheck %s --check-prefix=UNFIT
 // A kernel the form does not take (rows of 1001 and 77 elements: no TMA map) is refused for a table entry.
 // RUN: not flashc %S/../GPU/Inputs/ffn_any_width_d100_h1001_o77_bf16.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-refused.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
 
@@ -164,3 +166,7 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // ACC: flashc::device::gemm_ws<
 
 // REFUSED: error: flash-plan-memory: tuning table entry {{.*}}tuning-gemm-ws-refused.txt:2 asks for strategy wgmma_ws_sm90, which is not in the tuning space of @ffn_ffn_bwd_dh (sm_90a gemm bf16 m?n1001k77-tb -): the warp-specialised GEMM does not take it, a tensor's rows are 77 elements wide: TMA maps need a static multiple of 8
+
+// UNFIT-NOT: act_grad = true
+// UNFIT-LABEL: tile.kernel @ffn_ffn_bwd_dh(
+// UNFIT-LABEL: tile.kernel @ffn_ffn_bwd_act(
