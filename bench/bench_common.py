@@ -83,6 +83,24 @@ def ffn_inputs(torch, M, d, h, gated):
     return x, w1, w2, wg, dy
 
 
+def time_flashc_launches(ft):
+    """Wraps flashc.torch._launch (argument binding and the runtime's launch) so that each call's host time is
+    recorded: returns ({program: [seconds]}, restore), restore() putting the original back."""
+    import time
+    times, launch = {}, ft._launch
+
+    def timed(bundle, program, device, args):
+        t0 = time.perf_counter()
+        launch(bundle, program, device, args)
+        times.setdefault(program, []).append(time.perf_counter() - t0)
+
+    def restore():
+        ft._launch = launch
+
+    ft._launch = timed
+    return times, restore
+
+
 def tflops(flops, ms):
     if ms is None or not math.isfinite(ms) or ms <= 0:
         return None

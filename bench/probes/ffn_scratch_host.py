@@ -17,17 +17,7 @@ import flashc.torch as ft  # noqa: E402
 
 M, d, h = 65536, 256, 1024
 x, w1, w2, _, dy = bc.ffn_inputs(torch, M, d, h, False)
-inner = {}
-launch = ft._launch
-
-
-def timed_launch(bundle, program, device, args):
-    t0 = time.perf_counter()
-    launch(bundle, program, device, args)
-    inner.setdefault(program, []).append(time.perf_counter() - t0)
-
-
-ft._launch = timed_launch
+inner, restore_launch = bc.time_flashc_launches(ft)
 steps = {"flashc": lambda: ft.ffn(x, w1, w2=w2, activation="gelu_tanh").backward(dy),
          "eager": lambda: (F.gelu(x @ w1, approximate="tanh") @ w2).backward(dy)}
 for pool in ("default", "keep", "default", "keep"):
@@ -58,7 +48,7 @@ import cProfile  # noqa: E402
 import pstats  # noqa: E402
 
 os.environ.pop("FLASHC_SCRATCH_POOL", None)
-ft._launch = launch
+restore_launch()
 prof = cProfile.Profile()
 prof.enable()
 for _ in range(20):

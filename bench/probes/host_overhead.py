@@ -4,13 +4,18 @@
 # 194 us a forward, i.e. the host was slower than the GPU. Needs FLASHC_BUNDLE_PATH with the bench-ffn and
 # bench-attention bundles (d = 256 / h = 1024 FFN, D = 128 16-head attention).
 import cProfile
+import os
 import pstats
+import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_common as bc  # noqa: E402  (puts python/ on the path too)
 
-import flashc.torch as ft
-from flashc import configs
+import torch  # noqa: E402
+
+import flashc.torch as ft  # noqa: E402
+from flashc import configs  # noqa: E402
 
 torch.manual_seed(0)
 N = 300
@@ -64,24 +69,14 @@ for name, f in (("ft.ffn no grad", ffn), ("ft.ffn x.requires_grad", ffn_grad), (
                 ("ft.ffn forward + backward", ffn_fwd_bwd), ("ft.attention fwd + bwd", attention_fwd_bwd)):
     print("  %-28s %8.1f" % (name, per_call(f)))
 # Of each call, the time inside flashc.torch._launch (argument binding + the runtime's flashc_launch) per program.
-inner = {}
-launch = ft._launch
-
-
-def timed_launch(bundle, program, device, args):
-    t0 = time.perf_counter()
-    launch(bundle, program, device, args)
-    inner.setdefault(program, []).append(time.perf_counter() - t0)
-
-
-ft._launch = timed_launch
+inner, restore_launch = bc.time_flashc_launches(ft)
 for f in (ffn_fwd_bwd, attention_fwd_bwd):
     inner.clear()
     per_call(f, 100)
     for program, times in sorted(inner.items()):
         times = sorted(times)[len(times) // 10:]  # drop the warm-up tail
         print("  inside _launch %-24s %8.1f us (median %d calls)" % (program, times[len(times) // 2] * 1e6, len(times)))
-ft._launch = launch
+restore_launch()
 prof = cProfile.Profile()
 prof.enable()
 for _ in range(N):

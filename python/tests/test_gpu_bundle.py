@@ -82,8 +82,12 @@ class BundleGpuTest(unittest.TestCase):
             self.bundle.launch("scale_then_add", workspace=workspace[:16384], **args)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "the workspace must be 256-byte aligned"):
             self.bundle.launch("scale_then_add", workspace=workspace[16:], **args)
-        with self.assertRaisesRegex(flashc.InvalidArgumentError, "not device memory known to CUDA"):
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "first byte .* is not device memory known to CUDA"):
             self.bundle.launch("scale_then_add", workspace=(256 * 1000, need), **args)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "last byte .* is not device memory known to CUDA"):
+            self.bundle.launch("scale_then_add", workspace=(workspace.data_ptr(), 1 << 44), **args)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "run past the end of the address space"):
+            self.bundle.launch("scale_then_add", workspace=(2 ** 64 - 256, need), **args)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected a contiguous CUDA tensor"):
             self.bundle.launch("scale_then_add", workspace=torch.empty(need, dtype=torch.uint8), **args)
 

@@ -6,6 +6,7 @@
 #include "flashc/runtime/Binding.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -268,6 +269,12 @@ void testProgram(const Manifest &m) {
     checkError(checkWorkspace(layout, nullptr, 1 << 20, "p"),
                "program 'p': the workspace is null but its scratch needs 4864 bytes", "a null workspace");
     check(checkWorkspace(layout, fakePointer(0x900000), 4864, "p").ok(), "a workspace of exactly the bytes needed");
+    // Sizes whose sum passes 2^64 saturate: no workspace is large enough (not a wrapped, small sum).
+    const int64_t huge = INT64_MAX - 10;
+    WorkspaceLayout past = layOutWorkspace({{"a", huge, false}, {"b", huge, false}, {"c", huge, false}});
+    check(past.bytes == UINT64_MAX, "three scratch tensors of 2^63 bytes: the layout saturates at 2^64 - 1");
+    checkError(checkWorkspace(past, fakePointer(0x900000), UINT64_MAX - 255, "p"),
+               "program 'p': the workspace has", "a saturated layout fits no workspace");
   }
   Arguments a = args();
   int64_t n[1] = {1000};
