@@ -30,19 +30,31 @@ def parse_args(argv=None):
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
                    help="comma-separated subset of %s (default: all)" % ",".join(IMPLS))
+    p.add_argument("--model-dims", default="",
+                   help="comma-separated model dims d: only the rows of these (default: every row)")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
     args.impls = [x for x in args.impls.split(",") if x]
+    try:
+        args.model_dims = [int(x) for x in args.model_dims.split(",") if x]
+    except ValueError:
+        p.error("--model-dims: expected comma-separated integers, got %r" % args.model_dims)
+    from flashc import configs
+    known = sorted({d for _, d, _ in configs.BENCH_FFN_SHAPES})
+    if any(d not in known for d in args.model_dims):
+        p.error("--model-dims: the rows have d in %s, got %s" % (known, args.model_dims))
     bad = [x for x in args.impls if x not in IMPLS]
     if bad:
         p.error("unknown impl(s) %s (known: %s)" % (", ".join(bad), ", ".join(IMPLS)))
     return args
 
 
-def rows():
+def rows(model_dims=()):
+    """The benchmark's rows, those with d in model_dims when given."""
     from flashc import configs
-    return [dict(M=m, d=d, h=h, config=c) for (m, d, h), c in zip(configs.BENCH_FFN_SHAPES, configs.BENCH_FFN)]
+    return [dict(M=m, d=d, h=h, config=c) for (m, d, h), c in zip(configs.BENCH_FFN_SHAPES, configs.BENCH_FFN)
+            if not model_dims or d in model_dims]
 
 
 def run_row(torch, row, args):
@@ -132,7 +144,7 @@ def main(argv=None):
     args = parse_args(argv)
     out = bc.out_dir(args.out)
     from flashc import cache
-    rs = rows()
+    rs = rows(args.model_dims)
     if args.dry_run:
         for r in rs:
             print("  M=%d d=%d h=%d bundle %s: %s" % (r["M"], r["d"], r["h"], r["config"].key,

@@ -169,6 +169,12 @@ class _Args:
             self.lib.flashc_args_destroy(self.handle)
             self.handle = None
 
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def set_tensor(self, name, ptr, dtype, shape, strides):
         rank = len(shape)
         shape_arr = (ctypes.c_int64 * max(rank, 1))(*shape)
@@ -193,9 +199,41 @@ class _Args:
             self.set_tensor(name, *_tensor_fields(name, value))
 
     def set_scalar(self, name, kind, value):
+        """Checks value for scalar parameter `name` of type kind ('f32', 'i32', 'i64') and sets it."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidArgumentError("argument '%s': expected a Python number for scalar parameter of type %s, "
+                                       "got %s" % (name, kind, type(value).__name__))
+        if kind != "f32" and not isinstance(value, int):
+            raise InvalidArgumentError("argument '%s': scalar parameter of type %s needs an int, got %r"
+                                       % (name, kind, value))
         setter = {"f32": self.lib.flashc_args_set_f32, "i32": self.lib.flashc_args_set_i32,
                   "i64": self.lib.flashc_args_set_i64}[kind]
-        _lib.check(setter(self.handle, name.encode(), value))
+        _lib.check(setter(self.handle, name.encode(), float(value) if kind == "f32" else value))
+
+
+class _KeptArgs:
+    """An argument handle kept for one bundle entry and one set of argument names, per thread: a launch repeated
+    with the same names (a training step, a decode loop) fills in its values only. Names, kinds and the missing
+    ones were checked when it was made."""
+
+    def __init__(self, args, tensor_names, scalar_kinds):
+        self.args = args
+        self.tensor_names = tensor_names
+        self.batch = _TensorBatch(tensor_names)
+        self.scalar_kinds = scalar_kinds  # (name, kind) of each scalar argument
+
+    def fill(self, values):
+        """True once every value is set; False (nothing reported) when a tensor argument is not a plain torch CUDA
+        tensor (the caller then binds the slow way, which says what is wrong)."""
+        if self.tensor_names:
+            if not _fill_fast(self.batch, [values[n] for n in self.tensor_names]):
+                return False
+            batch = self.batch
+            _lib.check(self.args.lib.flashc_args_set_tensors(self.args.handle, batch.count, batch.names,
+                                                             batch.tensors, batch.dtypes, batch.ranks))
+        for name, kind in self.scalar_kinds:
+            self.args.set_scalar(name, kind, values[name])
+        return True
 
 
 class Bundle:
@@ -220,6 +258,7 @@ class Bundle:
         self._params = {}
         self._param_maps = {}
         self._workspace_sizes = {}  # (program, argument shapes and devices) -> bytes
+        self._local = threading.local()  # per thread: kept argument handles (_kept_args)
         self.kernels = self._names(self._lib.flashc_bundle_kernel_count, self._lib.flashc_bundle_kernel_name)
         self.programs = self._names(self._lib.flashc_bundle_program_count, self._lib.flashc_bundle_program_name)
 
@@ -273,38 +312,58 @@ class Bundle:
         return found
 
     # -- argument binding --------------------------------------------------
-    def _bind(self, name, args, partial):
+    def _classify(self, name, arg_names, partial):
+        """(tensor argument names, [(scalar argument name, kind)]) of `name`'s arguments; errors for an unknown
+        name and, unless partial, for a missing one."""
         params = self._param_map(name)
+        tensor_names, scalar_kinds = [], []
+        for arg_name in arg_names:
+            param = params.get(arg_name)
+            if param is None:
+                raise InvalidArgumentError("'%s' has no parameter '%s' (parameters: %s)"
+                                           % (name, arg_name, ", ".join(params) or "none"))
+            if param.is_tensor:
+                tensor_names.append(arg_name)
+            else:
+                scalar_kinds.append((arg_name, param.dtype))
+        if not partial:
+            missing = [p for p in params if p not in arg_names]
+            if missing:
+                raise InvalidArgumentError("'%s' is missing argument%s %s" % (
+                    name, "s" if len(missing) > 1 else "", ", ".join("'%s'" % m for m in missing)))
+        return tensor_names, scalar_kinds
+
+    def _bind(self, name, args, partial):
+        tensor_names, scalar_kinds = self._classify(name, args, partial)
         bound = _Args()
         try:
-            tensor_names, tensor_values = [], []
-            for arg_name, value in args.items():
-                param = params.get(arg_name)
-                if param is None:
-                    raise InvalidArgumentError("'%s' has no parameter '%s' (parameters: %s)"
-                                               % (name, arg_name, ", ".join(params) or "none"))
-                if param.is_tensor:
-                    tensor_names.append(arg_name)
-                    tensor_values.append(value)
-                else:
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise InvalidArgumentError("argument '%s': expected a Python number for scalar parameter of "
-                                                   "type %s, got %s" % (arg_name, param.dtype, type(value).__name__))
-                    if param.dtype != "f32" and not isinstance(value, int):
-                        raise InvalidArgumentError("argument '%s': scalar parameter of type %s needs an int, got %r"
-                                                   % (arg_name, param.dtype, value))
-                    bound.set_scalar(arg_name, param.dtype, float(value) if param.dtype == "f32" else value)
+            for arg_name, kind in scalar_kinds:
+                bound.set_scalar(arg_name, kind, args[arg_name])
             if tensor_names:
-                bound.set_tensors(tensor_names, tensor_values)
-            if not partial:
-                missing = [p for p in params if p not in args]
-                if missing:
-                    raise InvalidArgumentError("'%s' is missing argument%s %s" % (
-                        name, "s" if len(missing) > 1 else "", ", ".join("'%s'" % m for m in missing)))
+                bound.set_tensors(tensor_names, [args[n] for n in tensor_names])
         except BaseException:
             bound.close()
             raise
         return bound
+
+    _MAX_KEPT_ARGS = 64
+
+    def _kept_args(self, name, args):
+        """This thread's kept argument handle for `name` and these argument names, filled with args' values; None
+        when a value is not a plain torch CUDA tensor or number (the caller binds the slow way)."""
+        kept = getattr(self._local, "kept", None)
+        if kept is None:
+            kept = self._local.kept = {}
+        key = (name, tuple(args))
+        entry = kept.get(key)
+        if entry is None:
+            tensor_names, scalar_kinds = self._classify(name, args, partial=False)
+            if len(kept) >= self._MAX_KEPT_ARGS:  # many argument sets: start over
+                for old in kept.values():
+                    old.args.close()
+                kept.clear()
+            entry = kept[key] = _KeptArgs(_Args(), tensor_names, scalar_kinds)
+        return entry.args if entry.fill(args) else None
 
     def param_shape(self, name, param, **args):
         """Shape of tensor parameter `param` of `name` implied by the given arguments."""
@@ -357,12 +416,23 @@ class Bundle:
         numbers. stream None: torch's current stream for the tensors' device (NULL without torch tensors).
         workspace: None (a program's scratch comes from the runtime's pool), or device memory for it that the
         caller keeps until the launch's work on the stream is done: a torch CUDA tensor (contiguous, 256-byte
-        aligned, at least workspace_bytes(name, ...) bytes) or a (ptr, nbytes) tuple.
+        aligned, at least workspace_bytes(name, ...) bytes) or a (ptr, nbytes) tuple; or a callable
+        allocate(nbytes) returning such memory, called with what these arguments need when they need any.
+        A launch repeated with the same argument names on one thread reuses its argument handle, and the runtime
+        its validated plan when shapes, strides, dtypes and scalars repeat.
         """
         handle = self._require()
-        bound = self._bind(name, args, partial=False)
+        bound = self._kept_args(name, args)
+        owned = bound is None
+        if owned:
+            bound = self._bind(name, args, partial=False)
         try:
             stream_handle = _stream_handle(stream, args)
+            if callable(workspace):
+                nbytes = ctypes.c_uint64()
+                _lib.check(self._lib.flashc_workspace_bytes(handle, name.encode(), bound.handle,
+                                                            ctypes.byref(nbytes)))
+                workspace = workspace(nbytes.value) if nbytes.value else None
             if workspace is None:
                 _lib.check(self._lib.flashc_launch(handle, name.encode(), bound.handle,
                                                    ctypes.c_void_p(stream_handle)))
@@ -372,7 +442,8 @@ class Bundle:
                                                              ctypes.c_void_p(stream_handle), ctypes.c_void_p(ptr),
                                                              nbytes))
         finally:
-            bound.close()
+            if owned:
+                bound.close()
 
     def workspace_bytes(self, name, **args):
         """Bytes of workspace program `name` needs for these arguments on the current device (its scratch tensors

@@ -151,23 +151,31 @@ def _run(config, direction, device, args):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _workspace(bundle, program, device, args):
-    """A program's scratch from torch's caching allocator (None when it has none): stream-ordered on the current
-    stream like the launch, reused from torch's cache instead of mapped again by the driver's pool (the FFN
+_allocators = {}  # device -> allocate(nbytes)
+
+
+def _allocator(device):
+    """allocate(nbytes) of a program's scratch on `device` from torch's caching allocator: stream-ordered on the
+    current stream like the launch, reused from torch's cache instead of mapped again by the driver's pool (the FFN
     backward's scratch at d <= 1024 left the GPU idle 100-600 us a step waiting for its remap:
-    bench/results/2026-12-02-h200-session16.md call 6). The size is asked of the runtime once a shape."""
-    nbytes = bundle.workspace_bytes(program, **args)
-    return torch.empty(nbytes, dtype=torch.uint8, device=device) if nbytes else None
+    bench/results/2026-12-02-h200-session16.md call 6). Bundle.launch calls it only for a program that has scratch,
+    with the bytes the runtime's plan for these arguments needs."""
+    allocate = _allocators.get(device)
+    if allocate is None:
+        def allocate(nbytes):
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+        _allocators[device] = allocate
+    return allocate
 
 
 def _launch(bundle, program, device, args):
     index = device.index if device.index is not None else torch.cuda.current_device()
     stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
     if index == torch.cuda.current_device():  # the runtime launches in the current context: no switch needed
-        bundle.launch(program, stream=stream, workspace=_workspace(bundle, program, device, args), **args)
+        bundle.launch(program, stream=stream, workspace=_allocator(device), **args)
         return
     with torch.cuda.device(index):
-        bundle.launch(program, stream=stream, workspace=_workspace(bundle, program, device, args), **args)
+        bundle.launch(program, stream=stream, workspace=_allocator(device), **args)
 
 
 # Two paths to the same kernels. Eager calls on plain tensors take the autograd.Function below (the least host time

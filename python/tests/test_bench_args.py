@@ -16,6 +16,7 @@ if TEST_INSTALLED:
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import bench_attention  # noqa: E402
+import bench_ffn  # noqa: E402
 import bench_ring  # noqa: E402
 
 from flashc import configs  # noqa: E402
@@ -34,6 +35,16 @@ class BenchArgsTest(unittest.TestCase):
     def test_equal_heads_for_padded_pairs(self):
         args = bench_attention.parse_args(["--head-dims", "80,96", "--heads", "16", "--seqs", "4096", "--causal", "yes"])
         self.assertEqual([(r["D"], r["H"]) for r in bench_attention.rows_of(args)], [(80, 16), (96, 16)])
+
+    def test_ffn_rows_by_model_dim(self):
+        args = bench_ffn.parse_args(["--model-dims", "256,1024"])
+        self.assertEqual([(r["M"], r["d"], r["h"]) for r in bench_ffn.rows(args.model_dims)],
+                         [(16384, 1024, 4096), (65536, 256, 1024)])
+        self.assertEqual(len(bench_ffn.rows(bench_ffn.parse_args([]).model_dims)), len(configs.BENCH_FFN))
+        for value in ("512", "x"):
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                bench_ffn.parse_args(["--model-dims", value])
+            self.assertIn("--model-dims", err.getvalue())
 
     def test_bad_arguments_are_refused(self):
         for argv, words in ((["--head-dims", "1:2:3"], "D:Dv"), (["--head-dims", "x"], "D:Dv"),

@@ -2,6 +2,7 @@
 through NVRTC): launches on torch's current stream, strided rows, raw pointer tuples, scalars, a program with
 scratch, outputs allocated from flashc_bundle_param_shape, and launch-time errors raised as exceptions."""
 
+import ctypes
 import unittest
 
 from _support import BASIC_BUNDLE, requires_cuda
@@ -12,6 +13,53 @@ try:
     import torch
 except ImportError:
     pass
+
+
+class _Location(ctypes.Structure):  # CUmemLocation
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocationProp(ctypes.Structure):  # CUmemAllocationProp
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
+                ("win32HandleMetaData", ctypes.c_void_p), ("compressionType", ctypes.c_ubyte),
+                ("gpuDirectRDMACapable", ctypes.c_ubyte), ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AccessDesc(ctypes.Structure):  # CUmemAccessDesc
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class _HalfMappedRange:
+    """Two granules of reserved device address space of which only the first is mapped (the driver's virtual
+    memory API through ctypes): yields (base, granule); the bytes from base + granule on are not device memory."""
+
+    def __enter__(self):
+        cuda = self.cuda = ctypes.CDLL("libcuda.so.1")
+        u64, size = ctypes.c_uint64, ctypes.c_size_t
+        device = _Location(1, torch.cuda.current_device())  # CU_MEM_LOCATION_TYPE_DEVICE
+        prop = _AllocationProp(1, 0, device)  # CU_MEM_ALLOCATION_TYPE_PINNED, no shareable handle
+        granule, base, handle = size(), u64(), u64()
+        self._check(cuda.cuMemGetAllocationGranularity(ctypes.byref(granule), ctypes.byref(prop), 0))
+        self.granule = granule.value
+        self._check(cuda.cuMemAddressReserve(ctypes.byref(base), size(2 * self.granule), size(0), u64(0), u64(0)))
+        self.base = base.value
+        self._check(cuda.cuMemCreate(ctypes.byref(handle), size(self.granule), ctypes.byref(prop), u64(0)))
+        self.handle = handle.value
+        self._check(cuda.cuMemMap(u64(self.base), size(self.granule), size(0), u64(self.handle), u64(0)))
+        access = _AccessDesc(device, 3)  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        self._check(cuda.cuMemSetAccess(u64(self.base), size(self.granule), ctypes.byref(access), size(1)))
+        return self.base, self.granule
+
+    def __exit__(self, *exc):
+        u64, size = ctypes.c_uint64, ctypes.c_size_t
+        self.cuda.cuMemUnmap(u64(self.base), size(self.granule))
+        self.cuda.cuMemRelease(u64(self.handle))
+        self.cuda.cuMemAddressFree(u64(self.base), size(2 * self.granule))
+
+    @staticmethod
+    def _check(rc):
+        if rc != 0:
+            raise RuntimeError("CUDA driver call failed with CUresult %d" % rc)
 
 
 @requires_cuda
@@ -84,12 +132,63 @@ class BundleGpuTest(unittest.TestCase):
             self.bundle.launch("scale_then_add", workspace=workspace[16:], **args)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "first byte .* is not device memory known to CUDA"):
             self.bundle.launch("scale_then_add", workspace=(256 * 1000, need), **args)
-        with self.assertRaisesRegex(flashc.InvalidArgumentError, "last byte .* is not device memory known to CUDA"):
-            self.bundle.launch("scale_then_add", workspace=(workspace.data_ptr(), 1 << 44), **args)
+        # Only the bytes the scratch needs are checked: a larger claim on good memory is fine.
+        self.bundle.launch("scale_then_add", workspace=(workspace.data_ptr(), 1 << 44), **args)
+        torch.cuda.synchronize()
+        with _HalfMappedRange() as (base, granule):  # the scratch's first byte mapped, its last byte not
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "last byte .* is not device memory known to CUDA"):
+                self.bundle.launch("scale_then_add", workspace=(base + granule - 256, need), **args)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "run past the end of the address space"):
             self.bundle.launch("scale_then_add", workspace=(2 ** 64 - 256, need), **args)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected a contiguous CUDA tensor"):
             self.bundle.launch("scale_then_add", workspace=torch.empty(need, dtype=torch.uint8), **args)
+
+    def test_workspace_allocated_on_demand(self):
+        """workspace=allocate: called with what the arguments need, only for a program that has scratch."""
+        asked = []
+
+        def allocate(nbytes):
+            asked.append(nbytes)
+            return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+
+        for n in (4097, 100, 4097):
+            x, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+            out = torch.full_like(x, float("nan"))
+            self.bundle.launch("scale_then_add", workspace=allocate, x=x, b=b, out=out, alpha=2.0)
+            torch.cuda.synchronize()
+            self.assertTrue(torch.allclose(out, 2.0 * x + b))
+        self.assertEqual(asked, [16640, 512, 16640])  # n * 4 bytes, rounded up to 256
+        a = torch.randn(10, device="cuda")
+        c = torch.empty_like(a)
+        self.bundle.launch("vector_add", workspace=allocate, a=a, b=a, c=c)
+        torch.cuda.synchronize()
+        self.assertEqual(len(asked), 3)  # no scratch: not called
+        self.assertTrue(torch.equal(c, a + a))
+
+    def test_repeated_launches(self):
+        """A launch repeated with the same argument names reuses its argument handle and the runtime's plan: new
+        pointers, new shapes, new scalars, and bad values in between are each taken or refused as on a first
+        launch."""
+        results = []
+        for rows, alpha in ((5, 0.5), (5, 0.5), (7, 0.5), (5, 2.0), (5, 0.5)):
+            x = torch.randn(rows, 64, device="cuda").to(torch.bfloat16)
+            s = torch.randn(rows, device="cuda")
+            y = torch.full((rows, 64), float("nan"), dtype=torch.bfloat16, device="cuda")
+            self.bundle.launch("row_scale", x=x, s=s, y=y, alpha=alpha)
+            results.append((y, (x.float() * s[:, None] * alpha).to(torch.bfloat16)))
+            if rows == 7:  # bad values under the same names: the same errors as a first launch
+                with self.assertRaisesRegex(flashc.InvalidArgumentError, "argument 's'"):
+                    self.bundle.launch("row_scale", x=x, s=torch.randn(rows + 1, device="cuda"), y=y, alpha=1.0)
+                with self.assertRaisesRegex(flashc.InvalidArgumentError, "needs an int|expected a Python number"):
+                    self.bundle.launch("row_scale", x=x, s=s, y=y, alpha="1")
+                with self.assertRaisesRegex(flashc.InvalidArgumentError, "expected a CUDA tensor"):
+                    self.bundle.launch("row_scale", x=x.cpu(), s=s, y=y, alpha=1.0)
+                with self.assertRaisesRegex(flashc.InvalidArgumentError, "not aligned"):
+                    self.bundle.launch("row_scale", x=x.view(-1)[1:].view(-1)[:rows * 64 - 64].view(rows - 1, 64),
+                                       s=s[:rows - 1], y=y[:rows - 1], alpha=1.0)
+        torch.cuda.synchronize()
+        for y, expected in results:
+            self.assertTrue(torch.allclose(y.float(), expected.float(), rtol=1e-2, atol=1e-2))
 
     def test_large_dynamic_shared_memory(self):
         x = torch.randn(3, 20000, device="cuda")  # 80 000 bytes of dynamic shared memory per block

@@ -7,6 +7,7 @@
 #include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/BundleIndex.h"
 #include "flashc/runtime/KernelCache.h"
+#include "flashc/runtime/LaunchPlanCache.h"
 #include "flashc/runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -209,6 +210,8 @@ struct LoadedModule {
   std::map<std::string, CUfunction> functions; // by kernel name
   std::map<std::string, DeviceLimits> limits;  // by kernel name (function-specific)
   std::map<std::string, int> sharedAttribute;  // dynamic shared bytes already allowed
+  /// Launch plans on this device by argument signature (a repeated launch is not validated and planned again).
+  std::unique_ptr<LaunchPlanCache> plans;
 };
 
 struct Bundle::Impl {
@@ -529,6 +532,7 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
     m.limits[k.name] = l;
     m.sharedAttribute[k.name] = kDefaultSharedLimit;
   }
+  m.plans = std::make_unique<LaunchPlanCache>(alignmentLog2Of(m.variant->manifest));
   return &modules.emplace(ctx, std::move(m)).first->second;
 }
 
@@ -733,7 +737,8 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
     return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + ": kernel '" + name + "' is not in the " +
                                               (*m)->variant->arch + " variant that runs on this device (launch "
                                               "its program instead: kernels differ between architectures)");
-  auto plan = planKernelLaunch(*k, args, (*m)->limits.at(k->name));
+  const DeviceLimits &limits = (*m)->limits.at(k->name);
+  auto plan = (*m)->plans->kernel(name, args, [&] { return planKernelLaunch(*k, args, limits); });
   if (!plan) return plan.error();
   std::unordered_set<const void *> checked;
   if (Status s = impl_->checkPointers(**d, *plan, (*m)->device, checked); !s) return s;
@@ -745,12 +750,14 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
 // checked against its own limits: block size and shared memory depend on the
 // compiled function).
 Result<ProgramLaunch> Bundle::Impl::planProgram(LoadedModule &m, const std::string &name, const Arguments &args) {
-  const Manifest &manifest = m.variant->manifest;
-  const ProgramSpec *p = manifest.findProgram(name); // every variant has it (checked at open)
-  std::map<std::string, DeviceLimits> kernelLimits;
-  for (const auto &kn : p->kernels)
-    kernelLimits[kn] = m.limits.at(kn);
-  return planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()), &kernelLimits);
+  return m.plans->program(name, args, [&]() -> Result<ProgramLaunch> {
+    const Manifest &manifest = m.variant->manifest;
+    const ProgramSpec *p = manifest.findProgram(name); // every variant has it (checked at open)
+    std::map<std::string, DeviceLimits> kernelLimits;
+    for (const auto &kn : p->kernels)
+      kernelLimits[kn] = m.limits.at(kn);
+    return planProgramLaunch(manifest, *p, args, kernelLimits.at(p->kernels.front()), &kernelLimits);
+  });
 }
 
 Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments &args) {
