@@ -169,8 +169,7 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
                         ReferenceTensor &dk, ReferenceTensor &dv) {
   ref::AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
                             k.shape[2], q.shape[3], v.shape[3]};
-  ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(),
-                              flash::referenceWindow(op.getMask())};
+  ref::AttentionParams params = flash::referenceParams(op);
   if (op.getKeyOffset())
     params.window = params.window.withKeyOffset(keyOffset);
   dq = ReferenceTensor(q.shape);
@@ -302,7 +301,8 @@ public:
           refInputs[argIndex(attention.getQuery())], refInputs[argIndex(attention.getKey())],
           refInputs[argIndex(attention.getValue())], attention.getScaleValue(),
           attention.getSoftcapValue(), attention.getMask(), lseRef,
-          attention.getKeyOffset() ? std::optional<int64_t>(keyOffset) : std::nullopt);
+          attention.getKeyOffset() ? std::optional<int64_t>(keyOffset) : std::nullopt,
+          attention.hasMaskMod() ? &attention.getMaskMod() : nullptr);
       if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
         ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
     }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/GraphEvaluator.h"
+#include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
@@ -197,7 +198,8 @@ LogicalResult Evaluator::attention(AttentionOp op) {
   ReferenceTensor lse;
   ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
                                            op.getSoftcapValue(), op.getMask(),
-                                           lse, keyOffset);
+                                           lse, keyOffset,
+                                           op.hasMaskMod() ? &op.getMaskMod() : nullptr);
   values[op.getOutput()] = std::move(out);
   values[op.getLse()] = std::move(lse);
   return success();
@@ -298,6 +300,15 @@ ref::AttentionWindow referenceWindow(MaskAttr mask) {
   return {mask.getWindowLeft(), mask.getWindowRight()};
 }
 
+ref::AttentionParams referenceParams(AttentionOp op) {
+  ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(), referenceWindow(op.getMask())};
+  if (op.hasMaskMod()) {
+    Region *body = &op.getMaskMod();
+    params.maskMod = [body](int64_t i, int64_t j) { return flashc::evaluateIndexPredicate(*body, {i, j}); };
+  }
+  return params;
+}
+
 ref::Activation referenceActivation(Activation activation) {
   return ref::parseActivation(stringifyActivation(activation).str())
       .value_or(ref::Activation::Identity);
@@ -308,13 +319,15 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse,
-                                   std::optional<int64_t> keyOffset) {
+                                   std::optional<int64_t> keyOffset, Region *maskMod) {
   ref::AttentionShape shape{query.shape[0], query.shape[1], key.shape[1],
                             query.shape[2], key.shape[2],   query.shape[3],
                             value.shape[3]};
   ref::AttentionParams params{scale, softcap, referenceWindow(mask)};
   if (keyOffset)
     params.window = params.window.withKeyOffset(*keyOffset);
+  if (maskMod)
+    params.maskMod = [maskMod](int64_t i, int64_t j) { return flashc::evaluateIndexPredicate(*maskMod, {i, j}); };
   ReferenceTensor out({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim});
   lse = ReferenceTensor({shape.batch, shape.queryHeads, shape.querySeq});
   ref::attentionForward(shape, params, query.data.data(), key.data.data(),

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/TileExecutor.h"
 
+#include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/codec.h"
@@ -680,13 +681,21 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         int64_t left = static_cast<int64_t>(mask.getWindowLeft()),
                 right = static_cast<int64_t>(mask.getWindowRight());
         bool transposed = mask.getTransposed();
+        Region *modifier = nullptr;
+        if (auto sym = mask.getMaskModAttr()) {
+          auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(mask, sym);
+          if (!maskMod)
+            return fail(mask, "mask modifier " + sym.getValue().str() + " not found");
+          modifier = &maskMod.getBody();
+        }
         for (int64_t r = 0; r < out->rows; ++r)
           for (int64_t c = 0; c < out->cols; ++c) {
             // S^T tiles have keys on the rows.
             int64_t i = transposed ? row0 + c : row0 + r, j = transposed ? col0 + r : col0 + c;
             int64_t p = i + shift;
             bool hidden =
-                j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right);
+                j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right) ||
+                (modifier && !flashc::evaluateIndexPredicate(*modifier, {i, j}));
             if (hidden)
               out->at(r, c) = kNegInf;
           }

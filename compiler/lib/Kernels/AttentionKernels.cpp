@@ -37,6 +37,11 @@ struct MaskGeometry {
   int64_t left, right; // window sides, -1 = unbounded (causal = [-1, 0])
   int64_t blockM, blockN;
   Value sq, sk, off;
+  /// The recipe's mask modifier (a tile.mask_mod), if any. The tile body masks
+  /// every block with it and bounds the loops by the window alone: which
+  /// blocks it hides whole or in part is the device library's interval
+  /// analysis (mask_mod.cuh), not tile IR.
+  FlatSymbolRefAttr maskMod;
 
   /// Key blocks [begin, end) that a query block starting at row0 can see.
   std::pair<Value, Value> keyBlocks(KernelBuilder &kb, Value row0) const {
@@ -102,11 +107,14 @@ struct MaskGeometry {
   /// the first query and the first key.
   Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0,
                   bool transposed = false) const {
-    return kb.ifThenElse(needsMask(kb, row0, col0), scores, [&]() -> Value {
+    auto mask = [&]() -> Value {
       return kb.b.create<MaskOp>(kb.loc, scores.getType(), scores, row0, col0, sk, off,
                                  kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right),
-                                 transposed ? kb.b.getUnitAttr() : UnitAttr());
-    }, "s_masked");
+                                 transposed ? kb.b.getUnitAttr() : UnitAttr(), maskMod);
+    };
+    if (maskMod)
+      return mask();
+    return kb.ifThenElse(needsMask(kb, row0, col0), scores, mask, "s_masked");
   }
 };
 
@@ -134,6 +142,7 @@ struct AttentionKernel {
     MaskGeometry g;
     g.left = spec.getWindowLeft();
     g.right = spec.getWindowRight();
+    g.maskMod = spec.getMaskMod();
     g.blockM = Br;
     g.blockN = Bc;
     g.sq = kb.dim(q, 2, "seq_q");

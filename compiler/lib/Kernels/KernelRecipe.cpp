@@ -140,7 +140,8 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
   if (auto a = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec))
     return AttentionSpecAttr::verify(emitError, a.getRole(), a.getHeadDim(), a.getValueDim(),
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
-                                     a.getWindowRight(), a.getElementType(), a.getKeyOffset());
+                                     a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
+                                     a.getMaskMod());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),

@@ -3,6 +3,10 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -15,6 +19,31 @@ bool hasFusedOps(func::FuncOp func) {
       found = true;
   });
   return found;
+}
+
+FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
+  if (!op.hasMaskMod())
+    return {};
+  // Named by the body's content: the same modifier gets the same symbol from
+  // every kernel of the attention and from the op's clones.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (Operation &inner : op.getMaskMod().front())
+    inner.print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  std::string name = llvm::formatv("mask_mod_{0:x-}", llvm::xxh3_64bits(text)).str();
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(module, name)) {
+    OpBuilder b(op.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto maskMod = b.create<MaskModOp>(op.getLoc(), name);
+    IRMapping mapping;
+    op.getMaskMod().cloneInto(&maskMod.getBody(), mapping);
+    Operation *yield = maskMod.getBody().front().getTerminator();
+    b.setInsertionPoint(yield);
+    b.create<YieldOp>(yield->getLoc(), yield->getOperand(0));
+    yield->erase();
+  }
+  return FlatSymbolRefAttr::get(op.getContext(), name);
 }
 
 AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
@@ -32,7 +61,7 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
                                 b.getF64FloatAttr(op.getScaleValue()),
                                 b.getF64FloatAttr(op.getSoftcapValue()), left, right,
                                 TypeAttr::get(op.getQuery().getType().getElementType()),
-                                /*keyOffset=*/static_cast<bool>(op.getKeyOffset()));
+                                /*keyOffset=*/static_cast<bool>(op.getKeyOffset()), maskModSymbol(op));
 }
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,

@@ -24,6 +24,11 @@ enum class FfnPlanChoice { Auto, Fused, TwoKernel };
 /// True when `func` contains a flash.attention or flash.ffn.
 bool hasFusedOps(mlir::func::FuncOp func);
 
+/// The module's tile.mask_mod holding `op`'s mask_mod region (made on first
+/// use, named by its content, so that the forward and backward kernels and the
+/// op's clones share it); null when `op` has none.
+mlir::FlatSymbolRefAttr maskModSymbol(mlir::flash::AttentionOp op);
+
 /// Checks that the kernels can honour the sizes of fused op `op`
 /// (flash.attention or flash.ffn; others pass): static sizes within the
 /// kernels' 32-bit indices, head dims and 16-bit row lengths the device

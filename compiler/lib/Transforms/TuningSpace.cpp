@@ -77,7 +77,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),
                                 attention.getWindowRight(), attention.getElementType(),
-                                attention.getKeyOffset());
+                                attention.getKeyOffset(), attention.getMaskMod());
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

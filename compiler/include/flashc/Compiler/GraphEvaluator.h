@@ -10,6 +10,7 @@
 #define FLASHC_COMPILER_GRAPHEVALUATOR_H
 
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
+#include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
 
@@ -52,13 +53,19 @@ flashc::reference::Activation referenceActivation(Activation activation);
 /// flash.attention on q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv]: returns
 /// the output [B,Hq,Sq,Dv] and writes lse [B,Hq,Sq] (-inf for a row that sees
 /// no key, whose output is 0). Sizes must already be consistent. The math is
-/// flashc::reference::attentionForward.
+/// flashc::reference::attentionForward. maskMod: a mask_mod region (an index
+/// function of query and key rows) hiding more keys.
 ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse,
-                                   std::optional<int64_t> keyOffset = std::nullopt);
+                                   std::optional<int64_t> keyOffset = std::nullopt,
+                                   mlir::Region *maskMod = nullptr);
+
+/// flashc::reference's parameters of flash.attention `op` (scale, softcap,
+/// window, its mask_mod evaluated by flashc::evaluateIndexPredicate).
+flashc::reference::AttentionParams referenceParams(AttentionOp op);
 
 } // namespace mlir::flash
 

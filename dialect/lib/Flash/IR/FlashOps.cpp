@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
+#include "flashc/Dialect/Common/IndexFunction.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -290,6 +291,13 @@ LogicalResult AttentionOp::verify() {
   if (softcap > kMaxAttentionScale)
     return emitOpError() << "softcap = " << softcap << " is too large: at most "
                          << kMaxAttentionScale;
+  if (hasMaskMod()) {
+    if (getKeyOffset())
+      return emitOpError() << "mask_mod is not combined with key_offset (the modifier sees "
+                              "row indices, not key positions)";
+    if (failed(flashc::verifyIndexFunction(op, getMaskMod(), 2, "mask_mod")))
+      return failure();
+  }
   return success();
 }
 

@@ -84,7 +84,8 @@ bool AttentionSpecAttr::takesKeyOffset() const {
 LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         KernelRole role, int64_t headDim, int64_t valueDim,
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
-                                        int64_t windowRight, TypeAttr elementType, bool) {
+                                        int64_t windowRight, TypeAttr elementType, bool,
+                                        FlatSymbolRefAttr) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";

@@ -1,5 +1,6 @@
 //===- TileOps.cpp - tile op verifiers and custom syntax -------------------===//
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -399,6 +400,10 @@ LogicalResult MaskOp::verify() {
     return emitOpError() << "window sides must be at most " << limits::kMaxWindowSide
                          << " (-1: unbounded)";
   return expectRegisterF32Tile(*this, getType(), "scores");
+}
+
+LogicalResult MaskModOp::verify() {
+  return flashc::verifyIndexFunction(*this, getBody(), 2, "the mask modifier's body");
 }
 
 LogicalResult SoftcapOp::verify() {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct AttentionParams {
   double scale = 1.0;
   double softcap = 0.0; // > 0: scores go through softcap · tanh(s / softcap)
   AttentionWindow window;
+  /// A mask modifier (flash.attention's mask_mod): key j is also hidden from
+  /// query row i where it returns false. Empty: none.
+  std::function<bool(int64_t i, int64_t j)> maskMod;
 };
 
 namespace detail {
@@ -71,7 +75,7 @@ inline double attentionRow(const AttentionShape &s, const AttentionParams &param
   double rowMax = kNegInf;
   for (int64_t j = 0; j < s.keySeq; ++j) {
     chain[j] = params.scale;
-    if (!params.window.isKeyVisible(i, j, s.querySeq, s.keySeq)) {
+    if (!params.window.isKeyVisible(i, j, s.querySeq, s.keySeq) || (params.maskMod && !params.maskMod(i, j))) {
       p[j] = kNegInf;
       continue;
     }

@@ -16,6 +16,8 @@ def Flash_Dialect : Dialect {
     fusion passes produce and that later stages tile into kernels.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // mask_mod regions are written in arith.
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
   let extraClassDeclaration = [{
     // Defined in FlashAttrs.cpp, where the attribute storage types are complete.
     void registerAttributes();

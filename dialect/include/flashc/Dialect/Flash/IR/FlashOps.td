@@ -5,6 +5,7 @@
 include "flashc/Dialect/Flash/IR/FlashAttrs.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Flash_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
 def Flash_F32Tensor : RankedTensorOf<[F32]>;
@@ -153,7 +154,7 @@ def Flash_MulOp : Flash_Op<"mul", [SameOperandsAndResultType, Commutative]> {
 // Fused ops
 //===----------------------------------------------------------------------===//
 
-def Flash_AttentionOp : Flash_Op<"attention"> {
+def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove]> {
   let summary = "fused scaled-dot-product attention with log-sum-exp";
   let description = [{
     Operands: query [B, Hq, Sq, D], key [B, Hkv, Sk, D], value [B, Hkv, Sk, Dv]
@@ -187,6 +188,27 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
         -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>)
     ```
     `softcap = 30.0` may follow the mask; it is omitted when 0.
+
+    `mask_mod` (optional) hides more keys: a region of two index arguments,
+    the query row q and the key row k (0-based rows of query and key, as
+    FlexAttention's q_idx and kv_idx), yielding an i1 — true when key k is
+    visible from query q. Its body is integer arithmetic (IndexFunction.h:
+    arith constant, addi, subi, muli, divsi, ceildivsi, floordivsi, remsi,
+    minsi, maxsi, signed cmpi, andi / ori / xori on i1, select). A key is
+    visible when both `mask` and `mask_mod` let it be; the kernels skip blocks
+    the modifier hides whole and mask elementwise only blocks it hides in
+    part. Prefix-LM over a 4096-token prefix, causal after it:
+    ```mlir
+    ... mask = #flash.mask<none> num_kv_heads = 8 mask_mod {
+    ^bb0(%q: index, %k: index):
+      %prefix = arith.constant 4096 : index
+      %in_prefix = arith.cmpi slt, %k, %prefix : index
+      %causal = arith.cmpi sle, %k, %q : index
+      %visible = arith.ori %in_prefix, %causal : i1
+      flash.yield %visible : i1
+    } : ...
+    ```
+    Not combined with `key_offset` (the modifier sees row indices).
   }];
   let arguments = (ins
     Flash_FloatTensor:$query,
@@ -198,9 +220,10 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
     I64Attr:$num_kv_heads);
   let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
+  let regions = (region AnyRegion:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_offset` `=` $key_offset^)? `scale` `=` $scale `mask` `=` qualified($mask)
-    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads
+    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads (`mask_mod` $mask_mod^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -216,7 +239,14 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     }
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
     int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
+    bool hasMaskMod() { return !getMaskMod().empty(); }
   }];
+}
+
+def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, HasParent<"AttentionOp">, Terminator, ReturnLike]> {
+  let summary = "the value of a flash.attention mask_mod region (i1: the key is visible)";
+  let arguments = (ins I1:$visible);
+  let assemblyFormat = "$visible attr-dict `:` type($visible)";
 }
 
 def Flash_FfnOp : Flash_Op<"ffn", [AttrSizedOperandSegments]> {

@@ -180,6 +180,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     key_offset = true: p = i + key_offset instead, with key_offset the
     kernel's last argument (an i32, given at launch) in every role that
     masks (forward and the backward kernels that compute scores).
+    mask_mod = @m (a tile.mask_mod): key j is also hidden from query i where
+    @m(i, j) is false.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -187,7 +189,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     "::mlir::FloatAttr":$scale, "::mlir::FloatAttr":$softcap,
     "int64_t":$window_left, "int64_t":$window_right,
     "::mlir::TypeAttr":$element_type,
-    DefaultValuedParameter<"bool", "false">:$key_offset);
+    DefaultValuedParameter<"bool", "false">:$key_offset,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.

@@ -80,6 +80,35 @@ def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">, Terminator, 
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_MaskModOp : Tile_Op<"mask_mod", [IsolatedFromAbove, Symbol]> {
+  let summary = "a mask modifier: which keys a query sees, as an index function";
+  let description = [{
+    The body of a flash.attention `mask_mod` region, moved to the module so
+    that every kernel of the attention (forward and backward) names it: a
+    `#tile.attention` spec's `mask_mod` and each `tile.mask` refer to it by
+    symbol. Arguments: the query row q and the key row k (index); the body is
+    an index function (flashc/Dialect/Common/IndexFunction.h) yielding an i1,
+    true when key k is visible from query q.
+    ```mlir
+    tile.mask_mod @attention_mask_mod_5f1c2a9e {
+    ^bb0(%q: index, %k: index):
+      %c = arith.cmpi sle, %k, %q : index
+      tile.yield %c : i1
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, HasParent<"MaskModOp">, Terminator, ReturnLike]> {
+  let summary = "the value of a tile.mask_mod (i1: the key is visible)";
+  let arguments = (ins I1:$visible);
+  let assemblyFormat = "$visible attr-dict `:` type($visible)";
+}
+
 def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "launch a tile.kernel over its grid (in a tile.program func)";
   let description = [{
@@ -258,14 +287,16 @@ def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
     (window_right >= 0 and j > p + window_right); else scores. Causal is
     window_left = -1, window_right = 0; offset = Sk - Sq (bottom-right).
     `transposed`: the tile is S^T (rows are keys): i = row0 + c, j = col0 + r.
+    `mod @m` (a tile.mask_mod) also hides key j from row i where @m(i, j) is
+    false.
   }];
   let arguments = (ins Tile_Tile:$scores, Index:$row0, Index:$col0, Index:$col_limit,
                        Index:$offset, I64Attr:$window_left, I64Attr:$window_right,
-                       UnitAttr:$transposed);
+                       UnitAttr:$transposed, OptionalAttr<FlatSymbolRefAttr>:$mask_mod);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $scores `rows` $row0 `cols` $col0 `limit` $col_limit `offset` $offset
-    `window` `[` $window_left `,` $window_right `]` (`transposed` $transposed^)? attr-dict
+    `window` `[` $window_left `,` $window_right `]` (`mod` $mask_mod^)? (`transposed` $transposed^)? attr-dict
     `:` type($result)
   }];
   let hasVerifier = 1;
