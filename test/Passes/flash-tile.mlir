@@ -364,3 +364,32 @@ func.func @shifted(%q: tensor<?x2x?x64xbf16>, %off: i32, %k: tensor<?x2x?x64xbf1
       : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, i32) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
   return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }
+
+// -----
+
+// A mask modifier moves to the module as a tile.mask_mod named by its content; the
+// kernel's recipe and its tile.mask name it. The tile body masks every block with it
+// (no needs_mask test: which blocks it hides is the device library's interval
+// analysis), and its loop bounds are the window's (here none: all key blocks).
+// CHECK-LABEL: tile.kernel @chunked_attention_attention_fwd
+// CHECK-SAME: mask_mod = @[[MOD:mask_mod_[0-9a-f]+]]>
+// CHECK: scf.for
+// CHECK-NOT: scf.if
+// CHECK: tile.mask %{{.*}} rows %{{.*}} cols %{{.*}} limit %{{.*}} offset %{{.*}} window[-1, -1] mod @[[MOD]] :
+// CHECK: tile.mask_mod @[[MOD]] {
+// CHECK-NEXT: ^bb0(%[[Q:.+]]: index, %[[K:.+]]: index):
+// CHECK: arith.divsi %[[Q]]
+// CHECK: tile.yield %{{.*}} : i1
+// SM80-LABEL: tile.kernel @chunked_attention_attention_fwd
+// SM80: tile.mask {{.*}} mod @mask_mod_
+func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %c = arith.constant 256 : index
+    %qi = arith.divsi %i, %c : index   // the query's chunk
+    %kj = arith.divsi %j, %c : index   // the key's chunk
+    %same = arith.cmpi eq, %qi, %kj : index
+    flash.yield %same : i1
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}

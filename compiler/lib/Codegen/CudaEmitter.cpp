@@ -28,6 +28,7 @@
 #include "ManifestBuilder.h"
 #include "Names.h"
 #include "WsKernelEmitter.h"
+#include "MaskModEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1492,19 +1493,23 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
       })
       .Case([&](tile::MaskOp o) -> LogicalResult {
         std::string name = resultOf(o, o.getScores(), "masked");
+        // With a modifier: mask_mod<Mod, L, R> (the struct printed before the kernel).
+        std::string fn = o.getMaskModAttr() ? "mask_mod" : "mask";
+        std::string params = std::to_string(static_cast<int64_t>(o.getWindowLeft())) + ", " +
+                             std::to_string(static_cast<int64_t>(o.getWindowRight()));
+        if (auto sym = o.getMaskModAttr())
+          params = maskModTypeName(sym) + ", " + params;
+        const char *what = o.getMaskModAttr() ? "outside the window, hidden by the modifier / past the keys"
+                                              : "outside the window / past the keys";
         if (o.getTransposed()) {
-          line() << "mask_transposed<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
-                 << static_cast<int64_t>(o.getWindowRight()) << ">(" << name << ", "
-                 << nameOf(o.getCol0()) << ", " << nameOf(o.getRow0()) << ", "
-                 << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
-                 << ");  // Sᵀ: -inf outside the window / past the keys\n";
+          line() << fn << "_transposed<" << params << ">(" << name << ", " << nameOf(o.getCol0()) << ", "
+                 << nameOf(o.getRow0()) << ", " << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
+                 << ");  // Sᵀ: -inf " << what << "\n";
           return success();
         }
-        line() << "mask<" << static_cast<int64_t>(o.getWindowLeft()) << ", "
-               << static_cast<int64_t>(o.getWindowRight()) << ">(" << name
-               << ", " << nameOf(o.getRow0()) << ", " << nameOf(o.getCol0()) << ", "
-               << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
-               << ");  // -inf outside the window / past the keys\n";
+        line() << fn << "<" << params << ">(" << name << ", " << nameOf(o.getRow0()) << ", "
+               << nameOf(o.getCol0()) << ", " << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
+               << ");  // -inf " << what << "\n";
         return success();
       })
       .Case([&](tile::SoftcapOp o) {
@@ -1634,6 +1639,8 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
     out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
+  if (failed(printMaskMods(kernel, out)))
+    return failure();
   out << "namespace " << ns << " {\n";
   // Only constants the kernel reads are declared (NVRTC warns about the
   // others); the plan's block sizes and shared-memory size are a comment.

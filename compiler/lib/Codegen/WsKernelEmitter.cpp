@@ -1,5 +1,6 @@
 //===- WsKernelEmitter.cpp - warp-specialised kernels' CUDA -------------===//
 #include "WsKernelEmitter.h"
+#include "MaskModEmitter.h"
 
 #include "flashc/Compiler/Target.h"
 
@@ -141,6 +142,9 @@ void printHeadsAndMask(tile::AttentionSpecAttr spec, ArrayRef<Type> inputs, llvm
       << ";  // query heads per KV head (0: from the shapes at run time)\n";
   out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft()
       << ", kWindowRight = " << spec.getWindowRight() << ";\n";
+  if (spec.getMaskMod())
+    out << "  using MaskMod = " << maskModTypeName(spec.getMaskMod()) << ";  // tile.mask_mod "
+        << spec.getMaskMod() << " on top of the window\n";
 }
 
 /// The kernel's signature after its config namespace: the tensors, then the
@@ -527,6 +531,8 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
+  if (failed(printMaskMods(kernel, out)))
+    return failure();
   Attribute spec = kernel.getSpecAttr();
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(spec);
       attention && attention.getRole() == tile::KernelRole::AttentionForward)

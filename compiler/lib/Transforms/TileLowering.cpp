@@ -61,7 +61,12 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
                                 b.getF64FloatAttr(op.getScaleValue()),
                                 b.getF64FloatAttr(op.getSoftcapValue()), left, right,
                                 TypeAttr::get(op.getQuery().getType().getElementType()),
-                                /*keyOffset=*/static_cast<bool>(op.getKeyOffset()), maskModSymbol(op));
+                                /*keyOffset=*/static_cast<bool>(op.getKeyOffset()),
+                                // (pre- and postprocessing compute no scores: no modifier)
+                                role == KernelRole::AttentionBackwardPreprocess ||
+                                        role == KernelRole::AttentionBackwardPostprocess
+                                    ? FlatSymbolRefAttr()
+                                    : maskModSymbol(op));
 }
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,

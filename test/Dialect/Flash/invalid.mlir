@@ -549,3 +549,77 @@ func.func @ffn_activation(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, 
   %0 = flash.ffn swish %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
   return %0 : tensor<?x1024xbf16>
 }
+
+// -----
+
+// A mask_mod region is an index function: only integer arith on index and i1 (IndexFunction.h).
+func.func @mask_mod_cast(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'arith.index_cast' op is not allowed in mask_mod: the body is integer arithmetic on index and i1}}
+    %x = arith.index_cast %i : index to i32
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_unsigned(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'arith.cmpi' op is not allowed in mask_mod: comparisons are signed (eq, ne, slt, sle, sgt, sge)}}
+    %c = arith.cmpi ule, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_bool_arithmetic(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %a = arith.cmpi sle, %j, %i : index
+    // expected-error @+1 {{'arith.addi' op is not allowed in mask_mod: arithmetic and comparisons take index operands (andi, ori, xori combine i1)}}
+    %b = arith.addi %a, %a : i1
+    flash.yield %b : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_arguments(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{mask_mod takes 2 index arguments (query, key), got 3}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%h: index, %i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_key_offset(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %off: i32) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{mask_mod is not combined with key_offset (the modifier sees row indices, not key positions)}}
+  %out, %lse = flash.attention %q, %k, %v key_offset = %off scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, i32) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_yield(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{invalid kind of type specified}}
+    flash.yield %i : index
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}

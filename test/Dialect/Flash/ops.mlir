@@ -87,6 +87,30 @@ func.func @attention_key_offset(%q: tensor<2x4x100x64xf16>, %k: tensor<2x4x37x64
   return %o, %lse : tensor<2x4x100x64xf16>, tensor<2x4x100xf32>
 }
 
+// A mask modifier: prefix-LM over 64 keys, causal after them (the region an index function of
+// the query row and the key row, yielding whether the key is visible).
+// CHECK-LABEL: func.func @attention_mask_mod
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.250000e-01 mask = #flash.mask<none> num_kv_heads = 4 mask_mod {
+// CHECK-NEXT: ^bb0(%[[Q:.+]]: index, %[[K:.+]]: index):
+// CHECK-NEXT:   %[[PREFIX:.+]] = arith.constant 64 : index
+// CHECK-NEXT:   %[[IN:.+]] = arith.cmpi slt, %[[K]], %[[PREFIX]] : index
+// CHECK-NEXT:   %[[CAUSAL:.+]] = arith.cmpi sle, %[[K]], %[[Q]] : index
+// CHECK-NEXT:   %[[VISIBLE:.+]] = arith.ori %[[IN]], %[[CAUSAL]] : i1
+// CHECK-NEXT:   flash.yield %[[VISIBLE]] : i1
+// CHECK-NEXT: } : (tensor<2x4x100x64xf16>
+func.func @attention_mask_mod(%q: tensor<2x4x100x64xf16>, %k: tensor<2x4x37x64xf16>)
+    -> (tensor<2x4x100x64xf16>, tensor<2x4x100xf32>) {
+  %o, %lse = flash.attention %q, %k, %k scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %prefix = arith.constant 64 : index
+    %in_prefix = arith.cmpi slt, %j, %prefix : index
+    %causal = arith.cmpi sle, %j, %i : index
+    %visible = arith.ori %in_prefix, %causal : i1
+    flash.yield %visible : i1
+  } : (tensor<2x4x100x64xf16>, tensor<2x4x37x64xf16>, tensor<2x4x37x64xf16>) -> (tensor<2x4x100x64xf16>, tensor<2x4x100xf32>)
+  return %o, %lse : tensor<2x4x100x64xf16>, tensor<2x4x100xf32>
+}
+
 // CHECK-LABEL: func.func @ffn
 func.func @ffn(%x: tensor<?x?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>, %wu: tensor<1024x4096xbf16>,

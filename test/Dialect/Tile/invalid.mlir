@@ -393,3 +393,23 @@ tile.kernel @tuned(%a: !tile.tensor<?x128xbf16>) attributes {
     block_m = 64, block_n = 64, warps = 4, stages = 2, tuning = {entry = "table.txt:2", persistent = 1 : i64}} {
   tile.return
 }
+
+// -----
+
+// tile.mask_mod's body follows the mask_mod rules (IndexFunction.h).
+// expected-error @+1 {{the mask modifier's body takes 2 index arguments (query, key), got 1}}
+tile.mask_mod @one_argument {
+^bb0(%q: index):
+  %c = arith.cmpi sle, %q, %q : index
+  tile.yield %c : i1
+}
+
+// -----
+
+tile.mask_mod @float_body {
+^bb0(%q: index, %k: index):
+  // expected-error @+1 {{'arith.index_cast' op is not allowed in the mask modifier's body}}
+  %x = arith.index_cast %q : index to i64
+  %c = arith.cmpi sle, %k, %q : index
+  tile.yield %c : i1
+}

@@ -84,7 +84,7 @@ struct AttentionBwdWsPlan {
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
   static constexpr int kGroup = Config::kGroup;
-  using Mask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  using Mask = typename MaskSpecOf<Config>::type;
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
   // ---- schedule ----
@@ -99,7 +99,7 @@ struct AttentionBwdWsPlan {
   // spilled 32 bytes (16 with dV late under a mask; nvcc none); without a window dPᵀ under the exponentials
   // measured +3.4-3.9 % (session 13 call 11).
   static constexpr bool kLateDv = kDqByRows;
-  static constexpr bool kLateDp = kLateDv && (Mask::L >= 0 || Mask::R >= 0);
+  static constexpr bool kLateDp = kLateDv && Mask::kElementMaskInLoop;
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
   static_assert(kDqByRows ? kDqCols == kHeadDim
@@ -213,7 +213,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int k0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, batch = blockIdx.z;
   const int warpgroup = warp_id() / 4;
-  const int m_begin = Mask::query_block_begin(k0, kBlockM, offset);
+  const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset);
   const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
   const int num_m = m_end > m_begin ? m_end - m_begin : 0;
   const int num_iters = group * num_m;  // (group head, query block) pairs, head-major

@@ -68,7 +68,7 @@ struct AttentionFwdWsPlan {
   static constexpr int kGroup = Config::kGroup;
   static constexpr float kScale = Config::kScale;
   static constexpr float kSoftcap = Config::kSoftcap;
-  using Mask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  using Mask = typename MaskSpecOf<Config>::type;
   static constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   const int warpgroup = warp_id() / 4;
   // Key blocks [n_begin, n_begin + n_blocks) of the query rows from q0 (the same for every warpgroup).
   auto key_blocks = [&](int q0, int& n_begin) {
-    n_begin = Mask::key_block_begin(q0, kBlockN, offset);
+    n_begin = Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset);
     const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
     return n_end > n_begin ? n_end - n_begin : 0;
   };

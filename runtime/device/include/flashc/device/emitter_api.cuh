@@ -133,6 +133,17 @@ __device__ __forceinline__ void mask_transposed(RegTileF32<TR, TC, W>& st, int k
   mask_transposed<Window<L, R>>(st, key_row0, query_col0, limit, offset);
 }
 
+// tile.mask ... mod @m: the window and the mask modifier Mod (the struct printed for tile.mask_mod @m).
+template <class Mod, int L, int R, int TR, int TC, int W>
+__device__ __forceinline__ void mask_mod(RegTileF32<TR, TC, W>& s, int row0, int col0, int limit, int offset) {
+  mask<ModMask<Window<L, R>, Mod>>(s, row0, col0, limit, offset);
+}
+template <class Mod, int L, int R, int TR, int TC, int W>
+__device__ __forceinline__ void mask_mod_transposed(RegTileF32<TR, TC, W>& st, int key_row0, int query_col0,
+                                                    int limit, int offset) {
+  mask_transposed<ModMask<Window<L, R>, Mod>>(st, key_row0, query_col0, limit, offset);
+}
+
 // tile.load_rows into shared memory: the per-query lse / D column vectors of the Sᵀ backward.
 __device__ __forceinline__ float* shared_floats(unsigned char* smem, int byte_offset) {
   return reinterpret_cast<float*>(smem + byte_offset);

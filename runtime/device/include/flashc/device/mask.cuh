@@ -7,7 +7,9 @@
 // Causal is window [-1, 0]; no mask is [-1, -1] (only the key tail is masked).
 // Generated code calls the mask only on boundary blocks (needs_mask); interior blocks skip it,
 // and loop bounds (key_block_begin/end, query_block_begin/end) skip wholly hidden blocks.
+// A mask spec is Window<L, R> or ModMask<Window<L, R>, Mod> (mask_mod.cuh: a tile.mask_mod on top).
 #pragma once
+#include "flashc/device/mask_mod.cuh"
 #include "flashc/device/regtile.cuh"
 
 namespace flashc {
@@ -17,6 +19,7 @@ template <int kLeft, int kRight>
 struct Window {
   static constexpr int L = kLeft;   // < 0: unbounded to the left
   static constexpr int R = kRight;  // < 0: unbounded to the right; 0 with L < 0 is causal
+  static constexpr bool kElementMaskInLoop = kLeft >= 0 || kRight >= 0;  // beyond the key tail
   // A run-time key offset clamped to [-Sq - R' - 1, Sk + L' + 1] (L', R': the sides, 0 when
   // unbounded): beyond either end every row sees all keys or none, so no result changes, and the
   // bound arithmetic stays far from int overflow (the compiler's tile IR clamps alike).
@@ -40,8 +43,9 @@ struct Window {
     if (kRight >= 0) m = m || k0 + BN - 1 > q0 + offset + kRight;
     return m;
   }
-  // Key blocks [begin, end) (units of BN) that query rows [q0, q0+BM) can see.
-  static __device__ __forceinline__ int key_block_begin(int q0, int BN, int offset) {
+  // Key blocks [begin, end) (units of BN) that query rows [q0, q0+BM) can see. (BM and limit unused
+  // here: the interface of ModMask, mask_mod.cuh, which scans blocks.)
+  static __device__ __forceinline__ int key_block_begin(int q0, int BM, int BN, int limit, int offset) {
     if (kLeft < 0) return 0;
     const int first = q0 + offset - kLeft;
     return first > 0 ? first / BN : 0;
@@ -55,7 +59,7 @@ struct Window {
     return last > 0 ? (last + BN - 1) / BN : 0;
   }
   // Query blocks [begin, end) (units of BM) that see any key of [k0, k0+BN).
-  static __device__ __forceinline__ int query_block_begin(int k0, int BM, int offset) {
+  static __device__ __forceinline__ int query_block_begin(int k0, int BN, int BM, int num_queries, int offset) {
     if (kRight < 0) return 0;
     const int first = k0 - offset - kRight;  // j <= i + offset + R  <=>  i >= j - offset - R
     return first > 0 ? first / BM : 0;
@@ -71,6 +75,21 @@ struct Window {
 };
 using NoMask = Window<-1, -1>;
 using CausalMask = Window<-1, 0>;
+
+// The mask spec of a warp-specialised kernel's Config: Window<kWindowLeft, kWindowRight>, with the
+// Config's MaskMod (a printed tile.mask_mod) on top where it names one.
+template <class T>
+struct VoidOf {
+  using type = void;
+};
+template <class Config, class = void>
+struct MaskSpecOf {
+  using type = Window<Config::kWindowLeft, Config::kWindowRight>;
+};
+template <class Config>
+struct MaskSpecOf<Config, typename VoidOf<typename Config::MaskMod>::type> {
+  using type = ModMask<Window<Config::kWindowLeft, Config::kWindowRight>, typename Config::MaskMod>;
+};
 
 // tile op `mask`: S[r][c] for query row0 + r, key col0 + c.
 template <class Spec, int R, int C, int W>

@@ -1,0 +1,135 @@
+//===- MaskModEmitter.cpp - tile.mask_mod -> a C++ struct -----------------===//
+#include "MaskModEmitter.h"
+
+#include "Names.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace flashc {
+
+std::string maskModTypeName(FlatSymbolRefAttr symbol) { return cppIdentifier(symbol.getValue()); }
+
+namespace {
+
+/// The device domain's function and the infix operator of each op.
+struct Spelling {
+  const char *function;
+  const char *infix; // "a OP b", or a function-style name when `call`
+  bool call = false;
+};
+
+FailureOr<Spelling> spelling(Operation *op) {
+  using P = arith::CmpIPredicate;
+  return llvm::TypeSwitch<Operation *, FailureOr<Spelling>>(op)
+      .Case([](arith::AddIOp) { return Spelling{"add", "+"}; })
+      .Case([](arith::SubIOp) { return Spelling{"sub", "-"}; })
+      .Case([](arith::MulIOp) { return Spelling{"mul", "*"}; })
+      .Case([](arith::DivSIOp) { return Spelling{"div", "/"}; })
+      .Case([](arith::FloorDivSIOp) { return Spelling{"floor_div", "floordiv", true}; })
+      .Case([](arith::CeilDivSIOp) { return Spelling{"ceil_div", "ceildiv", true}; })
+      .Case([](arith::RemSIOp) { return Spelling{"rem", "%"}; })
+      .Case([](arith::MinSIOp) { return Spelling{"min", "min", true}; })
+      .Case([](arith::MaxSIOp) { return Spelling{"max", "max", true}; })
+      .Case([](arith::AndIOp) { return Spelling{"and_", "&&"}; })
+      .Case([](arith::OrIOp) { return Spelling{"or_", "||"}; })
+      .Case([](arith::XOrIOp) { return Spelling{"xor_", "!="}; })
+      .Case([](arith::CmpIOp c) -> FailureOr<Spelling> {
+        switch (c.getPredicate()) {
+        case P::eq: return Spelling{"eq", "=="};
+        case P::ne: return Spelling{"ne", "!="};
+        case P::slt: return Spelling{"lt", "<"};
+        case P::sle: return Spelling{"le", "<="};
+        case P::sgt: return Spelling{"gt", ">"};
+        case P::sge: return Spelling{"ge", ">="};
+        default: return failure();
+        }
+      })
+      .Default([](Operation *) { return failure(); });
+}
+
+LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
+  Block &body = maskMod.getBody().front();
+  llvm::DenseMap<Value, std::string> code, math; // C++ operand; infix formula
+  code[body.getArgument(0)] = math[body.getArgument(0)] = "q";
+  code[body.getArgument(1)] = math[body.getArgument(1)] = "k";
+  std::string lines;
+  llvm::raw_string_ostream os(lines);
+  unsigned next = 0;
+  for (Operation &op : body.without_terminator()) {
+    Value result = op.getResult(0);
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto value = cast<IntegerAttr>(constant.getValue());
+      bool isBool = result.getType().isSignlessInteger(1);
+      int64_t v = value.getInt();
+      std::string text = isBool ? (value.getValue().getBoolValue() ? "true" : "false")
+                         : v == INT64_MIN ? "(-9223372036854775807LL - 1)"
+                                          : std::to_string(v) + (v < INT32_MIN || v > INT32_MAX ? "LL" : "");
+      code[result] = (isBool ? "D::boolean(" : "D::constant(") + text + ")";
+      math[result] = text;
+      continue;
+    }
+    std::string name = "v" + std::to_string(next++);
+    if (auto select = dyn_cast<arith::SelectOp>(op)) {
+      os << "    const auto " << name << " = D::select(" << code[select.getCondition()] << ", "
+         << code[select.getTrueValue()] << ", " << code[select.getFalseValue()] << ");\n";
+      math[result] = "(" + math[select.getCondition()] + " ? " + math[select.getTrueValue()] + " : " +
+                     math[select.getFalseValue()] + ")";
+      code[result] = name;
+      continue;
+    }
+    FailureOr<Spelling> s = spelling(&op);
+    if (failed(s))
+      return op.emitError("CUDA emitter: a mask modifier's body holds an op the device library does not "
+                          "evaluate (the verifier should have refused it)");
+    Value a = op.getOperand(0), b = op.getOperand(1);
+    os << "    const auto " << name << " = D::" << s->function << "(" << code[a] << ", " << code[b] << ");\n";
+    math[result] = s->call ? std::string(s->infix) + "(" + math[a] + ", " + math[b] + ")"
+                           : "(" + math[a] + " " + s->infix + " " + math[b] + ")";
+    code[result] = name;
+  }
+  Value visible = body.getTerminator()->getOperand(0);
+  std::string name = maskModTypeName(FlatSymbolRefAttr::get(maskMod.getSymNameAttr()));
+  std::string guard = "FLASHC_MASK_MOD_" + name;
+  std::string formula = math[visible];
+  out << "#ifndef " << guard << "\n#define " << guard << "\n";
+  out << "// tile.mask_mod @" << maskMod.getSymName() << ": key k visible from query q when\n";
+  out << "//   " << (formula.size() <= 400 ? formula : formula.substr(0, 400) + " ...") << "\n";
+  out << "struct " << name << " {\n";
+  out << "  template <class D>\n";
+  out << "  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {\n";
+  os.flush();
+  out << lines;
+  out << "    return " << code[visible] << ";\n";
+  out << "  }\n};\n#endif\n\n";
+  return success();
+}
+
+} // namespace
+
+LogicalResult printMaskMods(tile::KernelOp kernel, llvm::raw_ostream &out) {
+  llvm::SetVector<StringRef> used;
+  if (auto spec = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()); spec && spec.getMaskMod())
+    used.insert(spec.getMaskMod().getValue());
+  kernel.walk([&](tile::MaskOp mask) {
+    if (auto sym = mask.getMaskModAttr())
+      used.insert(sym.getValue());
+  });
+  for (StringRef name : used) {
+    auto sym = FlatSymbolRefAttr::get(kernel.getContext(), name);
+    auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym);
+    if (!maskMod)
+      return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " names mask modifier " << sym
+                                << ", which the module does not hold (tile.mask_mod)";
+    if (failed(printStruct(maskMod, out)))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace flashc

@@ -1,0 +1,252 @@
+// Mask modifiers (tile.mask_mod): which keys a query sees, as an index function of the query row q
+// and the key row k. The compiler prints each modifier as a struct with one function template,
+//   template <class D> static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k);
+// written once over a value domain D and evaluated in two:
+//   ExactIndex   one (q, k): 64-bit integers and bools, the semantics of IndexFunction.h (division
+//                and remainder by 0 give 0, arithmetic wraps);
+//   IndexRange   a whole block at once, by interval arithmetic: q and k range over the block's rows
+//                and columns, every integer is a range [lo, hi] holding its value for every (q, k) of
+//                the block, every condition says whether it can be true and whether it can be false.
+// The ranges are sound (a value the exact domain can take is inside its range), so a block whose
+// condition cannot be true is hidden whole and one whose condition cannot be false is visible whole.
+// ModMask<Base, Mod> adds a modifier to a mask spec (Window in mask.cuh) with the same interface:
+// the loop bounds skip the leading and trailing blocks the modifier hides whole, and needs_mask is
+// false where it shows a block whole (blocks it hides whole inside the bounds are masked, not skipped).
+//
+// Plain C++ on the host (the runtime's unit test checks the ranges' soundness by brute force).
+#pragma once
+
+#if defined(__CUDACC__)
+#define FLASHC_MASK_FN __host__ __device__ __forceinline__
+#else
+#define FLASHC_MASK_FN inline
+#endif
+
+namespace flashc {
+namespace device {
+
+// ---------------------------------------------------------------------------- one (q, k)
+struct ExactIndex {
+  using Int = long long;
+  using Bool = bool;
+  static FLASHC_MASK_FN Int constant(long long v) { return v; }
+  static FLASHC_MASK_FN Bool boolean(bool v) { return v; }
+  static FLASHC_MASK_FN Int wrap(unsigned long long v) { return static_cast<Int>(v); }
+  static FLASHC_MASK_FN Int add(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b)); }
+  static FLASHC_MASK_FN Int sub(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) - static_cast<unsigned long long>(b)); }
+  static FLASHC_MASK_FN Int mul(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b)); }
+  static FLASHC_MASK_FN Int div(Int a, Int b) {  // arith.divsi: toward zero
+    return b == 0 ? 0 : (b == -1 ? sub(0, a) : a / b);
+  }
+  static FLASHC_MASK_FN Int floor_div(Int a, Int b) {
+    if (b == 0) return 0;
+    if (b == -1) return sub(0, a);
+    const Int q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  }
+  static FLASHC_MASK_FN Int ceil_div(Int a, Int b) {
+    if (b == 0) return 0;
+    if (b == -1) return sub(0, a);
+    const Int q = a / b;
+    return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+  }
+  static FLASHC_MASK_FN Int rem(Int a, Int b) { return (b == 0 || b == -1) ? 0 : a % b; }  // sign of a
+  static FLASHC_MASK_FN Int min(Int a, Int b) { return a < b ? a : b; }
+  static FLASHC_MASK_FN Int max(Int a, Int b) { return a < b ? b : a; }
+  static FLASHC_MASK_FN Bool eq(Int a, Int b) { return a == b; }
+  static FLASHC_MASK_FN Bool ne(Int a, Int b) { return a != b; }
+  static FLASHC_MASK_FN Bool lt(Int a, Int b) { return a < b; }
+  static FLASHC_MASK_FN Bool le(Int a, Int b) { return a <= b; }
+  static FLASHC_MASK_FN Bool gt(Int a, Int b) { return a > b; }
+  static FLASHC_MASK_FN Bool ge(Int a, Int b) { return a >= b; }
+  static FLASHC_MASK_FN Bool and_(Bool a, Bool b) { return a && b; }
+  static FLASHC_MASK_FN Bool or_(Bool a, Bool b) { return a || b; }
+  static FLASHC_MASK_FN Bool xor_(Bool a, Bool b) { return a != b; }
+  template <class T>
+  static FLASHC_MASK_FN T select(Bool c, T a, T b) { return c ? a : b; }
+};
+
+// ---------------------------------------------------------------------------- a whole block
+// An integer range [lo, hi]. Magnitudes stay below 2^61: anything that could leave that (large
+// constants, products of large ranges) becomes `any`, which stands for every value and makes every
+// comparison undecided, so wrapping in the exact domain never escapes the analysis.
+struct Range {
+  long long lo, hi;
+  bool any;
+};
+
+// Whether a condition can be true and whether it can be false over the block.
+struct Tri {
+  bool can_true, can_false;
+};
+
+struct IndexRange {
+  using Int = Range;
+  using Bool = Tri;
+  static constexpr long long kLimit = 1LL << 61;
+
+  static FLASHC_MASK_FN Int everything() { return Int{-kLimit, kLimit, true}; }
+  static FLASHC_MASK_FN Int make(long long lo, long long hi) {
+    if (lo < -kLimit || hi > kLimit || lo > hi) return everything();
+    return Int{lo, hi, false};
+  }
+  static FLASHC_MASK_FN Int constant(long long v) { return make(v, v); }
+  static FLASHC_MASK_FN Bool boolean(bool v) { return Bool{v, !v}; }
+  static FLASHC_MASK_FN long long lo4(long long a, long long b, long long c, long long d) {
+    long long m = a < b ? a : b;
+    m = m < c ? m : c;
+    return m < d ? m : d;
+  }
+  static FLASHC_MASK_FN long long hi4(long long a, long long b, long long c, long long d) {
+    long long m = a > b ? a : b;
+    m = m > c ? m : c;
+    return m > d ? m : d;
+  }
+  static FLASHC_MASK_FN long long magnitude(Int a) {
+    const long long l = a.lo < 0 ? -a.lo : a.lo, h = a.hi < 0 ? -a.hi : a.hi;
+    return l > h ? l : h;
+  }
+
+  // Sums of two values below 2^61 stay below 2^62: no overflow; make() catches what leaves 2^61.
+  static FLASHC_MASK_FN Int add(Int a, Int b) { return (a.any || b.any) ? everything() : make(a.lo + b.lo, a.hi + b.hi); }
+  static FLASHC_MASK_FN Int sub(Int a, Int b) { return (a.any || b.any) ? everything() : make(a.lo - b.hi, a.hi - b.lo); }
+  static FLASHC_MASK_FN Int mul(Int a, Int b) {
+    if (a.any || b.any) return everything();
+    // Factors below 2^30 each keep products below 2^60.
+    if (magnitude(a) >= (1LL << 30) || magnitude(b) >= (1LL << 30)) return everything();
+    const long long p = a.lo * b.lo, q = a.lo * b.hi, r = a.hi * b.lo, s = a.hi * b.hi;
+    return make(lo4(p, q, r, s), hi4(p, q, r, s));
+  }
+  // Quotients: with the divisor's sign fixed and 0 excluded, each of divsi, floordivsi and
+  // ceildivsi is monotone in each argument, so the extremes are at the corners. A divisor range that
+  // holds 0 or -1 (defined as 0 and -a) bounds the quotient by the dividend's magnitude.
+  template <class Op>
+  static FLASHC_MASK_FN Int quotient(Int a, Int b, Op op) {
+    if (a.any || b.any) return everything();
+    if (b.lo <= 0 && b.hi >= -1) {
+      const long long m = magnitude(a);
+      return make(-m, m);
+    }
+    const long long p = op(a.lo, b.lo), q = op(a.lo, b.hi), r = op(a.hi, b.lo), s = op(a.hi, b.hi);
+    return make(lo4(p, q, r, s), hi4(p, q, r, s));
+  }
+  struct DivOp { FLASHC_MASK_FN long long operator()(long long a, long long b) const { return ExactIndex::div(a, b); } };
+  struct FloorDivOp { FLASHC_MASK_FN long long operator()(long long a, long long b) const { return ExactIndex::floor_div(a, b); } };
+  struct CeilDivOp { FLASHC_MASK_FN long long operator()(long long a, long long b) const { return ExactIndex::ceil_div(a, b); } };
+  static FLASHC_MASK_FN Int div(Int a, Int b) { return quotient(a, b, DivOp()); }
+  static FLASHC_MASK_FN Int floor_div(Int a, Int b) { return quotient(a, b, FloorDivOp()); }
+  static FLASHC_MASK_FN Int ceil_div(Int a, Int b) { return quotient(a, b, CeilDivOp()); }
+  // remsi: |r| < |b| with the dividend's sign (0 for b in {0, -1}), and |r| <= |a|. A constant
+  // positive divisor and a non-negative dividend range shorter than it that does not wrap past a
+  // multiple give the exact range.
+  static FLASHC_MASK_FN Int rem(Int a, Int b) {
+    if (b.any) return everything();
+    long long bound = magnitude(b) - 1;
+    if (bound < 0) bound = 0;
+    if (a.any) return make(-bound, bound);
+    if (b.lo == b.hi && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo && a.lo % b.lo <= a.hi % b.lo)
+      return make(a.lo % b.lo, a.hi % b.lo);
+    const long long m = magnitude(a);
+    if (m < bound) bound = m;
+    return make(a.lo >= 0 ? 0 : -bound, a.hi <= 0 ? 0 : bound);
+  }
+  static FLASHC_MASK_FN Int min(Int a, Int b) {
+    if (a.any || b.any) return everything();
+    return make(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
+  }
+  static FLASHC_MASK_FN Int max(Int a, Int b) {
+    if (a.any || b.any) return everything();
+    return make(a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
+  }
+  static FLASHC_MASK_FN Bool undecided() { return Bool{true, true}; }
+  static FLASHC_MASK_FN Bool lt(Int a, Int b) {
+    if (a.any || b.any) return undecided();
+    return Bool{a.lo < b.hi, a.hi >= b.lo};
+  }
+  static FLASHC_MASK_FN Bool le(Int a, Int b) {
+    if (a.any || b.any) return undecided();
+    return Bool{a.lo <= b.hi, a.hi > b.lo};
+  }
+  static FLASHC_MASK_FN Bool gt(Int a, Int b) { return lt(b, a); }
+  static FLASHC_MASK_FN Bool ge(Int a, Int b) { return le(b, a); }
+  static FLASHC_MASK_FN Bool eq(Int a, Int b) {
+    if (a.any || b.any) return undecided();
+    const bool overlap = a.lo <= b.hi && b.lo <= a.hi;
+    const bool single = a.lo == a.hi && b.lo == b.hi && a.lo == b.lo;
+    return Bool{overlap, !single};
+  }
+  static FLASHC_MASK_FN Bool ne(Int a, Int b) {
+    const Bool e = eq(a, b);
+    return Bool{e.can_false, e.can_true};
+  }
+  static FLASHC_MASK_FN Bool and_(Bool a, Bool b) { return Bool{a.can_true && b.can_true, a.can_false || b.can_false}; }
+  static FLASHC_MASK_FN Bool or_(Bool a, Bool b) { return Bool{a.can_true || b.can_true, a.can_false && b.can_false}; }
+  static FLASHC_MASK_FN Bool xor_(Bool a, Bool b) {
+    return Bool{(a.can_true && b.can_false) || (a.can_false && b.can_true),
+                (a.can_true && b.can_true) || (a.can_false && b.can_false)};
+  }
+  static FLASHC_MASK_FN Int join(Int a, Int b) {
+    if (a.any || b.any) return everything();
+    return make(a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
+  }
+  static FLASHC_MASK_FN Bool join(Bool a, Bool b) { return Bool{a.can_true || b.can_true, a.can_false || b.can_false}; }
+  template <class T>
+  static FLASHC_MASK_FN T select(Bool c, T a, T b) {
+    if (!c.can_false) return a;
+    if (!c.can_true) return b;
+    return join(a, b);
+  }
+};
+
+// ---------------------------------------------------------------------------- the mask spec
+// Base's mask (a Window) and modifier Mod together: a key is visible when both let it be.
+// Query rows [q0, q0 + BM) and key columns [k0, k0 + BN) of a block, unclipped (rows past the
+// queries or keys past the limit only widen the ranges: still sound).
+template <class Base, class Mod>
+struct ModMask {
+  static constexpr bool kElementMaskInLoop = true;
+  static FLASHC_MASK_FN Tri classify(int q0, int BM, int k0, int BN) {
+    return Mod::template visible<IndexRange>(IndexRange::make(q0, q0 + (long long)BM - 1),
+                                             IndexRange::make(k0, k0 + (long long)BN - 1));
+  }
+  static FLASHC_MASK_FN bool hides_block(int q0, int BM, int k0, int BN) { return !classify(q0, BM, k0, BN).can_true; }
+
+  static FLASHC_MASK_FN int clamp_offset(int offset, int num_queries, int num_keys) {
+    return Base::clamp_offset(offset, num_queries, num_keys);
+  }
+  static FLASHC_MASK_FN bool hidden(int i, int j, int limit, int offset) {
+    return Base::hidden(i, j, limit, offset) || !Mod::template visible<ExactIndex>(i, j);
+  }
+  static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset) {
+    return Base::needs_mask(q0, BM, k0, BN, limit, offset) || classify(q0, BM, k0, BN).can_false;
+  }
+  // Key blocks [begin, end) (units of BN) the query rows [q0, q0 + BM) can see.
+  static FLASHC_MASK_FN int key_block_begin(int q0, int BM, int BN, int limit, int offset) {
+    int begin = Base::key_block_begin(q0, BM, BN, limit, offset);
+    const int end = Base::key_block_end(q0, BM, BN, limit, offset);
+    while (begin < end && hides_block(q0, BM, begin * BN, BN)) ++begin;
+    return begin;
+  }
+  static FLASHC_MASK_FN int key_block_end(int q0, int BM, int BN, int limit, int offset) {
+    const int begin = Base::key_block_begin(q0, BM, BN, limit, offset);
+    int end = Base::key_block_end(q0, BM, BN, limit, offset);
+    while (end > begin && hides_block(q0, BM, (end - 1) * BN, BN)) --end;
+    return end;
+  }
+  // Query blocks [begin, end) (units of BM) that see any key of [k0, k0 + BN).
+  static FLASHC_MASK_FN int query_block_begin(int k0, int BN, int BM, int num_queries, int offset) {
+    int begin = Base::query_block_begin(k0, BN, BM, num_queries, offset);
+    const int end = Base::query_block_end(k0, BN, BM, num_queries, offset);
+    while (begin < end && hides_block(begin * BM, BM, k0, BN)) ++begin;
+    return begin;
+  }
+  static FLASHC_MASK_FN int query_block_end(int k0, int BN, int BM, int num_queries, int offset) {
+    const int begin = Base::query_block_begin(k0, BN, BM, num_queries, offset);
+    int end = Base::query_block_end(k0, BN, BM, num_queries, offset);
+    while (end > begin && hides_block((end - 1) * BM, BM, k0, BN)) --end;
+    return end;
+  }
+};
+
+}  // namespace device
+}  // namespace flashc

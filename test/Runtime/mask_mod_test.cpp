@@ -1,0 +1,389 @@
+// The device library's mask-modifier domains (runtime/device/include/flashc/device/mask_mod.cuh) on the
+// host: the exact domain follows IndexFunction.h's rules, and the interval domain is sound — over any
+// block, a condition that is true for some (q, k) can be true, one that is false for some can be
+// false, every integer lies in its range. Checked by brute force on random expressions of every op
+// and on the modifiers of the numerics tests; ModMask's loop bounds never drop a visible key.
+#include "Check.h"
+
+#include "flashc/device/mask_mod.cuh"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace flashc::device;
+using namespace flashc::test;
+
+namespace {
+
+// ------------------------------------------------------------------ random expressions over q, k
+enum class Op { Q, K, Const, Add, Sub, Mul, Div, FloorDiv, CeilDiv, Rem, Min, Max, Select };
+enum class Cmp { Eq, Ne, Lt, Le, Gt, Ge };
+enum class Logic { Cmp, And, Or, Xor, Select, Const };
+
+struct IntNode;
+struct BoolNode;
+using IntPtr = std::shared_ptr<IntNode>;
+using BoolPtr = std::shared_ptr<BoolNode>;
+
+struct IntNode {
+  Op op;
+  long long value = 0;
+  IntPtr a, b;
+  BoolPtr cond;
+};
+struct BoolNode {
+  Logic logic;
+  Cmp cmp = Cmp::Eq;
+  bool value = false;
+  IntPtr a, b;
+  BoolPtr x, y, cond;
+};
+
+template <class D>
+typename D::Int evalInt(const IntNode &n, typename D::Int q, typename D::Int k);
+template <class D>
+typename D::Bool evalBool(const BoolNode &n, typename D::Int q, typename D::Int k) {
+  switch (n.logic) {
+  case Logic::Const: return D::boolean(n.value);
+  case Logic::And: return D::and_(evalBool<D>(*n.x, q, k), evalBool<D>(*n.y, q, k));
+  case Logic::Or: return D::or_(evalBool<D>(*n.x, q, k), evalBool<D>(*n.y, q, k));
+  case Logic::Xor: return D::xor_(evalBool<D>(*n.x, q, k), evalBool<D>(*n.y, q, k));
+  case Logic::Select:
+    return D::select(evalBool<D>(*n.cond, q, k), evalBool<D>(*n.x, q, k), evalBool<D>(*n.y, q, k));
+  case Logic::Cmp: {
+    auto a = evalInt<D>(*n.a, q, k), b = evalInt<D>(*n.b, q, k);
+    switch (n.cmp) {
+    case Cmp::Eq: return D::eq(a, b);
+    case Cmp::Ne: return D::ne(a, b);
+    case Cmp::Lt: return D::lt(a, b);
+    case Cmp::Le: return D::le(a, b);
+    case Cmp::Gt: return D::gt(a, b);
+    case Cmp::Ge: return D::ge(a, b);
+    }
+  }
+  }
+  return D::boolean(false);
+}
+template <class D>
+typename D::Int evalInt(const IntNode &n, typename D::Int q, typename D::Int k) {
+  switch (n.op) {
+  case Op::Q: return q;
+  case Op::K: return k;
+  case Op::Const: return D::constant(n.value);
+  case Op::Select: return D::select(evalBool<D>(*n.cond, q, k), evalInt<D>(*n.a, q, k), evalInt<D>(*n.b, q, k));
+  default: break;
+  }
+  auto a = evalInt<D>(*n.a, q, k), b = evalInt<D>(*n.b, q, k);
+  switch (n.op) {
+  case Op::Add: return D::add(a, b);
+  case Op::Sub: return D::sub(a, b);
+  case Op::Mul: return D::mul(a, b);
+  case Op::Div: return D::div(a, b);
+  case Op::FloorDiv: return D::floor_div(a, b);
+  case Op::CeilDiv: return D::ceil_div(a, b);
+  case Op::Rem: return D::rem(a, b);
+  case Op::Min: return D::min(a, b);
+  case Op::Max: return D::max(a, b);
+  default: return a;
+  }
+}
+
+struct Generator {
+  std::mt19937_64 rng;
+  explicit Generator(uint64_t seed) : rng(seed) {}
+  int pick(int n) { return int(rng() % uint64_t(n)); }
+  long long constant() {
+    static const long long kSpecial[] = {0, 1, -1, 2, 3, 7, 16, -5, 64, 1LL << 40, -(1LL << 62), (1LL << 62)};
+    if (pick(4) == 0) return kSpecial[pick(sizeof kSpecial / sizeof kSpecial[0])];
+    return (long long)pick(200) - 100;
+  }
+  IntPtr integer(int depth) {
+    auto n = std::make_shared<IntNode>();
+    if (depth <= 0 || pick(4) == 0) {
+      int leaf = pick(3);
+      n->op = leaf == 0 ? Op::Q : leaf == 1 ? Op::K : Op::Const;
+      n->value = constant();
+      return n;
+    }
+    static const Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::CeilDiv, Op::Rem,
+                              Op::Min, Op::Max, Op::Select};
+    n->op = kOps[pick(10)];
+    n->a = integer(depth - 1);
+    n->b = integer(depth - 1);
+    if (n->op == Op::Select) n->cond = boolean(depth - 1);
+    return n;
+  }
+  BoolPtr boolean(int depth) {
+    auto n = std::make_shared<BoolNode>();
+    if (depth <= 0 || pick(3) == 0) {
+      if (pick(8) == 0) {
+        n->logic = Logic::Const;
+        n->value = pick(2);
+        return n;
+      }
+      n->logic = Logic::Cmp;
+      n->cmp = Cmp(pick(6));
+      n->a = integer(depth - 1);
+      n->b = integer(depth - 1);
+      return n;
+    }
+    static const Logic kLogic[] = {Logic::And, Logic::Or, Logic::Xor, Logic::Select, Logic::Cmp};
+    n->logic = kLogic[pick(5)];
+    if (n->logic == Logic::Cmp) {
+      n->cmp = Cmp(pick(6));
+      n->a = integer(depth - 1);
+      n->b = integer(depth - 1);
+      return n;
+    }
+    n->x = boolean(depth - 1);
+    n->y = boolean(depth - 1);
+    if (n->logic == Logic::Select) n->cond = boolean(depth - 1);
+    return n;
+  }
+};
+
+bool inside(long long v, Range r) { return r.any || (r.lo <= v && v <= r.hi); }
+
+// Every integer sub-expression of `root` lies in its range over the block, and the root condition's
+// exact values are allowed by its Tri.
+bool soundOverBlock(const BoolNode &root, long long q0, long long bm, long long k0, long long bn, std::string &why) {
+  Range qr = IndexRange::make(q0, q0 + bm - 1), kr = IndexRange::make(k0, k0 + bn - 1);
+  Tri t = evalBool<IndexRange>(root, qr, kr);
+  std::function<bool(const IntNode &)> checkInt;
+  std::function<bool(const BoolNode &)> checkBool;
+  checkInt = [&](const IntNode &n) {
+    Range r = evalInt<IndexRange>(n, qr, kr);
+    for (long long q = q0; q < q0 + bm; ++q)
+      for (long long k = k0; k < k0 + bn; ++k)
+        if (!inside(evalInt<ExactIndex>(n, q, k), r)) {
+          why = "value " + std::to_string(evalInt<ExactIndex>(n, q, k)) + " at (" + std::to_string(q) + ", " +
+                std::to_string(k) + ") outside [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+          return false;
+        }
+    return (!n.a || checkInt(*n.a)) && (!n.b || checkInt(*n.b)) && (!n.cond || checkBool(*n.cond));
+  };
+  checkBool = [&](const BoolNode &n) {
+    Tri nt = evalBool<IndexRange>(n, qr, kr);
+    for (long long q = q0; q < q0 + bm; ++q)
+      for (long long k = k0; k < k0 + bn; ++k) {
+        bool v = evalBool<ExactIndex>(n, q, k);
+        if ((v && !nt.can_true) || (!v && !nt.can_false)) {
+          why = std::string("condition ") + (v ? "true" : "false") + " at (" + std::to_string(q) + ", " +
+                std::to_string(k) + ") ruled out by the range analysis";
+          return false;
+        }
+      }
+    return (!n.a || checkInt(*n.a)) && (!n.b || checkInt(*n.b)) && (!n.x || checkBool(*n.x)) &&
+           (!n.y || checkBool(*n.y)) && (!n.cond || checkBool(*n.cond));
+  };
+  (void)t;
+  return checkBool(root);
+}
+
+void testRandomExpressions() {
+  Generator g(20261201);
+  int checked = 0, failedAt = -1;
+  std::string why;
+  for (int e = 0; e < 3000 && failedAt < 0; ++e) {
+    BoolPtr root = g.boolean(4);
+    long long q0 = g.pick(300), k0 = g.pick(300);
+    static const long long kSizes[] = {1, 2, 5, 16, 33};
+    long long bm = kSizes[g.pick(5)], bn = kSizes[g.pick(5)];
+    if (!soundOverBlock(*root, q0, bm, k0, bn, why)) failedAt = e;
+    ++checked;
+  }
+  check(failedAt < 0, "3000 random expressions of every op: every range holds its values over random blocks",
+        "expression " + std::to_string(failedAt) + ": " + why);
+}
+
+// Every binary op on every pair of small ranges: each exact result over the pairs lies in the op's range.
+void testOpsExhaustively() {
+  struct Named {
+    const char *name;
+    std::function<long long(long long, long long)> exact;
+    std::function<Range(Range, Range)> range;
+  };
+  using E = ExactIndex;
+  using R = IndexRange;
+  const Named ops[] = {
+      {"add", E::add, R::add},           {"sub", E::sub, R::sub},
+      {"mul", E::mul, R::mul},           {"div", E::div, R::div},
+      {"floor_div", E::floor_div, R::floor_div}, {"ceil_div", E::ceil_div, R::ceil_div},
+      {"rem", E::rem, R::rem},           {"min", E::min, R::min},
+      {"max", E::max, R::max},
+  };
+  for (const Named &op : ops) {
+    std::string why;
+    for (long long alo = -9; alo <= 9 && why.empty(); ++alo)
+      for (long long ahi = alo; ahi <= 9 && why.empty(); ++ahi)
+        for (long long blo = -5; blo <= 5 && why.empty(); ++blo)
+          for (long long bhi = blo; bhi <= 5 && why.empty(); ++bhi) {
+            Range r = op.range(R::make(alo, ahi), R::make(blo, bhi));
+            for (long long a = alo; a <= ahi && why.empty(); ++a)
+              for (long long b = blo; b <= bhi && why.empty(); ++b)
+                if (!inside(op.exact(a, b), r))
+                  why = std::to_string(a) + " " + op.name + " " + std::to_string(b) + " = " +
+                        std::to_string(op.exact(a, b)) + " outside [" + std::to_string(r.lo) + ", " +
+                        std::to_string(r.hi) + "] of [" + std::to_string(alo) + ", " + std::to_string(ahi) +
+                        "] and [" + std::to_string(blo) + ", " + std::to_string(bhi) + "]";
+          }
+    check(why.empty(), std::string(op.name) + ": sound on every pair of ranges within [-9, 9] x [-5, 5]", why);
+  }
+  // Comparisons: can_true / can_false against the exact truth on every pair.
+  const std::pair<const char *, std::function<bool(long long, long long)>> exactCmp[] = {
+      {"eq", E::eq}, {"ne", E::ne}, {"lt", E::lt}, {"le", E::le}, {"gt", E::gt}, {"ge", E::ge}};
+  const std::function<Tri(Range, Range)> rangeCmp[] = {R::eq, R::ne, R::lt, R::le, R::gt, R::ge};
+  for (int c = 0; c < 6; ++c) {
+    bool ok = true, tight = true;
+    for (long long alo = -4; alo <= 4; ++alo)
+      for (long long ahi = alo; ahi <= 4; ++ahi)
+        for (long long blo = -4; blo <= 4; ++blo)
+          for (long long bhi = blo; bhi <= 4; ++bhi) {
+            Tri t = rangeCmp[c](R::make(alo, ahi), R::make(blo, bhi));
+            bool anyTrue = false, anyFalse = false;
+            for (long long a = alo; a <= ahi; ++a)
+              for (long long b = blo; b <= bhi; ++b)
+                (exactCmp[c].second(a, b) ? anyTrue : anyFalse) = true;
+            ok = ok && (!anyTrue || t.can_true) && (!anyFalse || t.can_false);
+            tight = tight && t.can_true == anyTrue && t.can_false == anyFalse;
+          }
+    check(ok && tight, std::string(exactCmp[c].first) + ": exact on every pair of ranges within [-4, 4]");
+  }
+}
+
+// ------------------------------------------------------------------ the exact domain's rules
+void testExactRules() {
+  using E = ExactIndex;
+  const long long kMin = -(long long)(~0ULL >> 1) - 1;
+  check(E::div(7, 0) == 0 && E::rem(7, 0) == 0 && E::floor_div(7, 0) == 0 && E::ceil_div(7, 0) == 0,
+        "division and remainder by 0 give 0");
+  check(E::div(kMin, -1) == kMin && E::rem(kMin, -1) == 0 && E::floor_div(kMin, -1) == kMin,
+        "INT64_MIN / -1 wraps, its remainder is 0");
+  check(E::div(-7, 2) == -3 && E::floor_div(-7, 2) == -4 && E::ceil_div(-7, 2) == -3 && E::rem(-7, 2) == -1,
+        "divsi truncates, floordivsi floors, ceildivsi ceils, remsi takes the dividend's sign");
+  check(E::ceil_div(7, 2) == 4 && E::floor_div(7, -2) == -4 && E::ceil_div(-7, -2) == 4, "signs of ceil and floor");
+  check(E::add((long long)(~0ULL >> 1), 1) == kMin, "addition wraps");
+}
+
+// ------------------------------------------------------------------ modifiers as the emitter prints them
+struct Causal {
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+    return D::le(k, q);
+  }
+};
+struct PrefixLm {  // k < 20 || k <= q
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+    const auto v0 = D::lt(k, D::constant(20));
+    const auto v1 = D::le(k, q);
+    return D::or_(v0, v1);
+  }
+};
+struct Chunked {  // q / 24 == k / 24
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+    return D::eq(D::div(q, D::constant(24)), D::div(k, D::constant(24)));
+  }
+};
+struct Strided {  // k % 3 == 0 || q == k
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+    return D::or_(D::eq(D::rem(k, D::constant(3)), D::constant(0)), D::eq(q, k));
+  }
+};
+
+// A Window without sides (all keys below the limit), with the interface mask.cuh's Window has.
+struct AllKeys {
+  static int clamp_offset(int offset, int, int) { return offset; }
+  static bool hidden(int, int j, int limit, int) { return j >= limit; }
+  static bool needs_mask(int, int, int k0, int BN, int limit, int) { return k0 + BN > limit; }
+  static int key_block_begin(int, int, int, int, int) { return 0; }
+  static int key_block_end(int, int, int BN, int limit, int) { return limit > 0 ? (limit + BN - 1) / BN : 0; }
+  static int query_block_begin(int, int, int, int, int) { return 0; }
+  static int query_block_end(int, int, int BM, int num_queries, int) {
+    return num_queries > 0 ? (num_queries + BM - 1) / BM : 0;
+  }
+};
+
+template <class Mod>
+void testModMask(const char *name, bool causalExact) {
+  using M = ModMask<AllKeys, Mod>;
+  const int Sq = 150, Sk = 170;
+  bool boundsOk = true, maskOk = true, exact = true;
+  std::string why;
+  for (int BM : {16, 64}) {
+    for (int BN : {16, 32}) {
+      for (int qb = 0; qb * BM < Sq; ++qb) {
+        const int q0 = qb * BM;
+        const int begin = M::key_block_begin(q0, BM, BN, Sk, 0), end = M::key_block_end(q0, BM, BN, Sk, 0);
+        for (int q = q0; q < q0 + BM && q < Sq; ++q)
+          for (int k = 0; k < Sk; ++k)
+            if (!M::hidden(q, k, Sk, 0) && (k < begin * BN || k >= end * BN)) {
+              boundsOk = false;
+              why = "query " + std::to_string(q) + " key " + std::to_string(k) + " outside blocks [" +
+                    std::to_string(begin) + ", " + std::to_string(end) + ")";
+            }
+        for (int kb = begin; kb < end; ++kb) {
+          bool anyHidden = false, anyVisible = false;
+          for (int q = q0; q < q0 + BM; ++q)
+            for (int k = kb * BN; k < kb * BN + BN; ++k) {
+              const bool h = M::hidden(q, k, Sk, 0);
+              anyHidden |= h;
+              anyVisible |= !h;
+            }
+          if (anyHidden && !M::needs_mask(q0, BM, kb * BN, BN, Sk, 0)) maskOk = false;
+          if (causalExact && !anyHidden && M::needs_mask(q0, BM, kb * BN, BN, Sk, 0) && kb * BN + BN <= Sk) exact = false;
+          if (causalExact && !anyVisible) exact = false;
+        }
+      }
+      for (int kb = 0; kb * BN < Sk; ++kb) {
+        const int k0 = kb * BN;
+        const int begin = M::query_block_begin(k0, BN, BM, Sq, 0), end = M::query_block_end(k0, BN, BM, Sq, 0);
+        for (int k = k0; k < k0 + BN && k < Sk; ++k)
+          for (int q = 0; q < Sq; ++q)
+            if (!M::hidden(q, k, Sk, 0) && (q < begin * BM || q >= end * BM)) {
+              boundsOk = false;
+              why = "key " + std::to_string(k) + " seen by query " + std::to_string(q) + " outside blocks [" +
+                    std::to_string(begin) + ", " + std::to_string(end) + ")";
+            }
+      }
+    }
+  }
+  check(boundsOk, std::string(name) + ": the loop bounds (key and query blocks) hold every visible pair", why);
+  check(maskOk, std::string(name) + ": every block with a hidden pair is masked");
+  if (causalExact)
+    check(exact, std::string(name) + ": exact where ranges are (full blocks unmasked, no empty block in the bounds)");
+}
+
+void testEmptyBlocks() {
+  using M = ModMask<AllKeys, Chunked>;
+  // Rows 0..15 see keys 0..23 only: key blocks of 16 from 2 on are trimmed.
+  check(M::key_block_begin(0, 16, 16, 100, 0) == 0 && M::key_block_end(0, 16, 16, 100, 0) == 2,
+        "chunked: rows 0-15 see key blocks [0, 2)");
+  check(M::key_block_begin(48, 16, 16, 100, 0) == 3 && M::key_block_end(48, 16, 16, 100, 0) == 5,
+        "chunked: rows 48-63 (chunks 2) see key blocks [3, 5)");
+  using P = ModMask<AllKeys, PrefixLm>;
+  check(!P::needs_mask(64, 16, 0, 16, 1000, 0), "prefix-LM: a block of the prefix is visible whole (no element mask)");
+  check(!P::needs_mask(64, 16, 16, 16, 1000, 0), "prefix-LM: keys 16-31 for rows 64-79 (prefix or causal) visible whole");
+  check(P::needs_mask(0, 16, 16, 16, 1000, 0), "prefix-LM: keys 16-31 for rows 0-15 (past the prefix, after the row) masked");
+  check(P::key_block_end(0, 16, 16, 1000, 0) == 2, "prefix-LM: rows 0-15 see key blocks [0, 2) (prefix and diagonal)");
+}
+
+} // namespace
+
+int main() {
+  testExactRules();
+  testOpsExhaustively();
+  testRandomExpressions();
+  testModMask<Causal>("causal", true);
+  testModMask<PrefixLm>("prefix-LM", false);
+  testModMask<Chunked>("chunked", false);
+  testModMask<Strided>("strided", false);
+  testEmptyBlocks();
+  return checkSummary();
+}
