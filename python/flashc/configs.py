@@ -56,6 +56,22 @@ TEST_ATTENTION_TRANSPOSED = tuple(
        AttentionConfig("bf16", 2, 2, 64, causal=True, window=(16, 0), backward_form="transposed"),
        AttentionConfig("bf16", 2, 2, 64, softcap=30.0, backward_form="transposed"),
        AttentionConfig("bf16", 4, 1, 128, causal=True, backward_form="transposed")])
+# Mask modifiers (flashc.mask_mod) on every kernel form: prefix-LM, chunked local attention, strided keys with the
+# diagonal (interior blocks hidden in part), a causal sliding window with keys at even distance only, rows that see
+# no key (every fifth), a softcap; head dims 32 (the op-by-op kernels), 64 / 128 (the warp-specialised forward and
+# key-split backward), 256 (the role-split backward), GQA, f16, and the Sᵀ and row backward forms.
+_PREFIX_LM = lambda q, k: (k < 100) | (k <= q)
+TEST_ATTENTION_MASK_MOD = (
+    AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM),
+    AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96),
+    AttentionConfig("bf16", 4, 2, 64, mask_mod=lambda q, k: (k % 3 == 0) | (q == k)),
+    AttentionConfig("bf16", 2, 2, 128, causal=True, window=(128, 0), mask_mod=lambda q, k: (q - k) % 2 == 0),
+    AttentionConfig("f16", 2, 2, 64, mask_mod=lambda q, k: (q % 5 != 0) & (abs(q - k) <= 40)),
+    AttentionConfig("bf16", 2, 2, 128, softcap=30.0, mask_mod=_PREFIX_LM),
+    AttentionConfig("bf16", 2, 2, 32, mask_mod=_PREFIX_LM),
+    AttentionConfig("f16", 4, 2, 256, mask_mod=_PREFIX_LM),
+    AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM, backward_form="transposed"),
+    AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96, backward_form="rows"))
 # The row form where auto picks Sᵀ (sm_90a, 16-bit, D = 64/128), so both stay tested.
 TEST_ATTENTION_ROWS = (AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows"),
                        AttentionConfig("f16", 6, 2, 128, backward_form="rows"),
@@ -173,8 +189,10 @@ SETS = {
     "bench-ffn": BENCH_FFN,
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
-              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET),
+              + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
+              + TEST_ATTENTION_MASK_MOD),
     "tests-attention": TEST_ATTENTION,
+    "tests-mask-mod": TEST_ATTENTION_MASK_MOD,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-ffn": TEST_FFN,
@@ -230,7 +248,7 @@ def parse_config(text):
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                             "scale", "backward", "key_offset"},
+                             "scale", "backward", "key_offset", "mask_mod"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -255,7 +273,7 @@ def parse_config(text):
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
                 backward_form=fields.get("backward", "auto"),
-                key_offset=_bool("key_offset", fields.get("key_offset", "0")))
+                key_offset=_bool("key_offset", fields.get("key_offset", "0")), mask_mod=fields.get("mask_mod"))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
@@ -286,6 +304,8 @@ def format_config(config):
             parts.append("backward=%s" % config.backward_form)
         if config.key_offset:
             parts.append("key_offset=1")
+        if config.mask_mod is not None:
+            parts.append("mask_mod=%s" % config.mask_mod)  # (its text has no commas)
         return "attention:" + ",".join(parts)
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:

@@ -28,9 +28,11 @@ def visible_mask(seq_q, seq_k, causal=False, window=None, device=None, key_offse
 
 
 def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64,
-                        key_offset=None):
+                        key_offset=None, mask_mod=None):
     """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*].
-    key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment)."""
+    key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment). mask_mod: a mask
+    modifier (flashc.mask_mod: a function, an IndexProgram or its text), evaluated on every (query, key) row pair by
+    the compiler's rules (IndexProgram.evaluate)."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -44,6 +46,11 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
+    if mask_mod is not None:
+        from .mask_mod import trace
+        rows = torch.arange(q.shape[2], device=q.device, dtype=torch.int64)[:, None]
+        cols = torch.arange(k.shape[2], device=q.device, dtype=torch.int64)[None, :]
+        visible = visible & trace(mask_mod).evaluate(rows, cols)
     s = s.masked_fill(~visible, -math.inf)
     m = s.amax(dim=-1, keepdim=True) if s.shape[-1] else torch.full(s.shape[:-1] + (1,), -math.inf, dtype=dtype,
                                                                      device=s.device)

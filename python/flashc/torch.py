@@ -1,7 +1,7 @@
 """PyTorch autograd functions over flashc bundles.
 
     flashc.torch.attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                           key_offset=None)
+                           key_offset=None, mask_mod=None)
     flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
@@ -18,6 +18,7 @@ import os
 import torch
 
 from . import cache, programs
+from .mask_mod import trace as trace_mask_mod
 from .errors import InvalidArgumentError
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
@@ -278,7 +279,7 @@ def _with_offset(args, key_offset):
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False,
-              backward_form="auto", key_offset=None):
+              backward_form="auto", key_offset=None, mask_mod=None):
     """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
 
     q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
@@ -296,18 +297,26 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     i + key_offset for the causal mask and the window (any value; rows that then see no key give zeros). It is a
     run-time argument of one compiled configuration (every value shares the bundle), e.g. a chunk of queries
     against a key chunk that starts elsewhere in the sequence (flashc.ring's sliding windows).
+    mask_mod: a mask modifier hiding more keys, as FlexAttention's: a function mask_mod(b, h, q_idx, kv_idx) (or of
+    (q_idx, kv_idx)) returning whether key kv_idx is visible from query q_idx (row indices, top-left: q_idx and
+    kv_idx count from 0 in q and k), traced on every call into an index program (flashc.mask_mod: arithmetic,
+    comparisons, & | ~, torch.where; not yet the batch and head indices or tensors read by index); or the program
+    itself. A key is visible when causal / window and the modifier both allow it. Its text is part of the
+    configuration: each modifier is its own bundle. Not with key_offset.
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
+    mod = None if mask_mod is None else trace_mask_mod(mask_mod).text
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
-            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form)), offset)
+            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod)), offset)
         return (o, lse) if return_lse else o
     key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
-                                 offset is not None))
+                                 offset is not None, mod))
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
-        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None))
+        softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None,
+        mask_mod=mod))
     if return_lse:
         return _Attention.apply(q, k, v, config, offset)
     return _AttentionOutput.apply(q, k, v, config, offset)

@@ -1,0 +1,555 @@
+"""Mask modifiers: which keys a query sees, written as a Python function of indices.
+
+    def prefix_lm(b, h, q_idx, kv_idx):          # FlexAttention's mask_mod signature
+        return (kv_idx < 4096) | (kv_idx <= q_idx)
+
+    flashc.torch.attention(q, k, v, mask_mod=prefix_lm)
+
+The function is traced once a call with symbolic indices into an index program — integer arithmetic on the query
+row q and the key row k ending in a condition — which becomes flash.attention's `mask_mod` region (its text is part
+of the configuration, so another modifier is another bundle; the same one is found in the cache). Supported on the
+indices: + - * // % (Python's floor division and remainder), unary -, abs, comparisons, & | ^ ~ on conditions,
+torch.where(cond, a, b), torch.minimum / torch.maximum (or flashc.mask_mod.where / minimum / maximum), integer and
+bool constants. Not supported yet: the batch and head indices (b, h), tensors read by index (document ids), float
+math. `and`, `or`, `not`, `if` on a traced condition raise with what to write instead.
+
+The program's one-line text form (configs, manifests, flashc-run) is `;`-separated statements
+`<name> = <op> <arg> <arg> [<arg>]` ending in `yield <arg>`, args being q, k, an integer, true / false or an earlier
+name; ops: add sub mul div floordiv ceildiv rem min max eq ne lt le gt ge and or xor select (div and rem truncate
+toward zero as arith.divsi / arith.remsi; division and remainder by 0 give 0).
+"""
+
+import inspect
+
+from .errors import InvalidArgumentError
+
+__all__ = ["IndexProgram", "trace", "where", "minimum", "maximum"]
+
+_INT_OPS = ("add", "sub", "mul", "div", "floordiv", "ceildiv", "rem", "min", "max")
+_CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+_BOOL_OPS = ("and", "or", "xor")
+_OPS = _INT_OPS + _CMP_OPS + _BOOL_OPS + ("select",)
+# arith ops of the mask_mod region (IndexFunction.h).
+_ARITH = {"add": "addi", "sub": "subi", "mul": "muli", "div": "divsi", "floordiv": "floordivsi",
+          "ceildiv": "ceildivsi", "rem": "remsi", "min": "minsi", "max": "maxsi", "and": "andi", "or": "ori",
+          "xor": "xori", "eq": "cmpi eq", "ne": "cmpi ne", "lt": "cmpi slt", "le": "cmpi sle", "gt": "cmpi sgt",
+          "ge": "cmpi sge"}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class IndexProgram:
+    """A mask modifier as straight-line statements (name, op, args) ending in the condition `result`; args are
+    'q', 'k', ints, bools or earlier names. Built by trace() or from the text form (IndexProgram.parse)."""
+
+    def __init__(self, statements, result):
+        self.statements = tuple(statements)
+        self.result = result
+        self._check()
+
+    # ---- text forms ----------------------------------------------------------------------------------------
+    @property
+    def text(self):
+        """The one-line form: 'v0 = lt k 4096; v1 = le k q; v2 = or v0 v1; yield v2'."""
+        parts = ["%s = %s %s" % (name, op, " ".join(_arg_text(a) for a in args)) for name, op, args in self.statements]
+        return "; ".join(parts + ["yield " + _arg_text(self.result)])
+
+    @classmethod
+    def parse(cls, text):
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgumentError("mask_mod: expected an index program ('v0 = le k q; yield v0'), got %r"
+                                       % (text,))
+        statements, result = [], None
+        items = [s.strip() for s in text.split(";")]
+        for i, item in enumerate(items):
+            words = item.split()
+            if not words:
+                raise InvalidArgumentError("mask_mod %r: empty statement %d" % (text, i + 1))
+            if words[0] == "yield":
+                if len(words) != 2 or i != len(items) - 1:
+                    raise InvalidArgumentError("mask_mod %r: 'yield <value>' must be the last statement" % text)
+                result = _parse_arg(words[1], text)
+                continue
+            if len(words) < 4 or words[1] != "=":
+                raise InvalidArgumentError("mask_mod %r: statement %r is not '<name> = <op> <args>'" % (text, item))
+            statements.append((words[0], words[2], tuple(_parse_arg(w, text) for w in words[3:])))
+        if result is None:
+            raise InvalidArgumentError("mask_mod %r: no 'yield <value>'" % text)
+        return cls(statements, result)
+
+    def region_text(self, indent="    "):
+        """The body of flash.attention's mask_mod region (the MLIR between its braces)."""
+        lines = ["^bb0(%q_idx: index, %kv_idx: index):"]
+        constants = {}
+
+        def operand(a):
+            if isinstance(a, bool):
+                key = ("i1", a)
+                if key not in constants:
+                    constants[key] = "%%%s" % ("true" if a else "false")
+                    lines.append("%s%s = arith.constant %s" % (indent, constants[key], "true" if a else "false"))
+                return constants[key]
+            if isinstance(a, int):
+                key = ("index", a)
+                if key not in constants:
+                    constants[key] = "%%c%s" % (str(a).replace("-", "m"))
+                    lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
+                return constants[key]
+            return {"q": "%q_idx", "k": "%kv_idx"}.get(a, "%" + a)
+
+        for name, op, args in self.statements:
+            ops = [operand(a) for a in args]
+            if op == "select":
+                kind = "i1" if self._kinds[args[1]] == "bool" else "index"
+                lines.append("%s%%%s = arith.select %s, %s, %s : %s" % (indent, name, ops[0], ops[1], ops[2], kind))
+            elif op in _CMP_OPS:
+                lines.append("%s%%%s = arith.%s, %s, %s : index" % (indent, name, _ARITH[op], ops[0], ops[1]))
+            else:
+                kind = "i1" if op in _BOOL_OPS else "index"
+                lines.append("%s%%%s = arith.%s %s, %s : %s" % (indent, name, _ARITH[op], ops[0], ops[1], kind))
+        lines.append("%sflash.yield %s : i1" % (indent, operand(self.result)))
+        return "\n".join(lines)
+
+    # ---- evaluation (the exact rules of IndexFunction.h) ------------------------------------------------------
+    def evaluate(self, q, k):
+        """The condition for query rows q and key rows k: Python ints (a bool), or broadcastable int64 torch
+        tensors (a bool tensor), with the compiler's semantics (truncating div / rem, 0 for a zero divisor)."""
+        values = {"q": q, "k": k}
+        ops = _TensorOps(q, k) if not isinstance(q, int) or not isinstance(k, int) else _IntOps()
+
+        def get(a):
+            if isinstance(a, bool):
+                return ops.boolean(a)
+            if isinstance(a, int):
+                return ops.constant(a)
+            return values[a]
+
+        for name, op, args in self.statements:
+            values[name] = getattr(ops, op)(*[get(a) for a in args])
+        return get(self.result) if not isinstance(self.result, bool) else ops.boolean(self.result)
+
+    def __eq__(self, other):
+        return isinstance(other, IndexProgram) and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+    def __repr__(self):
+        return "IndexProgram(%r)" % self.text
+
+    # ---- checks -------------------------------------------------------------------------------------------------
+    def _check(self):
+        kinds = {"q": "int", "k": "int"}
+
+        def kind(a, where):
+            if isinstance(a, bool):
+                return "bool"
+            if isinstance(a, int):
+                if not _INT64_MIN <= a <= _INT64_MAX:
+                    raise InvalidArgumentError("mask_mod: constant %d does not fit 64 bits (%s)" % (a, where))
+                return "int"
+            if a not in kinds:
+                raise InvalidArgumentError("mask_mod: %r is used before it is defined (%s)" % (a, where))
+            return kinds[a]
+
+        for name, op, args in self.statements:
+            where = "statement %s = %s" % (name, op)
+            if op not in _OPS:
+                raise InvalidArgumentError("mask_mod: unknown op %r (known: %s)" % (op, " ".join(_OPS)))
+            if name in kinds or name in ("q", "k", "yield", "true", "false") or not name.isidentifier():
+                raise InvalidArgumentError("mask_mod: %r cannot name a value (%s)" % (name, where))
+            arg_kinds = [kind(a, where) for a in args]
+            want = 3 if op == "select" else 2
+            if len(args) != want:
+                raise InvalidArgumentError("mask_mod: %s takes %d values, got %d" % (op, want, len(args)))
+            if op in _INT_OPS or op in _CMP_OPS:
+                if arg_kinds != ["int", "int"]:
+                    raise InvalidArgumentError("mask_mod: %s takes two integers (%s)" % (op, where))
+                kinds[name] = "int" if op in _INT_OPS else "bool"
+            elif op in _BOOL_OPS:
+                if arg_kinds != ["bool", "bool"]:
+                    raise InvalidArgumentError("mask_mod: %s takes two conditions (%s)" % (op, where))
+                kinds[name] = "bool"
+            else:
+                if arg_kinds[0] != "bool" or arg_kinds[1] != arg_kinds[2]:
+                    raise InvalidArgumentError("mask_mod: select takes a condition and two values of one kind (%s)"
+                                               % where)
+                kinds[name] = arg_kinds[1]
+        if kind(self.result, "yield") != "bool":
+            raise InvalidArgumentError("mask_mod: the modifier must give a condition (whether key k is visible "
+                                       "from query q), not an integer")
+        self._kinds = kinds
+
+
+def _arg_text(a):
+    if isinstance(a, bool):
+        return "true" if a else "false"
+    return str(a)
+
+
+def _parse_arg(word, text):
+    if word in ("true", "false"):
+        return word == "true"
+    try:
+        return int(word)
+    except ValueError:
+        pass
+    if not word.isidentifier():
+        raise InvalidArgumentError("mask_mod %r: %r is not q, k, a number, true / false or a name" % (text, word))
+    return word
+
+
+def _wrap(v):
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+class _IntOps:
+    """The exact rules on Python ints (64-bit wrapping, 0 for a zero divisor)."""
+    constant = staticmethod(lambda v: v)
+    boolean = staticmethod(lambda v: v)
+    add = staticmethod(lambda a, b: _wrap(a + b))
+    sub = staticmethod(lambda a, b: _wrap(a - b))
+    mul = staticmethod(lambda a, b: _wrap(a * b))
+
+    @staticmethod
+    def div(a, b):
+        if b == 0:
+            return 0
+        q = abs(a) // abs(b)
+        return _wrap(q if (a < 0) == (b < 0) else -q)
+
+    @staticmethod
+    def floordiv(a, b):
+        return 0 if b == 0 else _wrap(a // b)
+
+    @staticmethod
+    def ceildiv(a, b):
+        return 0 if b == 0 else _wrap(-((-a) // b))
+
+    @staticmethod
+    def rem(a, b):
+        if b == 0:
+            return 0
+        r = abs(a) % abs(b)
+        return -r if a < 0 else r
+
+    min = staticmethod(min)
+    max = staticmethod(max)
+    eq = staticmethod(lambda a, b: a == b)
+    ne = staticmethod(lambda a, b: a != b)
+    lt = staticmethod(lambda a, b: a < b)
+    le = staticmethod(lambda a, b: a <= b)
+    gt = staticmethod(lambda a, b: a > b)
+    ge = staticmethod(lambda a, b: a >= b)
+    # (named with a trailing underscore where Python keywords forbid the op's name)
+    select = staticmethod(lambda c, a, b: a if c else b)
+
+
+setattr(_IntOps, "and", staticmethod(lambda a, b: a and b))
+setattr(_IntOps, "or", staticmethod(lambda a, b: a or b))
+setattr(_IntOps, "xor", staticmethod(lambda a, b: a != b))
+
+
+class _TensorOps:
+    """The same rules on broadcastable int64 torch tensors (no overflow at index sizes)."""
+
+    def __init__(self, q, k):
+        import torch
+        self.torch = torch
+        self.device = q.device if isinstance(q, torch.Tensor) else k.device
+
+    def constant(self, v):
+        return self.torch.tensor(v, dtype=self.torch.int64, device=self.device)
+
+    def boolean(self, v):
+        return self.torch.tensor(v, dtype=self.torch.bool, device=self.device)
+
+    def add(self, a, b): return a + b
+    def sub(self, a, b): return a - b
+    def mul(self, a, b): return a * b
+
+    def _safe(self, b):
+        return self.torch.where(b == 0, self.torch.ones_like(b), b)
+
+    def div(self, a, b):
+        return self.torch.where(b == 0, 0, self.torch.div(a, self._safe(b), rounding_mode="trunc"))
+
+    def floordiv(self, a, b):
+        return self.torch.where(b == 0, 0, self.torch.div(a, self._safe(b), rounding_mode="floor"))
+
+    def ceildiv(self, a, b):
+        return self.torch.where(b == 0, 0, -self.torch.div(-a, self._safe(b), rounding_mode="floor"))
+
+    def rem(self, a, b):
+        return self.torch.where(b == 0, 0, self.torch.fmod(a, self._safe(b)))
+
+    def min(self, a, b): return self.torch.minimum(a, b)
+    def max(self, a, b): return self.torch.maximum(a, b)
+    def eq(self, a, b): return a == b
+    def ne(self, a, b): return a != b
+    def lt(self, a, b): return a < b
+    def le(self, a, b): return a <= b
+    def gt(self, a, b): return a > b
+    def ge(self, a, b): return a >= b
+    def select(self, c, a, b): return self.torch.where(c, a, b)
+
+
+setattr(_TensorOps, "and", lambda self, a, b: a & b)
+setattr(_TensorOps, "or", lambda self, a, b: a | b)
+setattr(_TensorOps, "xor", lambda self, a, b: a ^ b)
+
+
+# ---------------------------------------------------------------------------------------------- tracing
+class _Tracer:
+    def __init__(self):
+        self.statements = []
+        self.memo = {}
+
+    def emit(self, op, args):
+        key = (op, args)
+        name = self.memo.get(key)
+        if name is None:
+            name = "v%d" % len(self.statements)
+            self.statements.append((name, op, args))
+            self.memo[key] = name
+        return name
+
+
+class _Traced:
+    """A traced value: an integer (_Int) or a condition (_Cond)."""
+
+    def __init__(self, tracer, ref):
+        self._tracer, self._ref = tracer, ref
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        import torch
+        kwargs = kwargs or {}
+        if func in (torch.where,) and len(args) == 3 and not kwargs:
+            return where(*args)
+        if func in (torch.minimum, torch.min) and len(args) == 2 and not kwargs:
+            return minimum(*args)
+        if func in (torch.maximum, torch.max) and len(args) == 2 and not kwargs:
+            return maximum(*args)
+        if func in (torch.logical_and,) and len(args) == 2:
+            return _cond(args[0]) & args[1]
+        if func in (torch.logical_or,) and len(args) == 2:
+            return _cond(args[0]) | args[1]
+        if func in (torch.logical_not,) and len(args) == 1:
+            return ~_cond(args[0])
+        if func in (torch.abs,) and len(args) == 1:
+            return abs(args[0])
+        raise InvalidArgumentError("mask_mod: %s is not supported on the traced indices (supported: + - * // %% "
+                                   "unary -, abs, comparisons, & | ^ ~, torch.where, torch.minimum, torch.maximum)"
+                                   % getattr(func, "__name__", func))
+
+
+def _operand(tracer, v, want):
+    """The program argument of v (a traced value or a Python constant) as an integer or a condition."""
+    if isinstance(v, _Traced):
+        if v._tracer is not tracer:
+            raise InvalidArgumentError("mask_mod: a value of another trace")
+        if want == "int" and not isinstance(v, _Int):
+            raise InvalidArgumentError("mask_mod: an integer was expected, got a condition (use torch.where(cond, "
+                                       "a, b) to turn a condition into a number)")
+        if want == "bool" and not isinstance(v, _Cond):
+            raise InvalidArgumentError("mask_mod: a condition was expected, got an integer (compare it: x != 0)")
+        return v._ref
+    if want == "bool" and isinstance(v, bool):
+        return v
+    if want == "int" and isinstance(v, int) and not isinstance(v, bool):
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise InvalidArgumentError("mask_mod: constant %d does not fit 64 bits" % v)
+        return v
+    raise InvalidArgumentError("mask_mod: expected %s, got %r (%s)" % (
+        "an integer index expression or an int" if want == "int" else "a condition or a bool", v, type(v).__name__))
+
+
+class _Int(_Traced):
+    def _bin(self, op, other, reverse=False, result=None):
+        a, b = _operand(self._tracer, self, "int"), _operand(self._tracer, other, "int")
+        if reverse:
+            a, b = b, a
+        return (result or _Int)(self._tracer, self._tracer.emit(op, (a, b)))
+
+    __add__ = lambda self, o: self._bin("add", o)
+    __radd__ = lambda self, o: self._bin("add", o, True)
+    __sub__ = lambda self, o: self._bin("sub", o)
+    __rsub__ = lambda self, o: self._bin("sub", o, True)
+    __mul__ = lambda self, o: self._bin("mul", o)
+    __rmul__ = lambda self, o: self._bin("mul", o, True)
+    __floordiv__ = lambda self, o: self._bin("floordiv", o)
+    __rfloordiv__ = lambda self, o: self._bin("floordiv", o, True)
+
+    def _python_mod(self, a, b):
+        # Python's %: a - floor(a / b) * b (the divisor's sign).
+        t = self._tracer
+        q = t.emit("floordiv", (a, b))
+        return _Int(t, t.emit("sub", (a, t.emit("mul", (q, b)))))
+
+    def __mod__(self, o):
+        return self._python_mod(_operand(self._tracer, self, "int"), _operand(self._tracer, o, "int"))
+
+    def __rmod__(self, o):
+        return self._python_mod(_operand(self._tracer, o, "int"), _operand(self._tracer, self, "int"))
+
+    def __neg__(self):
+        return _Int(self._tracer, self._tracer.emit("sub", (0, self._ref)))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return where(self < 0, -self, self)
+
+    def __truediv__(self, o):
+        raise InvalidArgumentError("mask_mod: '/' is true (float) division; use '//' on indices")
+
+    __rtruediv__ = __truediv__
+    __lt__ = lambda self, o: self._bin("lt", o, result=_Cond)
+    __le__ = lambda self, o: self._bin("le", o, result=_Cond)
+    __gt__ = lambda self, o: self._bin("gt", o, result=_Cond)
+    __ge__ = lambda self, o: self._bin("ge", o, result=_Cond)
+    __eq__ = lambda self, o: self._bin("eq", o, result=_Cond)
+    __ne__ = lambda self, o: self._bin("ne", o, result=_Cond)
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise InvalidArgumentError("mask_mod: a traced index has no Python truth value (compare it: x != 0)")
+
+    def __index__(self):
+        raise InvalidArgumentError("mask_mod: a traced index is not a Python int (it stands for every query or key "
+                                   "row); use it in expressions")
+
+
+class _Cond(_Traced):
+    def _bin(self, op, other, reverse=False):
+        a, b = _operand(self._tracer, self, "bool"), _operand(self._tracer, other, "bool")
+        if reverse:
+            a, b = b, a
+        return _Cond(self._tracer, self._tracer.emit(op, (a, b)))
+
+    __and__ = lambda self, o: self._bin("and", o)
+    __rand__ = lambda self, o: self._bin("and", o, True)
+    __or__ = lambda self, o: self._bin("or", o)
+    __ror__ = lambda self, o: self._bin("or", o, True)
+    __xor__ = lambda self, o: self._bin("xor", o)
+    __rxor__ = lambda self, o: self._bin("xor", o, True)
+
+    def __invert__(self):
+        return self._bin("xor", True)
+
+    def _not_an_integer(self, *args):
+        raise InvalidArgumentError("mask_mod: an integer was expected, got a condition (use torch.where(cond, a, b) "
+                                   "to turn a condition into a number)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _not_an_integer
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __neg__ = _not_an_integer
+    __lt__ = __le__ = __gt__ = __ge__ = _not_an_integer
+
+    def __eq__(self, o):
+        return ~(self ^ o)
+
+    def __ne__(self, o):
+        return self ^ o
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise InvalidArgumentError("mask_mod: a traced condition has no Python truth value: 'and', 'or', 'not' and "
+                                   "'if' cannot see it; use &, |, ~ and torch.where (or flashc.mask_mod.where)")
+
+
+def _cond(v):
+    if isinstance(v, _Cond):
+        return v
+    raise InvalidArgumentError("mask_mod: expected a traced condition, got %r" % (v,))
+
+
+def _tracer_of(*values):
+    for v in values:
+        if isinstance(v, _Traced):
+            return v._tracer
+    return None
+
+
+def where(cond, a, b):
+    """cond ? a : b on traced values (torch.where works too)."""
+    tracer = _tracer_of(cond, a, b)
+    if tracer is None:
+        return a if cond else b
+    c = _operand(tracer, cond, "bool")
+    kind = "bool" if isinstance(a, (_Cond, bool)) and isinstance(b, (_Cond, bool)) else "int"
+    return (_Cond if kind == "bool" else _Int)(tracer, tracer.emit("select", (c, _operand(tracer, a, kind),
+                                                                            _operand(tracer, b, kind))))
+
+
+def minimum(a, b):
+    tracer = _tracer_of(a, b)
+    if tracer is None:
+        return min(a, b)
+    return _Int(tracer, tracer.emit("min", (_operand(tracer, a, "int"), _operand(tracer, b, "int"))))
+
+
+def maximum(a, b):
+    tracer = _tracer_of(a, b)
+    if tracer is None:
+        return max(a, b)
+    return _Int(tracer, tracer.emit("max", (_operand(tracer, a, "int"), _operand(tracer, b, "int"))))
+
+
+class _Unsupported:
+    def __init__(self, name):
+        self._name = name
+
+    def _refuse(self, *args, **kwargs):
+        raise InvalidArgumentError("mask_mod: the %s index is not supported yet: a modifier may use the query and "
+                                   "key rows (q_idx, kv_idx) only" % self._name)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __mod__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __bool__ = __index__ = __getitem__ = _refuse
+    __hash__ = object.__hash__
+
+
+def trace(fn):
+    """The IndexProgram of mask modifier `fn`: fn(b, h, q_idx, kv_idx) (FlexAttention's signature) or
+    fn(q_idx, kv_idx), returning whether key kv_idx is visible from query q_idx. An IndexProgram or its text form
+    is returned as it is (parsed)."""
+    if isinstance(fn, IndexProgram):
+        return fn
+    if isinstance(fn, str):
+        return IndexProgram.parse(fn)
+    if not callable(fn):
+        raise InvalidArgumentError("mask_mod: expected a function of (b, h, q_idx, kv_idx), an IndexProgram or its "
+                                   "text, got %s" % type(fn).__name__)
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        arity = len(params)
+    except (TypeError, ValueError):
+        arity = 4
+    tracer = _Tracer()
+    q, k = _Int(tracer, "q"), _Int(tracer, "k")
+    if arity == 4:
+        result = fn(_Unsupported("batch"), _Unsupported("head"), q, k)
+    elif arity == 2:
+        result = fn(q, k)
+    else:
+        raise InvalidArgumentError("mask_mod: the function takes (b, h, q_idx, kv_idx) or (q_idx, kv_idx), got %d "
+                                   "parameters" % arity)
+    if isinstance(result, bool):
+        return IndexProgram([], result)
+    if not isinstance(result, _Cond) or result._tracer is not tracer:
+        raise InvalidArgumentError("mask_mod: the function must return a condition on its indices (a comparison, "
+                                   "or & | ~ of comparisons), got %r" % (result,))
+    # Only the statements the result depends on.
+    needed, kept = {result._ref}, []
+    for name, op, args in reversed(tracer.statements):
+        if name in needed:
+            kept.append((name, op, args))
+            needed.update(a for a in args if isinstance(a, str))
+    kept.reverse()
+    rename = {name: "v%d" % i for i, (name, _, _) in enumerate(kept)}
+    statements = [(rename[n], op, tuple(rename.get(a, a) if isinstance(a, str) else a for a in args))
+                  for n, op, args in kept]
+    return IndexProgram(statements, rename[result._ref])
