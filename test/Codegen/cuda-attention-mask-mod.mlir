@@ -12,6 +12,7 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a,sm_80 -o %t.bundle
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/sm_90a/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=TRANSPOSED
 // RUN: rm -rf %t.transposed && flashc %s --backward-form=transposed --emit=bundle --arch=sm_80 -o %t.transposed
@@ -54,6 +55,10 @@
 // TRANSPOSED: // ---- prefix_lm_attention_bwd ----
 // TRANSPOSED: mask_mod_transposed<[[MOD:mask_mod_[0-9a-f]+]], -1, -1>(
 // TRANSPOSED-SAME: // Sᵀ: -inf outside the window, hidden by the modifier / past the keys
+
+// The forward program's meta carries the modifier's index program (flashc-run's float64 reference reads it):
+// MANIFEST: program prefix_lm
+// MANIFEST: meta mask_mod v0,=,lt,k,4096;v1,=,le,k,q;v2,=,or,v0,v1;yield,v2
 
 // PTXAS-NOT: bytes spill
 // PTXAS: prefix_lm_attention_fwd

@@ -7,6 +7,7 @@
 #include "flashc/reference/attention.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
+#include "flashc/reference/index_program.h"
 
 #include <algorithm>
 #include <cmath>
@@ -413,8 +414,56 @@ void testFfn() {
 
 } // namespace
 
+// Index programs (mask modifiers' text form): the ops' rules, both separators, and every malformed text refused.
+void testIndexProgram() {
+  auto prefix = IndexProgram::parse("v0 = lt k 20; v1 = le k q; v2 = or v0 v1; yield v2");
+  check(prefix.has_value(), "prefix-LM program parses");
+  if (prefix) {
+    bool ok = true;
+    for (int q = 0; q < 50; ++q)
+      for (int k = 0; k < 50; ++k) ok = ok && prefix->visible(q, k) == (k < 20 || k <= q);
+    check(ok, "prefix-LM: visible iff k < 20 or k <= q");
+  }
+  auto manifestForm = IndexProgram::parse("v0,=,floordiv,q,24;v1,=,floordiv,k,24;v2,=,eq,v0,v1;yield,v2");
+  check(manifestForm && manifestForm->visible(30, 47) && !manifestForm->visible(23, 24),
+        "the manifest's comma form: chunks of 24");
+  auto rules = [](const std::string &op, int64_t a, int64_t b) {
+    auto p = IndexProgram::parse("v0 = " + op + " q k; v1 = eq v0 0; yield v1");
+    return p && p->visible(a, b);
+  };
+  check(rules("div", 7, 0) && rules("rem", 7, 0) && rules("floordiv", 7, 0) && rules("ceildiv", 7, 0),
+        "division and remainder by 0 give 0");
+  auto equals = [](const std::string &op, int64_t a, int64_t b, int64_t want) {
+    auto p = IndexProgram::parse("v0 = " + op + " q k; v1 = eq v0 " + std::to_string(want) + "; yield v1");
+    return p && p->visible(a, b);
+  };
+  check(equals("div", -7, 2, -3) && equals("floordiv", -7, 2, -4) && equals("ceildiv", -7, 2, -3) &&
+            equals("rem", -7, 2, -1) && equals("ceildiv", 7, 2, 4) && equals("min", -3, 5, -3) &&
+            equals("max", -3, 5, 5) && equals("sub", 3, 5, -2) && equals("mul", -3, 5, -15),
+        "div and rem truncate, floordiv floors, ceildiv ceils, min / max / sub / mul");
+  auto sel = IndexProgram::parse("v0 = lt q 10; v1 = le k q; v2 = gt k q; v3 = select v0 v1 v2; v4 = xor v3 false; "
+                                 "v5 = and v4 true; yield v5");
+  check(sel && sel->visible(3, 2) && !sel->visible(3, 4) && sel->visible(20, 21) && !sel->visible(20, 19),
+        "select, xor, and with constants");
+  for (const char *bad : {"", "v0 = lt k q", "v0 = frob k q; yield v0", "v0 = lt k; yield v0", "yield v9",
+                          "v0 = lt k q; v0 = lt q k; yield v0", "v0 = lt k q; yield v0; yield v0", "v0 lt k q; yield v0",
+                          "v0 = lt k 12x; yield v0"}) {
+    std::string error;
+    check(!IndexProgram::parse(bad, &error) && !error.empty(), std::string("refused: '") + bad + "'", error);
+  }
+  // The reference attention takes the modifier: a key it hides gets no weight.
+  AttentionShape s{1, 1, 1, 3, 3, 2, 2};
+  std::vector<double> q = {1, 0, 0, 1, 1, 1}, k = {1, 0, 0, 1, 1, 1}, v = {1, 2, 3, 4, 5, 6}, o(6), lse(3);
+  AttentionParams params;
+  params.maskMod = [](int64_t i, int64_t j) { return j == 0 || j == i; };
+  attentionForward(s, params, q.data(), k.data(), v.data(), o.data(), lse.data());
+  check(std::fabs(o[0] - 1) < 1e-12 && std::fabs(o[1] - 2) < 1e-12, "query 0 sees key 0 only");
+  check(o[2] > 1 && o[2] < 3 && std::fabs(o[2] + o[3] - (o[2] + o[3])) < 1e-12, "query 1 sees keys 0 and 1");
+}
+
 int main() {
   testCodec();
+  testIndexProgram();
   testActivations();
   testAttention();
   testFfn();

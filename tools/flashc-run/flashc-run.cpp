@@ -22,6 +22,7 @@
 #include "flashc/reference/attention.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
+#include "flashc/reference/index_program.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <cuda_runtime.h>
@@ -610,6 +611,17 @@ struct Runner {
     c.m.softcap = std::atof(meta(fwd, "softcap", "0").c_str());
     c.m.window.left = std::atoll(meta(fwd, "window_left", "-1").c_str());
     c.m.window.right = std::atoll(meta(fwd, "window_right", "-1").c_str());
+    std::string modText = meta(fwd, "mask_mod", "");
+    if (!modText.empty()) {
+      std::string error;
+      auto program = ref::IndexProgram::parse(modText, &error);
+      if (!program) {
+        std::printf("%s: FAIL the manifest's mask modifier does not parse: %s\n", fwd.name.c_str(), error.c_str());
+        ++failures;
+        return false;
+      }
+      c.m.maskMod = [program = *program](int64_t i, int64_t j) { return program.visible(i, j); };
+    }
     auto sym = symbols();
     c.q = makeParam(fwd.name, "q", sym), c.k = makeParam(fwd.name, "k", sym);
     c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
@@ -626,6 +638,7 @@ struct Runner {
                 fwd.name.c_str(), (long long)c.s.batch, (long long)c.s.queryHeads, (long long)c.s.kvHeads,
                 (long long)c.s.querySeq, (long long)c.s.keySeq, (long long)c.s.headDim, c.m.scale,
                 (long long)c.m.window.left, (long long)c.m.window.right, offsetText.c_str(), c.m.softcap);
+    if (!modText.empty()) std::printf("%s: mask_mod %s\n", fwd.name.c_str(), modText.c_str());
     randomFill(c.q, rng), randomFill(c.k, rng), randomFill(c.v, rng);
     if (!upload(c.q) || !upload(c.k) || !upload(c.v) || !poison(c.o) || !poison(c.lse)) {
       ++failures;

@@ -1,6 +1,9 @@
 //===- ManifestBuilder.cpp - the bundle manifest of a tile module --------===//
 #include "ManifestBuilder.h"
 
+#include "flashc/Dialect/Common/IndexFunction.h"
+#include "mlir/IR/SymbolTable.h"
+
 #include "Names.h"
 
 #include "flashc/runtime/Expr.h"
@@ -65,6 +68,9 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
             llvm::formatv("{0:e9}", attn.getSoftcap().getValueAsDouble()).str();
         program.meta["window_left"] = std::to_string(attn.getWindowLeft());
         program.meta["window_right"] = std::to_string(attn.getWindowRight());
+        if (auto sym = attn.getMaskMod())
+          if (auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym))
+            program.meta["mask_mod"] = flashc::printIndexProgram(maskMod.getBody(), /*oneWord=*/true);
       } else {
         attentionBackward = true;
       }

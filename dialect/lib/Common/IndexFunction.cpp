@@ -119,6 +119,62 @@ int64_t evaluateIndexOp(Operation *op, ArrayRef<int64_t> v) {
       .Default([](Operation *) { return int64_t(0); });
 }
 
+std::string printIndexProgram(Region &body, bool oneWord) {
+  Block &block = body.front();
+  llvm::DenseMap<Value, std::string> names;
+  names[block.getArgument(0)] = "q";
+  names[block.getArgument(1)] = "k";
+  std::string text;
+  const char *space = oneWord ? "," : " ";
+  auto name = [&](Value v) { return names.lookup(v); };
+  unsigned next = 0;
+  for (Operation &op : block.without_terminator()) {
+    Value result = op.getResult(0);
+    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      auto value = llvm::cast<IntegerAttr>(c.getValue());
+      names[result] = c.getType().isSignlessInteger(1) ? (value.getValue().getBoolValue() ? "true" : "false")
+                                                       : std::to_string(value.getInt());
+      continue;
+    }
+    using P = arith::CmpIPredicate;
+    std::string opName = llvm::TypeSwitch<Operation *, std::string>(&op)
+                             .Case([](arith::AddIOp) { return "add"; })
+                             .Case([](arith::SubIOp) { return "sub"; })
+                             .Case([](arith::MulIOp) { return "mul"; })
+                             .Case([](arith::DivSIOp) { return "div"; })
+                             .Case([](arith::FloorDivSIOp) { return "floordiv"; })
+                             .Case([](arith::CeilDivSIOp) { return "ceildiv"; })
+                             .Case([](arith::RemSIOp) { return "rem"; })
+                             .Case([](arith::MinSIOp) { return "min"; })
+                             .Case([](arith::MaxSIOp) { return "max"; })
+                             .Case([](arith::AndIOp) { return "and"; })
+                             .Case([](arith::OrIOp) { return "or"; })
+                             .Case([](arith::XOrIOp) { return "xor"; })
+                             .Case([](arith::SelectOp) { return "select"; })
+                             .Case([](arith::CmpIOp cmp) -> std::string {
+                               switch (cmp.getPredicate()) {
+                               case P::eq: return "eq";
+                               case P::ne: return "ne";
+                               case P::slt: return "lt";
+                               case P::sle: return "le";
+                               case P::sgt: return "gt";
+                               case P::sge: return "ge";
+                               default: return "?";
+                               }
+                             })
+                             .Default([](Operation *) { return "?"; });
+    std::string n = "v" + std::to_string(next++);
+    text += n + space + "=" + space + opName;
+    for (Value operand : op.getOperands())
+      text += space + name(operand);
+    text += ";";
+    if (!oneWord)
+      text += " ";
+    names[result] = n;
+  }
+  return text + "yield" + space + name(block.getTerminator()->getOperand(0));
+}
+
 bool evaluateIndexPredicate(Region &body, ArrayRef<int64_t> args) {
   Block &block = body.front();
   llvm::SmallDenseMap<Value, int64_t, 16> values;

@@ -21,6 +21,7 @@
 #include "mlir/IR/Region.h"
 
 #include <cstdint>
+#include <string>
 
 namespace flashc {
 
@@ -37,5 +38,11 @@ bool evaluateIndexPredicate(mlir::Region &body, llvm::ArrayRef<int64_t> args);
 /// One arith op's value on 64-bit integers (i1 as 0 / 1), with the rules
 /// above; shared by the evaluator and its tests.
 int64_t evaluateIndexOp(mlir::Operation *op, llvm::ArrayRef<int64_t> operands);
+
+/// The index function's text form, what flashc.mask_mod and
+/// flashc/reference/index_program.h read: "v0 = lt k 4096; v1 = le k q;
+/// v2 = or v0 v1; yield v2" (the first argument is q, the second k). With
+/// `oneWord` the spaces are commas (a manifest's meta value is one word).
+std::string printIndexProgram(mlir::Region &body, bool oneWord = false);
 
 } // namespace flashc
