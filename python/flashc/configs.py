@@ -72,6 +72,20 @@ TEST_ATTENTION_MASK_MOD = (
     AttentionConfig("f16", 4, 2, 256, mask_mod=_PREFIX_LM),
     AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM, backward_form="transposed"),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96, backward_form="rows"))
+# bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
+# sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
+# traces these same functions, so its configurations are these bundles.
+def bench_window_mod(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx <= 1024)
+
+
+def bench_prefix_lm_mod(b, h, q_idx, kv_idx):
+    return (kv_idx < 4096) | (kv_idx <= q_idx)
+
+
+BENCH_PROGRAMMABLE = (AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_window_mod),
+                      AttentionConfig("bf16", 16, 16, 128, causal=True, window=(1024, 0)),
+                      AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_prefix_lm_mod))
 # The row form where auto picks Sᵀ (sm_90a, 16-bit, D = 64/128), so both stay tested.
 TEST_ATTENTION_ROWS = (AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows"),
                        AttentionConfig("f16", 6, 2, 128, backward_form="rows"),
@@ -202,6 +216,7 @@ SETS = {
     "tests-key-offset": TEST_ATTENTION_KEY_OFFSET,
     "tests-transformers": TEST_TRANSFORMERS,
     "bench-ring-window": BENCH_RING_WINDOW,
+    "bench-programmable": BENCH_PROGRAMMABLE,
     "tune": TUNE_ATTENTION + TUNE_FFN,
     "tune-attention": TUNE_ATTENTION,
     "tune-ffn": TUNE_FFN,

@@ -1,0 +1,171 @@
+"""Programmable attention against FlexAttention in one process (issue #16's rows): B = 1, H = 16, D = 128, S = 16k,
+bf16; forward and backward time of flashc with a mask modifier (flashc.torch.attention(mask_mod=...)) and of
+torch.compile'd flex_attention with the same mask_mod and its block mask, plus Flex's block-mask build time and
+flashc's first-call time (load of the bundle, or its compile when no bundle is found) beside them.
+
+Rows (the modifiers of flashc.configs.BENCH_PROGRAMMABLE, prebuilt by `python -m flashc.prebuild ... bench-programmable`):
+a causal sliding window of 1024 keys (also with flashc's window attribute, its dedicated path), prefix-LM over 4096 keys, causal attention over 13 documents of random lengths 256-2048 (document ids read by index: not supported
+by flashc yet, reported as such), ALiBi (a score modifier: not supported yet). Outputs are checked: flashc against
+Flex (max abs difference, bf16) and against float64 on two heads of 1024 rows.
+
+    python3 bench/bench_programmable.py [--rows window,prefix_lm] [--seq 16384] [--out DIR]
+"""
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+import bench_common as bc
+
+ROWS = ("window", "window_attr", "prefix_lm", "document", "alibi")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default=",".join(ROWS), help="comma-separated subset of %s" % ",".join(ROWS))
+    p.add_argument("--seq", type=int, default=16384)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--out")
+    p.add_argument("--warmup", type=int, default=25)
+    p.add_argument("--rep", type=int, default=100)
+    args = p.parse_args(argv)
+    args.rows = [r for r in args.rows.split(",") if r]
+    bad = [r for r in args.rows if r not in ROWS]
+    if bad:
+        p.error("unknown row(s) %s (known: %s)" % (", ".join(bad), ", ".join(ROWS)))
+    return args
+
+
+def mods(args):
+    """{row: (flex mask_mod, flashc attention kwargs or None when flashc cannot express it yet, why)}. The modifiers
+    are flashc.configs' (BENCH_PROGRAMMABLE: the prebuilt bundles are theirs)."""
+    from flashc import configs
+    window, prefix_lm = configs.bench_window_mod, configs.bench_prefix_lm_mod
+    w = 1024
+    causal = lambda b, h, q, k: q >= k
+    return {
+        "window": (window, dict(mask_mod=window), None),
+        "window_attr": (window, dict(causal=True, window=(w, 0)), None),
+        "prefix_lm": (prefix_lm, dict(mask_mod=prefix_lm), None),
+        "document": (causal, None, "document ids read by index in a modifier: not supported yet"),
+        "alibi": (causal, None, "score modifiers (ALiBi's bias): not supported yet"),
+    }
+
+
+def flex_setup(torch):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    import torch._dynamo
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(cfg, name):
+            setattr(cfg, name, 1024)
+    return create_block_mask, torch.compile(flex_attention, fullgraph=True, dynamic=False)
+
+
+def run_row(torch, name, args, flex, results):
+    import flashc.torch as ft
+    from flashc.testing import attention_reference
+    create_block_mask, flex_attention = flex
+    flex_mod, flashc_kwargs, unsupported = mods(args)[name]
+    S, H, D = args.seq, args.heads, args.head_dim
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v, do = (torch.randn(1, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    row = {"row": name, "B": 1, "H": H, "S": S, "D": D, "impls": {}}
+    # Flex: block-mask build (median of 3 after one warm-up), then its kernels.
+    try:
+        create_block_mask(flex_mod, B=None, H=None, Q_LEN=S, KV_LEN=S, device="cuda")
+        builds = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            block_mask = create_block_mask(flex_mod, B=None, H=None, Q_LEN=S, KV_LEN=S, device="cuda")
+            torch.cuda.synchronize()
+            builds.append((time.perf_counter() - t0) * 1e3)
+        fn = lambda: flex_attention(q, k, v, block_mask=block_mask)
+        row["impls"]["flex"] = timed(torch, fn, do, (q, k, v), args)
+        row["impls"]["flex"]["block_mask_build_ms"] = sorted(builds)[1]
+        flex_out = fn().detach()
+    except Exception as e:
+        row["impls"]["flex"] = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+        traceback.print_exc()
+        flex_out = None
+    if unsupported:
+        row["impls"]["flashc"] = {"status": "not supported: " + unsupported}
+    else:
+        try:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = ft.attention(q, k, v, **flashc_kwargs)
+            torch.cuda.synchronize()
+            first_ms = (time.perf_counter() - t0) * 1e3
+            fn = lambda: ft.attention(q, k, v, **flashc_kwargs)
+            entry = timed(torch, fn, do, (q, k, v), args)
+            entry["first_call_ms"] = first_ms
+            if flex_out is not None:
+                entry["max_abs_diff_vs_flex"] = float((out.float() - flex_out.float()).abs().max())
+            # float64 on two heads of the first 1024 query rows against every key, masked by the row's modifier
+            # (top-left indices: the window attribute's row means the same keys at Sq = Sk).
+            rows = min(S, 1024)
+            with torch.no_grad():
+                ref, _ = attention_reference(q[:, :2, :rows].detach(), k[:, :2].detach(), v[:, :2].detach(),
+                                             mask_mod=flex_mod)
+                entry["max_abs_err_vs_float64"] = float((out[:, :2, :rows].double() - ref).abs().max())
+            row["impls"]["flashc"] = entry
+        except Exception as e:
+            row["impls"]["flashc"] = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+            traceback.print_exc()
+    f, x = row["impls"].get("flashc", {}), row["impls"].get("flex", {})
+    if f.get("status") == "ok" and x.get("status") == "ok":
+        row["fwd_vs_flex"] = f["fwd_ms"] / x["fwd_ms"]
+        row["bwd_vs_flex"] = f["bwd_ms"] / x["bwd_ms"]
+    results.append(row)
+    print("%-12s %s" % (name, row), flush=True)
+
+
+def timed(torch, fn, do, leaves, args):
+    fwd = bc.do_bench(fn, warmup=args.warmup, rep=args.rep)
+    fb = bc.do_bench(lambda: fn().backward(do), grad_to_none=list(leaves), warmup=args.warmup, rep=args.rep)
+    return {"status": "ok", "fwd_ms": fwd, "fwdbwd_ms": fb, "bwd_ms": fb - fwd}
+
+
+def table(results):
+    header = ["row", "flashc fwd / bwd ms", "Flex fwd / bwd ms", "flashc / Flex fwd", "flashc / Flex bwd",
+              "Flex block mask ms", "flashc first call ms", "check"]
+    rows = []
+    for r in results:
+        f, x = r["impls"].get("flashc", {}), r["impls"].get("flex", {})
+        pair = lambda e: ("%.3f / %.3f" % (e["fwd_ms"], e["bwd_ms"])) if e.get("status") == "ok" else e.get("status", "—")
+        check = ("|Δ flex| %.2g, |err f64| %.2g" % (f["max_abs_diff_vs_flex"], f["max_abs_err_vs_float64"])
+                 if f.get("status") == "ok" and "max_abs_diff_vs_flex" in f else "—")
+        rows.append([r["row"], pair(f), pair(x), bc.fmt(r.get("fwd_vs_flex"), 2), bc.fmt(r.get("bwd_vs_flex"), 2),
+                     bc.fmt(x.get("block_mask_build_ms"), 2), bc.fmt(f.get("first_call_ms"), 1), check])
+    return bc.markdown_table(header, rows)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = bc.out_dir(args.out)
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_programmable: no CUDA device", file=sys.stderr)
+        return 1
+    flex = flex_setup(torch)
+    results = []
+    for name in args.rows:
+        run_row(torch, name, args, flex, results)
+    md = table(results)
+    print(md)
+    notes = ("Times: medians (flashc.measure.time_ms: CUDA events, L2 flushed). bwd = fwd+bwd - fwd. Flex: "
+             "torch.compile'd flex_attention with create_block_mask's mask (build time: median of 3 after a warm-up). "
+             "flashc first call: its bundle loaded (or compiled) in this process.")
+    print("wrote %s" % bc.write_outputs(out, "bench_programmable", bc.environment(torch), md, results, notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
