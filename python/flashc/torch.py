@@ -271,6 +271,16 @@ class _AttentionOutput(torch.autograd.Function):
         return _attention_grads(ctx, do) + (None, None)
 
 
+def _mask_mod_text(mask_mod):
+    """The text form of a mask modifier (traced when a function). Under torch.compile the trace runs once, when the
+    call is traced: its result is a constant of the graph (assume_constant_result), not Python dynamo follows."""
+    return trace_mask_mod(mask_mod).text
+
+
+if hasattr(torch, "compiler") and hasattr(torch.compiler, "assume_constant_result"):
+    _mask_mod_text = torch.compiler.assume_constant_result(_mask_mod_text)
+
+
 def _with_offset(args, key_offset):
     """The programs' arguments plus the scalar key_offset (configs with key_offset=True only)."""
     if key_offset is not None:
@@ -306,7 +316,7 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
-    mod = None if mask_mod is None else trace_mask_mod(mask_mod).text
+    mod = None if mask_mod is None else _mask_mod_text(mask_mod)
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
             q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod)), offset)

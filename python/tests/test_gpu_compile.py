@@ -136,6 +136,21 @@ class CompileGpuTest(unittest.TestCase):
                              lambda ts: any_width(*ts, offset),
                              lambda ts, dtype: any_width_reference(*ts, offset, dtype), leaves)
 
+    def test_mask_modifier_compiled(self):
+        # AttentionConfig("bf16", 2, 2, 64, mask_mod=prefix-LM over 100 keys) (TEST_ATTENTION_MASK_MOD): the modifier
+        # is traced once while torch.compile traces the call (a constant of the graph), fullgraph.
+        from flashc import configs
+        prefix = lambda b, h, q_idx, kv_idx: (kv_idx < 100) | (kv_idx <= q_idx)
+        self.assertEqual(configs.TEST_ATTENTION_MASK_MOD[0].mask_mod,
+                         configs.AttentionConfig("bf16", 2, 2, 64, mask_mod=prefix).mask_mod)
+        fn = lambda q, k, v: ft.attention(q, k, v, mask_mod=prefix).float().square()
+        compiled = torch.compile(fn, fullgraph=True, backend=self.backend)
+        shapes = {"q": ((2, 2, 150, 64), 1.0), "k": ((2, 2, 150, 64), 1.0), "v": ((2, 2, 150, 64), 1.0)}
+        leaves = list(self.leaves(shapes, seed=7).values())
+        self.compare("mask_mod prefix-LM", lambda ts: compiled(*ts), lambda ts: fn(*ts),
+                     lambda ts, dtype: attention_reference(*ts, mask_mod=prefix, dtype=dtype)[0].to(dtype).float().square(),
+                     leaves)
+
     def test_compiled_ffn_without_gradient_runs_the_inference_forward(self):
         """torch.compile'd flashc.torch.ffn under torch.no_grad() launches the inference forward (train=False is a
         constant of that graph), with inputs that require a gradient the training forward (grad mode is guarded: a

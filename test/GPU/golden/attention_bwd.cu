@@ -143,7 +143,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
   const DSTile dSs = smem_tile_at<DSTile>(smem, kSmemDS);
 
   // Loop bounds: query blocks that see any of these keys; iterations run over (group head, block).
-  const int m_begin = Mask::query_block_begin(k0, kBlockM, diag);
+  const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, diag);
   const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, diag);
   const int num_m = m_end > m_begin ? m_end - m_begin : 0;
   const int num_iters = kGroup * num_m;
@@ -221,7 +221,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd)(flashc::TensorArg q, flashc::TensorArg 
     // Key blocks that see this query block add in increasing key-block order.
     static_assert(kBlockM == kRowsPerAuxBlock, "one semaphore per preprocess row block");
     int* dq_turn = vector_at<int>(dq_semaphore, batch, head).base + (q0 / kBlockM) * dq_semaphore.stride[2];
-    wait_turn(dq_turn, blockIdx.x - Mask::key_block_begin(q0, kBlockN, diag));
+    wait_turn(dq_turn, blockIdx.x - Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, diag));
 #endif
 #ifndef FLASHC_LAB_SKIP_DQ  // lab timing experiment only (leave the dQ stage out); never set in use
     if constexpr (kDqBulk) {

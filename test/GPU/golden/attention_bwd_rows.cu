@@ -54,7 +54,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_rows)(flashc::TensorArg q, flashc::Tenso
   const PTile dSs = smem_tile_at<PTile>(smem, kSmemDS);
 
   // scf.for over (group head, query block) with bounds that skip wholly masked blocks
-  const int m_begin = Mask::query_block_begin(k0, kBlockM, offset);
+  const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset);
   const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
   const int num_m = m_end > m_begin ? m_end - m_begin : 0;
   const int num_iters = kGroup * num_m;

@@ -102,7 +102,7 @@ FLASHC_KERNEL_NAME(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v
   const QTile Qs = smem_tile_at<QTile>(smem, kSmemQ);
 
   // Loop bounds: key blocks this query block can see (wholly masked blocks are never visited).
-  const int n_begin = Mask::key_block_begin(q0, kBlockN, diag);
+  const int n_begin = Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, diag);
   const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, diag);
 
   // Online-softmax state: O accumulator, running max m, running sum l.

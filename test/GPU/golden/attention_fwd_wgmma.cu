@@ -98,7 +98,7 @@ FLASHC_KERNEL_NAME(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v
   const GlobalMatrix<Elem> Vg = matrix_at<Elem>(v, batch, kv_head);
   const QTile Qs{reinterpret_cast<Elem*>(smem + kSmemQ)};
 
-  const int n_begin = Mask::key_block_begin(q0, kBlockN, offset);
+  const int n_begin = Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset);
   const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
 
   RegTileF32<kBlockM, kHeadDim, kWarps> acc_o;  // = the two warpgroups' wgmma accumulators
