@@ -99,7 +99,7 @@ class IndexProgram:
         for name, op, args in self.statements:
             ops = [operand(a) for a in args]
             if op == "select":
-                kind = "i1" if self._kinds[args[1]] == "bool" else "index"
+                kind = "i1" if self._kind_of(args[1]) == "bool" else "index"
                 lines.append("%s%%%s = arith.select %s, %s, %s : %s" % (indent, name, ops[0], ops[1], ops[2], kind))
             elif op in _CMP_OPS:
                 lines.append("%s%%%s = arith.%s, %s, %s : index" % (indent, name, _ARITH[op], ops[0], ops[1]))
@@ -108,6 +108,11 @@ class IndexProgram:
                 lines.append("%s%%%s = arith.%s %s, %s : %s" % (indent, name, _ARITH[op], ops[0], ops[1], kind))
         lines.append("%sflash.yield %s : i1" % (indent, operand(self.result)))
         return "\n".join(lines)
+
+    def _kind_of(self, a):
+        if isinstance(a, bool):
+            return "bool"
+        return "int" if isinstance(a, int) else self._kinds[a]
 
     # ---- evaluation (the exact rules of IndexFunction.h) ------------------------------------------------------
     def evaluate(self, q, k):

@@ -143,12 +143,13 @@ class CompileGpuTest(unittest.TestCase):
         prefix = lambda b, h, q_idx, kv_idx: (kv_idx < 100) | (kv_idx <= q_idx)
         self.assertEqual(configs.TEST_ATTENTION_MASK_MOD[0].mask_mod,
                          configs.AttentionConfig("bf16", 2, 2, 64, mask_mod=prefix).mask_mod)
-        fn = lambda q, k, v: ft.attention(q, k, v, mask_mod=prefix).float().square()
+        fn = lambda q, k, v: (ft.attention(q, k, v, mask_mod=prefix).float().square(),)
         compiled = torch.compile(fn, fullgraph=True, backend=self.backend)
         shapes = {"q": ((2, 2, 150, 64), 1.0), "k": ((2, 2, 150, 64), 1.0), "v": ((2, 2, 150, 64), 1.0)}
         leaves = list(self.leaves(shapes, seed=7).values())
         self.compare("mask_mod prefix-LM", lambda ts: compiled(*ts), lambda ts: fn(*ts),
-                     lambda ts, dtype: attention_reference(*ts, mask_mod=prefix, dtype=dtype)[0].to(dtype).float().square(),
+                     lambda ts, dtype: (attention_reference(*ts, mask_mod=prefix, dtype=dtype)[0].to(dtype).float()
+                                        .square(),),
                      leaves)
 
     def test_compiled_ffn_without_gradient_runs_the_inference_forward(self):

@@ -29,6 +29,7 @@ MODS = {
                                                                                         maximum(q, 30)))),
     "xor": lambda q, k: (k > q) ^ (k < 5),
     "constant": lambda q, k: True,
+    "select_constants": lambda q, k: where(k < 10, True, where(q < 3, k <= q, False)),
 }
 
 
@@ -125,7 +126,7 @@ class MaskModTest(unittest.TestCase):
         if not FLASH_RUN_TILE:
             sys.stderr.write("SKIPPED: test_mask_mod: flash-run-tile is not built\n")
             self.skipTest("flash-run-tile is not built")
-        for name in ("prefix_lm", "chunked", "band", "select_min_max"):
+        for name in ("prefix_lm", "chunked", "band", "select_min_max", "select_constants"):
             region = trace(MODS[name]).region_text()
             spec = ("func.func @%s(%%q: tensor<1x2x61x32xf32>, %%k: tensor<1x2x61x32xf32>, %%v: tensor<1x2x61x32xf32>)"
                     " -> tensor<1x2x61x32xf32> {\n"

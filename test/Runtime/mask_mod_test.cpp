@@ -360,6 +360,35 @@ void testModMask(const char *name, bool causalExact) {
     check(exact, std::string(name) + ": exact where ranges are (full blocks unmasked, no empty block in the bounds)");
 }
 
+// The galloping bounds against a scan block by block: never wider (they skip only ranges proven hidden) and, for
+// masks whose ranges are exact (causal, a band, chunks), the same.
+template <class Mod>
+void testGallopingMatchesScan(const char *name) {
+  using M = ModMask<AllKeys, Mod>;
+  bool narrowerOrEqual = true, equal = true;
+  for (int BM : {64, 128})
+    for (int BN : {64, 128})
+      for (int q0 = 0; q0 < 20000; q0 += 997) {
+        const int Sk = 16384, blocks = (Sk + BN - 1) / BN;
+        int scanBegin = 0, scanEnd = blocks;
+        while (scanBegin < scanEnd && M::hides(q0, q0 + BM, (long long)scanBegin * BN, (long long)(scanBegin + 1) * BN))
+          ++scanBegin;
+        while (scanEnd > scanBegin && M::hides(q0, q0 + BM, (long long)(scanEnd - 1) * BN, (long long)scanEnd * BN))
+          --scanEnd;
+        const int b = M::key_block_begin(q0, BM, BN, Sk, 0), e = M::key_block_end(q0, BM, BN, Sk, 0);
+        narrowerOrEqual = narrowerOrEqual && b >= scanBegin && (e <= scanEnd || scanBegin == scanEnd);
+        equal = equal && (b == scanBegin || scanBegin == scanEnd) && (e == scanEnd || scanBegin == scanEnd);
+      }
+  check(narrowerOrEqual && equal, std::string(name) + ": galloping key bounds equal the block-by-block scan");
+}
+
+struct Band {  // (q >= k) & (q - k <= 1024): a causal sliding window as a modifier
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+    return D::and_(D::ge(q, k), D::le(D::sub(q, k), D::constant(1024)));
+  }
+};
+
 void testEmptyBlocks() {
   using M = ModMask<AllKeys, Chunked>;
   // Rows 0..15 see keys 0..23 only: key blocks of 16 from 2 on are trimmed.
@@ -384,6 +413,11 @@ int main() {
   testModMask<PrefixLm>("prefix-LM", false);
   testModMask<Chunked>("chunked", false);
   testModMask<Strided>("strided", false);
+  testModMask<Band>("band", false);
+  testGallopingMatchesScan<Causal>("causal");
+  testGallopingMatchesScan<Band>("band");
+  testGallopingMatchesScan<Chunked>("chunked");
+  testGallopingMatchesScan<PrefixLm>("prefix-LM");
   testEmptyBlocks();
   return checkSummary();
 }
