@@ -311,6 +311,17 @@ class _Tracer:
         self.memo = {}
 
     def emit(self, op, args):
+        """The name (or constant) of op(args), folded where an operand is a bool constant, so that spellings of one
+        modifier trace alike (torch.where(c, True, x) is c | x) and share a bundle."""
+        folded = self._fold(op, args)
+        if folded is not None:
+            return folded
+        return self._emit(op, args)
+
+    def _not(self, c):
+        return self._emit("xor", (c, True))
+
+    def _emit(self, op, args):
         key = (op, args)
         name = self.memo.get(key)
         if name is None:
@@ -318,6 +329,31 @@ class _Tracer:
             self.statements.append((name, op, args))
             self.memo[key] = name
         return name
+
+
+    def _fold(self, op, args):
+        is_bool = lambda a: isinstance(a, bool)
+        if op in ("and", "or", "xor") and any(is_bool(a) for a in args):
+            c, x = (args[0], args[1]) if is_bool(args[0]) else (args[1], args[0])
+            if is_bool(x):
+                return {"and": c and x, "or": c or x, "xor": c != x}[op]
+            if op == "and":
+                return x if c else False
+            if op == "or":
+                return True if c else x
+            return self._not(x) if c else x
+        if op == "select" and is_bool(args[0]):
+            return args[1] if args[0] else args[2]
+        if op == "select" and args[1] == args[2] and type(args[1]) is type(args[2]):
+            return args[1]
+        if op == "select" and (is_bool(args[1]) or is_bool(args[2])):
+            c, a, b = args
+            if is_bool(a) and is_bool(b):  # (a != b here)
+                return c if a else self._not(c)
+            if is_bool(a):  # c ? a : b
+                return self.emit("or", (c, b)) if a else self.emit("and", (self._not(c), b))
+            return self.emit("and", (c, a)) if not b else self.emit("or", (self._not(c), a))
+        return None
 
 
 class _Traced:
@@ -432,7 +468,7 @@ class _Cond(_Traced):
         a, b = _operand(self._tracer, self, "bool"), _operand(self._tracer, other, "bool")
         if reverse:
             a, b = b, a
-        return _Cond(self._tracer, self._tracer.emit(op, (a, b)))
+        return _cond_of(self._tracer, self._tracer.emit(op, (a, b)))
 
     __and__ = lambda self, o: self._bin("and", o)
     __rand__ = lambda self, o: self._bin("and", o, True)
@@ -465,6 +501,11 @@ class _Cond(_Traced):
                                    "'if' cannot see it; use &, |, ~ and torch.where (or flashc.mask_mod.where)")
 
 
+def _cond_of(tracer, ref):
+    """A traced condition, or the Python bool a fold gave."""
+    return ref if isinstance(ref, bool) else _Cond(tracer, ref)
+
+
 def _cond(v):
     if isinstance(v, _Cond):
         return v
@@ -485,8 +526,10 @@ def where(cond, a, b):
         return a if cond else b
     c = _operand(tracer, cond, "bool")
     kind = "bool" if isinstance(a, (_Cond, bool)) and isinstance(b, (_Cond, bool)) else "int"
-    return (_Cond if kind == "bool" else _Int)(tracer, tracer.emit("select", (c, _operand(tracer, a, kind),
-                                                                            _operand(tracer, b, kind))))
+    ref = tracer.emit("select", (c, _operand(tracer, a, kind), _operand(tracer, b, kind)))
+    if kind == "bool":
+        return _cond_of(tracer, ref)
+    return ref if isinstance(ref, int) else _Int(tracer, ref)
 
 
 def minimum(a, b):

@@ -213,29 +213,44 @@ struct ModMask {
   static FLASHC_MASK_FN bool hides(long long q0, long long q1, long long k0, long long k1) {
     return !classify(q0, q1, k0, k1).can_true;
   }
-  // The first block of [begin, end) the modifier does not hide whole (`hidden(b, e)`: blocks [b, e) hidden),
-  // galloping: a run of hidden blocks costs O(log^2) range tests, not one test a block (a sliding window's
-  // query block starts 100 key blocks in at 16k tokens: a scan per block cost 35 % of the forward).
+  // The first block of [begin, end) the modifier does not hide whole (`hidden(b, e)`: blocks [b, e) proven
+  // hidden). A run of hidden blocks is found by doubling a range from its start, its end by halving: O(log n)
+  // range tests, not one a block (a 16k sliding window's query block starts 100 key blocks in: a scan per block
+  // cost 35 % of the forward, session 17 call 4). Only ranges proven hidden are skipped, so the search is sound
+  // whatever the analysis's precision; a range it cannot decide is narrowed to single blocks.
   template <class Hidden>
   static FLASHC_MASK_FN int first_shown(int begin, int end, Hidden hidden) {
-    int b = begin;
-    while (b < end) {
+    int lo = begin;
+    while (lo < end) {
       int step = 1;
-      while (b + step <= end && hidden(b, b + step)) step *= 2;
-      if (step == 1) return b;
-      b += step / 2;  // [b, b + step / 2) is hidden
+      while (lo + step <= end && hidden(lo, lo + step)) step *= 2;
+      if (step == 1) return lo;
+      // [lo, lo + step / 2) is hidden; the run ends before lo + step (or at end): halve the rest.
+      lo += step / 2;
+      int hi = lo + step / 2 < end ? lo + step / 2 : end;
+      while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        if (hidden(lo, mid)) lo = mid;
+        else hi = mid;
+      }
     }
     return end;
   }
   // One past the last block of [begin, end) the modifier does not hide whole.
   template <class Hidden>
   static FLASHC_MASK_FN int last_shown_end(int begin, int end, Hidden hidden) {
-    int e = end;
-    while (e > begin) {
+    int hi = end;
+    while (hi > begin) {
       int step = 1;
-      while (e - step >= begin && hidden(e - step, e)) step *= 2;
-      if (step == 1) return e;
-      e -= step / 2;
+      while (hi - step >= begin && hidden(hi - step, hi)) step *= 2;
+      if (step == 1) return hi;
+      hi -= step / 2;
+      int lo = hi - step / 2 > begin ? hi - step / 2 : begin;
+      while (hi - lo > 1) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (hidden(mid, hi)) hi = mid;
+        else lo = mid;
+      }
     }
     return begin;
   }
