@@ -1,0 +1,27 @@
+# A forward of bench_programmable's rows (B = 1, H = 16, D = 128, S = 16k, bf16) for Nsight Compute: the causal
+# sliding window of 1024 keys as a mask modifier (ModMask: loop bounds and block classification by interval
+# arithmetic, element mask by the modifier) and as the window attribute (Window<1024, 0>), so their kernels can be
+# compared counter by counter. Usage: python3 bench/probes/mask_mod_profile.py window|window_attr [calls]
+# Needs FLASHC_BUNDLE_PATH with the bench-programmable bundles.
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_common  # noqa: E402,F401  (puts python/ on the path)
+
+import torch  # noqa: E402
+
+import flashc.torch as ft  # noqa: E402
+from flashc import configs  # noqa: E402
+
+row = sys.argv[1]
+calls = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+kwargs = {"window": dict(mask_mod=configs.bench_window_mod),
+          "window_attr": dict(causal=True, window=(1024, 0)),
+          "prefix_lm": dict(mask_mod=configs.bench_prefix_lm_mod)}[row]
+g = torch.Generator(device="cuda").manual_seed(0)
+q, k, v = (torch.randn(1, 16, 16384, 128, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(3))
+with torch.no_grad():
+    for _ in range(calls):
+        ft.attention(q, k, v, **kwargs)
+torch.cuda.synchronize()
