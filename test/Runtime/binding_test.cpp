@@ -1,6 +1,7 @@
 // Argument validation and ABI packing, on the CPU (no driver involved): every
 // bad argument gets its own message naming the argument.
 #include <map>
+#include "BasicManifest.h"
 #include "Check.h"
 
 #include "flashc/runtime/Binding.h"
@@ -17,17 +18,6 @@ using namespace flashc::test;
 
 namespace {
 
-Manifest loadBasic() {
-  std::ifstream in(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto m = parseManifest(ss.str());
-  if (!m) {
-    std::printf("cannot parse the basic bundle: %s\n", m.message().c_str());
-    std::exit(1);
-  }
-  return *m;
-}
 
 void *fakePointer(uintptr_t address) { return reinterpret_cast<void *>(address); }
 
@@ -366,7 +356,7 @@ void testPaddedRows() {
 }
 
 int main() {
-  Manifest m = loadBasic();
+  Manifest m = loadBasicManifest();
   testPaddedRows();
   testValidKernel(m);
   testBadArguments(m);

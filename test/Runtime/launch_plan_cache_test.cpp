@@ -2,6 +2,7 @@
 // launch with new pointers reuses the plan with those pointers in it; a change
 // of anything planning reads (shape, stride, dtype, scalar, alignment as far as
 // a check can tell) plans again; failures are never kept.
+#include "BasicManifest.h"
 #include "Check.h"
 
 #include "flashc/runtime/LaunchPlanCache.h"
@@ -15,17 +16,6 @@ using namespace flashc::test;
 
 namespace {
 
-Manifest loadBasic() {
-  std::ifstream in(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto m = parseManifest(ss.str());
-  if (!m) {
-    std::printf("cannot parse the basic bundle: %s\n", m.message().c_str());
-    std::exit(1);
-  }
-  return *m;
-}
 
 void *at(uintptr_t address) { return reinterpret_cast<void *>(address); }
 
@@ -132,7 +122,7 @@ void testAlignment() {
 } // namespace
 
 int main() {
-  Manifest m = loadBasic();
+  Manifest m = loadBasicManifest();
   testKernelPlans(m);
   testProgramPlans(m);
   testAlignment();
