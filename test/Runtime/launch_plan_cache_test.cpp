@@ -51,14 +51,11 @@ void testKernelPlans(const Manifest &m) {
   check(again->grid == first->grid && again->tensors[0].stride[0] == 320, "and the planned grid and strides");
   check(first->tensors[0].data == at(0x100000), "the first plan keeps its own pointers");
 
-  plan(rowScale(4, 300, 320, 0));
-  check(planned == 2, "another shape is planned");
-  plan(rowScale(3, 300, 384, 0));
-  check(planned == 3, "another row stride is planned");
-  plan(rowScale(3, 300, 320, 0, 0.25f));
-  check(planned == 4, "another scalar value is planned");
-  plan(rowScale(3, 300, 320, 0x8000000));
-  check(planned == 4, "pointers aligned as far as the bundle checks (4 bytes) share the plan");
+  check(plan(rowScale(4, 300, 320, 0)).ok() && planned == 2, "another shape is planned");
+  check(plan(rowScale(3, 300, 384, 0)).ok() && planned == 3, "another row stride is planned");
+  check(plan(rowScale(3, 300, 320, 0, 0.25f)).ok() && planned == 4, "another scalar value is planned");
+  check(plan(rowScale(3, 300, 320, 0x8000000)).ok() && planned == 4,
+        "pointers aligned as far as the bundle checks (4 bytes) share the plan");
 
   // A misaligned pointer is checked, and refused, every time: its signature differs.
   auto bad = plan(rowScale(3, 300, 320, 2));
@@ -101,9 +98,9 @@ void testProgramPlans(const Manifest &m) {
             again->scratch.size() == 1 && again->scratch[0].bytes == 4000,
         "scratch is left to the launch (null), its size kept");
   // Capacity 2: a third signature starts the cache over.
-  plan(args(1001, 0));
-  plan(args(1002, 0));
-  check(cache.size() == 1 && cache.plansMade() == 3, "a full cache starts over", std::to_string(cache.size()));
+  const bool planned = plan(args(1001, 0)).ok() && plan(args(1002, 0)).ok();
+  check(planned && cache.size() == 1 && cache.plansMade() == 3, "a full cache starts over",
+        std::to_string(cache.size()));
   checkError(plan(args(-1, 0)).status(), "negative", "a bad program launch is refused");
 }
 
