@@ -16,7 +16,8 @@ math. `and`, `or`, `not`, `if` on a traced condition raise with what to write in
 The program's one-line text form (configs, manifests, flashc-run) is `;`-separated statements
 `<name> = <op> <arg> <arg> [<arg>]` ending in `yield <arg>`, args being q, k, an integer, true / false or an earlier
 name; ops: add sub mul div floordiv ceildiv rem min max eq ne lt le gt ge and or xor select (div and rem truncate
-toward zero as arith.divsi / arith.remsi; division and remainder by 0 give 0).
+toward zero as arith.divsi / arith.remsi; division and remainder by 0 give 0). Python's % on traced indices is
+a - (a // b) * b, as in Python and torch (the divisor's sign; by 0 it gives a).
 """
 
 import inspect
@@ -94,18 +95,18 @@ class IndexProgram:
                     constants[key] = "%%c%s" % (str(a).replace("-", "m"))
                     lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
                 return constants[key]
-            return {"q": "%q_idx", "k": "%kv_idx"}.get(a, "%" + a)
+            return {"q": "%q_idx", "k": "%kv_idx"}.get(a, "%s_" + a)  # (s_: apart from the constants' names)
 
         for name, op, args in self.statements:
             ops = [operand(a) for a in args]
             if op == "select":
                 kind = "i1" if self._kind_of(args[1]) == "bool" else "index"
-                lines.append("%s%%%s = arith.select %s, %s, %s : %s" % (indent, name, ops[0], ops[1], ops[2], kind))
+                lines.append("%s%%s_%s = arith.select %s, %s, %s : %s" % (indent, name, ops[0], ops[1], ops[2], kind))
             elif op in _CMP_OPS:
-                lines.append("%s%%%s = arith.%s, %s, %s : index" % (indent, name, _ARITH[op], ops[0], ops[1]))
+                lines.append("%s%%s_%s = arith.%s, %s, %s : index" % (indent, name, _ARITH[op], ops[0], ops[1]))
             else:
                 kind = "i1" if op in _BOOL_OPS else "index"
-                lines.append("%s%%%s = arith.%s %s, %s : %s" % (indent, name, _ARITH[op], ops[0], ops[1], kind))
+                lines.append("%s%%s_%s = arith.%s %s, %s : %s" % (indent, name, _ARITH[op], ops[0], ops[1], kind))
         lines.append("%sflash.yield %s : i1" % (indent, operand(self.result)))
         return "\n".join(lines)
 
@@ -273,20 +274,31 @@ class _TensorOps:
     def sub(self, a, b): return a - b
     def mul(self, a, b): return a * b
 
-    def _safe(self, b):
-        return self.torch.where(b == 0, self.torch.ones_like(b), b)
+    # Divisors 0 and -1 are the rules' special cases (0; -a, which wraps at INT64_MIN): replaced by 1 before
+    # dividing, so that INT64_MIN / -1 never reaches the hardware (it traps on x86), then selected.
+    def _quotient(self, a, b, adjust):
+        a, b = self.torch.broadcast_tensors(self.torch.as_tensor(a), self.torch.as_tensor(b))
+        special = (b == 0) | (b == -1)
+        safe = self.torch.where(special, self.torch.ones_like(b), b)
+        q = self.torch.div(a, safe, rounding_mode="trunc")
+        r = a - q * safe
+        q = q + adjust(r, a, safe)
+        return self.torch.where(b == 0, self.torch.zeros_like(a), self.torch.where(b == -1, -a, q))
 
     def div(self, a, b):
-        return self.torch.where(b == 0, 0, self.torch.div(a, self._safe(b), rounding_mode="trunc"))
+        return self._quotient(a, b, lambda r, a, b: 0)
 
-    def floordiv(self, a, b):
-        return self.torch.where(b == 0, 0, self.torch.div(a, self._safe(b), rounding_mode="floor"))
+    def floordiv(self, a, b):  # one less where the truncated quotient was rounded up (signs differ)
+        return self._quotient(a, b, lambda r, a, b: -((r != 0) & ((a < 0) != (b < 0))).long())
 
-    def ceildiv(self, a, b):
-        return self.torch.where(b == 0, 0, -self.torch.div(-a, self._safe(b), rounding_mode="floor"))
+    def ceildiv(self, a, b):  # one more where it was rounded down (signs agree)
+        return self._quotient(a, b, lambda r, a, b: ((r != 0) & ((a < 0) == (b < 0))).long())
 
     def rem(self, a, b):
-        return self.torch.where(b == 0, 0, self.torch.fmod(a, self._safe(b)))
+        a, b = self.torch.broadcast_tensors(self.torch.as_tensor(a), self.torch.as_tensor(b))
+        special = (b == 0) | (b == -1)
+        safe = self.torch.where(special, self.torch.ones_like(b), b)
+        return self.torch.where(special, self.torch.zeros_like(a), self.torch.fmod(a, safe))
 
     def min(self, a, b): return self.torch.minimum(a, b)
     def max(self, a, b): return self.torch.maximum(a, b)

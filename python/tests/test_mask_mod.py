@@ -76,6 +76,26 @@ class MaskModTest(unittest.TestCase):
         self.assertTrue(IndexProgram.parse("v0 = rem q k; v1 = eq v0 -1; yield v1").evaluate(-7, 2))
         self.assertTrue(trace(lambda q, k: q % k == 1).evaluate(-7, 2))  # Python's %: the divisor's sign
 
+    def test_tensor_evaluator_matches_ints(self):
+        """IndexProgram.evaluate on int64 torch tensors (the float64 references' masks) gives the int evaluator's
+        values on every op's edge cases: INT64_MIN, -1 and 0 divisors, signs (needs torch; skipped without)."""
+        try:
+            import torch
+        except ImportError:
+            sys.stderr.write("SKIPPED: test_tensor_evaluator_matches_ints: torch is not installed\n")
+            self.skipTest("torch is not installed")
+        values = [-(1 << 63), -(1 << 62), -7, -2, -1, 0, 1, 2, 7, (1 << 62), (1 << 63) - 1]
+        for op in ("add", "sub", "mul", "div", "floordiv", "ceildiv", "rem", "min", "max"):
+            program = IndexProgram.parse("v0 = %s q k; yield true" % op)
+            rows = torch.tensor(values, dtype=torch.int64)[:, None]
+            cols = torch.tensor(values, dtype=torch.int64)[None, :]
+            with self.subTest(op=op):
+                from flashc.mask_mod import _IntOps, _TensorOps
+                got = getattr(_TensorOps(rows, cols), op)(rows, cols)
+                for i, a in enumerate(values):
+                    for j, b in enumerate(values):
+                        self.assertEqual(int(got[i, j]), getattr(_IntOps, op)(a, b), (op, a, b))
+
     def test_configs_key_on_the_modifier(self):
         a = AttentionConfig("bf16", 2, 2, 64, mask_mod=MODS["prefix_lm"])
         b = AttentionConfig("bf16", 2, 2, 64, mask_mod=trace(MODS["prefix_lm"]).text)

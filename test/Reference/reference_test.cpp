@@ -447,6 +447,7 @@ void testIndexProgram() {
         "select, xor, and with constants");
   for (const char *bad : {"", "v0 = lt k q", "v0 = frob k q; yield v0", "v0 = lt k; yield v0", "yield v9",
                           "v0 = lt k q; v0 = lt q k; yield v0", "v0 = lt k q; yield v0; yield v0", "v0 lt k q; yield v0",
+                          "true = lt k q; yield true", "5 = lt k q; yield 5", "q = lt k q; yield q",
                           "v0 = lt k 12x; yield v0"}) {
     std::string error;
     check(!IndexProgram::parse(bad, &error) && !error.empty(), std::string("refused: '") + bad + "'", error);

@@ -389,6 +389,17 @@ struct Band {  // (q >= k) & (q - k <= 1024): a causal sliding window as a modif
   }
 };
 
+// A base range that is empty (begin > end, as a Window's bounds can be) stays empty.
+void testEmptyBaseRange() {
+  struct Reversed : AllKeys {
+    static int key_block_begin(int, int, int, int, int) { return 3; }
+    static int key_block_end(int, int, int, int, int) { return 2; }
+  };
+  using M = ModMask<Reversed, Causal>;
+  const int b = M::key_block_begin(64, 64, 64, 128, 0), e = M::key_block_end(64, 64, 64, 128, 0);
+  check(e <= b, "an empty base range (blocks [3, 2)) gives no blocks", std::to_string(b) + ".." + std::to_string(e));
+}
+
 void testEmptyBlocks() {
   using M = ModMask<AllKeys, Chunked>;
   // Rows 0..15 see keys 0..23 only: key blocks of 16 from 2 on are trimmed.
@@ -419,5 +430,6 @@ int main() {
   testGallopingMatchesScan<Chunked>("chunked");
   testGallopingMatchesScan<PrefixLm>("prefix-LM");
   testEmptyBlocks();
+  testEmptyBaseRange();
   return checkSummary();
 }

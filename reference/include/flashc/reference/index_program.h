@@ -9,6 +9,7 @@
 // min max eq ne lt le gt ge and or xor select.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -52,7 +53,10 @@ public:
         if (!arg) return fail("'" + words[3 + a] + "' is not q, k, a number, true / false or an earlier name");
         st.args[a] = *arg;
       }
-      if (slots.count(words[0])) return fail("'" + words[0] + "' is defined twice");
+      if (slots.count(words[0])) return fail("'" + words[0] + "' is defined twice (or names q or k)");
+      if (words[0] == "true" || words[0] == "false" || words[0] == "yield" ||
+          !(std::isalpha(static_cast<unsigned char>(words[0][0])) || words[0][0] == '_'))
+        return fail("'" + words[0] + "' cannot name a value");
       st.slot = int(slots.size());
       slots[words[0]] = st.slot;
       p.statements_.push_back(st);

@@ -220,6 +220,7 @@ struct ModMask {
   // whatever the analysis's precision; a range it cannot decide is narrowed to single blocks.
   template <class Hidden>
   static FLASHC_MASK_FN int first_shown(int begin, int end, Hidden hidden) {
+    if (begin >= end) return begin;  // an empty range stays empty (begin > end: the base's empty bounds)
     int lo = begin;
     while (lo < end) {
       int step = 1;
@@ -239,6 +240,7 @@ struct ModMask {
   // One past the last block of [begin, end) the modifier does not hide whole.
   template <class Hidden>
   static FLASHC_MASK_FN int last_shown_end(int begin, int end, Hidden hidden) {
+    if (begin >= end) return end;
     int hi = end;
     while (hi > begin) {
       int step = 1;
