@@ -21,6 +21,8 @@
 // CHECK: @llama_ffn forward result 0: {{.*}} ok
 // CHECK: @llama_ffn backward d_x: {{.*}} ok
 // CHECK: @llama_ffn backward d_w_up: {{.*}} ok
+// CHECK: @chunked_mask_graph forward result 0: {{.*}} ok
+// CHECK: @chunked_mask_graph backward d_q: {{.*}} ok
 
 // A GPT-style block (causal attention, then a GeLU FFN on a rank-3 stream).
 func.func @gpt_block(%q: tensor<?x2x?x32xf32>, %k: tensor<?x2x?x32xf32>, %v: tensor<?x2x?x32xf32>,
@@ -65,4 +67,23 @@ func.func @llama_ffn(%x: tensor<?x?x32xf32>, %w_gate: tensor<32x88xf32>, %w_up: 
   %hidden = flash.mul %act, %up : tensor<?x?x88xf32>
   %y = flash.matmul %hidden, %w_down : tensor<?x?x88xf32>, tensor<88x32xf32> -> tensor<?x?x32xf32>
   return %y : tensor<?x?x32xf32>
+}
+
+// A mask modifier in the graph spelling (flash.mask ... mod): chunks of 13 rows attend within
+// themselves; fused into flash.attention's mask_mod, tiled, run on the CPU against the unfused graph.
+func.func @chunked_mask_graph(%q: tensor<1x2x40x32xf32>, %k: tensor<1x2x40x32xf32>, %v: tensor<1x2x40x32xf32>)
+    -> tensor<1x2x40x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x40x32xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x40xf32>
+  %t = flash.scale %s by 0.17677669529663687 : tensor<1x2x40x40xf32>
+  %m = flash.mask %t <none> mod {
+  ^bb0(%i: index, %j: index):
+    %c13 = arith.constant 13 : index
+    %qi = arith.floordivsi %i, %c13 : index
+    %kj = arith.floordivsi %j, %c13 : index
+    %same = arith.cmpi eq, %qi, %kj : index
+    flash.yield %same : i1
+  } : tensor<1x2x40x40xf32>
+  %p = flash.softmax %m : tensor<1x2x40x40xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x40x40xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>
+  return %o : tensor<1x2x40x32xf32>
 }

@@ -127,6 +127,39 @@ func.func @window_ragged(%q: tensor<3x2x100x64xf32>, %k: tensor<3x2x37x64xf32>, 
 
 // -----
 
+// A mask with a modifier (prefix-LM over 20 keys, on top of a window): the
+// modifier's region moves into the attention's mask_mod, the window stays
+// its mask attribute.
+// CHECK-LABEL: func.func @mask_with_modifier
+// CHECK-NEXT: flash.attention %{{.+}} scale = 1.250000e-01 mask = #flash.mask<sliding_window, left = 30, right = 0> num_kv_heads = 2 mask_mod {
+// CHECK-NEXT: ^bb0(%[[Q:.+]]: index, %[[K:.+]]: index):
+// CHECK-NEXT:   %[[C:.+]] = arith.constant 20 : index
+// CHECK:        %[[IN:.+]] = arith.cmpi slt, %[[K]], %[[C]] : index
+// CHECK-NEXT:   %[[R:.+]] = arith.remsi %[[Q]], %{{.+}} : index
+// CHECK:        flash.yield %{{.+}} : i1
+// CHECK-NEXT: } : (tensor<2x2x45x64xf32>
+// CHECK-NOT: flash.mask
+func.func @mask_with_modifier(%q: tensor<2x2x45x64xf32>, %k: tensor<2x2x45x64xf32>, %v: tensor<2x2x45x32xf32>) -> tensor<2x2x45x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<2x2x45x64xf32>, tensor<2x2x45x64xf32> -> tensor<2x2x45x45xf32>
+  %t = flash.scale %s by 0.125 : tensor<2x2x45x45xf32>
+  %m = flash.mask %t <sliding_window, left = 30, right = 0> mod {
+  ^bb0(%i: index, %j: index):
+    %c20 = arith.constant 20 : index
+    %c2 = arith.constant 2 : index
+    %c0 = arith.constant 0 : index
+    %in_prefix = arith.cmpi slt, %j, %c20 : index   // key in the first 20, or
+    %r = arith.remsi %i, %c2 : index
+    %even_row = arith.cmpi eq, %r, %c0 : index      // an even query row
+    %visible = arith.ori %in_prefix, %even_row : i1
+    flash.yield %visible : i1
+  } : tensor<2x2x45x45xf32>
+  %p = flash.softmax %m : tensor<2x2x45x45xf32>
+  %o = flash.matmul %p, %v : tensor<2x2x45x45xf32>, tensor<2x2x45x32xf32> -> tensor<2x2x45x32xf32>
+  return %o : tensor<2x2x45x32xf32>
+}
+
+// -----
+
 // Kᵀ written explicitly as a matmul result: Kᵀ = Aᵀ·B, so K = Bᵀ·A is
 // re-emitted (operands swapped, flags flipped) and fed to the attention.
 // CHECK-LABEL: func.func @key_transposed_by_matmul

@@ -133,9 +133,10 @@ LogicalResult Evaluator::mask(MaskOp op) {
   int64_t rank = result.shape.size();
   int64_t sq = result.shape[rank - 2], sk = result.shape[rank - 1];
   MaskAttr mask = op.getMask();
+  Region *mod = op.hasMaskMod() ? &op.getMaskMod() : nullptr;
   for (int64_t flat = 0; flat < result.numElements(); ++flat) {
     int64_t j = flat % sk, i = (flat / sk) % sq;
-    if (!mask.isKeyVisible(i, j, sq, sk))
+    if (!mask.isKeyVisible(i, j, sq, sk) || (mod && !flashc::evaluateIndexPredicate(*mod, {i, j})))
       result.data[flat] = kNegInf;
   }
   values[op.getResult()] = std::move(result);

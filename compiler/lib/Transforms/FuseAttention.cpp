@@ -26,6 +26,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -52,6 +53,7 @@ struct AttentionMatch {
   Value value;            // [B, Hkv, Sk, Dv]
   double scale = 1.0;
   MaskAttr mask;
+  MaskOp maskOp; // the flash.mask folded in (its `mod` region moves to the attention's mask_mod)
   /// Ops that become dead, consumers before producers (root first).
   SmallVector<Operation *> chain;
   /// Ops that are dead afterwards only if nothing else uses them (scales on
@@ -123,6 +125,7 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
       if (match.mask)
         return fail("two flash.mask ops on the scores (one attention mask only)");
       match.mask = maskOp.getMask();
+      match.maskOp = maskOp;
       current = maskOp.getInput();
     } else if (auto matmul = dyn_cast<MatmulOp>(producer)) {
       scores = matmul;
@@ -218,6 +221,10 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
       loc, TypeRange{outputType, lseType}, match.query, key, match.value, /*key_offset=*/Value(),
       rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
       rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
+  if (match.maskOp && match.maskOp.hasMaskMod()) {
+    IRMapping mapping;
+    match.maskOp.getMaskMod().cloneInto(&attention.getMaskMod(), mapping);
+  }
 
   rewriter.replaceAllUsesWith(root.getResult(), attention.getOutput());
   for (Operation *op : match.chain)

@@ -623,3 +623,15 @@ func.func @mask_mod_yield(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
   } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
   return %out : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+func.func @mask_op_modifier(%s: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %m = flash.mask %s <none> mod {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'arith.cmpi' op is not allowed in mod: comparisons are signed}}
+    %c = arith.cmpi ult, %j, %i : index
+    flash.yield %c : i1
+  } : tensor<1x2x8x8xf32>
+  return %m : tensor<1x2x8x8xf32>
+}

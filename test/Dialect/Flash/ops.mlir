@@ -111,6 +111,28 @@ func.func @attention_mask_mod(%q: tensor<2x4x100x64xf16>, %k: tensor<2x4x37x64xf
   return %o, %lse : tensor<2x4x100x64xf16>, tensor<2x4x100xf32>
 }
 
+// The graph spelling of a modifier: flash.mask ... mod { region } (flash-fuse-attention moves it into
+// the attention's mask_mod).
+// CHECK-LABEL: func.func @mask_with_modifier
+// CHECK: flash.mask %{{.+}} <causal> mod {
+// CHECK-NEXT: ^bb0(%[[Q:.+]]: index, %[[K:.+]]: index):
+// CHECK: arith.cmpi eq, %[[Q]], %[[K]] : index
+// CHECK: flash.yield %{{.+}} : i1
+// CHECK-NEXT: } : tensor<?x4x?x?xf32>
+func.func @mask_with_modifier(%s: tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32> {
+  %m = flash.mask %s <causal> mod {
+  ^bb0(%i: index, %j: index):
+    %d = arith.cmpi eq, %i, %j : index
+    %c3 = arith.constant 3 : index
+    %r = arith.remsi %j, %c3 : index
+    %c0 = arith.constant 0 : index
+    %every3 = arith.cmpi eq, %r, %c0 : index
+    %visible = arith.ori %d, %every3 : i1
+    flash.yield %visible : i1
+  } : tensor<?x4x?x?xf32>
+  return %m : tensor<?x4x?x?xf32>
+}
+
 // CHECK-LABEL: func.func @ffn
 func.func @ffn(%x: tensor<?x?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor<4096xbf16>,
                %w2: tensor<4096x1024xbf16>, %b2: tensor<1024xbf16>, %wu: tensor<1024x4096xbf16>,

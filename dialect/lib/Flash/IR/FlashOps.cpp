@@ -178,8 +178,11 @@ LogicalResult ScaleOp::verify() {
 }
 
 LogicalResult MaskOp::verify() {
-  return checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX,
-                   "[..., Sq, Sk]");
+  if (failed(checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX, "[..., Sq, Sk]")))
+    return failure();
+  if (hasMaskMod())
+    return flashc::verifyIndexFunction(getOperation(), getMaskMod(), 2, "mod");
+  return success();
 }
 
 LogicalResult SoftmaxOp::verify() {

@@ -73,24 +73,39 @@ def Flash_ScaleOp : Flash_Op<"scale", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Flash_MaskOp : Flash_Op<"mask", [SameOperandsAndResultType]> {
+def Flash_MaskOp : Flash_Op<"mask", [SameOperandsAndResultType, IsolatedFromAbove]> {
   let summary = "set invisible attention scores to -inf";
   let description = [{
     The input is a score matrix [..., Sq, Sk]. Entries whose key is not
     visible from their query under `mask` (see `#flash.mask` for the
     bottom-right aligned rule) become -inf; the others pass through.
+    `mod` (optional) hides more: a region of the query row q and the key row
+    k (the last two indices) yielding i1, as flash.attention's `mask_mod`
+    (an index function), into which flash-fuse-attention moves it.
 
     ```mlir
     %m = flash.mask %s <causal> : tensor<?x16x?x?xf32>
     %w = flash.mask %s <sliding_window, left = 256, right = 0> : tensor<4x4xf32>
+    %p = flash.mask %s <none> mod {
+    ^bb0(%q: index, %k: index):
+      %c = arith.constant 64 : index
+      %in_prefix = arith.cmpi slt, %k, %c : index
+      %causal = arith.cmpi sle, %k, %q : index
+      %visible = arith.ori %in_prefix, %causal : i1
+      flash.yield %visible : i1
+    } : tensor<?x16x?x?xf32>
     ```
   }];
   let arguments = (ins Flash_FloatTensor:$input, Flash_MaskAttr:$mask);
   let results = (outs Flash_FloatTensor:$result);
+  let regions = (region AnyRegion:$mask_mod);
   // Unqualified (`<causal>`): a qualified attribute before `:` would be
   // ambiguous with a typed attribute.
-  let assemblyFormat = "$input $mask attr-dict `:` type($result)";
+  let assemblyFormat = "$input $mask (`mod` $mask_mod^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasMaskMod() { return !getMaskMod().empty(); }
+  }];
 }
 
 def Flash_SoftmaxOp : Flash_UnaryOp<"softmax"> {
@@ -243,8 +258,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove]> {
   }];
 }
 
-def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, HasParent<"AttentionOp">, Terminator, ReturnLike]> {
-  let summary = "the value of a flash.attention mask_mod region (i1: the key is visible)";
+def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, ParentOneOf<["AttentionOp", "MaskOp"]>, Terminator, ReturnLike]> {
+  let summary = "the value of a mask modifier region (flash.attention's mask_mod, flash.mask's mod; i1: the key is visible)";
   let arguments = (ins I1:$visible);
   let assemblyFormat = "$visible attr-dict `:` type($visible)";
 }
