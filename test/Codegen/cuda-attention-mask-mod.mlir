@@ -17,6 +17,8 @@
 // RUN: flashc %s --backward-form=transposed --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=TRANSPOSED
 // RUN: rm -rf %t.transposed && flashc %s --backward-form=transposed --emit=bundle --arch=sm_80 -o %t.transposed
 
+// The kernels' math lines name the modifier:
+// CUDA: //   prefix_lm_attention_fwd: O = softmax(Q·Kᵀ·{{[0-9.]+}}, mask modifier @mask_mod_{{[0-9a-f]+}})·V
 // The struct, with the formula it evaluates:
 // CUDA: // ---- prefix_lm_attention_bwd_preprocess ----
 // CUDA-NOT: struct mask_mod_

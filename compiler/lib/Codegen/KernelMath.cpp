@@ -28,12 +28,13 @@ std::string typeName(TypeAttr type) {
 
 std::string maskText(AttentionSpecAttr spec) {
   int64_t left = spec.getWindowLeft(), right = spec.getWindowRight();
+  std::string mod = spec.getMaskMod() ? ", mask modifier @" + spec.getMaskMod().getValue().str() : "";
   if (left < 0 && right < 0)
-    return "";
+    return mod;
   if (left < 0 && right == 0)
-    return ", causal";
+    return ", causal" + mod;
   auto side = [](int64_t n) { return n < 0 ? std::string("unbounded") : std::to_string(n); };
-  return ", window " + side(left) + " left / " + side(right) + " right";
+  return ", window " + side(left) + " left / " + side(right) + " right" + mod;
 }
 
 std::string attentionMath(AttentionSpecAttr spec) {

@@ -69,6 +69,8 @@ std::string maskClass(AttentionSpecAttr attention) {
   std::string mask = left < 0 && right < 0 ? "none" : left < 0 && right == 0 ? "causal" : "window";
   if (attention.getSoftcap().getValueAsDouble() != 0.0)
     mask += "+softcap";
+  if (attention.getMaskMod()) // (its own entries: the modifier's mask and classification cost more)
+    mask += "+mod";
   return mask;
 }
 
