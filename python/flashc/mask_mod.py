@@ -276,10 +276,13 @@ class _TensorOps:
 
     # Divisors 0 and -1 are the rules' special cases (0; -a, which wraps at INT64_MIN): replaced by 1 before
     # dividing, so that INT64_MIN / -1 never reaches the hardware (it traps on x86), then selected.
-    def _quotient(self, a, b, adjust):
+    def _divisor(self, a, b):
+        """(a, b broadcast, b with 0 and -1 replaced by 1)."""
         a, b = self.torch.broadcast_tensors(self.torch.as_tensor(a), self.torch.as_tensor(b))
-        special = (b == 0) | (b == -1)
-        safe = self.torch.where(special, self.torch.ones_like(b), b)
+        return a, b, self.torch.where((b == 0) | (b == -1), self.torch.ones_like(b), b)
+
+    def _quotient(self, a, b, adjust):
+        a, b, safe = self._divisor(a, b)
         q = self.torch.div(a, safe, rounding_mode="trunc")
         r = a - q * safe
         q = q + adjust(r, a, safe)
@@ -295,10 +298,8 @@ class _TensorOps:
         return self._quotient(a, b, lambda r, a, b: ((r != 0) & ((a < 0) == (b < 0))).long())
 
     def rem(self, a, b):
-        a, b = self.torch.broadcast_tensors(self.torch.as_tensor(a), self.torch.as_tensor(b))
-        special = (b == 0) | (b == -1)
-        safe = self.torch.where(special, self.torch.ones_like(b), b)
-        return self.torch.where(special, self.torch.zeros_like(a), self.torch.fmod(a, safe))
+        a, b, safe = self._divisor(a, b)
+        return self.torch.where((b == 0) | (b == -1), self.torch.zeros_like(a), self.torch.fmod(a, safe))
 
     def min(self, a, b): return self.torch.minimum(a, b)
     def max(self, a, b): return self.torch.maximum(a, b)
@@ -374,6 +375,11 @@ class _Traced:
     def __init__(self, tracer, ref):
         self._tracer, self._ref = tracer, ref
 
+    def _emit_binary(self, op, other, kind, reverse):
+        """The emitted op(self, other) (operands of `kind`, swapped when reverse): a name or a folded constant."""
+        a, b = _operand(self._tracer, self, kind), _operand(self._tracer, other, kind)
+        return self._tracer.emit(op, (b, a) if reverse else (a, b))
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         import torch
@@ -420,10 +426,7 @@ def _operand(tracer, v, want):
 
 class _Int(_Traced):
     def _bin(self, op, other, reverse=False, result=None):
-        a, b = _operand(self._tracer, self, "int"), _operand(self._tracer, other, "int")
-        if reverse:
-            a, b = b, a
-        return (result or _Int)(self._tracer, self._tracer.emit(op, (a, b)))
+        return (result or _Int)(self._tracer, self._emit_binary(op, other, "int", reverse))
 
     __add__ = lambda self, o: self._bin("add", o)
     __radd__ = lambda self, o: self._bin("add", o, True)
@@ -477,10 +480,7 @@ class _Int(_Traced):
 
 class _Cond(_Traced):
     def _bin(self, op, other, reverse=False):
-        a, b = _operand(self._tracer, self, "bool"), _operand(self._tracer, other, "bool")
-        if reverse:
-            a, b = b, a
-        return _cond_of(self._tracer, self._tracer.emit(op, (a, b)))
+        return _cond_of(self._tracer, self._emit_binary(op, other, "bool", reverse))
 
     __and__ = lambda self, o: self._bin("and", o)
     __rand__ = lambda self, o: self._bin("and", o, True)
@@ -571,6 +571,19 @@ class _Unsupported:
     __hash__ = object.__hash__
 
 
+def _positional_arity(fn):
+    """How many positional parameters fn takes: from its code object for a Python function (inspect.signature
+    costs a third of a trace, which runs on every attention call), else from its signature (4 when unknown)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not inspect.ismethod(fn):
+        return code.co_argcount
+    try:
+        return len([p for p in inspect.signature(fn).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        return 4
+
+
 def trace(fn):
     """The IndexProgram of mask modifier `fn`: fn(b, h, q_idx, kv_idx) (FlexAttention's signature) or
     fn(q_idx, kv_idx), returning whether key kv_idx is visible from query q_idx. An IndexProgram or its text form
@@ -582,12 +595,7 @@ def trace(fn):
     if not callable(fn):
         raise InvalidArgumentError("mask_mod: expected a function of (b, h, q_idx, kv_idx), an IndexProgram or its "
                                    "text, got %s" % type(fn).__name__)
-    try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        arity = len(params)
-    except (TypeError, ValueError):
-        arity = 4
+    arity = _positional_arity(fn)
     tracer = _Tracer()
     q, k = _Int(tracer, "q"), _Int(tracer, "k")
     if arity == 4:

@@ -123,7 +123,7 @@ class AttentionGpuTest(unittest.TestCase):
         torch.cuda.synchronize()
         ref, _ = attention_reference(q, k, v, mask_mod=prefix)
         self.assertLess(float((o1.double() - ref).abs().max()), 0.05)
-        self.assertTrue(torch.equal(o1, o2) or float((o1 - o2).abs().max()) == 0.0)
+        self.assertTrue(torch.equal(o1, o2))  # one text, one bundle, one result
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "head index is not supported yet"):
             ft.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx: h == 0)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "use &, |, ~"):

@@ -55,6 +55,22 @@ class MaskModTest(unittest.TestCase):
         for q, k in itertools.product(range(12), range(12)):
             self.assertEqual(bool(program.evaluate(q, k)), not (k < 5) and q != k, (q, k))
 
+    def test_callables_of_either_signature(self):
+        # Functions (their code object's arity), bound methods and partials (their signature) of 2 or 4 indices.
+        import functools
+
+        class Masks:
+            def causal(self, q_idx, kv_idx):
+                return kv_idx <= q_idx
+
+            def causal4(self, b, h, q_idx, kv_idx):
+                return kv_idx <= q_idx
+        want = trace(MODS["causal"])
+        self.assertEqual(trace(Masks().causal), want)
+        self.assertEqual(trace(Masks().causal4), want)
+        self.assertEqual(trace(functools.partial(lambda limit, q, k: (k <= q) & (k < limit), 7)),
+                         trace(lambda q, k: (k <= q) & (k < 7)))
+
     def test_text_round_trip(self):
         for name, fn in MODS.items():
             program = trace(fn)

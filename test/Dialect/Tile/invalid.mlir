@@ -413,3 +413,12 @@ tile.mask_mod @float_body {
   %c = arith.cmpi sle, %k, %q : index
   tile.yield %c : i1
 }
+
+// -----
+
+// A tile.mask's modifier must be a tile.mask_mod of the module (not found later by the executor or the emitter).
+func.func @mask_mod_missing(%s: !tile.tile<16x16xf32, register>, %i: index) {
+  // expected-error @+1 {{'tile.mask' op mod @absent does not name a tile.mask_mod of the module}}
+  %m = tile.mask %s rows %i cols %i limit %i offset %i window[-1, -1] mod @absent : !tile.tile<16x16xf32, register>
+  return
+}

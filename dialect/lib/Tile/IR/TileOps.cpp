@@ -402,6 +402,13 @@ LogicalResult MaskOp::verify() {
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
 
+LogicalResult MaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FlatSymbolRefAttr sym = getMaskModAttr();
+  if (sym && !symbolTable.lookupNearestSymbolFrom<MaskModOp>(*this, sym))
+    return emitOpError() << "mod " << sym << " does not name a tile.mask_mod of the module";
+  return success();
+}
+
 LogicalResult MaskModOp::verify() {
   return flashc::verifyIndexFunction(*this, getBody(), 2, "the mask modifier's body");
 }

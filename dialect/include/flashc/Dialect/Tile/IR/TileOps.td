@@ -279,7 +279,8 @@ def Tile_MatmulOp : Tile_Op<"matmul", [Pure, AllTypesMatch<["acc", "result"]>]> 
   let hasVerifier = 1;
 }
 
-def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>,
+                                   DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "scores -> -inf outside the window or past the key limit";
   let description = [{
     i = row0 + r, j = col0 + c, p = i + offset. result = -inf where
