@@ -4,9 +4,11 @@ torch.compile'd flex_attention with the same mask_mod and its block mask, plus F
 flashc's first-call time (load of the bundle, or its compile when no bundle is found) beside them.
 
 Rows (the modifiers of flashc.configs.BENCH_PROGRAMMABLE, prebuilt by `python -m flashc.prebuild ... bench-programmable`):
-a causal sliding window of 1024 keys (also with flashc's window attribute, its dedicated path), prefix-LM over 4096 keys, causal attention over 13 documents of random lengths 256-2048 (document ids read by index: not supported
-by flashc yet, reported as such), ALiBi (a score modifier: not supported yet). Outputs are checked: flashc against
-Flex (max abs difference, bf16) and against float64 on two heads of 1024 rows.
+a causal sliding window of 1024 keys (also with flashc's window attribute, its dedicated path), prefix-LM over 4096 keys,
+causal attention over 13 documents of random lengths 256-2048 (each token's document id read by index: flashc's
+modifier doc[q] == doc[k] with causal=True, Flex's (doc[q] == doc[k]) & (q >= k)), ALiBi (a score modifier: not
+supported yet). Outputs are checked: flashc against Flex (max abs difference, bf16) and against float64 on two heads
+of 1024 rows.
 
     python3 bench/bench_programmable.py [--rows window,prefix_lm] [--seq 16384] [--out DIR]
 """
@@ -39,18 +41,35 @@ def parse_args(argv=None):
     return args
 
 
-def mods(args):
+def document_ids(torch, seq, documents=13, shortest=256, longest=2048, seed=0):
+    """Each token's document: `documents` documents of random lengths in [shortest, longest] filling `seq` tokens
+    (int32 on the GPU), drawn with a fixed seed."""
+    import random
+    rng = random.Random(seed)
+    while True:
+        lengths = [rng.randint(shortest, longest) for _ in range(documents - 1)]
+        last = seq - sum(lengths)
+        if shortest <= last <= longest:
+            break
+    ids = [d for d, n in enumerate(lengths + [last]) for _ in range(n)]
+    return torch.tensor(ids, dtype=torch.int32, device="cuda"), lengths + [last]
+
+
+def mods(args, torch):
     """{row: (flex mask_mod, flashc attention kwargs or None when flashc cannot express it yet, why)}. The modifiers
     are flashc.configs' (BENCH_PROGRAMMABLE: the prebuilt bundles are theirs)."""
     from flashc import configs
     window, prefix_lm = configs.bench_window_mod, configs.bench_prefix_lm_mod
     w = 1024
     causal = lambda b, h, q, k: q >= k
+    doc, _ = document_ids(torch, args.seq)
+    same_document = lambda b, h, q, k: doc[q] == doc[k]  # configs.DOCUMENT_MASK, with causal=True
+    document_causal = lambda b, h, q, k: (doc[q] == doc[k]) & (q >= k)
     return {
         "window": (window, dict(mask_mod=window), None),
         "window_attr": (window, dict(causal=True, window=(w, 0)), None),
         "prefix_lm": (prefix_lm, dict(mask_mod=prefix_lm), None),
-        "document": (causal, None, "document ids read by index in a modifier: not supported yet"),
+        "document": (document_causal, dict(causal=True, mask_mod=same_document), None),
         "alibi": (causal, None, "score modifiers (ALiBi's bias): not supported yet"),
     }
 
@@ -69,7 +88,7 @@ def run_row(torch, name, args, flex, results):
     import flashc.torch as ft
     from flashc.testing import attention_reference
     create_block_mask, flex_attention = flex
-    flex_mod, flashc_kwargs, unsupported = mods(args)[name]
+    flex_mod, flashc_kwargs, unsupported = mods(args, torch)[name]
     S, H, D = args.seq, args.heads, args.head_dim
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v, do = (torch.randn(1, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))

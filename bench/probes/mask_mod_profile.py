@@ -1,7 +1,9 @@
 # A forward of bench_programmable's rows (B = 1, H = 16, D = 128, S = 16k, bf16) for Nsight Compute: the causal
 # sliding window of 1024 keys as a mask modifier (ModMask: loop bounds and block classification by interval
 # arithmetic, element mask by the modifier) and as the window attribute (Window<1024, 0>), so their kernels can be
-# compared counter by counter. Usage: python3 bench/probes/mask_mod_profile.py window|window_attr [calls]
+# compared counter by counter; the document row (causal within 13 documents, ids read by index). Usage:
+#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document [calls] [--timeline]
+# (--timeline: a forward + backward's kernels and their GPU times, torch.profiler).
 # Needs FLASHC_BUNDLE_PATH with the bench-programmable bundles.
 import os
 import sys
@@ -14,13 +16,30 @@ import torch  # noqa: E402
 import flashc.torch as ft  # noqa: E402
 from flashc import configs  # noqa: E402
 
+from bench_programmable import document_ids  # noqa: E402
+
 row = sys.argv[1]
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+doc, _ = document_ids(torch, 16384)
 kwargs = {"window": dict(mask_mod=configs.bench_window_mod),
           "window_attr": dict(causal=True, window=(1024, 0)),
-          "prefix_lm": dict(mask_mod=configs.bench_prefix_lm_mod)}[row]
+          "prefix_lm": dict(mask_mod=configs.bench_prefix_lm_mod),
+          "document": dict(causal=True, mask_mod=lambda b, h, q, k: doc[q] == doc[k])}[row]
 g = torch.Generator(device="cuda").manual_seed(0)
 q, k, v = (torch.randn(1, 16, 16384, 128, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(3))
+if "--timeline" in sys.argv:  # every kernel of a forward + backward, its GPU time (torch.profiler)
+    for t in (q, k, v):
+        t.requires_grad_()
+    do = torch.randn_like(q)
+    for _ in range(2):
+        ft.attention(q, k, v, **kwargs).backward(do)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            ft.attention(q, k, v, **kwargs).backward(do)
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15))
+    sys.exit(0)
 with torch.no_grad():
     for _ in range(calls):
         ft.attention(q, k, v, **kwargs)

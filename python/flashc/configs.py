@@ -61,6 +61,7 @@ TEST_ATTENTION_TRANSPOSED = tuple(
 # no key (every fifth), a softcap; head dims 32 (the op-by-op kernels), 64 / 128 (the warp-specialised forward and
 # key-split backward), 256 (the role-split backward), GQA, f16, and the Sᵀ and row backward forms.
 _PREFIX_LM = lambda q, k: (k < 100) | (k <= q)
+BY_HEAD_MASK = lambda b, h, q_idx, kv_idx: (h == 0) | (kv_idx <= q_idx)
 TEST_ATTENTION_MASK_MOD = (
     AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96),
@@ -71,7 +72,24 @@ TEST_ATTENTION_MASK_MOD = (
     AttentionConfig("bf16", 2, 2, 32, mask_mod=_PREFIX_LM),
     AttentionConfig("f16", 4, 2, 256, mask_mod=_PREFIX_LM),
     AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM, backward_form="transposed"),
-    AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96, backward_form="rows"))
+    AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96, backward_form="rows"),
+    # the batch and head indices (FlexAttention's b, h): causal but for head 0
+    AttentionConfig("bf16", 2, 2, 64, mask_mod=BY_HEAD_MASK))
+
+# Modifiers that read tensors (text forms: the tensors are the call's, IndexProgram.with_tensors): a causal mask
+# within documents (t0: each token's document id) at every kernel form (head dims 64 / 128 / 256, GQA, f16, both
+# backward forms) and a per-(batch, head) key count (t0: [B, Hq] lengths, reading
+# b and h). test_gpu_attention's test_document_masks gives them random documents.
+DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; yield v2"
+KEY_COUNT_MASK = "v0 = read t0 b h; v1 = lt k v0; yield v1"
+TEST_ATTENTION_MASK_TENSORS = (
+    AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK),
+    AttentionConfig("bf16", 4, 2, 128, causal=True, mask_mod=DOCUMENT_MASK),
+    AttentionConfig("f16", 2, 2, 128, mask_mod=DOCUMENT_MASK),
+    AttentionConfig("bf16", 4, 2, 256, causal=True, mask_mod=DOCUMENT_MASK),
+    AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK, backward_form="transposed"),
+    AttentionConfig("bf16", 2, 2, 128, mask_mod=DOCUMENT_MASK, backward_form="rows"),
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=KEY_COUNT_MASK))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.
@@ -83,7 +101,8 @@ def bench_prefix_lm_mod(b, h, q_idx, kv_idx):
     return (kv_idx < 4096) | (kv_idx <= q_idx)
 
 
-BENCH_PROGRAMMABLE = (AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_window_mod),
+BENCH_PROGRAMMABLE = (AttentionConfig("bf16", 16, 16, 128, causal=True, mask_mod=DOCUMENT_MASK),
+                      AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_window_mod),
                       AttentionConfig("bf16", 16, 16, 128, causal=True, window=(1024, 0)),
                       AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_prefix_lm_mod))
 # The row form where auto picks Sᵀ (sm_90a, 16-bit, D = 64/128), so both stay tested.
@@ -204,9 +223,10 @@ SETS = {
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
-              + TEST_ATTENTION_MASK_MOD),
+              + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS),
     "tests-attention": TEST_ATTENTION,
-    "tests-mask-mod": TEST_ATTENTION_MASK_MOD,
+    "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
+    "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-ffn": TEST_FFN,

@@ -5,31 +5,39 @@
 
     flashc.torch.attention(q, k, v, mask_mod=prefix_lm)
 
-The function is traced once a call with symbolic indices into an index program — integer arithmetic on the query
-row q and the key row k ending in a condition — which becomes flash.attention's `mask_mod` region (its text is part
-of the configuration, so another modifier is another bundle; the same one is found in the cache). Supported on the
-indices: + - * // % (Python's floor division and remainder), unary -, abs, comparisons, & | ^ ~ on conditions,
-torch.where(cond, a, b), torch.minimum / torch.maximum (or flashc.mask_mod.where / minimum / maximum), integer and
-bool constants. Not supported yet: the batch and head indices (b, h), tensors read by index (document ids), float
-math. `and`, `or`, `not`, `if` on a traced condition raise with what to write instead.
+    def document_causal(b, h, q_idx, kv_idx):    # `document` an int tensor of each token's document
+        return (document[q_idx] == document[kv_idx]) & (kv_idx <= q_idx)
+
+The function is traced once a call with symbolic indices into an index program — integer arithmetic on the batch b,
+the query head h, the query row q and the key row k, and reads of integer tensors the function indexes, ending in a
+condition — which becomes flash.attention's `mask_mod` region (its text is part of the configuration, so another
+modifier is another bundle; the same one is found in the cache; the tensors' values are not: they are arguments of
+the call, read by the kernels, and a small kernel classifies the blocks they hide before the attention runs).
+Supported on the indices: + - * // % (Python's floor division and remainder), unary -, abs, comparisons, & | ^ ~ on
+conditions, torch.where(cond, a, b), torch.minimum / torch.maximum (or flashc.mask_mod.where / minimum / maximum),
+integer and bool constants, and t[i] / t[i, j] of a torch tensor t of integers (rank 1-4; read as int32; a position
+outside t reads 0). Not supported yet: float math (score modifiers). `and`, `or`, `not`, `if` on a traced condition
+raise with what to write instead.
 
 The program's one-line text form (configs, manifests, flashc-run) is `;`-separated statements
-`<name> = <op> <arg> <arg> [<arg>]` ending in `yield <arg>`, args being q, k, an integer, true / false or an earlier
-name; ops: add sub mul div floordiv ceildiv rem min max eq ne lt le gt ge and or xor select (div and rem truncate
-toward zero as arith.divsi / arith.remsi; division and remainder by 0 give 0). Python's % on traced indices is
-a - (a // b) * b, as in Python and torch (the divisor's sign; by 0 it gives a).
+`<name> = <op> <arg> <arg> [<arg>]` ending in `yield <arg>`, args being b, h, q, k, an integer, true / false or an
+earlier name; ops: add sub mul div floordiv ceildiv rem min max eq ne lt le gt ge and or xor select (div and rem
+truncate toward zero as arith.divsi / arith.remsi; division and remainder by 0 give 0), and `read tN <pos>...` (the
+N-th tensor at one position per dimension). Python's % on traced indices is a - (a // b) * b, as in Python and torch
+(the divisor's sign; by 0 it gives a).
 """
 
 import inspect
 
 from .errors import InvalidArgumentError
 
-__all__ = ["IndexProgram", "trace", "where", "minimum", "maximum"]
+__all__ = ["IndexProgram", "trace", "where", "minimum", "maximum", "read"]
 
 _INT_OPS = ("add", "sub", "mul", "div", "floordiv", "ceildiv", "rem", "min", "max")
 _CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 _BOOL_OPS = ("and", "or", "xor")
-_OPS = _INT_OPS + _CMP_OPS + _BOOL_OPS + ("select",)
+_OPS = _INT_OPS + _CMP_OPS + _BOOL_OPS + ("select", "read")
+_INDICES = ("b", "h", "q", "k")
 # arith ops of the mask_mod region (IndexFunction.h).
 _ARITH = {"add": "addi", "sub": "subi", "mul": "muli", "div": "divsi", "floordiv": "floordivsi",
           "ceildiv": "ceildivsi", "rem": "remsi", "min": "minsi", "max": "maxsi", "and": "andi", "or": "ori",
@@ -40,12 +48,24 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 class IndexProgram:
     """A mask modifier as straight-line statements (name, op, args) ending in the condition `result`; args are
-    'q', 'k', ints, bools or earlier names. Built by trace() or from the text form (IndexProgram.parse)."""
+    'b', 'h', 'q', 'k', tensors 't0', 't1', ... (the first argument of a read), ints, bools or earlier names. Built
+    by trace() or from the text form (IndexProgram.parse). `tensors`: the torch tensors a trace read (t0, t1, ...;
+    not part of the program's identity: they are the call's arguments)."""
 
-    def __init__(self, statements, result):
+    def __init__(self, statements, result, tensors=()):
         self.statements = tuple(statements)
         self.result = result
+        self.tensors = tuple(tensors)
         self._check()
+
+    def with_tensors(self, *tensors):
+        """The same program reading `tensors` as t0, t1, ... (a text form's tensors, given at the call)."""
+        return IndexProgram(self.statements, self.result, tensors)
+
+    @property
+    def tensor_ranks(self):
+        """The rank of each tensor t0, t1, ... the program reads (how many positions its reads take)."""
+        return tuple(self._ranks[i] for i in range(len(self._ranks)))
 
     # ---- text forms ----------------------------------------------------------------------------------------
     @property
@@ -78,8 +98,10 @@ class IndexProgram:
         return cls(statements, result)
 
     def region_text(self, indent="    "):
-        """The body of flash.attention's mask_mod region (the MLIR between its braces)."""
-        lines = ["^bb0(%q_idx: index, %kv_idx: index):"]
+        """The body of flash.attention's mask_mod region (the MLIR between its braces): arguments (b, h, q_idx,
+        kv_idx), then one tensor<?x..xi32> per tensor the program reads (the op's mask_mod operands)."""
+        tensor_args = "".join(", %%t%d: %s" % (i, tensor_type(r)) for i, r in enumerate(self.tensor_ranks))
+        lines = ["^bb0(%%b: index, %%h: index, %%q_idx: index, %%kv_idx: index%s):" % tensor_args]
         constants = {}
 
         def operand(a):
@@ -95,9 +117,16 @@ class IndexProgram:
                     constants[key] = "%%c%s" % (str(a).replace("-", "m"))
                     lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
                 return constants[key]
-            return {"q": "%q_idx", "k": "%kv_idx"}.get(a, "%s_" + a)  # (s_: apart from the constants' names)
+            return {"b": "%b", "h": "%h", "q": "%q_idx", "k": "%kv_idx"}.get(a, "%s_" + a)  # (s_: apart from the constants)
 
         for name, op, args in self.statements:
+            if op == "read":  # tensor.extract, then the element (i32) as an index
+                t = "%%%s" % args[0]
+                ty = tensor_type(self._ranks[int(args[0][1:])])
+                lines.append("%s%%s_%s_e = tensor.extract %s[%s] : %s" % (
+                    indent, name, t, ", ".join(operand(a) for a in args[1:]), ty))
+                lines.append("%s%%s_%s = arith.index_cast %%s_%s_e : i32 to index" % (indent, name, name))
+                continue
             ops = [operand(a) for a in args]
             if op == "select":
                 kind = "i1" if self._kind_of(args[1]) == "bool" else "index"
@@ -116,11 +145,18 @@ class IndexProgram:
         return "int" if isinstance(a, int) else self._kinds[a]
 
     # ---- evaluation (the exact rules of IndexFunction.h) ------------------------------------------------------
-    def evaluate(self, q, k):
-        """The condition for query rows q and key rows k: Python ints (a bool), or broadcastable int64 torch
-        tensors (a bool tensor), with the compiler's semantics (truncating div / rem, 0 for a zero divisor)."""
-        values = {"q": q, "k": k}
-        ops = _TensorOps(q, k) if not isinstance(q, int) or not isinstance(k, int) else _IntOps()
+    def evaluate(self, q, k, b=0, h=0, tensors=None):
+        """The condition for query rows q and key rows k (batch b, query head h): Python ints (a bool), or
+        broadcastable int64 torch tensors (a bool tensor), with the compiler's semantics (truncating div / rem, 0
+        for a zero divisor, 0 for a read outside a tensor). tensors: what t0, t1, ... read (default: the traced
+        ones)."""
+        tensors = self.tensors if tensors is None else tuple(tensors)
+        if len(tensors) < len(self._ranks):
+            raise InvalidArgumentError("mask_mod: the program reads %d tensor(s), %d given"
+                                       % (len(self._ranks), len(tensors)))
+        values = {"b": b, "h": h, "q": q, "k": k}
+        scalar = all(isinstance(x, int) for x in (q, k, b, h))
+        ops = _IntOps() if scalar else _TensorOps(*[x for x in (q, k, b, h) if not isinstance(x, int)][:1])
 
         def get(a):
             if isinstance(a, bool):
@@ -130,6 +166,9 @@ class IndexProgram:
             return values[a]
 
         for name, op, args in self.statements:
+            if op == "read":
+                values[name] = ops.read(tensors[int(args[0][1:])], [get(a) for a in args[1:]])
+                continue
             values[name] = getattr(ops, op)(*[get(a) for a in args])
         return get(self.result) if not isinstance(self.result, bool) else ops.boolean(self.result)
 
@@ -144,7 +183,8 @@ class IndexProgram:
 
     # ---- checks -------------------------------------------------------------------------------------------------
     def _check(self):
-        kinds = {"q": "int", "k": "int"}
+        kinds = {"b": "int", "h": "int", "q": "int", "k": "int"}
+        self._ranks = {}
 
         def kind(a, where):
             if isinstance(a, bool):
@@ -161,8 +201,21 @@ class IndexProgram:
             where = "statement %s = %s" % (name, op)
             if op not in _OPS:
                 raise InvalidArgumentError("mask_mod: unknown op %r (known: %s)" % (op, " ".join(_OPS)))
-            if name in kinds or name in ("q", "k", "yield", "true", "false") or not name.isidentifier():
+            if (name in kinds or name in _INDICES + ("yield", "true", "false") or not name.isidentifier()
+                    or _tensor_index(name) is not None):
                 raise InvalidArgumentError("mask_mod: %r cannot name a value (%s)" % (name, where))
+            if op == "read":
+                t = _tensor_index(args[0]) if args and isinstance(args[0], str) else None
+                if t is None or not 2 <= len(args) <= 5:
+                    raise InvalidArgumentError("mask_mod: read takes a tensor (t0, t1, ...) and 1 to 4 positions (%s)"
+                                               % where)
+                if any(kind(a, where) != "int" for a in args[1:]):
+                    raise InvalidArgumentError("mask_mod: read's positions are integers (%s)" % where)
+                if self._ranks.setdefault(t, len(args) - 1) != len(args) - 1:
+                    raise InvalidArgumentError("mask_mod: tensor t%d is read with %d and %d positions" % (
+                        t, self._ranks[t], len(args) - 1))
+                kinds[name] = "int"
+                continue
             arg_kinds = [kind(a, where) for a in args]
             want = 3 if op == "select" else 2
             if len(args) != want:
@@ -183,7 +236,22 @@ class IndexProgram:
         if kind(self.result, "yield") != "bool":
             raise InvalidArgumentError("mask_mod: the modifier must give a condition (whether key k is visible "
                                        "from query q), not an integer")
+        if sorted(self._ranks) != list(range(len(self._ranks))):
+            raise InvalidArgumentError("mask_mod: the tensors read must be t0, t1, ... without gaps, got %s"
+                                       % ", ".join("t%d" % t for t in sorted(self._ranks)))
         self._kinds = kinds
+
+
+def tensor_type(rank):
+    """The MLIR type of a modifier's tensor of `rank`: tensor<?x..xi32>."""
+    return "tensor<%si32>" % ("?x" * rank)
+
+
+def _tensor_index(word):
+    """N for 't<N>', else None."""
+    if isinstance(word, str) and len(word) >= 2 and word[0] == "t" and word[1:].isdigit():
+        return int(word[1:])
+    return None
 
 
 def _arg_text(a):
@@ -200,7 +268,7 @@ def _parse_arg(word, text):
     except ValueError:
         pass
     if not word.isidentifier():
-        raise InvalidArgumentError("mask_mod %r: %r is not q, k, a number, true / false or a name" % (text, word))
+        raise InvalidArgumentError("mask_mod %r: %r is not b, h, q, k, a number, true / false or a name" % (text, word))
     return word
 
 
@@ -250,6 +318,12 @@ class _IntOps:
     # (named with a trailing underscore where Python keywords forbid the op's name)
     select = staticmethod(lambda c, a, b: a if c else b)
 
+    @staticmethod
+    def read(t, positions):
+        if len(positions) != t.dim() or any(p < 0 or p >= n for p, n in zip(positions, t.shape)):
+            return 0
+        return int(t[tuple(positions)])
+
 
 setattr(_IntOps, "and", staticmethod(lambda a, b: a and b))
 setattr(_IntOps, "or", staticmethod(lambda a, b: a or b))
@@ -259,10 +333,10 @@ setattr(_IntOps, "xor", staticmethod(lambda a, b: a != b))
 class _TensorOps:
     """The same rules on broadcastable int64 torch tensors (no overflow at index sizes)."""
 
-    def __init__(self, q, k):
+    def __init__(self, like):
         import torch
         self.torch = torch
-        self.device = q.device if isinstance(q, torch.Tensor) else k.device
+        self.device = like.device
 
     def constant(self, v):
         return self.torch.tensor(v, dtype=self.torch.int64, device=self.device)
@@ -311,6 +385,20 @@ class _TensorOps:
     def ge(self, a, b): return a >= b
     def select(self, c, a, b): return self.torch.where(c, a, b)
 
+    def read(self, t, positions):
+        """t[positions] elementwise over the broadcast positions, 0 where one is outside t."""
+        torch = self.torch
+        ps = torch.broadcast_tensors(*[torch.as_tensor(p, dtype=torch.int64, device=self.device) for p in positions])
+        inside = torch.ones_like(ps[0], dtype=torch.bool)
+        clamped = []
+        for p, n in zip(ps, t.shape):
+            inside = inside & (p >= 0) & (p < n)
+            clamped.append(p.clamp(0, max(n - 1, 0)))
+        if t.numel() == 0:
+            return torch.zeros_like(ps[0])
+        values = t.to(device=self.device, dtype=torch.int64)[tuple(clamped)]
+        return torch.where(inside, values, torch.zeros_like(values))
+
 
 setattr(_TensorOps, "and", lambda self, a, b: a & b)
 setattr(_TensorOps, "or", lambda self, a, b: a | b)
@@ -322,6 +410,22 @@ class _Tracer:
     def __init__(self):
         self.statements = []
         self.memo = {}
+        self.tensors = []  # the tensors read, t0, t1, ... (by identity)
+
+    def read(self, tensor, positions):
+        """The traced element tensor[positions] (a tensor of integers, one position per dimension)."""
+        rank = tensor.dim()
+        if len(positions) != rank:
+            raise InvalidArgumentError("mask_mod: a tensor of rank %d is read with %d position(s) (one per dimension)"
+                                       % (rank, len(positions)))
+        if not 1 <= rank <= 4:
+            raise InvalidArgumentError("mask_mod: tensors read by a modifier have rank 1 to 4, got %d" % rank)
+        index = next((i for i, t in enumerate(self.tensors) if t is tensor), None)
+        if index is None:
+            index = len(self.tensors)
+            self.tensors.append(tensor)
+        args = ("t%d" % index,) + tuple(_operand(self, p, "int") for p in positions)
+        return _Int(self, self._emit("read", args))
 
     def emit(self, op, args):
         """The name (or constant) of op(args), folded where an operand is a bool constant, so that spellings of one
@@ -558,17 +662,64 @@ def maximum(a, b):
     return _Int(tracer, tracer.emit("max", (_operand(tracer, a, "int"), _operand(tracer, b, "int"))))
 
 
-class _Unsupported:
-    def __init__(self, name):
-        self._name = name
+def _is_int_tensor(x):
+    """A torch tensor of integers (what a modifier may read), told apart without importing torch."""
+    dtype = getattr(x, "dtype", None)
+    return (callable(getattr(x, "dim", None)) and dtype is not None and "int" in str(dtype)
+            and type(x).__module__.split(".")[0] == "torch")
 
-    def _refuse(self, *args, **kwargs):
-        raise InvalidArgumentError("mask_mod: the %s index is not supported yet: a modifier may use the query and "
-                                   "key rows (q_idx, kv_idx) only" % self._name)
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __mod__ = _refuse
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __bool__ = __index__ = __getitem__ = _refuse
-    __hash__ = object.__hash__
+class _TracedTensor:
+    """A tensor of integers a traced modifier reads: t[i] or t[i, j] records a read."""
+
+    def __init__(self, tracer, tensor):
+        self._tracer, self._tensor = tracer, tensor
+
+    def __getitem__(self, index):
+        positions = index if isinstance(index, tuple) else (index,)
+        return self._tracer.read(self._tensor, positions)
+
+    def __getattr__(self, name):
+        raise InvalidArgumentError("mask_mod: a tensor the modifier reads supports indexing only (t[i], t[i, j]), "
+                                   "not .%s" % name)
+
+
+def read(tensor, *positions):
+    """tensor[positions] in a traced modifier (what `tensor[i]` records when the tensor is a global or a closure
+    variable of the modifier; use read() where it is reached otherwise, e.g. as an attribute)."""
+    tracer = _tracer_of(*positions)
+    if isinstance(tensor, _TracedTensor):
+        return tensor[positions]
+    if tracer is None:
+        return tensor[positions]
+    return tracer.read(tensor, positions)
+
+
+def _with_traced_tensors(fn, tracer):
+    """fn with the integer tensors it reads from its globals and closure replaced by _TracedTensor (a Python
+    function; anything else is called as it is, reading through read())."""
+    import types
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return fn
+    globals_ = fn.__globals__
+    replaced = {n: _TracedTensor(tracer, globals_[n]) for n in code.co_names
+                if n in globals_ and _is_int_tensor(globals_[n])}
+    closure = fn.__closure__
+    if closure:
+        cells = []
+        for cell in closure:
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(_TracedTensor(tracer, value)) if _is_int_tensor(value) else cell)
+        closure = tuple(cells)
+    if not replaced and closure == fn.__closure__:
+        return fn
+    new_globals = dict(globals_, **replaced) if replaced else globals_
+    return types.FunctionType(code, new_globals, fn.__name__, fn.__defaults__, closure)
 
 
 def _positional_arity(fn):
@@ -598,10 +749,11 @@ def trace(fn):
     arity = _positional_arity(fn)
     tracer = _Tracer()
     q, k = _Int(tracer, "q"), _Int(tracer, "k")
+    traced_fn = _with_traced_tensors(fn, tracer)
     if arity == 4:
-        result = fn(_Unsupported("batch"), _Unsupported("head"), q, k)
+        result = traced_fn(_Int(tracer, "b"), _Int(tracer, "h"), q, k)
     elif arity == 2:
-        result = fn(q, k)
+        result = traced_fn(q, k)
     else:
         raise InvalidArgumentError("mask_mod: the function takes (b, h, q_idx, kv_idx) or (q_idx, kv_idx), got %d "
                                    "parameters" % arity)
@@ -618,6 +770,13 @@ def trace(fn):
             needed.update(a for a in args if isinstance(a, str))
     kept.reverse()
     rename = {name: "v%d" % i for i, (name, _, _) in enumerate(kept)}
+    # Tensors in the order the kept statements first read them (t0, t1, ...).
+    tensor_order = []
+    for _, op, args in kept:
+        if op == "read" and args[0] not in tensor_order:
+            tensor_order.append(args[0])
+    rename.update({t: "t%d" % i for i, t in enumerate(tensor_order)})
     statements = [(rename[n], op, tuple(rename.get(a, a) if isinstance(a, str) else a for a in args))
                   for n, op, args in kept]
-    return IndexProgram(statements, rename[result._ref])
+    tensors = [tracer.tensors[int(t[1:])] for t in tensor_order]
+    return IndexProgram(statements, rename[result._ref], tensors)

@@ -31,8 +31,8 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
                         key_offset=None, mask_mod=None):
     """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*].
     key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment). mask_mod: a mask
-    modifier (flashc.mask_mod: a function, an IndexProgram or its text), evaluated on every (query, key) row pair by
-    the compiler's rules (IndexProgram.evaluate)."""
+    modifier (flashc.mask_mod: a function, an IndexProgram or its text), evaluated on every (batch, head, query, key)
+    by the compiler's rules (IndexProgram.evaluate), reading the tensors the trace found as int32."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -48,9 +48,15 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
     if mask_mod is not None:
         from .mask_mod import trace
-        rows = torch.arange(q.shape[2], device=q.device, dtype=torch.int64)[:, None]
-        cols = torch.arange(k.shape[2], device=q.device, dtype=torch.int64)[None, :]
-        visible = visible & trace(mask_mod).evaluate(rows, cols)
+        arange = lambda n: torch.arange(n, device=q.device, dtype=torch.int64)
+        batch = arange(q.shape[0])[:, None, None, None]
+        head = arange(q.shape[1])[None, :, None, None]
+        rows = arange(q.shape[2])[None, None, :, None]
+        cols = arange(k.shape[2])[None, None, None, :]
+        # The modifier's tensors as the kernels read them: int32.
+        program = trace(mask_mod)
+        tensors = [t.to(torch.int32) for t in program.tensors]
+        visible = visible & program.evaluate(rows, cols, batch, head, tensors)
     s = s.masked_fill(~visible, -math.inf)
     m = s.amax(dim=-1, keepdim=True) if s.shape[-1] else torch.full(s.shape[:-1] + (1,), -math.inf, dtype=dtype,
                                                                      device=s.device)

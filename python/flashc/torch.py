@@ -196,8 +196,16 @@ def _use_ops(t):
 
 
 # ---------------------------------------------------------------- attention
-def _attention_forward(config, q, k, v, key_offset):
-    """(q, k, v in the kernels' layout, o, lse) of config's forward (key_offset: its run-time offset or None)."""
+def _mask_tensors(config, tensors):
+    """{mask_t0: ..., ...}: the tensors config's mask modifier reads, as the kernels read them (int32, on q's
+    device; a copy only where the caller's are not)."""
+    return {name: t if t.dtype == torch.int32 else t.to(torch.int32)
+            for name, t in zip(config.mask_tensor_names(), tensors)}
+
+
+def _attention_forward(config, q, k, v, key_offset, mask_tensors=()):
+    """(q, k, v in the kernels' layout, o, lse) of config's forward (key_offset: its run-time offset or None;
+    mask_tensors: the tensors its mask modifier reads)."""
     batch, heads, seq_q, _ = q.shape
     seq_k, dv = k.shape[2], v.shape[3]
     q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
@@ -208,11 +216,12 @@ def _attention_forward(config, q, k, v, key_offset):
             o.zero_()
             lse.fill_(-math.inf)
         else:
-            _run(config, "forward", q.device, _with_offset(dict(q=q, k=k, v=v, o=o, lse=lse), key_offset))
+            _run(config, "forward", q.device,
+                 _with_offset(dict(q=q, k=k, v=v, o=o, lse=lse, **_mask_tensors(config, mask_tensors)), key_offset))
     return q, k, v, o, lse
 
 
-def _attention_backward(config, key_offset, q, k, v, o, lse, do):
+def _attention_backward(config, key_offset, q, k, v, o, lse, do, mask_tensors=()):
     """(dq, dk, dv); q, k, v, o and lse in the kernels' layout (as _attention_forward returns them)."""
     dq = _output(q.shape, q.dtype, q.device)
     dk = _output(k.shape, k.dtype, k.device)
@@ -222,12 +231,13 @@ def _attention_backward(config, key_offset, q, k, v, o, lse, do):
             g.zero_()
     else:
         _run(config, "backward", q.device, _with_offset(
-            dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv), key_offset))
+            dict(q=q, k=k, v=v, o=o, lse=lse, do=_kernel_layout(do), dq=dq, dk=dk, dv=dv,
+                 **_mask_tensors(config, mask_tensors)), key_offset))
     return dq, dk, dv
 
 
-def _attention_save(ctx, config, key_offset, saved):
-    ctx.config, ctx.key_offset = config, key_offset
+def _attention_save(ctx, config, key_offset, saved, mask_tensors=()):
+    ctx.config, ctx.key_offset, ctx.mask_tensors = config, key_offset, mask_tensors
     ctx.save_for_backward(*saved)
     # No zero-filled gradient for an output the loss does not use (a kernel launch and an allocation a call).
     ctx.set_materialize_grads(False)
@@ -236,23 +246,24 @@ def _attention_save(ctx, config, key_offset, saved):
 def _attention_grads(ctx, do):
     if do is None:  # o did not reach the loss
         return None, None, None
-    return _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do)
+    return _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do, ctx.mask_tensors)
 
 
 class _Attention(torch.autograd.Function):
-    """(o, lse); key_offset: None, or the run-time key offset (an int) of a config with key_offset=True."""
+    """(o, lse); key_offset: None, or the run-time key offset (an int) of a config with key_offset=True;
+    mask_tensors: the tensors its mask modifier reads (no gradient)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, config, key_offset=None):
-        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset)
-        _attention_save(ctx, config, key_offset, (q, k, v, o, lse))
+    def forward(ctx, q, k, v, config, key_offset=None, mask_tensors=()):
+        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset, mask_tensors)
+        _attention_save(ctx, config, key_offset, (q, k, v, o, lse), mask_tensors)
         ctx.mark_non_differentiable(lse)
         return o, lse
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, do, _dlse):
-        return _attention_grads(ctx, do) + (None, None)
+        return _attention_grads(ctx, do) + (None, None, None)
 
 
 class _AttentionOutput(torch.autograd.Function):
@@ -260,21 +271,39 @@ class _AttentionOutput(torch.autograd.Function):
     (bench/probes/attention_host_time.py)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, config, key_offset=None):
-        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset)
-        _attention_save(ctx, config, key_offset, (q, k, v, o, lse))
+    def forward(ctx, q, k, v, config, key_offset=None, mask_tensors=()):
+        q, k, v, o, lse = _attention_forward(config, q, k, v, key_offset, mask_tensors)
+        _attention_save(ctx, config, key_offset, (q, k, v, o, lse), mask_tensors)
         return o
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, do):
-        return _attention_grads(ctx, do) + (None, None)
+        return _attention_grads(ctx, do) + (None, None, None)
 
 
 def _mask_mod_text(mask_mod):
     """The text form of a mask modifier (traced when a function). Under torch.compile the trace runs once, when the
     call is traced: its result is a constant of the graph (assume_constant_result), not Python dynamo follows."""
     return trace_mask_mod(mask_mod).text
+
+
+def _mask_mod_program(mask_mod, q):
+    """The traced modifier: its text and the tensors it reads (checked: integers on q's device)."""
+    program = trace_mask_mod(mask_mod)
+    ranks = program.tensor_ranks
+    if len(program.tensors) != len(ranks):
+        raise InvalidArgumentError("mask_mod reads %d tensor(s) but has %d (a text form's tensors: "
+                                   "IndexProgram.parse(text).with_tensors(...))" % (len(ranks), len(program.tensors)))
+    for i, (t, rank) in enumerate(zip(program.tensors, ranks)):
+        if not isinstance(t, torch.Tensor) or t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+            raise InvalidArgumentError("mask_mod's tensor t%d must be a torch tensor of integers, got %s"
+                                       % (i, getattr(t, "dtype", type(t).__name__)))
+        if t.dim() != rank:
+            raise InvalidArgumentError("mask_mod reads t%d with %d position(s), but it has rank %d" % (i, rank, t.dim()))
+        if t.device != q.device:
+            raise InvalidArgumentError("mask_mod reads a tensor on %s (t%d), but q is on %s" % (t.device, i, q.device))
+    return program.text, program.tensors
 
 
 if hasattr(torch, "compiler") and hasattr(torch.compiler, "assume_constant_result"):
@@ -310,13 +339,22 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     mask_mod: a mask modifier hiding more keys, as FlexAttention's: a function mask_mod(b, h, q_idx, kv_idx) (or of
     (q_idx, kv_idx)) returning whether key kv_idx is visible from query q_idx (row indices, top-left: q_idx and
     kv_idx count from 0 in q and k), traced on every call into an index program (flashc.mask_mod: arithmetic,
-    comparisons, & | ~, torch.where; not yet the batch and head indices or tensors read by index); or the program
+    comparisons, & | ~, torch.where, the batch and head indices, integer tensors it reads by index such as a
+    per-token document id, which it finds among its globals and closure variables: doc[q_idx]); or the program
     itself. A key is visible when causal / window and the modifier both allow it. Its text is part of the
-    configuration: each modifier is its own bundle. Not with key_offset.
+    configuration: each modifier is its own bundle; the tensors' values are arguments of the call (read as int32;
+    a position outside a tensor reads 0). Not with key_offset. Tensor-reading modifiers run eagerly for now.
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
-    mod = None if mask_mod is None else _mask_mod_text(mask_mod)
+    mod, mask_tensors = None, ()
+    if mask_mod is not None and not _use_ops(q):
+        mod, mask_tensors = _mask_mod_program(mask_mod, q)
+    elif mask_mod is not None:
+        mod = _mask_mod_text(mask_mod)
+        if "read" in mod.split():
+            raise InvalidArgumentError("mask_mod: a modifier that reads tensors runs eagerly only for now (not under "
+                                       "torch.compile or on tensor subclasses)")
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
             q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod)), offset)
@@ -328,8 +366,8 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
         softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None,
         mask_mod=mod))
     if return_lse:
-        return _Attention.apply(q, k, v, config, offset)
-    return _AttentionOutput.apply(q, k, v, config, offset)
+        return _Attention.apply(q, k, v, config, offset, mask_tensors)
+    return _AttentionOutput.apply(q, k, v, config, offset, mask_tensors)
 
 
 # ---------------------------------------------------------------------- FFN

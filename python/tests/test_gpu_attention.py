@@ -42,36 +42,38 @@ def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
             make(config.num_kv_heads, seq_k, config.value_head_dim))
 
 
-def run_flashc(config, q, k, v, do):
+def run_flashc(config, q, k, v, do, mask_mod=None):
+    mask_mod = config.mask_mod if mask_mod is None else mask_mod
     o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                           softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
-                          return_lse=True, backward_form=config.backward_form, mask_mod=config.mask_mod)
+                          return_lse=True, backward_form=config.backward_form, mask_mod=mask_mod)
     grads = torch.autograd.grad(o, (q, k, v), do)
     return o, lse, grads
 
 
-def run_reference(config, q, k, v, do, dtype):
+def run_reference(config, q, k, v, do, dtype, mask_mod):
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
     o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, window=config.window,
-                                 softcap=config.softcap, dtype=dtype, mask_mod=config.mask_mod)
+                                 softcap=config.softcap, dtype=dtype, mask_mod=mask_mod)
     grads = torch.autograd.grad(o, leaves, do.to(dtype))
     return o, lse, grads
 
 
-def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False):
+def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False, mask_mod=None):
     """flashc's o, lse, dq, dk, dv for `config` on one shape, each within twice the unfused computation's error
-    against float64."""
+    against float64. mask_mod: the config's modifier with the tensors it reads (default: config.mask_mod)."""
     label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
+    mask_mod = config.mask_mod if mask_mod is None else mask_mod
     q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
     g = torch.Generator(device="cuda").manual_seed(seed + 1)
     do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(q.dtype)
     try:
-        o, lse, grads = run_flashc(config, q, k, v, do)
+        o, lse, grads = run_flashc(config, q, k, v, do, mask_mod)
     except flashc.BundleNotFoundError as e:
         missing_bundle_skip(test, e, optional=config.head_dim > 128)
     torch.cuda.synchronize()
-    o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64)
-    o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype)
+    o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64, mask_mod)
+    o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype, mask_mod)
     test.assertEqual(o.dtype, q.dtype)
     test.assertEqual(tuple(lse.shape), (batch, config.num_heads, seq_q))
     assert_close_to_reference(test, label + " o", o, o_lp, o64)
@@ -112,6 +114,41 @@ class AttentionGpuTest(unittest.TestCase):
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     check_against_reference(self, config, batch, seq_q, seq_k)
 
+    def test_document_masks(self):
+        """Modifiers that read tensors (configs.TEST_ATTENTION_MASK_TENSORS): a causal mask within documents of
+        random lengths (1 to 300 tokens, ids as int64 and int32), and a per-(batch, head) key count reading b and h,
+        against float64 over the ragged shapes and longer sequences: the block-class kernel's table (hidden blocks
+        skipped, shown ones unmasked) must keep every visible pair, rows that see no key give zeros."""
+        from flashc.mask_mod import IndexProgram
+        g = torch.Generator(device="cuda").manual_seed(11)
+        for config in configs.TEST_ATTENTION_MASK_TENSORS:
+            program = IndexProgram.parse(config.mask_mod)
+            for batch, seq_q, seq_k in SHAPES + [(1, 700, 700), (1, 300, 650), (2, 1000, 1000)]:
+                if program.tensor_ranks == (1,):  # document ids of every token (a position past them reads 0)
+                    n = max(seq_q, seq_k)
+                    lengths = torch.randint(1, 300, (n,), generator=g, device="cuda")
+                    starts = torch.cumsum(lengths, 0)
+                    ids = torch.searchsorted(starts, torch.arange(n, device="cuda"), right=True)
+                    tensor = ids if seq_q % 2 else ids.to(torch.int32)
+                else:  # keys each (batch, head) sees, 0 (no key) included
+                    tensor = torch.randint(0, seq_k + 20, (batch, config.num_heads), generator=g, device="cuda")
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    check_against_reference(self, config, batch, seq_q, seq_k, mask_mod=program.with_tensors(tensor))
+
+    def test_document_mask_as_function(self):
+        """The FlexAttention spelling of a document mask: a function that indexes a tensor of its closure; new ids
+        (the same bundle, no recompile) change the result as the reference does."""
+        config = configs.TEST_ATTENTION_MASK_TENSORS[1]  # causal, configs.DOCUMENT_MASK
+        q, k, v = inputs(config, 1, 513, 513, seed=5)
+        for ids in (torch.arange(513, device="cuda") // 100, torch.arange(513, device="cuda") // 7):
+            documents = lambda b, h, q_idx, kv_idx: ids[q_idx] == ids[kv_idx]
+            o = ft.attention(q, k, v, causal=True, enable_gqa=True, mask_mod=documents)
+            torch.cuda.synchronize()
+            ref, _ = attention_reference(q, k, v, causal=True, mask_mod=documents)
+            self.assertLess(float((o.double() - ref).abs().max()), 0.05)
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "reads 1 tensor\\(s\\) but has 0"):
+            ft.attention(q, k, v, causal=True, enable_gqa=True, mask_mod=config.mask_mod)
+
     def test_mask_modifier_as_function(self):
         """The FlexAttention spelling: mask_mod(b, h, q_idx, kv_idx) with torch.where, traced on every call; the
         same modifier as a text form gives the same bundle; an unsupported use says what to write instead."""
@@ -124,8 +161,11 @@ class AttentionGpuTest(unittest.TestCase):
         ref, _ = attention_reference(q, k, v, mask_mod=prefix)
         self.assertLess(float((o1.double() - ref).abs().max()), 0.05)
         self.assertTrue(torch.equal(o1, o2))  # one text, one bundle, one result
-        with self.assertRaisesRegex(flashc.InvalidArgumentError, "head index is not supported yet"):
-            ft.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx: h == 0)
+        by_head = configs.BY_HEAD_MASK  # (the batch and head indices: causal but for head 0)
+        o3 = ft.attention(q, k, v, mask_mod=by_head)
+        torch.cuda.synchronize()
+        ref3, _ = attention_reference(q, k, v, mask_mod=by_head)
+        self.assertLess(float((o3.double() - ref3).abs().max()), 0.05)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "use &, |, ~"):
             ft.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx: (kv_idx < 5) or (kv_idx <= q_idx))
 

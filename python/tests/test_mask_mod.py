@@ -13,7 +13,7 @@ from _support import find_tool
 
 from flashc import configs
 from flashc.errors import InvalidArgumentError
-from flashc.mask_mod import IndexProgram, maximum, minimum, trace, where
+from flashc.mask_mod import IndexProgram, maximum, minimum, read, trace, where
 from flashc.spec import AttentionConfig
 
 FLASH_RUN_TILE = find_tool("flash-run-tile", "FLASHC_FLASH_RUN_TILE")
@@ -39,6 +39,33 @@ def python_value(fn, q, k):
         return bool(fn(0, 0, q, k))
     except TypeError:
         return bool(fn(q, k))
+
+
+class _IntTensor:
+    """A stand-in for a torch tensor of int32 (what a modifier reads), for tracing without torch."""
+    __module__ = "torch.stand_in"  # (tensors are told apart by their type's module)
+    dtype = "torch.int32"
+
+    def __init__(self, values):
+        self.values = values
+        self.shape = (len(values),) if not isinstance(values[0], list) else (len(values), len(values[0]))
+
+    def dim(self):
+        return len(self.shape)
+
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        value = self.values
+        for i in index:
+            value = value[i]
+        return value
+
+
+_DOCS = _IntTensor([0, 0, 0, 1, 1, 2, 2, 2, 2])
+
+
+def _global_document_mask(q, k):
+    return _DOCS[q] == _DOCS[k]
 
 
 class MaskModTest(unittest.TestCase):
@@ -107,7 +134,7 @@ class MaskModTest(unittest.TestCase):
             cols = torch.tensor(values, dtype=torch.int64)[None, :]
             with self.subTest(op=op):
                 from flashc.mask_mod import _IntOps, _TensorOps
-                got = getattr(_TensorOps(rows, cols), op)(rows, cols)
+                got = getattr(_TensorOps(rows), op)(rows, cols)
                 for i, a in enumerate(values):
                     for j, b in enumerate(values):
                         self.assertEqual(int(got[i, j]), getattr(_IntOps, op)(a, b), (op, a, b))
@@ -134,8 +161,8 @@ class MaskModTest(unittest.TestCase):
             (lambda q, k: q and k, "no Python truth value"),
             (lambda q, k: (k <= q) and (k > 2), "use &, |, ~"),
             (lambda q, k: q / 2 < k, "use '//'"),
-            (lambda b, h, q, k: h == 0, "head index is not supported yet"),
-            (lambda b, h, q, k: b < 1, "batch index is not supported yet"),
+            (lambda b, h, q, k: _DOCS[q, k] == 0, "rank 1 is read with 2 position"),
+            (lambda q, k: _DOCS.shape[0] > q, "supports indexing only"),
             (lambda q, k: q + k, "must return a condition"),
             (lambda q: q > 0, "takes \\(b, h, q_idx, kv_idx\\) or \\(q_idx, kv_idx\\)"),
             (lambda q, k: (q < k) + 1, "an integer was expected, got a condition"),
@@ -155,6 +182,51 @@ class MaskModTest(unittest.TestCase):
             with self.subTest(text=text):
                 with self.assertRaisesRegex(InvalidArgumentError, words):
                     IndexProgram.parse(text)
+        for text, words in (("v0 = read q k; v1 = eq v0 0; yield v1", "read takes a tensor"),
+                            ("v0 = read t1 k; v1 = eq v0 0; yield v1", "t0, t1, ... without gaps"),
+                            ("v0 = read t0 k; v1 = read t0 q k; v2 = eq v0 v1; yield v2", "read with 1 and 2"),
+                            ("v0 = lt k q; v1 = read t0 v0; v2 = eq v1 0; yield v2", "positions are integers")):
+            with self.subTest(text=text):
+                with self.assertRaisesRegex(InvalidArgumentError, words):
+                    IndexProgram.parse(text)
+
+    def test_batch_and_head(self):
+        # FlexAttention's b and h: traced, evaluated at the (batch, head) given.
+        fn = lambda b, h, q, k: (k <= q) | ((h % 2 == 1) & (b < 2))
+        program = trace(fn)
+        self.assertEqual(program.text, "v0 = le k q; v1 = floordiv h 2; v2 = mul v1 2; v3 = sub h v2; v4 = eq v3 1; "
+                                       "v5 = lt b 2; v6 = and v4 v5; v7 = or v0 v6; yield v7")
+        for b, h, q, k in itertools.product(range(3), range(3), range(5), range(5)):
+            self.assertEqual(bool(program.evaluate(q, k, b, h)), bool(fn(b, h, q, k)), (b, h, q, k))
+        self.assertIn("^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index):", program.region_text())
+
+    def test_tensor_reads(self):
+        # A tensor the modifier indexes (a global or a closure variable) is read, t0, t1, ... in first-read order;
+        # the tensors are the call's (not part of the program's text), a read outside a tensor gives 0.
+        docs, heads = _DOCS, _IntTensor([[3, 5], [7, 9]])
+        program = trace(lambda b, h, q, k: (docs[q] == docs[k]) & (k < heads[b, h]))
+        self.assertEqual(program.text, "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = read t1 b h; "
+                                       "v4 = lt k v3; v5 = and v2 v4; yield v5")
+        self.assertEqual(program.tensor_ranks, (1, 2))
+        self.assertIs(program.tensors[0], docs)
+        self.assertIs(program.tensors[1], heads)
+        self.assertEqual(IndexProgram.parse(program.text), program)
+        for b, h, q, k in itertools.product(range(2), range(2), range(-1, 10), range(-1, 10)):
+            doc = lambda i: docs.values[i] if 0 <= i < len(docs.values) else 0
+            want = doc(q) == doc(k) and k < heads.values[b][h]
+            self.assertEqual(bool(program.evaluate(q, k, b, h)), want, (b, h, q, k))
+        # Through a global, and through read() where indexing cannot be seen (an attribute).
+        self.assertEqual(trace(_global_document_mask).text, "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; yield v2")
+        holder = type("Holder", (), {"docs": docs})()
+        self.assertEqual(trace(lambda q, k: read(holder.docs, q) == read(holder.docs, k)).text,
+                         "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; yield v2")
+        region = program.region_text()
+        self.assertIn("%t0: tensor<?xi32>, %t1: tensor<?x?xi32>", region)
+        self.assertIn("tensor.extract %t1[%b, %h] : tensor<?x?xi32>", region)
+        config = AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=program)
+        self.assertEqual(config.mask_tensor_names(), ("mask_t0", "mask_t1"))
+        self.assertIn("mask_t0", config.forward_params())
+        self.assertIn("mask_mod(%mask_t0, %mask_t1) {", config.spec_text())
 
     def test_spec_region_against_float64_on_the_tile_programs(self):
         """The spec text of a modifier (as flashc.torch compiles it, but f32 and static sizes) through flash-run-tile:
@@ -170,6 +242,19 @@ class MaskModTest(unittest.TestCase):
                     "num_kv_heads = 2 mask_mod {\n  %s\n  } : (tensor<1x2x61x32xf32>, tensor<1x2x61x32xf32>, "
                     "tensor<1x2x61x32xf32>) -> (tensor<1x2x61x32xf32>, tensor<1x2x61xf32>)\n"
                     "  return %%o : tensor<1x2x61x32xf32>\n}\n" % (name, region))
+            self._run_tile(name, spec)
+        # A modifier that reads a tensor: flash-run-tile gives the i32 argument random runs of document ids.
+        region = trace(lambda b, h, q, k: (_DOCS[q] == _DOCS[k]) & ((h == 0) | (k <= q))).region_text()
+        spec = ("func.func @documents(%q: tensor<2x2x61x32xf32>, %k: tensor<2x2x61x32xf32>, %v: tensor<2x2x61x32xf32>,"
+                " %doc: tensor<61xi32>) -> tensor<2x2x61x32xf32> {\n"
+                "  %o, %lse = flash.attention %q, %k, %v scale = 0.17677669 mask = #flash.mask<none> "
+                "num_kv_heads = 2 mask_mod(%doc) {\n  " + region.replace("tensor<?xi32>", "tensor<61xi32>") +
+                "\n  } : (tensor<2x2x61x32xf32>, tensor<2x2x61x32xf32>, tensor<2x2x61x32xf32>, tensor<61xi32>) -> "
+                "(tensor<2x2x61x32xf32>, tensor<2x2x61xf32>)\n  return %o : tensor<2x2x61x32xf32>\n}\n")
+        self._run_tile("documents", spec)
+
+    def _run_tile(self, name, spec):
+        if True:
             with self.subTest(name=name), tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "spec.mlir")
                 with open(path, "w") as f:

@@ -194,6 +194,24 @@ std::string paramText(const TensorParam &p) {
 struct Binder {
   SymbolTable values;
   std::map<std::string, std::string> origin;
+  // Expression dims of the tensors bound, checked by checkExpressions once every symbol is.
+  struct PendingDim {
+    const Dim *dim;
+    int64_t given;
+    std::string where;
+  };
+  std::vector<PendingDim> expressions;
+
+  Status checkExpressions() const {
+    for (const auto &p : expressions) {
+      auto want = p.dim->expr.evaluate(values);
+      if (!want) return bad(p.where + ": " + want.error().message);
+      if (*want != p.given)
+        return bad(p.where + " is " + std::to_string(p.given) + ", the kernel expects " + p.dim->expr.str() +
+                   " = " + std::to_string(*want));
+    }
+    return Status();
+  }
 
   Status bind(const std::string &symbol, int64_t value, const std::string &where) {
     auto it = values.find(symbol);
@@ -224,7 +242,9 @@ Status bindTensor(const TensorParam &p, const TensorArgument &a, Binder &binder)
       return bad(arg + ": dim " + std::to_string(i) + " is negative (" + std::to_string(a.shape[i]) + ")");
     const Dim &d = p.dims[i];
     std::string where = arg + " dim " + std::to_string(i);
-    if (!d.isSymbol()) {
+    if (d.isExpression()) {
+      binder.expressions.push_back({&d, a.shape[i], where});  // checked once every symbol is bound
+    } else if (!d.isSymbol()) {
       if (a.shape[i] != d.value)
         return bad(where + " is " + std::to_string(a.shape[i]) + ", the kernel expects " + std::to_string(d.value));
     } else if (Status s = binder.bind(d.symbol, a.shape[i], where); !s) {
@@ -541,6 +561,7 @@ Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments 
     return s.error();
   Binder binder;
   if (Status s = bindAll(kernel, args, binder, {}); !s) return s.error();
+  if (Status s = binder.checkExpressions(); !s) return s.error();
   bindSmCount(binder, limits);
   return finishKernel(kernel, args, {}, binder, limits);
 }
@@ -566,6 +587,7 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
   Binder binder;
   for (const KernelSpec *k : kernels)
     if (Status s = bindAll(*k, args, binder, scratchNames); !s) return s.error();
+  if (Status s = binder.checkExpressions(); !s) return s.error();
 
   // Pass 2: shapes of the scratch tensors: row-major, rows padded to the
   // stride multiple the kernels ask for (16 bytes for tiled copies), so that a
@@ -587,8 +609,9 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     t.rank = int(p->dims.size());
     bool empty = false;
     for (int i = 0; i < t.rank; ++i) {
-      const Dim &d = p->dims[i];
-      t.shape[i] = d.isSymbol() ? binder.values.at(d.symbol) : d.value;
+      auto size = p->dims[i].evaluate(binder.values);
+      if (!size) return bad(what + ": scratch '" + sc.name + "' dim " + std::to_string(i) + ": " + size.error().message);
+      t.shape[i] = *size;
       empty = empty || t.shape[i] <= 0;
     }
     int64_t stride = 1, bytes = 0;
@@ -614,6 +637,7 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     for (const auto &p : k->tensors)
       if (scratchNames.count(p.name))
         if (Status s = bindTensor(p, scratchArgs[p.name], binder); !s) return s.error();
+    if (Status s = binder.checkExpressions(); !s) return s.error();
     const DeviceLimits *own = nullptr;
     if (kernelLimits) {
       auto it = kernelLimits->find(k->name);
@@ -682,14 +706,11 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
   }
   std::vector<int64_t> shape;
   for (const auto &d : target->dims) {
-    if (!d.isSymbol()) {
-      shape.push_back(d.value);
-      continue;
-    }
-    auto it = binder.values.find(d.symbol);
-    if (it == binder.values.end())
-      return bad("shape of '" + param + "': symbol " + d.symbol + " is not bound by the arguments given so far");
-    shape.push_back(it->second);
+    auto size = d.evaluate(binder.values);
+    if (!size)
+      return bad("shape of '" + param + "': " + (d.isSymbol() ? "symbol " : "") + d.str() +
+                 " is not bound by the arguments given so far");
+    shape.push_back(*size);
   }
   return shape;
 }

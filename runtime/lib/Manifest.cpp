@@ -67,6 +67,14 @@ bool parseSwizzle(std::string_view s, TensorMapSwizzle &out) {
   return false;
 }
 
+Result<int64_t> Dim::evaluate(const SymbolTable &symbols) const {
+  if (isExpression()) return expr.evaluate(symbols);
+  if (!isSymbol()) return value;
+  auto it = symbols.find(symbol);
+  if (it == symbols.end()) return makeError(ErrorCode::InvalidArgument, "symbol " + symbol + " is not bound");
+  return it->second;
+}
+
 bool TensorParam::operator==(const TensorParam &o) const {
   return name == o.name && dtype == o.dtype && direction == o.direction && dims == o.dims &&
          requiredAlignment() == o.requiredAlignment() && contiguous == o.contiguous &&
@@ -183,6 +191,7 @@ Status validateKernel(const KernelSpec &k) {
       return invalid(k.line, who + "tensor '" + t.name + "' has rank " + std::to_string(t.dims.size()) +
                                  " (at most 4)");
     for (const auto &d : t.dims) {
+      if (d.isExpression()) continue;  // binds nothing; its symbols are checked below
       if (d.isSymbol() && !isIdentifier(d.symbol))
         return invalid(k.line, who + "tensor '" + t.name + "' has bad dim '" + d.symbol + "'");
       if (d.isSymbol() && d.symbol == kSymbolSmCount) return reserved(d.symbol);
@@ -221,6 +230,10 @@ Status validateKernel(const KernelSpec &k) {
   if (Status s = checkExpr(k.sharedBytes, "shared"); !s) return s;
   for (const auto &c : k.constraints)
     if (Status s = checkExpr(c, "requires"); !s) return s;
+  for (const auto &t : k.tensors)
+    for (const auto &d : t.dims)
+      if (d.isExpression())
+        if (Status s = checkExpr(d.expr, "dim"); !s) return s;
 
   // What is wrong whatever the arguments are -- a division by a constant
   // zero, a constant grid/shared below 0, a constant block below 1, a value

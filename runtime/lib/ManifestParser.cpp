@@ -236,10 +236,22 @@ private:
     if (!dimText.empty()) {
       for (auto d : splitTopLevelCommas(dimText)) {
         int64_t v;
-        if (parseInt(d, v)) t.dims.push_back(Dim::lit(v));
-        else if (!d.empty() && (std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_'))
+        if (parseInt(d, v)) {
+          t.dims.push_back(Dim::lit(v));
+          continue;
+        }
+        bool identifier = !d.empty() && (std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_');
+        for (char c : d)
+          identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+        if (identifier) {
           t.dims.push_back(Dim::sym(std::string(d)));
-        else return fail("bad dim '" + std::string(d) + "' of tensor '" + t.name + "' (integer or symbol)");
+          continue;
+        }
+        auto expr = Expr::parse(d);
+        if (d.empty() || !expr.ok())
+          return fail("bad dim '" + std::string(d) + "' of tensor '" + t.name +
+                      "' (an integer, a symbol or an expression over symbols)");
+        t.dims.push_back(Dim::expression(*expr));
       }
     }
     if (t.dims.size() > size_t(kMaxTensorRank))

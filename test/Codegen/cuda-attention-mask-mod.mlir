@@ -25,11 +25,14 @@
 // CUDA: // ---- prefix_lm_attention_bwd ----
 // CUDA: #ifndef FLASHC_MASK_MOD_[[MOD:mask_mod_[0-9a-f]+]]
 // CUDA-NEXT: #define FLASHC_MASK_MOD_[[MOD]]
-// CUDA-NEXT: // tile.mask_mod @[[MOD]]: key k visible from query q when
+// CUDA-NEXT: // tile.mask_mod @[[MOD]]: key k visible from query q (batch b, head h) when
 // CUDA-NEXT: //   ((k < 4096) || (k <= q))
 // CUDA-NEXT: struct [[MOD]] {
+// CUDA-NEXT:   static constexpr int kTensors = 0;
+// CUDA-NEXT:   static constexpr bool kUsesBatch = false, kUsesHead = false;
 // CUDA-NEXT:   template <class D>
-// CUDA-NEXT:   static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+// CUDA-NEXT:   static FLASHC_MASK_FN typename D::Bool visible(const flashc::device::MaskEnv& env, typename D::Int b,
+// CUDA-NEXT:                                                  typename D::Int h, typename D::Int q, typename D::Int k) {
 // CUDA-NEXT:     const auto v0 = D::lt(k, D::constant(4096));
 // CUDA-NEXT:     const auto v1 = D::le(k, q);
 // CUDA-NEXT:     const auto v2 = D::or_(v0, v1);
@@ -48,7 +51,7 @@
 
 // SM80: // ---- prefix_lm_attention_bwd ----
 // SM80: struct [[MOD:mask_mod_[0-9a-f]+]] {
-// SM80: mask_mod<[[MOD]], -1, -1>(s, row0, col0, seq_k, key_offset);
+// SM80: mask_mod<[[MOD]], -1, -1>(s, row0, col0, seq_k, key_offset, mask_env(batch, head));
 // SM80-SAME: // -inf outside the window, hidden by the modifier / past the keys
 // SM80: // ---- prefix_lm_attention_fwd ----
 // SM80: struct [[MOD]] {

@@ -375,9 +375,11 @@ func.func @shifted(%q: tensor<?x2x?x64xbf16>, %off: i32, %k: tensor<?x2x?x64xbf1
 // CHECK-SAME: mask_mod = @[[MOD:mask_mod_[0-9a-f]+]]>
 // CHECK: scf.for
 // CHECK-NOT: scf.if
-// CHECK: tile.mask %{{.*}} rows %{{.*}} cols %{{.*}} limit %{{.*}} offset %{{.*}} window[-1, -1] mod @[[MOD]] :
+// The modifier sees the tile's batch (program_id z) and query head (program_id y):
+// CHECK: tile.mask %{{.*}} rows %{{.*}} cols %{{.*}} limit %{{.*}} offset %{{.*}} window[-1, -1] mod @[[MOD]](%{{.*}}, %{{.*}} : index, index) :
+// A (q, k) region gets batch and head arguments it does not read:
 // CHECK: tile.mask_mod @[[MOD]] {
-// CHECK-NEXT: ^bb0(%[[Q:.+]]: index, %[[K:.+]]: index):
+// CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[Q:.+]]: index, %[[K:.+]]: index):
 // CHECK: arith.divsi %[[Q]]
 // CHECK: tile.yield %{{.*}} : i1
 // SM80-LABEL: tile.kernel @chunked_attention_attention_fwd
@@ -391,5 +393,67 @@ func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16
     %same = arith.cmpi eq, %qi, %kj : index
     flash.yield %same : i1
   } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// A modifier that reads tensors (a document mask: doc[q] == doc[k]). The tensor is a
+// program argument (mask_t0, over a size symbol of its own: a read outside it gives 0),
+// passed to the kernels after their own tensors. Before the forward, a kernel of role
+// attention_mask_blocks classifies every 64 x 64 block (tile.classify_blocks) into a
+// workspace table i32 [1, 1, ceil(Sq / 64), ceil(Sk / 64) + 2] (one slice: the region reads
+// neither batch nor head), which the forward takes last (`mask_blocks = true`).
+// CHECK-LABEL: tile.kernel @documents_attention_fwd_mask_blocks
+// CHECK-SAME: (%[[Q:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[K:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[IDS:.+]]: !tile.tensor<?xi32>, %[[TABLE:.+]]: !tile.tensor<1x1x?x?xi32>)
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<1>, #tile.grid<1>]
+// CHECK-SAME: role = attention_mask_blocks
+// CHECK: %[[ROW:.+]] = tile.program_id x
+// CHECK: tile.classify_blocks @[[MOD:mask_mod_[0-9a-f]+]](%{{.*}}, %{{.*}}, %[[IDS]] : index, index, !tile.tensor<?xi32>) queries %{{.*}} keys %{{.*}} row %[[ROW]] into %[[TABLE]][%{{.*}}, %{{.*}}] : <1x1x?x?xi32>
+// CHECK-LABEL: tile.kernel @documents_attention_fwd(
+// CHECK-SAME: %[[FIDS:[a-z0-9]+]]: !tile.tensor<?xi32>, %{{.+}}: !tile.tensor<1x1x?x?xi32>)
+// CHECK-SAME: mask_mod = @[[MOD]], mask_blocks = true>
+// CHECK: tile.mask {{.*}} mod @[[MOD]](%{{.*}}, %{{.*}}, %[[FIDS]] : index, index, !tile.tensor<?xi32>)
+// CHECK-LABEL: func.func @documents(
+// CHECK-SAME: %[[PIDS:[a-z0-9]+]]: !tile.tensor<?xi32> {tile.dims = ["mask_t0_d0"], tile.name = "mask_t0"}
+// CHECK: %[[SQ:.+]] = tile.dim %arg0, 2
+// CHECK: %[[ROWS:.+]] = arith.ceildivsi %[[SQ]], %c64
+// CHECK: %[[SK:.+]] = tile.dim %arg1, 2
+// CHECK: %[[COLS0:.+]] = arith.ceildivsi %[[SK]], %c64
+// CHECK: %[[COLS:.+]] = arith.addi %[[COLS0]], %c2
+// CHECK: %[[T:.+]] = tile.alloc_tensor(%[[ROWS]], %[[COLS]]) {tile.name = "mask_blocks"} : <1x1x?x?xi32>
+// CHECK: tile.launch @documents_attention_fwd_mask_blocks(%arg0, %arg1, %[[PIDS]], %[[T]])
+// CHECK: tile.launch @documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %[[PIDS]], %[[T]])
+// CHECK: tile.mask_mod @[[MOD]] {
+// CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[MQ:.+]]: index, %[[MK:.+]]: index, %[[MT:.+]]: tensor<?xi32>):
+// CHECK: tensor.extract %[[MT]][%[[MQ]]]
+func.func @documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>, %doc: tensor<?xi32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %di = tensor.extract %ids[%i] : tensor<?xi32>   // the query's document
+    %dj = tensor.extract %ids[%j] : tensor<?xi32>   // the key's document
+    %a = arith.index_cast %di : i32 to index
+    %b = arith.index_cast %dj : i32 to index
+    %same = arith.cmpi eq, %a, %b : index
+    flash.yield %same : i1
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// A modifier of four indices that reads the head and a per-batch table: the block-class
+// table has a slice per batch and per head ([?, 4, ...]: grid y and z over them).
+// CHECK-LABEL: tile.kernel @per_head_attention_fwd_mask_blocks
+// CHECK-SAME: !tile.tensor<?x4x?x?xi32>
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<arg0[1]>, #tile.grid<arg0[0]>]
+func.func @per_head(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>, %lens: tensor<?x?xi32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4 mask_mod(%lens) {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %t: tensor<?x?xi32>):
+    %n = tensor.extract %t[%b, %h] : tensor<?x?xi32>   // keys this batch and head see
+    %len = arith.index_cast %n : i32 to index
+    %in = arith.cmpi slt, %j, %len : index
+    flash.yield %in : i1
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
   return %o : tensor<?x4x?x64xbf16>
 }

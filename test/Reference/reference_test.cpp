@@ -456,7 +456,7 @@ void testIndexProgram() {
   AttentionShape s{1, 1, 1, 3, 3, 2, 2};
   std::vector<double> q = {1, 0, 0, 1, 1, 1}, k = {1, 0, 0, 1, 1, 1}, v = {1, 2, 3, 4, 5, 6}, o(6), lse(3);
   AttentionParams params;
-  params.maskMod = [](int64_t i, int64_t j) { return j == 0 || j == i; };
+  params.maskMod = [](int64_t, int64_t, int64_t i, int64_t j) { return j == 0 || j == i; };
   attentionForward(s, params, q.data(), k.data(), v.data(), o.data(), lse.data());
   check(std::fabs(o[0] - 1) < 1e-12 && std::fabs(o[1] - 2) < 1e-12, "query 0 sees key 0 only");
   check(o[2] > 1 && o[2] < 3 && std::fabs(o[2] + o[3] - (o[2] + o[3])) < 1e-12, "query 1 sees keys 0 and 1");

@@ -7,6 +7,8 @@
 
 #include "flashc/device/mask_mod.cuh"
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -272,13 +274,15 @@ void testExactRules() {
 // ------------------------------------------------------------------ modifiers as the emitter prints them
 struct Causal {
   template <class D>
-  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv&, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
     return D::le(k, q);
   }
 };
 struct PrefixLm {  // k < 20 || k <= q
   template <class D>
-  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv&, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
     const auto v0 = D::lt(k, D::constant(20));
     const auto v1 = D::le(k, q);
     return D::or_(v0, v1);
@@ -286,16 +290,20 @@ struct PrefixLm {  // k < 20 || k <= q
 };
 struct Chunked {  // q / 24 == k / 24
   template <class D>
-  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv&, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
     return D::eq(D::div(q, D::constant(24)), D::div(k, D::constant(24)));
   }
 };
 struct Strided {  // k % 3 == 0 || q == k
   template <class D>
-  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv&, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
     return D::or_(D::eq(D::rem(k, D::constant(3)), D::constant(0)), D::eq(q, k));
   }
 };
+
+const MaskEnv kEnv{};  // the modifiers above read no tensor, b or h
 
 // A Window without sides (all keys below the limit), with the interface mask.cuh's Window has.
 struct AllKeys {
@@ -320,10 +328,10 @@ void testModMask(const char *name, bool causalExact) {
     for (int BN : {16, 32}) {
       for (int qb = 0; qb * BM < Sq; ++qb) {
         const int q0 = qb * BM;
-        const int begin = M::key_block_begin(q0, BM, BN, Sk, 0), end = M::key_block_end(q0, BM, BN, Sk, 0);
+        const int begin = M::key_block_begin(q0, BM, BN, Sk, 0, kEnv), end = M::key_block_end(q0, BM, BN, Sk, 0, kEnv);
         for (int q = q0; q < q0 + BM && q < Sq; ++q)
           for (int k = 0; k < Sk; ++k)
-            if (!M::hidden(q, k, Sk, 0) && (k < begin * BN || k >= end * BN)) {
+            if (!M::hidden(q, k, Sk, 0, kEnv) && (k < begin * BN || k >= end * BN)) {
               boundsOk = false;
               why = "query " + std::to_string(q) + " key " + std::to_string(k) + " outside blocks [" +
                     std::to_string(begin) + ", " + std::to_string(end) + ")";
@@ -332,21 +340,21 @@ void testModMask(const char *name, bool causalExact) {
           bool anyHidden = false, anyVisible = false;
           for (int q = q0; q < q0 + BM; ++q)
             for (int k = kb * BN; k < kb * BN + BN; ++k) {
-              const bool h = M::hidden(q, k, Sk, 0);
+              const bool h = M::hidden(q, k, Sk, 0, kEnv);
               anyHidden |= h;
               anyVisible |= !h;
             }
-          if (anyHidden && !M::needs_mask(q0, BM, kb * BN, BN, Sk, 0)) maskOk = false;
-          if (causalExact && !anyHidden && M::needs_mask(q0, BM, kb * BN, BN, Sk, 0) && kb * BN + BN <= Sk) exact = false;
+          if (anyHidden && !M::needs_mask(q0, BM, kb * BN, BN, Sk, 0, kEnv)) maskOk = false;
+          if (causalExact && !anyHidden && M::needs_mask(q0, BM, kb * BN, BN, Sk, 0, kEnv) && kb * BN + BN <= Sk) exact = false;
           if (causalExact && !anyVisible) exact = false;
         }
       }
       for (int kb = 0; kb * BN < Sk; ++kb) {
         const int k0 = kb * BN;
-        const int begin = M::query_block_begin(k0, BN, BM, Sq, 0), end = M::query_block_end(k0, BN, BM, Sq, 0);
+        const int begin = M::query_block_begin(k0, BN, BM, Sq, 0, kEnv), end = M::query_block_end(k0, BN, BM, Sq, 0, kEnv);
         for (int k = k0; k < k0 + BN && k < Sk; ++k)
           for (int q = 0; q < Sq; ++q)
-            if (!M::hidden(q, k, Sk, 0) && (q < begin * BM || q >= end * BM)) {
+            if (!M::hidden(q, k, Sk, 0, kEnv) && (q < begin * BM || q >= end * BM)) {
               boundsOk = false;
               why = "key " + std::to_string(k) + " seen by query " + std::to_string(q) + " outside blocks [" +
                     std::to_string(begin) + ", " + std::to_string(end) + ")";
@@ -371,11 +379,11 @@ void testGallopingMatchesScan(const char *name) {
       for (int q0 = 0; q0 < 20000; q0 += 997) {
         const int Sk = 16384, blocks = (Sk + BN - 1) / BN;
         int scanBegin = 0, scanEnd = blocks;
-        while (scanBegin < scanEnd && M::hides(q0, q0 + BM, (long long)scanBegin * BN, (long long)(scanBegin + 1) * BN))
+        while (scanBegin < scanEnd && M::hides(q0, q0 + BM, (long long)scanBegin * BN, (long long)(scanBegin + 1) * BN, kEnv))
           ++scanBegin;
-        while (scanEnd > scanBegin && M::hides(q0, q0 + BM, (long long)(scanEnd - 1) * BN, (long long)scanEnd * BN))
+        while (scanEnd > scanBegin && M::hides(q0, q0 + BM, (long long)(scanEnd - 1) * BN, (long long)scanEnd * BN, kEnv))
           --scanEnd;
-        const int b = M::key_block_begin(q0, BM, BN, Sk, 0), e = M::key_block_end(q0, BM, BN, Sk, 0);
+        const int b = M::key_block_begin(q0, BM, BN, Sk, 0, kEnv), e = M::key_block_end(q0, BM, BN, Sk, 0, kEnv);
         narrowerOrEqual = narrowerOrEqual && b >= scanBegin && (e <= scanEnd || scanBegin == scanEnd);
         equal = equal && (b == scanBegin || scanBegin == scanEnd) && (e == scanEnd || scanBegin == scanEnd);
       }
@@ -384,7 +392,8 @@ void testGallopingMatchesScan(const char *name) {
 
 struct Band {  // (q >= k) & (q - k <= 1024): a causal sliding window as a modifier
   template <class D>
-  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv&, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
     return D::and_(D::ge(q, k), D::le(D::sub(q, k), D::constant(1024)));
   }
 };
@@ -396,22 +405,104 @@ void testEmptyBaseRange() {
     static int key_block_end(int, int, int, int, int) { return 2; }
   };
   using M = ModMask<Reversed, Causal>;
-  const int b = M::key_block_begin(64, 64, 64, 128, 0), e = M::key_block_end(64, 64, 64, 128, 0);
+  const int b = M::key_block_begin(64, 64, 64, 128, 0, kEnv), e = M::key_block_end(64, 64, 64, 128, 0, kEnv);
   check(e <= b, "an empty base range (blocks [3, 2)) gives no blocks", std::to_string(b) + ".." + std::to_string(e));
 }
 
 void testEmptyBlocks() {
   using M = ModMask<AllKeys, Chunked>;
   // Rows 0..15 see keys 0..23 only: key blocks of 16 from 2 on are trimmed.
-  check(M::key_block_begin(0, 16, 16, 100, 0) == 0 && M::key_block_end(0, 16, 16, 100, 0) == 2,
+  check(M::key_block_begin(0, 16, 16, 100, 0, kEnv) == 0 && M::key_block_end(0, 16, 16, 100, 0, kEnv) == 2,
         "chunked: rows 0-15 see key blocks [0, 2)");
-  check(M::key_block_begin(48, 16, 16, 100, 0) == 3 && M::key_block_end(48, 16, 16, 100, 0) == 5,
+  check(M::key_block_begin(48, 16, 16, 100, 0, kEnv) == 3 && M::key_block_end(48, 16, 16, 100, 0, kEnv) == 5,
         "chunked: rows 48-63 (chunks 2) see key blocks [3, 5)");
   using P = ModMask<AllKeys, PrefixLm>;
-  check(!P::needs_mask(64, 16, 0, 16, 1000, 0), "prefix-LM: a block of the prefix is visible whole (no element mask)");
-  check(!P::needs_mask(64, 16, 16, 16, 1000, 0), "prefix-LM: keys 16-31 for rows 64-79 (prefix or causal) visible whole");
-  check(P::needs_mask(0, 16, 16, 16, 1000, 0), "prefix-LM: keys 16-31 for rows 0-15 (past the prefix, after the row) masked");
-  check(P::key_block_end(0, 16, 16, 1000, 0) == 2, "prefix-LM: rows 0-15 see key blocks [0, 2) (prefix and diagonal)");
+  check(!P::needs_mask(64, 16, 0, 16, 1000, 0, kEnv), "prefix-LM: a block of the prefix is visible whole (no element mask)");
+  check(!P::needs_mask(64, 16, 16, 16, 1000, 0, kEnv), "prefix-LM: keys 16-31 for rows 64-79 (prefix or causal) visible whole");
+  check(P::needs_mask(0, 16, 16, 16, 1000, 0, kEnv), "prefix-LM: keys 16-31 for rows 0-15 (past the prefix, after the row) masked");
+  check(P::key_block_end(0, 16, 16, 1000, 0, kEnv) == 2, "prefix-LM: rows 0-15 see key blocks [0, 2) (prefix and diagonal)");
+}
+
+// ------------------------------------------------------------------ modifiers that read tensors
+struct Documents {  // t0[q] == t0[k]
+  static constexpr int kTensors = 1;
+  template <class D>
+  static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv& env, typename D::Int, typename D::Int, typename D::Int q,
+                                                 typename D::Int k) {
+    return D::eq(D::read(env.tensor[0], q), D::read(env.tensor[0], k));
+  }
+};
+
+// Reads: the exact domain's element (0 outside the shape, any stride), the range domain's [min, max] of the
+// elements of a range (with 0 where it leaves the shape; every i32 past kMaxScan elements), and a document mask's
+// block classification against brute force.
+void testTensorReads() {
+  std::mt19937_64 rng(5);
+  std::vector<int> ids(300);
+  int id = 0;
+  for (int &v : ids) {
+    if (rng() % 40 == 0) id += 1 + int(rng() % 3) - (rng() % 7 == 0 ? 5 : 0);  // runs, sometimes going back
+    v = id;
+  }
+  MaskTensor docs{ids.data(), {300, 1, 1, 1}, {1, 0, 0, 0}};
+  using E = ExactIndex;
+  check(E::read(&docs, 7) == ids[7] && E::read(&docs, -1) == 0 && E::read(&docs, 300) == 0,
+        "exact reads: the element, 0 outside");
+  // A [5, 6] view with row stride 9 (every other element of a [5, 9] buffer's first 6 columns).
+  std::vector<int> buffer(45);
+  for (int i = 0; i < 45; ++i) buffer[i] = int(rng() % 100) - 50;
+  MaskTensor grid{buffer.data(), {5, 6, 1, 1}, {9, 1, 0, 0}};
+  check(E::read(&grid, 2, 3) == buffer[2 * 9 + 3] && E::read(&grid, 2, 6) == 0 && E::read(&grid, 5, 0) == 0,
+        "exact reads of a strided rank-2 tensor");
+  bool sound = true, exact = true;
+  std::string why;
+  for (int trial = 0; trial < 3000; ++trial) {
+    long long lo = (long long)(rng() % 340) - 20, hi = lo + (long long)(rng() % 80);
+    const Range r = IndexRange::read(&docs, IndexRange::make(lo, hi));
+    long long mn = LLONG_MAX, mx = LLONG_MIN;
+    for (long long p = lo; p <= hi; ++p) {
+      const long long v = E::read(&docs, p);
+      mn = std::min(mn, v), mx = std::max(mx, v);
+    }
+    if (r.any || r.lo > mn || r.hi < mx) sound = false, why = std::to_string(lo) + ".." + std::to_string(hi);
+    if (r.lo != mn || r.hi != mx) exact = false;
+  }
+  check(sound && exact, "range reads hold every element of the range, and no more (0 where it leaves the shape)", why);
+  bool gridSound = true;
+  for (int trial = 0; trial < 2000; ++trial) {
+    long long r0 = (long long)(rng() % 7) - 1, r1 = r0 + (long long)(rng() % 3);
+    long long c0 = (long long)(rng() % 8) - 1, c1 = c0 + (long long)(rng() % 4);
+    const Range g = IndexRange::read(&grid, IndexRange::make(r0, r1), IndexRange::make(c0, c1));
+    for (long long a = r0; a <= r1; ++a)
+      for (long long b = c0; b <= c1; ++b) {
+        const long long v = E::read(&grid, a, b);
+        gridSound = gridSound && !g.any && g.lo <= v && v <= g.hi;
+      }
+  }
+  check(gridSound, "rank-2 range reads (strided, past either edge) hold every element");
+  std::vector<int> zeros(IndexRange::kMaxScan + 100, 0);
+  MaskTensor big{zeros.data(), {(long long)zeros.size(), 1, 1, 1}, {1, 0, 0, 0}};
+  const Range wide = IndexRange::read(&big, IndexRange::make(0, IndexRange::kMaxScan + 10));
+  const Range narrow = IndexRange::read(&big, IndexRange::make(0, IndexRange::kMaxScan - 1));
+  check(wide.lo <= -2147483648LL && wide.hi >= 2147483647LL && narrow.lo == 0 && narrow.hi == 0,
+        "a range past kMaxScan elements is every i32 (not scanned), one of kMaxScan is scanned");
+  // The document mask's blocks: hidden / shown only where brute force agrees.
+  MaskEnv env;
+  env.tensor[0] = &docs;
+  using M = ModMask<AllKeys, Documents>;
+  bool classOk = true;
+  for (int q0 = 0; q0 < 300; q0 += 16)
+    for (int k0 = 0; k0 < 300; k0 += 16) {
+      bool anyVisible = false, anyHidden = false;
+      for (int q = q0; q < q0 + 16; ++q)
+        for (int k = k0; k < k0 + 16; ++k) {
+          const bool h = M::hidden(q, k, 1 << 20, 0, env);
+          anyVisible |= !h, anyHidden |= h;
+        }
+      const Tri t = M::classify(q0, q0 + 16, k0, k0 + 16, env);
+      classOk = classOk && (t.can_true || !anyVisible) && (t.can_false || !anyHidden);
+    }
+  check(classOk, "document mask: a block classified hidden or shown whole is");
 }
 
 } // namespace
@@ -431,5 +522,6 @@ int main() {
   testGallopingMatchesScan<PrefixLm>("prefix-LM");
   testEmptyBlocks();
   testEmptyBaseRange();
+  testTensorReads();
   return checkSummary();
 }

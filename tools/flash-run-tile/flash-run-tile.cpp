@@ -94,6 +94,8 @@ ElementKind kindOf(Type type) {
     return ElementKind::BF16;
   if (type.isF16())
     return ElementKind::F16;
+  if (type.isSignlessInteger(32))
+    return ElementKind::I32;
   return ElementKind::F32;
 }
 
@@ -109,12 +111,27 @@ ReferenceTensor toReference(const HostTensor &tensor) {
   ReferenceTensor ref(tensor.shape);
   for (size_t i = 0; i < tensor.data.size(); ++i)
     ref.data[i] = tensor.data[i];
+  for (size_t i = 0; i < tensor.ints.size(); ++i)
+    ref.data[i] = tensor.ints[i];
   return ref;
 }
 
+/// Random values; i32 tensors (a mask modifier's: document ids, say) hold
+/// runs of equal values in [0, 4), non-decreasing, so that blocks of every
+/// class (hidden, shown, partial) occur.
 HostTensor randomTensor(std::vector<int64_t> shape, ElementKind kind, std::mt19937_64 &rng,
                         double range) {
   HostTensor tensor(std::move(shape), kind);
+  if (kind == ElementKind::I32) {
+    std::uniform_int_distribution<int> step(0, 15);
+    int32_t id = 0;
+    for (int32_t &value : tensor.ints) {
+      if (step(rng) == 0 && id < 3)
+        ++id;
+      value = id;
+    }
+    return tensor;
+  }
   std::uniform_real_distribution<double> uniform(-range, range);
   for (float &value : tensor.data)
     value = flashc::roundToElement(static_cast<float>(uniform(rng)), kind);
@@ -166,10 +183,11 @@ Comparison compare(const std::string &what, const HostTensor &got, const Referen
 /// Gradients of flash.attention's output w.r.t. q, k, v given d_out.
 void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
                         const ReferenceTensor &v, const ReferenceTensor &dOut, ReferenceTensor &dq,
-                        ReferenceTensor &dk, ReferenceTensor &dv) {
+                        ReferenceTensor &dk, ReferenceTensor &dv,
+                        ArrayRef<const ReferenceTensor *> maskTensors) {
   ref::AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
                             k.shape[2], q.shape[3], v.shape[3]};
-  ref::AttentionParams params = flash::referenceParams(op);
+  ref::AttentionParams params = flash::referenceParams(op, maskTensors);
   if (op.getKeyOffset())
     params.window = params.window.withKeyOffset(keyOffset);
   dq = ReferenceTensor(q.shape);
@@ -297,12 +315,15 @@ public:
       std::string suffix = attentionIndex ? std::to_string(attentionIndex + 1) : "";
       ++attentionIndex;
       ReferenceTensor lseRef;
+      SmallVector<const ReferenceTensor *> maskTensors;
+      for (Value tensor : attention.getMaskOperands())
+        maskTensors.push_back(&refInputs[argIndex(tensor)]);
       (void)flash::referenceAttention(
           refInputs[argIndex(attention.getQuery())], refInputs[argIndex(attention.getKey())],
           refInputs[argIndex(attention.getValue())], attention.getScaleValue(),
           attention.getSoftcapValue(), attention.getMask(), lseRef,
           attention.getKeyOffset() ? std::optional<int64_t>(keyOffset) : std::nullopt,
-          attention.hasMaskMod() ? &attention.getMaskMod() : nullptr);
+          attention.hasMaskMod() ? &attention.getMaskMod() : nullptr, maskTensors);
       if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
         ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
     }
@@ -463,10 +484,13 @@ private:
       ReferenceTensor dOut = toReference(*cotangents[opIndex]);
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
         refs.resize(3);
+        SmallVector<const ReferenceTensor *> maskTensors;
+        for (Value tensor : attention.getMaskOperands())
+          maskTensors.push_back(&refInputs[argIndex(tensor)]);
         attentionGradients(attention, refInputs[argIndex(attention.getQuery())],
                            refInputs[argIndex(attention.getKey())],
                            refInputs[argIndex(attention.getValue())], dOut, refs[0], refs[1],
-                           refs[2]);
+                           refs[2], maskTensors);
         names = {"d_q", "d_k", "d_v"};
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
@@ -485,8 +509,10 @@ private:
           names.push_back("d_b2");
       }
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-        if (operand.getType().isSignlessInteger(32))
-          continue; // a key offset: no gradient
+        auto attention = llvm::dyn_cast<flash::AttentionOp>(op);
+        if (operand.getType().isSignlessInteger(32) ||
+            (attention && llvm::is_contained(attention.getMaskOperands(), operand)))
+          continue; // a key offset, a mask modifier's tensor: no gradient
         const HostTensor &like = inputs[argIndex(operand)];
         storage.push_back(poisoned(like.shape, like.kind));
         args.push_back(&storage.back());

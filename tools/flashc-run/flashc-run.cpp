@@ -164,6 +164,9 @@ bool upload(Buffer &b) {
     if (b.dtype == DType::F32) {
       float f = float(b.host[i]);
       std::memcpy(&raw[b.offset(i)], &f, 4);
+    } else if (b.dtype == DType::I32) {
+      int32_t v = int32_t(b.host[i]);
+      std::memcpy(&raw[b.offset(i)], &v, 4);
     } else {
       uint16_t h = toBits(b.host[i], b.dtype);
       std::memcpy(&raw[b.offset(i)], &h, 2);
@@ -207,6 +210,18 @@ bool download(Buffer &b) {
     return false;
   }
   return true;
+}
+
+/// A mask modifier's i32 tensor (document ids, say): non-decreasing runs of 1-600 equal values in
+/// [0, 8), so that its blocks are hidden, shown and partial alike.
+void randomIds(Buffer &b, std::mt19937 &rng) {
+  b.host.resize(b.count());
+  std::uniform_int_distribution<int> run(1, 600);
+  int id = 0, left = run(rng);
+  for (double &x : b.host) {
+    if (left-- == 0) id = (id + 1) % 8, left = run(rng);
+    x = id;
+  }
 }
 
 void randomFill(Buffer &b, std::mt19937 &rng, double scale = 1.0) {
@@ -273,13 +288,13 @@ struct Runner {
     b.dtype = t->dtype;
     b.rowMultiple = std::max<int64_t>(t->strideMultiple, 1);
     for (const Dim &d : t->dims) {
-      auto it = d.isSymbol() ? symbols.find(d.symbol) : symbols.end();
-      if (d.isSymbol() && it == symbols.end()) {
+      auto size = d.evaluate(symbols);
+      if (!size) {
         std::fprintf(stderr, "flashc-run: program %s: parameter '%s' has dim %s, which flashc-run does not bind\n",
-                     program.c_str(), name.c_str(), d.symbol.c_str());
+                     program.c_str(), name.c_str(), d.str().c_str());
         std::exit(1);
       }
-      b.shape.push_back(d.isSymbol() ? it->second : d.value);
+      b.shape.push_back(*size);
     }
     return b;
   }
@@ -602,6 +617,7 @@ struct Runner {
     ref::AttentionParams m;
     ref::AttentionShape s;
     Buffer q, k, v, o, lse;
+    std::vector<Buffer> maskTensors;             // a mask modifier's tensors (meta mask_tensors)
     Buffer dO, dq, dk, dv;                       // backward, when the bundle has one
     std::vector<double> refO, refLse, refDq, refDk, refDv;
   };
@@ -620,9 +636,43 @@ struct Runner {
         ++failures;
         return false;
       }
-      c.m.maskMod = [program = *program](int64_t i, int64_t j) { return program.visible(i, j); };
+      // Reads of the modifier's tensors: 0 outside their shapes (IndexFunction.h's rule).
+      auto read = [&c](int t, const std::vector<int64_t> &position) -> int64_t {
+        if (t >= int(c.maskTensors.size())) return 0;
+        const Buffer &b = c.maskTensors[size_t(t)];
+        if (position.size() != b.shape.size()) return 0;
+        int64_t offset = 0;
+        for (size_t d = 0; d < position.size(); ++d) {
+          if (position[d] < 0 || position[d] >= b.shape[d]) return 0;
+          offset = offset * b.shape[d] + position[d];
+        }
+        return int64_t(b.host[size_t(offset)]);
+      };
+      c.m.maskMod = [program = *program, read](int64_t b, int64_t h, int64_t i, int64_t j) {
+        return program.visible(b, h, i, j, read);
+      };
     }
     auto sym = symbols();
+    // The modifier's tensors, named by `meta mask_tensors` (comma-separated): the batch for a leading dim
+    // of a rank >= 2 tensor, max(Sq, Sk) for the others.
+    std::string tensorNames = meta(fwd, "mask_tensors", "");
+    for (size_t start = 0; !tensorNames.empty() && start <= tensorNames.size();) {
+      size_t comma = tensorNames.find(',', start);
+      std::string name = tensorNames.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? tensorNames.size() + 1 : comma + 1;
+      const TensorParam *t = findParam(fwd.name, name);
+      if (!t || t->dtype != DType::I32) {
+        std::printf("%s: FAIL the manifest's mask tensor '%s' is not an i32 parameter\n", fwd.name.c_str(), name.c_str());
+        ++failures;
+        return false;
+      }
+      std::map<std::string, int64_t> own = sym;
+      for (size_t d = 0; d < t->dims.size(); ++d)
+        if (t->dims[d].isSymbol())
+          own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
+      c.maskTensors.push_back(makeParam(fwd.name, name, own));
+      randomIds(c.maskTensors.back(), rng);
+    }
     c.q = makeParam(fwd.name, "q", sym), c.k = makeParam(fwd.name, "k", sym);
     c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
     c.lse = makeParam(fwd.name, "lse", sym);
@@ -644,8 +694,14 @@ struct Runner {
       ++failures;
       return false;
     }
+    for (Buffer &t : c.maskTensors)
+      if (!upload(t)) {
+        ++failures;
+        return false;
+      }
     bind(args, "q", c.q), bind(args, "k", c.k), bind(args, "v", c.v), bind(args, "out", c.o);
     bind(args, "lse", c.lse);
+    for (Buffer &t : c.maskTensors) bind(args, t.name.c_str(), t);
     if (c.m.window.hasKeyOffset) args.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
@@ -684,6 +740,7 @@ struct Runner {
     bind(bargs, "q", c.q), bind(bargs, "k", c.k), bind(bargs, "v", c.v), bind(bargs, "out", c.o);
     bind(bargs, "lse", c.lse), bind(bargs, "dout", c.dO), bind(bargs, "dq", c.dq), bind(bargs, "dk", c.dk);
     bind(bargs, "dv", c.dv);
+    for (Buffer &t : c.maskTensors) bind(bargs, t.name.c_str(), t);
     if (c.m.window.hasKeyOffset) bargs.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }

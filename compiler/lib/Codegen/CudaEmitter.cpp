@@ -1501,15 +1501,23 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
           params = maskModTypeName(sym) + ", " + params;
         const char *what = o.getMaskModAttr() ? "outside the window, hidden by the modifier / past the keys"
                                               : "outside the window / past the keys";
+        // The modifier's batch, head and tensors (mask_env).
+        std::string env;
+        if (o.getMaskModAttr()) {
+          env = ", mask_env(";
+          for (auto [i, arg] : llvm::enumerate(o.getModArgs()))
+            env += (i ? ", " : "") + nameOf(arg);
+          env += ")";
+        }
         if (o.getTransposed()) {
           line() << fn << "_transposed<" << params << ">(" << name << ", " << nameOf(o.getCol0()) << ", "
                  << nameOf(o.getRow0()) << ", " << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
-                 << ");  // Sᵀ: -inf " << what << "\n";
+                 << env << ");  // Sᵀ: -inf " << what << "\n";
           return success();
         }
         line() << fn << "<" << params << ">(" << name << ", " << nameOf(o.getRow0()) << ", "
                << nameOf(o.getCol0()) << ", " << nameOf(o.getColLimit()) << ", " << nameOf(o.getOffset())
-               << ");  // -inf " << what << "\n";
+               << env << ");  // -inf " << what << "\n";
         return success();
       })
       .Case([&](tile::SoftcapOp o) {
@@ -1656,10 +1664,15 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   out << "}  // namespace " << ns << "\n\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << ns << "::kThreads, 1)\n"
       << entry << "(";
-  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+  // (i32 tensors -- a mask modifier's -- are grid constants: the kernel keeps their addresses.)
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto tensor = dyn_cast<tile::GlobalTensorType>(arg.getType());
     out << (i ? ", " : "")
-        << (isa<tile::GlobalTensorType>(arg.getType()) ? "const flashc::TensorArg " : "const int ")
+        << (!tensor                                         ? "const int "
+            : tensor.getElementType().isSignlessInteger(32) ? "const __grid_constant__ flashc::TensorArg "
+                                                            : "const flashc::TensorArg ")
         << nameOf(arg);
+  }
   out << ") {\n";
   out << "  using namespace flashc::device;\n";
   out << "  using namespace " << ns << ";\n";

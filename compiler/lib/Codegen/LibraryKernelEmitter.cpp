@@ -1,6 +1,7 @@
 //===- LibraryKernelEmitter.cpp - device-library elementwise kernels ------===//
 #include "LibraryKernelEmitter.h"
 
+#include "MaskModEmitter.h"
 #include "Names.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -10,6 +11,8 @@ using namespace mlir;
 namespace flashc {
 
 bool isLibraryKernel(tile::KernelOp kernel) {
+  if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
+    return attention.classifiesMaskBlocks();
   auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
   if (!gemm || gemm.getRole() != tile::KernelRole::FfnActivationGrad)
     return false;
@@ -17,9 +20,56 @@ bool isLibraryKernel(tile::KernelOp kernel) {
   return elem.isBF16() || elem.isF16();
 }
 
+namespace {
+
+/// A mask modifier's block classes (tile.classify_blocks): the device
+/// library's classify_mask_blocks<Config>, one block a 64-row of the plane.
+FailureOr<WsKernel> emitMaskBlocks(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+                                   ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
+                                   llvm::raw_ostream &out) {
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  if (inputs.size() < 3 || cppNames.size() != inputs.size())
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
+                              << " (a mask's block classes) takes q, k, the modifier's tensors and the table",
+           failure();
+  WsKernel result;
+  result.threads = 128;
+  std::string ns = entry.str() + "_config";
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  if (failed(printMaskMods(kernel, out)))
+    return failure();
+  out << "// The block classes of the mask modifier: the device library's classify_mask_blocks\n"
+      << "// (interval arithmetic over each 64 x 64 block, the tensors' values scanned).\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using MaskMod = " << maskModTypeName(spec.getMaskMod()) << ";\n";
+  out << "  static constexpr bool kTransposed = "
+      << (spec.getRole() == tile::KernelRole::AttentionMaskBlocksTransposed ? "true;  // rows are keys\n"
+                                                                            : "false;  // rows are queries\n");
+  out << "  static constexpr int kThreads = " << result.threads << ";\n";
+  out << "};\n}  // namespace " << ns << "\n\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
+  for (auto [i, name] : llvm::enumerate(cppNames))
+    out << (i ? ", " : "") << (i >= 2 ? "const __grid_constant__ flashc::TensorArg " : "const flashc::TensorArg ")
+        << name;
+  out << ") {\n";
+  std::string env = "flashc::device::mask_env(0, 0";
+  for (size_t i = 2; i + 1 < cppNames.size(); ++i)
+    env += ", " + cppNames[i];
+  out << "  flashc::device::classify_mask_blocks<" << ns << "::Config>(" << cppNames[0] << ", " << cppNames[1]
+      << ", " << env << "), " << cppNames.back() << ");\n}\n\n";
+  return result;
+}
+
+} // namespace
+
 FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::string> cppNames,
                                       StringRef entry, StringRef specComment,
                                       llvm::raw_ostream &out) {
+  if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
+    return emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());
   bool gated = gemm.getGated().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();

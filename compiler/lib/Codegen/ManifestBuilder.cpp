@@ -2,6 +2,7 @@
 #include "ManifestBuilder.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "Names.h"
@@ -47,13 +48,15 @@ FailureOr<rt::DType> manifestDType(Operation *op, Type type) {
     return rt::DType::F16;
   if (type.isF32())
     return rt::DType::F32;
+  if (type.isSignlessInteger(32))
+    return rt::DType::I32;
   return op->emitError("bundle: unsupported element type ") << type, failure();
 }
 
 /// `meta` lines of a program: what it computes (from its kernels' recipes),
 /// so tools and bindings (flashc-run, the Python package) need no spec.
 void describeProgram(ModuleOp module, rt::ProgramSpec &program,
-                     ArrayRef<std::unique_ptr<ProgramScope>> programs) {
+                     ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
   for (const std::string &name : program.kernels) {
@@ -61,6 +64,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     if (!kernel)
       continue;
     if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
+      if (attn.classifiesMaskBlocks())
+        continue;  // part of the attention it classifies for
       if (attn.getRole() == tile::KernelRole::AttentionForward) {
         attentionForward = true;
         program.meta["scale"] = llvm::formatv("{0:e9}", attn.getScale().getValueAsDouble()).str();
@@ -69,8 +74,22 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["window_left"] = std::to_string(attn.getWindowLeft());
         program.meta["window_right"] = std::to_string(attn.getWindowRight());
         if (auto sym = attn.getMaskMod())
-          if (auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym))
+          if (auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym)) {
             program.meta["mask_mod"] = flashc::printIndexProgram(maskMod.getBody(), /*oneWord=*/true);
+            // The program's tensors the modifier reads (t0, t1, ... in its text): the forward kernel's
+            // arguments after its five own.
+            unsigned tensors = flashc::indexFunctionLayout(maskMod.getBody()).tensorArgs;
+            std::string names;
+            for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>()) {
+              if (launch.getKernel() != name || launch.getArgs().size() < 5 + tensors)
+                continue;
+              for (unsigned i = 0; i < tensors; ++i)
+                names += (i ? "," : "") + scope.infos.lookup(launch.getArgs()[5 + i]).name;
+              break;
+            }
+            if (!names.empty())
+              program.meta["mask_tensors"] = names;
+          }
       } else {
         attentionBackward = true;
       }
@@ -118,6 +137,30 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
 }
 
 } // namespace
+
+std::optional<std::string> ProgramScope::sizeExpression(Value size) {
+  Operation *def = size.getDefiningOp();
+  if (auto dim = dyn_cast_or_null<tile::DimOp>(def)) {
+    if (!infos.count(dim.getTensor()))
+      return std::nullopt;
+    return infos[dim.getTensor()].dims[dim.getIndex()].str();
+  }
+  if (auto constant = dyn_cast_or_null<arith::ConstantIndexOp>(def))
+    return std::to_string(constant.value());
+  auto binary = [&](Operation *op, const char *format) -> std::optional<std::string> {
+    auto a = sizeExpression(op->getOperand(0)), b = sizeExpression(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    return llvm::formatv(format, *a, *b).str();
+  };
+  if (isa_and_nonnull<arith::AddIOp>(def))
+    return binary(def, "({0} + {1})");
+  if (isa_and_nonnull<arith::MulIOp>(def))
+    return binary(def, "({0} * {1})");
+  if (isa_and_nonnull<arith::CeilDivSIOp>(def))
+    return binary(def, "cdiv({0}, {1})");
+  return std::nullopt;
+}
 
 LogicalResult ProgramScope::build() {
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
@@ -167,12 +210,22 @@ LogicalResult ProgramScope::build() {
         continue;
       }
       Value sizeValue = alloc.getDynamicSizes()[dynamicIndex++];
-      auto dim = sizeValue.getDefiningOp<tile::DimOp>();
-      if (!dim || !infos.count(dim.getTensor()))
-        return alloc.emitError("bundle: a workspace size must be a dimension of a program "
-                               "argument (tile.dim), so the runtime can allocate it"),
+      if (auto dim = sizeValue.getDefiningOp<tile::DimOp>(); dim && infos.count(dim.getTensor())) {
+        info.dims.push_back(infos[dim.getTensor()].dims[dim.getIndex()]);
+        continue;
+      }
+      // A size computed from dimensions (a block-class table's ceil(S / 64) + 2): an expression dim.
+      std::optional<std::string> text = sizeExpression(sizeValue);
+      std::optional<rt::Expr> expr;
+      if (text)
+        if (auto parsed = rt::Expr::parse(*text); parsed.ok())
+          expr = *parsed;
+      if (!expr)
+        return alloc.emitError("bundle: a workspace size must be a dimension of a program argument (tile.dim) "
+                               "or integer arithmetic (arith constant, addi, muli, ceildivsi) of them, so the "
+                               "runtime can allocate it"),
                failure();
-      info.dims.push_back(infos[dim.getTensor()].dims[dim.getIndex()]);
+      info.dims.push_back(rt::Dim::expression(*expr));
     }
     infos[alloc.getResult()] = info;
     scratch.push_back(alloc);
@@ -271,7 +324,9 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       return failure();
     bool reads = false, writes = false, tiled = false;
     for (Operation *user : arg.getUsers()) {
-      if (isa<tile::StoreOp, tile::AtomicAddOp, tile::StoreRowsOp>(user)) {
+      if (auto classify = dyn_cast<tile::ClassifyBlocksOp>(user); classify && classify.getTable() == arg) {
+        writes = true;
+      } else if (isa<tile::StoreOp, tile::AtomicAddOp, tile::StoreRowsOp>(user)) {
         writes = true;
         tiled |= !isa<tile::StoreRowsOp>(user);
         if (isa<tile::AtomicAddOp>(user))
@@ -358,7 +413,7 @@ for (auto &scope : programs) {
     program.kernels.push_back(launch.getKernel().str());
   for (tile::AllocTensorOp alloc : scope->scratch)
     program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.isAtomicAccumulator()});
-  describeProgram(module, program, programs);
+  describeProgram(module, program, programs, *scope);
   manifest.programs.push_back(std::move(program));
 }
 }

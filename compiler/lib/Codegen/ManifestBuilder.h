@@ -35,6 +35,9 @@ class ProgramScope {
 public:
   explicit ProgramScope(mlir::func::FuncOp func) : func(func) {}
   mlir::LogicalResult build();
+  /// A workspace size (tile.dim, arith constant / addi / muli / ceildivsi of
+  /// them) as a manifest expression over the arguments' size symbols.
+  std::optional<std::string> sizeExpression(mlir::Value size);
 
   mlir::func::FuncOp func;
   llvm::DenseMap<mlir::Value, ArgInfo> infos;

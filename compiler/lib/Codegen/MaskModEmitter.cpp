@@ -4,6 +4,7 @@
 #include "Names.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -56,13 +57,35 @@ FailureOr<Spelling> spelling(Operation *op) {
 LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   Block &body = maskMod.getBody().front();
   llvm::DenseMap<Value, std::string> code, math; // C++ operand; infix formula
-  code[body.getArgument(0)] = math[body.getArgument(0)] = "q";
-  code[body.getArgument(1)] = math[body.getArgument(1)] = "k";
+  static const char *kIndices[] = {"b", "h", "q", "k"};
+  for (unsigned i = 0; i < 4; ++i)
+    code[body.getArgument(i)] = math[body.getArgument(i)] = kIndices[i];
+  unsigned tensors = body.getNumArguments() - 4;
+  for (unsigned i = 0; i < tensors; ++i)
+    code[body.getArgument(4 + i)] = "env.tensor[" + std::to_string(i) + "]",
+    math[body.getArgument(4 + i)] = "t" + std::to_string(i);
   std::string lines;
   llvm::raw_string_ostream os(lines);
   unsigned next = 0;
   for (Operation &op : body.without_terminator()) {
     Value result = op.getResult(0);
+    if (auto cast = dyn_cast<arith::IndexCastOp>(op)) {  // elements are read as 64-bit values already
+      code[result] = code[cast.getIn()];
+      math[result] = math[cast.getIn()];
+      continue;
+    }
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      std::string name = "v" + std::to_string(next++);
+      std::string positions, formula;
+      for (Value index : extract.getIndices()) {
+        positions += ", " + code[index];
+        formula += (formula.empty() ? "" : ", ") + math[index];
+      }
+      os << "    const auto " << name << " = D::read(" << code[extract.getTensor()] << positions << ");\n";
+      math[result] = math[extract.getTensor()] + "[" + formula + "]";
+      code[result] = name;
+      continue;
+    }
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
       auto value = cast<IntegerAttr>(constant.getValue());
       bool isBool = result.getType().isSignlessInteger(1);
@@ -98,11 +121,15 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   std::string guard = "FLASHC_MASK_MOD_" + name;
   std::string formula = math[visible];
   out << "#ifndef " << guard << "\n#define " << guard << "\n";
-  out << "// tile.mask_mod @" << maskMod.getSymName() << ": key k visible from query q when\n";
+  out << "// tile.mask_mod @" << maskMod.getSymName() << ": key k visible from query q (batch b, head h) when\n";
   out << "//   " << (formula.size() <= 400 ? formula : formula.substr(0, 400) + " ...") << "\n";
   out << "struct " << name << " {\n";
+  out << "  static constexpr int kTensors = " << tensors << ";\n";
+  out << "  static constexpr bool kUsesBatch = " << (body.getArgument(0).use_empty() ? "false" : "true")
+      << ", kUsesHead = " << (body.getArgument(1).use_empty() ? "false" : "true") << ";\n";
   out << "  template <class D>\n";
-  out << "  static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k) {\n";
+  out << "  static FLASHC_MASK_FN typename D::Bool visible(const flashc::device::MaskEnv& env, typename D::Int b,\n"
+      << "                                                 typename D::Int h, typename D::Int q, typename D::Int k) {\n";
   os.flush();
   out << lines;
   out << "    return " << code[visible] << ";\n";

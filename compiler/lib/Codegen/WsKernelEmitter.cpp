@@ -3,6 +3,9 @@
 #include "MaskModEmitter.h"
 
 #include "flashc/Compiler/Target.h"
+#include "flashc/Dialect/Common/IndexFunction.h"
+
+#include "mlir/IR/SymbolTable.h"
 
 #include "Names.h"
 
@@ -147,15 +150,52 @@ void printHeadsAndMask(tile::AttentionSpecAttr spec, ArrayRef<Type> inputs, llvm
         << spec.getMaskMod() << " on top of the window\n";
 }
 
+/// The tensors a kernel's mask modifier reads (its arguments after the
+/// role's) and whether a block-class table follows them.
+struct MaskArgs {
+  unsigned first = 0, tensors = 0;
+  bool table = false;
+};
+
+FailureOr<MaskArgs> maskArgs(tile::KernelOp kernel, tile::AttentionSpecAttr spec, unsigned roleTensors) {
+  MaskArgs args;
+  args.first = roleTensors;
+  args.table = spec.getMaskBlocks();
+  if (auto sym = spec.getMaskMod()) {
+    auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym);
+    if (!maskMod)
+      return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " names mask modifier " << sym
+                                << ", which the module does not hold",
+             failure();
+    args.tensors = flashc::indexFunctionLayout(maskMod.getBody()).tensorArgs;
+  }
+  return args;
+}
+
+/// The arguments a library kernel takes for the mask modifier: its tensors as
+/// a MaskEnv and, with a block-class table, the table's address.
+std::string maskCallArgs(const MaskArgs &mask, ArrayRef<std::string> cppNames) {
+  std::string env = "flashc::device::mask_env(0, 0";
+  for (unsigned i = 0; i < mask.tensors; ++i)
+    env += ", " + cppNames[mask.first + i];
+  env += ")";
+  return env + ", " + (mask.table ? "&" + cppNames[mask.first + mask.tensors] : std::string("nullptr"));
+}
+
 /// The kernel's signature after its config namespace: the tensors, then the
-/// maps as grid constants (their addresses go to the TMA unit).
+/// maps as grid constants (their addresses go to the TMA unit; i32 tensors,
+/// a mask modifier's and its block-class table, are grid constants too: the
+/// kernel keeps their addresses).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
                     ArrayRef<std::string> mapCppNames, int64_t threads, llvm::raw_ostream &out) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n"
       << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
-    if (isa<tile::GlobalTensorType>(types[i]))
-      out << (i ? ", " : "") << "const flashc::TensorArg " << name;
+    if (auto tensor = dyn_cast<tile::GlobalTensorType>(types[i]))
+      out << (i ? ", " : "")
+          << (tensor.getElementType().isSignlessInteger(32) ? "const __grid_constant__ flashc::TensorArg "
+                                                            : "const flashc::TensorArg ")
+          << name;
   for (const std::string &map : mapCppNames)
     out << ", const __grid_constant__ flashc::TmaDescriptor " << map;
   // Scalars (i32) after the maps: the ABI's order.
@@ -196,9 +236,14 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
     return reject("its element type is not bf16 or f16");
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
-  if (inputs.size() != (keyOffset ? 6u : 5u))
-    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2})",
-                                inputs.size(), keyOffset ? 6 : 5, keyOffset ? ", key_offset" : ""));
+  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 5);
+  if (failed(mask))
+    return failure();
+  unsigned want = 5 + mask->tensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  if (inputs.size() != want)
+    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4})", inputs.size(), want,
+                                mask->tensors ? ", the mask modifier's tensors" : "",
+                                mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
   for (unsigned i = 0; i < 4; ++i) {
     int64_t width = i == 0 || i == 1 ? d : dv; // q, k: D; v, o: Dv
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -245,9 +290,16 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
       << ";  // 64 query rows each\n";
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result, ns, out);
   printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  std::string offset = keyOffset ? cppNames[want - 1]
+                                 : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])";
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
-      << ", " << cppNames[4] << (keyOffset ? ", " + cppNames[5] : std::string()) << ");\n";
+      << ", " << cppNames[4];
+  if (spec.getMaskMod())
+    out << ", " << offset << ", " << maskCallArgs(*mask, cppNames);
+  else if (keyOffset)
+    out << ", " << offset;
+  out << ");\n";
   out << "}\n\n";
   return result;
 }
@@ -267,10 +319,15 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   Type elem = spec.getElementType().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
-  if (inputs.size() != (keyOffset ? 10u : 9u))
+  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 9);
+  if (failed(mask))
+    return failure();
+  unsigned want = 9 + mask->tensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{2})",
-                                inputs.size(), keyOffset ? 10 : 9, keyOffset ? ", key_offset" : ""));
+                                "dq_accum, dk, dv{2}{3}{4})",
+                                inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
+                                mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -345,8 +402,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", " << maps[2] << ", " << maps[3];
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
-  out << ", " << (keyOffset ? cppNames[9] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])")
-      << (dqTma ? ", &" + maps[4] : std::string()) << ");\n";
+  out << ", " << (keyOffset ? cppNames[want - 1] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])");
+  if (spec.getMaskMod())
+    out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", " << maskCallArgs(*mask, cppNames);
+  else if (dqTma)
+    out << ", &" << maps[4];
+  out << ");\n";
   out << "}\n\n";
   return result;
 }

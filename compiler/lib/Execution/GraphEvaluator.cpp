@@ -134,9 +134,15 @@ LogicalResult Evaluator::mask(MaskOp op) {
   int64_t sq = result.shape[rank - 2], sk = result.shape[rank - 1];
   MaskAttr mask = op.getMask();
   Region *mod = op.hasMaskMod() ? &op.getMaskMod() : nullptr;
+  SmallVector<const ReferenceTensor *> tensors;
+  for (Value tensor : op.getMaskOperands())
+    tensors.push_back(&get(tensor));
+  auto visible = maskModPredicate(mod, tensors);
+  int64_t heads = rank == 4 ? result.shape[1] : 1;
   for (int64_t flat = 0; flat < result.numElements(); ++flat) {
     int64_t j = flat % sk, i = (flat / sk) % sq;
-    if (!mask.isKeyVisible(i, j, sq, sk) || (mod && !flashc::evaluateIndexPredicate(*mod, {i, j})))
+    int64_t h = rank == 4 ? (flat / (sk * sq)) % heads : 0, b = rank == 4 ? flat / (sk * sq * heads) : 0;
+    if (!mask.isKeyVisible(i, j, sq, sk) || (mod && !visible(b, h, i, j)))
       result.data[flat] = kNegInf;
   }
   values[op.getResult()] = std::move(result);
@@ -197,10 +203,13 @@ LogicalResult Evaluator::attention(AttentionOp op) {
   if (op.getKeyOffset())
     keyOffset = static_cast<int64_t>(get(op.getKeyOffset()).data.at(0));
   ReferenceTensor lse;
+  SmallVector<const ReferenceTensor *> tensors;
+  for (Value tensor : op.getMaskOperands())
+    tensors.push_back(&get(tensor));
   ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
                                            op.getSoftcapValue(), op.getMask(),
                                            lse, keyOffset,
-                                           op.hasMaskMod() ? &op.getMaskMod() : nullptr);
+                                           op.hasMaskMod() ? &op.getMaskMod() : nullptr, tensors);
   values[op.getOutput()] = std::move(out);
   values[op.getLse()] = std::move(lse);
   return success();
@@ -301,12 +310,27 @@ ref::AttentionWindow referenceWindow(MaskAttr mask) {
   return {mask.getWindowLeft(), mask.getWindowRight()};
 }
 
-ref::AttentionParams referenceParams(AttentionOp op) {
+std::function<bool(int64_t, int64_t, int64_t, int64_t)>
+maskModPredicate(Region *maskMod, ArrayRef<const ReferenceTensor *> tensors) {
+  if (!maskMod)
+    return {};
+  std::vector<const ReferenceTensor *> kept(tensors.begin(), tensors.end());
+  return [maskMod, kept](int64_t b, int64_t h, int64_t i, int64_t j) {
+    auto shape = [&](unsigned t) { return SmallVector<int64_t, 4>(kept[t]->shape.begin(), kept[t]->shape.end()); };
+    auto read = [&](unsigned t, ArrayRef<int64_t> position) -> int64_t {
+      int64_t offset = 0;
+      for (auto [p, size] : llvm::zip(position, kept[t]->shape))
+        offset = offset * size + p;
+      return static_cast<int64_t>(kept[t]->data[offset]);
+    };
+    return flashc::evaluateIndexPredicate(*maskMod, {b, h, i, j}, shape, read);
+  };
+}
+
+ref::AttentionParams referenceParams(AttentionOp op, ArrayRef<const ReferenceTensor *> maskTensors) {
   ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(), referenceWindow(op.getMask())};
-  if (op.hasMaskMod()) {
-    Region *body = &op.getMaskMod();
-    params.maskMod = [body](int64_t i, int64_t j) { return flashc::evaluateIndexPredicate(*body, {i, j}); };
-  }
+  if (op.hasMaskMod())
+    params.maskMod = maskModPredicate(&op.getMaskMod(), maskTensors);
   return params;
 }
 
@@ -320,7 +344,8 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse,
-                                   std::optional<int64_t> keyOffset, Region *maskMod) {
+                                   std::optional<int64_t> keyOffset, Region *maskMod,
+                                   ArrayRef<const ReferenceTensor *> maskTensors) {
   ref::AttentionShape shape{query.shape[0], query.shape[1], key.shape[1],
                             query.shape[2], key.shape[2],   query.shape[3],
                             value.shape[3]};
@@ -328,7 +353,7 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
   if (keyOffset)
     params.window = params.window.withKeyOffset(*keyOffset);
   if (maskMod)
-    params.maskMod = [maskMod](int64_t i, int64_t j) { return flashc::evaluateIndexPredicate(*maskMod, {i, j}); };
+    params.maskMod = maskModPredicate(maskMod, maskTensors);
   ReferenceTensor out({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim});
   lse = ReferenceTensor({shape.batch, shape.queryHeads, shape.querySeq});
   ref::attentionForward(shape, params, query.data.data(), key.data.data(),

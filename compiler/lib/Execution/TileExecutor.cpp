@@ -45,9 +45,12 @@ float roundToElement(float value, ElementKind kind) {
   return value;
 }
 
-HostTensor::HostTensor(std::vector<int64_t> shape, ElementKind kind, float fill)
+HostTensor::HostTensor(std::vector<int64_t> shape, ElementKind kind, float fill, int32_t intFill)
     : shape(std::move(shape)), kind(kind) {
-  data.assign(numElements(), fill);
+  if (kind == ElementKind::I32)
+    ints.assign(numElements(), intFill);
+  else
+    data.assign(numElements(), fill);
 }
 
 int64_t HostTensor::numElements() const {
@@ -62,6 +65,8 @@ static ElementKind elementKindOf(Type type) {
     return ElementKind::BF16;
   if (type.isF16())
     return ElementKind::F16;
+  if (type.isSignlessInteger(32))
+    return ElementKind::I32;
   return ElementKind::F32;
 }
 
@@ -73,6 +78,8 @@ static const char *elementName(ElementKind kind) {
     return "bf16";
   case ElementKind::F16:
     return "f16";
+  case ElementKind::I32:
+    return "i32";
   }
   return "?";
 }
@@ -182,6 +189,32 @@ private:
                             int64_t &offset);
   LogicalResult gatherIndices(Operation *op, OperandRange indices, SmallVectorImpl<int64_t> &out);
   struct RowColumnView;
+
+  /// A mask modifier's arguments at one use (tile.mask, tile.classify_blocks):
+  /// the batch, the head and its tensors, evaluated at (q, k).
+  struct ModifierTensors {
+    int64_t batch = 0, head = 0;
+    SmallVector<HostTensor *> tensors;
+    ModifierTensors(TileInterpreter &interpreter, OperandRange args) {
+      if (args.size() < 2)
+        return;
+      batch = interpreter.intOf(args[0]);
+      head = interpreter.intOf(args[1]);
+      for (Value tensor : args.drop_front(2))
+        tensors.push_back(interpreter.tensorOf(tensor));
+    }
+    bool visible(Region &body, int64_t q, int64_t k) const {
+      auto shape = [&](unsigned i) { return SmallVector<int64_t, 4>(tensors[i]->shape.begin(), tensors[i]->shape.end()); };
+      auto read = [&](unsigned i, ArrayRef<int64_t> position) -> int64_t {
+        const HostTensor &t = *tensors[i];
+        int64_t offset = 0;
+        for (auto [p, size] : llvm::zip(position, t.shape))
+          offset = offset * size + p;
+        return t.ints[offset];
+      };
+      return flashc::evaluateIndexPredicate(body, {batch, head, q, k}, shape, read);
+    }
+  };
 };
 
 LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> allTypes,
@@ -218,9 +251,9 @@ LogicalResult TileInterpreter::checkArgs(Operation *op, ArrayRef<Type> allTypes,
     if (tensor->kind != elementKindOf(tensorType.getElementType()))
       return fail(op, llvm::formatv("argument {0} has element type {1}, expected another", index,
                                     elementName(tensor->kind)));
-    if (static_cast<int64_t>(tensor->data.size()) != tensor->numElements())
+    if (tensor->numValues() != tensor->numElements())
       return fail(op, llvm::formatv("argument {0} holds {1} values for {2} elements", index,
-                                    tensor->data.size(), tensor->numElements()));
+                                    tensor->numValues(), tensor->numElements()));
   }
   return success();
 }
@@ -270,8 +303,10 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
       }
       // Atomic accumulators start zeroed (as the runtime's `scratch NAME zero`); other
       // contents are undefined: NaN makes any read-before-write visible.
+      // (i32 workspaces, block-class tables, start at a value no class has.)
       float initial = alloc.isAtomicAccumulator() ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()), initial));
+      workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()), initial,
+                                                        /*intFill=*/-1));
       env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
       continue;
     }
@@ -688,18 +723,51 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
             return fail(mask, "mask modifier " + sym.getValue().str() + " not found");
           modifier = &maskMod.getBody();
         }
+        ModifierTensors tensors(*this, mask.getModArgs());
         for (int64_t r = 0; r < out->rows; ++r)
           for (int64_t c = 0; c < out->cols; ++c) {
             // S^T tiles have keys on the rows.
             int64_t i = transposed ? row0 + c : row0 + r, j = transposed ? col0 + r : col0 + c;
             int64_t p = i + shift;
-            bool hidden =
-                j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right) ||
-                (modifier && !flashc::evaluateIndexPredicate(*modifier, {i, j}));
+            bool hidden = j >= limit || (left >= 0 && j < p - left) || (right >= 0 && j > p + right) ||
+                          (modifier && !tensors.visible(*modifier, i, j));
             if (hidden)
               out->at(r, c) = kNegInf;
           }
         return setTile(out);
+      })
+      .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
+        // Exact classes (the most precise of the sound tables the op allows).
+        auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(classify, classify.getMaskModAttr());
+        if (!maskMod)
+          return fail(classify, "mask modifier " + classify.getMaskMod().str() + " not found");
+        ModifierTensors tensors(*this, classify.getModArgs());
+        HostTensor &table = *tensorOf(classify.getTable());
+        int64_t sq = intOf(classify.getQueries()), sk = intOf(classify.getKeys()), row = intOf(classify.getRow());
+        int64_t tb = intOf(classify.getTableBatch()), th = intOf(classify.getTableHead());
+        bool transposed = classify.getTransposed();
+        int64_t rows = transposed ? sk : sq, cols = transposed ? sq : sk, columns = table.shape[3] - 2;
+        if (tb >= table.shape[0] || th >= table.shape[1] || row >= table.shape[2] || columns < 0)
+          return fail(classify, "block-class table position out of range");
+        int32_t *out = table.ints.data() + ((tb * table.shape[1] + th) * table.shape[2] + row) * table.shape[3];
+        int64_t first = columns, end = 0;
+        for (int64_t c = 0; c < columns; ++c) {
+          bool any = false, all = true;
+          for (int64_t r = row * 64; r < std::min(rows, row * 64 + 64); ++r)
+            for (int64_t x = c * 64; x < std::min(cols, c * 64 + 64); ++x) {
+              bool v = tensors.visible(maskMod.getBody(), transposed ? x : r, transposed ? r : x);
+              any = any || v;
+              all = all && v;
+            }
+          out[2 + c] = !any ? 0 : (all ? 2 : 1);
+          if (any) {
+            first = std::min(first, c);
+            end = c + 1;
+          }
+        }
+        out[0] = first < end ? static_cast<int32_t>(first) : 0;
+        out[1] = first < end ? static_cast<int32_t>(end) : 0;
+        return success();
       })
       .Case<SoftcapOp>([&](SoftcapOp softcap) {
         float scale = softcap.getScale().convertToDouble(),

@@ -42,6 +42,8 @@ struct MaskGeometry {
   /// blocks it hides whole or in part is the device library's interval
   /// analysis (mask_mod.cuh), not tile IR.
   FlatSymbolRefAttr maskMod;
+  /// The kernel's tensors the modifier reads (its arguments after the role's).
+  SmallVector<Value> modTensors;
 
   /// Key blocks [begin, end) that a query block starting at row0 can see.
   std::pair<Value, Value> keyBlocks(KernelBuilder &kb, Value row0) const {
@@ -104,13 +106,19 @@ struct MaskGeometry {
   }
 
   /// `transposed`: the tile is S^T (keys on the rows); row0/col0 are still
-  /// the first query and the first key.
-  Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0,
+  /// the first query and the first key; batch and head (the query head) are
+  /// what a modifier sees as b and h.
+  Value applyMask(KernelBuilder &kb, Value scores, Value row0, Value col0, Value batch, Value head,
                   bool transposed = false) const {
     auto mask = [&]() -> Value {
+      SmallVector<Value> modArgs;
+      if (maskMod) {
+        modArgs = {batch, head};
+        modArgs.append(modTensors);
+      }
       return kb.b.create<MaskOp>(kb.loc, scores.getType(), scores, row0, col0, sk, off,
                                  kb.b.getI64IntegerAttr(left), kb.b.getI64IntegerAttr(right),
-                                 transposed ? kb.b.getUnitAttr() : UnitAttr(), maskMod);
+                                 transposed ? kb.b.getUnitAttr() : UnitAttr(), maskMod, modArgs);
     };
     if (maskMod)
       return mask();
@@ -138,11 +146,16 @@ struct AttentionKernel {
     Dvt = paddedTileWidth(Dv, elem, plan.strategy);
   }
 
+  /// The modifier's tensors: `count` arguments after the role's `first`.
+  unsigned modTensorsFirst = 0, modTensorsCount = 0;
+
   MaskGeometry geometry(Value q, Value k) {
     MaskGeometry g;
     g.left = spec.getWindowLeft();
     g.right = spec.getWindowRight();
     g.maskMod = spec.getMaskMod();
+    for (unsigned i = 0; i < modTensorsCount; ++i)
+      g.modTensors.push_back(kb.arg(modTensorsFirst + i));
     g.blockM = Br;
     g.blockN = Bc;
     g.sq = kb.dim(q, 2, "seq_q");
@@ -176,8 +189,8 @@ struct AttentionKernel {
   /// (cap · tanh(scale · s / cap)) when the recipe has a softcap, masked on
   /// boundary blocks. `capped` receives the capped scores before masking
   /// (null without softcap), which the backward needs.
-  Value softmaxInput(const MaskGeometry &g, Value qTile, Value kTile, Value row0, Value col0,
-                     Value *capped = nullptr) {
+  Value softmaxInput(const MaskGeometry &g, Value qTile, Value kTile, Value row0, Value col0, Value batch,
+                     Value head, Value *capped = nullptr) {
     Value s = scores(qTile, kTile);
     if (softcap > 0) {
       s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
@@ -185,7 +198,7 @@ struct AttentionKernel {
       if (capped)
         *capped = s;
     }
-    return g.applyMask(kb, s, row0, col0);
+    return g.applyMask(kb, s, row0, col0, batch, head);
   }
 
   /// dS of the raw scores, scaled: P∘(dP - D), back through the softcap when
@@ -221,7 +234,7 @@ struct AttentionKernel {
           Value col0 = kb.named("col0", kb.mul(kbIdx, kb.idx(Bc)));
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt, plan.stages);
-          Value s = softmaxInput(g, qTile, kTile, row0, col0);
+          Value s = softmaxInput(g, qTile, kTile, row0, col0, b, h);
           Value mNew = kb.b.create<RowMaxOp>(kb.nameLoc("m_new"), m.getType(), s, m);
           Value p =
               kb.b.create<Exp2Op>(kb.nameLoc("p"), s.getType(), s, mNew, kb.b.getF64FloatAttr(softmaxScale));
@@ -323,7 +336,7 @@ struct AttentionKernel {
       Value lseRow = kb.named("lse_row", kb.loadRows(kv.lse, {kv.batch, h, row0}, g.sq, Br));
       Value dRow = kb.named("delta_row", kb.loadRows(kv.delta, {kv.batch, h, row0}, g.sq, Br));
       Value capped;
-      Value s = softmaxInput(g, qTile, kv.kTile, row0, kv.col0, &capped);
+      Value s = softmaxInput(g, qTile, kv.kTile, row0, kv.col0, kv.batch, h, &capped);
       Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
                                               kb.b.getF64FloatAttr(softmaxScale()));
       // dV += Pᵀ·dO (P goes through shared memory to be transposed)
@@ -367,7 +380,7 @@ struct AttentionKernel {
                                    kb.b.getF64FloatAttr(softcap));
         capped = s;
       }
-      s = g.applyMask(kb, s, row0, kv.col0, /*transposed=*/true);
+      s = g.applyMask(kb, s, row0, kv.col0, kv.batch, h, /*transposed=*/true);
       Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseCol,
                                               kb.b.getF64FloatAttr(softmaxScale()));
       // dV += Pᵀ·dO with Pᵀ in registers
@@ -413,7 +426,7 @@ struct AttentionKernel {
           Value kTile = kb.load(k, {b, hk, col0, zero}, g.sk, kb.idx(D), Bc, Dt, plan.stages);
           Value vTile = kb.load(v, {b, hk, col0, zero}, g.sk, kb.idx(Dv), Bc, Dvt, plan.stages);
           Value capped;
-          Value s = softmaxInput(g, qTile, kTile, row0, col0, &capped);
+          Value s = softmaxInput(g, qTile, kTile, row0, col0, b, h, &capped);
           Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseRow,
                                                   kb.b.getF64FloatAttr(softmaxScale()));
           Value dp =
@@ -423,6 +436,22 @@ struct AttentionKernel {
         },
         {"k_block", "dq"});
     kb.store(kb.named("dq16", kb.convert(dq[0], elem)), dQ, {b, h, row0, zero}, g.sq, kb.idx(D));
+  }
+
+  /// The block classes of the modifier (tile.classify_blocks): one 64-row
+  /// of the (query, key) plane a block (key rows when `transposed`), one slice
+  /// of the table per batch / head where it has them.
+  void maskBlocks(bool transposed) {
+    Value q = kb.arg(0), k = kb.arg(1);
+    Value table = kb.arg(2 + modTensorsCount);
+    Value row = kb.programId(GridAxis::X, "row_block"), h = kb.programId(GridAxis::Y, "head"),
+          b = kb.programId(GridAxis::Z, "batch");
+    SmallVector<Value> modArgs = {b, h};
+    for (unsigned i = 0; i < modTensorsCount; ++i)
+      modArgs.push_back(kb.arg(2 + i));
+    Value sq = kb.dim(q, 2, "seq_q"), sk = kb.dim(k, 2, "seq_k");
+    kb.b.create<ClassifyBlocksOp>(kb.loc, spec.getMaskMod(), modArgs, sq, sk, row, table, b, h,
+                                  transposed ? kb.b.getUnitAttr() : UnitAttr());
   }
 
   void postprocess() {
@@ -457,6 +486,9 @@ static int64_t attentionArgCount(KernelRole role) {
     return 7;
   case KernelRole::AttentionBackwardPostprocess:
     return 2;
+  case KernelRole::AttentionMaskBlocks:
+  case KernelRole::AttentionMaskBlocksTransposed:
+    return 2;
   default:
     return -1;
   }
@@ -466,14 +498,20 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                               AttentionSpecAttr spec, ArrayRef<Type> argTypes,
                               const TilePlan &plan) {
   KernelRole role = spec.getRole();
-  // The tensors, then the key offset (an i32) where the recipe takes one.
+  // The role's tensors, the modifier's tensors, its block-class table, then
+  // the key offset (an i32) where the recipe takes one.
   bool keyOffset = spec.takesKeyOffset();
   ArrayRef<Type> tensorTypes = argTypes.drop_back(keyOffset && !argTypes.empty() ? 1 : 0);
   int64_t want = attentionArgCount(role);
-  if (want < 0 || static_cast<int64_t>(tensorTypes.size()) != want) {
+  bool classifies = spec.classifiesMaskBlocks();
+  bool readsTable = spec.getMaskBlocks() || classifies;
+  int64_t modTensors = static_cast<int64_t>(tensorTypes.size()) - want - (readsTable ? 1 : 0);
+  bool modded = spec.getMaskMod() && (spec.computesScores() || classifies);
+  if (want < 0 || modTensors < 0 || (!modded && modTensors != 0)) {
     emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
-                   << " tensor arguments" << (keyOffset ? " and a key offset" : "") << ", got "
-                   << argTypes.size() << " arguments";
+                   << " tensor arguments" << (modded ? " (then its mask modifier's tensors)" : "")
+                   << (readsTable ? " and a block-class table" : "") << (keyOffset ? " and a key offset" : "")
+                   << ", got " << argTypes.size() << " arguments";
     return nullptr;
   }
   if (keyOffset && !argTypes.back().isSignlessInteger(32)) {
@@ -481,10 +519,20 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                    << "' takes the key offset (an i32) last, got " << argTypes.back();
     return nullptr;
   }
-  for (Type type : tensorTypes) {
+  for (Type type : tensorTypes.take_front(want)) {
     auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
     if (!tensor || tensor.getRank() < 2) {
       emitError(loc) << "attention kernels take !tile.tensor arguments, got " << type;
+      return nullptr;
+    }
+  }
+  for (Type type : tensorTypes.drop_front(want)) {
+    auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
+    if (!tensor || !tensor.getElementType().isSignlessInteger(32) || (readsTable && type == tensorTypes.back() &&
+                                                                     tensor.getRank() != 4)) {
+      emitError(loc) << "attention kernels take a mask modifier's tensors and block-class table as i32 "
+                        "!tile.tensor arguments, got "
+                     << type;
       return nullptr;
     }
   }
@@ -497,13 +545,25 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                   role == KernelRole::AttentionBackwardKVTransposed;
   unsigned gridArg = overKeys ? 1 : 0;
   int64_t rowBlock = overKeys ? plan.blockN : plan.blockM;
-  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 2, rowBlock));
-  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 1));
-  grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 0));
+  if (classifies) {
+    // One block per 64-row of the plane (key rows when transposed); a table
+    // slice per head / batch only where the table has them.
+    auto table = llvm::cast<GlobalTensorType>(tensorTypes.back());
+    bool transposed = role == KernelRole::AttentionMaskBlocksTransposed;
+    grid.push_back(KernelBuilder::gridDim(ctx, transposed ? 1 : 0, 2, 64));
+    grid.push_back(table.getShape()[1] == 1 ? GridAttr::get(ctx, -1, 0, 0, 1) : KernelBuilder::gridDim(ctx, 0, 1));
+    grid.push_back(table.getShape()[0] == 1 ? GridAttr::get(ctx, -1, 0, 0, 1) : KernelBuilder::gridDim(ctx, 0, 0));
+  } else {
+    grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 2, rowBlock));
+    grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 1));
+    grid.push_back(KernelBuilder::gridDim(ctx, gridArg, 0));
+  }
 
   OpBuilder::InsertionGuard guard(builder);
   KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
   AttentionKernel kernel(kb, spec, plan);
+  kernel.modTensorsFirst = static_cast<unsigned>(classifies ? 2 : want);
+  kernel.modTensorsCount = static_cast<unsigned>(modTensors);
   switch (role) {
   case KernelRole::AttentionForward:
     kernel.forward();
@@ -528,6 +588,10 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
     break;
   case KernelRole::AttentionBackwardPostprocess:
     kernel.postprocess();
+    break;
+  case KernelRole::AttentionMaskBlocks:
+  case KernelRole::AttentionMaskBlocksTransposed:
+    kernel.maskBlocks(role == KernelRole::AttentionMaskBlocksTransposed);
     break;
   default:
     break;

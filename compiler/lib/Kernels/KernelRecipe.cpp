@@ -30,6 +30,8 @@ struct ArgRule {
   int64_t lastDim = 0;
   /// An i32 scalar, not a tensor (the attention's run-time key offset).
   bool scalarI32 = false;
+  /// An i32 tensor (a mask modifier's tensor, a block-class table).
+  bool i32 = false;
 };
 
 ArgRule tensor4(const char *name, int64_t lastDim, bool f32 = false) {
@@ -43,10 +45,20 @@ ArgRule bias(const char *name) { return {name, 1, 1, false, true, 0}; }
 
 SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec);
 
-/// The tensors of the role, then the key offset where the recipe takes one.
-SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec) {
+/// The tensors of the role, the mask modifier's tensors (as many as the
+/// arguments leave room for: tile.mask checks them against the modifier),
+/// its block-class table, then the key offset where the recipe takes one.
+SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t argCount) {
   bool offset = spec.takesKeyOffset();
   SmallVector<ArgRule> rules = attentionTensorRules(spec);
+  bool classifies = spec.classifiesMaskBlocks();
+  if (spec.getMaskMod() && (spec.computesScores() || classifies)) {
+    size_t tail = (spec.getMaskBlocks() || classifies ? 1 : 0) + (offset ? 1 : 0);
+    for (size_t i = rules.size() + tail; i < argCount; ++i)
+      rules.push_back({"mask tensor", 1, 4, false, false, 0, false, /*i32=*/true});
+    if (spec.getMaskBlocks() || classifies)
+      rules.push_back({"mask_blocks", 4, 4, false, false, 0, false, /*i32=*/true});
+  }
   if (offset)
     rules.push_back({"key_offset", 0, 0, false, false, 0, /*scalarI32=*/true});
   return rules;
@@ -73,6 +85,9 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec) {
     return {q, k, v, dOut, lse, delta, dq};
   case KernelRole::AttentionBackwardPostprocess:
     return {dqAccum, dq};
+  case KernelRole::AttentionMaskBlocks:
+  case KernelRole::AttentionMaskBlocksTransposed:
+    return {q, k};
   default:
     return {};
   }
@@ -141,7 +156,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
     return AttentionSpecAttr::verify(emitError, a.getRole(), a.getHeadDim(), a.getValueDim(),
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
-                                     a.getMaskMod());
+                                     a.getMaskMod(), a.getMaskBlocks());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
@@ -161,7 +176,7 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
   Type element;
   std::string role;
   if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {
-    rules = attentionRules(attention);
+    rules = attentionRules(attention, argTypes.size());
     element = attention.getElementType().getValue();
     role = stringifyKernelRole(attention.getRole()).str();
   } else {
@@ -197,7 +212,9 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
       return describe() << "must have rank " << rule.minRank << " to " << rule.maxRank << ", got "
                         << tensor;
     }
-    Type want = rule.f32 ? Float32Type::get(spec.getContext()) : element;
+    Type want = rule.i32 ? IntegerType::get(spec.getContext(), 32)
+                : rule.f32 ? Float32Type::get(spec.getContext())
+                           : element;
     if (!rule.anyElement && tensor.getElementType() != want)
       return describe() << "must have element type " << want << ", got " << tensor;
     int64_t last = tensor.getShape().back();

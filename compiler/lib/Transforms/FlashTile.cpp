@@ -228,6 +228,21 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
           name + "_attention" + (attentionCount ? std::to_string(attentionCount) : "") + "_fwd";
       ++attentionCount;
       SmallVector<Value> args = {q, k, v, out, lse};
+      // A mask modifier's tensors, then (when it reads any) the table of its
+      // block classes, filled by a kernel launched first.
+      SmallVector<Value> maskTensors;
+      for (Value tensor : attention.getMaskOperands())
+        maskTensors.push_back(mapped[tensor]);
+      args.append(maskTensors);
+      if (maskModReadsTensors(attention)) {
+        FailureOr<Value> table =
+            pb.launchMaskBlocks(attention, attention.getLoc(), kernelName + "_mask_blocks", q, k, maskTensors,
+                                /*transposed=*/false,
+                                "mask_blocks" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
+        if (failed(table))
+          return cleanup();
+        args.push_back(*table);
+      }
       if (attention.getKeyOffset())
         args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,

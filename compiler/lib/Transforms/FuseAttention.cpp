@@ -219,6 +219,7 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
   int64_t kvHeads = cast<RankedTensorType>(key.getType()).getDimSize(1);
   auto attention = rewriter.create<AttentionOp>(
       loc, TypeRange{outputType, lseType}, match.query, key, match.value, /*key_offset=*/Value(),
+      /*mask_operands=*/match.maskOp ? ValueRange(match.maskOp.getMaskOperands()) : ValueRange(),
       rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
       rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
   if (match.maskOp && match.maskOp.hasMaskMod()) {

@@ -46,6 +46,7 @@ struct OpSlots {
   int cotangent = -1;           // dout / dy
   SmallVector<unsigned> grads;  // one per input
   int keyOffset = -1;           // attention: the run-time key offset (a scalar), if any
+  SmallVector<unsigned, 2> maskTensors; // attention: the tensors its mask modifier reads
 };
 
 struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
@@ -206,7 +207,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       dims.push_back(label.dims);
       return static_cast<unsigned>(types.size() - 1);
     };
-    SmallVector<OpSlots> slots;
+    SmallVector<OpSlots, 2> slots;
     unsigned attentions = 0, ffns = 0;
     for (Operation *op : fused) {
       OpSlots slot;
@@ -225,6 +226,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           return failure();
         slot.inputs.push_back(*index);
       }
+      // A mask modifier's tensors: inputs without a gradient.
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
+        for (Value tensor : attention.getMaskOperands()) {
+          auto index = add(tensor, "");
+          if (failed(index))
+            return failure();
+          slot.maskTensors.push_back(*index);
+        }
       Value primal;
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
         auto out = add(attention.getOutput(), ""), lse = add(attention.getLse(), "");
@@ -334,8 +343,34 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         transposed ? KernelRole::AttentionBackwardKVTransposed : KernelRole::AttentionBackwardKV;
     KernelRole mainRole =
         transposed ? KernelRole::AttentionBackwardTransposed : KernelRole::AttentionBackward;
-    // The kernels that compute scores take the key offset after their tensors.
-    auto masked = [&](SmallVector<Value> args) {
+    // The kernels that compute scores take the mask modifier's tensors (and,
+    // when it reads any, the table of its block classes: rows of keys for
+    // the kernels gridded over keys, of queries for the deterministic dQ)
+    // and the key offset after their own tensors.
+    SmallVector<Value> maskTensors;
+    for (unsigned index : slot.maskTensors)
+      maskTensors.push_back(pb.arg(index));
+    Value keyTable, queryTable;
+    if (maskModReadsTensors(op)) {
+      auto table = [&](bool transposed, StringRef what) -> FailureOr<Value> {
+        return pb.launchMaskBlocks(op, op.getLoc(), base + "_bwd_mask_blocks" + what.str(), q, k, maskTensors,
+                                   transposed, ("mask_blocks" + what + slot.suffix).str());
+      };
+      FailureOr<Value> t = table(/*transposed=*/true, "_keys");
+      if (failed(t))
+        return failure();
+      keyTable = *t;
+      if (deterministic) {
+        t = table(/*transposed=*/false, "_queries");
+        if (failed(t))
+          return failure();
+        queryTable = *t;
+      }
+    }
+    auto masked = [&](SmallVector<Value> args, Value table) {
+      args.append(maskTensors);
+      if (table)
+        args.push_back(table);
       if (slot.keyOffset >= 0)
         args.push_back(pb.arg(slot.keyOffset));
       return args;
@@ -345,9 +380,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           succeeded(pb.launch(loc, base + "_bwd_preprocess",
                               spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
           succeeded(pb.launch(loc, base + "_bwd_kv", spec(kvRole),
-                              masked({q, k, v, dOut, lse, delta, dK, dV}))) &&
+                              masked({q, k, v, dOut, lse, delta, dK, dV}, keyTable))) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
-                              masked({q, k, v, dOut, lse, delta, dQ}))));
+                              masked({q, k, v, dOut, lse, delta, dQ}, queryTable))));
     // The runtime zero-fills dq_accum (scratch that kernels add into
     // atomically) before the first kernel.
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
@@ -356,7 +391,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
                             spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
         succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
-                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}))) &&
+                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }

@@ -253,6 +253,15 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       break;
     case KernelRole::AttentionBackwardKVTransposed:
       return transposedBackwardPlan(plan, attention, hopper, d);
+    case KernelRole::AttentionMaskBlocks:
+    case KernelRole::AttentionMaskBlocksTransposed:
+      // A mask modifier's block classes: one 64-row a block, 128 threads
+      // taking its column blocks (mask_blocks.cuh).
+      plan.blockM = 64;
+      plan.blockN = 64;
+      plan.warps = 4;
+      plan.stages = 1;
+      break;
     default:
       // Row-wise pre/postprocessing: memory bound, 128 rows, 8 warps.
       plan.blockM = 128;

@@ -3,6 +3,9 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "flashc/Dialect/Common/IndexFunction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
@@ -38,7 +41,14 @@ FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
     auto maskMod = b.create<MaskModOp>(op.getLoc(), name);
     IRMapping mapping;
     op.getMaskMod().cloneInto(&maskMod.getBody(), mapping);
-    Operation *yield = maskMod.getBody().front().getTerminator();
+    // tile.mask_mod always takes (b, h, q, k, tensors...): a (q, k) region
+    // gets batch and head arguments it does not read.
+    Block &body = maskMod.getBody().front();
+    if (!flashc::indexFunctionLayout(maskMod.getBody()).hasBatchAndHead()) {
+      body.insertArgument(0u, b.getIndexType(), op.getLoc());
+      body.insertArgument(0u, b.getIndexType(), op.getLoc());
+    }
+    Operation *yield = body.getTerminator();
     b.setInsertionPoint(yield);
     b.create<YieldOp>(yield->getLoc(), yield->getOperand(0));
     yield->erase();
@@ -57,16 +67,59 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
     right = mask.getWindowRight();
   }
   Builder b(ctx);
+  bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed;
+  bool noScores = role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
   return AttentionSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(),
                                 b.getF64FloatAttr(op.getScaleValue()),
                                 b.getF64FloatAttr(op.getSoftcapValue()), left, right,
                                 TypeAttr::get(op.getQuery().getType().getElementType()),
                                 /*keyOffset=*/static_cast<bool>(op.getKeyOffset()),
                                 // (pre- and postprocessing compute no scores: no modifier)
-                                role == KernelRole::AttentionBackwardPreprocess ||
-                                        role == KernelRole::AttentionBackwardPostprocess
-                                    ? FlatSymbolRefAttr()
-                                    : maskModSymbol(op));
+                                noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
+                                /*maskBlocks=*/!noScores && !classifies && maskModReadsTensors(op));
+}
+
+bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }
+
+FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Location loc, StringRef baseName,
+                                                  Value q, Value k, ValueRange tensors, bool transposed,
+                                                  StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  // One slice per batch / head only where the modifier reads them.
+  Block &region = op.getMaskMod().front();
+  bool fourIndices = flashc::indexFunctionLayout(op.getMaskMod()).hasBatchAndHead();
+  bool perBatch = fourIndices && !region.getArgument(0).use_empty();
+  bool perHead = fourIndices && !region.getArgument(1).use_empty();
+  auto qType = llvm::cast<GlobalTensorType>(q.getType());
+  int64_t dyn = ShapedType::kDynamic;
+  int64_t batchSize = perBatch ? qType.getShape()[0] : 1, headSize = perHead ? qType.getShape()[1] : 1;
+  auto type = GlobalTensorType::get(ctx, {batchSize, headSize, dyn, dyn}, IntegerType::get(ctx, 32));
+  // rows = ceil(S / 64), columns = ceil(S' / 64) + 2 (the row's bounds first)
+  Value rowsOf = transposed ? k : q, columnsOf = transposed ? q : k;
+  auto blocks = [&](Value tensor, int64_t extra) {
+    Value size = dim(tensor, 2);
+    Value block = builder->create<arith::ConstantIndexOp>(loc, 64);
+    Value count = builder->create<arith::CeilDivSIOp>(loc, size, block);
+    if (extra)
+      count = builder->create<arith::AddIOp>(loc, count, builder->create<arith::ConstantIndexOp>(loc, extra));
+    return count;
+  };
+  SmallVector<Value> sizes;
+  if (ShapedType::isDynamic(batchSize))
+    sizes.push_back(dim(q, 0));
+  sizes.push_back(blocks(rowsOf, 0));
+  sizes.push_back(blocks(columnsOf, 2));
+  auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
+  alloc->setAttr("tile.name", builder->getStringAttr(name));
+  SmallVector<Value> args = {q, k};
+  args.append(tensors.begin(), tensors.end());
+  args.push_back(alloc);
+  if (failed(launch(loc, baseName,
+                    attentionSpec(op, transposed ? KernelRole::AttentionMaskBlocksTransposed
+                                                 : KernelRole::AttentionMaskBlocks),
+                    args)))
+    return failure();
+  return Value(alloc);
 }
 
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
@@ -135,6 +188,15 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(attention.getOutput(), "out" + sfx, {b, "", sq, ""});
       label(attention.getLse(), "lse" + sfx, {b, "", sq});
       label(attention.getKeyOffset(), "key_offset" + sfx, {});
+      // A mask modifier's tensors: mask_t0, ... over symbols of their own
+      // (a read outside a tensor's shape gives 0: no size must match).
+      for (auto [i, tensor] : llvm::enumerate(attention.getMaskOperands())) {
+        std::string name = "mask_t" + std::to_string(i) + sfx;
+        SmallVector<std::string> symbols;
+        for (int64_t d = 0; d < llvm::cast<RankedTensorType>(tensor.getType()).getRank(); ++d)
+          symbols.push_back(name + "_d" + std::to_string(d));
+        label(tensor, name, symbols);
+      }
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
       std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
       ++ffnOps;
@@ -162,8 +224,8 @@ FailureOr<GlobalTensorType> toProgramTensor(Operation *op, Type type, StringRef 
     return failure();
   }
   Type element = ranked.getElementType();
-  if (!element.isBF16() && !element.isF16() && !element.isF32()) {
-    op->emitError() << what << " must have element type bf16, f16 or f32, got " << type;
+  if (!element.isBF16() && !element.isF16() && !element.isF32() && !element.isSignlessInteger(32)) {
+    op->emitError() << what << " must have element type bf16, f16, f32 or i32, got " << type;
     return failure();
   }
   return toGlobalTensorType(ranked);

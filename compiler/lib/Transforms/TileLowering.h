@@ -29,6 +29,11 @@ bool hasFusedOps(mlir::func::FuncOp func);
 /// op's clones share it); null when `op` has none.
 mlir::FlatSymbolRefAttr maskModSymbol(mlir::flash::AttentionOp op);
 
+/// Does `op`'s mask modifier read tensors (its operands)? Then its kernels
+/// take the table of the modifier's 64 x 64 block classes, which a kernel of
+/// role attention_mask_blocks(_transposed) writes before them.
+bool maskModReadsTensors(mlir::flash::AttentionOp op);
+
 /// Checks that the kernels can honour the sizes of fused op `op`
 /// (flash.attention or flash.ffn; others pass): static sizes within the
 /// kernels' 32-bit indices, head dims and 16-bit row lengths the device
@@ -95,7 +100,8 @@ struct ValueLabel {
 llvm::DenseMap<mlir::Value, ValueLabel> labelFusedValues(mlir::Block &body);
 
 /// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
-/// bf16/f16/f32); reports on `op` naming `what` otherwise.
+/// bf16/f16/f32, or i32: a mask modifier's tensors); reports on `op` naming
+/// `what` otherwise.
 mlir::FailureOr<mlir::tile::GlobalTensorType> toProgramTensor(mlir::Operation *op, mlir::Type type,
                                                               llvm::StringRef what);
 
@@ -129,6 +135,15 @@ public:
   /// target's default plan for the argument types and launches it.
   mlir::LogicalResult launch(mlir::Location loc, llvm::StringRef baseName, mlir::Attribute spec,
                              mlir::ValueRange args);
+
+  /// The block-class table of `op`'s mask modifier (a workspace
+  /// [B or 1, Hq or 1, ceil(rows / 64), ceil(columns / 64) + 2] of i32, rows
+  /// query blocks or, `transposed`, key blocks) and the launch of the kernel
+  /// `<baseName>` that fills it from q, k and the modifier's tensors.
+  mlir::FailureOr<mlir::Value> launchMaskBlocks(mlir::flash::AttentionOp op, mlir::Location loc,
+                                                llvm::StringRef baseName, mlir::Value q, mlir::Value k,
+                                                mlir::ValueRange tensors, bool transposed,
+                                                llvm::StringRef name);
 
   mlir::func::FuncOp getProgram() { return program; }
   const TargetDescription &getTarget() const { return target; }

@@ -79,7 +79,11 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),
                                 attention.getWindowRight(), attention.getElementType(),
-                                attention.getKeyOffset(), attention.getMaskMod());
+                                attention.getKeyOffset(), attention.getMaskMod(),
+                                attention.getMaskBlocks() && role != KernelRole::AttentionBackwardPreprocess &&
+                                    role != KernelRole::AttentionBackwardPostprocess &&
+                                    role != KernelRole::AttentionMaskBlocks &&
+                                    role != KernelRole::AttentionMaskBlocksTransposed);
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

@@ -2,6 +2,7 @@
 #include "flashc/Dialect/Common/IndexFunction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -39,28 +40,71 @@ int64_t ceilDiv(int64_t a, int64_t b) {
 
 } // namespace
 
-LogicalResult verifyIndexFunction(Operation *owner, Region &body, unsigned numArgs, StringRef what) {
+bool isIndexFunctionOperandType(Type type) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() >= 1 && tensor.getRank() <= 4 && tensor.getElementType().isSignlessInteger(32);
+}
+
+IndexFunctionLayout indexFunctionLayout(Region &body) {
+  IndexFunctionLayout layout;
+  if (body.empty())
+    return layout;
+  Block &block = body.front();
+  unsigned indices = 0;
+  while (indices < block.getNumArguments() && block.getArgument(indices).getType().isIndex())
+    ++indices;
+  layout.indexArgs = indices;
+  layout.tensorArgs = block.getNumArguments() - indices;
+  return layout;
+}
+
+LogicalResult verifyIndexFunction(Operation *owner, Region &body, TypeRange operandTypes, StringRef what) {
   if (!body.hasOneBlock())
     return owner->emitOpError() << what << " must have exactly one block";
   Block &block = body.front();
-  if (block.getNumArguments() != numArgs)
-    return owner->emitOpError() << what << " takes " << numArgs << " index arguments (query, key), got "
-                                << block.getNumArguments();
-  for (BlockArgument arg : block.getArguments())
-    if (!arg.getType().isIndex())
-      return owner->emitOpError() << what << " arguments must be of type index, got " << arg.getType();
+  IndexFunctionLayout layout = indexFunctionLayout(body);
+  if (layout.indexArgs != 2 && layout.indexArgs != 4)
+    return owner->emitOpError() << what << " takes 2 index arguments (query, key) or 4 (batch, head, query, key), "
+                                << "then one tensor per operand; got " << layout.indexArgs << " index arguments";
+  if (layout.tensorArgs != operandTypes.size())
+    return owner->emitOpError() << what << " takes one tensor argument per operand after its indices: "
+                                << operandTypes.size() << " operand(s), " << layout.tensorArgs
+                                << " argument(s) after the indices";
+  for (auto [i, type] : llvm::enumerate(operandTypes)) {
+    Type argType = block.getArgument(layout.indexArgs + i).getType();
+    if (!isIndexFunctionOperandType(type))
+      return owner->emitOpError() << what << " operand " << i << " must be a ranked tensor of i32 (rank 1 to 4), got "
+                                  << type;
+    if (argType != type)
+      return owner->emitOpError() << what << " argument " << layout.indexArgs + i << " has type " << argType
+                                  << ", but its operand is " << type;
+  }
   for (Operation &op : block.without_terminator()) {
     auto fail = [&](const Twine &why) {
       return op.emitOpError() << "is not allowed in " << what << ": " << why;
     };
+    if (auto extract = llvm::dyn_cast<tensor::ExtractOp>(op)) {
+      auto arg = llvm::dyn_cast<BlockArgument>(extract.getTensor());
+      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < layout.indexArgs)
+        return fail("tensor.extract reads one of the operands (a tensor argument of the body)");
+      if (!llvm::all_of(extract.getIndices().getTypes(), [](Type t) { return t.isIndex(); }))
+        return fail("positions are index values");
+      continue;
+    }
+    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
+      if (!cast.getType().isIndex() || !llvm::isa_and_nonnull<tensor::ExtractOp>(cast.getIn().getDefiningOp()))
+        return fail("arith.index_cast converts an element read by tensor.extract to index");
+      continue;
+    }
     if (!llvm::isa<arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
                    arith::CeilDivSIOp, arith::FloorDivSIOp, arith::RemSIOp, arith::MinSIOp, arith::MaxSIOp,
                    arith::CmpIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(op))
       return fail("the body is integer arithmetic on index and i1 (arith constant, addi, subi, muli, divsi, "
-                  "ceildivsi, floordivsi, remsi, minsi, maxsi, cmpi, andi, ori, xori, select)");
+                  "ceildivsi, floordivsi, remsi, minsi, maxsi, cmpi, andi, ori, xori, select) and reads of its "
+                  "operands (tensor.extract, then arith.index_cast to index)");
     for (Type t : op.getOperandTypes())
       if (!isIndexOrBool(t))
-        return fail("operands must be index or i1");
+        return fail("operands must be index or i1 (an element read from an operand: arith.index_cast it first)");
     for (Type t : op.getResultTypes())
       if (!isIndexOrBool(t))
         return fail("results must be index or i1");
@@ -104,6 +148,7 @@ int64_t evaluateIndexOp(Operation *op, ArrayRef<int64_t> v) {
       .Case([&](arith::OrIOp) { return int64_t(v[0] || v[1]); })
       .Case([&](arith::XOrIOp) { return int64_t(bool(v[0]) != bool(v[1])); })
       .Case([&](arith::SelectOp) { return v[0] ? v[1] : v[2]; })
+      .Case([&](arith::IndexCastOp) { return v[0]; })
       .Case([&](arith::CmpIOp c) {
         using P = arith::CmpIPredicate;
         switch (c.getPredicate()) {
@@ -122,8 +167,12 @@ int64_t evaluateIndexOp(Operation *op, ArrayRef<int64_t> v) {
 std::string printIndexProgram(Region &body, bool oneWord) {
   Block &block = body.front();
   llvm::DenseMap<Value, std::string> names;
-  names[block.getArgument(0)] = "q";
-  names[block.getArgument(1)] = "k";
+  IndexFunctionLayout layout = indexFunctionLayout(body);
+  static const char *kIndexNames4[] = {"b", "h", "q", "k"}, *kIndexNames2[] = {"q", "k"};
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    names[block.getArgument(i)] = layout.hasBatchAndHead() ? kIndexNames4[i] : kIndexNames2[i];
+  for (unsigned i = 0; i < layout.tensorArgs; ++i)
+    names[block.getArgument(layout.indexArgs + i)] = "t" + std::to_string(i);
   std::string text;
   const char *space = oneWord ? "," : " ";
   auto name = [&](Value v) { return names.lookup(v); };
@@ -134,6 +183,10 @@ std::string printIndexProgram(Region &body, bool oneWord) {
       auto value = llvm::cast<IntegerAttr>(c.getValue());
       names[result] = c.getType().isSignlessInteger(1) ? (value.getValue().getBoolValue() ? "true" : "false")
                                                        : std::to_string(value.getInt());
+      continue;
+    }
+    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
+      names[result] = name(cast.getIn());  // elements are read as 64-bit values already
       continue;
     }
     using P = arith::CmpIPredicate;
@@ -151,6 +204,7 @@ std::string printIndexProgram(Region &body, bool oneWord) {
                              .Case([](arith::OrIOp) { return "or"; })
                              .Case([](arith::XOrIOp) { return "xor"; })
                              .Case([](arith::SelectOp) { return "select"; })
+                             .Case([](tensor::ExtractOp) { return "read"; })
                              .Case([](arith::CmpIOp cmp) -> std::string {
                                switch (cmp.getPredicate()) {
                                case P::eq: return "eq";
@@ -175,13 +229,28 @@ std::string printIndexProgram(Region &body, bool oneWord) {
   return text + "yield" + space + name(block.getTerminator()->getOperand(0));
 }
 
-bool evaluateIndexPredicate(Region &body, ArrayRef<int64_t> args) {
+bool evaluateIndexPredicate(Region &body, const IndexPoint &point, IndexOperandShape shape,
+                            IndexOperandReader read) {
   Block &block = body.front();
+  IndexFunctionLayout layout = indexFunctionLayout(body);
   llvm::SmallDenseMap<Value, int64_t, 16> values;
-  for (auto [arg, value] : llvm::zip(block.getArguments(), args))
-    values[arg] = value;
+  const int64_t four[] = {point.b, point.h, point.q, point.k};
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    values[block.getArgument(i)] = four[layout.hasBatchAndHead() ? i : i + 2];
   SmallVector<int64_t, 3> operands;
   for (Operation &op : block.without_terminator()) {
+    if (auto extract = llvm::dyn_cast<tensor::ExtractOp>(op)) {
+      unsigned operand = llvm::cast<BlockArgument>(extract.getTensor()).getArgNumber() - layout.indexArgs;
+      SmallVector<int64_t, 4> position, sizes = shape(operand);
+      bool inside = sizes.size() == extract.getIndices().size();
+      for (auto [index, size] : llvm::zip(extract.getIndices(), sizes)) {
+        int64_t p = values.lookup(index);
+        inside = inside && p >= 0 && p < size;
+        position.push_back(p);
+      }
+      values[extract.getResult()] = inside ? read(operand, position) : 0;
+      continue;
+    }
     operands.clear();
     for (Value operand : op.getOperands())
       operands.push_back(values.lookup(operand));

@@ -556,7 +556,7 @@ func.func @ffn_activation(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, 
 func.func @mask_mod_cast(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
   ^bb0(%i: index, %j: index):
-    // expected-error @+1 {{'arith.index_cast' op is not allowed in mask_mod: the body is integer arithmetic on index and i1}}
+    // expected-error @+1 {{'arith.index_cast' op is not allowed in mask_mod: arith.index_cast converts an element read by tensor.extract to index}}
     %x = arith.index_cast %i : index to i32
     %c = arith.cmpi sle, %j, %i : index
     flash.yield %c : i1
@@ -592,7 +592,7 @@ func.func @mask_mod_bool_arithmetic(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x1
 // -----
 
 func.func @mask_mod_arguments(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
-  // expected-error @+1 {{mask_mod takes 2 index arguments (query, key), got 3}}
+  // expected-error @+1 {{mask_mod takes 2 index arguments (query, key) or 4 (batch, head, query, key), then one tensor per operand; got 3 index arguments}}
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
   ^bb0(%h: index, %i: index, %j: index):
     %c = arith.cmpi sle, %j, %i : index
@@ -634,4 +634,77 @@ func.func @mask_op_modifier(%s: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
     flash.yield %c : i1
   } : tensor<1x2x8x8xf32>
   return %m : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// A mask modifier's tensors: operands of the op, one tensor argument each after the indices.
+func.func @mask_mod_operand_count(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %doc: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{mask_mod takes one tensor argument per operand after its indices: 1 operand(s), 0 argument(s) after the indices}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_operand_type(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %doc: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{mask_mod argument 2 has type 'tensor<?xi32>', but its operand is 'tensor<8xi32>'}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %t: tensor<?xi32>):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_operand_element(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %doc: tensor<8xi64>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{operand #3 must be variadic of ranked tensor of 32-bit signless integer values}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %t: tensor<8xi64>):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi64>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// An element read from a tensor is an i32: compared only after arith.index_cast.
+func.func @mask_mod_read_uncast(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %doc: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %t: tensor<8xi32>):
+    %a = tensor.extract %t[%i] : tensor<8xi32>
+    %b = tensor.extract %t[%j] : tensor<8xi32>
+    // expected-error @+1 {{'arith.cmpi' op is not allowed in mask_mod: operands must be index or i1 (an element read from an operand: arith.index_cast it first)}}
+    %c = arith.cmpi eq, %a, %b : i32
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @mask_mod_operands_without_region(%s: tensor<1x2x8x8xf32>, %doc: tensor<8xi32>) -> tensor<1x2x8x8xf32> {
+  // expected-error @+1 {{expected '{' to begin a region}}
+  %m = flash.mask %s <none> mod(%doc : tensor<8xi32>) : tensor<1x2x8x8xf32>
+  return %m : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Four indices (batch, head, query, key) on a flash.mask need its [B, H, Sq, Sk] input.
+func.func @mask_four_indices_rank(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got 'tensor<8x8xf32>'}}
+  %m = flash.mask %s <none> mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : tensor<8x8xf32>
+  return %m : tensor<8x8xf32>
 }

@@ -397,7 +397,7 @@ tile.kernel @tuned(%a: !tile.tensor<?x128xbf16>) attributes {
 // -----
 
 // tile.mask_mod's body follows the mask_mod rules (IndexFunction.h).
-// expected-error @+1 {{the mask modifier's body takes 2 index arguments (query, key), got 1}}
+// expected-error @+1 {{the mask modifier's body takes 2 index arguments (query, key) or 4 (batch, head, query, key), then one tensor per operand; got 1 index arguments}}
 tile.mask_mod @one_argument {
 ^bb0(%q: index):
   %c = arith.cmpi sle, %q, %q : index
@@ -407,7 +407,7 @@ tile.mask_mod @one_argument {
 // -----
 
 tile.mask_mod @float_body {
-^bb0(%q: index, %k: index):
+^bb0(%b: index, %h: index, %q: index, %k: index):
   // expected-error @+1 {{'arith.index_cast' op is not allowed in the mask modifier's body}}
   %x = arith.index_cast %q : index to i64
   %c = arith.cmpi sle, %k, %q : index
@@ -419,6 +419,66 @@ tile.mask_mod @float_body {
 // A tile.mask's modifier must be a tile.mask_mod of the module (not found later by the executor or the emitter).
 func.func @mask_mod_missing(%s: !tile.tile<16x16xf32, register>, %i: index) {
   // expected-error @+1 {{'tile.mask' op mod @absent does not name a tile.mask_mod of the module}}
-  %m = tile.mask %s rows %i cols %i limit %i offset %i window[-1, -1] mod @absent : !tile.tile<16x16xf32, register>
+  %m = tile.mask %s rows %i cols %i limit %i offset %i window[-1, -1] mod @absent(%i, %i : index, index) : !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+// tile.mask_mod always takes (b, h, q, k, tensors...): flash-tile gives a two-index region b and h.
+// expected-error @+1 {{the mask modifier's body takes four indices (batch, head, query, key), then its tensors}}
+tile.mask_mod @two_indices {
+^bb0(%q: index, %k: index):
+  %c = arith.cmpi sle, %k, %q : index
+  tile.yield %c : i1
+}
+
+// -----
+
+tile.mask_mod @documents {
+^bb0(%b: index, %h: index, %q: index, %k: index, %ids: tensor<?xi32>):
+  %a = tensor.extract %ids[%q] : tensor<?xi32>
+  %c = tensor.extract %ids[%k] : tensor<?xi32>
+  %x = arith.index_cast %a : i32 to index
+  %y = arith.index_cast %c : i32 to index
+  %e = arith.cmpi eq, %x, %y : index
+  tile.yield %e : i1
+}
+
+// A use passes the batch, the head and one !tile.tensor per tensor of the modifier.
+func.func @mask_mod_tensor_missing(%s: !tile.tile<16x16xf32, register>, %i: index) {
+  // expected-error @+1 {{'tile.mask' op mod @documents takes (batch, head, 1 tensor(s)), got 2 argument(s)}}
+  %m = tile.mask %s rows %i cols %i limit %i offset %i window[-1, -1] mod @documents(%i, %i : index, index) : !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+tile.mask_mod @documents {
+^bb0(%b: index, %h: index, %q: index, %k: index, %ids: tensor<?xi32>):
+  %a = tensor.extract %ids[%q] : tensor<?xi32>
+  %x = arith.index_cast %a : i32 to index
+  %e = arith.cmpi eq, %x, %k : index
+  tile.yield %e : i1
+}
+
+func.func @mask_mod_tensor_rank(%s: !tile.tile<16x16xf32, register>, %i: index, %t: !tile.tensor<?x?xi32>) {
+  // expected-error @+1 {{'tile.mask' op mod @documents tensor 0 must be a !tile.tensor like 'tensor<?xi32>', got '!tile.tensor<?x?xi32>'}}
+  %m = tile.mask %s rows %i cols %i limit %i offset %i window[-1, -1] mod @documents(%i, %i, %t : index, index, !tile.tensor<?x?xi32>) : !tile.tile<16x16xf32, register>
+  return
+}
+
+// -----
+
+// A block-class table is i32 [B or 1, H or 1, rows, 2 + columns].
+tile.mask_mod @any {
+^bb0(%b: index, %h: index, %q: index, %k: index):
+  %t = arith.constant true
+  tile.yield %t : i1
+}
+
+func.func @classify_table(%i: index, %table: !tile.tensor<?x?xi32>) {
+  // expected-error @+1 {{'tile.classify_blocks' op table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + columns], got '!tile.tensor<?x?xi32>'}}
+  tile.classify_blocks @any(%i, %i : index, index) queries %i keys %i row %i into %table[%i, %i] : !tile.tensor<?x?xi32>
   return
 }

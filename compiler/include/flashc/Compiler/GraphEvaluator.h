@@ -54,18 +54,27 @@ flashc::reference::Activation referenceActivation(Activation activation);
 /// the output [B,Hq,Sq,Dv] and writes lse [B,Hq,Sq] (-inf for a row that sees
 /// no key, whose output is 0). Sizes must already be consistent. The math is
 /// flashc::reference::attentionForward. maskMod: a mask_mod region (an index
-/// function of query and key rows) hiding more keys.
+/// function of batch, head, query and key rows) hiding more keys, reading
+/// `maskTensors` (its operands' values, which must outlive the call).
 ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    const ReferenceTensor &key,
                                    const ReferenceTensor &value, double scale,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse,
                                    std::optional<int64_t> keyOffset = std::nullopt,
-                                   mlir::Region *maskMod = nullptr);
+                                   mlir::Region *maskMod = nullptr,
+                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {});
+
+/// A mask_mod region as the reference library's predicate (b, h, i, j),
+/// reading `tensors` (kept by pointer: they must outlive the predicate).
+std::function<bool(int64_t, int64_t, int64_t, int64_t)>
+maskModPredicate(mlir::Region *maskMod, llvm::ArrayRef<const ReferenceTensor *> tensors);
 
 /// flashc::reference's parameters of flash.attention `op` (scale, softcap,
-/// window, its mask_mod evaluated by flashc::evaluateIndexPredicate).
-flashc::reference::AttentionParams referenceParams(AttentionOp op);
+/// window, its mask_mod evaluated by flashc::evaluateIndexPredicate on
+/// `maskTensors`, the values of its mask operands).
+flashc::reference::AttentionParams referenceParams(AttentionOp op,
+                                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {});
 
 } // namespace mlir::flash
 

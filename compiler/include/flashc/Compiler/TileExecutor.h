@@ -24,21 +24,26 @@
 namespace flashc {
 
 /// Element types of global tensors and tiles.
-enum class ElementKind { F32, BF16, F16 };
+enum class ElementKind { F32, BF16, F16, I32 };
 
 /// Rounds `value` to the nearest representable value of `kind` (ties to even).
 float roundToElement(float value, ElementKind kind);
 
-/// A dense row-major tensor in host memory. Values are stored as float and
-/// are always representable in `kind`.
+/// A dense row-major tensor in host memory. Floating values are stored as
+/// float and are always representable in `kind`; i32 ones (a mask modifier's
+/// tensors, block-class tables) exactly, in `ints`.
 struct HostTensor {
   std::vector<int64_t> shape;
   ElementKind kind = ElementKind::F32;
-  std::vector<float> data;
+  std::vector<float> data;    // kind F32, BF16, F16
+  std::vector<int32_t> ints;  // kind I32
 
   HostTensor() = default;
-  HostTensor(std::vector<int64_t> shape, ElementKind kind, float fill = 0.0f);
+  /// `fill` for floating kinds; i32 tensors start at `intFill`.
+  HostTensor(std::vector<int64_t> shape, ElementKind kind, float fill = 0.0f, int32_t intFill = 0);
   int64_t numElements() const;
+  /// The number of values held (data or ints, by kind).
+  int64_t numValues() const { return kind == ElementKind::I32 ? int64_t(ints.size()) : int64_t(data.size()); }
 };
 
 /// Executes the tile programs (func.func with `tile.program`) and kernels of

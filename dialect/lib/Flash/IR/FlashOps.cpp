@@ -180,8 +180,14 @@ LogicalResult ScaleOp::verify() {
 LogicalResult MaskOp::verify() {
   if (failed(checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX, "[..., Sq, Sk]")))
     return failure();
-  if (hasMaskMod())
-    return flashc::verifyIndexFunction(getOperation(), getMaskMod(), 2, "mod");
+  if (!hasMaskMod())
+    return getMaskOperands().empty() ? success()
+                                     : emitOpError() << "has operands for a mask modifier but no `mod` region";
+  if (failed(flashc::verifyIndexFunction(getOperation(), getMaskMod(), getMaskOperands().getTypes(), "mod")))
+    return failure();
+  if (flashc::indexFunctionLayout(getMaskMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
+    return emitOpError() << "mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got "
+                         << getInput().getType();
   return success();
 }
 
@@ -298,8 +304,10 @@ LogicalResult AttentionOp::verify() {
     if (getKeyOffset())
       return emitOpError() << "mask_mod is not combined with key_offset (the modifier sees "
                               "row indices, not key positions)";
-    if (failed(flashc::verifyIndexFunction(op, getMaskMod(), 2, "mask_mod")))
+    if (failed(flashc::verifyIndexFunction(op, getMaskMod(), getMaskOperands().getTypes(), "mask_mod")))
       return failure();
+  } else if (!getMaskOperands().empty()) {
+    return emitOpError() << "has mask_mod operands but no mask_mod region";
   }
   return success();
 }

@@ -25,6 +25,8 @@ bool isAttentionRole(KernelRole role) {
   case KernelRole::AttentionBackwardPostprocess:
   case KernelRole::AttentionBackwardTransposed:
   case KernelRole::AttentionBackwardKVTransposed:
+  case KernelRole::AttentionMaskBlocks:
+  case KernelRole::AttentionMaskBlocksTransposed:
     return true;
   default:
     return false;
@@ -69,26 +71,38 @@ LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
   return success();
 }
 
-bool AttentionSpecAttr::takesKeyOffset() const {
-  if (!getKeyOffset())
-    return false;
+bool AttentionSpecAttr::computesScores() const {
   switch (getRole()) {
   case KernelRole::AttentionBackwardPreprocess:
   case KernelRole::AttentionBackwardPostprocess:
-    return false; // row dots and a conversion: no scores
+  case KernelRole::AttentionMaskBlocks:
+  case KernelRole::AttentionMaskBlocksTransposed:
+    return false; // row dots, a conversion, a mask's block classes: no scores
   default:
     return true;
   }
 }
 
+bool AttentionSpecAttr::takesKeyOffset() const { return getKeyOffset() && computesScores(); }
+
+bool AttentionSpecAttr::classifiesMaskBlocks() const {
+  return getRole() == KernelRole::AttentionMaskBlocks || getRole() == KernelRole::AttentionMaskBlocksTransposed;
+}
+
 LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         KernelRole role, int64_t headDim, int64_t valueDim,
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
-                                        int64_t windowRight, TypeAttr elementType, bool,
-                                        FlatSymbolRefAttr) {
+                                        int64_t windowRight, TypeAttr elementType, bool keyOffset,
+                                        FlatSymbolRefAttr maskMod, bool maskBlocks) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
+  bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed;
+  if (classifies && !maskMod)
+    return emitError() << "#tile.attention role " << stringifyKernelRole(role) << " needs a mask_mod";
+  if (maskBlocks && (!maskMod || classifies || role == KernelRole::AttentionBackwardPreprocess ||
+                     role == KernelRole::AttentionBackwardPostprocess))
+    return emitError() << "#tile.attention mask_blocks needs a mask_mod and a role that computes scores";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},
                            {"value_dim", valueDim}})
     if (dim < 1 || dim > limits::kMaxHeadDim)

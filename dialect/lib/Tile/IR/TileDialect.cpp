@@ -3,6 +3,7 @@
 #include "flashc/Dialect/Tile/IR/TileLimits.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -72,8 +73,9 @@ LogicalResult GlobalTensorType::verify(function_ref<InFlightDiagnostic()> emitEr
     if (!ShapedType::isDynamic(dim) && (dim < 0 || dim > limits::kMaxInt32))
       return emitError() << "!tile.tensor dimension must be in [0, " << limits::kMaxInt32
                          << "] or ?, got " << dim;
-  if (!isTileElementType(elementType))
-    return emitError() << "!tile.tensor element type must be bf16, f16 or f32, got " << elementType;
+  // i32: the index data a mask modifier reads and its block-class tables.
+  if (!isTileElementType(elementType) && !elementType.isSignlessInteger(32))
+    return emitError() << "!tile.tensor element type must be bf16, f16, f32 or i32, got " << elementType;
   return success();
 }
 

@@ -402,15 +402,64 @@ LogicalResult MaskOp::verify() {
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
 
-LogicalResult MaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FlatSymbolRefAttr sym = getMaskModAttr();
-  if (sym && !symbolTable.lookupNearestSymbolFrom<MaskModOp>(*this, sym))
-    return emitOpError() << "mod " << sym << " does not name a tile.mask_mod of the module";
+// The arguments a use of mask modifier @sym passes: the batch and head
+// (index), then one !tile.tensor per tensor argument of @sym, of its rank and
+// element type (i32) with matching static sizes.
+static LogicalResult verifyModifierUse(Operation *op, FlatSymbolRefAttr sym, ValueRange args,
+                                       SymbolTableCollection &symbolTable) {
+  auto maskMod = symbolTable.lookupNearestSymbolFrom<MaskModOp>(op, sym);
+  if (!maskMod)
+    return op->emitOpError() << "mod " << sym << " does not name a tile.mask_mod of the module";
+  Block &body = maskMod.getBody().front();
+  unsigned tensors = body.getNumArguments() - 4;
+  if (args.size() != 2 + tensors || !args[0].getType().isIndex() || !args[1].getType().isIndex())
+    return op->emitOpError() << "mod " << sym << " takes (batch, head" << (tensors ? ", " : "")
+                             << (tensors ? std::to_string(tensors) + " tensor(s)" : std::string()) << "), got "
+                             << args.size() << " argument(s)";
+  for (unsigned i = 0; i < tensors; ++i) {
+    auto want = llvm::cast<RankedTensorType>(body.getArgument(4 + i).getType());
+    auto got = llvm::dyn_cast<GlobalTensorType>(args[2 + i].getType());
+    bool fits = got && got.getElementType() == want.getElementType() && got.getRank() == want.getRank();
+    for (int64_t d = 0; fits && d < want.getRank(); ++d)
+      fits = ShapedType::isDynamic(want.getDimSize(d)) || want.getDimSize(d) == got.getShape()[d];
+    if (!fits)
+      return op->emitOpError() << "mod " << sym << " tensor " << i << " must be a !tile.tensor like " << want
+                               << ", got " << args[2 + i].getType();
+  }
   return success();
 }
 
+LogicalResult MaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FlatSymbolRefAttr sym = getMaskModAttr();
+  if (!sym)
+    return getModArgs().empty() ? success() : emitOpError("has modifier arguments but no mod");
+  return verifyModifierUse(*this, sym, getModArgs(), symbolTable);
+}
+
+LogicalResult ClassifyBlocksOp::verify() {
+  auto table = llvm::cast<GlobalTensorType>(getTable().getType());
+  if (table.getRank() != 4 || !table.getElementType().isSignlessInteger(32))
+    return emitOpError() << "table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + columns], got "
+                         << table;
+  return success();
+}
+
+LogicalResult ClassifyBlocksOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyModifierUse(*this, getMaskModAttr(), getModArgs(), symbolTable);
+}
+
 LogicalResult MaskModOp::verify() {
-  return flashc::verifyIndexFunction(*this, getBody(), 2, "the mask modifier's body");
+  SmallVector<Type> tensors;
+  if (!getBody().empty())
+    for (BlockArgument arg : getBody().front().getArguments())
+      if (!arg.getType().isIndex())
+        tensors.push_back(arg.getType());
+  if (failed(flashc::verifyIndexFunction(*this, getBody(), tensors, "the mask modifier's body")))
+    return failure();
+  if (!flashc::indexFunctionLayout(getBody()).hasBatchAndHead())
+    return emitOpError() << "the mask modifier's body takes four indices (batch, head, query, key), then its "
+                            "tensors";
+  return success();
 }
 
 LogicalResult SoftcapOp::verify() {

@@ -59,8 +59,8 @@ struct AttentionParams {
   double softcap = 0.0; // > 0: scores go through softcap · tanh(s / softcap)
   AttentionWindow window;
   /// A mask modifier (flash.attention's mask_mod): key j is also hidden from
-  /// query row i where it returns false. Empty: none.
-  std::function<bool(int64_t i, int64_t j)> maskMod;
+  /// query row i of batch b, query head h where it returns false. Empty: none.
+  std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> maskMod;
 };
 
 namespace detail {
@@ -70,12 +70,12 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 /// chain_j = d s_ij / d(q_i·k_j) (scale, times 1 - tanh² through a softcap);
 /// returns lse_i (-inf when no key is visible, p then all 0).
 inline double attentionRow(const AttentionShape &s, const AttentionParams &params,
-                           const double *query, const double *keys, int64_t i, double *p,
-                           double *chain) {
+                           const double *query, const double *keys, int64_t b, int64_t h, int64_t i,
+                           double *p, double *chain) {
   double rowMax = kNegInf;
   for (int64_t j = 0; j < s.keySeq; ++j) {
     chain[j] = params.scale;
-    if (!params.window.isKeyVisible(i, j, s.querySeq, s.keySeq) || (params.maskMod && !params.maskMod(i, j))) {
+    if (!params.window.isKeyVisible(i, j, s.querySeq, s.keySeq) || (params.maskMod && !params.maskMod(b, h, i, j))) {
       p[j] = kNegInf;
       continue;
     }
@@ -121,7 +121,7 @@ inline void attentionForward(const AttentionShape &s, const AttentionParams &par
       for (int64_t i = 0; i < s.querySeq; ++i) {
         int64_t row = (b * s.queryHeads + h) * s.querySeq + i;
         double rowLse =
-            detail::attentionRow(s, params, &q[row * s.headDim], keys, i, p.data(), chain.data());
+            detail::attentionRow(s, params, &q[row * s.headDim], keys, b, h, i, p.data(), chain.data());
         if (lse)
           lse[row] = rowLse;
         double *o = &out[row * s.valueDim];
@@ -159,7 +159,7 @@ inline void attentionBackward(const AttentionShape &s, const AttentionParams &pa
         const double *query = &q[row * s.headDim];
         const double *dO = &dOut[row * s.valueDim];
         double *dQuery = &dq[row * s.headDim];
-        if (detail::attentionRow(s, params, query, keys, i, p.data(), chain.data()) ==
+        if (detail::attentionRow(s, params, query, keys, b, h, i, p.data(), chain.data()) ==
             detail::kNegInf)
           continue; // no visible key: output 0, no gradient
         double delta = 0.0;

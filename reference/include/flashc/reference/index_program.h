@@ -1,16 +1,19 @@
 // A mask modifier's index program (flash.attention's mask_mod region) in its text form, evaluated in 64-bit
 // integers by the rules of the compiler (dialect/include/flashc/Dialect/Common/IndexFunction.h) and the device
-// library (mask_mod.cuh's ExactIndex): division and remainder truncate toward zero, by 0 give 0; arithmetic wraps.
+// library (mask_mod.cuh's ExactIndex): division and remainder truncate toward zero, by 0 give 0; arithmetic wraps;
+// a read outside a tensor's shape gives 0.
 //
 // Text form (flashc.mask_mod.IndexProgram.text; a manifest's `meta mask_mod` writes it with commas for spaces):
-//   v0 = lt k 4096; v1 = le k q; v2 = or v0 v1; yield v2
-// statements `<name> = <op> <arg> <arg> [<arg>]` separated by ';', ending in `yield <arg>`; args: q (the query
-// row), k (the key row), an integer, true / false, or an earlier name. Ops: add sub mul div floordiv ceildiv rem
-// min max eq ne lt le gt ge and or xor select.
+//   v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = le k q; v4 = and v2 v3; yield v4
+// statements `<name> = <op> <arg> <arg> [<arg>]` separated by ';', ending in `yield <arg>`; args: b (the batch),
+// h (the query head), q (the query row), k (the key row), an integer, true / false, or an earlier name. Ops: add
+// sub mul div floordiv ceildiv rem min max eq ne lt le gt ge and or xor select, and `read tN <pos>...` (element
+// of the modifier's N-th tensor, one position per dimension).
 #pragma once
 
 #include <cctype>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,7 +26,7 @@ public:
   /// The program of `text`, or nullopt with *error saying what is wrong.
   static std::optional<IndexProgram> parse(const std::string &text, std::string *error = nullptr) {
     IndexProgram p;
-    std::map<std::string, int> slots{{"q", 0}, {"k", 1}};
+    std::map<std::string, int> slots{{"b", 0}, {"h", 1}, {"q", 2}, {"k", 3}};
     std::vector<std::string> statements = split(text, ';');
     auto fail = [&](const std::string &why) -> std::optional<IndexProgram> {
       if (error) *error = "mask_mod '" + text + "': " + why;
@@ -37,7 +40,7 @@ public:
       if (words[0] == "yield") {
         if (words.size() != 2) return fail("'yield <value>' takes one value");
         auto arg = argument(words[1], slots);
-        if (!arg) return fail("'" + words[1] + "' is not q, k, a number, true / false or an earlier name");
+        if (!arg) return fail("'" + words[1] + "' is not b, h, q, k, a number, true / false or an earlier name");
         p.result_ = *arg;
         yielded = true;
         continue;
@@ -46,14 +49,30 @@ public:
       Statement st;
       st.op = opOf(words[2]);
       if (st.op == Op::Unknown) return fail("unknown op '" + words[2] + "'");
-      size_t want = st.op == Op::Select ? 3 : 2;
-      if (words.size() != 3 + want) return fail("'" + words[2] + "' takes " + std::to_string(want) + " values");
-      for (size_t a = 0; a < want; ++a) {
-        auto arg = argument(words[3 + a], slots);
-        if (!arg) return fail("'" + words[3 + a] + "' is not q, k, a number, true / false or an earlier name");
-        st.args[a] = *arg;
+      size_t first = 3;
+      if (st.op == Op::Read) {
+        // read tN p0 [p1 ...]: the tensor, then 1 to 4 positions
+        const std::string &t = words[3];
+        if (t.size() < 2 || t[0] != 't' || !std::isdigit(static_cast<unsigned char>(t[1])))
+          return fail("'read' takes a tensor (t0, t1, ...) first, got '" + t + "'");
+        try {
+          st.tensor = std::stoi(t.substr(1));
+        } catch (...) {
+          return fail("bad tensor '" + t + "'");
+        }
+        if (words.size() < 5 || words.size() > 8) return fail("'read' takes a tensor and 1 to 4 positions");
+        first = 4;
+        p.tensors_ = st.tensor + 1 > p.tensors_ ? st.tensor + 1 : p.tensors_;
+      } else {
+        size_t want = st.op == Op::Select ? 3 : 2;
+        if (words.size() != 3 + want) return fail("'" + words[2] + "' takes " + std::to_string(want) + " values");
       }
-      if (slots.count(words[0])) return fail("'" + words[0] + "' is defined twice (or names q or k)");
+      for (size_t a = first; a < words.size(); ++a) {
+        auto arg = argument(words[a], slots);
+        if (!arg) return fail("'" + words[a] + "' is not b, h, q, k, a number, true / false or an earlier name");
+        st.args.push_back(*arg);
+      }
+      if (slots.count(words[0])) return fail("'" + words[0] + "' is defined twice (or names b, h, q or k)");
       if (words[0] == "true" || words[0] == "false" || words[0] == "yield" ||
           !(std::isalpha(static_cast<unsigned char>(words[0][0])) || words[0][0] == '_'))
         return fail("'" + words[0] + "' cannot name a value");
@@ -66,29 +85,44 @@ public:
     return p;
   }
 
-  /// Whether key row k is visible from query row q.
-  bool visible(int64_t q, int64_t k) const {
+  /// Reads element `position` of tensor `tensor`, or 0 when a position is outside its shape.
+  using TensorReader = std::function<int64_t(int tensor, const std::vector<int64_t> &position)>;
+
+  /// Whether key row k is visible from query row q of batch b, query head h.
+  bool visible(int64_t b, int64_t h, int64_t q, int64_t k, const TensorReader &read = nullptr) const {
     std::vector<int64_t> v(size_t(slots_), 0);
-    v[0] = q, v[1] = k;
+    v[0] = b, v[1] = h, v[2] = q, v[3] = k;
     auto get = [&](const Arg &a) { return a.slot >= 0 ? v[size_t(a.slot)] : a.constant; };
+    std::vector<int64_t> position;
     for (const Statement &s : statements_) {
-      const int64_t a = get(s.args[0]), b = get(s.args[1]);
-      v[size_t(s.slot)] = apply(s.op, a, b, s.op == Op::Select ? get(s.args[2]) : 0);
+      if (s.op == Op::Read) {
+        position.clear();
+        for (const Arg &a : s.args) position.push_back(get(a));
+        v[size_t(s.slot)] = read ? read(s.tensor, position) : 0;
+        continue;
+      }
+      const int64_t a = get(s.args[0]), c = get(s.args[1]);
+      v[size_t(s.slot)] = apply(s.op, a, c, s.op == Op::Select ? get(s.args[2]) : 0);
     }
     return get(result_) != 0;
   }
+  /// The same for a program that reads neither b, h nor a tensor.
+  bool visible(int64_t q, int64_t k) const { return visible(0, 0, q, k); }
+  /// How many tensors it reads (one past the largest tN).
+  int tensors() const { return tensors_; }
 
 private:
   enum class Op { Unknown, Add, Sub, Mul, Div, FloorDiv, CeilDiv, Rem, Min, Max, Eq, Ne, Lt, Le, Gt, Ge, And, Or,
-                  Xor, Select };
+                  Xor, Select, Read };
   struct Arg {
     int slot = -1; // a value's slot, or -1 for a constant
     int64_t constant = 0;
   };
   struct Statement {
     Op op = Op::Unknown;
-    Arg args[3];
+    std::vector<Arg> args;
     int slot = 0;
+    int tensor = 0;  // read: which tensor
   };
 
   static std::vector<std::string> split(const std::string &text, char sep) {
@@ -145,7 +179,7 @@ private:
         {"add", Op::Add}, {"sub", Op::Sub}, {"mul", Op::Mul}, {"div", Op::Div}, {"floordiv", Op::FloorDiv},
         {"ceildiv", Op::CeilDiv}, {"rem", Op::Rem}, {"min", Op::Min}, {"max", Op::Max}, {"eq", Op::Eq},
         {"ne", Op::Ne}, {"lt", Op::Lt}, {"le", Op::Le}, {"gt", Op::Gt}, {"ge", Op::Ge}, {"and", Op::And},
-        {"or", Op::Or}, {"xor", Op::Xor}, {"select", Op::Select}};
+        {"or", Op::Or}, {"xor", Op::Xor}, {"select", Op::Select}, {"read", Op::Read}};
     auto it = ops.find(w);
     return it == ops.end() ? Op::Unknown : it->second;
   }
@@ -182,6 +216,7 @@ private:
     case Op::Or: return (a != 0) || (b != 0);
     case Op::Xor: return (a != 0) != (b != 0);
     case Op::Select: return a != 0 ? b : c;
+    case Op::Read:
     case Op::Unknown: return 0;
     }
     return 0;
@@ -189,7 +224,8 @@ private:
 
   std::vector<Statement> statements_;
   Arg result_;
-  int slots_ = 2;
+  int slots_ = 4;
+  int tensors_ = 0;
 };
 
 } // namespace flashc::reference

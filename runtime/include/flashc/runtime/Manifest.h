@@ -32,15 +32,23 @@ const char *scalarTypeName(ScalarType t);
 bool parseScalarType(std::string_view s, ScalarType &out);
 const char *directionName(Direction d);
 
-/// One dimension of a tensor parameter: an integer literal or a size symbol.
+/// One dimension of a tensor parameter: an integer literal, a size symbol, or
+/// an expression over symbols that other dims or scalars bind (a workspace of
+/// ceil(Sq / 64) rows: `cdiv(Sq, 64)`), which binds nothing and is checked
+/// (user tensors) or evaluated (scratch) once the symbols are bound.
 struct Dim {
-  std::string symbol; // empty for a literal
-  int64_t value = 0;  // the literal when symbol is empty
+  std::string symbol; // empty for a literal or an expression
+  int64_t value = 0;  // the literal when symbol and expr are empty
+  Expr expr;          // non-empty: an expression dim
   bool isSymbol() const { return !symbol.empty(); }
-  std::string str() const { return isSymbol() ? symbol : std::to_string(value); }
-  static Dim lit(int64_t v) { return Dim{"", v}; }
-  static Dim sym(std::string s) { return Dim{std::move(s), 0}; }
-  bool operator==(const Dim &o) const { return symbol == o.symbol && value == o.value; }
+  bool isExpression() const { return !expr.empty(); }
+  std::string str() const { return isSymbol() ? symbol : isExpression() ? expr.str() : std::to_string(value); }
+  static Dim lit(int64_t v) { return Dim{"", v, Expr()}; }
+  static Dim sym(std::string s) { return Dim{std::move(s), 0, Expr()}; }
+  static Dim expression(Expr e) { return Dim{"", 0, std::move(e)}; }
+  /// Its value under `symbols` (a literal's, a symbol's, an expression's).
+  Result<int64_t> evaluate(const SymbolTable &symbols) const;
+  bool operator==(const Dim &o) const { return symbol == o.symbol && value == o.value && expr == o.expr; }
 };
 
 struct TensorParam {

@@ -57,6 +57,7 @@
 #include "flashc/device/backward.cuh"
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mask.cuh"
+#include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
@@ -85,6 +86,10 @@ struct AttentionBwdWsPlan {
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
   static constexpr int kGroup = Config::kGroup;
   using Mask = typename MaskSpecOf<Config>::type;
+  using WindowMask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  // A modifier that reads tensors: its block-class table (mask_blocks.cuh, rows of keys) gives the
+  // query blocks of each key block.
+  static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
   // ---- schedule ----
@@ -185,15 +190,67 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
 }
 }  // namespace detail
 
+// The steps of one key block (keys [k0, k0 + kBlockN) of kv head kv_head): the (query head, query block)
+// pairs of its GQA group, head-major, each as body(it, head, q0, masked, env): `it` counts steps (the ring's
+// slot and phase), `masked` whether the block needs its element mask, env what the mask modifier sees.
+// Producer and consumers walk the same steps.
+template <class P, class F>
+__device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int batch, int group, int Sq, int Sk,
+                                                    int offset, const MaskEnv& mask_env,
+                                                    const TensorArg* mask_blocks, F&& body) {
+  using Mask = typename P::Mask;
+  constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN;
+  int it = 0;
+  for (int member = 0; member < group; ++member) {
+    const int head = kv_head * group + member;
+    MaskEnv env = mask_env;
+    env.batch = batch;
+    env.head = head;
+    if constexpr (P::kMaskTable) {
+      using W = typename P::WindowMask;
+      const MaskBlockWalk<kBlockN / kMaskBlock, kBlockM / kMaskBlock> walk(
+          *mask_blocks, mask_block_slice(*mask_blocks, batch, head), k0,
+          W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset), W::query_block_end(k0, kBlockN, kBlockM, Sq, offset));
+      for (int m = walk.next(walk.begin); m < walk.end; m = walk.next(m + 1), ++it) {
+        const int q0 = m * kBlockM;
+        body(it, head, q0, W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset) || walk.cls(m) != kBlockShown, env);
+      }
+    } else if constexpr (!MaskUsesHead<Mask>::value) {
+      // The same query blocks for every head: one flat loop over (head, block) pairs (the form the kernel had
+      // before modifiers; nesting it cost the causal D = 64 backward a spill).
+      const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env);
+      const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
+      const int num_m = m_end > m_begin ? m_end - m_begin : 0;
+      const int num_steps = group * num_m;
+      for (int step = 0; step < num_steps; ++step) {
+        const int step_head = kv_head * group + step / num_m, q0 = (m_begin + step % num_m) * kBlockM;
+        env.head = step_head;
+        body(step, step_head, q0, Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
+      }
+      return;
+    } else {
+      const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env);
+      const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
+      for (int m = m_begin; m < m_end; ++m, ++it) {
+        const int q0 = m * kBlockM;
+        body(it, head, q0, Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
+      }
+    }
+  }
+}
+
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
+// mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
                                                  const TensorArg& q, const TensorArg& k, const TensorArg& lse,
                                                  const TensorArg& delta, const TensorArg& dq_accum,
                                                  const TensorArg& dk, const TensorArg& dv, int key_offset,
-                                                 const TmaDescriptor* tma_dq = nullptr) {
+                                                 const TmaDescriptor* tma_dq = nullptr,
+                                                 const MaskEnv& mask_env = MaskEnv(),
+                                                 const TensorArg* mask_blocks = nullptr) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -213,13 +270,6 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int k0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, batch = blockIdx.z;
   const int warpgroup = warp_id() / 4;
-  const int m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset);
-  const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
-  const int num_m = m_end > m_begin ? m_end - m_begin : 0;
-  const int num_iters = group * num_m;  // (group head, query block) pairs, head-major
-  auto head_of = [&](int it) { return kv_head * group + it / num_m; };
-  auto q0_of = [&](int it) { return (m_begin + it % num_m) * kBlockM; };
-
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
   auto ds_tile = [&](int b) { return DSTile{reinterpret_cast<Elem*>(smem + P::kSmemDS + b * DSTile::kBytes)}; };
@@ -254,8 +304,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       tma_load_panels(Ks, &tma_k, bar(P::kBarKV), k0, kv_head, batch);
       tma_load_panels(Vs, &tma_v, bar(P::kBarKV), k0, kv_head, batch);
     }
-    for (int it = 0; it < num_iters; ++it) {
-      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
+      const int s = it % kStages;
       mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
       if (lane == 0) {
         mbarrier_arrive_expect_tx(bar(P::kBarFull + s), QTile::kBytes + DOTile::kBytes);
@@ -272,7 +322,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
-    }
+    });
     return;
   }
 
@@ -302,8 +352,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // kernel ("insufficient register resources") and spills dQ (the fills of Sᵀ and dPᵀ move).
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
-    for (int it = 0; it < num_iters; ++it) {
-      const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
+      const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
       RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
@@ -314,7 +364,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
       if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
       wgmma_wait<P::kLateDp ? 0 : 1>();
-      if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
+      if (masked) {
+        // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
+        // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
+        if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
+        else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
+      }
       recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
       if constexpr (!P::kLateDv) {
@@ -350,7 +405,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                             q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
       wgmma_wait<0>();
       release(s);
-    }
+    });
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
@@ -409,15 +464,18 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       // ---- probabilities: Pᵀ, dV ----
       RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
       fill(acc_dv, 0.f);
-      for (int it = 0; it < num_iters; ++it) {
-        const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
+        const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         {
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
           fill(st, 0.f);
           wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
-          if (Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset)) mask_transposed<Mask>(st, k0, q0, Sk, offset);
+          if (masked) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
+            if constexpr (P::kMaskTable) mask_rolled<Mask, true>(st, k0, q0, Sk, offset, env);
+            else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
+          }
           recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
           convert(pt16, st);
@@ -428,7 +486,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_wait<0>();
         dq_half(head, q0);
         release(s);
-      }
+      });
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
       convert(dv16, acc_dv);
@@ -437,8 +495,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       // ---- score gradient: dSᵀ, dK ----
       RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
       fill(acc_dk, 0.f);
-      for (int it = 0; it < num_iters; ++it) {
-        const int s = it % kStages, head = head_of(it), q0 = q0_of(it);
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
+        const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
         fill(dpt, 0.f);
@@ -459,7 +517,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_wait<0>();
         dq_half(head, q0);
         release(s);
-      }
+      });
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       scale(acc_dk, P::kScale);
       RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;

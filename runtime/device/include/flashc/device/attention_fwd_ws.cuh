@@ -40,6 +40,7 @@
 // (natural log).
 #pragma once
 #include "flashc/device/mask.cuh"
+#include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
@@ -69,6 +70,9 @@ struct AttentionFwdWsPlan {
   static constexpr float kScale = Config::kScale;
   static constexpr float kSoftcap = Config::kSoftcap;
   using Mask = typename MaskSpecOf<Config>::type;
+  using WindowMask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  // A modifier that reads tensors: its block-class table (mask_blocks.cuh) gives the key blocks.
+  static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
   static constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
@@ -112,14 +116,26 @@ struct AttentionFwdWsPlan {
   static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups;
 };
 
+// The key blocks one query tile walks: the window's run [begin, end) (a modifier that reads no tensor
+// narrows it by interval analysis, mask_mod.cuh); with a block-class table the hidden blocks inside
+// are skipped too (MaskBlockWalk).
+struct WindowBlocks {
+  int begin, end;
+  __device__ __forceinline__ int next(int n) const { return n; }
+  __device__ __forceinline__ int count() const { return end > begin ? end - begin : 0; }
+};
+
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters (their addresses go to the TMA unit). q and k give Sq and
 // Sk (and the GQA group when Config::kGroup is 0); V is read through its map only. key_offset: the
-// key position of query row 0 (any int; the mask clamps it), Sk - Sq when not given.
+// key position of query row 0 (any int; the mask clamps it), Sk - Sq when not given. mask_env: the
+// tensors a mask modifier reads; mask_blocks: their block-class table (a modifier that reads tensors).
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
-                                                 const TensorArg& o, const TensorArg& lse, int key_offset);
+                                                 const TensorArg& o, const TensorArg& lse, int key_offset,
+                                                 const MaskEnv& mask_env = MaskEnv(),
+                                                 const TensorArg* mask_blocks = nullptr);
 
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
@@ -131,7 +147,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
-                                                 const TensorArg& o, const TensorArg& lse, int key_offset) {
+                                                 const TensorArg& o, const TensorArg& lse, int key_offset,
+                                                 const MaskEnv& mask_env, const TensorArg* mask_blocks) {
   using P = AttentionFwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -157,11 +174,26 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
-  // Key blocks [n_begin, n_begin + n_blocks) of the query rows from q0 (the same for every warpgroup).
-  auto key_blocks = [&](int q0, int& n_begin) {
-    n_begin = Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset);
-    const int n_end = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
-    return n_end > n_begin ? n_end - n_begin : 0;
+  // What the modifier sees in a tile: its batch, query head and tensors.
+  auto tile_env = [&](const QueryTile& tile) {
+    MaskEnv env = mask_env;
+    env.batch = tile.batch;
+    env.head = tile.head;
+    return env;
+  };
+  // The key blocks of the query rows from q0 (the same for every warpgroup).
+  using KeyWalk =
+      typename Select<P::kMaskTable, MaskBlockWalk<kBlockM / kMaskBlock, kBlockN / kMaskBlock>, WindowBlocks>::type;
+  auto key_walk = [&](const QueryTile& tile, int q0, const MaskEnv& env) -> KeyWalk {
+    if constexpr (P::kMaskTable) {
+      using W = typename P::WindowMask;
+      return KeyWalk(*mask_blocks, mask_block_slice(*mask_blocks, tile.batch, tile.head), q0,
+                     W::key_block_begin(q0, kBlockM, kBlockN, Sk, offset),
+                     W::key_block_end(q0, kBlockM, kBlockN, Sk, offset));
+    } else {
+      return KeyWalk{Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset, env),
+                     Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset, env)};
+    }
   };
 
   const QTile Qs{reinterpret_cast<Elem*>(smem + kSmemQ)};
@@ -194,8 +226,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       Ring ring;  // the next key block's slot
       for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
-        int n_begin;
-        const int n_blocks = key_blocks(q0, n_begin);
+        const KeyWalk keys = key_walk(tile, q0, tile_env(tile));
+        const int n_blocks = keys.count();
         // Q of tile j goes where tile j-1's epilogue stages O: wait for its consumers to leave. A tile without
         // keys still arrives (no bytes), so the consumers' Q phases count tiles.
         auto load_q = [&] {
@@ -208,8 +240,9 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
           tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, tile.head, tile.batch);
         };
         if (n_blocks == 0) load_q();
-        for (int it = 0; it < n_blocks; ++it, ring.advance()) {
-          const int s = ring.stage, row = (n_begin + it) * kBlockN;
+        int n = keys.next(keys.begin);
+        for (int it = 0; it < n_blocks; ++it, ring.advance(), n = keys.next(n + 1)) {
+          const int s = ring.stage, row = n * kBlockN;
           mbarrier_wait(bar(kBarKEmpty + s), ring.phase ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
           tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
@@ -256,17 +289,35 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   Ring ring;  // the next key block's slot
   for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
-    int n_begin;
-    const int n_blocks = key_blocks(q0, n_begin);
+    const MaskEnv env = tile_env(tile);
+    const KeyWalk keys = key_walk(tile, q0, env);
+    const int n_blocks = keys.count();
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
+    // Whether key block n needs the element mask in this warpgroup's rows. With a block-class table it is a
+    // load: asked for before the wait for the block's scores, so that its latency hides under the GEMMs.
+    auto block_masked = [&](int n) {
+      const int k0 = n * kBlockN;
+      if constexpr (P::kMaskTable)
+        return P::WindowMask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset) ||
+               keys.row_cls(warpgroup, n) != kBlockShown;
+      else
+        return Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset, env);
+    };
     // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
     // corr = exp(m_old - m_new), applied to O just before the next P V.
-    auto softmax_block = [&](int n) {
+    auto softmax_block = [&](int n, bool masked) {
       const int k0 = n * kBlockN;
       if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
-      if (Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset)) mask<Mask>(s, q0, k0, Sk, offset);
+      if (masked) {
+        // A modifier that reads tensors: column by column (each value read once, few live), or with three
+        // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540
+        // bytes, by columns 0 / 68, rolled - / 20 (mask.cuh).
+        if constexpr (P::kMaskTable && P::kConsumerWarpgroups == 3) mask_rolled<Mask>(s, q0, k0, Sk, offset, env);
+        else if constexpr (P::kMaskTable) mask_by_columns<Mask>(s, q0, k0, Sk, offset, env);
+        else mask<Mask>(s, q0, k0, Sk, offset, env);
+      }
       const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
       corr = softmax_correction(row_m, m_new, kScaleLog2);
       exp2(s, m_new, kScaleLog2);
@@ -283,9 +334,11 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       turn_wait();
       issue_qk(cur.stage);
       turn_pass(n_blocks == 1);
+      int n = keys.next(keys.begin);
+      bool masked = block_masked(n);
       wgmma_wait<0>();
       release(kBarKEmpty + cur.stage);
-      softmax_block(n_begin);
+      softmax_block(n, masked);
       convert(p, s);
       // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
       for (int it = 1; it < n_blocks; ++it) {
@@ -298,9 +351,11 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
         mbarrier_wait(bar(kBarVFull + prev.stage), prev.phase);
         issue_pv(prev.stage);
         turn_pass(it == n_blocks - 1);
+        n = keys.next(n + 1);
+        masked = block_masked(n);
         wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
         release(kBarKEmpty + cur.stage);
-        softmax_block(n_begin + it);
+        softmax_block(n, masked);
         wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
         release(kBarVEmpty + prev.stage);
         convert(p, s);

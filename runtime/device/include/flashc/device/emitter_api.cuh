@@ -133,15 +133,31 @@ __device__ __forceinline__ void mask_transposed(RegTileF32<TR, TC, W>& st, int k
   mask_transposed<Window<L, R>>(st, key_row0, query_col0, limit, offset);
 }
 
-// tile.mask ... mod @m: the window and the mask modifier Mod (the struct printed for tile.mask_mod @m).
+// tile.mask ... mod @m(%b, %h, %t...): the window and the mask modifier Mod (the struct printed for
+// tile.mask_mod @m) at batch b and query head h, reading the tensors t (mask_env).
 template <class Mod, int L, int R, int TR, int TC, int W>
-__device__ __forceinline__ void mask_mod(RegTileF32<TR, TC, W>& s, int row0, int col0, int limit, int offset) {
-  mask<ModMask<Window<L, R>, Mod>>(s, row0, col0, limit, offset);
+__device__ __forceinline__ void mask_mod(RegTileF32<TR, TC, W>& s, int row0, int col0, int limit, int offset,
+                                         const MaskEnv& env) {
+  mask<ModMask<Window<L, R>, Mod>>(s, row0, col0, limit, offset, env);
 }
 template <class Mod, int L, int R, int TR, int TC, int W>
 __device__ __forceinline__ void mask_mod_transposed(RegTileF32<TR, TC, W>& st, int key_row0, int query_col0,
-                                                    int limit, int offset) {
-  mask_transposed<ModMask<Window<L, R>, Mod>>(st, key_row0, query_col0, limit, offset);
+                                                    int limit, int offset, const MaskEnv& env) {
+  mask_transposed<ModMask<Window<L, R>, Mod>>(st, key_row0, query_col0, limit, offset, env);
+}
+// The env of one tile.mask: its batch and head, and the kernel's tensors the modifier reads.
+__device__ __forceinline__ MaskEnv mask_env(long long batch, long long head) {
+  MaskEnv env;
+  env.batch = batch;
+  env.head = head;
+  return env;
+}
+template <class... T>
+__device__ __forceinline__ MaskEnv mask_env(long long batch, long long head, const T&... tensors) {
+  MaskEnv env = mask_env(batch, head);
+  const TensorArg* list[] = {&tensors...};
+  for (int i = 0; i < static_cast<int>(sizeof...(T)); ++i) env.tensor[i] = mask_tensor(*list[i]);
+  return env;
 }
 
 // tile.load_rows into shared memory: the per-query lse / D column vectors of the Sᵀ backward.

@@ -49,15 +49,6 @@
 namespace flashc {
 namespace device {
 
-template <bool kCond, class T, class F>
-struct Select {
-  using type = T;
-};
-template <class T, class F>
-struct Select<false, T, F> {
-  using type = F;
-};
-
 // Config::kActGrad where the Config has it, else false.
 template <class Config, class = void>
 struct ActGradOf {

@@ -11,6 +11,7 @@
 #pragma once
 #include "flashc/device/mask_mod.cuh"
 #include "flashc/device/regtile.cuh"
+#include "flashc/device/tensor.cuh"
 
 namespace flashc {
 namespace device {
@@ -72,6 +73,28 @@ struct Window {
     }
     return last > 0 ? (last + BM - 1) / BM : 0;
   }
+  // The interface of ModMask (a trailing MaskEnv), which a window alone does not read.
+  static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset, const MaskEnv&) {
+    return hidden(i, j, limit, offset);
+  }
+  static __device__ __forceinline__ bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset,
+                                                    const MaskEnv&) {
+    return needs_mask(q0, BM, k0, BN, limit, offset);
+  }
+  static __device__ __forceinline__ int key_block_begin(int q0, int BM, int BN, int limit, int offset, const MaskEnv&) {
+    return key_block_begin(q0, BM, BN, limit, offset);
+  }
+  static __device__ __forceinline__ int key_block_end(int q0, int BM, int BN, int limit, int offset, const MaskEnv&) {
+    return key_block_end(q0, BM, BN, limit, offset);
+  }
+  static __device__ __forceinline__ int query_block_begin(int k0, int BN, int BM, int num_queries, int offset,
+                                                          const MaskEnv&) {
+    return query_block_begin(k0, BN, BM, num_queries, offset);
+  }
+  static __device__ __forceinline__ int query_block_end(int k0, int BN, int BM, int num_queries, int offset,
+                                                        const MaskEnv&) {
+    return query_block_end(k0, BN, BM, num_queries, offset);
+  }
 };
 using NoMask = Window<-1, -1>;
 using CausalMask = Window<-1, 0>;
@@ -91,9 +114,92 @@ struct MaskSpecOf<Config, typename VoidOf<typename Config::MaskMod>::type> {
   using type = ModMask<Window<Config::kWindowLeft, Config::kWindowRight>, typename Config::MaskMod>;
 };
 
+// Whether a Config's mask reads tensors (then its kernels take a block-class table: mask_blocks.cuh).
+template <class Config, class = void>
+struct MaskReadsTensors {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct MaskReadsTensors<Config, typename VoidOf<typename Config::MaskMod>::type> {
+  static constexpr bool value = Config::MaskMod::kTensors > 0;
+};
+
+// Whether a mask spec reads the query head (a modifier's h): then its bounds differ from head to head.
+template <class Spec>
+struct MaskUsesHead {
+  static constexpr bool value = false;
+};
+template <class Base, class Mod>
+struct MaskUsesHead<ModMask<Base, Mod>> {
+  static constexpr bool value = Mod::kUsesHead;
+};
+
+// A tensor with no element, as a modifier reads it: one element (0) that every read is outside of, so that
+// ExactIndex::read may load unconditionally.
+__device__ const int kMaskTensorZero[1] = {0};
+__device__ const MaskTensor kMaskTensorEmpty = {kMaskTensorZero, {0, 0, 0, 0}, {0, 0, 0, 0}};
+
+// The kernel's tensor parameters as a modifier's tensors (MaskTensor has TensorArg's layout).
+__device__ __forceinline__ const MaskTensor* mask_tensor(const TensorArg& t) {
+  const bool empty = t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0 || t.shape[3] == 0;
+  return empty ? &kMaskTensorEmpty : reinterpret_cast<const MaskTensor*>(&t);
+}
+
+// tile op `mask` for a modifier that reads tensors, column by column: each column's values are read once and used
+// for the thread's rows at once (their values read once, live throughout), so few reads are live together. Row by
+// row, the compiler kept every column's value live for the next row and the D = 128 forward spilled 112 bytes.
+// (kTransposed: the tile is Sᵀ, rows are keys from row0 and columns queries from col0.)
+template <class Spec, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void mask_by_columns(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset,
+                                                const MaskEnv& env) {
+#pragma unroll
+  for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int c = col0 + s.col(nt, e);
+#pragma unroll
+      for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row0 + s.row(mt, h);
+          if (kTransposed ? Spec::hidden(c, r, limit, offset, env) : Spec::hidden(r, c, limit, offset, env))
+            s.v[mt][nt][2 * h + e] = -INFINITY;
+        }
+    }
+}
+
+// The same masks with the elements evaluated in a rolled loop into a bit mask first (one bit an element, a word of
+// 64 at a time), then applied to the tile with constant indices: for a modifier that reads tensors where the
+// unrolled forms hold too many of its values at once (the three-warpgroup ws forward, the role-split backward).
+// Which form spills depends on the kernel, so each kernel picks (attention_fwd_ws.cuh, attention_bwd_ws.cuh).
+template <class Spec, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void mask_rolled(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset,
+                                             const MaskEnv& env) {
+  using T = RegTileF32<R, C, W>;
+  constexpr int kElements = T::kMT * T::kNT * 4, kWords = (kElements + 63) / 64;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    unsigned long long hidden = 0;
+#pragma unroll 1
+    for (int b = 0; b < 64 && w * 64 + b < kElements; ++b) {
+      const int idx = w * 64 + b, e = idx & 1, h = (idx >> 1) & 1, nt = (idx >> 2) % T::kNT, mt = (idx >> 2) / T::kNT;
+      const int r = row0 + T::row(mt, h), c = col0 + T::col(nt, e);
+      // (transposed: rows are keys, columns queries)
+      if (kTransposed ? Spec::hidden(c, r, limit, offset, env) : Spec::hidden(r, c, limit, offset, env))
+        hidden |= 1ull << b;
+    }
+#pragma unroll
+    for (int b = 0; b < 64; ++b) {
+      const int idx = w * 64 + b;
+      if (idx < kElements && ((hidden >> b) & 1ull)) s.v[(idx >> 2) / T::kNT][(idx >> 2) % T::kNT][idx & 3] = -INFINITY;
+    }
+  }
+}
+
 // tile op `mask`: S[r][c] for query row0 + r, key col0 + c.
 template <class Spec, int R, int C, int W>
-__device__ __forceinline__ void mask(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset) {
+__device__ __forceinline__ void mask(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset,
+                                     const MaskEnv& env = MaskEnv()) {
 #pragma unroll
   for (int mt = 0; mt < s.kMT; ++mt)
 #pragma unroll
@@ -102,15 +208,16 @@ __device__ __forceinline__ void mask(RegTileF32<R, C, W>& s, int row0, int col0,
 #pragma unroll
       for (int nt = 0; nt < s.kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (Spec::hidden(i, col0 + s.col(nt, e), limit, offset)) s.v[mt][nt][2 * h + e] = -INFINITY;
+        for (int e = 0; e < 2; ++e) {
+          if (Spec::hidden(i, col0 + s.col(nt, e), limit, offset, env)) s.v[mt][nt][2 * h + e] = -INFINITY;
+        }
     }
 }
 
 // Transposed form for the key-gridded backward: S^T[r][c] for key row0 + r, query col0 + c.
 template <class Spec, int R, int C, int W>
 __device__ __forceinline__ void mask_transposed(RegTileF32<R, C, W>& st, int row0, int col0, int limit,
-                                                int offset) {
+                                                int offset, const MaskEnv& env = MaskEnv()) {
 #pragma unroll
   for (int mt = 0; mt < st.kMT; ++mt)
 #pragma unroll
@@ -119,8 +226,9 @@ __device__ __forceinline__ void mask_transposed(RegTileF32<R, C, W>& st, int row
 #pragma unroll
       for (int nt = 0; nt < st.kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (Spec::hidden(col0 + st.col(nt, e), j, limit, offset)) st.v[mt][nt][2 * h + e] = -INFINITY;
+        for (int e = 0; e < 2; ++e) {
+          if (Spec::hidden(col0 + st.col(nt, e), j, limit, offset, env)) st.v[mt][nt][2 * h + e] = -INFINITY;
+        }
     }
 }
 

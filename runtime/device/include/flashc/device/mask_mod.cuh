@@ -1,6 +1,11 @@
-// Mask modifiers (tile.mask_mod): which keys a query sees, as an index function of the query row q
-// and the key row k. The compiler prints each modifier as a struct with one function template,
-//   template <class D> static FLASHC_MASK_FN typename D::Bool visible(typename D::Int q, typename D::Int k);
+// Mask modifiers (tile.mask_mod): which keys a query sees, as an index function of the batch b, the
+// query head h, the query row q and the key row k, which may read i32 tensors (a per-token document
+// id). The compiler prints each modifier as a struct with one function template,
+//   template <class D> static FLASHC_MASK_FN typename D::Bool visible(const MaskEnv& env,
+//       typename D::Int b, typename D::Int h, typename D::Int q, typename D::Int k);
+// (env: the tensors it reads, D::read(env.tensor[i], positions...)) and the constants
+//   kTensors       how many tensors it reads (0: index arithmetic only);
+//   kUsesBatch, kUsesHead   whether it reads b / h (the block-class table has one slice per value then),
 // written once over a value domain D and evaluated in two:
 //   ExactIndex   one (q, k): 64-bit integers and bools, the semantics of IndexFunction.h (division
 //                and remainder by 0 give 0, arithmetic wraps);
@@ -9,9 +14,12 @@
 //                the block, every condition says whether it can be true and whether it can be false.
 // The ranges are sound (a value the exact domain can take is inside its range), so a block whose
 // condition cannot be true is hidden whole and one whose condition cannot be false is visible whole.
-// ModMask<Base, Mod> adds a modifier to a mask spec (Window in mask.cuh) with the same interface:
-// the loop bounds skip the leading and trailing blocks the modifier hides whole, and needs_mask is
-// false where it shows a block whole (blocks it hides whole inside the bounds are masked, not skipped).
+// A read outside a tensor's shape gives 0 in both domains (IndexFunction.h's rule).
+// ModMask<Base, Mod> adds a modifier to a mask spec (Window in mask.cuh) with the same interface
+// plus a trailing MaskEnv: the loop bounds skip the leading and trailing blocks the modifier hides
+// whole, and needs_mask is false where it shows a block whole (blocks it hides whole inside the
+// bounds are masked, not skipped). A modifier that reads tensors is classified instead by a
+// block-class table (mask_blocks.cuh), which skips hidden blocks anywhere.
 //
 // Plain C++ on the host (the runtime's unit test checks the ranges' soundness by brute force).
 #pragma once
@@ -24,6 +32,23 @@
 
 namespace flashc {
 namespace device {
+
+// An i32 tensor a modifier reads: the layout of flashc::TensorArg (the kernel ABI) with typed data.
+struct MaskTensor {
+  const int* data;
+  long long shape[4];
+  long long stride[4];
+};
+
+// What a modifier sees besides (q, k): the block's batch and query head, and its tensors.
+struct MaskEnv {
+  int batch = 0, head = 0;
+  const MaskTensor* tensor[4] = {nullptr, nullptr, nullptr, nullptr};
+};
+
+// A plain load: __ldg is an inline asm the compiler may not merge, and the element masks rely on it merging the
+// reads of one row or column across elements.
+FLASHC_MASK_FN int mask_tensor_element(const MaskTensor* t, long long offset) { return t->data[offset]; }
 
 // ---------------------------------------------------------------------------- one (q, k)
 struct ExactIndex {
@@ -64,6 +89,27 @@ struct ExactIndex {
   static FLASHC_MASK_FN Bool xor_(Bool a, Bool b) { return a != b; }
   template <class T>
   static FLASHC_MASK_FN T select(Bool c, T a, T b) { return c ? a : b; }
+  // tensor.extract: t[p0, ...] (one position per dimension), 0 outside the shape. (Recursion over the
+  // positions rather than an array: no stack frame in the kernels that mask.)
+  // (Without branches: every load and product of one position is the same code, which the compiler merges.)
+  static FLASHC_MASK_FN bool locate(const MaskTensor*, int, long long&) { return true; }
+  template <class... P>
+  static FLASHC_MASK_FN bool locate(const MaskTensor* t, int d, long long& offset, long long p, P... rest) {
+    const bool inside = (p >= 0) & (p < t->shape[d]);
+    offset += p * t->stride[d];
+    return locate(t, d + 1, offset, rest...) & inside;
+  }
+  // The load is unconditional (element 0 where the position is outside), so that the unrolled element masks
+  // read each row's and column's value once: conditional, every element loaded its own (256 loads a thread in
+  // the D = 128 forward, 60 % of the document mask's time; session 18 call 5). A tensor with no element is
+  // never read: mask_env gives it a one-element zero tensor.
+  template <class... P>
+  static FLASHC_MASK_FN Int read(const MaskTensor* t, P... positions) {
+    long long offset = 0;
+    const bool inside = locate(t, 0, offset, static_cast<long long>(positions)...);
+    const Int value = mask_tensor_element(t, inside ? offset : 0);
+    return inside ? value : 0;
+  }
 };
 
 // ---------------------------------------------------------------------------- a whole block
@@ -196,6 +242,67 @@ struct IndexRange {
     if (!c.can_true) return b;
     return join(a, b);
   }
+  // tensor.extract over a range of positions: the smallest and largest element read, by a scan of
+  // at most kMaxScan elements (beyond that: every i32 value), and 0 where a position may fall outside.
+  // (The scan steps an odometer over the positions: no division in the loop; the block-class kernel spends
+  // its time here.)
+  static constexpr long long kMaxScan = 4096;
+  template <class... P>
+  static FLASHC_MASK_FN Int read(const MaskTensor* t, P... positions) {
+    constexpr int kRank = static_cast<int>(sizeof...(P));
+    const Range p[] = {positions...};
+    long long lo[kRank], count[kRank], total = 1;
+    bool outside = false;
+    for (int d = 0; d < kRank; ++d) {
+      if (p[d].any) return make(-2147483648LL, 2147483647LL);
+      lo[d] = p[d].lo < 0 ? 0 : p[d].lo;
+      const long long hi = p[d].hi >= t->shape[d] ? t->shape[d] - 1 : p[d].hi;
+      outside = outside || p[d].lo < 0 || p[d].hi >= t->shape[d];
+      count[d] = hi >= lo[d] ? hi - lo[d] + 1 : 0;
+      total *= count[d];
+      if (total > kMaxScan) return make(-2147483648LL, 2147483647LL);
+    }
+    long long mn = outside ? 0 : 2147483647LL, mx = outside ? 0 : -2147483648LL;
+    if (total == 0) return make(mn, mx);
+    if constexpr (kRank == 1) {
+      const long long first = lo[0] * t->stride[0], stride = t->stride[0];
+      for (long long e = 0; e < count[0]; ++e) {
+        const long long v = mask_tensor_element(t, first + e * stride);
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+      }
+      return make(mn, mx);
+    } else {
+      long long at[kRank], offset = 0;
+      for (int d = 0; d < kRank; ++d) at[d] = 0, offset += lo[d] * t->stride[d];
+      for (long long e = 0; e < total; ++e) {
+        const long long v = mask_tensor_element(t, offset);
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        for (int d = kRank - 1; d >= 0; --d) {  // the next position: the last dimension fastest
+          offset += t->stride[d];
+          if (++at[d] < count[d]) break;
+          offset -= count[d] * t->stride[d];
+          at[d] = 0;
+        }
+      }
+      return make(mn, mx);
+    }
+  }
+};
+
+// Mod::kTensors where the modifier has it (the printed ones do), else 0.
+template <class T>
+struct MaskVoid {
+  using type = void;
+};
+template <class Mod, class = void>
+struct ModTensors {
+  static constexpr int value = 0;
+};
+template <class Mod>
+struct ModTensors<Mod, typename MaskVoid<decltype(Mod::kTensors)>::type> {
+  static constexpr int value = Mod::kTensors;
 };
 
 // ---------------------------------------------------------------------------- the mask spec
@@ -206,12 +313,13 @@ template <class Base, class Mod>
 struct ModMask {
   static constexpr bool kElementMaskInLoop = true;
 
-  static FLASHC_MASK_FN Tri classify(long long q0, long long q1, long long k0, long long k1) {
-    return Mod::template visible<IndexRange>(IndexRange::make(q0, q1 - 1), IndexRange::make(k0, k1 - 1));
+  static FLASHC_MASK_FN Tri classify(long long q0, long long q1, long long k0, long long k1, const MaskEnv& env) {
+    return Mod::template visible<IndexRange>(env, IndexRange::constant(env.batch), IndexRange::constant(env.head),
+                                             IndexRange::make(q0, q1 - 1), IndexRange::make(k0, k1 - 1));
   }
   // Whether the modifier hides every key of [k0, k1) from every query of [q0, q1).
-  static FLASHC_MASK_FN bool hides(long long q0, long long q1, long long k0, long long k1) {
-    return !classify(q0, q1, k0, k1).can_true;
+  static FLASHC_MASK_FN bool hides(long long q0, long long q1, long long k0, long long k1, const MaskEnv& env) {
+    return !classify(q0, q1, k0, k1, env).can_true;
   }
   // The first block of [begin, end) the modifier does not hide whole (`hidden(b, e)`: blocks [b, e) proven
   // hidden). A run of hidden blocks is found by doubling a range from its start, its end by halving: O(log n)
@@ -260,31 +368,45 @@ struct ModMask {
   static FLASHC_MASK_FN int clamp_offset(int offset, int num_queries, int num_keys) {
     return Base::clamp_offset(offset, num_queries, num_keys);
   }
-  static FLASHC_MASK_FN bool hidden(int i, int j, int limit, int offset) {
-    return Base::hidden(i, j, limit, offset) || !Mod::template visible<ExactIndex>(i, j);
+  static FLASHC_MASK_FN bool hidden(int i, int j, int limit, int offset, const MaskEnv& env) {
+    if constexpr (ModTensors<Mod>::value > 0) {
+      // The modifier first, unconditionally: its reads then dominate the element's and are shared across elements.
+      const bool visible = Mod::template visible<ExactIndex>(env, env.batch, env.head, i, j);
+      return Base::hidden(i, j, limit, offset) || !visible;
+    } else {  // (arithmetic alone: skipped where the window hides the element; evaluated always, +5 % at 16k)
+      return Base::hidden(i, j, limit, offset) || !Mod::template visible<ExactIndex>(env, env.batch, env.head, i, j);
+    }
   }
-  static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset) {
-    return Base::needs_mask(q0, BM, k0, BN, limit, offset) || classify(q0, q0 + BM, k0, k0 + BN).can_false;
+  static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
+    return Base::needs_mask(q0, BM, k0, BN, limit, offset) || classify(q0, q0 + BM, k0, k0 + BN, env).can_false;
   }
   // Key blocks [begin, end) (units of BN) the query rows [q0, q0 + BM) can see.
-  static FLASHC_MASK_FN int key_block_begin(int q0, int BM, int BN, int limit, int offset) {
-    auto keys_hidden = [=](int b, int e) { return hides(q0, q0 + (long long)BM, (long long)b * BN, (long long)e * BN); };
+  static FLASHC_MASK_FN int key_block_begin(int q0, int BM, int BN, int limit, int offset, const MaskEnv& env) {
+    auto keys_hidden = [&](int b, int e) {
+      return hides(q0, q0 + (long long)BM, (long long)b * BN, (long long)e * BN, env);
+    };
     return first_shown(Base::key_block_begin(q0, BM, BN, limit, offset), Base::key_block_end(q0, BM, BN, limit, offset),
                        keys_hidden);
   }
-  static FLASHC_MASK_FN int key_block_end(int q0, int BM, int BN, int limit, int offset) {
-    auto keys_hidden = [=](int b, int e) { return hides(q0, q0 + (long long)BM, (long long)b * BN, (long long)e * BN); };
+  static FLASHC_MASK_FN int key_block_end(int q0, int BM, int BN, int limit, int offset, const MaskEnv& env) {
+    auto keys_hidden = [&](int b, int e) {
+      return hides(q0, q0 + (long long)BM, (long long)b * BN, (long long)e * BN, env);
+    };
     return last_shown_end(Base::key_block_begin(q0, BM, BN, limit, offset),
                           Base::key_block_end(q0, BM, BN, limit, offset), keys_hidden);
   }
   // Query blocks [begin, end) (units of BM) that see any key of [k0, k0 + BN).
-  static FLASHC_MASK_FN int query_block_begin(int k0, int BN, int BM, int num_queries, int offset) {
-    auto queries_hidden = [=](int b, int e) { return hides((long long)b * BM, (long long)e * BM, k0, k0 + (long long)BN); };
+  static FLASHC_MASK_FN int query_block_begin(int k0, int BN, int BM, int num_queries, int offset, const MaskEnv& env) {
+    auto queries_hidden = [&](int b, int e) {
+      return hides((long long)b * BM, (long long)e * BM, k0, k0 + (long long)BN, env);
+    };
     return first_shown(Base::query_block_begin(k0, BN, BM, num_queries, offset),
                        Base::query_block_end(k0, BN, BM, num_queries, offset), queries_hidden);
   }
-  static FLASHC_MASK_FN int query_block_end(int k0, int BN, int BM, int num_queries, int offset) {
-    auto queries_hidden = [=](int b, int e) { return hides((long long)b * BM, (long long)e * BM, k0, k0 + (long long)BN); };
+  static FLASHC_MASK_FN int query_block_end(int k0, int BN, int BM, int num_queries, int offset, const MaskEnv& env) {
+    auto queries_hidden = [&](int b, int e) {
+      return hides((long long)b * BM, (long long)e * BM, k0, k0 + (long long)BN, env);
+    };
     return last_shown_end(Base::query_block_begin(k0, BN, BM, num_queries, offset),
                           Base::query_block_end(k0, BN, BM, num_queries, offset), queries_hidden);
   }

@@ -63,6 +63,16 @@ __host__ __device__ constexpr double constexpr_sqrt(double x, double guess = 1.0
   return iters == 0 ? guess : constexpr_sqrt(x, 0.5 * (guess + x / guess), iters - 1);
 }
 
+// std::conditional without <type_traits> (NVRTC compiles the library without the standard headers).
+template <bool kCond, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
+
 __device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
 __device__ __forceinline__ int warp_id() { return threadIdx.x >> 5; }
 

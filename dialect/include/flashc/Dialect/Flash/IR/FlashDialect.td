@@ -17,7 +17,7 @@ def Flash_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   // mask_mod regions are written in arith.
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
   let extraClassDeclaration = [{
     // Defined in FlashAttrs.cpp, where the attribute storage types are complete.
     void registerAttributes();

@@ -9,6 +9,9 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Flash_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
 def Flash_F32Tensor : RankedTensorOf<[F32]>;
+// An extra operand a mask modifier reads (a per-token document id, a per-head
+// table): i32 of rank 1 to 4.
+def Flash_MaskOperand : RankedTensorOf<[I32]>;
 
 class Flash_Op<string mnemonic, list<Trait> traits = []>
     : Op<Flash_Dialect, mnemonic, !listconcat(traits, [Pure])>;
@@ -73,15 +76,18 @@ def Flash_ScaleOp : Flash_Op<"scale", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Flash_MaskOp : Flash_Op<"mask", [SameOperandsAndResultType, IsolatedFromAbove]> {
+def Flash_MaskOp : Flash_Op<"mask", [AllTypesMatch<["input", "result"]>, IsolatedFromAbove]> {
   let summary = "set invisible attention scores to -inf";
   let description = [{
     The input is a score matrix [..., Sq, Sk]. Entries whose key is not
     visible from their query under `mask` (see `#flash.mask` for the
     bottom-right aligned rule) become -inf; the others pass through.
     `mod` (optional) hides more: a region of the query row q and the key row
-    k (the last two indices) yielding i1, as flash.attention's `mask_mod`
-    (an index function), into which flash-fuse-attention moves it.
+    k (the last two indices; or batch, head, q, k of a [B, H, Sq, Sk] input)
+    yielding i1, as flash.attention's `mask_mod` (an index function), into
+    which flash-fuse-attention moves it with its operands
+    (`mod(%doc, %doc : tensor<?xi32>, tensor<?xi32>)`: tensors the region
+    reads by tensor.extract).
 
     ```mlir
     %m = flash.mask %s <causal> : tensor<?x16x?x?xf32>
@@ -96,12 +102,16 @@ def Flash_MaskOp : Flash_Op<"mask", [SameOperandsAndResultType, IsolatedFromAbov
     } : tensor<?x16x?x?xf32>
     ```
   }];
-  let arguments = (ins Flash_FloatTensor:$input, Flash_MaskAttr:$mask);
+  let arguments = (ins Flash_FloatTensor:$input, Flash_MaskAttr:$mask,
+                       Variadic<Flash_MaskOperand>:$mask_operands);
   let results = (outs Flash_FloatTensor:$result);
   let regions = (region AnyRegion:$mask_mod);
   // Unqualified (`<causal>`): a qualified attribute before `:` would be
   // ambiguous with a typed attribute.
-  let assemblyFormat = "$input $mask (`mod` $mask_mod^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input $mask (`mod` (`(` $mask_operands^ `:` type($mask_operands) `)`)? $mask_mod^)? attr-dict
+    `:` type($result)
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     bool hasMaskMod() { return !getMaskMod().empty(); }
@@ -169,7 +179,7 @@ def Flash_MulOp : Flash_Op<"mul", [SameOperandsAndResultType, Commutative]> {
 // Fused ops
 //===----------------------------------------------------------------------===//
 
-def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove]> {
+def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOperandSegments]> {
   let summary = "fused scaled-dot-product attention with log-sum-exp";
   let description = [{
     Operands: query [B, Hq, Sq, D], key [B, Hkv, Sk, D], value [B, Hkv, Sk, Dv]
@@ -224,12 +234,35 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove]> {
     } : ...
     ```
     Not combined with `key_offset` (the modifier sees row indices).
+
+    The region may instead take four indices, FlexAttention's
+    (b, h, q_idx, kv_idx): the batch and the query head too. Tensors it reads
+    are operands of the op, listed after `mask_mod` and passed to the region
+    as tensor arguments after the indices; it reads them with tensor.extract
+    (a position outside a tensor reads 0) and arith.index_cast. A causal mask
+    within documents, `doc` holding each token's document id:
+    ```mlir
+    ... mask = #flash.mask<causal> num_kv_heads = 8 mask_mod(%doc) {
+    ^bb0(%q: index, %k: index, %ids: tensor<?xi32>):
+      %dq = tensor.extract %ids[%q] : tensor<?xi32>
+      %dk = tensor.extract %ids[%k] : tensor<?xi32>
+      %iq = arith.index_cast %dq : i32 to index
+      %ik = arith.index_cast %dk : i32 to index
+      %same = arith.cmpi eq, %iq, %ik : index
+      flash.yield %same : i1
+    } : (..., tensor<?xi32>) -> ...
+    ```
+    The kernels skip the blocks such a modifier hides whole: a small kernel
+    before each attention kernel classifies every 64 x 64 block from the
+    tensors' values (no mask is built on the host, nothing is recompiled
+    when the values change).
   }];
   let arguments = (ins
     Flash_FloatTensor:$query,
     Flash_FloatTensor:$key,
     Flash_FloatTensor:$value,
     Optional<I32>:$key_offset,
+    Variadic<Flash_MaskOperand>:$mask_operands,
     F32Attr:$scale,
     Flash_MaskAttr:$mask,
     DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
@@ -238,7 +271,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove]> {
   let regions = (region AnyRegion:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_offset` `=` $key_offset^)? `scale` `=` $scale `mask` `=` qualified($mask)
-    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads (`mask_mod` $mask_mod^)?
+    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads
+    (`mask_mod` (`(` $mask_operands^ `)`)? $mask_mod^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -61,7 +61,9 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"AttentionBackwardKVTransposed", 12, "attention_backward_kv_transposed">,
     I32EnumAttrCase<"GemmSplitK", 13, "gemm_split_k">,
     I32EnumAttrCase<"ConvertF32", 14, "convert_f32">,
-    I32EnumAttrCase<"FfnActivationGrad", 15, "ffn_activation_grad">]> {
+    I32EnumAttrCase<"FfnActivationGrad", 15, "ffn_activation_grad">,
+    I32EnumAttrCase<"AttentionMaskBlocks", 16, "attention_mask_blocks">,
+    I32EnumAttrCase<"AttentionMaskBlocksTransposed", 17, "attention_mask_blocks_transposed">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -181,7 +183,15 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     kernel's last argument (an i32, given at launch) in every role that
     masks (forward and the backward kernels that compute scores).
     mask_mod = @m (a tile.mask_mod): key j is also hidden from query i where
-    @m(i, j) is false.
+    @m(b, h, i, j, t...) is false; the kernels that mask take the tensors @m
+    reads (`t`, one per tensor argument) after their own tensors.
+    mask_blocks = true (a modifier that reads tensors): the kernel also takes
+    the table of 64 x 64 block classes (`tile.classify_blocks`) after those,
+    which the CUDA kernels use to skip hidden blocks. Roles
+    attention_mask_blocks (rows: query blocks) and
+    attention_mask_blocks_transposed (rows: key blocks) write such a table:
+    arguments q, k, the modifier's tensors, the table
+    [B or 1, Hq or 1, ceil(rows / 64), ceil(columns / 64) + 2] (i32).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -190,7 +200,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     "int64_t":$window_left, "int64_t":$window_right,
     "::mlir::TypeAttr":$element_type,
     DefaultValuedParameter<"bool", "false">:$key_offset,
-    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod);
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod,
+    DefaultValuedParameter<"bool", "false">:$mask_blocks);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
@@ -199,6 +210,10 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     /// Does a kernel of this recipe take the run-time key offset (an i32
     /// after its tensors)? The roles that compute masked scores do.
     bool takesKeyOffset() const;
+    /// Does the role compute scores (and so mask them)?
+    bool computesScores() const;
+    /// Is it a role that writes a mask modifier's block classes?
+    bool classifiesMaskBlocks() const;
   }];
 }
 

@@ -86,12 +86,15 @@ def Tile_MaskModOp : Tile_Op<"mask_mod", [IsolatedFromAbove, Symbol]> {
     The body of a flash.attention `mask_mod` region, moved to the module so
     that every kernel of the attention (forward and backward) names it: a
     `#tile.attention` spec's `mask_mod` and each `tile.mask` refer to it by
-    symbol. Arguments: the query row q and the key row k (index); the body is
-    an index function (flashc/Dialect/Common/IndexFunction.h) yielding an i1,
-    true when key k is visible from query q.
+    symbol. Arguments: the batch b, the query head h, the query row q and the
+    key row k (index), then one tensor per operand the body reads (i32, read
+    by tensor.extract; a position outside reads 0); the body is an index
+    function (flashc/Dialect/Common/IndexFunction.h) yielding an i1, true
+    when key k is visible from query q. (flash-tile gives a two-index
+    flash.attention region unused b and h arguments.)
     ```mlir
     tile.mask_mod @attention_mask_mod_5f1c2a9e {
-    ^bb0(%q: index, %k: index):
+    ^bb0(%b: index, %h: index, %q: index, %k: index):
       %c = arith.cmpi sle, %k, %q : index
       tile.yield %c : i1
     }
@@ -288,17 +291,52 @@ def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>,
     (window_right >= 0 and j > p + window_right); else scores. Causal is
     window_left = -1, window_right = 0; offset = Sk - Sq (bottom-right).
     `transposed`: the tile is S^T (rows are keys): i = row0 + c, j = col0 + r.
-    `mod @m` (a tile.mask_mod) also hides key j from row i where @m(i, j) is
-    false.
+    `mod @m(%b, %h, %t...)` (a tile.mask_mod) also hides key j from row i
+    where @m(b, h, i, j, t...) is false: b and h the batch and query head of
+    the tile, %t the kernel's tensors the modifier reads (one per tensor
+    argument of @m).
   }];
   let arguments = (ins Tile_Tile:$scores, Index:$row0, Index:$col0, Index:$col_limit,
                        Index:$offset, I64Attr:$window_left, I64Attr:$window_right,
-                       UnitAttr:$transposed, OptionalAttr<FlatSymbolRefAttr>:$mask_mod);
+                       UnitAttr:$transposed, OptionalAttr<FlatSymbolRefAttr>:$mask_mod,
+                       Variadic<AnyType>:$mod_args);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $scores `rows` $row0 `cols` $col0 `limit` $col_limit `offset` $offset
-    `window` `[` $window_left `,` $window_right `]` (`mod` $mask_mod^)? (`transposed` $transposed^)? attr-dict
+    `window` `[` $window_left `,` $window_right `]`
+    (`mod` $mask_mod^ `(` $mod_args `:` type($mod_args) `)`)? (`transposed` $transposed^)? attr-dict
     `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]>,
+                                   DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one row of a mask modifier's 64 x 64 block classes";
+  let description = [{
+    Classifies the blocks of row %row of the (query, key) plane in 64 x 64
+    blocks (`transposed`: the plane's rows are keys, its columns queries)
+    under the mask modifier @m at batch %b, head %h, reading the tensors %t,
+    over Sq = %sq queries and Sk = %sk keys, and stores the row at
+    %table[%tb, %th, %row, :]:
+      [0], [1]  the first column block the modifier does not hide whole and
+                one past the last (0, 0 when it hides the whole row);
+      [2 + c]   column block c: 0 when the modifier hides every (query, key)
+                pair of the block, 2 when it shows every pair, 1 otherwise.
+    Only pairs with query < Sq and key < Sk count. A class of 1 is always
+    allowed (the kernels mask such a block elementwise): the CUDA kernel
+    classifies by interval arithmetic over the block, the CPU executor
+    exactly, and both are sound. The kernels that read the table
+    (`#tile.attention<..., mask_blocks = true>`) skip the blocks it hides and
+    mask only the others; their tile bodies mask every block, which is the
+    same result.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mask_mod, Variadic<AnyType>:$mod_args, Index:$queries,
+                       Index:$keys, Index:$row, Tile_Tensor:$table, Index:$table_batch,
+                       Index:$table_head, UnitAttr:$transposed);
+  let assemblyFormat = [{
+    $mask_mod `(` $mod_args `:` type($mod_args) `)` `queries` $queries `keys` $keys `row` $row
+    `into` $table `[` $table_batch `,` $table_head `]` (`transposed` $transposed^)? attr-dict `:` type($table)
   }];
   let hasVerifier = 1;
 }

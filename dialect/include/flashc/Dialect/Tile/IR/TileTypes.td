@@ -10,7 +10,8 @@ def Tile_TensorType : TypeDef<Tile_Dialect, "GlobalTensor"> {
   let summary = "a tensor in global memory (kernel argument)";
   let description = [{
     `!tile.tensor<?x16x?x128xbf16>`: rank 1 to 4, `?` for dimensions known at
-    launch time only, element type bf16, f16 or f32. Strided: the runtime
+    launch time only, element type bf16, f16, f32 or i32 (index data: a mask
+    modifier's operands, block-class tables). Strided: the runtime
     passes shape and element strides (flashc::TensorArg).
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape, "::mlir::Type":$elementType);
