@@ -697,7 +697,8 @@ def read(tensor, *positions):
 
 def _with_traced_tensors(fn, tracer):
     """fn with the integer tensors it reads from its globals and closure replaced by _TracedTensor (a Python
-    function; anything else is called as it is, reading through read())."""
+    function; anything else is called as it is, reading through read()). Tensors a nested function or helper reads
+    are not found (torch dispatches t[i] to a traced index only when t itself overrides torch functions): read()."""
     import types
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
@@ -719,7 +720,9 @@ def _with_traced_tensors(fn, tracer):
     if not replaced and closure == fn.__closure__:
         return fn
     new_globals = dict(globals_, **replaced) if replaced else globals_
-    return types.FunctionType(code, new_globals, fn.__name__, fn.__defaults__, closure)
+    traced = types.FunctionType(code, new_globals, fn.__name__, fn.__defaults__, closure)
+    traced.__kwdefaults__ = fn.__kwdefaults__
+    return traced
 
 
 def _positional_arity(fn):

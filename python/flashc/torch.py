@@ -196,11 +196,26 @@ def _use_ops(t):
 
 
 # ---------------------------------------------------------------- attention
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _as_kernel_tensor(i, t):
+    """A modifier's tensor as the kernels read it: int32, contiguous (a copy only where the caller's is not). Wider
+    integers are checked to fit (a wrapped id would join two documents silently); that check reads the tensor's
+    range back to the host: pass int32 to skip it."""
+    if t.dtype != torch.int32:
+        if t.numel():
+            lo, hi = int(t.min()), int(t.max())
+            if lo < _INT32_MIN or hi > _INT32_MAX:
+                raise InvalidArgumentError("mask_mod's tensor t%d holds values outside int32 (%d..%d): the kernels "
+                                           "read int32" % (i, lo, hi))
+        t = t.to(torch.int32)
+    return t.contiguous()
+
+
 def _mask_tensors(config, tensors):
-    """{mask_t0: ..., ...}: the tensors config's mask modifier reads, as the kernels read them (int32, on q's
-    device; a copy only where the caller's are not)."""
-    return {name: t if t.dtype == torch.int32 else t.to(torch.int32)
-            for name, t in zip(config.mask_tensor_names(), tensors)}
+    """{mask_t0: ..., ...}: the tensors config's mask modifier reads (already as the kernels read them)."""
+    return dict(zip(config.mask_tensor_names(), tensors))
 
 
 def _attention_forward(config, q, k, v, key_offset, mask_tensors=()):
@@ -237,8 +252,9 @@ def _attention_backward(config, key_offset, q, k, v, o, lse, do, mask_tensors=()
 
 
 def _attention_save(ctx, config, key_offset, saved, mask_tensors=()):
-    ctx.config, ctx.key_offset, ctx.mask_tensors = config, key_offset, mask_tensors
-    ctx.save_for_backward(*saved)
+    # The modifier's tensors are saved too: changed in place before the backward, autograd says so.
+    ctx.config, ctx.key_offset, ctx.mask_count = config, key_offset, len(mask_tensors)
+    ctx.save_for_backward(*saved, *mask_tensors)
     # No zero-filled gradient for an output the loss does not use (a kernel launch and an allocation a call).
     ctx.set_materialize_grads(False)
 
@@ -246,7 +262,9 @@ def _attention_save(ctx, config, key_offset, saved, mask_tensors=()):
 def _attention_grads(ctx, do):
     if do is None:  # o did not reach the loss
         return None, None, None
-    return _attention_backward(ctx.config, ctx.key_offset, *ctx.saved_tensors, do, ctx.mask_tensors)
+    saved = ctx.saved_tensors
+    n = len(saved) - ctx.mask_count
+    return _attention_backward(ctx.config, ctx.key_offset, *saved[:n], do, saved[n:])
 
 
 class _Attention(torch.autograd.Function):
@@ -303,7 +321,7 @@ def _mask_mod_program(mask_mod, q):
             raise InvalidArgumentError("mask_mod reads t%d with %d position(s), but it has rank %d" % (i, rank, t.dim()))
         if t.device != q.device:
             raise InvalidArgumentError("mask_mod reads a tensor on %s (t%d), but q is on %s" % (t.device, i, q.device))
-    return program.text, program.tensors
+    return program.text, tuple(_as_kernel_tensor(i, t) for i, t in enumerate(program.tensors))
 
 
 if hasattr(torch, "compiler") and hasattr(torch.compiler, "assume_constant_result"):

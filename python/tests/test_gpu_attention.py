@@ -51,7 +51,8 @@ def run_flashc(config, q, k, v, do, mask_mod=None):
     return o, lse, grads
 
 
-def run_reference(config, q, k, v, do, dtype, mask_mod):
+def run_reference(config, q, k, v, do, dtype, mask_mod=None):
+    mask_mod = config.mask_mod if mask_mod is None else mask_mod
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
     o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, window=config.window,
                                  softcap=config.softcap, dtype=dtype, mask_mod=mask_mod)
@@ -148,6 +149,17 @@ class AttentionGpuTest(unittest.TestCase):
             self.assertLess(float((o.double() - ref).abs().max()), 0.05)
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "reads 1 tensor\\(s\\) but has 0"):
             ft.attention(q, k, v, causal=True, enable_gqa=True, mask_mod=config.mask_mod)
+        wide = torch.arange(513, device="cuda") * (1 << 24)  # past int32: refused, not wrapped
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "outside int32"):
+            ft.attention(q, k, v, causal=True, enable_gqa=True, mask_mod=lambda b, h, q_idx, kv_idx:
+                         wide[q_idx] == wide[kv_idx])
+        # The ids changed in place between the forward and the backward: autograd says so.
+        ids = (torch.arange(513, device="cuda") // 50).to(torch.int32)
+        o = ft.attention(q, k, v, causal=True, enable_gqa=True, mask_mod=lambda b, h, q_idx, kv_idx:
+                         ids[q_idx] == ids[kv_idx])
+        ids.add_(1)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            o.sum().backward()
 
     def test_mask_modifier_as_function(self):
         """The FlexAttention spelling: mask_mod(b, h, q_idx, kv_idx) with torch.where, traced on every call; the

@@ -232,8 +232,13 @@ Status validateKernel(const KernelSpec &k) {
     if (Status s = checkExpr(c, "requires"); !s) return s;
   for (const auto &t : k.tensors)
     for (const auto &d : t.dims)
-      if (d.isExpression())
+      if (d.isExpression()) {
         if (Status s = checkExpr(d.expr, "dim"); !s) return s;
+        auto constant = d.expr.isConstant() ? d.expr.evaluate({}) : Result<int64_t>(int64_t(0));
+        if (!constant || *constant < 0)
+          return invalid(k.line, who + "tensor '" + t.name + "' has dim '" + d.expr.str() + "', which is " +
+                                     (constant ? "negative" : constant.error().message));
+      }
 
   // What is wrong whatever the arguments are -- a division by a constant
   // zero, a constant grid/shared below 0, a constant block below 1, a value

@@ -398,6 +398,9 @@ end
                            "  tensor t i32 out [cdiv(Z, 64)]\n  grid 1, 1, 1\n  block 1, 1, 1\nend\n"),
              "dim expression 'cdiv(Z, 64)' uses symbol 'Z' that no tensor dim or integer scalar binds",
              "an expression dim over an unbound symbol");
+  checkError(parseManifest("flashc-bundle 1\nsource kernels.cu\narch sm_90a\nkernel k\n  entry k\n"
+                           "  tensor t i32 out [-1]\n  grid 1, 1, 1\n  block 1, 1, 1\nend\n"),
+             "tensor 't' has dim '-1', which is negative", "a negative constant dim (an expression) is refused");
 }
 
 int main() {

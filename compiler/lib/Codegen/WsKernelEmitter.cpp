@@ -169,6 +169,12 @@ FailureOr<MaskArgs> maskArgs(tile::KernelOp kernel, tile::AttentionSpecAttr spec
              failure();
     args.tensors = flashc::indexFunctionLayout(maskMod.getBody()).tensorArgs;
   }
+  // The library walks a tensor-reading modifier's blocks from its table: a kernel without one cannot run.
+  if (args.tensors > 0 && !args.table)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << "'s mask modifier " << spec.getMaskMod()
+                              << " reads tensors, but its recipe takes no block-class table (#tile.attention<..., "
+                                 "mask_blocks = true>, filled by a kernel of role attention_mask_blocks)",
+           failure();
   return args;
 }
 
