@@ -457,3 +457,39 @@ func.func @shifted(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: ten
       : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, i32) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
   return %o, %lse, %o2, %lse2 : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }
+
+// -----
+
+// A mask modifier that reads a tensor (document ids): the tensor is an input of the
+// backward program without a gradient (after q, k, v); a kernel of role
+// attention_mask_blocks_transposed fills the table of its block classes with rows of
+// keys, which the dK/dV kernel (the warp-specialised one walks it) takes after the
+// tensor. The deterministic pair is never warp-specialised: no table.
+// CHECK-LABEL: tile.kernel @documents_attention_bwd_mask_blocks_keys(
+// CHECK-SAME: role = attention_mask_blocks_transposed
+// CHECK-LABEL: tile.kernel @documents_attention_bwd(
+// CHECK-SAME: %arg9: !tile.tensor<?xi32>, %arg10: !tile.tensor<1x1x?x?xi32>
+// CHECK-SAME: mask_blocks = true
+// CHECK-LABEL: func.func @documents_backward(
+// CHECK-SAME: %arg3: !tile.tensor<?xi32> {tile.dims = ["mask_t0_d0"], tile.name = "mask_t0"}
+// CHECK: %[[TABLE:.+]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks_keys"}
+// CHECK: tile.launch @documents_attention_bwd_mask_blocks_keys(%arg0, %arg1, %arg3, %[[TABLE]])
+// CHECK: tile.launch @documents_attention_bwd({{.*}}, %arg3, %[[TABLE]])
+// DET-LABEL: func.func @documents_backward(
+// DET-NOT: mask_blocks
+// DET: tile.launch @documents_attention_bwd_kv({{.*}}, %arg3)
+// DET: tile.launch @documents_attention_bwd_dq({{.*}}, %arg3)
+// DET-NOT: mask_blocks
+func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %doc: tensor<?xi32>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %x = arith.index_cast %a : i32 to index
+    %y = arith.index_cast %b : i32 to index
+    %same = arith.cmpi eq, %x, %y : index
+    flash.yield %same : i1
+  } : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}

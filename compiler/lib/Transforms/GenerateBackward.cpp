@@ -330,7 +330,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     Value delta = pb.alloc(GlobalTensorType::get(ctx, qShape.take_front(3), f32),
                            {{q, 0}, {q, 1}, {q, 2}}, "delta" + slot.suffix);
     std::string base = func.getSymName().str() + "_attention" + slot.suffix;
-    auto spec = [&](KernelRole role) { return attentionSpec(op, role); };
+    // (The deterministic pair is never warp-specialised: no block-class table for it to read.)
+    auto spec = [&](KernelRole role) { return attentionSpec(op, role, /*blockTable=*/!deterministic); };
     Location loc = op.getLoc();
     // auto: the tuning table's form, else the Sᵀ form where the target runs
     // it faster; the deterministic pair keeps the row form (its Sᵀ kernel has
@@ -344,28 +345,19 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     KernelRole mainRole =
         transposed ? KernelRole::AttentionBackwardTransposed : KernelRole::AttentionBackward;
     // The kernels that compute scores take the mask modifier's tensors (and,
-    // when it reads any, the table of its block classes: rows of keys for
-    // the kernels gridded over keys, of queries for the deterministic dQ)
-    // and the key offset after their own tensors.
+    // when it reads any, the table of its block classes, rows of keys: the
+    // warp-specialised backward walks it) and the key offset after their own
+    // tensors.
     SmallVector<Value> maskTensors;
     for (unsigned index : slot.maskTensors)
       maskTensors.push_back(pb.arg(index));
-    Value keyTable, queryTable;
-    if (maskModReadsTensors(op)) {
-      auto table = [&](bool transposed, StringRef what) -> FailureOr<Value> {
-        return pb.launchMaskBlocks(op, op.getLoc(), base + "_bwd_mask_blocks" + what.str(), q, k, maskTensors,
-                                   transposed, ("mask_blocks" + what + slot.suffix).str());
-      };
-      FailureOr<Value> t = table(/*transposed=*/true, "_keys");
+    Value keyTable;
+    if (maskModReadsTensors(op) && !deterministic) {
+      FailureOr<Value> t = pb.launchMaskBlocks(op, op.getLoc(), base + "_bwd_mask_blocks_keys", q, k, maskTensors,
+                                               /*transposed=*/true, "mask_blocks_keys" + slot.suffix);
       if (failed(t))
         return failure();
       keyTable = *t;
-      if (deterministic) {
-        t = table(/*transposed=*/false, "_queries");
-        if (failed(t))
-          return failure();
-        queryTable = *t;
-      }
     }
     auto masked = [&](SmallVector<Value> args, Value table) {
       args.append(maskTensors);
@@ -382,7 +374,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           succeeded(pb.launch(loc, base + "_bwd_kv", spec(kvRole),
                               masked({q, k, v, dOut, lse, delta, dK, dV}, keyTable))) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
-                              masked({q, k, v, dOut, lse, delta, dQ}, queryTable))));
+                              masked({q, k, v, dOut, lse, delta, dQ}, Value()))));
     // The runtime zero-fills dq_accum (scratch that kernels add into
     // atomically) before the first kernel.
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),

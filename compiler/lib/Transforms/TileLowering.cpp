@@ -56,7 +56,7 @@ FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
   return FlatSymbolRefAttr::get(op.getContext(), name);
 }
 
-AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -76,7 +76,7 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role) {
                                 /*keyOffset=*/static_cast<bool>(op.getKeyOffset()),
                                 // (pre- and postprocessing compute no scores: no modifier)
                                 noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
-                                /*maskBlocks=*/!noScores && !classifies && maskModReadsTensors(op));
+                                /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op));
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }

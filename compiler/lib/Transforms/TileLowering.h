@@ -71,8 +71,11 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
                                          const TargetDescription &target, FfnPlanChoice choice);
 
 /// The #tile.attention recipe of `op` for kernel `role`.
+/// `blockTable`: whether a kernel of a scoring role takes the block-class
+/// table of a modifier that reads tensors (false where no kernel can read it:
+/// the deterministic backward's, never warp-specialised).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
-                                            mlir::tile::KernelRole role);
+                                            mlir::tile::KernelRole role, bool blockTable = true);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
