@@ -184,10 +184,11 @@ Comparison compare(const std::string &what, const HostTensor &got, const Referen
 void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
                         const ReferenceTensor &v, const ReferenceTensor &dOut, ReferenceTensor &dq,
                         ReferenceTensor &dk, ReferenceTensor &dv,
-                        ArrayRef<const ReferenceTensor *> maskTensors) {
+                        ArrayRef<const ReferenceTensor *> maskTensors,
+                        ArrayRef<const ReferenceTensor *> scoreTensors) {
   ref::AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2],
                             k.shape[2], q.shape[3], v.shape[3]};
-  ref::AttentionParams params = flash::referenceParams(op, maskTensors);
+  ref::AttentionParams params = flash::referenceParams(op, maskTensors, scoreTensors);
   if (op.getKeyOffset())
     params.window = params.window.withKeyOffset(keyOffset);
   dq = ReferenceTensor(q.shape);
@@ -318,12 +319,16 @@ public:
       SmallVector<const ReferenceTensor *> maskTensors;
       for (Value tensor : attention.getMaskOperands())
         maskTensors.push_back(&refInputs[argIndex(tensor)]);
+      SmallVector<const ReferenceTensor *> scoreTensors;
+      for (Value tensor : attention.getScoreOperands())
+        scoreTensors.push_back(&refInputs[argIndex(tensor)]);
       (void)flash::referenceAttention(
           refInputs[argIndex(attention.getQuery())], refInputs[argIndex(attention.getKey())],
           refInputs[argIndex(attention.getValue())], attention.getScaleValue(),
           attention.getSoftcapValue(), attention.getMask(), lseRef,
           attention.getKeyOffset() ? std::optional<int64_t>(keyOffset) : std::nullopt,
-          attention.hasMaskMod() ? &attention.getMaskMod() : nullptr, maskTensors);
+          attention.hasMaskMod() ? &attention.getMaskMod() : nullptr, maskTensors,
+          attention.hasScoreMod() ? &attention.getScoreMod() : nullptr, scoreTensors);
       if (const HostTensor *lse = lseTensorFor(attention, fusedFunc, outputs, expected->size()))
         ok &= report(source, compare("forward lse" + suffix, *lse, lseRef));
     }
@@ -487,10 +492,13 @@ private:
         SmallVector<const ReferenceTensor *> maskTensors;
         for (Value tensor : attention.getMaskOperands())
           maskTensors.push_back(&refInputs[argIndex(tensor)]);
+        SmallVector<const ReferenceTensor *> scoreTensors;
+        for (Value tensor : attention.getScoreOperands())
+          scoreTensors.push_back(&refInputs[argIndex(tensor)]);
         attentionGradients(attention, refInputs[argIndex(attention.getQuery())],
                            refInputs[argIndex(attention.getKey())],
                            refInputs[argIndex(attention.getValue())], dOut, refs[0], refs[1],
-                           refs[2], maskTensors);
+                           refs[2], maskTensors, scoreTensors);
         names = {"d_q", "d_k", "d_v"};
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
@@ -511,8 +519,9 @@ private:
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
         auto attention = llvm::dyn_cast<flash::AttentionOp>(op);
         if (operand.getType().isSignlessInteger(32) ||
-            (attention && llvm::is_contained(attention.getMaskOperands(), operand)))
-          continue; // a key offset, a mask modifier's tensor: no gradient
+            (attention && (llvm::is_contained(attention.getMaskOperands(), operand) ||
+                           llvm::is_contained(attention.getScoreOperands(), operand))))
+          continue; // a key offset, a modifier's tensor: no gradient
         const HostTensor &like = inputs[argIndex(operand)];
         storage.push_back(poisoned(like.shape, like.kind));
         args.push_back(&storage.back());

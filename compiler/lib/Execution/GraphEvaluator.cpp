@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/GraphEvaluator.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
@@ -206,10 +207,14 @@ LogicalResult Evaluator::attention(AttentionOp op) {
   SmallVector<const ReferenceTensor *> tensors;
   for (Value tensor : op.getMaskOperands())
     tensors.push_back(&get(tensor));
+  SmallVector<const ReferenceTensor *> scoreTensors;
+  for (Value tensor : op.getScoreOperands())
+    scoreTensors.push_back(&get(tensor));
   ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
                                            op.getSoftcapValue(), op.getMask(),
                                            lse, keyOffset,
-                                           op.hasMaskMod() ? &op.getMaskMod() : nullptr, tensors);
+                                           op.hasMaskMod() ? &op.getMaskMod() : nullptr, tensors,
+                                           op.hasScoreMod() ? &op.getScoreMod() : nullptr, scoreTensors);
   values[op.getOutput()] = std::move(out);
   values[op.getLse()] = std::move(lse);
   return success();
@@ -327,10 +332,31 @@ maskModPredicate(Region *maskMod, ArrayRef<const ReferenceTensor *> tensors) {
   };
 }
 
-ref::AttentionParams referenceParams(AttentionOp op, ArrayRef<const ReferenceTensor *> maskTensors) {
+std::function<std::pair<double, double>(double, int64_t, int64_t, int64_t, int64_t)>
+scoreModFunction(Region *scoreMod, ArrayRef<const ReferenceTensor *> tensors) {
+  if (!scoreMod)
+    return {};
+  std::vector<const ReferenceTensor *> kept(tensors.begin(), tensors.end());
+  return [scoreMod, kept](double s, int64_t b, int64_t h, int64_t i, int64_t j) {
+    auto shape = [&](unsigned t) { return SmallVector<int64_t, 4>(kept[t]->shape.begin(), kept[t]->shape.end()); };
+    auto read = [&](unsigned t, ArrayRef<int64_t> position) -> double {
+      int64_t offset = 0;
+      for (auto [p, size] : llvm::zip(position, kept[t]->shape))
+        offset = offset * size + p;
+      return kept[t]->data[offset];
+    };
+    flashc::ScoreValue r = flashc::evaluateScore(*scoreMod, s, {b, h, i, j}, shape, read);
+    return std::make_pair(r.value, r.derivative);
+  };
+}
+
+ref::AttentionParams referenceParams(AttentionOp op, ArrayRef<const ReferenceTensor *> maskTensors,
+                                     ArrayRef<const ReferenceTensor *> scoreTensors) {
   ref::AttentionParams params{op.getScaleValue(), op.getSoftcapValue(), referenceWindow(op.getMask())};
   if (op.hasMaskMod())
     params.maskMod = maskModPredicate(&op.getMaskMod(), maskTensors);
+  if (op.hasScoreMod())
+    params.scoreMod = scoreModFunction(&op.getScoreMod(), scoreTensors);
   return params;
 }
 
@@ -345,7 +371,8 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    double softcap, MaskAttr mask,
                                    ReferenceTensor &lse,
                                    std::optional<int64_t> keyOffset, Region *maskMod,
-                                   ArrayRef<const ReferenceTensor *> maskTensors) {
+                                   ArrayRef<const ReferenceTensor *> maskTensors, Region *scoreMod,
+                                   ArrayRef<const ReferenceTensor *> scoreTensors) {
   ref::AttentionShape shape{query.shape[0], query.shape[1], key.shape[1],
                             query.shape[2], key.shape[2],   query.shape[3],
                             value.shape[3]};
@@ -354,6 +381,8 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
     params.window = params.window.withKeyOffset(*keyOffset);
   if (maskMod)
     params.maskMod = maskModPredicate(maskMod, maskTensors);
+  if (scoreMod)
+    params.scoreMod = scoreModFunction(scoreMod, scoreTensors);
   ReferenceTensor out({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim});
   lse = ReferenceTensor({shape.batch, shape.queryHeads, shape.querySeq});
   ref::attentionForward(shape, params, query.data.data(), key.data.data(),

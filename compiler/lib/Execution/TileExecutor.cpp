@@ -8,6 +8,7 @@
 #include "flashc/Compiler/TileExecutor.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/codec.h"
@@ -213,6 +214,19 @@ private:
         return t.ints[offset];
       };
       return flashc::evaluateIndexPredicate(body, {batch, head, q, k}, shape, read);
+    }
+    /// A score modifier's value and derivative at score s (in f32, as the kernels compute it: the
+    /// evaluator's double rounded).
+    flashc::ScoreValue score(Region &body, float s, int64_t q, int64_t k) const {
+      auto shape = [&](unsigned i) { return SmallVector<int64_t, 4>(tensors[i]->shape.begin(), tensors[i]->shape.end()); };
+      auto read = [&](unsigned i, ArrayRef<int64_t> position) -> double {
+        const HostTensor &t = *tensors[i];
+        int64_t offset = 0;
+        for (auto [p, size] : llvm::zip(position, t.shape))
+          offset = offset * size + p;
+        return t.kind == ElementKind::I32 ? double(t.ints[offset]) : double(t.data[offset]);
+      };
+      return flashc::evaluateScore(body, s, {batch, head, q, k}, shape, read);
     }
   };
 };
@@ -768,6 +782,39 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         out[0] = first < end ? static_cast<int32_t>(first) : 0;
         out[1] = first < end ? static_cast<int32_t>(end) : 0;
         return success();
+      })
+      .Case<ScoreOp, ScoreGradOp>([&](auto op) -> LogicalResult {
+        // tile.score: s -> @m(scale · s); tile.score_grad: g -> g · @m'(scale · raw).
+        constexpr bool kGrad = std::is_same_v<decltype(op), ScoreGradOp>;
+        auto scoreMod = SymbolTable::lookupNearestSymbolFrom<ScoreModOp>(op, op.getScoreModAttr());
+        if (!scoreMod)
+          return fail(op, "score modifier " + op.getScoreMod().str() + " not found");
+        TilePtr raw, grad;
+        if constexpr (kGrad) {
+          raw = tileOf(op.getRaw());
+          grad = tileOf(op.getGrad());
+        } else {
+          raw = tileOf(op.getScores());
+        }
+        TilePtr out = cloneTile(*raw);
+        float scale = op.getScale().convertToDouble();
+        int64_t row0 = intOf(op.getRow0()), col0 = intOf(op.getCol0()), queries = INT64_MAX;
+        if constexpr (!kGrad)
+          queries = intOf(op.getQueryLimit());
+        bool transposed = op.getTransposed();
+        ModifierTensors tensors(*this, op.getModArgs());
+        for (int64_t r = 0; r < out->rows; ++r)
+          for (int64_t c = 0; c < out->cols; ++c) {
+            int64_t i = transposed ? row0 + c : row0 + r, j = transposed ? col0 + r : col0 + c;
+            flashc::ScoreValue v = tensors.score(scoreMod.getBody(), scale * raw->at(r, c), i, j);
+            if constexpr (kGrad) {
+              float g = grad->at(r, c);
+              out->at(r, c) = g == 0.0f ? 0.0f : g * static_cast<float>(v.derivative);
+            } else {
+              out->at(r, c) = i >= queries ? kNegInf : static_cast<float>(v.value);
+            }
+          }
+        return setTile(out);
       })
       .Case<SoftcapOp>([&](SoftcapOp softcap) {
         float scale = softcap.getScale().convertToDouble(),

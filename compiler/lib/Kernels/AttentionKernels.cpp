@@ -22,6 +22,7 @@
 #include "flashc/Compiler/TilePadding.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -44,6 +45,17 @@ struct MaskGeometry {
   FlatSymbolRefAttr maskMod;
   /// The kernel's tensors the modifier reads (its arguments after the role's).
   SmallVector<Value> modTensors;
+  /// The recipe's score modifier (a tile.score_mod), if any, and the
+  /// kernel's tensors it reads (after the mask modifier's).
+  FlatSymbolRefAttr scoreMod;
+  SmallVector<Value> scoreTensors;
+
+  /// (batch, head, the score modifier's tensors): what tile.score passes.
+  SmallVector<Value> scoreArgs(Value batch, Value head) const {
+    SmallVector<Value> args = {batch, head};
+    args.append(scoreTensors);
+    return args;
+  }
 
   /// Key blocks [begin, end) that a query block starting at row0 can see.
   std::pair<Value, Value> keyBlocks(KernelBuilder &kb, Value row0) const {
@@ -146,16 +158,21 @@ struct AttentionKernel {
     Dvt = paddedTileWidth(Dv, elem, plan.strategy);
   }
 
-  /// The modifier's tensors: `count` arguments after the role's `first`.
-  unsigned modTensorsFirst = 0, modTensorsCount = 0;
+  /// The modifiers' tensors: `count` arguments after the role's `first`, the
+  /// mask modifier's then the score modifier's (`scoreTensorsCount`).
+  unsigned modTensorsFirst = 0, modTensorsCount = 0, scoreTensorsCount = 0;
 
   MaskGeometry geometry(Value q, Value k) {
     MaskGeometry g;
     g.left = spec.getWindowLeft();
     g.right = spec.getWindowRight();
     g.maskMod = spec.getMaskMod();
-    for (unsigned i = 0; i < modTensorsCount; ++i)
+    g.scoreMod = spec.getScoreMod();
+    unsigned maskTensorsCount = modTensorsCount - scoreTensorsCount;
+    for (unsigned i = 0; i < maskTensorsCount; ++i)
       g.modTensors.push_back(kb.arg(modTensorsFirst + i));
+    for (unsigned i = 0; i < scoreTensorsCount; ++i)
+      g.scoreTensors.push_back(kb.arg(modTensorsFirst + maskTensorsCount + i));
     g.blockM = Br;
     g.blockN = Bc;
     g.sq = kb.dim(q, 2, "seq_q");
@@ -181,33 +198,58 @@ struct AttentionKernel {
     return kb.matmul(qTile, kTile, kb.named("s", kb.fill(kb.regF32(Br, Bc), 0.0)), false, true);
   }
 
-  /// With a softcap the scale is applied inside the cap; the softmax ops then
-  /// use scale 1.
-  double softmaxScale() const { return softcap > 0 ? 1.0 : scale; }
+  /// With a softcap or a score modifier the scale is applied inside it; the
+  /// softmax ops then use scale 1.
+  double softmaxScale() const { return softcap > 0 || spec.getScoreMod() ? 1.0 : scale; }
 
-  /// Scores of block (row0, col0) ready for the softmax: raw, soft-capped
-  /// (cap · tanh(scale · s / cap)) when the recipe has a softcap, masked on
-  /// boundary blocks. `capped` receives the capped scores before masking
-  /// (null without softcap), which the backward needs.
-  Value softmaxInput(const MaskGeometry &g, Value qTile, Value kTile, Value row0, Value col0, Value batch,
-                     Value head, Value *capped = nullptr) {
-    Value s = scores(qTile, kTile);
+  /// Where a block's scores sit: its first query and key rows, the query
+  /// tile's batch and head, and whether the tile is Sᵀ (keys on the rows).
+  struct ScoreBlock {
+    Value row0, col0, batch, head;
+    bool transposed = false;
+  };
+
+  /// The scores of a block as the softmax sees them, before the mask:
+  /// soft-capped (cap · tanh(scale · s / cap)) or through the score modifier
+  /// (@m(scale · s, b, h, i, j)) when the recipe has one, else raw (the
+  /// softmax ops scale them). `kept` receives what the backward needs for
+  /// scoreGradient: the capped scores, or the raw ones under a modifier.
+  Value modifyScores(const MaskGeometry &g, Value s, const ScoreBlock &at, Value *kept) {
     if (softcap > 0) {
       s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
                                  kb.b.getF64FloatAttr(softcap));
-      if (capped)
-        *capped = s;
+      if (kept)
+        *kept = s;
+    } else if (g.scoreMod) {
+      if (kept)
+        *kept = s;
+      s = kb.b.create<ScoreOp>(kb.nameLoc("s_modified"), s.getType(), s, at.row0, at.col0, g.sq,
+                               kb.b.getF64FloatAttr(scale), g.scoreMod, g.scoreArgs(at.batch, at.head),
+                               at.transposed ? kb.b.getUnitAttr() : UnitAttr());
     }
+    return s;
+  }
+
+  /// Scores of block (row0, col0) ready for the softmax: modified
+  /// (modifyScores), masked on boundary blocks.
+  Value softmaxInput(const MaskGeometry &g, Value qTile, Value kTile, Value row0, Value col0, Value batch,
+                     Value head, Value *kept = nullptr) {
+    Value s = modifyScores(g, scores(qTile, kTile), {row0, col0, batch, head}, kept);
     return g.applyMask(kb, s, row0, col0, batch, head);
   }
 
-  /// dS of the raw scores, scaled: P∘(dP - D), back through the softcap when
-  /// there is one, times the softmax scale.
-  Value scoreGradient(Value p, Value dp, Value dRow, Value capped) {
+  /// dS of the raw scores, scaled: P∘(dP - D), back through the softcap or
+  /// the score modifier when there is one (`kept`: modifyScores'), times
+  /// the softmax scale.
+  Value scoreGradient(const MaskGeometry &g, Value p, Value dp, Value dRow, Value kept, const ScoreBlock &at) {
     Value ds = kb.b.create<SoftmaxGradOp>(kb.loc, p.getType(), p, dp, dRow);
     if (softcap > 0)
-      ds = kb.b.create<SoftcapGradOp>(kb.loc, ds.getType(), ds, capped,
+      ds = kb.b.create<SoftcapGradOp>(kb.loc, ds.getType(), ds, kept,
                                       kb.b.getF64FloatAttr(softcap));
+    else if (g.scoreMod)
+      ds = kb.b.create<ScoreGradOp>(kb.nameLoc("ds_modified"), ds.getType(), ds, kept, at.row0, at.col0,
+                                    kb.b.getF64FloatAttr(scale), g.scoreMod, g.scoreArgs(at.batch, at.head),
+                                    at.transposed ? kb.b.getUnitAttr() : UnitAttr());
     return kb.b.create<ScaleOp>(kb.loc, ds.getType(), ds, kb.b.getF64FloatAttr(scale));
   }
 
@@ -345,7 +387,7 @@ struct AttentionKernel {
       // dP = dO·Vᵀ, dS = P∘(dP - D), scaled once for dK and dQ
       Value dp = kb.matmul(doTile, kv.vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)),
                            false, true);
-      Value ds = scoreGradient(p, dp, dRow, capped);
+      Value ds = scoreGradient(g, p, dp, dRow, capped, {row0, kv.col0, kv.batch, h});
       Value dsShared =
           kb.named("ds_shared", kb.copyToShared(kb.named("ds16", kb.convert(ds, elem))));
       Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
@@ -375,11 +417,8 @@ struct AttentionKernel {
       Value s = kb.matmul(kv.kTile, qTile, kb.named("st", kb.fill(kb.regF32(Bc, Br), 0.0)), false,
                           true);
       Value capped;
-      if (softcap > 0) {
-        s = kb.b.create<SoftcapOp>(kb.loc, s.getType(), s, kb.b.getF64FloatAttr(scale),
-                                   kb.b.getF64FloatAttr(softcap));
-        capped = s;
-      }
+      ScoreBlock at{row0, kv.col0, kv.batch, h, /*transposed=*/true};
+      s = modifyScores(g, s, at, &capped);
       s = g.applyMask(kb, s, row0, kv.col0, kv.batch, h, /*transposed=*/true);
       Value p = kb.b.create<RecomputeProbsOp>(kb.nameLoc("p"), s.getType(), s, lseCol,
                                               kb.b.getF64FloatAttr(softmaxScale()));
@@ -388,7 +427,7 @@ struct AttentionKernel {
       // dPᵀ = V·dOᵀ; dSᵀ = Pᵀ∘(dPᵀ - D[col])
       Value dp = kb.matmul(kv.vTile, doTile, kb.named("dpt", kb.fill(kb.regF32(Bc, Br), 0.0)),
                            false, true);
-      Value ds = scoreGradient(p, dp, dCol, capped);
+      Value ds = scoreGradient(g, p, dp, dCol, capped, at);
       Value dsReg = kb.named("dst16", kb.convert(ds, elem));
       // dSᵀ to shared memory for dQ before dK's product, which may
       // then run (wgmma, asynchronously) while dQ reads it.
@@ -431,7 +470,7 @@ struct AttentionKernel {
                                                   kb.b.getF64FloatAttr(softmaxScale()));
           Value dp =
               kb.matmul(doTile, vTile, kb.named("dp", kb.fill(kb.regF32(Br, Bc), 0.0)), false, true);
-          Value ds = scoreGradient(p, dp, dRow, capped);
+          Value ds = scoreGradient(g, p, dp, dRow, capped, {row0, col0, b, h});
           return {kb.matmul(kb.named("ds16", kb.convert(ds, elem)), kTile, carried[0], false, false)};
         },
         {"k_block", "dq"});
@@ -506,10 +545,24 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
   int64_t modTensors = static_cast<int64_t>(tensorTypes.size()) - want - (readsTable ? 1 : 0);
-  bool modded = spec.getMaskMod() && (spec.computesScores() || classifies);
-  if (want < 0 || modTensors < 0 || (!modded && modTensors != 0)) {
+  bool scored = spec.getScoreMod() && spec.computesScores();
+  bool modded = (spec.getMaskMod() && (spec.computesScores() || classifies)) || scored;
+  // How many of them the score modifier reads (its tensor arguments): the rest are the mask modifier's.
+  int64_t scoreTensors = 0;
+  if (scored) {
+    Operation *scope = builder.getInsertionBlock() ? builder.getInsertionBlock()->getParentOp() : nullptr;
+    auto scoreMod = scope ? SymbolTable::lookupNearestSymbolFrom<ScoreModOp>(scope, spec.getScoreMod()) : nullptr;
+    if (!scoreMod) {
+      emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' names score modifier "
+                     << spec.getScoreMod() << ", which the module does not hold (tile.score_mod)";
+      return nullptr;
+    }
+    scoreTensors = static_cast<int64_t>(scoreMod.getBody().front().getNumArguments()) - 5;
+  }
+  if (want < 0 || modTensors < scoreTensors || (!modded && modTensors != 0) ||
+      (!spec.getMaskMod() && modTensors != scoreTensors)) {
     emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
-                   << " tensor arguments" << (modded ? " (then its mask modifier's tensors)" : "")
+                   << " tensor arguments" << (modded ? " (then its modifiers' tensors)" : "")
                    << (readsTable ? " and a block-class table" : "") << (keyOffset ? " and a key offset" : "")
                    << ", got " << argTypes.size() << " arguments";
     return nullptr;
@@ -526,12 +579,15 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
       return nullptr;
     }
   }
-  for (Type type : tensorTypes.drop_front(want)) {
+  for (auto [i, type] : llvm::enumerate(tensorTypes.drop_front(want))) {
     auto tensor = llvm::dyn_cast<GlobalTensorType>(type);
-    if (!tensor || !tensor.getElementType().isSignlessInteger(32) || (readsTable && type == tensorTypes.back() &&
-                                                                     tensor.getRank() != 4)) {
+    int64_t fromScore = static_cast<int64_t>(i) - (modTensors - scoreTensors);
+    bool scoreTensor = fromScore >= 0 && fromScore < scoreTensors;
+    bool fits = tensor && (tensor.getElementType().isSignlessInteger(32) ||
+                           (scoreTensor && tensor.getElementType().isF32()));
+    if (!fits || (readsTable && i + 1 == tensorTypes.size() - want && tensor.getRank() != 4)) {
       emitError(loc) << "attention kernels take a mask modifier's tensors and block-class table as i32 "
-                        "!tile.tensor arguments, got "
+                        "!tile.tensor arguments and a score modifier's as i32 or f32, got "
                      << type;
       return nullptr;
     }
@@ -564,6 +620,7 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   AttentionKernel kernel(kb, spec, plan);
   kernel.modTensorsFirst = static_cast<unsigned>(classifies ? 2 : want);
   kernel.modTensorsCount = static_cast<unsigned>(modTensors);
+  kernel.scoreTensorsCount = static_cast<unsigned>(scoreTensors);
   switch (role) {
   case KernelRole::AttentionForward:
     kernel.forward();

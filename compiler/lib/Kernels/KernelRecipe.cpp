@@ -32,6 +32,8 @@ struct ArgRule {
   bool scalarI32 = false;
   /// An i32 tensor (a mask modifier's tensor, a block-class table).
   bool i32 = false;
+  /// An i32 or f32 tensor (a score modifier's tensor).
+  bool i32OrF32 = false;
 };
 
 ArgRule tensor4(const char *name, int64_t lastDim, bool f32 = false) {
@@ -52,10 +54,13 @@ SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t argCount) {
   bool offset = spec.takesKeyOffset();
   SmallVector<ArgRule> rules = attentionTensorRules(spec);
   bool classifies = spec.classifiesMaskBlocks();
-  if (spec.getMaskMod() && (spec.computesScores() || classifies)) {
+  bool scored = spec.getScoreMod() && spec.computesScores();
+  if ((spec.getMaskMod() || scored) && (spec.computesScores() || classifies)) {
     size_t tail = (spec.getMaskBlocks() || classifies ? 1 : 0) + (offset ? 1 : 0);
+    // (the mask modifier's tensors, then the score modifier's: tile.mask and tile.score check them)
     for (size_t i = rules.size() + tail; i < argCount; ++i)
-      rules.push_back({"mask tensor", 1, 4, false, false, 0, false, /*i32=*/true});
+      rules.push_back({scored ? "modifier tensor" : "mask tensor", 1, 4, false, false, 0, false, /*i32=*/!scored,
+                       /*i32OrF32=*/scored});
     if (spec.getMaskBlocks() || classifies)
       rules.push_back({"mask_blocks", 4, 4, false, false, 0, false, /*i32=*/true});
   }
@@ -156,7 +161,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
     return AttentionSpecAttr::verify(emitError, a.getRole(), a.getHeadDim(), a.getValueDim(),
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
-                                     a.getMaskMod(), a.getMaskBlocks());
+                                     a.getMaskMod(), a.getMaskBlocks(), a.getScoreMod());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),
@@ -215,7 +220,10 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
     Type want = rule.i32 ? IntegerType::get(spec.getContext(), 32)
                 : rule.f32 ? Float32Type::get(spec.getContext())
                            : element;
-    if (!rule.anyElement && tensor.getElementType() != want)
+    if (rule.i32OrF32) {
+      if (!tensor.getElementType().isSignlessInteger(32) && !tensor.getElementType().isF32())
+        return describe() << "must have element type i32 or f32, got " << tensor;
+    } else if (!rule.anyElement && tensor.getElementType() != want)
       return describe() << "must have element type " << want << ", got " << tensor;
     int64_t last = tensor.getShape().back();
     if (rule.lastDim && last != rule.lastDim)

@@ -234,6 +234,9 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       for (Value tensor : attention.getMaskOperands())
         maskTensors.push_back(mapped[tensor]);
       args.append(maskTensors);
+      // A score modifier's tensors after them.
+      for (Value tensor : attention.getScoreOperands())
+        args.push_back(mapped[tensor]);
       if (maskModReadsTensors(attention)) {
         FailureOr<Value> table =
             pb.launchMaskBlocks(attention, attention.getLoc(), kernelName + "_mask_blocks", q, k, maskTensors,

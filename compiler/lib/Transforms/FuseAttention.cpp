@@ -220,6 +220,7 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
   auto attention = rewriter.create<AttentionOp>(
       loc, TypeRange{outputType, lseType}, match.query, key, match.value, /*key_offset=*/Value(),
       /*mask_operands=*/match.maskOp ? ValueRange(match.maskOp.getMaskOperands()) : ValueRange(),
+      /*score_operands=*/ValueRange(),
       rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
       rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
   if (match.maskOp && match.maskOp.hasMaskMod()) {

@@ -47,6 +47,7 @@ struct OpSlots {
   SmallVector<unsigned> grads;  // one per input
   int keyOffset = -1;           // attention: the run-time key offset (a scalar), if any
   SmallVector<unsigned, 2> maskTensors; // attention: the tensors its mask modifier reads
+  SmallVector<unsigned, 2> scoreTensors; // attention: the tensors its score modifier reads
 };
 
 struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
@@ -234,6 +235,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
             return failure();
           slot.maskTensors.push_back(*index);
         }
+      // A score modifier's tensors: inputs without a gradient, after the mask's.
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
+        for (Value tensor : attention.getScoreOperands()) {
+          auto index = add(tensor, "");
+          if (failed(index))
+            return failure();
+          slot.scoreTensors.push_back(*index);
+        }
       Value primal;
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
         auto out = add(attention.getOutput(), ""), lse = add(attention.getLse(), "");
@@ -361,6 +370,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     auto masked = [&](SmallVector<Value> args, Value table) {
       args.append(maskTensors);
+      for (unsigned index : slot.scoreTensors)
+        args.push_back(pb.arg(index));
       if (table)
         args.push_back(table);
       if (slot.keyOffset >= 0)

@@ -4,6 +4,7 @@
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
@@ -24,29 +25,33 @@ bool hasFusedOps(func::FuncOp func) {
   return found;
 }
 
-FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
-  if (!op.hasMaskMod())
-    return {};
-  // Named by the body's content: the same modifier gets the same symbol from
-  // every kernel of the attention and from the op's clones.
+namespace {
+/// The module's symbol holding a copy of modifier region `region` as a
+/// `ModifierOp` (tile.mask_mod, tile.score_mod), made on first use. Named by
+/// the body's content: the same modifier gets the same symbol from every
+/// kernel of the attention and from the op's clones. A region without batch
+/// and head gets unused ones at `indexArg` (tile modifiers always take them).
+template <class ModifierOp>
+FlatSymbolRefAttr modifierSymbol(flash::AttentionOp op, Region &region, StringRef prefix, bool hasBatchAndHead,
+                                 unsigned indexArg) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  for (Operation &inner : op.getMaskMod().front())
+  for (BlockArgument arg : region.front().getArguments())
+    os << arg.getType() << ";";
+  for (Operation &inner : region.front())
     inner.print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
-  std::string name = llvm::formatv("mask_mod_{0:x-}", llvm::xxh3_64bits(text)).str();
+  std::string name = llvm::formatv("{0}_{1:x-}", prefix, llvm::xxh3_64bits(text)).str();
   auto module = op->getParentOfType<ModuleOp>();
   if (!SymbolTable::lookupSymbolIn(module, name)) {
     OpBuilder b(op.getContext());
     b.setInsertionPointToEnd(module.getBody());
-    auto maskMod = b.create<MaskModOp>(op.getLoc(), name);
+    auto modifier = b.create<ModifierOp>(op.getLoc(), name);
     IRMapping mapping;
-    op.getMaskMod().cloneInto(&maskMod.getBody(), mapping);
-    // tile.mask_mod always takes (b, h, q, k, tensors...): a (q, k) region
-    // gets batch and head arguments it does not read.
-    Block &body = maskMod.getBody().front();
-    if (!flashc::indexFunctionLayout(maskMod.getBody()).hasBatchAndHead()) {
-      body.insertArgument(0u, b.getIndexType(), op.getLoc());
-      body.insertArgument(0u, b.getIndexType(), op.getLoc());
+    region.cloneInto(&modifier.getBody(), mapping);
+    Block &body = modifier.getBody().front();
+    if (!hasBatchAndHead) {
+      body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
+      body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
     }
     Operation *yield = body.getTerminator();
     b.setInsertionPoint(yield);
@@ -54,6 +59,21 @@ FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
     yield->erase();
   }
   return FlatSymbolRefAttr::get(op.getContext(), name);
+}
+} // namespace
+
+FlatSymbolRefAttr maskModSymbol(flash::AttentionOp op) {
+  if (!op.hasMaskMod())
+    return {};
+  return modifierSymbol<MaskModOp>(op, op.getMaskMod(), "mask_mod",
+                                   flashc::indexFunctionLayout(op.getMaskMod()).hasBatchAndHead(), 0);
+}
+
+FlatSymbolRefAttr scoreModSymbol(flash::AttentionOp op) {
+  if (!op.hasScoreMod())
+    return {};
+  return modifierSymbol<ScoreModOp>(op, op.getScoreMod(), "score_mod",
+                                    flashc::scoreFunctionLayout(op.getScoreMod()).hasBatchAndHead(), 1);
 }
 
 AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable) {
@@ -76,7 +96,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*keyOffset=*/static_cast<bool>(op.getKeyOffset()),
                                 // (pre- and postprocessing compute no scores: no modifier)
                                 noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
-                                /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op));
+                                /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
+                                noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op));
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }
@@ -192,6 +213,14 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       // (a read outside a tensor's shape gives 0: no size must match).
       for (auto [i, tensor] : llvm::enumerate(attention.getMaskOperands())) {
         std::string name = "mask_t" + std::to_string(i) + sfx;
+        SmallVector<std::string> symbols;
+        for (int64_t d = 0; d < llvm::cast<RankedTensorType>(tensor.getType()).getRank(); ++d)
+          symbols.push_back(name + "_d" + std::to_string(d));
+        label(tensor, name, symbols);
+      }
+      // A score modifier's tensors: score_t0, ... (the same rule).
+      for (auto [i, tensor] : llvm::enumerate(attention.getScoreOperands())) {
+        std::string name = "score_t" + std::to_string(i) + sfx;
         SmallVector<std::string> symbols;
         for (int64_t d = 0; d < llvm::cast<RankedTensorType>(tensor.getType()).getRank(); ++d)
           symbols.push_back(name + "_d" + std::to_string(d));

@@ -29,6 +29,10 @@ bool hasFusedOps(mlir::func::FuncOp func);
 /// op's clones share it); null when `op` has none.
 mlir::FlatSymbolRefAttr maskModSymbol(mlir::flash::AttentionOp op);
 
+/// The module's tile.score_mod holding `op`'s score_mod region (the same
+/// rules); null when `op` has none.
+mlir::FlatSymbolRefAttr scoreModSymbol(mlir::flash::AttentionOp op);
+
 /// Does `op`'s mask modifier read tensors (its operands)? Then its kernels
 /// take the table of the modifier's 64 x 64 block classes, which a kernel of
 /// role attention_mask_blocks(_transposed) writes before them.

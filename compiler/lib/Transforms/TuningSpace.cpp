@@ -71,6 +71,8 @@ std::string maskClass(AttentionSpecAttr attention) {
     mask += "+softcap";
   if (attention.getMaskMod()) // (its own entries: the modifier's mask and classification cost more)
     mask += "+mod";
+  if (attention.getScoreMod()) // (a function of every score: its own entries too)
+    mask += "+score";
   return mask;
 }
 
@@ -83,7 +85,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getMaskBlocks() && role != KernelRole::AttentionBackwardPreprocess &&
                                     role != KernelRole::AttentionBackwardPostprocess &&
                                     role != KernelRole::AttentionMaskBlocks &&
-                                    role != KernelRole::AttentionMaskBlocksTransposed);
+                                    role != KernelRole::AttentionMaskBlocksTransposed,
+                                attention.getScoreMod());
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

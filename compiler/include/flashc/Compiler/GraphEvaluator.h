@@ -63,7 +63,9 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
                                    ReferenceTensor &lse,
                                    std::optional<int64_t> keyOffset = std::nullopt,
                                    mlir::Region *maskMod = nullptr,
-                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {});
+                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {},
+                                   mlir::Region *scoreMod = nullptr,
+                                   llvm::ArrayRef<const ReferenceTensor *> scoreTensors = {});
 
 /// A mask_mod region as the reference library's predicate (b, h, i, j),
 /// reading `tensors` (kept by pointer: they must outlive the predicate).
@@ -74,7 +76,13 @@ maskModPredicate(mlir::Region *maskMod, llvm::ArrayRef<const ReferenceTensor *> 
 /// window, its mask_mod evaluated by flashc::evaluateIndexPredicate on
 /// `maskTensors`, the values of its mask operands).
 flashc::reference::AttentionParams referenceParams(AttentionOp op,
-                                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {});
+                                                   llvm::ArrayRef<const ReferenceTensor *> maskTensors = {},
+                                                   llvm::ArrayRef<const ReferenceTensor *> scoreTensors = {});
+
+/// A score_mod region as the reference library's score function (s, b, h, i,
+/// j) -> (value, d value / ds), reading `tensors` (kept by pointer).
+std::function<std::pair<double, double>(double, int64_t, int64_t, int64_t, int64_t)>
+scoreModFunction(mlir::Region *scoreMod, llvm::ArrayRef<const ReferenceTensor *> tensors);
 
 } // namespace mlir::flash
 

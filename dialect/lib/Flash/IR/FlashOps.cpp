@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -309,6 +310,22 @@ LogicalResult AttentionOp::verify() {
   } else if (!getMaskOperands().empty()) {
     return emitOpError() << "has mask_mod operands but no mask_mod region";
   }
+  if (hasScoreMod()) {
+    if (getKeyOffset())
+      return emitOpError() << "score_mod is not combined with key_offset (the modifier sees row indices, not key "
+                              "positions)";
+    if (hasSoftcap())
+      return emitOpError() << "score_mod is not combined with softcap (write the cap in the region: "
+                              "cap · tanh(s / cap))";
+    if (failed(flashc::verifyScoreFunction(op, getScoreMod(), getScoreOperands().getTypes(), "score_mod")))
+      return failure();
+  } else if (!getScoreOperands().empty()) {
+    return emitOpError() << "has score_mod operands but no score_mod region";
+  }
+  // The kernels hand the modifiers' tensors to the device library in one environment of four.
+  if (getMaskOperands().size() > 4 || getScoreOperands().size() > 4)
+    return emitOpError() << "reads " << getMaskOperands().size() << " mask_mod and " << getScoreOperands().size()
+                         << " score_mod tensors: at most 4 each";
   return success();
 }
 

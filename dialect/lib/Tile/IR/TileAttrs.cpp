@@ -93,7 +93,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         KernelRole role, int64_t headDim, int64_t valueDim,
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
-                                        FlatSymbolRefAttr maskMod, bool maskBlocks) {
+                                        FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -103,6 +103,11 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
   if (maskBlocks && (!maskMod || classifies || role == KernelRole::AttentionBackwardPreprocess ||
                      role == KernelRole::AttentionBackwardPostprocess))
     return emitError() << "#tile.attention mask_blocks needs a mask_mod and a role that computes scores";
+  if (scoreMod && (classifies || role == KernelRole::AttentionBackwardPreprocess ||
+                   role == KernelRole::AttentionBackwardPostprocess))
+    return emitError() << "#tile.attention score_mod needs a role that computes scores";
+  if (scoreMod && softcap.getValueAsDouble() != 0)
+    return emitError() << "#tile.attention score_mod is not combined with a softcap";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},
                            {"value_dim", valueDim}})
     if (dim < 1 || dim > limits::kMaxHeadDim)

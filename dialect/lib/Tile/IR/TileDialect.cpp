@@ -3,6 +3,7 @@
 #include "flashc/Dialect/Tile/IR/TileLimits.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -1,6 +1,7 @@
 //===- TileOps.cpp - tile op verifiers and custom syntax -------------------===//
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 #include "flashc/Dialect/Tile/IR/TileLimits.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -460,6 +461,66 @@ LogicalResult MaskModOp::verify() {
     return emitOpError() << "the mask modifier's body takes four indices (batch, head, query, key), then its "
                             "tensors";
   return success();
+}
+
+// The arguments a use of score modifier @sym passes: (batch, head), then one
+// !tile.tensor per tensor argument of @sym (its rank and element type).
+static LogicalResult verifyScoreModUse(Operation *op, FlatSymbolRefAttr sym, ValueRange args,
+                                       SymbolTableCollection &symbolTable) {
+  auto scoreMod = symbolTable.lookupNearestSymbolFrom<ScoreModOp>(op, sym);
+  if (!scoreMod)
+    return op->emitOpError() << "mod " << sym << " does not name a tile.score_mod of the module";
+  Block &body = scoreMod.getBody().front();
+  unsigned tensors = body.getNumArguments() - 5;
+  if (args.size() != 2 + tensors || !args[0].getType().isIndex() || !args[1].getType().isIndex())
+    return op->emitOpError() << "mod " << sym << " takes (batch, head" << (tensors ? ", " : "")
+                             << (tensors ? std::to_string(tensors) + " tensor(s)" : std::string()) << "), got "
+                             << args.size() << " argument(s)";
+  for (unsigned i = 0; i < tensors; ++i) {
+    auto want = llvm::cast<RankedTensorType>(body.getArgument(5 + i).getType());
+    auto got = llvm::dyn_cast<GlobalTensorType>(args[2 + i].getType());
+    bool fits = got && got.getElementType() == want.getElementType() && got.getRank() == want.getRank();
+    for (int64_t d = 0; fits && d < want.getRank(); ++d)
+      fits = ShapedType::isDynamic(want.getDimSize(d)) || want.getDimSize(d) == got.getShape()[d];
+    if (!fits)
+      return op->emitOpError() << "mod " << sym << " tensor " << i << " must be a !tile.tensor like " << want
+                               << ", got " << args[2 + i].getType();
+  }
+  return success();
+}
+
+LogicalResult ScoreModOp::verify() {
+  SmallVector<Type> tensors;
+  if (!getBody().empty())
+    for (BlockArgument arg : getBody().front().getArguments().drop_front())
+      if (!arg.getType().isIndex())
+        tensors.push_back(arg.getType());
+  if (failed(flashc::verifyScoreFunction(*this, getBody(), tensors, "the score modifier's body")))
+    return failure();
+  if (!flashc::scoreFunctionLayout(getBody()).hasBatchAndHead())
+    return emitOpError() << "the score modifier's body takes the score, four indices (batch, head, query, key), "
+                            "then its tensors";
+  return success();
+}
+
+LogicalResult ScoreOp::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
+  return expectRegisterF32Tile(*this, getType(), "scores");
+}
+
+LogicalResult ScoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyScoreModUse(*this, getScoreModAttr(), getModArgs(), symbolTable);
+}
+
+LogicalResult ScoreGradOp::verify() {
+  if (failed(expectBoundedScale(*this, "scale", getScale())))
+    return failure();
+  return expectRegisterF32Tile(*this, getType(), "gradient");
+}
+
+LogicalResult ScoreGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyScoreModUse(*this, getScoreModAttr(), getModArgs(), symbolTable);
 }
 
 LogicalResult SoftcapOp::verify() {

@@ -2,7 +2,8 @@
 //
 // The reference meaning of flash.attention, materialised softmax, float64:
 //
-//   s_ij  = scale · q_i·k_j, then softcap · tanh(s_ij / softcap) when softcap > 0
+//   s_ij  = scale · q_i·k_j, then softcap · tanh(s_ij / softcap) when softcap > 0, then a score modifier's
+//           f(s_ij, b, h, i, j) when there is one
 //   s_ij  = -inf where the window hides key j from query i
 //   lse_i = log Σ_j exp(s_ij)          (-inf for a row that sees no key)
 //   o_i   = Σ_j exp(s_ij - lse_i) v_j  (0 for a row that sees no key)
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace flashc::reference {
@@ -61,6 +63,9 @@ struct AttentionParams {
   /// A mask modifier (flash.attention's mask_mod): key j is also hidden from
   /// query row i of batch b, query head h where it returns false. Empty: none.
   std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> maskMod;
+  /// A score modifier (flash.attention's score_mod): the scaled score s of
+  /// (b, h, i, j) becomes .first, with d(.first)/ds = .second. Empty: none.
+  std::function<std::pair<double, double>(double s, int64_t b, int64_t h, int64_t i, int64_t j)> scoreMod;
 };
 
 namespace detail {
@@ -87,6 +92,16 @@ inline double attentionRow(const AttentionShape &s, const AttentionParams &param
       double t = std::tanh(score / params.softcap);
       score = params.softcap * t;
       chain[j] = params.scale * (1.0 - t * t);
+    }
+    if (params.scoreMod) {
+      auto [modified, derivative] = params.scoreMod(score, b, h, i, j);
+      score = modified;
+      chain[j] *= derivative;
+      if (score == kNegInf) { // a score the modifier hides: no gradient flows through it
+        p[j] = kNegInf;
+        chain[j] = 0.0;
+        continue;
+      }
     }
     p[j] = score;
     rowMax = std::max(rowMax, score);

@@ -17,7 +17,8 @@ def Flash_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   // mask_mod regions are written in arith.
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
   let extraClassDeclaration = [{
     // Defined in FlashAttrs.cpp, where the attribute storage types are complete.
     void registerAttributes();

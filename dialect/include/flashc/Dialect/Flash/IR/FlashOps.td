@@ -12,6 +12,9 @@ def Flash_F32Tensor : RankedTensorOf<[F32]>;
 // An extra operand a mask modifier reads (a per-token document id, a per-head
 // table): i32 of rank 1 to 4.
 def Flash_MaskOperand : RankedTensorOf<[I32]>;
+// An extra operand a score modifier reads (per-head slopes, a bias table): f32
+// or i32 of rank 1 to 4.
+def Flash_ScoreOperand : RankedTensorOf<[F32, I32]>;
 
 class Flash_Op<string mnemonic, list<Trait> traits = []>
     : Op<Flash_Dialect, mnemonic, !listconcat(traits, [Pure])>;
@@ -256,6 +259,29 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     before each attention kernel classifies every 64 x 64 block from the
     tensors' values (no mask is built on the host, nothing is recompiled
     when the values change).
+
+    `score_mod` (optional, after `mask_mod`) rewrites each score before the
+    mask and the softmax, FlexAttention's score_mod: a region of the score s
+    (f32, scale · q·k), then (q, k) or (b, h, q, k) and one tensor argument per
+    operand (f32 or i32), yielding the f32 the softmax sees
+    (ScoreFunction.h: f32 arith and math.tanh / exp / log / sqrt / absf, the
+    index ops of a mask modifier, arith.sitofp of an index). The backward
+    differentiates the region with respect to s. ALiBi, `slopes` holding a
+    slope per query head:
+    ```mlir
+    ... score_mod(%slopes) {
+    ^bb0(%s: f32, %b: index, %h: index, %q: index, %k: index, %m: tensor<32xf32>):
+      %slope = tensor.extract %m[%h] : tensor<32xf32>
+      %d = arith.subi %k, %q : index
+      %d64 = arith.index_cast %d : index to i64
+      %df = arith.sitofp %d64 : i64 to f32
+      %bias = arith.mulf %slope, %df : f32
+      %r = arith.addf %s, %bias : f32
+      flash.yield %r : f32
+    } : (..., tensor<32xf32>) -> ...
+    ```
+    Not combined with `softcap` (write the cap in the region) nor with
+    `key_offset`.
   }];
   let arguments = (ins
     Flash_FloatTensor:$query,
@@ -263,16 +289,18 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     Flash_FloatTensor:$value,
     Optional<I32>:$key_offset,
     Variadic<Flash_MaskOperand>:$mask_operands,
+    Variadic<Flash_ScoreOperand>:$score_operands,
     F32Attr:$scale,
     Flash_MaskAttr:$mask,
     DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
     I64Attr:$num_kv_heads);
   let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
-  let regions = (region AnyRegion:$mask_mod);
+  let regions = (region AnyRegion:$mask_mod, AnyRegion:$score_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_offset` `=` $key_offset^)? `scale` `=` $scale `mask` `=` qualified($mask)
     (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads
     (`mask_mod` (`(` $mask_operands^ `)`)? $mask_mod^)?
+    (`score_mod` (`(` $score_operands^ `)`)? $score_mod^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -289,13 +317,15 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
     int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
     bool hasMaskMod() { return !getMaskMod().empty(); }
+    bool hasScoreMod() { return !getScoreMod().empty(); }
   }];
 }
 
 def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, ParentOneOf<["AttentionOp", "MaskOp"]>, Terminator, ReturnLike]> {
-  let summary = "the value of a mask modifier region (flash.attention's mask_mod, flash.mask's mod; i1: the key is visible)";
-  let arguments = (ins I1:$visible);
-  let assemblyFormat = "$visible attr-dict `:` type($visible)";
+  let summary = "the value of a modifier region: a mask modifier's i1 (flash.attention's mask_mod, flash.mask's "
+                "mod; true: the key is visible) or a score modifier's f32 (flash.attention's score_mod)";
+  let arguments = (ins AnyTypeOf<[I1, F32]>:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 def Flash_FfnOp : Flash_Op<"ffn", [AttrSizedOperandSegments]> {

@@ -192,6 +192,10 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     attention_mask_blocks_transposed (rows: key blocks) write such a table:
     arguments q, k, the modifier's tensors, the table
     [B or 1, Hq or 1, ceil(rows / 64), ceil(columns / 64) + 2] (i32).
+    score_mod = @f (a tile.score_mod, not with a softcap): each score s
+    becomes @f(scale · s, b, h, i, j, t...) before the mask; the kernels that
+    compute scores take the tensors @f reads after the mask modifier's (and
+    before the table).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -201,7 +205,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     "::mlir::TypeAttr":$element_type,
     DefaultValuedParameter<"bool", "false">:$key_offset,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod,
-    DefaultValuedParameter<"bool", "false">:$mask_blocks);
+    DefaultValuedParameter<"bool", "false">:$mask_blocks,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.

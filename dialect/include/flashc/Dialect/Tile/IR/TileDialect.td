@@ -21,7 +21,8 @@ def Tile_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::func::FuncDialect", "::mlir::tensor::TensorDialect"];
+                           "::mlir::func::FuncDialect", "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // FLASHC_DIALECT_TILE_IR_TILEDIALECT_TD

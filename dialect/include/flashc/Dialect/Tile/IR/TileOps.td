@@ -106,10 +106,35 @@ def Tile_MaskModOp : Tile_Op<"mask_mod", [IsolatedFromAbove, Symbol]> {
   let hasVerifier = 1;
 }
 
-def Tile_YieldOp : Tile_Op<"yield", [Pure, HasParent<"MaskModOp">, Terminator, ReturnLike]> {
-  let summary = "the value of a tile.mask_mod (i1: the key is visible)";
-  let arguments = (ins I1:$visible);
-  let assemblyFormat = "$visible attr-dict `:` type($visible)";
+def Tile_ScoreModOp : Tile_Op<"score_mod", [IsolatedFromAbove, Symbol]> {
+  let summary = "a score modifier: the score the softmax sees, as an f32 function of the score";
+  let description = [{
+    The body of a flash.attention `score_mod` region, moved to the module
+    like a tile.mask_mod: a `#tile.attention` spec's `score_mod`, each
+    `tile.score` and `tile.score_grad` name it. Arguments: the scaled score s
+    (f32), the batch b, the query head h, the query row q and the key row k
+    (index), then one tensor per operand the body reads (f32 or i32); the
+    body is a score function (flashc/Dialect/Common/ScoreFunction.h)
+    yielding the f32 the softmax sees. (flash-tile gives a two-index region
+    unused b and h arguments.)
+    ```mlir
+    tile.score_mod @score_mod_9a0b {
+    ^bb0(%s: f32, %b: index, %h: index, %q: index, %k: index, %slopes: tensor<8xf32>):
+      ...
+      tile.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, ParentOneOf<["MaskModOp", "ScoreModOp"]>, Terminator, ReturnLike]> {
+  let summary = "the value of a tile.mask_mod (i1: the key is visible) or a tile.score_mod (f32: the score)";
+  let arguments = (ins AnyTypeOf<[I1, F32]>:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
@@ -337,6 +362,47 @@ def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]
   let assemblyFormat = [{
     $mask_mod `(` $mod_args `:` type($mod_args) `)` `queries` $queries `keys` $keys `row` $row
     `into` $table `[` $table_batch `,` $table_head `]` (`transposed` $transposed^)? attr-dict `:` type($table)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ScoreOp : Tile_Op<"score", [Pure, AllTypesMatch<["scores", "result"]>,
+                                     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "result = @m(scale · scores, b, h, i, j, t...): a score modifier on each score";
+  let description = [{
+    i = row0 + r (the query row), j = col0 + c (the key row); `transposed`:
+    the tile is S^T (rows are keys), i = row0 + c, j = col0 + r. `mod
+    @m(%b, %h, %t...)` names the tile.score_mod with the tile's batch and
+    query head and the kernel's tensors it reads. The scale is applied here,
+    so the softmax ops that follow use scale 1. Runs before the mask.
+    Query rows i >= query_limit (a tile's padding past Sq) become -inf: the
+    modifier may give them any value, and a backward that recomputes their
+    probabilities (lse 0 there) must get 0, not an overflow.
+  }];
+  let arguments = (ins Tile_Tile:$scores, Index:$row0, Index:$col0, Index:$query_limit, F64Attr:$scale,
+                       FlatSymbolRefAttr:$score_mod, Variadic<AnyType>:$mod_args, UnitAttr:$transposed);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $scores `rows` $row0 `cols` $col0 `limit` $query_limit `scale` $scale `mod` $score_mod `(` $mod_args `:` type($mod_args) `)`
+    (`transposed` $transposed^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ScoreGradOp : Tile_Op<"score_grad", [Pure, AllTypesMatch<["grad", "raw", "result"]>,
+                                              DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "result = grad · d@m/ds at s = scale · raw: back through a score modifier";
+  let description = [{
+    `raw` are the block's scores before tile.score (Q·Kᵀ, unscaled), the
+    other operands tile.score's. Masked entries (grad 0) stay 0 wherever the
+    derivative is finite. The score's input scale is applied separately.
+  }];
+  let arguments = (ins Tile_Tile:$grad, Tile_Tile:$raw, Index:$row0, Index:$col0, F64Attr:$scale,
+                       FlatSymbolRefAttr:$score_mod, Variadic<AnyType>:$mod_args, UnitAttr:$transposed);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $grad `,` $raw `rows` $row0 `cols` $col0 `scale` $scale `mod` $score_mod `(` $mod_args `:` type($mod_args) `)`
+    (`transposed` $transposed^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,369 @@
+//===- ScoreFunction.cpp - score functions: verifier and evaluator -------===//
+#include "flashc/Dialect/Common/ScoreFunction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace flashc {
+
+namespace {
+
+bool isIndexOrBool(Type t) { return t.isIndex() || t.isSignlessInteger(1); }
+
+bool isFloatOp(Operation &op) {
+  return llvm::isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp, arith::NegFOp, arith::MaximumFOp,
+                   arith::MinimumFOp, math::TanhOp, math::ExpOp, math::LogOp, math::SqrtOp, math::AbsFOp>(op);
+}
+
+bool isIntegerOp(Operation &op) {
+  return llvm::isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp, arith::CeilDivSIOp,
+                   arith::FloorDivSIOp, arith::RemSIOp, arith::MinSIOp, arith::MaxSIOp, arith::CmpIOp, arith::AndIOp,
+                   arith::OrIOp, arith::XOrIOp>(op);
+}
+
+bool isOrderedPredicate(arith::CmpFPredicate p) {
+  using P = arith::CmpFPredicate;
+  return p == P::OEQ || p == P::ONE || p == P::OLT || p == P::OLE || p == P::OGT || p == P::OGE;
+}
+
+bool isSignedOrEquality(arith::CmpIPredicate p) {
+  using P = arith::CmpIPredicate;
+  return p == P::eq || p == P::ne || p == P::slt || p == P::sle || p == P::sgt || p == P::sge;
+}
+
+} // namespace
+
+ScoreFunctionLayout scoreFunctionLayout(Region &body) {
+  ScoreFunctionLayout layout;
+  if (body.empty())
+    return layout;
+  Block &block = body.front();
+  unsigned indices = 0;
+  while (1 + indices < block.getNumArguments() && block.getArgument(1 + indices).getType().isIndex())
+    ++indices;
+  layout.indexArgs = indices;
+  layout.tensorArgs = block.getNumArguments() > 1 + indices ? block.getNumArguments() - 1 - indices : 0;
+  return layout;
+}
+
+bool isScoreFunctionOperandType(Type type) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() >= 1 && tensor.getRank() <= 4 &&
+         (tensor.getElementType().isF32() || tensor.getElementType().isSignlessInteger(32));
+}
+
+LogicalResult verifyScoreFunction(Operation *owner, Region &body, TypeRange operandTypes, StringRef what) {
+  if (!body.hasOneBlock())
+    return owner->emitOpError() << what << " must have exactly one block";
+  Block &block = body.front();
+  if (block.getNumArguments() == 0 || !block.getArgument(0).getType().isF32())
+    return owner->emitOpError() << what << " takes the score (f32) first, then 2 index arguments (query, key) or 4 "
+                                << "(batch, head, query, key), then one tensor per operand";
+  ScoreFunctionLayout layout = scoreFunctionLayout(body);
+  if (layout.indexArgs != 2 && layout.indexArgs != 4)
+    return owner->emitOpError() << what << " takes the score (f32), then 2 index arguments (query, key) or 4 "
+                                << "(batch, head, query, key); got " << layout.indexArgs << " index arguments";
+  if (layout.tensorArgs != operandTypes.size())
+    return owner->emitOpError() << what << " takes one tensor argument per operand after its indices: "
+                                << operandTypes.size() << " operand(s), " << layout.tensorArgs
+                                << " argument(s) after the indices";
+  for (auto [i, type] : llvm::enumerate(operandTypes)) {
+    Type argType = block.getArgument(1 + layout.indexArgs + i).getType();
+    if (!isScoreFunctionOperandType(type))
+      return owner->emitOpError() << what << " operand " << i
+                                  << " must be a ranked tensor of f32 or i32 (rank 1 to 4), got " << type;
+    if (argType != type)
+      return owner->emitOpError() << what << " argument " << 1 + layout.indexArgs + i << " has type " << argType
+                                  << ", but its operand is " << type;
+  }
+  for (Operation &op : block.without_terminator()) {
+    auto fail = [&](const Twine &why) { return op.emitOpError() << "is not allowed in " << what << ": " << why; };
+    auto allTypes = [](TypeRange types, auto pred) { return llvm::all_of(types, pred); };
+    auto isF32 = [](Type t) { return t.isF32(); };
+    auto isIndex = [](Type t) { return t.isIndex(); };
+    if (auto extract = llvm::dyn_cast<tensor::ExtractOp>(op)) {
+      auto arg = llvm::dyn_cast<BlockArgument>(extract.getTensor());
+      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < 1 + layout.indexArgs)
+        return fail("tensor.extract reads one of the operands (a tensor argument of the body)");
+      if (!allTypes(extract.getIndices().getTypes(), isIndex))
+        return fail("positions are index values");
+      continue;
+    }
+    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
+      bool elementToIndex = cast.getType().isIndex() && cast.getIn().getType().isSignlessInteger(32) &&
+                            llvm::isa_and_nonnull<tensor::ExtractOp>(cast.getIn().getDefiningOp());
+      bool indexToInt = cast.getIn().getType().isIndex() &&
+                        (cast.getType().isSignlessInteger(32) || cast.getType().isSignlessInteger(64));
+      if (!elementToIndex && !indexToInt)
+        return fail("arith.index_cast converts an i32 element read by tensor.extract to index, or an index to i32 / "
+                    "i64 for arith.sitofp");
+      continue;
+    }
+    if (auto convert = llvm::dyn_cast<arith::SIToFPOp>(op)) {
+      auto cast = convert.getIn().getDefiningOp<arith::IndexCastOp>();
+      if (!convert.getType().isF32() || !cast || !cast.getIn().getType().isIndex())
+        return fail("arith.sitofp converts an index (through arith.index_cast to i32 / i64) to f32");
+      continue;
+    }
+    if (auto constant = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      Type t = constant.getType();
+      if (!(t.isF32() && llvm::isa<FloatAttr>(constant.getValue())) &&
+          !(isIndexOrBool(t) && llvm::isa<IntegerAttr>(constant.getValue())))
+        return fail("constants are f32, index or i1");
+      continue;
+    }
+    if (auto select = llvm::dyn_cast<arith::SelectOp>(op)) {
+      Type t = select.getType();
+      if (!select.getCondition().getType().isSignlessInteger(1) || !(t.isF32() || isIndexOrBool(t)))
+        return fail("select chooses between f32, index or i1 values by an i1");
+      continue;
+    }
+    if (auto cmp = llvm::dyn_cast<arith::CmpFOp>(op)) {
+      if (!allTypes(op.getOperandTypes(), isF32))
+        return fail("cmpf compares f32 values");
+      if (!isOrderedPredicate(cmp.getPredicate()))
+        return fail("cmpf predicates are ordered (oeq, one, olt, ole, ogt, oge)");
+      continue;
+    }
+    if (isFloatOp(op)) {
+      if (!allTypes(op.getOperandTypes(), isF32) || !allTypes(op.getResultTypes(), isF32))
+        return fail("floating-point ops take and give f32");
+      continue;
+    }
+    if (isIntegerOp(op)) {
+      if (!allTypes(op.getOperandTypes(), isIndexOrBool) || !allTypes(op.getResultTypes(), isIndexOrBool))
+        return fail("integer ops take index or i1 (an i32 element: arith.index_cast it to index first)");
+      bool logical = llvm::isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op);
+      if (logical != op.getResult(0).getType().isSignlessInteger(1) && !llvm::isa<arith::CmpIOp>(op))
+        return fail("andi, ori and xori combine i1; arithmetic is on index");
+      if (!logical && !allTypes(op.getOperandTypes(), isIndex))
+        return fail("integer arithmetic and comparisons take index operands");
+      if (auto cmp = llvm::dyn_cast<arith::CmpIOp>(op); cmp && !isSignedOrEquality(cmp.getPredicate()))
+        return fail("comparisons are signed (eq, ne, slt, sle, sgt, sge)");
+      continue;
+    }
+    return fail("the body is f32 arithmetic (arith addf, subf, mulf, divf, negf, maximumf, minimumf, cmpf, select, "
+                "sitofp; math tanh, exp, log, sqrt, absf), index arithmetic as in a mask modifier, and reads of its "
+                "operands (tensor.extract)");
+  }
+  Operation *terminator = block.empty() ? nullptr : &block.back();
+  if (!terminator || terminator->getNumOperands() != 1 || !terminator->getOperand(0).getType().isF32())
+    return owner->emitOpError() << what << " must end by yielding one f32 (the modified score)";
+  return success();
+}
+
+ScoreValue evaluateScore(Region &body, double s, const IndexPoint &point, IndexOperandShape shape,
+                         ScoreOperandReader read) {
+  Block &block = body.front();
+  ScoreFunctionLayout layout = scoreFunctionLayout(body);
+  llvm::SmallDenseMap<Value, int64_t, 16> ints;
+  llvm::SmallDenseMap<Value, ScoreValue, 16> reals;
+  reals[block.getArgument(0)] = {s, 1.0};
+  const int64_t four[] = {point.b, point.h, point.q, point.k};
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    ints[block.getArgument(1 + i)] = four[layout.hasBatchAndHead() ? i : i + 2];
+  SmallVector<int64_t, 3> operands;
+  for (Operation &op : block.without_terminator()) {
+    Value result = op.getResult(0);
+    if (auto extract = llvm::dyn_cast<tensor::ExtractOp>(op)) {
+      unsigned operand = llvm::cast<BlockArgument>(extract.getTensor()).getArgNumber() - 1 - layout.indexArgs;
+      SmallVector<int64_t, 4> position, sizes = shape(operand);
+      bool inside = sizes.size() == extract.getIndices().size();
+      for (auto [index, size] : llvm::zip(extract.getIndices(), sizes)) {
+        int64_t p = ints.lookup(index);
+        inside = inside && p >= 0 && p < size;
+        position.push_back(p);
+      }
+      double element = inside ? read(operand, position) : 0.0;
+      if (result.getType().isF32())
+        reals[result] = {element, 0.0};
+      else
+        ints[result] = static_cast<int64_t>(element);
+      continue;
+    }
+    if (auto convert = llvm::dyn_cast<arith::SIToFPOp>(op)) {
+      int64_t v = ints.lookup(convert.getIn());
+      if (convert.getIn().getType().isSignlessInteger(32))
+        v = static_cast<int32_t>(static_cast<uint32_t>(v)); // truncation, as arith.index_cast to i32
+      reals[result] = {static_cast<double>(v), 0.0};
+      continue;
+    }
+    if (auto constant = llvm::dyn_cast<arith::ConstantOp>(op); constant && constant.getType().isF32()) {
+      reals[result] = {llvm::cast<FloatAttr>(constant.getValue()).getValueAsDouble(), 0.0};
+      continue;
+    }
+    if (auto select = llvm::dyn_cast<arith::SelectOp>(op); select && select.getType().isF32()) {
+      reals[result] = ints.lookup(select.getCondition()) ? reals.lookup(select.getTrueValue())
+                                                         : reals.lookup(select.getFalseValue());
+      continue;
+    }
+    if (auto cmp = llvm::dyn_cast<arith::CmpFOp>(op)) {
+      double a = reals.lookup(cmp.getLhs()).value, b = reals.lookup(cmp.getRhs()).value;
+      using P = arith::CmpFPredicate;
+      bool ordered = !std::isnan(a) && !std::isnan(b), r = false;
+      switch (cmp.getPredicate()) {
+      case P::OEQ: r = a == b; break;
+      case P::ONE: r = a != b; break;
+      case P::OLT: r = a < b; break;
+      case P::OLE: r = a <= b; break;
+      case P::OGT: r = a > b; break;
+      case P::OGE: r = a >= b; break;
+      default: break;
+      }
+      ints[result] = ordered && r;
+      continue;
+    }
+    if (isFloatOp(op)) {
+      ScoreValue a = reals.lookup(op.getOperand(0)), b = op.getNumOperands() > 1 ? reals.lookup(op.getOperand(1))
+                                                                                : ScoreValue{};
+      ScoreValue r = llvm::TypeSwitch<Operation *, ScoreValue>(&op)
+                         .Case([&](arith::AddFOp) { return ScoreValue{a.value + b.value, a.derivative + b.derivative}; })
+                         .Case([&](arith::SubFOp) { return ScoreValue{a.value - b.value, a.derivative - b.derivative}; })
+                         .Case([&](arith::MulFOp) {
+                           return ScoreValue{a.value * b.value, a.derivative * b.value + a.value * b.derivative};
+                         })
+                         .Case([&](arith::DivFOp) {
+                           double q = a.value / b.value;
+                           return ScoreValue{q, (a.derivative - q * b.derivative) / b.value};
+                         })
+                         .Case([&](arith::NegFOp) { return ScoreValue{-a.value, -a.derivative}; })
+                         .Case([&](arith::MaximumFOp) { return a.value >= b.value ? a : b; })
+                         .Case([&](arith::MinimumFOp) { return a.value <= b.value ? a : b; })
+                         .Case([&](math::TanhOp) {
+                           double t = std::tanh(a.value);
+                           return ScoreValue{t, (1.0 - t * t) * a.derivative};
+                         })
+                         .Case([&](math::ExpOp) {
+                           double e = std::exp(a.value);
+                           return ScoreValue{e, e * a.derivative};
+                         })
+                         .Case([&](math::LogOp) { return ScoreValue{std::log(a.value), a.derivative / a.value}; })
+                         .Case([&](math::SqrtOp) {
+                           double r = std::sqrt(a.value);
+                           return ScoreValue{r, a.derivative / (2.0 * r)};
+                         })
+                         .Case([&](math::AbsFOp) {
+                           return ScoreValue{std::fabs(a.value), a.value < 0 ? -a.derivative : a.derivative};
+                         })
+                         .Default([](Operation *) { return ScoreValue{}; });
+      reals[result] = r;
+      continue;
+    }
+    operands.clear();
+    for (Value operand : op.getOperands())
+      operands.push_back(ints.lookup(operand));
+    ints[result] = evaluateIndexOp(&op, operands);
+  }
+  return reals.lookup(block.getTerminator()->getOperand(0));
+}
+
+std::string printScoreProgram(Region &body, bool oneWord) {
+  Block &block = body.front();
+  llvm::DenseMap<Value, std::string> names;
+  ScoreFunctionLayout layout = scoreFunctionLayout(body);
+  static const char *kIndexNames4[] = {"b", "h", "q", "k"}, *kIndexNames2[] = {"q", "k"};
+  names[block.getArgument(0)] = "s";
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    names[block.getArgument(1 + i)] = layout.hasBatchAndHead() ? kIndexNames4[i] : kIndexNames2[i];
+  for (unsigned i = 0; i < layout.tensorArgs; ++i)
+    names[block.getArgument(1 + layout.indexArgs + i)] = "t" + std::to_string(i);
+  const char *space = oneWord ? "," : " ";
+  std::string text;
+  unsigned next = 0;
+  for (Operation &op : block.without_terminator()) {
+    Value result = op.getResult(0);
+    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      if (auto f = llvm::dyn_cast<FloatAttr>(c.getValue())) {
+        char buffer[64];
+        std::snprintf(buffer, sizeof(buffer), "f:%a", static_cast<double>(static_cast<float>(f.getValueAsDouble())));
+        names[result] = buffer;
+      } else {
+        auto value = llvm::cast<IntegerAttr>(c.getValue());
+        names[result] = c.getType().isSignlessInteger(1) ? (value.getValue().getBoolValue() ? "true" : "false")
+                                                         : std::to_string(value.getInt());
+      }
+      continue;
+    }
+    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
+      // index -> i32 truncates: a separate op; an element read as i32 is a 64-bit value already
+      if (!cast.getType().isSignlessInteger(32)) {
+        names[result] = names.lookup(cast.getIn());
+        continue;
+      }
+    }
+    using P = arith::CmpIPredicate;
+    using F = arith::CmpFPredicate;
+    std::string opName =
+        llvm::TypeSwitch<Operation *, std::string>(&op)
+            .Case([](arith::AddIOp) { return "add"; })
+            .Case([](arith::SubIOp) { return "sub"; })
+            .Case([](arith::MulIOp) { return "mul"; })
+            .Case([](arith::DivSIOp) { return "div"; })
+            .Case([](arith::FloorDivSIOp) { return "floordiv"; })
+            .Case([](arith::CeilDivSIOp) { return "ceildiv"; })
+            .Case([](arith::RemSIOp) { return "rem"; })
+            .Case([](arith::MinSIOp) { return "min"; })
+            .Case([](arith::MaxSIOp) { return "max"; })
+            .Case([](arith::AndIOp) { return "and"; })
+            .Case([](arith::OrIOp) { return "or"; })
+            .Case([](arith::XOrIOp) { return "xor"; })
+            .Case([](arith::SelectOp) { return "select"; })
+            .Case([](arith::IndexCastOp) { return "trunc32"; })
+            .Case([](arith::SIToFPOp) { return "itof"; })
+            .Case([](arith::AddFOp) { return "addf"; })
+            .Case([](arith::SubFOp) { return "subf"; })
+            .Case([](arith::MulFOp) { return "mulf"; })
+            .Case([](arith::DivFOp) { return "divf"; })
+            .Case([](arith::NegFOp) { return "negf"; })
+            .Case([](arith::MaximumFOp) { return "maxf"; })
+            .Case([](arith::MinimumFOp) { return "minf"; })
+            .Case([](math::TanhOp) { return "tanh"; })
+            .Case([](math::ExpOp) { return "exp"; })
+            .Case([](math::LogOp) { return "log"; })
+            .Case([](math::SqrtOp) { return "sqrt"; })
+            .Case([](math::AbsFOp) { return "absf"; })
+            .Case([](tensor::ExtractOp) { return "read"; })
+            .Case([](arith::CmpFOp cmp) -> std::string {
+              switch (cmp.getPredicate()) {
+              case F::OEQ: return "eqf";
+              case F::ONE: return "nef";
+              case F::OLT: return "ltf";
+              case F::OLE: return "lef";
+              case F::OGT: return "gtf";
+              case F::OGE: return "gef";
+              default: return "?";
+              }
+            })
+            .Case([](arith::CmpIOp cmp) -> std::string {
+              switch (cmp.getPredicate()) {
+              case P::eq: return "eq";
+              case P::ne: return "ne";
+              case P::slt: return "lt";
+              case P::sle: return "le";
+              case P::sgt: return "gt";
+              case P::sge: return "ge";
+              default: return "?";
+              }
+            })
+            .Default([](Operation *) { return "?"; });
+    std::string n = "v" + std::to_string(next++);
+    text += n + space + "=" + space + opName;
+    for (Value operand : op.getOperands())
+      text += space + names.lookup(operand);
+    text += ";";
+    if (!oneWord)
+      text += " ";
+    names[result] = n;
+  }
+  return text + "yield" + space + names.lookup(block.getTerminator()->getOperand(0));
+}
+
+} // namespace flashc
