@@ -29,6 +29,7 @@
 #include "Names.h"
 #include "WsKernelEmitter.h"
 #include "MaskModEmitter.h"
+#include "ScoreModEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1520,6 +1521,30 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                << env << ");  // -inf " << what << "\n";
         return success();
       })
+      .Case([&](tile::ScoreOp o) {
+        std::string name = resultOf(o, o.getScores(), "modified");
+        std::string env = "mask_env(";
+        for (auto [i, arg] : llvm::enumerate(o.getModArgs()))
+          env += (i ? ", " : "") + nameOf(arg);
+        env += ")";
+        line() << "score_mod<" << scoreModTypeName(o.getScoreModAttr()) << (o.getTransposed() ? ", true" : "")
+               << ">(" << name << ", " << nameOf(o.getRow0()) << ", " << nameOf(o.getCol0()) << ", "
+               << nameOf(o.getQueryLimit()) << ", " << floatLiteral(o.getScale().convertToDouble()) << ", " << env
+               << ");  // " << (o.getTransposed() ? "Sᵀ" : "S") << " = mod(scale · s), -inf past the queries\n";
+        return success();
+      })
+      .Case([&](tile::ScoreGradOp o) {
+        std::string name = resultOf(o, o.getGrad(), "dmodified");
+        std::string env = "mask_env(";
+        for (auto [i, arg] : llvm::enumerate(o.getModArgs()))
+          env += (i ? ", " : "") + nameOf(arg);
+        env += ")";
+        line() << "score_mod_grad<" << scoreModTypeName(o.getScoreModAttr()) << (o.getTransposed() ? ", true" : "")
+               << ">(" << name << ", " << reg(o.getRaw()) << ", " << nameOf(o.getRow0()) << ", "
+               << nameOf(o.getCol0()) << ", " << floatLiteral(o.getScale().convertToDouble()) << ", " << env
+               << ");  // dS *= dmod/ds\n";
+        return success();
+      })
       .Case([&](tile::SoftcapOp o) {
         std::string name = resultOf(o, o.getScores(), "capped");
         line() << "softcap(" << name << ", " << floatLiteral(o.getScale().convertToDouble())
@@ -1647,7 +1672,7 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
     out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
-  if (failed(printMaskMods(kernel, out)))
+  if (failed(printMaskMods(kernel, out)) || failed(printScoreMods(kernel, out)))
     return failure();
   out << "namespace " << ns << " {\n";
   // Only constants the kernel reads are declared (NVRTC warns about the

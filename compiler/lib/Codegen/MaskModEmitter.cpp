@@ -16,16 +16,8 @@ namespace flashc {
 
 std::string maskModTypeName(FlatSymbolRefAttr symbol) { return cppIdentifier(symbol.getValue()); }
 
-namespace {
-
-/// The device domain's function and the infix operator of each op.
-struct Spelling {
-  const char *function;
-  const char *infix; // "a OP b", or a function-style name when `call`
-  bool call = false;
-};
-
-FailureOr<Spelling> spelling(Operation *op) {
+FailureOr<IndexOpSpelling> indexOpSpelling(Operation *op) {
+  using Spelling = IndexOpSpelling;
   using P = arith::CmpIPredicate;
   return llvm::TypeSwitch<Operation *, FailureOr<Spelling>>(op)
       .Case([](arith::AddIOp) { return Spelling{"add", "+"}; })
@@ -53,6 +45,8 @@ FailureOr<Spelling> spelling(Operation *op) {
       })
       .Default([](Operation *) { return failure(); });
 }
+
+namespace {
 
 LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   Block &body = maskMod.getBody().front();
@@ -106,7 +100,7 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
       code[result] = name;
       continue;
     }
-    FailureOr<Spelling> s = spelling(&op);
+    FailureOr<IndexOpSpelling> s = indexOpSpelling(&op);
     if (failed(s))
       return op.emitError("CUDA emitter: a mask modifier's body holds an op the device library does not "
                           "evaluate (the verifier should have refused it)");

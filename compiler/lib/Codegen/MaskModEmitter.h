@@ -27,6 +27,18 @@
 
 namespace flashc {
 
+/// How the device library's domains (mask_mod.cuh's ExactIndex, IndexRange)
+/// spell an integer op of an index function: `D::function(a, b)`, and the
+/// formula comments' infix operator.
+struct IndexOpSpelling {
+  const char *function;
+  const char *infix; // "a OP b", or a function-style name when `call`
+  bool call = false;
+};
+/// Failure for an op that is not a binary integer op of an index function
+/// (constants, casts, reads and select are spelled by their printers).
+mlir::FailureOr<IndexOpSpelling> indexOpSpelling(mlir::Operation *op);
+
 /// The C++ type name of mask modifier `symbol`.
 std::string maskModTypeName(mlir::FlatSymbolRefAttr symbol);
 

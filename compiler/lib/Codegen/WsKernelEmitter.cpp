@@ -1,6 +1,7 @@
 //===- WsKernelEmitter.cpp - warp-specialised kernels' CUDA -------------===//
 #include "WsKernelEmitter.h"
 #include "MaskModEmitter.h"
+#include "ScoreModEmitter.h"
 
 #include "flashc/Compiler/Target.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
@@ -148,6 +149,9 @@ void printHeadsAndMask(tile::AttentionSpecAttr spec, ArrayRef<Type> inputs, llvm
   if (spec.getMaskMod())
     out << "  using MaskMod = " << maskModTypeName(spec.getMaskMod()) << ";  // tile.mask_mod "
         << spec.getMaskMod() << " on top of the window\n";
+  if (spec.getScoreMod())
+    out << "  using ScoreMod = " << scoreModTypeName(spec.getScoreMod()) << ";  // tile.score_mod "
+        << spec.getScoreMod() << "\n";
 }
 
 /// The tensors a kernel's mask modifier reads (its arguments after the
@@ -193,13 +197,15 @@ std::string maskCallArgs(const MaskArgs &mask, ArrayRef<std::string> cppNames) {
 /// a mask modifier's and its block-class table, are grid constants too: the
 /// kernel keeps their addresses).
 void printSignature(StringRef entry, ArrayRef<std::string> cppNames, ArrayRef<Type> types,
-                    ArrayRef<std::string> mapCppNames, int64_t threads, llvm::raw_ostream &out) {
+                    ArrayRef<std::string> mapCppNames, int64_t threads, llvm::raw_ostream &out,
+                    unsigned gridConstantFrom = ~0u) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n"
       << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
     if (auto tensor = dyn_cast<tile::GlobalTensorType>(types[i]))
       out << (i ? ", " : "")
-          << (tensor.getElementType().isSignlessInteger(32) ? "const __grid_constant__ flashc::TensorArg "
+          << (tensor.getElementType().isSignlessInteger(32) || i >= gridConstantFrom
+                  ? "const __grid_constant__ flashc::TensorArg "
                                                             : "const flashc::TensorArg ")
           << name;
   for (const std::string &map : mapCppNames)
@@ -245,10 +251,21 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 5);
   if (failed(mask))
     return failure();
-  unsigned want = 5 + mask->tensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  // A score modifier's tensors follow the mask modifier's (before the table).
+  unsigned scoreTensors = 0;
+  if (auto sym = spec.getScoreMod()) {
+    auto scoreMod = SymbolTable::lookupNearestSymbolFrom<tile::ScoreModOp>(kernel, sym);
+    if (!scoreMod)
+      return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " names score modifier " << sym
+                                << ", which the module does not hold",
+             failure();
+    scoreTensors = scoreMod.getBody().front().getNumArguments() - 5;
+  }
+  unsigned want = 5 + mask->tensors + scoreTensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
-    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4})", inputs.size(), want,
+    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4}{5})", inputs.size(), want,
                                 mask->tensors ? ", the mask modifier's tensors" : "",
+                                scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
   for (unsigned i = 0; i < 4; ++i) {
     int64_t width = i == 0 || i == 1 ? d : dv; // q, k: D; v, o: Dv
@@ -295,16 +312,30 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   out << "  static constexpr int kConsumerWarpgroups = " << schedule->getConsumerWarpgroups()
       << ";  // 64 query rows each\n";
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result, ns, out);
-  printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  // (the modifiers' tensors are grid constants: their MaskEnv keeps the parameters' addresses)
+  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/5);
   std::string offset = keyOffset ? cppNames[want - 1]
                                  : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])";
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];
-  if (spec.getMaskMod())
-    out << ", " << offset << ", " << maskCallArgs(*mask, cppNames);
-  else if (keyOffset)
+  if (spec.getMaskMod() || spec.getScoreMod()) {
+    // The mask modifier's env and table (which follows the score modifier's tensors), then the score modifier's.
+    std::string table = mask->table ? "&" + cppNames[mask->first + mask->tensors + scoreTensors] : "nullptr";
+    std::string env = "flashc::device::mask_env(0, 0";
+    for (unsigned i = 0; i < mask->tensors; ++i)
+      env += ", " + cppNames[mask->first + i];
+    env += ")";
+    out << ", " << offset << ", " << env << ", " << table;
+    if (spec.getScoreMod()) {
+      out << ", flashc::device::mask_env(0, 0";
+      for (unsigned i = 0; i < scoreTensors; ++i)
+        out << ", " << cppNames[mask->first + mask->tensors + i];
+      out << ")";
+    }
+  } else if (keyOffset) {
     out << ", " << offset;
+  }
   out << ");\n";
   out << "}\n\n";
   return result;
@@ -598,7 +629,7 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
-  if (failed(printMaskMods(kernel, out)))
+  if (failed(printMaskMods(kernel, out)) || failed(printScoreMods(kernel, out)))
     return failure();
   Attribute spec = kernel.getSpecAttr();
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(spec);

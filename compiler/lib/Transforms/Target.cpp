@@ -92,14 +92,14 @@ bool isWsBackward(Attribute spec) {
 }
 
 bool takesWsBackward(AttentionSpecAttr attention) {
-  // 16-bit, no softcap (its derivative is not in the library's form), dQ by
+  // 16-bit, no softcap or score modifier (their derivatives are not in the library's form), dQ by
   // atomics (the deterministic backward's dK/dV-only kernels are other roles).
   // The key split's tile body is the Sᵀ form's (128 key rows on 8 warps):
   // the row form keeps its own plan there.
   Type element = attention.getElementType().getValue();
   int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
   return (element.isBF16() || element.isF16()) &&
-         attention.getSoftcap().getValueAsDouble() == 0.0 && wsBackwardTakes(d, dv) &&
+         attention.getSoftcap().getValueAsDouble() == 0.0 && !attention.getScoreMod() && wsBackwardTakes(d, dv) &&
          (!wsBackwardKeySplit(d, dv) ||
           attention.getRole() == KernelRole::AttentionBackwardTransposed);
 }

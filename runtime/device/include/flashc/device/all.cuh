@@ -10,6 +10,7 @@
 #include "flashc/device/reduce.cuh"
 #include "flashc/device/softmax.cuh"
 #include "flashc/device/mask.cuh"
+#include "flashc/device/score_mod.cuh"
 #include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/backward.cuh"
 #include "flashc/device/activation.cuh"

@@ -25,6 +25,7 @@
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
 //   kWindowLeft, kWindowRight   Window<L, R> mask (causal: -1, 0; none: -1, -1)
 //   kScale, kSoftcap            softmax scale; tanh softcap (0: none)
+//   ScoreMod (optional)         a score modifier (score_mod.cuh: a printed tile.score_mod), not with a softcap
 //   kPingPong       the consumer warpgroups take turns issuing their GEMMs
 //   kLongestFirst   the grid takes the last query-row blocks first (causal: the longest)
 //   kPersistent     a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
@@ -44,6 +45,7 @@
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
+#include "flashc/device/score_mod.cuh"
 #include "flashc/device/smem.cuh"
 #include "flashc/device/softmax.cuh"
 #include "flashc/device/tensor.cuh"
@@ -71,9 +73,13 @@ struct AttentionFwdWsPlan {
   static constexpr float kSoftcap = Config::kSoftcap;
   using Mask = typename MaskSpecOf<Config>::type;
   using WindowMask = Window<Config::kWindowLeft, Config::kWindowRight>;
+  using ScoreMod = typename ScoreModOf<Config>::type;
   // A modifier that reads tensors: its block-class table (mask_blocks.cuh) gives the key blocks.
   static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
-  static constexpr float kSoftmaxScale = kSoftcap > 0.f ? 1.f : kScale;
+  // A score modifier (Config::ScoreMod), applied like the softcap: to scale · S, the softmax then at scale 1.
+  static constexpr bool kScoreMod = HasScoreMod<Config>::value;
+  static_assert(!(kScoreMod && kSoftcap > 0.f), "ws forward: a score modifier or a softcap, not both");
+  static constexpr float kSoftmaxScale = kSoftcap > 0.f || kScoreMod ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
   static constexpr bool kPersistent = Config::kPersistent;
@@ -129,13 +135,15 @@ struct WindowBlocks {
 // `const __grid_constant__` parameters (their addresses go to the TMA unit). q and k give Sq and
 // Sk (and the GQA group when Config::kGroup is 0); V is read through its map only. key_offset: the
 // key position of query row 0 (any int; the mask clamps it), Sk - Sq when not given. mask_env: the
-// tensors a mask modifier reads; mask_blocks: their block-class table (a modifier that reads tensors).
+// tensors a mask modifier reads; mask_blocks: their block-class table (a modifier that reads tensors);
+// score_env: the tensors the score modifier reads.
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
                                                  const TensorArg& o, const TensorArg& lse, int key_offset,
                                                  const MaskEnv& mask_env = MaskEnv(),
-                                                 const TensorArg* mask_blocks = nullptr);
+                                                 const TensorArg* mask_blocks = nullptr,
+                                                 const MaskEnv& score_env = MaskEnv());
 
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
@@ -148,7 +156,8 @@ template <class Config>
 __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
                                                  const TensorArg& o, const TensorArg& lse, int key_offset,
-                                                 const MaskEnv& mask_env, const TensorArg* mask_blocks) {
+                                                 const MaskEnv& mask_env, const TensorArg* mask_blocks,
+                                                 const MaskEnv& score_env) {
   using P = AttentionFwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -290,6 +299,9 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
     const MaskEnv env = tile_env(tile);
+    MaskEnv tile_score_env = score_env;
+    tile_score_env.batch = tile.batch;
+    tile_score_env.head = tile.head;
     const KeyWalk keys = key_walk(tile, q0, env);
     const int n_blocks = keys.count();
     fill(acc_o, 0.f);
@@ -310,6 +322,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     auto softmax_block = [&](int n, bool masked) {
       const int k0 = n * kBlockN;
       if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
+      if constexpr (P::kScoreMod) score_mod<typename P::ScoreMod>(s, q0, k0, Sq, kScale, tile_score_env);
       if (masked) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540

@@ -1,0 +1,95 @@
+// Score modifiers (tile.score_mod): the score the softmax sees, as an f32 function of the scaled score s, the batch
+// b, the query head h, the query row q and the key row k, which may read f32 or i32 tensors (per-head ALiBi slopes, a
+// bias table). The compiler prints each modifier as a struct (ScoreModEmitter.cpp)
+//   struct score_mod_9a0b {
+//     static constexpr int kTensors = 1;
+//     static FLASHC_MASK_FN float score(const MaskEnv& env, float s, long long b, long long h, long long q,
+//                                       long long k, float& ds);
+//   };
+// returning the modified score and writing its derivative with respect to s into ds (forward-mode, derived by the
+// compiler: the forward never reads ds, so the compiler drops that arithmetic). Index arithmetic has ExactIndex's
+// semantics (mask_mod.cuh); a read outside a tensor's shape gives 0.
+//
+// The tile ops on a score tile S (S[r][c]: query row0 + r, key col0 + c) or its transpose Sᵀ (keys on the rows):
+//   score_mod        s = Mod(scale · s, ...), -inf on query rows past Sq (the tile's padding: the backward
+//                    recomputes their probabilities against lse 0 and must get 0, not an overflow);
+//   score_mod_grad   ds *= dMod/ds at scale · raw (raw: the block's scores before score_mod); 0 stays 0.
+#pragma once
+#include "flashc/device/mask_mod.cuh"
+#include "flashc/device/regtile.cuh"
+
+#if !defined(__CUDA_ARCH__)
+#include <cstring>
+#endif
+
+namespace flashc {
+namespace device {
+
+// An element of a score modifier's f32 tensor (MaskTensor's layout; the bits read as an int, then reinterpreted).
+FLASHC_MASK_FN float score_tensor_element(const MaskTensor* t, long long offset) {
+  const int bits = t->data[offset];
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(bits);
+#else
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+#endif
+}
+
+// tensor.extract of an f32 tensor at (positions...): 0 outside the shape (unconditional load, as ExactIndex::read).
+template <class... P>
+FLASHC_MASK_FN float read_f32(const MaskTensor* t, P... positions) {
+  long long offset = 0;
+  const bool inside = ExactIndex::locate(t, 0, offset, static_cast<long long>(positions)...);
+  const float value = score_tensor_element(t, inside ? offset : 0);
+  return inside ? value : 0.f;
+}
+
+#if defined(__CUDACC__)
+// tile.score: S[r][c] = Mod(scale · S[r][c], b, h, row0 + r, col0 + c) (kTransposed: the tile is Sᵀ, rows are keys
+// from col0 and columns queries from row0).
+template <class Mod, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int col0, int query_limit, float scale,
+                                          const MaskEnv& env) {
+#pragma unroll
+  for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = s.row(mt, h), c = s.col(nt, e);
+          const int q = kTransposed ? row0 + c : row0 + r, k = kTransposed ? col0 + r : col0 + c;
+          float& x = s.v[mt][nt][2 * h + e];
+          float unused;
+          const float y = Mod::score(env, scale * x, env.batch, env.head, q, k, unused);
+          x = q < query_limit ? y : -INFINITY;
+        }
+}
+
+// tile.score_grad: dS[r][c] *= dMod/ds at scale · raw[r][c].
+template <class Mod, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void score_mod_grad(RegTileF32<R, C, W>& ds, const RegTileF32<R, C, W>& raw, int row0,
+                                               int col0, float scale, const MaskEnv& env) {
+#pragma unroll
+  for (int mt = 0; mt < ds.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < ds.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = ds.row(mt, h), c = ds.col(nt, e);
+          const int q = kTransposed ? row0 + c : row0 + r, k = kTransposed ? col0 + r : col0 + c;
+          float& g = ds.v[mt][nt][2 * h + e];
+          float derivative;
+          (void)Mod::score(env, scale * raw.v[mt][nt][2 * h + e], env.batch, env.head, q, k, derivative);
+          g = g == 0.f ? 0.f : g * derivative;
+        }
+}
+#endif
+
+}  // namespace device
+}  // namespace flashc
