@@ -493,3 +493,45 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
   } : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
   return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }
+
+// -----
+
+// A score modifier: its tensor is an input of the backward program without a gradient
+// (score_t0, after q, k, v), passed to every kernel that recomputes scores. They recompute
+// the modified scores (tile.score on the raw Q·Kᵀ) and take dS back through the modifier at
+// the raw scores (tile.score_grad: dS · d mod / ds) before the softmax scale. The rows form:
+// CHECK-LABEL: tile.kernel @alibi_attention_bwd(
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]]>
+// CHECK: %[[RAW:.+]] = tile.matmul
+// CHECK: tile.score %[[RAW]] {{.*}} mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)
+// CHECK: %[[DS:.+]] = tile.softmax_grad
+// CHECK: %[[DMOD:.+]] = tile.score_grad %[[DS]], %[[RAW]] rows %{{.*}} cols %{{.*}} scale 1.250000e-01 mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)
+// CHECK: tile.scale %[[DMOD]] by 1.250000e-01
+// CHECK-LABEL: func.func @alibi_backward(
+// CHECK-SAME: %arg3: !tile.tensor<8xf32> {tile.name = "score_t0"}
+// The deterministic form: both kernels that compute scores take the tensor.
+// DET: tile.kernel @alibi_attention_bwd_kv({{.*}}!tile.tensor<8xf32>)
+// DET: tile.score_grad
+// DET: tile.kernel @alibi_attention_bwd_dq({{.*}}!tile.tensor<8xf32>)
+// DET: tile.score_grad
+// The Sᵀ form: tiles with keys on the rows.
+// TR: tile.score {{.*}} transposed
+// TR: tile.score_grad {{.*}} transposed
+// On sm_90a the warp-specialised backward does not take a score modifier: the op-by-op form runs.
+// AUTO-LABEL: tile.kernel @alibi_attention_bwd(
+// AUTO-NOT: wgmma_ws_sm90
+// AUTO: tile.score_grad
+func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8 score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<8xf32>):
+    %slope = tensor.extract %m[%h] : tensor<8xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<8xf32>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %o : tensor<?x8x?x64xbf16>
+}

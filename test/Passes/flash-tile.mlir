@@ -457,3 +457,39 @@ func.func @per_head(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: te
   } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
   return %o : tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+// A score modifier (ALiBi: s + slopes[h] · (k - q)) moves to the module as a tile.score_mod
+// (a two-index region gets unused b and h after the score). Its f32 tensor is a program
+// argument (score_t0), passed to the forward after its own tensors; the forward applies
+// it to the raw block scores with the scale (tile.score: the softmax then at scale 1,
+// query rows past Sq -inf) before the window's mask.
+// CHECK-LABEL: tile.kernel @alibi_attention_fwd(
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]]>
+// CHECK: %[[SQ:.+]] = tile.dim %arg0, 2
+// CHECK: %[[S:.+]] = tile.matmul
+// CHECK: %[[MOD:.+]] = tile.score %[[S]] rows %{{.*}} cols %{{.*}} limit %[[SQ]] scale 1.250000e-01 mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)
+// CHECK: tile.mask %[[MOD]]
+// CHECK: tile.exp2 %{{.*}} scale 1.000000e+00
+// CHECK-LABEL: func.func @alibi(
+// CHECK-SAME: %[[PSLOPES:[a-z0-9]+]]: !tile.tensor<8xf32> {tile.name = "score_t0"}
+// CHECK: tile.launch @alibi_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %[[PSLOPES]])
+// CHECK: tile.score_mod @[[SMOD]] {
+// CHECK-NEXT: ^bb0(%[[SS:.+]]: f32, %{{.+}}: index, %[[SH:.+]]: index, %{{.+}}: index, %{{.+}}: index, %[[ST:.+]]: tensor<8xf32>):
+// CHECK: tensor.extract %[[ST]][%[[SH]]]
+// CHECK: tile.yield %{{.*}} : f32
+func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8 score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<8xf32>):
+    %slope = tensor.extract %m[%h] : tensor<8xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<8xf32>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
+  return %o : tensor<?x8x?x64xbf16>
+}

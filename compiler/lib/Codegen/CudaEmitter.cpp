@@ -36,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -1689,13 +1690,22 @@ LogicalResult KernelEmitter::emit(llvm::raw_ostream &out) {
   out << "}  // namespace " << ns << "\n\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << ns << "::kThreads, 1)\n"
       << entry << "(";
-  // (i32 tensors -- a mask modifier's -- are grid constants: the kernel keeps their addresses.)
+  // (The modifiers' tensors -- a mask modifier's i32, a score modifier's -- are grid constants: the kernel keeps
+  // their addresses.)
+  llvm::SmallPtrSet<Value, 4> modifierTensors;
+  body.walk([&](Operation *op) {
+    if (auto score = dyn_cast<tile::ScoreOp>(op))
+      modifierTensors.insert(score.getModArgs().begin(), score.getModArgs().end());
+    else if (auto grad = dyn_cast<tile::ScoreGradOp>(op))
+      modifierTensors.insert(grad.getModArgs().begin(), grad.getModArgs().end());
+  });
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     auto tensor = dyn_cast<tile::GlobalTensorType>(arg.getType());
     out << (i ? ", " : "")
-        << (!tensor                                         ? "const int "
-            : tensor.getElementType().isSignlessInteger(32) ? "const __grid_constant__ flashc::TensorArg "
-                                                            : "const flashc::TensorArg ")
+        << (!tensor ? "const int "
+            : tensor.getElementType().isSignlessInteger(32) || modifierTensors.contains(arg)
+                ? "const __grid_constant__ flashc::TensorArg "
+                : "const flashc::TensorArg ")
         << nameOf(arg);
   }
   out << ") {\n";

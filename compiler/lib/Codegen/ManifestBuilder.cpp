@@ -2,6 +2,7 @@
 #include "ManifestBuilder.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
+#include "flashc/Dialect/Common/ScoreFunction.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -89,6 +90,25 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
             }
             if (!names.empty())
               program.meta["mask_tensors"] = names;
+          }
+        if (auto sym = attn.getScoreMod())
+          if (auto scoreMod = SymbolTable::lookupNearestSymbolFrom<tile::ScoreModOp>(kernel, sym)) {
+            program.meta["score_mod"] = flashc::printScoreProgram(scoreMod.getBody(), /*oneWord=*/true);
+            // Its tensors: the forward kernel's arguments after the mask modifier's.
+            unsigned first = 5, tensors = scoreMod.getBody().front().getNumArguments() - 5;
+            if (auto maskSym = attn.getMaskMod())
+              if (auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, maskSym))
+                first += flashc::indexFunctionLayout(maskMod.getBody()).tensorArgs;
+            std::string names;
+            for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>()) {
+              if (launch.getKernel() != name || launch.getArgs().size() < first + tensors)
+                continue;
+              for (unsigned i = 0; i < tensors; ++i)
+                names += (i ? "," : "") + scope.infos.lookup(launch.getArgs()[first + i]).name;
+              break;
+            }
+            if (!names.empty())
+              program.meta["score_tensors"] = names;
           }
       } else {
         attentionBackward = true;

@@ -345,8 +345,12 @@ scoreModFunction(Region *scoreMod, ArrayRef<const ReferenceTensor *> tensors) {
         offset = offset * size + p;
       return kept[t]->data[offset];
     };
-    flashc::ScoreValue r = flashc::evaluateScore(*scoreMod, s, {b, h, i, j}, shape, read);
-    return std::make_pair(r.value, r.derivative);
+    // The derivative by central differences in double: independent of the forward-mode rules the executor and the
+    // emitted kernels share (as the FFN reference's activation derivatives).
+    auto value = [&](double x) { return flashc::evaluateScore(*scoreMod, x, {b, h, i, j}, shape, read).value; };
+    double step = 1e-6 * std::max(1.0, std::fabs(s));
+    double derivative = (value(s + step) - value(s - step)) / (2 * step);
+    return std::make_pair(value(s), std::isfinite(derivative) ? derivative : 0.0);
   };
 }
 

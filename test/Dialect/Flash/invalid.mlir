@@ -616,9 +616,9 @@ func.func @mask_mod_key_offset(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32
 // -----
 
 func.func @mask_mod_yield(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'flash.attention' op mask_mod must end by yielding one i1 (true: the key is visible)}}
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
   ^bb0(%i: index, %j: index):
-    // expected-error @+1 {{invalid kind of type specified}}
     flash.yield %i : index
   } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
   return %out : tensor<1x2x8x16xf32>
@@ -707,4 +707,97 @@ func.func @mask_four_indices_rank(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
     flash.yield %c : i1
   } : tensor<8x8xf32>
   return %m : tensor<8x8xf32>
+}
+
+// -----
+
+// A score_mod region takes the score (f32) first.
+func.func @score_mod_no_score(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'flash.attention' op score_mod takes the score (f32) first}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%i: index, %j: index):
+    %c = arith.constant 1.0 : f32
+    flash.yield %c : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// It yields the score the softmax sees: one f32.
+func.func @score_mod_yields_i1(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'flash.attention' op score_mod must end by yielding one f32 (the modified score)}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Only the f32 ops every consumer differentiates (no math.sin).
+func.func @score_mod_sin(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    // expected-error @+1 {{'math.sin' op is not allowed in score_mod}}
+    %r = math.sin %s : f32
+    flash.yield %r : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// An index becomes f32 through arith.index_cast to i32 / i64, then arith.sitofp.
+func.func @score_mod_uitofp(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    %d = arith.index_cast %j : index to i64
+    // expected-error @+1 {{'arith.uitofp' op is not allowed in score_mod}}
+    %f = arith.uitofp %d : i64 to f32
+    %r = arith.addf %s, %f : f32
+    flash.yield %r : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Its operands are f32 or i32 tensors of rank 1 to 4 (the region's arguments have their types).
+func.func @score_mod_operand_type(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %t: tensor<2xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'flash.attention' op score_mod argument 3 has type 'tensor<3xf32>', but its operand is 'tensor<2xf32>'}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod(%t) {
+  ^bb0(%s: f32, %i: index, %j: index, %x: tensor<3xf32>):
+    flash.yield %s : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<2xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// The cap goes in the region: not both.
+func.func @score_mod_and_softcap(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'flash.attention' op score_mod is not combined with softcap}}
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> softcap = 5.0 num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    flash.yield %s : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// A float element is used as is: index_cast is for i32 elements.
+func.func @score_mod_cast_float(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %t: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod(%t) {
+  ^bb0(%s: f32, %i: index, %j: index, %x: tensor<8xi32>):
+    %e = tensor.extract %x[%i] : tensor<8xi32>
+    // expected-error @+1 {{'arith.sitofp' op is not allowed in score_mod: arith.sitofp converts an index (through arith.index_cast to i32 / i64) to f32}}
+    %f = arith.sitofp %e : i32 to f32
+    %r = arith.addf %s, %f : f32
+    flash.yield %r : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
 }

@@ -482,3 +482,41 @@ func.func @classify_table(%i: index, %table: !tile.tensor<?x?xi32>) {
   tile.classify_blocks @any(%i, %i : index, index) queries %i keys %i row %i into %table[%i, %i] : !tile.tensor<?x?xi32>
   return
 }
+
+// -----
+
+// tile.score_mod always takes (s, b, h, q, k, tensors...).
+// expected-error @+1 {{the score modifier's body takes the score, four indices (batch, head, query, key), then its tensors}}
+tile.score_mod @two_indices {
+^bb0(%s: f32, %q: index, %k: index):
+  tile.yield %s : f32
+}
+
+// -----
+
+tile.score_mod @alibi {
+^bb0(%s: f32, %b: index, %h: index, %q: index, %k: index, %slopes: tensor<8xf32>):
+  %m = tensor.extract %slopes[%h] : tensor<8xf32>
+  %d = arith.subi %k, %q : index
+  %d64 = arith.index_cast %d : index to i64
+  %f = arith.sitofp %d64 : i64 to f32
+  %bias = arith.mulf %m, %f : f32
+  %r = arith.addf %s, %bias : f32
+  tile.yield %r : f32
+}
+
+// A tile.score passes the modifier its batch, head and tensors, of the tensor arguments' types.
+func.func @score_wrong_tensor(%s: !tile.tile<16x16xf32, register>, %i: index, %t: !tile.tensor<4xf32>) {
+  // expected-error @+1 {{'tile.score' op mod @alibi tensor 0 must be a !tile.tensor like 'tensor<8xf32>', got '!tile.tensor<4xf32>'}}
+  %r = tile.score %s rows %i cols %i limit %i scale 0.5 mod @alibi(%i, %i, %t : index, index, !tile.tensor<4xf32>) : <16x16xf32, register>
+  return
+}
+
+// -----
+
+// A tile.score_grad's modifier must be a tile.score_mod of the module.
+func.func @score_grad_missing(%g: !tile.tile<16x16xf32, register>, %s: !tile.tile<16x16xf32, register>, %i: index) {
+  // expected-error @+1 {{'tile.score_grad' op mod @absent does not name a tile.score_mod of the module}}
+  %r = tile.score_grad %g, %s rows %i cols %i scale 0.5 mod @absent(%i, %i : index, index) : <16x16xf32, register>
+  return
+}
