@@ -54,11 +54,12 @@ def _attention_config(q, k, v, options, has_offset):
     key = ft._signature((q, k, v), ("attention-op", options, has_offset))
 
     def make():
-        causal, scale, window, softcap, enable_gqa, backward_form, mask_mod = _options("attention", options)
+        causal, scale, window, softcap, enable_gqa, backward_form, mask_mod, score_mod = _options("attention", options)
         return ft.attention_config(
             ft._info("attention", "query", q, (1, 3)), ft._info("attention", "key", k, (1, 3)),
             ft._info("attention", "value", v, (1, 3)), causal=causal, scale=scale, window=window, softcap=softcap,
-            enable_gqa=enable_gqa, backward_form=backward_form, key_offset=has_offset, mask_mod=mask_mod)
+            enable_gqa=enable_gqa, backward_form=backward_form, key_offset=has_offset, mask_mod=mask_mod,
+            score_mod=score_mod)
     return ft._memo_config(key, make)
 
 

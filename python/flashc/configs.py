@@ -90,6 +90,30 @@ TEST_ATTENTION_MASK_TENSORS = (
     AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK, backward_form="transposed"),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=DOCUMENT_MASK, backward_form="rows"),
     AttentionConfig("bf16", 4, 2, 128, mask_mod=KEY_COUNT_MASK))
+# Score modifiers (flashc.score_mod) on every kernel form (the warp-specialised forward at head dims 64 / 128 / 256,
+# the op-by-op backward in both forms), text forms where they read tensors (test_gpu_attention's test_score_modifiers
+# gives them values): ALiBi (t0: a slope per query head), Gemma-2's soft cap written as a modifier, a learned
+# relative-position bias (t0: [Hq, 33] buckets of k - q clamped to +-16) with a per-head temperature, and ALiBi under
+# a document mask (two modifiers, two tensors).
+ALIBI_SCORE = "v0 = read t0 h; v1 = sub k q; v2 = itof v1; v3 = mulf v0 v2; v4 = addf s v3; yield v4 | f32"
+RELATIVE_BIAS_SCORE = ("v0 = sub k q; v1 = max v0 -16; v2 = min v1 16; v3 = add v2 16; v4 = read t0 h v3; "
+                       "v5 = read t0 h 0; v6 = exp v5; v7 = mulf s v6; v8 = addf v7 v4; yield v8 | f32")
+
+
+def softcap_score(score, q_idx, kv_idx):
+    from .score_mod import tanh
+    return 30.0 * tanh(score / 30.0)
+
+
+TEST_ATTENTION_SCORE_MOD = (
+    AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=ALIBI_SCORE),
+    AttentionConfig("bf16", 2, 2, 64, score_mod=ALIBI_SCORE),
+    AttentionConfig("f16", 2, 2, 128, causal=True, window=(96, 0), score_mod=softcap_score),
+    AttentionConfig("bf16", 4, 2, 256, causal=True, score_mod=ALIBI_SCORE),
+    AttentionConfig("bf16", 2, 2, 32, score_mod=softcap_score),
+    AttentionConfig("bf16", 2, 2, 128, score_mod=RELATIVE_BIAS_SCORE, backward_form="rows"),
+    AttentionConfig("bf16", 2, 2, 64, causal=True, score_mod=ALIBI_SCORE, backward_form="transposed"),
+    AttentionConfig("bf16", 4, 2, 128, causal=True, mask_mod=DOCUMENT_MASK, score_mod=ALIBI_SCORE))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.
@@ -102,6 +126,7 @@ def bench_prefix_lm_mod(b, h, q_idx, kv_idx):
 
 
 BENCH_PROGRAMMABLE = (AttentionConfig("bf16", 16, 16, 128, causal=True, mask_mod=DOCUMENT_MASK),
+                      AttentionConfig("bf16", 16, 16, 128, causal=True, score_mod=ALIBI_SCORE),
                       AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_window_mod),
                       AttentionConfig("bf16", 16, 16, 128, causal=True, window=(1024, 0)),
                       AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_prefix_lm_mod))
@@ -223,10 +248,11 @@ SETS = {
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
-              + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS),
+              + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD),
     "tests-attention": TEST_ATTENTION,
     "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
     "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
+    "tests-score-mod": TEST_ATTENTION_SCORE_MOD,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-ffn": TEST_FFN,
@@ -283,7 +309,7 @@ def parse_config(text):
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                             "scale", "backward", "key_offset", "mask_mod"},
+                             "scale", "backward", "key_offset", "mask_mod", "score_mod"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -308,7 +334,8 @@ def parse_config(text):
                 softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None,
                 backward_form=fields.get("backward", "auto"),
-                key_offset=_bool("key_offset", fields.get("key_offset", "0")), mask_mod=fields.get("mask_mod"))
+                key_offset=_bool("key_offset", fields.get("key_offset", "0")), mask_mod=fields.get("mask_mod"),
+                score_mod=fields.get("score_mod"))
         for required in ("d", "h"):
             if required not in fields:
                 raise InvalidArgumentError("config %r: missing field %s" % (text, required))
@@ -341,6 +368,8 @@ def format_config(config):
             parts.append("key_offset=1")
         if config.mask_mod is not None:
             parts.append("mask_mod=%s" % config.mask_mod)  # (its text has no commas)
+        if config.score_mod is not None:
+            parts.append("score_mod=%s" % config.score_mod)  # (nor has this one)
         return "attention:" + ",".join(parts)
     parts = ["dtype=%s" % config.dtype, "d=%d" % config.d_model, "h=%d" % config.d_hidden]
     if config.d_out != config.d_model:

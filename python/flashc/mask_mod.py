@@ -473,6 +473,18 @@ class _Tracer:
         return None
 
 
+# Set by flashc.score_mod, whose traces also have floats: how an index meets a float (op, the index, the other
+# operand, whether swapped) and torch functions on floats. A mask modifier's trace has none: floats raise there.
+_float_promotion = None
+_float_torch_function = None
+
+
+def _float_like(v, tracer):
+    """Whether v is a float operand in `tracer` (a score modifier's trace only)."""
+    return (_float_promotion is not None and getattr(tracer, "floats", False)
+            and (isinstance(v, float) or getattr(v, "_is_float", False)))
+
+
 class _Traced:
     """A traced value: an integer (_Int) or a condition (_Cond)."""
 
@@ -488,6 +500,9 @@ class _Traced:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         import torch
         kwargs = kwargs or {}
+        tracer = _tracer_of(*args)
+        if _float_torch_function is not None and any(_float_like(a, tracer) for a in args):
+            return _float_torch_function(func, args, kwargs)
         if func in (torch.where,) and len(args) == 3 and not kwargs:
             return where(*args)
         if func in (torch.minimum, torch.min) and len(args) == 2 and not kwargs:
@@ -530,6 +545,8 @@ def _operand(tracer, v, want):
 
 class _Int(_Traced):
     def _bin(self, op, other, reverse=False, result=None):
+        if _float_like(other, self._tracer):  # an index meeting a float in a score modifier: a float op
+            return _float_promotion(op, self, other, reverse)
         return (result or _Int)(self._tracer, self._emit_binary(op, other, "int", reverse))
 
     __add__ = lambda self, o: self._bin("add", o)
@@ -562,10 +579,13 @@ class _Int(_Traced):
     def __abs__(self):
         return where(self < 0, -self, self)
 
-    def __truediv__(self, o):
+    def __truediv__(self, o, reverse=False):
+        if getattr(self._tracer, "floats", False) and _float_promotion is not None:  # a score modifier: floats
+            return _float_promotion("truediv", self, o, reverse)
         raise InvalidArgumentError("mask_mod: '/' is true (float) division; use '//' on indices")
 
-    __rtruediv__ = __truediv__
+    def __rtruediv__(self, o):
+        return self.__truediv__(o, reverse=True)
     __lt__ = lambda self, o: self._bin("lt", o, result=_Cond)
     __le__ = lambda self, o: self._bin("le", o, result=_Cond)
     __gt__ = lambda self, o: self._bin("gt", o, result=_Cond)
@@ -640,6 +660,9 @@ def where(cond, a, b):
     tracer = _tracer_of(cond, a, b)
     if tracer is None:
         return a if cond else b
+    if _float_torch_function is not None and (_float_like(a, tracer) or _float_like(b, tracer)):
+        import torch
+        return _float_torch_function(torch.where, (cond, a, b), {})
     c = _operand(tracer, cond, "bool")
     kind = "bool" if isinstance(a, (_Cond, bool)) and isinstance(b, (_Cond, bool)) else "int"
     ref = tracer.emit("select", (c, _operand(tracer, a, kind), _operand(tracer, b, kind)))
@@ -695,7 +718,7 @@ def read(tensor, *positions):
     return tracer.read(tensor, positions)
 
 
-def _with_traced_tensors(fn, tracer):
+def _with_traced_tensors(fn, tracer, readable=None):
     """fn with the integer tensors it reads from its globals and closure replaced by _TracedTensor (a Python
     function; anything else is called as it is, reading through read()). Tensors a nested function or helper reads
     are not found (torch dispatches t[i] to a traced index only when t itself overrides torch functions): read()."""
@@ -703,9 +726,10 @@ def _with_traced_tensors(fn, tracer):
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         return fn
+    readable = readable or _is_int_tensor
     globals_ = fn.__globals__
     replaced = {n: _TracedTensor(tracer, globals_[n]) for n in code.co_names
-                if n in globals_ and _is_int_tensor(globals_[n])}
+                if n in globals_ and readable(globals_[n])}
     closure = fn.__closure__
     if closure:
         cells = []
@@ -715,7 +739,7 @@ def _with_traced_tensors(fn, tracer):
             except ValueError:  # an empty cell
                 cells.append(cell)
                 continue
-            cells.append(types.CellType(_TracedTensor(tracer, value)) if _is_int_tensor(value) else cell)
+            cells.append(types.CellType(_TracedTensor(tracer, value)) if readable(value) else cell)
         closure = tuple(cells)
     if not replaced and closure == fn.__closure__:
         return fn

@@ -28,11 +28,13 @@ def visible_mask(seq_q, seq_k, causal=False, window=None, device=None, key_offse
 
 
 def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64,
-                        key_offset=None, mask_mod=None):
+                        key_offset=None, mask_mod=None, score_mod=None):
     """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*].
     key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment). mask_mod: a mask
     modifier (flashc.mask_mod: a function, an IndexProgram or its text), evaluated on every (batch, head, query, key)
-    by the compiler's rules (IndexProgram.evaluate), reading the tensors the trace found as int32."""
+    by the compiler's rules (IndexProgram.evaluate), reading the tensors the trace found as int32. score_mod: a score
+    modifier (flashc.score_mod), evaluated in `dtype` on the scaled scores (ScoreProgram.evaluate: its backward is
+    torch's autograd, not the compiler's derivative), reading float tensors as float32 and integer ones as int32."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -45,14 +47,20 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
+    arange = lambda n: torch.arange(n, device=q.device, dtype=torch.int64)
+    batch = arange(q.shape[0])[:, None, None, None]
+    head = arange(q.shape[1])[None, :, None, None]
+    rows = arange(q.shape[2])[None, None, :, None]
+    cols = arange(k.shape[2])[None, None, None, :]
+    if score_mod is not None:
+        from .score_mod import trace as trace_score
+        program = trace_score(score_mod)
+        tensors = [t.to(torch.float32) if kind == "f32" else t.to(torch.int32)
+                   for t, kind in zip(program.tensors, program.tensor_kinds)]
+        s = program.evaluate(s, rows, cols, batch, head, tensors).to(dtype)
     visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
     if mask_mod is not None:
         from .mask_mod import trace
-        arange = lambda n: torch.arange(n, device=q.device, dtype=torch.int64)
-        batch = arange(q.shape[0])[:, None, None, None]
-        head = arange(q.shape[1])[None, :, None, None]
-        rows = arange(q.shape[2])[None, None, :, None]
-        cols = arange(k.shape[2])[None, None, None, :]
         # The modifier's tensors as the kernels read them: int32.
         program = trace(mask_mod)
         tensors = [t.to(torch.int32) for t in program.tensors]

@@ -19,6 +19,7 @@ import torch
 
 from . import cache, programs
 from .mask_mod import trace as trace_mask_mod
+from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
@@ -214,8 +215,8 @@ def _as_kernel_tensor(i, t):
 
 
 def _mask_tensors(config, tensors):
-    """{mask_t0: ..., ...}: the tensors config's mask modifier reads (already as the kernels read them)."""
-    return dict(zip(config.mask_tensor_names(), tensors))
+    """{mask_t0: ..., score_t0: ...}: the tensors config's modifiers read (already as the kernels read them)."""
+    return dict(zip(config.modifier_tensor_names(), tensors))
 
 
 def _attention_forward(config, q, k, v, key_offset, mask_tensors=()):
@@ -324,8 +325,37 @@ def _mask_mod_program(mask_mod, q):
     return program.text, tuple(_as_kernel_tensor(i, t) for i, t in enumerate(program.tensors))
 
 
+def _score_mod_text(score_mod):
+    """The text form of a score modifier (traced when a function); a constant under torch.compile as the mask's."""
+    return trace_score_mod(score_mod).text
+
+
+def _score_mod_program(score_mod, q):
+    """The traced score modifier: its text and the tensors it reads (float ones as float32, integer ones as int32,
+    contiguous, on q's device)."""
+    program = trace_score_mod(score_mod)
+    ranks = program.tensor_ranks
+    if len(program.tensors) != len(ranks):
+        raise InvalidArgumentError("score_mod reads %d tensor(s) but has %d (a text form's tensors: "
+                                   "ScoreProgram.parse(text).with_tensors(...))" % (len(ranks), len(program.tensors)))
+    tensors = []
+    for i, (t, rank, kind) in enumerate(zip(program.tensors, ranks, program.tensor_kinds)):
+        if not isinstance(t, torch.Tensor) or t.dtype.is_complex or t.dtype == torch.bool:
+            raise InvalidArgumentError("score_mod's tensor t%d must be a torch tensor of floats or integers, got %s"
+                                       % (i, getattr(t, "dtype", type(t).__name__)))
+        if t.dim() != rank:
+            raise InvalidArgumentError("score_mod reads t%d with %d position(s), but it has rank %d" % (i, rank, t.dim()))
+        if t.device != q.device:
+            raise InvalidArgumentError("score_mod reads a tensor on %s (t%d), but q is on %s" % (t.device, i, q.device))
+        if (kind == "f32") != t.dtype.is_floating_point:
+            raise InvalidArgumentError("score_mod's tensor t%d is read as %s, but it holds %s" % (i, kind, t.dtype))
+        tensors.append(t.to(torch.float32).contiguous() if kind == "f32" else _as_kernel_tensor(i, t))
+    return program.text, tuple(tensors)
+
+
 if hasattr(torch, "compiler") and hasattr(torch.compiler, "assume_constant_result"):
     _mask_mod_text = torch.compiler.assume_constant_result(_mask_mod_text)
+    _score_mod_text = torch.compiler.assume_constant_result(_score_mod_text)
 
 
 def _with_offset(args, key_offset):
@@ -336,7 +366,7 @@ def _with_offset(args, key_offset):
 
 
 def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False, return_lse=False,
-              backward_form="auto", key_offset=None, mask_mod=None):
+              backward_form="auto", key_offset=None, mask_mod=None, score_mod=None):
     """Fused attention, shaped like torch.nn.functional.scaled_dot_product_attention.
 
     q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] on one CUDA device, bfloat16 or float16, any strides
@@ -362,6 +392,11 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     itself. A key is visible when causal / window and the modifier both allow it. Its text is part of the
     configuration: each modifier is its own bundle; the tensors' values are arguments of the call (read as int32;
     a position outside a tensor reads 0). Not with key_offset. Tensor-reading modifiers run eagerly for now.
+    score_mod: a score modifier, as FlexAttention's: a function score_mod(score, b, h, q_idx, kv_idx) (or of
+    (score, q_idx, kv_idx)) returning the score the softmax sees (score = scale * q·k), traced on every call
+    (flashc.score_mod: float arithmetic, torch.tanh / exp / log / sqrt / where / minimum / maximum, the indices as
+    in a mask modifier, float and integer tensors it reads by index such as ALiBi's per-head slopes: slopes[h]);
+    the compiler differentiates it for the backward. Not with softcap (write the cap in it) or key_offset.
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
@@ -373,16 +408,25 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
         if "read" in mod.split():
             raise InvalidArgumentError("mask_mod: a modifier that reads tensors runs eagerly only for now (not under "
                                        "torch.compile or on tensor subclasses)")
+    score, score_tensors = None, ()
+    if score_mod is not None and not _use_ops(q):
+        score, score_tensors = _score_mod_program(score_mod, q)
+    elif score_mod is not None:
+        score = _score_mod_text(score_mod)
+        if "read" in score.split():
+            raise InvalidArgumentError("score_mod: a modifier that reads tensors runs eagerly only for now (not under "
+                                       "torch.compile or on tensor subclasses)")
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
-            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod)), offset)
+            q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod, score)), offset)
         return (o, lse) if return_lse else o
     key = _signature((q, k, v), ("attention", causal, scale, window, softcap, enable_gqa, backward_form,
-                                 offset is not None, mod))
+                                 offset is not None, mod, score))
     config = _memo_config(key, lambda: attention_config(
         _info(op, "query", q), _info(op, "key", k), _info(op, "value", v), causal=causal, scale=scale, window=window,
         softcap=softcap, enable_gqa=enable_gqa, backward_form=backward_form, key_offset=offset is not None,
-        mask_mod=mod))
+        mask_mod=mod, score_mod=score))
+    mask_tensors = mask_tensors + score_tensors  # (the programs' order: the mask modifier's, then the score's)
     if return_lse:
         return _Attention.apply(q, k, v, config, offset, mask_tensors)
     return _AttentionOutput.apply(q, k, v, config, offset, mask_tensors)

@@ -69,7 +69,7 @@ def key_offset_value(op, value):
 
 
 def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                     backward_form="auto", key_offset=False, mask_mod=None):
+                     backward_form="auto", key_offset=False, mask_mod=None, score_mod=None):
     """Check q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] and return their AttentionConfig (key_offset: the
     configuration that takes a run-time key offset; its value is checked by key_offset_value)."""
     op = "attention"
@@ -107,7 +107,8 @@ def attention_config(q, k, v, causal=False, scale=None, window=None, softcap=Non
     try:
         return AttentionConfig(dtype=dtype, num_heads=hq, num_kv_heads=hkv, head_dim=d, value_head_dim=dv,
                                causal=bool(causal), window=window, softcap=softcap, scale=scale,
-                               backward_form=backward_form, key_offset=bool(key_offset), mask_mod=mask_mod)
+                               backward_form=backward_form, key_offset=bool(key_offset), mask_mod=mask_mod,
+                               score_mod=score_mod)
     except InvalidArgumentError as e:
         _fail(op, str(e))
 

@@ -12,6 +12,7 @@ import unittest
 from _support import requires_cuda
 
 import flashc
+import flashc.score_mod
 from flashc import configs
 
 try:
@@ -42,39 +43,43 @@ def inputs(config, batch, seq_q, seq_k, seed, bshd=False):
             make(config.num_kv_heads, seq_k, config.value_head_dim))
 
 
-def run_flashc(config, q, k, v, do, mask_mod=None):
+def run_flashc(config, q, k, v, do, mask_mod=None, score_mod=None):
     mask_mod = config.mask_mod if mask_mod is None else mask_mod
+    score_mod = config.score_mod if score_mod is None else score_mod
     o, lse = ft.attention(q, k, v, causal=config.causal, scale=config.scale, window=config.window,
                           softcap=config.softcap or None, enable_gqa=config.num_heads != config.num_kv_heads,
-                          return_lse=True, backward_form=config.backward_form, mask_mod=mask_mod)
+                          return_lse=True, backward_form=config.backward_form, mask_mod=mask_mod,
+                          score_mod=score_mod)
     grads = torch.autograd.grad(o, (q, k, v), do)
     return o, lse, grads
 
 
-def run_reference(config, q, k, v, do, dtype, mask_mod=None):
+def run_reference(config, q, k, v, do, dtype, mask_mod=None, score_mod=None):
     mask_mod = config.mask_mod if mask_mod is None else mask_mod
+    score_mod = config.score_mod if score_mod is None else score_mod
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
     o, lse = attention_reference(*leaves, causal=config.causal, scale=config.scale, window=config.window,
-                                 softcap=config.softcap, dtype=dtype, mask_mod=mask_mod)
+                                 softcap=config.softcap, dtype=dtype, mask_mod=mask_mod, score_mod=score_mod)
     grads = torch.autograd.grad(o, leaves, do.to(dtype))
     return o, lse, grads
 
 
-def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False, mask_mod=None):
+def check_against_reference(test, config, batch, seq_q, seq_k, seed=0, bshd=False, mask_mod=None, score_mod=None):
     """flashc's o, lse, dq, dk, dv for `config` on one shape, each within twice the unfused computation's error
-    against float64. mask_mod: the config's modifier with the tensors it reads (default: config.mask_mod)."""
+    against float64. mask_mod / score_mod: the config's modifiers with the tensors they read (default: the
+    config's)."""
     label = "%s B=%d Sq=%d Sk=%d%s" % (config.describe(), batch, seq_q, seq_k, " bshd" if bshd else "")
     mask_mod = config.mask_mod if mask_mod is None else mask_mod
     q, k, v = inputs(config, batch, seq_q, seq_k, seed, bshd)
     g = torch.Generator(device="cuda").manual_seed(seed + 1)
     do = torch.randn(batch, config.num_heads, seq_q, config.value_head_dim, device="cuda", generator=g).to(q.dtype)
     try:
-        o, lse, grads = run_flashc(config, q, k, v, do, mask_mod)
+        o, lse, grads = run_flashc(config, q, k, v, do, mask_mod, score_mod)
     except flashc.BundleNotFoundError as e:
         missing_bundle_skip(test, e, optional=config.head_dim > 128)
     torch.cuda.synchronize()
-    o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64, mask_mod)
-    o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype, mask_mod)
+    o64, lse64, grads64 = run_reference(config, q, k, v, do, torch.float64, mask_mod, score_mod)
+    o_lp, lse_lp, grads_lp = run_reference(config, q, k, v, do, q.dtype, mask_mod, score_mod)
     test.assertEqual(o.dtype, q.dtype)
     test.assertEqual(tuple(lse.shape), (batch, config.num_heads, seq_q))
     assert_close_to_reference(test, label + " o", o, o_lp, o64)
@@ -160,6 +165,54 @@ class AttentionGpuTest(unittest.TestCase):
         ids.add_(1)
         with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
             o.sum().backward()
+
+    def test_score_modifiers(self):
+        """Score modifiers (configs.TEST_ATTENTION_SCORE_MOD) against float64 autograd of the same modifier (not the
+        compiler's derivative): ALiBi with random slopes of both signs, the soft cap as a modifier, a relative-position
+        bias table with a per-head temperature, ALiBi under a document mask; head dims 32 / 64 / 128 / 256, GQA, f16,
+        both backward forms; over the ragged shapes and longer sequences."""
+        from flashc.mask_mod import IndexProgram
+        from flashc.score_mod import ScoreProgram
+        g = torch.Generator(device="cuda").manual_seed(17)
+        for config in configs.TEST_ATTENTION_SCORE_MOD:
+            program = ScoreProgram.parse(config.score_mod)
+            for batch, seq_q, seq_k in SHAPES + [(1, 700, 700), (1, 300, 650)]:
+                tensors = []
+                for rank in program.tensor_ranks:  # ALiBi's slopes [Hq]; the bias table [Hq, 33]
+                    shape = (config.num_heads,) if rank == 1 else (config.num_heads, 33)
+                    tensors.append((torch.rand(shape, generator=g, device="cuda") - 0.5) * 0.5)
+                score = program.with_tensors(*tensors) if tensors else None
+                mask = None
+                if config.mask_mod is not None:
+                    n = max(seq_q, seq_k)
+                    ids = torch.arange(n, device="cuda") // 97
+                    mask = IndexProgram.parse(config.mask_mod).with_tensors(ids)
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    check_against_reference(self, config, batch, seq_q, seq_k, mask_mod=mask, score_mod=score)
+
+    def test_score_modifier_as_function(self):
+        """The FlexAttention spelling of ALiBi: score_mod(score, b, h, q_idx, kv_idx) reading a closure's slopes;
+        new slopes (the same bundle, no recompile) change the result as the reference does; a slope tensor changed in
+        place before the backward is caught; an unsupported op says what is supported."""
+        config = configs.TEST_ATTENTION_SCORE_MOD[0]  # causal, GQA 4 / 2, D = 128, configs.ALIBI_SCORE
+        q, k, v = inputs(config, 1, 300, 300, seed=9)
+        for slopes in (torch.linspace(0.01, 0.3, 4, device="cuda"), torch.linspace(-0.2, 0.2, 4, device="cuda")):
+            alibi = lambda score, b, h, q_idx, kv_idx: score + slopes[h] * (kv_idx - q_idx)
+            o = ft.attention(q, k, v, causal=True, enable_gqa=True, score_mod=alibi)
+            torch.cuda.synchronize()
+            ref, _ = attention_reference(q, k, v, causal=True, score_mod=alibi)
+            self.assertLess(float((o.double() - ref).abs().max()), 0.05)
+        o2 = ft.attention(q, k, v, causal=True, enable_gqa=True,
+                          score_mod=flashc.score_mod.ScoreProgram.parse(config.score_mod).with_tensors(slopes))
+        self.assertTrue(torch.equal(o, o2))  # one text, one bundle, one result
+        slopes = torch.linspace(0.01, 0.3, 4, device="cuda")
+        o = ft.attention(q, k, v, causal=True, enable_gqa=True,
+                         score_mod=lambda score, b, h, q_idx, kv_idx: score + slopes[h] * (kv_idx - q_idx))
+        slopes.mul_(2)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            o.sum().backward()
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "not supported on a traced score"):
+            ft.attention(q, k, v, causal=True, enable_gqa=True, score_mod=lambda s, q_idx, kv_idx: torch.sin(s))
 
     def test_mask_modifier_as_function(self):
         """The FlexAttention spelling: mask_mod(b, h, q_idx, kv_idx) with torch.where, traced on every call; the

@@ -50,7 +50,7 @@ class RegisteredOpsTest(unittest.TestCase):
             self.assertEqual((tuple(o.shape), o.stride(), o.dtype), ((2, 4, 9, 32), (1152, 288, 32, 1), torch.bfloat16))
             self.assertEqual((tuple(lse.shape), lse.stride(), lse.dtype), ((2, 4, 9), (36, 9, 1), torch.float32))
             grads = torch.ops.flashc.attention_bwd(q, k, v, o, lse, torch.empty_like(o), repr(
-                (True, None, None, None, True, "auto", None)), None)
+                (True, None, None, None, True, "auto", None, None)), None)
             self.assertEqual([tuple(g.shape) for g in grads], [(2, 4, 9, 64), (2, 2, 11, 64), (2, 2, 11, 32)])
             x = torch.empty(3, 5, 100, **bf)
             w1, b1 = torch.empty(100, 1001, **bf), torch.empty(1001, **bf)
@@ -135,9 +135,9 @@ class OpcheckTest(StandInTest):
 
     def test_attention_ops(self):
         f = lambda *s: torch.randn(*s, dtype=torch.float64, requires_grad=True)
-        for options, key_offset, hq in ((repr((True, None, (3, 0), 2.0, True, "auto", None)), None, 4),
-                                        (repr((False, 0.3, None, None, False, "rows", None)), None, 2),
-                                        (repr((True, None, None, None, False, "auto", None)), -2, 2)):
+        for options, key_offset, hq in ((repr((True, None, (3, 0), 2.0, True, "auto", None, None)), None, 4),
+                                        (repr((False, 0.3, None, None, False, "rows", None, None)), None, 2),
+                                        (repr((True, None, None, None, False, "auto", None, None)), -2, 2)):
             with self.subTest(options=options, key_offset=key_offset):
                 q, k, v = f(2, hq, 5, 16), f(2, 2, 7, 16), f(2, 2, 7, 8)
                 self.opcheck(torch.ops.flashc.attention_fwd.default, (q, k, v, options, key_offset))
