@@ -6,9 +6,10 @@ flashc's first-call time (load of the bundle, or its compile when no bundle is f
 Rows (the modifiers of flashc.configs.BENCH_PROGRAMMABLE, prebuilt by `python -m flashc.prebuild ... bench-programmable`):
 a causal sliding window of 1024 keys (also with flashc's window attribute, its dedicated path), prefix-LM over 4096 keys,
 causal attention over 13 documents of random lengths 256-2048 (each token's document id read by index: flashc's
-modifier doc[q] == doc[k] with causal=True, Flex's (doc[q] == doc[k]) & (q >= k)), ALiBi (a score modifier: not
-supported yet). Outputs are checked: flashc against Flex (max abs difference, bf16) and against float64 on two heads
-of 1024 rows.
+modifier doc[q] == doc[k] with causal=True, Flex's (doc[q] == doc[k]) & (q >= k)), causal ALiBi (a score modifier
+reading a slope per head: score + slopes[h] * (kv_idx - q_idx), the same function for both; Flex with its causal
+block mask). Outputs are checked: flashc against Flex (max abs difference, bf16) and against float64 on two heads of
+1024 rows.
 
     python3 bench/bench_programmable.py [--rows window,prefix_lm] [--seq 16384] [--out DIR]
 """
@@ -56,8 +57,8 @@ def document_ids(torch, seq, documents=13, shortest=256, longest=2048, seed=0):
 
 
 def mods(args, torch):
-    """{row: (flex mask_mod, flashc attention kwargs or None when flashc cannot express it yet, why)}. The modifiers
-    are flashc.configs' (BENCH_PROGRAMMABLE: the prebuilt bundles are theirs)."""
+    """{row: (flex mask_mod, flashc attention kwargs or None when flashc cannot express it yet, why, score_mod or
+    None)}. The modifiers are flashc.configs' (BENCH_PROGRAMMABLE: the prebuilt bundles are theirs)."""
     from flashc import configs
     window, prefix_lm = configs.bench_window_mod, configs.bench_prefix_lm_mod
     w = 1024
@@ -65,12 +66,15 @@ def mods(args, torch):
     doc, _ = document_ids(torch, args.seq)
     same_document = lambda b, h, q, k: doc[q] == doc[k]  # configs.DOCUMENT_MASK, with causal=True
     document_causal = lambda b, h, q, k: (doc[q] == doc[k]) & (q >= k)
+    # ALiBi's slopes 2^(-8 (i + 1) / H) (configs.ALIBI_SCORE with causal=True).
+    slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / args.heads) for i in range(args.heads)], device="cuda")
+    alibi = lambda score, b, h, q_idx, kv_idx: score + slopes[h] * (kv_idx - q_idx)
     return {
-        "window": (window, dict(mask_mod=window), None),
-        "window_attr": (window, dict(causal=True, window=(w, 0)), None),
-        "prefix_lm": (prefix_lm, dict(mask_mod=prefix_lm), None),
-        "document": (document_causal, dict(causal=True, mask_mod=same_document), None),
-        "alibi": (causal, None, "score modifiers (ALiBi's bias): not supported yet"),
+        "window": (window, dict(mask_mod=window), None, None),
+        "window_attr": (window, dict(causal=True, window=(w, 0)), None, None),
+        "prefix_lm": (prefix_lm, dict(mask_mod=prefix_lm), None, None),
+        "document": (document_causal, dict(causal=True, mask_mod=same_document), None, None),
+        "alibi": (causal, dict(causal=True, score_mod=alibi), None, alibi),
     }
 
 
@@ -88,7 +92,7 @@ def run_row(torch, name, args, flex, results):
     import flashc.torch as ft
     from flashc.testing import attention_reference
     create_block_mask, flex_attention = flex
-    flex_mod, flashc_kwargs, unsupported = mods(args, torch)[name]
+    flex_mod, flashc_kwargs, unsupported, score_mod = mods(args, torch)[name]
     S, H, D = args.seq, args.heads, args.head_dim
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v, do = (torch.randn(1, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
@@ -105,7 +109,7 @@ def run_row(torch, name, args, flex, results):
             block_mask = create_block_mask(flex_mod, B=None, H=None, Q_LEN=S, KV_LEN=S, device="cuda")
             torch.cuda.synchronize()
             builds.append((time.perf_counter() - t0) * 1e3)
-        fn = lambda: flex_attention(q, k, v, block_mask=block_mask)
+        fn = lambda: flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
         row["impls"]["flex"] = timed(torch, fn, do, (q, k, v), args)
         row["impls"]["flex"]["block_mask_build_ms"] = sorted(builds)[1]
         flex_out = fn().detach()
@@ -132,7 +136,7 @@ def run_row(torch, name, args, flex, results):
             rows = min(S, 1024)
             with torch.no_grad():
                 ref, _ = attention_reference(q[:, :2, :rows].detach(), k[:, :2].detach(), v[:, :2].detach(),
-                                             mask_mod=flex_mod)
+                                             mask_mod=flex_mod, score_mod=score_mod)
                 entry["max_abs_err_vs_float64"] = float((out[:, :2, :rows].double() - ref).abs().max())
             row["impls"]["flashc"] = entry
         except Exception as e:

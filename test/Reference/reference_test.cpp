@@ -8,6 +8,7 @@
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/index_program.h"
+#include "flashc/reference/score_program.h"
 
 #include <algorithm>
 #include <cmath>
@@ -462,9 +463,56 @@ void testIndexProgram() {
   check(o[2] > 1 && o[2] < 3 && std::fabs(o[2] + o[3] - (o[2] + o[3])) < 1e-12, "query 1 sees keys 0 and 1");
 }
 
+void testScoreProgram() {
+  // ALiBi as the compiler's printer writes it (%a floats, the manifest's comma form) and as Python's (float.hex).
+  auto alibi = ScoreProgram::parse("v0,=,read,t0,h;v1,=,sub,k,q;v2,=,itof,v1;v3,=,mulf,v0,v2;v4,=,addf,s,v3;yield,v4",
+                                   {true});
+  check(alibi.has_value(), "ALiBi program parses");
+  if (alibi) {
+    std::vector<double> slopes = {0.5, -0.25};
+    auto read = [&](int, const std::vector<int64_t> &p) { return p[0] >= 0 && p[0] < 2 ? slopes[size_t(p[0])] : 0.0; };
+    check(std::fabs(alibi->evaluate(1.0, 0, 1, 7, 3, read) - (1.0 - 0.25 * (3 - 7))) < 1e-12, "ALiBi: s + slope[h] (k - q)");
+    check(std::fabs(alibi->evaluate(1.0, 0, 5, 7, 3, read) - 1.0) < 1e-12, "a read outside the slopes gives 0");
+  }
+  auto hex = ScoreProgram::parse("v0 = divf s f:0x1.e000000000000p+4; v1 = tanh v0; v2 = mulf v1 f:0x1.ep+4; yield v2 | f32");
+  check(hex && std::fabs(hex->evaluate(45.0, 0, 0, 0, 0) - 30.0 * std::tanh(1.5)) < 1e-9, "a tanh cap of 30");
+  auto branch = ScoreProgram::parse("v0 = gtf s f:0.5; v1 = minf s f:1; v2 = negf s; v3 = select v0 v1 v2; "
+                                    "v4 = eq k q; v5 = select v4 f:-inf v3; yield v5");
+  check(branch && branch->evaluate(2.0, 0, 0, 1, 2) == 1.0 && branch->evaluate(0.25, 0, 0, 1, 2) == -0.25 &&
+            std::isinf(branch->evaluate(0.25, 0, 0, 3, 3)),
+        "float compare, select of floats, min, neg and an -inf constant");
+  auto ids = ScoreProgram::parse("v0 = read t0 q; v1 = read t0 k; v2 = sub v0 v1; v3 = itof v2; v4 = addf s v3; "
+                                 "yield v4", {false});
+  auto idRead = [](int, const std::vector<int64_t> &p) { return double(p[0] / 10); };
+  check(ids && ids->evaluate(0.0, 0, 0, 35, 12, idRead) == 2.0, "an i32 tensor's reads are indices");
+  for (const char *bad : {"", "v0 = addf s; yield v0", "v0 = sinf s; yield v0", "v0 = lt k q; yield v0",
+                          "v0 = addf s f:zz; yield v0", "yield v1"}) {
+    std::string error;
+    check(!ScoreProgram::parse(bad, {}, &error) && !error.empty(), std::string("refused: '") + bad + "'", error);
+  }
+  // The reference attention takes the modifier: its derivative scales dS (a constant shift changes nothing, a
+  // doubling is the scale doubled).
+  AttentionShape s{1, 1, 1, 3, 3, 2, 2};
+  std::vector<double> q = {1, 0, 0, 1, 1, 1}, k = {1, 0, 0, 1, 1, 1}, v = {1, 2, 3, 4, 5, 6}, o1(6), o2(6), lse(3);
+  AttentionParams doubled;
+  doubled.scoreMod = [](double x, int64_t, int64_t, int64_t, int64_t) { return std::make_pair(2 * x, 2.0); };
+  AttentionParams scaled;
+  scaled.scale = 2.0;
+  attentionForward(s, doubled, q.data(), k.data(), v.data(), o1.data(), lse.data());
+  attentionForward(s, scaled, q.data(), k.data(), v.data(), o2.data(), lse.data());
+  bool same = true;
+  for (size_t i = 0; i < o1.size(); ++i) same = same && std::fabs(o1[i] - o2[i]) < 1e-12;
+  std::vector<double> dO = {1, -1, 0.5, 2, -1, 1}, g1(6), k1(6), v1(6), g2(6), k2(6), v2(6);
+  attentionBackward(s, doubled, q.data(), k.data(), v.data(), dO.data(), g1.data(), k1.data(), v1.data());
+  attentionBackward(s, scaled, q.data(), k.data(), v.data(), dO.data(), g2.data(), k2.data(), v2.data());
+  for (size_t i = 0; i < g1.size(); ++i) same = same && std::fabs(g1[i] - g2[i]) < 1e-12 && std::fabs(k1[i] - k2[i]) < 1e-12;
+  check(same, "a modifier 2 s is the scale doubled, forward and backward");
+}
+
 int main() {
   testCodec();
   testIndexProgram();
+  testScoreProgram();
   testActivations();
   testAttention();
   testFfn();

@@ -23,6 +23,7 @@
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/index_program.h"
+#include "flashc/reference/score_program.h"
 #include "flashc/runtime/Runtime.h"
 
 #include <cuda_runtime.h>
@@ -618,6 +619,7 @@ struct Runner {
     ref::AttentionShape s;
     Buffer q, k, v, o, lse;
     std::vector<Buffer> maskTensors;             // a mask modifier's tensors (meta mask_tensors)
+    std::vector<Buffer> scoreTensors;            // a score modifier's tensors (meta score_tensors)
     Buffer dO, dq, dk, dv;                       // backward, when the bundle has one
     std::vector<double> refO, refLse, refDq, refDk, refDv;
   };
@@ -673,6 +675,57 @@ struct Runner {
       c.maskTensors.push_back(makeParam(fwd.name, name, own));
       randomIds(c.maskTensors.back(), rng);
     }
+    // A score modifier (meta score_mod, its tensors meta score_tensors: f32 ones normal with sigma 0.25, i32 ones
+    // runs of ids). The reference's derivative is by central differences of the program's value.
+    std::string scoreText = meta(fwd, "score_mod", "");
+    std::string scoreNames = meta(fwd, "score_tensors", "");
+    for (size_t start = 0; !scoreNames.empty() && start <= scoreNames.size();) {
+      size_t comma = scoreNames.find(',', start);
+      std::string name = scoreNames.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? scoreNames.size() + 1 : comma + 1;
+      const TensorParam *t = findParam(fwd.name, name);
+      if (!t || (t->dtype != DType::I32 && t->dtype != DType::F32)) {
+        std::printf("%s: FAIL the manifest's score tensor '%s' is not an f32 or i32 parameter\n", fwd.name.c_str(),
+                    name.c_str());
+        ++failures;
+        return false;
+      }
+      std::map<std::string, int64_t> own = sym;
+      for (size_t d = 0; d < t->dims.size(); ++d)
+        if (t->dims[d].isSymbol())
+          own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
+      c.scoreTensors.push_back(makeParam(fwd.name, name, own));
+      if (t->dtype == DType::F32) randomFill(c.scoreTensors.back(), rng, 0.25);
+      else randomIds(c.scoreTensors.back(), rng);
+    }
+    if (!scoreText.empty()) {
+      std::vector<bool> floats;
+      for (const Buffer &b : c.scoreTensors) floats.push_back(b.dtype == DType::F32);
+      std::string error;
+      auto program = ref::ScoreProgram::parse(scoreText, floats, &error);
+      if (!program) {
+        std::printf("%s: FAIL the manifest's score modifier does not parse: %s\n", fwd.name.c_str(), error.c_str());
+        ++failures;
+        return false;
+      }
+      auto read = [&c](int t, const std::vector<int64_t> &position) -> double {
+        if (t >= int(c.scoreTensors.size())) return 0;
+        const Buffer &b = c.scoreTensors[size_t(t)];
+        if (position.size() != b.shape.size()) return 0;
+        int64_t offset = 0;
+        for (size_t d = 0; d < position.size(); ++d) {
+          if (position[d] < 0 || position[d] >= b.shape[d]) return 0;
+          offset = offset * b.shape[d] + position[d];
+        }
+        return b.host[size_t(offset)];
+      };
+      c.m.scoreMod = [program = *program, read](double x, int64_t b, int64_t h, int64_t i, int64_t j) {
+        double step = 1e-6 * std::max(1.0, std::fabs(x));
+        double d = (program.evaluate(x + step, b, h, i, j, read) - program.evaluate(x - step, b, h, i, j, read)) /
+                   (2 * step);
+        return std::make_pair(program.evaluate(x, b, h, i, j, read), std::isfinite(d) ? d : 0.0);
+      };
+    }
     c.q = makeParam(fwd.name, "q", sym), c.k = makeParam(fwd.name, "k", sym);
     c.v = makeParam(fwd.name, "v", sym), c.o = makeParam(fwd.name, "out", sym);
     c.lse = makeParam(fwd.name, "lse", sym);
@@ -689,19 +742,22 @@ struct Runner {
                 (long long)c.s.querySeq, (long long)c.s.keySeq, (long long)c.s.headDim, c.m.scale,
                 (long long)c.m.window.left, (long long)c.m.window.right, offsetText.c_str(), c.m.softcap);
     if (!modText.empty()) std::printf("%s: mask_mod %s\n", fwd.name.c_str(), modText.c_str());
+    if (!scoreText.empty()) std::printf("%s: score_mod %s\n", fwd.name.c_str(), scoreText.c_str());
     randomFill(c.q, rng), randomFill(c.k, rng), randomFill(c.v, rng);
     if (!upload(c.q) || !upload(c.k) || !upload(c.v) || !poison(c.o) || !poison(c.lse)) {
       ++failures;
       return false;
     }
-    for (Buffer &t : c.maskTensors)
-      if (!upload(t)) {
-        ++failures;
-        return false;
-      }
+    for (std::vector<Buffer> *tensors : {&c.maskTensors, &c.scoreTensors})
+      for (Buffer &t : *tensors)
+        if (!upload(t)) {
+          ++failures;
+          return false;
+        }
     bind(args, "q", c.q), bind(args, "k", c.k), bind(args, "v", c.v), bind(args, "out", c.o);
     bind(args, "lse", c.lse);
     for (Buffer &t : c.maskTensors) bind(args, t.name.c_str(), t);
+    for (Buffer &t : c.scoreTensors) bind(args, t.name.c_str(), t);
     if (c.m.window.hasKeyOffset) args.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
@@ -741,6 +797,7 @@ struct Runner {
     bind(bargs, "lse", c.lse), bind(bargs, "dout", c.dO), bind(bargs, "dq", c.dq), bind(bargs, "dk", c.dk);
     bind(bargs, "dv", c.dv);
     for (Buffer &t : c.maskTensors) bind(bargs, t.name.c_str(), t);
+    for (Buffer &t : c.scoreTensors) bind(bargs, t.name.c_str(), t);
     if (c.m.window.hasKeyOffset) bargs.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }

@@ -111,69 +111,9 @@ public:
   /// How many tensors it reads (one past the largest tN).
   int tensors() const { return tensors_; }
 
-private:
+  // The integer ops, for programs that build on these (score_program.h): an op by its text name, and its value.
   enum class Op { Unknown, Add, Sub, Mul, Div, FloorDiv, CeilDiv, Rem, Min, Max, Eq, Ne, Lt, Le, Gt, Ge, And, Or,
                   Xor, Select, Read };
-  struct Arg {
-    int slot = -1; // a value's slot, or -1 for a constant
-    int64_t constant = 0;
-  };
-  struct Statement {
-    Op op = Op::Unknown;
-    std::vector<Arg> args;
-    int slot = 0;
-    int tensor = 0;  // read: which tensor
-  };
-
-  static std::vector<std::string> split(const std::string &text, char sep) {
-    std::vector<std::string> out(1);
-    for (char c : text) {
-      if (c == sep) out.emplace_back();
-      else out.back() += c;
-    }
-    return out;
-  }
-  // Words separated by spaces, tabs or commas; '=' is a word of its own.
-  static std::vector<std::string> tokens(const std::string &statement) {
-    std::vector<std::string> out;
-    std::string word;
-    auto flush = [&] {
-      if (!word.empty()) out.push_back(word), word.clear();
-    };
-    for (char c : statement) {
-      if (c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r') {
-        flush();
-      } else if (c == '=') {
-        flush();
-        out.push_back("=");
-      } else {
-        word += c;
-      }
-    }
-    flush();
-    return out;
-  }
-  static std::optional<Arg> argument(const std::string &word, const std::map<std::string, int> &slots) {
-    Arg a;
-    if (word == "true" || word == "false") {
-      a.constant = word == "true";
-      return a;
-    }
-    auto it = slots.find(word);
-    if (it != slots.end()) {
-      a.slot = it->second;
-      return a;
-    }
-    try {
-      size_t used = 0;
-      long long v = std::stoll(word, &used);
-      if (used != word.size()) return std::nullopt;
-      a.constant = v;
-      return a;
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
   static Op opOf(const std::string &w) {
     static const std::map<std::string, Op> ops = {
         {"add", Op::Add}, {"sub", Op::Sub}, {"mul", Op::Mul}, {"div", Op::Div}, {"floordiv", Op::FloorDiv},
@@ -183,7 +123,6 @@ private:
     auto it = ops.find(w);
     return it == ops.end() ? Op::Unknown : it->second;
   }
-  static int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
   static int64_t apply(Op op, int64_t a, int64_t b, int64_t c) {
     const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
     switch (op) {
@@ -220,6 +159,72 @@ private:
     case Op::Unknown: return 0;
     }
     return 0;
+  }
+  static int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+
+private:
+  struct Arg {
+    int slot = -1; // a value's slot, or -1 for a constant
+    int64_t constant = 0;
+  };
+  struct Statement {
+    Op op = Op::Unknown;
+    std::vector<Arg> args;
+    int slot = 0;
+    int tensor = 0;  // read: which tensor
+  };
+
+public:
+  // Text helpers score_program.h shares.
+  static std::vector<std::string> split(const std::string &text, char sep) {
+    std::vector<std::string> out(1);
+    for (char c : text) {
+      if (c == sep) out.emplace_back();
+      else out.back() += c;
+    }
+    return out;
+  }
+  // Words separated by spaces, tabs or commas; '=' is a word of its own.
+  static std::vector<std::string> tokens(const std::string &statement) {
+    std::vector<std::string> out;
+    std::string word;
+    auto flush = [&] {
+      if (!word.empty()) out.push_back(word), word.clear();
+    };
+    for (char c : statement) {
+      if (c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r') {
+        flush();
+      } else if (c == '=') {
+        flush();
+        out.push_back("=");
+      } else {
+        word += c;
+      }
+    }
+    flush();
+    return out;
+  }
+private:
+  static std::optional<Arg> argument(const std::string &word, const std::map<std::string, int> &slots) {
+    Arg a;
+    if (word == "true" || word == "false") {
+      a.constant = word == "true";
+      return a;
+    }
+    auto it = slots.find(word);
+    if (it != slots.end()) {
+      a.slot = it->second;
+      return a;
+    }
+    try {
+      size_t used = 0;
+      long long v = std::stoll(word, &used);
+      if (used != word.size()) return std::nullopt;
+      a.constant = v;
+      return a;
+    } catch (...) {
+      return std::nullopt;
+    }
   }
 
   std::vector<Statement> statements_;
