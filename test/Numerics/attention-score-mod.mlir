@@ -19,6 +19,8 @@
 // CHECK: @bias_table backward d_v: {{.*}} ok
 // CHECK: @documents_and_distance backward d_k: {{.*}} ok
 // CHECK: @clipped backward d_q: {{.*}} ok
+// CHECK: @graph_alibi forward result 0: {{.*}} ok
+// CHECK: @graph_alibi backward d_k: {{.*}} ok
 
 // ALiBi: s + slope[h] · (k - q), causal, GQA (4 query heads on 2), Sq != Sk (ragged against the 16 / 32 blocks).
 func.func @alibi_gqa(%q: tensor<1x4x37x32xf32>, %k: tensor<1x2x53x32xf32>, %v: tensor<1x2x53x32xf32>, %slopes: tensor<4xf32>) -> tensor<1x4x37x32xf32> {
@@ -126,4 +128,25 @@ func.func @clipped(%q: tensor<1x1x33x16xf32>, %k: tensor<1x1x33x16xf32>, %v: ten
     flash.yield %r : f32
   } : (tensor<1x1x33x16xf32>, tensor<1x1x33x16xf32>, tensor<1x1x33x16xf32>) -> (tensor<1x1x33x16xf32>, tensor<1x1x33xf32>)
   return %out : tensor<1x1x33x16xf32>
+}
+
+// The graph spelling (flash.score between the scale and the mask, fused by flash-fuse-attention): the reference
+// evaluates the unfused graph op by op.
+func.func @graph_alibi(%q: tensor<1x2x41x32xf32>, %k: tensor<1x2x41x32xf32>, %v: tensor<1x2x41x32xf32>, %slopes: tensor<2xf32>) -> tensor<1x2x41x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x41x32xf32>, tensor<1x2x41x32xf32> -> tensor<1x2x41x41xf32>
+  %t = flash.scale %s by 0.17677669529663687 : tensor<1x2x41x41xf32>
+  %b = flash.score %t mod(%slopes : tensor<2xf32>) {
+  ^bb0(%x: f32, %bb: index, %h: index, %i: index, %j: index, %m: tensor<2xf32>):
+    %slope = tensor.extract %m[%h] : tensor<2xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %x, %bias : f32
+    flash.yield %r : f32
+  } : tensor<1x2x41x41xf32>
+  %m = flash.mask %b <causal> : tensor<1x2x41x41xf32>
+  %p = flash.softmax %m : tensor<1x2x41x41xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x41x41xf32>, tensor<1x2x41x32xf32> -> tensor<1x2x41x32xf32>
+  return %o : tensor<1x2x41x32xf32>
 }

@@ -420,3 +420,77 @@ func.func @rank2_softmax_chain(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %e: 
   %o = flash.matmul %p, %e : tensor<8x32xf32>, tensor<32x16xf32> -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
+
+// -----
+
+// The graph spelling of a score modifier: a flash.score between the scale and
+// the mask (ALiBi reading per-head slopes) moves into the attention's
+// score_mod with its operand; the scale stays the attention's (the region sees
+// scale · q·k, as the scale came first in the graph).
+// CHECK-LABEL: func.func @score_alibi
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: tensor<2xf32>
+// CHECK-NEXT: flash.attention %{{.+}} scale = 1.250000e-01 mask = #flash.mask<causal> num_kv_heads = 2 score_mod(%[[SLOPES]]) {
+// CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %{{.+}}: index, %[[H:.+]]: index, %{{.+}}: index, %{{.+}}: index, %[[M:.+]]: tensor<2xf32>):
+// CHECK-NEXT:   tensor.extract %[[M]][%[[H]]]
+// CHECK:        flash.yield %{{.+}} : f32
+// CHECK-NEXT: } : (tensor<1x2x40x64xf32>, tensor<1x2x40x64xf32>, tensor<1x2x40x32xf32>, tensor<2xf32>)
+// CHECK-NEXT: return
+func.func @score_alibi(%q: tensor<1x2x40x64xf32>, %k: tensor<1x2x40x64xf32>, %v: tensor<1x2x40x32xf32>, %slopes: tensor<2xf32>) -> tensor<1x2x40x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x40x64xf32>, tensor<1x2x40x64xf32> -> tensor<1x2x40x40xf32>
+  %t = flash.scale %s by 0.125 : tensor<1x2x40x40xf32>
+  %b = flash.score %t mod(%slopes : tensor<2xf32>) {
+  ^bb0(%x: f32, %bb: index, %h: index, %i: index, %j: index, %m: tensor<2xf32>):
+    %slope = tensor.extract %m[%h] : tensor<2xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %x, %bias : f32
+    flash.yield %r : f32
+  } : tensor<1x2x40x40xf32>
+  %m = flash.mask %b <causal> : tensor<1x2x40x40xf32>
+  %p = flash.softmax %m : tensor<1x2x40x40xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x40x40xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>
+  return %o : tensor<1x2x40x32xf32>
+}
+
+// -----
+
+// A scale after the flash.score would change what the region sees: not fused.
+func.func @score_then_scale(%q: tensor<1x2x40x64xf32>, %k: tensor<1x2x40x64xf32>, %v: tensor<1x2x40x32xf32>) -> tensor<1x2x40x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x40x64xf32>, tensor<1x2x40x64xf32> -> tensor<1x2x40x40xf32>
+  %c = flash.score %s mod {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %cap = arith.constant 2.0 : f32
+    %y = arith.divf %x, %cap : f32
+    %t = math.tanh %y : f32
+    %r = arith.mulf %cap, %t : f32
+    flash.yield %r : f32
+  } : tensor<1x2x40x40xf32>
+  %t = flash.scale %c by 0.125 : tensor<1x2x40x40xf32>
+  %p = flash.softmax %t : tensor<1x2x40x40xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: a flash.scale after the flash.score (the attention's score modifier sees the scaled scores: scale before flash.score)}}
+  %o = flash.matmul %p, %v : tensor<1x2x40x40xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>
+  return %o : tensor<1x2x40x32xf32>
+}
+
+// -----
+
+// A mask before the flash.score: the attention masks the modified scores (a
+// cap would turn -inf into -cap), so this order is not fused.
+func.func @mask_then_score(%q: tensor<1x2x40x64xf32>, %k: tensor<1x2x40x64xf32>, %v: tensor<1x2x40x32xf32>) -> tensor<1x2x40x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x40x64xf32>, tensor<1x2x40x64xf32> -> tensor<1x2x40x40xf32>
+  %m = flash.mask %s <causal> : tensor<1x2x40x40xf32>
+  %c = flash.score %m mod {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %cap = arith.constant 2.0 : f32
+    %y = arith.divf %x, %cap : f32
+    %t = math.tanh %y : f32
+    %r = arith.mulf %cap, %t : f32
+    flash.yield %r : f32
+  } : tensor<1x2x40x40xf32>
+  %p = flash.softmax %c : tensor<1x2x40x40xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: a flash.mask before the flash.score (the attention masks the modified scores: mask after flash.score)}}
+  %o = flash.matmul %p, %v : tensor<1x2x40x40xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>
+  return %o : tensor<1x2x40x32xf32>
+}

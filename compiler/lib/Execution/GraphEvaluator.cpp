@@ -55,6 +55,7 @@ private:
   const ReferenceTensor &get(Value value) { return values.find(value)->second; }
   LogicalResult matmul(MatmulOp op);
   LogicalResult mask(MaskOp op);
+  LogicalResult score(ScoreOp op);
   LogicalResult softmax(SoftmaxOp op);
   LogicalResult add(AddOp op);
   LogicalResult attention(AttentionOp op);
@@ -145,6 +146,24 @@ LogicalResult Evaluator::mask(MaskOp op) {
     int64_t h = rank == 4 ? (flat / (sk * sq)) % heads : 0, b = rank == 4 ? flat / (sk * sq * heads) : 0;
     if (!mask.isKeyVisible(i, j, sq, sk) || (mod && !visible(b, h, i, j)))
       result.data[flat] = kNegInf;
+  }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::score(ScoreOp op) {
+  ReferenceTensor result = get(op.getInput());
+  int64_t rank = result.shape.size();
+  int64_t sq = result.shape[rank - 2], sk = result.shape[rank - 1];
+  SmallVector<const ReferenceTensor *> tensors;
+  for (Value tensor : op.getScoreOperands())
+    tensors.push_back(&get(tensor));
+  auto modified = scoreModFunction(&op.getScoreMod(), tensors);
+  int64_t heads = rank == 4 ? result.shape[1] : 1;
+  for (int64_t flat = 0; flat < result.numElements(); ++flat) {
+    int64_t j = flat % sk, i = (flat / sk) % sq;
+    int64_t h = rank == 4 ? (flat / (sk * sq)) % heads : 0, b = rank == 4 ? flat / (sk * sq * heads) : 0;
+    result.data[flat] = modified(result.data[flat], b, h, i, j).first;
   }
   values[op.getResult()] = std::move(result);
   return success();
@@ -259,6 +278,7 @@ LogicalResult Evaluator::run(Operation *op) {
         return elementwise(op, [factor](double x) { return factor * x; });
       })
       .Case<MaskOp>([&](auto maskOp) { return mask(maskOp); })
+      .Case<ScoreOp>([&](auto scoreOp) { return score(scoreOp); })
       .Case<SoftmaxOp>([&](auto softmaxOp) { return softmax(softmaxOp); })
       .Case<GeluOp>([&](GeluOp geluOp) {
         bool useTanh = geluOp.getApproximation() == GeluApproximation::Tanh;

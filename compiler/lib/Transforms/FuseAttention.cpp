@@ -1,6 +1,6 @@
 //===- FuseAttention.cpp - matmul/scale/mask/softmax/matmul -> attention --===//
 //
-// Finds  O = softmax(mask(c · Q·Kᵀ)) · V  in the graph and replaces it with one
+// Finds  O = softmax(mask(score(c · Q·Kᵀ))) · V  in the graph and replaces it with one
 // flash.attention whose scale is the product c of every constant scale met on
 // the way (on the scores, on Q or on K).
 //
@@ -54,6 +54,7 @@ struct AttentionMatch {
   double scale = 1.0;
   MaskAttr mask;
   MaskOp maskOp; // the flash.mask folded in (its `mod` region moves to the attention's mask_mod)
+  ScoreOp scoreOp; // the flash.score folded in (its region moves to the attention's score_mod)
   /// Ops that become dead, consumers before producers (root first).
   SmallVector<Operation *> chain;
   /// Ops that are dead afterwards only if nothing else uses them (scales on
@@ -111,6 +112,9 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
   // each used only by the next op of the chain.
   Value current = softmax.getInput();
   MatmulOp scores;
+  // (walking up from the softmax: a scale met before the flash.score is applied after it, a mask met after it
+  // before it; the attention applies scale, then the score modifier, then the mask)
+  bool scaledAfterScore = false;
   while (!scores) {
     Operation *producer = current.getDefiningOp();
     if (!producer)
@@ -120,8 +124,20 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
                   "' in the score chain has other users");
     if (auto scaleOp = dyn_cast<ScaleOp>(producer)) {
       match.scale *= scaleOp.getFactor().convertToDouble();
+      scaledAfterScore = scaledAfterScore || !match.scoreOp;
       current = scaleOp.getInput();
+    } else if (auto scoreOp = dyn_cast<ScoreOp>(producer)) {
+      if (match.scoreOp)
+        return fail("two flash.score ops on the scores (one score modifier only)");
+      if (scaledAfterScore)
+        return fail("a flash.scale after the flash.score (the attention's score modifier sees the scaled scores: "
+                    "scale before flash.score)");
+      match.scoreOp = scoreOp;
+      current = scoreOp.getInput();
     } else if (auto maskOp = dyn_cast<MaskOp>(producer)) {
+      if (match.scoreOp)
+        return fail("a flash.mask before the flash.score (the attention masks the modified scores: mask after "
+                    "flash.score)");
       if (match.mask)
         return fail("two flash.mask ops on the scores (one attention mask only)");
       match.mask = maskOp.getMask();
@@ -131,8 +147,8 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
       scores = matmul;
     } else {
       return fail("'" + producer->getName().getStringRef().str() +
-                  "' between the scores matmul and the softmax (only flash.scale and one "
-                  "flash.mask may sit there)");
+                  "' between the scores matmul and the softmax (only flash.scale, one flash.score "
+                  "and one flash.mask may sit there)");
     }
     match.chain.push_back(producer);
   }
@@ -220,12 +236,16 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
   auto attention = rewriter.create<AttentionOp>(
       loc, TypeRange{outputType, lseType}, match.query, key, match.value, /*key_offset=*/Value(),
       /*mask_operands=*/match.maskOp ? ValueRange(match.maskOp.getMaskOperands()) : ValueRange(),
-      /*score_operands=*/ValueRange(),
+      /*score_operands=*/match.scoreOp ? ValueRange(match.scoreOp.getScoreOperands()) : ValueRange(),
       rewriter.getF32FloatAttr(static_cast<float>(match.scale)), mask,
       rewriter.getF32FloatAttr(0.0f), rewriter.getI64IntegerAttr(kvHeads));
   if (match.maskOp && match.maskOp.hasMaskMod()) {
     IRMapping mapping;
     match.maskOp.getMaskMod().cloneInto(&attention.getMaskMod(), mapping);
+  }
+  if (match.scoreOp) {
+    IRMapping mapping;
+    match.scoreOp.getScoreMod().cloneInto(&attention.getScoreMod(), mapping);
   }
 
   rewriter.replaceAllUsesWith(root.getResult(), attention.getOutput());

@@ -801,3 +801,27 @@ func.func @score_mod_cast_float(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf3
   } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
   return %out : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// flash.score (the graph spelling): batch and head indices need a [B, H, Sq, Sk] input.
+func.func @score_op_rank(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'flash.score' op mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got 'tensor<8x8xf32>'}}
+  %r = flash.score %s mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    flash.yield %x : f32
+  } : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @score_op_yield(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'flash.score' op mod must end by yielding one f32 (the modified score)}}
+  %r = flash.score %s mod {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %c = arith.cmpi slt, %i, %j : index
+    flash.yield %c : i1
+  } : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}

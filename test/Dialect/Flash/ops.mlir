@@ -153,3 +153,28 @@ func.func @ffn(%x: tensor<?x?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tens
       : (tensor<?x?x1024xbf16>, tensor<1024x4096xbf16>, tensor<1024x4096xbf16>, tensor<4096x1024xbf16>, tensor<1024xbf16>) -> tensor<?x?x1024xbf16>
   return %0, %1, %2, %3 : tensor<?x?x1024xbf16>, tensor<?x?x1024xbf16>, tensor<?x?x512xbf16>, tensor<?x?x1024xbf16>
 }
+
+// Score modifiers: flash.score (the graph spelling) and flash.attention's score_mod with its operand.
+// CHECK-LABEL: func.func @score_modifiers
+// CHECK: flash.score %{{.*}} mod(%{{.*}} : tensor<16xf32>) {
+// CHECK: flash.yield %{{.*}} : f32
+// CHECK: flash.attention {{.*}} num_kv_heads = 16 score_mod(%{{.*}}) {
+// CHECK: math.tanh
+func.func @score_modifiers(%s: tensor<?x16x?x?xbf16>, %slopes: tensor<16xf32>, %q: tensor<?x16x?x64xbf16>,
+                           %k: tensor<?x16x?x64xbf16>, %v: tensor<?x16x?x64xbf16>) -> (tensor<?x16x?x?xbf16>, tensor<?x16x?x64xbf16>) {
+  %0 = flash.score %s mod(%slopes : tensor<16xf32>) {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<16xf32>):
+    %slope = tensor.extract %m[%h] : tensor<16xf32>
+    %r = arith.addf %x, %slope : f32
+    flash.yield %r : f32
+  } : tensor<?x16x?x?xbf16>
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 16 score_mod(%slopes) {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<16xf32>):
+    %cap = arith.constant 30.0 : f32
+    %y = arith.divf %x, %cap : f32
+    %t = math.tanh %y : f32
+    %r = arith.mulf %cap, %t : f32
+    flash.yield %r : f32
+  } : (tensor<?x16x?x64xbf16>, tensor<?x16x?x64xbf16>, tensor<?x16x?x64xbf16>, tensor<16xf32>) -> (tensor<?x16x?x64xbf16>, tensor<?x16x?xf32>)
+  return %0, %o : tensor<?x16x?x?xbf16>, tensor<?x16x?x64xbf16>
+}

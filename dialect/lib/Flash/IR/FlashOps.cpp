@@ -192,6 +192,19 @@ LogicalResult MaskOp::verify() {
   return success();
 }
 
+LogicalResult ScoreOp::verify() {
+  if (failed(checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX, "[..., Sq, Sk]")))
+    return failure();
+  if (failed(flashc::verifyScoreFunction(getOperation(), getScoreMod(), getScoreOperands().getTypes(), "mod")))
+    return failure();
+  if (flashc::scoreFunctionLayout(getScoreMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
+    return emitOpError() << "mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got "
+                         << getInput().getType();
+  if (getScoreOperands().size() > 4)
+    return emitOpError() << "reads " << getScoreOperands().size() << " tensors: at most 4";
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   return checkRank(getOperation(), "input", getInput().getType(), 1, INT64_MAX,
                    "[..., N]");

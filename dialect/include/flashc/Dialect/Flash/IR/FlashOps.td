@@ -121,6 +121,33 @@ def Flash_MaskOp : Flash_Op<"mask", [AllTypesMatch<["input", "result"]>, Isolate
   }];
 }
 
+def Flash_ScoreOp : Flash_Op<"score", [AllTypesMatch<["input", "result"]>, IsolatedFromAbove]> {
+  let summary = "rewrite attention scores elementwise by a score modifier";
+  let description = [{
+    The input is a score matrix [..., Sq, Sk]. Each entry s becomes the
+    region's value at (s, q, k) (the last two indices; or s, batch, head, q, k
+    of a [B, H, Sq, Sk] input): a score function as flash.attention's
+    `score_mod` (ScoreFunction.h), reading the tensors `mod(%t : types)`.
+    flash-fuse-attention moves it into the attention's `score_mod` when every
+    scale of the scores comes before it (the region sees scale · q·k).
+
+    ```mlir
+    %b = flash.score %s mod(%slopes : tensor<16xf32>) {
+    ^bb0(%x: f32, %b: index, %h: index, %q: index, %k: index, %m: tensor<16xf32>):
+      ...
+      flash.yield %y : f32
+    } : tensor<?x16x?x?xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$input, Variadic<Flash_ScoreOperand>:$score_operands);
+  let results = (outs Flash_FloatTensor:$result);
+  let regions = (region SizedRegion<1>:$score_mod);
+  let assemblyFormat = [{
+    $input `mod` (`(` $score_operands^ `:` type($score_operands) `)`)? $score_mod attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flash_SoftmaxOp : Flash_UnaryOp<"softmax"> {
   let summary = "softmax over the last dimension";
   let description = [{
@@ -321,7 +348,7 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
   }];
 }
 
-def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, ParentOneOf<["AttentionOp", "MaskOp"]>, Terminator, ReturnLike]> {
+def Flash_YieldOp : Op<Flash_Dialect, "yield", [Pure, ParentOneOf<["AttentionOp", "MaskOp", "ScoreOp"]>, Terminator, ReturnLike]> {
   let summary = "the value of a modifier region: a mask modifier's i1 (flash.attention's mask_mod, flash.mask's "
                 "mod; true: the key is visible) or a score modifier's f32 (flash.attention's score_mod)";
   let arguments = (ins AnyTypeOf<[I1, F32]>:$value);
