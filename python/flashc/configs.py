@@ -96,6 +96,7 @@ TEST_ATTENTION_MASK_TENSORS = (
 # relative-position bias (t0: [Hq, 33] buckets of k - q clamped to +-16) with a per-head temperature, and ALiBi under
 # a document mask (two modifiers, two tensors).
 ALIBI_SCORE = "v0 = read t0 h; v1 = sub k q; v2 = itof v1; v3 = mulf v0 v2; v4 = addf s v3; yield v4 | f32"
+FLEX_DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = ge q k; v4 = and v2 v3; yield v4"
 RELATIVE_BIAS_SCORE = ("v0 = sub k q; v1 = max v0 -16; v2 = min v1 16; v3 = add v2 16; v4 = read t0 h v3; "
                        "v5 = read t0 h 0; v6 = exp v5; v7 = mulf s v6; v8 = addf v7 v4; yield v8 | f32")
 
@@ -113,7 +114,11 @@ TEST_ATTENTION_SCORE_MOD = (
     AttentionConfig("bf16", 2, 2, 32, score_mod=softcap_score),
     AttentionConfig("bf16", 2, 2, 128, score_mod=RELATIVE_BIAS_SCORE, backward_form="rows"),
     AttentionConfig("bf16", 2, 2, 64, causal=True, score_mod=ALIBI_SCORE, backward_form="transposed"),
-    AttentionConfig("bf16", 4, 2, 128, causal=True, mask_mod=DOCUMENT_MASK, score_mod=ALIBI_SCORE))
+    AttentionConfig("bf16", 4, 2, 128, causal=True, mask_mod=DOCUMENT_MASK, score_mod=ALIBI_SCORE),
+    # test_flex_attention_port: FlexAttention's causal document mask (the causality in the modifier) with ALiBi, and
+    # Flex's causal mask_mod on the dedicated causal path.
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=FLEX_DOCUMENT_MASK, score_mod=ALIBI_SCORE),
+    AttentionConfig("bf16", 4, 2, 128, causal=True))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.

@@ -1,7 +1,10 @@
 """PyTorch autograd functions over flashc bundles.
 
     flashc.torch.attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enable_gqa=False,
-                           key_offset=None, mask_mod=None)
+                           key_offset=None, mask_mod=None, score_mod=None)
+    flashc.torch.flex_attention(q, k, v, score_mod=None, block_mask=None, scale=None, enable_gqa=False,
+                                return_lse=False), flashc.torch.create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN)
+                           (FlexAttention's names: a port changes the import)
     flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
@@ -23,7 +26,7 @@ from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
-__all__ = ["attention", "ffn"]
+__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask"]
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
 
@@ -430,6 +433,60 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     if return_lse:
         return _Attention.apply(q, k, v, config, offset, mask_tensors)
     return _AttentionOutput.apply(q, k, v, config, offset, mask_tensors)
+
+
+# ---------------------------------------------------------------------- FlexAttention's names
+class BlockMask:
+    """What flashc.torch.create_block_mask returns: the mask_mod and the sizes it was made for. Nothing is built:
+    the kernels classify the blocks themselves (by interval arithmetic over a block's indices, or, for a modifier
+    that reads tensors, with a small kernel of the bundle run before the attention)."""
+
+    def __init__(self, mask_mod, batch, heads, q_len, kv_len):
+        self.mask_mod, self.seq_lengths = mask_mod, (q_len, kv_len)
+        self.shape = (batch, heads, q_len, kv_len)
+
+    def __repr__(self):
+        return "flashc.torch.BlockMask(shape=%s, mask_mod=%s)" % (self.shape, getattr(self.mask_mod, "__name__", "?"))
+
+
+def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda", BLOCK_SIZE=128, _compile=False):
+    """FlexAttention's create_block_mask: keeps mask_mod(b, h, q_idx, kv_idx) for flex_attention (B, H may be None:
+    every batch / head). Costs nothing: no mask is evaluated here."""
+    if not callable(mask_mod) and not isinstance(mask_mod, str):
+        raise InvalidArgumentError("create_block_mask: mask_mod must be a function of (b, h, q_idx, kv_idx), got %s"
+                                   % type(mask_mod).__name__)
+    for name, n in (("Q_LEN", Q_LEN), ("KV_LEN", KV_LEN)):
+        if not isinstance(n, int) or n < 0:
+            raise InvalidArgumentError("create_block_mask: %s must be an int >= 0, got %r" % (name, n))
+    return BlockMask(mask_mod, B, H, Q_LEN, KV_LEN)
+
+
+# Causal masks spelled as a modifier: the dedicated causal path instead (its loop bounds need no interval analysis).
+_CAUSAL_TEXTS = ("v0 = ge q k; yield v0", "v0 = le k q; yield v0")
+
+
+def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None, enable_gqa=False,
+                   return_lse=False, kernel_options=None):
+    """FlexAttention's flex_attention on flashc's kernels: score_mod(score, b, h, q_idx, kv_idx) and the block mask's
+    mask_mod(b, h, q_idx, kv_idx) are traced into the compiled configuration (flashc.score_mod, flashc.mask_mod);
+    the tensors they read are the call's arguments. Indices are top-left (q_idx, kv_idx count from 0), as Flex's.
+    kernel_options are Flex's and ignored. Returns out, or (out, lse) with return_lse (lse in natural log)."""
+    causal, mask_mod = False, None
+    if block_mask is not None:
+        if not isinstance(block_mask, BlockMask):
+            raise InvalidArgumentError("flex_attention: block_mask must come from flashc.torch.create_block_mask "
+                                       "(a FlexAttention BlockMask holds a built mask flashc does not read), got %s"
+                                       % type(block_mask).__name__)
+        q_len, kv_len = block_mask.seq_lengths
+        if (q_len, kv_len) != (query.shape[-2], key.shape[-2]):
+            raise InvalidArgumentError("flex_attention: the block mask is for Q_LEN=%d, KV_LEN=%d, the inputs have "
+                                       "%d queries and %d keys" % (q_len, kv_len, query.shape[-2], key.shape[-2]))
+        mask_mod = block_mask.mask_mod
+        # (flashc's causal is bottom-right aligned: the same keys as Flex's top-left q_idx >= kv_idx when Sq == Sk)
+        if q_len == kv_len and not isinstance(mask_mod, str) and _mask_mod_text(mask_mod) in _CAUSAL_TEXTS:
+            causal, mask_mod = True, None
+    return attention(query, key, value, causal=causal, scale=scale, enable_gqa=enable_gqa, return_lse=return_lse,
+                     mask_mod=mask_mod, score_mod=score_mod)
 
 
 # ---------------------------------------------------------------------- FFN

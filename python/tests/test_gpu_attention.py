@@ -175,6 +175,8 @@ class AttentionGpuTest(unittest.TestCase):
         from flashc.score_mod import ScoreProgram
         g = torch.Generator(device="cuda").manual_seed(17)
         for config in configs.TEST_ATTENTION_SCORE_MOD:
+            if config.score_mod is None:  # (test_flex_attention_port's plain causal twin)
+                continue
             program = ScoreProgram.parse(config.score_mod)
             for batch, seq_q, seq_k in SHAPES + [(1, 700, 700), (1, 300, 650)]:
                 tensors = []
@@ -213,6 +215,36 @@ class AttentionGpuTest(unittest.TestCase):
             o.sum().backward()
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "not supported on a traced score"):
             ft.attention(q, k, v, causal=True, enable_gqa=True, score_mod=lambda s, q_idx, kv_idx: torch.sin(s))
+
+    def test_flex_attention_port(self):
+        """FlexAttention's names (flashc.torch.flex_attention, create_block_mask): a causal document mask with ALiBi
+        and a prefix-LM mask against float64, forward and backward; Flex's causal mask_mod takes the dedicated causal
+        path (the same result as the modifier); a block mask for other lengths is refused."""
+        config = configs.TEST_ATTENTION_SCORE_MOD[-1]  # bf16 4 / 2, D = 128, causal, documents + ALiBi
+        q, k, v = inputs(config, 1, 333, 333, seed=21)
+        ids = torch.arange(333, device="cuda") // 90
+        slopes = torch.linspace(0.02, 0.2, 4, device="cuda")
+        documents = lambda b, h, q_idx, kv_idx: (ids[q_idx] == ids[kv_idx]) & (q_idx >= kv_idx)
+        alibi = lambda score, b, h, q_idx, kv_idx: score + slopes[h] * (kv_idx - q_idx)
+        block_mask = ft.create_block_mask(documents, None, None, 333, 333)
+        o = ft.flex_attention(q, k, v, score_mod=alibi, block_mask=block_mask, enable_gqa=True)
+        torch.cuda.synchronize()
+        ref, _ = attention_reference(q, k, v, mask_mod=documents, score_mod=alibi)
+        self.assertLess(float((o.double() - ref).abs().max()), 0.05)
+        do = torch.randn_like(o)
+        grads = torch.autograd.grad(o, (q, k, v), do)
+        leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        ref, _ = attention_reference(*leaves, mask_mod=documents, score_mod=alibi)
+        ref_grads = torch.autograd.grad(ref, leaves, do.double())
+        for name, got, want in zip(("dq", "dk", "dv"), grads, ref_grads):
+            self.assertLess(float((got.double() - want).abs().max()), 0.05 * max(1.0, float(want.abs().max())), name)
+        causal = ft.create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, 333, 333)
+        o1 = ft.flex_attention(q, k, v, block_mask=causal, enable_gqa=True)
+        o2 = ft.attention(q, k, v, causal=True, enable_gqa=True)
+        self.assertTrue(torch.equal(o1, o2))
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "Q_LEN=100, KV_LEN=333"):
+            ft.flex_attention(q, k, v, block_mask=ft.create_block_mask(documents, None, None, 100, 333),
+                              enable_gqa=True)
 
     def test_mask_modifier_as_function(self):
         """The FlexAttention spelling: mask_mod(b, h, q_idx, kv_idx) with torch.where, traced on every call; the
