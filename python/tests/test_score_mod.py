@@ -77,7 +77,7 @@ class ScoreModTest(unittest.TestCase):
         alibi = AttentionConfig("bf16", 4, 2, 64, causal=True, score_mod=configs.ALIBI_SCORE)
         self.assertEqual(alibi.score_tensor_names(), ("score_t0",))
         self.assertEqual(alibi.forward_params(), ("q", "k", "v", "score_t0", "o", "lse"))
-        both = configs.TEST_ATTENTION_SCORE_MOD[-1]
+        both = configs.TEST_ATTENTION_SCORE_MOD[7]  # documents + ALiBi
         self.assertEqual(both.modifier_tensor_names(), ("mask_t0", "score_t0"))
         self.assertIn("score_mod(%score_t0) {", both.spec_text())
         with self.assertRaisesRegex(InvalidArgumentError, "not combined with softcap"):
