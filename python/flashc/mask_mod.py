@@ -79,23 +79,7 @@ class IndexProgram:
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgumentError("mask_mod: expected an index program ('v0 = le k q; yield v0'), got %r"
                                        % (text,))
-        statements, result = [], None
-        items = [s.strip() for s in text.split(";")]
-        for i, item in enumerate(items):
-            words = item.split()
-            if not words:
-                raise InvalidArgumentError("mask_mod %r: empty statement %d" % (text, i + 1))
-            if words[0] == "yield":
-                if len(words) != 2 or i != len(items) - 1:
-                    raise InvalidArgumentError("mask_mod %r: 'yield <value>' must be the last statement" % text)
-                result = _parse_arg(words[1], text)
-                continue
-            if len(words) < 4 or words[1] != "=":
-                raise InvalidArgumentError("mask_mod %r: statement %r is not '<name> = <op> <args>'" % (text, item))
-            statements.append((words[0], words[2], tuple(_parse_arg(w, text) for w in words[3:])))
-        if result is None:
-            raise InvalidArgumentError("mask_mod %r: no 'yield <value>'" % text)
-        return cls(statements, result)
+        return cls(*parse_statements(text, "mask_mod", _parse_arg))
 
     def region_text(self, indent="    "):
         """The body of flash.attention's mask_mod region (the MLIR between its braces): arguments (b, h, q_idx,
@@ -105,18 +89,9 @@ class IndexProgram:
         constants = {}
 
         def operand(a):
-            if isinstance(a, bool):
-                key = ("i1", a)
-                if key not in constants:
-                    constants[key] = "%%%s" % ("true" if a else "false")
-                    lines.append("%s%s = arith.constant %s" % (indent, constants[key], "true" if a else "false"))
-                return constants[key]
-            if isinstance(a, int):
-                key = ("index", a)
-                if key not in constants:
-                    constants[key] = "%%c%s" % (str(a).replace("-", "m"))
-                    lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
-                return constants[key]
+            constant = constant_operand(a, constants, lines, indent)
+            if constant is not None:
+                return constant
             return {"b": "%b", "h": "%h", "q": "%q_idx", "k": "%kv_idx"}.get(a, "%s_" + a)  # (s_: apart from the constants)
 
         for name, op, args in self.statements:
@@ -240,6 +215,67 @@ class IndexProgram:
             raise InvalidArgumentError("mask_mod: the tensors read must be t0, t1, ... without gaps, got %s"
                                        % ", ".join("t%d" % t for t in sorted(self._ranks)))
         self._kinds = kinds
+
+
+def parse_statements(text, what, parse_arg):
+    """(statements, result) of a program's text form: ';'-separated '<name> = <op> <args>', ending in 'yield <arg>'
+    (flashc.score_mod's programs share it)."""
+    statements, result = [], None
+    items = [s.strip() for s in text.split(";")]
+    for i, item in enumerate(items):
+        words = item.split()
+        if not words:
+            raise InvalidArgumentError("%s %r: empty statement %d" % (what, text, i + 1))
+        if words[0] == "yield":
+            if len(words) != 2 or i != len(items) - 1:
+                raise InvalidArgumentError("%s %r: 'yield <value>' must be the last statement" % (what, text))
+            result = parse_arg(words[1], text)
+            continue
+        if len(words) < 4 or words[1] != "=":
+            raise InvalidArgumentError("%s %r: statement %r is not '<name> = <op> <args>'" % (what, text, item))
+        statements.append((words[0], words[2], tuple(parse_arg(w, text) for w in words[3:])))
+    if result is None:
+        raise InvalidArgumentError("%s %r: no 'yield <value>'" % (what, text))
+    return statements, result
+
+
+def prune(tracer, result_ref):
+    """The statements `result_ref` depends on, renamed v0, v1, ... and their tensors t0, t1, ... in the order of
+    their first read: (statements, result, tensor indices into tracer.tensors)."""
+    needed, kept = ({result_ref} if isinstance(result_ref, str) else set()), []
+    for name, op, args in reversed(tracer.statements):
+        if name in needed:
+            kept.append((name, op, args))
+            needed.update(a for a in args if isinstance(a, str))
+    kept.reverse()
+    rename = {name: "v%d" % i for i, (name, _, _) in enumerate(kept)}
+    tensor_order = []
+    for _, op, args in kept:
+        if op == "read" and args[0] not in tensor_order:
+            tensor_order.append(args[0])
+    rename.update({t: "t%d" % i for i, t in enumerate(tensor_order)})
+    statements = [(rename[n], op, tuple(rename.get(a, a) if isinstance(a, str) else a for a in args))
+                  for n, op, args in kept]
+    result = rename.get(result_ref, result_ref) if isinstance(result_ref, str) else result_ref
+    return statements, result, [int(t[1:]) for t in tensor_order]
+
+
+def constant_operand(a, constants, lines, indent):
+    """The SSA name of constant `a` (a bool: i1, an int: index) in a region being printed, its arith.constant
+    appended to `lines` on first use (`constants` remembers it); None when `a` is not a constant."""
+    if isinstance(a, bool):
+        key = ("i1", a)
+        if key not in constants:
+            constants[key] = "%%%s" % ("true" if a else "false")
+            lines.append("%s%s = arith.constant %s" % (indent, constants[key], "true" if a else "false"))
+        return constants[key]
+    if isinstance(a, int):
+        key = ("index", a)
+        if key not in constants:
+            constants[key] = "%%c%s" % (str(a).replace("-", "m"))
+            lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
+        return constants[key]
+    return None
 
 
 def tensor_type(rank):
@@ -385,9 +421,11 @@ class _TensorOps:
     def ge(self, a, b): return a >= b
     def select(self, c, a, b): return self.torch.where(c, a, b)
 
-    def read(self, t, positions):
-        """t[positions] elementwise over the broadcast positions, 0 where one is outside t."""
+    def read(self, t, positions, dtype=None):
+        """t[positions] elementwise over the broadcast positions as `dtype` (int64 by default), 0 where one is
+        outside t."""
         torch = self.torch
+        dtype = dtype or torch.int64
         ps = torch.broadcast_tensors(*[torch.as_tensor(p, dtype=torch.int64, device=self.device) for p in positions])
         inside = torch.ones_like(ps[0], dtype=torch.bool)
         clamped = []
@@ -395,8 +433,8 @@ class _TensorOps:
             inside = inside & (p >= 0) & (p < n)
             clamped.append(p.clamp(0, max(n - 1, 0)))
         if t.numel() == 0:
-            return torch.zeros_like(ps[0])
-        values = t.to(device=self.device, dtype=torch.int64)[tuple(clamped)]
+            return torch.zeros(ps[0].shape, dtype=dtype, device=self.device)
+        values = t.to(device=self.device, dtype=dtype)[tuple(clamped)]
         return torch.where(inside, values, torch.zeros_like(values))
 
 
@@ -790,20 +828,5 @@ def trace(fn):
         raise InvalidArgumentError("mask_mod: the function must return a condition on its indices (a comparison, "
                                    "or & | ~ of comparisons), got %r" % (result,))
     # Only the statements the result depends on.
-    needed, kept = {result._ref}, []
-    for name, op, args in reversed(tracer.statements):
-        if name in needed:
-            kept.append((name, op, args))
-            needed.update(a for a in args if isinstance(a, str))
-    kept.reverse()
-    rename = {name: "v%d" % i for i, (name, _, _) in enumerate(kept)}
-    # Tensors in the order the kept statements first read them (t0, t1, ...).
-    tensor_order = []
-    for _, op, args in kept:
-        if op == "read" and args[0] not in tensor_order:
-            tensor_order.append(args[0])
-    rename.update({t: "t%d" % i for i, t in enumerate(tensor_order)})
-    statements = [(rename[n], op, tuple(rename.get(a, a) if isinstance(a, str) else a for a in args))
-                  for n, op, args in kept]
-    tensors = [tracer.tensors[int(t[1:])] for t in tensor_order]
-    return IndexProgram(statements, rename[result._ref], tensors)
+    statements, result_name, order = prune(tracer, result._ref)
+    return IndexProgram(statements, result_name, [tracer.tensors[i] for i in order])

@@ -105,22 +105,7 @@ class ScoreProgram:
             raise InvalidArgumentError("score_mod: expected a score program ('v0 = addf s f:0x1p+0; yield v0'), "
                                        "got %r" % (text,))
         body, _, kinds = text.partition("|")
-        statements, result = [], None
-        items = [s.strip() for s in body.split(";")]
-        for i, item in enumerate(items):
-            words = item.split()
-            if not words:
-                raise InvalidArgumentError("score_mod %r: empty statement %d" % (text, i + 1))
-            if words[0] == "yield":
-                if len(words) != 2 or i != len(items) - 1:
-                    raise InvalidArgumentError("score_mod %r: 'yield <value>' must be the last statement" % text)
-                result = _parse_arg(words[1], text)
-                continue
-            if len(words) < 4 or words[1] != "=":
-                raise InvalidArgumentError("score_mod %r: statement %r is not '<name> = <op> <args>'" % (text, item))
-            statements.append((words[0], words[2], tuple(_parse_arg(w, text) for w in words[3:])))
-        if result is None:
-            raise InvalidArgumentError("score_mod %r: no 'yield <value>'" % text)
+        statements, result = _mm.parse_statements(body, "score_mod", _parse_arg)
         return cls(statements, result, kinds.split())
 
     def tensor_types(self):
@@ -143,18 +128,9 @@ class ScoreProgram:
                     bits = struct.unpack("<I", struct.pack("<f", a.value))[0]
                     lines.append("%s%s = arith.constant 0x%08X : f32" % (indent, constants[key], bits))
                 return constants[key]
-            if isinstance(a, bool):
-                key = ("i1", a)
-                if key not in constants:
-                    constants[key] = "%%%s" % ("true" if a else "false")
-                    lines.append("%s%s = arith.constant %s" % (indent, constants[key], "true" if a else "false"))
-                return constants[key]
-            if isinstance(a, int):
-                key = ("index", a)
-                if key not in constants:
-                    constants[key] = "%%c%s" % (str(a).replace("-", "m"))
-                    lines.append("%s%s = arith.constant %d : index" % (indent, constants[key], a))
-                return constants[key]
+            constant = _mm.constant_operand(a, constants, lines, indent)
+            if constant is not None:
+                return constant
             return {"s": "%s", "b": "%b", "h": "%h", "q": "%q_idx", "k": "%kv_idx"}.get(a, "%v_" + a)
 
         for name, op, args in self.statements:
@@ -226,8 +202,8 @@ class ScoreProgram:
         for name, op, args in self.statements:
             if op == "read":
                 t = tensors[int(args[0][1:])]
-                if self.tensor_kinds[int(args[0][1:])] == "f32":
-                    values[name] = _read_float(torch, t.to(device), [get(a) for a in args[1:]], device)
+                if self.tensor_kinds[int(args[0][1:])] == "f32":  # (as the kernels read it: f32, then widened)
+                    values[name] = ints.read(t.to(torch.float32), [get(a) for a in args[1:]], torch.float64)
                 else:
                     values[name] = ints.read(t, [get(a) for a in args[1:]])
             elif op == "itof":
@@ -328,19 +304,6 @@ class ScoreProgram:
                                        % (", ".join("t%d" % t for t in sorted(self._ranks)) or "none",
                                           " ".join(self.tensor_kinds) or "none"))
         self._kinds = kinds
-
-
-def _read_float(torch, t, positions, device):
-    ps = torch.broadcast_tensors(*[torch.as_tensor(p, dtype=torch.int64, device=device) for p in positions])
-    inside = torch.ones_like(ps[0], dtype=torch.bool)
-    clamped = []
-    for p, n in zip(ps, t.shape):
-        inside = inside & (p >= 0) & (p < n)
-        clamped.append(p.clamp(0, max(n - 1, 0)))
-    if t.numel() == 0:
-        return torch.zeros(ps[0].shape, dtype=torch.float64, device=device)
-    values = t.to(dtype=torch.float32).to(torch.float64)[tuple(clamped)]
-    return torch.where(inside, values, torch.zeros_like(values))
 
 
 def _arg_text(a):
@@ -575,23 +538,9 @@ def trace(fn):
     else:
         raise InvalidArgumentError("score_mod: the function must return the modified score (a float expression of "
                                    "the score), got %r" % (result,))
-    needed, kept = ({result_ref} if isinstance(result_ref, str) else set()), []
-    for name, op, args in reversed(tracer.statements):
-        if name in needed:
-            kept.append((name, op, args))
-            needed.update(a for a in args if isinstance(a, str))
-    kept.reverse()
-    rename = {name: "v%d" % i for i, (name, _, _) in enumerate(kept)}
-    tensor_order = []
-    for _, op, args in kept:
-        if op == "read" and args[0] not in tensor_order:
-            tensor_order.append(args[0])
-    rename.update({t: "t%d" % i for i, t in enumerate(tensor_order)})
-    statements = [(rename[n], op, tuple(rename.get(a, a) if isinstance(a, str) else a for a in args))
-                  for n, op, args in kept]
-    tensors = [tracer.tensors[int(t[1:])] for t in tensor_order]
-    kinds = [tracer.kinds[int(t[1:])] for t in tensor_order]
-    result_name = rename.get(result_ref, result_ref) if isinstance(result_ref, str) else result_ref
+    statements, result_name, order = _mm.prune(tracer, result_ref)
+    tensors = [tracer.tensors[i] for i in order]
+    kinds = [tracer.kinds[i] for i in order]
     return ScoreProgram(statements, result_name, kinds, tensors)
 
 

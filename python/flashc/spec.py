@@ -360,17 +360,6 @@ class FfnConfig:
                 "}\n" % (self.describe(), arg_list, types["y"], self.activation, operands, in_types, types["y"],
                          types["y"]))
 
-    def score_tensor_names(self):
-        """The programs' parameters of the tensors the score modifier reads: score_t0, score_t1, ..."""
-        if self.score_mod is None:
-            return ()
-        from .score_mod import ScoreProgram
-        return tuple("score_t%d" % i for i in range(len(ScoreProgram.parse(self.score_mod).tensor_ranks)))
-
-    def modifier_tensor_names(self):
-        """The mask modifier's tensors' parameters, then the score modifier's (the programs' order)."""
-        return self.mask_tensor_names() + self.score_tensor_names()
-
     def describe(self):
         parts = [self.dtype, "d=%d" % self.d_model, "h=%d" % self.d_hidden]
         if self.d_out != self.d_model:

@@ -655,49 +655,37 @@ struct Runner {
       };
     }
     auto sym = symbols();
-    // The modifier's tensors, named by `meta mask_tensors` (comma-separated): the batch for a leading dim
-    // of a rank >= 2 tensor, max(Sq, Sk) for the others.
-    std::string tensorNames = meta(fwd, "mask_tensors", "");
-    for (size_t start = 0; !tensorNames.empty() && start <= tensorNames.size();) {
-      size_t comma = tensorNames.find(',', start);
-      std::string name = tensorNames.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? tensorNames.size() + 1 : comma + 1;
-      const TensorParam *t = findParam(fwd.name, name);
-      if (!t || t->dtype != DType::I32) {
-        std::printf("%s: FAIL the manifest's mask tensor '%s' is not an i32 parameter\n", fwd.name.c_str(), name.c_str());
-        ++failures;
-        return false;
+    // The modifiers' tensors, named by `meta mask_tensors` / `score_tensors` (comma-separated): the batch for a
+    // leading dim of a rank >= 2 tensor, max(Sq, Sk) for the others; i32 ones runs of ids, f32 ones normal with
+    // sigma 0.25.
+    auto modifierTensors = [&](const char *key, bool allowF32, std::vector<Buffer> &out) {
+      std::string names = meta(fwd, key, "");
+      for (size_t start = 0; !names.empty() && start <= names.size();) {
+        size_t comma = names.find(',', start);
+        std::string name = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        start = comma == std::string::npos ? names.size() + 1 : comma + 1;
+        const TensorParam *t = findParam(fwd.name, name);
+        if (!t || (t->dtype != DType::I32 && !(allowF32 && t->dtype == DType::F32))) {
+          std::printf("%s: FAIL the manifest's %s tensor '%s' is not an %s parameter\n", fwd.name.c_str(), key,
+                      name.c_str(), allowF32 ? "f32 or i32" : "i32");
+          ++failures;
+          return false;
+        }
+        std::map<std::string, int64_t> own = sym;
+        for (size_t d = 0; d < t->dims.size(); ++d)
+          if (t->dims[d].isSymbol())
+            own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
+        out.push_back(makeParam(fwd.name, name, own));
+        if (t->dtype == DType::F32) randomFill(out.back(), rng, 0.25);
+        else randomIds(out.back(), rng);
       }
-      std::map<std::string, int64_t> own = sym;
-      for (size_t d = 0; d < t->dims.size(); ++d)
-        if (t->dims[d].isSymbol())
-          own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
-      c.maskTensors.push_back(makeParam(fwd.name, name, own));
-      randomIds(c.maskTensors.back(), rng);
-    }
-    // A score modifier (meta score_mod, its tensors meta score_tensors: f32 ones normal with sigma 0.25, i32 ones
-    // runs of ids). The reference's derivative is by central differences of the program's value.
+      return true;
+    };
+    if (!modifierTensors("mask_tensors", false, c.maskTensors) ||
+        !modifierTensors("score_tensors", true, c.scoreTensors))
+      return false;
+    // A score modifier (meta score_mod): the reference's derivative is by central differences of its value.
     std::string scoreText = meta(fwd, "score_mod", "");
-    std::string scoreNames = meta(fwd, "score_tensors", "");
-    for (size_t start = 0; !scoreNames.empty() && start <= scoreNames.size();) {
-      size_t comma = scoreNames.find(',', start);
-      std::string name = scoreNames.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? scoreNames.size() + 1 : comma + 1;
-      const TensorParam *t = findParam(fwd.name, name);
-      if (!t || (t->dtype != DType::I32 && t->dtype != DType::F32)) {
-        std::printf("%s: FAIL the manifest's score tensor '%s' is not an f32 or i32 parameter\n", fwd.name.c_str(),
-                    name.c_str());
-        ++failures;
-        return false;
-      }
-      std::map<std::string, int64_t> own = sym;
-      for (size_t d = 0; d < t->dims.size(); ++d)
-        if (t->dims[d].isSymbol())
-          own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
-      c.scoreTensors.push_back(makeParam(fwd.name, name, own));
-      if (t->dtype == DType::F32) randomFill(c.scoreTensors.back(), rng, 0.25);
-      else randomIds(c.scoreTensors.back(), rng);
-    }
     if (!scoreText.empty()) {
       std::vector<bool> floats;
       for (const Buffer &b : c.scoreTensors) floats.push_back(b.dtype == DType::F32);

@@ -164,33 +164,9 @@ int64_t evaluateIndexOp(Operation *op, ArrayRef<int64_t> v) {
       .Default([](Operation *) { return int64_t(0); });
 }
 
-std::string printIndexProgram(Region &body, bool oneWord) {
-  Block &block = body.front();
-  llvm::DenseMap<Value, std::string> names;
-  IndexFunctionLayout layout = indexFunctionLayout(body);
-  static const char *kIndexNames4[] = {"b", "h", "q", "k"}, *kIndexNames2[] = {"q", "k"};
-  for (unsigned i = 0; i < layout.indexArgs; ++i)
-    names[block.getArgument(i)] = layout.hasBatchAndHead() ? kIndexNames4[i] : kIndexNames2[i];
-  for (unsigned i = 0; i < layout.tensorArgs; ++i)
-    names[block.getArgument(layout.indexArgs + i)] = "t" + std::to_string(i);
-  std::string text;
-  const char *space = oneWord ? "," : " ";
-  auto name = [&](Value v) { return names.lookup(v); };
-  unsigned next = 0;
-  for (Operation &op : block.without_terminator()) {
-    Value result = op.getResult(0);
-    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
-      auto value = llvm::cast<IntegerAttr>(c.getValue());
-      names[result] = c.getType().isSignlessInteger(1) ? (value.getValue().getBoolValue() ? "true" : "false")
-                                                       : std::to_string(value.getInt());
-      continue;
-    }
-    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
-      names[result] = name(cast.getIn());  // elements are read as 64-bit values already
-      continue;
-    }
-    using P = arith::CmpIPredicate;
-    std::string opName = llvm::TypeSwitch<Operation *, std::string>(&op)
+std::string indexOpName(Operation *op) {
+  using P = arith::CmpIPredicate;
+  return llvm::TypeSwitch<Operation *, std::string>(op)
                              .Case([](arith::AddIOp) { return "add"; })
                              .Case([](arith::SubIOp) { return "sub"; })
                              .Case([](arith::MulIOp) { return "mul"; })
@@ -217,6 +193,34 @@ std::string printIndexProgram(Region &body, bool oneWord) {
                                }
                              })
                              .Default([](Operation *) { return "?"; });
+}
+
+std::string printIndexProgram(Region &body, bool oneWord) {
+  Block &block = body.front();
+  llvm::DenseMap<Value, std::string> names;
+  IndexFunctionLayout layout = indexFunctionLayout(body);
+  static const char *kIndexNames4[] = {"b", "h", "q", "k"}, *kIndexNames2[] = {"q", "k"};
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    names[block.getArgument(i)] = layout.hasBatchAndHead() ? kIndexNames4[i] : kIndexNames2[i];
+  for (unsigned i = 0; i < layout.tensorArgs; ++i)
+    names[block.getArgument(layout.indexArgs + i)] = "t" + std::to_string(i);
+  std::string text;
+  const char *space = oneWord ? "," : " ";
+  auto name = [&](Value v) { return names.lookup(v); };
+  unsigned next = 0;
+  for (Operation &op : block.without_terminator()) {
+    Value result = op.getResult(0);
+    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      auto value = llvm::cast<IntegerAttr>(c.getValue());
+      names[result] = c.getType().isSignlessInteger(1) ? (value.getValue().getBoolValue() ? "true" : "false")
+                                                       : std::to_string(value.getInt());
+      continue;
+    }
+    if (auto cast = llvm::dyn_cast<arith::IndexCastOp>(op)) {
+      names[result] = name(cast.getIn());  // elements are read as 64-bit values already
+      continue;
+    }
+    std::string opName = indexOpName(&op);
     std::string n = "v" + std::to_string(next++);
     text += n + space + "=" + space + opName;
     for (Value operand : op.getOperands())

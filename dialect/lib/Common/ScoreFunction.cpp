@@ -299,23 +299,9 @@ std::string printScoreProgram(Region &body, bool oneWord) {
         continue;
       }
     }
-    using P = arith::CmpIPredicate;
     using F = arith::CmpFPredicate;
     std::string opName =
         llvm::TypeSwitch<Operation *, std::string>(&op)
-            .Case([](arith::AddIOp) { return "add"; })
-            .Case([](arith::SubIOp) { return "sub"; })
-            .Case([](arith::MulIOp) { return "mul"; })
-            .Case([](arith::DivSIOp) { return "div"; })
-            .Case([](arith::FloorDivSIOp) { return "floordiv"; })
-            .Case([](arith::CeilDivSIOp) { return "ceildiv"; })
-            .Case([](arith::RemSIOp) { return "rem"; })
-            .Case([](arith::MinSIOp) { return "min"; })
-            .Case([](arith::MaxSIOp) { return "max"; })
-            .Case([](arith::AndIOp) { return "and"; })
-            .Case([](arith::OrIOp) { return "or"; })
-            .Case([](arith::XOrIOp) { return "xor"; })
-            .Case([](arith::SelectOp) { return "select"; })
             .Case([](arith::IndexCastOp) { return "trunc32"; })
             .Case([](arith::SIToFPOp) { return "itof"; })
             .Case([](arith::AddFOp) { return "addf"; })
@@ -330,7 +316,6 @@ std::string printScoreProgram(Region &body, bool oneWord) {
             .Case([](math::LogOp) { return "log"; })
             .Case([](math::SqrtOp) { return "sqrt"; })
             .Case([](math::AbsFOp) { return "absf"; })
-            .Case([](tensor::ExtractOp) { return "read"; })
             .Case([](arith::CmpFOp cmp) -> std::string {
               switch (cmp.getPredicate()) {
               case F::OEQ: return "eqf";
@@ -342,18 +327,7 @@ std::string printScoreProgram(Region &body, bool oneWord) {
               default: return "?";
               }
             })
-            .Case([](arith::CmpIOp cmp) -> std::string {
-              switch (cmp.getPredicate()) {
-              case P::eq: return "eq";
-              case P::ne: return "ne";
-              case P::slt: return "lt";
-              case P::sle: return "le";
-              case P::sgt: return "gt";
-              case P::sge: return "ge";
-              default: return "?";
-              }
-            })
-            .Default([](Operation *) { return "?"; });
+            .Default([](Operation *op) { return indexOpName(op); });
     std::string n = "v" + std::to_string(next++);
     text += n + space + "=" + space + opName;
     for (Value operand : op.getOperands())

@@ -403,22 +403,18 @@ LogicalResult MaskOp::verify() {
   return expectRegisterF32Tile(*this, getType(), "scores");
 }
 
-// The arguments a use of mask modifier @sym passes: the batch and head
-// (index), then one !tile.tensor per tensor argument of @sym, of its rank and
-// element type (i32) with matching static sizes.
-static LogicalResult verifyModifierUse(Operation *op, FlatSymbolRefAttr sym, ValueRange args,
-                                       SymbolTableCollection &symbolTable) {
-  auto maskMod = symbolTable.lookupNearestSymbolFrom<MaskModOp>(op, sym);
-  if (!maskMod)
-    return op->emitOpError() << "mod " << sym << " does not name a tile.mask_mod of the module";
-  Block &body = maskMod.getBody().front();
-  unsigned tensors = body.getNumArguments() - 4;
+// The arguments a use of a modifier @sym (its body `body`, tensor arguments from `firstTensor`) passes: the
+// batch and head (index), then one !tile.tensor per tensor argument of @sym, of its rank and element type with
+// matching static sizes.
+static LogicalResult verifyModifierArgs(Operation *op, FlatSymbolRefAttr sym, Block &body, unsigned firstTensor,
+                                        ValueRange args) {
+  unsigned tensors = body.getNumArguments() - firstTensor;
   if (args.size() != 2 + tensors || !args[0].getType().isIndex() || !args[1].getType().isIndex())
     return op->emitOpError() << "mod " << sym << " takes (batch, head" << (tensors ? ", " : "")
                              << (tensors ? std::to_string(tensors) + " tensor(s)" : std::string()) << "), got "
                              << args.size() << " argument(s)";
   for (unsigned i = 0; i < tensors; ++i) {
-    auto want = llvm::cast<RankedTensorType>(body.getArgument(4 + i).getType());
+    auto want = llvm::cast<RankedTensorType>(body.getArgument(firstTensor + i).getType());
     auto got = llvm::dyn_cast<GlobalTensorType>(args[2 + i].getType());
     bool fits = got && got.getElementType() == want.getElementType() && got.getRank() == want.getRank();
     for (int64_t d = 0; fits && d < want.getRank(); ++d)
@@ -428,6 +424,15 @@ static LogicalResult verifyModifierUse(Operation *op, FlatSymbolRefAttr sym, Val
                                << ", got " << args[2 + i].getType();
   }
   return success();
+}
+
+// A use of mask modifier @sym (b, h, q, k, tensors...).
+static LogicalResult verifyModifierUse(Operation *op, FlatSymbolRefAttr sym, ValueRange args,
+                                       SymbolTableCollection &symbolTable) {
+  auto maskMod = symbolTable.lookupNearestSymbolFrom<MaskModOp>(op, sym);
+  if (!maskMod)
+    return op->emitOpError() << "mod " << sym << " does not name a tile.mask_mod of the module";
+  return verifyModifierArgs(op, sym, maskMod.getBody().front(), 4, args);
 }
 
 LogicalResult MaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -463,30 +468,13 @@ LogicalResult MaskModOp::verify() {
   return success();
 }
 
-// The arguments a use of score modifier @sym passes: (batch, head), then one
-// !tile.tensor per tensor argument of @sym (its rank and element type).
+// A use of score modifier @sym (s, b, h, q, k, tensors...).
 static LogicalResult verifyScoreModUse(Operation *op, FlatSymbolRefAttr sym, ValueRange args,
                                        SymbolTableCollection &symbolTable) {
   auto scoreMod = symbolTable.lookupNearestSymbolFrom<ScoreModOp>(op, sym);
   if (!scoreMod)
     return op->emitOpError() << "mod " << sym << " does not name a tile.score_mod of the module";
-  Block &body = scoreMod.getBody().front();
-  unsigned tensors = body.getNumArguments() - 5;
-  if (args.size() != 2 + tensors || !args[0].getType().isIndex() || !args[1].getType().isIndex())
-    return op->emitOpError() << "mod " << sym << " takes (batch, head" << (tensors ? ", " : "")
-                             << (tensors ? std::to_string(tensors) + " tensor(s)" : std::string()) << "), got "
-                             << args.size() << " argument(s)";
-  for (unsigned i = 0; i < tensors; ++i) {
-    auto want = llvm::cast<RankedTensorType>(body.getArgument(5 + i).getType());
-    auto got = llvm::dyn_cast<GlobalTensorType>(args[2 + i].getType());
-    bool fits = got && got.getElementType() == want.getElementType() && got.getRank() == want.getRank();
-    for (int64_t d = 0; fits && d < want.getRank(); ++d)
-      fits = ShapedType::isDynamic(want.getDimSize(d)) || want.getDimSize(d) == got.getShape()[d];
-    if (!fits)
-      return op->emitOpError() << "mod " << sym << " tensor " << i << " must be a !tile.tensor like " << want
-                               << ", got " << args[2 + i].getType();
-  }
-  return success();
+  return verifyModifierArgs(op, sym, scoreMod.getBody().front(), 5, args);
 }
 
 LogicalResult ScoreModOp::verify() {

@@ -78,6 +78,10 @@ bool evaluateIndexPredicate(mlir::Region &body, const IndexPoint &point, IndexOp
 /// operand through: elements are read sign-extended.)
 int64_t evaluateIndexOp(mlir::Operation *op, llvm::ArrayRef<int64_t> operands);
 
+/// The text form's name of an index function's op ("add", "lt", "read",
+/// ...; "?" for another op).
+std::string indexOpName(mlir::Operation *op);
+
 /// The index function's text form, what flashc.mask_mod and
 /// flashc/reference/index_program.h read: "v0 = lt k 4096; v1 = le k q;
 /// v2 = or v0 v1; yield v2". Arguments are named b, h, q, k (whatever the
