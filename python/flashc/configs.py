@@ -90,6 +90,13 @@ TEST_ATTENTION_MASK_TENSORS = (
     AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK, backward_form="transposed"),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=DOCUMENT_MASK, backward_form="rows"),
     AttentionConfig("bf16", 4, 2, 128, mask_mod=KEY_COUNT_MASK))
+# Block-sparse layouts (flashc.mask_mod.block_sparse: layout[h, q // 64, k // 64] != 0, a [Hq, query blocks, key
+# blocks] tensor of the call): test_gpu_attention's test_block_sparse_layouts gives them random layouts.
+BLOCK_SPARSE_MASK = "v0 = floordiv q 64; v1 = floordiv k 64; v2 = read t0 h v0 v1; v3 = ne v2 0; yield v3"
+TEST_ATTENTION_BLOCK_SPARSE = (
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=BLOCK_SPARSE_MASK),
+    AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=BLOCK_SPARSE_MASK),
+    AttentionConfig("f16", 2, 2, 256, mask_mod=BLOCK_SPARSE_MASK))
 # Score modifiers (flashc.score_mod) on every kernel form (the warp-specialised forward at head dims 64 / 128 / 256,
 # the op-by-op backward in both forms), text forms where they read tensors (test_gpu_attention's test_score_modifiers
 # gives them values): ALiBi (t0: a slope per query head), Gemma-2's soft cap written as a modifier, a learned
@@ -253,11 +260,13 @@ SETS = {
     "bench-attention-padded": BENCH_ATTENTION_PADDED,
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
-              + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD),
+              + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD
+              + TEST_ATTENTION_BLOCK_SPARSE),
     "tests-attention": TEST_ATTENTION,
     "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
     "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
     "tests-score-mod": TEST_ATTENTION_SCORE_MOD,
+    "tests-block-sparse": TEST_ATTENTION_BLOCK_SPARSE,
     "tests-attention-rows": TEST_ATTENTION_ROWS,
     "tests-attention-transposed": TEST_ATTENTION_TRANSPOSED,
     "tests-ffn": TEST_FFN,

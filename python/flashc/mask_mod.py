@@ -31,7 +31,7 @@ import inspect
 
 from .errors import InvalidArgumentError
 
-__all__ = ["IndexProgram", "trace", "where", "minimum", "maximum", "read"]
+__all__ = ["IndexProgram", "trace", "where", "minimum", "maximum", "read", "block_sparse"]
 
 _INT_OPS = ("add", "sub", "mul", "div", "floordiv", "ceildiv", "rem", "min", "max")
 _CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -743,6 +743,25 @@ class _TracedTensor:
     def __getattr__(self, name):
         raise InvalidArgumentError("mask_mod: a tensor the modifier reads supports indexing only (t[i], t[i, j]), "
                                    "not .%s" % name)
+
+
+def block_sparse(layout, block_size):
+    """A block-sparse layout as a mask modifier (block-sparse FlashAttention): key k is visible from query q when
+    layout[h, q // block_size, k // block_size] != 0 (layout [Hq, query blocks, key blocks], integers), or
+    layout[b, h, ...] for a [B, Hq, ...] layout. The block size is part of the modifier (its text); the layout's values
+    are the call's: with a multiple of 64 the kernels' block-class table classifies every block exactly (hidden blocks
+    skipped, shown ones unmasked).
+
+        flashc.torch.attention(q, k, v, mask_mod=flashc.mask_mod.block_sparse(layout, 128))"""
+    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
+        raise InvalidArgumentError("block_sparse: block_size must be a positive int, got %r" % (block_size,))
+    rank = layout.dim() if callable(getattr(layout, "dim", None)) else None
+    if rank not in (3, 4):
+        raise InvalidArgumentError("block_sparse: the layout is [Hq, query blocks, key blocks] or [B, Hq, query "
+                                   "blocks, key blocks], got rank %s" % rank)
+    if rank == 3:
+        return lambda b, h, q_idx, kv_idx: read(layout, h, q_idx // block_size, kv_idx // block_size) != 0
+    return lambda b, h, q_idx, kv_idx: read(layout, b, h, q_idx // block_size, kv_idx // block_size) != 0
 
 
 def read(tensor, *positions):

@@ -166,6 +166,28 @@ class AttentionGpuTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
             o.sum().backward()
 
+    def test_block_sparse_layouts(self):
+        """Block-sparse layouts (configs.TEST_ATTENTION_BLOCK_SPARSE: layout[h, q // 64, k // 64] != 0) with random
+        layouts (about half the blocks on, whole rows off included) against float64 over the ragged shapes and longer
+        sequences; the same layout through flashc.mask_mod.block_sparse gives the same bundle and result."""
+        from flashc.mask_mod import IndexProgram, block_sparse
+        g = torch.Generator(device="cuda").manual_seed(23)
+        for config in configs.TEST_ATTENTION_BLOCK_SPARSE:
+            program = IndexProgram.parse(config.mask_mod)
+            for batch, seq_q, seq_k in SHAPES + [(1, 700, 700), (1, 300, 650)]:
+                blocks = (config.num_heads, -(-seq_q // 64), -(-seq_k // 64))
+                layout = (torch.rand(blocks, generator=g, device="cuda") < 0.5).to(torch.int32)
+                layout[:, 0, :] = 0  # the first query block sees no key: zeros, lse -inf
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    check_against_reference(self, config, batch, seq_q, seq_k,
+                                            mask_mod=program.with_tensors(layout))
+        config = configs.TEST_ATTENTION_BLOCK_SPARSE[0]
+        q, k, v = inputs(config, 1, 300, 300, seed=4)
+        layout = (torch.rand((4, 5, 5), generator=g, device="cuda") < 0.5).to(torch.int32)
+        o1 = ft.attention(q, k, v, enable_gqa=True, mask_mod=block_sparse(layout, 64))
+        o2 = ft.attention(q, k, v, enable_gqa=True, mask_mod=IndexProgram.parse(config.mask_mod).with_tensors(layout))
+        self.assertTrue(torch.equal(o1, o2))
+
     def test_score_modifiers(self):
         """Score modifiers (configs.TEST_ATTENTION_SCORE_MOD) against float64 autograd of the same modifier (not the
         compiler's derivative): ALiBi with random slopes of both signs, the soft cap as a modifier, a relative-position

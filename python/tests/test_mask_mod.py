@@ -48,7 +48,11 @@ class _IntTensor:
 
     def __init__(self, values):
         self.values = values
-        self.shape = (len(values),) if not isinstance(values[0], list) else (len(values), len(values[0]))
+        shape, v = [], values
+        while isinstance(v, list):
+            shape.append(len(v))
+            v = v[0]
+        self.shape = tuple(shape)
 
     def dim(self):
         return len(self.shape)
@@ -227,6 +231,24 @@ class MaskModTest(unittest.TestCase):
         self.assertEqual(config.mask_tensor_names(), ("mask_t0", "mask_t1"))
         self.assertIn("mask_t0", config.forward_params())
         self.assertIn("mask_mod(%mask_t0, %mask_t1) {", config.spec_text())
+
+    def test_block_sparse(self):
+        # A per-(head, query block, key block) layout with the block size in the program (block-sparse attention).
+        from flashc.mask_mod import block_sparse
+        layout = _IntTensor([[[1, 0], [1, 1]], [[0, 1], [1, 0]]])  # [Hq = 2, 2 query blocks, 2 key blocks]
+        program = trace(block_sparse(layout, 64))
+        self.assertEqual(program.text, "v0 = floordiv q 64; v1 = floordiv k 64; v2 = read t0 h v0 v1; v3 = ne v2 0; "
+                                       "yield v3")
+        self.assertEqual(program.tensor_ranks, (3,))
+        self.assertIs(program.tensors[0], layout)
+        for h, q, k in itertools.product(range(2), range(0, 140, 7), range(0, 140, 7)):
+            qb, kb = q // 64, k // 64
+            want = qb < 2 and kb < 2 and layout.values[h][qb][kb] != 0
+            self.assertEqual(bool(program.evaluate(q, k, 0, h)), want, (h, q, k))
+        with self.assertRaisesRegex(InvalidArgumentError, "block_size must be a positive int"):
+            block_sparse(layout, 0)
+        with self.assertRaisesRegex(InvalidArgumentError, "rank 1"):
+            block_sparse(_DOCS, 64)
 
     def test_spec_region_against_float64_on_the_tile_programs(self):
         """The spec text of a modifier (as flashc.torch compiles it, but f32 and static sizes) through flash-run-tile:

@@ -17,6 +17,8 @@
 // CHECK: @key_count forward lse: {{.*}} ok
 // CHECK: @key_count backward d_v: {{.*}} ok
 // CHECK: @shifted_documents_gqa backward d_k: {{.*}} ok
+// CHECK: @block_sparse forward result 0: {{.*}} ok
+// CHECK: @block_sparse backward d_q: {{.*}} ok
 
 // Causal within documents: doc[q] == doc[k] (the ids: a tensor of the tokens).
 func.func @documents(%q: tensor<2x2x70x32xf32>, %k: tensor<2x2x70x32xf32>, %v: tensor<2x2x70x32xf32>, %doc: tensor<70xi32>) -> tensor<2x2x70x32xf32> {
@@ -58,4 +60,21 @@ func.func @shifted_documents_gqa(%q: tensor<1x4x40x32xf32>, %k: tensor<1x2x57x32
     flash.yield %same : i1
   } : (tensor<1x4x40x32xf32>, tensor<1x2x57x32xf32>, tensor<1x2x57x32xf32>, tensor<60xi32>) -> (tensor<1x4x40x32xf32>, tensor<1x4x40xf32>)
   return %out : tensor<1x4x40x32xf32>
+}
+
+// A block-sparse layout (block-sparse FlashAttention; flashc.mask_mod.block_sparse): key k is visible from query q
+// when layout[h, q // 16, k // 16] != 0, the block size fixed by the spec, the layout [Hq, 3, 4] a tensor of the call.
+func.func @block_sparse(%q: tensor<1x2x45x32xf32>, %k: tensor<1x2x61x32xf32>, %v: tensor<1x2x61x32xf32>, %layout: tensor<2x3x4xi32>) -> tensor<1x2x45x32xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.17677669529663687 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%layout) {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %l: tensor<2x3x4xi32>):
+    %c16 = arith.constant 16 : index
+    %c0 = arith.constant 0 : index
+    %qb = arith.floordivsi %i, %c16 : index
+    %kb = arith.floordivsi %j, %c16 : index
+    %e = tensor.extract %l[%h, %qb, %kb] : tensor<2x3x4xi32>
+    %x = arith.index_cast %e : i32 to index
+    %on = arith.cmpi ne, %x, %c0 : index
+    flash.yield %on : i1
+  } : (tensor<1x2x45x32xf32>, tensor<1x2x61x32xf32>, tensor<1x2x61x32xf32>, tensor<2x3x4xi32>) -> (tensor<1x2x45x32xf32>, tensor<1x2x45xf32>)
+  return %out : tensor<1x2x45x32xf32>
 }
