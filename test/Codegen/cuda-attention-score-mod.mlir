@@ -14,6 +14,15 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: flashc %s --emit=cubin --arch=sm_80 --ptxas-report -o %t80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+//
+// The warp-specialised backward takes a score modifier whose derivative is 1 (#tile.attention score_additive: this
+// one's is not, the tanh cap), opt-in through a tuning-table entry until the H200 has checked and timed it: here a
+// table asks for it and the plan pass refuses: not in its tuning space. (examples/alibi.mlir's additive one compiles.)
+// RUN: printf 'sm_90a attention_backward bf16 d128 causal+score -> strategy=wgmma_ws_sm90 block_m=64 block_n=128 warps=8 stages=2 form=transposed\n' > %t.ws.txt
+// RUN: not flashc %s --tuning-table=%t.ws.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WSREFUSED
+// RUN: flashc %S/../../examples/alibi.mlir --tuning-table=%t.ws.txt --emit=cuda -o - | FileCheck %s --check-prefix=WS
+// RUN: flashc %S/../../examples/alibi.mlir --tuning-table=%t.ws.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %S/../../examples/alibi.mlir --emit=cuda -o - | FileCheck %s --check-prefix=NOWS
 
 // CUDA: // ---- alibi_capped_attention_bwd ----
 // CUDA: struct [[MOD:score_mod_[0-9a-f]+]] {
@@ -47,6 +56,15 @@
 // MANIFEST: program alibi_capped
 // MANIFEST: meta score_mod v0,=,read,t0,h;v1,=,sub,k,q;v2,=,itof,v1;v3,=,mulf,v0,v2;v4,=,addf,s,v3;v5,=,divf,v4,f:0x1.ep+4;v6,=,tanh,v5;v7,=,mulf,v6,f:0x1.ep+4;yield,v7
 // MANIFEST: meta score_tensors score_t0
+
+// WSREFUSED: error: flash-plan-memory: tuning table entry {{.*}} asks for strategy wgmma_ws_sm90, which is not in the tuning space
+// WS: // ---- alibi_attention_bwd ----
+// WS: struct [[AMOD:score_mod_[0-9a-f]+]] {
+// WS: static constexpr bool kDerivativeOne = true;
+// WS: using ScoreMod = [[AMOD]];
+// WS: flashc_alibi_attention_bwd({{.*}}const __grid_constant__ flashc::TensorArg score_t0, const __grid_constant__ flashc::TmaDescriptor q_map
+// WS: attention_bwd_ws<{{.*}}>({{.*}}, &dq_accum_map, flashc::device::mask_env(0, 0), nullptr, flashc::device::mask_env(0, 0, score_t0));
+// NOWS-NOT: attention_bwd_ws<
 
 // PTXAS-NOT: error
 // PTXAS-NOT: [1-9][0-9]* bytes spill

@@ -502,7 +502,7 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // the raw scores (tile.score_grad: dS · d mod / ds) before the softmax scale. The rows form:
 // CHECK-LABEL: tile.kernel @alibi_attention_bwd(
 // CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
-// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]]>
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true>
 // CHECK: %[[RAW:.+]] = tile.matmul
 // CHECK: tile.score %[[RAW]] {{.*}} mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)
 // CHECK: %[[DS:.+]] = tile.softmax_grad

@@ -467,7 +467,7 @@ func.func @per_head(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: te
 // query rows past Sq -inf) before the window's mask.
 // CHECK-LABEL: tile.kernel @alibi_attention_fwd(
 // CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
-// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]]>
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true>
 // CHECK: %[[SQ:.+]] = tile.dim %arg0, 2
 // CHECK: %[[S:.+]] = tile.matmul
 // CHECK: %[[MOD:.+]] = tile.score %[[S]] rows %{{.*}} cols %{{.*}} limit %[[SQ]] scale 1.250000e-01 mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)

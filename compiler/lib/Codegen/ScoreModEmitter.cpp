@@ -268,6 +268,8 @@ LogicalResult printStruct(tile::ScoreModOp scoreMod, llvm::raw_ostream &out) {
   out << "//   " << (program.size() <= 400 ? program : program.substr(0, 400) + " ...") << "\n";
   out << "struct " << name << " {\n";
   out << "  static constexpr int kTensors = " << body.getNumArguments() - 5 << ";\n";
+  out << "  static constexpr bool kDerivativeOne = " << (scoreDerivativeIsOne(scoreMod.getBody()) ? "true" : "false")
+      << ";  // s plus terms free of s: dS passes through\n";
   out << "  // The modified score; ds: its derivative with respect to s.\n";
   out << "  static FLASHC_MASK_FN float score(const flashc::device::MaskEnv& env, float s, long long b, long long h,\n"
       << "                                    long long q, long long k, float& ds) {\n";

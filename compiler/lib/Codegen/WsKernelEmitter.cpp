@@ -182,14 +182,35 @@ FailureOr<MaskArgs> maskArgs(tile::KernelOp kernel, tile::AttentionSpecAttr spec
   return args;
 }
 
-/// The arguments a library kernel takes for the mask modifier: its tensors as
-/// a MaskEnv and, with a block-class table, the table's address.
-std::string maskCallArgs(const MaskArgs &mask, ArrayRef<std::string> cppNames) {
-  std::string env = "flashc::device::mask_env(0, 0";
-  for (unsigned i = 0; i < mask.tensors; ++i)
-    env += ", " + cppNames[mask.first + i];
-  env += ")";
-  return env + ", " + (mask.table ? "&" + cppNames[mask.first + mask.tensors] : std::string("nullptr"));
+/// How many tensors the kernel's score modifier reads (0 without one): its arguments after the mask modifier's.
+FailureOr<unsigned> scoreModTensors(tile::KernelOp kernel, tile::AttentionSpecAttr spec) {
+  auto sym = spec.getScoreMod();
+  if (!sym)
+    return 0u;
+  auto scoreMod = SymbolTable::lookupNearestSymbolFrom<tile::ScoreModOp>(kernel, sym);
+  if (!scoreMod)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " names score modifier " << sym
+                              << ", which the module does not hold",
+           failure();
+  return scoreMod.getBody().front().getNumArguments() - 5;
+}
+
+/// The arguments a library kernel takes for its modifiers: the mask modifier's tensors as a MaskEnv, the address
+/// of its block-class table (after the score modifier's tensors) or nullptr, then, with a score modifier, its
+/// tensors as a second MaskEnv.
+std::string modifierCallArgs(const MaskArgs &mask, unsigned scoreTensors, bool scoreMod,
+                             ArrayRef<std::string> cppNames) {
+  auto env = [&](unsigned first, unsigned count) {
+    std::string text = "flashc::device::mask_env(0, 0";
+    for (unsigned i = 0; i < count; ++i)
+      text += ", " + cppNames[first + i];
+    return text + ")";
+  };
+  std::string args = env(mask.first, mask.tensors) + ", " +
+                     (mask.table ? "&" + cppNames[mask.first + mask.tensors + scoreTensors] : std::string("nullptr"));
+  if (scoreMod)
+    args += ", " + env(mask.first + mask.tensors, scoreTensors);
+  return args;
 }
 
 /// The kernel's signature after its config namespace: the tensors, then the
@@ -251,16 +272,10 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 5);
   if (failed(mask))
     return failure();
-  // A score modifier's tensors follow the mask modifier's (before the table).
-  unsigned scoreTensors = 0;
-  if (auto sym = spec.getScoreMod()) {
-    auto scoreMod = SymbolTable::lookupNearestSymbolFrom<tile::ScoreModOp>(kernel, sym);
-    if (!scoreMod)
-      return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " names score modifier " << sym
-                                << ", which the module does not hold",
-             failure();
-    scoreTensors = scoreMod.getBody().front().getNumArguments() - 5;
-  }
+  FailureOr<unsigned> scoreTensorCount = scoreModTensors(kernel, spec);
+  if (failed(scoreTensorCount))
+    return failure();
+  unsigned scoreTensors = *scoreTensorCount;
   unsigned want = 5 + mask->tensors + scoreTensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4}{5})", inputs.size(), want,
@@ -320,19 +335,7 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];
   if (spec.getMaskMod() || spec.getScoreMod()) {
-    // The mask modifier's env and table (which follows the score modifier's tensors), then the score modifier's.
-    std::string table = mask->table ? "&" + cppNames[mask->first + mask->tensors + scoreTensors] : "nullptr";
-    std::string env = "flashc::device::mask_env(0, 0";
-    for (unsigned i = 0; i < mask->tensors; ++i)
-      env += ", " + cppNames[mask->first + i];
-    env += ")";
-    out << ", " << offset << ", " << env << ", " << table;
-    if (spec.getScoreMod()) {
-      out << ", flashc::device::mask_env(0, 0";
-      for (unsigned i = 0; i < scoreTensors; ++i)
-        out << ", " << cppNames[mask->first + mask->tensors + i];
-      out << ")";
-    }
+    out << ", " << offset << ", " << modifierCallArgs(*mask, scoreTensors, spec.getScoreMod() != nullptr, cppNames);
   } else if (keyOffset) {
     out << ", " << offset;
   }
@@ -348,22 +351,27 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                                  ArrayRef<std::string> cppNames, StringRef entry,
                                                  RejectFn reject, llvm::raw_ostream &out) {
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
-  if (!takesWsBackward(spec))
-    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}, softcap = {2}: it takes 16-bit "
-                                "head dims that are multiples of 8 up to 256, one above 32, and "
-                                "no softcap",
-                                d, dv, spec.getSoftcap().getValueAsDouble()));
+  if (!takesWsBackward(spec) && !wsBackwardTakesAdditiveScore(spec))
+    return reject(llvm::formatv("head_dim = {0}, value_dim = {1}, softcap = {2}{3}: it takes 16-bit "
+                                "head dims that are multiples of 8 up to 256, one above 32, "
+                                "no softcap, and no score modifier but one whose derivative is 1",
+                                d, dv, spec.getSoftcap().getValueAsDouble(),
+                                spec.getScoreMod() ? ", a score modifier" : ""));
   Type elem = spec.getElementType().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
   FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 9);
   if (failed(mask))
     return failure();
-  unsigned want = 9 + mask->tensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  FailureOr<unsigned> scoreTensors = scoreModTensors(kernel, spec);
+  if (failed(scoreTensors))
+    return failure();
+  unsigned want = 9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{2}{3}{4})",
+                                "dq_accum, dk, dv{2}{3}{4}{5})",
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
+                                *scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
@@ -434,14 +442,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
-  printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
+  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << maps[3];
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
   out << ", " << (keyOffset ? cppNames[want - 1] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])");
-  if (spec.getMaskMod())
-    out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", " << maskCallArgs(*mask, cppNames);
+  if (spec.getMaskMod() || spec.getScoreMod())
+    out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
+        << modifierCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr, cppNames);
   else if (dqTma)
     out << ", &" << maps[4];
   out << ");\n";

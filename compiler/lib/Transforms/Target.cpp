@@ -104,6 +104,20 @@ bool takesWsBackward(AttentionSpecAttr attention) {
           attention.getRole() == KernelRole::AttentionBackwardTransposed);
 }
 
+bool wsBackwardTakesAdditiveScore(AttentionSpecAttr attention) {
+  // The default's conditions, with a score modifier whose derivative is 1 (dS passes through it unchanged): the
+  // kernel applies it where it recomputes the scores.
+  if (!attention.getScoreMod() || !attention.getScoreAdditive())
+    return false;
+  MLIRContext *ctx = attention.getContext();
+  auto plain = AttentionSpecAttr::get(ctx, attention.getRole(), attention.getHeadDim(), attention.getValueDim(),
+                                      attention.getScale(), attention.getSoftcap(), attention.getWindowLeft(),
+                                      attention.getWindowRight(), attention.getElementType(),
+                                      attention.getKeyOffset(), attention.getMaskMod(), attention.getMaskBlocks(),
+                                      FlatSymbolRefAttr(), false);
+  return takesWsBackward(plain);
+}
+
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
   // 16-byte rows for the TMA, at most 256 wide. At D = Dv = 64 the key split
   // (128 queries a step) ran 1.10-1.18x the Sᵀ wgmma backward it replaced

@@ -97,7 +97,9 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 // (pre- and postprocessing compute no scores: no modifier)
                                 noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
-                                noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op));
+                                noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
+                                /*scoreAdditive=*/!noScores && !classifies && op.hasScoreMod() &&
+                                    flashc::scoreDerivativeIsOne(op.getScoreMod()));
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }

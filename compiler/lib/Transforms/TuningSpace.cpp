@@ -77,16 +77,17 @@ std::string maskClass(AttentionSpecAttr attention) {
 }
 
 AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
+  // (the block-class table and the score modifier belong to the roles that compute scores)
+  bool scores = role != KernelRole::AttentionBackwardPreprocess && role != KernelRole::AttentionBackwardPostprocess &&
+                role != KernelRole::AttentionMaskBlocks && role != KernelRole::AttentionMaskBlocksTransposed;
   return AttentionSpecAttr::get(attention.getContext(), role, attention.getHeadDim(),
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),
                                 attention.getWindowRight(), attention.getElementType(),
                                 attention.getKeyOffset(), attention.getMaskMod(),
-                                attention.getMaskBlocks() && role != KernelRole::AttentionBackwardPreprocess &&
-                                    role != KernelRole::AttentionBackwardPostprocess &&
-                                    role != KernelRole::AttentionMaskBlocks &&
-                                    role != KernelRole::AttentionMaskBlocksTransposed,
-                                attention.getScoreMod());
+                                attention.getMaskBlocks() && scores,
+                                scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
+                                scores && attention.getScoreAdditive());
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
@@ -262,6 +263,26 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     points.push_back(rows);
   else
     points.insert(points.begin(), rows);
+  // An additive score modifier (ALiBi, a bias table): the warp-specialised backward takes it, opt-in (a table
+  // entry or the tuner) until the H200 has checked and timed it; the hand rule keeps the forms above.
+  if (isHopper(target) && wsBackwardTakesAdditiveScore(transposedSpec)) {
+    int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+    int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+    for (int64_t stages : {1, 2, 3, 4}) {
+      if (wsBackwardSharedBytes(d, dv, stages, bytes) > target.sharedMemoryPerBlock)
+        continue;
+      TilePlan plan;
+      plan.strategy = Strategy::WgmmaWsSm90;
+      plan.blockM = wsBackwardBlockM(d, dv);
+      plan.blockN = wsBackwardBlockN(d, dv);
+      plan.warps = plan.blockN / 16;
+      plan.stages = stages;
+      TuningPoint point = pointFrom(plan, false);
+      if (wsBackwardKeySplit(d, dv))
+        point.form = "transposed";
+      points.push_back(point);
+    }
+  }
   return points;
 }
 

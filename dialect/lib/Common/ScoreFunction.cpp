@@ -265,6 +265,32 @@ ScoreValue evaluateScore(Region &body, double s, const IndexPoint &point, IndexO
   return reals.lookup(block.getTerminator()->getOperand(0));
 }
 
+bool scoreDerivativeIsOne(Region &body) {
+  // Each f32 value's derivative in s, symbolically: 0, 1 or anything else.
+  enum class D { Zero, One, Other };
+  Block &block = body.front();
+  llvm::DenseMap<Value, D> d;
+  d[block.getArgument(0)] = D::One;
+  auto of = [&](Value v) { auto it = d.find(v); return it == d.end() ? D::Zero : it->second; };
+  for (Operation &op : block.without_terminator()) {
+    if (op.getNumResults() != 1 || !op.getResult(0).getType().isF32())
+      continue;
+    D a = op.getNumOperands() > 0 ? of(op.getOperand(0)) : D::Zero;
+    D b = op.getNumOperands() > 1 ? of(op.getOperand(1)) : D::Zero;
+    D r = llvm::TypeSwitch<Operation *, D>(&op)
+              .Case([&](arith::AddFOp) { return a == D::Zero ? b : b == D::Zero ? a : D::Other; })
+              .Case([&](arith::SubFOp) { return b == D::Zero ? a : D::Other; })
+              .Case([&](arith::SelectOp select) {
+                D t = of(select.getTrueValue()), f = of(select.getFalseValue());
+                return t == f ? t : D::Other;
+              })
+              .Case<arith::ConstantOp, arith::SIToFPOp, tensor::ExtractOp>([](Operation *) { return D::Zero; })
+              .Default([&](Operation *) { return a == D::Zero && b == D::Zero ? D::Zero : D::Other; });
+    d[op.getResult(0)] = r;
+  }
+  return of(block.getTerminator()->getOperand(0)) == D::One;
+}
+
 std::string printScoreProgram(Region &body, bool oneWord) {
   Block &block = body.front();
   llvm::DenseMap<Value, std::string> names;

@@ -93,7 +93,8 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         KernelRole role, int64_t headDim, int64_t valueDim,
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
-                                        FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod) {
+                                        FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
+                                        bool scoreAdditive) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -108,6 +109,8 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
     return emitError() << "#tile.attention score_mod needs a role that computes scores";
   if (scoreMod && softcap.getValueAsDouble() != 0)
     return emitError() << "#tile.attention score_mod is not combined with a softcap";
+  if (scoreAdditive && !scoreMod)
+    return emitError() << "#tile.attention score_additive needs a score_mod";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},
                            {"value_dim", valueDim}})
     if (dim < 1 || dim > limits::kMaxHeadDim)

@@ -67,6 +67,12 @@ struct ScoreValue {
 ScoreValue evaluateScore(mlir::Region &body, double s, const IndexPoint &point, IndexOperandShape shape = nullptr,
                          ScoreOperandReader read = nullptr);
 
+/// Whether a verified score function's derivative with respect to s is 1
+/// everywhere by its form: s plus terms that do not depend on s (ALiBi, a bias
+/// table, a distance penalty). The backward then needs no gradient of the
+/// modifier: dS passes through it unchanged.
+bool scoreDerivativeIsOne(mlir::Region &body);
+
 /// The score function's text form, what flashc/reference/score_program.h
 /// reads: "v0 = sub k q; v1 = itof v0; v2 = read t0 h; v3 = mulf v2 v1;
 /// v4 = addf s v3; yield v4". Arguments are s, b, h, q, k (whatever the

@@ -39,6 +39,7 @@
 //                         the padding, which adds nothing; dQ, dK and dV are stored without it
 //   kGroup                query heads per KV head (0: q.shape[1] / k.shape[1] at run time)
 //   kWindowLeft, kWindowRight, kScale   Window<L, R> mask, softmax scale (no softcap in this form)
+//   ScoreMod (optional)   a score modifier whose derivative is 1 (score_mod.cuh; ALiBi, bias tables)
 //   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales)
 //   kStages               Q/dO ring depth (2 at D = 256: 223 KB; D = 128 key split: 166 KB, 3 fit)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
@@ -61,6 +62,7 @@
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
+#include "flashc/device/score_mod.cuh"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
@@ -92,6 +94,13 @@ struct AttentionBwdWsPlan {
   static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
+  // A score modifier (Config::ScoreMod) whose derivative is 1: applied to scale · Sᵀ where the scores are
+  // recomputed (the scale inside it, Pᵀ = exp(S' - lse)); dSᵀ passes through it unchanged.
+  using ScoreMod = typename ScoreModOf<Config>::type;
+  static constexpr bool kScoreMod = HasScoreMod<Config>::value;
+  static_assert(ScoreDerivativeIsOne<ScoreMod>::value,
+                "ws backward: only a score modifier whose derivative is 1 (#tile.attention score_additive)");
+  static constexpr float kProbsScaleLog2 = kScoreMod ? kLog2e : kScaleLog2;
   // ---- schedule ----
   static constexpr int kBlockN = kKeySplit ? 128 : 64;  // keys a block (the M of every product but dQ's)
   static constexpr int kBlockM = Config::kBlockM;  // queries a step
@@ -241,7 +250,8 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
-// mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys.
+// mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
+// tensors the score modifier reads.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -250,7 +260,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
-                                                 const TensorArg* mask_blocks = nullptr) {
+                                                 const TensorArg* mask_blocks = nullptr,
+                                                 const MaskEnv& score_env = MaskEnv()) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -281,6 +292,15 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto delta_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemDelta + s * kBlockM * 4); };
   auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
+  // Sᵀ' = mod(scale · Sᵀ) of a step (its batch and head from the mask's env), before the mask.
+  auto modify_scores = [&](RegTileF32<kBlockN, kBlockM, kTileWarps>& st, int q0, const MaskEnv& step) {
+    if constexpr (P::kScoreMod) {
+      MaskEnv env = score_env;
+      env.batch = step.batch;
+      env.head = step.head;
+      score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
+    }
+  };
 
   if (threadIdx.x == 0) {
     mbarrier_init(bar(P::kBarKV), 1);
@@ -364,13 +384,14 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
       if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
       wgmma_wait<P::kLateDp ? 0 : 1>();
+      modify_scores(st, q0, env);
       if (masked) {
         // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
         // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
         if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
         else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
       }
-      recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+      recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
       RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
       if constexpr (!P::kLateDv) {
         convert(pt16, st);
@@ -472,11 +493,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
           fill(st, 0.f);
           wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
+          modify_scores(st, q0, env);
           if (masked) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
             if constexpr (P::kMaskTable) mask_rolled<Mask, true>(st, k0, q0, Sk, offset, env);
             else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
           }
-          recompute_probs_cols(st, lse_slot(s), P::kScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+          recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
           convert(pt16, st);
         }

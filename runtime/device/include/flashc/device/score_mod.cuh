@@ -46,6 +46,16 @@ FLASHC_MASK_FN float read_f32(const MaskTensor* t, P... positions) {
   return inside ? value : 0.f;
 }
 
+// Whether a score modifier's derivative is 1 by its form (the struct's kDerivativeOne; void: no modifier).
+template <class Mod>
+struct ScoreDerivativeIsOne {
+  static constexpr bool value = Mod::kDerivativeOne;
+};
+template <>
+struct ScoreDerivativeIsOne<void> {
+  static constexpr bool value = true;
+};
+
 #if defined(__CUDACC__)
 // tile.score: S[r][c] = Mod(scale · S[r][c], b, h, row0 + r, col0 + c) (kTransposed: the tile is Sᵀ, rows are keys
 // from col0 and columns queries from row0).

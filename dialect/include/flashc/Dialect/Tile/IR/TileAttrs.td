@@ -195,7 +195,9 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     score_mod = @f (a tile.score_mod, not with a softcap): each score s
     becomes @f(scale · s, b, h, i, j, t...) before the mask; the kernels that
     compute scores take the tensors @f reads after the mask modifier's (and
-    before the table).
+    before the table). score_additive = true: @f's derivative in s is 1 by its
+    form (s plus terms free of s: ALiBi, bias tables), so a backward may leave
+    dS as it is (the warp-specialised backward takes only these).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -206,7 +208,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$key_offset,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod,
     DefaultValuedParameter<"bool", "false">:$mask_blocks,
-    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod);
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod,
+    DefaultValuedParameter<"bool", "false">:$score_additive);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
