@@ -68,7 +68,7 @@
 
 // PTXAS-NOT: error
 // PTXAS-NOT: [1-9][0-9]* bytes spill
-// PTXAS: Compiling entry function 'flashc_alibi_capped_attention_fwd'
+// PTXAS: Compiling entry function 'flashc_alibi{{(_capped)?}}_attention_bwd'
 
 func.func @alibi_capped(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>, %slopes: tensor<16xf32>) -> tensor<?x16x?x128xbf16> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.08838834764831845 mask = #flash.mask<causal> num_kv_heads = 16 score_mod(%slopes) {
