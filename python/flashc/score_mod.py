@@ -45,8 +45,17 @@ _MLIR_FLOAT = {"addf": "addf", "subf": "subf", "mulf": "mulf", "divf": "divf", "
 
 
 def f32(x):
-    """x rounded to the nearest f32 (what the region's constant holds)."""
-    return struct.unpack("<f", struct.pack("<f", float(x)))[0] if math.isfinite(x) else float(x)
+    """x rounded to the nearest f32 (what the region's constant holds): past the f32 range, +-inf (IEEE rounding)."""
+    try:
+        x = float(x)
+    except OverflowError:
+        raise InvalidArgumentError("score_mod: constant %r does not fit a float" % (x,))
+    if not math.isfinite(x):
+        return x
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 class Float32:
@@ -137,7 +146,7 @@ class ScoreProgram:
             out = "%%v_%s" % name
             if op == "read":
                 t = int(args[0][1:])
-                element = "%s_e" % out if self.tensor_kinds[t] == "i32" else out
+                element = "%s.e" % out if self.tensor_kinds[t] == "i32" else out
                 lines.append("%s%s = tensor.extract %%%s[%s] : %s" % (
                     indent, element, args[0], ", ".join(operand(a) for a in args[1:]), types[t]))
                 if self.tensor_kinds[t] == "i32":
@@ -145,8 +154,8 @@ class ScoreProgram:
                 continue
             ops = [operand(a) for a in args]
             if op == "itof":
-                lines.append("%s%s_i = arith.index_cast %s : index to i64" % (indent, out, ops[0]))
-                lines.append("%s%s = arith.sitofp %s_i : i64 to f32" % (indent, out, out))
+                lines.append("%s%s.i = arith.index_cast %s : index to i64" % (indent, out, ops[0]))
+                lines.append("%s%s = arith.sitofp %s.i : i64 to f32" % (indent, out, out))
             elif op in _FLOAT_BINARY:
                 lines.append("%s%s = arith.%s %s, %s : f32" % (indent, out, _MLIR_FLOAT[op], ops[0], ops[1]))
             elif op in _FLOAT_UNARY:
@@ -410,7 +419,13 @@ class _Float(_mm._Traced):
     def __floordiv__(self, o):
         raise InvalidArgumentError("score_mod: '//' is integer division; a float takes '/'")
 
-    __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __floordiv__
+    __rfloordiv__ = __mod__ = __rmod__ = __floordiv__
+
+    def __pow__(self, o):
+        raise InvalidArgumentError("score_mod: ** is not supported on a traced score (write s * s, or torch.exp / "
+                                   "torch.log)")
+
+    __rpow__ = __pow__
 
     def __bool__(self):
         raise InvalidArgumentError("score_mod: a traced score has no Python truth value: use torch.where")

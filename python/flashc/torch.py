@@ -203,7 +203,7 @@ def _use_ops(t):
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
-def _as_kernel_tensor(i, t):
+def _as_kernel_tensor(i, t, what="mask_mod"):
     """A modifier's tensor as the kernels read it: int32, contiguous (a copy only where the caller's is not). Wider
     integers are checked to fit (a wrapped id would join two documents silently); that check reads the tensor's
     range back to the host: pass int32 to skip it."""
@@ -211,8 +211,8 @@ def _as_kernel_tensor(i, t):
         if t.numel():
             lo, hi = int(t.min()), int(t.max())
             if lo < _INT32_MIN or hi > _INT32_MAX:
-                raise InvalidArgumentError("mask_mod's tensor t%d holds values outside int32 (%d..%d): the kernels "
-                                           "read int32" % (i, lo, hi))
+                raise InvalidArgumentError("%s's tensor t%d holds values outside int32 (%d..%d): the kernels "
+                                           "read int32" % (what, i, lo, hi))
         t = t.to(torch.int32)
     return t.contiguous()
 
@@ -352,7 +352,10 @@ def _score_mod_program(score_mod, q):
             raise InvalidArgumentError("score_mod reads a tensor on %s (t%d), but q is on %s" % (t.device, i, q.device))
         if (kind == "f32") != t.dtype.is_floating_point:
             raise InvalidArgumentError("score_mod's tensor t%d is read as %s, but it holds %s" % (i, kind, t.dtype))
-        tensors.append(t.to(torch.float32).contiguous() if kind == "f32" else _as_kernel_tensor(i, t))
+        if t.requires_grad and torch.is_grad_enabled():  # (silently untrained otherwise: refused)
+            raise InvalidArgumentError("score_mod reads t%d, which requires a gradient: flashc's backward gives none "
+                                       "to a modifier's tensors (detach it, or train it elsewhere)" % i)
+        tensors.append(t.to(torch.float32).contiguous() if kind == "f32" else _as_kernel_tensor(i, t, "score_mod"))
     return program.text, tuple(tensors)
 
 

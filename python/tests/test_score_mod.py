@@ -57,6 +57,19 @@ class ScoreModTest(unittest.TestCase):
         self.assertEqual(ScoreProgram.parse("v0 = mulf s f:0x1.ep+4; yield v0"),
                          ScoreProgram.parse("v0 = mulf s f:0x1.e000000000000p+4; yield v0"))
 
+    def test_constants_past_f32_and_names(self):
+        # Past the f32 range a constant rounds to +-inf (IEEE); past a float at all it is refused.
+        self.assertIn("f:inf", trace(lambda s, q, k: s * 1e39).text)
+        self.assertIn("f:-inf", trace(lambda s, q, k: s + -1e39).text)
+        with self.assertRaisesRegex(InvalidArgumentError, "does not fit a float"):
+            trace(lambda s, q, k: s + 2 ** 2000)
+        with self.assertRaisesRegex(InvalidArgumentError, "\\*\\* is not supported"):
+            trace(lambda s, q, k: s ** 2)
+        # A hand-written text whose names meet the region's helper values: still one definition each.
+        region = ScoreProgram.parse("a = itof q; a_i = itof k; r = addf a a_i; yield r").region_text()
+        names = [line.split("=")[0].strip() for line in region.splitlines()[1:] if "=" in line]
+        self.assertEqual(len(names), len(set(names)), region)
+
     def test_region_text(self):
         region = trace(SCORES["hide_neighbour"]).region_text()
         self.assertIn("^bb0(%s: f32, %b: index, %h: index, %q_idx: index, %kv_idx: index):", region)

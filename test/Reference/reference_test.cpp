@@ -485,8 +485,12 @@ void testScoreProgram() {
                                  "yield v4", {false});
   auto idRead = [](int, const std::vector<int64_t> &p) { return double(p[0] / 10); };
   check(ids && ids->evaluate(0.0, 0, 0, 35, 12, idRead) == 2.0, "an i32 tensor's reads are indices");
+  auto nan = ScoreProgram::parse("v0 = log s; v1 = maxf v0 f:-4; v2 = minf v0 f:4; v3 = addf v1 v2; yield v3");
+  check(nan && std::isnan(nan->evaluate(-1.0, 0, 0, 0, 0)) && nan->evaluate(1.0, 0, 0, 0, 0) == 0.0 && nan->evaluate(std::exp(-10.0), 0, 0, 0, 0) == -4.0 - 10.0,
+        "maxf / minf keep a NaN (as arith.maximumf), and clamp otherwise");
   for (const char *bad : {"", "v0 = addf s; yield v0", "v0 = sinf s; yield v0", "v0 = lt k q; yield v0",
-                          "v0 = addf s f:zz; yield v0", "yield v1"}) {
+                          "v0 = addf s f:zz; yield v0", "yield v1", "v0 = read t-1 h; v1 = itof v0; yield v1",
+                          "v0 = read tx h; v1 = itof v0; yield v1"}) {
     std::string error;
     check(!ScoreProgram::parse(bad, {}, &error) && !error.empty(), std::string("refused: '") + bad + "'", error);
   }

@@ -28,7 +28,7 @@ namespace {
 std::string floatCode(double v) {
   float f = static_cast<float>(v);
   if (std::isnan(f))
-    return "NAN";
+    return "__int_as_float(0x7fc00000)";  // (NVRTC has no NAN macro)
   if (std::isinf(f))
     return f > 0 ? "INFINITY" : "(-INFINITY)";
   char buffer[48];
@@ -241,9 +241,10 @@ private:
     return success();
   }
 
-  /// maximumf / minimumf: the chosen side's value and derivative (`test` picks a).
+  /// maximumf / minimumf: the chosen side's value and derivative (`test` picks a; a NaN propagates, as
+  /// arith.maximumf's; a tie takes a's derivative).
   LogicalResult choose(Value result, const Dual &a, const Dual &b, const char *test) {
-    std::string pick = "(" + a.value + " " + test + " " + b.value + ")";
+    std::string pick = "(" + a.value + " " + test + " " + b.value + " || " + a.value + " != " + a.value + ")";
     std::string d = a.derivative.empty() && b.derivative.empty()
                         ? ""
                         : "(" + pick + " ? " + (a.derivative.empty() ? "0.f" : a.derivative) + " : " +

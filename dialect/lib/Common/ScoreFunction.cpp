@@ -235,8 +235,9 @@ ScoreValue evaluateScore(Region &body, double s, const IndexPoint &point, IndexO
                            return ScoreValue{q, (a.derivative - q * b.derivative) / b.value};
                          })
                          .Case([&](arith::NegFOp) { return ScoreValue{-a.value, -a.derivative}; })
-                         .Case([&](arith::MaximumFOp) { return a.value >= b.value ? a : b; })
-                         .Case([&](arith::MinimumFOp) { return a.value <= b.value ? a : b; })
+                         // (a NaN propagates, as arith.maximumf's; a tie takes a's derivative)
+                         .Case([&](arith::MaximumFOp) { return a.value >= b.value || std::isnan(a.value) ? a : b; })
+                         .Case([&](arith::MinimumFOp) { return a.value <= b.value || std::isnan(a.value) ? a : b; })
                          .Case([&](math::TanhOp) {
                            double t = std::tanh(a.value);
                            return ScoreValue{t, (1.0 - t * t) * a.derivative};

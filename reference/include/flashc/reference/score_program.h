@@ -54,6 +54,8 @@ public:
       if (st.name == "read") {
         const std::string &t = words[3];
         if (t.size() < 2 || t[0] != 't') return fail("'read' takes a tensor (t0, t1, ...) first, got '" + t + "'");
+        if (t.find_first_not_of("0123456789", 1) != std::string::npos || t.size() > 4)
+          return fail("'read' takes a tensor t0, t1, ... first, got '" + t + "'");
         st.tensor = std::atoi(t.c_str() + 1);
         first = 4;
         p.tensors_ = std::max(p.tensors_, st.tensor + 1);
@@ -116,7 +118,8 @@ public:
       } else if (isFloatOp(n)) {
         double a = real(st.args[0]), c = st.args.size() > 1 ? real(st.args[1]) : 0.0;
         out = n == "addf" ? a + c : n == "subf" ? a - c : n == "mulf" ? a * c : n == "divf" ? a / c
-            : n == "maxf" ? (a >= c ? a : c) : n == "minf" ? (a <= c ? a : c) : n == "negf" ? -a
+            : n == "maxf" ? (a >= c || std::isnan(a) ? a : c) : n == "minf" ? (a <= c || std::isnan(a) ? a : c)
+            : n == "negf" ? -a
             : n == "tanh" ? std::tanh(a) : n == "exp" ? std::exp(a) : n == "log" ? std::log(a)
             : n == "sqrt" ? std::sqrt(a) : std::fabs(a);
       } else if (isFloatCompare(n)) {

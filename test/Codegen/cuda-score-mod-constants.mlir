@@ -1,0 +1,30 @@
+// A score modifier's f32 constants in the generated CUDA C++: NaN (NVRTC has no NAN macro) and infinities, and
+// maximumf / minimumf, whose NaN propagates as arith's does (the C++ evaluator and flashc-run's reference alike).
+// The kernels compile through NVRTC.
+//
+// RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s
+// RUN: flashc %s --emit=cubin --arch=sm_80 -o %t.cubin
+
+// CHECK: struct score_mod_{{[0-9a-f]+}} {
+// CHECK: static constexpr bool kDerivativeOne = false;
+// CHECK-DAG: __int_as_float(0x7fc00000)
+// CHECK-DAG: (-INFINITY)
+// CHECK-DAG: (({{.*}} >= {{.*}} || [[A:v[0-9]+]] != [[A]]) ?
+func.func @constants(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x2x?x64xbf16> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    %nan = arith.constant 0x7FC00000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %floor = arith.constant -4.0 : f32
+    %l = math.log %s : f32                         // NaN for s < 0 ...
+    %m = arith.maximumf %l, %floor : f32           // ... which maximumf keeps
+    %far = arith.cmpi sgt, %j, %i : index
+    %hidden = arith.select %far, %ninf, %m : f32
+    %zero = arith.constant 0.0 : f32
+    %neg = arith.cmpf olt, %s, %zero : f32
+    %r0 = arith.select %neg, %nan, %hidden : f32
+    %r = arith.addf %r0, %s : f32
+    flash.yield %r : f32
+  } : (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>)
+  return %out : tensor<?x2x?x64xbf16>
+}
