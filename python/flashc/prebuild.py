@@ -31,6 +31,9 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true", help="rebuild bundles that already exist")
     parser.add_argument("--list", action="store_true", help="print key and config of each, build nothing")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per compile (default 900)")
+    parser.add_argument("--tuning-table", help="flashc --tuning-table=FILE: plans from FILE instead of the built-in "
+                                               "table (an A/B of a plan; the bundles keep their keys: use their "
+                                               "own --out)")
     args = parser.parse_args(argv)
     try:
         selected = configs.resolve(args.configs or ["all"])
@@ -73,7 +76,9 @@ def main(argv=None):
         progress("%s ..." % label, end="")
         start = time.time()
         try:
-            cache.compile_bundle(c, target, compiler=compiler, timeout=args.timeout)
+            cache.compile_bundle(c, target, compiler=compiler, timeout=args.timeout,
+                                 extra_flags=("--tuning-table=" + os.path.abspath(args.tuning_table),)
+                                 if args.tuning_table else ())
         except FlashcError as e:
             progress(" FAILED after %.1f s\n  %s" % (time.time() - start, str(e).replace("\n", "\n  ")))
             failures.append(c)
