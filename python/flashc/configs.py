@@ -137,11 +137,17 @@ def bench_prefix_lm_mod(b, h, q_idx, kv_idx):
     return (kv_idx < 4096) | (kv_idx <= q_idx)
 
 
+# The block-sparse row: flashc.mask_mod.block_sparse(layout, 128) (Flex's block size), a layout of the call's.
+BENCH_BLOCK_SPARSE_MASK = BLOCK_SPARSE_MASK.replace("floordiv q 64", "floordiv q 128").replace("floordiv k 64",
+                                                                                               "floordiv k 128")
+
+
 BENCH_PROGRAMMABLE = (AttentionConfig("bf16", 16, 16, 128, causal=True, mask_mod=DOCUMENT_MASK),
                       AttentionConfig("bf16", 16, 16, 128, causal=True, score_mod=ALIBI_SCORE),
                       AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_window_mod),
                       AttentionConfig("bf16", 16, 16, 128, causal=True, window=(1024, 0)),
-                      AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_prefix_lm_mod))
+                      AttentionConfig("bf16", 16, 16, 128, mask_mod=bench_prefix_lm_mod),
+                      AttentionConfig("bf16", 16, 16, 128, mask_mod=BENCH_BLOCK_SPARSE_MASK))
 # The row form where auto picks Sᵀ (sm_90a, 16-bit, D = 64/128), so both stay tested.
 TEST_ATTENTION_ROWS = (AttentionConfig("bf16", 2, 2, 128, causal=True, backward_form="rows"),
                        AttentionConfig("f16", 6, 2, 128, backward_form="rows"),

@@ -40,10 +40,10 @@
 // MANIFEST-LABEL: kernel documents_attention_bwd_mask_blocks_keys
 // MANIFEST: role attention_mask_blocks_transposed
 // MANIFEST: tensor mask_t0 i32 in [mask_t0_d0] contiguous
-// MANIFEST-NEXT: tensor mask_blocks_keys i32 out [1, 1, cdiv(Sk, 64), cdiv(Sq, 64) + 2] contiguous
+// MANIFEST-NEXT: tensor mask_blocks_keys i32 out [1, 1, cdiv(Sk, 64), 2 * cdiv(Sq, 64) + 2] contiguous
 // MANIFEST-NEXT: grid cdiv(Sk, 64), 1, 1
 // MANIFEST-LABEL: kernel documents_attention_bwd
-// MANIFEST: tensor mask_blocks_keys i32 in [1, 1, cdiv(Sk, 64), cdiv(Sq, 64) + 2] contiguous
+// MANIFEST: tensor mask_blocks_keys i32 in [1, 1, cdiv(Sk, 64), 2 * cdiv(Sq, 64) + 2] contiguous
 // MANIFEST-LABEL: program documents_backward
 // MANIFEST-NEXT: kernel documents_attention_bwd_mask_blocks_keys
 // MANIFEST: scratch mask_blocks_keys

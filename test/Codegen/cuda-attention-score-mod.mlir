@@ -3,8 +3,8 @@
 // derivative with respect to s (forward-mode: the derivative of the slope read and the distance is 0 and is left
 // out; tanh's is (1 - t²)). The warp-specialised forward takes it as Config::ScoreMod and its tensor as a grid
 // constant, passed in a MaskEnv of its own; the backward on sm_90a is the op-by-op form (the warp-specialised
-// backward does not take a score modifier), which modifies the recomputed scores (score_mod) and takes dS back
-// through the modifier (score_mod_grad). sm_80 alike. The manifest: the tensor an f32 parameter, the forward
+// backward takes only a modifier whose derivative is 1; this one's is not), which modifies the recomputed scores
+// (score_mod) and takes dS back through the modifier (score_mod_grad). sm_80 alike. The manifest: the tensor an f32 parameter, the forward
 // program naming it and the modifier's text (meta score_tensors, score_mod), what flashc-run's reference reads.
 // Every kernel compiles through NVRTC, with ptxas no spill.
 //
@@ -15,16 +15,16 @@
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: flashc %s --emit=cubin --arch=sm_80 --ptxas-report -o %t80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 //
-// The warp-specialised backward takes a score modifier whose derivative is 1 (#tile.attention score_additive: this
-// one's is not, the tanh cap), opt-in through a tuning-table entry until the H200 has checked and timed it: here a
-// table asks for it and the plan pass refuses: not in its tuning space. (examples/alibi.mlir's additive one compiles.)
+// The warp-specialised backward takes a score modifier whose derivative is 1 (#tile.attention score_additive:
+// examples/alibi.mlir's), the hand rule since the H200 checked and timed it (ALiBi, D = 128, S = 16k: 7.42 -> 6.16
+// ms); this one's is not (the tanh cap): a table entry that asks for it is refused, not in its tuning space.
 // RUN: printf 'sm_90a attention_backward bf16 d128 causal+score -> strategy=wgmma_ws_sm90 block_m=64 block_n=128 warps=8 stages=2 form=transposed\n' > %t.ws.txt
 // RUN: not flashc %s --tuning-table=%t.ws.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=WSREFUSED
-// RUN: flashc %S/../../examples/alibi.mlir --tuning-table=%t.ws.txt --emit=cuda -o - | FileCheck %s --check-prefix=WS
-// RUN: flashc %S/../../examples/alibi.mlir --tuning-table=%t.ws.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: flashc %S/../../examples/alibi.mlir --emit=cuda -o - | FileCheck %s --check-prefix=NOWS
+// RUN: flashc %S/../../examples/alibi.mlir --emit=cuda -o - | FileCheck %s --check-prefix=WS
+// RUN: flashc %S/../../examples/alibi.mlir --emit=cubin --arch=sm_90a --ptxas-report -o %t.ws.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CUDA: // ---- alibi_capped_attention_bwd ----
+// CUDA-NOT: attention_bwd_ws<
 // CUDA: struct [[MOD:score_mod_[0-9a-f]+]] {
 // CUDA-NEXT:   static constexpr int kTensors = 1;
 // CUDA:   static FLASHC_MASK_FN float score(const flashc::device::MaskEnv& env, float s, long long b, long long h,
@@ -64,7 +64,6 @@
 // WS: using ScoreMod = [[AMOD]];
 // WS: flashc_alibi_attention_bwd({{.*}}const __grid_constant__ flashc::TensorArg score_t0, const __grid_constant__ flashc::TmaDescriptor q_map
 // WS: attention_bwd_ws<{{.*}}>({{.*}}, &dq_accum_map, flashc::device::mask_env(0, 0), nullptr, flashc::device::mask_env(0, 0, score_t0));
-// NOWS-NOT: attention_bwd_ws<
 
 // PTXAS-NOT: error
 // PTXAS-NOT: [1-9][0-9]* bytes spill

@@ -518,10 +518,12 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // The Sᵀ form: tiles with keys on the rows.
 // TR: tile.score {{.*}} transposed
 // TR: tile.score_grad {{.*}} transposed
-// On sm_90a the warp-specialised backward does not take a score modifier: the op-by-op form runs.
+// On sm_90a the warp-specialised backward takes a modifier whose derivative is 1 (score_additive: ALiBi); its
+// tile body is the Sᵀ form's, which the CPU executor runs.
 // AUTO-LABEL: tile.kernel @alibi_attention_bwd(
-// AUTO-NOT: wgmma_ws_sm90
-// AUTO: tile.score_grad
+// AUTO-SAME: role = attention_backward_transposed
+// AUTO-SAME: score_additive = true>, stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>
+// AUTO: tile.score_grad {{.*}} transposed
 func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8 score_mod(%slopes) {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<8xf32>):

@@ -402,7 +402,7 @@ func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16
 // program argument (mask_t0, over a size symbol of its own: a read outside it gives 0),
 // passed to the kernels after their own tensors. Before the forward, a kernel of role
 // attention_mask_blocks classifies every 64 x 64 block (tile.classify_blocks) into a
-// workspace table i32 [1, 1, ceil(Sq / 64), ceil(Sk / 64) + 2] (one slice: the region reads
+// workspace table i32 [1, 1, ceil(Sq / 64), 2 * ceil(Sk / 64) + 2] (one slice: the region reads
 // neither batch nor head), which the forward takes last (`mask_blocks = true`).
 // CHECK-LABEL: tile.kernel @documents_attention_fwd_mask_blocks
 // CHECK-SAME: (%[[Q:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[K:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[IDS:.+]]: !tile.tensor<?xi32>, %[[TABLE:.+]]: !tile.tensor<1x1x?x?xi32>)
@@ -420,7 +420,8 @@ func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16
 // CHECK: %[[ROWS:.+]] = arith.ceildivsi %[[SQ]], %c64
 // CHECK: %[[SK:.+]] = tile.dim %arg1, 2
 // CHECK: %[[COLS0:.+]] = arith.ceildivsi %[[SK]], %c64
-// CHECK: %[[COLS:.+]] = arith.addi %[[COLS0]], %c2
+// CHECK: %[[TWICE:.+]] = arith.muli %c2, %[[COLS0]]
+// CHECK: %[[COLS:.+]] = arith.addi %[[TWICE]], %c2
 // CHECK: %[[T:.+]] = tile.alloc_tensor(%[[ROWS]], %[[COLS]]) {tile.name = "mask_blocks"} : <1x1x?x?xi32>
 // CHECK: tile.launch @documents_attention_fwd_mask_blocks(%arg0, %arg1, %[[PIDS]], %[[T]])
 // CHECK: tile.launch @documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %[[PIDS]], %[[T]])

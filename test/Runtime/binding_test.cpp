@@ -355,7 +355,7 @@ void testPaddedRows() {
         "scratch tensors keep their widths, rows padded: h stride 1008, acc stride 80");
 }
 
-// A dim that is an expression of other dims (a block-class table's ceil(S / 64) + 2 columns): evaluated for a
+// A dim that is an expression of other dims (a block-class table's 2 * ceil(S / 64) + 2 columns): evaluated for a
 // scratch tensor, checked (not bound) for a tensor the caller passes.
 void testExpressionDims() {
   auto m = parseManifest(R"(flashc-bundle 1
@@ -364,7 +364,7 @@ arch sm_90a
 kernel classify
   entry classify
   tensor q bf16 in [B, S, 64]
-  tensor table i32 out [B, cdiv(S, 64), cdiv(S, 64) + 2]
+  tensor table i32 out [B, cdiv(S, 64), 2 * cdiv(S, 64) + 2]
   grid cdiv(S, 64), B, 1
   block 128, 1, 1
 end
@@ -376,18 +376,18 @@ end
   if (!checkOk(m, "a manifest with expression dims parses")) return;
   const TensorParam *table = m->findKernel("classify")->findTensor("table");
   check(table && table->dims[1].isExpression() && table->dims[1].str() == "cdiv(S, 64)" &&
-            table->dims[2].str() == "cdiv(S, 64) + 2",
+            table->dims[2].str() == "2 * cdiv(S, 64) + 2",
         "expression dims keep their text");
   Arguments args;
   int64_t shape[3] = {2, 100, 64};
   (void)args.setTensor("q", fakePointer(0x100000), DType::BF16, 3, shape);
   auto plan = planProgramLaunch(*m, m->programs[0], args);
   if (checkOk(plan, "the program with an expression-dim scratch plans"))
-    check(plan->scratch.size() == 1 && plan->scratch[0].bytes == 2 * 2 * 4 * 4,
-          "scratch table [2, cdiv(100, 64) = 2, 4] of i32: 64 bytes");
+    check(plan->scratch.size() == 1 && plan->scratch[0].bytes == 2 * 2 * 6 * 4,
+          "scratch table [2, cdiv(100, 64) = 2, 6] of i32: 96 bytes");
   // The kernel launched alone: the caller's table must have the shape the expressions give.
   const KernelSpec &k = *m->findKernel("classify");
-  int64_t good[3] = {2, 2, 4}, bad[3] = {2, 3, 4};
+  int64_t good[3] = {2, 2, 6}, bad[3] = {2, 3, 6};
   Arguments alone = args;
   (void)alone.setTensor("table", fakePointer(0x200000), DType::I32, 3, good);
   checkOk(planKernelLaunch(k, alone), "a table of the expressions' shape");

@@ -351,7 +351,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                                  ArrayRef<std::string> cppNames, StringRef entry,
                                                  RejectFn reject, llvm::raw_ostream &out) {
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
-  if (!takesWsBackward(spec) && !wsBackwardTakesAdditiveScore(spec))
+  if (!takesWsBackward(spec))
     return reject(llvm::formatv("head_dim = {0}, value_dim = {1}, softcap = {2}{3}: it takes 16-bit "
                                 "head dims that are multiples of 8 up to 256, one above 32, "
                                 "no softcap, and no score modifier but one whose derivative is 1",

@@ -760,8 +760,9 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         int64_t sq = intOf(classify.getQueries()), sk = intOf(classify.getKeys()), row = intOf(classify.getRow());
         int64_t tb = intOf(classify.getTableBatch()), th = intOf(classify.getTableHead());
         bool transposed = classify.getTransposed();
-        int64_t rows = transposed ? sk : sq, cols = transposed ? sq : sk, columns = table.shape[3] - 2;
-        if (tb >= table.shape[0] || th >= table.shape[1] || row >= table.shape[2] || columns < 0)
+        int64_t rows = transposed ? sk : sq, cols = transposed ? sq : sk, columns = (table.shape[3] - 2) / 2;
+        if (tb >= table.shape[0] || th >= table.shape[1] || row >= table.shape[2] || columns < 0 ||
+            table.shape[3] != 2 * columns + 2)
           return fail(classify, "block-class table position out of range");
         int32_t *out = table.ints.data() + ((tb * table.shape[1] + th) * table.shape[2] + row) * table.shape[3];
         int64_t first = columns, end = 0;
@@ -781,6 +782,11 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         }
         out[0] = first < end ? static_cast<int32_t>(first) : 0;
         out[1] = first < end ? static_cast<int32_t>(end) : 0;
+        for (int64_t c = columns - 1, after = columns; c >= 0; --c) {
+          if (out[2 + c] != 0)
+            after = c;
+          out[2 + columns + c] = static_cast<int32_t>(after);
+        }
         return success();
       })
       .Case<ScoreOp, ScoreGradOp>([&](auto op) -> LogicalResult {

@@ -257,8 +257,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
       int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
-      int64_t blockN =
-          takesWsBackward(attention) || wsBackwardTakesAdditiveScore(attention) ? wsBackwardBlockN(d, dv) : 0;
+      int64_t blockN = takesWsBackward(attention) ? wsBackwardBlockN(d, dv) : 0;
       if (!(blockN && plan.blockM == wsBackwardBlockM(d, dv) && plan.blockN == blockN &&
             plan.warps == blockN / 16 && plan.stages >= 1 && plan.stages <= 4))
         plan.strategy = Strategy::MmaSyncSm80;

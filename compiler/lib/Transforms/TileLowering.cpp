@@ -117,21 +117,20 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
   int64_t dyn = ShapedType::kDynamic;
   int64_t batchSize = perBatch ? qType.getShape()[0] : 1, headSize = perHead ? qType.getShape()[1] : 1;
   auto type = GlobalTensorType::get(ctx, {batchSize, headSize, dyn, dyn}, IntegerType::get(ctx, 32));
-  // rows = ceil(S / 64), columns = ceil(S' / 64) + 2 (the row's bounds first)
+  // rows = ceil(S / 64); a row: its bounds, then a class and a "next shown" entry per column block:
+  // 2 * ceil(S' / 64) + 2 (tile.classify_blocks)
   Value rowsOf = transposed ? k : q, columnsOf = transposed ? q : k;
-  auto blocks = [&](Value tensor, int64_t extra) {
-    Value size = dim(tensor, 2);
-    Value block = builder->create<arith::ConstantIndexOp>(loc, 64);
-    Value count = builder->create<arith::CeilDivSIOp>(loc, size, block);
-    if (extra)
-      count = builder->create<arith::AddIOp>(loc, count, builder->create<arith::ConstantIndexOp>(loc, extra));
-    return count;
+  auto constant = [&](int64_t v) { return builder->create<arith::ConstantIndexOp>(loc, v); };
+  auto blocks = [&](Value tensor) {
+    return builder->create<arith::CeilDivSIOp>(loc, dim(tensor, 2), constant(64)).getResult();
   };
   SmallVector<Value> sizes;
   if (ShapedType::isDynamic(batchSize))
     sizes.push_back(dim(q, 0));
-  sizes.push_back(blocks(rowsOf, 0));
-  sizes.push_back(blocks(columnsOf, 2));
+  sizes.push_back(blocks(rowsOf));
+  Value columns = blocks(columnsOf), two = constant(2);  // one at a time: the IR's order is fixed
+  Value entries = builder->create<arith::MulIOp>(loc, two, columns);
+  sizes.push_back(builder->create<arith::AddIOp>(loc, entries, two));
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
   alloc->setAttr("tile.name", builder->getStringAttr(name));
   SmallVector<Value> args = {q, k};

@@ -263,26 +263,6 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     points.push_back(rows);
   else
     points.insert(points.begin(), rows);
-  // An additive score modifier (ALiBi, a bias table): the warp-specialised backward takes it, opt-in (a table
-  // entry or the tuner) until the H200 has checked and timed it; the hand rule keeps the forms above.
-  if (isHopper(target) && wsBackwardTakesAdditiveScore(transposedSpec)) {
-    int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
-    int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-    for (int64_t stages : {1, 2, 3, 4}) {
-      if (wsBackwardSharedBytes(d, dv, stages, bytes) > target.sharedMemoryPerBlock)
-        continue;
-      TilePlan plan;
-      plan.strategy = Strategy::WgmmaWsSm90;
-      plan.blockM = wsBackwardBlockM(d, dv);
-      plan.blockN = wsBackwardBlockN(d, dv);
-      plan.warps = plan.blockN / 16;
-      plan.stages = stages;
-      TuningPoint point = pointFrom(plan, false);
-      if (wsBackwardKeySplit(d, dv))
-        point.form = "transposed";
-      points.push_back(point);
-    }
-  }
   return points;
 }
 

@@ -470,7 +470,7 @@ func.func @mask_mod_tensor_rank(%s: !tile.tile<16x16xf32, register>, %i: index, 
 
 // -----
 
-// A block-class table is i32 [B or 1, H or 1, rows, 2 + columns].
+// A block-class table is i32 [B or 1, H or 1, rows, 2 + 2 * columns].
 tile.mask_mod @any {
 ^bb0(%b: index, %h: index, %q: index, %k: index):
   %t = arith.constant true
@@ -478,8 +478,23 @@ tile.mask_mod @any {
 }
 
 func.func @classify_table(%i: index, %table: !tile.tensor<?x?xi32>) {
-  // expected-error @+1 {{'tile.classify_blocks' op table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + columns], got '!tile.tensor<?x?xi32>'}}
+  // expected-error @+1 {{'tile.classify_blocks' op table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + 2 * columns], got '!tile.tensor<?x?xi32>'}}
   tile.classify_blocks @any(%i, %i : index, index) queries %i keys %i row %i into %table[%i, %i] : !tile.tensor<?x?xi32>
+  return
+}
+
+// -----
+
+// A row holds its bounds, then a class and a "next shown" column per column block: 2 + 2 * columns.
+tile.mask_mod @any {
+^bb0(%b: index, %h: index, %q: index, %k: index):
+  %t = arith.constant true
+  tile.yield %t : i1
+}
+
+func.func @classify_table_width(%i: index, %table: !tile.tensor<1x1x?x7xi32>) {
+  // expected-error @+1 {{'tile.classify_blocks' op table rows must be 2 + 2 * columns wide (bounds, classes, next shown), got 7}}
+  tile.classify_blocks @any(%i, %i : index, index) queries %i keys %i row %i into %table[%i, %i] : !tile.tensor<1x1x?x7xi32>
   return
 }
 

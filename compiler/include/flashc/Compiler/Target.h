@@ -152,11 +152,9 @@ int64_t wsBackwardBlockM(int64_t headDim, int64_t valueDim);
 /// Whether `spec` is a main backward kernel's recipe (dK, dV and dQ by
 /// atomics: the roles attention_bwd_ws can replace).
 bool isWsBackward(mlir::Attribute spec);
-/// ... and this main-kernel recipe (16-bit, no softcap or score modifier, and the head dims): the hand rule.
+/// ... and this main-kernel recipe (16-bit, no softcap, no score modifier but one whose derivative is 1
+/// (#tile.attention score_additive), and the head dims): the hand rule.
 bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
-/// ... or would, but for its score modifier, whose derivative is 1 (#tile.attention score_additive): opt-in, a
-/// point of the tuning space the hand rule does not pick (not checked on the H200 yet).
-bool wsBackwardTakesAdditiveScore(mlir::tile::AttentionSpecAttr attention);
 /// Its Q/K tile width (64 at 128 queries a step, else 128 or 256; V's is
 /// wsForwardValueTile) and shared memory in bytes (AttentionBwdWsPlan::kSmemBytes).
 int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim);

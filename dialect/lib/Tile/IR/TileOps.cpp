@@ -445,8 +445,11 @@ LogicalResult MaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult ClassifyBlocksOp::verify() {
   auto table = llvm::cast<GlobalTensorType>(getTable().getType());
   if (table.getRank() != 4 || !table.getElementType().isSignlessInteger(32))
-    return emitOpError() << "table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + columns], got "
+    return emitOpError() << "table must be a rank-4 i32 !tile.tensor [B or 1, H or 1, rows, 2 + 2 * columns], got "
                          << table;
+  int64_t width = table.getShape()[3];
+  if (!ShapedType::isDynamic(width) && (width < 2 || width % 2 != 0))
+    return emitOpError() << "table rows must be 2 + 2 * columns wide (bounds, classes, next shown), got " << width;
   return success();
 }
 

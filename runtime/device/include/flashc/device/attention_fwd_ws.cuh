@@ -128,7 +128,6 @@ struct AttentionFwdWsPlan {
 struct WindowBlocks {
   int begin, end;
   __device__ __forceinline__ int next(int n) const { return n; }
-  __device__ __forceinline__ int count() const { return end > begin ? end - begin : 0; }
 };
 
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
@@ -236,21 +235,21 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
         const KeyWalk keys = key_walk(tile, q0, tile_env(tile));
-        const int n_blocks = keys.count();
+        const int n_first = keys.next(keys.begin);
+        const bool no_keys = n_first >= keys.end;
         // Q of tile j goes where tile j-1's epilogue stages O: wait for its consumers to leave. A tile without
         // keys still arrives (no bytes), so the consumers' Q phases count tiles.
         auto load_q = [&] {
           if (j > 0) mbarrier_wait(bar(kBarQEmpty), static_cast<unsigned>(j - 1) & 1u);
-          if (n_blocks == 0) {
+          if (no_keys) {
             mbarrier_arrive(bar(kBarQ));
             return;
           }
           mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
           tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, tile.head, tile.batch);
         };
-        if (n_blocks == 0) load_q();
-        int n = keys.next(keys.begin);
-        for (int it = 0; it < n_blocks; ++it, ring.advance(), n = keys.next(n + 1)) {
+        if (no_keys) load_q();
+        for (int n = n_first, it = 0; n < keys.end; ++it, ring.advance(), n = keys.next(n + 1)) {
           const int s = ring.stage, row = n * kBlockN;
           mbarrier_wait(bar(kBarKEmpty + s), ring.phase ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
@@ -303,7 +302,6 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     tile_score_env.batch = tile.batch;
     tile_score_env.head = tile.head;
     const KeyWalk keys = key_walk(tile, q0, env);
-    const int n_blocks = keys.count();
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
@@ -339,22 +337,26 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     };
 
     mbarrier_wait(bar(kBarQ), static_cast<unsigned>(j) & 1u);  // Q landed; the staging rows are ours again
-    if (n_blocks > 0) {
+    int n = keys.next(keys.begin);
+    if (n < keys.end) {
+      // The block after n (keys.end or past it: n is the last), looked up a block ahead: whether a block is the
+      // last decides the turn's hand-over, and the loads hide under the waits.
+      int n_after = keys.next(n + 1);
       if (kPingPong && warpgroup == P::kConsumerWarpgroups - 1) named_barrier_arrive(kBarTurn + 0, 256);
       // ---- block 0: S_0, softmax, P_0 (nothing to overlap with yet) ----
       Ring cur = ring, prev;  // key blocks it and it - 1
       mbarrier_wait(bar(kBarKFull + cur.stage), cur.phase);
       turn_wait();
       issue_qk(cur.stage);
-      turn_pass(n_blocks == 1);
-      int n = keys.next(keys.begin);
+      turn_pass(n_after >= keys.end);
       bool masked = block_masked(n);
       wgmma_wait<0>();
       release(kBarKEmpty + cur.stage);
       softmax_block(n, masked);
       convert(p, s);
       // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
-      for (int it = 1; it < n_blocks; ++it) {
+      while (n_after < keys.end) {
+        n = n_after;
         prev = cur;
         cur.advance();
         mbarrier_wait(bar(kBarKFull + cur.stage), cur.phase);
@@ -363,8 +365,8 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
         rescale(acc_o, corr);  // O *= exp(m_{it-2} - m_{it-1}) while Q K^T runs
         mbarrier_wait(bar(kBarVFull + prev.stage), prev.phase);
         issue_pv(prev.stage);
-        turn_pass(it == n_blocks - 1);
-        n = keys.next(n + 1);
+        n_after = keys.next(n + 1);
+        turn_pass(n_after >= keys.end);
         masked = block_masked(n);
         wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
         release(kBarKEmpty + cur.stage);

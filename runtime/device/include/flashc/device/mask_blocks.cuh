@@ -4,11 +4,13 @@
 // the blocks it hides at either end of a block row and mask only those it hides in part. Nothing is built on the host and
 // nothing is recompiled when the values change (a document mask's ids, say).
 //
-// The table: i32 [Bt, Ht, rows, 2 + columns] (Bt = B or 1, Ht = Hq or 1: one slice per batch / head
+// The table: i32 [Bt, Ht, rows, 2 + 2 * columns] (Bt = B or 1, Ht = Hq or 1: one slice per batch / head
 // where the modifier reads b / h). Row r covers plane rows [64r, 64r + 64): query rows, or key rows
 // when transposed (the backward's kernels walk query blocks per key block).
-//   [0], [1]   the first column block the modifier does not hide whole, one past the last (0, 0: none)
-//   [2 + c]    column block c: 0 hidden whole, 2 shown whole, 1 otherwise (masked elementwise)
+//   [0], [1]              the first column block the modifier does not hide whole, one past the last (0, 0: none)
+//   [2 + c]               column block c: 0 hidden whole, 2 shown whole, 1 otherwise (masked elementwise)
+//   [2 + columns + c]     the first column block >= c not hidden whole (columns: none), so that the kernels
+//                         step over hidden blocks anywhere in a row (a block-sparse layout) with one load a row
 // The classes come from interval arithmetic over the block (mask_mod.cuh's IndexRange, the tensor
 // reads scanning the block's positions), which is sound: 0 and 2 are only said when proven.
 #pragma once
@@ -39,17 +41,24 @@ __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const T
   const long long Sq = q.shape[2], Sk = k.shape[2];
   const long long rows = kTransposed ? Sk : Sq, cols = kTransposed ? Sq : Sk;
   const int r = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int columns = static_cast<int>(table.shape[3]) - 2;
+  const int columns = (static_cast<int>(table.shape[3]) - 2) / 2;
   int* row = static_cast<int*>(table.data) + b * table.stride[0] + h * table.stride[1] + r * table.stride[2];
   MaskEnv env = env_in;
   env.batch = b;
   env.head = h;
+  // Each thread classifies a contiguous run of columns, so that it can then fill the run's "next shown"
+  // entries from the right on its own, given the first one of the runs after it.
+  constexpr int kThreads = Config::kThreads;
+  const int run = (columns + kThreads - 1) / kThreads;
+  const int c_begin = threadIdx.x * run, c_end = c_begin + run < columns ? c_begin + run : columns;
   __shared__ int first, end;
+  __shared__ int run_first[kThreads];  // the first column of each run not hidden whole (columns: none)
   if (threadIdx.x == 0) first = columns, end = 0;
   __syncthreads();
   const long long r0 = static_cast<long long>(r) * kMaskBlock;
   const long long r1 = (r0 + kMaskBlock < rows ? r0 + kMaskBlock : rows) - 1;  // inclusive
-  for (int c = threadIdx.x; c < columns; c += Config::kThreads) {
+  int mine = columns;
+  for (int c = c_begin; c < c_end; ++c) {
     const long long c0 = static_cast<long long>(c) * kMaskBlock;
     const long long c1 = (c0 + kMaskBlock < cols ? c0 + kMaskBlock : cols) - 1;
     int cls = kBlockHidden;
@@ -61,11 +70,19 @@ __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const T
     }
     row[2 + c] = cls;
     if (cls != kBlockHidden) {
-      atomicMin(&first, c);
+      mine = c < mine ? c : mine;
       atomicMax(&end, c + 1);
     }
   }
+  run_first[threadIdx.x] = mine;
+  if (mine < columns) atomicMin(&first, mine);
   __syncthreads();
+  int after = columns;  // the first column not hidden whole past this run
+  for (int t = threadIdx.x + 1; t < kThreads && after == columns; ++t) after = run_first[t];
+  for (int c = c_end - 1; c >= c_begin; --c) {
+    if (row[2 + c] != kBlockHidden) after = c;
+    row[2 + columns + c] = after;
+  }
   if (threadIdx.x == 0) {
     row[0] = first < end ? first : 0;
     row[1] = first < end ? end : 0;
@@ -74,7 +91,8 @@ __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const T
 
 // The blocks one kernel block walks: its rows [row0, row0 + kRows * 64) of a table slice, the
 // columns in blocks of kCols * 64, within [lo, hi) (the window's bounds, in those blocks). A column
-// block is hidden when every table block it covers is, needs its element mask when any is not shown.
+// block is hidden when every table block it covers is (the walk steps over it), needs its element
+// mask when any is not shown. Walk: for (n = next(begin); n < end; n = next(n + 1)).
 // (Held as one pointer and a stride: the consumers run near their register budget.)
 template <int kRows, int kCols>
 struct MaskBlockWalk {
@@ -89,7 +107,7 @@ struct MaskBlockWalk {
     first_row = slice + static_cast<long long>(r0) * table.stride[2];
     row_stride = static_cast<int>(table.stride[2]);
     valid_rows = table_rows - r0 < kRows ? table_rows - r0 : kRows;
-    columns = static_cast<int>(table.shape[3]) - 2;
+    columns = (static_cast<int>(table.shape[3]) - 2) / 2;
     int first = 0x7fffffff, last = 0;
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
@@ -131,13 +149,20 @@ struct MaskBlockWalk {
     }
     return !any ? kBlockHidden : (all ? kBlockShown : kBlockPartial);
   }
-  // The blocks walked: all of [begin, end). Skipping the hidden ones inside (a scan of the table before the
-  // first block and a load before each) cost more than it saved: every thread's walk is serial loads on the tile's
-  // critical path (the 13-document causal forward ran at 2.4x Flex's time with the skip, session 18 call 1); a
-  // hidden block inside the bounds is masked whole instead (the documents of a document mask are contiguous:
-  // none there).
-  __device__ __forceinline__ int next(int n) const { return n; }
-  __device__ __forceinline__ int count() const { return end > begin ? end - begin : 0; }
+  // The first column block >= n not hidden whole (end or past it when none): one load per table row from the
+  // rows' "next shown" entries, independent of each other (an earlier form scanned the classes block by block:
+  // serial loads on the tile's critical path, 2.4x Flex's time on the 13-document forward, session 18 call 1).
+  __device__ __forceinline__ int next(int n) const {
+    if (n >= end) return n;
+    int c = columns;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= valid_rows) break;
+      const int shown = first_row[i * row_stride + 2 + columns + n * kCols];
+      c = shown < c ? shown : c;
+    }
+    return c >= columns ? end : c / kCols;
+  }
 };
 
 }  // namespace device

@@ -347,7 +347,11 @@ def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]
       [0], [1]  the first column block the modifier does not hide whole and
                 one past the last (0, 0 when it hides the whole row);
       [2 + c]   column block c: 0 when the modifier hides every (query, key)
-                pair of the block, 2 when it shows every pair, 1 otherwise.
+                pair of the block, 2 when it shows every pair, 1 otherwise;
+      [2 + C + c]  the first column block >= c whose class is not 0 (C, the
+                number of column blocks, when none): the kernels step over
+                hidden blocks anywhere in a row with it (a row is 2 + 2C
+                wide).
     Only pairs with query < Sq and key < Sk count. A class of 1 is always
     allowed (the kernels mask such a block elementwise): the CUDA kernel
     classifies by interval arithmetic over the block, the CPU executor
