@@ -95,8 +95,8 @@ bool takesWsBackward(AttentionSpecAttr attention) {
   // 16-bit, no softcap, no score modifier but one whose derivative is 1 (score_additive: ALiBi, bias tables;
   // the kernel applies it where it recomputes the scores and leaves dS alone; others' derivatives are not in
   // the library's form), dQ by atomics (the deterministic backward's dK/dV-only kernels are other roles).
-  // With ALiBi (causal, D = 128, S = 16k, H200) it took the backward from 7.42 to 6.16 ms against the op-by-op
-  // Sᵀ backward (bench/results/2026-12-02-h200-session20.md).
+  // With ALiBi (causal, S = 16k, H200) it took the backward from 7.42 to 6.16 ms at D = 128 against the op-by-op
+  // Sᵀ backward, from 4.96 to 4.30 ms at D = 64 against the Sᵀ wgmma one (bench/results/2026-12-02-h200-session20.md).
   // The key split's tile body is the Sᵀ form's (128 key rows on 8 warps):
   // the row form keeps its own plan there.
   Type element = attention.getElementType().getValue();
