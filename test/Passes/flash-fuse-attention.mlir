@@ -494,3 +494,159 @@ func.func @mask_then_score(%q: tensor<1x2x40x64xf32>, %k: tensor<1x2x40x64xf32>,
   %o = flash.matmul %p, %v : tensor<1x2x40x40xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>
   return %o : tensor<1x2x40x32xf32>
 }
+
+// -----
+
+// The elementwise graph spelling of a mask: index tensors by tensor.generate (iota over the element's
+// (b, h, q, k)), compared, and select(visible, s, -inf). select(c, s, -inf) with c free of the scores is a
+// mask: lifted into a flash.mask region (c at one element), then fused into the attention's mask_mod, whose
+// blocks the compiler classifies. The tensor.dim sizes of the generates and the splat go with them.
+// CHECK-LABEL: func.func @causal_by_iota
+// CHECK-NEXT: flash.attention %{{.+}} scale = 1.250000e-01 mask = #flash.mask<none> num_kv_heads = 4 mask_mod {
+// CHECK-NEXT: ^bb0(%[[B:.+]]: index, %[[H:.+]]: index, %[[QI:.+]]: index, %[[KI:.+]]: index):
+// CHECK-NEXT: %[[VIS:.+]] = arith.cmpi sge, %[[QI]], %[[KI]] : index
+// CHECK-NEXT: flash.yield %[[VIS]] : i1
+// CHECK-NOT: tensor.
+// CHECK-NOT: arith.select
+func.func @causal_by_iota(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  %s = flash.matmul %q, %k transpose_b : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x?xbf16>
+  %t = flash.scale %s by 0.125 : tensor<?x4x?x?xbf16>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %b = tensor.dim %t, %c0 : tensor<?x4x?x?xbf16>
+  %sq = tensor.dim %t, %c2 : tensor<?x4x?x?xbf16>
+  %sk = tensor.dim %t, %c3 : tensor<?x4x?x?xbf16>
+  // q_idx and kv_idx of every score
+  %qi = tensor.generate %b, %sq, %sk {
+  ^bb0(%i0: index, %i1: index, %i: index, %j: index):
+    tensor.yield %i : index
+  } : tensor<?x4x?x?xindex>
+  %ki = tensor.generate %b, %sq, %sk {
+  ^bb0(%i0: index, %i1: index, %i: index, %j: index):
+    tensor.yield %j : index
+  } : tensor<?x4x?x?xindex>
+  // visible = q_idx >= kv_idx; s' = visible ? s : -inf
+  %visible = arith.cmpi sge, %qi, %ki : tensor<?x4x?x?xindex>
+  %ninf = arith.constant 0xFF80 : bf16
+  %minus = tensor.splat %ninf[%b, %sq, %sk] : tensor<?x4x?x?xbf16>
+  %m = arith.select %visible, %t, %minus : tensor<?x4x?x?xi1>, tensor<?x4x?x?xbf16>
+  %p = flash.softmax %m : tensor<?x4x?x?xbf16>
+  %o = flash.matmul %p, %v : tensor<?x4x?x?xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// A document mask as a gather: each token's document id read by index in the generate's body (the outer
+// tensor becomes the region's operand), compared for equality; with the causal flash.mask before it.
+// CHECK-LABEL: func.func @documents_by_gather
+// CHECK-SAME: %[[DOC:[a-z0-9]+]]: tensor<?xi32>
+// CHECK-NEXT: flash.attention %{{.+}} mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%[[DOC]]) {
+// CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KI:.+]]: index, %[[IDS:.+]]: tensor<?xi32>):
+// CHECK-NEXT: %[[DQ:.+]] = tensor.extract %[[IDS]][%[[QI]]] : tensor<?xi32>
+// CHECK-NEXT: %[[DQI:.+]] = arith.index_cast %[[DQ]] : i32 to index
+// CHECK-NEXT: %[[DK:.+]] = tensor.extract %[[IDS]][%[[KI]]] : tensor<?xi32>
+// CHECK-NEXT: %[[DKI:.+]] = arith.index_cast %[[DK]] : i32 to index
+// CHECK-NEXT: %[[SAME:.+]] = arith.cmpi eq, %[[DQI]], %[[DKI]] : index
+// CHECK-NEXT: flash.yield %[[SAME]] : i1
+func.func @documents_by_gather(%q: tensor<1x2x50x32xf32>, %k: tensor<1x2x50x32xf32>, %v: tensor<1x2x50x32xf32>, %doc: tensor<?xi32>) -> tensor<1x2x50x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x50x32xf32>, tensor<1x2x50x32xf32> -> tensor<1x2x50x50xf32>
+  %t = flash.scale %s by 0.17677669529663687 : tensor<1x2x50x50xf32>
+  %c = flash.mask %t <causal> : tensor<1x2x50x50xf32>
+  // doc[q_idx] and doc[kv_idx] of every score
+  %dq = tensor.generate {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %d = tensor.extract %doc[%i] : tensor<?xi32>
+    %x = arith.index_cast %d : i32 to index
+    tensor.yield %x : index
+  } : tensor<1x2x50x50xindex>
+  %dk = tensor.generate {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %d = tensor.extract %doc[%j] : tensor<?xi32>
+    %x = arith.index_cast %d : i32 to index
+    tensor.yield %x : index
+  } : tensor<1x2x50x50xindex>
+  %same = arith.cmpi eq, %dq, %dk : tensor<1x2x50x50xindex>
+  %minus = arith.constant dense<0xFF800000> : tensor<1x2x50x50xf32>
+  %m = arith.select %same, %c, %minus : tensor<1x2x50x50xi1>, tensor<1x2x50x50xf32>
+  %p = flash.softmax %m : tensor<1x2x50x50xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x50x50xf32>, tensor<1x2x50x32xf32> -> tensor<1x2x50x32xf32>
+  return %o : tensor<1x2x50x32xf32>
+}
+
+// -----
+
+// A score modifier in the graph spelling: ALiBi's bias slopes[h] · (kv_idx - q_idx) as a generate reading the
+// slopes, added to the scaled scores, then a tanh cap 30 · tanh(s / 30) by splat constants. Any expression of
+// the scores is a flash.score region (s: the scaled score in f32), fused into the attention's score_mod.
+// CHECK-LABEL: func.func @alibi_capped_by_ops
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: tensor<2xf32>
+// CHECK-NEXT: flash.attention %{{.+}} scale = 0.176776692 mask = #flash.mask<none> num_kv_heads = 2 score_mod(%[[SLOPES]]) {
+// CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %{{.+}}: index, %[[H:.+]]: index, %[[QI:.+]]: index, %[[KI:.+]]: index, %[[M:.+]]: tensor<2xf32>):
+// CHECK-NEXT: %[[CAP:.+]] = arith.constant 3.000000e+01 : f32
+// CHECK-NEXT: %[[SLOPE:.+]] = tensor.extract %[[M]][%[[H]]] : tensor<2xf32>
+// CHECK-NEXT: %[[D:.+]] = arith.subi %[[KI]], %[[QI]] : index
+// CHECK-NEXT: %[[D64:.+]] = arith.index_cast %[[D]] : index to i64
+// CHECK-NEXT: %[[DF:.+]] = arith.sitofp %[[D64]] : i64 to f32
+// CHECK-NEXT: %[[BIAS:.+]] = arith.mulf %[[SLOPE]], %[[DF]] : f32
+// CHECK-NEXT: %[[X:.+]] = arith.addf %[[S]], %[[BIAS]] : f32
+// CHECK-NEXT: %[[Y:.+]] = arith.divf %[[X]], %[[CAP]] : f32
+// CHECK-NEXT: %[[T:.+]] = math.tanh %[[Y]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.mulf %[[CAP]], %[[T]] : f32
+// CHECK-NEXT: flash.yield %[[R]] : f32
+func.func @alibi_capped_by_ops(%q: tensor<1x2x41x32xf32>, %k: tensor<1x2x41x32xf32>, %v: tensor<1x2x41x32xf32>, %slopes: tensor<2xf32>) -> tensor<1x2x41x32xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x41x32xf32>, tensor<1x2x41x32xf32> -> tensor<1x2x41x41xf32>
+  %t = flash.scale %s by 0.17677669529663687 : tensor<1x2x41x41xf32>
+  // bias[b, h, q, k] = slopes[h] · (k - q)
+  %bias = tensor.generate {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %r = arith.mulf %slope, %df : f32
+    tensor.yield %r : f32
+  } : tensor<1x2x41x41xf32>
+  %biased = arith.addf %t, %bias : tensor<1x2x41x41xf32>
+  // 30 · tanh(s / 30)
+  %cap = arith.constant dense<30.0> : tensor<1x2x41x41xf32>
+  %x = arith.divf %biased, %cap : tensor<1x2x41x41xf32>
+  %th = math.tanh %x : tensor<1x2x41x41xf32>
+  %capped = arith.mulf %cap, %th : tensor<1x2x41x41xf32>
+  %p = flash.softmax %capped : tensor<1x2x41x41xf32>
+  %o = flash.matmul %p, %v : tensor<1x2x41x41xf32>, tensor<1x2x41x32xf32> -> tensor<1x2x41x32xf32>
+  return %o : tensor<1x2x41x32xf32>
+}
+
+// -----
+
+// A full-size tensor added to the scores is not a modifier (it would be read per score from memory, as a
+// [B, H, Sq, Sk] operand): the warning says to read it by index in a tensor.generate; nothing is fused.
+// CHECK-LABEL: func.func @full_bias
+// CHECK: arith.addf
+// CHECK: flash.softmax
+func.func @full_bias(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %bias: tensor<1x2x8x8xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %b = arith.addf %s, %bias : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{elementwise ops on the scores not lifted into attention modifiers: a tensor argument meets the scores elementwise (read it by index in a tensor.generate: a full-size operand is not a modifier)}}
+  %p = flash.softmax %b : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: 'arith.addf' between the scores matmul and the softmax (only flash.scale, one flash.score and one flash.mask may sit there)}}
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// An op the regions do not take (math.sin) is named by the region's verifier; the graph stays as written.
+// CHECK-LABEL: func.func @unsupported_op
+// CHECK: math.sin
+func.func @unsupported_op(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %w = math.sin %s : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{elementwise ops on the scores not lifted into attention modifiers: 'math.sin'}}
+  %p = flash.softmax %w : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: 'math.sin' between the scores matmul and the softmax}}
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

@@ -15,7 +15,9 @@
 #include "flashc/Compiler/Pipeline.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -192,7 +194,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "flash graph evaluator (float64)\n");
 
   DialectRegistry registry;
-  registry.insert<FlashDialect, func::FuncDialect, tensor::TensorDialect>();
+  registry.insert<FlashDialect, func::FuncDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect>();
   MLIRContext context(registry);
 
   std::string error;

@@ -6,6 +6,7 @@
 // dimensions are only known here.
 //
 //===----------------------------------------------------------------------===//
+#include "ScalarOps.h"
 #include "flashc/Compiler/GraphEvaluator.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Common/ScoreFunction.h"
@@ -14,6 +15,8 @@
 #include "flashc/reference/attention.h"
 #include "flashc/reference/ffn.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -61,7 +64,107 @@ private:
   LogicalResult attention(AttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
+  // The elementwise graph spelling of modifiers (arith / math on tensors, tensor.generate, splats, dims).
+  FailureOr<std::vector<int64_t>> shapeOf(Operation *op, RankedTensorType type, ValueRange dynamicSizes);
+  LogicalResult scalarOps(Operation *op);
+  LogicalResult generate(tensor::GenerateOp op);
 };
+
+FailureOr<std::vector<int64_t>> Evaluator::shapeOf(Operation *op, RankedTensorType type, ValueRange dynamicSizes) {
+  std::vector<int64_t> shape;
+  unsigned next = 0;
+  for (int64_t size : type.getShape()) {
+    if (!ShapedType::isDynamic(size)) {
+      shape.push_back(size);
+      continue;
+    }
+    if (next >= dynamicSizes.size())
+      return op->emitError() << "a dynamic size the graph evaluator cannot bind";
+    shape.push_back(static_cast<int64_t>(get(dynamicSizes[next++]).data[0]));
+  }
+  return shape;
+}
+
+LogicalResult Evaluator::scalarOps(Operation *op) {
+  // Elementwise over tensors of one shape (a splat constant fills its static shape); scalars as rank-0 tensors.
+  auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  std::vector<int64_t> shape;
+  if (auto constant = dyn_cast<arith::ConstantOp>(op); constant && resultType) {
+    if (!resultType.hasStaticShape() || !isa<SplatElementsAttr>(constant.getValue()))
+      return op->emitError() << "the graph evaluator takes splat tensor constants of a static shape";
+    shape.assign(resultType.getShape().begin(), resultType.getShape().end());
+  } else if (resultType) {
+    shape = get(op->getOperand(0)).shape;
+    for (Value operand : op->getOperands())
+      if (get(operand).shape != shape)
+        return op->emitError() << "at run time operands " << formatShape(shape) << " and "
+                               << formatShape(get(operand).shape) << " differ";
+  }
+  ReferenceTensor result(shape);
+  SmallVector<double> x(op->getNumOperands());
+  for (int64_t n = 0; n < result.numElements(); ++n) {
+    for (auto [k, operand] : llvm::enumerate(op->getOperands()))
+      x[k] = get(operand).data[n];
+    FailureOr<double> value = flashc::evaluateScalarOp(op, x);
+    if (failed(value))
+      return op->emitError() << "the flash graph evaluator does not support this op";
+    result.data[n] = *value;
+  }
+  values[op->getResult(0)] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::generate(tensor::GenerateOp op) {
+  FailureOr<std::vector<int64_t>> shape = shapeOf(op, op.getType(), op.getDynamicExtents());
+  if (failed(shape))
+    return failure();
+  ReferenceTensor result(*shape);
+  Block &body = op.getBody().front();
+  int64_t rank = shape->size();
+  SmallVector<int64_t> index(rank, 0);
+  llvm::DenseMap<Value, double> local;
+  auto valueOf = [&](Value v) {
+    auto it = local.find(v);
+    return it != local.end() ? it->second : get(v).data[0];  // an outer scalar: a rank-0 tensor
+  };
+  for (int64_t n = 0; n < result.numElements(); ++n) {
+    for (int64_t d = rank - 1, rest = n; d >= 0; --d) {
+      index[d] = rest % (*shape)[d];
+      rest /= (*shape)[d];
+    }
+    local.clear();
+    for (int64_t d = 0; d < rank; ++d)
+      local[body.getArgument(d)] = static_cast<double>(index[d]);
+    for (Operation &inner : body) {
+      if (auto yield = dyn_cast<tensor::YieldOp>(inner)) {
+        result.data[n] = valueOf(yield.getValue());
+        break;
+      }
+      if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+        // A read outside the tensor gives 0 (the modifier regions' rule).
+        const ReferenceTensor &t = get(extract.getTensor());
+        int64_t linear = 0;
+        bool inside = true;
+        for (auto [d, i] : llvm::enumerate(extract.getIndices())) {
+          int64_t at = static_cast<int64_t>(valueOf(i));
+          inside = inside && at >= 0 && at < t.shape[d];
+          linear = linear * t.shape[d] + at;
+        }
+        local[extract.getResult()] = inside ? t.data[linear] : 0.0;
+        continue;
+      }
+      SmallVector<double> x;
+      for (Value operand : inner.getOperands())
+        x.push_back(valueOf(operand));
+      FailureOr<double> value = flashc::evaluateScalarOp(&inner, x);
+      if (failed(value) || inner.getNumResults() != 1)
+        return inner.emitError() << "the flash graph evaluator does not support this op in a tensor.generate";
+      local[inner.getResult(0)] = *value;
+    }
+  }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
 
 LogicalResult Evaluator::elementwise(Operation *op,
                                      const std::function<double(double)> &fn) {
@@ -301,6 +404,24 @@ LogicalResult Evaluator::run(Operation *op) {
       })
       .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
       .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
+      .Case<tensor::DimOp>([&](tensor::DimOp dimOp) -> LogicalResult {
+        ReferenceTensor dim(std::vector<int64_t>{});
+        std::optional<int64_t> index = dimOp.getConstantIndex();
+        const ReferenceTensor &source = get(dimOp.getSource());
+        if (!index || *index < 0 || *index >= static_cast<int64_t>(source.shape.size()))
+          return dimOp.emitError() << "the graph evaluator takes tensor.dim of a constant dimension";
+        dim.data[0] = static_cast<double>(source.shape[*index]);
+        values[dimOp.getResult()] = std::move(dim);
+        return success();
+      })
+      .Case<tensor::SplatOp>([&](tensor::SplatOp splatOp) -> LogicalResult {
+        FailureOr<std::vector<int64_t>> shape = shapeOf(splatOp, splatOp.getType(), splatOp.getDynamicSizes());
+        if (failed(shape))
+          return failure();
+        values[splatOp.getResult()] = ReferenceTensor(*shape, get(splatOp.getInput()).data[0]);
+        return success();
+      })
+      .Case<tensor::GenerateOp>([&](auto generateOp) { return generate(generateOp); })
       .Case<tensor::CastOp>([&](tensor::CastOp castOp) {
         values[castOp.getResult()] = get(castOp.getSource());
         return success();
@@ -310,7 +431,9 @@ LogicalResult Evaluator::run(Operation *op) {
           results.push_back(get(operand));
         return success();
       })
-      .Default([&](Operation *other) {
+      .Default([&](Operation *other) -> LogicalResult {
+        if (isa<arith::ArithDialect, math::MathDialect>(other->getDialect()) && other->getNumResults() == 1)
+          return scalarOps(other);
         return other->emitError()
                << "the flash graph evaluator does not support this op";
       });

@@ -15,12 +15,18 @@
 //     flash.attention takes K as [B, Hkv, Sk, D] and the flash dialect has no
 //     transpose op. Write such a key with transpose_b instead.
 //
+// Elementwise arith / math ops on the scores before the softmax (the graph
+// spelling of mask and score modifiers: iota / gathers by tensor.generate,
+// compare, select with -inf, a bias added, a tanh cap) are first lifted into
+// flash.mask / flash.score ops with regions (LiftScoreOps.cpp), which fuse.
+//
 // A mask after a scale equals the mask before it because the scale is
 // positive (-inf · c = -inf for c > 0); a non-positive total scale does not
 // fuse. Operands must be rank 4 [B, H, S, D] with the same batch size B;
 // grouped heads (Hq = g · Hkv) become num_kv_heads = Hkv.
 //
 //===----------------------------------------------------------------------===//
+#include "LiftScoreOps.h"
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -263,9 +269,16 @@ struct FuseAttentionPass
     // that dominate its root, hence come earlier and were already visited,
     // so the remaining candidates stay valid. Unrelated ops are not touched
     // (no greedy driver folding or dead-code removal).
+    IRRewriter rewriter(&getContext());
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation()->walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      std::string whyNot;
+      if (failed(flashc::liftScoreOps(softmax, rewriter, whyNot)))
+        softmax.emitWarning() << "elementwise ops on the scores not lifted into attention modifiers: " << whyNot;
+    }
     SmallVector<MatmulOp> candidates;
     getOperation()->walk([&](MatmulOp op) { candidates.push_back(op); });
-    IRRewriter rewriter(&getContext());
     for (MatmulOp candidate : candidates) {
       std::string whyNot;
       if (std::optional<AttentionMatch> match = matchAttention(candidate, whyNot))

@@ -22,7 +22,12 @@ def FuseAttention : Pass<"flash-fuse-attention"> {
         several scales multiply; the total must be positive;
       - the mask before or after the scale (at most one mask);
       - rank-4 [B, H, S, D] operands, GQA through grouped head broadcasting
-        (the batch dims of Q, K and V must be equal).
+        (the batch dims of Q, K and V must be equal);
+      - modifiers as `flash.mask ... mod` / `flash.score` regions, or as
+        elementwise arith / math ops on the scores before the softmax (index
+        tensors and gathers by tensor.generate, splat constants): lifted into
+        those regions first, `select(c, x, -inf)` with c free of the scores
+        a mask (LiftScoreOps.cpp); a warning names what does not lift.
     Nothing fuses when the scores or probabilities have another use.
   }];
   let dependentDialects = ["::mlir::flash::FlashDialect"];
