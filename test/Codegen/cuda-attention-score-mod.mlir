@@ -30,7 +30,7 @@
 // CUDA:   static FLASHC_MASK_FN float score(const flashc::device::MaskEnv& env, float s, long long b, long long h,
 // CUDA:     const float v0 = flashc::device::read_f32(env.tensor[0], h);
 // CUDA:     const auto v1 = D::sub(k, q);
-// CUDA:     const float v2 = static_cast<float>(v1);
+// CUDA:     const float v2 = static_cast<float>(static_cast<int>(v1));
 // CUDA:     const float v3 = v0 * v2;
 // CUDA:     const float v4 = s + v3;
 // CUDA-NEXT:     const float d4 = 1.f;

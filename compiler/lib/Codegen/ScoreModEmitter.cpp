@@ -14,8 +14,11 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 using namespace mlir;
 
@@ -48,8 +51,10 @@ public:
   LogicalResult print(Block &body) {
     reals[body.getArgument(0)] = {"s", "1.f"};
     static const char *kIndices[] = {"b", "h", "q", "k"};
-    for (unsigned i = 0; i < 4; ++i)
+    for (unsigned i = 0; i < 4; ++i) {
       code[body.getArgument(1 + i)] = kIndices[i];
+      bounds[body.getArgument(1 + i)] = {0, INT32_MAX};  // the kernels' indices are ints
+    }
     for (unsigned i = 5; i < body.getNumArguments(); ++i)
       code[body.getArgument(i)] = "env.tensor[" + std::to_string(i - 5) + "]";
     for (Operation &op : body.without_terminator())
@@ -65,7 +70,49 @@ private:
   llvm::raw_ostream &os;
   llvm::DenseMap<Value, std::string> code; // index, i1 and i32 values
   llvm::DenseMap<Value, Dual> reals;       // f32 values
+  /// Bounds of index / integer values where known (interval arithmetic over the indices' int range): a value
+  /// inside int32 converts to f32 from 32 bits (I2F.S32; from 64 bits the conversion costs several times more, on
+  /// the pipe the softmax's exponentials use).
+  llvm::DenseMap<Value, std::pair<int64_t, int64_t>> bounds;
   unsigned next = 0;
+
+  std::optional<std::pair<int64_t, int64_t>> boundsOf(Value v) const {
+    if (v.getType().isSignlessInteger(32))
+      return std::make_pair<int64_t, int64_t>(INT32_MIN, INT32_MAX);
+    auto it = bounds.find(v);
+    if (it == bounds.end())
+      return std::nullopt;
+    return it->second;
+  }
+  /// The bounds of an add / sub / mul / min / max of two bounded values, when they stay far inside int64.
+  void propagate(Operation &op) {
+    if (op.getNumOperands() != 2)
+      return;
+    auto a = boundsOf(op.getOperand(0)), b = boundsOf(op.getOperand(1));
+    if (!a || !b)
+      return;
+    __int128 lo, hi;
+    auto corners = [&](auto f) {
+      __int128 c[4] = {f(a->first, b->first), f(a->first, b->second), f(a->second, b->first),
+                       f(a->second, b->second)};
+      lo = *std::min_element(c, c + 4);
+      hi = *std::max_element(c, c + 4);
+    };
+    if (isa<arith::AddIOp>(op))
+      corners([](__int128 x, __int128 y) { return x + y; });
+    else if (isa<arith::SubIOp>(op))
+      corners([](__int128 x, __int128 y) { return x - y; });
+    else if (isa<arith::MulIOp>(op))
+      corners([](__int128 x, __int128 y) { return x * y; });
+    else if (isa<arith::MinSIOp>(op))
+      corners([](__int128 x, __int128 y) { return x < y ? x : y; });
+    else if (isa<arith::MaxSIOp>(op))
+      corners([](__int128 x, __int128 y) { return x > y ? x : y; });
+    else
+      return;
+    if (lo >= INT64_MIN / 4 && hi <= INT64_MAX / 4)  // no wrap: the 64-bit result is the exact one
+      bounds[op.getResult(0)] = {static_cast<int64_t>(lo), static_cast<int64_t>(hi)};
+  }
 
   std::string fresh() { return "v" + std::to_string(next++); }
 
@@ -112,11 +159,14 @@ private:
     }
     if (auto cast = dyn_cast<arith::IndexCastOp>(op)) { // 64-bit values throughout; i32 truncates at sitofp
       code[result] = code[cast.getIn()];
+      if (auto b = boundsOf(cast.getIn()); b && !result.getType().isSignlessInteger(32))
+        bounds[result] = *b;
       return success();
     }
     if (auto convert = dyn_cast<arith::SIToFPOp>(op)) {
       std::string in = code[convert.getIn()];
-      if (convert.getIn().getType().isSignlessInteger(32))
+      auto b = boundsOf(convert.getIn());
+      if (convert.getIn().getType().isSignlessInteger(32) || (b && b->first >= INT32_MIN && b->second <= INT32_MAX))
         in = "static_cast<int>(" + in + ")";
       defineReal(result, "static_cast<float>(" + in + ")", "");
       return success();
@@ -128,6 +178,7 @@ private:
       }
       auto value = cast<IntegerAttr>(constant.getValue());
       int64_t v = value.getInt();
+      bounds[result] = {v, v};
       code[result] = result.getType().isSignlessInteger(1)
                          ? std::string("D::boolean(") + (value.getValue().getBoolValue() ? "true" : "false") + ")"
                          : "D::constant(" +
@@ -238,6 +289,7 @@ private:
     os << "    const auto " << name << " = D::" << s->function << "(" << code[op.getOperand(0)] << ", "
        << code[op.getOperand(1)] << ");\n";
     code[result] = name;
+    propagate(op);
     return success();
   }
 
