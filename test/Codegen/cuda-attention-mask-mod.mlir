@@ -30,6 +30,7 @@
 // CUDA-NEXT: struct [[MOD]] {
 // CUDA-NEXT:   static constexpr int kTensors = 0;
 // CUDA-NEXT:   static constexpr bool kUsesBatch = false, kUsesHead = false;
+// CUDA-NEXT:   using ElementDomain = flashc::device::ExactIndex32;
 // CUDA-NEXT:   template <class D>
 // CUDA-NEXT:   static FLASHC_MASK_FN typename D::Bool visible(const flashc::device::MaskEnv& env, typename D::Int b,
 // CUDA-NEXT:                                                  typename D::Int h, typename D::Int q, typename D::Int k) {

@@ -1,6 +1,7 @@
 //===- MaskModEmitter.cpp - tile.mask_mod -> a C++ struct -----------------===//
 #include "MaskModEmitter.h"
 
+#include "IndexBounds.h"
 #include "Names.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -121,6 +122,10 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   out << "  static constexpr int kTensors = " << tensors << ";\n";
   out << "  static constexpr bool kUsesBatch = " << (body.getArgument(0).use_empty() ? "false" : "true")
       << ", kUsesHead = " << (body.getArgument(1).use_empty() ? "false" : "true") << ";\n";
+  // The element mask's arithmetic: 32-bit where every value provably fits an int (the same results).
+  SmallVector<BlockArgument> indices(body.getArguments().take_front(4));
+  out << "  using ElementDomain = flashc::device::"
+      << (IndexBounds(body, indices).allFitInt32() ? "ExactIndex32" : "ExactIndex") << ";\n";
   out << "  template <class D>\n";
   out << "  static FLASHC_MASK_FN typename D::Bool visible(const flashc::device::MaskEnv& env, typename D::Int b,\n"
       << "                                                 typename D::Int h, typename D::Int q, typename D::Int k) {\n";

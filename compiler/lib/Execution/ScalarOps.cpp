@@ -115,6 +115,8 @@ FailureOr<double> evaluateScalarOp(Operation *op, ArrayRef<double> x) {
       .Case<math::LogOp>([&](auto) { return std::log(x[0]); })
       .Case<math::SqrtOp>([&](auto) { return std::sqrt(x[0]); })
       .Case<math::AbsFOp>([&](auto) { return std::fabs(x[0]); })
+      .Case<math::SinOp>([&](auto) { return std::sin(x[0]); })
+      .Case<math::CosOp>([&](auto) { return std::cos(x[0]); })
       .Default([&](Operation *) -> FailureOr<double> { return failure(); });
 }
 

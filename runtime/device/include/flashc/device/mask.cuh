@@ -101,10 +101,6 @@ using CausalMask = Window<-1, 0>;
 
 // The mask spec of a warp-specialised kernel's Config: Window<kWindowLeft, kWindowRight>, with the
 // Config's MaskMod (a printed tile.mask_mod) on top where it names one.
-template <class T>
-struct VoidOf {
-  using type = void;
-};
 template <class Config, class = void>
 struct MaskSpecOf {
   using type = Window<Config::kWindowLeft, Config::kWindowRight>;

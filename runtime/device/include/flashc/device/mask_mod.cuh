@@ -51,15 +51,18 @@ struct MaskEnv {
 FLASHC_MASK_FN int mask_tensor_element(const MaskTensor* t, long long offset) { return t->data[offset]; }
 
 // ---------------------------------------------------------------------------- one (q, k)
-struct ExactIndex {
-  using Int = long long;
+// The regions' 64-bit arithmetic (ExactIndex), or 32-bit (ExactIndex32) where the emitter proved every value of
+// the region fits an int (IndexBounds.h: then both give the same results, the 32-bit one in fewer instructions).
+template <class I, class U>
+struct ExactIndexOf {
+  using Int = I;
   using Bool = bool;
-  static FLASHC_MASK_FN Int constant(long long v) { return v; }
+  static FLASHC_MASK_FN Int constant(long long v) { return static_cast<Int>(v); }
   static FLASHC_MASK_FN Bool boolean(bool v) { return v; }
-  static FLASHC_MASK_FN Int wrap(unsigned long long v) { return static_cast<Int>(v); }
-  static FLASHC_MASK_FN Int add(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b)); }
-  static FLASHC_MASK_FN Int sub(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) - static_cast<unsigned long long>(b)); }
-  static FLASHC_MASK_FN Int mul(Int a, Int b) { return wrap(static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b)); }
+  static FLASHC_MASK_FN Int wrap(U v) { return static_cast<Int>(v); }
+  static FLASHC_MASK_FN Int add(Int a, Int b) { return wrap(static_cast<U>(a) + static_cast<U>(b)); }
+  static FLASHC_MASK_FN Int sub(Int a, Int b) { return wrap(static_cast<U>(a) - static_cast<U>(b)); }
+  static FLASHC_MASK_FN Int mul(Int a, Int b) { return wrap(static_cast<U>(a) * static_cast<U>(b)); }
   static FLASHC_MASK_FN Int div(Int a, Int b) {  // arith.divsi: toward zero
     return b == 0 ? 0 : (b == -1 ? sub(0, a) : a / b);
   }
@@ -110,6 +113,23 @@ struct ExactIndex {
     const Int value = mask_tensor_element(t, inside ? offset : 0);
     return inside ? value : 0;
   }
+};
+using ExactIndex = ExactIndexOf<long long, unsigned long long>;
+using ExactIndex32 = ExactIndexOf<int, unsigned>;
+
+// A modifier's element-mask domain: its `ElementDomain` (the emitter's choice), else 64-bit. (VoidOf: void for any
+// type that exists, to pick a specialisation by a member type.)
+template <class T>
+struct VoidOf {
+  using type = void;
+};
+template <class Mod, class = void>
+struct ElementDomainOf {
+  using type = ExactIndex;
+};
+template <class Mod>
+struct ElementDomainOf<Mod, typename VoidOf<typename Mod::ElementDomain>::type> {
+  using type = typename Mod::ElementDomain;
 };
 
 // ---------------------------------------------------------------------------- a whole block
@@ -371,10 +391,11 @@ struct ModMask {
   static FLASHC_MASK_FN bool hidden(int i, int j, int limit, int offset, const MaskEnv& env) {
     if constexpr (ModTensors<Mod>::value > 0) {
       // The modifier first, unconditionally: its reads then dominate the element's and are shared across elements.
-      const bool visible = Mod::template visible<ExactIndex>(env, env.batch, env.head, i, j);
+      const bool visible = Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
       return Base::hidden(i, j, limit, offset) || !visible;
     } else {  // (arithmetic alone: skipped where the window hides the element; evaluated always, +5 % at 16k)
-      return Base::hidden(i, j, limit, offset) || !Mod::template visible<ExactIndex>(env, env.batch, env.head, i, j);
+      return Base::hidden(i, j, limit, offset) ||
+             !Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
     }
   }
   static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
