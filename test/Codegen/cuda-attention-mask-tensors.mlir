@@ -17,6 +17,8 @@
 // CUDA: struct [[MOD:mask_mod_[0-9a-f]+]] {
 // CUDA-NEXT:   static constexpr int kTensors = 1;
 // CUDA-NEXT:   static constexpr bool kUsesBatch = false, kUsesHead = false;
+// (64-bit element masks for a modifier that reads tensors: 32-bit ones slowed the document forward, session 20)
+// CUDA-NEXT:   using ElementDomain = flashc::device::ExactIndex;
 // CUDA:     const auto v0 = D::read(env.tensor[0], q);
 // CUDA-NEXT:     const auto v1 = D::read(env.tensor[0], k);
 // CUDA-NEXT:     const auto v2 = D::eq(v0, v1);
