@@ -110,7 +110,7 @@ struct ScoreExpression {
       ops.insert(op);
       return success();
     }
-    bool elementwise = isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
+    bool elementwise = isa_and_nonnull<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
                        op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
                        sameShape(op->getResult(0).getType());
     if (!elementwise)
@@ -277,10 +277,11 @@ LogicalResult liftScoreOps(SoftmaxOp softmax, RewriterBase &rewriter, std::strin
   Value root = softmax.getInput();
   Operation *rootOp = root.getDefiningOp();
   // Only an attention's softmax (P·V its one user), over an expression of arith / math ops.
-  if (!rootOp || !isa<arith::ArithDialect, math::MathDialect>(rootOp->getDialect()) || !softmax->hasOneUse() ||
-      !isa<MatmulOp>(*softmax->getUsers().begin()))
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootOp || !rootType || !isa_and_nonnull<arith::ArithDialect, math::MathDialect>(rootOp->getDialect()) ||
+      !softmax->hasOneUse() || !isa<MatmulOp>(*softmax->getUsers().begin()))
     return success();
-  ScoreExpression expression{cast<RankedTensorType>(root.getType())};
+  ScoreExpression expression{rootType};
   if (failed(expression.collect(root))) {
     whyNot = expression.whyNot;
     return failure();
