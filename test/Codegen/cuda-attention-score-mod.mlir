@@ -61,6 +61,8 @@
 // WS: // ---- alibi_attention_bwd ----
 // WS: struct [[AMOD:score_mod_[0-9a-f]+]] {
 // WS: static constexpr bool kDerivativeOne = true;
+// (every index value fits an int: 32-bit arithmetic, IndexBounds)
+// WS: using D = flashc::device::ExactIndex32;
 // WS: using ScoreMod = [[AMOD]];
 // WS: flashc_alibi_attention_bwd({{.*}}const __grid_constant__ flashc::TensorArg score_t0, const __grid_constant__ flashc::TmaDescriptor q_map
 // WS: attention_bwd_ws<{{.*}}>({{.*}}, &dq_accum_map, flashc::device::mask_env(0, 0), nullptr, flashc::device::mask_env(0, 0, score_t0));

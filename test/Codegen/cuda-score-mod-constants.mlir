@@ -32,6 +32,8 @@ func.func @constants(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 
 // An index converted to f32 converts from 32 bits where its bounds (interval arithmetic from the indices' int
 // range) fit an int (k - q) and from 64 bits where they do not (q · k).
+// (q · k may leave an int: the region's arithmetic stays 64-bit.)
+// CONV: using D = flashc::device::ExactIndex;
 // CONV: const auto [[D:v[0-9]+]] = D::sub(k, q);
 // CONV-NEXT: static_cast<float>(static_cast<int>([[D]]))
 // CONV-NEXT: const auto [[P:v[0-9]+]] = D::mul(q, k);
