@@ -458,6 +458,11 @@ Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, Code
     info.fromCubin = true;
     return images;
   }
+  // The source calls the device library it was generated against: compile it only with those headers.
+  std::string includeDir = deviceIncludeDir(options.deviceIncludeDir);
+  std::string fingerprint = directoryFingerprint(includeDir);
+  if (Status s = checkDeviceLibrary(variant->manifest, fingerprint, includeDir); !s)
+    return makeError(s.error().code, "bundle " + dir + ": " + s.error().message);
   CompileRequest req;
   req.source = variant->source;
   req.sourceName = variant->sourcePath;
@@ -467,7 +472,7 @@ Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, Code
   req.deviceIncludeDir = options.deviceIncludeDir;
   std::optional<KernelCache> cache;
   if (!options.disableCache && !kernelCacheDisabled()) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
-  auto code = compileCudaCached(req, cache ? &*cache : nullptr);
+  auto code = compileCudaCached(req, cache ? &*cache : nullptr, fingerprint);
   if (!code) return code.error();
   info.arch = req.arch;
   info.fromDiskCache = code->source == CachedCompile::DiskCache;

@@ -115,9 +115,17 @@ const ProgramSpec *Manifest::findProgram(std::string_view n) const {
   return nullptr;
 }
 
+Status checkDeviceLibrary(const Manifest &m, const std::string &fingerprint, const std::string &dir) {
+  if (m.deviceLibrary.empty() || m.deviceLibrary == fingerprint) return Status();
+  return makeError(ErrorCode::InvalidBundle,
+                   "the bundle's source was generated against device library " + m.deviceLibrary +
+                       ", not the one this runtime compiles with (" + fingerprint + ", " + (dir.empty() ? "not found" : dir) +
+                       "): rebuild the bundle with the flashc of this runtime, or run it where its cubins load");
+}
+
 bool Manifest::operator==(const Manifest &o) const {
   return formatVersion == o.formatVersion && flashcVersion == o.flashcVersion &&
-         source == o.source && nvrtcOptions == o.nvrtcOptions && archs == o.archs &&
+         source == o.source && deviceLibrary == o.deviceLibrary && nvrtcOptions == o.nvrtcOptions && archs == o.archs &&
          cubins == o.cubins && kernels == o.kernels && programs == o.programs;
 }
 

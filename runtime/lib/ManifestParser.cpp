@@ -110,6 +110,12 @@ private:
     };
     if (key == "flashc-version") return single(m_.flashcVersion);
     if (key == "source") return single(m_.source);
+    if (key == "device-library") {
+      if (Status s = single(m_.deviceLibrary); !s) return s;
+      for (char c : m_.deviceLibrary)
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return fail("'device-library' takes a hexadecimal fingerprint");
+      return Status();
+    }
     if (key == "nvrtc-options") {
       if (Status s = once(headerSeen_, key); !s) return s;
       for (const auto &w : words)

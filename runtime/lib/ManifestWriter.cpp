@@ -14,6 +14,7 @@ std::string writeManifest(const Manifest &m) {
   line("flashc-bundle " + std::to_string(m.formatVersion));
   line("flashc-version " + m.flashcVersion);
   line("source " + m.source);
+  if (!m.deviceLibrary.empty()) line("device-library " + m.deviceLibrary);
   if (!m.nvrtcOptions.empty()) line("nvrtc-options" + joined(m.nvrtcOptions));
   line("arch" + joined(m.archs));
   for (const auto &c : m.cubins) line("cubin " + c.arch + " " + c.file + (c.kernels.empty() ? "" : " for" + joined(c.kernels)));

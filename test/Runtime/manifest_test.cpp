@@ -427,8 +427,36 @@ void testArch() {
 
 } // namespace
 
+// The device library a source was generated against (device-library <fingerprint>): kept through a round trip,
+// checked before the runtime compiles the source (no cubin for the device), absent in older bundles.
+void testDeviceLibrary() {
+  std::string text = std::string("flashc-bundle 1\nflashc-version 0.1.0\nsource kernels.cu\ndevice-library 0123abcd\n") +
+                     "arch sm_90a\nkernel k\n  entry e\n  tensor x f32 in [N]\n  grid N, 1, 1\n  block 1, 1, 1\nend\n";
+  auto m = parseManifest(text);
+  if (!checkOk(m, "a manifest naming its device library parses")) return;
+  check(m->deviceLibrary == "0123abcd", "the fingerprint is read");
+  auto again = parseManifest(writeManifest(*m));
+  check(again.ok() && again->deviceLibrary == "0123abcd" && *again == *m, "and written back");
+  checkOk(checkDeviceLibrary(*m, "0123abcd", "/dev/include"), "the same library compiles it");
+  checkError(checkDeviceLibrary(*m, "ffff0000", "/dev/include"),
+             "the bundle's source was generated against device library 0123abcd, not the one this runtime compiles "
+             "with (ffff0000, /dev/include): rebuild the bundle with the flashc of this runtime",
+             "another library is refused, naming both");
+  check(checkDeviceLibrary(*m, "ffff0000", "").code() == ErrorCode::InvalidBundle, "with code InvalidBundle");
+  Manifest older = *m;
+  older.deviceLibrary.clear();
+  checkOk(checkDeviceLibrary(older, "ffff0000", "/dev/include"), "a bundle that records none (older) is not refused");
+  std::string bad = text;
+  bad.replace(bad.find("0123abcd"), 8, "not-hex!");
+  checkError(parseManifest(bad), "'device-library' takes a hexadecimal fingerprint", "a malformed fingerprint");
+  std::string twice = text;
+  twice.insert(twice.find("arch"), "device-library 0123abcd\n");
+  checkError(parseManifest(twice), "device-library", "given twice");
+}
+
 int main() {
   testRoundTrip();
+  testDeviceLibrary();
   testVersion();
   testMalformed();
   testKernelCubins();

@@ -87,6 +87,10 @@ rt::Status plan(PendingBundle &b, size_t index, const std::vector<std::string> &
                                                         " kernels, not the manifest's " + std::to_string(names.size()) +
                                                         " each once");
   }
+  // The device library the source was generated against: a runtime that compiles it (no cubin for its device)
+  // with other headers refuses it.
+  std::string fingerprint = rt::directoryFingerprint(rt::deviceIncludeDir(options.deviceIncludeDir));
+  manifest.deviceLibrary = fingerprint == "none" ? "" : fingerprint;
   manifest.cubins.clear();
   for (const auto &arch : cubinArchs) {
     if (!rt::parseArch(arch))

@@ -151,6 +151,9 @@ struct Manifest {
   int formatVersion = kBundleFormatVersion;
   std::string flashcVersion = "unknown";
   std::string source = "kernels.cu";
+  /// The fingerprint (directoryFingerprint) of the device library the source was generated against; empty when not
+  /// recorded (older bundles). The runtime refuses to compile the source against headers of another fingerprint.
+  std::string deviceLibrary;
   std::vector<std::string> nvrtcOptions;
   std::vector<std::string> archs;
   std::vector<CubinSpec> cubins;
@@ -164,6 +167,11 @@ struct Manifest {
 
 /// Parses manifest text. Errors name the line: "manifest.flashc:<line>: <what>".
 /// A manifest of another format version is rejected naming both versions.
+/// Whether `m`'s source may be compiled against the device library of fingerprint `fingerprint` found at `dir`
+/// (directoryFingerprint): an error naming both when the manifest records another one (the source would call a
+/// library it was not generated for); success when it records none or the same.
+Status checkDeviceLibrary(const Manifest &m, const std::string &fingerprint, const std::string &dir);
+
 Result<Manifest> parseManifest(std::string_view text);
 
 /// Checks the cross-references a parser checks (unique names, symbols bound,
