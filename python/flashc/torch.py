@@ -328,6 +328,20 @@ def _mask_mod_program(mask_mod, q):
     return program.text, tuple(_as_kernel_tensor(i, t) for i, t in enumerate(program.tensors))
 
 
+def _modifier(name, fn, program_of, text_of, q):
+    """(text, tensors) of a mask or score modifier (None, () without one): traced with its tensors eagerly; its text
+    alone through the custom ops (torch.compile, tensor subclasses), which take no modifier tensors yet."""
+    if fn is None:
+        return None, ()
+    if not _use_ops(q):
+        return program_of(fn, q)
+    text = text_of(fn)
+    if "read" in text.split():
+        raise InvalidArgumentError("%s: a modifier that reads tensors runs eagerly only for now (not under "
+                                   "torch.compile or on tensor subclasses)" % name)
+    return text, ()
+
+
 def _score_mod_text(score_mod):
     """The text form of a score modifier (traced when a function); a constant under torch.compile as the mask's."""
     return trace_score_mod(score_mod).text
@@ -406,22 +420,8 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     """
     op = "attention"
     offset = key_offset_value(op, key_offset)  # checked on every call: the value is not part of the configuration
-    mod, mask_tensors = None, ()
-    if mask_mod is not None and not _use_ops(q):
-        mod, mask_tensors = _mask_mod_program(mask_mod, q)
-    elif mask_mod is not None:
-        mod = _mask_mod_text(mask_mod)
-        if "read" in mod.split():
-            raise InvalidArgumentError("mask_mod: a modifier that reads tensors runs eagerly only for now (not under "
-                                       "torch.compile or on tensor subclasses)")
-    score, score_tensors = None, ()
-    if score_mod is not None and not _use_ops(q):
-        score, score_tensors = _score_mod_program(score_mod, q)
-    elif score_mod is not None:
-        score = _score_mod_text(score_mod)
-        if "read" in score.split():
-            raise InvalidArgumentError("score_mod: a modifier that reads tensors runs eagerly only for now (not under "
-                                       "torch.compile or on tensor subclasses)")
+    mod, mask_tensors = _modifier("mask_mod", mask_mod, _mask_mod_program, _mask_mod_text, q)
+    score, score_tensors = _modifier("score_mod", score_mod, _score_mod_program, _score_mod_text, q)
     if _use_ops(q):  # torch.compile: the options travel as one literal string (_torch_ops validates them)
         o, lse = torch.ops.flashc.attention_fwd(
             q, k, v, repr((causal, scale, window, softcap, enable_gqa, backward_form, mod, score)), offset)

@@ -507,8 +507,49 @@ void testTensorReads() {
 
 } // namespace
 
+// ExactIndex32 (the emitter's pick where IndexBounds proves every value fits an int) gives ExactIndex's results on
+// such values: every op over operands in int range whose exact result fits, signs and zero divisors included, and the
+// modifiers above element by element.
+template <class Mod>
+bool sameIn32Bits() {
+  for (int q = 0; q < 200; ++q)
+    for (int k = 0; k < 200; ++k)
+      if (Mod::template visible<ExactIndex32>(kEnv, 0, 0, q, k) != Mod::template visible<ExactIndex>(kEnv, 0, 0, q, k))
+        return false;
+  return true;
+}
+
+void testExactIndex32() {
+  using E = ExactIndex;
+  using N = ExactIndex32;
+  const long long values[] = {0, 1, -1, 2, -2, 3, -3, 7, -7, 24, -24, 1000, -1000, 65535, -65536, 2147483647LL,
+                              -2147483647LL - 1};
+  int mismatches = 0, compared = 0;
+  for (long long a : values)
+    for (long long b : values) {
+      auto fits = [](long long v) { return v >= INT32_MIN && v <= INT32_MAX; };
+      const long long exact[] = {E::add(a, b), E::sub(a, b), E::mul(a, b), E::div(a, b), E::floor_div(a, b),
+                                 E::ceil_div(a, b), E::rem(a, b), E::min(a, b), E::max(a, b)};
+      const long long narrow[] = {N::add(int(a), int(b)), N::sub(int(a), int(b)), N::mul(int(a), int(b)),
+                                  N::div(int(a), int(b)), N::floor_div(int(a), int(b)), N::ceil_div(int(a), int(b)),
+                                  N::rem(int(a), int(b)), N::min(int(a), int(b)), N::max(int(a), int(b))};
+      for (int i = 0; i < 9; ++i)
+        if (fits(exact[i])) {  // (IndexBounds admits 32 bits only where no value leaves an int)
+          ++compared;
+          mismatches += exact[i] != narrow[i];
+        }
+      mismatches += (E::lt(a, b) != N::lt(int(a), int(b))) + (E::eq(a, b) != N::eq(int(a), int(b)));
+    }
+  check(compared > 2000 && mismatches == 0,
+        "ExactIndex32 agrees with ExactIndex wherever the result fits an int (" + std::to_string(compared) +
+            " results, " + std::to_string(mismatches) + " mismatches)");
+  check(sameIn32Bits<Causal>() && sameIn32Bits<PrefixLm>() && sameIn32Bits<Chunked>() && sameIn32Bits<Strided>(),
+        "the modifiers give the same elements in 32 bits");
+}
+
 int main() {
   testExactRules();
+  testExactIndex32();
   testOpsExhaustively();
   testRandomExpressions();
   testModMask<Causal>("causal", true);

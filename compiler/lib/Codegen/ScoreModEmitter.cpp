@@ -145,15 +145,8 @@ private:
     }
     if (auto select = dyn_cast<arith::SelectOp>(op)) {
       std::string c = code[select.getCondition()];
-      if (result.getType().isF32()) {
-        Dual a = reals[select.getTrueValue()], b = reals[select.getFalseValue()];
-        std::string d = a.derivative.empty() && b.derivative.empty()
-                            ? ""
-                            : "(" + c + " ? " + (a.derivative.empty() ? "0.f" : a.derivative) + " : " +
-                                  (b.derivative.empty() ? "0.f" : b.derivative) + ")";
-        defineReal(result, "(" + c + " ? " + a.value + " : " + b.value + ")", d);
-        return success();
-      }
+      if (result.getType().isF32())
+        return pick(result, c, reals[select.getTrueValue()], reals[select.getFalseValue()]);
       std::string name = fresh();
       os << "    const auto " << name << " = D::select(" << c << ", " << code[select.getTrueValue()] << ", "
          << code[select.getFalseValue()] << ");\n";
@@ -248,16 +241,18 @@ private:
     return success();
   }
 
-  /// maximumf / minimumf: the chosen side's value and derivative (`test` picks a; a NaN propagates, as
-  /// arith.maximumf's; a tie takes a's derivative).
-  LogicalResult choose(Value result, const Dual &a, const Dual &b, const char *test) {
-    std::string pick = "(" + a.value + " " + test + " " + b.value + " || " + a.value + " != " + a.value + ")";
+  /// `condition` ? a : b, with the chosen side's derivative.
+  LogicalResult pick(Value result, const std::string &condition, const Dual &a, const Dual &b) {
     std::string d = a.derivative.empty() && b.derivative.empty()
                         ? ""
-                        : "(" + pick + " ? " + (a.derivative.empty() ? "0.f" : a.derivative) + " : " +
+                        : "(" + condition + " ? " + (a.derivative.empty() ? "0.f" : a.derivative) + " : " +
                               (b.derivative.empty() ? "0.f" : b.derivative) + ")";
-    defineReal(result, "(" + pick + " ? " + a.value + " : " + b.value + ")", d);
+    defineReal(result, "(" + condition + " ? " + a.value + " : " + b.value + ")", d);
     return success();
+  }
+  /// maximumf / minimumf: `test` picks a; a NaN propagates, as arith.maximumf's; a tie takes a's derivative.
+  LogicalResult choose(Value result, const Dual &a, const Dual &b, const char *test) {
+    return pick(result, "(" + a.value + " " + test + " " + b.value + " || " + a.value + " != " + a.value + ")", a, b);
   }
 };
 

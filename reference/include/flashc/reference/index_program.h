@@ -176,6 +176,17 @@ private:
 
 public:
   // Text helpers score_program.h shares.
+  /// A decimal integer literal filling `word` (nullopt otherwise).
+  static std::optional<long long> integer(const std::string &word) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(word, &used);
+      if (used != word.size()) return std::nullopt;
+      return v;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
   static std::vector<std::string> split(const std::string &text, char sep) {
     std::vector<std::string> out(1);
     for (char c : text) {
@@ -216,15 +227,10 @@ private:
       a.slot = it->second;
       return a;
     }
-    try {
-      size_t used = 0;
-      long long v = std::stoll(word, &used);
-      if (used != word.size()) return std::nullopt;
-      a.constant = v;
-      return a;
-    } catch (...) {
-      return std::nullopt;
-    }
+    std::optional<long long> v = integer(word);
+    if (!v) return std::nullopt;
+    a.constant = *v;
+    return a;
   }
 
   std::vector<Statement> statements_;

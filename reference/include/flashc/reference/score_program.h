@@ -188,15 +188,10 @@ private:
       a.floating = true;
       return a;
     }
-    try {
-      size_t used = 0;
-      long long v = std::stoll(word, &used);
-      if (used != word.size()) return std::nullopt;
-      a.constant = v;
-      return a;
-    } catch (...) {
-      return std::nullopt;
-    }
+    std::optional<long long> v = IndexProgram::integer(word);
+    if (!v) return std::nullopt;
+    a.constant = *v;
+    return a;
   }
 
   std::vector<Statement> statements_;

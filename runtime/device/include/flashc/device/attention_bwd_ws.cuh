@@ -97,7 +97,7 @@ struct AttentionBwdWsPlan {
   // A score modifier (Config::ScoreMod) whose derivative is 1: applied to scale · Sᵀ where the scores are
   // recomputed (the scale inside it, Pᵀ = exp(S' - lse)); dSᵀ passes through it unchanged.
   using ScoreMod = typename ScoreModOf<Config>::type;
-  static constexpr bool kScoreMod = HasScoreMod<Config>::value;
+  static constexpr bool kScoreMod = ScoreModOf<Config>::kPresent;
   static_assert(ScoreDerivativeIsOne<ScoreMod>::value,
                 "ws backward: only a score modifier whose derivative is 1 (#tile.attention score_additive)");
   static constexpr float kProbsScaleLog2 = kScoreMod ? kLog2e : kScaleLog2;

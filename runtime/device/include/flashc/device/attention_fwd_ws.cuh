@@ -77,7 +77,7 @@ struct AttentionFwdWsPlan {
   // A modifier that reads tensors: its block-class table (mask_blocks.cuh) gives the key blocks.
   static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
   // A score modifier (Config::ScoreMod), applied like the softcap: to scale · S, the softmax then at scale 1.
-  static constexpr bool kScoreMod = HasScoreMod<Config>::value;
+  static constexpr bool kScoreMod = ScoreModOf<Config>::kPresent;
   static_assert(!(kScoreMod && kSoftcap > 0.f), "ws forward: a score modifier or a softcap, not both");
   static constexpr float kSoftmaxScale = kSoftcap > 0.f || kScoreMod ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale

@@ -110,22 +110,16 @@ struct MaskSpecOf<Config, typename VoidOf<typename Config::MaskMod>::type> {
   using type = ModMask<Window<Config::kWindowLeft, Config::kWindowRight>, typename Config::MaskMod>;
 };
 
-// A Config's score modifier (Config::ScoreMod, a printed tile.score_mod: score_mod.cuh), or void.
+// A Config's score modifier (Config::ScoreMod, a printed tile.score_mod: score_mod.cuh), or void; kPresent: which.
 template <class Config, class = void>
 struct ScoreModOf {
   using type = void;
+  static constexpr bool kPresent = false;
 };
 template <class Config>
 struct ScoreModOf<Config, typename VoidOf<typename Config::ScoreMod>::type> {
   using type = typename Config::ScoreMod;
-};
-template <class Config, class = void>
-struct HasScoreMod {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct HasScoreMod<Config, typename VoidOf<typename Config::ScoreMod>::type> {
-  static constexpr bool value = true;
+  static constexpr bool kPresent = true;
 };
 
 // Whether a Config's mask reads tensors (then its kernels take a block-class table: mask_blocks.cuh).
