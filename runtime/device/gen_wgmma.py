@@ -35,7 +35,8 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\\n" ::"n"(N) : "memory"); }
 ''')
-for N in (64, 128, 256):
+# N = 32: the key split's 32-query score halves at D = 192; N = 192: dK's product there.
+for N in (32, 64, 128, 192, 256):
     nacc = N // 2
     for ab in ("bf16", "f16"):
         regs = ", ".join(f"%{i}" for i in range(nacc))
@@ -75,14 +76,18 @@ for name, suffix, params, args in (
     kind = name.split("_")[1]
     w(f'''template <class T, int N>
 __device__ __forceinline__ void {name}(float* d, {params}) {{
-  static_assert(N == 64 || N == 128 || N == 256, "{name}: N = 64, 128 or 256");
+  static_assert(N == 32 || N == 64 || N == 128 || N == 192 || N == 256, "{name}: N = 32, 64, 128, 192 or 256");
   if constexpr (ElemTraits<T>::kIsBf16) {{
-    if constexpr (N == 64) wgmma_{kind}_m64n64k16_bf16{suffix}({args});
+    if constexpr (N == 32) wgmma_{kind}_m64n32k16_bf16{suffix}({args});
+    else if constexpr (N == 64) wgmma_{kind}_m64n64k16_bf16{suffix}({args});
     else if constexpr (N == 128) wgmma_{kind}_m64n128k16_bf16{suffix}({args});
+    else if constexpr (N == 192) wgmma_{kind}_m64n192k16_bf16{suffix}({args});
     else wgmma_{kind}_m64n256k16_bf16{suffix}({args});
   }} else {{
-    if constexpr (N == 64) wgmma_{kind}_m64n64k16_f16{suffix}({args});
+    if constexpr (N == 32) wgmma_{kind}_m64n32k16_f16{suffix}({args});
+    else if constexpr (N == 64) wgmma_{kind}_m64n64k16_f16{suffix}({args});
     else if constexpr (N == 128) wgmma_{kind}_m64n128k16_f16{suffix}({args});
+    else if constexpr (N == 192) wgmma_{kind}_m64n192k16_f16{suffix}({args});
     else wgmma_{kind}_m64n256k16_f16{suffix}({args});
   }}
 }}''')

@@ -380,22 +380,25 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
                                   argNames[i], width));
   }
-  // The consumer split follows the head dims (wsBackwardKeySplit): by keys,
-  // 128 a block on 8 warps, or by role, 64 a block on tiles of 4 warps; 64
-  // queries a step, 128 at head dims <= 64 (dQ then split by rows).
-  bool keySplit = wsBackwardKeySplit(d, dv);
-  int64_t blockN = wsBackwardBlockN(d, dv), blockM = wsBackwardBlockM(d, dv);
+  // The consumer split is the schedule's (flash-warp-specialize, from the
+  // plan): by keys, 128 a block on 8 warps, or by role, 64 a block on tiles
+  // of 4 warps; 64 queries a step, 128 at head dims <= 64 (dQ then split by
+  // rows).
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
-  if (!schedule || schedule.getRoleSplit() == keySplit || schedule.getConsumerWarpgroups() != 2 ||
+  if (!schedule || schedule.getConsumerWarpgroups() != 2 ||
       attrNames(schedule.getResident()) != SmallVector<StringRef>{"k", "v"} ||
       attrNames(schedule.getRing()) != SmallVector<StringRef>{"q", "dout"})
-    return reject(llvm::formatv("its schedule is not the library's (run flash-warp-specialize): 2 "
-                                "consumer warpgroups split by {0}, k and v resident, q and dout in "
-                                "the ring",
-                                keySplit ? "keys" : "roles"));
+    return reject("its schedule is not the library's (run flash-warp-specialize): 2 consumer "
+                  "warpgroups split by keys or roles, k and v resident, q and dout in the ring");
+  bool keySplit = !schedule.getRoleSplit();
+  if (keySplit ? !wsBackwardKeySplitTakes(d, dv) : !wsBackwardRoleSplitTakes(d, dv))
+    return reject(llvm::formatv("its consumers split by {0}, which D = {1}, Dv = {2} does not take "
+                                "(keys: D <= 192, Dv <= 128; roles: a head dim above 128)",
+                                keySplit ? "keys" : "roles", d, dv));
+  int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(d, dv);
   int64_t stages = schedule.getRingStages();
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
-  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes);
+  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
   if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
       static_cast<int64_t>(kernel.getBlockN()) != blockN ||
       static_cast<int64_t>(kernel.getWarps()) != blockN / 16 || stages < 1 || stages > 4)
@@ -404,7 +407,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
                                 blockN, blockN / 16, blockM));
   WsKernel result;
-  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes);
+  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit);
   result.threads = blockThreads(schedule);
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
   // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
@@ -424,7 +427,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << elementName(elem) << ";\n";
-  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d, dv)
+  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d, dv, keySplit)
       << ", kValueDim = " << wsForwardValueTile(dv) << ", kHeadCols = " << d
       << ", kValueCols = " << dv << ";\n";
   out << "  static constexpr int kBlockM = " << blockM << ";  // queries a step"

@@ -241,9 +241,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     std::optional<WsForwardSizes> ws = wsForwardSizes(spec, kernel.getFunctionType().getInputs());
     // The warp-specialised backward (attention_bwd_ws) is 64 queries a step
     // (128 at head dims <= 64) over its key block: 128 keys on 8 warps (key
-    // split) or 64 keys on tiles of 4 warps (role split), as its head dims
-    // decide, a Q/dO ring of 1-4 stages; an override outside that is planned
-    // as mma.sync.
+    // split, up to D = 192 with Dv <= 128) or 64 keys on tiles of 4 warps
+    // (role split), as the plan says (wsBackwardPlanTakes), a Q/dO ring of 1-4
+    // stages; an override outside that is planned as mma.sync.
     // The warp-specialised persistent GEMM (gemm_ws.cuh): 128 x 128 or 256
     // tiles on two consumer warpgroups, 2-4 stages of 64 columns of K
     // (wsGemmPlanTakes); a block-size override outside that keeps the cp.async
@@ -256,10 +256,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
-      int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
-      int64_t blockN = takesWsBackward(attention) ? wsBackwardBlockN(d, dv) : 0;
-      if (!(blockN && plan.blockM == wsBackwardBlockM(d, dv) && plan.blockN == blockN &&
-            plan.warps == blockN / 16 && plan.stages >= 1 && plan.stages <= 4))
+      if (!wsBackwardPlanTakes(attention, plan))
         plan.strategy = Strategy::MmaSyncSm80;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 &&
                !(ws && wsForwardPlanTakes(*ws, plan.blockM, plan.blockN, plan.warps, plan.stages)))
@@ -390,7 +387,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,
-                                     attention.getElementType().getValue().getIntOrFloatBitWidth() / 8);
+                                     attention.getElementType().getValue().getIntOrFloatBitWidth() / 8,
+                                     /*keySplit=*/plan.blockN == 128);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

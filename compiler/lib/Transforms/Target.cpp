@@ -124,31 +124,44 @@ bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim) {
   return headDim <= 128 && valueDim <= 128;
 }
 
-int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim) {
-  return wsBackwardKeySplit(headDim, valueDim) ? 128 : 64;
+bool wsBackwardKeySplitTakes(int64_t headDim, int64_t valueDim) {
+  // Up to D = 192 with Dv <= 128: dK (96 floats a thread) and dV (64) beside
+  // scores of 32 queries at a time (two halves a step).
+  return wsBackwardTakes(headDim, valueDim) && headDim <= 192 && valueDim <= 128;
 }
+
+bool wsBackwardRoleSplitTakes(int64_t headDim, int64_t valueDim) {
+  // A head dim above 128 (256-column tiles; at 128 the key split ran
+  // 1.37-1.48x it, and the role split there has no GPU test any more).
+  return wsBackwardTakes(headDim, valueDim) && !wsBackwardKeySplit(headDim, valueDim);
+}
+
+int64_t wsBackwardBlockN(bool keySplit) { return keySplit ? 128 : 64; }
 
 int64_t wsBackwardBlockM(int64_t headDim, int64_t valueDim) {
   return std::max(headDim, valueDim) <= 64 ? 128 : 64;
 }
 
-int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim) {
+int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit) {
   if (wsBackwardBlockM(headDim, valueDim) == 128)
     return 64;
-  return headDim <= 128 ? 128 : 256;
+  if (headDim <= 128)
+    return 128;
+  // The key split's dK products take N = 192; the role split halves dQ by
+  // columns in 64-column products (D = 192 pads to 256 there).
+  return keySplit ? 192 : 256;
 }
 
 namespace {
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes.
 int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                             int64_t elementBytes) {
+                             int64_t elementBytes, bool keySplit) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
   // (blockM queries), dSᵀ (two 16-bit buffers under the key split; one, plus
   // Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
   // of alignment.
-  int64_t d = wsBackwardHeadTile(headDim, valueDim), dv = wsForwardValueTile(valueDim);
-  bool keySplit = wsBackwardKeySplit(headDim, valueDim);
-  int64_t blockN = wsBackwardBlockN(headDim, valueDim), blockM = wsBackwardBlockM(headDim, valueDim);
+  int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
+  int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
   int64_t exchange = keySplit ? 2 * blockN * blockM * 2 : 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * blockM * 4;
@@ -162,15 +175,29 @@ constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
 constexpr int64_t kWsSharedLimit = 227 * 1024;
 } // namespace
 
-bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes) {
-  return wsBackwardKeySplit(headDim, valueDim) ||
-         wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes) + kWsDqBoxBytes <= kWsSharedLimit;
+bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                     bool keySplit) {
+  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+                             kWsDqBoxBytes <=
+                         kWsSharedLimit;
 }
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes) {
-  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes) +
-         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes) ? kWsDqBoxBytes : 0);
+                              int64_t elementBytes, bool keySplit) {
+  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit) ? kWsDqBoxBytes : 0);
+}
+
+bool wsBackwardPlanTakes(AttentionSpecAttr attention, const TilePlan &plan) {
+  int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+  bool keySplit = plan.blockN == 128;
+  // The key split's tile body is the Sᵀ form's (128 key rows on 8 warps).
+  return takesWsBackward(attention) &&
+         (keySplit ? wsBackwardKeySplitTakes(d, dv) &&
+                         attention.getRole() == KernelRole::AttentionBackwardTransposed
+                   : plan.blockN == 64 && wsBackwardRoleSplitTakes(d, dv)) &&
+         plan.blockM == wsBackwardBlockM(d, dv) && plan.warps == plan.blockN / 16 &&
+         plan.stages >= 1 && plan.stages <= 4;
 }
 
 TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<Type> argTypes) {
@@ -242,7 +269,7 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // form's 0.28x (bench/results/2026-12-01-h200-session9.md).
         plan.strategy = Strategy::WgmmaWsSm90;
         plan.blockM = wsBackwardBlockM(attention.getHeadDim(), attention.getValueDim());
-        plan.blockN = wsBackwardBlockN(d, attention.getValueDim());
+        plan.blockN = wsBackwardBlockN(wsBackwardKeySplit(attention.getHeadDim(), attention.getValueDim()));
         plan.warps = plan.blockN / 16;
         break;
       }

@@ -214,20 +214,26 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
     int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
     bool keySplit = wsBackwardKeySplit(d, dv);
-    for (int64_t stages : {1, 2, 3, 4}) {
-      if (wsBackwardSharedBytes(d, dv, stages, bytes) > target.sharedMemoryPerBlock)
-        continue;
-      TilePlan plan;
-      plan.strategy = Strategy::WgmmaWsSm90;
-      plan.blockM = wsBackwardBlockM(d, dv);
-      plan.blockN = wsBackwardBlockN(d, dv);
-      plan.warps = plan.blockN / 16;
-      plan.stages = stages;
-      TuningPoint point = pointFrom(plan, false);
-      if (keySplit)
-        point.form = "transposed";
-      points.push_back(point);
-    }
+    // The hand rule's split first; at D = 192 / Dv <= 128 also the key split
+    // (scores in 32-query halves) beside the role split.
+    llvm::SmallVector<bool, 2> splits = {keySplit};
+    if (!keySplit && wsBackwardKeySplitTakes(d, dv))
+      splits.push_back(true);
+    for (bool split : splits)
+      for (int64_t stages : {1, 2, 3, 4}) {
+        if (wsBackwardSharedBytes(d, dv, stages, bytes, split) > target.sharedMemoryPerBlock)
+          continue;
+        TilePlan plan;
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = wsBackwardBlockM(d, dv);
+        plan.blockN = wsBackwardBlockN(split);
+        plan.warps = plan.blockN / 16;
+        plan.stages = stages;
+        TuningPoint point = pointFrom(plan, false);
+        if (split)
+          point.form = "transposed";
+        points.push_back(point);
+      }
     if (keySplit) {
       TuningPoint rows =
           pointFrom(defaultPlan(target, withRole(attention, KernelRole::AttentionBackward)), false);

@@ -143,8 +143,13 @@ bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
 /// of its 64 keys) while both head dims fit a 128-column tile, else by role
 /// (64 keys a block, one accumulator a warpgroup).
 bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim);
+/// Where each split can run (a tuning point): the key split up to D = 192 with
+/// Dv <= 128 (at D = 192 the scores in two halves of 32 queries), the role
+/// split where a head dim is above 128.
+bool wsBackwardKeySplitTakes(int64_t headDim, int64_t valueDim);
+bool wsBackwardRoleSplitTakes(int64_t headDim, int64_t valueDim);
 /// Its key block: 128 (key split) or 64 (role split).
-int64_t wsBackwardBlockN(int64_t headDim, int64_t valueDim);
+int64_t wsBackwardBlockN(bool keySplit);
 /// Its queries a step: 128 where both head dims are at most 64 (the key
 /// split's 128 x 128 tile, FlashAttention-3's at D = 64; dQ split by rows),
 /// else 64.
@@ -155,16 +160,22 @@ bool isWsBackward(mlir::Attribute spec);
 /// ... and this main-kernel recipe (16-bit, no softcap, no score modifier but one whose derivative is 1
 /// (#tile.attention score_additive), and the head dims): the hand rule.
 bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
-/// Its Q/K tile width (64 at 128 queries a step, else 128 or 256; V's is
-/// wsForwardValueTile) and shared memory in bytes (AttentionBwdWsPlan::kSmemBytes).
-int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim);
+/// Its Q/K tile width (64 at 128 queries a step, else 128, 192 under the key
+/// split or 256; V's is wsForwardValueTile) and shared memory in bytes
+/// (AttentionBwdWsPlan::kSmemBytes).
+int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes);
+                              int64_t elementBytes, bool keySplit);
 /// Whether it adds dQ by TMA tensor reductions through shared memory (two
 /// 16 KB boxes): the key split always, the role split where they fit beside
 /// its tiles and ring in the library's 227 KB (D = 192 / Dv = 128 at 2 stages;
 /// not D = 256), else by the consumers' red.v4.
-bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes);
+bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                     bool keySplit);
+/// Whether a plan is one of its forms for this recipe: block_n 128 on 8 warps
+/// (the key split, the Sᵀ form's kernel) or 64 on 4 (the role split), its
+/// queries a step, 1-4 ring stages.
+bool wsBackwardPlanTakes(mlir::tile::AttentionSpecAttr attention, const TilePlan &plan);
 
 /// Default plan (the hand rules) for a kernel recipe (#tile.attention or
 /// #tile.gemm); the kernel's argument types where a plan depends on its sizes

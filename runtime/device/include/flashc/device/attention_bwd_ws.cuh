@@ -76,12 +76,13 @@ struct AttentionBwdWsPlan {
   using Elem = typename Config::Elem;
   static constexpr int kHeadDim = Config::kHeadDim, kValueDim = Config::kValueDim;
   // dQ is split by column halves of at least 64 (a wgmma N), or at D = 64 (128 queries a step) by row halves.
-  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "ws backward: head dim 64, 128 or 256");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
+                "ws backward: head dim 64, 128, 192 or 256");
   static_assert(kValueDim == 64 || kValueDim == 128 || kValueDim == 256, "ws backward: value dim 64, 128 or 256");
-  // Key split while one warpgroup holds dK and dV of its 64 keys (128 + 64 floats a thread at most).
+  // Key split while one warpgroup holds dK and dV of its 64 keys (96 + 64 floats a thread at most).
   static constexpr bool kKeySplit = Config::kKeySplit;
-  static_assert(kKeySplit ? kHeadDim <= 128 && kValueDim <= 128 : kHeadDim >= 128,
-                "ws backward: key split up to D = 128, role split from 128");
+  static_assert(kKeySplit ? kHeadDim <= 192 && kValueDim <= 128 : kHeadDim == 128 || kHeadDim == 256,
+                "ws backward: key split up to D = 192 (Dv <= 128), role split on 128- or 256-column tiles");
   static constexpr int kHeadCols = Config::kHeadCols, kValueCols = Config::kValueCols;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
@@ -107,6 +108,12 @@ struct AttentionBwdWsPlan {
   static_assert(kBlockM == 64 || (kBlockM == 128 && kKeySplit && kHeadDim == 64),
                 "ws backward: 64 queries a step, or 128 under the key split at D = 64");
   static constexpr bool kDqByRows = kBlockM == 128;  // warpgroup g: dQ rows 64g.. (else columns 64g..)
+  // Queries a score product. The key split at D = 192 forms Sᵀ, dPᵀ, Pᵀ and dSᵀ in two halves of 32 queries
+  // (16 floats a thread each) beside dK + dV's 160: 64 queries spilled there.
+  static constexpr int kSubM = kKeySplit && kHeadDim == 192 ? 32 : kBlockM;
+  // dQ products of 64 columns a step (the key split's: 3 at D = 192, which the warpgroups take 2 / 1 and
+  // 1 / 2 on alternate steps; 2 at D = 128, one each).
+  static constexpr int kDqProducts = kHeadDim / 64;
   // 128 queries a step, where registers peak at the 64 x 128 f32 score tiles: dV's product is issued after dSᵀ
   // is formed (so Pᵀ's f32 registers are free before its 16-bit copy is live), and where a window's or causal
   // mask's code is in the loop, dPᵀ's after Sᵀ's mask and exponentials. With both products early NVRTC's ptxas
@@ -117,8 +124,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kStages = Config::kStages;
   static constexpr int kDqCols = Config::kDqCols;
   static_assert(kDqByRows ? kDqCols == kHeadDim
-                          : (kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0 &&
-                                (!kKeySplit || kDqCols == 64),
+                : kKeySplit ? kDqCols == 64
+                            : (kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0,
                 "ws backward: dQ products of 64 or 128 columns dividing half the head dim (all of it by rows)");
   static constexpr int kWarps = 8;                    // consumer warps
   // A register tile's row bands: both warpgroups' (key split: warpgroup g holds rows 64g..) or one's (roles).
@@ -195,6 +202,17 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_add_4d(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
+  }
+}
+// Sᵀ' = mod(scale · Sᵀ) of the tile st (keys k0.., queries q0..), its batch and head from the step's mask env.
+template <class P, int R, int C, int W>
+__device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, int k0, int Sq, const MaskEnv& score_env,
+                                              const MaskEnv& step) {
+  if constexpr (P::kScoreMod) {
+    MaskEnv env = score_env;
+    env.batch = step.batch;
+    env.head = step.head;
+    score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
   }
 }
 }  // namespace detail
@@ -292,14 +310,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   auto delta_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemDelta + s * kBlockM * 4); };
   auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
-  // Sᵀ' = mod(scale · Sᵀ) of a step (its batch and head from the mask's env), before the mask.
-  auto modify_scores = [&](RegTileF32<kBlockN, kBlockM, kTileWarps>& st, int q0, const MaskEnv& step) {
-    if constexpr (P::kScoreMod) {
-      MaskEnv env = score_env;
-      env.batch = step.batch;
-      env.head = step.head;
-      score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
-    }
+  // Sᵀ' = mod(scale · Sᵀ) of a step's queries q0.. (its batch and head from the mask's env), before the mask.
+  auto modify_scores = [&](RegTileF32<kBlockN, P::kSubM, kTileWarps>& st, int q0, const MaskEnv& step) {
+    detail::modify_scores<P>(st, q0, k0, Sq, score_env, step);
   };
 
   if (threadIdx.x == 0) {
@@ -372,60 +385,125 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // kernel ("insufficient register resources") and spills dQ (the fills of Sᵀ and dPᵀ move).
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
+    bool dq_first = true;  // D = 192: no TMA reduction of this warpgroup issued yet
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
-      RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
-      fill(st, 0.f);
-      fill(dpt, 0.f);
-      wgmma_fence_operand(st);
-      wgmma_fence_operand(dpt);
-      wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
-      if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
-      wgmma_wait<P::kLateDp ? 0 : 1>();
-      modify_scores(st, q0, env);
-      if (masked) {
-        // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
-        // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
-        if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
-        else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
-      }
-      recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
-      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
-      if constexpr (!P::kLateDv) {
-        convert(pt16, st);
-        wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
-        wgmma_wait<1>();                                 // dPᵀ (dV may still run)
-      } else {
-        if constexpr (P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+      if constexpr (P::kSubM < kBlockM) {
+        // ---- D = 192: the scores in two halves of 32 queries; half 0's dV and dK products run under half 1's
+        // scores, half 1's dK under dQ's products ----
+        // dQ[:, 64j..] += dS K[:, 64j..] over all 128 keys, product j of the step from dSᵀ in shared memory,
+        // issued here and reduced by TMA into dq_accum once complete.
+        using DqTile = RegTileF32<kBlockM, kDqCols, 4>;
+        auto issue_dq = [&](DqTile& dq, int j) {
+          fill(dq, 0.f);
+          wgmma_fence_operand(dq);
+          wgmma_matmul_ta<false>(dq, ds_step, Ks, j * kDqCols);
+        };
+        auto reduce_dq = [&](DqTile& dq, int j) {
+          if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, j * kDqCols, q0, head, batch, warpgroup,
+                                                      dq_first);
+          dq_first = false;
+        };
+        RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int qh = h * P::kSubM;
+          RegTileF32<kBlockN, P::kSubM, kTileWarps> st, dpt;
+          fill(st, 0.f);
+          fill(dpt, 0.f);
+          wgmma_fence_operand(st);
+          wgmma_fence_operand(dpt);
+          wgmma_matmul_tb<false>(st, Ks, q_tile(s), qh);    // Sᵀ_h = K Q_hᵀ
+          wgmma_wait<0>();                                  // Sᵀ_h (and half 0's products)
+          wgmma_matmul_tb<false>(dpt, Vs, do_tile(s), qh);  // dPᵀ_h = V dO_hᵀ
+          modify_scores(st, q0 + qh, env);
+          if (masked) {
+            if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0 + qh, Sk, offset, env);
+            else mask_transposed<Mask>(st, k0, q0 + qh, Sk, offset, env);
+          }
+          recompute_probs_cols(st, lse_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
+          convert(pt16[h], st);
+          wgmma_matmul<false>(acc_dv, pt16[h], do_tile(s), qh);  // dV += Pᵀ_h dO_h
+          wgmma_wait<1>();                                       // dPᵀ_h
+          softmax_grad_cols(dpt, st, delta_slot(s) + qh);        // dSᵀ_h = Pᵀ_h (dPᵀ_h - D)
+          convert(dst16[h], dpt);
+          store_fragments(ds_step, dst16[h], qh);
+          if (h == 0) wgmma_matmul<false>(acc_dk, dst16[0], q_tile(s), 0);  // dK += dSᵀ_0 Q_0
+        }
+        fence_async_shared();                        // generic-proxy stores -> dQ's wgmma reads
+        named_barrier_sync(P::kBarDs, kWarps * 32);  // both warpgroups' dSᵀ rows stored
+        // Three products of 64 columns: this warpgroup takes j and j + 2 (2 / 1, swapped every step).
+        const int j = (warpgroup + it) & 1;
+        {
+          DqTile dq;
+          issue_dq(dq, j);
+          wgmma_matmul<false>(acc_dk, dst16[1], q_tile(s), P::kSubM);  // dK += dSᵀ_1 Q_1, under dQ's reduction
+          wgmma_wait<1>();                                              // dQ's product
+          reduce_dq(dq, j);
+        }
+        if (j + 2 < P::kDqProducts) {
+          DqTile dq;
+          issue_dq(dq, j + 2);
+          wgmma_wait<0>();
+          reduce_dq(dq, j + 2);
+        }
         wgmma_wait<0>();
+        release(s);
+      } else {
+        RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
+        fill(st, 0.f);
+        fill(dpt, 0.f);
+        wgmma_fence_operand(st);
+        wgmma_fence_operand(dpt);
+        wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
+        if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
+        wgmma_wait<P::kLateDp ? 0 : 1>();
+        modify_scores(st, q0, env);
+        if (masked) {
+          // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
+          // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
+          if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
+          else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
+        }
+        recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
+        if constexpr (!P::kLateDv) {
+          convert(pt16, st);
+          wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
+          wgmma_wait<1>();                                 // dPᵀ (dV may still run)
+        } else {
+          if constexpr (P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+          wgmma_wait<0>();
+        }
+        softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
+        if constexpr (P::kLateDv) {
+          convert(pt16, st);
+          wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
+        }
+        RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
+        convert(dst16, dpt);
+        store_fragments(ds_step, dst16);
+        fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
+        // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys
+        RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4> dq;
+        // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
+        // kernel lab run 11).
+        named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
+        fill(dq, 0.f);
+        wgmma_fence_operand(dq);
+        wgmma_matmul_ta<false>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
+        wgmma_wait<1>();                                 // dV done (dQ may still run)
+        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
+        wgmma_wait<1>();                                 // dQ done
+        if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+        detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                              q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
+        wgmma_wait<0>();
+        release(s);
       }
-      softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
-      if constexpr (P::kLateDv) {
-        convert(pt16, st);
-        wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
-      }
-      RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
-      convert(dst16, dpt);
-      store_fragments(ds_step, dst16);
-      fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
-      // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys
-      RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4> dq;
-      // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
-      // kernel lab run 11).
-      named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
-      fill(dq, 0.f);
-      wgmma_fence_operand(dq);
-      wgmma_matmul_ta<false>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
-      wgmma_wait<1>();                                 // dV done (dQ may still run)
-      wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
-      wgmma_wait<1>();                                 // dQ done
-      if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                            q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
-      wgmma_wait<0>();
-      release(s);
     });
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     scale(acc_dk, P::kScale);

@@ -135,9 +135,10 @@ __device__ __forceinline__ void load_fragments(RegTile16<T, R, C, W>& dst, SmemT
 }
 
 namespace detail {
-// Register fragments -> any shared tile with elem_offset(row, col) (SmemTile, SmemPanelTile).
+// Register fragments -> any shared tile with elem_offset(row, col) (SmemTile, SmemPanelTile), at its
+// columns col0.. (a multiple of 8).
 template <class Tile, class T, int R, int C, int W>
-__device__ __forceinline__ void store_fragments_to(Tile dst, const RegTile16<T, R, C, W>& src) {
+__device__ __forceinline__ void store_fragments_to(Tile dst, const RegTile16<T, R, C, W>& src, int col0 = 0) {
   char* base = reinterpret_cast<char*>(dst.data);
 #pragma unroll
   for (int mt = 0; mt < src.kMT; ++mt)
@@ -145,7 +146,8 @@ __device__ __forceinline__ void store_fragments_to(Tile dst, const RegTile16<T, 
     for (int nt = 0; nt < src.kNT; ++nt)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<unsigned*>(base + Tile::elem_offset(src.row(mt, h), src.col(nt, 0))) = src.v[mt][nt][h];
+        *reinterpret_cast<unsigned*>(base + Tile::elem_offset(src.row(mt, h), col0 + src.col(nt, 0))) =
+            src.v[mt][nt][h];
 }
 }  // namespace detail
 // tile op `copy` register -> shared (16-bit tile; 4-byte stores, conflict-free by the swizzle).

@@ -58,34 +58,38 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
       for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(c.v[mt][nt][i])::"memory");
 }
 
-// tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form).
-template <bool kWait = true, class T, int M, int N, int K, int W>
+// tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form). B's rows
+// b_row0.. (a multiple of 8) of a tile of NB rows: the N rows of this product.
+template <bool kWait = true, class T, int M, int N, int K, int W, int NB>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
-                                                SmemPanelTile<T, N, K> b) {
+                                                SmemPanelTile<T, NB, K> b, int b_row0 = 0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
+  static_assert(N <= NB, "wgmma_matmul_tb: N rows of B's tile");
   const int row0 = M > 64 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::kmajor_desc(b, kk));
+    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::kmajor_desc(b, kk, b_row0));
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
 }
 
 // tile.matmul %a, %b, %c with a a 16-bit register tile, b shared [K][N]: C += A B (RS form; B is
-// MN-major, read with the transpose bit).
-template <bool kWait = true, class T, int M, int N, int K, int W>
+// MN-major, read with the transpose bit). B's rows b_k0.. (a multiple of 16) of a tile of KB rows: the K
+// rows of this product.
+template <bool kWait = true, class T, int M, int N, int K, int W, int KB>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
-                                             SmemPanelTile<T, K, N> b) {
+                                             SmemPanelTile<T, KB, N> b, int b_k0 = 0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
+  static_assert(K <= KB, "wgmma_matmul: K rows of B's tile");
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned frag[4] = {a.v[0][2 * kk][0], a.v[0][2 * kk][1], a.v[0][2 * kk + 1][0], a.v[0][2 * kk + 1][1]};
-    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag, detail::mnmajor_desc(b, kk));
+    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag, detail::mnmajor_desc(b, kk + b_k0 / 16));
   }
   wgmma_commit();
   if (kWait)
@@ -129,6 +133,13 @@ __device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemPanelTil
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
   detail::store_fragments_to(dst, src);
+}
+// The same into columns col0.. of a wider panel tile (a score half of the key split at D = 192).
+template <class T, int R, int C, int CD, int W>
+__device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, CD> dst, const RegTile16<T, R, C, W>& src,
+                                                int col0) {
+  static_assert(C < CD, "store_fragments: a column range of the tile");
+  detail::store_fragments_to(dst, src, col0);
 }
 // C += Aᵀ B with mma.sync, A stored [K][M] and B stored [K][NB] in panels.
 template <class T, int M, int N, int K, int NB, int W>
