@@ -117,23 +117,24 @@ bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
 }
 
 bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim) {
-  // A warpgroup holds dK and dV of its 64 keys up to 128 columns each
-  // (128 + 64 floats a thread at most). Measured at D = 128 on the H200: the
-  // key split 1.37-1.48x the role split (kernel lab run 11), which runs
-  // 64 keys a block and so doubles the dQ reductions per FLOP.
-  return headDim <= 128 && valueDim <= 128;
+  // A warpgroup holds dK and dV of its 64 keys: up to D = 192 with Dv <= 128
+  // (96 + 64 floats a thread; at D = 192 the scores in halves of 32 queries).
+  // The role split runs 64 keys a block and so doubles the dQ reductions per
+  // FLOP. Measured on the H200, the key split against it: 1.37-1.48x at
+  // D = 128 (kernel lab run 11), 1.18-1.34x at D = 192 / Dv = 128
+  // (bench/results/2026-12-02-h200-session21.md, call 1).
+  return headDim <= 192 && valueDim <= 128;
 }
 
 bool wsBackwardKeySplitTakes(int64_t headDim, int64_t valueDim) {
-  // Up to D = 192 with Dv <= 128: dK (96 floats a thread) and dV (64) beside
-  // scores of 32 queries at a time (two halves a step).
-  return wsBackwardTakes(headDim, valueDim) && headDim <= 192 && valueDim <= 128;
+  return wsBackwardTakes(headDim, valueDim) && wsBackwardKeySplit(headDim, valueDim);
 }
 
 bool wsBackwardRoleSplitTakes(int64_t headDim, int64_t valueDim) {
-  // A head dim above 128 (256-column tiles; at 128 the key split ran
-  // 1.37-1.48x it, and the role split there has no GPU test any more).
-  return wsBackwardTakes(headDim, valueDim) && !wsBackwardKeySplit(headDim, valueDim);
+  // A head dim above 128 (D = 129-192 with Dv <= 128 a tuning point: the key
+  // split is the hand rule there; at 128 and below the role split has no GPU
+  // test any more).
+  return wsBackwardTakes(headDim, valueDim) && std::max(headDim, valueDim) > 128;
 }
 
 int64_t wsBackwardBlockN(bool keySplit) { return keySplit ? 128 : 64; }

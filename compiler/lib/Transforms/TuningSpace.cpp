@@ -199,11 +199,13 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
 /// attention_backward (the main kernel: dK, dV, dQ by atomics). On sm_90a,
 /// 16-bit heads with one dim above 64 (no softcap): the warp-specialised
 /// backward with a Q / dO ring of 1-4 stages that fits shared memory -- its
-/// key split (128 keys on 8 warps, the Sᵀ form's kernel) up to 128 columns,
-/// its role split (64 x 64 on 4 warps, either form) above; the key split ran
-/// 1.1x the Sᵀ wgmma form at D = 128 (bench/results/2026-12-01-h200-session10.md),
-/// the role split 2.9-3.4x the mma.sync forms at D = 256 (session 9), and the
-/// key split's space keeps the row form as a point.
+/// key split (128 keys on 8 warps, the Sᵀ form's kernel) up to D = 192 with
+/// Dv <= 128, its role split (64 x 64 on 4 warps, either form) above (and as a
+/// point at D = 129-192); the key split ran 1.1x the Sᵀ wgmma form at D = 128
+/// (bench/results/2026-12-01-h200-session10.md) and 1.18-1.34x the role split
+/// at D = 192 / Dv = 128 (session 21), the role split 2.9-3.4x the mma.sync
+/// forms at D = 256 (session 9), and the key split's space keeps the row form
+/// as a point.
 /// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
 /// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
 std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
@@ -214,11 +216,11 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
     int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
     bool keySplit = wsBackwardKeySplit(d, dv);
-    // The hand rule's split first; at D = 192 / Dv <= 128 also the key split
-    // (scores in 32-query halves) beside the role split.
+    // The hand rule's split first; at D = 129-192 / Dv <= 128 also the role
+    // split the key split replaced there (session 21: 0.75-0.85x its speed).
     llvm::SmallVector<bool, 2> splits = {keySplit};
-    if (!keySplit && wsBackwardKeySplitTakes(d, dv))
-      splits.push_back(true);
+    if (keySplit && wsBackwardRoleSplitTakes(d, dv))
+      splits.push_back(false);
     for (bool split : splits)
       for (int64_t stages : {1, 2, 3, 4}) {
         if (wsBackwardSharedBytes(d, dv, stages, bytes, split) > target.sharedMemoryPerBlock)
