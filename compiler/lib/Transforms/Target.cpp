@@ -160,7 +160,8 @@ int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
   // (blockM queries), dSᵀ (two 16-bit buffers under the key split; one, plus
   // Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
-  // of alignment.
+  // of alignment. (At D = 192 the key split keeps one dSᵀ buffer and puts a
+  // spare pair of dQ boxes, as many bytes, in the other's place.)
   int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
   int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;

@@ -141,7 +141,11 @@ struct AttentionBwdWsPlan {
   using DOTile = SmemPanelTile<Elem, kBlockM, kValueDim>;
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
   // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
-  static constexpr int kDsBuffers = kKeySplit ? 2 : 1;
+  // At D = 192 (score halves) one dSᵀ buffer, freed by a barrier of both warpgroups each step (kBarDsFree), so that
+  // a third pair of dQ boxes fits: the warpgroup with two dQ products a step reduces the second through the spare
+  // pair without waiting for the first's read (session 21: that wait made named barriers the top stall).
+  static constexpr bool kSpareDqBoxes = kSubM < kBlockM;
+  static constexpr int kDsBuffers = kKeySplit && !kSpareDqBoxes ? 2 : 1;
   // dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a warpgroup,
   // 128B swizzle) into dq_accum's map: the key split always (+2-8 % over the consumers' red.v4, kernel lab run
   // 15), the role split where the boxes fit beside its tiles (D = 192 / Dv = 128; not D = 256).
@@ -156,14 +160,14 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemDO = kSmemQ + kStages * QTile::kBytes;     // kStages slots
   static constexpr int kSmemDS = kSmemDO + kStages * DOTile::kBytes;
   static constexpr int kSmemP = kSmemDS + kDsBuffers * DSTile::kBytes;
-  static constexpr int kSmemDq = kSmemP + kPBytes;                      // kDqTma: 2 boxes a warpgroup
-  static constexpr int kSmemLse = kSmemDq + (kDqTma ? 4 * kDqBoxBytes : 0);  // float[kBlockM] a slot
+  static constexpr int kSmemDq = kSmemP + kPBytes;  // kDqTma: 2 boxes a warpgroup (+ 2 spare: kSpareDqBoxes)
+  static constexpr int kSmemLse = kSmemDq + (kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0);  // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-  static constexpr int kBarP = 1, kBarDs = 2;  // named barriers
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5;  // named barriers (3, 4: a warpgroup's dQ boxes)
 };
 
 namespace detail {
@@ -385,7 +389,6 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // kernel ("insufficient register resources") and spills dQ (the fills of Sᵀ and dPᵀ move).
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
-    bool dq_first = true;  // D = 192: no TMA reduction of this warpgroup issued yet
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
@@ -401,11 +404,13 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
           wgmma_fence_operand(dq);
           wgmma_matmul_ta<false>(dq, ds_step, Ks, j * kDqCols);
         };
-        auto reduce_dq = [&](DqTile& dq, int j) {
+        // The boxes: this warpgroup's pair, or the spare pair (the second product of the warpgroup that has two).
+        // Both are free: the last reductions through them were waited for before kBarDsFree.
+        auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, j * kDqCols, q0, head, batch, warpgroup,
-                                                      dq_first);
-          dq_first = false;
+          const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
+          detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, boxes, tma_dq, j * kDqCols, q0, head, batch, warpgroup,
+                                                      /*first=*/true);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
 #pragma unroll
@@ -430,6 +435,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
           wgmma_wait<1>();                                       // dPᵀ_h
           softmax_grad_cols(dpt, st, delta_slot(s) + qh);        // dSᵀ_h = Pᵀ_h (dPᵀ_h - D)
           convert(dst16[h], dpt);
+          if (h == 0) {
+            // dSᵀ's one buffer and the dQ boxes are free once both warpgroups are past the last step's dQ products
+            // and their reductions have read the boxes (the spare pair changes hands every step).
+            if (wg_thread == 0) tma_wait_group<0>();
+            named_barrier_sync(P::kBarDsFree, kWarps * 32);
+          }
           store_fragments(ds_step, dst16[h], qh);
           if (h == 0) wgmma_matmul<false>(acc_dk, dst16[0], q_tile(s), 0);  // dK += dSᵀ_0 Q_0
         }
@@ -442,13 +453,13 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
           issue_dq(dq, j);
           wgmma_matmul<false>(acc_dk, dst16[1], q_tile(s), P::kSubM);  // dK += dSᵀ_1 Q_1, under dQ's reduction
           wgmma_wait<1>();                                              // dQ's product
-          reduce_dq(dq, j);
+          reduce_dq(dq, j, false);
         }
         if (j + 2 < P::kDqProducts) {
           DqTile dq;
           issue_dq(dq, j + 2);
           wgmma_wait<0>();
-          reduce_dq(dq, j + 2);
+          reduce_dq(dq, j + 2, true);
         }
         wgmma_wait<0>();
         release(s);
