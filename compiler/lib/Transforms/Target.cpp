@@ -101,11 +101,12 @@ bool takesWsBackward(AttentionSpecAttr attention) {
   // the row form keeps its own plan there.
   Type element = attention.getElementType().getValue();
   int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
+  // (The row form takes the role split where that runs: a head dim above 128.)
   return (element.isBF16() || element.isF16()) &&
          attention.getSoftcap().getValueAsDouble() == 0.0 &&
          (!attention.getScoreMod() || attention.getScoreAdditive()) && wsBackwardTakes(d, dv) &&
-         (!wsBackwardKeySplit(d, dv) ||
-          attention.getRole() == KernelRole::AttentionBackwardTransposed);
+         (attention.getRole() == KernelRole::AttentionBackwardTransposed ||
+          wsBackwardRoleSplitTakes(d, dv));
 }
 
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim) {
@@ -271,7 +272,8 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // form's 0.28x (bench/results/2026-12-01-h200-session9.md).
         plan.strategy = Strategy::WgmmaWsSm90;
         plan.blockM = wsBackwardBlockM(attention.getHeadDim(), attention.getValueDim());
-        plan.blockN = wsBackwardBlockN(wsBackwardKeySplit(attention.getHeadDim(), attention.getValueDim()));
+        plan.blockN = wsBackwardBlockN(wsBackwardKeySplit(attention.getHeadDim(), attention.getValueDim()) &&
+                                       attention.getRole() == KernelRole::AttentionBackwardTransposed);
         plan.warps = plan.blockN / 16;
         break;
       }

@@ -139,9 +139,9 @@ bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blo
 /// attention_bwd_ws) takes these head dims: multiples of 8 up to 256, one of
 /// them above 32 (D = 32 keeps mma.sync: a 64-column tile would double it).
 bool wsBackwardTakes(int64_t headDim, int64_t valueDim);
-/// Its consumer split: by keys (128 a block, each warpgroup holding dK and dV
-/// of its 64 keys) while both head dims fit a 128-column tile, else by role
-/// (64 keys a block, one accumulator a warpgroup).
+/// Its consumer split, the hand rule: by keys (128 a block, each warpgroup
+/// holding dK and dV of its 64 keys) up to D = 192 with Dv <= 128, else by
+/// role (64 keys a block, one accumulator a warpgroup).
 bool wsBackwardKeySplit(int64_t headDim, int64_t valueDim);
 /// Where each split can run (a tuning point): the key split up to D = 192 with
 /// Dv <= 128 (at D = 192 the scores in two halves of 32 queries), the role

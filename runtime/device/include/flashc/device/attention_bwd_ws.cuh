@@ -1,12 +1,14 @@
 // Attention backward, warp-specialised TMA form (sm_90a): one block owns a key block of one KV head
 // and loops over the query blocks (and the query heads of its GQA group). Two consumer splits:
 //
-// Key split (head dims up to 128; FlashAttention-3's form): 128 keys a block, consumer warpgroup g owns
-// keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
+// Key split (head dims up to 192 with Dv <= 128; FlashAttention-3's form): 128 keys a block, consumer warpgroup
+// g owns keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
 //   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dQ, dK += dSᵀ Q (RS);
 //   dSᵀ of both warpgroups meets in shared memory (two buffers, one named barrier a step), and warpgroup g
 //   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys: through shared memory by two TMA tensor reductions
 //   into dq_accum's map (tma_dq), under dK's product.
+//   At D = 192 (dK + dV 160 floats a thread) a step's scores go in two halves of 32 queries, with one dSᵀ buffer
+//   and dQ's three 64-column products taken 2 / 1 by the warpgroups (kSubM, kSpareDqBoxes below).
 //   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
 //   At D = 64 a step is 128 queries (FlashAttention-3's 128 x 128 tile there): Sᵀ and dPᵀ 64 floats each, dK
 //   + dV 64, and dQ (64 columns: no halves) splits by rows instead, warpgroup g reducing dQ[64g.., :] over all
@@ -33,7 +35,8 @@
 //
 // Config (static members):
 //   using Elem = bf16 | f16;
-//   kHeadDim              Q/K tile width: 64, 128 or 256 (the N of dK's RS product; 64 or 128 under the key split)
+//   kHeadDim              Q/K tile width: 64, 128, 192 or 256 (the N of dK's RS product; up to 192 under the key
+//                         split, 128 or 256 under the role split)
 //   kValueDim             V/dO tile width: 64, 128 or 256 (the N of dV's RS product)
 //   kHeadCols, kValueCols the tensors' widths (multiples of 8 up to the tiles'): the TMA zero-fills
 //                         the padding, which adds nothing; dQ, dK and dV are stored without it
@@ -44,7 +47,8 @@
 //   kStages               Q/dO ring depth (2 at D = 256: 223 KB; D = 128 key split: 166 KB, 3 fit)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
 //                         64 under the key split
-//   kKeySplit             split the consumers by keys (kHeadDim 64 or 128, kValueDim <= 128) or by role (kHeadDim >= 128)
+//   kKeySplit             split the consumers by keys (kHeadDim up to 192, kValueDim <= 128) or by role (kHeadDim 128
+//                         or 256)
 //   kDqTma                dQ by TMA tensor reductions through shared memory (the key split always; the role
 //                         split where two 16 KB boxes fit), else the consumers' red.v4
 //   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
@@ -126,7 +130,8 @@ struct AttentionBwdWsPlan {
   static_assert(kDqByRows ? kDqCols == kHeadDim
                 : kKeySplit ? kDqCols == 64
                             : (kDqCols == 64 || kDqCols == 128) && (kHeadDim / 2) % kDqCols == 0,
-                "ws backward: dQ products of 64 or 128 columns dividing half the head dim (all of it by rows)");
+                "ws backward: dQ products of 64 columns under the key split (all of D by rows), of 64 or 128 dividing "
+                "half the head dim under the role split");
   static constexpr int kWarps = 8;                    // consumer warps
   // A register tile's row bands: both warpgroups' (key split: warpgroup g holds rows 64g..) or one's (roles).
   static constexpr int kTileWarps = kKeySplit ? 8 : 4;
@@ -140,8 +145,8 @@ struct AttentionBwdWsPlan {
   using QTile = SmemPanelTile<Elem, kBlockM, kHeadDim>;
   using DOTile = SmemPanelTile<Elem, kBlockM, kValueDim>;
   using DSTile = SmemPanelTile<Elem, kBlockN, kBlockM>;  // dSᵀ [key][query]
-  // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's).
-  // At D = 192 (score halves) one dSᵀ buffer, freed by a barrier of both warpgroups each step (kBarDsFree), so that
+  // Key split: two dSᵀ buffers (a warpgroup writes step i + 1's while the other may still read step i's), but
+  // at D = 192 (score halves) one dSᵀ buffer, freed by a barrier of both warpgroups each step (kBarDsFree), so that
   // a third pair of dQ boxes fits: the warpgroup with two dQ products a step reduces the second through the spare
   // pair without waiting for the first's read (session 21: that wait made named barriers the top stall).
   static constexpr bool kSpareDqBoxes = kSubM < kBlockM;
@@ -395,7 +400,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
       if constexpr (P::kSubM < kBlockM) {
         // ---- D = 192: the scores in two halves of 32 queries; half 0's dV and dK products run under half 1's
-        // scores, half 1's dK under dQ's products ----
+        // Sᵀ product (the wait for it retires them), half 1's dK under dQ's first product ----
         // dQ[:, 64j..] += dS K[:, 64j..] over all 128 keys, product j of the step from dSᵀ in shared memory,
         // issued here and reduced by TMA into dq_accum once complete.
         using DqTile = RegTileF32<kBlockM, kDqCols, 4>;
