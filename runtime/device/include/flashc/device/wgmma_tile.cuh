@@ -58,11 +58,11 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
       for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(c.v[mt][nt][i])::"memory");
 }
 
-// tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form). B's rows
-// b_row0.. (a multiple of 8) of a tile of NB rows: the N rows of this product.
+// tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form). With b_row0: B's
+// rows b_row0.. (a multiple of 8, b_row0 + N <= NB) of a tile of NB rows are the N rows of this product.
 template <bool kWait = true, class T, int M, int N, int K, int W, int NB>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
-                                                SmemPanelTile<T, NB, K> b, int b_row0 = 0) {
+                                                SmemPanelTile<T, NB, K> b, int b_row0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
   static_assert(N <= NB, "wgmma_matmul_tb: N rows of B's tile");
@@ -75,13 +75,19 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
   if (kWait)
     wgmma_wait<0>();
 }
+// ... and B exactly the product's N rows.
+template <bool kWait = true, class T, int M, int N, int K, int W>
+__device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
+                                                SmemPanelTile<T, N, K> b) {
+  wgmma_matmul_tb<kWait>(c, a, b, 0);
+}
 
 // tile.matmul %a, %b, %c with a a 16-bit register tile, b shared [K][N]: C += A B (RS form; B is
-// MN-major, read with the transpose bit). B's rows b_k0.. (a multiple of 16) of a tile of KB rows: the K
-// rows of this product.
+// MN-major, read with the transpose bit). With b_k0: B's rows b_k0.. (a multiple of 16, b_k0 + K <= KB) of a
+// tile of KB rows are the K rows of this product.
 template <bool kWait = true, class T, int M, int N, int K, int W, int KB>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
-                                             SmemPanelTile<T, KB, N> b, int b_k0 = 0) {
+                                             SmemPanelTile<T, KB, N> b, int b_k0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
   static_assert(K <= KB, "wgmma_matmul: K rows of B's tile");
@@ -94,6 +100,12 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
+}
+// ... and B exactly the product's K rows.
+template <bool kWait = true, class T, int M, int N, int K, int W>
+__device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
+                                             SmemPanelTile<T, K, N> b) {
+  wgmma_matmul<kWait>(c, a, b, 0);
 }
 
 // tile.matmul %a, %b, %c with a, b shared: C += A B (SS form; A K-major panels as in wgmma_matmul_tb,
