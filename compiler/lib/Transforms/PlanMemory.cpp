@@ -388,7 +388,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,
                                      attention.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                     /*keySplit=*/plan.blockN == 128);
+                                     wsBackwardPlanSplitsKeys(plan));
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

@@ -191,14 +191,16 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
          (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit) ? kWsDqBoxBytes : 0);
 }
 
+bool wsBackwardPlanSplitsKeys(const TilePlan &plan) { return plan.blockN == wsBackwardBlockN(true); }
+
 bool wsBackwardPlanTakes(AttentionSpecAttr attention, const TilePlan &plan) {
   int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
-  bool keySplit = plan.blockN == 128;
+  bool keySplit = wsBackwardPlanSplitsKeys(plan);
   // The key split's tile body is the Sᵀ form's (128 key rows on 8 warps).
   return takesWsBackward(attention) &&
          (keySplit ? wsBackwardKeySplitTakes(d, dv) &&
                          attention.getRole() == KernelRole::AttentionBackwardTransposed
-                   : plan.blockN == 64 && wsBackwardRoleSplitTakes(d, dv)) &&
+                   : plan.blockN == wsBackwardBlockN(false) && wsBackwardRoleSplitTakes(d, dv)) &&
          plan.blockM == wsBackwardBlockM(d, dv) && plan.warps == plan.blockN / 16 &&
          plan.stages >= 1 && plan.stages <= 4;
 }

@@ -176,6 +176,8 @@ bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t 
 /// (the key split, the Sᵀ form's kernel) or 64 on 4 (the role split), its
 /// queries a step, 1-4 ring stages.
 bool wsBackwardPlanTakes(mlir::tile::AttentionSpecAttr attention, const TilePlan &plan);
+/// Whether a ws-backward plan splits its consumers by keys (its block_n).
+bool wsBackwardPlanSplitsKeys(const TilePlan &plan);
 
 /// Default plan (the hand rules) for a kernel recipe (#tile.attention or
 /// #tile.gemm); the kernel's argument types where a plan depends on its sizes
