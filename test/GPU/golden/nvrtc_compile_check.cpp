@@ -100,6 +100,26 @@ int main(int argc, char** argv) {
       failures += compile(file, source, options) ? 0 : 1;
     }
   }
+  {  // the decode kernels over a KV cache: contiguous and paged caches, GQA / MQA, 1-16 tokens, D = 64-256
+    const std::string path = root + "/test/GPU/golden/attention_decode.cu";
+    const std::string source = readFile(path);
+    if (source.empty()) {
+      std::fprintf(stderr, "cannot read %s\n", path.c_str());
+      return 2;
+    }
+    const std::vector<std::vector<std::string>> decodeConfigs = {
+        {"-DFLASHC_HEAD_DIM=128"},
+        {"-DFLASHC_HEAD_DIM=128", "-DFLASHC_DEC_PAGE=16", "-DFLASHC_DEC_QUERIES=4"},
+        {"-DFLASHC_HEAD_DIM=64", "-DFLASHC_F16=1", "-DFLASHC_GQA_GROUP=1", "-DFLASHC_DEC_QUERIES=3", "-DFLASHC_CAUSAL=0"},
+        {"-DFLASHC_HEAD_DIM=256", "-DFLASHC_GQA_GROUP=8", "-DFLASHC_DEC_QUERIES=16", "-DFLASHC_DEC_PAGE=256",
+         "-DFLASHC_DEC_STAGES=2"},
+    };
+    for (const auto& cfg : decodeConfigs) {
+      std::vector<std::string> options = base;
+      options.insert(options.end(), cfg.begin(), cfg.end());
+      failures += compile("attention_decode.cu", source, options) ? 0 : 1;
+    }
+  }
   {  // emitter_api.cuh call forms the golden kernels do not exercise (config independent)
     const std::string path = root + "/test/GPU/golden/emitter_api_smoke.cu";
     const std::string source = readFile(path);

@@ -30,3 +30,4 @@
 #include "flashc/device/ffn_fwd_ws.cuh"
 #include "flashc/device/gemm_ws.cuh"
 #include "flashc/device/ffn_activation_grad.cuh"
+#include "flashc/device/attention_decode.cuh"
