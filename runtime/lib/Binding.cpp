@@ -589,6 +589,7 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     if (Status s = bindAll(*k, args, binder, scratchNames); !s) return s.error();
   if (Status s = binder.checkExpressions(); !s) return s.error();
 
+  bindSmCount(binder, limits);  // the same device for every kernel of the program (scratch sizes may use it)
   // Pass 2: shapes of the scratch tensors: row-major, rows padded to the
   // stride multiple the kernels ask for (16 bytes for tiled copies), so that a
   // width which is not a multiple of 16 bytes (an FFN hidden width of 1001
@@ -629,7 +630,6 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
     launch.scratch.push_back({sc.name, bytes, sc.zeroFill});
   }
 
-  bindSmCount(binder, limits);  // the same device for every kernel of the program
   // Pass 3: validate and pack each kernel; shapes of the scratch tensors must
   // match every kernel that uses them (same symbols, so they do by construction
   // unless a literal dim disagrees).

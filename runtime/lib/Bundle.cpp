@@ -778,6 +778,42 @@ Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments
   return layOutWorkspace(plan->scratch).bytes;
 }
 
+namespace {
+// The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
+// value), read after its kernels: an error in the caller's terms, or success.
+Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
+                         const std::string &program) {
+  int32_t st[4] = {0, 0, 0, 0};
+  if (CUresult rc = drv.cuStreamSynchronize(stream); rc != CUDA_SUCCESS)
+    return drv.error(("program '" + program + "': waiting for its table check").c_str(), rc);
+  if (CUresult rc = drv.cuMemcpyDtoH(st, ptr, sizeof(st)); rc != CUDA_SUCCESS)
+    return drv.error(("program '" + program + "': reading its table check").c_str(), rc);
+  const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
+  std::string pages = "?";
+  if (auto k = args.tensors().find("k_cache"); k != args.tensors().end() && k->second.rank > 0)
+    pages = std::to_string(k->second.shape[0]);
+  switch (st[0]) {
+  case 0:
+    return Status();
+  case 1:
+    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': cache_seqlens[" + seq + "] = " + value +
+                                                     " is negative (sequence " + seq + "); nothing was written");
+  case 2:
+    return makeError(ErrorCode::InvalidArgument,
+                     "program '" + program + "': cache_seqlens[" + seq + "] = " + value + " is over the cache's " +
+                         std::to_string(st[2]) + " rows (sequence " + seq + "); nothing was written");
+  case 3:
+    return makeError(ErrorCode::InvalidArgument,
+                     "program '" + program + "': block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
+                         " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
+                         " uses that entry; nothing was written");
+  default:
+    return makeError(ErrorCode::Internal, "program '" + program + "': unknown table-check code " +
+                                              std::to_string(st[0]));
+  }
+}
+}  // namespace
+
 Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream, const Workspace *workspace) {
   if (!impl_->manifest().findProgram(name))
     return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
@@ -840,6 +876,20 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   if (status)
     for (auto &kl : plan->kernels)
       if (status = impl_->launchOne(drv, **m, kl, cuStream); !status) break;
+  // A program whose kernels check their tables on the device (decode over a KV cache: `meta status <scratch>`)
+  // reports what they found: the kernels wrote nothing, the error names the sequence.
+  const ProgramSpec *spec = impl_->manifest().findProgram(name);
+  if (status && spec->meta.count("status"))
+    for (size_t i = 0; i < plan->scratch.size(); ++i)
+      if (plan->scratch[i].name == spec->meta.at("status") && plan->scratch[i].bytes >= 16) {
+        CUdeviceptr ptr = workspace ? reinterpret_cast<CUdeviceptr>(workspace->data) + layout.offsets[i] : 0;
+        if (!workspace) {
+          size_t nth = 0;  // the allocations are in scratch order, skipping empty ones
+          for (size_t j = 0; j < i; ++j) nth += plan->scratch[j].bytes > 0;
+          ptr = allocations[nth];
+        }
+        status = checkDeviceStatus(drv, ptr, cuStream, args, name);
+      }
   for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
   if (!status) {
     Error e = status.error();

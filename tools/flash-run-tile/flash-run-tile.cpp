@@ -271,6 +271,29 @@ public:
                                     kindOf(ranked.getElementType()), rng, inputRange));
       refInputs.push_back(toReference(inputs.back()));
     }
+    // A decode op's cache lengths and page ids: valid random ones (lengths the capacity, 0, 1 and ragged
+    // between; page ids anywhere in the cache, several sequences sharing some).
+    for (auto decode : source.getBody().front().getOps<flash::DecodeAttentionOp>()) {
+      auto lensArg = llvm::dyn_cast<BlockArgument>(decode.getCacheSeqlens());
+      auto keyArg = llvm::dyn_cast<BlockArgument>(decode.getKeyCache());
+      auto tableArg = decode.isPaged() ? llvm::dyn_cast<BlockArgument>(decode.getBlockTable()) : BlockArgument();
+      if (!lensArg || !keyArg || (decode.isPaged() && !tableArg))
+        continue;
+      HostTensor &lens = inputs[lensArg.getArgNumber()], &keys = inputs[keyArg.getArgNumber()];
+      int64_t capacity = decode.isPaged() ? inputs[tableArg.getArgNumber()].shape[1] * *decode.getPageSize()
+                                          : keys.shape[2];
+      std::uniform_int_distribution<int64_t> length(0, capacity);
+      for (size_t b = 0; b < lens.ints.size(); ++b)
+        lens.ints[b] = static_cast<int32_t>(b == 0 ? capacity : b == 1 ? 0 : b == 2 ? 1 : length(rng));
+      refInputs[lensArg.getArgNumber()] = toReference(lens);
+      if (decode.isPaged()) {
+        HostTensor &table = inputs[tableArg.getArgNumber()];
+        std::uniform_int_distribution<int32_t> pageId(0, static_cast<int32_t>(keys.shape[0]) - 1);
+        for (int32_t &id : table.ints)
+          id = pageId(rng);
+        refInputs[tableArg.getArgNumber()] = toReference(table);
+      }
+    }
     auto expected = flash::evaluateGraph(source, refInputs);
     if (failed(expected))
       return failure();
@@ -371,6 +394,13 @@ private:
         continue;
       if (seen++ == n)
         return concreteShape(attention.getLse().getType().getShape());
+    }
+    // then each decode op's (flash-tile's order)
+    for (auto decode : fusedFunc.getBody().front().getOps<flash::DecodeAttentionOp>()) {
+      if (llvm::is_contained(returnOp.getOperands(), decode.getLse()))
+        continue;
+      if (seen++ == n)
+        return concreteShape(decode.getLse().getType().getShape());
     }
     return {};
   }

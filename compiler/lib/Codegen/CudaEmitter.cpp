@@ -1879,7 +1879,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
         for (const std::string &name : names)
           cppNames.push_back(cppIdentifier(name));
         return isWarpSpecialized(kernel) ? emitWsKernel(kernel, names, cppNames, entryName, comment, out)
-                                         : emitLibraryKernel(kernel, cppNames, entryName, comment, out);
+                                         : emitLibraryKernel(kernel, names, cppNames, entryName, comment, out);
       };
       std::string text, anonymousText;
       llvm::raw_string_ostream textOut(text), anonymousOut(anonymousText);

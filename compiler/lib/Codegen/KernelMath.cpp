@@ -3,6 +3,8 @@
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cstdio>
 
 using namespace mlir;
@@ -147,6 +149,26 @@ std::string describeKernelMath(Attribute spec) {
     return attentionMath(attention);
   if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return gemmMath(gemm);
+  if (auto decode = llvm::dyn_cast_or_null<DecodeSpecAttr>(spec)) {
+    std::string cache = decode.isPaged() ? "a cache of " + std::to_string(decode.getPageSize()) + "-row pages"
+                                         : "a contiguous cache";
+    std::string what;
+    switch (decode.getRole()) {
+    case KernelRole::DecodeCheck:
+      what = "cache_seqlens and the pages they use checked, the first bad entry -> status";
+      break;
+    case KernelRole::DecodeSplit:
+      what = llvm::formatv("O = softmax(Q·Kᵀ·{0}{1})·V over a split of {2}, {3} tokens x {4} query heads a kv head",
+                           decode.getScale().getValueAsDouble(), decode.getCausal() ? ", causal" : "", cache,
+                           decode.getQueries(), decode.getGroup())
+                 .str();
+      break;
+    default:
+      what = "out, lse = the splits' partials weighted by exp(lse_s - lse)";
+      break;
+    }
+    return what + " (" + typeName(decode.getElementType()) + ", D = " + std::to_string(decode.getHeadDim()) + ")";
+  }
   return "";
 }
 

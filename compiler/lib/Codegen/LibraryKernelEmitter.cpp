@@ -11,6 +11,8 @@ using namespace mlir;
 namespace flashc {
 
 bool isLibraryKernel(tile::KernelOp kernel) {
+  if (llvm::isa_and_nonnull<tile::DecodeSpecAttr>(kernel.getSpecAttr()))
+    return true;
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return attention.classifiesMaskBlocks();
   auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
@@ -63,11 +65,95 @@ FailureOr<WsKernel> emitMaskBlocks(tile::KernelOp kernel, tile::AttentionSpecAtt
   return result;
 }
 
+/// A decode program's kernels (#tile.decode, attention_decode.cuh): the table check, the split kernel (TMA
+/// maps of the caches), the combine. Each is one call of the device library's function of its role.
+FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec, ArrayRef<std::string> argNames,
+                               ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
+                               llvm::raw_ostream &out) {
+  using tile::KernelRole;
+  KernelRole role = spec.getRole();
+  bool paged = spec.isPaged();
+  WsKernel result;
+  std::string ns = entry.str() + "_config";
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), stages = kernel.getStages();
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using Elem = flashc::device::" << (spec.getElementType().getValue().isBF16() ? "bf16" : "f16") << ";\n";
+  out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv << ", kQueries = " << spec.getQueries()
+      << ", kGroup = " << spec.getGroup() << ";\n";
+  out << "  static constexpr int kPageSize = " << spec.getPageSize() << ", kStages = " << stages << ";"
+      << (paged ? "  // a paged cache\n" : "  // a contiguous cache\n");
+  out << "  static constexpr bool kCausal = " << (spec.getCausal() ? "true" : "false") << ";\n";
+  out << "  static constexpr float kScale = " << llvm::formatv("{0:e9}", spec.getScale().getValueAsDouble()).str()
+      << "f;\n";
+  out << "};\n}  // namespace " << ns << "\n\n";
+  std::string none = "flashc::TensorArg{}";
+  auto params = [&](size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
+  };
+  switch (role) {
+  case KernelRole::DecodeCheck: { // (k_cache, cache_seqlens, [block_table], status)
+    result.threads = 128;
+    out << "// Cache lengths and the page ids they use, checked: the first bad entry into status.\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
+    params(cppNames.size());
+    out << ") {\n  flashc::device::attention_decode_check<" << ns << "::Config>(" << cppNames[0] << ", "
+        << cppNames[1] << ", " << (paged ? cppNames[2] : none) << ", static_cast<int*>(" << cppNames.back()
+        << ".data));\n}\n\n";
+    return result;
+  }
+  case KernelRole::DecodeSplit: { // (q, k, v, lens, [table], out, lse, o_part, lse_part, status)
+    result.threads = 160;
+    int64_t ring = stages * 64 * (d + dv) * 2;
+    result.sharedBytes = ring + 16 * stages + 2 * 4 * 16 * 4;
+    int64_t boxRows = paged ? std::min<int64_t>(spec.getPageSize(), 64) : 64;
+    for (unsigned arg : {1u, 2u}) {
+      rt::TensorMapParam map;
+      map.name = argNames[arg] + "_map";
+      map.tensor = argNames[arg];
+      map.box = paged ? std::vector<int64_t>{1, boxRows, 1, 64} : std::vector<int64_t>{1, 1, 64, 64};
+      map.swizzle = rt::TensorMapSwizzle::B128;
+      result.tensorMaps.push_back(map);
+    }
+    unsigned t = paged ? 5 : 4;  // out's index
+    out << "// A producer warp streams 64-key K / V tiles of the split by TMA into a " << stages
+        << "-stage ring; four consumer\n// warps take 16 keys of each, the query heads of a kv head together.\n";
+    out << "static_assert(flashc::device::AttentionDecodePlan<" << ns << "::Config>::kSharedBytes == "
+        << result.sharedBytes << ", \"the manifest's shared memory\");\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(160)\n" << entry << "(";
+    params(cppNames.size());
+    out << ", const __grid_constant__ flashc::TmaDescriptor " << cppNames[1]
+        << "_map, const __grid_constant__ flashc::TmaDescriptor " << cppNames[2] << "_map) {\n";
+    out << "  flashc::device::attention_decode_split<" << ns << "::Config>(" << cppNames[1] << "_map, "
+        << cppNames[2] << "_map, " << cppNames[0] << ", " << cppNames[3] << ", " << (paged ? cppNames[4] : none)
+        << ", " << cppNames[t] << ", " << cppNames[t + 1] << ", " << cppNames[t + 2] << ", " << cppNames[t + 3]
+        << ", static_cast<const int*>(" << cppNames[t + 4] << ".data));\n}\n\n";
+    return result;
+  }
+  default: { // (o_part, lse_part, out, lse, status)
+    result.threads = 128;
+    out << "// The splits' partial outputs weighted by their log-sum-exps (nothing to do with one split).\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
+    params(cppNames.size());
+    out << ") {\n  flashc::device::attention_decode_combine<" << ns << "::Config>(" << cppNames[0] << ", "
+        << cppNames[1] << ", " << cppNames[2] << ", " << cppNames[3] << ", static_cast<const int*>("
+        << cppNames[4] << ".data));\n}\n\n";
+    return result;
+  }
+  }
+}
+
 } // namespace
 
-FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::string> cppNames,
-                                      StringRef entry, StringRef specComment,
+FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::string> argNames,
+                                      ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
                                       llvm::raw_ostream &out) {
+  if (auto decode = dyn_cast<tile::DecodeSpecAttr>(kernel.getSpecAttr()))
+    return emitDecode(kernel, decode, argNames, cppNames, entry, specComment, out);
   if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());

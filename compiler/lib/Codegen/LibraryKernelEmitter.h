@@ -20,8 +20,9 @@ namespace flashc {
 bool isLibraryKernel(mlir::tile::KernelOp kernel);
 
 /// Prints the config namespace and the `extern "C" __global__` kernel `entry`
-/// to `out` (no tensor maps, no shared memory).
+/// to `out` (tensor maps and shared memory for the decode split kernel only).
 mlir::FailureOr<WsKernel> emitLibraryKernel(mlir::tile::KernelOp kernel,
+                                            llvm::ArrayRef<std::string> argNames,
                                             llvm::ArrayRef<std::string> cppNames,
                                             llvm::StringRef entry, llvm::StringRef specComment,
                                             llvm::raw_ostream &out);

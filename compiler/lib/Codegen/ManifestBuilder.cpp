@@ -64,6 +64,16 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     auto kernel = module.lookupSymbol<tile::KernelOp>(name);
     if (!kernel)
       continue;
+    if (auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr())) {
+      // A decode program: the runtime reads `status` after it (a bad cache length or page id is an error
+      // naming the sequence), flashc-run rebuilds the float64 reference from these.
+      program.meta["op"] = "attention_decode";
+      program.meta["scale"] = llvm::formatv("{0:e9}", decode.getScale().getValueAsDouble()).str();
+      program.meta["causal"] = decode.getCausal() ? "1" : "0";
+      program.meta["page_size"] = std::to_string(decode.getPageSize());
+      program.meta["status"] = "status";
+      continue;
+    }
     if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
       if (attn.classifiesMaskBlocks())
         continue;  // part of the attention it classifies for
@@ -124,6 +134,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
   }
+  if (program.meta.count("op") && program.meta["op"] == "attention_decode")
+    return;
   if ((attentionForward || ffnForward) && !attentionBackward && !ffnBackward) {
     // A training forward (`<f>_forward_train`) pairs with `<f>`'s backward;
     // `<f>` names both.
@@ -179,6 +191,12 @@ std::optional<std::string> ProgramScope::sizeExpression(Value size) {
     return binary(def, "({0} * {1})");
   if (isa_and_nonnull<arith::CeilDivSIOp>(def))
     return binary(def, "cdiv({0}, {1})");
+  if (isa_and_nonnull<arith::MaxSIOp>(def))
+    return binary(def, "max({0}, {1})");
+  if (isa_and_nonnull<arith::MinSIOp>(def))
+    return binary(def, "min({0}, {1})");
+  if (isa_and_nonnull<tile::SmCountOp>(def))
+    return std::string(rt::kSymbolSmCount);
   return std::nullopt;
 }
 
@@ -242,8 +260,8 @@ LogicalResult ProgramScope::build() {
           expr = *parsed;
       if (!expr)
         return alloc.emitError("bundle: a workspace size must be a dimension of a program argument (tile.dim) "
-                               "or integer arithmetic (arith constant, addi, muli, ceildivsi) of them, so the "
-                               "runtime can allocate it"),
+                               "or integer arithmetic (arith constant, addi, muli, ceildivsi, maxsi, minsi, "
+                               "tile.sm_count) of them, so the runtime can allocate it"),
                failure();
       info.dims.push_back(rt::Dim::expression(*expr));
     }
@@ -333,6 +351,21 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     spec.role = cppIdentifier(tile::stringifyKernelRole(attn.getRole()));
   else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr()))
     spec.role = cppIdentifier(tile::stringifyKernelRole(gemm.getRole()));
+  auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr());
+  if (decode)
+    spec.role = cppIdentifier(tile::stringifyKernelRole(decode.getRole()));
+  // A decode kernel's tensors it writes (the rest it reads): the check its status (last); the split out, lse,
+  // the partials and status (its last five); the combine out, lse (arguments 2 and 3).
+  auto decodeWrites = [&](unsigned index, unsigned count) {
+    switch (decode.getRole()) {
+    case tile::KernelRole::DecodeCheck:
+      return index + 1 == count;
+    case tile::KernelRole::DecodeSplit:
+      return index + 5 >= count;
+    default:
+      return index == 2 || index == 3;
+    }
+  };
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     auto type = dyn_cast<tile::GlobalTensorType>(arg.getType());
     if (!type) { // i32 scalars follow the tensors (the kernel verifier's order)
@@ -356,6 +389,13 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       } else if (!isa<tile::DimOp>(user)) {
         reads = true;
       }
+    }
+    if (decode) {
+      // The check reads status only to compare-and-swap it; the split and the combine read it first.
+      writes = decodeWrites(i, body.getNumArguments());
+      reads = !writes || i + 1 == body.getNumArguments();
+      // q, the caches (TMA), out and o_part are read and written in 4- to 16-byte pieces of rows.
+      tiled = type.getRank() == 4;
     }
     rt::TensorParam p;
     p.name = args[i].name;

@@ -13,6 +13,7 @@
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
+#include "flashc/reference/decode.h"
 #include "flashc/reference/ffn.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,6 +63,7 @@ private:
   LogicalResult softmax(SoftmaxOp op);
   LogicalResult add(AddOp op);
   LogicalResult attention(AttentionOp op);
+  LogicalResult decode(DecodeAttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
   // The elementwise graph spelling of modifiers (arith / math on tensors, tensor.generate, splats, dims).
@@ -342,6 +344,44 @@ LogicalResult Evaluator::attention(AttentionOp op) {
   return success();
 }
 
+LogicalResult Evaluator::decode(DecodeAttentionOp op) {
+  const ReferenceTensor &q = get(op.getQuery()), &k = get(op.getKeyCache()), &v = get(op.getValueCache());
+  const ReferenceTensor &lens = get(op.getCacheSeqlens());
+  ref::DecodeShape shape;
+  shape.batch = q.shape[0];
+  shape.queryHeads = q.shape[1];
+  shape.tokens = q.shape[2];
+  shape.headDim = q.shape[3];
+  shape.valueDim = v.shape[3];
+  shape.kvHeads = static_cast<int64_t>(op.getNumKvHeads());
+  std::vector<int32_t> seqlens(lens.data.begin(), lens.data.end()), table;
+  if (op.isPaged()) {
+    const ReferenceTensor &t = get(op.getBlockTable());
+    table.assign(t.data.begin(), t.data.end());
+    shape.pageSize = *op.getPageSize();
+    shape.pages = k.shape[0];
+    shape.tableWidth = t.shape[1];
+    shape.capacity = shape.tableWidth * shape.pageSize;
+  } else {
+    shape.capacity = k.shape[2];
+  }
+  if (lens.shape[0] != shape.batch || (op.isPaged() && get(op.getBlockTable()).shape[0] != shape.batch) ||
+      (!op.isPaged() && (k.shape[0] != shape.batch || v.shape[0] != shape.batch || v.shape[2] != k.shape[2])))
+    return op.emitError() << "at run time query " << formatShape(q.shape) << ", caches " << formatShape(k.shape)
+                          << " / " << formatShape(v.shape) << " and cache_seqlens " << formatShape(lens.shape)
+                          << " do not agree";
+  std::string bad = ref::checkDecodeTables(shape, seqlens.data(), table.data());
+  if (!bad.empty())
+    return op.emitError() << "at run time " << bad;
+  ReferenceTensor out(std::vector<int64_t>{q.shape[0], q.shape[1], q.shape[2], shape.valueDim});
+  ReferenceTensor lse(std::vector<int64_t>{q.shape[0], q.shape[1], q.shape[2]});
+  ref::decodeAttention(shape, q.data, k.data, v.data, seqlens.data(), table.data(), op.getScale().convertToDouble(),
+                       op.getCausal(), out.data, lse.data);
+  values[op.getOutput()] = std::move(out);
+  values[op.getLse()] = std::move(lse);
+  return success();
+}
+
 LogicalResult Evaluator::ffn(FfnOp op) {
   const ReferenceTensor &x = get(op.getInput());
   const ReferenceTensor &w1 = get(op.getW1());
@@ -403,6 +443,7 @@ LogicalResult Evaluator::run(Operation *op) {
         return success();
       })
       .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
+      .Case<DecodeAttentionOp>([&](auto decodeOp) { return decode(decodeOp); })
       .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
       .Case<tensor::DimOp>([&](tensor::DimOp dimOp) -> LogicalResult {
         ReferenceTensor dim(std::vector<int64_t>{});

@@ -183,6 +183,7 @@ private:
   LogicalResult executeBlock(Block &block, SmallVectorImpl<RtValue> *yielded);
   LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
   LogicalResult executeArith(Operation *op);
+  LogicalResult decodeBlock(DecodeBlockOp block);
   LogicalResult executeTileOp(Operation *op);
 
   /// Element offset of (indices..., row, col) or an error when out of range.
@@ -320,12 +321,16 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
       // (i32 workspaces, block-class tables, start at a value no class has.)
       float initial = alloc.isAtomicAccumulator() ? 0.0f : std::numeric_limits<float>::quiet_NaN();
       workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()), initial,
-                                                        /*intFill=*/-1));
+                                                        /*intFill=*/alloc.isAtomicAccumulator() ? 0 : -1));
       env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
       continue;
     }
     if (llvm::isa<func::ReturnOp>(op))
       break;
+    if (auto sms = llvm::dyn_cast<SmCountOp>(op)) {  // any count gives the same results: 4 splits some blocks
+      env[sms.getResult()] = RtValue::ofInt(4);
+      continue;
+    }
     if (failed(execute(&op, nullptr)))
       return failure();
   }
@@ -428,6 +433,118 @@ static int64_t floorDiv(int64_t a, int64_t b) {
   return q;
 }
 static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
+
+
+/// One block of a decode kernel (#tile.decode), as attention_decode.cuh does it: the check of sequence x, the
+/// split kernel's (split x, kv head x row group y, sequence z) over the split's keys, or the combine of query row x
+/// of sequence y. Sums in double; out rounded to its element type, the partials f32.
+LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
+  auto kernel = block->getParentOfType<KernelOp>();
+  auto spec = cast<DecodeSpecAttr>(kernel.getSpecAttr());
+  SmallVector<HostTensor *> t;
+  for (Value v : block.getTensors())
+    t.push_back(tensorOf(v));
+  int64_t x = intOf(block.getX()), y = intOf(block.getY()), z = intOf(block.getZ());
+  const int64_t page = spec.getPageSize(), paged = spec.isPaged() ? 1 : 0;
+  const double inf = std::numeric_limits<double>::infinity();
+  HostTensor &status = *t.back();
+  switch (spec.getRole()) {
+  case KernelRole::DecodeCheck: { // (k_cache, seqlens, [table], status)
+    HostTensor &k = *t[0], &lens = *t[1];
+    int64_t capacity = paged ? t[2]->shape[1] * page : k.shape[2];
+    int64_t len = lens.ints[x];
+    auto report = [&](int32_t code, int64_t index, int64_t value) {
+      if (status.ints[0] == 0)
+        status.ints = {code, static_cast<int32_t>(x), static_cast<int32_t>(index), static_cast<int32_t>(value)};
+    };
+    if (len < 0)
+      report(1, 0, len);
+    else if (len > capacity)
+      report(2, capacity, len);
+    else if (paged)
+      for (int64_t i = 0; i * page < len; ++i) {
+        int64_t id = t[2]->ints[x * t[2]->shape[1] + i];
+        if (id < 0 || id >= k.shape[0]) {
+          report(3, i, id);
+          break;
+        }
+      }
+    return success();
+  }
+  case KernelRole::DecodeSplit: { // (q, k, v, lens, [table], out, lse, o_part, lse_part, status)
+    if (status.ints[0] != 0)
+      return success();
+    HostTensor &q = *t[0], &k = *t[1], &v = *t[2], &lens = *t[3];
+    HostTensor *table = paged ? t[4] : nullptr;
+    HostTensor &out = *t[4 + paged], &lse = *t[5 + paged], &oPart = *t[6 + paged], &lsePart = *t[7 + paged];
+    int64_t heads = q.shape[1], tokens = q.shape[2], d = q.shape[3], dv = out.shape[3];
+    int64_t group = spec.getGroup(), kvHeads = heads / group, rowGroups = spec.rowGroups();
+    int64_t split = x, splits = oPart.shape[1], hk = y / rowGroups, rg = y % rowGroups, b = z;
+    int64_t len = lens.ints[b], tiles = (len + 63) / 64, perSplit = (tiles + splits - 1) / splits;
+    int64_t begin = std::min(split * perSplit * 64, len), end = std::min((split + 1) * perSplit * 64, len);
+    auto row = [&](int64_t key, int64_t dim) -> int64_t { // element offset of a cache row
+      if (!paged)
+        return ((b * kvHeads + hk) * k.shape[2] + key) * dim;
+      int64_t id = table->ints[b * table->shape[1] + key / page];
+      return ((id * page + key % page) * kvHeads + hk) * dim;
+    };
+    for (int64_t r = 16 * rg; r < std::min(16 * rg + 16, group * tokens); ++r) {
+      int64_t h = hk * group + r / tokens, tok = r % tokens;
+      int64_t last = spec.getCausal() ? std::min(end - 1, len - tokens + tok) : end - 1;
+      std::vector<double> scores;
+      double m = -inf;
+      for (int64_t j = begin; j <= last; ++j) {
+        double dot = 0.0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += double(q.data[((b * heads + h) * tokens + tok) * d + c]) * k.data[row(j, d) + c];
+        scores.push_back(dot * spec.getScale().getValueAsDouble());
+        m = std::max(m, scores.back());
+      }
+      double sum = 0.0;
+      for (double &s : scores)
+        sum += (s = std::exp(s - m));
+      std::vector<double> o(dv, 0.0);
+      for (int64_t j = begin; j <= last; ++j)
+        for (int64_t c = 0; c < dv; ++c)
+          o[c] += scores[j - begin] / sum * v.data[row(j, dv) + c];
+      double rowLse = scores.empty() ? -inf : m + std::log(sum);
+      if (splits == 1) {
+        for (int64_t c = 0; c < dv; ++c)
+          out.data[((b * heads + h) * tokens + tok) * dv + c] = roundToElement(float(o[c]), out.kind);
+        lse.data[(b * heads + h) * tokens + tok] = float(rowLse);
+      } else {
+        int64_t qrow = h * tokens + tok;
+        for (int64_t c = 0; c < dv; ++c)
+          oPart.data[((b * splits + split) * oPart.shape[2] + qrow) * dv + c] = float(o[c]);
+        lsePart.data[(b * splits + split) * lsePart.shape[2] + qrow] = float(rowLse);
+      }
+    }
+    return success();
+  }
+  default: { // (o_part, lse_part, out, lse, status)
+    HostTensor &oPart = *t[0], &lsePart = *t[1], &out = *t[2], &lse = *t[3];
+    int64_t splits = oPart.shape[1], rows = oPart.shape[2], dv = oPart.shape[3], qrow = x, b = y;
+    if (status.ints[0] != 0 || splits == 1)
+      return success();
+    double m = -inf, sum = 0.0;
+    for (int64_t s = 0; s < splits; ++s)
+      m = std::max(m, double(lsePart.data[(b * splits + s) * rows + qrow]));
+    std::vector<double> o(dv, 0.0);
+    if (m != -inf)
+      for (int64_t s = 0; s < splits; ++s) {
+        double ls = lsePart.data[(b * splits + s) * rows + qrow];
+        double w = ls == -inf ? 0.0 : std::exp(ls - m);
+        sum += w;
+        for (int64_t c = 0; c < dv; ++c)
+          o[c] += w * oPart.data[((b * splits + s) * rows + qrow) * dv + c];
+      }
+    for (int64_t c = 0; c < dv; ++c)
+      out.data[(b * rows + qrow) * dv + c] = roundToElement(sum > 0.0 ? float(o[c] / sum) : 0.0f, out.kind);
+    lse.data[b * rows + qrow] = sum > 0.0 ? float(m + std::log(sum)) : float(-inf);
+    return success();
+  }
+  }
+}
 
 LogicalResult TileInterpreter::executeArith(Operation *op) {
   auto setInt = [&](int64_t v) {
@@ -750,6 +867,7 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
           }
         return setTile(out);
       })
+      .Case<DecodeBlockOp>([&](DecodeBlockOp block) { return decodeBlock(block); })
       .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
         // Exact classes (the most precise of the sound tables the op allows).
         auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(classify, classify.getMaskModAttr());

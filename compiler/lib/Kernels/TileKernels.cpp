@@ -14,6 +14,8 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                               const TilePlan &plan);
 KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmSpecAttr spec,
                          ArrayRef<Type> argTypes, const TilePlan &plan);
+KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, DecodeSpecAttr spec,
+                           ArrayRef<Type> argTypes, const TilePlan &plan);
 
 TilePlan planOf(KernelOp kernel) {
   TilePlan plan;
@@ -33,6 +35,16 @@ GlobalTensorType toGlobalTensorType(RankedTensorType type) {
 
 KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute spec,
                      ArrayRef<Type> argTypes, const TilePlan &plan) {
+  // A decode kernel is one library block (tile.decode_block): its recipe checks its own arguments.
+  if (auto decode = llvm::dyn_cast_or_null<DecodeSpecAttr>(spec)) {
+    KernelOp kernel = buildDecodeKernel(builder, loc, name, decode, argTypes, plan);
+    if (kernel && failed(mlir::verify(kernel))) {
+      kernel.erase();
+      emitError(loc) << "internal error: kernel @" << name << " built from " << spec << " does not verify";
+      return nullptr;
+    }
+    return kernel;
+  }
   if (!llvm::isa_and_nonnull<AttentionSpecAttr, GemmSpecAttr>(spec)) {
     emitError(loc) << "kernel @" << name << " has no recipe (spec attribute) to build from";
     return nullptr;

@@ -103,7 +103,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
 
   // Only fused ops can be tiled: anything else means fusion did not happen.
   for (Operation &op : body) {
-    if (llvm::isa<flash::AttentionOp, flash::FfnOp, func::ReturnOp>(op))
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, func::ReturnOp>(op))
       continue;
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
@@ -156,7 +156,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   llvm::DenseMap<Value, unsigned> outputIndex;
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     Operation *def = value.getDefiningOp();
-    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp>(def))
+    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp>(def))
       return returnOp.emitError() << "flash-tile: result " << index
                                   << " must be produced by a fused op of this function";
     if (outputIndex.count(value))
@@ -176,6 +176,15 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       return failure();
     outputIndex[attention.getLse()] = argTypes.size();
     addArg(*tensor, attention.getLse(), "lse");
+  }
+  for (auto decode : body.getOps<flash::DecodeAttentionOp>()) {
+    if (outputIndex.count(decode.getLse()))
+      continue;
+    auto tensor = toProgramTensor(decode, decode.getLse().getType(), "lse");
+    if (failed(tensor))
+      return failure();
+    outputIndex[decode.getLse()] = argTypes.size();
+    addArg(*tensor, decode.getLse(), "lse");
   }
   llvm::DenseMap<Operation *, unsigned> savedIndex; // the first saved tensor of each FFN
   if (train) {
@@ -250,6 +259,19 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
         args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,
                            attentionSpec(attention, tile::KernelRole::AttentionForward), args)))
+        return cleanup();
+      continue;
+    }
+    if (auto decode = llvm::dyn_cast<flash::DecodeAttentionOp>(op)) {
+      Value q = mapped[decode.getQuery()];
+      Value out = destination(decode.getOutput(), q), lse = destination(decode.getLse(), q);
+      mapped[decode.getOutput()] = out;
+      mapped[decode.getLse()] = lse;
+      std::string kernelName = name + "_decode" + (attentionCount ? std::to_string(attentionCount) : "");
+      ++attentionCount;
+      if (failed(pb.launchDecode(decode, kernelName, q, mapped[decode.getKeyCache()], mapped[decode.getValueCache()],
+                                 mapped[decode.getCacheSeqlens()],
+                                 decode.getBlockTable() ? mapped[decode.getBlockTable()] : Value(), out, lse)))
         return cleanup();
       continue;
     }

@@ -73,10 +73,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> funcs;
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
+      // Decode attention is inference only: a function with one has no backward.
+      bool decodes = false;
+      func.walk([&](flash::DecodeAttentionOp) { decodes = true; });
       if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
-          !func.isExternal() && hasFusedOps(func))
+          !func.isExternal() && hasFusedOps(func) && !decodes)
         funcs.push_back(func);
+    }
     SymbolTable symbols(module);
     for (func::FuncOp func : funcs)
       if (failed(generate(func, symbols, *targetDesc)))

@@ -210,6 +210,15 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
   plan.strategy = target.strategy;
   plan.stages = 2;
   bool hopper = target.sharedMemoryPerBlock > 200000;
+  // Decode kernels (attention_decode.cuh): four consumer warps of 16 keys a 64-key tile, 16 rows a block, a
+  // 4-stage K/V ring (kernel lab, session 22: 3 and 5 stages within 1 %).
+  if (llvm::isa_and_nonnull<DecodeSpecAttr>(spec)) {
+    plan.blockM = 16;
+    plan.blockN = 64;
+    plan.warps = 4;
+    plan.stages = 4;
+    return plan;
+  }
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
     int64_t d = std::max(attention.getHeadDim(), attention.getValueDim());
     switch (attention.getRole()) {

@@ -19,7 +19,7 @@ namespace flashc {
 bool hasFusedOps(func::FuncOp func) {
   bool found = false;
   func.walk([&](Operation *op) {
-    if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp>(op))
       found = true;
   });
   return found;
@@ -144,6 +144,59 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
   return Value(alloc);
 }
 
+LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRef baseName, Value q, Value k,
+                                           Value v, Value lens, Value table, Value out, Value lse) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  if (target.sharedMemoryPerBlock < 200000)
+    return op.emitError() << "flash-tile: flash.decode_attention needs a Hopper target (sm_90a: TMA loads of the "
+                             "cache), not "
+                          << target.name;
+  Builder b(ctx);
+  auto spec = [&](KernelRole role) {
+    return DecodeSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(), op.getQueryTokens(),
+                               op.getGroup(), op.isPaged() ? *op.getPageSize() : 0, op.getCausal(),
+                               b.getF64FloatAttr(op.getScale().convertToDouble()),
+                               TypeAttr::get(op.getQuery().getType().getElementType()));
+  };
+  DecodeSpecAttr split = spec(KernelRole::DecodeSplit);
+  auto constant = [&](int64_t c) { return builder->create<arith::ConstantIndexOp>(loc, c).getResult(); };
+  // splits = cdiv(num_sms, B * Hkv * row groups): about one block an SM in all (a split runs over each sequence's
+  // own tiles, so a short sequence in a long cache still spreads; splits past its tiles write an empty partial).
+  // Every kernel of the program binds B, so the combine sizes its workspace too.
+  Value batch = dim(q, 0);
+  int64_t kvHeads = static_cast<int64_t>(op.getNumKvHeads());
+  Value blocks = builder->create<arith::MulIOp>(loc, batch, constant(kvHeads * split.rowGroups()));
+  Value sms = builder->create<SmCountOp>(loc, b.getIndexType());
+  Value splits = builder->create<arith::CeilDivSIOp>(loc, sms, builder->create<arith::MaxSIOp>(loc, blocks, constant(1)));
+  auto f32 = Float32Type::get(ctx);
+  int64_t dyn = ShapedType::kDynamic, rows = op.getQuery().getType().getDimSize(1) * op.getQueryTokens();
+  auto oPart = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {dyn, dyn, rows, op.getValueHeadDim()}, f32),
+                                              ValueRange{batch, splits});
+  oPart->setAttr("tile.name", b.getStringAttr("o_part"));
+  auto lsePart = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {dyn, dyn, rows}, f32),
+                                                ValueRange{batch, splits});
+  lsePart->setAttr("tile.name", b.getStringAttr("lse_part"));
+  auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, IntegerType::get(ctx, 32)),
+                                               ValueRange{});
+  status->setAttr("tile.name", b.getStringAttr("status"));
+  status->setAttr("tile.zero_fill", b.getUnitAttr());
+  SmallVector<Value> checkArgs = {k, lens};
+  SmallVector<Value> splitArgs = {q, k, v, lens};
+  if (table) {
+    checkArgs.push_back(table);
+    splitArgs.push_back(table);
+  }
+  checkArgs.push_back(status);
+  splitArgs.append({out, lse, oPart, lsePart, status});
+  if (failed(launch(loc, (baseName + "_check").str(), spec(KernelRole::DecodeCheck), checkArgs)) ||
+      failed(launch(loc, (baseName + "_split").str(), split, splitArgs)) ||
+      failed(launch(loc, (baseName + "_combine").str(), spec(KernelRole::DecodeCombine),
+                    ValueRange{oPart, lsePart, out, lse, status})))
+    return failure();
+  return success();
+}
+
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
                       bool transposeB, bool bias1, bool bias2, Type element, bool gated,
                       bool accumulate, bool savePre, bool actGrad) {
@@ -227,6 +280,22 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
           symbols.push_back(name + "_d" + std::to_string(d));
         label(tensor, name, symbols);
       }
+    } else if (auto decode = llvm::dyn_cast<flash::DecodeAttentionOp>(op)) {
+      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
+      ++attentionOps;
+      std::string b = "B" + sfx;
+      label(decode.getQuery(), "q" + sfx, {b, "", "", ""});
+      if (decode.isPaged()) {
+        label(decode.getKeyCache(), "k_cache" + sfx, {"pages" + sfx, "", "", ""});
+        label(decode.getValueCache(), "v_cache" + sfx, {"pages" + sfx, "", "", ""});
+        label(decode.getBlockTable(), "block_table" + sfx, {b, "W" + sfx});
+      } else {
+        label(decode.getKeyCache(), "k_cache" + sfx, {b, "", "S" + sfx, ""});
+        label(decode.getValueCache(), "v_cache" + sfx, {b, "", "S" + sfx, ""});
+      }
+      label(decode.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
+      label(decode.getOutput(), "out" + sfx, {b, "", "", ""});
+      label(decode.getLse(), "lse" + sfx, {b, "", ""});
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
       std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
       ++ffnOps;

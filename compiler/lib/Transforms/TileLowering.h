@@ -152,6 +152,16 @@ public:
                                                 mlir::ValueRange tensors, bool transposed,
                                                 llvm::StringRef name);
 
+  /// The three launches of a decode-attention op (#tile.decode: the table
+  /// check, the split kernel, the combine) with their workspaces: a zeroed
+  /// status [4] (i32) and the splits' partials o_part [B, splits, Hq·T, Dv],
+  /// lse_part [B, splits, Hq·T] (f32), splits = max(1, min(cdiv(num_sms,
+  /// B·Hkv·row groups), cdiv(capacity, 512))). `table` is null for a
+  /// contiguous cache.
+  mlir::LogicalResult launchDecode(mlir::flash::DecodeAttentionOp op, llvm::StringRef baseName, mlir::Value q,
+                                   mlir::Value k, mlir::Value v, mlir::Value lens, mlir::Value table,
+                                   mlir::Value out, mlir::Value lse);
+
   mlir::func::FuncOp getProgram() { return program; }
   const TargetDescription &getTarget() const { return target; }
 

@@ -233,6 +233,73 @@ LogicalResult AddOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult DecodeAttentionOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType queryType = getQuery().getType(), keyType = getKeyCache().getType(),
+                   valueType = getValueCache().getType();
+  if (failed(checkRank(op, "query", queryType, 4, 4, "[B, Hq, T, D]")) ||
+      failed(checkRank(op, "key cache", keyType, 4, 4, isPaged() ? "[pages, P, Hkv, D]" : "[B, Hkv, S, D]")) ||
+      failed(checkRank(op, "value cache", valueType, 4, 4, isPaged() ? "[pages, P, Hkv, Dv]" : "[B, Hkv, S, Dv]")))
+    return failure();
+  Type element = queryType.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return emitOpError() << "query must be bf16 or f16, got " << queryType;
+  if (failed(checkSameElementType(op, "key cache", keyType, "query", queryType)) ||
+      failed(checkSameElementType(op, "value cache", valueType, "query", queryType)) ||
+      failed(checkSameElementType(op, "output", getOutput().getType(), "query", queryType)))
+    return failure();
+  ArrayRef<int64_t> query = queryType.getShape();
+  int64_t batch = query[0], queryHeads = query[1], tokens = query[2], headDim = query[3];
+  if (ShapedType::isDynamic(queryHeads) || ShapedType::isDynamic(tokens) || ShapedType::isDynamic(headDim))
+    return emitOpError() << "query must have static heads Hq, tokens T and head dim D in [B, Hq, T, D], got "
+                         << queryType;
+  if (tokens < 1 || tokens > 16)
+    return emitOpError() << "decodes 1 to 16 new tokens a sequence, got T = " << tokens << " (dimension 2 of query)";
+  int64_t kvHeads = static_cast<int64_t>(getNumKvHeads());
+  int64_t valueHeadDim = valueType.getDimSize(3);
+  if (ShapedType::isDynamic(valueHeadDim))
+    return emitOpError() << "value cache must have a static head dim Dv, got " << valueType;
+  for (auto [what, size] : {std::pair<const char *, int64_t>{"D", headDim}, {"Dv", valueHeadDim}})
+    if (size <= 0 || size % 64 != 0 || size > 256)
+      return emitOpError() << "head dim " << what << " = " << size
+                           << " is not supported by the decode kernels (multiples of 64 up to 256)";
+  if (kvHeads <= 0 || queryHeads % kvHeads != 0)
+    return emitOpError() << "query heads Hq = " << queryHeads << " must be a positive multiple of num_kv_heads = "
+                         << kvHeads;
+  if (isPaged()) {
+    int64_t page = *getPageSize();
+    if (page < 16 || page > 256 || (page & (page - 1)) != 0)
+      return emitOpError() << "page_size = " << page << " must be a power of two from 16 to 256";
+    if (failed(checkShape(op, "key cache", keyType, {kAnySize, page, kvHeads, headDim}, "[pages, P, Hkv, D]")) ||
+        failed(checkShape(op, "value cache", valueType, {keyType.getDimSize(0), page, kvHeads, valueHeadDim},
+                          "[pages, P, Hkv, Dv]")))
+      return failure();
+    if (!getBlockTable())
+      return emitOpError() << "a paged cache (page_size = " << page << ") needs a block_table [B, pages a sequence]";
+    if (failed(checkRank(op, "block_table", getBlockTable().getType(), 2, 2, "[B, W]")) ||
+        failed(checkShape(op, "block_table", getBlockTable().getType(), {batch, kAnySize}, "[B, W]")))
+      return failure();
+  } else {
+    if (getBlockTable())
+      return emitOpError() << "block_table is for a paged cache: set page_size, or drop the table";
+    if (failed(checkShape(op, "key cache", keyType, {batch, kvHeads, kAnySize, headDim}, "[B, Hkv, S, D]")) ||
+        failed(checkShape(op, "value cache", valueType, {batch, kvHeads, keyType.getDimSize(2), valueHeadDim},
+                          "[B, Hkv, S, Dv]")))
+      return failure();
+  }
+  if (failed(checkRank(op, "cache_seqlens", getCacheSeqlens().getType(), 1, 1, "[B]")) ||
+      failed(checkShape(op, "cache_seqlens", getCacheSeqlens().getType(), {batch}, "[B]")))
+    return failure();
+  if (failed(checkShape(op, "output", getOutput().getType(), {batch, queryHeads, tokens, valueHeadDim},
+                        "[B, Hq, T, Dv]")) ||
+      failed(checkShape(op, "lse", getLse().getType(), {batch, queryHeads, tokens}, "[B, Hq, T]")))
+    return failure();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0.0 || scale > kMaxAttentionScale)
+    return emitOpError() << "scale must be positive and finite (at most " << kMaxAttentionScale << "), got " << scale;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   RankedTensorType queryType = getQuery().getType();

@@ -129,6 +129,31 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
   return checkElementType(emitError, "attention", elementType);
 }
 
+LogicalResult DecodeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
+                                     int64_t headDim, int64_t valueDim, int64_t queries, int64_t group,
+                                     int64_t pageSize, bool causal, FloatAttr scale, TypeAttr elementType) {
+  if (role != KernelRole::DecodeCheck && role != KernelRole::DecodeSplit && role != KernelRole::DecodeCombine)
+    return emitError() << "#tile.decode role must be decode_check, decode_split or decode_combine, got "
+                       << stringifyKernelRole(role);
+  for (int64_t dim : {headDim, valueDim})
+    if (dim <= 0 || dim % 64 != 0 || dim > 256)
+      return emitError() << "#tile.decode head dims must be multiples of 64 up to 256, got " << dim;
+  if (queries < 1 || queries > 16)
+    return emitError() << "#tile.decode queries must be in [1, 16], got " << queries;
+  // 65535 blocks a grid y (kv heads x row groups) bound the group long before this
+  if (group < 1 || group > 65535)
+    return emitError() << "#tile.decode group must be in [1, 65535], got " << group;
+  if (pageSize != 0 && (pageSize < 16 || pageSize > 256 || (pageSize & (pageSize - 1)) != 0))
+    return emitError() << "#tile.decode page_size must be 0 or a power of two from 16 to 256, got " << pageSize;
+  if (failed(checkScale(emitError, "decode", "scale", scale)))
+    return failure();
+  if (failed(checkElementType(emitError, "decode", elementType)))
+    return failure();
+  if (!elementType.getValue().isBF16() && !elementType.getValue().isF16())
+    return emitError() << "#tile.decode element_type must be bf16 or f16";
+  return success();
+}
+
 LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
                                    Activation activation, BoolAttr transposeA, BoolAttr transposeB,
                                    BoolAttr bias1, BoolAttr bias2, BoolAttr gated,

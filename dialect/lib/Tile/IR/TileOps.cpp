@@ -164,8 +164,8 @@ LogicalResult KernelOp::verify() {
       failed(expectInRange(*this, "smem_bytes", getSmemBytes(), 0, limits::kMaxInt32)))
     return failure();
   // flash-plan-memory rebuilds a kernel from its recipe.
-  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr>(spec))
-    return emitOpError() << "spec must be a #tile.attention or #tile.gemm recipe, got " << spec;
+  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr, DecodeSpecAttr>(spec))
+    return emitOpError() << "spec must be a #tile.attention, #tile.gemm or #tile.decode recipe, got " << spec;
   // flash-warp-specialize's schedule describes this kernel's plan: its
   // consumers are the plan's warps, its ring the plan's stages.
   if (WarpSpecializedAttr schedule = getScheduleAttr()) {
@@ -246,6 +246,9 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 bool AllocTensorOp::isAtomicAccumulator() {
+  // A workspace a kernel reads before any writes it (a decode program's status) asks for zeros by name.
+  if ((*this)->hasAttr("tile.zero_fill"))
+    return true;
   for (OpOperand &use : getResult().getUses()) {
     auto launch = llvm::dyn_cast<LaunchOp>(use.getOwner());
     if (!launch)
@@ -265,6 +268,30 @@ LogicalResult AllocTensorOp::verify() {
   if (dynamic != static_cast<int64_t>(getDynamicSizes().size()))
     return emitOpError() << "needs one size per dynamic dimension (" << dynamic << "), got "
                          << getDynamicSizes().size();
+  return success();
+}
+
+LogicalResult DecodeBlockOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  auto spec = kernel ? llvm::dyn_cast_or_null<DecodeSpecAttr>(kernel.getSpecAttr()) : DecodeSpecAttr();
+  if (!spec)
+    return emitOpError() << "must be in a tile.kernel with a #tile.decode spec";
+  unsigned table = spec.isPaged() ? 1 : 0, want = 0;
+  switch (spec.getRole()) {
+  case KernelRole::DecodeCheck:
+    want = 3 + table;
+    break;
+  case KernelRole::DecodeSplit:
+    want = 9 + table;
+    break;
+  default:
+    want = 5;
+    break;
+  }
+  if (getTensors().size() != want)
+    return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
+                         << (spec.isPaged() ? " (a paged cache: the block table included)" : "") << ", got "
+                         << getTensors().size();
   return success();
 }
 

@@ -125,7 +125,8 @@ struct ProgramSpec {
   std::vector<ScratchSpec> scratch;
   /// What the program computes, for tools and bindings (`meta <key> <value>`):
   /// e.g. op=attention_forward, scale, window_left, backward=<program>. The
-  /// runtime itself never reads it.
+  /// runtime reads one key: `status <scratch>`, a table check's verdict it
+  /// turns into the launch's error (a decode program's cache lengths and pages).
   std::map<std::string, std::string> meta;
   int line = 0;
   bool operator==(const ProgramSpec &o) const {

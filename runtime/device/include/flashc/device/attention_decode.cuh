@@ -120,6 +120,16 @@ __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens,
   }
 }
 
+// The check as a generated kernel calls it: the capacity and page count from the cache and table shapes
+// (k_cache [B, Hkv, S, D] contiguous, [pages, P, Hkv, D] paged).
+template <class Config>
+__device__ __forceinline__ void attention_decode_check(const TensorArg& k_cache, const TensorArg& seqlens,
+                                                       const TensorArg& block_table, int* status) {
+  constexpr int P = Config::kPageSize;
+  const int capacity = P > 0 ? static_cast<int>(block_table.shape[1]) * P : static_cast<int>(k_cache.shape[2]);
+  attention_decode_check<P>(seqlens, block_table, capacity, P > 0 ? static_cast<int>(k_cache.shape[0]) : 0, status);
+}
+
 template <class Config>
 __device__ __forceinline__ void attention_decode_split(const TmaDescriptor& k_map, const TmaDescriptor& v_map,
                                                        const TensorArg& q, const TensorArg& seqlens,

@@ -209,6 +209,67 @@ def Flash_MulOp : Flash_Op<"mul", [SameOperandsAndResultType, Commutative]> {
 // Fused ops
 //===----------------------------------------------------------------------===//
 
+def Flash_DecodeAttentionOp : Flash_Op<"decode_attention"> {
+  let summary = "attention of a few new tokens against a KV cache (decode), contiguous or paged";
+  let description = [{
+    Operands: query [B, Hq, T, D] (T new tokens a sequence, static, 1 to 16),
+    the key and value caches, cache_seqlens [B] (i32) and, for a paged cache,
+    block_table [B, W] (i32). Results: output [B, Hq, T, Dv] and lse
+    [B, Hq, T] (f32, natural log). One element type (bf16 or f16) for query,
+    caches and output; D and Dv static multiples of 64 up to 256.
+
+    The caches are either contiguous, key [B, Hkv, S, D] and value
+    [B, Hkv, S, Dv] (S, the capacity, may be dynamic), or paged (`page_size`
+    set), key [pages, P, Hkv, D] and value [pages, P, Hkv, Dv] with P =
+    page_size static, a power of two from 16 to 256: key j of sequence b is
+    row j % P of page block_table[b, j / P].
+
+    Sequence b's keys are cache rows 0 .. cache_seqlens[b] - 1, the new
+    tokens' own keys included (they are appended before). Query token t sits
+    at position cache_seqlens[b] - T + t; `causal` hides the keys after it.
+    With L = cache_seqlens[b] and hk = h / (Hq / Hkv):
+      s_j = scale · dot(query[b, h, t, :], key(b, hk, j)),  j < L (and, causal,
+            j <= L - T + t)
+      lse = log(sum_j exp(s_j));  out = sum_j exp(s_j - lse) · value(b, hk, j)
+    A row that sees no key has lse = -inf and output 0. A length outside
+    [0, capacity] or a page id outside [0, pages) among the pages a sequence
+    uses is an error at run time (named with its sequence); nothing is written.
+
+    ```mlir
+    %out, %lse = flash.decode_attention %q, %k_pages, %v_pages, %lens block_table %table
+        scale = 0.0883883 causal page_size = 64 num_kv_heads = 8
+        : (tensor<?x32x1x128xbf16>, tensor<?x64x8x128xbf16>, tensor<?x64x8x128xbf16>, tensor<?xi32>,
+           tensor<?x?xi32>) -> (tensor<?x32x1x128xbf16>, tensor<?x32x1xf32>)
+    ```
+  }];
+  let arguments = (ins
+    Flash_FloatTensor:$query,
+    Flash_FloatTensor:$key_cache,
+    Flash_FloatTensor:$value_cache,
+    RankedTensorOf<[I32]>:$cache_seqlens,
+    Optional<RankedTensorOf<[I32]>>:$block_table,
+    F32Attr:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<I64Attr>:$page_size,
+    I64Attr:$num_kv_heads);
+  let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `,` $cache_seqlens (`block_table` $block_table^)?
+    `scale` `=` $scale (`causal` $causal^)? (`page_size` `=` $page_size^)? `num_kv_heads` `=` $num_kv_heads
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isPaged() { return getPageSize().has_value(); }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    int64_t getValueHeadDim() { return getValueCache().getType().getDimSize(3); }
+    int64_t getQueryTokens() { return getQuery().getType().getDimSize(2); }
+    int64_t getGroup() {
+      return getQuery().getType().getDimSize(1) / static_cast<int64_t>(getNumKvHeads());
+    }
+  }];
+}
+
 def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOperandSegments]> {
   let summary = "fused scaled-dot-product attention with log-sum-exp";
   let description = [{

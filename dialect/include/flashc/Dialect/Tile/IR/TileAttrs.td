@@ -63,7 +63,10 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"ConvertF32", 14, "convert_f32">,
     I32EnumAttrCase<"FfnActivationGrad", 15, "ffn_activation_grad">,
     I32EnumAttrCase<"AttentionMaskBlocks", 16, "attention_mask_blocks">,
-    I32EnumAttrCase<"AttentionMaskBlocksTransposed", 17, "attention_mask_blocks_transposed">]> {
+    I32EnumAttrCase<"AttentionMaskBlocksTransposed", 17, "attention_mask_blocks_transposed">,
+    I32EnumAttrCase<"DecodeCheck", 18, "decode_check">,
+    I32EnumAttrCase<"DecodeSplit", 19, "decode_split">,
+    I32EnumAttrCase<"DecodeCombine", 20, "decode_combine">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -222,6 +225,40 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     bool computesScores() const;
     /// Is it a role that writes a mask modifier's block classes?
     bool classifiesMaskBlocks() const;
+  }];
+}
+
+def Tile_DecodeSpecAttr : AttrDef<Tile_Dialect, "DecodeSpec"> {
+  let mnemonic = "decode";
+  let summary = "recipe of a decode-attention kernel (flash.decode_attention)";
+  let description = [{
+    The three kernels of a decode program, each one `tile.decode_block` a
+    block (the device library's attention_decode.cuh):
+    role = decode_check: arguments (k_cache, cache_seqlens, [block_table],
+    status); block b checks sequence b's length against the cache's capacity
+    and the page ids its keys use; the first bad entry goes to status
+    [code, sequence, index, value] (a zeroed workspace).
+    role = decode_split: arguments (q, k_cache, v_cache, cache_seqlens,
+    [block_table], out, lse, o_part, lse_part, status); block (split, kv head x
+    row group, b) attends the split's keys; one split writes out / lse, more
+    write o_part [B, splits, Hq·T, Dv] / lse_part [B, splits, Hq·T].
+    role = decode_combine: arguments (o_part, lse_part, out, lse, status).
+    Nothing is written once status is set.
+    queries = T (new tokens a sequence), group = Hq / Hkv, page_size = P of a
+    paged cache or 0 for a contiguous one; rows of a block: 16 of the
+    group · T rows of a kv head.
+  }];
+  let parameters = (ins
+    EnumParameter<Tile_KernelRoleKind>:$role,
+    "int64_t":$head_dim, "int64_t":$value_dim, "int64_t":$queries, "int64_t":$group,
+    "int64_t":$page_size, "bool":$causal, "::mlir::FloatAttr":$scale,
+    "::mlir::TypeAttr":$element_type);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Row groups of 16 rows a kv head: ceil(group · queries / 16).
+    int64_t rowGroups() const { return (getGroup() * getQueries() + 15) / 16; }
+    bool isPaged() const { return getPageSize() > 0; }
   }];
 }
 

@@ -335,6 +335,38 @@ def Tile_MaskOp : Tile_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>,
   let hasVerifier = 1;
 }
 
+def Tile_DecodeBlockOp : Tile_Op<"decode_block", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "one block of a decode-attention kernel (the kernel's #tile.decode role)";
+  let description = [{
+    The work of block (%x, %y, %z) of the enclosing kernel, whose
+    `#tile.decode` spec says which of the decode program's three kernels it
+    is and what its tensors are (the kernel's arguments, in order):
+      decode_check    block (b, 0, 0): sequence b's length and page ids.
+      decode_split    block (split, kv head x row groups + row group, b):
+                      the split's keys (each sequence's 64-key tiles in equal
+                      runs over the splits) against the block's 16 rows.
+      decode_combine  block (query row, b, 0): the splits by their lse.
+    The CUDA kernel is one device-library call (attention_decode.cuh); the
+    CPU executor computes the same block in f32 with f64 sums.
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$tensors, Index:$x, Index:$y, Index:$z);
+  let assemblyFormat = [{
+    `(` $tensors `)` `at` `[` $x `,` $y `,` $z `]` attr-dict `:` type($tensors)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_SmCountOp : Tile_Op<"sm_count", [Pure]> {
+  let summary = "the device's multiprocessor count (a program-level size)";
+  let description = [{
+    For workspace sizes and grids that scale with the device (a decode
+    program's key splits): the manifest writes it as `num_sms`, which the
+    runtime binds at launch. The CPU executor takes 4.
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]>,
                                    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "one row of a mask modifier's 64 x 64 block classes";
