@@ -784,6 +784,13 @@ namespace {
 Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
                          const std::string &program) {
   int32_t st[4] = {0, 0, 0, 0};
+  // Under CUDA-graph capture nothing can wait: the kernels still write nothing for a bad table, but the launch
+  // cannot say so (a captured decode loop checks its tables where it builds them).
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult rc = drv.cuStreamIsCapturing(stream, &capture); rc != CUDA_SUCCESS)
+    return drv.error(("program '" + program + "': asking whether its stream is capturing").c_str(), rc);
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return Status();
   if (CUresult rc = drv.cuStreamSynchronize(stream); rc != CUDA_SUCCESS)
     return drv.error(("program '" + program + "': waiting for its table check").c_str(), rc);
   if (CUresult rc = drv.cuMemcpyDtoH(st, ptr, sizeof(st)); rc != CUDA_SUCCESS)

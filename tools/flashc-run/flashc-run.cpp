@@ -20,6 +20,7 @@
 
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
+#include "flashc/reference/decode.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/index_program.h"
@@ -546,7 +547,7 @@ struct Runner {
   bool validate() {
     bool checkable = false;
     for (const ProgramSpec &p : bundle->manifest().programs) {
-      checkable = checkable || forwardParts(p).any();
+      checkable = checkable || forwardParts(p).any() || meta(p, "op") == "attention_decode";
       if (std::string why = validateProgram(p); !why.empty()) {
         std::fprintf(stderr, "flashc-run: bundle %s: program '%s': %s\n", opt.bundle.c_str(), p.name.c_str(),
                      why.c_str());
@@ -945,7 +946,82 @@ struct Runner {
     if (!c.db2.shape.empty()) report(bwd.name, "db2", compare(c.db2.host, db2), boundFor(c.db2.dtype));
   }
 
+  // ---- decode over a KV cache (meta op attention_decode): lengths the capacity, 0, 1 and ragged; a paged
+  // cache's pages shuffled, the first two sequences sharing half of theirs; then a bad table, which must fail
+  // the launch naming the sequence and leave the output as it was ----
+  void runDecode(const ProgramSpec &p) {
+    const int64_t page = std::atoll(meta(p, "page_size", "0").c_str());
+    const bool causal = meta(p, "causal") == "1";
+    const double scale = std::atof(meta(p, "scale", "1").c_str());
+    std::map<std::string, int64_t> sym = symbols();
+    const int64_t batch = opt.batch, width = page ? (opt.seqK + page - 1) / page : 0;
+    const int64_t capacity = page ? width * page : opt.seqK;
+    sym["S"] = capacity;
+    sym["W"] = width;
+    sym["pages"] = batch * width + 3;
+    Buffer q = makeParam(p.name, "q", sym), k = makeParam(p.name, "k_cache", sym), v = makeParam(p.name, "v_cache", sym);
+    Buffer lens = makeParam(p.name, "cache_seqlens", sym), out = makeParam(p.name, "out", sym);
+    Buffer lse = makeParam(p.name, "lse", sym), table;
+    ref::DecodeShape s;
+    s.batch = batch, s.queryHeads = q.shape[1], s.tokens = q.shape[2], s.headDim = q.shape[3];
+    s.valueDim = v.shape[3], s.pageSize = page, s.capacity = capacity;
+    s.kvHeads = page ? k.shape[2] : k.shape[1];
+    lens.host.resize(size_t(batch));
+    std::uniform_int_distribution<int64_t> length(0, capacity);
+    for (int64_t b = 0; b < batch; ++b) lens.host[size_t(b)] = double(b == 0 ? capacity : b == 1 ? 0 : b == 2 ? 1 : length(rng));
+    std::vector<int32_t> lensInt(lens.host.begin(), lens.host.end()), tableInt;
+    if (page) {
+      table = makeParam(p.name, "block_table", sym);
+      s.pages = k.shape[0], s.tableWidth = width;
+      std::vector<int32_t> ids(size_t(s.pages));
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      tableInt.assign(size_t(batch * width), 0);
+      for (int64_t i = 0; i < batch * width; ++i) tableInt[size_t(i)] = ids[size_t(i)];
+      if (batch > 1)
+        for (int64_t i = 0; i < width / 2; ++i) tableInt[size_t(width + i)] = tableInt[size_t(i)];
+      table.host.assign(tableInt.begin(), tableInt.end());
+    }
+    std::printf("%s: decode B=%lld Hq=%lld Hkv=%lld T=%lld D=%lld Dv=%lld capacity=%lld %s scale=%g%s\n", p.name.c_str(),
+                (long long)batch, (long long)s.queryHeads, (long long)s.kvHeads, (long long)s.tokens,
+                (long long)s.headDim, (long long)s.valueDim, (long long)capacity,
+                page ? ("pages of " + std::to_string(page)).c_str() : "contiguous", scale, causal ? " causal" : "");
+    randomFill(q, rng), randomFill(k, rng), randomFill(v, rng);
+    if (!upload(q) || !upload(k) || !upload(v) || !upload(lens) || (page && !upload(table)) || !poison(out) ||
+        !poison(lse)) {
+      ++failures;
+      return;
+    }
+    Arguments args;
+    bind(args, "q", q), bind(args, "k_cache", k), bind(args, "v_cache", v), bind(args, "cache_seqlens", lens);
+    if (page) bind(args, "block_table", table);
+    bind(args, "out", out), bind(args, "lse", lse);
+    if (!launch(p.name, args)) return;
+    if (!download(out) || !download(lse)) { ++failures; return; }
+    std::vector<double> refOut, refLse;
+    ref::decodeAttention(s, q.host, k.host, v.host, lensInt.data(), tableInt.data(), scale, causal, refOut, refLse);
+    report(p.name, "out", compare(out.host, refOut), boundFor(out.dtype));
+    report(p.name, "lse", compare(lse.host, refLse), 1e-3);
+    // A bad table: the last sequence's length over the capacity, or (paged) a page id past the cache.
+    if (page) tableInt[size_t((batch - 1) * width)] = int32_t(s.pages + 5), table.host.assign(tableInt.begin(), tableInt.end());
+    else lensInt[size_t(batch - 1)] = int32_t(capacity + 1), lens.host.assign(lensInt.begin(), lensInt.end());
+    if (page) lens.host[size_t(batch - 1)] = double(std::max<int64_t>(lensInt[size_t(batch - 1)], 1));
+    if (!upload(lens) || (page && !upload(table)) || !poison(out)) { ++failures; return; }
+    Status bad = bundle->launch(p.name, args, nullptr);
+    ++checks;
+    cudaDeviceSynchronize();
+    std::vector<uint8_t> raw(out.bytes());
+    bool untouched = cudaOk(cudaMemcpy(raw.data(), out.device, raw.size(), cudaMemcpyDeviceToHost), "download") &&
+                     std::all_of(raw.begin(), raw.end(), [](uint8_t x) { return x == 0xff; });
+    bool named = !bad.ok() && bad.error().message.find("sequence " + std::to_string(batch - 1)) != std::string::npos;
+    std::printf("  %-28s bad table: %s; output %s  %s\n", p.name.c_str(),
+                bad.ok() ? "launch succeeded" : bad.error().message.c_str(), untouched ? "untouched" : "WRITTEN",
+                named && untouched ? "ok" : "FAIL");
+    if (!(named && untouched)) ++failures;
+  }
+
   void runProgram(const ProgramSpec &p) {
+    if (meta(p, "op") == "attention_decode") return runDecode(p);
     auto [attention, ffn] = forwardParts(p);
     if (!attention && !ffn) return;
     Arguments args;

@@ -211,12 +211,14 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
   plan.stages = 2;
   bool hopper = target.sharedMemoryPerBlock > 200000;
   // Decode kernels (attention_decode.cuh): four consumer warps of 16 keys a 64-key tile, 16 rows a block, a
-  // 4-stage K/V ring (kernel lab, session 22: 3 and 5 stages within 1 %).
-  if (llvm::isa_and_nonnull<DecodeSpecAttr>(spec)) {
+  // K/V ring of 4 stages (kernel lab, session 22: 3 and 5 stages within 1 % at D = 128), fewer where 64-key
+  // tiles of wide heads would not fit (3 at D = Dv = 256).
+  if (auto decode = llvm::dyn_cast_or_null<DecodeSpecAttr>(spec)) {
     plan.blockM = 16;
     plan.blockN = 64;
     plan.warps = 4;
-    plan.stages = 4;
+    int64_t stageBytes = 64 * (decode.getHeadDim() + decode.getValueDim()) * 2;
+    plan.stages = std::clamp<int64_t>((target.sharedMemoryPerBlock - 1024) / stageBytes, 2, 4);
     return plan;
   }
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
