@@ -104,8 +104,8 @@ def main():
                 vp = torch.empty_like(kp)
                 kp[perm] = k.view(B, HKV, width, page, D).permute(0, 2, 3, 1, 4).reshape(B * width, page, HKV, D)
                 vp[perm] = v.view(B, HKV, width, page, D).permute(0, 2, 3, 1, 4).reshape(B * width, page, HKV, D)
-                table = perm.view(B, width).to(torch.int32)
-                call = dict(q=q, k_cache=kp, v_cache=vp, cache_seqlens=lens, block_table=table, out=o, lse=lse)
+                block_table = perm.view(B, width).to(torch.int32)
+                call = dict(q=q, k_cache=kp, v_cache=vp, cache_seqlens=lens, block_table=block_table, out=o, lse=lse)
             else:
                 call = dict(q=q, k_cache=k, v_cache=v, cache_seqlens=lens, out=o, lse=lse)
             f = lambda: bundles[name].launch("decode", **call)

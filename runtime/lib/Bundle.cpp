@@ -781,20 +781,19 @@ Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments
 namespace {
 // The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
 // value), read after its kernels: an error in the caller's terms, or success.
-Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
-                         const std::string &program) {
+Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args) {
   int32_t st[4] = {0, 0, 0, 0};
   // Under CUDA-graph capture nothing can wait: the kernels still write nothing for a bad table, but the launch
   // cannot say so (a captured decode loop checks its tables where it builds them).
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (CUresult rc = drv.cuStreamIsCapturing(stream, &capture); rc != CUDA_SUCCESS)
-    return drv.error(("program '" + program + "': asking whether its stream is capturing").c_str(), rc);
+    return drv.error("asking whether the stream is capturing", rc);
   if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
     return Status();
   if (CUresult rc = drv.cuStreamSynchronize(stream); rc != CUDA_SUCCESS)
-    return drv.error(("program '" + program + "': waiting for its table check").c_str(), rc);
+    return drv.error("waiting for the table check", rc);
   if (CUresult rc = drv.cuMemcpyDtoH(st, ptr, sizeof(st)); rc != CUDA_SUCCESS)
-    return drv.error(("program '" + program + "': reading its table check").c_str(), rc);
+    return drv.error("reading the table check", rc);
   const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
   std::string pages = "?";
   if (auto k = args.tensors().find("k_cache"); k != args.tensors().end() && k->second.rank > 0)
@@ -803,19 +802,19 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
   case 0:
     return Status();
   case 1:
-    return makeError(ErrorCode::InvalidArgument, "program '" + program + "': cache_seqlens[" + seq + "] = " + value +
+    return makeError(ErrorCode::InvalidArgument, "cache_seqlens[" + seq + "] = " + value +
                                                      " is negative (sequence " + seq + "); nothing was written");
   case 2:
     return makeError(ErrorCode::InvalidArgument,
-                     "program '" + program + "': cache_seqlens[" + seq + "] = " + value + " is over the cache's " +
+                     "cache_seqlens[" + seq + "] = " + value + " is over the cache's " +
                          std::to_string(st[2]) + " rows (sequence " + seq + "); nothing was written");
   case 3:
     return makeError(ErrorCode::InvalidArgument,
-                     "program '" + program + "': block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
+                     "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
                          " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
                          " uses that entry; nothing was written");
   default:
-    return makeError(ErrorCode::Internal, "program '" + program + "': unknown table-check code " +
+    return makeError(ErrorCode::Internal, "unknown table-check code " +
                                               std::to_string(st[0]));
   }
 }
@@ -895,7 +894,7 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
           for (size_t j = 0; j < i; ++j) nth += plan->scratch[j].bytes > 0;
           ptr = allocations[nth];
         }
-        status = checkDeviceStatus(drv, ptr, cuStream, args, name);
+        status = checkDeviceStatus(drv, ptr, cuStream, args);
       }
   for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
   if (!status) {

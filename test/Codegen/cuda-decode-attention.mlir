@@ -28,11 +28,11 @@
 // MANIFEST: tensor block_table i32 in [B, W] contiguous
 // MANIFEST: tensor out bf16 out [B, 32, 1, 128] align=16 contiguous stride_multiple=8
 // MANIFEST: tensor lse f32 out [B, 32, 1] contiguous
-// MANIFEST: tensor o_part f32 out [B, cdiv(num_sms, max(B * 8, 1)), 32, 128]
+// MANIFEST: tensor o_part f32 out [B, max(num_sms / max(B * 8, 1), 1), 32, 128]
 // MANIFEST: tensor status i32 inout [4] contiguous
 // MANIFEST: tensormap k_cache_map of k_cache box [1, 64, 1, 64] swizzle 128
 // MANIFEST: tensormap v_cache_map of v_cache box [1, 64, 1, 64] swizzle 128
-// MANIFEST: grid cdiv(num_sms, max(B * 8, 1)), 8, B
+// MANIFEST: grid max(num_sms / max(B * 8, 1), 1), 8, B
 // MANIFEST: block 160, 1, 1
 // MANIFEST: shared 131648
 // MANIFEST: kernel decode_decode_combine

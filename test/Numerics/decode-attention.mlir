@@ -1,6 +1,6 @@
 // flash.decode_attention through flash-tile and the CPU executor (the three #tile.decode kernels: the table
-// check, the split kernel, the combine; 4 "SMs" on the CPU, so 17 sequences x 2 kv heads take 1 split and
-// 1 sequence x 1 kv head takes 4) against the float64 graph evaluator. flash-run-tile gives the sequences
+// check, the split kernel, the combine; 16 "SMs" on the CPU: 17 sequences x 2 kv heads take 1 split, 3 take 2,
+// 1 takes 8) against the float64 graph evaluator. flash-run-tile gives the sequences
 // lengths 0, 1, the capacity and ragged ones between, and page ids anywhere in the cache (shared by several).
 // RUN: flash-run-tile %s --tolerance=2e-2 | FileCheck %s
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=1 | FileCheck %s

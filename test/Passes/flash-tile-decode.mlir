@@ -1,5 +1,5 @@
 // flash-tile on flash.decode_attention: a program of three #tile.decode kernels, each one tile.decode_block a
-// block. The split count is the device's: cdiv(num_sms, B x Hkv x row groups) (tile.sm_count), the size of the
+// block. The split count is the device's: max(1, num_sms / (B x Hkv x row groups)) (tile.sm_count), the size of the
 // partial outputs' dimension 1 and so of the split kernel's grid x; the table check's verdict starts zeroed.
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile | FileCheck %s
 // RUN: not flash-opt %s -split-input-file --flash-tile=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
@@ -20,12 +20,13 @@
 // CHECK-SAME: {tile.dims = ["B", "W"], tile.name = "block_table"}
 // CHECK-SAME: tile.name = "out"
 // CHECK-SAME: {tile.dims = ["B", "", ""], tile.name = "lse"}
-// splits = cdiv(num_sms, max(B * 8, 1))
+// splits = max(num_sms / max(B * 8, 1), 1)
 // CHECK: %[[B:.*]] = tile.dim %[[Q]], 0
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[B]], %c8
 // CHECK: %[[SMS:.*]] = tile.sm_count
 // CHECK: %[[ONE:.*]] = arith.maxsi %[[BLOCKS]], %c1
-// CHECK: %[[SPLITS:.*]] = arith.ceildivsi %[[SMS]], %[[ONE]]
+// CHECK: %[[PERSM:.*]] = arith.divsi %[[SMS]], %[[ONE]]
+// CHECK: %[[SPLITS:.*]] = arith.maxsi %[[PERSM]], %c1
 // CHECK: %[[OPART:.*]] = tile.alloc_tensor(%[[B]], %[[SPLITS]]) {tile.name = "o_part"} : <?x?x32x128xf32>
 // CHECK: %[[LPART:.*]] = tile.alloc_tensor(%[[B]], %[[SPLITS]]) {tile.name = "lse_part"} : <?x?x32xf32>
 // CHECK: %[[STATUS:.*]] = tile.alloc_tensor() {tile.name = "status", tile.zero_fill} : <4xi32>

@@ -191,6 +191,8 @@ std::optional<std::string> ProgramScope::sizeExpression(Value size) {
     return binary(def, "({0} * {1})");
   if (isa_and_nonnull<arith::CeilDivSIOp>(def))
     return binary(def, "cdiv({0}, {1})");
+  if (isa_and_nonnull<arith::DivSIOp>(def))
+    return binary(def, "({0} / {1})");
   if (isa_and_nonnull<arith::MaxSIOp>(def))
     return binary(def, "max({0}, {1})");
   if (isa_and_nonnull<arith::MinSIOp>(def))
@@ -260,7 +262,7 @@ LogicalResult ProgramScope::build() {
           expr = *parsed;
       if (!expr)
         return alloc.emitError("bundle: a workspace size must be a dimension of a program argument (tile.dim) "
-                               "or integer arithmetic (arith constant, addi, muli, ceildivsi, maxsi, minsi, "
+                               "or integer arithmetic (arith constant, addi, muli, divsi, ceildivsi, maxsi, minsi, "
                                "tile.sm_count) of them, so the runtime can allocate it"),
                failure();
       info.dims.push_back(rt::Dim::expression(*expr));

@@ -327,8 +327,8 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
     }
     if (llvm::isa<func::ReturnOp>(op))
       break;
-    if (auto sms = llvm::dyn_cast<SmCountOp>(op)) {  // any count gives the same results: 4 splits some blocks
-      env[sms.getResult()] = RtValue::ofInt(4);
+    if (auto sms = llvm::dyn_cast<SmCountOp>(op)) {  // any count gives the same results: 16 splits small batches
+      env[sms.getResult()] = RtValue::ofInt(16);
       continue;
     }
     if (failed(execute(&op, nullptr)))

@@ -361,7 +361,7 @@ def Tile_SmCountOp : Tile_Op<"sm_count", [Pure]> {
   let description = [{
     For workspace sizes and grids that scale with the device (a decode
     program's key splits): the manifest writes it as `num_sms`, which the
-    runtime binds at launch. The CPU executor takes 4.
+    runtime binds at launch. The CPU executor takes 16.
   }];
   let results = (outs Index:$result);
   let assemblyFormat = "attr-dict";
