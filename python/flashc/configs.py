@@ -4,12 +4,13 @@ and a one-line text form for the command line:
   attention:dtype=bf16,heads=16,kv_heads=16,head_dim=128,causal=1[,value_head_dim=N][,window=L:R][,softcap=C][,scale=S]
             [,backward=auto|rows|transposed][,key_offset=1]
   ffn:dtype=bf16,d=1024,h=4096[,d_out=N],act=gelu_tanh[,b1=1][,b2=1][,gated=1]
+  decode:dtype=bf16,heads=32,kv_heads=8,head_dim=128[,value_head_dim=N],queries=1,page_size=64,causal=1[,scale=S]
 """
 
 import dataclasses
 
 from .errors import InvalidArgumentError
-from .spec import AttentionConfig, FfnConfig, format_f32
+from .spec import AttentionConfig, DecodeConfig, FfnConfig, format_f32
 
 # Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
@@ -256,6 +257,14 @@ TUNE_ATTENTION = (BENCH_ATTENTION + BENCH_ATTENTION_LARGE
                   + tuple(c for c in BENCH_ATTENTION_PADDED if c.backward_form == "auto"))
 TUNE_FFN = BENCH_FFN
 
+# Decode over a KV cache (flashc.torch.decode_attention, python/tests/test_gpu_decode.py): one token at
+# Llama's heads over a paged and a contiguous cache; 4 causal tokens, GQA 4, 16-row pages; 3 tokens MQA, f16,
+# Dv = 64, not causal; 16 tokens x 8 heads a kv head at D = 256 (8 row groups).
+TEST_DECODE = (DecodeConfig("bf16", 32, 8, 128, page_size=64), DecodeConfig("bf16", 32, 8, 128),
+               DecodeConfig("bf16", 8, 2, 128, queries=4, page_size=16),
+               DecodeConfig("f16", 6, 1, 128, value_head_dim=64, queries=3, causal=False),
+               DecodeConfig("bf16", 16, 2, 256, queries=16, page_size=256))
+
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
     "bench-attention": BENCH_ATTENTION,
@@ -267,8 +276,9 @@ SETS = {
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
               + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD
-              + TEST_ATTENTION_BLOCK_SPARSE),
+              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE),
     "tests-attention": TEST_ATTENTION,
+    "tests-decode": TEST_DECODE,
     "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
     "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
     "tests-score-mod": TEST_ATTENTION_SCORE_MOD,
@@ -318,10 +328,11 @@ def _float(key, text):
 
 
 def parse_config(text):
-    """An AttentionConfig or FfnConfig from its one-line text form."""
+    """An AttentionConfig, FfnConfig or DecodeConfig from its one-line text form."""
     kind, sep, body = text.partition(":")
-    if not sep or kind not in ("attention", "ffn"):
-        raise InvalidArgumentError("config %r: expected 'attention:key=value,...' or 'ffn:key=value,...'" % text)
+    if not sep or kind not in ("attention", "ffn", "decode"):
+        raise InvalidArgumentError("config %r: expected 'attention:key=value,...', 'ffn:key=value,...' or "
+                                   "'decode:key=value,...'" % text)
     fields = {}
     for item in filter(None, body.split(",")):
         key, eq, value = item.partition("=")
@@ -330,12 +341,28 @@ def parse_config(text):
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
                              "scale", "backward", "key_offset", "mask_mod", "score_mod"},
-               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"}}[kind]
+               "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"},
+               "decode": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "queries", "page_size", "causal",
+                          "scale"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise InvalidArgumentError("config %r: unknown field%s %s (known: %s)" % (
             text, "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(sorted(allowed))))
     try:
+        if kind == "decode":
+            for required in ("heads", "head_dim"):
+                if required not in fields:
+                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+            heads = _int("heads", fields["heads"])
+            return DecodeConfig(
+                dtype=fields.get("dtype", "bf16"), num_heads=heads,
+                num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
+                head_dim=_int("head_dim", fields["head_dim"]),
+                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
+                queries=_int("queries", fields.get("queries", "1")),
+                page_size=_int("page_size", fields.get("page_size", "0")),
+                causal=_bool("causal", fields.get("causal", "1")),
+                scale=_float("scale", fields["scale"]) if "scale" in fields else None)
         if kind == "attention":
             for required in ("heads", "head_dim"):
                 if required not in fields:
@@ -371,6 +398,14 @@ def parse_config(text):
 
 def format_config(config):
     """The one-line text form (parse_config(format_config(c)) == c)."""
+    if isinstance(config, DecodeConfig):
+        parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
+                 "head_dim=%d" % config.head_dim]
+        if config.value_head_dim != config.head_dim:
+            parts.append("value_head_dim=%d" % config.value_head_dim)
+        parts += ["queries=%d" % config.queries, "page_size=%d" % config.page_size, "causal=%d" % int(config.causal),
+                  "scale=%s" % format_f32(config.scale)]
+        return "decode:" + ",".join(parts)
     if isinstance(config, AttentionConfig):
         parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
                  "head_dim=%d" % config.head_dim]

@@ -6,6 +6,8 @@
                                 return_lse=False), flashc.torch.create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN)
                            (FlexAttention's names: a port changes the import)
     flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
+    flashc.torch.decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=True, scale=None)
+                           (flash-attn's flash_attn_with_kvcache layout; inference only)
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
 FLASHC_BUNDLE_PATH or the cache, or compiled when the flashc compiler is here.
@@ -24,9 +26,10 @@ from . import cache, programs
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
+from .spec import DecodeConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
-__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask"]
+__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention"]
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
 
@@ -436,6 +439,75 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     if return_lse:
         return _Attention.apply(q, k, v, config, offset, mask_tensors)
     return _AttentionOutput.apply(q, k, v, config, offset, mask_tensors)
+
+
+# ---------------------------------------------------------------------- decode over a KV cache
+_DECODE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale):
+    def need(cond, text):
+        if not cond:
+            raise InvalidArgumentError("decode_attention: " + text)
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("cache_seqlens", cache_seqlens)):
+        need(isinstance(t, torch.Tensor), "%s must be a tensor, got %s" % (name, type(t).__name__))
+        need(t.is_cuda, "%s must be on a CUDA device, got %s" % (name, t.device))
+    need(q.dim() == 4, "q must be [batch, new tokens, heads, head_dim], got shape %s" % list(q.shape))
+    need(k_cache.dim() == 4 and v_cache.dim() == 4,
+         "k_cache and v_cache must be [batch, capacity, kv_heads, head_dim] (or [pages, page_size, kv_heads, "
+         "head_dim] with a block_table), got %s and %s" % (list(k_cache.shape), list(v_cache.shape)))
+    need(q.dtype in _DECODE_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
+    need(k_cache.dtype == q.dtype and v_cache.dtype == q.dtype,
+         "k_cache and v_cache must have q's dtype %s, got %s and %s" % (q.dtype, k_cache.dtype, v_cache.dtype))
+    need(cache_seqlens.dtype == torch.int32 and cache_seqlens.dim() == 1 and cache_seqlens.shape[0] == q.shape[0],
+         "cache_seqlens must be int32 [batch] = [%d], got %s %s" % (q.shape[0], cache_seqlens.dtype,
+                                                                      list(cache_seqlens.shape)))
+    batch, tokens, heads, dim = q.shape
+    kv_heads = k_cache.shape[2]
+    need(k_cache.shape[:3] == v_cache.shape[:3] and k_cache.shape[3] == dim,
+         "k_cache %s and v_cache %s must agree with each other and with q's head_dim %d" % (
+             list(k_cache.shape), list(v_cache.shape), dim))
+    if block_table is not None:
+        need(isinstance(block_table, torch.Tensor) and block_table.is_cuda and block_table.dtype == torch.int32
+             and block_table.dim() == 2 and block_table.shape[0] == batch,
+             "block_table must be an int32 CUDA tensor [batch, pages a sequence] = [%d, W]" % batch)
+    else:
+        need(k_cache.shape[0] == batch, "a contiguous k_cache must have q's batch %d, got %d (a paged cache needs "
+             "its block_table)" % (batch, k_cache.shape[0]))
+    need(heads % kv_heads == 0, "q's heads (%d) must be a multiple of the cache's kv heads (%d)" % (heads, kv_heads))
+    return DecodeConfig(_DECODE_DTYPES[q.dtype], heads, kv_heads, dim, value_head_dim=v_cache.shape[3], queries=tokens,
+                        page_size=k_cache.shape[1] if block_table is not None else 0, causal=causal, scale=scale)
+
+
+def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=True, scale=None, return_lse=False):
+    """Attention of a few new tokens against a KV cache, shaped like flash-attn's flash_attn_with_kvcache (the
+    new tokens' K/V already in the cache).
+
+    q [B, T, Hq, D] (1-16 new tokens), k_cache / v_cache [B, S, Hkv, D / Dv] or, with block_table [B, W] (int32
+    page ids), a paged cache [pages, page_size, Hkv, D / Dv] (page_size a power of two from 16 to 256): key j of
+    sequence b is row j % page_size of page block_table[b, j // page_size]. cache_seqlens [B] (int32): sequence b's
+    keys are rows 0 .. cache_seqlens[b] - 1; query token t sits at position cache_seqlens[b] - T + t (causal: it
+    sees the keys up to there). bfloat16 or float16, D and Dv multiples of 64 up to 256, sm_90a. Returns out
+    [B, T, Hq, Dv] (and lse [B, Hq, T] float32 when return_lse). A length outside [0, capacity] or a page id outside
+    the cache among those a sequence uses raises InvalidArgumentError naming the sequence, and nothing is written.
+    Inference only: no gradient.
+    """
+    key = _signature((q, k_cache, v_cache, cache_seqlens, block_table), ("decode", causal, scale))
+    config = _memo_config(key, lambda: _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale))
+    batch, tokens, heads, _ = q.shape
+    out = torch.empty(batch, tokens, heads, config.value_head_dim, dtype=q.dtype, device=q.device)
+    lse = torch.empty(batch, heads, tokens, dtype=torch.float32, device=q.device)
+    if _poison_enabled():
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+    paged = block_table is not None
+    args = dict(q=q.transpose(1, 2), k_cache=k_cache if paged else k_cache.transpose(1, 2),
+                v_cache=v_cache if paged else v_cache.transpose(1, 2), cache_seqlens=cache_seqlens,
+                out=out.transpose(1, 2), lse=lse)
+    if paged:
+        args["block_table"] = block_table
+    _launch(cache.load_bundle(config), config.program, q.device, args)
+    return (out, lse) if return_lse else out
 
 
 # ---------------------------------------------------------------------- FlexAttention's names

@@ -1,0 +1,63 @@
+"""flashc.spec.DecodeConfig (flashc.torch.decode_attention's configurations): the text form round-trips, bad
+configurations are refused with the rule they break, and the spec compiles (when flashc is here) into a bundle
+whose program says what it computes."""
+
+import os
+import tempfile
+import unittest
+
+import _support  # noqa: F401  (sys.path)
+from flashc import cache, configs
+from flashc.errors import InvalidArgumentError
+from flashc.spec import DecodeConfig
+
+
+class DecodeConfigTest(unittest.TestCase):
+    def test_text_form_round_trips(self):
+        for c in configs.TEST_DECODE:
+            text = configs.format_config(c)
+            self.assertTrue(text.startswith("decode:"))
+            self.assertEqual(configs.parse_config(text), c)
+        c = configs.parse_config("decode:heads=32,kv_heads=8,head_dim=128,page_size=64")
+        self.assertEqual((c.queries, c.causal, c.page_size, c.dtype), (1, True, 64, "bf16"))
+        self.assertIn("flash.decode_attention", c.spec_text())
+        self.assertIn("block_table %table", c.spec_text())
+        self.assertNotIn("block_table", DecodeConfig("bf16", 32, 8, 128).spec_text())
+
+    def test_keys_differ_by_layout_and_tokens(self):
+        keys = {c.key for c in configs.TEST_DECODE}
+        self.assertEqual(len(keys), len(configs.TEST_DECODE))
+        self.assertNotEqual(DecodeConfig("bf16", 8, 2, 128, queries=2).key, DecodeConfig("bf16", 8, 2, 128).key)
+
+    def test_bad_configurations(self):
+        cases = [
+            (dict(head_dim=96), "head_dim must be a multiple of 64 up to 256, got 96"),
+            (dict(queries=17), "1 to 16 new tokens"),
+            (dict(page_size=48), r"page_size must be 0 \(a contiguous cache\) or a power of two from 16 to 256"),
+            (dict(num_heads=6, num_kv_heads=4), "must be a multiple of the number of key/value heads"),
+            (dict(dtype="f32"), "decode dtype must be one of bf16, f16"),
+            (dict(archs=("sm_80",)), "sm_90a only"),
+            (dict(scale=-1.0), "scale must be finite and positive"),
+        ]
+        for change, message in cases:
+            fields = dict(dtype="bf16", num_heads=8, num_kv_heads=2, head_dim=128)
+            fields.update(change)
+            with self.subTest(change=change), self.assertRaisesRegex(InvalidArgumentError, message):
+                DecodeConfig(**fields)
+        with self.assertRaisesRegex(InvalidArgumentError, "unknown field"):
+            configs.parse_config("decode:heads=8,head_dim=128,window=3")
+
+    def test_compiles(self):
+        compiler = cache.find_compiler()
+        if not compiler:
+            self.skipTest("no flashc compiler here")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = cache.compile_bundle(configs.TEST_DECODE[2], os.path.join(tmp, "bundle"), compiler=compiler)
+            manifest = open(os.path.join(out, "manifest.flashc")).read()
+        self.assertIn("meta op attention_decode", manifest)
+        self.assertIn("meta status status", manifest)
+        self.assertIn("tensor block_table i32 in [B, W]", manifest)
+
+
+if __name__ == "__main__":
+    unittest.main()
