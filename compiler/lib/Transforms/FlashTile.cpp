@@ -168,23 +168,20 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     outputIndex[value] = argTypes.size();
     addArg(*tensor, value, "result" + std::to_string(index));
   }
-  for (auto attention : body.getOps<flash::AttentionOp>()) {
-    if (outputIndex.count(attention.getLse()))
+  // One lse output per attention (then per decode attention) whose lse the function does not return.
+  SmallVector<std::pair<Operation *, Value>> lses;
+  for (auto attention : body.getOps<flash::AttentionOp>())
+    lses.push_back({attention, attention.getLse()});
+  for (auto decode : body.getOps<flash::DecodeAttentionOp>())
+    lses.push_back({decode, decode.getLse()});
+  for (auto [op, lse] : lses) {
+    if (outputIndex.count(lse))
       continue;
-    auto tensor = toProgramTensor(attention, attention.getLse().getType(), "lse");
+    auto tensor = toProgramTensor(op, lse.getType(), "lse");
     if (failed(tensor))
       return failure();
-    outputIndex[attention.getLse()] = argTypes.size();
-    addArg(*tensor, attention.getLse(), "lse");
-  }
-  for (auto decode : body.getOps<flash::DecodeAttentionOp>()) {
-    if (outputIndex.count(decode.getLse()))
-      continue;
-    auto tensor = toProgramTensor(decode, decode.getLse().getType(), "lse");
-    if (failed(tensor))
-      return failure();
-    outputIndex[decode.getLse()] = argTypes.size();
-    addArg(*tensor, decode.getLse(), "lse");
+    outputIndex[lse] = argTypes.size();
+    addArg(*tensor, lse, "lse");
   }
   llvm::DenseMap<Operation *, unsigned> savedIndex; // the first saved tensor of each FFN
   if (train) {
