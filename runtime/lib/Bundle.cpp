@@ -781,7 +781,8 @@ Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments
 namespace {
 // The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
 // value), read after its kernels: an error in the caller's terms, or success.
-Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args) {
+Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
+                         const std::string &statusName) {
   int32_t st[4] = {0, 0, 0, 0};
   // Under CUDA-graph capture nothing can wait: the kernels still write nothing for a bad table, but the launch
   // cannot say so (a captured decode loop checks its tables where it builds them).
@@ -796,7 +797,9 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
     return drv.error("reading the table check", rc);
   const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
   std::string pages = "?";
-  if (auto k = args.tensors().find("k_cache"); k != args.tensors().end() && k->second.rank > 0)
+  // the op's cache: k_cache, or k_cache2 beside status2 (a program's second decode op)
+  const std::string cache = "k_cache" + statusName.substr(std::min<size_t>(statusName.size(), 6));
+  if (auto k = args.tensors().find(cache); k != args.tensors().end() && k->second.rank > 0)
     pages = std::to_string(k->second.shape[0]);
   switch (st[0]) {
   case 0:
@@ -885,16 +888,23 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   // A program whose kernels check their tables on the device (decode over a KV cache: `meta status <scratch>`)
   // reports what they found: the kernels wrote nothing, the error names the sequence.
   const ProgramSpec *spec = impl_->manifest().findProgram(name);
-  if (status && spec->meta.count("status"))
-    for (size_t i = 0; i < plan->scratch.size(); ++i)
-      if (plan->scratch[i].name == spec->meta.at("status") && plan->scratch[i].bytes >= 16) {
+  std::set<std::string> verdicts;  // `meta status a,b`: each decode op's verdict
+  if (auto it = spec->meta.find("status"); it != spec->meta.end())
+    for (size_t start = 0; start <= it->second.size();) {
+      size_t comma = std::min(it->second.find(',', start), it->second.size());
+      verdicts.insert(it->second.substr(start, comma - start));
+      start = comma + 1;
+    }
+  if (status && !verdicts.empty())
+    for (size_t i = 0; status && i < plan->scratch.size(); ++i)
+      if (verdicts.count(plan->scratch[i].name) && plan->scratch[i].bytes >= 16) {
         CUdeviceptr ptr = workspace ? reinterpret_cast<CUdeviceptr>(workspace->data) + layout.offsets[i] : 0;
         if (!workspace) {
           size_t nth = 0;  // the allocations are in scratch order, skipping empty ones
           for (size_t j = 0; j < i; ++j) nth += plan->scratch[j].bytes > 0;
           ptr = allocations[nth];
         }
-        status = checkDeviceStatus(drv, ptr, cuStream, args);
+        status = checkDeviceStatus(drv, ptr, cuStream, args, plan->scratch[i].name);
       }
   for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
   if (!status) {

@@ -8,6 +8,18 @@
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// Two decode ops in one function: each its own workspaces, the runtime reads both verdicts, and the program is a
+// block flashc-run leaves alone (meta op decode_block, no one op's parameters).
+// RUN: rm -rf %t.two && flashc %S/Inputs/decode-two-ops.mlir --emit=bundle -o %t.two
+// RUN: FileCheck %s --check-prefix=TWO < %t.two/manifest.flashc
+// TWO: program two
+// TWO: scratch status zero
+// TWO: scratch o_part2
+// TWO: scratch status2 zero
+// TWO-NOT: meta scale
+// TWO: meta op decode_block
+// TWO-NOT: meta scale
+// TWO: meta status status,status2
 
 // CUDA: // ---- decode_decode_check ----
 // CUDA: static constexpr int kPageSize = 64, kStages = 4;  // a paged cache

@@ -28,3 +28,18 @@ func.func @contiguous(%q: tensor<?x6x3x128xf16>, %k: tensor<?x1x?x128xf16>, %v: 
       -> (tensor<?x6x3x64xf16>, tensor<?x6x3xf32>)
   return %out, %lse : tensor<?x6x3x64xf16>, tensor<?x6x3xf32>
 }
+
+// Two decode ops in one program: each its own workspaces (status, status2, ...).
+// CHECK: @two forward result 0: max relative error {{.*}} ok
+// CHECK: @two forward result 1: max relative error {{.*}} ok
+func.func @two(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x64xbf16>, %lens: tensor<?xi32>,
+               %table: tensor<?x?xi32>, %q2: tensor<?x4x1x64xbf16>, %k2: tensor<?x4x?x64xbf16>, %v2: tensor<?x4x?x64xbf16>,
+               %lens2: tensor<?xi32>) -> (tensor<?x8x1x64xbf16>, tensor<?x4x1x64xbf16>) {
+  %out, %lse = flash.decode_attention %q, %k, %v, %lens block_table %table scale = 0.125 page_size = 16 num_kv_heads = 2
+      : (tensor<?x8x1x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?xi32>, tensor<?x?xi32>)
+      -> (tensor<?x8x1x64xbf16>, tensor<?x8x1xf32>)
+  %out2, %lse2 = flash.decode_attention %q2, %k2, %v2, %lens2 scale = 0.125 causal num_kv_heads = 4
+      : (tensor<?x4x1x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?xi32>)
+      -> (tensor<?x4x1x64xbf16>, tensor<?x4x1xf32>)
+  return %out, %out2 : tensor<?x8x1x64xbf16>, tensor<?x4x1x64xbf16>
+}

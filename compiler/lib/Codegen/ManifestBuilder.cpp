@@ -60,18 +60,26 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
+  int decodeOps = 0;
   for (const std::string &name : program.kernels) {
     auto kernel = module.lookupSymbol<tile::KernelOp>(name);
     if (!kernel)
       continue;
     if (auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr())) {
-      // A decode program: the runtime reads `status` after it (a bad cache length or page id is an error
-      // naming the sequence), flashc-run rebuilds the float64 reference from these.
-      program.meta["op"] = "attention_decode";
+      if (decode.getRole() != tile::KernelRole::DecodeCheck)
+        continue;
+      // A decode op (its check kernel): the runtime reads its status workspace after the program (a bad cache
+      // length or page id is an error naming the sequence; `meta status` lists every decode op's); flashc-run
+      // rebuilds the float64 reference from the rest (a program of one decode op).
+      std::string status;
+      for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>())
+        if (launch.getKernel() == name && !launch.getArgs().empty())
+          status = scope.infos.lookup(launch.getArgs().back()).name;
+      program.meta["status"] += (program.meta["status"].empty() ? "" : ",") + status;
+      ++decodeOps;
       program.meta["scale"] = llvm::formatv("{0:e9}", decode.getScale().getValueAsDouble()).str();
       program.meta["causal"] = decode.getCausal() ? "1" : "0";
       program.meta["page_size"] = std::to_string(decode.getPageSize());
-      program.meta["status"] = "status";
       continue;
     }
     if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
@@ -134,8 +142,15 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
   }
-  if (program.meta.count("op") && program.meta["op"] == "attention_decode")
+  if (decodeOps) {
+    // One decode op alone is what flashc-run checks; several, or beside other ops, are a block it leaves alone.
+    bool alone = decodeOps == 1 && !attentionForward && !ffnForward;
+    program.meta["op"] = alone ? "attention_decode" : "decode_block";
+    if (!alone)  // (one op's parameters would misdescribe the others)
+      for (const char *key : {"scale", "causal", "page_size"})
+        program.meta.erase(key);
     return;
+  }
   if ((attentionForward || ffnForward) && !attentionBackward && !ffnBackward) {
     // A training forward (`<f>_forward_train`) pairs with `<f>`'s backward;
     // `<f>` names both.

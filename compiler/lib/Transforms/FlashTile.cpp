@@ -265,9 +265,11 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       mapped[decode.getOutput()] = out;
       mapped[decode.getLse()] = lse;
       std::string kernelName = name + "_decode" + (attentionCount ? std::to_string(attentionCount) : "");
+      // (its workspaces' names: status, status2, ... as labelFusedValues numbers the arguments)
+      std::string suffix = attentionCount ? std::to_string(attentionCount + 1) : "";
       ++attentionCount;
-      if (failed(pb.launchDecode(decode, kernelName, q, mapped[decode.getKeyCache()], mapped[decode.getValueCache()],
-                                 mapped[decode.getCacheSeqlens()],
+      if (failed(pb.launchDecode(decode, kernelName, suffix, q, mapped[decode.getKeyCache()],
+                                 mapped[decode.getValueCache()], mapped[decode.getCacheSeqlens()],
                                  decode.getBlockTable() ? mapped[decode.getBlockTable()] : Value(), out, lse)))
         return cleanup();
       continue;

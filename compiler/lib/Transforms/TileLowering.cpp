@@ -144,7 +144,8 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
   return Value(alloc);
 }
 
-LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRef baseName, Value q, Value k,
+LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRef baseName, StringRef suffix,
+                                           Value q, Value k,
                                            Value v, Value lens, Value table, Value out, Value lse) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
@@ -176,13 +177,13 @@ LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRe
   int64_t dyn = ShapedType::kDynamic, rows = op.getQuery().getType().getDimSize(1) * op.getQueryTokens();
   auto oPart = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {dyn, dyn, rows, op.getValueHeadDim()}, f32),
                                               ValueRange{batch, splits});
-  oPart->setAttr("tile.name", b.getStringAttr("o_part"));
+  oPart->setAttr("tile.name", b.getStringAttr("o_part" + suffix.str()));
   auto lsePart = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {dyn, dyn, rows}, f32),
                                                 ValueRange{batch, splits});
-  lsePart->setAttr("tile.name", b.getStringAttr("lse_part"));
+  lsePart->setAttr("tile.name", b.getStringAttr("lse_part" + suffix.str()));
   auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, IntegerType::get(ctx, 32)),
                                                ValueRange{});
-  status->setAttr("tile.name", b.getStringAttr("status"));
+  status->setAttr("tile.name", b.getStringAttr("status" + suffix.str()));
   status->setAttr("tile.zero_fill", b.getUnitAttr());
   SmallVector<Value> checkArgs = {k, lens};
   SmallVector<Value> splitArgs = {q, k, v, lens};

@@ -158,7 +158,8 @@ public:
   /// lse_part [B, splits, Hq·T] (f32), splits = max(1, min(cdiv(num_sms,
   /// B·Hkv·row groups), cdiv(capacity, 512))). `table` is null for a
   /// contiguous cache.
-  mlir::LogicalResult launchDecode(mlir::flash::DecodeAttentionOp op, llvm::StringRef baseName, mlir::Value q,
+  mlir::LogicalResult launchDecode(mlir::flash::DecodeAttentionOp op, llvm::StringRef baseName,
+                                   llvm::StringRef suffix, mlir::Value q,
                                    mlir::Value k, mlir::Value v, mlir::Value lens, mlir::Value table,
                                    mlir::Value out, mlir::Value lse);
 
