@@ -1,6 +1,6 @@
 #!/bin/bash
 # The main job: installs what is missing, builds flashc, compiles every
-# examples/*.mlir into a bundle (fused, tiled, forward + backward, CUDA C++ and
+# examples/*.mlir and examples/*/*.mlir (the decode loop's step) into a bundle (fused, tiled, forward + backward, CUDA C++ and
 # an sm_90a cubin), prints what each bundle holds, and — where a GPU exists —
 # runs every program of every bundle against a float64 CPU reference with
 # flashc-run. Outputs go to out/examples/ (FLASHC_OUT overrides); FLASHC_ARCH
@@ -16,7 +16,7 @@ out="${FLASHC_OUT:-$flashc_root/out/examples}"
 arch="${FLASHC_ARCH:-sm_90a}"
 mkdir -p "$out"
 status=0
-for spec in "$flashc_root"/examples/*.mlir; do
+for spec in "$flashc_root"/examples/*.mlir "$flashc_root"/examples/*/*.mlir; do
   name="$(basename "$spec" .mlir)"
   bundle="$out/$name.bundle"
   echo "== $name: flashc $spec -o $bundle --arch=$arch"
@@ -27,6 +27,7 @@ for spec in "$flashc_root"/examples/*.mlir; do
   fi
   "$flashc_build/bin/flashc" "$spec" --emit=graph -o "$out/$name.graph.mlir"
   echo "-- fused graph: $(grep -c 'flash.attention' "$out/$name.graph.mlir" || true) flash.attention," \
+       "$(grep -c 'flash.decode_attention' "$out/$name.graph.mlir" || true) flash.decode_attention," \
        "$(grep -c 'flash.ffn' "$out/$name.graph.mlir" || true) flash.ffn"
   echo "-- bundle: $(ls "$bundle" | tr '\n' ' ')"
   awk '/^kernel /{k=$2} /^  role /{r=$2} /^  block /{b=$2; sub(",", "", b)} /^  shared /{printf "   kernel %-40s %-32s threads %-5s shared %s\n", k, r, b, $2}
