@@ -535,3 +535,34 @@ func.func @score_grad_missing(%g: !tile.tile<16x16xf32, register>, %s: !tile.til
   %r = tile.score_grad %g, %s rows %i cols %i scale 0.5 mod @absent(%i, %i : index, index) : <16x16xf32, register>
   return
 }
+
+// -----
+
+// tile.decode_block: the tensors of its kernel's #tile.decode role (a paged split kernel: ten, the table included).
+tile.kernel @decode_split(%q: !tile.tensor<?x8x1x64xbf16>, %k: !tile.tensor<?x16x2x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 64, warps = 4, stages = 4,
+    spec = #tile.decode<role = decode_split, head_dim = 64, value_dim = 64, queries = 1, group = 4, page_size = 16,
+                        causal = true, scale = 0.125 : f64, element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{decode_split takes 10 tensors (a paged cache: the block table included), got 2}}
+  tile.decode_block(%q, %k) at [%x, %x, %x] : !tile.tensor<?x8x1x64xbf16>, !tile.tensor<?x16x2x64xbf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @not_decode(%s: !tile.tensor<4xi32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 64, warps = 4, stages = 4} {
+  %x = tile.program_id x
+  // expected-error @+1 {{must be in a tile.kernel with a #tile.decode spec}}
+  tile.decode_block(%s) at [%x, %x, %x] : !tile.tensor<4xi32>
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{#tile.decode page_size must be 0 or a power of two from 16 to 256, got 48}}
+func.func private @bad_decode() attributes {spec = #tile.decode<role = decode_check, head_dim = 64, value_dim = 64,
+    queries = 1, group = 1, page_size = 48, causal = false, scale = 0.125 : f64, element_type = f16>}
