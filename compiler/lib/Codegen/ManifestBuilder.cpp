@@ -489,7 +489,7 @@ for (auto &scope : programs) {
   for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
     program.kernels.push_back(launch.getKernel().str());
   for (tile::AllocTensorOp alloc : scope->scratch)
-    program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.isAtomicAccumulator()});
+    program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.startsZeroed()});
   describeProgram(module, program, programs, *scope);
   manifest.programs.push_back(std::move(program));
 }

@@ -319,9 +319,10 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
       // Atomic accumulators start zeroed (as the runtime's `scratch NAME zero`); other
       // contents are undefined: NaN makes any read-before-write visible.
       // (i32 workspaces, block-class tables, start at a value no class has.)
-      float initial = alloc.isAtomicAccumulator() ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      bool zeroed = alloc.startsZeroed();
+      float initial = zeroed ? 0.0f : std::numeric_limits<float>::quiet_NaN();
       workspaces.push_back(std::make_unique<HostTensor>(shape, elementKindOf(type.getElementType()), initial,
-                                                        /*intFill=*/alloc.isAtomicAccumulator() ? 0 : -1));
+                                                        /*intFill=*/zeroed ? 0 : -1));
       env[alloc.getResult()] = RtValue::ofTensor(workspaces.back().get());
       continue;
     }

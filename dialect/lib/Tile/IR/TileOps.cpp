@@ -245,8 +245,8 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
-bool AllocTensorOp::isAtomicAccumulator() {
-  // A workspace a kernel reads before any writes it (a decode program's status) asks for zeros by name.
+bool AllocTensorOp::startsZeroed() {
+  // A workspace a kernel reads before anything writes it (a decode program's status) asks by name.
   if ((*this)->hasAttr("tile.zero_fill"))
     return true;
   for (OpOperand &use : getResult().getUses()) {

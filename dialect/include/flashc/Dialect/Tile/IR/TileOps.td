@@ -160,9 +160,10 @@ def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
   let assemblyFormat = "`(` $dynamic_sizes `)` attr-dict `:` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether a kernel launched with this workspace atomically adds into it
-    /// (then it starts zeroed).
-    bool isAtomicAccumulator();
+    /// Whether the workspace starts zeroed: a kernel launched with it
+    /// atomically adds into it, or it asks by name (`tile.zero_fill`: a
+    /// decode program's status, compare-and-swapped by its check).
+    bool startsZeroed();
   }];
 }
 
