@@ -24,6 +24,7 @@
 #include "flashc/device/tma.cuh"
 #include "flashc/device/raster.cuh"
 #include "flashc/device/tile_schedule.cuh"
+#include "flashc/device/varlen.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"
 #include "flashc/device/attention_bwd_ws.cuh"
 #include "flashc/device/ws_epilogue.cuh"

@@ -52,6 +52,7 @@
 #include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
+#include "flashc/device/varlen.cuh"
 #include "flashc/device/wgmma.cuh"
 #include "flashc/device/wgmma_tile.cuh"
 #include "flashc/device/ws_epilogue.cuh"
@@ -118,8 +119,8 @@ struct AttentionFwdWsPlan {
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 1 + kConsumerWarpgroups + g = its epilogue
-  // staging.
-  static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups;
+  // staging; then every consumer's: a packed sequence's last V tile cleared past the sequence.
+  static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups, kBarVTail = 1 + 2 * kConsumerWarpgroups;
 };
 
 // The key blocks one query tile walks: the window's run [begin, end) (a modifier that reads no tensor
@@ -151,13 +152,19 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   attention_fwd_ws<Config>(tma_q, tma_k, tma_v, q, k, o, lse, static_cast<int>(k.shape[2] - q.shape[2]));
 }
 
-template <class Config>
-__device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
-                                                 const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
-                                                 const TensorArg& o, const TensorArg& lse, int key_offset,
-                                                 const MaskEnv& mask_env, const TensorArg* mask_blocks,
-                                                 const MaskEnv& score_env) {
+namespace detail {
+
+// The body over dense [B, H, S, D] tensors (kPacked false: the tiles of for_each_query_tile) or over packed
+// sequences (kPacked: the one tile `packed` found, varlen.cuh; q, k, o [T, H, D], lse [H, T]).
+template <class Config, bool kPacked>
+__device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                      const TmaDescriptor& tma_v, const TensorArg& q,
+                                                      const TensorArg& k, const TensorArg& o, const TensorArg& lse,
+                                                      int key_offset, const MaskEnv& mask_env,
+                                                      const TensorArg* mask_blocks, const MaskEnv& score_env,
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionFwdWsPlan<Config>;
+  static_assert(!(kPacked && P::kPersistent), "ws forward: packed sequences take one tile a block");
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
   using QTile = typename P::QTile;
@@ -176,10 +183,27 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
-  const int heads = static_cast<int>(q.shape[1]), batches = static_cast<int>(q.shape[0]);
-  const int row_blocks = (Sq + kBlockM - 1) / kBlockM;
-  const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
+  // Dense: every tile's sequence is [0, Sq) x [0, Sk) of its batch; packed: the tile's own.
+  const int dense_sq = static_cast<int>(q.shape[kPacked ? 0 : 2]), dense_sk = static_cast<int>(k.shape[kPacked ? 0 : 2]);
+  const int heads = static_cast<int>(q.shape[1]), batches = kPacked ? 1 : static_cast<int>(q.shape[0]);
+  const int row_blocks = (dense_sq + kBlockM - 1) / kBlockM;
+  auto span_of = [&](const QueryTile&) -> SequenceSpan {
+    if constexpr (kPacked) return packed.span;
+    else return SequenceSpan{0, dense_sq, 0, dense_sk};
+  };
+  // The tile's key position of query row 0, clamped: packed sequences align their bottom-right corners.
+  auto offset_of = [&](const SequenceSpan& span) {
+    return Mask::clamp_offset(kPacked ? span.k_len - span.q_len : key_offset, span.q_len, span.k_len);
+  };
+  auto each_tile = [&](auto&& f) {
+    if constexpr (kPacked) f(0, packed.tile);
+    else for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, f);
+  };
+  // Rows row.. of one head of a tile's batch (packed: rows of the packed tensor).
+  auto load_rows = [&](auto dst, const TmaDescriptor* map, unsigned b, int row, int head, int batch) {
+    if constexpr (kPacked) tma_load_packed_panels(dst, map, b, row, head);
+    else tma_load_panels(dst, map, b, row, head, batch);
+  };
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
   // What the modifier sees in a tile: its batch, query head and tensors.
@@ -192,7 +216,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   // The key blocks of the query rows from q0 (the same for every warpgroup).
   using KeyWalk =
       typename Select<P::kMaskTable, MaskBlockWalk<kBlockM / kMaskBlock, kBlockN / kMaskBlock>, WindowBlocks>::type;
-  auto key_walk = [&](const QueryTile& tile, int q0, const MaskEnv& env) -> KeyWalk {
+  auto key_walk = [&](const QueryTile& tile, int q0, const MaskEnv& env, int Sk, int offset) -> KeyWalk {
     if constexpr (P::kMaskTable) {
       using W = typename P::WindowMask;
       return KeyWalk(*mask_blocks, mask_block_slice(*mask_blocks, tile.batch, tile.head), q0,
@@ -232,9 +256,10 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       tma_prefetch_descriptor(&tma_k);
       tma_prefetch_descriptor(&tma_v);
       Ring ring;  // the next key block's slot
-      for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
+      each_tile([&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
-        const KeyWalk keys = key_walk(tile, q0, tile_env(tile));
+        const SequenceSpan span = span_of(tile);
+        const KeyWalk keys = key_walk(tile, q0, tile_env(tile), span.k_len, offset_of(span));
         const int n_first = keys.next(keys.begin);
         const bool no_keys = n_first >= keys.end;
         // Q of tile j goes where tile j-1's epilogue stages O: wait for its consumers to leave. A tile without
@@ -246,18 +271,18 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
             return;
           }
           mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
-          tma_load_panels(Qs, &tma_q, bar(kBarQ), q0, tile.head, tile.batch);
+          load_rows(Qs, &tma_q, bar(kBarQ), span.q_start + q0, tile.head, tile.batch);
         };
         if (no_keys) load_q();
         for (int n = n_first, it = 0; n < keys.end; ++it, ring.advance(), n = keys.next(n + 1)) {
-          const int s = ring.stage, row = n * kBlockN;
+          const int s = ring.stage, row = span.k_start + n * kBlockN;
           mbarrier_wait(bar(kBarKEmpty + s), ring.phase ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
-          tma_load_panels(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
+          load_rows(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
           if (it == 0) load_q();  // after K_0, which may land under the previous tile's epilogue
           mbarrier_wait(bar(kBarVEmpty + s), ring.phase ^ 1);
           mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
-          tma_load_panels(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
+          load_rows(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
         }
       });
     }
@@ -295,13 +320,15 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
   Ring ring;  // the next key block's slot
-  for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, [&](int j, QueryTile tile) {
+  each_tile([&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
+    const SequenceSpan span = span_of(tile);
+    const int Sq = span.q_len, Sk = span.k_len, offset = offset_of(span);
     const MaskEnv env = tile_env(tile);
     MaskEnv tile_score_env = score_env;
     tile_score_env.batch = tile.batch;
     tile_score_env.head = tile.head;
-    const KeyWalk keys = key_walk(tile, q0, env);
+    const KeyWalk keys = key_walk(tile, q0, env, Sk, offset);
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
@@ -378,6 +405,16 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
       // ---- last P V ----
       rescale(acc_o, corr);
       mbarrier_wait(bar(kBarVFull + cur.stage), cur.phase);
+      if constexpr (kPacked) {
+        // Rows past a packed sequence hold the next one's values or whatever follows the last (P is 0 there, but
+        // 0 x NaN is NaN): the consumers clear them (the last block is the only one that reaches past Sk), order
+        // the writes before the tensor cores' reads and meet.
+        if ((n + 1) * kBlockN > Sk) {
+          zero_rows_from<kWarps * 32>(v_tile(cur.stage), Sk - n * kBlockN, static_cast<int>(threadIdx.x));
+          fence_async_shared();
+          named_barrier_sync(P::kBarVTail, kWarps * 32);
+        }
+      }
       issue_pv(cur.stage);
       wgmma_wait<0>();
       release(kBarVEmpty + cur.stage);
@@ -388,13 +425,22 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     // =============================== epilogue ==============================
     // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
     normalize(acc_o, row_l);
-    store_rows(vector_at<float>(lse, tile.batch, tile.head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
+    GlobalVector<float> lse_rows;
+    GlobalMatrix<Elem> o_rows;
+    if constexpr (kPacked) {
+      lse_rows = packed_row_stats(lse, span, tile.head);
+      o_rows = packed_rows<Elem>(o, span, tile.head);
+    } else {
+      lse_rows = vector_at<float>(lse, tile.batch, tile.head);
+      o_rows = matrix_at<Elem>(o, tile.batch, tile.head);
+    }
+    store_rows(lse_rows, q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
     RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
     convert(o_out, acc_o);
     // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup
     // reads only its own rows); rows >= Sq and padded columns are not stored.
     store_warpgroup_rows<P::kValueCols>(OTile{reinterpret_cast<Elem*>(smem + kSmemQ)}, o_out,
-                                        matrix_at<Elem>(o, tile.batch, tile.head), q0, Sq, warpgroup,
+                                        o_rows, q0, Sq, warpgroup,
                                         kBarEpilogue + warpgroup);
     // The next tile's Q (the TMA unit: the async proxy) or its staging may overwrite these rows: every thread
     // orders its reads before the async proxy's writes, then the warpgroup meets (the next tile's fragment writes of
@@ -403,6 +449,35 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
     named_barrier_sync(kBarEpilogue + warpgroup, 128);
     release(kBarQEmpty);
   });
+}
+
+}  // namespace detail
+
+template <class Config>
+__device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                 const TmaDescriptor& tma_v, const TensorArg& q, const TensorArg& k,
+                                                 const TensorArg& o, const TensorArg& lse, int key_offset,
+                                                 const MaskEnv& mask_env, const TensorArg* mask_blocks,
+                                                 const MaskEnv& score_env) {
+  detail::attention_fwd_ws_body<Config, false>(tma_q, tma_k, tma_v, q, k, o, lse, key_offset, mask_env, mask_blocks,
+                                               score_env, PackedQueryTiles());
+}
+
+// Packed variable-length sequences (varlen.cuh): q [Tq, Hq, D], k [Tk, Hkv, D] (their 3-D maps; v's too),
+// o [Tq, Hq, Dv], lse [Hq, Tq] f32, cu_q / cu_k [B + 1] int32, status: attention_varlen_check's verdict (nothing
+// is written when it is set). Launch: grid (packed_tile_bound(Tq, B, kBlockM), Hq, 1); the plan's threads and
+// shared memory as the dense form (kPersistent false).
+template <class Config>
+__device__ __forceinline__ void attention_fwd_ws_varlen(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                        const TmaDescriptor& tma_v, const TensorArg& q,
+                                                        const TensorArg& k, const TensorArg& o, const TensorArg& lse,
+                                                        const TensorArg& cu_q, const TensorArg& cu_k,
+                                                        const int* status) {
+  const PackedQueryTiles packed = PackedQueryTiles::find<AttentionFwdWsPlan<Config>::kLongestFirst>(
+      cu_q, cu_k, AttentionFwdWsPlan<Config>::kBlockM, status);
+  if (!packed.valid()) return;  // past the last tile, or the offsets failed their check
+  detail::attention_fwd_ws_body<Config, true>(tma_q, tma_k, tma_v, q, k, o, lse, 0, MaskEnv(), nullptr, MaskEnv(),
+                                              packed);
 }
 
 }  // namespace device

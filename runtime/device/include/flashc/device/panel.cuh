@@ -33,6 +33,18 @@ struct SmemPanelTile {
   __device__ __forceinline__ unsigned base() const { return smem_u32(data); }
 };
 
+// Zeroes rows row0 .. Rows - 1 of a panel tile (whole 128-byte rows: the swizzle stays inside a row), kThreads
+// threads from `thread` 0.. sharing the work; the caller orders the writes (fence, barrier).
+template <int kThreads, class T, int Rows, int Cols>
+__device__ __forceinline__ void zero_rows_from(SmemPanelTile<T, Rows, Cols> t, int row0, int thread) {
+  using Tile = SmemPanelTile<T, Rows, Cols>;
+  constexpr int kChunksPerRow = Cols / 8;
+  unsigned char* bytes = reinterpret_cast<unsigned char*>(t.data);
+  for (int i = thread; i < (Rows - row0) * kChunksPerRow; i += kThreads)
+    *reinterpret_cast<uint4*>(bytes + Tile::chunk_offset(row0 + i / kChunksPerRow, i % kChunksPerRow)) =
+        make_uint4(0u, 0u, 0u, 0u);
+}
+
 // tile op `load` (global -> shared) into a panel tile; semantics as load_tile_async.
 template <int kThreads, bool kExact = false, class T, int Rows, int Cols>
 __device__ __forceinline__ void load_tile_async(SmemPanelTile<T, Rows, Cols> dst, const GlobalMatrix<T>& src, int row0) {
