@@ -21,10 +21,15 @@ static int make_packed_map(CUtensorMap* map, const flashc::TensorArg& t, unsigne
   return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
 }
 
-// q [Tq, Hq, D], k / v [Tk, Hkv, D], o [Tq, Hq, D], lse [Hq, Tq], cu_q / cu_k [B + 1] int32, status [4] int32.
+// q [Tq, Hq, D], k / v [Tk, Hkv, D], o [Tq, Hq, D], lse [Hq, Tq], cu_q / cu_k [B + 1] int32, tile_map int2
+// [flashc_lab_varlen_tiles(Tq, B)], status [4] int32 (zeroed). plan = 0 reuses the last call's map.
+extern "C" long long flashc_lab_varlen_tiles(long long rows_q, long long sequences) {
+  return flashc::device::packed_tile_bound(rows_q, sequences, fwd_config::kBlockM);
+}
+
 extern "C" int flashc_lab_varlen(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg v, flashc::TensorArg o,
                                  flashc::TensorArg lse, flashc::TensorArg cu_q, flashc::TensorArg cu_k,
-                                 flashc::TensorArg status, int check, cudaStream_t stream) {
+                                 flashc::TensorArg tile_map, flashc::TensorArg status, int plan, cudaStream_t stream) {
   using namespace fwd_config;
   if (kPersistent) return -4;
   if (q.shape[1] != kHeadsQ || k.shape[1] != kHeadsKV || q.shape[2] != kHeadDim || k.shape[2] != kHeadDim) return -1;
@@ -35,8 +40,9 @@ extern "C" int flashc_lab_varlen(flashc::TensorArg q, flashc::TensorArg k, flash
     if (e != cudaSuccess) return e;
     configured = true;
   }
-  if (check) flashc_attention_varlen_check<<<1, 256, 0, stream>>>(cu_q, cu_k, q, k, status);
   const long long tiles = flashc::device::packed_tile_bound(q.shape[0], cu_q.shape[0] - 1, kBlockM);
+  if (tile_map.shape[0] != tiles) return -5;
+  if (plan) flashc_attention_varlen_plan<<<1, 1024, 0, stream>>>(cu_q, cu_k, q, k, tile_map, status);
   if (tiles == 0) return cudaGetLastError();
   CUtensorMap tq, tk, tv;
   if (int e = make_packed_map(&tq, q, kBlockM)) return e;
@@ -45,6 +51,6 @@ extern "C" int flashc_lab_varlen(flashc::TensorArg q, flashc::TensorArg k, flash
   dim3 grid(static_cast<unsigned>(tiles), kHeadsQ, 1);
   flashc_attention_fwd_varlen<<<grid, kThreads, kSmemBytes, stream>>>(
       *reinterpret_cast<const flashc::TmaDescriptor*>(&tq), *reinterpret_cast<const flashc::TmaDescriptor*>(&tk),
-      *reinterpret_cast<const flashc::TmaDescriptor*>(&tv), q, k, o, lse, cu_q, cu_k, status);
+      *reinterpret_cast<const flashc::TmaDescriptor*>(&tv), q, k, o, lse, cu_q, cu_k, tile_map, status);
   return cudaGetLastError();
 }

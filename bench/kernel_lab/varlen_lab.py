@@ -53,16 +53,24 @@ def build(name, cfg, build_dir):
 class Varlen:
     def __init__(self, so):
         self.lib = ctypes.CDLL(so)
-        self.lib.flashc_lab_varlen.argtypes = [TensorArg] * 8 + [ctypes.c_int, ctypes.c_void_p]
+        self.lib.flashc_lab_varlen.argtypes = [TensorArg] * 9 + [ctypes.c_int, ctypes.c_void_p]
+        self.lib.flashc_lab_varlen_tiles.argtypes = [ctypes.c_longlong, ctypes.c_longlong]
+        self.lib.flashc_lab_varlen_tiles.restype = ctypes.c_longlong
+        self.maps = {}
         self.lib.flashc_lab_varlen.restype = ctypes.c_int
         self.lib.flashc_lab_fwd.argtypes = [TensorArg] * 5 + [ctypes.c_void_p]
         self.lib.flashc_lab_fwd.restype = ctypes.c_int
 
     def __call__(self, q, k, v, o, lse, cu_q, cu_k, status, check=True):
+        """check: run the plan (offsets checked, tile map written) first; False reuses the last map of this size."""
+        tiles = self.lib.flashc_lab_varlen_tiles(q.shape[0], cu_q.shape[0] - 1)
+        if tiles not in self.maps:
+            self.maps[tiles] = torch.empty(max(tiles, 1), 2, device="cuda", dtype=torch.int32)
+        tile_map = self.maps[tiles][:tiles]
         if check:
             status.zero_()
-        rc = self.lib.flashc_lab_varlen(*[tensor_arg(x) for x in (q, k, v, o, lse, cu_q, cu_k, status)], int(check),
-                                        ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        rc = self.lib.flashc_lab_varlen(*[tensor_arg(x) for x in (q, k, v, o, lse, cu_q, cu_k, tile_map, status)],
+                                        int(check), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if rc != 0:
             raise RuntimeError(f"varlen launch failed: rc={rc}")
 
@@ -190,7 +198,8 @@ def bench(kerns, log):
         while sum(mixed) < total:
             mixed.append(min(random.choice([137, 512, 1000, 2048, 3100, 4096, 777, 64]), total - sum(mixed)))
         for label, lens in (("equal 1k", [1024] * 16), ("equal 2k", [2048] * 8), ("equal 4k", [4096] * 4),
-                            ("equal 8k", [8192] * 2), ("mixed", mixed)):
+                            ("equal 8k", [8192] * 2), ("mixed", mixed), ("equal 128", [128] * 128),
+                            ("equal 16", [16] * 1024)):
             q = torch.randn(total, hq, d, device="cuda", dtype=dtype)
             k = torch.randn(total, hkv, d, device="cuda", dtype=dtype)
             v = torch.randn(total, hkv, d, device="cuda", dtype=dtype)

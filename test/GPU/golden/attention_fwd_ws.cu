@@ -94,15 +94,16 @@ FLASHC_KERNEL_NAME(const __grid_constant__ flashc::TmaDescriptor tma_q, const __
   flashc::device::attention_fwd_ws<fwd_config::Config>(tma_q, tma_k, tma_v, q, k, o, lse);
 }
 
-// Packed variable-length sequences (varlen.cuh), the same Config (kPersistent 0): the offsets' check, one block of
-// any width, then the forward on grid (packed_tile_bound(Tq, B, kBlockM), kHeadsQ, 1). tma_q / tma_k / tma_v: 3-D
-// maps (D, H, T) of the packed q [Tq, Hq, D], k and v [Tk, Hkv, D], box (64, 1, kBlockM or kBlockN), 128B swizzle;
-// o [Tq, Hq, D], lse [Hq, Tq] f32, cu_q / cu_k [B + 1] int32, status int32 [4] (zeroed).
-extern "C" __global__ void flashc_attention_varlen_check(flashc::TensorArg cu_q, flashc::TensorArg cu_k,
-                                                         flashc::TensorArg q, flashc::TensorArg k,
-                                                         flashc::TensorArg status) {
-  flashc::device::attention_varlen_check(cu_q, cu_k, static_cast<int>(q.shape[0]), static_cast<int>(k.shape[0]),
-                                         static_cast<int*>(status.data));
+// Packed variable-length sequences (varlen.cuh), the same Config (kPersistent 0): the plan (offsets checked, the tile
+// map written), one block of up to 1024 threads, then the forward on grid (packed_tile_bound(Tq, B, kBlockM),
+// kHeadsQ, 1). tma_q / tma_k / tma_v: 3-D maps (D, H, T) of the packed q [Tq, Hq, D], k and v [Tk, Hkv, D], box
+// (64, 1, kBlockM or kBlockN), 128B swizzle; o [Tq, Hq, D], lse [Hq, Tq] f32, cu_q / cu_k [B + 1] int32, tile_map
+// int2 [packed_tile_bound(Tq, B, kBlockM)], status int32 [4] (zeroed).
+extern "C" __global__ void flashc_attention_varlen_plan(flashc::TensorArg cu_q, flashc::TensorArg cu_k,
+                                                        flashc::TensorArg q, flashc::TensorArg k,
+                                                        flashc::TensorArg tile_map, flashc::TensorArg status) {
+  flashc::device::attention_varlen_plan(cu_q, cu_k, static_cast<int>(q.shape[0]), static_cast<int>(k.shape[0]),
+                                        fwd_config::kBlockM, tile_map, static_cast<int*>(status.data));
 }
 
 extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, 1)
@@ -110,8 +111,8 @@ flashc_attention_fwd_varlen(const __grid_constant__ flashc::TmaDescriptor tma_q,
                             const __grid_constant__ flashc::TmaDescriptor tma_k,
                             const __grid_constant__ flashc::TmaDescriptor tma_v, flashc::TensorArg q,
                             flashc::TensorArg k, flashc::TensorArg o, flashc::TensorArg lse, flashc::TensorArg cu_q,
-                            flashc::TensorArg cu_k, flashc::TensorArg status) {
+                            flashc::TensorArg cu_k, flashc::TensorArg tile_map, flashc::TensorArg status) {
   if constexpr (!fwd_config::kPersistent)
     flashc::device::attention_fwd_ws_varlen<fwd_config::Config>(tma_q, tma_k, tma_v, q, k, o, lse, cu_q, cu_k,
-                                                                static_cast<const int*>(status.data));
+                                                                tile_map, static_cast<const int*>(status.data));
 }

@@ -2,17 +2,17 @@
 // q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk, Hkv, Dv], o [Tq, Hq, Dv], lse [Hq, Tq]; sequence b's queries are rows
 // cu_q[b] .. cu_q[b + 1] - 1 and its keys rows cu_k[b] .. cu_k[b + 1] - 1 (int32 offsets [B + 1]). Masks align each
 // sequence's bottom-right corner (causal: query i sees keys j <= i + Lk - Lq).
-//   * attention_varlen_check: one block reads both offset lists before anything else runs: the first offset
-//     not negative, none below the one before it, none past the packed tensor's rows. A bad entry goes to the
-//     int32 status [code, index, tensor (0: cu_q, 1: cu_k), value]; the kernels after it read the code and write
-//     nothing.
-//   * PackedQueryTiles: no work on padding. The grid's x walks the query tiles of all sequences back to back
-//     (an upper bound: (Tq + B (M - 1)) / M of them); a block finds its sequence by a warp's prefix sum over
-//     the sequences' tile counts (one pass of 32 sequences a step), then its tile within the sequence (the
-//     last one first under a causal mask: it sees the most keys). Blocks past the last tile leave at once.
+//   * attention_varlen_plan: one block reads both offset lists before anything else runs (the first offset not
+//     negative, none below the one before it, none past the packed tensor's rows; a bad entry goes to the int32
+//     status [code, index, tensor (0: cu_q, 1: cu_k), value] and the kernels after it write nothing) and writes
+//     the tile map: entry t of the grid's x names the sequence of query tile t and that sequence's first tile
+//     (int2), -1 past the last tile. No work on padding: the grid walks the tiles of all sequences back to back,
+//     packed_tile_bound(Tq, B, M) of them at most; a block's lookup is one load, whatever B.
+//   * PackedQueryTiles: a block's tile from the map (the last tile of its sequence first under a causal mask:
+//     it sees the most keys). Blocks past the last tile leave at once.
 //   * TMA: q, k, v are 3-D maps (D, H, T) of the packed tensors, box (64, 1, rows): a tile's rows start at
 //     the sequence's first row; rows past the sequence belong to the next one (masked: keys by the
-//     sequence's length, queries never stored), rows past T are zero-filled.
+//     sequence's length, queries never stored; V's cleared, attention_fwd_ws.cuh), rows past T are zero-filled.
 #pragma once
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tile_schedule.cuh"
@@ -22,7 +22,7 @@
 namespace flashc {
 namespace device {
 
-// The verdict of attention_varlen_check (int32 status[4]): code, index, tensor (0: cu_q, 1: cu_k), value.
+// The verdict of attention_varlen_plan (int32 status[4]): code, index, tensor (0: cu_q, 1: cu_k), value.
 // (Decode's table check uses codes 1-3: one runtime reads both.)
 enum VarlenStatus : int {
   kVarlenOk = 0,
@@ -31,13 +31,25 @@ enum VarlenStatus : int {
   kVarlenFirstNegative = 6,    // cu[0] < 0
 };
 
-// One block (any width) checks cu_q [B + 1] against rows_q and cu_k against rows_k.
-__device__ __forceinline__ void attention_varlen_check(const TensorArg& cu_q, const TensorArg& cu_k, int rows_q,
-                                                       int rows_k, int* status) {
+// A grid upper bound on the query tiles of every sequence: sum_b ceil(L_b / M) <= (T + B (M - 1)) / M.
+__host__ __device__ constexpr long long packed_tile_bound(long long rows, long long sequences, int block_m) {
+  return (rows + sequences * (block_m - 1)) / block_m;
+}
+
+// One block (blockDim.x a multiple of 32, up to 1024): checks cu_q [B + 1] against rows_q and cu_k against rows_k,
+// then (offsets good) writes tile_map [packed_tile_bound(rows_q, B, block_m)] for tiles of block_m query rows.
+__device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, const TensorArg& cu_k, int rows_q,
+                                                      int rows_k, int block_m, const TensorArg& tile_map,
+                                                      int* status) {
+  __shared__ int warp_sums[32];
+  __shared__ int bad;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
   auto check = [&](const TensorArg& cu, int rows, int tensor) {
     const int* offsets = static_cast<const int*>(cu.data);
     const int n = static_cast<int>(cu.shape[0]);
     auto report = [&](int code, int index, int value) {
+      bad = 1;
       if (atomicCAS(status, 0, code) == 0) {
         status[1] = index;
         status[2] = tensor;
@@ -53,11 +65,38 @@ __device__ __forceinline__ void attention_varlen_check(const TensorArg& cu_q, co
   };
   check(cu_q, rows_q, 0);
   check(cu_k, rows_k, 1);
-}
-
-// A grid upper bound on the query tiles of every sequence: sum_b ceil(L_b / M) <= (T + B (M - 1)) / M.
-__host__ __device__ constexpr long long packed_tile_bound(long long rows, long long sequences, int block_m) {
-  return (rows + sequences * (block_m - 1)) / block_m;
+  __syncthreads();
+  if (bad) return;
+  // Tiles of each sequence, a block-wide prefix sum a pass of blockDim.x sequences, each thread writing its
+  // sequence's entries.
+  const int* cq = static_cast<const int*>(cu_q.data);
+  const long long sq = cu_q.stride[0];
+  int2* map = static_cast<int2*>(tile_map.data);
+  const int sequences = static_cast<int>(cu_q.shape[0]) - 1, entries = static_cast<int>(tile_map.shape[0]);
+  const int lane = lane_id(), warp = warp_id(), warps = static_cast<int>(blockDim.x) / 32;
+  int before = 0;
+  for (int b0 = 0; b0 < sequences; b0 += blockDim.x) {
+    const int b = b0 + static_cast<int>(threadIdx.x);
+    const int tiles = b < sequences ? (cq[(b + 1) * sq] - cq[b * sq] + block_m - 1) / block_m : 0;
+    int upto = tiles;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int x = __shfl_up_sync(0xffffffffu, upto, d);
+      if (lane >= d) upto += x;
+    }
+    if (lane == 31) warp_sums[warp] = upto;
+    __syncthreads();
+    int warp_base = 0, pass = 0;
+    for (int w = 0; w < warps; ++w) {
+      if (w < warp) warp_base += warp_sums[w];
+      pass += warp_sums[w];
+    }
+    const int first = before + warp_base + upto - tiles;
+    for (int i = 0; i < tiles && first + i < entries; ++i) map[first + i] = make_int2(b, first);
+    before += pass;
+    __syncthreads();  // warp_sums is rewritten by the next pass
+  }
+  for (int t = before + static_cast<int>(threadIdx.x); t < entries; t += blockDim.x) map[t] = make_int2(-1, 0);
 }
 
 // One sequence's rows as a kernel sees them: its first query and key rows in the packed tensors and its lengths.
@@ -65,51 +104,30 @@ struct SequenceSpan {
   int q_start, q_len, k_start, k_len;
 };
 
-// The query tile of this block over packed sequences: every thread of the block calls it (each warp scans on its
-// own, so nothing is shared); valid() is false for a block past the last tile or after a failed check.
+// The query tile of this block over packed sequences, from the plan's tile map; valid() is false for a block past
+// the last tile or after a failed check.
 struct PackedQueryTiles {
   QueryTile tile;
   SequenceSpan span;
   __device__ __forceinline__ bool valid() const { return tile.batch >= 0; }
 
   template <bool kLongestFirst>
-  __device__ __forceinline__ static PackedQueryTiles find(const TensorArg& cu_q, const TensorArg& cu_k, int block_m,
-                                                          const int* status) {
+  __device__ __forceinline__ static PackedQueryTiles find(const TensorArg& cu_q, const TensorArg& cu_k,
+                                                          const TensorArg& tile_map, int block_m, const int* status) {
     PackedQueryTiles r;
-    r.tile = QueryTile{0, static_cast<int>(blockIdx.y), -1};
     r.span = SequenceSpan{0, 0, 0, 0};
-    if (status != nullptr && *status != kVarlenOk) return r;
+    const int t = static_cast<int>(blockIdx.x);
+    const int2 entry = t < tile_map.shape[0] ? static_cast<const int2*>(tile_map.data)[t] : make_int2(-1, 0);
+    r.tile = QueryTile{0, static_cast<int>(blockIdx.y), -1};
+    if (entry.x < 0 || (status != nullptr && *status != kVarlenOk)) return r;
+    const int seq = entry.x;
     const int* cq = static_cast<const int*>(cu_q.data);
-    const long long sq = cu_q.stride[0];
-    const int sequences = static_cast<int>(cu_q.shape[0]) - 1;
-    const int t = static_cast<int>(blockIdx.x), lane = lane_id();
-    int before = 0;  // tiles of the sequences before this pass
-    for (int b0 = 0; b0 < sequences; b0 += 32) {
-      const int b = b0 + lane;
-      const int len = b < sequences ? cq[(b + 1) * sq] - cq[b * sq] : 0;
-      const int tiles = len > 0 ? (len + block_m - 1) / block_m : 0;
-      int upto = tiles;  // inclusive prefix sum over the lanes
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const int x = __shfl_up_sync(0xffffffffu, upto, d);
-        if (lane >= d) upto += x;
-      }
-      const int pass = __shfl_sync(0xffffffffu, upto, 31);
-      if (t < before + pass) {
-        const unsigned ahead = __ballot_sync(0xffffffffu, before + upto > t);
-        const int owner = __ffs(ahead) - 1;
-        const int first = before + __shfl_sync(0xffffffffu, upto - tiles, owner);
-        const int count = __shfl_sync(0xffffffffu, tiles, owner);
-        const int seq = b0 + owner, i = t - first;
-        const int* ck = static_cast<const int*>(cu_k.data);
-        const long long sk = cu_k.stride[0];
-        r.tile = QueryTile{kLongestFirst ? count - 1 - i : i, static_cast<int>(blockIdx.y), seq};
-        r.span = SequenceSpan{cq[seq * sq], cq[(seq + 1) * sq] - cq[seq * sq], ck[seq * sk],
-                              ck[(seq + 1) * sk] - ck[seq * sk]};
-        return r;
-      }
-      before += pass;
-    }
+    const int* ck = static_cast<const int*>(cu_k.data);
+    const int q0 = cq[seq * cu_q.stride[0]], q1 = cq[(seq + 1) * cu_q.stride[0]];
+    const int k0 = ck[seq * cu_k.stride[0]], k1 = ck[(seq + 1) * cu_k.stride[0]];
+    const int i = t - entry.y, count = (q1 - q0 + block_m - 1) / block_m;
+    r.tile = QueryTile{kLongestFirst ? count - 1 - i : i, static_cast<int>(blockIdx.y), seq};
+    r.span = SequenceSpan{q0, q1 - q0, k0, k1 - k0};
     return r;
   }
 };
