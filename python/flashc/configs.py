@@ -10,7 +10,7 @@ and a one-line text form for the command line:
 import dataclasses
 
 from .errors import InvalidArgumentError
-from .spec import AttentionConfig, DecodeConfig, FfnConfig, format_f32
+from .spec import AttentionConfig, DecodeConfig, FfnConfig, VarlenConfig, format_f32
 
 # Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
@@ -265,8 +265,19 @@ TEST_DECODE = (DecodeConfig("bf16", 32, 8, 128, page_size=64), DecodeConfig("bf1
                DecodeConfig("f16", 6, 1, 128, value_head_dim=64, queries=3, causal=False),
                DecodeConfig("bf16", 16, 2, 256, queries=16, page_size=256))
 
+# Packed variable-length sequences (flashc.torch.varlen_attention, python/tests/test_gpu_varlen.py): Llama's heads
+# causal and not; GQA 2 with a window and a softcap in f16 at D = 64 (three consumer warpgroups); D = 256 causal.
+TEST_VARLEN = (VarlenConfig("bf16", 32, 8, 128, causal=True), VarlenConfig("bf16", 16, 16, 128),
+               VarlenConfig("f16", 4, 2, 64, window=37, softcap=30.0),
+               VarlenConfig("bf16", 4, 4, 256, causal=True))
+
+# bench/bench_varlen.py: packed sequences at the attention benchmark's heads (H*D = 2048), causal and not, beside the
+# dense forward's bundles (BENCH_ATTENTION) it is compared with.
+BENCH_VARLEN = tuple(VarlenConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
+
 SETS = {
     "bench": BENCH_ATTENTION + BENCH_FFN,
+    "bench-varlen": BENCH_VARLEN + BENCH_ATTENTION,
     "bench-attention": BENCH_ATTENTION,
     "bench-attention-rows": BENCH_ATTENTION_ROWS,
     "bench-attention-transposed": BENCH_ATTENTION_TRANSPOSED,
@@ -276,9 +287,10 @@ SETS = {
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
               + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD
-              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE),
+              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE + TEST_VARLEN),
     "tests-attention": TEST_ATTENTION,
     "tests-decode": TEST_DECODE,
+    "tests-varlen": TEST_VARLEN,
     "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
     "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
     "tests-score-mod": TEST_ATTENTION_SCORE_MOD,
@@ -330,9 +342,9 @@ def _float(key, text):
 def parse_config(text):
     """An AttentionConfig, FfnConfig or DecodeConfig from its one-line text form."""
     kind, sep, body = text.partition(":")
-    if not sep or kind not in ("attention", "ffn", "decode"):
-        raise InvalidArgumentError("config %r: expected 'attention:key=value,...', 'ffn:key=value,...' or "
-                                   "'decode:key=value,...'" % text)
+    if not sep or kind not in ("attention", "ffn", "decode", "varlen"):
+        raise InvalidArgumentError("config %r: expected 'attention:key=value,...', 'ffn:key=value,...', "
+                                   "'decode:key=value,...' or 'varlen:key=value,...'" % text)
     fields = {}
     for item in filter(None, body.split(",")):
         key, eq, value = item.partition("=")
@@ -343,6 +355,8 @@ def parse_config(text):
                              "scale", "backward", "key_offset", "mask_mod", "score_mod"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"},
                "decode": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "queries", "page_size", "causal",
+                          "scale"},
+               "varlen": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
                           "scale"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -362,6 +376,23 @@ def parse_config(text):
                 queries=_int("queries", fields.get("queries", "1")),
                 page_size=_int("page_size", fields.get("page_size", "0")),
                 causal=_bool("causal", fields.get("causal", "1")),
+                scale=_float("scale", fields["scale"]) if "scale" in fields else None)
+        if kind == "varlen":
+            for required in ("heads", "head_dim"):
+                if required not in fields:
+                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+            heads = _int("heads", fields["heads"])
+            window = None
+            if "window" in fields:
+                left, colon, right = fields["window"].partition(":")
+                window = (_int("window", left), _int("window", right)) if colon else _int("window", left)
+            return VarlenConfig(
+                dtype=fields.get("dtype", "bf16"), num_heads=heads,
+                num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
+                head_dim=_int("head_dim", fields["head_dim"]),
+                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
+                causal=_bool("causal", fields.get("causal", "0")), window=window,
+                softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None)
         if kind == "attention":
             for required in ("heads", "head_dim"):
@@ -406,6 +437,18 @@ def format_config(config):
         parts += ["queries=%d" % config.queries, "page_size=%d" % config.page_size, "causal=%d" % int(config.causal),
                   "scale=%s" % format_f32(config.scale)]
         return "decode:" + ",".join(parts)
+    if isinstance(config, VarlenConfig):
+        parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
+                 "head_dim=%d" % config.head_dim]
+        if config.value_head_dim != config.head_dim:
+            parts.append("value_head_dim=%d" % config.value_head_dim)
+        parts.append("causal=%d" % int(config.causal))
+        if config.window is not None:
+            parts.append("window=%d:%d" % config.window)
+        if config.softcap:
+            parts.append("softcap=%s" % format_f32(config.softcap))
+        parts.append("scale=%s" % format_f32(config.scale))
+        return "varlen:" + ",".join(parts)
     if isinstance(config, AttentionConfig):
         parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
                  "head_dim=%d" % config.head_dim]

@@ -7,6 +7,7 @@
                            (FlexAttention's names: a port changes the import)
     flashc.torch.ffn(x, w1, b1=None, w2=..., b2=None, activation="gelu_tanh", w_gate=None)
     flashc.torch.decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=True, scale=None)
+    flashc.torch.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, ..., causal=False, window_size=(-1, -1))
                            (flash-attn's flash_attn_with_kvcache layout; inference only)
 
 Each distinct configuration maps to one bundle (flashc.cache): found in
@@ -26,10 +27,10 @@ from . import cache, programs
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
-from .spec import DecodeConfig
+from .spec import DecodeConfig, VarlenConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
-__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention"]
+__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention", "varlen_attention"]
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
 
@@ -507,6 +508,59 @@ def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causa
     if paged:
         args["block_table"] = block_table
     _launch(cache.load_bundle(config), config.program, q.device, args)
+    return (out, lse) if return_lse else out
+
+
+def _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap, scale):
+    def need(cond, text):
+        if not cond:
+            raise InvalidArgumentError("varlen_attention: " + text)
+    for name, t in (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        need(isinstance(t, torch.Tensor), "%s must be a tensor, got %s" % (name, type(t).__name__))
+        need(t.is_cuda, "%s must be on a CUDA device, got %s" % (name, t.device))
+    need(q.dim() == 3 and k.dim() == 3 and v.dim() == 3,
+         "q, k and v must be packed [total tokens, heads, head_dim], got %s, %s and %s" % (
+             list(q.shape), list(k.shape), list(v.shape)))
+    need(q.dtype in _DECODE_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
+    need(k.dtype == q.dtype and v.dtype == q.dtype, "k and v must have q's dtype %s, got %s and %s" % (
+        q.dtype, k.dtype, v.dtype))
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        need(cu.dtype == torch.int32 and cu.dim() == 1 and cu.shape[0] >= 1,
+             "%s must be int32 [batch + 1], got %s %s" % (name, cu.dtype, list(cu.shape)))
+    need(cu_seqlens_q.shape[0] == cu_seqlens_k.shape[0], "cu_seqlens_q and cu_seqlens_k must have the same length "
+         "(batch + 1), got %d and %d" % (cu_seqlens_q.shape[0], cu_seqlens_k.shape[0]))
+    need(k.shape[:2] == v.shape[:2] and k.shape[2] == q.shape[2],
+         "k %s and v %s must agree with each other and with q's head_dim %d" % (list(k.shape), list(v.shape),
+                                                                              q.shape[2]))
+    need(q.shape[1] % k.shape[1] == 0, "q's heads (%d) must be a multiple of k's (%d)" % (q.shape[1], k.shape[1]))
+    return VarlenConfig(_DECODE_DTYPES[q.dtype], q.shape[1], k.shape[1], q.shape[2], value_head_dim=v.shape[2],
+                        causal=causal, window=window, softcap=softcap or None, scale=scale)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max_seqlen_k=None, causal=False,
+                     window_size=(-1, -1), softcap=0.0, scale=None, return_lse=False):
+    """Attention over packed variable-length sequences, shaped like flash-attn's flash_attn_varlen_func.
+
+    q [total_q, Hq, D], k / v [total_k, Hkv, D / Dv]; cu_seqlens_q / cu_seqlens_k int32 [batch + 1]: sequence b's
+    queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1, its keys rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1]
+    - 1. max_seqlen_q / max_seqlen_k are accepted for flash-attn's signature and not needed (the kernels walk each
+    sequence's own tiles). causal / window_size (left, right; -1 unbounded) align each sequence's bottom-right corner.
+    bfloat16 or float16, head dims multiples of 8 from 40 to 256, sm_90a. Returns out [total_q, Hq, Dv] (rows
+    outside every sequence are not written) and, with return_lse, lse [Hq, total_q] float32 (natural log).
+    Offsets that decrease, start below 0 or reach past the rows raise InvalidArgumentError naming the entry, and
+    nothing is written. Forward only: no gradient yet.
+    """
+    window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
+    key = _signature((q, k, v, cu_seqlens_q, cu_seqlens_k), ("varlen", causal, window, softcap, scale))
+    config = _memo_config(key, lambda: _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap,
+                                                      scale))
+    out = torch.empty(q.shape[0], q.shape[1], config.value_head_dim, dtype=q.dtype, device=q.device)
+    lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device)
+    if _poison_enabled():
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+    _launch(cache.load_bundle(config), config.program, q.device,
+            dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out, lse=lse))
     return (out, lse) if return_lse else out
 
 

@@ -780,7 +780,8 @@ Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments
 
 namespace {
 // The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
-// value), read after its kernels: an error in the caller's terms, or success.
+// value; varlen.cuh's VarlenStatus: code, index, tensor, value), read after its kernels: an error in the caller's
+// terms, or success.
 Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
                          const std::string &statusName) {
   int32_t st[4] = {0, 0, 0, 0};
@@ -816,6 +817,29 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
                      "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
                          " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
                          " uses that entry; nothing was written");
+  case 4:
+  case 5:
+  case 6: {
+    // A packed-sequences op's offsets (varlen.cuh's VarlenStatus): index, tensor (0: cu_seqlens_q, 1: cu_seqlens_k).
+    const std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
+    const bool keys = st[2] == 1;
+    const std::string cu = (keys ? "cu_seqlens_k" : "cu_seqlens_q") + suffix, index = std::to_string(st[1]);
+    const std::string entry = cu + "[" + index + "] = " + value;
+    if (st[0] == 4)
+      return makeError(ErrorCode::InvalidArgument, entry + " is below " + cu + "[" + std::to_string(st[1] - 1) +
+                                                       "]: offsets must not decrease (sequence " +
+                                                       std::to_string(st[1] - 1) +
+                                                       " would have a negative length); nothing was written");
+    if (st[0] == 5) {
+      const std::string tensor = (keys ? "k" : "q") + suffix;
+      std::string rows = "?";
+      if (auto t = args.tensors().find(tensor); t != args.tensors().end() && t->second.rank > 0)
+        rows = std::to_string(t->second.shape[0]);
+      return makeError(ErrorCode::InvalidArgument, entry + " is past the " + rows + " rows of " + tensor +
+                                                       "; nothing was written");
+    }
+    return makeError(ErrorCode::InvalidArgument, entry + " is negative; nothing was written");
+  }
   default:
     return makeError(ErrorCode::Internal, "unknown table-check code " +
                                               std::to_string(st[0]));

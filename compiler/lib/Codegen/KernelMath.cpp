@@ -169,6 +169,19 @@ std::string describeKernelMath(Attribute spec) {
     }
     return what + " (" + typeName(decode.getElementType()) + ", D = " + std::to_string(decode.getHeadDim()) + ")";
   }
+  if (auto varlen = llvm::dyn_cast_or_null<VarlenSpecAttr>(spec)) {
+    if (varlen.getRole() == KernelRole::VarlenPlan)
+      return "cu_seqlens_q / cu_seqlens_k checked (a bad entry -> status), the tile map of " +
+             std::to_string(varlen.getBlockM()) + "-row query tiles written";
+    std::string mask = varlen.getWindowLeft() < 0 && varlen.getWindowRight() < 0 ? ""
+                       : varlen.isCausal()                                       ? ", causal"
+                                                                                  : ", windowed";
+    return llvm::formatv("O = softmax(Q·Kᵀ·{0}{1}{2})·V of each packed sequence, one {3}-row tile ({4}, D = {5})",
+                         varlen.getScale().getValueAsDouble(), mask,
+                         varlen.getSoftcap().getValueAsDouble() > 0 ? ", soft-capped" : "", varlen.getBlockM(),
+                         typeName(varlen.getElementType()), varlen.getHeadDim())
+        .str();
+  }
   return "";
 }
 

@@ -4,6 +4,8 @@
 #include "MaskModEmitter.h"
 #include "Names.h"
 
+#include "flashc/Compiler/Target.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -11,7 +13,7 @@ using namespace mlir;
 namespace flashc {
 
 bool isLibraryKernel(tile::KernelOp kernel) {
-  if (llvm::isa_and_nonnull<tile::DecodeSpecAttr>(kernel.getSpecAttr()))
+  if (llvm::isa_and_nonnull<tile::DecodeSpecAttr, tile::VarlenSpecAttr>(kernel.getSpecAttr()))
     return true;
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return attention.classifiesMaskBlocks();
@@ -147,6 +149,85 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   }
 }
 
+/// A packed-sequences program's kernels (#tile.varlen): the plan (varlen.cuh: the offsets' check and the tile
+/// map) and the forward, the warp-specialised forward's body over one tile of the map (attention_fwd_ws_varlen;
+/// 3-D TMA maps of the packed q, k, v).
+FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec, ArrayRef<std::string> argNames,
+                               ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
+                               llvm::raw_ostream &out) {
+  WsKernel result;
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  auto params = [&](size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
+  };
+  if (spec.getRole() == tile::KernelRole::VarlenPlan) { // (cu_q, cu_k, q, k, tile_map, status)
+    result.threads = kernel.getWarps() * 32;
+    out << "// The offsets checked (a bad entry into status), then the forward's tile map.\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
+    params(cppNames.size());
+    out << ") {\n  flashc::device::attention_varlen_plan(" << cppNames[0] << ", " << cppNames[1]
+        << ", static_cast<int>(" << cppNames[2] << ".shape[0]), static_cast<int>(" << cppNames[3]
+        << ".shape[0]), " << spec.getBlockM() << ", " << cppNames[4] << ", static_cast<int*>(" << cppNames[5]
+        << ".data));\n}\n\n";
+    return result;
+  }
+  // (q, k, v, cu_q, cu_k, tile_map, status, out, lse)
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), blockM = kernel.getBlockM(), blockN = kernel.getBlockN();
+  int64_t stages = kernel.getStages(), consumers = blockM / 64;
+  if (blockM != spec.getBlockM() || kernel.getWarps() != 4 * consumers)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << ": block_m " << blockM << " on "
+                              << kernel.getWarps() << " warps is not the spec's " << spec.getBlockM()
+                              << " rows (64 a consumer warpgroup of 4 warps)",
+           failure();
+  result.threads = 128 * consumers + 128;
+  result.sharedBytes = wsForwardSharedBytes(d, dv, blockN, stages, 2, /*residentBarriers=*/2, blockM);
+  for (auto [arg, rows] : {std::pair<unsigned, int64_t>{0, blockM}, {1, blockN}, {2, blockN}}) {
+    rt::TensorMapParam map;
+    map.name = argNames[arg] + "_map";
+    map.tensor = argNames[arg];
+    map.box = {rows, 1, 64};  // [T, H, D]: rows of one head, a 64-column panel
+    map.swizzle = rt::TensorMapSwizzle::B128;
+    result.tensorMaps.push_back(map);
+  }
+  std::string ns = entry.str() + "_config";
+  bool causal = spec.isCausal();
+  out << "// Warp-specialised TMA forward over packed sequences: the device library's attention_fwd_ws_varlen;\n"
+      << "// " << 4 * consumers << " consumer warps + 1 producer warpgroup, one query tile of the plan's map a block.\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using Elem = flashc::device::" << (spec.getElementType().getValue().isBF16() ? "bf16" : "f16") << ";\n";
+  out << "  static constexpr int kHeadDim = " << wsForwardHeadTile(d) << ", kValueDim = " << wsForwardValueTile(dv)
+      << ", kValueCols = " << dv << ";\n";
+  out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ";\n";
+  out << "  static constexpr int kGroup = " << spec.getGroup() << ";  // query heads per KV head\n";
+  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft() << ", kWindowRight = " << spec.getWindowRight()
+      << ";  // each sequence's bottom-right corner\n";
+  out << "  static constexpr float kScale = " << llvm::formatv("{0:e9}", spec.getScale().getValueAsDouble()).str()
+      << "f, kSoftcap = " << llvm::formatv("{0:e9}", spec.getSoftcap().getValueAsDouble()).str() << "f;\n";
+  out << "  static constexpr int kProducerRegs = 24, kConsumerRegs = " << wsConsumerRegisters(consumers) << ";\n";
+  out << "  static constexpr bool kPingPong = true, kLongestFirst = " << (causal ? "true" : "false")
+      << ", kPersistent = false;\n";
+  out << "  static constexpr int kConsumerWarpgroups = " << consumers << ";  // 64 query rows each\n";
+  out << "};\n";
+  out << "using Plan = flashc::device::AttentionFwdWsPlan<Config>;\n";
+  out << "static_assert(Plan::kThreads == " << result.threads << " && Plan::kSmemBytes == " << result.sharedBytes
+      << ", \"the manifest's block size and shared memory\");\n";
+  out << "}  // namespace " << ns << "\n\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ", 1)\n" << entry << "(";
+  params(cppNames.size());
+  for (unsigned arg : {0u, 1u, 2u})
+    out << ", const __grid_constant__ flashc::TmaDescriptor " << cppNames[arg] << "_map";
+  out << ") {\n";
+  out << "  flashc::device::attention_fwd_ws_varlen<" << ns << "::Config>(" << cppNames[0] << "_map, " << cppNames[1]
+      << "_map, " << cppNames[2] << "_map, " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[7] << ", "
+      << cppNames[8] << ", " << cppNames[3] << ", " << cppNames[4] << ", " << cppNames[5]
+      << ", static_cast<const int*>(" << cppNames[6] << ".data));\n}\n\n";
+  return result;
+}
+
 } // namespace
 
 FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::string> argNames,
@@ -154,6 +235,8 @@ FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::strin
                                       llvm::raw_ostream &out) {
   if (auto decode = dyn_cast<tile::DecodeSpecAttr>(kernel.getSpecAttr()))
     return emitDecode(kernel, decode, argNames, cppNames, entry, specComment, out);
+  if (auto varlen = dyn_cast<tile::VarlenSpecAttr>(kernel.getSpecAttr()))
+    return emitVarlen(kernel, varlen, argNames, cppNames, entry, specComment, out);
   if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());

@@ -60,22 +60,39 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
-  int decodeOps = 0;
+  int decodeOps = 0, varlenOps = 0;
+  // The status workspace of a kernel (its last argument): the runtime reads it after the program.
+  auto addStatus = [&](const std::string &kernelName, unsigned index) {
+    std::string status;
+    for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>())
+      if (launch.getKernel() == kernelName && launch.getArgs().size() > index)
+        status = scope.infos.lookup(launch.getArgs()[index]).name;
+    program.meta["status"] += (program.meta["status"].empty() ? "" : ",") + status;
+  };
   for (const std::string &name : program.kernels) {
     auto kernel = module.lookupSymbol<tile::KernelOp>(name);
     if (!kernel)
       continue;
+    if (auto varlen = dyn_cast_or_null<tile::VarlenSpecAttr>(kernel.getSpecAttr())) {
+      if (varlen.getRole() != tile::KernelRole::VarlenPlan)
+        continue;
+      // A packed-sequences op (its plan kernel): bad offsets are an error naming the entry (`meta status`);
+      // flashc-run rebuilds the float64 reference from the rest (a program of one such op).
+      addStatus(name, 5);
+      ++varlenOps;
+      program.meta["scale"] = llvm::formatv("{0:e9}", varlen.getScale().getValueAsDouble()).str();
+      program.meta["softcap"] = llvm::formatv("{0:e9}", varlen.getSoftcap().getValueAsDouble()).str();
+      program.meta["window_left"] = std::to_string(varlen.getWindowLeft());
+      program.meta["window_right"] = std::to_string(varlen.getWindowRight());
+      continue;
+    }
     if (auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr())) {
       if (decode.getRole() != tile::KernelRole::DecodeCheck)
         continue;
       // A decode op (its check kernel): the runtime reads its status workspace after the program (a bad cache
       // length or page id is an error naming the sequence; `meta status` lists every decode op's); flashc-run
       // rebuilds the float64 reference from the rest (a program of one decode op).
-      std::string status;
-      for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>())
-        if (launch.getKernel() == name && !launch.getArgs().empty())
-          status = scope.infos.lookup(launch.getArgs().back()).name;
-      program.meta["status"] += (program.meta["status"].empty() ? "" : ",") + status;
+      addStatus(name, kernel.getBody().getNumArguments() - 1);
       ++decodeOps;
       program.meta["scale"] = llvm::formatv("{0:e9}", decode.getScale().getValueAsDouble()).str();
       program.meta["causal"] = decode.getCausal() ? "1" : "0";
@@ -142,6 +159,15 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
   }
+  if (varlenOps) {
+    // One packed-sequences op alone is what flashc-run checks; with other ops the program is a block it leaves alone.
+    bool alone = varlenOps == 1 && !decodeOps && !attentionForward && !ffnForward;
+    program.meta["op"] = alone ? "attention_varlen" : "inference_block";
+    if (!alone)
+      for (const char *key : {"scale", "softcap", "window_left", "window_right", "causal", "page_size"})
+        program.meta.erase(key);
+    return;
+  }
   if (decodeOps) {
     // One decode op alone is what flashc-run checks; several, or beside other ops, are a block it leaves alone.
     bool alone = decodeOps == 1 && !attentionForward && !ffnForward;
@@ -202,6 +228,8 @@ std::optional<std::string> ProgramScope::sizeExpression(Value size) {
   };
   if (isa_and_nonnull<arith::AddIOp>(def))
     return binary(def, "({0} + {1})");
+  if (isa_and_nonnull<arith::SubIOp>(def))
+    return binary(def, "({0} - {1})");
   if (isa_and_nonnull<arith::MulIOp>(def))
     return binary(def, "({0} * {1})");
   if (isa_and_nonnull<arith::CeilDivSIOp>(def))
@@ -277,7 +305,7 @@ LogicalResult ProgramScope::build() {
           expr = *parsed;
       if (!expr)
         return alloc.emitError("bundle: a workspace size must be a dimension of a program argument (tile.dim) "
-                               "or integer arithmetic (arith constant, addi, muli, divsi, ceildivsi, maxsi, minsi, "
+                               "or integer arithmetic (arith constant, addi, subi, muli, divsi, ceildivsi, maxsi, minsi, "
                                "tile.sm_count) of them, so the runtime can allocate it"),
                failure();
       info.dims.push_back(rt::Dim::expression(*expr));
@@ -371,6 +399,9 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr());
   if (decode)
     spec.role = cppIdentifier(tile::stringifyKernelRole(decode.getRole()));
+  auto varlen = dyn_cast_or_null<tile::VarlenSpecAttr>(kernel.getSpecAttr());
+  if (varlen)
+    spec.role = cppIdentifier(tile::stringifyKernelRole(varlen.getRole()));
   // A decode kernel's tensors it writes (the rest it reads): the check its status (last); the split out, lse,
   // the partials and status (its last five); the combine out, lse (arguments 2 and 3).
   auto decodeWrites = [&](unsigned index, unsigned count) {
@@ -413,6 +444,14 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       reads = !writes || i + 1 == body.getNumArguments();
       // q, the caches (TMA), out and o_part are read and written in 4- to 16-byte pieces of rows.
       tiled = type.getRank() == 4;
+    }
+    if (varlen) {
+      // The plan writes tile_map and status (its last two); the forward out and lse (its last two) and reads
+      // the rest (q, k, v by TMA, out by 16-byte row pieces).
+      unsigned count = body.getNumArguments();
+      writes = i + 2 >= count;
+      reads = !writes || (varlen.getRole() == tile::KernelRole::VarlenPlan && i + 1 == count);
+      tiled = type.getRank() == 3;
     }
     rt::TensorParam p;
     p.name = args[i].name;

@@ -16,6 +16,8 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
                          ArrayRef<Type> argTypes, const TilePlan &plan);
 KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, DecodeSpecAttr spec,
                            ArrayRef<Type> argTypes, const TilePlan &plan);
+KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, VarlenSpecAttr spec,
+                           ArrayRef<Type> argTypes, const TilePlan &plan);
 
 TilePlan planOf(KernelOp kernel) {
   TilePlan plan;
@@ -35,9 +37,12 @@ GlobalTensorType toGlobalTensorType(RankedTensorType type) {
 
 KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute spec,
                      ArrayRef<Type> argTypes, const TilePlan &plan) {
-  // A decode kernel is one library block (tile.decode_block): its recipe checks its own arguments.
-  if (auto decode = llvm::dyn_cast_or_null<DecodeSpecAttr>(spec)) {
-    KernelOp kernel = buildDecodeKernel(builder, loc, name, decode, argTypes, plan);
+  // A decode or packed-sequences kernel is one library block (tile.decode_block, tile.varlen_block): its recipe
+  // checks its own arguments.
+  if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr>(spec)) {
+    KernelOp kernel = llvm::isa<DecodeSpecAttr>(spec)
+                          ? buildDecodeKernel(builder, loc, name, llvm::cast<DecodeSpecAttr>(spec), argTypes, plan)
+                          : buildVarlenKernel(builder, loc, name, llvm::cast<VarlenSpecAttr>(spec), argTypes, plan);
     if (kernel && failed(mlir::verify(kernel))) {
       kernel.erase();
       emitError(loc) << "internal error: kernel @" << name << " built from " << spec << " does not verify";

@@ -103,7 +103,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
 
   // Only fused ops can be tiled: anything else means fusion did not happen.
   for (Operation &op : body) {
-    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, func::ReturnOp>(op))
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
+                  func::ReturnOp>(op))
       continue;
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
@@ -156,7 +157,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   llvm::DenseMap<Value, unsigned> outputIndex;
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     Operation *def = value.getDefiningOp();
-    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp>(def))
+    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp>(def))
       return returnOp.emitError() << "flash-tile: result " << index
                                   << " must be produced by a fused op of this function";
     if (outputIndex.count(value))
@@ -174,6 +175,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     lses.push_back({attention, attention.getLse()});
   for (auto decode : body.getOps<flash::DecodeAttentionOp>())
     lses.push_back({decode, decode.getLse()});
+  for (auto varlen : body.getOps<flash::VarlenAttentionOp>())
+    lses.push_back({varlen, varlen.getLse()});
   for (auto [op, lse] : lses) {
     if (outputIndex.count(lse))
       continue;
@@ -271,6 +274,19 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       if (failed(pb.launchDecode(decode, kernelName, suffix, q, mapped[decode.getKeyCache()],
                                  mapped[decode.getValueCache()], mapped[decode.getCacheSeqlens()],
                                  decode.getBlockTable() ? mapped[decode.getBlockTable()] : Value(), out, lse)))
+        return cleanup();
+      continue;
+    }
+    if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
+      Value q = mapped[varlen.getQuery()];
+      Value out = destination(varlen.getOutput(), q), lse = destination(varlen.getLse(), q);
+      mapped[varlen.getOutput()] = out;
+      mapped[varlen.getLse()] = lse;
+      std::string kernelName = name + "_varlen" + (attentionCount ? std::to_string(attentionCount) : "");
+      std::string suffix = attentionCount ? std::to_string(attentionCount + 1) : "";
+      ++attentionCount;
+      if (failed(pb.launchVarlen(varlen, kernelName, suffix, q, mapped[varlen.getKey()], mapped[varlen.getValue()],
+                                 mapped[varlen.getCuSeqlensQ()], mapped[varlen.getCuSeqlensK()], out, lse)))
         return cleanup();
       continue;
     }

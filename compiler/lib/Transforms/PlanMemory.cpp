@@ -179,8 +179,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
 
   LogicalResult planKernel(KernelOp kernel, const TargetDescription &targetDesc) {
     Attribute spec = kernel.getSpecAttr();
-    // A decode kernel is one library block whose plan is the device library's (attention_decode.cuh).
-    if (llvm::isa_and_nonnull<DecodeSpecAttr>(spec))
+    // A decode or packed-sequences kernel is one library block whose plan is the device library's
+    // (attention_decode.cuh, varlen.cuh).
+    if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr>(spec))
       return success();
     // A kernel read from a file may carry any recipe and signature: both are
     // checked before anything is planned or rebuilt from them.

@@ -221,6 +221,21 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
     plan.stages = std::clamp<int64_t>((target.sharedMemoryPerBlock - 1024) / stageBytes, 2, 4);
     return plan;
   }
+  // Packed sequences (varlen.cuh): the plan one block of 512 threads; the forward the warp-specialised forward's
+  // plan for its head dims (its block_m in the spec, which the plan's tile map counts in).
+  if (auto varlen = llvm::dyn_cast_or_null<VarlenSpecAttr>(spec)) {
+    if (varlen.getRole() == KernelRole::VarlenPlan) {
+      plan.blockM = 1;
+      plan.blockN = 1;
+      plan.warps = 16;
+      plan.stages = 1;
+      return plan;
+    }
+    plan.blockM = varlen.getBlockM();
+    plan.warps = plan.blockM / 16;
+    plan.blockN = wsForwardBlockN(varlen.getHeadDim(), varlen.getValueDim(), target, plan.blockM / 64);
+    return plan;
+  }
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
     int64_t d = std::max(attention.getHeadDim(), attention.getValueDim());
     switch (attention.getRole()) {

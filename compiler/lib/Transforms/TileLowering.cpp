@@ -19,7 +19,7 @@ namespace flashc {
 bool hasFusedOps(func::FuncOp func) {
   bool found = false;
   func.walk([&](Operation *op) {
-    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp>(op))
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp>(op))
       found = true;
   });
   return found;
@@ -201,6 +201,49 @@ LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRe
   return success();
 }
 
+LogicalResult ProgramBuilder::launchVarlen(flash::VarlenAttentionOp op, StringRef baseName, StringRef suffix,
+                                           Value q, Value k, Value v, Value cuQ, Value cuK, Value out, Value lse) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  if (target.sharedMemoryPerBlock < 200000)
+    return op.emitError() << "flash-tile: flash.varlen_attention needs a Hopper target (sm_90a: TMA loads of the "
+                             "packed tensors), not "
+                          << target.name;
+  Builder b(ctx);
+  flash::MaskAttr mask = op.getMask();
+  int64_t left = mask.isNone() ? -1 : mask.isCausal() ? -1 : mask.getWindowLeft();
+  int64_t right = mask.isNone() ? -1 : mask.isCausal() ? 0 : mask.getWindowRight();
+  // Query tiles of the warp-specialised forward's rows: three consumer warpgroups (192) at head dims <= 64.
+  int64_t blockM = 64 * wsForwardConsumerWarpgroups(op.getHeadDim(), op.getValueHeadDim());
+  auto spec = [&](KernelRole role) {
+    return VarlenSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(), op.getGroup(), blockM, left, right,
+                               b.getF64FloatAttr(op.getScale().convertToDouble()),
+                               b.getF64FloatAttr(op.getSoftcap().convertToDouble()),
+                               TypeAttr::get(op.getQuery().getType().getElementType()));
+  };
+  auto constant = [&](int64_t c) { return builder->create<arith::ConstantIndexOp>(loc, c).getResult(); };
+  // tiles = max(1, (Tq + B (M - 1)) / M) with B = cu_seqlens_q's length - 1: every sequence's query tiles fit
+  // (sum ceil(L_b / M) <= (Tq + B (M - 1)) / M); the forward's grid is this length.
+  Value sequences = builder->create<arith::SubIOp>(loc, dim(cuQ, 0), constant(1));
+  Value padded = builder->create<arith::AddIOp>(
+      loc, dim(q, 0), builder->create<arith::MulIOp>(loc, sequences, constant(blockM - 1)));
+  Value tiles = builder->create<arith::MaxSIOp>(loc, builder->create<arith::DivSIOp>(loc, padded, constant(blockM)),
+                                                constant(1));
+  auto i32 = IntegerType::get(ctx, 32);
+  auto tileMap = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {ShapedType::kDynamic, 2}, i32),
+                                                ValueRange{tiles});
+  tileMap->setAttr("tile.name", b.getStringAttr("tile_map" + suffix.str()));
+  auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, i32), ValueRange{});
+  status->setAttr("tile.name", b.getStringAttr("status" + suffix.str()));
+  status->setAttr("tile.zero_fill", b.getUnitAttr());
+  if (failed(launch(loc, (baseName + "_plan").str(), spec(KernelRole::VarlenPlan),
+                    ValueRange{cuQ, cuK, q, k, tileMap, status})) ||
+      failed(launch(loc, (baseName + "_fwd").str(), spec(KernelRole::VarlenForward),
+                    ValueRange{q, k, v, cuQ, cuK, tileMap, status, out, lse})))
+    return failure();
+  return success();
+}
+
 GemmSpecAttr gemmSpec(MLIRContext *ctx, KernelRole role, Activation activation, bool transposeA,
                       bool transposeB, bool bias1, bool bias2, Type element, bool gated,
                       bool accumulate, bool savePre, bool actGrad) {
@@ -300,6 +343,17 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(decode.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
       label(decode.getOutput(), "out" + sfx, {b, "", "", ""});
       label(decode.getLse(), "lse" + sfx, {b, "", ""});
+    } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
+      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
+      ++attentionOps;
+      std::string tq = "Tq" + sfx, tk = "Tk" + sfx;
+      label(varlen.getQuery(), "q" + sfx, {tq, "", ""});
+      label(varlen.getKey(), "k" + sfx, {tk, "", ""});
+      label(varlen.getValue(), "v" + sfx, {tk, "", ""});
+      label(varlen.getCuSeqlensQ(), "cu_seqlens_q" + sfx, {"B1" + sfx});
+      label(varlen.getCuSeqlensK(), "cu_seqlens_k" + sfx, {"B1" + sfx});
+      label(varlen.getOutput(), "out" + sfx, {tq, "", ""});
+      label(varlen.getLse(), "lse" + sfx, {"", tq});
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
       std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
       ++ffnOps;

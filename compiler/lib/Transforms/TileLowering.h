@@ -163,6 +163,14 @@ public:
                                    mlir::Value k, mlir::Value v, mlir::Value lens, mlir::Value table,
                                    mlir::Value out, mlir::Value lse);
 
+  /// flash.varlen_attention (packed sequences) as its plan and forward
+  /// kernels (#tile.varlen): the workspaces tile_map [tiles, 2] (i32, tiles
+  /// = max(1, (Tq + B (M - 1)) / M) for M-row query tiles) and status [4]
+  /// (zeroed), named with `suffix` (a program's second op: "2").
+  mlir::LogicalResult launchVarlen(mlir::flash::VarlenAttentionOp op, llvm::StringRef baseName,
+                                   llvm::StringRef suffix, mlir::Value q, mlir::Value k, mlir::Value v,
+                                   mlir::Value cuQ, mlir::Value cuK, mlir::Value out, mlir::Value lse);
+
   mlir::func::FuncOp getProgram() { return program; }
   const TargetDescription &getTarget() const { return target; }
 

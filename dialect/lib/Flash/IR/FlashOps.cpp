@@ -300,6 +300,60 @@ LogicalResult DecodeAttentionOp::verify() {
   return success();
 }
 
+LogicalResult VarlenAttentionOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType queryType = getQuery().getType(), keyType = getKey().getType(), valueType = getValue().getType();
+  if (failed(checkRank(op, "query", queryType, 3, 3, "[Tq, Hq, D]")) ||
+      failed(checkRank(op, "key", keyType, 3, 3, "[Tk, Hkv, D]")) ||
+      failed(checkRank(op, "value", valueType, 3, 3, "[Tk, Hkv, Dv]")))
+    return failure();
+  Type element = queryType.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return emitOpError() << "query must be bf16 or f16 (the packed kernels are Hopper's 16-bit forward), got "
+                         << queryType;
+  if (failed(checkSameElementType(op, "key", keyType, "query", queryType)) ||
+      failed(checkSameElementType(op, "value", valueType, "query", queryType)) ||
+      failed(checkSameElementType(op, "output", getOutput().getType(), "query", queryType)))
+    return failure();
+  int64_t rowsQ = queryType.getDimSize(0), queryHeads = queryType.getDimSize(1), headDim = queryType.getDimSize(2);
+  int64_t kvHeads = static_cast<int64_t>(getNumKvHeads()), valueHeadDim = valueType.getDimSize(2);
+  if (ShapedType::isDynamic(queryHeads) || ShapedType::isDynamic(headDim))
+    return emitOpError() << "query must have static heads Hq and head dim D in [Tq, Hq, D], got " << queryType;
+  if (ShapedType::isDynamic(valueHeadDim))
+    return emitOpError() << "value must have a static head dim Dv in [Tk, Hkv, Dv], got " << valueType;
+  // The warp-specialised forward's widths (wsForwardTakes): multiples of 8 up to 256, the head dim above 32.
+  for (auto [what, size] : {std::pair<const char *, int64_t>{"D", headDim}, {"Dv", valueHeadDim}})
+    if (size <= 0 || size % 8 != 0 || size > 256)
+      return emitOpError() << "head dim " << what << " = " << size
+                           << " is not supported by the packed kernels (multiples of 8 up to 256)";
+  if (headDim <= 32)
+    return emitOpError() << "head dim D = " << headDim << " is not supported by the packed kernels (above 32)";
+  if (kvHeads <= 0 || queryHeads % kvHeads != 0)
+    return emitOpError() << "query heads Hq = " << queryHeads << " must be a positive multiple of num_kv_heads = "
+                         << kvHeads;
+  if (failed(checkShape(op, "key", keyType, {kAnySize, kvHeads, headDim}, "[Tk, Hkv, D]")) ||
+      failed(checkShape(op, "value", valueType, {keyType.getDimSize(0), kvHeads, valueHeadDim}, "[Tk, Hkv, Dv]")))
+    return failure();
+  if (failed(checkRank(op, "cu_seqlens_q", getCuSeqlensQ().getType(), 1, 1, "[B + 1]")) ||
+      failed(checkRank(op, "cu_seqlens_k", getCuSeqlensK().getType(), 1, 1, "[B + 1]")) ||
+      failed(checkShape(op, "cu_seqlens_k", getCuSeqlensK().getType(), {getCuSeqlensQ().getType().getDimSize(0)},
+                        "[B + 1], the length of cu_seqlens_q")))
+    return failure();
+  if (getCuSeqlensQ().getType().getDimSize(0) == 0)
+    return emitOpError() << "cu_seqlens_q must have B + 1 >= 1 entries, got 0";
+  if (failed(checkShape(op, "output", getOutput().getType(), {rowsQ, queryHeads, valueHeadDim}, "[Tq, Hq, Dv]")) ||
+      failed(checkShape(op, "lse", getLse().getType(), {queryHeads, rowsQ}, "[Hq, Tq]")))
+    return failure();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0.0 || scale > kMaxAttentionScale)
+    return emitOpError() << "scale must be positive and finite (at most " << kMaxAttentionScale << "), got " << scale;
+  double softcap = getSoftcap().convertToDouble();
+  if (!std::isfinite(softcap) || softcap < 0.0 || softcap > kMaxAttentionScale)
+    return emitOpError() << "softcap must be 0 (none) or positive and finite (at most " << kMaxAttentionScale
+                         << "), got " << softcap;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   RankedTensorType queryType = getQuery().getType();

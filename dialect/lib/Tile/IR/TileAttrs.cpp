@@ -154,6 +154,31 @@ LogicalResult DecodeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t headDim,
+                                     int64_t valueDim, int64_t group, int64_t blockM, int64_t windowLeft,
+                                     int64_t windowRight, FloatAttr scale, FloatAttr softcap, TypeAttr elementType) {
+  if (role != KernelRole::VarlenPlan && role != KernelRole::VarlenForward)
+    return emitError() << "#tile.varlen role must be varlen_plan or varlen_forward, got " << stringifyKernelRole(role);
+  for (int64_t dim : {headDim, valueDim})
+    if (dim <= 0 || dim % 8 != 0 || dim > 256)
+      return emitError() << "#tile.varlen head dims must be multiples of 8 up to 256, got " << dim;
+  if (group < 1 || group > 65535)
+    return emitError() << "#tile.varlen group must be in [1, 65535], got " << group;
+  if (blockM != 128 && blockM != 192)
+    return emitError() << "#tile.varlen block_m must be 128 or 192 (two or three consumer warpgroups), got " << blockM;
+  if (windowLeft < -1 || windowRight < -1)
+    return emitError() << "#tile.varlen window sides must be >= -1, got " << windowLeft << ", " << windowRight;
+  if (failed(checkScale(emitError, "varlen", "scale", scale)))
+    return failure();
+  if (!softcap || !std::isfinite(softcap.getValueAsDouble()) || softcap.getValueAsDouble() < 0.0)
+    return emitError() << "#tile.varlen softcap must be 0 or positive and finite";
+  if (failed(checkElementType(emitError, "varlen", elementType)))
+    return failure();
+  if (!elementType.getValue().isBF16() && !elementType.getValue().isF16())
+    return emitError() << "#tile.varlen element_type must be bf16 or f16";
+  return success();
+}
+
 LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
                                    Activation activation, BoolAttr transposeA, BoolAttr transposeB,
                                    BoolAttr bias1, BoolAttr bias2, BoolAttr gated,

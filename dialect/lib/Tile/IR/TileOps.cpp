@@ -150,7 +150,8 @@ LogicalResult KernelOp::verify() {
                               "(8 warps)";
   }
   int64_t warps = static_cast<int64_t>(getWarps());
-  bool warpSpecialised = getStrategy() == Strategy::WgmmaWsSm90;
+  // (A packed-sequences forward is the warp-specialised forward's body, one library call: its warps too.)
+  bool warpSpecialised = getStrategy() == Strategy::WgmmaWsSm90 || llvm::isa_and_nonnull<VarlenSpecAttr>(getSpecAttr());
   if (!limits::isWarpCount(warps, warpSpecialised))
     return emitOpError() << "warps must be a power of two in [1, " << limits::kMaxWarps << "]"
                          << (warpSpecialised ? " or whole warpgroups below it (wgmma_ws_sm90)" : "")
@@ -164,8 +165,8 @@ LogicalResult KernelOp::verify() {
       failed(expectInRange(*this, "smem_bytes", getSmemBytes(), 0, limits::kMaxInt32)))
     return failure();
   // flash-plan-memory rebuilds a kernel from its recipe.
-  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr, DecodeSpecAttr>(spec))
-    return emitOpError() << "spec must be a #tile.attention, #tile.gemm or #tile.decode recipe, got " << spec;
+  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr, DecodeSpecAttr, VarlenSpecAttr>(spec))
+    return emitOpError() << "spec must be a #tile.attention, #tile.gemm, #tile.decode or #tile.varlen recipe, got " << spec;
   // flash-warp-specialize's schedule describes this kernel's plan: its
   // consumers are the plan's warps, its ring the plan's stages.
   if (WarpSpecializedAttr schedule = getScheduleAttr()) {
@@ -291,6 +292,18 @@ LogicalResult DecodeBlockOp::verify() {
   if (getTensors().size() != want)
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
                          << (spec.isPaged() ? " (a paged cache: the block table included)" : "") << ", got "
+                         << getTensors().size();
+  return success();
+}
+
+LogicalResult VarlenBlockOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  auto spec = kernel ? llvm::dyn_cast_or_null<VarlenSpecAttr>(kernel.getSpecAttr()) : VarlenSpecAttr();
+  if (!spec)
+    return emitOpError() << "must be in a tile.kernel with a #tile.varlen spec";
+  unsigned want = spec.getRole() == KernelRole::VarlenPlan ? 6 : 9;
+  if (getTensors().size() != want)
+    return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors, got "
                          << getTensors().size();
   return success();
 }

@@ -195,15 +195,6 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   auto offset_of = [&](const SequenceSpan& span) {
     return Mask::clamp_offset(kPacked ? span.k_len - span.q_len : key_offset, span.q_len, span.k_len);
   };
-  auto each_tile = [&](auto&& f) {
-    if constexpr (kPacked) f(0, packed.tile);
-    else for_each_query_tile<P::kPersistent, P::kLongestFirst>(row_blocks, heads, batches, f);
-  };
-  // Rows row.. of one head of a tile's batch (packed: rows of the packed tensor).
-  auto load_rows = [&](auto dst, const TmaDescriptor* map, unsigned b, int row, int head, int batch) {
-    if constexpr (kPacked) tma_load_packed_panels(dst, map, b, row, head);
-    else tma_load_panels(dst, map, b, row, head, batch);
-  };
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
   // What the modifier sees in a tile: its batch, query head and tensors.
@@ -252,11 +243,13 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   if (warpgroup == kProducer) {
     warpgroup_reg_dealloc<P::kProducerRegs>();
     if (threadIdx.x == kProducer * 128) {
-      tma_prefetch_descriptor(&tma_q);
-      tma_prefetch_descriptor(&tma_k);
-      tma_prefetch_descriptor(&tma_v);
+      if constexpr (!kPacked) {  // (a packed program's empty k or v has an all-zero map: never touched)
+        tma_prefetch_descriptor(&tma_q);
+        tma_prefetch_descriptor(&tma_k);
+        tma_prefetch_descriptor(&tma_v);
+      }
       Ring ring;  // the next key block's slot
-      each_tile([&](int j, QueryTile tile) {
+      for_each_tile<kPacked, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
         const SequenceSpan span = span_of(tile);
         const KeyWalk keys = key_walk(tile, q0, tile_env(tile), span.k_len, offset_of(span));
@@ -271,18 +264,18 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
             return;
           }
           mbarrier_arrive_expect_tx(bar(kBarQ), QTile::kBytes);
-          load_rows(Qs, &tma_q, bar(kBarQ), span.q_start + q0, tile.head, tile.batch);
+          tma_load_rows<kPacked>(Qs, &tma_q, bar(kBarQ), span.q_start + q0, tile.head, tile.batch);
         };
         if (no_keys) load_q();
         for (int n = n_first, it = 0; n < keys.end; ++it, ring.advance(), n = keys.next(n + 1)) {
           const int s = ring.stage, row = span.k_start + n * kBlockN;
           mbarrier_wait(bar(kBarKEmpty + s), ring.phase ^ 1);  // slot free (first pass: at once)
           mbarrier_arrive_expect_tx(bar(kBarKFull + s), KTile::kBytes);
-          load_rows(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
+          tma_load_rows<kPacked>(k_tile(s), &tma_k, bar(kBarKFull + s), row, kv_head, tile.batch);
           if (it == 0) load_q();  // after K_0, which may land under the previous tile's epilogue
           mbarrier_wait(bar(kBarVEmpty + s), ring.phase ^ 1);
           mbarrier_arrive_expect_tx(bar(kBarVFull + s), VTile::kBytes);
-          load_rows(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
+          tma_load_rows<kPacked>(v_tile(s), &tma_v, bar(kBarVFull + s), row, kv_head, tile.batch);
         }
       });
     }
@@ -320,7 +313,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
   Ring ring;  // the next key block's slot
-  each_tile([&](int j, QueryTile tile) {
+  for_each_tile<kPacked, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
     const SequenceSpan span = span_of(tile);
     const int Sq = span.q_len, Sk = span.k_len, offset = offset_of(span);

@@ -14,6 +14,7 @@
 //     the sequence's first row; rows past the sequence belong to the next one (masked: keys by the
 //     sequence's length, queries never stored; V's cleared, attention_fwd_ws.cuh), rows past T are zero-filled.
 #pragma once
+#include "flashc/device/panel.cuh"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
@@ -138,6 +139,23 @@ __device__ __forceinline__ void tma_load_packed_panels(Tile dst, const TmaDescri
                                                        int head) {
 #pragma unroll
   for (int p = 0; p < Tile::kPanels; ++p) tma_load_3d(dst.base() + p * Tile::kPanelBytes, map, bar, 64 * p, head, row);
+}
+
+// Rows row.. of one head of a tile's batch: a dense [B, H, S, C] tensor's 4-D map, or (kPacked) rows of the packed
+// tensor's 3-D map.
+template <bool kPacked, class Tile>
+__device__ __forceinline__ void tma_load_rows(Tile dst, const TmaDescriptor* map, unsigned bar, int row, int head,
+                                              int batch) {
+  if constexpr (kPacked) tma_load_packed_panels(dst, map, bar, row, head);
+  else tma_load_panels(dst, map, bar, row, head, batch);
+}
+
+// f(j, tile) for the tiles of this block: for_each_query_tile's, or (kPacked) the one tile the plan's map gave it.
+template <bool kPacked, bool kPersistent, bool kLongestFirst, class F>
+__device__ __forceinline__ void for_each_tile(const PackedQueryTiles& packed, int row_blocks, int heads, int batch,
+                                              F&& f) {
+  if constexpr (kPacked) f(0, packed.tile);
+  else for_each_query_tile<kPersistent, kLongestFirst>(row_blocks, heads, batch, f);
 }
 
 // Views of one sequence's rows of one head: o [T, H, Dv] and lse [H, T].

@@ -270,6 +270,61 @@ def Flash_DecodeAttentionOp : Flash_Op<"decode_attention"> {
   }];
 }
 
+def Flash_VarlenAttentionOp : Flash_Op<"varlen_attention"> {
+  let summary = "attention over packed variable-length sequences (flash-attn's varlen contract)";
+  let description = [{
+    Operands: query [Tq, Hq, D], key [Tk, Hkv, D], value [Tk, Hkv, Dv] (the
+    tokens of B sequences one after another; bf16 or f16), cu_seqlens_q and
+    cu_seqlens_k [B + 1] (i32 offsets). Results: output [Tq, Hq, Dv] and lse
+    [Hq, Tq] (f32, natural log). Hq, Hkv, D and Dv are static; Tq, Tk and B
+    may be dynamic.
+
+    Sequence b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
+    of query and output, its keys rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1]
+    - 1 of key and value; with Lq and Lk its lengths, `mask` aligns each
+    sequence's bottom-right corner as flash.attention does (causal: query i
+    of the sequence sees keys j <= i + Lk - Lq). A row that sees no key has
+    lse = -inf and output 0. Rows outside every sequence are neither read
+    into any result nor written.
+
+    Offsets are checked at run time before anything is written: cu[0] >= 0,
+    no offset below the one before it, none past the tensor's rows; a bad
+    entry is an error naming it.
+
+    ```mlir
+    %out, %lse = flash.varlen_attention %q, %k, %v, %cu_q, %cu_k scale = 0.0883883
+        mask = #flash.mask<causal> num_kv_heads = 8
+        : (tensor<?x32x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>, tensor<?xi32>)
+        -> (tensor<?x32x128xbf16>, tensor<32x?xf32>)
+    ```
+    `softcap = 30.0` may follow the mask. No backward yet (a function with
+    one gets none).
+  }];
+  let arguments = (ins
+    Flash_FloatTensor:$query,
+    Flash_FloatTensor:$key,
+    Flash_FloatTensor:$value,
+    RankedTensorOf<[I32]>:$cu_seqlens_q,
+    RankedTensorOf<[I32]>:$cu_seqlens_k,
+    F32Attr:$scale,
+    Flash_MaskAttr:$mask,
+    DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
+    I64Attr:$num_kv_heads);
+  let results = (outs Flash_FloatTensor:$output, Flash_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $cu_seqlens_q `,` $cu_seqlens_k `scale` `=` $scale `mask` `=` $mask
+    (`softcap` `=` $softcap^)? `num_kv_heads` `=` $num_kv_heads attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(2); }
+    int64_t getValueHeadDim() { return getValue().getType().getDimSize(2); }
+    int64_t getGroup() {
+      return getQuery().getType().getDimSize(1) / static_cast<int64_t>(getNumKvHeads());
+    }
+  }];
+}
+
 def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOperandSegments]> {
   let summary = "fused scaled-dot-product attention with log-sum-exp";
   let description = [{

@@ -66,7 +66,9 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"AttentionMaskBlocksTransposed", 17, "attention_mask_blocks_transposed">,
     I32EnumAttrCase<"DecodeCheck", 18, "decode_check">,
     I32EnumAttrCase<"DecodeSplit", 19, "decode_split">,
-    I32EnumAttrCase<"DecodeCombine", 20, "decode_combine">]> {
+    I32EnumAttrCase<"DecodeCombine", 20, "decode_combine">,
+    I32EnumAttrCase<"VarlenPlan", 21, "varlen_plan">,
+    I32EnumAttrCase<"VarlenForward", 22, "varlen_forward">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -259,6 +261,35 @@ def Tile_DecodeSpecAttr : AttrDef<Tile_Dialect, "DecodeSpec"> {
     /// Row groups of 16 rows a kv head: ceil(group · queries / 16).
     int64_t rowGroups() const { return (getGroup() * getQueries() + 15) / 16; }
     bool isPaged() const { return getPageSize() > 0; }
+  }];
+}
+
+def Tile_VarlenSpecAttr : AttrDef<Tile_Dialect, "VarlenSpec"> {
+  let mnemonic = "varlen";
+  let summary = "recipe of a packed variable-length attention kernel (flash.varlen_attention)";
+  let description = [{
+    The two kernels of a packed-sequences program, each one `tile.varlen_block`
+    a block (the device library's varlen.cuh and attention_fwd_ws.cuh):
+    role = varlen_plan: arguments (cu_seqlens_q, cu_seqlens_k, q, k, tile_map,
+    status); one block checks the offsets (a bad entry goes to status [code,
+    index, tensor, value], a zeroed workspace) and writes tile_map [tiles, 2]:
+    for each query tile of block_m rows, its sequence and that sequence's
+    first tile (-1 past the last tile).
+    role = varlen_forward: arguments (q, k, v, cu_seqlens_q, cu_seqlens_k,
+    tile_map, status, out, lse); block (t, h, 0) attends query tile t of head
+    h (nothing when the status is set). window_left / window_right: the mask
+    (causal: -1, 0; none: -1, -1), aligned at each sequence's bottom-right
+    corner; softcap 0: none.
+  }];
+  let parameters = (ins
+    EnumParameter<Tile_KernelRoleKind>:$role,
+    "int64_t":$head_dim, "int64_t":$value_dim, "int64_t":$group, "int64_t":$block_m,
+    "int64_t":$window_left, "int64_t":$window_right,
+    "::mlir::FloatAttr":$scale, "::mlir::FloatAttr":$softcap, "::mlir::TypeAttr":$element_type);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
   }];
 }
 

@@ -357,6 +357,24 @@ def Tile_DecodeBlockOp : Tile_Op<"decode_block", [MemoryEffects<[MemRead, MemWri
   let hasVerifier = 1;
 }
 
+def Tile_VarlenBlockOp : Tile_Op<"varlen_block", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "one block of a packed variable-length attention kernel (the kernel's #tile.varlen role)";
+  let description = [{
+    The work of block (%x, %y, %z) of the enclosing kernel, whose `#tile.varlen`
+    spec says which of the program's two kernels it is and what its tensors are
+    (the kernel's arguments, in order):
+      varlen_plan     block (0, 0, 0): the offsets' check and the tile map.
+      varlen_forward  block (t, h, 0): query tile t (from the map) of head h.
+    The CUDA kernel is one device-library call (varlen.cuh, attention_fwd_ws.cuh);
+    the CPU executor computes the same block in f32 with f64 sums.
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$tensors, Index:$x, Index:$y, Index:$z);
+  let assemblyFormat = [{
+    `(` $tensors `)` `at` `[` $x `,` $y `,` $z `]` attr-dict `:` type($tensors)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_SmCountOp : Tile_Op<"sm_count", [Pure]> {
   let summary = "the device's multiprocessor count (a program-level size)";
   let description = [{

@@ -1,0 +1,41 @@
+//===- VarlenKernels.cpp - the kernels of a packed-sequences program ------===//
+//
+// flash.varlen_attention lowers to two kernels (#tile.varlen roles), each one
+// tile.varlen_block a block (device library: varlen.cuh, attention_fwd_ws.cuh):
+// the plan, one block that checks the offsets and writes the tile map, and the
+// forward, one block a (query tile, head) with the map's length as its grid's x.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, VarlenSpecAttr spec,
+                           ArrayRef<Type> argTypes, const TilePlan &plan) {
+  MLIRContext *ctx = builder.getContext();
+  bool forward = spec.getRole() == KernelRole::VarlenForward;
+  unsigned want = forward ? 9 : 6;
+  if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
+    emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
+                   << want << " tensors, got " << argTypes.size() << " arguments";
+    return nullptr;
+  }
+  SmallVector<GridAttr, 3> grid;
+  if (forward) // (q, k, v, cu_q, cu_k, tile_map, status, out, lse): a block a (tile, query head)
+    grid = {KernelBuilder::gridDim(ctx, 5, 0), KernelBuilder::gridDim(ctx, 0, 1), KernelBuilder::gridConst(ctx, 1)};
+  else // (cu_q, cu_k, q, k, tile_map, status): one block
+    grid = {KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1)};
+  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
+  Value x = kb.programId(GridAxis::X, "x"), y = kb.programId(GridAxis::Y, "y"), z = kb.programId(GridAxis::Z, "z");
+  SmallVector<Value> tensors;
+  for (unsigned i = 0; i < argTypes.size(); ++i)
+    tensors.push_back(kb.arg(i));
+  kb.b.create<VarlenBlockOp>(loc, tensors, x, y, z);
+  kb.finish();
+  return kb.kernel;
+}
+
+} // namespace flashc
