@@ -74,6 +74,11 @@ def main():
                      "tokens": total}
                 with torch.no_grad():
                     r["flashc_varlen_ms"] = bc.do_bench(lambda: ft.varlen_attention(q, k, v, cu, cu, causal=causal))
+                    ft.defer_checks(True)  # the offsets' verdict read later: no stream synchronization a call
+                    r["flashc_varlen_deferred_ms"] = bc.do_bench(
+                        lambda: ft.varlen_attention(q, k, v, cu, cu, causal=causal))
+                    ft.check_deferred()
+                    ft.defer_checks(False)
                     r["flashc_dense_ms"] = sum(dense_time(L) * L for L in lens)
                     try:
                         fa = torch.ops.aten._flash_attention_forward
@@ -95,20 +100,25 @@ def main():
                         o_dense = ft.attention(qd, kd, vd, causal=causal)
                         r["varlen_vs_dense_max_diff"] = (o_var.view(len(lens), L, heads, d).transpose(1, 2).float()
                                                          - o_dense.float()).abs().max().item()
-                for key in ("flashc_varlen_ms", "flashc_dense_ms", "fa2_varlen_ms", "cudnn_dense_ms"):
+                for key in ("flashc_varlen_ms", "flashc_varlen_deferred_ms", "flashc_dense_ms", "fa2_varlen_ms",
+                            "cudnn_dense_ms"):
                     if key in r:
                         r[key.replace("_ms", "_tflops")] = bc.tflops(flops, r[key])
                 r["varlen_over_dense"] = r["flashc_dense_ms"] / r["flashc_varlen_ms"]
+                r["deferred_over_dense"] = r["flashc_dense_ms"] / r["flashc_varlen_deferred_ms"]
                 data.append(r)
                 rows.append([d, "causal" if causal else "full", label, len(lens),
-                             bc.fmt(r.get("flashc_varlen_tflops")), bc.fmt(r.get("flashc_dense_tflops")),
-                             "%.3f" % r["varlen_over_dense"], bc.fmt(r.get("fa2_varlen_tflops")),
+                             bc.fmt(r.get("flashc_varlen_tflops")), bc.fmt(r.get("flashc_varlen_deferred_tflops")),
+                             bc.fmt(r.get("flashc_dense_tflops")), "%.3f" % r["varlen_over_dense"],
+                             "%.3f" % r["deferred_over_dense"], bc.fmt(r.get("fa2_varlen_tflops")),
                              bc.fmt(r.get("cudnn_dense_tflops"))])
                 print(rows[-1], flush=True)
-    table = bc.markdown_table(["D", "mask", "packing", "sequences", "flashc varlen TFLOP/s", "flashc dense TFLOP/s",
-                               "varlen / dense", "FA2 varlen TFLOP/s", "cuDNN dense TFLOP/s"], rows)
+    table = bc.markdown_table(["D", "mask", "packing", "sequences", "flashc varlen TFLOP/s",
+                               "varlen, deferred check", "flashc dense TFLOP/s", "varlen / dense",
+                               "deferred / dense", "FA2 varlen TFLOP/s", "cuDNN dense TFLOP/s"], rows)
     notes = ("Dense for the mixed packing: each length at the dense kernel's time per token at that length (a full "
-             "16k batch of it). Visible FLOPs only.")
+             "16k batch of it). Visible FLOPs only. 'varlen' waits for the offsets' verdict each call (the default: a "
+             "stream synchronization); 'deferred' reads it at a later call (flashc.torch.defer_checks).")
     print(bc.write_outputs(out, "bench_varlen", env, table, data, notes))
 
 

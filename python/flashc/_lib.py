@@ -95,6 +95,8 @@ def _declare(lib):
         "flashc_args_set_i32": (c_status, [vp, ctypes.c_char_p, ctypes.c_int32]),
         "flashc_args_set_i64": (c_status, [vp, ctypes.c_char_p, ctypes.c_int64]),
         "flashc_launch": (c_status, [vp, ctypes.c_char_p, vp, vp]),
+        "flashc_bundle_defer_checks": (c_status, [vp, ctypes.c_int]),
+        "flashc_bundle_check_deferred": (c_status, [vp, ctypes.c_int]),
         "flashc_workspace_bytes": (c_status, [vp, ctypes.c_char_p, vp, ctypes.POINTER(ctypes.c_uint64)]),
         "flashc_launch_workspace": (c_status, [vp, ctypes.c_char_p, vp, vp, vp, ctypes.c_uint64]),
     }

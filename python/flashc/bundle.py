@@ -445,6 +445,17 @@ class Bundle:
             if owned:
                 bound.close()
 
+    def defer_checks(self, defer=True):
+        """Programs that check their inputs on the device (decode's cache lengths and pages, packed sequences'
+        offsets) raise on a bad entry at the launch, which then waits for the program. defer_checks(True): launches
+        return at once; a bad entry raises at this bundle's next program launch (not made then) or at
+        check_deferred(). The bad launch's kernels write nothing either way."""
+        _lib.check(self._lib.flashc_bundle_defer_checks(self._require(), int(bool(defer))))
+
+    def check_deferred(self, wait=True):
+        """Raises the first bad verdict of the deferred launches so far (wait: after waiting for all of them)."""
+        _lib.check(self._lib.flashc_bundle_check_deferred(self._require(), int(bool(wait))))
+
     def workspace_bytes(self, name, **args):
         """Bytes of workspace program `name` needs for these arguments on the current device (its scratch tensors
         at 256-byte aligned offsets; 0 for a kernel or a program without scratch). Asked of the runtime once for

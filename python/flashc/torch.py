@@ -30,7 +30,8 @@ from .errors import InvalidArgumentError
 from .spec import DecodeConfig, VarlenConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
-__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention", "varlen_attention"]
+__all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention", "varlen_attention",
+           "defer_checks", "check_deferred"]
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}
 
@@ -507,8 +508,37 @@ def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causa
                 out=out.transpose(1, 2), lse=lse)
     if paged:
         args["block_table"] = block_table
-    _launch(cache.load_bundle(config), config.program, q.device, args)
+    _launch_checked(cache.load_bundle(config), config.program, q.device, args)
     return (out, lse) if return_lse else out
+
+
+# Programs that check their inputs on the device (decode's lengths and pages, varlen's offsets): whether a call waits
+# for the verdict (raising at once) or defers it (raising at the next such call or at check_deferred()).
+_defer_checks = os.environ.get("FLASHC_DEFER_CHECKS", "") not in ("", "0")
+_checked_bundles = {}  # bundle -> the defer setting it was given
+
+
+def defer_checks(defer=True):
+    """decode_attention and varlen_attention check their tables / offsets on the GPU. By default a call waits for
+    that verdict and raises InvalidArgumentError at once (a stream synchronization a call). defer_checks(True) (or
+    FLASHC_DEFER_CHECKS=1) lets calls return at once, as CUDA does with kernel errors: a bad entry raises at the next
+    such call of the same configuration (not made then) or at check_deferred(); the bad call's outputs are left
+    unwritten. Under CUDA-graph capture nothing is checked at launch either way."""
+    global _defer_checks
+    _defer_checks = bool(defer)
+
+
+def check_deferred(wait=True):
+    """Raises the first bad verdict of the calls made under defer_checks(True) (wait: after they finish)."""
+    for bundle in list(_checked_bundles):
+        bundle.check_deferred(wait)
+
+
+def _launch_checked(bundle, program, device, args):
+    if _checked_bundles.get(bundle) is not _defer_checks:
+        bundle.defer_checks(_defer_checks)
+        _checked_bundles[bundle] = _defer_checks
+    _launch(bundle, program, device, args)
 
 
 def _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap, scale):
@@ -559,8 +589,8 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
     if _poison_enabled():
         out.fill_(float("nan"))
         lse.fill_(float("nan"))
-    _launch(cache.load_bundle(config), config.program, q.device,
-            dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out, lse=lse))
+    _launch_checked(cache.load_bundle(config), config.program, q.device,
+                    dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out, lse=lse))
     return (out, lse) if return_lse else out
 
 

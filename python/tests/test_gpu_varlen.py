@@ -124,6 +124,29 @@ class VarlenGpuTest(unittest.TestCase):
                 self.assertIn(expected, str(raised.exception))
                 self.assertIn("nothing was written", str(raised.exception))
 
+    def test_deferred_checks(self):
+        config = configs.TEST_VARLEN[0]
+        q, k, v, cu_q, cu_k = make_case(config, [100, 200, 50], [100, 200, 50], seed=4, tail=0)
+        bad = cu_q.clone()
+        bad[2] = 5
+        ft.defer_checks(True)
+        try:
+            self.call(config, q, k, v, cu_q, cu_k)  # good: no wait
+            ft.varlen_attention(q, k, v, bad, cu_k, causal=True)  # bad: returns at once
+            with self.assertRaises(InvalidArgumentError) as raised:
+                torch.cuda.synchronize()
+                ft.varlen_attention(q, k, v, cu_q, cu_k, causal=True)  # the next call reports it, and is not made
+            self.assertIn("an earlier launch of program 'varlen'", str(raised.exception))
+            self.assertIn("cu_seqlens_q[2] = 5 is below cu_seqlens_q[1]", str(raised.exception))
+            ft.varlen_attention(q, k, v, bad, cu_k, causal=True)
+            with self.assertRaisesRegex(InvalidArgumentError, "cu_seqlens_q\\[2\\] = 5"):
+                ft.check_deferred()
+            ft.check_deferred()  # reported once
+            out, lse = self.call(config, q, k, v, cu_q, cu_k)  # good calls go on
+            ft.check_deferred()
+        finally:
+            ft.defer_checks(False)
+
     def test_wrong_arguments(self):
         config = configs.TEST_VARLEN[0]
         q, k, v, cu_q, cu_k = make_case(config, [10, 20], [10, 20], seed=1)
@@ -131,7 +154,7 @@ class VarlenGpuTest(unittest.TestCase):
             ft.varlen_attention(q, k, v, cu_q.long(), cu_k)
         with self.assertRaisesRegex(InvalidArgumentError, "the same length"):
             ft.varlen_attention(q, k, v, cu_q, cu_k[:2])
-        with self.assertRaisesRegex(InvalidArgumentError, "packed \\\\[total tokens"):
+        with self.assertRaisesRegex(InvalidArgumentError, r"packed \[total tokens"):
             ft.varlen_attention(q.unsqueeze(0), k, v, cu_q, cu_k)
 
 

@@ -240,6 +240,26 @@ struct Bundle::Impl {
   /// A caller's workspace is device memory of `device` whose allocation covers `bytes` from `data`.
   Status checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
                               const std::string &program);
+
+  /// Deferred verdicts (deferChecks): a launch's 16-byte status copied into pinned memory behind an event.
+  struct PendingVerdict {
+    CUcontext context = nullptr;
+    CUevent event = nullptr;
+    int32_t *host = nullptr;  // pinned, 16 bytes
+    bool busy = false;
+    uint64_t order = 0;       // launch order, for the oldest-first reading
+    std::string program, statusName;
+    std::map<std::string, int64_t> rows;  // the launch's tensors' first dims, for the message
+  };
+  std::mutex verdictMutex;
+  bool deferVerdicts = false;
+  uint64_t verdictOrder = 0;
+  std::vector<PendingVerdict> verdicts;
+  /// Queues the status at `ptr` (after the program's kernels on `stream`).
+  Status deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream stream, const Arguments &args,
+                      const std::string &program, const std::string &statusName);
+  /// Reads finished verdicts (wait: every one); the first bad one is the error.
+  Status collectVerdicts(const Driver &d, bool wait);
 };
 
 Bundle::Bundle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -247,6 +267,11 @@ Bundle::Bundle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Bundle::~Bundle() {
   auto d = Driver::get();
   if (!d) return;
+  for (auto &v : impl_->verdicts) {  // (a pending verdict is dropped: nobody is left to report it to)
+    if (v.busy) (*d)->cuEventSynchronize(v.event);
+    (*d)->cuEventDestroy(v.event);
+    (*d)->cuMemFreeHost(v.host);
+  }
   for (auto &[ctx, m] : impl_->modules)
     for (CUmodule module : m.modules) (*d)->cuModuleUnload(module); // errors ignored: the context may be gone
 }
@@ -782,6 +807,16 @@ namespace {
 // The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
 // value; varlen.cuh's VarlenStatus: code, index, tensor, value), read after its kernels: an error in the caller's
 // terms, or success.
+// The message of verdict `st` of scratch `statusName`; rows: the launch's tensors' first dims by name.
+Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows);
+
+std::map<std::string, int64_t> firstDims(const Arguments &args) {
+  std::map<std::string, int64_t> rows;
+  for (const auto &[name, t] : args.tensors())
+    if (t.rank > 0) rows[name] = t.shape[0];
+  return rows;
+}
+
 Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, const Arguments &args,
                          const std::string &statusName) {
   int32_t st[4] = {0, 0, 0, 0};
@@ -796,12 +831,18 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
     return drv.error("waiting for the table check", rc);
   if (CUresult rc = drv.cuMemcpyDtoH(st, ptr, sizeof(st)); rc != CUDA_SUCCESS)
     return drv.error("reading the table check", rc);
+  return verdictError(st, statusName, firstDims(args));
+}
+
+Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows) {
   const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
-  std::string pages = "?";
-  // the op's cache: k_cache, or k_cache2 beside status2 (a program's second decode op)
-  const std::string cache = "k_cache" + statusName.substr(std::min<size_t>(statusName.size(), 6));
-  if (auto k = args.tensors().find(cache); k != args.tensors().end() && k->second.rank > 0)
-    pages = std::to_string(k->second.shape[0]);
+  // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op)
+  const std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
+  auto firstDim = [&](const std::string &tensor) {
+    auto it = rows.find(tensor);
+    return it == rows.end() ? std::string("?") : std::to_string(it->second);
+  };
+  const std::string pages = firstDim("k_cache" + suffix);
   switch (st[0]) {
   case 0:
     return Status();
@@ -821,7 +862,6 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
   case 5:
   case 6: {
     // A packed-sequences op's offsets (varlen.cuh's VarlenStatus): index, tensor (0: cu_seqlens_q, 1: cu_seqlens_k).
-    const std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
     const bool keys = st[2] == 1;
     const std::string cu = (keys ? "cu_seqlens_k" : "cu_seqlens_q") + suffix, index = std::to_string(st[1]);
     const std::string entry = cu + "[" + index + "] = " + value;
@@ -832,10 +872,7 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
                                                        " would have a negative length); nothing was written");
     if (st[0] == 5) {
       const std::string tensor = (keys ? "k" : "q") + suffix;
-      std::string rows = "?";
-      if (auto t = args.tensors().find(tensor); t != args.tensors().end() && t->second.rank > 0)
-        rows = std::to_string(t->second.shape[0]);
-      return makeError(ErrorCode::InvalidArgument, entry + " is past the " + rows + " rows of " + tensor +
+      return makeError(ErrorCode::InvalidArgument, entry + " is past the " + firstDim(tensor) + " rows of " + tensor +
                                                        "; nothing was written");
     }
     return makeError(ErrorCode::InvalidArgument, entry + " is negative; nothing was written");
@@ -847,12 +884,100 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
 }
 }  // namespace
 
+Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream stream, const Arguments &args,
+                                  const std::string &program, const std::string &statusName) {
+  CUcontext ctx = nullptr;
+  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("getting the current context", rc);
+  std::lock_guard<std::mutex> lock(verdictMutex);
+  // A free slot of this context, else a new one (up to 64), else the oldest busy one, read first.
+  PendingVerdict *slot = nullptr;
+  Status oldest;
+  for (auto &v : verdicts)
+    if (!v.busy && v.context == ctx) slot = &v;
+  if (!slot && verdicts.size() < 64) {
+    PendingVerdict v;
+    v.context = ctx;
+    if (CUresult rc = d.cuMemHostAlloc(reinterpret_cast<void **>(&v.host), 16, 0); rc != CUDA_SUCCESS)
+      return d.error("allocating pinned memory for a deferred check", rc);
+    if (CUresult rc = d.cuEventCreate(&v.event, CU_EVENT_DISABLE_TIMING); rc != CUDA_SUCCESS) {
+      d.cuMemFreeHost(v.host);
+      return d.error("creating an event for a deferred check", rc);
+    }
+    verdicts.push_back(std::move(v));
+    slot = &verdicts.back();
+  }
+  if (!slot) {
+    for (auto &v : verdicts)
+      if (v.context == ctx && v.busy && (!slot || v.order < slot->order)) slot = &v;
+    if (!slot) return makeError(ErrorCode::Internal, "64 deferred checks pending in other contexts");
+    if (CUresult rc = d.cuEventSynchronize(slot->event); rc != CUDA_SUCCESS)
+      return d.error("waiting for a deferred check", rc);
+    if (slot->host[0] != 0) {
+      oldest = verdictError(slot->host, slot->statusName, slot->rows);
+      Error e = oldest.error();
+      e.message = "an earlier launch of program '" + slot->program + "': " + e.message;
+      oldest = e;
+    }
+  }
+  if (CUresult rc = d.cuMemcpyDtoHAsync(slot->host, ptr, 16, stream); rc != CUDA_SUCCESS)
+    return d.error("copying a check's verdict", rc);
+  if (CUresult rc = d.cuEventRecord(slot->event, stream); rc != CUDA_SUCCESS)
+    return d.error("recording a deferred check", rc);
+  slot->busy = true;
+  slot->order = ++verdictOrder;
+  slot->program = program;
+  slot->statusName = statusName;
+  slot->rows = firstDims(args);
+  return oldest;
+}
+
+Status Bundle::Impl::collectVerdicts(const Driver &d, bool wait) {
+  std::lock_guard<std::mutex> lock(verdictMutex);
+  std::vector<PendingVerdict *> busy;
+  for (auto &v : verdicts)
+    if (v.busy) busy.push_back(&v);
+  std::sort(busy.begin(), busy.end(), [](auto *a, auto *b) { return a->order < b->order; });
+  Status first;
+  for (PendingVerdict *v : busy) {
+    CUresult rc = wait ? d.cuEventSynchronize(v->event) : d.cuEventQuery(v->event);
+    if (rc == CUDA_ERROR_NOT_READY) continue;
+    v->busy = false;
+    if (rc != CUDA_SUCCESS) {
+      if (first) first = d.error("waiting for a deferred check", rc);
+      continue;
+    }
+    if (v->host[0] != 0 && first) {
+      Error e = verdictError(v->host, v->statusName, v->rows).error();
+      e.message = "an earlier launch of program '" + v->program + "': " + e.message;
+      first = e;
+    }
+  }
+  return first;
+}
+
+void Bundle::deferChecks(bool defer) {
+  std::lock_guard<std::mutex> lock(impl_->verdictMutex);
+  impl_->deferVerdicts = defer;
+}
+
+Status Bundle::checkDeferred(bool wait) {
+  auto d = Driver::get();
+  if (!d) return d.error();
+  return impl_->collectVerdicts(**d, wait);
+}
+
 Status Bundle::launchProgram(const std::string &name, const Arguments &args, void *stream, const Workspace *workspace) {
   if (!impl_->manifest().findProgram(name))
     return makeError(ErrorCode::NotFound, "bundle " + impl_->dir + " has no program '" + name + "'");
   auto d = Driver::get();
   if (!d) return d.error();
   const Driver &drv = **d;
+  // An earlier deferred launch found a bad entry: its error, and this launch is not made.
+  if (Status s = impl_->collectVerdicts(drv, false); !s) {
+    Error e = s.error();
+    e.message += " (launch of program '" + name + "' not made)";
+    return e;
+  }
   auto m = impl_->moduleForCurrentContext(drv);
   if (!m) return m.error();
   auto plan = impl_->planProgram(**m, name, args);
@@ -928,7 +1053,17 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
           for (size_t j = 0; j < i; ++j) nth += plan->scratch[j].bytes > 0;
           ptr = allocations[nth];
         }
-        status = checkDeviceStatus(drv, ptr, cuStream, args, plan->scratch[i].name);
+        bool defer;
+        {
+          std::lock_guard<std::mutex> lock(impl_->verdictMutex);
+          defer = impl_->deferVerdicts;
+        }
+        CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (defer && drv.cuStreamIsCapturing(cuStream, &capture) == CUDA_SUCCESS &&
+            capture == CU_STREAM_CAPTURE_STATUS_NONE)
+          status = impl_->deferVerdict(drv, ptr, cuStream, args, name, plan->scratch[i].name);
+        else
+          status = checkDeviceStatus(drv, ptr, cuStream, args, plan->scratch[i].name);
       }
   for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
   if (!status) {

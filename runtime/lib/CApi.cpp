@@ -247,6 +247,17 @@ flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args 
   return report(bundle->bundle->launch(name, args->args, stream));
 }
 
+flashc_status flashc_bundle_defer_checks(flashc_bundle bundle, int defer) {
+  FLASHC_REQUIRE(bundle, "null bundle");
+  bundle->bundle->deferChecks(defer != 0);
+  return FLASHC_OK;
+}
+
+flashc_status flashc_bundle_check_deferred(flashc_bundle bundle, int wait) {
+  FLASHC_REQUIRE(bundle, "null bundle");
+  return report(bundle->bundle->checkDeferred(wait != 0));
+}
+
 flashc_status flashc_workspace_bytes(flashc_bundle bundle, const char *name, flashc_args args, uint64_t *bytes) {
   FLASHC_REQUIRE(bundle && name && args && bytes, "null argument");
   auto r = bundle->bundle->workspaceBytes(name, args->args);

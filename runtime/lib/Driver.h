@@ -20,7 +20,9 @@ struct Driver {
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemsetD8Async) X(cuMemAlloc) X(cuMemFree)               \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuStreamSynchronize)         \
   X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuMemPoolCreate)              \
-  X(cuMemPoolSetAttribute) X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cuStreamIsCapturing)
+  X(cuMemPoolSetAttribute) X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cuStreamIsCapturing)           \
+  X(cuMemcpyDtoHAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuEventCreate) X(cuEventRecord)          \
+  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy)
 #define FLASHC_DECLARE(name) decltype(&::name) name = nullptr;
   FLASHC_DRIVER_FUNCTIONS(FLASHC_DECLARE)
 #undef FLASHC_DECLARE

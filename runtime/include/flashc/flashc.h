@@ -134,6 +134,12 @@ flashc_status flashc_args_set_i64(flashc_args args, const char *name, int64_t va
 /* Validates and launches kernel or program `name` on `stream` (CUstream /
  * cudaStream_t; NULL = legacy default stream). Asynchronous. */
 flashc_status flashc_launch(flashc_bundle bundle, const char *name, flashc_args args, void *stream);
+/* Programs that check their inputs on the device (decode's cache lengths and pages, packed sequences' offsets)
+ * report a bad entry as the launch's error, waiting for the program. defer != 0: the launch returns at once and a
+ * bad entry is the error of this bundle's next program launch (not made then) or of
+ * flashc_bundle_check_deferred (wait != 0: for every deferred launch). The bad launch's kernels write nothing. */
+flashc_status flashc_bundle_defer_checks(flashc_bundle bundle, int defer);
+flashc_status flashc_bundle_check_deferred(flashc_bundle bundle, int wait);
 
 /* Bytes of workspace program `name` needs for `args` on the current device (its scratch tensors at 256-byte aligned
  * offsets; 0 for a kernel or a program without scratch). */

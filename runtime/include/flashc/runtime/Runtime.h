@@ -124,6 +124,19 @@ public:
   Status launch(const std::string &name, const Arguments &args, void *stream = nullptr,
                 const Workspace *workspace = nullptr);
   Status launchKernel(const std::string &name, const Arguments &args, void *stream = nullptr);
+
+  /// Programs whose kernels check their inputs on the device (`meta status`:
+  /// decode's cache lengths and pages, packed sequences' offsets) report a bad
+  /// entry as the launch's error, which waits for the program (a stream
+  /// synchronization a launch). With deferChecks(true) the launch returns at
+  /// once and the verdict is read later: a bad entry is the error of the next
+  /// program launch of this bundle (which is then not made) or of
+  /// checkDeferred(); the kernels of the bad launch wrote nothing. Under
+  /// CUDA-graph capture nothing is read either way.
+  void deferChecks(bool defer);
+  /// The verdicts of deferred launches: those done so far (wait: all, waiting
+  /// for their programs); the first bad one is the error, naming its launch.
+  Status checkDeferred(bool wait = true);
   Status launchProgram(const std::string &name, const Arguments &args, void *stream = nullptr,
                        const Workspace *workspace = nullptr);
 
