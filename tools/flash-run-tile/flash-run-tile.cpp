@@ -294,6 +294,34 @@ public:
         refInputs[tableArg.getArgNumber()] = toReference(table);
       }
     }
+    // A packed-sequences op's offsets: the rows of q and of k split into the offsets' sequences at random cut
+    // points (lengths 0 and 1 among them when there are enough), every row in a sequence.
+    for (auto varlen : source.getBody().front().getOps<flash::VarlenAttentionOp>()) {
+      auto cuQArg = llvm::dyn_cast<BlockArgument>(varlen.getCuSeqlensQ());
+      auto cuKArg = llvm::dyn_cast<BlockArgument>(varlen.getCuSeqlensK());
+      auto qArg = llvm::dyn_cast<BlockArgument>(varlen.getQuery());
+      auto kArg = llvm::dyn_cast<BlockArgument>(varlen.getKey());
+      if (!cuQArg || !cuKArg || !qArg || !kArg)
+        continue;
+      for (auto [cuArg, rows] : {std::pair<BlockArgument, int64_t>{cuQArg, inputs[qArg.getArgNumber()].shape[0]},
+                                 {cuKArg, inputs[kArg.getArgNumber()].shape[0]}}) {
+        HostTensor &cu = inputs[cuArg.getArgNumber()];
+        size_t n = cu.ints.size();
+        std::uniform_int_distribution<int64_t> cut(0, rows);
+        std::vector<int64_t> cuts;
+        for (size_t i = 0; i + 2 < n; ++i)
+          cuts.push_back(cut(rng));
+        std::sort(cuts.begin(), cuts.end());
+        if (cuts.size() >= 3) { // a sequence of length 0 and one of length 1
+          cuts[1] = cuts[0];
+          cuts[2] = std::min<int64_t>(cuts[1] + 1, rows);
+          std::sort(cuts.begin(), cuts.end());
+        }
+        for (size_t i = 0; i < n; ++i)
+          cu.ints[i] = static_cast<int32_t>(i == 0 ? 0 : i + 1 == n ? rows : cuts[i - 1]);
+        refInputs[cuArg.getArgNumber()] = toReference(cu);
+      }
+    }
     auto expected = flash::evaluateGraph(source, refInputs);
     if (failed(expected))
       return failure();
@@ -395,12 +423,18 @@ private:
       if (seen++ == n)
         return concreteShape(attention.getLse().getType().getShape());
     }
-    // then each decode op's (flash-tile's order)
+    // then each decode op's, then each packed-sequences op's (flash-tile's order)
     for (auto decode : fusedFunc.getBody().front().getOps<flash::DecodeAttentionOp>()) {
       if (llvm::is_contained(returnOp.getOperands(), decode.getLse()))
         continue;
       if (seen++ == n)
         return concreteShape(decode.getLse().getType().getShape());
+    }
+    for (auto varlen : fusedFunc.getBody().front().getOps<flash::VarlenAttentionOp>()) {
+      if (llvm::is_contained(returnOp.getOperands(), varlen.getLse()))
+        continue;
+      if (seen++ == n)
+        return concreteShape(varlen.getLse().getType().getShape());
     }
     return {};
   }

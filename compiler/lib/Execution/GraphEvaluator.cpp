@@ -14,6 +14,7 @@
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
 #include "flashc/reference/decode.h"
+#include "flashc/reference/varlen.h"
 #include "flashc/reference/ffn.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -64,6 +65,7 @@ private:
   LogicalResult add(AddOp op);
   LogicalResult attention(AttentionOp op);
   LogicalResult decode(DecodeAttentionOp op);
+  LogicalResult varlen(VarlenAttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
   // The elementwise graph spelling of modifiers (arith / math on tensors, tensor.generate, splats, dims).
@@ -382,6 +384,41 @@ LogicalResult Evaluator::decode(DecodeAttentionOp op) {
   return success();
 }
 
+LogicalResult Evaluator::varlen(VarlenAttentionOp op) {
+  const ReferenceTensor &q = get(op.getQuery()), &k = get(op.getKey()), &v = get(op.getValue());
+  const ReferenceTensor &cuQ = get(op.getCuSeqlensQ()), &cuK = get(op.getCuSeqlensK());
+  ref::VarlenShape shape;
+  shape.sequences = cuQ.shape[0] - 1;
+  shape.rowsQ = q.shape[0];
+  shape.rowsK = k.shape[0];
+  shape.queryHeads = q.shape[1];
+  shape.kvHeads = k.shape[1];
+  shape.headDim = q.shape[2];
+  shape.valueDim = v.shape[2];
+  if (cuK.shape[0] != cuQ.shape[0] || v.shape[0] != k.shape[0] || shape.sequences < 0)
+    return op.emitError() << "at run time cu_seqlens_q " << formatShape(cuQ.shape) << ", cu_seqlens_k "
+                          << formatShape(cuK.shape) << ", key " << formatShape(k.shape) << " and value "
+                          << formatShape(v.shape) << " do not agree";
+  std::vector<int32_t> offsetsQ(cuQ.data.begin(), cuQ.data.end()), offsetsK(cuK.data.begin(), cuK.data.end());
+  std::string bad = ref::checkVarlenOffsets(shape, offsetsQ.data(), offsetsK.data());
+  if (!bad.empty())
+    return op.emitError() << "at run time " << bad;
+  flash::MaskAttr mask = op.getMask();
+  ref::AttentionParams params;
+  params.scale = op.getScale().convertToDouble();
+  params.softcap = op.getSoftcap().convertToDouble();
+  params.window = mask.isNone() ? ref::AttentionWindow::none()
+                  : mask.isCausal() ? ref::AttentionWindow::causal()
+                                    : ref::AttentionWindow{mask.getWindowLeft(), mask.getWindowRight()};
+  ReferenceTensor out(std::vector<int64_t>{q.shape[0], q.shape[1], shape.valueDim});
+  ReferenceTensor lse(std::vector<int64_t>{q.shape[1], q.shape[0]});
+  ref::varlenAttention(shape, params, q.data.data(), k.data.data(), v.data.data(), offsetsQ.data(), offsetsK.data(),
+                       out.data.data(), lse.data.data());
+  values[op.getOutput()] = std::move(out);
+  values[op.getLse()] = std::move(lse);
+  return success();
+}
+
 LogicalResult Evaluator::ffn(FfnOp op) {
   const ReferenceTensor &x = get(op.getInput());
   const ReferenceTensor &w1 = get(op.getW1());
@@ -444,6 +481,7 @@ LogicalResult Evaluator::run(Operation *op) {
       })
       .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
       .Case<DecodeAttentionOp>([&](auto decodeOp) { return decode(decodeOp); })
+      .Case<VarlenAttentionOp>([&](auto varlenOp) { return varlen(varlenOp); })
       .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
       .Case<tensor::DimOp>([&](tensor::DimOp dimOp) -> LogicalResult {
         ReferenceTensor dim(std::vector<int64_t>{});

@@ -184,6 +184,7 @@ private:
   LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
+  LogicalResult varlenBlock(VarlenBlockOp block);
   LogicalResult executeTileOp(Operation *op);
 
   /// Element offset of (indices..., row, col) or an error when out of range.
@@ -547,6 +548,89 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
   }
 }
 
+/// One block of a packed-sequences kernel (#tile.varlen), as varlen.cuh and attention_fwd_ws_varlen do it: the
+/// plan (the offsets checked, the tile map written) or the forward's query tile x of head y (its sequence from the
+/// map; the last tile first under a causal mask). Scores and sums in double (softcap, window from the spec), out
+/// rounded to its element type; rows past the sequence are not written.
+LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
+  auto kernel = block->getParentOfType<KernelOp>();
+  auto spec = cast<VarlenSpecAttr>(kernel.getSpecAttr());
+  SmallVector<HostTensor *> t;
+  for (Value v : block.getTensors())
+    t.push_back(tensorOf(v));
+  const int64_t blockM = spec.getBlockM();
+  if (spec.getRole() == KernelRole::VarlenPlan) { // (cu_q, cu_k, q, k, tile_map, status)
+    HostTensor &cuQ = *t[0], &cuK = *t[1], &map = *t[4], &status = *t[5];
+    for (auto [tensor, cu, rows] : {std::tuple<int32_t, HostTensor *, int64_t>{0, &cuQ, t[2]->shape[0]},
+                                    {1, &cuK, t[3]->shape[0]}})
+      for (int64_t i = 0; i < static_cast<int64_t>(cu->ints.size()) && status.ints[0] == 0; ++i) {
+        int64_t value = cu->ints[i];
+        int32_t code = i == 0 && value < 0 ? 6 : i > 0 && value < cu->ints[i - 1] ? 4 : value > rows ? 5 : 0;
+        if (code)
+          status.ints = {code, static_cast<int32_t>(i), tensor, static_cast<int32_t>(value)};
+      }
+    if (status.ints[0] != 0)
+      return success();
+    int64_t entries = map.shape[0], next = 0;
+    for (int64_t b = 0; b + 1 < static_cast<int64_t>(cuQ.ints.size()); ++b) {
+      int64_t tiles = (cuQ.ints[b + 1] - cuQ.ints[b] + blockM - 1) / blockM, first = next;
+      for (int64_t i = 0; i < tiles && next < entries; ++i, ++next) {
+        map.ints[2 * next] = static_cast<int32_t>(b);
+        map.ints[2 * next + 1] = static_cast<int32_t>(first);
+      }
+    }
+    for (; next < entries; ++next) {
+      map.ints[2 * next] = -1;
+      map.ints[2 * next + 1] = 0;
+    }
+    return success();
+  }
+  // (q, k, v, cu_q, cu_k, tile_map, status, out, lse)
+  HostTensor &q = *t[0], &k = *t[1], &v = *t[2], &cuQ = *t[3], &cuK = *t[4], &map = *t[5], &status = *t[6];
+  HostTensor &out = *t[7], &lse = *t[8];
+  int64_t tile = intOf(block.getX()), h = intOf(block.getY());
+  if (status.ints[0] != 0 || tile >= map.shape[0] || map.ints[2 * tile] < 0)
+    return success();
+  int64_t seq = map.ints[2 * tile], first = map.ints[2 * tile + 1];
+  int64_t q0 = cuQ.ints[seq], lq = cuQ.ints[seq + 1] - q0, k0 = cuK.ints[seq], lk = cuK.ints[seq + 1] - k0;
+  int64_t count = (lq + blockM - 1) / blockM, i = tile - first;
+  int64_t mBlock = spec.isCausal() ? count - 1 - i : i;
+  int64_t heads = q.shape[1], d = q.shape[2], dv = v.shape[2], kvHeads = k.shape[1], hk = h / spec.getGroup();
+  const double inf = std::numeric_limits<double>::infinity(), scale = spec.getScale().getValueAsDouble(),
+               cap = spec.getSoftcap().getValueAsDouble();
+  for (int64_t r = mBlock * blockM; r < std::min((mBlock + 1) * blockM, lq); ++r) {
+    int64_t pos = r + lk - lq; // bottom-right aligned
+    std::vector<double> scores(lk, -inf);
+    double m = -inf;
+    for (int64_t j = 0; j < lk; ++j) {
+      bool visible = (spec.getWindowLeft() < 0 || j >= pos - spec.getWindowLeft()) &&
+                     (spec.getWindowRight() < 0 || j <= pos + spec.getWindowRight());
+      if (!visible)
+        continue;
+      double dot = 0.0;
+      for (int64_t c = 0; c < d; ++c)
+        dot += double(q.data[((q0 + r) * heads + h) * d + c]) * k.data[((k0 + j) * kvHeads + hk) * d + c];
+      double s = dot * scale;
+      if (cap > 0.0)
+        s = cap * std::tanh(s / cap);
+      scores[j] = s;
+      m = std::max(m, s);
+    }
+    double sum = 0.0;
+    for (double &s : scores)
+      sum += (s = s == -inf ? 0.0 : std::exp(s - m));
+    for (int64_t c = 0; c < dv; ++c) {
+      double o = 0.0;
+      for (int64_t j = 0; j < lk; ++j)
+        if (scores[j] != 0.0)
+          o += scores[j] * v.data[((k0 + j) * kvHeads + hk) * dv + c];
+      out.data[((q0 + r) * heads + h) * dv + c] = roundToElement(sum > 0.0 ? float(o / sum) : 0.0f, out.kind);
+    }
+    lse.data[h * lse.shape[1] + q0 + r] = sum > 0.0 ? float(m + std::log(sum)) : float(-inf);
+  }
+  return success();
+}
+
 LogicalResult TileInterpreter::executeArith(Operation *op) {
   auto setInt = [&](int64_t v) {
     env[op->getResult(0)] = RtValue::ofInt(v);
@@ -869,6 +953,7 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
         return setTile(out);
       })
       .Case<DecodeBlockOp>([&](DecodeBlockOp block) { return decodeBlock(block); })
+      .Case<VarlenBlockOp>([&](VarlenBlockOp block) { return varlenBlock(block); })
       .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
         // Exact classes (the most precise of the sound tables the op allows).
         auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(classify, classify.getMaskModAttr());

@@ -566,3 +566,43 @@ tile.kernel @not_decode(%s: !tile.tensor<4xi32>) attributes {
 // expected-error @+1 {{#tile.decode page_size must be 0 or a power of two from 16 to 256, got 48}}
 func.func private @bad_decode() attributes {spec = #tile.decode<role = decode_check, head_dim = 64, value_dim = 64,
     queries = 1, group = 1, page_size = 48, causal = false, scale = 0.125 : f64, element_type = f16>}
+
+// -----
+
+// tile.varlen_block: the tensors of its kernel's #tile.varlen role (the forward: nine).
+tile.kernel @varlen_fwd(%q: !tile.tensor<?x4x64xbf16>, %k: !tile.tensor<?x4x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 192, block_n = 128, warps = 12, stages = 2,
+    spec = #tile.varlen<role = varlen_forward, head_dim = 64, value_dim = 64, group = 1, block_m = 192,
+                        window_left = -1, window_right = 0, scale = 0.125 : f64, softcap = 0.0 : f64,
+                        element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{varlen_forward takes 9 tensors, got 2}}
+  tile.varlen_block(%q, %k) at [%x, %x, %x] : !tile.tensor<?x4x64xbf16>, !tile.tensor<?x4x64xbf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @not_varlen(%s: !tile.tensor<4xi32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 64, warps = 4, stages = 4} {
+  %x = tile.program_id x
+  // expected-error @+1 {{must be in a tile.kernel with a #tile.varlen spec}}
+  tile.varlen_block(%s) at [%x, %x, %x] : !tile.tensor<4xi32>
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{#tile.varlen block_m must be 128 or 192 (two or three consumer warpgroups), got 64}}
+func.func private @bad_varlen() attributes {spec = #tile.varlen<role = varlen_plan, head_dim = 64, value_dim = 64,
+    group = 1, block_m = 64, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
+    element_type = f16>}
+
+// -----
+
+// expected-error @+1 {{#tile.varlen role must be varlen_plan or varlen_forward, got decode_check}}
+func.func private @varlen_role() attributes {spec = #tile.varlen<role = decode_check, head_dim = 64, value_dim = 64,
+    group = 1, block_m = 128, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
+    element_type = f16>}
