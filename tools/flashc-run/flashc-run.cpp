@@ -21,6 +21,7 @@
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
 #include "flashc/reference/decode.h"
+#include "flashc/reference/varlen.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/index_program.h"
@@ -547,7 +548,8 @@ struct Runner {
   bool validate() {
     bool checkable = false;
     for (const ProgramSpec &p : bundle->manifest().programs) {
-      checkable = checkable || forwardParts(p).any() || meta(p, "op") == "attention_decode";
+      checkable = checkable || forwardParts(p).any() || meta(p, "op") == "attention_decode" ||
+                  meta(p, "op") == "attention_varlen";
       if (std::string why = validateProgram(p); !why.empty()) {
         std::fprintf(stderr, "flashc-run: bundle %s: program '%s': %s\n", opt.bundle.c_str(), p.name.c_str(),
                      why.c_str());
@@ -1020,8 +1022,97 @@ struct Runner {
     if (!(named && untouched)) ++failures;
   }
 
+  // ---- packed variable-length sequences (meta op attention_varlen): --batch sequences whose query lengths are
+  // the --seq-q total split at random cut points (0 and 1 among them), key lengths --seq-k's likewise, 37 rows
+  // after the last sequence holding NaN; then offsets that decrease, which must fail the launch naming the entry
+  // and leave the output as it was ----
+  void runVarlen(const ProgramSpec &p) {
+    const double scale = std::atof(meta(p, "scale", "1").c_str());
+    ref::AttentionParams params;
+    params.scale = scale;
+    params.softcap = std::atof(meta(p, "softcap", "0").c_str());
+    params.window = ref::AttentionWindow{std::atoll(meta(p, "window_left", "-1").c_str()),
+                                         std::atoll(meta(p, "window_right", "-1").c_str())};
+    const int64_t sequences = std::max<int64_t>(opt.batch, 1), tail = 37;
+    std::map<std::string, int64_t> sym = symbols();
+    sym["Tq"] = opt.seqQ + tail;
+    sym["Tk"] = opt.seqK + tail;
+    sym["B1"] = sequences + 1;
+    Buffer q = makeParam(p.name, "q", sym), k = makeParam(p.name, "k", sym), v = makeParam(p.name, "v", sym);
+    Buffer cuQ = makeParam(p.name, "cu_seqlens_q", sym), cuK = makeParam(p.name, "cu_seqlens_k", sym);
+    Buffer out = makeParam(p.name, "out", sym), lse = makeParam(p.name, "lse", sym);
+    auto offsets = [&](int64_t total) {
+      std::uniform_int_distribution<int64_t> cut(0, total);
+      std::vector<int64_t> cuts;
+      for (int64_t i = 0; i + 1 < sequences; ++i) cuts.push_back(cut(rng));
+      std::sort(cuts.begin(), cuts.end());
+      if (cuts.size() >= 3) cuts[1] = cuts[0], cuts[2] = std::min(cuts[1] + 1, total);
+      std::sort(cuts.begin(), cuts.end());
+      std::vector<int32_t> cu{0};
+      for (int64_t c : cuts) cu.push_back(int32_t(c));
+      cu.push_back(int32_t(total));
+      return cu;
+    };
+    std::vector<int32_t> offQ = offsets(opt.seqQ), offK = offsets(opt.seqK);
+    cuQ.host.assign(offQ.begin(), offQ.end());
+    cuK.host.assign(offK.begin(), offK.end());
+    ref::VarlenShape s;
+    s.sequences = sequences, s.rowsQ = q.shape[0], s.rowsK = k.shape[0], s.queryHeads = q.shape[1];
+    s.kvHeads = k.shape[1], s.headDim = q.shape[2], s.valueDim = v.shape[2];
+    std::printf("%s: varlen B=%lld Tq=%lld Tk=%lld Hq=%lld Hkv=%lld D=%lld Dv=%lld window [%lld, %lld] scale=%g\n",
+                p.name.c_str(), (long long)sequences, (long long)opt.seqQ, (long long)opt.seqK,
+                (long long)s.queryHeads, (long long)s.kvHeads, (long long)s.headDim, (long long)s.valueDim,
+                (long long)params.window.left, (long long)params.window.right, scale);
+    randomFill(q, rng), randomFill(k, rng), randomFill(v, rng);
+    // rows after the last sequence: NaN, which no result may read
+    for (Buffer *b : {&q, &k, &v}) {
+      int64_t rowElems = b->shape[1] * b->shape[2], used = b == &q ? opt.seqQ : opt.seqK;
+      for (int64_t i = used * rowElems; i < int64_t(b->host.size()); ++i) b->host[size_t(i)] = std::nan("");
+    }
+    if (!upload(q) || !upload(k) || !upload(v) || !upload(cuQ) || !upload(cuK) || !poison(out) || !poison(lse)) {
+      ++failures;
+      return;
+    }
+    Arguments args;
+    bind(args, "q", q), bind(args, "k", k), bind(args, "v", v), bind(args, "cu_seqlens_q", cuQ);
+    bind(args, "cu_seqlens_k", cuK), bind(args, "out", out), bind(args, "lse", lse);
+    if (!launch(p.name, args)) return;
+    if (!download(out) || !download(lse)) { ++failures; return; }
+    // the reference over the sequences' rows only (the rows after them stay poisoned: compare those rows alone)
+    std::vector<double> refOut(out.host.size(), 0.0), refLse(lse.host.size(), 0.0);
+    ref::varlenAttention(s, params, q.host.data(), k.host.data(), v.host.data(), offQ.data(), offK.data(),
+                         refOut.data(), refLse.data());
+    std::vector<double> gotOut, wantOut, gotLse, wantLse;
+    const int64_t rowElems = out.shape[1] * out.shape[2];
+    for (int64_t i = 0; i < opt.seqQ * rowElems; ++i) gotOut.push_back(out.host[size_t(i)]), wantOut.push_back(refOut[size_t(i)]);
+    for (int64_t h = 0; h < s.queryHeads; ++h)
+      for (int64_t r = 0; r < opt.seqQ; ++r)
+        gotLse.push_back(lse.host[size_t(h * s.rowsQ + r)]), wantLse.push_back(refLse[size_t(h * s.rowsQ + r)]);
+    report(p.name, "out", compare(gotOut, wantOut), boundFor(out.dtype));
+    report(p.name, "lse", compare(gotLse, wantLse), 1e-3);
+    // Offsets that decrease: the launch fails naming the entry, nothing written.
+    if (sequences >= 2) {
+      std::vector<int32_t> bad = offQ;
+      bad[2] = bad[1] - 1;
+      cuQ.host.assign(bad.begin(), bad.end());
+      if (!upload(cuQ) || !poison(out)) { ++failures; return; }
+      Status st = bundle->launch(p.name, args, nullptr);
+      ++checks;
+      cudaDeviceSynchronize();
+      std::vector<uint8_t> raw(out.bytes());
+      bool untouched = cudaOk(cudaMemcpy(raw.data(), out.device, raw.size(), cudaMemcpyDeviceToHost), "download") &&
+                       std::all_of(raw.begin(), raw.end(), [](uint8_t x) { return x == 0xff; });
+      bool named = !st.ok() && st.error().message.find("cu_seqlens_q[2]") != std::string::npos;
+      std::printf("  %-28s bad offsets: %s; output %s  %s\n", p.name.c_str(),
+                  st.ok() ? "launch succeeded" : st.error().message.c_str(), untouched ? "untouched" : "WRITTEN",
+                  named && untouched ? "ok" : "FAIL");
+      if (!(named && untouched)) ++failures;
+    }
+  }
+
   void runProgram(const ProgramSpec &p) {
     if (meta(p, "op") == "attention_decode") return runDecode(p);
+    if (meta(p, "op") == "attention_varlen") return runVarlen(p);
     auto [attention, ffn] = forwardParts(p);
     if (!attention && !ffn) return;
     Arguments args;
