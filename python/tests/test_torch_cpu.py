@@ -198,7 +198,7 @@ class TorchArgumentErrorsTest(unittest.TestCase):
             built.append(kw["key_offset"])
             return AttentionConfig("bf16", 2, 2, 64, causal=kw["causal"], key_offset=kw["key_offset"])
 
-        def apply(q, k, v, config, offset):
+        def apply(q, k, v, config, offset, *modifier_tensors):
             applied.append((config, offset))
             return q
 
