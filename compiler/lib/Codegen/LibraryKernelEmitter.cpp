@@ -6,6 +6,7 @@
 
 #include "flashc/Compiler/Target.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -75,6 +76,14 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   using tile::KernelRole;
   KernelRole role = spec.getRole();
   bool paged = spec.isPaged();
+  // A kernel read from a file may carry any signature: the role's tensor count, or an error.
+  size_t want = role == KernelRole::DecodeCheck ? 3 + paged : role == KernelRole::DecodeSplit ? 9 + paged : 5;
+  if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
+      !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
+                              << ") takes " << want << " tensors, got " << kernel.getFunctionType().getNumInputs()
+                              << " arguments",
+           failure();
   WsKernel result;
   std::string ns = entry.str() + "_config";
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), stages = kernel.getStages();
@@ -155,6 +164,35 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
 FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec, ArrayRef<std::string> argNames,
                                ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
                                llvm::raw_ostream &out) {
+  // A kernel read from a file may carry any signature: the role's tensors, each of its rank, or an error.
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  bool plan = spec.getRole() == tile::KernelRole::VarlenPlan;
+  SmallVector<int64_t> ranks = plan ? SmallVector<int64_t>{1, 1, 3, 3, 2, 1} : SmallVector<int64_t>{3, 3, 3, 1, 1, 2, 1, 3, 2};
+  bool fits = inputs.size() == ranks.size() && cppNames.size() == ranks.size() && argNames.size() == ranks.size();
+  Type elem = spec.getElementType().getValue();
+  for (size_t i = 0; fits && i < ranks.size(); ++i) {
+    auto t = dyn_cast<tile::GlobalTensorType>(inputs[i]);
+    fits = t && t.getRank() == ranks[i];
+    if (!fits || plan)
+      continue;
+    // q, k: [T, H, D]; v, out: [T, H, Dv] in the spec's element type; the offsets, map and status i32; lse f32
+    int64_t width = i < 2 ? spec.getHeadDim() : spec.getValueDim();
+    if (i <= 2 || i == 7)
+      fits = t.getElementType() == elem && t.getShape()[2] == width;
+    else if (i == 8)
+      fits = t.getElementType().isF32();
+    else
+      fits = t.getElementType().isSignlessInteger(32);
+  }
+  if (!fits)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(spec.getRole())
+                              << ") takes "
+                              << (plan ? "cu_seqlens_q, cu_seqlens_k, q, k, tile_map, status"
+                                       : "q, k, v, cu_seqlens_q, cu_seqlens_k, tile_map, status, out, lse")
+                              << " of ranks " << llvm::join(llvm::map_range(ranks, [](int64_t r) { return std::to_string(r); }), ", ")
+                              << (plan ? "" : " (q, k, v, out of the spec's element type and head dims)") << ", got "
+                              << kernel.getFunctionType(),
+           failure();
   WsKernel result;
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
@@ -163,7 +201,7 @@ FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec,
     for (size_t i = 0; i < count; ++i)
       out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
   };
-  if (spec.getRole() == tile::KernelRole::VarlenPlan) { // (cu_q, cu_k, q, k, tile_map, status)
+  if (plan) { // (cu_q, cu_k, q, k, tile_map, status)
     result.threads = kernel.getWarps() * 32;
     out << "// The offsets checked (a bad entry into status), then the forward's tile map.\n";
     out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
