@@ -59,3 +59,31 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
   flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
                                                           dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
 }
+
+// Packed variable-length sequences (varlen.cuh), the same Config: the plan of key tiles (offsets checked, the map of
+// each sequence's kBlockN-key tiles), then the main kernel on grid (packed_tile_bound(Tk, B, kBlockN), kHeadsKV, 1).
+// q, k, v, dout [T, H, D] (3-D maps (D, H, T), box (64, 1, rows)); lse, delta [Hq, Tq] f32; dq_accum [Tq, Hq, D] f32
+// zeroed (3-D map, box (32, 1, 64)); dk, dv [Tk, Hkv, D]; cu_q / cu_k [B + 1] int32; key_map int2; status int32 [4].
+extern "C" __global__ void FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _varlen_key_plan)(
+    flashc::TensorArg cu_q, flashc::TensorArg cu_k, flashc::TensorArg q, flashc::TensorArg k,
+    flashc::TensorArg key_map, flashc::TensorArg status) {
+  flashc::device::attention_varlen_plan(cu_q, cu_k, static_cast<int>(q.shape[0]), static_cast<int>(k.shape[0]),
+                                        bwd_ws_config::kBlockN, key_map, static_cast<int*>(status.data),
+                                        /*key_tiles=*/true);
+}
+
+extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
+FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_varlen)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
+                                                   flashc::TensorArg delta, flashc::TensorArg dq_accum,
+                                                   flashc::TensorArg dk, flashc::TensorArg dv, flashc::TensorArg cu_q,
+                                                   flashc::TensorArg cu_k, flashc::TensorArg key_map,
+                                                   flashc::TensorArg status,
+                                                   const __grid_constant__ flashc::TmaDescriptor q_map,
+                                                   const __grid_constant__ flashc::TmaDescriptor k_map,
+                                                   const __grid_constant__ flashc::TmaDescriptor v_map,
+                                                   const __grid_constant__ flashc::TmaDescriptor do_map,
+                                                   const __grid_constant__ flashc::TmaDescriptor dq_map) {
+  flashc::device::attention_bwd_ws_varlen<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta,
+                                                                  dq_accum, dk, dv, cu_q, cu_k, key_map,
+                                                                  static_cast<const int*>(status.data), &dq_map);
+}

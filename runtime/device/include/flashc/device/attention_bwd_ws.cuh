@@ -70,6 +70,7 @@
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
+#include "flashc/device/varlen.cuh"
 #include "flashc/device/wgmma_tile.cuh"
 
 namespace flashc {
@@ -172,7 +173,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5;  // named barriers (3, 4: a warpgroup's dQ boxes)
+  // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6;
 };
 
 namespace detail {
@@ -181,7 +183,7 @@ namespace detail {
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
-template <bool kAligned, int kBoxBytes, int M, int N, int W>
+template <bool kAligned, int kBoxBytes, bool kPacked = false, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
                                               int col0, int row0, int head, int batch, int warpgroup, bool first) {
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
@@ -208,8 +210,8 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
-    tma_reduce_add_4d(tma_dq, buffer, col0, row0, head, batch);
-    tma_reduce_add_4d(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
+    tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
+    tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
   }
 }
@@ -275,20 +277,20 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
   }
 }
 
-// The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
-// `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
-// mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads.
-template <class Config>
-__device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
-                                                 const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
-                                                 const TensorArg& q, const TensorArg& k, const TensorArg& lse,
-                                                 const TensorArg& delta, const TensorArg& dq_accum,
-                                                 const TensorArg& dk, const TensorArg& dv, int key_offset,
-                                                 const TmaDescriptor* tma_dq = nullptr,
-                                                 const MaskEnv& mask_env = MaskEnv(),
-                                                 const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv()) {
+namespace detail {
+
+// The body over dense [B, H, S, D] tensors (a block a key tile of blockIdx) or (kPacked) over packed sequences
+// (the key tile `packed` found in the plan's key-tile map: q, k, v, dO [T, H, D] with 3-D maps, lse / delta [H, T],
+// dq_accum [Tq, Hq, D] f32, dk, dv [Tk, Hkv, D]).
+template <class Config, bool kPacked>
+__device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                      const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
+                                                      const TensorArg& q, const TensorArg& k, const TensorArg& lse,
+                                                      const TensorArg& delta, const TensorArg& dq_accum,
+                                                      const TensorArg& dk, const TensorArg& dv, int key_offset,
+                                                      const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
+                                                      const TensorArg* mask_blocks, const MaskEnv& score_env,
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -303,10 +305,15 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  const int Sq = static_cast<int>(q.shape[2]), Sk = static_cast<int>(k.shape[2]);
-  const int offset = Mask::clamp_offset(key_offset, Sq, Sk);
+  // Dense: [0, Sq) x [0, Sk) of batch blockIdx.z; packed: the key tile's sequence (rows from q_start / k_start of
+  // the packed tensors, batch 0 for the views), each aligned at its bottom-right corner.
+  const SequenceSpan span = kPacked ? packed.span
+                                    : SequenceSpan{0, static_cast<int>(q.shape[2]), 0, static_cast<int>(k.shape[2])};
+  const int Sq = span.q_len, Sk = span.k_len, q_start = span.q_start, k_start = span.k_start;
+  const int offset = Mask::clamp_offset(kPacked ? Sk - Sq : key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
-  const int k0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int k0 = (kPacked ? packed.tile.m_block : static_cast<int>(blockIdx.x)) * kBlockN, kv_head = blockIdx.y;
+  const int batch = kPacked ? 0 : static_cast<int>(blockIdx.z);
   const int warpgroup = warp_id() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
@@ -340,23 +347,25 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     if (warp_id() != P::kProducer * 4) return;
     const int lane = lane_id();
     if (lane == 0) {
-      tma_prefetch_descriptor(&tma_q);
-      tma_prefetch_descriptor(&tma_do);
+      if constexpr (!kPacked) {  // (a packed program's empty q has an all-zero map: never touched)
+        tma_prefetch_descriptor(&tma_q);
+        tma_prefetch_descriptor(&tma_do);
+      }
       mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
-      tma_load_panels(Ks, &tma_k, bar(P::kBarKV), k0, kv_head, batch);
-      tma_load_panels(Vs, &tma_v, bar(P::kBarKV), k0, kv_head, batch);
+      tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
+      tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
     }
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
       const int s = it % kStages;
       mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
       if (lane == 0) {
         mbarrier_arrive_expect_tx(bar(P::kBarFull + s), QTile::kBytes + DOTile::kBytes);
-        tma_load_panels(q_tile(s), &tma_q, bar(P::kBarFull + s), q0, head, batch);
-        tma_load_panels(do_tile(s), &tma_do, bar(P::kBarFull + s), q0, head, batch);
+        tma_load_rows<kPacked>(q_tile(s), &tma_q, bar(P::kBarFull + s), q_start + q0, head, batch);
+        tma_load_rows<kPacked>(do_tile(s), &tma_do, bar(P::kBarFull + s), q_start + q0, head, batch);
       }
       // lse (-inf past Sq: P = 0 there) and D (0), two rows a lane.
-      const GlobalVector<float> lse_v = vector_at<float>(lse, batch, head);
-      const GlobalVector<float> delta_v = vector_at<float>(delta, batch, head);
+      const GlobalVector<float> lse_v = sequence_stats<kPacked>(lse, q_start, Sq, batch, head);
+      const GlobalVector<float> delta_v = sequence_stats<kPacked>(delta, q_start, Sq, batch, head);
 #pragma unroll
       for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
@@ -384,6 +393,28 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
   const unsigned dq_buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
 
   mbarrier_wait(bar(P::kBarKV), 0);
+  // Packed: rows past the sequence are the next sequence's, or whatever follows the last one. Their scores are
+  // masked and their probabilities 0, but 0 x NaN is NaN in dQ = dS K and in dPᵀ = V dOᵀ: the consumers clear
+  // K and V past Sk once, and each step's Q and dO past Sq, ordering the stores before the tensor cores' reads.
+  // (Named barrier 6 of all consumer threads: the roles reach it from their own code, so the non-aligned form.)
+  if constexpr (kPacked) {
+    if (k0 + kBlockN > Sk) {
+      zero_rows_from<kWarps * 32>(Ks, Sk - k0, static_cast<int>(threadIdx.x));
+      zero_rows_from<kWarps * 32>(Vs, Sk - k0, static_cast<int>(threadIdx.x));
+      fence_async_shared();
+      named_barrier_sync(P::kBarTail, kWarps * 32);
+    }
+  }
+  auto clear_query_tail = [&](int s, int q0) {
+    if constexpr (kPacked) {
+      if (q0 + kBlockM > Sq) {
+        zero_rows_from<kWarps * 32>(q_tile(s), Sq - q0, static_cast<int>(threadIdx.x));
+        zero_rows_from<kWarps * 32>(do_tile(s), Sq - q0, static_cast<int>(threadIdx.x));
+        fence_async_shared();
+        named_barrier_sync_unaligned(P::kBarTail, kWarps * 32);
+      }
+    }
+  };
   if constexpr (P::kKeySplit) {
     // ---- key split: warpgroup g owns keys k0 + 64g.. (its rows of every 128-row tile) ----
     RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
@@ -398,6 +429,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
+      clear_query_tail(s, q0);
       if constexpr (P::kSubM < kBlockM) {
         // ---- D = 192: the scores in two halves of 32 queries; half 0's dV and dK products run under half 1's
         // Sᵀ product (the wait for it retires them), half 1's dK under dQ's first product ----
@@ -414,8 +446,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
-          detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, boxes, tma_dq, j * kDqCols, q0, head, batch, warpgroup,
-                                                      /*first=*/true);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, boxes, tma_dq, j * kDqCols, q_start + q0, head,
+                                                               batch, warpgroup, /*first=*/true);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
 #pragma unroll
@@ -515,8 +547,9 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
         wgmma_wait<1>();                                 // dQ done
         if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
-        detail::reduce_dq_tma<true, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                              q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0);
+        detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                             q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
+                                                             batch, warpgroup, it == 0);
         wgmma_wait<0>();
         release(s);
       }
@@ -525,10 +558,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
-    store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
+    store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
+                    dk16);
     RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
-    store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
+    store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols), k0,
+                    dv16);
   } else {
     // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
     auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
@@ -547,7 +582,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
     // (kDqTma) or by the consumers' red.v4.
     bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
     auto dq_half = [&](int head, int q0) {
-      const GlobalMatrix<float> dq_rows = matrix_at<float>(dq_accum, batch, head);
+      const GlobalMatrix<float> dq_rows = sequence_rows<kPacked, float>(dq_accum, q_start, Sq, batch, head);
 #pragma unroll 1
       // (Columns past the tensor's width, the padding of D = 192 to 256, have no product.)
       for (int c = warpgroup * (kHeadDim / 2); c < (warpgroup + 1) * (kHeadDim / 2) && (P::kDqTma || c < P::kHeadCols);
@@ -566,8 +601,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
         wgmma_matmul_ta<true>(dq, dSs, Ks, c);
         if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<false, P::kDqBoxBytes>(dq, dq_buffer, tma_dq, c, q0, head, batch, warpgroup,
-                                                       dq_first);
+          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, c, q_start + q0, head, batch,
+                                                                warpgroup, dq_first);
           dq_first = false;
         } else {
           // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
@@ -582,6 +617,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
+        clear_query_tail(s, q0);
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         {
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
@@ -606,7 +642,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
       convert(dv16, acc_dv);
-      store_fragments(with_limits(matrix_at<Elem>(dv, batch, kv_head), Sk, P::kValueCols), k0, dv16);
+      store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols),
+                      k0, dv16);
     } else {
       // ---- score gradient: dSᵀ, dK ----
       RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
@@ -614,6 +651,7 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
+        clear_query_tail(s, q0);
         RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
         fill(dpt, 0.f);
         wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
@@ -638,9 +676,52 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
       scale(acc_dk, P::kScale);
       RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
-      store_fragments(with_limits(matrix_at<Elem>(dk, batch, kv_head), Sk, P::kHeadCols), k0, dk16);
+      store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols),
+                      k0, dk16);
     }
   }
+}
+
+}  // namespace detail
+
+// The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
+// `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
+// mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
+// tensors the score modifier reads.
+template <class Config>
+__device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                 const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
+                                                 const TensorArg& q, const TensorArg& k, const TensorArg& lse,
+                                                 const TensorArg& delta, const TensorArg& dq_accum,
+                                                 const TensorArg& dk, const TensorArg& dv, int key_offset,
+                                                 const TmaDescriptor* tma_dq = nullptr,
+                                                 const MaskEnv& mask_env = MaskEnv(),
+                                                 const TensorArg* mask_blocks = nullptr,
+                                                 const MaskEnv& score_env = MaskEnv()) {
+  detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
+                                               key_offset, tma_dq, mask_env, mask_blocks, score_env,
+                                               PackedQueryTiles());
+}
+
+// Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and
+// delta = rowsum(dO O) [Hq, Tq] f32, dq_accum [Tq, Hq, D] f32 (zeroed; tma_dq its 3-D map, box (32, 1, 64)), dk,
+// dv [Tk, Hkv, D]; key_map and status from attention_varlen_plan(..., kBlockN, key_tiles = true) (nothing is
+// written when the status is set). Launch: grid (packed_tile_bound(Tk, B, kBlockN), Hkv, 1).
+template <class Config>
+__device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                        const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
+                                                        const TensorArg& q, const TensorArg& k, const TensorArg& lse,
+                                                        const TensorArg& delta, const TensorArg& dq_accum,
+                                                        const TensorArg& dk, const TensorArg& dv,
+                                                        const TensorArg& cu_q, const TensorArg& cu_k,
+                                                        const TensorArg& key_map, const int* status,
+                                                        const TmaDescriptor* tma_dq) {
+  using P = AttentionBwdWsPlan<Config>;
+  const PackedQueryTiles packed =
+      PackedQueryTiles::find<false, /*kKeyTiles=*/true>(cu_q, cu_k, key_map, P::kBlockN, status);
+  if (!packed.valid()) return;  // past the last key tile, or the offsets failed their check
+  detail::attention_bwd_ws_body<Config, true>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv, 0,
+                                              tma_dq, MaskEnv(), nullptr, MaskEnv(), packed);
 }
 
 }  // namespace device

@@ -61,6 +61,14 @@ __device__ __forceinline__ void tma_reduce_add_4d(const TmaDescriptor* map, unsi
       "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+// The same into the box at (c0, c1, c2) of a 3-D map (a packed [T, H, D] tensor: column, head, row).
+__device__ __forceinline__ void tma_reduce_add_3d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
 // Shared box -> the box at (c0, c1) of a 2-D map (cp.async.bulk.tensor store; elements outside the tensor are not
 // written), in this thread's bulk group. The writers of the box fence_async_shared() and meet the issuing thread
 // at a barrier first; the box may be overwritten once tma_wait_group<N> (read) says the store has read it.

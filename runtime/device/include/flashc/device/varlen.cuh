@@ -38,10 +38,11 @@ __host__ __device__ constexpr long long packed_tile_bound(long long rows, long l
 }
 
 // One block (blockDim.x a multiple of 32, up to 1024): checks cu_q [B + 1] against rows_q and cu_k against rows_k,
-// then (offsets good) writes tile_map [packed_tile_bound(rows_q, B, block_m)] for tiles of block_m query rows.
+// then (offsets good) writes tile_map [packed_tile_bound(rows, B, block_m)] for tiles of block_m query rows, or
+// (key_tiles: the backward, a block a key tile) of block_m key rows.
 __device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, const TensorArg& cu_k, int rows_q,
                                                       int rows_k, int block_m, const TensorArg& tile_map,
-                                                      int* status) {
+                                                      int* status, bool key_tiles = false) {
   __shared__ int warp_sums[32];
   __shared__ int bad;
   if (threadIdx.x == 0) bad = 0;
@@ -70,8 +71,9 @@ __device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, con
   if (bad) return;
   // Tiles of each sequence, a block-wide prefix sum a pass of blockDim.x sequences, each thread writing its
   // sequence's entries.
-  const int* cq = static_cast<const int*>(cu_q.data);
-  const long long sq = cu_q.stride[0];
+  const TensorArg& cu = key_tiles ? cu_k : cu_q;
+  const int* cq = static_cast<const int*>(cu.data);
+  const long long sq = cu.stride[0];
   int2* map = static_cast<int2*>(tile_map.data);
   const int sequences = static_cast<int>(cu_q.shape[0]) - 1, entries = static_cast<int>(tile_map.shape[0]);
   const int lane = lane_id(), warp = warp_id(), warps = static_cast<int>(blockDim.x) / 32;
@@ -112,7 +114,8 @@ struct PackedQueryTiles {
   SequenceSpan span;
   __device__ __forceinline__ bool valid() const { return tile.batch >= 0; }
 
-  template <bool kLongestFirst>
+  // kKeyTiles: the map counts key tiles (the backward's blocks), m_block is the key tile.
+  template <bool kLongestFirst, bool kKeyTiles = false>
   __device__ __forceinline__ static PackedQueryTiles find(const TensorArg& cu_q, const TensorArg& cu_k,
                                                           const TensorArg& tile_map, int block_m, const int* status) {
     PackedQueryTiles r;
@@ -126,7 +129,7 @@ struct PackedQueryTiles {
     const int* ck = static_cast<const int*>(cu_k.data);
     const int q0 = cq[seq * cu_q.stride[0]], q1 = cq[(seq + 1) * cu_q.stride[0]];
     const int k0 = ck[seq * cu_k.stride[0]], k1 = ck[(seq + 1) * cu_k.stride[0]];
-    const int i = t - entry.y, count = (q1 - q0 + block_m - 1) / block_m;
+    const int i = t - entry.y, count = ((kKeyTiles ? k1 - k0 : q1 - q0) + block_m - 1) / block_m;
     r.tile = QueryTile{kLongestFirst ? count - 1 - i : i, static_cast<int>(blockIdx.y), seq};
     r.span = SequenceSpan{q0, q1 - q0, k0, k1 - k0};
     return r;
@@ -156,6 +159,32 @@ __device__ __forceinline__ void for_each_tile(const PackedQueryTiles& packed, in
                                               F&& f) {
   if constexpr (kPacked) f(0, packed.tile);
   else for_each_query_tile<kPersistent, kLongestFirst>(row_blocks, heads, batch, f);
+}
+
+// Tensor rows start.. (len of them) of one head: a packed [T, H, C] tensor's (kPacked), else the [B, H, S, C]
+// tensor's batch; per-row statistics of a packed [H, T] or a dense [B, H, S] tensor alike.
+template <bool kPacked, class T>
+__device__ __forceinline__ GlobalMatrix<T> sequence_rows(const TensorArg& t, int start, int len, int batch, int head) {
+  if constexpr (kPacked)
+    return GlobalMatrix<T>{static_cast<T*>(t.data) + start * t.stride[0] + head * t.stride[1], t.stride[0], len,
+                           static_cast<int>(t.shape[2])};
+  else return matrix_at<T>(t, batch, head);
+}
+template <bool kPacked>
+__device__ __forceinline__ GlobalVector<float> sequence_stats(const TensorArg& t, int start, int len, int batch,
+                                                              int head) {
+  if constexpr (kPacked)
+    return GlobalVector<float>{static_cast<float*>(t.data) + head * t.stride[0] + start * t.stride[1], t.stride[1], len};
+  else return vector_at<float>(t, batch, head);
+}
+
+// A box added into rows row.. of one head: a dense tensor's 4-D map (column, row, head, batch) or a packed one's 3-D
+// map (column, head, row).
+template <bool kPacked>
+__device__ __forceinline__ void tma_reduce_rows(const TmaDescriptor* map, unsigned src, int col, int row, int head,
+                                                int batch) {
+  if constexpr (kPacked) tma_reduce_add_3d(map, src, col, head, row);
+  else tma_reduce_add_4d(map, src, col, row, head, batch);
 }
 
 // Views of one sequence's rows of one head: o [T, H, Dv] and lse [H, T].
