@@ -82,10 +82,8 @@ def visible(lq, lk, causal, wl):
     m = torch.ones(lq, lk, dtype=torch.bool, device="cuda")
     if causal:
         m &= j <= i
-    if wl >= 0:
+    if wl >= 0:  # the golden configs' window: left only (FLASHC_WINDOW_RIGHT -1: unbounded on the right)
         m &= j >= i - wl
-        if not causal:
-            m &= j <= i + wl
     return m
 
 
@@ -120,7 +118,7 @@ def make_case(cfg, lens_q, lens_k, tail=29, seed=0):
     return q, k, v, do, cu_q, cu_k
 
 
-def run_case(kern, cfg, q, k, v, do, cu_q, cu_k, status=None):
+def run_case(kern, cfg, q, k, v, do, cu_q, cu_k, status=None, references=True):
     """Forward in float64 (o, lse), the lab's backward; returns dq, dk, dv and the references."""
     d, hq, g, f16, causal, wl = cfg[:6]
     scale = 1.0 / math.sqrt(d)
@@ -128,7 +126,7 @@ def run_case(kern, cfg, q, k, v, do, cu_q, cu_k, status=None):
     o = torch.zeros_like(q)
     lse = torch.full((hq, q.shape[0]), -math.inf, device="cuda", dtype=torch.float32)
     refs = []
-    for b in range(len(lens)):
+    for b in range(len(lens) if references else 0):
         a, e, ka, ke = cu_q[b].item(), cu_q[b + 1].item(), cu_k[b].item(), cu_k[b + 1].item()
         if e == a:
             refs.append(None)
@@ -179,7 +177,7 @@ def check_config(name, cfg, kern, log):
             f"tail untouched {untouched} -> {'ok' if ok else 'FAIL'}")
     q, k, v, do, cu_q, cu_k = make_case(cfg, [100, 200, 50], [100, 200, 50], tail=0)
     cu_k[2] = 5
-    dq, dk, dv, _, status = run_case(kern, cfg, q, k, v, do, cu_q, cu_k)
+    dq, dk, dv, _, status = run_case(kern, cfg, q, k, v, do, cu_q, cu_k, references=False)
     st = status.tolist()
     untouched = bool(torch.isnan(dk).all() and torch.isnan(dv).all() and (dq == 0).all())
     ok = untouched and st[:3] == [4, 2, 1]
