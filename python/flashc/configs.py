@@ -339,6 +339,26 @@ def _float(key, text):
         raise InvalidArgumentError("config field %s: expected a number, got %r" % (key, text))
 
 
+def _attention_fields(text, fields):
+    """The fields an attention and a packed-sequences config share, from their text form."""
+    for required in ("heads", "head_dim"):
+        if required not in fields:
+            raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+    heads = _int("heads", fields["heads"])
+    window = None
+    if "window" in fields:
+        left, colon, right = fields["window"].partition(":")
+        window = (_int("window", left), _int("window", right)) if colon else _int("window", left)
+    return dict(
+        dtype=fields.get("dtype", "bf16"), num_heads=heads,
+        num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
+        head_dim=_int("head_dim", fields["head_dim"]),
+        value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
+        causal=_bool("causal", fields.get("causal", "0")), window=window,
+        softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
+        scale=_float("scale", fields["scale"]) if "scale" in fields else None)
+
+
 def parse_config(text):
     """An AttentionConfig, FfnConfig or DecodeConfig from its one-line text form."""
     kind, sep, body = text.partition(":")
@@ -378,39 +398,10 @@ def parse_config(text):
                 causal=_bool("causal", fields.get("causal", "1")),
                 scale=_float("scale", fields["scale"]) if "scale" in fields else None)
         if kind == "varlen":
-            for required in ("heads", "head_dim"):
-                if required not in fields:
-                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
-            heads = _int("heads", fields["heads"])
-            window = None
-            if "window" in fields:
-                left, colon, right = fields["window"].partition(":")
-                window = (_int("window", left), _int("window", right)) if colon else _int("window", left)
-            return VarlenConfig(
-                dtype=fields.get("dtype", "bf16"), num_heads=heads,
-                num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
-                head_dim=_int("head_dim", fields["head_dim"]),
-                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
-                causal=_bool("causal", fields.get("causal", "0")), window=window,
-                softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
-                scale=_float("scale", fields["scale"]) if "scale" in fields else None)
+            return VarlenConfig(**_attention_fields(text, fields))
         if kind == "attention":
-            for required in ("heads", "head_dim"):
-                if required not in fields:
-                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
-            heads = _int("heads", fields["heads"])
-            window = None
-            if "window" in fields:
-                left, colon, right = fields["window"].partition(":")
-                window = (_int("window", left), _int("window", right)) if colon else _int("window", left)
             return AttentionConfig(
-                dtype=fields.get("dtype", "bf16"), num_heads=heads,
-                num_kv_heads=_int("kv_heads", fields["kv_heads"]) if "kv_heads" in fields else heads,
-                head_dim=_int("head_dim", fields["head_dim"]),
-                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
-                causal=_bool("causal", fields.get("causal", "0")), window=window,
-                softcap=_float("softcap", fields["softcap"]) if "softcap" in fields else None,
-                scale=_float("scale", fields["scale"]) if "scale" in fields else None,
+                **_attention_fields(text, fields),
                 backward_form=fields.get("backward", "auto"),
                 key_offset=_bool("key_offset", fields.get("key_offset", "0")), mask_mod=fields.get("mask_mod"),
                 score_mod=fields.get("score_mod"))
