@@ -15,7 +15,9 @@ FLASHC_BUNDLE_PATH or the cache, or compiled when the flashc compiler is here.
 Both are torch.compile-able with no graph break (registered custom ops torch.ops.flashc.*: flashc._torch_ops).
 Kernels run on torch.cuda.current_stream(). Set FLASHC_POISON_OUTPUTS=1 to fill
 every output with NaN before the launch (tests: a kernel that skips an element
-shows up).
+shows up). FLASHC_DEFER_CHECKS=1 is defer_checks(True) from the start: decode's and
+varlen's input checks on the GPU are read at a later call instead of each call
+waiting for them.
 """
 
 import math
