@@ -100,6 +100,42 @@ def main():
                         o_dense = ft.attention(qd, kd, vd, causal=causal)
                         r["varlen_vs_dense_max_diff"] = (o_var.view(len(lens), L, heads, d).transpose(1, 2).float()
                                                          - o_dense.float()).abs().max().item()
+                # Backward (deferred checks): (forward + backward) - forward, as the peers' (bench/README.md).
+                qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+                dout = torch.randn_like(q)
+                ft.defer_checks(True)
+
+                def varlen_fwd_bwd():
+                    ft.varlen_attention(qg, kg, vg, cu, cu, causal=causal).backward(dout)
+                r["flashc_varlen_bwd_ms"] = bc.do_bench(varlen_fwd_bwd, grad_to_none=[qg, kg, vg]) - \
+                    r["flashc_varlen_deferred_ms"]
+                ft.check_deferred()
+                ft.defer_checks(False)
+                try:
+                    fa_bwd = torch.ops.aten._flash_attention_backward
+                    with torch.no_grad():
+                        fo = torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, max(lens), max(lens), 0.0,
+                                                                     causal, False, scale=d ** -0.5)
+                        r["fa2_varlen_bwd_ms"] = bc.do_bench(
+                            lambda: fa_bwd(dout, q, k, v, fo[0], fo[1], cu, cu, max(lens), max(lens), 0.0, causal,
+                                           fo[2], fo[3], scale=d ** -0.5))
+                except Exception as e:  # noqa: BLE001
+                    r["fa2_bwd_error"] = str(e)[:200]
+                if len(set(lens)) == 1:
+                    L = lens[0]
+                    qd, kd, vd = (t.detach().view(len(lens), L, heads, d).transpose(1, 2).requires_grad_()
+                                  for t in (q, k, v))
+                    dd = dout.view(len(lens), L, heads, d).transpose(1, 2)
+                    dense_fwd = bc.do_bench(lambda: ft.attention(qd.detach(), kd.detach(), vd.detach(), causal=causal))
+                    r["flashc_dense_bwd_ms"] = bc.do_bench(
+                        lambda: ft.attention(qd, kd, vd, causal=causal).backward(dd), grad_to_none=[qd, kd, vd]) - \
+                        dense_fwd
+                bwd_flops = 2.5 * flops
+                for key in ("flashc_varlen_bwd_ms", "fa2_varlen_bwd_ms", "flashc_dense_bwd_ms"):
+                    if key in r and r[key] > 0:
+                        r[key.replace("_ms", "_tflops")] = bc.tflops(bwd_flops, r[key])
+                if "flashc_dense_bwd_ms" in r:
+                    r["varlen_bwd_over_dense"] = r["flashc_dense_bwd_ms"] / r["flashc_varlen_bwd_ms"]
                 for key in ("flashc_varlen_ms", "flashc_varlen_deferred_ms", "flashc_dense_ms", "fa2_varlen_ms",
                             "cudnn_dense_ms"):
                     if key in r:
@@ -111,11 +147,14 @@ def main():
                              bc.fmt(r.get("flashc_varlen_tflops")), bc.fmt(r.get("flashc_varlen_deferred_tflops")),
                              bc.fmt(r.get("flashc_dense_tflops")), "%.3f" % r["varlen_over_dense"],
                              "%.3f" % r["deferred_over_dense"], bc.fmt(r.get("fa2_varlen_tflops")),
-                             bc.fmt(r.get("cudnn_dense_tflops"))])
+                             bc.fmt(r.get("cudnn_dense_tflops")), bc.fmt(r.get("flashc_varlen_bwd_tflops")),
+                             bc.fmt(r.get("flashc_dense_bwd_tflops")), bc.fmt(r.get("fa2_varlen_bwd_tflops"))])
                 print(rows[-1], flush=True)
     table = bc.markdown_table(["D", "mask", "packing", "sequences", "flashc varlen TFLOP/s",
                                "varlen, deferred check", "flashc dense TFLOP/s", "varlen / dense",
-                               "deferred / dense", "FA2 varlen TFLOP/s", "cuDNN dense TFLOP/s"], rows)
+                               "deferred / dense", "FA2 varlen TFLOP/s", "cuDNN dense TFLOP/s",
+                               "flashc varlen bwd TFLOP/s", "flashc dense bwd TFLOP/s", "FA2 varlen bwd TFLOP/s"],
+                              rows)
     notes = ("Dense for the mixed packing: each length at the dense kernel's time per token at that length (a full "
              "16k batch of it). Visible FLOPs only. 'varlen' waits for the offsets' verdict each call (the default: a "
              "stream synchronization); 'deferred' reads it at a later call (flashc.torch.defer_checks).")

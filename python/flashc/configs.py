@@ -266,10 +266,11 @@ TEST_DECODE = (DecodeConfig("bf16", 32, 8, 128, page_size=64), DecodeConfig("bf1
                DecodeConfig("bf16", 16, 2, 256, queries=16, page_size=256))
 
 # Packed variable-length sequences (flashc.torch.varlen_attention, python/tests/test_gpu_varlen.py): Llama's heads
-# causal and not; GQA 2 with a window and a softcap in f16 at D = 64 (three consumer warpgroups); D = 256 causal.
+# causal and not; GQA 2 with a window and a softcap in f16 at D = 64 (three consumer warpgroups; forward only);
+# D = 256 causal (the backward's role split); GQA 2, f16, D = 64 with a two-sided window (gradients).
 TEST_VARLEN = (VarlenConfig("bf16", 32, 8, 128, causal=True), VarlenConfig("bf16", 16, 16, 128),
                VarlenConfig("f16", 4, 2, 64, window=37, softcap=30.0),
-               VarlenConfig("bf16", 4, 4, 256, causal=True))
+               VarlenConfig("bf16", 4, 4, 256, causal=True), VarlenConfig("f16", 4, 2, 64, window=(37, 5)))
 
 # bench/bench_varlen.py: packed sequences at the attention benchmark's heads (H*D = 2048), causal and not, beside the
 # dense forward's bundles (BENCH_ATTENTION) it is compared with.

@@ -504,8 +504,8 @@ class DecodeConfig:
 class VarlenConfig:
     """One flash.varlen_attention configuration: packed variable-length sequences (flash-attn's varlen contract),
     q [Tq, Hq, D], k / v [Tk, Hkv, D / Dv] with int32 offsets cu_seqlens_q / cu_seqlens_k [B + 1]. The mask aligns
-    each sequence's bottom-right corner. Forward only (no backward yet), sm_90a only (TMA loads of the packed
-    tensors). scale None means 1/sqrt(D); window as AttentionConfig's."""
+    each sequence's bottom-right corner. sm_90a only (TMA loads of the packed tensors); the backward program
+    (`varlen_backward`) is generated without a softcap. scale None means 1/sqrt(D); window as AttentionConfig's."""
     dtype: str
     num_heads: int
     num_kv_heads: int

@@ -579,13 +579,24 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
     sequence's own tiles). causal / window_size (left, right; -1 unbounded) align each sequence's bottom-right corner.
     bfloat16 or float16, head dims multiples of 8 from 40 to 256, sm_90a. Returns out [total_q, Hq, Dv] (rows
     outside every sequence are not written) and, with return_lse, lse [Hq, total_q] float32 (natural log).
-    Offsets that decrease, start below 0 or reach past the rows raise InvalidArgumentError naming the entry, and
-    nothing is written. Forward only: no gradient yet.
+    Differentiable in q, k and v (no softcap); rows outside every sequence get gradient 0. Offsets that decrease, start below 0 or reach past the rows raise InvalidArgumentError
+    naming the entry, and nothing is written.
     """
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
     key = _signature((q, k, v, cu_seqlens_q, cu_seqlens_k), ("varlen", causal, window, softcap, scale))
     config = _memo_config(key, lambda: _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap,
                                                       scale))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        if config.softcap:
+            raise InvalidArgumentError("varlen_attention: no gradient with a softcap yet (call it under "
+                                       "torch.no_grad() for the forward)")
+        out, lse = _VarlenOutput.apply(q, k, v, cu_seqlens_q, cu_seqlens_k, config)
+    else:
+        out, lse = _varlen_forward(config, q, k, v, cu_seqlens_q, cu_seqlens_k)
+    return (out, lse) if return_lse else out
+
+
+def _varlen_forward(config, q, k, v, cu_seqlens_q, cu_seqlens_k):
     out = torch.empty(q.shape[0], q.shape[1], config.value_head_dim, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device)
     if _poison_enabled():
@@ -593,7 +604,36 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
         lse.fill_(float("nan"))
     _launch_checked(cache.load_bundle(config), config.program, q.device,
                     dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, out=out, lse=lse))
-    return (out, lse) if return_lse else out
+    return out, lse
+
+
+class _VarlenOutput(torch.autograd.Function):
+    """out and lse of packed sequences; the backward program (delta, the key plan, the warp-specialised backward,
+    dQ's conversion) gives dq, dk, dv."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, config):
+        out, lse = _varlen_forward(config, q, k, v, cu_seqlens_q, cu_seqlens_k)
+        ctx.config = config
+        ctx.save_for_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse)
+        ctx.mark_non_differentiable(lse)
+        ctx.set_materialize_grads(False)
+        return out, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout, _dlse):
+        if dout is None:
+            return None, None, None, None, None, None
+        q, k, v, cu_q, cu_k, out, lse = ctx.saved_tensors
+        # dk, dv zeroed: the kernels write the rows of sequences only, and a row outside every sequence has gradient 0
+        # (dq's conversion writes every row).
+        dq = _output(q.shape, q.dtype, q.device)
+        dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+        _launch_checked(cache.load_bundle(ctx.config), ctx.config.program + "_backward", q.device,
+                        dict(q=q, k=k, v=v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, out=out, lse=lse,
+                             dout=dout.contiguous(), dq=dq, dk=dk, dv=dv))
+        return dq, dk, dv, None, None, None
 
 
 # ---------------------------------------------------------------------- FlexAttention's names

@@ -110,6 +110,43 @@ class VarlenGpuTest(unittest.TestCase):
                         if finite.any():
                             self.assertLess((got_lse[finite] - ref_lse[finite]).abs().max().item(), 2e-3)
 
+    def test_gradients(self):
+        for i, config in enumerate(c for c in configs.TEST_VARLEN if not c.softcap):
+            for j, (lens_q, lens_k) in enumerate(PACKINGS[:3]):
+                with self.subTest(config=config.describe(), packing=j):
+                    q, k, v, cu_q, cu_k = make_case(config, lens_q, lens_k, seed=100 + 10 * i + j)
+                    tq, tk = cu_q[-1].item(), cu_k[-1].item()
+                    for t, n in ((q, tq), (k, tk), (v, tk)):  # finite rows after the sequences (their grad: 0)
+                        t[n:] = 0.5
+                    q, k, v = (t.clone().requires_grad_() for t in (q, k, v))
+                    try:
+                        out = ft.varlen_attention(q, k, v, cu_q, cu_k, causal=config.causal,
+                                                  window_size=config.window or (-1, -1), scale=config.scale)
+                    except Exception as e:  # noqa: BLE001
+                        if type(e).__name__ == "BundleNotFoundError":
+                            missing_bundle_skip(self, e, optional=False)
+                        raise
+                    g = torch.Generator(device="cuda").manual_seed(7)
+                    dout = torch.randn(out.shape, device="cuda", generator=g).to(out.dtype)
+                    out.backward(dout)
+                    for b in range(len(lens_q)):
+                        a, e = cu_q[b].item(), cu_q[b + 1].item()
+                        ka, ke = cu_k[b].item(), cu_k[b + 1].item()
+                        qd, kd, vd = (t.detach()[s].double().requires_grad_()
+                                      for t, s in ((q, slice(a, e)), (k, slice(ka, ke)), (v, slice(ka, ke))))
+                        ref_out, _ = reference(config, qd, kd, vd, e - a, ke - ka)
+                        (ref_out * dout[a:e].double()).sum().backward()
+                        for name, got, want in (("dq", q.grad[a:e], qd.grad), ("dk", k.grad[ka:ke], kd.grad),
+                                                ("dv", v.grad[ka:ke], vd.grad)):
+                            if want.numel() == 0:
+                                continue
+                            self.assertFalse(torch.isnan(got).any(), "%s of sequence %d: NaN" % (name, b))
+                            err = (got.double() - want).abs().max().item() / max(1.0, want.abs().max().item())
+                            self.assertLess(err, 2e-2 if config.dtype == "bf16" else 5e-3,
+                                            "%s %s of sequence %d: error %.3g" % (config.describe(), name, b, err))
+                    for name, grad, n in (("dq", q.grad, tq), ("dk", k.grad, tk), ("dv", v.grad, tk)):
+                        self.assertTrue(bool((grad[n:] == 0).all()), "%s past the last sequence: not 0" % name)
+
     def test_bad_offsets(self):
         config = configs.TEST_VARLEN[0]
         cases = (("cu_q", 2, 5, "cu_seqlens_q[2] = 5 is below cu_seqlens_q[1]"),

@@ -9,9 +9,34 @@
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// No backward: a function with packed sequences gets none (its gradient kernels are not written yet).
-// RUN: rm -rf %t.train && flashc %s --emit=bundle -o %t.train
-// RUN: not grep -q "program prefill_backward" %t.train/manifest.flashc
+// The backward program (flash-generate-backward): delta and a zeroed dQ accumulator, the plan of key tiles (the
+// offsets checked again), the warp-specialised backward over the key-tile map (3-D maps of the packed q, k, v, dout
+// and of dq_accum, which dQ's TMA reductions add into), dQ's conversion; the forward names it.
+// RUN: FileCheck %s --check-prefix=BACKWARD < %t.bundle/manifest.flashc
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=BWD-CUDA
+// BACKWARD: kernel prefill_varlen_bwd_prepare
+// BACKWARD: grid cdiv(Tq, 64), 32, 1
+// BACKWARD: kernel prefill_varlen_key_plan
+// BACKWARD: tensor key_map i32 out [max((Tk + (B1 - 1) * 127) / 128, 1), 2] contiguous
+// BACKWARD: kernel prefill_varlen_bwd
+// BACKWARD: tensor dq_accum f32 inout [Tq, 32, 128]
+// BACKWARD: tensor dk bf16 out [Tk, 8, 128]
+// BACKWARD: tensor dv bf16 out [Tk, 8, 128]
+// BACKWARD: tensormap dq_accum_map of dq_accum box [64, 1, 32] swizzle 128
+// BACKWARD: grid max((Tk + (B1 - 1) * 127) / 128, 1), 8, 1
+// BACKWARD: kernel prefill_varlen_bwd_finish
+// BACKWARD: tensor dq bf16 out [Tq, 32, 128]
+// BACKWARD: program prefill_backward
+// BACKWARD: scratch dq_accum
+// BACKWARD: scratch status zero
+// BACKWARD: meta op attention_varlen_backward
+// BACKWARD: meta status status
+// BACKWARD: program prefill
+// BACKWARD: meta backward prefill_backward
+// BWD-CUDA: flashc::device::attention_varlen_plan({{.*}}, 128, key_map, static_cast<int*>(status.data), /*key_tiles=*/true);
+// BWD-CUDA: static constexpr bool kKeySplit = true, kDqTma = true;
+// BWD-CUDA: flashc::device::attention_bwd_ws_varlen<{{.*}}::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, cu_seqlens_q, cu_seqlens_k, key_map, static_cast<const int*>(status.data), &dq_accum_map);
+// BWD-CUDA: flashc::device::attention_varlen_bwd_finish<flashc::device::bf16>(dq_accum, dq, static_cast<const int*>(status.data));
 
 // CUDA: // ---- prefill_varlen_plan ----
 // CUDA: extern "C" __global__ void __launch_bounds__(512)

@@ -537,3 +537,32 @@ func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tenso
   } : (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<8xf32>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>)
   return %o : tensor<?x8x?x64xbf16>
 }
+
+// -----
+
+// Packed sequences: no backward with a softcap yet (a warning; the forward still compiles).
+func.func @varlen_softcap(%q: tensor<?x4x64xbf16>, %k: tensor<?x4x64xbf16>, %v: tensor<?x4x64xbf16>,
+                          %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>) -> tensor<?x4x64xbf16> {
+  // expected-warning @+1 {{flash-generate-backward: no backward for @varlen_softcap: the packed backward takes no softcap yet}}
+  %o, %lse = flash.varlen_attention %q, %k, %v, %cu_q, %cu_k scale = 0.125 mask = #flash.mask<causal> softcap = 30.0
+      num_kv_heads = 4
+      : (tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x4x64xbf16>, tensor<4x?xf32>)
+  return %o : tensor<?x4x64xbf16>
+}
+
+// -----
+
+// Packed sequences beside another fused op: not yet (a warning).
+func.func @varlen_and_dense(%q: tensor<?x4x64xbf16>, %k: tensor<?x4x64xbf16>, %v: tensor<?x4x64xbf16>,
+                            %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>, %q2: tensor<1x4x?x64xbf16>,
+                            %k2: tensor<1x4x?x64xbf16>, %v2: tensor<1x4x?x64xbf16>)
+    -> (tensor<?x4x64xbf16>, tensor<1x4x?x64xbf16>) {
+  // expected-warning @+1 {{flash-generate-backward: no backward for @varlen_and_dense: packed sequences beside other fused ops: one flash.varlen_attention a function has a backward so far}}
+  %o, %lse = flash.varlen_attention %q, %k, %v, %cu_q, %cu_k scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      : (tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x4x64xbf16>, tensor<4x?xf32>)
+  %o2, %lse2 = flash.attention %q2, %k2, %v2 scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>) -> (tensor<1x4x?x64xbf16>, tensor<1x4x?xf32>)
+  return %o, %o2 : tensor<?x4x64xbf16>, tensor<1x4x?x64xbf16>
+}

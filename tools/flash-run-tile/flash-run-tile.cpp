@@ -24,6 +24,7 @@
 #include "flashc/Compiler/TileExecutor.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/reference/varlen.h"
 #include "flashc/reference/attention.h"
 #include "flashc/reference/ffn.h"
 
@@ -196,6 +197,27 @@ void attentionGradients(flash::AttentionOp op, const ReferenceTensor &q, const R
   dv = ReferenceTensor(v.shape);
   ref::attentionBackward(shape, params, q.data.data(), k.data.data(), v.data.data(),
                          dOut.data.data(), dq.data.data(), dk.data.data(), dv.data.data());
+}
+
+/// Gradients of flash.varlen_attention (q, k, v), sequence by sequence (rows outside every sequence: 0).
+void varlenGradients(flash::VarlenAttentionOp op, const ReferenceTensor &q, const ReferenceTensor &k,
+                     const ReferenceTensor &v, const ReferenceTensor &cuQ, const ReferenceTensor &cuK,
+                     const ReferenceTensor &dOut, ReferenceTensor &dq, ReferenceTensor &dk, ReferenceTensor &dv) {
+  ref::VarlenShape shape;
+  shape.sequences = cuQ.shape[0] - 1, shape.rowsQ = q.shape[0], shape.rowsK = k.shape[0];
+  shape.queryHeads = q.shape[1], shape.kvHeads = k.shape[1], shape.headDim = q.shape[2], shape.valueDim = v.shape[2];
+  flash::MaskAttr mask = op.getMask();
+  ref::AttentionParams params;
+  params.scale = op.getScale().convertToDouble();
+  params.window = mask.isNone() ? ref::AttentionWindow::none()
+                  : mask.isCausal() ? ref::AttentionWindow::causal()
+                                    : ref::AttentionWindow{mask.getWindowLeft(), mask.getWindowRight()};
+  std::vector<int32_t> offQ(cuQ.data.begin(), cuQ.data.end()), offK(cuK.data.begin(), cuK.data.end());
+  dq = ReferenceTensor(q.shape);
+  dk = ReferenceTensor(k.shape);
+  dv = ReferenceTensor(v.shape);
+  ref::varlenAttentionBackward(shape, params, q.data.data(), k.data.data(), v.data.data(), dOut.data.data(),
+                               offQ.data(), offK.data(), dq.data.data(), dk.data.data(), dv.data.data());
 }
 
 /// Gradients of flash.ffn, in operand order (x, w1, [b1], [w_up], w2, [b2]).
@@ -401,7 +423,7 @@ private:
   static SmallVector<Operation *> fusedOpsOf(func::FuncOp func) {
     SmallVector<Operation *> ops;
     for (Operation &op : func.getBody().front())
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp>(op))
         ops.push_back(&op);
     return ops;
   }
@@ -534,6 +556,14 @@ private:
         }
         args.push_back(primal);
         args.push_back(lse);
+      } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
+        HostTensor *lse = outputFor(varlen.getLse(), fusedFunc, outputs);
+        if (!lse) {
+          op->emitError("flash-run-tile: return the lse of a flash.varlen_attention to check its backward");
+          return failure();
+        }
+        args.push_back(primal);
+        args.push_back(lse);
       } else {
         for (HostTensor *tensor : saved[op])
           args.push_back(tensor);
@@ -544,7 +574,7 @@ private:
     }
     unsigned attentions = 0, ffns = 0;
     for (auto [opIndex, op] : llvm::enumerate(fusedOps)) {
-      bool isAttention = llvm::isa<flash::AttentionOp>(op);
+      bool isAttention = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op);
       unsigned &count = isAttention ? attentions : ffns;
       std::string suffix = count ? std::to_string(count + 1) : "";
       ++count;
@@ -563,6 +593,12 @@ private:
                            refInputs[argIndex(attention.getKey())],
                            refInputs[argIndex(attention.getValue())], dOut, refs[0], refs[1],
                            refs[2], maskTensors, scoreTensors);
+        names = {"d_q", "d_k", "d_v"};
+      } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
+        refs.resize(3);
+        varlenGradients(varlen, refInputs[argIndex(varlen.getQuery())], refInputs[argIndex(varlen.getKey())],
+                        refInputs[argIndex(varlen.getValue())], refInputs[argIndex(varlen.getCuSeqlensQ())],
+                        refInputs[argIndex(varlen.getCuSeqlensK())], dOut, refs[0], refs[1], refs[2]);
         names = {"d_q", "d_k", "d_v"};
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
@@ -584,8 +620,9 @@ private:
         auto attention = llvm::dyn_cast<flash::AttentionOp>(op);
         if (operand.getType().isSignlessInteger(32) ||
             (attention && (llvm::is_contained(attention.getMaskOperands(), operand) ||
-                           llvm::is_contained(attention.getScoreOperands(), operand))))
-          continue; // a key offset, a modifier's tensor: no gradient
+                           llvm::is_contained(attention.getScoreOperands(), operand))) ||
+            (llvm::isa<flash::VarlenAttentionOp>(op) && i >= 3))
+          continue; // a key offset, a modifier's tensor, packed sequences' offsets: no gradient
         const HostTensor &like = inputs[argIndex(operand)];
         storage.push_back(poisoned(like.shape, like.kind));
         args.push_back(&storage.back());

@@ -158,6 +158,79 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   }
 }
 
+/// The packed backward's main kernel: the warp-specialised backward's body over one key tile of the plan's map
+/// (attention_bwd_ws_varlen; 3-D TMA maps of the packed q, k, v, dout and, where dQ goes by TMA, dq_accum).
+/// (q, k, v, dout, lse, delta, dq_accum, dk, dv, cu_q, cu_k, key_map, status)
+FailureOr<WsKernel> emitVarlenBackward(tile::KernelOp kernel, tile::VarlenSpecAttr spec, ArrayRef<std::string> argNames,
+                                       ArrayRef<std::string> cppNames, StringRef entry, WsKernel result,
+                                       llvm::raw_ostream &out) {
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), stages = kernel.getStages();
+  bool keySplit = wsBackwardKeySplit(d, dv);
+  int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(d, dv);
+  if (kernel.getBlockM() != blockM || kernel.getBlockN() != blockN || kernel.getWarps() != blockN / 16 ||
+      spec.getBlockM() != blockN || stages < 1 || stages > 4 ||
+      (keySplit ? !wsBackwardKeySplitTakes(d, dv) : !wsBackwardRoleSplitTakes(d, dv)) ||
+      spec.getSoftcap().getValueAsDouble() != 0.0)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << ": block_m " << kernel.getBlockM()
+                              << ", block_n " << kernel.getBlockN() << " on " << kernel.getWarps()
+                              << " warps is not the warp-specialised backward's plan for D = " << d << ", Dv = " << dv
+                              << " (" << blockM << " queries x " << blockN << " keys, the spec's tiles of "
+                              << blockN << " keys, no softcap)",
+           failure();
+  bool dqTma = wsBackwardDqTma(d, dv, stages, 2, keySplit);
+  result.threads = 3 * 128;
+  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, 2, keySplit);
+  for (auto [arg, box] : {std::pair<unsigned, std::vector<int64_t>>{0, {blockM, 1, 64}}, {1, {blockN, 1, 64}},
+                          {2, {blockN, 1, 64}}, {3, {blockM, 1, 64}}, {6, {64, 1, 32}}}) {
+    if (arg == 6 && !dqTma)
+      continue;
+    rt::TensorMapParam map;
+    map.name = argNames[arg] + "_map";
+    map.tensor = argNames[arg];
+    map.box = box;  // [T, H, C]: rows of one head, a 64-column panel (dq_accum: 64 rows x 32 f32 columns)
+    map.swizzle = rt::TensorMapSwizzle::B128;
+    result.tensorMaps.push_back(map);
+  }
+  std::string ns = entry.str() + "_config";
+  out << "// Warp-specialised TMA backward over packed sequences: the device library's attention_bwd_ws_varlen;\n"
+      << "// 2 consumer warpgroups split by " << (keySplit ? "keys" : "role")
+      << " + 1 producer warpgroup, one key tile of the plan's map a block.\n";
+  out << "namespace " << ns << " {\n";
+  out << "struct Config {\n";
+  out << "  using Elem = flashc::device::" << (spec.getElementType().getValue().isBF16() ? "bf16" : "f16") << ";\n";
+  out << "  static constexpr int kHeadDim = " << wsBackwardHeadTile(d, dv, keySplit)
+      << ", kValueDim = " << wsForwardValueTile(dv) << ", kHeadCols = " << d << ", kValueCols = " << dv << ";\n";
+  out << "  static constexpr int kBlockM = " << blockM << ", kStages = " << stages << ", kDqCols = 64;\n";
+  out << "  static constexpr bool kKeySplit = " << (keySplit ? "true" : "false")
+      << ", kDqTma = " << (dqTma ? "true" : "false") << ";\n";
+  out << "  static constexpr int kGroup = " << spec.getGroup() << ";  // query heads per KV head\n";
+  out << "  static constexpr int kWindowLeft = " << spec.getWindowLeft() << ", kWindowRight = " << spec.getWindowRight()
+      << ";  // each sequence's bottom-right corner\n";
+  out << "  static constexpr float kScale = " << llvm::formatv("{0:e9}", spec.getScale().getValueAsDouble()).str()
+      << "f, kDqScale = kScale;  // the finish only converts dQ\n";
+  out << "  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;\n";
+  out << "};\n";
+  out << "using Plan = flashc::device::AttentionBwdWsPlan<Config>;\n";
+  out << "static_assert(Plan::kThreads == " << result.threads << " && Plan::kSmemBytes == " << result.sharedBytes
+      << ", \"the manifest's block size and shared memory\");\n";
+  out << "}  // namespace " << ns << "\n\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ", 1)\n" << entry << "(";
+  for (size_t i = 0; i < cppNames.size(); ++i)
+    out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
+  for (unsigned arg : {0u, 1u, 2u, 3u})
+    out << ", const __grid_constant__ flashc::TmaDescriptor " << cppNames[arg] << "_map";
+  if (dqTma)
+    out << ", const __grid_constant__ flashc::TmaDescriptor " << cppNames[6] << "_map";
+  out << ") {\n";
+  out << "  flashc::device::attention_bwd_ws_varlen<" << ns << "::Config>(" << cppNames[0] << "_map, " << cppNames[1]
+      << "_map, " << cppNames[2] << "_map, " << cppNames[3] << "_map";
+  for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u})
+    out << ", " << cppNames[i];
+  out << ", static_cast<const int*>(" << cppNames[12] << ".data), " << (dqTma ? "&" + cppNames[6] + "_map" : "nullptr")
+      << ");\n}\n\n";
+  return result;
+}
+
 /// A packed-sequences program's kernels (#tile.varlen): the plan (varlen.cuh: the offsets' check and the tile
 /// map) and the forward, the warp-specialised forward's body over one tile of the map (attention_fwd_ws_varlen;
 /// 3-D TMA maps of the packed q, k, v).
@@ -166,14 +239,36 @@ FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec,
                                llvm::raw_ostream &out) {
   // A kernel read from a file may carry any signature: the role's tensors, each of its rank, or an error.
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  bool plan = spec.getRole() == tile::KernelRole::VarlenPlan;
-  SmallVector<int64_t> ranks = plan ? SmallVector<int64_t>{1, 1, 3, 3, 2, 1} : SmallVector<int64_t>{3, 3, 3, 1, 1, 2, 1, 3, 2};
+  using tile::KernelRole;
+  KernelRole role = spec.getRole();
+  bool plan = role == KernelRole::VarlenPlan || role == KernelRole::VarlenKeyPlan;
+  SmallVector<int64_t> ranks;
+  const char *what = "";
+  switch (role) {
+  case KernelRole::VarlenPlan:
+  case KernelRole::VarlenKeyPlan:
+    ranks = {1, 1, 3, 3, 2, 1}, what = "cu_seqlens_q, cu_seqlens_k, q, k, tile_map, status";
+    break;
+  case KernelRole::VarlenForward:
+    ranks = {3, 3, 3, 1, 1, 2, 1, 3, 2}, what = "q, k, v, cu_seqlens_q, cu_seqlens_k, tile_map, status, out, lse";
+    break;
+  case KernelRole::VarlenBwdPrepare:
+    ranks = {3, 3, 2, 3}, what = "out, dout, delta, dq_accum";
+    break;
+  case KernelRole::VarlenBackward:
+    ranks = {3, 3, 3, 3, 2, 2, 3, 3, 3, 1, 1, 2, 1};
+    what = "q, k, v, dout, lse, delta, dq_accum, dk, dv, cu_seqlens_q, cu_seqlens_k, key_map, status";
+    break;
+  default:
+    ranks = {3, 1, 3}, what = "dq_accum, status, dq";
+    break;
+  }
   bool fits = inputs.size() == ranks.size() && cppNames.size() == ranks.size() && argNames.size() == ranks.size();
   Type elem = spec.getElementType().getValue();
   for (size_t i = 0; fits && i < ranks.size(); ++i) {
     auto t = dyn_cast<tile::GlobalTensorType>(inputs[i]);
     fits = t && t.getRank() == ranks[i];
-    if (!fits || plan)
+    if (!fits || role != KernelRole::VarlenForward)
       continue;
     // q, k: [T, H, D]; v, out: [T, H, Dv] in the spec's element type; the offsets, map and status i32; lse f32
     int64_t width = i < 2 ? spec.getHeadDim() : spec.getValueDim();
@@ -186,11 +281,11 @@ FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec,
   }
   if (!fits)
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(spec.getRole())
-                              << ") takes "
-                              << (plan ? "cu_seqlens_q, cu_seqlens_k, q, k, tile_map, status"
-                                       : "q, k, v, cu_seqlens_q, cu_seqlens_k, tile_map, status, out, lse")
-                              << " of ranks " << llvm::join(llvm::map_range(ranks, [](int64_t r) { return std::to_string(r); }), ", ")
-                              << (plan ? "" : " (q, k, v, out of the spec's element type and head dims)") << ", got "
+                              << ") takes " << what << " of ranks " << llvm::join(llvm::map_range(ranks, [](int64_t r) { return std::to_string(r); }), ", ")
+                              << (role == KernelRole::VarlenForward
+                                      ? " (q, k, v, out of the spec's element type and head dims)"
+                                      : "")
+                              << ", got "
                               << kernel.getFunctionType(),
            failure();
   WsKernel result;
@@ -201,17 +296,37 @@ FailureOr<WsKernel> emitVarlen(tile::KernelOp kernel, tile::VarlenSpecAttr spec,
     for (size_t i = 0; i < count; ++i)
       out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
   };
+  const char *elemName = spec.getElementType().getValue().isBF16() ? "bf16" : "f16";
   if (plan) { // (cu_q, cu_k, q, k, tile_map, status)
+    bool keys = role == KernelRole::VarlenKeyPlan;
     result.threads = kernel.getWarps() * 32;
-    out << "// The offsets checked (a bad entry into status), then the forward's tile map.\n";
+    out << "// The offsets checked (a bad entry into status), then the " << (keys ? "backward's key" : "forward's")
+        << " tile map.\n";
     out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
     params(cppNames.size());
     out << ") {\n  flashc::device::attention_varlen_plan(" << cppNames[0] << ", " << cppNames[1]
         << ", static_cast<int>(" << cppNames[2] << ".shape[0]), static_cast<int>(" << cppNames[3]
         << ".shape[0]), " << spec.getBlockM() << ", " << cppNames[4] << ", static_cast<int*>(" << cppNames[5]
-        << ".data));\n}\n\n";
+        << ".data)" << (keys ? ", /*key_tiles=*/true" : "") << ");\n}\n\n";
     return result;
   }
+  if (role == KernelRole::VarlenBwdPrepare || role == KernelRole::VarlenBwdFinish) {
+    result.threads = kernel.getWarps() * 32;
+    bool prepare = role == KernelRole::VarlenBwdPrepare;
+    out << (prepare ? "// delta = rowsum(dO O) and dq_accum zeroed, 64 rows of one head a block.\n"
+                    : "// dq = dq_accum in the element type (the main kernel scaled it), 64 rows of one head a block.\n");
+    out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
+    params(cppNames.size());
+    if (prepare)
+      out << ") {\n  flashc::device::attention_varlen_bwd_prepare<flashc::device::" << elemName << ">(" << cppNames[0]
+          << ", " << cppNames[1] << ", " << cppNames[2] << ", " << cppNames[3] << ");\n}\n\n";
+    else
+      out << ") {\n  flashc::device::attention_varlen_bwd_finish<flashc::device::" << elemName << ">(" << cppNames[0]
+          << ", " << cppNames[2] << ", static_cast<const int*>(" << cppNames[1] << ".data));\n}\n\n";
+    return result;
+  }
+  if (role == KernelRole::VarlenBackward)
+    return emitVarlenBackward(kernel, spec, argNames, cppNames, entry, result, out);
   // (q, k, v, cu_q, cu_k, tile_map, status, out, lse)
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), blockM = kernel.getBlockM(), blockN = kernel.getBlockN();
   int64_t stages = kernel.getStages(), consumers = blockM / 64;

@@ -60,7 +60,7 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
-  int decodeOps = 0, varlenOps = 0;
+  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0;
   // The status workspace of a kernel (its last argument): the runtime reads it after the program.
   auto addStatus = [&](const std::string &kernelName, unsigned index) {
     std::string status;
@@ -74,6 +74,13 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     if (!kernel)
       continue;
     if (auto varlen = dyn_cast_or_null<tile::VarlenSpecAttr>(kernel.getSpecAttr())) {
+      if (varlen.getRole() == tile::KernelRole::VarlenKeyPlan) {
+        // The backward of a packed-sequences op: its key plan checks the offsets again (the verdict as the
+        // forward's).
+        addStatus(name, 5);
+        ++varlenBackwards;
+        continue;
+      }
       if (varlen.getRole() != tile::KernelRole::VarlenPlan)
         continue;
       // A packed-sequences op (its plan kernel): bad offsets are an error naming the entry (`meta status`);
@@ -159,10 +166,17 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
   }
+  if (varlenBackwards) {
+    program.meta["op"] = "attention_varlen_backward";
+    return;
+  }
   if (varlenOps) {
     // One packed-sequences op alone is what flashc-run checks; with other ops the program is a block it leaves alone.
     bool alone = varlenOps == 1 && !decodeOps && !attentionForward && !ffnForward;
     program.meta["op"] = alone ? "attention_varlen" : "inference_block";
+    std::string backward = program.name + "_backward";
+    if (llvm::any_of(programs, [&](const auto &scope) { return scope->func.getSymName() == backward; }))
+      program.meta["backward"] = backward;
     if (!alone)
       for (const char *key : {"scale", "softcap", "window_left", "window_right", "causal", "page_size"})
         program.meta.erase(key);
@@ -446,11 +460,27 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       tiled = type.getRank() == 4;
     }
     if (varlen) {
-      // The plan writes tile_map and status (its last two); the forward out and lse (its last two) and reads
-      // the rest (q, k, v by TMA, out by 16-byte row pieces).
+      // The plans write their map and status (their last two; status compared-and-swapped); the forward out and lse
+      // (its last two); the backward's prepare delta and dq_accum (its last two), the main kernel dq_accum (added
+      // into), dk and dv (arguments 6-8), the finish dq (its last). The rest they read (q, k, v, dout by TMA, out and
+      // the gradients in 16-byte row pieces).
       unsigned count = body.getNumArguments();
-      writes = i + 2 >= count;
-      reads = !writes || (varlen.getRole() == tile::KernelRole::VarlenPlan && i + 1 == count);
+      switch (varlen.getRole()) {
+      case tile::KernelRole::VarlenBackward:
+        writes = i >= 6 && i <= 8;
+        reads = !writes || i == 6;
+        break;
+      case tile::KernelRole::VarlenBwdFinish:
+        writes = i + 1 == count;
+        reads = !writes;
+        break;
+      default:
+        writes = i + 2 >= count;
+        reads = !writes || ((varlen.getRole() == tile::KernelRole::VarlenPlan ||
+                             varlen.getRole() == tile::KernelRole::VarlenKeyPlan) &&
+                            i + 1 == count);
+        break;
+      }
       tiled = type.getRank() == 3;
     }
     rt::TensorParam p;

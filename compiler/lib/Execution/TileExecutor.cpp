@@ -559,7 +559,79 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   for (Value v : block.getTensors())
     t.push_back(tensorOf(v));
   const int64_t blockM = spec.getBlockM();
-  if (spec.getRole() == KernelRole::VarlenPlan) { // (cu_q, cu_k, q, k, tile_map, status)
+  const KernelRole role = spec.getRole();
+  if (role == KernelRole::VarlenBwdPrepare) { // (out, dout, delta, dq_accum): rows 64x.. of head y
+    HostTensor &o = *t[0], &dO = *t[1], &delta = *t[2], &acc = *t[3];
+    int64_t h = intOf(block.getY()), heads = o.shape[1], width = o.shape[2], dqWidth = acc.shape[2];
+    for (int64_t r = 64 * intOf(block.getX()); r < std::min(64 * intOf(block.getX()) + 64, o.shape[0]); ++r) {
+      double sum = 0.0;
+      for (int64_t c = 0; c < width; ++c)
+        sum += double(o.data[(r * heads + h) * width + c]) * dO.data[(r * heads + h) * width + c];
+      delta.data[h * delta.shape[1] + r] = float(sum);
+      for (int64_t c = 0; c < dqWidth; ++c)
+        acc.data[(r * heads + h) * dqWidth + c] = 0.0f;
+    }
+    return success();
+  }
+  if (role == KernelRole::VarlenBwdFinish) { // (dq_accum, status, dq): rows 64x.. of head y
+    HostTensor &acc = *t[0], &status = *t[1], &dq = *t[2];
+    if (status.ints[0] != 0)
+      return success();
+    int64_t h = intOf(block.getY()), heads = dq.shape[1], width = dq.shape[2];
+    for (int64_t r = 64 * intOf(block.getX()); r < std::min(64 * intOf(block.getX()) + 64, dq.shape[0]); ++r)
+      for (int64_t c = 0; c < width; ++c)
+        dq.data[(r * heads + h) * width + c] = roundToElement(acc.data[(r * heads + h) * width + c], dq.kind);
+    return success();
+  }
+  if (role == KernelRole::VarlenBackward) {
+    // (q, k, v, dout, lse, delta, dq_accum, dk, dv, cu_q, cu_k, key_map, status): key tile x of kv head y
+    HostTensor &q = *t[0], &k = *t[1], &v = *t[2], &dO = *t[3], &lse = *t[4], &delta = *t[5], &acc = *t[6];
+    HostTensor &dk = *t[7], &dv = *t[8], &cuQ = *t[9], &cuK = *t[10], &map = *t[11], &status = *t[12];
+    int64_t tile = intOf(block.getX()), hk = intOf(block.getY());
+    if (status.ints[0] != 0 || tile >= map.shape[0] || map.ints[2 * tile] < 0)
+      return success();
+    int64_t seq = map.ints[2 * tile], first = map.ints[2 * tile + 1];
+    int64_t q0 = cuQ.ints[seq], lq = cuQ.ints[seq + 1] - q0, k0 = cuK.ints[seq], lk = cuK.ints[seq + 1] - k0;
+    int64_t heads = q.shape[1], kvHeads = k.shape[1], d = q.shape[2], dvw = v.shape[2], group = spec.getGroup();
+    const double scale = spec.getScale().getValueAsDouble();
+    int64_t jBegin = (tile - first) * blockM, jEnd = std::min(jBegin + blockM, lk);
+    std::vector<double> gk((jEnd - jBegin) * d, 0.0), gv((jEnd - jBegin) * dvw, 0.0);
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+      for (int64_t i = 0; i < lq; ++i) {
+        double rowLse = lse.data[h * lse.shape[1] + q0 + i];
+        if (rowLse == -std::numeric_limits<double>::infinity())
+          continue;
+        int64_t pos = i + lk - lq;
+        const float *qi = &q.data[((q0 + i) * heads + h) * d], *doi = &dO.data[((q0 + i) * heads + h) * dvw];
+        for (int64_t j = jBegin; j < jEnd; ++j) {
+          if ((spec.getWindowLeft() >= 0 && j < pos - spec.getWindowLeft()) ||
+              (spec.getWindowRight() >= 0 && j > pos + spec.getWindowRight()))
+            continue;
+          const float *kj = &k.data[((k0 + j) * kvHeads + hk) * d], *vj = &v.data[((k0 + j) * kvHeads + hk) * dvw];
+          double dot = 0.0, dp = 0.0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += double(qi[c]) * kj[c];
+          for (int64_t c = 0; c < dvw; ++c)
+            dp += double(doi[c]) * vj[c];
+          double p = std::exp(dot * scale - rowLse), ds = p * (dp - delta.data[h * delta.shape[1] + q0 + i]);
+          for (int64_t c = 0; c < dvw; ++c)
+            gv[(j - jBegin) * dvw + c] += p * doi[c];
+          for (int64_t c = 0; c < d; ++c) {
+            gk[(j - jBegin) * d + c] += ds * qi[c] * scale;
+            acc.data[((q0 + i) * heads + h) * d + c] += float(ds * kj[c] * scale);
+          }
+        }
+      }
+    for (int64_t j = jBegin; j < jEnd; ++j) {
+      for (int64_t c = 0; c < d; ++c)
+        dk.data[((k0 + j) * kvHeads + hk) * d + c] = roundToElement(float(gk[(j - jBegin) * d + c]), dk.kind);
+      for (int64_t c = 0; c < dvw; ++c)
+        dv.data[((k0 + j) * kvHeads + hk) * dvw + c] = roundToElement(float(gv[(j - jBegin) * dvw + c]), dv.kind);
+    }
+    return success();
+  }
+  if (role == KernelRole::VarlenPlan || role == KernelRole::VarlenKeyPlan) {
+    // (cu_q, cu_k, q, k, map, status): the map over cu_q's query tiles or (key plan) cu_k's key tiles
     HostTensor &cuQ = *t[0], &cuK = *t[1], &map = *t[4], &status = *t[5];
     for (auto [tensor, cu, rows] : {std::tuple<int32_t, HostTensor *, int64_t>{0, &cuQ, t[2]->shape[0]},
                                     {1, &cuK, t[3]->shape[0]}})
@@ -572,8 +644,9 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
     if (status.ints[0] != 0)
       return success();
     int64_t entries = map.shape[0], next = 0;
-    for (int64_t b = 0; b + 1 < static_cast<int64_t>(cuQ.ints.size()); ++b) {
-      int64_t tiles = (cuQ.ints[b + 1] - cuQ.ints[b] + blockM - 1) / blockM, first = next;
+    HostTensor &cu = role == KernelRole::VarlenKeyPlan ? cuK : cuQ;
+    for (int64_t b = 0; b + 1 < static_cast<int64_t>(cu.ints.size()); ++b) {
+      int64_t tiles = (cu.ints[b + 1] - cu.ints[b] + blockM - 1) / blockM, first = next;
       for (int64_t i = 0; i < tiles && next < entries; ++i, ++next) {
         map.ints[2 * next] = static_cast<int32_t>(b);
         map.ints[2 * next + 1] = static_cast<int32_t>(first);

@@ -16,18 +16,34 @@ namespace flashc {
 KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, VarlenSpecAttr spec,
                            ArrayRef<Type> argTypes, const TilePlan &plan) {
   MLIRContext *ctx = builder.getContext();
-  bool forward = spec.getRole() == KernelRole::VarlenForward;
-  unsigned want = forward ? 9 : 6;
+  KernelRole role = spec.getRole();
+  unsigned want = role == KernelRole::VarlenForward      ? 9
+                  : role == KernelRole::VarlenBackward   ? 13
+                  : role == KernelRole::VarlenBwdPrepare ? 4
+                  : role == KernelRole::VarlenBwdFinish  ? 3
+                                                         : 6;
   if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
     emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
                    << want << " tensors, got " << argTypes.size() << " arguments";
     return nullptr;
   }
   SmallVector<GridAttr, 3> grid;
-  if (forward) // (q, k, v, cu_q, cu_k, tile_map, status, out, lse): a block a (tile, query head)
+  switch (role) {
+  case KernelRole::VarlenForward: // (q, k, v, cu_q, cu_k, tile_map, status, out, lse): a block a (tile, query head)
     grid = {KernelBuilder::gridDim(ctx, 5, 0), KernelBuilder::gridDim(ctx, 0, 1), KernelBuilder::gridConst(ctx, 1)};
-  else // (cu_q, cu_k, q, k, tile_map, status): one block
+    break;
+  case KernelRole::VarlenBackward: // (q, k, v, dout, lse, delta, dq_accum, dk, dv, cu_q, cu_k, key_map, status):
+    // a block a (key tile, kv head)
+    grid = {KernelBuilder::gridDim(ctx, 11, 0), KernelBuilder::gridDim(ctx, 1, 1), KernelBuilder::gridConst(ctx, 1)};
+    break;
+  case KernelRole::VarlenBwdPrepare: // (out, dout, delta, dq_accum) and
+  case KernelRole::VarlenBwdFinish:  // (dq_accum, status, dq): a block a (64 rows, head)
+    grid = {KernelBuilder::gridDim(ctx, 0, 0, 64), KernelBuilder::gridDim(ctx, 0, 1), KernelBuilder::gridConst(ctx, 1)};
+    break;
+  default: // (cu_q, cu_k, q, k, map, status): one block
     grid = {KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1)};
+    break;
+  }
   KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
   Value x = kb.programId(GridAxis::X, "x"), y = kb.programId(GridAxis::Y, "y"), z = kb.programId(GridAxis::Z, "z");
   SmallVector<Value> tensors;

@@ -74,10 +74,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
-      // Decode attention is inference only, and packed sequences have no backward kernels yet: a function with
-      // either has no backward.
+      // Decode attention is inference only: a function with one has no backward.
       bool decodes = false;
-      func.walk([&](Operation *op) { decodes |= llvm::isa<flash::DecodeAttentionOp, flash::VarlenAttentionOp>(op); });
+      func.walk([&](flash::DecodeAttentionOp) { decodes = true; });
       if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
           !func.isExternal() && hasFusedOps(func) && !decodes)
         funcs.push_back(func);
@@ -153,10 +152,20 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                     "not supported yet",
                     op};
     }
+    bool packed = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::VarlenAttentionOp>(op); });
+    if (packed && fused.size() > 1)
+      return {"packed sequences beside other fused ops: one flash.varlen_attention a function has a backward so far",
+              fused.front()};
     for (Operation *op : fused) {
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
         if (!llvm::is_contained(returnOp.getOperands(), attention.getOutput()))
           return {"the attention output is not returned, so there is no gradient to take", op};
+      }
+      if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
+        if (!llvm::is_contained(returnOp.getOperands(), varlen.getOutput()))
+          return {"the attention output is not returned, so there is no gradient to take", op};
+        if (varlen.getSoftcap().convertToDouble() != 0.0)
+          return {"the packed backward takes no softcap yet", op};
       }
       if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
         int64_t rank = ffn.getInput().getType().getRank();
@@ -174,7 +183,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     Block &body = func.getBody().front();
     SmallVector<Operation *> fused;
     func.walk([&](Operation *op) {
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp>(op))
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp>(op))
         fused.push_back(op);
     });
     // Kernel limits first: a spec no kernel can run is an error, not a
@@ -218,12 +227,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     for (Operation *op : fused) {
       OpSlots slot;
       slot.op = op;
-      unsigned &count = llvm::isa<flash::AttentionOp>(op) ? attentions : ffns;
+      unsigned &count = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op) ? attentions : ffns;
       slot.suffix = count ? std::to_string(count + 1) : "";
       ++count;
       SmallVector<Value> inputs;
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
         inputs = {attention.getQuery(), attention.getKey(), attention.getValue()};
+      else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op))
+        inputs = {varlen.getQuery(), varlen.getKey(), varlen.getValue()};
       else
         inputs.append(op->getOperands().begin(), op->getOperands().end());
       for (Value input : inputs) {
@@ -232,6 +243,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           return failure();
         slot.inputs.push_back(*index);
       }
+      // Packed sequences' offsets: inputs without a gradient (in the mask tensors' slots).
+      if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op))
+        for (Value offsets : {varlen.getCuSeqlensQ(), varlen.getCuSeqlensK()}) {
+          auto index = add(offsets, "");
+          if (failed(index))
+            return failure();
+          slot.maskTensors.push_back(*index);
+        }
       // A mask modifier's tensors: inputs without a gradient.
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
         for (Value tensor : attention.getMaskOperands()) {
@@ -249,13 +268,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           slot.scoreTensors.push_back(*index);
         }
       Value primal;
-      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
-        auto out = add(attention.getOutput(), ""), lse = add(attention.getLse(), "");
+      if (llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op)) {
+        Value output = op->getResult(0), lseValue = op->getResult(1);
+        auto out = add(output, ""), lse = add(lseValue, "");
         if (failed(out) || failed(lse))
           return failure();
         slot.out = *out;
         slot.lse = *lse;
-        primal = attention.getOutput();
+        primal = output;
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
         // flash-tile's scheme (`_2`, `_3`, ...), so both programs name them
@@ -282,6 +302,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       SmallVector<Value> inputs;
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(slot.op))
         inputs = {attention.getQuery(), attention.getKey(), attention.getValue()};
+      else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(slot.op))
+        inputs = {varlen.getQuery(), varlen.getKey(), varlen.getValue()};
       else
         inputs.append(slot.op->getOperands().begin(), slot.op->getOperands().end());
       for (Value input : inputs) {
@@ -313,6 +335,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       LogicalResult result =
           llvm::isa<flash::AttentionOp>(slot.op)
               ? attentionBackward(llvm::cast<flash::AttentionOp>(slot.op), slot, func, pb)
+          : llvm::isa<flash::VarlenAttentionOp>(slot.op)
+              ? pb.launchVarlenBackward(llvm::cast<flash::VarlenAttentionOp>(slot.op),
+                                        func.getSymName().str() + "_varlen" + slot.suffix, slot.suffix,
+                                        pb.arg(slot.inputs[0]), pb.arg(slot.inputs[1]), pb.arg(slot.inputs[2]),
+                                        pb.arg(slot.maskTensors[0]), pb.arg(slot.maskTensors[1]), pb.arg(slot.out),
+                                        pb.arg(slot.lse), pb.arg(slot.cotangent), pb.arg(slot.grads[0]),
+                                        pb.arg(slot.grads[1]), pb.arg(slot.grads[2]))
               : ffnBackward(llvm::cast<flash::FfnOp>(slot.op), slot, func, pb);
       if (failed(result)) {
         pb.getProgram().erase();

@@ -224,12 +224,32 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
   // Packed sequences (varlen.cuh): the plan one block of 512 threads; the forward the warp-specialised forward's
   // plan for its head dims (its block_m in the spec, which the plan's tile map counts in).
   if (auto varlen = llvm::dyn_cast_or_null<VarlenSpecAttr>(spec)) {
-    if (varlen.getRole() == KernelRole::VarlenPlan) {
+    switch (varlen.getRole()) {
+    case KernelRole::VarlenPlan:
+    case KernelRole::VarlenKeyPlan:
       plan.blockM = 1;
       plan.blockN = 1;
       plan.warps = 16;
       plan.stages = 1;
       return plan;
+    case KernelRole::VarlenBwdPrepare:
+    case KernelRole::VarlenBwdFinish: // 64 rows of one head on 4 warps
+      plan.blockM = 64;
+      plan.blockN = 64;
+      plan.warps = 4;
+      plan.stages = 1;
+      return plan;
+    case KernelRole::VarlenBackward: {
+      // The warp-specialised backward's plan for the head dims (the dense one's): keys split up to D = 192 (128
+      // keys on 8 warps), roles above (64 on 4); the spec's block_m is the key tile.
+      bool keySplit = wsBackwardKeySplit(varlen.getHeadDim(), varlen.getValueDim());
+      plan.blockM = wsBackwardBlockM(varlen.getHeadDim(), varlen.getValueDim());
+      plan.blockN = wsBackwardBlockN(keySplit);
+      plan.warps = plan.blockN / 16;
+      return plan;
+    }
+    default:
+      break;
     }
     plan.blockM = varlen.getBlockM();
     plan.warps = plan.blockM / 16;

@@ -209,37 +209,76 @@ LogicalResult ProgramBuilder::launchVarlen(flash::VarlenAttentionOp op, StringRe
     return op.emitError() << "flash-tile: flash.varlen_attention needs a Hopper target (sm_90a: TMA loads of the "
                              "packed tensors), not "
                           << target.name;
+  // Query tiles of the warp-specialised forward's rows: three consumer warpgroups (192) at head dims <= 64.
+  int64_t blockM = 64 * wsForwardConsumerWarpgroups(op.getHeadDim(), op.getValueHeadDim());
+  auto [tileMap, status] = varlenPlanWorkspaces(op, q, cuQ, blockM, "tile_map" + suffix.str(), "status" + suffix.str());
+  if (failed(launch(loc, (baseName + "_plan").str(), varlenSpec(op, KernelRole::VarlenPlan, blockM),
+                    ValueRange{cuQ, cuK, q, k, tileMap, status})) ||
+      failed(launch(loc, (baseName + "_fwd").str(), varlenSpec(op, KernelRole::VarlenForward, blockM),
+                    ValueRange{q, k, v, cuQ, cuK, tileMap, status, out, lse})))
+    return failure();
+  return success();
+}
+
+VarlenSpecAttr ProgramBuilder::varlenSpec(flash::VarlenAttentionOp op, KernelRole role, int64_t blockM) {
+  MLIRContext *ctx = op.getContext();
   Builder b(ctx);
   flash::MaskAttr mask = op.getMask();
   int64_t left = mask.isNone() ? -1 : mask.isCausal() ? -1 : mask.getWindowLeft();
   int64_t right = mask.isNone() ? -1 : mask.isCausal() ? 0 : mask.getWindowRight();
-  // Query tiles of the warp-specialised forward's rows: three consumer warpgroups (192) at head dims <= 64.
-  int64_t blockM = 64 * wsForwardConsumerWarpgroups(op.getHeadDim(), op.getValueHeadDim());
-  auto spec = [&](KernelRole role) {
-    return VarlenSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(), op.getGroup(), blockM, left, right,
-                               b.getF64FloatAttr(op.getScale().convertToDouble()),
-                               b.getF64FloatAttr(op.getSoftcap().convertToDouble()),
-                               TypeAttr::get(op.getQuery().getType().getElementType()));
-  };
+  return VarlenSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(), op.getGroup(), blockM, left, right,
+                             b.getF64FloatAttr(op.getScale().convertToDouble()),
+                             b.getF64FloatAttr(op.getSoftcap().convertToDouble()),
+                             TypeAttr::get(op.getQuery().getType().getElementType()));
+}
+
+std::pair<Value, Value> ProgramBuilder::varlenPlanWorkspaces(flash::VarlenAttentionOp op, Value rows, Value cu,
+                                                             int64_t blockM, StringRef mapName, StringRef statusName) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  Builder b(ctx);
   auto constant = [&](int64_t c) { return builder->create<arith::ConstantIndexOp>(loc, c).getResult(); };
-  // tiles = max(1, (Tq + B (M - 1)) / M) with B = cu_seqlens_q's length - 1: every sequence's query tiles fit
-  // (sum ceil(L_b / M) <= (Tq + B (M - 1)) / M); the forward's grid is this length.
-  Value sequences = builder->create<arith::SubIOp>(loc, dim(cuQ, 0), constant(1));
+  // tiles = max(1, (T + B (M - 1)) / M) with B = the offsets' length - 1: every sequence's tiles of M rows fit
+  // (sum ceil(L_b / M) <= (T + B (M - 1)) / M); the grid that walks the map is this length.
+  Value sequences = builder->create<arith::SubIOp>(loc, dim(cu, 0), constant(1));
   Value padded = builder->create<arith::AddIOp>(
-      loc, dim(q, 0), builder->create<arith::MulIOp>(loc, sequences, constant(blockM - 1)));
+      loc, dim(rows, 0), builder->create<arith::MulIOp>(loc, sequences, constant(blockM - 1)));
   Value tiles = builder->create<arith::MaxSIOp>(loc, builder->create<arith::DivSIOp>(loc, padded, constant(blockM)),
                                                 constant(1));
   auto i32 = IntegerType::get(ctx, 32);
-  auto tileMap = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {ShapedType::kDynamic, 2}, i32),
-                                                ValueRange{tiles});
-  tileMap->setAttr("tile.name", b.getStringAttr("tile_map" + suffix.str()));
+  auto map = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {ShapedType::kDynamic, 2}, i32),
+                                            ValueRange{tiles});
+  map->setAttr("tile.name", b.getStringAttr(mapName));
   auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, i32), ValueRange{});
-  status->setAttr("tile.name", b.getStringAttr("status" + suffix.str()));
+  status->setAttr("tile.name", b.getStringAttr(statusName));
   status->setAttr("tile.zero_fill", b.getUnitAttr());
-  if (failed(launch(loc, (baseName + "_plan").str(), spec(KernelRole::VarlenPlan),
-                    ValueRange{cuQ, cuK, q, k, tileMap, status})) ||
-      failed(launch(loc, (baseName + "_fwd").str(), spec(KernelRole::VarlenForward),
-                    ValueRange{q, k, v, cuQ, cuK, tileMap, status, out, lse})))
+  return {map, status};
+}
+
+LogicalResult ProgramBuilder::launchVarlenBackward(flash::VarlenAttentionOp op, StringRef baseName, StringRef suffix,
+                                                   Value q, Value k, Value v, Value cuQ, Value cuK, Value out,
+                                                   Value lse, Value dOut, Value dQ, Value dK, Value dV) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  if (target.sharedMemoryPerBlock < 200000)
+    return op.emitError() << "flash-generate-backward: flash.varlen_attention needs a Hopper target (sm_90a), not "
+                          << target.name;
+  auto f32 = Float32Type::get(ctx);
+  int64_t heads = op.getQuery().getType().getDimSize(1), d = op.getHeadDim(), dyn = ShapedType::kDynamic;
+  Value delta = alloc(GlobalTensorType::get(ctx, {heads, dyn}, f32), {{q, 1}, {q, 0}}, "delta" + suffix.str());
+  Value dqAccum = alloc(GlobalTensorType::get(ctx, {dyn, heads, d}, f32), {{q, 0}, {q, 1}, {q, 2}},
+                        "dq_accum" + suffix.str());
+  // Key tiles of the warp-specialised backward (128 keys under the key split, 64 under the role split).
+  int64_t blockN = wsBackwardBlockN(wsBackwardKeySplit(op.getHeadDim(), op.getValueHeadDim()));
+  auto [keyMap, status] = varlenPlanWorkspaces(op, k, cuK, blockN, "key_map" + suffix.str(), "status" + suffix.str());
+  if (failed(launch(loc, (baseName + "_bwd_prepare").str(), varlenSpec(op, KernelRole::VarlenBwdPrepare, 64),
+                    ValueRange{out, dOut, delta, dqAccum})) ||
+      failed(launch(loc, (baseName + "_key_plan").str(), varlenSpec(op, KernelRole::VarlenKeyPlan, blockN),
+                    ValueRange{cuQ, cuK, q, k, keyMap, status})) ||
+      failed(launch(loc, (baseName + "_bwd").str(), varlenSpec(op, KernelRole::VarlenBackward, blockN),
+                    ValueRange{q, k, v, dOut, lse, delta, dqAccum, dK, dV, cuQ, cuK, keyMap, status})) ||
+      failed(launch(loc, (baseName + "_bwd_finish").str(), varlenSpec(op, KernelRole::VarlenBwdFinish, 64),
+                    ValueRange{dqAccum, status, dQ})))
     return failure();
   return success();
 }

@@ -171,7 +171,28 @@ public:
                                    llvm::StringRef suffix, mlir::Value q, mlir::Value k, mlir::Value v,
                                    mlir::Value cuQ, mlir::Value cuK, mlir::Value out, mlir::Value lse);
 
+  /// The backward of flash.varlen_attention: delta = rowsum(dO O) and a
+  /// zeroed dQ accumulator (f32 workspaces delta [Hq, Tq], dq_accum [Tq, Hq,
+  /// D]), the plan of key tiles (workspaces key_map, status), the main kernel
+  /// (dK, dV; dQ added into the accumulator) and dQ's conversion.
+  mlir::LogicalResult launchVarlenBackward(mlir::flash::VarlenAttentionOp op, llvm::StringRef baseName,
+                                           llvm::StringRef suffix, mlir::Value q, mlir::Value k, mlir::Value v,
+                                           mlir::Value cuQ, mlir::Value cuK, mlir::Value out, mlir::Value lse,
+                                           mlir::Value dOut, mlir::Value dQ, mlir::Value dK, mlir::Value dV);
+
   mlir::func::FuncOp getProgram() { return program; }
+
+private:
+  /// #tile.varlen of `op` for `role`, tiles of `blockM` rows.
+  mlir::tile::VarlenSpecAttr varlenSpec(mlir::flash::VarlenAttentionOp op, mlir::tile::KernelRole role,
+                                        int64_t blockM);
+  /// A tile map [max(1, (T + B (blockM - 1)) / blockM), 2] over the rows of `rows` (dim 0) and the offsets `cu`,
+  /// and a zeroed status [4] (i32 workspaces).
+  std::pair<mlir::Value, mlir::Value> varlenPlanWorkspaces(mlir::flash::VarlenAttentionOp op, mlir::Value rows,
+                                                           mlir::Value cu, int64_t blockM, llvm::StringRef mapName,
+                                                           llvm::StringRef statusName);
+
+public:
   const TargetDescription &getTarget() const { return target; }
 
 private:

@@ -595,14 +595,14 @@ tile.kernel @not_varlen(%s: !tile.tensor<4xi32>) attributes {
 
 // -----
 
-// expected-error @+1 {{#tile.varlen block_m must be 128 or 192 (two or three consumer warpgroups), got 64}}
+// expected-error @+1 {{#tile.varlen block_m must be 64, 128 or 192 (the rows of the tile map's tiles), got 32}}
 func.func private @bad_varlen() attributes {spec = #tile.varlen<role = varlen_plan, head_dim = 64, value_dim = 64,
-    group = 1, block_m = 64, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
+    group = 1, block_m = 32, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
     element_type = f16>}
 
 // -----
 
-// expected-error @+1 {{#tile.varlen role must be varlen_plan or varlen_forward, got decode_check}}
+// expected-error @+1 {{#tile.varlen role must be varlen_plan, varlen_forward, varlen_bwd_prepare, varlen_key_plan, varlen_backward or varlen_bwd_finish, got decode_check}}
 func.func private @varlen_role() attributes {spec = #tile.varlen<role = decode_check, head_dim = 64, value_dim = 64,
     group = 1, block_m = 128, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
     element_type = f16>}

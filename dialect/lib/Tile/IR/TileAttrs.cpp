@@ -157,15 +157,19 @@ LogicalResult DecodeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
 LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t headDim,
                                      int64_t valueDim, int64_t group, int64_t blockM, int64_t windowLeft,
                                      int64_t windowRight, FloatAttr scale, FloatAttr softcap, TypeAttr elementType) {
-  if (role != KernelRole::VarlenPlan && role != KernelRole::VarlenForward)
-    return emitError() << "#tile.varlen role must be varlen_plan or varlen_forward, got " << stringifyKernelRole(role);
+  if (role != KernelRole::VarlenPlan && role != KernelRole::VarlenForward && role != KernelRole::VarlenBwdPrepare &&
+      role != KernelRole::VarlenKeyPlan && role != KernelRole::VarlenBackward && role != KernelRole::VarlenBwdFinish)
+    return emitError() << "#tile.varlen role must be varlen_plan, varlen_forward, varlen_bwd_prepare, "
+                          "varlen_key_plan, varlen_backward or varlen_bwd_finish, got "
+                       << stringifyKernelRole(role);
   for (int64_t dim : {headDim, valueDim})
     if (dim <= 0 || dim % 8 != 0 || dim > 256)
       return emitError() << "#tile.varlen head dims must be multiples of 8 up to 256, got " << dim;
   if (group < 1 || group > 65535)
     return emitError() << "#tile.varlen group must be in [1, 65535], got " << group;
-  if (blockM != 128 && blockM != 192)
-    return emitError() << "#tile.varlen block_m must be 128 or 192 (two or three consumer warpgroups), got " << blockM;
+  if (blockM != 64 && blockM != 128 && blockM != 192)
+    return emitError() << "#tile.varlen block_m must be 64, 128 or 192 (the rows of the tile map's tiles), got "
+                       << blockM;
   if (windowLeft < -1 || windowRight < -1)
     return emitError() << "#tile.varlen window sides must be >= -1, got " << windowLeft << ", " << windowRight;
   if (failed(checkScale(emitError, "varlen", "scale", scale)))

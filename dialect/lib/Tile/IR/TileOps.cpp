@@ -301,7 +301,25 @@ LogicalResult VarlenBlockOp::verify() {
   auto spec = kernel ? llvm::dyn_cast_or_null<VarlenSpecAttr>(kernel.getSpecAttr()) : VarlenSpecAttr();
   if (!spec)
     return emitOpError() << "must be in a tile.kernel with a #tile.varlen spec";
-  unsigned want = spec.getRole() == KernelRole::VarlenPlan ? 6 : 9;
+  unsigned want = 0;
+  switch (spec.getRole()) {
+  case KernelRole::VarlenPlan:
+  case KernelRole::VarlenKeyPlan:
+    want = 6;
+    break;
+  case KernelRole::VarlenForward:
+    want = 9;
+    break;
+  case KernelRole::VarlenBwdPrepare:
+    want = 4;
+    break;
+  case KernelRole::VarlenBackward:
+    want = 13;
+    break;
+  default:
+    want = 3;
+    break;
+  }
   if (getTensors().size() != want)
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors, got "
                          << getTensors().size();

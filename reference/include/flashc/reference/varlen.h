@@ -40,32 +40,66 @@ inline std::string checkVarlenOffsets(const VarlenShape &s, const int32_t *cuQ, 
   return "";
 }
 
+namespace detail {
+/// Rows start .. start + len - 1 of a packed [T, H, C] tensor as a dense [1, H, len, C] one, and back.
+inline std::vector<double> unpackRows(const double *t, int64_t heads, int64_t width, int64_t start, int64_t len) {
+  std::vector<double> out(heads * len * width);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t c = 0; c < width; ++c)
+        out[(h * len + i) * width + c] = t[((start + i) * heads + h) * width + c];
+  return out;
+}
+inline void packRows(const std::vector<double> &in, double *t, int64_t heads, int64_t width, int64_t start,
+                     int64_t len) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t c = 0; c < width; ++c)
+        t[((start + i) * heads + h) * width + c] = in[(h * len + i) * width + c];
+}
+inline AttentionShape sequenceShape(const VarlenShape &s, int64_t lq, int64_t lk) {
+  AttentionShape d;
+  d.queryHeads = s.queryHeads;
+  d.kvHeads = s.kvHeads;
+  d.querySeq = lq;
+  d.keySeq = lk;
+  d.headDim = s.headDim;
+  d.valueDim = s.valueDim;
+  return d;
+}
+}  // namespace detail
+
+/// The gradients of varlenAttention for output gradient dOut [Tq, Hq, Dv]: dq [Tq, Hq, D], dk [Tk, Hkv, D], dv
+/// [Tk, Hkv, Dv] (rows outside every sequence left as they were).
+inline void varlenAttentionBackward(const VarlenShape &s, const AttentionParams &params, const double *q,
+                                    const double *k, const double *v, const double *dOut, const int32_t *cuQ,
+                                    const int32_t *cuK, double *dq, double *dk, double *dv) {
+  for (int64_t b = 0; b < s.sequences; ++b) {
+    const int64_t q0 = cuQ[b], lq = cuQ[b + 1] - q0, k0 = cuK[b], lk = cuK[b + 1] - k0;
+    std::vector<double> qs = detail::unpackRows(q, s.queryHeads, s.headDim, q0, lq),
+                        ks = detail::unpackRows(k, s.kvHeads, s.headDim, k0, lk),
+                        vs = detail::unpackRows(v, s.kvHeads, s.valueDim, k0, lk),
+                        dos = detail::unpackRows(dOut, s.queryHeads, s.valueDim, q0, lq);
+    std::vector<double> dqs(qs.size()), dks(ks.size()), dvs(vs.size());
+    attentionBackward(detail::sequenceShape(s, lq, lk), params, qs.data(), ks.data(), vs.data(), dos.data(),
+                      dqs.data(), dks.data(), dvs.data());
+    detail::packRows(dqs, dq, s.queryHeads, s.headDim, q0, lq);
+    detail::packRows(dks, dk, s.kvHeads, s.headDim, k0, lk);
+    detail::packRows(dvs, dv, s.kvHeads, s.valueDim, k0, lk);
+  }
+}
+
 inline void varlenAttention(const VarlenShape &s, const AttentionParams &params, const double *q, const double *k,
                             const double *v, const int32_t *cuQ, const int32_t *cuK, double *out, double *lse) {
   for (int64_t b = 0; b < s.sequences; ++b) {
     const int64_t q0 = cuQ[b], lq = cuQ[b + 1] - q0, k0 = cuK[b], lk = cuK[b + 1] - k0;
     if (lq == 0) continue;
-    AttentionShape d;
-    d.queryHeads = s.queryHeads;
-    d.kvHeads = s.kvHeads;
-    d.querySeq = lq;
-    d.keySeq = lk;
-    d.headDim = s.headDim;
-    d.valueDim = s.valueDim;
+    AttentionShape d = detail::sequenceShape(s, lq, lk);
     // [rows, H, D] slices as [1, H, rows, D]
-    std::vector<double> qs(s.queryHeads * lq * s.headDim), ks(s.kvHeads * lk * s.headDim),
-        vs(s.kvHeads * lk * s.valueDim), os(s.queryHeads * lq * s.valueDim), ls(s.queryHeads * lq);
-    for (int64_t h = 0; h < s.queryHeads; ++h)
-      for (int64_t i = 0; i < lq; ++i)
-        for (int64_t c = 0; c < s.headDim; ++c)
-          qs[(h * lq + i) * s.headDim + c] = q[((q0 + i) * s.queryHeads + h) * s.headDim + c];
-    for (int64_t h = 0; h < s.kvHeads; ++h)
-      for (int64_t j = 0; j < lk; ++j) {
-        for (int64_t c = 0; c < s.headDim; ++c)
-          ks[(h * lk + j) * s.headDim + c] = k[((k0 + j) * s.kvHeads + h) * s.headDim + c];
-        for (int64_t c = 0; c < s.valueDim; ++c)
-          vs[(h * lk + j) * s.valueDim + c] = v[((k0 + j) * s.kvHeads + h) * s.valueDim + c];
-      }
+    std::vector<double> qs = detail::unpackRows(q, s.queryHeads, s.headDim, q0, lq),
+                        ks = detail::unpackRows(k, s.kvHeads, s.headDim, k0, lk),
+                        vs = detail::unpackRows(v, s.kvHeads, s.valueDim, k0, lk),
+                        os(s.queryHeads * lq * s.valueDim), ls(s.queryHeads * lq);
     attentionForward(d, params, qs.data(), ks.data(), vs.data(), os.data(), ls.data());
     for (int64_t h = 0; h < s.queryHeads; ++h)
       for (int64_t i = 0; i < lq; ++i) {

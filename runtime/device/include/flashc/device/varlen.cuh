@@ -102,6 +102,42 @@ __device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, con
   for (int t = before + static_cast<int>(threadIdx.x); t < entries; t += blockDim.x) map[t] = make_int2(-1, 0);
 }
 
+// The packed backward's elementwise ends, one block (128 threads) per 64 rows of one head (grid (ceil(T / 64), H)):
+// before it, delta[h][t] = sum_c dO[t][h][c] O[t][h][c] in f32 and dq_accum[t][h][:] = 0; after it, dq = dq_accum
+// rounded to the element type (the main kernel scales dQ), unless the offsets failed their check (status set: dq
+// stays as it was, as the main kernel leaves dk and dv).
+template <class Elem>
+__device__ __forceinline__ void attention_varlen_bwd_prepare(const TensorArg& o, const TensorArg& dout,
+                                                             const TensorArg& delta, const TensorArg& dq_accum) {
+  const int head = blockIdx.y, rows = static_cast<int>(o.shape[0]), width = static_cast<int>(o.shape[2]);
+  const int dq_width = static_cast<int>(dq_accum.shape[2]);
+  const int warp = warp_id(), lane = lane_id();
+  for (int r = blockIdx.x * 64 + warp; r < min(rows, static_cast<int>(blockIdx.x) * 64 + 64); r += 4) {
+    const Elem* orow = static_cast<const Elem*>(o.data) + r * o.stride[0] + head * o.stride[1];
+    const Elem* drow = static_cast<const Elem*>(dout.data) + r * dout.stride[0] + head * dout.stride[1];
+    float sum = 0.f;
+    for (int c = lane; c < width; c += 32) sum += to_float(orow[c]) * to_float(drow[c]);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) static_cast<float*>(delta.data)[head * delta.stride[0] + r * delta.stride[1]] = sum;
+    float* acc = static_cast<float*>(dq_accum.data) + r * dq_accum.stride[0] + head * dq_accum.stride[1];
+    for (int c = lane; c < dq_width; c += 32) acc[c] = 0.f;
+  }
+}
+
+template <class Elem>
+__device__ __forceinline__ void attention_varlen_bwd_finish(const TensorArg& dq_accum, const TensorArg& dq,
+                                                            const int* status) {
+  if (*status != kVarlenOk) return;
+  const int head = blockIdx.y, rows = static_cast<int>(dq.shape[0]), width = static_cast<int>(dq.shape[2]);
+  for (int i = threadIdx.x; i < 64 * width; i += blockDim.x) {
+    const int r = blockIdx.x * 64 + i / width, c = i % width;
+    if (r >= rows) break;
+    static_cast<Elem*>(dq.data)[r * dq.stride[0] + head * dq.stride[1] + c] =
+        from_float<Elem>(static_cast<const float*>(dq_accum.data)[r * dq_accum.stride[0] + head * dq_accum.stride[1] + c]);
+  }
+}
+
 // One sequence's rows as a kernel sees them: its first query and key rows in the packed tensors and its lengths.
 struct SequenceSpan {
   int q_start, q_len, k_start, k_len;

@@ -68,7 +68,11 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"DecodeSplit", 19, "decode_split">,
     I32EnumAttrCase<"DecodeCombine", 20, "decode_combine">,
     I32EnumAttrCase<"VarlenPlan", 21, "varlen_plan">,
-    I32EnumAttrCase<"VarlenForward", 22, "varlen_forward">]> {
+    I32EnumAttrCase<"VarlenForward", 22, "varlen_forward">,
+    I32EnumAttrCase<"VarlenBwdPrepare", 23, "varlen_bwd_prepare">,
+    I32EnumAttrCase<"VarlenKeyPlan", 24, "varlen_key_plan">,
+    I32EnumAttrCase<"VarlenBackward", 25, "varlen_backward">,
+    I32EnumAttrCase<"VarlenBwdFinish", 26, "varlen_bwd_finish">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -277,7 +281,14 @@ def Tile_VarlenSpecAttr : AttrDef<Tile_Dialect, "VarlenSpec"> {
     first tile (-1 past the last tile).
     role = varlen_forward: arguments (q, k, v, cu_seqlens_q, cu_seqlens_k,
     tile_map, status, out, lse); block (t, h, 0) attends query tile t of head
-    h (nothing when the status is set). window_left / window_right: the mask
+    h (nothing when the status is set).
+    The backward program's: varlen_bwd_prepare (out, dout, delta, dq_accum;
+    block (r, h): 64 rows of head h, delta = rowsum(dO O), dq_accum zeroed),
+    varlen_key_plan (as the plan, over cu_seqlens_k: tiles of block_m keys),
+    varlen_backward (q, k, v, dout, lse, delta, dq_accum, dk, dv,
+    cu_seqlens_q, cu_seqlens_k, key_map, status; block (t, hk): key tile t
+    of kv head hk, dK and dV of its keys, dQ added into dq_accum) and
+    varlen_bwd_finish (dq_accum, status, dq; block (r, h): dq rounded). window_left / window_right: the mask
     (causal: -1, 0; none: -1, -1), aligned at each sequence's bottom-right
     corner; softcap 0: none.
   }];
