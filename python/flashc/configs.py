@@ -419,6 +419,21 @@ def parse_config(text):
         raise InvalidArgumentError("config %r: %s" % (text, e))
 
 
+def _attention_field_texts(config):
+    """The text of the fields attention and packed-sequences configs share (_attention_fields reads them)."""
+    parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
+             "head_dim=%d" % config.head_dim]
+    if config.value_head_dim != config.head_dim:
+        parts.append("value_head_dim=%d" % config.value_head_dim)
+    parts.append("causal=%d" % int(config.causal))
+    if config.window is not None:
+        parts.append("window=%d:%d" % config.window)
+    if config.softcap:
+        parts.append("softcap=%s" % format_f32(config.softcap))
+    parts.append("scale=%s" % format_f32(config.scale))
+    return parts
+
+
 def format_config(config):
     """The one-line text form (parse_config(format_config(c)) == c)."""
     if isinstance(config, DecodeConfig):
@@ -430,28 +445,9 @@ def format_config(config):
                   "scale=%s" % format_f32(config.scale)]
         return "decode:" + ",".join(parts)
     if isinstance(config, VarlenConfig):
-        parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
-                 "head_dim=%d" % config.head_dim]
-        if config.value_head_dim != config.head_dim:
-            parts.append("value_head_dim=%d" % config.value_head_dim)
-        parts.append("causal=%d" % int(config.causal))
-        if config.window is not None:
-            parts.append("window=%d:%d" % config.window)
-        if config.softcap:
-            parts.append("softcap=%s" % format_f32(config.softcap))
-        parts.append("scale=%s" % format_f32(config.scale))
-        return "varlen:" + ",".join(parts)
+        return "varlen:" + ",".join(_attention_field_texts(config))
     if isinstance(config, AttentionConfig):
-        parts = ["dtype=%s" % config.dtype, "heads=%d" % config.num_heads, "kv_heads=%d" % config.num_kv_heads,
-                 "head_dim=%d" % config.head_dim]
-        if config.value_head_dim != config.head_dim:
-            parts.append("value_head_dim=%d" % config.value_head_dim)
-        parts.append("causal=%d" % int(config.causal))
-        if config.window is not None:
-            parts.append("window=%d:%d" % config.window)
-        if config.softcap:
-            parts.append("softcap=%s" % format_f32(config.softcap))
-        parts.append("scale=%s" % format_f32(config.scale))
+        parts = _attention_field_texts(config)
         if config.backward_form != "auto":
             parts.append("backward=%s" % config.backward_form)
         if config.key_offset:

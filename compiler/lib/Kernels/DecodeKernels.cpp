@@ -45,14 +45,7 @@ KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, Dec
     break;
   }
   }
-  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
-  Value x = kb.programId(GridAxis::X, "x"), y = kb.programId(GridAxis::Y, "y"), z = kb.programId(GridAxis::Z, "z");
-  SmallVector<Value> tensors;
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    tensors.push_back(kb.arg(i));
-  kb.b.create<DecodeBlockOp>(loc, tensors, x, y, z);
-  kb.finish();
-  return kb.kernel;
+  return KernelBuilder::libraryBlock<DecodeBlockOp>(builder, loc, name, argTypes, grid, plan, spec);
 }
 
 } // namespace flashc

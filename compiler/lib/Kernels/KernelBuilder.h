@@ -77,6 +77,24 @@ public:
   void finish() { b.create<mlir::tile::ReturnOp>(loc); }
 
   // --- grid ---------------------------------------------------------------
+  /// A kernel whose body is one library block op (tile.decode_block, tile.varlen_block) over all its tensors at
+  /// the block's (x, y, z).
+  template <class BlockOp>
+  static mlir::tile::KernelOp libraryBlock(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
+                                           llvm::ArrayRef<mlir::Type> argTypes,
+                                           llvm::ArrayRef<mlir::tile::GridAttr> grid, const TilePlan &plan,
+                                           mlir::Attribute spec) {
+    KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
+    mlir::Value x = kb.programId(mlir::tile::GridAxis::X, "x"), y = kb.programId(mlir::tile::GridAxis::Y, "y"),
+                z = kb.programId(mlir::tile::GridAxis::Z, "z");
+    llvm::SmallVector<mlir::Value> tensors;
+    for (unsigned i = 0; i < argTypes.size(); ++i)
+      tensors.push_back(kb.arg(i));
+    kb.b.create<BlockOp>(loc, tensors, x, y, z);
+    kb.finish();
+    return kb.kernel;
+  }
+
   static mlir::tile::GridAttr gridConst(mlir::MLIRContext *ctx, int64_t value) {
     return mlir::tile::GridAttr::get(ctx, -1, 0, 1, value);
   }

@@ -44,14 +44,7 @@ KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, Var
     grid = {KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1)};
     break;
   }
-  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
-  Value x = kb.programId(GridAxis::X, "x"), y = kb.programId(GridAxis::Y, "y"), z = kb.programId(GridAxis::Z, "z");
-  SmallVector<Value> tensors;
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    tensors.push_back(kb.arg(i));
-  kb.b.create<VarlenBlockOp>(loc, tensors, x, y, z);
-  kb.finish();
-  return kb.kernel;
+  return KernelBuilder::libraryBlock<VarlenBlockOp>(builder, loc, name, argTypes, grid, plan, spec);
 }
 
 } // namespace flashc
