@@ -606,3 +606,33 @@ func.func private @bad_varlen() attributes {spec = #tile.varlen<role = varlen_pl
 func.func private @varlen_role() attributes {spec = #tile.varlen<role = decode_check, head_dim = 64, value_dim = 64,
     group = 1, block_m = 128, window_left = -1, window_right = -1, scale = 0.125 : f64, softcap = 0.0 : f64,
     element_type = f16>}
+
+// -----
+
+// The backward's main kernel: thirteen tensors (q, k, v, dout, lse, delta, dq_accum, dk, dv, the offsets, the key
+// map, status).
+tile.kernel @varlen_bwd(%q: !tile.tensor<?x4x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 128, block_n = 128, warps = 8, stages = 2,
+    spec = #tile.varlen<role = varlen_backward, head_dim = 64, value_dim = 64, group = 1, block_m = 128,
+                        window_left = -1, window_right = 0, scale = 0.125 : f64, softcap = 0.0 : f64,
+                        element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{varlen_backward takes 13 tensors, got 1}}
+  tile.varlen_block(%q) at [%x, %x, %x] : !tile.tensor<?x4x64xbf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @varlen_finish(%q: !tile.tensor<?x4x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 64, block_n = 64, warps = 4, stages = 1,
+    spec = #tile.varlen<role = varlen_bwd_finish, head_dim = 64, value_dim = 64, group = 1, block_m = 64,
+                        window_left = -1, window_right = 0, scale = 0.125 : f64, softcap = 0.0 : f64,
+                        element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{varlen_bwd_finish takes 3 tensors, got 1}}
+  tile.varlen_block(%q) at [%x, %x, %x] : !tile.tensor<?x4x64xbf16>
+  tile.return
+}
