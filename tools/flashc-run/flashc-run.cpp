@@ -1090,6 +1090,35 @@ struct Runner {
         gotLse.push_back(lse.host[size_t(h * s.rowsQ + r)]), wantLse.push_back(refLse[size_t(h * s.rowsQ + r)]);
     report(p.name, "out", compare(gotOut, wantOut), boundFor(out.dtype));
     report(p.name, "lse", compare(gotLse, wantLse), 1e-3);
+    // The backward program (meta backward): dq, dk, dv of the sequences' rows against float64 gradients, the
+    // forward's out and lse its inputs, a random dout (NaN after the last sequence, as q, k, v there).
+    if (const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward", ""))) {
+      Buffer dout = makeParam(bwd->name, "dout", sym), dq = makeParam(bwd->name, "dq", sym);
+      Buffer dk = makeParam(bwd->name, "dk", sym), dv = makeParam(bwd->name, "dv", sym);
+      randomFill(dout, rng);
+      for (int64_t i = opt.seqQ * dout.shape[1] * dout.shape[2]; i < int64_t(dout.host.size()); ++i)
+        dout.host[size_t(i)] = std::nan("");
+      if (!upload(dout) || !poison(dq) || !poison(dk) || !poison(dv)) { ++failures; return; }
+      Arguments bargs;
+      bind(bargs, "q", q), bind(bargs, "k", k), bind(bargs, "v", v), bind(bargs, "cu_seqlens_q", cuQ);
+      bind(bargs, "cu_seqlens_k", cuK), bind(bargs, "out", out), bind(bargs, "lse", lse), bind(bargs, "dout", dout);
+      bind(bargs, "dq", dq), bind(bargs, "dk", dk), bind(bargs, "dv", dv);
+      if (!launch(bwd->name, bargs)) return;
+      if (!download(dq) || !download(dk) || !download(dv)) { ++failures; return; }
+      std::vector<double> refDq(dq.host.size(), 0.0), refDk(dk.host.size(), 0.0), refDv(dv.host.size(), 0.0);
+      ref::varlenAttentionBackward(s, params, q.host.data(), k.host.data(), v.host.data(), dout.host.data(),
+                                   offQ.data(), offK.data(), refDq.data(), refDk.data(), refDv.data());
+      auto rows = [](const Buffer &b, const std::vector<double> &ref, int64_t used, std::vector<double> &got,
+                     std::vector<double> &want) {
+        const int64_t elems = used * b.shape[1] * b.shape[2];
+        got.assign(b.host.begin(), b.host.begin() + elems);
+        want.assign(ref.begin(), ref.begin() + elems);
+      };
+      std::vector<double> g, w;
+      rows(dq, refDq, opt.seqQ, g, w), report(bwd->name, "dq", compare(g, w), boundFor(dq.dtype));
+      rows(dk, refDk, opt.seqK, g, w), report(bwd->name, "dk", compare(g, w), boundFor(dk.dtype));
+      rows(dv, refDv, opt.seqK, g, w), report(bwd->name, "dv", compare(g, w), boundFor(dv.dtype));
+    }
     // Offsets that decrease: the launch fails naming the entry, nothing written.
     if (sequences >= 2) {
       std::vector<int32_t> bad = offQ;
