@@ -425,18 +425,9 @@ class DecodeConfig:
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise InvalidArgumentError("decode dtype must be one of %s, got %r" % (", ".join(DTYPES), self.dtype))
-        _check_int("num_heads", self.num_heads, 1)
-        _check_int("num_kv_heads", self.num_kv_heads, 1)
         _check_int("queries", self.queries, 1)
         _check_int("page_size", self.page_size, 0)
-        if self.num_heads % self.num_kv_heads:
-            raise InvalidArgumentError("number of query heads (%d) must be a multiple of the number of key/value "
-                                       "heads (%d)" % (self.num_heads, self.num_kv_heads))
-        dv = self.head_dim if self.value_head_dim is None else self.value_head_dim
-        for name, d in (("head_dim", self.head_dim), ("value_head_dim", dv)):
-            if not isinstance(d, int) or d <= 0 or d % 64 or d > 256:
-                raise InvalidArgumentError("decode %s must be a multiple of 64 up to 256, got %r" % (name, d))
-        object.__setattr__(self, "value_head_dim", dv)
+        object.__setattr__(self, "value_head_dim", _check_heads_and_dims("decode", self, 64))
         if self.queries > 16:
             raise InvalidArgumentError("decode takes 1 to 16 new tokens a sequence, got %d" % self.queries)
         page = self.page_size
@@ -500,6 +491,21 @@ class DecodeConfig:
     program = "decode"
 
 
+def _check_heads_and_dims(kind, config, multiple):
+    """A decode or packed-sequences config's heads (kv heads dividing the query heads) and head dims (multiples of
+    `multiple` up to 256); returns the value head dim (the head dim when not given)."""
+    _check_int("num_heads", config.num_heads, 1)
+    _check_int("num_kv_heads", config.num_kv_heads, 1)
+    if config.num_heads % config.num_kv_heads:
+        raise InvalidArgumentError("number of query heads (%d) must be a multiple of the number of key/value "
+                                   "heads (%d)" % (config.num_heads, config.num_kv_heads))
+    dv = config.head_dim if config.value_head_dim is None else config.value_head_dim
+    for name, d in (("head_dim", config.head_dim), ("value_head_dim", dv)):
+        if not isinstance(d, int) or d <= 0 or d % multiple or d > 256:
+            raise InvalidArgumentError("%s %s must be a multiple of %d up to 256, got %r" % (kind, name, multiple, d))
+    return dv
+
+
 @dataclass(frozen=True)
 class VarlenConfig:
     """One flash.varlen_attention configuration: packed variable-length sequences (flash-attn's varlen contract),
@@ -520,18 +526,9 @@ class VarlenConfig:
     def __post_init__(self):
         if self.dtype not in ("bf16", "f16"):
             raise InvalidArgumentError("varlen dtype must be bf16 or f16, got %r" % (self.dtype,))
-        _check_int("num_heads", self.num_heads, 1)
-        _check_int("num_kv_heads", self.num_kv_heads, 1)
-        if self.num_heads % self.num_kv_heads:
-            raise InvalidArgumentError("number of query heads (%d) must be a multiple of the number of key/value "
-                                       "heads (%d)" % (self.num_heads, self.num_kv_heads))
-        dv = self.head_dim if self.value_head_dim is None else self.value_head_dim
-        for name, d in (("head_dim", self.head_dim), ("value_head_dim", dv)):
-            if not isinstance(d, int) or d <= 0 or d % 8 or d > 256:
-                raise InvalidArgumentError("varlen %s must be a multiple of 8 up to 256, got %r" % (name, d))
+        object.__setattr__(self, "value_head_dim", _check_heads_and_dims("varlen", self, 8))
         if self.head_dim <= 32:
             raise InvalidArgumentError("varlen head_dim must be above 32, got %d" % self.head_dim)
-        object.__setattr__(self, "value_head_dim", dv)
         if tuple(self.archs) != ("sm_90a",):
             raise InvalidArgumentError("varlen runs on sm_90a only (TMA loads), got archs %r" % (self.archs,))
         # The window and mask rules are AttentionConfig's.

@@ -11,6 +11,7 @@
 #include "flashc/runtime/Nvrtc.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -253,6 +254,9 @@ struct Bundle::Impl {
   };
   std::mutex verdictMutex;
   bool deferVerdicts = false;
+  // Deferred verdicts not read yet: every program launch asks, and most bundles never defer, so the answer
+  // without the lock when there are none.
+  std::atomic<int> pendingVerdicts{0};
   uint64_t verdictOrder = 0;
   std::vector<PendingVerdict> verdicts;
   /// Queues the status at `ptr` (after the program's kernels on `stream`).
@@ -923,6 +927,7 @@ Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream str
     return d.error("copying a check's verdict", rc);
   if (CUresult rc = d.cuEventRecord(slot->event, stream); rc != CUDA_SUCCESS)
     return d.error("recording a deferred check", rc);
+  if (!slot->busy) ++pendingVerdicts;
   slot->busy = true;
   slot->order = ++verdictOrder;
   slot->program = program;
@@ -932,6 +937,8 @@ Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream str
 }
 
 Status Bundle::Impl::collectVerdicts(const Driver &d, bool wait) {
+  if (pendingVerdicts.load(std::memory_order_acquire) == 0)
+    return Status();
   std::lock_guard<std::mutex> lock(verdictMutex);
   std::vector<PendingVerdict *> busy;
   for (auto &v : verdicts)
@@ -942,6 +949,7 @@ Status Bundle::Impl::collectVerdicts(const Driver &d, bool wait) {
     CUresult rc = wait ? d.cuEventSynchronize(v->event) : d.cuEventQuery(v->event);
     if (rc == CUDA_ERROR_NOT_READY) continue;
     v->busy = false;
+    --pendingVerdicts;
     if (rc != CUDA_SUCCESS) {
       if (first) first = d.error("waiting for a deferred check", rc);
       continue;

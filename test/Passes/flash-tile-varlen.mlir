@@ -5,6 +5,9 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile | FileCheck %s
 // RUN: not flash-opt %s -split-input-file --flash-tile=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
 // SM80: error: flash-tile: flash.varlen_attention needs a Hopper target (sm_90a: TMA loads of the packed tensors), not sm_80
+// Its backward likewise (flash-generate-backward; the function with a softcap below gets a warning, no backward):
+// RUN: not flash-opt %s -split-input-file --flash-generate-backward=target=sm_80 2>&1 | FileCheck %s --check-prefix=BWD80
+// BWD80: error: flash-generate-backward: flash.varlen_attention needs a Hopper target (sm_90a), not sm_80
 
 // CHECK: tile.kernel @prefill_varlen_plan(%{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x32x128xbf16>, %{{.*}}: !tile.tensor<?x8x128xbf16>, %{{.*}}: !tile.tensor<?x2xi32>, %{{.*}}: !tile.tensor<4xi32>)
 // CHECK-SAME: grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>]

@@ -437,6 +437,17 @@ static int64_t floorDiv(int64_t a, int64_t b) {
 static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 
 
+/// The codes of a table check's status [code, ...] (attention_decode.cuh's DecodeStatus, varlen.cuh's
+/// VarlenStatus; the runtime names each in its error).
+enum TableStatus : int32_t {
+  kSeqlenNegative = 1,
+  kSeqlenOverCapacity = 2,
+  kPageOutOfRange = 3,
+  kOffsetsDecrease = 4,
+  kOffsetPastRows = 5,
+  kFirstOffsetNegative = 6,
+};
+
 /// One block of a decode kernel (#tile.decode), as attention_decode.cuh does it: the check of sequence x, the
 /// split kernel's (split x, kv head x row group y, sequence z) over the split's keys, or the combine of query row x
 /// of sequence y. Sums in double; out rounded to its element type, the partials f32.
@@ -460,14 +471,14 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
         status.ints = {code, static_cast<int32_t>(x), static_cast<int32_t>(index), static_cast<int32_t>(value)};
     };
     if (len < 0)
-      report(1, 0, len);
+      report(kSeqlenNegative, 0, len);
     else if (len > capacity)
-      report(2, capacity, len);
+      report(kSeqlenOverCapacity, capacity, len);
     else if (paged)
       for (int64_t i = 0; i * page < len; ++i) {
         int64_t id = t[2]->ints[x * t[2]->shape[1] + i];
         if (id < 0 || id >= k.shape[0]) {
-          report(3, i, id);
+          report(kPageOutOfRange, i, id);
           break;
         }
       }
@@ -637,7 +648,10 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
                                     {1, &cuK, t[3]->shape[0]}})
       for (int64_t i = 0; i < static_cast<int64_t>(cu->ints.size()) && status.ints[0] == 0; ++i) {
         int64_t value = cu->ints[i];
-        int32_t code = i == 0 && value < 0 ? 6 : i > 0 && value < cu->ints[i - 1] ? 4 : value > rows ? 5 : 0;
+        int32_t code = i == 0 && value < 0                 ? kFirstOffsetNegative
+                       : i > 0 && value < cu->ints[i - 1] ? kOffsetsDecrease
+                       : value > rows                     ? kOffsetPastRows
+                                                          : 0;
         if (code)
           status.ints = {code, static_cast<int32_t>(i), tensor, static_cast<int32_t>(value)};
       }

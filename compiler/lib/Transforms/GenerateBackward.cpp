@@ -48,6 +48,7 @@ struct OpSlots {
   int keyOffset = -1;           // attention: the run-time key offset (a scalar), if any
   SmallVector<unsigned, 2> maskTensors; // attention: the tensors its mask modifier reads
   SmallVector<unsigned, 2> scoreTensors; // attention: the tensors its score modifier reads
+  SmallVector<unsigned, 2> offsets;      // packed sequences: cu_seqlens_q, cu_seqlens_k (no gradient)
 };
 
 struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<GenerateBackwardPass> {
@@ -243,13 +244,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           return failure();
         slot.inputs.push_back(*index);
       }
-      // Packed sequences' offsets: inputs without a gradient (in the mask tensors' slots).
+      // Packed sequences' offsets: inputs without a gradient.
       if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op))
         for (Value offsets : {varlen.getCuSeqlensQ(), varlen.getCuSeqlensK()}) {
           auto index = add(offsets, "");
           if (failed(index))
             return failure();
-          slot.maskTensors.push_back(*index);
+          slot.offsets.push_back(*index);
         }
       // A mask modifier's tensors: inputs without a gradient.
       if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op))
@@ -339,7 +340,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
               ? pb.launchVarlenBackward(llvm::cast<flash::VarlenAttentionOp>(slot.op),
                                         func.getSymName().str() + "_varlen" + slot.suffix, slot.suffix,
                                         pb.arg(slot.inputs[0]), pb.arg(slot.inputs[1]), pb.arg(slot.inputs[2]),
-                                        pb.arg(slot.maskTensors[0]), pb.arg(slot.maskTensors[1]), pb.arg(slot.out),
+                                        pb.arg(slot.offsets[0]), pb.arg(slot.offsets[1]), pb.arg(slot.out),
                                         pb.arg(slot.lse), pb.arg(slot.cotangent), pb.arg(slot.grads[0]),
                                         pb.arg(slot.grads[1]), pb.arg(slot.grads[2]))
               : ffnBackward(llvm::cast<flash::FfnOp>(slot.op), slot, func, pb);

@@ -418,16 +418,8 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     // =============================== epilogue ==============================
     // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
     normalize(acc_o, row_l);
-    GlobalVector<float> lse_rows;
-    GlobalMatrix<Elem> o_rows;
-    if constexpr (kPacked) {
-      lse_rows = packed_row_stats(lse, span, tile.head);
-      o_rows = packed_rows<Elem>(o, span, tile.head);
-    } else {
-      lse_rows = vector_at<float>(lse, tile.batch, tile.head);
-      o_rows = matrix_at<Elem>(o, tile.batch, tile.head);
-    }
-    store_rows(lse_rows, q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
+    const GlobalMatrix<Elem> o_rows = sequence_rows<kPacked, Elem>(o, span.q_start, Sq, tile.batch, tile.head);
+    store_rows(sequence_stats<kPacked>(lse, span.q_start, Sq, tile.batch, tile.head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
     RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
     convert(o_out, acc_o);
     // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup

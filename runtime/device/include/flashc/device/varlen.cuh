@@ -223,16 +223,5 @@ __device__ __forceinline__ void tma_reduce_rows(const TmaDescriptor* map, unsign
   else tma_reduce_add_4d(map, src, col, row, head, batch);
 }
 
-// Views of one sequence's rows of one head: o [T, H, Dv] and lse [H, T].
-template <class T>
-__device__ __forceinline__ GlobalMatrix<T> packed_rows(const TensorArg& t, const SequenceSpan& s, int head) {
-  return GlobalMatrix<T>{static_cast<T*>(t.data) + s.q_start * t.stride[0] + head * t.stride[1], t.stride[0], s.q_len,
-                         static_cast<int>(t.shape[2])};
-}
-__device__ __forceinline__ GlobalVector<float> packed_row_stats(const TensorArg& t, const SequenceSpan& s, int head) {
-  return GlobalVector<float>{static_cast<float*>(t.data) + head * t.stride[0] + s.q_start * t.stride[1], t.stride[1],
-                             s.q_len};
-}
-
 }  // namespace device
 }  // namespace flashc
