@@ -840,8 +840,11 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
 
 Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows) {
   const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
-  // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op)
-  const std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
+  // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op), status_append2 (its
+  // second append)
+  std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
+  const bool append = suffix.rfind("_append", 0) == 0;
+  if (append) suffix = suffix.substr(7);
   auto firstDim = [&](const std::string &tensor) {
     auto it = rows.find(tensor);
     return it == rows.end() ? std::string("?") : std::to_string(it->second);
@@ -862,6 +865,12 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
                      "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
                          " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
                          " uses that entry; nothing was written");
+  case 7:
+    // An append's (kv_append.cuh): lengths count the new tokens, so each is at least T.
+    return makeError(ErrorCode::InvalidArgument,
+                     "cache_seqlens[" + seq + "] = " + value + " is below the " + std::to_string(st[2]) +
+                         " new tokens appended (sequence " + seq +
+                         "; lengths count the new tokens, which go to rows length - T ..); nothing was written");
   case 4:
   case 5:
   case 6: {

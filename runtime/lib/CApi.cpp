@@ -33,10 +33,13 @@ flashc_status report(const Status &s) { return s ? FLASHC_OK : fail(s.code(), s.
 #define FLASHC_REQUIRE(cond, what)                                                                 \
   if (!(cond)) return fail(ErrorCode::InvalidArgument, std::string(__func__) + ": " + what)
 
-// A program's user-visible parameters: the union by name, minus scratch.
+// A program's user-visible parameters: the union by name, minus scratch. A tensor's direction is what the program
+// does with the caller's data: its first kernel's, except that a tensor read first and written by a later kernel
+// (a KV cache an append writes before the decode reads it) is inout.
 struct ParamRef {
   const TensorParam *tensor = nullptr;
   const ScalarParam *scalar = nullptr;
+  Direction direction = Direction::In;
 };
 bool collectParams(const Bundle &b, const char *name, std::vector<ParamRef> &out) {
   std::vector<const KernelSpec *> kernels;
@@ -57,8 +60,15 @@ bool collectParams(const Bundle &b, const char *name, std::vector<ParamRef> &out
     return true;
   };
   for (const KernelSpec *k : kernels)
-    for (const auto &t : k->tensors)
-      if (fresh(t.name)) out.push_back({&t, nullptr});
+    for (const auto &t : k->tensors) {
+      if (fresh(t.name)) {
+        out.push_back({&t, nullptr, t.direction});
+        continue;
+      }
+      for (ParamRef &p : out)
+        if (p.tensor && p.tensor->name == t.name && p.direction == Direction::In && t.direction != Direction::In)
+          p.direction = Direction::InOut;
+    }
   for (const KernelSpec *k : kernels)
     for (const auto &s : k->scalars)
       if (fresh(s.name)) out.push_back({nullptr, &s});
@@ -172,7 +182,7 @@ flashc_status flashc_bundle_param_info(flashc_bundle bundle, const char *name, s
     info->name = p.tensor->name.c_str();
     info->is_tensor = 1;
     info->dtype = int(p.tensor->dtype);
-    info->direction = int(p.tensor->direction);
+    info->direction = int(p.direction);
     info->rank = int(p.tensor->dims.size());
     std::lock_guard<std::mutex> lock(bundle->stringsMutex);
     for (int i = 0; i < info->rank; ++i) {

@@ -40,10 +40,12 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace mlir;
@@ -316,6 +318,34 @@ public:
         refInputs[tableArg.getArgNumber()] = toReference(table);
       }
     }
+    // An append's cache lengths: each holds the T new tokens (T, the capacity and ragged between); page ids a
+    // shuffle of the cache's pages, so that no two sequences write one row (distinct while the table has no more
+    // entries than the cache has pages).
+    for (auto append : source.getBody().front().getOps<flash::KvAppendOp>()) {
+      auto lensArg = llvm::dyn_cast<BlockArgument>(append.getCacheSeqlens());
+      auto keyArg = llvm::dyn_cast<BlockArgument>(append.getKey());
+      auto cacheArg = llvm::dyn_cast<BlockArgument>(append.getKeyCache());
+      auto tableArg = append.isPaged() ? llvm::dyn_cast<BlockArgument>(append.getBlockTable()) : BlockArgument();
+      if (!lensArg || !keyArg || !cacheArg || (append.isPaged() && !tableArg))
+        continue;
+      HostTensor &lens = inputs[lensArg.getArgNumber()], &cache = inputs[cacheArg.getArgNumber()];
+      int64_t tokens = inputs[keyArg.getArgNumber()].shape[2];
+      int64_t capacity = append.isPaged() ? inputs[tableArg.getArgNumber()].shape[1] * *append.getPageSize()
+                                          : cache.shape[2];
+      std::uniform_int_distribution<int64_t> length(std::min(tokens, capacity), capacity);
+      for (size_t b = 0; b < lens.ints.size(); ++b)
+        lens.ints[b] = static_cast<int32_t>(b == 0 ? capacity : b == 1 ? std::min(tokens, capacity) : length(rng));
+      refInputs[lensArg.getArgNumber()] = toReference(lens);
+      if (append.isPaged()) {
+        HostTensor &table = inputs[tableArg.getArgNumber()];
+        std::vector<int32_t> pages(static_cast<size_t>(cache.shape[0]));
+        std::iota(pages.begin(), pages.end(), 0);
+        std::shuffle(pages.begin(), pages.end(), rng);
+        for (size_t i = 0; i < table.ints.size(); ++i)
+          table.ints[i] = pages[i % pages.size()];
+        refInputs[tableArg.getArgNumber()] = toReference(table);
+      }
+    }
     // A packed-sequences op's offsets: the rows of q and of k split into the offsets' sequences at random cut
     // points (lengths 0 and 1 among them when there are enough), every row in a sequence.
     for (auto varlen : source.getBody().front().getOps<flash::VarlenAttentionOp>()) {
@@ -349,8 +379,20 @@ public:
       return failure();
 
     // Forward program arguments: tensor inputs, results, extra lse outputs,
-    // then the scalars.
+    // then the scalars. A result an append ties to its cache argument has no
+    // argument of its own: the program writes the input (compared after it).
     size_t numTensorInputs = inputs.size() - scalars.size();
+    auto returned = llvm::cast<func::ReturnOp>(fusedFunc.getBody().front().getTerminator()).getOperands();
+    std::vector<size_t> resultOf;         // outputs[i] holds expected result resultOf[i] (extra lse's past them)
+    std::vector<std::pair<size_t, unsigned>> tiedResults;  // (expected result, input argument it overwrites)
+    for (auto [r, value] : llvm::enumerate(returned)) {
+      if (auto append = value.getDefiningOp<flash::KvAppendOp>()) {
+        Value cache = value == append.getNewKeyCache() ? append.getKeyCache() : append.getValueCache();
+        tiedResults.push_back({r, argIndex(cache)});
+        continue;
+      }
+      resultOf.push_back(r);
+    }
     std::vector<HostTensor> outputs;
     for (auto [index, type] : llvm::enumerate(program.getArgumentTypes())) {
       if (index < numTensorInputs || !llvm::isa<tile::GlobalTensorType>(type))
@@ -358,10 +400,10 @@ public:
       auto tensorType = llvm::cast<tile::GlobalTensorType>(type);
       std::vector<int64_t> shape;
       size_t result = index - numTensorInputs;
-      if (result < expected->size())
-        shape = (*expected)[result].shape;
+      if (result < resultOf.size())
+        shape = (*expected)[resultOf[result]].shape;
       else
-        shape = extraLseShape(fusedFunc, result - expected->size());
+        shape = extraLseShape(fusedFunc, result - resultOf.size());
       outputs.push_back(poisoned(shape, kindOf(tensorType.getElementType())));
     }
     std::vector<HostTensor *> args;
@@ -376,9 +418,13 @@ public:
       return failure();
     }
     bool ok = true;
-    for (size_t r = 0; r < expected->size(); ++r)
-      ok &= report(source,
-                   compare("forward result " + std::to_string(r), outputs[r], (*expected)[r]));
+    for (size_t i = 0; i < resultOf.size(); ++i)
+      ok &= report(source, compare("forward result " + std::to_string(resultOf[i]), outputs[i],
+                                   (*expected)[resultOf[i]]));
+    for (auto [r, arg] : tiedResults)
+      ok &= report(source, compare("forward result " + std::to_string(r) + " (argument " + std::to_string(arg) +
+                                       ", written in place)",
+                                   inputs[arg], (*expected)[r]));
 
     SmallVector<Operation *> fusedOps = fusedOpsOf(fusedFunc);
     unsigned attentionIndex = 0;

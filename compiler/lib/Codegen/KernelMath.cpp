@@ -157,6 +157,13 @@ std::string describeKernelMath(Attribute spec) {
     case KernelRole::DecodeCheck:
       what = "cache_seqlens and the pages they use checked, the first bad entry -> status";
       break;
+    case KernelRole::KvAppendCheck:
+      what = "cache_seqlens (each at least the new tokens) and the pages they use checked, the first bad entry -> "
+             "status";
+      break;
+    case KernelRole::KvAppend:
+      what = "the new tokens' K and V rows written at cache rows cache_seqlens - T ..";
+      break;
     case KernelRole::DecodeSplit:
       what = llvm::formatv("O = softmax(Q·Kᵀ·{0}{1})·V over a split of {2}, {3} tokens x {4} query heads a kv head",
                            decode.getScale().getValueAsDouble(), decode.getCausal() ? ", causal" : "", cache,

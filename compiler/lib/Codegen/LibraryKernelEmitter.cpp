@@ -77,7 +77,11 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   KernelRole role = spec.getRole();
   bool paged = spec.isPaged();
   // A kernel read from a file may carry any signature: the role's tensor count, or an error.
-  size_t want = role == KernelRole::DecodeCheck ? 3 + paged : role == KernelRole::DecodeSplit ? 9 + paged : 5;
+  size_t want = role == KernelRole::DecodeCheck     ? 3 + paged
+                : role == KernelRole::DecodeSplit   ? 9 + paged
+                : role == KernelRole::KvAppendCheck ? 4 + paged
+                : role == KernelRole::KvAppend      ? 6 + paged
+                                                    : 5;
   if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
       !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
@@ -93,13 +97,19 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   out << "namespace " << ns << " {\n";
   out << "struct Config {\n";
   out << "  using Elem = flashc::device::" << (spec.getElementType().getValue().isBF16() ? "bf16" : "f16") << ";\n";
-  out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv << ", kQueries = " << spec.getQueries()
-      << ", kGroup = " << spec.getGroup() << ";\n";
-  out << "  static constexpr int kPageSize = " << spec.getPageSize() << ", kStages = " << stages << ";"
-      << (paged ? "  // a paged cache\n" : "  // a contiguous cache\n");
-  out << "  static constexpr bool kCausal = " << (spec.getCausal() ? "true" : "false") << ";\n";
-  out << "  static constexpr float kScale = " << llvm::formatv("{0:e9}", spec.getScale().getValueAsDouble()).str()
-      << "f;\n";
+  if (role == KernelRole::KvAppendCheck || role == KernelRole::KvAppend) {
+    // (an append's config: the rows it copies and the cache's layout)
+    out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv << ", kPageSize = " << spec.getPageSize()
+        << ";" << (paged ? "  // a paged cache\n" : "  // a contiguous cache\n");
+  } else {
+    out << "  static constexpr int kHeadDim = " << d << ", kValueDim = " << dv << ", kQueries = " << spec.getQueries()
+        << ", kGroup = " << spec.getGroup() << ";\n";
+    out << "  static constexpr int kPageSize = " << spec.getPageSize() << ", kStages = " << stages << ";"
+        << (paged ? "  // a paged cache\n" : "  // a contiguous cache\n");
+    out << "  static constexpr bool kCausal = " << (spec.getCausal() ? "true" : "false") << ";\n";
+    out << "  static constexpr float kScale = " << llvm::formatv("{0:e9}", spec.getScale().getValueAsDouble()).str()
+        << "f;\n";
+  }
   out << "};\n}  // namespace " << ns << "\n\n";
   std::string none = "flashc::TensorArg{}";
   auto params = [&](size_t count) {
@@ -143,6 +153,27 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
         << cppNames[2] << "_map, " << cppNames[0] << ", " << cppNames[3] << ", " << (paged ? cppNames[4] : none)
         << ", " << cppNames[t] << ", " << cppNames[t + 1] << ", " << cppNames[t + 2] << ", " << cppNames[t + 3]
         << ", static_cast<const int*>(" << cppNames[t + 4] << ".data));\n}\n\n";
+    return result;
+  }
+  case KernelRole::KvAppendCheck: { // (key, k_cache, cache_seqlens, [block_table], status)
+    result.threads = 128;
+    out << "// Cache lengths (each holding the new tokens) and the page ids they use, checked: the first bad entry\n"
+           "// into status.\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
+    params(cppNames.size());
+    out << ") {\n  flashc::device::kv_append_check<" << ns << "::Config>(" << cppNames[0] << ", " << cppNames[1]
+        << ", " << cppNames[2] << ", " << (paged ? cppNames[3] : none) << ", static_cast<int*>(" << cppNames.back()
+        << ".data));\n}\n\n";
+    return result;
+  }
+  case KernelRole::KvAppend: { // (key, value, k_cache, v_cache, cache_seqlens, [block_table], status)
+    result.threads = 128;
+    out << "// The new tokens' K and V rows into the caches at rows cache_seqlens - T .. (4 tokens a block).\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
+    params(cppNames.size());
+    out << ") {\n  flashc::device::kv_append<" << ns << "::Config>(" << cppNames[0] << ", " << cppNames[1] << ", "
+        << cppNames[2] << ", " << cppNames[3] << ", " << cppNames[4] << ", " << (paged ? cppNames[5] : none)
+        << ", static_cast<const int*>(" << cppNames.back() << ".data));\n}\n\n";
     return result;
   }
   default: { // (o_part, lse_part, out, lse, status)

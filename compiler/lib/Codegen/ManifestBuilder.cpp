@@ -60,8 +60,16 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
-  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0;
+  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0;
   // The status workspace of a kernel (its last argument): the runtime reads it after the program.
+  // The program value kernel `kernelName` takes as argument `index` (null when not launched).
+  auto launchArg = [&](const std::string &kernelName, unsigned index) -> Value {
+    for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>())
+      if (launch.getKernel() == kernelName && launch.getArgs().size() > index)
+        return launch.getArgs()[index];
+    return Value();
+  };
+  Value appendedCache, decodedCache;  // an append's k_cache, a decode's
   auto addStatus = [&](const std::string &kernelName, unsigned index) {
     std::string status;
     for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>())
@@ -94,13 +102,27 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
       continue;
     }
     if (auto decode = dyn_cast_or_null<tile::DecodeSpecAttr>(kernel.getSpecAttr())) {
-      if (decode.getRole() != tile::KernelRole::DecodeCheck)
+      if (decode.getRole() == tile::KernelRole::KvAppendCheck) {
+        // An append (its check kernel): a bad length or page id is an error naming the sequence, as decode's.
+        addStatus(name, kernel.getBody().getNumArguments() - 1);
+        ++appendOps;
+        appendedCache = launchArg(name, 1);
+        program.meta["page_size"] = std::to_string(decode.getPageSize());
         continue;
-      // A decode op (its check kernel): the runtime reads its status workspace after the program (a bad cache
-      // length or page id is an error naming the sequence; `meta status` lists every decode op's); flashc-run
-      // rebuilds the float64 reference from the rest (a program of one decode op).
-      addStatus(name, kernel.getBody().getNumArguments() - 1);
+      }
+      if (decode.getRole() == tile::KernelRole::DecodeCheck) {
+        // A decode op's check: the runtime reads its status workspace after the program (a bad cache length or
+        // page id is an error naming the sequence; `meta status` lists every check's). A decode after an append
+        // of its caches has none: the append's check covers it.
+        addStatus(name, kernel.getBody().getNumArguments() - 1);
+        continue;
+      }
+      if (decode.getRole() != tile::KernelRole::DecodeSplit)
+        continue;
+      // A decode op (its split kernel): flashc-run rebuilds the float64 reference from the rest (a program of one
+      // decode op).
       ++decodeOps;
+      decodedCache = launchArg(name, 1);
       program.meta["scale"] = llvm::formatv("{0:e9}", decode.getScale().getValueAsDouble()).str();
       program.meta["causal"] = decode.getCausal() ? "1" : "0";
       program.meta["page_size"] = std::to_string(decode.getPageSize());
@@ -172,7 +194,7 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
   }
   if (varlenOps) {
     // One packed-sequences op alone is what flashc-run checks; with other ops the program is a block it leaves alone.
-    bool alone = varlenOps == 1 && !decodeOps && !attentionForward && !ffnForward;
+    bool alone = varlenOps == 1 && !decodeOps && !appendOps && !attentionForward && !ffnForward;
     program.meta["op"] = alone ? "attention_varlen" : "inference_block";
     std::string backward = program.name + "_backward";
     if (llvm::any_of(programs, [&](const auto &scope) { return scope->func.getSymName() == backward; }))
@@ -182,10 +204,22 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta.erase(key);
     return;
   }
+  if (appendOps && !decodeOps) {
+    // One append alone is what flashc-run checks (the caches after it against the host's copy).
+    bool alone = appendOps == 1 && !attentionForward && !ffnForward;
+    program.meta["op"] = alone ? "kv_append" : "decode_block";
+    if (!alone)
+      program.meta.erase("page_size");
+    return;
+  }
   if (decodeOps) {
-    // One decode op alone is what flashc-run checks; several, or beside other ops, are a block it leaves alone.
-    bool alone = decodeOps == 1 && !attentionForward && !ffnForward;
+    // One decode op alone, or after one append (`meta append`: its caches, then the decode, checked), is what
+    // flashc-run checks; several, or beside other ops, are a block it leaves alone.
+    bool alone = decodeOps == 1 && (!appendOps || (appendOps == 1 && appendedCache == decodedCache)) &&
+                 !attentionForward && !ffnForward;
     program.meta["op"] = alone ? "attention_decode" : "decode_block";
+    if (alone && appendOps)
+      program.meta["append"] = "1";
     if (!alone)  // (one op's parameters would misdescribe the others)
       for (const char *key : {"scale", "causal", "page_size"})
         program.meta.erase(key);
@@ -417,11 +451,15 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   if (varlen)
     spec.role = cppIdentifier(tile::stringifyKernelRole(varlen.getRole()));
   // A decode kernel's tensors it writes (the rest it reads): the check its status (last); the split out, lse,
-  // the partials and status (its last five); the combine out, lse (arguments 2 and 3).
+  // the partials and status (its last five); the combine out, lse (arguments 2 and 3); an append's check its
+  // status, the append the caches (arguments 2 and 3, rows of them: inout).
   auto decodeWrites = [&](unsigned index, unsigned count) {
     switch (decode.getRole()) {
     case tile::KernelRole::DecodeCheck:
+    case tile::KernelRole::KvAppendCheck:
       return index + 1 == count;
+    case tile::KernelRole::KvAppend:
+      return index == 2 || index == 3;
     case tile::KernelRole::DecodeSplit:
       return index + 5 >= count;
     default:
@@ -455,7 +493,7 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     if (decode) {
       // The check reads status only to compare-and-swap it; the split and the combine read it first.
       writes = decodeWrites(i, body.getNumArguments());
-      reads = !writes || i + 1 == body.getNumArguments();
+      reads = !writes || i + 1 == body.getNumArguments() || decode.getRole() == tile::KernelRole::KvAppend;
       // q, the caches (TMA), out and o_part are read and written in 4- to 16-byte pieces of rows.
       tiled = type.getRank() == 4;
     }

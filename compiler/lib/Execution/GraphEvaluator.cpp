@@ -65,6 +65,7 @@ private:
   LogicalResult add(AddOp op);
   LogicalResult attention(AttentionOp op);
   LogicalResult decode(DecodeAttentionOp op);
+  LogicalResult kvAppend(KvAppendOp op);
   LogicalResult varlen(VarlenAttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
@@ -384,6 +385,44 @@ LogicalResult Evaluator::decode(DecodeAttentionOp op) {
   return success();
 }
 
+LogicalResult Evaluator::kvAppend(KvAppendOp op) {
+  const ReferenceTensor &key = get(op.getKey()), &value = get(op.getValue());
+  const ReferenceTensor &k = get(op.getKeyCache()), &v = get(op.getValueCache()), &lens = get(op.getCacheSeqlens());
+  ref::DecodeShape shape;
+  shape.batch = key.shape[0];
+  shape.kvHeads = key.shape[1];
+  shape.queryHeads = shape.kvHeads;
+  shape.tokens = key.shape[2];
+  shape.headDim = key.shape[3];
+  shape.valueDim = value.shape[3];
+  std::vector<int32_t> seqlens(lens.data.begin(), lens.data.end()), table;
+  if (op.isPaged()) {
+    const ReferenceTensor &t = get(op.getBlockTable());
+    table.assign(t.data.begin(), t.data.end());
+    shape.pageSize = *op.getPageSize();
+    shape.pages = k.shape[0];
+    shape.tableWidth = t.shape[1];
+    shape.capacity = shape.tableWidth * shape.pageSize;
+  } else {
+    shape.capacity = k.shape[2];
+  }
+  if (value.shape[0] != shape.batch || value.shape[2] != shape.tokens || lens.shape[0] != shape.batch ||
+      (op.isPaged() && get(op.getBlockTable()).shape[0] != shape.batch) ||
+      (!op.isPaged() && (k.shape[0] != shape.batch || v.shape[0] != shape.batch || v.shape[2] != k.shape[2])) ||
+      (op.isPaged() && v.shape[0] != k.shape[0]))
+    return op.emitError() << "at run time key " << formatShape(key.shape) << ", value " << formatShape(value.shape)
+                          << ", caches " << formatShape(k.shape) << " / " << formatShape(v.shape)
+                          << " and cache_seqlens " << formatShape(lens.shape) << " do not agree";
+  std::string bad = ref::checkDecodeTables(shape, seqlens.data(), table.data(), shape.tokens);
+  if (!bad.empty())
+    return op.emitError() << "at run time " << bad;
+  ReferenceTensor newK = k, newV = v;
+  ref::appendToCache(shape, key.data, value.data, seqlens.data(), table.data(), newK.data, newV.data);
+  values[op.getNewKeyCache()] = std::move(newK);
+  values[op.getNewValueCache()] = std::move(newV);
+  return success();
+}
+
 LogicalResult Evaluator::varlen(VarlenAttentionOp op) {
   const ReferenceTensor &q = get(op.getQuery()), &k = get(op.getKey()), &v = get(op.getValue());
   const ReferenceTensor &cuQ = get(op.getCuSeqlensQ()), &cuK = get(op.getCuSeqlensK());
@@ -481,6 +520,7 @@ LogicalResult Evaluator::run(Operation *op) {
       })
       .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
       .Case<DecodeAttentionOp>([&](auto decodeOp) { return decode(decodeOp); })
+      .Case<KvAppendOp>([&](auto appendOp) { return kvAppend(appendOp); })
       .Case<VarlenAttentionOp>([&](auto varlenOp) { return varlen(varlenOp); })
       .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
       .Case<tensor::DimOp>([&](tensor::DimOp dimOp) -> LogicalResult {

@@ -446,6 +446,7 @@ enum TableStatus : int32_t {
   kOffsetsDecrease = 4,
   kOffsetPastRows = 5,
   kFirstOffsetNegative = 6,
+  kSeqlenBelowNew = 7,
 };
 
 /// One block of a decode kernel (#tile.decode), as attention_decode.cuh does it: the check of sequence x, the
@@ -462,9 +463,13 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
   const double inf = std::numeric_limits<double>::infinity();
   HostTensor &status = *t.back();
   switch (spec.getRole()) {
-  case KernelRole::DecodeCheck: { // (k_cache, seqlens, [table], status)
-    HostTensor &k = *t[0], &lens = *t[1];
-    int64_t capacity = paged ? t[2]->shape[1] * page : k.shape[2];
+  case KernelRole::DecodeCheck:     // (k_cache, seqlens, [table], status)
+  case KernelRole::KvAppendCheck: { // (key, k_cache, seqlens, [table], status): lengths hold the T new tokens too
+    unsigned first = spec.getRole() == KernelRole::KvAppendCheck ? 1 : 0;
+    HostTensor &k = *t[first], &lens = *t[first + 1];
+    HostTensor *table = paged ? t[first + 2] : nullptr;
+    int64_t capacity = paged ? table->shape[1] * page : k.shape[2];
+    int64_t minLen = first ? t[0]->shape[2] : 0;
     int64_t len = lens.ints[x];
     auto report = [&](int32_t code, int64_t index, int64_t value) {
       if (status.ints[0] == 0)
@@ -474,14 +479,37 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
       report(kSeqlenNegative, 0, len);
     else if (len > capacity)
       report(kSeqlenOverCapacity, capacity, len);
+    else if (len < minLen)
+      report(kSeqlenBelowNew, minLen, len);
     else if (paged)
       for (int64_t i = 0; i * page < len; ++i) {
-        int64_t id = t[2]->ints[x * t[2]->shape[1] + i];
+        int64_t id = table->ints[x * table->shape[1] + i];
         if (id < 0 || id >= k.shape[0]) {
           report(kPageOutOfRange, i, id);
           break;
         }
       }
+    return success();
+  }
+  case KernelRole::KvAppend: { // (key, value, k_cache, v_cache, seqlens, [table], status): tokens 4x.. of sequence y
+    if (status.ints[0] != 0)
+      return success();
+    HostTensor &key = *t[0], &value = *t[1], &kCache = *t[2], &vCache = *t[3], &lens = *t[4];
+    HostTensor *table = paged ? t[5] : nullptr;
+    int64_t b = y, heads = key.shape[1], tokens = key.shape[2], first = lens.ints[b] - tokens;
+    for (auto [src, cache] : {std::pair<HostTensor *, HostTensor *>{&key, &kCache}, {&value, &vCache}}) {
+      int64_t dim = src->shape[3];
+      for (int64_t tok = 4 * x; tok < std::min(4 * x + 4, tokens); ++tok)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t pos = first + tok, row;
+          if (paged)
+            row = (table->ints[b * table->shape[1] + pos / page] * page + pos % page) * heads + h;
+          else
+            row = (b * heads + h) * cache->shape[2] + pos;
+          for (int64_t c = 0; c < dim; ++c)
+            cache->data[row * dim + c] = src->data[((b * heads + h) * tokens + tok) * dim + c];
+        }
+    }
     return success();
   }
   case KernelRole::DecodeSplit: { // (q, k, v, lens, [table], out, lse, o_part, lse_part, status)

@@ -3,6 +3,7 @@
 // flash.decode_attention lowers to three kernels (#tile.decode roles), each one
 // tile.decode_block a block: the table check, the split kernel and the combine
 // (device library: attention_decode.cuh; design: docs/design/decode-attention.md).
+// flash.kv_append to two: its check and the copy (kv_append.cuh).
 // Their grids are the program's sizes: the check one block a sequence, the
 // split one block a (split, kv head x row group, sequence) with the split count
 // the workspace's dimension 1, the combine one block a (query row, sequence).
@@ -19,9 +20,11 @@ KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, Dec
                            ArrayRef<Type> argTypes, const TilePlan &plan) {
   MLIRContext *ctx = builder.getContext();
   unsigned table = spec.isPaged() ? 1 : 0;
-  unsigned want = spec.getRole() == KernelRole::DecodeCheck   ? 3 + table
-                  : spec.getRole() == KernelRole::DecodeSplit ? 9 + table
-                                                              : 5;
+  unsigned want = spec.getRole() == KernelRole::DecodeCheck     ? 3 + table
+                  : spec.getRole() == KernelRole::DecodeSplit   ? 9 + table
+                  : spec.getRole() == KernelRole::KvAppendCheck ? 4 + table
+                  : spec.getRole() == KernelRole::KvAppend      ? 6 + table
+                                                                : 5;
   if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
     emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
                    << want << " tensors, got " << argTypes.size() << " arguments";
@@ -39,6 +42,13 @@ KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, Dec
             KernelBuilder::gridDim(ctx, 0, 0)};
     break;
   }
+  case KernelRole::KvAppendCheck: // (key, k_cache, cache_seqlens, [block_table], status): a block a sequence
+    grid = {KernelBuilder::gridDim(ctx, 2, 0), KernelBuilder::gridConst(ctx, 1), KernelBuilder::gridConst(ctx, 1)};
+    break;
+  case KernelRole::KvAppend: // (key, value, k_cache, v_cache, cache_seqlens, [block_table], status): a block a
+    // (4 new tokens, sequence), every kv head (kv_append.cuh)
+    grid = {KernelBuilder::gridDim(ctx, 0, 2, 4), KernelBuilder::gridDim(ctx, 0, 0), KernelBuilder::gridConst(ctx, 1)};
+    break;
   default: { // (o_part, lse_part, out, lse, status): a block a query row of a sequence
     int64_t rows = cast<GlobalTensorType>(argTypes[0]).getShape()[2];
     grid = {KernelBuilder::gridConst(ctx, rows), KernelBuilder::gridDim(ctx, 2, 0), KernelBuilder::gridConst(ctx, 1)};

@@ -104,7 +104,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   // Only fused ops can be tiled: anything else means fusion did not happen.
   for (Operation &op : body) {
     if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
-                  func::ReturnOp>(op))
+                  flash::KvAppendOp, func::ReturnOp>(op))
       continue;
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
@@ -117,6 +117,26 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   for (Operation &op : body)
     if (failed(checkKernelLimits(&op, "flash-tile")))
       return failure();
+
+  // An append writes its caches in place: each must be an argument of the function that nothing else reads (the
+  // old contents are gone after the program), and its results stand for that argument.
+  llvm::DenseMap<Value, Value> tiedTo;  // an append's result -> the argument it overwrites
+  for (auto append : body.getOps<flash::KvAppendOp>()) {
+    for (auto [cache, result] : {std::pair<Value, Value>{append.getKeyCache(), append.getNewKeyCache()},
+                                 {append.getValueCache(), append.getNewValueCache()}}) {
+      const char *what = cache == append.getKeyCache() ? "key" : "value";
+      if (!llvm::isa<BlockArgument>(cache))
+        return append.emitError() << "flash-tile: the " << what
+                                  << " cache of flash.kv_append must be an argument of the function (the program "
+                                     "writes it in place)";
+      if (!cache.hasOneUse())
+        return append.emitError() << "flash-tile: the " << what << " cache (argument "
+                                  << llvm::cast<BlockArgument>(cache).getArgNumber()
+                                  << ") is read by another op besides flash.kv_append; the program overwrites it in "
+                                     "place, so use the append's result instead";
+      tiedTo[result] = cache;
+    }
+  }
 
   llvm::DenseMap<Value, ValueLabel> labels = labelFusedValues(body);
   llvm::StringSet<> usedNames;
@@ -155,14 +175,20 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     addArg(*tensor, func.getArgument(index), "input" + std::to_string(index));
   }
   llvm::DenseMap<Value, unsigned> outputIndex;
+  llvm::DenseSet<Value> returnedTied;
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     Operation *def = value.getDefiningOp();
-    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp>(def))
+    if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
+                           flash::KvAppendOp>(def))
       return returnOp.emitError() << "flash-tile: result " << index
                                   << " must be produced by a fused op of this function";
-    if (outputIndex.count(value))
+    if (outputIndex.count(value) || returnedTied.count(value))
       return returnOp.emitError() << "flash-tile: result " << index
                                   << " returns a value already returned";
+    if (tiedTo.count(value)) {  // an appended cache: the program's argument itself, written in place
+      returnedTied.insert(value);
+      continue;
+    }
     auto tensor = toProgramTensor(returnOp, value.getType(), "result " + std::to_string(index));
     if (failed(tensor))
       return failure();
@@ -207,6 +233,18 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   llvm::DenseMap<Value, Value> mapped;
   for (auto [index, arg] : llvm::enumerate(func.getArguments()))
     mapped[arg] = pb.arg(programIndex[index]);
+  unsigned appendCount = 0;
+  llvm::DenseMap<Operation *, Value> appendStatus;  // an append's checked status
+  // The status of the append that made `decode`'s caches with its lengths and table (its check covers the
+  // decode's: lengths in [T, capacity], the pages below them), or null.
+  auto checkedByAppend = [&](flash::DecodeAttentionOp decode) -> Value {
+    auto append = decode.getKeyCache().getDefiningOp<flash::KvAppendOp>();
+    if (!append || decode.getValueCache().getDefiningOp() != append.getOperation() ||
+        decode.getKeyCache() != append.getNewKeyCache() || decode.getValueCache() != append.getNewValueCache() ||
+        decode.getCacheSeqlens() != append.getCacheSeqlens() || decode.getBlockTable() != append.getBlockTable())
+      return Value();
+    return appendStatus.lookup(append);
+  };
   auto destination = [&](Value result, Value shapeSource) -> Value {
     auto it = outputIndex.find(result);
     if (it != outputIndex.end())
@@ -273,8 +311,25 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       ++attentionCount;
       if (failed(pb.launchDecode(decode, kernelName, suffix, q, mapped[decode.getKeyCache()],
                                  mapped[decode.getValueCache()], mapped[decode.getCacheSeqlens()],
-                                 decode.getBlockTable() ? mapped[decode.getBlockTable()] : Value(), out, lse)))
+                                 decode.getBlockTable() ? mapped[decode.getBlockTable()] : Value(), out, lse,
+                                 checkedByAppend(decode))))
         return cleanup();
+      continue;
+    }
+    if (auto append = llvm::dyn_cast<flash::KvAppendOp>(op)) {
+      Value kCache = mapped[append.getKeyCache()], vCache = mapped[append.getValueCache()];
+      mapped[append.getNewKeyCache()] = kCache;
+      mapped[append.getNewValueCache()] = vCache;
+      std::string suffix = appendCount ? std::to_string(appendCount + 1) : "";
+      std::string kernelName = name + "_kv_append" + suffix;
+      ++appendCount;
+      FailureOr<Value> status =
+          pb.launchKvAppend(append, kernelName, suffix, mapped[append.getKey()], mapped[append.getValue()], kCache,
+                            vCache, mapped[append.getCacheSeqlens()],
+                            append.getBlockTable() ? mapped[append.getBlockTable()] : Value());
+      if (failed(status))
+        return cleanup();
+      appendStatus[append] = *status;
       continue;
     }
     if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {

@@ -75,9 +75,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
-      // Decode attention is inference only: a function with one has no backward.
+      // Decode attention and the cache append are inference only: a function with one has no backward.
       bool decodes = false;
-      func.walk([&](flash::DecodeAttentionOp) { decodes = true; });
+      func.walk([&](Operation *op) { decodes |= llvm::isa<flash::DecodeAttentionOp, flash::KvAppendOp>(op); });
       if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
           !func.isExternal() && hasFusedOps(func) && !decodes)
         funcs.push_back(func);

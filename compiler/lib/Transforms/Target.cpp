@@ -214,6 +214,14 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
   // K/V ring of 4 stages (kernel lab, session 22: 3 and 5 stages within 1 % at D = 128), fewer where 64-key
   // tiles of wide heads would not fit (3 at D = Dv = 256).
   if (auto decode = llvm::dyn_cast_or_null<DecodeSpecAttr>(spec)) {
+    if (decode.getRole() == KernelRole::KvAppendCheck || decode.getRole() == KernelRole::KvAppend) {
+      // kv_append.cuh: 128 threads, 4 new tokens a block
+      plan.blockM = 4;
+      plan.blockN = 1;
+      plan.warps = 4;
+      plan.stages = 1;
+      return plan;
+    }
     plan.blockM = 16;
     plan.blockN = 64;
     plan.warps = 4;

@@ -19,7 +19,8 @@ namespace flashc {
 bool hasFusedOps(func::FuncOp func) {
   bool found = false;
   func.walk([&](Operation *op) {
-    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp>(op))
+    if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
+                  flash::KvAppendOp>(op))
       found = true;
   });
   return found;
@@ -146,7 +147,7 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
 
 LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRef baseName, StringRef suffix,
                                            Value q, Value k,
-                                           Value v, Value lens, Value table, Value out, Value lse) {
+                                           Value v, Value lens, Value table, Value out, Value lse, Value checked) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   if (target.sharedMemoryPerBlock < 200000)
@@ -181,10 +182,14 @@ LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRe
   auto lsePart = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {dyn, dyn, rows}, f32),
                                                 ValueRange{batch, splits});
   lsePart->setAttr("tile.name", b.getStringAttr("lse_part" + suffix.str()));
-  auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, IntegerType::get(ctx, 32)),
-                                               ValueRange{});
-  status->setAttr("tile.name", b.getStringAttr("status" + suffix.str()));
-  status->setAttr("tile.zero_fill", b.getUnitAttr());
+  Value status = checked;
+  if (!status) {
+    auto alloc = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, IntegerType::get(ctx, 32)),
+                                                ValueRange{});
+    alloc->setAttr("tile.name", b.getStringAttr("status" + suffix.str()));
+    alloc->setAttr("tile.zero_fill", b.getUnitAttr());
+    status = alloc;
+  }
   SmallVector<Value> checkArgs = {k, lens};
   SmallVector<Value> splitArgs = {q, k, v, lens};
   if (table) {
@@ -193,12 +198,43 @@ LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRe
   }
   checkArgs.push_back(status);
   splitArgs.append({out, lse, oPart, lsePart, status});
-  if (failed(launch(loc, (baseName + "_check").str(), spec(KernelRole::DecodeCheck), checkArgs)) ||
+  if ((!checked && failed(launch(loc, (baseName + "_check").str(), spec(KernelRole::DecodeCheck), checkArgs))) ||
       failed(launch(loc, (baseName + "_split").str(), split, splitArgs)) ||
       failed(launch(loc, (baseName + "_combine").str(), spec(KernelRole::DecodeCombine),
                     ValueRange{oPart, lsePart, out, lse, status})))
     return failure();
   return success();
+}
+
+FailureOr<Value> ProgramBuilder::launchKvAppend(flash::KvAppendOp op, StringRef baseName, StringRef suffix,
+                                                Value key, Value value, Value kCache, Value vCache, Value lens,
+                                                Value table) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  Builder b(ctx);
+  int64_t tokens = op.getKey().getType().getDimSize(2);
+  auto spec = [&](KernelRole role) {
+    return DecodeSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(),
+                               ShapedType::isDynamic(tokens) ? 0 : tokens, /*group=*/1,
+                               op.isPaged() ? *op.getPageSize() : 0, /*causal=*/false, b.getF64FloatAttr(1.0),
+                               TypeAttr::get(op.getKey().getType().getElementType()));
+  };
+  auto status = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, {4}, IntegerType::get(ctx, 32)),
+                                               ValueRange{});
+  status->setAttr("tile.name", b.getStringAttr("status_append" + suffix.str()));
+  status->setAttr("tile.zero_fill", b.getUnitAttr());
+  SmallVector<Value> checkArgs = {key, kCache, lens};
+  SmallVector<Value> appendArgs = {key, value, kCache, vCache, lens};
+  if (table) {
+    checkArgs.push_back(table);
+    appendArgs.push_back(table);
+  }
+  checkArgs.push_back(status);
+  appendArgs.push_back(status);
+  if (failed(launch(loc, (baseName + "_check").str(), spec(KernelRole::KvAppendCheck), checkArgs)) ||
+      failed(launch(loc, baseName.str(), spec(KernelRole::KvAppend), appendArgs)))
+    return failure();
+  return Value(status);
 }
 
 LogicalResult ProgramBuilder::launchVarlen(flash::VarlenAttentionOp op, StringRef baseName, StringRef suffix,
@@ -337,7 +373,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
     if (v && !labels.count(v))
       labels[v] = {name, dimSymbols(v.getType(), symbols)};
   };
-  unsigned attentionOps = 0, ffnOps = 0;
+  unsigned attentionOps = 0, ffnOps = 0, appendOps = 0;
   for (Operation &op : body) {
     if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
       std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
@@ -382,6 +418,23 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(decode.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
       label(decode.getOutput(), "out" + sfx, {b, "", "", ""});
       label(decode.getLse(), "lse" + sfx, {b, "", ""});
+    } else if (auto append = llvm::dyn_cast<flash::KvAppendOp>(op)) {
+      // The caches share decode's names and size symbols (an append feeds the decode after it); its new rows
+      // are k_new, v_new [B, Hkv, T, D] (T dynamic or not).
+      std::string sfx = appendOps ? std::to_string(appendOps + 1) : "";
+      ++appendOps;
+      std::string b = "B" + sfx;
+      label(append.getKey(), "k_new" + sfx, {b, "", "T" + sfx, ""});
+      label(append.getValue(), "v_new" + sfx, {b, "", "T" + sfx, ""});
+      if (append.isPaged()) {
+        label(append.getKeyCache(), "k_cache" + sfx, {"pages" + sfx, "", "", ""});
+        label(append.getValueCache(), "v_cache" + sfx, {"pages" + sfx, "", "", ""});
+        label(append.getBlockTable(), "block_table" + sfx, {b, "W" + sfx});
+      } else {
+        label(append.getKeyCache(), "k_cache" + sfx, {b, "", "S" + sfx, ""});
+        label(append.getValueCache(), "v_cache" + sfx, {b, "", "S" + sfx, ""});
+      }
+      label(append.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
     } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
       std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
       ++attentionOps;

@@ -157,11 +157,19 @@ public:
   /// status [4] (i32) and the splits' partials o_part [B, splits, Hq·T, Dv],
   /// lse_part [B, splits, Hq·T] (f32), splits = max(1, min(cdiv(num_sms,
   /// B·Hkv·row groups), cdiv(capacity, 512))). `table` is null for a
-  /// contiguous cache.
+  /// contiguous cache. `checked`: the status of an append that checked these caches, lengths and table already
+  /// (its check covers the decode's): no check kernel then, the split and combine read that status.
   mlir::LogicalResult launchDecode(mlir::flash::DecodeAttentionOp op, llvm::StringRef baseName,
                                    llvm::StringRef suffix, mlir::Value q,
                                    mlir::Value k, mlir::Value v, mlir::Value lens, mlir::Value table,
-                                   mlir::Value out, mlir::Value lse);
+                                   mlir::Value out, mlir::Value lse, mlir::Value checked = {});
+
+  /// The two launches of flash.kv_append (#tile.decode roles kv_append_check and kv_append) with a zeroed
+  /// status [4] (i32) named `status_append` + `suffix`, returned: the caches `kCache`, `vCache` are written in
+  /// place.
+  mlir::FailureOr<mlir::Value> launchKvAppend(mlir::flash::KvAppendOp op, llvm::StringRef baseName, llvm::StringRef suffix,
+                                     mlir::Value key, mlir::Value value, mlir::Value kCache, mlir::Value vCache,
+                                     mlir::Value lens, mlir::Value table);
 
   /// flash.varlen_attention (packed sequences) as its plan and forward
   /// kernels (#tile.varlen): the workspaces tile_map [tiles, 2] (i32, tiles

@@ -73,6 +73,43 @@ LogicalResult checkRank(Operation *op, StringRef name, ShapedType type,
   return success();
 }
 
+/// The KV-cache operands of flash.decode_attention and flash.kv_append: key
+/// [B, Hkv, S, D] and value [B, Hkv, S, Dv] contiguous, or with `pageSize`
+/// key [pages, P, Hkv, D] and value [pages, P, Hkv, Dv] through `blockTable`
+/// [B, W]; cache_seqlens [B].
+LogicalResult checkCacheLayout(Operation *op, RankedTensorType keyType, RankedTensorType valueType,
+                               std::optional<uint64_t> pageSize, TypedValue<RankedTensorType> blockTable,
+                               TypedValue<RankedTensorType> cacheSeqlens, int64_t batch, int64_t kvHeads,
+                               int64_t headDim, int64_t valueHeadDim) {
+  if (pageSize) {
+    int64_t page = static_cast<int64_t>(*pageSize);
+    if (page < 16 || page > 256 || (page & (page - 1)) != 0)
+      return op->emitOpError() << "page_size = " << page << " must be a power of two from 16 to 256";
+    if (failed(checkShape(op, "key cache", keyType, {kAnySize, page, kvHeads, headDim}, "[pages, P, Hkv, D]")) ||
+        failed(checkShape(op, "value cache", valueType, {keyType.getDimSize(0), page, kvHeads, valueHeadDim},
+                          "[pages, P, Hkv, Dv]")))
+      return failure();
+    if (!blockTable)
+      return op->emitOpError() << "a paged cache (page_size = " << page
+                               << ") needs a block_table [B, pages a sequence]";
+    if (failed(checkRank(op, "block_table", blockTable.getType(), 2, 2, "[B, W]")) ||
+        failed(checkShape(op, "block_table", blockTable.getType(), {batch, kAnySize}, "[B, W]")))
+      return failure();
+  } else {
+    if (blockTable)
+      return op->emitOpError() << "block_table is for a paged cache: set page_size, or drop the table";
+    if (failed(checkShape(op, "key cache", keyType, {batch, kvHeads, kAnySize, headDim}, "[B, Hkv, S, D]")) ||
+        failed(checkShape(op, "value cache", valueType, {batch, kvHeads, keyType.getDimSize(2), valueHeadDim},
+                          "[B, Hkv, S, Dv]")))
+      return failure();
+  }
+  if (failed(checkRank(op, "cache_seqlens", cacheSeqlens.getType(), 1, 1, "[B]")) ||
+      failed(checkShape(op, "cache_seqlens", cacheSeqlens.getType(), {batch}, "[B]")))
+    return failure();
+  return success();
+}
+
+
 LogicalResult checkSameElementType(Operation *op, StringRef name,
                                    ShapedType type, StringRef referenceName,
                                    ShapedType reference) {
@@ -266,29 +303,8 @@ LogicalResult DecodeAttentionOp::verify() {
   if (kvHeads <= 0 || queryHeads % kvHeads != 0)
     return emitOpError() << "query heads Hq = " << queryHeads << " must be a positive multiple of num_kv_heads = "
                          << kvHeads;
-  if (isPaged()) {
-    int64_t page = *getPageSize();
-    if (page < 16 || page > 256 || (page & (page - 1)) != 0)
-      return emitOpError() << "page_size = " << page << " must be a power of two from 16 to 256";
-    if (failed(checkShape(op, "key cache", keyType, {kAnySize, page, kvHeads, headDim}, "[pages, P, Hkv, D]")) ||
-        failed(checkShape(op, "value cache", valueType, {keyType.getDimSize(0), page, kvHeads, valueHeadDim},
-                          "[pages, P, Hkv, Dv]")))
-      return failure();
-    if (!getBlockTable())
-      return emitOpError() << "a paged cache (page_size = " << page << ") needs a block_table [B, pages a sequence]";
-    if (failed(checkRank(op, "block_table", getBlockTable().getType(), 2, 2, "[B, W]")) ||
-        failed(checkShape(op, "block_table", getBlockTable().getType(), {batch, kAnySize}, "[B, W]")))
-      return failure();
-  } else {
-    if (getBlockTable())
-      return emitOpError() << "block_table is for a paged cache: set page_size, or drop the table";
-    if (failed(checkShape(op, "key cache", keyType, {batch, kvHeads, kAnySize, headDim}, "[B, Hkv, S, D]")) ||
-        failed(checkShape(op, "value cache", valueType, {batch, kvHeads, keyType.getDimSize(2), valueHeadDim},
-                          "[B, Hkv, S, Dv]")))
-      return failure();
-  }
-  if (failed(checkRank(op, "cache_seqlens", getCacheSeqlens().getType(), 1, 1, "[B]")) ||
-      failed(checkShape(op, "cache_seqlens", getCacheSeqlens().getType(), {batch}, "[B]")))
+  if (failed(checkCacheLayout(op, keyType, valueType, getPageSize(), getBlockTable(), getCacheSeqlens(), batch,
+                              kvHeads, headDim, valueHeadDim)))
     return failure();
   if (failed(checkShape(op, "output", getOutput().getType(), {batch, queryHeads, tokens, valueHeadDim},
                         "[B, Hq, T, Dv]")) ||
@@ -297,6 +313,45 @@ LogicalResult DecodeAttentionOp::verify() {
   double scale = getScale().convertToDouble();
   if (!std::isfinite(scale) || scale <= 0.0 || scale > kMaxAttentionScale)
     return emitOpError() << "scale must be positive and finite (at most " << kMaxAttentionScale << "), got " << scale;
+  return success();
+}
+
+LogicalResult KvAppendOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType keyType = getKey().getType(), valueType = getValue().getType(),
+                   keyCacheType = getKeyCache().getType(), valueCacheType = getValueCache().getType();
+  const bool paged = isPaged();
+  if (failed(checkRank(op, "key", keyType, 4, 4, "[B, Hkv, T, D]")) ||
+      failed(checkRank(op, "value", valueType, 4, 4, "[B, Hkv, T, Dv]")) ||
+      failed(checkRank(op, "key cache", keyCacheType, 4, 4, paged ? "[pages, P, Hkv, D]" : "[B, Hkv, S, D]")) ||
+      failed(checkRank(op, "value cache", valueCacheType, 4, 4, paged ? "[pages, P, Hkv, Dv]" : "[B, Hkv, S, Dv]")))
+    return failure();
+  Type element = keyType.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return emitOpError() << "key must be bf16 or f16, got " << keyType;
+  if (failed(checkSameElementType(op, "value", valueType, "key", keyType)) ||
+      failed(checkSameElementType(op, "key cache", keyCacheType, "key", keyType)) ||
+      failed(checkSameElementType(op, "value cache", valueCacheType, "key", keyType)))
+    return failure();
+  ArrayRef<int64_t> key = keyType.getShape();
+  int64_t batch = key[0], kvHeads = key[1], tokens = key[2], headDim = key[3], valueHeadDim = valueType.getDimSize(3);
+  if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(headDim) || ShapedType::isDynamic(valueHeadDim))
+    return emitOpError() << "key and value must have static heads Hkv and head dims D, Dv in [B, Hkv, T, D], got "
+                         << keyType << " and " << valueType;
+  for (auto [what, size] : {std::pair<const char *, int64_t>{"D", headDim}, {"Dv", valueHeadDim}})
+    if (size <= 0 || size % 8 != 0)
+      return emitOpError() << "head dim " << what << " = " << size
+                           << " must be a positive multiple of 8 (the append copies 16-byte pieces of rows)";
+  if (!ShapedType::isDynamic(tokens) && tokens < 1)
+    return emitOpError() << "appends at least one new token a sequence, got T = " << tokens
+                         << " (dimension 2 of key)";
+  if (failed(checkShape(op, "value", valueType, {batch, kvHeads, tokens, valueHeadDim}, "[B, Hkv, T, Dv]")) ||
+      failed(checkCacheLayout(op, keyCacheType, valueCacheType, getPageSize(), getBlockTable(), getCacheSeqlens(),
+                              batch, kvHeads, headDim, valueHeadDim)))
+    return failure();
+  if (getNewKeyCache().getType() != keyCacheType || getNewValueCache().getType() != valueCacheType)
+    return emitOpError() << "results must have the caches' types " << keyCacheType << " and " << valueCacheType
+                         << ", got " << getNewKeyCache().getType() << " and " << getNewValueCache().getType();
   return success();
 }
 

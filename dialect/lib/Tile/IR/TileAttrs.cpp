@@ -132,14 +132,26 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
 LogicalResult DecodeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
                                      int64_t headDim, int64_t valueDim, int64_t queries, int64_t group,
                                      int64_t pageSize, bool causal, FloatAttr scale, TypeAttr elementType) {
-  if (role != KernelRole::DecodeCheck && role != KernelRole::DecodeSplit && role != KernelRole::DecodeCombine)
-    return emitError() << "#tile.decode role must be decode_check, decode_split or decode_combine, got "
+  const bool append = role == KernelRole::KvAppendCheck || role == KernelRole::KvAppend;
+  if (role != KernelRole::DecodeCheck && role != KernelRole::DecodeSplit && role != KernelRole::DecodeCombine &&
+      !append)
+    return emitError() << "#tile.decode role must be decode_check, decode_split, decode_combine, kv_append_check "
+                          "or kv_append, got "
                        << stringifyKernelRole(role);
-  for (int64_t dim : {headDim, valueDim})
-    if (dim <= 0 || dim % 64 != 0 || dim > 256)
-      return emitError() << "#tile.decode head dims must be multiples of 64 up to 256, got " << dim;
-  if (queries < 1 || queries > 16)
-    return emitError() << "#tile.decode queries must be in [1, 16], got " << queries;
+  if (append) {
+    // The append copies 16-byte pieces of rows; T may be dynamic (0).
+    for (int64_t dim : {headDim, valueDim})
+      if (dim <= 0 || dim % 8 != 0)
+        return emitError() << "#tile.decode head dims of an append must be positive multiples of 8, got " << dim;
+    if (queries < 0 || group != 1 || causal)
+      return emitError() << "#tile.decode of an append takes queries >= 0 (0: dynamic), group 1 and no causal";
+  } else {
+    for (int64_t dim : {headDim, valueDim})
+      if (dim <= 0 || dim % 64 != 0 || dim > 256)
+        return emitError() << "#tile.decode head dims must be multiples of 64 up to 256, got " << dim;
+    if (queries < 1 || queries > 16)
+      return emitError() << "#tile.decode queries must be in [1, 16], got " << queries;
+  }
   // 65535 blocks a grid y (kv heads x row groups) bound the group long before this
   if (group < 1 || group > 65535)
     return emitError() << "#tile.decode group must be in [1, 65535], got " << group;

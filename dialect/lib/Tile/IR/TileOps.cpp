@@ -285,6 +285,12 @@ LogicalResult DecodeBlockOp::verify() {
   case KernelRole::DecodeSplit:
     want = 9 + table;
     break;
+  case KernelRole::KvAppendCheck:
+    want = 4 + table;
+    break;
+  case KernelRole::KvAppend:
+    want = 6 + table;
+    break;
   default:
     want = 5;
     break;

@@ -10,7 +10,8 @@
 // sequence b is row j % P of page table[b][j / P]. Dense row-major tensors:
 // q [B, Hq, T, D], out [B, Hq, T, Dv], lse [B, Hq, T]. A length outside
 // [0, capacity] or a page id outside [0, pages) among those a sequence uses is
-// refused (DecodeCheck names the first: sequence, index, value).
+// refused (DecodeCheck names the first: sequence, index, value). appendToCache is
+// flash.kv_append's meaning: the new tokens' rows at seqlens[b] - T ...
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHC_REFERENCE_DECODE_H
@@ -32,13 +33,15 @@ struct DecodeShape {
   int64_t tableWidth = 0;
 };
 
-/// "" when every length and used page id is valid, else what is wrong, naming the sequence.
-inline std::string checkDecodeTables(const DecodeShape &s, const int32_t *seqlens, const int32_t *table) {
+/// "" when every length and used page id is valid, else what is wrong, naming the sequence. `minLength`: an
+/// append's new tokens (each length counts them).
+inline std::string checkDecodeTables(const DecodeShape &s, const int32_t *seqlens, const int32_t *table,
+                                     int64_t minLength = 0) {
   for (int64_t b = 0; b < s.batch; ++b) {
     int64_t len = seqlens[b];
-    if (len < 0 || len > s.capacity)
-      return "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(len) + " is outside [0, " +
-             std::to_string(s.capacity) + "]";
+    if (len < minLength || len > s.capacity)
+      return "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(len) + " is outside [" +
+             std::to_string(minLength) + ", " + std::to_string(s.capacity) + "]";
     if (s.pageSize > 0)
       for (int64_t i = 0; i * s.pageSize < len; ++i) {
         int64_t page = table[b * s.tableWidth + i];
@@ -97,6 +100,22 @@ inline void decodeAttention(const DecodeShape &s, const std::vector<double> &q, 
           for (int64_t d = 0; d < s.valueDim; ++d)
             o[d] += scores[j] / sum * vj[d];
         }
+      }
+}
+
+/// flash.kv_append: new token t of sequence b (key [B, Hkv, T, D], value [B, Hkv, T, Dv] with T = s.tokens) into
+/// cache row seqlens[b] - T + t of k / v (tables must pass checkDecodeTables with minLength T).
+inline void appendToCache(const DecodeShape &s, const std::vector<double> &key, const std::vector<double> &value,
+                          const int32_t *seqlens, const int32_t *table, std::vector<double> &k,
+                          std::vector<double> &v) {
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.kvHeads; ++h)
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        int64_t pos = seqlens[b] - s.tokens + t, row = (b * s.kvHeads + h) * s.tokens + t;
+        for (int64_t d = 0; d < s.headDim; ++d)
+          k[decodeCacheRow(s, table, b, h, pos, s.headDim) + d] = key[row * s.headDim + d];
+        for (int64_t d = 0; d < s.valueDim; ++d)
+          v[decodeCacheRow(s, table, b, h, pos, s.valueDim) + d] = value[row * s.valueDim + d];
       }
 }
 

@@ -32,3 +32,4 @@
 #include "flashc/device/gemm_ws.cuh"
 #include "flashc/device/ffn_activation_grad.cuh"
 #include "flashc/device/attention_decode.cuh"
+#include "flashc/device/kv_append.cuh"

@@ -40,6 +40,8 @@ enum DecodeStatus : int {
   kDecodeSeqlenNegative = 1,   // cache_seqlens[seq] < 0
   kDecodeSeqlenOverCapacity = 2,  // cache_seqlens[seq] > the cache's capacity (index: the capacity)
   kDecodePageOutOfRange = 3,   // block_table[seq][index] = value is not a page id
+  // (4-6: varlen.cuh's offsets)
+  kDecodeSeqlenBelowNew = 7,   // cache_seqlens[seq] < the T new tokens an append writes (index: T)
 };
 
 template <class Config>
@@ -90,9 +92,10 @@ __device__ __forceinline__ void decode_split_range(int split, int splits, int se
 
 // One block a sequence: cache_seqlens and the pages its keys use, checked; status[0..3] = the first bad
 // entry found (code, sequence, index, value), or left 0. status starts zeroed (a runtime-zeroed scratch).
+// min_len: the new tokens an append writes (kv_append.cuh), each length must hold them; 0 for decode.
 template <int kPageSize>
 __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens, const TensorArg& block_table,
-                                                       int capacity, int pages, int* status) {
+                                                       int capacity, int pages, int* status, int min_len = 0) {
   const int b = blockIdx.x;
   const int seqlen = static_cast<const int*>(seqlens.data)[b * seqlens.stride[0]];
   auto report = [&](int code, int index, int value) {
@@ -108,6 +111,10 @@ __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens,
   }
   if (seqlen > capacity) {
     if (threadIdx.x == 0) report(kDecodeSeqlenOverCapacity, capacity, seqlen);
+    return;
+  }
+  if (seqlen < min_len) {
+    if (threadIdx.x == 0) report(kDecodeSeqlenBelowNew, min_len, seqlen);
     return;
   }
   if constexpr (kPageSize > 0) {

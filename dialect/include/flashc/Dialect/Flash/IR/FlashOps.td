@@ -270,6 +270,60 @@ def Flash_DecodeAttentionOp : Flash_Op<"decode_attention"> {
   }];
 }
 
+def Flash_KvAppendOp : Flash_Op<"kv_append"> {
+  let summary = "the new tokens' keys and values written into a KV cache, contiguous or paged";
+  let description = [{
+    Operands: key [B, Hkv, T, D] and value [B, Hkv, T, Dv] (the new tokens
+    of each sequence; T may be dynamic), the key and value caches (the
+    layouts of flash.decode_attention: contiguous [B, Hkv, S, D] or, with
+    `page_size`, paged [pages, P, Hkv, D] through block_table [B, W] i32) and
+    cache_seqlens [B] (i32). Results: the caches with the new rows written
+    (the caches' types). One element type (bf16 or f16); D and Dv static
+    multiples of 8 (16-byte rows).
+
+    With L = cache_seqlens[b] (the length after the append, as
+    flash.decode_attention counts it), new token t of sequence b becomes row
+    L - T + t of the cache (through the block table when paged):
+      key_cache'(b, h, L - T + t) = key[b, h, t],
+      value_cache'(b, h, L - T + t) = value[b, h, t];
+    every other row is unchanged. A length below T or above the capacity, or
+    a page id outside [0, pages) among the pages sequence b's rows use, is an
+    error at run time (named with its sequence); nothing is written.
+
+    The compiled program writes the caches in place: flash-tile ties the
+    results to the cache operands, which must be function arguments no other
+    op reads (the function returns the results, or an op after it reads
+    them).
+
+    ```mlir
+    %kc2, %vc2 = flash.kv_append %k_new, %v_new into %k_cache, %v_cache, %lens page_size = 64
+        block_table %table
+        : (tensor<?x8x1x128xbf16>, tensor<?x8x1x128xbf16>, tensor<?x64x8x128xbf16>, tensor<?x64x8x128xbf16>,
+           tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x64x8x128xbf16>, tensor<?x64x8x128xbf16>)
+    ```
+  }];
+  let arguments = (ins
+    Flash_FloatTensor:$key,
+    Flash_FloatTensor:$value,
+    Flash_FloatTensor:$key_cache,
+    Flash_FloatTensor:$value_cache,
+    RankedTensorOf<[I32]>:$cache_seqlens,
+    Optional<RankedTensorOf<[I32]>>:$block_table,
+    OptionalAttr<I64Attr>:$page_size);
+  let results = (outs Flash_FloatTensor:$new_key_cache, Flash_FloatTensor:$new_value_cache);
+  let assemblyFormat = [{
+    $key `,` $value `into` $key_cache `,` $value_cache `,` $cache_seqlens (`page_size` `=` $page_size^)?
+    (`block_table` $block_table^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isPaged() { return getPageSize().has_value(); }
+    int64_t getHeadDim() { return getKey().getType().getDimSize(3); }
+    int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
+    int64_t getNumKvHeads() { return getKey().getType().getDimSize(1); }
+  }];
+}
+
 def Flash_VarlenAttentionOp : Flash_Op<"varlen_attention"> {
   let summary = "attention over packed variable-length sequences (flash-attn's varlen contract)";
   let description = [{

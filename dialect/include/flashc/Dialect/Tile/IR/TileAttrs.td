@@ -72,7 +72,9 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"VarlenBwdPrepare", 23, "varlen_bwd_prepare">,
     I32EnumAttrCase<"VarlenKeyPlan", 24, "varlen_key_plan">,
     I32EnumAttrCase<"VarlenBackward", 25, "varlen_backward">,
-    I32EnumAttrCase<"VarlenBwdFinish", 26, "varlen_bwd_finish">]> {
+    I32EnumAttrCase<"VarlenBwdFinish", 26, "varlen_bwd_finish">,
+    I32EnumAttrCase<"KvAppendCheck", 27, "kv_append_check">,
+    I32EnumAttrCase<"KvAppend", 28, "kv_append">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -250,6 +252,13 @@ def Tile_DecodeSpecAttr : AttrDef<Tile_Dialect, "DecodeSpec"> {
     write o_part [B, splits, Hq·T, Dv] / lse_part [B, splits, Hq·T].
     role = decode_combine: arguments (o_part, lse_part, out, lse, status).
     Nothing is written once status is set.
+    flash.kv_append's two kernels: role = kv_append_check: arguments (key,
+    k_cache, cache_seqlens, [block_table], status); the decode check, and a
+    length below the T new tokens (key [B, Hkv, T, D]) is bad too.
+    role = kv_append: arguments (key, value, k_cache, v_cache,
+    cache_seqlens, [block_table], status); block (x, b) writes new tokens
+    4x .. 4x + 3 of sequence b, every kv head, into the caches. For these
+    roles queries is T (0 when dynamic), group 1, causal false and scale 1.
     queries = T (new tokens a sequence), group = Hq / Hkv, page_size = P of a
     paged cache or 0 for a contiguous one; rows of a block: 16 of the
     group · T rows of a kv head.
