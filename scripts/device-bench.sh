@@ -143,20 +143,23 @@ else
     # (sm_90a ws forward; the ws backward's key split at D = 128 and padded D = 80, its role split at D = 256 and
     # D = 192 / Dv = 128, the Sᵀ wgmma backward at D = 64 (128 queries a step), with the forced row form of the
     # same configurations; window f16, GQA, key offset, FFN with split-K weight
-    # gradients).
+    # gradients; the decode step with its append over a paged cache and the append alone, at 3 sequences).
     sanitize_all() {
       local rc=0 cs
       cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
       [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
       for pattern in attn_bf16_h2kv2_d128_causal_ attn_bf16_h2kv2_d64_full_ attention_window_d64_f16 \
                      attention_gqa_causal_d128_bf16 attn_bf16_h2kv2_d256_full_ attn_bf16_h2kv2_d192v128_causal_ attn_bf16_h4kv1_d80_causal_ \
-                     attention_key_offset_window_d128_bf16 ffn_bf16_d64h256_gelu_tanh_b1b2_; do
+                     attention_key_offset_window_d128_bf16 ffn_bf16_d64h256_gelu_tanh_b1b2_ \
+                     decode_bf16_h32kv8_d128_t1_p64_causal_append_ kv_append_f16_kv2_d64v40_contig_; do
         for b in "$FLASHC_BUNDLE_PATH"/$pattern*/; do
           [ -f "$b/manifest.flashc" ] || continue
           for tool in memcheck racecheck synccheck; do
             echo "--- $tool $(basename "$b")"
-            "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 133 --tokens 77 \
-              || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
+            local batch=1
+            case "$(basename "$b")" in decode_*|kv_append_*) batch=3 ;; esac
+            "$cs" --tool "$tool" --error-exitcode 3 "$BUILD/bin/flashc-run" "$b" --batch $batch --seq-q 77 --seq-k 133 \
+              --tokens 77 || { echo "FAILED: $tool $(basename "$b")"; rc=1; }
             # The ws backward: enough query blocks (5 of 64) that its Q/dO/lse/D ring slots and dSᵀ buffers are reused.
             # (D = 64: two of the forward's 192-row tiles, the K/V ring reused across them.)
             case "$(basename "$b")" in *_d256_*|*_d192v128_*|*_d128_*|*_d80_*|*_d64_*)

@@ -1,9 +1,10 @@
 // A decode loop over a paged KV cache through the flashc runtime's C ABI: four sequences of different prompt
 // lengths share one pool of 64-row pages (handed out in shuffled order by a free list, so no sequence's pages
-// are adjacent), each step appends every sequence's new token's K and V into its last page (a fresh one when
-// that is full), updates the block table and the lengths, and launches the bundle's `decode_step` program
-// (flash.decode_attention) on the application's own stream and memory. Every step's output is checked against
-// a float64 CPU computation; at the end a corrupt table entry shows how a bad table is refused.
+// are adjacent). Each step gives every sequence a row for its new token (a fresh page when its last is full) in the
+// block table and the lengths, and launches the bundle's `decode_step` program on the application's own stream and
+// memory: the program writes the new tokens' K and V into the cache (flash.kv_append) and attends
+// (flash.decode_attention). Every step's output and the cache rows it wrote are checked against the host; at the
+// end a corrupt table entry shows how a bad table is refused, with nothing written.
 //   usage: decode_paged <bundle-dir> [steps]
 // With no GPU or driver it says so and exits 0 (77 when asked for one: FLASHC_REQUIRE_GPU=1).
 #include <flashc/flashc.h>
@@ -55,26 +56,34 @@ struct PagedCache {
   size_t rowElems() const { return size_t(kKvHeads) * kHeadDim; }
   size_t rowOffset(int page, int slot) const { return (size_t(page) * kPage + slot) * rowElems(); }
 
-  // Appends one token's K and V rows ([Hkv, D] each) to sequence s; false when the pool or table is full.
-  bool append(int s, const std::vector<uint16_t> &kRow, const std::vector<uint16_t> &vRow, cudaStream_t stream) {
+  // A row for one more token of sequence s (a fresh page from the free list when its last is full): the length
+  // grows by one; the host mirror takes the token's K and V rows ([Hkv, D] each). The element offset of the row,
+  // or -1 when the pool or table is full.
+  long reserve(int s, const std::vector<uint16_t> &kRow, const std::vector<uint16_t> &vRow) {
     int length = lengths[size_t(s)], slot = length % kPage, index = length / kPage;
-    if (index >= width) return false;
+    if (index >= width) return -1;
     int32_t &page = table[size_t(s) * width + index];
     if (slot == 0) {
-      if (free.empty()) return false;
+      if (free.empty()) return -1;
       page = free.back();
       free.pop_back();
     }
-    size_t at = rowOffset(page, slot), bytes = rowElems() * 2;
+    size_t at = rowOffset(page, slot);
     std::copy(kRow.begin(), kRow.end(), k.begin() + long(at));
     std::copy(vRow.begin(), vRow.end(), v.begin() + long(at));
-    if (!cudaOk(cudaMemcpyAsync(static_cast<char *>(dk) + at * 2, kRow.data(), bytes, cudaMemcpyHostToDevice, stream),
-                "appending K") ||
-        !cudaOk(cudaMemcpyAsync(static_cast<char *>(dv) + at * 2, vRow.data(), bytes, cudaMemcpyHostToDevice, stream),
-                "appending V"))
-      return false;
     ++lengths[size_t(s)];
-    return true;
+    return long(at);
+  }
+
+  // A prompt token (prefill's work: here copied from the host).
+  bool prefill(int s, const std::vector<uint16_t> &kRow, const std::vector<uint16_t> &vRow, cudaStream_t stream) {
+    long at = reserve(s, kRow, vRow);
+    size_t bytes = rowElems() * 2;
+    return at >= 0 &&
+           cudaOk(cudaMemcpyAsync(static_cast<char *>(dk) + at * 2, kRow.data(), bytes, cudaMemcpyHostToDevice, stream),
+                  "prefill K") &&
+           cudaOk(cudaMemcpyAsync(static_cast<char *>(dv) + at * 2, vRow.data(), bytes, cudaMemcpyHostToDevice, stream),
+                  "prefill V");
   }
 };
 
@@ -139,14 +148,17 @@ int main(int argc, char **argv) {
   std::shuffle(cache.free.begin(), cache.free.end(), rng);
 
   cudaStream_t stream = nullptr;
-  void *dq = nullptr, *dout = nullptr, *dlse = nullptr, *dlengths = nullptr, *dtable = nullptr;
+  void *dq = nullptr, *dout = nullptr, *dlse = nullptr, *dlengths = nullptr, *dtable = nullptr, *dkNew = nullptr,
+       *dvNew = nullptr;
   const size_t poolBytes = cache.k.size() * 2, qElems = size_t(sequences) * kQueryHeads * kHeadDim;
+  const size_t newElems = size_t(sequences) * cache.rowElems();  // k_new / v_new [S, Hkv, 1, D]
   if (!cudaOk(cudaStreamCreate(&stream), "cudaStreamCreate") || !cudaOk(cudaMalloc(&cache.dk, poolBytes), "cudaMalloc") ||
       !cudaOk(cudaMalloc(&cache.dv, poolBytes), "cudaMalloc") || !cudaOk(cudaMalloc(&dq, qElems * 2), "cudaMalloc") ||
       !cudaOk(cudaMalloc(&dout, qElems * 2), "cudaMalloc") ||
       !cudaOk(cudaMalloc(&dlse, size_t(sequences) * kQueryHeads * 4), "cudaMalloc") ||
       !cudaOk(cudaMalloc(&dlengths, size_t(sequences) * 4), "cudaMalloc") ||
-      !cudaOk(cudaMalloc(&dtable, cache.table.size() * 4), "cudaMalloc"))
+      !cudaOk(cudaMalloc(&dtable, cache.table.size() * 4), "cudaMalloc") ||
+      !cudaOk(cudaMalloc(&dkNew, newElems * 2), "cudaMalloc") || !cudaOk(cudaMalloc(&dvNew, newElems * 2), "cudaMalloc"))
     return 1;
   // Unused cache memory holds NaN: a kernel that read past a sequence would show it.
   cudaMemset(cache.dk, 0xff, poolBytes);
@@ -161,14 +173,16 @@ int main(int argc, char **argv) {
   // The prompts (prefill writes them; here they are appended token by token).
   for (int s = 0; s < sequences; ++s)
     for (int t = 0; t < prompts[size_t(s)]; ++t)
-      if (!cache.append(s, randomRow(cache.rowElems()), randomRow(cache.rowElems()), stream)) return 1;
+      if (!cache.prefill(s, randomRow(cache.rowElems()), randomRow(cache.rowElems()), stream)) return 1;
 
   flashc_args args = nullptr;
   flashc_args_create(&args);
   const int64_t poolShape[4] = {cache.pages, kPage, kKvHeads, kHeadDim}, qShape[4] = {sequences, kQueryHeads, 1, kHeadDim};
   const int64_t lseShape[3] = {sequences, kQueryHeads, 1}, lengthShape[1] = {sequences},
-                tableShape[2] = {sequences, cache.width};
+                tableShape[2] = {sequences, cache.width}, newShape[4] = {sequences, kKvHeads, 1, kHeadDim};
   flashc_args_set_tensor(args, "q", dq, FLASHC_BF16, 4, qShape, nullptr);
+  flashc_args_set_tensor(args, "k_new", dkNew, FLASHC_BF16, 4, newShape, nullptr);
+  flashc_args_set_tensor(args, "v_new", dvNew, FLASHC_BF16, 4, newShape, nullptr);
   flashc_args_set_tensor(args, "k_cache", cache.dk, FLASHC_BF16, 4, poolShape, nullptr);
   flashc_args_set_tensor(args, "v_cache", cache.dv, FLASHC_BF16, 4, poolShape, nullptr);
   flashc_args_set_tensor(args, "cache_seqlens", dlengths, FLASHC_I32, 1, lengthShape, nullptr);
@@ -179,10 +193,20 @@ int main(int argc, char **argv) {
   std::vector<uint16_t> q, out(qElems);
   double worst = 0.0;
   for (int step = 0; step < steps; ++step) {
-    // Each sequence's new token: its K and V appended first (the token attends to itself), then its query.
-    for (int s = 0; s < sequences; ++s)
-      if (!cache.append(s, randomRow(cache.rowElems()), randomRow(cache.rowElems()), stream)) return 1;
+    // Each sequence's new token: a row for it in the table and lengths; the program writes its K and V there (the
+    // token attends to itself), then attends with its query.
+    std::vector<uint16_t> kNew, vNew;
+    std::vector<long> rows;
+    for (int s = 0; s < sequences; ++s) {
+      std::vector<uint16_t> kRow = randomRow(cache.rowElems()), vRow = randomRow(cache.rowElems());
+      rows.push_back(cache.reserve(s, kRow, vRow));
+      if (rows.back() < 0) return 1;
+      kNew.insert(kNew.end(), kRow.begin(), kRow.end());
+      vNew.insert(vNew.end(), vRow.begin(), vRow.end());
+    }
     q = randomRow(qElems);
+    cudaMemcpyAsync(dkNew, kNew.data(), newElems * 2, cudaMemcpyHostToDevice, stream);
+    cudaMemcpyAsync(dvNew, vNew.data(), newElems * 2, cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(dq, q.data(), qElems * 2, cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(dlengths, cache.lengths.data(), cache.lengths.size() * 4, cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(dtable, cache.table.data(), cache.table.size() * 4, cudaMemcpyHostToDevice, stream);
@@ -190,9 +214,22 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "decode_paged: step %d: %s\n", step, flashc_last_error());
       return 1;
     }
+    std::vector<uint16_t> written(2 * newElems);  // the rows the program wrote, K then V
+    for (int s = 0; s < sequences; ++s) {
+      size_t bytes = cache.rowElems() * 2;
+      cudaMemcpyAsync(written.data() + size_t(s) * cache.rowElems(), static_cast<char *>(cache.dk) + rows[size_t(s)] * 2,
+                      bytes, cudaMemcpyDeviceToHost, stream);
+      cudaMemcpyAsync(written.data() + newElems + size_t(s) * cache.rowElems(),
+                      static_cast<char *>(cache.dv) + rows[size_t(s)] * 2, bytes, cudaMemcpyDeviceToHost, stream);
+    }
     if (!cudaOk(cudaMemcpyAsync(out.data(), dout, qElems * 2, cudaMemcpyDeviceToHost, stream), "reading out") ||
         !cudaOk(cudaStreamSynchronize(stream), "the step"))
       return 1;
+    if (!std::equal(kNew.begin(), kNew.end(), written.begin()) ||
+        !std::equal(vNew.begin(), vNew.end(), written.begin() + long(newElems))) {
+      std::printf("FAILED: step %d: the cache rows the program wrote are not the new tokens' K and V\n", step);
+      return 1;
+    }
     std::vector<double> ref = reference(cache, q, sequences);
     double num = 0.0, den = 0.0;
     for (size_t i = 0; i < ref.size(); ++i) {
@@ -220,7 +257,7 @@ int main(int argc, char **argv) {
 
   flashc_args_destroy(args);
   flashc_bundle_close(bundle);
-  for (void *p : {cache.dk, cache.dv, dq, dout, dlse, dlengths, dtable}) cudaFree(p);
+  for (void *p : {cache.dk, cache.dv, dq, dout, dlse, dlengths, dtable, dkNew, dvNew}) cudaFree(p);
   cudaStreamDestroy(stream);
   if (!(worst < 2e-2) || !refused || !untouched) {
     std::printf("FAILED: worst rel. error %.2e (bound 2e-2), corrupt table refused %d, output untouched %d\n", worst,

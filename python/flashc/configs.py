@@ -10,7 +10,7 @@ and a one-line text form for the command line:
 import dataclasses
 
 from .errors import InvalidArgumentError
-from .spec import AttentionConfig, DecodeConfig, FfnConfig, VarlenConfig, format_f32
+from .spec import AttentionConfig, DecodeConfig, FfnConfig, KvAppendConfig, VarlenConfig, format_f32
 
 # Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
@@ -265,6 +265,13 @@ TEST_DECODE = (DecodeConfig("bf16", 32, 8, 128, page_size=64), DecodeConfig("bf1
                DecodeConfig("f16", 6, 1, 128, value_head_dim=64, queries=3, causal=False),
                DecodeConfig("bf16", 16, 2, 256, queries=16, page_size=256))
 
+# Appending new tokens' K/V into the cache (flashc.torch.kv_append, decode_attention(..., k=, v=)): the decode step
+# of Llama's heads over 64-row pages with its append fused in; 4 tokens, GQA 4, f16, a contiguous cache; the append
+# alone over 16-row pages and, contiguous, at D = 64 / Dv = 40 (rows of 16-byte pieces no decode kernel takes).
+TEST_APPEND = (DecodeConfig("bf16", 32, 8, 128, page_size=64, append=True),
+               DecodeConfig("f16", 8, 2, 64, queries=4, append=True),
+               KvAppendConfig("bf16", 8, 128, page_size=16), KvAppendConfig("f16", 2, 64, value_head_dim=40))
+
 # Packed variable-length sequences (flashc.torch.varlen_attention, python/tests/test_gpu_varlen.py): Llama's heads
 # causal and not; GQA 2 with a window and a softcap in f16 at D = 64 (three consumer warpgroups; forward only);
 # D = 256 causal (the backward's role split); GQA 2, f16, D = 64 with a two-sided window (gradients).
@@ -288,9 +295,9 @@ SETS = {
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
               + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD
-              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE + TEST_VARLEN),
+              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE + TEST_APPEND + TEST_VARLEN),
     "tests-attention": TEST_ATTENTION,
-    "tests-decode": TEST_DECODE,
+    "tests-decode": TEST_DECODE + TEST_APPEND,
     "tests-varlen": TEST_VARLEN,
     "tests-mask-mod": TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS,
     "tests-mask-tensors": TEST_ATTENTION_MASK_TENSORS,
@@ -361,11 +368,12 @@ def _attention_fields(text, fields):
 
 
 def parse_config(text):
-    """An AttentionConfig, FfnConfig or DecodeConfig from its one-line text form."""
+    """An AttentionConfig, FfnConfig, DecodeConfig, KvAppendConfig or VarlenConfig from its one-line text form."""
     kind, sep, body = text.partition(":")
-    if not sep or kind not in ("attention", "ffn", "decode", "varlen"):
+    if not sep or kind not in ("attention", "ffn", "decode", "kv_append", "varlen"):
         raise InvalidArgumentError("config %r: expected 'attention:key=value,...', 'ffn:key=value,...', "
-                                   "'decode:key=value,...' or 'varlen:key=value,...'" % text)
+                                   "'decode:key=value,...', 'kv_append:key=value,...' or 'varlen:key=value,...'"
+                                   % text)
     fields = {}
     for item in filter(None, body.split(",")):
         key, eq, value = item.partition("=")
@@ -376,7 +384,8 @@ def parse_config(text):
                              "scale", "backward", "key_offset", "mask_mod", "score_mod"},
                "ffn": {"dtype", "d", "h", "d_out", "act", "b1", "b2", "gated"},
                "decode": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "queries", "page_size", "causal",
-                          "scale"},
+                          "scale", "append"},
+               "kv_append": {"dtype", "kv_heads", "head_dim", "value_head_dim", "page_size"},
                "varlen": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
                           "scale"}}[kind]
     unknown = sorted(set(fields) - allowed)
@@ -397,7 +406,17 @@ def parse_config(text):
                 queries=_int("queries", fields.get("queries", "1")),
                 page_size=_int("page_size", fields.get("page_size", "0")),
                 causal=_bool("causal", fields.get("causal", "1")),
-                scale=_float("scale", fields["scale"]) if "scale" in fields else None)
+                scale=_float("scale", fields["scale"]) if "scale" in fields else None,
+                append=_bool("append", fields.get("append", "0")))
+        if kind == "kv_append":
+            for required in ("kv_heads", "head_dim"):
+                if required not in fields:
+                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+            return KvAppendConfig(
+                dtype=fields.get("dtype", "bf16"), num_kv_heads=_int("kv_heads", fields["kv_heads"]),
+                head_dim=_int("head_dim", fields["head_dim"]),
+                value_head_dim=_int("value_head_dim", fields["value_head_dim"]) if "value_head_dim" in fields else None,
+                page_size=_int("page_size", fields.get("page_size", "0")))
         if kind == "varlen":
             return VarlenConfig(**_attention_fields(text, fields))
         if kind == "attention":
@@ -443,7 +462,15 @@ def format_config(config):
             parts.append("value_head_dim=%d" % config.value_head_dim)
         parts += ["queries=%d" % config.queries, "page_size=%d" % config.page_size, "causal=%d" % int(config.causal),
                   "scale=%s" % format_f32(config.scale)]
+        if config.append:
+            parts.append("append=1")
         return "decode:" + ",".join(parts)
+    if isinstance(config, KvAppendConfig):
+        parts = ["dtype=%s" % config.dtype, "kv_heads=%d" % config.num_kv_heads, "head_dim=%d" % config.head_dim]
+        if config.value_head_dim != config.head_dim:
+            parts.append("value_head_dim=%d" % config.value_head_dim)
+        parts.append("page_size=%d" % config.page_size)
+        return "kv_append:" + ",".join(parts)
     if isinstance(config, VarlenConfig):
         return "varlen:" + ",".join(_attention_field_texts(config))
     if isinstance(config, AttentionConfig):

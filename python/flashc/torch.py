@@ -29,7 +29,7 @@ from . import cache, programs
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
-from .spec import DecodeConfig, VarlenConfig
+from .spec import DecodeConfig, KvAppendConfig, VarlenConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
 __all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention", "varlen_attention",
@@ -449,7 +449,21 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
 _DECODE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 
 
-def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale):
+def _check_new_tokens(need, k, v, k_cache, v_cache, batch, tokens=None):
+    """The new tokens' k and v [B, T, Hkv, D / Dv] against the cache (and T, when the decode's q fixes it)."""
+    for name, t in (("k", k), ("v", v)):
+        need(isinstance(t, torch.Tensor) and t.is_cuda and t.dim() == 4,
+             "%s must be a CUDA tensor [batch, new tokens, kv_heads, head_dim]" % name)
+    need(k.dtype == k_cache.dtype and v.dtype == k_cache.dtype,
+         "k and v must have the cache's dtype %s, got %s and %s" % (k_cache.dtype, k.dtype, v.dtype))
+    want_t = k.shape[1] if tokens is None else tokens
+    need(tuple(k.shape) == (batch, want_t, k_cache.shape[2], k_cache.shape[3]) and
+         tuple(v.shape) == (batch, want_t, v_cache.shape[2], v_cache.shape[3]),
+         "k %s and v %s must be [batch, new tokens, kv_heads, head_dim] = [%d, %d, %d, %d / %d]" % (
+             list(k.shape), list(v.shape), batch, want_t, k_cache.shape[2], k_cache.shape[3], v_cache.shape[3]))
+
+
+def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, k=None, v=None):
     def need(cond, text):
         if not cond:
             raise InvalidArgumentError("decode_attention: " + text)
@@ -479,13 +493,22 @@ def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scal
         need(k_cache.shape[0] == batch, "a contiguous k_cache must have q's batch %d, got %d (a paged cache needs "
              "its block_table)" % (batch, k_cache.shape[0]))
     need(heads % kv_heads == 0, "q's heads (%d) must be a multiple of the cache's kv heads (%d)" % (heads, kv_heads))
+    need((k is None) == (v is None), "k and v come together (the new tokens' keys and values), or neither")
+    if k is not None:
+        _check_new_tokens(need, k, v, k_cache, v_cache, batch, tokens)
     return DecodeConfig(_DECODE_DTYPES[q.dtype], heads, kv_heads, dim, value_head_dim=v_cache.shape[3], queries=tokens,
-                        page_size=k_cache.shape[1] if block_table is not None else 0, causal=causal, scale=scale)
+                        page_size=k_cache.shape[1] if block_table is not None else 0, causal=causal, scale=scale,
+                        append=k is not None)
 
 
-def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=True, scale=None, return_lse=False):
-    """Attention of a few new tokens against a KV cache, shaped like flash-attn's flash_attn_with_kvcache (the
-    new tokens' K/V already in the cache).
+def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causal=True, scale=None, return_lse=False,
+                     k=None, v=None):
+    """Attention of a few new tokens against a KV cache, shaped like flash-attn's flash_attn_with_kvcache.
+
+    Without k and v, the new tokens' K/V are already in the cache and cache_seqlens count them. With k and v
+    [B, T, Hkv, D / Dv] (flash-attn's contract), cache_seqlens are the lengths before them: one program first writes
+    them into the cache in place at rows cache_seqlens[b] .. + T - 1 (kv_append), then attends over
+    cache_seqlens + T keys; cache_seqlens itself is not changed.
 
     q [B, T, Hq, D] (1-16 new tokens), k_cache / v_cache [B, S, Hkv, D / Dv] or, with block_table [B, W] (int32
     page ids), a paged cache [pages, page_size, Hkv, D / Dv] (page_size a power of two from 16 to 256): key j of
@@ -496,8 +519,9 @@ def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causa
     the cache among those a sequence uses raises InvalidArgumentError naming the sequence, and nothing is written.
     Inference only: no gradient.
     """
-    key = _signature((q, k_cache, v_cache, cache_seqlens, block_table), ("decode", causal, scale))
-    config = _memo_config(key, lambda: _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale))
+    key = _signature((q, k_cache, v_cache, cache_seqlens, block_table, k, v), ("decode", causal, scale))
+    config = _memo_config(key, lambda: _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
+                                                      k, v))
     batch, tokens, heads, _ = q.shape
     out = torch.empty(batch, tokens, heads, config.value_head_dim, dtype=q.dtype, device=q.device)
     lse = torch.empty(batch, heads, tokens, dtype=torch.float32, device=q.device)
@@ -510,8 +534,63 @@ def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causa
                 out=out.transpose(1, 2), lse=lse)
     if paged:
         args["block_table"] = block_table
+    if k is not None:  # the program's lengths count the new tokens
+        args.update(k_new=k.transpose(1, 2), v_new=v.transpose(1, 2), cache_seqlens=cache_seqlens + tokens)
     _launch_checked(cache.load_bundle(config), config.program, q.device, args)
     return (out, lse) if return_lse else out
+
+
+def _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table):
+    def need(cond, text):
+        if not cond:
+            raise InvalidArgumentError("kv_append: " + text)
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache), ("cache_seqlens", cache_seqlens)):
+        need(isinstance(t, torch.Tensor) and t.is_cuda, "%s must be a CUDA tensor" % name)
+    need(k_cache.dim() == 4 and v_cache.dim() == 4 and k_cache.shape[:3] == v_cache.shape[:3],
+         "k_cache and v_cache must be [batch, capacity, kv_heads, head_dim] (or [pages, page_size, kv_heads, "
+         "head_dim] with a block_table) alike, got %s and %s" % (list(k_cache.shape), list(v_cache.shape)))
+    need(k_cache.dtype in _DECODE_DTYPES and v_cache.dtype == k_cache.dtype,
+         "the caches must be bfloat16 or float16 alike, got %s and %s" % (k_cache.dtype, v_cache.dtype))
+    need(isinstance(k, torch.Tensor) and k.dim() == 4, "k must be a CUDA tensor [batch, new tokens, kv_heads, "
+         "head_dim]")
+    batch = k.shape[0]
+    need(cache_seqlens.dtype == torch.int32 and tuple(cache_seqlens.shape) == (batch,),
+         "cache_seqlens must be int32 [batch] = [%d], got %s %s" % (batch, cache_seqlens.dtype,
+                                                                      list(cache_seqlens.shape)))
+    _check_new_tokens(need, k, v, k_cache, v_cache, batch)
+    if block_table is not None:
+        need(isinstance(block_table, torch.Tensor) and block_table.is_cuda and block_table.dtype == torch.int32
+             and block_table.dim() == 2 and block_table.shape[0] == batch,
+             "block_table must be an int32 CUDA tensor [batch, pages a sequence] = [%d, W]" % batch)
+    else:
+        need(k_cache.shape[0] == batch, "a contiguous k_cache must have k's batch %d, got %d (a paged cache needs "
+             "its block_table)" % (batch, k_cache.shape[0]))
+    return KvAppendConfig(_DECODE_DTYPES[k_cache.dtype], k_cache.shape[2], k_cache.shape[3],
+                          value_head_dim=v_cache.shape[3], page_size=k_cache.shape[1] if block_table is not None else 0)
+
+
+def kv_append(k_cache, v_cache, k, v, cache_seqlens, block_table=None):
+    """Writes new tokens' keys and values into a KV cache in place (the append of flash-attn's
+    flash_attn_with_kvcache, as its own call; decode_attention(..., k=, v=) fuses it with the decode).
+
+    k_cache / v_cache [B, S, Hkv, D / Dv] or, with block_table [B, W] (int32 page ids), paged [pages, page_size, Hkv,
+    D / Dv]; k / v [B, T, Hkv, D / Dv], any T; cache_seqlens [B] (int32) the lengths before the append: token t of
+    sequence b goes to row cache_seqlens[b] + t (through the block table when paged). D and Dv multiples of 8,
+    bfloat16 or float16. A length that would pass the capacity, or a page id outside the cache among those the
+    sequence uses, raises InvalidArgumentError naming the sequence, and nothing is written. Returns the caches.
+    cache_seqlens is not changed (add T yourself once the step is done)."""
+    key = _signature((k_cache, v_cache, k, v, cache_seqlens, block_table), ("kv_append",))
+    config = _memo_config(key, lambda: _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table))
+    if k.shape[1] == 0:
+        return k_cache, v_cache
+    paged = block_table is not None
+    # (the program's lengths count the new tokens: rows length - T .. are written)
+    args = dict(k_new=k.transpose(1, 2), v_new=v.transpose(1, 2), k_cache=k_cache if paged else k_cache.transpose(1, 2),
+                v_cache=v_cache if paged else v_cache.transpose(1, 2), cache_seqlens=cache_seqlens + k.shape[1])
+    if paged:
+        args["block_table"] = block_table
+    _launch_checked(cache.load_bundle(config), config.program, k.device, args)
+    return k_cache, v_cache
 
 
 # Programs that check their inputs on the device (decode's lengths and pages, varlen's offsets): whether a call waits

@@ -1,6 +1,6 @@
-"""flashc.spec.DecodeConfig (flashc.torch.decode_attention's configurations): the text form round-trips, bad
-configurations are refused with the rule they break, and the spec compiles (when flashc is here) into a bundle
-whose program says what it computes."""
+"""flashc.spec.DecodeConfig and KvAppendConfig (flashc.torch.decode_attention's and kv_append's configurations):
+the text form round-trips, bad configurations are refused with the rule they break, and the spec compiles (when
+flashc is here) into a bundle whose program says what it computes."""
 
 import os
 import tempfile
@@ -9,7 +9,7 @@ import unittest
 import _support  # noqa: F401  (sys.path)
 from flashc import cache, configs
 from flashc.errors import InvalidArgumentError
-from flashc.spec import DecodeConfig
+from flashc.spec import DecodeConfig, KvAppendConfig
 
 
 class DecodeConfigTest(unittest.TestCase):
@@ -23,6 +23,28 @@ class DecodeConfigTest(unittest.TestCase):
         self.assertIn("flash.decode_attention", c.spec_text())
         self.assertIn("block_table %table", c.spec_text())
         self.assertNotIn("block_table", DecodeConfig("bf16", 32, 8, 128).spec_text())
+
+    def test_append_text_forms_round_trip(self):
+        for c in configs.TEST_APPEND:
+            text = configs.format_config(c)
+            self.assertEqual(configs.parse_config(text), c, text)
+        fused = configs.parse_config("decode:heads=32,kv_heads=8,head_dim=128,page_size=64,append=1")
+        self.assertTrue(fused.append)
+        self.assertIn("flash.kv_append %k_new, %v_new into %k, %v, %lens page_size = 64 block_table %table",
+                      fused.spec_text())
+        self.assertIn("flash.decode_attention %q, %k2, %v2, %lens", fused.spec_text())
+        alone = configs.parse_config("kv_append:kv_heads=2,head_dim=64,value_head_dim=40")
+        self.assertEqual((alone.page_size, alone.value_head_dim, alone.dtype), (0, 40, "bf16"))
+        self.assertIn("tensor<?x2x?x64xbf16>", alone.spec_text())  # any number of new tokens
+        self.assertNotEqual(DecodeConfig("bf16", 8, 2, 128, append=True).key, DecodeConfig("bf16", 8, 2, 128).key)
+        for change, message in ((dict(head_dim=36), "head_dim must be a positive multiple of 8"),
+                                (dict(page_size=8), "page_size must be 0"), (dict(dtype="f32"), "kv_append dtype")):
+            fields = dict(dtype="bf16", num_kv_heads=2, head_dim=64)
+            fields.update(change)
+            with self.subTest(change=change), self.assertRaisesRegex(InvalidArgumentError, message):
+                KvAppendConfig(**fields)
+        with self.assertRaisesRegex(InvalidArgumentError, "missing field kv_heads"):
+            configs.parse_config("kv_append:head_dim=64")
 
     def test_keys_differ_by_layout_and_tokens(self):
         keys = {c.key for c in configs.TEST_DECODE}
@@ -57,6 +79,21 @@ class DecodeConfigTest(unittest.TestCase):
         self.assertIn("meta op attention_decode", manifest)
         self.assertIn("meta status status", manifest)
         self.assertIn("tensor block_table i32 in [B, W]", manifest)
+
+    def test_append_compiles(self):
+        compiler = cache.find_compiler()
+        if not compiler:
+            self.skipTest("no flashc compiler here")
+        with tempfile.TemporaryDirectory() as tmp:
+            fused = open(os.path.join(cache.compile_bundle(configs.TEST_APPEND[0], os.path.join(tmp, "a"),
+                                                           compiler=compiler), "manifest.flashc")).read()
+            alone = open(os.path.join(cache.compile_bundle(configs.TEST_APPEND[3], os.path.join(tmp, "b"),
+                                                           compiler=compiler), "manifest.flashc")).read()
+        self.assertIn("meta append 1", fused)
+        self.assertIn("meta status status_append", fused)
+        self.assertIn("tensor k_cache bf16 inout", fused)
+        self.assertIn("meta op kv_append", alone)
+        self.assertIn("tensor v_new f16 in [B, 2, T, 40]", alone)
 
 
 if __name__ == "__main__":

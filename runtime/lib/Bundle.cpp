@@ -858,8 +858,9 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
                                                      " is negative (sequence " + seq + "); nothing was written");
   case 2:
     return makeError(ErrorCode::InvalidArgument,
-                     "cache_seqlens[" + seq + "] = " + value + " is over the cache's " +
-                         std::to_string(st[2]) + " rows (sequence " + seq + "); nothing was written");
+                     "cache_seqlens[" + seq + "] = " + value + (append ? " (the length with the new tokens)" : "") +
+                         " is over the cache's " + std::to_string(st[2]) + " rows (sequence " + seq +
+                         "); nothing was written");
   case 3:
     return makeError(ErrorCode::InvalidArgument,
                      "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +

@@ -549,6 +549,7 @@ struct Runner {
     bool checkable = false;
     for (const ProgramSpec &p : bundle->manifest().programs) {
       checkable = checkable || forwardParts(p).any() || meta(p, "op") == "attention_decode" ||
+                  meta(p, "op") == "kv_append" ||
                   meta(p, "op") == "attention_varlen";
       if (std::string why = validateProgram(p); !why.empty()) {
         std::fprintf(stderr, "flashc-run: bundle %s: program '%s': %s\n", opt.bundle.c_str(), p.name.c_str(),
@@ -948,10 +949,14 @@ struct Runner {
     if (!c.db2.shape.empty()) report(bwd.name, "db2", compare(c.db2.host, db2), boundFor(c.db2.dtype));
   }
 
-  // ---- decode over a KV cache (meta op attention_decode): lengths the capacity, 0, 1 and ragged; a paged
-  // cache's pages shuffled, the first two sequences sharing half of theirs; then a bad table, which must fail
-  // the launch naming the sequence and leave the output as it was ----
+  // ---- decode over a KV cache (meta op attention_decode) and the append of new tokens' K/V into it (meta op
+  // kv_append, or meta append 1: the decode's program appends first): lengths the capacity, 0, 1 and ragged (with an
+  // append: T, the capacity and ragged); a paged cache's pages shuffled, the first two sequences sharing half of
+  // theirs (the second's appended rows are its own: no two sequences write one row); then a bad table, which must
+  // fail the launch naming the sequence and leave the output and the caches as they were ----
   void runDecode(const ProgramSpec &p) {
+    const bool decode = meta(p, "op") == "attention_decode";
+    const bool append = !decode || meta(p, "append") == "1";
     const int64_t page = std::atoll(meta(p, "page_size", "0").c_str());
     const bool causal = meta(p, "causal") == "1";
     const double scale = std::atof(meta(p, "scale", "1").c_str());
@@ -961,16 +966,22 @@ struct Runner {
     sym["S"] = capacity;
     sym["W"] = width;
     sym["pages"] = batch * width + 3;
-    Buffer q = makeParam(p.name, "q", sym), k = makeParam(p.name, "k_cache", sym), v = makeParam(p.name, "v_cache", sym);
-    Buffer lens = makeParam(p.name, "cache_seqlens", sym), out = makeParam(p.name, "out", sym);
-    Buffer lse = makeParam(p.name, "lse", sym), table;
+    sym["T"] = std::min<int64_t>(5, capacity);  // an append alone: any number of new tokens (two blocks of 4)
+    Buffer k = makeParam(p.name, "k_cache", sym), v = makeParam(p.name, "v_cache", sym);
+    Buffer lens = makeParam(p.name, "cache_seqlens", sym), q, out, lse, kNew, vNew, table;
+    if (decode) q = makeParam(p.name, "q", sym), out = makeParam(p.name, "out", sym), lse = makeParam(p.name, "lse", sym);
+    if (append) kNew = makeParam(p.name, "k_new", sym), vNew = makeParam(p.name, "v_new", sym);
     ref::DecodeShape s;
-    s.batch = batch, s.queryHeads = q.shape[1], s.tokens = q.shape[2], s.headDim = q.shape[3];
-    s.valueDim = v.shape[3], s.pageSize = page, s.capacity = capacity;
+    s.batch = batch, s.headDim = k.shape[3], s.valueDim = v.shape[3], s.pageSize = page, s.capacity = capacity;
     s.kvHeads = page ? k.shape[2] : k.shape[1];
+    s.queryHeads = decode ? q.shape[1] : s.kvHeads;
+    s.tokens = decode ? q.shape[2] : kNew.shape[2];
+    const int64_t minLength = append ? std::min(s.tokens, capacity) : 0;
     lens.host.resize(size_t(batch));
-    std::uniform_int_distribution<int64_t> length(0, capacity);
-    for (int64_t b = 0; b < batch; ++b) lens.host[size_t(b)] = double(b == 0 ? capacity : b == 1 ? 0 : b == 2 ? 1 : length(rng));
+    std::uniform_int_distribution<int64_t> length(minLength, capacity);
+    for (int64_t b = 0; b < batch; ++b)
+      lens.host[size_t(b)] = double(b == 0 ? capacity : b == 1 ? minLength : b == 2 ? std::max<int64_t>(minLength, 1)
+                                                                                      : length(rng));
     std::vector<int32_t> lensInt(lens.host.begin(), lens.host.end()), tableInt;
     if (page) {
       table = makeParam(p.name, "block_table", sym);
@@ -984,39 +995,62 @@ struct Runner {
         for (int64_t i = 0; i < width / 2; ++i) tableInt[size_t(width + i)] = tableInt[size_t(i)];
       table.host.assign(tableInt.begin(), tableInt.end());
     }
-    std::printf("%s: decode B=%lld Hq=%lld Hkv=%lld T=%lld D=%lld Dv=%lld capacity=%lld %s scale=%g%s\n", p.name.c_str(),
-                (long long)batch, (long long)s.queryHeads, (long long)s.kvHeads, (long long)s.tokens,
-                (long long)s.headDim, (long long)s.valueDim, (long long)capacity,
+    std::printf("%s: %s B=%lld Hq=%lld Hkv=%lld T=%lld D=%lld Dv=%lld capacity=%lld %s scale=%g%s\n", p.name.c_str(),
+                decode ? (append ? "append + decode" : "decode") : "append", (long long)batch,
+                (long long)s.queryHeads, (long long)s.kvHeads, (long long)s.tokens, (long long)s.headDim,
+                (long long)s.valueDim, (long long)capacity,
                 page ? ("pages of " + std::to_string(page)).c_str() : "contiguous", scale, causal ? " causal" : "");
-    randomFill(q, rng), randomFill(k, rng), randomFill(v, rng);
-    if (!upload(q) || !upload(k) || !upload(v) || !upload(lens) || (page && !upload(table)) || !poison(out) ||
-        !poison(lse)) {
+    randomFill(k, rng), randomFill(v, rng);
+    if (decode) randomFill(q, rng);
+    if (append) randomFill(kNew, rng), randomFill(vNew, rng);
+    if (!upload(k) || !upload(v) || !upload(lens) || (page && !upload(table)) ||
+        (decode && (!upload(q) || !poison(out) || !poison(lse))) || (append && (!upload(kNew) || !upload(vNew)))) {
       ++failures;
       return;
     }
     Arguments args;
-    bind(args, "q", q), bind(args, "k_cache", k), bind(args, "v_cache", v), bind(args, "cache_seqlens", lens);
+    bind(args, "k_cache", k), bind(args, "v_cache", v), bind(args, "cache_seqlens", lens);
     if (page) bind(args, "block_table", table);
-    bind(args, "out", out), bind(args, "lse", lse);
+    if (decode) bind(args, "q", q), bind(args, "out", out), bind(args, "lse", lse);
+    if (append) bind(args, "k_new", kNew), bind(args, "v_new", vNew);
     if (!launch(p.name, args)) return;
-    if (!download(out) || !download(lse)) { ++failures; return; }
-    std::vector<double> refOut, refLse;
-    ref::decodeAttention(s, q.host, k.host, v.host, lensInt.data(), tableInt.data(), scale, causal, refOut, refLse);
-    report(p.name, "out", compare(out.host, refOut), boundFor(out.dtype));
-    report(p.name, "lse", compare(lse.host, refLse), 1e-3);
-    // A bad table: the last sequence's length over the capacity, or (paged) a page id past the cache.
+    std::vector<double> refK = k.host, refV = v.host;  // the caches as uploaded, then appended on the host
+    if (append) {
+      ref::appendToCache(s, kNew.host, vNew.host, lensInt.data(), tableInt.data(), refK, refV);
+      if (!download(k) || !download(v)) { ++failures; return; }
+      report(p.name, "k_cache", compare(k.host, refK), 1e-12);  // copies: exact
+      report(p.name, "v_cache", compare(v.host, refV), 1e-12);
+    }
+    if (decode) {
+      if (!download(out) || !download(lse)) { ++failures; return; }
+      std::vector<double> refOut, refLse;
+      ref::decodeAttention(s, q.host, refK, refV, lensInt.data(), tableInt.data(), scale, causal, refOut, refLse);
+      report(p.name, "out", compare(out.host, refOut), boundFor(out.dtype));
+      report(p.name, "lse", compare(lse.host, refLse), 1e-3);
+    }
+    // A bad table: the last sequence's length over the capacity (an append: below its new tokens), or (paged) a
+    // page id past the cache.
     if (page) tableInt[size_t((batch - 1) * width)] = int32_t(s.pages + 5), table.host.assign(tableInt.begin(), tableInt.end());
-    else lensInt[size_t(batch - 1)] = int32_t(capacity + 1), lens.host.assign(lensInt.begin(), lensInt.end());
-    if (page) lens.host[size_t(batch - 1)] = double(std::max<int64_t>(lensInt[size_t(batch - 1)], 1));
-    if (!upload(lens) || (page && !upload(table)) || !poison(out)) { ++failures; return; }
+    else lensInt[size_t(batch - 1)] = int32_t(append ? s.tokens - 1 : capacity + 1), lens.host.assign(lensInt.begin(), lensInt.end());
+    if (page) lens.host[size_t(batch - 1)] = double(std::max<int64_t>({lensInt[size_t(batch - 1)], 1, minLength}));
+    std::vector<uint8_t> kBefore(k.bytes()), vBefore(v.bytes());
+    if (!upload(lens) || (page && !upload(table)) || (decode && !poison(out)) ||
+        !cudaOk(cudaMemcpy(kBefore.data(), k.device, kBefore.size(), cudaMemcpyDeviceToHost), "download") ||
+        !cudaOk(cudaMemcpy(vBefore.data(), v.device, vBefore.size(), cudaMemcpyDeviceToHost), "download")) {
+      ++failures;
+      return;
+    }
     Status bad = bundle->launch(p.name, args, nullptr);
     ++checks;
     cudaDeviceSynchronize();
-    std::vector<uint8_t> raw(out.bytes());
-    bool untouched = cudaOk(cudaMemcpy(raw.data(), out.device, raw.size(), cudaMemcpyDeviceToHost), "download") &&
-                     std::all_of(raw.begin(), raw.end(), [](uint8_t x) { return x == 0xff; });
+    auto same = [&](const Buffer &b, const std::vector<uint8_t> &before) {
+      std::vector<uint8_t> raw(b.bytes());
+      return cudaOk(cudaMemcpy(raw.data(), b.device, raw.size(), cudaMemcpyDeviceToHost), "download") && raw == before;
+    };
+    bool untouched = same(k, kBefore) && same(v, vBefore) &&
+                     (!decode || same(out, std::vector<uint8_t>(out.bytes(), 0xff)));
     bool named = !bad.ok() && bad.error().message.find("sequence " + std::to_string(batch - 1)) != std::string::npos;
-    std::printf("  %-28s bad table: %s; output %s  %s\n", p.name.c_str(),
+    std::printf("  %-28s bad table: %s; output and caches %s  %s\n", p.name.c_str(),
                 bad.ok() ? "launch succeeded" : bad.error().message.c_str(), untouched ? "untouched" : "WRITTEN",
                 named && untouched ? "ok" : "FAIL");
     if (!(named && untouched)) ++failures;
@@ -1140,7 +1174,7 @@ struct Runner {
   }
 
   void runProgram(const ProgramSpec &p) {
-    if (meta(p, "op") == "attention_decode") return runDecode(p);
+    if (meta(p, "op") == "attention_decode" || meta(p, "op") == "kv_append") return runDecode(p);
     if (meta(p, "op") == "attention_varlen") return runVarlen(p);
     auto [attention, ffn] = forwardParts(p);
     if (!attention && !ffn) return;
