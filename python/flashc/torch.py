@@ -516,7 +516,8 @@ def decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None, causa
     keys are rows 0 .. cache_seqlens[b] - 1; query token t sits at position cache_seqlens[b] - T + t (causal: it
     sees the keys up to there). bfloat16 or float16, D and Dv multiples of 64 up to 256, sm_90a. Returns out
     [B, T, Hq, Dv] (and lse [B, Hq, T] float32 when return_lse). A length outside [0, capacity] or a page id outside
-    the cache among those a sequence uses raises InvalidArgumentError naming the sequence, and nothing is written.
+    the cache among those a sequence uses raises InvalidArgumentError naming the sequence (see defer_checks: at
+    once, or at the next call); out and lse are then NaN and nothing else is written.
     Inference only: no gradient.
     """
     key = _signature((q, k_cache, v_cache, cache_seqlens, block_table, k, v), ("decode", causal, scale))
@@ -577,7 +578,8 @@ def kv_append(k_cache, v_cache, k, v, cache_seqlens, block_table=None):
     D / Dv]; k / v [B, T, Hkv, D / Dv], any T; cache_seqlens [B] (int32) the lengths before the append: token t of
     sequence b goes to row cache_seqlens[b] + t (through the block table when paged). D and Dv multiples of 8,
     bfloat16 or float16. A length that would pass the capacity, or a page id outside the cache among those the
-    sequence uses, raises InvalidArgumentError naming the sequence, and nothing is written. Returns the caches.
+    sequence uses, raises InvalidArgumentError naming the sequence (see defer_checks), and nothing is written.
+    Returns the caches.
     cache_seqlens is not changed (add T yourself once the step is done)."""
     key = _signature((k_cache, v_cache, k, v, cache_seqlens, block_table), ("kv_append",))
     config = _memo_config(key, lambda: _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table))
@@ -594,17 +596,20 @@ def kv_append(k_cache, v_cache, k, v, cache_seqlens, block_table=None):
 
 
 # Programs that check their inputs on the device (decode's lengths and pages, varlen's offsets): whether a call waits
-# for the verdict (raising at once) or defers it (raising at the next such call or at check_deferred()).
-_defer_checks = os.environ.get("FLASHC_DEFER_CHECKS", "") not in ("", "0")
+# for the verdict (raising at once) or defers it (raising at the next such call or at check_deferred()). Deferred by
+# default, as PyTorch reports its own device-side checks: a stream synchronization a call would cost the packed
+# forward 5-25 % of its throughput (docs/design/varlen-attention.md), and a rejected call's outputs are NaN.
+_defer_checks = os.environ.get("FLASHC_DEFER_CHECKS", "1") not in ("", "0")
 _checked_bundles = {}  # bundle -> the defer setting it was given
 
 
 def defer_checks(defer=True):
-    """decode_attention and varlen_attention check their tables / offsets on the GPU. By default a call waits for
-    that verdict and raises InvalidArgumentError at once (a stream synchronization a call). defer_checks(True) (or
-    FLASHC_DEFER_CHECKS=1) lets calls return at once, as CUDA does with kernel errors: a bad entry raises at the next
-    such call of the same configuration (not made then) or at check_deferred(); the bad call's outputs are left
-    unwritten. Under CUDA-graph capture nothing is checked at launch either way."""
+    """decode_attention, kv_append and varlen_attention check their tables / offsets on the GPU. By default
+    (defer_checks(True)) a call returns at once, as CUDA and PyTorch's device-side checks do: a bad entry raises
+    InvalidArgumentError at the next such call of the same configuration (which is then not made; a varlen forward's
+    backward is one) or at check_deferred(), and the bad call's outputs are NaN (its inputs, a KV cache included,
+    are not written). defer_checks(False) (or FLASHC_DEFER_CHECKS=0) makes each call wait for its verdict and raise
+    at once (a stream synchronization a call). Under CUDA-graph capture nothing is checked at launch either way."""
     global _defer_checks
     _defer_checks = bool(defer)
 
@@ -658,8 +663,9 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
     sequence's own tiles). causal / window_size (left, right; -1 unbounded) align each sequence's bottom-right corner.
     bfloat16 or float16, head dims multiples of 8 from 40 to 256, sm_90a. Returns out [total_q, Hq, Dv] (rows
     outside every sequence are not written) and, with return_lse, lse [Hq, total_q] float32 (natural log).
-    Differentiable in q, k and v (no softcap); rows outside every sequence get gradient 0. Offsets that decrease, start below 0 or reach past the rows raise InvalidArgumentError
-    naming the entry, and nothing is written.
+    Differentiable in q, k and v (no softcap); rows outside every sequence get gradient 0. Offsets that decrease,
+    start below 0 or reach past the rows raise InvalidArgumentError naming the entry (see defer_checks: at once, or
+    at the next call, the backward included); out and lse (and the gradients) are then NaN.
     """
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
     key = _signature((q, k, v, cu_seqlens_q, cu_seqlens_k), ("varlen", causal, window, softcap, scale))

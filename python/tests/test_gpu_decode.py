@@ -173,6 +173,13 @@ class DecodeGpuTest(unittest.TestCase):
                 with self.subTest(config=config.describe(), batch=batch, capacity=capacity):
                     self.run_config(config, batch, capacity, seed=i * 10 + batch)
 
+    def setUp(self):
+        self.deferred = ft._defer_checks
+        ft.defer_checks(False)  # the tests below read each call's verdict at once (test_deferred: the default)
+
+    def tearDown(self):
+        ft.defer_checks(self.deferred)
+
     def test_bad_tables(self):
         for config in configs.TEST_DECODE[:2]:
             q, k, v, lens, table = self.run_config(config, 3, 300, seed=5)
@@ -185,7 +192,27 @@ class DecodeGpuTest(unittest.TestCase):
             with self.assertRaises(InvalidArgumentError) as raised:
                 ft.decode_attention(q, k, v, lens, block_table=table, causal=config.causal, scale=config.scale)
             self.assertIn(expected, str(raised.exception))
-            self.assertIn("nothing was written", str(raised.exception))  # (flashc-run checks the output is as it was)
+            self.assertIn("its outputs hold NaN and nothing else was written", str(raised.exception))
+
+    def test_deferred(self):
+        # The default: a bad table's call returns at once with out and lse NaN (and, fused, the cache not written);
+        # the next call of the configuration raises (and is not made), as check_deferred() does.
+        ft.defer_checks(True)
+        config = configs.TEST_APPEND[0]
+        k, v, k_new, v_new, before, table = make_append_case(config.dtype, config.num_kv_heads, config.head_dim,
+                                                              config.value_head_dim, config.page_size, 1, 3, 300, 9)
+        q = torch.randn(3, 1, config.num_heads, config.head_dim, device="cuda").to(k.dtype)
+        table[2, 0] = k.shape[0] + 7
+        k0 = k.clone()
+        out, lse = ft.decode_attention(q, k, v, before, block_table=table, k=k_new, v=v_new, return_lse=True)
+        torch.cuda.synchronize()
+        self.assertTrue(bool(torch.isnan(out).all()) and bool(torch.isnan(lse).all()), "outputs of a rejected call")
+        self.assertTrue(same_bits(k, k0), "a rejected append wrote the cache")
+        with self.assertRaisesRegex(InvalidArgumentError, "block_table\\[2\\]\\[0\\] = %d" % (k.shape[0] + 7)):
+            ft.check_deferred()
+        table[2, 0] = 0
+        ft.decode_attention(q, k, v, before, block_table=table, k=k_new, v=v_new)
+        ft.check_deferred()
 
     def test_append(self):
         for i, config in enumerate(configs.TEST_APPEND):

@@ -152,24 +152,32 @@ class VarlenGpuTest(unittest.TestCase):
         cases = (("cu_q", 2, 5, "cu_seqlens_q[2] = 5 is below cu_seqlens_q[1]"),
                  ("cu_k", 3, 100000, "cu_seqlens_k[3] = 100000 is past the"),
                  ("cu_q", 0, -3, "cu_seqlens_q[0] = -3 is negative"))
-        for which, index, value, expected in cases:
-            with self.subTest(expected=expected):
-                q, k, v, cu_q, cu_k = make_case(config, [100, 200, 50], [100, 200, 50], seed=3, tail=0)
-                (cu_q if which == "cu_q" else cu_k)[index] = value
-                with self.assertRaises(InvalidArgumentError) as raised:
-                    ft.varlen_attention(q, k, v, cu_q, cu_k, causal=True)
-                self.assertIn(expected, str(raised.exception))
-                self.assertIn("nothing was written", str(raised.exception))
+        deferred = ft._defer_checks
+        ft.defer_checks(False)  # each call waits for its verdict
+        try:
+            for which, index, value, expected in cases:
+                with self.subTest(expected=expected):
+                    q, k, v, cu_q, cu_k = make_case(config, [100, 200, 50], [100, 200, 50], seed=3, tail=0)
+                    (cu_q if which == "cu_q" else cu_k)[index] = value
+                    with self.assertRaises(InvalidArgumentError) as raised:
+                        ft.varlen_attention(q, k, v, cu_q, cu_k, causal=True)
+                    self.assertIn(expected, str(raised.exception))
+                    self.assertIn("its outputs hold NaN and nothing else was written", str(raised.exception))
+        finally:
+            ft.defer_checks(deferred)
 
     def test_deferred_checks(self):
         config = configs.TEST_VARLEN[0]
         q, k, v, cu_q, cu_k = make_case(config, [100, 200, 50], [100, 200, 50], seed=4, tail=0)
         bad = cu_q.clone()
         bad[2] = 5
-        ft.defer_checks(True)
+        deferred = ft._defer_checks
+        ft.defer_checks(True)  # (the default)
         try:
             self.call(config, q, k, v, cu_q, cu_k)  # good: no wait
-            ft.varlen_attention(q, k, v, bad, cu_k, causal=True)  # bad: returns at once
+            out, lse = ft.varlen_attention(q, k, v, bad, cu_k, causal=True, return_lse=True)  # bad: returns at once
+            self.assertTrue(bool(torch.isnan(out).all()) and bool(torch.isnan(lse).all()),
+                            "a rejected call's outputs must be NaN")
             with self.assertRaises(InvalidArgumentError) as raised:
                 torch.cuda.synchronize()
                 ft.varlen_attention(q, k, v, cu_q, cu_k, causal=True)  # the next call reports it, and is not made
@@ -181,8 +189,14 @@ class VarlenGpuTest(unittest.TestCase):
             ft.check_deferred()  # reported once
             out, lse = self.call(config, q, k, v, cu_q, cu_k)  # good calls go on
             ft.check_deferred()
+            # A training step: the bad forward's verdict raises at its backward (the backward program is not made).
+            qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+            out = ft.varlen_attention(qg, kg, vg, bad, cu_k, causal=True)
+            with self.assertRaisesRegex(InvalidArgumentError, "cu_seqlens_q\\[2\\] = 5"):
+                out.float().sum().backward()
+            ft.check_deferred()
         finally:
-            ft.defer_checks(False)
+            ft.defer_checks(deferred)
 
     def test_wrong_arguments(self):
         config = configs.TEST_VARLEN[0]

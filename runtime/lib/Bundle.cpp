@@ -839,6 +839,9 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
 }
 
 Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows) {
+  // What the kernels did after the check failed: the program's outputs NaN (never mistaken for results when the
+  // verdict is read later), its inputs (a KV cache an append writes) untouched.
+  const std::string rejected = "; its outputs hold NaN and nothing else was written";
   const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
   // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op), status_append2 (its
   // second append)
@@ -855,23 +858,23 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
     return Status();
   case 1:
     return makeError(ErrorCode::InvalidArgument, "cache_seqlens[" + seq + "] = " + value +
-                                                     " is negative (sequence " + seq + "); nothing was written");
+                                                     " is negative (sequence " + seq + ")" + rejected);
   case 2:
     return makeError(ErrorCode::InvalidArgument,
                      "cache_seqlens[" + seq + "] = " + value + (append ? " (the length with the new tokens)" : "") +
                          " is over the cache's " + std::to_string(st[2]) + " rows (sequence " + seq +
-                         "); nothing was written");
+                         ")" + rejected);
   case 3:
     return makeError(ErrorCode::InvalidArgument,
                      "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
                          " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
-                         " uses that entry; nothing was written");
+                         " uses that entry" + rejected);
   case 7:
     // An append's (kv_append.cuh): lengths count the new tokens, so each is at least T.
     return makeError(ErrorCode::InvalidArgument,
                      "cache_seqlens[" + seq + "] = " + value + " is below the " + std::to_string(st[2]) +
                          " new tokens appended (sequence " + seq +
-                         "; lengths count the new tokens, which go to rows length - T ..); nothing was written");
+                         "; lengths count the new tokens, which go to rows length - T ..)" + rejected);
   case 4:
   case 5:
   case 6: {
@@ -883,13 +886,13 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
       return makeError(ErrorCode::InvalidArgument, entry + " is below " + cu + "[" + std::to_string(st[1] - 1) +
                                                        "]: offsets must not decrease (sequence " +
                                                        std::to_string(st[1] - 1) +
-                                                       " would have a negative length); nothing was written");
+                                                       " would have a negative length)" + rejected);
     if (st[0] == 5) {
       const std::string tensor = (keys ? "k" : "q") + suffix;
       return makeError(ErrorCode::InvalidArgument, entry + " is past the " + firstDim(tensor) + " rows of " + tensor +
-                                                       "; nothing was written");
+                                                       rejected);
     }
-    return makeError(ErrorCode::InvalidArgument, entry + " is negative; nothing was written");
+    return makeError(ErrorCode::InvalidArgument, entry + " is negative" + rejected);
   }
   default:
     return makeError(ErrorCode::Internal, "unknown table-check code " +

@@ -449,6 +449,10 @@ enum TableStatus : int32_t {
   kSeqlenBelowNew = 7,
 };
 
+/// After a failed table check the kernels set their outputs to NaN (the device library's varlen_poison_rows and
+/// decode combine); here any block of such a kernel fills the whole tensor (the same result).
+static void poisonOutput(HostTensor &t) { std::fill(t.data.begin(), t.data.end(), std::nanf("")); }
+
 /// One block of a decode kernel (#tile.decode), as attention_decode.cuh does it: the check of sequence x, the
 /// split kernel's (split x, kv head x row group y, sequence z) over the split's keys, or the combine of query row x
 /// of sequence y. Sums in double; out rounded to its element type, the partials f32.
@@ -565,7 +569,12 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
   default: { // (o_part, lse_part, out, lse, status)
     HostTensor &oPart = *t[0], &lsePart = *t[1], &out = *t[2], &lse = *t[3];
     int64_t splits = oPart.shape[1], rows = oPart.shape[2], dv = oPart.shape[3], qrow = x, b = y;
-    if (status.ints[0] != 0 || splits == 1)
+    if (status.ints[0] != 0) {
+      poisonOutput(out);
+      poisonOutput(lse);
+      return success();
+    }
+    if (splits == 1)
       return success();
     double m = -inf, sum = 0.0;
     for (int64_t s = 0; s < splits; ++s)
@@ -614,8 +623,10 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   }
   if (role == KernelRole::VarlenBwdFinish) { // (dq_accum, status, dq): rows 64x.. of head y
     HostTensor &acc = *t[0], &status = *t[1], &dq = *t[2];
-    if (status.ints[0] != 0)
+    if (status.ints[0] != 0) {
+      poisonOutput(dq);
       return success();
+    }
     int64_t h = intOf(block.getY()), heads = dq.shape[1], width = dq.shape[2];
     for (int64_t r = 64 * intOf(block.getX()); r < std::min(64 * intOf(block.getX()) + 64, dq.shape[0]); ++r)
       for (int64_t c = 0; c < width; ++c)
@@ -627,7 +638,12 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
     HostTensor &q = *t[0], &k = *t[1], &v = *t[2], &dO = *t[3], &lse = *t[4], &delta = *t[5], &acc = *t[6];
     HostTensor &dk = *t[7], &dv = *t[8], &cuQ = *t[9], &cuK = *t[10], &map = *t[11], &status = *t[12];
     int64_t tile = intOf(block.getX()), hk = intOf(block.getY());
-    if (status.ints[0] != 0 || tile >= map.shape[0] || map.ints[2 * tile] < 0)
+    if (status.ints[0] != 0) {
+      poisonOutput(dk);
+      poisonOutput(dv);
+      return success();
+    }
+    if (tile >= map.shape[0] || map.ints[2 * tile] < 0)
       return success();
     int64_t seq = map.ints[2 * tile], first = map.ints[2 * tile + 1];
     int64_t q0 = cuQ.ints[seq], lq = cuQ.ints[seq + 1] - q0, k0 = cuK.ints[seq], lk = cuK.ints[seq + 1] - k0;
@@ -704,7 +720,12 @@ LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   HostTensor &q = *t[0], &k = *t[1], &v = *t[2], &cuQ = *t[3], &cuK = *t[4], &map = *t[5], &status = *t[6];
   HostTensor &out = *t[7], &lse = *t[8];
   int64_t tile = intOf(block.getX()), h = intOf(block.getY());
-  if (status.ints[0] != 0 || tile >= map.shape[0] || map.ints[2 * tile] < 0)
+  if (status.ints[0] != 0) {
+    poisonOutput(out);
+    poisonOutput(lse);
+    return success();
+  }
+  if (tile >= map.shape[0] || map.ints[2 * tile] < 0)
     return success();
   int64_t seq = map.ints[2 * tile], first = map.ints[2 * tile + 1];
   int64_t q0 = cuQ.ints[seq], lq = cuQ.ints[seq + 1] - q0, k0 = cuK.ints[seq], lk = cuK.ints[seq + 1] - k0;

@@ -705,8 +705,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and
 // delta = rowsum(dO O) [Hq, Tq] f32, dq_accum [Tq, Hq, D] f32 (zeroed; tma_dq its 3-D map, box (32, 1, 64)), dk,
-// dv [Tk, Hkv, D]; key_map and status from attention_varlen_plan(..., kBlockN, key_tiles = true) (nothing is
-// written when the status is set). Launch: grid (packed_tile_bound(Tk, B, kBlockN), Hkv, 1).
+// dv [Tk, Hkv, D]; key_map and status from attention_varlen_plan(..., kBlockN, key_tiles = true) (dk and dv set to
+// NaN when the status is set). Launch: grid (packed_tile_bound(Tk, B, kBlockN), Hkv, 1).
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                         const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -717,9 +717,13 @@ __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma
                                                         const TensorArg& key_map, const int* status,
                                                         const TmaDescriptor* tma_dq) {
   using P = AttentionBwdWsPlan<Config>;
+  if (varlen_rejected(status)) {
+    varlen_poison_rows<typename Config::Elem>(dk, nullptr, P::kBlockN);
+    return varlen_poison_rows<typename Config::Elem>(dv, nullptr, P::kBlockN);
+  }
   const PackedQueryTiles packed =
       PackedQueryTiles::find<false, /*kKeyTiles=*/true>(cu_q, cu_k, key_map, P::kBlockN, status);
-  if (!packed.valid()) return;  // past the last key tile, or the offsets failed their check
+  if (!packed.valid()) return;  // past the last key tile
   detail::attention_bwd_ws_body<Config, true>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv, 0,
                                               tma_dq, MaskEnv(), nullptr, MaskEnv(), packed);
 }

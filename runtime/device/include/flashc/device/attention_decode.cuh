@@ -22,7 +22,8 @@
 // query token t sits at position seqlen - kQueries + t (under kCausal it sees keys up to there).
 //
 // Tables are checked by `attention_decode_check` before either kernel runs: both read its verdict
-// (`status`) and write nothing when it found a bad entry.
+// (`status`); after a bad entry the split writes nothing and the combine sets out and lse to NaN (a rejected call's
+// outputs are never mistaken for results, even when its error is read later).
 #pragma once
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/mma.cuh"
@@ -428,8 +429,17 @@ __device__ __forceinline__ void attention_decode_combine(const TensorArg& o_part
   __shared__ float warp_max[kWarps], warp_sum[kWarps];
   __shared__ float4 partial[kWarps][Dv / 4];
   const int splits = static_cast<int>(o_part.shape[1]);
-  if (splits == 1 || status[0] != 0) return;  // one split wrote the output itself; a bad table writes nothing
   const int qrow = blockIdx.x, b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) {  // a bad table: this row's out and lse NaN
+    const int h = qrow / Plan::kQueries, tok = qrow % Plan::kQueries;
+    T* dst = static_cast<T*>(out.data) + b * out.stride[0] + h * out.stride[1] + tok * out.stride[2];
+    for (int c = threadIdx.x; c < Dv; c += blockDim.x) dst[c] = from_float<T>(__int_as_float(0x7fffffff));
+    if (threadIdx.x == 0)
+      static_cast<float*>(lse.data)[b * lse.stride[0] + h * lse.stride[1] + tok * lse.stride[2]] =
+          __int_as_float(0x7fffffff);
+    return;
+  }
+  if (splits == 1) return;  // one split wrote the output itself
   const float* lp = static_cast<const float*>(lse_part.data) + b * lse_part.stride[0] + qrow * lse_part.stride[2];
   const float* op = static_cast<const float*>(o_part.data) + b * o_part.stride[0] + qrow * o_part.stride[2];
   float m = -INFINITY;

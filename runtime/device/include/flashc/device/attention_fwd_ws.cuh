@@ -450,7 +450,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
 
 // Packed variable-length sequences (varlen.cuh): q [Tq, Hq, D], k [Tk, Hkv, D] (their 3-D maps; v's too),
 // o [Tq, Hq, Dv], lse [Hq, Tq] f32, cu_q / cu_k [B + 1] int32, tile_map and status from attention_varlen_plan
-// (block_m = kBlockM; nothing is written when the status is set). Launch: grid (packed_tile_bound(Tq, B, kBlockM),
+// (block_m = kBlockM; o and lse set to NaN when the status is set). Launch: grid (packed_tile_bound(Tq, B, kBlockM),
 // Hq, 1); the plan's threads and shared memory as the dense form (kPersistent false).
 template <class Config>
 __device__ __forceinline__ void attention_fwd_ws_varlen(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
@@ -458,9 +458,11 @@ __device__ __forceinline__ void attention_fwd_ws_varlen(const TmaDescriptor& tma
                                                         const TensorArg& k, const TensorArg& o, const TensorArg& lse,
                                                         const TensorArg& cu_q, const TensorArg& cu_k,
                                                         const TensorArg& tile_map, const int* status) {
+  if (varlen_rejected(status))
+    return varlen_poison_rows<typename Config::Elem>(o, &lse, AttentionFwdWsPlan<Config>::kBlockM);
   const PackedQueryTiles packed = PackedQueryTiles::find<AttentionFwdWsPlan<Config>::kLongestFirst>(
       cu_q, cu_k, tile_map, AttentionFwdWsPlan<Config>::kBlockM, status);
-  if (!packed.valid()) return;  // past the last tile, or the offsets failed their check
+  if (!packed.valid()) return;  // past the last tile
   detail::attention_fwd_ws_body<Config, true>(tma_q, tma_k, tma_v, q, k, o, lse, 0, MaskEnv(), nullptr, MaskEnv(),
                                               packed);
 }

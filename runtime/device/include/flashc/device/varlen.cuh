@@ -102,10 +102,30 @@ __device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, con
   for (int t = before + static_cast<int>(threadIdx.x); t < entries; t += blockDim.x) map[t] = make_int2(-1, 0);
 }
 
+// After a failed offsets check, the kernel's outputs are set to NaN (a rejected call's outputs are never mistaken for
+// results, even when its error is read later): rows x * rows_per_block.. of head blockIdx.y of a packed [T, H, C]
+// tensor (every gridDim.x-th such chunk after), and of `stats` ([H, T] f32, or null) the same rows.
+template <class Elem>
+__device__ __forceinline__ void varlen_poison_rows(const TensorArg& t, const TensorArg* stats, int rows_per_block) {
+  const int head = blockIdx.y, rows = static_cast<int>(t.shape[0]), width = static_cast<int>(t.shape[2]);
+  const float nan = __int_as_float(0x7fffffff);
+  for (int r0 = blockIdx.x * rows_per_block; r0 < rows; r0 += gridDim.x * rows_per_block)
+    for (int i = threadIdx.x; i < rows_per_block * width; i += blockDim.x) {
+      const int r = r0 + i / width, c = i % width;
+      if (r >= rows) break;
+      static_cast<Elem*>(t.data)[r * t.stride[0] + head * t.stride[1] + c] = from_float<Elem>(nan);
+      if (stats != nullptr && c == 0) static_cast<float*>(stats->data)[head * stats->stride[0] + r * stats->stride[1]] = nan;
+    }
+}
+
+__device__ __forceinline__ bool varlen_rejected(const int* status) {
+  return *reinterpret_cast<const volatile int*>(status) != kVarlenOk;
+}
+
 // The packed backward's elementwise ends, one block (128 threads) per 64 rows of one head (grid (ceil(T / 64), H)):
 // before it, delta[h][t] = sum_c dO[t][h][c] O[t][h][c] in f32 and dq_accum[t][h][:] = 0; after it, dq = dq_accum
-// rounded to the element type (the main kernel scales dQ), unless the offsets failed their check (status set: dq
-// stays as it was, as the main kernel leaves dk and dv).
+// rounded to the element type (the main kernel scales dQ), or NaN when the offsets failed their check (as the main
+// kernel sets dk and dv).
 template <class Elem>
 __device__ __forceinline__ void attention_varlen_bwd_prepare(const TensorArg& o, const TensorArg& dout,
                                                              const TensorArg& delta, const TensorArg& dq_accum) {
@@ -128,7 +148,7 @@ __device__ __forceinline__ void attention_varlen_bwd_prepare(const TensorArg& o,
 template <class Elem>
 __device__ __forceinline__ void attention_varlen_bwd_finish(const TensorArg& dq_accum, const TensorArg& dq,
                                                             const int* status) {
-  if (*status != kVarlenOk) return;
+  if (varlen_rejected(status)) return varlen_poison_rows<Elem>(dq, nullptr, 64);
   const int head = blockIdx.y, rows = static_cast<int>(dq.shape[0]), width = static_cast<int>(dq.shape[2]);
   for (int i = threadIdx.x; i < 64 * width; i += blockDim.x) {
     const int r = blockIdx.x * 64 + i / width, c = i % width;
