@@ -4,7 +4,7 @@
 // block table and the lengths, and launches the bundle's `decode_step` program on the application's own stream and
 // memory: the program writes the new tokens' K and V into the cache (flash.kv_append) and attends
 // (flash.decode_attention). Every step's output and the cache rows it wrote are checked against the host; at the
-// end a corrupt table entry shows how a bad table is refused, with nothing written.
+// end a corrupt table entry shows how a bad table is refused: the launch fails naming the sequence, the output is NaN.
 //   usage: decode_paged <bundle-dir> [steps]
 // With no GPU or driver it says so and exits 0 (77 when asked for one: FLASHC_REQUIRE_GPU=1).
 #include <flashc/flashc.h>
@@ -248,24 +248,25 @@ int main(int argc, char **argv) {
   std::vector<int32_t> corrupt = cache.table;
   corrupt[size_t(2) * cache.width + 3] = cache.pages + 100;
   cudaMemcpyAsync(dtable, corrupt.data(), corrupt.size() * 4, cudaMemcpyHostToDevice, stream);
-  cudaMemsetAsync(dout, 0xff, qElems * 2, stream);
+  cudaMemsetAsync(dout, 0, qElems * 2, stream);
   bool refused = flashc_launch(bundle, "decode_step", args, stream) != FLASHC_OK;
   std::printf("a corrupt block table: %s\n", refused ? flashc_last_error() : "accepted (WRONG)");
   cudaMemcpyAsync(out.data(), dout, qElems * 2, cudaMemcpyDeviceToHost, stream);
   cudaStreamSynchronize(stream);
-  bool untouched = std::all_of(out.begin(), out.end(), [](uint16_t x) { return x == 0xffff; });
+  // The rejected step's output is NaN (bf16: exponent all ones, a mantissa bit set), never mistaken for a result.
+  bool poisoned = std::all_of(out.begin(), out.end(), [](uint16_t x) { return (x & 0x7f80) == 0x7f80 && (x & 0x7f); });
 
   flashc_args_destroy(args);
   flashc_bundle_close(bundle);
   for (void *p : {cache.dk, cache.dv, dq, dout, dlse, dlengths, dtable, dkNew, dvNew}) cudaFree(p);
   cudaStreamDestroy(stream);
-  if (!(worst < 2e-2) || !refused || !untouched) {
-    std::printf("FAILED: worst rel. error %.2e (bound 2e-2), corrupt table refused %d, output untouched %d\n", worst,
-                refused, untouched);
+  if (!(worst < 2e-2) || !refused || !poisoned) {
+    std::printf("FAILED: worst rel. error %.2e (bound 2e-2), corrupt table refused %d, output NaN %d\n", worst,
+                refused, poisoned);
     return 1;
   }
   std::printf("PASSED: %d decode steps over a paged cache match float64 (worst rel. error %.2e); a corrupt table "
-              "is refused and writes nothing\n",
+              "is refused and its output is NaN\n",
               steps, worst);
   return 0;
 }
