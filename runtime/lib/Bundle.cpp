@@ -236,7 +236,9 @@ struct Bundle::Impl {
   /// tensors to several kernels: one driver query each, not one a kernel).
   Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
                        std::unordered_set<const void *> &checked);
-  Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream);
+  /// `afterKernel`: the stream's last work is a kernel this program launched (a `launch programmatic` kernel may
+  /// then overlap its end).
+  Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream, bool afterKernel = false);
   Result<ProgramLaunch> planProgram(LoadedModule &m, const std::string &name, const Arguments &args);
   /// A caller's workspace is device memory of `device` whose allocation covers `bytes` from `data`.
   Status checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
@@ -734,7 +736,8 @@ TensorMapCache &tensorMapCache() {
 
 } // namespace
 
-Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream) {
+Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream,
+                               bool afterKernel) {
   const KernelSpec &k = *launch.kernel;
   if (launch.skip) return Status();
   if (Status s = ensureShared(d, m, k, launch.sharedBytes); !s) return s;
@@ -747,8 +750,23 @@ Status Bundle::Impl::launchOne(const Driver &d, LoadedModule &m, KernelLaunch &l
   for (auto &t : launch.tensorMaps) params.push_back(&t);
   for (auto &s : launch.scalars) params.push_back(&s);
   CUfunction fn = m.functions.at(k.name);
-  CUresult rc = d.cuLaunchKernel(fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
-                                 launch.block[2], launch.sharedBytes, stream, params.data(), nullptr);
+  CUresult rc;
+  if (k.programmatic && afterKernel) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = launch.grid[0], config.gridDimY = launch.grid[1], config.gridDimZ = launch.grid[2];
+    config.blockDimX = launch.block[0], config.blockDimY = launch.block[1], config.blockDimZ = launch.block[2];
+    config.sharedMemBytes = launch.sharedBytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    rc = d.cuLaunchKernelEx(&config, fn, params.data(), nullptr);
+  } else {
+    rc = d.cuLaunchKernel(fn, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
+                          launch.block[2], launch.sharedBytes, stream, params.data(), nullptr);
+  }
   if (rc != CUDA_SUCCESS) {
     Error e = d.error("cuLaunchKernel", rc);
     e.message = "kernel '" + k.name + "': " + e.message;
@@ -1052,9 +1070,13 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   if (status)
     for (auto &kl : plan->kernels)
       if (status = encodeTensorMaps(kl, tensorMapCache()); !status) break;
-  if (status)
-    for (auto &kl : plan->kernels)
-      if (status = impl_->launchOne(drv, **m, kl, cuStream); !status) break;
+  if (status) {
+    bool afterKernel = false;  // (the program's first kernel follows the scratch's zero-fill or the caller's work)
+    for (auto &kl : plan->kernels) {
+      if (status = impl_->launchOne(drv, **m, kl, cuStream, afterKernel); !status) break;
+      afterKernel |= !kl.skip;
+    }
+  }
   // A program whose kernels check their tables on the device (decode over a KV cache: `meta status <scratch>`)
   // reports what they found: the kernels wrote nothing, the error names the sequence.
   const ProgramSpec *spec = impl_->manifest().findProgram(name);

@@ -22,7 +22,7 @@ struct Driver {
   X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuMemPoolCreate)              \
   X(cuMemPoolSetAttribute) X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cuStreamIsCapturing)           \
   X(cuMemcpyDtoHAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuEventCreate) X(cuEventRecord)          \
-  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy)
+  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuLaunchKernelEx)
 #define FLASHC_DECLARE(name) decltype(&::name) name = nullptr;
   FLASHC_DRIVER_FUNCTIONS(FLASHC_DECLARE)
 #undef FLASHC_DECLARE

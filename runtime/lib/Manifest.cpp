@@ -101,7 +101,7 @@ const TensorMapParam *KernelSpec::findTensorMap(std::string_view n) const {
 bool KernelSpec::operator==(const KernelSpec &o) const {
   return name == o.name && entry == o.entry && role == o.role && tensors == o.tensors &&
          tensorMaps == o.tensorMaps && scalars == o.scalars && grid == o.grid && block == o.block &&
-         sharedBytes == o.sharedBytes && constraints == o.constraints;
+         sharedBytes == o.sharedBytes && constraints == o.constraints && programmatic == o.programmatic;
 }
 
 const KernelSpec *Manifest::findKernel(std::string_view n) const {

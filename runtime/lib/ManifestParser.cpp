@@ -205,6 +205,13 @@ private:
       else k.constraints.push_back(*e);
       return Status();
     }
+    if (key == "launch") {
+      if (Status s = once(kernelSeen_, key); !s) return s;
+      if (words.size() != 1 || words[0] != "programmatic")
+        return fail("expected 'launch programmatic'");
+      k.programmatic = true;
+      return Status();
+    }
     if (key == "tensor") return tensorLine(rest);
     if (key == "tensormap") return tensorMapLine(rest);
     if (key == "scalar") {

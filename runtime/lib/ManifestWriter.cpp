@@ -41,6 +41,7 @@ std::string writeManifest(const Manifest &m) {
     line("  grid " + k.grid[0].str() + ", " + k.grid[1].str() + ", " + k.grid[2].str());
     line("  block " + k.block[0].str() + ", " + k.block[1].str() + ", " + k.block[2].str());
     line("  shared " + k.sharedBytes.str());
+    if (k.programmatic) line("  launch programmatic");
     for (const auto &c : k.constraints) line("  requires " + c.str());
     line("end");
   }

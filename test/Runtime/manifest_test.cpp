@@ -47,6 +47,7 @@ Manifest richManifest() {
   k.grid = {*Expr::parse("cdiv(Sq, 128)"), *Expr::parse("H * B"), Expr::literal(1)};
   k.block = {Expr::literal(128), Expr::literal(1), Expr::literal(1)};
   k.sharedBytes = *Expr::parse("max(49152, 2 * (Sq % 64 + 1024))");
+  k.programmatic = true;
   k.constraints = {*Expr::parse("Sq >= 1 && window >= 0", true), *Expr::parse("!(B == 0) || H > 1", true)};
   m.kernels.push_back(k);
   KernelSpec k2 = k;
@@ -84,6 +85,8 @@ void testRoundTrip() {
         "tensor attributes survive (align=16 contiguous stride_multiple=8)");
   check(parsed->kernels[0].tensors[2].requiredAlignment() == 4, "default alignment is the element size");
   check(parsed->programs[0].scratch[0].zeroFill, "scratch zero flag survives");
+  check(parsed->kernels[0].programmatic && text.find("  launch programmatic\n") != std::string::npos,
+        "launch programmatic survives");
   check(parsed->programs[0].meta.at("scale") == "0.125", "program meta survives");
 
   std::string bundleText = readText(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
@@ -158,6 +161,10 @@ void testMalformed() {
       {withKernel("  tensor x f32 in [N]\n  grid pow(N, 2), 1, 1\n"), "unknown function 'pow' (expected cdiv, min, max)",
        "unknown function"},
       {withKernel(kMinimalBody + "  block 64, 1, 1\n"), "manifest.flashc:10: 'block' given twice", "block given twice"},
+      {withKernel(kMinimalBody + "  launch eagerly\n"), "manifest.flashc:10: expected 'launch programmatic'",
+       "unknown launch mode"},
+      {withKernel(kMinimalBody + "  launch programmatic\n  launch programmatic\n"),
+       "manifest.flashc:11: 'launch' given twice", "launch given twice"},
       {withKernel("  tensor x f32 in [N]\n  block 1, 1, 1\n"), "manifest.flashc:5: kernel 'k' has no 'grid'", "missing grid"},
       {withKernel(kMinimalBody + "  shared M * 4\n"),
        "manifest.flashc:5: kernel 'k': shared expression 'M * 4' uses symbol 'M' that no tensor dim or integer scalar binds",

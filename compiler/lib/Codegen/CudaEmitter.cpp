@@ -1927,8 +1927,10 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     FailureOr<rt::KernelSpec> spec = buildKernelSpec(kernel, args, entry, threads, sharedBytes);
     if (failed(spec))
       return failure();
-    if (ws)
+    if (ws) {
       spec->tensorMaps = ws->tensorMaps;
+      spec->programmatic = ws->programmatic;
+    }
     units.push_back({start, src.str().size(), entry, threads, sharedBytes, {spec->name}});
     manifest.kernels.push_back(std::move(*spec));
   }

@@ -129,6 +129,7 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   }
   case KernelRole::DecodeSplit: { // (q, k, v, lens, [table], out, lse, o_part, lse_part, status)
     result.threads = 160;
+    result.programmatic = true;  // its barriers set up while the check (or an append) finishes
     int64_t ring = stages * 64 * (d + dv) * 2;
     result.sharedBytes = ring + 16 * stages + 2 * 4 * 16 * 4;
     int64_t boxRows = paged ? std::min<int64_t>(spec.getPageSize(), 64) : 64;
@@ -168,6 +169,7 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   }
   case KernelRole::KvAppend: { // (key, value, k_cache, v_cache, cache_seqlens, [block_table], status)
     result.threads = 128;
+    result.programmatic = true;  // overlaps the check's end (kv_append waits for its verdict)
     out << "// The new tokens' K and V rows into the caches at rows cache_seqlens - T .. (4 tokens a block).\n";
     out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
     params(cppNames.size());
@@ -178,6 +180,7 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   }
   default: { // (o_part, lse_part, out, lse, status)
     result.threads = 128;
+    result.programmatic = true;  // launched while the split's last blocks finish
     out << "// The splits' partial outputs weighted by their log-sum-exps (nothing to do with one split).\n";
     out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
     params(cppNames.size());

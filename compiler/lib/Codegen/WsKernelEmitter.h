@@ -33,6 +33,9 @@ struct WsKernel {
   int64_t sharedBytes = 0;
   /// Its block: the consumer warpgroups and the producer warpgroup.
   int64_t threads = 0;
+  /// The manifest's `launch programmatic`: the kernel waits for the one before it (grid_dependency.cuh) only
+  /// once its prologue is done.
+  bool programmatic = false;
 };
 
 /// Prints the config namespace and the `extern "C" __global__` kernel

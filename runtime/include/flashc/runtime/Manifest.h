@@ -105,6 +105,10 @@ struct KernelSpec {
   std::array<Expr, 3> block;
   Expr sharedBytes = Expr::literal(0);
   std::vector<Expr> constraints; // `requires` lines
+  /// `launch programmatic`: in a program, launched with programmatic stream serialization after the kernel
+  /// before it, so that its blocks start (and run their prologue) while that kernel finishes; the kernel waits
+  /// for it (griddepcontrol.wait) before touching memory.
+  bool programmatic = false;
   int line = 0; // manifest line of `kernel` (0 when built in code); not compared
 
   const TensorParam *findTensor(std::string_view n) const;

@@ -21,6 +21,7 @@
 #include "flashc/device/tile_f32.cuh"
 #include "flashc/device/wgmma_tile.cuh"
 #include "flashc/device/mbarrier.cuh"
+#include "flashc/device/grid_dependency.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/raster.cuh"
 #include "flashc/device/tile_schedule.cuh"

@@ -25,6 +25,7 @@
 // (`status`); after a bad entry the split writes nothing and the combine sets out and lse to NaN (a rejected call's
 // outputs are never mistaken for results, even when its error is read later).
 #pragma once
+#include "flashc/device/grid_dependency.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/mma.cuh"
 #include "flashc/device/panel.cuh"
@@ -97,6 +98,7 @@ __device__ __forceinline__ void decode_split_range(int split, int splits, int se
 template <int kPageSize>
 __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens, const TensorArg& block_table,
                                                        int capacity, int pages, int* status, int min_len = 0) {
+  launch_dependents();  // the split (or an append's copy) may start its prologue now and wait for this verdict
   const int b = blockIdx.x;
   const int seqlen = static_cast<const int*>(seqlens.data)[b * seqlens.stride[0]];
   auto report = [&](int code, int index, int value) {
@@ -150,7 +152,6 @@ __device__ __forceinline__ void attention_decode_split(const TmaDescriptor& k_ma
   using VTile = typename Plan::VTile;
   constexpr int D = Plan::kHeadDim, Dv = Plan::kValueDim;
   extern __shared__ __align__(1024) unsigned char smem[];
-  if (status[0] != 0) return;  // a bad table: nothing is read or written
 
   const int split = blockIdx.x, splits = gridDim.x;
   const int hk = blockIdx.y / Plan::kRowGroups, row_group = blockIdx.y % Plan::kRowGroups;
@@ -171,6 +172,10 @@ __device__ __forceinline__ void attention_decode_split(const TmaDescriptor& k_ma
     mbarrier_init_fence();
   }
   __syncthreads();
+  // Launched programmatically: everything above overlapped the check (or an append before this op); from here on
+  // its verdict and the caches it may have written are visible.
+  grid_dependency_wait();
+  if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) return;  // a bad table: nothing read or written
 
   if (warp == Plan::kConsumers) {  // ---- producer: TMA loads of K and V tiles into the ring ----
     if (lane == 0) {
@@ -430,6 +435,7 @@ __device__ __forceinline__ void attention_decode_combine(const TensorArg& o_part
   __shared__ float4 partial[kWarps][Dv / 4];
   const int splits = static_cast<int>(o_part.shape[1]);
   const int qrow = blockIdx.x, b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  grid_dependency_wait();  // (launched programmatically after the split)
   if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) {  // a bad table: this row's out and lse NaN
     const int h = qrow / Plan::kQueries, tok = qrow % Plan::kQueries;
     T* dst = static_cast<T*>(out.data) + b * out.stride[0] + h * out.stride[1] + tok * out.stride[2];

@@ -74,6 +74,8 @@ template <class Config>
 __device__ __forceinline__ void kv_append(const TensorArg& key, const TensorArg& value, const TensorArg& k_cache,
                                           const TensorArg& v_cache, const TensorArg& seqlens,
                                           const TensorArg& block_table, const int* status) {
+  grid_dependency_wait();  // (launched programmatically after the check: its verdict from here on)
+  launch_dependents();     // the decode's split may start its prologue; it waits for these rows
   if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) return;  // a bad table: nothing written
   const int b = blockIdx.y, tokens = static_cast<int>(key.shape[2]);
   const int t0 = blockIdx.x * KvAppendPlan<Config>::kTokensPerBlock;
