@@ -8,7 +8,7 @@ import unittest
 
 import _support  # noqa: F401  (sys.path)
 from flashc import cache, configs
-from flashc.errors import InvalidArgumentError
+from flashc.errors import FlashcError, InvalidArgumentError
 from flashc.spec import DecodeConfig, KvAppendConfig
 
 
@@ -85,10 +85,22 @@ class DecodeConfigTest(unittest.TestCase):
         if not compiler:
             self.skipTest("no flashc compiler here")
         with tempfile.TemporaryDirectory() as tmp:
-            fused = open(os.path.join(cache.compile_bundle(configs.TEST_APPEND[0], os.path.join(tmp, "a"),
-                                                           compiler=compiler), "manifest.flashc")).read()
+            fused_dir = cache.compile_bundle(configs.TEST_APPEND[0], os.path.join(tmp, "a"), compiler=compiler)
+            fused = open(os.path.join(fused_dir, "manifest.flashc")).read()
             alone = open(os.path.join(cache.compile_bundle(configs.TEST_APPEND[3], os.path.join(tmp, "b"),
                                                            compiler=compiler), "manifest.flashc")).read()
+            # The program's parameters (the runtime's view, no GPU needed): the caches, read by the append's check
+            # and written by its copy, are inout; no output stands for them.
+            try:
+                import flashc
+                with flashc.Bundle(fused_dir) as bundle:
+                    params = {p.name: p.direction for p in bundle.params("decode") if p.is_tensor}
+            except (ImportError, OSError, FlashcError) as e:  # no runtime library here
+                params = None
+                print("runtime library not loadable (%s): program directions not checked" % e)
+            if params is not None:
+                self.assertEqual((params["k_cache"], params["v_cache"], params["k_new"], params["out"]),
+                                 ("inout", "inout", "in", "out"))
         self.assertIn("meta append 1", fused)
         self.assertIn("meta status status_append", fused)
         self.assertIn("tensor k_cache bf16 inout", fused)

@@ -569,6 +569,32 @@ func.func private @bad_decode() attributes {spec = #tile.decode<role = decode_ch
 
 // -----
 
+// expected-error @+1 {{#tile.decode of an append takes queries >= 0 (0: dynamic), group 1 and no causal}}
+func.func private @bad_append_group() attributes {spec = #tile.decode<role = kv_append, head_dim = 64,
+    value_dim = 64, queries = 0, group = 4, page_size = 16, causal = false, scale = 1.0 : f64, element_type = bf16>}
+
+// -----
+
+// expected-error @+1 {{#tile.decode head dims of an append must be positive multiples of 8, got 36}}
+func.func private @bad_append_dim() attributes {spec = #tile.decode<role = kv_append_check, head_dim = 36,
+    value_dim = 64, queries = 1, group = 1, page_size = 0, causal = false, scale = 1.0 : f64, element_type = f16>}
+
+// -----
+
+// tile.decode_block of an append: (key, value, k_cache, v_cache, cache_seqlens, [block_table], status).
+tile.kernel @append(%k: !tile.tensor<?x2x1x64xbf16>, %s: !tile.tensor<4xi32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 4, block_n = 1, warps = 4, stages = 1,
+    spec = #tile.decode<role = kv_append, head_dim = 64, value_dim = 64, queries = 1, group = 1, page_size = 16,
+                        causal = false, scale = 1.0 : f64, element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{kv_append takes 7 tensors (a paged cache: the block table included), got 2}}
+  tile.decode_block(%k, %s) at [%x, %x, %x] : !tile.tensor<?x2x1x64xbf16>, !tile.tensor<4xi32>
+  tile.return
+}
+
+// -----
+
 // tile.varlen_block: the tensors of its kernel's #tile.varlen role (the forward: nine).
 tile.kernel @varlen_fwd(%q: !tile.tensor<?x4x64xbf16>, %k: !tile.tensor<?x4x64xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
