@@ -449,6 +449,17 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
 _DECODE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 
 
+def _check_block_table(need, block_table, k_cache, batch, batch_of):
+    """A paged cache's block table [B, W] (int32, on the GPU), or a contiguous cache of `batch_of`'s batch."""
+    if block_table is not None:
+        need(isinstance(block_table, torch.Tensor) and block_table.is_cuda and block_table.dtype == torch.int32
+             and block_table.dim() == 2 and block_table.shape[0] == batch,
+             "block_table must be an int32 CUDA tensor [batch, pages a sequence] = [%d, W]" % batch)
+    else:
+        need(k_cache.shape[0] == batch, "a contiguous k_cache must have %s's batch %d, got %d (a paged cache needs "
+             "its block_table)" % (batch_of, batch, k_cache.shape[0]))
+
+
 def _check_new_tokens(need, k, v, k_cache, v_cache, batch, tokens=None):
     """The new tokens' k and v [B, T, Hkv, D / Dv] against the cache (and T, when the decode's q fixes it)."""
     for name, t in (("k", k), ("v", v)):
@@ -485,13 +496,7 @@ def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scal
     need(k_cache.shape[:3] == v_cache.shape[:3] and k_cache.shape[3] == dim,
          "k_cache %s and v_cache %s must agree with each other and with q's head_dim %d" % (
              list(k_cache.shape), list(v_cache.shape), dim))
-    if block_table is not None:
-        need(isinstance(block_table, torch.Tensor) and block_table.is_cuda and block_table.dtype == torch.int32
-             and block_table.dim() == 2 and block_table.shape[0] == batch,
-             "block_table must be an int32 CUDA tensor [batch, pages a sequence] = [%d, W]" % batch)
-    else:
-        need(k_cache.shape[0] == batch, "a contiguous k_cache must have q's batch %d, got %d (a paged cache needs "
-             "its block_table)" % (batch, k_cache.shape[0]))
+    _check_block_table(need, block_table, k_cache, batch, "q")
     need(heads % kv_heads == 0, "q's heads (%d) must be a multiple of the cache's kv heads (%d)" % (heads, kv_heads))
     need((k is None) == (v is None), "k and v come together (the new tokens' keys and values), or neither")
     if k is not None:
@@ -559,13 +564,7 @@ def _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table):
          "cache_seqlens must be int32 [batch] = [%d], got %s %s" % (batch, cache_seqlens.dtype,
                                                                       list(cache_seqlens.shape)))
     _check_new_tokens(need, k, v, k_cache, v_cache, batch)
-    if block_table is not None:
-        need(isinstance(block_table, torch.Tensor) and block_table.is_cuda and block_table.dtype == torch.int32
-             and block_table.dim() == 2 and block_table.shape[0] == batch,
-             "block_table must be an int32 CUDA tensor [batch, pages a sequence] = [%d, W]" % batch)
-    else:
-        need(k_cache.shape[0] == batch, "a contiguous k_cache must have k's batch %d, got %d (a paged cache needs "
-             "its block_table)" % (batch, k_cache.shape[0]))
+    _check_block_table(need, block_table, k_cache, batch, "k")
     return KvAppendConfig(_DECODE_DTYPES[k_cache.dtype], k_cache.shape[2], k_cache.shape[3],
                           value_head_dim=v_cache.shape[3], page_size=k_cache.shape[1] if block_table is not None else 0)
 

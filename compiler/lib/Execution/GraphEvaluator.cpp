@@ -65,6 +65,21 @@ private:
   LogicalResult add(AddOp op);
   LogicalResult attention(AttentionOp op);
   LogicalResult decode(DecodeAttentionOp op);
+  /// A cache op's (decode, append) layout into `shape` (page size, pages, table width, capacity) and its block
+  /// table's entries into `table` (none for a contiguous cache `k`).
+  template <class CacheOp>
+  void cacheLayout(CacheOp op, const ReferenceTensor &k, ref::DecodeShape &shape, std::vector<int32_t> &table) {
+    if (!op.isPaged()) {
+      shape.capacity = k.shape[2];
+      return;
+    }
+    const ReferenceTensor &t = get(op.getBlockTable());
+    table.assign(t.data.begin(), t.data.end());
+    shape.pageSize = static_cast<int64_t>(*op.getPageSize());
+    shape.pages = k.shape[0];
+    shape.tableWidth = t.shape[1];
+    shape.capacity = shape.tableWidth * shape.pageSize;
+  }
   LogicalResult kvAppend(KvAppendOp op);
   LogicalResult varlen(VarlenAttentionOp op);
   LogicalResult ffn(FfnOp op);
@@ -358,16 +373,7 @@ LogicalResult Evaluator::decode(DecodeAttentionOp op) {
   shape.valueDim = v.shape[3];
   shape.kvHeads = static_cast<int64_t>(op.getNumKvHeads());
   std::vector<int32_t> seqlens(lens.data.begin(), lens.data.end()), table;
-  if (op.isPaged()) {
-    const ReferenceTensor &t = get(op.getBlockTable());
-    table.assign(t.data.begin(), t.data.end());
-    shape.pageSize = *op.getPageSize();
-    shape.pages = k.shape[0];
-    shape.tableWidth = t.shape[1];
-    shape.capacity = shape.tableWidth * shape.pageSize;
-  } else {
-    shape.capacity = k.shape[2];
-  }
+  cacheLayout(op, k, shape, table);
   if (lens.shape[0] != shape.batch || (op.isPaged() && get(op.getBlockTable()).shape[0] != shape.batch) ||
       (!op.isPaged() && (k.shape[0] != shape.batch || v.shape[0] != shape.batch || v.shape[2] != k.shape[2])))
     return op.emitError() << "at run time query " << formatShape(q.shape) << ", caches " << formatShape(k.shape)
@@ -396,16 +402,7 @@ LogicalResult Evaluator::kvAppend(KvAppendOp op) {
   shape.headDim = key.shape[3];
   shape.valueDim = value.shape[3];
   std::vector<int32_t> seqlens(lens.data.begin(), lens.data.end()), table;
-  if (op.isPaged()) {
-    const ReferenceTensor &t = get(op.getBlockTable());
-    table.assign(t.data.begin(), t.data.end());
-    shape.pageSize = *op.getPageSize();
-    shape.pages = k.shape[0];
-    shape.tableWidth = t.shape[1];
-    shape.capacity = shape.tableWidth * shape.pageSize;
-  } else {
-    shape.capacity = k.shape[2];
-  }
+  cacheLayout(op, k, shape, table);
   if (value.shape[0] != shape.batch || value.shape[2] != shape.tokens || lens.shape[0] != shape.batch ||
       (op.isPaged() && get(op.getBlockTable()).shape[0] != shape.batch) ||
       (!op.isPaged() && (k.shape[0] != shape.batch || v.shape[0] != shape.batch || v.shape[2] != k.shape[2])) ||

@@ -374,6 +374,20 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       labels[v] = {name, dimSymbols(v.getType(), symbols)};
   };
   unsigned attentionOps = 0, ffnOps = 0, appendOps = 0;
+  // A KV cache's operands (decode, append): k_cache / v_cache over pages (paged) or [B, Hkv, S, D], the block
+  // table [B, W], cache_seqlens [B].
+  auto labelCache = [&](auto op, const std::string &sfx) {
+    std::string b = "B" + sfx;
+    if (op.isPaged()) {
+      label(op.getKeyCache(), "k_cache" + sfx, {"pages" + sfx, "", "", ""});
+      label(op.getValueCache(), "v_cache" + sfx, {"pages" + sfx, "", "", ""});
+      label(op.getBlockTable(), "block_table" + sfx, {b, "W" + sfx});
+    } else {
+      label(op.getKeyCache(), "k_cache" + sfx, {b, "", "S" + sfx, ""});
+      label(op.getValueCache(), "v_cache" + sfx, {b, "", "S" + sfx, ""});
+    }
+    label(op.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
+  };
   for (Operation &op : body) {
     if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
       std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
@@ -407,15 +421,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       ++attentionOps;
       std::string b = "B" + sfx;
       label(decode.getQuery(), "q" + sfx, {b, "", "", ""});
-      if (decode.isPaged()) {
-        label(decode.getKeyCache(), "k_cache" + sfx, {"pages" + sfx, "", "", ""});
-        label(decode.getValueCache(), "v_cache" + sfx, {"pages" + sfx, "", "", ""});
-        label(decode.getBlockTable(), "block_table" + sfx, {b, "W" + sfx});
-      } else {
-        label(decode.getKeyCache(), "k_cache" + sfx, {b, "", "S" + sfx, ""});
-        label(decode.getValueCache(), "v_cache" + sfx, {b, "", "S" + sfx, ""});
-      }
-      label(decode.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
+      labelCache(decode, sfx);
       label(decode.getOutput(), "out" + sfx, {b, "", "", ""});
       label(decode.getLse(), "lse" + sfx, {b, "", ""});
     } else if (auto append = llvm::dyn_cast<flash::KvAppendOp>(op)) {
@@ -426,15 +432,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       std::string b = "B" + sfx;
       label(append.getKey(), "k_new" + sfx, {b, "", "T" + sfx, ""});
       label(append.getValue(), "v_new" + sfx, {b, "", "T" + sfx, ""});
-      if (append.isPaged()) {
-        label(append.getKeyCache(), "k_cache" + sfx, {"pages" + sfx, "", "", ""});
-        label(append.getValueCache(), "v_cache" + sfx, {"pages" + sfx, "", "", ""});
-        label(append.getBlockTable(), "block_table" + sfx, {b, "W" + sfx});
-      } else {
-        label(append.getKeyCache(), "k_cache" + sfx, {b, "", "S" + sfx, ""});
-        label(append.getValueCache(), "v_cache" + sfx, {b, "", "S" + sfx, ""});
-      }
-      label(append.getCacheSeqlens(), "cache_seqlens" + sfx, {b});
+      labelCache(append, sfx);
     } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
       std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
       ++attentionOps;
