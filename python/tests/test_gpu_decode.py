@@ -192,7 +192,7 @@ class DecodeGpuTest(unittest.TestCase):
             with self.assertRaises(InvalidArgumentError) as raised:
                 ft.decode_attention(q, k, v, lens, block_table=table, causal=config.causal, scale=config.scale)
             self.assertIn(expected, str(raised.exception))
-            self.assertIn("its outputs hold NaN and nothing else was written", str(raised.exception))
+            self.assertIn("this op's outputs hold NaN and nothing else was written", str(raised.exception))
 
     def test_deferred(self):
         # The default: a bad table's call returns at once with out and lse NaN (and, fused, the cache not written);

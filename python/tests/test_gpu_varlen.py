@@ -162,7 +162,7 @@ class VarlenGpuTest(unittest.TestCase):
                     with self.assertRaises(InvalidArgumentError) as raised:
                         ft.varlen_attention(q, k, v, cu_q, cu_k, causal=True)
                     self.assertIn(expected, str(raised.exception))
-                    self.assertIn("its outputs hold NaN and nothing else was written", str(raised.exception))
+                    self.assertIn("this op's outputs hold NaN and nothing else was written", str(raised.exception))
         finally:
             ft.defer_checks(deferred)
 

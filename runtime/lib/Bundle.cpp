@@ -857,15 +857,19 @@ Status checkDeviceStatus(const Driver &drv, CUdeviceptr ptr, CUstream stream, co
 }
 
 Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows) {
-  // What the kernels did after the check failed: the program's outputs NaN (never mistaken for results when the
-  // verdict is read later), its inputs (a KV cache an append writes) untouched.
-  const std::string rejected = "; its outputs hold NaN and nothing else was written";
-  const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
-  // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op), status_append2 (its
-  // second append)
+  // the op's tensors: k_cache, q, k, or k_cache2 ... beside status2 (a program's second op), status_append2
   std::string suffix = statusName.substr(std::min<size_t>(statusName.size(), 6));
   const bool append = suffix.rfind("_append", 0) == 0;
   if (append) suffix = suffix.substr(7);
+  // What the kernels did after the check failed: the op's outputs NaN (never mistaken for results when the
+  // verdict is read later), nothing else written; an append copies nothing (a decode that took its verdict, over
+  // its caches and lengths, has NaN outputs).
+  const std::string rejected = append ? "; nothing was appended to the caches (a decode over them with these lengths "
+                                        "has NaN outputs)"
+                                      : "; this op's outputs hold NaN and nothing else was written";
+  // An append's lengths count its new tokens: say so beside the value (a binding may have added them).
+  const std::string withNew = append ? " (the length with the new tokens)" : "";
+  const std::string seq = std::to_string(st[1]), value = std::to_string(st[3]);
   auto firstDim = [&](const std::string &tensor) {
     auto it = rows.find(tensor);
     return it == rows.end() ? std::string("?") : std::to_string(it->second);
@@ -875,12 +879,11 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
   case 0:
     return Status();
   case 1:
-    return makeError(ErrorCode::InvalidArgument, "cache_seqlens[" + seq + "] = " + value +
+    return makeError(ErrorCode::InvalidArgument, "cache_seqlens[" + seq + "] = " + value + withNew +
                                                      " is negative (sequence " + seq + ")" + rejected);
   case 2:
     return makeError(ErrorCode::InvalidArgument,
-                     "cache_seqlens[" + seq + "] = " + value + (append ? " (the length with the new tokens)" : "") +
-                         " is over the cache's " + std::to_string(st[2]) + " rows (sequence " + seq +
+                     "cache_seqlens[" + seq + "] = " + value + withNew + " is over the cache's " + std::to_string(st[2]) + " rows (sequence " + seq +
                          ")" + rejected);
   case 3:
     return makeError(ErrorCode::InvalidArgument,
@@ -890,7 +893,7 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
   case 7:
     // An append's (kv_append.cuh): lengths count the new tokens, so each is at least T.
     return makeError(ErrorCode::InvalidArgument,
-                     "cache_seqlens[" + seq + "] = " + value + " is below the " + std::to_string(st[2]) +
+                     "cache_seqlens[" + seq + "] = " + value + withNew + " is below the " + std::to_string(st[2]) +
                          " new tokens appended (sequence " + seq +
                          "; lengths count the new tokens, which go to rows length - T ..)" + rejected);
   case 4:

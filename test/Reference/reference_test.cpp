@@ -2,12 +2,15 @@
 // the codec against an independent nearest-value search and hand-picked ties,
 // NaN, infinities and subnormals; activations at known points and against
 // central differences; attention and FFN forwards against direct formulas and
-// their backwards against finite differences of the forwards. CPU only.
+// their backwards against finite differences of the forwards; the mixture of
+// experts' routing (ties, an expert with no token) and forward against a
+// hand-worked case. CPU only.
 #include "flashc/reference/activations.h"
 #include "flashc/reference/attention.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/index_program.h"
+#include "flashc/reference/moe.h"
 #include "flashc/reference/score_program.h"
 
 #include <algorithm>
@@ -513,6 +516,42 @@ void testScoreProgram() {
   check(same, "a modifier 2 s is the scale doubled, forward and backward");
 }
 
+// flash.moe's routing and forward on a case worked by hand: d = 2, E = 4, top 2, one-hot-like tokens.
+void testMoe() {
+  MoeShape s{3, 2, 1, 1, 4, 2};  // T, d, h, N, E, k: one hidden unit, one output
+  // router [d, E]: token (1, 0) scores (2, 2, 0, -1) (a tie between experts 0 and 1), token (0, 1) scores
+  // (0, 1, 3, 1) (a tie between experts 1 and 3 for the second place), token (0, 0) all 0 (a four-way tie).
+  const double router[] = {2, 2, 0, -1, 0, 1, 3, 1};
+  // Expert e: w1 [d, 1] = (e + 1, 0), w2 [1, 1] = 1: with relu, FFN_e(x) = (e + 1) · max(x_0, 0).
+  const double w1[] = {1, 0, 2, 0, 3, 0, 4, 0}, w2[] = {1, 1, 1, 1};
+  const double x[] = {1, 0, 0, 1, 0, 0};
+  double y[3] = {0, 0, 0};
+  std::vector<MoeRoute> routes;
+  moeForward(s, Activation::Relu, MoeGating::Softmax, /*renormalize=*/true, router, w1, nullptr, w2, x, y, &routes);
+  check(routes[0].experts == std::vector<int64_t>{0, 1}, "moe: a tie goes to the lower expert (token 0: 0, 1)");
+  check(routes[1].experts == std::vector<int64_t>{2, 1}, "moe: second place tie to the lower expert (token 1: 2, 1)");
+  check(routes[2].experts == std::vector<int64_t>{0, 1}, "moe: a four-way tie (token 2: 0, 1)");
+  // Token 0: equal scores, renormalized to 1/2 each: y = (1 + 2) / 2 = 1.5. Token 1: x_0 = 0, so 0. Token 2: 0.
+  check(std::fabs(routes[0].weights[0] - 0.5) < 1e-15 && std::fabs(y[0] - 1.5) < 1e-15, "moe: token 0's output",
+        std::to_string(y[0]));
+  check(y[1] == 0.0 && y[2] == 0.0, "moe: tokens 1 and 2 (x_0 = 0)");
+  // Expert 3 receives no token: its weights do not matter.
+  double w1b[] = {1, 0, 2, 0, 3, 0, 99, 0}, yb[3];
+  moeForward(s, Activation::Relu, MoeGating::Softmax, true, router, w1b, nullptr, w2, x, yb, nullptr);
+  check(yb[0] == y[0] && yb[1] == y[1] && yb[2] == y[2], "moe: an expert with no token changes nothing");
+  // Without renormalizing, softmax weights of token 0: e^2 / (2e^2 + 1 + e^-1) each.
+  double w0 = std::exp(2.0) / (2 * std::exp(2.0) + 1 + std::exp(-1.0));
+  moeForward(s, Activation::Relu, MoeGating::Softmax, false, router, w1, nullptr, w2, x, y, &routes);
+  check(std::fabs(y[0] - 3 * w0) < 1e-12, "moe: softmax weights without renormalizing", std::to_string(y[0]));
+  // Sigmoid gating: token 0's weights sigmoid(2) each (renormalized: 1/2).
+  moeForward(s, Activation::Relu, MoeGating::Sigmoid, false, router, w1, nullptr, w2, x, y, &routes);
+  check(std::fabs(y[0] - 3 / (1 + std::exp(-2.0))) < 1e-12, "moe: sigmoid gating", std::to_string(y[0]));
+  // Gated experts: u = x · w_up[e] = x_0 (w_up = (1, 0)): y = sum w_e · (e + 1) · relu(x_0) · x_0.
+  const double wUp[] = {1, 0, 1, 0, 1, 0, 1, 0}, x2[] = {2, 0, 0, 1, 0, 0};
+  moeForward(s, Activation::Relu, MoeGating::Softmax, true, router, w1, wUp, w2, x2, y, &routes);
+  check(std::fabs(y[0] - (0.5 * 1 * 2 * 2 + 0.5 * 2 * 2 * 2)) < 1e-12, "moe: gated experts", std::to_string(y[0]));
+}
+
 int main() {
   testCodec();
   testIndexProgram();
@@ -520,6 +559,7 @@ int main() {
   testActivations();
   testAttention();
   testFfn();
+  testMoe();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 #include "flashc/reference/decode.h"
 #include "flashc/reference/varlen.h"
 #include "flashc/reference/ffn.h"
+#include "flashc/reference/moe.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -81,6 +82,7 @@ private:
     shape.capacity = shape.tableWidth * shape.pageSize;
   }
   LogicalResult kvAppend(KvAppendOp op);
+  LogicalResult moe(MoeOp op);
   LogicalResult varlen(VarlenAttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
@@ -486,6 +488,24 @@ LogicalResult Evaluator::ffn(FfnOp op) {
   return success();
 }
 
+LogicalResult Evaluator::moe(MoeOp op) {
+  const ReferenceTensor &x = get(op.getInput()), &router = get(op.getRouter());
+  const ReferenceTensor &w1 = get(op.getW1()), &w2 = get(op.getW2());
+  const ReferenceTensor *wUp = op.isGated() ? &get(op.getWUp()) : nullptr;
+  ref::MoeShape shape{x.shape[0], op.getModelDim(), op.getHiddenDim(), op.getOutputDim(), op.getExperts(),
+                      static_cast<int64_t>(op.getTopK())};
+  if (x.shape[1] != shape.model)
+    return op.emitError() << "at run time input " << formatShape(x.shape) << " does not match the router "
+                          << formatShape(router.shape);
+  ReferenceTensor result(std::vector<int64_t>{shape.tokens, shape.out});
+  ref::moeForward(shape, referenceActivation(op.getActivation()),
+                  op.getGating() == MoeGating::Softmax ? ref::MoeGating::Softmax : ref::MoeGating::Sigmoid,
+                  op.getRenormalize(), router.data.data(), w1.data.data(), wUp ? wUp->data.data() : nullptr,
+                  w2.data.data(), x.data.data(), result.data.data());
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
 LogicalResult Evaluator::run(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<MatmulOp>([&](auto matmulOp) { return matmul(matmulOp); })
@@ -518,6 +538,7 @@ LogicalResult Evaluator::run(Operation *op) {
       .Case<AttentionOp>([&](auto attentionOp) { return attention(attentionOp); })
       .Case<DecodeAttentionOp>([&](auto decodeOp) { return decode(decodeOp); })
       .Case<KvAppendOp>([&](auto appendOp) { return kvAppend(appendOp); })
+      .Case<MoeOp>([&](auto moeOp) { return moe(moeOp); })
       .Case<VarlenAttentionOp>([&](auto varlenOp) { return varlen(varlenOp); })
       .Case<FfnOp>([&](auto ffnOp) { return ffn(ffnOp); })
       .Case<tensor::DimOp>([&](tensor::DimOp dimOp) -> LogicalResult {

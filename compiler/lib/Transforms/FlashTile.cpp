@@ -109,6 +109,9 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
     Location where = llvm::isa<UnknownLoc>(op.getLoc()) ? func.getLoc() : op.getLoc();
+    if (llvm::isa<flash::MoeOp>(op))
+      return emitError(where) << "flash-tile: flash.moe has no tile lowering yet (its grouped expert GEMMs are "
+                                 "not built); the graph evaluator (flash-eval) computes it";
     return emitError(where) << "flash-tile: '" << op.getName()
                             << "' has no tile lowering; run flash-fuse-attention and "
                                "flash-fuse-ffn first (only fused ops are tiled)";
@@ -234,6 +237,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   for (auto [index, arg] : llvm::enumerate(func.getArguments()))
     mapped[arg] = pb.arg(programIndex[index]);
   unsigned appendCount = 0;
+  // Workspace names take their op's suffix (status2, status_append2, ...), as its tensors' labels do.
+  llvm::DenseMap<Operation *, std::string> suffixes = attentionSuffixes(body);
   llvm::DenseMap<Operation *, Value> appendStatus;  // an append's checked status
   // The status of the append that made `decode`'s caches with its lengths and table (its check covers the
   // decode's: lengths in [T, capacity], the pages below them), or null.
@@ -307,7 +312,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       mapped[decode.getLse()] = lse;
       std::string kernelName = name + "_decode" + (attentionCount ? std::to_string(attentionCount) : "");
       // (its workspaces' names: status, status2, ... as labelFusedValues numbers the arguments)
-      std::string suffix = attentionCount ? std::to_string(attentionCount + 1) : "";
+      std::string suffix = suffixes.lookup(decode);
       ++attentionCount;
       if (failed(pb.launchDecode(decode, kernelName, suffix, q, mapped[decode.getKeyCache()],
                                  mapped[decode.getValueCache()], mapped[decode.getCacheSeqlens()],
@@ -320,8 +325,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       Value kCache = mapped[append.getKeyCache()], vCache = mapped[append.getValueCache()];
       mapped[append.getNewKeyCache()] = kCache;
       mapped[append.getNewValueCache()] = vCache;
-      std::string suffix = appendCount ? std::to_string(appendCount + 1) : "";
-      std::string kernelName = name + "_kv_append" + suffix;
+      std::string suffix = suffixes.lookup(append);
+      std::string kernelName = name + "_kv_append" + (appendCount ? std::to_string(appendCount + 1) : "");
       ++appendCount;
       FailureOr<Value> status =
           pb.launchKvAppend(append, kernelName, suffix, mapped[append.getKey()], mapped[append.getValue()], kCache,
@@ -338,7 +343,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       mapped[varlen.getOutput()] = out;
       mapped[varlen.getLse()] = lse;
       std::string kernelName = name + "_varlen" + (attentionCount ? std::to_string(attentionCount) : "");
-      std::string suffix = attentionCount ? std::to_string(attentionCount + 1) : "";
+      std::string suffix = suffixes.lookup(varlen);
       ++attentionCount;
       if (failed(pb.launchVarlen(varlen, kernelName, suffix, q, mapped[varlen.getKey()], mapped[varlen.getValue()],
                                  mapped[varlen.getCuSeqlensQ()], mapped[varlen.getCuSeqlensK()], out, lse)))

@@ -75,9 +75,12 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
-      // Decode attention and the cache append are inference only: a function with one has no backward.
+      // Decode attention and the cache append are inference only: a function with one has no backward (nor,
+      // until its kernels exist, one with a mixture of experts: flash-tile refuses it).
       bool decodes = false;
-      func.walk([&](Operation *op) { decodes |= llvm::isa<flash::DecodeAttentionOp, flash::KvAppendOp>(op); });
+      func.walk([&](Operation *op) {
+        decodes |= llvm::isa<flash::DecodeAttentionOp, flash::KvAppendOp, flash::MoeOp>(op);
+      });
       if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
           !func.isExternal() && hasFusedOps(func) && !decodes)
         funcs.push_back(func);

@@ -20,7 +20,7 @@ bool hasFusedOps(func::FuncOp func) {
   bool found = false;
   func.walk([&](Operation *op) {
     if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
-                  flash::KvAppendOp>(op))
+                  flash::KvAppendOp, flash::MoeOp>(op))
       found = true;
   });
   return found;
@@ -367,13 +367,36 @@ Activation toTileActivation(flash::Activation activation) {
   return Activation::Identity;
 }
 
+llvm::DenseMap<Operation *, std::string> attentionSuffixes(Block &body) {
+  llvm::DenseMap<Operation *, std::string> suffix;
+  unsigned count = 0;
+  SmallVector<flash::KvAppendOp> feeding;  // appends a decode reads: named after that decode
+  for (Operation &op : body) {
+    if (auto append = llvm::dyn_cast<flash::KvAppendOp>(op))
+      if (llvm::any_of(append->getUsers(), [](Operation *user) { return llvm::isa<flash::DecodeAttentionOp>(user); })) {
+        feeding.push_back(append);
+        continue;
+      }
+    if (llvm::isa<flash::AttentionOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp, flash::KvAppendOp>(op))
+      suffix[&op] = count++ ? std::to_string(count) : "";
+  }
+  for (flash::KvAppendOp append : feeding)
+    for (Operation *user : append->getUsers())
+      if (llvm::isa<flash::DecodeAttentionOp>(user)) {
+        suffix[append] = suffix[user];
+        break;
+      }
+  return suffix;
+}
+
 llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
   llvm::DenseMap<Value, ValueLabel> labels;
+  llvm::DenseMap<Operation *, std::string> suffixes = attentionSuffixes(body);
   auto label = [&](Value v, const std::string &name, ArrayRef<std::string> symbols) {
     if (v && !labels.count(v))
       labels[v] = {name, dimSymbols(v.getType(), symbols)};
   };
-  unsigned attentionOps = 0, ffnOps = 0, appendOps = 0;
+  unsigned ffnOps = 0;
   // A KV cache's operands (decode, append): k_cache / v_cache over pages (paged) or [B, Hkv, S, D], the block
   // table [B, W], cache_seqlens [B].
   auto labelCache = [&](auto op, const std::string &sfx) {
@@ -390,8 +413,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
   };
   for (Operation &op : body) {
     if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
-      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
-      ++attentionOps;
+      std::string sfx = suffixes.lookup(&op);
       std::string b = "B" + sfx, sq = "Sq" + sfx, sk = "Sk" + sfx;
       label(attention.getQuery(), "q" + sfx, {b, "", sq, ""});
       label(attention.getKey(), "k" + sfx, {b, "", sk, ""});
@@ -417,25 +439,22 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
         label(tensor, name, symbols);
       }
     } else if (auto decode = llvm::dyn_cast<flash::DecodeAttentionOp>(op)) {
-      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
-      ++attentionOps;
+      std::string sfx = suffixes.lookup(&op);
       std::string b = "B" + sfx;
       label(decode.getQuery(), "q" + sfx, {b, "", "", ""});
       labelCache(decode, sfx);
       label(decode.getOutput(), "out" + sfx, {b, "", "", ""});
       label(decode.getLse(), "lse" + sfx, {b, "", ""});
     } else if (auto append = llvm::dyn_cast<flash::KvAppendOp>(op)) {
-      // The caches share decode's names and size symbols (an append feeds the decode after it); its new rows
-      // are k_new, v_new [B, Hkv, T, D] (T dynamic or not).
-      std::string sfx = appendOps ? std::to_string(appendOps + 1) : "";
-      ++appendOps;
+      // An append that feeds a decode shares its names and size symbols (one cache); its new rows are k_new,
+      // v_new [B, Hkv, T, D] (T dynamic or not).
+      std::string sfx = suffixes.lookup(&op);
       std::string b = "B" + sfx;
       label(append.getKey(), "k_new" + sfx, {b, "", "T" + sfx, ""});
       label(append.getValue(), "v_new" + sfx, {b, "", "T" + sfx, ""});
       labelCache(append, sfx);
     } else if (auto varlen = llvm::dyn_cast<flash::VarlenAttentionOp>(op)) {
-      std::string sfx = attentionOps ? std::to_string(attentionOps + 1) : "";
-      ++attentionOps;
+      std::string sfx = suffixes.lookup(&op);
       std::string tq = "Tq" + sfx, tk = "Tk" + sfx;
       label(varlen.getQuery(), "q" + sfx, {tq, "", ""});
       label(varlen.getKey(), "k" + sfx, {tk, "", ""});

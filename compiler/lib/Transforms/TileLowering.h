@@ -106,6 +106,12 @@ struct ValueLabel {
 /// symbols with n, so unrelated ops never share a symbol. First label wins.
 llvm::DenseMap<mlir::Value, ValueLabel> labelFusedValues(mlir::Block &body);
 
+/// The name suffix ("", "2", "3", ...) of each attention, decode, packed-sequences or cache-append op of `body`
+/// (one numbering, in order), so that no two ops share a tensor name or a size symbol; an append whose caches a
+/// decode reads takes that decode's suffix (one cache, one set of names). labelFusedValues and the workspaces'
+/// names both use it.
+llvm::DenseMap<mlir::Operation *, std::string> attentionSuffixes(mlir::Block &body);
+
 /// Checks that `type` can be a tile-program tensor (ranked, rank 1-4,
 /// bf16/f16/f32, or i32: a mask modifier's tensors); reports on `op` naming
 /// `what` otherwise.

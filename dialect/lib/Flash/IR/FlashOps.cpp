@@ -522,6 +522,49 @@ LogicalResult AttentionOp::verify() {
 // FfnOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult MoeOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType inputType = getInput().getType();
+  if (failed(checkRank(op, "input", inputType, 2, 2, "[T, d]")))
+    return failure();
+  auto checkWeight = [&](StringRef name, RankedTensorType type, int64_t rank, StringRef symbolic) -> LogicalResult {
+    if (failed(checkRank(op, name, type, rank, rank, symbolic)) ||
+        failed(checkSameElementType(op, name, type, "input", inputType)))
+      return failure();
+    if (!type.hasStaticShape())
+      return op->emitOpError() << name << " must have a static shape " << symbolic << ", got " << type;
+    return success();
+  };
+  int64_t modelDim = inputType.getDimSize(1);
+  if (failed(checkWeight("router", getRouter().getType(), 2, "[d, E]")) ||
+      failed(checkShape(op, "router", getRouter().getType(), {modelDim, kAnySize}, "[d, E]")))
+    return failure();
+  modelDim = getRouter().getType().getDimSize(0);
+  int64_t experts = getExperts();
+  if (failed(checkWeight("w1", getW1().getType(), 3, "[E, d, h]")) ||
+      failed(checkShape(op, "w1", getW1().getType(), {experts, modelDim, kAnySize}, "[E, d, h]")))
+    return failure();
+  int64_t hiddenDim = getHiddenDim();
+  if (TypedValue<RankedTensorType> up = getWUp())
+    if (failed(checkWeight("w_up", up.getType(), 3, "[E, d, h]")) ||
+        failed(checkShape(op, "w_up", up.getType(), {experts, modelDim, hiddenDim}, "[E, d, h]")))
+      return failure();
+  if (failed(checkWeight("w2", getW2().getType(), 3, "[E, h, d_out]")) ||
+      failed(checkShape(op, "w2", getW2().getType(), {experts, hiddenDim, kAnySize}, "[E, h, d_out]")))
+    return failure();
+  if (failed(checkShape(op, "result", getResult().getType(), {inputType.getDimSize(0), getOutputDim()},
+                        "[T, d_out]")) ||
+      failed(checkSameElementType(op, "result", getResult().getType(), "input", inputType)))
+    return failure();
+  if (experts <= 0 || modelDim <= 0 || hiddenDim <= 0 || getOutputDim() <= 0)
+    return emitOpError() << "sizes must be positive, got E = " << experts << ", d = " << modelDim << ", h = "
+                         << hiddenDim << ", d_out = " << getOutputDim();
+  int64_t topK = static_cast<int64_t>(getTopK());
+  if (topK < 1 || topK > experts)
+    return emitOpError() << "top_k = " << topK << " must be in [1, E = " << experts << "]";
+  return success();
+}
+
 LogicalResult FfnOp::verify() {
   Operation *op = getOperation();
   RankedTensorType inputType = getInput().getType();

@@ -33,6 +33,12 @@ def Flash_Activation : I32EnumAttr<"Activation", "FFN activation function", [
   let cppNamespace = "::mlir::flash";
 }
 
+def Flash_MoeGating : I32EnumAttr<"MoeGating", "how a mixture of experts scores its router logits", [
+    I32EnumAttrCase<"Softmax", 0, "softmax">,
+    I32EnumAttrCase<"Sigmoid", 1, "sigmoid">]> {
+  let cppNamespace = "::mlir::flash";
+}
+
 //===----------------------------------------------------------------------===//
 // #flash.mask
 //===----------------------------------------------------------------------===//

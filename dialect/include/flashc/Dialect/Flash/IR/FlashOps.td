@@ -568,4 +568,54 @@ def Flash_FfnOp : Flash_Op<"ffn", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Flash_MoeOp : Flash_Op<"moe"> {
+  let summary = "mixture-of-experts FFN: a router, top-k gating and a weighted sum of expert FFNs";
+  let description = [{
+    input x [T, d]; router [d, E]; w1 [E, d, h] (the gate projection when
+    `up` is given); w_up [E, d, h] (optional: gated experts); w2 [E, h, d_out];
+    result y [T, d_out]. One element type for all; d, h, d_out and E static.
+
+    For each token t (row of x), with FFN_e expert e's flash.ffn (no biases):
+      logits = x_t · router                            (E values)
+      s      = softmax(logits) | sigmoid(logits)       (`gating`)
+      K      = the top_k experts by s (ties: the lower expert index first)
+      w_e    = s_e, divided by sum_{e' in K} s_e' when `renormalize`
+      y_t    = sum_{e in K} w_e · FFN_e(x_t)
+    FFN_e(x) = act(x · w1[e]) · w2[e], or (act(x · w1[e]) ⊙ (x · w_up[e])) ·
+    w2[e] gated. Every token goes to its top_k experts (dropless: no
+    capacity); an expert may receive no token.
+
+    ```mlir
+    %y = flash.moe silu %x, %router, %w_gate up %w_up, %w_down top_k = 2 gating = softmax renormalize
+        : (tensor<?x4096xbf16>, tensor<4096x8xbf16>, tensor<8x4096x14336xbf16>, tensor<8x4096x14336xbf16>,
+           tensor<8x14336x4096xbf16>) -> tensor<?x4096xbf16>
+    ```
+    No tile lowering yet (issue #23): flash-tile refuses a function with one;
+    the graph evaluator computes it (the float64 reference, reference/moe.h).
+  }];
+  let arguments = (ins
+    Flash_Activation:$activation,
+    Flash_FloatTensor:$input,
+    Flash_FloatTensor:$router,
+    Flash_FloatTensor:$w1,
+    Optional<Flash_FloatTensor>:$w_up,
+    Flash_FloatTensor:$w2,
+    I64Attr:$top_k,
+    Flash_MoeGating:$gating,
+    UnitAttr:$renormalize);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $router `,` $w1 (`up` $w_up^)? `,` $w2 `top_k` `=` $top_k `gating` `=` $gating
+    (`renormalize` $renormalize^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isGated() { return static_cast<bool>(getWUp()); }
+    int64_t getExperts() { return getRouter().getType().getDimSize(1); }
+    int64_t getModelDim() { return getW1().getType().getDimSize(1); }
+    int64_t getHiddenDim() { return getW1().getType().getDimSize(2); }
+    int64_t getOutputDim() { return getW2().getType().getDimSize(2); }
+  }];
+}
+
 #endif // FLASHC_DIALECT_FLASH_IR_FLASHOPS_TD
