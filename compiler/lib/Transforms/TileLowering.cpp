@@ -239,7 +239,6 @@ FailureOr<Value> ProgramBuilder::launchKvAppend(flash::KvAppendOp op, StringRef 
 
 LogicalResult ProgramBuilder::launchVarlen(flash::VarlenAttentionOp op, StringRef baseName, StringRef suffix,
                                            Value q, Value k, Value v, Value cuQ, Value cuK, Value out, Value lse) {
-  MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   if (target.sharedMemoryPerBlock < 200000)
     return op.emitError() << "flash-tile: flash.varlen_attention needs a Hopper target (sm_90a: TMA loads of the "
