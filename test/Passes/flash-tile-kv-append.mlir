@@ -95,3 +95,26 @@ func.func @one_cache_for_both(%k: tensor<?x2x1x64xbf16>, %kc: tensor<?x2x?x64xbf
          tensor<?xi32>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
   return %k2 : tensor<?x2x?x64xbf16>
 }
+
+// -----
+
+// An append that feeds no decode numbers its names and size symbols after the ops before it (a decode on other
+// caches here): its caches are k_cache2 over B2 and S2, its verdict status_append2, so neither op constrains the
+// other's shapes.
+// CHECK: func.func @separate_caches(
+// CHECK-SAME: {tile.dims = ["B", "", "S", ""], tile.name = "k_cache"}
+// CHECK-SAME: {tile.dims = ["B2", "", "", ""], tile.name = "k_new2"}
+// CHECK-SAME: {tile.dims = ["B2", "", "S2", ""], tile.name = "k_cache2"}
+// CHECK: tile.alloc_tensor() {tile.name = "status_append2", tile.zero_fill}
+func.func @separate_caches(%q: tensor<?x8x1x64xbf16>, %ka: tensor<?x2x?x64xbf16>, %va: tensor<?x2x?x64xbf16>,
+                           %la: tensor<?xi32>, %kn: tensor<?x2x3x64xbf16>, %vn: tensor<?x2x3x64xbf16>,
+                           %kb: tensor<?x2x?x64xbf16>, %vb: tensor<?x2x?x64xbf16>, %lb: tensor<?xi32>)
+    -> (tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+  %out, %lse = flash.decode_attention %q, %ka, %va, %la scale = 0.125 num_kv_heads = 2
+      : (tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>)
+      -> (tensor<?x8x1x64xbf16>, tensor<?x8x1xf32>)
+  %k2, %v2 = flash.kv_append %kn, %vn into %kb, %vb, %lb
+      : (tensor<?x2x3x64xbf16>, tensor<?x2x3x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>)
+      -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
+  return %out, %k2, %v2 : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+}
