@@ -55,19 +55,20 @@ func.func @append_then_decode(%q: tensor<?x8x2x64xbf16>, %k_new: tensor<?x2x2x64
       : tensor<?x8x2x64xbf16>, tensor<?x8x2xf32>, tensor<40x16x2x64xbf16>, tensor<40x16x2x64xbf16>
 }
 
-// An append beside a decode on other caches (its own names and size symbols): out, then the appended caches.
+// An append beside a decode on other caches (its own names and size symbols; a capacity of 8 rows, so that
+// three new tokens fit at every --dynamic-size): out, then the appended caches.
 // CHECK: @beside_a_decode forward result 0: max relative error {{.*}} ok
 // CHECK: @beside_a_decode forward result 1 (argument 6, written in place): max relative error 0.000e+00 {{.*}} ok
 // CHECK: @beside_a_decode forward result 2 (argument 7, written in place): max relative error 0.000e+00 {{.*}} ok
 func.func @beside_a_decode(%q: tensor<?x8x1x64xbf16>, %ka: tensor<?x2x?x64xbf16>, %va: tensor<?x2x?x64xbf16>, %la: tensor<?xi32>,
-               %kn: tensor<?x2x3x64xbf16>, %vn: tensor<?x2x3x64xbf16>, %kb: tensor<?x2x?x64xbf16>,
-               %vb: tensor<?x2x?x64xbf16>, %lb: tensor<?xi32>)
-    -> (tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+               %kn: tensor<?x2x3x64xbf16>, %vn: tensor<?x2x3x64xbf16>, %kb: tensor<?x2x8x64xbf16>,
+               %vb: tensor<?x2x8x64xbf16>, %lb: tensor<?xi32>)
+    -> (tensor<?x8x1x64xbf16>, tensor<?x2x8x64xbf16>, tensor<?x2x8x64xbf16>) {
   %out, %lse = flash.decode_attention %q, %ka, %va, %la scale = 0.125 num_kv_heads = 2
       : (tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>)
       -> (tensor<?x8x1x64xbf16>, tensor<?x8x1xf32>)
   %k2, %v2 = flash.kv_append %kn, %vn into %kb, %vb, %lb
-      : (tensor<?x2x3x64xbf16>, tensor<?x2x3x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?xi32>)
-      -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
-  return %out, %k2, %v2 : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      : (tensor<?x2x3x64xbf16>, tensor<?x2x3x64xbf16>, tensor<?x2x8x64xbf16>, tensor<?x2x8x64xbf16>, tensor<?xi32>)
+      -> (tensor<?x2x8x64xbf16>, tensor<?x2x8x64xbf16>)
+  return %out, %k2, %v2 : tensor<?x8x1x64xbf16>, tensor<?x2x8x64xbf16>, tensor<?x2x8x64xbf16>
 }
