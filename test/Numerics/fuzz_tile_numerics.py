@@ -4,6 +4,10 @@ float64): random batch, heads (GQA), ragged Sq != Sk, head dims, masks
 (none, causal, sliding windows), softcap, block sizes, deterministic and S^T
 backward forms; FFN plain/gated, biases, activations, rank 2/3, fused and
 two-kernel plans. f32 everywhere, bound 1e-5 (max |tile - ref| / max |ref|).
+Inference attention (every third case): decode over a contiguous or paged
+cache, with or without the new tokens' append; the append alone; packed
+variable-length sequences with their backward. bf16 / f16 (their kernels'
+types), bound 2e-2.
 
 usage: fuzz_tile_numerics.py --runner PATH/flash-run-tile [--seed N] [--cases N]
 Prints one line per failing case and a final "N cases, M failed" line; exits
@@ -79,6 +83,75 @@ def ffn_case(rng):
     return spec, opts
 
 
+def _t(shape, elem):
+    return "tensor<" + "x".join(str(s) for s in shape) + "x" + elem + ">"
+
+
+def inference_case(rng):
+    """(spec, options, backward?, tolerance): a decode step (maybe appending first), an append alone, or packed
+    sequences. Sizes through --dynamic-size n (the batch; a contiguous cache's capacity is static)."""
+    elem = rng.choice(["bf16", "f16"])
+    n = rng.randint(1, 7)
+    kind = rng.choice(["decode", "decode", "append", "varlen"])
+    opts = [f"--dynamic-size={n}"]
+    if kind == "varlen":
+        hkv = rng.choice([1, 2])
+        hq = hkv * rng.choice([1, 2, 3])
+        d = rng.choice([64, 128])
+        dv = rng.choice([d, 64])
+        seqs = rng.randint(1, 6)
+        tq, tk = rng.randint(1, 260), rng.randint(1, 260)
+        kind_mask = rng.choice(["none", "causal", "window"])
+        mask = {"none": "#flash.mask<none>", "causal": "#flash.mask<causal>",
+                "window": f"#flash.mask<sliding_window, left = {rng.choice([0, 7, 40])}, right = "
+                          f"{rng.choice([0, 3])}>"}[kind_mask]
+        backward = dv == d and rng.random() < 0.6
+        softcap = " softcap = 20.0" if not backward and rng.random() < 0.3 else ""
+        q, k, v = _t([tq, hq, d], elem), _t([tk, hkv, d], elem), _t([tk, hkv, dv], elem)
+        o, lse, cu = _t([tq, hq, dv], elem), _t([hq, tq], "f32"), _t([seqs + 1], "i32")
+        spec = (f"func.func @f(%q: {q}, %k: {k}, %v: {v}, %cq: {cu}, %ck: {cu}) -> ({o}, {lse}) {{\n"
+                f"  %o, %l = flash.varlen_attention %q, %k, %v, %cq, %ck scale = {1 / math.sqrt(d)!r} mask = {mask}"
+                f"{softcap} num_kv_heads = {hkv}\n      : ({q}, {k}, {v}, {cu}, {cu}) -> ({o}, {lse})\n"
+                f"  return %o, %l : {o}, {lse}\n}}\n")
+        return spec, opts, backward, 2e-2
+    hkv = rng.choice([1, 2, 4])
+    d = rng.choice([64, 128])
+    dv = rng.choice([d, 64])
+    tokens = rng.choice([1, 2, 3, 5])  # (the append's blocks take 4)
+    page = rng.choice([0, 16, 32])
+    width = rng.randint(1, 3)  # pages a sequence
+    # A paged cache with enough pages that no two sequences share one (their appends write distinct rows).
+    if page:
+        kc, vc = _t([n * width + 2, page, hkv, d], elem), _t([n * width + 2, page, hkv, dv], elem)
+        table_arg, table_type, table_op, page_attr = f", %t: {_t(['?', width], 'i32')}", \
+            f", {_t(['?', width], 'i32')}", " block_table %t", f" page_size = {page}"
+        capacity = width * page
+    else:
+        capacity = rng.randint(tokens, 70)
+        kc, vc = _t(["?", hkv, capacity, d], elem), _t(["?", hkv, capacity, dv], elem)
+        table_arg = table_type = table_op = page_attr = ""
+    kn, vn = _t(["?", hkv, tokens, d], elem), _t(["?", hkv, tokens, dv], elem)
+    append = (f"  %k2, %v2 = flash.kv_append %kn, %vn into %k, %v, %lens{page_attr}{table_op}\n"
+              f"      : ({kn}, {vn}, {kc}, {vc}, tensor<?xi32>{table_type}) -> ({kc}, {vc})\n")
+    new_args = f"%kn: {kn}, %vn: {vn}, "
+    if kind == "append":
+        spec = (f"func.func @f({new_args}%k: {kc}, %v: {vc}, %lens: tensor<?xi32>{table_arg}) -> ({kc}, {vc}) {{\n"
+                f"{append}  return %k2, %v2 : {kc}, {vc}\n}}\n")
+        return spec, opts, False, 2e-2
+    hq = hkv * rng.choice([1, 2, 4])
+    appending = rng.random() < 0.5
+    causal = " causal" if rng.random() < 0.7 else ""
+    q, o, lse = _t(["?", hq, tokens, d], elem), _t(["?", hq, tokens, dv], elem), _t(["?", hq, tokens], "f32")
+    caches = "%k2, %v2" if appending else "%k, %v"
+    spec = (f"func.func @f(%q: {q}, {new_args if appending else ''}%k: {kc}, %v: {vc}, %lens: tensor<?xi32>"
+            f"{table_arg}) -> ({o}, {lse}) {{\n{append if appending else ''}"
+            f"  %o, %l = flash.decode_attention %q, {caches}, %lens{table_op} scale = {1 / math.sqrt(d)!r}{causal}"
+            f"{page_attr} num_kv_heads = {hkv}\n"
+            f"      : ({q}, {kc}, {vc}, tensor<?xi32>{table_type}) -> ({o}, {lse})\n"
+            f"  return %o, %l : {o}, {lse}\n}}\n")
+    return spec, opts, False, 2e-2
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", required=True)
@@ -90,10 +163,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.mlir")
         for case in range(args.cases):
-            spec, opts = (attention_case if case % 2 == 0 else ffn_case)(rng)
+            if case % 3 == 2:
+                spec, opts, backward, tolerance = inference_case(rng)
+            else:
+                spec, opts = (attention_case if case % 3 == 0 else ffn_case)(rng)
+                backward, tolerance = True, 1e-5
             with open(path, "w") as f:
                 f.write(spec)
-            cmd = [args.runner, path, "--backward", "--tolerance=1e-5", f"--seed={case}"] + opts
+            cmd = [args.runner, path, f"--tolerance={tolerance}", f"--seed={case}"] + opts
+            if backward:
+                cmd.append("--backward")
             run = subprocess.run(cmd, capture_output=True, text=True)
             if run.returncode != 0:
                 failed += 1
