@@ -552,6 +552,73 @@ void testMoe() {
   check(std::fabs(y[0] - (0.5 * 1 * 2 * 2 + 0.5 * 2 * 2 * 2)) < 1e-12, "moe: gated experts", std::to_string(y[0]));
 }
 
+// moeBackward against central differences of L = sum(y · dy) on random cases whose routing is the same at every
+// perturbed point (the top-k choice has no gradient): softmax and sigmoid gating, renormalised or not, gated or
+// plain experts.
+void testMoeBackwardCase(const std::string &name, MoeGating gating, bool renormalize, bool gated, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  MoeShape s{5, 4, 3, 2, 4, 2};
+  auto fill = [&](std::vector<double> &v, size_t n) {
+    v.resize(n);
+    for (double &x : v) x = u(rng);
+  };
+  std::vector<double> x, router, w1, wUp, w2, dy;
+  fill(x, s.tokens * s.model), fill(router, s.model * s.experts), fill(w1, s.experts * s.model * s.hidden);
+  fill(wUp, s.experts * s.model * s.hidden), fill(w2, s.experts * s.hidden * s.out), fill(dy, s.tokens * s.out);
+  const double *up = gated ? wUp.data() : nullptr;
+  auto routing = [&]() {
+    std::vector<MoeRoute> routes;
+    std::vector<double> y(s.tokens * s.out);
+    moeForward(s, Activation::GeluTanh, gating, renormalize, router.data(), w1.data(), up, w2.data(), x.data(),
+               y.data(), &routes);
+    std::vector<int64_t> chosen;
+    for (const MoeRoute &r : routes) chosen.insert(chosen.end(), r.experts.begin(), r.experts.end());
+    return chosen;
+  };
+  auto loss = [&]() {
+    std::vector<double> y(s.tokens * s.out);
+    moeForward(s, Activation::GeluTanh, gating, renormalize, router.data(), w1.data(), up, w2.data(), x.data(),
+               y.data());
+    double l = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+    return l;
+  };
+  std::vector<double> dx(x.size()), dRouter(router.size()), dw1(w1.size()), dwUp(wUp.size()), dw2(w2.size());
+  MoeGradients g{dx.data(), dRouter.data(), dw1.data(), gated ? dwUp.data() : nullptr, dw2.data()};
+  moeBackward(s, Activation::GeluTanh, gating, renormalize, router.data(), w1.data(), up, w2.data(), x.data(),
+              dy.data(), g);
+  const std::vector<int64_t> base = routing();
+  const double h = 1e-6;
+  double worst = 0.0;
+  bool stable = true;
+  auto probe = [&](std::vector<double> &param, const std::vector<double> &grad) {
+    for (size_t i = 0; i < param.size(); ++i) {
+      double keep = param[i];
+      param[i] = keep + h;
+      double plus = loss();
+      stable &= routing() == base;
+      param[i] = keep - h;
+      double minus = loss();
+      stable &= routing() == base;
+      param[i] = keep;
+      worst = std::max(worst, std::fabs((plus - minus) / (2 * h) - grad[i]));
+    }
+  };
+  probe(x, dx), probe(router, dRouter), probe(w1, dw1), probe(w2, dw2);
+  if (gated) probe(wUp, dwUp);
+  check(stable, "moe backward " + name + ": the routing did not change under the probes (seed " +
+                    std::to_string(seed) + ")");
+  check(worst < 1e-7, "moe backward " + name + " against central differences", std::to_string(worst));
+}
+
+void testMoeBackward() {
+  testMoeBackwardCase("softmax renormalized gated", MoeGating::Softmax, true, true, 11);
+  testMoeBackwardCase("softmax plain", MoeGating::Softmax, false, false, 12);
+  testMoeBackwardCase("sigmoid renormalized", MoeGating::Sigmoid, true, false, 13);
+  testMoeBackwardCase("sigmoid gated", MoeGating::Sigmoid, false, true, 14);
+}
+
 int main() {
   testCodec();
   testIndexProgram();
@@ -560,6 +627,7 @@ int main() {
   testAttention();
   testFfn();
   testMoe();
+  testMoeBackward();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }
