@@ -433,10 +433,7 @@ class DecodeConfig:
         object.__setattr__(self, "value_head_dim", _check_heads_and_dims("decode", self, 64))
         if self.queries > 16:
             raise InvalidArgumentError("decode takes 1 to 16 new tokens a sequence, got %d" % self.queries)
-        page = self.page_size
-        if page and (page < 16 or page > 256 or page & (page - 1)):
-            raise InvalidArgumentError("page_size must be 0 (a contiguous cache) or a power of two from 16 to 256, "
-                                       "got %d" % page)
+        _check_page_size(self.page_size)
         if tuple(self.archs) != ("sm_90a",):
             raise InvalidArgumentError("decode runs on sm_90a only (TMA loads of the cache), got archs %r" % (
                 self.archs,))
@@ -489,14 +486,25 @@ class DecodeConfig:
 
     @cached_property
     def key(self):
-        dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
-        layout = "p%d" % self.page_size if self.page_size else "contig"
+        dv, layout = _cache_key_parts(self)
         return "decode_%s_h%dkv%d_d%d%s_t%d_%s_%s%s_%s" % (
             self.dtype, self.num_heads, self.num_kv_heads, self.head_dim, dv, self.queries, layout,
             "causal" if self.causal else "full", "_append" if self.append else "",
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
 
     program = "decode"
+
+
+def _check_page_size(page):
+    if page and (page < 16 or page > 256 or page & (page - 1)):
+        raise InvalidArgumentError("page_size must be 0 (a contiguous cache) or a power of two from 16 to 256, "
+                                   "got %d" % page)
+
+
+def _cache_key_parts(config):
+    """A cache config's key pieces: the value head dim when it differs ("v64", or ""), the layout ("p64", "contig")."""
+    dv = "" if config.value_head_dim == config.head_dim else "v%d" % config.value_head_dim
+    return dv, "p%d" % config.page_size if config.page_size else "contig"
 
 
 def _cache_types(t, hkv, d, dv, page_size):
@@ -538,10 +546,7 @@ class KvAppendConfig:
             if not isinstance(d, int) or d <= 0 or d % 8:
                 raise InvalidArgumentError("kv_append %s must be a positive multiple of 8, got %r" % (name, d))
         object.__setattr__(self, "value_head_dim", dv)
-        page = self.page_size
-        if page and (page < 16 or page > 256 or page & (page - 1)):
-            raise InvalidArgumentError("page_size must be 0 (a contiguous cache) or a power of two from 16 to 256, "
-                                       "got %d" % page)
+        _check_page_size(self.page_size)
         object.__setattr__(self, "archs", tuple(self.archs))
 
     def spec_text(self):
@@ -565,8 +570,7 @@ class KvAppendConfig:
 
     @cached_property
     def key(self):
-        dv = "" if self.value_head_dim == self.head_dim else "v%d" % self.value_head_dim
-        layout = "p%d" % self.page_size if self.page_size else "contig"
+        dv, layout = _cache_key_parts(self)
         return "kv_append_%s_kv%d_d%d%s_%s_%s" % (
             self.dtype, self.num_kv_heads, self.head_dim, dv, layout,
             _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))

@@ -95,7 +95,9 @@ class DecodeConfigTest(unittest.TestCase):
                 import flashc
                 with flashc.Bundle(fused_dir) as bundle:
                     params = {p.name: p.direction for p in bundle.params("decode") if p.is_tensor}
-            except (ImportError, OSError, FlashcError) as e:  # no runtime library here
+            except (ImportError, OSError, FlashcError) as e:  # no runtime library here (ctest always gives one)
+                if os.environ.get("FLASHC_RUNTIME_LIB"):
+                    raise
                 params = None
                 print("runtime library not loadable (%s): program directions not checked" % e)
             if params is not None:

@@ -6,6 +6,7 @@
 #include "flashc/runtime/Arch.h"
 #include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/BundleIndex.h"
+#include "flashc/device/table_status.h"  // (the device library's verdict codes: plain C++)
 #include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/LaunchPlanCache.h"
 #include "flashc/runtime/Nvrtc.h"
@@ -826,9 +827,10 @@ Result<uint64_t> Bundle::workspaceBytes(const std::string &name, const Arguments
 }
 
 namespace {
-// The verdict of a program's on-device table check (attention_decode.cuh's DecodeStatus: code, sequence, index,
-// value; varlen.cuh's VarlenStatus: code, index, tensor, value), read after its kernels: an error in the caller's
-// terms, or success.
+using namespace flashc::device;  // TableStatus
+// The verdict of a program's on-device table check (the codes of flashc/device/table_status.h: decode's and an
+// append's code, sequence, index, value; packed sequences' code, index, tensor, value), read after its kernels: an
+// error in the caller's terms, or success.
 // The message of verdict `st` of scratch `statusName`; rows: the launch's tensors' first dims by name.
 Status verdictError(const int32_t st[4], const std::string &statusName, const std::map<std::string, int64_t> &rows);
 
@@ -876,39 +878,39 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
   };
   const std::string pages = firstDim("k_cache" + suffix);
   switch (st[0]) {
-  case 0:
+  case kTableOk:
     return Status();
-  case 1:
+  case kSeqlenNegative:
     return makeError(ErrorCode::InvalidArgument, "cache_seqlens[" + seq + "] = " + value + withNew +
                                                      " is negative (sequence " + seq + ")" + rejected);
-  case 2:
+  case kSeqlenOverCapacity:
     return makeError(ErrorCode::InvalidArgument,
                      "cache_seqlens[" + seq + "] = " + value + withNew + " is over the cache's " + std::to_string(st[2]) + " rows (sequence " + seq +
                          ")" + rejected);
-  case 3:
+  case kPageOutOfRange:
     return makeError(ErrorCode::InvalidArgument,
                      "block_table[" + seq + "][" + std::to_string(st[2]) + "] = " + value +
                          " is not a page of the cache (0 to " + pages + " - 1), and sequence " + seq +
                          " uses that entry" + rejected);
-  case 7:
+  case kSeqlenBelowNew:
     // An append's (kv_append.cuh): lengths count the new tokens, so each is at least T.
     return makeError(ErrorCode::InvalidArgument,
                      "cache_seqlens[" + seq + "] = " + value + withNew + " is below the " + std::to_string(st[2]) +
                          " new tokens appended (sequence " + seq +
                          "; lengths count the new tokens, which go to rows length - T ..)" + rejected);
-  case 4:
-  case 5:
-  case 6: {
-    // A packed-sequences op's offsets (varlen.cuh's VarlenStatus): index, tensor (0: cu_seqlens_q, 1: cu_seqlens_k).
+  case kOffsetsDecrease:
+  case kOffsetPastRows:
+  case kFirstOffsetNegative: {
+    // A packed-sequences op's offsets: index, tensor (0: cu_seqlens_q, 1: cu_seqlens_k).
     const bool keys = st[2] == 1;
     const std::string cu = (keys ? "cu_seqlens_k" : "cu_seqlens_q") + suffix, index = std::to_string(st[1]);
     const std::string entry = cu + "[" + index + "] = " + value;
-    if (st[0] == 4)
+    if (st[0] == kOffsetsDecrease)
       return makeError(ErrorCode::InvalidArgument, entry + " is below " + cu + "[" + std::to_string(st[1] - 1) +
                                                        "]: offsets must not decrease (sequence " +
                                                        std::to_string(st[1] - 1) +
                                                        " would have a negative length)" + rejected);
-    if (st[0] == 5) {
+    if (st[0] == kOffsetPastRows) {
       const std::string tensor = (keys ? "k" : "q") + suffix;
       return makeError(ErrorCode::InvalidArgument, entry + " is past the " + firstDim(tensor) + " rows of " + tensor +
                                                        rejected);

@@ -118,3 +118,18 @@ func.func @separate_caches(%q: tensor<?x8x1x64xbf16>, %ka: tensor<?x2x?x64xbf16>
       -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
   return %out, %k2, %v2 : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
 }
+
+// -----
+
+// An append into the caches another append made: in place needs a cache the caller passed (a function argument).
+func.func @chained(%k: tensor<?x2x1x64xbf16>, %v: tensor<?x2x1x64xbf16>, %kc: tensor<?x2x?x64xbf16>,
+                   %vc: tensor<?x2x?x64xbf16>, %lens: tensor<?xi32>) -> tensor<?x2x?x64xbf16> {
+  %k2, %v2 = flash.kv_append %k, %v into %kc, %vc, %lens
+      : (tensor<?x2x1x64xbf16>, tensor<?x2x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>,
+         tensor<?xi32>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
+  // expected-error @+1 {{flash-tile: the key cache of flash.kv_append must be an argument of the function (the program writes it in place)}}
+  %k3, %v3 = flash.kv_append %k, %v into %k2, %v2, %lens
+      : (tensor<?x2x1x64xbf16>, tensor<?x2x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>,
+         tensor<?xi32>) -> (tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>)
+  return %k3 : tensor<?x2x?x64xbf16>
+}

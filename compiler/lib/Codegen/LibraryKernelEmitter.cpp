@@ -77,11 +77,7 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   KernelRole role = spec.getRole();
   bool paged = spec.isPaged();
   // A kernel read from a file may carry any signature: the role's tensor count, or an error.
-  size_t want = role == KernelRole::DecodeCheck     ? 3 + paged
-                : role == KernelRole::DecodeSplit   ? 9 + paged
-                : role == KernelRole::KvAppendCheck ? 4 + paged
-                : role == KernelRole::KvAppend      ? 6 + paged
-                                                    : 5;
+  size_t want = spec.tensorCount();
   if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
       !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)

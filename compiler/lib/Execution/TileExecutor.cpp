@@ -10,6 +10,7 @@
 #include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Common/ScoreFunction.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/device/table_status.h"  // (the kernels' verdict codes, mirrored here)
 #include "flashc/reference/activations.h"
 #include "flashc/reference/codec.h"
 
@@ -25,6 +26,7 @@
 
 using namespace mlir;
 using namespace mlir::tile;
+using namespace flashc::device;  // TableStatus
 
 namespace flashc {
 
@@ -437,17 +439,6 @@ static int64_t floorDiv(int64_t a, int64_t b) {
 static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 
 
-/// The codes of a table check's status [code, ...] (attention_decode.cuh's DecodeStatus, varlen.cuh's
-/// VarlenStatus; the runtime names each in its error).
-enum TableStatus : int32_t {
-  kSeqlenNegative = 1,
-  kSeqlenOverCapacity = 2,
-  kPageOutOfRange = 3,
-  kOffsetsDecrease = 4,
-  kOffsetPastRows = 5,
-  kFirstOffsetNegative = 6,
-  kSeqlenBelowNew = 7,
-};
 
 /// After a failed table check the kernels set their outputs to NaN (the device library's varlen_poison_rows and
 /// decode combine); here any block of such a kernel fills the whole tensor (the same result).

@@ -19,12 +19,7 @@ namespace flashc {
 KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, DecodeSpecAttr spec,
                            ArrayRef<Type> argTypes, const TilePlan &plan) {
   MLIRContext *ctx = builder.getContext();
-  unsigned table = spec.isPaged() ? 1 : 0;
-  unsigned want = spec.getRole() == KernelRole::DecodeCheck     ? 3 + table
-                  : spec.getRole() == KernelRole::DecodeSplit   ? 9 + table
-                  : spec.getRole() == KernelRole::KvAppendCheck ? 4 + table
-                  : spec.getRole() == KernelRole::KvAppend      ? 6 + table
-                                                                : 5;
+  unsigned table = spec.isPaged() ? 1 : 0, want = spec.tensorCount();
   if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
     emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
                    << want << " tensors, got " << argTypes.size() << " arguments";

@@ -17,11 +17,7 @@ KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, Var
                            ArrayRef<Type> argTypes, const TilePlan &plan) {
   MLIRContext *ctx = builder.getContext();
   KernelRole role = spec.getRole();
-  unsigned want = role == KernelRole::VarlenForward      ? 9
-                  : role == KernelRole::VarlenBackward   ? 13
-                  : role == KernelRole::VarlenBwdPrepare ? 4
-                  : role == KernelRole::VarlenBwdFinish  ? 3
-                                                         : 6;
+  unsigned want = spec.tensorCount();
   if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
     emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
                    << want << " tensors, got " << argTypes.size() << " arguments";

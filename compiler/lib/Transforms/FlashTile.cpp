@@ -244,9 +244,9 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   // decode's: lengths in [T, capacity], the pages below them), or null.
   auto checkedByAppend = [&](flash::DecodeAttentionOp decode) -> Value {
     auto append = decode.getKeyCache().getDefiningOp<flash::KvAppendOp>();
-    if (!append || decode.getValueCache().getDefiningOp() != append.getOperation() ||
-        decode.getKeyCache() != append.getNewKeyCache() || decode.getValueCache() != append.getNewValueCache() ||
-        decode.getCacheSeqlens() != append.getCacheSeqlens() || decode.getBlockTable() != append.getBlockTable())
+    if (!append || decode.getKeyCache() != append.getNewKeyCache() ||
+        decode.getValueCache() != append.getNewValueCache() || decode.getCacheSeqlens() != append.getCacheSeqlens() ||
+        decode.getBlockTable() != append.getBlockTable())
       return Value();
     return appendStatus.lookup(append);
   };

@@ -166,6 +166,38 @@ LogicalResult DecodeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+unsigned DecodeSpecAttr::tensorCount() const {
+  unsigned table = isPaged() ? 1 : 0;
+  switch (getRole()) {
+  case KernelRole::DecodeCheck: // k_cache, cache_seqlens, [block_table], status
+    return 3 + table;
+  case KernelRole::DecodeSplit: // q, k, v, lens, [table], out, lse, o_part, lse_part, status
+    return 9 + table;
+  case KernelRole::KvAppendCheck: // key, k_cache, cache_seqlens, [block_table], status
+    return 4 + table;
+  case KernelRole::KvAppend: // key, value, k_cache, v_cache, cache_seqlens, [block_table], status
+    return 6 + table;
+  default: // the combine: o_part, lse_part, out, lse, status
+    return 5;
+  }
+}
+
+unsigned VarlenSpecAttr::tensorCount() const {
+  switch (getRole()) {
+  case KernelRole::VarlenPlan:    // cu_q, cu_k, q, k, map, status
+  case KernelRole::VarlenKeyPlan:
+    return 6;
+  case KernelRole::VarlenForward: // q, k, v, cu_q, cu_k, tile_map, status, out, lse
+    return 9;
+  case KernelRole::VarlenBwdPrepare: // out, dout, delta, dq_accum
+    return 4;
+  case KernelRole::VarlenBackward: // q, k, v, dout, lse, delta, dq_accum, dk, dv, cu_q, cu_k, key_map, status
+    return 13;
+  default: // the finish: dq_accum, status, dq
+    return 3;
+  }
+}
+
 LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t headDim,
                                      int64_t valueDim, int64_t group, int64_t blockM, int64_t windowLeft,
                                      int64_t windowRight, FloatAttr scale, FloatAttr softcap, TypeAttr elementType) {

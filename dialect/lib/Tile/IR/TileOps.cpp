@@ -277,24 +277,7 @@ LogicalResult DecodeBlockOp::verify() {
   auto spec = kernel ? llvm::dyn_cast_or_null<DecodeSpecAttr>(kernel.getSpecAttr()) : DecodeSpecAttr();
   if (!spec)
     return emitOpError() << "must be in a tile.kernel with a #tile.decode spec";
-  unsigned table = spec.isPaged() ? 1 : 0, want = 0;
-  switch (spec.getRole()) {
-  case KernelRole::DecodeCheck:
-    want = 3 + table;
-    break;
-  case KernelRole::DecodeSplit:
-    want = 9 + table;
-    break;
-  case KernelRole::KvAppendCheck:
-    want = 4 + table;
-    break;
-  case KernelRole::KvAppend:
-    want = 6 + table;
-    break;
-  default:
-    want = 5;
-    break;
-  }
+  unsigned want = spec.tensorCount();
   if (getTensors().size() != want)
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
                          << (spec.isPaged() ? " (a paged cache: the block table included)" : "") << ", got "
@@ -307,25 +290,7 @@ LogicalResult VarlenBlockOp::verify() {
   auto spec = kernel ? llvm::dyn_cast_or_null<VarlenSpecAttr>(kernel.getSpecAttr()) : VarlenSpecAttr();
   if (!spec)
     return emitOpError() << "must be in a tile.kernel with a #tile.varlen spec";
-  unsigned want = 0;
-  switch (spec.getRole()) {
-  case KernelRole::VarlenPlan:
-  case KernelRole::VarlenKeyPlan:
-    want = 6;
-    break;
-  case KernelRole::VarlenForward:
-    want = 9;
-    break;
-  case KernelRole::VarlenBwdPrepare:
-    want = 4;
-    break;
-  case KernelRole::VarlenBackward:
-    want = 13;
-    break;
-  default:
-    want = 3;
-    break;
-  }
+  unsigned want = spec.tensorCount();
   if (getTensors().size() != want)
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors, got "
                          << getTensors().size();

@@ -29,6 +29,7 @@
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/mma.cuh"
 #include "flashc/device/panel.cuh"
+#include "flashc/device/table_status.h"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
@@ -36,15 +37,7 @@
 namespace flashc {
 namespace device {
 
-// The verdict of attention_decode_check (int32 status[4]): code, sequence, index, value. Code 0 = good.
-enum DecodeStatus : int {
-  kDecodeOk = 0,
-  kDecodeSeqlenNegative = 1,   // cache_seqlens[seq] < 0
-  kDecodeSeqlenOverCapacity = 2,  // cache_seqlens[seq] > the cache's capacity (index: the capacity)
-  kDecodePageOutOfRange = 3,   // block_table[seq][index] = value is not a page id
-  // (4-6: varlen.cuh's offsets)
-  kDecodeSeqlenBelowNew = 7,   // cache_seqlens[seq] < the T new tokens an append writes (index: T)
-};
+// The check's verdict: status[4] = (code, sequence, index, value), the codes of table_status.h.
 
 template <class Config>
 struct AttentionDecodePlan {
@@ -109,15 +102,15 @@ __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens,
     }
   };
   if (seqlen < 0) {
-    if (threadIdx.x == 0) report(kDecodeSeqlenNegative, 0, seqlen);
+    if (threadIdx.x == 0) report(kSeqlenNegative, 0, seqlen);
     return;
   }
   if (seqlen > capacity) {
-    if (threadIdx.x == 0) report(kDecodeSeqlenOverCapacity, capacity, seqlen);
+    if (threadIdx.x == 0) report(kSeqlenOverCapacity, capacity, seqlen);
     return;
   }
   if (seqlen < min_len) {
-    if (threadIdx.x == 0) report(kDecodeSeqlenBelowNew, min_len, seqlen);
+    if (threadIdx.x == 0) report(kSeqlenBelowNew, min_len, seqlen);
     return;
   }
   if constexpr (kPageSize > 0) {
@@ -125,7 +118,7 @@ __device__ __forceinline__ void attention_decode_check(const TensorArg& seqlens,
     const int used = (seqlen + kPageSize - 1) / kPageSize;
     for (int i = threadIdx.x; i < used; i += blockDim.x) {
       const int page = table[i * block_table.stride[1]];
-      if (page < 0 || page >= pages) report(kDecodePageOutOfRange, i, page);
+      if (page < 0 || page >= pages) report(kPageOutOfRange, i, page);
     }
   }
 }
@@ -175,7 +168,7 @@ __device__ __forceinline__ void attention_decode_split(const TmaDescriptor& k_ma
   // Launched programmatically: everything above overlapped the check (or an append before this op); from here on
   // its verdict and the caches it may have written are visible.
   grid_dependency_wait();
-  if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) return;  // a bad table: nothing read or written
+  if (*reinterpret_cast<const volatile int*>(status) != kTableOk) return;  // a bad table: nothing read or written
 
   if (warp == Plan::kConsumers) {  // ---- producer: TMA loads of K and V tiles into the ring ----
     if (lane == 0) {
@@ -436,7 +429,7 @@ __device__ __forceinline__ void attention_decode_combine(const TensorArg& o_part
   const int splits = static_cast<int>(o_part.shape[1]);
   const int qrow = blockIdx.x, b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   grid_dependency_wait();  // (launched programmatically after the split)
-  if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) {  // a bad table: this row's out and lse NaN
+  if (*reinterpret_cast<const volatile int*>(status) != kTableOk) {  // a bad table: this row's out and lse NaN
     const int h = qrow / Plan::kQueries, tok = qrow % Plan::kQueries;
     T* dst = static_cast<T*>(out.data) + b * out.stride[0] + h * out.stride[1] + tok * out.stride[2];
     for (int c = threadIdx.x; c < Dv; c += blockDim.x) dst[c] = from_float<T>(__int_as_float(0x7fffffff));

@@ -76,7 +76,7 @@ __device__ __forceinline__ void kv_append(const TensorArg& key, const TensorArg&
                                           const TensorArg& block_table, const int* status) {
   grid_dependency_wait();  // (launched programmatically after the check: its verdict from here on)
   launch_dependents();     // the decode's split may start its prologue; it waits for these rows
-  if (*reinterpret_cast<const volatile int*>(status) != kDecodeOk) return;  // a bad table: nothing written
+  if (*reinterpret_cast<const volatile int*>(status) != kTableOk) return;  // a bad table: nothing written
   const int b = blockIdx.y, tokens = static_cast<int>(key.shape[2]);
   const int t0 = blockIdx.x * KvAppendPlan<Config>::kTokensPerBlock;
   if (t0 >= tokens) return;

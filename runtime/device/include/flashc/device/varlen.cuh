@@ -15,6 +15,7 @@
 //     sequence's length, queries never stored; V's cleared, attention_fwd_ws.cuh), rows past T are zero-filled.
 #pragma once
 #include "flashc/device/panel.cuh"
+#include "flashc/device/table_status.h"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
@@ -23,14 +24,8 @@
 namespace flashc {
 namespace device {
 
-// The verdict of attention_varlen_plan (int32 status[4]): code, index, tensor (0: cu_q, 1: cu_k), value.
-// (Decode's table check uses codes 1-3: one runtime reads both.)
-enum VarlenStatus : int {
-  kVarlenOk = 0,
-  kVarlenOffsetsDecrease = 4,  // cu[index] < cu[index - 1]: sequence index - 1 would have a negative length
-  kVarlenOffsetPastRows = 5,   // cu[index] > the packed tensor's rows
-  kVarlenFirstNegative = 6,    // cu[0] < 0
-};
+// The verdict of attention_varlen_plan (int32 status[4]): code, index, tensor (0: cu_q, 1: cu_k), value; the codes
+// of table_status.h.
 
 // A grid upper bound on the query tiles of every sequence: sum_b ceil(L_b / M) <= (T + B (M - 1)) / M.
 __host__ __device__ constexpr long long packed_tile_bound(long long rows, long long sequences, int block_m) {
@@ -60,9 +55,9 @@ __device__ __forceinline__ void attention_varlen_plan(const TensorArg& cu_q, con
     };
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const int value = offsets[i * cu.stride[0]];
-      if (i == 0 && value < 0) report(kVarlenFirstNegative, 0, value);
-      else if (i > 0 && value < offsets[(i - 1) * cu.stride[0]]) report(kVarlenOffsetsDecrease, i, value);
-      else if (value > rows) report(kVarlenOffsetPastRows, i, value);
+      if (i == 0 && value < 0) report(kFirstOffsetNegative, 0, value);
+      else if (i > 0 && value < offsets[(i - 1) * cu.stride[0]]) report(kOffsetsDecrease, i, value);
+      else if (value > rows) report(kOffsetPastRows, i, value);
     }
   };
   check(cu_q, rows_q, 0);
@@ -119,7 +114,7 @@ __device__ __forceinline__ void varlen_poison_rows(const TensorArg& t, const Ten
 }
 
 __device__ __forceinline__ bool varlen_rejected(const int* status) {
-  return *reinterpret_cast<const volatile int*>(status) != kVarlenOk;
+  return *reinterpret_cast<const volatile int*>(status) != kTableOk;
 }
 
 // The packed backward's elementwise ends, one block (128 threads) per 64 rows of one head (grid (ceil(T / 64), H)):
@@ -179,7 +174,7 @@ struct PackedQueryTiles {
     const int t = static_cast<int>(blockIdx.x);
     const int2 entry = t < tile_map.shape[0] ? static_cast<const int2*>(tile_map.data)[t] : make_int2(-1, 0);
     r.tile = QueryTile{0, static_cast<int>(blockIdx.y), -1};
-    if (entry.x < 0 || (status != nullptr && *status != kVarlenOk)) return r;
+    if (entry.x < 0 || (status != nullptr && *status != kTableOk)) return r;
     const int seq = entry.x;
     const int* cq = static_cast<const int*>(cu_q.data);
     const int* ck = static_cast<const int*>(cu_k.data);

@@ -274,6 +274,8 @@ def Tile_DecodeSpecAttr : AttrDef<Tile_Dialect, "DecodeSpec"> {
     /// Row groups of 16 rows a kv head: ceil(group · queries / 16).
     int64_t rowGroups() const { return (getGroup() * getQueries() + 15) / 16; }
     bool isPaged() const { return getPageSize() > 0; }
+    /// The tensors a kernel of this role takes (the block table counted when paged).
+    unsigned tensorCount() const;
   }];
 }
 
@@ -310,6 +312,8 @@ def Tile_VarlenSpecAttr : AttrDef<Tile_Dialect, "VarlenSpec"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
+    /// The tensors a kernel of this role takes.
+    unsigned tensorCount() const;
   }];
 }
 
