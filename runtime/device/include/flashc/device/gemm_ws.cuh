@@ -30,6 +30,12 @@
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kPingPong (optional member, default false) the ping-pong form above; A's box is 64 rows (cooperative: 128)
+//   kGrouped  (optional member, default false; gemm_ws_grouped) the expert GEMMs of a mixture of experts: A and C
+//             are the permuted rows of every expert, each expert's rows starting at a multiple of 128 (padded), B
+//             one weight an expert, [E, K, N] (kTransB: [E, N, K]; 3-D maps, box (64, rows, 1)). `groups` (int32,
+//             device) holds the 128-row blocks in use, then each block's expert: a tile loads its expert's B. Not
+//             with kTransA, kBatched or kBias. Row blocks past A's rows are never taken; an expert id outside the
+//             weights reads zeros (TMA's bounds).
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
 // Maps (box, innermost last; 128-byte swizzle): A (1,) kBlockM x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
@@ -67,6 +73,15 @@ template <class Config>
 struct PingPongOf<Config, decltype(void(Config::kPingPong))> {
   static constexpr bool value = Config::kPingPong;
 };
+// Config::kGrouped where the Config has it, else false.
+template <class Config, class = void>
+struct GroupedOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct GroupedOf<Config, decltype(void(Config::kGrouped))> {
+  static constexpr bool value = Config::kGrouped;
+};
 
 template <class Config>
 struct GemmWsPlan {
@@ -83,6 +98,10 @@ struct GemmWsPlan {
   // loop; the other forms alternate two buffers a warpgroup.
   static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
   static constexpr bool kPingPong = PingPongOf<Config>::value;
+  static constexpr bool kGrouped = GroupedOf<Config>::value;
+  static_assert(!(kGrouped && (kTransA || Config::kBatched || Config::kBias)),
+                "ws GEMM, grouped: A [rows, K] (not transposed, not batched), no bias");
+  static constexpr int kGroupRows = 128;  // grouped: each expert's rows start at a multiple of this
   // Rows a tile: both warpgroups' 64 (cooperative), or one warpgroup's (ping-pong).
   static constexpr int kBlockM = kPingPong ? 64 : 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
@@ -120,13 +139,15 @@ __device__ __forceinline__ int2 grouped_tile(int p, int tiles_m, int tiles_n, in
   return make_int2(first_m + in_group % rows, in_group / rows);
 }
 
-// The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are `const __grid_constant__`
-// parameters. a gives M and K (transposed: [K, M]), b gives N; map_b2 / bias / map_pre / map_pre2 may be unused.
+namespace detail {
+
+// The body of gemm_ws and gemm_ws_grouped (groups: the grouped form's row-block table, else unused).
 template <class Config>
-__device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
-                                        const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
-                                        const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
-                                        const TensorArg& b, const TensorArg& bias, float alpha) {
+__device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                             const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
+                                             const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2,
+                                             const TensorArg& a, const TensorArg& b, const TensorArg& bias,
+                                             const int* groups, float alpha) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
   using ATile = typename P::ATile;
@@ -141,9 +162,15 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
   constexpr bool kBatched = Config::kBatched;
   const int M = static_cast<int>(kBatched ? a.shape[1] : kTransA ? a.shape[1] : a.shape[0]);
   const int K = static_cast<int>(kBatched ? a.shape[2] : kTransA ? a.shape[0] : a.shape[1]);
-  const int N = static_cast<int>(kTransB ? b.shape[0] : b.shape[1]);
+  constexpr bool kGrouped = P::kGrouped;
+  const int N = static_cast<int>(b.shape[(kGrouped ? 1 : 0) + (kTransB ? 0 : 1)]);
   const int batches = kBatched ? static_cast<int>(a.shape[0]) : 1;
-  const int blocks_m = (M + kBlockM - 1) / kBlockM;  // row blocks of one batch
+  int blocks_m = (M + kBlockM - 1) / kBlockM;  // row blocks of one batch
+  if constexpr (kGrouped) {  // the row blocks in use (never past A's rows)
+    constexpr int kTilesPerGroupBlock = P::kGroupRows / kBlockM;
+    const int in_use = groups[0], capacity = M / P::kGroupRows;
+    blocks_m = (in_use < 0 ? 0 : in_use < capacity ? in_use : capacity) * kTilesPerGroupBlock;
+  }
   const int tiles_m = blocks_m * batches, tiles_n = (N + kBlockN - 1) / kBlockN;
   const int tiles = tiles_m * tiles_n, k_blocks = (K + kBlockK - 1) / kBlockK;
   const int warpgroup = warp_id() / 4;
@@ -174,6 +201,7 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
       for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
         const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
+        const int expert = kGrouped ? groups[1 + m0 / P::kGroupRows] : 0;
         for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
           const int k0 = kb * kBlockK;
           const unsigned full = bar(P::kBarFull + slot.stage);
@@ -190,14 +218,21 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
             tma_load_2d(as.base(), &map_a, full, k0, m0);
           }
           if constexpr (kTransB) {  // [N, K]: kBlockN rows of one 64-column panel of K
-            tma_load_2d(bs.base(), &map_b, full, k0, n0);
+            if constexpr (kGrouped)
+              tma_load_3d(bs.base(), &map_b, full, k0, n0, expert);
+            else
+              tma_load_2d(bs.base(), &map_b, full, k0, n0);
           } else {
             // kBlockN / 64 panels of B (gated: of Bg, then as many of Bu).
 #pragma unroll
             for (int p = 0; p < BTile::kPanels; ++p) {
               const bool up = Config::kGated && p >= kBlockN / 64;
-              tma_load_2d(bs.base() + p * BTile::kPanelBytes, up ? &map_b2 : &map_b, full,
-                          n0 + 64 * (up ? p - kBlockN / 64 : p), k0);
+              const unsigned dst = bs.base() + p * BTile::kPanelBytes;
+              const int col = n0 + 64 * (up ? p - kBlockN / 64 : p);
+              if constexpr (kGrouped)
+                tma_load_3d(dst, up ? &map_b2 : &map_b, full, col, k0, expert);
+              else
+                tma_load_2d(dst, up ? &map_b2 : &map_b, full, col, k0);
             }
           }
         }
@@ -383,6 +418,33 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
     }
   }
   if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does
+}
+
+}  // namespace detail
+
+// The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are `const __grid_constant__`
+// parameters. a gives M and K (transposed: [K, M]), b gives N; map_b2 / bias / map_pre / map_pre2 may be unused.
+template <class Config>
+__device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                        const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
+                                        const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
+                                        const TensorArg& b, const TensorArg& bias, float alpha) {
+  static_assert(!GemmWsPlan<Config>::kGrouped, "ws GEMM: a grouped Config runs through gemm_ws_grouped");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, alpha);
+}
+
+// The grouped form (Config::kGrouped): a [rows, K] the permuted rows (each expert's from a multiple of 128), b [E, K,
+// N] (kTransB: [E, N, K]) with 3-D maps map_b / map_b2, groups int32 [1 + rows / 128]: the row blocks in use, then
+// each block's expert. Launch: grid (min(tiles of the rows' upper bound, SMs)); blocks past the ones in use idle.
+template <class Config>
+__device__ __forceinline__ void gemm_ws_grouped(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                                const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
+                                                const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2,
+                                                const TensorArg& a, const TensorArg& b, const TensorArg& groups,
+                                                float alpha) {
+  static_assert(GemmWsPlan<Config>::kGrouped, "ws GEMM: gemm_ws_grouped takes a grouped Config");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, TensorArg(),
+                               static_cast<const int*>(groups.data), alpha);
 }
 
 }  // namespace device
