@@ -3,7 +3,10 @@ warp-specialised persistent GEMM (gemm_ws_grouped) over rows permuted by expert,
 of 128. Builds each config with nvcc, checks it against float64 (experts with no row, one row, ragged row counts,
 ragged N and K, blocks that take many tiles across experts; rows past the blocks in use left unwritten), and times
 the expert GEMMs of a Mixtral-like and a fine-grained layer against a PyTorch loop over the experts and
-torch._grouped_mm in the same process. One device call:
+torch._grouped_mm in the same process. Then the whole forward layer from the device library (launch_moe.cu: router
+logits by the ws GEMM, moe_routing.cuh's select / plan / permute / combine around the grouped GEMMs): checked against
+float64 (logits, the top-k choice and weights on the kernel's logits, the output; softmax and sigmoid gating, with
+and without renormalisation) and timed against PyTorch's compositions of the same layer. One device call:
     python3 bench/kernel_lab/moe_lab.py --out $OUT
 Exit status non-zero if a build or a check fails."""
 import argparse
@@ -250,16 +253,209 @@ def bench(gemms, out):
                 "torch._grouped_mm likewise; *_gemm without the activation.\n\n" + table)
 
 
+# ---------------------------------------------------------------- the whole forward layer (launch_moe.cu)
+
+def build_layer(work):
+    out = os.path.join(work, "moe_layer.so")
+    cmd = ["nvcc", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-shared",
+           "-Xcompiler", "-fPIC", "-I" + os.path.join(ROOT, "runtime/device/include"), "-I" + HERE,
+           os.path.join(HERE, "launch_moe.cu"), "-o", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    spills = [l.strip() for l in (r.stdout + r.stderr).splitlines() if "spill" in l and not l.strip().startswith("0 bytes")]
+    return (out if r.returncode == 0 else None), (r.stdout + r.stderr if r.returncode else "\n".join(spills) or "no spills")
+
+
+class MoeLayer:
+    """flashc's forward of a gated (SiLU) mixture-of-experts layer, its workspaces allocated per shape."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        self.lib.flashc_lab_moe_forward.restype = ctypes.c_int
+        self.lib.flashc_lab_moe_forward.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
+                                                    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        self.lib.flashc_lab_moe_capacity.restype = ctypes.c_longlong
+        self.lib.flashc_lab_moe_capacity.argtypes = [ctypes.c_longlong, ctypes.c_int]
+
+    def prepare(self, x, router, w_gate, w_up, w_down, top_k):
+        import torch
+        T, d = x.shape
+        E, _, h = w_gate.shape
+        d_out = w_down.shape[2]
+        cap = self.lib.flashc_lab_moe_capacity(T * top_k, E)
+        dev, bf = x.device, torch.bfloat16
+        i32 = lambda n: torch.zeros(n, dtype=torch.int32, device=dev)
+        self.ws = {"y": torch.empty(T, d_out, dtype=bf, device=dev), "logits": torch.empty(T, E, dtype=bf, device=dev),
+                   "counts": i32(E), "ids": i32(T * top_k), "weights": torch.zeros(T * top_k, device=dev),
+                   "ranks": i32(T * top_k), "offsets": i32(E + 1), "groups": i32(1 + cap // GROUP_ROWS),
+                   "permuted": torch.full((cap, d), float("nan"), dtype=bf, device=dev),
+                   "hidden": torch.empty(cap, h, dtype=bf, device=dev),
+                   "expert_out": torch.empty(cap, d_out, dtype=bf, device=dev)}
+        order = [x, router, w_gate, w_up, w_down] + [self.ws[n] for n in (
+            "y", "logits", "counts", "ids", "weights", "ranks", "offsets", "groups", "permuted", "hidden", "expert_out")]
+        self.ptrs = (ctypes.c_void_p * len(order))(*[t.data_ptr() for t in order])
+        self.sizes = (ctypes.c_longlong * 6)(T, d, h, d_out, E, top_k)
+        self.keep = order
+
+    def __call__(self, sigmoid=False, renormalize=False, stop_after=0):
+        import torch
+        rc = self.lib.flashc_lab_moe_forward(self.ptrs, self.sizes, int(sigmoid), int(renormalize), stop_after,
+                                             torch.cuda.current_stream().cuda_stream)
+        if rc != 0:
+            raise RuntimeError(f"flashc_lab_moe_forward returned {rc}")
+        return self.ws["y"]
+
+
+def layer_weights(T, E, d, h, d_out, gen, logit_scale=1.0):
+    import torch
+    bf = torch.bfloat16
+    x = torch.randn(T, d, device="cuda", dtype=bf, generator=gen)
+    router = (torch.randn(d, E, device="cuda", generator=gen) * logit_scale / d ** 0.5).to(bf)
+    w_gate = torch.randn(E, d, h, device="cuda", dtype=bf, generator=gen) / d ** 0.5
+    w_up = torch.randn(E, d, h, device="cuda", dtype=bf, generator=gen) / d ** 0.5
+    w_down = torch.randn(E, h, d_out, device="cuda", dtype=bf, generator=gen) / h ** 0.5
+    return x, router, w_gate, w_up, w_down
+
+
+def check_layer(layer):
+    """Against float64: the logits; the choice and weights from the kernel's own (bf16) logits; the output."""
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    failures = []
+    for T, E, k, d, h, d_out, sigmoid, renorm in [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True),
+                                                  (1, 8, 8, 8, 8, 8, False, False), (1000, 64, 6, 128, 136, 128, False, False),
+                                                  (77, 256, 8, 72, 64, 16, True, False)]:
+        x, router, w_gate, w_up, w_down = layer_weights(T, E, d, h, d_out, gen)
+        layer.prepare(x, router, w_gate, w_up, w_down, k)
+        y = layer(sigmoid, renorm).double()
+        torch.cuda.synchronize()
+        ws = layer.ws
+        logits64 = x.double() @ router.double()
+        peer_logits = (x @ router).double()
+        logit_err = (ws["logits"].double() - logits64).abs().max().item()
+        logit_tol = 2 * (peer_logits - logits64).abs().max().item() + 1e-3
+        got = ws["logits"].double()
+        scores = torch.sigmoid(got) if sigmoid else torch.softmax(got, dim=1)
+        top, ids = torch.sort(scores, dim=1, descending=True, stable=True)
+        top, ids = top[:, :k], ids[:, :k]
+        weights = top / top.sum(1, keepdim=True) if renorm else top
+        ids_ok = torch.equal(ids.int().flatten(), ws["ids"])
+        w_err = (ws["weights"].double() - weights.flatten()).abs().max().item()
+        counts_ok = torch.equal(ws["counts"].long(), torch.bincount(ids.flatten(), minlength=E))
+        # The expert FFNs in float64, and in bf16 as PyTorch computes them (the tolerance's yardstick).
+        y64 = torch.zeros(T, d_out, dtype=torch.float64, device="cuda")
+        peer = torch.zeros_like(y64)
+        for e in range(E):
+            tok, slot = (ids == e).nonzero(as_tuple=True)
+            if tok.numel() == 0:
+                continue
+            xe = x[tok]
+            f64 = (torch.nn.functional.silu(xe.double() @ w_gate[e].double()) * (xe.double() @ w_up[e].double())) @ w_down[e].double()
+            hid = (torch.nn.functional.silu((xe @ w_gate[e]).float()) * (xe @ w_up[e]).float()).to(x.dtype)
+            y64.index_add_(0, tok, weights[tok, slot, None] * f64)
+            peer.index_add_(0, tok, weights[tok, slot, None] * (hid @ w_down[e]).double())
+        peer = peer.to(x.dtype).double()
+        tol = 2 * (peer - y64).abs().max().item() + 1e-2
+        err = (y - y64).abs().max().item()
+        offsets = ws["offsets"].tolist()
+        pad_ok = all(ws["permuted"][offsets[e] + c:offsets[e + 1]].eq(0).all().item()
+                     for e, c in enumerate(ws["counts"].tolist()))
+        ok = (logit_err <= logit_tol and ids_ok and w_err <= 1e-5 and counts_ok and err <= tol and pad_ok
+              and not torch.isnan(y).any().item())
+        print(f"  layer T={T} E={E} k={k} d={d} h={h} d_out={d_out} {'sigmoid' if sigmoid else 'softmax'}"
+              f"{' renorm' if renorm else ''}: logits {logit_err:.3g} (tol {logit_tol:.3g}), choice "
+              f"{'same' if ids_ok else 'DIFFERS'}, weights {w_err:.2g}, counts {'ok' if counts_ok else 'BAD'}, "
+              f"padding {'zero' if pad_ok else 'NOT ZERO'}, y {err:.3g} (tol {tol:.3g}) {'ok' if ok else 'FAIL'}", flush=True)
+        if not ok:
+            failures.append(("layer", T, E, k))
+    return failures
+
+
+def torch_moe(x, router, w_gu, w_down, k, renorm, grouped):
+    """PyTorch's composition of the layer: router, softmax, top-k, a sort by expert, the expert FFNs (one GEMM of
+    both up weights, silu(g) * u, the down GEMM) by torch._grouped_mm or a loop, the weighted scatter-add back."""
+    import torch
+    T, E, h = x.shape[0], router.shape[1], w_down.shape[1]
+    probs = (x @ router).float().softmax(dim=1)
+    w, ids = probs.topk(k, dim=1)
+    if renorm:
+        w = w / w.sum(1, keepdim=True)
+    flat = ids.flatten()
+    order = flat.argsort(stable=True)
+    token = order // k
+    xs = x[token]
+    counts = torch.bincount(flat, minlength=E)
+    if grouped:
+        offs = counts.cumsum(0).to(torch.int32)
+        gu = torch._grouped_mm(xs, w_gu, offs=offs)
+        ys = torch._grouped_mm(torch.nn.functional.silu(gu[:, :h]) * gu[:, h:], w_down, offs=offs)
+    else:
+        ends = counts.cumsum(0).tolist()  # (one host sync: the loop needs the counts)
+        ys = torch.empty(xs.shape[0], w_down.shape[2], dtype=x.dtype, device=x.device)
+        start = 0
+        for e, end in enumerate(ends):
+            gu = xs[start:end] @ w_gu[e]
+            ys[start:end] = (torch.nn.functional.silu(gu[:, :h]) * gu[:, h:]) @ w_down[e]
+            start = end
+    ys = ys * w.flatten()[order, None].to(ys.dtype)
+    return torch.zeros(T, w_down.shape[2], dtype=x.dtype, device=x.device).index_add_(0, token, ys)
+
+
+def bench_layer(layer, out):
+    import torch
+    from triton.testing import do_bench
+    bench_ms = lambda f: do_bench(f, warmup=10, rep=300, return_mode="median")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for (label, T, E, k, d, h), renorm in zip(LAYERS, (True, False)):
+        x, router, w_gate, w_up, w_down = layer_weights(T, E, d, h, d, gen)
+        w_gu = torch.cat([w_gate, w_up], dim=2)
+        layer.prepare(x, router, w_gate, w_up, w_down, k)
+        row = {"layer": label, "tokens": T, "experts": E, "top_k": k, "d": d, "h": h, "renormalize": renorm}
+        row["flashc_ms"] = bench_ms(lambda: layer(False, renorm))
+        row["flashc_routing_ms"] = bench_ms(lambda: layer(False, renorm, stop_after=1))
+        row["flashc_to_up_ms"] = bench_ms(lambda: layer(False, renorm, stop_after=2))
+        ref = torch_moe(x, router, w_gu, w_down, k, renorm, grouped=True)
+        got = layer(False, renorm)
+        row["max_diff_vs_torch"] = (got.float() - ref.float()).abs().max().item()
+        for name, grouped in (("torch_grouped_mm_ms", True), ("torch_loop_ms", False)):
+            try:
+                row[name] = bench_ms(lambda: torch_moe(x, router, w_gu, w_down, k, renorm, grouped))
+            except (AttributeError, RuntimeError) as e:
+                row[name + "_error"] = str(e)[:200]
+        routed = T * k
+        row["gemm_tflop"] = (2 * routed * d * 2 * h + 2 * routed * h * d + 2 * T * d * E) / 1e12
+        peer = min(row.get("torch_grouped_mm_ms", float("inf")), row.get("torch_loop_ms", float("inf")))
+        row["speedup_vs_best_torch"] = peer / row["flashc_ms"]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    table = ("| layer | flashc ms (routing / to up / all) | torch grouped_mm ms | torch loop ms | flashc TFLOP/s | "
+             "best torch / flashc |\n|---|---|---|---|---|---|\n")
+    for r in rows:
+        table += (f"| {r['layer']} | {r['flashc_routing_ms']:.3f} / {r['flashc_to_up_ms']:.3f} / {r['flashc_ms']:.3f} | "
+                  f"{r.get('torch_grouped_mm_ms', float('nan')):.3f} | {r.get('torch_loop_ms', float('nan')):.3f} | "
+                  f"{r['gemm_tflop'] / r['flashc_ms'] * 1e3:.0f} | {r['speedup_vs_best_torch']:.2f} |\n")
+    print(table)
+    with open(os.path.join(out, "moe_layer.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(out, "moe_layer.md"), "w") as f:
+        f.write("Forward of the whole layer, bf16, 16k tokens, triton do_bench medians (L2 flushed). flashc: router GEMM, "
+                "select, plan, permute, gated up and down grouped GEMMs, combine (8 launches + a memset). torch: the "
+                "same layer composed of PyTorch ops (torch_moe in moe_lab.py), expert FFNs by torch._grouped_mm or a "
+                "loop over experts.\n\n" + table)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="/tmp/moe_lab")
     p.add_argument("--only", default="")
     p.add_argument("--skip-bench", action="store_true")
+    p.add_argument("--skip-gemms", action="store_true", help="only the whole layer")
+    p.add_argument("--skip-layer", action="store_true", help="only the grouped GEMMs")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     work = os.path.join(args.out, "build")
     os.makedirs(work, exist_ok=True)
-    names = [n for n in CONFIGS if not args.only or n in args.only.split(",")]
+    names = [] if args.skip_gemms else [n for n in CONFIGS if not args.only or n in args.only.split(",")]
     status = 0
     libs = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
@@ -276,8 +472,20 @@ def main():
     print(f"checks: {len(failures)} failures {failures}", flush=True)
     if failures:
         status = 1
-    if not args.skip_bench:
+    if not args.skip_bench and gemms:
         bench({n: g for n, g in gemms.items() if not any(f[0] == n for f in failures)}, args.out)
+    if not args.skip_layer:
+        path, log = build_layer(work)
+        print(f"build moe_layer: {'ok' if path else 'FAILED'}\n{log}", flush=True)
+        if not path:
+            return 1
+        layer = MoeLayer(path)
+        layer_failures = check_layer(layer)
+        print(f"layer checks: {len(layer_failures)} failures {layer_failures}", flush=True)
+        if layer_failures:
+            status = 1
+        elif not args.skip_bench:
+            bench_layer(layer, args.out)
     return status
 
 

@@ -1,0 +1,169 @@
+// Host launch wrapper for a whole mixture-of-experts forward from the device library, lab only (moe_lab.py): the
+// router logits by the ws GEMM, moe_select / moe_plan / moe_permute (moe_routing.cuh), the grouped ws GEMMs (gated
+// SiLU up projection, down projection), moe_combine. bf16; gating and renormalisation chosen at launch.
+#include <cuda_runtime.h>
+
+#define FLASHC_F16 0
+#include "flashc/device/gemm_ws.cuh"
+#include "flashc/device/moe_routing.cuh"
+#include "lab_tma.h"
+
+namespace {
+using flashc::TensorArg;
+using flashc::TmaDescriptor;
+using flashc::device::bf16;
+namespace dev = flashc::device;
+
+struct GemmBase {
+  using Elem = bf16;
+  static constexpr bool kTransA = false, kTransB = false, kBias = false, kBatched = false, kAccumulate = false,
+                        kSavePre = false;
+  static constexpr int kStages = 4, kGroup = 8, kProducerRegs = 40, kConsumerRegs = 232;
+};
+struct RouterConfig : GemmBase {  // logits [T, E] = x [T, d] · router [d, E]
+  static constexpr bool kGated = false;
+  static constexpr dev::Act kAct = dev::Act::Identity;
+  static constexpr int kBlockN = 128;
+};
+struct UpConfig : GemmBase {  // hidden = silu(x_e · Wg[e]) ⊙ (x_e · Wu[e])
+  static constexpr bool kGated = true, kGrouped = true;
+  static constexpr dev::Act kAct = dev::Act::Silu;
+  static constexpr int kBlockN = 128;
+};
+struct DownConfig : GemmBase {  // expert_out = hidden_e · W2[e]
+  static constexpr bool kGated = false, kGrouped = true;
+  static constexpr dev::Act kAct = dev::Act::Identity;
+  static constexpr int kBlockN = 256;
+};
+
+template <class Config>
+__global__ void __launch_bounds__(dev::GemmWsPlan<Config>::kThreads, 1)
+    lab_gemm(const __grid_constant__ TmaDescriptor map_a, const __grid_constant__ TmaDescriptor map_b,
+             const __grid_constant__ TmaDescriptor map_b2, const __grid_constant__ TmaDescriptor map_c, TensorArg a,
+             TensorArg b, TensorArg groups) {
+  if constexpr (dev::GemmWsPlan<Config>::kGrouped)
+    dev::gemm_ws_grouped<Config>(map_a, map_b, map_b2, map_c, map_c, map_c, a, b, groups, 1.f);
+  else
+    dev::gemm_ws<Config>(map_a, map_b, map_b2, map_c, map_c, map_c, a, b, TensorArg(), 1.f);
+}
+
+template <dev::MoeGating G, bool kRenormalize>
+__global__ void lab_select(const bf16* logits, int tokens, int experts, int top_k, int* counts, int* ids,
+                           float* weights, int* ranks) {
+  dev::moe_select<G, kRenormalize>(logits, experts, tokens, experts, top_k, counts, ids, weights, ranks);
+}
+__global__ void lab_plan(const int* counts, int experts, int* offsets, int* groups) {
+  dev::moe_plan(counts, experts, offsets, groups);
+}
+__global__ void lab_permute(const bf16* x, int tokens, int d, int top_k, int experts, const int* counts,
+                            const int* ids, const int* ranks, const int* offsets, bf16* permuted) {
+  dev::moe_permute(x, d, tokens, d, top_k, experts, counts, ids, ranks, offsets, permuted);
+}
+__global__ void lab_combine(const bf16* expert_out, int tokens, int d_out, int top_k, const int* ids,
+                            const float* weights, const int* ranks, const int* offsets, bf16* y) {
+  dev::moe_combine(expert_out, tokens, d_out, top_k, ids, weights, ranks, offsets, y, d_out);
+}
+
+// Tiled map over a row-major bf16 tensor [outer, rows, cols] (rank 2: [rows, cols]), box (64, box_rows, 1).
+int make_map(CUtensorMap* map, const void* data, int rank, long long outer, long long rows, long long cols,
+             unsigned box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(outer)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols) * 2, static_cast<cuuint64_t>(rows * cols) * 2};
+  if (strides[0] % 16 != 0 || (reinterpret_cast<unsigned long long>(data) & 15) != 0) return -10;
+  const cuuint32_t box[3] = {64, box_rows, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  EncodeTiledFn fn = encode_tiled();
+  if (!fn) return -12;
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(data), dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
+}
+
+const TmaDescriptor& desc(const CUtensorMap& m) { return *reinterpret_cast<const TmaDescriptor*>(&m); }
+
+int sm_count() {
+  static int sms = 0;
+  if (sms == 0) {
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  }
+  return sms;
+}
+
+// C [rows, N] = A [rows, K] · B ([K, N], or grouped [E, K, N]; gated: B and B2).
+template <class Config>
+int launch_gemm(const void* a, const void* b, const void* b2, void* c, const int* groups, long long rows, long long N,
+                long long K, long long E, cudaStream_t stream) {
+  using Plan = dev::GemmWsPlan<Config>;
+  static bool configured = false;
+  if (!configured) {
+    if (cudaError_t e = cudaFuncSetAttribute(lab_gemm<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             Plan::kSmemBytes))
+      return e;
+    configured = true;
+  }
+  constexpr bool kGrouped = Plan::kGrouped;
+  TensorArg ta{const_cast<void*>(a), {rows, K}, {K, 1}};
+  TensorArg tb = kGrouped ? TensorArg{const_cast<void*>(b), {E, K, N}, {K * N, N, 1}}
+                          : TensorArg{const_cast<void*>(b), {K, N}, {N, 1}};
+  TensorArg tg{const_cast<int*>(groups), {1 + rows / 128}, {1}};
+  CUtensorMap ma, mb, mb2, mc;
+  if (int e = make_map(&ma, a, 2, 1, rows, K, Plan::kBlockM)) return e;
+  if (int e = make_map(&mb, b, kGrouped ? 3 : 2, E, K, N, 64)) return e;
+  if (int e = make_map(&mb2, b2 ? b2 : b, kGrouped ? 3 : 2, E, K, N, 64)) return e;
+  if (int e = make_map(&mc, c, 2, 1, rows, N, 64)) return e;
+  const long long tiles = (rows + Plan::kBlockM - 1) / Plan::kBlockM * ((N + Config::kBlockN - 1) / Config::kBlockN);
+  const long long blocks = tiles < sm_count() ? tiles : sm_count();
+  if (blocks == 0) return 0;
+  lab_gemm<Config><<<static_cast<unsigned>(blocks), Plan::kThreads, Plan::kSmemBytes, stream>>>(
+      desc(ma), desc(mb), desc(mb2), desc(mc), ta, tb, tg);
+  return cudaGetLastError();
+}
+}  // namespace
+
+extern "C" long long flashc_lab_moe_capacity(long long routed_rows, int experts) {
+  return dev::moe_padded_capacity(routed_rows, experts);
+}
+
+// ptrs: x [T, d], router [d, E], w_gate [E, d, h], w_up [E, d, h], w_down [E, h, d_out], y [T, d_out]; workspaces
+// logits [T, E] bf16, counts [E], ids / weights (f32) / ranks [T, k], offsets [E + 1], groups [1 + capacity / 128],
+// permuted [capacity, d], hidden [capacity, h], expert_out [capacity, d_out]. sizes: T, d, h, d_out, E, k.
+// stop_after: 0 everything; 1 after the routing (select, plan, permute); 2 after the up projection.
+extern "C" int flashc_lab_moe_forward(void** p, const long long* sizes, int sigmoid, int renormalize, int stop_after,
+                                      cudaStream_t stream) {
+  const long long T = sizes[0], d = sizes[1], h = sizes[2], d_out = sizes[3], E = sizes[4], k = sizes[5];
+  if (E > dev::kMoeMaxExperts || k > 32 || k > E || d % 8 || h % 8 || d_out % 8 || E % 8) return -1;
+  const long long capacity = dev::moe_padded_capacity(T * k, static_cast<int>(E));
+  auto* counts = static_cast<int*>(p[7]);
+  auto* ids = static_cast<int*>(p[8]);
+  auto* weights = static_cast<float*>(p[9]);
+  auto* ranks = static_cast<int*>(p[10]);
+  auto* offsets = static_cast<int*>(p[11]);
+  auto* groups = static_cast<int*>(p[12]);
+  auto* logits = static_cast<bf16*>(p[6]);
+  if (cudaError_t e = cudaMemsetAsync(counts, 0, E * sizeof(int), stream)) return e;
+  if (int e = launch_gemm<RouterConfig>(p[0], p[1], nullptr, logits, nullptr, T, E, d, 1, stream)) return e;
+  const unsigned warps_grid = static_cast<unsigned>((T + 7) / 8);
+  const int ti = static_cast<int>(T), ei = static_cast<int>(E), ki = static_cast<int>(k);
+  if (sigmoid)
+    (renormalize ? lab_select<dev::MoeGating::Sigmoid, true> : lab_select<dev::MoeGating::Sigmoid, false>)
+        <<<warps_grid, 256, 0, stream>>>(logits, ti, ei, ki, counts, ids, weights, ranks);
+  else
+    (renormalize ? lab_select<dev::MoeGating::Softmax, true> : lab_select<dev::MoeGating::Softmax, false>)
+        <<<warps_grid, 256, 0, stream>>>(logits, ti, ei, ki, counts, ids, weights, ranks);
+  lab_plan<<<1, 1024, 0, stream>>>(counts, ei, offsets, groups);
+  const long long permute_warps = T * k + E * (dev::kMoeGroupRows - 1);
+  lab_permute<<<static_cast<unsigned>((permute_warps + 7) / 8), 256, 0, stream>>>(
+      static_cast<const bf16*>(p[0]), ti, static_cast<int>(d), ki, ei, counts, ids, ranks, offsets,
+      static_cast<bf16*>(p[13]));
+  if (stop_after == 1) return cudaGetLastError();
+  if (int e = launch_gemm<UpConfig>(p[13], p[2], p[3], p[14], groups, capacity, h, d, E, stream)) return e;
+  if (stop_after == 2) return cudaGetLastError();
+  if (int e = launch_gemm<DownConfig>(p[14], p[4], nullptr, p[15], groups, capacity, d_out, h, E, stream)) return e;
+  lab_combine<<<warps_grid, 256, 0, stream>>>(static_cast<const bf16*>(p[15]), ti, static_cast<int>(d_out), ki, ids,
+                                              weights, ranks, offsets, static_cast<bf16*>(p[5]));
+  return cudaGetLastError();
+}
