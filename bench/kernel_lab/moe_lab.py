@@ -272,7 +272,12 @@ class MoeLayer:
         self.lib = ctypes.CDLL(path)
         self.lib.flashc_lab_moe_forward.restype = ctypes.c_int
         self.lib.flashc_lab_moe_forward.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
-                                                    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+                                                    ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+        self.lib.flashc_lab_moe_backward.restype = ctypes.c_int
+        self.lib.flashc_lab_moe_backward.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
+                                                     ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                                     ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
         self.lib.flashc_lab_moe_capacity.restype = ctypes.c_longlong
         self.lib.flashc_lab_moe_capacity.argtypes = [ctypes.c_longlong, ctypes.c_int]
 
@@ -295,14 +300,47 @@ class MoeLayer:
         self.ptrs = (ctypes.c_void_p * len(order))(*[t.data_ptr() for t in order])
         self.sizes = (ctypes.c_longlong * 6)(T, d, h, d_out, E, top_k)
         self.keep = order
+        self.grads = None
 
-    def __call__(self, sigmoid=False, renormalize=False, stop_after=0):
+    def prepare_backward(self):
+        """The training forward's saved g and u, the backward's outputs and workspaces."""
+        import torch
+        x, router, w_gate, w_up, w_down = self.keep[:5]
+        T, d = x.shape
+        E, _, h = w_gate.shape
+        d_out = w_down.shape[2]
+        cap, k = self.ws["permuted"].shape[0], self.sizes[5]
+        bf, dev = torch.bfloat16, x.device
+        self.saved = [torch.empty(cap, h, dtype=bf, device=dev) for _ in range(2)]
+        g = {"dy": torch.empty(T, d_out, dtype=bf, device=dev), "dx": torch.empty(T, d, dtype=bf, device=dev),
+             "d_router": torch.empty(d, E, dtype=bf, device=dev), "d_w_gate": torch.empty_like(w_gate),
+             "d_w_up": torch.empty_like(w_up), "d_w_down": torch.empty_like(w_down),
+             "d_expert_out": torch.empty(cap, d_out, dtype=bf, device=dev),
+             "d_weights": torch.empty(T * k, device=dev), "dh": torch.empty(cap, h, dtype=bf, device=dev),
+             "dg": torch.empty(cap, h, dtype=bf, device=dev), "du": torch.empty(cap, h, dtype=bf, device=dev),
+             "dx_perm": torch.empty(cap, d, dtype=bf, device=dev), "d_logits": torch.empty(T, E, dtype=bf, device=dev),
+             "dx_router": torch.empty(T, d, dtype=bf, device=dev)}
+        self.grads = g
+        self.saved_ptrs = (ctypes.c_void_p * 2)(*[t.data_ptr() for t in self.saved])
+        self.grad_ptrs = (ctypes.c_void_p * len(g))(*[t.data_ptr() for t in g.values()])
+
+    def __call__(self, sigmoid=False, renormalize=False, stop_after=0, training=False):
         import torch
         rc = self.lib.flashc_lab_moe_forward(self.ptrs, self.sizes, int(sigmoid), int(renormalize), stop_after,
+                                             self.saved_ptrs if training else None,
                                              torch.cuda.current_stream().cuda_stream)
         if rc != 0:
             raise RuntimeError(f"flashc_lab_moe_forward returned {rc}")
         return self.ws["y"]
+
+    def backward(self, sigmoid=False, renormalize=False):
+        """After a training forward; dy in self.grads["dy"]."""
+        import torch
+        rc = self.lib.flashc_lab_moe_backward(self.ptrs, self.sizes, int(sigmoid), int(renormalize), self.saved_ptrs,
+                                              self.grad_ptrs, torch.cuda.current_stream().cuda_stream)
+        if rc != 0:
+            raise RuntimeError(f"flashc_lab_moe_backward returned {rc}")
+        return self.grads
 
 
 def layer_weights(T, E, d, h, d_out, gen, logit_scale=1.0):
@@ -370,6 +408,63 @@ def check_layer(layer):
     return failures
 
 
+def moe_fixed_choice(x, router, w_gate, w_up, w_down, ids, sigmoid, renorm):
+    """The layer with the experts' choice held fixed (ids [T, k]), differentiable; float64 inputs give the reference,
+    16-bit ones PyTorch's computation (scores in f32)."""
+    import torch
+    l = (x @ router).to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    scores = torch.sigmoid(l) if sigmoid else torch.softmax(l, dim=1)
+    w = scores.gather(1, ids)
+    if renorm:
+        w = w / w.sum(1, keepdim=True)
+    y = torch.zeros(x.shape[0], w_down.shape[2], dtype=x.dtype, device=x.device)
+    for e in range(w_gate.shape[0]):
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        xe = x[tok]
+        he = torch.nn.functional.silu(xe @ w_gate[e]) * (xe @ w_up[e])
+        y = y.index_add(0, tok, w[tok, slot, None].to(x.dtype) * (he @ w_down[e]))
+    return y
+
+
+def check_layer_backward(layer):
+    """The backward against float64 autograd of the layer with the kernel's choice of experts."""
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    failures = []
+    for T, E, k, d, h, d_out, sigmoid, renorm in [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True),
+                                                  (1000, 64, 6, 128, 136, 128, False, False), (77, 32, 8, 72, 64, 16, True, False)]:
+        x, router, w_gate, w_up, w_down = layer_weights(T, E, d, h, d_out, gen)
+        layer.prepare(x, router, w_gate, w_up, w_down, k)
+        layer.prepare_backward()
+        dy = torch.randn(T, d_out, device="cuda", dtype=torch.bfloat16, generator=gen)
+        layer.grads["dy"].copy_(dy)
+        layer(sigmoid, renorm, training=True)
+        grads = layer.backward(sigmoid, renorm)
+        torch.cuda.synchronize()
+        ids = layer.ws["ids"].view(T, k).long()
+        results = {}
+        for name, dtype in (("ref", torch.float64), ("peer", torch.bfloat16)):
+            leaves = [t.detach().to(dtype).requires_grad_() for t in (x, router, w_gate, w_up, w_down)]
+            y = moe_fixed_choice(*leaves, ids, sigmoid, renorm)
+            y.backward(dy.to(dtype))
+            results[name] = [t.grad.double() for t in leaves]
+        report, ok = [], True
+        for i, what in enumerate(("dx", "d_router", "d_w_gate", "d_w_up", "d_w_down")):
+            ref, peer, got = results["ref"][i], results["peer"][i], grads[what].double()
+            err = (got - ref).abs().max().item()
+            tol = 2 * (peer - ref).abs().max().item() + 1e-3 * ref.abs().max().item()
+            good = err <= tol and not torch.isnan(got).any().item()
+            ok = ok and good
+            report.append(f"{what} {err:.3g}/{tol:.3g}{'' if good else ' FAIL'}")
+        print(f"  backward T={T} E={E} k={k} d={d} h={h} d_out={d_out} {'sigmoid' if sigmoid else 'softmax'}"
+              f"{' renorm' if renorm else ''}: " + ", ".join(report) + (" ok" if ok else " FAIL"), flush=True)
+        if not ok:
+            failures.append(("backward", T, E, k))
+    return failures
+
+
 def torch_moe(x, router, w_gu, w_down, k, renorm, grouped):
     """PyTorch's composition of the layer: router, softmax, top-k, a sort by expert, the expert FFNs (one GEMM of
     both up weights, silu(g) * u, the down GEMM) by torch._grouped_mm or a loop, the weighted scatter-add back."""
@@ -422,6 +517,31 @@ def bench_layer(layer, out):
                 row[name] = bench_ms(lambda: torch_moe(x, router, w_gu, w_down, k, renorm, grouped))
             except (AttributeError, RuntimeError) as e:
                 row[name + "_error"] = str(e)[:200]
+        # Training: flashc's forward (saving g and u) then backward, against PyTorch's autograd of its compositions.
+        layer.prepare_backward()
+        layer.grads["dy"].normal_(generator=gen)
+        row["flashc_train_fwd_ms"] = bench_ms(lambda: layer(False, renorm, training=True))
+
+        def flashc_step():
+            layer(False, renorm, training=True)
+            layer.backward(False, renorm)
+        row["flashc_fwd_bwd_ms"] = bench_ms(flashc_step)
+        leaves = [t.detach().requires_grad_() for t in (x, router, w_gu, w_down)]
+        dy = layer.grads["dy"]
+        for name, grouped in (("torch_grouped_mm", True), ("torch_loop", False)):
+            def torch_step():
+                for t in leaves:
+                    t.grad = None
+                torch_moe(*leaves, k, renorm, grouped).backward(dy)
+            try:
+                row[name + "_fwd_bwd_ms"] = bench_ms(torch_step)
+            except (AttributeError, RuntimeError) as e:
+                row[name + "_fwd_bwd_error"] = str(e)[:200]
+        del leaves
+        row["flashc_bwd_ms"] = row["flashc_fwd_bwd_ms"] - row["flashc_train_fwd_ms"]
+        peer_step = min(row.get("torch_grouped_mm_fwd_bwd_ms", float("inf")), row.get("torch_loop_fwd_bwd_ms", float("inf")))
+        row["step_speedup_vs_best_torch"] = peer_step / row["flashc_fwd_bwd_ms"]
+        layer.grads = None
         routed = T * k
         row["gemm_tflop"] = (2 * routed * d * 2 * h + 2 * routed * h * d + 2 * T * d * E) / 1e12
         peer = min(row.get("torch_grouped_mm_ms", float("inf")), row.get("torch_loop_ms", float("inf")))
@@ -429,11 +549,16 @@ def bench_layer(layer, out):
         print(json.dumps(row), flush=True)
         rows.append(row)
     table = ("| layer | flashc ms (routing / to up / all) | torch grouped_mm ms | torch loop ms | flashc TFLOP/s | "
-             "best torch / flashc |\n|---|---|---|---|---|---|\n")
+             "best torch / flashc | flashc fwd+bwd ms (train fwd / bwd) | torch grouped_mm fwd+bwd | torch loop fwd+bwd | "
+             "best torch / flashc, fwd+bwd |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    nan = float("nan")
     for r in rows:
         table += (f"| {r['layer']} | {r['flashc_routing_ms']:.3f} / {r['flashc_to_up_ms']:.3f} / {r['flashc_ms']:.3f} | "
-                  f"{r.get('torch_grouped_mm_ms', float('nan')):.3f} | {r.get('torch_loop_ms', float('nan')):.3f} | "
-                  f"{r['gemm_tflop'] / r['flashc_ms'] * 1e3:.0f} | {r['speedup_vs_best_torch']:.2f} |\n")
+                  f"{r.get('torch_grouped_mm_ms', nan):.3f} | {r.get('torch_loop_ms', nan):.3f} | "
+                  f"{r['gemm_tflop'] / r['flashc_ms'] * 1e3:.0f} | {r['speedup_vs_best_torch']:.2f} | "
+                  f"{r['flashc_fwd_bwd_ms']:.3f} ({r['flashc_train_fwd_ms']:.3f} / {r['flashc_bwd_ms']:.3f}) | "
+                  f"{r.get('torch_grouped_mm_fwd_bwd_ms', nan):.3f} | {r.get('torch_loop_fwd_bwd_ms', nan):.3f} | "
+                  f"{r['step_speedup_vs_best_torch']:.2f} |\n")
     print(table)
     with open(os.path.join(out, "moe_layer.json"), "w") as f:
         json.dump(rows, f, indent=1)
@@ -441,7 +566,8 @@ def bench_layer(layer, out):
         f.write("Forward of the whole layer, bf16, 16k tokens, triton do_bench medians (L2 flushed). flashc: router GEMM, "
                 "select, plan, permute, gated up and down grouped GEMMs, combine (8 launches + a memset). torch: the "
                 "same layer composed of PyTorch ops (torch_moe in moe_lab.py), expert FFNs by torch._grouped_mm or a "
-                "loop over experts.\n\n" + table)
+                "loop over experts; fwd+bwd: flashc's training forward (saving g and u) and backward against PyTorch "
+                "autograd of its compositions (all inputs and weights require gradients).\n\n" + table)
 
 
 def main():
@@ -480,7 +606,7 @@ def main():
         if not path:
             return 1
         layer = MoeLayer(path)
-        layer_failures = check_layer(layer)
+        layer_failures = check_layer(layer) + check_layer_backward(layer)
         print(f"layer checks: {len(layer_failures)} failures {layer_failures}", flush=True)
         if layer_failures:
             status = 1

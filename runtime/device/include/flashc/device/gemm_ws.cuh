@@ -36,6 +36,10 @@
 //             device) holds the 128-row blocks in use, then each block's expert: a tile loads its expert's B. Not
 //             with kTransA, kBatched or kBias. Row blocks past A's rows are never taken; an expert id outside the
 //             weights reads zeros (TMA's bounds).
+//   kGroupedK (optional member, default false; gemm_ws_grouped_k) the experts' weight gradients: C [E, M, N] (3-D
+//             map), C[e] = op(A)[:, rows of e] · B[rows of e, :] with A stored [rows, M] (kTransA) and B [rows, N],
+//             the rows permuted by expert as above; `groups` (int32 [E + 1], device) each expert's first row, every
+//             one a multiple of 64 (the padded layout). An expert without rows gets zeros. Not with the other forms.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
 // Maps (box, innermost last; 128-byte swizzle): A (1,) kBlockM x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
@@ -82,6 +86,15 @@ template <class Config>
 struct GroupedOf<Config, decltype(void(Config::kGrouped))> {
   static constexpr bool value = Config::kGrouped;
 };
+// Config::kGroupedK where the Config has it, else false.
+template <class Config, class = void>
+struct GroupedKOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct GroupedKOf<Config, decltype(void(Config::kGroupedK))> {
+  static constexpr bool value = Config::kGroupedK;
+};
 
 template <class Config>
 struct GemmWsPlan {
@@ -99,9 +112,14 @@ struct GemmWsPlan {
   static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
   static constexpr bool kPingPong = PingPongOf<Config>::value;
   static constexpr bool kGrouped = GroupedOf<Config>::value;
+  static_assert(!(kPingPong && GroupedKOf<Config>::value), "ws GEMM: grouped over K takes cooperative tiles");
   static_assert(!(kGrouped && (kTransA || Config::kBatched || Config::kBias)),
                 "ws GEMM, grouped: A [rows, K] (not transposed, not batched), no bias");
   static constexpr int kGroupRows = 128;  // grouped: each expert's rows start at a multiple of this
+  static constexpr bool kGroupedK = GroupedKOf<Config>::value;
+  static_assert(!kGroupedK || (kTransA && !kTransB && !Config::kBatched && !kGrouped && !Config::kBias &&
+                               !Config::kGated && !Config::kAccumulate && !Config::kSavePre && !kActGrad),
+                "ws GEMM, grouped over K (weight gradients): A [rows, M] (kTransA), B [rows, N], no epilogue extras");
   // Rows a tile: both warpgroups' 64 (cooperative), or one warpgroup's (ping-pong).
   static constexpr int kBlockM = kPingPong ? 64 : 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
@@ -147,7 +165,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
                                              const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                              const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2,
                                              const TensorArg& a, const TensorArg& b, const TensorArg& bias,
-                                             const int* groups, float alpha) {
+                                             const int* groups, int group_count, float alpha) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
   using ATile = typename P::ATile;
@@ -159,12 +177,14 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  constexpr bool kBatched = Config::kBatched;
+  constexpr bool kGroupedK = P::kGroupedK;
+  constexpr bool kBatched = Config::kBatched;  // (kGroupedK: C is [E, M, N] as a batched C)
+  constexpr bool kBatchedC = kBatched || kGroupedK;
   const int M = static_cast<int>(kBatched ? a.shape[1] : kTransA ? a.shape[1] : a.shape[0]);
   const int K = static_cast<int>(kBatched ? a.shape[2] : kTransA ? a.shape[0] : a.shape[1]);
   constexpr bool kGrouped = P::kGrouped;
   const int N = static_cast<int>(b.shape[(kGrouped ? 1 : 0) + (kTransB ? 0 : 1)]);
-  const int batches = kBatched ? static_cast<int>(a.shape[0]) : 1;
+  const int batches = kBatched ? static_cast<int>(a.shape[0]) : kGroupedK ? group_count : 1;
   int blocks_m = (M + kBlockM - 1) / kBlockM;  // row blocks of one batch
   if constexpr (kGrouped) {  // the row blocks in use (never past A's rows)
     constexpr int kTilesPerGroupBlock = P::kGroupRows / kBlockM;
@@ -172,7 +192,13 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     blocks_m = (in_use < 0 ? 0 : in_use < capacity ? in_use : capacity) * kTilesPerGroupBlock;
   }
   const int tiles_m = blocks_m * batches, tiles_n = (N + kBlockN - 1) / kBlockN;
-  const int tiles = tiles_m * tiles_n, k_blocks = (K + kBlockK - 1) / kBlockK;
+  const int tiles = tiles_m * tiles_n;
+  // The K blocks of a tile: all of K, or (kGroupedK) the rows of the tile's expert from its first.
+  auto k_range = [&](int batch) {
+    if constexpr (kGroupedK) return make_int2(groups[batch], (groups[batch + 1] - groups[batch] + kBlockK - 1) / kBlockK);
+    else return make_int2(0, (K + kBlockK - 1) / kBlockK);
+  };
+  const int k_blocks = k_range(0).y;  // (every tile's but kGroupedK's)
   const int warpgroup = warp_id() / 4;
 
   auto a_slot = [&](int s) { return ATile{reinterpret_cast<Elem*>(smem + P::kSmemA + s * ATile::kBytes)}; };
@@ -202,8 +228,9 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
         const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
         const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
         const int expert = kGrouped ? groups[1 + m0 / P::kGroupRows] : 0;
-        for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
-          const int k0 = kb * kBlockK;
+        const int2 ks = k_range(batch);
+        for (int kb = 0; kb < ks.y; ++kb, slot.advance()) {
+          const int k0 = ks.x + kb * kBlockK;
           const unsigned full = bar(P::kBarFull + slot.stage);
           mbarrier_wait(bar(P::kBarEmpty + slot.stage), slot.phase ^ 1u);
           mbarrier_arrive_expect_tx(full, P::kStageBytes);
@@ -288,7 +315,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
         if (col0 >= N) break;
         const unsigned landed = bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j);
         mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
-        if constexpr (kBatched)
+        if constexpr (kBatchedC)
           tma_load_3d(piece_buffer(j).base(), read, landed, col0, m0 + wg_row0, batch);
         else
           tma_load_2d(piece_buffer(j).base(), read, landed, col0, m0 + wg_row0);
@@ -361,7 +388,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     if (!P::kReadPiece && elected) tma_wait_group<0>();
     named_barrier_sync(P::kBarEpilogue + warpgroup, 128);
     if (elected) {
-      if constexpr (kBatched)
+      if constexpr (kBatchedC)
         tma_store_3d(&map, buf.base(), col0, m0 + wg_row0, batch);
       else
         tma_store_2d(&map, buf.base(), col0, m0 + wg_row0);
@@ -388,8 +415,9 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
-    if (k_blocks == 0) load_tile_pieces(batch, m0, n0);
-    for (int kb = 0; kb < k_blocks; ++kb, slot.advance()) {
+    const int tile_k_blocks = kGroupedK ? k_range(batch).y : k_blocks;
+    if (tile_k_blocks == 0) load_tile_pieces(batch, m0, n0);
+    for (int kb = 0; kb < tile_k_blocks; ++kb, slot.advance()) {
       mbarrier_wait(bar(P::kBarFull + slot.stage), slot.phase);
       issue(slot.stage);
       if (kb == 0) load_tile_pieces(batch, m0, n0);  // under the first products
@@ -429,8 +457,9 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
                                         const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                         const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
                                         const TensorArg& b, const TensorArg& bias, float alpha) {
-  static_assert(!GemmWsPlan<Config>::kGrouped, "ws GEMM: a grouped Config runs through gemm_ws_grouped");
-  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, alpha);
+  static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK,
+                "ws GEMM: a grouped Config runs through gemm_ws_grouped or gemm_ws_grouped_k");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, 0, alpha);
 }
 
 // The grouped form (Config::kGrouped): a [rows, K] the permuted rows (each expert's from a multiple of 128), b [E, K,
@@ -444,7 +473,20 @@ __device__ __forceinline__ void gemm_ws_grouped(const TmaDescriptor& map_a, cons
                                                 float alpha) {
   static_assert(GemmWsPlan<Config>::kGrouped, "ws GEMM: gemm_ws_grouped takes a grouped Config");
   detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, TensorArg(),
-                               static_cast<const int*>(groups.data), alpha);
+                               static_cast<const int*>(groups.data), 0, alpha);
+}
+
+// The grouped-over-K form (Config::kGroupedK): c[e] = alpha · a[rows of e, :]ᵀ · b[rows of e, :] for the experts' weight
+// gradients. a [rows, M] (map: box 64 x 64 of [rows, M]), b [rows, N], map_c 3-D over c [E, M, N], groups int32
+// [E + 1] each expert's first row (multiples of 64; groups[E] the rows in use). Launch: grid (min(E · tiles of
+// [M, N], SMs)).
+template <class Config>
+__device__ __forceinline__ void gemm_ws_grouped_k(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                                  const TmaDescriptor& map_c, const TensorArg& a, const TensorArg& b,
+                                                  const TensorArg& groups, float alpha) {
+  static_assert(GemmWsPlan<Config>::kGroupedK, "ws GEMM: gemm_ws_grouped_k takes a Config grouped over K");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b, map_c, map_c, map_c, a, b, TensorArg(),
+                               static_cast<const int*>(groups.data), static_cast<int>(groups.shape[0]) - 1, alpha);
 }
 
 }  // namespace device

@@ -9,6 +9,11 @@
 //   3. moe_permute: a warp a routed row copies token t's x row to its expert's row; the padding rows are zeroed
 //      (the backward's weight gradients read them).
 //   4. moe_combine: a warp a token sums its k expert rows times their weights in f32.
+// The backward (the same workspaces, saved by the forward):
+//   moe_scatter_grad: a warp a routed row: d(expert row) = weight x dy[t], d(weight) = dy[t] . (expert row);
+//     padding rows zeroed. moe_gated_grad: dg, du of the gated experts' h = silu(g) u from dh. moe_select_grad: a
+//     warp a token: d(logits) from d(weights) through the renormalisation and the softmax / sigmoid (the choice
+//     held fixed). moe_combine with unit weights sums a token's k rows of dx (and the router's part).
 // Workspaces (int32 unless named): counts [E] (zeroed before moe_select), ids [T, k], weights [T, k] f32, ranks
 // [T, k], offsets [E + 1] (padded), groups [1 + capacity / 128], with capacity = moe_padded_capacity(T k, E).
 #pragma once
@@ -133,6 +138,16 @@ __device__ __forceinline__ void moe_copy_row(Elem* dst, const Elem* src, int col
     *reinterpret_cast<uint4*>(dst + c) = src ? *reinterpret_cast<const uint4*>(src + c) : make_uint4(0, 0, 0, 0);
 }
 
+// Padding row p % 127 of expert p / 127 (if the expert has it) of a permuted [capacity, cols] tensor: zeros.
+template <class Elem>
+__device__ __forceinline__ void moe_zero_padding_row(Elem* permuted, int cols, long long p, int experts,
+                                                     const int* counts, const int* offsets, int lane) {
+  const int e = static_cast<int>(p / (kMoeGroupRows - 1)), j = static_cast<int>(p % (kMoeGroupRows - 1));
+  if (e >= experts) return;
+  const int row = offsets[e] + counts[e] + j;
+  if (row < offsets[e + 1]) moe_copy_row<Elem>(permuted + static_cast<long long>(row) * cols, nullptr, cols, lane);
+}
+
 // Launch: a warp a row, routed_rows + experts * 127 warps (the routed rows, then every expert's padding rows).
 // x [T, d] rows x_stride apart, permuted [capacity, d] (contiguous); d a multiple of 8.
 template <class Elem>
@@ -147,27 +162,34 @@ __device__ __forceinline__ void moe_permute(const Elem* x, long long x_stride, i
     moe_copy_row(permuted + static_cast<long long>(offsets[e] + ranks[w]) * d, x + (w / top_k) * x_stride, d, lane);
     return;
   }
-  const long long p = w - routed;  // padding row p % 127 of expert p / 127
-  const int e = static_cast<int>(p / (kMoeGroupRows - 1)), j = static_cast<int>(p % (kMoeGroupRows - 1));
-  if (e >= experts) return;
-  const int row = offsets[e] + counts[e] + j;
-  if (row < offsets[e + 1]) moe_copy_row<Elem>(permuted + static_cast<long long>(row) * d, nullptr, d, lane);
+  moe_zero_padding_row(permuted, d, w - routed, experts, counts, offsets, lane);
 }
 
-// Launch: a warp a token. y [T, d_out] (rows y_stride apart) = sum over the token's k slots of weight x its expert
-// row of expert_out [capacity, d_out] (contiguous); d_out a multiple of 8.
+// Launch: a warp a token. y [T, d_out] (rows y_stride apart) = addend (if given, [T, d_out] as y) + the sum over the
+// token's k slots of weight (1 without weights) x its expert row of expert_out [capacity, d_out] (contiguous); d_out a
+// multiple of 8. (The backward's dx: unit weights, the router's part as the addend.)
 template <class Elem>
 __device__ __forceinline__ void moe_combine(const Elem* expert_out, int tokens, int d_out, int top_k, const int* ids,
                                             const float* weights, const int* ranks, const int* offsets, Elem* y,
-                                            long long y_stride) {
+                                            long long y_stride, const Elem* addend = nullptr) {
   const int lane = threadIdx.x % 32;
   const int t = static_cast<int>((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32);
   if (t >= tokens) return;
   for (int c = 8 * lane; c < d_out; c += 8 * 32) {
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (addend) {
+      const uint4 v = *reinterpret_cast<const uint4*>(addend + static_cast<long long>(t) * y_stride + c);
+      const unsigned parts[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float2 f = ElemTraits<Elem>::unpack(parts[q]);
+        acc[2 * q] = f.x;
+        acc[2 * q + 1] = f.y;
+      }
+    }
     for (int s = 0; s < top_k; ++s) {
       const long long i = static_cast<long long>(t) * top_k + s;
-      const float w = weights[i];
+      const float w = weights ? weights[i] : 1.f;
       const uint4 v = *reinterpret_cast<const uint4*>(expert_out + static_cast<long long>(offsets[ids[i]] + ranks[i]) * d_out + c);
       const unsigned parts[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -183,6 +205,121 @@ __device__ __forceinline__ void moe_combine(const Elem* expert_out, int tokens, 
     out.z = ElemTraits<Elem>::pack(acc[4], acc[5]);
     out.w = ElemTraits<Elem>::pack(acc[6], acc[7]);
     *reinterpret_cast<uint4*>(y + static_cast<long long>(t) * y_stride + c) = out;
+  }
+}
+
+// Launch: a warp a routed row, routed_rows + experts * 127 warps. d_expert_out [capacity, d_out] (contiguous): row
+// (t, s) = weights[t, s] x dy[t] (rows dy_stride apart), padding rows zero; d_weights[t, s] = dy[t] . expert_out row
+// (f32).
+template <class Elem>
+__device__ __forceinline__ void moe_scatter_grad(const Elem* dy, long long dy_stride, const Elem* expert_out,
+                                                 int tokens, int d_out, int top_k, int experts, const int* counts,
+                                                 const int* ids, const float* weights, const int* ranks,
+                                                 const int* offsets, Elem* d_expert_out, float* d_weights) {
+  const int lane = threadIdx.x % 32;
+  const long long w = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+  const long long routed = static_cast<long long>(tokens) * top_k;
+  if (w >= routed) return moe_zero_padding_row(d_expert_out, d_out, w - routed, experts, counts, offsets, lane);
+  const long long row = offsets[ids[w]] + ranks[w];
+  const Elem* g = dy + (w / top_k) * dy_stride;
+  const Elem* o = expert_out + row * d_out;
+  Elem* out = d_expert_out + row * d_out;
+  const float weight = weights[w];
+  float dot = 0.f;
+  for (int c = 8 * lane; c < d_out; c += 8 * 32) {
+    const uint4 gv = *reinterpret_cast<const uint4*>(g + c), ov = *reinterpret_cast<const uint4*>(o + c);
+    const unsigned gp[4] = {gv.x, gv.y, gv.z, gv.w}, op[4] = {ov.x, ov.y, ov.z, ov.w};
+    unsigned res[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float2 gf = ElemTraits<Elem>::unpack(gp[q]), of = ElemTraits<Elem>::unpack(op[q]);
+      dot = fmaf(gf.x, of.x, fmaf(gf.y, of.y, dot));
+      res[q] = ElemTraits<Elem>::pack(weight * gf.x, weight * gf.y);
+    }
+    *reinterpret_cast<uint4*>(out + c) = make_uint4(res[0], res[1], res[2], res[3]);
+  }
+  for (int o2 = 16; o2 > 0; o2 >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o2);
+  if (lane == 0) d_weights[w] = dot;
+}
+
+// Grid-stride over the rows in use (offsets[experts]) x h / 8 chunks: the gated experts' h = silu(g) u, from dh:
+// dg = dh u silu'(g), du = dh silu(g) (silu'(g) = s (1 + g (1 - s)), s the logistic of g). [capacity, h] each.
+template <class Elem>
+__device__ __forceinline__ void moe_gated_grad(const Elem* g, const Elem* u, const Elem* dh, int h, int experts,
+                                               const int* offsets, Elem* dg, Elem* du) {
+  const long long chunks = static_cast<long long>(offsets[experts]) * (h / 8);
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long at = i * 8;
+    const uint4 gv = *reinterpret_cast<const uint4*>(g + at), uv = *reinterpret_cast<const uint4*>(u + at),
+                hv = *reinterpret_cast<const uint4*>(dh + at);
+    const unsigned gp[4] = {gv.x, gv.y, gv.z, gv.w}, up[4] = {uv.x, uv.y, uv.z, uv.w}, hp[4] = {hv.x, hv.y, hv.z, hv.w};
+    unsigned rg[4], ru[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float2 gf = ElemTraits<Elem>::unpack(gp[q]), uf = ElemTraits<Elem>::unpack(up[q]),
+                   hf = ElemTraits<Elem>::unpack(hp[q]);
+      const float s0 = 1.f / (1.f + __expf(-gf.x)), s1 = 1.f / (1.f + __expf(-gf.y));
+      rg[q] = ElemTraits<Elem>::pack(hf.x * uf.x * s0 * (1.f + gf.x * (1.f - s0)),
+                                     hf.y * uf.y * s1 * (1.f + gf.y * (1.f - s1)));
+      ru[q] = ElemTraits<Elem>::pack(hf.x * gf.x * s0, hf.y * gf.y * s1);
+    }
+    *reinterpret_cast<uint4*>(dg + at) = make_uint4(rg[0], rg[1], rg[2], rg[3]);
+    *reinterpret_cast<uint4*>(du + at) = make_uint4(ru[0], ru[1], ru[2], ru[3]);
+  }
+}
+
+// Launch: a warp a token. d_logits [T, E] (contiguous) of the router logits [T, E] from d_weights [T, k] (f32), the
+// choice ids and the forward's weights held fixed: softmax d_l = p (g - p . g) with g the d_weights at the chosen
+// experts (renormalised: over the chosen ones only, d_l = w (dw - w . dw) there, 0 elsewhere); sigmoid d_l = dσ σ (1 - σ)
+// at the chosen ones, dσ = dw (renormalised: (dw - w . dw) / sum σ).
+template <MoeGating kGating, bool kRenormalize, class Elem>
+__device__ __forceinline__ void moe_select_grad(const Elem* logits, int tokens, int experts, int top_k, const int* ids,
+                                                const float* weights, const float* d_weights, Elem* d_logits) {
+  const int lane = threadIdx.x % 32;
+  const int t = static_cast<int>((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32);
+  if (t >= tokens) return;
+  const long long base = static_cast<long long>(t) * top_k;
+  // w . dw over the chosen experts (lane s holds slot s).
+  const float w_s = lane < top_k ? weights[base + lane] : 0.f, dw_s = lane < top_k ? d_weights[base + lane] : 0.f;
+  const int e_s = lane < top_k ? ids[base + lane] : 0;
+  float w_dot = w_s * dw_s;
+  for (int o = 16; o > 0; o >>= 1) w_dot += __shfl_xor_sync(0xffffffffu, w_dot, o);
+  const Elem* row = logits + static_cast<long long>(t) * experts;
+  // Softmax without renormalisation: every expert's probability.
+  float m = -INFINITY, sum = 0.f;
+  if constexpr (kGating == MoeGating::Softmax && !kRenormalize) {
+    for (int e = lane; e < experts; e += 32) m = fmaxf(m, to_float(row[e]));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int e = lane; e < experts; e += 32) sum += __expf(to_float(row[e]) - m);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  }
+  // Sigmoid renormalised: sum of the chosen σ (the weights are σ / that sum).
+  float sigma_sum = 0.f;
+  if constexpr (kGating == MoeGating::Sigmoid && kRenormalize) {
+    float sg = lane < top_k ? 1.f / (1.f + __expf(-to_float(row[e_s]))) : 0.f;
+    for (int o = 16; o > 0; o >>= 1) sg += __shfl_xor_sync(0xffffffffu, sg, o);
+    sigma_sum = sg;
+  }
+  for (int e = lane; e < experts; e += 32) {
+    // This expert's slot (if chosen): d_weights and weight.
+    float dw = 0.f, w = 0.f;
+    bool chosen = false;
+    for (int s = 0; s < top_k; ++s)
+      if (ids[base + s] == e) chosen = true, dw = d_weights[base + s], w = weights[base + s];
+    const float l = to_float(row[e]);
+    float grad = 0.f;
+    if constexpr (kGating == MoeGating::Softmax) {
+      if constexpr (kRenormalize)
+        grad = chosen ? w * (dw - w_dot) : 0.f;
+      else
+        grad = __expf(l - m) / sum * (dw - w_dot);  // p (g - p . g): the chosen weights are their p
+    } else {
+      const float sg = 1.f / (1.f + __expf(-l));
+      const float d_sigma = kRenormalize ? (dw - w_dot) / sigma_sum : dw;
+      grad = chosen ? d_sigma * sg * (1.f - sg) : 0.f;
+    }
+    d_logits[static_cast<long long>(t) * experts + e] = from_float<Elem>(grad);
   }
 }
 
