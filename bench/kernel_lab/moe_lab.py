@@ -130,7 +130,7 @@ def reference(g, routing, a, b, b2, dtype):
     return torch.cat(want), torch.cat(peer)
 
 
-def check(name, g):
+def check(name, g, small=False):
     import torch
     dtype = torch.bfloat16
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -138,7 +138,7 @@ def check(name, g):
     # (counts per expert, N, K, max_blocks): experts without rows and with one; ragged N and K; many tiles a block.
     cases = [([0, 1, 130, 257, 64], 200, 136, 0), ([300], 264, 64, 0), ([5, 0, 0, 700, 128, 129], 128, 520, 3),
              ([1000, 17, 0, 385], 512, 1000, 1), ([1] * 9, 8, 8, 0)]
-    for counts, N, K, max_blocks in cases:
+    for counts, N, K, max_blocks in cases[:3] if small else cases:
         r = Routing(counts)
         E = len(counts)
         a = torch.randn(r.rows, K, device="cuda", dtype=dtype, generator=gen)
@@ -354,14 +354,14 @@ def layer_weights(T, E, d, h, d_out, gen, logit_scale=1.0):
     return x, router, w_gate, w_up, w_down
 
 
-def check_layer(layer):
+def check_layer(layer, small=False):
     """Against float64: the logits; the choice and weights from the kernel's own (bf16) logits; the output."""
     import torch
     gen = torch.Generator(device="cuda").manual_seed(3)
     failures = []
-    for T, E, k, d, h, d_out, sigmoid, renorm in [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True),
-                                                  (1, 8, 8, 8, 8, 8, False, False), (1000, 64, 6, 128, 136, 128, False, False),
-                                                  (77, 256, 8, 72, 64, 16, True, False)]:
+    cases = [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True), (1, 8, 8, 8, 8, 8, False, False),
+             (1000, 64, 6, 128, 136, 128, False, False), (77, 256, 8, 72, 64, 16, True, False)]
+    for T, E, k, d, h, d_out, sigmoid, renorm in cases[:2] if small else cases:
         x, router, w_gate, w_up, w_down = layer_weights(T, E, d, h, d_out, gen)
         layer.prepare(x, router, w_gate, w_up, w_down, k)
         y = layer(sigmoid, renorm).double()
@@ -428,13 +428,14 @@ def moe_fixed_choice(x, router, w_gate, w_up, w_down, ids, sigmoid, renorm):
     return y
 
 
-def check_layer_backward(layer):
+def check_layer_backward(layer, small=False):
     """The backward against float64 autograd of the layer with the kernel's choice of experts."""
     import torch
     gen = torch.Generator(device="cuda").manual_seed(5)
     failures = []
-    for T, E, k, d, h, d_out, sigmoid, renorm in [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True),
-                                                  (1000, 64, 6, 128, 136, 128, False, False), (77, 32, 8, 72, 64, 16, True, False)]:
+    cases = [(300, 8, 2, 136, 200, 72, False, True), (257, 16, 4, 64, 96, 64, True, True),
+             (1000, 64, 6, 128, 136, 128, False, False), (77, 32, 8, 72, 64, 16, True, False)]
+    for T, E, k, d, h, d_out, sigmoid, renorm in cases[:2] if small else cases:
         x, router, w_gate, w_up, w_down = layer_weights(T, E, d, h, d_out, gen)
         layer.prepare(x, router, w_gate, w_up, w_down, k)
         layer.prepare_backward()
@@ -577,6 +578,7 @@ def main():
     p.add_argument("--skip-bench", action="store_true")
     p.add_argument("--skip-gemms", action="store_true", help="only the whole layer")
     p.add_argument("--skip-layer", action="store_true", help="only the grouped GEMMs")
+    p.add_argument("--small", action="store_true", help="the first checks only, no timing (for compute-sanitizer)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     work = os.path.join(args.out, "build")
@@ -594,10 +596,11 @@ def main():
     gemms = {n: GroupedGemm(libs[n], CONFIGS[n]) for n in names if n in libs}
     failures = []
     for n, g in gemms.items():
-        failures += check(n, g)
+        failures += check(n, g, args.small)
     print(f"checks: {len(failures)} failures {failures}", flush=True)
     if failures:
         status = 1
+    args.skip_bench |= args.small
     if not args.skip_bench and gemms:
         bench({n: g for n, g in gemms.items() if not any(f[0] == n for f in failures)}, args.out)
     if not args.skip_layer:
@@ -606,7 +609,7 @@ def main():
         if not path:
             return 1
         layer = MoeLayer(path)
-        layer_failures = check_layer(layer) + check_layer_backward(layer)
+        layer_failures = check_layer(layer, args.small) + check_layer_backward(layer, args.small)
         print(f"layer checks: {len(layer_failures)} failures {layer_failures}", flush=True)
         if layer_failures:
             status = 1

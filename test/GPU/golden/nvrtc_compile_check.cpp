@@ -120,6 +120,19 @@ int main(int argc, char** argv) {
       failures += compile("attention_decode.cu", source, options) ? 0 : 1;
     }
   }
+  {  // a mixture of experts: the grouped GEMM forms and the routing kernels, bf16 and f16
+    const std::string path = root + "/test/GPU/golden/moe_experts.cu";
+    const std::string source = readFile(path);
+    if (source.empty()) {
+      std::fprintf(stderr, "cannot read %s\n", path.c_str());
+      return 2;
+    }
+    for (const char* f16 : {"-DFLASHC_F16=0", "-DFLASHC_F16=1"}) {
+      std::vector<std::string> options = base;
+      options.push_back(f16);
+      failures += compile("moe_experts.cu", source, options) ? 0 : 1;
+    }
+  }
   {  // emitter_api.cuh call forms the golden kernels do not exercise (config independent)
     const std::string path = root + "/test/GPU/golden/emitter_api_smoke.cu";
     const std::string source = readFile(path);

@@ -34,3 +34,4 @@
 #include "flashc/device/ffn_activation_grad.cuh"
 #include "flashc/device/attention_decode.cuh"
 #include "flashc/device/kv_append.cuh"
+#include "flashc/device/moe_routing.cuh"
