@@ -4,7 +4,8 @@
 
 bf16, B*S = 16k tokens, H*Dv = 2048, D in {64, 128}, S in {1k, 4k, 16k}, causal and not (--head-dims takes D or
 D:Dv, e.g. 256,192:128 for the large head dims). TFLOP/s with FLOPs = 2*B*H*S^2*(D+Dv) (/2 causal), backward = 2.5x forward FLOPs, backward time = (fwd+bwd) - fwd, medians of
-triton.testing.do_bench, inputs rotated among a few sets. Also: peak memory, every flashc output and gradient
+triton.testing.do_bench, inputs rotated among a few sets, the implementations timed in interleaved rounds (each the
+median of its rounds' medians: bench_common.interleaved). Also: peak memory, every flashc output and gradient
 checked against float64 math on two heads (error within 2x of SDPA-flash bf16's + floor), and bundle
 load+compile time (cold/warm JIT through NVRTC and the cubin path) in fresh processes.
 
@@ -65,6 +66,8 @@ def parse_args(argv=None):
                    help="time loading for at most this many bundles (each costs an NVRTC compile)")
     p.add_argument("--warmup", type=int, default=25, help="do_bench warmup ms")
     p.add_argument("--rep", type=int, default=100, help="do_bench repetition ms")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds taking the implementations in turn (bench_common.interleaved; default 3)")
     p.add_argument("--measure-load", nargs=2, metavar=("BUNDLE_DIR", "CACHE_DIR"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     try:
@@ -242,8 +245,9 @@ def input_sets(torch, row, count, grad=True):
     return sets
 
 
-def measure(torch, fn, sets, args):
-    """fwd ms, fwd+bwd ms, peak extra MiB of one fwd+bwd."""
+def prepare(torch, fn, sets):
+    """The timed calls of one implementation (fwd, fwd+bwd over the rotated input sets), its gradient leaves, and the
+    peak extra MiB of one fwd+bwd (after a first call of each: compiled / loaded outside the timing)."""
     counter = [0]
 
     def pick():
@@ -260,7 +264,7 @@ def measure(torch, fn, sets, args):
 
     leaves = [t for s in sets for t in s[:3]]
     fwd()
-    fwd_bwd()  # compile/load outside the timing
+    fwd_bwd()
     torch.cuda.synchronize()
     for t in leaves:
         t.grad = None
@@ -271,9 +275,7 @@ def measure(torch, fn, sets, args):
     peak = (torch.cuda.max_memory_allocated() - before) / 2 ** 20
     for t in leaves:
         t.grad = None
-    t_fwd = bc.do_bench(fwd, warmup=args.warmup, rep=args.rep)
-    t_fb = bc.do_bench(fwd_bwd, grad_to_none=leaves, warmup=args.warmup, rep=args.rep)
-    return t_fwd, t_fb, peak
+    return fwd, fwd_bwd, leaves, peak
 
 
 def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc", ran=()):
@@ -328,28 +330,43 @@ def run_row(torch, row, args, load_cache):
             traceback.print_exc()
     sets = input_sets(torch, row, args.input_sets)
     flops = fwd_flops(row)
+
+    def failure(e):
+        if isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e):
+            return {"status": "out of memory"}
+        return {"status": "error: %s" % str(e).splitlines()[0][:300]}
+    # Each implementation set up (first calls, peak memory), then all timed in interleaved rounds
+    # (bench_common.interleaved: the GPU's clocks settle over back-to-back runs; taking turns evens that out).
+    measures, peaks, graphs_before = {}, {}, dynamo_graph_count(torch) if "flex" in impls else (0, {})
     for name, fn in impls.items():
-        entry = {}
         try:
-            graphs_before, breaks_before = dynamo_graph_count(torch) if name == "flex" else (0, {})
-            t_fwd, t_fb, peak = measure(torch, fn, sets, args)
-            entry.update(fwd_ms=t_fwd, fwdbwd_ms=t_fb, bwd_ms=t_fb - t_fwd, peak_mib=peak,
+            fwd, fwd_bwd, leaves, peaks[name] = prepare(torch, fn, sets)
+            measures[name] = {"fwd": (fwd, None), "fwdbwd": (fwd_bwd, leaves)}
+        except Exception as e:  # a failing peer must not take the whole benchmark down
+            result["impls"][name] = failure(e)
+            traceback.print_exc()
+            torch.cuda.empty_cache()
+    timed = bc.interleaved(measures, rounds=args.rounds, warmup=args.warmup, rep=args.rep)
+    for name in measures:
+        if "error" in timed[name]:
+            entry = failure(RuntimeError(timed[name]["error"]))
+        else:
+            t_fwd, t_fb = timed[name]["fwd"], timed[name]["fwdbwd"]
+            entry = dict(fwd_ms=t_fwd, fwdbwd_ms=t_fb, bwd_ms=t_fb - t_fwd, peak_mib=peaks[name],
                          fwd_tflops=bc.tflops(flops, t_fwd), bwd_tflops=bc.tflops(2.5 * flops, t_fb - t_fwd),
                          status="ok")
             if name == "flex":
                 graphs_after, breaks_after = dynamo_graph_count(torch)
-                entry["dynamo_new_graph_stats"] = graphs_after - graphs_before
-                if breaks_after != breaks_before:
+                entry["dynamo_new_graph_stats"] = graphs_after - graphs_before[0]
+                if breaks_after != graphs_before[1]:
                     entry["status"] = "graph breaks: %s" % breaks_after
-        except torch.cuda.OutOfMemoryError:
-            entry = {"status": "out of memory"}
-        except Exception as e:  # a failing peer must not take the whole benchmark down
-            entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
-            traceback.print_exc()
         result["impls"][name] = entry
-        torch.cuda.empty_cache()
         print("  %-15s %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in entry.items()}),
               flush=True)
+    for name in impls:
+        if name not in measures:
+            print("  %-15s %s" % (name, result["impls"][name]), flush=True)
+    torch.cuda.empty_cache()
     # Outputs: flashc checked against float64; Flex compared with SDPA flash (no silent unfused fallback).
     for flashc_name in FLASHC_FORMS:
         if flashc_name in impls and result["impls"][flashc_name].get("status") == "ok" and args.check_heads > 0:

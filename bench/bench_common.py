@@ -55,6 +55,29 @@ def do_bench(fn, grad_to_none=None, warmup=25, rep=100):
     return measure.time_ms(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none).median_ms
 
 
+def interleaved(measures, rounds=3, warmup=25, rep=100):
+    """{name: {what: median ms}} for measures {name: {what: (fn, grad_to_none)}}, timed in `rounds` rounds that take the
+    implementations in turn (forward order, then reversed, ...), each a median of its rounds' medians. Timing one
+    implementation's calls after another's lets the GPU's clocks settle under the later one (session 16: ~12 %
+    over six back-to-back calls): interleaving gives every implementation the same share of early and late turns.
+    An implementation that raises is left out of the later rounds: {name: {"error": text}}."""
+    import statistics
+    samples = {name: {what: [] for what in whats} for name, whats in measures.items()}
+    errors = {}
+    names = list(measures)
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            if name in errors:
+                continue
+            try:
+                for what, (fn, grad_to_none) in measures[name].items():
+                    samples[name][what].append(do_bench(fn, grad_to_none=grad_to_none, warmup=warmup, rep=rep))
+            except Exception as e:  # a peer that fails at this size: its row says why
+                errors[name] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+    return {name: ({"error": errors[name]} if name in errors else
+                   {what: statistics.median(ms) for what, ms in samples[name].items()}) for name in names}
+
+
 def cuda_kernel_times(fn, iters):
     """{kernel name: microseconds per call of fn} from torch.profiler, summed over the kernels of that name (the
     probes' breakdown of where a call's GPU time goes)."""

@@ -2,7 +2,8 @@
 """FFN benchmark: flashc.torch.ffn vs PyTorch eager (cuBLAS) and torch.compile on the benchmark FFN rows
 (flashc.configs.BENCH_FFN): y = gelu_tanh(x W1) W2 and the gated y = (silu(x W_gate) * (x W_up)) W2, bf16,
 TFLOP/s counting 4*M*d*h (forward; 6*M*d*h gated) and twice that for the backward (dx and the weight
-gradients), do_bench medians; flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
+gradients), do_bench medians, the implementations interleaved in rounds (bench_common.interleaved: each the median of
+its rounds' medians); flashc's y checked against float64 on 256 rows (error <= 2x eager bf16's + floor).
 The forward is timed under torch.no_grad() (flashc's inference forward); the backward as forward + backward less the
 forward with gradients (flashc's training forward, which also writes the activations the backward reads).
 
@@ -34,6 +35,8 @@ def parse_args(argv=None):
                    help="comma-separated model dims d: only the rows of these (default: every row)")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds taking the implementations in turn (bench_common.interleaved; default 3)")
     args = p.parse_args(argv)
     args.impls = [x for x in args.impls.split(",") if x]
     try:
@@ -78,30 +81,54 @@ def run_row(torch, row, args):
         fns["compile"] = torch.compile(eager)
     flops = (6.0 if config.gated else 4.0) * M * d * h
     result = {"M": M, "d": d, "h": h, "key": row["config"].key, "impls": {}}
-    for name, fn in fns.items():
+    leaves = [t for t in (x, w1, w2, wg) if t is not None]
+
+    def scratch_pool(name):  # flashc-keep: the runtime's keeping pool (read at each launch)
         if name == "flashc-keep":
             os.environ["FLASHC_SCRATCH_POOL"] = "keep"
         else:
             os.environ.pop("FLASHC_SCRATCH_POOL", None)
-        try:
-            leaves = [t for t in (x, w1, w2, wg) if t is not None]
+
+    def guarded(name, fn, no_grad):  # each call under its implementation's settings
+        def call():
+            scratch_pool(name)
+            if no_grad:
+                with torch.no_grad():
+                    return fn()
+            return fn()
+        return call
+
+    measures, failed = {}, {}
+    for name, fn in fns.items():
+        scratch_pool(name)
+        try:  # first calls: bundles loaded, torch.compile's graphs compiled (with and without gradients)
             fn(x, w1, w2).backward(dy)
-            with torch.no_grad():  # (torch.compile: its no-grad graph compiled here, not in the timing)
+            with torch.no_grad():
                 fn(x, w1, w2)
             torch.cuda.synchronize()
-            with torch.no_grad():  # inference: flashc's forward program, no activation saved
-                t_f = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
-            # With gradients: flashc's training forward (two GEMMs that also write pre / gate and up for the backward).
-            t_ft = bc.do_bench(lambda: fn(x, w1, w2), warmup=args.warmup, rep=args.rep)
-            t_fb = bc.do_bench(lambda: fn(x, w1, w2).backward(dy), grad_to_none=leaves, warmup=args.warmup,
-                               rep=args.rep)
+        except Exception as e:
+            failed[name] = {"status": "error: %s" % str(e).splitlines()[0][:300]}
+            traceback.print_exc()
+            continue
+        measures[name] = {
+            # inference: flashc's forward program, no activation saved
+            "fwd": (guarded(name, lambda fn=fn: fn(x, w1, w2), True), None),
+            # with gradients: flashc's training forward (it also writes pre / gate and up for the backward)
+            "fwd_train": (guarded(name, lambda fn=fn: fn(x, w1, w2), False), None),
+            "fwdbwd": (guarded(name, lambda fn=fn: fn(x, w1, w2).backward(dy), False), leaves),
+        }
+    timed = bc.interleaved(measures, rounds=args.rounds, warmup=args.warmup, rep=args.rep)
+    os.environ.pop("FLASHC_SCRATCH_POOL", None)
+    for name in fns:
+        if name in failed:
+            entry = failed[name]
+        elif "error" in timed[name]:
+            entry = {"status": "error: %s" % timed[name]["error"]}
+        else:
+            t_f, t_ft, t_fb = timed[name]["fwd"], timed[name]["fwd_train"], timed[name]["fwdbwd"]
             entry = dict(status="ok", fwd_ms=t_f, fwd_train_ms=t_ft, fwdbwd_ms=t_fb, fwd_tflops=bc.tflops(flops, t_f),
                          fwd_train_tflops=bc.tflops(flops, t_ft), bwd_tflops=bc.tflops(2 * flops, t_fb - t_ft))
-        except Exception as e:
-            entry = {"status": "error: %s" % str(e).splitlines()[0][:300]}
-            traceback.print_exc()
         result["impls"][name] = entry
-        os.environ.pop("FLASHC_SCRATCH_POOL", None)
         print("  %-8s %s" % (name, entry), flush=True)
     checked = [n for n in FLASHC_IMPLS if n in fns and result["impls"][n].get("status") == "ok"]
     if checked and "eager" in fns:
@@ -137,7 +164,8 @@ def table(results, impls):
 
 NOTES = ("TFLOP/s: fwd 4*M*d*h (gated 6*M*d*h) under torch.no_grad() (flashc's inference forward), bwd twice that "
          "over (fwd+bwd - fwd with gradients, i.e. flashc's training forward: fwd_train_ms in the JSON); triton "
-         "do_bench medians; no biases; flashc check: y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
+         "do_bench medians, the implementations interleaved in rounds (each the median of its rounds' medians); no "
+         "biases; flashc check: y on 256 rows vs float64, error <= 2x eager bf16's + floor.")
 
 
 def main(argv=None):

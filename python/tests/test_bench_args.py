@@ -16,6 +16,7 @@ if TEST_INSTALLED:
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import bench_attention  # noqa: E402
+import bench_common  # noqa: E402
 import bench_ffn  # noqa: E402
 import bench_ring  # noqa: E402
 
@@ -45,6 +46,35 @@ class BenchArgsTest(unittest.TestCase):
             with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
                 bench_ffn.parse_args(["--model-dims", value])
             self.assertIn("--model-dims", err.getvalue())
+
+    def test_interleaved_rounds(self):
+        # The implementations take turns (forward, reversed, forward), each value the median of its rounds; one that
+        # raises is reported and left out of later rounds. (do_bench replaced: no GPU here.)
+        order, clock = [], iter(range(100))
+
+        def fake_do_bench(fn, grad_to_none=None, warmup=25, rep=100):
+            return fn()
+
+        def timed(name):
+            def fn():
+                order.append(name)
+                return float(next(clock))
+            return fn
+
+        def broken():
+            order.append("c")
+            raise RuntimeError("no kernel for this size\nmore")
+        saved = bench_common.do_bench
+        bench_common.do_bench = fake_do_bench
+        try:
+            result = bench_common.interleaved({"a": {"fwd": (timed("a"), None)}, "b": {"fwd": (timed("b"), None)},
+                                               "c": {"fwd": (broken, None)}}, rounds=3)
+        finally:
+            bench_common.do_bench = saved
+        self.assertEqual(order, ["a", "b", "c", "b", "a", "a", "b"])
+        self.assertEqual(result["a"], {"fwd": 3.0})  # a's rounds read 0, 3, 4
+        self.assertEqual(result["b"], {"fwd": 2.0})  # b's: 1, 2, 5
+        self.assertEqual(result["c"], {"error": "no kernel for this size"})
 
     def test_bad_arguments_are_refused(self):
         for argv, words in ((["--head-dims", "1:2:3"], "D:Dv"), (["--head-dims", "x"], "D:Dv"),
