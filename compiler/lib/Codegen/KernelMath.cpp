@@ -176,6 +176,38 @@ std::string describeKernelMath(Attribute spec) {
     }
     return what + " (" + typeName(decode.getElementType()) + ", D = " + std::to_string(decode.getHeadDim()) + ")";
   }
+  if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(spec)) {
+    std::string act = stringifyActivation(moe.getActivation()).str();
+    std::string what;
+    switch (moe.getRole()) {
+    case KernelRole::MoeRouter:
+      what = "logits = x · router";
+      break;
+    case KernelRole::MoeSelect:
+      what = llvm::formatv("the top {0} of {1}(logits) over {2} experts{3}, a row of each claimed", moe.getTopK(),
+                           moe.getSigmoid() ? "sigmoid" : "softmax", moe.getExperts(),
+                           moe.getRenormalize() ? ", weights renormalised" : "")
+                 .str();
+      break;
+    case KernelRole::MoePlan:
+      what = "each expert's first row (padded to 128) and the row blocks' experts";
+      break;
+    case KernelRole::MoePermute:
+      what = "token rows to their experts' rows, padding zeroed";
+      break;
+    case KernelRole::MoeUp:
+      what = moe.getGated() ? act + "(x_e · w1[e]) ⊙ (x_e · w_up[e]) of each expert's rows"
+                            : act + "(x_e · w1[e]) of each expert's rows";
+      break;
+    case KernelRole::MoeDown:
+      what = "hidden_e · w2[e] of each expert's rows";
+      break;
+    default:
+      what = "y = sum over each token's experts of weight x row";
+      break;
+    }
+    return what + " (" + typeName(moe.getElementType()) + ")";
+  }
   if (auto varlen = llvm::dyn_cast_or_null<VarlenSpecAttr>(spec)) {
     if (varlen.getRole() == KernelRole::VarlenPlan)
       return "cu_seqlens_q / cu_seqlens_k checked (a bad entry -> status), the tile map of " +

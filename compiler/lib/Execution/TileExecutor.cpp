@@ -187,6 +187,7 @@ private:
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
   LogicalResult varlenBlock(VarlenBlockOp block);
+  LogicalResult moeBlock(MoeBlockOp block);
   LogicalResult executeTileOp(Operation *op);
 
   /// Element offset of (indices..., row, col) or an error when out of range.
@@ -591,6 +592,151 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
 /// plan (the offsets checked, the tile map written) or the forward's query tile x of head y (its sequence from the
 /// map; the last tile first under a causal mask). Scores and sums in double (softcap, window from the spec), out
 /// rounded to its element type; rows past the sequence are not written.
+/// One block of a mixture-of-experts kernel (#tile.moe; moe_routing.cuh, gemm_ws.cuh's grouped form): the router and
+/// the expert GEMMs the tile (row block x, column block y) of their output, sums in double rounded where the kernels
+/// store; select and combine tokens 8x ..; the plan all of it; the permutation its grid-stride share of the routed
+/// and padding rows. Scores in f32 (ties to the lower expert); a chosen row's rank is its place in token order (the
+/// GPU's atomic order differs, and no result depends on it).
+LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
+  auto kernel = block->getParentOfType<KernelOp>();
+  auto spec = cast<MoeSpecAttr>(kernel.getSpecAttr());
+  SmallVector<HostTensor *> t;
+  for (Value v : block.getTensors())
+    t.push_back(tensorOf(v));
+  const int64_t x = intOf(block.getX()), y = intOf(block.getY());
+  const int64_t experts = spec.getExperts(), topK = spec.getTopK();
+  constexpr int64_t kGroupRows = 128, kTokensABlock = 8;
+  // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]), rounded; `epilogue` maps the
+  // f32 accumulators (one column, or gate and up) to the stored value.
+  auto gemmTile = [&](HostTensor &a, HostTensor &b, HostTensor *b2, HostTensor &c, int64_t expert, int64_t blockN) {
+    const int64_t rows = c.shape[0], n = c.shape[1], k = a.shape[1];
+    const int64_t weightBase = b.shape.size() == 3 ? expert * k * n : 0;
+    const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
+                                          .value_or(reference::Activation::Identity);
+    for (int64_t r = x * kGroupRows; r < std::min((x + 1) * kGroupRows, rows); ++r)
+      for (int64_t col = y * blockN; col < std::min((y + 1) * blockN, n); ++col) {
+        double sum = 0.0, up = 0.0;
+        for (int64_t i = 0; i < k; ++i) {
+          sum += double(a.data[r * k + i]) * b.data[weightBase + i * n + col];
+          if (b2)
+            up += double(a.data[r * k + i]) * b2->data[weightBase + i * n + col];
+        }
+        double value = sum;
+        if (spec.getRole() == KernelRole::MoeUp)  // act(g) (⊙ u): f32 on the GPU, rounded once
+          value = reference::activation(act, float(sum)) * (b2 ? float(up) : 1.0f);
+        c.data[r * n + col] = roundToElement(float(value), c.kind);
+      }
+  };
+  switch (spec.getRole()) {
+  case KernelRole::MoeRouter: // (x, router, logits)
+    gemmTile(*t[0], *t[1], nullptr, *t[2], 0, 128);
+    return success();
+  case KernelRole::MoeUp:   // (permuted, w1, [w_up], groups, hidden)
+  case KernelRole::MoeDown: { // (hidden, w2, groups, expert_out)
+    bool up = spec.getRole() == KernelRole::MoeUp;
+    HostTensor &groups = *t[t.size() - 2];
+    // Row blocks past the ones in use (or past the rows) are never taken.
+    int64_t inUse = std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t.back()->shape[0] / kGroupRows);
+    if (x >= inUse)
+      return success();
+    int64_t expert = groups.ints[1 + x];
+    if (expert < 0 || expert >= experts)  // (TMA reads zeros past the weights)
+      return fail(block, llvm::formatv("row block {0} names expert {1} of {2}", x, expert, experts));
+    gemmTile(*t[0], *t[1], up && spec.getGated() ? t[2] : nullptr, *t.back(), expert, up ? 128 : 256);
+    return success();
+  }
+  case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
+    HostTensor &logits = *t[0], &counts = *t[1], &ids = *t[2], &weights = *t[3], &ranks = *t[4];
+    const int64_t tokens = logits.shape[0];
+    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
+      std::vector<float> score(experts);
+      float m = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+      for (int64_t e = 0; e < experts; ++e)
+        m = std::max(m, logits.data[tok * experts + e]);
+      for (int64_t e = 0; e < experts; ++e) {
+        float l = logits.data[tok * experts + e];
+        score[e] = spec.getSigmoid() ? 1.0f / (1.0f + std::exp(-l)) : std::exp(l - m);
+        sum += score[e];
+      }
+      if (!spec.getSigmoid())
+        for (float &v : score)
+          v /= sum;
+      std::vector<bool> taken(experts, false);
+      std::vector<std::pair<int64_t, float>> chosen;
+      float chosenSum = 0.0f;
+      for (int64_t s = 0; s < topK; ++s) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < experts; ++e)
+          if (!taken[e] && (best < 0 || score[e] > score[best]))
+            best = e;
+        taken[best] = true;
+        chosen.push_back({best, score[best]});
+        chosenSum += score[best];
+      }
+      for (int64_t s = 0; s < topK; ++s) {
+        int64_t i = tok * topK + s;
+        ids.ints[i] = int32_t(chosen[s].first);
+        weights.data[i] = spec.getRenormalize() ? chosen[s].second / chosenSum : chosen[s].second;
+        ranks.ints[i] = counts.ints[chosen[s].first]++;
+      }
+    }
+    return success();
+  }
+  case KernelRole::MoePlan: { // (counts, offsets, groups)
+    HostTensor &counts = *t[0], &offsets = *t[1], &groups = *t[2];
+    int64_t block0 = 0;
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t blocks = (counts.ints[e] + kGroupRows - 1) / kGroupRows;
+      offsets.ints[e] = int32_t(block0 * kGroupRows);
+      for (int64_t b = 0; b < blocks; ++b)
+        if (1 + block0 + b < groups.shape[0])
+          groups.ints[1 + block0 + b] = int32_t(e);
+      block0 += blocks;
+    }
+    offsets.ints[experts] = int32_t(block0 * kGroupRows);
+    groups.ints[0] = int32_t(block0);
+    return success();
+  }
+  case KernelRole::MoePermute: { // (x, counts, ids, ranks, offsets, permuted)
+    HostTensor &in = *t[0], &counts = *t[1], &ids = *t[2], &ranks = *t[3], &offsets = *t[4], &out = *t[5];
+    const int64_t d = in.shape[1], routed = ids.shape[0], total = routed + experts * (kGroupRows - 1);
+    const int64_t warps = kTokensABlock * ((out.shape[0] + kTokensABlock - 1) / kTokensABlock);
+    for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
+      for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
+        int64_t row = -1, source = -1;
+        if (w < routed) {
+          row = offsets.ints[ids.ints[w]] + ranks.ints[w];
+          source = w / topK;
+        } else {  // padding row (w - routed) % 127 of expert (w - routed) / 127
+          int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
+          row = offsets.ints[e] + counts.ints[e] + j;
+          if (row >= offsets.ints[e + 1])
+            continue;
+        }
+        if (row < 0 || row >= out.shape[0])
+          return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, out.shape[0]));
+        for (int64_t c = 0; c < d; ++c)
+          out.data[row * d + c] = source >= 0 ? in.data[source * d + c] : 0.0f;
+      }
+    return success();
+  }
+  default: { // the combine: (expert_out, ids, weights, ranks, offsets, y)
+    HostTensor &expertOut = *t[0], &ids = *t[1], &weights = *t[2], &ranks = *t[3], &offsets = *t[4], &out = *t[5];
+    const int64_t tokens = out.shape[0], dOut = out.shape[1];
+    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok)
+      for (int64_t c = 0; c < dOut; ++c) {
+        float sum = 0.0f;
+        for (int64_t s = 0; s < topK; ++s) {
+          int64_t i = tok * topK + s, row = offsets.ints[ids.ints[i]] + ranks.ints[i];
+          sum = std::fma(weights.data[i], expertOut.data[row * dOut + c], sum);
+        }
+        out.data[tok * dOut + c] = roundToElement(sum, out.kind);
+      }
+    return success();
+  }
+  }
+}
+
 LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   auto kernel = block->getParentOfType<KernelOp>();
   auto spec = cast<VarlenSpecAttr>(kernel.getSpecAttr());
@@ -1081,6 +1227,7 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
       })
       .Case<DecodeBlockOp>([&](DecodeBlockOp block) { return decodeBlock(block); })
       .Case<VarlenBlockOp>([&](VarlenBlockOp block) { return varlenBlock(block); })
+      .Case<MoeBlockOp>([&](MoeBlockOp block) { return moeBlock(block); })
       .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
         // Exact classes (the most precise of the sound tables the op allows).
         auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(classify, classify.getMaskModAttr());

@@ -18,6 +18,8 @@ KernelOp buildDecodeKernel(OpBuilder &builder, Location loc, StringRef name, Dec
                            ArrayRef<Type> argTypes, const TilePlan &plan);
 KernelOp buildVarlenKernel(OpBuilder &builder, Location loc, StringRef name, VarlenSpecAttr spec,
                            ArrayRef<Type> argTypes, const TilePlan &plan);
+KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpecAttr spec, ArrayRef<Type> argTypes,
+                        const TilePlan &plan);
 
 TilePlan planOf(KernelOp kernel) {
   TilePlan plan;
@@ -37,12 +39,14 @@ GlobalTensorType toGlobalTensorType(RankedTensorType type) {
 
 KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute spec,
                      ArrayRef<Type> argTypes, const TilePlan &plan) {
-  // A decode or packed-sequences kernel is one library block (tile.decode_block, tile.varlen_block): its recipe
-  // checks its own arguments.
-  if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr>(spec)) {
+  // A decode, packed-sequences or mixture-of-experts kernel is one library block (tile.decode_block,
+  // tile.varlen_block, tile.moe_block): its recipe checks its own arguments.
+  if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr, MoeSpecAttr>(spec)) {
     KernelOp kernel = llvm::isa<DecodeSpecAttr>(spec)
                           ? buildDecodeKernel(builder, loc, name, llvm::cast<DecodeSpecAttr>(spec), argTypes, plan)
-                          : buildVarlenKernel(builder, loc, name, llvm::cast<VarlenSpecAttr>(spec), argTypes, plan);
+                      : llvm::isa<VarlenSpecAttr>(spec)
+                          ? buildVarlenKernel(builder, loc, name, llvm::cast<VarlenSpecAttr>(spec), argTypes, plan)
+                          : buildMoeKernel(builder, loc, name, llvm::cast<MoeSpecAttr>(spec), argTypes, plan);
     if (kernel && failed(mlir::verify(kernel))) {
       kernel.erase();
       emitError(loc) << "internal error: kernel @" << name << " built from " << spec << " does not verify";

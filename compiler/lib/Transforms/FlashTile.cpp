@@ -104,14 +104,11 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   // Only fused ops can be tiled: anything else means fusion did not happen.
   for (Operation &op : body) {
     if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
-                  flash::KvAppendOp, func::ReturnOp>(op))
+                  flash::KvAppendOp, flash::MoeOp, func::ReturnOp>(op))
       continue;
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
     Location where = llvm::isa<UnknownLoc>(op.getLoc()) ? func.getLoc() : op.getLoc();
-    if (llvm::isa<flash::MoeOp>(op))
-      return emitError(where) << "flash-tile: flash.moe has no tile lowering yet (its grouped expert GEMMs are "
-                                 "not built); the graph evaluator (flash-eval) computes it";
     return emitError(where) << "flash-tile: '" << op.getName()
                             << "' has no tile lowering; run flash-fuse-attention and "
                                "flash-fuse-ffn first (only fused ops are tiled)";
@@ -182,7 +179,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     Operation *def = value.getDefiningOp();
     if (!def || !llvm::isa<flash::AttentionOp, flash::FfnOp, flash::DecodeAttentionOp, flash::VarlenAttentionOp,
-                           flash::KvAppendOp>(def))
+                           flash::KvAppendOp, flash::MoeOp>(def))
       return returnOp.emitError() << "flash-tile: result " << index
                                   << " must be produced by a fused op of this function";
     if (outputIndex.count(value) || returnedTied.count(value))
@@ -263,7 +260,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
                     labelIt != labels.end() ? labelIt->second.name : "");
   };
 
-  unsigned attentionCount = 0, ffnCount = 0;
+  unsigned attentionCount = 0, ffnCount = 0, moeCount = 0;
   auto cleanup = [&]() {
     pb.getProgram().erase();
     return failure();
@@ -347,6 +344,22 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       ++attentionCount;
       if (failed(pb.launchVarlen(varlen, kernelName, suffix, q, mapped[varlen.getKey()], mapped[varlen.getValue()],
                                  mapped[varlen.getCuSeqlensQ()], mapped[varlen.getCuSeqlensK()], out, lse)))
+        return cleanup();
+      continue;
+    }
+    if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
+      if (train) {
+        moe.emitError() << "flash-tile: flash.moe has no training program yet (its backward is built in the kernel "
+                           "lab, not in the compiler: docs/design/moe.md)";
+        return cleanup();
+      }
+      Value x = mapped[moe.getInput()];
+      Value y = destination(moe.getResult(), x);
+      mapped[moe.getResult()] = y;
+      std::string sfx = moeCount ? std::to_string(moeCount + 1) : "";
+      ++moeCount;
+      if (failed(pb.launchMoe(moe, name + "_moe" + sfx, sfx, x, mapped[moe.getRouter()], mapped[moe.getW1()],
+                              moe.isGated() ? mapped[moe.getWUp()] : Value(), mapped[moe.getW2()], y)))
         return cleanup();
       continue;
     }

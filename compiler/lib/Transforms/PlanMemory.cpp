@@ -179,9 +179,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
 
   LogicalResult planKernel(KernelOp kernel, const TargetDescription &targetDesc) {
     Attribute spec = kernel.getSpecAttr();
-    // A decode or packed-sequences kernel is one library block whose plan is the device library's
-    // (attention_decode.cuh, varlen.cuh).
-    if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr>(spec))
+    // A decode, packed-sequences or mixture-of-experts kernel is one library block whose plan is the device
+    // library's (attention_decode.cuh, varlen.cuh, moe_routing.cuh and gemm_ws.cuh).
+    if (llvm::isa_and_nonnull<DecodeSpecAttr, VarlenSpecAttr, MoeSpecAttr>(spec))
       return success();
     // A kernel read from a file may carry any recipe and signature: both are
     // checked before anything is planned or rebuilt from them.

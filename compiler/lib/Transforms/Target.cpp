@@ -229,6 +229,20 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
     plan.stages = std::clamp<int64_t>((target.sharedMemoryPerBlock - 1024) / stageBytes, 2, 4);
     return plan;
   }
+  // A mixture of experts (docs/design/moe.md): the router and the expert GEMMs the warp-specialised persistent GEMM
+  // (two consumer warpgroups on 128-row tiles, a 4-slot ring; 128 columns a tile, the down projection's 256), the
+  // routing kernels 8 warps.
+  if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(spec)) {
+    KernelRole role = moe.getRole();
+    bool gemm = role == KernelRole::MoeRouter || role == KernelRole::MoeUp || role == KernelRole::MoeDown;
+    plan.strategy = gemm ? Strategy::WgmmaWsSm90 : target.strategy;
+    plan.blockM = gemm ? 128 : 8;
+    plan.blockN = role == KernelRole::MoeDown ? 256 : gemm ? 128 : 1;
+    plan.blockK = 64;
+    plan.warps = 8;
+    plan.stages = gemm ? 4 : 1;
+    return plan;
+  }
   // Packed sequences (varlen.cuh): the plan one block of 512 threads; the forward the warp-specialised forward's
   // plan for its head dims (its block_m in the spec, which the plan's tile map counts in).
   if (auto varlen = llvm::dyn_cast_or_null<VarlenSpecAttr>(spec)) {

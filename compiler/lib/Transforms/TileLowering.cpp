@@ -395,7 +395,7 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
     if (v && !labels.count(v))
       labels[v] = {name, dimSymbols(v.getType(), symbols)};
   };
-  unsigned ffnOps = 0;
+  unsigned ffnOps = 0, moeOps = 0;
   // A KV cache's operands (decode, append): k_cache / v_cache over pages (paged) or [B, Hkv, S, D], the block
   // table [B, W], cache_seqlens [B].
   auto labelCache = [&](auto op, const std::string &sfx) {
@@ -462,6 +462,15 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(varlen.getCuSeqlensK(), "cu_seqlens_k" + sfx, {"B1" + sfx});
       label(varlen.getOutput(), "out" + sfx, {tq, "", ""});
       label(varlen.getLse(), "lse" + sfx, {"", tq});
+    } else if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
+      std::string sfx = moeOps ? std::to_string(moeOps + 1) : "";
+      ++moeOps;
+      label(moe.getInput(), "x" + sfx, {"T" + sfx, ""});
+      label(moe.getRouter(), "router" + sfx, {"", ""});
+      label(moe.getW1(), "w1" + sfx, {"", "", ""});
+      label(moe.getWUp(), "w_up" + sfx, {"", "", ""});
+      label(moe.getW2(), "w2" + sfx, {"", "", ""});
+      label(moe.getResult(), "y" + sfx, {"T" + sfx, ""});
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
       std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
       ++ffnOps;
@@ -535,6 +544,82 @@ func::FuncOp ProgramBuilder::create(Operation *anchor, Location loc, StringRef n
 Value ProgramBuilder::dim(Value tensor, int64_t d) {
   return builder->create<DimOp>(program.getLoc(), builder->getIndexType(), tensor,
                                 builder->getI64IntegerAttr(d));
+}
+
+LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, StringRef suffix, Value x, Value router,
+                                        Value w1, Value wUp, Value w2, Value y) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  Type element = op.getInput().getType().getElementType();
+  int64_t experts = op.getExperts(), topK = static_cast<int64_t>(op.getTopK());
+  int64_t d = op.getModelDim(), h = op.getHiddenDim(), dOut = op.getOutputDim();
+  // What the device code takes (moe_routing.cuh, gemm_ws.cuh): said in the spec's terms.
+  if (target.sharedMemoryPerBlock < 200000)
+    return op.emitError() << "flash-tile: flash.moe needs a Hopper target (sm_90a: the grouped expert GEMMs are "
+                             "warp-specialised TMA kernels), not "
+                          << target.name;
+  if (!element.isBF16() && !element.isF16())
+    return op.emitError() << "flash-tile: flash.moe takes bf16 or f16 tensors, got " << element;
+  if (experts % 8 != 0 || experts > 256)
+    return op.emitError() << "flash-tile: flash.moe needs a multiple of 8 experts up to 256 (the router's logits rows "
+                             "are 16-byte pieces; a warp scores 256 at most), got "
+                          << experts;
+  if (topK > 32)
+    return op.emitError() << "flash-tile: flash.moe takes top_k up to 32, got " << topK;
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"d", d}, {"h", h}, {"d_out", dOut}})
+    if (size % 8 != 0)
+      return op.emitError() << "flash-tile: flash.moe needs " << name
+                            << " a multiple of 8 (rows of 16-byte pieces: TMA), got " << size;
+  Builder b(ctx);
+  auto spec = [&](tile::KernelRole role) {
+    return MoeSpecAttr::get(ctx, role, experts, topK, op.getGating() == flash::MoeGating::Sigmoid,
+                            op.getRenormalize(), toTileActivation(op.getActivation()), op.isGated(),
+                            TypeAttr::get(element));
+  };
+  auto constant = [&](int64_t c) { return builder->create<arith::ConstantIndexOp>(loc, c).getResult(); };
+  int64_t dyn = ShapedType::kDynamic;
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  auto workspace = [&](ArrayRef<int64_t> shape, Type type, ValueRange sizes, StringRef name, bool zero = false) {
+    auto alloc = builder->create<AllocTensorOp>(loc, GlobalTensorType::get(ctx, shape, type), sizes);
+    alloc->setAttr("tile.name", b.getStringAttr(name.str() + suffix.str()));
+    if (zero)
+      alloc->setAttr("tile.zero_fill", b.getUnitAttr());
+    return alloc.getResult();
+  };
+  Value tokens = dim(x, 0);
+  Value routed = builder->create<arith::MulIOp>(loc, tokens, constant(topK));
+  Value padded = builder->create<arith::AddIOp>(loc, routed, constant(127 * (experts - 1)));
+  Value blocks = builder->create<arith::CeilDivSIOp>(loc, padded, constant(128));
+  Value capacity = builder->create<arith::MulIOp>(loc, blocks, constant(128));
+  Value groupEntries = builder->create<arith::AddIOp>(loc, blocks, constant(1));
+  Value logits = workspace({dyn, experts}, element, {tokens}, "logits");
+  Value counts = workspace({experts}, i32, {}, "counts", /*zero=*/true);
+  Value ids = workspace({dyn}, i32, {routed}, "ids");
+  Value weights = workspace({dyn}, f32, {routed}, "weights");
+  Value ranks = workspace({dyn}, i32, {routed}, "ranks");
+  Value offsets = workspace({experts + 1}, i32, {}, "offsets");
+  Value groups = workspace({dyn}, i32, {groupEntries}, "groups");
+  Value permuted = workspace({dyn, d}, element, {capacity}, "permuted");
+  Value hidden = workspace({dyn, h}, element, {capacity}, "hidden");
+  Value expertOut = workspace({dyn, dOut}, element, {capacity}, "expert_out");
+  SmallVector<Value> up = {permuted, w1};
+  if (wUp)
+    up.push_back(wUp);
+  up.append({groups, hidden});
+  using tile::KernelRole;
+  std::string base = baseName.str();
+  if (failed(launch(loc, base + "_router", spec(KernelRole::MoeRouter), ValueRange{x, router, logits})) ||
+      failed(launch(loc, base + "_select", spec(KernelRole::MoeSelect),
+                    ValueRange{logits, counts, ids, weights, ranks})) ||
+      failed(launch(loc, base + "_plan", spec(KernelRole::MoePlan), ValueRange{counts, offsets, groups})) ||
+      failed(launch(loc, base + "_permute", spec(KernelRole::MoePermute),
+                    ValueRange{x, counts, ids, ranks, offsets, permuted})) ||
+      failed(launch(loc, base + "_up", spec(KernelRole::MoeUp), up)) ||
+      failed(launch(loc, base + "_down", spec(KernelRole::MoeDown), ValueRange{hidden, w2, groups, expertOut})) ||
+      failed(launch(loc, base + "_combine", spec(KernelRole::MoeCombine),
+                    ValueRange{expertOut, ids, weights, ranks, offsets, y})))
+    return failure();
+  return success();
 }
 
 Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int64_t>> sources,

@@ -194,6 +194,14 @@ public:
                                            mlir::Value cuQ, mlir::Value cuK, mlir::Value out, mlir::Value lse,
                                            mlir::Value dOut, mlir::Value dQ, mlir::Value dK, mlir::Value dV);
 
+  /// flash.moe (docs/design/moe.md) as its seven kernels (#tile.moe: router, select, plan, permute, up, down,
+  /// combine) with their workspaces, named with `suffix`: logits [T, E], counts [E] (zeroed), ids, weights (f32),
+  /// ranks [T k], offsets [E + 1], groups [1 + C / 128], permuted [C, d], hidden [C, h], expert_out [C, d_out] with
+  /// C = 128 ceil((T k + 127 (E - 1)) / 128), every expert's rows padded to a multiple of 128.
+  mlir::LogicalResult launchMoe(mlir::flash::MoeOp op, llvm::StringRef baseName, llvm::StringRef suffix,
+                                mlir::Value x, mlir::Value router, mlir::Value w1, mlir::Value wUp, mlir::Value w2,
+                                mlir::Value y);
+
   mlir::func::FuncOp getProgram() { return program; }
 
 private:

@@ -68,10 +68,21 @@ struct WarpSpecializePass
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});
         pingPongTakes = false;
+      } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
+                 moe && (moe.getRole() == KernelRole::MoeRouter || moe.getRole() == KernelRole::MoeUp ||
+                         moe.getRole() == KernelRole::MoeDown)) {
+        // A mixture of experts' router and expert GEMMs: the persistent GEMM's schedule; an expert GEMM's B
+        // blocks are its row block's expert's weight (the grouped form).
+        resident = builder.getStrArrayAttr({});
+        ring = moe.getRole() == KernelRole::MoeRouter ? builder.getStrArrayAttr({"x", "router"})
+               : moe.getRole() == KernelRole::MoeDown ? builder.getStrArrayAttr({"hidden", "w2"})
+               : moe.getGated()                       ? builder.getStrArrayAttr({"permuted", "w1", "w_up"})
+                                                      : builder.getStrArrayAttr({"permuted", "w1"});
+        pingPongTakes = false;
       } else {
         kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName()
                            << " is planned wgmma_ws_sm90 but is none of an attention forward, "
-                              "a fused FFN or a plain or gated GEMM";
+                              "a fused FFN, a plain or gated GEMM or a mixture of experts' GEMM";
         return signalPassFailure();
       }
       auto emitError = [&]() -> InFlightDiagnostic {

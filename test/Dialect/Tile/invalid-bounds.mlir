@@ -31,7 +31,7 @@ tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
 
 // -----
 
-// expected-error @+1 {{spec must be a #tile.attention, #tile.gemm, #tile.decode or #tile.varlen recipe, got 7 : i64}}
+// expected-error @+1 {{spec must be a #tile.attention, #tile.gemm, #tile.decode, #tile.varlen or #tile.moe recipe, got 7 : i64}}
 tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
     block_m = 16, block_n = 16, warps = 1, stages = 1, spec = 7} {

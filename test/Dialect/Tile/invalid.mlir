@@ -345,7 +345,7 @@ func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, 
 // -----
 
 // A persistent grid order on a warp-specialised kernel that is no attention forward (no recipe here).
-// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward> or #tile.gemm<role = gemm / gated_gemm>) takes}}
+// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm> or #tile.moe<role = moe_router / moe_up / moe_down>) takes}}
 tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
     strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
@@ -662,3 +662,53 @@ tile.kernel @varlen_finish(%q: !tile.tensor<?x4x64xbf16>) attributes {
   tile.varlen_block(%q) at [%x, %x, %x] : !tile.tensor<?x4x64xbf16>
   tile.return
 }
+
+// -----
+
+// tile.moe_block: the tensors of its kernel's #tile.moe role (the gated up projection: five, w_up included).
+tile.kernel @moe_up(%a: !tile.tensor<?x64xbf16>, %w: !tile.tensor<8x64x96xbf16>, %g: !tile.tensor<?xi32>,
+                    %h: !tile.tensor<?x96xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
+    block_m = 128, block_n = 128, warps = 8, stages = 4,
+    spec = #tile.moe<role = moe_up, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
+                     activation = silu, gated = true, element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{moe_up takes 5 tensors (gated: w_up included), got 4}}
+  tile.moe_block(%a, %w, %g, %h) at [%x, %x, %x] : !tile.tensor<?x64xbf16>, !tile.tensor<8x64x96xbf16>, !tile.tensor<?xi32>, !tile.tensor<?x96xbf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @not_moe(%s: !tile.tensor<4xi32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 64, warps = 4, stages = 4} {
+  %x = tile.program_id x
+  // expected-error @+1 {{must be in a tile.kernel with a #tile.moe spec}}
+  tile.moe_block(%s) at [%x, %x, %x] : !tile.tensor<4xi32>
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{#tile.moe experts must be a multiple of 8 from 8 to 256, got 12}}
+func.func private @moe_twelve() attributes {spec = #tile.moe<role = moe_select, experts = 12, top_k = 2,
+    sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = bf16>}
+
+// -----
+
+// expected-error @+1 {{#tile.moe top_k must be in [1, min(32, experts)], got 9}}
+func.func private @moe_top9() attributes {spec = #tile.moe<role = moe_select, experts = 8, top_k = 9,
+    sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = bf16>}
+
+// -----
+
+// expected-error @+1 {{#tile.moe role must be moe_router, moe_select, moe_plan, moe_permute, moe_up, moe_down or moe_combine, got gemm}}
+func.func private @moe_role() attributes {spec = #tile.moe<role = gemm, experts = 8, top_k = 2,
+    sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = bf16>}
+
+// -----
+
+// expected-error @+1 {{#tile.moe element_type must be bf16 or f16}}
+func.func private @moe_f32() attributes {spec = #tile.moe<role = moe_plan, experts = 8, top_k = 2,
+    sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = f32>}

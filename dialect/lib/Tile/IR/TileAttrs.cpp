@@ -227,6 +227,42 @@ LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+LogicalResult MoeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t experts,
+                                  int64_t topK, bool sigmoid, bool renormalize, Activation activation, bool gated,
+                                  TypeAttr elementType) {
+  if (role < KernelRole::MoeRouter || role > KernelRole::MoeCombine)
+    return emitError() << "#tile.moe role must be moe_router, moe_select, moe_plan, moe_permute, moe_up, moe_down or "
+                          "moe_combine, got "
+                       << stringifyKernelRole(role);
+  // moe_routing.cuh: a warp's lanes hold up to 256 experts' scores and the k chosen ones; the router's logits rows
+  // are whole 16-byte pieces (TMA).
+  if (experts < 1 || experts > 256 || experts % 8 != 0)
+    return emitError() << "#tile.moe experts must be a multiple of 8 from 8 to 256, got " << experts;
+  if (topK < 1 || topK > 32 || topK > experts)
+    return emitError() << "#tile.moe top_k must be in [1, min(32, experts)], got " << topK;
+  if (failed(checkElementType(emitError, "moe", elementType)))
+    return failure();
+  if (!elementType.getValue().isBF16() && !elementType.getValue().isF16())
+    return emitError() << "#tile.moe element_type must be bf16 or f16";
+  return success();
+}
+
+unsigned MoeSpecAttr::tensorCount() const {
+  switch (getRole()) {
+  case KernelRole::MoeRouter: // x, router, logits
+  case KernelRole::MoePlan:   // counts, offsets, groups
+    return 3;
+  case KernelRole::MoeSelect: // logits, counts, ids, weights, ranks
+    return 5;
+  case KernelRole::MoeUp: // permuted, w1, [w_up], groups, hidden
+    return getGated() ? 5 : 4;
+  case KernelRole::MoeDown: // hidden, w2, groups, expert_out
+    return 4;
+  default: // permute (x, counts, ids, ranks, offsets, permuted), combine (expert_out, ids, weights, ranks, offsets, y)
+    return 6;
+  }
+}
+
 LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role,
                                    Activation activation, BoolAttr transposeA, BoolAttr transposeB,
                                    BoolAttr bias1, BoolAttr bias2, BoolAttr gated,

@@ -137,12 +137,16 @@ LogicalResult KernelOp::verify() {
   if (GridOrderAttr order = getGridOrderAttr(); order && order.getOrder() == BlockOrder::Persistent) {
     auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(getSpecAttr());
     auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(getSpecAttr());
+    auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(getSpecAttr());
     if (getStrategy() != Strategy::WgmmaWsSm90 ||
         !((attention && attention.getRole() == KernelRole::AttentionForward) ||
-          (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm))))
+          (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm)) ||
+          (moe && (moe.getRole() == KernelRole::MoeRouter || moe.getRole() == KernelRole::MoeUp ||
+                   moe.getRole() == KernelRole::MoeDown))))
       return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
-                         "or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward> or "
-                         "#tile.gemm<role = gemm / gated_gemm>) takes; other kernels take one tile a block");
+                         "or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, "
+                         "#tile.gemm<role = gemm / gated_gemm> or #tile.moe<role = moe_router / moe_up / moe_down>) "
+                         "takes; other kernels take one tile a block");
     // With three consumer warpgroups (160 registers each) the tile loop spills.
     if (getWarps() != 8)
       return emitOpError() << "has a persistent grid order on " << getWarps()
@@ -165,8 +169,11 @@ LogicalResult KernelOp::verify() {
       failed(expectInRange(*this, "smem_bytes", getSmemBytes(), 0, limits::kMaxInt32)))
     return failure();
   // flash-plan-memory rebuilds a kernel from its recipe.
-  if (Attribute spec = getSpecAttr(); spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr, DecodeSpecAttr, VarlenSpecAttr>(spec))
-    return emitOpError() << "spec must be a #tile.attention, #tile.gemm, #tile.decode or #tile.varlen recipe, got " << spec;
+  if (Attribute spec = getSpecAttr();
+      spec && !llvm::isa<AttentionSpecAttr, GemmSpecAttr, DecodeSpecAttr, VarlenSpecAttr, MoeSpecAttr>(spec))
+    return emitOpError() << "spec must be a #tile.attention, #tile.gemm, #tile.decode, #tile.varlen or #tile.moe "
+                            "recipe, got "
+                         << spec;
   // flash-warp-specialize's schedule describes this kernel's plan: its
   // consumers are the plan's warps, its ring the plan's stages.
   if (WarpSpecializedAttr schedule = getScheduleAttr()) {
@@ -282,6 +289,20 @@ LogicalResult DecodeBlockOp::verify() {
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
                          << (spec.isPaged() ? " (a paged cache: the block table included)" : "") << ", got "
                          << getTensors().size();
+  return success();
+}
+
+LogicalResult MoeBlockOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  auto spec = kernel ? llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr()) : MoeSpecAttr();
+  if (!spec)
+    return emitOpError() << "must be in a tile.kernel with a #tile.moe spec";
+  unsigned want = spec.tensorCount();
+  if (getTensors().size() != want)
+    return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
+                         << (spec.getRole() == KernelRole::MoeUp ? (spec.getGated() ? " (gated: w_up included)" : "")
+                                                                 : "")
+                         << ", got " << getTensors().size();
   return success();
 }
 

@@ -2,7 +2,9 @@
 //
 // The reference meaning of flash.moe on tokens x [T, d], float64:
 //
-//   logits = x_t · router [d, E];  s = softmax(logits) or sigmoid(logits)
+//   logits = x_t · router [d, E] (rounded by `roundLogit` when given: the 16-bit graph's router matmul result, as
+//            the kernels and PyTorch's router hold it, so that their top-k choice is this one);
+//   s = softmax(logits) or sigmoid(logits)
 //   K = the top_k experts by s, ties to the lower expert index
 //   w_e = s_e (/ sum_{e' in K} s_e' when renormalize)
 //   y_t = sum_{e in K} w_e · FFN_e(x_t)    (ffn.h's FFN of expert e's weights, no biases)
@@ -38,13 +40,19 @@ struct MoeRoute {
   std::vector<double> scores;
 };
 
+/// A logit's rounding (none: nullptr).
+using LogitRounding = double (*)(double);
+
 /// The routing of token row `x` [d] through `router` [d, E].
 inline MoeRoute moeRoute(const MoeShape &s, MoeGating gating, bool renormalize, const double *router,
-                         const double *x) {
+                         const double *x, LogitRounding roundLogit = nullptr) {
   std::vector<double> score(s.experts, 0.0);
   for (int64_t i = 0; i < s.model; ++i)
     for (int64_t e = 0; e < s.experts; ++e)
       score[e] += x[i] * router[i * s.experts + e];
+  if (roundLogit)
+    for (double &v : score)
+      v = roundLogit(v);
   if (gating == MoeGating::Softmax) {
     double m = *std::max_element(score.begin(), score.end()), sum = 0.0;
     for (double &v : score)
@@ -75,14 +83,14 @@ inline MoeRoute moeRoute(const MoeShape &s, MoeGating gating, bool renormalize, 
 /// Forward: y [T, N]. `routes`, when not null, receives each token's routing.
 inline void moeForward(const MoeShape &s, Activation act, MoeGating gating, bool renormalize, const double *router,
                        const double *w1, const double *wUp, const double *w2, const double *x, double *y,
-                       std::vector<MoeRoute> *routes = nullptr) {
+                       std::vector<MoeRoute> *routes = nullptr, LogitRounding roundLogit = nullptr) {
   FfnShape expert{1, s.model, s.hidden, s.out};
   std::vector<double> row(s.out);
   if (routes)
     routes->clear();
   for (int64_t t = 0; t < s.tokens; ++t) {
     const double *xt = x + t * s.model;
-    MoeRoute route = moeRoute(s, gating, renormalize, router, xt);
+    MoeRoute route = moeRoute(s, gating, renormalize, router, xt, roundLogit);
     std::fill(y + t * s.out, y + (t + 1) * s.out, 0.0);
     for (size_t j = 0; j < route.experts.size(); ++j) {
       int64_t e = route.experts[j];

@@ -590,8 +590,12 @@ def Flash_MoeOp : Flash_Op<"moe"> {
         : (tensor<?x4096xbf16>, tensor<4096x8xbf16>, tensor<8x4096x14336xbf16>, tensor<8x4096x14336xbf16>,
            tensor<8x14336x4096xbf16>) -> tensor<?x4096xbf16>
     ```
-    No tile lowering yet (issue #23): flash-tile refuses a function with one;
-    the graph evaluator computes it (the float64 reference, reference/moe.h).
+    flash-tile lowers it to seven #tile.moe kernels (router, select, plan,
+    permute, the grouped expert GEMMs, combine; docs/design/moe.md) for 16-bit
+    tensors, E a multiple of 8 up to 256, top_k <= 32, d, h and d_out multiples
+    of 8, on sm_90a; no backward yet. A 16-bit layer chooses its experts on the
+    router logits rounded to the element type (the graph spelling's matmul
+    result), as the float64 reference does (reference/moe.h).
   }];
   let arguments = (ins
     Flash_Activation:$activation,

@@ -74,7 +74,14 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"VarlenBackward", 25, "varlen_backward">,
     I32EnumAttrCase<"VarlenBwdFinish", 26, "varlen_bwd_finish">,
     I32EnumAttrCase<"KvAppendCheck", 27, "kv_append_check">,
-    I32EnumAttrCase<"KvAppend", 28, "kv_append">]> {
+    I32EnumAttrCase<"KvAppend", 28, "kv_append">,
+    I32EnumAttrCase<"MoeRouter", 29, "moe_router">,
+    I32EnumAttrCase<"MoeSelect", 30, "moe_select">,
+    I32EnumAttrCase<"MoePlan", 31, "moe_plan">,
+    I32EnumAttrCase<"MoePermute", 32, "moe_permute">,
+    I32EnumAttrCase<"MoeUp", 33, "moe_up">,
+    I32EnumAttrCase<"MoeDown", 34, "moe_down">,
+    I32EnumAttrCase<"MoeCombine", 35, "moe_combine">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -312,6 +319,44 @@ def Tile_VarlenSpecAttr : AttrDef<Tile_Dialect, "VarlenSpec"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
+    /// The tensors a kernel of this role takes.
+    unsigned tensorCount() const;
+  }];
+}
+
+def Tile_MoeSpecAttr : AttrDef<Tile_Dialect, "MoeSpec"> {
+  let mnemonic = "moe";
+  let summary = "recipe of a mixture-of-experts kernel (flash.moe)";
+  let description = [{
+    The seven kernels of a mixture-of-experts program, each one `tile.moe_block`
+    a block (the device library's moe_routing.cuh and the grouped forms of
+    gemm_ws.cuh; design: docs/design/moe.md). The routed rows (tokens x top_k)
+    are permuted by expert, each expert's rows padded to a multiple of 128.
+      moe_router  (x, router, logits): logits [T, E] = x · router, rounded to
+                  the element type.
+      moe_select  (logits, counts, ids, weights, ranks): a warp a token: the
+                  scores (softmax, or the logistic when sigmoid), the top_k
+                  experts (ties to the lower one), their weights (divided by
+                  their sum when renormalize) and each chosen row's rank among
+                  its expert's rows (counts [E], zeroed by the program).
+      moe_plan    (counts, offsets, groups): offsets [E + 1] the experts' first
+                  padded rows, groups [1 + capacity / 128] the row blocks in use
+                  then each block's expert.
+      moe_permute (x, counts, ids, ranks, offsets, permuted): token rows to
+                  their experts' rows; padding rows zero.
+      moe_up      (permuted, w1, [w_up], groups, hidden): hidden = act(x_e w1[e])
+                  (gated: act(x_e w1[e]) ⊙ (x_e w_up[e])), rounded.
+      moe_down    (hidden, w2, groups, expert_out): expert_out = hidden_e w2[e].
+      moe_combine (expert_out, ids, weights, ranks, offsets, y): y[t] = sum of
+                  the token's weights x its expert rows.
+  }];
+  let parameters = (ins
+    EnumParameter<Tile_KernelRoleKind>:$role,
+    "int64_t":$experts, "int64_t":$top_k, "bool":$sigmoid, "bool":$renormalize,
+    EnumParameter<Tile_ActivationKind>:$activation, "bool":$gated, "::mlir::TypeAttr":$element_type);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
     /// The tensors a kernel of this role takes.
     unsigned tensorCount() const;
   }];

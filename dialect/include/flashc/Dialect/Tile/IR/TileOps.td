@@ -357,6 +357,31 @@ def Tile_DecodeBlockOp : Tile_Op<"decode_block", [MemoryEffects<[MemRead, MemWri
   let hasVerifier = 1;
 }
 
+def Tile_MoeBlockOp : Tile_Op<"moe_block", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "one block of a mixture-of-experts kernel (the kernel's #tile.moe role)";
+  let description = [{
+    The work of block (%x, %y, %z) of the enclosing kernel, whose `#tile.moe`
+    spec says which of the program's kernels it is and what its tensors are
+    (the kernel's arguments, in order; the roles' grids):
+      moe_router, moe_up, moe_down  block (b, 0, 0) of a persistent grid of
+                      min(tiles, SMs) blocks: tiles b, b + blocks, ... (the
+                      router's of 128 x 128, the up projection's 128 x 128,
+                      the down projection's 128 x 256; each a row block of one
+                      expert).
+      moe_select, moe_combine  block (x, 0, 0): tokens 8x .. 8x + 7.
+      moe_plan        block (0, 0, 0): the whole plan.
+      moe_permute     block (x, 0, 0): rows 8x .. 8x + 7 of the routed rows,
+                      then of the experts' padding rows (a grid-stride loop).
+    The CUDA kernel is one device-library call; the CPU executor computes the
+    same block (f32 scores, f64 sums, results rounded where the kernels store).
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$tensors, Index:$x, Index:$y, Index:$z);
+  let assemblyFormat = [{
+    `(` $tensors `)` `at` `[` $x `,` $y `,` $z `]` attr-dict `:` type($tensors)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_VarlenBlockOp : Tile_Op<"varlen_block", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "one block of a packed variable-length attention kernel (the kernel's #tile.varlen role)";
   let description = [{

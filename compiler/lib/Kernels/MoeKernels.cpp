@@ -1,0 +1,60 @@
+//===- MoeKernels.cpp - the kernels of a mixture-of-experts program -------===//
+//
+// flash.moe lowers to seven kernels (#tile.moe roles), each one tile.moe_block a
+// block (device library: moe_routing.cuh and gemm_ws.cuh's grouped form;
+// design: docs/design/moe.md). Their grids: the router and the expert GEMMs
+// over their output tiles (flash-order-blocks puts them on the persistent
+// grid of the warp-specialised GEMM), select and combine a block of 8 warps
+// per 8 tokens, the plan one block, the permutation 8 rows a block over the
+// permuted rows (it loops over the routed rows and the padding rows).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace flashc {
+
+KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpecAttr spec, ArrayRef<Type> argTypes,
+                        const TilePlan &plan) {
+  MLIRContext *ctx = builder.getContext();
+  unsigned want = spec.tensorCount();
+  if (argTypes.size() != want || !llvm::all_of(argTypes, [](Type t) { return isa<GlobalTensorType>(t); })) {
+    emitError(loc) << "cannot build kernel @" << name << ": " << stringifyKernelRole(spec.getRole()) << " takes "
+                   << want << " tensors, got " << argTypes.size() << " arguments";
+    return nullptr;
+  }
+  auto columns = [&](unsigned arg, int64_t tile) -> GridAttr {
+    int64_t n = cast<GlobalTensorType>(argTypes[arg]).getShape().back();
+    return KernelBuilder::gridConst(ctx, ShapedType::isDynamic(n) ? 1 : (n + tile - 1) / tile);
+  };
+  GridAttr one = KernelBuilder::gridConst(ctx, 1);
+  SmallVector<GridAttr, 3> grid;
+  switch (spec.getRole()) {
+  case KernelRole::MoeRouter: // (x, router, logits): 128 x 128 tiles of the logits
+    grid = {KernelBuilder::gridDim(ctx, 2, 0, 128), columns(2, 128), one};
+    break;
+  case KernelRole::MoeUp: // (permuted, w1, [w_up], groups, hidden): 128 x 128 tiles of hidden
+    grid = {KernelBuilder::gridDim(ctx, 0, 0, 128), columns(want - 1, 128), one};
+    break;
+  case KernelRole::MoeDown: // (hidden, w2, groups, expert_out): 128 x 256 tiles of expert_out
+    grid = {KernelBuilder::gridDim(ctx, 0, 0, 128), columns(3, 256), one};
+    break;
+  case KernelRole::MoeSelect: // (logits, ...): 8 tokens a block
+    grid = {KernelBuilder::gridDim(ctx, 0, 0, 8), one, one};
+    break;
+  case KernelRole::MoeCombine: // (..., y): 8 tokens a block
+    grid = {KernelBuilder::gridDim(ctx, 5, 0, 8), one, one};
+    break;
+  case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted): 8 rows a block
+    grid = {KernelBuilder::gridDim(ctx, 5, 0, 8), one, one};
+    break;
+  default: // the plan: one block
+    grid = {one, one, one};
+    break;
+  }
+  return KernelBuilder::libraryBlock<MoeBlockOp>(builder, loc, name, argTypes, grid, plan, spec);
+}
+
+} // namespace flashc

@@ -1,0 +1,39 @@
+// flash.moe through flash-tile and the CPU executor (#tile.moe: router, select, plan, permute, the grouped expert
+// GEMMs, combine) against the float64 graph evaluator. The experts are chosen on the router logits as the 16-bit
+// layer holds them (the reference rounds them too: reference/moe.h), so both sides pick the same experts and only
+// the experts' arithmetic differs. Token counts 1 (fewer than the experts), 5, 300 and the default; experts that get
+// no token, ragged expert row counts, rows past the blocks in use.
+// RUN: flash-run-tile %s --tolerance=2e-2 | FileCheck %s
+// RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=1 | FileCheck %s
+// RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=5 --seed=3 | FileCheck %s
+// RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=300 --seed=11 | FileCheck %s
+// CHECK-DAG: @mixtral forward result 0: max relative error {{.*}} ok
+// CHECK-DAG: @fine_grained forward result 0: max relative error {{.*}} ok
+// CHECK-DAG: @sigmoid_renormalized forward result 0: max relative error {{.*}} ok
+// CHECK-NOT: FAIL
+
+// Gated SiLU experts, softmax over 8, the top 2 renormalised (Mixtral's routing).
+func.func @mixtral(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x64x96xbf16>,
+                   %wu: tensor<8x64x96xbf16>, %w2: tensor<8x96x40xbf16>) -> tensor<?x40xbf16> {
+  %y = flash.moe silu %x, %r, %w1 up %wu, %w2 top_k = 2 gating = softmax renormalize
+      : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8x64x96xbf16>, tensor<8x64x96xbf16>, tensor<8x96x40xbf16>)
+      -> tensor<?x40xbf16>
+  return %y : tensor<?x40xbf16>
+}
+
+// Plain GeLU experts, softmax over 32, the top 6 not renormalised; f16; d_out != d.
+func.func @fine_grained(%x: tensor<?x48xf16>, %r: tensor<48x32xf16>, %w1: tensor<32x48x24xf16>,
+                        %w2: tensor<32x24x56xf16>) -> tensor<?x56xf16> {
+  %y = flash.moe gelu_tanh %x, %r, %w1, %w2 top_k = 6 gating = softmax
+      : (tensor<?x48xf16>, tensor<48x32xf16>, tensor<32x48x24xf16>, tensor<32x24x56xf16>) -> tensor<?x56xf16>
+  return %y : tensor<?x56xf16>
+}
+
+// Sigmoid scores renormalised over the chosen 4 of 16 (DeepSeek-V3's routing), gated ReLU experts.
+func.func @sigmoid_renormalized(%x: tensor<?x32xbf16>, %r: tensor<32x16xbf16>, %w1: tensor<16x32x136xbf16>,
+                                %wu: tensor<16x32x136xbf16>, %w2: tensor<16x136x32xbf16>) -> tensor<?x32xbf16> {
+  %y = flash.moe relu %x, %r, %w1 up %wu, %w2 top_k = 4 gating = sigmoid renormalize
+      : (tensor<?x32xbf16>, tensor<32x16xbf16>, tensor<16x32x136xbf16>, tensor<16x32x136xbf16>, tensor<16x136x32xbf16>)
+      -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
