@@ -21,16 +21,18 @@
 // CHECK: tile.kernel @moe_moe_select(%{{.*}}: !tile.tensor<?x8xbf16>, %{{.*}}: !tile.tensor<8xi32>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?xf32>, %{{.*}}: !tile.tensor<?xi32>)
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[0], 8)>, #tile.grid<1>, #tile.grid<1>]
 // CHECK-SAME: role = moe_select
-// CHECK: tile.kernel @moe_moe_plan(%{{.*}}: !tile.tensor<8xi32>, %{{.*}}: !tile.tensor<9xi32>, %{{.*}}: !tile.tensor<?xi32>)
+// (the logits bind T, which sizes the row-block table)
+// CHECK: tile.kernel @moe_moe_plan(%{{.*}}: !tile.tensor<?x8xbf16>, %{{.*}}: !tile.tensor<8xi32>, %{{.*}}: !tile.tensor<9xi32>, %{{.*}}: !tile.tensor<?xi32>)
 // CHECK-SAME: grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>]
 // CHECK: tile.kernel @moe_moe_permute(
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg5[0], 8)>, #tile.grid<1>, #tile.grid<1>]
 // (hidden's 128 x 128 tiles: h = 96, one column block; the gated weights w1 and w_up)
-// CHECK: tile.kernel @moe_moe_up(%{{.*}}: !tile.tensor<?x64xbf16>, %{{.*}}: !tile.tensor<8x64x96xbf16>, %{{.*}}: !tile.tensor<8x64x96xbf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x96xbf16>)
-// CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[0], 128)>, #tile.grid<1>, #tile.grid<1>]
+// (the plan and the GEMMs take the logits for T, which sizes their workspaces)
+// CHECK: tile.kernel @moe_moe_up(%{{.*}}: !tile.tensor<?x8xbf16>, %{{.*}}: !tile.tensor<?x64xbf16>, %{{.*}}: !tile.tensor<8x64x96xbf16>, %{{.*}}: !tile.tensor<8x64x96xbf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x96xbf16>)
+// CHECK-SAME: grid = [#tile.grid<ceildiv(arg5[0], 128)>, #tile.grid<1>, #tile.grid<1>]
 // CHECK-SAME: role = moe_up
 // CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
-// CHECK: tile.kernel @moe_moe_down(%{{.*}}: !tile.tensor<?x96xbf16>, %{{.*}}: !tile.tensor<8x96x40xbf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x40xbf16>)
+// CHECK: tile.kernel @moe_moe_down(%{{.*}}: !tile.tensor<?x8xbf16>, %{{.*}}: !tile.tensor<?x96xbf16>, %{{.*}}: !tile.tensor<8x96x40xbf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x40xbf16>)
 // CHECK-SAME: block_n = 256
 // CHECK-SAME: role = moe_down
 // CHECK: tile.kernel @moe_moe_combine(
@@ -60,10 +62,10 @@
 // CHECK: %[[OUT:.*]] = tile.alloc_tensor(%[[CAP]]) {tile.name = "expert_out"} : <?x40xbf16>
 // CHECK: tile.launch @moe_moe_router(%[[X]], %{{.*}}, %[[LOGITS]])
 // CHECK: tile.launch @moe_moe_select(%[[LOGITS]], %[[COUNTS]], %[[IDS]], %[[WEIGHTS]], %[[RANKS]])
-// CHECK: tile.launch @moe_moe_plan(%[[COUNTS]], %[[OFFSETS]], %[[GROUPS]])
+// CHECK: tile.launch @moe_moe_plan(%[[LOGITS]], %[[COUNTS]], %[[OFFSETS]], %[[GROUPS]])
 // CHECK: tile.launch @moe_moe_permute(%[[X]], %[[COUNTS]], %[[IDS]], %[[RANKS]], %[[OFFSETS]], %[[PERMUTED]])
-// CHECK: tile.launch @moe_moe_up(%[[PERMUTED]], %{{.*}}, %{{.*}}, %[[GROUPS]], %[[HIDDEN]])
-// CHECK: tile.launch @moe_moe_down(%[[HIDDEN]], %{{.*}}, %[[GROUPS]], %[[OUT]])
+// CHECK: tile.launch @moe_moe_up(%[[LOGITS]], %[[PERMUTED]], %{{.*}}, %{{.*}}, %[[GROUPS]], %[[HIDDEN]])
+// CHECK: tile.launch @moe_moe_down(%[[LOGITS]], %[[HIDDEN]], %{{.*}}, %[[GROUPS]], %[[OUT]])
 // CHECK: tile.launch @moe_moe_combine(%[[OUT]], %[[IDS]], %[[WEIGHTS]], %[[RANKS]], %[[OFFSETS]], %[[Y]])
 func.func @moe(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x64x96xbf16>, %wu: tensor<8x64x96xbf16>,
                %w2: tensor<8x96x40xbf16>) -> tensor<?x40xbf16> {
@@ -76,7 +78,7 @@ func.func @moe(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x64x96
 // -----
 
 // Not gated: the up projection takes w1 alone.
-// CHECK-LABEL: tile.kernel @plain_moe_up(%{{.*}}: !tile.tensor<?x32xf16>, %{{.*}}: !tile.tensor<16x32x48xf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x48xf16>)
+// CHECK-LABEL: tile.kernel @plain_moe_up(%{{.*}}: !tile.tensor<?x16xf16>, %{{.*}}: !tile.tensor<?x32xf16>, %{{.*}}: !tile.tensor<16x32x48xf16>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<?x48xf16>)
 // CHECK-SAME: #tile.moe<role = moe_up, experts = 16, top_k = 4, sigmoid = true, renormalize = false, activation = gelu_tanh, gated = false, element_type = f16>
 func.func @plain(%x: tensor<?x32xf16>, %r: tensor<32x16xf16>, %w1: tensor<16x32x48xf16>, %w2: tensor<16x48x32xf16>)
     -> tensor<?x32xf16> {

@@ -24,6 +24,7 @@
 #include "flashc/reference/varlen.h"
 #include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
+#include "flashc/reference/moe.h"
 #include "flashc/reference/index_program.h"
 #include "flashc/reference/score_program.h"
 #include "flashc/runtime/Runtime.h"
@@ -556,7 +557,7 @@ struct Runner {
     bool checkable = false;
     for (const ProgramSpec &p : bundle->manifest().programs) {
       checkable = checkable || forwardParts(p).any() || meta(p, "op") == "attention_decode" ||
-                  meta(p, "op") == "kv_append" ||
+                  meta(p, "op") == "kv_append" || meta(p, "op") == "moe" ||
                   meta(p, "op") == "attention_varlen";
       if (std::string why = validateProgram(p); !why.empty()) {
         std::fprintf(stderr, "flashc-run: bundle %s: program '%s': %s\n", opt.bundle.c_str(), p.name.c_str(),
@@ -1179,7 +1180,53 @@ struct Runner {
     }
   }
 
+  // ---- a mixture of experts (meta op moe): --tokens tokens through the router, the top_k experts and the combine,
+  // against float64 with the router logits rounded to the element type (the layer's own: the experts chosen on
+  // them, as the kernels choose); weights scaled by 1 / sqrt(fan-in); y poisoned first ----
+  void runMoe(const ProgramSpec &p) {
+    auto sym = symbols();
+    sym["T"] = opt.tokens;
+    Buffer x = makeParam(p.name, "x", sym), router = makeParam(p.name, "router", sym);
+    Buffer w1 = makeParam(p.name, "w1", sym), w2 = makeParam(p.name, "w2", sym), y = makeParam(p.name, "y", sym);
+    Buffer wUp;
+    const bool gated = hasParam(p, "w_up");
+    ref::MoeShape s;
+    s.tokens = x.shape[0], s.model = x.shape[1], s.experts = router.shape[1], s.hidden = w1.shape[2];
+    s.out = w2.shape[2], s.topK = std::atoll(meta(p, "top_k", "1").c_str());
+    const std::string act = meta(p, "activation", "silu"), gating = meta(p, "gating", "softmax");
+    const bool renormalize = meta(p, "renormalize", "0") == "1";
+    std::printf("%s: moe T=%lld d=%lld h=%lld d_out=%lld experts=%lld top_k=%lld %s%s %s%s\n", p.name.c_str(),
+                (long long)s.tokens, (long long)s.model, (long long)s.hidden, (long long)s.out, (long long)s.experts,
+                (long long)s.topK, gating.c_str(), renormalize ? " renormalized" : "", act.c_str(),
+                gated ? " gated" : "");
+    randomFill(x, rng);
+    randomFill(router, rng, 1.0 / std::sqrt(double(s.model)));
+    randomFill(w1, rng, 1.0 / std::sqrt(double(s.model)));
+    randomFill(w2, rng, 1.0 / std::sqrt(double(s.hidden)));
+    if (gated) {
+      wUp = makeParam(p.name, "w_up", sym);
+      randomFill(wUp, rng, 1.0 / std::sqrt(double(s.model)));
+    }
+    if (!upload(x) || !upload(router) || !upload(w1) || !upload(w2) || (gated && !upload(wUp)) || !poison(y)) {
+      ++failures;
+      return;
+    }
+    Arguments args;
+    bind(args, "x", x), bind(args, "router", router), bind(args, "w1", w1), bind(args, "w2", w2), bind(args, "y", y);
+    if (gated) bind(args, "w_up", wUp);
+    if (!launch(p.name, args)) return;
+    if (!download(y)) { ++failures; return; }
+    std::vector<double> refY(size_t(s.tokens * s.out), 0.0);
+    ref::LogitRounding round = x.dtype == DType::BF16 ? +[](double v) { return double(ref::roundToBf16(float(v))); }
+                                                      : +[](double v) { return double(ref::roundToF16(float(v))); };
+    ref::moeForward(s, *ref::parseActivation(act), gating == "sigmoid" ? ref::MoeGating::Sigmoid : ref::MoeGating::Softmax,
+                    renormalize, router.host.data(), w1.host.data(), gated ? wUp.host.data() : nullptr, w2.host.data(),
+                    x.host.data(), refY.data(), nullptr, round);
+    report(p.name, "y", compare(y.host, refY), boundFor(y.dtype));
+  }
+
   void runProgram(const ProgramSpec &p) {
+    if (meta(p, "op") == "moe") return runMoe(p);
     if (meta(p, "op") == "attention_decode" || meta(p, "op") == "kv_append") return runDecode(p);
     if (meta(p, "op") == "attention_varlen") return runVarlen(p);
     auto [attention, ffn] = forwardParts(p);

@@ -1878,8 +1878,8 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
         std::vector<std::string> cppNames;
         for (const std::string &name : names)
           cppNames.push_back(cppIdentifier(name));
-        return isWarpSpecialized(kernel) ? emitWsKernel(kernel, names, cppNames, entryName, comment, out)
-                                         : emitLibraryKernel(kernel, names, cppNames, entryName, comment, out);
+        return isLibraryKernel(kernel) ? emitLibraryKernel(kernel, names, cppNames, entryName, comment, out)
+                                       : emitWsKernel(kernel, names, cppNames, entryName, comment, out);
       };
       std::string text, anonymousText;
       llvm::raw_string_ostream textOut(text), anonymousOut(anonymousText);

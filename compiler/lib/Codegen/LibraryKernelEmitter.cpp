@@ -16,6 +16,9 @@ namespace flashc {
 bool isLibraryKernel(tile::KernelOp kernel) {
   if (llvm::isa_and_nonnull<tile::DecodeSpecAttr, tile::VarlenSpecAttr>(kernel.getSpecAttr()))
     return true;
+  // A mixture of experts' routing kernels (its GEMMs are warp-specialised kernels).
+  if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr()))
+    return kernel.getStrategy() != tile::Strategy::WgmmaWsSm90;
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return attention.classifiesMaskBlocks();
   auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
@@ -186,6 +189,70 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
     return result;
   }
   }
+}
+
+/// A mixture of experts' routing kernels (#tile.moe; moe_routing.cuh): select (a warp a token), the plan (one block),
+/// the permutation (a warp a row over the grid), the combine (a warp a token). Each is one call of the device
+/// library's function of its role.
+FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec, ArrayRef<std::string> cppNames,
+                                   StringRef entry, StringRef specComment, llvm::raw_ostream &out) {
+  using tile::KernelRole;
+  KernelRole role = spec.getRole();
+  size_t want = spec.tensorCount();
+  if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
+      !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
+                              << ") takes " << want << " tensors, got " << kernel.getFunctionType().getNumInputs()
+                              << " arguments",
+           failure();
+  if (role != KernelRole::MoeSelect && role != KernelRole::MoePlan && role != KernelRole::MoePermute &&
+      role != KernelRole::MoeCombine)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
+                              << ") is a GEMM: the warp-specialised GEMM's plan (strategy wgmma_ws_sm90) runs it",
+           failure();
+  WsKernel result;
+  result.threads = role == KernelRole::MoePlan ? 1024 : 256;
+  std::string elem = spec.getElementType().getValue().isBF16() ? "flashc::device::bf16" : "flashc::device::f16";
+  std::string e = std::to_string(spec.getExperts()), k = std::to_string(spec.getTopK());
+  auto data = [&](unsigned i, StringRef type) {
+    return ("static_cast<" + type + "*>(" + cppNames[i] + ".data)").str();
+  };
+  auto rows = [&](unsigned i) { return "static_cast<int>(" + cppNames[i] + ".shape[0])"; };
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
+  for (size_t i = 0; i < cppNames.size(); ++i)
+    out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
+  out << ") {\n";
+  switch (role) {
+  case KernelRole::MoeSelect: // (logits, counts, ids, weights, ranks)
+    out << "  // " << (spec.getSigmoid() ? "sigmoid" : "softmax") << " scores, the top " << k << " of " << e
+        << " experts" << (spec.getRenormalize() ? ", weights renormalised" : "") << "; a warp a token\n";
+    out << "  flashc::device::moe_select<flashc::device::MoeGating::" << (spec.getSigmoid() ? "Sigmoid" : "Softmax")
+        << ", " << (spec.getRenormalize() ? "true" : "false") << ">(" << data(0, "const " + elem) << ", "
+        << cppNames[0] << ".stride[0], " << rows(0) << ", " << e << ", " << k << ", " << data(1, "int") << ", "
+        << data(2, "int") << ", " << data(3, "float") << ", " << data(4, "int") << ");\n";
+    break;
+  case KernelRole::MoePlan: // (logits, counts, offsets, groups)
+    out << "  flashc::device::moe_plan(" << data(1, "const int") << ", " << e << ", " << data(2, "int") << ", "
+        << data(3, "int") << ");\n";
+    break;
+  case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted)
+    out << "  flashc::device::moe_permute(" << data(0, "const " + elem) << ", " << cppNames[0] << ".stride[0], "
+        << rows(0) << ", static_cast<int>(" << cppNames[0] << ".shape[1]), " << k << ", " << e << ", "
+        << data(1, "const int") << ", " << data(2, "const int") << ", " << data(3, "const int") << ", "
+        << data(4, "const int") << ", " << data(5, elem) << ");\n";
+    break;
+  default: // the combine: (expert_out, ids, weights, ranks, offsets, y)
+    out << "  flashc::device::moe_combine(" << data(0, "const " + elem) << ", " << rows(5) << ", static_cast<int>("
+        << cppNames[5] << ".shape[1]), " << k << ", " << data(1, "const int") << ", " << data(2, "const float")
+        << ", " << data(3, "const int") << ", " << data(4, "const int") << ", " << data(5, elem) << ", "
+        << cppNames[5] << ".stride[0]);\n";
+    break;
+  }
+  out << "}\n\n";
+  return result;
 }
 
 /// The packed backward's main kernel: the warp-specialised backward's body over one key tile of the plan's map
@@ -420,6 +487,8 @@ FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::strin
     return emitDecode(kernel, decode, argNames, cppNames, entry, specComment, out);
   if (auto varlen = dyn_cast<tile::VarlenSpecAttr>(kernel.getSpecAttr()))
     return emitVarlen(kernel, varlen, argNames, cppNames, entry, specComment, out);
+  if (auto moe = dyn_cast<tile::MoeSpecAttr>(kernel.getSpecAttr()))
+    return emitMoeRouting(kernel, moe, cppNames, entry, specComment, out);
   if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
     return emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());

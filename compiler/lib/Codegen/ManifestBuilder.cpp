@@ -60,7 +60,7 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
-  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0;
+  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0, moeOps = 0;
   // The status workspace of a kernel (its last argument): the runtime reads it after the program.
   // The program value kernel `kernelName` takes as argument `index` (null when not launched).
   auto launchArg = [&](const std::string &kernelName, unsigned index) -> Value {
@@ -81,6 +81,18 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     auto kernel = module.lookupSymbol<tile::KernelOp>(name);
     if (!kernel)
       continue;
+    if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr())) {
+      // A mixture of experts (its select kernel): flashc-run rebuilds the float64 reference from these (a program
+      // of one such op).
+      if (moe.getRole() != tile::KernelRole::MoeSelect)
+        continue;
+      ++moeOps;
+      program.meta["top_k"] = std::to_string(moe.getTopK());
+      program.meta["gating"] = moe.getSigmoid() ? "sigmoid" : "softmax";
+      program.meta["renormalize"] = moe.getRenormalize() ? "1" : "0";
+      program.meta["activation"] = tile::stringifyActivation(moe.getActivation()).str();
+      continue;
+    }
     if (auto varlen = dyn_cast_or_null<tile::VarlenSpecAttr>(kernel.getSpecAttr())) {
       if (varlen.getRole() == tile::KernelRole::VarlenKeyPlan) {
         // The backward of a packed-sequences op: its key plan checks the offsets again (the verdict as the
@@ -190,6 +202,15 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
   }
   if (varlenBackwards) {
     program.meta["op"] = "attention_varlen_backward";
+    return;
+  }
+  if (moeOps) {
+    // One mixture of experts alone is what flashc-run checks; beside other ops the program is a block.
+    bool alone = moeOps == 1 && !varlenOps && !decodeOps && !appendOps && !attentionForward && !ffnForward;
+    program.meta["op"] = alone ? "moe" : "block";
+    if (!alone)
+      for (const char *key : {"top_k", "gating", "renormalize", "activation"})
+        program.meta.erase(key);
     return;
   }
   if (varlenOps) {
@@ -450,6 +471,9 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   auto varlen = dyn_cast_or_null<tile::VarlenSpecAttr>(kernel.getSpecAttr());
   if (varlen)
     spec.role = cppIdentifier(tile::stringifyKernelRole(varlen.getRole()));
+  auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr());
+  if (moe)
+    spec.role = cppIdentifier(tile::stringifyKernelRole(moe.getRole()));
   // A decode kernel's tensors it writes (the rest it reads): the check its status (last); the split out, lse,
   // the partials and status (its last five); the combine out, lse (arguments 2 and 3); an append's check its
   // status, the append the caches (arguments 2 and 3, rows of them: inout).
@@ -521,6 +545,27 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       }
       tiled = type.getRank() == 3;
     }
+    if (moe) {
+      // The last tensor is what each role writes; select also its counts (added to), ids, weights and ranks (its
+      // last four), the plan its offsets and groups (its last two; the logits it takes only bind T). Rows of the 16-bit tensors move in 16-byte
+      // pieces or by TMA.
+      unsigned count = body.getNumArguments();
+      switch (moe.getRole()) {
+      case tile::KernelRole::MoeSelect:
+        writes = i >= 1;
+        reads = !writes || i == 1;
+        break;
+      case tile::KernelRole::MoePlan:
+        writes = i >= 2;
+        reads = !writes;
+        break;
+      default:
+        writes = i + 1 == count;
+        reads = !writes;
+        break;
+      }
+      tiled = !type.getElementType().isSignlessInteger(32) && !type.getElementType().isF32();
+    }
     rt::TensorParam p;
     p.name = args[i].name;
     p.dtype = *dtype;
@@ -561,7 +606,7 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
   // The persistent GEMM (gemm_ws.cuh): min(tiles, SMs) blocks.
   if (order && order.getOrder() == tile::BlockOrder::Persistent) {
-    bool gemm = llvm::isa_and_nonnull<tile::GemmSpecAttr>(kernel.getSpecAttr());
+    bool gemm = llvm::isa_and_nonnull<tile::GemmSpecAttr, tile::MoeSpecAttr>(kernel.getSpecAttr());
     gridText[0] = (gemm ? "min((" + gridText[0] + ")" : "min(cdiv(" + gridText[0] + ", 2)") + " * (" +
                   gridText[1] + ") * (" + gridText[2] + "), " + rt::kSymbolSmCount + ")";
     gridText[1] = gridText[2] = "1";

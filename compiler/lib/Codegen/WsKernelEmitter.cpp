@@ -628,6 +628,72 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   return result;
 }
 
+/// A mixture of experts' GEMMs (#tile.moe; docs/design/moe.md): the router's logits by the plain persistent GEMM
+/// (x, router, logits), the expert projections by its grouped form over the permuted rows (up: permuted, w1,
+/// [w_up], groups, hidden; down: hidden, w2, groups, expert_out), each row block's expert from the table.
+FailureOr<WsKernel> emitMoeGemm(tile::KernelOp kernel, tile::MoeSpecAttr spec, ArrayRef<std::string> argNames,
+                                ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
+                                llvm::raw_ostream &out) {
+  using tile::KernelRole;
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  KernelRole role = spec.getRole();
+  bool router = role == KernelRole::MoeRouter, up = role == KernelRole::MoeUp;
+  bool gated = up && spec.getGated();
+  unsigned want = spec.tensorCount();
+  if (inputs.size() != want || cppNames.size() != want)
+    return reject(llvm::formatv("it takes {0} tensors, not the {1} of {2}", inputs.size(), want,
+                                tile::stringifyKernelRole(role)));
+  int64_t blockN = kernel.getBlockN(), stages = kernel.getStages();
+  tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (!schedule || !order || order.getOrder() != tile::BlockOrder::Persistent || kernel.getBlockM() != 128 ||
+      kernel.getWarps() != 8 || blockN != (role == KernelRole::MoeDown ? 256 : 128) || stages < 2 || stages > 4)
+    return reject("its plan is not the persistent GEMM's (128 rows on 8 consumer warps, 128 columns a tile (the "
+                  "down projection's 256), 2-4 stages, flash-warp-specialize's schedule, flash-order-blocks' "
+                  "persistent grid)");
+  Type elem = spec.getElementType().getValue();
+  WsKernel result;
+  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, false);
+  result.threads = blockThreads(schedule);
+  // (the expert GEMMs' first tensor, the logits, binds T only)
+  unsigned a = router ? 0 : 1, b = a + 1, c = want - 1;
+  // Boxes: A 128 rows x 64 columns; B 64 K rows x 64 columns ([K, N], or one expert's of [E, K, N]); C 64 x 64.
+  SmallVector<int64_t> weightBox = router ? SmallVector<int64_t>{64, 64} : SmallVector<int64_t>{1, 64, 64};
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, {128, 64}}, {b, weightBox}};
+  if (gated)
+    boxes.push_back({b + 1, weightBox});
+  boxes.push_back({c, {64, 64}});
+  std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
+  const std::string &mapB2 = gated ? maps[2] : maps[1], &mapC = maps.back();
+  std::string ns = openGemmConfig(
+      entry,
+      router ? "// A mixture of experts' router logits: the device library's gemm_ws (warp-specialised, persistent).\n"
+             : "// A mixture of experts' expert GEMM over the rows permuted by expert: the device library's\n"
+               "// gemm_ws_grouped (warp-specialised, persistent; each 128-row block's expert from the table).\n",
+      elem, out);
+  out << "  static constexpr bool kTransA = false, kTransB = false, kBias = false, kSavePre = false, kBatched = false,\n"
+      << "                        kAccumulate = false, kActGrad = false;\n";
+  out << "  static constexpr Act kAct = " << (up ? activationEnumerator(spec.getActivation()) : "Act::Identity")
+      << ";\n";
+  out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
+      << (router ? ";\n" : ", kGrouped = true;  // B [E, K, N]: the row block's expert's\n");
+  out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ", kGroup = " << order.getGroup()
+      << ";\n";
+  printScheduleConfig(schedule, std::nullopt, out);
+  printPlanCheck("GemmWsPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  if (router)
+    out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << maps[1] << ", "
+        << mapC << ", " << mapC << ", " << mapC << ", " << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[a]
+        << ", 1.0f);\n";
+  else
+    out << "  flashc::device::gemm_ws_grouped<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
+        << ", " << mapC << ", " << mapC << ", " << mapC << ", " << cppNames[a] << ", " << cppNames[b] << ", "
+        << cppNames[want - 2] << ", 1.0f);\n";
+  out << "}\n\n";
+  return result;
+}
+
 } // namespace
 
 FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> argNames,
@@ -657,9 +723,14 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
   if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
       gemm && (gemm.getRole() == tile::KernelRole::Gemm || gemm.getRole() == tile::KernelRole::GatedGemm))
     return emitGemm(kernel, gemm, argNames, cppNames, entry, reject, out);
+  if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(spec);
+      moe && (moe.getRole() == tile::KernelRole::MoeRouter || moe.getRole() == tile::KernelRole::MoeUp ||
+              moe.getRole() == tile::KernelRole::MoeDown))
+    return emitMoeGemm(kernel, moe, argNames, cppNames, entry, reject, out);
   return reject("it is neither an attention forward (#tile.attention<role = attention_forward>), "
                 "an attention backward's main kernel, a fused FFN (#tile.gemm<role = "
-                "ffn_fused>) nor a plain or gated GEMM (#tile.gemm<role = gemm / gated_gemm>)");
+                "ffn_fused>), a plain or gated GEMM (#tile.gemm<role = gemm / gated_gemm>) nor a mixture of "
+                "experts' GEMM (#tile.moe<role = moe_router / moe_up / moe_down>)");
 }
 
 } // namespace flashc

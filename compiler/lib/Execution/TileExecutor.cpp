@@ -631,8 +631,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeRouter: // (x, router, logits)
     gemmTile(*t[0], *t[1], nullptr, *t[2], 0, 128);
     return success();
-  case KernelRole::MoeUp:   // (permuted, w1, [w_up], groups, hidden)
-  case KernelRole::MoeDown: { // (hidden, w2, groups, expert_out)
+  case KernelRole::MoeUp:   // (logits, permuted, w1, [w_up], groups, hidden)
+  case KernelRole::MoeDown: { // (logits, hidden, w2, groups, expert_out)
     bool up = spec.getRole() == KernelRole::MoeUp;
     HostTensor &groups = *t[t.size() - 2];
     // Row blocks past the ones in use (or past the rows) are never taken.
@@ -642,7 +642,7 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     int64_t expert = groups.ints[1 + x];
     if (expert < 0 || expert >= experts)  // (TMA reads zeros past the weights)
       return fail(block, llvm::formatv("row block {0} names expert {1} of {2}", x, expert, experts));
-    gemmTile(*t[0], *t[1], up && spec.getGated() ? t[2] : nullptr, *t.back(), expert, up ? 128 : 256);
+    gemmTile(*t[1], *t[2], up && spec.getGated() ? t[3] : nullptr, *t.back(), expert, up ? 128 : 256);
     return success();
   }
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
@@ -682,8 +682,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     }
     return success();
   }
-  case KernelRole::MoePlan: { // (counts, offsets, groups)
-    HostTensor &counts = *t[0], &offsets = *t[1], &groups = *t[2];
+  case KernelRole::MoePlan: { // (logits, counts, offsets, groups)
+    HostTensor &counts = *t[1], &offsets = *t[2], &groups = *t[3];
     int64_t block0 = 0;
     for (int64_t e = 0; e < experts; ++e) {
       int64_t blocks = (counts.ints[e] + kGroupRows - 1) / kGroupRows;

@@ -35,11 +35,11 @@ KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpe
   case KernelRole::MoeRouter: // (x, router, logits): 128 x 128 tiles of the logits
     grid = {KernelBuilder::gridDim(ctx, 2, 0, 128), columns(2, 128), one};
     break;
-  case KernelRole::MoeUp: // (permuted, w1, [w_up], groups, hidden): 128 x 128 tiles of hidden
-    grid = {KernelBuilder::gridDim(ctx, 0, 0, 128), columns(want - 1, 128), one};
+  case KernelRole::MoeUp: // (logits, permuted, w1, [w_up], groups, hidden): 128 x 128 tiles of hidden
+    grid = {KernelBuilder::gridDim(ctx, want - 1, 0, 128), columns(want - 1, 128), one};
     break;
-  case KernelRole::MoeDown: // (hidden, w2, groups, expert_out): 128 x 256 tiles of expert_out
-    grid = {KernelBuilder::gridDim(ctx, 0, 0, 128), columns(3, 256), one};
+  case KernelRole::MoeDown: // (logits, hidden, w2, groups, expert_out): 128 x 256 tiles of expert_out
+    grid = {KernelBuilder::gridDim(ctx, 4, 0, 128), columns(4, 256), one};
     break;
   case KernelRole::MoeSelect: // (logits, ...): 8 tokens a block
     grid = {KernelBuilder::gridDim(ctx, 0, 0, 8), one, one};

@@ -602,7 +602,8 @@ LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, Str
   Value permuted = workspace({dyn, d}, element, {capacity}, "permuted");
   Value hidden = workspace({dyn, h}, element, {capacity}, "hidden");
   Value expertOut = workspace({dyn, dOut}, element, {capacity}, "expert_out");
-  SmallVector<Value> up = {permuted, w1};
+  // (The plan and the GEMMs take the logits for their rows: T, which sizes their workspaces.)
+  SmallVector<Value> up = {logits, permuted, w1};
   if (wUp)
     up.push_back(wUp);
   up.append({groups, hidden});
@@ -611,11 +612,11 @@ LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, Str
   if (failed(launch(loc, base + "_router", spec(KernelRole::MoeRouter), ValueRange{x, router, logits})) ||
       failed(launch(loc, base + "_select", spec(KernelRole::MoeSelect),
                     ValueRange{logits, counts, ids, weights, ranks})) ||
-      failed(launch(loc, base + "_plan", spec(KernelRole::MoePlan), ValueRange{counts, offsets, groups})) ||
+      failed(launch(loc, base + "_plan", spec(KernelRole::MoePlan), ValueRange{logits, counts, offsets, groups})) ||
       failed(launch(loc, base + "_permute", spec(KernelRole::MoePermute),
                     ValueRange{x, counts, ids, ranks, offsets, permuted})) ||
       failed(launch(loc, base + "_up", spec(KernelRole::MoeUp), up)) ||
-      failed(launch(loc, base + "_down", spec(KernelRole::MoeDown), ValueRange{hidden, w2, groups, expertOut})) ||
+      failed(launch(loc, base + "_down", spec(KernelRole::MoeDown), ValueRange{logits, hidden, w2, groups, expertOut})) ||
       failed(launch(loc, base + "_combine", spec(KernelRole::MoeCombine),
                     ValueRange{expertOut, ids, weights, ranks, offsets, y})))
     return failure();

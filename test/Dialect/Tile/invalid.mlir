@@ -665,7 +665,7 @@ tile.kernel @varlen_finish(%q: !tile.tensor<?x4x64xbf16>) attributes {
 
 // -----
 
-// tile.moe_block: the tensors of its kernel's #tile.moe role (the gated up projection: five, w_up included).
+// tile.moe_block: the tensors of its kernel's #tile.moe role (the gated up projection: six, w_up included).
 tile.kernel @moe_up(%a: !tile.tensor<?x64xbf16>, %w: !tile.tensor<8x64x96xbf16>, %g: !tile.tensor<?xi32>,
                     %h: !tile.tensor<?x96xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
@@ -673,7 +673,7 @@ tile.kernel @moe_up(%a: !tile.tensor<?x64xbf16>, %w: !tile.tensor<8x64x96xbf16>,
     spec = #tile.moe<role = moe_up, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
                      activation = silu, gated = true, element_type = bf16>} {
   %x = tile.program_id x
-  // expected-error @+1 {{moe_up takes 5 tensors (gated: w_up included), got 4}}
+  // expected-error @+1 {{moe_up takes 6 tensors (gated: w_up included), got 4}}
   tile.moe_block(%a, %w, %g, %h) at [%x, %x, %x] : !tile.tensor<?x64xbf16>, !tile.tensor<8x64x96xbf16>, !tile.tensor<?xi32>, !tile.tensor<?x96xbf16>
   tile.return
 }

@@ -250,14 +250,15 @@ LogicalResult MoeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, 
 unsigned MoeSpecAttr::tensorCount() const {
   switch (getRole()) {
   case KernelRole::MoeRouter: // x, router, logits
-  case KernelRole::MoePlan:   // counts, offsets, groups
     return 3;
+  case KernelRole::MoePlan: // logits (its rows: the token count that sizes groups), counts, offsets, groups
+    return 4;
   case KernelRole::MoeSelect: // logits, counts, ids, weights, ranks
     return 5;
-  case KernelRole::MoeUp: // permuted, w1, [w_up], groups, hidden
-    return getGated() ? 5 : 4;
-  case KernelRole::MoeDown: // hidden, w2, groups, expert_out
-    return 4;
+  case KernelRole::MoeUp: // logits (binds T), permuted, w1, [w_up], groups, hidden
+    return getGated() ? 6 : 5;
+  case KernelRole::MoeDown: // logits (binds T), hidden, w2, groups, expert_out
+    return 5;
   default: // permute (x, counts, ids, ranks, offsets, permuted), combine (expert_out, ids, weights, ranks, offsets, y)
     return 6;
   }

@@ -148,21 +148,26 @@ __device__ __forceinline__ void moe_zero_padding_row(Elem* permuted, int cols, l
   if (row < offsets[e + 1]) moe_copy_row<Elem>(permuted + static_cast<long long>(row) * cols, nullptr, cols, lane);
 }
 
-// Launch: a warp a row, routed_rows + experts * 127 warps (the routed rows, then every expert's padding rows).
-// x [T, d] rows x_stride apart, permuted [capacity, d] (contiguous); d a multiple of 8.
+// Launch: any grid of whole warps (a warp a row, looping over the grid): the routed rows, then every expert's padding
+// rows (routed_rows + experts * 127 in all). x [T, d] rows x_stride apart, permuted [capacity, d] (contiguous); d a
+// multiple of 8.
 template <class Elem>
 __device__ __forceinline__ void moe_permute(const Elem* x, long long x_stride, int tokens, int d, int top_k,
                                             int experts, const int* counts, const int* ids, const int* ranks,
                                             const int* offsets, Elem* permuted) {
   const int lane = threadIdx.x % 32;
-  const long long w = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
   const long long routed = static_cast<long long>(tokens) * top_k;
-  if (w < routed) {
-    const int e = ids[w];
-    moe_copy_row(permuted + static_cast<long long>(offsets[e] + ranks[w]) * d, x + (w / top_k) * x_stride, d, lane);
-    return;
+  const long long total = routed + static_cast<long long>(experts) * (kMoeGroupRows - 1);
+  const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+  for (long long w = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32; w < total; w += warps) {
+    if (w < routed) {
+      const int e = ids[w];
+      moe_copy_row(permuted + static_cast<long long>(offsets[e] + ranks[w]) * d, x + (w / top_k) * x_stride, d,
+                   lane);
+    } else {
+      moe_zero_padding_row(permuted, d, w - routed, experts, counts, offsets, lane);
+    }
   }
-  moe_zero_padding_row(permuted, d, w - routed, experts, counts, offsets, lane);
 }
 
 // Launch: a warp a token. y [T, d_out] (rows y_stride apart) = addend (if given, [T, d_out] as y) + the sum over the

@@ -339,14 +339,18 @@ def Tile_MoeSpecAttr : AttrDef<Tile_Dialect, "MoeSpec"> {
                   experts (ties to the lower one), their weights (divided by
                   their sum when renormalize) and each chosen row's rank among
                   its expert's rows (counts [E], zeroed by the program).
-      moe_plan    (counts, offsets, groups): offsets [E + 1] the experts' first
-                  padded rows, groups [1 + capacity / 128] the row blocks in use
-                  then each block's expert.
+      moe_plan    (logits, counts, offsets, groups): offsets [E + 1] the experts'
+                  first padded rows, groups [1 + capacity / 128] the row blocks
+                  in use then each block's expert.
       moe_permute (x, counts, ids, ranks, offsets, permuted): token rows to
                   their experts' rows; padding rows zero.
-      moe_up      (permuted, w1, [w_up], groups, hidden): hidden = act(x_e w1[e])
-                  (gated: act(x_e w1[e]) ⊙ (x_e w_up[e])), rounded.
-      moe_down    (hidden, w2, groups, expert_out): expert_out = hidden_e w2[e].
+      moe_up      (logits, permuted, w1, [w_up], groups, hidden): hidden =
+                  act(x_e w1[e]) (gated: act(x_e w1[e]) ⊙ (x_e w_up[e])), rounded.
+      moe_down    (logits, hidden, w2, groups, expert_out): expert_out =
+                  hidden_e w2[e].
+    The plan and the expert GEMMs take the logits only for their rows: the
+    token count T, which sizes the workspaces (a kernel's tensors bind the
+    symbols of its sizes).
       moe_combine (expert_out, ids, weights, ranks, offsets, y): y[t] = sum of
                   the token's weights x its expert rows.
   }];
