@@ -10,7 +10,7 @@ and a one-line text form for the command line:
 import dataclasses
 
 from .errors import InvalidArgumentError
-from .spec import AttentionConfig, DecodeConfig, FfnConfig, KvAppendConfig, VarlenConfig, format_f32
+from .spec import AttentionConfig, DecodeConfig, FfnConfig, KvAppendConfig, MoeConfig, VarlenConfig, format_f32
 
 # Benchmark: bf16, heads x head_dim = 2048, D in {64, 128}, causal and not (bench/README.md, "Method").
 BENCH_ATTENTION = tuple(AttentionConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
@@ -279,6 +279,17 @@ TEST_VARLEN = (VarlenConfig("bf16", 32, 8, 128, causal=True), VarlenConfig("bf16
                VarlenConfig("f16", 4, 2, 64, window=37, softcap=30.0),
                VarlenConfig("bf16", 4, 4, 256, causal=True), VarlenConfig("f16", 4, 2, 64, window=(37, 5)))
 
+# A mixture of experts (flashc.torch.moe, python/tests/test_gpu_moe.py): Mixtral's routing (8 experts, the top 2
+# renormalised, gated SiLU); fine-grained (64 experts, top-6, plain GeLU, f16, h = 136: a partial column tile);
+# sigmoid scores renormalised over the top 4 of 16 (DeepSeek-V3's), gated ReLU, d_out != d.
+TEST_MOE = (MoeConfig("bf16", 128, 256, 8, 2, renormalize=True),
+            MoeConfig("f16", 256, 136, 64, 6, out_dim=64, activation="gelu_tanh", gated=False),
+            MoeConfig("bf16", 64, 200, 16, 4, out_dim=72, gating="sigmoid", renormalize=True, activation="relu"))
+
+# bench/bench_moe.py: issue #23's layers, Mixtral-like (8 experts, top-2 renormalised, d = 4096, h = 14336, SwiGLU)
+# and fine-grained (64 experts, top-6, d = 2048, h = 1408).
+BENCH_MOE = (MoeConfig("bf16", 4096, 14336, 8, 2, renormalize=True), MoeConfig("bf16", 2048, 1408, 64, 6))
+
 # bench/bench_varlen.py: packed sequences at the attention benchmark's heads (H*D = 2048), causal and not, beside the
 # dense forward's bundles (BENCH_ATTENTION) it is compared with.
 BENCH_VARLEN = tuple(VarlenConfig("bf16", 2048 // d, 2048 // d, d, causal=c) for d in (64, 128) for c in (False, True))
@@ -295,7 +306,9 @@ SETS = {
     "tests": (TEST_ATTENTION + RING_TWINS + TEST_ATTENTION_TRANSPOSED + TEST_ATTENTION_ROWS + TEST_FFN
               + TEST_ATTENTION_PADDED + TEST_FFN_PADDED + TEST_FFN_ANY_WIDTH + TEST_ATTENTION_KEY_OFFSET
               + TEST_ATTENTION_MASK_MOD + TEST_ATTENTION_MASK_TENSORS + TEST_ATTENTION_SCORE_MOD
-              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE + TEST_APPEND + TEST_VARLEN),
+              + TEST_ATTENTION_BLOCK_SPARSE + TEST_DECODE + TEST_APPEND + TEST_VARLEN + TEST_MOE),
+    "tests-moe": TEST_MOE,
+    "bench-moe": BENCH_MOE,
     "tests-attention": TEST_ATTENTION,
     "tests-decode": TEST_DECODE + TEST_APPEND,
     "tests-varlen": TEST_VARLEN,
@@ -368,12 +381,13 @@ def _attention_fields(text, fields):
 
 
 def parse_config(text):
-    """An AttentionConfig, FfnConfig, DecodeConfig, KvAppendConfig or VarlenConfig from its one-line text form."""
+    """An AttentionConfig, FfnConfig, DecodeConfig, KvAppendConfig, VarlenConfig or MoeConfig from its one-line text
+    form."""
     kind, sep, body = text.partition(":")
-    if not sep or kind not in ("attention", "ffn", "decode", "kv_append", "varlen"):
+    if not sep or kind not in ("attention", "ffn", "decode", "kv_append", "varlen", "moe"):
         raise InvalidArgumentError("config %r: expected 'attention:key=value,...', 'ffn:key=value,...', "
-                                   "'decode:key=value,...', 'kv_append:key=value,...' or 'varlen:key=value,...'"
-                                   % text)
+                                   "'decode:key=value,...', 'kv_append:key=value,...', 'varlen:key=value,...' or "
+                                   "'moe:key=value,...'" % text)
     fields = {}
     for item in filter(None, body.split(",")):
         key, eq, value = item.partition("=")
@@ -387,7 +401,8 @@ def parse_config(text):
                           "scale", "append"},
                "kv_append": {"dtype", "kv_heads", "head_dim", "value_head_dim", "page_size"},
                "varlen": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
-                          "scale"}}[kind]
+                          "scale"},
+               "moe": {"dtype", "d", "h", "d_out", "experts", "top_k", "gating", "renormalize", "act", "gated"}}[kind]
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise InvalidArgumentError("config %r: unknown field%s %s (known: %s)" % (
@@ -419,6 +434,17 @@ def parse_config(text):
                 page_size=_int("page_size", fields.get("page_size", "0")))
         if kind == "varlen":
             return VarlenConfig(**_attention_fields(text, fields))
+        if kind == "moe":
+            for required in ("d", "h", "experts", "top_k"):
+                if required not in fields:
+                    raise InvalidArgumentError("config %r: missing field %s" % (text, required))
+            return MoeConfig(dtype=fields.get("dtype", "bf16"), model_dim=_int("d", fields["d"]),
+                             hidden_dim=_int("h", fields["h"]), experts=_int("experts", fields["experts"]),
+                             top_k=_int("top_k", fields["top_k"]),
+                             out_dim=_int("d_out", fields["d_out"]) if "d_out" in fields else None,
+                             gating=fields.get("gating", "softmax"),
+                             renormalize=_bool("renormalize", fields.get("renormalize", "0")),
+                             activation=fields.get("act", "silu"), gated=_bool("gated", fields.get("gated", "1")))
         if kind == "attention":
             return AttentionConfig(
                 **_attention_fields(text, fields),
@@ -473,6 +499,12 @@ def format_config(config):
         return "kv_append:" + ",".join(parts)
     if isinstance(config, VarlenConfig):
         return "varlen:" + ",".join(_attention_field_texts(config))
+    if isinstance(config, MoeConfig):
+        return "moe:" + ",".join(["dtype=%s" % config.dtype, "d=%d" % config.model_dim, "h=%d" % config.hidden_dim,
+                                  "d_out=%d" % config.out_dim, "experts=%d" % config.experts,
+                                  "top_k=%d" % config.top_k, "gating=%s" % config.gating,
+                                  "renormalize=%d" % int(config.renormalize), "act=%s" % config.activation,
+                                  "gated=%d" % int(config.gated)])
     if isinstance(config, AttentionConfig):
         parts = _attention_field_texts(config)
         if config.backward_form != "auto":

@@ -19,7 +19,7 @@ import time
 
 from . import cache, configs
 from .errors import FlashcError
-from .spec import DecodeConfig, KvAppendConfig, VarlenConfig
+from .spec import DecodeConfig, KvAppendConfig, MoeConfig, VarlenConfig
 
 
 def main(argv=None):
@@ -60,7 +60,7 @@ def main(argv=None):
         print(text, end=end, file=sys.stderr, flush=True)
 
     for i, c in enumerate(selected, 1):
-        if archs and not isinstance(c, (DecodeConfig, KvAppendConfig, VarlenConfig)):  # (sm_90a only: their bundles keep that arch)
+        if archs and not isinstance(c, (DecodeConfig, KvAppendConfig, MoeConfig, VarlenConfig)):  # (sm_90a only: their bundles keep that arch)
             c = type(c)(**{**c.__dict__, "archs": archs})
         target = os.path.join(args.out, c.key)
         label = "[%d/%d] %s (%s)" % (i, len(selected), c.key, configs.format_config(c))

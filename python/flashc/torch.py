@@ -29,7 +29,7 @@ from . import cache, programs
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
-from .spec import DecodeConfig, KvAppendConfig, VarlenConfig
+from .spec import DecodeConfig, KvAppendConfig, MoeConfig, VarlenConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
 __all__ = ["attention", "ffn", "flex_attention", "create_block_mask", "BlockMask", "decode_attention", "varlen_attention",
@@ -905,3 +905,58 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
 
 
 from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)
+
+
+_MOE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation):
+    def need(cond, text):
+        if not cond:
+            raise InvalidArgumentError("moe: " + text)
+    for name, t in (("x", x), ("router", router), ("w1", w1), ("w2", w2)) + ((("w_up", w_up),) if w_up is not None
+                                                                             else ()):
+        need(isinstance(t, torch.Tensor), "%s must be a tensor, got %s" % (name, type(t).__name__))
+        need(t.is_cuda, "%s must be on a CUDA device, got %s" % (name, t.device))
+        need(t.dtype == x.dtype, "%s must have x's dtype %s, got %s" % (name, x.dtype, t.dtype))
+    need(x.dtype in _MOE_DTYPES, "x must be bfloat16 or float16, got %s" % x.dtype)
+    need(x.dim() == 2, "x must be [tokens, d], got %s" % list(x.shape))
+    d = x.shape[1]
+    need(router.dim() == 2 and router.shape[0] == d, "router must be [d, experts] = [%d, E], got %s" % (
+        d, list(router.shape)))
+    experts = router.shape[1]
+    need(w1.dim() == 3 and w1.shape[:2] == (experts, d), "w1 must be [experts, d, h] = [%d, %d, h], got %s" % (
+        experts, d, list(w1.shape)))
+    h = w1.shape[2]
+    need(w_up is None or tuple(w_up.shape) == tuple(w1.shape), "w_up must be w1's shape %s, got %s" % (
+        list(w1.shape), list(w_up.shape) if w_up is not None else None))
+    need(w2.dim() == 3 and w2.shape[:2] == (experts, h), "w2 must be [experts, h, d_out] = [%d, %d, d_out], got %s" % (
+        experts, h, list(w2.shape)))
+    return MoeConfig(_MOE_DTYPES[x.dtype], d, h, experts, top_k, out_dim=w2.shape[2], gating=gating,
+                     renormalize=renormalize, activation=activation, gated=w_up is not None)
+
+
+def moe(x, router, w1, w2, w_up=None, top_k=2, gating="softmax", renormalize=False, activation="silu"):
+    """A mixture-of-experts layer (flash.moe; docs/design/moe.md): each token of x [T, d] goes to the top_k experts by
+    the softmax (or sigmoid) of its router logits x · router [d, E] (the logits in x's dtype, as a bf16 router matmul
+    gives them: the experts are chosen on those values), weighted by those scores (divided by their sum with
+    renormalize: Mixtral's routing; sigmoid + renormalize: DeepSeek-V3's); expert e is act(x · w1[e]) · w2[e], or
+    with w_up (act(x · w1[e]) ⊙ (x · w_up[e])) · w2[e] (SwiGLU with silu); y [T, d_out] is the weighted sum.
+    w1 / w_up [E, d, h], w2 [E, h, d_out]; bfloat16 or float16, contiguous; E a multiple of 8 up to 256, top_k up to
+    32, d, h, d_out multiples of 8; sm_90a. Forward only: no gradient yet (InvalidArgumentError under autograd)."""
+    key = _signature((x, router, w1, w2, w_up), ("moe", top_k, gating, renormalize, activation))
+    config = _memo_config(key, lambda: _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation))
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, router, w1, w2, w_up)):
+        raise InvalidArgumentError("moe: no gradient yet (its backward is built in the kernel lab, not in the "
+                                   "compiler); call it under torch.no_grad()")
+    for name, t in (("x", x), ("router", router), ("w1", w1), ("w2", w2), ("w_up", w_up)):
+        if t is not None and not t.is_contiguous():
+            raise InvalidArgumentError("moe: %s must be contiguous" % name)
+    y = torch.empty(x.shape[0], config.out_dim, dtype=x.dtype, device=x.device)
+    if x.shape[0] == 0:
+        return y
+    args = dict(x=x, router=router, w1=w1, w2=w2, y=y)
+    if w_up is not None:
+        args["w_up"] = w_up
+    _launch(cache.load_bundle(config), config.program, x.device, args)
+    return y

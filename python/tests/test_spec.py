@@ -9,7 +9,7 @@ import unittest
 from _support import find_tool, skip_loudly
 
 from flashc import InvalidArgumentError, configs
-from flashc.spec import AttentionConfig, DecodeConfig, FfnConfig, KvAppendConfig, VarlenConfig, format_f32
+from flashc.spec import AttentionConfig, DecodeConfig, FfnConfig, KvAppendConfig, MoeConfig, VarlenConfig, format_f32
 
 FLASH_OPT = find_tool("flash-opt", "FLASHC_FLASH_OPT")
 FLASHC = find_tool("flashc", "FLASHC_COMPILER")
@@ -269,7 +269,8 @@ class SpecVerifiesTest(unittest.TestCase):
                 op = ("flash.attention" if isinstance(c, AttentionConfig) else
                       "flash.decode_attention" if isinstance(c, DecodeConfig) else
                       "flash.kv_append" if isinstance(c, KvAppendConfig) else
-                      "flash.varlen_attention" if isinstance(c, VarlenConfig) else "flash.ffn")
+                      "flash.varlen_attention" if isinstance(c, VarlenConfig) else
+                      "flash.moe" if isinstance(c, MoeConfig) else "flash.ffn")
                 self.assertIn(op, proc.stdout)
                 if isinstance(c, DecodeConfig) and c.append:
                     self.assertIn("flash.kv_append", proc.stdout)

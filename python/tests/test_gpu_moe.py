@@ -1,0 +1,124 @@
+"""flashc.torch.moe on the GPU against float64 PyTorch math.
+
+Bundles: python -m flashc.prebuild --out DIR tests-moe (or the compiler). Token counts 1 (fewer than the experts), 17,
+300 and 3000 (experts with no token, ragged row counts); the experts are chosen on the router logits rounded to the
+input's dtype, in the reference too (flash.moe's meaning for a 16-bit layer), so both sides route alike and only the
+experts' arithmetic differs. Wrong shapes, dtypes and gradients are refused in the user's terms.
+"""
+
+import unittest
+
+from _support import requires_cuda
+
+from flashc import configs
+
+try:
+    import torch
+    import flashc.torch as ft
+    from flashc.errors import InvalidArgumentError
+    from _gpu import missing_bundle_skip, setup_gpu_suite
+except ImportError:
+    pass
+
+DTYPES = {"bf16": "bfloat16", "f16": "float16"}
+ACTIVATIONS = {"silu": lambda t: torch.nn.functional.silu(t), "relu": lambda t: torch.relu(t),
+               "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+               "gelu_erf": lambda t: torch.nn.functional.gelu(t)}
+
+
+def make_case(config, tokens, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = getattr(torch, DTYPES[config.dtype])
+    d, h, e, n = config.model_dim, config.hidden_dim, config.experts, config.out_dim
+    rand = lambda *shape, scale=1.0: (torch.randn(*shape, device="cuda", generator=g) * scale).to(dtype)
+    x = rand(tokens, d)
+    router = rand(d, e, scale=d ** -0.5)
+    w1 = rand(e, d, h, scale=d ** -0.5)
+    w_up = rand(e, d, h, scale=d ** -0.5) if config.gated else None
+    w2 = rand(e, h, n, scale=h ** -0.5)
+    return x, router, w1, w2, w_up
+
+
+def reference(config, x, router, w1, w2, w_up, act_dtype=None):
+    """y [T, d_out]: float64 experts (act_dtype: the dtype the experts' math runs in, float64 when None); the logits
+    rounded to x's dtype, top-k ties to the lower expert (a stable sort)."""
+    act_dtype = act_dtype or torch.float64
+    logits = (x.double() @ router.double()).to(x.dtype).double()
+    scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
+    top, ids = torch.sort(scores, dim=1, descending=True, stable=True)
+    top, ids = top[:, :config.top_k], ids[:, :config.top_k]
+    weights = top / top.sum(1, keepdim=True) if config.renormalize else top
+    act = ACTIVATIONS[config.activation]
+    y = torch.zeros(x.shape[0], config.out_dim, dtype=torch.float64, device=x.device)
+    for e in range(config.experts):
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        xe = x[tok].to(act_dtype)
+        hidden = act(xe @ w1[e].to(act_dtype))
+        if w_up is not None:
+            hidden = hidden * (xe @ w_up[e].to(act_dtype))
+        if act_dtype != torch.float64:
+            hidden = hidden.to(x.dtype).to(act_dtype)
+        y.index_add_(0, tok, weights[tok, slot, None] * (hidden @ w2[e].to(act_dtype)).double())
+    return y
+
+
+@requires_cuda
+class MoeGpuTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        setup_gpu_suite()
+
+    def call(self, config, x, router, w1, w2, w_up):
+        try:
+            return ft.moe(x, router, w1, w2, w_up=w_up, top_k=config.top_k, gating=config.gating,
+                          renormalize=config.renormalize, activation=config.activation)
+        except Exception as e:  # noqa: BLE001
+            if type(e).__name__ == "BundleNotFoundError":
+                missing_bundle_skip(self, e, optional=False)
+            raise
+
+    def test_configs(self):
+        with torch.no_grad():
+            for i, config in enumerate(configs.TEST_MOE):
+                for j, tokens in enumerate((1, 17, 300, 3000)):
+                    with self.subTest(config=config.describe(), tokens=tokens):
+                        x, router, w1, w2, w_up = make_case(config, tokens, seed=10 * i + j)
+                        y = self.call(config, x, router, w1, w2, w_up)
+                        self.assertEqual(tuple(y.shape), (tokens, config.out_dim))
+                        self.assertFalse(torch.isnan(y).any(), "NaN in y")
+                        want = reference(config, x, router, w1, w2, w_up)
+                        # tolerance: twice the error of the same layer in the dtype (f32 accumulation, the hidden
+                        # activation rounded), plus a floor
+                        peer = reference(config, x, router, w1, w2, w_up, act_dtype=torch.float32)
+                        tol = 2 * (peer - want).abs().max().item() + 1e-3 * want.abs().max().item() + 1e-4
+                        err = (y.double() - want).abs().max().item()
+                        self.assertLessEqual(err, tol, "%s, %d tokens: max error %.3g (tolerance %.3g)" % (
+                            config.describe(), tokens, err, tol))
+
+    def test_wrong_arguments(self):
+        config = configs.TEST_MOE[0]
+        x, router, w1, w2, w_up = make_case(config, 5, seed=1)
+        cases = [
+            (lambda: ft.moe(x.float(), router, w1, w2, w_up=w_up), "must have x's dtype"),
+            (lambda: ft.moe(x, router[:, :4], w1, w2, w_up=w_up), "w1 must be [experts, d, h]"),
+            (lambda: ft.moe(x, router, w1, w2[:, :8], w_up=w_up), "w2 must be [experts, h, d_out]"),
+            (lambda: ft.moe(x, router, w1, w2, w_up=w_up[:, :, :8]), "w_up must be w1's shape"),
+            (lambda: ft.moe(x, router, w1, w2, w_up=w_up, top_k=9), "top_k must be in [1, min(32, experts)]"),
+            (lambda: ft.moe(x, router, w1, w2, w_up=w_up, gating="relu"), "gating must be one of softmax, sigmoid"),
+            (lambda: ft.moe(x.t(), router, w1, w2, w_up=w_up), "router must be [d, experts]"),
+            (lambda: ft.moe(x.cpu(), router, w1, w2, w_up=w_up), "x must be on a CUDA device"),
+        ]
+        for call, words in cases:
+            with self.subTest(words=words), self.assertRaises(InvalidArgumentError) as caught:
+                call()
+            self.assertIn(words, str(caught.exception))
+        leaf = x.clone().requires_grad_()
+        with self.assertRaises(InvalidArgumentError) as caught:
+            ft.moe(leaf, router, w1, w2, w_up=w_up)
+        self.assertIn("no gradient yet", str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
