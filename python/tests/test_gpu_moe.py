@@ -58,10 +58,11 @@ def reference(config, x, router, w1, w2, w_up, act_dtype=None):
         hidden = act(xe @ w1[e].to(act_dtype))
         if w_up is not None:
             hidden = hidden * (xe @ w_up[e].to(act_dtype))
-        if act_dtype != torch.float64:
-            hidden = hidden.to(x.dtype).to(act_dtype)
-        y.index_add_(0, tok, weights[tok, slot, None] * (hidden @ w2[e].to(act_dtype)).double())
-    return y
+        out = hidden @ w2[e].to(act_dtype)
+        if act_dtype != torch.float64:  # the layer's own rounding points: hidden and each expert's output stored
+            out = (hidden.to(x.dtype).to(act_dtype) @ w2[e].to(act_dtype)).to(x.dtype)
+        y.index_add_(0, tok, weights[tok, slot, None] * out.double())
+    return y if act_dtype == torch.float64 else y.to(x.dtype).double()
 
 
 @requires_cuda
@@ -89,8 +90,8 @@ class MoeGpuTest(unittest.TestCase):
                         self.assertEqual(tuple(y.shape), (tokens, config.out_dim))
                         self.assertFalse(torch.isnan(y).any(), "NaN in y")
                         want = reference(config, x, router, w1, w2, w_up)
-                        # tolerance: twice the error of the same layer in the dtype (f32 accumulation, the hidden
-                        # activation rounded), plus a floor
+                        # tolerance: twice the error of the same layer in the dtype (f32 accumulation; the hidden
+                        # activation, each expert's output and y rounded to it), plus a floor
                         peer = reference(config, x, router, w1, w2, w_up, act_dtype=torch.float32)
                         tol = 2 * (peer - want).abs().max().item() + 1e-3 * want.abs().max().item() + 1e-4
                         err = (y.double() - want).abs().max().item()
