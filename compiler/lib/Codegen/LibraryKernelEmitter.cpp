@@ -71,6 +71,18 @@ FailureOr<WsKernel> emitMaskBlocks(tile::KernelOp kernel, tile::AttentionSpecAtt
   return result;
 }
 
+/// A library kernel read from a file may carry any signature: its role's `want` tensors (and nothing else), or an
+/// error naming the role.
+LogicalResult checkRoleTensors(tile::KernelOp kernel, tile::KernelRole role, size_t want,
+                               ArrayRef<std::string> cppNames) {
+  if (kernel.getFunctionType().getNumInputs() == want && cppNames.size() == want &&
+      llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
+    return success();
+  return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
+                            << ") takes " << want << " tensors, got " << kernel.getFunctionType().getNumInputs()
+                            << " arguments";
+}
+
 /// A decode program's kernels (#tile.decode, attention_decode.cuh): the table check, the split kernel (TMA
 /// maps of the caches), the combine. Each is one call of the device library's function of its role.
 FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec, ArrayRef<std::string> argNames,
@@ -79,14 +91,8 @@ FailureOr<WsKernel> emitDecode(tile::KernelOp kernel, tile::DecodeSpecAttr spec,
   using tile::KernelRole;
   KernelRole role = spec.getRole();
   bool paged = spec.isPaged();
-  // A kernel read from a file may carry any signature: the role's tensor count, or an error.
-  size_t want = spec.tensorCount();
-  if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
-      !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
-    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
-                              << ") takes " << want << " tensors, got " << kernel.getFunctionType().getNumInputs()
-                              << " arguments",
-           failure();
+  if (failed(checkRoleTensors(kernel, role, spec.tensorCount(), cppNames)))
+    return failure();
   WsKernel result;
   std::string ns = entry.str() + "_config";
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim(), stages = kernel.getStages();
@@ -198,13 +204,8 @@ FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec
                                    StringRef entry, StringRef specComment, llvm::raw_ostream &out) {
   using tile::KernelRole;
   KernelRole role = spec.getRole();
-  size_t want = spec.tensorCount();
-  if (kernel.getFunctionType().getNumInputs() != want || cppNames.size() != want ||
-      !llvm::all_of(kernel.getFunctionType().getInputs(), [](Type t) { return isa<tile::GlobalTensorType>(t); }))
-    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
-                              << ") takes " << want << " tensors, got " << kernel.getFunctionType().getNumInputs()
-                              << " arguments",
-           failure();
+  if (failed(checkRoleTensors(kernel, role, spec.tensorCount(), cppNames)))
+    return failure();
   if (role != KernelRole::MoeSelect && role != KernelRole::MoePlan && role != KernelRole::MoePermute &&
       role != KernelRole::MoeCombine)
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
