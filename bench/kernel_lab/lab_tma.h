@@ -59,3 +59,20 @@ static int make_map(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_r
 static int make_map_f32(CUtensorMap* map, const flashc::TensorArg& t, unsigned box_rows) {
   return make_map_of(map, t, box_rows, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4);
 }
+// Row-major 16-bit tensor [outer, rows, cols] (rank 2: [rows, cols]), contiguous: box (64 columns, box_rows, 1),
+// 128-byte swizzle (the grouped GEMM labs' A, B and C).
+static int make_rowmajor_map(CUtensorMap* map, const void* data, CUtensorMapDataType type, int rank, long long outer,
+                             long long rows, long long cols, unsigned box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(outer)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols) * 2, static_cast<cuuint64_t>(rows * cols) * 2};
+  if (strides[0] % 16 != 0 || (reinterpret_cast<unsigned long long>(data) & 15) != 0) return -10;
+  const cuuint32_t box[3] = {64, box_rows, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  EncodeTiledFn fn = encode_tiled();
+  if (!fn) return -12;
+  const CUresult r = fn(map, type, rank, const_cast<void*>(data), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
+}

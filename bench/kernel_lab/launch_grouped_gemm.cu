@@ -76,22 +76,9 @@ CUtensorMapDataType elem_type() {
 #endif
 }
 
-// Tiled map over a row-major 16-bit tensor [outer, rows, cols] (rank 2: [rows, cols]), box (64 columns, box_rows,
-// 1), 128-byte swizzle.
 int make_map(CUtensorMap* map, void* data, int rank, long long outer, long long rows, long long cols,
              unsigned box_rows) {
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(outer)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols) * 2, static_cast<cuuint64_t>(rows * cols) * 2};
-  if (strides[0] % 16 != 0 || (reinterpret_cast<unsigned long long>(data) & 15) != 0) return -10;
-  const cuuint32_t box[3] = {64, box_rows, 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  EncodeTiledFn fn = encode_tiled();
-  if (!fn) return -12;
-  const CUresult r = fn(map, elem_type(), rank, data, dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
+  return make_rowmajor_map(map, data, elem_type(), rank, outer, rows, cols, box_rows);
 }
 }  // namespace
 

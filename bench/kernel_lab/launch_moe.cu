@@ -109,21 +109,9 @@ __global__ void lab_select_grad(const bf16* logits, int tokens, int experts, int
   dev::moe_select_grad<G, kRenormalize>(logits, tokens, experts, top_k, ids, weights, d_weights, d_logits);
 }
 
-// Tiled map over a row-major bf16 tensor [outer, rows, cols] (rank 2: [rows, cols]), box (64, box_rows, 1).
 int make_map(CUtensorMap* map, const void* data, int rank, long long outer, long long rows, long long cols,
              unsigned box_rows) {
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(outer)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols) * 2, static_cast<cuuint64_t>(rows * cols) * 2};
-  if (strides[0] % 16 != 0 || (reinterpret_cast<unsigned long long>(data) & 15) != 0) return -10;
-  const cuuint32_t box[3] = {64, box_rows, 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  EncodeTiledFn fn = encode_tiled();
-  if (!fn) return -12;
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(data), dims, strides, box,
-                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : -100 - static_cast<int>(r);
+  return make_rowmajor_map(map, data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, outer, rows, cols, box_rows);
 }
 
 const TmaDescriptor& desc(const CUtensorMap& m) { return *reinterpret_cast<const TmaDescriptor*>(&m); }

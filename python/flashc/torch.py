@@ -446,7 +446,8 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
 
 
 # ---------------------------------------------------------------------- decode over a KV cache
-_DECODE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+# The 16-bit dtypes the decode, append, packed-sequences and mixture-of-experts programs take, by spec name.
+_HALF_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 
 
 def _check_block_table(need, block_table, k_cache, batch, batch_of):
@@ -485,7 +486,7 @@ def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scal
     need(k_cache.dim() == 4 and v_cache.dim() == 4,
          "k_cache and v_cache must be [batch, capacity, kv_heads, head_dim] (or [pages, page_size, kv_heads, "
          "head_dim] with a block_table), got %s and %s" % (list(k_cache.shape), list(v_cache.shape)))
-    need(q.dtype in _DECODE_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
+    need(q.dtype in _HALF_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
     need(k_cache.dtype == q.dtype and v_cache.dtype == q.dtype,
          "k_cache and v_cache must have q's dtype %s, got %s and %s" % (q.dtype, k_cache.dtype, v_cache.dtype))
     need(cache_seqlens.dtype == torch.int32 and cache_seqlens.dim() == 1 and cache_seqlens.shape[0] == q.shape[0],
@@ -501,7 +502,7 @@ def _decode_config(q, k_cache, v_cache, cache_seqlens, block_table, causal, scal
     need((k is None) == (v is None), "k and v come together (the new tokens' keys and values), or neither")
     if k is not None:
         _check_new_tokens(need, k, v, k_cache, v_cache, batch, tokens)
-    return DecodeConfig(_DECODE_DTYPES[q.dtype], heads, kv_heads, dim, value_head_dim=v_cache.shape[3], queries=tokens,
+    return DecodeConfig(_HALF_DTYPES[q.dtype], heads, kv_heads, dim, value_head_dim=v_cache.shape[3], queries=tokens,
                         page_size=k_cache.shape[1] if block_table is not None else 0, causal=causal, scale=scale,
                         append=k is not None)
 
@@ -555,7 +556,7 @@ def _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table):
     need(k_cache.dim() == 4 and v_cache.dim() == 4 and k_cache.shape[:3] == v_cache.shape[:3],
          "k_cache and v_cache must be [batch, capacity, kv_heads, head_dim] (or [pages, page_size, kv_heads, "
          "head_dim] with a block_table) alike, got %s and %s" % (list(k_cache.shape), list(v_cache.shape)))
-    need(k_cache.dtype in _DECODE_DTYPES and v_cache.dtype == k_cache.dtype,
+    need(k_cache.dtype in _HALF_DTYPES and v_cache.dtype == k_cache.dtype,
          "the caches must be bfloat16 or float16 alike, got %s and %s" % (k_cache.dtype, v_cache.dtype))
     need(isinstance(k, torch.Tensor) and k.dim() == 4, "k must be a CUDA tensor [batch, new tokens, kv_heads, "
          "head_dim]")
@@ -565,7 +566,7 @@ def _kv_append_config(k, v, k_cache, v_cache, cache_seqlens, block_table):
                                                                       list(cache_seqlens.shape)))
     _check_new_tokens(need, k, v, k_cache, v_cache, batch)
     _check_block_table(need, block_table, k_cache, batch, "k")
-    return KvAppendConfig(_DECODE_DTYPES[k_cache.dtype], k_cache.shape[2], k_cache.shape[3],
+    return KvAppendConfig(_HALF_DTYPES[k_cache.dtype], k_cache.shape[2], k_cache.shape[3],
                           value_head_dim=v_cache.shape[3], page_size=k_cache.shape[1] if block_table is not None else 0)
 
 
@@ -636,7 +637,7 @@ def _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap,
     need(q.dim() == 3 and k.dim() == 3 and v.dim() == 3,
          "q, k and v must be packed [total tokens, heads, head_dim], got %s, %s and %s" % (
              list(q.shape), list(k.shape), list(v.shape)))
-    need(q.dtype in _DECODE_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
+    need(q.dtype in _HALF_DTYPES, "q must be bfloat16 or float16, got %s" % q.dtype)
     need(k.dtype == q.dtype and v.dtype == q.dtype, "k and v must have q's dtype %s, got %s and %s" % (
         q.dtype, k.dtype, v.dtype))
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
@@ -648,7 +649,7 @@ def _varlen_config(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, softcap,
          "k %s and v %s must agree with each other and with q's head_dim %d" % (list(k.shape), list(v.shape),
                                                                               q.shape[2]))
     need(q.shape[1] % k.shape[1] == 0, "q's heads (%d) must be a multiple of k's (%d)" % (q.shape[1], k.shape[1]))
-    return VarlenConfig(_DECODE_DTYPES[q.dtype], q.shape[1], k.shape[1], q.shape[2], value_head_dim=v.shape[2],
+    return VarlenConfig(_HALF_DTYPES[q.dtype], q.shape[1], k.shape[1], q.shape[2], value_head_dim=v.shape[2],
                         causal=causal, window=window, softcap=softcap or None, scale=scale)
 
 
@@ -907,9 +908,6 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
 from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)
 
 
-_MOE_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
-
-
 def _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation):
     def need(cond, text):
         if not cond:
@@ -919,7 +917,7 @@ def _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation)
         need(isinstance(t, torch.Tensor), "%s must be a tensor, got %s" % (name, type(t).__name__))
         need(t.is_cuda, "%s must be on a CUDA device, got %s" % (name, t.device))
         need(t.dtype == x.dtype, "%s must have x's dtype %s, got %s" % (name, x.dtype, t.dtype))
-    need(x.dtype in _MOE_DTYPES, "x must be bfloat16 or float16, got %s" % x.dtype)
+    need(x.dtype in _HALF_DTYPES, "x must be bfloat16 or float16, got %s" % x.dtype)
     need(x.dim() == 2, "x must be [tokens, d], got %s" % list(x.shape))
     d = x.shape[1]
     need(router.dim() == 2 and router.shape[0] == d, "router must be [d, experts] = [%d, E], got %s" % (
@@ -932,7 +930,7 @@ def _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation)
         list(w1.shape), list(w_up.shape) if w_up is not None else None))
     need(w2.dim() == 3 and w2.shape[:2] == (experts, h), "w2 must be [experts, h, d_out] = [%d, %d, d_out], got %s" % (
         experts, h, list(w2.shape)))
-    return MoeConfig(_MOE_DTYPES[x.dtype], d, h, experts, top_k, out_dim=w2.shape[2], gating=gating,
+    return MoeConfig(_HALF_DTYPES[x.dtype], d, h, experts, top_k, out_dim=w2.shape[2], gating=gating,
                      renormalize=renormalize, activation=activation, gated=w_up is not None)
 
 

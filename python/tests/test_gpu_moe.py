@@ -110,6 +110,9 @@ class MoeGpuTest(unittest.TestCase):
             (lambda: ft.moe(x, router, w1, w2, w_up=w_up, gating="relu"), "gating must be one of softmax, sigmoid"),
             (lambda: ft.moe(x.t(), router, w1, w2, w_up=w_up), "router must be [d, experts]"),
             (lambda: ft.moe(x.cpu(), router, w1, w2, w_up=w_up), "x must be on a CUDA device"),
+            # x's shape with rows twice as far apart
+            (lambda: ft.moe(torch.cat([x, x], dim=1)[:, :x.shape[1]], router, w1, w2, w_up=w_up),
+             "x must be contiguous"),
         ]
         for call, words in cases:
             with self.subTest(words=words), self.assertRaises(InvalidArgumentError) as caught:

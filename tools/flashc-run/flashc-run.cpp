@@ -1217,8 +1217,7 @@ struct Runner {
     if (!launch(p.name, args)) return;
     if (!download(y)) { ++failures; return; }
     std::vector<double> refY(size_t(s.tokens * s.out), 0.0);
-    ref::LogitRounding round = x.dtype == DType::BF16 ? +[](double v) { return double(ref::roundToBf16(float(v))); }
-                                                      : +[](double v) { return double(ref::roundToF16(float(v))); };
+    ref::LogitRounding round = ref::logitRounding16(x.dtype == DType::BF16);
     ref::moeForward(s, *ref::parseActivation(act), gating == "sigmoid" ? ref::MoeGating::Sigmoid : ref::MoeGating::Softmax,
                     renormalize, router.host.data(), w1.host.data(), gated ? wUp.host.data() : nullptr, w2.host.data(),
                     x.host.data(), refY.data(), nullptr, round);

@@ -4,6 +4,8 @@
 #include "MaskModEmitter.h"
 #include "Names.h"
 
+#include "flashc/device/moe_layout.h"  // (the routing kernels' block: plain C++)
+
 #include "flashc/Compiler/Target.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -212,7 +214,7 @@ FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec
                               << ") is a GEMM: the warp-specialised GEMM's plan (strategy wgmma_ws_sm90) runs it",
            failure();
   WsKernel result;
-  result.threads = role == KernelRole::MoePlan ? 1024 : 256;
+  result.threads = role == KernelRole::MoePlan ? 1024 : device::kMoeRoutingThreads;
   std::string elem = spec.getElementType().getValue().isBF16() ? "flashc::device::bf16" : "flashc::device::f16";
   std::string e = std::to_string(spec.getExperts()), k = std::to_string(spec.getTopK());
   auto data = [&](unsigned i, StringRef type) {

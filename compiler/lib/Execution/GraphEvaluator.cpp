@@ -15,7 +15,6 @@
 #include "flashc/reference/attention.h"
 #include "flashc/reference/decode.h"
 #include "flashc/reference/varlen.h"
-#include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/moe.h"
 
@@ -502,9 +501,8 @@ LogicalResult Evaluator::moe(MoeOp op) {
   // A 16-bit layer's router logits are a 16-bit tensor (the graph spelling's matmul result; the kernels' and
   // PyTorch's router): the experts are chosen on those values.
   Type element = op.getInput().getType().getElementType();
-  ref::LogitRounding toBf16 = [](double v) { return double(ref::roundToBf16(float(v))); };
-  ref::LogitRounding toF16 = [](double v) { return double(ref::roundToF16(float(v))); };
-  ref::LogitRounding roundLogit = element.isBF16() ? toBf16 : element.isF16() ? toF16 : nullptr;
+  ref::LogitRounding roundLogit =
+      element.isBF16() || element.isF16() ? ref::logitRounding16(element.isBF16()) : nullptr;
   ref::moeForward(shape, referenceActivation(op.getActivation()),
                   op.getGating() == MoeGating::Softmax ? ref::MoeGating::Softmax : ref::MoeGating::Sigmoid,
                   op.getRenormalize(), router.data.data(), w1.data.data(), wUp ? wUp->data.data() : nullptr,

@@ -10,6 +10,7 @@
 #include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Common/ScoreFunction.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
+#include "flashc/device/moe_layout.h"    // (a mixture of experts' permuted layout, mirrored here)
 #include "flashc/device/table_status.h"  // (the kernels' verdict codes, mirrored here)
 #include "flashc/reference/activations.h"
 #include "flashc/reference/codec.h"
@@ -605,7 +606,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     t.push_back(tensorOf(v));
   const int64_t x = intOf(block.getX()), y = intOf(block.getY());
   const int64_t experts = spec.getExperts(), topK = spec.getTopK();
-  constexpr int64_t kGroupRows = 128, kTokensABlock = 8;
+  constexpr int64_t kGroupRows = device::kMoeGroupRows, kTokensABlock = device::kMoeTokensPerBlock;
+  const int64_t blockM = kernel.getBlockM();
   // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]), rounded; `epilogue` maps the
   // f32 accumulators (one column, or gate and up) to the stored value.
   auto gemmTile = [&](HostTensor &a, HostTensor &b, HostTensor *b2, HostTensor &c, int64_t expert, int64_t blockN) {
@@ -613,7 +615,7 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     const int64_t weightBase = b.shape.size() == 3 ? expert * k * n : 0;
     const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
                                           .value_or(reference::Activation::Identity);
-    for (int64_t r = x * kGroupRows; r < std::min((x + 1) * kGroupRows, rows); ++r)
+    for (int64_t r = x * blockM; r < std::min((x + 1) * blockM, rows); ++r)
       for (int64_t col = y * blockN; col < std::min((y + 1) * blockN, n); ++col) {
         double sum = 0.0, up = 0.0;
         for (int64_t i = 0; i < k; ++i) {
@@ -627,9 +629,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
         c.data[r * n + col] = roundToElement(float(value), c.kind);
       }
   };
+  const int64_t blockN = kernel.getBlockN();  // (the GEMMs' tiles, the plan's)
   switch (spec.getRole()) {
   case KernelRole::MoeRouter: // (x, router, logits)
-    gemmTile(*t[0], *t[1], nullptr, *t[2], 0, 128);
+    gemmTile(*t[0], *t[1], nullptr, *t[2], 0, blockN);
     return success();
   case KernelRole::MoeUp:   // (logits, permuted, w1, [w_up], groups, hidden)
   case KernelRole::MoeDown: { // (logits, hidden, w2, groups, expert_out)
@@ -637,12 +640,13 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     HostTensor &groups = *t[t.size() - 2];
     // Row blocks past the ones in use (or past the rows) are never taken.
     int64_t inUse = std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t.back()->shape[0] / kGroupRows);
-    if (x >= inUse)
+    int64_t group = x * blockM / kGroupRows;  // (the tile's rows lie in one group: blockM divides kGroupRows)
+    if (group >= inUse)
       return success();
-    int64_t expert = groups.ints[1 + x];
+    int64_t expert = groups.ints[1 + group];
     if (expert < 0 || expert >= experts)  // (TMA reads zeros past the weights)
       return fail(block, llvm::formatv("row block {0} names expert {1} of {2}", x, expert, experts));
-    gemmTile(*t[1], *t[2], up && spec.getGated() ? t[3] : nullptr, *t.back(), expert, up ? 128 : 256);
+    gemmTile(*t[1], *t[2], up && spec.getGated() ? t[3] : nullptr, *t.back(), expert, blockN);
     return success();
   }
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
 
+#include "flashc/device/moe_layout.h"  // (the routing kernels' tokens a block: plain C++)
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -25,30 +27,29 @@ KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpe
                    << want << " tensors, got " << argTypes.size() << " arguments";
     return nullptr;
   }
-  auto columns = [&](unsigned arg, int64_t tile) -> GridAttr {
+  // The GEMMs' output tiles: the plan's block_m rows (the permuted layout's groups) x block_n columns.
+  auto columns = [&](unsigned arg) -> GridAttr {
     int64_t n = cast<GlobalTensorType>(argTypes[arg]).getShape().back();
-    return KernelBuilder::gridConst(ctx, ShapedType::isDynamic(n) ? 1 : (n + tile - 1) / tile);
+    return KernelBuilder::gridConst(ctx, ShapedType::isDynamic(n) ? 1 : (n + plan.blockN - 1) / plan.blockN);
   };
+  auto rowBlocks = [&](unsigned arg) { return KernelBuilder::gridDim(ctx, arg, 0, plan.blockM); };
+  auto tokenBlocks = [&](unsigned arg) { return KernelBuilder::gridDim(ctx, arg, 0, device::kMoeTokensPerBlock); };
   GridAttr one = KernelBuilder::gridConst(ctx, 1);
   SmallVector<GridAttr, 3> grid;
   switch (spec.getRole()) {
-  case KernelRole::MoeRouter: // (x, router, logits): 128 x 128 tiles of the logits
-    grid = {KernelBuilder::gridDim(ctx, 2, 0, 128), columns(2, 128), one};
+  case KernelRole::MoeRouter: // (x, router, logits): tiles of the logits
+    grid = {rowBlocks(2), columns(2), one};
     break;
-  case KernelRole::MoeUp: // (logits, permuted, w1, [w_up], groups, hidden): 128 x 128 tiles of hidden
-    grid = {KernelBuilder::gridDim(ctx, want - 1, 0, 128), columns(want - 1, 128), one};
-    break;
-  case KernelRole::MoeDown: // (logits, hidden, w2, groups, expert_out): 128 x 256 tiles of expert_out
-    grid = {KernelBuilder::gridDim(ctx, 4, 0, 128), columns(4, 256), one};
+  case KernelRole::MoeUp:   // (logits, permuted, w1, [w_up], groups, hidden): tiles of hidden
+  case KernelRole::MoeDown: // (logits, hidden, w2, groups, expert_out): tiles of expert_out
+    grid = {rowBlocks(want - 1), columns(want - 1), one};
     break;
   case KernelRole::MoeSelect: // (logits, ...): 8 tokens a block
-    grid = {KernelBuilder::gridDim(ctx, 0, 0, 8), one, one};
+    grid = {tokenBlocks(0), one, one};
     break;
   case KernelRole::MoeCombine: // (..., y): 8 tokens a block
-    grid = {KernelBuilder::gridDim(ctx, 5, 0, 8), one, one};
-    break;
-  case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted): 8 rows a block
-    grid = {KernelBuilder::gridDim(ctx, 5, 0, 8), one, one};
+  case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted): 8 rows a block (a grid-stride loop)
+    grid = {tokenBlocks(5), one, one};
     break;
   default: // the plan: one block
     grid = {one, one, one};

@@ -1,6 +1,8 @@
 //===- TileLowering.cpp - shared helpers of flash -> tile passes ----------===//
 #include "TileLowering.h"
 
+#include "flashc/device/moe_layout.h"  // (the permuted layout the kernels read: plain C++)
+
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
@@ -588,9 +590,11 @@ LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, Str
   };
   Value tokens = dim(x, 0);
   Value routed = builder->create<arith::MulIOp>(loc, tokens, constant(topK));
-  Value padded = builder->create<arith::AddIOp>(loc, routed, constant(127 * (experts - 1)));
-  Value blocks = builder->create<arith::CeilDivSIOp>(loc, padded, constant(128));
-  Value capacity = builder->create<arith::MulIOp>(loc, blocks, constant(128));
+  // C = device::moe_padded_capacity(T k, E), in IR: kMoeGroupRows ceil((T k + (kMoeGroupRows - 1) (E - 1)) / ...)
+  constexpr int64_t rowsABlock = device::kMoeGroupRows;
+  Value padded = builder->create<arith::AddIOp>(loc, routed, constant((rowsABlock - 1) * (experts - 1)));
+  Value blocks = builder->create<arith::CeilDivSIOp>(loc, padded, constant(rowsABlock));
+  Value capacity = builder->create<arith::MulIOp>(loc, blocks, constant(rowsABlock));
   Value groupEntries = builder->create<arith::AddIOp>(loc, blocks, constant(1));
   Value logits = workspace({dyn, experts}, element, {tokens}, "logits");
   Value counts = workspace({experts}, i32, {}, "counts", /*zero=*/true);

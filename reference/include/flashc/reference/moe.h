@@ -16,6 +16,7 @@
 #ifndef FLASHC_REFERENCE_MOE_H
 #define FLASHC_REFERENCE_MOE_H
 
+#include "flashc/reference/codec.h"
 #include "flashc/reference/ffn.h"
 
 #include <algorithm>
@@ -42,6 +43,13 @@ struct MoeRoute {
 
 /// A logit's rounding (none: nullptr).
 using LogitRounding = double (*)(double);
+
+/// The rounding of a 16-bit layer's logits: to bf16 (`bf16`) or f16.
+inline LogitRounding logitRounding16(bool bf16) {
+  if (bf16)
+    return [](double v) { return double(roundToBf16(float(v))); };
+  return [](double v) { return double(roundToF16(float(v))); };
+}
 
 /// The routing of token row `x` [d] through `router` [d, E].
 inline MoeRoute moeRoute(const MoeShape &s, MoeGating gating, bool renormalize, const double *router,

@@ -48,6 +48,7 @@
 #include "flashc/device/activation.cuh"
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mbarrier.cuh"
+#include "flashc/device/moe_layout.h"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/tensor.cuh"
@@ -115,7 +116,7 @@ struct GemmWsPlan {
   static_assert(!(kPingPong && GroupedKOf<Config>::value), "ws GEMM: grouped over K takes cooperative tiles");
   static_assert(!(kGrouped && (kTransA || Config::kBatched || Config::kBias)),
                 "ws GEMM, grouped: A [rows, K] (not transposed, not batched), no bias");
-  static constexpr int kGroupRows = 128;  // grouped: each expert's rows start at a multiple of this
+  static constexpr int kGroupRows = kMoeGroupRows;  // grouped: each expert's rows start at a multiple of this
   static constexpr bool kGroupedK = GroupedKOf<Config>::value;
   static_assert(!kGroupedK || (kTransA && !kTransB && !Config::kBatched && !kGrouped && !Config::kBias &&
                                !Config::kGated && !Config::kAccumulate && !Config::kSavePre && !kActGrad),

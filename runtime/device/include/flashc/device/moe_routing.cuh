@@ -17,20 +17,15 @@
 // Workspaces (int32 unless named): counts [E] (zeroed before moe_select), ids [T, k], weights [T, k] f32, ranks
 // [T, k], offsets [E + 1] (padded), groups [1 + capacity / 128], with capacity = moe_padded_capacity(T k, E).
 #pragma once
+#include "flashc/device/moe_layout.h"
 #include "flashc/device/types.cuh"
 
 namespace flashc {
 namespace device {
 
-constexpr int kMoeGroupRows = 128;
 constexpr int kMoeMaxExperts = 256;
 
 enum class MoeGating { Softmax, Sigmoid };
-
-// Rows the permuted layout needs at most: every expert's rows rounded up to 128.
-__host__ __device__ constexpr long long moe_padded_capacity(long long routed_rows, int experts) {
-  return (routed_rows + static_cast<long long>(experts) * (kMoeGroupRows - 1)) / kMoeGroupRows * kMoeGroupRows;
-}
 
 // Launch: a warp a token (grid (ceil(T / warps a block)), any multiple of 32 threads). logits row t at
 // logits + t * logits_stride.

@@ -363,12 +363,13 @@ def Tile_MoeBlockOp : Tile_Op<"moe_block", [MemoryEffects<[MemRead, MemWrite]>]>
     The work of block (%x, %y, %z) of the enclosing kernel, whose `#tile.moe`
     spec says which of the program's kernels it is and what its tensors are
     (the kernel's arguments, in order; the roles' grids):
-      moe_router, moe_up, moe_down  block (b, 0, 0) of a persistent grid of
-                      min(tiles, SMs) blocks: tiles b, b + blocks, ... (the
-                      router's of 128 x 128, the up projection's 128 x 128,
-                      the down projection's 128 x 256; each a row block of one
-                      expert).
-      moe_select, moe_combine  block (x, 0, 0): tokens 8x .. 8x + 7.
+      moe_router, moe_up, moe_down  block (x, y, 0): output tile (row block
+                      x, column block y) of the kernel's block_m x block_n
+                      (an expert GEMM's row block lies in one expert's rows;
+                      on the GPU a persistent grid of min(tiles, SMs) blocks
+                      walks these tiles, #tile.grid_order<persistent>).
+      moe_select, moe_combine  block (x, 0, 0): tokens 8x .. 8x + 7
+                      (moe_layout.h's kMoeTokensPerBlock).
       moe_plan        block (0, 0, 0): the whole plan.
       moe_permute     block (x, 0, 0): rows 8x .. 8x + 7 of the routed rows,
                       then of the experts' padding rows (a grid-stride loop).
