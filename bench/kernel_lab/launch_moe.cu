@@ -1,7 +1,7 @@
 // Host launch wrapper for a whole mixture-of-experts forward from the device library, lab only (moe_lab.py): the
 // router logits by the ws GEMM, moe_select / moe_plan / moe_permute (moe_routing.cuh), the grouped ws GEMMs (gated
 // SiLU up projection, down projection), moe_combine; and its backward (moe_scatter_grad, the grouped GEMMs of dh and
-// dx, moe_gated_grad, the grouped-over-K GEMMs of the expert weights' gradients, moe_select_grad, the router's GEMMs,
+// dx, moe_activation_grad, the grouped-over-K GEMMs of the expert weights' gradients, moe_select_grad, the router's GEMMs,
 // moe_combine with unit weights). bf16; gating and renormalisation chosen at launch.
 #include <cuda_runtime.h>
 
@@ -101,7 +101,7 @@ __global__ void lab_scatter_grad(const bf16* dy, const bf16* expert_out, int tok
 }
 __global__ void lab_gated_grad(const bf16* g, const bf16* u, const bf16* dh, int h, int experts, const int* offsets,
                                bf16* dg, bf16* du) {
-  dev::moe_gated_grad(g, u, dh, h, experts, offsets, dg, du);
+  dev::moe_activation_grad<dev::Act::Silu, true>(g, u, dh, h, experts, offsets, dg, du);
 }
 template <dev::MoeGating G, bool kRenormalize>
 __global__ void lab_select_grad(const bf16* logits, int tokens, int experts, int top_k, const int* ids,

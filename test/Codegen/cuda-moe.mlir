@@ -2,9 +2,13 @@
 // warp-specialised persistent GEMM (the experts' grouped form, each expert's weight [E, K, N] by a 3-D tensor map),
 // the routing kernels one call each of moe_routing.cuh; the workspaces are program scratch (counts zero-filled),
 // sized from T; `meta op moe` and the routing's parameters tell flashc-run how to rebuild the float64 reference.
+// The training forward saves the routing and the activations (program tensors sized by expressions of T); the
+// backward's expert GEMMs are the grouped form with the weight transposed (dh, dx_perm) and grouped over K (the
+// weight gradients), its routing kernels moe_routing.cuh's backward, the router's GEMMs the plain ones.
 // Every kernel compiles through NVRTC, and ptxas spills nothing.
 //
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=BWD
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -31,6 +35,14 @@
 // CUDA: // ---- moe_moe_combine ----
 // CUDA: flashc::device::moe_combine(static_cast<const flashc::device::bf16*>(expert_out.data), static_cast<int>(y.shape[0]), static_cast<int>(y.shape[1]), 2,
 
+// MANIFEST: kernel moe_moe_bwd_scatter
+// MANIFEST: tensor expert_out bf16 in [128 * cdiv(T * 2 + 889, 128), 40]
+// MANIFEST: tensor d_expert_out bf16 out [128 * cdiv(T * 2 + 889, 128), 40]
+// MANIFEST: tensor d_route_weights f32 out [T * 2] contiguous
+// MANIFEST: kernel moe_moe_bwd_dx_perm_up
+// MANIFEST: tensor dx_perm bf16 inout
+// MANIFEST: kernel moe_moe_bwd_dw2
+// MANIFEST: tensormap dw2_map of dw2 box [1, 64, 64] swizzle 128
 // MANIFEST: kernel moe_moe_router
 // MANIFEST: tensormap x_map of x box [128, 64] swizzle 128
 // MANIFEST: grid min(cdiv(T, 128) * 1 * 1, num_sms), 1, 1
@@ -38,7 +50,7 @@
 // MANIFEST: kernel moe_moe_select
 // MANIFEST: tensor counts i32 inout [8] contiguous
 // MANIFEST: tensor ids i32 out [T * 2] contiguous
-// MANIFEST: tensor weights f32 out [T * 2] contiguous
+// MANIFEST: tensor route_weights f32 out [T * 2] contiguous
 // MANIFEST: grid cdiv(T, 8), 1, 1
 // MANIFEST: kernel moe_moe_plan
 // MANIFEST: tensor groups i32 out [cdiv(T * 2 + 889, 128) + 1] contiguous
@@ -52,7 +64,16 @@
 // MANIFEST: grid min(cdiv(cdiv(T * 2 + 889, 128) * 128, 128) * 1 * 1, num_sms), 1, 1
 // MANIFEST: kernel moe_moe_down
 // MANIFEST: tensormap w2_map of w2 box [1, 64, 64] swizzle 128
-// MANIFEST: program moe
+// MANIFEST: kernel moe_forward_train_moe_plan
+// MANIFEST: tensor expert_counts i32 out [8] contiguous
+// MANIFEST: kernel moe_forward_train_moe_up
+// MANIFEST: tensor gate bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
+// MANIFEST: tensor up bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
+// MANIFEST: program moe_backward
+// MANIFEST-NEXT: kernel moe_moe_bwd_scatter
+// MANIFEST: scratch d_router_accum zero
+// MANIFEST: meta op moe_backward
+// MANIFEST: program moe{{$}}
 // MANIFEST-NEXT: kernel moe_moe_router
 // MANIFEST: scratch counts zero
 // MANIFEST: meta activation silu
@@ -60,6 +81,37 @@
 // MANIFEST-NEXT: meta op moe
 // MANIFEST-NEXT: meta renormalize 1
 // MANIFEST-NEXT: meta top_k 2
+
+// BWD: // ---- moe_moe_bwd_scatter ----
+// BWD: flashc::device::moe_scatter_grad(
+// BWD: // ---- moe_moe_bwd_dh ----
+// BWD: kTransB = true
+// BWD: static constexpr int kBlockN = 256, kStages = 4
+// BWD: flashc::device::gemm_ws_grouped<{{.*}}>(d_expert_out_map, w2_map, w2_map, dh_map, dh_map, dh_map, d_expert_out, w2, groups, 1.0f);
+// BWD: // ---- moe_moe_bwd_act ----
+// BWD: flashc::device::moe_activation_grad<flashc::device::Act::Silu, true>(
+// (dx_perm's first GEMM is dh's code but for names)
+// BWD: // ---- moe_moe_bwd_dx_perm ----
+// BWD-NEXT: // launches flashc_moe_moe_bwd_dh
+// BWD: // ---- moe_moe_bwd_dx_perm_up ----
+// BWD: kAccumulate = true
+// BWD: static constexpr int kBlockN = 256, kStages = 3
+// BWD: // ---- moe_moe_bwd_dw2 ----
+// BWD: static constexpr bool kTransA = true
+// BWD: kGroupedK = true
+// BWD: flashc::device::gemm_ws_grouped_k<{{.*}}>(hidden_map, d_expert_out_map, dw2_map, hidden, d_expert_out, offsets, 1.0f);
+// BWD: // ---- moe_moe_bwd_select ----
+// BWD: flashc::device::moe_select_grad<flashc::device::MoeGating::Softmax, true>(
+// BWD: // ---- moe_moe_bwd_gather ----
+// BWD: flashc::device::moe_combine({{.*}}, nullptr,
+// BWD: // ---- moe_moe_bwd_dx_router ----
+// BWD: flashc::device::gemm_ws<
+// BWD: // ---- moe_moe_bwd_d_router ----
+// BWD: // ---- moe_forward_train_moe_plan ----
+// BWD: flashc::device::moe_plan({{.*}}, static_cast<int*>(expert_counts.data));
+// BWD: // ---- moe_forward_train_moe_up ----
+// BWD: kSavePre = true
+// BWD: flashc::device::gemm_ws_grouped<{{.*}}>(permuted_map, w1_map, w_up_map, hidden_map, gate_map, up_map, permuted, w1, groups, 1.0f);
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: flashc_moe_moe_up

@@ -7,6 +7,24 @@
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=1 | FileCheck %s
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=5 --seed=3 | FileCheck %s
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=300 --seed=11 | FileCheck %s
+// The backward (flash-generate-backward: the training forward saves the routing and the activations) against float64
+// gradients with the choice held fixed (reference/moe.h moeBackward), 1 to 300 tokens:
+// RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=1 | FileCheck %s --check-prefix=BWD
+// RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=5 --seed=3 | FileCheck %s --check-prefix=BWD
+// RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=300 --seed=11 | FileCheck %s --check-prefix=BWD
+// BWD-DAG: @mixtral training forward result 0: {{.*}} ok
+// BWD-DAG: @mixtral backward d_x: {{.*}} ok
+// BWD-DAG: @mixtral backward d_router: {{.*}} ok
+// BWD-DAG: @mixtral backward d_w1: {{.*}} ok
+// BWD-DAG: @mixtral backward d_w_up: {{.*}} ok
+// BWD-DAG: @mixtral backward d_w2: {{.*}} ok
+// BWD-DAG: @fine_grained backward d_x: {{.*}} ok
+// BWD-DAG: @fine_grained backward d_router: {{.*}} ok
+// BWD-DAG: @fine_grained backward d_w1: {{.*}} ok
+// BWD-DAG: @fine_grained backward d_w2: {{.*}} ok
+// BWD-DAG: @sigmoid_renormalized backward d_router: {{.*}} ok
+// BWD-DAG: @sigmoid_renormalized backward d_w_up: {{.*}} ok
+// BWD-NOT: FAIL
 // CHECK-DAG: @mixtral forward result 0: max relative error {{.*}} ok
 // CHECK-DAG: @fine_grained forward result 0: max relative error {{.*}} ok
 // CHECK-DAG: @sigmoid_renormalized forward result 0: max relative error {{.*}} ok

@@ -2,13 +2,12 @@
 // block — router, select, plan, permute, up and down projections (the grouped expert GEMMs), combine — with the
 // routing's workspaces. The routed rows are T k; each expert's rows are padded to a multiple of 128, so the
 // permuted workspaces hold C = 128 ceil((T k + 127 (E - 1)) / 128) rows and the row-block table 1 + C / 128
-// entries. flash-generate-backward leaves the function alone (no backward yet), and the graph evaluator computes it.
+// entries. The graph evaluator computes it. (The training form: the last case; the backward:
+// flash-generate-backward-moe.mlir.)
 // RUN: flash-opt %s -split-input-file -verify-diagnostics --flash-tile | FileCheck %s
 // RUN: not flash-opt %s -split-input-file --flash-tile=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
-// RUN: flash-opt %s -split-input-file --flash-generate-backward | FileCheck %s --check-prefix=BACKWARD
 // RUN: flash-eval %s -split-input-file --dynamic-size=17 | FileCheck %s --check-prefix=EVAL
 // SM80: error: flash-tile: flash.moe needs a Hopper target (sm_90a: the grouped expert GEMMs are warp-specialised TMA kernels), not sm_80
-// BACKWARD-NOT: @moe_backward
 // EVAL: @moe result #0 [17, 40] sum
 
 // CHECK: tile.kernel @moe_moe_router(%{{.*}}: !tile.tensor<?x64xbf16>, %{{.*}}: !tile.tensor<64x8xbf16>, %{{.*}}: !tile.tensor<?x8xbf16>)
@@ -44,6 +43,7 @@
 // CHECK-SAME: {tile.name = "w2"}
 // CHECK-SAME: %[[Y:[a-z0-9]+]]: !tile.tensor<?x40xbf16> {tile.dims = ["T", ""], tile.name = "y"}) attributes {tile.program}
 // routed = T k; C = 128 ceil((routed + 127 (E - 1)) / 128); the table 1 + C / 128
+// CHECK: %[[COUNTS:.*]] = tile.alloc_tensor() {tile.name = "counts", tile.zero_fill} : <8xi32>
 // CHECK: %[[T:.*]] = tile.dim %[[X]], 0
 // CHECK: %[[ROUTED:.*]] = arith.muli %[[T]], %c2
 // CHECK: %[[PADDED:.*]] = arith.addi %[[ROUTED]], %c889
@@ -51,9 +51,8 @@
 // CHECK: %[[CAP:.*]] = arith.muli %[[BLOCKS]], %c128
 // CHECK: %[[ENTRIES:.*]] = arith.addi %[[BLOCKS]], %c1
 // CHECK: %[[LOGITS:.*]] = tile.alloc_tensor(%[[T]]) {tile.name = "logits"} : <?x8xbf16>
-// CHECK: %[[COUNTS:.*]] = tile.alloc_tensor() {tile.name = "counts", tile.zero_fill} : <8xi32>
 // CHECK: %[[IDS:.*]] = tile.alloc_tensor(%[[ROUTED]]) {tile.name = "ids"} : <?xi32>
-// CHECK: %[[WEIGHTS:.*]] = tile.alloc_tensor(%[[ROUTED]]) {tile.name = "weights"} : <?xf32>
+// CHECK: %[[WEIGHTS:.*]] = tile.alloc_tensor(%[[ROUTED]]) {tile.name = "route_weights"} : <?xf32>
 // CHECK: %[[RANKS:.*]] = tile.alloc_tensor(%[[ROUTED]]) {tile.name = "ranks"} : <?xi32>
 // CHECK: %[[OFFSETS:.*]] = tile.alloc_tensor() {tile.name = "offsets"} : <9xi32>
 // CHECK: %[[GROUPS:.*]] = tile.alloc_tensor(%[[ENTRIES]]) {tile.name = "groups"} : <?xi32>
@@ -130,11 +129,36 @@ func.func @ragged_hidden(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tens
 
 // -----
 
-// A training forward (the attribute flash-generate-backward sets; it leaves flash.moe's functions alone, so only a
-// spec that sets it by hand reaches this): no saved tensors or backward yet, said at the op.
+// A training forward (flash-generate-backward's clone): the routing and the activations the backward reads are
+// program tensors after y, sized over T (expressions the runtime checks: routed T k, capacity C, the table 1 + C / 128);
+// the counts stay a zeroed workspace that the plan copies out; the up projection also stores its pre-activation.
+// CHECK-LABEL: tile.kernel @train_moe_plan(
+// CHECK-SAME: !tile.tensor<8xi32>, %{{.*}}: !tile.tensor<9xi32>, %{{.*}}: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<8xi32>)
+// CHECK-SAME: role = moe_plan
+// CHECK-SAME: train = true
+// CHECK-LABEL: tile.kernel @train_moe_up(
+// CHECK-SAME: %{{.*}}: !tile.tensor<?x16xbf16>, %{{.*}}: !tile.tensor<?x16xbf16>)
+// CHECK-SAME: role = moe_up
+// CHECK-SAME: train = true
+// CHECK-LABEL: func.func @train(
+// CHECK-SAME: tile.name = "y"
+// CHECK-SAME: {tile.dims = ["T", ""], tile.name = "logits"}
+// CHECK-SAME: {tile.name = "expert_counts"}
+// CHECK-SAME: {tile.dims = ["T * 2"], tile.name = "ids"}
+// CHECK-SAME: {tile.dims = ["T * 2"], tile.name = "route_weights"}
+// CHECK-SAME: {tile.dims = ["T * 2"], tile.name = "ranks"}
+// CHECK-SAME: {tile.name = "offsets"}
+// CHECK-SAME: {tile.dims = ["cdiv(T * 2 + 889, 128) + 1"], tile.name = "groups"}
+// CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "permuted"}
+// CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "pre"}
+// CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "hidden"}
+// CHECK-SAME: %[[SAVED_OUT:[a-z0-9]+]]: !tile.tensor<?x32xbf16> {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "expert_out"}
+// CHECK: %[[TRAIN_COUNTS:.*]] = tile.alloc_tensor() {tile.name = "counts", tile.zero_fill} : <8xi32>
+// CHECK-NOT: tile.alloc_tensor
+// CHECK: tile.launch @train_moe_plan(%{{.*}}, %[[TRAIN_COUNTS]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: tile.launch @train_moe_down(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SAVED_OUT]])
 func.func @train(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tensor<8x32x16xbf16>, %w2: tensor<8x16x32xbf16>)
     -> tensor<?x32xbf16> attributes {flash.train_forward} {
-  // expected-error @+1 {{flash-tile: flash.moe has no training program yet (its backward is built in the kernel lab, not in the compiler: docs/design/moe.md)}}
   %y = flash.moe silu %x, %r, %w1, %w2 top_k = 2 gating = softmax
       : (tensor<?x32xbf16>, tensor<32x8xbf16>, tensor<8x32x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>

@@ -27,6 +27,9 @@
 #include "flashc/reference/varlen.h"
 #include "flashc/reference/attention.h"
 #include "flashc/reference/ffn.h"
+#include "flashc/reference/moe.h"
+
+#include "flashc/device/moe_layout.h"  // (a mixture of experts' padded capacity: plain C++)
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -258,6 +261,30 @@ void ffnGradients(flash::FfnOp op, const ReferenceTensor &x, const ReferenceTens
                    dy.data.data(), g, ref::activationDerivativeByDifferences);
 }
 
+/// Gradients of flash.moe in operand order (x, router, w1, [w_up], w2): the top-k choice held fixed, made on the
+/// logits as a 16-bit layer holds them (as the forward's reference).
+void moeGradients(flash::MoeOp op, const ReferenceTensor &x, const ReferenceTensor &router, const ReferenceTensor &w1,
+                  const ReferenceTensor *wUp, const ReferenceTensor &w2, const ReferenceTensor &dy,
+                  std::vector<ReferenceTensor> &grads) {
+  ref::MoeShape shape{x.shape[0], op.getModelDim(), op.getHiddenDim(), op.getOutputDim(), op.getExperts(),
+                      static_cast<int64_t>(op.getTopK())};
+  grads = {ReferenceTensor(x.shape), ReferenceTensor(router.shape), ReferenceTensor(w1.shape)};
+  if (wUp)
+    grads.push_back(ReferenceTensor(wUp->shape));
+  grads.push_back(ReferenceTensor(w2.shape));
+  ref::MoeGradients g;
+  g.dx = grads[0].data.data(), g.dRouter = grads[1].data.data(), g.dw1 = grads[2].data.data();
+  g.dwUp = wUp ? grads[3].data.data() : nullptr;
+  g.dw2 = grads.back().data.data();
+  Type element = op.getInput().getType().getElementType();
+  ref::LogitRounding roundLogit =
+      element.isBF16() || element.isF16() ? ref::logitRounding16(element.isBF16()) : nullptr;
+  ref::moeBackward(shape, flash::referenceActivation(op.getActivation()),
+                   op.getGating() == flash::MoeGating::Softmax ? ref::MoeGating::Softmax : ref::MoeGating::Sigmoid,
+                   op.getRenormalize(), router.data.data(), w1.data.data(), wUp ? wUp->data.data() : nullptr,
+                   w2.data.data(), x.data.data(), dy.data.data(), g, roundLogit);
+}
+
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
@@ -471,7 +498,7 @@ private:
   static SmallVector<Operation *> fusedOpsOf(func::FuncOp func) {
     SmallVector<Operation *> ops;
     for (Operation &op : func.getBody().front())
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp>(op))
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp, flash::MoeOp>(op))
         ops.push_back(&op);
     return ops;
   }
@@ -569,7 +596,7 @@ private:
     // The FFNs' backward reads what @<func>_forward_train saved: run it on
     // the same inputs (its results checked too).
     llvm::DenseMap<Operation *, SmallVector<HostTensor *>> saved;
-    if (llvm::any_of(fusedOps, [](Operation *op) { return llvm::isa<flash::FfnOp>(op); })) {
+    if (llvm::any_of(fusedOps, [](Operation *op) { return llvm::isa<flash::FfnOp, flash::MoeOp>(op); })) {
       auto status = runTrainingForward(source, fusedOps, inputs, outputs, numResults, storage, saved);
       if (failed(status))
         return failure();
@@ -620,10 +647,10 @@ private:
       args.push_back(&storage.back());
       cotangents.push_back(&storage.back());
     }
-    unsigned attentions = 0, ffns = 0;
+    unsigned attentions = 0, ffns = 0, moes = 0;
     for (auto [opIndex, op] : llvm::enumerate(fusedOps)) {
       bool isAttention = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op);
-      unsigned &count = isAttention ? attentions : ffns;
+      unsigned &count = isAttention ? attentions : llvm::isa<flash::MoeOp>(op) ? moes : ffns;
       std::string suffix = count ? std::to_string(count + 1) : "";
       ++count;
       std::vector<ReferenceTensor> refs;
@@ -648,6 +675,14 @@ private:
                         refInputs[argIndex(varlen.getValue())], refInputs[argIndex(varlen.getCuSeqlensQ())],
                         refInputs[argIndex(varlen.getCuSeqlensK())], dOut, refs[0], refs[1], refs[2]);
         names = {"d_q", "d_k", "d_v"};
+      } else if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
+        moeGradients(moe, refInputs[argIndex(moe.getInput())], refInputs[argIndex(moe.getRouter())],
+                     refInputs[argIndex(moe.getW1())], moe.isGated() ? &refInputs[argIndex(moe.getWUp())] : nullptr,
+                     refInputs[argIndex(moe.getW2())], dOut, refs);
+        names = {"d_x", "d_router", "d_w1"};
+        if (moe.isGated())
+          names.push_back("d_w_up");
+        names.push_back("d_w2");
       } else {
         auto ffn = llvm::cast<flash::FfnOp>(op);
         ffnGradients(ffn, refInputs[argIndex(ffn.getInput())], refInputs[argIndex(ffn.getW1())],
@@ -720,6 +755,27 @@ private:
       args.push_back(&storage.back());
     }
     for (Operation *op : fusedOps) {
+      if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
+        // MoeSaved's tensors (TileLowering.h), at the padded capacity of T k routed rows.
+        const HostTensor &x = inputs[argIndex(moe.getInput())];
+        int64_t tokens = x.shape[0], experts = moe.getExperts(), routed = tokens * int64_t(moe.getTopK());
+        int64_t capacity = flashc::device::moe_padded_capacity(routed, int(experts));
+        ElementKind i32 = ElementKind::I32;
+        SmallVector<std::pair<std::vector<int64_t>, ElementKind>> shapes = {
+            {{tokens, experts}, x.kind},       {{experts}, i32},
+            {{routed}, i32},                   {{routed}, ElementKind::F32},
+            {{routed}, i32},                   {{experts + 1}, i32},
+            {{capacity / flashc::device::kMoeGroupRows + 1}, i32}, {{capacity, moe.getModelDim()}, x.kind}};
+        for (int i = 0, n = moe.isGated() ? 3 : 2; i < n; ++i) // pre (gate, up), hidden
+          shapes.push_back({{capacity, moe.getHiddenDim()}, x.kind});
+        shapes.push_back({{capacity, moe.getOutputDim()}, x.kind});
+        for (auto &[shape, kind] : shapes) {
+          storage.push_back(poisoned(shape, kind));
+          args.push_back(&storage.back());
+          saved[op].push_back(&storage.back());
+        }
+        continue;
+      }
       auto ffn = llvm::dyn_cast<flash::FfnOp>(op);
       if (!ffn)
         continue;

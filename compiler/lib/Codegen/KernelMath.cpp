@@ -202,6 +202,30 @@ std::string describeKernelMath(Attribute spec) {
     case KernelRole::MoeDown:
       what = "hidden_e · w2[e] of each expert's rows";
       break;
+    case KernelRole::MoeScatterGrad:
+      what = "d_expert_out row = weight x dy[t], d_weights = dy[t] · expert_out row";
+      break;
+    case KernelRole::MoeDataGrad:
+      what = "c = a_e · w[e]ᵀ of each expert's rows";
+      break;
+    case KernelRole::MoeDataGradAccumulate:
+      what = "c += a_e · w[e]ᵀ of each expert's rows";
+      break;
+    case KernelRole::MoeActivationGrad:
+      what = moe.getGated() ? "d_gate = dh ⊙ up ⊙ " + act + "'(gate), d_up = dh ⊙ " + act + "(gate)"
+                            : "d_pre = dh ⊙ " + act + "'(pre)";
+      break;
+    case KernelRole::MoeWeightGrad:
+      what = "dw[e] = a_eᵀ · b_e over each expert's rows";
+      break;
+    case KernelRole::MoeSelectGrad:
+      what = llvm::formatv("d_logits through {0}{1}, the choice held fixed", moe.getSigmoid() ? "sigmoid" : "softmax",
+                           moe.getRenormalize() ? " and the renormalisation" : "")
+                 .str();
+      break;
+    case KernelRole::MoeGatherGrad:
+      what = "dx = sum of each token's rows of dx_perm";
+      break;
     default:
       what = "y = sum over each token's experts of weight x row";
       break;

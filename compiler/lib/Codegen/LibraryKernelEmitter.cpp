@@ -208,8 +208,7 @@ FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec
   KernelRole role = spec.getRole();
   if (failed(checkRoleTensors(kernel, role, spec.tensorCount(), cppNames)))
     return failure();
-  if (role != KernelRole::MoeSelect && role != KernelRole::MoePlan && role != KernelRole::MoePermute &&
-      role != KernelRole::MoeCombine)
+  if (spec.isGemm())
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << " (" << tile::stringifyKernelRole(role)
                               << ") is a GEMM: the warp-specialised GEMM's plan (strategy wgmma_ws_sm90) runs it",
            failure();
@@ -237,9 +236,39 @@ FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec
         << cppNames[0] << ".stride[0], " << rows(0) << ", " << e << ", " << k << ", " << data(1, "int") << ", "
         << data(2, "int") << ", " << data(3, "float") << ", " << data(4, "int") << ");\n";
     break;
-  case KernelRole::MoePlan: // (logits, counts, offsets, groups)
+  case KernelRole::MoePlan: // (logits, counts, offsets, groups, [saved_counts])
     out << "  flashc::device::moe_plan(" << data(1, "const int") << ", " << e << ", " << data(2, "int") << ", "
-        << data(3, "int") << ");\n";
+        << data(3, "int") << (spec.getTrain() ? ", " + data(4, "int") : std::string()) << ");\n";
+    break;
+  case KernelRole::MoeScatterGrad: // (dy, expert_out, counts, ids, weights, ranks, offsets, d_expert_out, d_weights)
+    out << "  flashc::device::moe_scatter_grad(" << data(0, "const " + elem) << ", " << cppNames[0] << ".stride[0], "
+        << data(1, "const " + elem) << ", " << rows(0) << ", static_cast<int>(" << cppNames[0] << ".shape[1]), " << k
+        << ", " << e << ", " << data(2, "const int") << ", " << data(3, "const int") << ", "
+        << data(4, "const float") << ", " << data(5, "const int") << ", " << data(6, "const int") << ", "
+        << data(7, elem) << ", " << data(8, "float") << ");\n";
+    break;
+  case KernelRole::MoeActivationGrad: { // (logits, pre, [up], dh, offsets, d_pre, [d_up])
+    bool gated = spec.getGated();
+    unsigned dh = gated ? 3 : 2;
+    out << "  flashc::device::moe_activation_grad<flashc::device::"
+        << activationEnumerator(spec.getActivation()) << ", " << (gated ? "true" : "false") << ">("
+        << data(1, "const " + elem) << ", " << (gated ? data(2, "const " + elem) : "nullptr") << ", "
+        << data(dh, "const " + elem) << ", static_cast<int>(" << cppNames[1] << ".shape[1]), " << e << ", "
+        << data(dh + 1, "const int") << ", " << data(dh + 2, elem) << ", "
+        << (gated ? data(dh + 3, elem) : std::string("nullptr")) << ");\n";
+    break;
+  }
+  case KernelRole::MoeSelectGrad: // (logits, ids, weights, d_weights, d_logits)
+    out << "  flashc::device::moe_select_grad<flashc::device::MoeGating::"
+        << (spec.getSigmoid() ? "Sigmoid" : "Softmax") << ", " << (spec.getRenormalize() ? "true" : "false") << ">("
+        << data(0, "const " + elem) << ", " << rows(0) << ", " << e << ", " << k << ", " << data(1, "const int")
+        << ", " << data(2, "const float") << ", " << data(3, "const float") << ", " << data(4, elem) << ");\n";
+    break;
+  case KernelRole::MoeGatherGrad: // (dx_perm, ids, ranks, offsets, dx): the combine with unit weights
+    out << "  flashc::device::moe_combine(" << data(0, "const " + elem) << ", " << rows(4) << ", static_cast<int>("
+        << cppNames[4] << ".shape[1]), " << k << ", " << data(1, "const int") << ", nullptr, "
+        << data(2, "const int") << ", " << data(3, "const int") << ", " << data(4, elem) << ", " << cppNames[4]
+        << ".stride[0]);\n";
     break;
   case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted)
     out << "  flashc::device::moe_permute(" << data(0, "const " + elem) << ", " << cppNames[0] << ".stride[0], "

@@ -60,7 +60,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
                      ArrayRef<std::unique_ptr<ProgramScope>> programs, ProgramScope &scope) {
   bool attentionForward = false, attentionBackward = false, ffnForward = false,
        ffnBackward = false;
-  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0, moeOps = 0;
+  int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0, moeOps = 0, moeBackwards = 0;
+  bool ffnActivations = false; // a GEMM-family kernel of an FFN (not the plain GEMMs of a mixture's router)
   // The status workspace of a kernel (its last argument): the runtime reads it after the program.
   // The program value kernel `kernelName` takes as argument `index` (null when not launched).
   auto launchArg = [&](const std::string &kernelName, unsigned index) -> Value {
@@ -84,9 +85,9 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr())) {
       // A mixture of experts (its select kernel): flashc-run rebuilds the float64 reference from these (a program
       // of one such op).
-      if (moe.getRole() != tile::KernelRole::MoeSelect)
+      if (moe.getRole() != tile::KernelRole::MoeSelect && moe.getRole() != tile::KernelRole::MoeSelectGrad)
         continue;
-      ++moeOps;
+      ++(moe.getRole() == tile::KernelRole::MoeSelect ? moeOps : moeBackwards);
       program.meta["top_k"] = std::to_string(moe.getTopK());
       program.meta["gating"] = moe.getSigmoid() ? "sigmoid" : "softmax";
       program.meta["renormalize"] = moe.getRenormalize() ? "1" : "0";
@@ -196,6 +197,9 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         ffnBackward = true;
       else
         ffnForward = true;
+      ffnActivations |= gemm.getActivation() != tile::Activation::Identity || role == tile::KernelRole::FfnFused ||
+                        role == tile::KernelRole::GatedGemm || role == tile::KernelRole::FfnActivationGrad ||
+                        role == tile::KernelRole::ColumnSum;
       if (gemm.getActivation() != tile::Activation::Identity)
         program.meta["activation"] = tile::stringifyActivation(gemm.getActivation()).str();
     }
@@ -204,10 +208,12 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     program.meta["op"] = "attention_varlen_backward";
     return;
   }
-  if (moeOps) {
-    // One mixture of experts alone is what flashc-run checks; beside other ops the program is a block.
-    bool alone = moeOps == 1 && !varlenOps && !decodeOps && !appendOps && !attentionForward && !ffnForward;
-    program.meta["op"] = alone ? "moe" : "block";
+  if (moeOps || moeBackwards) {
+    // One mixture of experts alone is what flashc-run checks; beside other ops the program is a block. (Its
+    // backward's router gradients are plain GEMMs: not an FFN.)
+    bool others = varlenOps || decodeOps || appendOps || attentionForward || attentionBackward;
+    bool alone = moeOps + moeBackwards == 1 && !others && (moeBackwards ? !ffnActivations : !ffnForward);
+    program.meta["op"] = !alone ? "block" : moeOps ? "moe" : "moe_backward";
     if (!alone)
       for (const char *key : {"top_k", "gating", "renormalize", "activation"})
         program.meta.erase(key);
@@ -341,6 +347,17 @@ LogicalResult ProgramScope::build() {
           sym = s.str();
       if (sym.empty())
         sym = conventionalSymbol(name, d, type.getRank());
+      // A size computed from other dims (a mixture's saved workspaces, [capacity(T), d]): an expression dim,
+      // which the runtime checks the caller's tensor against.
+      if (!llvm::all_of(sym, [](char ch) { return llvm::isAlnum(ch) || ch == '_'; })) {
+        auto parsed = rt::Expr::parse(sym);
+        if (!parsed.ok())
+          return func.emitError("tile.program argument ") << i << ": dim " << d << " '" << sym
+                                                          << "' is neither a symbol nor an expression",
+                 failure();
+        info.dims.push_back(rt::Dim::expression(*parsed));
+        continue;
+      }
       info.dims.push_back(rt::Dim::sym(sym));
     }
     infos[arg] = info;
@@ -558,6 +575,22 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       case tile::KernelRole::MoePlan:
         writes = i >= 2;
         reads = !writes;
+        break;
+      case tile::KernelRole::MoeUp: // hidden, then (train) its pre-activations
+        writes = i >= (moe.getGated() ? 5u : 4u);
+        reads = !writes;
+        break;
+      case tile::KernelRole::MoeScatterGrad: // d_expert_out, d_weights
+        writes = i >= 7;
+        reads = !writes;
+        break;
+      case tile::KernelRole::MoeActivationGrad: // d_pre (gated: d_gate, d_up)
+        writes = i >= (moe.getGated() ? 5u : 4u);
+        reads = !writes;
+        break;
+      case tile::KernelRole::MoeDataGradAccumulate:
+        writes = i + 1 == count;
+        reads = true;
         break;
       default:
         writes = i + 1 == count;

@@ -629,8 +629,10 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
 }
 
 /// A mixture of experts' GEMMs (#tile.moe; docs/design/moe.md): the router's logits by the plain persistent GEMM
-/// (x, router, logits), the expert projections by its grouped form over the permuted rows (up: permuted, w1,
-/// [w_up], groups, hidden; down: hidden, w2, groups, expert_out), each row block's expert from the table.
+/// (x, router, logits); the expert projections by its grouped form over the permuted rows (up: permuted, w1, [w_up],
+/// groups, hidden, and in a training forward its pre-activations; down: hidden, w2, groups, expert_out), each row
+/// block's expert from the table; the backward's data gradients by the grouped form with the weight transposed (a, w,
+/// groups, c; c += with accumulate) and the weight gradients by the form grouped over K (a, b, offsets, dw [E, m, n]).
 FailureOr<WsKernel> emitMoeGemm(tile::KernelOp kernel, tile::MoeSpecAttr spec, ArrayRef<std::string> argNames,
                                 ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
                                 llvm::raw_ostream &out) {
@@ -638,45 +640,78 @@ FailureOr<WsKernel> emitMoeGemm(tile::KernelOp kernel, tile::MoeSpecAttr spec, A
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   KernelRole role = spec.getRole();
   bool router = role == KernelRole::MoeRouter, up = role == KernelRole::MoeUp;
-  bool gated = up && spec.getGated();
+  bool weightGrad = role == KernelRole::MoeWeightGrad;
+  bool accumulate = role == KernelRole::MoeDataGradAccumulate;
+  bool transB = role == KernelRole::MoeDataGrad || accumulate;
+  bool gated = up && spec.getGated(), savePre = up && spec.getTrain();
   unsigned want = spec.tensorCount();
   if (inputs.size() != want || cppNames.size() != want)
     return reject(llvm::formatv("it takes {0} tensors, not the {1} of {2}", inputs.size(), want,
                                 tile::stringifyKernelRole(role)));
   int64_t blockN = kernel.getBlockN(), stages = kernel.getStages();
+  int64_t wantN = router || up ? 128 : 256;
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
   if (!schedule || !order || order.getOrder() != tile::BlockOrder::Persistent || kernel.getBlockM() != 128 ||
-      kernel.getWarps() != 8 || blockN != (role == KernelRole::MoeDown ? 256 : 128) || stages < 2 || stages > 4)
+      kernel.getWarps() != 8 || blockN != wantN || stages < 2 || stages > 4)
     return reject("its plan is not the persistent GEMM's (128 rows on 8 consumer warps, 128 columns a tile (the "
-                  "down projection's 256), 2-4 stages, flash-warp-specialize's schedule, flash-order-blocks' "
-                  "persistent grid)");
+                  "down projection's and the backward's 256), 2-4 stages, flash-warp-specialize's schedule, "
+                  "flash-order-blocks' persistent grid)");
   Type elem = spec.getElementType().getValue();
   WsKernel result;
-  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, false);
+  result.sharedBytes = wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, accumulate);
   result.threads = blockThreads(schedule);
+  if (result.sharedBytes > 227 * 1024)
+    return reject(llvm::formatv("its ring of {0} stages takes {1} bytes of shared memory (227 KB at most)", stages,
+                                result.sharedBytes));
   // (the expert GEMMs' first tensor, the logits, binds T only)
-  unsigned a = router ? 0 : 1, b = a + 1, c = want - 1;
-  // Boxes: A 128 rows x 64 columns; B 64 K rows x 64 columns ([K, N], or one expert's of [E, K, N]); C 64 x 64.
-  SmallVector<int64_t> weightBox = router ? SmallVector<int64_t>{64, 64} : SmallVector<int64_t>{1, 64, 64};
-  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, {128, 64}}, {b, weightBox}};
+  unsigned a = router ? 0 : 1, b = a + 1;
+  unsigned c = up ? (gated ? 5 : 4) : want - 1;
+  unsigned table = up ? c - 1 : want - 2; // groups (offsets for the weight gradients)
+  // Boxes: A 128 rows x 64 columns (the weight gradients: 64 rows of K x 64 columns of [rows, m]); B 64 K rows x 64
+  // columns ([K, N], or one expert's of [E, K, N]; transposed: kBlockN rows of one expert's [E, N, K]); C 64 x 64
+  // (the weight gradients: one expert's of [E, m, n]).
+  SmallVector<int64_t> weightBox = router    ? SmallVector<int64_t>{64, 64}
+                                   : transB ? SmallVector<int64_t>{1, blockN, 64}
+                                   : weightGrad ? SmallVector<int64_t>{64, 64}
+                                                : SmallVector<int64_t>{1, 64, 64};
+  SmallVector<int64_t> outBox = weightGrad ? SmallVector<int64_t>{1, 64, 64} : SmallVector<int64_t>{64, 64};
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {
+      {a, weightGrad ? SmallVector<int64_t>{64, 64} : SmallVector<int64_t>{128, 64}}, {b, weightBox}};
   if (gated)
     boxes.push_back({b + 1, weightBox});
-  boxes.push_back({c, {64, 64}});
+  boxes.push_back({c, outBox});
+  if (savePre) {
+    boxes.push_back({c + 1, {64, 64}});
+    if (gated)
+      boxes.push_back({c + 2, {64, 64}});
+  }
   std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
-  const std::string &mapB2 = gated ? maps[2] : maps[1], &mapC = maps.back();
-  std::string ns = openGemmConfig(
-      entry,
+  unsigned mapCIndex = gated ? 3 : 2;
+  const std::string &mapB2 = gated ? maps[2] : maps[1], &mapC = maps[mapCIndex];
+  const std::string &mapPre = savePre ? maps[mapCIndex + 1] : mapC;
+  const std::string &mapPre2 = savePre && gated ? maps[mapCIndex + 2] : mapC;
+  const char *comment =
       router ? "// A mixture of experts' router logits: the device library's gemm_ws (warp-specialised, persistent).\n"
-             : "// A mixture of experts' expert GEMM over the rows permuted by expert: the device library's\n"
-               "// gemm_ws_grouped (warp-specialised, persistent; each 128-row block's expert from the table).\n",
-      elem, out);
-  out << "  static constexpr bool kTransA = false, kTransB = false, kBias = false, kSavePre = false, kBatched = false,\n"
-      << "                        kAccumulate = false, kActGrad = false;\n";
+      : weightGrad
+          ? "// A mixture of experts' weight gradients over each expert's rows: the device library's gemm_ws_grouped_k\n"
+            "// (warp-specialised, persistent; C [E, m, n], K running over the expert's padded rows).\n"
+          : "// A mixture of experts' expert GEMM over the rows permuted by expert: the device library's\n"
+            "// gemm_ws_grouped (warp-specialised, persistent; each 128-row block's expert from the table).\n";
+  std::string ns = openGemmConfig(entry, comment, elem, out);
+  out << "  static constexpr bool kTransA = " << (weightGrad ? "true" : "false")
+      << ", kTransB = " << (transB ? "true" : "false") << ", kBias = false, kBatched = false,\n"
+      << "                        kSavePre = " << (savePre ? "true" : "false")
+      << ", kAccumulate = " << (accumulate ? "true" : "false") << ", kActGrad = false;\n";
   out << "  static constexpr Act kAct = " << (up ? activationEnumerator(spec.getActivation()) : "Act::Identity")
       << ";\n";
-  out << "  static constexpr bool kGated = " << (gated ? "true" : "false")
-      << (router ? ";\n" : ", kGrouped = true;  // B [E, K, N]: the row block's expert's\n");
+  out << "  static constexpr bool kGated = " << (gated ? "true" : "false");
+  if (weightGrad)
+    out << ", kGroupedK = true;  // C [E, m, n]: the expert's rows of A and B\n";
+  else if (router)
+    out << ";\n";
+  else
+    out << ", kGrouped = true;  // B [E, K, N] (kTransB: [E, N, K]): the row block's expert's\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages << ", kGroup = " << order.getGroup()
       << ";\n";
   printScheduleConfig(schedule, std::nullopt, out);
@@ -686,10 +721,13 @@ FailureOr<WsKernel> emitMoeGemm(tile::KernelOp kernel, tile::MoeSpecAttr spec, A
     out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << maps[1] << ", "
         << mapC << ", " << mapC << ", " << mapC << ", " << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[a]
         << ", 1.0f);\n";
+  else if (weightGrad)
+    out << "  flashc::device::gemm_ws_grouped_k<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapC
+        << ", " << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[table] << ", 1.0f);\n";
   else
     out << "  flashc::device::gemm_ws_grouped<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
-        << ", " << mapC << ", " << mapC << ", " << mapC << ", " << cppNames[a] << ", " << cppNames[b] << ", "
-        << cppNames[want - 2] << ", 1.0f);\n";
+        << ", " << mapC << ", " << mapPre << ", " << mapPre2 << ", " << cppNames[a] << ", " << cppNames[b] << ", "
+        << cppNames[table] << ", 1.0f);\n";
   out << "}\n\n";
   return result;
 }
@@ -723,14 +761,12 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
   if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
       gemm && (gemm.getRole() == tile::KernelRole::Gemm || gemm.getRole() == tile::KernelRole::GatedGemm))
     return emitGemm(kernel, gemm, argNames, cppNames, entry, reject, out);
-  if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(spec);
-      moe && (moe.getRole() == tile::KernelRole::MoeRouter || moe.getRole() == tile::KernelRole::MoeUp ||
-              moe.getRole() == tile::KernelRole::MoeDown))
+  if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(spec); moe && moe.isGemm())
     return emitMoeGemm(kernel, moe, argNames, cppNames, entry, reject, out);
   return reject("it is neither an attention forward (#tile.attention<role = attention_forward>), "
                 "an attention backward's main kernel, a fused FFN (#tile.gemm<role = "
                 "ffn_fused>), a plain or gated GEMM (#tile.gemm<role = gemm / gated_gemm>) nor a mixture of "
-                "experts' GEMM (#tile.moe<role = moe_router / moe_up / moe_down>)");
+                "experts' GEMM (a #tile.moe GEMM role)");
 }
 
 } // namespace flashc

@@ -608,25 +608,35 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   const int64_t experts = spec.getExperts(), topK = spec.getTopK();
   constexpr int64_t kGroupRows = device::kMoeGroupRows, kTokensABlock = device::kMoeTokensPerBlock;
   const int64_t blockM = kernel.getBlockM();
-  // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]), rounded; `epilogue` maps the
-  // f32 accumulators (one column, or gate and up) to the stored value.
-  auto gemmTile = [&](HostTensor &a, HostTensor &b, HostTensor *b2, HostTensor &c, int64_t expert, int64_t blockN) {
+  const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
+                                        .value_or(reference::Activation::Identity);
+  // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]; transposeB: [E, N, K]),
+  // rounded; the up projection stores act(g) (⊙ u) and, training, g (and u) rounded into `pre` (and `preUp`); an
+  // accumulating one adds C's value.
+  auto gemmTile = [&](HostTensor &a, HostTensor &b, HostTensor *b2, HostTensor &c, int64_t expert, int64_t blockN,
+                      bool transposeB = false, HostTensor *pre = nullptr, HostTensor *preUp = nullptr) {
     const int64_t rows = c.shape[0], n = c.shape[1], k = a.shape[1];
     const int64_t weightBase = b.shape.size() == 3 ? expert * k * n : 0;
-    const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
-                                          .value_or(reference::Activation::Identity);
+    const bool accumulate = spec.getRole() == KernelRole::MoeDataGradAccumulate;
     for (int64_t r = x * blockM; r < std::min((x + 1) * blockM, rows); ++r)
       for (int64_t col = y * blockN; col < std::min((y + 1) * blockN, n); ++col) {
         double sum = 0.0, up = 0.0;
         for (int64_t i = 0; i < k; ++i) {
-          sum += double(a.data[r * k + i]) * b.data[weightBase + i * n + col];
+          int64_t at = weightBase + (transposeB ? col * k + i : i * n + col);
+          sum += double(a.data[r * k + i]) * b.data[at];
           if (b2)
-            up += double(a.data[r * k + i]) * b2->data[weightBase + i * n + col];
+            up += double(a.data[r * k + i]) * b2->data[at];
         }
         double value = sum;
         if (spec.getRole() == KernelRole::MoeUp)  // act(g) (⊙ u): f32 on the GPU, rounded once
           value = reference::activation(act, float(sum)) * (b2 ? float(up) : 1.0f);
+        if (accumulate)
+          value += c.data[r * n + col];
         c.data[r * n + col] = roundToElement(float(value), c.kind);
+        if (pre)
+          pre->data[r * n + col] = roundToElement(float(sum), pre->kind);
+        if (preUp)
+          preUp->data[r * n + col] = roundToElement(float(up), preUp->kind);
       }
   };
   const int64_t blockN = kernel.getBlockN();  // (the GEMMs' tiles, the plan's)
@@ -634,19 +644,137 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeRouter: // (x, router, logits)
     gemmTile(*t[0], *t[1], nullptr, *t[2], 0, blockN);
     return success();
-  case KernelRole::MoeUp:   // (logits, permuted, w1, [w_up], groups, hidden)
-  case KernelRole::MoeDown: { // (logits, hidden, w2, groups, expert_out)
-    bool up = spec.getRole() == KernelRole::MoeUp;
-    HostTensor &groups = *t[t.size() - 2];
+  case KernelRole::MoeUp:                 // (logits, permuted, w1, [w_up], groups, hidden, [pre | gate, up])
+  case KernelRole::MoeDown:               // (logits, hidden, w2, groups, expert_out)
+  case KernelRole::MoeDataGrad:           // (logits, a, w, groups, c)
+  case KernelRole::MoeDataGradAccumulate: { // (logits, a, w, groups, c)
+    bool up = spec.getRole() == KernelRole::MoeUp, gated = up && spec.getGated(), train = up && spec.getTrain();
+    unsigned c = up ? (gated ? 5 : 4) : 4;
+    HostTensor &groups = *t[c - 1];
     // Row blocks past the ones in use (or past the rows) are never taken.
-    int64_t inUse = std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t.back()->shape[0] / kGroupRows);
+    int64_t inUse = std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t[c]->shape[0] / kGroupRows);
     int64_t group = x * blockM / kGroupRows;  // (the tile's rows lie in one group: blockM divides kGroupRows)
     if (group >= inUse)
       return success();
     int64_t expert = groups.ints[1 + group];
     if (expert < 0 || expert >= experts)  // (TMA reads zeros past the weights)
       return fail(block, llvm::formatv("row block {0} names expert {1} of {2}", x, expert, experts));
-    gemmTile(*t[1], *t[2], up && spec.getGated() ? t[3] : nullptr, *t.back(), expert, blockN);
+    bool transposeB = spec.getRole() == KernelRole::MoeDataGrad || spec.getRole() == KernelRole::MoeDataGradAccumulate;
+    gemmTile(*t[1], *t[2], gated ? t[3] : nullptr, *t[c], expert, blockN, transposeB, train ? t[c + 1] : nullptr,
+             train && gated ? t[c + 2] : nullptr);
+    return success();
+  }
+  case KernelRole::MoeWeightGrad: { // (logits, a [rows, m], b [rows, n], offsets, dw [E, m, n]): tile x of E x m x n
+    HostTensor &a = *t[1], &b = *t[2], &offsets = *t[3], &dw = *t[4];
+    const int64_t m = dw.shape[1], n = dw.shape[2];
+    const int64_t rowTiles = (m + blockM - 1) / blockM, colTiles = (n + blockN - 1) / blockN;
+    const int64_t expert = x / (rowTiles * colTiles), rowTile = x / colTiles % rowTiles, colTile = x % colTiles;
+    if (expert >= experts)
+      return success();
+    const int64_t first = offsets.ints[expert], last = offsets.ints[expert + 1];
+    if (first < 0 || last > a.shape[0] || first > last)
+      return fail(block, llvm::formatv("expert {0}'s rows [{1}, {2}) out of the workspace's {3}", expert, first, last,
+                                       a.shape[0]));
+    for (int64_t i = rowTile * blockM; i < std::min((rowTile + 1) * blockM, m); ++i)
+      for (int64_t j = colTile * blockN; j < std::min((colTile + 1) * blockN, n); ++j) {
+        double sum = 0.0;
+        for (int64_t r = first; r < last; ++r)
+          sum += double(a.data[r * m + i]) * b.data[r * n + j];
+        dw.data[(expert * m + i) * n + j] = roundToElement(float(sum), dw.kind);
+      }
+    return success();
+  }
+  case KernelRole::MoeScatterGrad: { // (dy, expert_out, counts, ids, weights, ranks, offsets, d_expert_out, d_weights)
+    HostTensor &dy = *t[0], &expertOut = *t[1], &counts = *t[2], &ids = *t[3], &weights = *t[4], &ranks = *t[5],
+               &offsets = *t[6], &dOut = *t[7], &dWeights = *t[8];
+    const int64_t dOutWidth = dy.shape[1], routed = ids.shape[0], total = routed + experts * (kGroupRows - 1);
+    const int64_t warps = kTokensABlock * ((dy.shape[0] + kTokensABlock - 1) / kTokensABlock);
+    for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
+      for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
+        int64_t row;
+        if (w < routed) {
+          row = offsets.ints[ids.ints[w]] + ranks.ints[w];
+        } else {
+          int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
+          row = offsets.ints[e] + counts.ints[e] + j;
+          if (row >= offsets.ints[e + 1])
+            continue;
+        }
+        if (row < 0 || row >= dOut.shape[0])
+          return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, dOut.shape[0]));
+        float dot = 0.0f;
+        for (int64_t c = 0; c < dOutWidth; ++c) {
+          float g = w < routed ? dy.data[(w / topK) * dOutWidth + c] : 0.0f;
+          if (w < routed)
+            dot = std::fma(g, expertOut.data[row * dOutWidth + c], dot);
+          dOut.data[row * dOutWidth + c] = roundToElement(w < routed ? weights.data[w] * g : 0.0f, dOut.kind);
+        }
+        if (w < routed)
+          dWeights.data[w] = dot;
+      }
+    return success();
+  }
+  case KernelRole::MoeActivationGrad: { // (logits, pre, [up], dh, offsets, d_pre, [d_up]): block 0 takes it all
+    if (x != 0)
+      return success();
+    bool gated = spec.getGated();
+    HostTensor &pre = *t[1], &dh = *t[gated ? 3 : 2], &offsets = *t[gated ? 4 : 3], &dPre = *t[gated ? 5 : 4];
+    HostTensor *up = gated ? t[2] : nullptr, *dUp = gated ? t[6] : nullptr;
+    const int64_t count = std::min<int64_t>(offsets.ints[experts], pre.shape[0]) * pre.shape[1];
+    for (int64_t i = 0; i < count; ++i) {
+      double g = pre.data[i], d = dh.data[i];
+      double derivative = reference::activationDerivative(act, g);
+      dPre.data[i] = roundToElement(float(up ? d * up->data[i] * derivative : d * derivative), dPre.kind);
+      if (dUp)
+        dUp->data[i] = roundToElement(float(d * reference::activation(act, g)), dUp->kind);
+    }
+    return success();
+  }
+  case KernelRole::MoeSelectGrad: { // (logits, ids, weights, d_weights, d_logits): tokens 8x..
+    HostTensor &logits = *t[0], &ids = *t[1], &weights = *t[2], &dWeights = *t[3], &dLogits = *t[4];
+    const int64_t tokens = logits.shape[0];
+    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
+      const float *row = logits.data.data() + tok * experts;
+      float wDot = 0.0f, m = -std::numeric_limits<float>::infinity(), sum = 0.0f, sigmaSum = 0.0f;
+      for (int64_t s = 0; s < topK; ++s) {
+        wDot += weights.data[tok * topK + s] * dWeights.data[tok * topK + s];
+        sigmaSum += 1.0f / (1.0f + std::exp(-row[ids.ints[tok * topK + s]]));
+      }
+      for (int64_t e = 0; e < experts; ++e)
+        m = std::max(m, row[e]);
+      for (int64_t e = 0; e < experts; ++e)
+        sum += std::exp(row[e] - m);
+      for (int64_t e = 0; e < experts; ++e) {
+        float dw = 0.0f, w = 0.0f;
+        bool chosen = false;
+        for (int64_t s = 0; s < topK; ++s)
+          if (ids.ints[tok * topK + s] == e)
+            chosen = true, dw = dWeights.data[tok * topK + s], w = weights.data[tok * topK + s];
+        float grad;
+        if (!spec.getSigmoid())
+          grad = spec.getRenormalize() ? (chosen ? w * (dw - wDot) : 0.0f) : std::exp(row[e] - m) / sum * (dw - wDot);
+        else {
+          float sg = 1.0f / (1.0f + std::exp(-row[e]));
+          float dSigma = spec.getRenormalize() ? (dw - wDot) / sigmaSum : dw;
+          grad = chosen ? dSigma * sg * (1.0f - sg) : 0.0f;
+        }
+        dLogits.data[tok * experts + e] = roundToElement(grad, dLogits.kind);
+      }
+    }
+    return success();
+  }
+  case KernelRole::MoeGatherGrad: { // (dx_perm, ids, ranks, offsets, dx): tokens 8x..
+    HostTensor &rows = *t[0], &ids = *t[1], &ranks = *t[2], &offsets = *t[3], &out = *t[4];
+    const int64_t tokens = out.shape[0], width = out.shape[1];
+    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok)
+      for (int64_t c = 0; c < width; ++c) {
+        float sum = 0.0f;
+        for (int64_t s = 0; s < topK; ++s) {
+          int64_t i = tok * topK + s, row = offsets.ints[ids.ints[i]] + ranks.ints[i];
+          sum += rows.data[row * width + c];
+        }
+        out.data[tok * width + c] = roundToElement(sum, out.kind);
+      }
     return success();
   }
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
@@ -699,6 +827,9 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     }
     offsets.ints[experts] = int32_t(block0 * kGroupRows);
     groups.ints[0] = int32_t(block0);
+    if (spec.getTrain()) // (logits, counts, offsets, groups, saved_counts)
+      for (int64_t e = 0; e < experts; ++e)
+        t[4]->ints[e] = counts.ints[e];
     return success();
   }
   case KernelRole::MoePermute: { // (x, counts, ids, ranks, offsets, permuted)

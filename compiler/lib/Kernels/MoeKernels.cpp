@@ -40,16 +40,36 @@ KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpe
   case KernelRole::MoeRouter: // (x, router, logits): tiles of the logits
     grid = {rowBlocks(2), columns(2), one};
     break;
-  case KernelRole::MoeUp:   // (logits, permuted, w1, [w_up], groups, hidden): tiles of hidden
-  case KernelRole::MoeDown: // (logits, hidden, w2, groups, expert_out): tiles of expert_out
+  case KernelRole::MoeUp: // (logits, permuted, w1, [w_up], groups, hidden, [pre | gate, up]): tiles of hidden
+    grid = {rowBlocks(spec.getGated() ? 5 : 4), columns(spec.getGated() ? 5 : 4), one};
+    break;
+  case KernelRole::MoeDown:               // (logits, hidden, w2, groups, expert_out): tiles of expert_out
+  case KernelRole::MoeDataGrad:           // (logits, a, w, groups, c): tiles of c
+  case KernelRole::MoeDataGradAccumulate: // (logits, a, w, groups, c)
     grid = {rowBlocks(want - 1), columns(want - 1), one};
     break;
-  case KernelRole::MoeSelect: // (logits, ...): 8 tokens a block
+  case KernelRole::MoeWeightGrad: { // (logits, a, b, offsets, dw [E, m, n]): E x tiles of [m, n]
+    ArrayRef<int64_t> dw = cast<GlobalTensorType>(argTypes[4]).getShape();
+    int64_t tiles = dw[0] * ((dw[1] + plan.blockM - 1) / plan.blockM) * ((dw[2] + plan.blockN - 1) / plan.blockN);
+    grid = {KernelBuilder::gridConst(ctx, tiles), one, one};
+    break;
+  }
+  case KernelRole::MoeSelect:     // (logits, ...): 8 tokens a block
+  case KernelRole::MoeSelectGrad: // (logits, ...)
     grid = {tokenBlocks(0), one, one};
     break;
   case KernelRole::MoeCombine: // (..., y): 8 tokens a block
   case KernelRole::MoePermute: // (x, counts, ids, ranks, offsets, permuted): 8 rows a block (a grid-stride loop)
     grid = {tokenBlocks(5), one, one};
+    break;
+  case KernelRole::MoeGatherGrad: // (dx_perm, ids, ranks, offsets, dx): 8 tokens a block
+    grid = {tokenBlocks(4), one, one};
+    break;
+  case KernelRole::MoeScatterGrad: // (dy, ...): 8 routed rows a block, a grid-stride loop over routed and padding rows
+    grid = {tokenBlocks(0), one, one};
+    break;
+  case KernelRole::MoeActivationGrad: // a grid-stride loop over the rows in use: the SMs' worth of blocks
+    grid = {KernelBuilder::gridConst(ctx, 4 * 132), one, one};
     break;
   default: // the plan: one block
     grid = {one, one, one};

@@ -221,6 +221,13 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       savedIndex[ffn] = appendSavedActivations(ffn, suffix, labels[ffn.getInput()].dims, uniqueName,
                                                argTypes, argNames, argDims);
     }
+    unsigned moes = 0;
+    for (auto moe : body.getOps<flash::MoeOp>()) {
+      std::string suffix = moes ? std::to_string(moes + 1) : "";
+      ++moes;
+      savedIndex[moe] = appendMoeSaved(moe, suffix, labels[moe.getInput()].dims[0], uniqueName, argTypes, argNames,
+                                       argDims);
+    }
   }
   for (unsigned index : scalarArgs) {
     programIndex[index] = argTypes.size();
@@ -348,18 +355,17 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       continue;
     }
     if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
-      if (train) {
-        moe.emitError() << "flash-tile: flash.moe has no training program yet (its backward is built in the kernel "
-                           "lab, not in the compiler: docs/design/moe.md)";
-        return cleanup();
-      }
       Value x = mapped[moe.getInput()];
       Value y = destination(moe.getResult(), x);
       mapped[moe.getResult()] = y;
       std::string sfx = moeCount ? std::to_string(moeCount + 1) : "";
       ++moeCount;
+      std::optional<MoeSaved> saved;
+      if (train)
+        saved = MoeSaved::fromArgs(pb.getProgram().getArguments(), savedIndex[moe], moe.isGated());
       if (failed(pb.launchMoe(moe, name + "_moe" + sfx, sfx, x, mapped[moe.getRouter()], mapped[moe.getW1()],
-                              moe.isGated() ? mapped[moe.getWUp()] : Value(), mapped[moe.getW2()], y)))
+                              moe.isGated() ? mapped[moe.getWUp()] : Value(), mapped[moe.getW2()], y,
+                              saved ? &*saved : nullptr)))
         return cleanup();
       continue;
     }

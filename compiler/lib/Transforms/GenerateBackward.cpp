@@ -9,6 +9,11 @@
 //        dW1 [, dW_up], dx [, dx += du·W_upᵀ], db2, db1, reading the
 //        activations `@<func>_forward_train` saved: the forward function
 //        cloned, marked for flash-tile's training form
+//   moe: the expert rows' gradients (scatter) -> dh (grouped, Wᵀ) -> the
+//        activation's derivative -> dx of the rows (grouped) -> the experts'
+//        weight gradients (grouped over K) -> d logits -> d router, dx
+//        (gather + the router's part), reading the routing and activations
+//        the training forward saved (docs/design/moe.md)
 // Functions whose fused ops are independent (every operand a function
 // argument used once) are supported; anything else gets a warning and no
 // backward, so the forward still compiles.
@@ -75,12 +80,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
-      // Decode attention and the cache append are inference only: a function with one has no backward (nor,
-      // until its kernels exist, one with a mixture of experts: flash-tile refuses it).
+      // Decode attention and the cache append are inference only: a function with one has no backward.
       bool decodes = false;
-      func.walk([&](Operation *op) {
-        decodes |= llvm::isa<flash::DecodeAttentionOp, flash::KvAppendOp, flash::MoeOp>(op);
-      });
+      func.walk([&](Operation *op) { decodes |= llvm::isa<flash::DecodeAttentionOp, flash::KvAppendOp>(op); });
       if (!func->hasAttr(kProgramAttrName) && !func->hasAttr(kTrainForwardAttrName) &&
           !func.isExternal() && hasFusedOps(func) && !decodes)
         funcs.push_back(func);
@@ -171,6 +173,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         if (varlen.getSoftcap().convertToDouble() != 0.0)
           return {"the packed backward takes no softcap yet", op};
       }
+      if (llvm::isa<flash::MoeOp>(op) && !llvm::is_contained(returnOp.getOperands(), op->getResult(0)))
+        return {"the mixture of experts' result is not returned, so there is no gradient to take", op};
       if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
         int64_t rank = ffn.getInput().getType().getRank();
         if (rank != 2 && rank != 3)
@@ -187,7 +191,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     Block &body = func.getBody().front();
     SmallVector<Operation *> fused;
     func.walk([&](Operation *op) {
-      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp>(op))
+      if (llvm::isa<flash::AttentionOp, flash::FfnOp, flash::VarlenAttentionOp, flash::MoeOp>(op))
         fused.push_back(op);
     });
     // Kernel limits first: a spec no kernel can run is an error, not a
@@ -203,7 +207,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     }
     std::string name = (func.getSymName() + "_backward").str();
     std::string trainName = (func.getSymName() + "_forward_train").str();
-    bool hasFfn = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::FfnOp>(op); });
+    // FFNs and mixtures of experts read what a training forward saved.
+    bool hasFfn = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::FfnOp, flash::MoeOp>(op); });
     for (const std::string &taken : {name, hasFfn ? trainName : std::string()})
       if (!taken.empty() && symbols.lookup(taken))
         return func.emitError() << "flash-generate-backward: @" << taken << " already exists";
@@ -227,11 +232,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       return static_cast<unsigned>(types.size() - 1);
     };
     SmallVector<OpSlots, 2> slots;
-    unsigned attentions = 0, ffns = 0;
+    unsigned attentions = 0, ffns = 0, moes = 0;
     for (Operation *op : fused) {
       OpSlots slot;
       slot.op = op;
-      unsigned &count = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op) ? attentions : ffns;
+      unsigned &count = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op) ? attentions
+                        : llvm::isa<flash::MoeOp>(op)                                ? moes
+                                                                                     : ffns;
       slot.suffix = count ? std::to_string(count + 1) : "";
       ++count;
       SmallVector<Value> inputs;
@@ -281,7 +288,6 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         slot.lse = *lse;
         primal = output;
       } else {
-        auto ffn = llvm::cast<flash::FfnOp>(op);
         // flash-tile's scheme (`_2`, `_3`, ...), so both programs name them
         // alike.
         auto unique = [&](const std::string &name) {
@@ -290,8 +296,12 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
             candidate = name + "_" + std::to_string(n);
           return candidate;
         };
-        unsigned first = appendSavedActivations(ffn, slot.suffix, labels[ffn.getInput()].dims,
-                                                unique, types, names, dims);
+        auto moe = llvm::dyn_cast<flash::MoeOp>(op);
+        unsigned first =
+            moe ? appendMoeSaved(moe, slot.suffix, labels[moe.getInput()].dims[0], unique, types, names, dims)
+                : appendSavedActivations(llvm::cast<flash::FfnOp>(op), slot.suffix,
+                                         labels[llvm::cast<flash::FfnOp>(op).getInput()].dims, unique, types, names,
+                                         dims);
         for (unsigned i = first; i < types.size(); ++i)
           slot.saved.push_back(i);
         primal = op->getResult(0);
@@ -346,6 +356,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                                         pb.arg(slot.offsets[0]), pb.arg(slot.offsets[1]), pb.arg(slot.out),
                                         pb.arg(slot.lse), pb.arg(slot.cotangent), pb.arg(slot.grads[0]),
                                         pb.arg(slot.grads[1]), pb.arg(slot.grads[2]))
+          : llvm::isa<flash::MoeOp>(slot.op)
+              ? moeBackward(llvm::cast<flash::MoeOp>(slot.op), slot, func, pb)
               : ffnBackward(llvm::cast<flash::FfnOp>(slot.op), slot, func, pb);
       if (failed(result)) {
         pb.getProgram().erase();
@@ -437,6 +449,110 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }
 
+  /// dW = Aᵀ·B summed over every row (kernel `name`). With fewer 128x128
+  /// output tiles than the GPU has SMs, one block per tile would walk all M
+  /// rows alone: split the rows over grid z into a zeroed f32 accumulator
+  /// (workspace `accumName`), then convert.
+  LogicalResult weightGradient(ProgramBuilder &pb, Location loc, const std::string &name, const std::string &accumName,
+                               Type element, Value a, Value b, Value dw) {
+    MLIRContext *ctx = element.getContext();
+    auto type = llvm::cast<GlobalTensorType>(dw.getType());
+    int64_t tiles = llvm::divideCeil(type.getShape()[0], 128) * llvm::divideCeil(type.getShape()[1], 128);
+    // Deterministic mode keeps one block per tile: float atomics would make
+    // the sum order, and so dW's bits, vary from run to run.
+    if (tiles >= kSplitKMaxTiles || deterministic)
+      return pb.launch(loc, name,
+                       gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, true, false, false, false, element),
+                       {a, b, dw});
+    Value accum = pb.alloc(GlobalTensorType::get(ctx, type.getShape(), Float32Type::get(ctx)), {}, accumName);
+    auto splitK = gemmSpec(ctx, KernelRole::GemmSplitK, tile::Activation::Identity, true, false, false, false, element);
+    auto convert =
+        gemmSpec(ctx, KernelRole::ConvertF32, tile::Activation::Identity, false, false, false, false, element);
+    if (failed(pb.launch(loc, name, splitK, {a, b, accum})))
+      return failure();
+    return pb.launch(loc, name + "_convert", convert, {accum, dw});
+  }
+
+  /// The backward of a mixture of experts (docs/design/moe.md) from what its training forward saved: the expert
+  /// rows' gradients and the routing weights' (scatter), dh = d_expert_out W2[e]ᵀ, the activation's derivative,
+  /// dx_perm = d_pre W1[e]ᵀ (+ d_up W_up[e]ᵀ), the experts' weight gradients over their rows, d logits through the
+  /// gating, then dx = the token's rows of dx_perm + d_logits routerᵀ and d_router = xᵀ d_logits.
+  LogicalResult moeBackward(flash::MoeOp op, const OpSlots &slot, func::FuncOp func, ProgramBuilder &pb) {
+    MLIRContext *ctx = op.getContext();
+    bool gated = op.isGated();
+    if (failed(pb.checkMoe(op, "flash-generate-backward")))
+      return failure();
+    // Operands in flash.moe order: x, router, w1, [w_up], w2.
+    Value x = pb.arg(slot.inputs[0]), router = pb.arg(slot.inputs[1]), w1 = pb.arg(slot.inputs[2]);
+    Value wUp = gated ? pb.arg(slot.inputs[3]) : Value(), w2 = pb.arg(slot.inputs[gated ? 4 : 3]);
+    Value dx = pb.arg(slot.grads[0]), dRouter = pb.arg(slot.grads[1]), dw1 = pb.arg(slot.grads[2]);
+    Value dwUp = gated ? pb.arg(slot.grads[3]) : Value(), dw2 = pb.arg(slot.grads[gated ? 4 : 3]);
+    Value dy = pb.arg(slot.cotangent);
+    MoeSaved saved = MoeSaved::fromArgs(pb.getProgram().getArguments(), slot.saved.front(), gated);
+    Type element = op.getInput().getType().getElementType();
+    Type f32 = Float32Type::get(ctx);
+    int64_t experts = op.getExperts(), d = op.getModelDim(), h = op.getHiddenDim(), dOut = op.getOutputDim();
+    // Workspaces sized as the saved ones: [C, *] rows of the permuted layout, [T k] routed rows, [T, E].
+    auto rowsOf = [&](Value like, int64_t width, StringRef name) {
+      return pb.alloc(GlobalTensorType::get(ctx, {llvm::cast<GlobalTensorType>(like.getType()).getShape()[0], width},
+                                            element),
+                      {{like, 0}, {like, 1}}, (name + slot.suffix).str());
+    };
+    Value dExpertOut = rowsOf(saved.expertOut, dOut, "d_expert_out");
+    auto routedType = llvm::cast<GlobalTensorType>(saved.weights.getType());
+    Value dWeights = pb.alloc(GlobalTensorType::get(ctx, routedType.getShape(), f32), {{saved.weights, 0}},
+                              "d_route_weights" + slot.suffix);
+    Value dh = rowsOf(saved.hidden, h, "dh");
+    Value dPre = rowsOf(saved.hidden, h, gated ? "d_gate" : "d_pre");
+    Value dUp = gated ? rowsOf(saved.hidden, h, "d_up") : Value();
+    Value dxPerm = rowsOf(saved.permuted, d, "dx_perm");
+    auto logitsType = llvm::cast<GlobalTensorType>(saved.logits.getType());
+    Value dLogits = pb.alloc(GlobalTensorType::get(ctx, {logitsType.getShape()[0], experts}, element),
+                             {{saved.logits, 0}, {saved.logits, 1}}, "d_logits" + slot.suffix);
+    std::string base = func.getSymName().str() + "_moe" + slot.suffix;
+    Location loc = op.getLoc();
+    auto spec = [&](KernelRole role) { return pb.moeSpec(op, role); };
+    SmallVector<Value> activationGrad = {saved.logits, saved.pre};
+    if (gated)
+      activationGrad.push_back(saved.up);
+    activationGrad.append({dh, saved.offsets, dPre});
+    if (gated)
+      activationGrad.push_back(dUp);
+    auto gemm = [&](bool ta, bool tb, bool accumulate) {
+      return gemmSpec(ctx, KernelRole::Gemm, tile::Activation::Identity, ta, tb, false, false, element, false,
+                      accumulate);
+    };
+    if (failed(pb.launch(loc, base + "_bwd_scatter", spec(KernelRole::MoeScatterGrad),
+                         {dy, saved.expertOut, saved.counts, saved.ids, saved.weights, saved.ranks, saved.offsets,
+                          dExpertOut, dWeights})) ||
+        // dh = d_expert_out · W2[e]ᵀ
+        failed(pb.launch(loc, base + "_bwd_dh", spec(KernelRole::MoeDataGrad),
+                         {saved.logits, dExpertOut, w2, saved.groups, dh})) ||
+        failed(pb.launch(loc, base + "_bwd_act", spec(KernelRole::MoeActivationGrad), activationGrad)) ||
+        // dx_perm = d_pre · W1[e]ᵀ (+ d_up · W_up[e]ᵀ)
+        failed(pb.launch(loc, base + "_bwd_dx_perm", spec(KernelRole::MoeDataGrad),
+                         {saved.logits, dPre, w1, saved.groups, dxPerm})) ||
+        (gated && failed(pb.launch(loc, base + "_bwd_dx_perm_up", spec(KernelRole::MoeDataGradAccumulate),
+                                   {saved.logits, dUp, wUp, saved.groups, dxPerm}))) ||
+        // dW2[e] = hidden_eᵀ · d_expert_out_e, dW1[e] = x_eᵀ · d_pre_e (, dW_up[e] = x_eᵀ · d_up_e)
+        failed(pb.launch(loc, base + "_bwd_dw2", spec(KernelRole::MoeWeightGrad),
+                         {saved.logits, saved.hidden, dExpertOut, saved.offsets, dw2})) ||
+        failed(pb.launch(loc, base + "_bwd_dw1", spec(KernelRole::MoeWeightGrad),
+                         {saved.logits, saved.permuted, dPre, saved.offsets, dw1})) ||
+        (gated && failed(pb.launch(loc, base + "_bwd_dw_up", spec(KernelRole::MoeWeightGrad),
+                                   {saved.logits, saved.permuted, dUp, saved.offsets, dwUp}))) ||
+        // The router: d_logits, dx = the token's rows of dx_perm, dx += d_logits · routerᵀ, d_router = xᵀ · d_logits
+        failed(pb.launch(loc, base + "_bwd_select", spec(KernelRole::MoeSelectGrad),
+                         {saved.logits, saved.ids, saved.weights, dWeights, dLogits})) ||
+        failed(pb.launch(loc, base + "_bwd_gather", spec(KernelRole::MoeGatherGrad),
+                         {dxPerm, saved.ids, saved.ranks, saved.offsets, dx})) ||
+        failed(pb.launch(loc, base + "_bwd_dx_router", gemm(false, true, /*accumulate=*/true), {dLogits, router, dx})) ||
+        failed(weightGradient(pb, loc, base + "_bwd_d_router", "d_router_accum" + slot.suffix, element, x, dLogits,
+                              dRouter)))
+      return failure();
+    return success();
+  }
+
   LogicalResult ffnBackward(flash::FfnOp op, const OpSlots &slot, func::FuncOp func,
                             ProgramBuilder &pb) {
     MLIRContext *ctx = op.getContext();
@@ -478,25 +594,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                       element, false, accumulate);
     };
     Location loc = op.getLoc();
-    // dW = Aᵀ·B summed over every row. With fewer 128x128 output tiles than
-    // the GPU has SMs, one block per tile would walk all M rows alone: split
-    // the rows over grid z into a zeroed f32 accumulator, then convert.
-    auto weightGradient = [&](StringRef name, Value a, Value b, Value dw) -> LogicalResult {
-      auto type = llvm::cast<GlobalTensorType>(dw.getType());
-      int64_t tiles = llvm::divideCeil(type.getShape()[0], 128) * llvm::divideCeil(type.getShape()[1], 128);
-      // Deterministic mode keeps one block per tile: float atomics would make
-      // the sum order, and so dW's bits, vary from run to run.
-      if (tiles >= kSplitKMaxTiles || deterministic)
-        return pb.launch(loc, base + name.str(), gemm(true, false), {a, b, dw});
-      Value accum = pb.alloc(GlobalTensorType::get(ctx, type.getShape(), Float32Type::get(ctx)), {},
-                             (name.drop_front(5) + "_accum" + slot.suffix).str());
-      auto splitK = gemmSpec(ctx, KernelRole::GemmSplitK, tile::Activation::Identity, true, false,
-                             false, false, element);
-      auto convert = gemmSpec(ctx, KernelRole::ConvertF32, tile::Activation::Identity, false,
-                              false, false, false, element);
-      if (failed(pb.launch(loc, base + name.str(), splitK, {a, b, accum})))
-        return failure();
-      return pb.launch(loc, base + name.str() + "_convert", convert, {accum, dw});
+    auto weightGradient = [&](StringRef name, Value a, Value b, Value dw) {
+      return this->weightGradient(pb, loc, base + name.str(), (name.drop_front(5) + "_accum" + slot.suffix).str(),
+                                  element, a, b, dw);
     };
     auto splitActivationGrad = [&]() -> LogicalResult {
       Value dh = pb.alloc(hiddenType, sources, "dh" + slot.suffix);

@@ -61,8 +61,7 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
                                                                                  : BlockOrder::Grouped,
                                    rows);
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(spec);
-                 moe && (moe.getRole() == KernelRole::MoeRouter || moe.getRole() == KernelRole::MoeUp ||
-                         moe.getRole() == KernelRole::MoeDown)) {
+                 moe && moe.isGemm()) {
         // A mixture of experts' router and expert GEMMs: the persistent GEMM's walk (groups of 8 row blocks; an
         // expert's row blocks are consecutive, so a group shares its weight columns in L2).
         order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 8);

@@ -230,17 +230,19 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
     return plan;
   }
   // A mixture of experts (docs/design/moe.md): the router and the expert GEMMs the warp-specialised persistent GEMM
-  // (two consumer warpgroups on 128-row tiles, a 4-slot ring; 128 columns a tile, the down projection's 256), the
-  // routing kernels 8 warps.
+  // (two consumer warpgroups on 128-row tiles, a 4-slot ring; 128 columns a tile, the down projection's and the
+  // backward GEMMs' 256; the accumulating data gradient 3 slots, beside the tile of C it reads), the routing kernels
+  // 8 warps. (The kernel lab's forms: bench/kernel_lab/launch_moe.cu.)
   if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(spec)) {
     KernelRole role = moe.getRole();
-    bool gemm = role == KernelRole::MoeRouter || role == KernelRole::MoeUp || role == KernelRole::MoeDown;
+    bool gemm = moe.isGemm();
+    bool narrow = role == KernelRole::MoeRouter || role == KernelRole::MoeUp;
     plan.strategy = gemm ? Strategy::WgmmaWsSm90 : target.strategy;
     plan.blockM = gemm ? 128 : 8;
-    plan.blockN = role == KernelRole::MoeDown ? 256 : gemm ? 128 : 1;
+    plan.blockN = !gemm ? 1 : narrow ? 128 : 256;
     plan.blockK = 64;
     plan.warps = 8;
-    plan.stages = gemm ? 4 : 1;
+    plan.stages = !gemm ? 1 : role == KernelRole::MoeDataGradAccumulate ? 3 : 4;
     return plan;
   }
   // Packed sequences (varlen.cuh): the plan one block of 512 threads; the forward the warp-specialised forward's

@@ -548,35 +548,115 @@ Value ProgramBuilder::dim(Value tensor, int64_t d) {
                                 builder->getI64IntegerAttr(d));
 }
 
+MoeSaved MoeSaved::fromArgs(ValueRange args, unsigned first, bool gated) {
+  MoeSaved s;
+  unsigned i = first;
+  for (Value *v : {&s.logits, &s.counts, &s.ids, &s.weights, &s.ranks, &s.offsets, &s.groups, &s.permuted, &s.pre})
+    *v = args[i++];
+  if (gated)
+    s.up = args[i++];
+  s.hidden = args[i++];
+  s.expertOut = args[i++];
+  return s;
+}
+
+unsigned appendMoeSaved(flash::MoeOp op, StringRef suffix, StringRef tokens,
+                        function_ref<std::string(const std::string &)> unique, SmallVectorImpl<Type> &types,
+                        SmallVectorImpl<std::string> &names, SmallVectorImpl<SmallVector<std::string, 4>> &dims) {
+  MLIRContext *ctx = op.getContext();
+  Type element = op.getInput().getType().getElementType();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  int64_t experts = op.getExperts(), topK = static_cast<int64_t>(op.getTopK());
+  int64_t rowsT = op.getInput().getType().getShape()[0];
+  bool dynamic = ShapedType::isDynamic(rowsT);
+  constexpr int64_t rowsABlock = device::kMoeGroupRows;
+  int64_t padding = (rowsABlock - 1) * (experts - 1);
+  // Sizes over T: [static size, the runtime's expression] (docs/bundle.md: an expression dim).
+  std::string routedText = (tokens + " * " + Twine(topK)).str();
+  std::string blocksText = "cdiv(" + routedText + " + " + std::to_string(padding) + ", " + std::to_string(rowsABlock) + ")";
+  struct Size {
+    int64_t value;
+    std::string text;
+  };
+  auto sized = [&](int64_t value, std::string text) { return dynamic ? Size{ShapedType::kDynamic, text} : Size{value, ""}; };
+  int64_t routed = dynamic ? 0 : rowsT * topK;
+  int64_t blocks = dynamic ? 0 : (routed + padding + rowsABlock - 1) / rowsABlock;
+  Size tokensSize = sized(rowsT, tokens.str()), routedSize = sized(routed, routedText);
+  Size capacity = sized(blocks * rowsABlock, std::to_string(rowsABlock) + " * " + blocksText);
+  Size groupEntries = sized(blocks + 1, blocksText + " + 1");
+  auto fixed = [](int64_t n) { return Size{n, ""}; };
+  unsigned first = types.size();
+  auto add = [&](StringRef name, ArrayRef<Size> shape, Type type) {
+    SmallVector<int64_t> extents;
+    SmallVector<std::string, 4> symbols;
+    for (const Size &size : shape) {
+      extents.push_back(size.value);
+      symbols.push_back(size.text);
+    }
+    types.push_back(GlobalTensorType::get(ctx, extents, type));
+    names.push_back(unique((name + suffix).str()));
+    dims.push_back(symbols);
+  };
+  add("logits", {tokensSize, fixed(experts)}, element);
+  add("expert_counts", {fixed(experts)}, i32);
+  add("ids", {routedSize}, i32);
+  add("route_weights", {routedSize}, f32);
+  add("ranks", {routedSize}, i32);
+  add("offsets", {fixed(experts + 1)}, i32);
+  add("groups", {groupEntries}, i32);
+  add("permuted", {capacity, fixed(op.getModelDim())}, element);
+  static constexpr llvm::StringLiteral kPlain[] = {"pre"}, kGated[] = {"gate", "up"};
+  for (StringRef name : op.isGated() ? ArrayRef<llvm::StringLiteral>(kGated) : ArrayRef<llvm::StringLiteral>(kPlain))
+    add(name, {capacity, fixed(op.getHiddenDim())}, element);
+  add("hidden", {capacity, fixed(op.getHiddenDim())}, element);
+  add("expert_out", {capacity, fixed(op.getOutputDim())}, element);
+  return first;
+}
+
+MoeSpecAttr ProgramBuilder::moeSpec(flash::MoeOp op, tile::KernelRole role, bool train) {
+  return MoeSpecAttr::get(op.getContext(), role, op.getExperts(), static_cast<int64_t>(op.getTopK()),
+                          op.getGating() == flash::MoeGating::Sigmoid, op.getRenormalize(),
+                          toTileActivation(op.getActivation()), op.isGated(),
+                          TypeAttr::get(op.getInput().getType().getElementType()), train);
+}
+
+LogicalResult ProgramBuilder::checkMoe(flash::MoeOp op, StringRef pass) {
+  Type element = op.getInput().getType().getElementType();
+  int64_t experts = op.getExperts(), topK = static_cast<int64_t>(op.getTopK());
+  // What the device code takes (moe_routing.cuh, gemm_ws.cuh): said in the spec's terms.
+  if (target.sharedMemoryPerBlock < 200000)
+    return op.emitError() << pass << ": flash.moe needs a Hopper target (sm_90a: the grouped expert GEMMs are "
+                             "warp-specialised TMA kernels), not "
+                          << target.name;
+  if (!element.isBF16() && !element.isF16())
+    return op.emitError() << pass << ": flash.moe takes bf16 or f16 tensors, got " << element;
+  if (experts % 8 != 0 || experts > 256)
+    return op.emitError() << pass << ": flash.moe needs a multiple of 8 experts up to 256 (the router's logits rows "
+                             "are 16-byte pieces; a warp scores 256 at most), got "
+                          << experts;
+  if (topK > 32)
+    return op.emitError() << pass << ": flash.moe takes top_k up to 32, got " << topK;
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"d", op.getModelDim()}, {"h", op.getHiddenDim()},
+                            {"d_out", op.getOutputDim()}})
+    if (size % 8 != 0)
+      return op.emitError() << pass << ": flash.moe needs " << name
+                            << " a multiple of 8 (rows of 16-byte pieces: TMA), got " << size;
+  return success();
+}
+
 LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, StringRef suffix, Value x, Value router,
-                                        Value w1, Value wUp, Value w2, Value y) {
+                                        Value w1, Value wUp, Value w2, Value y, const MoeSaved *saved) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   Type element = op.getInput().getType().getElementType();
   int64_t experts = op.getExperts(), topK = static_cast<int64_t>(op.getTopK());
   int64_t d = op.getModelDim(), h = op.getHiddenDim(), dOut = op.getOutputDim();
-  // What the device code takes (moe_routing.cuh, gemm_ws.cuh): said in the spec's terms.
-  if (target.sharedMemoryPerBlock < 200000)
-    return op.emitError() << "flash-tile: flash.moe needs a Hopper target (sm_90a: the grouped expert GEMMs are "
-                             "warp-specialised TMA kernels), not "
-                          << target.name;
-  if (!element.isBF16() && !element.isF16())
-    return op.emitError() << "flash-tile: flash.moe takes bf16 or f16 tensors, got " << element;
-  if (experts % 8 != 0 || experts > 256)
-    return op.emitError() << "flash-tile: flash.moe needs a multiple of 8 experts up to 256 (the router's logits rows "
-                             "are 16-byte pieces; a warp scores 256 at most), got "
-                          << experts;
-  if (topK > 32)
-    return op.emitError() << "flash-tile: flash.moe takes top_k up to 32, got " << topK;
-  for (auto [name, size] : {std::pair<const char *, int64_t>{"d", d}, {"h", h}, {"d_out", dOut}})
-    if (size % 8 != 0)
-      return op.emitError() << "flash-tile: flash.moe needs " << name
-                            << " a multiple of 8 (rows of 16-byte pieces: TMA), got " << size;
+  if (failed(checkMoe(op, "flash-tile")))
+    return failure();
   Builder b(ctx);
+  bool train = saved != nullptr;
   auto spec = [&](tile::KernelRole role) {
-    return MoeSpecAttr::get(ctx, role, experts, topK, op.getGating() == flash::MoeGating::Sigmoid,
-                            op.getRenormalize(), toTileActivation(op.getActivation()), op.isGated(),
-                            TypeAttr::get(element));
+    return moeSpec(op, role, train && (role == KernelRole::MoePlan || role == KernelRole::MoeUp));
   };
   auto constant = [&](int64_t c) { return builder->create<arith::ConstantIndexOp>(loc, c).getResult(); };
   int64_t dyn = ShapedType::kDynamic;
@@ -588,41 +668,56 @@ LogicalResult ProgramBuilder::launchMoe(flash::MoeOp op, StringRef baseName, Str
       alloc->setAttr("tile.zero_fill", b.getUnitAttr());
     return alloc.getResult();
   };
-  Value tokens = dim(x, 0);
-  Value routed = builder->create<arith::MulIOp>(loc, tokens, constant(topK));
-  // C = device::moe_padded_capacity(T k, E), in IR: kMoeGroupRows ceil((T k + (kMoeGroupRows - 1) (E - 1)) / ...)
-  constexpr int64_t rowsABlock = device::kMoeGroupRows;
-  Value padded = builder->create<arith::AddIOp>(loc, routed, constant((rowsABlock - 1) * (experts - 1)));
-  Value blocks = builder->create<arith::CeilDivSIOp>(loc, padded, constant(rowsABlock));
-  Value capacity = builder->create<arith::MulIOp>(loc, blocks, constant(rowsABlock));
-  Value groupEntries = builder->create<arith::AddIOp>(loc, blocks, constant(1));
-  Value logits = workspace({dyn, experts}, element, {tokens}, "logits");
+  // (A training forward's atomic counts stay a zeroed workspace: the plan copies them into the saved tensor.)
   Value counts = workspace({experts}, i32, {}, "counts", /*zero=*/true);
-  Value ids = workspace({dyn}, i32, {routed}, "ids");
-  Value weights = workspace({dyn}, f32, {routed}, "weights");
-  Value ranks = workspace({dyn}, i32, {routed}, "ranks");
-  Value offsets = workspace({experts + 1}, i32, {}, "offsets");
-  Value groups = workspace({dyn}, i32, {groupEntries}, "groups");
-  Value permuted = workspace({dyn, d}, element, {capacity}, "permuted");
-  Value hidden = workspace({dyn, h}, element, {capacity}, "hidden");
-  Value expertOut = workspace({dyn, dOut}, element, {capacity}, "expert_out");
+  MoeSaved w;
+  if (saved) {
+    w = *saved;
+  } else {
+    Value tokens = dim(x, 0);
+    Value routed = builder->create<arith::MulIOp>(loc, tokens, constant(topK));
+    // C = device::moe_padded_capacity(T k, E), in IR: kMoeGroupRows ceil((T k + (kMoeGroupRows - 1) (E - 1)) / ...)
+    constexpr int64_t rowsABlock = device::kMoeGroupRows;
+    Value padded = builder->create<arith::AddIOp>(loc, routed, constant((rowsABlock - 1) * (experts - 1)));
+    Value blocks = builder->create<arith::CeilDivSIOp>(loc, padded, constant(rowsABlock));
+    Value capacity = builder->create<arith::MulIOp>(loc, blocks, constant(rowsABlock));
+    Value groupEntries = builder->create<arith::AddIOp>(loc, blocks, constant(1));
+    w.logits = workspace({dyn, experts}, element, {tokens}, "logits");
+    w.ids = workspace({dyn}, i32, {routed}, "ids");
+    w.weights = workspace({dyn}, f32, {routed}, "route_weights");
+    w.ranks = workspace({dyn}, i32, {routed}, "ranks");
+    w.offsets = workspace({experts + 1}, i32, {}, "offsets");
+    w.groups = workspace({dyn}, i32, {groupEntries}, "groups");
+    w.permuted = workspace({dyn, d}, element, {capacity}, "permuted");
+    w.hidden = workspace({dyn, h}, element, {capacity}, "hidden");
+    w.expertOut = workspace({dyn, dOut}, element, {capacity}, "expert_out");
+  }
   // (The plan and the GEMMs take the logits for their rows: T, which sizes their workspaces.)
-  SmallVector<Value> up = {logits, permuted, w1};
+  SmallVector<Value> plan = {w.logits, counts, w.offsets, w.groups};
+  if (train)
+    plan.push_back(w.counts);
+  SmallVector<Value> up = {w.logits, w.permuted, w1};
   if (wUp)
     up.push_back(wUp);
-  up.append({groups, hidden});
+  up.append({w.groups, w.hidden});
+  if (train) {
+    up.push_back(w.pre);
+    if (wUp)
+      up.push_back(w.up);
+  }
   using tile::KernelRole;
   std::string base = baseName.str();
-  if (failed(launch(loc, base + "_router", spec(KernelRole::MoeRouter), ValueRange{x, router, logits})) ||
+  if (failed(launch(loc, base + "_router", spec(KernelRole::MoeRouter), ValueRange{x, router, w.logits})) ||
       failed(launch(loc, base + "_select", spec(KernelRole::MoeSelect),
-                    ValueRange{logits, counts, ids, weights, ranks})) ||
-      failed(launch(loc, base + "_plan", spec(KernelRole::MoePlan), ValueRange{logits, counts, offsets, groups})) ||
+                    ValueRange{w.logits, counts, w.ids, w.weights, w.ranks})) ||
+      failed(launch(loc, base + "_plan", spec(KernelRole::MoePlan), plan)) ||
       failed(launch(loc, base + "_permute", spec(KernelRole::MoePermute),
-                    ValueRange{x, counts, ids, ranks, offsets, permuted})) ||
+                    ValueRange{x, counts, w.ids, w.ranks, w.offsets, w.permuted})) ||
       failed(launch(loc, base + "_up", spec(KernelRole::MoeUp), up)) ||
-      failed(launch(loc, base + "_down", spec(KernelRole::MoeDown), ValueRange{logits, hidden, w2, groups, expertOut})) ||
+      failed(launch(loc, base + "_down", spec(KernelRole::MoeDown),
+                    ValueRange{w.logits, w.hidden, w2, w.groups, w.expertOut})) ||
       failed(launch(loc, base + "_combine", spec(KernelRole::MoeCombine),
-                    ValueRange{expertOut, ids, weights, ranks, offsets, y})))
+                    ValueRange{w.expertOut, w.ids, w.weights, w.ranks, w.offsets, y})))
     return failure();
   return success();
 }

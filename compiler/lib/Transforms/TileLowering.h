@@ -65,6 +65,24 @@ unsigned appendSavedActivations(mlir::flash::FfnOp ffn, llvm::StringRef suffix,
                                 llvm::SmallVectorImpl<std::string> &names,
                                 llvm::SmallVectorImpl<llvm::SmallVector<std::string, 4>> &dims);
 
+/// What a training forward saves for one flash.moe's backward (program tensors, in this order): logits [T, E],
+/// expert_counts [E], ids, route_weights (f32), ranks [T k], offsets [E + 1], groups [1 + C / 128], permuted [C, d],
+/// pre [C, h] (gated: gate and up), hidden [C, h], expert_out [C, d_out], C the padded capacity
+/// (device::moe_padded_capacity). Sizes over T (x's size symbol `tokens`, or its static size).
+struct MoeSaved {
+  mlir::Value logits, counts, ids, weights, ranks, offsets, groups, permuted, pre, up, hidden, expertOut;
+  /// The saved tensors from `first` on among `args` (gated: pre is the gate).
+  static MoeSaved fromArgs(mlir::ValueRange args, unsigned first, bool gated);
+};
+
+/// Appends MoeSaved's tensors of `op` to a program signature (flash-tile's training forward and
+/// flash-generate-backward's backward both call it, so the two programs name them alike); returns the index of the
+/// first.
+unsigned appendMoeSaved(mlir::flash::MoeOp op, llvm::StringRef suffix, llvm::StringRef tokens,
+                        llvm::function_ref<std::string(const std::string &)> unique,
+                        llvm::SmallVectorImpl<mlir::Type> &types, llvm::SmallVectorImpl<std::string> &names,
+                        llvm::SmallVectorImpl<llvm::SmallVector<std::string, 4>> &dims);
+
 /// The type of an FFN's hidden tensors [..., M, H]: x's rows, the hidden
 /// width, x's element type.
 mlir::tile::GlobalTensorType hiddenTensorType(mlir::flash::FfnOp ffn);
@@ -197,10 +215,19 @@ public:
   /// flash.moe (docs/design/moe.md) as its seven kernels (#tile.moe: router, select, plan, permute, up, down,
   /// combine) with their workspaces, named with `suffix`: logits [T, E], counts [E] (zeroed), ids, weights (f32),
   /// ranks [T k], offsets [E + 1], groups [1 + C / 128], permuted [C, d], hidden [C, h], expert_out [C, d_out] with
-  /// C = 128 ceil((T k + 127 (E - 1)) / 128), every expert's rows padded to a multiple of 128.
+  /// C = 128 ceil((T k + 127 (E - 1)) / 128), every expert's rows padded to a multiple of 128. A training
+  /// forward (`saved`) writes them, and the up projection's pre-activations, into the saved program tensors
+  /// instead (the counts stay a zeroed workspace: the plan copies them).
   mlir::LogicalResult launchMoe(mlir::flash::MoeOp op, llvm::StringRef baseName, llvm::StringRef suffix,
                                 mlir::Value x, mlir::Value router, mlir::Value w1, mlir::Value wUp, mlir::Value w2,
-                                mlir::Value y);
+                                mlir::Value y, const MoeSaved *saved = nullptr);
+
+  /// The #tile.moe recipe of `op` for `role` (`train`: the training forward's plan and up projection).
+  mlir::tile::MoeSpecAttr moeSpec(mlir::flash::MoeOp op, mlir::tile::KernelRole role, bool train = false);
+
+  /// Checks that the device code takes `op` (Hopper, 16-bit, the experts, top_k and widths), in the spec's terms
+  /// (errors prefixed with `pass`).
+  mlir::LogicalResult checkMoe(mlir::flash::MoeOp op, llvm::StringRef pass);
 
   mlir::func::FuncOp getProgram() { return program; }
 

@@ -69,15 +69,29 @@ struct WarpSpecializePass
                                                        : builder.getStrArrayAttr({"a", "b"});
         pingPongTakes = false;
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
-                 moe && (moe.getRole() == KernelRole::MoeRouter || moe.getRole() == KernelRole::MoeUp ||
-                         moe.getRole() == KernelRole::MoeDown)) {
-        // A mixture of experts' router and expert GEMMs: the persistent GEMM's schedule; an expert GEMM's B
-        // blocks are its row block's expert's weight (the grouped form).
+                 moe && moe.isGemm()) {
+        // A mixture of experts' router and expert GEMMs (and their gradients): the persistent GEMM's schedule; an
+        // expert GEMM's B blocks are its row block's expert's weight (the grouped form), a weight gradient's A and
+        // B blocks its expert's rows (grouped over K).
         resident = builder.getStrArrayAttr({});
-        ring = moe.getRole() == KernelRole::MoeRouter ? builder.getStrArrayAttr({"x", "router"})
-               : moe.getRole() == KernelRole::MoeDown ? builder.getStrArrayAttr({"hidden", "w2"})
-               : moe.getGated()                       ? builder.getStrArrayAttr({"permuted", "w1", "w_up"})
-                                                      : builder.getStrArrayAttr({"permuted", "w1"});
+        switch (moe.getRole()) {
+        case KernelRole::MoeRouter:
+          ring = builder.getStrArrayAttr({"x", "router"});
+          break;
+        case KernelRole::MoeDown:
+          ring = builder.getStrArrayAttr({"hidden", "w2"});
+          break;
+        case KernelRole::MoeUp:
+          ring = moe.getGated() ? builder.getStrArrayAttr({"permuted", "w1", "w_up"})
+                                : builder.getStrArrayAttr({"permuted", "w1"});
+          break;
+        case KernelRole::MoeWeightGrad:
+          ring = builder.getStrArrayAttr({"a", "b"});
+          break;
+        default: // the data gradients: a row block of the gradient, its expert's weight
+          ring = builder.getStrArrayAttr({"a", "w"});
+          break;
+        }
         pingPongTakes = false;
       } else {
         kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName()

@@ -345,7 +345,7 @@ func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, 
 // -----
 
 // A persistent grid order on a warp-specialised kernel that is no attention forward (no recipe here).
-// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm> or #tile.moe<role = moe_router / moe_up / moe_down>) takes}}
+// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm> or a #tile.moe GEMM role) takes}}
 tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
     strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
@@ -703,7 +703,7 @@ func.func private @moe_top9() attributes {spec = #tile.moe<role = moe_select, ex
 
 // -----
 
-// expected-error @+1 {{#tile.moe role must be moe_router, moe_select, moe_plan, moe_permute, moe_up, moe_down or moe_combine, got gemm}}
+// expected-error @+1 {{#tile.moe role must be a mixture of experts' (moe_router ... moe_combine, moe_scatter_grad ... moe_gather_grad), got gemm}}
 func.func private @moe_role() attributes {spec = #tile.moe<role = gemm, experts = 8, top_k = 2,
     sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = bf16>}
 

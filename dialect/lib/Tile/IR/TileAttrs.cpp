@@ -229,10 +229,13 @@ LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
 
 LogicalResult MoeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t experts,
                                   int64_t topK, bool sigmoid, bool renormalize, Activation activation, bool gated,
-                                  TypeAttr elementType) {
-  if (role < KernelRole::MoeRouter || role > KernelRole::MoeCombine)
-    return emitError() << "#tile.moe role must be moe_router, moe_select, moe_plan, moe_permute, moe_up, moe_down or "
-                          "moe_combine, got "
+                                  TypeAttr elementType, bool train) {
+  if (role < KernelRole::MoeRouter || role > KernelRole::MoeGatherGrad)
+    return emitError() << "#tile.moe role must be a mixture of experts' (moe_router ... moe_combine, moe_scatter_grad "
+                          "... moe_gather_grad), got "
+                       << stringifyKernelRole(role);
+  if (train && role != KernelRole::MoePlan && role != KernelRole::MoeUp)
+    return emitError() << "#tile.moe train applies to moe_plan and moe_up (what a training forward saves), not "
                        << stringifyKernelRole(role);
   // moe_routing.cuh: a warp's lanes hold up to 256 experts' scores and the k chosen ones; the router's logits rows
   // are whole 16-byte pieces (TMA).
@@ -247,18 +250,42 @@ LogicalResult MoeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, 
   return success();
 }
 
+bool MoeSpecAttr::isGemm() const {
+  switch (getRole()) {
+  case KernelRole::MoeRouter:
+  case KernelRole::MoeUp:
+  case KernelRole::MoeDown:
+  case KernelRole::MoeDataGrad:
+  case KernelRole::MoeDataGradAccumulate:
+  case KernelRole::MoeWeightGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
 unsigned MoeSpecAttr::tensorCount() const {
   switch (getRole()) {
   case KernelRole::MoeRouter: // x, router, logits
     return 3;
-  case KernelRole::MoePlan: // logits (its rows: the token count that sizes groups), counts, offsets, groups
-    return 4;
+  case KernelRole::MoePlan: // logits (its rows: the token count that sizes groups), counts, offsets, groups,
+                            // [saved_counts]
+    return getTrain() ? 5 : 4;
   case KernelRole::MoeSelect: // logits, counts, ids, weights, ranks
     return 5;
-  case KernelRole::MoeUp: // logits (binds T), permuted, w1, [w_up], groups, hidden
-    return getGated() ? 6 : 5;
-  case KernelRole::MoeDown: // logits (binds T), hidden, w2, groups, expert_out
+  case KernelRole::MoeUp: // logits (binds T), permuted, w1, [w_up], groups, hidden, [pre | gate, up]
+    return (getGated() ? 6 : 5) + (getTrain() ? (getGated() ? 2 : 1) : 0);
+  case KernelRole::MoeDown:               // logits (binds T), hidden, w2, groups, expert_out
+  case KernelRole::MoeDataGrad:           // logits, a, w, groups, c
+  case KernelRole::MoeDataGradAccumulate: // logits, a, w, groups, c
+  case KernelRole::MoeWeightGrad:         // logits, a, b, offsets, dw
+  case KernelRole::MoeSelectGrad:         // logits, ids, weights, d_weights, d_logits
+  case KernelRole::MoeGatherGrad:         // dx_perm, ids, ranks, offsets, dx
     return 5;
+  case KernelRole::MoeScatterGrad: // dy, expert_out, counts, ids, weights, ranks, offsets, d_expert_out, d_weights
+    return 9;
+  case KernelRole::MoeActivationGrad: // logits, pre, [up], dh, offsets, d_pre, [d_up]
+    return getGated() ? 7 : 5;
   default: // permute (x, counts, ids, ranks, offsets, permuted), combine (expert_out, ids, weights, ranks, offsets, y)
     return 6;
   }

@@ -141,11 +141,10 @@ LogicalResult KernelOp::verify() {
     if (getStrategy() != Strategy::WgmmaWsSm90 ||
         !((attention && attention.getRole() == KernelRole::AttentionForward) ||
           (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm)) ||
-          (moe && (moe.getRole() == KernelRole::MoeRouter || moe.getRole() == KernelRole::MoeUp ||
-                   moe.getRole() == KernelRole::MoeDown))))
+          (moe && moe.isGemm())))
       return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
                          "or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, "
-                         "#tile.gemm<role = gemm / gated_gemm> or #tile.moe<role = moe_router / moe_up / moe_down>) "
+                         "#tile.gemm<role = gemm / gated_gemm> or a #tile.moe GEMM role) "
                          "takes; other kernels take one tile a block");
     // With three consumer warpgroups (160 registers each) the tile loop spills.
     if (getWarps() != 8)

@@ -122,10 +122,11 @@ struct MoeGradients {
 
 /// Backward for dy [T, N]. The top-k choice is piecewise constant (no gradient through it); the weights' gradient
 /// dw_e = dy_t · FFN_e(x_t) goes back through the renormalisation and the softmax / sigmoid to the logits, so to the
-/// router and x; each expert's FFN backward takes its rows' dy scaled by their weights.
+/// router and x; each expert's FFN backward takes its rows' dy scaled by their weights. `roundLogit`: as moeForward's
+/// (the choice and the scores from the rounded logits; the gradient flows through the rounding as through identity).
 inline void moeBackward(const MoeShape &s, Activation act, MoeGating gating, bool renormalize, const double *router,
                         const double *w1, const double *wUp, const double *w2, const double *x, const double *dy,
-                        const MoeGradients &g) {
+                        const MoeGradients &g, LogitRounding roundLogit = nullptr) {
   const int64_t D = s.model, H = s.hidden, N = s.out, E = s.experts;
   if (g.dx)
     std::fill(g.dx, g.dx + s.tokens * D, 0.0);
@@ -133,7 +134,7 @@ inline void moeBackward(const MoeShape &s, Activation act, MoeGating gating, boo
     std::fill(g.dRouter, g.dRouter + D * E, 0.0);
   std::vector<MoeRoute> routes;
   for (int64_t t = 0; t < s.tokens; ++t)
-    routes.push_back(moeRoute(s, gating, renormalize, router, x + t * D));
+    routes.push_back(moeRoute(s, gating, renormalize, router, x + t * D, roundLogit));
   std::vector<std::vector<double>> dWeight(s.tokens, std::vector<double>(s.topK, 0.0));
   for (int64_t e = 0; e < E; ++e) {
     // The expert's rows: (token, slot) pairs routed to it.

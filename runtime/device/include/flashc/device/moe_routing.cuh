@@ -11,12 +11,13 @@
 //   4. moe_combine: a warp a token sums its k expert rows times their weights in f32.
 // The backward (the same workspaces, saved by the forward):
 //   moe_scatter_grad: a warp a routed row: d(expert row) = weight x dy[t], d(weight) = dy[t] . (expert row);
-//     padding rows zeroed. moe_gated_grad: dg, du of the gated experts' h = silu(g) u from dh. moe_select_grad: a
+//     padding rows zeroed. moe_activation_grad: dg (and du) of the experts' h = act(g) (u) from dh. moe_select_grad: a
 //     warp a token: d(logits) from d(weights) through the renormalisation and the softmax / sigmoid (the choice
 //     held fixed). moe_combine with unit weights sums a token's k rows of dx (and the router's part).
 // Workspaces (int32 unless named): counts [E] (zeroed before moe_select), ids [T, k], weights [T, k] f32, ranks
 // [T, k], offsets [E + 1] (padded), groups [1 + capacity / 128], with capacity = moe_padded_capacity(T k, E).
 #pragma once
+#include "flashc/device/activation.cuh"
 #include "flashc/device/moe_layout.h"
 #include "flashc/device/types.cuh"
 
@@ -93,8 +94,10 @@ __device__ __forceinline__ void moe_select(const Elem* logits, long long logits_
 }
 
 // Launch: one block of 1024 threads (experts <= 1024). offsets [E + 1]: expert e's first row in the padded layout;
-// groups [1 + capacity / 128]: the row blocks in use, then each block's expert.
-__device__ __forceinline__ void moe_plan(const int* counts, int experts, int* offsets, int* groups) {
+// groups [1 + capacity / 128]: the row blocks in use, then each block's expert. saved_counts (a training forward's,
+// or null): a copy of the counts for the backward (the counts' own buffer is the program's zeroed scratch).
+__device__ __forceinline__ void moe_plan(const int* counts, int experts, int* offsets, int* groups,
+                                         int* saved_counts = nullptr) {
   __shared__ int warp_sums[32];
   const int e = threadIdx.x, lane = e % 32, warp = e / 32;
   const int blocks = e < experts ? (counts[e] + kMoeGroupRows - 1) / kMoeGroupRows : 0;
@@ -117,6 +120,7 @@ __device__ __forceinline__ void moe_plan(const int* counts, int experts, int* of
   __syncthreads();
   const int first_block = scan - blocks + (warp > 0 ? warp_sums[warp - 1] : 0);
   if (e < experts) {
+    if (saved_counts) saved_counts[e] = counts[e];
     offsets[e] = first_block * kMoeGroupRows;
     for (int b = 0; b < blocks; ++b) groups[1 + first_block + b] = e;
     if (e == experts - 1) {
@@ -208,64 +212,73 @@ __device__ __forceinline__ void moe_combine(const Elem* expert_out, int tokens, 
   }
 }
 
-// Launch: a warp a routed row, routed_rows + experts * 127 warps. d_expert_out [capacity, d_out] (contiguous): row
-// (t, s) = weights[t, s] x dy[t] (rows dy_stride apart), padding rows zero; d_weights[t, s] = dy[t] . expert_out row
-// (f32).
+// Launch: any grid of whole warps (a grid-stride loop: a warp a routed row, then the padding rows). d_expert_out
+// [capacity, d_out] (contiguous): row (t, s) = weights[t, s] x dy[t] (rows dy_stride apart), padding rows zero;
+// d_weights[t, s] = dy[t] . expert_out row (f32).
 template <class Elem>
 __device__ __forceinline__ void moe_scatter_grad(const Elem* dy, long long dy_stride, const Elem* expert_out,
                                                  int tokens, int d_out, int top_k, int experts, const int* counts,
                                                  const int* ids, const float* weights, const int* ranks,
                                                  const int* offsets, Elem* d_expert_out, float* d_weights) {
   const int lane = threadIdx.x % 32;
-  const long long w = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
   const long long routed = static_cast<long long>(tokens) * top_k;
-  if (w >= routed) return moe_zero_padding_row(d_expert_out, d_out, w - routed, experts, counts, offsets, lane);
-  const long long row = offsets[ids[w]] + ranks[w];
-  const Elem* g = dy + (w / top_k) * dy_stride;
-  const Elem* o = expert_out + row * d_out;
-  Elem* out = d_expert_out + row * d_out;
-  const float weight = weights[w];
-  float dot = 0.f;
-  for (int c = 8 * lane; c < d_out; c += 8 * 32) {
-    const uint4 gv = *reinterpret_cast<const uint4*>(g + c), ov = *reinterpret_cast<const uint4*>(o + c);
-    const unsigned gp[4] = {gv.x, gv.y, gv.z, gv.w}, op[4] = {ov.x, ov.y, ov.z, ov.w};
-    unsigned res[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float2 gf = ElemTraits<Elem>::unpack(gp[q]), of = ElemTraits<Elem>::unpack(op[q]);
-      dot = fmaf(gf.x, of.x, fmaf(gf.y, of.y, dot));
-      res[q] = ElemTraits<Elem>::pack(weight * gf.x, weight * gf.y);
+  const long long total = routed + static_cast<long long>(experts) * (kMoeGroupRows - 1);
+  const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+  for (long long w = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32; w < total; w += warps) {
+    if (w >= routed) {
+      moe_zero_padding_row(d_expert_out, d_out, w - routed, experts, counts, offsets, lane);
+      continue;
     }
-    *reinterpret_cast<uint4*>(out + c) = make_uint4(res[0], res[1], res[2], res[3]);
+    const long long row = offsets[ids[w]] + ranks[w];
+    const Elem* g = dy + (w / top_k) * dy_stride;
+    const Elem* o = expert_out + row * d_out;
+    Elem* out = d_expert_out + row * d_out;
+    const float weight = weights[w];
+    float dot = 0.f;
+    for (int c = 8 * lane; c < d_out; c += 8 * 32) {
+      const uint4 gv = *reinterpret_cast<const uint4*>(g + c), ov = *reinterpret_cast<const uint4*>(o + c);
+      const unsigned gp[4] = {gv.x, gv.y, gv.z, gv.w}, op[4] = {ov.x, ov.y, ov.z, ov.w};
+      unsigned res[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float2 gf = ElemTraits<Elem>::unpack(gp[q]), of = ElemTraits<Elem>::unpack(op[q]);
+        dot = fmaf(gf.x, of.x, fmaf(gf.y, of.y, dot));
+        res[q] = ElemTraits<Elem>::pack(weight * gf.x, weight * gf.y);
+      }
+      *reinterpret_cast<uint4*>(out + c) = make_uint4(res[0], res[1], res[2], res[3]);
+    }
+    for (int o2 = 16; o2 > 0; o2 >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o2);
+    if (lane == 0) d_weights[w] = dot;
   }
-  for (int o2 = 16; o2 > 0; o2 >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o2);
-  if (lane == 0) d_weights[w] = dot;
 }
 
-// Grid-stride over the rows in use (offsets[experts]) x h / 8 chunks: the gated experts' h = silu(g) u, from dh:
-// dg = dh u silu'(g), du = dh silu(g) (silu'(g) = s (1 + g (1 - s)), s the logistic of g). [capacity, h] each.
-template <class Elem>
-__device__ __forceinline__ void moe_gated_grad(const Elem* g, const Elem* u, const Elem* dh, int h, int experts,
-                                               const int* offsets, Elem* dg, Elem* du) {
+// Grid-stride over the rows in use (offsets[experts]) x h / 8 chunks (any grid, any block): the experts' activation
+// backward from dh [capacity, h]. Gated (h = act(g) u): dg = dh u act'(g), du = dh act(g); plain (h = act(g), u and
+// du unused): dg = dh act'(g). Padding rows hold g = u = 0 (the permuted padding rows are zero) and dh = 0 there.
+template <Act kAct, bool kGated, class Elem>
+__device__ __forceinline__ void moe_activation_grad(const Elem* g, const Elem* u, const Elem* dh, int h, int experts,
+                                                    const int* offsets, Elem* dg, Elem* du) {
   const long long chunks = static_cast<long long>(offsets[experts]) * (h / 8);
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long at = i * 8;
-    const uint4 gv = *reinterpret_cast<const uint4*>(g + at), uv = *reinterpret_cast<const uint4*>(u + at),
-                hv = *reinterpret_cast<const uint4*>(dh + at);
+    const uint4 gv = *reinterpret_cast<const uint4*>(g + at), hv = *reinterpret_cast<const uint4*>(dh + at);
+    const uint4 uv = kGated ? *reinterpret_cast<const uint4*>(u + at) : gv;
     const unsigned gp[4] = {gv.x, gv.y, gv.z, gv.w}, up[4] = {uv.x, uv.y, uv.z, uv.w}, hp[4] = {hv.x, hv.y, hv.z, hv.w};
     unsigned rg[4], ru[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const float2 gf = ElemTraits<Elem>::unpack(gp[q]), uf = ElemTraits<Elem>::unpack(up[q]),
                    hf = ElemTraits<Elem>::unpack(hp[q]);
-      const float s0 = 1.f / (1.f + __expf(-gf.x)), s1 = 1.f / (1.f + __expf(-gf.y));
-      rg[q] = ElemTraits<Elem>::pack(hf.x * uf.x * s0 * (1.f + gf.x * (1.f - s0)),
-                                     hf.y * uf.y * s1 * (1.f + gf.y * (1.f - s1)));
-      ru[q] = ElemTraits<Elem>::pack(hf.x * gf.x * s0, hf.y * gf.y * s1);
+      if constexpr (kGated) {
+        rg[q] = ElemTraits<Elem>::pack(hf.x * uf.x * act_grad<kAct, true>(gf.x), hf.y * uf.y * act_grad<kAct, true>(gf.y));
+        ru[q] = ElemTraits<Elem>::pack(hf.x * act<kAct, true>(gf.x), hf.y * act<kAct, true>(gf.y));
+      } else {
+        rg[q] = ElemTraits<Elem>::pack(hf.x * act_grad<kAct, true>(gf.x), hf.y * act_grad<kAct, true>(gf.y));
+      }
     }
     *reinterpret_cast<uint4*>(dg + at) = make_uint4(rg[0], rg[1], rg[2], rg[3]);
-    *reinterpret_cast<uint4*>(du + at) = make_uint4(ru[0], ru[1], ru[2], ru[3]);
+    if constexpr (kGated) *reinterpret_cast<uint4*>(du + at) = make_uint4(ru[0], ru[1], ru[2], ru[3]);
   }
 }
 

@@ -81,7 +81,14 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"MoePermute", 32, "moe_permute">,
     I32EnumAttrCase<"MoeUp", 33, "moe_up">,
     I32EnumAttrCase<"MoeDown", 34, "moe_down">,
-    I32EnumAttrCase<"MoeCombine", 35, "moe_combine">]> {
+    I32EnumAttrCase<"MoeCombine", 35, "moe_combine">,
+    I32EnumAttrCase<"MoeScatterGrad", 36, "moe_scatter_grad">,
+    I32EnumAttrCase<"MoeDataGrad", 37, "moe_data_grad">,
+    I32EnumAttrCase<"MoeDataGradAccumulate", 38, "moe_data_grad_accumulate">,
+    I32EnumAttrCase<"MoeActivationGrad", 39, "moe_activation_grad">,
+    I32EnumAttrCase<"MoeWeightGrad", 40, "moe_weight_grad">,
+    I32EnumAttrCase<"MoeSelectGrad", 41, "moe_select_grad">,
+    I32EnumAttrCase<"MoeGatherGrad", 42, "moe_gather_grad">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -353,16 +360,38 @@ def Tile_MoeSpecAttr : AttrDef<Tile_Dialect, "MoeSpec"> {
     symbols of its sizes).
       moe_combine (expert_out, ids, weights, ranks, offsets, y): y[t] = sum of
                   the token's weights x its expert rows.
+    With `train` (a training forward) the plan also copies the counts into a
+    fifth tensor, saved_counts, and the up projection also stores its
+    pre-activations (pre; gated: gate and up) after hidden, for the backward:
+      moe_scatter_grad (dy, expert_out, counts, ids, weights, ranks, offsets,
+                  d_expert_out, d_weights): d_expert_out row = weight x dy[t]
+                  (padding rows zero), d_weights = dy[t] . expert_out row (f32).
+      moe_data_grad (logits, a, w, groups, c): c = a_e w[e]ᵀ over the permuted
+                  rows (w [E, n, k]); moe_data_grad_accumulate: c += a_e w[e]ᵀ.
+      moe_activation_grad (logits, pre, [up], dh, offsets, d_pre, [d_up]):
+                  d_pre = dh act'(pre) (gated: dh up act'(gate), d_up = dh
+                  act(gate)) over the rows in use.
+      moe_weight_grad (logits, a, b, offsets, dw): dw[e] = a_eᵀ b_e over each
+                  expert's rows (dw [E, m, n]; zeros for an expert without).
+      moe_select_grad (logits, ids, weights, d_weights, d_logits): d_logits
+                  through the renormalisation and the softmax / sigmoid, the
+                  choice held fixed.
+      moe_gather_grad (dx_perm, ids, ranks, offsets, dx): dx[t] = sum of the
+                  token's k rows of dx_perm.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
     "int64_t":$experts, "int64_t":$top_k, "bool":$sigmoid, "bool":$renormalize,
-    EnumParameter<Tile_ActivationKind>:$activation, "bool":$gated, "::mlir::TypeAttr":$element_type);
+    EnumParameter<Tile_ActivationKind>:$activation, "bool":$gated, "::mlir::TypeAttr":$element_type,
+    DefaultValuedParameter<"bool", "false">:$train);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The tensors a kernel of this role takes.
     unsigned tensorCount() const;
+    /// Whether the role is a GEMM (the warp-specialised persistent GEMM runs it: the router, the expert
+    /// projections and their gradients), else a routing kernel of the device library.
+    bool isGemm() const;
   }];
 }
 
