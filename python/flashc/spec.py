@@ -678,7 +678,8 @@ class MoeConfig:
     """One flash.moe configuration (a mixture-of-experts layer, docs/design/moe.md): x [T, d], router [d, E], w1 (and
     w_up when gated) [E, d, h], w2 [E, h, d_out]; each token goes to its top_k experts by softmax or sigmoid scores of
     its router logits (renormalised over the chosen when `renormalize`), y [T, d_out] their weighted sum. E a multiple
-    of 8 up to 256, top_k <= 32, d, h and d_out multiples of 8; sm_90a only (forward: no backward yet)."""
+    of 8 up to 256, top_k <= 32, d, h and d_out multiples of 8; sm_90a only. Its bundle holds the forward, the
+    training forward (which also saves what the backward reads: `saved`) and the backward."""
     dtype: str
     model_dim: int
     hidden_dim: int
@@ -734,8 +735,28 @@ class MoeConfig:
 
     @cached_property
     def key(self):
+        # ("backward": its bundles hold the training forward and the backward since they were built.)
         return "moe_%s_d%dh%do%d_e%dk%d_%s_%s" % (
             self.dtype, self.model_dim, self.hidden_dim, self.out_dim, self.experts, self.top_k, self.gating,
-            _short_hash("v%d" % KEY_VERSION, ",".join(self.archs), self.spec_text()))
+            _short_hash("v%d" % KEY_VERSION, "backward", ",".join(self.archs), self.spec_text()))
 
     program = "moe"
+    forward_train_program = "moe_forward_train"
+    backward_program = "moe_backward"
+
+    def capacity(self, tokens):
+        """The permuted layout's rows for `tokens` tokens: T top_k routed rows, each expert's padded to a multiple of
+        128 (the device library's moe_padded_capacity)."""
+        return (tokens * self.top_k + 127 * self.experts) // 128 * 128
+
+    def saved(self, tokens):
+        """(name, shape, dtype name) of each tensor the training forward saves for the backward, in program order
+        (flash-tile's MoeSaved): the routing, the permuted rows and the experts' activations."""
+        t, e, k, c = tokens, self.experts, self.top_k, self.capacity(tokens)
+        rows = [("pre", (c, self.hidden_dim))] if not self.gated else [("gate", (c, self.hidden_dim)),
+                                                                        ("up", (c, self.hidden_dim))]
+        return ([("logits", (t, e), self.dtype), ("expert_counts", (e,), "i32"), ("ids", (t * k,), "i32"),
+                 ("route_weights", (t * k,), "f32"), ("ranks", (t * k,), "i32"), ("offsets", (e + 1,), "i32"),
+                 ("groups", (c // 128 + 1,), "i32"), ("permuted", (c, self.model_dim), self.dtype)] +
+                [(name, shape, self.dtype) for name, shape in rows] +
+                [("hidden", (c, self.hidden_dim), self.dtype), ("expert_out", (c, self.out_dim), self.dtype)])

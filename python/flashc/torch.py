@@ -934,6 +934,64 @@ def _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation)
                      renormalize=renormalize, activation=activation, gated=w_up is not None)
 
 
+_SAVED_DTYPES = {"i32": torch.int32, "f32": torch.float32}
+
+
+def _moe_inputs(x, router, w1, w2, w_up):
+    args = dict(x=x, router=router, w1=w1, w2=w2)
+    if w_up is not None:
+        args["w_up"] = w_up
+    return args
+
+
+class _Moe(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, router, w1, w2, w_up, config, train):
+        tokens = x.shape[0]
+        y = torch.empty(tokens, config.out_dim, dtype=x.dtype, device=x.device)
+        ctx.config = config
+        ctx.set_materialize_grads(False)
+        ctx.gated = w_up is not None
+        if tokens == 0:
+            ctx.save_for_backward(x, router, w1, w2, w_up)
+            return y
+        args = _moe_inputs(x, router, w1, w2, w_up)
+        args["y"] = y
+        bundle = cache.load_bundle(config)
+        if not train:
+            _launch(bundle, config.program, x.device, args)
+            return y
+        # The training forward also writes the routing and the activations the backward reads.
+        saved = [torch.empty(shape, dtype=_SAVED_DTYPES.get(dtype, x.dtype), device=x.device)
+                 for _, shape, dtype in config.saved(tokens)]
+        args.update((name, t) for (name, _, _), t in zip(config.saved(tokens), saved))
+        _launch(bundle, config.forward_train_program, x.device, args)
+        ctx.save_for_backward(x, router, w1, w2, w_up, *saved)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        if dy is None:  # y did not reach the loss
+            return (None,) * 7
+        x, router, w1, w2, w_up, *saved = ctx.saved_tensors
+        config = ctx.config
+        grads = {"dx": torch.empty_like(x), "drouter": torch.empty_like(router), "dw1": torch.empty_like(w1),
+                 "dw2": torch.empty_like(w2)}
+        if w_up is not None:
+            grads["dw_up"] = torch.empty_like(w_up)
+        if x.shape[0] == 0:
+            for g in grads.values():
+                g.zero_()
+        else:
+            args = _moe_inputs(x, router, w1, w2, w_up)
+            args.update((name, t) for (name, _, _), t in zip(config.saved(x.shape[0]), saved))
+            args["dy"] = dy.contiguous()
+            args.update(grads)
+            _launch(cache.load_bundle(config), config.backward_program, x.device, args)
+        return grads["dx"], grads["drouter"], grads["dw1"], grads["dw2"], grads.get("dw_up"), None, None
+
+
 def moe(x, router, w1, w2, w_up=None, top_k=2, gating="softmax", renormalize=False, activation="silu"):
     """A mixture-of-experts layer (flash.moe; docs/design/moe.md): each token of x [T, d] goes to the top_k experts by
     the softmax (or sigmoid) of its router logits x · router [d, E] (the logits in x's dtype, as a bf16 router matmul
@@ -941,20 +999,13 @@ def moe(x, router, w1, w2, w_up=None, top_k=2, gating="softmax", renormalize=Fal
     renormalize: Mixtral's routing; sigmoid + renormalize: DeepSeek-V3's); expert e is act(x · w1[e]) · w2[e], or
     with w_up (act(x · w1[e]) ⊙ (x · w_up[e])) · w2[e] (SwiGLU with silu); y [T, d_out] is the weighted sum.
     w1 / w_up [E, d, h], w2 [E, h, d_out]; bfloat16 or float16, contiguous; E a multiple of 8 up to 256, top_k up to
-    32, d, h, d_out multiples of 8; sm_90a. Forward only: no gradient yet (InvalidArgumentError under autograd)."""
+    32, d, h, d_out multiples of 8; sm_90a. Differentiable in x, router and the weights: the training forward saves
+    the routing and the experts' activations, and the backward takes the gradient through the routing weights, the
+    gating and the router (the top-k choice itself is piecewise constant: no gradient through it)."""
     key = _signature((x, router, w1, w2, w_up), ("moe", top_k, gating, renormalize, activation))
     config = _memo_config(key, lambda: _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation))
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, router, w1, w2, w_up)):
-        raise InvalidArgumentError("moe: no gradient yet (its backward is built in the kernel lab, not in the "
-                                   "compiler); call it under torch.no_grad()")
     for name, t in (("x", x), ("router", router), ("w1", w1), ("w2", w2), ("w_up", w_up)):
         if t is not None and not t.is_contiguous():
             raise InvalidArgumentError("moe: %s must be contiguous" % name)
-    y = torch.empty(x.shape[0], config.out_dim, dtype=x.dtype, device=x.device)
-    if x.shape[0] == 0:
-        return y
-    args = dict(x=x, router=router, w1=w1, w2=w2, y=y)
-    if w_up is not None:
-        args["w_up"] = w_up
-    _launch(cache.load_bundle(config), config.program, x.device, args)
-    return y
+    train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, router, w1, w2, w_up))
+    return _Moe.apply(x, router, w1, w2, w_up, config, train)

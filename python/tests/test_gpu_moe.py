@@ -3,7 +3,9 @@
 Bundles: python -m flashc.prebuild --out DIR tests-moe (or the compiler). Token counts 1 (fewer than the experts), 17,
 300 and 3000 (experts with no token, ragged row counts); the experts are chosen on the router logits rounded to the
 input's dtype, in the reference too (flash.moe's meaning for a 16-bit layer), so both sides route alike and only the
-experts' arithmetic differs. Wrong shapes, dtypes and gradients are refused in the user's terms.
+experts' arithmetic differs. The gradients of x, the router and every expert weight against float64 autograd of the
+same layer with the choice held fixed (the logits' rounding passed through as identity). Wrong shapes and dtypes are
+refused in the user's terms.
 """
 
 import unittest
@@ -65,6 +67,34 @@ def reference(config, x, router, w1, w2, w_up, act_dtype=None):
     return y if act_dtype == torch.float64 else y.to(x.dtype).double()
 
 
+def reference_grads(config, x, router, w1, w2, w_up, dy):
+    """float64 autograd of the layer: {name: gradient} for x, router, w1, w2 (, w_up); the experts chosen on the
+    logits rounded to x's dtype (the rounding's gradient: identity), no gradient through the choice."""
+    leaves = {name: t.detach().double().requires_grad_() for name, t in
+              (("x", x), ("router", router), ("w1", w1), ("w2", w2), ("w_up", w_up)) if t is not None}
+    xd, rd = leaves["x"], leaves["router"]
+    exact = xd @ rd
+    logits = exact + (exact.detach().to(x.dtype).double() - exact.detach())
+    scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
+    _, ids = torch.sort(scores.detach(), dim=1, descending=True, stable=True)
+    ids = ids[:, :config.top_k]
+    top = scores.gather(1, ids)
+    weights = top / top.sum(1, keepdim=True) if config.renormalize else top
+    act = ACTIVATIONS[config.activation]
+    y = torch.zeros(x.shape[0], config.out_dim, dtype=torch.float64, device=x.device)
+    for e in range(config.experts):
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        xe = xd[tok]
+        hidden = act(xe @ leaves["w1"][e])
+        if "w_up" in leaves:
+            hidden = hidden * (xe @ leaves["w_up"][e])
+        y = y.index_add(0, tok, weights[tok, slot, None] * (hidden @ leaves["w2"][e]))
+    y.backward(dy.double())
+    return {name: t.grad for name, t in leaves.items()}
+
+
 @requires_cuda
 class MoeGpuTest(unittest.TestCase):
     @classmethod
@@ -118,10 +148,41 @@ class MoeGpuTest(unittest.TestCase):
             with self.subTest(words=words), self.assertRaises(InvalidArgumentError) as caught:
                 call()
             self.assertIn(words, str(caught.exception))
-        leaf = x.clone().requires_grad_()
-        with self.assertRaises(InvalidArgumentError) as caught:
-            ft.moe(leaf, router, w1, w2, w_up=w_up)
-        self.assertIn("no gradient yet", str(caught.exception))
+
+    def test_gradients(self):
+        # Norm-relative bounds of the dtype (flashc-run's): bf16 2e-2, f16 5e-3.
+        for i, config in enumerate(configs.TEST_MOE):
+            bound = 2e-2 if config.dtype == "bf16" else 5e-3
+            for j, tokens in enumerate((1, 17, 300)):
+                with self.subTest(config=config.describe(), tokens=tokens):
+                    x, router, w1, w2, w_up = make_case(config, tokens, seed=100 + 10 * i + j)
+                    leaves = [t.clone().requires_grad_() for t in (x, router, w1, w2)]
+                    up = w_up.clone().requires_grad_() if w_up is not None else None
+                    y = self.call(config, *leaves, up)
+                    dy = torch.randn(tokens, config.out_dim, device="cuda", dtype=x.dtype)
+                    # a non-contiguous dy (rows twice as far apart) is taken as well
+                    wide = torch.cat([dy, dy], dim=1)[:, :config.out_dim] if j == 1 else dy
+                    y.backward(wide)
+                    want = reference_grads(config, x, router, w1, w2, w_up, dy)
+                    got = dict(zip(("x", "router", "w1", "w2"), (t.grad for t in leaves)))
+                    if up is not None:
+                        got["w_up"] = up.grad
+                    for name, ref in want.items():
+                        g = got[name]
+                        self.assertIsNotNone(g, name)
+                        self.assertFalse(torch.isnan(g).any(), "NaN in d%s" % name)
+                        err = ((g.double() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+                        self.assertLessEqual(err, bound, "%s, %d tokens: d%s relative error %.3g (bound %.0g)" % (
+                            config.describe(), tokens, name, err, bound))
+
+    def test_gradients_of_no_tokens(self):
+        config = configs.TEST_MOE[0]
+        x, router, w1, w2, w_up = make_case(config, 0, seed=2)
+        leaves = [t.clone().requires_grad_() for t in (x, router, w1, w2)]
+        y = self.call(config, *leaves, w_up)
+        y.sum().backward()
+        for t in leaves:
+            self.assertEqual(t.grad.abs().sum().item(), 0.0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 // has one, `meta train_of` naming the forward) runs that next, on the same
 // inputs: its outputs and the activations it saves (pre and h; gated: gate, up
 // and h) are checked too, and the backward reads those saved tensors. The
-// training forward is not checked on its own. Prints one line per output and
+// training forward is not checked on its own. A mixture of experts (`meta op moe`) runs the same way: its forward,
+// its training forward (y and the routing it saves) and its backward. Prints one line per output and
 // exits non-zero when any error is above its bound. With no GPU it says so
 // and exits 0 (nothing to run). Runtime-only: builds without MLIR.
 //
@@ -1222,10 +1223,64 @@ struct Runner {
                     renormalize, router.host.data(), w1.host.data(), gated ? wUp.host.data() : nullptr, w2.host.data(),
                     x.host.data(), refY.data(), nullptr, round);
     report(p.name, "y", compare(y.host, refY), boundFor(y.dtype));
+
+    // The training forward (`meta forward_train`): the same inputs, y poisoned and checked again, and what it saves
+    // for the backward (TileLowering.h MoeSaved; sizes from the manifest's expressions of T), which the backward
+    // (`meta backward`) then reads with a random dy; its gradients against float64 with the choice held fixed.
+    const ProgramSpec *train = bundle->findProgram(meta(p, "forward_train"));
+    const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward"));
+    if (!train || !bwd) return;
+    std::vector<std::string> savedNames = {"logits", "expert_counts", "ids", "route_weights", "ranks", "offsets",
+                                           "groups", "permuted"};
+    for (const char *name : gated ? std::vector<const char *>{"gate", "up"} : std::vector<const char *>{"pre"})
+      savedNames.push_back(name);
+    savedNames.insert(savedNames.end(), {"hidden", "expert_out"});
+    std::map<std::string, Buffer> saved;
+    for (const std::string &name : savedNames) {
+      saved[name] = makeParam(train->name, name, sym);
+      if (!poison(saved[name])) { ++failures; return; }
+      bind(args, name, saved[name]);
+    }
+    if (!poison(y) || !launch(train->name, args) || !download(y)) { ++failures; return; }
+    report(train->name, "y", compare(y.host, refY), boundFor(y.dtype));
+
+    Buffer dy = makeParam(bwd->name, "dy", sym);
+    randomFill(dy, rng);
+    if (!upload(dy)) { ++failures; return; }
+    Arguments bargs;
+    bind(bargs, "x", x), bind(bargs, "router", router), bind(bargs, "w1", w1), bind(bargs, "w2", w2);
+    if (gated) bind(bargs, "w_up", wUp);
+    for (const std::string &name : savedNames) bind(bargs, name, saved[name]);
+    bind(bargs, "dy", dy);
+    std::vector<std::pair<std::string, Buffer>> grads;
+    for (const char *name : {"dx", "drouter", "dw1", "dw_up", "dw2"}) {
+      if (std::string(name) == "dw_up" && !gated) continue;
+      grads.push_back({name, makeParam(bwd->name, name, sym)});
+    }
+    for (auto &[name, g] : grads) {
+      if (!poison(g)) { ++failures; return; }
+      bind(bargs, name, g);
+    }
+    if (!launch(bwd->name, bargs)) return;
+    std::map<std::string, std::vector<double>> ref;
+    for (auto &[name, g] : grads) {
+      if (!download(g)) { ++failures; return; }
+      ref[name].assign(size_t(g.count()), 0.0);
+    }
+    ref::MoeGradients rg;
+    rg.dx = ref["dx"].data(), rg.dRouter = ref["drouter"].data(), rg.dw1 = ref["dw1"].data();
+    rg.dwUp = gated ? ref["dw_up"].data() : nullptr, rg.dw2 = ref["dw2"].data();
+    ref::moeBackward(s, *ref::parseActivation(act),
+                     gating == "sigmoid" ? ref::MoeGating::Sigmoid : ref::MoeGating::Softmax, renormalize,
+                     router.host.data(), w1.host.data(), gated ? wUp.host.data() : nullptr, w2.host.data(),
+                     x.host.data(), dy.host.data(), rg, round);
+    for (auto &[name, g] : grads)
+      report(bwd->name, name, compare(g.host, ref[name]), boundFor(g.dtype));
   }
 
   void runProgram(const ProgramSpec &p) {
-    if (meta(p, "op") == "moe") return runMoe(p);
+    // (A training forward of a mixture of experts runs with its forward.)
+    if (meta(p, "op") == "moe") return meta(p, "train_of").empty() ? runMoe(p) : void();
     if (meta(p, "op") == "attention_decode" || meta(p, "op") == "kv_append") return runDecode(p);
     if (meta(p, "op") == "attention_varlen") return runVarlen(p);
     auto [attention, ffn] = forwardParts(p);

@@ -252,10 +252,11 @@ FailureOr<WsKernel> emitMoeRouting(tile::KernelOp kernel, tile::MoeSpecAttr spec
     unsigned dh = gated ? 3 : 2;
     out << "  flashc::device::moe_activation_grad<flashc::device::"
         << activationEnumerator(spec.getActivation()) << ", " << (gated ? "true" : "false") << ">("
-        << data(1, "const " + elem) << ", " << (gated ? data(2, "const " + elem) : "nullptr") << ", "
+        << data(1, "const " + elem) << ", "
+        << (gated ? data(2, "const " + elem) : "static_cast<const " + elem + "*>(nullptr)") << ", "
         << data(dh, "const " + elem) << ", static_cast<int>(" << cppNames[1] << ".shape[1]), " << e << ", "
         << data(dh + 1, "const int") << ", " << data(dh + 2, elem) << ", "
-        << (gated ? data(dh + 3, elem) : std::string("nullptr")) << ");\n";
+        << (gated ? data(dh + 3, elem) : "static_cast<" + elem + "*>(nullptr)") << ");\n";
     break;
   }
   case KernelRole::MoeSelectGrad: // (logits, ids, weights, d_weights, d_logits)

@@ -62,6 +62,21 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
        ffnBackward = false;
   int decodeOps = 0, varlenOps = 0, varlenBackwards = 0, appendOps = 0, moeOps = 0, moeBackwards = 0;
   bool ffnActivations = false; // a GEMM-family kernel of an FFN (not the plain GEMMs of a mixture's router)
+  // A training forward (`<f>_forward_train`) pairs with `<f>`'s backward; `<f>` names both.
+  auto pairForward = [&]() {
+    auto has = [&](StringRef name) {
+      return llvm::any_of(programs, [&](const auto &scope) { return scope->func.getSymName() == name; });
+    };
+    StringRef name = program.name;
+    std::string forward = name.ends_with("_forward_train") ? name.drop_back(14).str() : name.str();
+    bool train = forward != name && has(forward);
+    if (train)
+      program.meta["train_of"] = forward;
+    else if (has(forward + "_forward_train"))
+      program.meta["forward_train"] = forward + "_forward_train";
+    if (has(forward + "_backward"))
+      program.meta["backward"] = forward + "_backward";
+  };
   // The status workspace of a kernel (its last argument): the runtime reads it after the program.
   // The program value kernel `kernelName` takes as argument `index` (null when not launched).
   auto launchArg = [&](const std::string &kernelName, unsigned index) -> Value {
@@ -209,11 +224,13 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
     return;
   }
   if (moeOps || moeBackwards) {
-    // One mixture of experts alone is what flashc-run checks; beside other ops the program is a block. (Its
-    // backward's router gradients are plain GEMMs: not an FFN.)
+    // One mixture of experts alone is what flashc-run checks (a forward with its training forward and backward);
+    // beside other ops the program is a block. (Its backward's router gradients are plain GEMMs: not an FFN.)
     bool others = varlenOps || decodeOps || appendOps || attentionForward || attentionBackward;
     bool alone = moeOps + moeBackwards == 1 && !others && (moeBackwards ? !ffnActivations : !ffnForward);
     program.meta["op"] = !alone ? "block" : moeOps ? "moe" : "moe_backward";
+    if (alone && moeOps)
+      pairForward();
     if (!alone)
       for (const char *key : {"top_k", "gating", "renormalize", "activation"})
         program.meta.erase(key);
@@ -252,22 +269,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
         program.meta.erase(key);
     return;
   }
-  if ((attentionForward || ffnForward) && !attentionBackward && !ffnBackward) {
-    // A training forward (`<f>_forward_train`) pairs with `<f>`'s backward;
-    // `<f>` names both.
-    auto has = [&](StringRef name) {
-      return llvm::any_of(programs, [&](const auto &scope) { return scope->func.getSymName() == name; });
-    };
-    StringRef name = program.name;
-    std::string forward = name.ends_with("_forward_train") ? name.drop_back(14).str() : name.str();
-    bool train = forward != name && has(forward);
-    if (train)
-      program.meta["train_of"] = forward;
-    else if (has(forward + "_forward_train"))
-      program.meta["forward_train"] = forward + "_forward_train";
-    if (has(forward + "_backward"))
-      program.meta["backward"] = forward + "_backward";
-  }
+  if ((attentionForward || ffnForward) && !attentionBackward && !ffnBackward)
+    pairForward();
   int kinds = attentionForward + attentionBackward + (ffnForward && !ffnBackward) + ffnBackward;
   if (kinds != 1) {
     // Several fused ops in one program (a transformer block), forward or backward.

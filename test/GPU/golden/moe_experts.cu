@@ -65,7 +65,7 @@ extern "C" __global__ void moe_routing(const Elem* logits, const Elem* x, Elem* 
   case 4: dev::moe_combine(permuted, tokens, d, top_k, ids, weights, ranks, offsets, y, d, x); break;
   case 5: dev::moe_scatter_grad(y, d, permuted, tokens, d, top_k, experts, counts, ids, weights, ranks, offsets, dg, d_weights); break;
   case 6: dev::moe_activation_grad<dev::Act::Silu, true>(x, y, permuted, d, experts, offsets, dg, du); break;
-  case 9: dev::moe_activation_grad<dev::Act::GeluTanh, false>(x, nullptr, permuted, d, experts, offsets, dg, nullptr); break;
+  case 9: dev::moe_activation_grad<dev::Act::GeluTanh, false>(x, static_cast<const Elem*>(nullptr), permuted, d, experts, offsets, dg, static_cast<Elem*>(nullptr)); break;
   case 7: dev::moe_select_grad<dev::MoeGating::Softmax, false>(logits, tokens, experts, top_k, ids, weights, d_weights, d_logits); break;
   default: dev::moe_select_grad<dev::MoeGating::Sigmoid, true>(logits, tokens, experts, top_k, ids, weights, d_weights, d_logits); break;
   }
