@@ -83,6 +83,9 @@ private:
   }
   LogicalResult kvAppend(KvAppendOp op);
   LogicalResult moe(MoeOp op);
+  LogicalResult topK(TopKOp op);
+  LogicalResult expertFfn(ExpertFfnOp op);
+  LogicalResult combine(CombineOp op);
   LogicalResult varlen(VarlenAttentionOp op);
   LogicalResult ffn(FfnOp op);
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
@@ -250,6 +253,18 @@ LogicalResult Evaluator::matmul(MatmulOp op) {
                  (tb ? w[j * k + p] : w[p * n + j]);
         c[i * n + j] = sum;
       }
+  }
+  // A 16-bit router's logits (scored by a softmax or sigmoid that a flash.top_k selects on) are held as their type:
+  // a choice between near-equal scores is the one the 16-bit layer makes (flash.moe's meaning, reference/moe.h).
+  Type element = op.getResult().getType().getElementType();
+  bool routes = (element.isBF16() || element.isF16()) && llvm::any_of(op->getUsers(), [](Operation *user) {
+    return isa<SoftmaxOp, SigmoidOp>(user) &&
+           llvm::any_of(user->getUsers(), [](Operation *next) { return isa<TopKOp>(next); });
+  });
+  if (routes) {
+    ref::LogitRounding round = ref::logitRounding16(element.isBF16());
+    for (double &v : result.data)
+      v = round(v);
   }
   values[op.getResult()] = std::move(result);
   return success();
@@ -511,6 +526,70 @@ LogicalResult Evaluator::moe(MoeOp op) {
   return success();
 }
 
+LogicalResult Evaluator::topK(TopKOp op) {
+  const ReferenceTensor &scores = get(op.getScores());
+  int64_t rows = scores.shape[0], n = scores.shape[1], k = static_cast<int64_t>(op.getK());
+  if (k > n)
+    return op.emitError() << "at run time scores " << formatShape(scores.shape) << " have fewer than k = " << k
+                          << " columns";
+  ReferenceTensor top(std::vector<int64_t>{rows, k}), indices(std::vector<int64_t>{rows, k});
+  std::vector<int64_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = &scores.data[r * n];
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    for (int64_t j = 0; j < k; ++j) {
+      top.data[r * k + j] = row[order[j]];
+      indices.data[r * k + j] = static_cast<double>(order[j]);
+    }
+  }
+  values[op.getValues()] = std::move(top);
+  values[op.getIndices()] = std::move(indices);
+  return success();
+}
+
+LogicalResult Evaluator::expertFfn(ExpertFfnOp op) {
+  const ReferenceTensor &x = get(op.getInput()), &ids = get(op.getIds());
+  const ReferenceTensor &w1 = get(op.getW1()), &w2 = get(op.getW2());
+  const ReferenceTensor *wUp = op.getWUp() ? &get(op.getWUp()) : nullptr;
+  int64_t tokens = x.shape[0], d = x.shape[1], k = ids.shape[1];
+  int64_t experts = w1.shape[0], h = w1.shape[2], n = w2.shape[2];
+  if (ids.shape[0] != tokens)
+    return op.emitError() << "at run time ids " << formatShape(ids.shape) << " do not match input "
+                          << formatShape(x.shape);
+  ReferenceTensor result(std::vector<int64_t>{tokens, k, n});
+  ref::FfnShape shape{1, d, h, n};
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t e = static_cast<int64_t>(ids.data[t * k + j]);
+      if (e < 0 || e >= experts)
+        return op.emitError() << "at run time token " << t << " names expert " << e << " of " << experts;
+      ref::FfnWeights w;
+      w.w1 = w1.data.data() + e * d * h;
+      w.wUp = wUp ? wUp->data.data() + e * d * h : nullptr;
+      w.w2 = w2.data.data() + e * h * n;
+      ref::ffnForward(shape, referenceActivation(op.getActivation()), w, x.data.data() + t * d,
+                      result.data.data() + (t * k + j) * n);
+    }
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
+LogicalResult Evaluator::combine(CombineOp op) {
+  const ReferenceTensor &rows = get(op.getRows()), &weights = get(op.getWeights());
+  int64_t tokens = rows.shape[0], k = rows.shape[1], n = rows.shape[2];
+  if (weights.shape != std::vector<int64_t>{tokens, k})
+    return op.emitError() << "at run time weights " << formatShape(weights.shape) << " do not match rows "
+                          << formatShape(rows.shape);
+  ReferenceTensor result(std::vector<int64_t>{tokens, n});
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t c = 0; c < n; ++c)
+        result.data[t * n + c] += weights.data[t * k + j] * rows.data[(t * k + j) * n + c];
+  values[op.getResult()] = std::move(result);
+  return success();
+}
+
 LogicalResult Evaluator::run(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<MatmulOp>([&](auto matmulOp) { return matmul(matmulOp); })
@@ -526,6 +605,23 @@ LogicalResult Evaluator::run(Operation *op) {
         return elementwise(op, useTanh ? ref::geluTanh : ref::geluErf);
       })
       .Case<SiluOp>([&](auto) { return elementwise(op, ref::silu); })
+      .Case<SigmoidOp>([&](auto) { return elementwise(op, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); })
+      .Case<NormalizeOp>([&](NormalizeOp normalizeOp) -> LogicalResult {
+        ReferenceTensor result = get(normalizeOp.getInput());
+        int64_t cols = result.shape.back(), rows = cols ? result.numElements() / cols : 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum = 0.0;
+          for (int64_t c = 0; c < cols; ++c)
+            sum += result.data[r * cols + c];
+          for (int64_t c = 0; c < cols; ++c)
+            result.data[r * cols + c] /= sum;
+        }
+        values[normalizeOp.getResult()] = std::move(result);
+        return success();
+      })
+      .Case<TopKOp>([&](auto topKOp) { return topK(topKOp); })
+      .Case<ExpertFfnOp>([&](auto expertOp) { return expertFfn(expertOp); })
+      .Case<CombineOp>([&](auto combineOp) { return combine(combineOp); })
       .Case<ReluOp>([&](auto) { return elementwise(op, ref::relu); })
       .Case<AddOp>([&](auto addOp) { return add(addOp); })
       .Case<MulOp>([&](MulOp mulOp) -> LogicalResult {

@@ -110,8 +110,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     // the function instead of "<unknown>:0".
     Location where = llvm::isa<UnknownLoc>(op.getLoc()) ? func.getLoc() : op.getLoc();
     return emitError(where) << "flash-tile: '" << op.getName()
-                            << "' has no tile lowering; run flash-fuse-attention and "
-                               "flash-fuse-ffn first (only fused ops are tiled)";
+                            << "' has no tile lowering; run flash-fuse-attention, "
+                               "flash-fuse-ffn and flash-fuse-moe first (only fused ops are tiled)";
   }
 
   for (Operation &op : body)

@@ -46,6 +46,7 @@ bool isBackwardForm(llvm::StringRef form) {
 void buildGraphPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createFuseAttention());
   pm.addPass(createFuseFFN());
+  pm.addPass(createFuseMoE());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

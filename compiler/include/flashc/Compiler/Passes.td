@@ -44,6 +44,17 @@ def FuseFFN : Pass<"flash-fuse-ffn"> {
   let dependentDialects = ["::mlir::flash::FlashDialect"];
 }
 
+def FuseMoE : Pass<"flash-fuse-moe"> {
+  let summary = "Fuse a mixture of experts' graph spelling into flash.moe";
+  let description = [{
+    Rewrites  logits = x·router;  s = softmax(logits) | sigmoid(logits);
+    w, ids = top_k(s);  [w = normalize(w)];  rows = expert_ffn(x, ids, ...);
+    y = combine(rows, w)  into `flash.moe` (FuseMoE.cpp). Intermediates must
+    have no other use; a warning at the combine names what blocks the rewrite.
+  }];
+  let dependentDialects = ["::mlir::flash::FlashDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level (docs/tile-dialect.md)
 //===----------------------------------------------------------------------===//

@@ -522,6 +522,68 @@ LogicalResult AttentionOp::verify() {
 // FfnOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult TopKOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType scores = getScores().getType();
+  if (failed(checkRank(op, "scores", scores, 2, 2, "[T, N]")))
+    return failure();
+  int64_t k = static_cast<int64_t>(getK()), n = scores.getDimSize(1);
+  if (k < 1 || (!ShapedType::isDynamic(n) && k > n))
+    return emitOpError() << "k = " << k << " must be in [1, N = " << n << "]";
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"values", getValues().getType()},
+                            {"indices", getIndices().getType()}})
+    if (failed(checkShape(op, name, type, {scores.getDimSize(0), k}, "[T, k]")))
+      return failure();
+  return checkSameElementType(op, "values", getValues().getType(), "scores", scores);
+}
+
+LogicalResult NormalizeOp::verify() {
+  return checkRank(getOperation(), "input", getInput().getType(), 1, INT64_MAX, "[..., N]");
+}
+
+LogicalResult ExpertFfnOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType inputType = getInput().getType();
+  if (failed(checkRank(op, "input", inputType, 2, 2, "[T, d]")) ||
+      failed(checkRank(op, "ids", getIds().getType(), 2, 2, "[T, k]")) ||
+      failed(checkShape(op, "ids", getIds().getType(), {inputType.getDimSize(0), kAnySize}, "[T, k]")))
+    return failure();
+  auto checkWeight = [&](StringRef name, RankedTensorType type, ArrayRef<int64_t> shape,
+                         StringRef symbolic) -> LogicalResult {
+    if (failed(checkRank(op, name, type, 3, 3, symbolic)) ||
+        failed(checkSameElementType(op, name, type, "input", inputType)))
+      return failure();
+    if (!type.hasStaticShape())
+      return op->emitOpError() << name << " must have a static shape " << symbolic << ", got " << type;
+    return checkShape(op, name, type, shape, symbolic);
+  };
+  RankedTensorType w1 = getW1().getType();
+  if (failed(checkWeight("w1", w1, {kAnySize, inputType.getDimSize(1), kAnySize}, "[E, d, h]")))
+    return failure();
+  int64_t experts = w1.getDimSize(0), hidden = w1.getDimSize(2);
+  if (TypedValue<RankedTensorType> up = getWUp())
+    if (failed(checkWeight("w_up", up.getType(), {experts, w1.getDimSize(1), hidden}, "[E, d, h]")))
+      return failure();
+  if (failed(checkWeight("w2", getW2().getType(), {experts, hidden, kAnySize}, "[E, h, d_out]")))
+    return failure();
+  return failure(failed(checkShape(op, "result", getResult().getType(),
+                                   {inputType.getDimSize(0), getIds().getType().getDimSize(1),
+                                    getW2().getType().getDimSize(2)},
+                                   "[T, k, d_out]")) ||
+                 failed(checkSameElementType(op, "result", getResult().getType(), "input", inputType)));
+}
+
+LogicalResult CombineOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType rows = getRows().getType();
+  if (failed(checkRank(op, "rows", rows, 3, 3, "[T, k, N]")) ||
+      failed(checkShape(op, "weights", getWeights().getType(), {rows.getDimSize(0), rows.getDimSize(1)}, "[T, k]")) ||
+      failed(checkSameElementType(op, "weights", getWeights().getType(), "rows", rows)) ||
+      failed(checkShape(op, "result", getResult().getType(), {rows.getDimSize(0), rows.getDimSize(2)}, "[T, N]")))
+    return failure();
+  return checkSameElementType(op, "result", getResult().getType(), "rows", rows);
+}
+
 LogicalResult MoeOp::verify() {
   Operation *op = getOperation();
   RankedTensorType inputType = getInput().getType();

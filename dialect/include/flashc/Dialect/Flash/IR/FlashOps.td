@@ -181,6 +181,84 @@ def Flash_ReluOp : Flash_UnaryOp<"relu"> {
   let summary = "max(x, 0)";
 }
 
+def Flash_SigmoidOp : Flash_UnaryOp<"sigmoid"> {
+  let summary = "1 / (1 + exp(-x)) (a mixture of experts' sigmoid gating)";
+}
+
+//===----------------------------------------------------------------------===//
+// Routing ops: a mixture of experts spelled as a graph (flash-fuse-moe)
+//===----------------------------------------------------------------------===//
+
+def Flash_TopKOp : Flash_Op<"top_k"> {
+  let summary = "the k largest values of each row and their indices";
+  let description = [{
+    scores [T, N] -> values [T, k], indices [T, k] (i32): row t's k largest
+    values in descending order, ties to the lower index (a stable sort, as
+    torch.topk and the mixture of experts' kernels choose). A 16-bit graph
+    selects on the values its type holds: the float64 reference rounds a
+    16-bit router matmul whose scores a top_k reads (flash.moe's meaning).
+
+    ```mlir
+    %w, %ids = flash.top_k %probs k = 2 : tensor<?x8xbf16> -> tensor<?x2xbf16>, tensor<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$scores, I64Attr:$k);
+  let results = (outs Flash_FloatTensor:$values, RankedTensorOf<[I32]>:$indices);
+  let assemblyFormat = [{
+    $scores `k` `=` $k attr-dict `:` type($scores) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_NormalizeOp : Flash_UnaryOp<"normalize"> {
+  let summary = "each row divided by its sum (a mixture of experts' renormalised top-k weights)";
+  let description = [{
+    `result[..., j] = x[..., j] / sum_k x[..., k]` over the last dimension.
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_ExpertFfnOp : Flash_Op<"expert_ffn"> {
+  let summary = "each token through the experts its ids name";
+  let description = [{
+    x [T, d], ids [T, k] (i32, each in [0, E)), w1 [E, d, h], optional w_up
+    [E, d, h], w2 [E, h, d_out] -> rows [T, k, d_out]:
+      rows[t, j] = FFN_{ids[t, j]}(x_t)
+    with FFN_e expert e's flash.ffn: act(x · w1[e]) · w2[e], gated
+    (act(x · w1[e]) ⊙ (x · w_up[e])) · w2[e]. The per-expert half of a
+    mixture of experts spelled as a graph; flash.combine sums the rows.
+
+    ```mlir
+    %rows = flash.expert_ffn silu %x, %ids, %w_gate up %w_up, %w_down
+        : (tensor<?x4096xbf16>, tensor<?x2xi32>, tensor<8x4096x14336xbf16>, tensor<8x4096x14336xbf16>,
+           tensor<8x14336x4096xbf16>) -> tensor<?x2x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_Activation:$activation, Flash_FloatTensor:$input, RankedTensorOf<[I32]>:$ids,
+                       Flash_FloatTensor:$w1, Optional<Flash_FloatTensor>:$w_up, Flash_FloatTensor:$w2);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $ids `,` $w1 (`up` $w_up^)? `,` $w2 attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_CombineOp : Flash_Op<"combine"> {
+  let summary = "the weighted sum of each token's k rows";
+  let description = [{
+    rows [T, k, N], weights [T, k] -> result [T, N]:
+    `result[t] = sum_j weights[t, j] · rows[t, j]`.
+
+    ```mlir
+    %y = flash.combine %rows, %w : tensor<?x2x4096xbf16>, tensor<?x2xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Flash_FloatTensor:$rows, Flash_FloatTensor:$weights);
+  let results = (outs Flash_FloatTensor:$result);
+  let assemblyFormat = "$rows `,` $weights attr-dict `:` type($rows) `,` type($weights) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Flash_AddOp : Flash_Op<"add", [AllTypesMatch<["lhs", "result"]>]> {
   let summary = "elementwise sum, or a bias broadcast over leading dimensions";
   let description = [{
@@ -593,9 +671,13 @@ def Flash_MoeOp : Flash_Op<"moe"> {
     flash-tile lowers it to seven #tile.moe kernels (router, select, plan,
     permute, the grouped expert GEMMs, combine; docs/design/moe.md) for 16-bit
     tensors, E a multiple of 8 up to 256, top_k <= 32, d, h and d_out multiples
-    of 8, on sm_90a; no backward yet. A 16-bit layer chooses its experts on the
-    router logits rounded to the element type (the graph spelling's matmul
-    result), as the float64 reference does (reference/moe.h).
+    of 8, on sm_90a; flash-generate-backward gives it a training forward and a
+    backward (x, the router and every weight). A 16-bit layer chooses its
+    experts on the router logits rounded to the element type (the graph
+    spelling's matmul result), as the float64 reference does
+    (reference/moe.h). flash-fuse-moe builds it from its graph spelling:
+    flash.matmul (the router), flash.softmax or flash.sigmoid, flash.top_k,
+    [flash.normalize], flash.expert_ffn, flash.combine.
   }];
   let arguments = (ins
     Flash_Activation:$activation,
