@@ -56,26 +56,36 @@ def main(argv=None):
         tx, tr, tgu, td = (t.detach().clone().requires_grad_() for t in (x, router, w_gu, w_down))
         mine_step = lambda: ft.moe(mx, mr, mg, md, w_up=mu, top_k=k, renormalize=c.renormalize).backward(dy)
         peer_step = lambda grouped: (lambda: torch_moe(tx, tr, tgu, td, k, c.renormalize, grouped).backward(dy))
-        measures = {"flashc": {"fwd": (mine, None), "step": (mine_step, [mx, mr, mg, mu, md])},
+        # The forward with gradients wanted (flashc's training forward, PyTorch's autograd graph): the backward alone
+        # is the step less it.
+        mine_train = lambda: ft.moe(mx, mr, mg, md, w_up=mu, top_k=k, renormalize=c.renormalize)
+        peer_train = lambda grouped: (lambda: torch_moe(tx, tr, tgu, td, k, c.renormalize, grouped))
+        measures = {"flashc": {"fwd": (mine, None), "train_fwd": (mine_train, None),
+                               "step": (mine_step, [mx, mr, mg, mu, md])},
                     "torch_grouped_mm": {"fwd": (no_grad(lambda: torch_moe(x, router, w_gu, w_down, k, c.renormalize,
                                                                            True)), None),
+                                         "train_fwd": (peer_train(True), None),
                                          "step": (peer_step(True), [tx, tr, tgu, td])},
                     "torch_loop": {"fwd": (no_grad(lambda: torch_moe(x, router, w_gu, w_down, k, c.renormalize,
                                                                      False)), None),
+                                   "train_fwd": (peer_train(False), None),
                                    "step": (peer_step(False), [tx, tr, tgu, td])}}
         timed = bc.interleaved(measures, rounds=args.rounds)
         flops = 2.0 * T * k * (d * 2 * h + h * d) + 2.0 * T * d * e
         row = {"config": c.describe(), "tokens": T, "max_diff_vs_torch": diff}
         for name, t in timed.items():
-            row[name] = {"fwd_ms": t.get("fwd"), "step_ms": t.get("step"), "error": t.get("error")}
+            row[name] = {"fwd_ms": t.get("fwd"), "train_fwd_ms": t.get("train_fwd"), "step_ms": t.get("step"),
+                         "bwd_ms": t["step"] - t["train_fwd"] if t.get("step") and t.get("train_fwd") else None,
+                         "error": t.get("error")}
             if t.get("fwd"):
                 row[name]["tflops"] = bc.tflops(flops, t["fwd"])
             if t.get("step"):  # forward + backward: three times the forward's FLOPs
                 row[name]["step_tflops"] = bc.tflops(3 * flops, t["step"])
-        for what in ("fwd", "step"):
-            best = min((t[what] for n, t in timed.items() if n != "flashc" and t.get(what)), default=None)
-            row["best_torch_over_flashc_" + what] = (best / timed["flashc"][what]
-                                                     if best and timed["flashc"].get(what) else None)
+        for what in ("fwd", "step", "bwd"):
+            best = min((r[what + "_ms"] for n, r in row.items() if isinstance(r, dict) and n != "flashc" and
+                        r.get(what + "_ms")), default=None)
+            mine_ms = row["flashc"].get(what + "_ms")
+            row["best_torch_over_flashc_" + what] = best / mine_ms if best and mine_ms else None
         row["best_torch_over_flashc"] = row["best_torch_over_flashc_fwd"]
         print(row, flush=True)
         rows.append(row)
@@ -85,18 +95,19 @@ def main(argv=None):
     ratio = lambda v: "%.2f" % v if v else "-"
     header = ["layer", "flashc fwd ms (TFLOP/s)", "torch grouped_mm fwd", "torch loop fwd", "best torch / flashc fwd",
               "flashc step ms (TFLOP/s)", "torch grouped_mm step", "torch loop step", "best torch / flashc step",
-              "max |y - torch|"]
+              "flashc bwd ms", "best torch / flashc bwd", "max |y - torch|"]
     table = bc.markdown_table(header, [[r["config"], "%.3f (%.0f)" % (r["flashc"]["fwd_ms"], r["flashc"]["tflops"]),
                                         ms(r["torch_grouped_mm"]["fwd_ms"]), ms(r["torch_loop"]["fwd_ms"]),
                                         ratio(r["best_torch_over_flashc_fwd"]),
                                         "%s (%.0f)" % (ms(r["flashc"]["step_ms"]), r["flashc"].get("step_tflops", 0)),
                                         ms(r["torch_grouped_mm"]["step_ms"]), ms(r["torch_loop"]["step_ms"]),
-                                        ratio(r["best_torch_over_flashc_step"]), "%.3g" % r["max_diff_vs_torch"]]
+                                        ratio(r["best_torch_over_flashc_step"]), ms(r["flashc"]["bwd_ms"]),
+                                        ratio(r["best_torch_over_flashc_bwd"]), "%.3g" % r["max_diff_vs_torch"]]
                                        for r in rows])
     print(table)
     bc.write_outputs(out, "bench_moe", env, table, rows,
                      "The whole layer, %d tokens, bf16: fwd under torch.no_grad(), step = forward with gradients + "
-                     "backward (x, router and every weight); do_bench medians (L2 flushed), implementations interleaved "
+                     "backward (x, router and every weight), bwd = step - the forward with gradients wanted; do_bench medians (L2 flushed), implementations interleaved "
                      "in %d rounds; TFLOP/s on the routed rows' GEMMs and the router (step: 3x the forward's)."
                      % (args.tokens, args.rounds))
 

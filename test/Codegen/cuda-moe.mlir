@@ -77,10 +77,14 @@
 // MANIFEST-NEXT: kernel moe_moe_router
 // MANIFEST: scratch counts zero
 // MANIFEST: meta activation silu
+// MANIFEST-NEXT: meta backward moe_backward
+// MANIFEST-NEXT: meta forward_train moe_forward_train
 // MANIFEST-NEXT: meta gating softmax
 // MANIFEST-NEXT: meta op moe
 // MANIFEST-NEXT: meta renormalize 1
 // MANIFEST-NEXT: meta top_k 2
+// MANIFEST: program moe_forward_train
+// MANIFEST: meta train_of moe
 
 // BWD: // ---- moe_moe_bwd_scatter ----
 // BWD: flashc::device::moe_scatter_grad(
