@@ -753,8 +753,8 @@ class MoeConfig:
         """(name, shape, dtype name) of each tensor the training forward saves for the backward, in program order
         (flash-tile's MoeSaved): the routing, the permuted rows and the experts' activations."""
         t, e, k, c = tokens, self.experts, self.top_k, self.capacity(tokens)
-        rows = [("pre", (c, self.hidden_dim))] if not self.gated else [("gate", (c, self.hidden_dim)),
-                                                                        ("up", (c, self.hidden_dim))]
+        rows = ([("expert_gate", (c, self.hidden_dim)), ("expert_up", (c, self.hidden_dim))] if self.gated
+                else [("expert_pre", (c, self.hidden_dim))])
         return ([("logits", (t, e), self.dtype), ("expert_counts", (e,), "i32"), ("ids", (t * k,), "i32"),
                  ("route_weights", (t * k,), "f32"), ("ranks", (t * k,), "i32"), ("offsets", (e + 1,), "i32"),
                  ("groups", (c // 128 + 1,), "i32"), ("permuted", (c, self.model_dim), self.dtype)] +

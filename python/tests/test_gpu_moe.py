@@ -178,8 +178,8 @@ class MoeGpuTest(unittest.TestCase):
     def test_gradients_of_no_tokens(self):
         config = configs.TEST_MOE[0]
         x, router, w1, w2, w_up = make_case(config, 0, seed=2)
-        leaves = [t.clone().requires_grad_() for t in (x, router, w1, w2)]
-        y = self.call(config, *leaves, w_up)
+        leaves = [t.clone().requires_grad_() for t in (x, router, w1, w2, w_up)]
+        y = self.call(config, *leaves)
         y.sum().backward()
         for t in leaves:
             self.assertEqual(t.grad.abs().sum().item(), 0.0)

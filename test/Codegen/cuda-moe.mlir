@@ -67,8 +67,8 @@
 // MANIFEST: kernel moe_forward_train_moe_plan
 // MANIFEST: tensor expert_counts i32 out [8] contiguous
 // MANIFEST: kernel moe_forward_train_moe_up
-// MANIFEST: tensor gate bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
-// MANIFEST: tensor up bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
+// MANIFEST: tensor expert_gate bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
+// MANIFEST: tensor expert_up bf16 out [128 * cdiv(T * 2 + 889, 128), 96]
 // MANIFEST: program moe_backward
 // MANIFEST-NEXT: kernel moe_moe_bwd_scatter
 // MANIFEST: scratch d_router_accum zero
@@ -115,7 +115,7 @@
 // BWD: flashc::device::moe_plan({{.*}}, static_cast<int*>(expert_counts.data));
 // BWD: // ---- moe_forward_train_moe_up ----
 // BWD: kSavePre = true
-// BWD: flashc::device::gemm_ws_grouped<{{.*}}>(permuted_map, w1_map, w_up_map, hidden_map, gate_map, up_map, permuted, w1, groups, 1.0f);
+// BWD: flashc::device::gemm_ws_grouped<{{.*}}>(permuted_map, w1_map, w_up_map, hidden_map, expert_gate_map, expert_up_map, permuted, w1, groups, 1.0f);
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: flashc_moe_moe_up

@@ -1,7 +1,8 @@
 // A mixture of experts spelled as a graph (flash.matmul router, flash.softmax / flash.sigmoid, flash.top_k,
 // flash.normalize, flash.expert_ffn, flash.combine): flash-fuse-moe makes it one flash.moe, flash-tile its kernels,
-// and the CPU executor's results (forward, and with --backward the training forward and every gradient) match the
-// float64 evaluation of the unfused graph, which selects on the router logits as their 16-bit type holds them.
+// and the CPU executor's results match float64: the forward the evaluation of the unfused graph (which selects on the
+// router logits as their 16-bit type holds them); with --backward the training forward and every gradient,
+// reference/moe.h's of the fused op (the graph ops have no gradient of their own).
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=300 --seed=5 | FileCheck %s
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=17 --seed=9 --backward | FileCheck %s --check-prefix=BWD
 // CHECK-DAG: @mixtral forward result 0: {{.*}} ok

@@ -24,6 +24,8 @@
 // BWD-DAG: @fine_grained backward d_w2: {{.*}} ok
 // BWD-DAG: @sigmoid_renormalized backward d_router: {{.*}} ok
 // BWD-DAG: @sigmoid_renormalized backward d_w_up: {{.*}} ok
+// BWD-DAG: @moe_then_ffn backward d_w_up: {{.*}} ok
+// BWD-DAG: @moe_then_ffn backward d_w_up2: {{.*}} ok
 // BWD-NOT: FAIL
 // CHECK-DAG: @mixtral forward result 0: max relative error {{.*}} ok
 // CHECK-DAG: @fine_grained forward result 0: max relative error {{.*}} ok
@@ -54,4 +56,19 @@ func.func @sigmoid_renormalized(%x: tensor<?x32xbf16>, %r: tensor<32x16xbf16>, %
       : (tensor<?x32xbf16>, tensor<32x16xbf16>, tensor<16x32x136xbf16>, tensor<16x32x136xbf16>, tensor<16x136x32xbf16>)
       -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>
+}
+
+// A mixture of experts beside a gated FFN in one function: one numbering names their tensors apart (x, w1, ... and
+// x2, w12, ...; the FFN's saved gate2, up2, h2 beside the experts' expert_gate, expert_up), alike in the training
+// forward and the backward, which binds them by name.
+func.func @moe_then_ffn(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x64x96xbf16>,
+                        %wu: tensor<8x64x96xbf16>, %w2: tensor<8x96x40xbf16>, %z: tensor<?x32xbf16>,
+                        %fg: tensor<32x48xbf16>, %fu: tensor<32x48xbf16>, %fd: tensor<48x32xbf16>)
+    -> (tensor<?x40xbf16>, tensor<?x32xbf16>) {
+  %y = flash.moe silu %x, %r, %w1 up %wu, %w2 top_k = 2 gating = softmax renormalize
+      : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8x64x96xbf16>, tensor<8x64x96xbf16>, tensor<8x96x40xbf16>)
+      -> tensor<?x40xbf16>
+  %f = flash.ffn silu %z, %fg up %fu, %fd
+      : (tensor<?x32xbf16>, tensor<32x48xbf16>, tensor<32x48xbf16>, tensor<48x32xbf16>) -> tensor<?x32xbf16>
+  return %y, %f : tensor<?x40xbf16>, tensor<?x32xbf16>
 }

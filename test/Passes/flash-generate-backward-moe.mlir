@@ -20,8 +20,8 @@
 // CHECK-SAME: %[[OFFSETS:[a-z0-9]+]]: !tile.tensor<9xi32> {tile.name = "offsets"}
 // CHECK-SAME: %[[GROUPS:[a-z0-9]+]]: !tile.tensor<?xi32> {tile.dims = ["cdiv(T * 2 + 889, 128) + 1"], tile.name = "groups"}
 // CHECK-SAME: %[[PERM:[a-z0-9]+]]: !tile.tensor<?x64xbf16> {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "permuted"}
-// CHECK-SAME: %[[GATE:[a-z0-9]+]]: !tile.tensor<?x96xbf16> {{.*}} tile.name = "gate"}
-// CHECK-SAME: %[[UP:[a-z0-9]+]]: !tile.tensor<?x96xbf16> {{.*}} tile.name = "up"}
+// CHECK-SAME: %[[GATE:[a-z0-9]+]]: !tile.tensor<?x96xbf16> {{.*}} tile.name = "expert_gate"}
+// CHECK-SAME: %[[UP:[a-z0-9]+]]: !tile.tensor<?x96xbf16> {{.*}} tile.name = "expert_up"}
 // CHECK-SAME: %[[HIDDEN:[a-z0-9]+]]: !tile.tensor<?x96xbf16> {{.*}} tile.name = "hidden"}
 // CHECK-SAME: %[[OUT:[a-z0-9]+]]: !tile.tensor<?x40xbf16> {{.*}} tile.name = "expert_out"}
 // CHECK-SAME: %[[DY:[a-z0-9]+]]: !tile.tensor<?x40xbf16> {tile.dims = ["T", ""], tile.name = "dy"}
@@ -77,8 +77,8 @@ func.func @mixtral(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x6
 // CHECK-SAME: !tile.tensor<1800xi32> {tile.name = "ids"}
 // CHECK-SAME: !tile.tensor<46xi32> {tile.name = "groups"}
 // CHECK-SAME: !tile.tensor<5760x48xf16> {tile.name = "permuted"}
-// CHECK-SAME: !tile.tensor<5760x24xf16> {tile.name = "pre"}
-// CHECK-NOT: tile.name = "up"
+// CHECK-SAME: !tile.tensor<5760x24xf16> {tile.name = "expert_pre"}
+// CHECK-NOT: tile.name = "expert_up"
 // CHECK: tile.launch @plain_moe_bwd_act(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}})
 // CHECK-NOT: dx_perm_up
 // CHECK: tile.launch @plain_moe_bwd_dw1(
@@ -102,4 +102,28 @@ func.func @unreturned(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tensor<
   %y = flash.moe silu %x, %r, %w1, %w2 top_k = 2 gating = softmax
       : (tensor<?x32xbf16>, tensor<32x8xbf16>, tensor<8x32x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x32xbf16>
   return %other : tensor<?x32xbf16>
+}
+
+// -----
+
+// Beside a gated FFN: one numbering for both (the FFN's tensors x2, w12, ..., its saved gate2, up2, h2), in the
+// backward as in flash-tile's training forward, so that the bundle binds them by name.
+// CHECK-LABEL: func.func @moe_then_ffn_backward(
+// CHECK-SAME: tile.name = "x"}
+// CHECK-SAME: tile.name = "expert_gate"}
+// CHECK-SAME: tile.name = "x2"}
+// CHECK-SAME: tile.name = "gate2"}
+// CHECK-SAME: tile.name = "dy2"}
+// CHECK-SAME: tile.name = "dx"}
+// CHECK-SAME: tile.name = "dx2"}
+func.func @moe_then_ffn(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tensor<8x64x96xbf16>,
+                        %wu: tensor<8x64x96xbf16>, %w2: tensor<8x96x40xbf16>, %z: tensor<?x32xbf16>,
+                        %fg: tensor<32x48xbf16>, %fu: tensor<32x48xbf16>, %fd: tensor<48x32xbf16>)
+    -> (tensor<?x40xbf16>, tensor<?x32xbf16>) {
+  %y = flash.moe silu %x, %r, %w1 up %wu, %w2 top_k = 2 gating = softmax renormalize
+      : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8x64x96xbf16>, tensor<8x64x96xbf16>, tensor<8x96x40xbf16>)
+      -> tensor<?x40xbf16>
+  %f = flash.ffn silu %z, %fg up %fu, %fd
+      : (tensor<?x32xbf16>, tensor<32x48xbf16>, tensor<32x48xbf16>, tensor<48x32xbf16>) -> tensor<?x32xbf16>
+  return %y, %f : tensor<?x40xbf16>, tensor<?x32xbf16>
 }

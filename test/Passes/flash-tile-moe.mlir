@@ -150,7 +150,7 @@ func.func @ragged_hidden(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tens
 // CHECK-SAME: {tile.name = "offsets"}
 // CHECK-SAME: {tile.dims = ["cdiv(T * 2 + 889, 128) + 1"], tile.name = "groups"}
 // CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "permuted"}
-// CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "pre"}
+// CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "expert_pre"}
 // CHECK-SAME: {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "hidden"}
 // CHECK-SAME: %[[SAVED_OUT:[a-z0-9]+]]: !tile.tensor<?x32xbf16> {tile.dims = ["128 * cdiv(T * 2 + 889, 128)", ""], tile.name = "expert_out"}
 // CHECK: %[[TRAIN_COUNTS:.*]] = tile.alloc_tensor() {tile.name = "counts", tile.zero_fill} : <8xi32>
@@ -162,4 +162,25 @@ func.func @train(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tensor<8x32x
   %y = flash.moe silu %x, %r, %w1, %w2 top_k = 2 gating = softmax
       : (tensor<?x32xbf16>, tensor<32x8xbf16>, tensor<8x32x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>
+}
+
+// -----
+
+// The training forward beside a gated FFN: the FFN's saved tensors take the shared numbering (gate2, up2, h2) and
+// come after the experts' in body order, as the backward's do.
+// CHECK-LABEL: func.func @train_beside_ffn(
+// CHECK-SAME: tile.name = "x2"}
+// CHECK-SAME: tile.name = "expert_out"}
+// CHECK-SAME: tile.name = "gate2"}
+// CHECK-SAME: tile.name = "up2"}
+// CHECK-SAME: tile.name = "h2"}
+func.func @train_beside_ffn(%x: tensor<?x32xbf16>, %r: tensor<32x8xbf16>, %w1: tensor<8x32x16xbf16>,
+                            %w2: tensor<8x16x32xbf16>, %z: tensor<?x32xbf16>, %fg: tensor<32x48xbf16>,
+                            %fu: tensor<32x48xbf16>, %fd: tensor<48x32xbf16>)
+    -> (tensor<?x32xbf16>, tensor<?x32xbf16>) attributes {flash.train_forward} {
+  %y = flash.moe silu %x, %r, %w1, %w2 top_k = 2 gating = softmax
+      : (tensor<?x32xbf16>, tensor<32x8xbf16>, tensor<8x32x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x32xbf16>
+  %f = flash.ffn silu %z, %fg up %fu, %fd
+      : (tensor<?x32xbf16>, tensor<32x48xbf16>, tensor<32x48xbf16>, tensor<48x32xbf16>) -> tensor<?x32xbf16>
+  return %y, %f : tensor<?x32xbf16>, tensor<?x32xbf16>
 }

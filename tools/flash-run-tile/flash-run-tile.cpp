@@ -647,10 +647,10 @@ private:
       args.push_back(&storage.back());
       cotangents.push_back(&storage.back());
     }
-    unsigned attentions = 0, ffns = 0, moes = 0;
+    unsigned attentions = 0, denseOps = 0; // (FFNs and mixtures of experts: one numbering, as the programs')
     for (auto [opIndex, op] : llvm::enumerate(fusedOps)) {
       bool isAttention = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op);
-      unsigned &count = isAttention ? attentions : llvm::isa<flash::MoeOp>(op) ? moes : ffns;
+      unsigned &count = isAttention ? attentions : denseOps;
       std::string suffix = count ? std::to_string(count + 1) : "";
       ++count;
       std::vector<ReferenceTensor> refs;
@@ -794,7 +794,7 @@ private:
     if (tensorArgs != args.size()) {
       program.emitError("flash-run-tile: the training forward takes ")
           << tensorArgs << " tensors, expected " << args.size()
-          << " (the forward's, then each FFN's saved activations)";
+          << " (the forward's, then each FFN's saved activations and each mixture of experts' saved tensors)";
       return failure();
     }
     if (failed(executor.runProgram(program.getSymName(), args, scalars))) {

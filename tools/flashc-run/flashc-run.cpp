@@ -13,7 +13,7 @@
 // inputs: its outputs and the activations it saves (pre and h; gated: gate, up
 // and h) are checked too, and the backward reads those saved tensors. The
 // training forward is not checked on its own. A mixture of experts (`meta op moe`) runs the same way: its forward,
-// its training forward (y and the routing it saves) and its backward. Prints one line per output and
+// its training forward (its y; what it saves only through the backward that reads it) and its backward. Prints one line per output and
 // exits non-zero when any error is above its bound. With no GPU it says so
 // and exits 0 (nothing to run). Runtime-only: builds without MLIR.
 //
@@ -1230,11 +1230,14 @@ struct Runner {
     const ProgramSpec *train = bundle->findProgram(meta(p, "forward_train"));
     const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward"));
     if (!train || !bwd) return;
-    std::vector<std::string> savedNames = {"logits", "expert_counts", "ids", "route_weights", "ranks", "offsets",
-                                           "groups", "permuted"};
-    for (const char *name : gated ? std::vector<const char *>{"gate", "up"} : std::vector<const char *>{"pre"})
-      savedNames.push_back(name);
-    savedNames.insert(savedNames.end(), {"hidden", "expert_out"});
+    // What it saves: its tensors the forward does not have (shapes from the manifest's expressions of T).
+    std::vector<std::string> savedNames;
+    for (const std::string &kn : train->kernels)
+      if (const KernelSpec *k = bundle->findKernel(kn))
+        for (const TensorParam &t : k->tensors)
+          if (!isScratch(*train, t.name) && !findParam(p.name, t.name) &&
+              std::find(savedNames.begin(), savedNames.end(), t.name) == savedNames.end())
+            savedNames.push_back(t.name);
     std::map<std::string, Buffer> saved;
     for (const std::string &name : savedNames) {
       saved[name] = makeParam(train->name, name, sym);

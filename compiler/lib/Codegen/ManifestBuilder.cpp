@@ -294,7 +294,9 @@ std::optional<std::string> ProgramScope::sizeExpression(Value size) {
   if (auto dim = dyn_cast_or_null<tile::DimOp>(def)) {
     if (!infos.count(dim.getTensor()))
       return std::nullopt;
-    return infos[dim.getTensor()].dims[dim.getIndex()].str();
+    const rt::Dim &source = infos[dim.getTensor()].dims[dim.getIndex()];
+    // (an expression dim parenthesised: it may be an operand of the arithmetic around it)
+    return source.isExpression() ? "(" + source.str() + ")" : source.str();
   }
   if (auto constant = dyn_cast_or_null<arith::ConstantIndexOp>(def))
     return std::to_string(constant.value());
@@ -567,7 +569,8 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     }
     if (moe) {
       // The last tensor is what each role writes; select also its counts (added to), ids, weights and ranks (its
-      // last four), the plan its offsets and groups (its last two; the logits it takes only bind T). Rows of the 16-bit tensors move in 16-byte
+      // last four), the plan its offsets and groups (and a training forward's saved counts: all after the counts;
+      // the logits it takes only bind T). Rows of the 16-bit tensors move in 16-byte
       // pieces or by TMA.
       unsigned count = body.getNumArguments();
       switch (moe.getRole()) {

@@ -557,6 +557,9 @@ LogicalResult Evaluator::expertFfn(ExpertFfnOp op) {
   if (ids.shape[0] != tokens)
     return op.emitError() << "at run time ids " << formatShape(ids.shape) << " do not match input "
                           << formatShape(x.shape);
+  if (d != w1.shape[1])
+    return op.emitError() << "at run time input " << formatShape(x.shape) << " does not match w1 "
+                          << formatShape(w1.shape);
   ReferenceTensor result(std::vector<int64_t>{tokens, k, n});
   ref::FfnShape shape{1, d, h, n};
   for (int64_t t = 0; t < tokens; ++t)

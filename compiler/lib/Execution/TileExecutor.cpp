@@ -693,6 +693,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
         int64_t row;
         if (w < routed) {
+          if (ids.ints[w] < 0 || ids.ints[w] >= experts)
+            return fail(block, llvm::formatv("routed row {0} names expert {1} of {2}", w, ids.ints[w], experts));
           row = offsets.ints[ids.ints[w]] + ranks.ints[w];
         } else {
           int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
@@ -734,6 +736,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     HostTensor &logits = *t[0], &ids = *t[1], &weights = *t[2], &dWeights = *t[3], &dLogits = *t[4];
     const int64_t tokens = logits.shape[0];
     for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
+      for (int64_t s = 0; s < topK; ++s)
+        if (ids.ints[tok * topK + s] < 0 || ids.ints[tok * topK + s] >= experts)
+          return fail(block, llvm::formatv("token {0} names expert {1} of {2}", tok, ids.ints[tok * topK + s],
+                                           experts));
       const float *row = logits.data.data() + tok * experts;
       float wDot = 0.0f, m = -std::numeric_limits<float>::infinity(), sum = 0.0f, sigmaSum = 0.0f;
       for (int64_t s = 0; s < topK; ++s) {
@@ -770,7 +776,12 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       for (int64_t c = 0; c < width; ++c) {
         float sum = 0.0f;
         for (int64_t s = 0; s < topK; ++s) {
-          int64_t i = tok * topK + s, row = offsets.ints[ids.ints[i]] + ranks.ints[i];
+          int64_t i = tok * topK + s;
+          if (ids.ints[i] < 0 || ids.ints[i] >= experts)
+            return fail(block, llvm::formatv("token {0} names expert {1} of {2}", tok, ids.ints[i], experts));
+          int64_t row = offsets.ints[ids.ints[i]] + ranks.ints[i];
+          if (row < 0 || row >= rows.shape[0])
+            return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, rows.shape[0]));
           sum += rows.data[row * width + c];
         }
         out.data[tok * width + c] = roundToElement(sum, out.kind);

@@ -68,8 +68,8 @@ KernelOp buildMoeKernel(OpBuilder &builder, Location loc, StringRef name, MoeSpe
   case KernelRole::MoeScatterGrad: // (dy, ...): 8 routed rows a block, a grid-stride loop over routed and padding rows
     grid = {tokenBlocks(0), one, one};
     break;
-  case KernelRole::MoeActivationGrad: // a grid-stride loop over the rows in use: the SMs' worth of blocks
-    grid = {KernelBuilder::gridConst(ctx, 4 * 132), one, one};
+  case KernelRole::MoeActivationGrad: // a grid-stride loop over the rows in use: a block per 16 rows of pre
+    grid = {KernelBuilder::gridDim(ctx, 1, 0, 16), one, one};
     break;
   default: // the plan: one block
     grid = {one, one, one};

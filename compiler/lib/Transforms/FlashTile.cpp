@@ -212,21 +212,21 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     outputIndex[lse] = argTypes.size();
     addArg(*tensor, lse, "lse");
   }
-  llvm::DenseMap<Operation *, unsigned> savedIndex; // the first saved tensor of each FFN
+  // The first saved tensor of each FFN and mixture of experts, in body order (flash-generate-backward's order for
+  // its backward's parameters).
+  llvm::DenseMap<Operation *, unsigned> savedIndex;
   if (train) {
-    unsigned ffns = 0;
-    for (auto ffn : body.getOps<flash::FfnOp>()) {
-      std::string suffix = ffns ? std::to_string(ffns + 1) : "";
-      ++ffns;
-      savedIndex[ffn] = appendSavedActivations(ffn, suffix, labels[ffn.getInput()].dims, uniqueName,
-                                               argTypes, argNames, argDims);
-    }
-    unsigned moes = 0;
-    for (auto moe : body.getOps<flash::MoeOp>()) {
-      std::string suffix = moes ? std::to_string(moes + 1) : "";
-      ++moes;
-      savedIndex[moe] = appendMoeSaved(moe, suffix, labels[moe.getInput()].dims[0], uniqueName, argTypes, argNames,
-                                       argDims);
+    unsigned denseOps = 0; // (one numbering for both kinds, as labelFusedValues' and the backward's)
+    for (Operation &op : body) {
+      if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
+        std::string suffix = denseOps++ ? std::to_string(denseOps) : "";
+        savedIndex[ffn] = appendSavedActivations(ffn, suffix, labels[ffn.getInput()].dims, uniqueName, argTypes,
+                                                 argNames, argDims);
+      } else if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
+        std::string suffix = denseOps++ ? std::to_string(denseOps) : "";
+        savedIndex[moe] = appendMoeSaved(moe, suffix, labels[moe.getInput()].dims[0], uniqueName, argTypes,
+                                         argNames, argDims);
+      }
     }
   }
   for (unsigned index : scalarArgs) {

@@ -66,11 +66,13 @@ FailureOr<MoeMatch> matchMoe(CombineOp combine, std::string &why) {
     return fail("the router matmul's router is not a static [d, E] weight, untransposed");
   if (m.router.getLhs() != m.experts.getInput())
     return fail("the router reads another input than the experts");
-  if (routerType.getDimSize(1) != m.experts.getW1().getType().getDimSize(0))
+  RankedTensorType w1Type = m.experts.getW1().getType();
+  if (routerType.getDimSize(1) != w1Type.getDimSize(0))
     return fail("the router scores " + Twine(routerType.getDimSize(1)) + " experts, the expert weights hold " +
-                Twine(m.experts.getW1().getType().getDimSize(0)));
-  if (m.router.getResult().getType().getElementType() != m.experts.getInput().getType().getElementType())
-    return fail("the router's logits have another element type than x");
+                Twine(w1Type.getDimSize(0)));
+  if (routerType.getDimSize(0) != w1Type.getDimSize(1))
+    return fail("the router's width d = " + Twine(routerType.getDimSize(0)) + " is not the experts' d = " +
+                Twine(w1Type.getDimSize(1)));
   auto oneUse = [&](Value v, StringRef what) -> bool {
     if (v.hasOneUse())
       return true;

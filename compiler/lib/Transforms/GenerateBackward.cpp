@@ -208,8 +208,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     std::string name = (func.getSymName() + "_backward").str();
     std::string trainName = (func.getSymName() + "_forward_train").str();
     // FFNs and mixtures of experts read what a training forward saved.
-    bool hasFfn = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::FfnOp, flash::MoeOp>(op); });
-    for (const std::string &taken : {name, hasFfn ? trainName : std::string()})
+    bool savesActivations = llvm::any_of(fused, [](Operation *op) { return llvm::isa<flash::FfnOp, flash::MoeOp>(op); });
+    for (const std::string &taken : {name, savesActivations ? trainName : std::string()})
       if (!taken.empty() && symbols.lookup(taken))
         return func.emitError() << "flash-generate-backward: @" << taken << " already exists";
 
@@ -232,13 +232,12 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       return static_cast<unsigned>(types.size() - 1);
     };
     SmallVector<OpSlots, 2> slots;
-    unsigned attentions = 0, ffns = 0, moes = 0;
+    // (FFNs and mixtures of experts share one numbering, as their labels do: labelFusedValues.)
+    unsigned attentions = 0, denseOps = 0;
     for (Operation *op : fused) {
       OpSlots slot;
       slot.op = op;
-      unsigned &count = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op) ? attentions
-                        : llvm::isa<flash::MoeOp>(op)                                ? moes
-                                                                                     : ffns;
+      unsigned &count = llvm::isa<flash::AttentionOp, flash::VarlenAttentionOp>(op) ? attentions : denseOps;
       slot.suffix = count ? std::to_string(count + 1) : "";
       ++count;
       SmallVector<Value> inputs;
@@ -365,7 +364,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       }
     }
     symbols.insert(pb.getProgram());
-    if (hasFfn) {
+    if (savesActivations) {
       // The forward again, for flash-tile to lower in its training form.
       OpBuilder builder(func);
       builder.setInsertionPointAfter(func);

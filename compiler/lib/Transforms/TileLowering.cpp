@@ -397,7 +397,9 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
     if (v && !labels.count(v))
       labels[v] = {name, dimSymbols(v.getType(), symbols)};
   };
-  unsigned ffnOps = 0, moeOps = 0;
+  // FFNs and mixtures of experts share one numbering (both name their input x, their weights w1 / w2 and their
+  // result y): the second of either kind is x2, w12, y2, ...
+  unsigned denseOps = 0;
   // A KV cache's operands (decode, append): k_cache / v_cache over pages (paged) or [B, Hkv, S, D], the block
   // table [B, W], cache_seqlens [B].
   auto labelCache = [&](auto op, const std::string &sfx) {
@@ -465,8 +467,8 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(varlen.getOutput(), "out" + sfx, {tq, "", ""});
       label(varlen.getLse(), "lse" + sfx, {"", tq});
     } else if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
-      std::string sfx = moeOps ? std::to_string(moeOps + 1) : "";
-      ++moeOps;
+      std::string sfx = denseOps ? std::to_string(denseOps + 1) : "";
+      ++denseOps;
       label(moe.getInput(), "x" + sfx, {"T" + sfx, ""});
       label(moe.getRouter(), "router" + sfx, {"", ""});
       label(moe.getW1(), "w1" + sfx, {"", "", ""});
@@ -474,8 +476,8 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(moe.getW2(), "w2" + sfx, {"", "", ""});
       label(moe.getResult(), "y" + sfx, {"T" + sfx, ""});
     } else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op)) {
-      std::string sfx = ffnOps ? std::to_string(ffnOps + 1) : "";
-      ++ffnOps;
+      std::string sfx = denseOps ? std::to_string(denseOps + 1) : "";
+      ++denseOps;
       SmallVector<std::string> rows;
       if (ffn.getInput().getType().getRank() == 3)
         rows = {"Bf" + sfx, "M" + sfx, ""};
@@ -605,7 +607,8 @@ unsigned appendMoeSaved(flash::MoeOp op, StringRef suffix, StringRef tokens,
   add("offsets", {fixed(experts + 1)}, i32);
   add("groups", {groupEntries}, i32);
   add("permuted", {capacity, fixed(op.getModelDim())}, element);
-  static constexpr llvm::StringLiteral kPlain[] = {"pre"}, kGated[] = {"gate", "up"};
+  // (expert_*: apart from an FFN's pre / gate / up beside it)
+  static constexpr llvm::StringLiteral kPlain[] = {"expert_pre"}, kGated[] = {"expert_gate", "expert_up"};
   for (StringRef name : op.isGated() ? ArrayRef<llvm::StringLiteral>(kGated) : ArrayRef<llvm::StringLiteral>(kPlain))
     add(name, {capacity, fixed(op.getHiddenDim())}, element);
   add("hidden", {capacity, fixed(op.getHiddenDim())}, element);

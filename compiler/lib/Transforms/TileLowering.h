@@ -67,7 +67,7 @@ unsigned appendSavedActivations(mlir::flash::FfnOp ffn, llvm::StringRef suffix,
 
 /// What a training forward saves for one flash.moe's backward (program tensors, in this order): logits [T, E],
 /// expert_counts [E], ids, route_weights (f32), ranks [T k], offsets [E + 1], groups [1 + C / 128], permuted [C, d],
-/// pre [C, h] (gated: gate and up), hidden [C, h], expert_out [C, d_out], C the padded capacity
+/// expert_pre [C, h] (gated: expert_gate and expert_up), hidden [C, h], expert_out [C, d_out], C the padded capacity
 /// (device::moe_padded_capacity). Sizes over T (x's size symbol `tokens`, or its static size).
 struct MoeSaved {
   mlir::Value logits, counts, ids, weights, ranks, offsets, groups, permuted, pre, up, hidden, expertOut;

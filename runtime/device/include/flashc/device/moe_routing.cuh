@@ -13,7 +13,8 @@
 //   moe_scatter_grad: a warp a routed row: d(expert row) = weight x dy[t], d(weight) = dy[t] . (expert row);
 //     padding rows zeroed. moe_activation_grad: dg (and du) of the experts' h = act(g) (u) from dh. moe_select_grad: a
 //     warp a token: d(logits) from d(weights) through the renormalisation and the softmax / sigmoid (the choice
-//     held fixed). moe_combine with unit weights sums a token's k rows of dx (and the router's part).
+//     held fixed). moe_combine with unit weights sums a token's k rows of dx (the compiled backward adds the router's
+//     part by a GEMM after it; the lab passes it as the addend).
 // Workspaces (int32 unless named): counts [E] (zeroed before moe_select), ids [T, k], weights [T, k] f32, ranks
 // [T, k], offsets [E + 1] (padded), groups [1 + capacity / 128], with capacity = moe_padded_capacity(T k, E).
 #pragma once
