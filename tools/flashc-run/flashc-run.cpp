@@ -1230,12 +1230,13 @@ struct Runner {
     const ProgramSpec *train = bundle->findProgram(meta(p, "forward_train"));
     const ProgramSpec *bwd = bundle->findProgram(meta(p, "backward"));
     if (!train || !bwd) return;
-    // What it saves: its tensors the forward does not have (shapes from the manifest's expressions of T).
+    // What it saves: its tensors that are not the forward's parameters (the forward's workspaces of those names
+    // are scratch there; shapes from the manifest's expressions of T).
     std::vector<std::string> savedNames;
     for (const std::string &kn : train->kernels)
       if (const KernelSpec *k = bundle->findKernel(kn))
         for (const TensorParam &t : k->tensors)
-          if (!isScratch(*train, t.name) && !findParam(p.name, t.name) &&
+          if (!isScratch(*train, t.name) && (!findParam(p.name, t.name) || isScratch(p, t.name)) &&
               std::find(savedNames.begin(), savedNames.end(), t.name) == savedNames.end())
             savedNames.push_back(t.name);
     std::map<std::string, Buffer> saved;
