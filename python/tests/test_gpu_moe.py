@@ -41,15 +41,10 @@ def make_case(config, tokens, seed):
     return x, router, w1, w2, w_up
 
 
-def reference(config, x, router, w1, w2, w_up, act_dtype=None):
-    """y [T, d_out]: float64 experts (act_dtype: the dtype the experts' math runs in, float64 when None); the logits
-    rounded to x's dtype, top-k ties to the lower expert (a stable sort)."""
-    act_dtype = act_dtype or torch.float64
-    logits = (x.double() @ router.double()).to(x.dtype).double()
-    scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
-    top, ids = torch.sort(scores, dim=1, descending=True, stable=True)
-    top, ids = top[:, :config.top_k], ids[:, :config.top_k]
-    weights = top / top.sum(1, keepdim=True) if config.renormalize else top
+def expert_sum(config, x, ids, weights, w1, w2, w_up, act_dtype, rounded=None):
+    """float64 [T, d_out]: sum over each token's experts ids [T, k] of weights [T, k] times the expert's FFN of its
+    row, the FFN in act_dtype; `rounded` (a dtype): the layer's own rounding points, hidden and each expert's output
+    stored in it."""
     act = ACTIVATIONS[config.activation]
     y = torch.zeros(x.shape[0], config.out_dim, dtype=torch.float64, device=x.device)
     for e in range(config.experts):
@@ -60,11 +55,33 @@ def reference(config, x, router, w1, w2, w_up, act_dtype=None):
         hidden = act(xe @ w1[e].to(act_dtype))
         if w_up is not None:
             hidden = hidden * (xe @ w_up[e].to(act_dtype))
+        if rounded is not None:
+            hidden = hidden.to(rounded).to(act_dtype)
         out = hidden @ w2[e].to(act_dtype)
-        if act_dtype != torch.float64:  # the layer's own rounding points: hidden and each expert's output stored
-            out = (hidden.to(x.dtype).to(act_dtype) @ w2[e].to(act_dtype)).to(x.dtype)
-        y.index_add_(0, tok, weights[tok, slot, None] * out.double())
-    return y if act_dtype == torch.float64 else y.to(x.dtype).double()
+        if rounded is not None:
+            out = out.to(rounded)
+        y = y.index_add(0, tok, weights[tok, slot, None] * out.double())
+    return y
+
+
+def route(config, logits):
+    """(ids [T, k], weights [T, k]) of the scores of `logits`: top-k ties to the lower expert (a stable sort; no
+    gradient through the choice), renormalised when the layer is."""
+    scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
+    _, ids = torch.sort(scores.detach(), dim=1, descending=True, stable=True)
+    ids = ids[:, :config.top_k]
+    top = scores.gather(1, ids)
+    return ids, top / top.sum(1, keepdim=True) if config.renormalize else top
+
+
+def reference(config, x, router, w1, w2, w_up, act_dtype=None):
+    """y [T, d_out]: float64 experts (act_dtype: the dtype the experts' math runs in, float64 when None, else with the
+    layer's rounding points); the logits rounded to x's dtype, top-k ties to the lower expert (a stable sort)."""
+    logits = (x.double() @ router.double()).to(x.dtype).double()
+    ids, weights = route(config, logits)
+    if act_dtype is None:
+        return expert_sum(config, x, ids, weights, w1, w2, w_up, torch.float64)
+    return expert_sum(config, x, ids, weights, w1, w2, w_up, act_dtype, rounded=x.dtype).to(x.dtype).double()
 
 
 def reference_grads(config, x, router, w1, w2, w_up, dy):
@@ -72,25 +89,9 @@ def reference_grads(config, x, router, w1, w2, w_up, dy):
     logits rounded to x's dtype (the rounding's gradient: identity), no gradient through the choice."""
     leaves = {name: t.detach().double().requires_grad_() for name, t in
               (("x", x), ("router", router), ("w1", w1), ("w2", w2), ("w_up", w_up)) if t is not None}
-    xd, rd = leaves["x"], leaves["router"]
-    exact = xd @ rd
-    logits = exact + (exact.detach().to(x.dtype).double() - exact.detach())
-    scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
-    _, ids = torch.sort(scores.detach(), dim=1, descending=True, stable=True)
-    ids = ids[:, :config.top_k]
-    top = scores.gather(1, ids)
-    weights = top / top.sum(1, keepdim=True) if config.renormalize else top
-    act = ACTIVATIONS[config.activation]
-    y = torch.zeros(x.shape[0], config.out_dim, dtype=torch.float64, device=x.device)
-    for e in range(config.experts):
-        tok, slot = (ids == e).nonzero(as_tuple=True)
-        if tok.numel() == 0:
-            continue
-        xe = xd[tok]
-        hidden = act(xe @ leaves["w1"][e])
-        if "w_up" in leaves:
-            hidden = hidden * (xe @ leaves["w_up"][e])
-        y = y.index_add(0, tok, weights[tok, slot, None] * (hidden @ leaves["w2"][e]))
+    exact = leaves["x"] @ leaves["router"]
+    ids, weights = route(config, exact + (exact.detach().to(x.dtype).double() - exact.detach()))
+    y = expert_sum(config, leaves["x"], ids, weights, leaves["w1"], leaves["w2"], leaves.get("w_up"), torch.float64)
     y.backward(dy.double())
     return {name: t.grad for name, t in leaves.items()}
 
