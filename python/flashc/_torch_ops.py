@@ -5,10 +5,14 @@
     torch.ops.flashc.ffn_fwd(x, w1, b1?, w2, b2?, w_gate?, options: str, train: bool) -> (y, s0, s1, s2)
     torch.ops.flashc.ffn_bwd(dy, x, w1, b1?, w2, b2?, w_gate?, saved: [Tensor], options: str)
         -> [dx, dw1, (db1), dw2, (db2), (dw_gate)]
+    torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up?, options: str, train: bool) -> (y, s0, ..., s12)
+    torch.ops.flashc.moe_bwd(dy, x, router, w1, w2, w_up?, saved: [Tensor], options: str)
+        -> [dx, drouter, dw1, dw2, (dw_up)]
 
 flashc.torch.attention / ffn call them under torch.compile (and for tensor subclasses); eager calls on plain tensors
 take flashc.torch's autograd.Function, which costs less host time. `options` is the repr of the Python options:
-attention (causal, scale, window, softcap, enable_gqa, backward_form), FFN (activation,).
+attention (causal, scale, window, softcap, enable_gqa, backward_form), FFN (activation,), mixture of experts (top_k,
+gating, renormalize, activation).
 A string keeps every option a constant of the graph whatever its type (window: None, an int or a pair) and leaves
 one place that checks them: flashc.validate, called here with the tensors' shapes, in the real implementations
 and in the fake ones (so torch.compile reports a bad argument while tracing, with flashc's message). The
@@ -195,3 +199,69 @@ def _ffn_grad(ctx, dy, *_saved_grads):
 
 
 ffn_fwd.register_autograd(_ffn_grad, setup_context=_ffn_setup)
+
+
+# ---------------------------------------------------------- mixture of experts
+_MOE_SAVED_SLOTS = 13  # moe_fwd's fixed outputs after y: the most tensors a training forward saves (gated experts)
+
+
+def _moe_config(x, router, w1, w2, w_up, options):
+    top_k, gating, renormalize, activation = _options("moe", options)
+    return ft._moe_memo_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation)
+
+
+@torch.library.custom_op("flashc::moe_fwd", mutates_args=())
+def moe_fwd(x: Tensor, router: Tensor, w1: Tensor, w2: Tensor, w_up: Optional[Tensor], options: str,
+            train: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
+                                  Tensor, Tensor, Tensor, Tensor]:
+    config = _moe_config(x, router, w1, w2, w_up, options)
+    x, router, w1, w2 = (t.contiguous() for t in (x, router, w1, w2))
+    w_up = None if w_up is None else w_up.contiguous()
+    y, saved = ft._moe_forward(config, x, router, w1, w2, w_up, train)
+    return (y,) + tuple(saved) + tuple(x.new_empty(0) for _ in range(_MOE_SAVED_SLOTS - len(saved)))
+
+
+@moe_fwd.register_fake
+def _moe_fwd_fake(x, router, w1, w2, w_up, options, train):
+    config = _moe_config(x, router, w1, w2, w_up, options)
+    tokens = x.shape[0]
+    y = x.new_empty((tokens, config.out_dim))
+    saved = [torch.empty(shape, dtype=ft._SAVED_DTYPES.get(dtype, x.dtype), device=x.device)
+             for _, shape, dtype in config.saved(tokens)] if train else []
+    return (y,) + tuple(saved) + tuple(x.new_empty(0) for _ in range(_MOE_SAVED_SLOTS - len(saved)))
+
+
+@torch.library.custom_op("flashc::moe_bwd", mutates_args=())
+def moe_bwd(dy: Tensor, x: Tensor, router: Tensor, w1: Tensor, w2: Tensor, w_up: Optional[Tensor],
+            saved: List[Tensor], options: str) -> List[Tensor]:
+    config = _moe_config(x, router, w1, w2, w_up, options)
+    x, router, w1, w2 = (t.contiguous() for t in (x, router, w1, w2))  # (the kernels' layout; grads like it)
+    w_up = None if w_up is None else w_up.contiguous()
+    return ft._moe_backward(config, x, router, w1, w2, w_up, saved[:len(config.saved(x.shape[0]))], dy)
+
+
+@moe_bwd.register_fake
+def _moe_bwd_fake(dy, x, router, w1, w2, w_up, saved, options):
+    _moe_config(x, router, w1, w2, w_up, options)
+    return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (x, router, w1, w2, w_up) if t is not None]
+
+
+def _moe_setup(ctx, inputs, output):
+    x, router, w1, w2, w_up, options, train = inputs
+    ctx.save_for_backward(x, router, w1, w2, w_up, *output[1:])
+    ctx.options, ctx.train = options, train
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _moe_grad(ctx, dy, *_saved_grads):
+    if not ctx.train:
+        raise InvalidArgumentError("flashc.moe: a gradient was asked of a call that ran the inference forward (no "
+                                   "input required a gradient when it was called), which saves nothing to "
+                                   "differentiate")
+    x, router, w1, w2, w_up, *saved = ctx.saved_tensors
+    grads = torch.ops.flashc.moe_bwd(dy, x, router, w1, w2, w_up, saved, ctx.options)
+    return grads[0], grads[1], grads[2], grads[3], grads[4] if w_up is not None else None, None, None
+
+
+moe_fwd.register_autograd(_moe_grad, setup_context=_moe_setup)
+

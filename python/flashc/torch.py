@@ -944,28 +944,49 @@ def _moe_inputs(x, router, w1, w2, w_up):
     return args
 
 
+def _moe_forward(config, x, router, w1, w2, w_up, train):
+    """(y [T, d_out], the saved tensors: MoeConfig.saved's, written by the training forward when `train`, else an
+    empty list)."""
+    tokens = x.shape[0]
+    y = torch.empty(tokens, config.out_dim, dtype=x.dtype, device=x.device)
+    saved = [torch.empty(shape, dtype=_SAVED_DTYPES.get(dtype, x.dtype), device=x.device)
+             for _, shape, dtype in config.saved(tokens)] if train else []
+    if tokens == 0:
+        return y, saved
+    args = _moe_inputs(x, router, w1, w2, w_up)
+    args["y"] = y
+    args.update((name, t) for (name, _, _), t in zip(config.saved(tokens), saved))
+    _launch(cache.load_bundle(config), config.forward_train_program if train else config.program, x.device, args)
+    return y, saved
+
+
+def _moe_backward(config, x, router, w1, w2, w_up, saved, dy):
+    """[dx, drouter, dw1, dw2] (+ [dw_up] when gated) from the training forward's saved tensors."""
+    grads = {"dx": torch.empty_like(x), "drouter": torch.empty_like(router), "dw1": torch.empty_like(w1),
+             "dw2": torch.empty_like(w2)}
+    if w_up is not None:
+        grads["dw_up"] = torch.empty_like(w_up)
+    if x.shape[0] == 0:
+        for g in grads.values():
+            g.zero_()
+    else:
+        if len(saved) != len(config.saved(x.shape[0])):
+            raise InvalidArgumentError("flashc.moe backward: the training forward's saved tensors are missing (got %d); "
+                                       "run the forward with a gradient wanted" % len(saved))
+        args = _moe_inputs(x, router, w1, w2, w_up)
+        args.update((name, t) for (name, _, _), t in zip(config.saved(x.shape[0]), saved))
+        args["dy"] = dy.contiguous()
+        args.update(grads)
+        _launch(cache.load_bundle(config), config.backward_program, x.device, args)
+    return [grads["dx"], grads["drouter"], grads["dw1"], grads["dw2"]] + ([grads["dw_up"]] if w_up is not None else [])
+
+
 class _Moe(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, router, w1, w2, w_up, config, train):
-        tokens = x.shape[0]
-        y = torch.empty(tokens, config.out_dim, dtype=x.dtype, device=x.device)
+        y, saved = _moe_forward(config, x, router, w1, w2, w_up, train)
         ctx.config = config
         ctx.set_materialize_grads(False)
-        ctx.gated = w_up is not None
-        if tokens == 0:
-            ctx.save_for_backward(x, router, w1, w2, w_up)
-            return y
-        args = _moe_inputs(x, router, w1, w2, w_up)
-        args["y"] = y
-        bundle = cache.load_bundle(config)
-        if not train:
-            _launch(bundle, config.program, x.device, args)
-            return y
-        # The training forward also writes the routing and the activations the backward reads.
-        saved = [torch.empty(shape, dtype=_SAVED_DTYPES.get(dtype, x.dtype), device=x.device)
-                 for _, shape, dtype in config.saved(tokens)]
-        args.update((name, t) for (name, _, _), t in zip(config.saved(tokens), saved))
-        _launch(bundle, config.forward_train_program, x.device, args)
         ctx.save_for_backward(x, router, w1, w2, w_up, *saved)
         return y
 
@@ -975,21 +996,8 @@ class _Moe(torch.autograd.Function):
         if dy is None:  # y did not reach the loss
             return (None,) * 7
         x, router, w1, w2, w_up, *saved = ctx.saved_tensors
-        config = ctx.config
-        grads = {"dx": torch.empty_like(x), "drouter": torch.empty_like(router), "dw1": torch.empty_like(w1),
-                 "dw2": torch.empty_like(w2)}
-        if w_up is not None:
-            grads["dw_up"] = torch.empty_like(w_up)
-        if x.shape[0] == 0:
-            for g in grads.values():
-                g.zero_()
-        else:
-            args = _moe_inputs(x, router, w1, w2, w_up)
-            args.update((name, t) for (name, _, _), t in zip(config.saved(x.shape[0]), saved))
-            args["dy"] = dy.contiguous()
-            args.update(grads)
-            _launch(cache.load_bundle(config), config.backward_program, x.device, args)
-        return grads["dx"], grads["drouter"], grads["dw1"], grads["dw2"], grads.get("dw_up"), None, None
+        grads = _moe_backward(ctx.config, x, router, w1, w2, w_up, saved, dy)
+        return tuple(grads[:4]) + (grads[4] if w_up is not None else None, None, None)
 
 
 def moe(x, router, w1, w2, w_up=None, top_k=2, gating="softmax", renormalize=False, activation="silu"):
@@ -1002,10 +1010,20 @@ def moe(x, router, w1, w2, w_up=None, top_k=2, gating="softmax", renormalize=Fal
     32, d, h, d_out multiples of 8; sm_90a. Differentiable in x, router and the weights: the training forward saves
     the routing and the experts' activations, and the backward takes the gradient through the routing weights, the
     gating and the router (the top-k choice itself is piecewise constant: no gradient through it)."""
-    key = _signature((x, router, w1, w2, w_up), ("moe", top_k, gating, renormalize, activation))
-    config = _memo_config(key, lambda: _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation))
+    train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, router, w1, w2, w_up))
+    if _use_ops(x):  # torch.compile: the options travel as one literal string (_torch_ops checks them)
+        return torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up, repr((top_k, gating, renormalize, activation)),
+                                        train)[0]
+    config = _moe_memo_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation)
     for name, t in (("x", x), ("router", router), ("w1", w1), ("w2", w2), ("w_up", w_up)):
         if t is not None and not t.is_contiguous():
             raise InvalidArgumentError("moe: %s must be contiguous" % name)
-    train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, router, w1, w2, w_up))
     return _Moe.apply(x, router, w1, w2, w_up, config, train)
+
+
+def _moe_memo_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation):
+    """moe's configuration, memoised on everything but x's token count (which does not enter it)."""
+    x_sig = (x.dim(), x.shape[-1], x.dtype, x.device) if isinstance(x, torch.Tensor) and x.dim() > 0 else None
+    key = _signature((router, w1, w2, w_up), ("moe", x_sig, top_k, gating, renormalize, activation))
+    return _memo_config(key if x_sig is not None else None,
+                        lambda: _moe_config(x, router, w1, w2, w_up, top_k, gating, renormalize, activation))

@@ -183,6 +183,33 @@ class CompileGpuTest(unittest.TestCase):
         assert_close_to_reference(self, "compiled ffn under torch.no_grad()", y_inference, low, ref)
         assert_close_to_reference(self, "compiled ffn (training forward)", y_train, low, ref)
 
+    def test_moe_compiled_fullgraph(self):
+        """A mixture of experts (flashc.configs.TEST_MOE[0]: bf16, d 128, h 256, 8 experts, top-2 renormalised, SwiGLU)
+        under torch.compile(fullgraph=True): torch.ops.flashc.moe_fwd / moe_bwd in the graph, y and every gradient
+        within the layer's bound of float64 autograd with the choice held fixed (test_gpu_moe's references), as
+        eager flashc is."""
+        from flashc import configs
+        from test_gpu_moe import make_case, reference, reference_grads
+        config = configs.TEST_MOE[0]
+        fn = lambda x, r, w1, w2, wu: ft.moe(x, r, w1, w2, w_up=wu, top_k=config.top_k,  # noqa: E731
+                                              renormalize=config.renormalize, activation=config.activation)
+        compiled = torch.compile(fn, fullgraph=True, backend=self.backend)
+        for tokens in (17, 300):
+            with self.subTest(tokens=tokens):
+                case = make_case(config, tokens, seed=tokens)
+                leaves = [t.clone().requires_grad_() for t in case]
+                y = compiled(*leaves)
+                want = reference(config, *case[:4], case[4])
+                peer = reference(config, *case[:4], case[4], act_dtype=torch.float32)
+                tol = 2 * (peer - want).abs().max().item() + 1e-3 * want.abs().max().item() + 1e-4
+                self.assertLessEqual((y.double() - want).abs().max().item(), tol)
+                dy = torch.randn_like(y)
+                y.backward(dy)
+                ref = reference_grads(config, *case[:4], case[4], dy)
+                for name, t in zip(("x", "router", "w1", "w2", "w_up"), leaves):
+                    err = ((t.grad.double() - ref[name]).norm() / ref[name].norm()).item()
+                    self.assertLessEqual(err, 2e-2, "d%s relative error %.3g" % (name, err))
+
 
 if __name__ == "__main__":
     unittest.main()

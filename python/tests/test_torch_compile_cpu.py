@@ -21,7 +21,7 @@ if HAVE_TORCH:
     from flashc.testing import attention_reference, ffn_reference
     from test_torch_cpu import FakeBundle
 
-OPS = ("attention_fwd", "attention_bwd", "ffn_fwd", "ffn_bwd")
+OPS = ("attention_fwd", "attention_bwd", "ffn_fwd", "ffn_bwd", "moe_fwd", "moe_bwd")
 
 
 @requires_torch
@@ -36,6 +36,9 @@ class RegisteredOpsTest(unittest.TestCase):
         self.assertIn("Tensor? b1", ffn_fwd)
         self.assertRegex(ffn_fwd, r"str options, bool train\) -> \(Tensor, Tensor, Tensor, Tensor\)")
         self.assertIn("Tensor[] saved, str options", str(torch.ops.flashc.ffn_bwd.default._schema))
+        moe_fwd = str(torch.ops.flashc.moe_fwd.default._schema)
+        self.assertIn("Tensor? w_up, str options, bool train", moe_fwd)
+        self.assertIn("Tensor[] saved, str options) -> Tensor[]", str(torch.ops.flashc.moe_bwd.default._schema))
 
     def test_fakes_give_the_real_layouts(self):
         """On fake CUDA tensors (no GPU needed): o and lse (float32 [B, H, Sq]) contiguous; FFN outputs and
