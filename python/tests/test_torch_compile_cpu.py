@@ -79,6 +79,37 @@ class RegisteredOpsTest(unittest.TestCase):
                              [((3, 5, 100), (520, 104, 1)), ((100, 1001), (1008, 1)), ((1001,), (1,)),
                               ((1001, 77), (80, 1)), ((77,), (1,))])
 
+    def test_moe_fakes(self):
+        """The mixture of experts' ops on fake CUDA tensors: y [T, d_out]; the training forward's saved tensors in
+        MoeConfig.saved's shapes and dtypes (sized by the padded capacity), the inference forward's slots empty; the
+        backward's gradients shaped like x, the router and the weights; a bad argument refused with flashc's message."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from flashc.spec import MoeConfig
+        with FakeTensorMode():
+            bf = dict(dtype=torch.bfloat16, device="cuda")
+            x, router = torch.empty(300, 64, **bf), torch.empty(64, 8, **bf)
+            w1, w_up, w2 = torch.empty(8, 64, 96, **bf), torch.empty(8, 64, 96, **bf), torch.empty(8, 96, 40, **bf)
+            y = ft.moe(x, router, w1, w2, w_up=w_up, top_k=2, renormalize=True)  # a subclass: the ops
+            self.assertEqual((tuple(y.shape), y.dtype), ((300, 40), torch.bfloat16))
+            options = repr((2, "softmax", True, "silu"))
+            outs = torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up, options, False)
+            self.assertEqual([tuple(t.shape) for t in outs[1:]], [(0,)] * 13)
+            y, *saved = torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up, options, True)
+            config = MoeConfig("bf16", 64, 96, 8, 2, out_dim=40, renormalize=True)
+            capacity = config.capacity(300)
+            self.assertEqual(capacity, (300 * 2 + 127 * 8) // 128 * 128)
+            dtypes = {"i32": torch.int32, "f32": torch.float32}
+            self.assertEqual([(tuple(t.shape), t.dtype) for t in saved],
+                             [(shape, dtypes.get(dtype, torch.bfloat16)) for _, shape, dtype in config.saved(300)])
+            self.assertEqual(saved[7].shape, (capacity, 64))  # permuted
+            grads = torch.ops.flashc.moe_bwd(y, x, router, w1, w2, w_up, saved, options)
+            self.assertEqual([tuple(g.shape) for g in grads], [(300, 64), (64, 8), (8, 64, 96), (8, 96, 40),
+                                                               (8, 64, 96)])
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "moe top_k must be in"):
+                ft.moe(x, router, w1, w2, w_up=w_up, top_k=9)
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "moe: w2 must be"):
+                ft.moe(x, router, w1, torch.empty(8, 64, 40, **bf), w_up=w_up)
+
     def test_fakes_check_arguments_like_eager(self):
         from torch._subclasses.fake_tensor import FakeTensorMode
         with FakeTensorMode():
