@@ -712,3 +712,39 @@ func.func private @moe_role() attributes {spec = #tile.moe<role = gemm, experts 
 // expected-error @+1 {{#tile.moe element_type must be bf16 or f16}}
 func.func private @moe_f32() attributes {spec = #tile.moe<role = moe_plan, experts = 8, top_k = 2,
     sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = f32>}
+
+// -----
+
+// `train` marks what a training forward's plan and up projection save; no other role takes it.
+// expected-error @+1 {{#tile.moe train applies to moe_plan and moe_up (what a training forward saves), not moe_select}}
+func.func private @moe_train_select() attributes {spec = #tile.moe<role = moe_select, experts = 8, top_k = 2,
+    sigmoid = false, renormalize = false, activation = silu, gated = false, element_type = bf16, train = true>}
+
+// -----
+
+// The training forward's up projection also stores its pre-activations (gated: gate and up): eight tensors.
+tile.kernel @moe_up_train(%a: !tile.tensor<?x64xbf16>, %w: !tile.tensor<8x64x96xbf16>, %g: !tile.tensor<?xi32>,
+                          %h: !tile.tensor<?x96xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_ws_sm90>,
+    block_m = 128, block_n = 128, warps = 8, stages = 4,
+    spec = #tile.moe<role = moe_up, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
+                     activation = silu, gated = true, element_type = bf16, train = true>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{moe_up takes 8 tensors (gated: w_up included), got 4}}
+  tile.moe_block(%a, %w, %g, %h) at [%x, %x, %x] : !tile.tensor<?x64xbf16>, !tile.tensor<8x64x96xbf16>, !tile.tensor<?xi32>, !tile.tensor<?x96xbf16>
+  tile.return
+}
+
+// -----
+
+// The backward's gated activation gradient: logits, gate, up, dh, offsets, d_gate, d_up.
+tile.kernel @moe_act_grad(%a: !tile.tensor<?x96xbf16>, %o: !tile.tensor<9xi32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<wgmma_sm90>,
+    block_m = 8, block_n = 1, warps = 8, stages = 1,
+    spec = #tile.moe<role = moe_activation_grad, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
+                     activation = silu, gated = true, element_type = bf16>} {
+  %x = tile.program_id x
+  // expected-error @+1 {{moe_activation_grad takes 7 tensors, got 5}}
+  tile.moe_block(%a, %a, %a, %o, %a) at [%x, %x, %x] : !tile.tensor<?x96xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<9xi32>, !tile.tensor<?x96xbf16>
+  tile.return
+}
