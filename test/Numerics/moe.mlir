@@ -26,6 +26,8 @@
 // BWD-DAG: @sigmoid_renormalized backward d_w_up: {{.*}} ok
 // BWD-DAG: @moe_then_ffn backward d_w_up: {{.*}} ok
 // BWD-DAG: @moe_then_ffn backward d_w_up2: {{.*}} ok
+// BWD-DAG: @widest backward d_router: {{.*}} ok
+// BWD-DAG: @widest backward d_w_up: {{.*}} ok
 // BWD-NOT: FAIL
 // CHECK-DAG: @mixtral forward result 0: max relative error {{.*}} ok
 // CHECK-DAG: @fine_grained forward result 0: max relative error {{.*}} ok
@@ -72,3 +74,14 @@ func.func @moe_then_ffn(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %w1: tenso
       : (tensor<?x32xbf16>, tensor<32x48xbf16>, tensor<32x48xbf16>, tensor<48x32xbf16>) -> tensor<?x32xbf16>
   return %y, %f : tensor<?x40xbf16>, tensor<?x32xbf16>
 }
+
+// The kernels' limits: 256 experts, the top 32 of each token's (a warp's lanes hold them), sigmoid renormalised
+// (DeepSeek-V3's routing at its widest): most experts get one row or none, 256 padded groups.
+func.func @widest(%x: tensor<?x16xbf16>, %r: tensor<16x256xbf16>, %w1: tensor<256x16x16xbf16>,
+                  %wu: tensor<256x16x16xbf16>, %w2: tensor<256x16x24xbf16>) -> tensor<?x24xbf16> {
+  %y = flash.moe silu %x, %r, %w1 up %wu, %w2 top_k = 32 gating = sigmoid renormalize
+      : (tensor<?x16xbf16>, tensor<16x256xbf16>, tensor<256x16x16xbf16>, tensor<256x16x16xbf16>, tensor<256x16x24xbf16>)
+      -> tensor<?x24xbf16>
+  return %y : tensor<?x24xbf16>
+}
+
