@@ -59,6 +59,9 @@ namespace ref = flashc::reference;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
+static cl::opt<std::string> tuningTable("tuning-table", cl::init(""),
+                                        cl::desc("tuning table for the plans (flashc --tuning-table; 'none': the hand "
+                                                 "rules only; default: the built-in table)"));
 static cl::opt<bool> runBackward("backward", cl::desc("also check the backward program"));
 static cl::opt<std::string>
     backwardForm("backward-form", cl::init("auto"),
@@ -819,6 +822,7 @@ LogicalResult compile(ModuleOp module, bool fuseOnly) {
     return pm.run(module);
   }
   options.archs = {target};
+  options.tuningTable = tuningTable;
   options.generateBackward = runBackward;
   options.deterministicBackward = deterministic;
   options.backwardForm = backwardForm;

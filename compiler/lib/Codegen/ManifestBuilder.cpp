@@ -650,6 +650,17 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
                   gridText[1] + ") * (" + gridText[2] + "), " + rt::kSymbolSmCount + ")";
     gridText[1] = gridText[2] = "1";
   }
+  // A kernel that runs at some sizes only (#tile.run_if: one of two plans of an op, chosen by a run-time size): its
+  // grid times a 0 / 1 selector of that size, so that the runtime skips it (a zero grid) at the others.
+  if (tile::RunIfAttr runIf = kernel.getRunIfAttr()) {
+    std::string size = "(" + args[runIf.getArg()].dims[runIf.getDim()].str() + ")";
+    std::string selector = "1"; // (sizes are never negative: a lower bound of 0 selects nothing)
+    if (runIf.getMin() > 0)
+      selector = "min(1, max(0, " + size + " - " + std::to_string(runIf.getMin() - 1) + "))";
+    if (runIf.getMax() >= 0)
+      selector += " * min(1, max(0, " + std::to_string(runIf.getMax() + 1) + " - " + size + "))";
+    gridText[0] = "(" + gridText[0] + ") * " + selector;
+  }
   for (int axis = 0; axis < 3; ++axis) {
     const std::string &text = gridText[axis];
     auto expr = rt::Expr::parse(text);

@@ -350,6 +350,10 @@ LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *>
   SmallVector<SmallVector<int64_t, 4>> shapes;
   for (HostTensor *tensor : args)
     shapes.emplace_back(tensor->shape.begin(), tensor->shape.end());
+  // One of two plans of an op, chosen by a run-time size: nothing to do at the other plan's sizes (as the runtime
+  // skips its zero grid).
+  if (RunIfAttr runIf = kernel.getRunIfAttr(); runIf && !runIf.holds(shapes[runIf.getArg()][runIf.getDim()]))
+    return success();
   int64_t grid[3];
   for (auto [axis, attr] : llvm::enumerate(kernel.getGrid().getAsRange<GridAttr>()))
     grid[axis] = attr.evaluate(shapes);

@@ -37,7 +37,7 @@ public:
         mlir::tile::StrategyAttr::get(ctx, plan.strategy), b.getI64IntegerAttr(plan.blockM),
         b.getI64IntegerAttr(plan.blockN), b.getI64IntegerAttr(plan.warps),
         b.getI64IntegerAttr(plan.stages), /*smem_bytes=*/nullptr, spec, /*schedule=*/nullptr,
-        /*grid_order=*/nullptr, /*tuning=*/nullptr);
+        /*grid_order=*/nullptr, /*tuning=*/nullptr, /*run_if=*/nullptr);
     entry = new mlir::Block();
     kernel.getBody().push_back(entry);
     for (mlir::Type type : argTypes)

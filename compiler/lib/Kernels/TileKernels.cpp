@@ -94,6 +94,8 @@ KernelOp rebuildKernel(KernelOp kernel, const TilePlan &plan) {
                                  argTypes, plan);
   if (!rebuilt)
     return nullptr;
+  if (RunIfAttr runIf = kernel.getRunIfAttr())
+    rebuilt.setRunIfAttr(runIf);
   kernel.erase();
   rebuilt.setSymName(name);
   return rebuilt;

@@ -58,6 +58,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       module.emitError() << "flash-plan-memory: " << error;
       return signalPassFailure();
     }
+    splitByKeyLength(module, *targetDesc);
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels)
       if (failed(planKernel(kernel, *targetDesc)))
@@ -65,6 +66,45 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
   }
 
   std::shared_ptr<const TuningTable> table;
+
+  /// An attention forward whose key has a table entry bounded by key length (`d<D>@s<=N`) becomes two kernels:
+  /// a clone `<name>_keys_le_N` planned by that entry, which runs at key lengths up to N, and the kernel itself,
+  /// planned as before (the key's other entry or the hand rule), which runs at the longer ones (#tile.run_if on k's
+  /// length; each launch of it is doubled, only one of the pair doing anything at a given length).
+  void splitByKeyLength(ModuleOp module, const TargetDescription &targetDesc) {
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    SymbolTable symbols(module);
+    for (KernelOp kernel : kernels) {
+      auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+      if (!attention || attention.getRole() != KernelRole::AttentionForward || kernel.getRunIfAttr())
+        continue;
+      std::optional<TuningKey> key = tuningKeyOf(targetDesc, attention, kernel.getFunctionType().getInputs());
+      const TuningEntry *bounded = key ? table->lookupBounded(*key) : nullptr;
+      if (!bounded)
+        continue;
+      int64_t bound = *bounded->keysAtMost;
+      MLIRContext *ctx = kernel.getContext();
+      constexpr int64_t kKeys = 1, kKeyRows = 2; // k [B, Hkv, Sk, D]
+      OpBuilder builder(kernel);
+      builder.setInsertionPointAfter(kernel);
+      auto shortKeys = llvm::cast<KernelOp>(builder.clone(*kernel));
+      std::string oldName = kernel.getSymName().str();
+      shortKeys.setSymName(oldName + "_keys_le_" + std::to_string(bound));
+      symbols.insert(shortKeys); // renames on collision
+      shortKeys.setRunIfAttr(RunIfAttr::get(ctx, kKeys, kKeyRows, 0, bound));
+      kernel.setRunIfAttr(RunIfAttr::get(ctx, kKeys, kKeyRows, bound + 1, -1));
+      SmallVector<LaunchOp> launches;
+      module.walk([&](LaunchOp launch) {
+        if (launch.getKernel() == oldName)
+          launches.push_back(launch);
+      });
+      for (LaunchOp launch : launches) {
+        OpBuilder at(launch);
+        auto twin = llvm::cast<LaunchOp>(at.clone(*launch));
+        twin.setKernel(shortKeys.getSymName());
+      }
+    }
+  }
 
   /// The table entry for `kernel`, if one applies: an attention_backward
   /// entry that names a form applies to that form's kernel only (the other
@@ -74,7 +114,10 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     Attribute spec = kernel.getSpecAttr();
     ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
     std::optional<TuningKey> key = tuningKeyOf(targetDesc, spec, inputs);
-    const TuningEntry *entry = key ? table->lookup(*key) : nullptr;
+    // (The short-keys kernel of an op split by key length: its bounded entry.)
+    RunIfAttr runIf = kernel.getRunIfAttr();
+    bool shortKeys = runIf && runIf.getMax() >= 0;
+    const TuningEntry *entry = !key ? nullptr : shortKeys ? table->lookupBounded(*key) : table->lookup(*key);
     if (!entry)
       return static_cast<const TuningEntry *>(nullptr);
     if (entry->point.form) {
@@ -103,12 +146,20 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     return entry;
   }
 
+  /// `key` with a key-length bound in its shape (`d64@s<=4096`), as a bounded entry spells it.
+  static TuningKey boundedKey(TuningKey key, std::optional<int64_t> keysAtMost) {
+    if (keysAtMost)
+      key.shape += "@s<=" + std::to_string(*keysAtMost);
+    return key;
+  }
+
   /// The kernel's `tuning` attribute: the entry's name and key, and the
   /// schedule knobs flash-warp-specialize and flash-order-blocks read.
   static DictionaryAttr tuningAttr(MLIRContext *ctx, const TuningEntry &entry, const TuningKey &key) {
     Builder b(ctx);
-    SmallVector<NamedAttribute> fields = {b.getNamedAttr(kTuningEntryName, b.getStringAttr(entry.name())),
-                                          b.getNamedAttr(kTuningKeyName, b.getStringAttr(key.str()))};
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr(kTuningEntryName, b.getStringAttr(entry.name())),
+        b.getNamedAttr(kTuningKeyName, b.getStringAttr(boundedKey(key, entry.keysAtMost).str()))};
     if (entry.point.pingPong)
       fields.push_back(b.getNamedAttr(kTuningPingPongName, b.getBoolAttr(*entry.point.pingPong)));
     if (entry.point.group)

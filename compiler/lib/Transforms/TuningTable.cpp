@@ -161,6 +161,13 @@ TilePlan TuningPoint::applyTo(TilePlan plan) const {
 
 std::string TuningEntry::name() const { return file + ":" + std::to_string(line); }
 
+std::string TuningEntry::keyText() const {
+  if (!keysAtMost)
+    return key.str();
+  return key.arch + " " + key.kind + " " + key.dtype + " " + key.shape + "@s<=" + std::to_string(*keysAtMost) + " " +
+         key.mask;
+}
+
 std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::StringRef file,
                                               std::string &error) {
   TuningTable table;
@@ -190,6 +197,16 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     entry.line = lineNumber;
     entry.key = {keyFields[0].str(), keyFields[1].str(), keyFields[2].str(), keyFields[3].str(),
                  keyFields[4].str()};
+    // attention_forward: `d<D>@s<=N`, a plan for key lengths up to N.
+    if (size_t at = entry.key.shape.find("@s<="); at != std::string::npos) {
+      std::optional<int64_t> bound = parseInt(llvm::StringRef(entry.key.shape).drop_front(at + 4));
+      if (entry.key.kind != "attention_forward")
+        return fail("a shape bounded by key length ('" + entry.key.shape + "') applies to attention_forward only");
+      if (!bound || *bound < 1)
+        return fail("the key-length bound of '" + entry.key.shape + "' must be a positive integer");
+      entry.keysAtMost = bound;
+      entry.key.shape.resize(at);
+    }
     const TuningKey &key = entry.key;
     if (!lookupTarget(key.arch))
       return fail("unknown arch '" + key.arch + "' (known: " + knownTargetNames() + ")");
@@ -264,20 +281,24 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         *slot = number;
       }
     }
-    auto [previous, inserted] = keyLines.emplace(key.str(), lineNumber);
+    auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
     if (!inserted)
-      return fail(llvm::formatv("the key '{0}' has an entry already, on line {1}", key.str(),
+      return fail(llvm::formatv("the key '{0}' has an entry already, on line {1}", entry.keyText(),
                                 previous->second));
     table.entries_.push_back(std::move(entry));
   }
   return table;
 }
 
-const TuningEntry *TuningTable::lookup(const TuningKey &key) const {
+const TuningEntry *TuningTable::lookup(const TuningKey &key) const { return find(key, /*bounded=*/false); }
+
+const TuningEntry *TuningTable::lookupBounded(const TuningKey &key) const { return find(key, /*bounded=*/true); }
+
+const TuningEntry *TuningTable::find(const TuningKey &key, bool bounded) const {
   const TuningEntry *best = nullptr;
   int bestExact = -1;
   for (const TuningEntry &entry : entries_) {
-    if (entry.key.arch != key.arch || entry.key.kind != key.kind)
+    if (entry.key.arch != key.arch || entry.key.kind != key.kind || entry.keysAtMost.has_value() != bounded)
       continue;
     int exact = 0;
     bool matches = true;

@@ -748,3 +748,18 @@ tile.kernel @moe_act_grad(%a: !tile.tensor<?x96xbf16>, %o: !tile.tensor<9xi32>) 
   tile.moe_block(%a, %a, %a, %o, %a) at [%x, %x, %x] : !tile.tensor<?x96xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<9xi32>, !tile.tensor<?x96xbf16>
   tile.return
 }
+
+// -----
+
+// #tile.run_if names a dimension of a tensor argument, and a range.
+// expected-error @+1 {{run_if refers to argument 3 but the kernel has 1 tensor arguments}}
+tile.kernel @run_if_arg(%a: !tile.tensor<?x64xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 64, warps = 4, stages = 1, run_if = #tile.run_if<arg = 3, dim = 0, min = 0, max = 10>} {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{#tile.run_if needs 0 <= min <= max (max = -1: no upper bound), got [10, 5]}}
+func.func private @run_if_range() attributes {r = #tile.run_if<arg = 0, dim = 0, min = 10, max = 5>}

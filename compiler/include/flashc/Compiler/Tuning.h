@@ -89,6 +89,12 @@ TuningPoint pointOf(mlir::tile::KernelOp kernel);
 struct TuningEntry {
   TuningKey key;
   TuningPoint point;
+  /// attention_forward: the entry serves key lengths up to this (SHAPE `d<D>@s<=N`): flash-plan-memory gives the
+  /// op a second kernel of this plan for those lengths, the key's other plan serving the longer ones
+  /// (#tile.run_if; docs/design/plans-by-sequence-length.md). None: every length.
+  std::optional<int64_t> keysAtMost;
+  /// The key as the table spells it ("sm_90a attention_forward bf16 d64@s<=4096 causal").
+  std::string keyText() const;
   std::string file;
   int64_t line = 0;
   /// "<file>:<line>", as --emit=tile names it.
@@ -102,11 +108,14 @@ public:
   static std::optional<TuningTable> parse(llvm::StringRef text, llvm::StringRef file,
                                           std::string &error);
   /// The most specific entry matching `key` (fewest `*`; the earlier line on
-  /// a tie), or null.
+  /// a tie) that serves every key length, or null.
   const TuningEntry *lookup(const TuningKey &key) const;
+  /// The same among the entries bounded by key length (`keysAtMost`).
+  const TuningEntry *lookupBounded(const TuningKey &key) const;
   llvm::ArrayRef<TuningEntry> entries() const { return entries_; }
 
 private:
+  const TuningEntry *find(const TuningKey &key, bool bounded) const;
   std::vector<TuningEntry> entries_;
 };
 

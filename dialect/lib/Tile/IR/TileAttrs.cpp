@@ -227,6 +227,14 @@ LogicalResult VarlenSpecAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+LogicalResult RunIfAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t arg, int64_t dim, int64_t min,
+                                int64_t max) {
+  if (min < 0 || (max >= 0 && max < min) || max < -1)
+    return emitError() << "#tile.run_if needs 0 <= min <= max (max = -1: no upper bound), got [" << min << ", "
+                       << max << "]";
+  return success();
+}
+
 LogicalResult MoeSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, KernelRole role, int64_t experts,
                                   int64_t topK, bool sigmoid, bool renormalize, Activation activation, bool gated,
                                   TypeAttr elementType, bool train) {

@@ -122,6 +122,14 @@ LogicalResult KernelOp::verify() {
   }
   if (getGrid().size() != 3)
     return emitOpError() << "grid must list 3 axes (x, y, z), got " << getGrid().size();
+  if (RunIfAttr runIf = getRunIfAttr()) {
+    if (runIf.getArg() < 0 || runIf.getArg() >= static_cast<int64_t>(args.size()))
+      return emitOpError() << "run_if refers to argument " << runIf.getArg() << " but the kernel has "
+                           << args.size() << " tensor arguments";
+    if (runIf.getDim() < 0 || runIf.getDim() >= args[runIf.getArg()].getRank())
+      return emitOpError() << "run_if refers to dimension " << runIf.getDim() << " of a rank-"
+                           << args[runIf.getArg()].getRank() << " argument";
+  }
   for (auto [axis, attr] : llvm::enumerate(getGrid().getAsRange<GridAttr>())) {
     if (attr.isConstant())
       continue;

@@ -159,6 +159,27 @@ def Tile_GridOrderAttr : AttrDef<Tile_Dialect, "GridOrder"> {
   let genVerifyDecl = 1;
 }
 
+def Tile_RunIfAttr : AttrDef<Tile_Dialect, "RunIf"> {
+  let mnemonic = "run_if";
+  let summary = "the sizes a kernel runs at (a plan chosen by a run-time size)";
+  let description = [{
+    `#tile.run_if<arg = 1, dim = 2, min = 1, max = 4096>`: the kernel runs only
+    when dimension `dim` of tensor argument `arg` is in [min, max] (max = -1:
+    no upper bound); at any other size its launch does nothing (the manifest's
+    grid is multiplied by a 0 / 1 selector of that size, and the runtime skips
+    a zero grid). flash-plan-memory gives it to the two kernels of one op
+    whose plans a tuning-table entry bounded by sequence length splits
+    (docs/tuning.md, docs/design/plans-by-sequence-length.md).
+  }];
+  let parameters = (ins "int64_t":$arg, "int64_t":$dim, "int64_t":$min, "int64_t":$max);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether a dimension of `size` is in the range.
+    bool holds(int64_t size) const { return size >= getMin() && (getMax() < 0 || size <= getMax()); }
+  }];
+}
+
 def Tile_WarpSpecializedAttr : AttrDef<Tile_Dialect, "WarpSpecialized"> {
   let mnemonic = "warp_specialized";
   let summary = "warp roles and pipeline of a warp-specialised kernel (flash-warp-specialize)";

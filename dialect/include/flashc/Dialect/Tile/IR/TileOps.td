@@ -47,7 +47,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     `{entry = "<file>:<line>", key = "<arch> <kind> <dtype> <shape> <mask>"}`,
     plus the entry's schedule knobs for later passes: `ping_pong` (bool,
     flash-warp-specialize), `group` (row blocks a group, flash-order-blocks)
-    and `persistent` (bool, flash-order-blocks).
+    and `persistent` (bool, flash-order-blocks). `run_if` (#tile.run_if): the
+    sizes the kernel runs at, when a plan is chosen by a run-time size.
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -64,7 +65,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [FunctionOpInterface, IsolatedFromAbove, S
     OptionalAttr<AnyAttr>:$spec,
     OptionalAttr<Tile_WarpSpecializedAttr>:$schedule,
     OptionalAttr<Tile_GridOrderAttr>:$grid_order,
-    OptionalAttr<DictionaryAttr>:$tuning);
+    OptionalAttr<DictionaryAttr>:$tuning,
+    OptionalAttr<Tile_RunIfAttr>:$run_if);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
