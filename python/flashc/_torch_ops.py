@@ -202,7 +202,7 @@ ffn_fwd.register_autograd(_ffn_grad, setup_context=_ffn_setup)
 
 
 # ---------------------------------------------------------- mixture of experts
-_MOE_SAVED_SLOTS = 13  # moe_fwd's fixed outputs after y: the most tensors a training forward saves (gated experts)
+_MOE_SAVED_SLOTS = 13  # moe_fwd's fixed outputs after y: a gated layer's training forward fills 12, a plain one's 11, the rest empty
 
 
 def _moe_config(x, router, w1, w2, w_up, options):

@@ -949,13 +949,13 @@ def _moe_forward(config, x, router, w1, w2, w_up, train):
     empty list)."""
     tokens = x.shape[0]
     y = torch.empty(tokens, config.out_dim, dtype=x.dtype, device=x.device)
-    saved = [torch.empty(shape, dtype=_SAVED_DTYPES.get(dtype, x.dtype), device=x.device)
-             for _, shape, dtype in config.saved(tokens)] if train else []
+    layout = config.saved(tokens) if train else []
+    saved = [torch.empty(shape, dtype=_SAVED_DTYPES.get(dtype, x.dtype), device=x.device) for _, shape, dtype in layout]
     if tokens == 0:
         return y, saved
     args = _moe_inputs(x, router, w1, w2, w_up)
     args["y"] = y
-    args.update((name, t) for (name, _, _), t in zip(config.saved(tokens), saved))
+    args.update((name, t) for (name, _, _), t in zip(layout, saved))
     _launch(cache.load_bundle(config), config.forward_train_program if train else config.program, x.device, args)
     return y, saved
 
@@ -970,11 +970,12 @@ def _moe_backward(config, x, router, w1, w2, w_up, saved, dy):
         for g in grads.values():
             g.zero_()
     else:
-        if len(saved) != len(config.saved(x.shape[0])):
+        layout = config.saved(x.shape[0])
+        if len(saved) != len(layout):
             raise InvalidArgumentError("flashc.moe backward: the training forward's saved tensors are missing (got %d); "
                                        "run the forward with a gradient wanted" % len(saved))
         args = _moe_inputs(x, router, w1, w2, w_up)
-        args.update((name, t) for (name, _, _), t in zip(config.saved(x.shape[0]), saved))
+        args.update((name, t) for (name, _, _), t in zip(layout, saved))
         args["dy"] = dy.contiguous()
         args.update(grads)
         _launch(cache.load_bundle(config), config.backward_program, x.device, args)

@@ -1,6 +1,6 @@
 // RUN: flash-opt %s --flash-fuse-moe --split-input-file -verify-diagnostics | FileCheck %s
 // RUN: flash-eval %s -split-input-file --dynamic-size=13 | FileCheck %s --check-prefix=EVAL
-// RUN: flash-opt %S/Inputs/fuse-moe-dynamic-width.mlir --flash-fuse-moe -verify-diagnostics
+// RUN: flash-opt %S/Inputs/fuse-moe-mismatched.mlir --flash-fuse-moe -split-input-file -verify-diagnostics
 //
 // logits = x·router; s = softmax(logits) | sigmoid(logits); w, ids = top_k(s); [w = normalize(w)];
 // rows = expert_ffn(x, ids, w1 [, w_up], w2); y = combine(rows, w)

@@ -28,8 +28,7 @@
 #include "flashc/reference/attention.h"
 #include "flashc/reference/ffn.h"
 #include "flashc/reference/moe.h"
-
-#include "flashc/device/moe_layout.h"  // (a mixture of experts' padded capacity: plain C++)
+#include "flashc/runtime/Expr.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -757,36 +756,49 @@ private:
       storage.push_back(poisoned(output.shape, output.kind));
       args.push_back(&storage.back());
     }
+    // Then each op's saved tensors, in body order: shaped as the program declares them (static sizes, and `tile.dims`
+    // for the run-time ones: a symbol the forward's tensors bind, or an expression of them such as a mixture of
+    // experts' padded capacity), so that this tool does not restate what flash-tile saves.
+    flashc::rt::SymbolTable symbols;
+    for (auto [index, tensor] : llvm::enumerate(args))
+      if (auto dims = program.getArgAttrOfType<ArrayAttr>(index, "tile.dims"))
+        for (auto [d, dim] : llvm::enumerate(dims.getAsValueRange<StringAttr>()))
+          if (!dim.empty() && llvm::all_of(dim, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+            symbols[dim.str()] = tensor->shape[d];
+    unsigned next = args.size();
     for (Operation *op : fusedOps) {
-      if (auto moe = llvm::dyn_cast<flash::MoeOp>(op)) {
-        // MoeSaved's tensors (TileLowering.h), at the padded capacity of T k routed rows.
-        const HostTensor &x = inputs[argIndex(moe.getInput())];
-        int64_t tokens = x.shape[0], experts = moe.getExperts(), routed = tokens * int64_t(moe.getTopK());
-        int64_t capacity = flashc::device::moe_padded_capacity(routed, int(experts));
-        ElementKind i32 = ElementKind::I32;
-        SmallVector<std::pair<std::vector<int64_t>, ElementKind>> shapes = {
-            {{tokens, experts}, x.kind},       {{experts}, i32},
-            {{routed}, i32},                   {{routed}, ElementKind::F32},
-            {{routed}, i32},                   {{experts + 1}, i32},
-            {{capacity / flashc::device::kMoeGroupRows + 1}, i32}, {{capacity, moe.getModelDim()}, x.kind}};
-        for (int i = 0, n = moe.isGated() ? 3 : 2; i < n; ++i) // pre (gate, up), hidden
-          shapes.push_back({{capacity, moe.getHiddenDim()}, x.kind});
-        shapes.push_back({{capacity, moe.getOutputDim()}, x.kind});
-        for (auto &[shape, kind] : shapes) {
-          storage.push_back(poisoned(shape, kind));
-          args.push_back(&storage.back());
-          saved[op].push_back(&storage.back());
+      // (flash-tile's MoeSaved and appendSavedActivations: gated ops save one tensor more.)
+      unsigned count = 0;
+      if (auto moe = llvm::dyn_cast<flash::MoeOp>(op))
+        count = moe.isGated() ? 12 : 11;
+      else if (auto ffn = llvm::dyn_cast<flash::FfnOp>(op))
+        count = ffn.isGated() ? 3 : 2;
+      for (unsigned i = 0; i < count; ++i, ++next) {
+        auto type = next < program.getNumArguments()
+                        ? llvm::dyn_cast<tile::GlobalTensorType>(program.getArgumentTypes()[next])
+                        : tile::GlobalTensorType();
+        if (!type) {
+          program.emitError("flash-run-tile: the training forward has no saved tensor ") << i << " for " << *op;
+          return failure();
         }
-        continue;
-      }
-      auto ffn = llvm::dyn_cast<flash::FfnOp>(op);
-      if (!ffn)
-        continue;
-      const HostTensor &x = inputs[argIndex(ffn.getInput())];
-      std::vector<int64_t> shape = x.shape;
-      shape.back() = ffn.getHiddenDim();
-      for (int i = 0, n = ffn.isGated() ? 3 : 2; i < n; ++i) {
-        storage.push_back(poisoned(shape, x.kind));
+        auto dims = program.getArgAttrOfType<ArrayAttr>(next, "tile.dims");
+        std::vector<int64_t> shape;
+        for (auto [d, size] : llvm::enumerate(type.getShape())) {
+          if (!ShapedType::isDynamic(size)) {
+            shape.push_back(size);
+            continue;
+          }
+          StringRef text = dims && d < dims.size() ? llvm::cast<StringAttr>(dims[d]).getValue() : StringRef();
+          auto expr = flashc::rt::Expr::parse(text.str());
+          auto value = expr.ok() ? expr->evaluate(symbols) : flashc::rt::Result<int64_t>(expr.error());
+          if (!value.ok()) {
+            program.emitError("flash-run-tile: saved tensor ")
+                << next << " dim " << d << " '" << text << "': " << value.error().message;
+            return failure();
+          }
+          shape.push_back(*value);
+        }
+        storage.push_back(poisoned(shape, kindOf(type.getElementType())));
         args.push_back(&storage.back());
         saved[op].push_back(&storage.back());
       }

@@ -582,10 +582,10 @@ unsigned appendMoeSaved(flash::MoeOp op, StringRef suffix, StringRef tokens,
   };
   auto sized = [&](int64_t value, std::string text) { return dynamic ? Size{ShapedType::kDynamic, text} : Size{value, ""}; };
   int64_t routed = dynamic ? 0 : rowsT * topK;
-  int64_t blocks = dynamic ? 0 : (routed + padding + rowsABlock - 1) / rowsABlock;
+  int64_t rows = dynamic ? 0 : device::moe_padded_capacity(routed, static_cast<int>(experts));
   Size tokensSize = sized(rowsT, tokens.str()), routedSize = sized(routed, routedText);
-  Size capacity = sized(blocks * rowsABlock, std::to_string(rowsABlock) + " * " + blocksText);
-  Size groupEntries = sized(blocks + 1, blocksText + " + 1");
+  Size capacity = sized(rows, std::to_string(rowsABlock) + " * " + blocksText);
+  Size groupEntries = sized(rows / rowsABlock + 1, blocksText + " + 1");
   auto fixed = [](int64_t n) { return Size{n, ""}; };
   unsigned first = types.size();
   auto add = [&](StringRef name, ArrayRef<Size> shape, Type type) {
