@@ -182,6 +182,40 @@ class TableTest(unittest.TestCase):
         self.assertIsNone(decision["point"])
         self.assertEqual(decision["best"], "pf1")
 
+    def test_a_point_that_wins_the_short_keys_only_gets_an_entry_bounded_by_key_length(self):
+        found = table_mod.results(self.plan, [])
+        key = "sm_90a attention_forward bf16 d128 causal"
+        short, long_ = found[key]["sizes"]  # S = 1024, S = 4096
+        points = found[key]["points"]
+        for p in points.values():
+            p["check"] = True
+        points["pf0"]["times"] = {short: 1.0, long_: 1.0}
+        points["pf1"]["times"] = {short: 0.80, long_: 1.06}  # 1.25x at S = 1024, 6 % behind at 4096
+        points["pf2"]["times"] = {short: 0.99, long_: 0.99}  # within the margin everywhere
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertIsNone(decision["point"])
+        self.assertEqual(decision["bounded"]["key"], "sm_90a attention_forward bf16 d128@s<=1024 causal")
+        self.assertEqual(decision["bounded"]["point"], "pf1")
+        self.assertIn("up to 1024", decision["reason"])
+        old = ("sm_90a attention_forward bf16 d128@s<=4096 causal -> block_n=64  # an older run's bound\n"
+               "sm_90a attention_forward bf16 d64@s<=1024 causal -> block_n=64  # another key: kept\n")
+        merged = table_mod.merge(old, [decision], "flashc.tune 2026-12-02 H200")
+        self.assertNotIn("d128@s<=4096", merged)
+        self.assertIn("d64@s<=1024 causal -> block_n=64", merged)
+        self.assertIn("sm_90a attention_forward bf16 d128@s<=1024 causal -> pf1  # flashc.tune 2026-12-02 H200: "
+                      "1.250x over the hand rule at key lengths up to 1024", merged)
+        # A point that also loses at the short keys: no entry of either kind; nor for another kind's key.
+        points["pf1"]["times"] = {short: 1.01, long_: 1.06}
+        self.assertIsNone(table_mod.choose({key: found[key]})[0].get("bounded"))
+        backward = "sm_90a attention_backward bf16 d128 causal"
+        data = found[backward]
+        for name, p in data["points"].items():
+            p["check"] = True
+            p["times"] = {s: (0.5 if name != data["hand_rule"] and s == data["sizes"][0] else 1.0)
+                          for s in data["sizes"]}
+        if len(set(label for _, label in data["sizes"])) > 1:
+            self.assertIsNone(table_mod.choose({backward: data})[0].get("bounded"))
+
     def confirm(self, first_times, confirm_times):
         """A first round with `first_times`, then the confirmation of its winners timed with `confirm_times`."""
         progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))

@@ -8,6 +8,11 @@ loses more than `max_loss` (default 3 %) nowhere; otherwise the hand rule stays 
 progress holds a confirmation round for the key (the hand rule and the first round's winner timed again, alternately,
 device.confirm_tasks), the winner must pass the same bar on the confirmation's medians as well: one run's gain of a few
 per cent can be run-to-run spread.
+
+Where no point wins an attention forward's key outright, one may win its shorter key lengths: the longest prefix of
+the measured sequence lengths (not all of them) on which a point passes the same bar becomes an entry bounded by key
+length (`... d64@s<=1024 causal -> ...`, docs/tuning.md: the kernel is split at launch), the hand rule keeping the
+longer keys. Its bound is the longest length measured in the prefix.
 """
 
 import datetime
@@ -18,6 +23,51 @@ import re
 from .plan import shape_label
 
 ENTRY = re.compile(r"^\s*(\S+\s+\S+\s+\S+\s+\S+\s+\S+)\s*->")
+KEY_BOUND = re.compile(r"@s<=\d+$")
+SEQ = re.compile(r"\bS=(\d+)\b")
+
+
+def unbounded(key):
+    """A table key without its shape's key-length bound (`d64@s<=1024` -> `d64`)."""
+    fields = key.split()
+    if len(fields) == 5:
+        fields[3] = KEY_BOUND.sub("", fields[3])
+    return " ".join(fields)
+
+
+def bounded_key(key, max_seq):
+    fields = key.split()
+    fields[3] += "@s<=%d" % max_seq
+    return " ".join(fields)
+
+
+def _score(hand, p, sizes):
+    ratios = [hand["times"][s] / p["times"][s] for s in sizes]
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
+
+
+def by_key_length(key, data, margin, max_loss):
+    """{"key", "point", "max_seq", "reason"}: the point that wins the longest proper prefix of an attention forward
+    key's measured sequence lengths by the margin, losing more than max_loss at none of them; or None."""
+    if key.split()[1:2] != ["attention_forward"]:
+        return None
+    sizes = data["sizes"]
+    seqs = [SEQ.search(label) for _, label in sizes]
+    if not sizes or any(m is None for m in seqs):
+        return None
+    seq_of = {size: int(m.group(1)) for size, m in zip(sizes, seqs)}
+    hand = data["points"][data["hand_rule"]]
+    for bound in sorted(set(seq_of.values()), reverse=True)[1:]:  # the longest prefix first; never every length
+        within = [size for size in sizes if seq_of[size] <= bound]
+        ranked = sorted((_score(hand, p, within) + (point,) for point, p in data["points"].items()
+                         if point != data["hand_rule"] and p["check"] is True and all(s in p["times"] for s in within)),
+                        reverse=True)
+        if ranked and ranked[0][0] >= 1 + margin and ranked[0][1] >= 1 - max_loss:
+            score, low, high, point = ranked[0]
+            return {"key": bounded_key(key, bound), "point": point, "max_seq": bound,
+                    "reason": "%.3fx over the hand rule at key lengths up to %d (%.2f-%.2fx at %d sizes); the hand "
+                              "rule above" % (score, bound, low, high, len(within))}
+    return None
 
 
 def results(plan, records):
@@ -122,6 +172,10 @@ def choose(found, margin=0.02, max_loss=0.03):
                     decision["reason"] += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
             else:
                 decision["reason"] = "hand rule kept: the best other point %.3fx (%.2f-%.2fx)" % (score, low, high)
+        if decision["point"] is None and decision["best"] is not None:
+            decision["bounded"] = by_key_length(key, data, margin, max_loss)
+            if decision["bounded"]:
+                decision["reason"] += "; by key length: " + decision["bounded"]["reason"]
         decisions.append(decision)
     return decisions
 
@@ -130,19 +184,28 @@ def entry_line(decision, stamp):
     return "%s -> %s  # %s: %s" % (decision["key"], decision["point"], stamp, decision["reason"])
 
 
+def entries(decisions):
+    """The decisions that make entries: each key's winner, or its winner by key length."""
+    for d in decisions:
+        if d["point"]:
+            yield d
+        elif d.get("bounded"):
+            yield d["bounded"]
+
+
 def merge(table_text, decisions, stamp):
-    """The table with an entry for every decision that has a point and none for the other measured keys; lines of
-    keys not measured are kept as they are."""
-    measured = {d["key"] for d in decisions}
+    """The table with an entry for every decision that has a point (or one by key length) and none for the other
+    measured keys (nor their entries bounded by key length); lines of keys not measured are kept as they are."""
+    measured = {unbounded(d["key"]) for d in decisions}
     kept = []
     for line in table_text.splitlines():
         m = ENTRY.match(line.split("#", 1)[0])
-        if m and " ".join(m.group(1).split()) in measured:
+        if m and unbounded(" ".join(m.group(1).split())) in measured:
             continue
         kept.append(line)
     while kept and not kept[-1].strip():
         kept.pop()
-    new = [entry_line(d, stamp) for d in decisions if d["point"]]
+    new = [entry_line(d, stamp) for d in entries(decisions)]
     return "\n".join(kept + ([""] if kept and new else []) + new) + "\n"
 
 
