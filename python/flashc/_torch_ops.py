@@ -181,24 +181,30 @@ def _ffn_bwd_fake(dy, x, w1, b1, w2, b2, w_gate, saved, options):
     return grads
 
 
-def _ffn_setup(ctx, inputs, output):
-    x, w1, b1, w2, b2, w_gate, options, train = inputs
-    ctx.save_for_backward(x, w1, b1, w2, b2, w_gate, *output[1:])
+def _saving_setup(ctx, inputs, output):
+    """setup_context of an op (inputs: tensors..., options, train; output: y, then the saved activations) whose
+    backward reads its tensor inputs and what its training forward saved."""
+    *tensors, options, train = inputs
+    ctx.save_for_backward(*tensors, *output[1:])
     ctx.options, ctx.train = options, train
     ctx.mark_non_differentiable(*output[1:])
 
 
-def _ffn_grad(ctx, dy, *_saved_grads):
+def _require_training_forward(ctx, op):
     if not ctx.train:
-        raise InvalidArgumentError("flashc.ffn: a gradient was asked of a call that ran the inference forward (no "
+        raise InvalidArgumentError("flashc.%s: a gradient was asked of a call that ran the inference forward (no "
                                    "input required a gradient when it was called), which saves nothing to "
-                                   "differentiate")
+                                   "differentiate" % op)
+
+
+def _ffn_grad(ctx, dy, *_saved_grads):
+    _require_training_forward(ctx, "ffn")
     x, w1, b1, w2, b2, w_gate, *saved = ctx.saved_tensors
     grads = iter(torch.ops.flashc.ffn_bwd(dy, x, w1, b1, w2, b2, w_gate, saved, ctx.options))
     return tuple(None if t is None else next(grads) for t in (x, w1, b1, w2, b2, w_gate)) + (None, None)
 
 
-ffn_fwd.register_autograd(_ffn_grad, setup_context=_ffn_setup)
+ffn_fwd.register_autograd(_ffn_grad, setup_context=_saving_setup)
 
 
 # ---------------------------------------------------------- mixture of experts
@@ -246,22 +252,12 @@ def _moe_bwd_fake(dy, x, router, w1, w2, w_up, saved, options):
     return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (x, router, w1, w2, w_up) if t is not None]
 
 
-def _moe_setup(ctx, inputs, output):
-    x, router, w1, w2, w_up, options, train = inputs
-    ctx.save_for_backward(x, router, w1, w2, w_up, *output[1:])
-    ctx.options, ctx.train = options, train
-    ctx.mark_non_differentiable(*output[1:])
-
-
 def _moe_grad(ctx, dy, *_saved_grads):
-    if not ctx.train:
-        raise InvalidArgumentError("flashc.moe: a gradient was asked of a call that ran the inference forward (no "
-                                   "input required a gradient when it was called), which saves nothing to "
-                                   "differentiate")
+    _require_training_forward(ctx, "moe")
     x, router, w1, w2, w_up, *saved = ctx.saved_tensors
     grads = torch.ops.flashc.moe_bwd(dy, x, router, w1, w2, w_up, saved, ctx.options)
     return grads[0], grads[1], grads[2], grads[3], grads[4] if w_up is not None else None, None, None
 
 
-moe_fwd.register_autograd(_moe_grad, setup_context=_moe_setup)
+moe_fwd.register_autograd(_moe_grad, setup_context=_saving_setup)
 

@@ -207,6 +207,13 @@ class OpcheckTest(StandInTest):
         with self.assertRaisesRegex(flashc.InvalidArgumentError, "ran the inference forward"):
             y.sum().backward()
 
+    def test_moe_backward_of_an_inference_forward_is_refused(self):
+        """moe_fwd(train=False) saves nothing either: its backward refuses before reading the (empty) saved slots."""
+        import types
+        from flashc import _torch_ops
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "flashc.moe: .*ran the inference forward"):
+            _torch_ops._moe_grad(types.SimpleNamespace(train=False), None)
+
 
 @requires_torch
 class OpPathTrainingTest(StandInTest):

@@ -614,6 +614,27 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   const int64_t blockM = kernel.getBlockM();
   const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
                                         .value_or(reference::Activation::Identity);
+  // The permuted rows' walk of the permute and its gradient's scatter (the kernels' warps): work item w < routed is
+  // routed row w (token w / topK's j-th choice) at its expert's offset + rank; past them, (w - routed) / 127 names an
+  // expert and (w - routed) % 127 one of its padding rows, past that expert's group when -1 comes back. Fails on an
+  // expert id out of range or a row outside `rows`.
+  auto permutedRow = [&](int64_t w, int64_t routed, const HostTensor &ids, const HostTensor &ranks,
+                         const HostTensor &offsets, const HostTensor &counts, int64_t rows) -> FailureOr<int64_t> {
+    int64_t row;
+    if (w < routed) {
+      if (ids.ints[w] < 0 || ids.ints[w] >= experts)
+        return fail(block, llvm::formatv("routed row {0} names expert {1} of {2}", w, ids.ints[w], experts));
+      row = offsets.ints[ids.ints[w]] + ranks.ints[w];
+    } else {
+      int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
+      row = offsets.ints[e] + counts.ints[e] + j;
+      if (row >= offsets.ints[e + 1])
+        return int64_t(-1);
+    }
+    if (row < 0 || row >= rows)
+      return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, rows));
+    return row;
+  };
   // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]; transposeB: [E, N, K]),
   // rounded; the up projection stores act(g) (⊙ u) and, training, g (and u) rounded into `pre` (and `preUp`); an
   // accumulating one adds C's value.
@@ -695,19 +716,12 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     const int64_t warps = kTokensABlock * ((dy.shape[0] + kTokensABlock - 1) / kTokensABlock);
     for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
       for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
-        int64_t row;
-        if (w < routed) {
-          if (ids.ints[w] < 0 || ids.ints[w] >= experts)
-            return fail(block, llvm::formatv("routed row {0} names expert {1} of {2}", w, ids.ints[w], experts));
-          row = offsets.ints[ids.ints[w]] + ranks.ints[w];
-        } else {
-          int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
-          row = offsets.ints[e] + counts.ints[e] + j;
-          if (row >= offsets.ints[e + 1])
-            continue;
-        }
-        if (row < 0 || row >= dOut.shape[0])
-          return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, dOut.shape[0]));
+        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, counts, dOut.shape[0]);
+        if (failed(found))
+          return failure();
+        if (*found < 0)
+          continue;
+        const int64_t row = *found;
         float dot = 0.0f;
         for (int64_t c = 0; c < dOutWidth; ++c) {
           float g = w < routed ? dy.data[(w / topK) * dOutWidth + c] : 0.0f;
@@ -853,18 +867,12 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     const int64_t warps = kTokensABlock * ((out.shape[0] + kTokensABlock - 1) / kTokensABlock);
     for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
       for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
-        int64_t row = -1, source = -1;
-        if (w < routed) {
-          row = offsets.ints[ids.ints[w]] + ranks.ints[w];
-          source = w / topK;
-        } else {  // padding row (w - routed) % 127 of expert (w - routed) / 127
-          int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
-          row = offsets.ints[e] + counts.ints[e] + j;
-          if (row >= offsets.ints[e + 1])
-            continue;
-        }
-        if (row < 0 || row >= out.shape[0])
-          return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, out.shape[0]));
+        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, counts, out.shape[0]);
+        if (failed(found))
+          return failure();
+        if (*found < 0)
+          continue;
+        const int64_t row = *found, source = w < routed ? w / topK : -1;  // (padding rows: zeros)
         for (int64_t c = 0; c < d; ++c)
           out.data[row * d + c] = source >= 0 ? in.data[source * d + c] : 0.0f;
       }

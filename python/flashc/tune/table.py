@@ -42,6 +42,7 @@ def bounded_key(key, max_seq):
 
 
 def _score(hand, p, sizes):
+    """(geometric mean, lowest, highest) of the hand rule's time over point p's at `sizes`."""
     ratios = [hand["times"][s] / p["times"][s] for s in sizes]
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
@@ -149,9 +150,7 @@ def choose(found, margin=0.02, max_loss=0.03):
         for point, p in data["points"].items():
             if point == data["hand_rule"] or p["check"] is not True or any(s not in p["times"] for s in sizes):
                 continue
-            ratios = [hand["times"][s] / p["times"][s] for s in sizes]
-            score = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-            ranked.append((score, min(ratios), max(ratios), point))
+            ranked.append(_score(hand, p, sizes) + (point,))
         ranked.sort(reverse=True)
         if not ranked:
             decision["reason"] = "no other point was checked and timed at every size"
