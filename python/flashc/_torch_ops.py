@@ -5,7 +5,7 @@
     torch.ops.flashc.ffn_fwd(x, w1, b1?, w2, b2?, w_gate?, options: str, train: bool) -> (y, s0, s1, s2)
     torch.ops.flashc.ffn_bwd(dy, x, w1, b1?, w2, b2?, w_gate?, saved: [Tensor], options: str)
         -> [dx, dw1, (db1), dw2, (db2), (dw_gate)]
-    torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up?, options: str, train: bool) -> (y, s0, ..., s12)
+    torch.ops.flashc.moe_fwd(x, router, w1, w2, w_up?, options: str, train: bool) -> (y, s0, ..., s11)
     torch.ops.flashc.moe_bwd(dy, x, router, w1, w2, w_up?, saved: [Tensor], options: str)
         -> [dx, drouter, dw1, dw2, (dw_up)]
 
@@ -208,7 +208,7 @@ ffn_fwd.register_autograd(_ffn_grad, setup_context=_saving_setup)
 
 
 # ---------------------------------------------------------- mixture of experts
-_MOE_SAVED_SLOTS = 13  # moe_fwd's fixed outputs after y: a gated layer's training forward fills 12, a plain one's 11, the rest empty
+_MOE_SAVED_SLOTS = 12  # moe_fwd's fixed outputs after y: a gated layer's training forward fills 12, a plain one's 11, the rest empty
 
 
 def _moe_config(x, router, w1, w2, w_up, options):
@@ -219,7 +219,7 @@ def _moe_config(x, router, w1, w2, w_up, options):
 @torch.library.custom_op("flashc::moe_fwd", mutates_args=())
 def moe_fwd(x: Tensor, router: Tensor, w1: Tensor, w2: Tensor, w_up: Optional[Tensor], options: str,
             train: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
-                                  Tensor, Tensor, Tensor, Tensor]:
+                                  Tensor, Tensor, Tensor]:
     config = _moe_config(x, router, w1, w2, w_up, options)
     x, router, w1, w2 = (t.contiguous() for t in (x, router, w1, w2))
     w_up = None if w_up is None else w_up.contiguous()
