@@ -35,7 +35,8 @@ def synthetic_plan(directory):
 
 
 class FakeMeasurer:
-    """Times from a table: {(bundle, direction): ms}, 1.0 otherwise; bundles in `failing` fail their check."""
+    """Times from a table: {(bundle, direction): ms} or, for one size, {(bundle, direction, "B=.. S=.."): ms}, 1.0
+    otherwise (scaled by S / 1024); bundles in `failing` fail their check."""
 
     def __init__(self, times=None, failing=(), raise_on=None):
         self.times, self.failing, self.raise_on = times or {}, set(failing), raise_on
@@ -49,7 +50,9 @@ class FakeMeasurer:
         self.calls.append(("time", bundle, direction, plan_mod.shape_label(shape)))
         if self.raise_on == bundle:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        ms = self.times.get((bundle, direction), 1.0) * (shape.get("seq", 1024) / 1024)
+        label = plan_mod.shape_label(shape).split("#")[0]
+        ms = self.times.get((bundle, direction, label), self.times.get((bundle, direction), 1.0))
+        ms *= shape.get("seq", 1024) / 1024
         return {"median_ms": ms, "samples": 10, "outliers": 0, "min_ms": ms, "max_ms": ms}
 
 
@@ -221,7 +224,7 @@ class TableTest(unittest.TestCase):
         progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
         device.run(self.plan, progress, FakeMeasurer(first_times), say=lambda text: None)
         first = table_mod.choose(table_mod.results(self.plan, progress.records()))
-        keys_points = {d["key"]: (d["hand_rule"], d["point"]) for d in first if d["point"]}
+        keys_points = table_mod.winners(first)
         confirm = FakeMeasurer(confirm_times)
         tasks = device.confirm_tasks(self.plan, keys_points, rounds=3)
         device.run(self.plan, progress, confirm, say=lambda text: None, task_list=tasks)
@@ -241,6 +244,26 @@ class TableTest(unittest.TestCase):
         forward = {d["key"]: d for d in decisions}["sm_90a attention_forward bf16 d128 causal"]
         self.assertIsNone(forward["point"])
         self.assertIn("not confirmed", forward["reason"])
+
+    def test_a_winner_by_key_length_is_confirmed_at_its_lengths(self):
+        key = "sm_90a attention_forward bf16 d128 causal"
+        first_times = {("b_pf1", "forward", "B=4 S=1024"): 0.80, ("b_pf1", "forward", "B=1 S=4096"): 1.06}
+        for confirm_s1k, entry in ((1.0, False), (0.85, True)):
+            with self.subTest(confirm_s1k=confirm_s1k):
+                progress_file = os.path.join(self.dir, "p.jsonl")  # (each subtest's rounds from the start)
+                if os.path.exists(progress_file):
+                    os.remove(progress_file)
+                first, tasks, _, decisions = self.confirm(
+                    first_times, {("b_pf1", "forward", "B=4 S=1024"): confirm_s1k,
+                                  ("b_pf1", "forward", "B=1 S=4096"): 1.06})
+                self.assertEqual({d["key"]: d["bounded"]["point"] for d in first if d.get("bounded")}, {key: "pf1"})
+                self.assertEqual(len(tasks), 12)  # the bounded winner is timed again beside the hand rule
+                forward = {d["key"]: d for d in decisions}[key]
+                self.assertIsNone(forward["point"])
+                if entry:
+                    self.assertIn("confirmed 1.176x", forward["bounded"]["reason"])
+                else:
+                    self.assertIsNone(forward["bounded"])
 
     def test_a_confirmed_winner_is_the_entry(self):
         _, _, _, decisions = self.confirm({("b_pf1", "forward"): 0.90}, {("b_pf1", "forward"): 0.93})

@@ -100,11 +100,12 @@ def _time(args):
     stamped = _Stamped(measurer, gpu)
     left = device.run(plan, progress, stamped, budget_s=args.budget)
     if not left and args.confirm > 0:
-        # The first round's winners, timed again beside their hand rules before an entry is written.
+        # The first round's winners (outright or by key length), timed again beside their hand rules before an entry
+        # is written.
         from . import table as table_mod
         first = table_mod.choose(table_mod.results(plan, progress.records()), margin=args.margin,
                                  max_loss=args.max_loss)
-        keys_points = {d["key"]: (d["hand_rule"], d["point"]) for d in first if d["point"]}
+        keys_points = table_mod.winners(first)
         budget = None if args.budget is None else max(0.0, args.budget - (time.time() - started))
         left = device.run(plan, progress, stamped, budget_s=budget,
                           task_list=device.confirm_tasks(plan, keys_points, args.confirm))

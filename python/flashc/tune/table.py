@@ -47,11 +47,13 @@ def _score(hand, p, sizes):
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
 
-def by_key_length(key, data, margin, max_loss):
+def by_key_length(found, key, margin, max_loss):
     """{"key", "point", "max_seq", "reason"}: the point that wins the longest proper prefix of an attention forward
-    key's measured sequence lengths by the margin, losing more than max_loss at none of them; or None."""
+    key's measured sequence lengths by the margin, losing more than max_loss at none of them (in the confirmation
+    rounds too, where the progress has them); or None."""
     if key.split()[1:2] != ["attention_forward"]:
         return None
+    data = found[key]
     sizes = data["sizes"]
     seqs = [SEQ.search(label) for _, label in sizes]
     if not sizes or any(m is None for m in seqs):
@@ -65,9 +67,15 @@ def by_key_length(key, data, margin, max_loss):
                         reverse=True)
         if ranked and ranked[0][0] >= 1 + margin and ranked[0][1] >= 1 - max_loss:
             score, low, high, point = ranked[0]
+            reason = "%.3fx over the hand rule at key lengths up to %d (%.2f-%.2fx at %d sizes)" % (
+                score, bound, low, high, len(within))
+            confirmed = confirmation(found, key, point, within)
+            if confirmed is not None:
+                if not (confirmed[0] >= 1 + margin and confirmed[1] >= 1 - max_loss):
+                    return None
+                reason += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
             return {"key": bounded_key(key, bound), "point": point, "max_seq": bound,
-                    "reason": "%.3fx over the hand rule at key lengths up to %d (%.2f-%.2fx at %d sizes); the hand "
-                              "rule above" % (score, bound, low, high, len(within))}
+                    "reason": reason + "; the hand rule above"}
     return None
 
 
@@ -123,14 +131,15 @@ def _median(values):
     return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
 
 
-def confirmation(found, key, point):
-    """(score, low, high) of `point` over the key's hand rule from the confirmation rounds (medians a size), or None
-    where either point lacks them at some size."""
+def confirmation(found, key, point, sizes=None):
+    """(score, low, high) of `point` over the key's hand rule from the confirmation rounds (medians a size) at `sizes`
+    (default: all of the key's), or None where either point lacks them at some size."""
     data = found[key]
+    sizes = data["sizes"] if sizes is None else sizes
     hand, p = data["points"].get(data["hand_rule"], {}), data["points"].get(point, {})
-    if any(s not in hand.get("confirm", {}) or s not in p.get("confirm", {}) for s in data["sizes"]):
+    if any(s not in hand.get("confirm", {}) or s not in p.get("confirm", {}) for s in sizes):
         return None
-    ratios = [_median(hand["confirm"][s]) / _median(p["confirm"][s]) for s in data["sizes"]]
+    ratios = [_median(hand["confirm"][s]) / _median(p["confirm"][s]) for s in sizes]
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
 
@@ -172,11 +181,18 @@ def choose(found, margin=0.02, max_loss=0.03):
             else:
                 decision["reason"] = "hand rule kept: the best other point %.3fx (%.2f-%.2fx)" % (score, low, high)
         if decision["point"] is None and decision["best"] is not None:
-            decision["bounded"] = by_key_length(key, data, margin, max_loss)
+            decision["bounded"] = by_key_length(found, key, margin, max_loss)
             if decision["bounded"]:
                 decision["reason"] += "; by key length: " + decision["bounded"]["reason"]
         decisions.append(decision)
     return decisions
+
+
+def winners(decisions):
+    """{key: (hand rule, winner)} of the decisions with a winner, outright or by key length: what a confirmation
+    round times again (device.confirm_tasks)."""
+    return {d["key"]: (d["hand_rule"], p["point"]) for d, p in ((d, d if d["point"] else d.get("bounded"))
+                                                                for d in decisions) if p}
 
 
 def entry_line(decision, stamp):
