@@ -26,6 +26,14 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned smem_addr, uns
   return d;
 }
 
+// `desc` with its start address `bytes` further (a multiple of 16). Shared-memory addresses stay below 256 KB, so the
+// 14-bit field never carries: one add, which ptxas folds into the k16 steps' constant offsets, where rebuilding each
+// step's descriptor from its address costs a mask, shifts and ors a step (the uniform pipe's instructions doubled
+// those of cuDNN's backward a product; bench/results/2026-12-02-h200-session27.md call 8).
+__device__ __forceinline__ unsigned long long wgmma_desc_advance(unsigned long long desc, unsigned bytes) {
+  return desc + (bytes >> 4);
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

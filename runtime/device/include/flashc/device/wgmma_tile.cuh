@@ -33,15 +33,16 @@ namespace detail {
 // step is +32 B inside a 64-column panel, the next panel +kPanelBytes; 8-row groups 1024 B apart.
 template <class T, int R, int K>
 __device__ __forceinline__ unsigned long long kmajor_desc(SmemPanelTile<T, R, K> t, int kk, int row0 = 0) {
-  return wgmma_desc(t.base() + (kk / 4) * SmemPanelTile<T, R, K>::kPanelBytes + row0 * 128 + (kk % 4) * 32, 16,
-                    1024);
+  return wgmma_desc_advance(wgmma_desc(t.base() + row0 * 128, 16, 1024),
+                            (kk / 4) * SmemPanelTile<T, R, K>::kPanelBytes + (kk % 4) * 32);
 }
 // Descriptor of k16 step kk of an MN-major panel tile [K][C] from 64-column panel `panel0`: 16 K rows of
 // 128 B a step; the next 64 columns one panel further (LBO), 8-row groups 1024 B apart (SBO).
 template <class T, int K, int C>
 __device__ __forceinline__ unsigned long long mnmajor_desc(SmemPanelTile<T, K, C> t, int kk, int panel0 = 0) {
-  return wgmma_desc(t.base() + panel0 * SmemPanelTile<T, K, C>::kPanelBytes + kk * 16 * 128,
-                    SmemPanelTile<T, K, C>::kPanelBytes, 1024);
+  return wgmma_desc_advance(wgmma_desc(t.base() + panel0 * SmemPanelTile<T, K, C>::kPanelBytes,
+                                       SmemPanelTile<T, K, C>::kPanelBytes, 1024),
+                            kk * 16 * 128);
 }
 }  // namespace detail
 
