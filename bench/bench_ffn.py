@@ -19,10 +19,11 @@ import bench_common as bc
 
 DEFAULT_IMPLS = ["flashc", "eager", "compile"]
 # (Other plans of flashc's kernels are points of their tuning spaces, timed by python -m flashc.tune.)
-# flashc-keep: flashc with its scratch from a pool that keeps its memory (FLASHC_SCRATCH_POOL=keep, read at each
-# launch), timed in the same process as flashc for the A/B of that option.
-IMPLS = DEFAULT_IMPLS + ["flashc-keep"]
-FLASHC_IMPLS = ("flashc", "flashc-keep")
+# flashc-native / flashc-python: flashc.torch.ffn with FLASHC_NATIVE=1 / 0 (its C++ autograd Function or the Python
+# one, flashc._native; read at each call), timed in the same process as flashc for the A/B of that path.
+FLASHC_VARIANTS = {"flashc": {}, "flashc-native": {"FLASHC_NATIVE": "1"}, "flashc-python": {"FLASHC_NATIVE": "0"}}
+IMPLS = DEFAULT_IMPLS + ["flashc-native", "flashc-python"]
+FLASHC_IMPLS = tuple(FLASHC_VARIANTS)
 
 
 def parse_args(argv=None):
@@ -69,12 +70,10 @@ def run_row(torch, row, args):
     else:
         eager = lambda x, w1, w2: F.gelu(x @ w1, approximate="tanh") @ w2
     fns = {}
-    if "flashc" in args.impls:
-        import flashc.torch as ft
-        fns["flashc"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
-    if "flashc-keep" in args.impls:
-        import flashc.torch as ft
-        fns["flashc-keep"] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
+    for name in FLASHC_VARIANTS:
+        if name in args.impls:
+            import flashc.torch as ft
+            fns[name] = lambda x, w1, w2: ft.ffn(x, w1, w2=w2, activation=config.activation, w_gate=wg)
     if "eager" in args.impls:
         fns["eager"] = eager
     if "compile" in args.impls:
@@ -83,15 +82,19 @@ def run_row(torch, row, args):
     result = {"M": M, "d": d, "h": h, "key": row["config"].key, "impls": {}}
     leaves = [t for t in (x, w1, w2, wg) if t is not None]
 
-    def scratch_pool(name):  # flashc-keep: the runtime's keeping pool (read at each launch)
-        if name == "flashc-keep":
-            os.environ["FLASHC_SCRATCH_POOL"] = "keep"
-        else:
-            os.environ.pop("FLASHC_SCRATCH_POOL", None)
+    saved_env = {k: os.environ.get(k) for v in FLASHC_VARIANTS.values() for k in v}
+
+    def variant_env(name):  # each call under its implementation's settings (the default's: as the caller set them)
+        for k, v in saved_env.items():
+            value = FLASHC_VARIANTS.get(name, {}).get(k, v)
+            if value is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = value
 
     def guarded(name, fn, no_grad):  # each call under its implementation's settings
         def call():
-            scratch_pool(name)
+            variant_env(name)
             if no_grad:
                 with torch.no_grad():
                     return fn()
@@ -100,7 +103,7 @@ def run_row(torch, row, args):
 
     measures, failed = {}, {}
     for name, fn in fns.items():
-        scratch_pool(name)
+        variant_env(name)
         try:  # first calls: bundles loaded, torch.compile's graphs compiled (with and without gradients)
             fn(x, w1, w2).backward(dy)
             with torch.no_grad():
@@ -118,7 +121,7 @@ def run_row(torch, row, args):
             "fwdbwd": (guarded(name, lambda fn=fn: fn(x, w1, w2).backward(dy), False), leaves),
         }
     timed = bc.interleaved(measures, rounds=args.rounds, warmup=args.warmup, rep=args.rep)
-    os.environ.pop("FLASHC_SCRATCH_POOL", None)
+    variant_env("flashc")
     for name in fns:
         if name in failed:
             entry = failed[name]
@@ -134,16 +137,19 @@ def run_row(torch, row, args):
     if checked and "eager" in fns:
         from flashc import measure
         with torch.no_grad():
-            for name in checked:  # y on 256 rows (flashc.measure.check_ffn)
+            for name in checked:  # y on 256 rows (flashc.measure.check_ffn), under the variant's settings
+                variant_env(name)
                 ok, detail = measure.check_ffn(lambda x, w1, w2, dy: [fns[name](x, w1, w2)],
                                                lambda x, w1, w2, dy: [eager(x, w1, w2)], x, w1, w2, w_gate=wg,
                                                activation=config.activation)
                 result["check" if name == "flashc" else "check_" + name] = {"pass": ok, "detail": detail}
+        variant_env("flashc")
     return result
 
 
 def table(results, impls):
-    titles = {"flashc": "flashc", "flashc-keep": "flashc (scratch pool kept)", "eager": "PyTorch eager (cuBLAS)",
+    titles = {"flashc": "flashc", "flashc-native": "flashc (native path)", "flashc-python": "flashc (Python path)",
+              "eager": "PyTorch eager (cuBLAS)",
               "compile": "torch.compile"}
     header = ["M", "d", "h"] + ["%s fwd / bwd" % titles[i] for i in impls] + ["flashc/best fwd", "flashc check"]
     out = []

@@ -25,7 +25,7 @@ import os
 
 import torch
 
-from . import cache, programs
+from . import _native, cache, programs
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
 from .errors import InvalidArgumentError
@@ -902,7 +902,50 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     key = key if x_sig is not None else None
     config = _memo_config(key, make)
     train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w1, b1, w2, b2, w_gate))
+    native = _native_ffn(config) if key is not None else None
+    if native is not None:
+        module, plan, _ = native
+        try:
+            return module.ffn(plan, x, w1, b1, w2, b2, w_gate, train)
+        except module.LaunchError as e:
+            _native.raise_launch_error(e)
     return _Ffn.apply(x, w1, b1, w2, b2, w_gate, config, train)
+
+
+# The native path's tensor slots (csrc/ffn_native.cpp's Slot) of each logical name a program's mapping holds.
+_NATIVE_SLOTS = {"x": "x", "w1": "w1", "w_up": "w1", "b1": "b1", "w2": "w2", "b2": "b2", "w_gate": "w_gate",
+                 "y": "y", "dy": "dy", "dx": "dx", "dw1": "dw1", "dw_up": "dw1", "db1": "db1", "dw2": "dw2",
+                 "db2": "db2", "dw_gate": "dw_gate"}
+_native_plans = {}  # FfnConfig.key -> (extension, FfnPlan) or None
+
+
+def _native_ffn(config):
+    """(the native extension, config's FfnPlan, its bundle), or None where flashc.torch.ffn keeps the Python Function:
+    FLASHC_NATIVE=0, the extension did not build, or a width is not whole 16-byte rows (the Python path pads
+    those)."""
+    if not _native.enabled():  # (read at each call: a benchmark times both paths in one process)
+        return None
+    found = _native_plans.get(config.key, False)
+    if found is not False:
+        return found
+    found = None
+    dtype = _TORCH_DTYPES.get(config.dtype)
+    widths = (config.d_model, config.d_hidden, config.d_out)
+    if dtype is not None and all(w == _padded_width(w, dtype) for w in widths):
+        module = _native.module()
+        if module is not None:
+            programs = []
+            for direction in ("forward", "forward_train", "backward"):
+                bundle, program, mapping = _program(config, direction)
+                slots = dict(_NATIVE_SLOTS, **{name: "saved%d" % i for i, name in enumerate(config.saved_names())})
+                params = {slots[k]: v for k, v in mapping.items()}
+                programs += [program, [params.get(slot, "") for slot in module.SLOTS]]
+            plan = module.FfnPlan(bundle._require().value, *programs, d_model=config.d_model,
+                                  d_hidden=config.d_hidden, d_out=config.d_out, gated=config.gated,
+                                  saved_count=len(config.saved_names()))
+            found = (module, plan, bundle)  # (the bundle kept, and so its handle open, while the plan lives)
+    _native_plans[config.key] = found
+    return found
 
 
 from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)
