@@ -196,20 +196,21 @@ std::vector<int64_t> withLast(std::vector<int64_t> lead, int64_t last) {
 }
 
 struct FfnFunction : public torch::autograd::Function<FfnFunction> {
-  // Inputs as flashc.torch.ffn takes them (b1, b2, w_gate undefined where absent); train: the training forward, which
-  // also writes the activations the backward reads.
-  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const at::Tensor &w1, const at::Tensor &b1,
-                            const at::Tensor &w2, const at::Tensor &b2, const at::Tensor &w_gate, int64_t plan_address,
+  // Inputs as flashc.torch.ffn takes them (b1, b2, w_gate optional: an absent one is no input of the node, whose
+  // gradient is then undefined); train: the training forward, which also writes the activations the backward reads.
+  using Optional = std::optional<at::Tensor>;
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const at::Tensor &w1, const Optional &b1,
+                            const at::Tensor &w2, const Optional &b2, const Optional &w_gate, int64_t plan_address,
                             bool train) {
     auto *plan = reinterpret_cast<FfnPlan *>(plan_address);
     c10::cuda::CUDAGuard guard(x.device());
     Tensors t;
     t[kX] = kernelLayout(x.reshape({-1, plan->dModel}));
     t[kW1] = kernelLayout(w1);
-    t[kB1] = kernelLayout(b1);
+    t[kB1] = kernelLayout(b1.value_or(at::Tensor()));
     t[kW2] = kernelLayout(w2);
-    t[kB2] = kernelLayout(b2);
-    t[kWGate] = kernelLayout(w_gate);
+    t[kB2] = kernelLayout(b2.value_or(at::Tensor()));
+    t[kWGate] = kernelLayout(w_gate.value_or(at::Tensor()));
     const int64_t rows = t[kX].size(0);
     const auto options = x.options();
     t[kY] = output({rows, plan->dOut}, options);
@@ -262,8 +263,7 @@ struct FfnFunction : public torch::autograd::Function<FfnFunction> {
 at::Tensor ffn(FfnPlan &plan, const at::Tensor &x, const at::Tensor &w1, const std::optional<at::Tensor> &b1,
                const at::Tensor &w2, const std::optional<at::Tensor> &b2, const std::optional<at::Tensor> &w_gate,
                bool train) {
-  return FfnFunction::apply(x, w1, b1.value_or(at::Tensor()), w2, b2.value_or(at::Tensor()),
-                            w_gate.value_or(at::Tensor()), reinterpret_cast<int64_t>(&plan), train);
+  return FfnFunction::apply(x, w1, b1, w2, b2, w_gate, reinterpret_cast<int64_t>(&plan), train);
 }
 
 } // namespace
