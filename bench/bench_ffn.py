@@ -159,7 +159,7 @@ def table(results, impls):
             e = r["impls"].get(i, {})
             cells.append("%s / %s" % (bc.fmt(e.get("fwd_tflops")), bc.fmt(e.get("bwd_tflops"))) if e.get("status") == "ok"
                          else e.get("status", "—").split(":")[0])
-        mine = r["impls"].get("flashc", {}).get("fwd_tflops")
+        mine = next((r["impls"][n].get("fwd_tflops") for n in FLASHC_IMPLS if n in r["impls"]), None)
         peers = [e.get("fwd_tflops") for n, e in r["impls"].items() if n not in FLASHC_IMPLS and e.get("fwd_tflops")]
         cells.append("%.2f" % (mine / max(peers)) if mine and peers else "—")
         checks = [r.get("check" if n == "flashc" else "check_" + n) for n in FLASHC_IMPLS if n in impls]
