@@ -26,9 +26,10 @@ import os
 import torch
 
 from . import _native, cache, programs
+from .bundle import Bundle
 from .mask_mod import trace as trace_mask_mod
 from .score_mod import trace as trace_score_mod
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, InvalidBundleError
 from .spec import DecodeConfig, KvAppendConfig, MoeConfig, VarlenConfig
 from .validate import TensorInfo, attention_config, ffn_config, key_offset_value
 
@@ -902,7 +903,7 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
     key = key if x_sig is not None else None
     config = _memo_config(key, make)
     train = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w1, b1, w2, b2, w_gate))
-    native = _native_ffn(config) if key is not None else None
+    native = _native_ffn(config) if key is not None and x.is_cuda else None
     if native is not None:
         module, plan, _ = native
         try:
@@ -932,12 +933,17 @@ def _native_ffn(config):
     dtype = _TORCH_DTYPES.get(config.dtype)
     widths = (config.d_model, config.d_hidden, config.d_out)
     if dtype is not None and all(w == _padded_width(w, dtype) for w in widths):
-        module = _native.module()
+        try:
+            resolved = [_program(config, d) for d in ("forward", "forward_train", "backward")]
+        except InvalidBundleError:  # a bundle without one of them: the Python path says so when it is needed
+            resolved = [(None, None, None)]
+        bundle = resolved[0][0]
+        # (A stand-in bundle, the CPU tests' fakes, has no runtime handle: the Python path.)
+        module = _native.module() if all(r[0] is bundle for r in resolved) and isinstance(bundle, Bundle) else None
         if module is not None:
+            slots = dict(_NATIVE_SLOTS, **{name: "saved%d" % i for i, name in enumerate(config.saved_names())})
             programs = []
-            for direction in ("forward", "forward_train", "backward"):
-                bundle, program, mapping = _program(config, direction)
-                slots = dict(_NATIVE_SLOTS, **{name: "saved%d" % i for i, name in enumerate(config.saved_names())})
+            for _, program, mapping in resolved:
                 params = {slots[k]: v for k, v in mapping.items()}
                 programs += [program, [params.get(slot, "") for slot in module.SLOTS]]
             plan = module.FfnPlan(bundle._require().value, *programs, d_model=config.d_model,
