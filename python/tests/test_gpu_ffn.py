@@ -193,6 +193,14 @@ class FfnGpuTest(unittest.TestCase):
                 self.assertFalse(y_no_grad.requires_grad)
                 assert_close_to_reference(self, label + " y (torch.no_grad())", y_no_grad, y_lp, y64)
 
+    def test_weight_gradients_split_over_k(self):
+        """Rows enough that the weight gradients split their contraction (slices of 4096 rows: 2 and 3 slices, the
+        last ragged), plain with biases, f16, gated: every gradient against float64."""
+        for config in (configs.TEST_FFN[0], configs.TEST_FFN[2], configs.TEST_FFN[4]):
+            for lead in ((5000,), (3, 3001)):
+                with self.subTest(config=config.describe(), lead=lead):
+                    check_against_reference(self, config, lead)
+
     def test_backward_reads_the_saved_activations(self):
         """The backward program reads h from the training forward instead of recomputing it: with the saved h
         replaced by zeros, dW2 = hᵀ·dy is exactly zero while db2 (the column sums of dy) is unchanged; with the saved

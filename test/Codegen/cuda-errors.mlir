@@ -60,7 +60,7 @@ func.func @attention(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: ten
 // A persistent grid order on a kernel that takes one tile a block (only the ws attention forward loops): the
 // kernel verifier refuses it.
 // RUN: not flashc %S/Inputs/persistent-not-ws.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=PERSISTENT
-// PERSISTENT: persistent-not-ws.mlir:4:3: error: 'tile.kernel' op has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm> or a #tile.moe GEMM role) takes; other kernels take one tile a block
+// PERSISTENT: persistent-not-ws.mlir:4:3: error: 'tile.kernel' op has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm / gemm_split_k> or a #tile.moe GEMM role) takes; other kernels take one tile a block
 // WS: ws-strategy-not-forward.mlir:3:1: error: flash-warp-specialize: @not_forward is planned wgmma_ws_sm90 but is none of an attention forward, a fused FFN, a plain or gated GEMM or a mixture of experts' GEMM
 // A packed-sequences kernel whose signature is not its role's: named, not read past its arguments.
 // RUN: not flashc %S/Inputs/varlen-signature.mlir --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=VARLEN

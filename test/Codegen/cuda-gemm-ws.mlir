@@ -108,11 +108,25 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 
 // The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM; 3
-// stages where the epilogue reads a tile (dpre's P); the weight gradients
-// stay split-K.
+// stages where the epilogue reads a tile (dpre's P). The weight gradients
+// (fewer 128 x 128 tiles than the GPU has SMs) take the form split over K:
+// units of (slice of 4096 rows of K, 128 x 128 tile) on the persistent grid,
+// each unit's sum added into the zeroed f32 accumulator by reductions from
+// registers (no epilogue pieces: 4 slots of 32 KB + 8 barriers + 1024), then
+// converted. dW2 = hᵀ·dy: h [M, 1024] is A stored [K, M].
 // HAND-LABEL: // ---- ffn_ffn_bwd_dpre ----
 // HAND: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
 // HAND: flashc::device::gemm_ws<
+// HAND-LABEL: // ---- ffn_ffn_bwd_dw2 ----
+// HAND: static constexpr bool kTransA = true, kTransB = false;
+// HAND: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
+// HAND-NEXT: static constexpr int kSplitK = 4096;
+// HAND: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 132160,
+// HAND: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum, const __grid_constant__ flashc::TmaDescriptor h_map, const __grid_constant__ flashc::TmaDescriptor dy_map)
+// HAND-NEXT: flashc::device::gemm_ws_split_k<flashc_ffn_ffn_bwd_dw2_config::Config>(h_map, dy_map, h, dy, dw2_accum, 1.000000000e+00f);
+// dW1 = xᵀ·dpre [512, 1024] is the same kernel but for names.
+// HAND-LABEL: // ---- ffn_ffn_bwd_dw1 ----
+// HAND-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
 // HAND-LABEL: // ---- ffn_ffn_bwd_dx ----
 // HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
 // HAND-LABEL: // ---- ffn_ffn_up ----
@@ -129,14 +143,18 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
 
 // The gemm kind's space holds the ws points (those that fit: 256 columns with
-// P's tile at 3 stages, not 4); split-K's does not.
+// P's tile at 3 stages, not 4); so does split-K's, the hand rule's first.
 // SPACE: "kernel": "ffn_ffn_bwd_dpre"
 // SPACE: "key": "sm_90a gemm bf16 m?n1024k512-tb-grad -"
 // SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 group=8
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8
 // SPACE: "kernel": "ffn_ffn_bwd_dw2"
-// SPACE-NOT: wgmma_ws_sm90
+// SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
+// SPACE: "candidates": [
+// SPACE-NEXT: "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
+// SPACE: "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8",
+// SPACE: "strategy=wgmma_sm90 block_m=128 block_n=128
 // SPACE: "kernel": "ffn_ffn_bwd_dx"
 
 // GATED-LABEL: // ---- ffn_forward_train_ffn_up ----

@@ -539,10 +539,11 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
     return reject("the persistent GEMM does not take it: " + *refusal);
   bool gated = spec.getRole() == tile::KernelRole::GatedGemm;
+  bool splitK = spec.getRole() == tile::KernelRole::GemmSplitK;
   bool hasBias = spec.getBias1().getValue(), savePre = spec.savesPre(), actGrad = spec.appliesActGrad();
   bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
-  // a, b, [bias], [pre | p], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules). pre is written
-  // (save_pre), p read (act_grad); both through the library's map_pre.
+  // a, b, [bias], [pre | p], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules); split over K a, b and
+  // the f32 c added into. pre is written (save_pre), p read (act_grad); both through the library's map_pre.
   bool hasPre = savePre || actGrad;
   unsigned want = gated ? 4 + (savePre ? 2 : 0) : 3 + (hasBias ? 1 : 0) + (hasPre ? 1 : 0);
   if (inputs.size() != want || (gated && hasBias))
@@ -573,11 +574,11 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   WsKernel result;
   bool accumulate = spec.getAccumulate().getValue();
   result.sharedBytes =
-      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec));
+      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec), splitK);
   result.threads = blockThreads(schedule);
   // Boxes ((1,) rows, 64 columns): A 128 rows of [(B,) M, K] or 64 K rows of
   // [K, M]; B 64 K rows of [K, N] or blockN rows of [N, K]; C and pre 64 x 64
-  // pieces (of one batch).
+  // pieces (of one batch; split over K, C has no map: its sums are reductions).
   bool batched = cast<tile::GlobalTensorType>(inputs[a]).getRank() == 3;
   auto rows = [&](int64_t n) {
     return batched ? SmallVector<int64_t>{1, n, 64} : SmallVector<int64_t>{n, 64};
@@ -586,7 +587,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                                                    {b, {tb ? blockN : 64, 64}}};
   if (gated)
     boxes.push_back({bUp, {64, 64}});
-  boxes.push_back({c, rows(64)});
+  if (!splitK)
+    boxes.push_back({c, rows(64)});
   if (hasPre)
     boxes.push_back({pre, rows(64)});
   if (savePre && gated)
@@ -595,8 +597,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   // The library's map arguments: a, b, b2, c, pre, pre2 (absent ones: b's and c's; not read).
   unsigned mapC = gated ? 3 : 2;
   std::string mapB2 = gated ? maps[2] : maps[1];
-  std::string mapPre = hasPre ? maps[mapC + 1] : maps[mapC];
-  std::string mapPre2 = savePre && gated ? maps[mapC + 2] : maps[mapC];
+  std::string mapPre = hasPre ? maps[mapC + 1] : splitK ? maps[0] : maps[mapC];
+  std::string mapPre2 = savePre && gated ? maps[mapC + 2] : splitK ? maps[0] : maps[mapC];
 
   std::string ns = openGemmConfig(entry,
                                  "// Warp-specialised persistent TMA GEMM (strategy wgmma_ws_sm90): the device\n"
@@ -616,9 +618,19 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
       << ";  // C = act(A·Bg) ⊙ (A·Bu), kBlockN columns of each weight a tile\n";
   out << "  static constexpr int kBlockN = " << blockN << ", kStages = " << stages
       << ", kGroup = " << order.getGroup() << ";\n";
+  if (splitK)
+    out << "  static constexpr int kSplitK = " << kSplitKRows
+        << ";  // K rows a slice: units (slice, tile), each added into the f32 C\n";
   printScheduleConfig(schedule, std::nullopt, out);
   printPlanCheck("GemmWsPlan", result, ns, out);
   printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  if (splitK) {
+    out << "  flashc::device::gemm_ws_split_k<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
+        << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[c] << ", "
+        << floatConfigLiteral(spec.getAlpha().getValueAsDouble()) << ");\n";
+    out << "}\n\n";
+    return result;
+  }
   // Absent bias and pre: not read (kBias / kSavePre false).
   out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
       << ", " << maps[mapC] << ", " << mapPre << ", " << mapPre2 << ", " << cppNames[a] << ", " << cppNames[b] << ", "
@@ -759,13 +771,14 @@ FailureOr<WsKernel> emitWsKernel(tile::KernelOp kernel, ArrayRef<std::string> ar
       gemm && gemm.getRole() == tile::KernelRole::FfnFused)
     return emitFfn(kernel, gemm, argNames, cppNames, entry, reject, out);
   if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(spec);
-      gemm && (gemm.getRole() == tile::KernelRole::Gemm || gemm.getRole() == tile::KernelRole::GatedGemm))
+      gemm && isWsGemmRole(gemm))
     return emitGemm(kernel, gemm, argNames, cppNames, entry, reject, out);
   if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(spec); moe && moe.isGemm())
     return emitMoeGemm(kernel, moe, argNames, cppNames, entry, reject, out);
   return reject("it is neither an attention forward (#tile.attention<role = attention_forward>), "
                 "an attention backward's main kernel, a fused FFN (#tile.gemm<role = "
-                "ffn_fused>), a plain or gated GEMM (#tile.gemm<role = gemm / gated_gemm>) nor a mixture of "
+                "ffn_fused>), a plain, gated or split-K GEMM (#tile.gemm<role = gemm / gated_gemm / gemm_split_k>) "
+                "nor a mixture of "
                 "experts' GEMM (a #tile.moe GEMM role)");
 }
 

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
 
+#include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/TilePadding.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -39,9 +40,6 @@ namespace flashc {
 namespace {
 
 struct GemmKernel {
-  /// Contraction rows per split-K slice (rounded up to whole block_k steps).
-  static constexpr int64_t kSplitKRows = 4096;
-
   KernelBuilder &kb;
   GemmSpecAttr spec;
   TilePlan plan;
@@ -448,7 +446,7 @@ KernelOp buildGemmKernel(OpBuilder &builder, Location loc, StringRef name, GemmS
     grid.push_back(KernelBuilder::gridDim(ctx, 2, 1, plan.blockN));
     bool batched = rank(0) == 3;
     int64_t kDim = batched ? 0 : (spec.getTransposeA().getValue() ? 0 : 1);
-    grid.push_back(KernelBuilder::gridDim(ctx, 0, kDim, batched ? 1 : GemmKernel::kSplitKRows));
+    grid.push_back(KernelBuilder::gridDim(ctx, 0, kDim, batched ? 1 : kSplitKRows));
     break;
   }
   case KernelRole::ConvertF32:

@@ -136,8 +136,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                                    << " (" << key->str() << ")";
         // Why the warp-specialised GEMM does not take a GEMM-family kernel.
         auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
-        if (gemm && *entry->point.strategy == Strategy::WgmmaWsSm90 &&
-            (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm))
+        if (gemm && *entry->point.strategy == Strategy::WgmmaWsSm90 && isWsGemmRole(gemm))
           if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
             error << ": the warp-specialised GEMM does not take it, " << *refusal;
         return error;
@@ -305,7 +304,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // wgmma form. (Only kernels it takes get it: the hand rule asks
     // wsGemmRefusal, a table entry is checked against the tuning space.)
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
-    bool wsGemmRole = gemmSpec && (gemmSpec.getRole() == KernelRole::Gemm || gemmSpec.getRole() == KernelRole::GatedGemm);
+    bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
       if (!wsGemmPlanTakes(gemmSpec, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages))
         plan.strategy = Strategy::WgmmaSm90;
@@ -434,11 +433,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
                                     ws->elementBytes, ws->residentBarriers, plan.blockM);
     if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
-        gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm) &&
-        plan.strategy == Strategy::WgmmaWsSm90)
+        gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsGemmSharedBytes(plan.blockN, plan.stages,
                                  gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmReadsTile(gemm));
+                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmReadsTile(gemm),
+                                 gemm.getRole() == KernelRole::GemmSplitK);
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

@@ -453,8 +453,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // m64n256 product computes both).
         // A form that reads a tile in its epilogue (C += ..., act_grad's P)
         // holds the tile's pieces: 3 stages at 256 columns.
-        if ((gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm) &&
-            !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
+        // Split-K weight gradients too: slices of K as units of the persistent
+        // grid, each unit's sum added into C from registers.
+        if (isWsGemmRole(gemm) && !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
@@ -493,9 +494,15 @@ bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, Type ele
 
 std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes) {
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
-  if (!gemm || (gemm.getRole() != KernelRole::Gemm && gemm.getRole() != KernelRole::GatedGemm))
-    return std::string("it is not a plain or gated GEMM (#tile.gemm<role = gemm> or gated_gemm)");
+  if (!gemm || !isWsGemmRole(gemm))
+    return std::string("it is not a plain, gated or split-K GEMM (#tile.gemm<role = gemm>, gated_gemm or "
+                       "gemm_split_k)");
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  if (gemm.getRole() == KernelRole::GemmSplitK &&
+      (!gemm.getTransposeA().getValue() || gemm.getTransposeB().getValue() || gemm.getBias1().getValue() ||
+       gemm.getAccumulate().getValue() || gemm.savesPre() || gemm.appliesActGrad()))
+    return std::string("its split over K is not a weight gradient's (A [K, M] transposed, B [K, N], nothing but "
+                       "the product)");
   Type element = gemm.getElementType().getValue();
   if (!element.isBF16() && !element.isF16())
     return llvm::formatv("its element type is {0}, not bf16 or f16", element).str();
@@ -532,6 +539,11 @@ std::optional<std::string> wsGemmRefusal(Attribute spec, ArrayRef<Type> argTypes
   return std::nullopt;
 }
 
+bool isWsGemmRole(GemmSpecAttr gemm) {
+  return gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm ||
+         gemm.getRole() == KernelRole::GemmSplitK;
+}
+
 bool wsGemmReadsTile(GemmSpecAttr gemm) { return gemm.getAccumulate().getValue() || gemm.appliesActGrad(); }
 
 bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
@@ -541,12 +553,14 @@ bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t 
   int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
          stages >= 2 && stages <= 4 &&
-         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmReadsTile(gemm)) <= kWsSharedLimit;
+         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmReadsTile(gemm),
+                           gemm.getRole() == KernelRole::GemmSplitK) <= kWsSharedLimit;
 }
 
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile) {
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
+                          bool splitK) {
   int64_t slot = 128 * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
-  int64_t pieceBuffers = readsTile ? blockN / 64 : 2;  // a consumer warpgroup
+  int64_t pieceBuffers = readsTile ? blockN / 64 : splitK ? 0 : 2;  // a consumer warpgroup
   return stages * slot + 2 * pieceBuffers * 64 * 64 * elementBytes +
          8 * (2 * stages + (readsTile ? 2 * pieceBuffers : 0)) + 1024;
 }

@@ -339,8 +339,11 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   // the kernel lab, bench/results/2026-12-01-h200-session15.md call 2).
   std::vector<TuningPoint> ws;
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  llvm::SmallVector<int64_t, 2> wsWidths = gated ? llvm::SmallVector<int64_t, 2>{128}
+                                                 : llvm::SmallVector<int64_t, 2>{256, 128};
+  handFirst(wsWidths, hand.blockN);  // (split-K's hand rule: 128 wide)
   if (wgmma && !wsGemmRefusal(gemm, argTypes))
-    for (int64_t width : gated ? std::vector<int64_t>{128} : std::vector<int64_t>{256, 128})
+    for (int64_t width : wsWidths)
       for (int64_t stages : {4, 3})
         for (int64_t group : {8, 16}) {
           TilePlan plan = hand;

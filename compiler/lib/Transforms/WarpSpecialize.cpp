@@ -60,10 +60,11 @@ struct WarpSpecializePass
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});
-      } else if (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm)) {
+      } else if (gemm && flashc::isWsGemmRole(gemm)) {
         // The persistent GEMM: nothing resident, A and B blocks of 64
         // columns of K through the ring (gated: both weights' blocks in one
-        // slot); its consumers never take turns.
+        // slot; split over K: its unit's slice of K); its consumers never take
+        // turns.
         resident = builder.getStrArrayAttr({});
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});

@@ -345,7 +345,7 @@ func.func @f(%g: !tile.tile<64x64xbf16, register>, %pre: !tile.tile<64x64xbf16, 
 // -----
 
 // A persistent grid order on a warp-specialised kernel that is no attention forward (no recipe here).
-// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm> or a #tile.moe GEMM role) takes}}
+// expected-error @+1 {{has a persistent grid order, which only a warp-specialised attention forward or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, #tile.gemm<role = gemm / gated_gemm / gemm_split_k> or a #tile.moe GEMM role) takes}}
 tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 1>,
     strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {

@@ -88,9 +88,19 @@ int64_t wsForwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t blockN, 
 bool wsFfnTakes(int64_t inputDim, int64_t hiddenDim, int64_t outputDim, mlir::Type element,
                 bool gated);
 
+/// Contraction rows a split-K slice covers (gemm_split_k: its grid's z, and
+/// the warp-specialised form's kSplitK), whole block_k steps.
+inline constexpr int64_t kSplitKRows = 4096;
+
+/// Whether `gemm`'s role is one the warp-specialised persistent GEMM serves:
+/// gemm, gated_gemm or gemm_split_k (wsGemmRefusal says whether it takes the
+/// kernel).
+bool isWsGemmRole(mlir::tile::GemmSpecAttr gemm);
+
 /// Why the warp-specialised persistent GEMM (the device library's gemm_ws)
 /// does not take a kernel of recipe `spec` with arguments `argTypes`, or
-/// nothing when it does: role gemm or gated_gemm, 16-bit (accumulating into C:
+/// nothing when it does: role gemm, gated_gemm or gemm_split_k (a weight
+/// gradient: A [K, M] transposed, B [K, N], an f32 C added into), 16-bit (accumulating into C:
 /// a plain GEMM that saves nothing), A, C
 /// (and the saved tensors) of rank 2 or 3 (a batch first; A not transposed
 /// then), rank-2 weights, A and B not both transposed (gated: neither), and
@@ -111,10 +121,12 @@ bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t bloc
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] and B
 /// [64 x blockN] (gated: both weights' blockN columns), the 64 x 64 epilogue
 /// pieces (two a consumer warpgroup, or blockN / 64 when the epilogue reads a
-/// tile, each with an mbarrier), 2·stages ring mbarriers and 1024 bytes to
+/// tile, each with an mbarrier; none split over K, whose sums leave by
+/// reductions from registers), 2·stages ring mbarriers and 1024 bytes to
 /// align the base: GemmWsPlan::kSmemBytes (the emitted source static_asserts
 /// both agree).
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile);
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
+                          bool splitK = false);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out

@@ -148,11 +148,12 @@ LogicalResult KernelOp::verify() {
     auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(getSpecAttr());
     if (getStrategy() != Strategy::WgmmaWsSm90 ||
         !((attention && attention.getRole() == KernelRole::AttentionForward) ||
-          (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm)) ||
+          (gemm && (gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm ||
+                    gemm.getRole() == KernelRole::GemmSplitK)) ||
           (moe && moe.isGemm())))
       return emitOpError("has a persistent grid order, which only a warp-specialised attention forward "
                          "or GEMM (strategy wgmma_ws_sm90, #tile.attention<role = attention_forward>, "
-                         "#tile.gemm<role = gemm / gated_gemm> or a #tile.moe GEMM role) "
+                         "#tile.gemm<role = gemm / gated_gemm / gemm_split_k> or a #tile.moe GEMM role) "
                          "takes; other kernels take one tile a block");
     // With three consumer warpgroups (160 registers each) the tile loop spills.
     if (getWarps() != 8)

@@ -40,12 +40,17 @@
 //             map), C[e] = op(A)[:, rows of e] · B[rows of e, :] with A stored [rows, M] (kTransA) and B [rows, N],
 //             the rows permuted by expert as above; `groups` (int32 [E + 1], device) each expert's first row, every
 //             one a multiple of 64 (the padded layout). An expert without rows gets zeros. Not with the other forms.
+//   kSplitK   (optional member, default 0; gemm_ws_split_k) weight gradients whose output tiles are too few for the
+//             GPU: C (f32, [M, N], zeroed by the caller) += alpha · op(A) · B over slices of kSplitK rows of K (a
+//             multiple of 64), a unit being a (slice, tile) pair; A stored [K, M] (kTransA), B [K, N], each unit's
+//             sum added from registers by 16-byte reductions (no shared-memory epilogue). Not with the other forms.
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
 // Maps (box, innermost last; 128-byte swizzle): A (1,) kBlockM x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
 // ([K, N]) or kBlockN x 64 ([N, K]); Bu as Bg (gated); C, pre and pre2 (1,) 64 x 64.
 #pragma once
 #include "flashc/device/activation.cuh"
+#include "flashc/device/backward.cuh"
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/moe_layout.h"
@@ -87,6 +92,15 @@ template <class Config>
 struct GroupedOf<Config, decltype(void(Config::kGrouped))> {
   static constexpr bool value = Config::kGrouped;
 };
+// Config::kSplitK where the Config has it, else 0.
+template <class Config, class = void>
+struct SplitKOf {
+  static constexpr int value = 0;
+};
+template <class Config>
+struct SplitKOf<Config, decltype(void(Config::kSplitK))> {
+  static constexpr int value = Config::kSplitK;
+};
 // Config::kGroupedK where the Config has it, else false.
 template <class Config, class = void>
 struct GroupedKOf {
@@ -121,6 +135,12 @@ struct GemmWsPlan {
   static_assert(!kGroupedK || (kTransA && !kTransB && !Config::kBatched && !kGrouped && !Config::kBias &&
                                !Config::kGated && !Config::kAccumulate && !Config::kSavePre && !kActGrad),
                 "ws GEMM, grouped over K (weight gradients): A [rows, M] (kTransA), B [rows, N], no epilogue extras");
+  static constexpr int kSplitK = SplitKOf<Config>::value;
+  static_assert(kSplitK == 0 || (kSplitK % 64 == 0 && kTransA && !kTransB && !Config::kBatched && !kGrouped &&
+                                 !kGroupedK && !Config::kBias && !Config::kGated && !Config::kAccumulate &&
+                                 !Config::kSavePre && !kActGrad && !kPingPong),
+                "ws GEMM, split over K (weight gradients): A [K, M] (kTransA), B [K, N], slices of whole K blocks, "
+                "cooperative tiles, no epilogue extras");
   // Rows a tile: both warpgroups' 64 (cooperative), or one warpgroup's (ping-pong).
   static constexpr int kBlockM = kPingPong ? 64 : 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
@@ -137,7 +157,8 @@ struct GemmWsPlan {
   using ATile = typename Select<kTransA, SmemPanelTile<Elem, kBlockK, kBlockM>, SmemPanelTile<Elem, kBlockM, kBlockK>>::type;
   using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBColumns>>::type;
   using PieceTile = SmemPanelTile<Elem, 64, 64>;  // a warpgroup's 64 x 64 piece of the epilogue
-  static constexpr int kPieceBuffers = kReadPiece ? kBlockN / 64 : 2;  // a consumer warpgroup
+  // A consumer warpgroup's piece buffers (split over K: none, its sums leave by reductions from registers).
+  static constexpr int kPieceBuffers = kReadPiece ? kBlockN / 64 : kSplitK ? 0 : 2;
   static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
   static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;
   static constexpr int kSmemBar = kSmemPieces + 2 * kPieceBuffers * PieceTile::kBytes;
@@ -166,7 +187,8 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
                                              const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                              const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2,
                                              const TensorArg& a, const TensorArg& b, const TensorArg& bias,
-                                             const int* groups, int group_count, float alpha) {
+                                             const int* groups, int group_count, float alpha,
+                                             const TensorArg& c_f32 = TensorArg()) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
   using ATile = typename P::ATile;
@@ -185,7 +207,9 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
   const int K = static_cast<int>(kBatched ? a.shape[2] : kTransA ? a.shape[0] : a.shape[1]);
   constexpr bool kGrouped = P::kGrouped;
   const int N = static_cast<int>(b.shape[(kGrouped ? 1 : 0) + (kTransB ? 0 : 1)]);
-  const int batches = kBatched ? static_cast<int>(a.shape[0]) : kGroupedK ? group_count : 1;
+  constexpr int kSplitK = P::kSplitK;  // (split over K: the slices are the batches, of one C)
+  const int batches = kBatched ? static_cast<int>(a.shape[0]) : kGroupedK ? group_count
+                      : kSplitK ? (K + kSplitK - 1) / kSplitK : 1;
   int blocks_m = (M + kBlockM - 1) / kBlockM;  // row blocks of one batch
   if constexpr (kGrouped) {  // the row blocks in use (never past A's rows)
     constexpr int kTilesPerGroupBlock = P::kGroupRows / kBlockM;
@@ -194,9 +218,11 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
   }
   const int tiles_m = blocks_m * batches, tiles_n = (N + kBlockN - 1) / kBlockN;
   const int tiles = tiles_m * tiles_n;
-  // The K blocks of a tile: all of K, or (kGroupedK) the rows of the tile's expert from its first.
+  // The K blocks of a tile: all of K, (kGroupedK) the rows of the tile's expert from its first, or (kSplitK) its
+  // slice's.
   auto k_range = [&](int batch) {
     if constexpr (kGroupedK) return make_int2(groups[batch], (groups[batch + 1] - groups[batch] + kBlockK - 1) / kBlockK);
+    else if constexpr (kSplitK != 0) return make_int2(batch * kSplitK, (min(kSplitK, K - batch * kSplitK) + kBlockK - 1) / kBlockK);
     else return make_int2(0, (K + kBlockK - 1) / kBlockK);
   };
   const int k_blocks = k_range(0).y;  // (every tile's but kGroupedK's)
@@ -416,7 +442,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
-    const int tile_k_blocks = kGroupedK ? k_range(batch).y : k_blocks;
+    const int tile_k_blocks = kGroupedK || kSplitK != 0 ? k_range(batch).y : k_blocks;
     if (tile_k_blocks == 0) load_tile_pieces(batch, m0, n0);
     for (int kb = 0; kb < tile_k_blocks; ++kb, slot.advance()) {
       mbarrier_wait(bar(P::kBarFull + slot.stage), slot.phase);
@@ -433,17 +459,27 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     wgmma_wait<0>();
     if (previous >= 0) release(previous);
 
-    // Epilogue: pre (stored when kSavePre; gated: g and u), C = act(pre) (gated: act(g) ⊙ u). Pieces past N are
-    // skipped.
+    if constexpr (kSplitK != 0) {  // this slice's sum into C (f32, zeroed by the caller): rows past M skipped
+      if (alpha != 1.f)
 #pragma unroll
-    for (int j = 0; j < kBlockN / 64; ++j) {
-      const int col0 = n0 + 64 * j;
-      if (col0 >= N) break;
-      if constexpr (Config::kSavePre) {
-        store_piece(map_pre, batch, m0, col0, j, 8 * j, kPre);
-        if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, j, kBlockN / 8 + 8 * j, kPre);
+        for (int nt = 0; nt < Acc::kNT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc.v[0][nt][e] *= alpha;
+      const GlobalMatrix<float> c_tile{static_cast<float*>(c_f32.data) + n0, c_f32.stride[0], M, N - n0};
+      atomic_add_row_segments(c_tile, m0, acc);
+    } else {
+      // Epilogue: pre (stored when kSavePre; gated: g and u), C = act(pre) (gated: act(g) ⊙ u). Pieces past N are
+      // skipped.
+#pragma unroll
+      for (int j = 0; j < kBlockN / 64; ++j) {
+        const int col0 = n0 + 64 * j;
+        if (col0 >= N) break;
+        if constexpr (Config::kSavePre) {
+          store_piece(map_pre, batch, m0, col0, j, 8 * j, kPre);
+          if constexpr (Config::kGated) store_piece(map_pre2, batch, m0, col0, j, kBlockN / 8 + 8 * j, kPre);
+        }
+        store_piece(map_c, batch, m0, col0, j, 8 * j, Config::kGated ? kGatedProduct : P::kActGrad ? kPre : kActivated);
       }
-      store_piece(map_c, batch, m0, col0, j, 8 * j, Config::kGated ? kGatedProduct : P::kActGrad ? kPre : kActivated);
     }
   }
   if (elected) tma_wait_group<0, false>();  // the last stores leave shared memory before the block does
@@ -458,9 +494,19 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
                                         const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                         const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
                                         const TensorArg& b, const TensorArg& bias, float alpha) {
-  static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK,
-                "ws GEMM: a grouped Config runs through gemm_ws_grouped or gemm_ws_grouped_k");
+  static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK && GemmWsPlan<Config>::kSplitK == 0,
+                "ws GEMM: a grouped or split Config runs through gemm_ws_grouped, gemm_ws_grouped_k or gemm_ws_split_k");
   detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, 0, alpha);
+}
+
+// The form split over K (Config::kSplitK): c (f32 [M, N], zeroed) += alpha · aᵀ · b with a [K, M], b [K, N]. Launch:
+// grid (min(tiles · cdiv(K, kSplitK), SMs)).
+template <class Config>
+__device__ __forceinline__ void gemm_ws_split_k(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                                const TensorArg& a, const TensorArg& b, const TensorArg& c,
+                                                float alpha) {
+  static_assert(GemmWsPlan<Config>::kSplitK != 0, "ws GEMM: gemm_ws_split_k takes a Config split over K");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b, map_a, map_a, map_a, a, b, TensorArg(), nullptr, 0, alpha, c);
 }
 
 // The grouped form (Config::kGrouped): a [rows, K] the permuted rows (each expert's from a multiple of 128), b [E, K,
