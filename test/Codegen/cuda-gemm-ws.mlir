@@ -19,6 +19,14 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=HAND
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CP-ASYNC
 // RUN: flashc %s --print-tuning-space --tuning-table=none | FileCheck %s --check-prefix=SPACE
+// The weight gradients (fewer 128 x 128 tiles than the GPU has SMs: split-K) on the ws form, a table entry (a
+// point of their space, not yet the hand rule): units of (slice of 4096 rows of K, 128 x 128 tile) on the
+// persistent grid, each unit's sum added into the zeroed f32 accumulator by reductions from registers (no
+// epilogue pieces: 4 slots of 32 KB + 8 barriers + 1024), then converted. dW2 = hᵀ·dy: h [M, 1024] is A stored
+// [K, M]; dW1 = xᵀ·dpre is the same kernel but for names.
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws-split-k.txt --emit=cuda -o - | FileCheck %s --check-prefix=SPLITK
+// RUN: rm -rf %t.s.bundle && flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws-split-k.txt --emit=bundle --arch=sm_90a -o %t.s.bundle
+// RUN: FileCheck %s --check-prefix=SPLITK-MANIFEST < %t.s.bundle/manifest.flashc
 // A block-size override outside the form (64 columns) plans the cp.async wgmma GEMM instead.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory="block-n=64" | FileCheck %s --check-prefix=OVERRIDE
 // The gated up projection (gated_gemm): 128 columns of each weight a tile, one
@@ -108,25 +116,14 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 
 // The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM; 3
-// stages where the epilogue reads a tile (dpre's P). The weight gradients
-// (fewer 128 x 128 tiles than the GPU has SMs) take the form split over K:
-// units of (slice of 4096 rows of K, 128 x 128 tile) on the persistent grid,
-// each unit's sum added into the zeroed f32 accumulator by reductions from
-// registers (no epilogue pieces: 4 slots of 32 KB + 8 barriers + 1024), then
-// converted. dW2 = hᵀ·dy: h [M, 1024] is A stored [K, M].
+// stages where the epilogue reads a tile (dpre's P); the weight gradients
+// stay split-K on the cp.async form.
 // HAND-LABEL: // ---- ffn_ffn_bwd_dpre ----
 // HAND: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
 // HAND: flashc::device::gemm_ws<
 // HAND-LABEL: // ---- ffn_ffn_bwd_dw2 ----
-// HAND: static constexpr bool kTransA = true, kTransB = false;
-// HAND: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
-// HAND-NEXT: static constexpr int kSplitK = 4096;
-// HAND: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 132160,
-// HAND: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum, const __grid_constant__ flashc::TmaDescriptor h_map, const __grid_constant__ flashc::TmaDescriptor dy_map)
-// HAND-NEXT: flashc::device::gemm_ws_split_k<flashc_ffn_ffn_bwd_dw2_config::Config>(h_map, dy_map, h, dy, dw2_accum, 1.000000000e+00f);
-// dW1 = xᵀ·dpre [512, 1024] is the same kernel but for names.
-// HAND-LABEL: // ---- ffn_ffn_bwd_dw1 ----
-// HAND-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
+// HAND-NOT: gemm_ws
+// HAND: load_tile_async
 // HAND-LABEL: // ---- ffn_ffn_bwd_dx ----
 // HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
 // HAND-LABEL: // ---- ffn_ffn_up ----
@@ -138,19 +135,37 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // CP-ASYNC-LABEL: flashc_ffn_ffn_bwd_act(
 // CP-ASYNC-NOT: gemm_ws<
 
+// SPLITK-LABEL: // ---- ffn_ffn_bwd_dw2 ----
+// SPLITK: static constexpr bool kTransA = true, kTransB = false;
+// SPLITK: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
+// SPLITK-NEXT: static constexpr int kSplitK = 4096;
+// SPLITK: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 132160,
+// SPLITK: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum, const __grid_constant__ flashc::TmaDescriptor h_map, const __grid_constant__ flashc::TmaDescriptor dy_map)
+// SPLITK-NEXT: flashc::device::gemm_ws_split_k<flashc_ffn_ffn_bwd_dw2_config::Config>(h_map, dy_map, h, dy, dw2_accum, 1.000000000e+00f);
+// SPLITK-LABEL: // ---- ffn_ffn_bwd_dw1 ----
+// SPLITK-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
+// The grid: min(units, SMs), a unit a (tile, slice) pair; no map of the f32 accumulator (its sums are reductions).
+// SPLITK-MANIFEST-LABEL: kernel ffn_ffn_bwd_dw2
+// SPLITK-MANIFEST: tensor dw2_accum f32 inout [1024, 512]
+// SPLITK-MANIFEST-NEXT: tensormap h_map of h box [64, 64] swizzle 128
+// SPLITK-MANIFEST-NEXT: tensormap dy_map of dy box [64, 64] swizzle 128
+// SPLITK-MANIFEST-NEXT: grid min(8 * 4 * cdiv(M, 4096), num_sms), 1, 1
+// SPLITK-MANIFEST-NEXT: block 384, 1, 1
+// SPLITK-MANIFEST-NEXT: shared 132160
+
 // OVERRIDE-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // OVERRIDE-SAME: block_n = 64 : i64
 // OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
 
 // The gemm kind's space holds the ws points (those that fit: 256 columns with
-// P's tile at 3 stages, not 4); so does split-K's, the hand rule's first.
+// P's tile at 3 stages, not 4); so does split-K's (its hand rule the cp.async form).
 // SPACE: "kernel": "ffn_ffn_bwd_dpre"
 // SPACE: "key": "sm_90a gemm bf16 m?n1024k512-tb-grad -"
 // SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 group=8
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8
 // SPACE: "kernel": "ffn_ffn_bwd_dw2"
-// SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
+// SPACE: "plan": "strategy=wgmma_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
 // SPACE: "candidates": [
 // SPACE-NEXT: "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
 // SPACE: "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8",

@@ -453,9 +453,10 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // m64n256 product computes both).
         // A form that reads a tile in its epilogue (C += ..., act_grad's P)
         // holds the tile's pieces: 3 stages at 256 columns.
-        // Split-K weight gradients too: slices of K as units of the persistent
-        // grid, each unit's sum added into C from registers.
-        if (isWsGemmRole(gemm) && !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
+        // (Split-K weight gradients have a ws form too, a point of their
+        // tuning space until a GPU run times it: not the hand rule.)
+        if (gemm.getRole() != KernelRole::GemmSplitK && isWsGemmRole(gemm) && !argTypes.empty() &&
+            !wsGemmRefusal(gemm, argTypes)) {
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
