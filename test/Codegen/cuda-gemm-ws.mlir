@@ -19,8 +19,8 @@
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=HAND
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CP-ASYNC
 // RUN: flashc %s --print-tuning-space --tuning-table=none | FileCheck %s --check-prefix=SPACE
-// The weight gradients (fewer 128 x 128 tiles than the GPU has SMs: split-K) on the ws form, a table entry (a
-// point of their space, not yet the hand rule): units of (slice of 4096 rows of K, 128 x 128 tile) on the
+// The weight gradients (fewer 128 x 128 tiles than the GPU has SMs: split-K) on the ws form (the hand rule; here
+// through a table entry as well): units of (slice of 4096 rows of K, 128 x 128 tile) on the
 // persistent grid, each unit's sum added into the zeroed f32 accumulator by reductions from registers (no
 // epilogue pieces: 4 slots of 32 KB + 8 barriers + 1024), then converted. dW2 = hᵀ·dy: h [M, 1024] is A stored
 // [K, M]; dW1 = xᵀ·dpre is the same kernel but for names.
@@ -116,14 +116,15 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 
 // The hand rule: 128 x 256, 4 stages, groups of 8, for every plain GEMM; 3
-// stages where the epilogue reads a tile (dpre's P); the weight gradients
-// stay split-K on the cp.async form.
+// stages where the epilogue reads a tile (dpre's P); the weight gradients on
+// the ws form split over K, 128 x 128 (below, SPLITK).
 // HAND-LABEL: // ---- ffn_ffn_bwd_dpre ----
 // HAND: static constexpr int kBlockN = 256, kStages = 3, kGroup = 8;
 // HAND: flashc::device::gemm_ws<
 // HAND-LABEL: // ---- ffn_ffn_bwd_dw2 ----
-// HAND-NOT: gemm_ws
-// HAND: load_tile_async
+// HAND: static constexpr int kBlockN = 128, kStages = 4, kGroup = 8;
+// HAND-NEXT: static constexpr int kSplitK = 4096;
+// HAND: flashc::device::gemm_ws_split_k<
 // HAND-LABEL: // ---- ffn_ffn_bwd_dx ----
 // HAND: static constexpr int kBlockN = 256, kStages = 4, kGroup = 8;
 // HAND-LABEL: // ---- ffn_ffn_up ----
@@ -158,14 +159,14 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
 
 // The gemm kind's space holds the ws points (those that fit: 256 columns with
-// P's tile at 3 stages, not 4); so does split-K's (its hand rule the cp.async form).
+// P's tile at 3 stages, not 4); so does split-K's, its hand rule first.
 // SPACE: "kernel": "ffn_ffn_bwd_dpre"
 // SPACE: "key": "sm_90a gemm bf16 m?n1024k512-tb-grad -"
 // SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 group=8
 // SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8
 // SPACE: "kernel": "ffn_ffn_bwd_dw2"
-// SPACE: "plan": "strategy=wgmma_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
+// SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
 // SPACE: "candidates": [
 // SPACE-NEXT: "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
 // SPACE: "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8",

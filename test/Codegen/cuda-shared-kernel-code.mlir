@@ -12,7 +12,7 @@
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dh ----
 // CUDA: flashc_ffn_ffn_bwd_dh(
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dw2 ----
-// CUDA: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum)
+// CUDA: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum, const __grid_constant__ flashc::TmaDescriptor h_map, const __grid_constant__ flashc::TmaDescriptor dy_map)
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dw1 ----
 // CUDA-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
 // CUDA-NOT: flashc_ffn_ffn_bwd_dw1(

@@ -453,10 +453,11 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         // m64n256 product computes both).
         // A form that reads a tile in its epilogue (C += ..., act_grad's P)
         // holds the tile's pieces: 3 stages at 256 columns.
-        // (Split-K weight gradients have a ws form too, a point of their
-        // tuning space until a GPU run times it: not the hand rule.)
-        if (gemm.getRole() != KernelRole::GemmSplitK && isWsGemmRole(gemm) && !argTypes.empty() &&
-            !wsGemmRefusal(gemm, argTypes)) {
+        // Split-K weight gradients too (since session 28): slices of K as
+        // units of the persistent grid, each unit's sum added into C from
+        // registers; 1.01-1.05x the cp.async split-K at d = 256 on the H200
+        // (bench/results/2026-12-03-h200-session28.md call 4).
+        if (isWsGemmRole(gemm) && !argTypes.empty() && !wsGemmRefusal(gemm, argTypes)) {
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
