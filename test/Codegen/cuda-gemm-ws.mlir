@@ -27,6 +27,12 @@
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws-split-k.txt --emit=cuda -o - | FileCheck %s --check-prefix=SPLITK
 // RUN: rm -rf %t.s.bundle && flashc %s --tuning-table=%S/Inputs/tuning-gemm-ws-split-k.txt --emit=bundle --arch=sm_90a -o %t.s.bundle
 // RUN: FileCheck %s --check-prefix=SPLITK-MANIFEST < %t.s.bundle/manifest.flashc
+// A backward with no split-K, no elementwise kernel (d = 1024: the fused dpre and plain GEMMs) is still described
+// as the FFN's backward (flashc-run pairs programs by it).
+// RUN: rm -rf %t.d.bundle && flashc %S/Inputs/ffn-d1024.mlir --emit=bundle --arch=sm_90a -o %t.d.bundle
+// RUN: FileCheck %s --check-prefix=OP < %t.d.bundle/manifest.flashc
+// OP-LABEL: program ffn_backward
+// OP: meta op ffn_backward
 // A block-size override outside the form (64 columns) plans the cp.async wgmma GEMM instead.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory="block-n=64" | FileCheck %s --check-prefix=OVERRIDE
 // The gated up projection (gated_gemm): 128 columns of each weight a tile, one

@@ -207,8 +207,10 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
       }
     } else if (auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr())) {
       tile::KernelRole role = gemm.getRole();
+      // (dpre = (dy·W2ᵀ) ∘ act'(pre), a gemm with act_grad, is the backward's mark where every weight gradient
+      // has tiles enough not to split: d >= 1024.)
       if (role == tile::KernelRole::FfnActivationGrad || role == tile::KernelRole::ColumnSum ||
-          role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32)
+          role == tile::KernelRole::GemmSplitK || role == tile::KernelRole::ConvertF32 || gemm.appliesActGrad())
         ffnBackward = true;
       else
         ffnForward = true;
