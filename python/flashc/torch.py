@@ -22,6 +22,7 @@ waiting for them.
 
 import math
 import os
+import threading
 
 import torch
 
@@ -917,7 +918,12 @@ def ffn(x, w1, b1=None, w2=None, b2=None, activation="gelu_tanh", w_gate=None):
 _NATIVE_SLOTS = {"x": "x", "w1": "w1", "w_up": "w1", "b1": "b1", "w2": "w2", "b2": "b2", "w_gate": "w_gate",
                  "y": "y", "dy": "dy", "dx": "dx", "dw1": "dw1", "dw_up": "dw1", "db1": "db1", "dw2": "dw2",
                  "db2": "db2", "dw_gate": "dw_gate"}
-_native_plans = {}  # FfnConfig.key -> (extension, FfnPlan) or None
+# FfnConfig.key -> (extension, FfnPlan, its bundle) or None. A plan is never freed: a pending backward holds a raw
+# pointer to it (the C++ node's saved data), so one replaced (another bundle resolved for the key after
+# cache.clear_loaded) goes to _native_retired; two threads making a key's first plan publish one (setdefault).
+_native_plans = {}
+_native_retired = []
+_native_lock = threading.Lock()
 
 
 def _native_ffn(config):
@@ -927,31 +933,48 @@ def _native_ffn(config):
     if not _native.enabled():  # (read at each call: a benchmark times both paths in one process)
         return None
     found = _native_plans.get(config.key, False)
+    if found is None:
+        return None
     if found is not False:
-        return found
-    found = None
+        resolved = _resolved.get((config.key, "forward"))
+        if resolved is not None and resolved[0] is found[2]:
+            return found
+        # (cache.clear_loaded forgot the bundle, or another one resolved: plan again, as the Python path loads again)
+    plan = _make_native_plan(config)
+    with _native_lock:
+        current = _native_plans.get(config.key, False)
+        if current is not False and current is not found:  # another thread published first
+            return current
+        if found:
+            _native_retired.append(found)
+        _native_plans[config.key] = plan
+    return plan
+
+
+def _make_native_plan(config):
     dtype = _TORCH_DTYPES.get(config.dtype)
     widths = (config.d_model, config.d_hidden, config.d_out)
-    if dtype is not None and all(w == _padded_width(w, dtype) for w in widths):
-        try:
-            resolved = [_program(config, d) for d in ("forward", "forward_train", "backward")]
-        except InvalidBundleError:  # a bundle without one of them: the Python path says so when it is needed
-            resolved = [(None, None, None)]
-        bundle = resolved[0][0]
-        # (A stand-in bundle, the CPU tests' fakes, has no runtime handle: the Python path.)
-        module = _native.module() if all(r[0] is bundle for r in resolved) and isinstance(bundle, Bundle) else None
-        if module is not None:
-            slots = dict(_NATIVE_SLOTS, **{name: "saved%d" % i for i, name in enumerate(config.saved_names())})
-            programs = []
-            for _, program, mapping in resolved:
-                params = {slots[k]: v for k, v in mapping.items()}
-                programs += [program, [params.get(slot, "") for slot in module.SLOTS]]
-            plan = module.FfnPlan(bundle._require().value, *programs, d_model=config.d_model,
-                                  d_hidden=config.d_hidden, d_out=config.d_out, gated=config.gated,
-                                  saved_count=len(config.saved_names()))
-            found = (module, plan, bundle)  # (the bundle kept, and so its handle open, while the plan lives)
-    _native_plans[config.key] = found
-    return found
+    if dtype is None or any(w != _padded_width(w, dtype) for w in widths):
+        return None
+    try:
+        resolved = [_program(config, d) for d in ("forward", "forward_train", "backward")]
+    except InvalidBundleError:  # a bundle without one of them: the Python path says so when it is needed
+        return None
+    bundle = resolved[0][0]
+    # (A stand-in bundle, the CPU tests' fakes, has no runtime handle: the Python path.)
+    if not all(r[0] is bundle for r in resolved) or not isinstance(bundle, Bundle):
+        return None
+    module = _native.module()
+    if module is None:
+        return None
+    slots = dict(_NATIVE_SLOTS, **{name: "saved%d" % i for i, name in enumerate(config.saved_names())})
+    programs = []
+    for _, program, mapping in resolved:
+        params = {slots[k]: v for k, v in mapping.items()}
+        programs += [program, [params.get(slot, "") for slot in module.SLOTS]]
+    plan = module.FfnPlan(bundle._require().value, *programs, d_model=config.d_model, d_hidden=config.d_hidden,
+                          d_out=config.d_out, gated=config.gated, saved_count=len(config.saved_names()))
+    return (module, plan, bundle)  # (the bundle kept, and so its handle open, while the plan lives)
 
 
 from . import _torch_ops  # noqa: E402,F401  (registers torch.ops.flashc.*; it uses the functions above)

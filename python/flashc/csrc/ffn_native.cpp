@@ -36,7 +36,9 @@ enum Slot : int {
 };
 using Tensors = std::array<at::Tensor, kSlots>;
 
-// A launch's failure: the runtime's status (flashc_status) and message; Python raises flashc's error class for it.
+// A launch's failure: the runtime's status (flashc_status) and message; Python raises flashc's error class for it in the
+// forward (the pybind translator below). In the backward the autograd engine passes it on as a RuntimeError with
+// this message.
 struct LaunchError : std::runtime_error {
   int status;
   LaunchError(int s, const std::string &message) : std::runtime_error(message), status(s) {}
@@ -59,14 +61,16 @@ int dtypeCode(const at::Tensor &t) {
   return -1;
 }
 
-bool poisonOutputs() {  // FLASHC_POISON_OUTPUTS, as flashc.torch._output reads it: outputs start as NaN
+// FLASHC_POISON_OUTPUTS, as flashc.torch._output reads it: outputs start as NaN. Read by the forward, on the caller's
+// thread (the backward, on the autograd engine's, takes the forward's reading: no getenv beside Python's setenv).
+bool poisonOutputs() {
   const char *v = std::getenv("FLASHC_POISON_OUTPUTS");
   return v && *v && std::string(v) != "0";
 }
 
-at::Tensor output(at::IntArrayRef shape, const at::TensorOptions &options) {
+at::Tensor output(at::IntArrayRef shape, const at::TensorOptions &options, bool poison) {
   at::Tensor t = at::empty(shape, options);
-  if (poisonOutputs()) t.fill_(std::numeric_limits<float>::quiet_NaN());
+  if (poison) t.fill_(std::numeric_limits<float>::quiet_NaN());
   return t;
 }
 
@@ -213,14 +217,16 @@ struct FfnFunction : public torch::autograd::Function<FfnFunction> {
     t[kWGate] = kernelLayout(w_gate.value_or(at::Tensor()));
     const int64_t rows = t[kX].size(0);
     const auto options = x.options();
-    t[kY] = output({rows, plan->dOut}, options);
+    const bool poison = poisonOutputs();
+    t[kY] = output({rows, plan->dOut}, options, poison);
     if (train)
-      for (int64_t i = 0; i < plan->savedCount; ++i) t[kSaved0 + i] = output({rows, plan->dHidden}, options);
+      for (int64_t i = 0; i < plan->savedCount; ++i) t[kSaved0 + i] = output({rows, plan->dHidden}, options, poison);
     if (rows > 0) (train ? plan->forwardTrain : plan->forward).launch(t, rows, x.device());
     if (train) {
       ctx->save_for_backward({t[kX], t[kW1], t[kB1], t[kW2], t[kB2], t[kWGate], t[kSaved0], t[kSaved1], t[kSaved2]});
       ctx->saved_data["plan"] = plan_address;
       ctx->saved_data["lead"] = leadingDims(x);
+      ctx->saved_data["poison"] = poison;
     }
     ctx->saved_data["train"] = train;
     ctx->set_materialize_grads(false);
@@ -231,6 +237,10 @@ struct FfnFunction : public torch::autograd::Function<FfnFunction> {
     variable_list none(8);
     const at::Tensor &dy = grads[0];
     if (!dy.defined()) return none;  // y did not reach the loss
+    // (The engine enables grad mode for create_graph: the gradients below would carry no history, as the Python
+    // Function's once_differentiable refuses too.)
+    TORCH_CHECK(!at::GradMode::is_enabled(), "flashc.ffn: its backward is not differentiable (a double backward, "
+                                             "create_graph=True, is not supported)");
     TORCH_CHECK(ctx->saved_data["train"].toBool(),
                 "flashc.ffn: a gradient was asked of a call that ran the inference forward (no input required a "
                 "gradient when it was called), which saves nothing to differentiate");
@@ -242,12 +252,13 @@ struct FfnFunction : public torch::autograd::Function<FfnFunction> {
     c10::cuda::CUDAGuard guard(t[kX].device());
     const auto options = t[kX].options();
     const int64_t rows = t[kX].size(0);
-    t[kDx] = output(t[kX].sizes(), options);
-    t[kDw2] = output(t[kW2].sizes(), options);
-    t[kDw1] = output(t[kW1].sizes(), options);  // the up projection's gradient of a gated FFN
-    if (plan->gated) t[kDwGate] = output(t[kWGate].sizes(), options);
-    if (t[kB1].defined() && !plan->gated) t[kDb1] = output(t[kB1].sizes(), options);
-    if (t[kB2].defined()) t[kDb2] = output(t[kB2].sizes(), options);
+    const bool poison = ctx->saved_data["poison"].toBool();
+    t[kDx] = output(t[kX].sizes(), options, poison);
+    t[kDw2] = output(t[kW2].sizes(), options, poison);
+    t[kDw1] = output(t[kW1].sizes(), options, poison);  // the up projection's gradient of a gated FFN
+    if (plan->gated) t[kDwGate] = output(t[kWGate].sizes(), options, poison);
+    if (t[kB1].defined() && !plan->gated) t[kDb1] = output(t[kB1].sizes(), options, poison);
+    if (t[kB2].defined()) t[kDb2] = output(t[kB2].sizes(), options, poison);
     if (rows == 0) {
       for (int s = kDx; s <= kDwGate; ++s)
         if (t[s].defined()) t[s].zero_();
