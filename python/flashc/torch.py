@@ -920,7 +920,8 @@ _NATIVE_SLOTS = {"x": "x", "w1": "w1", "w_up": "w1", "b1": "b1", "w2": "w2", "b2
                  "db2": "db2", "dw_gate": "dw_gate"}
 # FfnConfig.key -> (extension, FfnPlan, its bundle) or None. A plan is never freed: a pending backward holds a raw
 # pointer to it (the C++ node's saved data), so one replaced (another bundle resolved for the key after
-# cache.clear_loaded) goes to _native_retired; two threads making a key's first plan publish one (setdefault).
+# cache.clear_loaded) goes to _native_retired; of two threads making a key's plan, the first to take the lock
+# publishes it and the other returns that one (its own was never launched).
 _native_plans = {}
 _native_retired = []
 _native_lock = threading.Lock()

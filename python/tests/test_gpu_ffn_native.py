@@ -132,6 +132,19 @@ class FfnNativeGpuTest(unittest.TestCase):
         for i, (got, lp, ref) in enumerate(zip(grads, g_lp[1:], g64[1:])):
             assert_close_to_reference(self, "%s weight grad %d" % (config.describe(), i), got, lp, ref)
 
+    def test_double_backward_is_refused(self):
+        """A backward with create_graph=True through the native Function raises (its gradients would carry no
+        history), naming the reason; the first-order gradients of the same call still come out."""
+        config = configs.TEST_FFN[0]
+        args = make_inputs(config, (16,), seed=4)
+        y = ft.ffn(args[0], args[1], args[2], args[3], args[4], activation=config.activation, w_gate=args[5])
+        self.assertTrue(_takes_native(y))
+        dy = torch.randn_like(y)
+        with self.assertRaisesRegex(RuntimeError, "not differentiable"):
+            torch.autograd.grad(y, leaves(args), dy, create_graph=True, retain_graph=True)
+        grads = torch.autograd.grad(y, leaves(args), dy)
+        self.assertEqual(len(grads), len(leaves(args)))
+
     def test_failed_launch_raises_flashcs_error(self):
         """A plan naming a program the bundle does not have: the runtime's NOT_FOUND as flashc's NotFoundError
         (through _native.raise_launch_error), with the runtime's message."""

@@ -594,11 +594,6 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   if (savePre && gated)
     boxes.push_back({preUp, rows(64)});
   std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
-  // The library's map arguments: a, b, b2, c, pre, pre2 (absent ones: b's and c's; not read).
-  unsigned mapC = gated ? 3 : 2;
-  std::string mapB2 = gated ? maps[2] : maps[1];
-  std::string mapPre = hasPre ? maps[mapC + 1] : splitK ? maps[0] : maps[mapC];
-  std::string mapPre2 = savePre && gated ? maps[mapC + 2] : splitK ? maps[0] : maps[mapC];
 
   std::string ns = openGemmConfig(entry,
                                  "// Warp-specialised persistent TMA GEMM (strategy wgmma_ws_sm90): the device\n"
@@ -631,6 +626,11 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
     out << "}\n\n";
     return result;
   }
+  // The library's map arguments: a, b, b2, c, pre, pre2 (absent ones: b's and c's; not read).
+  unsigned mapC = gated ? 3 : 2;
+  std::string mapB2 = gated ? maps[2] : maps[1];
+  std::string mapPre = hasPre ? maps[mapC + 1] : maps[mapC];
+  std::string mapPre2 = savePre && gated ? maps[mapC + 2] : maps[mapC];
   // Absent bias and pre: not read (kBias / kSavePre false).
   out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
       << ", " << maps[mapC] << ", " << mapPre << ", " << mapPre2 << ", " << cppNames[a] << ", " << cppNames[b] << ", "
