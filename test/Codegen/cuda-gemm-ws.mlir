@@ -165,17 +165,23 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // OVERRIDE-SAME: strategy = #tile.strategy<wgmma_sm90>
 
 // The gemm kind's space holds the ws points (those that fit: 256 columns with
-// P's tile at 3 stages, not 4); so does split-K's, its hand rule first.
+// P's tile at 3 stages, not 4, unless the consumers ping-pong, whose 64-row A
+// slots leave room for 4), each with ping_pong; so does split-K's, its hand
+// rule first, without ping_pong (its units never take turns).
 // SPACE: "kernel": "ffn_ffn_bwd_dpre"
 // SPACE: "key": "sm_90a gemm bf16 m?n1024k512-tb-grad -"
-// SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4
-// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 group=8
-// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8
+// SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 ping_pong=0 group=8",
+// SPACE-NOT: block_n=256 block_k=64 warps=8 stages=4 ping_pong=0
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=3 ping_pong=0 group=8
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 ping_pong=0 group=8
+// SPACE: strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 ping_pong=1 group=8
 // SPACE: "kernel": "ffn_ffn_bwd_dw2"
 // SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
 // SPACE: "candidates": [
 // SPACE-NEXT: "strategy=wgmma_ws_sm90 block_m=128 block_n=128 block_k=64 warps=8 stages=4 group=8",
+// SPACE-NOT: ping_pong
 // SPACE: "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 group=8",
+// SPACE-NOT: ping_pong
 // SPACE: "strategy=wgmma_sm90 block_m=128 block_n=128
 // SPACE: "kernel": "ffn_ffn_bwd_dx"
 
@@ -191,12 +197,16 @@ func.func @ffn(%x: tensor<?x512xbf16>, %w1: tensor<512x1024xbf16>, %b1: tensor<1
 // x, W_gate, W_up; C = h; the saved g and u.
 // GATED: gemm_ws<flashc_ffn_forward_train_ffn_up_config::Config>(x_map, w1_map, w_up_map, h_map, gate_map, up_map, x, w1, x, 1.000000000e+00f);
 
+// (d = 128: the fused dpre's K is short, so its consumers ping-pong by the
+// hand rule: 64-row boxes of A, the grid counted in 64-row tiles.)
 // BATCHED-LABEL: kernel ffn_ffn_bwd_dpre
-// BATCHED: tensormap dy_map of dy box [1, 128, 64] swizzle 128
+// BATCHED: tensormap dy_map of dy box [1, 64, 64] swizzle 128
 // BATCHED-NEXT: tensormap w2_map of w2 box [256, 64] swizzle 128
 // BATCHED-NEXT: tensormap dpre_map of dpre box [1, 64, 64] swizzle 128
 // BATCHED-NEXT: tensormap pre_map of pre box [1, 64, 64] swizzle 128
-// BATCHED-NEXT: grid min(cdiv(M, 128) * 3 * Bf, num_sms), 1, 1
+// BATCHED-NEXT: grid min(2 * cdiv(M, 128) * 3 * Bf, num_sms), 1, 1
+// BATCHED-LABEL: kernel ffn_ffn_bwd_dx
+// BATCHED: tensormap dpre_map of dpre box [1, 128, 64] swizzle 128
 
 // The tile of C is read into a buffer a piece, as act_grad's P: 3 stages at 256 columns.
 // ACC-LABEL: // ---- ffn_ffn_bwd_dx_up ----

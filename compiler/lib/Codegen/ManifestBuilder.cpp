@@ -645,11 +645,15 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   // A persistent grid (the ws attention forward): min(units, SMs) blocks along
   // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
-  // The persistent GEMM (gemm_ws.cuh): min(tiles, SMs) blocks.
+  // The persistent GEMM (gemm_ws.cuh): min(tiles, SMs) blocks (ping-pong: its
+  // tiles are 64 rows, half the plan's).
   if (order && order.getOrder() == tile::BlockOrder::Persistent) {
     bool gemm = llvm::isa_and_nonnull<tile::GemmSpecAttr, tile::MoeSpecAttr>(kernel.getSpecAttr());
-    gridText[0] = (gemm ? "min((" + gridText[0] + ")" : "min(cdiv(" + gridText[0] + ", 2)") + " * (" +
-                  gridText[1] + ") * (" + gridText[2] + "), " + rt::kSymbolSmCount + ")";
+    tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+    std::string tiles = gemm && schedule && schedule.getPingPong() ? "min(2 * (" + gridText[0] + ")"
+                        : gemm                                     ? "min((" + gridText[0] + ")"
+                                                                   : "min(cdiv(" + gridText[0] + ", 2)";
+    gridText[0] = tiles + " * (" + gridText[1] + ") * (" + gridText[2] + "), " + rt::kSymbolSmCount + ")";
     gridText[1] = gridText[2] = "1";
   }
   // A kernel that runs at some sizes only (#tile.run_if: one of two plans of an op, chosen by a run-time size): its

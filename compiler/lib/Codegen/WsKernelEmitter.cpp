@@ -559,7 +559,10 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                 "flash-warp-specialize after flash-plan-memory)",
                                 llvm::join(ring, ", ")));
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
-  if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages))
+  bool pingPong = schedule.getPingPong();
+  if (pingPong && !wsGemmPingPongTakes(spec))
+    return reject("its schedule ping-pongs, which the persistent GEMM's form split over K does not");
+  if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, pingPong))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its form is "
                                 "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages "
                                 "within 227 KB of shared memory",
@@ -574,16 +577,18 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   WsKernel result;
   bool accumulate = spec.getAccumulate().getValue();
   result.sharedBytes =
-      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec), splitK);
+      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec), splitK,
+                        pingPong);
   result.threads = blockThreads(schedule);
-  // Boxes ((1,) rows, 64 columns): A 128 rows of [(B,) M, K] or 64 K rows of
-  // [K, M]; B 64 K rows of [K, N] or blockN rows of [N, K]; C and pre 64 x 64
-  // pieces (of one batch; split over K, C has no map: its sums are reductions).
+  // Boxes ((1,) rows, 64 columns): A a tile's rows of [(B,) M, K] (128;
+  // ping-pong 64) or 64 K rows of [K, M]; B 64 K rows of [K, N] or blockN rows
+  // of [N, K]; C and pre 64 x 64 pieces (of one batch; split over K, C has no
+  // map: its sums are reductions).
   bool batched = cast<tile::GlobalTensorType>(inputs[a]).getRank() == 3;
   auto rows = [&](int64_t n) {
     return batched ? SmallVector<int64_t>{1, n, 64} : SmallVector<int64_t>{n, 64};
   };
-  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, rows(ta ? 64 : 128)},
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, rows(ta || pingPong ? 64 : 128)},
                                                                    {b, {tb ? blockN : 64, 64}}};
   if (gated)
     boxes.push_back({bUp, {64, 64}});

@@ -118,8 +118,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         if (*entry->point.strategy != Strategy::WgmmaWsSm90 || wsGemmRefusal(actGradSpec, argTypes))
           return false;
         TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
-        return wsGemmPlanTakes(llvm::cast<tile::GemmSpecAttr>(actGradSpec), plan.blockM, plan.blockN, plan.blockK,
-                               plan.warps, plan.stages);
+        auto gemm = llvm::cast<tile::GemmSpecAttr>(actGradSpec);
+        return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
+                               wsGemmPingPong(gemm, argTypes, entry->point.pingPong));
       }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
   }

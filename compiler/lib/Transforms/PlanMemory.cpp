@@ -306,7 +306,10 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
     bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
-      if (!wsGemmPlanTakes(gemmSpec, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages))
+      // (Ping-pong's 64-row A tiles leave room for a deeper ring.)
+      bool pingPong = wsGemmPingPong(gemmSpec, kernel.getFunctionType().getInputs(),
+                                     entry ? entry->point.pingPong : std::nullopt);
+      if (!wsGemmPlanTakes(gemmSpec, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong))
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)
@@ -437,7 +440,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       offset = wsGemmSharedBytes(plan.blockN, plan.stages,
                                  gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
                                  gemm.getRole() == KernelRole::GatedGemm, wsGemmReadsTile(gemm),
-                                 gemm.getRole() == KernelRole::GemmSplitK);
+                                 gemm.getRole() == KernelRole::GemmSplitK,
+                                 wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(),
+                                                entry ? entry->point.pingPong : std::nullopt));
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

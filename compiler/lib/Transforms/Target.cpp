@@ -462,7 +462,8 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
           plan.blockM = 128;
           plan.warps = 8;
           plan.stages = 4;
-          if (!wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, 64, plan.warps, plan.stages))
+          if (!wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, 64, plan.warps, plan.stages,
+                               wsGemmPingPong(gemm, argTypes, std::nullopt)))
             plan.stages = 3;
         }
       }
@@ -548,20 +549,44 @@ bool isWsGemmRole(GemmSpecAttr gemm) {
 
 bool wsGemmReadsTile(GemmSpecAttr gemm) { return gemm.getAccumulate().getValue() || gemm.appliesActGrad(); }
 
+bool wsGemmPingPongTakes(GemmSpecAttr gemm) {
+  return gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm;
+}
+
+bool wsGemmPingPong(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<bool> tableKnob) {
+  if (!wsGemmPingPongTakes(gemm))
+    return false;
+  if (tableKnob)
+    return *tableKnob;
+  // The fused dpre at short K: at K = 256 four K blocks of products against an
+  // epilogue of the derivative's ~10 operations an element; the two
+  // warpgroups taking 64-row tiles in turn run one's epilogue under the
+  // other's products. Measured on the H200 (d = 256, 128 x 256, 4 stages:
+  // bench/results/2026-12-03-h200-session29.md calls 2-3): the kernel 144 ->
+  // 129 us, the backward 1.015x in bench_ffn; at long K the lab measured it
+  // 2-10 % behind (2026-12-02-h200-session16.md call 8).
+  auto a = argTypes.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
+  if (!gemm.appliesActGrad() || !a || a.getRank() < 2)
+    return false;
+  int64_t k = a.getShape()[a.getRank() - (gemm.getTransposeA().getValue() ? 2 : 1)];
+  return !ShapedType::isDynamic(k) && k <= 256;
+}
+
 bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
-                     int64_t stages) {
+                     int64_t stages, bool pingPong) {
   // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
   int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
-         stages >= 2 && stages <= 4 &&
+         stages >= 2 && stages <= 4 && (!pingPong || wsGemmPingPongTakes(gemm)) &&
          wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmReadsTile(gemm),
-                           gemm.getRole() == KernelRole::GemmSplitK) <= kWsSharedLimit;
+                           gemm.getRole() == KernelRole::GemmSplitK, pingPong) <= kWsSharedLimit;
 }
 
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
-                          bool splitK) {
-  int64_t slot = 128 * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
+                          bool splitK, bool pingPong) {
+  int64_t tileRows = pingPong ? 64 : 128;  // A's rows a slot (transposed: its columns)
+  int64_t slot = tileRows * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
   int64_t pieceBuffers = readsTile ? blockN / 64 : splitK ? 0 : 2;  // a consumer warpgroup
   return stages * slot + 2 * pieceBuffers * 64 * 64 * elementBytes +
          8 * (2 * stages + (readsTile ? 2 * pieceBuffers : 0)) + 1024;

@@ -336,30 +336,40 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   // The warp-specialised persistent GEMM (gemm_ws.cuh) where it takes the
   // kernel, the hand rule's point first: 256 or 128 columns, 4 or 3 stages,
   // groups of 8 or 16 row blocks (0.95-1.02x cuBLAS on the FFN's shapes in
-  // the kernel lab, bench/results/2026-12-01-h200-session15.md call 2).
+  // the kernel lab, bench/results/2026-12-01-h200-session15.md call 2); its
+  // plain and gated forms also with the consumers ping-ponging, groups of 8
+  // (in the lab +11 % for the fused dpre and +17 % for C += at K = 256,
+  // 5-12 % behind at long K, bench/results/2026-12-02-h200-session16.md
+  // call 8).
   std::vector<TuningPoint> ws;
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
   llvm::SmallVector<int64_t, 2> wsWidths = gated ? llvm::SmallVector<int64_t, 2>{128}
                                                  : llvm::SmallVector<int64_t, 2>{256, 128};
   handFirst(wsWidths, hand.blockN);  // (split-K's hand rule: 128 wide)
+  bool pingPongTakes = wsGemmPingPongTakes(gemm);
   if (wgmma && !wsGemmRefusal(gemm, argTypes))
-    for (int64_t width : wsWidths)
-      for (int64_t stages : {4, 3})
-        for (int64_t group : {8, 16}) {
-          TilePlan plan = hand;
-          plan.strategy = Strategy::WgmmaWsSm90;
-          plan.blockM = 128;
-          plan.warps = 8;
-          plan.blockK = 64;
-          plan.blockN = width;
-          plan.stages = stages;
-          // (A tile read in the epilogue takes its shared memory from the ring.)
-          if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages))
-            continue;
-          TuningPoint point = pointFrom(plan, true);
-          point.group = group;
-          ws.push_back(point);
-        }
+    for (bool pingPong : {false, true})
+      for (int64_t width : wsWidths)
+        for (int64_t stages : {4, 3})
+          for (int64_t group : {8, 16}) {
+            if (pingPong && (!pingPongTakes || group != 8))
+              continue;
+            TilePlan plan = hand;
+            plan.strategy = Strategy::WgmmaWsSm90;
+            plan.blockM = 128;
+            plan.warps = 8;
+            plan.blockK = 64;
+            plan.blockN = width;
+            plan.stages = stages;
+            // (A tile read in the epilogue takes its shared memory from the ring.)
+            if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, pingPong))
+              continue;
+            TuningPoint point = pointFrom(plan, true);
+            point.group = group;
+            if (pingPongTakes)
+              point.pingPong = pingPong;
+            ws.push_back(point);
+          }
   points.insert(points.begin(), ws.begin(), ws.end());
   return points;
 }

@@ -49,9 +49,10 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   // The tile order of the 2-D GEMM grids (flash-order-blocks).
   if (field == "group")
     return !attention && kind != "ffn_fused";
-  // The kernels whose consumer warpgroups split by rows and may ping-pong.
+  // The kernels whose consumer warpgroups split by rows and may ping-pong
+  // (the persistent GEMM's plain and gated forms: not split over K).
   if (field == "ping_pong")
-    return kind == "attention_forward" || kind == "ffn_fused";
+    return kind == "attention_forward" || kind == "ffn_fused" || kind == "gemm" || kind == "gated_gemm";
   // The warp-specialised attention forward's grid (flash-order-blocks).
   if (field == "persistent")
     return kind == "attention_forward";
@@ -392,11 +393,12 @@ TuningPoint pointOf(KernelOp kernel) {
     point.blockK = plan.blockK;
   point.warps = plan.warps;
   point.stages = plan.stages;
-  // Ping-pong is a knob of the forward and fused-FFN schedules (the backward's
-  // consumers meet every step, the persistent GEMM's never take turns).
+  // Ping-pong is a knob of the forward, fused-FFN and persistent GEMM
+  // schedules (the backward's consumers meet every step; the GEMM's split
+  // over K never take turns).
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
   bool tiledGemm = gemm && gemm.getRole() != KernelRole::FfnFused;
-  if (schedule && !backward && !tiledGemm)
+  if (schedule && !backward && (!tiledGemm || wsGemmPingPongTakes(gemm)))
     point.pingPong = schedule.getPingPong();
   // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk.
   GridOrderAttr order = kernel.getGridOrderAttr();

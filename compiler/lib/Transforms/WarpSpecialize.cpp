@@ -41,6 +41,7 @@ struct WarpSpecializePass
       Builder builder(ctx);
       ArrayAttr resident, ring;
       bool roleSplit = false, pingPongTakes = true;
+      std::optional<bool> gemmPingPong;  // the persistent GEMM's own rule
       int64_t consumerWarpgroups = static_cast<int64_t>(kernel.getWarps()) / 4;
       auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
       auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
@@ -63,12 +64,17 @@ struct WarpSpecializePass
       } else if (gemm && flashc::isWsGemmRole(gemm)) {
         // The persistent GEMM: nothing resident, A and B blocks of 64
         // columns of K through the ring (gated: both weights' blocks in one
-        // slot; split over K: its unit's slice of K); its consumers never take
-        // turns.
+        // slot; split over K: its unit's slice of K); its consumers take
+        // turns where its tuning-table entry says (wsGemmPingPong), never by
+        // the pass option.
         resident = builder.getStrArrayAttr({});
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});
-        pingPongTakes = false;
+        std::optional<bool> knob;
+        if (DictionaryAttr tuning = kernel.getTuningAttr())
+          if (auto value = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
+            knob = value.getValue();
+        gemmPingPong = flashc::wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(), knob);
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
                  moe && moe.isGemm()) {
         // A mixture of experts' router and expert GEMMs (and their gradients): the persistent GEMM's schedule; an
@@ -108,6 +114,8 @@ struct WarpSpecializePass
       if (DictionaryAttr tuning = kernel.getTuningAttr())
         if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
           consumersPingPong = knob.getValue();
+      if (gemmPingPong)
+        consumersPingPong = *gemmPingPong;
       // Unless the option says, each consumer warpgroup takes what is left
       // beside the producer, up to 240: three share the register file four
       // ways (160 each).

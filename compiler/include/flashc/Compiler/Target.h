@@ -112,21 +112,34 @@ std::optional<std::string> wsGemmRefusal(mlir::Attribute spec, llvm::ArrayRef<ml
 /// act_grad's P): it then holds a buffer for each 64-column piece of the tile.
 bool wsGemmReadsTile(mlir::tile::GemmSpecAttr gemm);
 
-/// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape: 128 rows
-/// on 8 consumer warps (two warpgroups), 128 or 256 columns (gated: 128 of
-/// each weight), 64 of K, 2-4 stages, within 227 KB of shared memory.
-bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
-                     int64_t warps, int64_t stages);
+/// Whether the persistent GEMM's consumer warpgroups may ping-pong (take
+/// 64-row tiles in turn, one's epilogue under the other's products): its plain
+/// and gated forms; not split over K (whose units add from registers).
+bool wsGemmPingPongTakes(mlir::tile::GemmSpecAttr gemm);
 
-/// Its dynamic shared memory: `stages` slots of A [128 x 64] and B
-/// [64 x blockN] (gated: both weights' blockN columns), the 64 x 64 epilogue
-/// pieces (two a consumer warpgroup, or blockN / 64 when the epilogue reads a
-/// tile, each with an mbarrier; none split over K, whose sums leave by
-/// reductions from registers), 2·stages ring mbarriers and 1024 bytes to
-/// align the base: GemmWsPlan::kSmemBytes (the emitted source static_asserts
-/// both agree).
+/// Whether they do: the kernel's tuning-table knob where it has one, else the
+/// hand rule (the fused dpre, C = A·Bᵀ ∘ act'(P), at a static K of at most
+/// 256, whose epilogue outlasts its products); never where the form does not
+/// take it. `argTypes`: the kernel's (A first).
+bool wsGemmPingPong(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
+                    std::optional<bool> tableKnob);
+
+/// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape: 128 rows
+/// on 8 consumer warps (two warpgroups; ping-pong: 64-row tiles, one a
+/// warpgroup), 128 or 256 columns (gated: 128 of each weight), 64 of K, 2-4
+/// stages, within 227 KB of shared memory.
+bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
+                     int64_t warps, int64_t stages, bool pingPong = false);
+
+/// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
+/// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
+/// columns), the 64 x 64 epilogue pieces (two a consumer warpgroup, or
+/// blockN / 64 when the epilogue reads a tile, each with an mbarrier; none
+/// split over K, whose sums leave by reductions from registers), 2·stages
+/// ring mbarriers and 1024 bytes to align the base: GemmWsPlan::kSmemBytes
+/// (the emitted source static_asserts both agree).
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
-                          bool splitK = false);
+                          bool splitK = false, bool pingPong = false);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out
