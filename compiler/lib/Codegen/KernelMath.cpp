@@ -101,6 +101,10 @@ std::string gemmMath(GemmSpecAttr spec) {
   std::string math;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
+    if (spec.appliesGatedActGrad()) {
+      math = "D = " + product + ", C = (D ∘ U) ∘ " + derivative("P") + ", C_up = D ∘ " + act("P");
+      break;
+    }
     if (spec.appliesActGrad()) {
       math = "C = " + product + " ∘ " + derivative("P");
       break;

@@ -542,16 +542,21 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   bool splitK = spec.getRole() == tile::KernelRole::GemmSplitK;
   bool hasBias = spec.getBias1().getValue(), savePre = spec.savesPre(), actGrad = spec.appliesActGrad();
   bool ta = spec.getTransposeA().getValue(), tb = spec.getTransposeB().getValue();
-  // a, b, [bias], [pre | p], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules); split over K a, b and
-  // the f32 c added into. pre is written (save_pre), p read (act_grad); both through the library's map_pre.
+  // a, b, [bias], [pre | p], c; gated a, w_gate, w_up, [g, u], c (KernelRecipe.cpp's rules); the gated act_grad
+  // a, b, p, p_up, c, c_up; split over K a, b and the f32 c added into. pre is written (save_pre), p read
+  // (act_grad); both through the library's map_pre (p_up: map_pre2).
+  bool gatedGrad = spec.appliesGatedActGrad();
   bool hasPre = savePre || actGrad;
-  unsigned want = gated ? 4 + (savePre ? 2 : 0) : 3 + (hasBias ? 1 : 0) + (hasPre ? 1 : 0);
+  unsigned want = gated      ? 4 + (savePre ? 2 : 0)
+                  : gatedGrad ? 6
+                              : 3 + (hasBias ? 1 : 0) + (hasPre ? 1 : 0);
   if (inputs.size() != want || (gated && hasBias))
     return reject(llvm::formatv("it takes {0} tensors, not the {1} of a {2}", inputs.size(), want,
-                                gated ? "gated GEMM (a, w_gate, w_up, [g, u], c)"
-                                      : "plain GEMM (a, b, [bias], [pre | p], c)"));
-  unsigned a = 0, b = 1, bUp = 2, bias = 2, c = want - 1;
-  unsigned pre = gated ? 3 : want - 2, preUp = 4;
+                                gated       ? "gated GEMM (a, w_gate, w_up, [g, u], c)"
+                                : gatedGrad ? "gated FFN's dg and du (a, b, p, p_up, c, c_up)"
+                                            : "plain GEMM (a, b, [bias], [pre | p], c)"));
+  unsigned a = 0, b = 1, bUp = 2, bias = 2, c = gatedGrad ? 4 : want - 1, cUp = 5;
+  unsigned pre = gated ? 3 : gatedGrad ? 2 : want - 2, preUp = gatedGrad ? 3 : 4;
   SmallVector<StringRef> ring = gated ? SmallVector<StringRef>{"a", "w_gate", "w_up"} : SmallVector<StringRef>{"a", "b"};
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
   if (!schedule || !schedule.getResident().empty() || attrNames(schedule.getRing()) != ring)
@@ -577,7 +582,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   WsKernel result;
   bool accumulate = spec.getAccumulate().getValue();
   result.sharedBytes =
-      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmReadsTile(spec), splitK,
+      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmTilesRead(spec), splitK,
                         pingPong);
   result.threads = blockThreads(schedule);
   // Boxes ((1,) rows, 64 columns): A a tile's rows of [(B,) M, K] (128;
@@ -596,8 +601,10 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
     boxes.push_back({c, rows(64)});
   if (hasPre)
     boxes.push_back({pre, rows(64)});
-  if (savePre && gated)
+  if ((savePre && gated) || gatedGrad)
     boxes.push_back({preUp, rows(64)});
+  if (gatedGrad)
+    boxes.push_back({cUp, rows(64)});
   std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
 
   std::string ns = openGemmConfig(entry,
@@ -621,6 +628,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   if (splitK)
     out << "  static constexpr int kSplitK = " << kSplitKRows
         << ";  // K rows a slice: units (slice, tile), each added into the f32 C\n";
+  if (gatedGrad)
+    out << "  static constexpr bool kGatedActGrad = true;  // D = alpha·A·B: C = (D ∘ U) ∘ act'(P), C2 = D ∘ act(P)\n";
   printScheduleConfig(schedule, std::nullopt, out);
   printPlanCheck("GemmWsPlan", result, ns, out);
   printSignature(entry, cppNames, inputs, maps, result.threads, out);
@@ -628,6 +637,13 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
     out << "  flashc::device::gemm_ws_split_k<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[c] << ", "
         << floatConfigLiteral(spec.getAlpha().getValueAsDouble()) << ");\n";
+    out << "}\n\n";
+    return result;
+  }
+  if (gatedGrad) {  // maps: a, b, dg (c), g (p), u (p_up), du (c_up)
+    out << "  flashc::device::gemm_ws_gated_act_grad<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
+        << maps[2] << ", " << maps[5] << ", " << maps[3] << ", " << maps[4] << ", " << cppNames[a] << ", "
+        << cppNames[b] << ", " << floatConfigLiteral(spec.getAlpha().getValueAsDouble()) << ");\n";
     out << "}\n\n";
     return result;
   }

@@ -6,7 +6,8 @@
 //                        activation fused in the epilogue (save_pre: the
 //                        pre-activation written too, for the backward;
 //                        act_grad: C = alpha·op(A)·op(B) ∘ act'(P) instead,
-//                        the backward's dpre = (dy·W2ᵀ) ∘ act'(pre)).
+//                        the backward's dpre = (dy·W2ᵀ) ∘ act'(pre); gated:
+//                        dg and du from D = dy·W2ᵀ and the saved g and u).
 //   gated_gemm           C = act(A·Bg) ∘ (A·Bu) (save_pre: g and u written too).
 //   ffn_fused            y = act(x·W1 + b1)·W2 + b2 back to back: per row block
 //                        the hidden tile [Bm x Bn] lives in registers and feeds
@@ -103,7 +104,9 @@ struct GemmKernel {
     Value a = kb.arg(next++), bMat = kb.arg(next++);
     Value bias = hasBias ? kb.arg(next++) : Value();
     Value pre = spec.savesPre() || spec.appliesActGrad() ? kb.arg(next++) : Value();
+    Value up = spec.appliesGatedActGrad() ? kb.arg(next++) : Value();
     Value c = kb.arg(next++);
+    Value cUp = spec.appliesGatedActGrad() ? kb.arg(next++) : Value();
     Value mb = kb.programId(GridAxis::X, "m_block"), nb = kb.programId(GridAxis::Y, "n_block"),
           batch = kb.programId(GridAxis::Z, "batch");
     Value M = dimFromEnd(c, 1, "M"), N = dimFromEnd(c, 0, "N");
@@ -134,7 +137,20 @@ struct GemmKernel {
       kb.store(kb.named("pre16", kb.convert(value, elem)), pre, at(pre, batch, row0, col0), M, N);
     };
     Value result;
-    if (spec.appliesActGrad()) {
+    if (spec.appliesGatedActGrad()) {
+      // The gated FFN's: D = alpha·acc (dh, never rounded), du = D ∘ act(g),
+      // dg = (D ∘ act'(g)) ∘ u, g and u read as the training forward saved
+      // them (as ffn_activation_grad's gated form, from D instead of a stored dh).
+      Type f32 = kb.b.getF32Type();
+      Value g = kb.named("g", kb.convert(kb.load(pre, at(pre, batch, row0, col0), M, N, Bm, Bn), f32));
+      Value u = kb.named("u", kb.convert(kb.load(up, at(up, batch, row0, col0), M, N, Bm, Bn), f32));
+      Value dh = kb.named("dh", epilogue(acc, Value(), col0, N, Activation::Identity));
+      Value activated = kb.b.create<ActivationOp>(kb.loc, g.getType(), spec.getActivation(), g);
+      Value du = kb.b.create<MulOp>(kb.loc, dh.getType(), dh, activated);
+      kb.store(kb.named("du16", kb.convert(du, elem)), cUp, at(cUp, batch, row0, col0), M, N);
+      Value dhGrad = kb.b.create<ActivationGradOp>(kb.loc, dh.getType(), spec.getActivation(), dh, g);
+      result = kb.b.create<MulOp>(kb.loc, dhGrad.getType(), dhGrad, u);
+    } else if (spec.appliesActGrad()) {
       // dpre = alpha·acc ∘ act'(P), P read in the element type as the
       // training forward saved it.
       Value p16 = kb.named("p16", kb.convert(kb.load(pre, at(pre, batch, row0, col0), M, N, Bm, Bn), elem));
@@ -367,7 +383,7 @@ int64_t gemmArgCount(GemmSpecAttr spec) {
   int64_t gated = spec.getGated().getValue() ? 1 : 0;
   switch (spec.getRole()) {
   case KernelRole::Gemm:
-    return 3 + b1 + (spec.savesPre() || spec.appliesActGrad() ? 1 : 0);
+    return 3 + b1 + (spec.savesPre() || spec.appliesActGrad() ? 1 : 0) + (spec.appliesGatedActGrad() ? 2 : 0);
   case KernelRole::GatedGemm:
     return 4 + (spec.savesPre() ? 2 : 0);
   case KernelRole::ColumnSum:

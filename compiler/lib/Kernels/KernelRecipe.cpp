@@ -109,7 +109,11 @@ SmallVector<ArgRule> gemmRules(GemmSpecAttr spec) {
       rules.push_back(bias("bias"));
     if (spec.savesPre() || spec.appliesActGrad())  // written, or read (act_grad: P)
       rules.push_back(matrix(spec.appliesActGrad() ? "p" : "pre"));
+    if (spec.appliesGatedActGrad())  // the gated FFN's: P = g and U = u read, C = dg and C_up = du written
+      rules.push_back(matrix("p_up"));
     rules.push_back(matrix("c"));
+    if (spec.appliesGatedActGrad())
+      rules.push_back(matrix("c_up"));
     return rules;
   case KernelRole::GatedGemm:
     // The weights are read as [K, N] tiles at {k0, col0}: rank 2.
@@ -262,7 +266,9 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
     case KernelRole::Gemm:
     case KernelRole::GatedGemm: // saved (or read: act_grad's P) before the output C (last)
       if (gemm.savesPre() || gemm.appliesActGrad()) {
-        for (unsigned i = n - 1 - (gemm.getRole() == KernelRole::GatedGemm ? 2 : 1); i + 1 < n; ++i)
+        // (the gated act_grad's p, p_up and c beside c_up)
+        unsigned alongside = gemm.appliesGatedActGrad() ? 3 : gemm.getRole() == KernelRole::GatedGemm ? 2 : 1;
+        for (unsigned i = n - 1 - alongside; i + 1 < n; ++i)
           rest.push_back(i);
         if (failed(alike(n - 1, rest)))
           return failure();

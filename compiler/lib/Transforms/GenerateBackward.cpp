@@ -619,14 +619,22 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     // elementwise (as eager PyTorch: the cp.async GEMM with the derivative in
     // its epilogue ran at 0.5-0.7x a plain GEMM's rate,
     // bench/results/2026-12-01-h200-session14.md).
-    // (Gated: two outputs, dg and du; always the split form.)
+    // (Gated: D = dy · W2ᵀ, then dg = (D ∘ u) ∘ act'(g) and du = D ∘ act(g)
+    // from the saved g and u, two tiles read and two written.)
     auto fusedSpec = gemmSpec(ctx, KernelRole::Gemm, act, false, true, false, false, element,
-                              /*gated=*/false, /*accumulate=*/false, /*savePre=*/false, /*actGrad=*/true);
-    SmallVector<Type> fusedTypes = {dy.getType(), w2.getType(), pre.getType(), dpre.getType()};
-    LogicalResult dpreDone =
-        !gated && fusesActivationGrad(pb.getTarget(), fusedSpec, fusedTypes)
-            ? pb.launch(loc, base + "_bwd_dpre", fusedSpec, {dy, w2, pre, dpre})
-            : splitActivationGrad();
+                              gated, /*accumulate=*/false, /*savePre=*/false, /*actGrad=*/true);
+    SmallVector<Value> fusedArgs = {dy, w2, pre};
+    if (gated)
+      fusedArgs.push_back(upPre);
+    fusedArgs.push_back(dpre);
+    if (gated)
+      fusedArgs.push_back(du);
+    SmallVector<Type> fusedTypes;
+    for (Value arg : fusedArgs)
+      fusedTypes.push_back(arg.getType());
+    LogicalResult dpreDone = fusesActivationGrad(pb.getTarget(), fusedSpec, fusedTypes)
+                                 ? pb.launch(loc, base + "_bwd_dpre", fusedSpec, fusedArgs)
+                                 : splitActivationGrad();
     if (failed(dpreDone) ||
         // dW2 = hᵀ · dy (summed over batch and rows)
         failed(weightGradient("_bwd_dw2", hidden, dy, dw2)) ||

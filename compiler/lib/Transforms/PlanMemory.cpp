@@ -439,7 +439,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsGemmSharedBytes(plan.blockN, plan.stages,
                                  gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmReadsTile(gemm),
+                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmTilesRead(gemm),
                                  gemm.getRole() == KernelRole::GemmSplitK,
                                  wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(),
                                                 entry ? entry->point.pingPong : std::nullopt));

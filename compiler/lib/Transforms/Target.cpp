@@ -439,7 +439,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
         plan.stages = 4;
         // 128 x 256 halves the A-tile traffic and the issue and barrier
         // overhead per FLOP; 4 stages of 48 KB still fit.
-        if (gemm.getRole() == KernelRole::Gemm)
+        // (The gated FFN's dg and du: 128, its two read tiles' pieces beside
+        // a 4-stage ring.)
+        if (gemm.getRole() == KernelRole::Gemm && !gemm.appliesGatedActGrad())
           plan.blockN = 256;
         // The warp-specialised persistent TMA GEMM (gemm_ws.cuh) wherever it
         // takes the kernel (known from its arguments): a producer thread, a
@@ -547,7 +549,9 @@ bool isWsGemmRole(GemmSpecAttr gemm) {
          gemm.getRole() == KernelRole::GemmSplitK;
 }
 
-bool wsGemmReadsTile(GemmSpecAttr gemm) { return gemm.getAccumulate().getValue() || gemm.appliesActGrad(); }
+int64_t wsGemmTilesRead(GemmSpecAttr gemm) {
+  return gemm.appliesGatedActGrad() ? 2 : gemm.getAccumulate().getValue() || gemm.appliesActGrad() ? 1 : 0;
+}
 
 bool wsGemmPingPongTakes(GemmSpecAttr gemm) {
   return gemm.getRole() == KernelRole::Gemm || gemm.getRole() == KernelRole::GatedGemm;
@@ -579,17 +583,17 @@ bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t 
   int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
          stages >= 2 && stages <= 4 && (!pingPong || wsGemmPingPongTakes(gemm)) &&
-         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmReadsTile(gemm),
+         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmTilesRead(gemm),
                            gemm.getRole() == KernelRole::GemmSplitK, pingPong) <= kWsSharedLimit;
 }
 
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,
                           bool splitK, bool pingPong) {
   int64_t tileRows = pingPong ? 64 : 128;  // A's rows a slot (transposed: its columns)
   int64_t slot = tileRows * 64 * elementBytes + 64 * blockN * (gated ? 2 : 1) * elementBytes;
-  int64_t pieceBuffers = readsTile ? blockN / 64 : splitK ? 0 : 2;  // a consumer warpgroup
+  int64_t pieceBuffers = tilesRead > 0 ? tilesRead * blockN / 64 : splitK ? 0 : 2;  // a consumer warpgroup
   return stages * slot + 2 * pieceBuffers * 64 * 64 * elementBytes +
-         8 * (2 * stages + (readsTile ? 2 * pieceBuffers : 0)) + 1024;
+         8 * (2 * stages + (tilesRead > 0 ? 2 * pieceBuffers : 0)) + 1024;
 }
 
 std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argTypes) {

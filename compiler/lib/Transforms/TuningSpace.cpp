@@ -448,7 +448,7 @@ std::optional<TuningKey> tuningKeyOf(const TargetDescription &target, Attribute 
     key.shape = "m" + sizeText(a->first) + "n" + sizeText(b->second) + "k" + sizeText(a->second) +
                 (ta ? "-ta" : "") + (tb ? "-tb" : "") +
                 (gemm.getAccumulate().getValue() ? "-acc" : "") + (gemm.savesPre() ? "-save" : "") +
-                (gemm.appliesActGrad() ? "-grad" : "");
+                (gemm.appliesActGrad() ? "-grad" : "") + (gemm.appliesGatedActGrad() ? "-gated" : "");
     return key;
   }
   default:

@@ -99,7 +99,7 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
   std::optional<llvm::StringRef> rest = sized(shape, "mnk", true);
   if (!rest)
     return false;
-  for (llvm::StringRef suffix : {"-ta", "-tb", "-acc", "-save", "-grad"})
+  for (llvm::StringRef suffix : {"-ta", "-tb", "-acc", "-save", "-grad", "-gated"})
     rest->consume_front(suffix);
   return rest->empty();
 }
@@ -224,7 +224,7 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
                   (llvm::StringRef(key.kind).starts_with("attention_") ? "d<D> or d<D>v<Dv>"
                    : key.kind == "ffn_fused"
                        ? "d<d>h<h>o<d_out>, then -save"
-                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc, -save, -grad") +
+                       : "m<M>n<N>k<K>, ? for a dynamic size, then -ta, -tb, -acc, -save, -grad, -gated") +
                   ", or *)");
     if (!validMask(key.kind, key.mask))
       return fail("mask '" + key.mask + "' is not a " + key.kind + " mask class (" +

@@ -108,23 +108,24 @@ func.func private @s() attributes {s = #tile.gemm<role = attention_forward, acti
 // -----
 
 // act_grad (C = alpha·op(A)·op(B) ∘ act'(P)) is a plain GEMM's epilogue with an activation to differentiate.
-// expected-error @+1 {{#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation identity}}
+// expected-error @+1 {{#tile.gemm act_grad applies to a gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation identity}}
 func.func private @s() attributes {s = #tile.gemm<role = gemm, activation = identity, transpose_a = false, transpose_b = true, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, act_grad = true>}
 
 // -----
 
-// expected-error @+1 {{#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation gelu_tanh}}
+// expected-error @+1 {{#tile.gemm act_grad applies to a gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation gelu_tanh}}
 func.func private @s() attributes {s = #tile.gemm<role = gemm, activation = gelu_tanh, transpose_a = false, transpose_b = true, bias1 = false, bias2 = false, gated = false, accumulate = true, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, act_grad = true>}
 
 // -----
 
-// expected-error @+1 {{#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, accumulation or save_pre, got role gated_gemm with activation silu}}
+// expected-error @+1 {{#tile.gemm act_grad applies to a gemm with an activation and no bias, accumulation or save_pre, got role gated_gemm with activation silu}}
 func.func private @s() attributes {s = #tile.gemm<role = gated_gemm, activation = silu, transpose_a = false, transpose_b = false, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, act_grad = true>}
 
 // -----
 
-// expected-error @+1 {{#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation silu}}
-func.func private @s() attributes {s = #tile.gemm<role = gemm, activation = silu, transpose_a = false, transpose_b = true, bias1 = false, bias2 = false, gated = true, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, act_grad = true>}
+// (gated = true is the gated FFN's form: two tiles read, two written.) A bias is not.
+// expected-error @+1 {{#tile.gemm act_grad applies to a gemm with an activation and no bias, accumulation or save_pre, got role gemm with activation silu}}
+func.func private @s() attributes {s = #tile.gemm<role = gemm, activation = silu, transpose_a = false, transpose_b = true, bias1 = true, bias2 = false, gated = true, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 32, element_type = bf16, act_grad = true>}
 
 // -----
 

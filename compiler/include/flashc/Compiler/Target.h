@@ -108,9 +108,10 @@ bool isWsGemmRole(mlir::tile::GemmSpecAttr gemm);
 /// map describes).
 std::optional<std::string> wsGemmRefusal(mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes);
 
-/// Whether a wgmma_ws_sm90 GEMM's epilogue reads a tile (C += ..., or
-/// act_grad's P): it then holds a buffer for each 64-column piece of the tile.
-bool wsGemmReadsTile(mlir::tile::GemmSpecAttr gemm);
+/// The tiles a wgmma_ws_sm90 GEMM's epilogue reads (C += ...: C; act_grad:
+/// P; the gated act_grad: g and u): it then holds a buffer for each 64-column
+/// piece of each.
+int64_t wsGemmTilesRead(mlir::tile::GemmSpecAttr gemm);
 
 /// Whether the persistent GEMM's consumer warpgroups may ping-pong (take
 /// 64-row tiles in turn, one's epilogue under the other's products): its plain
@@ -134,11 +135,11 @@ bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t bloc
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
 /// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
 /// columns), the 64 x 64 epilogue pieces (two a consumer warpgroup, or
-/// blockN / 64 when the epilogue reads a tile, each with an mbarrier; none
+/// blockN / 64 for each tile the epilogue reads, each with an mbarrier; none
 /// split over K, whose sums leave by reductions from registers), 2·stages
 /// ring mbarriers and 1024 bytes to align the base: GemmWsPlan::kSmemBytes
 /// (the emitted source static_asserts both agree).
-int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, bool readsTile,
+int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,
                           bool splitK = false, bool pingPong = false);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the

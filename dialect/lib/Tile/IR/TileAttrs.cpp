@@ -322,11 +322,12 @@ LogicalResult GemmSpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#tile.gemm save_pre applies to a gemm, gated_gemm or ffn_fused that does "
                           "not accumulate, got role "
                        << stringifyKernelRole(role);
-  // C = alpha·op(A)·op(B) ∘ act'(P): a plain GEMM whose epilogue reads P.
+  // C = alpha·op(A)·op(B) ∘ act'(P): a plain GEMM whose epilogue reads P
+  // (gated: P and U, writing C and C_up).
   if (actGrad && actGrad.getValue() &&
-      (role != KernelRole::Gemm || bias1.getValue() || bias2.getValue() || gated.getValue() ||
+      (role != KernelRole::Gemm || bias1.getValue() || bias2.getValue() ||
        accumulate.getValue() || (savePre && savePre.getValue()) || activation == Activation::Identity))
-    return emitError() << "#tile.gemm act_grad applies to an ungated gemm with an activation and no bias, "
+    return emitError() << "#tile.gemm act_grad applies to a gemm with an activation and no bias, "
                           "accumulation or save_pre, got role "
                        << stringifyKernelRole(role) << " with activation " << stringifyActivation(activation);
   return checkElementType(emitError, "gemm", elementType);

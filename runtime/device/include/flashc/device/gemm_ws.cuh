@@ -27,6 +27,9 @@
 //   kAccumulate  C += act(alpha · op(A) · op(B) + bias): the tile of C is read by TMA into the piece buffers
 //   kActGrad  (optional member, default false) C = alpha · op(A) · op(B) ∘ act'(P), the tile of P read through
 //             map_pre as kAccumulate reads C: the FFN backward's dpre = (dy·W2ᵀ) ∘ act'(pre) in one kernel
+//   kGatedActGrad (optional member, default false; with kActGrad; gemm_ws_gated_act_grad) the gated FFN's: D =
+//             alpha · op(A) · op(B), C = (D ∘ U) ∘ act'(P) and C2 = D ∘ act(P), P (g) and U (u) read through map_pre
+//             and map_pre2 into a buffer a piece each, C (dg) and C2 (du) written from them in place
 //   kBatched  A, C (and pre) are [B, M, *] (3-D maps; B stays [K, N] or [N, K]); not with kTransA. Row blocks
 //             are numbered across the batches (batch = row block / ceil(M / 128)), so a tile never spans two.
 //   kPingPong (optional member, default false) the ping-pong form above; A's box is 64 rows (cooperative: 128)
@@ -73,6 +76,15 @@ struct ActGradOf {
 template <class Config>
 struct ActGradOf<Config, decltype(void(Config::kActGrad))> {
   static constexpr bool value = Config::kActGrad;
+};
+// Config::kGatedActGrad where the Config has it, else false.
+template <class Config, class = void>
+struct GatedActGradOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct GatedActGradOf<Config, decltype(void(Config::kGatedActGrad))> {
+  static constexpr bool value = Config::kGatedActGrad;
 };
 // Config::kPingPong where the Config has it, else false.
 template <class Config, class = void>
@@ -122,9 +134,12 @@ struct GemmWsPlan {
   static constexpr bool kActGrad = ActGradOf<Config>::value;
   static_assert(!(kActGrad && (Config::kAccumulate || Config::kSavePre || Config::kGated || Config::kBias)),
                 "ws GEMM: C = A·B ∘ act'(P) is a plain GEMM without bias");
-  // The epilogue reads the tile of a tensor (C, or P) into its piece buffers, one a piece, loaded during the main
-  // loop; the other forms alternate two buffers a warpgroup.
+  static constexpr bool kGatedActGrad = GatedActGradOf<Config>::value;
+  static_assert(!kGatedActGrad || kActGrad, "ws GEMM: the gated act_grad is an act_grad form");
+  // The epilogue reads the tile of a tensor (C, or P; the gated act_grad: P and U) into its piece buffers, one a
+  // piece, loaded during the main loop; the other forms alternate two buffers a warpgroup.
   static constexpr bool kReadPiece = Config::kAccumulate || kActGrad;
+  static constexpr int kTilesRead = kGatedActGrad ? 2 : kReadPiece ? 1 : 0;
   static constexpr bool kPingPong = PingPongOf<Config>::value;
   static constexpr bool kGrouped = GroupedOf<Config>::value;
   static_assert(!(kPingPong && GroupedKOf<Config>::value), "ws GEMM: grouped over K takes cooperative tiles");
@@ -158,7 +173,7 @@ struct GemmWsPlan {
   using BTile = typename Select<kTransB, SmemPanelTile<Elem, kBlockN, kBlockK>, SmemPanelTile<Elem, kBlockK, kBColumns>>::type;
   using PieceTile = SmemPanelTile<Elem, 64, 64>;  // a warpgroup's 64 x 64 piece of the epilogue
   // A consumer warpgroup's piece buffers (split over K: none, its sums leave by reductions from registers).
-  static constexpr int kPieceBuffers = kReadPiece ? kBlockN / 64 : kSplitK ? 0 : 2;
+  static constexpr int kPieceBuffers = kReadPiece ? kTilesRead * (kBlockN / 64) : kSplitK ? 0 : 2;
   static constexpr int kSmemA = 0, kSmemB = kStages * ATile::kBytes;
   static constexpr int kSmemPieces = kSmemB + kStages * BTile::kBytes;
   static constexpr int kSmemBar = kSmemPieces + 2 * kPieceBuffers * PieceTile::kBytes;
@@ -188,7 +203,8 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
                                              const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2,
                                              const TensorArg& a, const TensorArg& b, const TensorArg& bias,
                                              const int* groups, int group_count, float alpha,
-                                             const TensorArg& c_f32 = TensorArg()) {
+                                             const TensorArg& c_f32 = TensorArg(),
+                                             const TmaDescriptor* map_c2 = nullptr) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
   using ATile = typename P::ATile;
@@ -335,11 +351,14 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     if constexpr (P::kReadPiece) {
       if (!elected) return;
       tma_wait_group<0>();
-      const TmaDescriptor* read = P::kActGrad ? &map_pre : &map_c;
+      // Buffer j: the tile's j-th piece of C or P; the gated act_grad's U pieces follow its P pieces.
 #pragma unroll
       for (int j = 0; j < P::kPieceBuffers; ++j) {
-        const int col0 = n0 + 64 * j;
-        if (col0 >= N) break;
+        constexpr int kPerTile = kBlockN / 64;
+        const bool second = P::kGatedActGrad && j >= kPerTile;
+        const int col0 = n0 + 64 * (second ? j - kPerTile : j);
+        if (col0 >= N) continue;
+        const TmaDescriptor* read = second ? &map_pre2 : P::kActGrad ? &map_pre : &map_c;
         const unsigned landed = bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j);
         mbarrier_arrive_expect_tx(landed, PieceTile::kBytes);
         if constexpr (kBatchedC)
@@ -385,11 +404,18 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
       return act<Config::kAct, true>(x);
     };
     const PieceTile buf = piece_buffer(P::kReadPiece ? j : piece & 1);
+    // The gated act_grad's U piece (buffer kBlockN / 64 + j), where du is written in place.
+    constexpr int kUp = P::kGatedActGrad ? kBlockN / 64 : 0;
+    const PieceTile buf_up = piece_buffer(kUp + j);
     const int r0 = Acc::row(0, 0) - wg_row0;
-    // The piece of C (or P) loaded during the main loop; each thread combines its own elements in place.
+    // The piece of C (or P, and U) loaded during the main loop; each thread combines its own elements in place.
     if constexpr (P::kReadPiece) {
       mbarrier_wait(bar(P::kBarPiece + P::kPieceBuffers * warpgroup + j), (piece_phases >> j) & 1u);
       piece_phases ^= 1u << j;
+      if constexpr (P::kGatedActGrad) {
+        mbarrier_wait(bar(P::kBarPiece + P::kPieceBuffers * warpgroup + kUp + j), (piece_phases >> (kUp + j)) & 1u);
+        piece_phases ^= 1u << (kUp + j);
+      }
     }
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
@@ -403,7 +429,13 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
           lo += old.x;
           hi += old.y;
         }
-        if constexpr (P::kActGrad) {  // value() gave alpha · acc here (kPre)
+        if constexpr (P::kGatedActGrad) {  // D = alpha · acc: dg = (D ∘ u) ∘ act'(g) over g, du = D ∘ act(g) over u
+          unsigned* at_up = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf_up.data) + PieceTile::elem_offset(r0 + 8 * h, c));
+          const float2 g = ElemTraits<Elem>::unpack(*at), u = ElemTraits<Elem>::unpack(*at_up);
+          *at_up = ElemTraits<Elem>::pack(lo * act<Config::kAct, true>(g.x), hi * act<Config::kAct, true>(g.y));
+          lo *= u.x * act_grad<Config::kAct, true>(g.x);
+          hi *= u.y * act_grad<Config::kAct, true>(g.y);
+        } else if constexpr (P::kActGrad) {  // value() gave alpha · acc here (kPre)
           const float2 p = ElemTraits<Elem>::unpack(*at);
           lo *= act_grad<Config::kAct, true>(p.x);
           hi *= act_grad<Config::kAct, true>(p.y);
@@ -419,6 +451,12 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
         tma_store_3d(&map, buf.base(), col0, m0 + wg_row0, batch);
       else
         tma_store_2d(&map, buf.base(), col0, m0 + wg_row0);
+      if constexpr (P::kGatedActGrad) {
+        if constexpr (kBatchedC)
+          tma_store_3d(map_c2, buf_up.base(), col0, m0 + wg_row0, batch);
+        else
+          tma_store_2d(map_c2, buf_up.base(), col0, m0 + wg_row0);
+      }
       tma_commit_group();
     }
     ++piece;
@@ -494,9 +532,23 @@ __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDes
                                         const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                         const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
                                         const TensorArg& b, const TensorArg& bias, float alpha) {
-  static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK && GemmWsPlan<Config>::kSplitK == 0,
-                "ws GEMM: a grouped or split Config runs through gemm_ws_grouped, gemm_ws_grouped_k or gemm_ws_split_k");
+  static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK && GemmWsPlan<Config>::kSplitK == 0 &&
+                    !GemmWsPlan<Config>::kGatedActGrad,
+                "ws GEMM: a grouped, split or gated act_grad Config runs through gemm_ws_grouped, gemm_ws_grouped_k, "
+                "gemm_ws_split_k or gemm_ws_gated_act_grad");
   detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, 0, alpha);
+}
+
+// The gated FFN's act_grad (Config::kGatedActGrad): from D = alpha · op(a) · op(b), dg = (D ∘ u) ∘ act'(g) through
+// map_dg and du = D ∘ act(g) through map_du, g and u read through map_g and map_u (64 x 64 boxes, as C's).
+template <class Config>
+__device__ __forceinline__ void gemm_ws_gated_act_grad(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
+                                                       const TmaDescriptor& map_dg, const TmaDescriptor& map_du,
+                                                       const TmaDescriptor& map_g, const TmaDescriptor& map_u,
+                                                       const TensorArg& a, const TensorArg& b, float alpha) {
+  static_assert(GemmWsPlan<Config>::kGatedActGrad, "ws GEMM: gemm_ws_gated_act_grad takes a gated act_grad Config");
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b, map_dg, map_g, map_u, a, b, TensorArg(), nullptr, 0, alpha,
+                               TensorArg(), &map_du);
 }
 
 // The form split over K (Config::kSplitK): c (f32 [M, N], zeroed) += alpha · aᵀ · b with a [K, M], b [K, N]. Launch:

@@ -438,7 +438,10 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     h = act(pre) (gated: g, u and h) after y.
     act_grad (gemm; the FFN backward's dh with the activation's derivative in
     its epilogue): C = alpha·op(A)·op(B) ∘ act'(P), arguments (a, b, p, c),
-    P (the training forward's saved pre-activation) of C's shape.
+    P (the training forward's saved pre-activation) of C's shape; with gated,
+    the gated FFN's: D = alpha·op(A)·op(B), C = (D ∘ U) ∘ act'(P) and
+    C_up = D ∘ act(P), arguments (a, b, p, p_up, c, c_up), P and U the saved
+    g and u.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -457,6 +460,8 @@ def Tile_GemmSpecAttr : AttrDef<Tile_Dialect, "GemmSpec"> {
     /// Does the epilogue multiply by the activation's derivative at a P it
     /// reads (act_grad = true)?
     bool appliesActGrad() const { return getActGrad() && getActGrad().getValue(); }
+    /// The gated FFN's act_grad: two tiles read (g, u), two written (dg, du)?
+    bool appliesGatedActGrad() const { return appliesActGrad() && getGated().getValue(); }
   }];
   // A GEMM-family role, a finite alpha and block_k in TileLimits.h's range.
   let genVerifyDecl = 1;
