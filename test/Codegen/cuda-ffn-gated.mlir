@@ -1,19 +1,19 @@
 // A gated FFN (SwiGLU). The training forward's kernel (save_pre; here the
 // fused one, with flash-tile's ffn-plan=two-kernel the gated_gemm up
-// projection) writes g = x·Wg, u = x·Wu and h = silu(g) ∘ u. On sm_90a the
-// backward's first kernel is one persistent GEMM with the derivative in its
-// epilogue (act_grad, gated): D = dy·W2ᵀ stays in registers, the saved g and u
-// tiles are loaded by TMA under the products, du = D ∘ silu(g) and
-// dg = (D ∘ silu'(g)) ∘ u leave by TMA. Where that form is not planned (a table
-// entry pinning the cp.async GEMM, or widths TMA cannot map) it runs dh = dy·W2ᵀ
-// as a plain GEMM, then the elementwise kernel reads dh, g and u (the device
-// library's ffn_activation_grad): SPLIT and CUDA below.
+// projection) writes g = x·Wg, u = x·Wu and h = silu(g) ∘ u; the backward runs
+// dh = dy·W2ᵀ as a plain GEMM, then the elementwise kernel reads dh and the
+// saved g and u: du = dh ∘ silu(g), dg = (dh ∘ silu'(g)) ∘ u (the device
+// library's ffn_activation_grad). A tuning-table entry (key ...-grad-gated)
+// plans the derivative into the first GEMM's epilogue instead (act_grad,
+// gated: D = dy·W2ᵀ stays in registers, the saved g and u tiles are loaded by
+// TMA under the products, dg and du leave by TMA): FUSED below. It is not the
+// hand rule: at d = 4096 it ran slower than the two kernels it replaces.
 // RUN: flashc %s --emit=tile -o - | FileCheck %s
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=FUSED
-// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=tile -o - | FileCheck %s --check-prefix=SPLIT
-// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
-// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.split.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS-SPLIT
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-gated-act-grad.txt --emit=tile -o - | FileCheck %s --check-prefix=FUSED-TILE
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-gated-act-grad.txt --emit=cuda -o - | FileCheck %s --check-prefix=FUSED
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-gated-act-grad.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.fused.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS-FUSED
 // The two-GEMM plan (flash-tile's ffn-plan), compiled on by flashc:
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=ffn-plan=two-kernel > %t.two.mlir
 // RUN: flashc %t.two.mlir --emit=tile -o - | FileCheck %s --check-prefix=TWO
@@ -30,48 +30,49 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
   return %y : tensor<?x64xbf16>
 }
 
-// 128 columns (the two read tiles' pieces beside a 4-stage ring); K = d = 64
-// is short, so its consumers ping-pong (the hand rule of the fused dpre).
-// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dpre
-// CHECK-SAME: block_m = 128 : i64, block_n = 128 : i64
-// CHECK-SAME: ring_stages = 4, ping_pong = true
-// CHECK-SAME: role = gemm, activation = silu, transpose_a = false, transpose_b = true
-// CHECK-SAME: gated = true
-// CHECK-SAME: act_grad = true
+// The entry's plan: 128 columns (the two read tiles' pieces beside a 4-stage
+// ring), the consumers ping-ponging (K = d = 64 is short).
+// FUSED-TILE-LABEL: tile.kernel @ffn_ffn_bwd_dpre
+// FUSED-TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
+// FUSED-TILE-SAME: ring_stages = 4, ping_pong = true
+// FUSED-TILE-SAME: role = gemm, activation = silu, transpose_a = false, transpose_b = true
+// FUSED-TILE-SAME: gated = true
+// FUSED-TILE-SAME: act_grad = true
 // The tile body (what the CPU executor runs): D in registers, g and u loaded;
 // du = D ∘ silu(g) stored, then dg = (D ∘ silu'(g)) ∘ u.
-// CHECK: %[[D:.*]] = scf.for
-// CHECK: tile.matmul {{.*}} transpose_b
-// CHECK: %[[GS:.*]] = tile.load %arg2
-// CHECK-NEXT: %[[G:.*]] = tile.convert %[[GS]] : <128x128xbf16, shared> -> <128x128xf32, register>
-// CHECK-NEXT: %[[US:.*]] = tile.load %arg3
-// CHECK-NEXT: %[[U:.*]] = tile.convert %[[US]] : <128x128xbf16, shared> -> <128x128xf32, register>
-// CHECK-NEXT: %[[ACT:.*]] = tile.activation silu %[[G]]
-// CHECK-NEXT: %[[DU:.*]] = tile.mul %[[D]], %[[ACT]]
-// CHECK-NEXT: %[[DU16:.*]] = tile.convert %[[DU]]
-// CHECK-NEXT: tile.store %[[DU16]], %arg5
-// CHECK-NEXT: %[[DGRAD:.*]] = tile.activation_grad silu %[[D]], %[[G]]
-// CHECK-NEXT: %[[DG:.*]] = tile.mul %[[DGRAD]], %[[U]]
-// CHECK-NEXT: %[[DG16:.*]] = tile.convert %[[DG]]
-// CHECK-NEXT: tile.store %[[DG16]], %arg4
-// CHECK-NOT: tile.kernel @ffn_ffn_bwd_act
+// FUSED-TILE: %[[D:.*]] = scf.for
+// FUSED-TILE: tile.matmul {{.*}} transpose_b
+// FUSED-TILE: %[[GS:.*]] = tile.load %arg2
+// FUSED-TILE-NEXT: %[[G:.*]] = tile.convert %[[GS]] : <128x128xbf16, shared> -> <128x128xf32, register>
+// FUSED-TILE-NEXT: %[[US:.*]] = tile.load %arg3
+// FUSED-TILE-NEXT: %[[U:.*]] = tile.convert %[[US]] : <128x128xbf16, shared> -> <128x128xf32, register>
+// FUSED-TILE-NEXT: %[[ACT:.*]] = tile.activation silu %[[G]]
+// FUSED-TILE-NEXT: %[[DU:.*]] = tile.mul %[[D]], %[[ACT]]
+// FUSED-TILE-NEXT: %[[DU16:.*]] = tile.convert %[[DU]]
+// FUSED-TILE-NEXT: tile.store %[[DU16]], %arg5
+// FUSED-TILE-NEXT: %[[DGRAD:.*]] = tile.activation_grad silu %[[D]], %[[G]]
+// FUSED-TILE-NEXT: %[[DG:.*]] = tile.mul %[[DGRAD]], %[[U]]
+// FUSED-TILE-NEXT: %[[DG16:.*]] = tile.convert %[[DG]]
+// FUSED-TILE-NEXT: tile.store %[[DG16]], %arg4
+// FUSED-TILE-NOT: tile.kernel @ffn_ffn_bwd_act
 // The backward reads the saved gate, up and h (before dy) and recomputes nothing.
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_dh
+// CHECK-SAME: block_m = 128 : i64, block_n = 256 : i64
+// CHECK-SAME: role = gemm, activation = identity, transpose_a = false, transpose_b = true
+// CHECK-LABEL: tile.kernel @ffn_ffn_bwd_act
+// CHECK-SAME: role = ffn_activation_grad, activation = silu
+// CHECK-SAME: gated = true
 // CHECK-LABEL: func.func @ffn_backward(
 // CHECK-SAME: tile.name = "gate"
 // CHECK-SAME: tile.name = "up"
 // CHECK-SAME: tile.name = "h"
 // CHECK-SAME: tile.name = "dy"
-// CHECK: tile.launch @ffn_ffn_bwd_dpre(%arg7, %arg3, %arg4, %arg5, %[[DG:.*]], %[[DUP:.*]]) :
+// CHECK: tile.launch @ffn_ffn_bwd_dh(%arg7, %arg3, %[[DH:.*]]) :
+// CHECK: tile.launch @ffn_ffn_bwd_act(%[[DH]], %arg4, %arg5, %{{.*}}, %{{.*}}) :
 // CHECK: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7,
-// SPLIT-LABEL: tile.kernel @ffn_ffn_bwd_dh
-// SPLIT-SAME: block_m = 128 : i64, block_n = 256 : i64
-// SPLIT-SAME: role = gemm, activation = identity, transpose_a = false, transpose_b = true
-// SPLIT-LABEL: tile.kernel @ffn_ffn_bwd_act
-// SPLIT-SAME: role = ffn_activation_grad, activation = silu
-// SPLIT-SAME: gated = true
-// SPLIT-LABEL: func.func @ffn_backward(
-// SPLIT: tile.launch @ffn_ffn_bwd_dh(%arg7, %arg3, %[[DH:.*]]) :
-// SPLIT: tile.launch @ffn_ffn_bwd_act(%[[DH]], %arg4, %arg5, %{{.*}}, %{{.*}}) :
+// FUSED-TILE-LABEL: func.func @ffn_backward(
+// FUSED-TILE: tile.launch @ffn_ffn_bwd_dpre(%arg7, %arg3, %arg4, %arg5, %[[DG:.*]], %[[DUP:.*]]) :
+// FUSED-TILE: tile.launch @ffn_ffn_bwd_dw2(%arg6, %arg7,
 // CHECK-LABEL: tile.kernel @ffn_forward_train_ffn_fused
 // CHECK-SAME: role = ffn_fused, activation = silu
 // CHECK-SAME: save_pre = true
@@ -126,11 +127,11 @@ func.func @ffn(%x: tensor<?x64xbf16>, %w_gate: tensor<64x256xbf16>, %w_up: tenso
 // PTXAS-TWO: Compiling entry function 'flashc_ffn_forward_train_ffn_up'
 // PTXAS-TWO-NEXT: Function properties
 // PTXAS-TWO-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// The fused form: no spill.
-// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_dpre'
-// PTXAS-NEXT: Function properties
-// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // The elementwise kernel within 64 registers (8 blocks of 128 threads an SM): at most a few bytes of spill.
-// PTXAS-SPLIT: Compiling entry function 'flashc_ffn_ffn_bwd_act'
-// PTXAS-SPLIT-NEXT: Function properties
-// PTXAS-SPLIT-NEXT: {{[0-9]}} bytes stack frame, {{[0-9]}} bytes spill stores, {{[0-9]}} bytes spill loads
+// PTXAS: Compiling entry function 'flashc_ffn_ffn_bwd_act'
+// PTXAS-NEXT: Function properties
+// PTXAS-NEXT: {{[0-9]}} bytes stack frame, {{[0-9]}} bytes spill stores, {{[0-9]}} bytes spill loads
+// The fused form: no spill.
+// PTXAS-FUSED: Compiling entry function 'flashc_ffn_ffn_bwd_dpre'
+// PTXAS-FUSED-NEXT: Function properties
+// PTXAS-FUSED-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -1,7 +1,7 @@
 // Kernels whose code is the same but for names are printed once: a gated
 // FFN's weight gradients dW2 = hᵀ·dy, dW_gate = xᵀ·dgate and dW_up = xᵀ·dup
 // (and their f32 -> f16 conversions) are one GEMM kernel with different
-// tensors. Compared as printed anonymously (positional parameters, no value
+// tensors, the input gradient dx and dh = dy·W2ᵀ another. Compared as printed anonymously (positional parameters, no value
 // names, no comments); the later kernels launch the first one's entry, and the
 // bundle holds one translation unit and one cubin for the three.
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
@@ -9,17 +9,16 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // RUN: ls %t.bundle | FileCheck %s --check-prefix=FILES
 
-// (The first GEMM, dy·W2ᵀ with the gated derivative in its epilogue, has no twin.)
-// CUDA-LABEL: // ---- ffn_ffn_bwd_dpre ----
-// CUDA: flashc_ffn_ffn_bwd_dpre(
+// CUDA-LABEL: // ---- ffn_ffn_bwd_dh ----
+// CUDA: flashc_ffn_ffn_bwd_dh(
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dw2 ----
 // CUDA: flashc_ffn_ffn_bwd_dw2(const flashc::TensorArg h, const flashc::TensorArg dy, const flashc::TensorArg dw2_accum, const __grid_constant__ flashc::TmaDescriptor h_map, const __grid_constant__ flashc::TmaDescriptor dy_map)
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dw1 ----
 // CUDA-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
 // CUDA-NOT: flashc_ffn_ffn_bwd_dw1(
-// The input gradient dx = dgate·W_gateᵀ: its own code.
+// The input gradient dx = dgate·W_gateᵀ is the backward's dh = dy·W2ᵀ but for names.
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dx ----
-// CUDA: flashc_ffn_ffn_bwd_dx(
+// CUDA-NEXT: // launches flashc_ffn_ffn_bwd_dh (its code is that kernel's but for names)
 // CUDA-LABEL: // ---- ffn_ffn_bwd_dw_up ----
 // CUDA-NEXT: // launches flashc_ffn_ffn_bwd_dw2 (its code is that kernel's but for names)
 // The two input-gradient GEMMs differ (dx_up adds into dx): both printed.

@@ -2,9 +2,15 @@
 // rounded to bf16, f32 accumulation. Bound: max |tile - ref| / max |ref| < 2e-2.
 //
 // RUN: flash-run-tile %s --backward --block-m=16 --block-n=16 --block-k=16 --warps=1 --tolerance=2e-2 | FileCheck %s
-// sm_80 keeps dh = dy·W2ᵀ and the elementwise derivative; sm_90a (above) fuses the derivative into the GEMM (act_grad;
-// gated: dg and du from D = dy·W2ᵀ in registers and the saved g and u, in the GEMM's epilogue).
+// sm_80 keeps dh = dy·W2ᵀ and the elementwise derivative; sm_90a (above) fuses the derivative into the GEMM (act_grad)
+// where the FFN is not gated; the gated one's fused form (dg and du from D = dy·W2ᵀ in registers and the saved g and u,
+// in the GEMM's epilogue) through a tuning-table entry (its last RUN).
 // RUN: flash-run-tile %s --backward --target=sm_80 --block-m=16 --block-n=16 --block-k=16 --warps=1 --tolerance=2e-2 | FileCheck %s
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-gated-act-grad.txt --emit=tile -o - | FileCheck %s --check-prefix=GATED-FUSED
+// RUN: flash-run-tile %s --backward --tuning-table=%S/Inputs/tuning-gated-act-grad.txt --tolerance=2e-2 | FileCheck %s
+// GATED-FUSED-LABEL: tile.kernel @bf16_swiglu_ffn_bwd_dpre(
+// GATED-FUSED-SAME: gated = true, accumulate = false
+// GATED-FUSED-SAME: act_grad = true
 
 // CHECK-NOT: FAIL
 // CHECK: @bf16_gelu backward d_b1: {{.*}} ok

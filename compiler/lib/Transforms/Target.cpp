@@ -671,6 +671,13 @@ bool prefersFusedActivationGrad(const TargetDescription &target, Attribute actGr
   // 1.19x / 1.15x / 1.05x eager's mm + gelu_backward at d = 256 / 1024 / 4096;
   // the session-14 cp.async form with the derivative ran at 0.5-0.7x a plain
   // GEMM's rate (2026-12-01-h200-session14.md).
+  // Not the gated FFN's (dg and du in the epilogue): at d = 4096, h = 11008
+  // its 128 x 128 GEMM ran 2678 us against the plain dh's 2096 at 128 x 256
+  // plus the elementwise kernel's 460 (bench/results/2026-12-03-h200-session29.md
+  // call 5); a tuning-table entry (key ...-grad-gated) plans it.
+  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(actGradSpec);
+  if (gemm && gemm.appliesGatedActGrad())
+    return false;
   return defaultPlan(target, actGradSpec, argTypes).strategy == Strategy::WgmmaWsSm90;
 }
 
