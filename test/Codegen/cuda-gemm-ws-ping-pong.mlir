@@ -11,6 +11,7 @@
 // RUN: flashc %S/Inputs/ffn-d256.mlir --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-ping-pong.txt --emit=cuda -o - | FileCheck %s --check-prefix=TABLE
 // RUN: not flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-split-k-ping-pong.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLITK
+// RUN: flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-ping-pong-off.txt --emit=tile -o - | FileCheck %s --check-prefix=OFF
 // At d = 1024 (K = 1024) the hand rule keeps the cooperative form.
 // RUN: flashc %S/Inputs/ffn-d1024.mlir --emit=cuda -o - | FileCheck %s --check-prefix=LONG
 
@@ -58,3 +59,10 @@
 
 // LONG-LABEL: // ---- ffn_ffn_bwd_dpre ----
 // LONG: static constexpr bool kPingPong = false;
+
+// An entry that turns ping-pong off without a depth: the fused dpre stays on
+// the ws form with the deepest ring the cooperative plan fits (not the hand
+// rule's 4, chosen for ping-pong, which would not fit and demote it).
+// OFF-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
+// OFF-SAME: ring_stages = 3, ping_pong = false>
+// OFF-SAME: strategy = #tile.strategy<wgmma_ws_sm90>

@@ -119,8 +119,11 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           return false;
         TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
         auto gemm = llvm::cast<tile::GemmSpecAttr>(actGradSpec);
-        return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages,
-                               wsGemmPingPong(gemm, argTypes, entry->point.pingPong));
+        bool pingPong = wsGemmPingPong(gemm, argTypes, entry->point.pingPong);
+        if (!entry->point.stages)  // (as flash-plan-memory: the deepest ring that fits the entry's plan)
+          if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong))
+            plan.stages = *deepest;
+        return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong);
       }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
   }

@@ -463,10 +463,8 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
-          plan.stages = 4;
-          if (!wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, 64, plan.warps, plan.stages,
-                               wsGemmPingPong(gemm, argTypes, std::nullopt)))
-            plan.stages = 3;
+          plan.stages = wsGemmDeepestStages(gemm, plan.blockN, wsGemmPingPong(gemm, argTypes, std::nullopt))
+                            .value_or(3);
         }
       }
       break;
@@ -585,6 +583,13 @@ bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t 
          stages >= 2 && stages <= 4 && (!pingPong || wsGemmPingPongTakes(gemm)) &&
          wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmTilesRead(gemm),
                            gemm.getRole() == KernelRole::GemmSplitK, pingPong) <= kWsSharedLimit;
+}
+
+std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bool pingPong) {
+  for (int64_t stages : {4, 3, 2})
+    if (wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong))
+      return stages;
+  return std::nullopt;
 }
 
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,

@@ -132,6 +132,12 @@ bool wsGemmPingPong(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> ar
 bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
                      int64_t warps, int64_t stages, bool pingPong = false);
 
+/// The deepest ring (4, 3 or 2 stages) with which a wgmma_ws_sm90 plan of
+/// `gemm` at blockN columns (cooperative or ping-ponging) fits; none when
+/// even 2 do not. The hand rule's depth, and a table entry's where it gives
+/// none.
+std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, bool pingPong);
+
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
 /// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
 /// columns), the 64 x 64 epilogue pieces (two a consumer warpgroup, or
@@ -219,11 +225,13 @@ bool prefersTransposedBackward(const TargetDescription &target, mlir::Attribute 
 
 /// Whether the FFN backward computes dpre = (dy·W2ᵀ) ∘ act'(pre) as one GEMM
 /// with the derivative in its epilogue (`actGradSpec`, a #tile.gemm with
-/// act_grad, over `argTypes` = dy, W2, pre, dpre) rather than the plain GEMM
-/// dh = dy·W2ᵀ and the elementwise ffn_activation_grad: where its plan is the
-/// warp-specialised GEMM (sm_90a, 16-bit), which loads the tile of pre under
-/// the product; measured 1.05-1.19x eager's two kernels on the H200. The
-/// cp.async wgmma form with the derivative ran at 0.5-0.7x a plain GEMM.
+/// act_grad, over `argTypes` = dy, W2, pre, dpre; gated: dy, W2, g, u, dg, du)
+/// rather than the plain GEMM dh = dy·W2ᵀ and the elementwise
+/// ffn_activation_grad: where its plan is the warp-specialised GEMM (sm_90a,
+/// 16-bit), which loads the tile of pre under the product; measured
+/// 1.05-1.19x eager's two kernels on the H200. The cp.async wgmma form with the
+/// derivative ran at 0.5-0.7x a plain GEMM. Never the gated FFN's by hand (it
+/// measured slower than the split form at d = 4096: a table entry plans it).
 bool prefersFusedActivationGrad(const TargetDescription &target, mlir::Attribute actGradSpec,
                                 llvm::ArrayRef<mlir::Type> argTypes);
 

@@ -1,7 +1,8 @@
 // GEMM, warp-specialised persistent TMA form (sm_90a, 16-bit): C = act(alpha · op(A) · op(B) + bias), or gated
 // C = act(A · Bg) ⊙ (A · Bu) (kGated: the gated FFN's up projection).
-//   * A persistent grid: block b takes output tiles b, b + gridDim.x, ... of the 128 x kBlockN tile grid, in groups
-//     of kGroup row blocks of one column block (the tiles in flight share A rows and B columns in L2).
+//   * A persistent grid: block b takes output tiles b, b + gridDim.x, ... of the kBlockM x kBlockN tile grid (128
+//     rows; ping-pong 64), in groups of kGroup row blocks of one column block (the tiles in flight share A rows and B
+//     columns in L2).
 //   * One producer thread streams the K blocks (64 columns of K) of A and B through a ring of kStages slots by TMA
 //     (full barrier: the bytes landed; empty barrier: every consumer warp's products that read the slot are done),
 //     running on into the next tile while the consumers finish this one.
@@ -12,9 +13,9 @@
 //   * The epilogue leaves through shared memory: each warpgroup writes 64 x 64 pieces (bias, activation, the
 //     element type) into two alternating buffers, and one thread stores each piece by TMA while the next is
 //     written; the stores run on under the next tile's main loop. A form that reads a tensor in its epilogue (C, or
-//     P) has a buffer for each piece of the tile and loads them all by TMA during the tile's main loop, so the
-//     epilogue never waits on a DRAM load. Rows and columns past C are clipped by TMA,
-//     K past A's columns reads as zeros, so ragged M, N and K need no masks.
+//     P; the gated act_grad P and U, writing C and C2 over them) has a buffer for each piece of each read tile and
+//     loads them all by TMA during the tile's main loop, so the epilogue never waits on a DRAM load. Rows and columns
+//     past C are clipped by TMA, K past A's columns reads as zeros, so ragged M, N and K need no masks.
 //
 // Config (static members):
 //   using Elem = bf16 | f16;   kAct = Act::...;   kBias (bias [N] given)
@@ -50,7 +51,7 @@
 //   kProducerRegs, kConsumerRegs   the warpgroups' register budgets (setmaxnreg)
 // Launch: grid (min(tiles, SMs)), GemmWsPlan<Config>::kThreads (384) threads, kSmemBytes dynamic shared memory.
 // Maps (box, innermost last; 128-byte swizzle): A (1,) kBlockM x 64 ([(B,) M, K]) or 64 x 64 ([K, M]); B 64 x 64
-// ([K, N]) or kBlockN x 64 ([N, K]); Bu as Bg (gated); C, pre and pre2 (1,) 64 x 64.
+// ([K, N]) or kBlockN x 64 ([N, K]); Bu as Bg (gated); C, C2 (the gated act_grad's), pre and pre2 (1,) 64 x 64.
 #pragma once
 #include "flashc/device/activation.cuh"
 #include "flashc/device/backward.cuh"
