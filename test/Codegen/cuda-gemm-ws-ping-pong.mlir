@@ -12,6 +12,10 @@
 // RUN: flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-ping-pong.txt --emit=cuda -o - | FileCheck %s --check-prefix=TABLE
 // RUN: not flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-split-k-ping-pong.txt --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLITK
 // RUN: flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-ws-ping-pong-off.txt --emit=tile -o - | FileCheck %s --check-prefix=OFF
+// A hand-edited split-K kernel whose schedule ping-pongs: the kernel verifier refuses it.
+// RUN: flashc %S/Inputs/ffn-d256.mlir --emit=tile -o %t.tile.mlir
+// RUN: sed -e '/tile.kernel @ffn_ffn_bwd_dw2(/s/ping_pong = false/ping_pong = true/' %t.tile.mlir > %t.split-pp.mlir
+// RUN: not flash-opt %t.split-pp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=VERIFY
 // At d = 1024 (K = 1024) the hand rule keeps the cooperative form.
 // RUN: flashc %S/Inputs/ffn-d1024.mlir --emit=cuda -o - | FileCheck %s --check-prefix=LONG
 
@@ -56,6 +60,7 @@
 // TABLE: static constexpr bool kPingPong = true;
 
 // SPLITK: tuning-gemm-ws-split-k-ping-pong.txt:2: field 'ping_pong' does not apply to gemm_split_k kernels
+// VERIFY: error: 'tile.kernel' op schedule ping-pongs, which a GEMM split over K (#tile.gemm<role = gemm_split_k>) does not
 
 // LONG-LABEL: // ---- ffn_ffn_bwd_dpre ----
 // LONG: static constexpr bool kPingPong = false;

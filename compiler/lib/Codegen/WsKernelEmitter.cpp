@@ -564,9 +564,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                 "flash-warp-specialize after flash-plan-memory)",
                                 llvm::join(ring, ", ")));
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
-  bool pingPong = schedule.getPingPong();
-  if (pingPong && !wsGemmPingPongTakes(spec))
-    return reject("its schedule ping-pongs, which the persistent GEMM's form split over K does not");
+  bool pingPong = schedule.getPingPong();  // (never split over K: the kernel verifier's)
   if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, pingPong))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its form is "
                                 "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages "

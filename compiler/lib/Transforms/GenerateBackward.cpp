@@ -118,12 +118,8 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         if (*entry->point.strategy != Strategy::WgmmaWsSm90 || wsGemmRefusal(actGradSpec, argTypes))
           return false;
         TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
-        auto gemm = llvm::cast<tile::GemmSpecAttr>(actGradSpec);
-        bool pingPong = wsGemmPingPong(gemm, argTypes, entry->point.pingPong);
-        if (!entry->point.stages)  // (as flash-plan-memory: the deepest ring that fits the entry's plan)
-          if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong))
-            plan.stages = *deepest;
-        return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong);
+        return wsGemmFitPlan(llvm::cast<tile::GemmSpecAttr>(actGradSpec), argTypes, entry->point.pingPong,
+                             entry->point.stages.has_value(), plan);
       }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
   }

@@ -307,15 +307,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
       // (Ping-pong's 64-row A tiles leave room for a deeper ring.)
-      bool pingPong = wsGemmPingPong(gemmSpec, kernel.getFunctionType().getInputs(),
-                                     entry ? entry->point.pingPong : std::nullopt);
-      // The hand rule's depth was chosen for the hand rule's ping-pong; an
-      // entry that changes only that (or the width) gets the deepest ring
-      // that fits it.
-      if (!stages && !(entry && entry->point.stages))
-        if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemmSpec, plan.blockN, pingPong))
-          plan.stages = *deepest;
-      if (!wsGemmPlanTakes(gemmSpec, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong))
+      if (!wsGemmFitPlan(gemmSpec, kernel.getFunctionType().getInputs(), entry ? entry->point.pingPong : std::nullopt,
+                         stages || (entry && entry->point.stages), plan))
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)

@@ -592,6 +592,15 @@ std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bo
   return std::nullopt;
 }
 
+bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<bool> tableKnob, bool stagesGiven,
+                   TilePlan &plan) {
+  bool pingPong = wsGemmPingPong(gemm, argTypes, tableKnob);
+  if (!stagesGiven)
+    if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong))
+      plan.stages = *deepest;
+  return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong);
+}
+
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,
                           bool splitK, bool pingPong) {
   int64_t tileRows = pingPong ? 64 : 128;  // A's rows a slot (transposed: its columns)

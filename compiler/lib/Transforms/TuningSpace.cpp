@@ -347,12 +347,14 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
                                                  : llvm::SmallVector<int64_t, 2>{256, 128};
   handFirst(wsWidths, hand.blockN);  // (split-K's hand rule: 128 wide)
   bool pingPongTakes = wsGemmPingPongTakes(gemm);
+  llvm::SmallVector<bool, 2> pingPongs = pingPongTakes ? llvm::SmallVector<bool, 2>{false, true}
+                                                       : llvm::SmallVector<bool, 2>{false};
   if (wgmma && !wsGemmRefusal(gemm, argTypes))
-    for (bool pingPong : {false, true})
+    for (bool pingPong : pingPongs)
       for (int64_t width : wsWidths)
         for (int64_t stages : {4, 3})
           for (int64_t group : {8, 16}) {
-            if (pingPong && (!pingPongTakes || group != 8))
+            if (pingPong && group != 8)
               continue;
             TilePlan plan = hand;
             plan.strategy = Strategy::WgmmaWsSm90;

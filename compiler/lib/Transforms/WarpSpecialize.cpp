@@ -41,7 +41,12 @@ struct WarpSpecializePass
       Builder builder(ctx);
       ArrayAttr resident, ring;
       bool roleSplit = false, pingPongTakes = true;
-      std::optional<bool> gemmPingPong;  // the persistent GEMM's own rule
+      // The kernel's tuning-table entry may say whether its consumers ping-pong.
+      std::optional<bool> knob;
+      if (DictionaryAttr tuning = kernel.getTuningAttr())
+        if (auto value = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
+          knob = value.getValue();
+      bool consumersPingPong = knob.value_or(static_cast<bool>(pingPong));
       int64_t consumerWarpgroups = static_cast<int64_t>(kernel.getWarps()) / 4;
       auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
       auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
@@ -70,11 +75,7 @@ struct WarpSpecializePass
         resident = builder.getStrArrayAttr({});
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});
-        std::optional<bool> knob;
-        if (DictionaryAttr tuning = kernel.getTuningAttr())
-          if (auto value = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
-            knob = value.getValue();
-        gemmPingPong = flashc::wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(), knob);
+        consumersPingPong = flashc::wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(), knob);
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
                  moe && moe.isGemm()) {
         // A mixture of experts' router and expert GEMMs (and their gradients): the persistent GEMM's schedule; an
@@ -109,13 +110,6 @@ struct WarpSpecializePass
       auto emitError = [&]() -> InFlightDiagnostic {
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };
-      // The kernel's tuning-table entry may say whether its consumers ping-pong.
-      bool consumersPingPong = static_cast<bool>(pingPong);
-      if (DictionaryAttr tuning = kernel.getTuningAttr())
-        if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
-          consumersPingPong = knob.getValue();
-      if (gemmPingPong)
-        consumersPingPong = *gemmPingPong;
       // Unless the option says, each consumer warpgroup takes what is left
       // beside the producer, up to 240: three share the register file four
       // ways (160 each).

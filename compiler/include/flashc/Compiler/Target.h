@@ -138,6 +138,16 @@ bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t bloc
 /// none.
 std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, bool pingPong);
 
+/// Whether the persistent GEMM takes `plan` (a hand rule's, with a table
+/// entry's fields applied) for `gemm` over `argTypes`, its consumers
+/// ping-ponging as `tableKnob` or the hand rule says (wsGemmPingPong); where no
+/// stage count was given (`stagesGiven` false) the plan first takes the
+/// deepest ring that fits, since the hand rule chose its depth for the hand
+/// rule's ping-pong and width. flash-plan-memory and the FFN backward's
+/// fusion choice ask the same.
+bool wsGemmFitPlan(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
+                   std::optional<bool> tableKnob, bool stagesGiven, TilePlan &plan);
+
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
 /// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
 /// columns), the 64 x 64 epilogue pieces (two a consumer warpgroup, or

@@ -202,6 +202,12 @@ LogicalResult KernelOp::verify() {
     if (schedule.getRingStages() != static_cast<int64_t>(getStages()))
       return emitOpError() << "schedule has " << schedule.getRingStages()
                            << " ring stages but the plan " << getStages();
+    // A GEMM split over K adds each unit's sum from registers: its consumers
+    // never take turns at tiles.
+    if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(getSpecAttr());
+        gemm && gemm.getRole() == KernelRole::GemmSplitK && schedule.getPingPong())
+      return emitOpError("schedule ping-pongs, which a GEMM split over K (#tile.gemm<role = gemm_split_k>) does "
+                         "not: its units' sums leave from registers, never by turns");
   }
   // The tuning-table entry a plan came from, and its schedule knobs.
   if (DictionaryAttr tuning = getTuningAttr()) {
