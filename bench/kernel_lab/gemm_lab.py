@@ -38,6 +38,18 @@ CONFIGS = {
     "nn256_bias_gelu_save_pp": ["GEMM_BIAS", "GEMM_ACT=GeluTanh", "GEMM_SAVE_PRE", "GEMM_PINGPONG"],
     "tb256_gelu_grad_pp": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_PINGPONG"],
     "tb256_acc_pp": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_PINGPONG"],
+    # Resident B (gemm_resident_b.cuh): K <= 256, B's column block in shared memory over a block's run of tiles,
+    # A's 64-row tiles (all of K) through a ring of GEMM_STAGES slots.
+    "tb128_rb": ["GEMM_TRANS_B", "GEMM_BLOCK_N=128", "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
+    "nn128_rb_bias_gelu": ["GEMM_BLOCK_N=128", "GEMM_RESIDENT_K=256", "GEMM_STAGES=3", "GEMM_BIAS", "GEMM_ACT=GeluTanh"],
+    "tb128_gelu_grad_rb": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
+                           "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
+    "tb128_gelu_grad_rb2": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
+                            "GEMM_RESIDENT_K=256", "GEMM_STAGES=2"],
+    "tb256_gelu_grad_rb128": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=256",
+                              "GEMM_RESIDENT_K=128", "GEMM_STAGES=3"],
+    "f16_tb128_gelu_grad_rb": ["GEMM_F16", "GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
+                               "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
 }
 
 # (name, M, N, K, layout): the FFN's GEMMs at d = 256 (h 1024, 65536 rows), d = 1024 (h 4096) and d = 4096.
@@ -81,6 +93,7 @@ class Gemm:
         self.acc = "GEMM_ACCUMULATE" in flags
         self.act_grad = "GEMM_ACT_GRAD" in flags
         self.act = next((f.split("=")[1] for f in flags if f.startswith("GEMM_ACT=")), "Identity")
+        self.resident_k = int(next((f.split("=")[1] for f in flags if f.startswith("GEMM_RESIDENT_K=")), "0"))
 
     def __call__(self, a, b, bias, c, pre, M, N, K, alpha=1.0, max_blocks=0):
         import torch
@@ -125,8 +138,14 @@ def check(name, g):
     gen = torch.Generator(device="cuda").manual_seed(1)
     failures = []
     # (M, N, K, alpha, max_blocks): ragged everything; 1 row; blocks that take many tiles (ring reuse across tiles).
-    for M, N, K, alpha, max_blocks in [(300, 200, 136, 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0),
-                                       (1000, 520, 1000, 0.25, 3), (4096, 1024, 512, 1.0, 0), (640, 768, 200, 1.0, 1)]:
+    cases = [(300, 200, 136, 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0), (1000, 520, 1000, 0.25, 3),
+             (4096, 1024, 512, 1.0, 0), (640, 768, 200, 1.0, 1)]
+    if g.resident_k:  # K up to the resident bound; runs crossing column blocks (few blocks, N of many blocks)
+        cases = [(300, 200, min(136, g.resident_k), 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0),
+                 (1000, 520, g.resident_k, 0.25, 3), (4096, 1024, g.resident_k - 56, 1.0, 0),
+                 (640, 768, 200 if g.resident_k >= 200 else 120, 1.0, 1), (64, 1000, 64, 1.0, 5),
+                 (9000, 1024, g.resident_k, 1.0, 0), (200, 1300, g.resident_k, 1.0, 7)]
+    for M, N, K, alpha, max_blocks in cases:
         if g.ta:  # A stored [K, M]: TMA needs rows of 16-byte multiples, so M a multiple of 8 (K stays ragged)
             M = (M + 7) // 8 * 8
         a, b, bias = operands(g, M, N, K, dtype, gen)
@@ -170,7 +189,8 @@ def bench(gemms, out):
         row = {"shape": label, "M": M, "N": N, "K": K, "layout": layout}
         flops = 2 * M * N * K
         for name, g in gemms.items():
-            if name.startswith(layout) and not g.f16 and not g.bias and not g.acc and not g.act_grad:
+            if (name.startswith(layout) and not g.f16 and not g.bias and not g.acc and not g.act_grad
+                    and (not g.resident_k or K <= g.resident_k)):
                 a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
                 c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
                 ms = do_bench(lambda: g(a, b, None, c, None, M, N, K), warmup=25, rep=200, return_mode="median")
@@ -194,7 +214,8 @@ def bench(gemms, out):
                 return torch.nn.functional.gelu(p, approximate="tanh")
             ms_peer = do_bench(eager, warmup=25, rep=200, return_mode="median")
             row["eager_addmm_gelu"] = flops / ms_peer / 1e9
-        grads = [n for n, g in gemms.items() if g.act_grad and n.startswith(layout)]
+        grads = [n for n, g in gemms.items() if g.act_grad and n.startswith(layout) and not g.f16
+                 and (not g.resident_k or K <= g.resident_k)]
         for name in grads:  # dpre = (dy·W2ᵀ) ∘ gelu'(pre) in one kernel vs two
             g = gemms[name]
             a, b, _ = operands(g, M, N, K, torch.bfloat16, gen)
@@ -216,9 +237,10 @@ def bench(gemms, out):
             row["eager_mm_gelu_backward"] = flops / ms_peer / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
-    plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp"]
+    plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp", "tb128_rb"]
     cols = plain + ["cublas", "bias_gelu_save", "bias_gelu_save_pp", "eager_addmm_gelu", "tb256_gelu_grad",
-                    "tb128_gelu_grad", "tb256_gelu_grad_pp", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc",
+                    "tb128_gelu_grad", "tb256_gelu_grad_pp", "tb128_gelu_grad_rb", "tb128_gelu_grad_rb2",
+                    "tb256_gelu_grad_rb128", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc",
                     "tb256_acc_pp", "eager_addmm_"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:

@@ -2,8 +2,9 @@
 // runtime launches through the driver API from the manifest). Built once per config with -D flags:
 //   GEMM_F16 (else bf16), GEMM_TRANS_A, GEMM_TRANS_B, GEMM_BLOCK_N, GEMM_STAGES, GEMM_GROUP, GEMM_ACT (an Act
 //   enumerator), GEMM_BIAS, GEMM_SAVE_PRE, GEMM_ACCUMULATE (C += ...), GEMM_ACT_GRAD (C = A·B ∘ act'(P), P passed
-//   as `pre`), GEMM_PINGPONG (64-row tiles taken by the consumer warpgroups in turn); loaded via ctypes by
-//   gemm_lab.py.
+//   as `pre`), GEMM_PINGPONG (64-row tiles taken by the consumer warpgroups in turn), GEMM_RESIDENT_K=K (the
+//   resident-B form of gemm_resident_b.cuh for contractions up to K: B's column block kept in shared memory over a
+//   run of tiles; with GEMM_STAGES slots of A); loaded via ctypes by gemm_lab.py.
 #include <cuda_runtime.h>
 
 #if defined(GEMM_F16)
@@ -11,6 +12,7 @@
 #else
 #define FLASHC_F16 0
 #endif
+#include "flashc/device/gemm_resident_b.cuh"
 #include "flashc/device/gemm_ws.cuh"
 #include "lab_tma.h"
 
@@ -69,14 +71,28 @@ struct LabConfig {
 #endif
   static constexpr int kBlockN = GEMM_BLOCK_N, kStages = GEMM_STAGES, kGroup = GEMM_GROUP;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+#if defined(GEMM_RESIDENT_K)
+  static constexpr int kResidentK = GEMM_RESIDENT_K;
+#if !defined(GEMM_ACT_GRAD)
+  static constexpr bool kActGrad = false;
+#endif
+#endif
 };
+#if defined(GEMM_RESIDENT_K)
+using Plan = flashc::device::GemmResidentBPlan<LabConfig>;
+#else
 using Plan = flashc::device::GemmWsPlan<LabConfig>;
+#endif
 
 __global__ void __launch_bounds__(Plan::kThreads, 1)
     lab_gemm_ws(const __grid_constant__ flashc::TmaDescriptor map_a, const __grid_constant__ flashc::TmaDescriptor map_b,
                 const __grid_constant__ flashc::TmaDescriptor map_c, const __grid_constant__ flashc::TmaDescriptor map_pre,
                 flashc::TensorArg a, flashc::TensorArg b, flashc::TensorArg bias, float alpha) {
+#if defined(GEMM_RESIDENT_K)
+  flashc::device::gemm_resident_b<LabConfig>(map_a, map_b, map_c, map_pre, a, b, bias, alpha);
+#else
   flashc::device::gemm_ws<LabConfig>(map_a, map_b, map_b, map_c, map_pre, map_pre, a, b, bias, alpha);
+#endif
 }
 
 // 2-D tiled map over a row-major [rows, cols] 16-bit tensor (row stride in elements), box (64 columns, box_rows).
