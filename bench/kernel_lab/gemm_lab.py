@@ -38,6 +38,9 @@ CONFIGS = {
     "nn256_bias_gelu_save_pp": ["GEMM_BIAS", "GEMM_ACT=GeluTanh", "GEMM_SAVE_PRE", "GEMM_PINGPONG"],
     "tb256_gelu_grad_pp": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_PINGPONG"],
     "tb256_acc_pp": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_PINGPONG"],
+    # The same two read-tile forms built against a baseline tree's headers (LAB_BASELINE: an A/B in one process).
+    "tb256_gelu_grad_pp_base": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_PINGPONG", "LAB_BASELINE"],
+    "tb256_acc_pp_base": ["GEMM_TRANS_B", "GEMM_ACCUMULATE", "GEMM_PINGPONG", "LAB_BASELINE"],
     # Resident B (gemm_resident_b.cuh): K <= 256, B's column block in shared memory over a block's run of tiles,
     # A's 64-row tiles (all of K) through a ring of GEMM_STAGES slots.
     "tb128_rb": ["GEMM_TRANS_B", "GEMM_BLOCK_N=128", "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
@@ -47,7 +50,7 @@ CONFIGS = {
     "tb128_gelu_grad_rb2": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
                             "GEMM_RESIDENT_K=256", "GEMM_STAGES=2"],
     "tb256_gelu_grad_rb128": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=256",
-                              "GEMM_RESIDENT_K=128", "GEMM_STAGES=3"],
+                              "GEMM_RESIDENT_K=128", "GEMM_STAGES=2"],
     "f16_tb128_gelu_grad_rb": ["GEMM_F16", "GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
                                "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
 }
@@ -69,10 +72,13 @@ BENCH = [
 
 
 def build(name, flags, work):
+    """A config whose flags hold LAB_BASELINE builds against the device headers under $GEMM_LAB_BASELINE_INCLUDE
+    first (a copy of an earlier tree's, for an A/B in one process)."""
     out = os.path.join(work, f"gemm_{name}.so")
+    baseline = ["-I" + os.environ["GEMM_LAB_BASELINE_INCLUDE"]] if "LAB_BASELINE" in flags else []
     cmd = ["nvcc", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-shared",
-           "-Xcompiler", "-fPIC", "-I" + os.path.join(ROOT, "runtime/device/include"), "-I" + HERE,
-           *[f"-D{f}" for f in flags], os.path.join(HERE, "launch_gemm.cu"), "-o", out]
+           "-Xcompiler", "-fPIC", *baseline, "-I" + os.path.join(ROOT, "runtime/device/include"), "-I" + HERE,
+           *[f"-D{f}" for f in flags if f != "LAB_BASELINE"], os.path.join(HERE, "launch_gemm.cu"), "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
     log = r.stdout + r.stderr
     ptxas = [l.strip() for l in log.splitlines() if "registers" in l or "spill" in l]
@@ -144,7 +150,7 @@ def check(name, g):
         cases = [(300, 200, min(136, g.resident_k), 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0),
                  (1000, 520, g.resident_k, 0.25, 3), (4096, 1024, g.resident_k - 56, 1.0, 0),
                  (640, 768, 200 if g.resident_k >= 200 else 120, 1.0, 1), (64, 1000, 64, 1.0, 5),
-                 (9000, 1024, g.resident_k, 1.0, 0), (200, 1300, g.resident_k, 1.0, 7)]
+                 (9000, 1024, g.resident_k, 1.0, 0), (200, 1304, g.resident_k, 1.0, 7)]
     for M, N, K, alpha, max_blocks in cases:
         if g.ta:  # A stored [K, M]: TMA needs rows of 16-byte multiples, so M a multiple of 8 (K stays ragged)
             M = (M + 7) // 8 * 8
@@ -240,8 +246,8 @@ def bench(gemms, out):
     plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp", "tb128_rb"]
     cols = plain + ["cublas", "bias_gelu_save", "bias_gelu_save_pp", "eager_addmm_gelu", "tb256_gelu_grad",
                     "tb128_gelu_grad", "tb256_gelu_grad_pp", "tb128_gelu_grad_rb", "tb128_gelu_grad_rb2",
-                    "tb256_gelu_grad_rb128", "eager_mm_gelu_backward", "tb256_acc", "tb128_acc",
-                    "tb256_acc_pp", "eager_addmm_"]
+                    "tb256_gelu_grad_rb128", "tb256_gelu_grad_pp_base", "eager_mm_gelu_backward", "tb256_acc",
+                    "tb128_acc", "tb256_acc_pp", "tb256_acc_pp_base", "eager_addmm_"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:
         best = max((r[c] for c in plain if c in r), default=float("nan"))

@@ -228,28 +228,39 @@ __device__ __forceinline__ void gemm_resident_b(const TmaDescriptor& map_a, cons
 #pragma unroll
     for (int j = 0; j < kPieces; ++j) {
       const PieceTile buf = piece_tile(warpgroup, q, j);
+      auto word = [&](int t, int h) {  // this thread's pair of elements (row r0 + 8h, n8 tile t) of the piece
+        return reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, Acc::col(t, 0)));
+      };
+      // P's words first, all of them, then the arithmetic (a load per pair before its ~15 dependent operations
+      // would expose the shared-memory latency to each).
+      unsigned p_words[P::kActGrad ? 8 : 1][2];
+      if constexpr (P::kActGrad) {
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) p_words[t][h] = *word(t, h);
+      }
 #pragma unroll
       for (int t = 0; t < 8; ++t) {
-        const int nt = 8 * j + t, c = Acc::col(t, 0);
+        const int nt = 8 * j + t;
         float bias_lo = 0.f, bias_hi = 0.f;
         if constexpr (Config::kBias) {
-          const int col = n0 + 64 * j + c;
+          const int col = n0 + 64 * j + Acc::col(t, 0);
           if (col < N) bias_lo = to_float(bias_data[col * bias_stride]);
           if (col + 1 < N) bias_hi = to_float(bias_data[(col + 1) * bias_stride]);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          unsigned* at = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c));
           float lo = fmaf(acc.v[0][nt][2 * h], alpha, bias_lo), hi = fmaf(acc.v[0][nt][2 * h + 1], alpha, bias_hi);
           if constexpr (P::kActGrad) {
-            const float2 p = ElemTraits<Elem>::unpack(*at);
+            const float2 p = ElemTraits<Elem>::unpack(p_words[t][h]);
             lo *= act_grad<Config::kAct, true>(p.x);
             hi *= act_grad<Config::kAct, true>(p.y);
           } else {
             lo = act<Config::kAct, true>(lo);
             hi = act<Config::kAct, true>(hi);
           }
-          *at = ElemTraits<Elem>::pack(lo, hi);
+          *word(t, h) = ElemTraits<Elem>::pack(lo, hi);
         }
       }
     }

@@ -418,30 +418,43 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
         piece_phases ^= 1u << (kUp + j);
       }
     }
+    // This thread's words (element pairs) of the piece: at[t][h] in buf, (gated act_grad) at_up[t][h] in buf_up.
+    auto word = [&](const PieceTile& tile, int t, int h) {
+      return reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(tile.data) + PieceTile::elem_offset(r0 + 8 * h, Acc::col(t, 0)));
+    };
+    // The read tile's words first, all of them, then the arithmetic: loads and stores interleaved pair by pair
+    // would leave each pair's ~15 dependent operations waiting on its own shared load.
+    unsigned read[P::kReadPiece ? 8 : 1][2], read_up[P::kGatedActGrad ? 8 : 1][2];
+    if constexpr (P::kReadPiece) {
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          read[t][h] = *word(buf, t, h);
+          if constexpr (P::kGatedActGrad) read_up[t][h] = *word(buf_up, t, h);
+        }
+    }
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
-      const int c = Acc::col(t, 0);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        unsigned* at = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf.data) + PieceTile::elem_offset(r0 + 8 * h, c));
         float lo = value(t, 2 * h), hi = value(t, 2 * h + 1);
         if constexpr (Config::kAccumulate) {
-          const float2 old = ElemTraits<Elem>::unpack(*at);
+          const float2 old = ElemTraits<Elem>::unpack(read[t][h]);
           lo += old.x;
           hi += old.y;
         }
         if constexpr (P::kGatedActGrad) {  // D = alpha · acc: dg = (D ∘ u) ∘ act'(g) over g, du = D ∘ act(g) over u
-          unsigned* at_up = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(buf_up.data) + PieceTile::elem_offset(r0 + 8 * h, c));
-          const float2 g = ElemTraits<Elem>::unpack(*at), u = ElemTraits<Elem>::unpack(*at_up);
-          *at_up = ElemTraits<Elem>::pack(lo * act<Config::kAct, true>(g.x), hi * act<Config::kAct, true>(g.y));
+          const float2 g = ElemTraits<Elem>::unpack(read[t][h]), u = ElemTraits<Elem>::unpack(read_up[t][h]);
+          *word(buf_up, t, h) = ElemTraits<Elem>::pack(lo * act<Config::kAct, true>(g.x), hi * act<Config::kAct, true>(g.y));
           lo *= u.x * act_grad<Config::kAct, true>(g.x);
           hi *= u.y * act_grad<Config::kAct, true>(g.y);
         } else if constexpr (P::kActGrad) {  // value() gave alpha · acc here (kPre)
-          const float2 p = ElemTraits<Elem>::unpack(*at);
+          const float2 p = ElemTraits<Elem>::unpack(read[t][h]);
           lo *= act_grad<Config::kAct, true>(p.x);
           hi *= act_grad<Config::kAct, true>(p.y);
         }
-        *at = ElemTraits<Elem>::pack(lo, hi);
+        *word(buf, t, h) = ElemTraits<Elem>::pack(lo, hi);
       }
     }
     fence_async_shared();
