@@ -1,7 +1,7 @@
 # Per-kernel GPU time of one FFN forward + backward on the benchmark rows (flashc.configs.BENCH_FFN), flashc's
 # kernels and PyTorch eager's (cuBLAS) side by side, from torch.profiler: which kernel holds the time. Rows without a
 # carried bundle are skipped. Needs FLASHC_BUNDLE_PATH with the bench-ffn bundles.
-#   python3 bench/probes/ffn_kernel_times.py [--out FILE.json] [--iters N]
+#   python3 bench/probes/ffn_kernel_times.py [--out FILE.json] [--iters N] [--model-dims 256,1024]
 import argparse
 import json
 import os
@@ -21,9 +21,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out")
     p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--model-dims", default="", help="comma-separated d of the rows to run (default: every row)")
     args = p.parse_args()
+    dims = {int(v) for v in args.model_dims.split(",") if v}
     results = []
     for (m, d, h), config in zip(configs.BENCH_FFN_SHAPES, configs.BENCH_FFN):
+        if dims and d not in dims:
+            continue
         x, w1, w2, wg, dy = bc.ffn_inputs(torch, m, d, h, config.gated)
         leaves = [t for t in (x, w1, w2, wg) if t is not None]
 

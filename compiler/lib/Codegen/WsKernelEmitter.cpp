@@ -532,6 +532,71 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   return result;
 }
 
+/// The resident-B GEMM (gemm_resident_b.cuh; the schedule keeps b resident and streams a): a plain GEMM or the
+/// fused dpre at K <= 256, arguments a, b, [bias], [p], c.
+FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec,
+                                      tile::WarpSpecializedAttr schedule, ArrayRef<std::string> argNames,
+                                      ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
+                                      llvm::raw_ostream &out) {
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  int64_t residentK = wsGemmResidentK(spec, inputs);
+  if (residentK == 0)
+    return reject(llvm::formatv("its schedule keeps B resident, which takes a plain GEMM (not gated, accumulating "
+                                "or saving) of A [M, K] with a static K of at most {0}",
+                                kResidentBMaxK));
+  bool hasBias = spec.getBias1().getValue(), actGrad = spec.appliesActGrad();
+  bool tb = spec.getTransposeB().getValue();
+  unsigned want = 3 + (hasBias ? 1 : 0) + (actGrad ? 1 : 0);
+  if (inputs.size() != want)
+    return reject(llvm::formatv("it takes {0} tensors, not the {1} of a plain GEMM (a, b, [bias], [p], c)",
+                                inputs.size(), want));
+  unsigned a = 0, b = 1, bias = 2, p = want - 2, c = want - 1;
+  int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
+  if (!schedule.getPingPong() ||
+      !wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, true, residentK))
+    return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: the resident-B form is "
+                                "64-row tiles taken in turn by two consumer warpgroups (8 warps), 128 or 256 "
+                                "columns, 2-4 slots of A, B's {4} rows of K and the tile buffers within 227 KB",
+                                kernel.getBlockM(), blockN, kernel.getWarps(), stages, residentK));
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (!order || order.getOrder() != tile::BlockOrder::Persistent)
+    return reject("its grid is not persistent (flash-order-blocks gives the warp-specialised GEMM "
+                  "#tile.grid_order<order = persistent>)");
+  Type elem = spec.getElementType().getValue();
+  WsKernel result;
+  result.sharedBytes = wsGemmResidentSharedBytes(blockN, stages, residentK, elem.getIntOrFloatBitWidth() / 8);
+  result.threads = blockThreads(schedule);
+  // Boxes (rows, 64 columns): A a 64-row tile's K block, B blockN rows of [N, K] or 64 K rows of [K, N], C and P
+  // 64 x 64 pieces.
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> boxes = {{a, {64, 64}}, {b, {tb ? blockN : 64, 64}},
+                                                                   {c, {64, 64}}};
+  if (actGrad)
+    boxes.push_back({p, {64, 64}});
+  std::vector<std::string> maps = addTensorMaps(boxes, argNames, cppNames, result);
+  std::string ns = openGemmConfig(entry,
+                                 "// Warp-specialised persistent TMA GEMM with B resident (strategy wgmma_ws_sm90):\n"
+                                 "// the device library's gemm_resident_b; a block's run of 64-row tiles against\n"
+                                 "// one column block of B kept in shared memory; 8 consumer warps + 1 producer\n"
+                                 "// warpgroup.\n",
+                                 elem, out);
+  out << "  static constexpr bool kTransB = " << (tb ? "true" : "false") << ";  // B stored [N, K]\n";
+  out << "  static constexpr Act kAct = " << activationEnumerator(spec.getActivation()) << ";\n";
+  out << "  static constexpr bool kBias = " << (hasBias ? "true" : "false") << ";\n";
+  out << "  static constexpr bool kActGrad = " << (actGrad ? "true" : "false")
+      << ";  // C = alpha·A·B ∘ act'(P), the tile of P read first\n";
+  out << "  static constexpr int kBlockN = " << blockN << ", kResidentK = " << residentK << ", kStages = " << stages
+      << ";  // B's slab: kResidentK x kBlockN; kStages slots of A\n";
+  printScheduleConfig(schedule, std::nullopt, out);
+  printPlanCheck("GemmResidentBPlan", result, ns, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
+  // Absent bias and P: not read (kBias / kActGrad false).
+  out << "  flashc::device::gemm_resident_b<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << maps[2]
+      << ", " << (actGrad ? maps[3] : maps[2]) << ", " << cppNames[a] << ", " << cppNames[b] << ", "
+      << cppNames[hasBias ? bias : a] << ", " << floatConfigLiteral(spec.getAlpha().getValueAsDouble()) << ");\n";
+  out << "}\n\n";
+  return result;
+}
+
 FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, ArrayRef<std::string> argNames,
                              ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
                              llvm::raw_ostream &out) {
@@ -559,9 +624,12 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   unsigned pre = gated ? 3 : gatedGrad ? 2 : want - 2, preUp = gatedGrad ? 3 : 4;
   SmallVector<StringRef> ring = gated ? SmallVector<StringRef>{"a", "w_gate", "w_up"} : SmallVector<StringRef>{"a", "b"};
   tile::WarpSpecializedAttr schedule = kernel.getScheduleAttr();
+  if (schedule && attrNames(schedule.getResident()) == SmallVector<StringRef>{"b"} &&
+      attrNames(schedule.getRing()) == SmallVector<StringRef>{"a"})
+    return emitResidentBGemm(kernel, spec, schedule, argNames, cppNames, entry, reject, out);
   if (!schedule || !schedule.getResident().empty() || attrNames(schedule.getRing()) != ring)
-    return reject(llvm::formatv("its schedule is not the library's (nothing resident, {0} in the ring; run "
-                                "flash-warp-specialize after flash-plan-memory)",
+    return reject(llvm::formatv("its schedule is not the library's (nothing resident, {0} in the ring; or B "
+                                "resident, A in the ring; run flash-warp-specialize after flash-plan-memory)",
                                 llvm::join(ring, ", ")));
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
   bool pingPong = schedule.getPingPong();  // (never split over K: the kernel verifier's)

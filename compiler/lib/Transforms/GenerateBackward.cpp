@@ -118,7 +118,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         if (*entry->point.strategy != Strategy::WgmmaWsSm90 || wsGemmRefusal(actGradSpec, argTypes))
           return false;
         TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
-        return wsGemmFitPlan(llvm::cast<tile::GemmSpecAttr>(actGradSpec), argTypes, entry->point.pingPong,
+        return wsGemmFitPlan(llvm::cast<tile::GemmSpecAttr>(actGradSpec), argTypes, wsGemmKnobsOf(entry),
                              entry->point.stages.has_value(), plan);
       }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);

@@ -165,6 +165,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       fields.push_back(b.getNamedAttr(kTuningGroupName, b.getI64IntegerAttr(*entry.point.group)));
     if (entry.point.persistent)
       fields.push_back(b.getNamedAttr(kTuningPersistentName, b.getBoolAttr(*entry.point.persistent)));
+    if (entry.point.residentB)
+      fields.push_back(b.getNamedAttr(kTuningResidentBName, b.getBoolAttr(*entry.point.residentB)));
     return b.getDictionaryAttr(fields);
   }
 
@@ -307,7 +309,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
       // (Ping-pong's 64-row A tiles leave room for a deeper ring.)
-      if (!wsGemmFitPlan(gemmSpec, kernel.getFunctionType().getInputs(), entry ? entry->point.pingPong : std::nullopt,
+      if (!wsGemmFitPlan(gemmSpec, kernel.getFunctionType().getInputs(), wsGemmKnobsOf(entry),
                          stages || (entry && entry->point.stages), plan))
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
@@ -435,13 +437,17 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
                                     ws->elementBytes, ws->residentBarriers, plan.blockM);
     if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
-        gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90)
-      offset = wsGemmSharedBytes(plan.blockN, plan.stages,
-                                 gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                 gemm.getRole() == KernelRole::GatedGemm, wsGemmTilesRead(gemm),
-                                 gemm.getRole() == KernelRole::GemmSplitK,
-                                 wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(),
-                                                entry ? entry->point.pingPong : std::nullopt));
+        gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90) {
+      ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+      WsGemmKnobs knobs = wsGemmKnobsOf(entry);
+      int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+      offset = wsGemmResidentB(gemm, inputs, knobs.residentB)
+                   ? wsGemmResidentSharedBytes(plan.blockN, plan.stages, wsGemmResidentK(gemm, inputs), elementBytes)
+                   : wsGemmSharedBytes(plan.blockN, plan.stages, elementBytes,
+                                       gemm.getRole() == KernelRole::GatedGemm, wsGemmTilesRead(gemm),
+                                       gemm.getRole() == KernelRole::GemmSplitK,
+                                       wsGemmPingPong(gemm, inputs, knobs.pingPong));
+    }
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

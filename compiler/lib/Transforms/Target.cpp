@@ -463,7 +463,15 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
-          plan.stages = wsGemmDeepestStages(gemm, plan.blockN, wsGemmPingPong(gemm, argTypes, std::nullopt))
+          // The fused dpre at K <= 256: B's column block resident
+          // (wsGemmResidentB), 128 columns (a 64 KB slab at K = 256 beside
+          // A's slots and the tile buffers).
+          bool resident = wsGemmResidentB(gemm, argTypes, std::nullopt);
+          if (resident)
+            plan.blockN = 128;
+          plan.stages = wsGemmDeepestStages(gemm, plan.blockN,
+                                            resident || wsGemmPingPong(gemm, argTypes, std::nullopt),
+                                            resident ? wsGemmResidentK(gemm, argTypes) : 0)
                             .value_or(3);
         }
       }
@@ -574,31 +582,68 @@ bool wsGemmPingPong(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<bo
   return !ShapedType::isDynamic(k) && k <= 256;
 }
 
+int64_t wsGemmResidentK(GemmSpecAttr gemm, ArrayRef<Type> argTypes) {
+  if (gemm.getRole() != KernelRole::Gemm || gemm.appliesGatedActGrad() || gemm.getAccumulate().getValue() ||
+      gemm.savesPre() || gemm.getTransposeA().getValue() || wsGemmRefusal(gemm, argTypes))
+    return 0;
+  auto a = llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
+  if (!a || a.getRank() != 2)
+    return 0;
+  int64_t k = a.getShape()[1];
+  return ShapedType::isDynamic(k) || k > kResidentBMaxK ? 0 : (k + 63) / 64 * 64;
+}
+
+bool wsGemmResidentB(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<bool> tableKnob) {
+  if (wsGemmResidentK(gemm, argTypes) == 0)
+    return false;
+  if (tableKnob)
+    return *tableKnob;
+  // The fused dpre at short K: the ping-pong form reloads a [K, 256] slab of B
+  // from L2 for each 64-row tile and reads P's tile beside it; with B's column
+  // block resident the loads are A's and P's only. Measured in the kernel lab
+  // on the H200 (d = 256, 65536 x 1024 x 256: bench/results/
+  // 2026-12-03-h200-session30.md call 2): 295-299 TFLOP/s against 273 for the
+  // ping-pong form. Plain GEMMs keep gemm_ws (471 against 493 there).
+  return gemm.appliesActGrad();
+}
+
 bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
-                     int64_t stages, bool pingPong) {
+                     int64_t stages, bool pingPong, int64_t residentK) {
   // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
   int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+  if (residentK > 0)
+    return blockM == 128 && warps == 8 && (blockN == 128 || blockN == 256) && blockK == 64 && stages >= 2 &&
+           stages <= 4 && residentK % 64 == 0 && residentK <= kResidentBMaxK &&
+           wsGemmResidentSharedBytes(blockN, stages, residentK, elementBytes) <= kWsSharedLimit;
   return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
          stages >= 2 && stages <= 4 && (!pingPong || wsGemmPingPongTakes(gemm)) &&
          wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmTilesRead(gemm),
                            gemm.getRole() == KernelRole::GemmSplitK, pingPong) <= kWsSharedLimit;
 }
 
-std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bool pingPong) {
+std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bool pingPong, int64_t residentK) {
   for (int64_t stages : {4, 3, 2})
-    if (wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong))
+    if (wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong, residentK))
       return stages;
   return std::nullopt;
 }
 
-bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<bool> tableKnob, bool stagesGiven,
+bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, WsGemmKnobs knobs, bool stagesGiven,
                    TilePlan &plan) {
-  bool pingPong = wsGemmPingPong(gemm, argTypes, tableKnob);
+  bool resident = wsGemmResidentB(gemm, argTypes, knobs.residentB);
+  bool pingPong = resident || wsGemmPingPong(gemm, argTypes, knobs.pingPong);
+  int64_t residentK = resident ? wsGemmResidentK(gemm, argTypes) : 0;
   if (!stagesGiven)
-    if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong))
+    if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong, residentK))
       plan.stages = *deepest;
-  return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong);
+  return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong, residentK);
+}
+
+int64_t wsGemmResidentSharedBytes(int64_t blockN, int64_t stages, int64_t residentK, int64_t elementBytes) {
+  int64_t kBlocks = residentK / 64;
+  return kBlocks * blockN * 64 * elementBytes + stages * kBlocks * 64 * 64 * elementBytes +
+         2 * 2 * blockN * 64 * elementBytes + 8 * (2 + 2 * stages + 8) + 1024;
 }
 
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,

@@ -372,6 +372,37 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
               point.pingPong = pingPong;
             ws.push_back(point);
           }
+  // At K <= 256 the resident-B form (gemm_resident_b.cuh: B's column block
+  // kept over a block's run of 64-row tiles, the consumers taking them in
+  // turn): 128 or 256 columns where B's slab fits, 3 or 2 slots of A; the
+  // hand rule for the fused dpre (first then), a point for plain GEMMs
+  // (0.95x gemm_ws there in the lab, session 30 call 2). The other ws points
+  // name the form off.
+  int64_t residentK = wgmma ? wsGemmResidentK(gemm, argTypes) : 0;
+  if (residentK > 0) {
+    for (TuningPoint &point : ws)
+      point.residentB = false;
+    std::vector<TuningPoint> resident;
+    for (int64_t width : {128, 256})
+      for (int64_t stages : {3, 2}) {
+        TilePlan plan = hand;
+        plan.strategy = Strategy::WgmmaWsSm90;
+        plan.blockM = 128;
+        plan.warps = 8;
+        plan.blockK = 64;
+        plan.blockN = width;
+        plan.stages = stages;
+        if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, true, residentK))
+          continue;
+        TuningPoint point = pointFrom(plan, true);
+        point.group = 8;  // (unused: a block's run is contiguous in column-block-major order)
+        point.pingPong = true;
+        point.residentB = true;
+        resident.push_back(point);
+      }
+    bool handResident = wsGemmResidentB(gemm, argTypes, std::nullopt);
+    ws.insert(handResident ? ws.begin() : ws.end(), resident.begin(), resident.end());
+  }
   points.insert(points.begin(), ws.begin(), ws.end());
   return points;
 }

@@ -35,9 +35,9 @@ const BuiltinTable kBuiltinTables[] = {
 #include "TuningTables.inc"
 };
 
-constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m", "block_n", "block_k",
-                                              "warps", "stages",   "ping_pong", "group",
-                                              "persistent"};
+constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
+                                              "warps", "stages",   "ping_pong", "group",   "persistent",
+                                              "resident_b"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -56,6 +56,9 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   // The warp-specialised attention forward's grid (flash-order-blocks).
   if (field == "persistent")
     return kind == "attention_forward";
+  // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
+  if (field == "resident_b")
+    return kind == "gemm";
   return true;
 }
 
@@ -146,6 +149,8 @@ std::string TuningPoint::str() const {
   addInt("group", group);
   if (persistent)
     add("persistent", *persistent ? "1" : "0");
+  if (residentB)
+    add("resident_b", *residentB ? "1" : "0");
   return text;
 }
 
@@ -267,6 +272,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("persistent must be 0 or 1, got '" + value + "'");
         point.persistent = value == "1";
+      } else if (name == "resident_b") {
+        if (value != "0" && value != "1")
+          return fail("resident_b must be 0 or 1, got '" + value + "'");
+        point.residentB = value == "1";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -282,6 +291,8 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         *slot = number;
       }
     }
+    if (point.residentB.value_or(false) && point.pingPong == false)
+      return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
     if (!inserted)
       return fail(llvm::formatv("the key '{0}' has an entry already, on line {1}", entry.keyText(),
@@ -407,6 +418,11 @@ TuningPoint pointOf(KernelOp kernel) {
   // A knob of the ws forward's grid (flash-order-blocks).
   if (schedule && attention && attention.getRole() == KernelRole::AttentionForward)
     point.persistent = order && order.getOrder() == BlockOrder::Persistent;
+  // The persistent GEMM's form at short K: B resident (its schedule's
+  // resident list), where the form takes the kernel.
+  if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&
+      wsGemmResidentK(gemm, kernel.getFunctionType().getInputs()) > 0)
+    point.residentB = !schedule.getResident().empty();
   return point;
 }
 

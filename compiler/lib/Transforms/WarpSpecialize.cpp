@@ -42,10 +42,13 @@ struct WarpSpecializePass
       ArrayAttr resident, ring;
       bool roleSplit = false, pingPongTakes = true;
       // The kernel's tuning-table entry may say whether its consumers ping-pong.
-      std::optional<bool> knob;
-      if (DictionaryAttr tuning = kernel.getTuningAttr())
+      std::optional<bool> knob, residentKnob;
+      if (DictionaryAttr tuning = kernel.getTuningAttr()) {
         if (auto value = tuning.getAs<BoolAttr>(flashc::kTuningPingPongName))
           knob = value.getValue();
+        if (auto value = tuning.getAs<BoolAttr>(flashc::kTuningResidentBName))
+          residentKnob = value.getValue();
+      }
       bool consumersPingPong = knob.value_or(static_cast<bool>(pingPong));
       int64_t consumerWarpgroups = static_cast<int64_t>(kernel.getWarps()) / 4;
       auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
@@ -76,6 +79,14 @@ struct WarpSpecializePass
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});
         consumersPingPong = flashc::wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(), knob);
+        // At K <= 256 B's column block may stay resident (wsGemmResidentB:
+        // the table's knob or the hand rule), A's tiles (all of K) streaming
+        // through the ring; its consumers always take the tiles in turn.
+        if (flashc::wsGemmResidentB(gemm, kernel.getFunctionType().getInputs(), residentKnob)) {
+          resident = builder.getStrArrayAttr({"b"});
+          ring = builder.getStrArrayAttr({"a"});
+          consumersPingPong = true;
+        }
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
                  moe && moe.isGemm()) {
         // A mixture of experts' router and expert GEMMs (and their gradients): the persistent GEMM's schedule; an

@@ -125,28 +125,55 @@ bool wsGemmPingPongTakes(mlir::tile::GemmSpecAttr gemm);
 bool wsGemmPingPong(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
                     std::optional<bool> tableKnob);
 
+/// The largest contraction the resident-B GEMM (gemm_resident_b.cuh) keeps in
+/// shared memory.
+inline constexpr int64_t kResidentBMaxK = 256;
+
+/// The contraction a resident-B GEMM of `gemm` over `argTypes` holds (K
+/// rounded up to whole 64-column blocks), or 0 where the form does not take
+/// the kernel: role gemm (not gated, not accumulating, saving nothing), A [M,
+/// K] of rank 2 not transposed, and a static K of at most kResidentBMaxK.
+int64_t wsGemmResidentK(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes);
+
+/// Whether the persistent GEMM keeps B's column block resident (the
+/// resident-B form: a block's run of 64-row tiles in column-block-major order
+/// against one slab of B, its consumers taking the tiles in turn): the
+/// kernel's tuning-table knob where it has one, else the hand rule (the fused
+/// dpre, C = A·Bᵀ ∘ act'(P), whose epilogue read made the ping-pong form wait
+/// on B's reloads); never where the form does not take it.
+bool wsGemmResidentB(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
+                     std::optional<bool> tableKnob);
+
 /// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape: 128 rows
 /// on 8 consumer warps (two warpgroups; ping-pong: 64-row tiles, one a
 /// warpgroup), 128 or 256 columns (gated: 128 of each weight), 64 of K, 2-4
-/// stages, within 227 KB of shared memory.
+/// stages, within 227 KB of shared memory. `residentK` > 0: the resident-B
+/// form holding that much of K (its stages are A's slots).
 bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
-                     int64_t warps, int64_t stages, bool pingPong = false);
+                     int64_t warps, int64_t stages, bool pingPong = false, int64_t residentK = 0);
 
 /// The deepest ring (4, 3 or 2 stages) with which a wgmma_ws_sm90 plan of
-/// `gemm` at blockN columns (cooperative or ping-ponging) fits; none when
-/// even 2 do not. The hand rule's depth, and a table entry's where it gives
-/// none.
-std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, bool pingPong);
+/// `gemm` at blockN columns (cooperative, ping-ponging or resident-B) fits;
+/// none when even 2 do not. The hand rule's depth, and a table entry's where
+/// it gives none.
+std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, bool pingPong,
+                                           int64_t residentK = 0);
+
+/// A table entry's schedule knobs for the persistent GEMM (none: the hand
+/// rules').
+struct WsGemmKnobs {
+  std::optional<bool> pingPong, residentB;
+};
 
 /// Whether the persistent GEMM takes `plan` (a hand rule's, with a table
 /// entry's fields applied) for `gemm` over `argTypes`, its consumers
-/// ping-ponging as `tableKnob` or the hand rule says (wsGemmPingPong); where no
-/// stage count was given (`stagesGiven` false) the plan first takes the
-/// deepest ring that fits, since the hand rule chose its depth for the hand
-/// rule's ping-pong and width. flash-plan-memory and the FFN backward's
-/// fusion choice ask the same.
-bool wsGemmFitPlan(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
-                   std::optional<bool> tableKnob, bool stagesGiven, TilePlan &plan);
+/// ping-ponging and B resident as `knobs` or the hand rules say
+/// (wsGemmPingPong, wsGemmResidentB); where no stage count was given
+/// (`stagesGiven` false) the plan first takes the deepest ring that fits,
+/// since the hand rule chose its depth for the hand rule's form and width.
+/// flash-plan-memory and the FFN backward's fusion choice ask the same.
+bool wsGemmFitPlan(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes, WsGemmKnobs knobs,
+                   bool stagesGiven, TilePlan &plan);
 
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
 /// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
@@ -157,6 +184,12 @@ bool wsGemmFitPlan(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> arg
 /// (the emitted source static_asserts both agree).
 int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, bool gated, int64_t tilesRead,
                           bool splitK = false, bool pingPong = false);
+
+/// The resident-B form's: B's slab [residentK x blockN], `stages` slots of A's
+/// 64-row tiles (all of residentK), two tile buffers [64 x blockN] a consumer
+/// warpgroup, 2 + 2·stages + 8 mbarriers and 1024 bytes to align the base:
+/// GemmResidentBPlan::kSmemBytes.
+int64_t wsGemmResidentSharedBytes(int64_t blockN, int64_t stages, int64_t residentK, int64_t elementBytes);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out

@@ -64,6 +64,9 @@ struct TuningPoint {
   /// The warp-specialised attention forward: a persistent grid over pairs of
   /// query-row blocks (flash-order-blocks, #tile.grid_order<persistent>).
   std::optional<bool> persistent;
+  /// The persistent GEMM at K <= 256: B's column block resident over a block's
+  /// run of tiles (gemm_resident_b.cuh; flash-warp-specialize).
+  std::optional<bool> residentB;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.
@@ -132,6 +135,11 @@ std::shared_ptr<const TuningTable> loadTuningTable(llvm::StringRef option, llvm:
 /// bundle's compiler stamp records.
 std::string builtinTuningTablesSummary();
 
+/// A table entry's persistent-GEMM knobs (none without an entry).
+inline WsGemmKnobs wsGemmKnobsOf(const TuningEntry *entry) {
+  return entry ? WsGemmKnobs{entry->point.pingPong, entry->point.residentB} : WsGemmKnobs{};
+}
+
 /// The entry `kernel` was planned from (its `tuning` attribute), or none.
 std::optional<std::string> tuningEntryOf(mlir::tile::KernelOp kernel);
 
@@ -142,6 +150,7 @@ inline constexpr llvm::StringLiteral kTuningKeyName = "key";
 inline constexpr llvm::StringLiteral kTuningPingPongName = "ping_pong";
 inline constexpr llvm::StringLiteral kTuningGroupName = "group";
 inline constexpr llvm::StringLiteral kTuningPersistentName = "persistent";
+inline constexpr llvm::StringLiteral kTuningResidentBName = "resident_b";
 
 } // namespace flashc
 

@@ -208,19 +208,26 @@ LogicalResult KernelOp::verify() {
         gemm && gemm.getRole() == KernelRole::GemmSplitK && schedule.getPingPong())
       return emitOpError("schedule ping-pongs, which a GEMM split over K (#tile.gemm<role = gemm_split_k>) does "
                          "not: its units' sums leave from registers, never by turns");
+    // A GEMM with B resident (the resident-B form): its consumers take the tiles in turn.
+    if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(getSpecAttr());
+        gemm && gemm.getRole() != KernelRole::FfnFused && !schedule.getResident().empty() &&
+        !schedule.getPingPong())
+      return emitOpError("schedule keeps a GEMM operand resident but does not ping-pong: the resident-B GEMM's "
+                         "consumers take its tiles in turn");
   }
   // The tuning-table entry a plan came from, and its schedule knobs.
   if (DictionaryAttr tuning = getTuningAttr()) {
     for (NamedAttribute field : tuning) {
       StringRef name = field.getName().getValue();
       bool ok = name == "entry" || name == "key" ? llvm::isa<StringAttr>(field.getValue())
-                : name == "ping_pong" || name == "persistent" ? llvm::isa<BoolAttr>(field.getValue())
+                : name == "ping_pong" || name == "persistent" || name == "resident_b"
+                    ? llvm::isa<BoolAttr>(field.getValue())
                 : name == "group"                 ? llvm::isa<IntegerAttr>(field.getValue())
                                                   : false;
       if (!ok)
         return emitOpError() << "tuning attribute field '" << name
                              << "' is unknown or of the wrong type (entry and key: strings, "
-                                "ping_pong and persistent: bool, group: integer)";
+                                "ping_pong, persistent and resident_b: bool, group: integer)";
     }
     if (!tuning.getAs<StringAttr>("entry"))
       return emitOpError("tuning attribute needs the entry it names (entry = \"<file>:<line>\")");

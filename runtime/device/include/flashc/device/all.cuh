@@ -31,6 +31,7 @@
 #include "flashc/device/ws_epilogue.cuh"
 #include "flashc/device/ffn_fwd_ws.cuh"
 #include "flashc/device/gemm_ws.cuh"
+#include "flashc/device/gemm_resident_b.cuh"
 #include "flashc/device/ffn_activation_grad.cuh"
 #include "flashc/device/attention_decode.cuh"
 #include "flashc/device/kv_append.cuh"
