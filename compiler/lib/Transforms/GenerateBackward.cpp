@@ -119,7 +119,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           return false;
         TilePlan plan = entry->point.applyTo(defaultPlan(targetDesc, actGradSpec, argTypes));
         return wsGemmFitPlan(llvm::cast<tile::GemmSpecAttr>(actGradSpec), argTypes, wsGemmKnobsOf(entry),
-                             entry->point.stages.has_value(), plan);
+                             entry->point.blockN.has_value(), entry->point.stages.has_value(), plan);
       }
     return prefersFusedActivationGrad(targetDesc, actGradSpec, argTypes);
   }

@@ -310,7 +310,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
       // (Ping-pong's 64-row A tiles leave room for a deeper ring.)
       if (!wsGemmFitPlan(gemmSpec, kernel.getFunctionType().getInputs(), wsGemmKnobsOf(entry),
-                         stages || (entry && entry->point.stages), plan))
+                         blockN || (entry && entry->point.blockN), stages || (entry && entry->point.stages), plan))
         plan.strategy = Strategy::WgmmaSm90;
     } else if (plan.strategy == Strategy::WgmmaWsSm90 && isWsBackward(spec)) {
       // (isWsBackward: an attention recipe.)

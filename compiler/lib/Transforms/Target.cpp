@@ -463,9 +463,9 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
           plan.strategy = Strategy::WgmmaWsSm90;
           plan.blockM = 128;
           plan.warps = 8;
-          // The fused dpre at K <= 256: B's column block resident
-          // (wsGemmResidentB), 128 columns (a 64 KB slab at K = 256 beside
-          // A's slots and the tile buffers).
+          // (B's column block resident where wsGemmResidentB says: 128
+          // columns, a 64 KB slab at K = 256 beside A's slots and the tile
+          // buffers.)
           bool resident = wsGemmResidentB(gemm, argTypes, std::nullopt);
           if (resident)
             plan.blockN = 128;
@@ -598,13 +598,13 @@ bool wsGemmResidentB(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<b
     return false;
   if (tableKnob)
     return *tableKnob;
-  // The fused dpre at short K: the ping-pong form reloads a [K, 256] slab of B
-  // from L2 for each 64-row tile and reads P's tile beside it; with B's column
-  // block resident the loads are A's and P's only. Measured in the kernel lab
-  // on the H200 (d = 256, 65536 x 1024 x 256: bench/results/
-  // 2026-12-03-h200-session30.md call 2): 295-299 TFLOP/s against 273 for the
-  // ping-pong form. Plain GEMMs keep gemm_ws (471 against 493 there).
-  return gemm.appliesActGrad();
+  // A tuning point, not a hand rule. The fused dpre at d = 256 on the H200
+  // (65536 x 1024 x 256, the kernel lab: bench/results/
+  // 2026-12-03-h200-session30.md calls 2-3): ahead of the ping-pong form while
+  // the epilogue's derivative took ~12 operations (295-299 TFLOP/s against
+  // 273), behind it once they were 8 (319 against 329); plain GEMMs 471
+  // against 493.
+  return false;
 }
 
 bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
@@ -629,11 +629,13 @@ std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bo
   return std::nullopt;
 }
 
-bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, WsGemmKnobs knobs, bool stagesGiven,
-                   TilePlan &plan) {
+bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, WsGemmKnobs knobs, bool widthGiven,
+                   bool stagesGiven, TilePlan &plan) {
   bool resident = wsGemmResidentB(gemm, argTypes, knobs.residentB);
   bool pingPong = resident || wsGemmPingPong(gemm, argTypes, knobs.pingPong);
   int64_t residentK = resident ? wsGemmResidentK(gemm, argTypes) : 0;
+  if (resident && !widthGiven && !wsGemmDeepestStages(gemm, plan.blockN, pingPong, residentK))
+    plan.blockN = 128;  // (B's slab of 256 columns leaves no room for A's slots at K = 256)
   if (!stagesGiven)
     if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong, residentK))
       plan.stages = *deepest;

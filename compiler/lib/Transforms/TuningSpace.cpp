@@ -374,9 +374,9 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
           }
   // At K <= 256 the resident-B form (gemm_resident_b.cuh: B's column block
   // kept over a block's run of 64-row tiles, the consumers taking them in
-  // turn): 128 or 256 columns where B's slab fits, 3 or 2 slots of A; the
-  // hand rule for the fused dpre (first then), a point for plain GEMMs
-  // (0.95x gemm_ws there in the lab, session 30 call 2). The other ws points
+  // turn): 128 or 256 columns where B's slab fits, 3 or 2 slots of A
+  // (the fused dpre at d = 256: 0.97x the ping-pong hand rule in the lab,
+  // plain GEMMs 0.95x gemm_ws; session 30 calls 2-3). The other ws points
   // name the form off.
   int64_t residentK = wgmma ? wsGemmResidentK(gemm, argTypes) : 0;
   if (residentK > 0) {

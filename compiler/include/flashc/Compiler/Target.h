@@ -138,9 +138,8 @@ int64_t wsGemmResidentK(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type
 /// Whether the persistent GEMM keeps B's column block resident (the
 /// resident-B form: a block's run of 64-row tiles in column-block-major order
 /// against one slab of B, its consumers taking the tiles in turn): the
-/// kernel's tuning-table knob where it has one, else the hand rule (the fused
-/// dpre, C = A·Bᵀ ∘ act'(P), whose epilogue read made the ping-pong form wait
-/// on B's reloads); never where the form does not take it.
+/// kernel's tuning-table knob where it has one (a point of the gemm space;
+/// the hand rule keeps gemm_ws); never where the form does not take it.
 bool wsGemmResidentB(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
                      std::optional<bool> tableKnob);
 
@@ -168,12 +167,14 @@ struct WsGemmKnobs {
 /// Whether the persistent GEMM takes `plan` (a hand rule's, with a table
 /// entry's fields applied) for `gemm` over `argTypes`, its consumers
 /// ping-ponging and B resident as `knobs` or the hand rules say
-/// (wsGemmPingPong, wsGemmResidentB); where no stage count was given
-/// (`stagesGiven` false) the plan first takes the deepest ring that fits,
-/// since the hand rule chose its depth for the hand rule's form and width.
-/// flash-plan-memory and the FFN backward's fusion choice ask the same.
+/// (wsGemmPingPong, wsGemmResidentB); where no width was given (`widthGiven`
+/// false) a resident-B plan takes 128 columns where the hand rule's do not
+/// fit, and where no stage count was given (`stagesGiven` false) the plan
+/// takes the deepest ring that fits, since the hand rule chose them for the
+/// hand rule's form. flash-plan-memory and the FFN backward's fusion choice
+/// ask the same.
 bool wsGemmFitPlan(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes, WsGemmKnobs knobs,
-                   bool stagesGiven, TilePlan &plan);
+                   bool widthGiven, bool stagesGiven, TilePlan &plan);
 
 /// Its dynamic shared memory: `stages` slots of A [128 x 64] (ping-pong: its
 /// 64-row tiles' [64 x 64]) and B [64 x blockN] (gated: both weights' blockN
