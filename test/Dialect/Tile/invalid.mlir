@@ -387,7 +387,7 @@ tile.kernel @persistent_three(%q: !tile.tensor<?x8x?x64xbf16>) attributes {
 // -----
 
 // A tuning entry's schedule knobs have fixed types: persistent (like ping_pong) is a bool.
-// expected-error @+1 {{tuning attribute field 'persistent' is unknown or of the wrong type (entry and key: strings, ping_pong and persistent: bool, group: integer)}}
+// expected-error @+1 {{tuning attribute field 'persistent' is unknown or of the wrong type (entry and key: strings, ping_pong, persistent and resident_b: bool, group: integer)}}
 tile.kernel @tuned(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
     block_m = 64, block_n = 64, warps = 4, stages = 2, tuning = {entry = "table.txt:2", persistent = 1 : i64}} {
