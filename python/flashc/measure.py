@@ -3,6 +3,9 @@
 time_ms(fn): CUDA events around each call of fn, the L2 flushed before each (triton.testing.do_bench when Triton is
 installed, the same loop in torch otherwise), repeated for `rep` ms after `warmup` ms; the median, every sample and the
 outliers (outside the quartiles' 1.5 x IQR fences), so a run disturbed by something else on the GPU shows.
+time_ms(fn, lead_us=...) puts a GPU spin between the flush and each call (the torch loop), so that the host has
+enqueued the call's launches before the GPU reaches them: a program of short kernels is timed at the GPU's pace, not
+at its launch path's ("auto": 1.5x the host's own time for a call, measured first). Opt-in: not yet run on a GPU.
 
 check_attention / check_ffn: a flashc result against float64 math on a few slices, passing when its error is within
 2x that of a same-precision peer (PyTorch's SDPA, eager) plus a floor.
@@ -36,14 +39,16 @@ def median(samples):
     return _quantile(sorted(samples), 0.5)
 
 
-def time_ms(fn, warmup=25, rep=100, grad_to_none=None):
-    """Timing of fn (milliseconds): CUDA events, L2 flushed before each call, `rep` ms of calls after `warmup` ms."""
+def time_ms(fn, warmup=25, rep=100, grad_to_none=None, lead_us=0):
+    """Timing of fn (milliseconds): CUDA events, L2 flushed before each call, `rep` ms of calls after `warmup` ms.
+    lead_us: a GPU spin of that many microseconds (or "auto") before each call's start event (the torch loop)."""
+    lead_us = _lead(lead_us)
     try:
         import triton.testing
     except ImportError:
         triton = None
     samples = None
-    if triton is not None:
+    if triton is not None and not lead_us:
         try:
             samples = triton.testing.do_bench(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none,
                                               return_mode="all")
@@ -51,17 +56,70 @@ def time_ms(fn, warmup=25, rep=100, grad_to_none=None):
             if "return_mode" not in str(e) and not isinstance(e, TypeError):
                 raise
     if samples is None:
-        samples = _time_with_torch(fn, warmup, rep, grad_to_none)
+        samples = _time_with_torch(fn, warmup, rep, grad_to_none, lead_us)
     samples = [float(s) for s in samples]
     return Timing(median(samples), samples, outliers(samples))
 
 
-def _time_with_torch(fn, warmup, rep, grad_to_none):
-    """triton.testing.do_bench's loop in torch: a 256 MB write before each call evicts the L2."""
+def _lead(lead_us):
+    """lead_us checked: 0 (none), a positive number of microseconds, or "auto"."""
+    if lead_us in (None, 0, "0"):
+        return 0
+    if lead_us == "auto":
+        return "auto"
+    try:
+        value = float(lead_us)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError("lead_us must be a positive number of microseconds, 0 or 'auto', got %r" % (lead_us,))
+    return value
+
+
+def host_us(fn, calls=5):
+    """The host's time to enqueue one call of fn (microseconds, the fastest of `calls`; the GPU kept busy meanwhile
+    so that no launch waits on a full queue)."""
+    import time
+    import torch
+    best = float("inf")
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(_spin_cycles(20000.0))  # 20 ms of GPU work ahead: the launches below never wait on it
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, (time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return best
+
+
+_CYCLES_PER_US = None
+
+
+def _spin_cycles(us):
+    """Cycles of torch.cuda._sleep that take about `us` microseconds (its rate measured once with events)."""
+    global _CYCLES_PER_US
+    import torch
+    if _CYCLES_PER_US is None:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000000)  # warm
+        start.record()
+        torch.cuda._sleep(10000000)
+        end.record()
+        torch.cuda.synchronize()
+        _CYCLES_PER_US = 10000000 / max(start.elapsed_time(end) * 1000.0, 1.0)
+    return max(1, int(us * _CYCLES_PER_US))
+
+
+def _time_with_torch(fn, warmup, rep, grad_to_none, lead_us=0):
+    """triton.testing.do_bench's loop in torch: a 256 MB write before each call evicts the L2; with lead_us a GPU
+    spin after it, before the start event."""
     import torch
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     fn()
     torch.cuda.synchronize()
+    spin = 0
+    if lead_us:
+        spin = _spin_cycles(1.5 * host_us(fn) if lead_us == "auto" else lead_us)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
@@ -72,13 +130,15 @@ def _time_with_torch(fn, warmup, rep, grad_to_none):
     estimate = max(start.elapsed_time(end) / 5, 1e-3)
     for _ in range(max(1, int(warmup / estimate))):
         fn()
-    count = max(1, int(rep / estimate))
+    count = max(1, int(rep / (estimate + (spin / _CYCLES_PER_US / 1000.0 if spin else 0.0))))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     for i in range(count):
         for t in grad_to_none or ():
             t.grad = None
         flush.zero_()
+        if spin:
+            torch.cuda._sleep(spin)
         starts[i].record()
         fn()
         ends[i].record()

@@ -131,6 +131,22 @@ class TaskLoopTest(unittest.TestCase):
 
 
 class PiecesTest(unittest.TestCase):
+    def test_the_gpu_lead_is_microseconds_or_auto(self):
+        from flashc import measure
+        self.assertEqual(measure._lead(0), 0)
+        self.assertEqual(measure._lead("0"), 0)
+        self.assertEqual(measure._lead("250"), 250.0)
+        self.assertEqual(measure._lead("auto"), "auto")
+        for bad in ("-5", "nan", "inf", "soon", -1):
+            with self.assertRaises(ValueError):
+                measure._lead(bad)
+
+    def test_time_refuses_a_bad_lead_before_it_reads_the_plan(self):
+        from flashc import tune
+        with self.assertRaises(SystemExit) as e:
+            tune.main(["time", "/nonexistent-plan", "--progress", "/tmp/p.jsonl", "--lead-us", "-5"])
+        self.assertIn("--lead-us", str(e.exception.code))
+
     def test_outliers_are_outside_the_quartile_fences(self):
         from flashc import measure
         samples = [1.00, 1.01, 0.99, 1.02, 1.00, 0.98, 1.60]

@@ -87,11 +87,16 @@ def _finish(plan, progress, out, table, margin, max_loss, write):
 
 def _time(args):
     from . import device, plan as plan_mod, progress as progress_mod
+    from .. import measure
+    try:
+        lead_us = measure._lead(args.lead_us)
+    except ValueError as e:
+        raise SystemExit("python -m flashc.tune time: --lead-us: %s" % e)
     plan = plan_mod.Plan.load(args.plan)
     if args.dry_run:
         return 1 if device.dry_run(plan, args.work) else 0
     progress = progress_mod.Progress(args.progress)
-    measurer = device.TorchMeasurer(plan, args.work, warmup=args.warmup, rep=args.rep)
+    measurer = device.TorchMeasurer(plan, args.work, warmup=args.warmup, rep=args.rep, lead_us=lead_us)
     import torch
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     if gpu is None:
@@ -190,6 +195,10 @@ def main(argv=None):
             q.add_argument("--budget", type=float, help="seconds after which no task starts (then exit 3)")
             q.add_argument("--warmup", type=int, default=25, help="warmup ms a timing")
             q.add_argument("--rep", type=int, default=100, help="ms of timed calls a timing")
+            q.add_argument("--lead-us", default="0",
+                           help="a GPU spin of this many microseconds (or 'auto': 1.5x the host's time for a call) "
+                                "before each timed call, so that a program of short kernels is timed at the GPU's "
+                                "pace rather than its launch path's (flashc.measure.time_ms; default 0: none)")
             q.add_argument("--confirm", type=int, default=3,
                            help="rounds of the confirmation: each first-round winner and its hand rule timed again, "
                                 "alternately (0: none; default 3)")

@@ -160,12 +160,12 @@ _KEYED = {}
 class TorchMeasurer:
     """Checks and times through flashc.torch's launch path (the candidates' bundles found by their keys)."""
 
-    def __init__(self, plan, work, warmup=25, rep=100):
+    def __init__(self, plan, work, warmup=25, rep=100, lead_us=0):
         import torch
         from .. import cache
         self.torch = torch
         self.plan = plan
-        self.warmup, self.rep = warmup, rep
+        self.warmup, self.rep, self.lead_us = warmup, rep, lead_us
         self.bundles = os.path.join(work, "bundles")
         os.makedirs(self.bundles, exist_ok=True)
         os.environ["FLASHC_BUNDLE_PATH"] = self.bundles
@@ -228,7 +228,7 @@ class TorchMeasurer:
             else:
                 _, inputs, saved = forward(True)
                 fn = lambda: ft._ffn_backward(config, (shape["rows"],), *inputs, saved, t["dy"])
-        timing = measure.time_ms(fn, warmup=self.warmup, rep=self.rep)
+        timing = measure.time_ms(fn, warmup=self.warmup, rep=self.rep, lead_us=self.lead_us)
         return {"median_ms": timing.median_ms, "samples": len(timing.samples_ms), "outliers": len(timing.outliers),
                 "min_ms": min(timing.samples_ms), "max_ms": max(timing.samples_ms)}
 
