@@ -532,6 +532,14 @@ FailureOr<WsKernel> emitFfn(tile::KernelOp kernel, tile::GemmSpecAttr spec,
   return result;
 }
 
+/// Whether flash-order-blocks gave a GEMM kernel the persistent grid its
+/// library forms walk (else kNotPersistentGrid says why not).
+bool isPersistentGrid(tile::GridOrderAttr order) {
+  return order && order.getOrder() == tile::BlockOrder::Persistent;
+}
+constexpr const char *kNotPersistentGrid = "its grid is not persistent (flash-order-blocks gives the "
+                                           "warp-specialised GEMM #tile.grid_order<order = persistent>)";
+
 /// The resident-B GEMM (gemm_resident_b.cuh; the schedule keeps b resident and streams a): a plain GEMM or the
 /// fused dpre at K <= 256, arguments a, b, [bias], [p], c.
 FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec,
@@ -559,9 +567,8 @@ FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr 
                                 "columns, 2-4 slots of A, B's {4} rows of K and the tile buffers within 227 KB",
                                 kernel.getBlockM(), blockN, kernel.getWarps(), stages, residentK));
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
-  if (!order || order.getOrder() != tile::BlockOrder::Persistent)
-    return reject("its grid is not persistent (flash-order-blocks gives the warp-specialised GEMM "
-                  "#tile.grid_order<order = persistent>)");
+  if (!isPersistentGrid(order))
+    return reject(kNotPersistentGrid);
   Type elem = spec.getElementType().getValue();
   WsKernel result;
   result.sharedBytes = wsGemmResidentSharedBytes(blockN, stages, residentK, elem.getIntOrFloatBitWidth() / 8);
@@ -640,9 +647,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                 kernel.getBlockM(), blockN, kernel.getWarps(), stages,
                                 gated ? "128" : "128 or 256"));
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
-  if (!order || order.getOrder() != tile::BlockOrder::Persistent)
-    return reject("its grid is not persistent (flash-order-blocks gives the warp-specialised GEMM "
-                  "#tile.grid_order<order = persistent>)");
+  if (!isPersistentGrid(order))
+    return reject(kNotPersistentGrid);
   Type elem = spec.getElementType().getValue();
 
   WsKernel result;

@@ -341,6 +341,17 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
   // (in the lab +11 % for the fused dpre and +17 % for C += at K = 256,
   // 5-12 % behind at long K, bench/results/2026-12-02-h200-session16.md
   // call 8).
+  // The persistent GEMM's plans: two consumer warpgroups, 64 columns of K a step.
+  auto wsGemmPlan = [&](int64_t width, int64_t stages) {
+    TilePlan plan = hand;
+    plan.strategy = Strategy::WgmmaWsSm90;
+    plan.blockM = 128;
+    plan.warps = 8;
+    plan.blockK = 64;
+    plan.blockN = width;
+    plan.stages = stages;
+    return plan;
+  };
   std::vector<TuningPoint> ws;
   bool gated = gemm.getRole() == KernelRole::GatedGemm;
   llvm::SmallVector<int64_t, 2> wsWidths = gated ? llvm::SmallVector<int64_t, 2>{128}
@@ -356,13 +367,7 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
           for (int64_t group : {8, 16}) {
             if (pingPong && group != 8)
               continue;
-            TilePlan plan = hand;
-            plan.strategy = Strategy::WgmmaWsSm90;
-            plan.blockM = 128;
-            plan.warps = 8;
-            plan.blockK = 64;
-            plan.blockN = width;
-            plan.stages = stages;
+            TilePlan plan = wsGemmPlan(width, stages);
             // (A tile read in the epilogue takes its shared memory from the ring.)
             if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, pingPong))
               continue;
@@ -385,13 +390,7 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
     std::vector<TuningPoint> resident;
     for (int64_t width : {128, 256})
       for (int64_t stages : {3, 2}) {
-        TilePlan plan = hand;
-        plan.strategy = Strategy::WgmmaWsSm90;
-        plan.blockM = 128;
-        plan.warps = 8;
-        plan.blockK = 64;
-        plan.blockN = width;
-        plan.stages = stages;
+        TilePlan plan = wsGemmPlan(width, stages);
         if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, true, residentK))
           continue;
         TuningPoint point = pointFrom(plan, true);
