@@ -12,7 +12,8 @@
 // RUN: FileCheck %s --check-prefix=TILE < %t.tile.mlir
 // Without the entry the dpre keeps the hand rule's gemm_ws (ping-pong); at K = 1024 the form does not take it.
 // RUN: flashc %S/Inputs/ffn-d256.mlir --emit=tile -o - | FileCheck %s --check-prefix=HAND
-// RUN: flashc %S/Inputs/ffn-d1024.mlir --tuning-table=%S/Inputs/tuning-gemm-resident-b.txt --emit=tile -o - | FileCheck %s --check-prefix=LONG
+// RUN: flashc %S/Inputs/ffn-d1024.mlir --tuning-table=%S/Inputs/tuning-gemm-resident-b-all.txt --emit=tile -o - 2>&1 | FileCheck %s --check-prefix=LONG
+// RUN: flashc %S/Inputs/ffn-d256.mlir --tuning-table=%S/Inputs/tuning-gemm-resident-b-all.txt --emit=tile -o - 2>&1 | FileCheck %s --check-prefix=ALL
 // The space holds the resident points (128 columns, 3 or 2 slots of A) for the dpre's key only.
 // RUN: flashc %S/Inputs/ffn-d256.mlir --print-tuning-space -o - | FileCheck %s --check-prefix=SPACE
 // Entries the form cannot take: a 256-column slab at K = 256 (no room: the backward keeps its split form), the
@@ -61,8 +62,18 @@
 // HAND-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // HAND-SAME: resident = [], ring = ["a", "b"], ring_stages = 4, ping_pong = true>
 
+// An entry for every plain GEMM: at d = 1024 (K = 1024 everywhere) no kernel keeps B resident, and nothing errs.
+// LONG-NOT: error
+// LONG-NOT: resident = ["b"]
 // LONG-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // LONG-SAME: resident = [], ring = ["a", "b"]
+// LONG-NOT: resident = ["b"]
+// At d = 256 it takes the dpre (K = 256) only, not dx (K = 1024).
+// ALL-NOT: error
+// ALL-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
+// ALL-SAME: resident = ["b"], ring = ["a"]
+// ALL-LABEL: tile.kernel @ffn_ffn_bwd_dx(
+// ALL-SAME: resident = [], ring = ["a", "b"]
 
 // SPACE: "kernel": "ffn_ffn_bwd_dpre"
 // SPACE: "plan": "strategy=wgmma_ws_sm90 block_m=128 block_n=256 block_k=64 warps=8 stages=4 ping_pong=1 group=8 resident_b=0"

@@ -624,7 +624,8 @@ bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t 
 
 std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bool pingPong, int64_t residentK) {
   for (int64_t stages : {4, 3, 2})
-    if (wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong, residentK))
+    if ((residentK == 0 || stages <= 3) &&  // (the resident form's points: 3 or 2 slots of A)
+        wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong, residentK))
       return stages;
   return std::nullopt;
 }

@@ -230,7 +230,7 @@ class TorchMeasurer:
                 fn = lambda: ft._ffn_backward(config, (shape["rows"],), *inputs, saved, t["dy"])
         timing = measure.time_ms(fn, warmup=self.warmup, rep=self.rep, lead_us=self.lead_us)
         return {"median_ms": timing.median_ms, "samples": len(timing.samples_ms), "outliers": len(timing.outliers),
-                "min_ms": min(timing.samples_ms), "max_ms": max(timing.samples_ms)}
+                "min_ms": min(timing.samples_ms), "max_ms": max(timing.samples_ms), "lead_us": self.lead_us}
 
     def check(self, entry, bundle):
         from .. import measure

@@ -159,6 +159,7 @@ __device__ __forceinline__ void gemm_resident_b(const TmaDescriptor& map_a, cons
           for (int kb = 0; kb < P::kKBlocks; ++kb) tma_load_2d(a_tile(slot.stage, kb).base(), &map_a, full, kb * kBlockK, m0);
           slot.advance();
         }
+        // (A piece wholly past N is loaded too: TMA fills it with zeros and counts its bytes; never stored.)
         if constexpr (P::kActGrad) {  // P's tile into the taking warpgroup's buffer (its (i / 2)-th tile)
           const int w = i & 1, q = (i >> 1) & 1;
           const unsigned parity = static_cast<unsigned>(i >> 2) & 1u;
