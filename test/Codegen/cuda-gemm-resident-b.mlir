@@ -67,6 +67,9 @@
 // LONG-NOT: resident = ["b"]
 // LONG-LABEL: tile.kernel @ffn_ffn_bwd_dpre(
 // LONG-SAME: resident = [], ring = ["a", "b"]
+// (Its tuning attribute names the entry but not a knob the kernel cannot take.)
+// LONG-NOT: resident_b
+// LONG-SAME: tuning = {entry = "{{.*}}tuning-gemm-resident-b-all.txt:1", key = "sm_90a gemm bf16 m?n4096k1024-tb-grad -"}
 // LONG-NOT: resident = ["b"]
 // At d = 256 it takes the dpre (K = 256) only, not dx (K = 1024).
 // ALL-NOT: error

@@ -153,8 +153,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
   }
 
   /// The kernel's `tuning` attribute: the entry's name and key, and the
-  /// schedule knobs flash-warp-specialize and flash-order-blocks read.
-  static DictionaryAttr tuningAttr(MLIRContext *ctx, const TuningEntry &entry, const TuningKey &key) {
+  /// schedule knobs flash-warp-specialize and flash-order-blocks read (the
+  /// resident-B knob only where that form takes the kernel: a wildcard entry's
+  /// knob would otherwise name a form the kernel does not have).
+  static DictionaryAttr tuningAttr(MLIRContext *ctx, const TuningEntry &entry, const TuningKey &key,
+                                   bool residentTakes) {
     Builder b(ctx);
     SmallVector<NamedAttribute> fields = {
         b.getNamedAttr(kTuningEntryName, b.getStringAttr(entry.name())),
@@ -165,7 +168,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       fields.push_back(b.getNamedAttr(kTuningGroupName, b.getI64IntegerAttr(*entry.point.group)));
     if (entry.point.persistent)
       fields.push_back(b.getNamedAttr(kTuningPersistentName, b.getBoolAttr(*entry.point.persistent)));
-    if (entry.point.residentB)
+    if (entry.point.residentB && residentTakes)
       fields.push_back(b.getNamedAttr(kTuningResidentBName, b.getBoolAttr(*entry.point.residentB)));
     return b.getDictionaryAttr(fields);
   }
@@ -352,9 +355,13 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       if (!kernel)
         return failure();
     }
-    if (entry)
+    if (entry) {
+      auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
+      bool residentTakes = gemm && wsGemmResidentK(gemm, kernel.getFunctionType().getInputs()) > 0;
       kernel.setTuningAttr(tuningAttr(kernel.getContext(), *entry,
-                                      *tuningKeyOf(targetDesc, spec, kernel.getFunctionType().getInputs())));
+                                      *tuningKeyOf(targetDesc, spec, kernel.getFunctionType().getInputs()),
+                                      residentTakes));
+    }
     return layOutSharedMemory(kernel, plan, targetDesc, entry);
   }
 
