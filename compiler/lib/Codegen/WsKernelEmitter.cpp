@@ -561,7 +561,7 @@ FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr 
   unsigned a = 0, b = 1, bias = 2, p = want - 2, c = want - 1;
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
   if (!schedule.getPingPong() ||
-      !wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, true, residentK))
+      !wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, {true, residentK}))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: the resident-B form is "
                                 "64-row tiles taken in turn by two consumer warpgroups (8 warps), 128 or 256 "
                                 "columns, 2-4 slots of A, B's {4} rows of K and the tile buffers within 227 KB",
@@ -571,7 +571,7 @@ FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr 
     return reject(kNotPersistentGrid);
   Type elem = spec.getElementType().getValue();
   WsKernel result;
-  result.sharedBytes = wsGemmResidentSharedBytes(blockN, stages, residentK, elem.getIntOrFloatBitWidth() / 8);
+  result.sharedBytes = wsGemmPlanSharedBytes(spec, blockN, stages, {true, residentK});
   result.threads = blockThreads(schedule);
   // Boxes (rows, 64 columns): A a 64-row tile's K block, B blockN rows of [N, K] or 64 K rows of [K, N], C and P
   // 64 x 64 pieces.
@@ -640,7 +640,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
                                 llvm::join(ring, ", ")));
   int64_t blockN = kernel.getBlockN(), stages = schedule.getRingStages();
   bool pingPong = schedule.getPingPong();  // (never split over K: the kernel verifier's)
-  if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, pingPong))
+  if (!wsGemmPlanTakes(spec, kernel.getBlockM(), blockN, 64, kernel.getWarps(), stages, {pingPong, 0}))
     return reject(llvm::formatv("block_m = {0}, block_n = {1}, warps = {2}, stages = {3}: its form is "
                                 "128 rows on two consumer warpgroups (8 warps), {4} columns, 2-4 stages "
                                 "within 227 KB of shared memory",
@@ -653,9 +653,7 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
 
   WsKernel result;
   bool accumulate = spec.getAccumulate().getValue();
-  result.sharedBytes =
-      wsGemmSharedBytes(blockN, stages, elem.getIntOrFloatBitWidth() / 8, gated, wsGemmTilesRead(spec), splitK,
-                        pingPong);
+  result.sharedBytes = wsGemmPlanSharedBytes(spec, blockN, stages, {pingPong, 0});
   result.threads = blockThreads(schedule);
   // Boxes ((1,) rows, 64 columns): A a tile's rows of [(B,) M, K] (128;
   // ping-pong 64) or 64 K rows of [K, M]; B 64 K rows of [K, N] or blockN rows

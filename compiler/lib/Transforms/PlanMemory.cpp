@@ -444,17 +444,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       offset = wsForwardSharedBytes(ws->headDim, ws->valueDim, plan.blockN, plan.stages,
                                     ws->elementBytes, ws->residentBarriers, plan.blockM);
     if (auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
-        gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90) {
-      ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-      WsGemmKnobs knobs = wsGemmKnobsOf(entry);
-      int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-      offset = wsGemmResidentB(gemm, inputs, knobs.residentB)
-                   ? wsGemmResidentSharedBytes(plan.blockN, plan.stages, wsGemmResidentK(gemm, inputs), elementBytes)
-                   : wsGemmSharedBytes(plan.blockN, plan.stages, elementBytes,
-                                       gemm.getRole() == KernelRole::GatedGemm, wsGemmTilesRead(gemm),
-                                       gemm.getRole() == KernelRole::GemmSplitK,
-                                       wsGemmPingPong(gemm, inputs, knobs.pingPong));
-    }
+        gemm && isWsGemmRole(gemm) && plan.strategy == Strategy::WgmmaWsSm90)
+      offset = wsGemmPlanSharedBytes(gemm, plan.blockN, plan.stages,
+                                     wsGemmFormOf(gemm, kernel.getFunctionType().getInputs(), wsGemmKnobsOf(entry)));
     if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,

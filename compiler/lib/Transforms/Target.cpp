@@ -466,13 +466,10 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
           // (B's column block resident where wsGemmResidentB says: 128
           // columns, a 64 KB slab at K = 256 beside A's slots and the tile
           // buffers.)
-          bool resident = wsGemmResidentB(gemm, argTypes, std::nullopt);
-          if (resident)
+          WsGemmForm form = wsGemmFormOf(gemm, argTypes);
+          if (form.residentK > 0)
             plan.blockN = 128;
-          plan.stages = wsGemmDeepestStages(gemm, plan.blockN,
-                                            resident || wsGemmPingPong(gemm, argTypes, std::nullopt),
-                                            resident ? wsGemmResidentK(gemm, argTypes) : 0)
-                            .value_or(3);
+          plan.stages = wsGemmDeepestStages(gemm, plan.blockN, form).value_or(3);
         }
       }
       break;
@@ -607,40 +604,49 @@ bool wsGemmResidentB(GemmSpecAttr gemm, ArrayRef<Type> argTypes, std::optional<b
   return false;
 }
 
-bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
-                     int64_t stages, bool pingPong, int64_t residentK) {
-  // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
-  bool gated = gemm.getRole() == KernelRole::GatedGemm;
-  int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-  if (residentK > 0)
-    return blockM == 128 && warps == 8 && (blockN == 128 || blockN == 256) && blockK == 64 && stages >= 2 &&
-           stages <= 4 && residentK % 64 == 0 && residentK <= kResidentBMaxK &&
-           wsGemmResidentSharedBytes(blockN, stages, residentK, elementBytes) <= kWsSharedLimit;
-  return blockM == 128 && warps == 8 && (gated ? blockN == 128 : blockN == 128 || blockN == 256) && blockK == 64 &&
-         stages >= 2 && stages <= 4 && (!pingPong || wsGemmPingPongTakes(gemm)) &&
-         wsGemmSharedBytes(blockN, stages, elementBytes, gated, wsGemmTilesRead(gemm),
-                           gemm.getRole() == KernelRole::GemmSplitK, pingPong) <= kWsSharedLimit;
+WsGemmForm wsGemmFormOf(GemmSpecAttr gemm, ArrayRef<Type> argTypes, WsGemmKnobs knobs) {
+  if (wsGemmResidentB(gemm, argTypes, knobs.residentB))
+    return WsGemmForm{true, wsGemmResidentK(gemm, argTypes)};
+  return WsGemmForm{wsGemmPingPong(gemm, argTypes, knobs.pingPong), 0};
 }
 
-std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, bool pingPong, int64_t residentK) {
+bool wsGemmPlanTakes(GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK, int64_t warps,
+                     int64_t stages, WsGemmForm form) {
+  // (The library takes up to 8 stages; #tile.warp_specialized's ring 4.)
+  bool gated = gemm.getRole() == KernelRole::GatedGemm;
+  bool shape = form.residentK > 0
+                   ? (blockN == 128 || blockN == 256) && form.residentK % 64 == 0 && form.residentK <= kResidentBMaxK
+                   : (gated ? blockN == 128 : blockN == 128 || blockN == 256) &&
+                         (!form.pingPong || wsGemmPingPongTakes(gemm));
+  return shape && blockM == 128 && warps == 8 && blockK == 64 && stages >= 2 && stages <= 4 &&
+         wsGemmPlanSharedBytes(gemm, blockN, stages, form) <= kWsSharedLimit;
+}
+
+std::optional<int64_t> wsGemmDeepestStages(GemmSpecAttr gemm, int64_t blockN, WsGemmForm form) {
   for (int64_t stages : {4, 3, 2})
-    if ((residentK == 0 || stages <= 3) &&  // (the resident form's points: 3 or 2 slots of A)
-        wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, pingPong, residentK))
+    if ((form.residentK == 0 || stages <= 3) &&  // (the resident form's points: 3 or 2 slots of A)
+        wsGemmPlanTakes(gemm, 128, blockN, 64, 8, stages, form))
       return stages;
   return std::nullopt;
 }
 
 bool wsGemmFitPlan(GemmSpecAttr gemm, ArrayRef<Type> argTypes, WsGemmKnobs knobs, bool widthGiven,
                    bool stagesGiven, TilePlan &plan) {
-  bool resident = wsGemmResidentB(gemm, argTypes, knobs.residentB);
-  bool pingPong = resident || wsGemmPingPong(gemm, argTypes, knobs.pingPong);
-  int64_t residentK = resident ? wsGemmResidentK(gemm, argTypes) : 0;
-  if (resident && !widthGiven && !wsGemmDeepestStages(gemm, plan.blockN, pingPong, residentK))
+  WsGemmForm form = wsGemmFormOf(gemm, argTypes, knobs);
+  if (form.residentK > 0 && !widthGiven && !wsGemmDeepestStages(gemm, plan.blockN, form))
     plan.blockN = 128;  // (B's slab of 256 columns leaves no room for A's slots at K = 256)
   if (!stagesGiven)
-    if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, pingPong, residentK))
+    if (std::optional<int64_t> deepest = wsGemmDeepestStages(gemm, plan.blockN, form))
       plan.stages = *deepest;
-  return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, pingPong, residentK);
+  return wsGemmPlanTakes(gemm, plan.blockM, plan.blockN, plan.blockK, plan.warps, plan.stages, form);
+}
+
+int64_t wsGemmPlanSharedBytes(GemmSpecAttr gemm, int64_t blockN, int64_t stages, WsGemmForm form) {
+  int64_t elementBytes = gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+  if (form.residentK > 0)
+    return wsGemmResidentSharedBytes(blockN, stages, form.residentK, elementBytes);
+  return wsGemmSharedBytes(blockN, stages, elementBytes, gemm.getRole() == KernelRole::GatedGemm,
+                           wsGemmTilesRead(gemm), gemm.getRole() == KernelRole::GemmSplitK, form.pingPong);
 }
 
 int64_t wsGemmResidentSharedBytes(int64_t blockN, int64_t stages, int64_t residentK, int64_t elementBytes) {

@@ -369,7 +369,7 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
               continue;
             TilePlan plan = wsGemmPlan(width, stages);
             // (A tile read in the epilogue takes its shared memory from the ring.)
-            if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, pingPong))
+            if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, {pingPong, 0}))
               continue;
             TuningPoint point = pointFrom(plan, true);
             point.group = group;
@@ -391,7 +391,7 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
     for (int64_t width : {128, 256})
       for (int64_t stages : {3, 2}) {
         TilePlan plan = wsGemmPlan(width, stages);
-        if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, true, residentK))
+        if (!wsGemmPlanTakes(gemm, plan.blockM, width, 64, plan.warps, stages, {true, residentK}))
           continue;
         TuningPoint point = pointFrom(plan, true);
         point.group = 8;  // (unused: a block's run is contiguous in column-block-major order)

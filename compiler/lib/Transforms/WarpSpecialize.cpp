@@ -78,14 +78,15 @@ struct WarpSpecializePass
         resident = builder.getStrArrayAttr({});
         ring = gemm.getRole() == KernelRole::GatedGemm ? builder.getStrArrayAttr({"a", "w_gate", "w_up"})
                                                        : builder.getStrArrayAttr({"a", "b"});
-        consumersPingPong = flashc::wsGemmPingPong(gemm, kernel.getFunctionType().getInputs(), knob);
         // At K <= 256 B's column block may stay resident (wsGemmResidentB:
         // the table's knob or the hand rule), A's tiles (all of K) streaming
         // through the ring; its consumers always take the tiles in turn.
-        if (flashc::wsGemmResidentB(gemm, kernel.getFunctionType().getInputs(), residentKnob)) {
+        flashc::WsGemmForm form =
+            flashc::wsGemmFormOf(gemm, kernel.getFunctionType().getInputs(), {knob, residentKnob});
+        consumersPingPong = form.pingPong;
+        if (form.residentK > 0) {
           resident = builder.getStrArrayAttr({"b"});
           ring = builder.getStrArrayAttr({"a"});
-          consumersPingPong = true;
         }
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(kernel.getSpecAttr());
                  moe && moe.isGemm()) {

@@ -143,26 +143,39 @@ int64_t wsGemmResidentK(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type
 bool wsGemmResidentB(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
                      std::optional<bool> tableKnob);
 
-/// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape: 128 rows
-/// on 8 consumer warps (two warpgroups; ping-pong: 64-row tiles, one a
-/// warpgroup), 128 or 256 columns (gated: 128 of each weight), 64 of K, 2-4
-/// stages, within 227 KB of shared memory. `residentK` > 0: the resident-B
-/// form holding that much of K (its stages are A's slots).
-bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
-                     int64_t warps, int64_t stages, bool pingPong = false, int64_t residentK = 0);
-
-/// The deepest ring (4, 3 or 2 stages) with which a wgmma_ws_sm90 plan of
-/// `gemm` at blockN columns (cooperative, ping-ponging or resident-B) fits;
-/// none when even 2 do not. The hand rule's depth, and a table entry's where
-/// it gives none.
-std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, bool pingPong,
-                                           int64_t residentK = 0);
-
 /// A table entry's schedule knobs for the persistent GEMM (none: the hand
 /// rules').
 struct WsGemmKnobs {
   std::optional<bool> pingPong, residentB;
 };
+
+/// The persistent GEMM's form: whether its consumers take 64-row tiles in
+/// turn, and the contraction B's resident slab holds (0: B streams through
+/// the ring with A; > 0: the resident-B form, whose consumers always take
+/// turns).
+struct WsGemmForm {
+  bool pingPong = false;
+  int64_t residentK = 0;
+};
+
+/// The form `knobs` or the hand rules (wsGemmResidentB, wsGemmPingPong) give
+/// `gemm` over `argTypes`: the one decision flash-plan-memory,
+/// flash-warp-specialize and the FFN backward's fusion choice share.
+WsGemmForm wsGemmFormOf(mlir::tile::GemmSpecAttr gemm, llvm::ArrayRef<mlir::Type> argTypes,
+                        WsGemmKnobs knobs = {});
+
+/// Whether a wgmma_ws_sm90 plan for `gemm` has the library's shape in `form`:
+/// 128 rows on 8 consumer warps (two warpgroups; ping-pong: 64-row tiles, one
+/// a warpgroup), 128 or 256 columns (gated: 128 of each weight), 64 of K, 2-4
+/// stages (resident-B: A's slots), within 227 KB of shared memory.
+bool wsGemmPlanTakes(mlir::tile::GemmSpecAttr gemm, int64_t blockM, int64_t blockN, int64_t blockK,
+                     int64_t warps, int64_t stages, WsGemmForm form = {});
+
+/// The deepest ring (4, 3 or 2 stages; resident-B: 3 or 2, its space's) with
+/// which a wgmma_ws_sm90 plan of `gemm` at blockN columns in `form` fits;
+/// none when even 2 do not. The hand rule's depth, and a table entry's where
+/// it gives none.
+std::optional<int64_t> wsGemmDeepestStages(mlir::tile::GemmSpecAttr gemm, int64_t blockN, WsGemmForm form);
 
 /// Whether the persistent GEMM takes `plan` (a hand rule's, with a table
 /// entry's fields applied) for `gemm` over `argTypes`, its consumers
@@ -191,6 +204,10 @@ int64_t wsGemmSharedBytes(int64_t blockN, int64_t stages, int64_t elementBytes, 
 /// warpgroup, 2 + 2·stages + 8 mbarriers and 1024 bytes to align the base:
 /// GemmResidentBPlan::kSmemBytes.
 int64_t wsGemmResidentSharedBytes(int64_t blockN, int64_t stages, int64_t residentK, int64_t elementBytes);
+
+/// A plan's dynamic shared memory in `form`: wsGemmResidentSharedBytes or
+/// wsGemmSharedBytes.
+int64_t wsGemmPlanSharedBytes(mlir::tile::GemmSpecAttr gemm, int64_t blockN, int64_t stages, WsGemmForm form);
 
 /// The sizes a warp-specialised forward kernel's tiles come from: the
 /// attention forward's D and Dv, or the fused FFN's d (x, W1 rows) and d_out

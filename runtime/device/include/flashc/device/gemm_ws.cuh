@@ -69,60 +69,24 @@
 namespace flashc {
 namespace device {
 
-// Config::kActGrad where the Config has it, else false.
-template <class Config, class = void>
-struct ActGradOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct ActGradOf<Config, decltype(void(Config::kActGrad))> {
-  static constexpr bool value = Config::kActGrad;
-};
-// Config::kGatedActGrad where the Config has it, else false.
-template <class Config, class = void>
-struct GatedActGradOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct GatedActGradOf<Config, decltype(void(Config::kGatedActGrad))> {
-  static constexpr bool value = Config::kGatedActGrad;
-};
-// Config::kPingPong where the Config has it, else false.
-template <class Config, class = void>
-struct PingPongOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct PingPongOf<Config, decltype(void(Config::kPingPong))> {
-  static constexpr bool value = Config::kPingPong;
-};
-// Config::kGrouped where the Config has it, else false.
-template <class Config, class = void>
-struct GroupedOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct GroupedOf<Config, decltype(void(Config::kGrouped))> {
-  static constexpr bool value = Config::kGrouped;
-};
-// Config::kSplitK where the Config has it, else 0.
-template <class Config, class = void>
-struct SplitKOf {
-  static constexpr int value = 0;
-};
-template <class Config>
-struct SplitKOf<Config, decltype(void(Config::kSplitK))> {
-  static constexpr int value = Config::kSplitK;
-};
-// Config::kGroupedK where the Config has it, else false.
-template <class Config, class = void>
-struct GroupedKOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct GroupedKOf<Config, decltype(void(Config::kGroupedK))> {
-  static constexpr bool value = Config::kGroupedK;
-};
+// The optional members of a Config: Trait<Config>::value is Config::member where the Config declares it, else
+// `fallback`.
+#define FLASHC_GEMM_WS_OPTIONAL(Trait, member, Type, fallback)       \
+  template <class Config, class = void>                              \
+  struct Trait {                                                     \
+    static constexpr Type value = fallback;                          \
+  };                                                                 \
+  template <class Config>                                            \
+  struct Trait<Config, decltype(void(Config::member))> {             \
+    static constexpr Type value = Config::member;                    \
+  };
+FLASHC_GEMM_WS_OPTIONAL(ActGradOf, kActGrad, bool, false)
+FLASHC_GEMM_WS_OPTIONAL(GatedActGradOf, kGatedActGrad, bool, false)
+FLASHC_GEMM_WS_OPTIONAL(PingPongOf, kPingPong, bool, false)
+FLASHC_GEMM_WS_OPTIONAL(GroupedOf, kGrouped, bool, false)
+FLASHC_GEMM_WS_OPTIONAL(SplitKOf, kSplitK, int, 0)
+FLASHC_GEMM_WS_OPTIONAL(GroupedKOf, kGroupedK, bool, false)
+#undef FLASHC_GEMM_WS_OPTIONAL
 
 template <class Config>
 struct GemmWsPlan {
