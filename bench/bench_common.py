@@ -49,13 +49,14 @@ def environment(torch=None):
     return env
 
 
-def do_bench(fn, grad_to_none=None, warmup=25, rep=100):
-    """Median milliseconds of fn (flashc.measure.time_ms: CUDA events, L2 flushed before each run)."""
+def do_bench(fn, grad_to_none=None, warmup=25, rep=100, lead_us=0):
+    """Median milliseconds of fn (flashc.measure.time_ms: CUDA events, L2 flushed before each run; lead_us: a GPU
+    spin before each timed call, so that the host's enqueueing is not timed)."""
     from flashc import measure
-    return measure.time_ms(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none).median_ms
+    return measure.time_ms(fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, lead_us=lead_us).median_ms
 
 
-def interleaved(measures, rounds=3, warmup=25, rep=100):
+def interleaved(measures, rounds=3, warmup=25, rep=100, lead_us=0):
     """{name: {what: median ms}} for measures {name: {what: (fn, grad_to_none)}}, timed in `rounds` rounds that take the
     implementations in turn (forward order, then reversed, ...), each a median of its rounds' medians. Timing one
     implementation's calls after another's lets the GPU's clocks settle under the later one (session 16: ~12 %
@@ -71,7 +72,8 @@ def interleaved(measures, rounds=3, warmup=25, rep=100):
                 continue
             try:
                 for what, (fn, grad_to_none) in measures[name].items():
-                    samples[name][what].append(do_bench(fn, grad_to_none=grad_to_none, warmup=warmup, rep=rep))
+                    samples[name][what].append(do_bench(fn, grad_to_none=grad_to_none, warmup=warmup, rep=rep,
+                                                         lead_us=lead_us))
             except Exception as e:  # a peer that fails at this size: its row says why
                 errors[name] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
     return {name: ({"error": errors[name]} if name in errors else

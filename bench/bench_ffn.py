@@ -38,7 +38,15 @@ def parse_args(argv=None):
     p.add_argument("--rep", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds taking the implementations in turn (bench_common.interleaved; default 3)")
+    p.add_argument("--lead-us", default="0",
+                   help="a GPU spin of N microseconds (or 'auto') before each timed call: the host's enqueueing "
+                        "then runs ahead of the GPU, as in a training loop (flashc.measure.time_ms; default 0)")
     args = p.parse_args(argv)
+    try:
+        from flashc import measure
+        args.lead_us = measure.parse_lead_us(args.lead_us)
+    except ValueError as e:
+        p.error("--lead-us: %s" % e)
     args.impls = [x for x in args.impls.split(",") if x]
     try:
         args.model_dims = [int(x) for x in args.model_dims.split(",") if x]
@@ -120,7 +128,7 @@ def run_row(torch, row, args):
             "fwd_train": (guarded(name, lambda fn=fn: fn(x, w1, w2), False), None),
             "fwdbwd": (guarded(name, lambda fn=fn: fn(x, w1, w2).backward(dy), False), leaves),
         }
-    timed = bc.interleaved(measures, rounds=args.rounds, warmup=args.warmup, rep=args.rep)
+    timed = bc.interleaved(measures, rounds=args.rounds, warmup=args.warmup, rep=args.rep, lead_us=args.lead_us)
     variant_env("flashc")
     for name in fns:
         if name in failed:

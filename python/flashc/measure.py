@@ -42,7 +42,7 @@ def median(samples):
 def time_ms(fn, warmup=25, rep=100, grad_to_none=None, lead_us=0):
     """Timing of fn (milliseconds): CUDA events, L2 flushed before each call, `rep` ms of calls after `warmup` ms.
     lead_us: a GPU spin of that many microseconds (or "auto") before each call's start event (the torch loop)."""
-    lead_us = _lead(lead_us)
+    lead_us = parse_lead_us(lead_us)
     try:
         import triton.testing
     except ImportError:
@@ -61,7 +61,7 @@ def time_ms(fn, warmup=25, rep=100, grad_to_none=None, lead_us=0):
     return Timing(median(samples), samples, outliers(samples))
 
 
-def _lead(lead_us):
+def parse_lead_us(lead_us):
     """lead_us checked: 0 (none), a positive number of microseconds, or "auto"."""
     if lead_us in (None, 0, "0"):
         return 0

@@ -133,13 +133,13 @@ class TaskLoopTest(unittest.TestCase):
 class PiecesTest(unittest.TestCase):
     def test_the_gpu_lead_is_microseconds_or_auto(self):
         from flashc import measure
-        self.assertEqual(measure._lead(0), 0)
-        self.assertEqual(measure._lead("0"), 0)
-        self.assertEqual(measure._lead("250"), 250.0)
-        self.assertEqual(measure._lead("auto"), "auto")
+        self.assertEqual(measure.parse_lead_us(0), 0)
+        self.assertEqual(measure.parse_lead_us("0"), 0)
+        self.assertEqual(measure.parse_lead_us("250"), 250.0)
+        self.assertEqual(measure.parse_lead_us("auto"), "auto")
         for bad in ("-5", "nan", "inf", "soon", -1):
             with self.assertRaises(ValueError):
-                measure._lead(bad)
+                measure.parse_lead_us(bad)
 
     def test_time_refuses_a_bad_lead_before_it_reads_the_plan(self):
         from flashc import tune

@@ -89,7 +89,7 @@ def _time(args):
     from . import device, plan as plan_mod, progress as progress_mod
     from .. import measure
     try:
-        lead_us = measure._lead(args.lead_us)
+        lead_us = measure.parse_lead_us(args.lead_us)
     except ValueError as e:
         raise SystemExit("python -m flashc.tune time: --lead-us: %s" % e)
     plan = plan_mod.Plan.load(args.plan)
