@@ -375,7 +375,9 @@ LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emi
 }
 
 LogicalResult GridOrderAttr::verify(function_ref<InFlightDiagnostic()> emitError, BlockOrder order,
-                                    int64_t group) {
+                                    int64_t group, bool splitTail) {
+  if (splitTail && order != BlockOrder::Persistent)
+    return emitError() << "#tile.grid_order split_tail is the persistent GEMM's (order = persistent)";
   // A persistent GEMM walks its tiles in groups too (the attention forward's
   // persistent grid has group 1).
   bool grouped = order == BlockOrder::Grouped || order == BlockOrder::Persistent;

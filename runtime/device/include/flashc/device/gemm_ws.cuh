@@ -512,10 +512,13 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
         continue;
       }
       if (unit.k_begin > 0) {
+        // (Each flag is put back to 0 once read: the kernel leaves its flags as it found them, for the next launch.)
         if (consumer == 0)
-          for (int g = unit.first_contributor; g < static_cast<int>(blockIdx.x); ++g)
+          for (int g = unit.first_contributor; g < static_cast<int>(blockIdx.x); ++g) {
             while (atomic_load_acquire_gpu(flags + g) == 0) {
             }
+            flags[g] = 0;
+          }
         named_barrier_sync(P::kBarConsumers, 256);
         for (int g = unit.first_contributor; g < static_cast<int>(blockIdx.x); ++g) {
           const float4* slot_sum = reinterpret_cast<const float4*>(static_cast<const float*>(tail_partials.data) +
