@@ -51,12 +51,6 @@ CONFIGS = {
                             "GEMM_RESIDENT_K=256", "GEMM_STAGES=2"],
     "tb256_gelu_grad_rb128": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=256",
                               "GEMM_RESIDENT_K=128", "GEMM_STAGES=2"],
-    # The last, partial wave's tiles split over K (tail_split.cuh): the d = 4096 FFN's 15.5 and 10.4 waves.
-    "nn256_st": ["GEMM_SPLIT_TAIL"],
-    "tb256_st": ["GEMM_TRANS_B", "GEMM_SPLIT_TAIL"],
-    "ta256_st": ["GEMM_TRANS_A", "GEMM_SPLIT_TAIL"],
-    "tb256_gelu_grad_st": ["GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_STAGES=3", "GEMM_SPLIT_TAIL"],
-    "f16_nn128_bias_relu_st": ["GEMM_F16", "GEMM_BLOCK_N=128", "GEMM_BIAS", "GEMM_ACT=Relu", "GEMM_SPLIT_TAIL"],
     "f16_tb128_gelu_grad_rb": ["GEMM_F16", "GEMM_TRANS_B", "GEMM_ACT=GeluTanh", "GEMM_ACT_GRAD", "GEMM_BLOCK_N=128",
                                "GEMM_RESIDENT_K=256", "GEMM_STAGES=3"],
 }
@@ -109,7 +103,6 @@ class Gemm:
         self.acc = "GEMM_ACCUMULATE" in flags
         self.act_grad = "GEMM_ACT_GRAD" in flags
         self.act = next((f.split("=")[1] for f in flags if f.startswith("GEMM_ACT=")), "Identity")
-        self.split_tail = "GEMM_SPLIT_TAIL" in flags
         self.resident_k = int(next((f.split("=")[1] for f in flags if f.startswith("GEMM_RESIDENT_K=")), "0"))
 
     def __call__(self, a, b, bias, c, pre, M, N, K, alpha=1.0, max_blocks=0):
@@ -157,9 +150,6 @@ def check(name, g):
     # (M, N, K, alpha, max_blocks): ragged everything; 1 row; blocks that take many tiles (ring reuse across tiles).
     cases = [(300, 200, 136, 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0), (1000, 520, 1000, 0.25, 3),
              (4096, 1024, 512, 1.0, 0), (640, 768, 200, 1.0, 1)]
-    if g.split_tail:  # shapes whose last wave is split (132 SMs): long K, ragged M, N and K, few blocks
-        cases += [(9000, 1024, 4096, 1.0, 0), (5000, 1000, 3000, 0.5, 0), (5000, 1000, 3000, 1.0, 50),
-                  (2000, 2056, 1480, 1.0, 0), (16384, 4096, 2048, 1.0, 0)]
     if g.resident_k:  # K up to the resident bound; runs crossing column blocks (few blocks, N of many blocks)
         cases = [(300, 200, min(136, g.resident_k), 1.0, 0), (1, 8, 8, 0.5, 0), (129, 264, 64, 1.0, 0),
                  (1000, 520, g.resident_k, 0.25, 3), (4096, 1024, g.resident_k - 56, 1.0, 0),
@@ -257,11 +247,10 @@ def bench(gemms, out):
             row["eager_mm_gelu_backward"] = flops / ms_peer / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
-    plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp", "tb128_rb",
-             "nn256_st", "tb256_st", "ta256_st"]
+    plain = ["nn256", "nn128", "tb256", "tb128", "tb256_s3", "ta256", "nn256_pp", "tb256_pp", "ta256_pp", "tb128_rb"]
     cols = plain + ["cublas", "bias_gelu_save", "bias_gelu_save_pp", "eager_addmm_gelu", "tb256_gelu_grad",
                     "tb128_gelu_grad", "tb256_gelu_grad_pp", "tb128_gelu_grad_rb", "tb128_gelu_grad_rb2",
-                    "tb256_gelu_grad_rb128", "tb256_gelu_grad_pp_base", "tb256_gelu_grad_st", "eager_mm_gelu_backward", "tb256_acc",
+                    "tb256_gelu_grad_rb128", "tb256_gelu_grad_pp_base", "eager_mm_gelu_backward", "tb256_acc",
                     "tb128_acc", "tb256_acc_pp", "tb256_acc_pp_base", "eager_addmm_"]
     table = "| shape | M · N · K | " + " | ".join(cols) + " | best ws / cuBLAS |\n|---|---|" + "---|" * (len(cols) + 1) + "\n"
     for r in rows:

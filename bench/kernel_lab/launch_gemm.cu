@@ -4,9 +4,7 @@
 //   enumerator), GEMM_BIAS, GEMM_SAVE_PRE, GEMM_ACCUMULATE (C += ...), GEMM_ACT_GRAD (C = A·B ∘ act'(P), P passed
 //   as `pre`), GEMM_PINGPONG (64-row tiles taken by the consumer warpgroups in turn), GEMM_RESIDENT_K=K (the
 //   resident-B form of gemm_resident_b.cuh for contractions up to K: B's column block kept in shared memory over a
-//   run of tiles; with GEMM_STAGES slots of A), GEMM_SPLIT_TAIL (the last, partial wave's tiles split over K:
-//   tail_split.cuh; the lab keeps the partial slots and zeroes the flags before each launch); loaded via ctypes by
-//   gemm_lab.py.
+//   run of tiles; with GEMM_STAGES slots of A); loaded via ctypes by gemm_lab.py.
 #include <cuda_runtime.h>
 
 #if defined(GEMM_F16)
@@ -66,9 +64,6 @@ struct LabConfig {
 #if defined(GEMM_PINGPONG)
   static constexpr bool kPingPong = true;
 #endif
-#if defined(GEMM_SPLIT_TAIL)
-  static constexpr bool kSplitTail = true;
-#endif
 #if defined(GEMM_ACCUMULATE)
   static constexpr bool kAccumulate = true;
 #else
@@ -92,13 +87,11 @@ using Plan = flashc::device::GemmWsPlan<LabConfig>;
 __global__ void __launch_bounds__(Plan::kThreads, 1)
     lab_gemm_ws(const __grid_constant__ flashc::TmaDescriptor map_a, const __grid_constant__ flashc::TmaDescriptor map_b,
                 const __grid_constant__ flashc::TmaDescriptor map_c, const __grid_constant__ flashc::TmaDescriptor map_pre,
-                flashc::TensorArg a, flashc::TensorArg b, flashc::TensorArg bias, float alpha,
-                flashc::TensorArg tail_partials, flashc::TensorArg tail_flags) {
+                flashc::TensorArg a, flashc::TensorArg b, flashc::TensorArg bias, float alpha) {
 #if defined(GEMM_RESIDENT_K)
   flashc::device::gemm_resident_b<LabConfig>(map_a, map_b, map_c, map_pre, a, b, bias, alpha);
 #else
-  flashc::device::gemm_ws<LabConfig>(map_a, map_b, map_b, map_c, map_pre, map_pre, a, b, bias, alpha, tail_partials,
-                                     tail_flags);
+  flashc::device::gemm_ws<LabConfig>(map_a, map_b, map_b, map_c, map_pre, map_pre, a, b, bias, alpha);
 #endif
 }
 
@@ -151,23 +144,9 @@ extern "C" int flashc_lab_gemm(void* a, void* b, void* bias, void* c, void* pre,
   long long blocks = tiles < sms ? tiles : sms;
   if (max_blocks > 0 && blocks > max_blocks) blocks = max_blocks;
   if (blocks == 0) return 0;
-  // The tail split's slots (one a block) and flags, zeroed before each launch (the runtime's `scratch ... zero`).
-  static float* partials = nullptr;
-  static int* flags = nullptr;
-  flashc::TensorArg tail_partials{}, tail_flags{};
-#if defined(GEMM_SPLIT_TAIL)
-  constexpr long long kSlotFloats = Plan::kPartialFloats;
-  if (!partials) {
-    if (cudaError_t e = cudaMalloc(&partials, sms * kSlotFloats * sizeof(float))) return e;
-    if (cudaError_t e = cudaMalloc(&flags, sms * sizeof(int))) return e;
-  }
-  if (cudaError_t e = cudaMemsetAsync(flags, 0, sms * sizeof(int), stream)) return e;
-  tail_partials = flashc::TensorArg{partials, {sms, kSlotFloats}, {kSlotFloats, 1}};
-  tail_flags = flashc::TensorArg{flags, {sms}, {1}};
-#endif
   lab_gemm_ws<<<static_cast<unsigned>(blocks), Plan::kThreads, Plan::kSmemBytes, stream>>>(
       *reinterpret_cast<const flashc::TmaDescriptor*>(&ma), *reinterpret_cast<const flashc::TmaDescriptor*>(&mb),
       *reinterpret_cast<const flashc::TmaDescriptor*>(&mc), *reinterpret_cast<const flashc::TmaDescriptor*>(&mp), ta,
-      tb, tbias, alpha, tail_partials, tail_flags);
+      tb, tbias, alpha);
   return cudaGetLastError();
 }

@@ -607,13 +607,6 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       }
       tiled = !type.getElementType().isSignlessInteger(32) && !type.getElementType().isF32();
     }
-    // The persistent GEMM's tail-split workspace (its last two tensors, flash-order-blocks): partial sums written
-    // and read back, flags raised and reset, by plain 16-byte and 4-byte accesses.
-    if (tile::GridOrderAttr order = kernel.getGridOrderAttr();
-        order && order.getSplitTail() && i + 2 >= body.getNumArguments()) {
-      reads = writes = true;
-      tiled = false;
-    }
     rt::TensorParam p;
     p.name = args[i].name;
     p.dtype = *dtype;

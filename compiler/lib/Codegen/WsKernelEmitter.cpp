@@ -607,13 +607,7 @@ FailureOr<WsKernel> emitResidentBGemm(tile::KernelOp kernel, tile::GemmSpecAttr 
 FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, ArrayRef<std::string> argNames,
                              ArrayRef<std::string> cppNames, StringRef entry, RejectFn reject,
                              llvm::raw_ostream &out) {
-  // With its last wave split over K the kernel's last two tensors are that workspace (flash-order-blocks).
-  tile::GridOrderAttr gridOrder = kernel.getGridOrderAttr();
-  bool splitTail = gridOrder && gridOrder.getSplitTail();
-  ArrayRef<Type> allInputs = kernel.getFunctionType().getInputs();
-  if (splitTail && allInputs.size() < 2)
-    return reject("its grid splits the last wave but it lacks the workspace arguments");
-  ArrayRef<Type> inputs = splitTail ? allInputs.drop_back(2) : allInputs;
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   if (std::optional<std::string> refusal = wsGemmRefusal(spec, inputs))
     return reject("the persistent GEMM does not take it: " + *refusal);
   bool gated = spec.getRole() == tile::KernelRole::GatedGemm;
@@ -706,14 +700,9 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
         << ";  // K rows a slice: units (slice, tile), each added into the f32 C\n";
   if (gatedGrad)
     out << "  static constexpr bool kGatedActGrad = true;  // D = alpha·A·B: C = (D ∘ U) ∘ act'(P), C2 = D ∘ act(P)\n";
-  if (splitTail) {
-    if (splitK || gatedGrad || gated || pingPong || batched)
-      return reject("its last wave is split over K, which only the cooperative plain GEMM of a rank-2 A takes");
-    out << "  static constexpr bool kSplitTail = true;  // the last, partial wave's tiles split over K\n";
-  }
   printScheduleConfig(schedule, std::nullopt, out);
   printPlanCheck("GemmWsPlan", result, ns, out);
-  printSignature(entry, cppNames, allInputs, maps, result.threads, out);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out);
   if (splitK) {
     out << "  flashc::device::gemm_ws_split_k<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << cppNames[a] << ", " << cppNames[b] << ", " << cppNames[c] << ", "
@@ -736,10 +725,8 @@ FailureOr<WsKernel> emitGemm(tile::KernelOp kernel, tile::GemmSpecAttr spec, Arr
   // Absent bias and pre: not read (kBias / kSavePre false).
   out << "  flashc::device::gemm_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", " << mapB2
       << ", " << maps[mapC] << ", " << mapPre << ", " << mapPre2 << ", " << cppNames[a] << ", " << cppNames[b] << ", "
-      << cppNames[hasBias ? bias : a] << ", " << floatConfigLiteral(spec.getAlpha().getValueAsDouble());
-  if (splitTail)  // the partial sums and their flags
-    out << ", " << cppNames[want] << ", " << cppNames[want + 1];
-  out << ");\n";
+      << cppNames[hasBias ? bias : a] << ", " << floatConfigLiteral(spec.getAlpha().getValueAsDouble())
+      << ");\n";
   out << "}\n\n";
   return result;
 }

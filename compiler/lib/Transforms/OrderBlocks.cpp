@@ -9,9 +9,6 @@
 #include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
-
 namespace mlir::flash {
 #define GEN_PASS_DEF_ORDERBLOCKS
 #include "flashc/Compiler/Passes.h.inc"
@@ -38,62 +35,6 @@ bool isTiledGemm(Attribute spec) {
   }
 }
 
-/// Whether the persistent GEMM `kernel` can split its last wave over K (tail_split.cuh): a plain GEMM (not split
-/// over K, grouped or batched), cooperative consumers (no ping-pong, nothing resident).
-bool takesSplitTail(KernelOp kernel) {
-  auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(kernel.getSpecAttr());
-  WarpSpecializedAttr schedule = kernel.getScheduleAttr();
-  if (!gemm || gemm.getRole() != KernelRole::Gemm || kernel.getStrategy() != Strategy::WgmmaWsSm90 || !schedule ||
-      schedule.getPingPong() || !schedule.getResident().empty() || gemm.appliesGatedActGrad())
-    return false;
-  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  auto a = inputs.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(inputs[0]);
-  return a && a.getRank() == 2;
-}
-
-/// Gives `kernel` the tail split's workspace: two more arguments, the partial sums (f32 [SMs, block_m ·
-/// block_n]) and their flags (i32 [SMs], zeroed), allocated by each program that launches it (one pair a program:
-/// the kernel leaves its flags zeroed, so a second launch reuses them).
-void addSplitTailWorkspace(KernelOp kernel, ModuleOp module) {
-  MLIRContext *ctx = kernel.getContext();
-  Builder b(ctx);
-  int64_t dyn = ShapedType::kDynamic;
-  auto partialsType = GlobalTensorType::get(ctx, {dyn, kernel.getBlockM() * kernel.getBlockN()}, b.getF32Type());
-  auto flagsType = GlobalTensorType::get(ctx, {dyn}, b.getI32Type());
-  SmallVector<Type> inputs(kernel.getFunctionType().getInputs());
-  // Tensors come before i32 scalars (the ABI's order): the workspace goes after the last tensor.
-  unsigned at = 0;
-  while (at < inputs.size() && llvm::isa<GlobalTensorType>(inputs[at]))
-    ++at;
-  inputs.insert(inputs.begin() + at, {partialsType, flagsType});
-  kernel.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(ctx, inputs, kernel.getFunctionType().getResults())));
-  Block &body = kernel.getBody().front();
-  body.insertArgument(at, partialsType, kernel.getLoc());
-  body.insertArgument(at + 1, flagsType, kernel.getLoc());
-  std::string base = kernel.getSymName().str();
-  for (auto program : module.getOps<func::FuncOp>()) {
-    Value partials, flags;
-    program.walk([&](LaunchOp launch) {
-      if (launch.getKernel() != kernel.getSymName())
-        return;
-      if (!partials) {
-        OpBuilder builder(launch);
-        Value sms = builder.create<SmCountOp>(launch.getLoc(), builder.getIndexType());
-        auto p = builder.create<AllocTensorOp>(launch.getLoc(), partialsType, ValueRange{sms});
-        p->setAttr("tile.name", builder.getStringAttr(base + "_tail_partials"));
-        auto f = builder.create<AllocTensorOp>(launch.getLoc(), flagsType, ValueRange{sms});
-        f->setAttr("tile.name", builder.getStringAttr(base + "_tail_flags"));
-        f->setAttr("tile.zero_fill", builder.getUnitAttr());
-        partials = p;
-        flags = f;
-      }
-      SmallVector<Value> args(launch.getArgs());
-      args.insert(args.begin() + at, {partials, flags});
-      launch.getArgsMutable().assign(args);
-    });
-  }
-}
-
 struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPass> {
   using OrderBlocksBase::OrderBlocksBase;
 
@@ -114,28 +55,16 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
           if (auto knob = tuning.getAs<IntegerAttr>(flashc::kTuningGroupName))
             rows = knob.getInt();
         // The warp-specialised GEMM (gemm_ws.cuh) walks the same groups on a
-        // persistent grid; its entry may split the last wave over K where the
-        // form takes it (the knob is dropped from the tuning attribute where not).
-        bool ws = kernel.getStrategy() == Strategy::WgmmaWsSm90;
-        bool splitTail = false;
-        if (DictionaryAttr tuning = kernel.getTuningAttr())
-          if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningSplitTailName)) {
-            splitTail = knob.getValue() && takesSplitTail(kernel);
-            if (!takesSplitTail(kernel)) {
-              NamedAttrList fields(tuning);
-              fields.erase(flashc::kTuningSplitTailName);
-              kernel.setTuningAttr(fields.getDictionary(ctx));
-            }
-          }
-        order = GridOrderAttr::get(ctx, ws ? BlockOrder::Persistent : BlockOrder::Grouped, rows, splitTail);
-        GridOrderAttr previous = kernel.getGridOrderAttr();
-        if (splitTail && !(previous && previous.getSplitTail()))
-          addSplitTailWorkspace(kernel, getOperation());
+        // persistent grid.
+        order = GridOrderAttr::get(ctx,
+                                   kernel.getStrategy() == Strategy::WgmmaWsSm90 ? BlockOrder::Persistent
+                                                                                 : BlockOrder::Grouped,
+                                   rows);
       } else if (auto moe = llvm::dyn_cast_or_null<MoeSpecAttr>(spec);
                  moe && moe.isGemm()) {
         // A mixture of experts' router and expert GEMMs: the persistent GEMM's walk (groups of 8 row blocks; an
         // expert's row blocks are consecutive, so a group shares its weight columns in L2).
-        order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 8, false);
+        order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 8);
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
                  attention && attention.getRole() == KernelRole::AttentionForward) {
         // The warp-specialised forward may loop on a persistent grid (the
@@ -159,11 +88,11 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
           }
         bool causal = attention.getWindowLeft() < 0 && attention.getWindowRight() >= 0;
         if (loops)
-          order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 1, false);
+          order = GridOrderAttr::get(ctx, BlockOrder::Persistent, 1);
         else if (causal)
           // Causal: the last query blocks see the most keys; launching them
           // first balances the tail of the grid.
-          order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1, false);
+          order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
       }
       if (order)
         kernel.setGridOrderAttr(*order);

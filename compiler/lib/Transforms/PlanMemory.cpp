@@ -170,8 +170,6 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       fields.push_back(b.getNamedAttr(kTuningPersistentName, b.getBoolAttr(*entry.point.persistent)));
     if (entry.point.residentB && residentTakes)
       fields.push_back(b.getNamedAttr(kTuningResidentBName, b.getBoolAttr(*entry.point.residentB)));
-    if (entry.point.splitTail)  // (flash-order-blocks drops it where the form does not take it)
-      fields.push_back(b.getNamedAttr(kTuningSplitTailName, b.getBoolAttr(*entry.point.splitTail)));
     return b.getDictionaryAttr(fields);
   }
 

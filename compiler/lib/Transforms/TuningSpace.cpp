@@ -377,19 +377,6 @@ std::vector<TuningPoint> gemmSpace(const TargetDescription &target, GemmSpecAttr
               point.pingPong = pingPong;
             ws.push_back(point);
           }
-  // The cooperative plain GEMM of a rank-2 A with its last, partial wave
-  // split over K (tail_split.cuh; flash-order-blocks): the first cooperative
-  // point (the hand rule's where it is one) with split_tail=1. It declines at
-  // run time where the split does not pay (short K, a full last wave).
-  auto a = argTypes.empty() ? GlobalTensorType() : llvm::dyn_cast<GlobalTensorType>(argTypes[0]);
-  if (gemm.getRole() == KernelRole::Gemm && !gemm.appliesGatedActGrad() && a && a.getRank() == 2)
-    for (auto it = ws.begin(); it != ws.end(); ++it)
-      if (!it->pingPong.value_or(false)) {
-        TuningPoint split = *it;
-        split.splitTail = true;
-        ws.insert(std::next(it), split);
-        break;
-      }
   // At K <= 256 the resident-B form (gemm_resident_b.cuh: B's column block
   // kept over a block's run of 64-row tiles, the consumers taking them in
   // turn): 128 or 256 columns where B's slab fits, 3 or 2 slots of A

@@ -37,7 +37,7 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b", "split_tail"};
+                                              "resident_b"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -58,9 +58,6 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
     return kind == "attention_forward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
-    return kind == "gemm";
-  // The persistent GEMM's last wave split over K (plain GEMMs, cooperative).
-  if (field == "split_tail")
     return kind == "gemm";
   return true;
 }
@@ -154,8 +151,6 @@ std::string TuningPoint::str() const {
     add("persistent", *persistent ? "1" : "0");
   if (residentB)
     add("resident_b", *residentB ? "1" : "0");
-  if (splitTail)
-    add("split_tail", *splitTail ? "1" : "0");
   return text;
 }
 
@@ -281,10 +276,6 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("resident_b must be 0 or 1, got '" + value + "'");
         point.residentB = value == "1";
-      } else if (name == "split_tail") {
-        if (value != "0" && value != "1")
-          return fail("split_tail must be 0 or 1, got '" + value + "'");
-        point.splitTail = value == "1";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -300,9 +291,6 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         *slot = number;
       }
     }
-    if (point.splitTail.value_or(false) && (point.pingPong.value_or(false) || point.residentB.value_or(false)))
-      return fail("split_tail=1 with ping_pong=1 or resident_b=1: the last wave is split over K on the cooperative "
-                  "persistent GEMM only");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
@@ -435,9 +423,6 @@ TuningPoint pointOf(KernelOp kernel) {
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&
       wsGemmResidentK(gemm, kernel.getFunctionType().getInputs()) > 0)
     point.residentB = !schedule.getResident().empty();
-  // The persistent GEMM's last wave split over K (named only where it is on).
-  if (order && order.getSplitTail())
-    point.splitTail = true;
   return point;
 }
 

@@ -386,29 +386,8 @@ tile.kernel @persistent_three(%q: !tile.tensor<?x8x?x64xbf16>) attributes {
 
 // -----
 
-// The tail split over K is the persistent GEMM's.
-// expected-error @+2 {{#tile.grid_order split_tail is the persistent GEMM's (order = persistent)}}
-tile.kernel @split_grouped(%a: !tile.tensor<?x128xbf16>) attributes {
-    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = grouped, group = 8, split_tail = true>,
-    strategy = #tile.strategy<wgmma_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
-  tile.return
-}
-
-// -----
-
-// A split tail's workspace comes last: partial sums (f32, rank 2), then flags (i32, rank 1).
-// expected-error @+1 {{grid_order split_tail needs the workspace as the last two arguments: the partial sums (f32, rank 2) and their flags (i32, rank 1)}}
-tile.kernel @split_flags_first(%a: !tile.tensor<?x128xbf16>, %f: !tile.tensor<?xi32>, %p: !tile.tensor<?x32768xf32>) attributes {
-    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = persistent, group = 8, split_tail = true>,
-    spec = #tile.gemm<role = gemm, activation = identity, transpose_a = false, transpose_b = true, bias1 = false, bias2 = false, gated = false, accumulate = false, alpha = 1.000000e+00 : f64, block_k = 64, element_type = bf16>,
-    strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 256, warps = 8, stages = 4} {
-  tile.return
-}
-
-// -----
-
 // A tuning entry's schedule knobs have fixed types: persistent (like ping_pong) is a bool.
-// expected-error @+1 {{tuning attribute field 'persistent' is unknown or of the wrong type (entry and key: strings, ping_pong, persistent, resident_b and split_tail: bool, group: integer)}}
+// expected-error @+1 {{tuning attribute field 'persistent' is unknown or of the wrong type (entry and key: strings, ping_pong, persistent and resident_b: bool, group: integer)}}
 tile.kernel @tuned(%a: !tile.tensor<?x128xbf16>) attributes {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
     block_m = 64, block_n = 64, warps = 4, stages = 2, tuning = {entry = "table.txt:2", persistent = 1 : i64}} {

@@ -67,9 +67,6 @@ struct TuningPoint {
   /// The persistent GEMM at K <= 256: B's column block resident over a block's
   /// run of tiles (gemm_resident_b.cuh; flash-warp-specialize).
   std::optional<bool> residentB;
-  /// The persistent GEMM's cooperative plain form: its last, partial wave of
-  /// tiles split over K (tail_split.cuh; flash-order-blocks).
-  std::optional<bool> splitTail;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.
@@ -154,7 +151,6 @@ inline constexpr llvm::StringLiteral kTuningPingPongName = "ping_pong";
 inline constexpr llvm::StringLiteral kTuningGroupName = "group";
 inline constexpr llvm::StringLiteral kTuningPersistentName = "persistent";
 inline constexpr llvm::StringLiteral kTuningResidentBName = "resident_b";
-inline constexpr llvm::StringLiteral kTuningSplitTailName = "split_tail";
 
 } // namespace flashc
 

@@ -375,9 +375,7 @@ LogicalResult WarpSpecializedAttr::verify(function_ref<InFlightDiagnostic()> emi
 }
 
 LogicalResult GridOrderAttr::verify(function_ref<InFlightDiagnostic()> emitError, BlockOrder order,
-                                    int64_t group, bool splitTail) {
-  if (splitTail && order != BlockOrder::Persistent)
-    return emitError() << "#tile.grid_order split_tail is the persistent GEMM's (order = persistent)";
+                                    int64_t group) {
   // A persistent GEMM walks its tiles in groups too (the attention forward's
   // persistent grid has group 1).
   bool grouped = order == BlockOrder::Grouped || order == BlockOrder::Persistent;

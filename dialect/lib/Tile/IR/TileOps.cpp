@@ -215,30 +215,19 @@ LogicalResult KernelOp::verify() {
       return emitOpError("schedule keeps a GEMM operand resident but does not ping-pong: the resident-B GEMM's "
                          "consumers take its tiles in turn");
   }
-  // A persistent GEMM whose last wave is split over K takes its workspace last: the partial sums (f32, rank 2) and
-  // their flags (i32, rank 1).
-  if (GridOrderAttr order = getGridOrderAttr(); order && order.getSplitTail()) {
-    ArrayRef<Type> inputs = getFunctionType().getInputs();
-    auto partials = inputs.size() >= 2 ? llvm::dyn_cast<GlobalTensorType>(inputs[inputs.size() - 2]) : nullptr;
-    auto flags = inputs.empty() ? nullptr : llvm::dyn_cast<GlobalTensorType>(inputs.back());
-    if (!partials || !flags || partials.getRank() != 2 || !partials.getElementType().isF32() ||
-        flags.getRank() != 1 || !flags.getElementType().isSignlessInteger(32))
-      return emitOpError("grid_order split_tail needs the workspace as the last two arguments: the partial sums "
-                         "(f32, rank 2) and their flags (i32, rank 1)");
-  }
   // The tuning-table entry a plan came from, and its schedule knobs.
   if (DictionaryAttr tuning = getTuningAttr()) {
     for (NamedAttribute field : tuning) {
       StringRef name = field.getName().getValue();
       bool ok = name == "entry" || name == "key" ? llvm::isa<StringAttr>(field.getValue())
-                : name == "ping_pong" || name == "persistent" || name == "resident_b" || name == "split_tail"
+                : name == "ping_pong" || name == "persistent" || name == "resident_b"
                     ? llvm::isa<BoolAttr>(field.getValue())
                 : name == "group"                 ? llvm::isa<IntegerAttr>(field.getValue())
                                                   : false;
       if (!ok)
         return emitOpError() << "tuning attribute field '" << name
                              << "' is unknown or of the wrong type (entry and key: strings, "
-                                "ping_pong, persistent, resident_b and split_tail: bool, group: integer)";
+                                "ping_pong, persistent and resident_b: bool, group: integer)";
     }
     if (!tuning.getAs<StringAttr>("entry"))
       return emitOpError("tuning attribute needs the entry it names (entry = \"<file>:<line>\")");

@@ -60,7 +60,6 @@
 #include "flashc/device/moe_layout.h"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
-#include "flashc/device/tail_split.cuh"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
@@ -87,7 +86,6 @@ FLASHC_GEMM_WS_OPTIONAL(PingPongOf, kPingPong, bool, false)
 FLASHC_GEMM_WS_OPTIONAL(GroupedOf, kGrouped, bool, false)
 FLASHC_GEMM_WS_OPTIONAL(SplitKOf, kSplitK, int, 0)
 FLASHC_GEMM_WS_OPTIONAL(GroupedKOf, kGroupedK, bool, false)
-FLASHC_GEMM_WS_OPTIONAL(SplitTailOf, kSplitTail, bool, false)
 #undef FLASHC_GEMM_WS_OPTIONAL
 
 template <class Config>
@@ -123,9 +121,6 @@ struct GemmWsPlan {
                                  !Config::kSavePre && !kActGrad && !kPingPong),
                 "ws GEMM, split over K (weight gradients): A [K, M] (kTransA), B [K, N], slices of whole K blocks, "
                 "cooperative tiles, no epilogue extras");
-  static constexpr bool kSplitTail = SplitTailOf<Config>::value;
-  static_assert(!kSplitTail || (!kPingPong && !kGrouped && !kGroupedK && kSplitK == 0 && !Config::kBatched),
-                "ws GEMM, tail split over K: cooperative tiles of one rank-2 product");
   // Rows a tile: both warpgroups' 64 (cooperative), or one warpgroup's (ping-pong).
   static constexpr int kBlockM = kPingPong ? 64 : 128, kBlockN = Config::kBlockN, kBlockK = 64, kStages = Config::kStages;
   static_assert(kBlockN == 128 || kBlockN == 256, "ws GEMM: 128 or 256 columns a tile");
@@ -155,10 +150,6 @@ struct GemmWsPlan {
   static_assert(kSmemBytes <= 227 * 1024, "ws GEMM: shared memory plan exceeds 227 KB");
   static constexpr int kBarEpilogue = 1;  // named barriers 1, 2: one a consumer warpgroup
   static constexpr int kBarTurn = 3;      // ping-pong: 3, 4: a warpgroup's turn at the tensor cores
-  static constexpr int kBarConsumers = 5; // kSplitTail: both consumer warpgroups (a partial stored, or waited for)
-  // kSplitTail: a block's partial sum, in the accumulator's register order (float4 j of consumer thread t at
-  // 4 · (j · 256 + t)): the floats of a slot.
-  static constexpr int kPartialFloats = kBlockM * kBColumns;
 };
 
 // Output tile p of a tiles_m x tiles_n grid, taken in groups of `group` row blocks of one column block.
@@ -178,9 +169,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
                                              const TensorArg& a, const TensorArg& b, const TensorArg& bias,
                                              const int* groups, int group_count, float alpha,
                                              const TensorArg& c_f32 = TensorArg(),
-                                             const TmaDescriptor* map_c2 = nullptr,
-                                             const TensorArg& tail_partials = TensorArg(),
-                                             const TensorArg& tail_flags = TensorArg()) {
+                                             const TmaDescriptor* map_c2 = nullptr) {
   using P = GemmWsPlan<Config>;
   using Elem = typename P::Elem;
   using ATile = typename P::ATile;
@@ -219,14 +208,6 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
   };
   const int k_blocks = k_range(0).y;  // (every tile's but kGroupedK's)
   const int warpgroup = warp_id() / 4;
-  // The block's units (tail_split.cuh): whole tiles blockIdx.x, + gridDim.x, ...; with kSplitTail the last, partial
-  // wave's tiles dealt out by K blocks (a grid larger than the partial slots keeps whole tiles).
-  constexpr bool kSplitTail = P::kSplitTail;
-  const TailSplit walk = kSplitTail ? TailSplit::plan(tiles, k_blocks, static_cast<int>(gridDim.x),
-                                                      static_cast<int>(tail_flags.shape[0]))
-                                    : TailSplit{tiles, k_blocks, tiles, 0, 0};
-  const int units = walk.units(static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
-  auto unit_of = [&](int u) { return walk.unit(u, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)); };
 
   auto a_slot = [&](int s) { return ATile{reinterpret_cast<Elem*>(smem + P::kSmemA + s * ATile::kBytes)}; };
   auto b_slot = [&](int s) { return BTile{reinterpret_cast<Elem*>(smem + P::kSmemB + s * BTile::kBytes)}; };
@@ -251,13 +232,12 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
       tma_prefetch_descriptor(&map_b);
       if constexpr (Config::kGated) tma_prefetch_descriptor(&map_b2);
       RingPosition<kStages> slot;
-      for (int u = 0; u < units; ++u) {
-        const GemmUnit unit = unit_of(u);
-        const int2 mn = grouped_tile(unit.tile, tiles_m, tiles_n, Config::kGroup);
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int2 mn = grouped_tile(tile, tiles_m, tiles_n, Config::kGroup);
         const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
         const int expert = kGrouped ? groups[1 + m0 / P::kGroupRows] : 0;
         const int2 ks = k_range(batch);
-        for (int kb = kSplitTail ? unit.k_begin : 0; kb < (kSplitTail ? unit.k_end : ks.y); ++kb, slot.advance()) {
+        for (int kb = 0; kb < ks.y; ++kb, slot.advance()) {
           const int k0 = ks.x + kb * kBlockK;
           const unsigned full = bar(P::kBarFull + slot.stage);
           mbarrier_wait(bar(P::kBarEmpty + slot.stage), slot.phase ^ 1u);
@@ -465,9 +445,9 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
   // warpgroups take turns at the main loop (named barriers kBarTurn + w): a warpgroup waits for a slot's fill
   // only after the other has waited for every earlier fill, so no wait runs two phases ahead of its barrier
   // (a parity wait could not tell those apart), and the tensor cores serve one main loop at a time.
-  for (int i = kPingPong ? warpgroup : 0; i < units; i += kPingPong ? 2 : 1) {
-    const GemmUnit unit = unit_of(i);
-    const int2 mn = grouped_tile(unit.tile, tiles_m, tiles_n, Config::kGroup);
+  auto tile_of = [&](int i) { return static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x); };
+  for (int i = kPingPong ? warpgroup : 0; tile_of(i) < tiles; i += kPingPong ? 2 : 1) {
+    const int2 mn = grouped_tile(tile_of(i), tiles_m, tiles_n, Config::kGroup);
     const int batch = mn.x / blocks_m, m0 = (mn.x % blocks_m) * kBlockM, n0 = mn.y * kBlockN;
     if constexpr (kPingPong) {
       const long long position = static_cast<long long>(i) * k_blocks;
@@ -478,12 +458,12 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     fill(acc, 0.f);
     wgmma_fence_operand(acc);
     int previous = -1;
-    const int tile_k_blocks = kGroupedK || kSplitK != 0 ? k_range(batch).y : unit.k_end - unit.k_begin;
+    const int tile_k_blocks = kGroupedK || kSplitK != 0 ? k_range(batch).y : k_blocks;
     if (tile_k_blocks == 0) load_tile_pieces(batch, m0, n0);
     for (int kb = 0; kb < tile_k_blocks; ++kb, slot.advance()) {
       mbarrier_wait(bar(P::kBarFull + slot.stage), slot.phase);
       issue(slot.stage);
-      if (kb == 0 && unit.finishes) load_tile_pieces(batch, m0, n0);  // under the first products
+      if (kb == 0) load_tile_pieces(batch, m0, n0);  // under the first products
       wgmma_wait<1>();  // the previous K block's products are done: its slot goes back
       if (previous >= 0) release(previous);
       previous = slot.stage;
@@ -491,49 +471,9 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     // Ping-pong: the next tile's warpgroup may start (every fill of this tile has landed); its main loop runs
     // under this one's epilogue.
     if constexpr (kPingPong)
-      if (i + 1 < units) named_barrier_arrive(P::kBarTurn + (warpgroup ^ 1), 256);
+      if (tile_of(i + 1) < tiles) named_barrier_arrive(P::kBarTurn + (warpgroup ^ 1), 256);
     wgmma_wait<0>();
     if (previous >= 0) release(previous);
-
-    if constexpr (kSplitTail) {
-      // A tail piece that does not end its tile leaves its sum in this block's slot and raises its flag; the one
-      // that ends a tile others began adds their slots first (tail_split.cuh).
-      const int consumer = static_cast<int>(threadIdx.x);  // 0-255: the consumer warpgroups come first
-      int* flags = static_cast<int*>(tail_flags.data);
-      if (!unit.finishes) {
-        float4* slot_sum = reinterpret_cast<float4*>(static_cast<float*>(tail_partials.data) +
-                                                     blockIdx.x * tail_partials.stride[0]);
-#pragma unroll
-        for (int nt = 0; nt < Acc::kNT; ++nt)
-          __stcg(slot_sum + nt * 256 + consumer, make_float4(acc.v[0][nt][0], acc.v[0][nt][1], acc.v[0][nt][2], acc.v[0][nt][3]));
-        __threadfence();
-        named_barrier_sync(P::kBarConsumers, 256);
-        if (consumer == 0) atomic_store_release_gpu(flags + blockIdx.x, 1);
-        continue;
-      }
-      if (unit.k_begin > 0) {
-        // (Each flag is put back to 0 once read: the kernel leaves its flags as it found them, for the next launch.)
-        if (consumer == 0)
-          for (int g = unit.first_contributor; g < static_cast<int>(blockIdx.x); ++g) {
-            while (atomic_load_acquire_gpu(flags + g) == 0) {
-            }
-            flags[g] = 0;
-          }
-        named_barrier_sync(P::kBarConsumers, 256);
-        for (int g = unit.first_contributor; g < static_cast<int>(blockIdx.x); ++g) {
-          const float4* slot_sum = reinterpret_cast<const float4*>(static_cast<const float*>(tail_partials.data) +
-                                                                   g * tail_partials.stride[0]);
-#pragma unroll
-          for (int nt = 0; nt < Acc::kNT; ++nt) {
-            const float4 part = __ldcg(slot_sum + nt * 256 + consumer);
-            acc.v[0][nt][0] += part.x;
-            acc.v[0][nt][1] += part.y;
-            acc.v[0][nt][2] += part.z;
-            acc.v[0][nt][3] += part.w;
-          }
-        }
-      }
-    }
 
     if constexpr (kSplitK != 0) {  // this slice's sum into C (f32, zeroed by the caller): rows past M skipped
       if (alpha != 1.f)
@@ -565,21 +505,16 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
 
 // The kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are `const __grid_constant__`
 // parameters. a gives M and K (transposed: [K, M]), b gives N; map_b2 / bias / map_pre / map_pre2 may be unused.
-// Config::kSplitTail: tail_partials (f32 [slots, kPartialFloats]) and tail_flags (int32 [slots], zeroed) hold the
-// tail's partial sums (tail_split.cuh); a grid of more blocks than slots takes whole tiles.
 template <class Config>
 __device__ __forceinline__ void gemm_ws(const TmaDescriptor& map_a, const TmaDescriptor& map_b,
                                         const TmaDescriptor& map_b2, const TmaDescriptor& map_c,
                                         const TmaDescriptor& map_pre, const TmaDescriptor& map_pre2, const TensorArg& a,
-                                        const TensorArg& b, const TensorArg& bias, float alpha,
-                                        const TensorArg& tail_partials = TensorArg(),
-                                        const TensorArg& tail_flags = TensorArg()) {
+                                        const TensorArg& b, const TensorArg& bias, float alpha) {
   static_assert(!GemmWsPlan<Config>::kGrouped && !GemmWsPlan<Config>::kGroupedK && GemmWsPlan<Config>::kSplitK == 0 &&
                     !GemmWsPlan<Config>::kGatedActGrad,
                 "ws GEMM: a grouped, split or gated act_grad Config runs through gemm_ws_grouped, gemm_ws_grouped_k, "
                 "gemm_ws_split_k or gemm_ws_gated_act_grad");
-  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, 0, alpha,
-                               TensorArg(), nullptr, tail_partials, tail_flags);
+  detail::gemm_ws_body<Config>(map_a, map_b, map_b2, map_c, map_pre, map_pre2, a, b, bias, nullptr, 0, alpha);
 }
 
 // The gated FFN's act_grad (Config::kGatedActGrad): from D = alpha · op(a) · op(b), dg = (D ∘ u) ∘ act'(g) through

@@ -152,14 +152,8 @@ def Tile_GridOrderAttr : AttrDef<Tile_Dialect, "GridOrder"> {
     `#tile.grid_order<order = persistent, group = 1>`: the launch grid is
     min(units, SMs) blocks, each looping over its units (tile_schedule.cuh);
     `grid` stays the kernel's tiles, each still taken by exactly one block.
-    `#tile.grid_order<order = persistent, group = 8, split_tail = true>`: the
-    persistent GEMM's last, partial wave of tiles is split over K
-    (tail_split.cuh): the kernel's last two arguments are its workspace, the
-    partial sums (f32 [SMs, block_m · block_n]) and their flags (i32 [SMs],
-    zeroed).
   }];
-  let parameters = (ins EnumParameter<Tile_BlockOrderKind>:$order, "int64_t":$group,
-                    DefaultValuedParameter<"bool", "false">:$split_tail);
+  let parameters = (ins EnumParameter<Tile_BlockOrderKind>:$order, "int64_t":$group);
   let assemblyFormat = "`<` struct(params) `>`";
   // group in [1, 64]; 1 unless grouped.
   let genVerifyDecl = 1;
