@@ -58,16 +58,19 @@ def do_bench(fn, grad_to_none=None, warmup=25, rep=100, lead_us=0):
 
 def interleaved(measures, rounds=3, warmup=25, rep=100, lead_us=0):
     """{name: {what: median ms}} for measures {name: {what: (fn, grad_to_none)}}, timed in `rounds` rounds that take the
-    implementations in turn (forward order, then reversed, ...), each a median of its rounds' medians. Timing one
-    implementation's calls after another's lets the GPU's clocks settle under the later one (session 16: ~12 %
-    over six back-to-back calls): interleaving gives every implementation the same share of early and late turns.
-    An implementation that raises is left out of the later rounds: {name: {"error": text}}."""
+    implementations in turn, each a median of its rounds' medians. Timing one implementation's calls after another's
+    lets the GPU's clocks settle under the later one (session 16: ~12 % over six back-to-back calls; the H200 is
+    power-bound on large GEMMs and warms over a run, session 31): round r takes them rotated by r, so that over a
+    multiple of len(measures) rounds each implementation takes every turn equally often (forward-then-reversed
+    order, used until session 31, put the first implementation first in ceil(rounds / 2) rounds and the middle one
+    never first or last). An implementation that raises is left out of the later rounds: {name: {"error": text}}."""
     import statistics
     samples = {name: {what: [] for what in whats} for name, whats in measures.items()}
     errors = {}
     names = list(measures)
     for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        shift = r % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
             if name in errors:
                 continue
             try:

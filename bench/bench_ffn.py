@@ -37,7 +37,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3,
-                   help="rounds taking the implementations in turn (bench_common.interleaved; default 3)")
+                   help="rounds taking the implementations in turn, each rotated by one (bench_common.interleaved; "
+                        "default 3: with three implementations each takes every turn once)")
     p.add_argument("--lead-us", default="0",
                    help="a GPU spin of N microseconds (or 'auto') before each timed call: the host's enqueueing "
                         "then runs ahead of the GPU, as in a training loop (flashc.measure.time_ms; default 0)")

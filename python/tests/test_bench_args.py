@@ -48,11 +48,12 @@ class BenchArgsTest(unittest.TestCase):
             self.assertIn("--model-dims", err.getvalue())
 
     def test_interleaved_rounds(self):
-        # The implementations take turns (forward, reversed, forward), each value the median of its rounds; one that
-        # raises is reported and left out of later rounds. (do_bench replaced: no GPU here.)
+        # The implementations take turns, round r rotated by r (each takes every turn once in three rounds), each
+        # value the median of its rounds; one that raises is reported and left out of later rounds. (do_bench
+        # replaced: no GPU here.)
         order, clock = [], iter(range(100))
 
-        def fake_do_bench(fn, grad_to_none=None, warmup=25, rep=100):
+        def fake_do_bench(fn, grad_to_none=None, warmup=25, rep=100, lead_us=0):
             return fn()
 
         def timed(name):
@@ -75,6 +76,14 @@ class BenchArgsTest(unittest.TestCase):
         self.assertEqual(result["a"], {"fwd": 3.0})  # a's rounds read 0, 3, 4
         self.assertEqual(result["b"], {"fwd": 2.0})  # b's: 1, 2, 5
         self.assertEqual(result["c"], {"error": "no kernel for this size"})
+        # Three that run: a b c, b c a, c a b.
+        order.clear()
+        bench_common.do_bench = fake_do_bench
+        try:
+            bench_common.interleaved({n: {"fwd": (timed(n), None)} for n in "abc"}, rounds=3)
+        finally:
+            bench_common.do_bench = saved
+        self.assertEqual(order, list("abcbcacab"))
 
     def test_bad_arguments_are_refused(self):
         for argv, words in ((["--head-dims", "1:2:3"], "D:Dv"), (["--head-dims", "x"], "D:Dv"),

@@ -1,12 +1,11 @@
 // The FFN backward's activation, elementwise over [(B,) M, H] after the GEMM dh = dy·W2ᵀ:
 //   plain: dpre = dh ∘ act'(pre)
 //   gated: dg = (dh ∘ u) ∘ act'(g), du = dh ∘ act(g)
-// Each thread takes 16-byte chunks (8 elements) of every tensor, all of its loads issued before the first
-// result (memory bound: the tile-op form, smem staging and 4-byte fragment stores, ran at half of eager
-// PyTorch's bandwidth). Where H is a multiple of 8 the grid's blocks take the chunks in row-major order,
-// kBlockM · kBlockN / 8 consecutive ones a block, so that a warp's loads are 512 contiguous bytes of a row;
-// else a block takes kBlockM rows x kBlockN columns (consecutive blocks consecutive column blocks) and a
-// chunk that ends past H goes element by element. Nothing past H is read or written.
+// A block takes kBlockM rows x kBlockN columns (its place in the grid remapped so that consecutive
+// blocks take consecutive column blocks); each thread 16-byte chunks (8 elements) of every
+// tensor, all of its loads issued before the first result (memory bound: the tile-op form, smem
+// staging and 4-byte fragment stores, ran at half of eager PyTorch's bandwidth). A chunk that
+// ends past H (H not a multiple of 8) goes element by element; nothing past H is read or written.
 //
 // Config (static members): using Elem = bf16 | f16; kAct = Act::...; kGated; kBatched (the tensors
 // are [B, M, H], grid z = batch); kBlockM, kBlockN, kThreads.
@@ -41,10 +40,6 @@ __device__ __forceinline__ void ffn_activation_grad(const TensorArg& dh, const T
   const unsigned linear = blockIdx.x + blockIdx.y * gridDim.x;
   const int row0 = static_cast<int>(linear / gridDim.y) * Config::kBlockM;
   const int col0 = static_cast<int>(linear % gridDim.y) * Config::kBlockN;
-  // Row-major chunks (H a multiple of 8): the grid's blocks cover at least rows x H elements.
-  const bool row_major = g_dh.cols > 0 && g_dh.cols % kChunk == 0;
-  const int chunks_per_row = g_dh.cols / kChunk;
-  const long long first_chunk = static_cast<long long>(linear) * (Config::kBlockM * kChunksPerRow);
   // One element: the results in f32 (gated: dg and du), from dh, pre (g) and u.
   auto compute = [](float d, float p, float u, float& out0, float& out1) {
     if constexpr (kGated) {
@@ -59,12 +54,6 @@ __device__ __forceinline__ void ffn_activation_grad(const TensorArg& dh, const T
   // resident blocks).
   auto place = [&](int i, int& r, int& c) {
     const int chunk = threadIdx.x + i * Config::kThreads;
-    if (row_major) {
-      const long long flat = first_chunk + chunk;
-      r = static_cast<int>(flat / chunks_per_row);
-      c = static_cast<int>(flat % chunks_per_row) * kChunk;
-      return;
-    }
     r = row0 + chunk / kChunksPerRow;
     c = col0 + chunk % kChunksPerRow * kChunk;
   };
