@@ -35,6 +35,7 @@ def main():
             leaves = [t for t in (x, w1, w2, wg) if t is not None]
 
             def grads(forward):
+                # (check_ffn passes x's first `rows` rows: rows=m below, all of them, so the leaves here are its inputs.)
                 def run(x_, w1_, w2_, dy_):
                     for t in leaves:
                         t.grad = None

@@ -47,6 +47,16 @@ class BenchArgsTest(unittest.TestCase):
                 bench_ffn.parse_args(["--model-dims", value])
             self.assertIn("--model-dims", err.getvalue())
 
+    def test_ffn_lead(self):
+        # --lead-us: 0 (default), a positive number of microseconds or "auto"; anything else is refused by name.
+        self.assertEqual(bench_ffn.parse_args([]).lead_us, 0)
+        self.assertEqual(bench_ffn.parse_args(["--lead-us", "250"]).lead_us, 250.0)
+        self.assertEqual(bench_ffn.parse_args(["--lead-us", "auto"]).lead_us, "auto")
+        for value in ("-5", "x", "nan"):
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                bench_ffn.parse_args(["--lead-us", value])
+            self.assertIn("--lead-us", err.getvalue())
+
     def test_interleaved_rounds(self):
         # The implementations take turns, round r rotated by r (each takes every turn once in three rounds), each
         # value the median of its rounds; one that raises is reported and left out of later rounds. (do_bench
