@@ -49,41 +49,44 @@ for N in (32, 64, 128, 192, 256):
     for ab in ("bf16", "f16"):
         regs = ", ".join(f"%{i}" for i in range(nacc))
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(nacc))
-        # SS: A and B from descriptors, accumulate (scale-d = 1); the transpose bits make an operand MN-major.
+        # SS: A and B from descriptors; scale_d 1 accumulates into D, 0 overwrites it (D's old values unread: a
+        # product's first k16 step needs no zero fill); the transpose bits make an operand MN-major.
         for suffix, trans_a, trans_b, layout in (
                 ("", 0, 0, "A and B K-major in shared memory"),
                 ("_tb", 0, 1, "A K-major and B MN-major in shared memory (B stored [K][N],\n// N contiguous: the B transpose bit),"),
                 ("_tatb", 1, 1, "A and B MN-major in shared memory (A stored [K][64], B\n// stored [K][N]: both transpose bits),")):
-            w(f'''// D[64][{N}] += A[64][16] * B[16][{N}], {layout} ({ab}).
-__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}{suffix}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+            w(f'''// D[64][{N}] = scale_d * D + A[64][16] * B[16][{N}], {layout} ({ab}).
+__device__ __forceinline__ void wgmma_ss_m64n{N}k16_{ab}{suffix}(float* d, unsigned long long desc_a, unsigned long long desc_b,
+                                                         int scale_d) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+2}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, %{nacc}, %{nacc+1}, p, 1, 1, {trans_a}, {trans_b};\\n}}\\n"
       : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }}
 ''')
-        # RS: A from registers, B from descriptor, B transposed (MN-major), accumulate
-        w(f'''// D[64][{N}] += A[64][16] (registers, mma A-fragment layout per warp) * B[16][{N}], B MN-major
+        # RS: A from registers, B from descriptor, B transposed (MN-major); scale_d as above
+        w(f'''// D[64][{N}] = scale_d * D + A[64][16] (registers, mma A-fragment layout per warp) * B[16][{N}], B MN-major
 // in shared memory (stored [K][N], N contiguous: the transpose bit), ({ab}).
-__device__ __forceinline__ void wgmma_rs_m64n{N}k16_{ab}_tb(float* d, const unsigned (&a)[4], unsigned long long desc_b) {{
+__device__ __forceinline__ void wgmma_rs_m64n{N}k16_{ab}_tb(float* d, const unsigned (&a)[4], unsigned long long desc_b,
+                                                       int scale_d) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc+5}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{ab}.{ab} {{{regs}}}, {{%{nacc}, %{nacc+1}, %{nacc+2}, %{nacc+3}}}, %{nacc+4}, p, 1, 1, 1;\\n}}\\n"
       : {outs}
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }}
 ''')
-w('// Dispatch on element type and N.')
+w('// Dispatch on element type and N; scale_d 0: D = A B (the product\'s first k16 step), 1: D += A B.')
 # (name, suffix of the sized wrappers, parameters, arguments)
 for name, suffix, params, args in (
-        ("wgmma_ss", "", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
-        ("wgmma_ss_tb", "_tb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
-        ("wgmma_ss_tatb", "_tatb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b"),
-        ("wgmma_rs_tb", "_tb", "const unsigned (&a)[4], unsigned long long desc_b", "d, a, desc_b")):
+        ("wgmma_ss", "", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b, scale_d"),
+        ("wgmma_ss_tb", "_tb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b, scale_d"),
+        ("wgmma_ss_tatb", "_tatb", "unsigned long long desc_a, unsigned long long desc_b", "d, desc_a, desc_b, scale_d"),
+        ("wgmma_rs_tb", "_tb", "const unsigned (&a)[4], unsigned long long desc_b", "d, a, desc_b, scale_d")):
     kind = name.split("_")[1]
     w(f'''template <class T, int N>
-__device__ __forceinline__ void {name}(float* d, {params}) {{
+__device__ __forceinline__ void {name}(float* d, {params}, int scale_d = 1) {{
   static_assert(N == 32 || N == 64 || N == 128 || N == 192 || N == 256, "{name}: N = 32, 64, 128, 192 or 256");
   if constexpr (ElemTraits<T>::kIsBf16) {{
     if constexpr (N == 32) wgmma_{kind}_m64n32k16_bf16{suffix}({args});

@@ -322,7 +322,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   float4* p_exchange = reinterpret_cast<float4*>(smem + P::kSmemP);
   auto q_tile = [&](int s) { return QTile{reinterpret_cast<Elem*>(smem + P::kSmemQ + s * QTile::kBytes)}; };
   auto do_tile = [&](int s) { return DOTile{reinterpret_cast<Elem*>(smem + P::kSmemDO + s * DOTile::kBytes)}; };
-  auto lse_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemLse + s * kBlockM * 4); };
+  auto lse_log2_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemLse + s * kBlockM * 4); };
   auto delta_slot = [&](int s) { return reinterpret_cast<float*>(smem + P::kSmemDelta + s * kBlockM * 4); };
   auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
@@ -363,13 +363,14 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         tma_load_rows<kPacked>(q_tile(s), &tma_q, bar(P::kBarFull + s), q_start + q0, head, batch);
         tma_load_rows<kPacked>(do_tile(s), &tma_do, bar(P::kBarFull + s), q_start + q0, head, batch);
       }
-      // lse (-inf past Sq: P = 0 there) and D (0), two rows a lane.
+      // lse as the exponent's bias, lse · log2e (+inf past Sq and for rows with no visible key: P = 0 there), and D
+      // (0), kBlockM / 32 rows a lane: the consumers' exponent is one FFMA (their per-column -inf test moved here).
       const GlobalVector<float> lse_v = sequence_stats<kPacked>(lse, q_start, Sq, batch, head);
       const GlobalVector<float> delta_v = sequence_stats<kPacked>(delta, q_start, Sq, batch, head);
 #pragma unroll
       for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
-        lse_slot(s)[r] = row < Sq ? lse_v.base[row * lse_v.stride] : -INFINITY;
+        lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) : INFINITY;
         delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
@@ -436,11 +437,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         // dQ[:, 64j..] += dS K[:, 64j..] over all 128 keys, product j of the step from dSᵀ in shared memory,
         // issued here and reduced by TMA into dq_accum once complete.
         using DqTile = RegTileF32<kBlockM, kDqCols, 4>;
-        auto issue_dq = [&](DqTile& dq, int j) {
-          fill(dq, 0.f);
-          wgmma_fence_operand(dq);
-          wgmma_matmul_ta<false>(dq, ds_step, Ks, j * kDqCols);
-        };
+        auto issue_dq = [&](DqTile& dq, int j) { wgmma_matmul_ta<false, true>(dq, ds_step, Ks, j * kDqCols); };
         // The boxes: this warpgroup's pair, or the spare pair (the second product of the warpgroup that has two).
         // Both are free: the last reductions through them were waited for before kBarDsFree.
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
@@ -454,19 +451,15 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         for (int h = 0; h < 2; ++h) {
           const int qh = h * P::kSubM;
           RegTileF32<kBlockN, P::kSubM, kTileWarps> st, dpt;
-          fill(st, 0.f);
-          fill(dpt, 0.f);
-          wgmma_fence_operand(st);
-          wgmma_fence_operand(dpt);
-          wgmma_matmul_tb<false>(st, Ks, q_tile(s), qh);    // Sᵀ_h = K Q_hᵀ
-          wgmma_wait<0>();                                  // Sᵀ_h (and half 0's products)
-          wgmma_matmul_tb<false>(dpt, Vs, do_tile(s), qh);  // dPᵀ_h = V dO_hᵀ
+          wgmma_matmul_tb<false, true>(st, Ks, q_tile(s), qh);    // Sᵀ_h = K Q_hᵀ
+          wgmma_wait<0>();                                        // Sᵀ_h (and half 0's products)
+          wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s), qh);  // dPᵀ_h = V dO_hᵀ
           modify_scores(st, q0 + qh, env);
           if (masked) {
             if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0 + qh, Sk, offset, env);
             else mask_transposed<Mask>(st, k0, q0 + qh, Sk, offset, env);
           }
-          recompute_probs_cols(st, lse_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
+          recompute_probs_cols_log2(st, lse_log2_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
           convert(pt16[h], st);
           wgmma_matmul<false>(acc_dv, pt16[h], do_tile(s), qh);  // dV += Pᵀ_h dO_h
           wgmma_wait<1>();                                       // dPᵀ_h
@@ -502,12 +495,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         release(s);
       } else {
         RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
-        fill(st, 0.f);
-        fill(dpt, 0.f);
-        wgmma_fence_operand(st);
-        wgmma_fence_operand(dpt);
-        wgmma_matmul_tb<false>(st, Ks, q_tile(s));    // Sᵀ = K Qᵀ
-        if constexpr (!P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
+        wgmma_matmul_tb<false, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
+        if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
         wgmma_wait<P::kLateDp ? 0 : 1>();
         modify_scores(st, q0, env);
         if (masked) {
@@ -516,14 +505,14 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
           else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
         }
-        recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         if constexpr (!P::kLateDv) {
           convert(pt16, st);
           wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
           wgmma_wait<1>();                                 // dPᵀ (dV may still run)
         } else {
-          if constexpr (P::kLateDp) wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+          if constexpr (P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
           wgmma_wait<0>();
         }
         softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
@@ -540,9 +529,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
         // kernel lab run 11).
         named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
-        fill(dq, 0.f);
-        wgmma_fence_operand(dq);
-        wgmma_matmul_ta<false>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
+        wgmma_matmul_ta<false, true>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
         wgmma_wait<1>();                                 // dV done (dQ may still run)
         wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
         wgmma_wait<1>();                                 // dQ done
@@ -597,8 +584,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           continue;
         }
         RegTileF32<kBlockM, kDqCols, 4> dq;
-        fill(dq, 0.f);
-        wgmma_matmul_ta<true>(dq, dSs, Ks, c);
+        wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
         if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
         if constexpr (P::kDqTma) {
           detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, c, q_start + q0, head, batch,
@@ -621,14 +607,13 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         {
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
-          fill(st, 0.f);
-          wgmma_matmul_tb<true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
+          wgmma_matmul_tb<true, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
           modify_scores(st, q0, env);
           if (masked) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
             if constexpr (P::kMaskTable) mask_rolled<Mask, true>(st, k0, q0, Sk, offset, env);
             else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
           }
-          recompute_probs_cols(st, lse_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+          recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
           convert(pt16, st);
         }
@@ -653,8 +638,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);
         RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
-        fill(dpt, 0.f);
-        wgmma_matmul_tb<false>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
+        wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
         {
           RegTileF32<kBlockN, kBlockM, kTileWarps> pt;

@@ -48,6 +48,25 @@ __device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, con
     }
 }
 
+// The same with the bias precomputed: t[r][c] = exp2(t[r][c] * scale_log2 - lse_log2[c]), lse_log2[c] = lse[c] ·
+// log2e, or +inf for a column with no probability (lse_bias_log2; the warp-specialised backward's producer writes
+// it): one FFMA and one exponential an element, each thread's two adjacent columns one 8-byte load.
+template <int R, int C, int W>
+__device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t, const float* lse_log2,
+                                                          float scale_log2) {
+#pragma unroll
+  for (int nt = 0; nt < t.kNT; ++nt) {
+    const float2 bias = *reinterpret_cast<const float2*>(lse_log2 + t.col(nt, 0));  // columns 2t, 2t + 1
+#pragma unroll
+    for (int mt = 0; mt < t.kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        t.v[mt][nt][2 * h] = fast_exp2(fmaf(t.v[mt][nt][2 * h], scale_log2, -bias.x));
+        t.v[mt][nt][2 * h + 1] = fast_exp2(fmaf(t.v[mt][nt][2 * h + 1], scale_log2, -bias.y));
+      }
+  }
+}
+
 // tile op `softmax_grad %p, %dp, %d`: dp[r][c] := p[r][c] * (dp[r][c] - d[r]), in place in dp.
 template <int R, int C, int W>
 __device__ __forceinline__ void softmax_grad(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,

@@ -42,6 +42,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned sme
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr));
 }
+// The inverse of ldmatrix_x4 (sm_90+): lane l gives the address of row l % 8 of matrix l / 8; register j holds the
+// calling thread's pair of matrix j (row lane / 4, columns 2 (lane % 4), +1: an m16n8 C fragment's order).
+__device__ __forceinline__ void stmatrix_x4(unsigned smem_addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(smem_addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
 
 }  // namespace device
 }  // namespace flashc

@@ -59,9 +59,13 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
       for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(c.v[mt][nt][i])::"memory");
 }
 
+// Every product below takes kOverwrite: C = A B instead of C += A B, by the first k16 step's scale-d = 0, so that
+// C's old values are never read and need no zero fill (a fill is a register move per accumulator a product: 96 a
+// thread and step in the key-split backward at D = 128, 64 in the forward's S = Q Kᵀ).
+
 // tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form). With b_row0: B's
 // rows b_row0.. (a multiple of 8, b_row0 + N <= NB) of a tile of NB rows are the N rows of this product.
-template <bool kWait = true, class T, int M, int N, int K, int W, int NB>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int W, int NB>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                                 SmemPanelTile<T, NB, K> b, int b_row0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
@@ -71,22 +75,23 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::kmajor_desc(b, kk, b_row0));
+    wgmma_ss<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::kmajor_desc(b, kk, b_row0),
+                   !kOverwrite || kk > 0);
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
 }
 // ... and B exactly the product's N rows.
-template <bool kWait = true, class T, int M, int N, int K, int W>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                                 SmemPanelTile<T, N, K> b) {
-  wgmma_matmul_tb<kWait>(c, a, b, 0);
+  wgmma_matmul_tb<kWait, kOverwrite>(c, a, b, 0);
 }
 
 // tile.matmul %a, %b, %c with a a 16-bit register tile, b shared [K][N]: C += A B (RS form; B is
 // MN-major, read with the transpose bit). With b_k0: B's rows b_k0.. (a multiple of 16, b_k0 + K <= KB) of a
 // tile of KB rows are the K rows of this product.
-template <bool kWait = true, class T, int M, int N, int K, int W, int KB>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int W, int KB>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
                                              SmemPanelTile<T, KB, N> b, int b_k0) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
@@ -96,22 +101,22 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTi
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned frag[4] = {a.v[0][2 * kk][0], a.v[0][2 * kk][1], a.v[0][2 * kk + 1][0], a.v[0][2 * kk + 1][1]};
-    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag, detail::mnmajor_desc(b, kk + b_k0 / 16));
+    wgmma_rs_tb<T, N>(&c.v[0][0][0], frag, detail::mnmajor_desc(b, kk + b_k0 / 16), !kOverwrite || kk > 0);
   }
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
 }
 // ... and B exactly the product's K rows.
-template <bool kWait = true, class T, int M, int N, int K, int W>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, const RegTile16<T, M, K, W>& a,
                                              SmemPanelTile<T, K, N> b) {
-  wgmma_matmul<kWait>(c, a, b, 0);
+  wgmma_matmul<kWait, kOverwrite>(c, a, b, 0);
 }
 
 // tile.matmul %a, %b, %c with a, b shared: C += A B (SS form; A K-major panels as in wgmma_matmul_tb,
 // B stored [K][N] MN-major as in the RS form). The GEMM kernels' main loop.
-template <bool kWait = true, class T, int M, int N, int K, int W>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int W>
 __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTile<T, M, K> a,
                                              SmemPanelTile<T, K, N> b) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
@@ -120,7 +125,8 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTi
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss_tb<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::mnmajor_desc(b, kk));
+    wgmma_ss_tb<T, N>(&c.v[0][0][0], detail::kmajor_desc(a, kk, row0), detail::mnmajor_desc(b, kk),
+                      !kOverwrite || kk > 0);
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
@@ -143,16 +149,43 @@ __device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemPanelTil
 // The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
 // transposed: with wgmma_matmul_ta, whose operands are both MN-major, where its shape is a warpgroup's 64 rows
 // in 64-column parts; else with mma.sync (matmul_ta) (docs/design/wgmma-backward.md).
+// On sm_90 by stmatrix: one x4 store writes a warp's 16 rows x 16 columns (slabs nt, nt + 1), a quarter of the
+// instructions of 4-byte stores (the key-split backward's dSᵀ: 4 a thread and step instead of 16); each of its
+// 8 x 8 matrices' rows is one 16-byte chunk, which the swizzle keeps whole.
+namespace detail {
+template <class T, int R, int C, int CD, int W>
+__device__ __forceinline__ void store_fragments_stmatrix(SmemPanelTile<T, R, CD> dst, const RegTile16<T, R, C, W>& src,
+                                                         int col0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Src = RegTile16<T, R, C, W>;
+  const int lane = lane_id(), matrix = lane >> 3;
+  // Matrix j of an x4: rows 8 (j % 2).. of the slab pair's 16, slab nt + j / 2 (registers v[nt][0], v[nt][1],
+  // v[nt + 1][0], v[nt + 1][1]).
+  const int row_in_slab = ((matrix & 1) << 3) + (lane & 7), slab = matrix >> 1;
+  static_assert(Src::kNT % 2 == 0, "store_fragments: column slabs in pairs");
+#pragma unroll
+  for (int mt = 0; mt < Src::kMT; ++mt) {
+    const int row = Src::band_row0() + mt * 16 + row_in_slab;
+#pragma unroll
+    for (int nt = 0; nt < Src::kNT; nt += 2)
+      stmatrix_x4(dst.addr(row, (col0 >> 3) + nt + slab), src.v[mt][nt][0], src.v[mt][nt][1], src.v[mt][nt + 1][0],
+                  src.v[mt][nt + 1][1]);
+  }
+#else
+  store_fragments_to(dst, src, col0);
+#endif
+}
+}  // namespace detail
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
-  detail::store_fragments_to(dst, src);
+  detail::store_fragments_stmatrix(dst, src, 0);
 }
-// The same into columns col0.. of a wider panel tile (a score half of the key split at D = 192).
+// The same into columns col0.. (a multiple of 8) of a wider panel tile (a score half of the key split at D = 192).
 template <class T, int R, int C, int CD, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, CD> dst, const RegTile16<T, R, C, W>& src,
                                                 int col0) {
   static_assert(C < CD, "store_fragments: a column range of the tile");
-  detail::store_fragments_to(dst, src, col0);
+  detail::store_fragments_stmatrix(dst, src, col0);
 }
 // C += Aᵀ B with mma.sync, A stored [K][M] and B stored [K][NB] in panels.
 template <class T, int M, int N, int K, int NB, int W>
@@ -168,7 +201,7 @@ __device__ __forceinline__ void matmul_ta(RegTileF32<M, N, W>& C, SmemPanelTile<
 // M = 64 on 4 row bands (the 8 warps as 2 column groups): both warpgroups take all 64 rows, each
 // its own b_col0. The Sᵀ backward's dQ parts are N = 64 slices; the GEMM kernels' weight
 // gradients take the whole tile, N = NB.
-template <bool kWait = true, class T, int M, int N, int K, int MA, int NB, int W>
+template <bool kWait = true, bool kOverwrite = false, class T, int M, int N, int K, int MA, int NB, int W>
 __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPanelTile<T, K, MA> at,
                                                 SmemPanelTile<T, K, NB> b, int b_col0 = 0) {
   static_assert((M == 128 && W == 8 && MA == 128) || (M == 64 && W == 4 && MA == 64),
@@ -179,7 +212,8 @@ __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPane
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    wgmma_ss_tatb<T, N>(&c.v[0][0][0], detail::mnmajor_desc(at, kk, a_panel), detail::mnmajor_desc(b, kk, b_col0 / 64));
+    wgmma_ss_tatb<T, N>(&c.v[0][0][0], detail::mnmajor_desc(at, kk, a_panel), detail::mnmajor_desc(b, kk, b_col0 / 64),
+                        !kOverwrite || kk > 0);
   wgmma_commit();
   if (kWait)
     wgmma_wait<0>();
