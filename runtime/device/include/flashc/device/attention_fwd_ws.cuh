@@ -306,7 +306,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   };
   // S = Q K^T (SS: this warpgroup's 64 rows of Q, the kBlockN keys of slot `stage`, both K-major) and
   // O += P V (RS: P from registers, V MN-major): the tile ops' wgmma forms, issued without waiting.
-  auto issue_qk = [&](int stage) { wgmma_matmul_tb<false, true>(s, Qs, k_tile(stage)); };  // S = (not +=)
+  auto issue_qk = [&](int stage) {
+    fill(s, 0.f);
+    wgmma_matmul_tb<false>(s, Qs, k_tile(stage));
+  };
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
   Ring ring;  // the next key block's slot

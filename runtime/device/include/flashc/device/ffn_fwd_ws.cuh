@@ -170,7 +170,10 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   };
   // H = x·W1_j (SS: x K-major, this warpgroup's 64 rows; W1_j MN-major) and y += P·W2_j (RS: P from
   // registers, W2_j MN-major): the tile ops' wgmma forms, issued without waiting.
-  auto issue_xw1 = [&](int stage) { wgmma_matmul<false, true>(h, Xs, w1_tile(stage)); };  // H = (not +=)
+  auto issue_xw1 = [&](int stage) {
+    fill(h, 0.f);
+    wgmma_matmul<false>(h, Xs, w1_tile(stage));
+  };
   auto issue_pw2 = [&](int stage) { wgmma_matmul<false>(acc_y, p, w2_tile(stage)); };
   // Columns it * kBlockN.. of a saved [(B,) M, hidden] tensor (the training forward).
   auto saved_block = [&](const TensorArg& t, int it) {
