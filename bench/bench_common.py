@@ -49,6 +49,24 @@ def environment(torch=None):
     return env
 
 
+def add_lead_us_argument(parser):
+    """--lead-us, shared by the benchmarks: call lead_us_from(parser, args) after parse_args."""
+    parser.add_argument("--lead-us", default="0",
+                        help="a GPU spin of N microseconds (or 'auto') before each timed call: the host's enqueueing "
+                             "then runs ahead of the GPU, as in a training loop, and the times are the GPU's "
+                             "(flashc.measure.time_ms; default 0)")
+
+
+def lead_us_from(parser, args):
+    """args.lead_us checked (0, a positive number of microseconds or 'auto'); a bad value exits through parser.error."""
+    try:
+        from flashc import measure
+        args.lead_us = measure.parse_lead_us(args.lead_us)
+    except ValueError as e:
+        parser.error("--lead-us: %s" % e)
+    return args
+
+
 def do_bench(fn, grad_to_none=None, warmup=25, rep=100, lead_us=0):
     """Median milliseconds of fn (flashc.measure.time_ms: CUDA events, L2 flushed before each run; lead_us: a GPU
     spin before each timed call, so that the host's enqueueing is not timed)."""

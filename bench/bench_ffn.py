@@ -39,15 +39,8 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds taking the implementations in turn, each rotated by one (bench_common.interleaved; "
                         "default 3: with three implementations each takes every turn once)")
-    p.add_argument("--lead-us", default="0",
-                   help="a GPU spin of N microseconds (or 'auto') before each timed call: the host's enqueueing "
-                        "then runs ahead of the GPU, as in a training loop (flashc.measure.time_ms; default 0)")
-    args = p.parse_args(argv)
-    try:
-        from flashc import measure
-        args.lead_us = measure.parse_lead_us(args.lead_us)
-    except ValueError as e:
-        p.error("--lead-us: %s" % e)
+    bc.add_lead_us_argument(p)
+    args = bc.lead_us_from(p, p.parse_args(argv))
     args.impls = [x for x in args.impls.split(",") if x]
     try:
         args.model_dims = [int(x) for x in args.model_dims.split(",") if x]

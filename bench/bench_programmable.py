@@ -38,7 +38,8 @@ def parse_args(argv=None):
     p.add_argument("--out")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
-    args = p.parse_args(argv)
+    bc.add_lead_us_argument(p)  # issue #16 asks for kernel times: a short row's forward can be host-bound otherwise
+    args = bc.lead_us_from(p, p.parse_args(argv))
     args.rows = [r for r in args.rows.split(",") if r]
     bad = [r for r in args.rows if r not in ROWS]
     if bad:
@@ -187,8 +188,9 @@ def float64_error(torch, q, k, v, out, mask_mod, score_mod, rows=512):
 
 
 def timed(torch, fn, do, leaves, args):
-    fwd = bc.do_bench(fn, warmup=args.warmup, rep=args.rep)
-    fb = bc.do_bench(lambda: fn().backward(do), grad_to_none=list(leaves), warmup=args.warmup, rep=args.rep)
+    fwd = bc.do_bench(fn, warmup=args.warmup, rep=args.rep, lead_us=args.lead_us)
+    fb = bc.do_bench(lambda: fn().backward(do), grad_to_none=list(leaves), warmup=args.warmup, rep=args.rep,
+                     lead_us=args.lead_us)
     return {"status": "ok", "fwd_ms": fwd, "fwdbwd_ms": fb, "bwd_ms": fb - fwd}
 
 
@@ -220,7 +222,9 @@ def main(argv=None):
         run_row(torch, name, args, flex, results)
     md = table(results)
     print(md)
-    notes = ("Times: medians (flashc.measure.time_ms: CUDA events, L2 flushed). bwd = fwd+bwd - fwd. Flex: "
+    lead = ("; a GPU spin of %s µs before each timed call (--lead-us): the GPU's time, not the host's enqueueing"
+            % args.lead_us) if args.lead_us else ""
+    notes = ("Times: medians (flashc.measure.time_ms: CUDA events, L2 flushed%s). bwd = fwd+bwd - fwd. Flex: " % lead +
              "torch.compile'd flex_attention with create_block_mask's mask (build time: median of 3 after a warm-up). "
              "flashc first call: its bundle loaded (or compiled) in this process.")
     print("wrote %s" % bc.write_outputs(out, "bench_programmable", bc.environment(torch), md, results, notes))

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import bench_attention  # noqa: E402
 import bench_common  # noqa: E402
 import bench_ffn  # noqa: E402
+import bench_programmable  # noqa: E402
 import bench_ring  # noqa: E402
 
 from flashc import configs  # noqa: E402
@@ -46,6 +47,17 @@ class BenchArgsTest(unittest.TestCase):
             with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
                 bench_ffn.parse_args(["--model-dims", value])
             self.assertIn("--model-dims", err.getvalue())
+
+    def test_programmable_lead(self):
+        # bench_programmable takes the same --lead-us (bench_common's one argument): issue #16 asks for kernel times.
+        self.assertEqual(bench_programmable.parse_args([]).lead_us, 0)
+        self.assertEqual(bench_programmable.parse_args(["--lead-us", "auto", "--rows", "document"]).lead_us, "auto")
+        self.assertEqual(bench_programmable.parse_args(["--lead-us", "400"]).lead_us, 400.0)
+        for value in ("-1", "soon"):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+                bench_programmable.parse_args(["--lead-us", value])
+            self.assertIn("--lead-us", err.getvalue())
 
     def test_ffn_lead(self):
         # --lead-us: 0 (default), a positive number of microseconds or "auto"; anything else is refused by name.
