@@ -423,7 +423,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     fill(acc_dv, 0.f);
     fill(acc_dk, 0.f);
     // The fences keep the zero fills where they are: without them ptxas serializes every wgmma of the
-    // kernel ("insufficient register resources") and spills dQ (the fills of Sᵀ and dPᵀ move).
+    // kernel ("insufficient register resources") and spills dQ. (The per-step products, Sᵀ, dPᵀ and dQ, overwrite
+    // instead: no fill to move.)
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {

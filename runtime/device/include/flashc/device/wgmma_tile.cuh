@@ -61,7 +61,8 @@ __device__ __forceinline__ void wgmma_fence_operand(RegTileF32<M, N, W>& c) {
 
 // Every product below takes kOverwrite: C = A B instead of C += A B, by the first k16 step's scale-d = 0, so that
 // C's old values are never read and need no zero fill (a fill is a register move per accumulator a product: 96 a
-// thread and step in the key-split backward at D = 128, 64 in the forward's S = Q Kᵀ).
+// thread and step in the key-split backward at D = 128, where the fences that keep ptxas from serializing the
+// products also keep it from folding the fills; without such fences ptxas folds a fill itself, as in the forward).
 
 // tile.matmul %a, %b, %c transpose_b with a, b shared: C += A Bᵀ (K-major panels; SS form). With b_row0: B's
 // rows b_row0.. (a multiple of 8, b_row0 + N <= NB) of a tile of NB rows are the N rows of this product.
