@@ -50,7 +50,8 @@ __device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, con
 
 // The same with the bias precomputed: t[r][c] = exp2(t[r][c] * scale_log2 - lse_log2[c]), lse_log2[c] = lse[c] ·
 // log2e, or +inf for a column with no probability (lse_bias_log2; the warp-specialised backward's producer writes
-// it): one FFMA and one exponential an element, each thread's two adjacent columns one 8-byte load.
+// it): one FFMA and one exponential an element, each thread's two adjacent columns one 8-byte load (lse_log2 is
+// 8-byte aligned: the slots are).
 template <int R, int C, int W>
 __device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t, const float* lse_log2,
                                                           float scale_log2) {

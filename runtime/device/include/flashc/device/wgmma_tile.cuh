@@ -147,9 +147,6 @@ __device__ __forceinline__ void convert(RegTile16<T, R, C, W>& dst, SmemPanelTil
   detail::load_fragments_from(dst, src);
 }
 
-// The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
-// transposed: with wgmma_matmul_ta, whose operands are both MN-major, where its shape is a warpgroup's 64 rows
-// in 64-column parts; else with mma.sync (matmul_ta) (docs/design/wgmma-backward.md).
 // On sm_90 by stmatrix: one x4 store writes a warp's 16 rows x 16 columns (slabs nt, nt + 1), a quarter of the
 // instructions of 4-byte stores (the key-split backward's dSᵀ: 4 a thread and step instead of 16); each of its
 // 8 x 8 matrices' rows is one 16-byte chunk, which the swizzle keeps whole.
@@ -177,6 +174,9 @@ __device__ __forceinline__ void store_fragments_stmatrix(SmemPanelTile<T, R, CD>
 #endif
 }
 }  // namespace detail
+// The Sᵀ backward under wgmma: dSᵀ leaves registers into a panel tile, and dQ += dS·K reads dSᵀ and K
+// transposed: with wgmma_matmul_ta, whose operands are both MN-major, where its shape is a warpgroup's 64 rows
+// in 64-column parts; else with mma.sync (matmul_ta) (docs/design/wgmma-backward.md).
 template <class T, int R, int C, int W>
 __device__ __forceinline__ void store_fragments(SmemPanelTile<T, R, C> dst, const RegTile16<T, R, C, W>& src) {
   detail::store_fragments_stmatrix(dst, src, 0);
