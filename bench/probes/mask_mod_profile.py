@@ -2,7 +2,7 @@
 # sliding window of 1024 keys as a mask modifier (ModMask: loop bounds and block classification by interval
 # arithmetic, element mask by the modifier) and as the window attribute (Window<1024, 0>), so their kernels can be
 # compared counter by counter; the document row (causal within 13 documents, ids read by index). Usage:
-#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document [calls] [--timeline]
+#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document|alibi|block_sparse [calls] [--timeline]
 # (--timeline: a forward + backward's kernels and their GPU times, torch.profiler).
 # Needs FLASHC_BUNDLE_PATH with the bench-programmable bundles.
 import os
@@ -16,15 +16,34 @@ import torch  # noqa: E402
 import flashc.torch as ft  # noqa: E402
 from flashc import configs  # noqa: E402
 
-from bench_programmable import document_ids  # noqa: E402
+from bench_programmable import block_sparse_layout, document_ids  # noqa: E402
+from flashc.mask_mod import block_sparse  # noqa: E402
 
 row = sys.argv[1]
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 doc, _ = document_ids(torch, 16384)
-kwargs = {"window": dict(mask_mod=configs.bench_window_mod),
-          "window_attr": dict(causal=True, window=(1024, 0)),
-          "prefix_lm": dict(mask_mod=configs.bench_prefix_lm_mod),
-          "document": dict(causal=True, mask_mod=lambda b, h, q, k: doc[q] == doc[k])}[row]
+
+
+def row_kwargs(row):
+    """flashc.torch.attention's keyword arguments for one of bench_programmable's rows (the same modifiers)."""
+    if row == "window":
+        return dict(mask_mod=configs.bench_window_mod)
+    if row == "window_attr":
+        return dict(causal=True, window=(1024, 0))
+    if row == "prefix_lm":
+        return dict(mask_mod=configs.bench_prefix_lm_mod)
+    if row == "document":
+        return dict(causal=True, mask_mod=lambda b, h, q, k: doc[q] == doc[k])
+    if row == "alibi":  # bench_programmable's slopes 2^(-8 (i + 1) / H)
+        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / 16) for i in range(16)], device="cuda")
+        return dict(causal=True, score_mod=lambda s, b, h, q, k: s + slopes[h] * (k - q))
+    if row == "block_sparse":
+        return dict(mask_mod=block_sparse(block_sparse_layout(torch, 16, 16384), 128))
+    sys.exit("mask_mod_profile: unknown row %r (known: window, window_attr, prefix_lm, document, alibi, block_sparse)"
+             % row)
+
+
+kwargs = row_kwargs(row)
 g = torch.Generator(device="cuda").manual_seed(0)
 q, k, v = (torch.randn(1, 16, 16384, 128, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(3))
 if "--timeline" in sys.argv:  # every kernel of a forward + backward, its GPU time (torch.profiler)

@@ -64,7 +64,7 @@
 // CHECK: tile.store %{{.*}}, %arg8
 // CHECK-LABEL: tile.kernel @attn_attention_bwd_postprocess(
 // CHECK: %[[ACC:.*]] = tile.load %arg0
-// CHECK: %[[DQB:.*]] = tile.convert %[[ACC]] : <128x64xf32, shared> -> <128x64xbf16, register>
+// CHECK: %[[DQB:.*]] = tile.convert %[[ACC]] : <64x64xf32, shared> -> <64x64xbf16, register>
 // CHECK: tile.store %[[DQB]], %arg1
 //
 // The program: named arguments, f32 workspaces, three launches in order.
@@ -366,14 +366,14 @@ func.func @block(%q: tensor<?x4x?x32xf32>, %k: tensor<?x4x?x32xf32>, %v: tensor<
 // padding is zeros in every product and row dot and is never written (the f32 dQ accumulator
 // stays [.., 80]). Both forms.
 // CHECK-LABEL: tile.kernel @phi_attention_bwd_preprocess(
-// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xbf16> -> <128x96xbf16, shared>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xbf16> -> <64x96xbf16, shared>
 // CHECK: tile.row_dot
 // CHECK-LABEL: tile.kernel @phi_attention_bwd(
 // CHECK: tile.load %arg1[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xbf16> -> <64x96xbf16, shared>
 // CHECK: tile.atomic_add {{.*}} limit[%{{.*}}, %c80] : <64x96xf32, register>, <?x2x?x80xf32>
 // CHECK: tile.store {{.*}} limit[%{{.*}}, %c80] : <64x96xbf16, register>, <?x2x?x80xbf16>
 // CHECK-LABEL: tile.kernel @phi_attention_bwd_postprocess(
-// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xf32> -> <128x96xf32, shared>
+// CHECK: tile.load %arg0[{{.*}}] limit[%{{.*}}, %c80] : <?x2x?x80xf32> -> <64x96xf32, shared>
 // sm_90a plans the Sᵀ kernel as the warp-specialised backward's key split (Q / K
 // padded to 128-column tiles; the TMA zero-fills the padding).
 // TR90-LABEL: tile.kernel @phi_attention_bwd(

@@ -71,7 +71,7 @@
 // RUN: not flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
 // HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
 // RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
-// HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd_preprocess needs {{.*}}; this is a backward kernel (attention_backward_preprocess) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
+// HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd needs {{.*}}; this is a backward kernel (attention_backward) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
 // RUN: not flash-opt %S/Inputs/plan-memory-huge-tile.mlir --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HUGE
 // The tile type's own bounds (TileLimits.h) refuse such a tile when it is parsed, before the planner's
 // saturating arithmetic (which still guards tiles built in-process) sees it.

@@ -286,7 +286,30 @@ struct IndexRange {
     if (total == 0) return make(mn, mx);
     if constexpr (kRank == 1) {
       const long long first = lo[0] * t->stride[0], stride = t->stride[0];
-      for (long long e = 0; e < count[0]; ++e) {
+      long long e = 0;
+#if defined(__CUDA_ARCH__)
+      // Contiguous and 16-byte aligned (a per-token id): four elements a load, four loads in flight, so that the
+      // block-class kernel's scans are not a chain of 4-byte loads (28 µs for the 13-document mask at 16k, session 33).
+      const int* at = t->data + first;
+      if (stride == 1 && (reinterpret_cast<unsigned long long>(at) & 15) == 0) {
+        int lo4 = 2147483647, hi4 = -2147483647 - 1;
+        for (; e + 16 <= count[0]; e += 16) {
+          int4 w[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const int4*>(at + e)[i];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            lo4 = ::min(lo4, ::min(::min(w[i].x, w[i].y), ::min(w[i].z, w[i].w)));
+            hi4 = ::max(hi4, ::max(::max(w[i].x, w[i].y), ::max(w[i].z, w[i].w)));
+          }
+        }
+        if (e > 0) {
+          mn = lo4 < mn ? lo4 : mn;
+          mx = hi4 > mx ? hi4 : mx;
+        }
+      }
+#endif
+      for (; e < count[0]; ++e) {
         const long long v = mask_tensor_element(t, first + e * stride);
         mn = v < mn ? v : mn;
         mx = v > mx ? v : mx;
