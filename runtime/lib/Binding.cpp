@@ -281,6 +281,13 @@ Status checkLayout(const TensorParam &p, const TensorArgument &a) {
   if (p.contiguous && last >= 0 && a.shape[last] > 1 && a.stride[last] != 1)
     return bad(arg + ": the last dim must be contiguous (stride 1) but its stride is " +
                std::to_string(a.stride[last]));
+  if (p.index32) {
+    int64_t reach = 0;  // (the sizes' 64-bit offsets were checked when the argument was set)
+    for (int i = 0; i <= last; ++i) reach += (a.shape[i] - 1) * a.stride[i];
+    if (reach > INT32_MAX)
+      return bad(arg + ": shape " + shapeText(a) + " spans " + std::to_string(reach + 1) +
+                 " elements; the kernels index this tensor (a modifier's) in 32 bits: at most 2^31");
+  }
   if (p.strideMultiple > 1)
     for (int i = 0; i < last; ++i)
       if (a.shape[i] > 1 && a.stride[i] % p.strideMultiple != 0) {

@@ -78,7 +78,7 @@ Result<int64_t> Dim::evaluate(const SymbolTable &symbols) const {
 bool TensorParam::operator==(const TensorParam &o) const {
   return name == o.name && dtype == o.dtype && direction == o.direction && dims == o.dims &&
          requiredAlignment() == o.requiredAlignment() && contiguous == o.contiguous &&
-         strideMultiple == o.strideMultiple;
+         strideMultiple == o.strideMultiple && index32 == o.index32;
 }
 
 const TensorParam *KernelSpec::findTensor(std::string_view n) const {

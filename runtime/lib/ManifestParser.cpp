@@ -278,6 +278,10 @@ private:
         t.contiguous = true;
         continue;
       }
+      if (name == "index32" && eq == std::string::npos) {
+        t.index32 = true;
+        continue;
+      }
       int64_t v;
       if ((name == "align" || name == "stride_multiple") && eq != std::string::npos &&
           parseInt(std::string_view(attr).substr(eq + 1), v) && v >= 1) {
@@ -289,7 +293,7 @@ private:
         }
         continue;
       }
-      return fail("bad tensor attribute '" + attr + "' (expected align=<bytes>, contiguous, stride_multiple=<n>)");
+      return fail("bad tensor attribute '" + attr + "' (expected align=<bytes>, contiguous, stride_multiple=<n>, index32)");
     }
     k.tensors.push_back(std::move(t));
     return Status();

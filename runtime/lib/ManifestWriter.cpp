@@ -30,6 +30,7 @@ std::string writeManifest(const Manifest &m) {
       if (t.requiredAlignment() != dtypeSize(t.dtype)) s += " align=" + std::to_string(t.requiredAlignment());
       if (t.contiguous) s += " contiguous";
       if (t.strideMultiple != 1) s += " stride_multiple=" + std::to_string(t.strideMultiple);
+      if (t.index32) s += " index32";
       line(s);
     }
     for (const auto &m : k.tensorMaps) {

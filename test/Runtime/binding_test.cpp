@@ -403,8 +403,26 @@ end
              "tensor 't' has dim '-1', which is negative", "a negative constant dim (an expression) is refused");
 }
 
+// A modifier's tensor is indexed in 32 bits (`index32`): one whose elements reach offset 2^31 is refused at launch.
+void testIndex32() {
+  auto m = parseManifest("flashc-bundle 1\narch sm_90a\nkernel k\n entry e\n"
+                         " tensor mask_t0 i32 in [B, S] contiguous index32\n grid 1, 1, 1\n block 128, 1, 1\nend\n");
+  if (!checkOk(m, "a manifest with index32 parses")) return;
+  const KernelSpec &k = *m->findKernel("k");
+  Arguments a;
+  int64_t fits[2] = {2, int64_t(1) << 30}, over[2] = {2, (int64_t(1) << 30) + 1};
+  (void)a.setTensor("mask_t0", fakePointer(0x100000), DType::I32, 2, fits);
+  checkOk(planKernelLaunch(k, a), "2^31 elements (last offset 2^31 - 1): indexed in 32 bits");
+  (void)a.setTensor("mask_t0", fakePointer(0x100000), DType::I32, 2, over);
+  checkError(planKernelLaunch(k, a),
+             "argument 'mask_t0': shape [2, 1073741825] spans 2147483650 elements; the kernels index this tensor (a "
+             "modifier's) in 32 bits: at most 2^31",
+             "a modifier's tensor past 2^31 elements is refused");
+}
+
 int main() {
   Manifest m = loadBasicManifest();
+  testIndex32();
   testExpressionDims();
   testPaddedRows();
   testValidKernel(m);

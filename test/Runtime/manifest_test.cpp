@@ -42,7 +42,9 @@ Manifest richManifest() {
   o.name = "o";
   o.direction = Direction::Out;
   TensorParam lse{"lse", DType::F32, Direction::InOut, {Dim::sym("B"), Dim::sym("H"), Dim::sym("Sq")}, 0, false, 1};
-  k.tensors = {q, o, lse};
+  TensorParam doc{"mask_t0", DType::I32, Direction::In, {Dim::sym("Sq")}, 0, true, 1};
+  doc.index32 = true;  // a modifier's tensor
+  k.tensors = {q, o, lse, doc};
   k.scalars = {{"scale", ScalarType::F32}, {"window", ScalarType::I32}, {"seed", ScalarType::I64}};
   k.grid = {*Expr::parse("cdiv(Sq, 128)"), *Expr::parse("H * B"), Expr::literal(1)};
   k.block = {Expr::literal(128), Expr::literal(1), Expr::literal(1)};
@@ -84,6 +86,9 @@ void testRoundTrip() {
             parsed->kernels[0].tensors[0].contiguous,
         "tensor attributes survive (align=16 contiguous stride_multiple=8)");
   check(parsed->kernels[0].tensors[2].requiredAlignment() == 4, "default alignment is the element size");
+  check(parsed->kernels[0].tensors[3].index32 && !parsed->kernels[0].tensors[0].index32 &&
+            text.find(" contiguous index32\n") != std::string::npos,
+        "index32 survives (a modifier's tensor) and is absent elsewhere");
   check(parsed->programs[0].scratch[0].zeroFill, "scratch zero flag survives");
   check(parsed->kernels[0].programmatic && text.find("  launch programmatic\n") != std::string::npos,
         "launch programmatic survives");

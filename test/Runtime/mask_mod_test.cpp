@@ -547,9 +547,31 @@ void testExactIndex32() {
         "the modifiers give the same elements in 32 bits");
 }
 
+// Reads in 32 bits (offsets in an int, the last dimension's stride 1: the manifest's index32 and contiguous) give the
+// 64-bit reads' values, 0 wherever a position leaves the shape (negative or past it, in any dimension).
+void testReads32() {
+  std::vector<int> ids(100), table(3 * 9, -5);  // table: [3, 7] with rows 9 apart (the padding never read)
+  for (int i = 0; i < 100; ++i) ids[i] = i / 7 - 3;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 7; ++c) table[r * 9 + c] = 100 * r + c + 1;
+  const MaskTensor t1{ids.data(), {100, 1, 1, 1}, {1, 0, 0, 0}};
+  const MaskTensor t2{table.data(), {3, 7, 1, 1}, {9, 1, 0, 0}};
+  int mismatches = 0, compared = 0;
+  for (int p = -3; p < 110; ++p, ++compared)
+    mismatches += ExactIndex32::read(&t1, p) != ExactIndex::read(&t1, static_cast<long long>(p));
+  for (int r = -2; r < 5; ++r)
+    for (int c = -2; c < 10; ++c, ++compared)
+      mismatches += ExactIndex32::read(&t2, r, c) != ExactIndex::read(&t2, static_cast<long long>(r), static_cast<long long>(c));
+  check(mismatches == 0 && ExactIndex32::read(&t2, 2, 6) == 207 && ExactIndex32::read(&t2, 1, 7) == 0 &&
+            ExactIndex32::read(&t1, -1) == 0,
+        "32-bit reads agree with 64-bit ones, 0 outside the shape (" + std::to_string(compared) + " positions, " +
+            std::to_string(mismatches) + " mismatches)");
+}
+
 int main() {
   testExactRules();
   testExactIndex32();
+  testReads32();
   testOpsExhaustively();
   testRandomExpressions();
   testModMask<Causal>("causal", true);

@@ -613,6 +613,12 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     p.direction = writes ? (reads ? rt::Direction::InOut : rt::Direction::Out) : rt::Direction::In;
     p.dims.assign(args[i].dims.begin(), args[i].dims.end());
     p.contiguous = true;
+    // A modifier's tensors are read by 32-bit offsets (mask_mod.cuh's ExactIndex32): the runtime checks their
+    // extent at launch.
+    p.index32 = llvm::any_of(arg.getUsers(), [&](Operation *user) {
+      auto classify = dyn_cast<tile::ClassifyBlocksOp>(user);
+      return isa<tile::MaskOp, tile::ScoreOp, tile::ScoreGradOp>(user) || (classify && classify.getTable() != arg);
+    });
     if (tiled && type.getRank() >= 2) {
       // 16-byte vector copies of whole rows: aligned base, rows a multiple of 16 bytes apart.
       p.alignBytes = 16;

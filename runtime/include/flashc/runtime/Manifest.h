@@ -59,6 +59,8 @@ struct TensorParam {
   int64_t alignBytes = 0;       // 0 = element size
   bool contiguous = false;      // last dim stride must be 1
   int64_t strideMultiple = 1;   // every stride but the last is a multiple of this
+  bool index32 = false;         // every element's offset (sum of (shape_i - 1) * stride_i) below 2^31: the kernels
+                                // index it in 32 bits (a mask or score modifier's tensors)
   int64_t requiredAlignment() const { return alignBytes ? alignBytes : dtypeSize(dtype); }
   bool operator==(const TensorParam &o) const;
 };
