@@ -306,7 +306,17 @@ struct Strided {  // k % 3 == 0 || q == k
 const MaskEnv kEnv{};  // the modifiers above read no tensor, b or h
 
 // A Window without sides (all keys below the limit), with the interface mask.cuh's Window has.
+// Causal on the host (mask.cuh's Window<-1, 0> is device code): what ModMask reads of its base.
+struct HostCausal {
+  static constexpr int L = -1, R = 0;
+  static bool hidden(int i, int j, int limit, int offset) { return j >= limit || j > i + offset; }
+  static bool needs_mask(int q0, int, int k0, int BN, int limit, int offset) {
+    return k0 + BN > limit || k0 + BN - 1 > q0 + offset;
+  }
+};
+
 struct AllKeys {
+  static constexpr int L = -1, R = -1;
   static int clamp_offset(int offset, int, int) { return offset; }
   static bool hidden(int, int j, int limit, int) { return j >= limit; }
   static bool needs_mask(int, int, int k0, int BN, int limit, int) { return k0 + BN > limit; }
@@ -503,6 +513,29 @@ void testTensorReads() {
       classOk = classOk && (t.can_true || !anyVisible) && (t.can_false || !anyHidden);
     }
   check(classOk, "document mask: a block classified hidden or shown whole is");
+
+  // The parts a block needs (mask_parts) on causal documents: where a part is left out, it hides nothing in the
+  // block, so the part the kernels evaluate alone (ModifierOnly or the window) hides exactly what both do.
+  using C = ModMask<HostCausal, Documents>;
+  static_assert(C::kSplitParts && !M::kSplitParts, "split parts: a modifier that reads tensors on a causal mask only");
+  bool partsOk = true;
+  int modifierOnly = 0, windowOnly = 0;
+  for (int q0 = 0; q0 < 300; q0 += 16)
+    for (int k0 = 0; k0 < 300; k0 += 16) {
+      const int parts = C::mask_parts(q0, 16, k0, 16, 300, 0, env);
+      modifierOnly += parts == kMaskModifier, windowOnly += parts == kMaskWindow;
+      for (int q = q0; q < q0 + 16; ++q)
+        for (int k = k0; k < k0 + 16; ++k) {
+          const bool both = C::hidden(q, k, 300, 0, env);
+          const bool part = parts == kMaskModifier ? C::ModifierOnly::hidden(q, k, 300, 0, env)
+                            : parts == kMaskWindow ? C::BaseMask::hidden(q, k, 300, 0)
+                                                   : both;
+          partsOk = partsOk && (parts != 0 || !both) && part == both;
+        }
+    }
+  check(partsOk && modifierOnly > 0 && windowOnly > 0,
+        "causal documents: a block's parts hide what the whole mask does (" + std::to_string(modifierOnly) +
+            " blocks the modifier alone, " + std::to_string(windowOnly) + " the window alone)");
 }
 
 } // namespace

@@ -229,8 +229,9 @@ __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, i
 }  // namespace detail
 
 // The steps of one key block (keys [k0, k0 + kBlockN) of kv head kv_head): the (query head, query block)
-// pairs of its GQA group, head-major, each as body(it, head, q0, masked, env): `it` counts steps (the ring's
-// slot and phase), `masked` whether the block needs its element mask, env what the mask modifier sees.
+// pairs of its GQA group, head-major, each as body(it, head, q0, parts, env): `it` counts steps (the ring's
+// slot and phase), `parts` the parts of its mask the block needs (kMaskWindow | kMaskModifier; 0: none), env
+// what the mask modifier sees.
 // Producer and consumers walk the same steps.
 template <class P, class F>
 __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int batch, int group, int Sq, int Sk,
@@ -251,7 +252,10 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
           W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset), W::query_block_end(k0, kBlockN, kBlockM, Sq, offset));
       for (int m = walk.next(walk.begin); m < walk.end; m = walk.next(m + 1), ++it) {
         const int q0 = m * kBlockM;
-        body(it, head, q0, W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset) || walk.cls(m) != kBlockShown, env);
+        body(it, head, q0,
+             (W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset) ? kMaskWindow : 0) |
+                 (walk.cls(m) != kBlockShown ? kMaskModifier : 0),
+             env);
       }
     } else if constexpr (!MaskUsesHead<Mask>::value) {
       // The same query blocks for every head: one flat loop over (head, block) pairs (the form the kernel had
@@ -263,7 +267,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
       for (int step = 0; step < num_steps; ++step) {
         const int step_head = kv_head * group + step / num_m, q0 = (m_begin + step % num_m) * kBlockM;
         env.head = step_head;
-        body(step, step_head, q0, Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
+        body(step, step_head, q0, Mask::mask_parts(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
       }
       return;
     } else {
@@ -271,7 +275,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
       const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
       for (int m = m_begin; m < m_end; ++m, ++it) {
         const int q0 = m * kBlockM;
-        body(it, head, q0, Mask::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
+        body(it, head, q0, Mask::mask_parts(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
       }
     }
   }
@@ -355,7 +359,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
       tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
     }
-    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int, const MaskEnv&) {
       const int s = it % kStages;
       mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
       if (lane == 0) {
@@ -427,7 +431,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     // instead: no fill to move.)
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
-    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
@@ -456,9 +460,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_wait<0>();                                        // Sᵀ_h (and half 0's products)
           wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s), qh);  // dPᵀ_h = V dO_hᵀ
           modify_scores(st, q0 + qh, env);
-          if (masked) {
-            if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0 + qh, Sk, offset, env);
-            else mask_transposed<Mask>(st, k0, q0 + qh, Sk, offset, env);
+          if (parts) {
+            device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(
+                parts, st, k0, q0 + qh, Sk, offset, env);
           }
           recompute_probs_cols_log2(st, lse_log2_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
           convert(pt16[h], st);
@@ -500,11 +504,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
         wgmma_wait<P::kLateDp ? 0 : 1>();
         modify_scores(st, q0, env);
-        if (masked) {
+        if (parts) {
           // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
           // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
-          if constexpr (P::kMaskTable) mask_by_columns<Mask, true>(st, k0, q0, Sk, offset, env);
-          else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
+          device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(parts, st, k0,
+                                                                                                q0, Sk, offset, env);
         }
         recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
@@ -601,7 +605,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       // ---- probabilities: Pᵀ, dV ----
       RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
       fill(acc_dv, 0.f);
-      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool masked, const MaskEnv& env) {
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);
@@ -610,9 +614,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
           wgmma_matmul_tb<true, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
           modify_scores(st, q0, env);
-          if (masked) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
-            if constexpr (P::kMaskTable) mask_rolled<Mask, true>(st, k0, q0, Sk, offset, env);
-            else mask_transposed<Mask>(st, k0, q0, Sk, offset, env);
+          if (parts) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
+            device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(parts, st, k0,
+                                                                                               q0, Sk, offset, env);
           }
           recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
@@ -634,7 +638,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       // ---- score gradient: dSᵀ, dK ----
       RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
       fill(acc_dk, 0.f);
-      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, bool, const MaskEnv&) {
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int, const MaskEnv&) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);

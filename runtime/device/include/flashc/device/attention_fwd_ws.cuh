@@ -325,29 +325,31 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
-    // Whether key block n needs the element mask in this warpgroup's rows. With a block-class table it is a
-    // load: asked for before the wait for the block's scores, so that its latency hides under the GEMMs.
-    auto block_masked = [&](int n) {
+    // The parts of the mask key block n needs in this warpgroup's rows (kMaskWindow | kMaskModifier, 0: none).
+    // With a block-class table it is a load: asked for before the wait for the block's scores, so that its latency
+    // hides under the GEMMs.
+    auto block_mask_parts = [&](int n) {
       const int k0 = n * kBlockN;
       if constexpr (P::kMaskTable)
-        return P::WindowMask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset) ||
-               keys.row_cls(warpgroup, n) != kBlockShown;
+        return (P::WindowMask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset) ? kMaskWindow : 0) |
+               (keys.row_cls(warpgroup, n) != kBlockShown ? kMaskModifier : 0);
       else
-        return Mask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset, env);
+        return Mask::mask_parts(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset, env);
     };
     // Online softmax of the scores of key block n (in place: s becomes unnormalized P in f32);
     // corr = exp(m_old - m_new), applied to O just before the next P V.
-    auto softmax_block = [&](int n, bool masked) {
+    auto softmax_block = [&](int n, int parts) {
       const int k0 = n * kBlockN;
       if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
       if constexpr (P::kScoreMod) score_mod<typename P::ScoreMod>(s, q0, k0, Sq, kScale, tile_score_env);
-      if (masked) {
+      if (parts) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540
         // bytes, by columns 0 / 68, rolled - / 20 (mask.cuh).
-        if constexpr (P::kMaskTable && P::kConsumerWarpgroups == 3) mask_rolled<Mask>(s, q0, k0, Sk, offset, env);
-        else if constexpr (P::kMaskTable) mask_by_columns<Mask>(s, q0, k0, Sk, offset, env);
-        else mask<Mask>(s, q0, k0, Sk, offset, env);
+        constexpr MaskForm kForm = !P::kMaskTable                  ? MaskForm::kRows
+                                   : P::kConsumerWarpgroups == 3 ? MaskForm::kRolled
+                                                                 : MaskForm::kColumns;
+        device::mask_parts<Mask, kForm>(parts, s, q0, k0, Sk, offset, env);
       }
       const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
       corr = softmax_correction(row_m, m_new, kScaleLog2);
@@ -369,10 +371,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       turn_wait();
       issue_qk(cur.stage);
       turn_pass(n_after >= keys.end);
-      bool masked = block_masked(n);
+      int parts = block_mask_parts(n);
       wgmma_wait<0>();
       release(kBarKEmpty + cur.stage);
-      softmax_block(n, masked);
+      softmax_block(n, parts);
       convert(p, s);
       // ---- steady state: S_it and P_{it-1} V_{it-1} in flight together; softmax of S_it under P V ----
       while (n_after < keys.end) {
@@ -387,10 +389,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
         issue_pv(prev.stage);
         n_after = keys.next(n + 1);
         turn_pass(n_after >= keys.end);
-        masked = block_masked(n);
+        parts = block_mask_parts(n);
         wgmma_wait<1>();  // S_it is complete (the older group); P V may still run
         release(kBarKEmpty + cur.stage);
-        softmax_block(n, masked);
+        softmax_block(n, parts);
         wgmma_wait<0>();  // P_{it-1} V_{it-1} complete: p may be overwritten, V slot free
         release(kBarVEmpty + prev.stage);
         convert(p, s);

@@ -74,8 +74,15 @@ struct Window {
     return last > 0 ? (last + BM - 1) / BM : 0;
   }
   // The interface of ModMask (a trailing MaskEnv), which a window alone does not read.
+  static constexpr bool kSplitParts = false;
+  using BaseMask = Window;
+  using ModifierOnly = Window;  // (never asked for: a window's parts are kMaskWindow alone)
   static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset, const MaskEnv&) {
     return hidden(i, j, limit, offset);
+  }
+  static __device__ __forceinline__ int mask_parts(int q0, int BM, int k0, int BN, int limit, int offset,
+                                                   const MaskEnv&) {
+    return needs_mask(q0, BM, k0, BN, limit, offset) ? kMaskWindow : 0;
   }
   static __device__ __forceinline__ bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset,
                                                     const MaskEnv&) {
@@ -238,6 +245,38 @@ __device__ __forceinline__ void mask_transposed(RegTileF32<R, C, W>& st, int row
           if (Spec::hidden(col0 + st.col(nt, e), j, limit, offset, env)) st.v[mt][nt][2 * h + e] = -INFINITY;
         }
     }
+}
+
+// How a kernel applies an element mask to its tile: row by row (`mask`, `mask_transposed`), column by column
+// (`mask_by_columns`) or rolled (`mask_rolled`); each kernel picks the form that does not spill.
+enum class MaskForm { kRows, kColumns, kRolled };
+
+template <class Spec, MaskForm kForm, bool kTransposed, int R, int C, int W>
+__device__ __forceinline__ void mask_in_form(RegTileF32<R, C, W>& s, int row0, int col0, int limit, int offset,
+                                             const MaskEnv& env) {
+  if constexpr (kForm == MaskForm::kColumns) mask_by_columns<Spec, kTransposed>(s, row0, col0, limit, offset, env);
+  else if constexpr (kForm == MaskForm::kRolled) mask_rolled<Spec, kTransposed>(s, row0, col0, limit, offset, env);
+  else if constexpr (kTransposed) mask_transposed<Spec>(s, row0, col0, limit, offset, env);
+  else mask<Spec>(s, row0, col0, limit, offset, env);
+}
+
+// The element mask of the parts a block needs (`parts`: kMaskWindow | kMaskModifier from the spec's mask_parts or a
+// block-class table, mask_mod.cuh): for a modifier that reads tensors (kSplitParts), the modifier alone where the
+// window shows the block whole, the window alone where the modifier does (a document mask's diagonal blocks inside one
+// document read no tensor), both otherwise; any other spec whole.
+template <class Spec, MaskForm kForm, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void mask_parts(int parts, RegTileF32<R, C, W>& s, int row0, int col0, int limit,
+                                           int offset, const MaskEnv& env) {
+  if constexpr (!Spec::kSplitParts) {
+    mask_in_form<Spec, kForm, kTransposed>(s, row0, col0, limit, offset, env);
+  } else {
+    if (parts == kMaskModifier)
+      mask_in_form<typename Spec::ModifierOnly, kForm, kTransposed>(s, row0, col0, limit, offset, env);
+    else if (parts == kMaskWindow)
+      mask_in_form<typename Spec::BaseMask, kForm, kTransposed>(s, row0, col0, limit, offset, env);
+    else
+      mask_in_form<Spec, kForm, kTransposed>(s, row0, col0, limit, offset, env);
+  }
 }
 
 // tile op `softcap`: s = cap * tanh(scale * s / cap). The scale is applied here, so the softmax

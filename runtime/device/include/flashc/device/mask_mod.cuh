@@ -366,12 +366,28 @@ struct ModTensors<Mod, typename MaskVoid<decltype(Mod::kTensors)>::type> {
 };
 
 // ---------------------------------------------------------------------------- the mask spec
+// The parts of a mask a block needs (a mask spec's mask_parts, block-uniform): its window's (the window's bounds and
+// the key limit) and its modifier's; 0 where it shows the block whole (it runs unmasked). A block that needs one part
+// evaluates only that one (mask.cuh's mask_parts).
+enum : int { kMaskWindow = 1, kMaskModifier = 2 };
+
 // Base's mask (a Window) and modifier Mod together: a key is visible when both let it be.
 // Query rows [q0, q0 + BM) and key columns [k0, k0 + BN) of a block, unclipped (rows past the
 // queries or keys past the limit only widen the ranges: still sound).
 template <class Base, class Mod>
 struct ModMask {
   static constexpr bool kElementMaskInLoop = true;
+  // Own code paths for the parts (mask.cuh's mask_parts: +33 % SASS in the document forward) only where both are
+  // worth skipping: a modifier that reads tensors (an arithmetic one costs a few instructions an element, about what
+  // skipping the window saves) on a window or causal mask (with none, the window's part is the key limit alone).
+  static constexpr bool kSplitParts = ModTensors<Mod>::value > 0 && (Base::L >= 0 || Base::R >= 0);
+  using BaseMask = Base;
+  // The modifier alone, as a mask spec: for a block whose window shows it whole (and no key past the limit).
+  struct ModifierOnly {
+    static FLASHC_MASK_FN bool hidden(int i, int j, int, int, const MaskEnv& env) {
+      return !Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
+    }
+  };
 
   static FLASHC_MASK_FN Tri classify(long long q0, long long q1, long long k0, long long k1, const MaskEnv& env) {
     return Mod::template visible<IndexRange>(env, IndexRange::constant(env.batch), IndexRange::constant(env.head),
@@ -440,6 +456,10 @@ struct ModMask {
   }
   static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
     return Base::needs_mask(q0, BM, k0, BN, limit, offset) || classify(q0, q0 + BM, k0, k0 + BN, env).can_false;
+  }
+  static FLASHC_MASK_FN int mask_parts(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
+    return (Base::needs_mask(q0, BM, k0, BN, limit, offset) ? kMaskWindow : 0) |
+           (classify(q0, q0 + BM, k0, k0 + BN, env).can_false ? kMaskModifier : 0);
   }
   // Key blocks [begin, end) (units of BN) the query rows [q0, q0 + BM) can see.
   static FLASHC_MASK_FN int key_block_begin(int q0, int BM, int BN, int limit, int offset, const MaskEnv& env) {
