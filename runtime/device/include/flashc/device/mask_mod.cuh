@@ -109,17 +109,19 @@ struct ExactIndexOf {
   // The 32-bit domain's: offsets in 32 bits (the manifest marks a modifier's tensors `index32`: the runtime refuses
   // one whose elements reach 2^31), the last dimension's stride 1 (`contiguous`), and one unsigned compare a bound.
   // (The document mask's column reads: 15 PTX instructions each in 64 bits, session 33.)
-  static FLASHC_MASK_FN bool locate32(const MaskTensor*, int, int, int&) { return true; }
+  // (Unsigned: a position outside the shape may wrap the product; its offset is not used.)
+  static FLASHC_MASK_FN bool locate32(const MaskTensor*, int, int, unsigned&) { return true; }
   template <class... P>
-  static FLASHC_MASK_FN bool locate32(const MaskTensor* t, int d, int last, int& offset, int p, P... rest) {
-    const bool inside = static_cast<unsigned>(p) < static_cast<unsigned>(t->shape[d]);
-    offset += d == last ? p : p * static_cast<int>(t->stride[d]);
+  static FLASHC_MASK_FN bool locate32(const MaskTensor* t, int d, int last, unsigned& offset, int p, P... rest) {
+    const unsigned u = static_cast<unsigned>(p);
+    const bool inside = u < static_cast<unsigned>(t->shape[d]);
+    offset += d == last ? u : u * static_cast<unsigned>(t->stride[d]);
     return locate32(t, d + 1, last, offset, rest...) & inside;
   }
   template <class... P>
   static FLASHC_MASK_FN Int read(const MaskTensor* t, P... positions) {
     if constexpr (sizeof(Int) == 4) {
-      int offset = 0;
+      unsigned offset = 0;
       const bool inside = locate32(t, 0, static_cast<int>(sizeof...(P)) - 1, offset, static_cast<int>(positions)...);
       const Int value = mask_tensor_element(t, inside ? offset : 0);
       return inside ? value : 0;
