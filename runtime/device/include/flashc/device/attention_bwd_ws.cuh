@@ -252,10 +252,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
           W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset), W::query_block_end(k0, kBlockN, kBlockM, Sq, offset));
       for (int m = walk.next(walk.begin); m < walk.end; m = walk.next(m + 1), ++it) {
         const int q0 = m * kBlockM;
-        body(it, head, q0,
-             (W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset) ? kMaskWindow : 0) |
-                 (walk.cls(m) != kBlockShown ? kMaskModifier : 0),
-             env);
+        body(it, head, q0, table_mask_parts(W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset), walk.cls(m)), env);
       }
     } else if constexpr (!MaskUsesHead<Mask>::value) {
       // The same query blocks for every head: one flat loop over (head, block) pairs (the form the kernel had

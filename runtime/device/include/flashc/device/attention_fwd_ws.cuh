@@ -331,8 +331,8 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     auto block_mask_parts = [&](int n) {
       const int k0 = n * kBlockN;
       if constexpr (P::kMaskTable)
-        return (P::WindowMask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset) ? kMaskWindow : 0) |
-               (keys.row_cls(warpgroup, n) != kBlockShown ? kMaskModifier : 0);
+        return table_mask_parts(P::WindowMask::needs_mask(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset),
+                                keys.row_cls(warpgroup, n));
       else
         return Mask::mask_parts(q0 + warpgroup * 64, 64, k0, kBlockN, Sk, offset, env);
     };

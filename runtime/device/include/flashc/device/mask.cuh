@@ -74,19 +74,13 @@ struct Window {
     return last > 0 ? (last + BM - 1) / BM : 0;
   }
   // The interface of ModMask (a trailing MaskEnv), which a window alone does not read.
-  static constexpr bool kSplitParts = false;
-  using BaseMask = Window;
-  using ModifierOnly = Window;  // (never asked for: a window's parts are kMaskWindow alone)
+  static constexpr bool kSplitParts = false;  // (mask_parts evaluates a window whole)
   static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset, const MaskEnv&) {
     return hidden(i, j, limit, offset);
   }
   static __device__ __forceinline__ int mask_parts(int q0, int BM, int k0, int BN, int limit, int offset,
                                                    const MaskEnv&) {
     return needs_mask(q0, BM, k0, BN, limit, offset) ? kMaskWindow : 0;
-  }
-  static __device__ __forceinline__ bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset,
-                                                    const MaskEnv&) {
-    return needs_mask(q0, BM, k0, BN, limit, offset);
   }
   static __device__ __forceinline__ int key_block_begin(int q0, int BM, int BN, int limit, int offset, const MaskEnv&) {
     return key_block_begin(q0, BM, BN, limit, offset);

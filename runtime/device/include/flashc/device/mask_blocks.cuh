@@ -24,6 +24,12 @@ constexpr int kMaskBlock = 64;  // the table's block: the gcd of every kernel's 
 
 enum : int { kBlockHidden = 0, kBlockPartial = 1, kBlockShown = 2 };
 
+// The parts of a block's mask (mask_mod.cuh's kMaskWindow | kMaskModifier) from its window's needs_mask and its
+// class in the table.
+__device__ __forceinline__ int table_mask_parts(bool window_masks, int cls) {
+  return (window_masks ? kMaskWindow : 0) | (cls != kBlockShown ? kMaskModifier : 0);
+}
+
 // The table slice of batch b, head h.
 __device__ __forceinline__ const int* mask_block_slice(const TensorArg& table, int b, int h) {
   const int bt = table.shape[0] > 1 ? b : 0, ht = table.shape[1] > 1 ? h : 0;

@@ -120,17 +120,19 @@ struct ExactIndexOf {
   }
   template <class... P>
   static FLASHC_MASK_FN Int read(const MaskTensor* t, P... positions) {
+    bool inside;
+    long long at;
     if constexpr (sizeof(Int) == 4) {
       unsigned offset = 0;
-      const bool inside = locate32(t, 0, static_cast<int>(sizeof...(P)) - 1, offset, static_cast<int>(positions)...);
-      const Int value = mask_tensor_element(t, inside ? offset : 0);
-      return inside ? value : 0;
+      inside = locate32(t, 0, static_cast<int>(sizeof...(P)) - 1, offset, static_cast<int>(positions)...);
+      at = offset;
     } else {
       long long offset = 0;
-      const bool inside = locate(t, 0, offset, static_cast<long long>(positions)...);
-      const Int value = mask_tensor_element(t, inside ? offset : 0);
-      return inside ? value : 0;
+      inside = locate(t, 0, offset, static_cast<long long>(positions)...);
+      at = offset;
     }
+    const Int value = mask_tensor_element(t, inside ? at : 0);
+    return inside ? value : 0;
   }
 };
 using ExactIndex = ExactIndexOf<long long, unsigned long long>;
@@ -384,11 +386,13 @@ struct ModMask {
   // skipping the window saves) on a window or causal mask (with none, the window's part is the key limit alone).
   static constexpr bool kSplitParts = ModTensors<Mod>::value > 0 && (Base::L >= 0 || Base::R >= 0);
   using BaseMask = Base;
+  // The modifier at one element, in its element domain.
+  static FLASHC_MASK_FN bool visible(int i, int j, const MaskEnv& env) {
+    return Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
+  }
   // The modifier alone, as a mask spec: for a block whose window shows it whole (and no key past the limit).
   struct ModifierOnly {
-    static FLASHC_MASK_FN bool hidden(int i, int j, int, int, const MaskEnv& env) {
-      return !Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
-    }
+    static FLASHC_MASK_FN bool hidden(int i, int j, int, int, const MaskEnv& env) { return !visible(i, j, env); }
   };
 
   static FLASHC_MASK_FN Tri classify(long long q0, long long q1, long long k0, long long k1, const MaskEnv& env) {
@@ -449,19 +453,19 @@ struct ModMask {
   static FLASHC_MASK_FN bool hidden(int i, int j, int limit, int offset, const MaskEnv& env) {
     if constexpr (ModTensors<Mod>::value > 0) {
       // The modifier first, unconditionally: its reads then dominate the element's and are shared across elements.
-      const bool visible = Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
-      return Base::hidden(i, j, limit, offset) || !visible;
+      const bool shown = visible(i, j, env);
+      return Base::hidden(i, j, limit, offset) || !shown;
     } else {  // (arithmetic alone: skipped where the window hides the element; evaluated always, +5 % at 16k)
-      return Base::hidden(i, j, limit, offset) ||
-             !Mod::template visible<typename ElementDomainOf<Mod>::type>(env, env.batch, env.head, i, j);
+      return Base::hidden(i, j, limit, offset) || !visible(i, j, env);
     }
   }
-  static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
-    return Base::needs_mask(q0, BM, k0, BN, limit, offset) || classify(q0, q0 + BM, k0, k0 + BN, env).can_false;
-  }
+  // The parts of the block [q0, q0 + BM) x [k0, k0 + BN) that need the element mask (0: it runs unmasked).
   static FLASHC_MASK_FN int mask_parts(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
     return (Base::needs_mask(q0, BM, k0, BN, limit, offset) ? kMaskWindow : 0) |
            (classify(q0, q0 + BM, k0, k0 + BN, env).can_false ? kMaskModifier : 0);
+  }
+  static FLASHC_MASK_FN bool needs_mask(int q0, int BM, int k0, int BN, int limit, int offset, const MaskEnv& env) {
+    return mask_parts(q0, BM, k0, BN, limit, offset, env) != 0;
   }
   // Key blocks [begin, end) (units of BN) the query rows [q0, q0 + BM) can see.
   static FLASHC_MASK_FN int key_block_begin(int q0, int BM, int BN, int limit, int offset, const MaskEnv& env) {
