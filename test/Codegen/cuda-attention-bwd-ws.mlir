@@ -43,8 +43,7 @@
 // CUDA-NEXT: flashc::device::attention_bwd_ws<flashc_gemma_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]));
 // The postprocess converts dq_accum as it is (the main kernel scaled it).
 // CUDA-LABEL: flashc_gemma_attention_bwd_postprocess(
-// CUDA-NOT: scale(
-// CUDA: store_tile
+// CUDA-NEXT: flashc::device::attention_bwd_postprocess<flashc::device::bf16, 256>(dq_accum, dq);
 // MANIFEST-LABEL: kernel gemma_attention_bwd
 // MANIFEST: tensormap q_map of q box [1, 1, 64, 64] swizzle 128
 // MANIFEST-NEXT: tensormap k_map of k box [1, 1, 64, 64] swizzle 128

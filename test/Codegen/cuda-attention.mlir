@@ -14,18 +14,12 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
   return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
 }
 
-// Backward: D = rowsum(dO∘O) first; its two tiles are issued together and
-// waited for once. (The f32 dQ accumulator is zero-filled by the runtime.)
-// CHECK-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta)
-// CHECK: load_tile_async<kThreads>(out_tile,
-// CHECK-NEXT: cp_async_commit();
-// CHECK-NEXT: const SmemTile
-// CHECK-NEXT: load_tile_async<kThreads>(dout_tile,
-// CHECK-NEXT: cp_async_commit();
-// CHECK-NEXT: cp_async_wait<0>();
-// CHECK: row_dot(
-// CHECK: store_rows(vector_view(delta,
-// CHECK-NOT: store_tile
+// Backward: D = rowsum(dO∘O) first, and the f32 dQ accumulator zeroed in the
+// same pass (no memset of it before the program): the device library's
+// attention_bwd_ends.cuh, 16-byte accesses without shared memory, the widths
+// (Dv, D) compile-time.
+// CHECK-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta, const flashc::TensorArg dq_accum)
+// CHECK-NEXT: flashc::device::attention_bwd_preprocess<flashc::device::bf16, 128, 128>(out, dout, delta, &dq_accum);
 
 // Main backward kernel over key blocks: P = exp(scale·S − lse) recomputed,
 // never an N×N matrix in memory; dQ accumulated 64 columns at a time.
@@ -41,7 +35,7 @@ func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %
 // CHECK: for (int chunk = 0; chunk < 128; chunk += 64)
 // CHECK: atomic_add_tile(matrix_view<float>(dq_accum, batch, head), row0, chunk, seq_q, 128,
 // CHECK-LABEL: flashc_attention_attention_bwd_postprocess(
-// CHECK: SmemTileF32<
+// CHECK-NEXT: flashc::device::attention_bwd_postprocess<flashc::device::bf16, 128>(dq_accum, dq);
 
 // Forward. Causal: the longest query blocks are scheduled first.
 // CHECK-LABEL: flashc_attention_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse)

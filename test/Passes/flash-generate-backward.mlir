@@ -14,16 +14,17 @@
 // test/Numerics/attention*.mlir and ffn*.mlir (CPU executor vs float64).
 
 // Attention backward from the saved lse, GQA 8:2, causal, bf16.
-// Preprocess: D = rowsum(dO ∘ O). (The f32 dQ accumulator is scratch the
-// runtime zero-fills, the manifest's `scratch dq_accum zero`: kernels add into
-// it atomically.)
+// Preprocess: D = rowsum(dO ∘ O), and the f32 dQ accumulator (the main kernel
+// adds into it atomically) zeroed in the same pass: its workspace is marked
+// tile.zeroed_in_program, so the manifest asks the runtime for no zero fill.
 // CHECK-LABEL: tile.kernel @attn_attention_bwd_preprocess(
 // CHECK-SAME: spec = #tile.attention<role = attention_backward_preprocess
 // CHECK: %[[O:.*]] = tile.load %arg0
 // CHECK: %[[DO:.*]] = tile.load %arg1
 // CHECK: %[[D:.*]] = tile.row_dot %[[O]], %[[DO]]
 // CHECK: tile.store_rows %[[D]], %arg2
-// CHECK-NOT: tile.store
+// CHECK: %[[ZEROS:.*]] = tile.fill 0.0{{.*}} : <64x64xf32, register>
+// CHECK: tile.store %[[ZEROS]], %arg3
 //
 // Main kernel: one block per (key block, kv head, batch); K, V stay in shared
 // memory; loops over the query heads of the group and over the query blocks
@@ -76,8 +77,8 @@
 // CHECK-SAME: {tile.dims = ["B", "", "Sq", ""], tile.name = "dq"}
 // CHECK-SAME: {tile.dims = ["B", "", "Sk", ""], tile.name = "dv"}) attributes {tile.program}
 // CHECK: %[[DELTA:.*]] = tile.alloc_tensor(%{{.*}}, %{{.*}}) {tile.name = "delta"} : <?x8x?xf32>
-// CHECK: %[[ACCUM:.*]] = tile.alloc_tensor(%{{.*}}, %{{.*}}) {tile.name = "dq_accum"} : <?x8x?x64xf32>
-// CHECK: tile.launch @attn_attention_bwd_preprocess(%arg3, %arg5, %[[DELTA]])
+// CHECK: %[[ACCUM:.*]] = tile.alloc_tensor(%{{.*}}, %{{.*}}) {tile.name = "dq_accum", tile.zeroed_in_program} : <?x8x?x64xf32>
+// CHECK: tile.launch @attn_attention_bwd_preprocess(%arg3, %arg5, %[[DELTA]], %[[ACCUM]])
 // CHECK: tile.launch @attn_attention_bwd(%arg0, %arg1, %arg2, %arg5, %arg4, %[[DELTA]], %[[ACCUM]], %arg7, %arg8)
 // CHECK: tile.launch @attn_attention_bwd_postprocess(%[[ACCUM]], %arg6)
 // The forward function is left for flash-tile.

@@ -15,6 +15,19 @@ using namespace mlir;
 
 namespace flashc {
 
+namespace {
+/// The attention backward's elementwise ends in 16-bit types (attention_bwd_ends.cuh): its preprocess (delta,
+/// and dq_accum zeroed where the program passes it) and postprocess (dQ from dq_accum), 16-byte accesses without
+/// shared memory. (f32 attention keeps the tile ops' kernels.)
+bool isBackwardEnd(tile::AttentionSpecAttr attention) {
+  tile::KernelRole role = attention.getRole();
+  Type elem = attention.getElementType().getValue();
+  return (role == tile::KernelRole::AttentionBackwardPreprocess ||
+          role == tile::KernelRole::AttentionBackwardPostprocess) &&
+         (elem.isBF16() || elem.isF16());
+}
+} // namespace
+
 bool isLibraryKernel(tile::KernelOp kernel) {
   if (llvm::isa_and_nonnull<tile::DecodeSpecAttr, tile::VarlenSpecAttr>(kernel.getSpecAttr()))
     return true;
@@ -22,7 +35,7 @@ bool isLibraryKernel(tile::KernelOp kernel) {
   if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr()))
     return kernel.getStrategy() != tile::Strategy::WgmmaWsSm90;
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
-    return attention.classifiesMaskBlocks();
+    return attention.classifiesMaskBlocks() || isBackwardEnd(attention);
   auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
   if (!gemm || gemm.getRole() != tile::KernelRole::FfnActivationGrad)
     return false;
@@ -31,6 +44,51 @@ bool isLibraryKernel(tile::KernelOp kernel) {
 }
 
 namespace {
+
+/// The backward's preprocess (out, dout, delta[, dq_accum]) or postprocess (dq_accum, dq): one block of 128
+/// threads a 64-row block of one head, as the tile kernel's grid.
+FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
+                                    ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
+                                    llvm::raw_ostream &out) {
+  bool pre = spec.getRole() == tile::KernelRole::AttentionBackwardPreprocess;
+  ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
+  bool zeroes = pre && inputs.size() == 4;
+  if (!(pre ? inputs.size() == 3 || zeroes : inputs.size() == 2) || cppNames.size() != inputs.size() ||
+      kernel.getBlockM() != 64 || kernel.getWarps() != 4)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
+                              << (pre ? " (the backward's preprocess) takes out, dout, delta and optionally dq_accum"
+                                      : " (the backward's postprocess) takes dq_accum and dq")
+                              << ", 64 rows on 4 warps a block",
+           failure();
+  // The rows' widths (compile-time in the device functions: their loops unroll): out's (Dv) and dq_accum's (D).
+  auto width = [&](unsigned i) { return cast<tile::GlobalTensorType>(inputs[i]).getShape().back(); };
+  int64_t valueCols = pre ? width(0) : 0, headCols = width(pre ? (zeroes ? 3 : 0) : 0);
+  if (ShapedType::isDynamic(valueCols) || ShapedType::isDynamic(headCols))
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << ": its head dims must be static",
+           failure();
+  WsKernel result;
+  result.threads = 128;
+  const char *elem = spec.getElementType().getValue().isBF16() ? "bf16" : "f16";
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  out << (pre ? (zeroes ? "// delta = rowsum(dO O), dq_accum zeroed: 64 rows of one head a block (attention_bwd_ends.cuh).\n"
+                        : "// delta = rowsum(dO O): 64 rows of one head a block (attention_bwd_ends.cuh).\n")
+              : "// dq = dq_accum in the element type: 64 rows of one head a block (attention_bwd_ends.cuh).\n");
+  out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
+  for (size_t i = 0; i < cppNames.size(); ++i)
+    out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
+  if (pre)
+    out << ") {\n  flashc::device::attention_bwd_preprocess<flashc::device::" << elem << ", " << valueCols << ", "
+        << headCols << ">(" << cppNames[0] << ", "
+        << cppNames[1] << ", " << cppNames[2] << ", " << (zeroes ? "&" + cppNames[3] : std::string("nullptr"))
+        << ");\n}\n\n";
+  else
+    out << ") {\n  flashc::device::attention_bwd_postprocess<flashc::device::" << elem << ", " << headCols << ">("
+        << cppNames[0] << ", "
+        << cppNames[1] << ");\n}\n\n";
+  return result;
+}
 
 /// A mask modifier's block classes (tile.classify_blocks): the device
 /// library's classify_mask_blocks<Config>, one block a 64-row of the plane.
@@ -523,7 +581,8 @@ FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::strin
   if (auto moe = dyn_cast<tile::MoeSpecAttr>(kernel.getSpecAttr()))
     return emitMoeRouting(kernel, moe, cppNames, entry, specComment, out);
   if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
-    return emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
+    return isBackwardEnd(attention) ? emitBackwardEnd(kernel, attention, cppNames, entry, specComment, out)
+                                    : emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());
   bool gated = gemm.getGated().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();

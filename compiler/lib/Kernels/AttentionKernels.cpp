@@ -308,6 +308,10 @@ struct AttentionKernel {
     Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dvt);
     Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
+    // dq_accum[b, h, row0.., :] = 0 where the program passes it: the main kernel adds dQ into it.
+    if (kb.numArgs() == 4)
+      kb.store(kb.named("dq_zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq,
+               kb.idx(D));
   }
 
   /// What the key-gridded backward kernels share: their arguments, the key
@@ -542,6 +546,9 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   bool keyOffset = spec.takesKeyOffset();
   ArrayRef<Type> tensorTypes = argTypes.drop_back(keyOffset && !argTypes.empty() ? 1 : 0);
   int64_t want = attentionArgCount(role);
+  // (the preprocess that also zeroes dq_accum: out, dout, delta, dq_accum)
+  if (role == KernelRole::AttentionBackwardPreprocess && tensorTypes.size() == 4)
+    want = 4;
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
   int64_t modTensors = static_cast<int64_t>(tensorTypes.size()) - want - (readsTable ? 1 : 0);

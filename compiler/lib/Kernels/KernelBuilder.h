@@ -46,6 +46,7 @@ public:
   }
 
   mlir::Value arg(unsigned i) { return entry->getArgument(i); }
+  unsigned numArgs() { return entry->getNumArguments(); }
   mlir::Value lastArg() { return entry->getArguments().back(); }
   /// An i32 scalar argument as an index.
   mlir::Value toIndex(mlir::Value i32) {

@@ -53,6 +53,9 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec);
 SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t argCount) {
   bool offset = spec.takesKeyOffset();
   SmallVector<ArgRule> rules = attentionTensorRules(spec);
+  // The preprocess may also zero the dQ accumulator the main kernel adds into (its fourth argument).
+  if (spec.getRole() == KernelRole::AttentionBackwardPreprocess && argCount == 4)
+    rules.push_back(tensor4("dq_accum", spec.getHeadDim(), /*f32=*/true));
   bool classifies = spec.classifiesMaskBlocks();
   bool scored = spec.getScoreMod() && spec.computesScores();
   if ((spec.getMaskMod() || scored) && (spec.computesScores() || classifies)) {

@@ -435,13 +435,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
                               masked({q, k, v, dOut, lse, delta, dK, dV}, keyTable))) &&
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
                               masked({q, k, v, dOut, lse, delta, dQ}, Value()))));
-    // The runtime zero-fills dq_accum (scratch that kernels add into
-    // atomically) before the first kernel.
+    // dq_accum (f32, the main kernel adds dQ into it): the preprocess zeroes
+    // it in the pass that reads O and dO (no memset of it before the program).
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
+    dqAccum.getDefiningOp()->setAttr(tile::AllocTensorOp::kZeroedInProgram, UnitAttr::get(ctx));
     return success(
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
-                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta})) &&
+                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
         succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
                             masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",

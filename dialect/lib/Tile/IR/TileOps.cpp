@@ -278,6 +278,9 @@ bool AllocTensorOp::startsZeroed() {
   // A workspace a kernel reads before anything writes it (a decode program's status) asks by name.
   if ((*this)->hasAttr("tile.zero_fill"))
     return true;
+  // An accumulator the program's first kernel zeroes itself (the attention backward's preprocess).
+  if ((*this)->hasAttr(kZeroedInProgram))
+    return false;
   for (OpOperand &use : getResult().getUses()) {
     auto launch = llvm::dyn_cast<LaunchOp>(use.getOwner());
     if (!launch)

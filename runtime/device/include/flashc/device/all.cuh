@@ -28,6 +28,7 @@
 #include "flashc/device/varlen.cuh"
 #include "flashc/device/attention_fwd_ws.cuh"
 #include "flashc/device/attention_bwd_ws.cuh"
+#include "flashc/device/attention_bwd_ends.cuh"
 #include "flashc/device/ws_epilogue.cuh"
 #include "flashc/device/ffn_fwd_ws.cuh"
 #include "flashc/device/gemm_ws.cuh"

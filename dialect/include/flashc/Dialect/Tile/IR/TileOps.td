@@ -154,8 +154,10 @@ def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
   let description = [{
     `%w = tile.alloc_tensor(%b, %s) : !tile.tensor<?x4x?xf32>`: one index per
     dynamic dimension. A workspace some launched kernel `tile.atomic_add`s into
-    starts zeroed (the runtime's `scratch NAME zero`); any other's contents are
-    undefined until a kernel writes them.
+    starts zeroed (the runtime's `scratch NAME zero`), unless it carries
+    `tile.zeroed_in_program`: the program's first kernel that takes it writes
+    zeros over it (the attention backward's preprocess, dq_accum); any other's
+    contents are undefined until a kernel writes them.
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes);
   let results = (outs Tile_Tensor:$result);
@@ -163,9 +165,12 @@ def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether the workspace starts zeroed: a kernel launched with it
-    /// atomically adds into it, or it asks by name (`tile.zero_fill`: a
-    /// decode program's status, compare-and-swapped by its check).
+    /// atomically adds into it (and no kernel of the program zeroes it:
+    /// kZeroedInProgram), or it asks by name (`tile.zero_fill`: a decode
+    /// program's status, compare-and-swapped by its check).
     bool startsZeroed();
+    /// The attribute of a workspace the program zeroes itself.
+    static constexpr ::llvm::StringLiteral kZeroedInProgram = "tile.zeroed_in_program";
   }];
 }
 
