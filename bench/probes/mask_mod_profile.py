@@ -2,8 +2,10 @@
 # sliding window of 1024 keys as a mask modifier (ModMask: loop bounds and block classification by interval
 # arithmetic, element mask by the modifier) and as the window attribute (Window<1024, 0>), so their kernels can be
 # compared counter by counter; the document row (causal within 13 documents, ids read by index). Usage:
-#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document|alibi|block_sparse [calls] [--timeline]
-# (--timeline: a forward + backward's kernels and their GPU times, torch.profiler).
+#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document|alibi|block_sparse [calls]
+#       [--timeline | --backward]
+# (--timeline: a forward + backward's kernels and their GPU times, torch.profiler; --backward: `calls` forward +
+# backward calls and nothing else, for Nsight Compute, which cannot share CUPTI with torch.profiler).
 # Needs FLASHC_BUNDLE_PATH with the bench-programmable bundles.
 import os
 import sys
@@ -46,6 +48,14 @@ def row_kwargs(row):
 kwargs = row_kwargs(row)
 g = torch.Generator(device="cuda").manual_seed(0)
 q, k, v = (torch.randn(1, 16, 16384, 128, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(3))
+if "--backward" in sys.argv:  # forward + backward calls alone (Nsight Compute picks the kernels)
+    for t in (q, k, v):
+        t.requires_grad_()
+    do = torch.randn_like(q)
+    for _ in range(calls):
+        ft.attention(q, k, v, **kwargs).backward(do)
+    torch.cuda.synchronize()
+    sys.exit(0)
 if "--timeline" in sys.argv:  # every kernel of a forward + backward, its GPU time (torch.profiler)
     for t in (q, k, v):
         t.requires_grad_()
