@@ -32,8 +32,13 @@ struct Window {
   static __device__ __forceinline__ bool hidden(int i, int j, int limit, int offset) {
     const int p = i + offset;
     bool h = j >= limit;
-    if (kLeft >= 0) h = h || j < p - kLeft;
-    if (kRight >= 0) h = h || j > p + kRight;
+    if constexpr (kLeft >= 0 && kRight >= 0) {
+      // Both sides: j - (p - L) in [0, L + R] as one unsigned compare (clamp_offset keeps it from overflowing).
+      h = h || static_cast<unsigned>(j - p + kLeft) > static_cast<unsigned>(kLeft + kRight);
+    } else {
+      if (kLeft >= 0) h = h || j < p - kLeft;
+      if (kRight >= 0) h = h || j > p + kRight;
+    }
     return h;
   }
   // Does the block [q0, q0+BM) x [k0, k0+BN) hold any hidden (i, j)? Block-uniform; selects the
