@@ -16,6 +16,15 @@
 // the tensors' widths. Softcaps and sm_80 keep their forms.
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// The backward's ends (attention_bwd_ends.cuh) take the widths as template arguments: out's Dv, dq_accum's D
+// (the MLA-style kernel's 128 / 192, Phi's padded 64 / 80).
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=ENDS
+// ENDS: attention_bwd_preprocess<flashc::device::bf16, 256, 256>(out, dout, delta, &dq_accum);
+// ENDS: attention_bwd_postprocess<flashc::device::bf16, 256>(dq_accum, dq);
+// ENDS: attention_bwd_preprocess<flashc::device::f16, 128, 192>(out, dout, delta, &dq_accum);
+// ENDS: attention_bwd_postprocess<flashc::device::f16, 192>(dq_accum, dq);
+// ENDS: attention_bwd_preprocess<flashc::device::f16, 64, 80>(out, dout, delta, &dq_accum);
+// ENDS: attention_bwd_postprocess<flashc::device::f16, 80>(dq_accum, dq);
 // RUN: flashc %s --emit=tile --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc

@@ -5,6 +5,11 @@
 // entry selects (the default is the warp-specialised one: cuda-attention-ws.mlir).
 // RUN: flashc %s --backward-form=rows --tuning-table=%S/Inputs/tuning-wgmma-forward.txt --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefixes=CHECK,HOPPER
 // RUN: flashc %s --backward-form=rows --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,AMPERE
+// The deterministic backward (no dQ accumulator) runs the same preprocess without the zero fill:
+// RUN: flashc %s --deterministic-backward --emit=cuda --arch=sm_90a -o - | FileCheck %s --check-prefix=DET
+// DET-LABEL: flashc_attention_attention_bwd_preprocess(const flashc::TensorArg out, const flashc::TensorArg dout, const flashc::TensorArg delta)
+// DET-NEXT: flashc::device::attention_bwd_preprocess<flashc::device::bf16, 128, 128>(out, dout, delta, nullptr);
+// DET-NOT: attention_bwd_postprocess
 
 func.func @attention(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>)
     -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {

@@ -3,9 +3,9 @@
 // FlashAttention-2 style kernels built from a #tile.attention recipe:
 //   forward                 grid (query block, head, batch): online softmax
 //                           over key blocks, output and lse written once;
-//   backward_preprocess     D = rowsum(dO ∘ O) (the f32 dQ accumulator is
-//                           scratch the runtime zero-fills: its kernels add
-//                           into it atomically);
+//   backward_preprocess     D = rowsum(dO ∘ O), and where the program passes
+//                           the f32 dQ accumulator (its kernels add into it
+//                           atomically) its rows zeroed;
 //   backward / backward_kv  grid (key block, kv head, batch): recompute
 //                           P = exp(scale·S - lse) block by block, dV += Pᵀ·dO,
 //                           dP = dO·Vᵀ, dS = P∘(dP - D), dK += scale·dSᵀ·Q and

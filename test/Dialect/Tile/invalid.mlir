@@ -203,6 +203,33 @@ func.func @f(%n: index) {
 
 // -----
 
+// A workspace the program says it zeroes itself, whose first kernel only adds into it.
+tile.kernel @adds(%a: !tile.tensor<?x16xf32>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 16, warps = 1, stages = 1} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %z = tile.fill 0.0 : !tile.tile<16x16xf32, register>
+  tile.atomic_add %z, %a[%c0, %c0] limit [%c16, %c16] : !tile.tile<16x16xf32, register>, !tile.tensor<?x16xf32>
+  tile.return
+}
+func.func @f(%n: index) {
+  // expected-error @+1 {{carries tile.zeroed_in_program but @adds, the first kernel launched with it, stores nothing into it}}
+  %w = tile.alloc_tensor(%n) {tile.zeroed_in_program} : !tile.tensor<?x16xf32>
+  tile.launch @adds(%w) : !tile.tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{carries tile.zeroed_in_program but no kernel of its block is launched with it}}
+  %w = tile.alloc_tensor(%n) {tile.zeroed_in_program} : !tile.tensor<?x16xf32>
+  return
+}
+
+// -----
+
 // A #tile.warp_specialized schedule belongs to a wgmma_ws_sm90 kernel only.
 // expected-error @+1 {{has a #tile.warp_specialized schedule but strategy mma_sync_sm80; only wgmma_ws_sm90 kernels are warp-specialised}}
 tile.kernel @k(%a: !tile.tensor<?x16xf32>) attributes {

@@ -300,6 +300,24 @@ LogicalResult AllocTensorOp::verify() {
   if (dynamic != static_cast<int64_t>(getDynamicSizes().size()))
     return emitOpError() << "needs one size per dynamic dimension (" << dynamic << "), got "
                          << getDynamicSizes().size();
+  // A workspace the program zeroes itself: the first kernel launched with it must store into it (the runtime no
+  // longer zero-fills it; a kernel that only added into it would add into garbage).
+  if ((*this)->hasAttr(kZeroedInProgram)) {
+    LaunchOp first;
+    unsigned operand = 0;
+    for (OpOperand &use : getResult().getUses())
+      if (auto launch = llvm::dyn_cast<LaunchOp>(use.getOwner()))
+        if (launch->getBlock() == (*this)->getBlock() && (!first || launch->isBeforeInBlock(first)))
+          first = launch, operand = use.getOperandNumber();
+    auto kernel = first ? SymbolTable::lookupNearestSymbolFrom<KernelOp>(first, first.getKernelAttr()) : KernelOp();
+    if (!kernel)
+      return emitOpError() << "carries " << kZeroedInProgram.str()
+                           << " but no kernel of its block is launched with it (nothing would zero it)";
+    Value param = kernel.getBody().front().getArgument(operand);
+    if (llvm::none_of(param.getUsers(), [](Operation *user) { return llvm::isa<StoreOp>(user); }))
+      return emitOpError() << "carries " << kZeroedInProgram.str() << " but @" << kernel.getSymName()
+                           << ", the first kernel launched with it, stores nothing into it (nothing would zero it)";
+  }
   return success();
 }
 

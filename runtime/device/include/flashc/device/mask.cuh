@@ -33,8 +33,10 @@ struct Window {
     const int p = i + offset;
     bool h = j >= limit;
     if constexpr (kLeft >= 0 && kRight >= 0) {
-      // Both sides: j - (p - L) in [0, L + R] as one unsigned compare (clamp_offset keeps it from overflowing).
-      h = h || static_cast<unsigned>(j - p + kLeft) > static_cast<unsigned>(kLeft + kRight);
+      // Both sides: j - (p - L) in [0, L + R] as one unsigned compare, the difference taken modulo 2^32 (no signed
+      // overflow at any offset clamp_offset lets through).
+      h = h || static_cast<unsigned>(j) - static_cast<unsigned>(p) + static_cast<unsigned>(kLeft) >
+                   static_cast<unsigned>(kLeft + kRight);
     } else {
       if (kLeft >= 0) h = h || j < p - kLeft;
       if (kRight >= 0) h = h || j > p + kRight;
