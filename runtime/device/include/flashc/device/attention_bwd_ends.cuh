@@ -16,6 +16,8 @@ namespace device {
 
 namespace detail {
 // 8 16-bit elements (16 bytes) of a row as floats; `valid` of them (a row's last, partial chunk: element by element).
+// (No caller passes a partial chunk while widths are multiples of 8; without the path the preprocess's SASS differs,
+// so it stays until a GPU run checks that form.)
 template <class Elem>
 __device__ __forceinline__ void load8(const Elem* p, int valid, float (&x)[8]) {
   if (valid >= 8) {
@@ -37,7 +39,9 @@ __device__ __forceinline__ void load8(const Elem* p, int valid, float (&x)[8]) {
 template <class Elem, int kValueCols, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, const TensorArg& dout,
                                                          const TensorArg& delta, const TensorArg* dq_accum) {
-  constexpr int kChunks = (kValueCols + 7) / 8;
+  // (16-bit head dims are multiples of 8, the compiler's limit: whole 16-byte chunks, whole float4s of dq_accum)
+  static_assert(kValueCols % 8 == 0 && kHeadCols % 8 == 0, "attention_bwd_preprocess: widths a multiple of 8");
+  constexpr int kChunks = kValueCols / 8;
   constexpr int kLanes = kChunks <= 1 ? 1 : kChunks <= 2 ? 2 : kChunks <= 4 ? 4 : kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;
   constexpr int kRowsAPass = 32 / kLanes, kPasses = (64 + 4 * kRowsAPass - 1) / (4 * kRowsAPass);
   constexpr int kChunksALane = (kChunks + kLanes - 1) / kLanes;
@@ -75,7 +79,7 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
   }
   if (dq_accum == nullptr) return;
   // The block's rows of dq_accum, kHeadCols / 4 float4 a row, the block's threads across them.
-  constexpr int kQuads = kHeadCols / 4, kRest = kHeadCols % 4;
+  constexpr int kQuads = kHeadCols / 4;
   float* dq_rows = static_cast<float*>(dq_accum->data) + batch * dq_accum->stride[0] + head * dq_accum->stride[1];
 #pragma unroll 4
   for (int i = threadIdx.x; i < 64 * kQuads; i += 128) {
@@ -83,16 +87,14 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
     if (r < rows)
       *reinterpret_cast<float4*>(dq_rows + (row0 + r) * dq_accum->stride[2] + c * 4) = make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  if constexpr (kRest != 0)  // (head dims that are not a multiple of 4: the rest element by element)
-    for (int i = threadIdx.x; i < rows * kRest; i += 128)
-      dq_rows[(row0 + i / kRest) * dq_accum->stride[2] + kQuads * 4 + i % kRest] = 0.f;
 }
 
 // dq_accum [B, H, S, kHeadCols] f32 -> dq (Elem): 8 elements a thread a step (two 16-byte loads, one store), the
 // block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store.
 template <class Elem, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq) {
-  constexpr int kChunks = (kHeadCols + 7) / 8, kSteps = (64 * kChunks + 127) / 128;
+  static_assert(kHeadCols % 8 == 0, "attention_bwd_postprocess: a width a multiple of 8");
+  constexpr int kChunks = kHeadCols / 8, kSteps = (64 * kChunks + 127) / 128;
   const int batch = blockIdx.z, head = blockIdx.y, row0 = blockIdx.x * 64;
   const int rows = min(64, static_cast<int>(dq.shape[2]) - row0);
   const float* src = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
@@ -101,7 +103,7 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
 #pragma unroll
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
-    if (i < 64 * kChunks && r < rows && (kHeadCols % 8 == 0 || c * 8 + 8 <= kHeadCols)) {
+    if (i < 64 * kChunks && r < rows) {
       const float* s = src + (row0 + r) * dq_accum.stride[2] + c * 8;
       lo[t] = *reinterpret_cast<const float4*>(s);
       hi[t] = *reinterpret_cast<const float4*>(s + 4);
@@ -111,18 +113,12 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
     if (i >= 64 * kChunks || r >= rows) continue;
-    Elem* d = dst + (row0 + r) * dq.stride[2] + c * 8;
-    if (kHeadCols % 8 == 0 || c * 8 + 8 <= kHeadCols) {
-      uint4 out;
-      Elem* e = reinterpret_cast<Elem*>(&out);
-      e[0] = from_float<Elem>(lo[t].x), e[1] = from_float<Elem>(lo[t].y), e[2] = from_float<Elem>(lo[t].z),
-      e[3] = from_float<Elem>(lo[t].w), e[4] = from_float<Elem>(hi[t].x), e[5] = from_float<Elem>(hi[t].y),
-      e[6] = from_float<Elem>(hi[t].z), e[7] = from_float<Elem>(hi[t].w);
-      *reinterpret_cast<uint4*>(d) = out;
-    } else {  // (a row's last, partial chunk)
-      const float* s = src + (row0 + r) * dq_accum.stride[2] + c * 8;
-      for (int k = 0; k < kHeadCols - c * 8; ++k) d[k] = from_float<Elem>(s[k]);
-    }
+    uint4 out;
+    Elem* e = reinterpret_cast<Elem*>(&out);
+    e[0] = from_float<Elem>(lo[t].x), e[1] = from_float<Elem>(lo[t].y), e[2] = from_float<Elem>(lo[t].z),
+    e[3] = from_float<Elem>(lo[t].w), e[4] = from_float<Elem>(hi[t].x), e[5] = from_float<Elem>(hi[t].y),
+    e[6] = from_float<Elem>(hi[t].z), e[7] = from_float<Elem>(hi[t].w);
+    *reinterpret_cast<uint4*>(dst + (row0 + r) * dq.stride[2] + c * 8) = out;
   }
 }
 
