@@ -15,20 +15,13 @@ namespace flashc {
 namespace device {
 
 namespace detail {
-// 8 16-bit elements (16 bytes) of a row as floats; `valid` of them (a row's last, partial chunk: element by element).
-// (No caller passes a partial chunk while widths are multiples of 8; without the path the preprocess's SASS differs,
-// so it stays until a GPU run checks that form.)
+// 8 16-bit elements (16 bytes) of a row as floats: one 16-byte load (the widths are whole chunks).
 template <class Elem>
-__device__ __forceinline__ void load8(const Elem* p, int valid, float (&x)[8]) {
-  if (valid >= 8) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    const Elem* e = reinterpret_cast<const Elem*>(&raw);
+__device__ __forceinline__ void load8(const Elem* p, float (&x)[8]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const Elem* e = reinterpret_cast<const Elem*>(&raw);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = to_float(e[i]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = i < valid ? to_float(p[i]) : 0.f;
-  }
+  for (int i = 0; i < 8; ++i) x[i] = to_float(e[i]);
 }
 }  // namespace detail
 
@@ -62,8 +55,8 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
         const int c = chunk0 + k * kLanes;
         if (c < kChunks) {
           float a[8], b[8];
-          detail::load8(o_rows + (row0 + r) * o.stride[2] + c * 8, kValueCols - c * 8, a);
-          detail::load8(do_rows + (row0 + r) * dout.stride[2] + c * 8, kValueCols - c * 8, b);
+          detail::load8(o_rows + (row0 + r) * o.stride[2] + c * 8, a);
+          detail::load8(do_rows + (row0 + r) * dout.stride[2] + c * 8, b);
 #pragma unroll
           for (int i = 0; i < 8; ++i) sum[p] = fmaf(a[i], b[i], sum[p]);
         }
