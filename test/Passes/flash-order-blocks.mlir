@@ -9,13 +9,22 @@
 // groups on a persistent grid; the cp.async form launches them as a 2-D grid. A causal
 // attention forward outside the warp-specialised kernel (sm_80 here) takes its
 // longest query-row blocks first (the warp-specialised one too: its Config's
-// kLongestFirst); other kernels keep the launch order.
+// kLongestFirst); the warp-specialised backward's main kernel reads its (key
+// block, head, batch) grid in groups of 4 (head, batch) pairs, key blocks
+// slowest inside a group (its Config's kGridHeadGroup); other kernels keep the
+// launch order.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks | FileCheck %s
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="group=4" | FileCheck %s --check-prefix=GROUP4
 // A tuning-table entry's group (the kernel's `tuning` attribute) overrides the option for that kernel.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=TUNED
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="group=0" 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// head-groups=1: the backward keeps the launch order (no grid_order); 0 or above 64 is refused.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=1" | FileCheck %s --check-prefix=HG1
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=8" | FileCheck %s --check-prefix=HG8
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="head-groups=65" 2>&1 | FileCheck %s --check-prefix=BADHG
+// The sm_80 backward (mma.sync) keeps the launch order.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80-BWD
 // persistent: the warp-specialised attention forward loops on a grid of min(units, SMs) blocks (causal or not);
 // kernels of other strategies keep their order. A tuning-table entry's persistent overrides the option.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="persistent=true" | FileCheck %s --check-prefix=PERSISTENT
@@ -60,15 +69,22 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
 }
 
 // Causal attention: the forward takes its rows longest first, on sm_90a (the
-// warp-specialised kernel) and sm_80 (mma.sync) alike; the backward kernels
-// keep the launch order.
+// warp-specialised kernel) and sm_80 (mma.sync) alike; the warp-specialised
+// backward's main kernel takes head groups (the launch order would leave the
+// last head's longest key blocks for the grid's tail), its pre- and
+// postprocess the launch order.
+// CHECK-LABEL: tile.kernel @causal_attention_bwd_preprocess(
+// CHECK-NOT: grid_order
 // CHECK-LABEL: tile.kernel @causal_attention_bwd(
+// CHECK-SAME: grid_order = #tile.grid_order<order = head_groups, group = 4>
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// CHECK-LABEL: tile.kernel @causal_attention_bwd_postprocess(
 // CHECK-NOT: grid_order
 // CHECK-LABEL: tile.kernel @causal_attention_fwd(
 // CHECK-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
 // CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // PERSISTENT-LABEL: tile.kernel @causal_attention_bwd(
-// PERSISTENT-NOT: grid_order
+// PERSISTENT-SAME: grid_order = #tile.grid_order<order = head_groups, group = 4>
 // PERSISTENT-LABEL: tile.kernel @causal_attention_fwd(
 // PERSISTENT-SAME: grid_order = #tile.grid_order<order = persistent, group = 1>
 // PERSISTENT-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
@@ -77,6 +93,17 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
 // TUNED-OFF-SAME: tuning = {entry = "{{.*}}tuning-not-persistent.txt:2", key = "sm_90a attention_forward bf16 d128 causal", persistent = false}
 // SM80-LABEL: tile.kernel @causal_attention_fwd(
 // SM80-SAME: grid_order = #tile.grid_order<order = longest_first, group = 1>
+// HG1-LABEL: tile.kernel @causal_attention_bwd(
+// HG1-NOT: grid_order
+// HG1-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// HG8-LABEL: tile.kernel @causal_attention_bwd(
+// HG8-SAME: grid_order = #tile.grid_order<order = head_groups, group = 8>
+// SM80-BWD-LABEL: tile.kernel @causal_attention_bwd(
+// SM80-BWD-NOT: grid_order
+// SM80-BWD-SAME: strategy = #tile.strategy<mma_sync_sm80>
+// The ws backward's Config carries the group (the device library remaps blockIdx: tile_schedule.cuh).
+// CUDA-LABEL: // ---- causal_attention_bwd ----
+// CUDA: static constexpr int kGridHeadGroup = 4;
 // CUDA-SM80-LABEL: flashc_causal_attention_fwd(
 // CUDA-SM80: const int q_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest rows first
 func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
@@ -101,3 +128,4 @@ func.func @causal64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: te
 }
 
 // BADGROUP: error: flash-order-blocks: group must be in [1, 64], got 0
+// BADHG: error: flash-order-blocks: head-groups must be in [1, 64], got 65

@@ -397,6 +397,9 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 keySplit ? "keys" : "roles", d, dv));
   int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(d, dv);
   int64_t stages = schedule.getRingStages();
+  tile::GridOrderAttr order = kernel.getGridOrderAttr();
+  if (order && order.getOrder() != tile::BlockOrder::HeadGroups)
+    return reject("its grid order is not head_groups (the one order the library's backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
   if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
@@ -444,6 +447,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
+  out << "  static constexpr int kGridHeadGroup = " << (order ? order.getGroup() : 1)
+      << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Passes.h"
+#include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
@@ -43,6 +44,11 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
     if (group < 1 || group > 64) {
       getOperation().emitError() << "flash-order-blocks: group must be in [1, 64], got "
                                  << static_cast<int64_t>(group);
+      return signalPassFailure();
+    }
+    if (headGroups < 1 || headGroups > 64) {
+      getOperation().emitError() << "flash-order-blocks: head-groups must be in [1, 64], got "
+                                 << static_cast<int64_t>(headGroups);
       return signalPassFailure();
     }
     for (KernelOp kernel : getOperation().getOps<KernelOp>()) {
@@ -93,6 +99,17 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
           // Causal: the last query blocks see the most keys; launching them
           // first balances the tail of the grid.
           order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
+      } else if (flashc::isWsBackward(spec) && kernel.getStrategy() == Strategy::WgmmaWsSm90 &&
+                 headGroups > 1) {
+        // The warp-specialised backward: its key blocks differ in work under
+        // causal, prefix-LM and document masks (block 0 the longest). In the
+        // launch order the last head's longest blocks start last; in groups of
+        // 4 heads, block 0 of four heads starts first. H200, main kernel
+        // time at 16k tokens (session 35 call 4): prefix-LM -2.9 %, documents
+        // -1.7 %, ALiBi -0.8 %; bench_attention D = 128 causal S = 4k +3.7 %
+        // TFLOP/s, 1k +0.7, 16k -0.8. 8 heads a group took documents -5 % but
+        // read -22 % at S = 1k (docs/design/wgmma-backward.md, step 12).
+        order = GridOrderAttr::get(ctx, BlockOrder::HeadGroups, static_cast<int64_t>(headGroups));
       }
       if (order)
         kernel.setGridOrderAttr(*order);

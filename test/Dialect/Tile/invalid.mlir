@@ -381,6 +381,27 @@ tile.kernel @ws_not_forward(%a: !tile.tensor<?x128xbf16>) attributes {
 
 // -----
 
+// Head groups remap the warp-specialised backward's grid only: not a forward's.
+// expected-error @+1 {{has a head_groups grid order, which only a warp-specialised attention backward's main kernel (strategy wgmma_ws_sm90, #tile.attention<role = attention_backward or attention_backward_transposed>) takes}}
+tile.kernel @head_groups_forward(%q: !tile.tensor<?x8x?x128xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = head_groups, group = 4>,
+    spec = #tile.attention<role = attention_forward, head_dim = 128, value_dim = 128, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>,
+    strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 128, block_n = 128, warps = 8, stages = 2} {
+  tile.return
+}
+
+// -----
+
+// A group of more than 64 (head, batch) pairs is refused by the attribute.
+tile.kernel @head_groups_65(%q: !tile.tensor<?x8x?x128xbf16>) attributes {
+    // expected-error @+1 {{#tile.grid_order group must be in [1, 64], got 65}}
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = head_groups, group = 65>,
+    strategy = #tile.strategy<wgmma_ws_sm90>, block_m = 64, block_n = 128, warps = 8, stages = 2} {
+  tile.return
+}
+
+// -----
+
 // Whole warpgroups (12 warps: three consumer warpgroups) are a warp-specialised kernel's only; any other
 // strategy takes a power of two.
 // expected-error @+1 {{warps must be a power of two in [1, 16], got 12}}

@@ -191,7 +191,11 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     blocks). A warp-specialised attention forward may instead run on a
     persistent grid (`persistent`: min(units, SMs) blocks looping over pairs
     of query-row blocks n-1-i and i of one head, equal work under a causal
-    mask). The emitter prints the order. A kernel whose tuning-table entry
+    mask). A warp-specialised attention backward's main kernel takes its
+    (key block, head, batch) grid in head groups (`head-groups` (head, batch)
+    pairs a group, key blocks slowest inside one: the longest key blocks of
+    several heads start together; 1 keeps the launch order). The emitter
+    prints the order. A kernel whose tuning-table entry
     gives a group or persistent (its `tuning` attribute) takes that instead of
     the option's.
   }];
@@ -199,6 +203,9 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     Option<"group", "group", "int64_t", /*default=*/"8", "row blocks a group (1-64)">,
     Option<"persistent", "persistent", "bool", /*default=*/"false",
            "warp-specialised attention forwards on a persistent grid">,
+    Option<"headGroups", "head-groups", "int64_t", /*default=*/"4",
+           "(head, batch) pairs a group of the warp-specialised attention backward's grid (1-64; 1: the "
+           "launch order)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect"];
 }

@@ -378,10 +378,11 @@ LogicalResult GridOrderAttr::verify(function_ref<InFlightDiagnostic()> emitError
                                     int64_t group) {
   // A persistent GEMM walks its tiles in groups too (the attention forward's
   // persistent grid has group 1).
-  bool grouped = order == BlockOrder::Grouped || order == BlockOrder::Persistent;
+  bool grouped =
+      order == BlockOrder::Grouped || order == BlockOrder::Persistent || order == BlockOrder::HeadGroups;
   if (grouped ? group < 1 || group > 64 : group != 1)
     return emitError() << "#tile.grid_order group must be "
-                       << (grouped ? "in [1, 64]" : "1 unless grouped or persistent")
+                       << (grouped ? "in [1, 64]" : "1 unless grouped, persistent or head_groups")
                        << ", got " << group;
   return success();
 }

@@ -161,6 +161,16 @@ LogicalResult KernelOp::verify() {
                            << " consumer warps; the persistent forward has two consumer warpgroups "
                               "(8 warps)";
   }
+  // Head groups remap a dense one-tile grid in the warp-specialised backward's library form only.
+  if (GridOrderAttr order = getGridOrderAttr(); order && order.getOrder() == BlockOrder::HeadGroups) {
+    auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(getSpecAttr());
+    if (getStrategy() != Strategy::WgmmaWsSm90 || !attention ||
+        (attention.getRole() != KernelRole::AttentionBackward &&
+         attention.getRole() != KernelRole::AttentionBackwardTransposed))
+      return emitOpError("has a head_groups grid order, which only a warp-specialised attention backward's "
+                         "main kernel (strategy wgmma_ws_sm90, #tile.attention<role = attention_backward or "
+                         "attention_backward_transposed>) takes");
+  }
   int64_t warps = static_cast<int64_t>(getWarps());
   // (A packed-sequences forward is the warp-specialised forward's body, one library call: its warps too.)
   bool warpSpecialised = getStrategy() == Strategy::WgmmaWsSm90 || llvm::isa_and_nonnull<VarlenSpecAttr>(getSpecAttr());

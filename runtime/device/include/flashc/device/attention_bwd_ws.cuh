@@ -53,6 +53,8 @@
 //                         split where two 16 KB boxes fit), else the consumers' red.v4
 //   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
+//   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
+//                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
@@ -68,6 +70,7 @@
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/score_mod.cuh"
 #include "flashc/device/tensor.cuh"
+#include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
 #include "flashc/device/types.cuh"
 #include "flashc/device/varlen.cuh"
@@ -89,6 +92,10 @@ struct AttentionBwdWsPlan {
   static_assert(kKeySplit ? kHeadDim <= 192 && kValueDim <= 128 : kHeadDim == 128 || kHeadDim == 256,
                 "ws backward: key split up to D = 192 (Dv <= 128), role split on 128- or 256-column tiles");
   static constexpr int kHeadCols = Config::kHeadCols, kValueCols = Config::kValueCols;
+  // The dense grid's order: groups of kGridHeadGroup (head, batch) pairs, key blocks slowest inside one
+  // (tile_schedule.cuh; the Config's optional kGridHeadGroup, 1: the launch order).
+  static constexpr int kGridHeadGroup = GridHeadGroupOf<Config>::value;
+  static_assert(kGridHeadGroup >= 1 && kGridHeadGroup <= 64, "ws backward: 1-64 (head, batch) pairs a group");
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
@@ -313,8 +320,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int Sq = span.q_len, Sk = span.k_len, q_start = span.q_start, k_start = span.k_start;
   const int offset = Mask::clamp_offset(kPacked ? Sk - Sq : key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
-  const int k0 = (kPacked ? packed.tile.m_block : static_cast<int>(blockIdx.x)) * kBlockN, kv_head = blockIdx.y;
-  const int batch = kPacked ? 0 : static_cast<int>(blockIdx.z);
+  const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();  // (key block, kv head, batch): dense
+  const int k0 = (kPacked ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
+  const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : grid_tile.head;
+  const int batch = kPacked ? 0 : grid_tile.batch;
   const int warpgroup = warp_id() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};

@@ -15,6 +15,36 @@ struct QueryTile {
   int m_block, head, batch;
 };
 
+// A one-tile-a-block grid (blocks, heads, batches) read in groups of kHeadGroup (head, batch) pairs, the block index
+// slowest inside a group (#tile.grid_order<head_groups>): the hardware, which starts blocks in (x, y, z) order,
+// starts block 0 of every pair of a group, then block 1, ... Where blocks differ in work (causal, prefix-LM,
+// documents: block 0 the longest) the longest blocks of kHeadGroup heads start together, instead of the last head's
+// being left for the grid's tail; the blocks in flight still share a few heads' tensors in L2. kHeadGroup 1: the
+// launch order.
+template <int kHeadGroup>
+__device__ __forceinline__ QueryTile grid_tile_in_head_groups() {
+  if constexpr (kHeadGroup == 1) {
+    return QueryTile{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
+  } else {
+    const int blocks = static_cast<int>(gridDim.x), pairs = static_cast<int>(gridDim.y * gridDim.z);
+    const int linear = static_cast<int>(blockIdx.x) + blocks * static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z);
+    const int group = linear / (kHeadGroup * blocks), in_group = linear - group * kHeadGroup * blocks;
+    const int left = pairs - group * kHeadGroup, members = left < kHeadGroup ? left : kHeadGroup;
+    const int pair = group * kHeadGroup + in_group % members;
+    return QueryTile{in_group / members, pair % static_cast<int>(gridDim.y), pair / static_cast<int>(gridDim.y)};
+  }
+}
+
+// A Config's kGridHeadGroup (the backward's head groups), 1 when it has none.
+template <class Config, class = void>
+struct GridHeadGroupOf {
+  static constexpr int value = 1;
+};
+template <class Config>
+struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
+  static constexpr int value = Config::kGridHeadGroup;
+};
+
 // Units of the persistent grid over row_blocks x heads x batch tiles (the launch grid's x: min(this, SMs)).
 __host__ __device__ constexpr long long persistent_units(int row_blocks, int heads, int batch) {
   return static_cast<long long>((row_blocks + 1) / 2) * heads * batch;

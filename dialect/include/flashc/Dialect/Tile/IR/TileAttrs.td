@@ -135,7 +135,15 @@ def Tile_BlockOrderKind : I32EnumAttr<"BlockOrder", "order in which the grid tak
     // b + gridDim.x, ...; a block's next tile loads under its last tile's
     // epilogue. Warp-specialised attention forward kernels only (the device
     // library loops); the manifest's grid x is min(units, num_sms).
-    I32EnumAttrCase<"Persistent", 3, "persistent">]> {
+    I32EnumAttrCase<"Persistent", 3, "persistent">,
+    // One tile a block, the grid (blocks, heads, batches) read in groups of
+    // `group` (head, batch) pairs with the block index slowest inside a group:
+    // the hardware starts block 0 of every pair of a group, then block 1, ...
+    // Where blocks differ in work (causal, prefix-LM, documents: block 0 the
+    // longest) the longest blocks of `group` heads start together instead of
+    // the last head's being left for the grid's tail. Warp-specialised
+    // attention backward main kernels only (attention_bwd_ws.cuh).
+    I32EnumAttrCase<"HeadGroups", 4, "head_groups">]> {
   let cppNamespace = "::mlir::tile";
 }
 
@@ -152,10 +160,13 @@ def Tile_GridOrderAttr : AttrDef<Tile_Dialect, "GridOrder"> {
     `#tile.grid_order<order = persistent, group = 1>`: the launch grid is
     min(units, SMs) blocks, each looping over its units (tile_schedule.cuh);
     `grid` stays the kernel's tiles, each still taken by exactly one block.
+    `#tile.grid_order<order = head_groups, group = 4>`: the launch index
+    p = x + gridDim.x · (y + gridDim.y · z) read as groups of 4 (y, z) pairs,
+    x slowest inside a group; a bijection of the grid too.
   }];
   let parameters = (ins EnumParameter<Tile_BlockOrderKind>:$order, "int64_t":$group);
   let assemblyFormat = "`<` struct(params) `>`";
-  // group in [1, 64]; 1 unless grouped.
+  // group in [1, 64]; 1 unless grouped, persistent or head_groups.
   let genVerifyDecl = 1;
 }
 
