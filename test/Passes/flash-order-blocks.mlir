@@ -127,5 +127,20 @@ func.func @causal64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: te
   return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
 }
 
+// Without a mask every key block walks every query block: the backward keeps the launch order (its blocks in flight
+// share one head's Q and dO in L2), its Config's kGridHeadGroup is 1.
+// CHECK-LABEL: tile.kernel @full_attention_bwd(
+// CHECK-NOT: grid_order
+// CHECK-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// CUDA-LABEL: // ---- full_attention_bwd ----
+// CUDA: static constexpr int kGridHeadGroup = 1;
+func.func @full(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.0883883 mask = #flash.mask<none> num_kv_heads = 8
+      : (tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>)
+      -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>)
+  return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
+}
+
 // BADGROUP: error: flash-order-blocks: group must be in [1, 64], got 0
 // BADHG: error: flash-order-blocks: head-groups must be in [1, 64], got 65

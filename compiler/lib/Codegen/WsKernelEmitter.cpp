@@ -398,8 +398,9 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(d, dv);
   int64_t stages = schedule.getRingStages();
   tile::GridOrderAttr order = kernel.getGridOrderAttr();
-  if (order && order.getOrder() != tile::BlockOrder::HeadGroups)
-    return reject("its grid order is not head_groups (the one order the library's backward takes)");
+  if (order && order.getOrder() != tile::BlockOrder::HeadGroups && order.getOrder() != tile::BlockOrder::InOrder)
+    return reject("its grid order is neither the launch order nor head_groups (the orders the library's "
+                  "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
   if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
@@ -447,7 +448,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
-  out << "  static constexpr int kGridHeadGroup = " << (order ? order.getGroup() : 1)
+  bool headGroups = order && order.getOrder() == tile::BlockOrder::HeadGroups;
+  out << "  static constexpr int kGridHeadGroup = " << (headGroups ? order.getGroup() : 1)
       << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)

@@ -392,6 +392,17 @@ tile.kernel @head_groups_forward(%q: !tile.tensor<?x8x?x128xbf16>) attributes {
 
 // -----
 
+// ... and a backward's main kernel of another strategy (mma.sync: not the library's warp-specialised backward).
+// expected-error @+1 {{has a head_groups grid order, which only a warp-specialised attention backward's main kernel}}
+tile.kernel @head_groups_mma_sync(%q: !tile.tensor<?x8x?x128xbf16>) attributes {
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], grid_order = #tile.grid_order<order = head_groups, group = 4>,
+    spec = #tile.attention<role = attention_backward, head_dim = 128, value_dim = 128, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16>,
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 64, block_n = 64, warps = 4, stages = 2} {
+  tile.return
+}
+
+// -----
+
 // A group of more than 64 (head, batch) pairs is refused by the attribute.
 tile.kernel @head_groups_65(%q: !tile.tensor<?x8x?x128xbf16>) attributes {
     // expected-error @+1 {{#tile.grid_order group must be in [1, 64], got 65}}

@@ -191,8 +191,8 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     blocks). A warp-specialised attention forward may instead run on a
     persistent grid (`persistent`: min(units, SMs) blocks looping over pairs
     of query-row blocks n-1-i and i of one head, equal work under a causal
-    mask). A warp-specialised attention backward's main kernel takes its
-    (key block, head, batch) grid in head groups (`head-groups` (head, batch)
+    mask). A warp-specialised attention backward's main kernel under a window
+    or a mask modifier takes its (key block, head, batch) grid in head groups (`head-groups` (head, batch)
     pairs a group, key blocks slowest inside one: the longest key blocks of
     several heads start together; 1 keeps the launch order). The emitter
     prints the order. A kernel whose tuning-table entry

@@ -287,7 +287,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
 
 namespace detail {
 
-// The body over dense [B, H, S, D] tensors (a block a key tile of blockIdx) or (kPacked) over packed sequences
+// The body over dense [B, H, S, D] tensors (a block a key tile of the grid, tile_schedule.cuh) or (kPacked) over packed sequences
 // (the key tile `packed` found in the plan's key-tile map: q, k, v, dO [T, H, D] with 3-D maps, lse / delta [H, T],
 // dq_accum [Tq, Hq, D] f32, dk, dv [Tk, Hkv, D]).
 template <class Config, bool kPacked>
@@ -313,14 +313,16 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  // Dense: [0, Sq) x [0, Sk) of batch blockIdx.z; packed: the key tile's sequence (rows from q_start / k_start of
+  // Dense: [0, Sq) x [0, Sk) of the tile's batch; packed: the key tile's sequence (rows from q_start / k_start of
   // the packed tensors, batch 0 for the views), each aligned at its bottom-right corner.
   const SequenceSpan span = kPacked ? packed.span
                                     : SequenceSpan{0, static_cast<int>(q.shape[2]), 0, static_cast<int>(k.shape[2])};
   const int Sq = span.q_len, Sk = span.k_len, q_start = span.q_start, k_start = span.k_start;
   const int offset = Mask::clamp_offset(kPacked ? Sk - Sq : key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
-  const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();  // (key block, kv head, batch): dense
+  // (key block, kv head, batch): packed, the plan's key tile and blockIdx.y; dense, the grid's in head groups
+  // (tile_schedule.cuh; unused when packed).
+  const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
   const int k0 = (kPacked ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : grid_tile.head;
   const int batch = kPacked ? 0 : grid_tile.batch;

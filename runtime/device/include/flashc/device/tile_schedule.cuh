@@ -7,6 +7,7 @@
 //     units are one head's, so the blocks in flight share that head's K and V in L2. A block's next tile reuses its
 //     shared memory and barriers: its loads start under the previous tile's epilogue.
 #pragma once
+#include "flashc/device/grid_order.h"
 
 namespace flashc {
 namespace device {
@@ -16,11 +17,9 @@ struct QueryTile {
 };
 
 // A one-tile-a-block grid (blocks, heads, batches) read in groups of kHeadGroup (head, batch) pairs, the block index
-// slowest inside a group (#tile.grid_order<head_groups>): the hardware, which starts blocks in (x, y, z) order,
-// starts block 0 of every pair of a group, then block 1, ... Where blocks differ in work (causal, prefix-LM,
-// documents: block 0 the longest) the longest blocks of kHeadGroup heads start together, instead of the last head's
-// being left for the grid's tail; the blocks in flight still share a few heads' tensors in L2. kHeadGroup 1: the
-// launch order.
+// slowest inside a group (#tile.grid_order<head_groups>; grid_order.h's head_group_tile): where blocks differ in work
+// (causal, prefix-LM, documents: block 0 the longest) the longest blocks of kHeadGroup heads start together instead
+// of the last head's being left for the grid's tail. kHeadGroup 1: the launch order.
 template <int kHeadGroup>
 __device__ __forceinline__ QueryTile grid_tile_in_head_groups() {
   if constexpr (kHeadGroup == 1) {
@@ -28,10 +27,8 @@ __device__ __forceinline__ QueryTile grid_tile_in_head_groups() {
   } else {
     const int blocks = static_cast<int>(gridDim.x), pairs = static_cast<int>(gridDim.y * gridDim.z);
     const int linear = static_cast<int>(blockIdx.x) + blocks * static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z);
-    const int group = linear / (kHeadGroup * blocks), in_group = linear - group * kHeadGroup * blocks;
-    const int left = pairs - group * kHeadGroup, members = left < kHeadGroup ? left : kHeadGroup;
-    const int pair = group * kHeadGroup + in_group % members;
-    return QueryTile{in_group / members, pair % static_cast<int>(gridDim.y), pair / static_cast<int>(gridDim.y)};
+    const GridTile tile = head_group_tile<kHeadGroup>(linear, blocks, pairs);
+    return QueryTile{tile.x, tile.pair % static_cast<int>(gridDim.y), tile.pair / static_cast<int>(gridDim.y)};
   }
 }
 
