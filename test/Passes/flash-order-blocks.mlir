@@ -23,6 +23,8 @@
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=1" | FileCheck %s --check-prefix=HG1
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=8" | FileCheck %s --check-prefix=HG8
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="head-groups=65" 2>&1 | FileCheck %s --check-prefix=BADHG
+// The library's backward takes the launch order or head groups; any other order on it is refused by the emitter.
+// RUN: flashc %s --emit=tile -o - | sed 's/\(tile.kernel @full_attention_bwd(.*attributes {\)/\1grid_order = #tile.grid_order<order = longest_first, group = 1>, /' | not flashc - --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADORDER
 // The sm_80 backward (mma.sync) keeps the launch order.
 // RUN: flash-opt %s --flash-generate-backward --flash-tile=target=sm_80 | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=SM80-BWD
 // persistent: the warp-specialised attention forward loops on a grid of min(units, SMs) blocks (causal or not);
@@ -144,3 +146,4 @@ func.func @full(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tens
 
 // BADGROUP: error: flash-order-blocks: group must be in [1, 64], got 0
 // BADHG: error: flash-order-blocks: head-groups must be in [1, 64], got 65
+// BADORDER: error: CUDA emitter: @full_attention_bwd has strategy wgmma_ws_sm90, a warp-specialised kernel, but its grid order is neither the launch order nor head_groups (the orders the library's backward takes)
