@@ -47,44 +47,22 @@ def parse_args(argv=None):
     return args
 
 
-def document_ids(torch, seq, documents=13, shortest=256, longest=2048, seed=0):
-    """Each token's document: `documents` documents of random lengths in [shortest, longest] filling `seq` tokens
-    (int32 on the GPU), drawn with a fixed seed."""
-    import random
-    rng = random.Random(seed)
-    while True:
-        lengths = [rng.randint(shortest, longest) for _ in range(documents - 1)]
-        last = seq - sum(lengths)
-        if shortest <= last <= longest:
-            break
-    ids = [d for d, n in enumerate(lengths + [last]) for _ in range(n)]
-    return torch.tensor(ids, dtype=torch.int32, device="cuda"), lengths + [last]
-
-
-def block_sparse_layout(torch, heads, seq, block=128, density=0.2, seed=0):
-    """[heads, seq / block, seq / block] int32 on the GPU: each block visible with probability `density`, and the
-    diagonal (so no query row is empty), drawn with a fixed seed (a different pattern per head)."""
-    n = -(-seq // block)
-    g = torch.Generator().manual_seed(seed)
-    layout = (torch.rand(heads, n, n, generator=g) < density) | torch.eye(n, dtype=torch.bool)
-    return layout.to(torch.int32).cuda()
-
-
 def mods(args, torch):
     """{row: (flex mask_mod, flashc attention kwargs or None when flashc cannot express it yet, why, score_mod or
     None)}. The modifiers are flashc.configs' (BENCH_PROGRAMMABLE: the prebuilt bundles are theirs)."""
     from flashc import configs
+    from flashc.modifier_inputs import alibi_slopes, block_sparse_layout, document_ids
     window, prefix_lm = configs.bench_window_mod, configs.bench_prefix_lm_mod
     w = 1024
     causal = lambda b, h, q, k: q >= k
-    doc, _ = document_ids(torch, args.seq)
+    doc, _ = document_ids(args.seq)
     same_document = lambda b, h, q, k: doc[q] == doc[k]  # configs.DOCUMENT_MASK, with causal=True
     document_causal = lambda b, h, q, k: (doc[q] == doc[k]) & (q >= k)
     # ALiBi's slopes 2^(-8 (i + 1) / H) (configs.ALIBI_SCORE with causal=True).
-    slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / args.heads) for i in range(args.heads)], device="cuda")
+    slopes = alibi_slopes(args.heads)
     alibi = lambda score, b, h, q_idx, kv_idx: score + slopes[h] * (kv_idx - q_idx)
     from flashc.mask_mod import block_sparse
-    sparse = block_sparse(block_sparse_layout(torch, args.heads, args.seq), 128)  # configs.BENCH_BLOCK_SPARSE_MASK
+    sparse = block_sparse(block_sparse_layout(args.heads, args.seq), 128)  # configs.BENCH_BLOCK_SPARSE_MASK
     return {
         "block_sparse": (sparse, dict(mask_mod=sparse), None, None),
         "window": (window, dict(mask_mod=window), None, None),

@@ -18,12 +18,12 @@ import torch  # noqa: E402
 import flashc.torch as ft  # noqa: E402
 from flashc import configs  # noqa: E402
 
-from bench_programmable import block_sparse_layout, document_ids  # noqa: E402
+from flashc.modifier_inputs import alibi_slopes, block_sparse_layout, document_ids  # noqa: E402
 from flashc.mask_mod import block_sparse  # noqa: E402
 
 row = sys.argv[1]
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-doc, _ = document_ids(torch, 16384)
+doc, _ = document_ids(16384)
 
 
 def row_kwargs(row):
@@ -37,10 +37,10 @@ def row_kwargs(row):
     if row == "document":
         return dict(causal=True, mask_mod=lambda b, h, q, k: doc[q] == doc[k])
     if row == "alibi":  # bench_programmable's slopes 2^(-8 (i + 1) / H)
-        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / 16) for i in range(16)], device="cuda")
+        slopes = alibi_slopes(16)
         return dict(causal=True, score_mod=lambda s, b, h, q, k: s + slopes[h] * (k - q))
     if row == "block_sparse":
-        return dict(mask_mod=block_sparse(block_sparse_layout(torch, 16, 16384), 128))
+        return dict(mask_mod=block_sparse(block_sparse_layout(16, 16384), 128))
     sys.exit("mask_mod_profile: unknown row %r (known: window, window_attr, prefix_lm, document, alibi, block_sparse)"
              % row)
 

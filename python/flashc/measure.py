@@ -164,7 +164,8 @@ def _compare(results, names, got, peer, refs, where, peer_name):
 def check_attention(run, q, k, v, do, causal=False, heads=2, peer_run=None, peer_name=None, reference_args=None):
     """(ok, detail): run(q, k, v, do) -> [o, dq, dk, dv] (flashc's) against float64 math on `heads` (b, h) slices
     (the first and the last), with peer_run's (same signature, same precision) error as the bound's base; no peer
-    fails every check. reference_args: flashc.testing.attention_reference's scale / window / softcap. With grouped
+    fails every check. reference_args: flashc.testing.attention_reference's scale / window / softcap / modifiers (which
+    see each slice's own batch and head). With grouped
     heads (GQA) only o and dq are compared: dk and dv sum over a group, the slice's reference over one head."""
     import torch
     from .testing import attention_reference
@@ -178,7 +179,7 @@ def check_attention(run, q, k, v, do, causal=False, heads=2, peer_run=None, peer
     for b, h in slices:
         kv = h // group
         ref_in = [t[b:b + 1, i:i + 1].double().requires_grad_() for t, i in ((q, h), (k, kv), (v, kv))]
-        o_ref, _ = attention_reference(*ref_in, causal=causal, **(reference_args or {}))
+        o_ref, _ = attention_reference(*ref_in, causal=causal, first_batch=b, first_head=h, **(reference_args or {}))
         grads = torch.autograd.grad(o_ref, ref_in, do[b:b + 1, h:h + 1].double())
         refs = ([o_ref.detach()] + list(grads))[:len(names)]
         del o_ref, grads

@@ -28,13 +28,15 @@ def visible_mask(seq_q, seq_k, causal=False, window=None, device=None, key_offse
 
 
 def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=None, dtype=torch.float64,
-                        key_offset=None, mask_mod=None, score_mod=None):
+                        key_offset=None, mask_mod=None, score_mod=None, first_batch=0, first_head=0):
     """(o, lse) of flash.attention computed in `dtype` (differentiable). q [B,Hq,Sq,D], k/v [B,Hkv,Sk,*].
     key_offset: the key position of query row 0 (None: Sk - Sq, the bottom-right alignment). mask_mod: a mask
     modifier (flashc.mask_mod: a function, an IndexProgram or its text), evaluated on every (batch, head, query, key)
     by the compiler's rules (IndexProgram.evaluate), reading the tensors the trace found as int32. score_mod: a score
     modifier (flashc.score_mod), evaluated in `dtype` on the scaled scores (ScoreProgram.evaluate: its backward is
-    torch's autograd, not the compiler's derivative), reading float tensors as float32 and integer ones as int32."""
+    torch's autograd, not the compiler's derivative), reading float tensors as float32 and integer ones as int32.
+    first_batch, first_head: where q's first batch and head sit in the call's tensors (a slice's reference: the
+    modifiers see the call's b and h)."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -48,8 +50,8 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     arange = lambda n: torch.arange(n, device=q.device, dtype=torch.int64)
-    batch = arange(q.shape[0])[:, None, None, None]
-    head = arange(q.shape[1])[None, :, None, None]
+    batch = (arange(q.shape[0]) + first_batch)[:, None, None, None]
+    head = (arange(q.shape[1]) + first_head)[None, :, None, None]
     rows = arange(q.shape[2])[None, None, :, None]
     cols = arange(k.shape[2])[None, None, None, :]
     if score_mod is not None:

@@ -157,6 +157,21 @@ def keyed(config, key):
 _KEYED = {}
 
 
+def _reference_modifiers(config, tensors):
+    """attention_reference's mask_mod / score_mod for config: its modifiers' programs reading `tensors` (the mask's
+    first, as flashc.modifier_inputs.tensors_for gives them)."""
+    from ..mask_mod import IndexProgram
+    from ..score_mod import ScoreProgram
+    out, rest = {}, list(tensors)
+    if config.mask_mod is not None:
+        n = len(config.mask_tensor_names())
+        out["mask_mod"] = IndexProgram.parse(config.mask_mod).with_tensors(*rest[:n])
+        rest = rest[n:]
+    if config.score_mod is not None:
+        out["score_mod"] = ScoreProgram.parse(config.score_mod).with_tensors(*rest)
+    return out
+
+
 class TorchMeasurer:
     """Checks and times through flashc.torch's launch path (the candidates' bundles found by their keys)."""
 
@@ -171,6 +186,17 @@ class TorchMeasurer:
         os.environ["FLASHC_BUNDLE_PATH"] = self.bundles
         cache.clear_loaded()
         self.inputs = {}
+        self.modifiers = {}
+
+    def _modifier_tensors(self, config, batch, seq):
+        """The tensors config's modifiers read (flashc.modifier_inputs: the benchmark's documents, slopes, layouts),
+        made once a size."""
+        from .. import modifier_inputs
+        key = ("modifiers", config.mask_mod, config.score_mod, config.num_heads, batch, seq)
+        if key not in self.modifiers:
+            self.modifiers.clear()
+            self.modifiers[key] = modifier_inputs.tensors_for(config, batch, seq)
+        return self.modifiers[key]
 
     def _candidate(self, entry, bundle):
         self.plan.materialize(bundle, os.path.join(self.bundles, bundle))
@@ -212,11 +238,12 @@ class TorchMeasurer:
         config = self._candidate(entry, bundle)
         if isinstance(config, AttentionConfig):
             q, k, v, do = self._attention_inputs(config, shape["batch"], shape["seq"])
+            mods = self._modifier_tensors(config, shape["batch"], shape["seq"])
             if direction == "forward":
-                fn = lambda: ft._attention_forward(config, q, k, v, None)
+                fn = lambda: ft._attention_forward(config, q, k, v, None, mods)
             else:
-                _, _, _, o, lse = ft._attention_forward(config, q, k, v, None)
-                fn = lambda: ft._attention_backward(config, None, q, k, v, o, lse, do)
+                _, _, _, o, lse = ft._attention_forward(config, q, k, v, None, mods)
+                fn = lambda: ft._attention_backward(config, None, q, k, v, o, lse, do, mods)
         else:
             t = self._ffn_inputs(config, shape["rows"])
             forward = lambda train: ft._ffn_forward(config, t["x"], t["w1"], t["b1"], t["w2"], t["b2"], t["w_gate"],
@@ -240,11 +267,13 @@ class TorchMeasurer:
         config = self._candidate(entry, bundle)
         if isinstance(config, AttentionConfig):
             q, k, v, do = self._attention_inputs(config, CHECK_ATTENTION["batch"], CHECK_ATTENTION["seq"])
-            args = dict(scale=config.scale, window=config.window, softcap=config.softcap or None)
+            mods = self._modifier_tensors(config, CHECK_ATTENTION["batch"], CHECK_ATTENTION["seq"])
+            args = dict(scale=config.scale, window=config.window, softcap=config.softcap or None,
+                        **_reference_modifiers(config, mods))
 
             def run(q, k, v, do):
-                q, k, v, o, lse = ft._attention_forward(config, q, k, v, None)
-                return [o] + list(ft._attention_backward(config, None, q, k, v, o, lse, do))
+                q, k, v, o, lse = ft._attention_forward(config, q, k, v, None, mods)
+                return [o] + list(ft._attention_backward(config, None, q, k, v, o, lse, do, mods))
 
             def unfused(q, k, v, do):  # the same math in the inputs' precision: the bound's base
                 leaves = [t.detach().requires_grad_() for t in (q, k, v)]
