@@ -40,7 +40,7 @@
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD
 // A block-size override outside its shape plans the mma.sync backward (no schedule); a ring
 // deeper than shared memory holds is the overflow error of an explicit request.
-// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory=block-n=128 2>/dev/null | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-OVERRIDE
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory="block-n=128 tuning-table=none" 2>/dev/null | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-OVERRIDE
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | not flash-opt --flash-plan-memory=stages=3 2>&1 | FileCheck %s --check-prefix=BWD-STAGES
 // Up to 128 columns the consumers split by keys: a 128-key block on 8 warps (warpgroup g owns keys
 // 64g..), the same ring and residents, no ping-pong (both warpgroups meet on dSᵀ every step); a

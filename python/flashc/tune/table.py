@@ -4,9 +4,9 @@ A unit's time for a point at one size is the sum of its programs' medians there 
 when the key's kernels are in both). A point competes for its key when its bundle passed the float64 check and was
 timed at every size of every configuration with that key; its score is the geometric mean of the hand rule's time over
 its own. The best point becomes the key's entry when it beats the hand rule by `margin` (default 2 %) overall and
-loses more than `max_loss` (default 3 %) nowhere; otherwise the hand rule stays and the key gets no entry. Where the
-progress holds a confirmation round for the key (the hand rule and the first round's winner timed again, alternately,
-device.confirm_tasks), the winner must pass the same bar on the confirmation's medians as well: one run's gain of a few
+loses more than `max_loss` (default 1 %, issue #19's bar) nowhere; otherwise the hand rule stays and the key gets no
+entry. Where the progress holds a confirmation round for the key (the hand rule and the first round's winner timed
+again, alternately, device.confirm_tasks), the winner must pass the same bar on the confirmation's medians as well: one run's gain of a few
 per cent can be run-to-run spread.
 
 Where no point wins an attention forward's key outright, one may win its shorter key lengths: the longest prefix of
@@ -143,7 +143,7 @@ def confirmation(found, key, point, sizes=None):
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
 
-def choose(found, margin=0.02, max_loss=0.03):
+def choose(found, margin=0.02, max_loss=0.01):
     """[decision] a key: {"key", "point" (None: the hand rule stays), "score", "low", "high", "best", "reason"}."""
     decisions = []
     for key, data in sorted(found.items()):
