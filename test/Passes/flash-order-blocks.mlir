@@ -23,6 +23,11 @@
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=1" | FileCheck %s --check-prefix=HG1
 // RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-order-blocks="head-groups=8" | FileCheck %s --check-prefix=HG8
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | not flash-opt --flash-order-blocks="head-groups=65" 2>&1 | FileCheck %s --check-prefix=BADHG
+// A tuning entry's group (flashc.tune measures 1, 4 and 8) overrides the option on the backward, masked or not;
+// on a backward outside the warp-specialised form it is refused.
+// RUN: flash-opt %s --flash-generate-backward --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-head-groups.txt | flash-opt --flash-order-blocks | FileCheck %s --check-prefix=HG-TUNED
+// RUN: printf 'sm_90a attention_backward bf16 d128 causal -> form=rows strategy=mma_sync_sm80 block_m=64 block_n=64 warps=4 stages=2 group=4\n' > %t.rows.txt
+// RUN: not flashc %s --tuning-table=%t.rows.txt --emit=tile -o /dev/null 2>&1 | FileCheck %s --check-prefix=HG-ROWS
 // The library's backward takes the launch order or head groups; any other order on it is refused by the emitter.
 // RUN: flashc %s --emit=tile -o - | sed 's/\(tile.kernel @full_attention_bwd(.*attributes {\)/\1grid_order = #tile.grid_order<order = longest_first, group = 1>, /' | not flashc - --emit=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADORDER
 // The sm_80 backward (mma.sync) keeps the launch order.
@@ -100,6 +105,15 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor
 // HG1-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // HG8-LABEL: tile.kernel @causal_attention_bwd(
 // HG8-SAME: grid_order = #tile.grid_order<order = head_groups, group = 8>
+// HG-TUNED-LABEL: tile.kernel @causal_attention_bwd(
+// HG-TUNED-SAME: grid_order = #tile.grid_order<order = head_groups, group = 8>
+// HG-TUNED-SAME: tuning = {entry = "{{.*}}tuning-head-groups.txt:4", group = 8 : i64
+// HG-TUNED-LABEL: tile.kernel @causal64_attention_bwd(
+// HG-TUNED-NOT: grid_order
+// HG-TUNED-SAME: tuning = {entry = "{{.*}}tuning-head-groups.txt:6", group = 1 : i64
+// HG-TUNED-LABEL: tile.kernel @full_attention_bwd(
+// HG-TUNED-SAME: grid_order = #tile.grid_order<order = head_groups, group = 2>
+// HG-ROWS: error: flash-order-blocks: @causal_attention_bwd's tuning entry asks for head groups (group = 4), which only the warp-specialised backward takes
 // SM80-BWD-LABEL: tile.kernel @causal_attention_bwd(
 // SM80-BWD-NOT: grid_order
 // SM80-BWD-SAME: strategy = #tile.strategy<mma_sync_sm80>

@@ -36,13 +36,6 @@ bool isTiledGemm(Attribute spec) {
   }
 }
 
-/// Whether an attention's key blocks can differ in work: a window (causal
-/// included) or a mask modifier. (An unmasked attention's every key block
-/// walks every query block.)
-bool keyBlocksDiffer(AttentionSpecAttr attention) {
-  return attention.getWindowLeft() >= 0 || attention.getWindowRight() >= 0 || attention.getMaskMod();
-}
-
 struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPass> {
   using OrderBlocksBase::OrderBlocksBase;
 
@@ -107,8 +100,7 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
           // first balances the tail of the grid.
           order = GridOrderAttr::get(ctx, BlockOrder::LongestFirst, 1);
       } else if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec);
-                 attention && flashc::isWsBackward(spec) && kernel.getStrategy() == Strategy::WgmmaWsSm90 &&
-                 headGroups > 1 && keyBlocksDiffer(attention)) {
+                 attention && flashc::isWsBackward(spec)) {
         // The warp-specialised backward: its key blocks differ in work under
         // causal, prefix-LM and document masks (block 0 the longest). In the
         // launch order the last head's longest blocks start last; in groups of
@@ -119,7 +111,22 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         // -1.7 %, ALiBi -0.8 %; bench_attention D = 128 causal S = 4k +3.7 %
         // TFLOP/s, 1k +0.7, 16k -0.8. 8 heads a group took documents -5 % but
         // read -22 % at S = 1k (docs/design/wgmma-backward.md, step 12).
-        order = GridOrderAttr::get(ctx, BlockOrder::HeadGroups, static_cast<int64_t>(headGroups));
+        // The kernel's tuning-table entry may give its own group (1: the
+        // launch order), measured per key by flashc.tune.
+        bool ws = kernel.getStrategy() == Strategy::WgmmaWsSm90;
+        int64_t heads = flashc::keyBlocksDiffer(attention) ? static_cast<int64_t>(headGroups) : 1;
+        if (DictionaryAttr tuning = kernel.getTuningAttr())
+          if (auto knob = tuning.getAs<IntegerAttr>(flashc::kTuningGroupName)) {
+            heads = knob.getInt();
+            if (heads > 1 && !ws) {
+              kernel.emitError() << "flash-order-blocks: @" << kernel.getSymName()
+                                 << "'s tuning entry asks for head groups (group = " << heads
+                                 << "), which only the warp-specialised backward takes";
+              return signalPassFailure();
+            }
+          }
+        if (ws && heads > 1)
+          order = GridOrderAttr::get(ctx, BlockOrder::HeadGroups, heads);
       }
       if (order)
         kernel.setGridOrderAttr(*order);

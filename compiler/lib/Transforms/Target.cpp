@@ -91,6 +91,10 @@ bool isWsBackward(Attribute spec) {
                        attention.getRole() == KernelRole::AttentionBackwardTransposed);
 }
 
+bool keyBlocksDiffer(AttentionSpecAttr attention) {
+  return attention.getWindowLeft() >= 0 || attention.getWindowRight() >= 0 || attention.getMaskMod();
+}
+
 bool takesWsBackward(AttentionSpecAttr attention) {
   // 16-bit, no softcap, no score modifier but one whose derivative is 1 (score_additive: ALiBi, bias tables;
   // the kernel applies it where it recomputes the scores and leaves dS alone; others' derivatives are not in

@@ -205,7 +205,9 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
 /// (bench/results/2026-12-01-h200-session10.md) and 1.18-1.34x the role split
 /// at D = 192 / Dv = 128 (session 21), the role split 2.9-3.4x the mma.sync
 /// forms at D = 256 (session 9), and the key split's space keeps the row form
-/// as a point.
+/// as a point. Each warp-specialised point comes with its grid in groups of 1,
+/// 4 and 8 (head, batch) pairs (`group`, flash-order-blocks; the hand rule: 4
+/// where a window or mask modifier makes key blocks differ in work, else 1).
 /// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
 /// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
 std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
@@ -218,6 +220,9 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
     bool keySplit = wsBackwardKeySplit(d, dv);
     // The hand rule's split first; at D = 129-192 / Dv <= 128 also the role
     // split the key split replaced there (session 21: 0.75-0.85x its speed).
+    // The grid in groups of (head, batch) pairs (flash-order-blocks), the
+    // hand rule's first: 4 where key blocks differ in work, else 1.
+    int64_t handGroup = keyBlocksDiffer(attention) ? kWsBackwardHeadGroups : 1;
     llvm::SmallVector<bool, 2> splits = {keySplit};
     if (keySplit && wsBackwardRoleSplitTakes(d, dv))
       splits.push_back(false);
@@ -234,12 +239,20 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
         TuningPoint point = pointFrom(plan, false);
         if (split)
           point.form = "transposed";
+        point.group = handGroup;
         points.push_back(point);
+        for (int64_t heads : kWsBackwardHeadGroupChoices)
+          if (heads != handGroup) {
+            point.group = heads;
+            points.push_back(point);
+          }
       }
     if (keySplit) {
       TuningPoint rows =
           pointFrom(defaultPlan(target, withRole(attention, KernelRole::AttentionBackward)), false);
       rows.form = "rows";
+      if (rows.strategy == Strategy::WgmmaWsSm90)  // the role split, which serves either form
+        rows.group = handGroup;
       points.push_back(rows);
     }
     // D = Dv = 64: the Sᵀ wgmma backward the key split replaced as the default

@@ -46,9 +46,10 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
     return kind == "attention_backward";
   if (field == "block_k")
     return !attention;
-  // The tile order of the 2-D GEMM grids (flash-order-blocks).
+  // The tile order of the 2-D GEMM grids, the (head, batch) pairs a group of
+  // the warp-specialised attention backward's grid (flash-order-blocks).
   if (field == "group")
-    return !attention && kind != "ffn_fused";
+    return kind == "attention_backward" || (!attention && kind != "ffn_fused");
   // The kernels whose consumer warpgroups split by rows and may ping-pong
   // (the persistent GEMM's plain and gated forms: not split over K).
   if (field == "ping_pong")
@@ -411,10 +412,13 @@ TuningPoint pointOf(KernelOp kernel) {
   bool tiledGemm = gemm && gemm.getRole() != KernelRole::FfnFused;
   if (schedule && !backward && (!tiledGemm || wsGemmPingPongTakes(gemm)))
     point.pingPong = schedule.getPingPong();
-  // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk.
+  // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk;
+  // the ws backward's head groups (1: the launch order).
   GridOrderAttr order = kernel.getGridOrderAttr();
   if (order && (order.getOrder() == BlockOrder::Grouped || (tiledGemm && order.getOrder() == BlockOrder::Persistent)))
     point.group = order.getGroup();
+  if (backward && plan.strategy == Strategy::WgmmaWsSm90)
+    point.group = order && order.getOrder() == BlockOrder::HeadGroups ? order.getGroup() : 1;
   // A knob of the ws forward's grid (flash-order-blocks).
   if (schedule && attention && attention.getRole() == KernelRole::AttentionForward)
     point.persistent = order && order.getOrder() == BlockOrder::Persistent;
