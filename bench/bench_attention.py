@@ -280,8 +280,8 @@ def prepare(torch, fn, sets):
 
 def check_flashc(torch, row, impls, sets, heads, flashc_name="flashc", ran=()):
     """Max errors of flashc's o, dq, dk, dv on `heads` (b, h) slices vs float64, and the bf16 error of the first
-    peer that ran this row (SDPA flash, cuDNN, FlexAttention, SDPA mem-efficient; D != Dv rules out some):
-    flashc.measure.check_attention."""
+    peer that ran this row (SDPA flash, cuDNN, FlexAttention, SDPA mem-efficient; D != Dv rules out some), or with
+    none (--peers flashc) of the unfused math in bf16 on the slices: flashc.measure.check_attention."""
     from flashc import measure
     q, k, v, do = [t.detach() for t in sets[0]]
 

@@ -163,10 +163,11 @@ def _compare(results, names, got, peer, refs, where, peer_name):
 
 def check_attention(run, q, k, v, do, causal=False, heads=2, peer_run=None, peer_name=None, reference_args=None):
     """(ok, detail): run(q, k, v, do) -> [o, dq, dk, dv] (flashc's) against float64 math on `heads` (b, h) slices
-    (the first and the last), with peer_run's (same signature, same precision) error as the bound's base; no peer
-    fails every check. reference_args: flashc.testing.attention_reference's scale / window / softcap / modifiers (which
-    see each slice's own batch and head). With grouped
-    heads (GQA) only o and dq are compared: dk and dv sum over a group, the slice's reference over one head."""
+    (the first and the last), with peer_run's (same signature, same precision) error as the bound's base; without a
+    peer, the same math unfused in the inputs' precision on each slice (peer "unfused <dtype>"). reference_args:
+    flashc.testing.attention_reference's scale / window / softcap / modifiers (which see each slice's own batch and
+    head). With grouped heads (GQA) only o and dq are compared: dk and dv sum over a group, the slice's reference over
+    one head."""
     import torch
     from .testing import attention_reference
     got = run(q, k, v, do)
@@ -184,8 +185,15 @@ def check_attention(run, q, k, v, do, causal=False, heads=2, peer_run=None, peer
         refs = ([o_ref.detach()] + list(grads))[:len(names)]
         del o_ref, grads
         pick = lambda ts: [t[b:b + 1, h:h + 1] for t in ts[:len(names)]]
-        ok = _compare(results, names, pick(got), pick(peer) if peer else None, refs,
-                      "[b=%d,h=%d]" % (b, h), peer_name) and ok
+        if peer is not None:
+            base, base_name = pick(peer), peer_name
+        else:  # the slice's unfused math in the inputs' precision (the error a plain implementation makes)
+            slice_in = [t[b:b + 1, i:i + 1].detach().requires_grad_() for t, i in ((q, h), (k, kv), (v, kv))]
+            o_unfused, _ = attention_reference(*slice_in, causal=causal, dtype=q.dtype, first_batch=b, first_head=h,
+                                               **(reference_args or {}))
+            base = ([o_unfused.detach()] + list(torch.autograd.grad(o_unfused, slice_in, do[b:b + 1, h:h + 1])))
+            base, base_name = base[:len(names)], "unfused %s" % str(q.dtype).replace("torch.", "")
+        ok = _compare(results, names, pick(got), base, refs, "[b=%d,h=%d]" % (b, h), base_name) and ok
         del refs, ref_in
         torch.cuda.empty_cache()
     return ok, results
