@@ -5,10 +5,12 @@ installed, the same loop in torch otherwise), repeated for `rep` ms after `warmu
 outliers (outside the quartiles' 1.5 x IQR fences), so a run disturbed by something else on the GPU shows.
 time_ms(fn, lead_us=...) puts a GPU spin between the flush and each call (the torch loop), so that the host has
 enqueued the call's launches before the GPU reaches them: a program of short kernels is timed at the GPU's pace, not
-at its launch path's ("auto": 1.5x the host's own time for a call, measured first). Opt-in: not yet run on a GPU.
+at its launch path's ("auto": 1.5x the host's own time for a call, measured first). Opt-in (bench_programmable's
+--lead-us auto, used for #16's rows since session 32).
 
 check_attention / check_ffn: a flashc result against float64 math on a few slices, passing when its error is within
-2x that of a same-precision peer (PyTorch's SDPA, eager) plus a floor.
+2x that of a same-precision peer (PyTorch's SDPA, eager; for attention without a peer, the unfused math in the inputs'
+precision) plus a floor.
 """
 
 import collections
