@@ -187,7 +187,8 @@ func.func @phi(%q: tensor<?x4x?x80xf16>, %k: tensor<?x2x?x80xf16>, %v: tensor<?x
 // TILE-SAME: block_m = 128 : i64, block_n = 128 : i64
 // TILE-SAME: ring = ["q", "dout"], ring_stages = 2, ping_pong = false>
 // TILE-SAME: smem_bytes = 199720 : i64
-// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
+// TILE-SAME: warps = 8
 // CUDA-LABEL: namespace flashc_small_attention_bwd_config {
 // CUDA: kHeadDim = 64, kValueDim = 64, kHeadCols = 64, kValueCols = 64;
 // CUDA-NEXT: static constexpr int kBlockM = 128;  // queries a step (dQ split by rows)
