@@ -2,6 +2,7 @@
 #ifndef FLASHC_COMPILER_PASSES_H
 #define FLASHC_COMPILER_PASSES_H
 
+#include "flashc/Compiler/ScheduleDefaults.h"
 #include "flashc/Dialect/Flash/IR/FlashDialect.h"
 
 #include "mlir/Pass/Pass.h"

@@ -203,7 +203,7 @@ def OrderBlocks : Pass<"flash-order-blocks", "::mlir::ModuleOp"> {
     Option<"group", "group", "int64_t", /*default=*/"8", "row blocks a group (1-64)">,
     Option<"persistent", "persistent", "bool", /*default=*/"false",
            "warp-specialised attention forwards on a persistent grid">,
-    Option<"headGroups", "head-groups", "int64_t", /*default=*/"4",
+    Option<"headGroups", "head-groups", "int64_t", /*default=*/"::flashc::kWsBackwardHeadGroups",
            "(head, batch) pairs a group of the warp-specialised attention backward's grid (1-64; 1: the "
            "launch order)">,
   ];

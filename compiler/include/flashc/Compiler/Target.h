@@ -9,6 +9,7 @@
 #ifndef FLASHC_COMPILER_TARGET_H
 #define FLASHC_COMPILER_TARGET_H
 
+#include "flashc/Compiler/ScheduleDefaults.h"
 #include "flashc/Compiler/TileKernels.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -253,11 +254,6 @@ bool isWsBackward(mlir::Attribute spec);
 /// Whether an attention's key blocks can differ in work: a window (causal
 /// included) or a mask modifier (unmasked, every key block walks every query).
 bool keyBlocksDiffer(mlir::tile::AttentionSpecAttr attention);
-/// The warp-specialised backward's (head, batch) pairs a group of its grid
-/// where key blocks differ (flash-order-blocks' `head-groups` default; 1, the
-/// launch order, elsewhere); the tuning space's `group` field offers these.
-inline constexpr int64_t kWsBackwardHeadGroups = 4;
-inline constexpr int64_t kWsBackwardHeadGroupChoices[] = {1, 4, 8};
 /// ... and this main-kernel recipe (16-bit, no softcap, no score modifier but one whose derivative is 1
 /// (#tile.attention score_additive), and the head dims): the hand rule.
 bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
