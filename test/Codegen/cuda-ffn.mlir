@@ -15,7 +15,8 @@
 // docs/design/wgmma-gemm.md.)
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefixes=CHECK,WG80
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=tile -o - | FileCheck %s --check-prefix=PLAN
-// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN-WS
+// RUN: flashc %s --tuning-table=none --emit=tile -o - | FileCheck %s --check-prefix=PLAN-WS
+// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=PLAN-TABLE
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=WIDE
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cuda -o - | FileCheck %s --check-prefix=OVL
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-gemm-cp-async.txt --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -97,6 +98,12 @@ func.func @ffn(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %b1: tensor
 // PLAN-WS-SAME: block_m = 128 : i64, block_n = 256 : i64
 // PLAN-WS-SAME: grid_order = #tile.grid_order<order = persistent, group = 8>
 // PLAN-WS-SAME: stages = 4 : i64, strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
+// The built-in table's entry for this up projection (d = 1024, h = 4096: session 37's tuner, 3 stages and groups
+// of 16, 1.027x).
+// PLAN-TABLE-LABEL: tile.kernel @ffn_ffn_up
+// PLAN-TABLE-SAME: grid_order = #tile.grid_order<order = persistent, group = 16>
+// PLAN-TABLE-SAME: stages = 3 : i64, strategy = #tile.strategy<wgmma_ws_sm90>
+// PLAN-TABLE-SAME: tuning = {entry = "{{.*}}sm_90a.txt:{{[0-9]+}}", group = 16 : i64, key = "sm_90a gemm bf16 m?n4096k1024 -"
 
 // PLAN-NARROW-LABEL: tile.kernel @ffn_ffn_up
 // PLAN-NARROW-SAME: block_m = 128 : i64, block_n = 128 : i64
