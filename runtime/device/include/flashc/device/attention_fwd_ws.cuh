@@ -341,7 +341,9 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     auto softmax_block = [&](int n, int parts) {
       const int k0 = n * kBlockN;
       if constexpr (kSoftcap > 0.f) softcap(s, kScale, kSoftcap);
-      if constexpr (P::kScoreMod) score_mod<typename P::ScoreMod>(s, q0, k0, Sq, kScale, tile_score_env);
+      // No query limit: rows past Sq (TMA's zero-filled Q rows) are never stored, and a row's softmax stays in
+      // its row, so the forward skips the backward's -inf on them (a select an element fewer, folded away).
+      if constexpr (P::kScoreMod) score_mod<typename P::ScoreMod>(s, q0, k0, kNoQueryLimit, kScale, tile_score_env);
       if (parts) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540

@@ -56,6 +56,9 @@ struct ScoreDerivativeIsOne<void> {
   static constexpr bool value = true;
 };
 
+// score_mod's query_limit where no query row needs the -inf (every int row index is below it).
+constexpr int kNoQueryLimit = 0x7fffffff;
+
 #if defined(__CUDACC__)
 // tile.score: S[r][c] = Mod(scale · S[r][c], b, h, row0 + r, col0 + c) (kTransposed: the tile is Sᵀ, rows are keys
 // from col0 and columns queries from row0).
