@@ -213,8 +213,9 @@ class TableTest(unittest.TestCase):
         points["pf2"]["times"] = {short: 0.99, long_: 0.99}  # within the margin everywhere
         decision = table_mod.choose({key: found[key]})[0]
         self.assertIsNone(decision["point"])
-        self.assertEqual(decision["bounded"]["key"], "sm_90a attention_forward bf16 d128@s<=1024 causal")
-        self.assertEqual(decision["bounded"]["point"], "pf1")
+        self.assertEqual(len(decision["bounded"]), 1)
+        self.assertEqual(decision["bounded"][0]["key"], "sm_90a attention_forward bf16 d128@s<=1024 causal")
+        self.assertEqual(decision["bounded"][0]["point"], "pf1")
         self.assertIn("up to 1024", decision["reason"])
         old = ("sm_90a attention_forward bf16 d128@s<=4096 causal -> block_n=64  # an older run's bound\n"
                "sm_90a attention_forward bf16 d64@s<=1024 causal -> block_n=64  # another key: kept\n")
@@ -234,6 +235,45 @@ class TableTest(unittest.TestCase):
                           for s in data["sizes"]}
         if len(set(label for _, label in data["sizes"])) > 1:
             self.assertIsNone(table_mod.choose({backward: data})[0].get("bounded"))
+
+    def test_a_point_that_wins_the_long_keys_only_takes_the_key_above_a_bound_that_keeps_the_hand_rule(self):
+        found = table_mod.results(self.plan, [])
+        key = "sm_90a attention_forward bf16 d128 causal"
+        short, long_ = found[key]["sizes"]  # S = 1024, S = 4096
+        points = found[key]["points"]
+        for p in points.values():
+            p["check"] = True
+        points["pf0"]["times"] = {short: 1.0, long_: 1.0}
+        points["pf1"]["times"] = {short: 1.04, long_: 0.90}  # 4 % behind at S = 1024, 1.11x at 4096
+        points["pf2"]["times"] = {short: 0.99, long_: 0.99}
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertIsNone(decision["point"])
+        above, below = decision["bounded"]
+        self.assertEqual((above["key"], above["point"], above["min_seq"]), (key, "pf1", 1025))
+        self.assertEqual((below["key"], below["point"]), ("sm_90a attention_forward bf16 d128@s<=1024 causal", "pf0"))
+        self.assertIn("above 1024", decision["reason"])
+        self.assertEqual(table_mod.winners([decision]), {key: ("pf0", "pf1")})
+        merged = table_mod.merge("", [decision], "flashc.tune 2026-12-04 H200")
+        self.assertIn("sm_90a attention_forward bf16 d128 causal -> pf1  # flashc.tune 2026-12-04 H200: 1.111x over "
+                      "the hand rule at key lengths above 1024", merged)
+        self.assertIn("sm_90a attention_forward bf16 d128@s<=1024 causal -> pf0  # flashc.tune 2026-12-04 H200: the "
+                      "hand rule's plan at key lengths up to 1024", merged)
+        # Another point winning the short keys: each side its winner.
+        points["pf2"]["times"] = {short: 0.95, long_: 1.02}
+        bounded = table_mod.choose({key: found[key]})[0]["bounded"]
+        self.assertEqual([(b["key"], b["point"]) for b in bounded],
+                         [(key, "pf1"), ("sm_90a attention_forward bf16 d128@s<=1024 causal", "pf2")])
+        # An outright winner that gains less over both lengths than the split loses to it ...
+        points["pf2"]["times"] = {short: 0.97, long_: 0.97}
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertIsNone(decision["point"])
+        self.assertEqual([b["point"] for b in decision["bounded"]], ["pf1", "pf2"])
+        self.assertIn("the best point over every length, pf2, 1.031x, gains less", decision["reason"])
+        # ... and one that gains more keeps the key whole.
+        points["pf2"]["times"] = {short: 0.85, long_: 0.88}  # (the best on both sides: a split gains the same)
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertEqual(decision["point"], "pf2")
+        self.assertIsNone(decision.get("bounded"))
 
     def confirm(self, first_times, confirm_times):
         """A first round with `first_times`, then the confirmation of its winners timed with `confirm_times`."""
@@ -272,12 +312,12 @@ class TableTest(unittest.TestCase):
                 first, tasks, _, decisions = self.confirm(
                     first_times, {("b_pf1", "forward", "B=4 S=1024"): confirm_s1k,
                                   ("b_pf1", "forward", "B=1 S=4096"): 1.06})
-                self.assertEqual({d["key"]: d["bounded"]["point"] for d in first if d.get("bounded")}, {key: "pf1"})
+                self.assertEqual({d["key"]: d["bounded"][0]["point"] for d in first if d.get("bounded")}, {key: "pf1"})
                 self.assertEqual(len(tasks), 12)  # the bounded winner is timed again beside the hand rule
                 forward = {d["key"]: d for d in decisions}[key]
                 self.assertIsNone(forward["point"])
                 if entry:
-                    self.assertIn("confirmed 1.176x", forward["bounded"]["reason"])
+                    self.assertIn("confirmed 1.176x", forward["bounded"][0]["reason"])
                 else:
                     self.assertIsNone(forward["bounded"])
 

@@ -45,6 +45,19 @@ for spec in "$here"/Inputs/attention_*.mlir; do
     status=1
   fi
 done
+# The forward's wide key blocks (192 keys, a tuning point of unmasked forwards without a softcap or modifier, Dv <= 128)
+# for every input whose tuning space holds them; one more run below at Sk = 1000 (five key blocks, the last of 40 keys).
+printf 'sm_90a attention_forward * * none -> block_m=128 block_n=192 warps=8 stages=2\n' > "$work/wide-keys.txt"
+for spec in "$here"/Inputs/attention_*.mlir; do
+  "$flashc" "$spec" --print-tuning-space | grep -q 'block_n=192' || continue
+  name="$(basename "$spec" .mlir)"
+  if "$flashc" "$spec" -o "$work/$name.wide-keys.bundle" --arch=sm_90a --tuning-table="$work/wide-keys.txt"; then
+    bundles+=("$work/$name.wide-keys.bundle")
+  else
+    echo "FAIL: flashc --tuning-table (wide key blocks) could not compile $spec"
+    status=1
+  fi
+done
 echo "compiled ${#bundles[@]} bundles"
 for bundle in "${bundles[@]}"; do
   "$run" "$bundle" --require-gpu --batch 2 --seq-q 257 --seq-k 257 --tokens 96
@@ -57,6 +70,7 @@ for bundle in "${bundles[@]}"; do
   "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --tokens 33 || status=1
   case "$(basename "$bundle")" in
     *.persistent.bundle) "$run" "$bundle" --require-gpu --batch 3 --seq-q 700 --seq-k 300 --tokens 33 || status=1 ;;
+    *.wide-keys.bundle) "$run" "$bundle" --require-gpu --batch 2 --seq-q 300 --seq-k 1000 --tokens 33 || status=1 ;;
   esac
   # FFN weight gradients split their rows in slices of 4096 (gemm_split_k): three slices, the last ragged.
   # Run-time key offsets: rows before the first key, past the last, and the int32 extremes.

@@ -676,8 +676,11 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
     if (attention.getRole() != KernelRole::AttentionForward)
       return std::nullopt;
+    // (The wide key block under a window spilled 16 bytes at D = 80-128: unmasked only.)
+    bool plainSoftmax = attention.getSoftcap().getValueAsDouble() == 0.0 && !attention.getScoreMod() &&
+                        !attention.getMaskMod() && attention.getWindowLeft() < 0 && attention.getWindowRight() < 0;
     return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
-                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2, 3};
+                          attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2, 3, plainSoftmax};
   }
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
   if (!gemm || gemm.getRole() != KernelRole::FfnFused || argTypes.size() < 2)
@@ -687,14 +690,15 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
   if (!w1 || w1.getRank() != 2)
     return std::nullopt;
   return WsForwardSizes{w1.getShape()[0], outputDimOf(argTypes, w2Index),
-                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8, 1, 2};
+                        gemm.getElementType().getValue().getIntOrFloatBitWidth() / 8, 1, 2, false};
 }
 
 bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blockN, int64_t warps,
                         int64_t stages) {
   int64_t consumers = warps / 4;
   return warps % 4 == 0 && consumers >= 2 && consumers <= sizes.maxConsumerWarpgroups &&
-         blockM == 64 * consumers && (blockN == 64 || blockN == 128) && stages >= 1 &&
+         blockM == 64 * consumers &&
+         (blockN == 64 || blockN == 128 || (blockN == kWideForwardBlockN && sizes.wideKeys)) && stages >= 1 &&
          stages <= 4 && wsForwardFitsRegisters(sizes.valueDim, blockN, consumers);
 }
 
@@ -711,7 +715,10 @@ int64_t wsConsumerRegisters(int64_t consumerWarpgroups) {
 bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN, int64_t consumerWarpgroups) {
   // The device library's static_assert: O (Dv / 2 floats a thread), S
   // (blockN / 2) and P (blockN / 4) within 176 of the 240 registers (two
-  // consumer warpgroups), within all but 32 of the 160 (three).
+  // consumer warpgroups; 208 with the wide key block, Dv <= 128: ptxas 0
+  // spills at D = 128), within all but 32 of the 160 (three).
+  if (blockN == kWideForwardBlockN)
+    return consumerWarpgroups == 2 && wsForwardValueTile(valueDim) <= 128;
   int64_t budget = consumerWarpgroups == 2 ? 176 : wsConsumerRegisters(consumerWarpgroups) - 32;
   return wsForwardValueTile(valueDim) / 2 + blockN * 3 / 4 <= budget;
 }

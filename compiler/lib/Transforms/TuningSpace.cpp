@@ -122,11 +122,17 @@ TilePlan cpAsyncWgmmaPlan() {
 /// D = 128); for the attention forward at head dims <= 64, three consumer
 /// warpgroups (192 rows, the default there) before two. (Three warpgroups run
 /// only where they were measured: the attention forward at head dims <= 64.)
+/// With `wideKeys` (an attention forward whose softmax holds nothing else,
+/// WsForwardSizes::wideKeys) the two-warpgroup points take the wide key block
+/// too (kWideForwardBlockN, last).
 void addWsForwardPoints(std::vector<TuningPoint> &points, const TargetDescription &target,
-                        int64_t headDim, int64_t valueDim, int64_t elementBytes, bool gemmFamily) {
+                        int64_t headDim, int64_t valueDim, int64_t elementBytes, bool gemmFamily,
+                        bool wideKeys) {
   bool three = !gemmFamily && wsForwardConsumerWarpgroups(headDim, valueDim) == 3;
   for (int64_t consumers : three ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2}) {
-    for (int64_t blockN : {128, 64}) {
+    for (int64_t blockN : {int64_t(128), int64_t(64), kWideForwardBlockN}) {
+      if (blockN == kWideForwardBlockN && !wideKeys)
+        continue;
       if (!wsForwardFitsRegisters(valueDim, blockN, consumers))
         continue;
       for (int64_t stages : {2, 3}) {
@@ -166,7 +172,8 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
   int64_t bits = attention.getElementType().getValue().getIntOrFloatBitWidth();
   bool hopper16 = isHopper(target) && bits == 16;
   if (hopper16 && wsForwardTakes(d, dv)) {
-    addWsForwardPoints(points, target, d, dv, bits / 8, /*gemmFamily=*/false);
+    std::optional<WsForwardSizes> sizes = wsForwardSizes(attention, {});
+    addWsForwardPoints(points, target, d, dv, bits / 8, /*gemmFamily=*/false, sizes && sizes->wideKeys);
     // Each two-warpgroup point on the persistent grid too (flash-order-blocks),
     // after the hand rule's grid (three warpgroups spill on it).
     size_t ws = points.size();
@@ -431,7 +438,7 @@ std::vector<TuningPoint> ffnFusedSpace(const TargetDescription &target, GemmSpec
   std::optional<WsForwardSizes> ws = wsForwardSizes(gemm, argTypes);
   if (hand.strategy == Strategy::WgmmaWsSm90 && ws)
     addWsForwardPoints(points, target, ws->headDim, ws->valueDim, ws->elementBytes,
-                       /*gemmFamily=*/true);
+                       /*gemmFamily=*/true, /*wideKeys=*/false);
   TilePlan mma = defaultPlan(target, gemm);  // without the sizes: the mma.sync kernel
   points.push_back(pointFrom(mma, true));
   return points;

@@ -9,10 +9,11 @@ entry. Where the progress holds a confirmation round for the key (the hand rule 
 again, alternately, device.confirm_tasks), the winner must pass the same bar on the confirmation's medians as well: one run's gain of a few
 per cent can be run-to-run spread.
 
-Where no point wins an attention forward's key outright, one may win its shorter key lengths: the longest prefix of
-the measured sequence lengths (not all of them) on which a point passes the same bar becomes an entry bounded by key
-length (`... d64@s<=1024 causal -> ...`, docs/tuning.md: the kernel is split at launch), the hand rule keeping the
-longer keys. Its bound is the longest length measured in the prefix.
+An attention forward's key may also be split at a measured key length N (the kernel is split at launch,
+docs/tuning.md): below N the point that wins the lengths up to N by the same bar (else the hand rule), above N the
+point that wins the longer lengths (else the hand rule), as an entry bounded by key length (`... d64@s<=1024 causal ->
+...`) and the key's unbounded entry. The split is taken where no point wins outright, or where it gains more over
+the measured lengths (the product of the gains) than the outright winner.
 """
 
 import datetime
@@ -47,10 +48,41 @@ def _score(hand, p, sizes):
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)), min(ratios), max(ratios)
 
 
+def _ranked(found, key, sizes):
+    """[(score, low, high, point)] of the key's checked points other than the hand rule timed at every one of `sizes`,
+    best first."""
+    data = found[key]
+    hand = data["points"][data["hand_rule"]]
+    return sorted((_score(hand, p, sizes) + (point,) for point, p in data["points"].items()
+                   if point != data["hand_rule"] and p["check"] is True and all(s in p["times"] for s in sizes)),
+                  reverse=True)
+
+
+def _split_winner(found, key, within, margin, max_loss):
+    """(point, reason) of the best point over the hand rule at the sizes `within` by the margin, losing more than
+    max_loss at none of them (in the confirmation rounds too, where the progress has them); or None."""
+    ranked = _ranked(found, key, within)
+    if not (ranked and ranked[0][0] >= 1 + margin and ranked[0][1] >= 1 - max_loss):
+        return None
+    score, low, high, point = ranked[0]
+    reason = "%.3fx over the hand rule (%.2f-%.2fx at %d sizes)" % (score, low, high, len(within))
+    confirmed = confirmation(found, key, point, within)
+    if confirmed is not None:
+        if not (confirmed[0] >= 1 + margin and confirmed[1] >= 1 - max_loss):
+            return None
+        reason += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
+    return point, score ** len(within), reason
+
+
 def by_key_length(found, key, margin, max_loss):
-    """{"key", "point", "max_seq", "reason"}: the point that wins the longest proper prefix of an attention forward
-    key's measured sequence lengths by the margin, losing more than max_loss at none of them (in the confirmation
-    rounds too, where the progress has them); or None."""
+    """The entries of an attention forward key split at a measured key length N, or None: below N (key lengths up to
+    N) the point that wins those lengths by the margin, losing more than max_loss at none of them (in the confirmation
+    rounds too, where the progress has them), else the hand rule; above N the point that wins the lengths above so,
+    else the hand rule; at least one side a point. Entries: the point above as the key's unbounded entry (none where
+    the hand rule keeps the longer keys) and the side below as an entry bounded at N (`... d128@s<=1024 none -> ...`:
+    the hand rule's plan where only the longer keys have a winner). Of the measured lengths N (never the longest), the
+    one with the largest product of gains over every length (1 where the hand rule runs); the first entry carries it
+    as "gain"."""
     if key.split()[1:2] != ["attention_forward"]:
         return None
     data = found[key]
@@ -59,24 +91,37 @@ def by_key_length(found, key, margin, max_loss):
     if not sizes or any(m is None for m in seqs):
         return None
     seq_of = {size: int(m.group(1)) for size, m in zip(sizes, seqs)}
-    hand = data["points"][data["hand_rule"]]
-    for bound in sorted(set(seq_of.values()), reverse=True)[1:]:  # the longest prefix first; never every length
-        within = [size for size in sizes if seq_of[size] <= bound]
-        ranked = sorted((_score(hand, p, within) + (point,) for point, p in data["points"].items()
-                         if point != data["hand_rule"] and p["check"] is True and all(s in p["times"] for s in within)),
-                        reverse=True)
-        if ranked and ranked[0][0] >= 1 + margin and ranked[0][1] >= 1 - max_loss:
-            score, low, high, point = ranked[0]
-            reason = "%.3fx over the hand rule at key lengths up to %d (%.2f-%.2fx at %d sizes)" % (
-                score, bound, low, high, len(within))
-            confirmed = confirmation(found, key, point, within)
-            if confirmed is not None:
-                if not (confirmed[0] >= 1 + margin and confirmed[1] >= 1 - max_loss):
-                    return None
-                reason += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
-            return {"key": bounded_key(key, bound), "point": point, "max_seq": bound,
-                    "reason": reason + "; the hand rule above"}
-    return None
+    lengths = sorted(set(seq_of.values()))
+    best = None
+    for bound in lengths[:-1]:
+        below = _split_winner(found, key, [s for s in sizes if seq_of[s] <= bound], margin, max_loss)
+        above = _split_winner(found, key, [s for s in sizes if seq_of[s] > bound], margin, max_loss)
+        if not below and not above:
+            continue
+        gain = (below[1] if below else 1.0) * (above[1] if above else 1.0)
+        if best is not None and gain <= best[0]:
+            continue
+        entries = []
+        if above:
+            point, _, reason = above
+            entries.append({"key": key, "point": point, "min_seq": bound + 1,
+                            "reason": reason.replace("the hand rule (", "the hand rule at key lengths above %d ("
+                                                     % bound, 1)})
+        if below:
+            point, _, reason = below
+            entries.append({"key": bounded_key(key, bound), "point": point, "max_seq": bound,
+                            "reason": reason.replace("the hand rule (", "the hand rule at key lengths up to %d ("
+                                                     % bound, 1)})
+        else:
+            entries.append({"key": bounded_key(key, bound), "point": data["hand_rule"], "max_seq": bound,
+                            "reason": "the hand rule's plan at key lengths up to %d" % bound})
+        if not above:
+            entries[0]["reason"] += "; the hand rule above"
+        best = (gain, entries)
+    if best is None:
+        return None
+    best[1][0]["gain"] = best[0]
+    return best[1]
 
 
 def results(plan, records):
@@ -164,7 +209,9 @@ def choose(found, margin=0.02, max_loss=0.01):
         if not ranked:
             decision["reason"] = "no other point was checked and timed at every size"
         else:
-            score, low, high, point = ranked[0]
+            # The best point that loses more than max_loss nowhere (else the best: the hand rule stays).
+            passing = [r for r in ranked if r[1] >= 1 - max_loss]
+            score, low, high, point = passing[0] if passing and passing[0][0] >= 1 + margin else ranked[0]
             decision.update(score=score, low=low, high=high, best=point)
             confirmed = confirmation(found, key, point)
             if score >= 1 + margin and low >= 1 - max_loss and confirmed is not None and not (
@@ -180,10 +227,19 @@ def choose(found, margin=0.02, max_loss=0.01):
                     decision["reason"] += "; confirmed %.3fx (%.2f-%.2fx)" % confirmed
             else:
                 decision["reason"] = "hand rule kept: the best other point %.3fx (%.2f-%.2fx)" % (score, low, high)
-        if decision["point"] is None and decision["best"] is not None:
-            decision["bounded"] = by_key_length(found, key, margin, max_loss)
-            if decision["bounded"]:
-                decision["reason"] += "; by key length: " + decision["bounded"]["reason"]
+        if decision["best"] is not None:
+            # A split by key length where no point wins outright, or where it is faster over the measured lengths
+            # than the outright winner (the product of the gains at every length: the hand rule's outside a range).
+            split = by_key_length(found, key, margin, max_loss)
+            if decision["point"] is None:
+                decision["bounded"] = split
+                if split:
+                    decision["reason"] += "; by key length: " + "; ".join(e["reason"] for e in split)
+            elif split and split[0]["gain"] > decision["score"] ** len(sizes):
+                decision["bounded"] = split
+                decision["reason"] = ("by key length: %s (the best point over every length, %s, %.3fx, gains less)"
+                                      % ("; ".join(e["reason"] for e in split), decision["point"], decision["score"]))
+                decision["point"] = None
         decisions.append(decision)
     return decisions
 
@@ -191,8 +247,13 @@ def choose(found, margin=0.02, max_loss=0.01):
 def winners(decisions):
     """{key: (hand rule, winner)} of the decisions with a winner, outright or by key length: what a confirmation
     round times again (device.confirm_tasks)."""
-    return {d["key"]: (d["hand_rule"], p["point"]) for d, p in ((d, d if d["point"] else d.get("bounded"))
-                                                                for d in decisions) if p}
+    out = {}
+    for d in decisions:
+        if d["point"]:
+            out[d["key"]] = (d["hand_rule"], d["point"])
+        elif d.get("bounded"):
+            out[d["key"]] = (d["hand_rule"], d["bounded"][0]["point"])
+    return out
 
 
 def entry_line(decision, stamp):
@@ -205,7 +266,7 @@ def entries(decisions):
         if d["point"]:
             yield d
         elif d.get("bounded"):
-            yield d["bounded"]
+            yield from d["bounded"]
 
 
 def merge(table_text, decisions, stamp):

@@ -57,8 +57,17 @@ int64_t wsForwardValueTile(int64_t valueDim);
 int64_t wsConsumerRegisters(int64_t consumerWarpgroups);
 
 /// Whether its consumer registers hold O, S and P at these sizes (the device
-/// library's AttentionFwdWsPlan static_assert; Dv padded to its tile).
+/// library's AttentionFwdWsPlan static_assert; Dv padded to its tile): 64 or
+/// 128 keys a block within 176 registers (two consumer warpgroups); the wide
+/// key block (kWideForwardBlockN) within 208, on two.
 bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN, int64_t consumerWarpgroups = 2);
+
+/// The warp-specialised attention forward's wide key block: 192 keys
+/// (FlashAttention-3's wide tile at D <= 128: fewer O rescales and turn
+/// hand-overs a key), on two consumer warpgroups with Dv <= 128, where the
+/// softmax holds nothing else (no window, softcap, score or mask modifier) and
+/// the fused FFN never (WsForwardSizes::wideKeys).
+constexpr int64_t kWideForwardBlockN = 192;
 
 /// The attention forward's default consumer warpgroups (64 query rows each):
 /// three (192 rows a tile, FlashAttention-3's at head dims <= 64) where both
@@ -217,14 +226,16 @@ struct WsForwardSizes {
   int64_t headDim, valueDim, elementBytes;
   int64_t residentBarriers; // wsForwardSharedBytes' argument for this kernel
   int64_t maxConsumerWarpgroups; // the attention forward: 3; the fused FFN: 2
+  bool wideKeys; // kWideForwardBlockN keys a block may be planned
 };
 std::optional<WsForwardSizes> wsForwardSizes(mlir::Attribute spec,
                                              llvm::ArrayRef<mlir::Type> argTypes);
 
 /// Whether a wgmma_ws_sm90 forward plan has the device library's shape: 64
 /// query rows (x rows) on 4 warps a consumer warpgroup, 2 (or, for the
-/// attention forward, 3) of them; 64 or 128 keys a block whose O, S and P fit
-/// the consumers' registers; a ring of 1-4 stages. flash-plan-memory and the
+/// attention forward, 3) of them; 64 or 128 keys a block (or, where
+/// sizes.wideKeys, kWideForwardBlockN) whose O, S and P fit the consumers'
+/// registers; a ring of 1-4 stages. flash-plan-memory and the
 /// emitter check plans against this one rule.
 bool wsForwardPlanTakes(const WsForwardSizes &sizes, int64_t blockM, int64_t blockN, int64_t warps,
                         int64_t stages);

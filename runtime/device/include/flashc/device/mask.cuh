@@ -118,6 +118,16 @@ struct MaskSpecOf<Config, typename VoidOf<typename Config::MaskMod>::type> {
   using type = ModMask<Window<Config::kWindowLeft, Config::kWindowRight>, typename Config::MaskMod>;
 };
 
+// Whether a Config names a mask modifier (Config::MaskMod) on top of its window.
+template <class Config, class = void>
+struct MaskHasModifier {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct MaskHasModifier<Config, typename VoidOf<typename Config::MaskMod>::type> {
+  static constexpr bool value = true;
+};
+
 // A Config's score modifier (Config::ScoreMod, a printed tile.score_mod: score_mod.cuh), or void; kPresent: which.
 template <class Config, class = void>
 struct ScoreModOf {
