@@ -45,9 +45,9 @@ for spec in "$here"/Inputs/attention_*.mlir; do
     status=1
   fi
 done
-# The forward's wide key blocks (192 keys, a tuning point of unmasked forwards without a softcap or modifier, Dv <= 128)
+# The forward's wide key blocks (192 keys, a tuning point of forwards without a softcap or modifier, Dv <= 128)
 # for every input whose tuning space holds them; one more run below at Sk = 1000 (five key blocks, the last of 40 keys).
-printf 'sm_90a attention_forward * * none -> block_m=128 block_n=192 warps=8 stages=2\n' > "$work/wide-keys.txt"
+printf 'sm_90a attention_forward * * * -> block_m=128 block_n=192 warps=8 stages=2\n' > "$work/wide-keys.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
   "$flashc" "$spec" --print-tuning-space | grep -q 'block_n=192' || continue
   name="$(basename "$spec" .mlir)"

@@ -21,7 +21,7 @@
 //                   the TMA zero-fills Q, K, V past the tensors' columns (zeros add nothing to Q K^T or P V)
 //                   and the epilogue stores kValueCols
 //   kBlockN         keys per block: 64 or 128 (D = Dv = 256: 64, or the accumulators spill), or 192 (Dv <= 128, two
-//                   consumer warpgroups, no mask, softcap or modifier)
+//                   consumer warpgroups, no softcap or modifier)
 //   kStages         K/V ring depth (D = 128: 2 fits 227 KB; D = 64 can take 3-4)
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
 //   kWindowLeft, kWindowRight   Window<L, R> mask (causal: -1, 0; none: -1, -1)
@@ -95,15 +95,13 @@ struct AttentionFwdWsPlan {
   // the rest go to addresses, row statistics and the mask. Measured: 176 of 240 runs at D = 256 (two consumer
   // warpgroups); three get 160 each, of which FlashAttention-3 gives 128 to O, S and P at D = 64 (ptxas decides).
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
-  // Wide key blocks (192: FlashAttention-3's wide tile at D <= 128 without a mask, fewer rescales and hand-overs a
-  // key) hold O, S and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no
-  // window, softcap, score or mask modifier; ptxas: 0 spills at D = 64-128, 16 bytes under a causal mask).
+  // Wide key blocks (192: FlashAttention-3's wide tile at D <= 128, fewer rescales and hand-overs a key) hold O, S
+  // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, score or
+  // mask modifier; ptxas: 0 spills at D = 64-128 unmasked, 16 bytes under a causal mask).
   static constexpr bool kWideKeys = kBlockN == 192;
   static_assert(!kWideKeys || (kConsumerWarpgroups == 2 && kValueDim <= 128 && kSoftcap == 0.f && !kScoreMod &&
-                               !MaskHasModifier<Config>::value && Config::kWindowLeft < 0 &&
-                               Config::kWindowRight < 0),
-                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128 and no mask, modifier or "
-                "softcap");
+                               !MaskHasModifier<Config>::value),
+                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128 and no modifier or softcap");
   static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= (kWideKeys ? 208 : kConsumerWarpgroups == 2 ? 176 : kConsumerRegs - 32),
                 "ws forward: O, S and P overflow the consumer registers");
   static constexpr int kStages = Config::kStages;
