@@ -260,9 +260,10 @@ class TableTest(unittest.TestCase):
                       "hand rule's plan at key lengths up to 1024", merged)
         # Another point winning the short keys: each side its winner.
         points["pf2"]["times"] = {short: 0.95, long_: 1.02}
-        bounded = table_mod.choose({key: found[key]})[0]["bounded"]
-        self.assertEqual([(b["key"], b["point"]) for b in bounded],
+        decision = table_mod.choose({key: found[key]})[0]
+        self.assertEqual([(b["key"], b["point"]) for b in decision["bounded"]],
                          [(key, "pf1"), ("sm_90a attention_forward bf16 d128@s<=1024 causal", "pf2")])
+        self.assertEqual(table_mod.winners([decision]), {key: ("pf0", "pf1", "pf2")})  # both sides confirmed
         # An outright winner that gains less over both lengths than the split loses to it ...
         points["pf2"]["times"] = {short: 0.97, long_: 0.97}
         decision = table_mod.choose({key: found[key]})[0]

@@ -245,14 +245,15 @@ def choose(found, margin=0.02, max_loss=0.01):
 
 
 def winners(decisions):
-    """{key: (hand rule, winner)} of the decisions with a winner, outright or by key length: what a confirmation
-    round times again (device.confirm_tasks)."""
+    """{key: (hand rule, winner, ...)} of the decisions with a winner, outright or by key length (a split's winner on
+    each side): what a confirmation round times again, alternately (device.confirm_tasks)."""
     out = {}
     for d in decisions:
         if d["point"]:
             out[d["key"]] = (d["hand_rule"], d["point"])
-        elif d.get("bounded"):
-            out[d["key"]] = (d["hand_rule"], d["bounded"][0]["point"])
+        elif d.get("bounded"):  # each side's winner (a side that keeps the hand rule adds none)
+            sides = [e["point"] for e in d["bounded"] if e["point"] != d["hand_rule"]]
+            out[d["key"]] = (d["hand_rule"],) + tuple(dict.fromkeys(sides))
     return out
 
 
