@@ -7,7 +7,7 @@ dtype, mask and GQA ratio). flashc runs the whole pipeline (fusion, backward
 generation, tiling, memory planning, CUDA emission) and NVRTC compiles the
 forward and backward kernels for each architecture. A configuration fails
 when flashc fails, when a kernel of a main configuration (head dim <= 128)
-spills registers, or when ptxas serializes wgmma instructions (an accumulator or
+spills registers (beyond the budgets below), or when ptxas serializes wgmma instructions (an accumulator or
 A fragment touched before its wait, or too few registers: the asynchronous
 products would then run one by one without an error). Prints one line per (configuration, architecture) and a
 `N passed, N failed` summary; exit status 1 on any failure.
@@ -85,6 +85,13 @@ def spill_budget(head_dim, kernel):
     return 16 if head_dim <= 64 else 128
 
 
+# The forward's wide key block (192 keys, a tuning point the built-in table takes for long keys) under a causal mask or
+# window: NVRTC's ptxas keeps loop state in local memory around the element mask (20 bytes, 4 accesses a key block;
+# measured 3-7 % faster than 128-key blocks at 16k keys all the same, bench/results/2026-12-04-h200-session38.md).
+WIDE_FORWARD_SPILL_BUDGET = 20
+WIDE_TILE = re.compile(r"tile\.kernel @(\w+)\((?:(?!tile\.kernel).)*?block_n = 192 : i64", re.S)
+
+
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 SERIALIZED = re.compile(r"wgmma.mma_async instructions are serialized.*")
 FUNC = re.compile(r"Compiling entry function '(\w+)'")
@@ -108,7 +115,7 @@ def compile_one(flashc, cfg, arch, workdir):
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out] + flags, capture_output=True, text=True)
     if proc.returncode != 0:
-        return name, None, proc.stderr.strip().splitlines()[-20:]
+        return name, None, proc.stderr.strip().splitlines()[-20:], set()
     spills = {}
     current = None
     for line in proc.stderr.splitlines():
@@ -119,7 +126,13 @@ def compile_one(flashc, cfg, arch, workdir):
         if m and current:
             spills[current] = max(int(m.group(1)), int(m.group(2)))
     serialized = [m.group(0) for m in SERIALIZED.finditer(proc.stderr)]
-    return name, spills, serialized
+    # Which kernels the plan gave the wide key block (their tile IR; the cubin's function is flashc_<kernel>).
+    wide = set()
+    if arch == "sm_90a":
+        tile = subprocess.run([flashc, spec, "--emit=tile", "--arch=" + arch, "-o", "-"] + flags, capture_output=True,
+                              text=True)
+        wide = {"flashc_" + m.group(1) for m in WIDE_TILE.finditer(tile.stdout)}
+    return name, spills, serialized, wide
 
 
 def main():
@@ -132,7 +145,7 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for arch in args.archs.split(","):
             for cfg in configs(args.full or arch == "sm_90a"):
-                name, spills, errors = compile_one(args.flashc, cfg, arch, workdir)
+                name, spills, errors, wide = compile_one(args.flashc, cfg, arch, workdir)
                 if spills is None:
                     failed += 1
                     print(f"FAIL {arch} {name}: flashc failed")
@@ -140,7 +153,8 @@ def main():
                         print("     " + line)
                     continue
                 spilled = {k: v for k, v in spills.items() if v > 0}
-                over = {k: v for k, v in spilled.items() if v > spill_budget(cfg["d"], k)}
+                over = {k: v for k, v in spilled.items()
+                        if v > (WIDE_FORWARD_SPILL_BUDGET if k in wide else spill_budget(cfg["d"], k))}
                 if errors:  # compiled, but ptxas serialized wgmma
                     failed += 1
                     print(f"FAIL {arch} {name}: {errors[0]}")

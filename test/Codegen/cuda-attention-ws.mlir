@@ -10,14 +10,15 @@
 // The form it replaced as the default (cp.async loads from the computing
 // warps) is a point of the tuning space, which a tuning-table entry selects
 // for its key (bf16 D = 128 causal: @gqa only).
-// RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
-// RUN: flashc %s --emit=tile -o - | grep '_attention_fwd(' | FileCheck %s --check-prefix=NOTUNING
+// RUN: flashc %s --emit=tile --tuning-table=none -o - | FileCheck %s --check-prefix=TILE
+// RUN: flashc %s --emit=tile -o - | grep -E '@(window|d256|mla|d32)_attention_fwd\(' | FileCheck %s --check-prefix=NOTUNING
+// RUN: flashc %s --emit=tile -o - | grep -E '@(gqa|d80)_attention_fwd\(' | FileCheck %s --check-prefix=BUILTIN
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-wgmma-forward.txt --emit=tile -o - | FileCheck %s --check-prefix=CPASYNC
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --tuning-table=none -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
-// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a -o %t.bundle
+// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a --tuning-table=none -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
-// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --emit=cubin --arch=sm_90a --tuning-table=none --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // The persistent grid (a tuning-table entry's point, flash-order-blocks): the Config's kPersistent, and a manifest
 // grid of min(units, SMs) blocks, a unit two query-row blocks of one (head, batch); num_sms is the runtime's.
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-persistent-forward.txt --emit=cuda -o - | FileCheck %s --check-prefix=PERSISTENT
@@ -119,9 +120,13 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>
 // TILE-LABEL: tile.kernel @d32_attention_fwd(
 // TILE-SAME: strategy = #tile.strategy<mma_sync_sm80>
-// Without an entry (the built-in table has none for these forwards' keys; it
-// has some for backward kernels of this file) no forward kernel names one.
+// Without an entry (the built-in table has none for these forwards' keys above
+// their bounds; it has some for backward kernels of this file) no forward
+// kernel names one; the causal D = 128 and D = 80 forwards take 192-key blocks
+// above 4096 keys from it (session 38).
 // NOTUNING-NOT: tuning =
+// BUILTIN: tile.kernel @gqa_attention_fwd({{.*}}block_n = 192 : i64{{.*}}key = "sm_90a attention_forward bf16 d128 causal"
+// BUILTIN: tile.kernel @d80_attention_fwd({{.*}}block_n = 192 : i64{{.*}}key = "sm_90a attention_forward bf16 d80 causal"
 // The table's entry: the cp.async wgmma forward, named in the kernel; the
 // other forwards' keys have no entry (the hand rules).
 // CPASYNC-LABEL: tile.kernel @gqa_attention_fwd(

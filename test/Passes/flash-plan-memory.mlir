@@ -19,9 +19,20 @@
 // bytes of alignment slack = 164936. A third K/V stage fits (+ 64 KiB + 4 mbarriers = 230504 <=
 // 232448); sm_80, or an override outside its schedule (128 query rows on 8 warps), keeps a form
 // without it.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=WS
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | FileCheck %s --check-prefix=WS
+// The built-in table splits this causal D = 128 forward by key length: 192-key blocks above 4096 keys, the hand
+// rule's plan up to 4096 (docs/tuning.md, session 38).
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | FileCheck %s --check-prefix=BUILTIN
+// BUILTIN-LABEL: tile.kernel @attention_attention_fwd(
+// BUILTIN-SAME: block_n = 192 : i64
+// BUILTIN-SAME: run_if = #tile.run_if<arg = 1, dim = 2, min = 4097, max = -1>
+// BUILTIN-SAME: tuning = {entry = "compiler/tuning/sm_90a.txt:{{[0-9]+}}", key = "sm_90a attention_forward bf16 d128 causal"
+// BUILTIN-LABEL: tile.kernel @attention_attention_fwd_keys_le_4096(
+// BUILTIN-SAME: block_n = 128 : i64
+// BUILTIN-SAME: run_if = #tile.run_if<arg = 1, dim = 2, min = 0, max = 4096>
+// BUILTIN-SAME: key = "sm_90a attention_forward bf16 d128@s<=4096 causal"
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="tuning-table=none stages=3" | FileCheck %s --check-prefix=WS-OVERRIDE
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="tuning-table=none block-m=64 warps=4" | FileCheck %s --check-prefix=WS-FALLBACK
 // The tuning table (docs/tuning.md): an entry for the kernel's key replaces the hand rule's plan and is
 // named in the kernel (with its schedule knob for flash-warp-specialize); options still override it.
 // A table without the key, or none, leaves the hand rule. A malformed table is refused naming its file

@@ -8,8 +8,8 @@
 // flash-order-blocks', test/Passes/flash-order-blocks.mlir).
 // Kernels of other strategies (sm_80, the backward at head dims up to 128) get
 // no schedule.
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory | flash-opt --flash-warp-specialize | FileCheck %s
-// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=stages=1 | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=none | flash-opt --flash-warp-specialize | FileCheck %s
+// RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory="tuning-table=none stages=1" | flash-opt --flash-warp-specialize=ping-pong=false | FileCheck %s --check-prefix=OPTIONS
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=target=sm_80 | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=SM80
 // A tuning-table entry's ping_pong (the kernel's `tuning` attribute) overrides the option.
 // RUN: flash-opt %s --flash-tile | flash-opt --flash-plan-memory=tuning-table=%S/Inputs/tuning-schedule.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=TUNED
