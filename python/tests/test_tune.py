@@ -176,6 +176,18 @@ class TableTest(unittest.TestCase):
         device.run(self.plan, progress, FakeMeasurer(times, failing), say=lambda text: None)
         return table_mod.choose(table_mod.results(self.plan, progress.records()))
 
+    def forward_key(self):
+        """(found, key, S = 1024's size, S = 4096's, points) of the plan's causal forward key without measurements,
+        every point checked and the hand rule (pf0) at 1.0 ms at both lengths."""
+        found = table_mod.results(self.plan, [])
+        key = "sm_90a attention_forward bf16 d128 causal"
+        short, long_ = found[key]["sizes"]
+        points = found[key]["points"]
+        for p in points.values():
+            p["check"] = True
+        points["pf0"]["times"] = {short: 1.0, long_: 1.0}
+        return found, key, short, long_, points
+
     def test_the_fastest_checked_point_beyond_the_margin_wins(self):
         decisions = {d["key"]: d for d in self.measure(
             {("b_pf1", "forward"): 0.95, ("b_pf2", "forward"): 0.90,  # p2 faster, but fails its check
@@ -202,13 +214,7 @@ class TableTest(unittest.TestCase):
         self.assertEqual(decision["best"], "pf1")
 
     def test_a_point_that_wins_the_short_keys_only_gets_an_entry_bounded_by_key_length(self):
-        found = table_mod.results(self.plan, [])
-        key = "sm_90a attention_forward bf16 d128 causal"
-        short, long_ = found[key]["sizes"]  # S = 1024, S = 4096
-        points = found[key]["points"]
-        for p in points.values():
-            p["check"] = True
-        points["pf0"]["times"] = {short: 1.0, long_: 1.0}
+        found, key, short, long_, points = self.forward_key()
         points["pf1"]["times"] = {short: 0.80, long_: 1.06}  # 1.25x at S = 1024, 6 % behind at 4096
         points["pf2"]["times"] = {short: 0.99, long_: 0.99}  # within the margin everywhere
         decision = table_mod.choose({key: found[key]})[0]
@@ -237,13 +243,7 @@ class TableTest(unittest.TestCase):
             self.assertIsNone(table_mod.choose({backward: data})[0].get("bounded"))
 
     def test_a_point_that_wins_the_long_keys_only_takes_the_key_above_a_bound_that_keeps_the_hand_rule(self):
-        found = table_mod.results(self.plan, [])
-        key = "sm_90a attention_forward bf16 d128 causal"
-        short, long_ = found[key]["sizes"]  # S = 1024, S = 4096
-        points = found[key]["points"]
-        for p in points.values():
-            p["check"] = True
-        points["pf0"]["times"] = {short: 1.0, long_: 1.0}
+        found, key, short, long_, points = self.forward_key()
         points["pf1"]["times"] = {short: 1.04, long_: 0.90}  # 4 % behind at S = 1024, 1.11x at 4096
         points["pf2"]["times"] = {short: 0.99, long_: 0.99}
         decision = table_mod.choose({key: found[key]})[0]

@@ -21,15 +21,22 @@ for spec in "$here"/Inputs/*.mlir "$here"/../../examples/*.mlir; do
     status=1
   fi
 done
-# The Sᵀ backward form of the attention specs as well.
-for spec in "$here"/Inputs/attention_*.mlir; do
+# compile_variant SPEC SUFFIX WHAT FLAGS...: SPEC's bundle as $work/<name>.SUFFIX.bundle with FLAGS, added to the runs.
+compile_variant() {
+  local spec="$1" suffix="$2" what="$3"
+  shift 3
+  local name
   name="$(basename "$spec" .mlir)"
-  if "$flashc" "$spec" -o "$work/$name.transposed.bundle" --arch=sm_90a --backward-form=transposed; then
-    bundles+=("$work/$name.transposed.bundle")
+  if "$flashc" "$spec" -o "$work/$name.$suffix.bundle" --arch=sm_90a "$@"; then
+    bundles+=("$work/$name.$suffix.bundle")
   else
-    echo "FAIL: flashc --backward-form=transposed could not compile $spec"
+    echo "FAIL: flashc $what could not compile $spec"
     status=1
   fi
+}
+# The Sᵀ backward form of the attention specs as well.
+for spec in "$here"/Inputs/attention_*.mlir; do
+  compile_variant "$spec" transposed "--backward-form=transposed" --backward-form=transposed
 done
 # The attention forward on the persistent grid (a tuning point, #tile.grid_order<persistent>), with one more run
 # below at Sq = 700 > Sk = 300: causal rows that see no key (tiles without key blocks) and blocks that take
@@ -37,26 +44,14 @@ done
 # warpgroups (128 rows on 8 warps): the entry gives the D <= 64 forwards that plan too.
 printf 'sm_90a attention_forward * * * -> block_m=128 warps=8 persistent=1\n' > "$work/persistent.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
-  name="$(basename "$spec" .mlir)"
-  if "$flashc" "$spec" -o "$work/$name.persistent.bundle" --arch=sm_90a --tuning-table="$work/persistent.txt"; then
-    bundles+=("$work/$name.persistent.bundle")
-  else
-    echo "FAIL: flashc --tuning-table (persistent forward) could not compile $spec"
-    status=1
-  fi
+  compile_variant "$spec" persistent "--tuning-table (persistent forward)" --tuning-table="$work/persistent.txt"
 done
 # The forward's wide key blocks (192 keys, a tuning point of forwards without a softcap or modifier, Dv <= 128)
 # for every input whose tuning space holds them; one more run below at Sk = 1000 (five key blocks, the last of 40 keys).
 printf 'sm_90a attention_forward * * * -> block_m=128 block_n=192 warps=8 stages=2\n' > "$work/wide-keys.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
   "$flashc" "$spec" --print-tuning-space | grep -q 'block_n=192' || continue
-  name="$(basename "$spec" .mlir)"
-  if "$flashc" "$spec" -o "$work/$name.wide-keys.bundle" --arch=sm_90a --tuning-table="$work/wide-keys.txt"; then
-    bundles+=("$work/$name.wide-keys.bundle")
-  else
-    echo "FAIL: flashc --tuning-table (wide key blocks) could not compile $spec"
-    status=1
-  fi
+  compile_variant "$spec" wide-keys "--tuning-table (wide key blocks)" --tuning-table="$work/wide-keys.txt"
 done
 echo "compiled ${#bundles[@]} bundles"
 for bundle in "${bundles[@]}"; do
