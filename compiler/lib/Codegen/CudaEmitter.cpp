@@ -1778,7 +1778,16 @@ void printSourceHeader(llvm::raw_ostream &src, ModuleOp module, const rt::Manife
   src << "// Kernels:\n";
   for (auto kernel : module.getOps<tile::KernelOp>()) {
     std::string math = describeKernelMath(kernel.getSpecAttr());
-    src << "//   " << kernel.getSymName() << ": " << (math.empty() ? "(no recipe)" : math) << "\n";
+    src << "//   " << kernel.getSymName() << ": " << (math.empty() ? "(no recipe)" : math);
+    // One of an op's plans chosen by a run-time size (#tile.run_if): the sizes it runs at.
+    if (tile::RunIfAttr runIf = kernel.getRunIfAttr()) {
+      src << "; runs where dim " << runIf.getDim() << " of argument " << runIf.getArg() << " is ";
+      if (runIf.getMax() < 0)
+        src << "at least " << runIf.getMin();
+      else
+        src << "at most " << runIf.getMax();
+    }
+    src << "\n";
   }
 }
 
