@@ -175,3 +175,7 @@ func.func @swiglu(%x: tensor<?x1024xbf16>, %wg: tensor<1024x2048xbf16>, %wu: ten
       : (tensor<?x1024xbf16>, tensor<1024x2048xbf16>, tensor<1024x2048xbf16>, tensor<2048x1024xbf16>) -> tensor<?x1024xbf16>
   return %y : tensor<?x1024xbf16>
 }
+// An option that meets a (built-in) entry's other fields: the error names both.
+// RUN: flash-opt %s --flash-tile | not flash-opt --flash-plan-memory="stages=3" 2>&1 | FileCheck %s --check-prefix=OVERRIDE-ENTRY
+// OVERRIDE-ENTRY: error: flash-plan-memory: @attention_attention_fwd needs {{[0-9]+}} bytes of shared memory with block_m = 128, block_n = 192, stages = 3
+// OVERRIDE-ENTRY-SAME: the options set some of its fields and tuning table entry compiler/tuning/sm_90a.txt:{{[0-9]+}} the others: lower the block-m, block-n or stages options of flash-plan-memory, or plan it from the hand rules with tuning-table=none

@@ -395,6 +395,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
   /// (a backward kernel, a fused FFN).
   std::string overflowHint(KernelOp kernel, const TargetDescription &targetDesc,
                            const TuningEntry *entry) {
+    // An option overrides only the fields it names: the others may come from an entry (a built-in one too).
+    if ((blockM || blockN || stages) && !(blockM && blockN && stages) && entry)
+      return "the options set some of its fields and tuning table entry " + entry->name() +
+             " the others: lower the block-m, block-n or stages options of flash-plan-memory, or plan it from the "
+             "hand rules with tuning-table=none";
     if (blockM || blockN || stages)
       return "lower the block-m, block-n or stages options of flash-plan-memory";
     if (entry)
