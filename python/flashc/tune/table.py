@@ -302,9 +302,10 @@ def report(found, decisions, stamp):
         header = ["point", "check"] + ["%s %s" % (c.split(":", 1)[0], s) for c, s in sizes] + ["vs hand rule"]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         hand = data["points"].get(data["hand_rule"], {}).get("times", {})
+        chosen = {decision["point"]} | {e["point"] for e in decision.get("bounded") or []}  # (a split's sides too)
         for point, p in data["points"].items():
             cells = [("**%s** (hand rule)" % point) if point == data["hand_rule"] else
-                     ("**%s**" % point if point == decision["point"] else point)]
+                     ("**%s**" % point if point in chosen else point)]
             cells.append({True: "pass", False: "FAIL", None: "—"}[p["check"]])
             cells += ["%.4f" % p["times"][s] if s in p["times"] else "—" for s in sizes]
             ratios = [hand[s] / p["times"][s] for s in sizes if s in hand and s in p["times"]]
