@@ -676,7 +676,7 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
   if (auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(spec)) {
     if (attention.getRole() != KernelRole::AttentionForward)
       return std::nullopt;
-    // (Under a causal mask the wide key block spills 16 bytes at D = 80-128, 4 accesses a key block around the
+    // (Under a causal mask the wide key block spills 16-20 bytes at D = 80-128, 4 accesses a key block around the
     // element mask's branch: a point the tuner times like any other.)
     bool plainSoftmax = attention.getSoftcap().getValueAsDouble() == 0.0 && !attention.getScoreMod() &&
                         !attention.getMaskMod();
