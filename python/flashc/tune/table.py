@@ -58,14 +58,21 @@ def _ranked(found, key, sizes):
                   reverse=True)
 
 
-def _split_winner(found, key, within, margin, max_loss):
-    """(point, reason) of the best point over the hand rule at the sizes `within` by the margin, losing more than
-    max_loss at none of them (in the confirmation rounds too, where the progress has them); or None."""
-    ranked = _ranked(found, key, within)
-    if not (ranked and ranked[0][0] >= 1 + margin and ranked[0][1] >= 1 - max_loss):
+def _best(ranked, margin, max_loss):
+    """The first of `ranked` that beats the hand rule by the margin and loses more than max_loss nowhere, or None."""
+    return next((r for r in ranked if r[0] >= 1 + margin and r[1] >= 1 - max_loss), None)
+
+
+def _split_winner(found, key, within, where, margin, max_loss):
+    """(point, product of its gains, reason) of the best point over the hand rule at the sizes `within` (`where` says
+    which key lengths those are) by the margin, losing more than max_loss at none of them (in the confirmation rounds
+    too, where the progress has them); or None."""
+    best = _best(_ranked(found, key, within), margin, max_loss)
+    if best is None:
         return None
-    score, low, high, point = ranked[0]
-    reason = "%.3fx over the hand rule (%.2f-%.2fx at %d sizes)" % (score, low, high, len(within))
+    score, low, high, point = best
+    reason = "%.3fx over the hand rule at key lengths %s (%.2f-%.2fx at %d sizes)" % (score, where, low, high,
+                                                                                     len(within))
     confirmed = confirmation(found, key, point, within)
     if confirmed is not None:
         if not (confirmed[0] >= 1 + margin and confirmed[1] >= 1 - max_loss):
@@ -94,8 +101,10 @@ def by_key_length(found, key, margin, max_loss):
     lengths = sorted(set(seq_of.values()))
     best = None
     for bound in lengths[:-1]:
-        below = _split_winner(found, key, [s for s in sizes if seq_of[s] <= bound], margin, max_loss)
-        above = _split_winner(found, key, [s for s in sizes if seq_of[s] > bound], margin, max_loss)
+        below = _split_winner(found, key, [s for s in sizes if seq_of[s] <= bound], "up to %d" % bound, margin,
+                              max_loss)
+        above = _split_winner(found, key, [s for s in sizes if seq_of[s] > bound], "above %d" % bound, margin,
+                              max_loss)
         if not below and not above:
             continue
         gain = (below[1] if below else 1.0) * (above[1] if above else 1.0)
@@ -104,14 +113,10 @@ def by_key_length(found, key, margin, max_loss):
         entries = []
         if above:
             point, _, reason = above
-            entries.append({"key": key, "point": point, "min_seq": bound + 1,
-                            "reason": reason.replace("the hand rule (", "the hand rule at key lengths above %d ("
-                                                     % bound, 1)})
+            entries.append({"key": key, "point": point, "min_seq": bound + 1, "reason": reason})
         if below:
             point, _, reason = below
-            entries.append({"key": bounded_key(key, bound), "point": point, "max_seq": bound,
-                            "reason": reason.replace("the hand rule (", "the hand rule at key lengths up to %d ("
-                                                     % bound, 1)})
+            entries.append({"key": bounded_key(key, bound), "point": point, "max_seq": bound, "reason": reason})
         else:
             entries.append({"key": bounded_key(key, bound), "point": data["hand_rule"], "max_seq": bound,
                             "reason": "the hand rule's plan at key lengths up to %d" % bound})
@@ -200,18 +205,12 @@ def choose(found, margin=0.02, max_loss=0.01):
             decision["reason"] = "the hand rule was not checked and timed at every size"
             decisions.append(decision)
             continue
-        ranked = []
-        for point, p in data["points"].items():
-            if point == data["hand_rule"] or p["check"] is not True or any(s not in p["times"] for s in sizes):
-                continue
-            ranked.append(_score(hand, p, sizes) + (point,))
-        ranked.sort(reverse=True)
+        ranked = _ranked(found, key, sizes)
         if not ranked:
             decision["reason"] = "no other point was checked and timed at every size"
         else:
             # The best point that loses more than max_loss nowhere (else the best: the hand rule stays).
-            passing = [r for r in ranked if r[1] >= 1 - max_loss]
-            score, low, high, point = passing[0] if passing and passing[0][0] >= 1 + margin else ranked[0]
+            score, low, high, point = _best(ranked, margin, max_loss) or ranked[0]
             decision.update(score=score, low=low, high=high, best=point)
             confirmed = confirmation(found, key, point)
             if score >= 1 + margin and low >= 1 - max_loss and confirmed is not None and not (
