@@ -275,6 +275,8 @@ LogicalResult printStruct(tile::ScoreModOp scoreMod, llvm::raw_ostream &out) {
   out << "  static constexpr int kTensors = " << body.getNumArguments() - 5 << ";\n";
   out << "  static constexpr bool kDerivativeOne = " << (scoreDerivativeIsOne(scoreMod.getBody()) ? "true" : "false")
       << ";  // s plus terms free of s: dS passes through\n";
+  out << "  static constexpr bool kSeparable = " << (scoreBiasSeparable(scoreMod.getBody()) ? "true" : "false")
+      << ";  // of the form s + A(b, h, q) + B(b, h, k) (kernels: B per key, A to lse)\n";
   out << "  // The modified score; ds: its derivative with respect to s.\n";
   out << "  static FLASHC_MASK_FN float score(const flashc::device::MaskEnv& env, float s, long long b, long long h,\n"
       << "                                    long long q, long long k, float& ds) {\n";

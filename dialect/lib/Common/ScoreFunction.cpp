@@ -292,6 +292,52 @@ bool scoreDerivativeIsOne(Region &body) {
   return of(block.getTerminator()->getOperand(0)) == D::One;
 }
 
+bool scoreBiasSeparable(Region &body) {
+  // Per value: which of s, q, k it depends on; for a value free of s, whether it is a sum of a part of q and a part
+  // of k (apart: b, h and the tensors are constants of a (batch, head) tile); for one of s, whether it is s plus
+  // such a value (sPlus).
+  enum : unsigned { kS = 1, kQ = 2, kK = 4 };
+  struct Form {
+    unsigned deps = 0;
+    bool apart = true, sPlus = false;
+  };
+  Block &block = body.front();
+  ScoreFunctionLayout layout = scoreFunctionLayout(body);
+  llvm::DenseMap<Value, Form> form;
+  form[block.getArgument(0)] = {kS, false, true};
+  form[block.getArgument(layout.indexArgument(2))] = {kQ, true, false};
+  form[block.getArgument(layout.indexArgument(3))] = {kK, true, false};
+  auto of = [&](Value v) { return form.lookup(v); };
+  auto isConstant = [&](Value v) { return of(v).deps == 0; };
+  auto apart = [&](Value v) { return !(of(v).deps & kS) && of(v).apart; };
+  for (Operation &op : block.without_terminator()) {
+    if (op.getNumResults() != 1)
+      return false;
+    Form r;
+    for (Value operand : op.getOperands())
+      r.deps |= of(operand).deps;
+    Value a = op.getNumOperands() > 0 ? op.getOperand(0) : Value(), b = op.getNumOperands() > 1 ? op.getOperand(1) : Value();
+    if (r.deps & kS) {
+      r.apart = false;
+      r.sPlus = llvm::TypeSwitch<Operation *, bool>(&op)
+                    .Case([&](arith::AddFOp) { return (of(a).sPlus && apart(b)) || (apart(a) && of(b).sPlus); })
+                    .Case([&](arith::SubFOp) { return of(a).sPlus && apart(b); })
+                    .Default([](Operation *) { return false; });
+    } else if ((r.deps & (kQ | kK)) == (kQ | kK)) {
+      r.apart = llvm::TypeSwitch<Operation *, bool>(&op)
+                    .Case<arith::AddIOp, arith::SubIOp, arith::AddFOp, arith::SubFOp>(
+                        [&](Operation *) { return apart(a) && apart(b); })
+                    .Case<arith::MulIOp, arith::MulFOp>(
+                        [&](Operation *) { return (isConstant(a) && apart(b)) || (isConstant(b) && apart(a)); })
+                    .Case<arith::NegFOp, arith::SIToFPOp, arith::IndexCastOp, arith::ExtSIOp>(
+                        [&](Operation *) { return apart(a); })
+                    .Default([](Operation *) { return false; });
+    }
+    form[op.getResult(0)] = r;
+  }
+  return of(block.getTerminator()->getOperand(0)).sPlus;
+}
+
 std::string printScoreProgram(Region &body, bool oneWord) {
   Block &block = body.front();
   llvm::DenseMap<Value, std::string> names;

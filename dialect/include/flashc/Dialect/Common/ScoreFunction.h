@@ -73,6 +73,17 @@ ScoreValue evaluateScore(mlir::Region &body, double s, const IndexPoint &point, 
 /// modifier: dS passes through it unchanged.
 bool scoreDerivativeIsOne(mlir::Region &body);
 
+/// Whether a verified score function is, by its form, s + A(b, h, q) + B(b, h, k):
+/// s plus a term whose query and key parts add (ALiBi's slope[h] · (k - q), a
+/// per-key bias plus a per-query one). Sums, differences, negations, products
+/// with a factor free of q and k, and conversions keep parts apart; any other op
+/// of both q and k (a min, a compare, a read at both, a division) joins them.
+/// The kernels then add B per key column and leave A out of the softmax (a
+/// constant of its row), adding it to lse instead; the terms are taken from the
+/// function itself: with any reference row q' and key k',
+///   T(q, k) = T(q', k) + (T(q, k') - T(q', k')),   T(q, k) = score(0, q, k).
+bool scoreBiasSeparable(mlir::Region &body);
+
 /// The score function's text form, what flashc/reference/score_program.h
 /// reads: "v0 = sub k q; v1 = itof v0; v2 = read t0 h; v3 = mulf v2 v1;
 /// v4 = addf s v3; yield v4". Arguments are s, b, h, q, k (whatever the

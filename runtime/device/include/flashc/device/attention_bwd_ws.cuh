@@ -114,6 +114,9 @@ struct AttentionBwdWsPlan {
   static_assert(ScoreDerivativeIsOne<ScoreMod>::value,
                 "ws backward: only a score modifier whose derivative is 1 (#tile.attention score_additive)");
   static constexpr float kProbsScaleLog2 = kScoreMod ? kLog2e : kScaleLog2;
+  // s + A(b, h, q) + B(b, h, k) (ALiBi): B a key row's one evaluation, A folded into the step's lse by the producer
+  // (score_mod.cuh): scale · Sᵀ + B is one FFMA an element.
+  static constexpr bool kSeparableScore = ScoreSeparable<ScoreMod>::value;
   // ---- schedule ----
   static constexpr int kBlockN = kKeySplit ? 128 : 64;  // keys a block (the M of every product but dQ's)
   static constexpr int kBlockM = Config::kBlockM;  // queries a step
@@ -222,7 +225,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_commit_group();
   }
 }
-// Sᵀ' = mod(scale · Sᵀ) of the tile st (keys k0.., queries q0..), its batch and head from the step's mask env.
+// Sᵀ' = mod(scale · Sᵀ) of the tile st (keys k0.., queries q0..), its batch and head from the step's mask env. A
+// separable modifier adds only its key part against the reference row k0 (a row's one evaluation); the producer put
+// the query part into the step's lse (query_part_log2).
 template <class P, int R, int C, int W>
 __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, int k0, int Sq, const MaskEnv& score_env,
                                               const MaskEnv& step) {
@@ -230,7 +235,23 @@ __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, i
     MaskEnv env = score_env;
     env.batch = step.batch;
     env.head = step.head;
-    score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
+    if constexpr (P::kSeparableScore)
+      score_mod_key_part_rows<typename P::ScoreMod>(st, /*q_ref=*/k0, k0, P::kScale, env);
+    else
+      score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
+  }
+}
+// log2e · the query part of a separable modifier at query row q (reference row k0; 0 for any other modifier): what
+// the producer takes from the row's lse bias, so that exp2(log2e (scale s + key part) - bias) is the probability.
+template <class P>
+__device__ __forceinline__ float query_part_log2(int q, int k0, int batch, int head, const MaskEnv& score_env) {
+  if constexpr (P::kSeparableScore) {
+    MaskEnv env = score_env;
+    env.batch = batch;
+    env.head = head;
+    return kLog2e * score_query_part<typename P::ScoreMod>(q, k0, env);
+  } else {
+    return 0.f;
   }
 }
 }  // namespace detail
@@ -375,14 +396,17 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         tma_load_rows<kPacked>(q_tile(s), &tma_q, bar(P::kBarFull + s), q_start + q0, head, batch);
         tma_load_rows<kPacked>(do_tile(s), &tma_do, bar(P::kBarFull + s), q_start + q0, head, batch);
       }
-      // lse as the exponent's bias, lse · log2e (+inf past Sq and for rows with no visible key: P = 0 there), and D
-      // (0), kBlockM / 32 rows a lane: the consumers' exponent is one FFMA (their per-column -inf test moved here).
+      // lse as the exponent's bias, lse · log2e (+inf past Sq and for rows with no visible key: P = 0 there; less a
+      // separable modifier's query part), and D (0), kBlockM / 32 rows a lane: the consumers' exponent is one FFMA
+      // (their per-column -inf test moved here).
       const GlobalVector<float> lse_v = sequence_stats<kPacked>(lse, q_start, Sq, batch, head);
       const GlobalVector<float> delta_v = sequence_stats<kPacked>(delta, q_start, Sq, batch, head);
 #pragma unroll
       for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
-        lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) : INFINITY;
+        lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) -
+                                             detail::query_part_log2<P>(row, k0, batch, head, score_env)
+                                       : INFINITY;
         delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores

@@ -81,6 +81,9 @@ struct AttentionFwdWsPlan {
   // A score modifier (Config::ScoreMod), applied like the softcap: to scale · S, the softmax then at scale 1.
   static constexpr bool kScoreMod = ScoreModOf<Config>::kPresent;
   static_assert(!(kScoreMod && kSoftcap > 0.f), "ws forward: a score modifier or a softcap, not both");
+  // s + A(b, h, q) + B(b, h, k) (ALiBi): each column's key part once (both of a thread's rows), the query part left
+  // to lse: scale · S + B is one FFMA an element (score_mod.cuh).
+  static constexpr bool kSeparableScore = ScoreSeparable<ScoreMod>::value;
   static constexpr float kSoftmaxScale = kSoftcap > 0.f || kScoreMod ? 1.f : kScale;
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
@@ -330,6 +333,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     tile_score_env.batch = tile.batch;
     tile_score_env.head = tile.head;
     const KeyWalk keys = key_walk(tile, q0, env, Sk, offset);
+    const int q_ref = q0 + warpgroup * 64;  // a separable modifier's reference row: this warpgroup's first
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
@@ -352,7 +356,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       // No query limit: rows past Sq (the last query block's padding) are never stored, and a row's softmax stays
       // in its row, so the forward skips the backward's -inf on them (a select an element fewer, folded away;
       // ALiBi's forward -1.2 %, session 37).
-      if constexpr (P::kScoreMod) score_mod<typename P::ScoreMod>(s, q0, k0, kNoQueryLimit, kScale, tile_score_env);
+      if constexpr (P::kSeparableScore)
+        score_mod_key_part<typename P::ScoreMod>(s, q_ref, k0, kScale, tile_score_env);
+      else if constexpr (P::kScoreMod)
+        score_mod<typename P::ScoreMod>(s, q0, k0, kNoQueryLimit, kScale, tile_score_env);
       if (parts) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540
@@ -432,7 +439,16 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     // O / l (rows without a visible key: l = 0 -> O = 0, lse = -inf), lse in natural log.
     normalize(acc_o, row_l);
     const GlobalMatrix<Elem> o_rows = sequence_rows<kPacked, Elem>(o, span.q_start, Sq, tile.batch, tile.head);
-    store_rows(sequence_stats<kPacked>(lse, span.q_start, Sq, tile.batch, tile.head), q0, Sq, logsumexp(row_m, row_l, P::kSoftmaxScale));
+    RegRowVec<kBlockM, kWarps> row_lse = logsumexp(row_m, row_l, P::kSoftmaxScale);
+    if constexpr (P::kSeparableScore) {
+      // The scores lacked their rows' query parts: lse takes them (-inf stays).
+#pragma unroll
+      for (int mt = 0; mt < row_lse.kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          row_lse.v[mt][h] += score_query_part<typename P::ScoreMod>(q0 + row_lse.row(mt, h), q_ref, tile_score_env);
+    }
+    store_rows(sequence_stats<kPacked>(lse, span.q_start, Sq, tile.batch, tile.head), q0, Sq, row_lse);
     RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
     convert(o_out, acc_o);
     // Staged in this warpgroup's own rows of the Q tile (its last Q K^T has completed; the other warpgroup

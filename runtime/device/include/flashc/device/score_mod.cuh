@@ -59,6 +59,25 @@ struct ScoreDerivativeIsOne<void> {
 // score_mod's query_limit where no query row needs the -inf (every int row index is below it).
 constexpr int kNoQueryLimit = 0x7fffffff;
 
+// Whether a score modifier is s + A(b, h, q) + B(b, h, k) by its form (the struct's kSeparable; void, or a struct
+// printed before the flag: false). Its additive term T(q, k) = score(0, q, k) then splits, for any reference row q'
+// and key k', as T(q', k) + (T(q, k') - T(q', k')): a key part and a query part, each one evaluation a row or column.
+template <class Mod, class = void>
+struct ScoreSeparable {
+  static constexpr bool value = false;
+};
+template <class Mod>
+struct ScoreSeparable<Mod, decltype(void(Mod::kSeparable))> {
+  static constexpr bool value = Mod::kSeparable;
+};
+
+// T(q, k) = score(0, ...) - 0 of a modifier whose derivative is 1 (separable ones are).
+template <class Mod>
+FLASHC_MASK_FN float score_term(const MaskEnv& env, long long q, long long k) {
+  float unused;
+  return Mod::score(env, 0.f, env.batch, env.head, q, k, unused);
+}
+
 #if defined(__CUDACC__)
 // tile.score: S[r][c] = Mod(scale · S[r][c], b, h, row0 + r, col0 + c) (kTransposed: the tile is Sᵀ, rows are keys
 // from col0 and columns queries from row0).
@@ -80,6 +99,50 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
           const float y = Mod::score(env, scale * x, env.batch, env.head, q, k, unused);
           x = q < query_limit ? y : -INFINITY;
         }
+}
+
+// A separable modifier on a score tile S (queries on the rows from row0, keys on the columns from col0), the query
+// part left out: S[r][c] = scale · S[r][c] + T(q_ref, col0 + c), one evaluation a column (its two rows share it).
+// The rows' softmax is the same (a constant of a row does not change it); the row's lse lacks the query part,
+// score_query_part(q) = T(q, k') - T(q_ref, k'), which the caller adds to it.
+template <class Mod, int R, int C, int W>
+__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int col0, float scale,
+                                                   const MaskEnv& env) {
+  static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
+#pragma unroll
+  for (int nt = 0; nt < s.kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float key_part = score_term<Mod>(env, q_ref, col0 + s.col(nt, e));
+#pragma unroll
+      for (int mt = 0; mt < s.kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) s.v[mt][nt][2 * h + e] = fmaf(s.v[mt][nt][2 * h + e], scale, key_part);
+    }
+}
+
+// The query part of a separable modifier at row q against the reference row q_ref (k' = q_ref).
+template <class Mod>
+__device__ __forceinline__ float score_query_part(int q, int q_ref, const MaskEnv& env) {
+  return score_term<Mod>(env, q, q_ref) - score_term<Mod>(env, q_ref, q_ref);
+}
+
+// The same on a transposed tile Sᵀ (keys on the rows from row0, queries on the columns): Sᵀ[r][c] = scale · Sᵀ[r][c] +
+// T(q_ref, row0 + r), one evaluation a row; the query part T(q, k') - T(q_ref, k') goes into the columns' lse.
+template <class Mod, int R, int C, int W>
+__device__ __forceinline__ void score_mod_key_part_rows(RegTileF32<R, C, W>& st, int q_ref, int row0, float scale,
+                                                        const MaskEnv& env) {
+  static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part_rows: a separable modifier");
+#pragma unroll
+  for (int mt = 0; mt < st.kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float key_part = score_term<Mod>(env, q_ref, row0 + st.row(mt, h));
+#pragma unroll
+      for (int nt = 0; nt < st.kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) st.v[mt][nt][2 * h + e] = fmaf(st.v[mt][nt][2 * h + e], scale, key_part);
+    }
 }
 
 // tile.score_grad: dS[r][c] *= dMod/ds at scale · raw[r][c].

@@ -1,0 +1,142 @@
+// Which score modifiers are separable: s + A(b, h, q) + B(b, h, k) by their form (kSeparable in the printed struct).
+// The warp-specialised kernels then add the key part B once a key column (forward) or key row (backward) and leave
+// the query part A out of the scores, adding it to lse (forward) or taking it from the lse the producer stages
+// (backward): with a reference row q' and key k', T(q, k) = T(q', k) + (T(q, k') - T(q', k')), T = score(0, q, k).
+// Sums, differences, negations, products with a factor free of q and k and conversions keep the parts apart; an op
+// of both q and k that is none of those (a min, a product of two distances, a read at both) joins them, and so does
+// any use of s but s + T.
+//
+// RUN: flashc %s --emit=cuda -o - | FileCheck %s
+// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 \
+// RUN:   | grep -a -A1 -E "properties for flashc_(alibi|two_tables|negated)_attention_(fwd|bwd)$" \
+// RUN:   | FileCheck %s --check-prefix=PTXAS
+
+// ALiBi: s + slope[h] · (k - q). A(q) = -slope[h] · q, B(k) = slope[h] · k.
+// CHECK-LABEL: // ---- alibi_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = true;
+func.func @alibi(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                 %slopes: tensor<4xf32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %m: tensor<4xf32>):
+    %slope = tensor.extract %m[%h] : tensor<4xf32>
+    %d = arith.subi %ki, %qi : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<4xf32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// A key bias and a query bias from tables, added one after the other: (s + kb[h, k]) + qb[h, q].
+// CHECK-LABEL: // ---- two_tables_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = true;
+func.func @two_tables(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                      %kb: tensor<4x33xf32>, %qb: tensor<4x33xf32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod(%kb, %qb) {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tk: tensor<4x33xf32>, %tq: tensor<4x33xf32>):
+    %c33 = arith.constant 33 : index
+    %kr = arith.remsi %ki, %c33 : index
+    %qr = arith.remsi %qi, %c33 : index
+    %x = tensor.extract %tk[%h, %kr] : tensor<4x33xf32>
+    %y = tensor.extract %tq[%h, %qr] : tensor<4x33xf32>
+    %s1 = arith.addf %s, %x : f32
+    %r = arith.addf %s1, %y : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<4x33xf32>, tensor<4x33xf32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// s - 0.5 · (q - k) · 2 in the two-index form, subtracted: still apart (constants times a difference).
+// CHECK-LABEL: // ---- negated_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = true;
+func.func @negated(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %c2 = arith.constant 2 : index
+    %d = arith.subi %qi, %ki : index
+    %d2 = arith.muli %d, %c2 : index
+    %d64 = arith.index_cast %d2 : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %half = arith.constant 0.5 : f32
+    %bias = arith.mulf %df, %half : f32
+    %r = arith.subf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// A clamped distance joins q and k (min / max of both): a relative-position bias table, not separable.
+// CHECK-LABEL: // ---- clamped_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @clamped(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                   %t: tensor<4x33xf32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod(%t) {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %m: tensor<4x33xf32>):
+    %lo = arith.constant -16 : index
+    %hi = arith.constant 16 : index
+    %d = arith.subi %ki, %qi : index
+    %d1 = arith.maxsi %d, %lo : index
+    %d2 = arith.minsi %d1, %hi : index
+    %i = arith.addi %d2, %hi : index
+    %x = tensor.extract %m[%h, %i] : tensor<4x33xf32>
+    %r = arith.addf %s, %x : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<4x33xf32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// A product of two distances joins them: s + (k - q) · (k - q) · 0.01, not separable.
+// CHECK-LABEL: // ---- squared_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @squared(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %d = arith.subi %ki, %qi : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %sq = arith.mulf %df, %df : f32
+    %c = arith.constant 0.01 : f32
+    %bias = arith.mulf %sq, %c : f32
+    %r = arith.addf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// A factor on s (2 s + slope · (k - q)): the softmax would see 2 s, not s + T; not separable.
+// CHECK-LABEL: // ---- doubled_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @doubled(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %d = arith.subi %ki, %qi : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %s2 = arith.addf %s, %s : f32
+    %r = arith.addf %s2, %df : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// The separable modifiers' forwards and backwards compile without spills (two_tables spilled 68 / 28 bytes in the
+// element-wise form).
+// PTXAS-COUNT-6: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: spill
