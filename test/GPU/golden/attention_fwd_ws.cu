@@ -44,7 +44,7 @@
 #ifndef FLASHC_WS_PERSISTENT  // 1: a grid of min(units, SMs) blocks that loop over pairs of query-row blocks
 #define FLASHC_WS_PERSISTENT 0
 #endif
-#ifndef FLASHC_WS_CONSUMERS  // consumer warpgroups: 2 (128 query rows a tile), 3 (192 rows) or 1 (64, two blocks an SM)
+#ifndef FLASHC_WS_CONSUMERS  // consumer warpgroups: 2 (128 query rows a tile) or 3 (192 rows)
 #define FLASHC_WS_CONSUMERS 2
 #endif
 #ifndef FLASHC_WS_PINGPONG  // 1: the two consumer warpgroups take turns issuing their GEMMs
@@ -72,8 +72,7 @@ struct Config {
   static constexpr bool kLongestFirst = kWindowRight >= 0 && kWindowLeft < 0;  // causal: longest blocks first
   static constexpr bool kPersistent = FLASHC_WS_PERSISTENT != 0;
   static constexpr int kConsumerWarpgroups = FLASHC_WS_CONSUMERS;
-  static constexpr int kProducerRegs = 24,
-                       kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : kConsumerWarpgroups == 1 ? 232 : 240;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : 240;
 };
 using Plan = AttentionFwdWsPlan<Config>;
 // What the lab launcher reads.
@@ -88,7 +87,7 @@ constexpr bool kPersistent = Plan::kPersistent;
 
 // Grid: (ceil(Sq / kBlockM), kHeadsQ, B), persistent (min(persistent_units(...), SMs), 1, 1); kThreads threads; kSmemBytes dynamic shared memory.
 // tma_q / tma_k / tma_v: 4-D maps (D, S, H, B) of q, k, v, box (64, kBlockM or kBlockN, 1, 1), 128B swizzle.
-extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, fwd_config::Plan::kBlocksPerSm)
+extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, 1)
 FLASHC_KERNEL_NAME(const __grid_constant__ flashc::TmaDescriptor tma_q, const __grid_constant__ flashc::TmaDescriptor tma_k,
                    const __grid_constant__ flashc::TmaDescriptor tma_v, flashc::TensorArg q, flashc::TensorArg k,
                    flashc::TensorArg o, flashc::TensorArg lse) {
@@ -107,7 +106,7 @@ extern "C" __global__ void flashc_attention_varlen_plan(flashc::TensorArg cu_q, 
                                         fwd_config::kBlockM, tile_map, static_cast<int*>(status.data));
 }
 
-extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, fwd_config::Plan::kBlocksPerSm)
+extern "C" __global__ void __launch_bounds__(fwd_config::kThreads, 1)
 flashc_attention_fwd_varlen(const __grid_constant__ flashc::TmaDescriptor tma_q,
                             const __grid_constant__ flashc::TmaDescriptor tma_k,
                             const __grid_constant__ flashc::TmaDescriptor tma_v, flashc::TensorArg q,

@@ -34,8 +34,6 @@
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets (e.g. 24, 240: 128 x 24 + 256 x 240 <= 384 x 168)
 //   kConsumerWarpgroups   2 (128 query rows a tile) or 3 (192 rows: FlashAttention-3's tile at head dims <= 96;
 //                   512 threads, so the budgets come from 128 a thread: e.g. 24, 160). The turns go round robin.
-//                   1 (64 rows, no turns): two blocks an SM (__launch_bounds__(kThreads, kBlocksPerSm); budgets from
-//                   128 a thread: e.g. 24, 232), each in at most half the shared memory.
 // (flash-warp-specialize decides the last four for the compiler's kernels: #tile.warp_specialized.)
 // Launch: grid (ceil(Sq / kBlockM), heads_q, batch), or persistent (min(persistent_units(ceil(Sq / kBlockM),
 // heads_q, batch), SMs), 1, 1); AttentionFwdWsPlan<Config>::kThreads (384, or 512 with three consumer
@@ -92,11 +90,8 @@ struct AttentionFwdWsPlan {
   static constexpr bool kPersistent = Config::kPersistent;
   // ---- schedule ----
   static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
-  static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 3, "ws forward: 1, 2 or 3 consumer warpgroups");
+  static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // 64 query rows a consumer warpgroup
-  // One consumer warpgroup: two blocks an SM (128 registers a thread at launch, half the shared memory each), so that
-  // one block's tile start and epilogue run under the other's products (no turns inside a block).
-  static constexpr int kBlocksPerSm = kConsumerWarpgroups == 1 ? 2 : 1;
   static constexpr int kBlockN = Config::kBlockN;
   static_assert(kBlockN == 64 || kBlockN == 128 || kBlockN == 192, "ws forward: 64, 128 or 192 keys per block");
   // Live f32/packed registers of a consumer thread: O (Dv / 2), S (kBlockN / 2), P (kBlockN / 4);
@@ -117,9 +112,7 @@ struct AttentionFwdWsPlan {
   static constexpr int kWarps = 4 * kConsumerWarpgroups;  // consumer warps: row bands of the register tiles
   static constexpr int kThreads = kWarps * 32 + 128;      // + the producer warpgroup (the last one)
   static constexpr int kProducer = kWarps / 4;            // warpgroup index of the producer
-  static_assert(kConsumerWarpgroups > 1 || (!kPingPong && !kPersistent),
-                "ws forward: one consumer warpgroup takes no turns and one tile a block");
-  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs, kConsumerWarpgroups, kBlocksPerSm),
+  static_assert(warpgroup_budgets_fit(kProducerRegs, kConsumerRegs, kConsumerWarpgroups),
                 "setmaxnreg budgets: multiples of 8 within what a thread has at launch (168 at 384 threads, "
                 "128 at 512)");
   // ---- memory plan (panel tiles 1024-byte aligned: the 128B swizzle repeats every 8 rows of 128 B) ----
@@ -136,8 +129,6 @@ struct AttentionFwdWsPlan {
                        kNumBars = kBarVEmpty + kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-  static_assert(kBlocksPerSm * (kSmemBytes + 1024) <= 228 * 1024,
-                "ws forward: one consumer warpgroup's blocks share an SM's 228 KB (1 KB of it reserved a block)");
   // Named barriers: 1 + g = warpgroup g's turn to issue GEMMs; 1 + kConsumerWarpgroups + g = its epilogue
   // staging; then every consumer's: a packed sequence's last V tile cleared past the sequence.
   static constexpr int kBarTurn = 1, kBarEpilogue = 1 + kConsumerWarpgroups, kBarVTail = 1 + 2 * kConsumerWarpgroups;

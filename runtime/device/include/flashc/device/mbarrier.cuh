@@ -92,13 +92,10 @@ __device__ __forceinline__ void named_barrier_arrive_unaligned(int id, int threa
 // must fit the block's allocation (128 x 24 + 256 x 240 <= 384 x 168). Counts: multiples of 8, 24..256.
 // Whether one producer warpgroup at `producer` and `consumers` warpgroups at `consumer` registers fit a block of
 // (1 + consumers) warpgroups launched at 168 a thread (384 threads share the 65536): the ws kernels' plans check it.
-__host__ __device__ constexpr bool warpgroup_budgets_fit(int producer, int consumer, int consumers = 2,
-                                                          int blocks_per_sm = 1) {
-  // At launch every thread of the (1 + consumers) warpgroups holds 65536 / (blocks x threads) registers, rounded down
-  // to 8 (blocks_per_sm resident blocks share the SM's registers).
+__host__ __device__ constexpr bool warpgroup_budgets_fit(int producer, int consumer, int consumers = 2) {
+  // At launch every thread of the (1 + consumers) warpgroups holds 65536 / threads registers, rounded down to 8.
   return producer % 8 == 0 && consumer % 8 == 0 && producer >= 24 && consumer <= 256 &&
-         producer + consumers * consumer <=
-             (1 + consumers) * (65536 / (blocks_per_sm * (1 + consumers) * 128) / 8 * 8);
+         producer + consumers * consumer <= (1 + consumers) * (65536 / ((1 + consumers) * 128) / 8 * 8);
 }
 
 template <int kRegs>
