@@ -677,9 +677,10 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
     if (attention.getRole() != KernelRole::AttentionForward)
       return std::nullopt;
     // (Under a causal mask the wide key block spills 16-20 bytes at D = 80-128, 4 accesses a key block around the
-    // element mask's branch: a point the tuner times like any other.)
-    bool plainSoftmax = attention.getSoftcap().getValueAsDouble() == 0.0 && !attention.getScoreMod() &&
-                        !attention.getMaskMod();
+    // element mask's branch: a point the tuner times like any other.) A separable score modifier adds one FFMA an
+    // element and nothing that lives across the softmax.
+    bool plainSoftmax = attention.getSoftcap().getValueAsDouble() == 0.0 &&
+                        (!attention.getScoreMod() || attention.getScoreSeparable()) && !attention.getMaskMod();
     return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
                           attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2, 3, plainSoftmax};
   }

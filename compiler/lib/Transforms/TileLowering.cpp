@@ -102,7 +102,10 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 /*scoreAdditive=*/!noScores && !classifies && op.hasScoreMod() &&
-                                    flashc::scoreDerivativeIsOne(op.getScoreMod()));
+                                    flashc::scoreDerivativeIsOne(op.getScoreMod()),
+                                /*scoreSeparable=*/!noScores && !classifies && op.hasScoreMod() &&
+                                    flashc::scoreDerivativeIsOne(op.getScoreMod()) &&
+                                    flashc::scoreBiasSeparable(op.getScoreMod()));
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }

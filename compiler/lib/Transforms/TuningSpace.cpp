@@ -87,7 +87,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getKeyOffset(), attention.getMaskMod(),
                                 attention.getMaskBlocks() && scores,
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
-                                scores && attention.getScoreAdditive());
+                                scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable());
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

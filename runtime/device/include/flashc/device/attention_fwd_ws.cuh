@@ -102,9 +102,10 @@ struct AttentionFwdWsPlan {
   // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, score or
   // mask modifier; ptxas: 0 spills at D = 64-128 unmasked, 16-20 bytes under a causal mask).
   static constexpr bool kWideKeys = kBlockN == 192;
-  static_assert(!kWideKeys || (kConsumerWarpgroups == 2 && kValueDim <= 128 && kSoftcap == 0.f && !kScoreMod &&
-                               !MaskHasModifier<Config>::value),
-                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128 and no modifier or softcap");
+  static_assert(!kWideKeys || (kConsumerWarpgroups == 2 && kValueDim <= 128 && kSoftcap == 0.f &&
+                               (!kScoreMod || kSeparableScore) && !MaskHasModifier<Config>::value),
+                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128 and no modifier (but a separable "
+                "score modifier) or softcap");
   static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= (kWideKeys ? 208 : kConsumerWarpgroups == 2 ? 176 : kConsumerRegs - 32),
                 "ws forward: O, S and P overflow the consumer registers");
   static constexpr int kStages = Config::kStages;

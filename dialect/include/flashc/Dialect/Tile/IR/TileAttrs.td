@@ -255,6 +255,11 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     before the table). score_additive = true: @f's derivative in s is 1 by its
     form (s plus terms free of s: ALiBi, bias tables), so a backward may leave
     dS as it is (the warp-specialised backward takes only these).
+    score_separable = true: @f is s + A(b, h, i) + B(b, h, j) by its form
+    (ScoreFunction.h's scoreBiasSeparable: ALiBi, a key bias plus a query
+    bias): the warp-specialised kernels add B once a key and leave A to lse,
+    so the forward's softmax holds nothing more than the plain one's (the wide
+    key block may be planned).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -266,7 +271,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$mask_mod,
     DefaultValuedParameter<"bool", "false">:$mask_blocks,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod,
-    DefaultValuedParameter<"bool", "false">:$score_additive);
+    DefaultValuedParameter<"bool", "false">:$score_additive,
+    DefaultValuedParameter<"bool", "false">:$score_separable);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
