@@ -7,6 +7,9 @@
 // any use of s but s + T.
 //
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s
+// The forward's tuning space takes the wide key block (192) under a separable modifier only (its softmax holds
+// nothing more than the plain one's; #tile.attention score_separable).
+// RUN: flashc %s --print-tuning-space | FileCheck %s --check-prefix=SPACE
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 \
 // RUN:   | grep -a -A1 -E "properties for flashc_(alibi|two_tables|negated)_attention_(fwd|bwd)$" \
 // RUN:   | FileCheck %s --check-prefix=PTXAS
@@ -140,3 +143,10 @@ func.func @doubled(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: ten
 // element-wise form).
 // PTXAS-COUNT-6: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: spill
+
+// SPACE-LABEL: "kernel": "alibi_attention_fwd",
+// SPACE: block_n=192
+// SPACE-LABEL: "kernel": "two_tables_attention_bwd",
+// SPACE-LABEL: "kernel": "clamped_attention_fwd",
+// SPACE-NOT: block_n=192
+// SPACE-LABEL: "kernel": "squared_attention_bwd",

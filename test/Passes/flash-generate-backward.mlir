@@ -503,7 +503,7 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // the raw scores (tile.score_grad: dS · d mod / ds) before the softmax scale. The rows form:
 // CHECK-LABEL: tile.kernel @alibi_attention_bwd(
 // CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
-// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true>
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true, score_separable = true>
 // CHECK: %[[RAW:.+]] = tile.matmul
 // CHECK: tile.score %[[RAW]] {{.*}} mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)
 // CHECK: %[[DS:.+]] = tile.softmax_grad
@@ -523,7 +523,7 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // tile body is the Sᵀ form's, which the CPU executor runs.
 // AUTO-LABEL: tile.kernel @alibi_attention_bwd(
 // AUTO-SAME: role = attention_backward_transposed
-// AUTO-SAME: score_additive = true>, stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>
+// AUTO-SAME: score_additive = true, score_separable = true>, stages = 2 : i64, strategy = #tile.strategy<wgmma_ws_sm90>
 // AUTO: tile.score_grad {{.*}} transposed
 func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 8 score_mod(%slopes) {

@@ -462,13 +462,14 @@ func.func @per_head(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: te
 // -----
 
 // A score modifier (ALiBi: s + slopes[h] · (k - q)) moves to the module as a tile.score_mod
-// (a two-index region gets unused b and h after the score). Its f32 tensor is a program
+// (a two-index region gets unused b and h after the score; s + A(q) + B(k) by its form:
+// score_separable). Its f32 tensor is a program
 // argument (score_t0), passed to the forward after its own tensors; the forward applies
 // it to the raw block scores with the scale (tile.score: the softmax then at scale 1,
 // query rows past Sq -inf) before the window's mask.
 // CHECK-LABEL: tile.kernel @alibi_attention_fwd(
 // CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: !tile.tensor<8xf32>)
-// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true>
+// CHECK-SAME: score_mod = @[[SMOD:score_mod_[0-9a-f]+]], score_additive = true, score_separable = true>
 // CHECK: %[[SQ:.+]] = tile.dim %arg0, 2
 // CHECK: %[[S:.+]] = tile.matmul
 // CHECK: %[[MOD:.+]] = tile.score %[[S]] rows %{{.*}} cols %{{.*}} limit %[[SQ]] scale 1.250000e-01 mod @[[SMOD]](%{{.*}}, %{{.*}}, %[[SLOPES]] : index, index, !tile.tensor<8xf32>)

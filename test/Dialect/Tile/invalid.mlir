@@ -822,3 +822,9 @@ tile.kernel @run_if_arg(%a: !tile.tensor<?x64xbf16>) attributes {
 
 // expected-error @+1 {{#tile.run_if needs 0 <= min <= max (max = -1: no upper bound), got [10, 5]}}
 func.func private @run_if_range() attributes {r = #tile.run_if<arg = 0, dim = 0, min = 10, max = 5>}
+
+// -----
+
+// score_separable (s + A(q) + B(k)) implies a derivative of 1: it needs score_additive.
+// expected-error @+1 {{#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)}}
+func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, score_mod = @m, score_separable = true>}
