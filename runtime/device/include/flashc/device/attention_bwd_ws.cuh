@@ -534,8 +534,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
         wgmma_matmul_tb<false, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
-        // The step's lse bias in registers while the products run (ColumnPairs: backward.cuh).
-        const ColumnPairs<kBlockM, kTileWarps> lse_cols = load_column_pairs(st, lse_log2_slot(s));
         wgmma_wait<P::kLateDp ? 0 : 1>();
         modify_scores(st, q0, env);
         if (parts) {
@@ -544,20 +542,17 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(parts, st, k0,
                                                                                                 q0, Sk, offset, env);
         }
-        recompute_probs_cols_log2(st, lse_cols, P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
-        ColumnPairs<kBlockM, kTileWarps> delta_cols;
         if constexpr (!P::kLateDv) {
           convert(pt16, st);
           wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
-          delta_cols = load_column_pairs(st, delta_slot(s));
           wgmma_wait<1>();                                 // dPᵀ (dV may still run)
         } else {
           if constexpr (P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
-          delta_cols = load_column_pairs(st, delta_slot(s));
           wgmma_wait<0>();
         }
-        softmax_grad_cols(dpt, st, delta_cols);          // dSᵀ = Pᵀ (dPᵀ - D)
+        softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
         if constexpr (P::kLateDv) {
           convert(pt16, st);
           wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO

@@ -68,50 +68,6 @@ __device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t
   }
 }
 
-// A row vector of a transposed tile's columns (the lse bias or D of its queries, in shared memory) in registers, each
-// thread's two adjacent columns one 8-byte load: loaded before the wait for the products that need it, so that the
-// loads' latency hides under the tensor cores (loaded after the wait, the first FFMA of each pair waited on it: 15 %
-// of the D = 128 backward's stall samples, session 39 call 4).
-template <int C, int W>
-struct ColumnPairs {
-  static constexpr int kNT = C / 8;
-  float2 v[kNT];
-};
-template <int R, int C, int W>
-__device__ __forceinline__ ColumnPairs<C, W> load_column_pairs(const RegTileF32<R, C, W>& t, const float* src) {
-  ColumnPairs<C, W> out;
-#pragma unroll
-  for (int nt = 0; nt < out.kNT; ++nt) out.v[nt] = *reinterpret_cast<const float2*>(src + t.col(nt, 0));
-  return out;
-}
-// recompute_probs_cols_log2 and softmax_grad_cols with the columns' values in registers.
-template <int R, int C, int W>
-__device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t, const ColumnPairs<C, W>& lse_log2,
-                                                          float scale_log2) {
-#pragma unroll
-  for (int nt = 0; nt < t.kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < t.kMT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        t.v[mt][nt][2 * h] = fast_exp2(fmaf(t.v[mt][nt][2 * h], scale_log2, -lse_log2.v[nt].x));
-        t.v[mt][nt][2 * h + 1] = fast_exp2(fmaf(t.v[mt][nt][2 * h + 1], scale_log2, -lse_log2.v[nt].y));
-      }
-}
-template <int R, int C, int W>
-__device__ __forceinline__ void softmax_grad_cols(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
-                                                  const ColumnPairs<C, W>& d) {
-#pragma unroll
-  for (int nt = 0; nt < dp.kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < dp.kMT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        dp.v[mt][nt][2 * h] = p.v[mt][nt][2 * h] * (dp.v[mt][nt][2 * h] - d.v[nt].x);
-        dp.v[mt][nt][2 * h + 1] = p.v[mt][nt][2 * h + 1] * (dp.v[mt][nt][2 * h + 1] - d.v[nt].y);
-      }
-}
-
 // tile op `softmax_grad %p, %dp, %d`: dp[r][c] := p[r][c] * (dp[r][c] - d[r]), in place in dp.
 template <int R, int C, int W>
 __device__ __forceinline__ void softmax_grad(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
