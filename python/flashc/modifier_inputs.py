@@ -56,6 +56,14 @@ def block_sparse_layout(heads, seq, block=128, density=0.2, seed=0, device="cuda
     return layout.to(torch.int32).to(device)
 
 
+def bias_table(heads, width=33, seed=0, device="cuda"):
+    """[heads, width] float32 on `device`, uniform in [-0.5, 0.5), drawn with a fixed seed: a relative-position (or
+    per-position) bias table."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(heads, width, generator=g) - 0.5).to(device)
+
+
 def _known():
     """{modifier text: (what it reads, tensors(config, batch, seq, device))}."""
     documents = ("each token's document id", lambda c, b, s, d: [document_ids(s, device=d)[0]])
@@ -67,6 +75,11 @@ def _known():
         configs.BLOCK_SPARSE_MASK: ("a layout of 64-token blocks",
                                     lambda c, b, s, d: [block_sparse_layout(c.num_heads, s, 64, device=d)]),
         configs.ALIBI_SCORE: ("ALiBi's slopes", lambda c, b, s, d: [alibi_slopes(c.num_heads, device=d)]),
+        configs.RELATIVE_BIAS_SCORE: ("a relative-position bias table [Hq, 33]",
+                                      lambda c, b, s, d: [bias_table(c.num_heads, device=d)]),
+        configs.KEY_QUERY_BIAS_SCORE: ("a key and a query bias table [Hq, 33]",
+                                       lambda c, b, s, d: [bias_table(c.num_heads, device=d),
+                                                           bias_table(c.num_heads, seed=1, device=d)]),
     }
 
 
