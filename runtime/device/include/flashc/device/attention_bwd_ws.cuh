@@ -236,7 +236,7 @@ __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, i
     env.batch = step.batch;
     env.head = step.head;
     if constexpr (P::kSeparableScore)
-      score_mod_key_part_rows<typename P::ScoreMod>(st, /*q_ref=*/k0, k0, P::kScale, env);
+      score_mod_key_part<typename P::ScoreMod, true>(st, /*q_ref=*/k0, k0, P::kScale, env);
     else
       score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
   }

@@ -101,48 +101,33 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
         }
 }
 
-// A separable modifier on a score tile S (queries on the rows from row0, keys on the columns from col0), the query
-// part left out: S[r][c] = scale · S[r][c] + T(q_ref, col0 + c), one evaluation a column (its two rows share it).
-// The rows' softmax is the same (a constant of a row does not change it); the row's lse lacks the query part,
-// score_query_part(q) = T(q, k') - T(q_ref, k'), which the caller adds to it.
-template <class Mod, int R, int C, int W>
-__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int col0, float scale,
+// A separable modifier on a score tile, the query part left out: S[r][c] = scale · S[r][c] + T(q_ref, key), the key
+// of the column (S: keys on the columns from key0) or of the row (kTransposed, Sᵀ: keys on the rows). One evaluation
+// a key a thread holds (the same key's elements share it: ptxas keeps one). A row's softmax is the same without its
+// query part (a constant of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse
+// (the forward) or takes it from the column's lse bias (the backward's producer).
+template <class Mod, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
                                                    const MaskEnv& env) {
   static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
 #pragma unroll
   for (int nt = 0; nt < s.kNT; ++nt)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float key_part = score_term<Mod>(env, q_ref, col0 + s.col(nt, e));
+    for (int e = 0; e < 2; ++e)
 #pragma unroll
       for (int mt = 0; mt < s.kMT; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) s.v[mt][nt][2 * h + e] = fmaf(s.v[mt][nt][2 * h + e], scale, key_part);
-    }
+        for (int h = 0; h < 2; ++h) {
+          const int key = key0 + (kTransposed ? s.row(mt, h) : s.col(nt, e));
+          float& x = s.v[mt][nt][2 * h + e];
+          x = fmaf(x, scale, score_term<Mod>(env, q_ref, key));
+        }
 }
 
 // The query part of a separable modifier at row q against the reference row q_ref (k' = q_ref).
 template <class Mod>
 __device__ __forceinline__ float score_query_part(int q, int q_ref, const MaskEnv& env) {
   return score_term<Mod>(env, q, q_ref) - score_term<Mod>(env, q_ref, q_ref);
-}
-
-// The same on a transposed tile Sᵀ (keys on the rows from row0, queries on the columns): Sᵀ[r][c] = scale · Sᵀ[r][c] +
-// T(q_ref, row0 + r), one evaluation a row; the query part T(q, k') - T(q_ref, k') goes into the columns' lse.
-template <class Mod, int R, int C, int W>
-__device__ __forceinline__ void score_mod_key_part_rows(RegTileF32<R, C, W>& st, int q_ref, int row0, float scale,
-                                                        const MaskEnv& env) {
-  static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part_rows: a separable modifier");
-#pragma unroll
-  for (int mt = 0; mt < st.kMT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float key_part = score_term<Mod>(env, q_ref, row0 + st.row(mt, h));
-#pragma unroll
-      for (int nt = 0; nt < st.kNT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) st.v[mt][nt][2 * h + e] = fmaf(st.v[mt][nt][2 * h + e], scale, key_part);
-    }
 }
 
 // tile.score_grad: dS[r][c] *= dMod/ds at scale · raw[r][c].
