@@ -102,26 +102,30 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
 }
 
 // A separable modifier on a score tile, the query part left out: S[r][c] = scale · S[r][c] + T(q_ref, key), the key
-// of the column (S: keys on the columns from key0) or of the row (kTransposed, Sᵀ: keys on the rows). One evaluation
-// a key a thread holds (the same key's elements share it: ptxas keeps one). A row's softmax is the same without its
-// query part (a constant of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse
-// (the forward) or takes it from the column's lse bias (the backward's producer).
+// of the column (S: keys on the columns from key0) or of the row (kTransposed, Sᵀ: keys on the rows): one evaluation a
+// key a thread holds, shared by that key's elements. A row's softmax is the same without its query part (a constant
+// of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse (the forward) or takes it
+// from the column's lse bias (the backward's producer).
 template <class Mod, bool kTransposed = false, int R, int C, int W>
 __device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
                                                    const MaskEnv& env) {
   static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
+  using Tile = RegTileF32<R, C, W>;
+  // Keys outermost (S's column slabs, or Sᵀ's row slabs), then the elements that share a key.
+  constexpr int kKeySlabs = kTransposed ? Tile::kMT : Tile::kNT, kOtherSlabs = kTransposed ? Tile::kNT : Tile::kMT;
 #pragma unroll
-  for (int nt = 0; nt < s.kNT; ++nt)
+  for (int k = 0; k < kKeySlabs; ++k)
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
+    for (int kh = 0; kh < 2; ++kh) {
+      const float key_part = score_term<Mod>(env, q_ref, key0 + (kTransposed ? s.row(k, kh) : s.col(k, kh)));
 #pragma unroll
-      for (int mt = 0; mt < s.kMT; ++mt)
+      for (int o = 0; o < kOtherSlabs; ++o)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int key = key0 + (kTransposed ? s.row(mt, h) : s.col(nt, e));
-          float& x = s.v[mt][nt][2 * h + e];
-          x = fmaf(x, scale, score_term<Mod>(env, q_ref, key));
+        for (int oh = 0; oh < 2; ++oh) {
+          float& x = kTransposed ? s.v[k][o][2 * kh + oh] : s.v[o][k][2 * oh + kh];
+          x = fmaf(x, scale, key_part);
         }
+    }
 }
 
 // The query part of a separable modifier at row q against the reference row q_ref (k' = q_ref).
