@@ -161,9 +161,6 @@ struct AttentionBwdWsPlan {
   // a third pair of dQ boxes fits: the warpgroup with two dQ products a step reduces the second through the spare
   // pair without waiting for the first's read (session 21: that wait made named barriers the top stall).
   static constexpr bool kSpareDqBoxes = kSubM < kBlockM;
-  // The producer stages a step's lse bias and D quad-lane major (backward.cuh: 16-byte loads) where the consumers
-  // read whole steps' columns (not the D = 192 halves).
-  static constexpr bool kQuadStats = kSubM == kBlockM;
   static constexpr int kDsBuffers = kKeySplit && !kSpareDqBoxes ? 2 : 1;
   // dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a warpgroup,
   // 128B swizzle) into dq_accum's map: the key split always (+2-8 % over the consumers' red.v4, kernel lab run
@@ -407,11 +404,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 #pragma unroll
       for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
-        const int at = P::kQuadStats ? quad_major_index<kBlockM>(r) : r;
-        lse_log2_slot(s)[at] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) -
-                                              detail::query_part_log2<P>(row, k0, batch, head, score_env)
-                                        : INFINITY;
-        delta_slot(s)[at] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
+        lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) -
+                                             detail::query_part_log2<P>(row, k0, batch, head, score_env)
+                                       : INFINITY;
+        delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
@@ -546,7 +542,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(parts, st, k0,
                                                                                                 q0, Sk, offset, env);
         }
-        recompute_probs_cols_log2(st, load_quad_columns(st, lse_log2_slot(s)), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         if constexpr (!P::kLateDv) {
           convert(pt16, st);
@@ -556,7 +552,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           if constexpr (P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
           wgmma_wait<0>();
         }
-        softmax_grad_cols(dpt, st, load_quad_columns(dpt, delta_slot(s)));  // dSᵀ = Pᵀ (dPᵀ - D)
+        softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
         if constexpr (P::kLateDv) {
           convert(pt16, st);
           wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
@@ -654,7 +650,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(parts, st, k0,
                                                                                                q0, Sk, offset, env);
           }
-          recompute_probs_cols_log2(st, load_quad_columns(st, lse_log2_slot(s)), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+          recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
           convert(pt16, st);
         }
@@ -686,7 +682,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           sync_roles(P::kBarP);
           load_p(pt);
           wgmma_wait<0>();
-          softmax_grad_cols(dpt, pt, load_quad_columns(dpt, delta_slot(s)));  // dSᵀ = Pᵀ (dPᵀ - D)
+          softmax_grad_cols(dpt, pt, delta_slot(s));  // dSᵀ = Pᵀ (dPᵀ - D)
           convert(dst16, dpt);
         }
         store_fragments(dSs, dst16);

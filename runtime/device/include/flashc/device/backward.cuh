@@ -68,53 +68,6 @@ __device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t
   }
 }
 
-// A step's per-query vector of a transposed tile (the lse bias, D) staged quad-lane major: column c at
-// quad_major_index<C>(c), so that the columns a thread holds (8 nt + 2 t + e, t its lane in the quad) are C / 4
-// contiguous floats, read as C / 16 16-byte loads instead of C / 8 8-byte ones (the warp-specialised backward, whose
-// producer stages them: fewer shared-memory instructions a step).
-template <int C>
-__host__ __device__ constexpr int quad_major_index(int c) {
-  return (c % 8 / 2) * (C / 4) + (c / 8) * 2 + c % 2;
-}
-template <int C>
-struct QuadColumns {
-  float v[C / 4];  // v[2 nt + e]: column 8 nt + 2 t + e
-};
-template <int R, int C, int W>
-__device__ __forceinline__ QuadColumns<C> load_quad_columns(const RegTileF32<R, C, W>&, const float* staged) {
-  static_assert(C % 16 == 0, "quad-major columns: whole 16-byte loads");
-  QuadColumns<C> out;
-  const float4* src = reinterpret_cast<const float4*>(staged + (lane_id() & 3) * (C / 4));
-#pragma unroll
-  for (int i = 0; i < C / 16; ++i) {
-    const float4 x = src[i];
-    out.v[4 * i] = x.x, out.v[4 * i + 1] = x.y, out.v[4 * i + 2] = x.z, out.v[4 * i + 3] = x.w;
-  }
-  return out;
-}
-// recompute_probs_cols_log2 and softmax_grad_cols with the columns' values loaded quad-lane major.
-template <int R, int C, int W>
-__device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t, const QuadColumns<C>& lse_log2,
-                                                          float scale_log2) {
-#pragma unroll
-  for (int nt = 0; nt < t.kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < t.kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        t.v[mt][nt][i] = fast_exp2(fmaf(t.v[mt][nt][i], scale_log2, -lse_log2.v[2 * nt + (i & 1)]));
-}
-template <int R, int C, int W>
-__device__ __forceinline__ void softmax_grad_cols(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
-                                                  const QuadColumns<C>& d) {
-#pragma unroll
-  for (int nt = 0; nt < dp.kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < dp.kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) dp.v[mt][nt][i] = p.v[mt][nt][i] * (dp.v[mt][nt][i] - d.v[2 * nt + (i & 1)]);
-}
-
 // tile op `softmax_grad %p, %dp, %d`: dp[r][c] := p[r][c] * (dp[r][c] - d[r]), in place in dp.
 template <int R, int C, int W>
 __device__ __forceinline__ void softmax_grad(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
