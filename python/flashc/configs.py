@@ -102,13 +102,14 @@ TEST_ATTENTION_BLOCK_SPARSE = (
 # the op-by-op backward in both forms), text forms where they read tensors (test_gpu_attention's test_score_modifiers
 # gives them values): ALiBi (t0: a slope per query head), Gemma-2's soft cap written as a modifier, a learned
 # relative-position bias (t0: [Hq, 33] buckets of k - q clamped to +-16) with a per-head temperature, ALiBi under
-# a document mask (two modifiers, two tensors) and a separable key + query bias (two [Hq, 33] tables).
+# a document mask (two modifiers, two tensors) and a key + query bias (two [Hq, 33] tables: apart, but not separable
+# for the kernels, whose query part would turn a table's -inf into NaN).
 ALIBI_SCORE = "v0 = read t0 h; v1 = sub k q; v2 = itof v1; v3 = mulf v0 v2; v4 = addf s v3; yield v4 | f32"
 FLEX_DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = ge q k; v4 = and v2 v3; yield v4"
 RELATIVE_BIAS_SCORE = ("v0 = sub k q; v1 = max v0 -16; v2 = min v1 16; v3 = add v2 16; v4 = read t0 h v3; "
                        "v5 = read t0 h 0; v6 = exp v5; v7 = mulf s v6; v8 = addf v7 v4; yield v8 | f32")
-# A separable bias (s + a key part + a query part, the kernels' one-FFMA form): two [Hq, 33] tables read at k mod 33
-# and q mod 33.
+# A key bias plus a query bias: two [Hq, 33] tables read at k mod 33 and q mod 33 (s + A(q) + B(k), but f32 tables may
+# hold -inf: the element-wise form, scoreBiasSeparable).
 KEY_QUERY_BIAS_SCORE = ("v0 = rem k 33; v1 = read t0 h v0; v2 = addf s v1; v3 = rem q 33; v4 = read t1 h v3; "
                         "v5 = addf v2 v4; yield v5 | f32 f32")
 
@@ -131,7 +132,7 @@ TEST_ATTENTION_SCORE_MOD = (
     # Flex's causal mask_mod on the dedicated causal path.
     AttentionConfig("bf16", 4, 2, 128, mask_mod=FLEX_DOCUMENT_MASK, score_mod=ALIBI_SCORE),
     AttentionConfig("bf16", 4, 2, 128, causal=True),
-    # The separable key + query bias (the query part through lse).
+    # The key + query bias (the element-wise form; ALiBi's configurations take the separable one).
     AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=KEY_QUERY_BIAS_SCORE))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark

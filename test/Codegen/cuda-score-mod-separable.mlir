@@ -1,17 +1,18 @@
-// Which score modifiers are separable: s + A(b, h, q) + B(b, h, k) by their form (kSeparable in the printed struct).
-// The warp-specialised kernels then add the key part B once a key column (forward) or key row (backward) and leave
-// the query part A out of the scores, adding it to lse (forward) or taking it from the lse the producer stages
-// (backward): with a reference row q' and key k', T(q, k) = T(q', k) + (T(q, k') - T(q', k')), T = score(0, q, k).
-// Sums, differences, negations, products with a factor free of q and k and conversions keep the parts apart; an op
-// of both q and k that is none of those (a min, a product of two distances, a read at both) joins them, and so does
-// any use of s but s + T.
+// Which score modifiers are separable: s + A(b, h, q) + B(b, h, k) by their form, A and B finite (kSeparable in the
+// printed struct). The warp-specialised kernels then add the key part B once a key column (forward) or key row
+// (backward) and leave the query part A out of the scores, adding it to lse (forward) or taking it from the lse the
+// producer stages (backward): with a reference row q' and key k', T(q, k) = T(q', k) + (T(q, k') - T(q', k')), T =
+// score(0, q, k). Sums, differences, negations, products with a factor free of q and k and conversions keep the parts
+// apart; an op of both q and k that is none of those (a min, a product of two distances, a read at both) joins them,
+// and so does any use of s but s + T. A part that may be infinite (an f32 bias read and added: its -inf masks, and
+// -inf - -inf is NaN) keeps the element-wise form.
 //
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s
 // The forward's tuning space takes the wide key block (192) under a separable modifier only (its softmax holds
 // nothing more than the plain one's; #tile.attention score_separable).
 // RUN: flashc %s --print-tuning-space | FileCheck %s --check-prefix=SPACE
 // RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 \
-// RUN:   | grep -a -A1 -E "properties for flashc_(alibi|two_tables|negated)_attention_(fwd|bwd)$" \
+// RUN:   | grep -a -A1 -E "properties for flashc_(alibi|positions|negated)_attention_(fwd|bwd)$" \
 // RUN:   | FileCheck %s --check-prefix=PTXAS
 
 // ALiBi: s + slope[h] · (k - q). A(q) = -slope[h] · q, B(k) = slope[h] · k.
@@ -34,9 +35,10 @@ func.func @alibi(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tenso
   return %o : tensor<?x4x?x64xbf16>
 }
 
-// A key bias and a query bias from tables, added one after the other: (s + kb[h, k]) + qb[h, q].
+// A key bias and a query bias from f32 tables, added one after the other: (s + kb[h, k]) + qb[h, q]. Apart, but a
+// table may hold -inf (a masked key or query): not separable.
 // CHECK-LABEL: // ---- two_tables_attention_bwd ----
-// CHECK: static constexpr bool kSeparable = true;
+// CHECK: static constexpr bool kSeparable = false;
 func.func @two_tables(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
                       %kb: tensor<4x33xf32>, %qb: tensor<4x33xf32>) -> tensor<?x4x?x64xbf16> {
   %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
@@ -73,6 +75,31 @@ func.func @negated(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: ten
     %r = arith.subf %s, %bias : f32
     flash.yield %r : f32
   } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// ALiBi over positions read from an i32 table (packed or padded sequences): s + slope[h] · (pos[k] - pos[q]). The
+// reads are integers (finite), the slope a factor: separable.
+// CHECK-LABEL: // ---- positions_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = true;
+func.func @positions(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                     %slopes: tensor<4xf32>, %pos: tensor<4096xi32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod(%slopes, %pos) {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %m: tensor<4xf32>, %p: tensor<4096xi32>):
+    %slope = tensor.extract %m[%h] : tensor<4xf32>
+    %pk = tensor.extract %p[%ki] : tensor<4096xi32>
+    %pq = tensor.extract %p[%qi] : tensor<4096xi32>
+    %pki = arith.index_cast %pk : i32 to index
+    %pqi = arith.index_cast %pq : i32 to index
+    %d = arith.subi %pki, %pqi : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %bias : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<4xf32>, tensor<4096xi32>)
     -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
   return %o : tensor<?x4x?x64xbf16>
 }
@@ -139,14 +166,15 @@ func.func @doubled(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: ten
   return %o : tensor<?x4x?x64xbf16>
 }
 
-// The separable modifiers' forwards and backwards compile without spills (two_tables spilled 68 / 28 bytes in the
-// element-wise form).
+// The separable modifiers' forwards and backwards compile without spills.
 // PTXAS-COUNT-6: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: spill
 
 // SPACE-LABEL: "kernel": "alibi_attention_fwd",
 // SPACE: block_n=192
 // SPACE-LABEL: "kernel": "two_tables_attention_bwd",
+// SPACE-NOT: block_n=192
+// SPACE-LABEL: "kernel": "negated_attention_bwd",
 // SPACE-LABEL: "kernel": "clamped_attention_fwd",
 // SPACE-NOT: block_n=192
 // SPACE-LABEL: "kernel": "squared_attention_bwd",

@@ -295,18 +295,21 @@ bool scoreDerivativeIsOne(Region &body) {
 bool scoreBiasSeparable(Region &body) {
   // Per value: which of s, q, k it depends on; for a value free of s, whether it is a sum of a part of q and a part
   // of k (apart: b, h and the tensors are constants of a (batch, head) tile); for one of s, whether it is s plus
-  // such a value (sPlus).
+  // such a value (sPlus); and whether it may be infinite for finite scale factors (mayBeInfinite: an f32 read that is
+  // added, not a factor, or what exp, log, a division or a square root make). The kernels take the query part as
+  // T(q, k') - T(q', k'), which an infinite term turns into NaN (a key bias of -inf at k') or whose -inf (a query bias
+  // masking its row) they would not see in the row's softmax: such modifiers keep the element-wise form.
   enum : unsigned { kS = 1, kQ = 2, kK = 4 };
   struct Form {
     unsigned deps = 0;
-    bool apart = true, sPlus = false;
+    bool apart = true, sPlus = false, mayBeInfinite = false;
   };
   Block &block = body.front();
   ScoreFunctionLayout layout = scoreFunctionLayout(body);
   llvm::DenseMap<Value, Form> form;
-  form[block.getArgument(0)] = {kS, false, true};
-  form[block.getArgument(layout.indexArgument(2))] = {kQ, true, false};
-  form[block.getArgument(layout.indexArgument(3))] = {kK, true, false};
+  form[block.getArgument(0)] = {kS, false, true, false};
+  form[block.getArgument(layout.indexArgument(2))] = {kQ, true, false, false};
+  form[block.getArgument(layout.indexArgument(3))] = {kK, true, false, false};
   auto of = [&](Value v) { return form.lookup(v); };
   auto isConstant = [&](Value v) { return of(v).deps == 0; };
   auto apart = [&](Value v) { return !(of(v).deps & kS) && of(v).apart; };
@@ -314,9 +317,21 @@ bool scoreBiasSeparable(Region &body) {
     if (op.getNumResults() != 1)
       return false;
     Form r;
-    for (Value operand : op.getOperands())
+    for (Value operand : op.getOperands()) {
       r.deps |= of(operand).deps;
+      r.mayBeInfinite |= of(operand).mayBeInfinite;
+    }
     Value a = op.getNumOperands() > 0 ? op.getOperand(0) : Value(), b = op.getNumOperands() > 1 ? op.getOperand(1) : Value();
+    if (auto read = dyn_cast<tensor::ExtractOp>(op))
+      r.mayBeInfinite = read.getType().isF32();
+    else if (auto constant = dyn_cast<arith::ConstantOp>(op))
+      r.mayBeInfinite = isa<FloatAttr>(constant.getValue()) &&
+                        !std::isfinite(cast<FloatAttr>(constant.getValue()).getValueAsDouble());
+    else if (isa<arith::MulFOp>(op) && (isConstant(a) || isConstant(b)))
+      // A factor of the tile (ALiBi's slope): infinite only where the modifier is NaN anyway (∞ · 0 at k = q).
+      r.mayBeInfinite = isConstant(a) ? of(b).mayBeInfinite : of(a).mayBeInfinite;
+    else if (isa<math::ExpOp, math::LogOp, math::SqrtOp, arith::DivFOp>(op))
+      r.mayBeInfinite = true;
     if (r.deps & kS) {
       r.apart = false;
       r.sPlus = llvm::TypeSwitch<Operation *, bool>(&op)
@@ -335,7 +350,8 @@ bool scoreBiasSeparable(Region &body) {
     }
     form[op.getResult(0)] = r;
   }
-  return of(block.getTerminator()->getOperand(0)).sPlus;
+  Form result = of(block.getTerminator()->getOperand(0));
+  return result.sPlus && !result.mayBeInfinite;
 }
 
 std::string printScoreProgram(Region &body, bool oneWord) {

@@ -73,15 +73,19 @@ ScoreValue evaluateScore(mlir::Region &body, double s, const IndexPoint &point, 
 /// modifier: dS passes through it unchanged.
 bool scoreDerivativeIsOne(mlir::Region &body);
 
-/// Whether a verified score function is, by its form, s + A(b, h, q) + B(b, h, k):
-/// s plus a term whose query and key parts add (ALiBi's slope[h] · (k - q), a
-/// per-key bias plus a per-query one). Sums, differences, negations, products
-/// with a factor free of q and k, and conversions keep parts apart; any other op
-/// of both q and k (a min, a compare, a read at both, a division) joins them.
-/// The kernels then add B per key column and leave A out of the softmax (a
-/// constant of its row), adding it to lse instead; the terms are taken from the
-/// function itself: with any reference row q' and key k',
-///   T(q, k) = T(q', k) + (T(q, k') - T(q', k')),   T(q, k) = score(0, q, k).
+/// Whether a verified score function is, by its form, s + A(b, h, q) + B(b, h, k)
+/// with finite A and B: s plus a term whose query and key parts add (ALiBi's
+/// slope[h] · (k - q), a distance between positions read from i32 tensors).
+/// Sums, differences, negations, products with a factor free of q and k, and
+/// conversions keep parts apart; any other op of both q and k (a min, a compare,
+/// a read at both, a division) joins them. A part that may be infinite — an f32
+/// read that is added rather than a factor (a bias table, whose -inf masks), or
+/// what exp, log, a division or a square root give — is refused too. The kernels
+/// add B per key column and leave A out of the softmax (a constant of its row),
+/// adding it to lse instead; the terms are taken from the function itself: with
+/// any reference row q' and key k',
+///   T(q, k) = T(q', k) + (T(q, k') - T(q', k')),   T(q, k) = score(0, q, k),
+/// which an infinite T(q', k') would make NaN.
 bool scoreBiasSeparable(mlir::Region &body);
 
 /// The score function's text form, what flashc/reference/score_program.h

@@ -256,8 +256,9 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     form (s plus terms free of s: ALiBi, bias tables), so a backward may leave
     dS as it is (the warp-specialised backward takes only these).
     score_separable = true: @f is s + A(b, h, i) + B(b, h, j) by its form
-    (ScoreFunction.h's scoreBiasSeparable: ALiBi, a key bias plus a query
-    bias): the warp-specialised kernels add B once a key and leave A to lse,
+    (ScoreFunction.h's scoreBiasSeparable, A and B finite: ALiBi, a distance of
+    positions read from an i32 tensor): the warp-specialised kernels add B
+    once a key and leave A to lse,
     so the forward's softmax holds nothing more than the plain one's (the wide
     key block may be planned).
   }];
