@@ -108,6 +108,10 @@ ALIBI_SCORE = "v0 = read t0 h; v1 = sub k q; v2 = itof v1; v3 = mulf v0 v2; v4 =
 FLEX_DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = ge q k; v4 = and v2 v3; yield v4"
 RELATIVE_BIAS_SCORE = ("v0 = sub k q; v1 = max v0 -16; v2 = min v1 16; v3 = add v2 16; v4 = read t0 h v3; "
                        "v5 = read t0 h 0; v6 = exp v5; v7 = mulf s v6; v8 = addf v7 v4; yield v8 | f32")
+# ALiBi over positions read from an i32 tensor (packed or padded sequences): s + slope[h] · (pos[k] - pos[q]), separable
+# (integers and a factor: the kernels' one-FFMA form with a query part through lse).
+ALIBI_POSITIONS_SCORE = ("v0 = read t0 h; v1 = read t1 k; v2 = read t1 q; v3 = sub v1 v2; v4 = itof v3; v5 = mulf v0 v4; "
+                         "v6 = addf s v5; yield v6 | f32 i32")
 # A key bias plus a query bias: two [Hq, 33] tables read at k mod 33 and q mod 33 (s + A(q) + B(k), but f32 tables may
 # hold -inf: the element-wise form, scoreBiasSeparable).
 KEY_QUERY_BIAS_SCORE = ("v0 = rem k 33; v1 = read t0 h v0; v2 = addf s v1; v3 = rem q 33; v4 = read t1 h v3; "
@@ -132,8 +136,10 @@ TEST_ATTENTION_SCORE_MOD = (
     # Flex's causal mask_mod on the dedicated causal path.
     AttentionConfig("bf16", 4, 2, 128, mask_mod=FLEX_DOCUMENT_MASK, score_mod=ALIBI_SCORE),
     AttentionConfig("bf16", 4, 2, 128, causal=True),
-    # The key + query bias (the element-wise form; ALiBi's configurations take the separable one).
-    AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=KEY_QUERY_BIAS_SCORE))
+    # The key + query bias (the element-wise form; ALiBi's configurations take the separable one), and ALiBi over
+    # positions (separable, i32 reads).
+    AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=KEY_QUERY_BIAS_SCORE),
+    AttentionConfig("bf16", 4, 4, 64, score_mod=ALIBI_POSITIONS_SCORE))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.

@@ -191,7 +191,8 @@ class AttentionGpuTest(unittest.TestCase):
     def test_score_modifiers(self):
         """Score modifiers (configs.TEST_ATTENTION_SCORE_MOD) against float64 autograd of the same modifier (not the
         compiler's derivative): ALiBi with random slopes of both signs, the soft cap as a modifier, a relative-position
-        bias table with a per-head temperature, ALiBi under a document mask; head dims 32 / 64 / 128 / 256, GQA, f16,
+        bias table with a per-head temperature, ALiBi under a document mask, a key + query bias, ALiBi over positions
+        read from an i32 tensor (the kernels' separable form, as ALiBi's); head dims 32 / 64 / 128 / 256, GQA, f16,
         both backward forms; over the ragged shapes and longer sequences."""
         from flashc.mask_mod import IndexProgram
         from flashc.score_mod import ScoreProgram
@@ -202,8 +203,12 @@ class AttentionGpuTest(unittest.TestCase):
             program = ScoreProgram.parse(config.score_mod)
             for batch, seq_q, seq_k in SHAPES + [(1, 700, 700), (1, 300, 650)]:
                 tensors = []
-                for rank in program.tensor_ranks:  # ALiBi's slopes [Hq]; the bias table [Hq, 33]
-                    shape = (config.num_heads,) if rank == 1 else (config.num_heads, 33)
+                for rank, kind in zip(program.tensor_ranks, program.tensor_kinds):
+                    if kind == "i32":  # positions of every row (ALiBi over positions): increasing, with gaps
+                        steps = torch.randint(0, 3, (max(seq_q, seq_k),), generator=g, device="cuda")
+                        tensors.append(torch.cumsum(steps, 0).to(torch.int32))
+                        continue
+                    shape = (config.num_heads,) if rank == 1 else (config.num_heads, 33)  # slopes [Hq]; a table
                     tensors.append((torch.rand(shape, generator=g, device="cuda") - 0.5) * 0.5)
                 score = program.with_tensors(*tensors) if tensors else None
                 mask = None
