@@ -5,6 +5,7 @@ differentiates by central differences, the tile programs by the compiler's forwa
 say what is supported."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from flashc.score_mod import ScoreProgram, exp, maximum, minimum, tanh, trace, w
 from flashc.spec import AttentionConfig
 
 FLASH_RUN_TILE = find_tool("flash-run-tile", "FLASHC_FLASH_RUN_TILE")
+FLASHC = find_tool("flashc", "FLASHC_COMPILER")
 FLASH_OPT = find_tool("flash-opt", "FLASHC_FLASH_OPT")
 
 SCORES = {
@@ -153,6 +155,55 @@ class ScoreModTest(unittest.TestCase):
                     f.write(config.spec_text())
                 run = subprocess.run([FLASH_OPT, path], capture_output=True, text=True, timeout=120)
                 self.assertEqual(run.returncode, 0, run.stderr)
+
+    def test_separable_verdict_against_float64(self):
+        """The compiler's separable verdict (the printed struct's kSeparable: scoreBiasSeparable) against the float64
+        evaluator. A modifier called separable is s + T with T(q, k) = T(q', k) + T(q, k') - T(q', k') (T = score(0,
+        ...)), the identity the kernels' key and query parts rest on, at random points and tensors; the relative-bias
+        table (a clamped distance) is refused and breaks the identity, so the check can fail."""
+        if not FLASHC:
+            sys.stderr.write("SKIPPED: test_score_mod: flashc is not built\n")
+            self.skipTest("flashc is not built")
+        try:
+            import torch
+        except ImportError:
+            sys.stderr.write("SKIPPED: test_score_mod: the separable check's float64 evaluator needs torch\n")
+            self.skipTest("torch is not installed")
+        g = torch.Generator().manual_seed(5)
+        seen = set()
+        for config in configs.TEST_ATTENTION_SCORE_MOD + tuple(c for c in configs.BENCH_PROGRAMMABLE if c.score_mod):
+            if config.score_mod is None or not isinstance(config.score_mod, str) or config.score_mod in seen:
+                continue
+            seen.add(config.score_mod)
+            with self.subTest(score_mod=config.score_mod), tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "spec.mlir")
+                with open(path, "w") as f:
+                    f.write(config.spec_text())
+                run = subprocess.run([FLASHC, path, "--emit=cuda", "-o", "-"], capture_output=True, text=True,
+                                     timeout=120)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                verdicts = set(re.findall(r"kSeparable = (true|false)", run.stdout))
+                self.assertEqual(len(verdicts), 1, "one verdict a modifier")
+                separable = verdicts.pop() == "true"
+                program = ScoreProgram.parse(config.score_mod)
+                tensors = [torch.randint(0, 5000, (4096,), generator=g, dtype=torch.int32) if kind == "i32" else
+                           torch.rand((config.num_heads,) if rank == 1 else (config.num_heads, 33), generator=g,
+                                      dtype=torch.float64) - 0.5
+                           for rank, kind in zip(program.tensor_ranks, program.tensor_kinds)]
+                h = torch.randint(0, config.num_heads, (512,), generator=g)
+                q, k, q2, k2 = (torch.randint(0, 4096, (512,), generator=g) for _ in range(4))
+                term = lambda qi, ki: program.evaluate(torch.zeros(512, dtype=torch.float64), qi, ki, h=h,
+                                                       tensors=tensors)
+                gap = (term(q, k) - (term(q2, k) + term(q, k2) - term(q2, k2))).abs().max().item()
+                if separable:
+                    self.assertLess(gap, 1e-6)
+                    s = torch.rand(512, dtype=torch.float64, generator=g)
+                    self.assertLess((program.evaluate(s, q, k, h=h, tensors=tensors) - s - term(q, k)).abs().max()
+                                    .item(), 1e-9)
+                if config.score_mod == configs.RELATIVE_BIAS_SCORE:
+                    self.assertFalse(separable)
+                    self.assertGreater(gap, 1e-3)
+        self.assertIn(configs.ALIBI_SCORE, seen)
 
     def _run_tile(self, name, spec):
         with self.subTest(name=name), tempfile.TemporaryDirectory() as tmp:
