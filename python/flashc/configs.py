@@ -136,10 +136,11 @@ TEST_ATTENTION_SCORE_MOD = (
     # Flex's causal mask_mod on the dedicated causal path.
     AttentionConfig("bf16", 4, 2, 128, mask_mod=FLEX_DOCUMENT_MASK, score_mod=ALIBI_SCORE),
     AttentionConfig("bf16", 4, 2, 128, causal=True),
-    # The key + query bias (the element-wise form; ALiBi's configurations take the separable one), and ALiBi over
-    # positions (separable, i32 reads).
+    # The key + query bias (the element-wise form; ALiBi's configurations take the separable one), ALiBi over
+    # positions (separable, i32 reads), and ALiBi at D = 192 / Dv = 128 (the key split's score halves).
     AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=KEY_QUERY_BIAS_SCORE),
-    AttentionConfig("bf16", 4, 4, 64, score_mod=ALIBI_POSITIONS_SCORE))
+    AttentionConfig("bf16", 4, 4, 64, score_mod=ALIBI_POSITIONS_SCORE),
+    AttentionConfig("bf16", 2, 2, 192, causal=True, value_head_dim=128, score_mod=ALIBI_SCORE))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.
