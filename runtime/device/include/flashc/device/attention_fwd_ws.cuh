@@ -99,8 +99,9 @@ struct AttentionFwdWsPlan {
   // warpgroups); three get 160 each, of which FlashAttention-3 gives 128 to O, S and P at D = 64 (ptxas decides).
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
   // Wide key blocks (192: FlashAttention-3's wide tile at D <= 128, fewer rescales and hand-overs a key) hold O, S
-  // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, score or
-  // mask modifier; ptxas: 0 spills at D = 64-128 unmasked, 16-20 bytes under a causal mask).
+  // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, mask
+  // modifier or score modifier but a separable one; ptxas: 0 spills at D = 64-128 unmasked, 12-20 bytes under a
+  // causal mask).
   static constexpr bool kWideKeys = kBlockN == 192;
   static_assert(!kWideKeys || (kConsumerWarpgroups == 2 && kValueDim <= 128 && kSoftcap == 0.f &&
                                (!kScoreMod || kSeparableScore) && !MaskHasModifier<Config>::value),
