@@ -104,6 +104,58 @@ func.func @positions(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: t
   return %o : tensor<?x4x?x64xbf16>
 }
 
+// Apart, but with parts that may be infinite: s + log(k + 1) - log(q + 1) (a log may give -inf, as exp, a division or
+// a square root may give inf): the element-wise form.
+// CHECK-LABEL: // ---- logs_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @logs(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %c1 = arith.constant 1 : index
+    %k1 = arith.addi %ki, %c1 : index
+    %q1 = arith.addi %qi, %c1 : index
+    %k64 = arith.index_cast %k1 : index to i64
+    %q64 = arith.index_cast %q1 : index to i64
+    %kf = arith.sitofp %k64 : i64 to f32
+    %qf = arith.sitofp %q64 : i64 to f32
+    %lk = math.log %kf : f32
+    %lq = math.log %qf : f32
+    %s1 = arith.addf %s, %lk : f32
+    %r = arith.subf %s1, %lq : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// The same form with finite parts is separable: s + 0.5 · (k + 1) - 0.5 · (q + 1) through the same conversions.
+// CHECK-LABEL: // ---- halves_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = true;
+func.func @halves(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %c1 = arith.constant 1 : index
+    %half = arith.constant 0.5 : f32
+    %k1 = arith.addi %ki, %c1 : index
+    %q1 = arith.addi %qi, %c1 : index
+    %k64 = arith.index_cast %k1 : index to i64
+    %q64 = arith.index_cast %q1 : index to i64
+    %kf = arith.sitofp %k64 : i64 to f32
+    %qf = arith.sitofp %q64 : i64 to f32
+    %lk = arith.mulf %kf, %half : f32
+    %lq = arith.mulf %half, %qf : f32
+    %s1 = arith.addf %s, %lk : f32
+    %r = arith.subf %s1, %lq : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
 // A clamped distance joins q and k (min / max of both): a relative-position bias table, not separable.
 // CHECK-LABEL: // ---- clamped_attention_bwd ----
 // CHECK: static constexpr bool kSeparable = false;

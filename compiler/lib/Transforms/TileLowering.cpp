@@ -92,6 +92,9 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
   Builder b(ctx);
   bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed;
   bool noScores = role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
+  // The score modifier's form, for the roles that compute scores (s + A(q) + B(k) is also of derivative 1).
+  bool scoreAdditive = !noScores && !classifies && op.hasScoreMod() && flashc::scoreDerivativeIsOne(op.getScoreMod());
+  bool scoreSeparable = scoreAdditive && flashc::scoreBiasSeparable(op.getScoreMod());
   return AttentionSpecAttr::get(ctx, role, op.getHeadDim(), op.getValueHeadDim(),
                                 b.getF64FloatAttr(op.getScaleValue()),
                                 b.getF64FloatAttr(op.getSoftcapValue()), left, right,
@@ -101,11 +104,7 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
-                                /*scoreAdditive=*/!noScores && !classifies && op.hasScoreMod() &&
-                                    flashc::scoreDerivativeIsOne(op.getScoreMod()),
-                                /*scoreSeparable=*/!noScores && !classifies && op.hasScoreMod() &&
-                                    flashc::scoreDerivativeIsOne(op.getScoreMod()) &&
-                                    flashc::scoreBiasSeparable(op.getScoreMod()));
+                                scoreAdditive, scoreSeparable);
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }
