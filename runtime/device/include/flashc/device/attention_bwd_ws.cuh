@@ -225,31 +225,44 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_commit_group();
   }
 }
-// Sᵀ' = mod(scale · Sᵀ) of the tile st (keys k0.., queries q0..), its batch and head from the step's mask env. A
-// separable modifier adds only its key part against the reference row k0 (a row's one evaluation); the producer put
-// the query part into the step's lse (query_part_log2).
+// The score modifier's env at a step: its tensors, the step's batch and query head.
+__device__ __forceinline__ MaskEnv step_score_env(const MaskEnv& score_env, const MaskEnv& step) {
+  MaskEnv env = score_env;
+  env.batch = step.batch;
+  env.head = step.head;
+  return env;
+}
+// A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
+// product runs so that their tensor reads are not on the step's path (nothing for any other modifier).
+struct NoKeyParts {};
 template <class P, int R, int C, int W>
+__device__ __forceinline__ auto step_key_parts(const RegTileF32<R, C, W>& st, int k0, const MaskEnv& score_env,
+                                               const MaskEnv& step) {
+  if constexpr (P::kSeparableScore)
+    return score_key_parts<typename P::ScoreMod, true>(st, /*q_ref=*/k0, k0, step_score_env(score_env, step));
+  else
+    return NoKeyParts{};
+}
+// Sᵀ' = mod(scale · Sᵀ) of the tile st (keys k0.., queries q0..), its batch and head from the step's mask env. A
+// separable modifier adds only its key parts (step_key_parts: a row's one evaluation); the producer put the query
+// part into the step's lse (query_part_log2).
+template <class P, int R, int C, int W, class KeyParts>
 __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, int k0, int Sq, const MaskEnv& score_env,
-                                              const MaskEnv& step) {
-  if constexpr (P::kScoreMod) {
-    MaskEnv env = score_env;
-    env.batch = step.batch;
-    env.head = step.head;
-    if constexpr (P::kSeparableScore)
-      score_mod_key_part<typename P::ScoreMod, true>(st, /*q_ref=*/k0, k0, P::kScale, env);
-    else
-      score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, env);
-  }
+                                              const MaskEnv& step, const KeyParts& key_parts) {
+  if constexpr (P::kSeparableScore)
+    add_score_key_parts<true>(st, key_parts, P::kScale);
+  else if constexpr (P::kScoreMod)
+    score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale, step_score_env(score_env, step));
 }
 // log2e · the query part of a separable modifier at query row q (reference row k0; 0 for any other modifier): what
 // the producer takes from the row's lse bias, so that exp2(log2e (scale s + key part) - bias) is the probability.
 template <class P>
 __device__ __forceinline__ float query_part_log2(int q, int k0, int batch, int head, const MaskEnv& score_env) {
   if constexpr (P::kSeparableScore) {
-    MaskEnv env = score_env;
-    env.batch = batch;
-    env.head = head;
-    return kLog2e * score_query_part<typename P::ScoreMod>(q, k0, env);
+    MaskEnv step;
+    step.batch = batch;
+    step.head = head;
+    return kLog2e * score_query_part<typename P::ScoreMod>(q, k0, step_score_env(score_env, step));
   } else {
     return 0.f;
   }
@@ -360,8 +373,13 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   auto bar = [&](int i) { return smem_u32(smem + P::kSmemBar) + 8u * i; };
   auto phase = [](int it) { return static_cast<unsigned>(it / kStages) & 1u; };
   // Sᵀ' = mod(scale · Sᵀ) of a step's queries q0.. (its batch and head from the mask's env), before the mask.
-  auto modify_scores = [&](RegTileF32<kBlockN, P::kSubM, kTileWarps>& st, int q0, const MaskEnv& step) {
-    detail::modify_scores<P>(st, q0, k0, Sq, score_env, step);
+  using ScoreTile = RegTileF32<kBlockN, P::kSubM, kTileWarps>;
+  using KeyParts = decltype(detail::step_key_parts<P>(ScoreTile{}, 0, MaskEnv{}, MaskEnv{}));
+  auto key_parts = [&](const ScoreTile& st, const MaskEnv& step) {
+    return detail::step_key_parts<P>(st, k0, score_env, step);
+  };
+  auto modify_scores = [&](ScoreTile& st, int q0, const MaskEnv& step, const KeyParts& score_keys) {
+    detail::modify_scores<P>(st, q0, k0, Sq, score_env, step, score_keys);
   };
 
   if (threadIdx.x == 0) {
@@ -489,9 +507,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           const int qh = h * P::kSubM;
           RegTileF32<kBlockN, P::kSubM, kTileWarps> st, dpt;
           wgmma_matmul_tb<false, true>(st, Ks, q_tile(s), qh);    // Sᵀ_h = K Q_hᵀ
+          const KeyParts score_keys = key_parts(st, env);         // under Sᵀ_h's product
           wgmma_wait<0>();                                        // Sᵀ_h (and half 0's products)
           wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s), qh);  // dPᵀ_h = V dO_hᵀ
-          modify_scores(st, q0 + qh, env);
+          modify_scores(st, q0 + qh, env, score_keys);
           if (parts) {
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(
                 parts, st, k0, q0 + qh, Sk, offset, env);
@@ -534,8 +553,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
         wgmma_matmul_tb<false, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
+        const KeyParts score_keys = key_parts(st, env);  // under Sᵀ's product
         wgmma_wait<P::kLateDp ? 0 : 1>();
-        modify_scores(st, q0, env);
+        modify_scores(st, q0, env, score_keys);
         if (parts) {
           // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
           // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
@@ -645,7 +665,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         {
           RegTileF32<kBlockN, kBlockM, kTileWarps> st;
           wgmma_matmul_tb<true, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
-          modify_scores(st, q0, env);
+          modify_scores(st, q0, env, key_parts(st, env));
           if (parts) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(parts, st, k0,
                                                                                                q0, Sk, offset, env);

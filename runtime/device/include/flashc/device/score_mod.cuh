@@ -106,26 +106,46 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
 // key a thread holds, shared by that key's elements. A row's softmax is the same without its query part (a constant
 // of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse (the forward) or takes it
 // from the column's lse bias (the backward's producer).
+// In two halves, so that a kernel can evaluate the key parts (their tensor reads) while the scores' product runs and
+// add them once it completes: score_key_parts, then add_score_key_parts.
+template <int kKeySlabs>
+struct ScoreKeyParts {
+  float v[kKeySlabs][2];  // [key slab][half]
+};
 template <class Mod, bool kTransposed = false, int R, int C, int W>
-__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
-                                                   const MaskEnv& env) {
-  static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
+__device__ __forceinline__ auto score_key_parts(const RegTileF32<R, C, W>&, int q_ref, int key0, const MaskEnv& env) {
+  static_assert(ScoreSeparable<Mod>::value, "score_key_parts: a separable modifier");
   using Tile = RegTileF32<R, C, W>;
-  // Keys outermost (S's column slabs, or Sᵀ's row slabs), then the elements that share a key.
-  constexpr int kKeySlabs = kTransposed ? Tile::kMT : Tile::kNT, kOtherSlabs = kTransposed ? Tile::kNT : Tile::kMT;
+  ScoreKeyParts<kTransposed ? Tile::kMT : Tile::kNT> parts;
 #pragma unroll
-  for (int k = 0; k < kKeySlabs; ++k)
+  for (int k = 0; k < (kTransposed ? Tile::kMT : Tile::kNT); ++k)
 #pragma unroll
-    for (int kh = 0; kh < 2; ++kh) {
-      const float key_part = score_term<Mod>(env, q_ref, key0 + (kTransposed ? s.row(k, kh) : s.col(k, kh)));
+    for (int kh = 0; kh < 2; ++kh)
+      parts.v[k][kh] = score_term<Mod>(env, q_ref, key0 + (kTransposed ? Tile::row(k, kh) : Tile::col(k, kh)));
+  return parts;
+}
+template <bool kTransposed = false, int R, int C, int W, int K>
+__device__ __forceinline__ void add_score_key_parts(RegTileF32<R, C, W>& s, const ScoreKeyParts<K>& parts,
+                                                    float scale) {
+  using Tile = RegTileF32<R, C, W>;
+  constexpr int kOtherSlabs = kTransposed ? Tile::kNT : Tile::kMT;
+  static_assert(K == (kTransposed ? Tile::kMT : Tile::kNT), "add_score_key_parts: the parts of another tile shape");
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int kh = 0; kh < 2; ++kh)
 #pragma unroll
       for (int o = 0; o < kOtherSlabs; ++o)
 #pragma unroll
         for (int oh = 0; oh < 2; ++oh) {
           float& x = kTransposed ? s.v[k][o][2 * kh + oh] : s.v[o][k][2 * oh + kh];
-          x = fmaf(x, scale, key_part);
+          x = fmaf(x, scale, parts.v[k][kh]);
         }
-    }
+}
+template <class Mod, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
+                                                   const MaskEnv& env) {
+  add_score_key_parts<kTransposed>(s, score_key_parts<Mod, kTransposed>(s, q_ref, key0, env), scale);
 }
 
 // The query part of a separable modifier at row q against the reference row q_ref (k' = q_ref).
