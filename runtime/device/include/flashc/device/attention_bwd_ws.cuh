@@ -43,7 +43,9 @@
 //   kGroup                query heads per KV head (0: q.shape[1] / k.shape[1] at run time)
 //   kWindowLeft, kWindowRight, kScale   Window<L, R> mask, softmax scale (no softcap in this form)
 //   ScoreMod (optional)   a score modifier whose derivative is 1 (score_mod.cuh; ALiBi, bias tables)
-//   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales)
+//   kDqScale              factor on dQ before its reduction (the scale, or 1 where a postprocess scales); the
+//                         consumers fold the scale into dS itself (dSᵀ = Pᵀ (scale dPᵀ - scale D), the producer
+//                         staging scale D), so that dK needs no scaling and dQ only kDqScale / kScale
 //   kStages               Q/dO ring depth (2 at D = 256: 223 KB; D = 128 key split: 166 KB, 3 fit)
 //   kDqCols               dQ columns a product: D / 2 or less (registers: 64 x kDqCols / 128 a thread);
 //                         64 under the key split
@@ -107,6 +109,8 @@ struct AttentionBwdWsPlan {
   static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
+  // dQ's factor before its reduction: dS carries the scale already (1 where the Config asks for the scale).
+  static constexpr float kDqFactor = Config::kDqScale / kScale;
   // A score modifier (Config::ScoreMod) whose derivative is 1: applied to scale · Sᵀ where the scores are
   // recomputed (the scale inside it, Pᵀ = exp(S' - lse)); dSᵀ passes through it unchanged.
   using ScoreMod = typename ScoreModOf<Config>::type;
@@ -360,7 +364,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int k0 = (kPacked ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : grid_tile.head;
   const int batch = kPacked ? 0 : grid_tile.batch;
-  const int warpgroup = warp_id() / 4;
+  const int warpgroup = warp_id_uniform() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
   auto ds_tile = [&](int b) { return DSTile{reinterpret_cast<Elem*>(smem + P::kSmemDS + b * DSTile::kBytes)}; };
@@ -425,7 +429,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) -
                                              detail::query_part_log2<P>(row, k0, batch, head, score_env)
                                        : INFINITY;
-        delta_slot(s)[r] = row < Sq ? delta_v.base[row * delta_v.stride] : 0.f;
+        delta_slot(s)[r] = row < Sq ? P::kScale * delta_v.base[row * delta_v.stride] : 0.f;  // scale D
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
@@ -496,7 +500,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         // The boxes: this warpgroup's pair, or the spare pair (the second product of the warpgroup that has two).
         // Both are free: the last reductions through them were waited for before kBarDsFree.
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
-          if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+          if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
           detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, boxes, tma_dq, j * kDqCols, q_start + q0, head,
                                                                batch, warpgroup, /*first=*/true);
@@ -519,7 +523,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           convert(pt16[h], st);
           wgmma_matmul<false>(acc_dv, pt16[h], do_tile(s), qh);  // dV += Pᵀ_h dO_h
           wgmma_wait<1>();                                       // dPᵀ_h
-          softmax_grad_cols(dpt, st, delta_slot(s) + qh);        // dSᵀ_h = Pᵀ_h (dPᵀ_h - D)
+          softmax_grad_cols(dpt, st, delta_slot(s) + qh, P::kScale);  // dSᵀ_h = Pᵀ_h (scale dPᵀ_h - scale D)
           convert(dst16[h], dpt);
           if (h == 0) {
             // dSᵀ's one buffer and the dQ boxes are free once both warpgroups are past the last step's dQ products
@@ -572,7 +576,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           if constexpr (P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ
           wgmma_wait<0>();
         }
-        softmax_grad_cols(dpt, st, delta_slot(s));       // dSᵀ = Pᵀ (dPᵀ - D)
+        softmax_grad_cols(dpt, st, delta_slot(s), P::kScale);  // dSᵀ = Pᵀ (scale dPᵀ - scale D)
         if constexpr (P::kLateDv) {
           convert(pt16, st);
           wgmma_matmul<false>(acc_dv, pt16, do_tile(s));  // dV += Pᵀ dO
@@ -588,9 +592,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
         wgmma_matmul_ta<false, true>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
         wgmma_wait<1>();                                 // dV done (dQ may still run)
-        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (scale at the end)
+        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
         wgmma_wait<1>();                                 // dQ done
-        if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+        if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
                                                              q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
                                                              batch, warpgroup, it == 0);
@@ -599,7 +603,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       }
     });
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-    scale(acc_dk, P::kScale);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
@@ -642,7 +645,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         }
         RegTileF32<kBlockM, kDqCols, 4> dq;
         wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
-        if constexpr (Config::kDqScale != 1.f) scale(dq, Config::kDqScale);
+        if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         if constexpr (P::kDqTma) {
           detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, c, q_start + q0, head, batch,
                                                                 warpgroup, dq_first);
@@ -702,20 +705,19 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           sync_roles(P::kBarP);
           load_p(pt);
           wgmma_wait<0>();
-          softmax_grad_cols(dpt, pt, delta_slot(s));  // dSᵀ = Pᵀ (dPᵀ - D)
+          softmax_grad_cols(dpt, pt, delta_slot(s), P::kScale);  // dSᵀ = Pᵀ (scale dPᵀ - scale D)
           convert(dst16, dpt);
         }
         store_fragments(dSs, dst16);
         fence_async_shared();  // generic-proxy stores -> the wgmma (async proxy) reads of dQ
-        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (scale at the end)
+        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));  // dK += dSᵀ Q (dS scaled)
         sync_roles(P::kBarDs);
         wgmma_wait<0>();
         dq_half(head, q0);
         release(s);
       });
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-      scale(acc_dk, P::kScale);
-      RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
+        RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
       store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols),
                       k0, dk16);

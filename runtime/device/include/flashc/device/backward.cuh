@@ -80,10 +80,11 @@ __device__ __forceinline__ void softmax_grad(RegTileF32<R, C, W>& dp, const RegT
       for (int i = 0; i < 4; ++i) dp.v[mt][nt][i] = p.v[mt][nt][i] * (dp.v[mt][nt][i] - d.v[mt][i >> 1]);
 }
 
-// Column form: dp[r][c] := p[r][c] * (dp[r][c] - d[c]), d a float[C] in shared memory.
+// Column form: dp[r][c] := p[r][c] * (dp_scale · dp[r][c] - d[c]), d a float[C] in shared memory (dp_scale · D
+// where the caller folds a factor into dS: the FFMA costs what the subtraction did).
 template <int R, int C, int W>
 __device__ __forceinline__ void softmax_grad_cols(RegTileF32<R, C, W>& dp, const RegTileF32<R, C, W>& p,
-                                                  const float* d) {
+                                                  const float* d, float dp_scale = 1.f) {
 #pragma unroll
   for (int nt = 0; nt < dp.kNT; ++nt)
 #pragma unroll
@@ -94,7 +95,7 @@ __device__ __forceinline__ void softmax_grad_cols(RegTileF32<R, C, W>& dp, const
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int i = 2 * h + e;
-          dp.v[mt][nt][i] = p.v[mt][nt][i] * (dp.v[mt][nt][i] - dc);
+          dp.v[mt][nt][i] = p.v[mt][nt][i] * fmaf(dp.v[mt][nt][i], dp_scale, -dc);
         }
     }
 }
