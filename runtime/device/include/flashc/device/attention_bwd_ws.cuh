@@ -364,7 +364,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int k0 = (kPacked ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : grid_tile.head;
   const int batch = kPacked ? 0 : grid_tile.batch;
-  const int warpgroup = warp_id_uniform() / 4;
+  const int warpgroup = warp_id() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
   auto ds_tile = [&](int b) { return DSTile{reinterpret_cast<Elem*>(smem + P::kSmemDS + b * DSTile::kBytes)}; };
@@ -717,7 +717,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         release(s);
       });
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-        RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
+      RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
       store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols),
                       k0, dk16);

@@ -209,7 +209,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     return Mask::clamp_offset(kPacked ? span.k_len - span.q_len : key_offset, span.q_len, span.k_len);
   };
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
-  const int warpgroup = warp_id_uniform() / 4;
+  const int warpgroup = warp_id() / 4;
   // What the modifier sees in a tile: its batch, query head and tensors.
   auto tile_env = [&](const QueryTile& tile) {
     MaskEnv env = mask_env;

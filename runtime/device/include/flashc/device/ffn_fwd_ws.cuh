@@ -108,7 +108,7 @@ __device__ __forceinline__ void ffn_fwd_ws(const TmaDescriptor& tma_x, const Tma
   const int hidden = static_cast<int>(w1.shape[1]);
   const int batch = blockIdx.z, m0 = blockIdx.x * kBlockM;
   const int n_blocks = (hidden + kBlockN - 1) / kBlockN;
-  const int warpgroup = warp_id_uniform() / 4;
+  const int warpgroup = warp_id() / 4;
 
   const XTile Xs{reinterpret_cast<Elem*>(smem + P::kSmemX)};
   auto w1_tile = [&](int s) { return W1Tile{reinterpret_cast<Elem*>(smem + P::kSmemW1 + s * W1Tile::kBytes)}; };

@@ -95,7 +95,7 @@ __device__ __forceinline__ void gemm_resident_b(const TmaDescriptor& map_a, cons
   const int count = static_cast<int>(tiles * (blockIdx.x + 1) / gridDim.x) - first;
   auto column_block = [&](int i) { return (first + i) / tiles_m; };
   auto row_block = [&](int i) { return (first + i) % tiles_m; };
-  const int warpgroup = warp_id_uniform() / 4;
+  const int warpgroup = warp_id() / 4;
 
   auto a_tile = [&](int s, int kb) {
     return ATile{reinterpret_cast<Elem*>(smem + P::kSmemA + (s * P::kKBlocks + kb) * ATile::kBytes)};

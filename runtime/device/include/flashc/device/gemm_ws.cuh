@@ -207,7 +207,7 @@ __device__ __forceinline__ void gemm_ws_body(const TmaDescriptor& map_a, const T
     else return make_int2(0, (K + kBlockK - 1) / kBlockK);
   };
   const int k_blocks = k_range(0).y;  // (every tile's but kGroupedK's)
-  const int warpgroup = warp_id_uniform() / 4;
+  const int warpgroup = warp_id() / 4;
 
   auto a_slot = [&](int s) { return ATile{reinterpret_cast<Elem*>(smem + P::kSmemA + s * ATile::kBytes)}; };
   auto b_slot = [&](int s) { return BTile{reinterpret_cast<Elem*>(smem + P::kSmemB + s * BTile::kBytes)}; };

@@ -75,10 +75,6 @@ struct Select<false, T, F> {
 
 __device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
 __device__ __forceinline__ int warp_id() { return threadIdx.x >> 5; }
-// The warp index broadcast from lane 0, so that the compiler knows it is the same across the warp: what derives from
-// it (a warpgroup's wgmma descriptors) stays in uniform registers instead of being built in vector registers and
-// moved over before each wgmma. All 32 lanes call it together (converged).
-__device__ __forceinline__ int warp_id_uniform() { return __shfl_sync(0xffffffffu, warp_id(), 0); }
 
 }  // namespace device
 }  // namespace flashc

@@ -72,7 +72,7 @@ __device__ __forceinline__ void wgmma_matmul_tb(RegTileF32<M, N, W>& c, SmemPane
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
   static_assert(N <= NB, "wgmma_matmul_tb: N rows of B's tile");
-  const int row0 = M > 64 ? (warp_id_uniform() / 4) * 64 : 0;
+  const int row0 = M > 64 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
@@ -122,7 +122,7 @@ __device__ __forceinline__ void wgmma_matmul(RegTileF32<M, N, W>& c, SmemPanelTi
                                              SmemPanelTile<T, K, N> b) {
   static_assert(M % 64 == 0 && M <= 256 && W == M / 16,
                 "wgmma tiles: warpgroups of 64 rows each (4 warps of 16), or one warpgroup's own 64-row tile");
-  const int row0 = M > 64 ? (warp_id_uniform() / 4) * 64 : 0;
+  const int row0 = M > 64 ? (warp_id() / 4) * 64 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
@@ -209,7 +209,7 @@ __device__ __forceinline__ void wgmma_matmul_ta(RegTileF32<M, N, W>& c, SmemPane
                 "wgmma_matmul_ta: 64 rows a warpgroup");
   static_assert((N == 64 || N == 128 || N == 256) && N <= NB && K % 16 == 0,
                 "wgmma_matmul_ta: 64, 128 or 256 columns of B, K a multiple of 16");
-  const int a_panel = M == 128 ? warp_id_uniform() / 4 : 0;
+  const int a_panel = M == 128 ? warp_id() / 4 : 0;
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
