@@ -2,7 +2,7 @@
 # sliding window of 1024 keys as a mask modifier (ModMask: loop bounds and block classification by interval
 # arithmetic, element mask by the modifier) and as the window attribute (Window<1024, 0>), so their kernels can be
 # compared counter by counter; the document row (causal within 13 documents, ids read by index). Usage:
-#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document|alibi|block_sparse|causal [calls]
+#   python3 bench/probes/mask_mod_profile.py window|window_attr|prefix_lm|document|alibi|block_sparse|causal|full [calls]
 #       [--timeline | --backward]
 # (--timeline: a forward + backward's kernels and their GPU times, torch.profiler; --backward: `calls` forward +
 # backward calls and nothing else, for Nsight Compute, which cannot share CUPTI with torch.profiler).
@@ -41,6 +41,8 @@ def row_kwargs(row):
         return dict(causal=True, score_mod=lambda s, b, h, q, k: s + slopes[h] * (k - q))
     if row == "block_sparse":
         return dict(mask_mod=block_sparse(block_sparse_layout(16, 16384), 128))
+    if row == "full":  # no mask, no modifier: the dense non-causal kernels
+        return dict()
     if row == "causal":  # no modifier: the dense causal kernels the modified rows are compared with
         return dict(causal=True)
     sys.exit("mask_mod_profile: unknown row %r (known: window, window_attr, prefix_lm, document, alibi, block_sparse, "
