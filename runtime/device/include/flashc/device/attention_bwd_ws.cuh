@@ -78,9 +78,6 @@
 #include "flashc/device/varlen.cuh"
 #include "flashc/device/wgmma_tile.cuh"
 
-#ifndef FLASHC_BWD_EXP_FMA_EVERY
-#define FLASHC_BWD_EXP_FMA_EVERY 4
-#endif
 namespace flashc {
 namespace device {
 
@@ -121,9 +118,6 @@ struct AttentionBwdWsPlan {
   static_assert(ScoreDerivativeIsOne<ScoreMod>::value,
                 "ws backward: only a score modifier whose derivative is 1 (#tile.attention score_additive)");
   static constexpr float kProbsScaleLog2 = kScoreMod ? kLog2e : kScaleLog2;
-  // Every kExpFmaEvery-th column slab of Pᵀ takes its exponentials on the FMA pipe (exp2_fma): the step's
-  // exponentials queue on the MUFU (Nsight: a quarter of the stall samples in that phase) while the FMA pipe idles.
-  static constexpr int kExpFmaEvery = FLASHC_BWD_EXP_FMA_EVERY;
   // s + A(b, h, q) + B(b, h, k) (ALiBi): B a key row's one evaluation, A folded into the step's lse by the producer
   // (score_mod.cuh): scale · Sᵀ + B is one FFMA an element.
   static constexpr bool kSeparableScore = ScoreSeparable<ScoreMod>::value;
@@ -525,7 +519,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(
                 parts, st, k0, q0 + qh, Sk, offset, env);
           }
-          recompute_probs_cols_log2<P::kExpFmaEvery>(st, lse_log2_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
+          recompute_probs_cols_log2(st, lse_log2_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
           convert(pt16[h], st);
           wgmma_matmul<false>(acc_dv, pt16[h], do_tile(s), qh);  // dV += Pᵀ_h dO_h
           wgmma_wait<1>();                                       // dPᵀ_h
@@ -572,7 +566,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(parts, st, k0,
                                                                                                 q0, Sk, offset, env);
         }
-        recompute_probs_cols_log2<P::kExpFmaEvery>(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         if constexpr (!P::kLateDv) {
           convert(pt16, st);
@@ -679,7 +673,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(parts, st, k0,
                                                                                                q0, Sk, offset, env);
           }
-          recompute_probs_cols_log2<P::kExpFmaEvery>(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
+          recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
           convert(pt16, st);
         }

@@ -52,23 +52,18 @@ __device__ __forceinline__ void recompute_probs_cols(RegTileF32<R, C, W>& t, con
 // log2e, or +inf for a column with no probability (lse_bias_log2; the warp-specialised backward's producer writes
 // it): one FFMA and one exponential an element, each thread's two adjacent columns one 8-byte load (lse_log2 is
 // 8-byte aligned: the slots are).
-// kFmaEvery: every kFmaEvery-th column slab takes its exponentials on the FMA pipe (exp2_fma; 0: none), relieving
-// the MUFU where it is the step's bound.
-template <int kFmaEvery = 0, int R, int C, int W>
+template <int R, int C, int W>
 __device__ __forceinline__ void recompute_probs_cols_log2(RegTileF32<R, C, W>& t, const float* lse_log2,
                                                           float scale_log2) {
 #pragma unroll
   for (int nt = 0; nt < t.kNT; ++nt) {
     const float2 bias = *reinterpret_cast<const float2*>(lse_log2 + t.col(nt, 0));  // columns 2t, 2t + 1
-    const bool on_fma = kFmaEvery > 0 && nt % (kFmaEvery > 0 ? kFmaEvery : 1) == (kFmaEvery > 0 ? kFmaEvery - 1 : 0);
 #pragma unroll
     for (int mt = 0; mt < t.kMT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float x0 = fmaf(t.v[mt][nt][2 * h], scale_log2, -bias.x);
-        const float x1 = fmaf(t.v[mt][nt][2 * h + 1], scale_log2, -bias.y);
-        t.v[mt][nt][2 * h] = on_fma ? exp2_fma(x0) : fast_exp2(x0);
-        t.v[mt][nt][2 * h + 1] = on_fma ? exp2_fma(x1) : fast_exp2(x1);
+        t.v[mt][nt][2 * h] = fast_exp2(fmaf(t.v[mt][nt][2 * h], scale_log2, -bias.x));
+        t.v[mt][nt][2 * h + 1] = fast_exp2(fmaf(t.v[mt][nt][2 * h + 1], scale_log2, -bias.y));
       }
   }
 }

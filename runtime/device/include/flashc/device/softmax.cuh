@@ -19,20 +19,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// 2^x on the FMA pipe instead of the MUFU (FlashAttention-4's software exponential), for kernels whose exponentials
-// queue on the MUFU while the FMA pipe idles: x = n + f with n = round(x) (the 1.5 · 2^23 shift leaves n in the low
-// mantissa bits), 2^f on [-1/2, 1/2] by a degree-3 polynomial fitted here for relative error (1.0e-4 at most, below
-// bf16's half ulp of 2e-3; p(0) = 1), and n added into the exponent field. x is clamped to -127, where the result is
-// exactly 0 (f = 0, p = 1, exponent field 127 - 127): -inf (a masked score) gives 0 as ex2.approx does.
-__device__ __forceinline__ float exp2_fma(float x) {
-  constexpr float kShift = 12582912.f;  // 1.5 · 2^23
-  x = fmaxf(x, -127.f);
-  const float t = x + kShift;
-  const float f = x - (t - kShift);
-  const float p = fmaf(fmaf(fmaf(0.055007605f, f, 0.24221000f), f, 0.69328296f), f, 1.f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 __device__ __forceinline__ float finite_or_zero(float m) { return m == -INFINITY ? 0.f : m; }
 
 // tile op `row_max %s, %m0`: m1[r] = max(m0[r], max_c s[r][c]).
