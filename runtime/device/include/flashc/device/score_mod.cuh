@@ -106,8 +106,38 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
 // key a thread holds, shared by that key's elements. A row's softmax is the same without its query part (a constant
 // of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse (the forward) or takes it
 // from the column's lse bias (the backward's producer).
-// In two halves, so that a kernel can evaluate the key parts (their tensor reads) while the scores' product runs and
-// add them once it completes: score_key_parts, then add_score_key_parts.
+// The key part of key slab k, half kh of a tile (S: a column; kTransposed, Sᵀ: a row).
+template <class Mod, bool kTransposed, class Tile>
+__device__ __forceinline__ float score_key_part(int k, int kh, int q_ref, int key0, const MaskEnv& env) {
+  return score_term<Mod>(env, q_ref, key0 + (kTransposed ? Tile::row(k, kh) : Tile::col(k, kh)));
+}
+// x = scale · x + the key part, for the elements of key slab k, half kh.
+template <bool kTransposed, int R, int C, int W>
+__device__ __forceinline__ void add_score_key_part(RegTileF32<R, C, W>& s, int k, int kh, float key_part, float scale) {
+  constexpr int kOtherSlabs = kTransposed ? RegTileF32<R, C, W>::kNT : RegTileF32<R, C, W>::kMT;
+#pragma unroll
+  for (int o = 0; o < kOtherSlabs; ++o)
+#pragma unroll
+    for (int oh = 0; oh < 2; ++oh) {
+      float& x = kTransposed ? s.v[k][o][2 * kh + oh] : s.v[o][k][2 * oh + kh];
+      x = fmaf(x, scale, key_part);
+    }
+}
+// Evaluated and added key by key (one key part live: the forward's 32 keys a thread, read from a tensor, would
+// otherwise be held at once; ptxas spilled 364 bytes at D = 64 with positions read per key).
+template <class Mod, bool kTransposed = false, int R, int C, int W>
+__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
+                                                   const MaskEnv& env) {
+  static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
+  using Tile = RegTileF32<R, C, W>;
+#pragma unroll
+  for (int k = 0; k < (kTransposed ? Tile::kMT : Tile::kNT); ++k)
+#pragma unroll
+    for (int kh = 0; kh < 2; ++kh)
+      add_score_key_part<kTransposed>(s, k, kh, score_key_part<Mod, kTransposed, Tile>(k, kh, q_ref, key0, env), scale);
+}
+// The same in two halves, for a kernel that holds few keys a thread (the backward's two rows): score_key_parts
+// evaluates them (their tensor reads) while the scores' product runs, add_score_key_parts adds them once it completes.
 template <int kKeySlabs>
 struct ScoreKeyParts {
   float v[kKeySlabs][2];  // [key slab][half]
@@ -120,32 +150,18 @@ __device__ __forceinline__ auto score_key_parts(const RegTileF32<R, C, W>&, int 
 #pragma unroll
   for (int k = 0; k < (kTransposed ? Tile::kMT : Tile::kNT); ++k)
 #pragma unroll
-    for (int kh = 0; kh < 2; ++kh)
-      parts.v[k][kh] = score_term<Mod>(env, q_ref, key0 + (kTransposed ? Tile::row(k, kh) : Tile::col(k, kh)));
+    for (int kh = 0; kh < 2; ++kh) parts.v[k][kh] = score_key_part<Mod, kTransposed, Tile>(k, kh, q_ref, key0, env);
   return parts;
 }
 template <bool kTransposed = false, int R, int C, int W, int K>
 __device__ __forceinline__ void add_score_key_parts(RegTileF32<R, C, W>& s, const ScoreKeyParts<K>& parts,
                                                     float scale) {
-  using Tile = RegTileF32<R, C, W>;
-  constexpr int kOtherSlabs = kTransposed ? Tile::kNT : Tile::kMT;
-  static_assert(K == (kTransposed ? Tile::kMT : Tile::kNT), "add_score_key_parts: the parts of another tile shape");
+  static_assert(K == (kTransposed ? RegTileF32<R, C, W>::kMT : RegTileF32<R, C, W>::kNT),
+                "add_score_key_parts: the parts of another tile shape");
 #pragma unroll
   for (int k = 0; k < K; ++k)
 #pragma unroll
-    for (int kh = 0; kh < 2; ++kh)
-#pragma unroll
-      for (int o = 0; o < kOtherSlabs; ++o)
-#pragma unroll
-        for (int oh = 0; oh < 2; ++oh) {
-          float& x = kTransposed ? s.v[k][o][2 * kh + oh] : s.v[o][k][2 * oh + kh];
-          x = fmaf(x, scale, parts.v[k][kh]);
-        }
-}
-template <class Mod, bool kTransposed = false, int R, int C, int W>
-__device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q_ref, int key0, float scale,
-                                                   const MaskEnv& env) {
-  add_score_key_parts<kTransposed>(s, score_key_parts<Mod, kTransposed>(s, q_ref, key0, env), scale);
+    for (int kh = 0; kh < 2; ++kh) add_score_key_part<kTransposed>(s, k, kh, parts.v[k][kh], scale);
 }
 
 // The query part of a separable modifier at row q against the reference row q_ref (k' = q_ref).
