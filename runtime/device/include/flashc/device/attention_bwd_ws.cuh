@@ -229,13 +229,6 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_commit_group();
   }
 }
-// The score modifier's env at a step: its tensors, the step's batch and query head.
-__device__ __forceinline__ MaskEnv step_score_env(const MaskEnv& score_env, int batch, int head) {
-  MaskEnv env = score_env;
-  env.batch = batch;
-  env.head = head;
-  return env;
-}
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
 // product runs so that their tensor reads are not on the step's path (nothing for any other modifier).
 struct NoKeyParts {};
@@ -244,7 +237,7 @@ __device__ __forceinline__ auto step_key_parts(const RegTileF32<R, C, W>& st, in
                                                const MaskEnv& step) {
   if constexpr (P::kSeparableScore)
     return score_key_parts<typename P::ScoreMod, true>(st, /*q_ref=*/k0, k0,
-                                                        step_score_env(score_env, step.batch, step.head));
+                                                        with_batch_head(score_env, step.batch, step.head));
   else
     return NoKeyParts{};
 }
@@ -258,14 +251,14 @@ __device__ __forceinline__ void modify_scores(RegTileF32<R, C, W>& st, int q0, i
     add_score_key_parts<true>(st, key_parts, P::kScale);
   else if constexpr (P::kScoreMod)
     score_mod<typename P::ScoreMod, true>(st, q0, k0, Sq, P::kScale,
-                                          step_score_env(score_env, step.batch, step.head));
+                                          with_batch_head(score_env, step.batch, step.head));
 }
 // log2e · the query part of a separable modifier at query row q (reference row k0; 0 for any other modifier): what
 // the producer takes from the row's lse bias, so that exp2(log2e (scale s + key part) - bias) is the probability.
 template <class P>
 __device__ __forceinline__ float query_part_log2(int q, int k0, int batch, int head, const MaskEnv& score_env) {
   if constexpr (P::kSeparableScore) {
-    return kLog2e * score_query_part<typename P::ScoreMod>(q, k0, step_score_env(score_env, batch, head));
+    return kLog2e * score_query_part<typename P::ScoreMod>(q, k0, with_batch_head(score_env, batch, head));
   } else {
     return 0.f;
   }
@@ -286,9 +279,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
   int it = 0;
   for (int member = 0; member < group; ++member) {
     const int head = kv_head * group + member;
-    MaskEnv env = mask_env;
-    env.batch = batch;
-    env.head = head;
+    MaskEnv env = with_batch_head(mask_env, batch, head);
     if constexpr (P::kMaskTable) {
       using W = typename P::WindowMask;
       const MaskBlockWalk<kBlockN / kMaskBlock, kBlockM / kMaskBlock> walk(

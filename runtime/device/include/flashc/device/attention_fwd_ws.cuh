@@ -211,12 +211,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
   // What the modifier sees in a tile: its batch, query head and tensors.
-  auto tile_env = [&](const QueryTile& tile) {
-    MaskEnv env = mask_env;
-    env.batch = tile.batch;
-    env.head = tile.head;
-    return env;
-  };
+  auto tile_env = [&](const QueryTile& tile) { return with_batch_head(mask_env, tile.batch, tile.head); };
   // The key blocks of the query rows from q0 (the same for every warpgroup).
   using KeyWalk =
       typename Select<P::kMaskTable, MaskBlockWalk<kBlockM / kMaskBlock, kBlockN / kMaskBlock>, WindowBlocks>::type;
@@ -331,9 +326,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     const SequenceSpan span = span_of(tile);
     const int Sq = span.q_len, Sk = span.k_len, offset = offset_of(span);
     const MaskEnv env = tile_env(tile);
-    MaskEnv tile_score_env = score_env;
-    tile_score_env.batch = tile.batch;
-    tile_score_env.head = tile.head;
+    const MaskEnv tile_score_env = with_batch_head(score_env, tile.batch, tile.head);
     const KeyWalk keys = key_walk(tile, q0, env, Sk, offset);
     const int q_ref = q0 + warpgroup * 64;  // a separable modifier's reference row: this warpgroup's first
     fill(acc_o, 0.f);

@@ -49,9 +49,7 @@ __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const T
   const int r = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int columns = (static_cast<int>(table.shape[3]) - 2) / 2;
   int* row = static_cast<int*>(table.data) + b * table.stride[0] + h * table.stride[1] + r * table.stride[2];
-  MaskEnv env = env_in;
-  env.batch = b;
-  env.head = h;
+  const MaskEnv env = with_batch_head(env_in, b, h);
   // Each thread classifies a contiguous run of columns, so that it can then fill the run's "next shown"
   // entries from the right on its own, given the first one of the runs after it.
   constexpr int kThreads = Config::kThreads;

@@ -45,6 +45,12 @@ struct MaskEnv {
   int batch = 0, head = 0;
   const MaskTensor* tensor[4] = {nullptr, nullptr, nullptr, nullptr};
 };
+// The same tensors seen from another batch and query head (a tile's or a step's).
+FLASHC_MASK_FN MaskEnv with_batch_head(MaskEnv env, int batch, int head) {
+  env.batch = batch;
+  env.head = head;
+  return env;
+}
 
 // A plain load: __ldg is an inline asm the compiler may not merge, and the element masks rely on it merging the
 // reads of one row or column across elements.
