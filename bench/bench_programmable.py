@@ -39,7 +39,14 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     bc.add_lead_us_argument(p)  # issue #16 asks for kernel times: a short row's forward can be host-bound otherwise
+    p.add_argument("--kernel-times", type=int, default=0, metavar="CALLS",
+                   help="also give each implementation's forward and backward as the sum of its CUDA kernels' times "
+                        "(torch.profiler over CALLS calls; the backward's as forward + backward less forward, kernels "
+                        "only): issue #16's kernel time without the event timings' gaps and run-to-run swings "
+                        "(default 0: off)")
     args = bc.lead_us_from(p, p.parse_args(argv))
+    if args.kernel_times < 0:
+        p.error("--kernel-times: a number of calls >= 0")
     args.rows = [r for r in args.rows.split(",") if r]
     bad = [r for r in args.rows if r not in ROWS]
     if bad:
@@ -138,6 +145,9 @@ def run_row(torch, name, args, flex, results):
     if f.get("status") == "ok" and x.get("status") == "ok":
         row["fwd_vs_flex"] = f["fwd_ms"] / x["fwd_ms"]
         row["bwd_vs_flex"] = f["bwd_ms"] / x["bwd_ms"]
+        if "fwd_kernel_ms" in f and "fwd_kernel_ms" in x:
+            row["fwd_kernel_vs_flex"] = f["fwd_kernel_ms"] / x["fwd_kernel_ms"]
+            row["bwd_kernel_vs_flex"] = f["bwd_kernel_ms"] / x["bwd_kernel_ms"]
     results.append(row)
     print("%-12s %s" % (name, row), flush=True)
 
@@ -169,12 +179,25 @@ def timed(torch, fn, do, leaves, args):
     fwd = bc.do_bench(fn, warmup=args.warmup, rep=args.rep, lead_us=args.lead_us)
     fb = bc.do_bench(lambda: fn().backward(do), grad_to_none=list(leaves), warmup=args.warmup, rep=args.rep,
                      lead_us=args.lead_us)
-    return {"status": "ok", "fwd_ms": fwd, "fwdbwd_ms": fb, "bwd_ms": fb - fwd}
+    entry = {"status": "ok", "fwd_ms": fwd, "fwdbwd_ms": fb, "bwd_ms": fb - fwd}
+    if args.kernel_times:
+        def kernels_ms(call):
+            def one():
+                for t in leaves:
+                    t.grad = None  # (no gradient accumulation kernels in the sums)
+                call()
+            return sum(bc.cuda_kernel_times(one, args.kernel_times).values()) / 1e3
+        entry["fwd_kernel_ms"] = kernels_ms(fn)
+        entry["bwd_kernel_ms"] = kernels_ms(lambda: fn().backward(do)) - entry["fwd_kernel_ms"]
+    return entry
 
 
 def table(results):
     header = ["row", "flashc fwd / bwd ms", "Flex fwd / bwd ms", "flashc / Flex fwd", "flashc / Flex bwd",
               "Flex block mask ms", "flashc first call ms", "check"]
+    kernels = any("fwd_kernel_vs_flex" in r for r in results)
+    if kernels:
+        header[5:5] = ["kernels: flashc / Flex fwd", "kernels: flashc / Flex bwd"]
     rows = []
     for r in results:
         f, x = r["impls"].get("flashc", {}), r["impls"].get("flex", {})
@@ -182,8 +205,11 @@ def table(results):
         check = ("|Δ flex| %.2g, |err f64| flashc %.2g, Flex %.2g" % (
             f["max_abs_diff_vs_flex"], f["max_abs_err_vs_float64"], x.get("max_abs_err_vs_float64", float("nan")))
                  if f.get("status") == "ok" and "max_abs_diff_vs_flex" in f else "—")
-        rows.append([r["row"], pair(f), pair(x), bc.fmt(r.get("fwd_vs_flex"), 2), bc.fmt(r.get("bwd_vs_flex"), 2),
-                     bc.fmt(x.get("block_mask_build_ms"), 2), bc.fmt(f.get("first_call_ms"), 1), check])
+        cells = [r["row"], pair(f), pair(x), bc.fmt(r.get("fwd_vs_flex"), 2), bc.fmt(r.get("bwd_vs_flex"), 2),
+                 bc.fmt(x.get("block_mask_build_ms"), 2), bc.fmt(f.get("first_call_ms"), 1), check]
+        if kernels:
+            cells[5:5] = [bc.fmt(r.get("fwd_kernel_vs_flex"), 3), bc.fmt(r.get("bwd_kernel_vs_flex"), 3)]
+        rows.append(cells)
     return bc.markdown_table(header, rows)
 
 
@@ -204,7 +230,9 @@ def main(argv=None):
             % args.lead_us) if args.lead_us else ""
     notes = ("Times: medians (flashc.measure.time_ms: CUDA events, L2 flushed%s). bwd = fwd+bwd - fwd. Flex: " % lead +
              "torch.compile'd flex_attention with create_block_mask's mask (build time: median of 3 after a warm-up). "
-             "flashc first call: its bundle loaded (or compiled) in this process.")
+             "flashc first call: its bundle loaded (or compiled) in this process." +
+             (" Kernels (--kernel-times %d): the sums of each call's CUDA kernel times (torch.profiler), the backward's "
+              "as forward + backward less forward." % args.kernel_times if args.kernel_times else ""))
     print("wrote %s" % bc.write_outputs(out, "bench_programmable", bc.environment(torch), md, results, notes))
     return 0
 

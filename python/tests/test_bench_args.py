@@ -53,11 +53,29 @@ class BenchArgsTest(unittest.TestCase):
         self.assertEqual(bench_programmable.parse_args([]).lead_us, 0)
         self.assertEqual(bench_programmable.parse_args(["--lead-us", "auto", "--rows", "document"]).lead_us, "auto")
         self.assertEqual(bench_programmable.parse_args(["--lead-us", "400"]).lead_us, 400.0)
+        # --kernel-times: off unless asked; a count of calls.
+        self.assertEqual(bench_programmable.parse_args([]).kernel_times, 0)
+        self.assertEqual(bench_programmable.parse_args(["--kernel-times", "5"]).kernel_times, 5)
         for value in ("-1", "soon"):
             err = io.StringIO()
             with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
                 bench_programmable.parse_args(["--lead-us", value])
             self.assertIn("--lead-us", err.getvalue())
+
+    def test_programmable_kernel_times(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+            bench_programmable.parse_args(["--kernel-times", "-1"])
+        self.assertIn("--kernel-times", err.getvalue())
+        # The table gains the kernel ratios only when a row has them.
+        entry = lambda fwd, bwd, **extra: dict(status="ok", fwd_ms=fwd, bwd_ms=bwd, **extra)
+        plain = [{"row": "alibi", "impls": {"flashc": entry(1.8, 5.0), "flex": entry(3.0, 7.2)},
+                  "fwd_vs_flex": 0.6, "bwd_vs_flex": 0.694}]
+        self.assertNotIn("kernels", bench_programmable.table(plain))
+        timed = [dict(plain[0], fwd_kernel_vs_flex=0.61, bwd_kernel_vs_flex=0.7049)]
+        text = bench_programmable.table(timed)
+        self.assertIn("kernels: flashc / Flex bwd", text)
+        self.assertIn("| 0.705 |", text)
 
     def test_ffn_lead(self):
         # --lead-us: 0 (default), a positive number of microseconds or "auto"; anything else is refused by name.
