@@ -106,6 +106,10 @@ __device__ __forceinline__ void score_mod(RegTileF32<R, C, W>& s, int row0, int 
 // key a thread holds, shared by that key's elements. A row's softmax is the same without its query part (a constant
 // of the row); the caller adds score_query_part(q) = T(q, k') - T(q_ref, k') to the row's lse (the forward) or takes it
 // from the column's lse bias (the backward's producer).
+
+// The key slabs of a tile (S: its column slabs; kTransposed, Sᵀ: its row slabs), two keys a thread each.
+template <bool kTransposed, class Tile>
+constexpr int kKeySlabsOf = kTransposed ? Tile::kMT : Tile::kNT;
 // The key part of key slab k, half kh of a tile (S: a column; kTransposed, Sᵀ: a row).
 template <class Mod, bool kTransposed, class Tile>
 __device__ __forceinline__ float score_key_part(int k, int kh, int q_ref, int key0, const MaskEnv& env) {
@@ -131,7 +135,7 @@ __device__ __forceinline__ void score_mod_key_part(RegTileF32<R, C, W>& s, int q
   static_assert(ScoreSeparable<Mod>::value, "score_mod_key_part: a separable modifier");
   using Tile = RegTileF32<R, C, W>;
 #pragma unroll
-  for (int k = 0; k < (kTransposed ? Tile::kMT : Tile::kNT); ++k)
+  for (int k = 0; k < kKeySlabsOf<kTransposed, Tile>; ++k)
 #pragma unroll
     for (int kh = 0; kh < 2; ++kh)
       add_score_key_part<kTransposed>(s, k, kh, score_key_part<Mod, kTransposed, Tile>(k, kh, q_ref, key0, env), scale);
@@ -146,9 +150,9 @@ template <class Mod, bool kTransposed = false, int R, int C, int W>
 __device__ __forceinline__ auto score_key_parts(const RegTileF32<R, C, W>&, int q_ref, int key0, const MaskEnv& env) {
   static_assert(ScoreSeparable<Mod>::value, "score_key_parts: a separable modifier");
   using Tile = RegTileF32<R, C, W>;
-  ScoreKeyParts<kTransposed ? Tile::kMT : Tile::kNT> parts;
+  ScoreKeyParts<kKeySlabsOf<kTransposed, Tile>> parts;
 #pragma unroll
-  for (int k = 0; k < (kTransposed ? Tile::kMT : Tile::kNT); ++k)
+  for (int k = 0; k < kKeySlabsOf<kTransposed, Tile>; ++k)
 #pragma unroll
     for (int kh = 0; kh < 2; ++kh) parts.v[k][kh] = score_key_part<Mod, kTransposed, Tile>(k, kh, q_ref, key0, env);
   return parts;
@@ -156,7 +160,7 @@ __device__ __forceinline__ auto score_key_parts(const RegTileF32<R, C, W>&, int 
 template <bool kTransposed = false, int R, int C, int W, int K>
 __device__ __forceinline__ void add_score_key_parts(RegTileF32<R, C, W>& s, const ScoreKeyParts<K>& parts,
                                                     float scale) {
-  static_assert(K == (kTransposed ? RegTileF32<R, C, W>::kMT : RegTileF32<R, C, W>::kNT),
+  static_assert(K == kKeySlabsOf<kTransposed, RegTileF32<R, C, W>>,
                 "add_score_key_parts: the parts of another tile shape");
 #pragma unroll
   for (int k = 0; k < K; ++k)
