@@ -88,7 +88,7 @@
 // saturating arithmetic (which still guards tiles built in-process) sees it.
 // HUGE: plan-memory-huge-tile.mlir:9:80: error: !tile.tile dimension 4294967296 exceeds 65536
 // ST: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 128 : i64
-// ST-SAME: smem_bytes = 198696 : i64
+// ST-SAME: smem_bytes = 231464 : i64
 // ST-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // ST-4W: tile.kernel @attention_attention_bwd({{.*}}block_m = 64 : i64, block_n = 64 : i64
 // ST-4W-SAME: strategy = #tile.strategy<mma_sync_sm80>, warps = 4

@@ -159,27 +159,35 @@ int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit) {
 }
 
 namespace {
+/// dQ's TMA boxes: two of 64 rows x 32 f32 columns a consumer warpgroup.
+constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
+/// The device library's shared-memory limit (AttentionBwdWsPlan's static_assert).
+constexpr int64_t kWsSharedLimit = 227 * 1024;
+
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes.
 int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                              int64_t elementBytes, bool keySplit) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
-  // (blockM queries), dSᵀ (two 16-bit buffers under the key split; one, plus
-  // Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
+  // (blockM queries), dSᵀ (a ring of 16-bit buffers under the key split; one,
+  // plus Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
   // of alignment. (At D = 192 the key split keeps one dSᵀ buffer and puts a
   // spare pair of dQ boxes, as many bytes, in the other's place.)
   int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
   int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
-  int64_t exchange = keySplit ? 2 * blockN * blockM * 2 : 64 * 64 * 2 + 64 * 64 * 4;
   int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
-  return tiles + exchange + vectors + 8 * barriers + 1024;
+  int64_t beside = tiles + vectors + 8 * barriers + 1024;
+  if (!keySplit)
+    return beside + 64 * 64 * 2 + 64 * 64 * 4;
+  // The key split's dSᵀ buffers: four where they fit beside everything else at 64 queries a step (the deferred dQ's
+  // reuse distance, AttentionBwdWsPlan::kDeferDq), else two; at D = 192 one and the spare dQ boxes in a second's
+  // place.
+  int64_t buffer = blockN * blockM * 2;
+  bool four = d != 192 && blockM == 64 && beside + kWsDqBoxBytes + 4 * buffer <= kWsSharedLimit;
+  return beside + (four ? 4 : 2) * buffer;
 }
 
-/// dQ's TMA boxes: two of 64 rows x 32 f32 columns a consumer warpgroup.
-constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
-/// The device library's shared-memory limit (AttentionBwdWsPlan's static_assert).
-constexpr int64_t kWsSharedLimit = 227 * 1024;
 } // namespace
 
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,

@@ -4,9 +4,10 @@
 // Key split (head dims up to 192 with Dv <= 128; FlashAttention-3's form): 128 keys a block, consumer warpgroup
 // g owns keys 64g.. and runs the whole chain on them, holding both its dK and dV accumulators:
 //   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dQ, dK += dSᵀ Q (RS);
-//   dSᵀ of both warpgroups meets in shared memory (two buffers, one named barrier a step), and warpgroup g
-//   reduces dQ[:, 64g..] += dS K[:, 64g..] over all 128 keys: through shared memory by two TMA tensor reductions
-//   into dq_accum's map (tma_dq), under dK's product.
+//   dSᵀ of both warpgroups meets in shared memory, and warpgroup g reduces dQ[:, 64g..] += dS K[:, 64g..] over all
+//   128 keys: through shared memory by two TMA tensor reductions into dq_accum's map (tma_dq), under dK's product.
+//   At D = 96-128 (kDeferDq) a step's dQ is issued in the next step (a ring of four dSᵀ buffers) and the warpgroups'
+//   exponentials take turns; elsewhere both meet at one named barrier a step (two buffers) before their dQ.
 //   At D = 192 (dK + dV 160 floats a thread) a step's scores go in two halves of 32 queries, with one dSᵀ buffer
 //   and dQ's three 64-column products taken 2 / 1 by the warpgroups (kSubM, kSpareDqBoxes below).
 //   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
@@ -165,7 +166,6 @@ struct AttentionBwdWsPlan {
   // a third pair of dQ boxes fits: the warpgroup with two dQ products a step reduces the second through the spare
   // pair without waiting for the first's read (session 21: that wait made named barriers the top stall).
   static constexpr bool kSpareDqBoxes = kSubM < kBlockM;
-  static constexpr int kDsBuffers = kKeySplit && !kSpareDqBoxes ? 2 : 1;
   // dQ through shared memory and TMA tensor reductions (two boxes of 64 rows x 32 f32 columns a warpgroup,
   // 128B swizzle) into dq_accum's map: the key split always (+2-8 % over the consumers' red.v4, kernel lab run
   // 15), the role split where the boxes fit beside its tiles (D = 192 / Dv = 128; not D = 256).
@@ -174,6 +174,19 @@ struct AttentionBwdWsPlan {
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
+  static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
+  static constexpr int kDqBoxesBytes = kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0;
+  // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
+  static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
+                                       kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars + 1024;
+  // Where four dSᵀ buffers fit (64 queries a step, two stages: D = 96-128), the deferred form: step i's dQ is
+  // issued in step i + 1, after this warpgroup's rows of step i + 1 are stored, and the warpgroups' exponentials
+  // take turns (the consumers' loop). Buffer i mod 4 was last read by step i - 4's dQ, which the other warpgroup
+  // completed before it stored step i - 2's rows, which this one waited for a step ago. Elsewhere (128 queries a
+  // step, three stages) two buffers and one barrier a step that both warpgroups meet at before their dQ products.
+  static constexpr bool kDeferDq = kKeySplit && !kSpareDqBoxes && kBlockM == 64 &&
+                                   kSmemBesideDs + 4 * DSTile::kBytes <= 227 * 1024;
+  static constexpr int kDsBuffers = kDeferDq ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
@@ -181,14 +194,17 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemDS = kSmemDO + kStages * DOTile::kBytes;
   static constexpr int kSmemP = kSmemDS + kDsBuffers * DSTile::kBytes;
   static constexpr int kSmemDq = kSmemP + kPBytes;  // kDqTma: 2 boxes a warpgroup (+ 2 spare: kSpareDqBoxes)
-  static constexpr int kSmemLse = kSmemDq + (kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0);  // float[kBlockM] a slot
+  static constexpr int kSmemLse = kSmemDq + kDqBoxesBytes;              // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
-  static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
+  static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
-  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6;
+  // kDeferDq: kBarDsReady + 2 g + (step mod 2), warpgroup g's dSᵀ rows of a step stored (it arrives, the other syncs
+  // a step later; the parity keeps a warpgroup that runs ahead from arriving twice on one barrier); kBarTurn + g,
+  // warpgroup g's turn to start a step (the other's exponentials of the step before are done).
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6, kBarDsReady = 7, kBarTurn = 11;
 };
 
 namespace detail {
@@ -475,6 +491,29 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     // instead: no fill to move.)
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
+    // kDeferDq: dQ over all 128 keys needs both warpgroups' dSᵀ rows, so step i's dQ is issued in step i + 1, once
+    // this warpgroup's next rows are stored: each warpgroup arrives on its own barrier when its rows are stored and
+    // waits on the other's a step later. Freed of meeting every step, the warpgroups take turns instead: warpgroup 1
+    // starts step i once warpgroup 0's exponentials of step i are done, warpgroup 0 step i + 1 once warpgroup 1's
+    // are, so that one's exponentials run under the other's products (the forward's ping-pong). Meeting every step
+    // they ran their exponentials together while the tensor cores waited: 2.6-3.7 % of the main kernel at D = 128
+    // (session 41; without the turns the same deferral lost 2-3.5 %).
+    struct DqStep { int q0, head, it; };
+    DqStep prev{0, 0, -1};
+    using DqTile = RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4>;
+    bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
+    // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys, of the step prev.
+    auto issue_prev_dq = [&](DqTile& dq) {
+      named_barrier_sync(P::kBarDsReady + 2 * (1 - warpgroup) + prev.it % 2, kWarps * 32);  // the other's dSᵀ rows
+      wgmma_matmul_ta<false, true>(dq, ds_tile(prev.it % P::kDsBuffers), Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
+    };
+    auto reduce_prev_dq = [&](DqTile& dq) {
+      if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0),
+                                                           prev.head, batch, warpgroup, dq_first);
+      dq_first = false;
+    };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
@@ -545,6 +584,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         release(s);
       } else {
         RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
+        if constexpr (P::kDeferDq) {
+          if (it > 0 || warpgroup == 1) named_barrier_sync(P::kBarTurn + warpgroup, kWarps * 32);  // this one's turn
+        }
         wgmma_matmul_tb<false, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
         const KeyParts score_keys = key_parts(st, env);  // under Sᵀ's product
@@ -557,6 +599,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                                                                 q0, Sk, offset, env);
         }
         recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
+        if constexpr (P::kDeferDq) named_barrier_arrive(P::kBarTurn + (1 - warpgroup), kWarps * 32);  // the other's turn
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> pt16;
         if constexpr (!P::kLateDv) {
           convert(pt16, st);
@@ -573,25 +616,54 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         }
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
         convert(dst16, dpt);
-        store_fragments(ds_step, dst16);
-        fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
-        // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys
-        RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4> dq;
-        // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
-        // kernel lab run 11).
-        named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
-        wgmma_matmul_ta<false, true>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
-        wgmma_wait<1>();                                 // dV done (dQ may still run)
-        wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
-        wgmma_wait<1>();                                 // dQ done
-        if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-        detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                                             q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
-                                                             batch, warpgroup, it == 0);
+        if constexpr (P::kDeferDq) {
+          // This step's dSᵀ rows to shared memory, then the previous step's dQ (both warpgroups' rows of it are
+          // there by now unless the other runs a step behind) and dK += dSᵀ Q (dS scaled) under dQ's reduction.
+          store_fragments(ds_step, dst16);
+          fence_async_shared();  // generic-proxy stores -> dQ's wgmma reads
+          named_barrier_arrive(P::kBarDsReady + 2 * warpgroup + it % 2, kWarps * 32);  // this warpgroup's rows
+          // (Each path's products in straight-line code: a product issued under a condition that a later wait
+          // and read share made ptxas serialize every wgmma, C7514.)
+          if (it > 0) {
+            DqTile dq;
+            issue_prev_dq(dq);
+            wgmma_matmul<false>(acc_dk, dst16, q_tile(s));
+            wgmma_wait<1>();  // dV, dQ
+            reduce_prev_dq(dq);
+          } else {
+            wgmma_matmul<false>(acc_dk, dst16, q_tile(s));
+          }
+        } else {
+          store_fragments(ds_step, dst16);
+          fence_async_shared();                            // generic-proxy stores -> dQ's wgmma reads
+          // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys
+          DqTile dq;
+          // dQ's product before dK's so that its reductions run under dK's (FA3's order: +4-8 % over dK first,
+          // kernel lab run 11).
+          named_barrier_sync(P::kBarDs, kWarps * 32);      // both warpgroups' dSᵀ rows stored
+          wgmma_matmul_ta<false, true>(dq, ds_step, Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
+          wgmma_wait<1>();                                 // dV done (dQ may still run)
+          wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
+          wgmma_wait<1>();                                 // dQ done
+          if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
+                                                               batch, warpgroup, it == 0);
+        }
         wgmma_wait<0>();
         release(s);
+        if constexpr (P::kDeferDq) prev = {q0, head, it};
       }
     });
+    if constexpr (P::kDeferDq) {
+      if (warpgroup == 0 && prev.it >= 0) named_barrier_sync(P::kBarTurn, kWarps * 32);  // warpgroup 1's last turn
+      if (prev.it >= 0) {
+        DqTile dq;  // the last step's dQ
+        issue_prev_dq(dq);
+        wgmma_wait<0>();
+        reduce_prev_dq(dq);
+      }
+    }
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
