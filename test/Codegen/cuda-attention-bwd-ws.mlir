@@ -135,14 +135,17 @@ func.func @capped(%q: tensor<?x2x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: te
 
 // D = 128: the key split (128 keys on 8 warps; K / V boxes of 128 rows; dQ
 // added by TMA tensor reductions through dq_accum's f32 map, 64 x 32 boxes).
+// At two stages four dSᵀ buffers fit: the consumers take turns (ping-pong),
+// each step's dQ issued in the next.
 // TILE-LABEL: tile.kernel @llama_attention_bwd(
 // TILE-SAME: block_m = 64 : i64, block_n = 128 : i64
-// TILE-SAME: ring_stages = 2, ping_pong = false>
+// TILE-SAME: ring_stages = 2, ping_pong = true>
 // TILE-SAME: smem_bytes = 231464 : i64
 // TILE-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // CUDA-LABEL: namespace flashc_llama_attention_bwd_config {
 // CUDA: kHeadDim = 128, kValueDim = 128, kHeadCols = 128, kValueCols = 128;
 // CUDA: kKeySplit = true;
+// CUDA: kPingPong = true;
 // CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 231464
 // MANIFEST-LABEL: kernel llama_attention_bwd
 // MANIFEST: tensormap q_map of q box [1, 1, 64, 64] swizzle 128
@@ -193,6 +196,7 @@ func.func @phi(%q: tensor<?x4x?x80xf16>, %k: tensor<?x2x?x80xf16>, %v: tensor<?x
 // CUDA: kHeadDim = 64, kValueDim = 64, kHeadCols = 64, kValueCols = 64;
 // CUDA-NEXT: static constexpr int kBlockM = 128;  // queries a step (dQ split by rows)
 // CUDA: kKeySplit = true;
+// CUDA: kPingPong = false;
 // MANIFEST-LABEL: kernel small_attention_bwd
 // MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
 // MANIFEST-NEXT: tensormap k_map of k box [1, 1, 128, 64] swizzle 128

@@ -43,13 +43,17 @@
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory="block-n=128 tuning-table=none" 2>/dev/null | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-OVERRIDE
 // RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | not flash-opt --flash-plan-memory=stages=3 2>&1 | FileCheck %s --check-prefix=BWD-STAGES
 // Up to 128 columns the consumers split by keys: a 128-key block on 8 warps (warpgroup g owns keys
-// 64g..), the same ring and residents, no ping-pong (both warpgroups meet on dSᵀ every step); a
-// 64-key override is outside that shape and plans mma.sync.
+// 64g..), the same ring and residents. At two stages four dSᵀ buffers fit, so the consumers take turns
+// (a step's dQ in the next step; wsBackwardTakesTurns); at three they do not, and both warpgroups meet
+// on dSᵀ every step (no ping-pong), whatever the option says. A 64-key override is outside that shape
+// and plans mma.sync.
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=none | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD-KEYS
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="stages=3 tuning-table=none" | flash-opt --flash-warp-specialize=ping-pong=true | FileCheck %s --check-prefix=BWD-KEYS-3
+// BWD-KEYS-3: ring_stages = 3, ping_pong = false>
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-n=64 warps=4 tuning-table=none" | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-KEYS-OVERRIDE
 // BWD-KEYS-LABEL: tile.kernel @attention_attention_bwd(
 // BWD-KEYS-SAME: block_m = 64 : i64, block_n = 128 : i64
-// BWD-KEYS-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = false>
+// BWD-KEYS-SAME: schedule = #tile.warp_specialized<producer_registers = 24, consumer_warpgroups = 2, consumer_registers = 240, resident = ["k", "v"], ring = ["q", "dout"], ring_stages = 2, ping_pong = true>
 // BWD-KEYS-SAME: strategy = #tile.strategy<wgmma_ws_sm90>, warps = 8
 // BWD-KEYS-OVERRIDE-LABEL: tile.kernel @attention_attention_bwd(
 // BWD-KEYS-OVERRIDE-NOT: schedule =

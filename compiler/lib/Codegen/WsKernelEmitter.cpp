@@ -403,6 +403,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
+  if (schedule.getPingPong() != wsBackwardTakesTurns(d, dv, stages, elementBytes, keySplit))
+    return reject(schedule.getPingPong()
+                      ? "its schedule ping-pongs, which the library's backward does only under the key split at 64 "
+                        "queries a step where four dSᵀ buffers fit (D = 96-128 at two stages)"
+                      : "its schedule does not ping-pong, which the library's backward does under the key split at "
+                        "64 queries a step where four dSᵀ buffers fit (D = 96-128 at two stages)");
   if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
       static_cast<int64_t>(kernel.getBlockN()) != blockN ||
       static_cast<int64_t>(kernel.getWarps()) != blockN / 16 || stages < 1 || stages > 4)
@@ -445,9 +451,11 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   printHeadsAndMask(spec, inputs, out);
   out << "  static constexpr float kScale = " << floatConfigLiteral(spec.getScale().getValueAsDouble())
       << ", kDqScale = kScale;  // the postprocess only converts dQ\n";
-  out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers\n";
+  out << "  // schedule (flash-warp-specialize): register budgets of the producer and consumers; whether the\n"
+      << "  // consumers take turns (a step's dQ in the next step)\n";
   out << "  static constexpr int kProducerRegs = " << schedule.getProducerRegisters()
       << ", kConsumerRegs = " << schedule.getConsumerRegisters() << ";\n";
+  out << "  static constexpr bool kPingPong = " << (schedule.getPingPong() ? "true" : "false") << ";\n";
   bool headGroups = order && order.getOrder() == tile::BlockOrder::HeadGroups;
   out << "  static constexpr int kGridHeadGroup = " << (headGroups ? order.getGroup() : 1)
       << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";

@@ -164,30 +164,49 @@ constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
 /// The device library's shared-memory limit (AttentionBwdWsPlan's static_assert).
 constexpr int64_t kWsSharedLimit = 227 * 1024;
 
-/// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes.
-int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                             int64_t elementBytes, bool keySplit) {
+/// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes and dSᵀ's buffers
+/// (the role split's Pᵀ exchange included).
+int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                                int64_t elementBytes, bool keySplit) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
-  // (blockM queries), dSᵀ (a ring of 16-bit buffers under the key split; one,
-  // plus Pᵀ in f32, under the role split), lse and D a slot, mbarriers, 1024 bytes
-  // of alignment. (At D = 192 the key split keeps one dSᵀ buffer and puts a
-  // spare pair of dQ boxes, as many bytes, in the other's place.)
+  // (blockM queries), lse and D a slot, mbarriers, 1024 bytes of alignment.
   int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
   int64_t blockN = wsBackwardBlockN(keySplit), blockM = wsBackwardBlockM(headDim, valueDim);
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
   int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
-  int64_t beside = tiles + vectors + 8 * barriers + 1024;
-  if (!keySplit)
-    return beside + 64 * 64 * 2 + 64 * 64 * 4;
-  // The key split's dSᵀ buffers: four where they fit beside everything else at 64 queries a step (the deferred dQ's
-  // reuse distance, AttentionBwdWsPlan::kDeferDq), else two; at D = 192 one and the spare dQ boxes in a second's
-  // place.
-  int64_t buffer = blockN * blockM * 2;
-  bool four = d != 192 && blockM == 64 && beside + kWsDqBoxBytes + 4 * buffer <= kWsSharedLimit;
-  return beside + (four ? 4 : 2) * buffer;
+  return tiles + vectors + 8 * barriers + 1024 + (keySplit ? 0 : 64 * 64 * 4);
 }
 
+/// One dSᵀ buffer (16-bit, blockN x blockM).
+int64_t wsBackwardDsBufferBytes(int64_t headDim, int64_t valueDim, bool keySplit) {
+  return wsBackwardBlockN(keySplit) * wsBackwardBlockM(headDim, valueDim) * 2;
+}
+} // namespace
+
+bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                          bool keySplit) {
+  // Four dSᵀ buffers (the deferred dQ's reuse distance) beside everything else, dQ's boxes included.
+  return keySplit && wsBackwardHeadTile(headDim, valueDim, keySplit) != 192 &&
+         wsBackwardBlockM(headDim, valueDim) == 64 &&
+         wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) + kWsDqBoxBytes +
+                 4 * wsBackwardDsBufferBytes(headDim, valueDim, keySplit) <=
+             kWsSharedLimit;
+}
+
+namespace {
+/// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes: dSᵀ a ring of
+/// 16-bit buffers under the key split (four where the warpgroups take turns,
+/// else two; at D = 192 one, and the spare dQ boxes in a second's place), one
+/// plus Pᵀ in f32 under the role split.
+int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
+                             int64_t elementBytes, bool keySplit) {
+  int64_t buffers = !keySplit ? 1
+                    : wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit) ? 4
+                                                                                               : 2;
+  return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+         buffers * wsBackwardDsBufferBytes(headDim, valueDim, keySplit);
+}
 } // namespace
 
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,

@@ -65,7 +65,13 @@ struct WarpSpecializePass
         // by role, each with whole 64-key tiles of 4 warps.
         roleSplit = kernel.getWarps() == 4;
         consumerWarpgroups = 2;
-        pingPongTakes = false;  // the consumers meet every step (dSᵀ)
+        // Under the key split where four dSᵀ buffers fit (D = 96-128 at two
+        // stages) the consumers take turns at the exponentials, each step's
+        // dQ issued in the next; elsewhere they meet every step (dSᵀ). The
+        // library's form, never the option (wsBackwardTakesTurns).
+        consumersPingPong = flashc::wsBackwardTakesTurns(
+            attention.getHeadDim(), attention.getValueDim(), static_cast<int64_t>(kernel.getStages()),
+            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, !roleSplit);
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});

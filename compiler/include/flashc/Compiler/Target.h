@@ -280,6 +280,13 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
 /// not D = 256), else by the consumers' red.v4.
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
                      bool keySplit);
+/// Whether its consumer warpgroups take turns (#tile.warp_specialized ping_pong;
+/// AttentionBwdWsPlan::kDeferDq): under the key split at 64 queries a step
+/// (not D = 192) where a ring of four dSᵀ buffers fits beside the rest, a
+/// step's dQ is issued in the next step and the warpgroups' exponentials
+/// alternate; otherwise both meet at one barrier a step before their dQ.
+bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                          bool keySplit);
 /// Whether a plan is one of its forms for this recipe: block_n 128 on 8 warps
 /// (the key split, the Sᵀ form's kernel) or 64 on 4 (the role split), its
 /// queries a step, 1-4 ring stages.

@@ -56,6 +56,7 @@
 //                         split where two 16 KB boxes fit), else the consumers' red.v4
 //   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
+//   kPingPong (optional)  the schedule's ping_pong, checked against the form this plan takes (kDeferDq below)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
@@ -186,6 +187,8 @@ struct AttentionBwdWsPlan {
   // step, three stages) two buffers and one barrier a step that both warpgroups meet at before their dQ products.
   static constexpr bool kDeferDq = kKeySplit && !kSpareDqBoxes && kBlockM == 64 &&
                                    kSmemBesideDs + 4 * DSTile::kBytes <= 227 * 1024;
+  static_assert(PingPongOr<Config, kDeferDq>::value == kDeferDq,
+                "ws backward: the schedule's ping_pong is the library's form (the compiler's wsBackwardTakesTurns)");
   static constexpr int kDsBuffers = kDeferDq ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;

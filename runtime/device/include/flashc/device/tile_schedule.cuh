@@ -41,6 +41,16 @@ template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
 };
+// A Config's kPingPong where it has one, else kDefault (the attention backward checks the schedule it was given
+// against the form it takes: AttentionBwdWsPlan::kDeferDq).
+template <class Config, bool kDefault, class = void>
+struct PingPongOr {
+  static constexpr bool value = kDefault;
+};
+template <class Config, bool kDefault>
+struct PingPongOr<Config, kDefault, decltype(void(Config::kPingPong))> {
+  static constexpr bool value = Config::kPingPong;
+};
 
 // Units of the persistent grid over row_blocks x heads x batch tiles (the launch grid's x: min(this, SMs)).
 __host__ __device__ constexpr long long persistent_units(int row_blocks, int heads, int batch) {
