@@ -161,7 +161,8 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
     of x resident, W1's columns and W2's rows of each hidden block streamed),
     whether the consumers ping-pong (the option, or the ping_pong of the kernel's
     tuning-table entry, its `tuning` attribute; the persistent GEMM's by its
-    entry or its hand rule, wsGemmPingPong, never by the option). The emitter prints this schedule; it does not
+    entry or its hand rule, wsGemmPingPong, and the attention backward's by the
+    form its shared memory allows, wsBackwardTakesTurns: never by the option). The emitter prints this schedule; it does not
     decide it (the order of the query-row blocks is flash-order-blocks').
     Kernels of other strategies are left alone; the CPU executor runs the
     tile body, which the schedule does not change.
