@@ -527,7 +527,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         // Sᵀ product (the wait for it retires them), half 1's dK under dQ's first product ----
         // dQ[:, 64j..] += dS K[:, 64j..] over all 128 keys, product j of the step from dSᵀ in shared memory,
         // issued here and reduced by TMA into dq_accum once complete.
-        using DqTile = RegTileF32<kBlockM, kDqCols, 4>;
         auto issue_dq = [&](DqTile& dq, int j) { wgmma_matmul_ta<false, true>(dq, ds_step, Ks, j * kDqCols); };
         // The boxes: this warpgroup's pair, or the spare pair (the second product of the warpgroup that has two).
         // Both are free: the last reductions through them were waited for before kBarDsFree.
