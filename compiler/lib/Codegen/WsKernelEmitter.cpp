@@ -403,12 +403,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
+  // (flash-warp-specialize derives ping_pong from the same rule: this guards the two against drifting apart.)
   if (schedule.getPingPong() != wsBackwardTakesTurns(d, dv, stages, elementBytes, keySplit))
-    return reject(schedule.getPingPong()
-                      ? "its schedule ping-pongs, which the library's backward does only under the key split at 64 "
-                        "queries a step where four dSᵀ buffers fit (D = 96-128 at two stages)"
-                      : "its schedule does not ping-pong, which the library's backward does under the key split at "
-                        "64 queries a step where four dSᵀ buffers fit (D = 96-128 at two stages)");
+    return reject(llvm::formatv("its schedule's ping_pong = {0}, but the library's backward takes turns exactly "
+                                "under the key split at 64 queries a step where four dSᵀ buffers fit (D = 96-128 "
+                                "at two stages)",
+                                schedule.getPingPong() ? "true" : "false"));
   if (static_cast<int64_t>(kernel.getBlockM()) != blockM ||
       static_cast<int64_t>(kernel.getBlockN()) != blockN ||
       static_cast<int64_t>(kernel.getWarps()) != blockN / 16 || stages < 1 || stages > 4)
