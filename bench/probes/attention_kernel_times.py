@@ -1,5 +1,5 @@
 # Per-kernel GPU time of one flashc attention forward + backward (torch.profiler) beside its wall time per call, for
-# the benchmark's shapes (bf16, 16 heads, B = 16384 / S): is a row GPU-bound, or does the host set its time?
+# the benchmark's shapes (bf16, H = 2048 / D heads, B = 16384 / S: bench_attention's defaults, whose bundles it loads): is a row GPU-bound, or does the host set its time?
 # Needs FLASHC_BUNDLE_PATH with the bench-attention bundles.
 #   python3 bench/probes/attention_kernel_times.py D S causal [D S causal ...]
 import os
@@ -19,7 +19,7 @@ def main(argv):
         sys.exit("usage: attention_kernel_times.py D S causal [D S causal ...]")
     for i in range(0, len(argv), 3):
         d, s, causal = int(argv[i]), int(argv[i + 1]), bool(int(argv[i + 2]))
-        b, h = max(1, 16384 // s), 16
+        b, h = max(1, 16384 // s), max(1, 2048 // d)
         torch.manual_seed(0)
         q, k, v = (torch.randn(b, h, s, d, device="cuda").to(torch.bfloat16).requires_grad_() for _ in range(3))
         do = torch.randn(b, h, s, d, device="cuda").to(torch.bfloat16)

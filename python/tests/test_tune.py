@@ -377,6 +377,12 @@ class PlanTest(unittest.TestCase):
         # Both backward forms, the hand rule (the Sᵀ form at D = 128) first.
         self.assertTrue(backward["hand_rule"].startswith("form=transposed"))
         self.assertTrue(any(p.startswith("form=rows") for p in backward["candidates"]))
+        # The ws backward's consumers in the other form (ping_pong): meeting every step at two stages, where the
+        # hand rule takes turns; taking turns at three, where it meets.
+        self.assertIn("form=transposed strategy=wgmma_ws_sm90 block_m=64 block_n=128 warps=8 stages=2 ping_pong=0 "
+                      "group=4", backward["candidates"])
+        self.assertIn("form=transposed strategy=wgmma_ws_sm90 block_m=64 block_n=128 warps=8 stages=3 ping_pong=1 "
+                      "group=4", backward["candidates"])
         ffn, _ = plan_mod.build(None, [SMALL_FFN], compiler=FLASHC, list_only=True, progress=self.quiet)
         kinds = {u["key_fields"]["kind"] for _, u in ffn.units()}
         self.assertIn("ffn_fused", kinds)

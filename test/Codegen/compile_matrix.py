@@ -52,6 +52,13 @@ def configs(full):
     # default: a point of the forward's tuning space, selected by a tuning-table entry.
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, forward=WGMMA_FORWARD)
     yield dict(d=64, t="f16", mask="window", hq=8, hkv=8, forward=WGMMA_FORWARD)
+    # The ws backward's consumers in the form the hand rule does not take (a tuning point, `ping_pong`): taking turns
+    # with two dSᵀ buffers (three stages; 128 queries a step at D <= 64), meeting every step where four would fit.
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, backward=TURNS_THREE_STAGES)
+    yield dict(d=96, t="f16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES)
+    yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, backward="ping_pong=1")
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=1, backward="ping_pong=1")
+    yield dict(d=128, t="bf16", mask="window", hq=8, hkv=8, backward="stages=2 ping_pong=0")
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:
@@ -65,6 +72,8 @@ def configs(full):
 PADDED_HEAD_DIMS = [8, 40, 72, 80, 112, 136, 200, 248]
 # A tuning-table point of the sm_90a attention forward (D = Dv in {64, 128}): the cp.async wgmma kernel.
 WGMMA_FORWARD = "strategy=wgmma_sm90 block_m=128 block_n=128 warps=8 stages=2"
+# A tuning-table point of the ws attention backward: three stages, the consumers taking turns (two dSᵀ buffers).
+TURNS_THREE_STAGES = "stages=3 ping_pong=1"
 
 
 def padded(head_dim):
@@ -97,9 +106,14 @@ SERIALIZED = re.compile(r"wgmma.mma_async instructions are serialized.*")
 FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 
+def config_name(cfg):
+    return "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "") \
+        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_wgmma_forward" if cfg.get("forward") else "") \
+        + ("_bwd_" + cfg["backward"].replace(" ", "_").replace("=", "") if cfg.get("backward") else "")
+
+
 def compile_one(flashc, cfg, arch, workdir):
-    name = "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "") \
-        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_wgmma_forward" if cfg.get("forward") else "")
+    name = config_name(cfg)
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
         f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
@@ -107,10 +121,13 @@ def compile_one(flashc, cfg, arch, workdir):
     out = os.path.join(workdir, name + "." + arch + ".cubin")
     flags = ["--backward-form=transposed"] if cfg.get("transposed") else []
     flags += ["--backward-form=" + cfg["form"]] if cfg.get("form") else []
-    if cfg.get("forward"):
+    entries = [(kind, cfg[key]) for kind, key in (("attention_forward", "forward"), ("attention_backward", "backward"))
+               if cfg.get(key)]
+    if entries:
         table = os.path.join(workdir, name + ".tuning.txt")
         with open(table, "w") as f:
-            f.write("sm_90a attention_forward * * * -> %s\n" % cfg["forward"])
+            for kind, point in entries:
+                f.write("sm_90a %s * * * -> %s\n" % (kind, point))
         flags += ["--tuning-table=" + table]
     proc = subprocess.run([flashc, spec, "--emit=cubin", "--arch=" + arch, "--ptxas-report",
                            "-o", out] + flags, capture_output=True, text=True)
@@ -132,6 +149,11 @@ def compile_one(flashc, cfg, arch, workdir):
         tile = subprocess.run([flashc, spec, "--emit=tile", "--arch=" + arch, "-o", "-"] + flags, capture_output=True,
                               text=True)
         wide = {"flashc_" + m.group(1) for m in WIDE_TILE.finditer(tile.stdout)}
+        # A tuning point that the kernels did not take would pass without compiling it: each entry must be named by
+        # a kernel of its kind (flash-plan-memory's `tuning` attribute).
+        for kind, _ in entries:
+            if 'key = "sm_90a %s ' % kind not in tile.stdout:
+                serialized.append("the %s entry was taken by no kernel (tile IR without its key)" % kind)
     return name, spills, serialized, wide
 
 
@@ -140,11 +162,14 @@ def main():
     parser.add_argument("--flashc", required=True)
     parser.add_argument("--archs", default="sm_80,sm_90a")
     parser.add_argument("--full", action="store_true", help="every dtype (default: bf16 + one f16)")
+    parser.add_argument("--only", default="", help="the configurations whose name contains this text")
     args = parser.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as workdir:
         for arch in args.archs.split(","):
             for cfg in configs(args.full or arch == "sm_90a"):
+                if args.only and args.only not in config_name(cfg):
+                    continue
                 name, spills, errors, wide = compile_one(args.flashc, cfg, arch, workdir)
                 if spills is None:
                     failed += 1

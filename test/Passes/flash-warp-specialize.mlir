@@ -50,6 +50,19 @@
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=none | flash-opt --flash-warp-specialize | flash-opt | FileCheck %s --check-prefix=BWD-KEYS
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="stages=3 tuning-table=none" | flash-opt --flash-warp-specialize=ping-pong=true | FileCheck %s --check-prefix=BWD-KEYS-3
 // BWD-KEYS-3: ring_stages = 3, ping_pong = false>
+// The consumers' form a tuning entry asks for (ping_pong): taking turns beside three stages (two dSᵀ buffers of 16 KB:
+// the meeting form's 231992 bytes), meeting at two (two buffers where the turns take four: 231464 - 2 x 16384).
+// RUN: printf 'sm_90a attention_backward * * * -> stages=3 ping_pong=1\n' > %t.turns3.txt
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=%t.turns3.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-TURNS-3
+// BWD-TURNS-3: ring_stages = 3, ping_pong = true>, smem_bytes = 231992 : i64
+// BWD-TURNS-3-SAME: tuning = {entry = "{{.*}}turns3.txt:1", key = "sm_90a attention_backward bf16 d128 causal", ping_pong = true}
+// RUN: printf 'sm_90a attention_backward * * * -> stages=2 ping_pong=0\n' > %t.meet2.txt
+// RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory=tuning-table=%t.meet2.txt | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-MEET-2
+// BWD-MEET-2: ring_stages = 2, ping_pong = false>, smem_bytes = 198696 : i64
+// The role split (D = 256) cannot take turns: an entry asking for them is refused, naming itself.
+// RUN: printf 'sm_90a attention_backward * * * -> ping_pong=1\n' > %t.turns-roles.txt
+// RUN: flash-opt %S/Inputs/attention-d256-gqa.mlir --flash-generate-backward | flash-opt --flash-tile | flash-opt --flash-plan-memory=tuning-table=%t.turns-roles.txt | not flash-opt --flash-warp-specialize 2>&1 | FileCheck %s --check-prefix=BWD-TURNS-ROLES
+// BWD-TURNS-ROLES: error: flash-warp-specialize: @wide_attention_bwd: its tuning entry {{.*}}turns-roles.txt:1 asks for ping_pong = 1, but the backward's consumers take turns only under the key split below D = 192 (this kernel: the role split)
 // RUN: flash-opt %S/Inputs/attention-bwd-transposed-kernel.mlir --flash-plan-memory="block-n=64 warps=4 tuning-table=none" | flash-opt --flash-warp-specialize | FileCheck %s --check-prefix=BWD-KEYS-OVERRIDE
 // BWD-KEYS-LABEL: tile.kernel @attention_attention_bwd(
 // BWD-KEYS-SAME: block_m = 64 : i64, block_n = 128 : i64

@@ -456,7 +456,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
         attention && isWsBackward(attention) && plan.strategy == Strategy::WgmmaWsSm90)
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,
                                      attention.getElementType().getValue().getIntOrFloatBitWidth() / 8,
-                                     wsBackwardPlanSplitsKeys(plan));
+                                     wsBackwardPlanSplitsKeys(plan),
+                                     entry ? entry->point.pingPong : std::nullopt);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

@@ -182,43 +182,57 @@ int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stage
 int64_t wsBackwardDsBufferBytes(int64_t headDim, int64_t valueDim, bool keySplit) {
   return wsBackwardBlockN(keySplit) * wsBackwardBlockM(headDim, valueDim) * 2;
 }
-} // namespace
 
-bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                          bool keySplit) {
-  // Four dSᵀ buffers (the deferred dQ's reuse distance) beside everything else, dQ's boxes included.
-  return keySplit && wsBackwardHeadTile(headDim, valueDim, keySplit) != 192 &&
-         wsBackwardBlockM(headDim, valueDim) == 64 &&
+/// Whether four dSᵀ buffers (the deferred dQ's reuse distance when both
+/// warpgroups' rows of two steps are in flight) fit at 64 queries a step
+/// beside everything else, dQ's boxes included.
+bool wsBackwardFourDsBuffersFit(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                                bool keySplit) {
+  return wsBackwardBlockM(headDim, valueDim) == 64 &&
          wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) + kWsDqBoxBytes +
                  4 * wsBackwardDsBufferBytes(headDim, valueDim, keySplit) <=
              kWsSharedLimit;
 }
 
-namespace {
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes: dSᵀ a ring of
-/// 16-bit buffers under the key split (four where the warpgroups take turns,
-/// else two; at D = 192 one, and the spare dQ boxes in a second's place), one
-/// plus Pᵀ in f32 under the role split.
-int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                             int64_t elementBytes, bool keySplit) {
-  int64_t buffers = !keySplit ? 1
-                    : wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit) ? 4
+/// 16-bit buffers under the key split (four where the warpgroups take turns
+/// and they fit, else two; at D = 192 one, and the spare dQ boxes in a
+/// second's place), one plus Pᵀ in f32 under the role split.
+int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                             bool keySplit, bool turns) {
+  int64_t buffers =
+      !keySplit ? 1
+      : turns && wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit) ? 4
                                                                                                : 2;
   return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) +
          buffers * wsBackwardDsBufferBytes(headDim, valueDim, keySplit);
 }
 } // namespace
 
+bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit) {
+  return keySplit && wsBackwardHeadTile(headDim, valueDim, keySplit) != 192;
+}
+
+bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                          bool keySplit) {
+  return wsBackwardTurnsTake(headDim, valueDim, keySplit) &&
+         wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit);
+}
+
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
                      bool keySplit) {
-  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+  // (Only the role split asks, where dSᵀ has one buffer whatever the turns.)
+  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false) +
                              kWsDqBoxBytes <=
                          kWsSharedLimit;
 }
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes, bool keySplit) {
-  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+                              int64_t elementBytes, bool keySplit, std::optional<bool> turns) {
+  bool takesTurns =
+      turns.value_or(wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit)) &&
+      wsBackwardTurnsTake(headDim, valueDim, keySplit);
+  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, takesTurns) +
          (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit) ? kWsDqBoxBytes : 0);
 }
 

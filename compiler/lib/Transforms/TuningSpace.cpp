@@ -214,7 +214,9 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
 /// forms at D = 256 (session 9), and the key split's space keeps the row form
 /// as a point. Each warp-specialised point comes with its grid in groups of 1,
 /// 4 and 8 (head, batch) pairs (`group`, flash-order-blocks; the hand rule: 4
-/// where a window or mask modifier makes key blocks differ in work, else 1).
+/// where a window or mask modifier makes key blocks differ in work, else 1),
+/// each key-split stage count below D = 192 also with its consumers' other
+/// form at the hand rule's group (`ping_pong`: taking turns or meeting).
 /// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
 /// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
 std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
@@ -253,6 +255,17 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
             point.group = heads;
             points.push_back(point);
           }
+        // The consumers' other form at the hand rule's group: taking turns
+        // with two dSᵀ buffers where four do not fit (three stages, D <= 64),
+        // meeting every step where they do (the form turns replaced there:
+        // 2.6-3.7 % slower at D = 128, session 41).
+        if (split && wsBackwardTurnsTake(d, dv, split)) {
+          point.group = handGroup;
+          point.pingPong = !wsBackwardTakesTurns(d, dv, stages, bytes, split);
+          if (wsBackwardSharedBytes(d, dv, stages, bytes, split, point.pingPong) <=
+              target.sharedMemoryPerBlock)
+            points.push_back(point);
+        }
       }
     if (keySplit) {
       TuningPoint rows =

@@ -50,10 +50,12 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   // the warp-specialised attention backward's grid (flash-order-blocks).
   if (field == "group")
     return kind == "attention_backward" || (!attention && kind != "ffn_fused");
-  // The kernels whose consumer warpgroups split by rows and may ping-pong
-  // (the persistent GEMM's plain and gated forms: not split over K).
+  // The kernels whose consumer warpgroups may take turns: split by rows (the
+  // persistent GEMM's plain and gated forms: not split over K), or the
+  // warp-specialised attention backward's key split.
   if (field == "ping_pong")
-    return kind == "attention_forward" || kind == "ffn_fused" || kind == "gemm" || kind == "gated_gemm";
+    return kind == "attention_forward" || kind == "attention_backward" || kind == "ffn_fused" ||
+           kind == "gemm" || kind == "gated_gemm";
   // The warp-specialised attention forward's grid (flash-order-blocks).
   if (field == "persistent")
     return kind == "attention_forward";
@@ -406,11 +408,17 @@ TuningPoint pointOf(KernelOp kernel) {
   point.warps = plan.warps;
   point.stages = plan.stages;
   // Ping-pong is a knob of the forward, fused-FFN and persistent GEMM
-  // schedules (the backward's consumers meet every step; the GEMM's split
-  // over K never take turns).
+  // schedules (the GEMM's split over K never takes turns); the ws backward's
+  // points name it only where it is not the hand rule's (its space's flipped
+  // points, wsBackwardTakesTurns).
   auto gemm = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
   bool tiledGemm = gemm && gemm.getRole() != KernelRole::FfnFused;
   if (schedule && !backward && (!tiledGemm || wsGemmPingPongTakes(gemm)))
+    point.pingPong = schedule.getPingPong();
+  if (schedule && backward && !schedule.getRoleSplit() &&
+      schedule.getPingPong() !=
+          wsBackwardTakesTurns(attention.getHeadDim(), attention.getValueDim(), plan.stages,
+                               attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true))
     point.pingPong = schedule.getPingPong();
   // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk;
   // the ws backward's head groups (1: the launch order).

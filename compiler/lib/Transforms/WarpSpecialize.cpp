@@ -65,13 +65,24 @@ struct WarpSpecializePass
         // by role, each with whole 64-key tiles of 4 warps.
         roleSplit = kernel.getWarps() == 4;
         consumerWarpgroups = 2;
-        // Under the key split where four dSᵀ buffers fit (D = 96-128 at two
-        // stages) the consumers take turns at the exponentials, each step's
-        // dQ issued in the next; elsewhere they meet every step (dSᵀ). The
-        // library's form, never the option (wsBackwardTakesTurns).
-        consumersPingPong = flashc::wsBackwardTakesTurns(
+        // The consumers take turns at the exponentials, each step's dQ issued
+        // in the next, where the tuning entry says (ping_pong) or, without
+        // one, where four dSᵀ buffers fit (wsBackwardTakesTurns: D = 96-128
+        // at two stages); elsewhere they meet every step (dSᵀ). Never by the
+        // pass option.
+        bool keySplit = !roleSplit;
+        consumersPingPong = knob.value_or(flashc::wsBackwardTakesTurns(
             attention.getHeadDim(), attention.getValueDim(), static_cast<int64_t>(kernel.getStages()),
-            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, !roleSplit);
+            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit));
+        if (consumersPingPong &&
+            !flashc::wsBackwardTurnsTake(attention.getHeadDim(), attention.getValueDim(), keySplit)) {
+          kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": its tuning entry "
+                             << flashc::tuningEntryOf(kernel).value_or("?")
+                             << " asks for ping_pong = 1, but the backward's consumers take turns only under the "
+                                "key split below D = 192 (this kernel: "
+                             << (keySplit ? "D = 192" : "the role split") << ")";
+          return signalPassFailure();
+        }
       } else if (gemm && gemm.getRole() == KernelRole::FfnFused) {
         resident = builder.getStrArrayAttr({"x"});
         ring = builder.getStrArrayAttr({"w1", "w2"});

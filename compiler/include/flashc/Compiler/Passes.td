@@ -161,8 +161,10 @@ def WarpSpecialize : Pass<"flash-warp-specialize", "::mlir::ModuleOp"> {
     of x resident, W1's columns and W2's rows of each hidden block streamed),
     whether the consumers ping-pong (the option, or the ping_pong of the kernel's
     tuning-table entry, its `tuning` attribute; the persistent GEMM's by its
-    entry or its hand rule, wsGemmPingPong, and the attention backward's by the
-    form its shared memory allows, wsBackwardTakesTurns: never by the option). The emitter prints this schedule; it does not
+    entry or its hand rule, wsGemmPingPong, and the attention backward's by its
+    entry or, without one, where four dSᵀ buffers fit, wsBackwardTakesTurns:
+    never by the option; an entry asking turns of a backward that cannot take
+    them, wsBackwardTurnsTake, is an error). The emitter prints this schedule; it does not
     decide it (the order of the query-row blocks is flash-order-blocks').
     Kernels of other strategies are left alone; the CPU executor runs the
     tile body, which the schedule does not change.

@@ -271,20 +271,29 @@ bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
 /// Its Q/K tile width (64 at 128 queries a step, else 128, 192 under the key
 /// split or 256; V's is wsForwardValueTile) and shared memory in bytes
 /// (AttentionBwdWsPlan::kSmemBytes).
+/// `turns`: whether its consumers take turns (wsBackwardTurnsTake; the hand
+/// rule wsBackwardTakesTurns where not given), which sets dSᵀ's buffers.
 int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes, bool keySplit);
+                              int64_t elementBytes, bool keySplit,
+                              std::optional<bool> turns = std::nullopt);
 /// Whether it adds dQ by TMA tensor reductions through shared memory (two
 /// 16 KB boxes): the key split always, the role split where they fit beside
 /// its tiles and ring in the library's 227 KB (D = 192 / Dv = 128 at 2 stages;
 /// not D = 256), else by the consumers' red.v4.
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
                      bool keySplit);
-/// Whether its consumer warpgroups take turns (#tile.warp_specialized ping_pong;
-/// AttentionBwdWsPlan::kDeferDq): under the key split at 64 queries a step
-/// (not D = 192) where a ring of four dSᵀ buffers fits beside the rest, a
-/// step's dQ is issued in the next step and the warpgroups' exponentials
-/// alternate; otherwise both meet at one barrier a step before their dQ.
+/// Whether its consumer warpgroups can take turns (#tile.warp_specialized
+/// ping_pong; AttentionBwdWsPlan::kDeferDq): under the key split but at D = 192
+/// (whose single dSᵀ buffer leaves room for spare dQ boxes), a step's dQ is
+/// issued in the next step and the warpgroups' exponentials alternate; in
+/// the other form both meet at one barrier a step before their dQ products.
+bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit);
+/// The hand rule: they take turns at 64 queries a step where a ring of four
+/// dSᵀ buffers fits beside the rest (D = 96-128 at two stages: measured -2.6
+/// to -3.7 % against meeting, session 41). Elsewhere turns are a tuning point
+/// (`ping_pong=1` in an attention_backward entry): two buffers, each
+/// warpgroup's dQ read of a step complete before it stores its next rows.
 bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
                           bool keySplit);
 /// Whether a plan is one of its forms for this recipe: block_n 128 on 8 warps

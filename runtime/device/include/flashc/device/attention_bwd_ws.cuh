@@ -180,16 +180,21 @@ struct AttentionBwdWsPlan {
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
                                        kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars + 1024;
-  // Where four dSᵀ buffers fit (64 queries a step, two stages: D = 96-128), the deferred form: step i's dQ is
-  // issued in step i + 1, after this warpgroup's rows of step i + 1 are stored, and the warpgroups' exponentials
-  // take turns (the consumers' loop). Buffer i mod 4 was last read by step i - 4's dQ, which the other warpgroup
-  // completed before it stored step i - 2's rows, which this one waited for a step ago. Elsewhere (128 queries a
-  // step, three stages) two buffers and one barrier a step that both warpgroups meet at before their dQ products.
-  static constexpr bool kDeferDq = kKeySplit && !kSpareDqBoxes && kBlockM == 64 &&
-                                   kSmemBesideDs + 4 * DSTile::kBytes <= 227 * 1024;
-  static_assert(PingPongOr<Config, kDeferDq>::value == kDeferDq,
-                "ws backward: the schedule's ping_pong is the library's form (the compiler's wsBackwardTakesTurns)");
-  static constexpr int kDsBuffers = kDeferDq ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
+  // The deferred form (the schedule's ping_pong; without one the compiler's hand rule, wsBackwardTakesTurns: where
+  // four dSᵀ buffers fit): step i's dQ is issued in step i + 1 and the warpgroups' exponentials take turns (the
+  // consumers' loop). Four buffers where they fit (64 queries a step, two stages: D = 96-128): a warpgroup stores
+  // step i + 1's rows before it issues step i's dQ; buffer i mod 4 was last read by step i - 4's dQ, which the
+  // other warpgroup completed before it stored step i - 2's rows, which this one waited for a step ago. Else two
+  // (a tuning point: 128 queries a step, three stages): a warpgroup stores step i + 1's rows after its own dQ of
+  // step i - 1 has completed; buffer (i + 1) mod 2 was last read by step i - 1's dQ, which the other warpgroup
+  // completed before it stored step i's rows, which this one waited for before that dQ. The other form: two
+  // buffers and one barrier a step that both warpgroups meet at before their dQ products.
+  static constexpr bool kFourDsBuffersFit = kBlockM == 64 && kSmemBesideDs + 4 * DSTile::kBytes <= 227 * 1024;
+  static constexpr bool kDeferDq = PingPongOr<Config, kKeySplit && !kSpareDqBoxes && kFourDsBuffersFit>::value;
+  static_assert(!kDeferDq || (kKeySplit && !kSpareDqBoxes),
+                "ws backward: the consumers take turns (ping_pong) only under the key split below D = 192 (the "
+                "compiler's wsBackwardTurnsTake)");
+  static constexpr int kDsBuffers = kDeferDq && kFourDsBuffersFit ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
@@ -621,18 +626,26 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         if constexpr (P::kDeferDq) {
           // This step's dSᵀ rows to shared memory, then the previous step's dQ (both warpgroups' rows of it are
           // there by now unless the other runs a step behind) and dK += dSᵀ Q (dS scaled) under dQ's reduction.
-          store_fragments(ds_step, dst16);
-          fence_async_shared();  // generic-proxy stores -> dQ's wgmma reads
-          named_barrier_arrive(P::kBarDsReady + 2 * warpgroup + it % 2, kWarps * 32);  // this warpgroup's rows
+          auto store_ds = [&] {
+            store_fragments(ds_step, dst16);
+            fence_async_shared();  // generic-proxy stores -> dQ's wgmma reads
+            named_barrier_arrive(P::kBarDsReady + 2 * warpgroup + it % 2, kWarps * 32);  // this warpgroup's rows
+          };
+          if constexpr (P::kDsBuffers == 4) store_ds();
           // (Each path's products in straight-line code: a product issued under a condition that a later wait
           // and read share made ptxas serialize every wgmma, C7514.)
           if (it > 0) {
             DqTile dq;
             issue_prev_dq(dq);
+            if constexpr (P::kDsBuffers == 2) {
+              wgmma_wait<0>();  // dV and the previous step's dQ: its read of the buffer stored next is done
+              store_ds();
+            }
             wgmma_matmul<false>(acc_dk, dst16, q_tile(s));
             wgmma_wait<1>();  // dV, dQ
             reduce_prev_dq(dq);
           } else {
+            if constexpr (P::kDsBuffers == 2) store_ds();
             wgmma_matmul<false>(acc_dk, dst16, q_tile(s));
           }
         } else {

@@ -41,8 +41,8 @@ template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
 };
-// A Config's kPingPong where it has one, else kDefault (the attention backward checks the schedule it was given
-// against the form it takes: AttentionBwdWsPlan::kDeferDq).
+// A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
+// schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>
 struct PingPongOr {
   static constexpr bool value = kDefault;
