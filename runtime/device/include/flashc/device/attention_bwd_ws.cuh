@@ -6,8 +6,9 @@
 //   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (issued together) -> Pᵀ -> dV += Pᵀ dO (RS) -> dSᵀ -> dQ, dK += dSᵀ Q (RS);
 //   dSᵀ of both warpgroups meets in shared memory, and warpgroup g reduces dQ[:, 64g..] += dS K[:, 64g..] over all
 //   128 keys: through shared memory by two TMA tensor reductions into dq_accum's map (tma_dq), under dK's product.
-//   At D = 96-128 (kDeferDq) a step's dQ is issued in the next step (a ring of four dSᵀ buffers) and the warpgroups'
-//   exponentials take turns; elsewhere both meet at one named barrier a step (two buffers) before their dQ.
+//   Where the schedule says (kDeferDq: the hand rule at D = 96-128, two stages) a step's dQ is issued in the next
+//   step (a ring of four dSᵀ buffers, or two where four do not fit) and the warpgroups' exponentials take turns;
+//   elsewhere both meet at one named barrier a step (two buffers) before their dQ.
 //   At D = 192 (dK + dV 160 floats a thread) a step's scores go in two halves of 32 queries, with one dSᵀ buffer
 //   and dQ's three 64-column products taken 2 / 1 by the warpgroups (kSubM, kSpareDqBoxes below).
 //   Registers: dK + dV (128 floats a thread at D = 128), Sᵀ + dPᵀ (64), Pᵀ / dSᵀ in 16 bits: 0 spills at 240.
@@ -56,7 +57,8 @@
 //                         split where two 16 KB boxes fit), else the consumers' red.v4
 //   kBlockM               queries a step: 64, or 128 at kHeadDim 64 (key split; dQ by row halves)
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
-//   kPingPong (optional)  the schedule's ping_pong, checked against the form this plan takes (kDeferDq below)
+//   kPingPong (optional)  the schedule's ping_pong: whether the consumers take turns (kDeferDq below; without it, the
+//                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
@@ -209,10 +211,17 @@ struct AttentionBwdWsPlan {
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
-  // kDeferDq: kBarDsReady + 2 g + (step mod 2), warpgroup g's dSᵀ rows of a step stored (it arrives, the other syncs
-  // a step later; the parity keeps a warpgroup that runs ahead from arriving twice on one barrier); kBarTurn + g,
-  // warpgroup g's turn to start a step (the other's exponentials of the step before are done).
-  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6, kBarDsReady = 7, kBarTurn = 11;
+  // kDeferDq: kBarDsReady + 3 g + (step mod 3), warpgroup g's dSᵀ rows of a step stored (it arrives, the other syncs
+  // a step later); kBarTurn + g, warpgroup g's turn to start a step (the other's exponentials of the step before are
+  // done). Three ids a warpgroup, not two: where the rows are stored before the other's are waited for (four
+  // buffers), warpgroup 0 may start step i + 2 once warpgroup 1's exponentials of step i + 1 are done, which is before
+  // warpgroup 1 waits for warpgroup 0's rows of step i; with two ids warpgroup 0's arrival of step i + 2 could then
+  // complete the barrier of step i by itself. Step i + 3 starts only after warpgroup 1's turn of step i + 2, after
+  // its wait of step i + 1. (A named barrier counts arrivals; it keeps no generations.)
+  static constexpr int kDsReadyIds = 3;
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6, kBarDsReady = 7,
+                       kBarTurn = kBarDsReady + 2 * kDsReadyIds;
+  static_assert(kBarTurn + 1 <= 15, "ws backward: named barrier ids are 0-15");
 };
 
 namespace detail {
@@ -500,8 +509,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     wgmma_fence_operand(acc_dv);
     wgmma_fence_operand(acc_dk);
     // kDeferDq: dQ over all 128 keys needs both warpgroups' dSᵀ rows, so step i's dQ is issued in step i + 1, once
-    // this warpgroup's next rows are stored: each warpgroup arrives on its own barrier when its rows are stored and
-    // waits on the other's a step later. Freed of meeting every step, the warpgroups take turns instead: warpgroup 1
+    // this warpgroup's next rows are stored (four buffers; with two, once that dQ has completed, before they are
+    // stored): each warpgroup arrives on its own barrier when its rows are stored and waits on the other's a step
+    // later. Freed of meeting every step, the warpgroups take turns instead: warpgroup 1
     // starts step i once warpgroup 0's exponentials of step i are done, warpgroup 0 step i + 1 once warpgroup 1's
     // are, so that one's exponentials run under the other's products (the forward's ping-pong). Meeting every step
     // they ran their exponentials together while the tensor cores waited: 2.6-3.7 % of the main kernel at D = 128
@@ -512,7 +522,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
     // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys, of the step prev.
     auto issue_prev_dq = [&](DqTile& dq) {
-      named_barrier_sync(P::kBarDsReady + 2 * (1 - warpgroup) + prev.it % 2, kWarps * 32);  // the other's dSᵀ rows
+      named_barrier_sync(P::kBarDsReady + P::kDsReadyIds * (1 - warpgroup) + prev.it % P::kDsReadyIds,
+                         kWarps * 32);  // the other's dSᵀ rows
       wgmma_matmul_ta<false, true>(dq, ds_tile(prev.it % P::kDsBuffers), Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
@@ -624,12 +635,14 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         RegTile16<Elem, kBlockN, kBlockM, kTileWarps> dst16;
         convert(dst16, dpt);
         if constexpr (P::kDeferDq) {
-          // This step's dSᵀ rows to shared memory, then the previous step's dQ (both warpgroups' rows of it are
-          // there by now unless the other runs a step behind) and dK += dSᵀ Q (dS scaled) under dQ's reduction.
+          // This step's dSᵀ rows to shared memory (with two buffers: after the previous step's dQ, which reads the
+          // other one), the previous step's dQ (both warpgroups' rows of it are there by now unless the other runs a
+          // step behind) and dK += dSᵀ Q (dS scaled) under dQ's reduction.
           auto store_ds = [&] {
             store_fragments(ds_step, dst16);
             fence_async_shared();  // generic-proxy stores -> dQ's wgmma reads
-            named_barrier_arrive(P::kBarDsReady + 2 * warpgroup + it % 2, kWarps * 32);  // this warpgroup's rows
+            named_barrier_arrive(P::kBarDsReady + P::kDsReadyIds * warpgroup + it % P::kDsReadyIds,
+                                 kWarps * 32);  // this warpgroup's rows
           };
           if constexpr (P::kDsBuffers == 4) store_ds();
           // (Each path's products in straight-line code: a product issued under a condition that a later wait
@@ -642,7 +655,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
               store_ds();
             }
             wgmma_matmul<false>(acc_dk, dst16, q_tile(s));
-            wgmma_wait<1>();  // dV, dQ
+            wgmma_wait<1>();  // dV, dQ (with two buffers: done already)
             reduce_prev_dq(dq);
           } else {
             if constexpr (P::kDsBuffers == 2) store_ds();
