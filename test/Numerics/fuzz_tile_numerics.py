@@ -22,28 +22,74 @@ import sys
 import tempfile
 
 
+def band_modifier(rng):
+    """A mask_mod region (text after num_kv_heads) bounding d = q - k to [lo, hi], each bound spelled one of four ways
+    (d >= lo; k - q <= -lo; 2q + (1 - 2 lo) > 2k, i.e. 2d > 2 lo - 1; q + 7 >= k + 7 + lo), either side sometimes open,
+    sometimes off the diagonal (lo > 0: stays a modifier) or joined by an `ori` with a prefix (not a band)."""
+    lo, hi = rng.choice([None, -9, -2, 0, 0, 1]), rng.choice([None, 0, 3, 17, 60])
+    if lo is None and hi is None:
+        hi = 5
+    lines, n = [], [0]
+
+    def value(text):
+        n[0] += 1
+        lines.append(f"    %v{n[0]} = {text}")
+        return f"%v{n[0]}"
+
+    def const(c):
+        return value(f"arith.constant {c} : index")
+
+    def lower(bound):  # q - k >= bound
+        form = rng.randrange(4)
+        if form == 0:
+            return value(f"arith.cmpi sge, {value('arith.subi %i, %j : index')}, {const(bound)} : index")
+        if form == 1:
+            return value(f"arith.cmpi sle, {value('arith.subi %j, %i : index')}, {const(-bound)} : index")
+        if form == 2:
+            q2 = value(f"arith.muli %i, {const(2)} : index")
+            lhs = value(f"arith.addi {q2}, {const(1 - 2 * bound)} : index")
+            return value(f"arith.cmpi sgt, {lhs}, {value(f'arith.muli {const(2)}, %j : index')} : index")
+        lhs = value(f"arith.addi %i, {const(7)} : index")
+        return value(f"arith.cmpi sge, {lhs}, {value(f'arith.addi %j, {const(7 + bound)} : index')} : index")
+
+    def upper(bound):  # q - k <= bound
+        if rng.random() < 0.5:
+            return value(f"arith.cmpi slt, {value('arith.subi %i, %j : index')}, {const(bound + 1)} : index")
+        return value(f"arith.cmpi sge, {value('arith.subi %j, %i : index')}, {const(-bound)} : index")
+
+    atoms = ([lower(lo)] if lo is not None else []) + ([upper(hi)] if hi is not None else [])
+    visible = atoms[0] if len(atoms) == 1 else value(f"arith.andi {atoms[0]}, {atoms[1]} : i1")
+    if rng.random() < 0.2:
+        visible = value(f"arith.ori {visible}, {value(f'arith.cmpi slt, %j, {const(3)} : index')} : i1")
+    body = "\n".join(lines)
+    return f" mask_mod {{\n  ^bb0(%i: index, %j: index):\n{body}\n    flash.yield {visible} : i1\n  }}"
+
+
 def attention_case(rng):
     b, hkv = rng.choice([1, 2]), rng.choice([1, 2])
     hq = hkv * rng.choice([1, 2, 3])
     sq, sk = rng.randint(1, 150), rng.randint(1, 150)
     d = rng.choice([8, 16, 20, 32, 40, 48, 64, 72])  # 8, 20, 40, 72: tiles padded (TilePadding.h)
     dv = rng.choice([d, 16, 32, 36])
-    kind = rng.choice(["none", "causal", "window"])
+    kind = rng.choice(["none", "causal", "window", "band"])
+    mask_mod = ""
     if kind == "none":
         mask = "#flash.mask<none>"
     elif kind == "causal":
         mask = "#flash.mask<causal>"
-    else:
+    elif kind == "window":
         left = rng.choice([-1, 0, 1, 5, 17, 60])
         right = rng.choice([-1, 0, 2, 9]) if left >= 0 else rng.choice([0, 2, 9])
         mask = f"#flash.mask<sliding_window, left = {left}, right = {right}>"
+    else:  # a mask modifier bounding q - k (DiagonalBand.h: the window's kernels, top-left), or one that is not
+        mask, mask_mod = "#flash.mask<none>", band_modifier(rng)
     softcap = f" softcap = 3.0" if rng.random() < 0.25 else ""
     qt, kt = f"tensor<{b}x{hq}x{sq}x{d}xf32>", f"tensor<{b}x{hkv}x{sk}x{d}xf32>"
     vt, ot = f"tensor<{b}x{hkv}x{sk}x{dv}xf32>", f"tensor<{b}x{hq}x{sq}x{dv}xf32>"
     lt = f"tensor<{b}x{hq}x{sq}xf32>"
     spec = (f"func.func @f(%q: {qt}, %k: {kt}, %v: {vt}) -> {ot} {{\n"
             f"  %out, %lse = flash.attention %q, %k, %v scale = {1 / math.sqrt(d)!r} "
-            f"mask = {mask}{softcap} num_kv_heads = {hkv}\n"
+            f"mask = {mask}{softcap} num_kv_heads = {hkv}{mask_mod}\n"
             f"      : ({qt}, {kt}, {vt}) -> ({ot}, {lt})\n"
             f"  return %out : {ot}\n}}\n")
     opts = [f"--block-m={rng.choice([16, 32, 64])}", f"--block-n={rng.choice([16, 32, 64])}",

@@ -732,7 +732,11 @@ struct Runner {
     c.lse = makeParam(fwd.name, "lse", sym);
     c.s = {c.q.shape[0], c.q.shape[1], c.k.shape[1], c.q.shape[2], c.k.shape[2], c.q.shape[3], c.v.shape[3]};
     std::string offsetText;
-    if (hasScalar(fwd, "key_offset")) {
+    std::string fixedOffset = meta(fwd, "key_offset_fixed", "");
+    if (!fixedOffset.empty()) {  // a band mask modifier's window: positions of its own, no scalar to pass
+      c.m.window = c.m.window.withKeyOffset(std::atoll(fixedOffset.c_str()));
+      offsetText = " key_offset=" + fixedOffset + " (fixed)";
+    } else if (hasScalar(fwd, "key_offset")) {
       int64_t off = opt.keyOffset ? *opt.keyOffset
                                   : std::uniform_int_distribution<int64_t>(-c.s.querySeq - 8, c.s.keySeq + 8)(rng);
       c.m.window = c.m.window.withKeyOffset(off);
@@ -759,7 +763,7 @@ struct Runner {
     bind(args, "lse", c.lse);
     for (Buffer &t : c.maskTensors) bind(args, t.name.c_str(), t);
     for (Buffer &t : c.scoreTensors) bind(args, t.name.c_str(), t);
-    if (c.m.window.hasKeyOffset) args.setI32("key_offset", int32_t(c.m.window.keyOffset));
+    if (c.m.window.hasKeyOffset && hasScalar(fwd, "key_offset")) args.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
 
@@ -799,7 +803,7 @@ struct Runner {
     bind(bargs, "dv", c.dv);
     for (Buffer &t : c.maskTensors) bind(bargs, t.name.c_str(), t);
     for (Buffer &t : c.scoreTensors) bind(bargs, t.name.c_str(), t);
-    if (c.m.window.hasKeyOffset) bargs.setI32("key_offset", int32_t(c.m.window.keyOffset));
+    if (c.m.window.hasKeyOffset && hasScalar(bwd, "key_offset")) bargs.setI32("key_offset", int32_t(c.m.window.keyOffset));
     return true;
   }
 

@@ -33,10 +33,11 @@ std::string maskText(AttentionSpecAttr spec) {
   std::string mod = spec.getMaskMod() ? ", mask modifier @" + spec.getMaskMod().getValue().str() : "";
   if (left < 0 && right < 0)
     return mod;
-  if (left < 0 && right == 0)
-    return ", causal" + mod;
   auto side = [](int64_t n) { return n < 0 ? std::string("unbounded") : std::to_string(n); };
-  return ", window " + side(left) + " left / " + side(right) + " right" + mod;
+  std::string positions = spec.getTopLeft() ? " (top-left: a band mask modifier's)" : "";
+  if (left < 0 && right == 0)
+    return ", causal" + positions + mod;
+  return ", window " + side(left) + " left / " + side(right) + " right" + positions + mod;
 }
 
 std::string attentionMath(AttentionSpecAttr spec) {

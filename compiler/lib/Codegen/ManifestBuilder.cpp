@@ -166,6 +166,9 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
             llvm::formatv("{0:e9}", attn.getSoftcap().getValueAsDouble()).str();
         program.meta["window_left"] = std::to_string(attn.getWindowLeft());
         program.meta["window_right"] = std::to_string(attn.getWindowRight());
+        // A band modifier's window: query row i at key position i, not i + Sk - Sq (references honour it).
+        if (attn.getTopLeft())
+          program.meta["key_offset_fixed"] = "0";
         if (auto sym = attn.getMaskMod())
           if (auto maskMod = SymbolTable::lookupNearestSymbolFrom<tile::MaskModOp>(kernel, sym)) {
             program.meta["mask_mod"] = flashc::printIndexProgram(maskMod.getBody(), /*oneWord=*/true);

@@ -198,6 +198,16 @@ FailureOr<unsigned> scoreModTensors(tile::KernelOp kernel, tile::AttentionSpecAt
 /// The arguments a library kernel takes for its modifiers: the mask modifier's tensors as a MaskEnv, the address
 /// of its block-class table (after the score modifier's tensors) or nullptr, then, with a score modifier, its
 /// tensors as a second MaskEnv.
+/// The key position of query row 0 the kernel is given: the run-time key offset (`given`, the argument's name),
+/// 0 for a band modifier's window (top_left: the modifier saw row indices), else Sk - Sq (bottom-right aligned).
+std::string keyOffsetArgument(tile::AttentionSpecAttr spec, const std::string &given, ArrayRef<std::string> cppNames) {
+  if (!given.empty())
+    return given;
+  if (spec.getTopLeft())
+    return "0 /* top-left: the mask modifier's row positions */";
+  return "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])";
+}
+
 std::string modifierCallArgs(const MaskArgs &mask, unsigned scoreTensors, bool scoreMod,
                              ArrayRef<std::string> cppNames) {
   auto env = [&](unsigned first, unsigned count) {
@@ -329,8 +339,7 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnv keeps the parameters' addresses)
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/5);
-  std::string offset = keyOffset ? cppNames[want - 1]
-                                 : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])";
+  std::string offset = keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];
@@ -464,7 +473,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ", " << maps[2] << ", " << maps[3];
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
-  out << ", " << (keyOffset ? cppNames[want - 1] : "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])");
+  out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
   if (spec.getMaskMod() || spec.getScoreMod())
     out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << modifierCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr, cppNames);

@@ -177,6 +177,10 @@ struct AttentionKernel {
     g.blockN = Bc;
     g.sq = kb.dim(q, 2, "seq_q");
     g.sk = kb.dim(k, 2, "seq_k");
+    if (spec.getTopLeft()) {  // a band modifier's window: query row i at key position i
+      g.off = kb.named("key_offset", kb.idx(0));
+      return g;
+    }
     if (!spec.takesKeyOffset()) {
       g.off = kb.named("key_offset", kb.sub(g.sk, g.sq));
       return g;

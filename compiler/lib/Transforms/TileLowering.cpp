@@ -3,8 +3,10 @@
 
 #include "flashc/device/moe_layout.h"  // (the permuted layout the kernels read: plain C++)
 
+#include "flashc/Dialect/Tile/IR/TileLimits.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
+#include "flashc/Dialect/Common/DiagonalBand.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Common/ScoreFunction.h"
 
@@ -79,6 +81,23 @@ FlatSymbolRefAttr scoreModSymbol(flash::AttentionOp op) {
                                     flashc::scoreFunctionLayout(op.getScoreMod()).hasBatchAndHead(), 1);
 }
 
+std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) {
+  // Only over no mask: the modifier sees row indices (top-left), a mask attribute bottom-right aligned positions,
+  // which differ where Sq != Sk, so the two do not merge into one window.
+  if (!op.hasMaskMod() || !op.getMaskOperands().empty() || !op.getMask().isNone())
+    return std::nullopt;
+  std::optional<flashc::DiagonalBand> band = flashc::diagonalBand(op.getMaskMod());
+  // visible where lo <= q - k <= hi  <=>  q - hi <= k <= q - lo: a window of hi keys to the left, -lo to the right
+  // (each side >= 0, or unbounded): a band off the diagonal (a query that never sees its own position) stays a
+  // modifier, as does one wider than the kernels' window sides.
+  if (!band || (band->hi && *band->hi < 0) || (band->lo && *band->lo > 0))
+    return std::nullopt;
+  int64_t left = band->hi ? *band->hi : -1, right = band->lo ? -*band->lo : -1;
+  if (left > limits::kMaxWindowSide || right > limits::kMaxWindowSide)
+    return std::nullopt;
+  return std::pair{left, right};
+}
+
 AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
@@ -89,6 +108,10 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
     left = mask.getWindowLeft();
     right = mask.getWindowRight();
   }
+  // A modifier that is a band of diagonals: the window's kernels instead, on the modifier's positions.
+  std::optional<std::pair<int64_t, int64_t>> band = maskModWindow(op);
+  if (band)
+    std::tie(left, right) = *band;
   Builder b(ctx);
   bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed;
   bool noScores = role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
@@ -101,10 +124,10 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 TypeAttr::get(op.getQuery().getType().getElementType()),
                                 /*keyOffset=*/static_cast<bool>(op.getKeyOffset()),
                                 // (pre- and postprocessing compute no scores: no modifier)
-                                noScores ? FlatSymbolRefAttr() : maskModSymbol(op),
+                                noScores || band ? FlatSymbolRefAttr() : maskModSymbol(op),
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
-                                scoreAdditive, scoreSeparable);
+                                scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value());
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }

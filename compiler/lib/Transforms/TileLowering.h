@@ -37,6 +37,11 @@ mlir::FlatSymbolRefAttr scoreModSymbol(mlir::flash::AttentionOp op);
 /// take the table of the modifier's 64 x 64 block classes, which a kernel of
 /// role attention_mask_blocks(_transposed) writes before them.
 bool maskModReadsTensors(mlir::flash::AttentionOp op);
+/// The window (left, right; -1 unbounded) of a mask modifier that is a band of
+/// diagonals around the main one (flashc::diagonalBand), over no mask
+/// attribute: the kernels then run that window on the modifier's top-left
+/// positions (#tile.attention top_left) and not the modifier.
+std::optional<std::pair<int64_t, int64_t>> maskModWindow(mlir::flash::AttentionOp op);
 
 /// Checks that the kernels can honour the sizes of fused op `op`
 /// (flash.attention or flash.ffn; others pass): static sizes within the

@@ -87,7 +87,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getKeyOffset(), attention.getMaskMod(),
                                 attention.getMaskBlocks() && scores,
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
-                                scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable());
+                                scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
+                                attention.getTopLeft());
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

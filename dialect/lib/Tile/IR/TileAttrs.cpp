@@ -94,7 +94,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
                                         FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
-                                        bool scoreAdditive, bool scoreSeparable) {
+                                        bool scoreAdditive, bool scoreSeparable, bool topLeft) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -111,6 +111,8 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
     return emitError() << "#tile.attention score_mod is not combined with a softcap";
   if (scoreAdditive && !scoreMod)
     return emitError() << "#tile.attention score_additive needs a score_mod";
+  if (topLeft && keyOffset)
+    return emitError() << "#tile.attention top_left is not combined with key_offset (both place query rows)";
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},

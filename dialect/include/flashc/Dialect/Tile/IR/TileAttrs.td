@@ -239,6 +239,9 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     key_offset = true: p = i + key_offset instead, with key_offset the
     kernel's last argument (an i32, given at launch) in every role that
     masks (forward and the backward kernels that compute scores).
+    top_left = true: p = i (not with key_offset): the window of a mask
+    modifier that was a band of diagonals (DiagonalBand.h), which saw row
+    indices.
     mask_mod = @m (a tile.mask_mod): key j is also hidden from query i where
     @m(b, h, i, j, t...) is false; the kernels that mask take the tensors @m
     reads (`t`, one per tensor argument) after their own tensors.
@@ -273,7 +276,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$mask_blocks,
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod,
     DefaultValuedParameter<"bool", "false">:$score_additive,
-    DefaultValuedParameter<"bool", "false">:$score_separable);
+    DefaultValuedParameter<"bool", "false">:$score_separable,
+    DefaultValuedParameter<"bool", "false">:$top_left);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
