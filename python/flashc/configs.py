@@ -60,7 +60,8 @@ TEST_ATTENTION_TRANSPOSED = tuple(
 # Mask modifiers (flashc.mask_mod) on every kernel form: prefix-LM, chunked local attention, strided keys with the
 # diagonal (interior blocks hidden in part), a causal sliding window with keys at even distance only, rows that see
 # no key (every fifth), a softcap; head dims 32 (the op-by-op kernels), 64 / 128 (the warp-specialised forward and
-# key-split backward), 256 (the role-split backward), GQA, f16, and the Sᵀ and row backward forms.
+# key-split backward), 256 (the role-split backward), GQA, f16, and the Sᵀ and row backward forms; bands of diagonals,
+# which run as windows.
 _PREFIX_LM = lambda q, k: (k < 100) | (k <= q)
 BY_HEAD_MASK = lambda b, h, q_idx, kv_idx: (h == 0) | (kv_idx <= q_idx)
 TEST_ATTENTION_MASK_MOD = (
@@ -75,7 +76,11 @@ TEST_ATTENTION_MASK_MOD = (
     AttentionConfig("bf16", 2, 2, 64, mask_mod=_PREFIX_LM, backward_form="transposed"),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=lambda q, k: q // 96 == k // 96, backward_form="rows"),
     # the batch and head indices (FlexAttention's b, h): causal but for head 0
-    AttentionConfig("bf16", 2, 2, 64, mask_mod=BY_HEAD_MASK))
+    AttentionConfig("bf16", 2, 2, 64, mask_mod=BY_HEAD_MASK),
+    # bands of diagonals (only q - k bounded): the window's kernels on the modifier's row positions (DiagonalBand.h),
+    # a causal window under GQA and a two-sided band in f16
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=lambda q, k: (q >= k) & (q - k <= 300)),
+    AttentionConfig("f16", 2, 2, 64, mask_mod=lambda q, k: (k - q <= 16) & (q - k < 100)))
 
 # Modifiers that read tensors (text forms: the tensors are the call's, IndexProgram.with_tensors): a causal mask
 # within documents (t0: each token's document id) at every kernel form (head dims 64 / 128 / 256, GQA, f16, both
