@@ -1,26 +1,16 @@
 #!/bin/bash
-# Prepared in session 42 (no device was lent), for a device call after call1.sh (nvidia-h200, ~7 min). Carry:
-# .carry/ab2 (bench-programmable + bench-attention at c5e4a25: the defaults), .carry/wf (bench-programmable with
-# walk-first-block.patch applied to the device headers), and this script.
-#  1. A/B of walk-first-block.patch: the document row's forward and backward main kernels (torch.profiler), alternated
-#     twice (predicted: forward -1 to -3 %, backward 0 to -1 %);
-#  2. Nsight Compute, source level (SASS with stall samples), of the forward kernels of the document row, the window
-#     as a modifier and the window attribute: where the modifier / table path's time goes (+23 % on the same blocks).
+# Prepared in session 42 (no device was lent): the tuner over the backward keys (nvidia-h200, ~9 min; resumable: run
+# again with the progress files carried back into the plan directories). Carry: .carry/tune42b (`tune plan --kinds
+# attention_backward --seqs 16384 bench-programmable`: #16's rows, the documents' entry among them), .carry/tune42a
+# (`tune plan --kinds attention_backward tune`: the attention grid's backwards), this script.
 cd "$(dirname "$0")/../../.."
 R=$OUT; mkdir -p $R
 export FLASHC_DEVICE_WORK=/tmp/fd
-[ -x build-dev/bin/flashc-run ] || { OUT=$R/dr timeout 200 scripts/device-bench.sh .carry/ab2 --steps build > $R/build.txt 2>&1; echo "build rc=$?"; rm -rf $R/dr; }
+[ -x build-dev/bin/flashc-run ] || { OUT=$R/dr timeout 200 scripts/device-bench.sh --steps build > $R/build.txt 2>&1; echo "build rc=$?"; rm -rf $R/dr; }
 export FLASHC_RUNTIME_LIB=$PWD/build-dev/runtime/libflashc_runtime.so PYTHONPATH=$PWD/python
-for round in 1 2; do for D in ab2 wf; do
-  FLASHC_BUNDLE_PATH=$PWD/.carry/$D FLASHC_CACHE_DIR=/tmp/mc_$D timeout 60 python3 bench/probes/mask_mod_profile.py document 5 --timeline > $R/tl_doc_${D}_$round.txt 2>&1
-  echo "== $round $D doc fwd: $(grep -E 'attention_fwd ' $R/tl_doc_${D}_$round.txt | awk '{print $(NF-1)}') bwd: $(grep -E 'attention_bwd ' $R/tl_doc_${D}_$round.txt | awk '{print $(NF-1)}')"
-done; done
-NCU="ncu --clock-control none --section WarpStateStats --section SchedulerStats --section InstructionStats --section SourceCounters --section LaunchStats --section SpeedOfLight"
-for row in document window window_attr; do
-  FLASHC_BUNDLE_PATH=$PWD/.carry/ab2 FLASHC_CACHE_DIR=/tmp/mc_ab2 timeout 100 $NCU --kernel-name regex:'flashc_attention_attention_fwd$' --launch-skip 1 --launch-count 1 -o $R/ncu_$row python3 bench/probes/mask_mod_profile.py $row 2 > $R/ncu_${row}_log.txt 2>&1
-  echo "ncu $row rc=$?"
-  ncu -i $R/ncu_$row.ncu-rep --page details > $R/ncu_${row}_details.txt 2>&1
-  ncu -i $R/ncu_$row.ncu-rep --page raw --csv > $R/ncu_${row}_raw.csv 2>&1
-  ncu -i $R/ncu_$row.ncu-rep --page source --csv --print-source sass > $R/ncu_${row}_sass.csv 2>&1
-  echo "  $(grep -E 'Duration|Executed Instructions  ' $R/ncu_${row}_details.txt | tr -s ' ' | tr '\n' ';') sass rows $(wc -l < $R/ncu_${row}_sass.csv)"
+for plan in tune42b tune42a; do
+  OUT=$R/t_$plan timeout 260 scripts/device-bench.sh --steps tune --tune-plan .carry/$plan --tune-args "--budget 200 --lead-us auto" > $R/tune_$plan.txt 2>&1; echo "tune $plan rc=$?"
+  cp $R/t_$plan/tune/progress.jsonl $R/progress_$plan.jsonl 2>/dev/null; cp $R/t_$plan/tune/tune-report.md $R/report_$plan.md 2>/dev/null
+  tail -4 $R/tune_$plan.txt
 done
+tar czf $R/logs.tgz -C $R $(cd $R && ls -d t_* 2>/dev/null) 2>/dev/null; rm -rf $R/t_*
