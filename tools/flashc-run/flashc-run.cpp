@@ -462,6 +462,14 @@ struct Runner {
       for (std::string why : {number("scale", "1", false, 1e-300), number("softcap", "0", false, 0),
                               number("window_left", "-1", true, -1), number("window_right", "-1", true, -1)})
         if (!why.empty()) return why;
+      // A band modifier's window places row i at key position i + this (0): an int32, as a run-time key offset.
+      if (std::string fixed = meta(p, "key_offset_fixed", "0"); !fixed.empty()) {
+        char *end = nullptr;
+        errno = 0;
+        long long v = std::strtoll(fixed.c_str(), &end, 10);
+        if (*end || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+          return "meta key_offset_fixed '" + fixed + "' is not a 32-bit integer";
+      }
       for (const char *n : {"q", "k", "v", "out"})
         if (std::string why = need(p.name, n, 4, 4); !why.empty()) return why;
       if (std::string why = need(p.name, "lse", 3, 3); !why.empty()) return why;

@@ -828,3 +828,9 @@ func.func private @run_if_range() attributes {r = #tile.run_if<arg = 0, dim = 0,
 // score_separable (s + A(q) + B(k)) implies a derivative of 1: it needs score_additive.
 // expected-error @+1 {{#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)}}
 func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, score_mod = @m, score_separable = true>}
+
+// -----
+
+// top_left places row i at key position i (a band modifier's window); a run-time key offset places it elsewhere.
+// expected-error @+1 {{#tile.attention top_left is not combined with key_offset (both place query rows)}}
+func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = 16, window_right = 0, element_type = bf16, key_offset = true, top_left = true>}
