@@ -343,9 +343,11 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];
+  // (The call without an offset places rows bottom-right: a run-time key offset or a band modifier's top-left
+  // positions must be passed.)
   if (spec.getMaskMod() || spec.getScoreMod()) {
     out << ", " << offset << ", " << modifierCallArgs(*mask, scoreTensors, spec.getScoreMod() != nullptr, cppNames);
-  } else if (keyOffset) {
+  } else if (keyOffset || spec.getTopLeft()) {
     out << ", " << offset;
   }
   out << ");\n";
