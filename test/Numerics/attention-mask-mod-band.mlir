@@ -20,6 +20,9 @@
 // CHECK: @two_sided_band backward d_v: {{.*}} ok
 // CHECK: @scaled_terms backward d_q: {{.*}} ok
 // CHECK: @off_diagonal backward d_k: {{.*}} ok
+// CHECK: @local_abs forward result 0: {{.*}} ok
+// CHECK: @local_abs backward d_q: {{.*}} ok
+// CHECK: @far_abs backward d_v: {{.*}} ok
 
 // TILE-LABEL: tile.kernel @causal_as_modifier_attention_fwd(
 // TILE-SAME: window_left = -1, window_right = 0, element_type = f32, top_left = true>
@@ -32,6 +35,12 @@
 // TILE-SAME: window_left = 9, window_right = 1, element_type = f32, top_left = true>
 // A band off the diagonal (no query sees its own position) stays a modifier.
 // TILE-LABEL: tile.kernel @off_diagonal_attention_fwd(
+// TILE-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_
+// |q - k| <= 6 as a traced abs() spells it (a select): a window of 6 keys either side.
+// TILE-LABEL: tile.kernel @local_abs_attention_fwd(
+// TILE-SAME: window_left = 6, window_right = 6, element_type = f32, top_left = true>
+// |q - k| >= 3 is two bands: a modifier.
+// TILE-LABEL: tile.kernel @far_abs_attention_fwd(
 // TILE-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_
 
 // FlexAttention's causal mask as a modifier (q >= k), at Sq < Sk: top-left, so the last 30 keys are seen by no row.
@@ -109,4 +118,36 @@ func.func @off_diagonal(%q: tensor<1x2x40x32xf32>, %k: tensor<1x2x40x32xf32>, %v
     flash.yield %visible : i1
   } : (tensor<1x2x40x32xf32>, tensor<1x2x40x32xf32>, tensor<1x2x40x32xf32>) -> (tensor<1x2x40x32xf32>, tensor<1x2x40xf32>)
   return %out : tensor<1x2x40x32xf32>
+}
+
+// Bidirectional local attention, |q - k| <= 6, at Sq > Sk (flashc.mask_mod traces abs(q - k) so).
+func.func @local_abs(%q: tensor<1x2x53x32xf32>, %k: tensor<1x2x41x32xf32>, %v: tensor<1x2x41x32xf32>) -> tensor<1x2x53x32xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.17677669529663687 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %c0 = arith.constant 0 : index
+    %c6 = arith.constant 6 : index
+    %d = arith.subi %i, %j : index
+    %neg = arith.cmpi slt, %d, %c0 : index
+    %minus = arith.subi %c0, %d : index
+    %abs = arith.select %neg, %minus, %d : index
+    %near = arith.cmpi sle, %abs, %c6 : index
+    flash.yield %near : i1
+  } : (tensor<1x2x53x32xf32>, tensor<1x2x41x32xf32>, tensor<1x2x41x32xf32>) -> (tensor<1x2x53x32xf32>, tensor<1x2x53xf32>)
+  return %out : tensor<1x2x53x32xf32>
+}
+
+// Keys at least 3 away (either side): not one band, the modifier stays (and every row still sees keys).
+func.func @far_abs(%q: tensor<1x1x30x32xf32>, %k: tensor<1x1x30x32xf32>, %v: tensor<1x1x30x32xf32>) -> tensor<1x1x30x32xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.17677669529663687 mask = #flash.mask<none> num_kv_heads = 1 mask_mod {
+  ^bb0(%i: index, %j: index):
+    %c0 = arith.constant 0 : index
+    %c3 = arith.constant 3 : index
+    %d = arith.subi %j, %i : index
+    %pos = arith.cmpi sge, %d, %c0 : index
+    %minus = arith.subi %c0, %d : index
+    %abs = arith.select %pos, %d, %minus : index
+    %far = arith.cmpi sge, %abs, %c3 : index
+    flash.yield %far : i1
+  } : (tensor<1x1x30x32xf32>, tensor<1x1x30x32xf32>, tensor<1x1x30x32xf32>) -> (tensor<1x1x30x32xf32>, tensor<1x1x30xf32>)
+  return %out : tensor<1x1x30x32xf32>
 }

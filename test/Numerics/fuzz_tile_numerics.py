@@ -24,9 +24,10 @@ import tempfile
 
 def band_modifier(rng):
     """A mask_mod region (text after num_kv_heads) bounding d = q - k to [lo, hi], each bound spelled one of four ways
-    (d >= lo; k - q <= -lo; 2q + (1 - 2 lo) > 2k, i.e. 2d > 2 lo - 1; q + 7 >= k + 7 + lo), either side sometimes open,
+    (d >= lo; k - q <= -lo; 2q + (1 - 2 lo) > 2k, i.e. 2d > 2 lo - 1; q + 7 >= k + 7 + lo; a symmetric one as
+    |q - k| <= hi, the select abs() traces to), either side sometimes open,
     sometimes off the diagonal (lo > 0: stays a modifier) or joined by an `ori` with a prefix (not a band)."""
-    lo, hi = rng.choice([None, -9, -2, 0, 0, 1]), rng.choice([None, 0, 3, 17, 60])
+    lo, hi = rng.choice([None, -9, -2, 0, 0, 1]), rng.choice([None, 0, 2, 3, 9, 17, 60])
     if lo is None and hi is None:
         hi = 5
     lines, n = [], [0]
@@ -57,7 +58,14 @@ def band_modifier(rng):
             return value(f"arith.cmpi slt, {value('arith.subi %i, %j : index')}, {const(bound + 1)} : index")
         return value(f"arith.cmpi sge, {value('arith.subi %j, %i : index')}, {const(-bound)} : index")
 
-    atoms = ([lower(lo)] if lo is not None else []) + ([upper(hi)] if hi is not None else [])
+    if lo is not None and hi is not None and lo == -hi and rng.random() < 0.5:  # |q - k| <= hi, as abs() traces
+        d = value("arith.subi %i, %j : index")
+        zero = const(0)
+        absolute = value(f"arith.select {value(f'arith.cmpi slt, {d}, {zero} : index')}, "
+                         f"{value(f'arith.subi {zero}, {d} : index')}, {d} : index")
+        atoms = [value(f"arith.cmpi sle, {absolute}, {const(hi)} : index")]
+    else:
+        atoms = ([lower(lo)] if lo is not None else []) + ([upper(hi)] if hi is not None else [])
     visible = atoms[0] if len(atoms) == 1 else value(f"arith.andi {atoms[0]}, {atoms[1]} : i1")
     if rng.random() < 0.2:
         visible = value(f"arith.ori {visible}, {value(f'arith.cmpi slt, %j, {const(3)} : index')} : i1")

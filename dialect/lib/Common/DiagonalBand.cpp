@@ -21,9 +21,10 @@ struct Term {
   int64_t a = 0, b = 0, c = 0;
 };
 
-/// A value of the body: a term (index) or a set of diagonals (i1).
+/// A value of the body: a term (index), |q - k| (index: the select a traced abs() is), or a set of diagonals (i1).
 struct Fact {
   bool isBand = false;
+  bool isDistance = false;  // |q - k|
   Term term;
   DiagonalBand band;  // isBand: visible where lo <= q - k <= hi
   bool empty = false; // isBand: no diagonal (a false constant or disjoint bounds)
@@ -76,6 +77,36 @@ std::optional<Fact> compareToZero(arith::CmpIPredicate pred, const Term &t) {
   return f;
 }
 
+/// The band where |q - k| pred t holds (`distanceLeft`: |q - k| is the compare's left operand), when it is one:
+/// |d| <= t is -t <= d <= t; |d| >= t holds everywhere for t <= 0 and is two bands otherwise.
+std::optional<Fact> compareDistance(arith::CmpIPredicate pred, int64_t t, bool distanceLeft) {
+  using P = arith::CmpIPredicate;
+  if (!distanceLeft) {  // t pred |d|  <=>  |d| pred' t
+    switch (pred) {
+    case P::slt: pred = P::sgt; break;
+    case P::sle: pred = P::sge; break;
+    case P::sgt: pred = P::slt; break;
+    case P::sge: pred = P::sle; break;
+    default: break;
+    }
+  }
+  if (pred == P::slt)
+    pred = P::sle, t -= 1;
+  if (pred == P::sgt)
+    pred = P::sge, t += 1;
+  Fact f;
+  f.isBand = true;
+  if (pred == P::sle || (pred == P::eq && t == 0)) {
+    if (t < 0)
+      f.empty = true;
+    f.band.lo = -t, f.band.hi = t;
+    return f;
+  }
+  if (pred == P::sge && t <= 0)
+    return f;  // every diagonal
+  return std::nullopt;
+}
+
 Fact intersect(const Fact &x, const Fact &y) {
   Fact f;
   f.isBand = true;
@@ -113,9 +144,13 @@ std::optional<DiagonalBand> diagonalBand(Region &body) {
   facts[block.getArgument(kArg)] = k;
   auto termOf = [&](Value v) -> std::optional<Term> {
     auto it = facts.find(v);
-    if (it == facts.end() || it->second.isBand)
+    if (it == facts.end() || it->second.isBand || it->second.isDistance)
       return std::nullopt;
     return it->second.term;
+  };
+  auto isDistance = [&](Value v) {
+    auto it = facts.find(v);
+    return it != facts.end() && it->second.isDistance;
   };
   auto bandOf = [&](Value v) -> std::optional<Fact> {
     auto it = facts.find(v);
@@ -164,7 +199,30 @@ std::optional<DiagonalBand> diagonalBand(Region &body) {
         return std::nullopt;
       if (!small(f.term))
         return std::nullopt;
+    } else if (auto select = llvm::dyn_cast<arith::SelectOp>(op)) {
+      // |q - k| as a traced abs() spells it: select(d < 0, -d, d) (or d <= 0), select(d >= 0, d, -d) (or d > 0).
+      std::optional<Fact> cond = bandOf(select.getCondition());
+      std::optional<Term> x = termOf(select.getTrueValue()), y = termOf(select.getFalseValue());
+      if (!cond || cond->empty || !x || !y)
+        return std::nullopt;
+      auto isD = [](const Term &t, int64_t sign) { return t.a == sign && t.b == -sign && t.c == 0; };
+      bool negativeFirst = !cond->band.lo && cond->band.hi && (*cond->band.hi == -1 || *cond->band.hi == 0);
+      bool positiveFirst = !cond->band.hi && cond->band.lo && (*cond->band.lo == 0 || *cond->band.lo == 1);
+      if (!((negativeFirst && isD(*x, -1) && isD(*y, 1)) || (positiveFirst && isD(*x, 1) && isD(*y, -1))))
+        return std::nullopt;
+      f.isDistance = true;
     } else if (auto cmp = llvm::dyn_cast<arith::CmpIOp>(op)) {
+      if (isDistance(cmp.getLhs()) || isDistance(cmp.getRhs())) {
+        bool left = isDistance(cmp.getLhs());
+        std::optional<Term> t = termOf(left ? cmp.getRhs() : cmp.getLhs());
+        if (!t || t->a != 0 || t->b != 0)
+          return std::nullopt;
+        std::optional<Fact> band = compareDistance(cmp.getPredicate(), t->c, left);
+        if (!band)
+          return std::nullopt;
+        facts[out] = *band;
+        continue;
+      }
       std::optional<Term> x = termOf(cmp.getLhs()), y = termOf(cmp.getRhs());
       if (!x || !y)
         return std::nullopt;

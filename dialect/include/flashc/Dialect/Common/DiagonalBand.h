@@ -27,9 +27,10 @@ struct DiagonalBand {
 /// The band an index function is, where it is one by its form: a conjunction
 /// (andi) of signed or equality compares (not ne) of terms a·q + b·k + c
 /// (constants, q, k, addi, subi, muli by a constant) that each reduce to a
-/// bound on q - k, reading no operand, batch or head; a compare of constants
-/// folds. std::nullopt for anything else (an ori, a division, a read; a
-/// band that hides every key), which is sound: such a modifier stays one.
+/// bound on q - k, or of |q - k| (the select a traced abs() is) against a
+/// constant, reading no operand, batch or head; a compare of constants folds.
+/// std::nullopt for anything else (an ori, a division, a read; a band that
+/// hides every key), which is sound: such a modifier stays one.
 std::optional<DiagonalBand> diagonalBand(mlir::Region &body);
 
 } // namespace flashc
