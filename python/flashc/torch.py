@@ -421,8 +421,9 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     itself. A key is visible when causal / window and the modifier both allow it. Its text is part of the
     configuration: each modifier is its own bundle; the tensors' values are arguments of the call (read as int32;
     a position outside a tensor reads 0). Not with key_offset. Tensor-reading modifiers run eagerly for now. One that
-    only bounds q_idx - kv_idx (causal as q_idx >= kv_idx, a sliding window), with causal and window left unset,
-    runs as the window's own kernels on its row positions (the compiler reads the band off the traced program).
+    only bounds q_idx - kv_idx (causal as q_idx >= kv_idx, a sliding window, abs(q_idx - kv_idx) <= w), with causal and
+    window left unset, runs as the window's own kernels on its row positions (the compiler reads the band off the
+    traced program).
     score_mod: a score modifier, as FlexAttention's: a function score_mod(score, b, h, q_idx, kv_idx) (or of
     (score, q_idx, kv_idx)) returning the score the softmax sees (score = scale * q·k), traced on every call
     (flashc.score_mod: float arithmetic, torch.tanh / exp / log / sqrt / where / minimum / maximum, the indices as
