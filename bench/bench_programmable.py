@@ -4,7 +4,8 @@ torch.compile'd flex_attention with the same mask_mod and its block mask, plus F
 flashc's first-call time (load of the bundle, or its compile when no bundle is found) beside them.
 
 Rows (the modifiers of flashc.configs.BENCH_PROGRAMMABLE, prebuilt by `python -m flashc.prebuild ... bench-programmable`):
-a causal sliding window of 1024 keys (also with flashc's window attribute, its dedicated path), prefix-LM over 4096 keys,
+a causal sliding window of 1024 keys (also with flashc's window attribute; since session 42 the modifier, which only
+bounds q - k, compiles to the attribute's kernels on its own row positions), prefix-LM over 4096 keys,
 causal attention over 13 documents of random lengths 256-2048 (each token's document id read by index: flashc's
 modifier doc[q] == doc[k] with causal=True, Flex's (doc[q] == doc[k]) & (q >= k)), causal ALiBi (a score modifier
 reading a slope per head: score + slopes[h] * (kv_idx - q_idx), the same function for both; Flex with its causal
