@@ -34,7 +34,19 @@ constexpr int64_t kLimit = int64_t(1) << 40;
 
 bool small(const Term &t) { return std::llabs(t.a) <= 1024 && std::llabs(t.b) <= 1024 && std::llabs(t.c) <= kLimit; }
 
-/// The band where `term pred 0` holds, when term = s·(q - k) + c with s = ±1.
+/// The predicate with its operands swapped (x < y <=> y > x); eq and ne stay.
+arith::CmpIPredicate mirrored(arith::CmpIPredicate pred) {
+  using P = arith::CmpIPredicate;
+  switch (pred) {
+  case P::slt: return P::sgt;
+  case P::sle: return P::sge;
+  case P::sgt: return P::slt;
+  case P::sge: return P::sle;
+  default: return pred;
+  }
+}
+
+/// The band where `term pred 0` holds, when term = a·(q - k) + c.
 std::optional<Fact> compareToZero(arith::CmpIPredicate pred, const Term &t) {
   using P = arith::CmpIPredicate;
   Fact f;
@@ -51,13 +63,7 @@ std::optional<Fact> compareToZero(arith::CmpIPredicate pred, const Term &t) {
   int64_t c = t.c, a = std::llabs(t.a);
   if (t.a < 0) {
     c = -c;
-    switch (pred) {
-    case P::slt: pred = P::sgt; break;
-    case P::sle: pred = P::sge; break;
-    case P::sgt: pred = P::slt; break;
-    case P::sge: pred = P::sle; break;
-    default: break;
-    }
+    pred = mirrored(pred);
   }
   // a·d + c pred 0  <=>  a·d pred -c: d >= ceil(-c / a), d <= floor(-c / a) (integers), strict ones one further.
   auto floorDiv = [](int64_t n, int64_t m) { return n / m - ((n % m != 0) && ((n < 0) != (m < 0)) ? 1 : 0); };
@@ -81,15 +87,8 @@ std::optional<Fact> compareToZero(arith::CmpIPredicate pred, const Term &t) {
 /// |d| <= t is -t <= d <= t; |d| >= t holds everywhere for t <= 0 and is two bands otherwise.
 std::optional<Fact> compareDistance(arith::CmpIPredicate pred, int64_t t, bool distanceLeft) {
   using P = arith::CmpIPredicate;
-  if (!distanceLeft) {  // t pred |d|  <=>  |d| pred' t
-    switch (pred) {
-    case P::slt: pred = P::sgt; break;
-    case P::sle: pred = P::sge; break;
-    case P::sgt: pred = P::slt; break;
-    case P::sge: pred = P::sle; break;
-    default: break;
-    }
-  }
+  if (!distanceLeft)  // t pred |d|  <=>  |d| pred' t
+    pred = mirrored(pred);
   if (pred == P::slt)
     pred = P::sle, t -= 1;
   if (pred == P::sgt)
