@@ -15,15 +15,17 @@ OUT=$R/dr timeout 200 scripts/device-bench.sh .carry/t42 --steps build > $R/buil
 export FLASHC_RUNTIME_LIB=$PWD/build-dev/runtime/libflashc_runtime.so PYTHONPATH=$PWD/python
 OUT=$R/drun timeout 240 scripts/device-bench.sh .carry/t42 --steps run > $R/run_t42.txt 2>&1; echo "run t42 rc=$?"
 grep -E "FAILED|exit" $R/run_t42.txt | tail -5
-n=0; fails=0
-for b in .carry/tturns2/attn_*; do
-  n=$((n+1))
+# (six at a time: each float64 reference runs on one CPU core; ~4 min serially)
+run_turns() {
+  local b="$1" R="$2"
   { timeout 40 build-dev/bin/flashc-run $b --require-gpu --batch 2 --seq-q 257 --seq-k 257 &&
     timeout 40 build-dev/bin/flashc-run $b --require-gpu --batch 1 --seq-q 77 --seq-k 200 &&
     timeout 60 build-dev/bin/flashc-run $b --require-gpu --batch 1 --seq-q 1000 --seq-k 1000; } > $R/run_$(basename $b).txt 2>&1 ||
-    { fails=$((fails+1)); echo "FAIL $(basename $b)"; }
-done
-echo "flashc-run over $n two-buffer-turns bundles: $fails failed; $(cat $R/run_attn_*.txt | grep -E 'checks' | awk '{c+=$1; f+=$3} END {print c " checks, " f " failed"}')"
+    echo "FAIL $(basename $b)"
+}
+export -f run_turns
+ls -d .carry/tturns2/attn_* | xargs -P 6 -I{} bash -c 'run_turns "$1" "$2"' _ {} $R
+echo "flashc-run over $(ls -d .carry/tturns2/attn_* | wc -l) two-buffer-turns bundles: $(cat $R/run_attn_*.txt | grep -E 'checks, ' | awk '{c+=$1; f+=$3} END {print c " checks, " f " failed"}')"
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
 for b in t42/attn_bf16_h4kv2_d128_causal_152253bdd0ad tturns2/attn_bf16_h4kv2_d128_causal_152253bdd0ad \
          tturns2/attn_bf16_h2kv2_d64_causal_mod6ac147f1_fb189282e007 t42/attn_bf16_h4kv2_d128_full_modb56ceed0_40e70ed5168a; do
