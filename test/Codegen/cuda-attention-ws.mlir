@@ -158,7 +158,7 @@ func.func @d32(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<
 // CUDA: static_assert(Plan::kThreads == 384 && Plan::kSmemBytes == 164944,
 // CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
 // CUDA-NEXT: flashc_gqa_attention_fwd(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg v, const flashc::TensorArg out, const flashc::TensorArg lse, const __grid_constant__ flashc::TmaDescriptor q_map, const __grid_constant__ flashc::TmaDescriptor k_map, const __grid_constant__ flashc::TmaDescriptor v_map) {
-// CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_gqa_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse);
+// CUDA-NEXT: flashc::device::attention_fwd_ws<flashc_gqa_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse, static_cast<int>(k.shape[2] - q.shape[2]));
 // CUDA-NEXT: }
 // f16, the window [-100, 0] and the softcap as the recipe has them.
 // CUDA-LABEL: namespace flashc_window_attention_fwd_config {

@@ -195,9 +195,6 @@ FailureOr<unsigned> scoreModTensors(tile::KernelOp kernel, tile::AttentionSpecAt
   return scoreMod.getBody().front().getNumArguments() - 5;
 }
 
-/// The arguments a library kernel takes for its modifiers: the mask modifier's tensors as a MaskEnv, the address
-/// of its block-class table (after the score modifier's tensors) or nullptr, then, with a score modifier, its
-/// tensors as a second MaskEnv.
 /// The key position of query row 0 the kernel is given: the run-time key offset (`given`, the argument's name),
 /// 0 for a band modifier's window (top_left: the modifier saw row indices), else Sk - Sq (bottom-right aligned).
 std::string keyOffsetArgument(tile::AttentionSpecAttr spec, const std::string &given, ArrayRef<std::string> cppNames) {
@@ -208,6 +205,9 @@ std::string keyOffsetArgument(tile::AttentionSpecAttr spec, const std::string &g
   return "static_cast<int>(" + cppNames[1] + ".shape[2] - " + cppNames[0] + ".shape[2])";
 }
 
+/// The arguments a library kernel takes for its modifiers: the mask modifier's tensors as a MaskEnv, the address
+/// of its block-class table (after the score modifier's tensors) or nullptr, then, with a score modifier, its
+/// tensors as a second MaskEnv.
 std::string modifierCallArgs(const MaskArgs &mask, unsigned scoreTensors, bool scoreMod,
                              ArrayRef<std::string> cppNames) {
   auto env = [&](unsigned first, unsigned count) {
@@ -343,13 +343,10 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];
-  // (The call without an offset places rows bottom-right: a run-time key offset or a band modifier's top-left
-  // positions must be passed.)
-  if (spec.getMaskMod() || spec.getScoreMod()) {
-    out << ", " << offset << ", " << modifierCallArgs(*mask, scoreTensors, spec.getScoreMod() != nullptr, cppNames);
-  } else if (keyOffset || spec.getTopLeft()) {
-    out << ", " << offset;
-  }
+  // (Always the key position of row 0, as the backward's call: where the rows sit is the emitter's to say.)
+  out << ", " << offset;
+  if (spec.getMaskMod() || spec.getScoreMod())
+    out << ", " << modifierCallArgs(*mask, scoreTensors, spec.getScoreMod() != nullptr, cppNames);
   out << ");\n";
   out << "}\n\n";
   return result;
