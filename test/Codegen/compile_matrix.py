@@ -26,6 +26,21 @@ SPEC = """func.func @attention(%q: tensor<?x{hq}x?x{d}x{t}>, %k: tensor<?x{hkv}x
 }}
 """
 
+# A document mask (FlexAttention's `doc[q] == doc[k]`, each token's document id an operand) for the segment form.
+SPEC_DOCUMENT = """func.func @attention(%q: tensor<?x{hq}x?x{d}x{t}>, %k: tensor<?x{hkv}x?x{d}x{t}>, %v: tensor<?x{hkv}x?x{d}x{t}>, %doc: tensor<?xi32>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>) {{
+  %o, %lse = flash.attention %q, %k, %v scale = {scale} mask = {mask} num_kv_heads = {hkv} mask_mod(%doc) {{
+  ^bb0(%qi: index, %ki: index, %ids: tensor<?xi32>):
+    %a32 = tensor.extract %ids[%qi] : tensor<?xi32>
+    %b32 = tensor.extract %ids[%ki] : tensor<?xi32>
+    %a = arith.index_cast %a32 : i32 to index
+    %b = arith.index_cast %b32 : i32 to index
+    %same = arith.cmpi eq, %a, %b : index
+    flash.yield %same : i1
+  }} : (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>, tensor<?xi32>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>)
+  return %o, %lse : tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>
+}}
+"""
+
 MASKS = {
     "none": "#flash.mask<none>",
     "causal": "#flash.mask<causal>",
@@ -59,6 +74,12 @@ def configs(full):
     yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, backward="ping_pong=1")
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=1, backward="ping_pong=1")
     yield dict(d=128, t="bf16", mask="window", hq=8, hkv=8, backward="stages=2 ping_pong=0")
+    # A document mask's forward in the segment form (a tuning point, `segments`): tiles aligned to each document's
+    # start where the ids are sorted, the table walk where not; two and three consumer warpgroups (128 / 192 rows).
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1")
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=2, document=True, forward="segments=1")
+    yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, document=True,
+               forward="strategy=wgmma_ws_sm90 block_m=192 block_n=128 warps=12 stages=2 ping_pong=1 segments=1")
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:
@@ -108,16 +129,19 @@ FUNC = re.compile(r"Compiling entry function '(\w+)'")
 
 def config_name(cfg):
     return "d{d}_{t}_{mask}_h{hq}kv{hkv}".format(**cfg) + ("_transposed" if cfg.get("transposed") else "") \
-        + ("_" + cfg["form"] if cfg.get("form") else "") + ("_wgmma_forward" if cfg.get("forward") else "") \
-        + ("_bwd_" + cfg["backward"].replace(" ", "_").replace("=", "") if cfg.get("backward") else "")
+        + ("_" + cfg["form"] if cfg.get("form") else "") \
+        + ("_fwd_" + cfg["forward"].replace(" ", "_").replace("=", "") if cfg.get("forward") else "") \
+        + ("_bwd_" + cfg["backward"].replace(" ", "_").replace("=", "") if cfg.get("backward") else "") \
+        + ("_document" if cfg.get("document") else "")
 
 
 def compile_one(flashc, cfg, arch, workdir):
     name = config_name(cfg)
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
-        f.write(SPEC.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
-                            hq=cfg["hq"], hkv=cfg["hkv"]))
+        template = SPEC_DOCUMENT if cfg.get("document") else SPEC
+        f.write(template.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
+                                hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")
     flags = ["--backward-form=transposed"] if cfg.get("transposed") else []
     flags += ["--backward-form=" + cfg["form"]] if cfg.get("form") else []
@@ -151,9 +175,11 @@ def compile_one(flashc, cfg, arch, workdir):
         wide = {"flashc_" + m.group(1) for m in WIDE_TILE.finditer(tile.stdout)}
         # A tuning point that the kernels did not take would pass without compiling it: each entry must be named by
         # a kernel of its kind (flash-plan-memory's `tuning` attribute).
-        for kind, _ in entries:
+        for kind, point in entries:
             if 'key = "sm_90a %s ' % kind not in tile.stdout:
                 serialized.append("the %s entry was taken by no kernel (tile IR without its key)" % kind)
+            if "segments=1" in point and "segments = true" not in tile.stdout:
+                serialized.append("the forward did not take the segment form (tile IR without segments = true)")
     return name, spills, serialized, wide
 
 

@@ -35,7 +35,8 @@ bool isLibraryKernel(tile::KernelOp kernel) {
   if (auto moe = dyn_cast_or_null<tile::MoeSpecAttr>(kernel.getSpecAttr()))
     return kernel.getStrategy() != tile::Strategy::WgmmaWsSm90;
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
-    return attention.classifiesMaskBlocks() || isBackwardEnd(attention);
+    return attention.classifiesMaskBlocks() || isBackwardEnd(attention) ||
+           attention.getRole() == tile::KernelRole::AttentionSegmentPlan;
   auto gemm = dyn_cast_or_null<tile::GemmSpecAttr>(kernel.getSpecAttr());
   if (!gemm || gemm.getRole() != tile::KernelRole::FfnActivationGrad)
     return false;
@@ -128,6 +129,31 @@ FailureOr<WsKernel> emitMaskBlocks(tile::KernelOp kernel, tile::AttentionSpecAtt
     env += ", " + cppNames[i];
   out << "  flashc::device::classify_mask_blocks<" << ns << "::Config>(" << cppNames[0] << ", " << cppNames[1]
       << ", " << env << "), " << cppNames.back() << ");\n}\n\n";
+  return result;
+}
+
+/// A document modifier's segment plan (tile.plan_segments): the device library's attention_segment_plan, one block
+/// of kSegmentPlanThreads threads (q, k give Sq and Sk).
+FailureOr<WsKernel> emitSegmentPlan(tile::KernelOp kernel, ArrayRef<std::string> cppNames, StringRef entry,
+                                    StringRef specComment, llvm::raw_ostream &out) {
+  if (kernel.getFunctionType().getNumInputs() != 4 || cppNames.size() != 4)
+    return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
+                              << " (a document modifier's segment plan) takes q, k, the ids and the plan",
+           failure();
+  WsKernel result;
+  result.threads = 1024;  // (segment_layout.h's kSegmentPlanThreads; the kernel asserts it)
+  out << "// ---- " << kernel.getSymName() << " ----\n";
+  if (!specComment.empty())
+    out << "// " << specComment << "\n";
+  out << "// The segment plan of the document ids: each document's start, its tiles at 128 and 192 query rows\n"
+      << "// (segments.cuh); the forward walks its block-class table where the ids are not sorted.\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
+  for (auto [i, name] : llvm::enumerate(cppNames))
+    out << (i ? ", " : "") << "const flashc::TensorArg " << name;
+  out << ") {\n";
+  out << "  static_assert(" << result.threads << " == flashc::device::kSegmentPlanThreads, \"the plan's block\");\n";
+  out << "  flashc::device::attention_segment_plan(" << cppNames[2] << ", static_cast<int>(" << cppNames[0]
+      << ".shape[2]), static_cast<int>(" << cppNames[1] << ".shape[2]), " << cppNames[3] << ");\n}\n\n";
   return result;
 }
 
@@ -580,9 +606,12 @@ FailureOr<WsKernel> emitLibraryKernel(tile::KernelOp kernel, ArrayRef<std::strin
     return emitVarlen(kernel, varlen, argNames, cppNames, entry, specComment, out);
   if (auto moe = dyn_cast<tile::MoeSpecAttr>(kernel.getSpecAttr()))
     return emitMoeRouting(kernel, moe, cppNames, entry, specComment, out);
-  if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr()))
+  if (auto attention = dyn_cast<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
+    if (attention.getRole() == tile::KernelRole::AttentionSegmentPlan)
+      return emitSegmentPlan(kernel, cppNames, entry, specComment, out);
     return isBackwardEnd(attention) ? emitBackwardEnd(kernel, attention, cppNames, entry, specComment, out)
                                     : emitMaskBlocks(kernel, attention, cppNames, entry, specComment, out);
+  }
   auto gemm = cast<tile::GemmSpecAttr>(kernel.getSpecAttr());
   bool gated = gemm.getGated().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();

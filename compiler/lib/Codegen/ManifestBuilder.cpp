@@ -157,8 +157,8 @@ void describeProgram(ModuleOp module, rt::ProgramSpec &program,
       continue;
     }
     if (auto attn = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr())) {
-      if (attn.classifiesMaskBlocks())
-        continue;  // part of the attention it classifies for
+      if (attn.classifiesMaskBlocks() || attn.getRole() == tile::KernelRole::AttentionSegmentPlan)
+        continue;  // part of the attention it classifies or plans for
       if (attn.getRole() == tile::KernelRole::AttentionForward) {
         attentionForward = true;
         program.meta["scale"] = llvm::formatv("{0:e9}", attn.getScale().getValueAsDouble()).str();
@@ -530,6 +530,8 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
     for (Operation *user : arg.getUsers()) {
       if (auto classify = dyn_cast<tile::ClassifyBlocksOp>(user); classify && classify.getTable() == arg) {
         writes = true;
+      } else if (auto plan = dyn_cast<tile::PlanSegmentsOp>(user); plan && plan.getPlan() == arg) {
+        writes = true;
       } else if (isa<tile::StoreOp, tile::AtomicAddOp, tile::StoreRowsOp>(user)) {
         writes = true;
         tiled |= !isa<tile::StoreRowsOp>(user);
@@ -651,6 +653,11 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
         text = dim.str();
     }
   }
+  // The segment form of a document modifier's forward: the row blocks and a quarter more (a document's partial
+  // tile each; the device library's segment_tile_bound), blocks past the plan's tiles leaving at once.
+  if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
+      attention && attention.getSegments())
+    gridText[0] = "(" + gridText[0] + ") + cdiv(" + gridText[0] + ", 4)";
   // A persistent grid (the ws attention forward): min(units, SMs) blocks along
   // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).
   tile::GridOrderAttr order = kernel.getGridOrderAttr();

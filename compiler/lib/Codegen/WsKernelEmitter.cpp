@@ -286,12 +286,15 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   if (failed(scoreTensorCount))
     return failure();
   unsigned scoreTensors = *scoreTensorCount;
-  unsigned want = 5 + mask->tensors + scoreTensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  bool segments = spec.getSegments();
+  unsigned want =
+      5 + mask->tensors + scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
-    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4}{5})", inputs.size(), want,
-                                mask->tensors ? ", the mask modifier's tensors" : "",
+    return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, o, lse{2}{3}{4}{5}{6})", inputs.size(),
+                                want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 scoreTensors ? ", the score modifier's tensors" : "",
-                                mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
+                                mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
+                                keyOffset ? ", key_offset" : ""));
   for (unsigned i = 0; i < 4; ++i) {
     int64_t width = i == 0 || i == 1 ? d : dv; // q, k: D; v, o: Dv
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -336,10 +339,23 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   printScheduleConfig(*schedule, order ? order.getOrder() : tile::BlockOrder::InOrder, out);
   out << "  static constexpr int kConsumerWarpgroups = " << schedule->getConsumerWarpgroups()
       << ";  // 64 query rows each\n";
+  if (segments) {
+    if (order && order.getOrder() == tile::BlockOrder::Persistent)
+      return reject("it takes the segment form on a persistent grid (a document's tiles come one a block)");
+    out << "  static constexpr bool kSegments = true;  // documents' tiles from the segment plan (segments.cuh)\n";
+  }
   printPlanCheck("flashc::device::AttentionFwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnv keeps the parameters' addresses)
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/5);
   std::string offset = keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
+  if (segments) {
+    // (no score modifier: the segment form's recipe has none)
+    out << "  flashc::device::attention_fwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
+        << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3] << ", "
+        << cppNames[4] << ", " << offset << ", " << modifierCallArgs(*mask, 0, false, cppNames) << ", "
+        << cppNames[want - 1 - (keyOffset ? 1 : 0)] << ");\n}\n\n";
+    return result;
+  }
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3]
       << ", " << cppNames[4];

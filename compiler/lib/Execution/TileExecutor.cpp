@@ -5,6 +5,7 @@
 // differ only by f32 summation order.
 //
 //===----------------------------------------------------------------------===//
+#include "flashc/device/segment_layout.h"  // (the segment plan the kernels read: plain C++)
 #include "flashc/Compiler/TileExecutor.h"
 
 #include "flashc/Dialect/Common/IndexFunction.h"
@@ -188,6 +189,7 @@ private:
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
   LogicalResult varlenBlock(VarlenBlockOp block);
+  LogicalResult planSegments(PlanSegmentsOp op);
   LogicalResult moeBlock(MoeBlockOp block);
   LogicalResult executeTileOp(Operation *op);
 
@@ -895,6 +897,61 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   }
 }
 
+/// A document modifier's segment plan, as segments.cuh's attention_segment_plan writes it (segment_layout.h): the
+/// forward's tile body is the table form's, so only flashc-run and the tests read it.
+LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
+  HostTensor &ids = *tensorOf(op.getIds());
+  HostTensor &plan = *tensorOf(op.getPlan());
+  int64_t sq = intOf(op.getQueries()), sk = intOf(op.getKeys());
+  if (plan.shape.size() != 2 || plan.shape[1] != 4 || plan.shape[0] < device::segment_plan_rows(sq))
+    return fail(op, llvm::formatv("segment plan of {0} rows for {1} queries: it needs {2}",
+                                  plan.shape.empty() ? 0 : plan.shape[0], sq, device::segment_plan_rows(sq)));
+  auto idAt = [&](int64_t i) -> int64_t { return i < ids.shape[0] ? ids.ints[i] : 0; };
+  auto row = [&](int64_t r) { return plan.ints.data() + r * 4; };
+  std::vector<int64_t> starts;
+  bool unsorted = false;
+  for (int64_t i = 0; i < sq; ++i) {
+    if (i == 0 || idAt(i) != idAt(i - 1))
+      starts.push_back(i);
+    unsorted = unsorted || (i > 0 && idAt(i) < idAt(i - 1));
+  }
+  int64_t documents = static_cast<int64_t>(starts.size());
+  auto header = [&](int64_t form, int64_t tiles128, int64_t tiles192) {
+    int32_t *h = row(0);
+    h[0] = static_cast<int32_t>(form);
+    h[1] = static_cast<int32_t>(documents);
+    h[2] = static_cast<int32_t>(tiles128);
+    h[3] = static_cast<int32_t>(tiles192);
+  };
+  if (unsorted || sq != sk || sq <= 0 || documents > device::kSegmentPlanMaxDocuments ||
+      documents > device::segment_tile_bound(sq, 128)) {
+    header(device::kSegmentFallback, -1, -1);
+    return success();
+  }
+  starts.push_back(sq);
+  int64_t tilesOf[2];
+  for (int s = 0; s < 2; ++s) {
+    int blockM = s == 0 ? 128 : 192;
+    int64_t bound = device::segment_tile_bound(sq, blockM), first = device::segment_map_row(sq, blockM), tiles = 0;
+    for (int64_t d = 0; d < documents; ++d)
+      tiles += (starts[d + 1] - starts[d] + blockM - 1) / blockM;
+    tilesOf[s] = tiles <= bound ? tiles : -1;
+    int64_t t = 0;
+    for (int64_t d = 0; d < documents && tiles <= bound; ++d)
+      for (int64_t i = 0; i < (starts[d + 1] - starts[d] + blockM - 1) / blockM; ++i, ++t) {
+        int32_t *e = row(first + t);
+        e[0] = static_cast<int32_t>(starts[d]);
+        e[1] = static_cast<int32_t>(starts[d + 1] - starts[d]);
+        e[2] = static_cast<int32_t>(i);
+        e[3] = 1;
+      }
+    for (; t < bound; ++t)
+      std::fill(row(first + t), row(first + t) + 4, 0);
+  }
+  header(device::kSegmentForm, tilesOf[0], tilesOf[1]);
+  return success();
+}
+
 LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   auto kernel = block->getParentOfType<KernelOp>();
   auto spec = cast<VarlenSpecAttr>(kernel.getSpecAttr());
@@ -1386,6 +1443,7 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
       .Case<DecodeBlockOp>([&](DecodeBlockOp block) { return decodeBlock(block); })
       .Case<VarlenBlockOp>([&](VarlenBlockOp block) { return varlenBlock(block); })
       .Case<MoeBlockOp>([&](MoeBlockOp block) { return moeBlock(block); })
+      .Case<PlanSegmentsOp>([&](PlanSegmentsOp op) { return planSegments(op); })
       .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
         // Exact classes (the most precise of the sound tables the op allows).
         auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(classify, classify.getMaskModAttr());

@@ -501,6 +501,14 @@ struct AttentionKernel {
                                   transposed ? kb.b.getUnitAttr() : UnitAttr());
   }
 
+  /// The segment plan of a document modifier (tile.plan_segments): the
+  /// kernel's one block reads the ids once.
+  void segmentPlan() {
+    Value q = kb.arg(0), k = kb.arg(1), ids = kb.arg(2), plan = kb.arg(3);
+    Value sq = kb.dim(q, 2, "seq_q"), sk = kb.dim(k, 2, "seq_k");
+    kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan);
+  }
+
   void postprocess() {
     Value dqAccum = kb.arg(0), dQ = kb.arg(1);
     Value rb = kb.programId(GridAxis::X, "q_block"), h = kb.programId(GridAxis::Y, "head"),
@@ -536,17 +544,47 @@ static int64_t attentionArgCount(KernelRole role) {
   case KernelRole::AttentionMaskBlocks:
   case KernelRole::AttentionMaskBlocksTransposed:
     return 2;
+  case KernelRole::AttentionSegmentPlan:
+    return 4;  // q, k, the ids, the plan
   default:
     return -1;
   }
+}
+
+/// The segment plan's kernel: q, k, a rank-1 i32 ids tensor, a [rows, 4] i32
+/// plan; one block.
+static KernelOp buildSegmentPlanKernel(OpBuilder &builder, Location loc, StringRef name, AttentionSpecAttr spec,
+                                       ArrayRef<Type> argTypes, const TilePlan &plan) {
+  auto tensorOf = [&](size_t i) { return llvm::dyn_cast<GlobalTensorType>(argTypes[i]); };
+  bool fits = argTypes.size() == 4 && tensorOf(0) && tensorOf(0).getRank() == 4 && tensorOf(1) &&
+              tensorOf(1).getRank() == 4;
+  for (size_t i = 2; fits && i < 4; ++i)
+    fits = tensorOf(i) && tensorOf(i).getElementType().isSignlessInteger(32) && tensorOf(i).getRank() == int64_t(i - 1);
+  if (!fits) {
+    emitError(loc) << "attention kernel recipe 'attention_segment_plan' takes q, k, the document ids (a rank-1 i32 "
+                      "!tile.tensor) and the plan (a rank-2 i32 !tile.tensor), got "
+                   << argTypes.size() << " arguments";
+    return nullptr;
+  }
+  MLIRContext *ctx = builder.getContext();
+  SmallVector<GridAttr, 3> grid(3, GridAttr::get(ctx, -1, 0, 0, 1));
+  OpBuilder::InsertionGuard guard(builder);
+  KernelBuilder kb(builder, loc, name, argTypes, grid, plan, spec);
+  AttentionKernel kernel(kb, spec, plan);
+  kernel.segmentPlan();
+  kb.finish();
+  return kb.kernel;
 }
 
 KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
                               AttentionSpecAttr spec, ArrayRef<Type> argTypes,
                               const TilePlan &plan) {
   KernelRole role = spec.getRole();
-  // The role's tensors, the modifier's tensors, its block-class table, then
-  // the key offset (an i32) where the recipe takes one.
+  if (role == KernelRole::AttentionSegmentPlan)
+    return buildSegmentPlanKernel(builder, loc, name, spec, argTypes, plan);
+  // The role's tensors, the modifier's tensors, its block-class table (and a
+  // document modifier's segment plan), then the key offset (an i32) where the
+  // recipe takes one.
   bool keyOffset = spec.takesKeyOffset();
   ArrayRef<Type> tensorTypes = argTypes.drop_back(keyOffset && !argTypes.empty() ? 1 : 0);
   int64_t want = attentionArgCount(role);
@@ -555,7 +593,8 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
     want = 4;
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
-  int64_t modTensors = static_cast<int64_t>(tensorTypes.size()) - want - (readsTable ? 1 : 0);
+  int64_t tail = (readsTable ? 1 : 0) + (spec.getSegments() ? 1 : 0);  // the table, the segment plan
+  int64_t modTensors = static_cast<int64_t>(tensorTypes.size()) - want - tail;
   bool scored = spec.getScoreMod() && spec.computesScores();
   bool modded = (spec.getMaskMod() && (spec.computesScores() || classifies)) || scored;
   // How many of them the score modifier reads (its tensor arguments): the rest are the mask modifier's.
@@ -574,7 +613,8 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
       (!spec.getMaskMod() && modTensors != scoreTensors)) {
     emitError(loc) << "attention kernel recipe '" << stringifyKernelRole(role) << "' takes " << want
                    << " tensor arguments" << (modded ? " (then its modifiers' tensors)" : "")
-                   << (readsTable ? " and a block-class table" : "") << (keyOffset ? " and a key offset" : "")
+                   << (readsTable ? " and a block-class table" : "")
+                   << (spec.getSegments() ? " and a segment plan" : "") << (keyOffset ? " and a key offset" : "")
                    << ", got " << argTypes.size() << " arguments";
     return nullptr;
   }
@@ -596,9 +636,12 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
     bool scoreTensor = fromScore >= 0 && fromScore < scoreTensors;
     bool fits = tensor && (tensor.getElementType().isSignlessInteger(32) ||
                            (scoreTensor && tensor.getElementType().isF32()));
-    if (!fits || (readsTable && i + 1 == tensorTypes.size() - want && tensor.getRank() != 4)) {
-      emitError(loc) << "attention kernels take a mask modifier's tensors and block-class table as i32 "
-                        "!tile.tensor arguments and a score modifier's as i32 or f32, got "
+    size_t fromEnd = tensorTypes.size() - want - i;  // 1: the last tensor
+    bool isPlan = spec.getSegments() && fromEnd == 1;
+    bool isTable = readsTable && fromEnd == (spec.getSegments() ? 2u : 1u);
+    if (!fits || (isTable && tensor.getRank() != 4) || (isPlan && tensor.getRank() != 2)) {
+      emitError(loc) << "attention kernels take a mask modifier's tensors, block-class table (rank 4) and segment "
+                        "plan (rank 2) as i32 !tile.tensor arguments and a score modifier's as i32 or f32, got "
                      << type;
       return nullptr;
     }

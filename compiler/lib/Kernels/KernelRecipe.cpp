@@ -57,15 +57,23 @@ SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t argCount) {
   if (spec.getRole() == KernelRole::AttentionBackwardPreprocess && argCount == 4)
     rules.push_back(tensor4("dq_accum", spec.getHeadDim(), /*f32=*/true));
   bool classifies = spec.classifiesMaskBlocks();
+  bool plansSegments = spec.getRole() == KernelRole::AttentionSegmentPlan;
   bool scored = spec.getScoreMod() && spec.computesScores();
+  if (plansSegments) {  // q, k, the ids, the plan [rows, 4]
+    rules.push_back({"document ids", 1, 1, false, false, 0, false, /*i32=*/true});
+    rules.push_back({"segment_plan", 2, 2, false, false, 4, false, /*i32=*/true});
+    return rules;
+  }
   if ((spec.getMaskMod() || scored) && (spec.computesScores() || classifies)) {
-    size_t tail = (spec.getMaskBlocks() || classifies ? 1 : 0) + (offset ? 1 : 0);
+    size_t tail = (spec.getMaskBlocks() || classifies ? 1 : 0) + (spec.getSegments() ? 1 : 0) + (offset ? 1 : 0);
     // (the mask modifier's tensors, then the score modifier's: tile.mask and tile.score check them)
     for (size_t i = rules.size() + tail; i < argCount; ++i)
       rules.push_back({scored ? "modifier tensor" : "mask tensor", 1, 4, false, false, 0, false, /*i32=*/!scored,
                        /*i32OrF32=*/scored});
     if (spec.getMaskBlocks() || classifies)
       rules.push_back({"mask_blocks", 4, 4, false, false, 0, false, /*i32=*/true});
+    if (spec.getSegments())
+      rules.push_back({"segment_plan", 2, 2, false, false, 4, false, /*i32=*/true});
   }
   if (offset)
     rules.push_back({"key_offset", 0, 0, false, false, 0, /*scalarI32=*/true});
@@ -95,6 +103,7 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec) {
     return {dqAccum, dq};
   case KernelRole::AttentionMaskBlocks:
   case KernelRole::AttentionMaskBlocksTransposed:
+  case KernelRole::AttentionSegmentPlan:
     return {q, k};
   default:
     return {};
@@ -169,7 +178,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
                                      a.getMaskMod(), a.getMaskBlocks(), a.getScoreMod(), a.getScoreAdditive(),
-                                     a.getScoreSeparable(), a.getTopLeft());
+                                     a.getScoreSeparable(), a.getTopLeft(), a.getSegments());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),

@@ -6,6 +6,7 @@
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/TileKernels.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
@@ -59,9 +60,15 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     for (auto func : module.getOps<func::FuncOp>())
       if (!func->hasAttr(tile::kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
         funcs.push_back(func);
+    std::string error;
+    std::shared_ptr<const TuningTable> table = loadTuningTable(tuningTable, target, error);
+    if (!table) {
+      module.emitError() << "flash-tile: " << error;
+      return signalPassFailure();
+    }
     SymbolTable symbols(module);
     for (func::FuncOp func : funcs)
-      if (failed(lowerForwardFunction(func, symbols, *targetDesc, choice)))
+      if (failed(lowerForwardFunction(func, symbols, *targetDesc, choice, table.get())))
         return signalPassFailure();
   }
 };
@@ -89,7 +96,8 @@ static SmallVector<std::pair<Value, int64_t>> rowShapedSources(Value x, int64_t 
 }
 
 LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
-                                   const TargetDescription &target, FfnPlanChoice choice) {
+                                   const TargetDescription &target, FfnPlanChoice choice,
+                                   const TuningTable *tuningTable) {
   MLIRContext *ctx = func.getContext();
   // The training form saves each FFN's activations for the backward.
   bool train = func->hasAttr(kTrainForwardAttrName);
@@ -302,10 +310,21 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
           return cleanup();
         args.push_back(*table);
       }
+      // A document modifier's forward whose tuning entry asks for it: the segment plan, after the table.
+      bool segments = tuningTable && forwardTakesSegments(attention, target, *tuningTable);
+      if (segments) {
+        FailureOr<Value> plan = pb.launchSegmentPlan(
+            attention, attention.getLoc(), kernelName + "_segments", q, k, maskTensors[*documentSegments(attention)],
+            "segment_plan" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
+        if (failed(plan))
+          return cleanup();
+        args.push_back(*plan);
+      }
       if (attention.getKeyOffset())
         args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,
-                           attentionSpec(attention, tile::KernelRole::AttentionForward), args)))
+                           attentionSpec(attention, tile::KernelRole::AttentionForward, /*blockTable=*/true, segments),
+                           args)))
         return cleanup();
       continue;
     }

@@ -70,6 +70,7 @@ void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options) {
   FlashTileOptions tile;
   tile.target = target;
   tile.ffnPlan = options.ffnPlan;
+  tile.tuningTable = options.tuningTable;
   pm.addPass(createFlashTile(tile));
   PlanMemoryOptions plan;
   plan.target = target;

@@ -414,6 +414,15 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       plan.warps = 4;
       plan.stages = 1;
       break;
+    case KernelRole::AttentionSegmentPlan:
+      // A document modifier's segment plan: one block reads the ids (the
+      // library kernel's 1024 threads, segments.cuh; the plan's warps are the
+      // tile body's, which the emitter does not print).
+      plan.blockM = 64;
+      plan.blockN = 64;
+      plan.warps = 4;
+      plan.stages = 1;
+      break;
     default:
       // Row-wise pre/postprocessing (delta = rowsum(dO O), dQ from its f32
       // accumulator): memory bound, a block's loads issued at once, so small

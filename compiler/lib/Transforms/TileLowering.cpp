@@ -7,6 +7,7 @@
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
 #include "flashc/Dialect/Common/DiagonalBand.h"
+#include "flashc/Dialect/Common/DocumentIds.h"
 #include "flashc/Dialect/Common/IndexFunction.h"
 #include "flashc/Dialect/Common/ScoreFunction.h"
 
@@ -98,7 +99,7 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
   return std::pair{left, right};
 }
 
-AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable) {
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -113,7 +114,9 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
   if (band)
     std::tie(left, right) = *band;
   Builder b(ctx);
-  bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed;
+  // (the kernels that read only the mask modifier's tensors: its block classes, a document modifier's segments)
+  bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed ||
+                    role == KernelRole::AttentionSegmentPlan;
   bool noScores = role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
   // The score modifier's form, for the roles that compute scores (s + A(q) + B(k) is also of derivative 1).
   bool scoreAdditive = !noScores && !classifies && op.hasScoreMod() && flashc::scoreDerivativeIsOne(op.getScoreMod());
@@ -127,7 +130,47 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 noScores || band ? FlatSymbolRefAttr() : maskModSymbol(op),
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
-                                scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value());
+                                scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value(),
+                                segments && role == KernelRole::AttentionForward);
+}
+
+std::optional<unsigned> documentSegments(flash::AttentionOp op) {
+  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset() ||
+      !(op.getMask().isNone() || op.getMask().isCausal()))
+    return std::nullopt;
+  return flashc::documentIdsOperand(op.getMaskMod());
+}
+
+bool forwardTakesSegments(flash::AttentionOp op, const TargetDescription &target, const TuningTable &table) {
+  if (!documentSegments(op))
+    return false;
+  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, KernelRole::AttentionForward), {});
+  const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
+  return entry && entry->point.segments.value_or(false);
+}
+
+FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
+                                                   Value k, Value ids, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  // rows = 1 + bound(128) + bound(192), bound(M) = ceil(Sq / M) + ceil(ceil(Sq / M) / 4): the device library's
+  // segment_plan_rows (segment_layout.h; the executor checks the size against it).
+  auto constant = [&](int64_t v) { return builder->create<arith::ConstantIndexOp>(loc, v).getResult(); };
+  Value sq = dim(q, 2);
+  auto bound = [&](int64_t blockM) {
+    Value blocks = builder->create<arith::CeilDivSIOp>(loc, sq, constant(blockM));
+    Value quarter = builder->create<arith::CeilDivSIOp>(loc, blocks, constant(4));
+    return builder->create<arith::AddIOp>(loc, blocks, quarter).getResult();
+  };
+  Value rows128 = bound(128);
+  Value rows192 = bound(192);
+  Value maps = builder->create<arith::AddIOp>(loc, rows128, rows192);
+  Value rows = builder->create<arith::AddIOp>(loc, maps, constant(1));
+  auto type = GlobalTensorType::get(ctx, {ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
+  auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, ValueRange{rows});
+  alloc->setAttr("tile.name", builder->getStringAttr(name));
+  if (failed(launch(loc, baseName, attentionSpec(op, KernelRole::AttentionSegmentPlan), {q, k, ids, alloc})))
+    return failure();
+  return Value(alloc);
 }
 
 bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.getMaskOperands().empty(); }

@@ -10,6 +10,7 @@
 
 #include "flashc/Compiler/Target.h"
 #include "flashc/Compiler/TileKernels.h"
+#include "flashc/Compiler/Tuning.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -94,15 +95,29 @@ mlir::tile::GlobalTensorType hiddenTensorType(mlir::flash::FfnOp ffn);
 
 /// Builds the forward tile program replacing `func` (FlashTile.cpp); a
 /// function marked kTrainForwardAttrName gets the training form.
+/// `table` (may be null): the tuning table whose attention_forward entries
+/// say where a document modifier's forward takes the segment form.
 mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTable &symbols,
-                                         const TargetDescription &target, FfnPlanChoice choice);
+                                         const TargetDescription &target, FfnPlanChoice choice,
+                                         const TuningTable *table = nullptr);
 
 /// The #tile.attention recipe of `op` for kernel `role`.
 /// `blockTable`: whether a kernel of a scoring role takes the block-class
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
+/// `segments`: a forward that takes the segment plan (documentSegments).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
-                                            mlir::tile::KernelRole role, bool blockTable = true);
+                                            mlir::tile::KernelRole role, bool blockTable = true,
+                                            bool segments = false);
+
+/// Whether `op`'s forward may take the segment form: its mask modifier is a
+/// document compare `t[q] == t[k]` (flashc::documentIdsOperand), over no mask
+/// or a causal one, without a score modifier or a run-time key offset. The
+/// index of the ids among the modifier's tensors, or none.
+std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
+/// Whether `table`'s attention_forward entry for `op`'s forward on `target`
+/// asks for the segment form (segments=1), where documentSegments allows it.
+bool forwardTakesSegments(mlir::flash::AttentionOp op, const TargetDescription &target, const TuningTable &table);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
@@ -176,6 +191,14 @@ public:
   /// [B or 1, Hq or 1, ceil(rows / 64), ceil(columns / 64) + 2] of i32, rows
   /// query blocks or, `transposed`, key blocks) and the launch of the kernel
   /// `<baseName>` that fills it from q, k and the modifier's tensors.
+  /// The segment plan of `op`'s document modifier (a workspace
+  /// [segment_plan_rows(Sq), 4] of i32: a header and the tile maps at 128 and
+  /// 192 query rows) and the launch of the kernel `<baseName>` that writes it
+  /// from the ids (role attention_segment_plan, `tile.plan_segments`).
+  mlir::FailureOr<mlir::Value> launchSegmentPlan(mlir::flash::AttentionOp op, mlir::Location loc,
+                                                 llvm::StringRef baseName, mlir::Value q, mlir::Value k,
+                                                 mlir::Value ids, llvm::StringRef name);
+
   mlir::FailureOr<mlir::Value> launchMaskBlocks(mlir::flash::AttentionOp op, mlir::Location loc,
                                                 llvm::StringRef baseName, mlir::Value q, mlir::Value k,
                                                 mlir::ValueRange tensors, bool transposed,

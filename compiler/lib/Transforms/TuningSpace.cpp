@@ -88,7 +88,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getMaskBlocks() && scores,
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
-                                attention.getTopLeft());
+                                attention.getTopLeft(), attention.getSegments() && role == KernelRole::AttentionForward);
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

@@ -37,7 +37,7 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b"};
+                                              "resident_b", "segments"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -57,7 +57,7 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
     return kind == "attention_forward" || kind == "attention_backward" || kind == "ffn_fused" ||
            kind == "gemm" || kind == "gated_gemm";
   // The warp-specialised attention forward's grid (flash-order-blocks).
-  if (field == "persistent")
+  if (field == "persistent" || field == "segments")
     return kind == "attention_forward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
@@ -154,6 +154,8 @@ std::string TuningPoint::str() const {
     add("persistent", *persistent ? "1" : "0");
   if (residentB)
     add("resident_b", *residentB ? "1" : "0");
+  if (segments)
+    add("segments", *segments ? "1" : "0");
   return text;
 }
 
@@ -279,6 +281,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("resident_b must be 0 or 1, got '" + value + "'");
         point.residentB = value == "1";
+      } else if (name == "segments") {
+        if (value != "0" && value != "1")
+          return fail("segments must be 0 or 1, got '" + value + "'");
+        point.segments = value == "1";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -294,6 +300,9 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         *slot = number;
       }
     }
+    if (point.segments.value_or(false) && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
+      return fail("segments=1 on mask class '" + key.mask +
+                  "': the segment form is a document modifier's (a class with +mod)");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
@@ -430,6 +439,9 @@ TuningPoint pointOf(KernelOp kernel) {
   // A knob of the ws forward's grid (flash-order-blocks).
   if (schedule && attention && attention.getRole() == KernelRole::AttentionForward)
     point.persistent = order && order.getOrder() == BlockOrder::Persistent;
+  // The segment form of a document modifier's forward (flash-tile): named where taken.
+  if (attention && attention.getSegments())
+    point.segments = true;
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

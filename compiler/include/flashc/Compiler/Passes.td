@@ -79,6 +79,10 @@ def FlashTile : Pass<"flash-tile", "::mlir::ModuleOp"> {
            "GPU target whose default block sizes the kernels are built with (sm_80, sm_90a)">,
     Option<"ffnPlan", "ffn-plan", "std::string", /*default=*/"\"auto\"",
            "FFN plan: auto (fused when it fits the target), fused, two-kernel">,
+    Option<"tuningTable", "tuning-table", "std::string", /*default=*/"\"\"",
+           "tuning table whose attention_forward entries say where a document modifier's forward "
+           "takes the segment form (segments=1; empty: the target's built-in table; none: the "
+           "hand rules; else a file)">,
   ];
   let dependentDialects = ["::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect"];

@@ -67,6 +67,12 @@ struct TuningPoint {
   /// The persistent GEMM at K <= 256: B's column block resident over a block's
   /// run of tiles (gemm_resident_b.cuh; flash-warp-specialize).
   std::optional<bool> residentB;
+  /// The warp-specialised attention forward of a document modifier
+  /// (`t[q] == t[k]`, DocumentIds.h): tiles aligned to each document's start
+  /// where the ids are sorted (flash-tile launches the segment plan;
+  /// #tile.attention segments). A kernel of the key whose modifier is not a
+  /// document compare keeps its table walk.
+  std::optional<bool> segments;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

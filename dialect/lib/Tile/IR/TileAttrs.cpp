@@ -27,6 +27,7 @@ bool isAttentionRole(KernelRole role) {
   case KernelRole::AttentionBackwardKVTransposed:
   case KernelRole::AttentionMaskBlocks:
   case KernelRole::AttentionMaskBlocksTransposed:
+  case KernelRole::AttentionSegmentPlan:
     return true;
   default:
     return false;
@@ -77,7 +78,8 @@ bool AttentionSpecAttr::computesScores() const {
   case KernelRole::AttentionBackwardPostprocess:
   case KernelRole::AttentionMaskBlocks:
   case KernelRole::AttentionMaskBlocksTransposed:
-    return false; // row dots, a conversion, a mask's block classes: no scores
+  case KernelRole::AttentionSegmentPlan:
+    return false; // row dots, a conversion, a mask's block classes or segments: no scores
   default:
     return true;
   }
@@ -94,7 +96,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
                                         FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
-                                        bool scoreAdditive, bool scoreSeparable, bool topLeft) {
+                                        bool scoreAdditive, bool scoreSeparable, bool topLeft, bool segments) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -113,6 +115,12 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
     return emitError() << "#tile.attention score_additive needs a score_mod";
   if (topLeft && keyOffset)
     return emitError() << "#tile.attention top_left is not combined with key_offset (both place query rows)";
+  if (role == KernelRole::AttentionSegmentPlan && (!maskMod || maskBlocks || scoreMod || segments))
+    return emitError() << "#tile.attention role attention_segment_plan needs a mask_mod (the document compare) and "
+                          "nothing else of the forward";
+  if (segments && (role != KernelRole::AttentionForward || !maskBlocks || scoreMod || keyOffset || topLeft))
+    return emitError() << "#tile.attention segments needs an attention_forward with mask_blocks (a document "
+                          "modifier's table), without a score_mod, key_offset or top_left";
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},

@@ -555,6 +555,16 @@ LogicalResult ClassifyBlocksOp::verify() {
   return success();
 }
 
+LogicalResult PlanSegmentsOp::verify() {
+  auto ids = llvm::cast<GlobalTensorType>(getIds().getType());
+  if (ids.getRank() != 1 || !ids.getElementType().isSignlessInteger(32))
+    return emitOpError() << "ids must be a rank-1 i32 !tile.tensor (each token's document), got " << ids;
+  auto plan = llvm::cast<GlobalTensorType>(getPlan().getType());
+  if (plan.getRank() != 2 || !plan.getElementType().isSignlessInteger(32) || plan.getShape()[1] != 4)
+    return emitOpError() << "plan must be a [rows, 4] i32 !tile.tensor (a header, then the tile maps), got " << plan;
+  return success();
+}
+
 LogicalResult ClassifyBlocksOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyModifierUse(*this, getMaskModAttr(), getModArgs(), symbolTable);
 }

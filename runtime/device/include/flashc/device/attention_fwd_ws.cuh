@@ -47,6 +47,7 @@
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/score_mod.cuh"
+#include "flashc/device/segments.cuh"
 #include "flashc/device/smem.cuh"
 #include "flashc/device/softmax.cuh"
 #include "flashc/device/tensor.cuh"
@@ -88,6 +89,10 @@ struct AttentionFwdWsPlan {
   static constexpr float kScaleLog2 = kSoftmaxScale * kLog2e;  // folded exponent scale
   static constexpr bool kLongestFirst = Config::kLongestFirst;
   static constexpr bool kPersistent = Config::kPersistent;
+  // Documents as segments (segments.cuh): tiles from the segment plan where the ids are sorted, else the table walk.
+  static constexpr bool kSegments = SegmentsOf<Config>::value;
+  static_assert(!kSegments || (kMaskTable && !kPersistent && !kScoreMod),
+                "ws forward: the segment form is a document modifier's (a table), one tile a block, no score modifier");
   // ---- schedule ----
   static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
@@ -144,6 +149,17 @@ struct WindowBlocks {
   __device__ __forceinline__ int next(int n) const { return n; }
 };
 
+// A segment-form forward's walk: a document's tile takes the window's run whole (its keys are its document's: the
+// modifier shows every one), a fallback tile the table's walk.
+template <class TableWalk>
+struct SegmentWalk {
+  TableWalk table;
+  bool whole;
+  int begin, end;
+  __device__ __forceinline__ int next(int n) const { return whole ? n : table.next(n); }
+  __device__ __forceinline__ int row_cls(int i, int n) const { return whole ? kBlockShown : table.row_cls(i, n); }
+};
+
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters (their addresses go to the TMA unit). q and k give Sq and
 // Sk (and the GQA group when Config::kGroup is 0); V is read through its map only. key_offset: the
@@ -196,31 +212,44 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = align_smem_1024(smem_raw);
 
-  // Dense: every tile's sequence is [0, Sq) x [0, Sk) of its batch; packed: the tile's own.
+  // Dense: every tile's sequence is [0, Sq) x [0, Sk) of its batch; packed: the tile's own; segments: the tile's
+  // document (dense addressing) or, in the fallback form, the dense span.
+  constexpr bool kMapped = kPacked || P::kSegments;
   const int dense_sq = static_cast<int>(q.shape[kPacked ? 0 : 2]), dense_sk = static_cast<int>(k.shape[kPacked ? 0 : 2]);
   const int heads = static_cast<int>(q.shape[1]), batches = kPacked ? 1 : static_cast<int>(q.shape[0]);
   const int row_blocks = (dense_sq + kBlockM - 1) / kBlockM;
   auto span_of = [&](const QueryTile&) -> SequenceSpan {
-    if constexpr (kPacked) return packed.span;
+    if constexpr (kMapped) return packed.span;
     else return SequenceSpan{0, dense_sq, 0, dense_sk};
   };
-  // The tile's key position of query row 0, clamped: packed sequences align their bottom-right corners.
+  // The tile's key position of query row 0, clamped: packed sequences (and documents) align their bottom-right
+  // corners.
   auto offset_of = [&](const SequenceSpan& span) {
-    return Mask::clamp_offset(kPacked ? span.k_len - span.q_len : key_offset, span.q_len, span.k_len);
+    return Mask::clamp_offset(kPacked || (P::kSegments && packed.segment) ? span.k_len - span.q_len : key_offset,
+                              span.q_len, span.k_len);
   };
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   const int warpgroup = warp_id() / 4;
   // What the modifier sees in a tile: its batch, query head and tensors.
   auto tile_env = [&](const QueryTile& tile) { return with_batch_head(mask_env, tile.batch, tile.head); };
   // The key blocks of the query rows from q0 (the same for every warpgroup).
-  using KeyWalk =
-      typename Select<P::kMaskTable, MaskBlockWalk<kBlockM / kMaskBlock, kBlockN / kMaskBlock>, WindowBlocks>::type;
+  using TableWalk = MaskBlockWalk<kBlockM / kMaskBlock, kBlockN / kMaskBlock>;
+  using KeyWalk = typename Select<P::kMaskTable, typename Select<P::kSegments, SegmentWalk<TableWalk>, TableWalk>::type,
+                                  WindowBlocks>::type;
   auto key_walk = [&](const QueryTile& tile, int q0, const MaskEnv& env, int Sk, int offset) -> KeyWalk {
     if constexpr (P::kMaskTable) {
       using W = typename P::WindowMask;
-      return KeyWalk(*mask_blocks, mask_block_slice(*mask_blocks, tile.batch, tile.head), q0,
-                     W::key_block_begin(q0, kBlockM, kBlockN, Sk, offset),
-                     W::key_block_end(q0, kBlockM, kBlockN, Sk, offset));
+      if constexpr (P::kSegments) {
+        const int lo = W::key_block_begin(q0, kBlockM, kBlockN, Sk, offset),
+                  hi = W::key_block_end(q0, kBlockM, kBlockN, Sk, offset);
+        if (packed.segment) return KeyWalk{TableWalk(), true, lo, hi};
+        const TableWalk table(*mask_blocks, mask_block_slice(*mask_blocks, tile.batch, tile.head), q0, lo, hi);
+        return KeyWalk{table, false, table.begin, table.end};
+      } else {
+        return KeyWalk(*mask_blocks, mask_block_slice(*mask_blocks, tile.batch, tile.head), q0,
+                       W::key_block_begin(q0, kBlockM, kBlockN, Sk, offset),
+                       W::key_block_end(q0, kBlockM, kBlockN, Sk, offset));
+      }
     } else {
       return KeyWalk{Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset, env),
                      Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset, env)};
@@ -257,7 +286,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
         tma_prefetch_descriptor(&tma_v);
       }
       Ring ring;  // the next key block's slot
-      for_each_tile<kPacked, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
+      for_each_tile<kMapped, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
         const int q0 = tile.m_block * kBlockM, kv_head = tile.head / group;
         const SequenceSpan span = span_of(tile);
         const KeyWalk keys = key_walk(tile, q0, tile_env(tile), span.k_len, offset_of(span));
@@ -321,7 +350,7 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
   auto issue_pv = [&](int stage) { wgmma_matmul<false>(acc_o, p, v_tile(stage)); };
 
   Ring ring;  // the next key block's slot
-  for_each_tile<kPacked, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
+  for_each_tile<kMapped, P::kPersistent, P::kLongestFirst>(packed, row_blocks, heads, batches, [&](int j, QueryTile tile) {
     const int q0 = tile.m_block * kBlockM;
     const SequenceSpan span = span_of(tile);
     const int Sq = span.q_len, Sk = span.k_len, offset = offset_of(span);
@@ -413,11 +442,11 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       // ---- last P V ----
       rescale(acc_o, corr);
       mbarrier_wait(bar(kBarVFull + cur.stage), cur.phase);
-      if constexpr (kPacked) {
-        // Rows past a packed sequence hold the next one's values or whatever follows the last (P is 0 there, but
-        // 0 x NaN is NaN): the consumers clear them (the last block is the only one that reaches past Sk), order
-        // the writes before the tensor cores' reads and meet.
-        if ((n + 1) * kBlockN > Sk) {
+      if constexpr (kMapped) {
+        // Rows past a packed sequence (or a document) hold the next one's values or whatever follows the last (P is
+        // 0 there, but 0 x NaN is NaN): the consumers clear them (the last block is the only one that reaches past
+        // Sk), order the writes before the tensor cores' reads and meet.
+        if ((kPacked || packed.segment) && (n + 1) * kBlockN > Sk) {
           zero_rows_from<kWarps * 32>(v_tile(cur.stage), Sk - n * kBlockN, static_cast<int>(threadIdx.x));
           fence_async_shared();
           named_barrier_sync(P::kBarVTail, kWarps * 32);
@@ -470,6 +499,29 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
                                                  const MaskEnv& score_env) {
   detail::attention_fwd_ws_body<Config, false>(tma_q, tma_k, tma_v, q, k, o, lse, key_offset, mask_env, mask_blocks,
                                                score_env, PackedQueryTiles());
+}
+
+// The segment form (Config::kSegments, segments.cuh): a document modifier's forward over dense tensors whose tiles
+// come from attention_segment_plan's `plan` (the other arguments as the dense form's). Launch: grid
+// (segment_tile_bound(Sq, kBlockM), heads_q, batch); where the plan fell back, blocks x < ceil(Sq / kBlockM) take
+// the dense tiles and walk the table, the others leave.
+template <class Config>
+__device__ __forceinline__ void attention_fwd_ws_segments(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                          const TmaDescriptor& tma_v, const TensorArg& q,
+                                                          const TensorArg& k, const TensorArg& o, const TensorArg& lse,
+                                                          int key_offset, const MaskEnv& mask_env,
+                                                          const TensorArg* mask_blocks, const TensorArg& plan) {
+  using P = AttentionFwdWsPlan<Config>;
+  static_assert(P::kSegments, "ws forward: attention_fwd_ws_segments needs Config::kSegments");
+  const SegmentTile found = SegmentTile::find<P::kBlockM, P::kLongestFirst>(plan, static_cast<int>(q.shape[2]),
+                                                                            static_cast<int>(k.shape[2]));
+  if (!found.valid()) return;  // past the last tile
+  PackedQueryTiles tile;
+  tile.tile = found.tile;
+  tile.span = found.span;
+  tile.segment = found.segment;
+  detail::attention_fwd_ws_body<Config, false>(tma_q, tma_k, tma_v, q, k, o, lse, key_offset, mask_env, mask_blocks,
+                                               MaskEnv(), tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q [Tq, Hq, D], k [Tk, Hkv, D] (their 3-D maps; v's too),

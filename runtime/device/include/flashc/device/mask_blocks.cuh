@@ -106,6 +106,7 @@ struct MaskBlockWalk {
   int columns;           // the table's column blocks
   int begin, end;        // column blocks [begin, end): the window's, narrowed by the rows' bounds
 
+  MaskBlockWalk() = default;  // (unused: a segment tile's walk, attention_fwd_ws.cuh's SegmentWalk)
   __device__ __forceinline__ MaskBlockWalk(const TensorArg& table, const int* slice, int row0, int lo, int hi) {
     const int table_rows = static_cast<int>(table.shape[2]), r0 = row0 / kMaskBlock;
     first_row = slice + static_cast<long long>(r0) * table.stride[2];

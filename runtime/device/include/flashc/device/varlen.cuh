@@ -163,6 +163,7 @@ struct SequenceSpan {
 struct PackedQueryTiles {
   QueryTile tile;
   SequenceSpan span;
+  bool segment = false;  // a document's tile in dense rows (segments.cuh): span and corner its own
   __device__ __forceinline__ bool valid() const { return tile.batch >= 0; }
 
   // kKeyTiles: the map counts key tiles (the backward's blocks), m_block is the key tile.
@@ -213,20 +214,27 @@ __device__ __forceinline__ void for_each_tile(const PackedQueryTiles& packed, in
 }
 
 // Tensor rows start.. (len of them) of one head: a packed [T, H, C] tensor's (kPacked), else the [B, H, S, C]
-// tensor's batch; per-row statistics of a packed [H, T] or a dense [B, H, S] tensor alike.
+// tensor's batch (rows start.. of it: a document's, segments.cuh; the dense span's start is 0, its len S);
+// per-row statistics of a packed [H, T] or a dense [B, H, S] tensor alike.
 template <bool kPacked, class T>
 __device__ __forceinline__ GlobalMatrix<T> sequence_rows(const TensorArg& t, int start, int len, int batch, int head) {
-  if constexpr (kPacked)
+  if constexpr (kPacked) {
     return GlobalMatrix<T>{static_cast<T*>(t.data) + start * t.stride[0] + head * t.stride[1], t.stride[0], len,
                            static_cast<int>(t.shape[2])};
-  else return matrix_at<T>(t, batch, head);
+  } else {
+    const GlobalMatrix<T> all = matrix_at<T>(t, batch, head);
+    return GlobalMatrix<T>{all.base + start * all.row_stride, all.row_stride, len, all.cols};
+  }
 }
 template <bool kPacked>
 __device__ __forceinline__ GlobalVector<float> sequence_stats(const TensorArg& t, int start, int len, int batch,
                                                               int head) {
-  if constexpr (kPacked)
+  if constexpr (kPacked) {
     return GlobalVector<float>{static_cast<float*>(t.data) + head * t.stride[0] + start * t.stride[1], t.stride[1], len};
-  else return vector_at<float>(t, batch, head);
+  } else {
+    const GlobalVector<float> all = vector_at<float>(t, batch, head);
+    return GlobalVector<float>{all.base + start * all.stride, all.stride, len};
+  }
 }
 
 // A box added into rows row.. of one head: a dense tensor's 4-D map (column, row, head, batch) or a packed one's 3-D

@@ -88,7 +88,8 @@ def Tile_KernelRoleKind : I32EnumAttr<"KernelRole", "what a generated kernel com
     I32EnumAttrCase<"MoeActivationGrad", 39, "moe_activation_grad">,
     I32EnumAttrCase<"MoeWeightGrad", 40, "moe_weight_grad">,
     I32EnumAttrCase<"MoeSelectGrad", 41, "moe_select_grad">,
-    I32EnumAttrCase<"MoeGatherGrad", 42, "moe_gather_grad">]> {
+    I32EnumAttrCase<"MoeGatherGrad", 42, "moe_gather_grad">,
+    I32EnumAttrCase<"AttentionSegmentPlan", 43, "attention_segment_plan">]> {
   let cppNamespace = "::mlir::tile";
   let genSpecializedAttr = 0;
 }
@@ -264,6 +265,14 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     once a key and leave A to lse,
     so the forward's softmax holds nothing more than the plain one's (the wide
     key block may be planned).
+    segments = true (attention_forward with mask_blocks, a modifier that is a
+    document compare `t[q] == t[k]`, DocumentIds.h, and no score_mod): the
+    kernel also takes the segment plan after the table, written by a kernel of
+    role attention_segment_plan (arguments q, k, the ids, the plan
+    [segment_plan_rows(Sq), 4] i32: `tile.plan_segments`); where the ids are
+    sorted it takes tiles aligned to each document's start (the device
+    library's segments.cuh), else it walks the table. The tile body is the
+    table form's, the same result.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -277,7 +286,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     OptionalParameter<"::mlir::FlatSymbolRefAttr">:$score_mod,
     DefaultValuedParameter<"bool", "false">:$score_additive,
     DefaultValuedParameter<"bool", "false">:$score_separable,
-    DefaultValuedParameter<"bool", "false">:$top_left);
+    DefaultValuedParameter<"bool", "false">:$top_left,
+    DefaultValuedParameter<"bool", "false">:$segments);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.

@@ -454,6 +454,25 @@ def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]
   let hasVerifier = 1;
 }
 
+def Tile_PlanSegmentsOp : Tile_Op<"plan_segments", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "the segment plan of a document mask: tiles aligned to each document's start";
+  let description = [{
+    Reads the document ids %ids (a modifier's rank-1 i32 tensor; a position
+    past it reads 0) of Sq = %queries query and Sk = %keys key rows and writes
+    %plan, [segment_plan_rows(Sq), 4] i32 (the device library's
+    segments.cuh): row 0 {form, documents, tiles at 128 rows, tiles at 192},
+    then each block size's tile map, an entry {first row of the tile's
+    document, its length, the tile's index in it, 1}. Form 0 (the ids
+    decrease somewhere, Sq != Sk, more documents than the maps hold) leaves
+    the forward to its block-class table. One block: the kernel's whole grid.
+  }];
+  let arguments = (ins Tile_Tensor:$ids, Index:$queries, Index:$keys, Tile_Tensor:$plan);
+  let assemblyFormat = [{
+    $ids `queries` $queries `keys` $keys `into` $plan attr-dict `:` type($ids) `,` type($plan)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_ScoreOp : Tile_Op<"score", [Pure, AllTypesMatch<["scores", "result"]>,
                                      DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "result = @m(scale · scores, b, h, i, j, t...): a score modifier on each score";

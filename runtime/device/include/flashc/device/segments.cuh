@@ -1,0 +1,162 @@
+// Documents as segments: a mask modifier `ids[q] == ids[k]` over non-decreasing ids (each document's tokens one run,
+// FlexAttention's document mask over packed documents) is packed sequences inside each batch's dense rows. Over such
+// ids the ws forward can take tiles aligned to each document's start (varlen's tiles, dense addressing): a tile's
+// keys are its document's, no block is classified or masked by the modifier, and no tile straddles two documents.
+//   * attention_segment_plan: one block reads the ids once and writes the plan, an int4 per row of [rows, 4] int32:
+//       row 0: {form, documents, tiles at 128 query rows, tiles at 192} (form 1: the segment form; 0: the ids are not
+//              sorted, Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
+//       rows 1 ..: the tile map at 128 query rows (segment_tile_bound(Sq, 128) rows), then at 192: a tile's
+//              {first row of its document, the document's length, the tile's index in it, 1}, {0, 0, 0, 0} past the
+//              last tile. A tile count of -1: that block size's map did not fit.
+//     The plan's size and the forward's grid depend only on Sq (segment_tile_bound), never on the ids: one bundle,
+//     one CUDA graph for any documents; new ids need no recompile.
+//   * SegmentTile::find: a forward block's tile from its map entry (one 16-byte load), or, in the fallback form, the
+//     grid's dense tile (blocks past the row blocks leave).
+// The plan is computed whatever the tuning says only where the forward takes it (#tile.attention segments).
+#pragma once
+#include "flashc/device/segment_layout.h"
+#include "flashc/device/tensor.cuh"
+#include "flashc/device/tile_schedule.cuh"
+#include "flashc/device/types.cuh"
+#include "flashc/device/varlen.cuh"
+
+namespace flashc {
+namespace device {
+
+// A Config's kSegments (the ws forward's segment form), false when it has none.
+template <class Config, class = void>
+struct SegmentsOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct SegmentsOf<Config, decltype(void(Config::kSegments))> {
+  static constexpr bool value = Config::kSegments;
+};
+
+namespace detail {
+// Exclusive prefix sum over the block of v (blockDim.x a multiple of 32); total = the sum. Every thread calls it.
+__device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_sums) {
+  const int lane = lane_id(), warp = warp_id(), warps = static_cast<int>(blockDim.x) / 32;
+  int upto = v;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int x = __shfl_up_sync(0xffffffffu, upto, d);
+    if (lane >= d) upto += x;
+  }
+  if (lane == 31) warp_sums[warp] = upto;
+  __syncthreads();
+  int before = 0;
+  total = 0;
+  for (int w = 0; w < warps; ++w) {
+    if (w < warp) before += warp_sums[w];
+    total += warp_sums[w];
+  }
+  __syncthreads();  // warp_sums may be rewritten by the next call
+  return before + upto - v;
+}
+}  // namespace detail
+
+// One block of kSegmentPlanThreads threads. ids: the modifier's int32 tensor [n] (a position past it reads 0, as
+// the modifier's tensor.extract); plan [segment_plan_rows(sq), 4] int32.
+// (A template: its shared arrays exist only in the kernel that instantiates it.)
+template <int kThreads = kSegmentPlanThreads>
+__device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int sq, int sk, const TensorArg& plan) {
+  __shared__ int warp_sums[32];
+  __shared__ int starts[kSegmentPlanMaxDocuments + 1];
+  int4* rows = static_cast<int4*>(plan.data);
+  const int n = static_cast<int>(ids.shape[0]);
+  const int* id = static_cast<const int*>(ids.data);
+  const long long stride = ids.stride[0];
+  auto id_at = [&](int i) { return i < n ? id[i * stride] : 0; };
+  // Pass 1: each thread a run of positions: the documents starting in it, and whether any id goes down.
+  const int threads = static_cast<int>(blockDim.x), chunk = (sq + threads - 1) / threads;
+  const int lo = static_cast<int>(threadIdx.x) * chunk, hi = lo + chunk < sq ? lo + chunk : sq;
+  int starting = 0, falls = 0;
+  int before = lo > 0 && lo < sq ? id_at(lo - 1) : 0;
+  for (int i = lo; i < hi; ++i) {
+    const int v = id_at(i);
+    if (i == 0 || v != before) ++starting;
+    if (i > 0 && v < before) falls = 1;
+    before = v;
+  }
+  const bool unsorted = __syncthreads_or(falls) != 0;
+  int documents = 0;
+  const int first = detail::block_exclusive_sum(starting, documents, warp_sums);
+  const int bound128 = static_cast<int>(segment_tile_bound(sq, 128));
+  if (unsorted || sq != sk || sq <= 0 || documents > kSegmentPlanMaxDocuments || documents > bound128) {
+    if (threadIdx.x == 0) rows[0] = make_int4(kSegmentFallback, documents, -1, -1);
+    return;
+  }
+  // Pass 2: the documents' starts, in order.
+  int next = first;
+  before = lo > 0 && lo < sq ? id_at(lo - 1) : 0;
+  for (int i = lo; i < hi; ++i) {
+    const int v = id_at(i);
+    if (i == 0 || v != before) starts[next++] = i;
+    before = v;
+  }
+  if (threadIdx.x == 0) starts[documents] = sq;
+  __syncthreads();
+  // Pass 3: each block size's map, a pass of blockDim.x documents at a time.
+  int tiles_of[2];
+  for (int s = 0; s < 2; ++s) {
+    const int block_m = s == 0 ? 128 : 192;
+    const int bound = static_cast<int>(segment_tile_bound(sq, block_m));
+    int4* map = rows + segment_map_row(sq, block_m);
+    // Count first: a map that does not fit is not written.
+    int tiles = 0;
+    for (int d0 = 0; d0 < documents; d0 += threads) {
+      const int d = d0 + static_cast<int>(threadIdx.x);
+      const int count = d < documents ? (starts[d + 1] - starts[d] + block_m - 1) / block_m : 0;
+      int pass = 0;
+      const int at = tiles + detail::block_exclusive_sum(count, pass, warp_sums);
+      if (pass + tiles <= bound)
+        for (int i = 0; i < count && at + i < bound; ++i)
+          map[at + i] = make_int4(starts[d], starts[d + 1] - starts[d], i, 1);
+      tiles += pass;
+    }
+    tiles_of[s] = tiles <= bound ? tiles : -1;
+    for (int t = (tiles <= bound ? tiles : 0) + static_cast<int>(threadIdx.x); t < bound; t += threads)
+      map[t] = make_int4(0, 0, 0, 0);
+  }
+  if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, documents, tiles_of[0], tiles_of[1]);
+}
+
+// A segment-form forward block's tile (kSegments: the grid is (segment_tile_bound(Sq, kBlockM), heads, batch)):
+// `segment` true with the document's span (queries and keys from its first row, offset 0: its own causal corner);
+// false in the fallback form, the dense grid's tile (span [0, Sq) x [0, Sk)). batch -1: a block with no tile.
+struct SegmentTile {
+  QueryTile tile;
+  SequenceSpan span;
+  bool segment;
+  __device__ __forceinline__ bool valid() const { return tile.batch >= 0; }
+
+  template <int kBlockM, bool kLongestFirst>
+  __device__ __forceinline__ static SegmentTile find(const TensorArg& plan, int sq, int sk) {
+    static_assert(kBlockM == 128 || kBlockM == 192, "segment plan: maps at 128 and 192 query rows");
+    const int4* rows = static_cast<const int4*>(plan.data);
+    const int4 header = rows[0];
+    SegmentTile r;
+    r.tile = QueryTile{0, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
+    const int x = static_cast<int>(blockIdx.x);
+    const int tiles = kBlockM == 128 ? header.z : header.w;
+    if (header.x == kSegmentForm && tiles >= 0) {
+      const int4 entry = x < tiles ? rows[segment_map_row(sq, kBlockM) + x] : make_int4(0, 0, 0, 0);
+      const int count = (entry.y + kBlockM - 1) / kBlockM;
+      r.tile.m_block = kLongestFirst ? count - 1 - entry.z : entry.z;
+      r.span = SequenceSpan{entry.x, entry.y, entry.x, entry.y};
+      r.segment = true;
+      if (entry.w == 0) r.tile.batch = -1;
+    } else {
+      const int row_blocks = (sq + kBlockM - 1) / kBlockM;
+      r.tile.m_block = kLongestFirst ? row_blocks - 1 - x : x;
+      r.span = SequenceSpan{0, sq, 0, sk};
+      r.segment = false;
+      if (x >= row_blocks) r.tile.batch = -1;
+    }
+    return r;
+  }
+};
+
+}  // namespace device
+}  // namespace flashc

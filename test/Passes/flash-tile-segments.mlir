@@ -1,0 +1,151 @@
+// flash-tile on mask modifiers that are, or are not, a document compare `t[q] == t[k]` (DocumentIds.h): where the
+// tuning table's forward entry says segments=1, a document modifier's forward takes the segment plan
+// (#tile.attention segments, the kernel of role attention_segment_plan that writes it from the ids before the
+// forward; the device library's segments.cuh). Without the entry nothing changes; a modifier of another form, a
+// window, a score modifier or a run-time key offset keeps the table walk. Each also against float64 on the CPU (the
+// executor runs the plan kernel; the forward's tile body is the table form's).
+//
+// RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s
+// RUN: flash-opt %s --flash-tile | FileCheck %s --check-prefix=DEFAULT
+// RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
+// NUM-NOT: FAIL
+// NUM: @not_q_and_k backward d_v: {{.*}} ok
+
+// The built-in table asks for no segment form: no plan anywhere.
+// DEFAULT-NOT: plan_segments
+// DEFAULT-NOT: segments = true
+
+// causal, t[q] == t[k] through index casts: the plan (rows 1 + ceil(Sq/128) + ceil(ceil(Sq/128)/4) + the same at
+// 192, four i32 a row), written from q, k and the ids, then the forward with the plan after its table.
+// CHECK-LABEL: tile.kernel @causal_documents_attention_fwd_segments(
+// CHECK-SAME: %[[PQ:.*]]: !tile.tensor<1x2x300x16xf32>, %[[PK:.*]]: !tile.tensor<1x2x300x16xf32>, %[[IDS:.*]]: !tile.tensor<?xi32>, %[[PLAN:.*]]: !tile.tensor<?x4xi32>)
+// CHECK-SAME: grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>]
+// CHECK-SAME: role = attention_segment_plan
+// CHECK: tile.plan_segments %[[IDS]] queries %{{.*}} keys %{{.*}} into %[[PLAN]] : <?xi32>, <?x4xi32>
+// CHECK-LABEL: tile.kernel @causal_documents_attention_fwd(
+// CHECK-SAME: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<1x1x?x?xi32>, %{{.*}}: !tile.tensor<?x4xi32>)
+// CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
+// CHECK-LABEL: func.func @causal_documents(
+// CHECK: %[[TABLE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks"}
+// CHECK: tile.launch @causal_documents_attention_fwd_mask_blocks(
+// CHECK: %[[BLOCKS128:.*]] = arith.ceildivsi %{{.*}}, %c128
+// CHECK: %[[ROWS:.*]] = arith.addi %{{.*}}, %c1
+// CHECK: %[[SEG:.*]] = tile.alloc_tensor(%[[ROWS]]) {tile.name = "segment_plan"} : <?x4xi32>
+// CHECK: tile.launch @causal_documents_attention_fwd_segments(%arg0, %arg1, %arg3, %[[SEG]])
+// CHECK: tile.launch @causal_documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %arg3, %[[TABLE]], %[[SEG]])
+
+// no mask, t[k] == t[q] (the other order), sign-extended ids, four indices (b and h unused): the segment form.
+// CHECK-LABEL: tile.kernel @bidirectional_documents_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
+
+// t[q] == t[k] + 1: not a document compare.
+// CHECK-LABEL: tile.kernel @neighbouring_documents_attention_fwd(
+// CHECK-SAME: mask_blocks = true>
+// a[q] == b[k]: two tensors.
+// CHECK-LABEL: tile.kernel @two_tensors_attention_fwd(
+// CHECK-SAME: mask_blocks = true>
+// (t[q] == t[k]) & (q >= k): a conjunction (the same mask as causal + t[q] == t[k], spelled in the modifier).
+// CHECK-LABEL: tile.kernel @documents_and_causal_attention_fwd(
+// CHECK-SAME: mask_blocks = true>
+// t[q] == t[k] over a sliding window: the segment form takes none or causal only.
+// CHECK-LABEL: tile.kernel @window_documents_attention_fwd(
+// CHECK-SAME: mask_blocks = true>
+// t[q] == t[q]: not the key's id.
+// CHECK-LABEL: tile.kernel @not_q_and_k_attention_fwd(
+// CHECK-SAME: mask_blocks = true>
+// CHECK-NOT: segments = true
+
+func.func @causal_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @bidirectional_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%bb: index, %hh: index, %i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%j] : tensor<?xi32>
+    %b = tensor.extract %ids[%i] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @neighbouring_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %c1 = arith.constant 1 : index
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %b1 = arith.addi %bi, %c1 : index
+    %vis = arith.cmpi eq, %ai, %b1 : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @two_tensors(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>, %doc2: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc, %doc2) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>, %ids2: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids2[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @documents_and_causal(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %same = arith.cmpi eq, %ai, %bi : index
+    %before = arith.cmpi sge, %i, %j : index
+    %vis = arith.andi %same, %before : i1
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @window_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<sliding_window, left = 40, right = 0> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @not_q_and_k(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%i] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
