@@ -18,12 +18,19 @@ from flashc.modifier_inputs import document_lengths  # noqa: E402
 
 def walks(kind, seq, block):
     """Key blocks each query tile of `block` rows walks (causal rows): 'window' (1024 keys), 'documents' (13
-    documents of bench_programmable), 'causal'."""
+    documents of bench_programmable, the table walk's tiles), 'segments' (the same documents, tiles aligned to each
+    document's start), 'causal'."""
     tiles = seq // block
     if kind == "causal":
         return [t + 1 for t in range(tiles)]
     if kind == "window":
         return [min(t + 1, 1024 // block + 1) for t in range(tiles)]
+    if kind == "segments":  # session 43's segment form: tiles aligned to each document's start, its longest first
+        walk = []
+        for n in document_lengths(seq):
+            count = -(-n // block)
+            walk += [count - i for i in range(count)]
+        return walk
     ids = [d for d, n in enumerate(document_lengths(seq)) for _ in range(n)]
     start = {}
     for i, d in enumerate(ids):
@@ -50,7 +57,7 @@ def main():
     p.add_argument("--sms", type=int, default=132)
     p.add_argument("--block", type=int, default=128)
     args = p.parse_args()
-    for kind in ("causal", "window", "documents"):
+    for kind in ("causal", "window", "documents", "segments"):
         walk = walks(kind, args.seq, args.block)
         t = makespan(walk, args.a_us, args.b_us, args.heads, args.sms)
         print("%-9s %6d block pairs a head, %5.2f a tile: %7.1f us" % (kind, sum(walk), sum(walk) / len(walk), t))

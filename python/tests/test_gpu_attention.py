@@ -141,6 +141,37 @@ class AttentionGpuTest(unittest.TestCase):
                 with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
                     check_against_reference(self, config, batch, seq_q, seq_k, mask_mod=program.with_tensors(tensor))
 
+    def test_document_segments(self):
+        """The document mask's segment form (a tuning point, `segments`; segments.cuh): over sorted ids with few enough
+        documents the forward takes tiles aligned to each document's start, else (ids that go down somewhere, more
+        documents than a quarter of the row blocks plus one, Sq != Sk) it walks its table. Both against float64, at
+        sizes that take each: with bundles built with the segment form (bench/results/2026-12-05-h200-session43-prepared
+        /segments-everywhere.txt) the first group runs the segment form; with the default bundles every case is the
+        table's, which must agree all the same."""
+        from flashc.mask_mod import IndexProgram
+
+        def ids_of(lengths, n):
+            starts = torch.cumsum(torch.tensor(lengths, device="cuda"), 0)
+            return torch.searchsorted(starts, torch.arange(n, device="cuda"), right=True).to(torch.int32)
+
+        cases = [  # (batch, Sq, Sk, ids): the segment form: sorted ids, at most ceil(row blocks / 4) + 1 documents
+            (2, 1000, 1000, ids_of([137, 600, 263], 1000)),        # tiles ending mid-document, one of 263 rows
+            (1, 4096, 4096, ids_of([1024, 1, 127, 2000, 944], 4096)),  # a one-token document, one of 127
+            (1, 777, 777, ids_of([777], 777)),                    # one document: the causal mask's tiles
+            (2, 300, 300, ids_of([128, 172], 300)),               # a document of exactly one tile
+            # the fallback: ids that go down, a document too many, Sq != Sk, ids shorter than the sequence (reads 0)
+            (1, 1000, 1000, torch.flip(ids_of([137, 600, 263], 1000), (0,))),
+            (1, 1000, 1000, ids_of([100] * 10, 1000)),
+            (1, 600, 900, ids_of([300, 300, 300], 900)),
+            (1, 1000, 1000, ids_of([500, 300], 800) + 1)]
+        for config in configs.TEST_ATTENTION_MASK_TENSORS:
+            program = IndexProgram.parse(config.mask_mod)
+            if program.tensor_ranks != (1,):
+                continue
+            for batch, seq_q, seq_k, ids in cases:
+                with self.subTest(config=config.describe(), batch=batch, seq_q=seq_q, seq_k=seq_k):
+                    check_against_reference(self, config, batch, seq_q, seq_k, mask_mod=program.with_tensors(ids))
+
     def test_document_mask_as_function(self):
         """The FlexAttention spelling of a document mask: a function that indexes a tensor of its closure; new ids
         (the same bundle, no recompile) change the result as the reference does."""

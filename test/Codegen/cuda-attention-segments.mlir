@@ -1,29 +1,40 @@
 // The segment form of a document modifier's forward (`t[q] == t[k]`, a tuning point: segments=1): a kernel of one
 // block of 1024 threads writes the plan from the ids (segments.cuh's attention_segment_plan), and the warp-specialised
 // forward takes its tiles from it (attention_fwd_ws_segments: a document's tile where the ids are sorted, the
-// table's walk where not) on a grid of the row blocks and a quarter more. The backward is the table form's.
+// table's walk where not) on a grid of the row blocks and a quarter more. The backward's main kernel likewise where
+// its own entry says so (attention_bwd_ws_segments: key tiles aligned to each document's start, its own plan in the
+// backward program; the plan kernel's code shared with the forward's).
 //
-// RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segments=1\n' > %t.table.txt
+// RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segments=1\nsm_90a attention_backward bf16 d128 causal+mod -> segments=1\n' > %t.table.txt
 // RUN: flashc %s --emit=cuda --tuning-table=%t.table.txt -o - | FileCheck %s --check-prefix=CUDA
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --tuning-table=%t.table.txt -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
 // Without the entry: no plan, the forward as before.
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=DEFAULT
 
-// CUDA-LABEL: // ---- documents_attention_fwd_segments ----
+// CUDA-LABEL: // ---- documents_attention_bwd_segments ----
 // CUDA: extern "C" __global__ void __launch_bounds__(1024)
-// CUDA-NEXT: flashc_documents_attention_fwd_segments(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg mask_t0, const flashc::TensorArg segment_plan) {
+// CUDA-NEXT: flashc_documents_attention_bwd_segments(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg mask_t0, const flashc::TensorArg segment_plan_keys) {
 // CUDA-NEXT: static_assert(1024 == flashc::device::kSegmentPlanThreads
-// CUDA-NEXT: flashc::device::attention_segment_plan(mask_t0, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), segment_plan);
+// CUDA-NEXT: flashc::device::attention_segment_plan(mask_t0, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), segment_plan_keys);
+// CUDA-LABEL: // ---- documents_attention_bwd ----
+// CUDA: static constexpr bool kSegments = true;
+// CUDA: flashc::device::attention_bwd_ws_segments<flashc_documents_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_accum_map, flashc::device::mask_env(0, 0, mask_t0), &mask_blocks_keys, segment_plan_keys);
+// CUDA-LABEL: // ---- documents_attention_fwd_segments ----
 // CUDA-LABEL: // ---- documents_attention_fwd ----
 // CUDA: static constexpr bool kSegments = true;
 // CUDA: flashc_documents_attention_fwd({{.*}}const __grid_constant__ flashc::TensorArg mask_t0, const __grid_constant__ flashc::TensorArg mask_blocks, const __grid_constant__ flashc::TensorArg segment_plan,
 // CUDA-NEXT: flashc::device::attention_fwd_ws_segments<flashc_documents_attention_fwd_config::Config>(q_map, k_map, v_map, q, k, out, lse, static_cast<int>(k.shape[2] - q.shape[2]), flashc::device::mask_env(0, 0, mask_t0), &mask_blocks, segment_plan);
 
+// MANIFEST-LABEL: kernel documents_attention_bwd_segments
+// MANIFEST: role attention_segment_plan
+// MANIFEST-LABEL: kernel documents_attention_bwd{{$}}
+// MANIFEST: tensor segment_plan_keys i32 in
+// MANIFEST: grid cdiv(Sk, 128) + cdiv(cdiv(Sk, 128), 4), 4, B
 // MANIFEST-LABEL: kernel documents_attention_fwd_segments
 // MANIFEST: role attention_segment_plan
 // MANIFEST: tensor mask_t0 i32 in
-// MANIFEST: tensor segment_plan i32 out [cdiv(Sq, 128) + cdiv(cdiv(Sq, 128), 4) + (cdiv(Sq, 192) + cdiv(cdiv(Sq, 192), 4)) + 1, 4]
+// MANIFEST: tensor segment_plan i32 out [cdiv(Sq, 64) + cdiv(cdiv(Sq, 64), 4) + (cdiv(Sq, 128) + cdiv(cdiv(Sq, 128), 4)) + (cdiv(Sq, 192) + cdiv(cdiv(Sq, 192), 4)) + 1, 4]
 // MANIFEST: grid 1, 1, 1
 // MANIFEST-LABEL: kernel documents_attention_fwd{{$}}
 // MANIFEST: tensor segment_plan i32 in

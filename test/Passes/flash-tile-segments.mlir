@@ -7,9 +7,23 @@
 //
 // RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s
 // RUN: flash-opt %s --flash-tile | FileCheck %s --check-prefix=DEFAULT
+// The backward's main kernel from its own entries (flash-generate-backward): its own plan, in the backward program.
+// RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s --check-prefix=BWD
 // RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
 // NUM-NOT: FAIL
 // NUM: @not_q_and_k backward d_v: {{.*}} ok
+
+// BWD-LABEL: tile.kernel @causal_documents_attention_bwd_segments(
+// BWD: tile.plan_segments
+// BWD-LABEL: tile.kernel @causal_documents_attention_bwd(
+// BWD-SAME: mask_blocks = true, segments = true>
+// BWD-LABEL: func.func @causal_documents_backward(
+// BWD: %[[KEYS:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks_keys"}
+// BWD: %[[PLAN:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "segment_plan_keys"} : <?x4xi32>
+// BWD: tile.launch @causal_documents_attention_bwd_segments(%arg0, %arg1, %arg3, %[[PLAN]])
+// BWD: tile.launch @causal_documents_attention_bwd(%arg0, %arg1, %arg2, {{.*}}, %[[KEYS]], %[[PLAN]])
+// BWD-LABEL: tile.kernel @neighbouring_documents_attention_bwd(
+// BWD-SAME: mask_blocks = true>
 
 // The built-in table asks for no segment form: no plan anywhere.
 // DEFAULT-NOT: plan_segments
@@ -34,9 +48,14 @@
 // CHECK: tile.launch @causal_documents_attention_fwd_segments(%arg0, %arg1, %arg3, %[[SEG]])
 // CHECK: tile.launch @causal_documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %arg3, %[[TABLE]], %[[SEG]])
 
-// no mask, t[k] == t[q] (the other order), sign-extended ids, four indices (b and h unused): the segment form.
+// causal, t[k] == t[q] (the other order), four indices (b and h unused): the segment form.
+// CHECK-LABEL: tile.kernel @reversed_documents_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
+
+// t[q] == t[k] without a mask: the segment form takes a causal mask only (a document's tile masks the window's part
+// alone, which only a causal mask keeps apart from the modifier).
 // CHECK-LABEL: tile.kernel @bidirectional_documents_attention_fwd(
-// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
+// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
 
 // t[q] == t[k] + 1: not a document compare.
 // CHECK-LABEL: tile.kernel @neighbouring_documents_attention_fwd(
@@ -60,6 +79,19 @@ func.func @causal_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf3
   ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
     %a = tensor.extract %ids[%i] : tensor<?xi32>
     %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @reversed_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%bb: index, %hh: index, %i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%j] : tensor<?xi32>
+    %b = tensor.extract %ids[%i] : tensor<?xi32>
     %ai = arith.index_cast %a : i32 to index
     %bi = arith.index_cast %b : i32 to index
     %vis = arith.cmpi eq, %ai, %bi : index

@@ -41,6 +41,16 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
         // table) is always a candidate: the tuner's baseline.
         if (!llvm::is_contained(candidates, plan))
           candidates.insert(candidates.begin(), plan);
+        // A document modifier's kernel: its plan in the other segment form too (flash-tile and
+        // flash-generate-backward read `segments` from the entry; the hand rule's form is the table walk).
+        if (takesSegmentForm(kernel)) {
+          TuningPoint other = plan;
+          other.segments = !plan.segments.value_or(false);
+          if (!*other.segments)
+            other.segments.reset();
+          if (!llvm::is_contained(candidates, other))
+            candidates.push_back(other);
+        }
         json.object([&] {
           json.attribute("kernel", kernel.getSymName());
           json.attribute("key", key->str());

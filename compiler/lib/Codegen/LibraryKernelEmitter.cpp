@@ -145,8 +145,8 @@ FailureOr<WsKernel> emitSegmentPlan(tile::KernelOp kernel, ArrayRef<std::string>
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
-  out << "// The segment plan of the document ids: each document's start, its tiles at 128 and 192 query rows\n"
-      << "// (segments.cuh); the forward walks its block-class table where the ids are not sorted.\n";
+  out << "// The segment plan of the document ids: each document's start, its tiles at 64, 128 and 192 rows\n"
+      << "// (segments.cuh); the kernels after it walk their block-class table where the ids are not sorted.\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << result.threads << ")\n" << entry << "(";
   for (auto [i, name] : llvm::enumerate(cppNames))
     out << (i ? ", " : "") << "const flashc::TensorArg " << name;

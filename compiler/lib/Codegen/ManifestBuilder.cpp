@@ -653,8 +653,9 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
         text = dim.str();
     }
   }
-  // The segment form of a document modifier's forward: the row blocks and a quarter more (a document's partial
-  // tile each; the device library's segment_tile_bound), blocks past the plan's tiles leaving at once.
+  // The segment form of a document modifier's forward or backward main kernel: its row (key) blocks and a quarter
+  // more (a document's partial tile each; the device library's segment_tile_bound), blocks past the plan's tiles
+  // leaving at once.
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
       attention && attention.getSegments())
     gridText[0] = "(" + gridText[0] + ") + cdiv(" + gridText[0] + ", 4)";

@@ -390,13 +390,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   FailureOr<unsigned> scoreTensors = scoreModTensors(kernel, spec);
   if (failed(scoreTensors))
     return failure();
-  unsigned want = 9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (keyOffset ? 1 : 0);
+  bool segments = spec.getSegments();
+  unsigned want =
+      9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{2}{3}{4}{5})",
+                                "dq_accum, dk, dv{2}{3}{4}{5}{6})",
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 *scoreTensors ? ", the score modifier's tensors" : "",
-                                mask->table ? ", its block-class table" : "", keyOffset ? ", key_offset" : ""));
+                                mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
+                                keyOffset ? ", key_offset" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -481,9 +484,22 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   bool headGroups = order && order.getOrder() == tile::BlockOrder::HeadGroups;
   out << "  static constexpr int kGridHeadGroup = " << (headGroups ? order.getGroup() : 1)
       << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";
+  if (segments)
+    out << "  static constexpr bool kSegments = true;  // documents' key tiles from the segment plan (segments.cuh)\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);
+  if (segments) {
+    // (no score modifier: the segment form's recipe has none)
+    out << "  flashc::device::attention_bwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
+        << maps[2] << ", " << maps[3];
+    for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
+      out << ", " << cppNames[i];
+    out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames) << ", "
+        << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", " << modifierCallArgs(*mask, 0, false, cppNames)
+        << ", " << cppNames[want - 1 - (keyOffset ? 1 : 0)] << ");\n}\n\n";
+    return result;
+  }
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
       << ", " << maps[2] << ", " << maps[3];
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})

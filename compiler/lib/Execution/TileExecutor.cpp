@@ -916,26 +916,20 @@ LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
     unsorted = unsorted || (i > 0 && idAt(i) < idAt(i - 1));
   }
   int64_t documents = static_cast<int64_t>(starts.size());
-  auto header = [&](int64_t form, int64_t tiles128, int64_t tiles192) {
-    int32_t *h = row(0);
-    h[0] = static_cast<int32_t>(form);
-    h[1] = static_cast<int32_t>(documents);
-    h[2] = static_cast<int32_t>(tiles128);
-    h[3] = static_cast<int32_t>(tiles192);
-  };
+  int32_t *header = row(0);
   if (unsorted || sq != sk || sq <= 0 || documents > device::kSegmentPlanMaxDocuments ||
-      documents > device::segment_tile_bound(sq, 128)) {
-    header(device::kSegmentFallback, -1, -1);
+      documents > device::segment_tile_bound(sq, 64)) {
+    header[0] = device::kSegmentFallback;
+    header[1] = header[2] = header[3] = -1;
     return success();
   }
   starts.push_back(sq);
-  int64_t tilesOf[2];
-  for (int s = 0; s < 2; ++s) {
-    int blockM = s == 0 ? 128 : 192;
+  for (int s = 0; s < 3; ++s) {
+    int blockM = device::segment_map_block_rows(s);
     int64_t bound = device::segment_tile_bound(sq, blockM), first = device::segment_map_row(sq, blockM), tiles = 0;
     for (int64_t d = 0; d < documents; ++d)
       tiles += (starts[d + 1] - starts[d] + blockM - 1) / blockM;
-    tilesOf[s] = tiles <= bound ? tiles : -1;
+    header[1 + s] = static_cast<int32_t>(tiles <= bound ? tiles : -1);
     int64_t t = 0;
     for (int64_t d = 0; d < documents && tiles <= bound; ++d)
       for (int64_t i = 0; i < (starts[d + 1] - starts[d] + blockM - 1) / blockM; ++i, ++t) {
@@ -948,7 +942,7 @@ LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
     for (; t < bound; ++t)
       std::fill(row(first + t), row(first + t) + 4, 0);
   }
-  header(device::kSegmentForm, tilesOf[0], tilesOf[1]);
+  header[0] = device::kSegmentForm;
   return success();
 }
 

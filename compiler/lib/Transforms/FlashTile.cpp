@@ -311,7 +311,8 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
         args.push_back(*table);
       }
       // A document modifier's forward whose tuning entry asks for it: the segment plan, after the table.
-      bool segments = tuningTable && forwardTakesSegments(attention, target, *tuningTable);
+      bool segments =
+          tuningTable && takesSegments(attention, tile::KernelRole::AttentionForward, target, *tuningTable);
       if (segments) {
         FailureOr<Value> plan = pb.launchSegmentPlan(
             attention, attention.getLoc(), kernelName + "_segments", q, k, maskTensors[*documentSegments(attention)],

@@ -417,12 +417,25 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         return failure();
       keyTable = *t;
     }
-    auto masked = [&](SmallVector<Value> args, Value table) {
+    // A document modifier's main kernel whose tuning entry asks for it: the segment plan (key tiles aligned to each
+    // document's start), after the table.
+    bool segments = keyTable && takesSegments(op, mainRole, pb.getTarget(), *table);
+    Value plan;
+    if (segments) {
+      FailureOr<Value> p = pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k,
+                                                maskTensors[*documentSegments(op)], "segment_plan_keys" + slot.suffix);
+      if (failed(p))
+        return failure();
+      plan = *p;
+    }
+    auto masked = [&](SmallVector<Value> args, Value table, Value segmentPlan = Value()) {
       args.append(maskTensors);
       for (unsigned index : slot.scoreTensors)
         args.push_back(pb.arg(index));
       if (table)
         args.push_back(table);
+      if (segmentPlan)
+        args.push_back(segmentPlan);
       if (slot.keyOffset >= 0)
         args.push_back(pb.arg(slot.keyOffset));
       return args;
@@ -443,8 +456,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     return success(
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
                             spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
-        succeeded(pb.launch(loc, base + "_bwd", spec(mainRole),
-                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable))) &&
+        succeeded(pb.launch(loc, base + "_bwd",
+                            attentionSpec(op, mainRole, /*blockTable=*/true, segments),
+                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable, plan))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }

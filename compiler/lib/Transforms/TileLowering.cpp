@@ -131,20 +131,24 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value(),
-                                segments && role == KernelRole::AttentionForward);
+                                segments && (role == KernelRole::AttentionForward ||
+                                             role == KernelRole::AttentionBackward ||
+                                             role == KernelRole::AttentionBackwardTransposed));
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
-  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset() ||
-      !(op.getMask().isNone() || op.getMask().isCausal()))
+  // (causal: a document's tile then masks the window's part alone, never the modifier, whose positions are the
+  // sequence's; without a mask that part is not apart, segments.cuh)
+  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset() || !op.getMask().isCausal())
     return std::nullopt;
   return flashc::documentIdsOperand(op.getMaskMod());
 }
 
-bool forwardTakesSegments(flash::AttentionOp op, const TargetDescription &target, const TuningTable &table) {
+bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
+                   const TuningTable &table) {
   if (!documentSegments(op))
     return false;
-  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, KernelRole::AttentionForward), {});
+  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role), {});
   const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
   return entry && entry->point.segments.value_or(false);
 }
@@ -152,8 +156,8 @@ bool forwardTakesSegments(flash::AttentionOp op, const TargetDescription &target
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
                                                    Value k, Value ids, StringRef name) {
   MLIRContext *ctx = op.getContext();
-  // rows = 1 + bound(128) + bound(192), bound(M) = ceil(Sq / M) + ceil(ceil(Sq / M) / 4): the device library's
-  // segment_plan_rows (segment_layout.h; the executor checks the size against it).
+  // rows = 1 + bound(64) + bound(128) + bound(192), bound(M) = ceil(Sq / M) + ceil(ceil(Sq / M) / 4): the device
+  // library's segment_plan_rows (segment_layout.h; the executor checks the size against it).
   auto constant = [&](int64_t v) { return builder->create<arith::ConstantIndexOp>(loc, v).getResult(); };
   Value sq = dim(q, 2);
   auto bound = [&](int64_t blockM) {
@@ -161,9 +165,9 @@ FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Locati
     Value quarter = builder->create<arith::CeilDivSIOp>(loc, blocks, constant(4));
     return builder->create<arith::AddIOp>(loc, blocks, quarter).getResult();
   };
-  Value rows128 = bound(128);
-  Value rows192 = bound(192);
-  Value maps = builder->create<arith::AddIOp>(loc, rows128, rows192);
+  Value maps = bound(64);
+  for (int64_t blockRows : {128, 192})
+    maps = builder->create<arith::AddIOp>(loc, maps, bound(blockRows));
   Value rows = builder->create<arith::AddIOp>(loc, maps, constant(1));
   auto type = GlobalTensorType::get(ctx, {ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, ValueRange{rows});

@@ -105,19 +105,22 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// `blockTable`: whether a kernel of a scoring role takes the block-class
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
-/// `segments`: a forward that takes the segment plan (documentSegments).
+/// `segments`: a forward or backward main kernel that takes the segment plan
+/// (documentSegments).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
                                             bool segments = false);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
-/// document compare `t[q] == t[k]` (flashc::documentIdsOperand), over no mask
-/// or a causal one, without a score modifier or a run-time key offset. The
+/// document compare `t[q] == t[k]` (flashc::documentIdsOperand), over a
+/// causal mask, without a score modifier or a run-time key offset. The
 /// index of the ids among the modifier's tensors, or none.
 std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
-/// Whether `table`'s attention_forward entry for `op`'s forward on `target`
-/// asks for the segment form (segments=1), where documentSegments allows it.
-bool forwardTakesSegments(mlir::flash::AttentionOp op, const TargetDescription &target, const TuningTable &table);
+/// Whether `table`'s entry for `op`'s kernel of `role` (the forward, or the
+/// backward's main kernel) on `target` asks for the segment form
+/// (segments=1), where documentSegments allows it.
+bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
+                   const TuningTable &table);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,

@@ -88,7 +88,10 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getMaskBlocks() && scores,
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
-                                attention.getTopLeft(), attention.getSegments() && role == KernelRole::AttentionForward);
+                                attention.getTopLeft(),
+                                attention.getSegments() && (role == KernelRole::AttentionForward ||
+                                                            role == KernelRole::AttentionBackward ||
+                                                            role == KernelRole::AttentionBackwardTransposed));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/Tuning.h"
+#include "flashc/Dialect/Common/DocumentIds.h"
 
 #include "flashc/Dialect/Tile/IR/TileOps.h"
 
@@ -57,8 +58,11 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
     return kind == "attention_forward" || kind == "attention_backward" || kind == "ffn_fused" ||
            kind == "gemm" || kind == "gated_gemm";
   // The warp-specialised attention forward's grid (flash-order-blocks).
-  if (field == "persistent" || field == "segments")
+  if (field == "persistent")
     return kind == "attention_forward";
+  // A document modifier's segment form (flash-tile, flash-generate-backward).
+  if (field == "segments")
+    return kind == "attention_forward" || kind == "attention_backward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
     return kind == "gemm";
@@ -394,6 +398,20 @@ std::optional<std::string> tuningEntryOf(KernelOp kernel) {
   if (auto entry = tuning.getAs<StringAttr>(kTuningEntryName))
     return entry.getValue().str();
   return std::nullopt;
+}
+
+bool takesSegmentForm(KernelOp kernel) {
+  auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
+  if (!attention || kernel.getStrategy() != Strategy::WgmmaWsSm90 || !attention.getMaskBlocks() ||
+      attention.getScoreMod() || attention.getKeyOffset() || attention.getTopLeft() ||
+      attention.getWindowLeft() != -1 || attention.getWindowRight() != 0)
+    return false;
+  KernelRole role = attention.getRole();
+  if (role != KernelRole::AttentionForward && role != KernelRole::AttentionBackward &&
+      role != KernelRole::AttentionBackwardTransposed)
+    return false;
+  auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(kernel, attention.getMaskMod());
+  return maskMod && documentIdsOperand(maskMod.getBody()).has_value();
 }
 
 TuningPoint pointOf(KernelOp kernel) {

@@ -93,6 +93,13 @@ std::vector<TuningPoint> tuningSpace(const TargetDescription &target, mlir::Attr
 /// grid order): the hand rule when no entry applied.
 TuningPoint pointOf(mlir::tile::KernelOp kernel);
 
+/// Whether `kernel` is a warp-specialised attention forward or backward main
+/// kernel of a document modifier (`t[q] == t[k]`, DocumentIds.h) under a
+/// causal mask without a score modifier: the kernels a `segments` entry
+/// changes. Its tuning space then has the point it was built at with the
+/// other segment form too (flashc --print-tuning-space).
+bool takesSegmentForm(mlir::tile::KernelOp kernel);
+
 /// One line of a tuning table. Key fields other than arch and kind may be
 /// `*` (any value); the most specific matching entry wins.
 struct TuningEntry {

@@ -75,6 +75,7 @@
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/score_mod.cuh"
+#include "flashc/device/segments.cuh"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tile_schedule.cuh"
 #include "flashc/device/tma.cuh"
@@ -111,6 +112,8 @@ struct AttentionBwdWsPlan {
   // A modifier that reads tensors: its block-class table (mask_blocks.cuh, rows of keys) gives the
   // query blocks of each key block.
   static constexpr bool kMaskTable = MaskReadsTensors<Config>::value;
+  // Documents as segments (segments.cuh): key tiles from the segment plan where the ids are sorted, else the table.
+  static constexpr bool kSegments = SegmentsOf<Config>::value;
   static constexpr float kScale = Config::kScale;
   static constexpr float kScaleLog2 = kScale * kLog2e;
   // dQ's factor before its reduction: dS carries the scale already (1 where the Config asks for the scale).
@@ -315,6 +318,17 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
     MaskEnv env = with_batch_head(mask_env, batch, head);
     if constexpr (P::kMaskTable) {
       using W = typename P::WindowMask;
+      if constexpr (P::kSegments) {
+        if (mask_blocks == nullptr) {  // a document's key tile (segments.cuh): its queries whole, the window's run
+          const int m_end = W::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
+          for (int m = W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset); m < m_end; ++m, ++it) {
+            const int q0 = m * kBlockM;
+            body(it, head, q0, table_mask_parts(W::needs_mask(q0, kBlockM, k0, kBlockN, Sk, offset), kBlockShown),
+                 env);
+          }
+          continue;
+        }
+      }
       const MaskBlockWalk<kBlockN / kMaskBlock, kBlockM / kMaskBlock> walk(
           *mask_blocks, mask_block_slice(*mask_blocks, batch, head), k0,
           W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset), W::query_block_end(k0, kBlockN, kBlockM, Sq, offset));
@@ -376,17 +390,23 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 
   // Dense: [0, Sq) x [0, Sk) of the tile's batch; packed: the key tile's sequence (rows from q_start / k_start of
   // the packed tensors, batch 0 for the views), each aligned at its bottom-right corner.
-  const SequenceSpan span = kPacked ? packed.span
-                                    : SequenceSpan{0, static_cast<int>(q.shape[2]), 0, static_cast<int>(k.shape[2])};
+  // Segments (P::kSegments): the key tile's document (dense rows from its first one) where the plan took the segment
+  // form, else the dense span; either way `packed` holds the tile.
+  const bool segment = P::kSegments && packed.segment;
+  const SequenceSpan span = kPacked || segment
+                                ? packed.span
+                                : SequenceSpan{0, static_cast<int>(q.shape[2]), 0, static_cast<int>(k.shape[2])};
   const int Sq = span.q_len, Sk = span.k_len, q_start = span.q_start, k_start = span.k_start;
-  const int offset = Mask::clamp_offset(kPacked ? Sk - Sq : key_offset, Sq, Sk);
+  const int offset = Mask::clamp_offset(kPacked || segment ? Sk - Sq : key_offset, Sq, Sk);
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   // (key block, kv head, batch): packed, the plan's key tile and blockIdx.y; dense, the grid's in head groups
-  // (tile_schedule.cuh; unused when packed).
+  // (tile_schedule.cuh; unused when packed); segments, the tile the entry found from the grid's.
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
-  const int k0 = (kPacked ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
-  const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : grid_tile.head;
-  const int batch = kPacked ? 0 : grid_tile.batch;
+  const int k0 = (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
+  const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : P::kSegments ? packed.tile.head : grid_tile.head;
+  const int batch = kPacked ? 0 : P::kSegments ? packed.tile.batch : grid_tile.batch;
+  // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk).
+  const TensorArg* walk_table = segment ? nullptr : mask_blocks;
   const int warpgroup = warp_id() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
@@ -433,7 +453,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
       tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
     }
-    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int, const MaskEnv&) {
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
       const int s = it % kStages;
       mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
       if (lane == 0) {
@@ -533,7 +553,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                            prev.head, batch, warpgroup, dq_first);
       dq_first = false;
     };
-    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
@@ -750,7 +770,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       // ---- probabilities: Pᵀ, dV ----
       RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
       fill(acc_dv, 0.f);
-      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);
@@ -783,7 +803,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       // ---- score gradient: dSᵀ, dK ----
       RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
       fill(acc_dk, 0.f);
-      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, mask_blocks, [&](int it, int head, int q0, int, const MaskEnv&) {
+      for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
         const int s = it % kStages;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);
@@ -831,9 +851,40 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
                                                  const MaskEnv& score_env = MaskEnv()) {
+  static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
                                                PackedQueryTiles());
+}
+
+// The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key
+// tiles come from attention_segment_plan's `plan` (the other arguments as the dense form's). Launch: grid
+// (segment_tile_bound(Sk, kBlockN), heads_kv, batch), read in head groups as the dense grid; where the plan fell
+// back, tiles x < ceil(Sk / kBlockN) are the dense grid's and walk the table, the others leave.
+template <class Config>
+__device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
+                                                          const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
+                                                          const TensorArg& q, const TensorArg& k, const TensorArg& lse,
+                                                          const TensorArg& delta, const TensorArg& dq_accum,
+                                                          const TensorArg& dk, const TensorArg& dv, int key_offset,
+                                                          const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
+                                                          const TensorArg* mask_blocks, const TensorArg& plan) {
+  using P = AttentionBwdWsPlan<Config>;
+  static_assert(P::kSegments && P::kMaskTable && !P::kScoreMod,
+                "ws backward: the segment form is a document modifier's (a table), no score modifier");
+  // (A document's key tile masks only the window's part: mask_parts under a causal mask; attention_fwd_ws.cuh.)
+  static_assert(P::Mask::kSplitParts, "ws backward: the segment form needs a causal mask");
+  const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
+  const SegmentTile found = SegmentTile::find<P::kBlockN, /*kLongestFirst=*/false, /*kKeyTiles=*/true>(
+      plan, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), grid_tile.m_block, grid_tile.head,
+      grid_tile.batch);
+  if (!found.valid()) return;  // past the last key tile
+  PackedQueryTiles tile;
+  tile.tile = found.tile;
+  tile.span = found.span;
+  tile.segment = found.segment;
+  detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
+                                               key_offset, tma_dq, mask_env, mask_blocks, MaskEnv(), tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and

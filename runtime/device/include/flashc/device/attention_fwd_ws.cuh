@@ -93,6 +93,11 @@ struct AttentionFwdWsPlan {
   static constexpr bool kSegments = SegmentsOf<Config>::value;
   static_assert(!kSegments || (kMaskTable && !kPersistent && !kScoreMod),
                 "ws forward: the segment form is a document modifier's (a table), one tile a block, no score modifier");
+  // A document's tile masks only the window's part (its causal corner, the document's key limit; the table says
+  // every block shown): under a causal mask mask_parts applies that part alone, never the modifier, whose positions
+  // are the sequence's and not the document's.
+  static_assert(!kSegments || MaskSpecOf<Config>::type::kSplitParts,
+                "ws forward: the segment form needs a causal mask (the window's part masked apart from the modifier)");
   // ---- schedule ----
   static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
@@ -442,11 +447,12 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       // ---- last P V ----
       rescale(acc_o, corr);
       mbarrier_wait(bar(kBarVFull + cur.stage), cur.phase);
-      if constexpr (kMapped) {
-        // Rows past a packed sequence (or a document) hold the next one's values or whatever follows the last (P is
-        // 0 there, but 0 x NaN is NaN): the consumers clear them (the last block is the only one that reaches past
-        // Sk), order the writes before the tensor cores' reads and meet.
-        if ((kPacked || packed.segment) && (n + 1) * kBlockN > Sk) {
+      if constexpr (kPacked) {
+        // Rows past a packed sequence hold the next one's values or whatever follows the last (P is 0 there, but
+        // 0 x NaN is NaN): the consumers clear them (the last block is the only one that reaches past Sk), order
+        // the writes before the tensor cores' reads and meet. (A document's are its batch's next rows, which the
+        // table form multiplies by P = 0 as well: left as they are.)
+        if ((n + 1) * kBlockN > Sk) {
           zero_rows_from<kWarps * 32>(v_tile(cur.stage), Sk - n * kBlockN, static_cast<int>(threadIdx.x));
           fence_async_shared();
           named_barrier_sync(P::kBarVTail, kWarps * 32);
@@ -497,6 +503,7 @@ __device__ __forceinline__ void attention_fwd_ws(const TmaDescriptor& tma_q, con
                                                  const TensorArg& o, const TensorArg& lse, int key_offset,
                                                  const MaskEnv& mask_env, const TensorArg* mask_blocks,
                                                  const MaskEnv& score_env) {
+  static_assert(!AttentionFwdWsPlan<Config>::kSegments, "ws forward: a segment Config takes attention_fwd_ws_segments");
   detail::attention_fwd_ws_body<Config, false>(tma_q, tma_k, tma_v, q, k, o, lse, key_offset, mask_env, mask_blocks,
                                                score_env, PackedQueryTiles());
 }
@@ -513,8 +520,9 @@ __device__ __forceinline__ void attention_fwd_ws_segments(const TmaDescriptor& t
                                                           const TensorArg* mask_blocks, const TensorArg& plan) {
   using P = AttentionFwdWsPlan<Config>;
   static_assert(P::kSegments, "ws forward: attention_fwd_ws_segments needs Config::kSegments");
-  const SegmentTile found = SegmentTile::find<P::kBlockM, P::kLongestFirst>(plan, static_cast<int>(q.shape[2]),
-                                                                            static_cast<int>(k.shape[2]));
+  const SegmentTile found = SegmentTile::find<P::kBlockM, P::kLongestFirst>(
+      plan, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), static_cast<int>(blockIdx.x),
+      static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z));
   if (!found.valid()) return;  // past the last tile
   PackedQueryTiles tile;
   tile.tile = found.tile;

@@ -23,13 +23,22 @@ enum : int { kSegmentPlanThreads = 1024, kSegmentPlanMaxDocuments = 4096 };
 FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_tile_bound(long long rows, int block_m) {
   return (rows + block_m - 1) / block_m + ((rows + block_m - 1) / block_m + 3) / 4;
 }
-// The plan's rows: the header, then the maps at 128 and at 192 query rows (the ws forward's two tile heights).
-FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_plan_rows(long long rows) {
-  return 1 + segment_tile_bound(rows, 128) + segment_tile_bound(rows, 192);
+// The maps' tile heights: the backward's key tiles (64, 128) and the forward's query tiles (128, 192).
+FLASHC_SEGMENT_HOST_DEVICE constexpr int segment_map_block_rows(int map) {
+  return map == 0 ? 64 : map == 1 ? 128 : 192;
 }
-// The plan's row where block size block_m's map starts.
+enum : int { kSegmentMaps = 3 };
+// The plan's rows: the header {form, tiles at 64, at 128, at 192}, then the maps at 64, 128 and 192 rows.
+FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_plan_rows(long long rows) {
+  return 1 + segment_tile_bound(rows, 64) + segment_tile_bound(rows, 128) + segment_tile_bound(rows, 192);
+}
+// The plan's row where block size block_m's map starts (64, 128 or 192).
 FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_map_row(long long rows, int block_m) {
-  return block_m == 128 ? 1 : 1 + segment_tile_bound(rows, 128);
+  return 1 + (block_m > 64 ? segment_tile_bound(rows, 64) : 0) + (block_m > 128 ? segment_tile_bound(rows, 128) : 0);
+}
+// The header's column of block size block_m's tile count.
+FLASHC_SEGMENT_HOST_DEVICE constexpr int segment_tiles_column(int block_m) {
+  return block_m == 64 ? 1 : block_m == 128 ? 2 : 3;
 }
 
 }  // namespace device

@@ -3,15 +3,15 @@
 // ids the ws forward can take tiles aligned to each document's start (varlen's tiles, dense addressing): a tile's
 // keys are its document's, no block is classified or masked by the modifier, and no tile straddles two documents.
 //   * attention_segment_plan: one block reads the ids once and writes the plan, an int4 per row of [rows, 4] int32:
-//       row 0: {form, documents, tiles at 128 query rows, tiles at 192} (form 1: the segment form; 0: the ids are not
-//              sorted, Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
-//       rows 1 ..: the tile map at 128 query rows (segment_tile_bound(Sq, 128) rows), then at 192: a tile's
-//              {first row of its document, the document's length, the tile's index in it, 1}, {0, 0, 0, 0} past the
-//              last tile. A tile count of -1: that block size's map did not fit.
+//       row 0: {form, tiles at 64 rows, at 128, at 192} (form 1: the segment form; 0: the ids are not sorted,
+//              Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
+//       rows 1 ..: the tile maps at 64, 128 and 192 rows (segment_tile_bound(S, M) rows each: the backward's key
+//              tiles, the forward's query tiles): a tile's {first row of its document, the document's length, the
+//              tile's index in it, 1}, {0, 0, 0, 0} past the last tile. A tile count of -1: that map did not fit.
 //     The plan's size and the forward's grid depend only on Sq (segment_tile_bound), never on the ids: one bundle,
 //     one CUDA graph for any documents; new ids need no recompile.
-//   * SegmentTile::find: a forward block's tile from its map entry (one 16-byte load), or, in the fallback form, the
-//     grid's dense tile (blocks past the row blocks leave).
+//   * SegmentTile::find: a block's tile (the forward's query tile, the backward's key tile) from its map entry (one
+//     16-byte load), or, in the fallback form, the grid's dense tile (blocks past the dense grid's leave).
 // The plan is computed whatever the tuning says only where the forward takes it (#tile.attention segments).
 #pragma once
 #include "flashc/device/segment_layout.h"
@@ -34,9 +34,10 @@ struct SegmentsOf<Config, decltype(void(Config::kSegments))> {
 };
 
 namespace detail {
-// Exclusive prefix sum over the block of v (blockDim.x a multiple of 32); total = the sum. Every thread calls it.
+// Exclusive prefix sum over a block of kThreads threads of v; total = the sum. Every thread calls it.
+template <int kThreads>
 __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_sums) {
-  const int lane = lane_id(), warp = warp_id(), warps = static_cast<int>(blockDim.x) / 32;
+  const int lane = lane_id(), warp = warp_id(), warps = kThreads / 32;
   int upto = v;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
@@ -61,6 +62,8 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
 // (A template: its shared arrays exist only in the kernel that instantiates it.)
 template <int kThreads = kSegmentPlanThreads>
 __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int sq, int sk, const TensorArg& plan) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "segment plan: whole warps, at most 32 (warp_sums)");
+  // (plan: a contiguous [rows, 4] i32 workspace, 16-byte aligned like every workspace: rows read as int4)
   __shared__ int warp_sums[32];
   __shared__ int starts[kSegmentPlanMaxDocuments + 1];
   int4* rows = static_cast<int4*>(plan.data);
@@ -69,7 +72,7 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   const long long stride = ids.stride[0];
   auto id_at = [&](int i) { return i < n ? id[i * stride] : 0; };
   // Pass 1: each thread a run of positions: the documents starting in it, and whether any id goes down.
-  const int threads = static_cast<int>(blockDim.x), chunk = (sq + threads - 1) / threads;
+  const int threads = kThreads, chunk = (sq + threads - 1) / threads;
   const int lo = static_cast<int>(threadIdx.x) * chunk, hi = lo + chunk < sq ? lo + chunk : sq;
   int starting = 0, falls = 0;
   int before = lo > 0 && lo < sq ? id_at(lo - 1) : 0;
@@ -81,10 +84,10 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   }
   const bool unsorted = __syncthreads_or(falls) != 0;
   int documents = 0;
-  const int first = detail::block_exclusive_sum(starting, documents, warp_sums);
-  const int bound128 = static_cast<int>(segment_tile_bound(sq, 128));
-  if (unsorted || sq != sk || sq <= 0 || documents > kSegmentPlanMaxDocuments || documents > bound128) {
-    if (threadIdx.x == 0) rows[0] = make_int4(kSegmentFallback, documents, -1, -1);
+  const int first = detail::block_exclusive_sum<kThreads>(starting, documents, warp_sums);
+  const int bound64 = static_cast<int>(segment_tile_bound(sq, 64));
+  if (unsorted || sq != sk || sq <= 0 || documents > kSegmentPlanMaxDocuments || documents > bound64) {
+    if (threadIdx.x == 0) rows[0] = make_int4(kSegmentFallback, -1, -1, -1);
     return;
   }
   // Pass 2: the documents' starts, in order.
@@ -97,10 +100,10 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   }
   if (threadIdx.x == 0) starts[documents] = sq;
   __syncthreads();
-  // Pass 3: each block size's map, a pass of blockDim.x documents at a time.
-  int tiles_of[2];
-  for (int s = 0; s < 2; ++s) {
-    const int block_m = s == 0 ? 128 : 192;
+  // Pass 3: each block size's map, a pass of kThreads documents at a time.
+  int tiles_of[kSegmentMaps];
+  for (int s = 0; s < kSegmentMaps; ++s) {
+    const int block_m = segment_map_block_rows(s);
     const int bound = static_cast<int>(segment_tile_bound(sq, block_m));
     int4* map = rows + segment_map_row(sq, block_m);
     // Count first: a map that does not fit is not written.
@@ -109,7 +112,7 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
       const int d = d0 + static_cast<int>(threadIdx.x);
       const int count = d < documents ? (starts[d + 1] - starts[d] + block_m - 1) / block_m : 0;
       int pass = 0;
-      const int at = tiles + detail::block_exclusive_sum(count, pass, warp_sums);
+      const int at = tiles + detail::block_exclusive_sum<kThreads>(count, pass, warp_sums);
       if (pass + tiles <= bound)
         for (int i = 0; i < count && at + i < bound; ++i)
           map[at + i] = make_int4(starts[d], starts[d + 1] - starts[d], i, 1);
@@ -119,40 +122,44 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
     for (int t = (tiles <= bound ? tiles : 0) + static_cast<int>(threadIdx.x); t < bound; t += threads)
       map[t] = make_int4(0, 0, 0, 0);
   }
-  if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, documents, tiles_of[0], tiles_of[1]);
+  if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, tiles_of[0], tiles_of[1], tiles_of[2]);
 }
 
-// A segment-form forward block's tile (kSegments: the grid is (segment_tile_bound(Sq, kBlockM), heads, batch)):
-// `segment` true with the document's span (queries and keys from its first row, offset 0: its own causal corner);
-// false in the fallback form, the dense grid's tile (span [0, Sq) x [0, Sk)). batch -1: a block with no tile.
+// A segment-form block's tile: `x` the block's tile index (the forward: blockIdx.x, rows of kBlockRows queries; the
+// backward: its head-grouped grid tile's, key tiles of kBlockRows keys: kKeyTiles), `head` and `batch` its own.
+// `segment` true with the document's span (queries and keys from its first row: its own causal corner); false in the
+// fallback form, the dense grid's tile x (span [0, Sq) x [0, Sk)). batch -1: a block with no tile.
+// kLongestFirst: a document's last tile first (the forward under a causal mask; the backward's first key tile
+// already sees the most queries).
 struct SegmentTile {
   QueryTile tile;
   SequenceSpan span;
   bool segment;
   __device__ __forceinline__ bool valid() const { return tile.batch >= 0; }
 
-  template <int kBlockM, bool kLongestFirst>
-  __device__ __forceinline__ static SegmentTile find(const TensorArg& plan, int sq, int sk) {
-    static_assert(kBlockM == 128 || kBlockM == 192, "segment plan: maps at 128 and 192 query rows");
+  template <int kBlockRows, bool kLongestFirst, bool kKeyTiles = false>
+  __device__ __forceinline__ static SegmentTile find(const TensorArg& plan, int sq, int sk, int x, int head,
+                                                     int batch) {
+    static_assert(kBlockRows == 64 || kBlockRows == 128 || kBlockRows == 192,
+                  "segment plan: maps at 64, 128 and 192 rows");
+    const int* header = static_cast<const int*>(plan.data);
     const int4* rows = static_cast<const int4*>(plan.data);
-    const int4 header = rows[0];
     SegmentTile r;
-    r.tile = QueryTile{0, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
-    const int x = static_cast<int>(blockIdx.x);
-    const int tiles = kBlockM == 128 ? header.z : header.w;
-    if (header.x == kSegmentForm && tiles >= 0) {
-      const int4 entry = x < tiles ? rows[segment_map_row(sq, kBlockM) + x] : make_int4(0, 0, 0, 0);
-      const int count = (entry.y + kBlockM - 1) / kBlockM;
+    r.tile = QueryTile{0, head, batch};
+    const int tiles = header[segment_tiles_column(kBlockRows)];
+    if (header[0] == kSegmentForm && tiles >= 0) {
+      const int4 entry = x < tiles ? rows[segment_map_row(sq, kBlockRows) + x] : make_int4(0, 0, 0, 0);
+      const int count = (entry.y + kBlockRows - 1) / kBlockRows;
       r.tile.m_block = kLongestFirst ? count - 1 - entry.z : entry.z;
       r.span = SequenceSpan{entry.x, entry.y, entry.x, entry.y};
       r.segment = true;
       if (entry.w == 0) r.tile.batch = -1;
     } else {
-      const int row_blocks = (sq + kBlockM - 1) / kBlockM;
-      r.tile.m_block = kLongestFirst ? row_blocks - 1 - x : x;
+      const int blocks = ((kKeyTiles ? sk : sq) + kBlockRows - 1) / kBlockRows;
+      r.tile.m_block = kLongestFirst ? blocks - 1 - x : x;
       r.span = SequenceSpan{0, sq, 0, sk};
       r.segment = false;
-      if (x >= row_blocks) r.tile.batch = -1;
+      if (x >= blocks) r.tile.batch = -1;
     }
     return r;
   }
