@@ -12,7 +12,9 @@
 #  2. racecheck and memcheck on the bench's document bundle (segment form) and a D = 64 one;
 #  3. test_document_segments and test_document_masks with the segment bundles first on the path;
 #  4. the A/B: the document row's kernels (torch.profiler), default (.carry/ab) and segment form (.carry/seg), twice;
-#  5. bench_programmable --kernel-times with the segment form's document bundle.
+#  5. bench_programmable --kernel-times with the segment form's document bundle;
+#  6. Nsight Compute (details and SASS source counters) of the segment form's document forward, and the plan kernel's
+#     duration, so that a miss of the prediction has its evidence in the same call.
 cd "$(dirname "$0")/../../.."
 R=$OUT; mkdir -p $R
 export FLASHC_DEVICE_WORK=/tmp/fd
@@ -44,3 +46,9 @@ for round in 1 2; do for D in ab seg; do
 done; done
 FLASHC_BUNDLE_PATH=$PWD/.carry/seg:$PWD/.carry/ab FLASHC_CACHE_DIR=/tmp/mc_seg timeout 150 python3 bench/bench_programmable.py --lead-us auto --kernel-times 5 --out $R/bp > $R/bp.log 2>&1
 echo "bench_programmable rc=$?"; grep "^|" $R/bp/bench_programmable.md 2>/dev/null | cut -d'|' -f1-8
+NCU="ncu --clock-control none --section WarpStateStats --section SchedulerStats --section InstructionStats --section SourceCounters --section LaunchStats --section SpeedOfLight"
+FLASHC_BUNDLE_PATH=$PWD/.carry/seg:$PWD/.carry/ab FLASHC_CACHE_DIR=/tmp/mc_seg timeout 100 $NCU --kernel-name regex:'flashc_attention_attention_(fwd|fwd_segments|bwd_segments)$' --launch-skip 2 --launch-count 2 -o $R/ncu_doc_seg python3 bench/probes/mask_mod_profile.py document 2 > $R/ncu_doc_seg_log.txt 2>&1
+echo "ncu rc=$?"
+ncu -i $R/ncu_doc_seg.ncu-rep --page details > $R/ncu_doc_seg_details.txt 2>&1
+ncu -i $R/ncu_doc_seg.ncu-rep --page source --csv --print-source sass > $R/ncu_doc_seg_sass.csv 2>&1
+grep -E "flashc_attention|Duration|Executed Instructions  " $R/ncu_doc_seg_details.txt | tr -s ' ' | head -8
