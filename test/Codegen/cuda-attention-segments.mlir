@@ -17,10 +17,15 @@
 // CUDA-NEXT: flashc_documents_attention_bwd_segments(const flashc::TensorArg q, const flashc::TensorArg k, const flashc::TensorArg mask_t0, const flashc::TensorArg segment_plan_keys) {
 // CUDA-NEXT: static_assert(1024 == flashc::device::kSegmentPlanThreads
 // CUDA-NEXT: flashc::device::attention_segment_plan(mask_t0, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), segment_plan_keys);
+// The block classes after the plan: nothing to do where its segment form serves every block size.
+// CUDA-LABEL: // ---- documents_attention_bwd_mask_blocks_keys ----
+// CUDA: classify_mask_blocks<{{.*}}>(q, k, flashc::device::mask_env(0, 0, mask_t0), mask_blocks_keys, &segment_plan_keys);
 // CUDA-LABEL: // ---- documents_attention_bwd ----
 // CUDA: static constexpr bool kSegments = true;
 // CUDA: flashc::device::attention_bwd_ws_segments<flashc_documents_attention_bwd_config::Config>(q_map, k_map, v_map, dout_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_accum_map, flashc::device::mask_env(0, 0, mask_t0), &mask_blocks_keys, segment_plan_keys);
 // CUDA-LABEL: // ---- documents_attention_fwd_segments ----
+// CUDA-LABEL: // ---- documents_attention_fwd_mask_blocks ----
+// CUDA: classify_mask_blocks<{{.*}}>(q, k, flashc::device::mask_env(0, 0, mask_t0), mask_blocks, &segment_plan);
 // CUDA-LABEL: // ---- documents_attention_fwd ----
 // CUDA: static constexpr bool kSegments = true;
 // CUDA: flashc_documents_attention_fwd({{.*}}const __grid_constant__ flashc::TensorArg mask_t0, const __grid_constant__ flashc::TensorArg mask_blocks, const __grid_constant__ flashc::TensorArg segment_plan,
@@ -42,6 +47,7 @@
 // MANIFEST: scratch segment_plan
 
 // DEFAULT-NOT: segment_plan
+// DEFAULT: classify_mask_blocks<{{.*}}>(q, k, flashc::device::mask_env(0, 0, mask_t0), mask_blocks);
 // DEFAULT: flashc::device::attention_fwd_ws<flashc_documents_attention_fwd_config::Config>(
 // DEFAULT-NOT: segment_plan
 

@@ -18,9 +18,10 @@
 // BWD-LABEL: tile.kernel @causal_documents_attention_bwd(
 // BWD-SAME: mask_blocks = true, segments = true>
 // BWD-LABEL: func.func @causal_documents_backward(
-// BWD: %[[KEYS:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks_keys"}
 // BWD: %[[PLAN:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "segment_plan_keys"} : <?x4xi32>
 // BWD: tile.launch @causal_documents_attention_bwd_segments(%arg0, %arg1, %arg3, %[[PLAN]])
+// BWD: %[[KEYS:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks_keys"}
+// BWD: tile.launch @causal_documents_attention_bwd_mask_blocks_keys(%arg0, %arg1, %arg3, %[[KEYS]], %[[PLAN]])
 // BWD: tile.launch @causal_documents_attention_bwd(%arg0, %arg1, %arg2, {{.*}}, %[[KEYS]], %[[PLAN]])
 // BWD-LABEL: tile.kernel @neighbouring_documents_attention_bwd(
 // BWD-SAME: mask_blocks = true>
@@ -29,8 +30,9 @@
 // DEFAULT-NOT: plan_segments
 // DEFAULT-NOT: segments = true
 
-// causal, t[q] == t[k] through index casts: the plan (rows 1 + ceil(Sq/128) + ceil(ceil(Sq/128)/4) + the same at
-// 192, four i32 a row), written from q, k and the ids, then the forward with the plan after its table.
+// causal, t[q] == t[k] through index casts: the plan (rows 1 + the maps at 64, 128 and 192 rows, ceil(Sq/M) +
+// ceil(ceil(Sq/M)/4) each, four i32 a row), written from q, k and the ids first, then the block classes (which skip
+// their work where the plan serves), then the forward with the plan after its table.
 // CHECK-LABEL: tile.kernel @causal_documents_attention_fwd_segments(
 // CHECK-SAME: %[[PQ:.*]]: !tile.tensor<1x2x300x16xf32>, %[[PK:.*]]: !tile.tensor<1x2x300x16xf32>, %[[IDS:.*]]: !tile.tensor<?xi32>, %[[PLAN:.*]]: !tile.tensor<?x4xi32>)
 // CHECK-SAME: grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>]
@@ -40,12 +42,17 @@
 // CHECK-SAME: !tile.tensor<?xi32>, %{{.*}}: !tile.tensor<1x1x?x?xi32>, %{{.*}}: !tile.tensor<?x4xi32>)
 // CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
 // CHECK-LABEL: func.func @causal_documents(
-// CHECK: %[[TABLE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks"}
-// CHECK: tile.launch @causal_documents_attention_fwd_mask_blocks(
-// CHECK: %[[BLOCKS128:.*]] = arith.ceildivsi %{{.*}}, %c128
+// CHECK: %[[SQ:.*]] = tile.dim %arg0, 2
+// CHECK: %[[B64:.*]] = arith.ceildivsi %[[SQ]], %c64
+// CHECK: %[[Q64:.*]] = arith.ceildivsi %[[B64]], %c4
+// CHECK: %[[M64:.*]] = arith.addi %[[B64]], %[[Q64]]
+// CHECK: %[[B128:.*]] = arith.ceildivsi %[[SQ]], %c128
+// CHECK: %[[B192:.*]] = arith.ceildivsi %[[SQ]], %c192
 // CHECK: %[[ROWS:.*]] = arith.addi %{{.*}}, %c1
 // CHECK: %[[SEG:.*]] = tile.alloc_tensor(%[[ROWS]]) {tile.name = "segment_plan"} : <?x4xi32>
 // CHECK: tile.launch @causal_documents_attention_fwd_segments(%arg0, %arg1, %arg3, %[[SEG]])
+// CHECK: %[[TABLE:.*]] = tile.alloc_tensor({{.*}}) {tile.name = "mask_blocks"}
+// CHECK: tile.launch @causal_documents_attention_fwd_mask_blocks(%arg0, %arg1, %arg3, %[[TABLE]], %[[SEG]])
 // CHECK: tile.launch @causal_documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %arg3, %[[TABLE]], %[[SEG]])
 
 // causal, t[k] == t[q] (the other order), four indices (b and h unused): the segment form.

@@ -124,11 +124,14 @@ FailureOr<WsKernel> emitMaskBlocks(tile::KernelOp kernel, tile::AttentionSpecAtt
     out << (i ? ", " : "") << (i >= 2 ? "const __grid_constant__ flashc::TensorArg " : "const flashc::TensorArg ")
         << name;
   out << ") {\n";
+  // (a document modifier's segment plan after the table: nothing to classify where its segment form serves)
+  size_t table = cppNames.size() - (spec.getSegments() ? 2 : 1);
   std::string env = "flashc::device::mask_env(0, 0";
-  for (size_t i = 2; i + 1 < cppNames.size(); ++i)
+  for (size_t i = 2; i < table; ++i)
     env += ", " + cppNames[i];
   out << "  flashc::device::classify_mask_blocks<" << ns << "::Config>(" << cppNames[0] << ", " << cppNames[1]
-      << ", " << env << "), " << cppNames.back() << ");\n}\n\n";
+      << ", " << env << "), " << cppNames[table]
+      << (spec.getSegments() ? ", &" + cppNames.back() : std::string()) << ");\n}\n\n";
   return result;
 }
 

@@ -658,7 +658,8 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   if (classifies) {
     // One block per 64-row of the plane (key rows when transposed); a table
     // slice per head / batch only where the table has them.
-    auto table = llvm::cast<GlobalTensorType>(tensorTypes.back());
+    // (the table, or before a document modifier's segment plan, which the kernel only reads to skip its work)
+    auto table = llvm::cast<GlobalTensorType>(tensorTypes[tensorTypes.size() - 1 - (spec.getSegments() ? 1 : 0)]);
     bool transposed = role == KernelRole::AttentionMaskBlocksTransposed;
     grid.push_back(KernelBuilder::gridDim(ctx, transposed ? 1 : 0, 2, 64));
     grid.push_back(table.getShape()[1] == 1 ? GridAttr::get(ctx, -1, 0, 0, 1) : KernelBuilder::gridDim(ctx, 0, 1));

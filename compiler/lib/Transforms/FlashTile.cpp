@@ -301,26 +301,31 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       // A score modifier's tensors after them.
       for (Value tensor : attention.getScoreOperands())
         args.push_back(mapped[tensor]);
+      // A document modifier's forward whose tuning entry asks for it: the segment plan, launched first (the
+      // block-class kernel skips its work where the plan serves), taken after the table.
+      bool segments =
+          tuningTable && takesSegments(attention, tile::KernelRole::AttentionForward, target, *tuningTable);
+      Value plan;
+      if (segments) {
+        FailureOr<Value> p = pb.launchSegmentPlan(
+            attention, attention.getLoc(), kernelName + "_segments", q, k, maskTensors[*documentSegments(attention)],
+            "segment_plan" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
+        if (failed(p))
+          return cleanup();
+        plan = *p;
+      }
       if (maskModReadsTensors(attention)) {
         FailureOr<Value> table =
             pb.launchMaskBlocks(attention, attention.getLoc(), kernelName + "_mask_blocks", q, k, maskTensors,
                                 /*transposed=*/false,
-                                "mask_blocks" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
+                                "mask_blocks" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()),
+                                plan);
         if (failed(table))
           return cleanup();
         args.push_back(*table);
       }
-      // A document modifier's forward whose tuning entry asks for it: the segment plan, after the table.
-      bool segments =
-          tuningTable && takesSegments(attention, tile::KernelRole::AttentionForward, target, *tuningTable);
-      if (segments) {
-        FailureOr<Value> plan = pb.launchSegmentPlan(
-            attention, attention.getLoc(), kernelName + "_segments", q, k, maskTensors[*documentSegments(attention)],
-            "segment_plan" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
-        if (failed(plan))
-          return cleanup();
-        args.push_back(*plan);
-      }
+      if (plan)
+        args.push_back(plan);
       if (attention.getKeyOffset())
         args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,

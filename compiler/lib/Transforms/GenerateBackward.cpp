@@ -409,17 +409,10 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     SmallVector<Value> maskTensors;
     for (unsigned index : slot.maskTensors)
       maskTensors.push_back(pb.arg(index));
-    Value keyTable;
-    if (maskModReadsTensors(op) && !deterministic) {
-      FailureOr<Value> t = pb.launchMaskBlocks(op, op.getLoc(), base + "_bwd_mask_blocks_keys", q, k, maskTensors,
-                                               /*transposed=*/true, "mask_blocks_keys" + slot.suffix);
-      if (failed(t))
-        return failure();
-      keyTable = *t;
-    }
     // A document modifier's main kernel whose tuning entry asks for it: the segment plan (key tiles aligned to each
-    // document's start), after the table.
-    bool segments = keyTable && takesSegments(op, mainRole, pb.getTarget(), *table);
+    // document's start), launched first (the block-class kernel skips its work where the plan serves), taken after
+    // the table.
+    bool segments = maskModReadsTensors(op) && !deterministic && takesSegments(op, mainRole, pb.getTarget(), *table);
     Value plan;
     if (segments) {
       FailureOr<Value> p = pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k,
@@ -427,6 +420,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       if (failed(p))
         return failure();
       plan = *p;
+    }
+    Value keyTable;
+    if (maskModReadsTensors(op) && !deterministic) {
+      FailureOr<Value> t = pb.launchMaskBlocks(op, op.getLoc(), base + "_bwd_mask_blocks_keys", q, k, maskTensors,
+                                               /*transposed=*/true, "mask_blocks_keys" + slot.suffix, plan);
+      if (failed(t))
+        return failure();
+      keyTable = *t;
     }
     auto masked = [&](SmallVector<Value> args, Value table, Value segmentPlan = Value()) {
       args.append(maskTensors);

@@ -133,7 +133,9 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value(),
                                 segments && (role == KernelRole::AttentionForward ||
                                              role == KernelRole::AttentionBackward ||
-                                             role == KernelRole::AttentionBackwardTransposed));
+                                             role == KernelRole::AttentionBackwardTransposed ||
+                                             role == KernelRole::AttentionMaskBlocks ||
+                                             role == KernelRole::AttentionMaskBlocksTransposed));
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -181,7 +183,7 @@ bool maskModReadsTensors(flash::AttentionOp op) { return op.hasMaskMod() && !op.
 
 FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Location loc, StringRef baseName,
                                                   Value q, Value k, ValueRange tensors, bool transposed,
-                                                  StringRef name) {
+                                                  StringRef name, Value segmentPlan) {
   MLIRContext *ctx = op.getContext();
   // One slice per batch / head only where the modifier reads them.
   Block &region = op.getMaskMod().front();
@@ -211,9 +213,12 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
   SmallVector<Value> args = {q, k};
   args.append(tensors.begin(), tensors.end());
   args.push_back(alloc);
+  if (segmentPlan)
+    args.push_back(segmentPlan);
   if (failed(launch(loc, baseName,
                     attentionSpec(op, transposed ? KernelRole::AttentionMaskBlocksTransposed
-                                                 : KernelRole::AttentionMaskBlocks),
+                                                 : KernelRole::AttentionMaskBlocks,
+                                  /*blockTable=*/true, /*segments=*/static_cast<bool>(segmentPlan)),
                     args)))
     return failure();
   return Value(alloc);

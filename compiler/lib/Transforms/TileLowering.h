@@ -202,10 +202,13 @@ public:
                                                  llvm::StringRef baseName, mlir::Value q, mlir::Value k,
                                                  mlir::Value ids, llvm::StringRef name);
 
+  /// `segmentPlan` (may be null): a document modifier's segment plan, launched
+  /// before: the kernel does nothing where the plan's segment form serves
+  /// every kernel after it (the table is then never read).
   mlir::FailureOr<mlir::Value> launchMaskBlocks(mlir::flash::AttentionOp op, mlir::Location loc,
                                                 llvm::StringRef baseName, mlir::Value q, mlir::Value k,
                                                 mlir::ValueRange tensors, bool transposed,
-                                                llvm::StringRef name);
+                                                llvm::StringRef name, mlir::Value segmentPlan = {});
 
   /// The three launches of a decode-attention op (#tile.decode: the table
   /// check, the split kernel, the combine) with their workspaces: a zeroed

@@ -15,6 +15,7 @@
 // reads scanning the block's positions), which is sound: 0 and 2 are only said when proven.
 #pragma once
 #include "flashc/device/mask.cuh"
+#include "flashc/device/segment_layout.h"
 #include "flashc/device/tensor.cuh"
 
 namespace flashc {
@@ -37,11 +38,19 @@ __device__ __forceinline__ const int* mask_block_slice(const TensorArg& table, i
 }
 
 // The kernel of role attention_mask_blocks(_transposed): grid (ceil(rows / 64), Ht, Bt), kThreads
-// threads; one block classifies one row. q and k give Sq and Sk.
+// threads; one block classifies one row. q and k give Sq and Sk; segment_plan (a document modifier's, or null): skip
+// the work where its segment form serves.
 //   Config: using MaskMod; kTransposed (rows are keys); kThreads.
 template <class Config>
 __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const TensorArg& k, const MaskEnv& env_in,
-                                                     const TensorArg& table) {
+                                                     const TensorArg& table,
+                                                     const TensorArg* segment_plan = nullptr) {
+  // A document modifier's segment plan (segments.cuh, written before): where its segment form serves every block
+  // size, no kernel after reads the table.
+  if (segment_plan != nullptr) {
+    const int* header = static_cast<const int*>(segment_plan->data);
+    if (header[0] == kSegmentForm && header[1] >= 0 && header[2] >= 0 && header[3] >= 0) return;
+  }
   using Mod = typename Config::MaskMod;
   constexpr bool kTransposed = Config::kTransposed;
   const long long Sq = q.shape[2], Sk = k.shape[2];
