@@ -87,6 +87,8 @@ TEST_ATTENTION_MASK_MOD = (
 # backward forms) and a per-(batch, head) key count (t0: [B, Hq] lengths, reading
 # b and h). test_gpu_attention's test_document_masks gives them random documents.
 DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; yield v2"
+# FlexAttention's document_causal (the causality in the modifier): the segment form's other spelling.
+FLEX_DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = ge q k; v4 = and v2 v3; yield v4"
 KEY_COUNT_MASK = "v0 = read t0 b h; v1 = lt k v0; yield v1"
 TEST_ATTENTION_MASK_TENSORS = (
     AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK),
@@ -95,7 +97,8 @@ TEST_ATTENTION_MASK_TENSORS = (
     AttentionConfig("bf16", 4, 2, 256, causal=True, mask_mod=DOCUMENT_MASK),
     AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK, backward_form="transposed"),
     AttentionConfig("bf16", 2, 2, 128, mask_mod=DOCUMENT_MASK, backward_form="rows"),
-    AttentionConfig("bf16", 4, 2, 128, mask_mod=KEY_COUNT_MASK))
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=KEY_COUNT_MASK),
+    AttentionConfig("bf16", 4, 2, 128, mask_mod=FLEX_DOCUMENT_MASK))
 # Block-sparse layouts (flashc.mask_mod.block_sparse: layout[h, q // 64, k // 64] != 0, a [Hq, query blocks, key
 # blocks] tensor of the call): test_gpu_attention's test_block_sparse_layouts gives them random layouts.
 BLOCK_SPARSE_MASK = "v0 = floordiv q 64; v1 = floordiv k 64; v2 = read t0 h v0 v1; v3 = ne v2 0; yield v3"
@@ -110,7 +113,6 @@ TEST_ATTENTION_BLOCK_SPARSE = (
 # a document mask (two modifiers, two tensors) and a key + query bias (two [Hq, 33] tables: apart, but not separable
 # for the kernels, whose query part would turn a table's -inf into NaN).
 ALIBI_SCORE = "v0 = read t0 h; v1 = sub k q; v2 = itof v1; v3 = mulf v0 v2; v4 = addf s v3; yield v4 | f32"
-FLEX_DOCUMENT_MASK = "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = ge q k; v4 = and v2 v3; yield v4"
 RELATIVE_BIAS_SCORE = ("v0 = sub k q; v1 = max v0 -16; v2 = min v1 16; v3 = add v2 16; v4 = read t0 h v3; "
                        "v5 = read t0 h 0; v6 = exp v5; v7 = mulf s v6; v8 = addf v7 v4; yield v8 | f32")
 # ALiBi over positions read from an i32 tensor (packed or padded sequences): s + slope[h] · (pos[k] - pos[q]), separable

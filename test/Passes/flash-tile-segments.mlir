@@ -29,6 +29,7 @@
 // The built-in table asks for no segment form: no plan anywhere.
 // DEFAULT-NOT: plan_segments
 // DEFAULT-NOT: segments = true
+// DEFAULT-NOT: top_left
 
 // causal, t[q] == t[k] through index casts: the plan (rows 1 + the maps at 64, 128 and 192 rows, ceil(Sq/M) +
 // ceil(ceil(Sq/M)/4) each, four i32 a row), written from q, k and the ids first, then the block classes (which skip
@@ -64,15 +65,30 @@
 // CHECK-LABEL: tile.kernel @bidirectional_documents_attention_fwd(
 // CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
 
+// FlexAttention's document_causal, (t[q] == t[k]) & (q >= k) over no mask: the segment form with the causal window
+// on the modifier's positions (top_left), Sq = Sk or not (the GPU falls back at run time where they differ; the tile
+// body, run here against float64, is the table form's with that window, which the modifier's q >= k makes redundant;
+// at Sq > Sk a bottom-right window would hide keys the modifier shows, which the float64 check catches).
+// CHECK-LABEL: tile.kernel @flex_documents_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, top_left = true, segments = true>
+// CHECK-LABEL: tile.kernel @flex_documents_ragged_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, top_left = true, segments = true>
+// (t[q] == t[k]) | (q >= k): not a document compare.
+// CHECK-LABEL: tile.kernel @flex_documents_or_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
+// Without the entry FlexAttention's spelling keeps its own form: no window.
+// DEFAULT-LABEL: tile.kernel @flex_documents_attention_fwd(
+// DEFAULT-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
+
 // t[q] == t[k] + 1: not a document compare.
 // CHECK-LABEL: tile.kernel @neighbouring_documents_attention_fwd(
 // CHECK-SAME: mask_blocks = true>
 // a[q] == b[k]: two tensors.
 // CHECK-LABEL: tile.kernel @two_tensors_attention_fwd(
 // CHECK-SAME: mask_blocks = true>
-// (t[q] == t[k]) & (q >= k): a conjunction (the same mask as causal + t[q] == t[k], spelled in the modifier).
+// (t[q] == t[k]) & (q >= k) spelled with sge q, k: FlexAttention's form too.
 // CHECK-LABEL: tile.kernel @documents_and_causal_attention_fwd(
-// CHECK-SAME: mask_blocks = true>
+// CHECK-SAME: window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, top_left = true, segments = true>
 // t[q] == t[k] over a sliding window: the segment form takes none or causal only.
 // CHECK-LABEL: tile.kernel @window_documents_attention_fwd(
 // CHECK-SAME: mask_blocks = true>
@@ -115,6 +131,51 @@ func.func @bidirectional_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x30
     %ai = arith.index_cast %a : i32 to index
     %bi = arith.index_cast %b : i32 to index
     %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @flex_documents(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %same = arith.cmpi eq, %ai, %bi : index
+    %before = arith.cmpi sle, %j, %i : index
+    %vis = arith.andi %before, %same : i1
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @flex_documents_ragged(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x200x16xf32>, %v: tensor<1x2x200x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %same = arith.cmpi eq, %ai, %bi : index
+    %before = arith.cmpi sle, %j, %i : index
+    %vis = arith.andi %before, %same : i1
+    flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @flex_documents_or(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %same = arith.cmpi eq, %ai, %bi : index
+    %before = arith.cmpi sle, %j, %i : index
+    %vis = arith.ori %before, %same : i1
     flash.yield %vis : i1
   } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
   return %out : tensor<1x2x300x16xf32>

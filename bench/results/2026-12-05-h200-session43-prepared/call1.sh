@@ -1,8 +1,9 @@
 #!/bin/bash
 # Prepared in session 43 (no device was lent): the first device call of the next session (nvidia-h200, ~8 min), the
-# document mask's segment form (segments.cuh) checked and timed. Carry: .carry/seg (the 8 document-mask bundles of
-# the `tests` and `bench-programmable` sets built with segments-everywhere.txt; rebuild:
-#   grep the keys with `prebuild --list tests bench-programmable | grep mod6ac147f1`, then
+# document mask's segment form (segments.cuh) checked and timed. Carry: .carry/seg (the 9 document-mask bundles of
+# the `tests` and `bench-programmable` sets, FlexAttention's document_causal spelling among them, built with
+# segments-everywhere.txt; rebuild:
+#   grep the keys with `prebuild --list tests bench-programmable | grep -E 'mod6ac147f1|mod650faa1f_612c'`, then
 #   PYTHONPATH=python FLASHC_COMPILER=build/bin/flashc python3 -m flashc.prebuild --out .carry/seg \
 #     --tuning-table bench/results/2026-12-05-h200-session43-prepared/segments-everywhere.txt <their config texts>),
 # .carry/ab (session 42's `prebuild --out .carry/ab bench-programmable bench-attention`: the default forms), this script.

@@ -113,6 +113,19 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
   std::optional<std::pair<int64_t, int64_t>> band = maskModWindow(op);
   if (band)
     std::tie(left, right) = *band;
+  // FlexAttention's document_causal, (t[q] == t[k]) & (q >= k) over no mask, in the segment form: the causal window
+  // on the modifier's positions (top-left) as well, which the modifier's own q >= k makes redundant for the table
+  // walk and a document's tile needs (it masks the window's part alone).
+  segments = segments && (role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
+                          role == KernelRole::AttentionBackwardTransposed || role == KernelRole::AttentionMaskBlocks ||
+                          role == KernelRole::AttentionMaskBlocksTransposed);
+  bool causalModifier = false;
+  if (segments && mask.isNone())
+    if (std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
+        documents && documents->causal) {
+      right = 0;
+      causalModifier = true;
+    }
   Builder b(ctx);
   // (the kernels that read only the mask modifier's tensors: its block classes, a document modifier's segments)
   bool classifies = role == KernelRole::AttentionMaskBlocks || role == KernelRole::AttentionMaskBlocksTransposed ||
@@ -130,27 +143,30 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 noScores || band ? FlatSymbolRefAttr() : maskModSymbol(op),
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
-                                scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value(),
-                                segments && (role == KernelRole::AttentionForward ||
-                                             role == KernelRole::AttentionBackward ||
-                                             role == KernelRole::AttentionBackwardTransposed ||
-                                             role == KernelRole::AttentionMaskBlocks ||
-                                             role == KernelRole::AttentionMaskBlocksTransposed));
+                                scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
+                                segments);
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
-  // (causal: a document's tile then masks the window's part alone, never the modifier, whose positions are the
-  // sequence's; without a mask that part is not apart, segments.cuh)
-  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset() || !op.getMask().isCausal())
+  // Causal: a document's tile then masks the window's part alone, never the modifier, whose positions are the
+  // sequence's; without a causal window that part is not apart (segments.cuh). The causality is the mask attribute's
+  // (bottom-right: Sq = Sk where the form is taken) or the modifier's own (FlexAttention's document_causal over no
+  // mask: the kernels then get the causal window on its top-left positions, attentionSpec).
+  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset())
     return std::nullopt;
-  return flashc::documentIdsOperand(op.getMaskMod());
+  std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
+  if (!documents || !(documents->causal ? op.getMask().isNone() : op.getMask().isCausal()))
+    return std::nullopt;
+  return documents->operand;
 }
 
 bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
                    const TuningTable &table) {
   if (!documentSegments(op))
     return false;
-  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role), {});
+  // (the key of the kernel the form would build: FlexAttention's spelling gets the causal window, so the attribute
+  // spelling's entries serve both)
+  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role, /*blockTable=*/true, true), {});
   const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
   return entry && entry->point.segments.value_or(false);
 }

@@ -403,7 +403,7 @@ std::optional<std::string> tuningEntryOf(KernelOp kernel) {
 bool takesSegmentForm(KernelOp kernel) {
   auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
   if (!attention || kernel.getStrategy() != Strategy::WgmmaWsSm90 || !attention.getMaskBlocks() ||
-      attention.getScoreMod() || attention.getKeyOffset() || attention.getTopLeft() ||
+      attention.getScoreMod() || attention.getKeyOffset() ||
       attention.getWindowLeft() != -1 || attention.getWindowRight() != 0)
     return false;
   KernelRole role = attention.getRole();
@@ -411,7 +411,10 @@ bool takesSegmentForm(KernelOp kernel) {
       role != KernelRole::AttentionBackwardTransposed)
     return false;
   auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(kernel, attention.getMaskMod());
-  return maskMod && documentIdsOperand(maskMod.getBody()).has_value();
+  std::optional<DocumentCompare> documents = maskMod ? documentCompare(maskMod.getBody()) : std::nullopt;
+  // (FlexAttention's document_causal gets its causal window only with the form, under the attribute spelling's key:
+  // its kernels built without it are keyed `none+mod`, where a segments point would not apply)
+  return documents && (!documents->causal || attention.getTopLeft());
 }
 
 TuningPoint pointOf(KernelOp kernel) {

@@ -34,18 +34,12 @@ bool sameCasts(ArrayRef<Operation *> a, ArrayRef<Operation *> b) {
 
 } // namespace
 
-std::optional<unsigned> documentIdsOperand(Region &body) {
-  if (!body.hasOneBlock())
-    return std::nullopt;
-  Block &block = body.front();
-  IndexFunctionLayout layout = indexFunctionLayout(body);
-  if (layout.tensorArgs == 0)
-    return std::nullopt;
+namespace {
+
+/// The ids' tensor argument of `value` = t[q] == t[k] (either order), or none.
+std::optional<unsigned> sameDocument(Value value, Block &block, const IndexFunctionLayout &layout) {
   Value q = block.getArgument(layout.indexArgs - 2), k = block.getArgument(layout.indexArgs - 1);
-  Operation *yield = block.getTerminator();  // (the owner's yield: one i1)
-  if (!yield || yield->getNumOperands() != 1)
-    return std::nullopt;
-  auto compare = yield->getOperand(0).getDefiningOp<arith::CmpIOp>();
+  auto compare = value.getDefiningOp<arith::CmpIOp>();
   if (!compare || compare.getPredicate() != arith::CmpIPredicate::eq)
     return std::nullopt;
   SmallVector<Operation *> lhsCasts, rhsCasts;
@@ -64,6 +58,41 @@ std::optional<unsigned> documentIdsOperand(Region &body) {
   if (!((a == q && b == k) || (a == k && b == q)))
     return std::nullopt;
   return ids.getArgNumber() - layout.indexArgs;
+}
+
+/// Whether `value` is q >= k (sge q, k or sle k, q) of the body's own indices.
+bool causal(Value value, Block &block, const IndexFunctionLayout &layout) {
+  Value q = block.getArgument(layout.indexArgs - 2), k = block.getArgument(layout.indexArgs - 1);
+  auto compare = value.getDefiningOp<arith::CmpIOp>();
+  if (!compare)
+    return false;
+  using P = arith::CmpIPredicate;
+  return (compare.getPredicate() == P::sge && compare.getLhs() == q && compare.getRhs() == k) ||
+         (compare.getPredicate() == P::sle && compare.getLhs() == k && compare.getRhs() == q);
+}
+
+} // namespace
+
+std::optional<DocumentCompare> documentCompare(Region &body) {
+  if (!body.hasOneBlock())
+    return std::nullopt;
+  Block &block = body.front();
+  IndexFunctionLayout layout = indexFunctionLayout(body);
+  if (layout.tensorArgs == 0)
+    return std::nullopt;
+  Operation *yield = block.getTerminator();  // (the owner's yield: one i1)
+  if (!yield || yield->getNumOperands() != 1)
+    return std::nullopt;
+  Value visible = yield->getOperand(0);
+  if (std::optional<unsigned> ids = sameDocument(visible, block, layout))
+    return DocumentCompare{*ids, false};
+  auto both = visible.getDefiningOp<arith::AndIOp>();
+  if (!both)
+    return std::nullopt;
+  for (auto [a, b] : {std::pair{both.getLhs(), both.getRhs()}, std::pair{both.getRhs(), both.getLhs()}})
+    if (std::optional<unsigned> ids = sameDocument(a, block, layout); ids && causal(b, block, layout))
+      return DocumentCompare{*ids, true};
+  return std::nullopt;
 }
 
 } // namespace flashc

@@ -16,12 +16,19 @@
 
 namespace flashc {
 
-/// The tensor argument (0: the first after the indices) whose ids an index
-/// function compares, where the body is exactly `t[q] == t[k]` (either order)
-/// of a rank-1 i32 tensor, both reads through the same injective casts
-/// (index_cast, index_castui, extsi, extui, each alike on both sides) or none;
-/// std::nullopt for anything else (another compare, a conjunction, a read of
-/// b or h, two tensors), which is sound: the modifier stays a table's.
-std::optional<unsigned> documentIdsOperand(mlir::Region &body);
+/// A document compare read off an index function's form.
+struct DocumentCompare {
+  unsigned operand = 0;  // the ids' tensor argument (0: the first after the indices)
+  bool causal = false;   // `& (q >= k)` too: FlexAttention's document_causal, causality in the modifier
+};
+
+/// The document compare an index function is, where its body is exactly
+/// `t[q] == t[k]` (either order) of a rank-1 i32 tensor, both reads through
+/// the same injective casts (index_cast, index_castui, extsi, extui, each
+/// alike on both sides) or none, optionally and-ed (either order) with
+/// `q >= k` (sge q, k or sle k, q); std::nullopt for anything else (another
+/// compare, another conjunction, a read of b or h, two tensors), which is
+/// sound: the modifier stays a table's.
+std::optional<DocumentCompare> documentCompare(mlir::Region &body);
 
 } // namespace flashc
