@@ -73,14 +73,20 @@ def band_modifier(rng):
     return f" mask_mod {{\n  ^bb0(%i: index, %j: index):\n{body}\n    flash.yield {visible} : i1\n  }}"
 
 
+# The segment form for every document modifier's forward and backward (written into the run's temporary directory).
+SEGMENTS_TABLE = ""
+SEGMENTS_ENTRIES = "".join("sm_90a %s * * %s -> segments=1\n" % (kind, mask) for kind in
+                           ("attention_forward", "attention_backward") for mask in ("causal+mod", "causal+softcap+mod"))
+
+
 def attention_case(rng):
     b, hkv = rng.choice([1, 2]), rng.choice([1, 2])
     hq = hkv * rng.choice([1, 2, 3])
     sq, sk = rng.randint(1, 150), rng.randint(1, 150)
     d = rng.choice([8, 16, 20, 32, 40, 48, 64, 72])  # 8, 20, 40, 72: tiles padded (TilePadding.h)
     dv = rng.choice([d, 16, 32, 36])
-    kind = rng.choice(["none", "causal", "window", "band"])
-    mask_mod = ""
+    kind = rng.choice(["none", "causal", "window", "band", "documents"])
+    mask_mod, operands, operand_types = "", "", ""
     if kind == "none":
         mask = "#flash.mask<none>"
     elif kind == "causal":
@@ -89,16 +95,26 @@ def attention_case(rng):
         left = rng.choice([-1, 0, 1, 5, 17, 60])
         right = rng.choice([-1, 0, 2, 9]) if left >= 0 else rng.choice([0, 2, 9])
         mask = f"#flash.mask<sliding_window, left = {left}, right = {right}>"
-    else:  # a mask modifier bounding q - k (DiagonalBand.h: the window's kernels, top-left), or one that is not
+    elif kind == "band":  # a mask modifier bounding q - k (DiagonalBand.h: the window's kernels, top-left), or not
         mask, mask_mod = "#flash.mask<none>", band_modifier(rng)
+    else:  # a document mask, the attribute's causality or FlexAttention's (DocumentIds.h; its segment form below)
+        flex = rng.random() < 0.5
+        mask = "#flash.mask<none>" if flex else "#flash.mask<causal>"
+        visible = ("    %before = arith.cmpi sge, %i, %j : index\n    %both = arith.andi %s, %before : i1\n    flash.yield %both : i1"
+                   if flex else "    flash.yield %s : i1")
+        mask_mod = (" mask_mod(%doc) {\n  ^bb0(%i: index, %j: index, %t: tensor<?xi32>):\n"
+                    "    %a = tensor.extract %t[%i] : tensor<?xi32>\n    %b = tensor.extract %t[%j] : tensor<?xi32>\n"
+                    "    %ai = arith.index_cast %a : i32 to index\n    %bi = arith.index_cast %b : i32 to index\n"
+                    "    %s = arith.cmpi eq, %ai, %bi : index\n" + visible + "\n  }")
+        operands, operand_types = ", %doc: tensor<?xi32>", ", tensor<?xi32>"
     softcap = f" softcap = 3.0" if rng.random() < 0.25 else ""
     qt, kt = f"tensor<{b}x{hq}x{sq}x{d}xf32>", f"tensor<{b}x{hkv}x{sk}x{d}xf32>"
     vt, ot = f"tensor<{b}x{hkv}x{sk}x{dv}xf32>", f"tensor<{b}x{hq}x{sq}x{dv}xf32>"
     lt = f"tensor<{b}x{hq}x{sq}xf32>"
-    spec = (f"func.func @f(%q: {qt}, %k: {kt}, %v: {vt}) -> {ot} {{\n"
+    spec = (f"func.func @f(%q: {qt}, %k: {kt}, %v: {vt}{operands}) -> {ot} {{\n"
             f"  %out, %lse = flash.attention %q, %k, %v scale = {1 / math.sqrt(d)!r} "
             f"mask = {mask}{softcap} num_kv_heads = {hkv}{mask_mod}\n"
-            f"      : ({qt}, {kt}, {vt}) -> ({ot}, {lt})\n"
+            f"      : ({qt}, {kt}, {vt}{operand_types}) -> ({ot}, {lt})\n"
             f"  return %out : {ot}\n}}\n")
     opts = [f"--block-m={rng.choice([16, 32, 64])}", f"--block-n={rng.choice([16, 32, 64])}",
             "--warps=1"]
@@ -106,6 +122,8 @@ def attention_case(rng):
         opts.append("--deterministic")
     if rng.random() < 0.5:
         opts.append("--backward-form=transposed")
+    if kind == "documents" and rng.random() < 0.5:  # the segment form's programs (FlexAttention's: a causal window)
+        opts.append("--tuning-table=" + SEGMENTS_TABLE)
     return spec, opts
 
 
@@ -216,6 +234,10 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.mlir")
+        global SEGMENTS_TABLE
+        SEGMENTS_TABLE = os.path.join(tmp, "segments.txt")
+        with open(SEGMENTS_TABLE, "w") as f:
+            f.write(SEGMENTS_ENTRIES)
         for case in range(args.cases):
             if case % 3 == 2:
                 spec, opts, backward, tolerance = inference_case(rng)

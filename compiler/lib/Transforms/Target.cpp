@@ -407,17 +407,12 @@ TilePlan defaultPlan(const TargetDescription &target, Attribute spec, ArrayRef<T
       return transposedBackwardPlan(plan, attention, hopper, d);
     case KernelRole::AttentionMaskBlocks:
     case KernelRole::AttentionMaskBlocksTransposed:
-      // A mask modifier's block classes: one 64-row a block, 128 threads
-      // taking its column blocks (mask_blocks.cuh).
-      plan.blockM = 64;
-      plan.blockN = 64;
-      plan.warps = 4;
-      plan.stages = 1;
-      break;
     case KernelRole::AttentionSegmentPlan:
-      // A document modifier's segment plan: one block reads the ids (the
-      // library kernel's 1024 threads, segments.cuh; the plan's warps are the
-      // tile body's, which the emitter does not print).
+      // A mask modifier's block classes: one 64-row a block, 128 threads
+      // taking its column blocks (mask_blocks.cuh). A document modifier's
+      // segment plan: one block of the library's 1024 threads reads the ids
+      // (segments.cuh; these are its tile body's, which the emitter does not
+      // print).
       plan.blockM = 64;
       plan.blockN = 64;
       plan.warps = 4;
