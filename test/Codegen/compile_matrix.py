@@ -80,6 +80,8 @@ def configs(full):
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1", backward="segments=1")
     yield dict(d=64, t="f16", mask="causal", hq=8, hkv=2, document=True, forward="segments=1", backward="segments=1")
     yield dict(d=256, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1", backward="segments=1")
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=2, document=True, forward="segments=1", backward="segments=1")
+    yield dict(d=128, t="bf16", mask="none", hq=8, hkv=8, document=True, forward="segments=1", backward="segments=1")
     yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, document=True,
                forward="strategy=wgmma_ws_sm90 block_m=192 block_n=128 warps=12 stages=2 ping_pong=1 segments=1")
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the

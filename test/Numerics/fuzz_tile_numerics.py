@@ -76,7 +76,8 @@ def band_modifier(rng):
 # The segment form for every document modifier's forward and backward (written into the run's temporary directory).
 SEGMENTS_TABLE = ""
 SEGMENTS_ENTRIES = "".join("sm_90a %s * * %s -> segments=1\n" % (kind, mask) for kind in
-                           ("attention_forward", "attention_backward") for mask in ("causal+mod", "causal+softcap+mod"))
+                           ("attention_forward", "attention_backward")
+                           for mask in ("causal+mod", "causal+softcap+mod", "none+mod", "none+softcap+mod"))
 
 
 def attention_case(rng):
@@ -99,7 +100,7 @@ def attention_case(rng):
         mask, mask_mod = "#flash.mask<none>", band_modifier(rng)
     else:  # a document mask, the attribute's causality or FlexAttention's (DocumentIds.h; its segment form below)
         flex = rng.random() < 0.5
-        mask = "#flash.mask<none>" if flex else "#flash.mask<causal>"
+        mask = "#flash.mask<none>" if flex or rng.random() < 0.5 else "#flash.mask<causal>"
         visible = ("    %before = arith.cmpi sge, %i, %j : index\n    %both = arith.andi %s, %before : i1\n    flash.yield %both : i1"
                    if flex else "    flash.yield %s : i1")
         mask_mod = (" mask_mod(%doc) {\n  ^bb0(%i: index, %j: index, %t: tensor<?xi32>):\n"

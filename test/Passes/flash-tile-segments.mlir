@@ -60,10 +60,10 @@
 // CHECK-LABEL: tile.kernel @reversed_documents_attention_fwd(
 // CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
 
-// t[q] == t[k] without a mask: the segment form takes a causal mask only (a document's tile masks the window's part
-// alone, which only a causal mask keeps apart from the modifier).
+// t[q] == t[k] without a mask (bidirectional documents): the segment form too (a document's tile masks at the
+// sequence's positions: the modifier sees its own, on the document's last key block only).
 // CHECK-LABEL: tile.kernel @bidirectional_documents_attention_fwd(
-// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
+// CHECK-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, segments = true>
 
 // FlexAttention's document_causal, (t[q] == t[k]) & (q >= k) over no mask: the segment form with the causal window
 // on the modifier's positions (top_left), Sq = Sk or not (the GPU falls back at run time where they differ; the tile

@@ -148,14 +148,13 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
-  // Causal: a document's tile then masks the window's part alone, never the modifier, whose positions are the
-  // sequence's; without a causal window that part is not apart (segments.cuh). The causality is the mask attribute's
-  // (bottom-right: Sq = Sk where the form is taken) or the modifier's own (FlexAttention's document_causal over no
-  // mask: the kernels then get the causal window on its top-left positions, attentionSpec).
+  // Over no mask or a causal one: the attribute's (bottom-right: Sq = Sk where the form is taken) or the modifier's
+  // own (FlexAttention's document_causal over no mask: the kernels then get the causal window on its top-left
+  // positions, attentionSpec). A document's tile masks at the sequence's positions (segments.cuh).
   if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset())
     return std::nullopt;
   std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
-  if (!documents || !(documents->causal ? op.getMask().isNone() : op.getMask().isCausal()))
+  if (!documents || !(op.getMask().isNone() || (!documents->causal && op.getMask().isCausal())))
     return std::nullopt;
   return documents->operand;
 }

@@ -404,7 +404,7 @@ bool takesSegmentForm(KernelOp kernel) {
   auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
   if (!attention || kernel.getStrategy() != Strategy::WgmmaWsSm90 || !attention.getMaskBlocks() ||
       attention.getScoreMod() || attention.getKeyOffset() ||
-      attention.getWindowLeft() != -1 || attention.getWindowRight() != 0)
+      attention.getWindowLeft() != -1 || attention.getWindowRight() > 0)
     return false;
   KernelRole role = attention.getRole();
   if (role != KernelRole::AttentionForward && role != KernelRole::AttentionBackward &&
@@ -414,7 +414,7 @@ bool takesSegmentForm(KernelOp kernel) {
   std::optional<DocumentCompare> documents = maskMod ? documentCompare(maskMod.getBody()) : std::nullopt;
   // (FlexAttention's document_causal gets its causal window only with the form, under the attribute spelling's key:
   // its kernels built without it are keyed `none+mod`, where a segments point would not apply)
-  return documents && (!documents->causal || attention.getTopLeft());
+  return documents && (!documents->causal || attention.getTopLeft());  // (right: -1 none or 0 causal)
 }
 
 TuningPoint pointOf(KernelOp kernel) {

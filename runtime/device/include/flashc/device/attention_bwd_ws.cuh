@@ -405,8 +405,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int k0 = (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : P::kSegments ? packed.tile.head : grid_tile.head;
   const int batch = kPacked ? 0 : P::kSegments ? packed.tile.batch : grid_tile.batch;
-  // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk).
+  // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk); it masks at the
+  // sequence's positions (queries and keys shifted alike: the window's part as it was, the modifier's own positions).
   const TensorArg* walk_table = segment ? nullptr : mask_blocks;
+  const int shift = segment ? k_start : 0;
   const int warpgroup = warp_id() / 4;
   const KTile Ks{reinterpret_cast<Elem*>(smem + P::kSmemK)};
   const VTile Vs{reinterpret_cast<Elem*>(smem + P::kSmemV)};
@@ -584,7 +586,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           modify_scores(st, q0 + qh, env, score_keys);
           if (parts) {
             device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(
-                parts, st, k0, q0 + qh, Sk, offset, env);
+                parts, st, k0 + shift, q0 + qh + shift, Sk + shift, offset, env);
           }
           recompute_probs_cols_log2(st, lse_log2_slot(s) + qh, P::kProbsScaleLog2);  // Pᵀ_h, kept in f32 for dSᵀ_h
           convert(pt16[h], st);
@@ -633,8 +635,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         if (parts) {
           // (A modifier that reads tensors: column by column. ptxas spills, row by row / by columns / rolled: 32 / 0
           // / - bytes at D = 64, 0-60 / 0-8 / 256 at D = 128 (GQA the most): mask.cuh.)
-          device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(parts, st, k0,
-                                                                                                q0, Sk, offset, env);
+          device::mask_parts<Mask, P::kMaskTable ? MaskForm::kColumns : MaskForm::kRows, true>(
+              parts, st, k0 + shift, q0 + shift, Sk + shift, offset, env);
         }
         recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse), kept in f32 for dSᵀ
         if constexpr (P::kDeferDq) named_barrier_arrive(P::kBarTurn + (1 - warpgroup), kWarps * 32);  // the other's turn
@@ -780,8 +782,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul_tb<true, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
           modify_scores(st, q0, env, key_parts(st, env));
           if (parts) {  // (a modifier that reads tensors: the rolled form, which spills none here; mask.cuh)
-            device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(parts, st, k0,
-                                                                                               q0, Sk, offset, env);
+            device::mask_parts<Mask, P::kMaskTable ? MaskForm::kRolled : MaskForm::kRows, true>(
+                parts, st, k0 + shift, q0 + shift, Sk + shift, offset, env);
           }
           recompute_probs_cols_log2(st, lse_log2_slot(s), P::kProbsScaleLog2);  // Pᵀ = exp(scale Sᵀ - lse)
           store_p(st);
@@ -872,8 +874,6 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
   using P = AttentionBwdWsPlan<Config>;
   static_assert(P::kSegments && P::kMaskTable && !P::kScoreMod,
                 "ws backward: the segment form is a document modifier's (a table), no score modifier");
-  // (A document's key tile masks only the window's part: mask_parts under a causal mask; attention_fwd_ws.cuh.)
-  static_assert(P::Mask::kSplitParts, "ws backward: the segment form needs a causal mask");
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
   const SegmentTile found = SegmentTile::find<P::kBlockN, /*kLongestFirst=*/false, /*kKeyTiles=*/true>(
       plan, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), grid_tile.m_block, grid_tile.head,

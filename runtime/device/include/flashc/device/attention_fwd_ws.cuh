@@ -93,11 +93,6 @@ struct AttentionFwdWsPlan {
   static constexpr bool kSegments = SegmentsOf<Config>::value;
   static_assert(!kSegments || (kMaskTable && !kPersistent && !kScoreMod),
                 "ws forward: the segment form is a document modifier's (a table), one tile a block, no score modifier");
-  // A document's tile masks only the window's part (its causal corner, the document's key limit; the table says
-  // every block shown): under a causal mask mask_parts applies that part alone, never the modifier, whose positions
-  // are the sequence's and not the document's.
-  static_assert(!kSegments || MaskSpecOf<Config>::type::kSplitParts,
-                "ws forward: the segment form needs a causal mask (the window's part masked apart from the modifier)");
   // ---- schedule ----
   static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
@@ -396,7 +391,11 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
         constexpr MaskForm kForm = !P::kMaskTable                  ? MaskForm::kRows
                                    : P::kConsumerWarpgroups == 3 ? MaskForm::kRolled
                                                                  : MaskForm::kColumns;
-        device::mask_parts<Mask, kForm>(parts, s, q0, k0, Sk, offset, env);
+        // (A document's tile masks at the sequence's positions: its queries and keys shifted alike, which leaves the
+        // window's part as it was and gives the modifier its own positions; a document's query and key starts are
+        // one, the plan's Sq = Sk.)
+        const int shift = P::kSegments && packed.segment ? span.q_start : 0;
+        device::mask_parts<Mask, kForm>(parts, s, q0 + shift, k0 + shift, Sk + shift, offset, env);
       }
       const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
       corr = softmax_correction(row_m, m_new, kScaleLog2);

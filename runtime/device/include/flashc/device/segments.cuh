@@ -1,7 +1,10 @@
 // Documents as segments: a mask modifier `ids[q] == ids[k]` over non-decreasing ids (each document's tokens one run,
 // FlexAttention's document mask over packed documents) is packed sequences inside each batch's dense rows. Over such
-// ids the ws forward can take tiles aligned to each document's start (varlen's tiles, dense addressing): a tile's
-// keys are its document's, no block is classified or masked by the modifier, and no tile straddles two documents.
+// ids the ws forward and backward can take tiles aligned to each document's start (varlen's tiles, dense addressing):
+// a tile's keys are its document's, no block is classified, and no tile straddles two documents. A document's tile
+// masks only where its window's part asks (the diagonal under a causal mask, the document's last key block), at the
+// sequence's positions (queries and keys shifted by the document's start alike), so the modifier, where the mask
+// evaluates it (no causal window: the last key block), sees its own positions.
 //   * attention_segment_plan: one block reads the ids once and writes the plan, an int4 per row of [rows, 4] int32:
 //       row 0: {form, tiles at 64 rows, at 128, at 192} (form 1: the segment form; 0: the ids are not sorted,
 //              Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
