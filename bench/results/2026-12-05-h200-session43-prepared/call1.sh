@@ -39,8 +39,9 @@ for b in attn_bf16_h16kv16_d128_causal_mod6ac147f1_37f54dd5325d attn_bf16_h2kv2_
     echo "$tool $b: rc=$? $(grep -E 'SUMMARY' $R/${tool}_$b.txt | head -1)"
   done
 done
-FLASHC_BUNDLE_PATH=$PWD/.carry/seg:$PWD/.carry/t42 timeout 150 python3 -m pytest -q -x python/tests/test_gpu_attention.py \
-  -k "test_document_segments or test_document_masks" > $R/pytest.txt 2>&1; echo "pytest rc=$? $(tail -1 $R/pytest.txt)"
+FLASHC_BUNDLE_PATH=$PWD/.carry/seg:$PWD/.carry/t42 timeout 150 python3 -m unittest discover -s python/tests \
+  -p test_gpu_attention.py -k test_document_segments -k test_document_masks -v > $R/unittest.txt 2>&1
+echo "unittest rc=$? $(tail -1 $R/unittest.txt)"
 for round in 1 2; do for D in ab seg; do
   FLASHC_BUNDLE_PATH=$PWD/.carry/$D:$PWD/.carry/ab FLASHC_CACHE_DIR=/tmp/mc_$D timeout 60 python3 bench/probes/mask_mod_profile.py document 5 --timeline > $R/tl_doc_${D}_$round.txt 2>&1
   echo "== $round $D doc: $(grep -E 'attention_fwd|segments|mask_blocks' $R/tl_doc_${D}_$round.txt | awk '{print $1 " " $(NF-1)}' | tr '\n' ' ')"
