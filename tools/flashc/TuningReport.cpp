@@ -41,15 +41,20 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
         // table) is always a candidate: the tuner's baseline.
         if (!llvm::is_contained(candidates, plan))
           candidates.insert(candidates.begin(), plan);
-        // A document modifier's kernel: its plan in the other segment form too (flash-tile and
-        // flash-generate-backward read `segments` from the entry; the hand rule's form is the table walk).
+        // A document modifier's kernel: each warp-specialised one-tile-a-block point in the segment form too
+        // (flash-tile and flash-generate-backward read `segments` from the entry; the hand rule's form is the table
+        // walk), so that the tuner pairs the form with the plan it suits.
         if (takesSegmentForm(kernel)) {
-          TuningPoint other = plan;
-          other.segments = !plan.segments.value_or(false);
-          if (!*other.segments)
-            other.segments.reset();
-          if (!llvm::is_contained(candidates, other))
-            candidates.push_back(other);
+          size_t count = candidates.size();
+          for (size_t i = 0; i < count; ++i) {
+            TuningPoint other = candidates[i];
+            if (other.strategy != tile::Strategy::WgmmaWsSm90 || other.persistent.value_or(false) ||
+                other.segments.value_or(false))
+              continue;
+            other.segments = true;
+            if (!llvm::is_contained(candidates, other))
+              candidates.push_back(other);
+          }
         }
         json.object([&] {
           json.attribute("kernel", kernel.getSymName());

@@ -304,6 +304,8 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         *slot = number;
       }
     }
+    if (point.segments.value_or(false) && point.persistent.value_or(false))
+      return fail("segments=1 with persistent=1: the segment form takes one document's tile a block");
     if (point.segments.value_or(false) && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
       return fail("segments=1 on mask class '" + key.mask +
                   "': the segment form is a document modifier's (a class with +mod)");
