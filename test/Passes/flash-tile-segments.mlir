@@ -80,6 +80,11 @@
 // DEFAULT-LABEL: tile.kernel @flex_documents_attention_fwd(
 // DEFAULT-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
 
+// causal documents with a score modifier (here a position bias that is not shift-invariant, s + q / 64): the segment
+// form too, its modifiers at the sequence's positions (on the GPU; the tile body is the table form's).
+// CHECK-LABEL: tile.kernel @documents_score_attention_fwd(
+// CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, score_mod = @score_mod_{{.*}}, segments = true>
+
 // t[q] == t[k] + 1: not a document compare.
 // CHECK-LABEL: tile.kernel @neighbouring_documents_attention_fwd(
 // CHECK-SAME: mask_blocks = true>
@@ -177,6 +182,27 @@ func.func @flex_documents_or(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf
     %before = arith.cmpi sle, %j, %i : index
     %vis = arith.ori %before, %same : i1
     flash.yield %vis : i1
+  } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  return %out : tensor<1x2x300x16xf32>
+}
+
+func.func @documents_score(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x16xf32>, %doc: tensor<?xi32>) -> tensor<1x2x300x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%doc) {
+  ^bb0(%i: index, %j: index, %ids: tensor<?xi32>):
+    %a = tensor.extract %ids[%i] : tensor<?xi32>
+    %b = tensor.extract %ids[%j] : tensor<?xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %bi = arith.index_cast %b : i32 to index
+    %vis = arith.cmpi eq, %ai, %bi : index
+    flash.yield %vis : i1
+  } score_mod {
+  ^bb0(%sc: f32, %bb: index, %hh: index, %qi: index, %ki: index):
+    %qq = arith.index_cast %qi : index to i64
+    %qf = arith.sitofp %qq : i64 to f32
+    %c = arith.constant 0.015625 : f32
+    %bias = arith.mulf %qf, %c : f32
+    %r = arith.addf %sc, %bias : f32
+    flash.yield %r : f32
   } : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>, tensor<?xi32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
   return %out : tensor<1x2x300x16xf32>
 }

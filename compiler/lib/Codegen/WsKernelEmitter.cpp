@@ -208,18 +208,27 @@ std::string keyOffsetArgument(tile::AttentionSpecAttr spec, const std::string &g
 /// The arguments a library kernel takes for its modifiers: the mask modifier's tensors as a MaskEnv, the address
 /// of its block-class table (after the score modifier's tensors) or nullptr, then, with a score modifier, its
 /// tensors as a second MaskEnv.
+std::string modifierEnv(unsigned first, unsigned count, ArrayRef<std::string> cppNames) {
+  std::string text = "flashc::device::mask_env(0, 0";
+  for (unsigned i = 0; i < count; ++i)
+    text += ", " + cppNames[first + i];
+  return text + ")";
+}
 std::string modifierCallArgs(const MaskArgs &mask, unsigned scoreTensors, bool scoreMod,
                              ArrayRef<std::string> cppNames) {
-  auto env = [&](unsigned first, unsigned count) {
-    std::string text = "flashc::device::mask_env(0, 0";
-    for (unsigned i = 0; i < count; ++i)
-      text += ", " + cppNames[first + i];
-    return text + ")";
-  };
-  std::string args = env(mask.first, mask.tensors) + ", " +
+  std::string args = modifierEnv(mask.first, mask.tensors, cppNames) + ", " +
                      (mask.table ? "&" + cppNames[mask.first + mask.tensors + scoreTensors] : std::string("nullptr"));
   if (scoreMod)
-    args += ", " + env(mask.first + mask.tensors, scoreTensors);
+    args += ", " + modifierEnv(mask.first + mask.tensors, scoreTensors, cppNames);
+  return args;
+}
+/// The segment form's calls: the mask modifier's tensors, its table, the segment plan, then (with a score modifier)
+/// its tensors.
+std::string segmentCallArgs(const MaskArgs &mask, unsigned scoreTensors, bool scoreMod, const std::string &plan,
+                            ArrayRef<std::string> cppNames) {
+  std::string args = modifierCallArgs(mask, scoreTensors, false, cppNames) + ", " + plan;
+  if (scoreMod)
+    args += ", " + modifierEnv(mask.first + mask.tensors, scoreTensors, cppNames);
   return args;
 }
 
@@ -349,11 +358,12 @@ FailureOr<WsKernel> emitAttention(tile::KernelOp kernel, tile::AttentionSpecAttr
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/5);
   std::string offset = keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
   if (segments) {
-    // (no score modifier: the segment form's recipe has none)
     out << "  flashc::device::attention_fwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
         << ", " << maps[2] << ", " << cppNames[0] << ", " << cppNames[1] << ", " << cppNames[3] << ", "
-        << cppNames[4] << ", " << offset << ", " << modifierCallArgs(*mask, 0, false, cppNames) << ", "
-        << cppNames[want - 1 - (keyOffset ? 1 : 0)] << ");\n}\n\n";
+        << cppNames[4] << ", " << offset << ", "
+        << segmentCallArgs(*mask, scoreTensors, spec.getScoreMod() != nullptr, cppNames[want - 1 - (keyOffset ? 1 : 0)],
+                           cppNames)
+        << ");\n}\n\n";
     return result;
   }
   out << "  flashc::device::attention_fwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
@@ -490,14 +500,15 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
   printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);
   if (segments) {
-    // (no score modifier: the segment form's recipe has none)
     out << "  flashc::device::attention_bwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << maps[2] << ", " << maps[3];
     for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
       out << ", " << cppNames[i];
     out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames) << ", "
-        << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", " << modifierCallArgs(*mask, 0, false, cppNames)
-        << ", " << cppNames[want - 1 - (keyOffset ? 1 : 0)] << ");\n}\n\n";
+        << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
+        << segmentCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr,
+                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames)
+        << ");\n}\n\n";
     return result;
   }
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]

@@ -150,8 +150,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
   // Over no mask or a causal one: the attribute's (bottom-right: Sq = Sk where the form is taken) or the modifier's
   // own (FlexAttention's document_causal over no mask: the kernels then get the causal window on its top-left
-  // positions, attentionSpec). A document's tile masks at the sequence's positions (segments.cuh).
-  if (!maskModReadsTensors(op) || op.hasScoreMod() || op.getKeyOffset())
+  // positions, attentionSpec). A document's tile masks and modifies scores at the sequence's positions (segments.cuh).
+  if (!maskModReadsTensors(op) || op.getKeyOffset())
     return std::nullopt;
   std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
   if (!documents || !(op.getMask().isNone() || (!documents->causal && op.getMask().isCausal())))

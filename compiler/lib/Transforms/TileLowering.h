@@ -114,7 +114,7 @@ mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a
 /// causal one, or FlexAttention's `(t[q] == t[k]) & (q >= k)` over none,
-/// without a score modifier or a run-time key offset. The
+/// without a run-time key offset. The
 /// index of the ids among the modifier's tensors, or none.
 std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
 /// Whether `table`'s entry for `op`'s kernel of `role` (the forward, or the

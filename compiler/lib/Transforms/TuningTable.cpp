@@ -405,7 +405,7 @@ std::optional<std::string> tuningEntryOf(KernelOp kernel) {
 bool takesSegmentForm(KernelOp kernel) {
   auto attention = llvm::dyn_cast_or_null<AttentionSpecAttr>(kernel.getSpecAttr());
   if (!attention || kernel.getStrategy() != Strategy::WgmmaWsSm90 || !attention.getMaskBlocks() ||
-      attention.getScoreMod() || attention.getKeyOffset() ||
+      attention.getKeyOffset() ||
       attention.getWindowLeft() != -1 || attention.getWindowRight() > 0)
     return false;
   KernelRole role = attention.getRole();

@@ -95,7 +95,7 @@ TuningPoint pointOf(mlir::tile::KernelOp kernel);
 
 /// Whether `kernel` is a warp-specialised attention forward or backward main
 /// kernel of a document modifier (`t[q] == t[k]`, DocumentIds.h) under a
-/// causal mask without a score modifier: the kernels a `segments` entry
+/// causal mask or none (a score modifier too): the kernels a `segments` entry
 /// changes. Its tuning space then has the point it was built at with the
 /// other segment form too (flashc --print-tuning-space).
 bool takesSegmentForm(mlir::tile::KernelOp kernel);

@@ -120,11 +120,11 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                           "nothing else of the forward";
   if (segments && ((role != KernelRole::AttentionForward && role != KernelRole::AttentionBackward &&
                     role != KernelRole::AttentionBackwardTransposed && !classifies) ||
-                   (!maskBlocks && !classifies) || scoreMod || keyOffset || windowLeft != -1 ||
+                   (!maskBlocks && !classifies) || keyOffset || windowLeft != -1 ||
                    (windowRight != 0 && windowRight != -1)))
     return emitError() << "#tile.attention segments needs an attention_forward or a backward's main kernel with "
                           "mask_blocks (a document modifier's table), or the kernel that classifies its blocks, "
-                          "under no window or a causal one, without a score_mod or key_offset";
+                          "under no window or a causal one, without a key_offset";
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},

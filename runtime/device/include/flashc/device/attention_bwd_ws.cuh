@@ -405,8 +405,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int k0 = (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : P::kSegments ? packed.tile.head : grid_tile.head;
   const int batch = kPacked ? 0 : P::kSegments ? packed.tile.batch : grid_tile.batch;
-  // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk); it masks at the
-  // sequence's positions (queries and keys shifted alike: the window's part as it was, the modifier's own positions).
+  // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk); its mask and score
+  // modifier see the sequence's positions (queries and keys shifted alike: the window's part as it was).
   const TensorArg* walk_table = segment ? nullptr : mask_blocks;
   const int shift = segment ? k_start : 0;
   const int warpgroup = warp_id() / 4;
@@ -425,10 +425,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   using ScoreTile = RegTileF32<kBlockN, P::kSubM, kTileWarps>;
   using KeyParts = decltype(detail::step_key_parts<P>(ScoreTile{}, 0, MaskEnv{}, MaskEnv{}));
   auto key_parts = [&](const ScoreTile& st, const MaskEnv& step) {
-    return detail::step_key_parts<P>(st, k0, score_env, step);
+    return detail::step_key_parts<P>(st, k0 + shift, score_env, step);
   };
   auto modify_scores = [&](ScoreTile& st, int q0, const MaskEnv& step, const KeyParts& score_keys) {
-    detail::modify_scores<P>(st, q0, k0, Sq, score_env, step, score_keys);
+    detail::modify_scores<P>(st, q0 + shift, k0 + shift, Sq + shift, score_env, step, score_keys);
   };
 
   if (threadIdx.x == 0) {
@@ -472,7 +472,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       for (int h = 0; h < kBlockM / 32; ++h) {
         const int r = lane + 32 * h, row = q0 + r;
         lse_log2_slot(s)[r] = row < Sq ? lse_bias_log2(lse_v.base[row * lse_v.stride]) -
-                                             detail::query_part_log2<P>(row, k0, batch, head, score_env)
+                                             detail::query_part_log2<P>(row + shift, k0 + shift, batch, head,
+                                                                        score_env)
                                        : INFINITY;
         delta_slot(s)[r] = row < Sq ? P::kScale * delta_v.base[row * delta_v.stride] : 0.f;  // scale D
       }
@@ -870,10 +871,10 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
                                                           const TensorArg& delta, const TensorArg& dq_accum,
                                                           const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                           const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
-                                                          const TensorArg* mask_blocks, const TensorArg& plan) {
+                                                          const TensorArg* mask_blocks, const TensorArg& plan,
+                                                          const MaskEnv& score_env = MaskEnv()) {
   using P = AttentionBwdWsPlan<Config>;
-  static_assert(P::kSegments && P::kMaskTable && !P::kScoreMod,
-                "ws backward: the segment form is a document modifier's (a table), no score modifier");
+  static_assert(P::kSegments && P::kMaskTable, "ws backward: the segment form is a document modifier's (a table)");
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
   const SegmentTile found = SegmentTile::find<P::kBlockN, /*kLongestFirst=*/false, /*kKeyTiles=*/true>(
       plan, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), grid_tile.m_block, grid_tile.head,
@@ -884,7 +885,7 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
   tile.span = found.span;
   tile.segment = found.segment;
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
-                                               key_offset, tma_dq, mask_env, mask_blocks, MaskEnv(), tile);
+                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and

@@ -91,8 +91,8 @@ struct AttentionFwdWsPlan {
   static constexpr bool kPersistent = Config::kPersistent;
   // Documents as segments (segments.cuh): tiles from the segment plan where the ids are sorted, else the table walk.
   static constexpr bool kSegments = SegmentsOf<Config>::value;
-  static_assert(!kSegments || (kMaskTable && !kPersistent && !kScoreMod),
-                "ws forward: the segment form is a document modifier's (a table), one tile a block, no score modifier");
+  static_assert(!kSegments || (kMaskTable && !kPersistent),
+                "ws forward: the segment form is a document modifier's (a table), one tile a block");
   // ---- schedule ----
   static constexpr int kConsumerWarpgroups = Config::kConsumerWarpgroups;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "ws forward: 2 or 3 consumer warpgroups");
@@ -357,7 +357,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
     const MaskEnv env = tile_env(tile);
     const MaskEnv tile_score_env = with_batch_head(score_env, tile.batch, tile.head);
     const KeyWalk keys = key_walk(tile, q0, env, Sk, offset);
-    const int q_ref = q0 + warpgroup * 64;  // a separable modifier's reference row: this warpgroup's first
+    // A document's tile (segments.cuh): its mask and score modifier see the sequence's positions, queries and keys
+    // shifted alike by the document's start (the window's part as it was; a document's query and key starts are one).
+    const int shift = P::kSegments && packed.segment ? span.q_start : 0;
+    const int q_ref = q0 + shift + warpgroup * 64;  // a separable modifier's reference row: this warpgroup's first
     fill(acc_o, 0.f);
     fill(row_m, -INFINITY);
     fill(row_l, 0.f);
@@ -381,9 +384,9 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       // in its row, so the forward skips the backward's -inf on them (a select an element fewer, folded away;
       // ALiBi's forward -1.2 %, session 37).
       if constexpr (P::kSeparableScore)
-        score_mod_key_part<typename P::ScoreMod>(s, q_ref, k0, kScale, tile_score_env);
+        score_mod_key_part<typename P::ScoreMod>(s, q_ref, k0 + shift, kScale, tile_score_env);
       else if constexpr (P::kScoreMod)
-        score_mod<typename P::ScoreMod>(s, q0, k0, kNoQueryLimit, kScale, tile_score_env);
+        score_mod<typename P::ScoreMod>(s, q0 + shift, k0 + shift, kNoQueryLimit, kScale, tile_score_env);
       if (parts) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540
@@ -391,10 +394,6 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
         constexpr MaskForm kForm = !P::kMaskTable                  ? MaskForm::kRows
                                    : P::kConsumerWarpgroups == 3 ? MaskForm::kRolled
                                                                  : MaskForm::kColumns;
-        // (A document's tile masks at the sequence's positions: its queries and keys shifted alike, which leaves the
-        // window's part as it was and gives the modifier its own positions; a document's query and key starts are
-        // one, the plan's Sq = Sk.)
-        const int shift = P::kSegments && packed.segment ? span.q_start : 0;
         device::mask_parts<Mask, kForm>(parts, s, q0 + shift, k0 + shift, Sk + shift, offset, env);
       }
       const RegRowVec<kBlockM, kWarps> m_new = row_max(s, row_m);
@@ -475,7 +474,8 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       for (int mt = 0; mt < row_lse.kMT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          row_lse.v[mt][h] += score_query_part<typename P::ScoreMod>(q0 + row_lse.row(mt, h), q_ref, tile_score_env);
+          row_lse.v[mt][h] +=
+              score_query_part<typename P::ScoreMod>(q0 + shift + row_lse.row(mt, h), q_ref, tile_score_env);
     }
     store_rows(sequence_stats<kPacked>(lse, span.q_start, Sq, tile.batch, tile.head), q0, Sq, row_lse);
     RegTile16<Elem, kBlockM, kValueDim, kWarps> o_out;
@@ -516,7 +516,8 @@ __device__ __forceinline__ void attention_fwd_ws_segments(const TmaDescriptor& t
                                                           const TmaDescriptor& tma_v, const TensorArg& q,
                                                           const TensorArg& k, const TensorArg& o, const TensorArg& lse,
                                                           int key_offset, const MaskEnv& mask_env,
-                                                          const TensorArg* mask_blocks, const TensorArg& plan) {
+                                                          const TensorArg* mask_blocks, const TensorArg& plan,
+                                                          const MaskEnv& score_env = MaskEnv()) {
   using P = AttentionFwdWsPlan<Config>;
   static_assert(P::kSegments, "ws forward: attention_fwd_ws_segments needs Config::kSegments");
   const SegmentTile found = SegmentTile::find<P::kBlockM, P::kLongestFirst>(
@@ -528,7 +529,7 @@ __device__ __forceinline__ void attention_fwd_ws_segments(const TmaDescriptor& t
   tile.span = found.span;
   tile.segment = found.segment;
   detail::attention_fwd_ws_body<Config, false>(tma_q, tma_k, tma_v, q, k, o, lse, key_offset, mask_env, mask_blocks,
-                                               MaskEnv(), tile);
+                                               score_env, tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q [Tq, Hq, D], k [Tk, Hkv, D] (their 3-D maps; v's too),

@@ -265,13 +265,16 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     once a key and leave A to lse,
     so the forward's softmax holds nothing more than the plain one's (the wide
     key block may be planned).
-    segments = true (attention_forward with mask_blocks, a modifier that is a
-    document compare `t[q] == t[k]`, DocumentIds.h, and no score_mod): the
-    kernel also takes the segment plan after the table, written by a kernel of
-    role attention_segment_plan (arguments q, k, the ids, the plan
-    [segment_plan_rows(Sq), 4] i32: `tile.plan_segments`); where the ids are
-    sorted it takes tiles aligned to each document's start (the device
-    library's segments.cuh), else it walks the table. The tile body is the
+    segments = true (attention_forward or a backward's main kernel with
+    mask_blocks, a modifier that is a document compare `t[q] == t[k]`,
+    DocumentIds.h, under no window or a causal one; or the kernel that
+    classifies its blocks): the kernel also takes the segment plan after the
+    table, written by a kernel of role attention_segment_plan (arguments q,
+    k, the ids, the plan [segment_plan_rows(Sq), 4] i32:
+    `tile.plan_segments`); where the ids are sorted it takes tiles aligned to
+    each document's start (the device library's segments.cuh), its modifiers
+    at the sequence's positions, else it walks the table (the block-class
+    kernel: leaves at once where the plan serves). The tile body is the
     table form's, the same result.
   }];
   let parameters = (ins
