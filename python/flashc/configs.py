@@ -125,6 +125,12 @@ KEY_QUERY_BIAS_SCORE = ("v0 = rem k 33; v1 = read t0 h v0; v2 = addf s v1; v3 = 
                         "v5 = addf v2 v4; yield v5 | f32 f32")
 
 
+def key_position_score(score, q_idx, kv_idx):
+    """A bias that grows with the key's position (not shift-invariant: a kernel that placed a document's keys at its own
+    positions would get it wrong): the segment form's score modifier check."""
+    return score + kv_idx * 0.015625
+
+
 def softcap_score(score, q_idx, kv_idx):
     from .score_mod import tanh
     return 30.0 * tanh(score / 30.0)
@@ -147,7 +153,10 @@ TEST_ATTENTION_SCORE_MOD = (
     # positions (separable, i32 reads), and ALiBi at D = 192 / Dv = 128 (the key split's score halves).
     AttentionConfig("bf16", 4, 2, 128, causal=True, score_mod=KEY_QUERY_BIAS_SCORE),
     AttentionConfig("bf16", 4, 4, 64, score_mod=ALIBI_POSITIONS_SCORE),
-    AttentionConfig("bf16", 2, 2, 192, causal=True, value_head_dim=128, score_mod=ALIBI_SCORE))
+    AttentionConfig("bf16", 2, 2, 192, causal=True, value_head_dim=128, score_mod=ALIBI_SCORE),
+    # A document mask with a bias of the key's position (the segment form's score modifier at the sequence's
+    # positions, segments.cuh).
+    AttentionConfig("bf16", 2, 2, 64, causal=True, mask_mod=DOCUMENT_MASK, score_mod=key_position_score))
 # bench/bench_programmable.py (issue #16's rows against FlexAttention: B = 1, H = 16, D = 128, S = 16k): a causal
 # sliding window of 1024 keys as a modifier and as the window attribute, prefix-LM over 4096 keys. The benchmark
 # traces these same functions, so its configurations are these bundles.

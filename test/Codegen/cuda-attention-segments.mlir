@@ -5,7 +5,7 @@
 // its own entry says so (attention_bwd_ws_segments: key tiles aligned to each document's start, its own plan in the
 // backward program; the plan kernel's code shared with the forward's).
 //
-// RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segments=1\nsm_90a attention_backward bf16 d128 causal+mod -> segments=1\n' > %t.table.txt
+// RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segments=1\nsm_90a attention_backward bf16 d128 causal+mod -> segments=1\nsm_90a attention_forward bf16 d128 causal+mod+score -> segments=1\nsm_90a attention_backward bf16 d128 causal+mod+score -> segments=1\n' > %t.table.txt
 // RUN: flashc %s --emit=cuda --tuning-table=%t.table.txt -o - | FileCheck %s --check-prefix=CUDA
 // RUN: rm -rf %t.bundle && flashc %s --emit=bundle --tuning-table=%t.table.txt -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.flashc
@@ -46,6 +46,12 @@
 // MANIFEST: grid cdiv(Sq, 128) + cdiv(cdiv(Sq, 128), 4), 4, B
 // MANIFEST: scratch segment_plan
 
+// With a score modifier (ALiBi): its tensors after the plan, forward and backward.
+// CUDA-LABEL: // ---- documents_alibi_attention_bwd ----
+// CUDA: flashc::device::attention_bwd_ws_segments<{{.*}}, &mask_blocks_keys, segment_plan_keys, flashc::device::mask_env(0, 0, score_t0));
+// CUDA-LABEL: // ---- documents_alibi_attention_fwd ----
+// CUDA: flashc::device::attention_fwd_ws_segments<{{.*}}, flashc::device::mask_env(0, 0, mask_t0), &mask_blocks, segment_plan, flashc::device::mask_env(0, 0, score_t0));
+
 // DEFAULT-NOT: segment_plan
 // DEFAULT: classify_mask_blocks<{{.*}}>(q, k, flashc::device::mask_env(0, 0, mask_t0), mask_blocks);
 // DEFAULT: flashc::device::attention_fwd_ws<flashc_documents_attention_fwd_config::Config>(
@@ -63,6 +69,31 @@ func.func @documents(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v:
     %same = arith.cmpi eq, %a, %b : index
     flash.yield %same : i1
   } : (tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?xi32>)
+    -> (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+func.func @documents_alibi(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x4x?x128xbf16>, %v: tensor<?x4x?x128xbf16>,
+                           %doc: tensor<?xi32>, %slopes: tensor<4xf32>) -> tensor<?x4x?x128xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.08838834764831845 mask = #flash.mask<causal> num_kv_heads = 4
+      mask_mod(%doc) {
+  ^bb0(%q_idx: index, %kv_idx: index, %ids: tensor<?xi32>):
+    %dq = tensor.extract %ids[%q_idx] : tensor<?xi32>
+    %dk = tensor.extract %ids[%kv_idx] : tensor<?xi32>
+    %a = arith.index_cast %dq : i32 to index
+    %b = arith.index_cast %dk : i32 to index
+    %same = arith.cmpi eq, %a, %b : index
+    flash.yield %same : i1
+  } score_mod(%slopes) {
+  ^bb0(%s: f32, %bb: index, %h: index, %qi: index, %ki: index, %m: tensor<4xf32>):
+    %slope = tensor.extract %m[%h] : tensor<4xf32>
+    %d = arith.subi %ki, %qi : index
+    %d64 = arith.index_cast %d : index to i64
+    %distance = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %slope, %distance : f32
+    %biased = arith.addf %s, %bias : f32
+    flash.yield %biased : f32
+  } : (tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?xi32>, tensor<4xf32>)
     -> (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>)
   return %o : tensor<?x4x?x128xbf16>
 }

@@ -80,7 +80,7 @@
 // DEFAULT-LABEL: tile.kernel @flex_documents_attention_fwd(
 // DEFAULT-SAME: window_left = -1, window_right = -1, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true>
 
-// causal documents with a score modifier (here a position bias that is not shift-invariant, s + q / 64): the segment
+// causal documents with a score modifier (here a position bias that is not shift-invariant, s + k / 64): the segment
 // form too, its modifiers at the sequence's positions (on the GPU; the tile body is the table form's).
 // CHECK-LABEL: tile.kernel @documents_score_attention_fwd(
 // CHECK-SAME: window_left = -1, window_right = 0, element_type = f32, mask_mod = @mask_mod_{{.*}}, mask_blocks = true, score_mod = @score_mod_{{.*}}, segments = true>
@@ -197,7 +197,7 @@ func.func @documents_score(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32
     flash.yield %vis : i1
   } score_mod {
   ^bb0(%sc: f32, %bb: index, %hh: index, %qi: index, %ki: index):
-    %qq = arith.index_cast %qi : index to i64
+    %qq = arith.index_cast %ki : index to i64
     %qf = arith.sitofp %qq : i64 to f32
     %c = arith.constant 0.015625 : f32
     %bias = arith.mulf %qf, %c : f32

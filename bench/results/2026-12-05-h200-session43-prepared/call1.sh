@@ -1,7 +1,8 @@
 #!/bin/bash
 # Prepared in session 43 (no device was lent): the first device call of the next session (nvidia-h200, ~8 min), the
-# document mask's segment form (segments.cuh) checked and timed. Carry: .carry/seg (the 9 document-mask bundles of
-# the `tests` and `bench-programmable` sets, FlexAttention's document_causal spelling among them, built with
+# document mask's segment form (segments.cuh) checked and timed. Carry: .carry/seg (the 10 document-mask bundles of
+# the `tests` and `bench-programmable` sets, FlexAttention's document_causal spelling and two score modifiers among
+# them, built with
 # segments-everywhere.txt; rebuild:
 #   grep the keys with `prebuild --list tests bench-programmable | grep -E 'mod6ac147f1|mod650faa1f_612c'`, then
 #   PYTHONPATH=python FLASHC_COMPILER=build/bin/flashc python3 -m flashc.prebuild --out .carry/seg \
@@ -40,7 +41,7 @@ for b in attn_bf16_h16kv16_d128_causal_mod6ac147f1_37f54dd5325d attn_bf16_h2kv2_
   done
 done
 FLASHC_BUNDLE_PATH=$PWD/.carry/seg:$PWD/.carry/t42 timeout 150 python3 -m unittest discover -s python/tests \
-  -p test_gpu_attention.py -k test_document_segments -k test_document_masks -v > $R/unittest.txt 2>&1
+  -p test_gpu_attention.py -k test_document_segments -k test_document_masks -k test_score_modifiers -v > $R/unittest.txt 2>&1
 echo "unittest rc=$? $(tail -1 $R/unittest.txt)"
 for round in 1 2; do for D in ab seg; do
   FLASHC_BUNDLE_PATH=$PWD/.carry/$D:$PWD/.carry/ab FLASHC_CACHE_DIR=/tmp/mc_$D timeout 60 python3 bench/probes/mask_mod_profile.py document 5 --timeline > $R/tl_doc_${D}_$round.txt 2>&1
