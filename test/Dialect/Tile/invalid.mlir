@@ -834,3 +834,38 @@ func.func private @s() attributes {s = #tile.attention<role = attention_forward,
 // top_left places row i at key position i (a band modifier's window); a run-time key offset places it elsewhere.
 // expected-error @+1 {{#tile.attention top_left is not combined with key_offset (both place query rows)}}
 func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = 16, window_right = 0, element_type = bf16, key_offset = true, top_left = true>}
+
+// -----
+
+// The segment form (segments.cuh) is a forward's, a backward main kernel's, or their block classes': not a
+// preprocess's.
+// expected-error @+1 {{#tile.attention segments needs an attention_forward or a backward's main kernel with mask_blocks (a document modifier's table), or the kernel that classifies its blocks, under no window or a causal one, without a key_offset}}
+func.func private @s() attributes {s = #tile.attention<role = attention_backward_preprocess, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, segments = true>}
+
+// -----
+
+// ... nor under a sliding window (a document's tile keeps only a causal corner or none).
+// expected-error @+1 {{#tile.attention segments needs an attention_forward}}
+func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = 16, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, segments = true>}
+
+// -----
+
+// The plan's kernel reads only the ids: no table, no score modifier.
+// expected-error @+1 {{#tile.attention role attention_segment_plan needs a mask_mod (the document compare) and nothing else of the forward}}
+func.func private @s() attributes {s = #tile.attention<role = attention_segment_plan, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true>}
+
+// -----
+
+func.func @plan_ids(%i: index, %ids: !tile.tensor<?x?xi32>, %plan: !tile.tensor<?x4xi32>) {
+  // expected-error @+1 {{'tile.plan_segments' op ids must be a rank-1 i32 !tile.tensor (each token's document), got '!tile.tensor<?x?xi32>'}}
+  tile.plan_segments %ids queries %i keys %i into %plan : <?x?xi32>, <?x4xi32>
+  return
+}
+
+// -----
+
+func.func @plan_rows(%i: index, %ids: !tile.tensor<?xi32>, %plan: !tile.tensor<?x3xi32>) {
+  // expected-error @+1 {{'tile.plan_segments' op plan must be a [rows, 4] i32 !tile.tensor (a header, then the tile maps), got '!tile.tensor<?x3xi32>'}}
+  tile.plan_segments %ids queries %i keys %i into %plan : <?xi32>, <?x3xi32>
+  return
+}
