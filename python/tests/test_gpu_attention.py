@@ -159,8 +159,12 @@ class AttentionGpuTest(unittest.TestCase):
             (1, 4096, 4096, ids_of([1024, 1, 127, 2000, 944], 4096)),  # a one-token document, one of 127
             (1, 777, 777, ids_of([777], 777)),                    # one document: the causal mask's tiles
             (2, 300, 300, ids_of([128, 172], 300)),               # a document of exactly one tile
+            # past the plan kernel's first pass of 8192 positions: a document starting at it, one across it
+            (1, 9000, 9000, ids_of([4000, 4192, 808], 9000)),
+            (1, 8300, 8300, ids_of([5000, 3300], 8300)),
             # the fallback: ids that go down, a document too many, Sq != Sk, ids shorter than the sequence (reads 0)
             (1, 1000, 1000, torch.flip(ids_of([137, 600, 263], 1000), (0,))),
+            (1, 9000, 9000, ids_of([4000, 4300, 700], 9000) % 2),  # going down only in the plan's second pass
             (1, 1000, 1000, ids_of([100] * 10, 1000)),
             (1, 600, 900, ids_of([300, 300, 300], 900)),
             (1, 1000, 1000, ids_of([500, 300], 800) + 1)]

@@ -5,7 +5,7 @@
 // masks only where its window's part asks (the diagonal under a causal mask, the document's last key block), at the
 // sequence's positions (queries and keys shifted by the document's start alike), so the modifier, where the mask
 // evaluates it (no causal window: the last key block), sees its own positions.
-//   * attention_segment_plan: one block reads the ids once and writes the plan, an int4 per row of [rows, 4] int32:
+//   * attention_segment_plan: one block reads the ids (coalesced, a pass of 8 positions a thread) and writes the plan, an int4 per row of [rows, 4] int32:
 //       row 0: {form, tiles at 64 rows, at 128, at 192} (form 1: the segment form; 0: the ids are not sorted,
 //              Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
 //       rows 1 ..: the tile maps at 64, 128 and 192 rows (segment_tile_bound(S, M) rows each: the backward's key
@@ -66,44 +66,60 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
 template <int kThreads = kSegmentPlanThreads>
 __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int sq, int sk, const TensorArg& plan) {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "segment plan: whole warps, at most 32 (warp_sums)");
+  // Positions a thread reads in one pass: all its loads in flight at once (a pass costs one memory latency, where a
+  // thread walking its own run of positions paid one a position: 19 us at 16k tokens, session 43).
+  constexpr int kPerThread = 8, kPass = kThreads * kPerThread, kWords = kPass / 32;
+  static_assert(kWords <= kThreads, "segment plan: one thread a word of starts");
   // (plan: a contiguous [rows, 4] i32 workspace, 16-byte aligned like every workspace: rows read as int4)
   __shared__ int warp_sums[32];
+  __shared__ unsigned words[kWords];  // a pass's document starts, a bit a position, a word 32 consecutive positions
   __shared__ int starts[kSegmentPlanMaxDocuments + 1];
   int4* rows = static_cast<int4*>(plan.data);
   const int n = static_cast<int>(ids.shape[0]);
   const int* id = static_cast<const int*>(ids.data);
   const long long stride = ids.stride[0];
   auto id_at = [&](int i) { return i < n ? id[i * stride] : 0; };
-  // Pass 1: each thread a run of positions: the documents starting in it, and whether any id goes down.
-  const int threads = kThreads, chunk = (sq + threads - 1) / threads;
-  const int lo = static_cast<int>(threadIdx.x) * chunk, hi = lo + chunk < sq ? lo + chunk : sq;
-  int starting = 0, falls = 0;
-  int before = lo > 0 && lo < sq ? id_at(lo - 1) : 0;
-  for (int i = lo; i < hi; ++i) {
-    const int v = id_at(i);
-    if (i == 0 || v != before) ++starting;
-    if (i > 0 && v < before) falls = 1;
-    before = v;
-  }
-  const bool unsorted = __syncthreads_or(falls) != 0;
-  int documents = 0;
-  const int first = detail::block_exclusive_sum<kThreads>(starting, documents, warp_sums);
-  const int bound64 = static_cast<int>(segment_tile_bound(sq, 64));
-  if (unsorted || sq != sk || sq <= 0 || documents > kSegmentPlanMaxDocuments || documents > bound64) {
+  auto fall_back = [&] {
     if (threadIdx.x == 0) rows[0] = make_int4(kSegmentFallback, -1, -1, -1);
-    return;
+  };
+  if (sq != sk || sq <= 0) return fall_back();
+  const int lane = lane_id(), warp = warp_id(), t = static_cast<int>(threadIdx.x);
+  // Passes 1-2, kPass positions at a time: position p starts a document where p == 0 or ids[p] != ids[p - 1]; any
+  // ids[p] < ids[p - 1] (ids not sorted) falls back. Warp w's j-th read is 32 consecutive positions, so that word
+  // j * warps + w holds positions base + 32 (j * warps + w) ..: the words are in position order.
+  int documents = 0;
+  for (int base = 0; base < sq; base += kPass) {
+    int v[kPerThread], edge[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = base + j * kThreads + t;
+      v[j] = i < sq ? id_at(i) : 0;
+      edge[j] = lane == 0 && i > 0 && i < sq ? id_at(i - 1) : 0;  // the position before the warp's first
+    }
+    int falls = 0;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = base + j * kThreads + t;
+      const int left = __shfl_up_sync(0xffffffffu, v[j], 1);
+      const int before = lane == 0 ? edge[j] : left;
+      const bool inside = i < sq;
+      falls |= inside && i > 0 && v[j] < before;
+      const unsigned word = __ballot_sync(0xffffffffu, inside && (i == 0 || v[j] != before));
+      if (lane == 0) words[j * (kThreads / 32) + warp] = word;
+    }
+    if (__syncthreads_or(falls)) return fall_back();  // (also: the words are written)
+    unsigned word = t < kWords ? words[t] : 0u;
+    int found = 0;
+    int at = documents + detail::block_exclusive_sum<kThreads>(__popc(word), found, warp_sums);
+    if (documents + found > kSegmentPlanMaxDocuments) return fall_back();  // (found: the same in every thread)
+    for (; word != 0u; word &= word - 1u) starts[at++] = base + 32 * t + __ffs(word) - 1;
+    documents += found;
+    __syncthreads();  // the words are read before the next pass writes them
   }
-  // Pass 2: the documents' starts, in order.
-  int next = first;
-  before = lo > 0 && lo < sq ? id_at(lo - 1) : 0;
-  for (int i = lo; i < hi; ++i) {
-    const int v = id_at(i);
-    if (i == 0 || v != before) starts[next++] = i;
-    before = v;
-  }
+  if (documents > static_cast<int>(segment_tile_bound(sq, 64))) return fall_back();
   if (threadIdx.x == 0) starts[documents] = sq;
   __syncthreads();
-  // Pass 3: each block size's map, a pass of kThreads documents at a time.
+  // Then each block size's map, kThreads documents at a time.
   int tiles_of[kSegmentMaps];
   for (int s = 0; s < kSegmentMaps; ++s) {
     const int block_m = segment_map_block_rows(s);
@@ -111,8 +127,8 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
     int4* map = rows + segment_map_row(sq, block_m);
     // Count first: a map that does not fit is not written.
     int tiles = 0;
-    for (int d0 = 0; d0 < documents; d0 += threads) {
-      const int d = d0 + static_cast<int>(threadIdx.x);
+    for (int d0 = 0; d0 < documents; d0 += kThreads) {
+      const int d = d0 + t;
       const int count = d < documents ? (starts[d + 1] - starts[d] + block_m - 1) / block_m : 0;
       int pass = 0;
       const int at = tiles + detail::block_exclusive_sum<kThreads>(count, pass, warp_sums);
@@ -122,8 +138,7 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
       tiles += pass;
     }
     tiles_of[s] = tiles <= bound ? tiles : -1;
-    for (int t = (tiles <= bound ? tiles : 0) + static_cast<int>(threadIdx.x); t < bound; t += threads)
-      map[t] = make_int4(0, 0, 0, 0);
+    for (int x = (tiles <= bound ? tiles : 0) + t; x < bound; x += kThreads) map[x] = make_int4(0, 0, 0, 0);
   }
   if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, tiles_of[0], tiles_of[1], tiles_of[2]);
 }
