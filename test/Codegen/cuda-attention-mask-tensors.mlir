@@ -5,13 +5,15 @@
 // walk over a block row's key blocks comes from the table, the element mask reads the ids). sm_80's op-by-op
 // kernels mask every block with the tile's batch, head and tensor (mask_env). The manifest: the tensor an i32
 // parameter of its own symbol, the tables scratch of expression dims, the forward program naming the tensor the
-// modifier reads (meta mask_tensors). Every kernel compiles through NVRTC, with ptxas no spill.
+// modifier reads (meta mask_tensors). Every kernel compiles through NVRTC, with ptxas no spill. (The table walk as
+// entries with segments=0 keep it: by default a document compare on sm_90a takes the segment form, whose fallback is
+// this walk; test/Codegen/cuda-attention-segments.mlir.)
 //
-// RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --tuning-table=%S/../Passes/Inputs/tuning-no-segments.txt -o - | FileCheck %s --check-prefix=CUDA
 // RUN: flashc %s --emit=cuda --arch=sm_80 -o - | FileCheck %s --check-prefix=SM80
-// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a,sm_80 -o %t.bundle
+// RUN: rm -rf %t.bundle && flashc %s --emit=bundle --arch=sm_90a,sm_80 --tuning-table=%S/../Passes/Inputs/tuning-no-segments.txt -o %t.bundle
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/sm_90a/manifest.flashc
-// RUN: flashc %s --emit=cubin --arch=sm_90a --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %s --emit=cubin --arch=sm_90a --tuning-table=%S/../Passes/Inputs/tuning-no-segments.txt --ptxas-report -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CUDA: // ---- documents_attention_bwd_mask_blocks_keys ----
 // CUDA: struct [[MOD:mask_mod_[0-9a-f]+]] {

@@ -1,14 +1,17 @@
-// flash-tile on mask modifiers that are, or are not, a document compare `t[q] == t[k]` (DocumentIds.h): where the
-// tuning table's forward entry says segments=1, a document modifier's forward takes the segment plan
-// (#tile.attention segments, the kernel of role attention_segment_plan that writes it from the ids before the
-// forward; the device library's segments.cuh). Without the entry nothing changes; a modifier of another form, a
-// window, a score modifier or a run-time key offset keeps the table walk. Each also against float64 on the CPU (the
-// executor runs the plan kernel; the forward's tile body is the table form's).
+// flash-tile on mask modifiers that are, or are not, a document compare `t[q] == t[k]` (DocumentIds.h): a document
+// modifier's forward takes the segment plan (#tile.attention segments, the kernel of role attention_segment_plan
+// that writes it from the ids before the forward; the device library's segments.cuh) where its tuning entry says
+// segments=1, or by the hand rule where it is the warp-specialised kernel (16-bit; these f32 ones are not: the
+// default builds none, test/Codegen/cuda-attention-segments.mlir has the bf16 default); segments=0 keeps the table
+// walk. A modifier of another form, a window, a score modifier or a run-time key offset keeps the table walk. Each
+// also against float64 on the CPU (the executor runs the plan kernel; the forward's tile body is the table form's).
 //
 // RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s
-// RUN: flash-opt %s --flash-tile | FileCheck %s --check-prefix=DEFAULT
+// RUN: flash-opt %s --flash-tile | FileCheck %s --check-prefix=OFF
+// RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-no-segments.txt | FileCheck %s --check-prefix=OFF
 // The backward's main kernel from its own entries (flash-generate-backward): its own plan, in the backward program.
 // RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s --check-prefix=BWD
+// RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-no-segments.txt | FileCheck %s --check-prefix=OFF
 // RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
 // NUM-NOT: FAIL
 // NUM: @not_q_and_k backward d_v: {{.*}} ok
@@ -26,10 +29,10 @@
 // BWD-LABEL: tile.kernel @neighbouring_documents_attention_bwd(
 // BWD-SAME: mask_blocks = true>
 
-// The built-in table asks for no segment form: no plan anywhere.
-// DEFAULT-NOT: plan_segments
-// DEFAULT-NOT: segments = true
-// DEFAULT-NOT: top_left
+// Entries with segments=0, or f32 kernels by default: no plan anywhere.
+// OFF-NOT: plan_segments
+// OFF-NOT: segments = true
+// OFF-NOT: top_left
 
 // causal, t[q] == t[k] through index casts: the plan (rows 1 + the maps at 64, 128 and 192 rows, ceil(Sq/M) +
 // ceil(ceil(Sq/M)/4) each, four i32 a row), written from q, k and the ids first, then the block classes (which skip

@@ -403,19 +403,26 @@ func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16
 // passed to the kernels after their own tensors. Before the forward, a kernel of role
 // attention_mask_blocks classifies every 64 x 64 block (tile.classify_blocks) into a
 // workspace table i32 [1, 1, ceil(Sq / 64), 2 * ceil(Sk / 64) + 2] (one slice: the region reads
-// neither batch nor head), which the forward takes last (`mask_blocks = true`).
+// neither batch nor head), which the forward takes after the ids (`mask_blocks = true`). A
+// document compare on the warp-specialised forward (16-bit) also takes the segment plan
+// (test/Passes/flash-tile-segments.mlir), written first and passed last; the block classes
+// skip their work where it serves.
+// CHECK-LABEL: tile.kernel @documents_attention_fwd_segments
+// CHECK-SAME: role = attention_segment_plan
 // CHECK-LABEL: tile.kernel @documents_attention_fwd_mask_blocks
-// CHECK-SAME: (%[[Q:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[K:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[IDS:.+]]: !tile.tensor<?xi32>, %[[TABLE:.+]]: !tile.tensor<1x1x?x?xi32>)
+// CHECK-SAME: (%[[Q:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[K:.+]]: !tile.tensor<?x4x?x64xbf16>, %[[IDS:.+]]: !tile.tensor<?xi32>, %[[TABLE:.+]]: !tile.tensor<1x1x?x?xi32>, %{{.+}}: !tile.tensor<?x4xi32>)
 // CHECK-SAME: grid = [#tile.grid<ceildiv(arg0[2], 64)>, #tile.grid<1>, #tile.grid<1>]
 // CHECK-SAME: role = attention_mask_blocks
 // CHECK: %[[ROW:.+]] = tile.program_id x
 // CHECK: tile.classify_blocks @[[MOD:mask_mod_[0-9a-f]+]](%{{.*}}, %{{.*}}, %[[IDS]] : index, index, !tile.tensor<?xi32>) queries %{{.*}} keys %{{.*}} row %[[ROW]] into %[[TABLE]][%{{.*}}, %{{.*}}] : <1x1x?x?xi32>
 // CHECK-LABEL: tile.kernel @documents_attention_fwd(
-// CHECK-SAME: %[[FIDS:[a-z0-9]+]]: !tile.tensor<?xi32>, %{{.+}}: !tile.tensor<1x1x?x?xi32>)
-// CHECK-SAME: mask_mod = @[[MOD]], mask_blocks = true>
+// CHECK-SAME: %[[FIDS:[a-z0-9]+]]: !tile.tensor<?xi32>, %{{.+}}: !tile.tensor<1x1x?x?xi32>, %{{.+}}: !tile.tensor<?x4xi32>)
+// CHECK-SAME: mask_mod = @[[MOD]], mask_blocks = true, segments = true>
 // CHECK: tile.mask {{.*}} mod @[[MOD]](%{{.*}}, %{{.*}}, %[[FIDS]] : index, index, !tile.tensor<?xi32>)
 // CHECK-LABEL: func.func @documents(
 // CHECK-SAME: %[[PIDS:[a-z0-9]+]]: !tile.tensor<?xi32> {tile.dims = ["mask_t0_d0"], tile.name = "mask_t0"}
+// CHECK: %[[PLAN:.+]] = tile.alloc_tensor(%{{.+}}) {tile.name = "segment_plan"} : <?x4xi32>
+// CHECK: tile.launch @documents_attention_fwd_segments(%arg0, %arg1, %[[PIDS]], %[[PLAN]])
 // CHECK: %[[SQ:.+]] = tile.dim %arg0, 2
 // CHECK: %[[ROWS:.+]] = arith.ceildivsi %[[SQ]], %c64
 // CHECK: %[[SK:.+]] = tile.dim %arg1, 2
@@ -423,8 +430,8 @@ func.func @chunked_attention(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16
 // CHECK: %[[TWICE:.+]] = arith.muli %c2, %[[COLS0]]
 // CHECK: %[[COLS:.+]] = arith.addi %[[TWICE]], %c2
 // CHECK: %[[T:.+]] = tile.alloc_tensor(%[[ROWS]], %[[COLS]]) {tile.name = "mask_blocks"} : <1x1x?x?xi32>
-// CHECK: tile.launch @documents_attention_fwd_mask_blocks(%arg0, %arg1, %[[PIDS]], %[[T]])
-// CHECK: tile.launch @documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %[[PIDS]], %[[T]])
+// CHECK: tile.launch @documents_attention_fwd_mask_blocks(%arg0, %arg1, %[[PIDS]], %[[T]], %[[PLAN]])
+// CHECK: tile.launch @documents_attention_fwd(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %[[PIDS]], %[[T]], %[[PLAN]])
 // CHECK: tile.mask_mod @[[MOD]] {
 // CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[MQ:.+]]: index, %[[MK:.+]]: index, %[[MT:.+]]: tensor<?xi32>):
 // CHECK: tensor.extract %[[MT]][%[[MQ]]]

@@ -655,9 +655,9 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   }
   // The segment form of a document modifier's forward or backward main kernel: its row (key) blocks and a quarter
   // more (a document's partial tile each; the device library's segment_tile_bound), blocks past the plan's tiles
-  // leaving at once.
+  // leaving at once. (Not the block-class kernels that take the plan too: a block a table row, none past the table.)
   if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-      attention && attention.getSegments())
+      attention && attention.getSegments() && !attention.classifiesMaskBlocks())
     gridText[0] = "(" + gridText[0] + ") + cdiv(" + gridText[0] + ", 4)";
   // A persistent grid (the ws attention forward): min(units, SMs) blocks along
   // x, a unit being two row blocks of one (head, batch) (tile_schedule.cuh).

@@ -81,7 +81,7 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         // refused (other strategies take one tile a block either way).
         bool ws = kernel.getStrategy() == Strategy::WgmmaWsSm90;
         bool twoConsumers = ws && kernel.getWarps() == 8;
-        bool loops = persistent && twoConsumers;
+        bool loops = persistent && twoConsumers && !attention.getSegments();  // (a segment kernel: a tile a block)
         if (DictionaryAttr tuning = kernel.getTuningAttr())
           if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPersistentName)) {
             loops = knob.getValue() && ws;

@@ -165,9 +165,17 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
     return false;
   // (the key of the kernel the form would build: FlexAttention's spelling gets the causal window, so the attribute
   // spelling's entries serve both)
-  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role, /*blockTable=*/true, true), {});
+  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
+  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
   const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
-  return entry && entry->point.segments.value_or(false);
+  if (entry && entry->point.segments)
+    return *entry->point.segments;
+  // Hand rule: on wherever the kernel is the warp-specialised one with a tile a block, the form's only kernel
+  // (H200, sessions 43-44: the document row's forward kernel 339 -> 257 us; the GPU suites and sanitizers clean).
+  if (entry && entry->point.persistent.value_or(false))
+    return false;
+  Strategy strategy = entry && entry->point.strategy ? *entry->point.strategy : defaultPlan(target, spec, {}).strategy;
+  return strategy == Strategy::WgmmaWsSm90;
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,

@@ -117,9 +117,9 @@ mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
 /// without a run-time key offset. The
 /// index of the ids among the modifier's tensors, or none.
 std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
-/// Whether `table`'s entry for `op`'s kernel of `role` (the forward, or the
-/// backward's main kernel) on `target` asks for the segment form
-/// (segments=1), where documentSegments allows it.
+/// Whether `op`'s kernel of `role` (the forward, or the backward's main
+/// kernel) on `target` takes the segment form, where documentSegments allows
+/// it: yes unless `table`'s entry for it says segments=0.
 bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
                    const TuningTable &table);
 

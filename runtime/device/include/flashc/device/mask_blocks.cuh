@@ -56,6 +56,7 @@ __device__ __forceinline__ void classify_mask_blocks(const TensorArg& q, const T
   const long long Sq = q.shape[2], Sk = k.shape[2];
   const long long rows = kTransposed ? Sk : Sq, cols = kTransposed ? Sq : Sk;
   const int r = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  if (r >= table.shape[2]) return;  // (a grid past the table's rows writes nothing)
   const int columns = (static_cast<int>(table.shape[3]) - 2) / 2;
   int* row = static_cast<int*>(table.data) + b * table.stride[0] + h * table.stride[1] + r * table.stride[2];
   const MaskEnv env = with_batch_head(env_in, b, h);

@@ -37,10 +37,13 @@ struct SegmentsOf<Config, decltype(void(Config::kSegments))> {
 };
 
 namespace detail {
-// Exclusive prefix sum over a block of kThreads threads of v; total = the sum. Every thread calls it.
+// Exclusive prefix sum over a block of kThreads threads of v; total = the sum. Every thread calls it. Each warp
+// scans the warp sums itself with shuffles (a loop over the warp sums was ~100 dependent instructions a scan: the
+// plan kernel, one block, is bound by its warps' instruction chains).
 template <int kThreads>
 __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_sums) {
-  const int lane = lane_id(), warp = warp_id(), warps = kThreads / 32;
+  constexpr int kWarps = kThreads / 32;
+  const int lane = lane_id(), warp = warp_id();
   int upto = v;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
@@ -49,12 +52,14 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
   }
   if (lane == 31) warp_sums[warp] = upto;
   __syncthreads();
-  int before = 0;
-  total = 0;
-  for (int w = 0; w < warps; ++w) {
-    if (w < warp) before += warp_sums[w];
-    total += warp_sums[w];
+  int sums = lane < kWarps ? warp_sums[lane] : 0;  // inclusive scan of the warp sums, lane w: warps 0 .. w
+#pragma unroll
+  for (int d = 1; d < kWarps; d *= 2) {
+    const int x = __shfl_up_sync(0xffffffffu, sums, d);
+    if (lane >= d) sums += x;
   }
+  total = __shfl_sync(0xffffffffu, sums, kWarps - 1);
+  const int before = warp > 0 ? __shfl_sync(0xffffffffu, sums, warp > 0 ? warp - 1 : 0) : 0;
   __syncthreads();  // warp_sums may be rewritten by the next call
   return before + upto - v;
 }
@@ -121,6 +126,7 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   __syncthreads();
   // Then each block size's map, kThreads documents at a time.
   int tiles_of[kSegmentMaps];
+#pragma unroll
   for (int s = 0; s < kSegmentMaps; ++s) {
     const int block_m = segment_map_block_rows(s);
     const int bound = static_cast<int>(segment_tile_bound(sq, block_m));
