@@ -41,20 +41,28 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
         // table) is always a candidate: the tuner's baseline.
         if (!llvm::is_contained(candidates, plan))
           candidates.insert(candidates.begin(), plan);
-        // A document modifier's kernel: each warp-specialised one-tile-a-block point in the segment form too
-        // (flash-tile and flash-generate-backward read `segments` from the entry; the hand rule's form is the table
-        // walk), so that the tuner pairs the form with the plan it suits.
+        // A document modifier's kernel: each warp-specialised one-tile-a-block point in the segment form (the hand
+        // rule's, named) and with the table walk (segments=0), so that the tuner pairs each form with the plan it
+        // suits (flash-tile and flash-generate-backward read `segments` from the entry).
         if (takesSegmentForm(kernel)) {
           size_t count = candidates.size();
           for (size_t i = 0; i < count; ++i) {
-            TuningPoint other = candidates[i];
-            if (other.strategy != tile::Strategy::WgmmaWsSm90 || other.persistent.value_or(false) ||
-                other.segments.value_or(false))
+            TuningPoint &point = candidates[i];
+            if (point.strategy != tile::Strategy::WgmmaWsSm90 || point.persistent.value_or(false) ||
+                point.segments.has_value())
               continue;
-            other.segments = true;
-            if (!llvm::is_contained(candidates, other))
-              candidates.push_back(other);
+            point.segments = true;
+            TuningPoint walk = point;
+            walk.segments = false;
+            if (!llvm::is_contained(candidates, walk))
+              candidates.push_back(walk);
           }
+          // (the points named both ways may now repeat the kernel's own plan)
+          std::vector<TuningPoint> unique;
+          for (const TuningPoint &point : candidates)
+            if (!llvm::is_contained(unique, point))
+              unique.push_back(point);
+          candidates = std::move(unique);
         }
         json.object([&] {
           json.attribute("kernel", kernel.getSymName());
