@@ -3,7 +3,7 @@
 # block-class kernels' grid fixed (their grid had the segment kernels' quarter more: rows past the table written
 # where the plan fell back) and the plan kernel's shuffle scan. .carry/t44: the `tests` bundles rebuilt with the
 # default; .carry/bp44: bench-programmable's. Predictions: every check passes; the document row's plan kernel
-# 13.8 -> ~5 us; bench_programmable document forward ~0.67, backward ~0.74 (kernel times).
+# 13.8 -> ~4-5 us (shuffle scans, the maps filled a row a thread by bisection); bench_programmable document forward ~0.67, backward ~0.74 (kernel times).
 cd "$(dirname "$0")/../../.."
 R=$OUT; mkdir -p $R
 export FLASHC_DEVICE_WORK=/tmp/fd

@@ -79,6 +79,7 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   __shared__ int warp_sums[32];
   __shared__ unsigned words[kWords];  // a pass's document starts, a bit a position, a word 32 consecutive positions
   __shared__ int starts[kSegmentPlanMaxDocuments + 1];
+  __shared__ int first_tile[kSegmentPlanMaxDocuments];  // a map's first tile of each document
   int4* rows = static_cast<int4*>(plan.data);
   const int n = static_cast<int>(ids.shape[0]);
   const int* id = static_cast<const int*>(ids.data);
@@ -124,27 +125,41 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   if (documents > static_cast<int>(segment_tile_bound(sq, 64))) return fall_back();
   if (threadIdx.x == 0) starts[documents] = sq;
   __syncthreads();
-  // Then each block size's map, kThreads documents at a time.
+  // Then each block size's map: the documents' first tiles by a prefix sum (kThreads documents at a time), then
+  // every thread its map rows, each finding its document by bisection (a thread writing its document's tiles in a
+  // loop was the kernel's longest chain where a document spans many tiles). A map that does not fit is zeros.
   int tiles_of[kSegmentMaps];
 #pragma unroll
   for (int s = 0; s < kSegmentMaps; ++s) {
     const int block_m = segment_map_block_rows(s);
     const int bound = static_cast<int>(segment_tile_bound(sq, block_m));
     int4* map = rows + segment_map_row(sq, block_m);
-    // Count first: a map that does not fit is not written.
     int tiles = 0;
     for (int d0 = 0; d0 < documents; d0 += kThreads) {
       const int d = d0 + t;
       const int count = d < documents ? (starts[d + 1] - starts[d] + block_m - 1) / block_m : 0;
       int pass = 0;
       const int at = tiles + detail::block_exclusive_sum<kThreads>(count, pass, warp_sums);
-      if (pass + tiles <= bound)
-        for (int i = 0; i < count && at + i < bound; ++i)
-          map[at + i] = make_int4(starts[d], starts[d + 1] - starts[d], i, 1);
+      if (d < documents) first_tile[d] = at;
       tiles += pass;
     }
+    __syncthreads();  // first_tile written
+    const int filled = tiles <= bound ? tiles : 0;
+    for (int x = t; x < bound; x += kThreads) {
+      int4 entry = make_int4(0, 0, 0, 0);
+      if (x < filled) {
+        int lo = 0, hi = documents - 1;  // the last document whose first tile is at or before x (counts are >= 1)
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (first_tile[mid] <= x) lo = mid;
+          else hi = mid - 1;
+        }
+        entry = make_int4(starts[lo], starts[lo + 1] - starts[lo], x - first_tile[lo], 1);
+      }
+      map[x] = entry;
+    }
     tiles_of[s] = tiles <= bound ? tiles : -1;
-    for (int x = (tiles <= bound ? tiles : 0) + t; x < bound; x += kThreads) map[x] = make_int4(0, 0, 0, 0);
+    __syncthreads();  // first_tile read before the next map rewrites it
   }
   if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, tiles_of[0], tiles_of[1], tiles_of[2]);
 }
