@@ -162,6 +162,8 @@ class AttentionGpuTest(unittest.TestCase):
             # past the plan kernel's first pass of 8192 positions: a document starting at it, one across it
             (1, 9000, 9000, ids_of([4000, 4192, 808], 9000)),
             (1, 8300, 8300, ids_of([5000, 3300], 8300)),
+            # a view one element into its storage: 4-byte aligned, so the plan reads it an element at a time
+            (2, 1000, 1000, torch.cat([ids_of([137, 600, 263], 1000)[:1], ids_of([137, 600, 263], 1000)])[1:]),
             # the fallback: ids that go down, a document too many, Sq != Sk, ids shorter than the sequence (reads 0)
             (1, 1000, 1000, torch.flip(ids_of([137, 600, 263], 1000), (0,))),
             (1, 9000, 9000, ids_of([4000, 4300, 700], 9000) % 2),  # going down only in the plan's second pass

@@ -5,7 +5,8 @@
 // masks only where its window's part asks (the diagonal under a causal mask, the document's last key block), at the
 // sequence's positions (queries and keys shifted by the document's start alike), so the modifier, where the mask
 // evaluates it (no causal window: the last key block), sees its own positions.
-//   * attention_segment_plan: one block reads the ids (coalesced, a pass of 8 positions a thread) and writes the plan, an int4 per row of [rows, 4] int32:
+//   * attention_segment_plan: one block reads the ids (8 consecutive positions a thread, two 16-byte loads where
+//     contiguous) and writes the plan, an int4 per row of [rows, 4] int32:
 //       row 0: {form, tiles at 64 rows, at 128, at 192} (form 1: the segment form; 0: the ids are not sorted,
 //              Sq != Sk, or there are more documents than the plan holds: the kernels walk the mask table);
 //       rows 1 ..: the tile maps at 64, 128 and 192 rows (segment_tile_bound(S, M) rows each: the backward's key
@@ -71,13 +72,13 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
 template <int kThreads = kSegmentPlanThreads>
 __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int sq, int sk, const TensorArg& plan) {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "segment plan: whole warps, at most 32 (warp_sums)");
-  // Positions a thread reads in one pass: all its loads in flight at once (a pass costs one memory latency, where a
-  // thread walking its own run of positions paid one a position: 19 us at 16k tokens, session 43).
-  constexpr int kPerThread = 8, kPass = kThreads * kPerThread, kWords = kPass / 32;
-  static_assert(kWords <= kThreads, "segment plan: one thread a word of starts");
+  // A pass: kPass positions, 8 consecutive ones a thread, read by two 16-byte loads where the ids are contiguous
+  // and aligned (all of a pass's loads in flight at once; session 43's thread walking its own run of positions paid
+  // a memory latency a position: 19 us at 16k tokens; session 44's strided reads, 8 a thread with a 64-bit address
+  // each, 9 us).
+  constexpr int kPerThread = 8, kPass = kThreads * kPerThread;
   // (plan: a contiguous [rows, 4] i32 workspace, 16-byte aligned like every workspace: rows read as int4)
   __shared__ int warp_sums[32];
-  __shared__ unsigned words[kWords];  // a pass's document starts, a bit a position, a word 32 consecutive positions
   __shared__ int starts[kSegmentPlanMaxDocuments + 1];
   __shared__ int first_tile[kSegmentPlanMaxDocuments];  // a map's first tile of each document
   int4* rows = static_cast<int4*>(plan.data);
@@ -89,39 +90,43 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
     if (threadIdx.x == 0) rows[0] = make_int4(kSegmentFallback, -1, -1, -1);
   };
   if (sq != sk || sq <= 0) return fall_back();
-  const int lane = lane_id(), warp = warp_id(), t = static_cast<int>(threadIdx.x);
-  // Passes 1-2, kPass positions at a time: position p starts a document where p == 0 or ids[p] != ids[p - 1]; any
-  // ids[p] < ids[p - 1] (ids not sorted) falls back. Warp w's j-th read is 32 consecutive positions, so that word
-  // j * warps + w holds positions base + 32 (j * warps + w) ..: the words are in position order.
+  const bool vectors = stride == 1 && (reinterpret_cast<unsigned long long>(id) & 15u) == 0;
+  const int lane = lane_id(), t = static_cast<int>(threadIdx.x);
+  // Position p starts a document where p == 0 or ids[p] != ids[p - 1]; any ids[p] < ids[p - 1] (ids not sorted)
+  // falls back. A thread counts the starts among its positions, a block scan places them: starts in order.
   int documents = 0;
   for (int base = 0; base < sq; base += kPass) {
-    int v[kPerThread], edge[kPerThread];
+    const int p0 = base + kPerThread * t;
+    int v[kPerThread];
+    if (vectors && p0 + kPerThread <= n) {
+      const int4 a = reinterpret_cast<const int4*>(id + p0)[0], b = reinterpret_cast<const int4*>(id + p0)[1];
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    } else {
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = base + j * kThreads + t;
-      v[j] = i < sq ? id_at(i) : 0;
-      edge[j] = lane == 0 && i > 0 && i < sq ? id_at(i - 1) : 0;  // the position before the warp's first
+      for (int j = 0; j < kPerThread; ++j) v[j] = p0 + j < sq ? id_at(p0 + j) : 0;
     }
+    const int edge = lane == 0 && p0 > 0 && p0 <= sq ? id_at(p0 - 1) : 0;  // the position before the warp's first
+    const int left = __shfl_up_sync(0xffffffffu, v[kPerThread - 1], 1);
+    int before = lane == 0 ? edge : left;
+    unsigned mine = 0u;  // bit j: position p0 + j starts a document
     int falls = 0;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
-      const int i = base + j * kThreads + t;
-      const int left = __shfl_up_sync(0xffffffffu, v[j], 1);
-      const int before = lane == 0 ? edge[j] : left;
-      const bool inside = i < sq;
-      falls |= inside && i > 0 && v[j] < before;
-      const unsigned word = __ballot_sync(0xffffffffu, inside && (i == 0 || v[j] != before));
-      if (lane == 0) words[j * (kThreads / 32) + warp] = word;
+      const int i = p0 + j;
+      if (i < sq) {
+        falls |= i > 0 && v[j] < before;
+        if (i == 0 || v[j] != before) mine |= 1u << j;
+      }
+      before = v[j];
     }
-    if (__syncthreads_or(falls)) return fall_back();  // (also: the words are written)
-    unsigned word = t < kWords ? words[t] : 0u;
+    if (__syncthreads_or(falls)) return fall_back();
     int found = 0;
-    int at = documents + detail::block_exclusive_sum<kThreads>(__popc(word), found, warp_sums);
+    int at = documents + detail::block_exclusive_sum<kThreads>(__popc(mine), found, warp_sums);
     if (documents + found > kSegmentPlanMaxDocuments) return fall_back();  // (found: the same in every thread)
-    for (; word != 0u; word &= word - 1u) starts[at++] = base + 32 * t + __ffs(word) - 1;
+    for (; mine != 0u; mine &= mine - 1u) starts[at++] = p0 + __ffs(mine) - 1;
     documents += found;
-    __syncthreads();  // the words are read before the next pass writes them
   }
+  __syncthreads();  // the starts written
   if (documents > static_cast<int>(segment_tile_bound(sq, 64))) return fall_back();
   if (threadIdx.x == 0) starts[documents] = sq;
   __syncthreads();
