@@ -188,7 +188,7 @@ def main(argv=None):
             q.add_argument("--table", help="the table to merge into (default: compiler/tuning/<arch>.txt here)")
             q.add_argument("--margin", type=float, default=0.02, help="geo-mean gain an entry needs (default 0.02)")
             q.add_argument("--max-loss", type=float, default=0.01,
-                           help="largest loss at any size an entry may have (default 0.01: never more than 1 % slower)")
+                           help="largest loss at any size an entry may have (default 0.01: never more than 1 %% slower)")
         if name == "time":
             q.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "flashc-tune"),
                            help="where the bundles are unpacked")
