@@ -45,6 +45,10 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
         // rule's, named) and with the table walk (segments=0), so that the tuner pairs each form with the plan it
         // suits (flash-tile and flash-generate-backward read `segments` from the entry).
         if (takesSegmentForm(kernel)) {
+          // (FlexAttention's spelling, `(t[q] == t[k]) & (q >= k)`, has its causal window, and so this key, only in
+          // the segment form: its table-walk kernel is keyed `none+mod`, where these points would not apply)
+          auto attention = llvm::cast<tile::AttentionSpecAttr>(kernel.getSpecAttr());
+          bool walkPoints = !attention.getTopLeft();
           size_t count = candidates.size();
           for (size_t i = 0; i < count; ++i) {
             TuningPoint &point = candidates[i];
@@ -54,7 +58,7 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
             point.segments = true;
             TuningPoint walk = point;
             walk.segments = false;
-            if (!llvm::is_contained(candidates, walk))
+            if (walkPoints && !llvm::is_contained(candidates, walk))
               candidates.push_back(walk);
           }
           // (the points named both ways may now repeat the kernel's own plan)

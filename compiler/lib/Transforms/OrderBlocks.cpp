@@ -85,6 +85,12 @@ struct OrderBlocksPass : public mlir::flash::impl::OrderBlocksBase<OrderBlocksPa
         if (DictionaryAttr tuning = kernel.getTuningAttr())
           if (auto knob = tuning.getAs<BoolAttr>(flashc::kTuningPersistentName)) {
             loops = knob.getValue() && ws;
+            if (loops && attention.getSegments()) {
+              kernel.emitError() << "flash-order-blocks: @" << kernel.getSymName()
+                                 << "'s tuning entry asks for the persistent grid, which the segment form (a "
+                                    "document mask's tiles, one a block) does not take; give the key segments=0";
+              return signalPassFailure();
+            }
             if (loops && !twoConsumers) {
               kernel.emitError() << "flash-order-blocks: @" << kernel.getSymName()
                                  << "'s tuning entry asks for the persistent grid, which only the "

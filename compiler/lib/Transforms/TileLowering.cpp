@@ -167,15 +167,30 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
   // spelling's entries serve both)
   AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
   std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
-  const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
-  if (entry && entry->point.segments)
-    return *entry->point.segments;
   // Hand rule: on wherever the kernel is the warp-specialised one with a tile a block, the form's only kernel
-  // (H200, sessions 43-44: the document row's forward kernel 339 -> 257 us; the GPU suites and sanitizers clean).
-  if (entry && entry->point.persistent.value_or(false))
-    return false;
-  Strategy strategy = entry && entry->point.strategy ? *entry->point.strategy : defaultPlan(target, spec, {}).strategy;
-  return strategy == Strategy::WgmmaWsSm90;
+  // (H200, sessions 43-44: the document row's forward kernel 339 -> 257 us; the tuner: 25-28 % forward, 14-17 %
+  // backward over the table walk at every plan). Every entry that plans a length range of the kernel must allow it
+  // (the short-keys kernel of a split by key length keeps `segments`): none says segments=0, persistent=1 or a
+  // strategy other than the warp-specialised one, and a range planned by the hand rule needs the hand rule's
+  // strategy to be that one, unless an entry asks for the form (segments=1: the CPU executor's f32 kernels; a GPU
+  // kernel that is not warp-specialised is refused at code generation). (An entry of the other backward form is not
+  // this kernel's: flash-plan-memory passes over it.)
+  bool handWs = defaultPlan(target, spec, {}).strategy == Strategy::WgmmaWsSm90;
+  bool asked = false, wholeRange = false;
+  bool transposed = role == KernelRole::AttentionBackwardTransposed;
+  for (bool bounded : {false, true}) {
+    const TuningEntry *entry = !key ? nullptr : bounded ? table.lookupBounded(*key) : table.lookup(*key);
+    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")))
+      continue;
+    wholeRange |= !bounded;
+    const TuningPoint &point = entry->point;
+    if (!point.segments.value_or(true) || point.persistent.value_or(false) ||
+        (point.strategy && *point.strategy != Strategy::WgmmaWsSm90) ||
+        (!point.segments && !point.strategy && !handWs))
+      return false;
+    asked |= point.segments.value_or(false);
+  }
+  return asked || wholeRange || handWs;
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
