@@ -1881,11 +1881,11 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     std::vector<std::string> positional;
     for (size_t i = 0; i < argNames.size(); ++i)
       positional.push_back("arg" + std::to_string(i));
-    // The segment form (a document mask's tiles) is the warp-specialised kernels' only: a plan that left them (a
-    // block-size override, an entry of another strategy) would read a block-class table its kernel did not write.
+    // The segment form (a document mask's tiles) is the warp-specialised kernels' only: another kernel would read a
+    // block-class table that its block-class kernel left unwritten. (flashc's own plans never give one: takesSegments
+    // asks every entry; this guards the tile IR that other tools hand in.)
     if (auto attention = llvm::dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-        attention && attention.getSegments() && !attention.classifiesMaskBlocks() &&
-        attention.getRole() != tile::KernelRole::AttentionSegmentPlan && !isWarpSpecialized(kernel))
+        attention && attention.getSegments() && !attention.classifiesMaskBlocks() && !isWarpSpecialized(kernel))
       return kernel.emitError() << "@" << kernel.getSymName()
                                 << " takes a document mask's segment form, which only the warp-specialised kernel has, "
                                    "but it is planned as "

@@ -60,7 +60,7 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
     if (lane >= d) sums += x;
   }
   total = __shfl_sync(0xffffffffu, sums, kWarps - 1);
-  const int before = warp > 0 ? __shfl_sync(0xffffffffu, sums, warp > 0 ? warp - 1 : 0) : 0;
+  const int before = warp > 0 ? __shfl_sync(0xffffffffu, sums, warp - 1) : 0;  // (warp: the same in every lane)
   __syncthreads();  // warp_sums may be rewritten by the next call
   return before + upto - v;
 }
