@@ -84,6 +84,12 @@ def configs(full):
     yield dict(d=128, t="bf16", mask="none", hq=8, hkv=8, document=True, forward="segments=1", backward="segments=1")
     yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, document=True,
                forward="strategy=wgmma_ws_sm90 block_m=192 block_n=128 warps=12 stages=2 ping_pong=1 segments=1")
+    # ... with the plan's tiles longest first across documents (a tuning point, `segment_order`): the plan kernel's
+    # counting sort by the causal corner's weights and by whole documents'.
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, document=True, forward="segment_order=longest",
+               backward="segment_order=longest")
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, document=True, forward="segment_order=longest",
+               backward="segment_order=longest")
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:

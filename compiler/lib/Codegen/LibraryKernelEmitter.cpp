@@ -155,8 +155,13 @@ FailureOr<WsKernel> emitSegmentPlan(tile::KernelOp kernel, ArrayRef<std::string>
     out << (i ? ", " : "") << "const flashc::TensorArg " << name;
   out << ") {\n";
   out << "  static_assert(" << result.threads << " == flashc::device::kSegmentPlanThreads, \"the plan's block\");\n";
-  out << "  flashc::device::attention_segment_plan(" << cppNames[2] << ", static_cast<int>(" << cppNames[0]
-      << ".shape[2]), static_cast<int>(" << cppNames[1] << ".shape[2]), " << cppNames[3] << ");\n}\n\n";
+  auto attention = llvm::cast<tile::AttentionSpecAttr>(kernel.getSpecAttr());
+  out << "  flashc::device::attention_segment_plan";
+  if (attention.getLongestFirst())  // (the maps' order: the tiles longest first across documents)
+    out << "<flashc::device::kSegmentPlanThreads, flashc::device::kSegmentOrderLongest, /*kCausal=*/"
+        << (attention.isCausal() ? "true" : "false") << ">";
+  out << "(" << cppNames[2] << ", static_cast<int>(" << cppNames[0] << ".shape[2]), static_cast<int>(" << cppNames[1]
+      << ".shape[2]), " << cppNames[3] << ");\n}\n\n";
   return result;
 }
 

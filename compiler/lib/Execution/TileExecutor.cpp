@@ -23,6 +23,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -897,8 +898,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   }
 }
 
-/// A document modifier's segment plan, as segments.cuh's attention_segment_plan writes it (segment_layout.h): the
-/// forward's tile body is the table form's, so only flashc-run and the tests read it.
+/// A document modifier's segment plan, as segments.cuh's attention_segment_plan writes it (segment_layout.h), in its
+/// order: the forward's tile body is the table form's, so only flashc-run and the tests read it.
 LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
   HostTensor &ids = *tensorOf(op.getIds());
   HostTensor &plan = *tensorOf(op.getPlan());
@@ -930,15 +931,28 @@ LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
     for (int64_t d = 0; d < documents; ++d)
       tiles += (starts[d + 1] - starts[d] + blockM - 1) / blockM;
     header[1 + s] = static_cast<int32_t>(tiles <= bound ? tiles : -1);
+    // The tiles document by document; longest first: by non-increasing weight, ties in document order (the GPU's
+    // counting sort places a bucket's tiles in its atomics' order).
+    struct Tile {
+      int64_t document, index, weight;
+    };
+    std::vector<Tile> order;
+    for (int64_t d = 0; d < documents && tiles <= bound; ++d) {
+      int64_t count = (starts[d + 1] - starts[d] + blockM - 1) / blockM;
+      for (int64_t i = 0; i < count; ++i)
+        order.push_back({d, i,
+                         device::segment_tile_weight(static_cast<int>(count), static_cast<int>(i), op.getCausal())});
+    }
+    if (op.getLongestFirst())
+      std::stable_sort(order.begin(), order.end(), [](const Tile &a, const Tile &b) { return a.weight > b.weight; });
     int64_t t = 0;
-    for (int64_t d = 0; d < documents && tiles <= bound; ++d)
-      for (int64_t i = 0; i < (starts[d + 1] - starts[d] + blockM - 1) / blockM; ++i, ++t) {
-        int32_t *e = row(first + t);
-        e[0] = static_cast<int32_t>(starts[d]);
-        e[1] = static_cast<int32_t>(starts[d + 1] - starts[d]);
-        e[2] = static_cast<int32_t>(i);
-        e[3] = 1;
-      }
+    for (const Tile &tile : order) {
+      int32_t *e = row(first + t++);
+      e[0] = static_cast<int32_t>(starts[tile.document]);
+      e[1] = static_cast<int32_t>(starts[tile.document + 1] - starts[tile.document]);
+      e[2] = static_cast<int32_t>(tile.index);
+      e[3] = 1;
+    }
     for (; t < bound; ++t)
       std::fill(row(first + t), row(first + t) + 4, 0);
   }

@@ -502,11 +502,14 @@ struct AttentionKernel {
   }
 
   /// The segment plan of a document modifier (tile.plan_segments): the
-  /// kernel's one block reads the ids once.
+  /// kernel's one block reads the ids once; longest_first orders its maps
+  /// by the tiles' work, which the causal corner weighs.
   void segmentPlan() {
     Value q = kb.arg(0), k = kb.arg(1), ids = kb.arg(2), plan = kb.arg(3);
     Value sq = kb.dim(q, 2, "seq_q"), sk = kb.dim(k, 2, "seq_k");
-    kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan);
+    bool longest = spec.getLongestFirst();
+    kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan, longest ? kb.b.getUnitAttr() : UnitAttr(),
+                                longest && spec.isCausal() ? kb.b.getUnitAttr() : UnitAttr());
   }
 
   void postprocess() {

@@ -414,9 +414,15 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     // the table.
     bool segments = maskModReadsTensors(op) && !deterministic && takesSegments(op, mainRole, pb.getTarget(), *table);
     Value plan;
+    bool longestFirst = false;  // (the plan's order: the entry's segment_order)
     if (segments) {
-      FailureOr<Value> p = pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k,
-                                                maskTensors[*documentSegments(op)], "segment_plan_keys" + slot.suffix);
+      FailureOr<bool> longest = segmentsLongestFirst(op, mainRole, pb.getTarget(), *table);
+      if (failed(longest))
+        return failure();
+      longestFirst = *longest;
+      FailureOr<Value> p =
+          pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k, maskTensors[*documentSegments(op)],
+                               "segment_plan_keys" + slot.suffix, longestFirst);
       if (failed(p))
         return failure();
       plan = *p;
@@ -458,7 +464,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
         succeeded(pb.launch(loc, base + "_bwd_preprocess",
                             spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
         succeeded(pb.launch(loc, base + "_bwd",
-                            attentionSpec(op, mainRole, /*blockTable=*/true, segments),
+                            attentionSpec(op, mainRole, /*blockTable=*/true, segments, longestFirst),
                             masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable, plan))) &&
         succeeded(pb.launch(loc, base + "_bwd_postprocess",
                             spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));

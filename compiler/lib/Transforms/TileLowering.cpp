@@ -99,7 +99,8 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
   return std::pair{left, right};
 }
 
-AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments) {
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments,
+                                bool longestFirst) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -115,12 +116,14 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
     std::tie(left, right) = *band;
   // FlexAttention's document_causal, (t[q] == t[k]) & (q >= k) over no mask, in the segment form: the causal window
   // on the modifier's positions (top-left) as well, which the modifier's own q >= k makes redundant for the table
-  // walk and a document's tile needs (it masks the window's part alone).
+  // walk and a document's tile needs (it masks the window's part alone); the segment plan's too (its longest-first
+  // order weighs the tiles by it).
+  bool plan = role == KernelRole::AttentionSegmentPlan;
   segments = segments && (role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
                           role == KernelRole::AttentionBackwardTransposed || role == KernelRole::AttentionMaskBlocks ||
                           role == KernelRole::AttentionMaskBlocksTransposed);
   bool causalModifier = false;
-  if (segments && mask.isNone())
+  if ((segments || plan) && mask.isNone())
     if (std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
         documents && documents->causal) {
       right = 0;
@@ -144,7 +147,11 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
-                                segments);
+                                segments,
+                                // (the plan's order, named on the main kernels that read it too)
+                                longestFirst && (plan || (segments && (role == KernelRole::AttentionForward ||
+                                                                       role == KernelRole::AttentionBackward ||
+                                                                       role == KernelRole::AttentionBackwardTransposed))));
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -193,8 +200,31 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
   return asked || wholeRange || handWs;
 }
 
+FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
+                                     const TuningTable &table) {
+  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
+  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
+  bool transposed = role == KernelRole::AttentionBackwardTransposed;
+  std::optional<bool> longest;
+  const TuningEntry *first = nullptr;
+  for (bool bounded : {false, true}) {
+    const TuningEntry *entry = !key ? nullptr : bounded ? table.lookupBounded(*key) : table.lookup(*key);
+    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")))
+      continue;
+    bool asks = entry->point.longestFirst.value_or(false);
+    if (longest && *longest != asks)
+      return op.emitError() << "flash-tile: the tuning entries " << first->name() << " and " << entry->name()
+                            << " give " << stringifyKernelRole(role)
+                            << " different segment orders; its kernels share one segment plan",
+             failure();
+    longest = asks;
+    first = entry;
+  }
+  return longest.value_or(false);
+}
+
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
-                                                   Value k, Value ids, StringRef name) {
+                                                   Value k, Value ids, StringRef name, bool longestFirst) {
   MLIRContext *ctx = op.getContext();
   // rows = 1 + bound(64) + bound(128) + bound(192), bound(M) = ceil(Sq / M) + ceil(ceil(Sq / M) / 4): the device
   // library's segment_plan_rows (segment_layout.h; the executor checks the size against it).
@@ -212,7 +242,9 @@ FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Locati
   auto type = GlobalTensorType::get(ctx, {ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, ValueRange{rows});
   alloc->setAttr("tile.name", builder->getStringAttr(name));
-  if (failed(launch(loc, baseName, attentionSpec(op, KernelRole::AttentionSegmentPlan), {q, k, ids, alloc})))
+  if (failed(launch(loc, baseName,
+                    attentionSpec(op, KernelRole::AttentionSegmentPlan, /*blockTable=*/true, false, longestFirst),
+                    {q, k, ids, alloc})))
     return failure();
   return Value(alloc);
 }

@@ -109,7 +109,7 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// (documentSegments).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
-                                            bool segments = false);
+                                            bool segments = false, bool longestFirst = false);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a
@@ -122,6 +122,11 @@ std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
 /// it: yes unless `table`'s entry for it says segments=0.
 bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
                    const TuningTable &table);
+/// The segment form's tile order for that kernel (where takesSegments): longest first across documents where its
+/// entries say segment_order=longest, else document by document; an error on `op` where the entries that plan its
+/// key lengths disagree (the program's one plan has one order).
+mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::tile::KernelRole role,
+                                           const TargetDescription &target, const TuningTable &table);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
@@ -201,7 +206,7 @@ public:
   /// from the ids (role attention_segment_plan, `tile.plan_segments`).
   mlir::FailureOr<mlir::Value> launchSegmentPlan(mlir::flash::AttentionOp op, mlir::Location loc,
                                                  llvm::StringRef baseName, mlir::Value q, mlir::Value k,
-                                                 mlir::Value ids, llvm::StringRef name);
+                                                 mlir::Value ids, llvm::StringRef name, bool longestFirst);
 
   /// `segmentPlan` (may be null): a document modifier's segment plan, launched
   /// before: the kernel does nothing where the plan's segment form serves

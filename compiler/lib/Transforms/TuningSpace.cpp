@@ -91,7 +91,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getTopLeft(),
                                 attention.getSegments() && (role == KernelRole::AttentionForward ||
                                                             role == KernelRole::AttentionBackward ||
-                                                            role == KernelRole::AttentionBackwardTransposed));
+                                                            role == KernelRole::AttentionBackwardTransposed),
+                                attention.getLongestFirst() && role == KernelRole::AttentionSegmentPlan);
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

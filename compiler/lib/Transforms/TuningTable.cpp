@@ -38,7 +38,7 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b", "segments"};
+                                              "resident_b", "segments", "segment_order"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -61,7 +61,7 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   if (field == "persistent")
     return kind == "attention_forward";
   // A document modifier's segment form (flash-tile, flash-generate-backward).
-  if (field == "segments")
+  if (field == "segments" || field == "segment_order")
     return kind == "attention_forward" || kind == "attention_backward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
@@ -160,6 +160,8 @@ std::string TuningPoint::str() const {
     add("resident_b", *residentB ? "1" : "0");
   if (segments)
     add("segments", *segments ? "1" : "0");
+  if (longestFirst)
+    add("segment_order", *longestFirst ? "longest" : "documents");
   return text;
 }
 
@@ -289,6 +291,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("segments must be 0 or 1, got '" + value + "'");
         point.segments = value == "1";
+      } else if (name == "segment_order") {
+        if (value != "documents" && value != "longest")
+          return fail("segment_order must be documents or longest, got '" + value + "'");
+        point.longestFirst = value == "longest";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -308,6 +314,11 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
       return fail("segments=1 with persistent=1: the segment form takes one document's tile a block");
     if (point.segments.value_or(false) && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
       return fail("segments=1 on mask class '" + key.mask +
+                  "': the segment form is a document modifier's (a class with +mod)");
+    if (point.longestFirst && (point.segments == false || point.persistent.value_or(false)))
+      return fail("segment_order orders the segment form's tiles: not with segments=0 or persistent=1");
+    if (point.longestFirst && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
+      return fail("segment_order on mask class '" + key.mask +
                   "': the segment form is a document modifier's (a class with +mod)");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
@@ -465,6 +476,9 @@ TuningPoint pointOf(KernelOp kernel) {
   // The segment form of a document modifier's forward (flash-tile): named where taken.
   if (attention && attention.getSegments())
     point.segments = true;
+  // Its tiles' order (the plan's, which the kernel's spec names): named where not the documents' own.
+  if (attention && attention.getSegments() && attention.getLongestFirst())
+    point.longestFirst = true;
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

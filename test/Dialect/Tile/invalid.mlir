@@ -869,3 +869,18 @@ func.func @plan_rows(%i: index, %ids: !tile.tensor<?xi32>, %plan: !tile.tensor<?
   tile.plan_segments %ids queries %i keys %i into %plan : <?xi32>, <?x3xi32>
   return
 }
+
+// -----
+
+// The tiles' weights belong to the longest-first order.
+func.func @plan_causal(%i: index, %ids: !tile.tensor<?xi32>, %plan: !tile.tensor<?x4xi32>) {
+  // expected-error @+1 {{'tile.plan_segments' op causal weighs the tiles of the longest-first order: it needs longest_first}}
+  tile.plan_segments %ids queries %i keys %i into %plan causal : <?xi32>, <?x4xi32>
+  return
+}
+
+// -----
+
+// The order is the segment plan's (and names it on the main kernels that read the plan): not a table walk's.
+// expected-error @+1 {{#tile.attention longest_first orders a segment plan's maps: role attention_segment_plan, or a main kernel in the segment form that reads the plan}}
+func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, longest_first = true>}

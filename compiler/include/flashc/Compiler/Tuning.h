@@ -73,6 +73,10 @@ struct TuningPoint {
   /// #tile.attention segments). A kernel of the key whose modifier is not a
   /// document compare keeps its table walk.
   std::optional<bool> segments;
+  /// The segment form's tile order (`segment_order=longest|documents`): the
+  /// plan's maps longest first across documents (segments.cuh, #tile.attention
+  /// longest_first) or document by document.
+  std::optional<bool> longestFirst;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

@@ -562,6 +562,8 @@ LogicalResult PlanSegmentsOp::verify() {
   auto plan = llvm::cast<GlobalTensorType>(getPlan().getType());
   if (plan.getRank() != 2 || !plan.getElementType().isSignlessInteger(32) || plan.getShape()[1] != 4)
     return emitOpError() << "plan must be a [rows, 4] i32 !tile.tensor (a header, then the tile maps), got " << plan;
+  if (getCausal() && !getLongestFirst())
+    return emitOpError() << "causal weighs the tiles of the longest-first order: it needs longest_first";
   return success();
 }
 

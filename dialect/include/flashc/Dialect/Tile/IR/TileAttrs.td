@@ -276,6 +276,14 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     at the sequence's positions, else it walks the table (the block-class
     kernel: leaves at once where the plan serves). The tile body is the
     table form's, the same result.
+    longest_first = true (role attention_segment_plan): the plan's maps list
+    the tiles longest first across documents (a tile's work from the window:
+    under the causal one tile z of a document of n tiles sees n - z tiles,
+    else every tile its whole document), so that the grid's last blocks are
+    its shortest; without it, document by document. The order is the
+    kernels' launch order only: every tile is listed once either way. A main
+    kernel in the segment form names its plan's order the same way (its code
+    reads the map either way).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -290,7 +298,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$score_additive,
     DefaultValuedParameter<"bool", "false">:$score_separable,
     DefaultValuedParameter<"bool", "false">:$top_left,
-    DefaultValuedParameter<"bool", "false">:$segments);
+    DefaultValuedParameter<"bool", "false">:$segments,
+    DefaultValuedParameter<"bool", "false">:$longest_first);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
@@ -303,6 +312,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     bool computesScores() const;
     /// Is it a role that writes a mask modifier's block classes?
     bool classifiesMaskBlocks() const;
+    /// Is the window the causal one (every key up to the query's position)?
+    bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
   }];
 }
 

@@ -460,15 +460,20 @@ def Tile_PlanSegmentsOp : Tile_Op<"plan_segments", [MemoryEffects<[MemRead, MemW
     Reads the document ids %ids (a modifier's rank-1 i32 tensor; a position
     past it reads 0) of Sq = %queries query and Sk = %keys key rows and writes
     %plan, [segment_plan_rows(Sq), 4] i32 (the device library's
-    segments.cuh): row 0 {form, documents, tiles at 128 rows, tiles at 192},
-    then each block size's tile map, an entry {first row of the tile's
-    document, its length, the tile's index in it, 1}. Form 0 (the ids
-    decrease somewhere, Sq != Sk, more documents than the maps hold) leaves
-    the forward to its block-class table. One block: the kernel's whole grid.
+    segments.cuh): row 0 {form, tiles at 64 rows, at 128, at 192}, then
+    each block size's tile map, an entry {first row of the tile's document,
+    its length, the tile's index in it, 1}. Form 0 (the ids decrease
+    somewhere, Sq != Sk, more documents than the maps hold) leaves the
+    kernels to their block-class table. One block: the kernel's whole grid.
+    `longest_first`: each map lists its tiles by non-increasing work
+    (segment_tile_weight: `causal`, tile z of n sees n - z tiles, else the
+    whole document), ties in document order; else document by document.
   }];
-  let arguments = (ins Tile_Tensor:$ids, Index:$queries, Index:$keys, Tile_Tensor:$plan);
+  let arguments = (ins Tile_Tensor:$ids, Index:$queries, Index:$keys, Tile_Tensor:$plan,
+                       UnitAttr:$longest_first, UnitAttr:$causal);
   let assemblyFormat = [{
-    $ids `queries` $queries `keys` $keys `into` $plan attr-dict `:` type($ids) `,` type($plan)
+    $ids `queries` $queries `keys` $keys `into` $plan (`longest_first` $longest_first^)? (`causal` $causal^)?
+    attr-dict `:` type($ids) `,` type($plan)
   }];
   let hasVerifier = 1;
 }
