@@ -86,10 +86,10 @@ def configs(full):
                forward="strategy=wgmma_ws_sm90 block_m=192 block_n=128 warps=12 stages=2 ping_pong=1 segments=1")
     # ... with the plan's tiles longest first across documents (a tuning point, `segment_order`): the plan kernel's
     # counting sort by the causal corner's weights and by whole documents'.
-    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, document=True, forward="segment_order=longest",
-               backward="segment_order=longest")
-    yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, document=True, forward="segment_order=longest",
-               backward="segment_order=longest")
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, document=True, forward="segments=1 segment_order=longest",
+               backward="segments=1 segment_order=longest")
+    yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, document=True, forward="segments=1 segment_order=longest",
+               backward="segments=1 segment_order=longest")
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:
@@ -196,6 +196,10 @@ def compile_one(flashc, cfg, arch, workdir):
                                                          ("attention_forward" if kind == "attention_forward"
                                                           else "attention_backward"), tile.stdout):
                 serialized.append("the %s did not take the segment form (tile IR without segments = true)" % kind)
+            if "segment_order=longest" in point and not re.search(
+                    r"role = %s[^>]*segments = true, longest_first = true" %
+                    ("attention_forward" if kind == "attention_forward" else "attention_backward"), tile.stdout):
+                serialized.append("the %s's plan did not take the longest-first order (no longest_first)" % kind)
     return name, spills, serialized, wide
 
 
