@@ -196,10 +196,12 @@ def compile_one(flashc, cfg, arch, workdir):
                                                          ("attention_forward" if kind == "attention_forward"
                                                           else "attention_backward"), tile.stdout):
                 serialized.append("the %s did not take the segment form (tile IR without segments = true)" % kind)
-            if "segment_order=longest" in point and not re.search(
-                    r"role = %s[^>]*segments = true, longest_first = true" %
-                    ("attention_forward" if kind == "attention_forward" else "attention_backward"), tile.stdout):
-                serialized.append("the %s's plan did not take the longest-first order (no longest_first)" % kind)
+            # (the plan kernel of the kernel's program: `_fwd_segments` / `_bwd_segments`)
+            plan = r"tile\.kernel @\w+_%s_segments\((?:(?!tile\.kernel).)*?role = attention_segment_plan[^>]*" \
+                   r"longest_across_documents = true" % ("fwd" if kind == "attention_forward" else "bwd")
+            if "segment_order=longest" in point and not re.search(plan, tile.stdout, re.S):
+                serialized.append("the %s's plan did not take the longest-first order (no longest_across_documents)"
+                                  % kind)
     return name, spills, serialized, wide
 
 

@@ -16,10 +16,11 @@
 // RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segment_order=longest\nsm_90a attention_backward bf16 d128 causal+mod -> segment_order=longest\n' > %t.longest.txt
 // RUN: flashc %s --emit=cuda --tuning-table=%t.longest.txt -o - | FileCheck %s --check-prefix=LONG
 // LONG-LABEL: // ---- documents_attention_bwd_segments ----
-// LONG: role = attention_segment_plan, {{.*}}, longest_first = true>
+// LONG: role = attention_segment_plan, {{.*}}, longest_across_documents = true>
 // LONG: flashc::device::attention_segment_plan<flashc::device::kSegmentPlanThreads, flashc::device::kSegmentOrderLongest, /*kCausal=*/true>(mask_t0, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), segment_plan_keys);
+// (the main kernel's code as before: its recipe names its plan's order)
 // LONG-LABEL: // ---- documents_attention_bwd ----
-// LONG: static constexpr bool kSegments = true;
+// LONG-NEXT: // computes #tile.attention<role = attention_backward{{.*}}, segments = true, longest_across_documents = true>
 // (the forward's plan: the same kernel)
 // LONG-LABEL: // ---- documents_attention_fwd_segments ----
 // LONG-NEXT: // launches flashc_documents_attention_bwd_segments

@@ -104,7 +104,7 @@ void testDamage() {
 
 void testOpenMemory() {
   // The packer takes what the loader reads; the blob opens as the directory does.
-  for (std::string name : {"basic", "multiarch", "tma"}) {
+  for (std::string name : {"basic", "multiarch", "tma", "segment_plan"}) {
     auto blob = packBundleDirectory(kBundles + "/" + name);
     if (!checkOk(blob, "pack bundles/" + name)) continue;
     auto fromDir = Bundle::open(kBundles + "/" + name);

@@ -8,6 +8,7 @@
 # carry: [".carry/t45l", ".carry/bp45l", ".carry/bp45", ".carry/t44"] (t44: the other bundles test_gpu_attention's
 # document tests open).
 # Predictions (written before the run):
+#  - segment_plan_test (the plan kernel against the CPU): 0 failed.
 #  - flashc-run over the 10 bundles in the longest-first order: every check passes (the map is a permutation of the
 #    same tiles; the fallback at ids that go down is unchanged). racecheck / memcheck of the plan kernel: 0 hazards.
 #  - test_gpu_attention -k document: OK.
@@ -22,6 +23,10 @@ export FLASHC_DEVICE_WORK=/tmp/fd
 [ -x build-dev/bin/flashc-run ] || { OUT=$R/dr timeout 200 scripts/device-bench.sh --steps build > $R/build.txt 2>&1; echo "build rc=$?"; rm -rf $R/dr; }
 export FLASHC_RUNTIME_LIB=$PWD/build-dev/runtime/libflashc_runtime.so PYTHONPATH=$PWD/python
 t0=$SECONDS
+# The plan kernel alone against the CPU (test/GPU/segment_plan_test.cpp: every order's maps, weights non-increasing
+# longest first, a document of 2100 tiles past the last bucket, the fallbacks).
+timeout 60 build-dev/test/GPU/segment_plan_test > $R/segment_plan_test.txt 2>&1
+echo "segment_plan_test rc=$? $(tail -1 $R/segment_plan_test.txt) ($((SECONDS-t0)) s)"
 run_doc() {
   local b="$1" R="$2"
   { timeout 40 build-dev/bin/flashc-run $b --require-gpu --batch 2 --seq-q 1000 --seq-k 1000 &&
@@ -35,7 +40,7 @@ cat $R/run_attn_*.txt > $R/flashc_run_longest.txt; rm -f $R/run_attn_*.txt
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
 for tool in racecheck memcheck; do
   timeout 90 $CS --tool $tool --error-exitcode 3 --kernel-regex kns=segments build-dev/bin/flashc-run \
-    .carry/t45l/attn_bf16_h4kv2_d128_causal_mod6ac147f1_* --batch 1 --seq-q 3000 --seq-k 3000 > $R/${tool}_plan.txt 2>&1
+    .carry/t45l/attn_bf16_h4kv2_d128_causal_mod6ac147f1_740e3d93d1a3 --batch 1 --seq-q 3000 --seq-k 3000 > $R/${tool}_plan.txt 2>&1
   echo "$tool (the plan kernels) rc=$? $(grep -E 'SUMMARY' $R/${tool}_plan.txt | head -1)"
 done
 FLASHC_BUNDLE_PATH=$PWD/.carry/t45l:$PWD/.carry/t44 timeout 120 python3 -m unittest discover -s python/tests \

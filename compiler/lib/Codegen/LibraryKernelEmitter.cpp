@@ -157,7 +157,7 @@ FailureOr<WsKernel> emitSegmentPlan(tile::KernelOp kernel, ArrayRef<std::string>
   out << "  static_assert(" << result.threads << " == flashc::device::kSegmentPlanThreads, \"the plan's block\");\n";
   auto attention = llvm::cast<tile::AttentionSpecAttr>(kernel.getSpecAttr());
   out << "  flashc::device::attention_segment_plan";
-  if (attention.getLongestFirst())  // (the maps' order: the tiles longest first across documents)
+  if (attention.getLongestAcrossDocuments())  // (the maps' order: the tiles longest first across documents)
     out << "<flashc::device::kSegmentPlanThreads, flashc::device::kSegmentOrderLongest, /*kCausal=*/"
         << (attention.isCausal() ? "true" : "false") << ">";
   out << "(" << cppNames[2] << ", static_cast<int>(" << cppNames[0] << ".shape[2]), static_cast<int>(" << cppNames[1]

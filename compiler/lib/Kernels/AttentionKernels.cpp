@@ -507,7 +507,7 @@ struct AttentionKernel {
   void segmentPlan() {
     Value q = kb.arg(0), k = kb.arg(1), ids = kb.arg(2), plan = kb.arg(3);
     Value sq = kb.dim(q, 2, "seq_q"), sk = kb.dim(k, 2, "seq_k");
-    bool longest = spec.getLongestFirst();
+    bool longest = spec.getLongestAcrossDocuments();
     kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan, longest ? kb.b.getUnitAttr() : UnitAttr(),
                                 longest && spec.isCausal() ? kb.b.getUnitAttr() : UnitAttr());
   }

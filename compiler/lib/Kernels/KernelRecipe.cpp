@@ -178,7 +178,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
                                      a.getMaskMod(), a.getMaskBlocks(), a.getScoreMod(), a.getScoreAdditive(),
-                                     a.getScoreSeparable(), a.getTopLeft(), a.getSegments(), a.getLongestFirst());
+                                     a.getScoreSeparable(), a.getTopLeft(), a.getSegments(), a.getLongestAcrossDocuments());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),

@@ -309,7 +309,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       bool longestFirst = false;  // (the plan's order: its entries' segment_order)
       if (segments) {
         FailureOr<bool> longest =
-            segmentsLongestFirst(attention, tile::KernelRole::AttentionForward, target, *tuningTable);
+            segmentsLongestFirst(attention, tile::KernelRole::AttentionForward, target, *tuningTable, "flash-tile");
         if (failed(longest))
           return cleanup();
         longestFirst = *longest;

@@ -416,7 +416,7 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     Value plan;
     bool longestFirst = false;  // (the plan's order: the entry's segment_order)
     if (segments) {
-      FailureOr<bool> longest = segmentsLongestFirst(op, mainRole, pb.getTarget(), *table);
+      FailureOr<bool> longest = segmentsLongestFirst(op, mainRole, pb.getTarget(), *table, "flash-generate-backward");
       if (failed(longest))
         return failure();
       longestFirst = *longest;

@@ -201,24 +201,26 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
 }
 
 FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
-                                     const TuningTable &table) {
+                                     const TuningTable &table, StringRef pass) {
   AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
   std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
   bool transposed = role == KernelRole::AttentionBackwardTransposed;
+  // An entry that names no order leaves it to the others (the tuner's split by key length writes the hand rule's
+  // plan on a side without a winner); two that name different orders cannot both hold.
   std::optional<bool> longest;
-  const TuningEntry *first = nullptr;
+  const TuningEntry *named = nullptr;
   for (bool bounded : {false, true}) {
     const TuningEntry *entry = !key ? nullptr : bounded ? table.lookupBounded(*key) : table.lookup(*key);
-    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")))
+    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")) ||
+        !entry->point.longestFirst)
       continue;
-    bool asks = entry->point.longestFirst.value_or(false);
-    if (longest && *longest != asks)
-      return op.emitError() << "flash-tile: the tuning entries " << first->name() << " and " << entry->name()
+    if (longest && *longest != *entry->point.longestFirst)
+      return op.emitError() << pass << ": the tuning entries " << named->name() << " and " << entry->name()
                             << " give " << stringifyKernelRole(role)
                             << " different segment orders; its kernels share one segment plan",
              failure();
-    longest = asks;
-    first = entry;
+    longest = entry->point.longestFirst;
+    named = entry;
   }
   return longest.value_or(false);
 }

@@ -122,11 +122,13 @@ std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
 /// it: yes unless `table`'s entry for it says segments=0.
 bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
                    const TuningTable &table);
-/// The segment form's tile order for that kernel (where takesSegments): longest first across documents where its
-/// entries say segment_order=longest, else document by document; an error on `op` where the entries that plan its
-/// key lengths disagree (the program's one plan has one order).
+/// The segment form's tile order for that kernel (where takesSegments): longest first across documents where an
+/// entry that plans one of its key ranges says segment_order=longest (an entry that names no order leaves it to the
+/// others), else document by document; an error from `pass` on `op` where two entries name different orders (the
+/// program's one plan has one order).
 mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::tile::KernelRole role,
-                                           const TargetDescription &target, const TuningTable &table);
+                                           const TargetDescription &target, const TuningTable &table,
+                                           llvm::StringRef pass);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,

@@ -80,6 +80,9 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
   // (the block-class table and the score modifier belong to the roles that compute scores)
   bool scores = role != KernelRole::AttentionBackwardPreprocess && role != KernelRole::AttentionBackwardPostprocess &&
                 role != KernelRole::AttentionMaskBlocks && role != KernelRole::AttentionMaskBlocksTransposed;
+  bool segments = attention.getSegments() && (role == KernelRole::AttentionForward ||
+                                              role == KernelRole::AttentionBackward ||
+                                              role == KernelRole::AttentionBackwardTransposed);
   return AttentionSpecAttr::get(attention.getContext(), role, attention.getHeadDim(),
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),
@@ -89,10 +92,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
                                 attention.getTopLeft(),
-                                attention.getSegments() && (role == KernelRole::AttentionForward ||
-                                                            role == KernelRole::AttentionBackward ||
-                                                            role == KernelRole::AttentionBackwardTransposed),
-                                attention.getLongestFirst() && role == KernelRole::AttentionSegmentPlan);
+                                segments, attention.getLongestAcrossDocuments() &&
+                                              (segments || role == KernelRole::AttentionSegmentPlan));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

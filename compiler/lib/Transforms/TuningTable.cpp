@@ -477,7 +477,7 @@ TuningPoint pointOf(KernelOp kernel) {
   if (attention && attention.getSegments())
     point.segments = true;
   // Its tiles' order (the plan's, which the kernel's spec names): named where not the documents' own.
-  if (attention && attention.getSegments() && attention.getLongestFirst())
+  if (attention && attention.getSegments() && attention.getLongestAcrossDocuments())
     point.longestFirst = true;
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.

@@ -882,5 +882,5 @@ func.func @plan_causal(%i: index, %ids: !tile.tensor<?xi32>, %plan: !tile.tensor
 // -----
 
 // The order is the segment plan's (and names it on the main kernels that read the plan): not a table walk's.
-// expected-error @+1 {{#tile.attention longest_first orders a segment plan's maps: role attention_segment_plan, or a main kernel in the segment form that reads the plan}}
-func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, longest_first = true>}
+// expected-error @+1 {{#tile.attention longest_across_documents orders a segment plan's maps: role attention_segment_plan, or a main kernel in the segment form that reads the plan}}
+func.func private @s() attributes {s = #tile.attention<role = attention_forward, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, longest_across_documents = true>}

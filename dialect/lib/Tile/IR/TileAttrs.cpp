@@ -97,7 +97,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
                                         FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
                                         bool scoreAdditive, bool scoreSeparable, bool topLeft, bool segments,
-                                        bool longestFirst) {
+                                        bool longestAcrossDocuments) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -126,10 +126,10 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
     return emitError() << "#tile.attention segments needs an attention_forward or a backward's main kernel with "
                           "mask_blocks (a document modifier's table), or the kernel that classifies its blocks, "
                           "under no window or a causal one, without a key_offset";
-  if (longestFirst && role != KernelRole::AttentionSegmentPlan &&
+  if (longestAcrossDocuments && role != KernelRole::AttentionSegmentPlan &&
       !(segments && (role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
                      role == KernelRole::AttentionBackwardTransposed)))
-    return emitError() << "#tile.attention longest_first orders a segment plan's maps: role "
+    return emitError() << "#tile.attention longest_across_documents orders a segment plan's maps: role "
                           "attention_segment_plan, or a main kernel in the segment form that reads the plan";
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";

@@ -276,7 +276,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     at the sequence's positions, else it walks the table (the block-class
     kernel: leaves at once where the plan serves). The tile body is the
     table form's, the same result.
-    longest_first = true (role attention_segment_plan): the plan's maps list
+    longest_across_documents = true (role attention_segment_plan): the
+    plan's maps list
     the tiles longest first across documents (a tile's work from the window:
     under the causal one tile z of a document of n tiles sees n - z tiles,
     else every tile its whole document), so that the grid's last blocks are
@@ -299,7 +300,7 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$score_separable,
     DefaultValuedParameter<"bool", "false">:$top_left,
     DefaultValuedParameter<"bool", "false">:$segments,
-    DefaultValuedParameter<"bool", "false">:$longest_first);
+    DefaultValuedParameter<"bool", "false">:$longest_across_documents);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
