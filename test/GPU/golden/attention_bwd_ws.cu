@@ -9,6 +9,7 @@
 // D = 128: docs/design/wgmma-backward.md, step 5.)
 #define FLASHC_BWD_ALLOW_WIDE 1  // D = 256: this form keeps one accumulator a warpgroup
 #include "attention_bwd.cu"      // bwd_config (the -D flags), the pre/postprocess kernels
+#include "flashc/device/attention_bwd_ends.cuh"
 #include "flashc/device/attention_bwd_ws.cuh"
 
 static_assert(bwd_config::kSoftcap == 0.f && !FLASHC_BWD_DETERMINISTIC, "ws backward: no softcap, dQ by atomics");
@@ -28,6 +29,17 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_BLOCK_M  // queries a step: 128 at D = 64 (dQ by row halves), else 64
 #define FLASHC_BWD_WS_BLOCK_M (FLASHC_HEAD_DIM == 64 ? 128 : 64)
 #endif
+// dQ's first writer stores (kDqFirstStore: dq_accum not zeroed; a flag per 64 x 64 tile in the launcher's
+// dq_semaphore workspace): docs/design/backward-ends.md, lever 1. Not yet run on a GPU.
+#ifndef FLASHC_BWD_WS_DQ_STORE
+#define FLASHC_BWD_WS_DQ_STORE 0
+#endif
+// The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
+// instead of attention_bwd.cu's: the first writer's store needs them (its flags).
+#ifndef FLASHC_BWD_WS_LIBRARY_ENDS
+#define FLASHC_BWD_WS_LIBRARY_ENDS FLASHC_BWD_WS_DQ_STORE
+#endif
+static_assert(!FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_LIBRARY_ENDS, "the first writer's store: the library's ends");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -35,7 +47,9 @@ struct Config {
   static constexpr int kGroup = bwd_config::kGroup;
   static constexpr int kWindowLeft = bwd_config::Mask::L, kWindowRight = bwd_config::Mask::R;
   static constexpr float kScale = bwd_config::kScale;
-  static constexpr float kDqScale = 1.f;  // attention_bwd.cu's postprocess scales dQ
+  // attention_bwd.cu's postprocess scales dQ; the library's converts it only
+  static constexpr float kDqScale = FLASHC_BWD_WS_LIBRARY_ENDS ? bwd_config::kScale : 1.f;
+  static constexpr bool kDqFirstStore = FLASHC_BWD_WS_DQ_STORE;
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
@@ -50,16 +64,38 @@ constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan:
 extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
                                             flashc::TensorArg delta, flashc::TensorArg dq_accum,
-                                            flashc::TensorArg dk, flashc::TensorArg dv,
+                                            flashc::TensorArg dk, flashc::TensorArg dv, flashc::TensorArg dq_flags,
                                             const __grid_constant__ flashc::TmaDescriptor q_map,
                                             const __grid_constant__ flashc::TmaDescriptor k_map,
                                             const __grid_constant__ flashc::TmaDescriptor v_map,
                                             const __grid_constant__ flashc::TmaDescriptor do_map,
                                             const __grid_constant__ flashc::TmaDescriptor dq_map) {
-  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
-                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
+  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(
+      q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]),
+      &dq_map, flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(),
+      FLASHC_BWD_WS_DQ_STORE ? static_cast<int*>(dq_flags.data) : nullptr);
 }
 
+#if FLASHC_BWD_WS_LIBRARY_ENDS
+// The library's ends (grid (ceil(Sq / 64), Hq, B), 128 threads): delta and dq_accum zeroed, or (the first writer's
+// store) delta and the tile flags zeroed; dQ converted, zeros where no block wrote a tile.
+extern "C" __global__ void __launch_bounds__(128)
+FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_preprocess)(flashc::TensorArg o, flashc::TensorArg dout,
+                                                       flashc::TensorArg delta, flashc::TensorArg dq_accum,
+                                                       flashc::TensorArg dq_flags) {
+  flashc::device::attention_bwd_preprocess<bwd_config::Elem, bwd_config::kHeadDim, bwd_config::kHeadDim>(
+      o, dout, delta, FLASHC_BWD_WS_DQ_STORE ? nullptr : &dq_accum,
+      FLASHC_BWD_WS_DQ_STORE ? static_cast<int*>(dq_flags.data) : nullptr);
+}
+extern "C" __global__ void __launch_bounds__(128)
+FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq,
+                                                        flashc::TensorArg dq_flags) {
+  flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(
+      dq_accum, dq, FLASHC_BWD_WS_DQ_STORE ? static_cast<const int*>(dq_flags.data) : nullptr);
+}
+#endif
+
+#if !FLASHC_BWD_WS_DQ_STORE  // (dense tensors only)
 // Packed variable-length sequences (varlen.cuh), the same Config: the plan of key tiles (offsets checked, the map of
 // each sequence's kBlockN-key tiles), then the main kernel on grid (packed_tile_bound(Tk, B, kBlockN), kHeadsKV, 1).
 // q, k, v, dout [T, H, D] (3-D maps (D, H, T), box (64, 1, rows)); lse, delta [Hq, Tq] f32; dq_accum [Tq, Hq, D] f32
@@ -87,3 +123,4 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_varlen)(flashc::TensorArg q, flashc::
                                                                   dq_accum, dk, dv, cu_q, cu_k, key_map,
                                                                   static_cast<const int*>(status.data), &dq_map);
 }
+#endif

@@ -61,6 +61,13 @@
 //                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
+//   kDqFirstStore (optional, false when absent; kernel lab only, not yet timed: docs/design/backward-ends.md, lever 1)
+//                         dq_accum is not zeroed: the first block to reach a 64 x 64 tile of dQ (a flag per tile and
+//                         column part, dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, zeroed by the preprocess)
+//                         stores its boxes, waits for the store and releases the flag; every later one acquires it
+//                         and adds. Dense tensors and TMA reductions only (kDqTma; not the segment form, whose boxes
+//                         start at a document's first row, nor packed sequences): the postprocess writes zeros where
+//                         a flag is 0.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
@@ -85,6 +92,16 @@
 
 namespace flashc {
 namespace device {
+
+// A Config's kDqFirstStore where it has one, else false.
+template <class Config, class = void>
+struct DqFirstStoreOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct DqFirstStoreOf<Config, decltype(void(Config::kDqFirstStore))> {
+  static constexpr bool value = Config::kDqFirstStore;
+};
 
 template <class Config>
 struct AttentionBwdWsPlan {
@@ -178,6 +195,9 @@ struct AttentionBwdWsPlan {
   static constexpr bool kDqTma = Config::kDqTma;
   static_assert((!kKeySplit || kDqTma) && (!kDqTma || kDqCols == 64),
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
+  static constexpr bool kDqFirstStore = DqFirstStoreOf<Config>::value;
+  static_assert(!kDqFirstStore || (kDqTma && !kSegments),
+                "ws backward: the first writer's store is a TMA path's, over 64-row tiles (not the segment form)");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -228,14 +248,27 @@ struct AttentionBwdWsPlan {
 };
 
 namespace detail {
+// kDqFirstStore: the flags of dq_accum's 64 x 64 tiles, [batch][head][row tile][column part] (dq_flags; zeroed by the
+// preprocess). 0: no block has reached the tile; 1: its first writer's store is in flight; 2: stored.
+struct DqFirstWriters {
+  int* flags;
+  int heads, row_tiles, parts;
+  __device__ __forceinline__ int* at(int batch, int head, int row0, int col0) const {
+    return flags + ((static_cast<long long>(batch) * heads + head) * row_tiles + row0 / 64) * parts + col0 / 64;
+  }
+};
+
 // dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
 // columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
-template <bool kAligned, int kBoxBytes, bool kPacked = false, int M, int N, int W>
+// kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
+template <bool kAligned, int kBoxBytes, bool kPacked = false, bool kFirstStore = false, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
-                                              int col0, int row0, int head, int batch, int warpgroup, bool first) {
+                                              int col0, int row0, int head, int batch, int warpgroup, bool first,
+                                              const DqFirstWriters& writers = DqFirstWriters{}) {
+  static_assert(!kFirstStore || !kPacked, "dQ's first writer: dense 64-row tiles");
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
@@ -260,6 +293,24 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
+    if constexpr (kFirstStore) {
+      int* flag = writers.at(batch, head, row0, col0);
+      if (atomicCAS(flag, 0, 1) == 0) {
+        // The first writer: its boxes stored over whatever dq_accum held, then the flag released. It waits here for
+        // the store (not later: a block spinning on another's flag must never hold a release of its own, or two
+        // blocks could wait on each other through their warpgroups' barriers).
+        tma_store_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
+        tma_store_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
+        tma_commit_group();
+        tma_wait_group<0, false>();
+        fence_proxy_async_global();
+        store_release_gpu(flag, 2);
+        return;
+      }
+      while (load_acquire_gpu(flag) != 2) {
+      }
+      fence_proxy_async_global();  // the acquire before this block's reductions (the async proxy)
+    }
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
@@ -373,7 +424,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed) {
+                                                      const PackedQueryTiles& packed, int* dq_flags = nullptr) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -496,6 +547,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 
   // This warpgroup's two dQ boxes (kDqTma).
   const unsigned dq_buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
+  // kDqFirstStore: the dense tensors' tile flags (attention_bwd_ws_varlen refuses the Config).
+  constexpr bool kFirstStore = P::kDqFirstStore && !kPacked;
+  const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
+                                          (P::kHeadCols + 63) / 64};
 
   mbarrier_wait(bar(P::kBarKV), 0);
   // Packed: rows past the sequence are the next sequence's, or whatever follows the last one. Their scores are
@@ -551,9 +606,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
       if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                                           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0),
-                                                           prev.head, batch, warpgroup, dq_first);
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+          dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+          q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers);
       dq_first = false;
     };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
@@ -572,8 +627,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, boxes, tma_dq, j * kDqCols, q_start + q0, head,
-                                                               batch, warpgroup, /*first=*/true);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+              dq, boxes, tma_dq, j * kDqCols, q_start + q0, head, batch, warpgroup, /*first=*/true, dq_writers);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
 #pragma unroll
@@ -697,9 +752,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                                               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
-                                                               batch, warpgroup, it == 0);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+              dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+              q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers);
         }
         wgmma_wait<0>();
         release(s);
@@ -760,8 +815,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
         if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, c, q_start + q0, head, batch,
-                                                                warpgroup, dq_first);
+          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, kFirstStore>(
+              dq, dq_buffer, tma_dq, c, q_start + q0, head, batch, warpgroup, dq_first, dq_writers);
           dq_first = false;
         } else {
           // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
@@ -843,7 +898,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads.
+// tensors the score modifier reads; dq_flags: kDqFirstStore's tile flags (else unused).
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -853,11 +908,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv()) {
+                                                 const MaskEnv& score_env = MaskEnv(), int* dq_flags = nullptr) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles());
+                                               PackedQueryTiles(), dq_flags);
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key
@@ -902,6 +957,7 @@ __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma
                                                         const TensorArg& key_map, const int* status,
                                                         const TmaDescriptor* tma_dq) {
   using P = AttentionBwdWsPlan<Config>;
+  static_assert(!P::kDqFirstStore, "ws backward: dQ's first writer over dense tensors (packed rows: not 64-row tiles)");
   if (varlen_rejected(status)) {
     varlen_poison_rows<typename Config::Elem>(dk, nullptr, P::kBlockN);
     return varlen_poison_rows<typename Config::Elem>(dv, nullptr, P::kBlockN);
