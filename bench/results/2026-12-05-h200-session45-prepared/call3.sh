@@ -8,13 +8,13 @@
 cd "$(dirname "$0")/../../.."
 R=$OUT; mkdir -p $R
 export PYTHONUNBUFFERED=1
-LAB=d128_bwdws_ends,d128_bwdws_dqstore,d128_causal_bwdws_ends,d128_causal_bwdws_dqstore,d128_win1024_bwdws_ends,d128_win1024_bwdws_dqstore,d128_f16_gqa4_win100_bwdws_dqstore,d64_causal_bwdws_dqstore,d128_causal_bwdws
+LAB=d128_bwdws_ends,d128_bwdws_dqstore,d128_causal_bwdws_ends,d128_causal_bwdws_dqstore,d128_win1024_bwdws_ends,d128_win1024_bwdws_dqstore,d128_f16_gqa4_win100_bwdws_dqstore,d64_causal_bwdws_ends,d64_causal_bwdws_dqstore,d128_causal_bwdws
 # (a flag protocol bug hangs: timeout)
 timeout -k 10 400 python3 bench/kernel_lab/lab.py --out $R/lab --only $LAB > $R/lab.log 2>&1
 echo "lab rc=$? (124: a hang)"; grep -E "FAIL|ok$" $R/lab.log | tail -40 | cut -c1-160
 for tool in memcheck racecheck synccheck; do
   FLASHC_LAB_SMALL=1 timeout 90 compute-sanitizer --tool $tool --print-limit 20 python3 bench/kernel_lab/lab.py \
-    --out $R/lab_$tool --skip-bench --reuse-build --only d128_bwdws_dqstore,d128_f16_gqa4_win100_bwdws_dqstore \
+    --out $R/lab_$tool --skip-bench --reuse-build --only d128_bwdws_dqstore,d128_f16_gqa4_win100_bwdws_dqstore,d64_causal_bwdws_dqstore \
     > $R/lab_$tool.log 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/lab_$tool.log | head -1)"
 done

@@ -74,7 +74,8 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
   }
   constexpr int kParts = (kHeadCols + 63) / 64;
   if (dq_flags != nullptr && threadIdx.x < kParts)
-    dq_flags[((static_cast<long long>(batch) * o.shape[1] + head) * gridDim.x + blockIdx.x) * kParts + threadIdx.x] = 0;
+    dq_flags[((static_cast<long long>(batch) * o.shape[1] + head) * ((o.shape[2] + 63) / 64) + blockIdx.x) * kParts +
+             threadIdx.x] = 0;
   if (dq_accum == nullptr) return;
   // The block's rows of dq_accum, kHeadCols / 4 float4 a row, the block's threads across them.
   constexpr int kQuads = kHeadCols / 4;
@@ -98,7 +99,8 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
   constexpr int kChunks = kHeadCols / 8, kSteps = (64 * kChunks + 127) / 128, kParts = (kHeadCols + 63) / 64;
   const int batch = blockIdx.z, head = blockIdx.y, row0 = blockIdx.x * 64;
   const int* flags =
-      dq_flags ? dq_flags + ((static_cast<long long>(batch) * dq.shape[1] + head) * gridDim.x + blockIdx.x) * kParts
+      dq_flags ? dq_flags + ((static_cast<long long>(batch) * dq.shape[1] + head) * ((dq.shape[2] + 63) / 64) +
+                             blockIdx.x) * kParts
                : nullptr;
   auto written = [&](int c) { return flags == nullptr || flags[c * 8 / 64] != 0; };  // chunk c's part
   const int rows = min(64, static_cast<int>(dq.shape[2]) - row0);

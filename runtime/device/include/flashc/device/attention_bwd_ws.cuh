@@ -294,6 +294,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   sync_warpgroup();
   if (issuer) {
     if constexpr (kFirstStore) {
+      // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64: nothing to write, and no
+      // flag of its own: its index would be the next head's tile.)
+      if (row0 / 64 >= writers.row_tiles) return;
       int* flag = writers.at(batch, head, row0, col0);
       if (atomicCAS(flag, 0, 1) == 0) {
         // The first writer: its boxes stored over whatever dq_accum held, then the flag released. It waits here for
