@@ -134,6 +134,17 @@ VARIANTS = {
                                                                        "FLASHC_BWD_WS_DQ_STORE": 1}, True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
     "d64_causal_bwdws_dqstore": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_STORE": 1}, True),
+    # dq_accum's tiles zeroed ahead by the producer warpgroup's second warp under the same flags
+    # (FLASHC_BWD_WS_DQ_ZERO_AHEAD: lever 1b): every dQ write a reduction, no consumer waiting on a flag.
+    "d128_bwdws_zeroahead": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
+    "d128_causal_bwdws_zeroahead": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
+                                    True),
+    "d128_win1024_bwdws_zeroahead": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1,
+                                                                   "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
+    "d128_f16_gqa4_win100_bwdws_zeroahead": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1,
+                                                                         "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
+    "d64_causal_bwdws_zeroahead": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
+                                   True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -150,7 +161,8 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws",
                  "d128_bwdws_ends", "d128_bwdws_dqstore", "d128_causal_bwdws_ends", "d128_causal_bwdws_dqstore",
                  "d128_win1024_bwdws_ends", "d128_win1024_bwdws_dqstore", "d64_causal_bwdws_ends",
-                 "d64_causal_bwdws_dqstore"]
+                 "d64_causal_bwdws_dqstore", "d128_bwdws_zeroahead", "d128_causal_bwdws_zeroahead",
+                 "d128_win1024_bwdws_zeroahead", "d64_causal_bwdws_zeroahead"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

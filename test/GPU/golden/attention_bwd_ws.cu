@@ -34,12 +34,17 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_DQ_STORE
 #define FLASHC_BWD_WS_DQ_STORE 0
 #endif
-// The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
-// instead of attention_bwd.cu's: the first writer's store needs them (its flags).
-#ifndef FLASHC_BWD_WS_LIBRARY_ENDS
-#define FLASHC_BWD_WS_LIBRARY_ENDS FLASHC_BWD_WS_DQ_STORE
+// dq_accum's tiles zeroed ahead by the producer warpgroup's second warp (kDqZeroAhead, the same flags): lever 1b.
+#ifndef FLASHC_BWD_WS_DQ_ZERO_AHEAD
+#define FLASHC_BWD_WS_DQ_ZERO_AHEAD 0
 #endif
-static_assert(!FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_LIBRARY_ENDS, "the first writer's store: the library's ends");
+#define FLASHC_BWD_WS_DQ_FLAGS (FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_DQ_ZERO_AHEAD)
+// The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
+// instead of attention_bwd.cu's: the flags need them.
+#ifndef FLASHC_BWD_WS_LIBRARY_ENDS
+#define FLASHC_BWD_WS_LIBRARY_ENDS FLASHC_BWD_WS_DQ_FLAGS
+#endif
+static_assert(!FLASHC_BWD_WS_DQ_FLAGS || FLASHC_BWD_WS_LIBRARY_ENDS, "dq_accum's tile flags: the library's ends");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -50,6 +55,7 @@ struct Config {
   // attention_bwd.cu's postprocess scales dQ; the library's converts it only
   static constexpr float kDqScale = FLASHC_BWD_WS_LIBRARY_ENDS ? bwd_config::kScale : 1.f;
   static constexpr bool kDqFirstStore = FLASHC_BWD_WS_DQ_STORE;
+  static constexpr bool kDqZeroAhead = FLASHC_BWD_WS_DQ_ZERO_AHEAD;
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
@@ -73,7 +79,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
   flashc::device::attention_bwd_ws<bwd_ws_config::Config>(
       q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]),
       &dq_map, flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(),
-      FLASHC_BWD_WS_DQ_STORE ? static_cast<int*>(dq_flags.data) : nullptr);
+      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr);
 }
 
 #if FLASHC_BWD_WS_LIBRARY_ENDS
@@ -84,18 +90,18 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_preprocess)(flashc::TensorArg o, flas
                                                        flashc::TensorArg delta, flashc::TensorArg dq_accum,
                                                        flashc::TensorArg dq_flags) {
   flashc::device::attention_bwd_preprocess<bwd_config::Elem, bwd_config::kHeadDim, bwd_config::kHeadDim>(
-      o, dout, delta, FLASHC_BWD_WS_DQ_STORE ? nullptr : &dq_accum,
-      FLASHC_BWD_WS_DQ_STORE ? static_cast<int*>(dq_flags.data) : nullptr);
+      o, dout, delta, FLASHC_BWD_WS_DQ_FLAGS ? nullptr : &dq_accum,
+      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr);
 }
 extern "C" __global__ void __launch_bounds__(128)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq,
                                                         flashc::TensorArg dq_flags) {
   flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(
-      dq_accum, dq, FLASHC_BWD_WS_DQ_STORE ? static_cast<const int*>(dq_flags.data) : nullptr);
+      dq_accum, dq, FLASHC_BWD_WS_DQ_FLAGS ? static_cast<const int*>(dq_flags.data) : nullptr);
 }
 #endif
 
-#if !FLASHC_BWD_WS_DQ_STORE  // (dense tensors only)
+#if !FLASHC_BWD_WS_DQ_FLAGS  // (dense tensors only)
 // Packed variable-length sequences (varlen.cuh), the same Config: the plan of key tiles (offsets checked, the map of
 // each sequence's kBlockN-key tiles), then the main kernel on grid (packed_tile_bound(Tk, B, kBlockN), kHeadsKV, 1).
 // q, k, v, dout [T, H, D] (3-D maps (D, H, T), box (64, 1, rows)); lse, delta [Hq, Tq] f32; dq_accum [Tq, Hq, D] f32

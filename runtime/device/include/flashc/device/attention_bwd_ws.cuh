@@ -68,6 +68,13 @@
 //                         and adds. Dense tensors and TMA reductions only (kDqTma; not the segment form, whose boxes
 //                         start at a document's first row, nor packed sequences): the postprocess writes zeros where
 //                         a flag is 0.
+//   kDqZeroAhead (optional, false when absent; kernel lab only, not yet timed: backward-ends.md, lever 1b)
+//                         dq_accum is not zeroed by the preprocess: the producer warpgroup's second warp walks the
+//                         block's steps ahead, claims each 64-row tile of dq_accum its dQ rows touch (the flag of
+//                         column part 0 of dq_flags, atomicCAS), zeroes the tiles it wins with 16-byte stores and
+//                         releases them (every part's flag 2), waits for the tiles others won, and counts the
+//                         steps so confirmed in shared memory; the producer fills a step's slot only once its count
+//                         is there. Every dQ write stays a reduction; no consumer waits on a flag. Dense tensors.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
@@ -101,6 +108,16 @@ struct DqFirstStoreOf {
 template <class Config>
 struct DqFirstStoreOf<Config, decltype(void(Config::kDqFirstStore))> {
   static constexpr bool value = Config::kDqFirstStore;
+};
+
+// A Config's kDqZeroAhead where it has one, else false.
+template <class Config, class = void>
+struct DqZeroAheadOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct DqZeroAheadOf<Config, decltype(void(Config::kDqZeroAhead))> {
+  static constexpr bool value = Config::kDqZeroAhead;
 };
 
 template <class Config>
@@ -198,6 +215,10 @@ struct AttentionBwdWsPlan {
   static constexpr bool kDqFirstStore = DqFirstStoreOf<Config>::value;
   static_assert(!kDqFirstStore || (kDqTma && !kSegments),
                 "ws backward: the first writer's store is a TMA path's, over 64-row tiles (not the segment form)");
+  static constexpr bool kDqZeroAhead = DqZeroAheadOf<Config>::value;
+  static_assert(!kDqZeroAhead || (kDqTma && !kSegments && !kDqFirstStore),
+                "ws backward: the tiles zeroed ahead: TMA reductions over dense tensors (the lab's form for now), not "
+                "with the first writer's store");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -258,13 +279,60 @@ struct DqFirstWriters {
   }
 };
 
+// kDqZeroAhead: the steps whose dq_accum tiles are zeroed and released (the producer warpgroup's second warp counts,
+// the producer waits for it). Static shared memory of the kernels that zero ahead only.
+__device__ __forceinline__ int* zeroed_steps_counter() {
+  __shared__ int zeroed_steps;
+  return &zeroed_steps;
+}
+__device__ __forceinline__ int load_acquire_cta_shared(const int* p) {
+  int value;
+  asm volatile("ld.acquire.cta.shared.b32 %0, [%1];\n" : "=r"(value) : "r"(smem_u32(p)) : "memory");
+  return value;
+}
+__device__ __forceinline__ void store_release_cta_shared(int* p, int value) {
+  asm volatile("st.release.cta.shared.b32 [%0], %1;\n" ::"r"(smem_u32(p)), "r"(value) : "memory");
+}
+// The rows [row0, row0 + rows) of dq_accum [B, H, S, kHeadCols] f32 of (batch, head): their 64-row tiles claimed,
+// zeroed where won, and confirmed stored (flag 2) either way, by one warp. `writers` as kDqFirstStore's (its part 0
+// is the tile's claim; every part is released, the postprocess's "written").
+template <int kHeadCols>
+__device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const DqFirstWriters& writers, int batch,
+                                              int head, int row0, int rows) {
+  const int lane = lane_id();
+  const int sq = static_cast<int>(dq_accum.shape[2]);
+  for (int t = row0 / 64; t <= (row0 + rows - 1) / 64 && t < writers.row_tiles; ++t) {
+    int* flag = writers.at(batch, head, t * 64, 0);
+    int won = 0;
+    if (lane == 0) won = load_acquire_gpu(flag) == 0 && atomicCAS(flag, 0, 1) == 0;
+    won = __shfl_sync(0xffffffffu, won, 0);
+    if (won) {
+      constexpr int kQuads = kHeadCols / 4;  // float4 a row
+      float* base = static_cast<float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
+      const int last = min(64, sq - t * 64);
+      for (int i = lane; i < last * kQuads; i += 32) {
+        const int r = t * 64 + i / kQuads, c = (i % kQuads) * 4;
+        *reinterpret_cast<float4*>(base + r * dq_accum.stride[2] + c) = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      __threadfence();  // each lane's zeros before the release (the warp's barrier passes them to lane 0)
+      __syncwarp();
+      if (lane < writers.parts) store_release_gpu(flag + lane, 2);
+    } else if (lane == 0) {
+      while (load_acquire_gpu(flag) != 2) {
+      }
+    }
+    __syncwarp();
+  }
+}
+
 // dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
 // columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
 // kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
-template <bool kAligned, int kBoxBytes, bool kPacked = false, bool kFirstStore = false, int M, int N, int W>
+template <bool kAligned, int kBoxBytes, bool kPacked = false, bool kFirstStore = false, bool kZeroAhead = false,
+          int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
                                               int col0, int row0, int head, int batch, int warpgroup, bool first,
                                               const DqFirstWriters& writers = DqFirstWriters{}) {
@@ -314,6 +382,8 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
       }
       fence_proxy_async_global();  // the acquire before this block's reductions (the async proxy)
     }
+    // kZeroAhead: the tile's zeros reached this thread through the step's full barrier; the async proxy after them.
+    if constexpr (kZeroAhead) fence_proxy_async_global();
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
@@ -492,12 +562,30 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
     mbarrier_init_fence();
+    if constexpr (P::kDqZeroAhead) *detail::zeroed_steps_counter() = 0;
   }
   __syncthreads();  // the last block-wide barrier
+
+  // kDqFirstStore / kDqZeroAhead: the dense tensors' tile flags (attention_bwd_ws_varlen refuses the Config).
+  constexpr bool kFirstStore = P::kDqFirstStore && !kPacked;
+  const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
+                                          (P::kHeadCols + 63) / 64};
 
   // =============================== producer warp ===============================
   if (warpgroup == P::kProducer) {
     warpgroup_reg_dealloc<P::kProducerRegs>();
+    if constexpr (P::kDqZeroAhead) {
+      static_assert(!kPacked, "ws backward: the tiles zeroed ahead over dense tensors");
+      if (warp_id() == P::kProducer * 4 + 1) {
+        // The second warp: every step's dQ tiles zeroed (or confirmed zeroed by their claimer), in step order.
+        for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table,
+                               [&](int it, int head, int q0, int, const MaskEnv&) {
+          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, dq_writers, batch, head, q_start + q0, kBlockM);
+          if (lane_id() == 0) detail::store_release_cta_shared(detail::zeroed_steps_counter(), it + 1);
+        });
+        return;
+      }
+    }
     if (warp_id() != P::kProducer * 4) return;
     const int lane = lane_id();
     if (lane == 0) {
@@ -531,6 +619,12 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                        : INFINITY;
         delta_slot(s)[r] = row < Sq ? P::kScale * delta_v.base[row * delta_v.stride] : 0.f;  // scale D
       }
+      if constexpr (P::kDqZeroAhead) {
+        // The step's dQ tiles zeroed before its slot is full (the consumers reduce into them after the full barrier).
+        if (lane == 0)
+          while (detail::load_acquire_cta_shared(detail::zeroed_steps_counter()) <= it) {
+          }
+      }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
     return;
@@ -550,10 +644,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 
   // This warpgroup's two dQ boxes (kDqTma).
   const unsigned dq_buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
-  // kDqFirstStore: the dense tensors' tile flags (attention_bwd_ws_varlen refuses the Config).
-  constexpr bool kFirstStore = P::kDqFirstStore && !kPacked;
-  const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
-                                          (P::kHeadCols + 63) / 64};
 
   mbarrier_wait(bar(P::kBarKV), 0);
   // Packed: rows past the sequence are the next sequence's, or whatever follows the last one. Their scores are
@@ -609,7 +699,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
       if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
           dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers);
       dq_first = false;
@@ -630,7 +720,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
               dq, boxes, tma_dq, j * kDqCols, q_start + q0, head, batch, warpgroup, /*first=*/true, dq_writers);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
@@ -755,7 +845,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore>(
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
               dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers);
         }
@@ -818,7 +908,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
         if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, kFirstStore>(
+          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
               dq, dq_buffer, tma_dq, c, q_start + q0, head, batch, warpgroup, dq_first, dq_writers);
           dq_first = false;
         } else {
