@@ -73,8 +73,9 @@
 //                         block's steps ahead, claims each 64-row tile of dq_accum its dQ rows touch (the flag of
 //                         column part 0 of dq_flags, atomicCAS), zeroes the tiles it wins with 16-byte stores and
 //                         releases them (every part's flag 2), waits for the tiles others won, and counts the
-//                         steps so confirmed in shared memory; the producer fills a step's slot only once its count
-//                         is there. Every dQ write stays a reduction; no consumer waits on a flag. Dense tensors.
+//                         steps so confirmed in shared memory (8 bytes after the barriers); the producer fills a
+//                         step's slot only once its count is there. Every dQ write stays a reduction; no consumer
+//                         waits on a flag. Dense tensors.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
@@ -224,8 +225,12 @@ struct AttentionBwdWsPlan {
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kDqBoxesBytes = kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0;
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
+  // kDqZeroAhead: the count of steps whose dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
+  // counter would cost 1024: ptxas aligns the dynamic base to the 1024 B this kernel asks for after it).
+  static constexpr int kZeroedStepsBytes = DqZeroAheadOf<Config>::value ? 8 : 0;
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
-                                       kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars + 1024;
+                                       kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars +
+                                       kZeroedStepsBytes + 1024;
   // The deferred form (the schedule's ping_pong; without one the compiler's hand rule, wsBackwardTakesTurns: where
   // four dSᵀ buffers fit): step i's dQ is issued in step i + 1 and the warpgroups' exponentials take turns (the
   // consumers' loop). Four buffers where they fit (64 queries a step, two stages: D = 96-128): a warpgroup stores
@@ -251,7 +256,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemLse = kSmemDq + kDqBoxesBytes;              // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
-  static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kSmemZeroedSteps = kSmemBar + 8 * kNumBars;  // kDqZeroAhead's count (int)
+  static constexpr int kSmemBytes = kSmemZeroedSteps + kZeroedStepsBytes + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
@@ -279,12 +285,6 @@ struct DqFirstWriters {
   }
 };
 
-// kDqZeroAhead: the steps whose dq_accum tiles are zeroed and released (the producer warpgroup's second warp counts,
-// the producer waits for it). Static shared memory of the kernels that zero ahead only.
-__device__ __forceinline__ int* zeroed_steps_counter() {
-  __shared__ int zeroed_steps;
-  return &zeroed_steps;
-}
 __device__ __forceinline__ int load_acquire_cta_shared(const int* p) {
   int value;
   asm volatile("ld.acquire.cta.shared.b32 %0, [%1];\n" : "=r"(value) : "r"(smem_u32(p)) : "memory");
@@ -562,10 +562,12 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
     mbarrier_init_fence();
-    if constexpr (P::kDqZeroAhead) *detail::zeroed_steps_counter() = 0;
+    if constexpr (P::kDqZeroAhead) *reinterpret_cast<int*>(smem + P::kSmemZeroedSteps) = 0;
   }
   __syncthreads();  // the last block-wide barrier
 
+  // kDqZeroAhead: the steps whose dQ tiles the producer warpgroup's second warp has confirmed zeroed (in shared memory).
+  int* const zeroed_steps = reinterpret_cast<int*>(smem + P::kSmemZeroedSteps);
   // kDqFirstStore / kDqZeroAhead: the dense tensors' tile flags (attention_bwd_ws_varlen refuses the Config).
   constexpr bool kFirstStore = P::kDqFirstStore && !kPacked;
   const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
@@ -581,7 +583,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table,
                                [&](int it, int head, int q0, int, const MaskEnv&) {
           detail::zero_dq_tiles<P::kHeadCols>(dq_accum, dq_writers, batch, head, q_start + q0, kBlockM);
-          if (lane_id() == 0) detail::store_release_cta_shared(detail::zeroed_steps_counter(), it + 1);
+          if (lane_id() == 0) detail::store_release_cta_shared(zeroed_steps, it + 1);
         });
         return;
       }
@@ -622,7 +624,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       if constexpr (P::kDqZeroAhead) {
         // The step's dQ tiles zeroed before its slot is full (the consumers reduce into them after the full barrier).
         if (lane == 0)
-          while (detail::load_acquire_cta_shared(detail::zeroed_steps_counter()) <= it) {
+          while (detail::load_acquire_cta_shared(zeroed_steps) <= it) {
           }
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
