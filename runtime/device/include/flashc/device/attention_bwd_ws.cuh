@@ -318,8 +318,7 @@ __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const D
       __syncwarp();
       if (lane < writers.parts) store_release_gpu(flag + lane, 2);
     } else if (lane == 0) {
-      while (load_acquire_gpu(flag) != 2) {
-      }
+      while (load_acquire_gpu(flag) != 2) __nanosleep(64);  // (unmasked: every key block's warp polls tile 0 at once)
     }
     __syncwarp();
   }
