@@ -119,8 +119,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
   // walk and a document's tile needs (it masks the window's part alone); the segment plan's too (its longest-first
   // order weighs the tiles by it).
   bool plan = role == KernelRole::AttentionSegmentPlan;
-  segments = segments && (role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
-                          role == KernelRole::AttentionBackwardTransposed || role == KernelRole::AttentionMaskBlocks ||
+  bool segmentMain = AttentionSpecAttr::isSegmentMainRole(role);
+  segments = segments && (segmentMain || role == KernelRole::AttentionMaskBlocks ||
                           role == KernelRole::AttentionMaskBlocksTransposed);
   bool causalModifier = false;
   if ((segments || plan) && mask.isNone())
@@ -147,11 +147,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
-                                segments,
                                 // (the plan's order, named on the main kernels that read it too)
-                                longestFirst && (plan || (segments && (role == KernelRole::AttentionForward ||
-                                                                       role == KernelRole::AttentionBackward ||
-                                                                       role == KernelRole::AttentionBackwardTransposed))));
+                                segments, longestFirst && (plan || (segments && segmentMain)));
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -166,30 +163,39 @@ std::optional<unsigned> documentSegments(flash::AttentionOp op) {
   return documents->operand;
 }
 
+/// The table's entries that plan `op`'s kernel of `role` under the segment form's key: the key's unbounded entry,
+/// then its bounded (@s<=N) one, where they exist and are of the kernel's backward form (flash-plan-memory passes
+/// over an entry of the other form).
+static SmallVector<const TuningEntry *, 2> segmentKernelEntries(flash::AttentionOp op, KernelRole role,
+                                                                 const TargetDescription &target,
+                                                                 const TuningTable &table) {
+  // (the key of the kernel the form would build: FlexAttention's spelling gets the causal window, so the attribute
+  // spelling's entries serve both)
+  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role, /*blockTable=*/true, true), {});
+  StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
+  SmallVector<const TuningEntry *, 2> entries;
+  for (const TuningEntry *entry : {key ? table.lookup(*key) : nullptr, key ? table.lookupBounded(*key) : nullptr})
+    if (entry && (!entry->point.form || *entry->point.form == form))
+      entries.push_back(entry);
+  return entries;
+}
+
 bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
                    const TuningTable &table) {
   if (!documentSegments(op))
     return false;
-  // (the key of the kernel the form would build: FlexAttention's spelling gets the causal window, so the attribute
-  // spelling's entries serve both)
-  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
-  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
   // Hand rule: on wherever the kernel is the warp-specialised one with a tile a block, the form's only kernel
   // (H200, sessions 43-44: the document row's forward kernel 339 -> 257 us; the tuner: 25-28 % forward, 14-17 %
   // backward over the table walk at every plan). Every entry that plans a length range of the kernel must allow it
   // (the short-keys kernel of a split by key length keeps `segments`): none says segments=0, persistent=1 or a
   // strategy other than the warp-specialised one, and a range planned by the hand rule needs the hand rule's
   // strategy to be that one, unless an entry asks for the form (segments=1: the CPU executor's f32 kernels; a GPU
-  // kernel that is not warp-specialised is refused at code generation). (An entry of the other backward form is not
-  // this kernel's: flash-plan-memory passes over it.)
-  bool handWs = defaultPlan(target, spec, {}).strategy == Strategy::WgmmaWsSm90;
+  // kernel that is not warp-specialised is refused at code generation).
+  bool handWs =
+      defaultPlan(target, attentionSpec(op, role, /*blockTable=*/true, true), {}).strategy == Strategy::WgmmaWsSm90;
   bool asked = false, wholeRange = false;
-  bool transposed = role == KernelRole::AttentionBackwardTransposed;
-  for (bool bounded : {false, true}) {
-    const TuningEntry *entry = !key ? nullptr : bounded ? table.lookupBounded(*key) : table.lookup(*key);
-    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")))
-      continue;
-    wholeRange |= !bounded;
+  for (const TuningEntry *entry : segmentKernelEntries(op, role, target, table)) {
+    wholeRange |= !entry->keysAtMost;
     const TuningPoint &point = entry->point;
     if (!point.segments.value_or(true) || point.persistent.value_or(false) ||
         (point.strategy && *point.strategy != Strategy::WgmmaWsSm90) ||
@@ -202,27 +208,20 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
 
 FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
                                      const TuningTable &table, StringRef pass) {
-  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, true);
-  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
-  bool transposed = role == KernelRole::AttentionBackwardTransposed;
   // An entry that names no order leaves it to the others (the tuner's split by key length writes the hand rule's
   // plan on a side without a winner); two that name different orders cannot both hold.
-  std::optional<bool> longest;
   const TuningEntry *named = nullptr;
-  for (bool bounded : {false, true}) {
-    const TuningEntry *entry = !key ? nullptr : bounded ? table.lookupBounded(*key) : table.lookup(*key);
-    if (!entry || (entry->point.form && *entry->point.form != (transposed ? "transposed" : "rows")) ||
-        !entry->point.longestFirst)
+  for (const TuningEntry *entry : segmentKernelEntries(op, role, target, table)) {
+    if (!entry->point.longestFirst)
       continue;
-    if (longest && *longest != *entry->point.longestFirst)
+    if (named && *named->point.longestFirst != *entry->point.longestFirst)
       return op.emitError() << pass << ": the tuning entries " << named->name() << " and " << entry->name()
                             << " give " << stringifyKernelRole(role)
                             << " different segment orders; its kernels share one segment plan",
              failure();
-    longest = entry->point.longestFirst;
     named = entry;
   }
-  return longest.value_or(false);
+  return named && *named->point.longestFirst;
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,

@@ -80,9 +80,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
   // (the block-class table and the score modifier belong to the roles that compute scores)
   bool scores = role != KernelRole::AttentionBackwardPreprocess && role != KernelRole::AttentionBackwardPostprocess &&
                 role != KernelRole::AttentionMaskBlocks && role != KernelRole::AttentionMaskBlocksTransposed;
-  bool segments = attention.getSegments() && (role == KernelRole::AttentionForward ||
-                                              role == KernelRole::AttentionBackward ||
-                                              role == KernelRole::AttentionBackwardTransposed);
+  bool segments = attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role);
   return AttentionSpecAttr::get(attention.getContext(), role, attention.getHeadDim(),
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),

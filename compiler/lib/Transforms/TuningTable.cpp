@@ -312,14 +312,12 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     }
     if (point.segments.value_or(false) && point.persistent.value_or(false))
       return fail("segments=1 with persistent=1: the segment form takes one document's tile a block");
-    if (point.segments.value_or(false) && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
-      return fail("segments=1 on mask class '" + key.mask +
+    if ((point.segments.value_or(false) || point.longestFirst) && key.mask != "*" &&
+        !llvm::StringRef(key.mask).contains("+mod"))
+      return fail((point.longestFirst ? "segment_order" : "segments=1") + (" on mask class '" + key.mask) +
                   "': the segment form is a document modifier's (a class with +mod)");
     if (point.longestFirst && (point.segments == false || point.persistent.value_or(false)))
       return fail("segment_order orders the segment form's tiles: not with segments=0 or persistent=1");
-    if (point.longestFirst && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
-      return fail("segment_order on mask class '" + key.mask +
-                  "': the segment form is a document modifier's (a class with +mod)");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
@@ -419,9 +417,7 @@ bool takesSegmentForm(KernelOp kernel) {
       attention.getKeyOffset() ||
       attention.getWindowLeft() != -1 || attention.getWindowRight() > 0)
     return false;
-  KernelRole role = attention.getRole();
-  if (role != KernelRole::AttentionForward && role != KernelRole::AttentionBackward &&
-      role != KernelRole::AttentionBackwardTransposed)
+  if (!AttentionSpecAttr::isSegmentMainRole(attention.getRole()))
     return false;
   auto maskMod = SymbolTable::lookupNearestSymbolFrom<MaskModOp>(kernel, attention.getMaskMod());
   std::optional<DocumentCompare> documents = maskMod ? documentCompare(maskMod.getBody()) : std::nullopt;

@@ -29,15 +29,16 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_BLOCK_M  // queries a step: 128 at D = 64 (dQ by row halves), else 64
 #define FLASHC_BWD_WS_BLOCK_M (FLASHC_HEAD_DIM == 64 ? 128 : 64)
 #endif
-// dQ's first writer stores (kDqFirstStore: dq_accum not zeroed; a flag per 64 x 64 tile in the launcher's
+// dQ's first writer stores (DqFill::kFirstStore: dq_accum not zeroed; a flag per 64 x 64 tile in the launcher's
 // dq_semaphore workspace): docs/design/backward-ends.md, lever 1. Not yet run on a GPU.
 #ifndef FLASHC_BWD_WS_DQ_STORE
 #define FLASHC_BWD_WS_DQ_STORE 0
 #endif
-// dq_accum's tiles zeroed ahead by the producer warpgroup's second warp (kDqZeroAhead, the same flags): lever 1b.
+// dq_accum's tiles zeroed ahead by the producer warpgroup's second warp (DqFill::kZeroAhead, the same flags): lever 1b.
 #ifndef FLASHC_BWD_WS_DQ_ZERO_AHEAD
 #define FLASHC_BWD_WS_DQ_ZERO_AHEAD 0
 #endif
+static_assert(!(FLASHC_BWD_WS_DQ_STORE && FLASHC_BWD_WS_DQ_ZERO_AHEAD), "one way for dq_accum to start");
 #define FLASHC_BWD_WS_DQ_FLAGS (FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_DQ_ZERO_AHEAD)
 // The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
 // instead of attention_bwd.cu's: the flags need them.
@@ -54,8 +55,9 @@ struct Config {
   static constexpr float kScale = bwd_config::kScale;
   // attention_bwd.cu's postprocess scales dQ; the library's converts it only
   static constexpr float kDqScale = FLASHC_BWD_WS_LIBRARY_ENDS ? bwd_config::kScale : 1.f;
-  static constexpr bool kDqFirstStore = FLASHC_BWD_WS_DQ_STORE;
-  static constexpr bool kDqZeroAhead = FLASHC_BWD_WS_DQ_ZERO_AHEAD;
+  static constexpr flashc::device::DqFill kDqFill = FLASHC_BWD_WS_DQ_STORE      ? flashc::device::DqFill::kFirstStore
+                                                  : FLASHC_BWD_WS_DQ_ZERO_AHEAD ? flashc::device::DqFill::kZeroAhead
+                                                                                : flashc::device::DqFill::kPreprocess;
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;

@@ -119,16 +119,13 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
   if (role == KernelRole::AttentionSegmentPlan && (!maskMod || maskBlocks || scoreMod || segments))
     return emitError() << "#tile.attention role attention_segment_plan needs a mask_mod (the document compare) and "
                           "nothing else of the forward";
-  if (segments && ((role != KernelRole::AttentionForward && role != KernelRole::AttentionBackward &&
-                    role != KernelRole::AttentionBackwardTransposed && !classifies) ||
+  if (segments && ((!isSegmentMainRole(role) && !classifies) ||
                    (!maskBlocks && !classifies) || keyOffset || windowLeft != -1 ||
                    (windowRight != 0 && windowRight != -1)))
     return emitError() << "#tile.attention segments needs an attention_forward or a backward's main kernel with "
                           "mask_blocks (a document modifier's table), or the kernel that classifies its blocks, "
                           "under no window or a causal one, without a key_offset";
-  if (longestAcrossDocuments && role != KernelRole::AttentionSegmentPlan &&
-      !(segments && (role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
-                     role == KernelRole::AttentionBackwardTransposed)))
+  if (longestAcrossDocuments && role != KernelRole::AttentionSegmentPlan && !(segments && isSegmentMainRole(role)))
     return emitError() << "#tile.attention longest_across_documents orders a segment plan's maps: role "
                           "attention_segment_plan, or a main kernel in the segment form that reads the plan";
   if (scoreSeparable && !scoreAdditive)

@@ -26,9 +26,9 @@ __device__ __forceinline__ void load8(const Elem* p, float (&x)[8]) {
 }  // namespace detail
 
 // o, dout [B, H, S, kValueCols] (Elem), delta [B, H, S] f32; dq_accum [B, H, S, kHeadCols] f32 or nullptr (not
-// zeroed); dq_flags: the main kernel's first-writer flags (attention_bwd_ws.cuh kDqFirstStore, [B][H][ceil(S / 64)]
-// [ceil(kHeadCols / 64)] i32, this block's zeroed) or nullptr. A row's kValueCols / 8 chunks go to a group of kLanes lanes (the power of two at or above it, at most
-// 32), 32 / kLanes rows a warp at a time; every load of the block's rows is issued before the first sum (the widths
+// zeroed); dq_flags: the main kernel's tile flags where dq_accum is not zeroed here (attention_bwd_ws.cuh kDqFill,
+// [B][H][ceil(S / 64)][ceil(kHeadCols / 64)] i32, this block's zeroed) or nullptr. A row's kValueCols / 8 chunks go
+// to a group of kLanes lanes (the power of two at or above it, at most 32), 32 / kLanes rows a warp at a time; every load of the block's rows is issued before the first sum (the widths
 // are compile-time: the loops unroll), then each group sums its products by shuffles.
 template <class Elem, int kValueCols, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, const TensorArg& dout,
@@ -90,8 +90,8 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
 
 // dq_accum [B, H, S, kHeadCols] f32 -> dq (Elem): 8 elements a thread a step (two 16-byte loads, one store), the
 // block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store. dq_flags (the main
-// kernel's first writers, or nullptr): a 64-column part whose flag is 0 had no writer, so its dQ is 0 (dq_accum was
-// not zeroed).
+// kernel's tile flags, kDqFill, or nullptr): a 64-column part whose flag is 0 had no writer, so its dQ is 0
+// (dq_accum was not zeroed).
 template <class Elem, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq,
                                                           const int* dq_flags = nullptr) {

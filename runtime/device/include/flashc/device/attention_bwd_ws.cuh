@@ -61,21 +61,19 @@
 //                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
-//   kDqFirstStore (optional, false when absent; kernel lab only, not yet timed: docs/design/backward-ends.md, lever 1)
-//                         dq_accum is not zeroed: the first block to reach a 64 x 64 tile of dQ (a flag per tile and
-//                         column part, dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, zeroed by the preprocess)
-//                         stores its boxes, waits for the store and releases the flag; every later one acquires it
-//                         and adds. Dense tensors and TMA reductions only (kDqTma; not the segment form, whose boxes
-//                         start at a document's first row, nor packed sequences): the postprocess writes zeros where
-//                         a flag is 0.
-//   kDqZeroAhead (optional, false when absent; kernel lab only, not yet timed: backward-ends.md, lever 1b)
-//                         dq_accum is not zeroed by the preprocess: the producer warpgroup's second warp walks the
-//                         block's steps ahead, claims each 64-row tile of dq_accum its dQ rows touch (the flag of
-//                         column part 0 of dq_flags, atomicCAS), zeroes the tiles it wins with 16-byte stores and
-//                         releases them (every part's flag 2), waits for the tiles others won, and counts the
-//                         steps so confirmed in shared memory (8 bytes after the barriers); the producer fills a
-//                         step's slot only once its count is there. Every dQ write stays a reduction; no consumer
-//                         waits on a flag. Dense tensors.
+//   kDqFill (optional, DqFill::kPreprocess when absent)   how dq_accum starts: zeroed by the preprocess, or (kernel lab
+//                         only, not yet timed: docs/design/backward-ends.md) not zeroed, under a flag per 64 x 64 tile
+//                         and column part (dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, zeroed by the
+//                         preprocess; the postprocess writes zeros where a flag is 0). Dense tensors and TMA
+//                         reductions only (kDqTma; not the segment form nor packed sequences, for now):
+//                         kFirstStore (lever 1): the first block to reach a tile stores its boxes, waits for the
+//                         store and releases the flag; every later one acquires it and adds.
+//                         kZeroAhead (lever 1b): the producer warpgroup's second warp walks the block's steps ahead,
+//                         claims each 64-row tile its dQ rows touch (part 0's flag, atomicCAS), zeroes the tiles it
+//                         wins with 16-byte stores and releases them (every part's flag 2), waits for the tiles
+//                         others won, and counts the steps so confirmed in shared memory (8 bytes after the
+//                         barriers); the producer fills a step's slot only once its count is there. Every dQ write
+//                         stays a reduction; no consumer waits on a flag.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
@@ -101,24 +99,15 @@
 namespace flashc {
 namespace device {
 
-// A Config's kDqFirstStore where it has one, else false.
+// How dq_accum starts (Config::kDqFill above).
+enum class DqFill { kPreprocess, kFirstStore, kZeroAhead };
 template <class Config, class = void>
-struct DqFirstStoreOf {
-  static constexpr bool value = false;
+struct DqFillOf {
+  static constexpr DqFill value = DqFill::kPreprocess;
 };
 template <class Config>
-struct DqFirstStoreOf<Config, decltype(void(Config::kDqFirstStore))> {
-  static constexpr bool value = Config::kDqFirstStore;
-};
-
-// A Config's kDqZeroAhead where it has one, else false.
-template <class Config, class = void>
-struct DqZeroAheadOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct DqZeroAheadOf<Config, decltype(void(Config::kDqZeroAhead))> {
-  static constexpr bool value = Config::kDqZeroAhead;
+struct DqFillOf<Config, decltype(void(Config::kDqFill))> {
+  static constexpr DqFill value = Config::kDqFill;
 };
 
 template <class Config>
@@ -213,13 +202,11 @@ struct AttentionBwdWsPlan {
   static constexpr bool kDqTma = Config::kDqTma;
   static_assert((!kKeySplit || kDqTma) && (!kDqTma || kDqCols == 64),
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
-  static constexpr bool kDqFirstStore = DqFirstStoreOf<Config>::value;
-  static_assert(!kDqFirstStore || (kDqTma && !kSegments),
-                "ws backward: the first writer's store is a TMA path's, over 64-row tiles (not the segment form)");
-  static constexpr bool kDqZeroAhead = DqZeroAheadOf<Config>::value;
-  static_assert(!kDqZeroAhead || (kDqTma && !kSegments && !kDqFirstStore),
-                "ws backward: the tiles zeroed ahead: TMA reductions over dense tensors (the lab's form for now), not "
-                "with the first writer's store");
+  static constexpr DqFill kDqFill = DqFillOf<Config>::value;
+  static constexpr bool kDqZeroAhead = kDqFill == DqFill::kZeroAhead;
+  static_assert(kDqFill == DqFill::kPreprocess || (kDqTma && !kSegments),
+                "ws backward: dq_accum unzeroed by the preprocess: TMA reductions over dense 64-row tiles (not the "
+                "segment form, for now)");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -227,7 +214,7 @@ struct AttentionBwdWsPlan {
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
   // kDqZeroAhead: the count of steps whose dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
   // counter would cost 1024: ptxas aligns the dynamic base to the 1024 B this kernel asks for after it).
-  static constexpr int kZeroedStepsBytes = DqZeroAheadOf<Config>::value ? 8 : 0;
+  static constexpr int kZeroedStepsBytes = kDqZeroAhead ? 8 : 0;
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
                                        kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars +
                                        kZeroedStepsBytes + 1024;
@@ -275,8 +262,9 @@ struct AttentionBwdWsPlan {
 };
 
 namespace detail {
-// kDqFirstStore: the flags of dq_accum's 64 x 64 tiles, [batch][head][row tile][column part] (dq_flags; zeroed by the
-// preprocess). 0: no block has reached the tile; 1: its first writer's store is in flight; 2: stored.
+// kDqFill other than kPreprocess: the flags of dq_accum's 64 x 64 tiles, [batch][head][row tile][column part]
+// (dq_flags; zeroed by the preprocess). 0: no block has reached the tile; 1: claimed, its store or zeros in flight;
+// 2: stored or zeroed.
 struct DqFirstWriters {
   int* flags;
   int heads, row_tiles, parts;
@@ -294,8 +282,8 @@ __device__ __forceinline__ void store_release_cta_shared(int* p, int value) {
   asm volatile("st.release.cta.shared.b32 [%0], %1;\n" ::"r"(smem_u32(p)), "r"(value) : "memory");
 }
 // The rows [row0, row0 + rows) of dq_accum [B, H, S, kHeadCols] f32 of (batch, head): their 64-row tiles claimed,
-// zeroed where won, and confirmed stored (flag 2) either way, by one warp. `writers` as kDqFirstStore's (its part 0
-// is the tile's claim; every part is released, the postprocess's "written").
+// zeroed where won, and confirmed stored (flag 2) either way, by one warp (kZeroAhead: part 0's flag is the tile's
+// claim; every part is released, the postprocess's "written").
 template <int kHeadCols>
 __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const DqFirstWriters& writers, int batch,
                                               int head, int row0, int rows) {
@@ -329,13 +317,12 @@ __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const D
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
-// kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
-template <bool kAligned, int kBoxBytes, bool kPacked = false, bool kFirstStore = false, bool kZeroAhead = false,
-          int M, int N, int W>
+// kFill kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
+template <bool kAligned, int kBoxBytes, bool kPacked = false, DqFill kFill = DqFill::kPreprocess, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
                                               int col0, int row0, int head, int batch, int warpgroup, bool first,
                                               const DqFirstWriters& writers = DqFirstWriters{}) {
-  static_assert(!kFirstStore || !kPacked, "dQ's first writer: dense 64-row tiles");
+  static_assert(kFill == DqFill::kPreprocess || !kPacked, "dq_accum's tile flags: dense 64-row tiles");
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
@@ -360,7 +347,7 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
-    if constexpr (kFirstStore) {
+    if constexpr (kFill == DqFill::kFirstStore) {
       // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64: nothing to write, and no
       // flag of its own: its index would be the next head's tile.)
       if (row0 / 64 >= writers.row_tiles) return;
@@ -382,7 +369,7 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
       fence_proxy_async_global();  // the acquire before this block's reductions (the async proxy)
     }
     // kZeroAhead: the tile's zeros reached this thread through the step's full barrier; the async proxy after them.
-    if constexpr (kZeroAhead) fence_proxy_async_global();
+    if constexpr (kFill == DqFill::kZeroAhead) fence_proxy_async_global();
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
@@ -567,8 +554,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 
   // kDqZeroAhead: the steps whose dQ tiles the producer warpgroup's second warp has confirmed zeroed (in shared memory).
   int* const zeroed_steps = reinterpret_cast<int*>(smem + P::kSmemZeroedSteps);
-  // kDqFirstStore / kDqZeroAhead: the dense tensors' tile flags (attention_bwd_ws_varlen refuses the Config).
-  constexpr bool kFirstStore = P::kDqFirstStore && !kPacked;
+  // The dense tensors' tile flags where dq_accum is not zeroed by the preprocess (P::kDqFill).
   const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
                                           (P::kHeadCols + 63) / 64};
 
@@ -576,7 +562,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   if (warpgroup == P::kProducer) {
     warpgroup_reg_dealloc<P::kProducerRegs>();
     if constexpr (P::kDqZeroAhead) {
-      static_assert(!kPacked, "ws backward: the tiles zeroed ahead over dense tensors");
       if (warp_id() == P::kProducer * 4 + 1) {
         // The second warp: every step's dQ tiles zeroed (or confirmed zeroed by their claimer), in step order.
         for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table,
@@ -700,7 +685,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
       if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
           dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers);
       dq_first = false;
@@ -721,7 +706,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
               dq, boxes, tma_dq, j * kDqCols, q_start + q0, head, batch, warpgroup, /*first=*/true, dq_writers);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
@@ -846,7 +831,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
               dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers);
         }
@@ -909,7 +894,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
         if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, kFirstStore, P::kDqZeroAhead>(
+          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, P::kDqFill>(
               dq, dq_buffer, tma_dq, c, q_start + q0, head, batch, warpgroup, dq_first, dq_writers);
           dq_first = false;
         } else {
@@ -992,7 +977,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads; dq_flags: kDqFirstStore's tile flags (else unused).
+// tensors the score modifier reads; dq_flags: Config::kDqFill's tile flags (unused with kPreprocess).
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1051,7 +1036,8 @@ __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma
                                                         const TensorArg& key_map, const int* status,
                                                         const TmaDescriptor* tma_dq) {
   using P = AttentionBwdWsPlan<Config>;
-  static_assert(!P::kDqFirstStore, "ws backward: dQ's first writer over dense tensors (packed rows: not 64-row tiles)");
+  static_assert(P::kDqFill == DqFill::kPreprocess,
+                "ws backward: dq_accum's tile flags over dense tensors (packed rows: not 64-row tiles)");
   if (varlen_rejected(status)) {
     varlen_poison_rows<typename Config::Elem>(dk, nullptr, P::kBlockN);
     return varlen_poison_rows<typename Config::Elem>(dv, nullptr, P::kBlockN);

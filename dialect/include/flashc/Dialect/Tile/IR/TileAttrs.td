@@ -315,6 +315,12 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     bool classifiesMaskBlocks() const;
     /// Is the window the causal one (every key up to the query's position)?
     bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
+    /// Is `role` a main kernel of the segment form (the forward, a backward's main kernel: those that take their
+    /// tiles from a segment plan)?
+    static bool isSegmentMainRole(KernelRole role) {
+      return role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
+             role == KernelRole::AttentionBackwardTransposed;
+    }
   }];
 }
 
