@@ -1,6 +1,6 @@
 //===- flashc-run.cpp - run a bundle's programs on the GPU and check them -===//
 //
-//   flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] [--tokens N] [--seed N]
+//   flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] [--tokens N] [--seed N] [--poison-scratch]
 //
 // For every forward program of the bundle whose manifest says what it computes
 // (`meta op ...`: attention_forward, ffn_forward, block = both), fills the
@@ -15,7 +15,11 @@
 // training forward is not checked on its own. A mixture of experts (`meta op moe`) runs the same way: its forward,
 // its training forward (its y; what it saves only through the backward that reads it) and its backward. Prints one line per output and
 // exits non-zero when any error is above its bound. With no GPU it says so
-// and exits 0 (nothing to run). Runtime-only: builds without MLIR.
+// and exits 0 (nothing to run). --poison-scratch: each program's scratch comes
+// from a workspace filled with 0xff bytes (NaN in every float type) instead of
+// the runtime's pool, so a kernel that reads scratch nobody wrote (a missing
+// zero fill: dq_accum under dq_fill=zero_ahead) shows as a failed check.
+// Runtime-only: builds without MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,12 +62,13 @@ struct Options {
   std::optional<int64_t> keyOffset;
   unsigned seed = 1;
   bool requireGpu = false; // no GPU: exit 77 (ctest's "skipped") instead of 0
+  bool poisonScratch = false; // scratch from a workspace of 0xff bytes, not the runtime's pool
 };
 
 [[noreturn]] void usage(const char *msg) {
   std::fprintf(stderr,
                "flashc-run: %s\nusage: flashc-run BUNDLE_DIR [--batch N] [--seq-q N] [--seq-k N] "
-               "[--tokens N] [--key-offset N] [--seed N] [--require-gpu]\n",
+               "[--tokens N] [--key-offset N] [--seed N] [--require-gpu] [--poison-scratch]\n",
                msg);
   std::exit(2);
 }
@@ -96,6 +101,7 @@ Options parseOptions(int argc, char **argv) {
     }
     else if (a == "--seed") { int64_t s; number(s); o.seed = unsigned(s); }
     else if (a == "--require-gpu") o.requireGpu = true;
+    else if (a == "--poison-scratch") o.poisonScratch = true;
     else if (a == "--help" || a == "-h") usage("help");
     else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
     else if (o.bundle.empty()) o.bundle = a;
@@ -591,17 +597,31 @@ struct Runner {
   }
 
   bool launch(const std::string &program, Arguments &args) {
-    Status s = bundle->launch(program, args, nullptr);
-    if (!s.ok()) {
+    // --poison-scratch: the program's scratch in a workspace of 0xff bytes (freed after the program ran).
+    Workspace poisoned;
+    if (opt.poisonScratch) {
+      Result<uint64_t> bytes = bundle->workspaceBytes(program, args);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "flashc-run: sizing %s's workspace: %s\n", program.c_str(), bytes.error().message.c_str());
+        ++failures;
+        return false;
+      }
+      poisoned.bytes = *bytes;
+      if (poisoned.bytes > 0 && (!cudaOk(cudaMalloc(&poisoned.data, poisoned.bytes), "allocating a workspace") ||
+                                 !cudaOk(cudaMemset(poisoned.data, 0xff, poisoned.bytes), "poisoning a workspace"))) {
+        ++failures;
+        return false;
+      }
+    }
+    Status s = bundle->launch(program, args, nullptr, poisoned.data ? &poisoned : nullptr);
+    bool ran = s.ok() && cudaOk(cudaDeviceSynchronize(), ("running " + program).c_str());
+    if (poisoned.data)
+      cudaFree(poisoned.data);
+    if (!s.ok())
       std::fprintf(stderr, "flashc-run: launching %s: %s\n", program.c_str(), s.error().message.c_str());
+    if (!ran)
       ++failures;
-      return false;
-    }
-    if (!cudaOk(cudaDeviceSynchronize(), ("running " + program).c_str())) {
-      ++failures;
-      return false;
-    }
-    return true;
+    return ran;
   }
 
   void report(const std::string &program, const std::string &what, const Compare &c, double bound) {

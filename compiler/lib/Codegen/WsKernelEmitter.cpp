@@ -394,28 +394,38 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   Type elem = spec.getElementType().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
-  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 9);
+  // dq_zero_ahead: dq_accum's tile flags after dv (before the modifiers' tensors).
+  bool zeroAhead = spec.getDqZeroAhead();
+  unsigned roleTensors = zeroAhead ? 10 : 9;
+  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, roleTensors);
   if (failed(mask))
     return failure();
   FailureOr<unsigned> scoreTensors = scoreModTensors(kernel, spec);
   if (failed(scoreTensors))
     return failure();
   bool segments = spec.getSegments();
-  unsigned want =
-      9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) + (keyOffset ? 1 : 0);
+  unsigned want = roleTensors + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) +
+                  (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{2}{3}{4}{5}{6})",
+                                "dq_accum, dk, dv{7}{2}{3}{4}{5}{6})",
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 *scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
-                                keyOffset ? ", key_offset" : ""));
+                                keyOffset ? ", key_offset" : "", zeroAhead ? ", dq_flags" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
     if (!type || type.getRank() != 4 || type.getElementType() != elem || type.getShape()[3] != width)
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
                                   argNames[i], width));
+  }
+  if (zeroAhead) {
+    auto flags = dyn_cast<tile::GlobalTensorType>(inputs[9]);
+    if (!flags || flags.getRank() != 4 || !flags.getElementType().isSignlessInteger(32))
+      return reject(llvm::formatv("tensor '{0}' is not dq_accum's tile flags, [B, H, ceil(S / 64), ceil(D / 64)] i32 "
+                                  "(#tile.attention dq_zero_ahead)",
+                                  argNames[9]));
   }
   // The consumer split is the schedule's (flash-warp-specialize, from the
   // plan): by keys, 128 a block on 8 warps, or by role, 64 a block on tiles
@@ -439,7 +449,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     return reject("its grid order is neither the launch order nor head_groups (the orders the library's "
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
-  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
+  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit, zeroAhead);
+  if (zeroAhead && !dqTma)
+    return reject(llvm::formatv("its recipe zeroes dq_accum tile by tile (dq_zero_ahead, the tuning entry's "
+                                "dq_fill=zero_ahead), which needs dQ by TMA reductions; D = {0}, Dv = {1} under the "
+                                "role split at {2} stages adds dQ by red.v4 (its boxes do not fit)",
+                                d, dv, stages));
   // (flash-warp-specialize refuses the same: this guards a hand-written schedule.)
   if (schedule.getPingPong() && !wsBackwardTurnsTake(d, dv, keySplit))
     return reject("its schedule's ping_pong = true, but the library's backward takes turns only under the key "
@@ -452,7 +467,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
                                 blockN, blockN / 16, blockM));
   WsKernel result;
-  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong());
+  result.sharedBytes =
+      wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong(), zeroAhead);
   result.threads = blockThreads(schedule);
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
   // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
@@ -496,9 +512,14 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";
   if (segments)
     out << "  static constexpr bool kSegments = true;  // documents' key tiles from the segment plan (segments.cuh)\n";
+  if (zeroAhead)
+    out << "  // dq_accum zeroed tile by tile under dq_flags by the producer warpgroup's second warp, ahead of the\n"
+        << "  // consumers' reductions (not by the preprocess)\n"
+        << "  static constexpr flashc::device::DqFill kDqFill = flashc::device::DqFill::kZeroAhead;\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
   // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
-  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);
+  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/roleTensors);
+  std::string flagsArg = zeroAhead ? "static_cast<int*>(" + cppNames[9] + ".data)" : "";
   if (segments) {
     out << "  flashc::device::attention_bwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << maps[2] << ", " << maps[3];
@@ -507,8 +528,10 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames) << ", "
         << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << segmentCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr,
-                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames)
-        << ");\n}\n\n";
+                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames);
+    if (zeroAhead)
+      out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", " << flagsArg;
+    out << ");\n}\n\n";
     return result;
   }
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
@@ -516,11 +539,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
   out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
-  if (spec.getMaskMod() || spec.getScoreMod())
+  if (spec.getMaskMod() || spec.getScoreMod()) {
     out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << modifierCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr, cppNames);
-  else if (dqTma)
+    if (zeroAhead)
+      out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", " << flagsArg;
+  } else if (zeroAhead) {
+    out << ", &" << maps[4] << ", flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(), " << flagsArg;
+  } else if (dqTma) {
     out << ", &" << maps[4];
+  }
   out << ");\n";
   out << "}\n\n";
   return result;

@@ -456,18 +456,32 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
                               masked({q, k, v, dOut, lse, delta, dQ}, Value()))));
     // dq_accum (f32, the main kernel adds dQ into it): the preprocess zeroes
-    // it in the pass that reads O and dO (no memset of it before the program).
+    // it in the pass that reads O and dO (no memset of it before the program);
+    // or, where the main kernel's tuning entry says dq_fill=zero_ahead, the
+    // kernels zero it tile by tile under flags the preprocess clears.
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
     dqAccum.getDefiningOp()->setAttr(tile::AllocTensorOp::kZeroedInProgram, UnitAttr::get(ctx));
+    bool zeroAhead = backwardDqZeroAhead(op, mainRole, pb.getTarget(), *table, segments);
+    auto endSpec = [&](KernelRole role) {
+      return attentionSpec(op, role, /*blockTable=*/true, false, false, zeroAhead);
+    };
+    SmallVector<Value> preArgs = {out, dOut, delta, dqAccum}, mainArgs = {q, k, v, dOut, lse, delta, dqAccum, dK, dV},
+                       postArgs = {dqAccum, dQ};
+    if (zeroAhead) {
+      Value flags = pb.allocTileFlags(loc, q, "dq_flags" + slot.suffix);
+      preArgs.back() = flags;
+      mainArgs.push_back(flags);
+      postArgs.push_back(flags);
+    }
     return success(
-        succeeded(pb.launch(loc, base + "_bwd_preprocess",
-                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
+        succeeded(pb.launch(loc, base + "_bwd_preprocess", endSpec(KernelRole::AttentionBackwardPreprocess),
+                            preArgs)) &&
         succeeded(pb.launch(loc, base + "_bwd",
-                            attentionSpec(op, mainRole, /*blockTable=*/true, segments, longestFirst),
-                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable, plan))) &&
-        succeeded(pb.launch(loc, base + "_bwd_postprocess",
-                            spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
+                            attentionSpec(op, mainRole, /*blockTable=*/true, segments, longestFirst, zeroAhead),
+                            masked(mainArgs, keyTable, plan))) &&
+        succeeded(pb.launch(loc, base + "_bwd_postprocess", endSpec(KernelRole::AttentionBackwardPostprocess),
+                            postArgs)));
   }
 
   /// dW = Aᵀ·B summed over every row (kernel `name`). With fewer 128x128

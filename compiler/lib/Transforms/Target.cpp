@@ -165,9 +165,10 @@ constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
 constexpr int64_t kWsSharedLimit = 227 * 1024;
 
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes and dSᵀ's buffers
-/// (the role split's Pᵀ exchange included).
+/// (the role split's Pᵀ exchange included; `zeroAhead`: the count of zeroed
+/// steps, kZeroedStepsBytes).
 int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                                int64_t elementBytes, bool keySplit) {
+                                int64_t elementBytes, bool keySplit, bool zeroAhead) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
   // (blockM queries), lse and D a slot, mbarriers, 1024 bytes of alignment.
   int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
@@ -175,7 +176,7 @@ int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stage
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
   int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
-  return tiles + vectors + 8 * barriers + 1024 + (keySplit ? 0 : 64 * 64 * 4);
+  return tiles + vectors + 8 * barriers + (zeroAhead ? 8 : 0) + 1024 + (keySplit ? 0 : 64 * 64 * 4);
 }
 
 /// One dSᵀ buffer (16-bit, blockN x blockM).
@@ -187,9 +188,9 @@ int64_t wsBackwardDsBufferBytes(int64_t headDim, int64_t valueDim, bool keySplit
 /// warpgroups' rows of two steps are in flight) fit at 64 queries a step
 /// beside everything else, dQ's boxes included.
 bool wsBackwardFourDsBuffersFit(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                                bool keySplit) {
+                                bool keySplit, bool zeroAhead) {
   return wsBackwardBlockM(headDim, valueDim) == 64 &&
-         wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) + kWsDqBoxBytes +
+         wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead) + kWsDqBoxBytes +
                  4 * wsBackwardDsBufferBytes(headDim, valueDim, keySplit) <=
              kWsSharedLimit;
 }
@@ -199,12 +200,12 @@ bool wsBackwardFourDsBuffersFit(int64_t headDim, int64_t valueDim, int64_t stage
 /// and they fit, else two; at D = 192 one, and the spare dQ boxes in a
 /// second's place), one plus Pᵀ in f32 under the role split.
 int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                             bool keySplit, bool turns) {
+                             bool keySplit, bool turns, bool zeroAhead) {
   int64_t buffers =
       !keySplit ? 1
-      : turns && wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit) ? 4
-                                                                                               : 2;
-  return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) +
+      : turns && wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead) ? 4
+                                                                                                          : 2;
+  return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead) +
          buffers * wsBackwardDsBufferBytes(headDim, valueDim, keySplit);
 }
 } // namespace
@@ -214,26 +215,26 @@ bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit) {
 }
 
 bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                          bool keySplit) {
+                          bool keySplit, bool zeroAhead) {
   return wsBackwardTurnsTake(headDim, valueDim, keySplit) &&
-         wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit);
+         wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead);
 }
 
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                     bool keySplit) {
+                     bool keySplit, bool zeroAhead) {
   // (Only the role split asks, where dSᵀ has one buffer whatever the turns.)
-  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false) +
+  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false, zeroAhead) +
                              kWsDqBoxBytes <=
                          kWsSharedLimit;
 }
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes, bool keySplit, std::optional<bool> turns) {
+                              int64_t elementBytes, bool keySplit, std::optional<bool> turns, bool zeroAhead) {
   bool takesTurns =
-      turns.value_or(wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit)) &&
+      turns.value_or(wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead)) &&
       wsBackwardTurnsTake(headDim, valueDim, keySplit);
-  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, takesTurns) +
-         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit) ? kWsDqBoxBytes : 0);
+  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, takesTurns, zeroAhead) +
+         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit, zeroAhead) ? kWsDqBoxBytes : 0);
 }
 
 bool wsBackwardPlanSplitsKeys(const TilePlan &plan) { return plan.blockN == wsBackwardBlockN(true); }

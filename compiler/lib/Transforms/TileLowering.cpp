@@ -100,7 +100,7 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
 }
 
 AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments,
-                                bool longestFirst) {
+                                bool longestFirst, bool dqZeroAhead) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -148,7 +148,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
                                 // (the plan's order, named on the main kernels that read it too)
-                                segments, longestFirst && (plan || (segments && segmentMain)));
+                                segments, longestFirst && (plan || (segments && segmentMain)),
+                                dqZeroAhead && AttentionSpecAttr::takesDqZeroAhead(role));
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -222,6 +223,15 @@ FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, con
     named = entry;
   }
   return named && *named->point.longestFirst;
+}
+
+bool backwardDqZeroAhead(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
+                         const TuningTable &table, bool segments) {
+  // (the backward's entries serve every key length; one of the other form is passed over, as flash-plan-memory does)
+  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role, /*blockTable=*/true, segments), {});
+  const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
+  StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
+  return entry && (!entry->point.form || *entry->point.form == form) && entry->point.dqZeroAhead.value_or(false);
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
@@ -882,6 +892,28 @@ Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
   if (!name.empty())
     alloc->setAttr("tile.name", builder->getStringAttr(name));
+  return alloc;
+}
+
+Value ProgramBuilder::allocTileFlags(Location loc, Value like, StringRef name) {
+  MLIRContext *ctx = like.getContext();
+  ArrayRef<int64_t> shape = llvm::cast<GlobalTensorType>(like.getType()).getShape();
+  SmallVector<int64_t, 4> flagShape(shape.begin(), shape.end());
+  SmallVector<Value> sizes;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    bool tiled = d >= 2;  // rows and columns: one flag per 64
+    if (tiled && !ShapedType::isDynamic(size))
+      flagShape[d] = llvm::divideCeil(size, 64);
+    if (!ShapedType::isDynamic(size))
+      continue;
+    Value n = dim(like, static_cast<int64_t>(d));
+    if (tiled)
+      n = builder->create<arith::CeilDivSIOp>(loc, n, builder->create<arith::ConstantIndexOp>(loc, 64));
+    sizes.push_back(n);
+  }
+  auto alloc = builder->create<AllocTensorOp>(program.getLoc(),
+                                              GlobalTensorType::get(ctx, flagShape, IntegerType::get(ctx, 32)), sizes);
+  alloc->setAttr("tile.name", builder->getStringAttr(name));
   return alloc;
 }
 

@@ -106,10 +106,13 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
 /// `segments`: a forward or backward main kernel that takes the segment plan
-/// (documentSegments).
+/// (documentSegments); `longestFirst`: its plan's order. `dqZeroAhead`: the
+/// backward's preprocess, main kernel and postprocess share dq_accum's tile
+/// flags instead of a zero fill (backwardDqZeroAhead).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
-                                            bool segments = false, bool longestFirst = false);
+                                            bool segments = false, bool longestFirst = false,
+                                            bool dqZeroAhead = false);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a
@@ -129,6 +132,13 @@ bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, con
 mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::tile::KernelRole role,
                                            const TargetDescription &target, const TuningTable &table,
                                            llvm::StringRef pass);
+
+/// Whether `op`'s backward main kernel of `role` zeroes dq_accum tile by tile
+/// (#tile.attention dq_zero_ahead): where the tuning entry that plans it
+/// (`segments`: in the segment form) says dq_fill=zero_ahead, else the
+/// preprocess zero-fills it (the hand rule, until a GPU run has timed it).
+bool backwardDqZeroAhead(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
+                         const TuningTable &table, bool segments);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
@@ -192,6 +202,9 @@ public:
   mlir::Value alloc(mlir::tile::GlobalTensorType type,
                     llvm::ArrayRef<std::pair<mlir::Value, int64_t>> sources,
                     llvm::StringRef name = "");
+  /// The flags of an f32 accumulator's 64 x 64 tiles, shaped after `like`
+  /// [B, H, S, D]: [B, H, ceil(S / 64), ceil(D / 64)] i32 (tile.zero_tiles_once).
+  mlir::Value allocTileFlags(mlir::Location loc, mlir::Value like, llvm::StringRef name);
 
   /// Builds kernel `<baseName>` (unique in the module) from `spec` at the
   /// target's default plan for the argument types and launches it.

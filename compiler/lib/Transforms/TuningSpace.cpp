@@ -91,7 +91,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
                                 attention.getTopLeft(),
                                 segments, attention.getLongestAcrossDocuments() &&
-                                              (segments || role == KernelRole::AttentionSegmentPlan));
+                                              (segments || role == KernelRole::AttentionSegmentPlan),
+                                attention.getDqZeroAhead() && AttentionSpecAttr::takesDqZeroAhead(role));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
@@ -220,7 +221,9 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
 /// 4 and 8 (head, batch) pairs (`group`, flash-order-blocks; the hand rule: 4
 /// where a window or mask modifier makes key blocks differ in work, else 1),
 /// each key-split stage count below D = 192 also with its consumers' other
-/// form at the hand rule's group (`ping_pong`: taking turns or meeting).
+/// form at the hand rule's group (`ping_pong`: taking turns or meeting), and
+/// each stage count whose dQ leaves by TMA with dq_accum zeroed ahead
+/// (`dq_fill=zero_ahead`) at the hand rule's group.
 /// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
 /// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
 std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
@@ -269,6 +272,17 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
           if (wsBackwardSharedBytes(d, dv, stages, bytes, split, point.pingPong) <=
               target.sharedMemoryPerBlock)
             points.push_back(point);
+        }
+        // dq_accum zeroed tile by tile ahead of the reductions instead of by
+        // the preprocess (`dq_fill=zero_ahead`; docs/design/backward-ends.md),
+        // at the hand rule's group and consumers' form, where dQ leaves by TMA.
+        if (wsBackwardDqTma(d, dv, stages, bytes, split, /*zeroAhead=*/true) &&
+            wsBackwardSharedBytes(d, dv, stages, bytes, split, std::nullopt, true) <= target.sharedMemoryPerBlock) {
+          TuningPoint zeroAhead = point;
+          zeroAhead.group = handGroup;
+          zeroAhead.pingPong.reset();
+          zeroAhead.dqZeroAhead = true;
+          points.push_back(zeroAhead);
         }
       }
     if (keySplit) {

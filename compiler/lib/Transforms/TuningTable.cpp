@@ -38,12 +38,12 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b", "segments", "segment_order"};
+                                              "resident_b", "segments", "segment_order", "dq_fill"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   bool attention = kind.starts_with("attention_");
-  if (field == "form")
+  if (field == "form" || field == "dq_fill")
     return kind == "attention_backward";
   if (field == "block_k")
     return !attention;
@@ -162,6 +162,8 @@ std::string TuningPoint::str() const {
     add("segments", *segments ? "1" : "0");
   if (longestFirst)
     add("segment_order", *longestFirst ? "longest" : "documents");
+  if (dqZeroAhead)
+    add("dq_fill", *dqZeroAhead ? "zero_ahead" : "preprocess");
   return text;
 }
 
@@ -295,6 +297,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "documents" && value != "longest")
           return fail("segment_order must be documents or longest, got '" + value + "'");
         point.longestFirst = value == "longest";
+      } else if (name == "dq_fill") {
+        if (value != "preprocess" && value != "zero_ahead")
+          return fail("dq_fill must be preprocess or zero_ahead, got '" + value + "'");
+        point.dqZeroAhead = value == "zero_ahead";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -318,6 +324,9 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
                   "': the segment form is a document modifier's (a class with +mod)");
     if (point.longestFirst && (point.segments == false || point.persistent.value_or(false)))
       return fail("segment_order orders the segment form's tiles: not with segments=0 or persistent=1");
+    if (point.dqZeroAhead.value_or(false) && point.strategy && *point.strategy != Strategy::WgmmaWsSm90)
+      return fail("dq_fill=zero_ahead with strategy=" + stringifyStrategy(*point.strategy) +
+                  ": only the warp-specialised backward (wgmma_ws_sm90) zeroes dq_accum ahead of its reductions");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
@@ -457,7 +466,8 @@ TuningPoint pointOf(KernelOp kernel) {
   if (schedule && backward && !schedule.getRoleSplit() &&
       schedule.getPingPong() !=
           wsBackwardTakesTurns(attention.getHeadDim(), attention.getValueDim(), plan.stages,
-                               attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true))
+                               attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true,
+                               attention.getDqZeroAhead()))
     point.pingPong = schedule.getPingPong();
   // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk;
   // the ws backward's head groups (1: the launch order).
@@ -475,6 +485,9 @@ TuningPoint pointOf(KernelOp kernel) {
   // Its tiles' order (the plan's, which the kernel's spec names): named where not the documents' own.
   if (attention && attention.getSegments() && attention.getLongestAcrossDocuments())
     point.longestFirst = true;
+  // The backward's dq_accum zeroed tile by tile (flash-generate-backward): named where taken.
+  if (backward && attention.getDqZeroAhead())
+    point.dqZeroAhead = true;
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

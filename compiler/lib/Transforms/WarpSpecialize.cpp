@@ -25,6 +25,9 @@ using namespace mlir;
 using namespace mlir::tile;
 
 namespace {
+/// The producer warpgroup's register budget where the backward zeroes dq_accum ahead (dq_zero_ahead).
+constexpr int64_t kZeroAheadProducerRegisters = 56;
+
 
 struct WarpSpecializePass
     : public mlir::flash::impl::WarpSpecializeBase<WarpSpecializePass> {
@@ -73,7 +76,8 @@ struct WarpSpecializePass
         bool keySplit = !roleSplit;
         consumersPingPong = knob.value_or(flashc::wsBackwardTakesTurns(
             attention.getHeadDim(), attention.getValueDim(), static_cast<int64_t>(kernel.getStages()),
-            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit));
+            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit,
+            attention.getDqZeroAhead()));
         if (consumersPingPong &&
             !flashc::wsBackwardTurnsTake(attention.getHeadDim(), attention.getValueDim(), keySplit)) {
           kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": its tuning entry "
@@ -139,6 +143,14 @@ struct WarpSpecializePass
       auto emitError = [&]() -> InFlightDiagnostic {
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };
+      // The backward that zeroes dq_accum ahead (dq_zero_ahead) runs a second producer warp that walks the query
+      // blocks, claims and zeroes tiles: 56 registers unless the option says, the consumers 224 (under NVRTC's ptxas
+      // 24 / 240 spilled 80-440 bytes, 40 / 232 16-144, 56 / 224 0-24: test/Codegen/compile_matrix.py's dq_fill
+      // configurations).
+      int64_t producerBudget = producerRegisters;
+      if (!producerRegisters.hasValue() && attention && flashc::isWsBackward(attention) &&
+          attention.getDqZeroAhead())
+        producerBudget = kZeroAheadProducerRegisters;
       // Unless the option says, each consumer warpgroup takes what is left
       // beside the producer, up to 240: three share the register file four
       // ways (160 each).
@@ -146,9 +158,9 @@ struct WarpSpecializePass
           consumerRegisters.hasValue()
               ? static_cast<int64_t>(consumerRegisters)
               : std::min<int64_t>(consumerRegisters, tile::limits::maxConsumerRegisters(
-                                                         producerRegisters, consumerWarpgroups));
+                                                         producerBudget, consumerWarpgroups));
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
-          emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
+          emitError, ctx, producerBudget, consumerWarpgroups,
           consumerBudget, resident, ring,
           static_cast<int64_t>(kernel.getStages()), consumersPingPong && pingPongTakes, roleSplit);
       if (!schedule)

@@ -63,7 +63,10 @@ struct Config {
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  // (dq_accum zeroed ahead: the producer warpgroup's second warp walks and zeroes, at 56 registers as the compiler
+  // plans it, flash-warp-specialize)
+  static constexpr int kProducerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 56 : 24,
+                       kConsumerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 224 : 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;

@@ -273,16 +273,19 @@ bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
 /// (AttentionBwdWsPlan::kSmemBytes).
 /// `turns`: whether its consumers take turns (wsBackwardTurnsTake; the hand
 /// rule wsBackwardTakesTurns where not given), which sets dSᵀ's buffers.
+/// `zeroAhead` (here and below): its dq_accum zeroed tile by tile
+/// (#tile.attention dq_zero_ahead), which keeps a count of zeroed steps in
+/// shared memory (8 bytes).
 int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes, bool keySplit,
-                              std::optional<bool> turns = std::nullopt);
+                              std::optional<bool> turns = std::nullopt, bool zeroAhead = false);
 /// Whether it adds dQ by TMA tensor reductions through shared memory (two
 /// 16 KB boxes): the key split always, the role split where they fit beside
 /// its tiles and ring in the library's 227 KB (D = 192 / Dv = 128 at 2 stages;
 /// not D = 256), else by the consumers' red.v4.
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                     bool keySplit);
+                     bool keySplit, bool zeroAhead = false);
 /// Whether its consumer warpgroups can take turns (#tile.warp_specialized
 /// ping_pong; AttentionBwdWsPlan::kDeferDq): under the key split but at D = 192
 /// (whose single dSᵀ buffer leaves room for spare dQ boxes), a step's dQ is
@@ -295,7 +298,7 @@ bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit);
 /// (`ping_pong=1` in an attention_backward entry): two buffers, each
 /// warpgroup's dQ read of a step complete before it stores its next rows.
 bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                          bool keySplit);
+                          bool keySplit, bool zeroAhead = false);
 /// Whether a plan is one of its forms for this recipe: block_n 128 on 8 warps
 /// (the key split, the Sᵀ form's kernel) or 64 on 4 (the role split), its
 /// queries a step, 1-4 ring stages.

@@ -77,6 +77,11 @@ struct TuningPoint {
   /// plan's maps longest first across documents (segments.cuh, #tile.attention
   /// longest_first) or document by document.
   std::optional<bool> longestFirst;
+  /// attention_backward: how dq_accum starts (`dq_fill=preprocess|zero_ahead`):
+  /// zero-filled by the preprocess, or zeroed tile by tile ahead of the main
+  /// kernel's first add into each tile (#tile.attention dq_zero_ahead, the
+  /// device library's DqFill::kZeroAhead; flash-generate-backward).
+  std::optional<bool> dqZeroAhead;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

@@ -97,7 +97,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
                                         FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
                                         bool scoreAdditive, bool scoreSeparable, bool topLeft, bool segments,
-                                        bool longestAcrossDocuments) {
+                                        bool longestAcrossDocuments, bool dqZeroAhead) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -128,6 +128,10 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
   if (longestAcrossDocuments && role != KernelRole::AttentionSegmentPlan && !(segments && isSegmentMainRole(role)))
     return emitError() << "#tile.attention longest_across_documents orders a segment plan's maps: role "
                           "attention_segment_plan, or a main kernel in the segment form that reads the plan";
+  if (dqZeroAhead && !takesDqZeroAhead(role))
+    return emitError() << "#tile.attention dq_zero_ahead zeroes dq_accum tile by tile: the backward's preprocess, "
+                          "main kernel (attention_backward or attention_backward_transposed) and postprocess, not "
+                       << stringifyKernelRole(role);
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},

@@ -204,9 +204,11 @@ struct AttentionBwdWsPlan {
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
   static constexpr DqFill kDqFill = DqFillOf<Config>::value;
   static constexpr bool kDqZeroAhead = kDqFill == DqFill::kZeroAhead;
-  static_assert(kDqFill == DqFill::kPreprocess || (kDqTma && !kSegments),
-                "ws backward: dq_accum unzeroed by the preprocess: TMA reductions over dense 64-row tiles (not the "
-                "segment form, for now)");
+  // (The segment form's dQ boxes start at each document's first row, not on a 64-row tile: a first writer's store
+  // would overwrite the neighbouring document's rows, while the tiles zeroed ahead cover every row a box touches.)
+  static_assert(kDqFill == DqFill::kPreprocess || (kDqTma && (!kSegments || kDqFill == DqFill::kZeroAhead)),
+                "ws backward: dq_accum unzeroed by the preprocess: TMA reductions over dense tensors (the segment "
+                "form: zeroed ahead only)");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -283,25 +285,26 @@ __device__ __forceinline__ void store_release_cta_shared(int* p, int value) {
 }
 // The rows [row0, row0 + rows) of dq_accum [B, H, S, kHeadCols] f32 of (batch, head): their 64-row tiles claimed,
 // zeroed where won, and confirmed stored (flag 2) either way, by one warp (kZeroAhead: part 0's flag is the tile's
-// claim; every part is released, the postprocess's "written").
+// claim; every part is released, the postprocess's "written"). dq_accum is the program's own contiguous workspace, so a
+// tile is 64 * kHeadCols consecutive floats: the warp's few registers (the producer warpgroup's 24) hold a pointer and
+// an index, not the tensor's 64-bit strides.
 template <int kHeadCols>
 __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const DqFirstWriters& writers, int batch,
                                               int head, int row0, int rows) {
+  constexpr int kQuads = kHeadCols / 4;  // float4 a row
   const int lane = lane_id();
   const int sq = static_cast<int>(dq_accum.shape[2]);
-  for (int t = row0 / 64; t <= (row0 + rows - 1) / 64 && t < writers.row_tiles; ++t) {
+  const int last_tile = min((row0 + rows - 1) / 64, writers.row_tiles - 1);
+  for (int t = row0 / 64; t <= last_tile; ++t) {
     int* flag = writers.at(batch, head, t * 64, 0);
     int won = 0;
     if (lane == 0) won = load_acquire_gpu(flag) == 0 && atomicCAS(flag, 0, 1) == 0;
     won = __shfl_sync(0xffffffffu, won, 0);
     if (won) {
-      constexpr int kQuads = kHeadCols / 4;  // float4 a row
-      float* base = static_cast<float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
-      const int last = min(64, sq - t * 64);
-      for (int i = lane; i < last * kQuads; i += 32) {
-        const int r = t * 64 + i / kQuads, c = (i % kQuads) * 4;
-        *reinterpret_cast<float4*>(base + r * dq_accum.stride[2] + c) = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
+      float4* tile = reinterpret_cast<float4*>(static_cast<float*>(dq_accum.data)) +
+                     ((static_cast<long long>(batch) * writers.heads + head) * sq + t * 64) * kQuads;
+      const int quads = min(64, sq - t * 64) * kQuads;
+      for (int i = lane; i < quads; i += 32) tile[i] = make_float4(0.f, 0.f, 0.f, 0.f);
       __threadfence();  // each lane's zeros before the release (the warp's barrier passes them to lane 0)
       __syncwarp();
       if (lane < writers.parts) store_release_gpu(flag + lane, 2);
@@ -470,6 +473,38 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
   }
 }
 
+// kDqZeroAhead's walk (the producer warpgroup's second warp): every (query head of the group, query block) pair the
+// window's bounds allow for the key block at k0, head-major, each as body(member, m); the steps of
+// for_each_query_step are among them, in the same order (a table walk skips blocks within the same bounds).
+template <class P, class F>
+__device__ __forceinline__ void for_each_query_block_in_bounds(int k0, int kv_head, int batch, int group, int Sq,
+                                                               int offset, const MaskEnv& mask_env, F&& body) {
+  constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN;
+  using Mask = typename P::Mask;
+  if constexpr (P::kMaskTable || !MaskUsesHead<Mask>::value) {
+    // The same blocks for every head: one flat loop over the pairs (nested loops cost registers the producer
+    // warpgroup does not have: 136 bytes of spills at D = 64 with four heads a group).
+    int m_begin, m_end;
+    if constexpr (P::kMaskTable) {
+      using W = typename P::WindowMask;
+      m_begin = W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset);
+      m_end = W::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
+    } else {
+      const MaskEnv env = with_batch_head(mask_env, batch, kv_head * group);
+      m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env);
+      m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
+    }
+    const int num_m = m_end > m_begin ? m_end - m_begin : 0;
+    for (int step = 0; step < group * num_m; ++step) body(step / num_m, m_begin + step % num_m);
+  } else {
+    for (int member = 0; member < group; ++member) {
+      const MaskEnv env = with_batch_head(mask_env, batch, kv_head * group + member);
+      const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
+      for (int m = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env); m < m_end; ++m) body(member, m);
+    }
+  }
+}
+
 namespace detail {
 
 // The body over dense [B, H, S, D] tensors (a block a key tile of the grid, tile_schedule.cuh) or (kPacked) over packed sequences
@@ -552,8 +587,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   }
   __syncthreads();  // the last block-wide barrier
 
-  // kDqZeroAhead: the steps whose dQ tiles the producer warpgroup's second warp has confirmed zeroed (in shared memory).
-  int* const zeroed_steps = reinterpret_cast<int*>(smem + P::kSmemZeroedSteps);
+  // kDqZeroAhead: how far the producer warpgroup's second warp has confirmed the dQ tiles zeroed, as a position of the
+  // (query head of the group, query block) pairs (in shared memory): every pair before it is done.
+  int* const zeroed_upto = reinterpret_cast<int*>(smem + P::kSmemZeroedSteps);
+  // (computed where used, after the register reallocation: nothing of it stays live across it)
+  auto zero_position = [&](int member, int m) { return member * ((Sq + kBlockM - 1) / kBlockM) + m; };
   // The dense tensors' tile flags where dq_accum is not zeroed by the preprocess (P::kDqFill).
   const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
                                           (P::kHeadCols + 63) / 64};
@@ -563,11 +601,16 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     warpgroup_reg_dealloc<P::kProducerRegs>();
     if constexpr (P::kDqZeroAhead) {
       if (warp_id() == P::kProducer * 4 + 1) {
-        // The second warp: every step's dQ tiles zeroed (or confirmed zeroed by their claimer), in step order.
-        for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table,
-                               [&](int it, int head, int q0, int, const MaskEnv&) {
-          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, dq_writers, batch, head, q_start + q0, kBlockM);
-          if (lane_id() == 0) detail::store_release_cta_shared(zeroed_steps, it + 1);
+        // The second warp: the dQ tiles of every query block the window's bounds allow zeroed (or confirmed zeroed by
+        // their claimer), in the steps' order: a superset of the steps (a table walk skips blocks), with none of the
+        // walk's state, in the few registers the producer warpgroup has. A tile zeroed for a block no step adds into
+        // is still right (the postprocess reads its zeros).
+        const detail::DqFirstWriters zero_writers{dq_flags, static_cast<int>(q.shape[1]),
+                                                  (static_cast<int>(q.shape[2]) + 63) / 64, (P::kHeadCols + 63) / 64};
+        for_each_query_block_in_bounds<P>(k0, kv_head, batch, group, Sq, offset, mask_env, [&](int member, int m) {
+          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, zero_writers, batch, kv_head * group + member,
+                                              q_start + m * kBlockM, kBlockM);
+          if (lane_id() == 0) detail::store_release_cta_shared(zeroed_upto, zero_position(member, m) + 1);
         });
         return;
       }
@@ -607,9 +650,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       }
       if constexpr (P::kDqZeroAhead) {
         // The step's dQ tiles zeroed before its slot is full (the consumers reduce into them after the full barrier).
-        if (lane == 0)
-          while (detail::load_acquire_cta_shared(zeroed_steps) <= it) {
+        if (lane == 0) {
+          const int position = zero_position(head - kv_head * group, q0 / kBlockM);
+          while (detail::load_acquire_cta_shared(zeroed_upto) <= position) {
           }
+        }
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
@@ -997,7 +1042,8 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key
 // tiles come from attention_segment_plan's `plan` (the other arguments as the dense form's). Launch: grid
 // (segment_tile_bound(Sk, kBlockN), heads_kv, batch), read in head groups as the dense grid; where the plan fell
-// back, tiles x < ceil(Sk / kBlockN) are the dense grid's and walk the table, the others leave.
+// back, tiles x < ceil(Sk / kBlockN) are the dense grid's and walk the table, the others leave. dq_flags: as the dense
+// form's (Config::kDqFill kZeroAhead: a document's boxes touch one or two 64-row tiles, both zeroed ahead).
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                           const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1006,7 +1052,8 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
                                                           const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                           const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                           const TensorArg* mask_blocks, const TensorArg& plan,
-                                                          const MaskEnv& score_env = MaskEnv()) {
+                                                          const MaskEnv& score_env = MaskEnv(),
+                                                          int* dq_flags = nullptr) {
   using P = AttentionBwdWsPlan<Config>;
   static_assert(P::kSegments && P::kMaskTable, "ws backward: the segment form is a document modifier's (a table)");
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
@@ -1019,7 +1066,7 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
   tile.span = found.span;
   tile.segment = found.segment;
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
-                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile);
+                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile, dq_flags);
 }
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and

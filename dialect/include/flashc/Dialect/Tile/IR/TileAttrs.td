@@ -285,6 +285,16 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     kernels' launch order only: every tile is listed once either way. A main
     kernel in the segment form names its plan's order the same way (its code
     reads the map either way).
+    dq_zero_ahead = true (the three kernels of an atomic-dQ backward: its
+    preprocess, main kernel and postprocess): dq_accum is not zero-filled by
+    the preprocess; the kernels share tile flags, [B, Hq, ceil(Sq / 64),
+    ceil(D / 64)] i32, which the preprocess clears (its arguments out, dout,
+    delta, the flags), the main kernel takes after dv (before the modifiers'
+    tensors) and zeroes each 64-row tile of dq_accum before its first add
+    (tile.zero_tiles_once), and the postprocess takes last (dq_accum, dq,
+    the flags: zeros where no block reached a tile). The device library's
+    DqFill::kZeroAhead: the warp-specialised backward's producer warpgroup
+    zeroes the tiles ahead of its consumers (docs/design/backward-ends.md).
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -300,7 +310,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$score_separable,
     DefaultValuedParameter<"bool", "false">:$top_left,
     DefaultValuedParameter<"bool", "false">:$segments,
-    DefaultValuedParameter<"bool", "false">:$longest_across_documents);
+    DefaultValuedParameter<"bool", "false">:$longest_across_documents,
+    DefaultValuedParameter<"bool", "false">:$dq_zero_ahead);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
@@ -320,6 +331,12 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     static bool isSegmentMainRole(KernelRole role) {
       return role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
              role == KernelRole::AttentionBackwardTransposed;
+    }
+    /// Is `role` one of the three kernels that share dq_zero_ahead's tile flags (an atomic-dQ backward's
+    /// preprocess, main kernel and postprocess)?
+    static bool takesDqZeroAhead(KernelRole role) {
+      return role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardTransposed ||
+             role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
     }
   }];
 }
