@@ -92,11 +92,13 @@ def configs(full):
                backward="segments=1 segment_order=longest")
     # dq_accum zeroed tile by tile ahead of the reductions (a tuning point, `dq_fill`): the producer warpgroup's second
     # warp, the flags cleared by the preprocess and read by the postprocess; the key split at 64 and 128 queries a
-    # step, with four and two dSᵀ buffers, and the segment form (a document's boxes on one or two tiles). (D = Dv =
-    # 192, the role split, adds dQ by red.v4 and refuses it: test/flashc/tuning-dq-fill.test.)
+    # step, with four and two dSᵀ buffers, the role split at D = 256 (one stage: its boxes fit), and the segment form
+    # (a document's boxes on one or two tiles). (Where the plan cannot take it, dQ by red.v4 or the key split at D = 192,
+    # the preprocess keeps the fill: test/flashc/tuning-dq-fill.test.)
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, backward=ZERO_AHEAD)
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, backward=ZERO_AHEAD)
     yield dict(d=96, t="bf16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES + " " + ZERO_AHEAD)
+    yield dict(d=256, t="bf16", mask="causal", hq=8, hkv=8, backward="stages=1 " + ZERO_AHEAD)  # the role split
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1",
                backward="segments=1 " + ZERO_AHEAD)
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=2, document=True, forward="segments=1",

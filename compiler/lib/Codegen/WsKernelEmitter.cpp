@@ -450,11 +450,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
   bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit, zeroAhead);
-  if (zeroAhead && !dqTma)
-    return reject(llvm::formatv("its recipe zeroes dq_accum tile by tile (dq_zero_ahead, the tuning entry's "
-                                "dq_fill=zero_ahead), which needs dQ by TMA reductions; D = {0}, Dv = {1} under the "
-                                "role split at {2} stages adds dQ by red.v4 (its boxes do not fit)",
-                                d, dv, stages));
+  if (zeroAhead && !wsBackwardZeroAheadTakes(d, dv, stages, elementBytes, keySplit))
+    return reject(llvm::formatv("its recipe zeroes dq_accum tile by tile (dq_zero_ahead), which needs dQ by TMA "
+                                "reductions and not the key split at D = 192; D = {0}, Dv = {1} under the {2} split at "
+                                "{3} stages {4}",
+                                d, dv, keySplit ? "key" : "role", stages,
+                                dqTma ? "has too few registers for it" : "adds dQ by red.v4 (its boxes do not fit)"));
   // (flash-warp-specialize refuses the same: this guards a hand-written schedule.)
   if (schedule.getPingPong() && !wsBackwardTurnsTake(d, dv, keySplit))
     return reject("its schedule's ping_pong = true, but the library's backward takes turns only under the key "

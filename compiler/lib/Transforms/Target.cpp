@@ -166,7 +166,7 @@ constexpr int64_t kWsSharedLimit = 227 * 1024;
 
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes and dSᵀ's buffers
 /// (the role split's Pᵀ exchange included; `zeroAhead`: the count of zeroed
-/// steps, kZeroedStepsBytes).
+/// steps, kZeroedUptoBytes).
 int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                                 int64_t elementBytes, bool keySplit, bool zeroAhead) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
@@ -226,6 +226,12 @@ bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t 
   return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false, zeroAhead) +
                              kWsDqBoxBytes <=
                          kWsSharedLimit;
+}
+
+bool wsBackwardZeroAheadTakes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                              bool keySplit) {
+  return wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit, /*zeroAhead=*/true) &&
+         !(keySplit && wsBackwardHeadTile(headDim, valueDim, keySplit) == 192);
 }
 
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,

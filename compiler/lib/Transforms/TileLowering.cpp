@@ -228,10 +228,24 @@ FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, con
 bool backwardDqZeroAhead(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
                          const TuningTable &table, bool segments) {
   // (the backward's entries serve every key length; one of the other form is passed over, as flash-plan-memory does)
-  std::optional<TuningKey> key = tuningKeyOf(target, attentionSpec(op, role, /*blockTable=*/true, segments), {});
+  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, segments);
+  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
   const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
   StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
-  return entry && (!entry->point.form || *entry->point.form == form) && entry->point.dqZeroAhead.value_or(false);
+  if (!entry || (entry->point.form && *entry->point.form != form) || !entry->point.dqZeroAhead.value_or(false))
+    return false;
+  // Only where the kernel the entry plans takes it; elsewhere the preprocess zero-fills as before (as a `segments`
+  // entry leaves a kernel whose modifier is not a document compare to its table walk), so that one entry may cover a
+  // class of keys: not a kernel that is not warp-specialised, whose dQ goes by red.v4 (the role split at D >= 200 or
+  // D = Dv = 192), or the key split at D = 192.
+  TilePlan plan = entry->point.applyTo(defaultPlan(target, spec, {}));
+  int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
+  int64_t bytes = spec.getElementType().getValue().getIntOrFloatBitWidth() / 8;
+  bool keySplit = wsBackwardPlanSplitsKeys(plan);
+  return plan.strategy == Strategy::WgmmaWsSm90 && wsBackwardPlanTakes(spec, plan) &&
+         wsBackwardZeroAheadTakes(d, dv, plan.stages, bytes, keySplit) &&
+         wsBackwardSharedBytes(d, dv, plan.stages, bytes, keySplit, entry->point.pingPong, /*zeroAhead=*/true) <=
+             target.sharedMemoryPerBlock;
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,

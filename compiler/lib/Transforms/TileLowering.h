@@ -135,7 +135,8 @@ mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::ti
 
 /// Whether `op`'s backward main kernel of `role` zeroes dq_accum tile by tile
 /// (#tile.attention dq_zero_ahead): where the tuning entry that plans it
-/// (`segments`: in the segment form) says dq_fill=zero_ahead, else the
+/// (`segments`: in the segment form) says dq_fill=zero_ahead and the kernel it
+/// plans takes it (warp-specialised, wsBackwardZeroAheadTakes), else the
 /// preprocess zero-fills it (the hand rule, until a GPU run has timed it).
 bool backwardDqZeroAhead(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
                          const TuningTable &table, bool segments);

@@ -275,8 +275,9 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
         }
         // dq_accum zeroed tile by tile ahead of the reductions instead of by
         // the preprocess (`dq_fill=zero_ahead`; docs/design/backward-ends.md),
-        // at the hand rule's group and consumers' form, where dQ leaves by TMA.
-        if (wsBackwardDqTma(d, dv, stages, bytes, split, /*zeroAhead=*/true) &&
+        // at the hand rule's group and consumers' form, where the kernel takes
+        // it (dQ by TMA; not the key split at D = 192).
+        if (wsBackwardZeroAheadTakes(d, dv, stages, bytes, split) &&
             wsBackwardSharedBytes(d, dv, stages, bytes, split, std::nullopt, true) <= target.sharedMemoryPerBlock) {
           TuningPoint zeroAhead = point;
           zeroAhead.group = handGroup;

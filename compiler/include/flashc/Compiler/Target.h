@@ -286,6 +286,13 @@ int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
 /// not D = 256), else by the consumers' red.v4.
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
                      bool keySplit, bool zeroAhead = false);
+/// Whether it can zero dq_accum ahead of its reductions (#tile.attention
+/// dq_zero_ahead, the tuning field dq_fill=zero_ahead): where dQ leaves by
+/// TMA, but not under the key split at D = 192 (its spare dQ boxes and score
+/// halves leave ptxas too few registers beside the producer's second warp:
+/// every wgmma serialized at 56 / 224, spills at 24 / 240).
+bool wsBackwardZeroAheadTakes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
+                              bool keySplit);
 /// Whether its consumer warpgroups can take turns (#tile.warp_specialized
 /// ping_pong; AttentionBwdWsPlan::kDeferDq): under the key split but at D = 192
 /// (whose single dSᵀ buffer leaves room for spare dQ boxes), a step's dQ is

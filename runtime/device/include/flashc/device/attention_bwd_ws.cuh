@@ -61,24 +61,27 @@
 //                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
-//   kDqFill (optional, DqFill::kPreprocess when absent)   how dq_accum starts: zeroed by the preprocess, or (kernel lab
-//                         only, not yet timed: docs/design/backward-ends.md) not zeroed, under a flag per 64 x 64 tile
-//                         and column part (dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, zeroed by the
+//   kDqFill (optional, DqFill::kPreprocess when absent)   how dq_accum starts: zeroed by the preprocess, or (opt-in,
+//                         not yet timed: docs/design/backward-ends.md) not zeroed, under a flag per 64 x 64 tile
+//                         and column part (dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, cleared by the
 //                         preprocess; the postprocess writes zeros where a flag is 0). Dense tensors and TMA
-//                         reductions only (kDqTma; not the segment form nor packed sequences, for now):
-//                         kFirstStore (lever 1): the first block to reach a tile stores its boxes, waits for the
-//                         store and releases the flag; every later one acquires it and adds.
-//                         kZeroAhead (lever 1b): the producer warpgroup's second warp walks the block's steps ahead,
-//                         claims each 64-row tile its dQ rows touch (part 0's flag, atomicCAS), zeroes the tiles it
-//                         wins with 16-byte stores and releases them (every part's flag 2), waits for the tiles
-//                         others won, and counts the steps so confirmed in shared memory (8 bytes after the
-//                         barriers); the producer fills a step's slot only once its count is there. Every dQ write
-//                         stays a reduction; no consumer waits on a flag.
+//                         reductions only (kDqTma; not packed sequences):
+//                         kFirstStore (lever 1, kernel lab only; not the segment form): the first block to reach a
+//                         tile stores its boxes, waits for the store and releases the flag; every later one acquires
+//                         it and adds.
+//                         kZeroAhead (lever 1b, the compiler's dq_fill=zero_ahead; the segment form too): the producer
+//                         warpgroup's second warp walks every query block the window's bounds allow (a superset of
+//                         the steps, in their order), claims each 64-row tile a block's rows touch (part 0's flag,
+//                         atomicCAS), zeroes the tiles it wins with 16-byte stores and releases them (every part's
+//                         flag 2), waits for the tiles others won, and publishes its position (head of the group,
+//                         query block) in shared memory (8 bytes after the barriers); the producer fills a step's
+//                         slot only once the position is past it. Every dQ write stays a reduction; no consumer
+//                         waits on a flag.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
 // lse [B, Hq, Sq] (natural log), delta = rowsum(dO O) [B, Hq, Sq] and dq_accum [B, Hq, Sq, D] f32
-// (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
+// (zeroed, but for kDqFill) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
 #pragma once
 #include "flashc/device/backward.cuh"
 #include "flashc/device/emitter_api.cuh"
@@ -214,12 +217,12 @@ struct AttentionBwdWsPlan {
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kDqBoxesBytes = kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0;
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
-  // kDqZeroAhead: the count of steps whose dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
+  // kDqZeroAhead: the position up to which the dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
   // counter would cost 1024: ptxas aligns the dynamic base to the 1024 B this kernel asks for after it).
-  static constexpr int kZeroedStepsBytes = kDqZeroAhead ? 8 : 0;
+  static constexpr int kZeroedUptoBytes = kDqZeroAhead ? 8 : 0;
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
                                        kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars +
-                                       kZeroedStepsBytes + 1024;
+                                       kZeroedUptoBytes + 1024;
   // The deferred form (the schedule's ping_pong; without one the compiler's hand rule, wsBackwardTakesTurns: where
   // four dSᵀ buffers fit): step i's dQ is issued in step i + 1 and the warpgroups' exponentials take turns (the
   // consumers' loop). Four buffers where they fit (64 queries a step, two stages: D = 96-128): a warpgroup stores
@@ -245,8 +248,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemLse = kSmemDq + kDqBoxesBytes;              // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
-  static constexpr int kSmemZeroedSteps = kSmemBar + 8 * kNumBars;  // kDqZeroAhead's count (int)
-  static constexpr int kSmemBytes = kSmemZeroedSteps + kZeroedStepsBytes + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kSmemZeroedUpto = kSmemBar + 8 * kNumBars;  // kDqZeroAhead's position (int)
+  static constexpr int kSmemBytes = kSmemZeroedUpto + kZeroedUptoBytes + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
@@ -286,8 +289,8 @@ __device__ __forceinline__ void store_release_cta_shared(int* p, int value) {
 // The rows [row0, row0 + rows) of dq_accum [B, H, S, kHeadCols] f32 of (batch, head): their 64-row tiles claimed,
 // zeroed where won, and confirmed stored (flag 2) either way, by one warp (kZeroAhead: part 0's flag is the tile's
 // claim; every part is released, the postprocess's "written"). dq_accum is the program's own contiguous workspace, so a
-// tile is 64 * kHeadCols consecutive floats: the warp's few registers (the producer warpgroup's 24) hold a pointer and
-// an index, not the tensor's 64-bit strides.
+// tile is 64 * kHeadCols consecutive floats: the warp's few registers (the producer warpgroup's) hold a pointer and an
+// index, not the tensor's 64-bit strides.
 template <int kHeadCols>
 __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const DqFirstWriters& writers, int batch,
                                               int head, int row0, int rows) {
@@ -583,13 +586,13 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
     mbarrier_init_fence();
-    if constexpr (P::kDqZeroAhead) *reinterpret_cast<int*>(smem + P::kSmemZeroedSteps) = 0;
+    if constexpr (P::kDqZeroAhead) *reinterpret_cast<int*>(smem + P::kSmemZeroedUpto) = 0;
   }
   __syncthreads();  // the last block-wide barrier
 
   // kDqZeroAhead: how far the producer warpgroup's second warp has confirmed the dQ tiles zeroed, as a position of the
   // (query head of the group, query block) pairs (in shared memory): every pair before it is done.
-  int* const zeroed_upto = reinterpret_cast<int*>(smem + P::kSmemZeroedSteps);
+  int* const zeroed_upto = reinterpret_cast<int*>(smem + P::kSmemZeroedUpto);
   // (computed where used, after the register reallocation: nothing of it stays live across it)
   auto zero_position = [&](int member, int m) { return member * ((Sq + kBlockM - 1) / kBlockM) + m; };
   // The dense tensors' tile flags where dq_accum is not zeroed by the preprocess (P::kDqFill).
