@@ -145,6 +145,19 @@ VARIANTS = {
                                                                          "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
     "d64_causal_bwdws_zeroahead": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
                                    True),
+    # ... and each 64 x 64 part of dQ converted in the main kernel once its last reduction is counted
+    # (FLASHC_BWD_WS_DQ_CONVERT: lever 2, run 19): the postprocess leaves the converted parts.
+    "d128_bwdws_convert": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                       "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
+    "d128_causal_bwdws_convert": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                              "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
+    "d128_win1024_bwdws_convert": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                                 "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
+    "d128_f16_gqa4_win100_bwdws_convert": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1,
+                                                                       "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                                       "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
+    "d64_causal_bwdws_convert": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                            "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

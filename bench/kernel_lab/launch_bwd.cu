@@ -61,7 +61,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
-        q, k, lse, delta, dq_accum, dk, dv, dq_semaphore, *reinterpret_cast<const TmaDescriptor*>(&tq),
+        q, k, lse, delta, dq_accum, dk, dv, dq_semaphore, dq, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
         *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
 #else

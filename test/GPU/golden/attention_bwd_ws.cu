@@ -38,6 +38,11 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_DQ_ZERO_AHEAD
 #define FLASHC_BWD_WS_DQ_ZERO_AHEAD 0
 #endif
+// ... and each part of dQ converted by that warp once its last reduction is counted (Config::kDqConvert, on the zeroed
+// tiles; the library's ends): lever 2. Not yet run on a GPU.
+#ifndef FLASHC_BWD_WS_DQ_CONVERT
+#define FLASHC_BWD_WS_DQ_CONVERT 0
+#endif
 static_assert(!(FLASHC_BWD_WS_DQ_STORE && FLASHC_BWD_WS_DQ_ZERO_AHEAD), "one way for dq_accum to start");
 #define FLASHC_BWD_WS_DQ_FLAGS (FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_DQ_ZERO_AHEAD)
 // The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
@@ -46,6 +51,8 @@ static_assert(!(FLASHC_BWD_WS_DQ_STORE && FLASHC_BWD_WS_DQ_ZERO_AHEAD), "one way
 #define FLASHC_BWD_WS_LIBRARY_ENDS FLASHC_BWD_WS_DQ_FLAGS
 #endif
 static_assert(!FLASHC_BWD_WS_DQ_FLAGS || FLASHC_BWD_WS_LIBRARY_ENDS, "dq_accum's tile flags: the library's ends");
+static_assert(!FLASHC_BWD_WS_DQ_CONVERT || (FLASHC_BWD_WS_DQ_ZERO_AHEAD && FLASHC_BWD_WS_LIBRARY_ENDS),
+              "dQ converted in the main kernel: over the tiles zeroed ahead, with the library's ends");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -55,6 +62,7 @@ struct Config {
   static constexpr float kScale = bwd_config::kScale;
   // attention_bwd.cu's postprocess scales dQ; the library's converts it only
   static constexpr float kDqScale = FLASHC_BWD_WS_LIBRARY_ENDS ? bwd_config::kScale : 1.f;
+  static constexpr bool kDqConvert = FLASHC_BWD_WS_DQ_CONVERT;
   static constexpr flashc::device::DqFill kDqFill = FLASHC_BWD_WS_DQ_STORE      ? flashc::device::DqFill::kFirstStore
                                                   : FLASHC_BWD_WS_DQ_ZERO_AHEAD ? flashc::device::DqFill::kZeroAhead
                                                                                 : flashc::device::DqFill::kPreprocess;
@@ -76,6 +84,7 @@ extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
                                             flashc::TensorArg delta, flashc::TensorArg dq_accum,
                                             flashc::TensorArg dk, flashc::TensorArg dv, flashc::TensorArg dq_flags,
+                                            flashc::TensorArg dq,
                                             const __grid_constant__ flashc::TmaDescriptor q_map,
                                             const __grid_constant__ flashc::TmaDescriptor k_map,
                                             const __grid_constant__ flashc::TmaDescriptor v_map,
@@ -84,7 +93,7 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
   flashc::device::attention_bwd_ws<bwd_ws_config::Config>(
       q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]),
       &dq_map, flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(),
-      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr);
+      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr, FLASHC_BWD_WS_DQ_CONVERT ? &dq : nullptr);
 }
 
 #if FLASHC_BWD_WS_LIBRARY_ENDS

@@ -91,7 +91,7 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
 // dq_accum [B, H, S, kHeadCols] f32 -> dq (Elem): 8 elements a thread a step (two 16-byte loads, one store), the
 // block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store. dq_flags (the main
 // kernel's tile flags, kDqFill, or nullptr): a 64-column part whose flag is 0 had no writer, so its dQ is 0
-// (dq_accum was not zeroed).
+// (dq_accum was not zeroed); one whose flag is -1 the main kernel converted (kDqConvert), left as it is.
 template <class Elem, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq,
                                                           const int* dq_flags = nullptr) {
@@ -103,6 +103,8 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
                              blockIdx.x) * kParts
                : nullptr;
   auto written = [&](int c) { return flags == nullptr || flags[c * 8 / 64] != 0; };  // chunk c's part
+  // (kDqConvert: a part whose flag is -1 was converted by the main kernel: left as it is)
+  auto converted = [&](int c) { return flags != nullptr && flags[c * 8 / 64] == -1; };
   const int rows = min(64, static_cast<int>(dq.shape[2]) - row0);
   const float* src = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
   Elem* dst = static_cast<Elem*>(dq.data) + batch * dq.stride[0] + head * dq.stride[1];
@@ -110,7 +112,7 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
 #pragma unroll
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
-    if (i < 64 * kChunks && r < rows) {
+    if (i < 64 * kChunks && r < rows && !converted(c)) {
       if (written(c)) {
         const float* s = src + (row0 + r) * dq_accum.stride[2] + c * 8;
         lo[t] = *reinterpret_cast<const float4*>(s);
@@ -123,7 +125,7 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
 #pragma unroll
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
-    if (i >= 64 * kChunks || r >= rows) continue;
+    if (i >= 64 * kChunks || r >= rows || converted(c)) continue;
     uint4 out;
     Elem* e = reinterpret_cast<Elem*>(&out);
     e[0] = from_float<Elem>(lo[t].x), e[1] = from_float<Elem>(lo[t].y), e[2] = from_float<Elem>(lo[t].z),

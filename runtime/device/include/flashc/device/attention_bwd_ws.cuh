@@ -112,6 +112,15 @@ template <class Config>
 struct DqFillOf<Config, decltype(void(Config::kDqFill))> {
   static constexpr DqFill value = Config::kDqFill;
 };
+// Whether the main kernel converts dQ itself (Config::kDqConvert, kernel lab only).
+template <class Config, class = void>
+struct DqConvertOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct DqConvertOf<Config, decltype(void(Config::kDqConvert))> {
+  static constexpr bool value = Config::kDqConvert;
+};
 
 template <class Config>
 struct AttentionBwdWsPlan {
@@ -212,6 +221,14 @@ struct AttentionBwdWsPlan {
   static_assert(kDqFill == DqFill::kPreprocess || (kDqTma && (!kSegments || kDqFill == DqFill::kZeroAhead)),
                 "ws backward: dq_accum unzeroed by the preprocess: TMA reductions over dense tensors (the segment "
                 "form: zeroed ahead only)");
+  // kDqConvert (lever 2; on kZeroAhead's flags): the last reduction into each 64 x 64 part of dq_accum is counted,
+  // and the producer warpgroup's second warp converts the part into dQ, so that the postprocess has nothing left to
+  // do there. The expected count (the key blocks whose walk reaches the part's query block) is the window's bounds
+  // over every key block: dense masks without a table, the key split below D = 192, not the segment form.
+  static constexpr bool kDqConvert = DqConvertOf<Config>::value;
+  static_assert(!kDqConvert || (kDqZeroAhead && kKeySplit && !kSpareDqBoxes && !kSegments && !kMaskTable),
+                "ws backward: dQ converted in the main kernel over dq_accum zeroed ahead, under the key split below "
+                "D = 192, over dense tensors with a mask of index arithmetic (the counts are its bounds)");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
@@ -220,9 +237,11 @@ struct AttentionBwdWsPlan {
   // kDqZeroAhead: the position up to which the dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
   // counter would cost 1024: ptxas aligns the dynamic base to the 1024 B this kernel asks for after it).
   static constexpr int kZeroedUptoBytes = kDqZeroAhead ? 8 : 0;
+  // kDqConvert: the queue of parts to convert (detail::DqConvertQueue: tail, head, consumers done, a ring of 16).
+  static constexpr int kConvertQueueBytes = kDqConvert ? 80 : 0;
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
                                        kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars +
-                                       kZeroedUptoBytes + 1024;
+                                       kZeroedUptoBytes + kConvertQueueBytes + 1024;
   // The deferred form (the schedule's ping_pong; without one the compiler's hand rule, wsBackwardTakesTurns: where
   // four dSᵀ buffers fit): step i's dQ is issued in step i + 1 and the warpgroups' exponentials take turns (the
   // consumers' loop). Four buffers where they fit (64 queries a step, two stages: D = 96-128): a warpgroup stores
@@ -249,7 +268,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
   static constexpr int kSmemZeroedUpto = kSmemBar + 8 * kNumBars;  // kDqZeroAhead's position (int)
-  static constexpr int kSmemBytes = kSmemZeroedUpto + kZeroedUptoBytes + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kSmemConvertQueue = kSmemZeroedUpto + kZeroedUptoBytes;  // kDqConvert's queue (int[20])
+  static constexpr int kSmemBytes = kSmemConvertQueue + kConvertQueueBytes + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
@@ -287,13 +307,15 @@ __device__ __forceinline__ void store_release_cta_shared(int* p, int value) {
   asm volatile("st.release.cta.shared.b32 [%0], %1;\n" ::"r"(smem_u32(p)), "r"(value) : "memory");
 }
 // The rows [row0, row0 + rows) of dq_accum [B, H, S, kHeadCols] f32 of (batch, head): their 64-row tiles claimed,
-// zeroed where won, and confirmed stored (flag 2) either way, by one warp (kZeroAhead: part 0's flag is the tile's
-// claim; every part is released, the postprocess's "written"). dq_accum is the program's own contiguous workspace, so a
-// tile is 64 * kHeadCols consecutive floats: the warp's few registers (the producer warpgroup's) hold a pointer and an
-// index, not the tensor's 64-bit strides.
-template <int kHeadCols>
+// zeroed where won, and confirmed stored (flag >= 2) either way, by one warp (kZeroAhead: part 0's flag is the tile's
+// claim; every part is released, the postprocess's "written"). The value released is released(t) (warp-collective):
+// 2, or with kDqConvert 2 + the reductions the tile's parts expect; part 0 goes last, so that a block that sees it
+// finds every part counted. dq_accum is the program's own contiguous workspace, so a tile is 64 * kHeadCols
+// consecutive floats: the warp's few registers (the producer warpgroup's) hold a pointer and an index, not the
+// tensor's 64-bit strides.
+template <int kHeadCols, class Released>
 __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const DqFirstWriters& writers, int batch,
-                                              int head, int row0, int rows) {
+                                              int head, int row0, int rows, Released&& released) {
   constexpr int kQuads = kHeadCols / 4;  // float4 a row
   const int lane = lane_id();
   const int sq = static_cast<int>(dq_accum.shape[2]);
@@ -308,13 +330,71 @@ __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const D
                      ((static_cast<long long>(batch) * writers.heads + head) * sq + t * 64) * kQuads;
       const int quads = min(64, sq - t * 64) * kQuads;
       for (int i = lane; i < quads; i += 32) tile[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+      const int value = released(t);
       __threadfence();  // each lane's zeros before the release (the warp's barrier passes them to lane 0)
       __syncwarp();
-      if (lane < writers.parts) store_release_gpu(flag + lane, 2);
+      if (lane > 0 && lane < writers.parts) store_release_gpu(flag + lane, value);
+      __syncwarp();
+      if (lane == 0) store_release_gpu(flag, value);
     } else if (lane == 0) {
-      while (load_acquire_gpu(flag) != 2) __nanosleep(64);  // (unmasked: every key block's warp polls tile 0 at once)
+      while (load_acquire_gpu(flag) == 1) __nanosleep(64);  // (unmasked: every key block's warp polls tile 0 at once)
     }
     __syncwarp();
+  }
+}
+
+// kDqConvert: the parts of dq_accum whose last reduction has completed, from the consumers' issuing threads to the
+// producer warpgroup's second warp, which converts them (shared memory: [0] tail, [1] head, [2] consumer warpgroups
+// done, [4, 20) a ring of flag indices + 1).
+struct DqConvertQueue {
+  static constexpr int kRing = 16;
+  int* words;
+  // One thread: waits while the ring is full (the converting warp never waits on the consumers).
+  __device__ __forceinline__ void push(int index) const {
+    const int slot = atomicAdd(words, 1);
+    while (slot - load_acquire_cta_shared(words + 1) >= kRing) {
+    }
+    store_release_cta_shared(words + 4 + slot % kRing, index + 1);
+  }
+  // One thread a consumer warpgroup, after its last push.
+  __device__ __forceinline__ void consumer_done() const {
+    __threadfence_block();
+    atomicAdd(words + 2, 1);
+  }
+};
+
+// kDqConvert: a consumer's reduction into the part at `flag` has completed (its issuing thread waited for the bulk group
+// to be written and fenced the async proxy): counted; the last one queues the part for conversion.
+__device__ __forceinline__ void count_dq_reduction(int* flag, const DqFirstWriters& writers,
+                                                   const DqConvertQueue& queue) {
+  if (flag == nullptr) return;
+  if (fetch_add_acq_rel_gpu(flag, -1) == 3) queue.push(static_cast<int>(flag - writers.flags));
+}
+
+// kDqConvert: the part `index` of dq_accum (flags' index: batch, head, 64-row tile, 64-column part) as dQ in the
+// element type, by one warp; 8 floats a lane at a time, read past L1 (the reductions wrote L2).
+template <class Elem, int kHeadCols>
+__device__ __forceinline__ void convert_dq_part(const TensorArg& dq_accum, const TensorArg& dq,
+                                                const DqFirstWriters& writers, int index) {
+  const int part = index % writers.parts, rest = index / writers.parts;
+  const int tile = rest % writers.row_tiles, bh = rest / writers.row_tiles;
+  const int head = bh % writers.heads, batch = bh / writers.heads;
+  const int sq = static_cast<int>(dq_accum.shape[2]);
+  const int rows = min(64, sq - tile * 64), chunks = min(64, kHeadCols - part * 64) / 8;  // 8 columns a chunk
+  const float* src = static_cast<const float*>(dq_accum.data) +
+                     ((static_cast<long long>(batch) * writers.heads + head) * sq + tile * 64) * kHeadCols + part * 64;
+  Elem* dst = static_cast<Elem*>(dq.data) + batch * dq.stride[0] + head * dq.stride[1] + (tile * 64) * dq.stride[2] +
+              part * 64;
+  for (int i = lane_id(); i < rows * chunks; i += 32) {
+    const int r = i / chunks, c = (i % chunks) * 8;
+    const float4 lo = __ldcg(reinterpret_cast<const float4*>(src + r * kHeadCols + c));
+    const float4 hi = __ldcg(reinterpret_cast<const float4*>(src + r * kHeadCols + c + 4));
+    uint4 out;
+    Elem* e = reinterpret_cast<Elem*>(&out);
+    e[0] = from_float<Elem>(lo.x), e[1] = from_float<Elem>(lo.y), e[2] = from_float<Elem>(lo.z),
+    e[3] = from_float<Elem>(lo.w), e[4] = from_float<Elem>(hi.x), e[5] = from_float<Elem>(hi.y),
+    e[6] = from_float<Elem>(hi.z), e[7] = from_float<Elem>(hi.w);
+    *reinterpret_cast<uint4*>(dst + r * dq.stride[2] + c) = out;
   }
 }
 
@@ -324,18 +404,32 @@ __device__ __forceinline__ void zero_dq_tiles(const TensorArg& dq_accum, const D
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
 // kFill kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
-template <bool kAligned, int kBoxBytes, bool kPacked = false, DqFill kFill = DqFill::kPreprocess, int M, int N, int W>
+// kConvert (kDqConvert): before the buffer's reuse the issuing thread waits for the previous reduction to be written,
+// not only read, and counts it (*pending, then this one's part).
+template <bool kAligned, int kBoxBytes, bool kPacked = false, DqFill kFill = DqFill::kPreprocess, bool kConvert = false,
+          int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
                                               int col0, int row0, int head, int batch, int warpgroup, bool first,
-                                              const DqFirstWriters& writers = DqFirstWriters{}) {
+                                              const DqFirstWriters& writers = DqFirstWriters{},
+                                              int** pending = nullptr, const DqConvertQueue* queue = nullptr) {
   static_assert(kFill == DqFill::kPreprocess || !kPacked, "dq_accum's tile flags: dense 64-row tiles");
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
     else named_barrier_sync_unaligned(3 + warpgroup, 128);
   };
+  static_assert(!kConvert || kFill == DqFill::kZeroAhead, "dQ converted in the main kernel: over the zeroed tiles");
   const bool issuer = threadIdx.x % 128 == 0;
-  if (issuer && !first) tma_wait_group<0>();  // the previous reduction has read the buffer
+  if (issuer && !first) {
+    if constexpr (kConvert) {
+      tma_wait_group<0, false>();  // the previous reduction written (and so its buffer read)
+      fence_proxy_async_global();
+      count_dq_reduction(*pending, writers, *queue);
+      *pending = nullptr;
+    } else {
+      tma_wait_group<0>();  // the previous reduction has read the buffer
+    }
+  }
   sync_warpgroup();
   // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
   // (r within this warpgroup's 64 rows).
@@ -379,6 +473,8 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
+    // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, has no part to count.)
+    if constexpr (kConvert) *pending = row0 / 64 < writers.row_tiles ? writers.at(batch, head, row0, col0) : nullptr;
   }
 }
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
@@ -521,7 +617,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed, int* dq_flags = nullptr) {
+                                                      const PackedQueryTiles& packed, int* dq_flags = nullptr,
+                                                      const TensorArg* dq_out = nullptr) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -587,6 +684,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     }
     mbarrier_init_fence();
     if constexpr (P::kDqZeroAhead) *reinterpret_cast<int*>(smem + P::kSmemZeroedUpto) = 0;
+    if constexpr (P::kDqConvert)
+      for (int i = 0; i < P::kConvertQueueBytes / 4; ++i) reinterpret_cast<int*>(smem + P::kSmemConvertQueue)[i] = 0;
   }
   __syncthreads();  // the last block-wide barrier
 
@@ -595,6 +694,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   int* const zeroed_upto = reinterpret_cast<int*>(smem + P::kSmemZeroedUpto);
   // (computed where used, after the register reallocation: nothing of it stays live across it)
   auto zero_position = [&](int member, int m) { return member * ((Sq + kBlockM - 1) / kBlockM) + m; };
+  // kDqConvert: the parts whose last reduction has completed, on their way to the second producer warp.
+  const detail::DqConvertQueue convert_queue{reinterpret_cast<int*>(smem + P::kSmemConvertQueue)};
   // The dense tensors' tile flags where dq_accum is not zeroed by the preprocess (P::kDqFill).
   const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
                                           (P::kHeadCols + 63) / 64};
@@ -611,10 +712,49 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         const detail::DqFirstWriters zero_writers{dq_flags, static_cast<int>(q.shape[1]),
                                                   (static_cast<int>(q.shape[2]) + 63) / 64, (P::kHeadCols + 63) / 64};
         for_each_query_block_in_bounds<P>(k0, kv_head, batch, group, Sq, offset, mask_env, [&](int member, int m) {
-          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, zero_writers, batch, kv_head * group + member,
-                                              q_start + m * kBlockM, kBlockM);
+          const int head = kv_head * group + member;
+          // kDqConvert: a tile's parts expect one reduction from each key block whose walk reaches the tile's query
+          // block (the same bounds, every key block of the head's kv head; dense, so the tile's block is t * 64 /
+          // kBlockM); else 2.
+          auto released = [&](int t) {
+            if constexpr (P::kDqConvert) {
+              const MaskEnv env = with_batch_head(mask_env, batch, head);
+              const int query_block = t * 64 / kBlockM, key_blocks = (Sk + kBlockN - 1) / kBlockN;
+              int expected = 0;
+              for (int kb = lane_id(); kb < key_blocks; kb += 32)
+                expected += Mask::query_block_begin(kb * kBlockN, kBlockN, kBlockM, Sq, offset, env) <= query_block &&
+                            query_block < Mask::query_block_end(kb * kBlockN, kBlockN, kBlockM, Sq, offset, env);
+              return 2 + __reduce_add_sync(0xffffffffu, expected);
+            } else {
+              return 2;
+            }
+          };
+          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, zero_writers, batch, head, q_start + m * kBlockM, kBlockM,
+                                              released);
           if (lane_id() == 0) detail::store_release_cta_shared(zeroed_upto, zero_position(member, m) + 1);
         });
+        if constexpr (P::kDqConvert) {
+          // Then the parts the consumers queue, in order, until both consumer warpgroups are done and the queue is
+          // empty; each converted part's flags say -1, which the postprocess leaves as it is.
+          int* const queue = convert_queue.words;
+          for (int next = 0;; ++next) {
+            int index = 0;
+            if (lane_id() == 0) {
+              while ((index = detail::load_acquire_cta_shared(queue + 4 + next % detail::DqConvertQueue::kRing)) == 0 &&
+                     !(detail::load_acquire_cta_shared(queue + 2) == 2 && detail::load_acquire_cta_shared(queue) == next)) {
+              }
+            }
+            index = __shfl_sync(0xffffffffu, index, 0);
+            if (index == 0) break;
+            detail::convert_dq_part<Elem, P::kHeadCols>(dq_accum, *dq_out, zero_writers, index - 1);
+            __syncwarp();
+            if (lane_id() == 0) {
+              queue[4 + next % detail::DqConvertQueue::kRing] = 0;
+              detail::store_release_cta_shared(queue + 1, next + 1);  // the slot is free
+              store_release_gpu(zero_writers.flags + index - 1, -1);
+            }
+          }
+        }
         return;
       }
     }
@@ -725,6 +865,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     DqStep prev{0, 0, -1};
     using DqTile = RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4>;
     bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
+    int* dq_pending = nullptr;  // kDqConvert: the part of this warpgroup's last reduction, to count once written
     // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys, of the step prev.
     auto issue_prev_dq = [&](DqTile& dq) {
       named_barrier_sync(P::kBarDsReady + P::kDsReadyIds * (1 - warpgroup) + prev.it % P::kDsReadyIds,
@@ -733,9 +874,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
       if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill, P::kDqConvert>(
           dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-          q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers);
+          q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers,
+          &dq_pending, &convert_queue);
       dq_first = false;
     };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
@@ -879,9 +1021,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill, P::kDqConvert>(
               dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-              q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers);
+              q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers,
+              &dq_pending, &convert_queue);
         }
         wgmma_wait<0>();
         release(s);
@@ -897,7 +1040,14 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         reduce_prev_dq(dq);
       }
     }
-    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
+    if (wg_thread == 0) {
+      tma_wait_group<0, false>();  // shared memory stays until the reductions are done
+      if constexpr (P::kDqConvert) {
+        fence_proxy_async_global();
+        detail::count_dq_reduction(dq_pending, dq_writers, convert_queue);
+        convert_queue.consumer_done();
+      }
+    }
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
@@ -1025,7 +1175,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads; dq_flags: Config::kDqFill's tile flags (unused with kPreprocess).
+// tensors the score modifier reads; dq_flags: Config::kDqFill's tile flags (unused with kPreprocess); dq: the
+// element-type dQ that Config::kDqConvert writes (the parts it converts; the postprocess the others).
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1035,11 +1186,12 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv(), int* dq_flags = nullptr) {
+                                                 const MaskEnv& score_env = MaskEnv(), int* dq_flags = nullptr,
+                                                 const TensorArg* dq = nullptr) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles(), dq_flags);
+                                               PackedQueryTiles(), dq_flags, dq);
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key

@@ -116,6 +116,13 @@ __device__ __forceinline__ int load_acquire_gpu(const int* flag) {
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
   return value;
 }
+// flag += delta at GPU scope, acquiring the releases of the adds before it and releasing this thread's writes
+// (a count of writers whose last one then sees every other's writes); returns the value before.
+__device__ __forceinline__ int fetch_add_acq_rel_gpu(int* flag, int delta) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(flag), "r"(delta) : "memory");
+  return old;
+}
 
 // All panels of a [R][C] panel tile (C/64 boxes of [R][64]) from rows c1.. of a 4-D map.
 template <class Tile>
