@@ -352,8 +352,7 @@ struct DqConvertQueue {
   // One thread: waits while the ring is full (the converting warp never waits on the consumers).
   __device__ __forceinline__ void push(int index) const {
     const int slot = atomicAdd(words, 1);
-    while (slot - load_acquire_cta_shared(words + 1) >= kRing) {
-    }
+    while (slot - load_acquire_cta_shared(words + 1) >= kRing) __nanosleep(32);
     store_release_cta_shared(words + 4 + slot % kRing, index + 1);
   }
   // One thread a consumer warpgroup, after its last push.
@@ -448,9 +447,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   sync_warpgroup();
   if (issuer) {
     if constexpr (kFill == DqFill::kFirstStore) {
-      // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64: nothing to write, and no
-      // flag of its own: its index would be the next head's tile.)
-      if (row0 / 64 >= writers.row_tiles) return;
+      // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, or the columns, D <= 64 with a
+      // 128-column head tile: nothing to write, and no flag of its own: its index would be the next tile's.)
+      if (row0 / 64 >= writers.row_tiles || col0 / 64 >= writers.parts) return;
       int* flag = writers.at(batch, head, row0, col0);
       if (atomicCAS(flag, 0, 1) == 0) {
         // The first writer: its boxes stored over whatever dq_accum held, then the flag released. It waits here for
@@ -473,8 +472,11 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
-    // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, has no part to count.)
-    if constexpr (kConvert) *pending = row0 / 64 < writers.row_tiles ? writers.at(batch, head, row0, col0) : nullptr;
+    // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, or the columns, the second
+    // warpgroup's where D <= 64 with a 128-column head tile (Dv > 64), has no part to count.)
+    if constexpr (kConvert)
+      *pending = row0 / 64 < writers.row_tiles && col0 / 64 < writers.parts ? writers.at(batch, head, row0, col0)
+                                                                            : nullptr;
   }
 }
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
@@ -740,11 +742,15 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           for (int next = 0;; ++next) {
             int index = 0;
             if (lane_id() == 0) {
-              while ((index = detail::load_acquire_cta_shared(queue + 4 + next % detail::DqConvertQueue::kRing)) == 0 &&
-                     !(detail::load_acquire_cta_shared(queue + 2) == 2 && detail::load_acquire_cta_shared(queue) == next)) {
-              }
+              // (backing off: this warp shares its scheduler with consumer warps, and a conversion's latency is free)
+              for (int sleep = 32;
+                   (index = detail::load_acquire_cta_shared(queue + 4 + next % detail::DqConvertQueue::kRing)) == 0 &&
+                   !(detail::load_acquire_cta_shared(queue + 2) == 2 && detail::load_acquire_cta_shared(queue) == next);
+                   sleep = min(2 * sleep, 1024))
+                __nanosleep(sleep);
             }
             index = __shfl_sync(0xffffffffu, index, 0);
+            __syncwarp();  // lane 0's acquire, for every lane's reads of the part
             if (index == 0) break;
             detail::convert_dq_part<Elem, P::kHeadCols>(dq_accum, *dq_out, zero_writers, index - 1);
             __syncwarp();
