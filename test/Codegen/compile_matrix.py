@@ -99,6 +99,11 @@ def configs(full):
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, backward=ZERO_AHEAD)
     yield dict(d=96, t="bf16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES + " " + ZERO_AHEAD)
     yield dict(d=256, t="bf16", mask="causal", hq=8, hkv=8, backward="stages=1 " + ZERO_AHEAD)  # the role split
+    # ... and dQ converted in the main kernel (`dq_fill=convert`, opt-in: kernel lab run 19 checks it first): the key
+    # split at 64 queries a step (D > 64), with turns and without.
+    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, backward="dq_fill=convert")
+    yield dict(d=80, t="f16", mask="none", hq=8, hkv=8, backward="dq_fill=convert")
+    yield dict(d=96, t="bf16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES + " dq_fill=convert")
     yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1",
                backward="segments=1 " + ZERO_AHEAD)
     yield dict(d=64, t="f16", mask="none", hq=8, hkv=2, document=True, forward="segments=1",
@@ -221,6 +226,9 @@ def compile_one(flashc, cfg, arch, workdir):
             if "dq_fill=zero_ahead" in point and not re.search(r"role = attention_backward[^>]*dq_zero_ahead = true",
                                                                 tile.stdout):
                 serialized.append("the %s did not take dq_fill=zero_ahead (no dq_zero_ahead = true)" % kind)
+            if "dq_fill=convert" in point and not re.search(r"role = attention_backward[^>]*dq_convert = true",
+                                                             tile.stdout):
+                serialized.append("the %s did not take dq_fill=convert (no dq_convert = true)" % kind)
             if "segment_order=longest" in point and not re.search(plan, tile.stdout, re.S):
                 serialized.append("the %s's plan did not take the longest-first order (no longest_across_documents)"
                                   % kind)
@@ -251,7 +259,7 @@ def main():
                     continue
                 spilled = {k: v for k, v in spills.items() if v > 0}
                 segment_forward = "segments=1" in (cfg.get("forward") or "")
-                zero_ahead = ZERO_AHEAD in (cfg.get("backward") or "")
+                zero_ahead = any(f in (cfg.get("backward") or "") for f in (ZERO_AHEAD, "dq_fill=convert"))
                 over = {k: v for k, v in spilled.items()
                         if v > (WIDE_FORWARD_SPILL_BUDGET if k in wide
                                 else SEGMENT_FORWARD_SPILL_BUDGET if segment_forward and k.endswith("_fwd")

@@ -11,6 +11,9 @@
 // RUN: flash-run-tile %s --backward --backward-form=rows --tuning-table=%S/Inputs/tuning-dq-zero-ahead.txt --tolerance=2e-2 | FileCheck %s
 // The deterministic backward has no dq_accum: the entries leave it as it is.
 // RUN: flash-run-tile %s --backward --deterministic --tuning-table=%S/Inputs/tuning-dq-zero-ahead.txt --tolerance=2e-2 | FileCheck %s
+// dq_fill=convert (the main kernel also takes dq; on the CPU the postprocess converts every part):
+// RUN: flash-run-tile %s --backward --tuning-table=%S/Inputs/tuning-dq-convert.txt --tolerance=2e-2 | FileCheck %s
+// RUN: flashc %s --tuning-table=%S/Inputs/tuning-dq-convert.txt --emit=tile -o - | FileCheck %s --check-prefix=CONVERT
 // Which kernels take the form (what the runs above exercise):
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-dq-zero-ahead.txt --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %s --tuning-table=%S/Inputs/tuning-dq-zero-ahead.txt --backward-form=rows --emit=tile -o - | FileCheck %s --check-prefix=ROWS
@@ -30,6 +33,10 @@
 // TILE: tile.kernel @ragged_unmasked_attention_bwd({{.*}}dq_zero_ahead = true>
 // TILE: tile.kernel @wide_role_split_attention_bwd({{.*}}role_split = true{{.*}}dq_zero_ahead = true>
 // ROWS: tile.kernel @mla_role_split_attention_bwd({{.*}}role_split = true{{.*}}dq_zero_ahead = true>
+// CONVERT: tile.kernel @rows_before_keys_attention_bwd({{.*}}dq_zero_ahead = true>
+// CONVERT: tile.kernel @window_gqa_two_parts_attention_bwd({{.*}}dq_zero_ahead = true, dq_convert = true>
+// CONVERT: tile.kernel @ragged_unmasked_attention_bwd({{.*}}dq_zero_ahead = true, dq_convert = true>
+// CONVERT: tile.kernel @wide_role_split_attention_bwd({{.*}}role_split = true{{.*}}dq_zero_ahead = true>
 
 // Sq = 200 > Sk = 70, causal (bottom-right): rows 0-129 see no key, so no key block walks dq_accum's tiles 0 and 1;
 // their dQ is 0 through the postprocess's zeros. D = 64: 128 query rows a step (two tiles a step), a partial last tile.

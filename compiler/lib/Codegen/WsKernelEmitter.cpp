@@ -395,8 +395,10 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
   // dq_zero_ahead: dq_accum's tile flags after dv (before the modifiers' tensors).
-  bool zeroAhead = spec.getDqZeroAhead();
-  unsigned roleTensors = zeroAhead ? 10 : 9;
+  // dq_convert: dq after them (the parts the kernel converts itself).
+  bool zeroAhead = spec.getDqZeroAhead(), convert = spec.getDqConvert();
+  WsDqFill fill = wsDqFillOf(spec);
+  unsigned roleTensors = 9 + (zeroAhead ? 1 : 0) + (convert ? 1 : 0);
   FailureOr<MaskArgs> mask = maskArgs(kernel, spec, roleTensors);
   if (failed(mask))
     return failure();
@@ -412,7 +414,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 *scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
-                                keyOffset ? ", key_offset" : "", zeroAhead ? ", dq_flags" : ""));
+                                keyOffset ? ", key_offset" : "",
+                                zeroAhead ? (convert ? ", dq_flags, dq" : ", dq_flags") : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -426,6 +429,13 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       return reject(llvm::formatv("tensor '{0}' is not dq_accum's tile flags, [B, H, ceil(S / 64), ceil(D / 64)] i32 "
                                   "(#tile.attention dq_zero_ahead)",
                                   argNames[9]));
+  }
+  if (convert) {
+    auto dqType = dyn_cast<tile::GlobalTensorType>(inputs[10]);
+    if (!dqType || dqType.getRank() != 4 || dqType.getElementType() != elem || dqType.getShape()[3] != d)
+      return reject(llvm::formatv("tensor '{0}' is not dq, [B, H, S, {1}] of the spec's element type "
+                                  "(#tile.attention dq_convert)",
+                                  argNames[10], d));
   }
   // The consumer split is the schedule's (flash-warp-specialize, from the
   // plan): by keys, 128 a block on 8 warps, or by role, 64 a block on tiles
@@ -449,7 +459,12 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     return reject("its grid order is neither the launch order nor head_groups (the orders the library's "
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
-  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit, zeroAhead);
+  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit, fill);
+  if (convert && !wsBackwardConvertTakes(spec, stages, keySplit))
+    return reject(llvm::formatv("its recipe converts dQ in the main kernel (dq_convert), which takes the key split "
+                                "below D = 192 over dense tensors without a block-class table; D = {0}, Dv = {1} under "
+                                "the {2} split at {3} stages",
+                                d, dv, keySplit ? "key" : "role", stages));
   if (zeroAhead && !wsBackwardZeroAheadTakes(d, dv, stages, elementBytes, keySplit))
     return reject(llvm::formatv("its recipe zeroes dq_accum tile by tile (dq_zero_ahead), which needs dQ by TMA "
                                 "reductions and not the key split at D = 192; D = {0}, Dv = {1} under the {2} split at "
@@ -469,7 +484,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 blockN, blockN / 16, blockM));
   WsKernel result;
   result.sharedBytes =
-      wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong(), zeroAhead);
+      wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong(), fill);
   result.threads = blockThreads(schedule);
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
   // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
@@ -517,10 +532,16 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     out << "  // dq_accum zeroed tile by tile under dq_flags by the producer warpgroup's second warp, ahead of the\n"
         << "  // consumers' reductions (not by the preprocess)\n"
         << "  static constexpr flashc::device::DqFill kDqFill = flashc::device::DqFill::kZeroAhead;\n";
+  if (convert)
+    out << "  static constexpr bool kDqConvert = true;  // each part of dQ converted once its last reduction landed\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
-  // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
-  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/roleTensors);
+  // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses; dq too, whose
+  // address the converting warp reads)
+  printSignature(entry, cppNames, inputs, maps, result.threads, out,
+                 /*gridConstantFrom=*/roleTensors - (convert ? 1 : 0));
   std::string flagsArg = zeroAhead ? "static_cast<int*>(" + cppNames[9] + ".data)" : "";
+  if (convert)
+    flagsArg += ", &" + cppNames[10];
   if (segments) {
     out << "  flashc::device::attention_bwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << maps[2] << ", " << maps[3];

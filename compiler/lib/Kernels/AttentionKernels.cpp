@@ -613,9 +613,12 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   if (role == KernelRole::AttentionBackwardPreprocess && tensorTypes.size() == 4)
     want = 4;
   // dq_zero_ahead: the tile flags, the preprocess's fourth tensor (which it must have), the main kernel's after dv,
-  // the postprocess's last.
+  // the postprocess's last; dq_convert: dq after them (the GPU kernel writes the parts it converts; the tile body
+  // leaves dq to the postprocess, which writes the same values).
   if (spec.getDqZeroAhead())
     want = role == KernelRole::AttentionBackwardPreprocess ? 4 : want + 1;
+  if (spec.getDqConvert())
+    want += 1;
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
   int64_t tail = (readsTable ? 1 : 0) + (spec.getSegments() ? 1 : 0);  // the table, the segment plan

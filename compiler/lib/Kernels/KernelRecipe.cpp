@@ -95,6 +95,8 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec) {
       return {tensor4("out", dv), dOut, delta, dqFlags};
     case KernelRole::AttentionBackward:
     case KernelRole::AttentionBackwardTransposed:
+      if (spec.getDqConvert())  // (dq_convert: dq after the flags)
+        return {q, k, v, dOut, lse, delta, dqAccum, dk, dvOut, dqFlags, dq};
       return {q, k, v, dOut, lse, delta, dqAccum, dk, dvOut, dqFlags};
     case KernelRole::AttentionBackwardPostprocess:
       return {dqAccum, dq, dqFlags};
@@ -195,7 +197,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
                                      a.getMaskMod(), a.getMaskBlocks(), a.getScoreMod(), a.getScoreAdditive(),
                                      a.getScoreSeparable(), a.getTopLeft(), a.getSegments(), a.getLongestAcrossDocuments(),
-                                     a.getDqZeroAhead());
+                                     a.getDqZeroAhead(), a.getDqConvert());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),

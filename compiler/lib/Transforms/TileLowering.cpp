@@ -100,7 +100,7 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
 }
 
 AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments,
-                                bool longestFirst, bool dqZeroAhead) {
+                                bool longestFirst, WsDqFill dqFill) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -149,7 +149,8 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
                                 // (the plan's order, named on the main kernels that read it too)
                                 segments, longestFirst && (plan || (segments && segmentMain)),
-                                dqZeroAhead && AttentionSpecAttr::takesDqZeroAhead(role));
+                                dqFill != WsDqFill::Preprocess && AttentionSpecAttr::takesDqZeroAhead(role),
+                                dqFill == WsDqFill::Convert && segmentMain && role != KernelRole::AttentionForward);
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -225,27 +226,36 @@ FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, con
   return named && *named->point.longestFirst;
 }
 
-bool backwardDqZeroAhead(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
-                         const TuningTable &table, bool segments) {
+WsDqFill backwardDqFill(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
+                        const TuningTable &table, bool segments) {
   // (the backward's entries serve every key length; one of the other form is passed over, as flash-plan-memory does)
   AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, segments);
   std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
   const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
   StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
-  if (!entry || (entry->point.form && *entry->point.form != form) || !entry->point.dqZeroAhead.value_or(false))
-    return false;
+  if (!entry || (entry->point.form && *entry->point.form != form) ||
+      entry->point.dqFill.value_or(WsDqFill::Preprocess) == WsDqFill::Preprocess)
+    return WsDqFill::Preprocess;
   // Only where the kernel the entry plans takes it; elsewhere the preprocess zero-fills as before (as a `segments`
   // entry leaves a kernel whose modifier is not a document compare to its table walk), so that one entry may cover a
   // class of keys: not a kernel that is not warp-specialised, whose dQ goes by red.v4 (the role split at D >= 200 or
-  // D = Dv = 192), or the key split at D = 192.
+  // D = Dv = 192), or the key split at D = 192. Conversion in the main kernel, where the kernel cannot take it (the
+  // role split, a table, the segment form), leaves the zeros ahead.
   TilePlan plan = entry->point.applyTo(defaultPlan(target, spec, {}));
   int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
   int64_t bytes = spec.getElementType().getValue().getIntOrFloatBitWidth() / 8;
   bool keySplit = wsBackwardPlanSplitsKeys(plan);
-  return plan.strategy == Strategy::WgmmaWsSm90 && wsBackwardPlanTakes(spec, plan) &&
-         wsBackwardZeroAheadTakes(d, dv, plan.stages, bytes, keySplit) &&
-         wsBackwardSharedBytes(d, dv, plan.stages, bytes, keySplit, entry->point.pingPong, /*zeroAhead=*/true) <=
-             target.sharedMemoryPerBlock;
+  auto fits = [&](WsDqFill fill) {
+    return wsBackwardSharedBytes(d, dv, plan.stages, bytes, keySplit, entry->point.pingPong, fill) <=
+           target.sharedMemoryPerBlock;
+  };
+  if (plan.strategy != Strategy::WgmmaWsSm90 || !wsBackwardPlanTakes(spec, plan) ||
+      !wsBackwardZeroAheadTakes(d, dv, plan.stages, bytes, keySplit) || !fits(WsDqFill::ZeroAhead))
+    return WsDqFill::Preprocess;
+  if (*entry->point.dqFill == WsDqFill::Convert && wsBackwardConvertTakes(spec, plan.stages, keySplit) &&
+      fits(WsDqFill::Convert))
+    return WsDqFill::Convert;
+  return WsDqFill::ZeroAhead;
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,

@@ -106,13 +106,14 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
 /// `segments`: a forward or backward main kernel that takes the segment plan
-/// (documentSegments); `longestFirst`: its plan's order. `dqZeroAhead`: the
-/// backward's preprocess, main kernel and postprocess share dq_accum's tile
-/// flags instead of a zero fill (backwardDqZeroAhead).
+/// (documentSegments); `longestFirst`: its plan's order. `dqFill`: how the
+/// backward's dq_accum starts and ends (backwardDqFill): the preprocess, main
+/// kernel and postprocess share its tile flags instead of a zero fill, and
+/// (Convert) the main kernel takes dq too.
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
                                             bool segments = false, bool longestFirst = false,
-                                            bool dqZeroAhead = false);
+                                            WsDqFill dqFill = WsDqFill::Preprocess);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a
@@ -133,13 +134,15 @@ mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::ti
                                            const TargetDescription &target, const TuningTable &table,
                                            llvm::StringRef pass);
 
-/// Whether `op`'s backward main kernel of `role` zeroes dq_accum tile by tile
-/// (#tile.attention dq_zero_ahead): where the tuning entry that plans it
-/// (`segments`: in the segment form) says dq_fill=zero_ahead and the kernel it
-/// plans takes it (warp-specialised, wsBackwardZeroAheadTakes), else the
-/// preprocess zero-fills it (the hand rule, until a GPU run has timed it).
-bool backwardDqZeroAhead(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
-                         const TuningTable &table, bool segments);
+/// How `op`'s backward main kernel of `role` starts and ends dq_accum
+/// (#tile.attention dq_zero_ahead / dq_convert): as the tuning entry that plans
+/// it (`segments`: in the segment form) says, dq_fill=zero_ahead or convert,
+/// where the kernel it plans takes that form (warp-specialised,
+/// wsBackwardZeroAheadTakes; convert: wsBackwardConvertTakes, else zeroed
+/// ahead only); else the preprocess zero-fills it (the hand rule, until a GPU
+/// run has timed the others).
+WsDqFill backwardDqFill(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
+                        const TuningTable &table, bool segments);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,

@@ -92,7 +92,9 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 attention.getTopLeft(),
                                 segments, attention.getLongestAcrossDocuments() &&
                                               (segments || role == KernelRole::AttentionSegmentPlan),
-                                attention.getDqZeroAhead() && AttentionSpecAttr::takesDqZeroAhead(role));
+                                attention.getDqZeroAhead() && AttentionSpecAttr::takesDqZeroAhead(role),
+                                attention.getDqConvert() && AttentionSpecAttr::isSegmentMainRole(role) &&
+                                    role != KernelRole::AttentionForward);
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
@@ -276,13 +278,15 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
         // dq_accum zeroed tile by tile ahead of the reductions instead of by
         // the preprocess (`dq_fill=zero_ahead`; docs/design/backward-ends.md),
         // at the hand rule's group and consumers' form, where the kernel takes
-        // it (dQ by TMA; not the key split at D = 192).
+        // it (dQ by TMA; not the key split at D = 192). (dq_fill=convert is no
+        // point yet: kernel lab run 19 checks it first.)
         if (wsBackwardZeroAheadTakes(d, dv, stages, bytes, split) &&
-            wsBackwardSharedBytes(d, dv, stages, bytes, split, std::nullopt, true) <= target.sharedMemoryPerBlock) {
+            wsBackwardSharedBytes(d, dv, stages, bytes, split, std::nullopt, WsDqFill::ZeroAhead) <=
+                target.sharedMemoryPerBlock) {
           TuningPoint zeroAhead = point;
           zeroAhead.group = handGroup;
           zeroAhead.pingPong.reset();
-          zeroAhead.dqZeroAhead = true;
+          zeroAhead.dqFill = WsDqFill::ZeroAhead;
           points.push_back(zeroAhead);
         }
       }

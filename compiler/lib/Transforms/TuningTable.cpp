@@ -162,8 +162,10 @@ std::string TuningPoint::str() const {
     add("segments", *segments ? "1" : "0");
   if (longestFirst)
     add("segment_order", *longestFirst ? "longest" : "documents");
-  if (dqZeroAhead)
-    add("dq_fill", *dqZeroAhead ? "zero_ahead" : "preprocess");
+  if (dqFill)
+    add("dq_fill", *dqFill == WsDqFill::Convert     ? "convert"
+                   : *dqFill == WsDqFill::ZeroAhead ? "zero_ahead"
+                                                    : "preprocess");
   return text;
 }
 
@@ -298,9 +300,11 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
           return fail("segment_order must be documents or longest, got '" + value + "'");
         point.longestFirst = value == "longest";
       } else if (name == "dq_fill") {
-        if (value != "preprocess" && value != "zero_ahead")
-          return fail("dq_fill must be preprocess or zero_ahead, got '" + value + "'");
-        point.dqZeroAhead = value == "zero_ahead";
+        if (value != "preprocess" && value != "zero_ahead" && value != "convert")
+          return fail("dq_fill must be preprocess, zero_ahead or convert, got '" + value + "'");
+        point.dqFill = value == "convert"      ? WsDqFill::Convert
+                       : value == "zero_ahead" ? WsDqFill::ZeroAhead
+                                               : WsDqFill::Preprocess;
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -324,8 +328,10 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
                   "': the segment form is a document modifier's (a class with +mod)");
     if (point.longestFirst && (point.segments == false || point.persistent.value_or(false)))
       return fail("segment_order orders the segment form's tiles: not with segments=0 or persistent=1");
-    if (point.dqZeroAhead.value_or(false) && point.strategy && *point.strategy != Strategy::WgmmaWsSm90)
-      return fail("dq_fill=zero_ahead with strategy=" + stringifyStrategy(*point.strategy) +
+    if (point.dqFill.value_or(WsDqFill::Preprocess) != WsDqFill::Preprocess && point.strategy &&
+        *point.strategy != Strategy::WgmmaWsSm90)
+      return fail("dq_fill=" + std::string(*point.dqFill == WsDqFill::Convert ? "convert" : "zero_ahead") +
+                  " with strategy=" + stringifyStrategy(*point.strategy).str() +
                   ": only the warp-specialised backward (wgmma_ws_sm90) zeroes dq_accum ahead of its reductions");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
@@ -467,7 +473,7 @@ TuningPoint pointOf(KernelOp kernel) {
       schedule.getPingPong() !=
           wsBackwardTakesTurns(attention.getHeadDim(), attention.getValueDim(), plan.stages,
                                attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true,
-                               attention.getDqZeroAhead()))
+                               wsDqFillOf(attention)))
     point.pingPong = schedule.getPingPong();
   // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk;
   // the ws backward's head groups (1: the launch order).
@@ -486,8 +492,8 @@ TuningPoint pointOf(KernelOp kernel) {
   if (attention && attention.getSegments() && attention.getLongestAcrossDocuments())
     point.longestFirst = true;
   // The backward's dq_accum zeroed tile by tile (flash-generate-backward): named where taken.
-  if (backward && attention.getDqZeroAhead())
-    point.dqZeroAhead = true;
+  if (backward && wsDqFillOf(attention) != WsDqFill::Preprocess)
+    point.dqFill = wsDqFillOf(attention);
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

@@ -77,7 +77,7 @@ struct WarpSpecializePass
         consumersPingPong = knob.value_or(flashc::wsBackwardTakesTurns(
             attention.getHeadDim(), attention.getValueDim(), static_cast<int64_t>(kernel.getStages()),
             attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit,
-            attention.getDqZeroAhead()));
+            flashc::wsDqFillOf(attention)));
         if (consumersPingPong &&
             !flashc::wsBackwardTurnsTake(attention.getHeadDim(), attention.getValueDim(), keySplit)) {
           kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": its tuning entry "

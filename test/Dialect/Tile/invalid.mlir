@@ -929,3 +929,15 @@ func.func @zero_tiles_shape(%i: index, %accum: !tile.tensor<1x2x130x96xf32>, %fl
   tile.zero_tiles_once %accum, %flags[%i, %i] rows %i, %i : <1x2x130x96xf32>, <1x2x2x2xi32>
   return
 }
+
+// -----
+
+// dQ converted in the main kernel: over dq_accum zeroed ahead only.
+// expected-error @+1 {{#tile.attention dq_convert converts dQ in a backward's main kernel over dq_accum zeroed ahead (dq_zero_ahead), not in the segment form or with a block-class table}}
+func.func private @s() attributes {s = #tile.attention<role = attention_backward_transposed, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, dq_convert = true>}
+
+// -----
+
+// ... and not the postprocess's (it converts the other parts).
+// expected-error @+1 {{#tile.attention dq_convert converts dQ in a backward's main kernel over dq_accum zeroed ahead (dq_zero_ahead), not in the segment form or with a block-class table}}
+func.func private @s() attributes {s = #tile.attention<role = attention_backward_postprocess, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, dq_zero_ahead = true, dq_convert = true>}

@@ -77,11 +77,14 @@ struct TuningPoint {
   /// plan's maps longest first across documents (segments.cuh, #tile.attention
   /// longest_first) or document by document.
   std::optional<bool> longestFirst;
-  /// attention_backward: how dq_accum starts (`dq_fill=preprocess|zero_ahead`):
-  /// zero-filled by the preprocess, or zeroed tile by tile ahead of the main
-  /// kernel's first add into each tile (#tile.attention dq_zero_ahead, the
-  /// device library's DqFill::kZeroAhead; flash-generate-backward).
-  std::optional<bool> dqZeroAhead;
+  /// attention_backward: how dq_accum starts and ends
+  /// (`dq_fill=preprocess|zero_ahead|convert`): zero-filled by the preprocess;
+  /// zeroed tile by tile ahead of the main kernel's first add into each tile
+  /// (#tile.attention dq_zero_ahead, the device library's DqFill::kZeroAhead);
+  /// or that, and each part converted into dQ by the main kernel
+  /// (dq_convert, Config::kDqConvert). flash-generate-backward, where the
+  /// planned kernel takes the form (backwardDqFill).
+  std::optional<WsDqFill> dqFill;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

@@ -295,6 +295,12 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     the flags: zeros where no block reached a tile). The device library's
     DqFill::kZeroAhead: the warp-specialised backward's producer warpgroup
     zeroes the tiles ahead of its consumers (docs/design/backward-ends.md).
+    dq_convert = true (with dq_zero_ahead, the main kernel only; not with
+    segments or mask_blocks): the main kernel also takes dq after the flags
+    and converts each 64 x 64 part of dq_accum into it once the part's last
+    reduction has landed (the device library's Config::kDqConvert; the
+    postprocess leaves those parts). Its tile body leaves dq to the
+    postprocess, which writes the same values.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -311,7 +317,8 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$top_left,
     DefaultValuedParameter<"bool", "false">:$segments,
     DefaultValuedParameter<"bool", "false">:$longest_across_documents,
-    DefaultValuedParameter<"bool", "false">:$dq_zero_ahead);
+    DefaultValuedParameter<"bool", "false">:$dq_zero_ahead,
+    DefaultValuedParameter<"bool", "false">:$dq_convert);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
