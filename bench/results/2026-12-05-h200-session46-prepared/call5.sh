@@ -17,8 +17,8 @@
 #  - Kernel timeline at S = 16k, H = 16, D = 128 (window row, document row): preprocess 68 -> ~35 us (no zero fill),
 #    postprocess 48 -> 48 us, main kernel within +-1.5 % (the zeros move into the idle producer warp; the consumers
 #    now have 224 registers instead of 240 and the producer 56); backward -30 to -34 us.
-#  - bench_programmable --kernel-times: every row's backward 3-4 % faster (window 0.78 -> ~0.75, prefix-LM 0.733 ->
-#    ~0.705, document ~0.72 -> ~0.69, ALiBi 0.686 -> ~0.66); forwards unchanged.
+#  - bench_programmable --kernel-times: each row's backward -30 to -34 us (window 0.78 -> ~0.75, document ~0.72 ->
+#    ~0.69; prefix-LM 0.733 -> ~0.729 and ALiBi 0.686 -> ~0.68: 5 ms backwards); forwards unchanged.
 #  Where the main kernel is slower by more than the ends gain (the 224-register consumers), the form stays opt-in and
 #  the register split is the next question (kernel lab run 18's `_zeroahead` configurations have the same split).
 cd "$(dirname "$0")/../../.."
