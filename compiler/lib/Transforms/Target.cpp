@@ -241,9 +241,9 @@ bool wsBackwardZeroAheadTakes(int64_t headDim, int64_t valueDim, int64_t stages,
 bool wsBackwardConvertTakes(AttentionSpecAttr attention, int64_t stages, bool keySplit) {
   int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
   int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-  // (64 queries a step: at D <= 64, 128 a step, the producer warpgroup spilled 100 bytes under NVRTC's ptxas with the
-  // conversion beside the zeroing)
-  return keySplit && wsBackwardBlockM(d, dv) == 64 && wsBackwardZeroAheadTakes(d, dv, stages, bytes, keySplit) &&
+  // (D > 64: at D <= 64 the producer warpgroup spilled 100 bytes under NVRTC's ptxas with the conversion beside the
+  // zeroing at 128 queries a step, 48 at 64 a step with Dv = 128)
+  return keySplit && d > 64 && wsBackwardZeroAheadTakes(d, dv, stages, bytes, keySplit) &&
          wsBackwardDqTma(d, dv, stages, bytes, keySplit, WsDqFill::Convert) && !attention.getSegments() &&
          !attention.getMaskBlocks();
 }

@@ -941,3 +941,15 @@ func.func private @s() attributes {s = #tile.attention<role = attention_backward
 // ... and not the postprocess's (it converts the other parts).
 // expected-error @+1 {{#tile.attention dq_convert converts dQ in a backward's main kernel over dq_accum zeroed ahead (dq_zero_ahead), not in the segment form or with a block-class table}}
 func.func private @s() attributes {s = #tile.attention<role = attention_backward_postprocess, head_dim = 64, value_dim = 64, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, dq_zero_ahead = true, dq_convert = true>}
+
+// -----
+
+// The segment form's counts are not the window's bounds: no conversion there.
+// expected-error @+1 {{#tile.attention dq_convert converts dQ in a backward's main kernel over dq_accum zeroed ahead (dq_zero_ahead), not in the segment form or with a block-class table}}
+func.func private @s() attributes {s = #tile.attention<role = attention_backward_transposed, head_dim = 128, value_dim = 128, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, segments = true, dq_zero_ahead = true, dq_convert = true>}
+
+// -----
+
+// Nor with a block-class table (a modifier that reads tensors: the walk skips the blocks its table hides).
+// expected-error @+1 {{#tile.attention dq_convert converts dQ in a backward's main kernel over dq_accum zeroed ahead (dq_zero_ahead), not in the segment form or with a block-class table}}
+func.func private @s() attributes {s = #tile.attention<role = attention_backward_transposed, head_dim = 128, value_dim = 128, scale = 1.250000e-01 : f64, softcap = 0.000000e+00 : f64, window_left = -1, window_right = 0, element_type = bf16, mask_mod = @m, mask_blocks = true, dq_zero_ahead = true, dq_convert = true>}
