@@ -175,7 +175,8 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_bwdws_ends", "d128_bwdws_dqstore", "d128_causal_bwdws_ends", "d128_causal_bwdws_dqstore",
                  "d128_win1024_bwdws_ends", "d128_win1024_bwdws_dqstore", "d64_causal_bwdws_ends",
                  "d64_causal_bwdws_dqstore", "d128_bwdws_zeroahead", "d128_causal_bwdws_zeroahead",
-                 "d128_win1024_bwdws_zeroahead", "d64_causal_bwdws_zeroahead"]
+                 "d128_win1024_bwdws_zeroahead", "d64_causal_bwdws_zeroahead", "d128_bwdws_convert",
+                 "d128_causal_bwdws_convert", "d128_win1024_bwdws_convert", "d64_causal_bwdws_convert"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg
