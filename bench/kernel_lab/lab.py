@@ -145,6 +145,11 @@ VARIANTS = {
                                                                          "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
     "d64_causal_bwdws_zeroahead": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
                                    True),
+    # Ablations of the register split (session 46): the zero fill at the zero-ahead form's 56 / 224, zero-ahead at 24 / 240.
+    "d128_bwdws_ends_r56": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                        "FLASHC_BWD_WS_PRODUCER_REGS": 56}, True),
+    "d128_bwdws_zeroahead_r24": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
+                                                             "FLASHC_BWD_WS_PRODUCER_REGS": 24}, True),
     # ... and each 64 x 64 part of dQ converted in the main kernel once its last reduction is counted
     # (FLASHC_BWD_WS_DQ_CONVERT: lever 2, run 19): the postprocess leaves the converted parts.
     "d128_bwdws_convert": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
@@ -176,7 +181,8 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d128_win1024_bwdws_ends", "d128_win1024_bwdws_dqstore", "d64_causal_bwdws_ends",
                  "d64_causal_bwdws_dqstore", "d128_bwdws_zeroahead", "d128_causal_bwdws_zeroahead",
                  "d128_win1024_bwdws_zeroahead", "d64_causal_bwdws_zeroahead", "d128_bwdws_convert",
-                 "d128_causal_bwdws_convert", "d128_win1024_bwdws_convert", "d64_causal_bwdws_convert"]
+                 "d128_causal_bwdws_convert", "d128_win1024_bwdws_convert", "d64_causal_bwdws_convert",
+                 "d128_bwdws_ends_r56", "d128_bwdws_zeroahead_r24"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

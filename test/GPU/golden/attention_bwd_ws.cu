@@ -73,8 +73,14 @@ struct Config {
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   // (dq_accum zeroed ahead: the producer warpgroup's second warp walks and zeroes, at 56 registers as the compiler
   // plans it, flash-warp-specialize)
+  // (FLASHC_BWD_WS_PRODUCER_REGS: the split as an ablation, the consumers taking what is left)
+#ifdef FLASHC_BWD_WS_PRODUCER_REGS
+  static constexpr int kProducerRegs = FLASHC_BWD_WS_PRODUCER_REGS,
+                       kConsumerRegs = FLASHC_BWD_WS_PRODUCER_REGS == 24 ? 240 : FLASHC_BWD_WS_PRODUCER_REGS == 40 ? 232 : 224;
+#else
   static constexpr int kProducerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 56 : 24,
                        kConsumerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 224 : 240;
+#endif
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
