@@ -38,10 +38,9 @@ class Kernels:
             raise RuntimeError(f"forward launch failed: rc={rc}")
 
     def backward(self, q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, dq_semaphore=None):
-        """dq_semaphore: int32 [B, Hq, ceil(Sq/64) * 4] workspace: the deterministic builds' turns (its first
-        ceil(Sq/64)), the first writer's tile flags (FLASHC_BWD_WS_DQ_STORE: [ceil(Sq/64)][ceil(D/64)] a head)."""
+        """dq_semaphore: int32 [B, Hq, ceil(Sq/64)] workspace, used by deterministic builds only."""
         if dq_semaphore is None:
-            dq_semaphore = torch.empty(q.shape[0], q.shape[1], (q.shape[2] + 63) // 64 * 4, device=q.device,
+            dq_semaphore = torch.empty(q.shape[0], q.shape[1], (q.shape[2] + 63) // 64, device=q.device,
                                        dtype=torch.int32)
         rc = self.bwd_lib.flashc_lab_bwd(*[tensor_arg(t) for t in (q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv,
                                                                   dq_semaphore)],

@@ -31,7 +31,7 @@ def run_bench(libs, configs, names, out_dir, seqlens=(1024, 4096, 16384)):
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
             delta = torch.empty_like(lse)
             dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
-            sem = torch.empty(B, hq, (S + 63) // 64 * 4, device="cuda", dtype=torch.int32)
+            sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
             flops = 4 * B * hq * S * S * d / (2 if causal else 1)
             ours_f = [do_bench(lambda: kern.forward(q, k, v, o, lse), warmup=25, rep=100, return_mode="median")
                       for _ in range(2)]

@@ -126,7 +126,7 @@ def run_checks(libs, configs, names, out_dir):
                 dv = torch.full_like(dk, NAN)
                 delta = torch.full((B, hq, Sq), NAN, device="cuda", dtype=torch.float32)
                 dq_accum = torch.full((B, hq, Sq, d), NAN, device="cuda", dtype=torch.float32)
-                sem = torch.full((B, hq, (Sq + 63) // 64 * 4), 12345, device="cuda", dtype=torch.int32)  # poisoned
+                sem = torch.full((B, hq, (Sq + 63) // 64), 12345, device="cuda", dtype=torch.int32)  # poisoned
                 kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
                 torch.cuda.synchronize()
                 if extra.get("FLASHC_BWD_DETERMINISTIC"):  # bitwise reproducible dQ, run to run

@@ -118,51 +118,14 @@ VARIANTS = {
     # D = 128 splits the consumers by keys (128 a block; dQ's product before dK's since run 11); _roles: the role
     # split at D = 128 (runs 9-10) for the A/B.
     "d128_bwdws_roles": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_KEY_SPLIT": 0}, True),
-    # dQ's first writer stores (FLASHC_BWD_WS_DQ_STORE: dq_accum not zeroed, a flag a 64 x 64 tile: lever 1 of
-    # docs/design/backward-ends.md), beside the same kernel with the library's ends and the zero fill (_ends, what the
-    # compiler emits). Unmasked, every key block reaches query tile 0 at once (the flags' worst contention); the
-    # ragged shapes at Sq > Sk and the windows leave tiles no key block reaches (the postprocess's zeros).
+    # The same kernel with the device library's pre/postprocess (FLASHC_BWD_WS_LIBRARY_ENDS: attention_bwd_ends.cuh,
+    # the preprocess zeroing dq_accum, what the compiler emits) instead of attention_bwd.cu's: the baseline of the
+    # backward's ends (docs/design/backward-ends.md).
     "d128_bwdws_ends": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d128_bwdws_dqstore": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_STORE": 1}, True),
     "d128_causal_bwdws_ends": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d128_causal_bwdws_dqstore": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_STORE": 1}, True),
     "d128_win1024_bwdws_ends": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                 True),
-    "d128_win1024_bwdws_dqstore": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_STORE": 1},
-                                   True),
-    "d128_f16_gqa4_win100_bwdws_dqstore": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1,
-                                                                       "FLASHC_BWD_WS_DQ_STORE": 1}, True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d64_causal_bwdws_dqstore": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_STORE": 1}, True),
-    # dq_accum's tiles zeroed ahead by the producer warpgroup's second warp under the same flags
-    # (FLASHC_BWD_WS_DQ_ZERO_AHEAD: lever 1b): every dQ write a reduction, no consumer waiting on a flag.
-    "d128_bwdws_zeroahead": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
-    "d128_causal_bwdws_zeroahead": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
-                                    True),
-    "d128_win1024_bwdws_zeroahead": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1,
-                                                                   "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
-    "d128_f16_gqa4_win100_bwdws_zeroahead": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1,
-                                                                         "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1}, True),
-    "d64_causal_bwdws_zeroahead": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1},
-                                   True),
-    # Ablations of the register split (session 46): the zero fill at the zero-ahead form's 56 / 224, zero-ahead at 24 / 240.
-    "d128_bwdws_ends_r56": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                        "FLASHC_BWD_WS_PRODUCER_REGS": 56}, True),
-    "d128_bwdws_zeroahead_r24": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                             "FLASHC_BWD_WS_PRODUCER_REGS": 24}, True),
-    # ... and each 64 x 64 part of dQ converted in the main kernel once its last reduction is counted
-    # (FLASHC_BWD_WS_DQ_CONVERT: lever 2, run 19): the postprocess leaves the converted parts.
-    "d128_bwdws_convert": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                       "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
-    "d128_causal_bwdws_convert": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                              "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
-    "d128_win1024_bwdws_convert": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                                 "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
-    "d128_f16_gqa4_win100_bwdws_convert": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1,
-                                                                       "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                                       "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
-    "d64_causal_bwdws_convert": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_DQ_ZERO_AHEAD": 1,
-                                                            "FLASHC_BWD_WS_DQ_CONVERT": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -177,12 +140,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws",
-                 "d128_bwdws_ends", "d128_bwdws_dqstore", "d128_causal_bwdws_ends", "d128_causal_bwdws_dqstore",
-                 "d128_win1024_bwdws_ends", "d128_win1024_bwdws_dqstore", "d64_causal_bwdws_ends",
-                 "d64_causal_bwdws_dqstore", "d128_bwdws_zeroahead", "d128_causal_bwdws_zeroahead",
-                 "d128_win1024_bwdws_zeroahead", "d64_causal_bwdws_zeroahead", "d128_bwdws_convert",
-                 "d128_causal_bwdws_convert", "d128_win1024_bwdws_convert", "d64_causal_bwdws_convert",
-                 "d128_bwdws_ends_r56", "d128_bwdws_zeroahead_r24"]
+                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

@@ -43,8 +43,8 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
 #define FLASHC_LAB_SEM
   (void)dq_semaphore;
 #endif
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (dq_semaphore: the tile flags)
-  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum, dq_semaphore);
+#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
+  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum FLASHC_LAB_SEM);
 #endif
@@ -61,7 +61,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
-        q, k, lse, delta, dq_accum, dk, dv, dq_semaphore, dq, *reinterpret_cast<const TmaDescriptor*>(&tq),
+        q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
         *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
 #else
@@ -70,7 +70,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
 #endif
   }
 #if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
-  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq, dq_semaphore);
+  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #endif

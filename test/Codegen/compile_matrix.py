@@ -84,30 +84,6 @@ def configs(full):
     yield dict(d=128, t="bf16", mask="none", hq=8, hkv=8, document=True, forward="segments=1", backward="segments=1")
     yield dict(d=64, t="bf16", mask="causal", hq=8, hkv=8, document=True,
                forward="strategy=wgmma_ws_sm90 block_m=192 block_n=128 warps=12 stages=2 ping_pong=1 segments=1")
-    # ... with the plan's tiles longest first across documents (a tuning point, `segment_order`): the plan kernel's
-    # counting sort by the causal corner's weights and by whole documents'.
-    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, document=True, forward="segments=1 segment_order=longest",
-               backward="segments=1 segment_order=longest")
-    yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, document=True, forward="segments=1 segment_order=longest",
-               backward="segments=1 segment_order=longest")
-    # dq_accum zeroed tile by tile ahead of the reductions (a tuning point, `dq_fill`): the producer warpgroup's second
-    # warp, the flags cleared by the preprocess and read by the postprocess; the key split at 64 and 128 queries a
-    # step, with four and two dSᵀ buffers, the role split at D = 256 (one stage: its boxes fit), and the segment form
-    # (a document's boxes on one or two tiles). (Where the plan cannot take it, dQ by red.v4 or the key split at D = 192,
-    # the preprocess keeps the fill: test/flashc/tuning-dq-fill.test.)
-    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, backward=ZERO_AHEAD)
-    yield dict(d=64, t="f16", mask="none", hq=8, hkv=8, backward=ZERO_AHEAD)
-    yield dict(d=96, t="bf16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES + " " + ZERO_AHEAD)
-    yield dict(d=256, t="bf16", mask="causal", hq=8, hkv=8, backward="stages=1 " + ZERO_AHEAD)  # the role split
-    # ... and dQ converted in the main kernel (`dq_fill=convert`, opt-in: kernel lab run 19 checks it first): the key
-    # split at 64 queries a step (D > 64), with turns and without.
-    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=2, backward="dq_fill=convert")
-    yield dict(d=80, t="f16", mask="none", hq=8, hkv=8, backward="dq_fill=convert")
-    yield dict(d=96, t="bf16", mask="window", hq=8, hkv=8, backward=TURNS_THREE_STAGES + " dq_fill=convert")
-    yield dict(d=128, t="bf16", mask="causal", hq=8, hkv=8, document=True, forward="segments=1",
-               backward="segments=1 " + ZERO_AHEAD)
-    yield dict(d=64, t="f16", mask="none", hq=8, hkv=2, document=True, forward="segments=1",
-               backward="segments=1 " + ZERO_AHEAD)
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:
@@ -123,8 +99,6 @@ PADDED_HEAD_DIMS = [8, 40, 72, 80, 112, 136, 200, 248]
 WGMMA_FORWARD = "strategy=wgmma_sm90 block_m=128 block_n=128 warps=8 stages=2"
 # A tuning-table point of the ws attention backward: three stages, the consumers taking turns (two dSᵀ buffers).
 TURNS_THREE_STAGES = "stages=3 ping_pong=1"
-# A tuning-table point of the ws attention backward: dq_accum zeroed ahead instead of by the preprocess.
-ZERO_AHEAD = "dq_fill=zero_ahead"
 
 
 def padded(head_dim):
@@ -149,10 +123,6 @@ def spill_budget(head_dim, kernel):
 # window: NVRTC's ptxas keeps loop state in local memory around the element mask (20 bytes, 4 accesses a key block;
 # measured 3-7 % faster than 128-key blocks at 16k keys all the same, bench/results/2026-12-04-h200-session38.md).
 WIDE_FORWARD_SPILL_BUDGET = 20
-# The backward that zeroes dq_accum ahead (`dq_fill=zero_ahead`, opt-in) at D <= 64: its producer warpgroup (56
-# registers: the second warp's walk and zeroing) and consumers (224) keep 24 bytes in local memory at D = 64 in the
-# segment form with four heads a group (0-4 elsewhere; 24 / 240 spilled 80-440 bytes).
-ZERO_AHEAD_SPILL_BUDGET = 24
 # A document mask's segment form (session 43, opt-in: its tuning entry decides) with three consumer warpgroups at
 # D = 64 and no mask: the forward keeps 4 bytes of a document tile's state in local memory (the segment shift of its
 # positions beside the table walk's state); 0 in every two-warpgroup configuration.
@@ -220,18 +190,6 @@ def compile_one(flashc, cfg, arch, workdir):
                                                          ("attention_forward" if kind == "attention_forward"
                                                           else "attention_backward"), tile.stdout):
                 serialized.append("the %s did not take the segment form (tile IR without segments = true)" % kind)
-            # (the plan kernel of the kernel's program: `_fwd_segments` / `_bwd_segments`)
-            plan = r"tile\.kernel @\w+_%s_segments\((?:(?!tile\.kernel).)*?role = attention_segment_plan[^>]*" \
-                   r"longest_across_documents = true" % ("fwd" if kind == "attention_forward" else "bwd")
-            if "dq_fill=zero_ahead" in point and not re.search(r"role = attention_backward[^>]*dq_zero_ahead = true",
-                                                                tile.stdout):
-                serialized.append("the %s did not take dq_fill=zero_ahead (no dq_zero_ahead = true)" % kind)
-            if "dq_fill=convert" in point and not re.search(r"role = attention_backward[^>]*dq_convert = true",
-                                                             tile.stdout):
-                serialized.append("the %s did not take dq_fill=convert (no dq_convert = true)" % kind)
-            if "segment_order=longest" in point and not re.search(plan, tile.stdout, re.S):
-                serialized.append("the %s's plan did not take the longest-first order (no longest_across_documents)"
-                                  % kind)
     return name, spills, serialized, wide
 
 
@@ -259,12 +217,9 @@ def main():
                     continue
                 spilled = {k: v for k, v in spills.items() if v > 0}
                 segment_forward = "segments=1" in (cfg.get("forward") or "")
-                zero_ahead = any(f in (cfg.get("backward") or "") for f in (ZERO_AHEAD, "dq_fill=convert"))
                 over = {k: v for k, v in spilled.items()
                         if v > (WIDE_FORWARD_SPILL_BUDGET if k in wide
                                 else SEGMENT_FORWARD_SPILL_BUDGET if segment_forward and k.endswith("_fwd")
-                                else max(ZERO_AHEAD_SPILL_BUDGET, spill_budget(cfg["d"], k))
-                                if zero_ahead and k.endswith("_bwd")
                                 else spill_budget(cfg["d"], k))}
                 if errors:  # compiled, but ptxas serialized wgmma
                     failed += 1

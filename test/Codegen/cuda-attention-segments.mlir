@@ -11,22 +11,6 @@
 // With entries that turn it off (segments=0): no plan, the table walk.
 // RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segments=0\nsm_90a attention_backward bf16 d128 causal+mod -> segments=0\nsm_90a attention_forward bf16 d128 causal+mod+score -> segments=0\nsm_90a attention_backward bf16 d128 causal+mod+score -> segments=0\n' > %t.table.txt
 // RUN: flashc %s --emit=cuda --tuning-table=%t.table.txt -o - | FileCheck %s --check-prefix=OFF
-// With entries that order the plan's tiles longest first across documents (segment_order=longest; the form by the
-// hand rule): the plan kernel's template arguments, the causal corner weighing the tiles.
-// RUN: printf 'sm_90a attention_forward bf16 d128 causal+mod -> segment_order=longest\nsm_90a attention_backward bf16 d128 causal+mod -> segment_order=longest\n' > %t.longest.txt
-// RUN: flashc %s --emit=cuda --tuning-table=%t.longest.txt -o - | FileCheck %s --check-prefix=LONG
-// LONG-LABEL: // ---- documents_attention_bwd_segments ----
-// LONG: role = attention_segment_plan, {{.*}}, longest_across_documents = true>
-// LONG: flashc::device::attention_segment_plan<flashc::device::kSegmentPlanThreads, flashc::device::kSegmentOrderLongest, /*kCausal=*/true>(mask_t0, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), segment_plan_keys);
-// (the main kernel's code as before: its recipe names its plan's order)
-// LONG-LABEL: // ---- documents_attention_bwd ----
-// LONG-NEXT: // computes #tile.attention<role = attention_backward{{.*}}, segments = true, longest_across_documents = true>
-// (the forward's plan: the same kernel)
-// LONG-LABEL: // ---- documents_attention_fwd_segments ----
-// LONG-NEXT: // launches flashc_documents_attention_bwd_segments
-// (the ALiBi program's key, causal+mod+score, has no entry: its plan keeps the documents' order)
-// LONG-LABEL: // ---- documents_alibi_attention_bwd_segments ----
-// LONG: flashc::device::attention_segment_plan(mask_t0,
 
 // CUDA-LABEL: // ---- documents_attention_bwd_segments ----
 // CUDA: extern "C" __global__ void __launch_bounds__(1024)

@@ -53,31 +53,17 @@ for spec in "$here"/Inputs/attention_*.mlir; do
   "$flashc" "$spec" --print-tuning-space | grep -q 'block_n=192' || continue
   compile_variant "$spec" wide-keys "--tuning-table (wide key blocks)" --tuning-table="$work/wide-keys.txt"
 done
-# dq_accum zeroed tile by tile ahead of the backward's reductions (dq_fill=zero_ahead, a tuning point where dQ
-# leaves by TMA) for every input whose space holds it; these run with their scratch NaN-poisoned (flashc-run
-# --poison-scratch: a tile added into before its zeros, or one no block reached and the postprocess did not zero, shows
-# as NaN), and once more at Sq = 1000 > Sk = 300 (query tiles under the causal corner that no key block reaches).
-# (The space's first such point, whole: at D = 256 only the role split's one stage leaves room for the TMA boxes.)
-for spec in "$here"/Inputs/attention_*.mlir; do
-  point="$("$flashc" "$spec" --print-tuning-space | grep -o '"[^"]*dq_fill=zero_ahead"' | head -1 | tr -d '"')"
-  [ -n "$point" ] || continue
-  printf 'sm_90a attention_backward * * * -> %s\n' "$point" > "$work/zero-ahead.txt"
-  compile_variant "$spec" zero-ahead "--tuning-table (dq_accum zeroed ahead)" --tuning-table="$work/zero-ahead.txt"
-done
 echo "compiled ${#bundles[@]} bundles"
 for bundle in "${bundles[@]}"; do
-  poison=()
-  case "$(basename "$bundle")" in *.zero-ahead.bundle) poison=(--poison-scratch) ;; esac
-  "$run" "$bundle" --require-gpu --batch 2 --seq-q 257 --seq-k 257 --tokens 96 "${poison[@]}"
+  "$run" "$bundle" --require-gpu --batch 2 --seq-q 257 --seq-k 257 --tokens 96
   rc=$?
   if [ $rc -eq 77 ]; then
     [ $status -eq 0 ] && exit 77 # no GPU: the compiles passed, the runs are skipped
     exit $status
   fi
   [ $rc -eq 0 ] || status=1
-  "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --tokens 33 "${poison[@]}" || status=1
+  "$run" "$bundle" --require-gpu --batch 1 --seq-q 77 --seq-k 200 --tokens 33 || status=1
   case "$(basename "$bundle")" in
-    *.zero-ahead.bundle) "$run" "$bundle" --require-gpu --batch 1 --seq-q 1000 --seq-k 300 --poison-scratch || status=1 ;;
     *.persistent.bundle) "$run" "$bundle" --require-gpu --batch 3 --seq-q 700 --seq-k 300 --tokens 33 || status=1 ;;
     *.wide-keys.bundle) "$run" "$bundle" --require-gpu --batch 2 --seq-q 300 --seq-k 1000 --tokens 33 || status=1 ;;
   esac

@@ -15,46 +15,6 @@
 // RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
 // NUM-NOT: FAIL
 // NUM: @not_q_and_k backward d_v: {{.*}} ok
-// The plan's tiles longest first across documents (segment_order=longest): the plan's op and both kernels' recipes
-// name it, the causal corner (FlexAttention's spelling's too) weighs the tiles; printed IR parses back; the CPU
-// executor's plan in that order, the results as before.
-// RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments-longest.txt | flash-opt | FileCheck %s --check-prefix=LONG
-// RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-segments-longest.txt | FileCheck %s --check-prefix=LONGBWD
-// RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments-longest.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
-// The entries of one kernel's key ranges must not name different orders: its kernels share the program's one plan;
-// an entry that names none leaves the order to the other.
-// RUN: not flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments-orders.txt 2>&1 | FileCheck %s --check-prefix=ORDERS
-// ORDERS: error: flash-tile: the tuning entries {{.*}}tuning-segments-orders.txt:4 and {{.*}}tuning-segments-orders.txt:5 give attention_forward different segment orders; its kernels share one segment plan
-// RUN: flash-opt %s --flash-tile=tuning-table=%S/Inputs/tuning-segments-longest-bounded.txt --flash-plan-memory=tuning-table=%S/Inputs/tuning-segments-longest-bounded.txt | FileCheck %s --check-prefix=LONGB
-// LONGB-LABEL: tile.kernel @causal_documents_attention_fwd_segments(
-// LONGB: tile.plan_segments %{{.*}} longest_first causal :
-// LONGB-LABEL: tile.kernel @causal_documents_attention_fwd(
-// LONGB-SAME: segments = true, longest_across_documents = true>
-// LONGB-SAME: entry = "{{.*}}tuning-segments-longest-bounded.txt:4"
-// LONGB-LABEL: tile.kernel @causal_documents_attention_fwd_keys_le_128(
-// LONGB-SAME: segments = true, longest_across_documents = true>
-// LONGB-SAME: entry = "{{.*}}tuning-segments-longest-bounded.txt:5"
-
-// LONG-LABEL: tile.kernel @causal_documents_attention_fwd_segments(
-// LONG-SAME: role = attention_segment_plan, {{.*}}, window_left = -1, window_right = 0, {{.*}}, longest_across_documents = true>
-// LONG: tile.plan_segments %{{.*}} queries %{{.*}} keys %{{.*}} into %{{.*}} longest_first causal : <?xi32>, <?x4xi32>
-// LONG-LABEL: tile.kernel @causal_documents_attention_fwd(
-// LONG-SAME: mask_blocks = true, segments = true, longest_across_documents = true>
-// Bidirectional documents: every tile of a document sees all of it (no causal weights).
-// LONG-LABEL: tile.kernel @bidirectional_documents_attention_fwd_segments(
-// LONG: tile.plan_segments %{{.*}} into %{{.*}} longest_first : <?xi32>, <?x4xi32>
-// FlexAttention's spelling: the plan's recipe has the causal corner on the modifier's positions too.
-// LONG-LABEL: tile.kernel @flex_documents_attention_fwd_segments(
-// LONG-SAME: window_left = -1, window_right = 0, {{.*}}, top_left = true, longest_across_documents = true>
-// LONG: tile.plan_segments %{{.*}} longest_first causal :
-// A modifier that is not a document compare: no plan, no order.
-// LONG-LABEL: tile.kernel @neighbouring_documents_attention_fwd(
-// LONG-NOT: longest_first
-// LONG-SAME: mask_blocks = true>
-// LONGBWD-LABEL: tile.kernel @causal_documents_attention_bwd_segments(
-// LONGBWD: tile.plan_segments %{{.*}} longest_first causal :
-// LONGBWD-LABEL: tile.kernel @causal_documents_attention_bwd(
-// LONGBWD-SAME: mask_blocks = true, segments = true, longest_across_documents = true>
 
 // BWD-LABEL: tile.kernel @causal_documents_attention_bwd_segments(
 // BWD: tile.plan_segments

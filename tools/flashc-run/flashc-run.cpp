@@ -18,7 +18,7 @@
 // and exits 0 (nothing to run). --poison-scratch: each program's scratch comes
 // from a workspace filled with 0xff bytes (NaN in every float type) instead of
 // the runtime's pool, so a kernel that reads scratch nobody wrote (a missing
-// zero fill: dq_accum under dq_fill=zero_ahead) shows as a failed check.
+// zero fill) shows as a failed check.
 // Runtime-only: builds without MLIR.
 //
 //===----------------------------------------------------------------------===//

@@ -42,9 +42,8 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
         if (!llvm::is_contained(candidates, plan))
           candidates.insert(candidates.begin(), plan);
         // A document modifier's kernel: each warp-specialised one-tile-a-block point in the segment form (the hand
-        // rule's, named), in it with the tiles longest first across documents (segment_order=longest), and with the
-        // table walk (segments=0), so that the tuner pairs each form with the plan it suits (flash-tile and
-        // flash-generate-backward read `segments` and `segment_order` from the entry).
+        // rule's, named) and with the table walk (segments=0), so that the tuner pairs each form with the plan it
+        // suits (flash-tile and flash-generate-backward read `segments` from the entry).
         if (takesSegmentForm(kernel)) {
           // (FlexAttention's spelling, `(t[q] == t[k]) & (q >= k)`, has its causal window, and so this key, only in
           // the segment form: its table-walk kernel is keyed `none+mod`, where these points would not apply)
@@ -57,13 +56,10 @@ void writeTuningSpace(ModuleOp module, const TargetDescription &target, llvm::ra
                 point.segments.has_value())
               continue;
             point.segments = true;
-            TuningPoint walk = point, longest = point;
+            TuningPoint walk = point;
             walk.segments = false;
-            longest.longestFirst = true;  // the plan's tiles longest first across documents
             if (walkPoints && !llvm::is_contained(candidates, walk))
               candidates.push_back(walk);
-            if (!llvm::is_contained(candidates, longest))
-              candidates.push_back(longest);
           }
           // (the points named both ways may now repeat the kernel's own plan)
           std::vector<TuningPoint> unique;

@@ -1646,15 +1646,6 @@ LogicalResult KernelEmitter::emitTileOp(Operation *op) {
                << reg(o.getDelta()) << ");  // dS = P∘(dP - D)\n";
         return success();
       })
-      .Case<tile::ZeroTilesOnceOp, tile::ClearTileFlagsOp>([&](Operation *o) {
-        return o->emitError() << "CUDA emitter: @" << kernel.getSymName()
-                              << " zeroes dq_accum tile by tile (#tile.attention dq_zero_ahead, a tuning entry's "
-                                 "dq_fill=zero_ahead), which only the warp-specialised backward's kernels do "
-                                 "(strategy wgmma_ws_sm90, bf16 / f16); this kernel's plan is "
-                              << tile::stringifyStrategy(kernel.getStrategy())
-                              << " (give its entry the warp-specialised plan, or dq_fill=preprocess)",
-               failure();
-      })
       .Default([&](Operation *other) {
         return other->emitError("CUDA emitter: no device-library primitive for '")
                    << other->getName() << "'",

@@ -53,29 +53,17 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
                                     llvm::raw_ostream &out) {
   bool pre = spec.getRole() == tile::KernelRole::AttentionBackwardPreprocess;
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  // dq_zero_ahead: dq_accum's tile flags are the preprocess's fourth tensor (cleared instead of dq_accum zeroed) and
-  // the postprocess's third (zeros where no block wrote a tile).
-  bool flags = spec.getDqZeroAhead();
-  bool zeroes = pre && inputs.size() == 4 && !flags;
-  bool fits = pre ? inputs.size() == (flags ? 4u : 3u) || zeroes : inputs.size() == (flags ? 3u : 2u);
-  if (fits && flags) {
-    auto flagType = dyn_cast<tile::GlobalTensorType>(inputs.back());
-    fits = flagType && flagType.getRank() == 4 && flagType.getElementType().isSignlessInteger(32);
-  }
-  if (!fits || cppNames.size() != inputs.size() || kernel.getBlockM() != 64 || kernel.getWarps() != 4)
+  bool zeroes = pre && inputs.size() == 4;
+  if (!(pre ? inputs.size() == 3 || zeroes : inputs.size() == 2) || cppNames.size() != inputs.size() ||
+      kernel.getBlockM() != 64 || kernel.getWarps() != 4)
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
-                              << (pre ? (flags ? " (the backward's preprocess) takes out, dout, delta and dq_accum's "
-                                                 "tile flags (i32, rank 4)"
-                                               : " (the backward's preprocess) takes out, dout, delta and optionally "
-                                                 "dq_accum")
-                                      : (flags ? " (the backward's postprocess) takes dq_accum, dq and dq_accum's tile "
-                                                 "flags (i32, rank 4)"
-                                               : " (the backward's postprocess) takes dq_accum and dq"))
+                              << (pre ? " (the backward's preprocess) takes out, dout, delta and optionally dq_accum"
+                                      : " (the backward's postprocess) takes dq_accum and dq")
                               << ", 64 rows on 4 warps a block",
            failure();
   // The rows' widths (compile-time in the device functions: their loops unroll): out's (Dv) and dq_accum's (D).
   auto width = [&](unsigned i) { return cast<tile::GlobalTensorType>(inputs[i]).getShape().back(); };
-  int64_t valueCols = pre ? width(0) : 0, headCols = flags ? spec.getHeadDim() : width(pre ? (zeroes ? 3 : 0) : 0);
+  int64_t valueCols = pre ? width(0) : 0, headCols = width(pre ? (zeroes ? 3 : 0) : 0);
   if (ShapedType::isDynamic(valueCols) || ShapedType::isDynamic(headCols))
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName() << ": its head dims must be static",
            failure();
@@ -85,13 +73,9 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
     out << "// " << specComment << "\n";
-  out << (pre ? (zeroes  ? "// delta = rowsum(dO O), dq_accum zeroed: 64 rows of one head a block (attention_bwd_ends.cuh).\n"
-                 : flags ? "// delta = rowsum(dO O), dq_accum's tile flags cleared (the main kernel zeroes its tiles): 64 "
-                           "rows of one head a block (attention_bwd_ends.cuh).\n"
-                         : "// delta = rowsum(dO O): 64 rows of one head a block (attention_bwd_ends.cuh).\n")
-              : flags ? "// dq = dq_accum in the element type, 0 where its tile's flag says no block wrote it: 64 rows "
-                        "of one head a block (attention_bwd_ends.cuh).\n"
-                      : "// dq = dq_accum in the element type: 64 rows of one head a block (attention_bwd_ends.cuh).\n");
+  out << (pre ? (zeroes ? "// delta = rowsum(dO O), dq_accum zeroed: 64 rows of one head a block (attention_bwd_ends.cuh).\n"
+                        : "// delta = rowsum(dO O): 64 rows of one head a block (attention_bwd_ends.cuh).\n")
+              : "// dq = dq_accum in the element type: 64 rows of one head a block (attention_bwd_ends.cuh).\n");
   out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
   for (size_t i = 0; i < cppNames.size(); ++i)
     out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
@@ -99,11 +83,11 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
     out << ") {\n  flashc::device::attention_bwd_preprocess<flashc::device::" << elem << ", " << valueCols << ", "
         << headCols << ">(" << cppNames[0] << ", "
         << cppNames[1] << ", " << cppNames[2] << ", " << (zeroes ? "&" + cppNames[3] : std::string("nullptr"))
-        << (flags ? ", static_cast<int*>(" + cppNames[3] + ".data)" : std::string()) << ");\n}\n\n";
+        << ");\n}\n\n";
   else
     out << ") {\n  flashc::device::attention_bwd_postprocess<flashc::device::" << elem << ", " << headCols << ">("
-        << cppNames[0] << ", " << cppNames[1]
-        << (flags ? ", static_cast<const int*>(" + cppNames[2] + ".data)" : std::string()) << ");\n}\n\n";
+        << cppNames[0] << ", "
+        << cppNames[1] << ");\n}\n\n";
   return result;
 }
 
@@ -171,13 +155,8 @@ FailureOr<WsKernel> emitSegmentPlan(tile::KernelOp kernel, ArrayRef<std::string>
     out << (i ? ", " : "") << "const flashc::TensorArg " << name;
   out << ") {\n";
   out << "  static_assert(" << result.threads << " == flashc::device::kSegmentPlanThreads, \"the plan's block\");\n";
-  auto attention = llvm::cast<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-  out << "  flashc::device::attention_segment_plan";
-  if (attention.getLongestAcrossDocuments())  // (the maps' order: the tiles longest first across documents)
-    out << "<flashc::device::kSegmentPlanThreads, flashc::device::kSegmentOrderLongest, /*kCausal=*/"
-        << (attention.isCausal() ? "true" : "false") << ">";
-  out << "(" << cppNames[2] << ", static_cast<int>(" << cppNames[0] << ".shape[2]), static_cast<int>(" << cppNames[1]
-      << ".shape[2]), " << cppNames[3] << ");\n}\n\n";
+  out << "  flashc::device::attention_segment_plan(" << cppNames[2] << ", static_cast<int>(" << cppNames[0]
+      << ".shape[2]), static_cast<int>(" << cppNames[1] << ".shape[2]), " << cppNames[3] << ");\n}\n\n";
   return result;
 }
 

@@ -612,13 +612,6 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       }
       tiled = !type.getElementType().isSignlessInteger(32) && !type.getElementType().isF32();
     }
-    // dq_convert: the GPU kernel writes dq (the parts it converts, rows of 16-byte pieces) though its tile body leaves
-    // dq to the postprocess: an output, as the postprocess's.
-    if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-        attention && attention.getDqConvert() && i == 10) {
-      writes = tiled = true;
-      reads = false;
-    }
     rt::TensorParam p;
     p.name = args[i].name;
     p.dtype = *dtype;

@@ -394,48 +394,28 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   Type elem = spec.getElementType().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
-  // dq_zero_ahead: dq_accum's tile flags after dv (before the modifiers' tensors).
-  // dq_convert: dq after them (the parts the kernel converts itself).
-  bool zeroAhead = spec.getDqZeroAhead(), convert = spec.getDqConvert();
-  WsDqFill fill = wsDqFillOf(spec);
-  unsigned roleTensors = 9 + (zeroAhead ? 1 : 0) + (convert ? 1 : 0);
-  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, roleTensors);
+  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 9);
   if (failed(mask))
     return failure();
   FailureOr<unsigned> scoreTensors = scoreModTensors(kernel, spec);
   if (failed(scoreTensors))
     return failure();
   bool segments = spec.getSegments();
-  unsigned want = roleTensors + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) +
-                  (keyOffset ? 1 : 0);
+  unsigned want =
+      9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{7}{2}{3}{4}{5}{6})",
+                                "dq_accum, dk, dv{2}{3}{4}{5}{6})",
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 *scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
-                                keyOffset ? ", key_offset" : "",
-                                zeroAhead ? (convert ? ", dq_flags, dq" : ", dq_flags") : ""));
+                                keyOffset ? ", key_offset" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
     if (!type || type.getRank() != 4 || type.getElementType() != elem || type.getShape()[3] != width)
       return reject(llvm::formatv("tensor '{0}' is not [B, H, S, {1}] of the spec's element type",
                                   argNames[i], width));
-  }
-  if (zeroAhead) {
-    auto flags = dyn_cast<tile::GlobalTensorType>(inputs[9]);
-    if (!flags || flags.getRank() != 4 || !flags.getElementType().isSignlessInteger(32))
-      return reject(llvm::formatv("tensor '{0}' is not dq_accum's tile flags, [B, H, ceil(S / 64), ceil(D / 64)] i32 "
-                                  "(#tile.attention dq_zero_ahead)",
-                                  argNames[9]));
-  }
-  if (convert) {
-    auto dqType = dyn_cast<tile::GlobalTensorType>(inputs[10]);
-    if (!dqType || dqType.getRank() != 4 || dqType.getElementType() != elem || dqType.getShape()[3] != d)
-      return reject(llvm::formatv("tensor '{0}' is not dq, [B, H, S, {1}] of the spec's element type "
-                                  "(#tile.attention dq_convert)",
-                                  argNames[10], d));
   }
   // The consumer split is the schedule's (flash-warp-specialize, from the
   // plan): by keys, 128 a block on 8 warps, or by role, 64 a block on tiles
@@ -459,18 +439,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     return reject("its grid order is neither the launch order nor head_groups (the orders the library's "
                   "backward takes)");
   int64_t elementBytes = elem.getIntOrFloatBitWidth() / 8;
-  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit, fill);
-  if (convert && !wsBackwardConvertTakes(spec, stages, keySplit))
-    return reject(llvm::formatv("its recipe converts dQ in the main kernel (dq_convert), which takes the key split "
-                                "below D = 192 over dense tensors without a block-class table; D = {0}, Dv = {1} under "
-                                "the {2} split at {3} stages",
-                                d, dv, keySplit ? "key" : "role", stages));
-  if (zeroAhead && !wsBackwardZeroAheadTakes(d, dv, stages, elementBytes, keySplit))
-    return reject(llvm::formatv("its recipe zeroes dq_accum tile by tile (dq_zero_ahead), which needs dQ by TMA "
-                                "reductions and not the key split at D = 192; D = {0}, Dv = {1} under the {2} split at "
-                                "{3} stages {4}",
-                                d, dv, keySplit ? "key" : "role", stages,
-                                dqTma ? "has too few registers for it" : "adds dQ by red.v4 (its boxes do not fit)"));
+  bool dqTma = wsBackwardDqTma(d, dv, stages, elementBytes, keySplit);
   // (flash-warp-specialize refuses the same: this guards a hand-written schedule.)
   if (schedule.getPingPong() && !wsBackwardTurnsTake(d, dv, keySplit))
     return reject("its schedule's ping_pong = true, but the library's backward takes turns only under the key "
@@ -483,8 +452,7 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
                                 kernel.getBlockM(), kernel.getBlockN(), kernel.getWarps(), stages,
                                 blockN, blockN / 16, blockM));
   WsKernel result;
-  result.sharedBytes =
-      wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong(), fill);
+  result.sharedBytes = wsBackwardSharedBytes(d, dv, stages, elementBytes, keySplit, schedule.getPingPong());
   result.threads = blockThreads(schedule);
   // q, dout: a step's query rows; k, v: the block's key rows (one head of one
   // batch); dq_accum (wsBackwardDqTma): boxes of 64 rows x 32 f32 columns the
@@ -528,20 +496,9 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
       << ";  // (head, batch) pairs a group of the grid's order (flash-order-blocks)\n";
   if (segments)
     out << "  static constexpr bool kSegments = true;  // documents' key tiles from the segment plan (segments.cuh)\n";
-  if (zeroAhead)
-    out << "  // dq_accum zeroed tile by tile under dq_flags by the producer warpgroup's second warp, ahead of the\n"
-        << "  // consumers' reductions (not by the preprocess)\n"
-        << "  static constexpr flashc::device::DqFill kDqFill = flashc::device::DqFill::kZeroAhead;\n";
-  if (convert)
-    out << "  static constexpr bool kDqConvert = true;  // each part of dQ converted once its last reduction landed\n";
   printPlanCheck("flashc::device::AttentionBwdWsPlan", result, ns, out);
-  // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses; dq too, whose
-  // address the converting warp reads)
-  printSignature(entry, cppNames, inputs, maps, result.threads, out,
-                 /*gridConstantFrom=*/roleTensors - (convert ? 1 : 0));
-  std::string flagsArg = zeroAhead ? "static_cast<int*>(" + cppNames[9] + ".data)" : "";
-  if (convert)
-    flagsArg += ", &" + cppNames[10];
+  // (the modifiers' tensors are grid constants: their MaskEnvs keep the parameters' addresses)
+  printSignature(entry, cppNames, inputs, maps, result.threads, out, /*gridConstantFrom=*/9);
   if (segments) {
     out << "  flashc::device::attention_bwd_ws_segments<" << ns << "::Config>(" << maps[0] << ", " << maps[1] << ", "
         << maps[2] << ", " << maps[3];
@@ -550,10 +507,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames) << ", "
         << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << segmentCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr,
-                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames);
-    if (zeroAhead)
-      out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", " << flagsArg;
-    out << ");\n}\n\n";
+                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames)
+        << ");\n}\n\n";
     return result;
   }
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
@@ -561,16 +516,11 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   for (unsigned i : {0u, 1u, 4u, 5u, 6u, 7u, 8u})
     out << ", " << cppNames[i];
   out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames);
-  if (spec.getMaskMod() || spec.getScoreMod()) {
+  if (spec.getMaskMod() || spec.getScoreMod())
     out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << modifierCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr, cppNames);
-    if (zeroAhead)
-      out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", " << flagsArg;
-  } else if (zeroAhead) {
-    out << ", &" << maps[4] << ", flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(), " << flagsArg;
-  } else if (dqTma) {
+  else if (dqTma)
     out << ", &" << maps[4];
-  }
   out << ");\n";
   out << "}\n\n";
   return result;

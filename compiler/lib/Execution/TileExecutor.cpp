@@ -23,7 +23,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -898,8 +897,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   }
 }
 
-/// A document modifier's segment plan, as segments.cuh's attention_segment_plan writes it (segment_layout.h), in its
-/// order: the forward's tile body is the table form's, so only flashc-run and the tests read it.
+/// A document modifier's segment plan, as segments.cuh's attention_segment_plan writes it (segment_layout.h): the
+/// forward's tile body is the table form's, so only flashc-run and the tests read it.
 LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
   HostTensor &ids = *tensorOf(op.getIds());
   HostTensor &plan = *tensorOf(op.getPlan());
@@ -931,28 +930,15 @@ LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
     for (int64_t d = 0; d < documents; ++d)
       tiles += (starts[d + 1] - starts[d] + blockM - 1) / blockM;
     header[1 + s] = static_cast<int32_t>(tiles <= bound ? tiles : -1);
-    // The tiles document by document; longest first: by non-increasing weight, ties in document order (the GPU's
-    // counting sort places a bucket's tiles in its atomics' order).
-    struct Tile {
-      int64_t document, index, weight;
-    };
-    std::vector<Tile> order;
-    for (int64_t d = 0; d < documents && tiles <= bound; ++d) {
-      int64_t count = (starts[d + 1] - starts[d] + blockM - 1) / blockM;
-      for (int64_t i = 0; i < count; ++i)
-        order.push_back({d, i,
-                         device::segment_tile_weight(static_cast<int>(count), static_cast<int>(i), op.getCausal())});
-    }
-    if (op.getLongestFirst())
-      std::stable_sort(order.begin(), order.end(), [](const Tile &a, const Tile &b) { return a.weight > b.weight; });
     int64_t t = 0;
-    for (const Tile &tile : order) {
-      int32_t *e = row(first + t++);
-      e[0] = static_cast<int32_t>(starts[tile.document]);
-      e[1] = static_cast<int32_t>(starts[tile.document + 1] - starts[tile.document]);
-      e[2] = static_cast<int32_t>(tile.index);
-      e[3] = 1;
-    }
+    for (int64_t d = 0; d < documents && tiles <= bound; ++d)
+      for (int64_t i = 0; i < (starts[d + 1] - starts[d] + blockM - 1) / blockM; ++i, ++t) {
+        int32_t *e = row(first + t);
+        e[0] = static_cast<int32_t>(starts[d]);
+        e[1] = static_cast<int32_t>(starts[d + 1] - starts[d]);
+        e[2] = static_cast<int32_t>(i);
+        e[3] = 1;
+      }
     for (; t < bound; ++t)
       std::fill(row(first + t), row(first + t) + 4, 0);
   }
@@ -1451,37 +1437,6 @@ LogicalResult TileInterpreter::executeTileOp(Operation *op) {
       .Case<DecodeBlockOp>([&](DecodeBlockOp block) { return decodeBlock(block); })
       .Case<VarlenBlockOp>([&](VarlenBlockOp block) { return varlenBlock(block); })
       .Case<MoeBlockOp>([&](MoeBlockOp block) { return moeBlock(block); })
-      .Case<ClearTileFlagsOp, ZeroTilesOnceOp>([&](auto op) -> LogicalResult {
-        // The 64-row tiles [first, last] that rows [row0, row0 + rows) of (b, h) touch, of flags [B, H, T, parts].
-        constexpr bool kZero = std::is_same_v<decltype(op), ZeroTilesOnceOp>;
-        HostTensor &flags = *tensorOf(op.getFlags());
-        int64_t b = intOf(op.getBatch()), h = intOf(op.getHead()), row0 = intOf(op.getRow0()),
-                rows = intOf(op.getRows());
-        if (flags.shape.size() != 4 || b < 0 || b >= flags.shape[0] || h < 0 || h >= flags.shape[1] || row0 < 0)
-          return fail(op, "tile flags position out of range");
-        int64_t parts = flags.shape[3];
-        int32_t *tileFlags = flags.ints.data() + (b * flags.shape[1] + h) * flags.shape[2] * parts;
-        int64_t first = row0 / 64, last = std::min(flags.shape[2], (row0 + rows + 63) / 64);
-        if constexpr (!kZero) {
-          std::fill(tileFlags + first * parts, tileFlags + std::max(first, last) * parts, 0);
-          return success();
-        } else {
-          HostTensor &accum = *tensorOf(op.getAccum());
-          if (accum.shape.size() != 4 || accum.shape[0] != flags.shape[0] || accum.shape[1] != flags.shape[1] ||
-              (accum.shape[2] + 63) / 64 != flags.shape[2] || (accum.shape[3] + 63) / 64 != parts)
-            return fail(op, "tile flags are not one per 64 x 64 tile of the accumulator");
-          int64_t s = accum.shape[2], d = accum.shape[3];
-          float *plane = accum.data.data() + (b * accum.shape[1] + h) * s * d;
-          for (int64_t t = first; t < last; ++t) {
-            int32_t *flag = tileFlags + t * parts;
-            if (std::any_of(flag, flag + parts, [](int32_t f) { return f != 0; }))
-              continue;
-            std::fill(plane + t * 64 * d, plane + std::min(s, t * 64 + 64) * d, 0.0f);
-            std::fill(flag, flag + parts, 2);
-          }
-          return success();
-        }
-      })
       .Case<PlanSegmentsOp>([&](PlanSegmentsOp op) { return planSegments(op); })
       .Case<ClassifyBlocksOp>([&](ClassifyBlocksOp classify) -> LogicalResult {
         // Exact classes (the most precise of the sound tables the op allows).

@@ -312,26 +312,16 @@ struct AttentionKernel {
     Value doTile = kb.load(dOut, {b, h, row0, zero}, sq, kb.idx(Dv), Br, Dvt);
     Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
-    // dq_accum[b, h, row0.., :] = 0 where the program passes it: the main kernel adds dQ into it. With
-    // dq_zero_ahead the fourth argument is dq_accum's tile flags instead: cleared, the kernels zero its tiles.
-    if (spec.getDqZeroAhead())
-      kb.b.create<ClearTileFlagsOp>(kb.nameLoc("dq_flags_cleared"), kb.arg(3), b, h, row0, kb.idx(Br));
-    else if (kb.numArgs() == 4)
+    // dq_accum[b, h, row0.., :] = 0 where the program passes it: the main kernel adds dQ into it.
+    if (kb.numArgs() == 4)
       kb.store(kb.named("dq_zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq,
                kb.idx(D));
-  }
-
-  /// dq_zero_ahead: dq_accum's 64-row tiles under rows [row0, row0 + Br) of (b, h) zeroed where no block has reached
-  /// them yet (tile.zero_tiles_once), before the first add into them or the postprocess's read.
-  void zeroDqTilesOnce(Value dqAccum, Value flags, Value b, Value h, Value row0) {
-    kb.b.create<ZeroTilesOnceOp>(kb.nameLoc("dq_tiles_zeroed"), dqAccum, flags, b, h, row0, kb.idx(Br));
   }
 
   /// What the key-gridded backward kernels share: their arguments, the key
   /// block's coordinates and mask geometry, and its K and V tiles.
   struct KeyBlock {
     Value q, k, v, dOut, lse, delta, dqAccum, dK, dV;
-    Value dqFlags;  // dq_zero_ahead: dq_accum's tile flags (after dv)
     Value batch, kvHead, col0, zero, kTile, vTile;
     MaskGeometry g;
   };
@@ -349,7 +339,6 @@ struct AttentionKernel {
     kv.delta = kb.arg(5);
     kv.dqAccum = atomicDq ? kb.arg(6) : Value();
     kv.dK = kb.arg(atomicDq ? 7 : 6), kv.dV = kb.arg(atomicDq ? 8 : 7);
-    kv.dqFlags = atomicDq && spec.getDqZeroAhead() ? kb.arg(9) : Value();
     Value kbIdx = kb.programId(GridAxis::X, "k_block");
     kv.kvHead = kb.programId(GridAxis::Y, "kv_head");
     kv.batch = kb.programId(GridAxis::Z, "batch");
@@ -412,8 +401,6 @@ struct AttentionKernel {
       Value dkNew = kb.matmul(dsShared, qTile, dk, true, false);
       if (atomicDq) {
         Value dq = kb.matmul(dsShared, kv.kTile, kb.fill(kb.regF32(Br, Dt), 0.0), false, false);
-        if (kv.dqFlags)
-          zeroDqTilesOnce(kv.dqAccum, kv.dqFlags, kv.batch, h, row0);
         kb.atomicAdd(dq, kv.dqAccum, {kv.batch, h, row0, kv.zero}, g.sq, kb.idx(D));
       }
       return std::make_pair(dkNew, dvNew);
@@ -457,8 +444,6 @@ struct AttentionKernel {
       if (atomicDq) {
         // dQ = dS·K = (dSᵀ)ᵀ·K: dSᵀ through shared memory.
         Value dq = kb.matmul(dsShared, kv.kTile, kb.fill(kb.regF32(Br, Dt), 0.0), true, false);
-        if (kv.dqFlags)
-          zeroDqTilesOnce(kv.dqAccum, kv.dqFlags, kv.batch, h, row0);
         kb.atomicAdd(dq, kv.dqAccum, {kv.batch, h, row0, kv.zero}, g.sq, kb.idx(D));
       }
       return std::make_pair(dkNew, dvNew);
@@ -517,14 +502,11 @@ struct AttentionKernel {
   }
 
   /// The segment plan of a document modifier (tile.plan_segments): the
-  /// kernel's one block reads the ids once; longest_first orders its maps
-  /// by the tiles' work, which the causal corner weighs.
+  /// kernel's one block reads the ids once.
   void segmentPlan() {
     Value q = kb.arg(0), k = kb.arg(1), ids = kb.arg(2), plan = kb.arg(3);
     Value sq = kb.dim(q, 2, "seq_q"), sk = kb.dim(k, 2, "seq_k");
-    bool longest = spec.getLongestAcrossDocuments();
-    kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan, longest ? kb.b.getUnitAttr() : UnitAttr(),
-                                longest && spec.isCausal() ? kb.b.getUnitAttr() : UnitAttr());
+    kb.b.create<PlanSegmentsOp>(kb.loc, ids, sq, sk, plan);
   }
 
   void postprocess() {
@@ -534,9 +516,6 @@ struct AttentionKernel {
     Value sq = kb.dim(dqAccum, 2, "seq_q");
     Value row0 = kb.named("row0", kb.mul(rb, kb.idx(Br)));
     Value zero = kb.idx(0);
-    // dq_zero_ahead: tiles no block reached are zeroed here (their flags are still 0), so they read as 0.
-    if (spec.getDqZeroAhead())
-      zeroDqTilesOnce(dqAccum, kb.arg(2), b, h, row0);
     Value acc = kb.load(dqAccum, {b, h, row0, zero}, sq, kb.idx(D), Br, Dt);
     kb.store(kb.named("dq16", kb.convert(acc, elem)), dQ, {b, h, row0, zero}, sq, kb.idx(D));
   }
@@ -612,13 +591,6 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   // (the preprocess that also zeroes dq_accum: out, dout, delta, dq_accum)
   if (role == KernelRole::AttentionBackwardPreprocess && tensorTypes.size() == 4)
     want = 4;
-  // dq_zero_ahead: the tile flags, the preprocess's fourth tensor (which it must have), the main kernel's after dv,
-  // the postprocess's last; dq_convert: dq after them (the GPU kernel writes the parts it converts; the tile body
-  // leaves dq to the postprocess, which writes the same values).
-  if (spec.getDqZeroAhead())
-    want = role == KernelRole::AttentionBackwardPreprocess ? 4 : want + 1;
-  if (spec.getDqConvert())
-    want += 1;
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
   int64_t tail = (readsTable ? 1 : 0) + (spec.getSegments() ? 1 : 0);  // the table, the segment plan

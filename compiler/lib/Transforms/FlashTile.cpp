@@ -306,16 +306,10 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       bool segments =
           tuningTable && takesSegments(attention, tile::KernelRole::AttentionForward, target, *tuningTable);
       Value plan;
-      bool longestFirst = false;  // (the plan's order: its entries' segment_order)
       if (segments) {
-        FailureOr<bool> longest =
-            segmentsLongestFirst(attention, tile::KernelRole::AttentionForward, target, *tuningTable, "flash-tile");
-        if (failed(longest))
-          return cleanup();
-        longestFirst = *longest;
         FailureOr<Value> p = pb.launchSegmentPlan(
             attention, attention.getLoc(), kernelName + "_segments", q, k, maskTensors[*documentSegments(attention)],
-            "segment_plan" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()), longestFirst);
+            "segment_plan" + (attentionCount > 1 ? std::to_string(attentionCount) : std::string()));
         if (failed(p))
           return cleanup();
         plan = *p;
@@ -335,8 +329,7 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
       if (attention.getKeyOffset())
         args.push_back(mapped[attention.getKeyOffset()]);
       if (failed(pb.launch(attention.getLoc(), kernelName,
-                           attentionSpec(attention, tile::KernelRole::AttentionForward, /*blockTable=*/true, segments,
-                                         longestFirst),
+                           attentionSpec(attention, tile::KernelRole::AttentionForward, /*blockTable=*/true, segments),
                            args)))
         return cleanup();
       continue;

@@ -414,15 +414,9 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     // the table.
     bool segments = maskModReadsTensors(op) && !deterministic && takesSegments(op, mainRole, pb.getTarget(), *table);
     Value plan;
-    bool longestFirst = false;  // (the plan's order: the entry's segment_order)
     if (segments) {
-      FailureOr<bool> longest = segmentsLongestFirst(op, mainRole, pb.getTarget(), *table, "flash-generate-backward");
-      if (failed(longest))
-        return failure();
-      longestFirst = *longest;
-      FailureOr<Value> p =
-          pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k, maskTensors[*documentSegments(op)],
-                               "segment_plan_keys" + slot.suffix, longestFirst);
+      FailureOr<Value> p = pb.launchSegmentPlan(op, loc, base + "_bwd_segments", q, k,
+                                                maskTensors[*documentSegments(op)], "segment_plan_keys" + slot.suffix);
       if (failed(p))
         return failure();
       plan = *p;
@@ -456,34 +450,18 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           succeeded(pb.launch(loc, base + "_bwd_dq", spec(KernelRole::AttentionBackwardDQ),
                               masked({q, k, v, dOut, lse, delta, dQ}, Value()))));
     // dq_accum (f32, the main kernel adds dQ into it): the preprocess zeroes
-    // it in the pass that reads O and dO (no memset of it before the program);
-    // or, where the main kernel's tuning entry says dq_fill=zero_ahead (or
-    // convert), the kernels zero it tile by tile under flags the preprocess
-    // clears (and the main kernel converts parts into dQ).
+    // it in the pass that reads O and dO (no memset of it before the program).
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
     dqAccum.getDefiningOp()->setAttr(tile::AllocTensorOp::kZeroedInProgram, UnitAttr::get(ctx));
-    WsDqFill fill = backwardDqFill(op, mainRole, pb.getTarget(), *table, segments);
-    auto endSpec = [&](KernelRole role) { return attentionSpec(op, role, /*blockTable=*/true, false, false, fill); };
-    SmallVector<Value> preArgs = {out, dOut, delta, dqAccum}, mainArgs = {q, k, v, dOut, lse, delta, dqAccum, dK, dV},
-                       postArgs = {dqAccum, dQ};
-    if (fill != WsDqFill::Preprocess) {
-      Value flags = pb.allocTileFlags(loc, q, "dq_flags" + slot.suffix);
-      preArgs.back() = flags;
-      mainArgs.push_back(flags);
-      postArgs.push_back(flags);
-    }
-    // (Convert: the main kernel writes the parts it converts into dQ, the postprocess the others.)
-    if (fill == WsDqFill::Convert)
-      mainArgs.push_back(dQ);
     return success(
-        succeeded(pb.launch(loc, base + "_bwd_preprocess", endSpec(KernelRole::AttentionBackwardPreprocess),
-                            preArgs)) &&
+        succeeded(pb.launch(loc, base + "_bwd_preprocess",
+                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
         succeeded(pb.launch(loc, base + "_bwd",
-                            attentionSpec(op, mainRole, /*blockTable=*/true, segments, longestFirst, fill),
-                            masked(mainArgs, keyTable, plan))) &&
-        succeeded(pb.launch(loc, base + "_bwd_postprocess", endSpec(KernelRole::AttentionBackwardPostprocess),
-                            postArgs)));
+                            attentionSpec(op, mainRole, /*blockTable=*/true, segments),
+                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable, plan))) &&
+        succeeded(pb.launch(loc, base + "_bwd_postprocess",
+                            spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }
 
   /// dW = Aᵀ·B summed over every row (kernel `name`). With fewer 128x128

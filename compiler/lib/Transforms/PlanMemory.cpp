@@ -457,7 +457,7 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       offset = wsBackwardSharedBytes(attention.getHeadDim(), attention.getValueDim(), plan.stages,
                                      attention.getElementType().getValue().getIntOrFloatBitWidth() / 8,
                                      wsBackwardPlanSplitsKeys(plan),
-                                     entry ? entry->point.pingPong : std::nullopt, wsDqFillOf(attention));
+                                     entry ? entry->point.pingPong : std::nullopt);
     kernel.setSmemBytesAttr(builder.getI64IntegerAttr(offset));
     if (offset > targetDesc.sharedMemoryPerBlock)
       return kernel.emitError() << "flash-plan-memory: @" << kernel.getSymName() << " needs "

@@ -164,15 +164,10 @@ constexpr int64_t kWsDqBoxBytes = 4 * 64 * 32 * 4;
 /// The device library's shared-memory limit (AttentionBwdWsPlan's static_assert).
 constexpr int64_t kWsSharedLimit = 227 * 1024;
 
-/// AttentionBwdWsPlan's kZeroedUptoBytes + kConvertQueueBytes.
-int64_t wsBackwardDqFillBytes(WsDqFill fill) {
-  return fill == WsDqFill::Preprocess ? 0 : fill == WsDqFill::ZeroAhead ? 8 : 8 + 80;
-}
-
 /// AttentionBwdWsPlan::kSmemBytes without dQ's TMA boxes and dSᵀ's buffers
-/// (the role split's Pᵀ exchange included; `fill`'s bytes).
+/// (the role split's Pᵀ exchange included).
 int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                                int64_t elementBytes, bool keySplit, WsDqFill fill) {
+                                int64_t elementBytes, bool keySplit) {
   // AttentionBwdWsPlan: K and V once (the key block), a ring of Q and dO slots
   // (blockM queries), lse and D a slot, mbarriers, 1024 bytes of alignment.
   int64_t d = wsBackwardHeadTile(headDim, valueDim, keySplit), dv = wsForwardValueTile(valueDim);
@@ -180,7 +175,7 @@ int64_t wsBackwardBesideDsBytes(int64_t headDim, int64_t valueDim, int64_t stage
   int64_t tiles = (blockN * (d + dv) + stages * blockM * (d + dv)) * elementBytes;
   int64_t vectors = 2 * stages * blockM * 4;
   int64_t barriers = 1 + 2 * stages;
-  return tiles + vectors + 8 * barriers + wsBackwardDqFillBytes(fill) + 1024 + (keySplit ? 0 : 64 * 64 * 4);
+  return tiles + vectors + 8 * barriers + 1024 + (keySplit ? 0 : 64 * 64 * 4);
 }
 
 /// One dSᵀ buffer (16-bit, blockN x blockM).
@@ -192,9 +187,9 @@ int64_t wsBackwardDsBufferBytes(int64_t headDim, int64_t valueDim, bool keySplit
 /// warpgroups' rows of two steps are in flight) fit at 64 queries a step
 /// beside everything else, dQ's boxes included.
 bool wsBackwardFourDsBuffersFit(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                                bool keySplit, WsDqFill fill) {
+                                bool keySplit) {
   return wsBackwardBlockM(headDim, valueDim) == 64 &&
-         wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit, fill) + kWsDqBoxBytes +
+         wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) + kWsDqBoxBytes +
                  4 * wsBackwardDsBufferBytes(headDim, valueDim, keySplit) <=
              kWsSharedLimit;
 }
@@ -204,12 +199,12 @@ bool wsBackwardFourDsBuffersFit(int64_t headDim, int64_t valueDim, int64_t stage
 /// and they fit, else two; at D = 192 one, and the spare dQ boxes in a
 /// second's place), one plus Pᵀ in f32 under the role split.
 int64_t wsBackwardTilesBytes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                             bool keySplit, bool turns, WsDqFill fill) {
+                             bool keySplit, bool turns) {
   int64_t buffers =
       !keySplit ? 1
-      : turns && wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit, fill) ? 4
-                                                                                                          : 2;
-  return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit, fill) +
+      : turns && wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit) ? 4
+                                                                                               : 2;
+  return wsBackwardBesideDsBytes(headDim, valueDim, stages, elementBytes, keySplit) +
          buffers * wsBackwardDsBufferBytes(headDim, valueDim, keySplit);
 }
 } // namespace
@@ -219,48 +214,26 @@ bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit) {
 }
 
 bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                          bool keySplit, WsDqFill fill) {
+                          bool keySplit) {
   return wsBackwardTurnsTake(headDim, valueDim, keySplit) &&
-         wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit, fill);
+         wsBackwardFourDsBuffersFit(headDim, valueDim, stages, elementBytes, keySplit);
 }
 
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                     bool keySplit, WsDqFill fill) {
+                     bool keySplit) {
   // (Only the role split asks, where dSᵀ has one buffer whatever the turns.)
-  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false, fill) +
+  return keySplit || wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, false) +
                              kWsDqBoxBytes <=
                          kWsSharedLimit;
 }
 
-bool wsBackwardZeroAheadTakes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                              bool keySplit) {
-  return wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit, WsDqFill::ZeroAhead) &&
-         !(keySplit && wsBackwardHeadTile(headDim, valueDim, keySplit) == 192);
-}
-
-bool wsBackwardConvertTakes(AttentionSpecAttr attention, int64_t stages, bool keySplit) {
-  int64_t d = attention.getHeadDim(), dv = attention.getValueDim();
-  int64_t bytes = attention.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-  // (D > 64: at D <= 64 the producer warpgroup spilled 100 bytes under NVRTC's ptxas with the conversion beside the
-  // zeroing at 128 queries a step, 48 at 64 a step with Dv = 128)
-  return keySplit && d > 64 && wsBackwardZeroAheadTakes(d, dv, stages, bytes, keySplit) &&
-         wsBackwardDqTma(d, dv, stages, bytes, keySplit, WsDqFill::Convert) && !attention.getSegments() &&
-         !attention.getMaskBlocks();
-}
-
-WsDqFill wsDqFillOf(AttentionSpecAttr attention) {
-  return attention.getDqConvert()     ? WsDqFill::Convert
-         : attention.getDqZeroAhead() ? WsDqFill::ZeroAhead
-                                      : WsDqFill::Preprocess;
-}
-
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
-                              int64_t elementBytes, bool keySplit, std::optional<bool> turns, WsDqFill fill) {
+                              int64_t elementBytes, bool keySplit, std::optional<bool> turns) {
   bool takesTurns =
-      turns.value_or(wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit, fill)) &&
+      turns.value_or(wsBackwardTakesTurns(headDim, valueDim, stages, elementBytes, keySplit)) &&
       wsBackwardTurnsTake(headDim, valueDim, keySplit);
-  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, takesTurns, fill) +
-         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit, fill) ? kWsDqBoxBytes : 0);
+  return wsBackwardTilesBytes(headDim, valueDim, stages, elementBytes, keySplit, takesTurns) +
+         (wsBackwardDqTma(headDim, valueDim, stages, elementBytes, keySplit) ? kWsDqBoxBytes : 0);
 }
 
 bool wsBackwardPlanSplitsKeys(const TilePlan &plan) { return plan.blockN == wsBackwardBlockN(true); }

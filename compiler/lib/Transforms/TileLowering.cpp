@@ -99,8 +99,7 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
   return std::pair{left, right};
 }
 
-AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments,
-                                bool longestFirst, WsDqFill dqFill) {
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -116,14 +115,11 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
     std::tie(left, right) = *band;
   // FlexAttention's document_causal, (t[q] == t[k]) & (q >= k) over no mask, in the segment form: the causal window
   // on the modifier's positions (top-left) as well, which the modifier's own q >= k makes redundant for the table
-  // walk and a document's tile needs (it masks the window's part alone); the segment plan's too (its longest-first
-  // order weighs the tiles by it).
-  bool plan = role == KernelRole::AttentionSegmentPlan;
-  bool segmentMain = AttentionSpecAttr::isSegmentMainRole(role);
-  segments = segments && (segmentMain || role == KernelRole::AttentionMaskBlocks ||
+  // walk and a document's tile needs (it masks the window's part alone).
+  segments = segments && (AttentionSpecAttr::isSegmentMainRole(role) || role == KernelRole::AttentionMaskBlocks ||
                           role == KernelRole::AttentionMaskBlocksTransposed);
   bool causalModifier = false;
-  if ((segments || plan) && mask.isNone())
+  if (segments && mask.isNone())
     if (std::optional<flashc::DocumentCompare> documents = flashc::documentCompare(op.getMaskMod());
         documents && documents->causal) {
       right = 0;
@@ -147,10 +143,7 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
-                                // (the plan's order, named on the main kernels that read it too)
-                                segments, longestFirst && (plan || (segments && segmentMain)),
-                                dqFill != WsDqFill::Preprocess && AttentionSpecAttr::takesDqZeroAhead(role),
-                                dqFill == WsDqFill::Convert && segmentMain && role != KernelRole::AttentionForward);
+                                segments);
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -208,58 +201,8 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
   return asked || wholeRange || handWs;
 }
 
-FailureOr<bool> segmentsLongestFirst(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
-                                     const TuningTable &table, StringRef pass) {
-  // An entry that names no order leaves it to the others (the tuner's split by key length writes the hand rule's
-  // plan on a side without a winner); two that name different orders cannot both hold.
-  const TuningEntry *named = nullptr;
-  for (const TuningEntry *entry : segmentKernelEntries(op, role, target, table)) {
-    if (!entry->point.longestFirst)
-      continue;
-    if (named && *named->point.longestFirst != *entry->point.longestFirst)
-      return op.emitError() << pass << ": the tuning entries " << named->name() << " and " << entry->name()
-                            << " give " << stringifyKernelRole(role)
-                            << " different segment orders; its kernels share one segment plan",
-             failure();
-    named = entry;
-  }
-  return named && *named->point.longestFirst;
-}
-
-WsDqFill backwardDqFill(flash::AttentionOp op, KernelRole role, const TargetDescription &target,
-                        const TuningTable &table, bool segments) {
-  // (the backward's entries serve every key length; one of the other form is passed over, as flash-plan-memory does)
-  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, segments);
-  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
-  const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
-  StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
-  if (!entry || (entry->point.form && *entry->point.form != form) ||
-      entry->point.dqFill.value_or(WsDqFill::Preprocess) == WsDqFill::Preprocess)
-    return WsDqFill::Preprocess;
-  // Only where the kernel the entry plans takes it; elsewhere the preprocess zero-fills as before (as a `segments`
-  // entry leaves a kernel whose modifier is not a document compare to its table walk), so that one entry may cover a
-  // class of keys: not a kernel that is not warp-specialised, whose dQ goes by red.v4 (the role split at D >= 200 or
-  // D = Dv = 192), or the key split at D = 192. Conversion in the main kernel, where the kernel cannot take it (the
-  // role split, a table, the segment form), leaves the zeros ahead.
-  TilePlan plan = entry->point.applyTo(defaultPlan(target, spec, {}));
-  int64_t d = spec.getHeadDim(), dv = spec.getValueDim();
-  int64_t bytes = spec.getElementType().getValue().getIntOrFloatBitWidth() / 8;
-  bool keySplit = wsBackwardPlanSplitsKeys(plan);
-  auto fits = [&](WsDqFill fill) {
-    return wsBackwardSharedBytes(d, dv, plan.stages, bytes, keySplit, entry->point.pingPong, fill) <=
-           target.sharedMemoryPerBlock;
-  };
-  if (plan.strategy != Strategy::WgmmaWsSm90 || !wsBackwardPlanTakes(spec, plan) ||
-      !wsBackwardZeroAheadTakes(d, dv, plan.stages, bytes, keySplit) || !fits(WsDqFill::ZeroAhead))
-    return WsDqFill::Preprocess;
-  if (*entry->point.dqFill == WsDqFill::Convert && wsBackwardConvertTakes(spec, plan.stages, keySplit) &&
-      fits(WsDqFill::Convert))
-    return WsDqFill::Convert;
-  return WsDqFill::ZeroAhead;
-}
-
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,
-                                                   Value k, Value ids, StringRef name, bool longestFirst) {
+                                                   Value k, Value ids, StringRef name) {
   MLIRContext *ctx = op.getContext();
   // rows = 1 + bound(64) + bound(128) + bound(192), bound(M) = ceil(Sq / M) + ceil(ceil(Sq / M) / 4): the device
   // library's segment_plan_rows (segment_layout.h; the executor checks the size against it).
@@ -277,9 +220,7 @@ FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Locati
   auto type = GlobalTensorType::get(ctx, {ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, ValueRange{rows});
   alloc->setAttr("tile.name", builder->getStringAttr(name));
-  if (failed(launch(loc, baseName,
-                    attentionSpec(op, KernelRole::AttentionSegmentPlan, /*blockTable=*/true, false, longestFirst),
-                    {q, k, ids, alloc})))
+  if (failed(launch(loc, baseName, attentionSpec(op, KernelRole::AttentionSegmentPlan), {q, k, ids, alloc})))
     return failure();
   return Value(alloc);
 }
@@ -916,28 +857,6 @@ Value ProgramBuilder::alloc(GlobalTensorType type, ArrayRef<std::pair<Value, int
   auto alloc = builder->create<AllocTensorOp>(program.getLoc(), type, sizes);
   if (!name.empty())
     alloc->setAttr("tile.name", builder->getStringAttr(name));
-  return alloc;
-}
-
-Value ProgramBuilder::allocTileFlags(Location loc, Value like, StringRef name) {
-  MLIRContext *ctx = like.getContext();
-  ArrayRef<int64_t> shape = llvm::cast<GlobalTensorType>(like.getType()).getShape();
-  SmallVector<int64_t, 4> flagShape(shape.begin(), shape.end());
-  SmallVector<Value> sizes;
-  for (auto [d, size] : llvm::enumerate(shape)) {
-    bool tiled = d >= 2;  // rows and columns: one flag per 64
-    if (tiled && !ShapedType::isDynamic(size))
-      flagShape[d] = llvm::divideCeil(size, 64);
-    if (!ShapedType::isDynamic(size))
-      continue;
-    Value n = dim(like, static_cast<int64_t>(d));
-    if (tiled)
-      n = builder->create<arith::CeilDivSIOp>(loc, n, builder->create<arith::ConstantIndexOp>(loc, 64));
-    sizes.push_back(n);
-  }
-  auto alloc = builder->create<AllocTensorOp>(program.getLoc(),
-                                              GlobalTensorType::get(ctx, flagShape, IntegerType::get(ctx, 32)), sizes);
-  alloc->setAttr("tile.name", builder->getStringAttr(name));
   return alloc;
 }
 

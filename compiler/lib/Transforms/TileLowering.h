@@ -106,14 +106,10 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
 /// `segments`: a forward or backward main kernel that takes the segment plan
-/// (documentSegments); `longestFirst`: its plan's order. `dqFill`: how the
-/// backward's dq_accum starts and ends (backwardDqFill): the preprocess, main
-/// kernel and postprocess share its tile flags instead of a zero fill, and
-/// (Convert) the main kernel takes dq too.
+/// (documentSegments).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
-                                            bool segments = false, bool longestFirst = false,
-                                            WsDqFill dqFill = WsDqFill::Preprocess);
+                                            bool segments = false);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a
@@ -126,23 +122,6 @@ std::optional<unsigned> documentSegments(mlir::flash::AttentionOp op);
 /// it: yes unless `table`'s entry for it says segments=0.
 bool takesSegments(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
                    const TuningTable &table);
-/// The segment form's tile order for that kernel (where takesSegments): longest first across documents where an
-/// entry that plans one of its key ranges says segment_order=longest (an entry that names no order leaves it to the
-/// others), else document by document; an error from `pass` on `op` where two entries name different orders (the
-/// program's one plan has one order).
-mlir::FailureOr<bool> segmentsLongestFirst(mlir::flash::AttentionOp op, mlir::tile::KernelRole role,
-                                           const TargetDescription &target, const TuningTable &table,
-                                           llvm::StringRef pass);
-
-/// How `op`'s backward main kernel of `role` starts and ends dq_accum
-/// (#tile.attention dq_zero_ahead / dq_convert): as the tuning entry that plans
-/// it (`segments`: in the segment form) says, dq_fill=zero_ahead or convert,
-/// where the kernel it plans takes that form (warp-specialised,
-/// wsBackwardZeroAheadTakes; convert: wsBackwardConvertTakes, else zeroed
-/// ahead only); else the preprocess zero-fills it (the hand rule, until a GPU
-/// run has timed the others).
-WsDqFill backwardDqFill(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
-                        const TuningTable &table, bool segments);
 
 /// A #tile.gemm recipe.
 mlir::tile::GemmSpecAttr gemmSpec(mlir::MLIRContext *ctx, mlir::tile::KernelRole role,
@@ -206,9 +185,6 @@ public:
   mlir::Value alloc(mlir::tile::GlobalTensorType type,
                     llvm::ArrayRef<std::pair<mlir::Value, int64_t>> sources,
                     llvm::StringRef name = "");
-  /// The flags of an f32 accumulator's 64 x 64 tiles, shaped after `like`
-  /// [B, H, S, D]: [B, H, ceil(S / 64), ceil(D / 64)] i32 (tile.zero_tiles_once).
-  mlir::Value allocTileFlags(mlir::Location loc, mlir::Value like, llvm::StringRef name);
 
   /// Builds kernel `<baseName>` (unique in the module) from `spec` at the
   /// target's default plan for the argument types and launches it.
@@ -225,7 +201,7 @@ public:
   /// from the ids (role attention_segment_plan, `tile.plan_segments`).
   mlir::FailureOr<mlir::Value> launchSegmentPlan(mlir::flash::AttentionOp op, mlir::Location loc,
                                                  llvm::StringRef baseName, mlir::Value q, mlir::Value k,
-                                                 mlir::Value ids, llvm::StringRef name, bool longestFirst);
+                                                 mlir::Value ids, llvm::StringRef name);
 
   /// `segmentPlan` (may be null): a document modifier's segment plan, launched
   /// before: the kernel does nothing where the plan's segment form serves

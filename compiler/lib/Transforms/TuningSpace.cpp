@@ -80,7 +80,6 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
   // (the block-class table and the score modifier belong to the roles that compute scores)
   bool scores = role != KernelRole::AttentionBackwardPreprocess && role != KernelRole::AttentionBackwardPostprocess &&
                 role != KernelRole::AttentionMaskBlocks && role != KernelRole::AttentionMaskBlocksTransposed;
-  bool segments = attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role);
   return AttentionSpecAttr::get(attention.getContext(), role, attention.getHeadDim(),
                                 attention.getValueDim(), attention.getScale(),
                                 attention.getSoftcap(), attention.getWindowLeft(),
@@ -90,11 +89,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
                                 attention.getTopLeft(),
-                                segments, attention.getLongestAcrossDocuments() &&
-                                              (segments || role == KernelRole::AttentionSegmentPlan),
-                                attention.getDqZeroAhead() && AttentionSpecAttr::takesDqZeroAhead(role),
-                                attention.getDqConvert() && AttentionSpecAttr::isSegmentMainRole(role) &&
-                                    role != KernelRole::AttentionForward);
+                                attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
@@ -223,9 +218,7 @@ std::vector<TuningPoint> attentionForwardSpace(const TargetDescription &target,
 /// 4 and 8 (head, batch) pairs (`group`, flash-order-blocks; the hand rule: 4
 /// where a window or mask modifier makes key blocks differ in work, else 1),
 /// each key-split stage count below D = 192 also with its consumers' other
-/// form at the hand rule's group (`ping_pong`: taking turns or meeting), and
-/// each stage count whose dQ leaves by TMA with dq_accum zeroed ahead
-/// (`dq_fill=zero_ahead`) at the hand rule's group.
+/// form at the hand rule's group (`ping_pong`: taking turns or meeting).
 /// Otherwise both forms: the Sᵀ form at its plan (wgmma: query blocks of 64
 /// or 128; mma.sync elsewhere) and the row form (64 x 64 on 4 warps).
 std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
@@ -274,20 +267,6 @@ std::vector<TuningPoint> attentionBackwardSpace(const TargetDescription &target,
           if (wsBackwardSharedBytes(d, dv, stages, bytes, split, point.pingPong) <=
               target.sharedMemoryPerBlock)
             points.push_back(point);
-        }
-        // dq_accum zeroed tile by tile ahead of the reductions instead of by
-        // the preprocess (`dq_fill=zero_ahead`; docs/design/backward-ends.md),
-        // at the hand rule's group and consumers' form, where the kernel takes
-        // it (dQ by TMA; not the key split at D = 192). (dq_fill=convert is no
-        // point yet: kernel lab run 19 checks it first.)
-        if (wsBackwardZeroAheadTakes(d, dv, stages, bytes, split) &&
-            wsBackwardSharedBytes(d, dv, stages, bytes, split, std::nullopt, WsDqFill::ZeroAhead) <=
-                target.sharedMemoryPerBlock) {
-          TuningPoint zeroAhead = point;
-          zeroAhead.group = handGroup;
-          zeroAhead.pingPong.reset();
-          zeroAhead.dqFill = WsDqFill::ZeroAhead;
-          points.push_back(zeroAhead);
         }
       }
     if (keySplit) {

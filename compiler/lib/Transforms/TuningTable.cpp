@@ -38,12 +38,12 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b", "segments", "segment_order", "dq_fill"};
+                                              "resident_b", "segments"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   bool attention = kind.starts_with("attention_");
-  if (field == "form" || field == "dq_fill")
+  if (field == "form")
     return kind == "attention_backward";
   if (field == "block_k")
     return !attention;
@@ -61,7 +61,7 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   if (field == "persistent")
     return kind == "attention_forward";
   // A document modifier's segment form (flash-tile, flash-generate-backward).
-  if (field == "segments" || field == "segment_order")
+  if (field == "segments")
     return kind == "attention_forward" || kind == "attention_backward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
@@ -160,12 +160,6 @@ std::string TuningPoint::str() const {
     add("resident_b", *residentB ? "1" : "0");
   if (segments)
     add("segments", *segments ? "1" : "0");
-  if (longestFirst)
-    add("segment_order", *longestFirst ? "longest" : "documents");
-  if (dqFill)
-    add("dq_fill", *dqFill == WsDqFill::Convert     ? "convert"
-                   : *dqFill == WsDqFill::ZeroAhead ? "zero_ahead"
-                                                    : "preprocess");
   return text;
 }
 
@@ -295,16 +289,6 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("segments must be 0 or 1, got '" + value + "'");
         point.segments = value == "1";
-      } else if (name == "segment_order") {
-        if (value != "documents" && value != "longest")
-          return fail("segment_order must be documents or longest, got '" + value + "'");
-        point.longestFirst = value == "longest";
-      } else if (name == "dq_fill") {
-        if (value != "preprocess" && value != "zero_ahead" && value != "convert")
-          return fail("dq_fill must be preprocess, zero_ahead or convert, got '" + value + "'");
-        point.dqFill = value == "convert"      ? WsDqFill::Convert
-                       : value == "zero_ahead" ? WsDqFill::ZeroAhead
-                                               : WsDqFill::Preprocess;
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -322,17 +306,9 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     }
     if (point.segments.value_or(false) && point.persistent.value_or(false))
       return fail("segments=1 with persistent=1: the segment form takes one document's tile a block");
-    if ((point.segments.value_or(false) || point.longestFirst) && key.mask != "*" &&
-        !llvm::StringRef(key.mask).contains("+mod"))
-      return fail((point.longestFirst ? "segment_order" : "segments=1") + (" on mask class '" + key.mask) +
+    if (point.segments.value_or(false) && key.mask != "*" && !llvm::StringRef(key.mask).contains("+mod"))
+      return fail("segments=1 on mask class '" + key.mask +
                   "': the segment form is a document modifier's (a class with +mod)");
-    if (point.longestFirst && (point.segments == false || point.persistent.value_or(false)))
-      return fail("segment_order orders the segment form's tiles: not with segments=0 or persistent=1");
-    if (point.dqFill.value_or(WsDqFill::Preprocess) != WsDqFill::Preprocess && point.strategy &&
-        *point.strategy != Strategy::WgmmaWsSm90)
-      return fail("dq_fill=" + std::string(*point.dqFill == WsDqFill::Convert ? "convert" : "zero_ahead") +
-                  " with strategy=" + stringifyStrategy(*point.strategy).str() +
-                  ": only the warp-specialised backward (wgmma_ws_sm90) zeroes dq_accum ahead of its reductions");
     if (point.residentB.value_or(false) && point.pingPong == false)
       return fail("resident_b=1 with ping_pong=0: the resident-B GEMM's consumers always take its tiles in turn");
     auto [previous, inserted] = keyLines.emplace(entry.keyText(), lineNumber);
@@ -472,8 +448,7 @@ TuningPoint pointOf(KernelOp kernel) {
   if (schedule && backward && !schedule.getRoleSplit() &&
       schedule.getPingPong() !=
           wsBackwardTakesTurns(attention.getHeadDim(), attention.getValueDim(), plan.stages,
-                               attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true,
-                               wsDqFillOf(attention)))
+                               attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, true))
     point.pingPong = schedule.getPingPong();
   // The GEMMs' group: of their 2-D grid, or of the ws GEMM's persistent walk;
   // the ws backward's head groups (1: the launch order).
@@ -488,12 +463,6 @@ TuningPoint pointOf(KernelOp kernel) {
   // The segment form of a document modifier's forward (flash-tile): named where taken.
   if (attention && attention.getSegments())
     point.segments = true;
-  // Its tiles' order (the plan's, which the kernel's spec names): named where not the documents' own.
-  if (attention && attention.getSegments() && attention.getLongestAcrossDocuments())
-    point.longestFirst = true;
-  // The backward's dq_accum zeroed tile by tile (flash-generate-backward): named where taken.
-  if (backward && wsDqFillOf(attention) != WsDqFill::Preprocess)
-    point.dqFill = wsDqFillOf(attention);
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

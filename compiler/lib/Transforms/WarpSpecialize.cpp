@@ -25,9 +25,6 @@ using namespace mlir;
 using namespace mlir::tile;
 
 namespace {
-/// The producer warpgroup's register budget where the backward zeroes dq_accum ahead (dq_zero_ahead).
-constexpr int64_t kZeroAheadProducerRegisters = 56;
-
 
 struct WarpSpecializePass
     : public mlir::flash::impl::WarpSpecializeBase<WarpSpecializePass> {
@@ -76,8 +73,7 @@ struct WarpSpecializePass
         bool keySplit = !roleSplit;
         consumersPingPong = knob.value_or(flashc::wsBackwardTakesTurns(
             attention.getHeadDim(), attention.getValueDim(), static_cast<int64_t>(kernel.getStages()),
-            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit,
-            flashc::wsDqFillOf(attention)));
+            attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, keySplit));
         if (consumersPingPong &&
             !flashc::wsBackwardTurnsTake(attention.getHeadDim(), attention.getValueDim(), keySplit)) {
           kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": its tuning entry "
@@ -143,14 +139,6 @@ struct WarpSpecializePass
       auto emitError = [&]() -> InFlightDiagnostic {
         return kernel.emitError() << "flash-warp-specialize: @" << kernel.getSymName() << ": ";
       };
-      // The backward that zeroes dq_accum ahead (dq_zero_ahead) runs a second producer warp that walks the query
-      // blocks, claims and zeroes tiles: 56 registers unless the option says, the consumers 224 (under NVRTC's ptxas
-      // 24 / 240 spilled 80-440 bytes, 40 / 232 16-144, 56 / 224 0-24: test/Codegen/compile_matrix.py's dq_fill
-      // configurations).
-      int64_t producerBudget = producerRegisters;
-      if (!producerRegisters.hasValue() && attention && flashc::isWsBackward(attention) &&
-          attention.getDqZeroAhead())
-        producerBudget = kZeroAheadProducerRegisters;
       // Unless the option says, each consumer warpgroup takes what is left
       // beside the producer, up to 240: three share the register file four
       // ways (160 each).
@@ -158,9 +146,9 @@ struct WarpSpecializePass
           consumerRegisters.hasValue()
               ? static_cast<int64_t>(consumerRegisters)
               : std::min<int64_t>(consumerRegisters, tile::limits::maxConsumerRegisters(
-                                                         producerBudget, consumerWarpgroups));
+                                                         producerRegisters, consumerWarpgroups));
       WarpSpecializedAttr schedule = WarpSpecializedAttr::getChecked(
-          emitError, ctx, producerBudget, consumerWarpgroups,
+          emitError, ctx, static_cast<int64_t>(producerRegisters), consumerWarpgroups,
           consumerBudget, resident, ring,
           static_cast<int64_t>(kernel.getStages()), consumersPingPong && pingPongTakes, roleSplit);
       if (!schedule)

@@ -29,30 +29,11 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_BLOCK_M  // queries a step: 128 at D = 64 (dQ by row halves), else 64
 #define FLASHC_BWD_WS_BLOCK_M (FLASHC_HEAD_DIM == 64 ? 128 : 64)
 #endif
-// dQ's first writer stores (DqFill::kFirstStore: dq_accum not zeroed; a flag per 64 x 64 tile in the launcher's
-// dq_semaphore workspace): docs/design/backward-ends.md, lever 1. Not yet run on a GPU.
-#ifndef FLASHC_BWD_WS_DQ_STORE
-#define FLASHC_BWD_WS_DQ_STORE 0
-#endif
-// dq_accum's tiles zeroed ahead by the producer warpgroup's second warp (DqFill::kZeroAhead, the same flags): lever 1b.
-#ifndef FLASHC_BWD_WS_DQ_ZERO_AHEAD
-#define FLASHC_BWD_WS_DQ_ZERO_AHEAD 0
-#endif
-// ... and each part of dQ converted by that warp once its last reduction is counted (Config::kDqConvert, on the zeroed
-// tiles; the library's ends): lever 2. Not yet run on a GPU.
-#ifndef FLASHC_BWD_WS_DQ_CONVERT
-#define FLASHC_BWD_WS_DQ_CONVERT 0
-#endif
-static_assert(!(FLASHC_BWD_WS_DQ_STORE && FLASHC_BWD_WS_DQ_ZERO_AHEAD), "one way for dq_accum to start");
-#define FLASHC_BWD_WS_DQ_FLAGS (FLASHC_BWD_WS_DQ_STORE || FLASHC_BWD_WS_DQ_ZERO_AHEAD)
-// The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits; the main kernel scales dQ)
-// instead of attention_bwd.cu's: the flags need them.
+// The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits, the preprocess zeroing
+// dq_accum; the main kernel scales dQ) instead of attention_bwd.cu's: the lab's _ends configurations.
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
-#define FLASHC_BWD_WS_LIBRARY_ENDS FLASHC_BWD_WS_DQ_FLAGS
+#define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
-static_assert(!FLASHC_BWD_WS_DQ_FLAGS || FLASHC_BWD_WS_LIBRARY_ENDS, "dq_accum's tile flags: the library's ends");
-static_assert(!FLASHC_BWD_WS_DQ_CONVERT || (FLASHC_BWD_WS_DQ_ZERO_AHEAD && FLASHC_BWD_WS_LIBRARY_ENDS),
-              "dQ converted in the main kernel: over the tiles zeroed ahead, with the library's ends");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -62,25 +43,12 @@ struct Config {
   static constexpr float kScale = bwd_config::kScale;
   // attention_bwd.cu's postprocess scales dQ; the library's converts it only
   static constexpr float kDqScale = FLASHC_BWD_WS_LIBRARY_ENDS ? bwd_config::kScale : 1.f;
-  static constexpr bool kDqConvert = FLASHC_BWD_WS_DQ_CONVERT;
-  static constexpr flashc::device::DqFill kDqFill = FLASHC_BWD_WS_DQ_STORE      ? flashc::device::DqFill::kFirstStore
-                                                  : FLASHC_BWD_WS_DQ_ZERO_AHEAD ? flashc::device::DqFill::kZeroAhead
-                                                                                : flashc::device::DqFill::kPreprocess;
   static constexpr int kStages = FLASHC_BWD_WS_STAGES;
   static constexpr int kDqCols = FLASHC_HEAD_DIM == 64 ? 64 : FLASHC_BWD_WS_DQ_COLS;
   static constexpr bool kKeySplit = FLASHC_BWD_WS_KEY_SPLIT;
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
-  // (dq_accum zeroed ahead: the producer warpgroup's second warp walks and zeroes, at 56 registers as the compiler
-  // plans it, flash-warp-specialize)
-  // (FLASHC_BWD_WS_PRODUCER_REGS: the split as an ablation, the consumers taking what is left)
-#ifdef FLASHC_BWD_WS_PRODUCER_REGS
-  static constexpr int kProducerRegs = FLASHC_BWD_WS_PRODUCER_REGS,
-                       kConsumerRegs = FLASHC_BWD_WS_PRODUCER_REGS == 24 ? 240 : FLASHC_BWD_WS_PRODUCER_REGS == 40 ? 232 : 224;
-#else
-  static constexpr int kProducerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 56 : 24,
-                       kConsumerRegs = FLASHC_BWD_WS_DQ_ZERO_AHEAD ? 224 : 240;
-#endif
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
@@ -89,39 +57,30 @@ constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan:
 extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
                                             flashc::TensorArg delta, flashc::TensorArg dq_accum,
-                                            flashc::TensorArg dk, flashc::TensorArg dv, flashc::TensorArg dq_flags,
-                                            flashc::TensorArg dq,
+                                            flashc::TensorArg dk, flashc::TensorArg dv,
                                             const __grid_constant__ flashc::TmaDescriptor q_map,
                                             const __grid_constant__ flashc::TmaDescriptor k_map,
                                             const __grid_constant__ flashc::TmaDescriptor v_map,
                                             const __grid_constant__ flashc::TmaDescriptor do_map,
                                             const __grid_constant__ flashc::TmaDescriptor dq_map) {
-  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(
-      q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]),
-      &dq_map, flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(),
-      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr, FLASHC_BWD_WS_DQ_CONVERT ? &dq : nullptr);
+  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
+                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
 }
 
 #if FLASHC_BWD_WS_LIBRARY_ENDS
-// The library's ends (grid (ceil(Sq / 64), Hq, B), 128 threads): delta and dq_accum zeroed, or (the first writer's
-// store) delta and the tile flags zeroed; dQ converted, zeros where no block wrote a tile.
+// The library's ends (grid (ceil(Sq / 64), Hq, B), 128 threads): delta and dq_accum zeroed; dQ converted.
 extern "C" __global__ void __launch_bounds__(128)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_preprocess)(flashc::TensorArg o, flashc::TensorArg dout,
-                                                       flashc::TensorArg delta, flashc::TensorArg dq_accum,
-                                                       flashc::TensorArg dq_flags) {
+                                                       flashc::TensorArg delta, flashc::TensorArg dq_accum) {
   flashc::device::attention_bwd_preprocess<bwd_config::Elem, bwd_config::kHeadDim, bwd_config::kHeadDim>(
-      o, dout, delta, FLASHC_BWD_WS_DQ_FLAGS ? nullptr : &dq_accum,
-      FLASHC_BWD_WS_DQ_FLAGS ? static_cast<int*>(dq_flags.data) : nullptr);
+      o, dout, delta, &dq_accum);
 }
 extern "C" __global__ void __launch_bounds__(128)
-FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq,
-                                                        flashc::TensorArg dq_flags) {
-  flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(
-      dq_accum, dq, FLASHC_BWD_WS_DQ_FLAGS ? static_cast<const int*>(dq_flags.data) : nullptr);
+FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq) {
+  flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(dq_accum, dq);
 }
 #endif
 
-#if !FLASHC_BWD_WS_DQ_FLAGS  // (dense tensors only)
 // Packed variable-length sequences (varlen.cuh), the same Config: the plan of key tiles (offsets checked, the map of
 // each sequence's kBlockN-key tiles), then the main kernel on grid (packed_tile_bound(Tk, B, kBlockN), kHeadsKV, 1).
 // q, k, v, dout [T, H, D] (3-D maps (D, H, T), box (64, 1, rows)); lse, delta [Hq, Tq] f32; dq_accum [Tq, Hq, D] f32
@@ -149,4 +108,3 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_varlen)(flashc::TensorArg q, flashc::
                                                                   dq_accum, dk, dv, cu_q, cu_k, key_map,
                                                                   static_cast<const int*>(status.data), &dq_map);
 }
-#endif

@@ -98,21 +98,6 @@ int main(int argc, char** argv) {
       std::vector<std::string> options = base;
       options.insert(options.end(), {"-DFLASHC_HEAD_DIM=256", "-DFLASHC_GQA_GROUP=2", "-DFLASHC_CAUSAL=1"});
       failures += compile(file, source, options) ? 0 : 1;
-      // The lab's opt-in forms of dq_accum without its zero fill (kernel lab run 18): the first writer's store and
-      // the tiles zeroed ahead, D = 128 causal and D = 64 with 128 queries a step; and dQ converted in the main
-      // kernel (run 19), D = 128 unmasked and D = 64 causal.
-      for (std::vector<std::string> form :
-           {std::vector<std::string>{"-DFLASHC_HEAD_DIM=128", "-DFLASHC_CAUSAL=1", "-DFLASHC_BWD_WS_DQ_STORE=1"},
-            {"-DFLASHC_HEAD_DIM=64", "-DFLASHC_BWD_WS_DQ_STORE=1"},
-            {"-DFLASHC_HEAD_DIM=128", "-DFLASHC_WINDOW_LEFT=100", "-DFLASHC_BWD_WS_DQ_ZERO_AHEAD=1"},
-            {"-DFLASHC_HEAD_DIM=64", "-DFLASHC_CAUSAL=1", "-DFLASHC_BWD_WS_DQ_ZERO_AHEAD=1"},
-            {"-DFLASHC_HEAD_DIM=128", "-DFLASHC_BWD_WS_DQ_ZERO_AHEAD=1", "-DFLASHC_BWD_WS_DQ_CONVERT=1"},
-            {"-DFLASHC_HEAD_DIM=64", "-DFLASHC_CAUSAL=1", "-DFLASHC_BWD_WS_DQ_ZERO_AHEAD=1",
-             "-DFLASHC_BWD_WS_DQ_CONVERT=1"}}) {
-        std::vector<std::string> lab = base;
-        lab.insert(lab.end(), form.begin(), form.end());
-        failures += compile(file, source, lab) ? 0 : 1;
-      }
     }
   }
   {  // the decode kernels over a KV cache: contiguous and paged caches, GQA / MQA, 1-16 tokens, D = 64-256

@@ -268,43 +268,21 @@ bool keyBlocksDiffer(mlir::tile::AttentionSpecAttr attention);
 /// ... and this main-kernel recipe (16-bit, no softcap, no score modifier but one whose derivative is 1
 /// (#tile.attention score_additive), and the head dims): the hand rule.
 bool takesWsBackward(mlir::tile::AttentionSpecAttr attention);
-/// How its f32 dQ accumulator starts and ends (the device library's
-/// Config::kDqFill / kDqConvert; #tile.attention dq_zero_ahead / dq_convert,
-/// the tuning field dq_fill): zero-filled by the preprocess, converted by the
-/// postprocess; zeroed tile by tile ahead of its reductions (8 bytes of shared
-/// memory: the zeroed position); or that, and each part converted in the main
-/// kernel after its last reduction (80 bytes more: the queue of parts).
-enum class WsDqFill { Preprocess, ZeroAhead, Convert };
-WsDqFill wsDqFillOf(mlir::tile::AttentionSpecAttr attention);
 /// Its Q/K tile width (64 at 128 queries a step, else 128, 192 under the key
 /// split or 256; V's is wsForwardValueTile) and shared memory in bytes
 /// (AttentionBwdWsPlan::kSmemBytes).
 /// `turns`: whether its consumers take turns (wsBackwardTurnsTake; the hand
 /// rule wsBackwardTakesTurns where not given), which sets dSᵀ's buffers.
-/// `fill` (here and below): how its dq_accum starts and ends (WsDqFill).
 int64_t wsBackwardHeadTile(int64_t headDim, int64_t valueDim, bool keySplit);
 int64_t wsBackwardSharedBytes(int64_t headDim, int64_t valueDim, int64_t stages,
                               int64_t elementBytes, bool keySplit,
-                              std::optional<bool> turns = std::nullopt, WsDqFill fill = WsDqFill::Preprocess);
+                              std::optional<bool> turns = std::nullopt);
 /// Whether it adds dQ by TMA tensor reductions through shared memory (two
 /// 16 KB boxes): the key split always, the role split where they fit beside
 /// its tiles and ring in the library's 227 KB (D = 192 / Dv = 128 at 2 stages;
 /// not D = 256), else by the consumers' red.v4.
 bool wsBackwardDqTma(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                     bool keySplit, WsDqFill fill = WsDqFill::Preprocess);
-/// Whether it can zero dq_accum ahead of its reductions (#tile.attention
-/// dq_zero_ahead, the tuning field dq_fill=zero_ahead): where dQ leaves by
-/// TMA, but not under the key split at D = 192 (its spare dQ boxes and score
-/// halves leave ptxas too few registers beside the producer's second warp:
-/// every wgmma serialized at 56 / 224, spills at 24 / 240).
-bool wsBackwardZeroAheadTakes(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                              bool keySplit);
-/// ... and convert dQ itself as well (#tile.attention dq_convert, dq_fill=convert;
-/// the device library's Config::kDqConvert): the key split below D = 192 at 64
-/// queries a step (D > 64) over dense tensors (not the segment form) without a
-/// block-class table (a mask of index arithmetic: the counts of reductions a
-/// part expects are its bounds).
-bool wsBackwardConvertTakes(mlir::tile::AttentionSpecAttr attention, int64_t stages, bool keySplit);
+                     bool keySplit);
 /// Whether its consumer warpgroups can take turns (#tile.warp_specialized
 /// ping_pong; AttentionBwdWsPlan::kDeferDq): under the key split but at D = 192
 /// (whose single dSᵀ buffer leaves room for spare dQ boxes), a step's dQ is
@@ -317,7 +295,7 @@ bool wsBackwardTurnsTake(int64_t headDim, int64_t valueDim, bool keySplit);
 /// (`ping_pong=1` in an attention_backward entry): two buffers, each
 /// warpgroup's dQ read of a step complete before it stores its next rows.
 bool wsBackwardTakesTurns(int64_t headDim, int64_t valueDim, int64_t stages, int64_t elementBytes,
-                          bool keySplit, WsDqFill fill = WsDqFill::Preprocess);
+                          bool keySplit);
 /// Whether a plan is one of its forms for this recipe: block_n 128 on 8 warps
 /// (the key split, the Sᵀ form's kernel) or 64 on 4 (the role split), its
 /// queries a step, 1-4 ring stages.

@@ -73,18 +73,6 @@ struct TuningPoint {
   /// #tile.attention segments). A kernel of the key whose modifier is not a
   /// document compare keeps its table walk.
   std::optional<bool> segments;
-  /// The segment form's tile order (`segment_order=longest|documents`): the
-  /// plan's maps longest first across documents (segments.cuh, #tile.attention
-  /// longest_first) or document by document.
-  std::optional<bool> longestFirst;
-  /// attention_backward: how dq_accum starts and ends
-  /// (`dq_fill=preprocess|zero_ahead|convert`): zero-filled by the preprocess;
-  /// zeroed tile by tile ahead of the main kernel's first add into each tile
-  /// (#tile.attention dq_zero_ahead, the device library's DqFill::kZeroAhead);
-  /// or that, and each part converted into dQ by the main kernel
-  /// (dq_convert, Config::kDqConvert). flash-generate-backward, where the
-  /// planned kernel takes the form (backwardDqFill).
-  std::optional<WsDqFill> dqFill;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

@@ -310,9 +310,8 @@ LogicalResult AllocTensorOp::verify() {
   if (dynamic != static_cast<int64_t>(getDynamicSizes().size()))
     return emitOpError() << "needs one size per dynamic dimension (" << dynamic << "), got "
                          << getDynamicSizes().size();
-  // A workspace the program zeroes itself: the first kernel launched with it must store into it, or zero its tiles
-  // before adding (tile.zero_tiles_once) (the runtime no longer zero-fills it; a kernel that only added into it would
-  // add into garbage).
+  // A workspace the program zeroes itself: the first kernel launched with it must store into it (the runtime no
+  // longer zero-fills it; a kernel that only added into it would add into garbage).
   if ((*this)->hasAttr(kZeroedInProgram)) {
     LaunchOp first;
     unsigned operand = 0;
@@ -325,14 +324,9 @@ LogicalResult AllocTensorOp::verify() {
       return emitOpError() << "carries " << kZeroedInProgram.str()
                            << " but no kernel of its block is launched with it (nothing would zero it)";
     Value param = kernel.getBody().front().getArgument(operand);
-    auto zeroes = [&](Operation *user) {
-      auto once = llvm::dyn_cast<ZeroTilesOnceOp>(user);
-      return llvm::isa<StoreOp>(user) || (once && once.getAccum() == param);
-    };
-    if (llvm::none_of(param.getUsers(), zeroes))
+    if (llvm::none_of(param.getUsers(), [](Operation *user) { return llvm::isa<StoreOp>(user); }))
       return emitOpError() << "carries " << kZeroedInProgram.str() << " but @" << kernel.getSymName()
-                           << ", the first kernel launched with it, neither stores into it nor zeroes its tiles "
-                              "(nothing would zero it)";
+                           << ", the first kernel launched with it, stores nothing into it (nothing would zero it)";
   }
   return success();
 }
@@ -568,36 +562,6 @@ LogicalResult PlanSegmentsOp::verify() {
   auto plan = llvm::cast<GlobalTensorType>(getPlan().getType());
   if (plan.getRank() != 2 || !plan.getElementType().isSignlessInteger(32) || plan.getShape()[1] != 4)
     return emitOpError() << "plan must be a [rows, 4] i32 !tile.tensor (a header, then the tile maps), got " << plan;
-  if (getCausal() && !getLongestFirst())
-    return emitOpError() << "causal weighs the tiles of the longest-first order: it needs longest_first";
-  return success();
-}
-
-/// An accumulator's 64-row tile flags: [B, H, row tiles, parts] i32.
-static LogicalResult verifyTileFlags(Operation *op, GlobalTensorType flags) {
-  if (flags.getRank() != 4 || !flags.getElementType().isSignlessInteger(32))
-    return op->emitOpError() << "flags must be a [B, H, row tiles, column parts] i32 !tile.tensor, got " << flags;
-  return success();
-}
-
-LogicalResult ClearTileFlagsOp::verify() {
-  return verifyTileFlags(*this, llvm::cast<GlobalTensorType>(getFlags().getType()));
-}
-
-LogicalResult ZeroTilesOnceOp::verify() {
-  auto accum = llvm::cast<GlobalTensorType>(getAccum().getType());
-  auto flags = llvm::cast<GlobalTensorType>(getFlags().getType());
-  if (accum.getRank() != 4 || !accum.getElementType().isF32())
-    return emitOpError() << "accum must be a [B, H, S, D] f32 !tile.tensor, got " << accum;
-  if (failed(verifyTileFlags(*this, flags)))
-    return failure();
-  // Where both sizes are static: B and H alike, a flag per 64 rows and per 64 columns.
-  auto differ = [](int64_t a, int64_t b) { return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b; };
-  auto tiles = [](int64_t n) { return ShapedType::isDynamic(n) ? n : (n + 63) / 64; };
-  ArrayRef<int64_t> a = accum.getShape(), f = flags.getShape();
-  if (differ(a[0], f[0]) || differ(a[1], f[1]) || differ(tiles(a[2]), f[2]) || differ(tiles(a[3]), f[3]))
-    return emitOpError() << "flags " << flags << " are not a flag per 64 x 64 tile of accum " << accum
-                         << " ([B, H, ceil(S / 64), ceil(D / 64)])";
   return success();
 }
 

@@ -26,14 +26,12 @@ __device__ __forceinline__ void load8(const Elem* p, float (&x)[8]) {
 }  // namespace detail
 
 // o, dout [B, H, S, kValueCols] (Elem), delta [B, H, S] f32; dq_accum [B, H, S, kHeadCols] f32 or nullptr (not
-// zeroed); dq_flags: the main kernel's tile flags where dq_accum is not zeroed here (attention_bwd_ws.cuh kDqFill,
-// [B][H][ceil(S / 64)][ceil(kHeadCols / 64)] i32, this block's zeroed) or nullptr. A row's kValueCols / 8 chunks go
-// to a group of kLanes lanes (the power of two at or above it, at most 32), 32 / kLanes rows a warp at a time; every load of the block's rows is issued before the first sum (the widths
+// zeroed). A row's kValueCols / 8 chunks go to a group of kLanes lanes (the power of two at or above it, at most
+// 32), 32 / kLanes rows a warp at a time; every load of the block's rows is issued before the first sum (the widths
 // are compile-time: the loops unroll), then each group sums its products by shuffles.
 template <class Elem, int kValueCols, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, const TensorArg& dout,
-                                                         const TensorArg& delta, const TensorArg* dq_accum,
-                                                         int* dq_flags = nullptr) {
+                                                         const TensorArg& delta, const TensorArg* dq_accum) {
   // (16-bit head dims are multiples of 8, the compiler's limit: whole 16-byte chunks, whole float4s of dq_accum)
   static_assert(kValueCols % 8 == 0 && kHeadCols % 8 == 0, "attention_bwd_preprocess: widths a multiple of 8");
   constexpr int kChunks = kValueCols / 8;
@@ -72,10 +70,6 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
     for (int offset = kLanes / 2; offset > 0; offset /= 2) sum[p] += __shfl_xor_sync(0xffffffffu, sum[p], offset);
     if (r < rows && chunk0 == 0) delta_row[(row0 + r) * delta.stride[2]] = sum[p];
   }
-  constexpr int kParts = (kHeadCols + 63) / 64;
-  if (dq_flags != nullptr && threadIdx.x < kParts)
-    dq_flags[((static_cast<long long>(batch) * o.shape[1] + head) * ((o.shape[2] + 63) / 64) + blockIdx.x) * kParts +
-             threadIdx.x] = 0;
   if (dq_accum == nullptr) return;
   // The block's rows of dq_accum, kHeadCols / 4 float4 a row, the block's threads across them.
   constexpr int kQuads = kHeadCols / 4;
@@ -89,22 +83,12 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
 }
 
 // dq_accum [B, H, S, kHeadCols] f32 -> dq (Elem): 8 elements a thread a step (two 16-byte loads, one store), the
-// block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store. dq_flags (the main
-// kernel's tile flags, kDqFill, or nullptr): a 64-column part whose flag is 0 had no writer, so its dQ is 0
-// (dq_accum was not zeroed); one whose flag is -1 the main kernel converted (kDqConvert), left as it is.
+// block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store.
 template <class Elem, int kHeadCols>
-__device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq,
-                                                          const int* dq_flags = nullptr) {
+__device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq) {
   static_assert(kHeadCols % 8 == 0, "attention_bwd_postprocess: a width a multiple of 8");
-  constexpr int kChunks = kHeadCols / 8, kSteps = (64 * kChunks + 127) / 128, kParts = (kHeadCols + 63) / 64;
+  constexpr int kChunks = kHeadCols / 8, kSteps = (64 * kChunks + 127) / 128;
   const int batch = blockIdx.z, head = blockIdx.y, row0 = blockIdx.x * 64;
-  const int* flags =
-      dq_flags ? dq_flags + ((static_cast<long long>(batch) * dq.shape[1] + head) * ((dq.shape[2] + 63) / 64) +
-                             blockIdx.x) * kParts
-               : nullptr;
-  auto written = [&](int c) { return flags == nullptr || flags[c * 8 / 64] != 0; };  // chunk c's part
-  // (kDqConvert: a part whose flag is -1 was converted by the main kernel: left as it is)
-  auto converted = [&](int c) { return flags != nullptr && flags[c * 8 / 64] == -1; };
   const int rows = min(64, static_cast<int>(dq.shape[2]) - row0);
   const float* src = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
   Elem* dst = static_cast<Elem*>(dq.data) + batch * dq.stride[0] + head * dq.stride[1];
@@ -112,20 +96,16 @@ __device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_ac
 #pragma unroll
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
-    if (i < 64 * kChunks && r < rows && !converted(c)) {
-      if (written(c)) {
-        const float* s = src + (row0 + r) * dq_accum.stride[2] + c * 8;
-        lo[t] = *reinterpret_cast<const float4*>(s);
-        hi[t] = *reinterpret_cast<const float4*>(s + 4);
-      } else {
-        lo[t] = hi[t] = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
+    if (i < 64 * kChunks && r < rows) {
+      const float* s = src + (row0 + r) * dq_accum.stride[2] + c * 8;
+      lo[t] = *reinterpret_cast<const float4*>(s);
+      hi[t] = *reinterpret_cast<const float4*>(s + 4);
     }
   }
 #pragma unroll
   for (int t = 0; t < kSteps; ++t) {
     const int i = threadIdx.x + t * 128, r = i / kChunks, c = i % kChunks;
-    if (i >= 64 * kChunks || r >= rows || converted(c)) continue;
+    if (i >= 64 * kChunks || r >= rows) continue;
     uint4 out;
     Elem* e = reinterpret_cast<Elem*>(&out);
     e[0] = from_float<Elem>(lo[t].x), e[1] = from_float<Elem>(lo[t].y), e[2] = from_float<Elem>(lo[t].z),

@@ -61,30 +61,13 @@
 //                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
-//   kDqFill (optional, DqFill::kPreprocess when absent)   how dq_accum starts: zeroed by the preprocess, or (opt-in,
-//                         not yet timed: docs/design/backward-ends.md) not zeroed, under a flag per 64 x 64 tile
-//                         and column part (dq_flags [B][Hq][ceil(Sq / 64)][ceil(D / 64)] i32, cleared by the
-//                         preprocess; the postprocess writes zeros where a flag is 0). Dense tensors and TMA
-//                         reductions only (kDqTma; not packed sequences):
-//                         kFirstStore (lever 1, kernel lab only; not the segment form): the first block to reach a
-//                         tile stores its boxes, waits for the store and releases the flag; every later one acquires
-//                         it and adds.
-//                         kZeroAhead (lever 1b, the compiler's dq_fill=zero_ahead; the segment form too): the producer
-//                         warpgroup's second warp walks every query block the window's bounds allow (a superset of
-//                         the steps, in their order), claims each 64-row tile a block's rows touch (part 0's flag,
-//                         atomicCAS), zeroes the tiles it wins with 16-byte stores and releases them (every part's
-//                         flag 2), waits for the tiles others won, and publishes its position (head of the group,
-//                         query block) in shared memory (8 bytes after the barriers); the producer fills a step's
-//                         slot only once the position is past it. Every dQ write stays a reduction; no consumer
-//                         waits on a flag.
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
 // lse [B, Hq, Sq] (natural log), delta = rowsum(dO O) [B, Hq, Sq] and dq_accum [B, Hq, Sq, D] f32
-// (zeroed, but for kDqFill) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
+// (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
 #pragma once
 #include "flashc/device/backward.cuh"
-#include "flashc/device/dq_accum.cuh"
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mask.cuh"
 #include "flashc/device/mask_blocks.cuh"
@@ -102,26 +85,6 @@
 
 namespace flashc {
 namespace device {
-
-// How dq_accum starts (Config::kDqFill above).
-enum class DqFill { kPreprocess, kFirstStore, kZeroAhead };
-template <class Config, class = void>
-struct DqFillOf {
-  static constexpr DqFill value = DqFill::kPreprocess;
-};
-template <class Config>
-struct DqFillOf<Config, decltype(void(Config::kDqFill))> {
-  static constexpr DqFill value = Config::kDqFill;
-};
-// Whether the main kernel converts dQ itself (Config::kDqConvert, kernel lab only).
-template <class Config, class = void>
-struct DqConvertOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct DqConvertOf<Config, decltype(void(Config::kDqConvert))> {
-  static constexpr bool value = Config::kDqConvert;
-};
 
 template <class Config>
 struct AttentionBwdWsPlan {
@@ -215,34 +178,13 @@ struct AttentionBwdWsPlan {
   static constexpr bool kDqTma = Config::kDqTma;
   static_assert((!kKeySplit || kDqTma) && (!kDqTma || kDqCols == 64),
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
-  static constexpr DqFill kDqFill = DqFillOf<Config>::value;
-  static constexpr bool kDqZeroAhead = kDqFill == DqFill::kZeroAhead;
-  // (The segment form's dQ boxes start at each document's first row, not on a 64-row tile: a first writer's store
-  // would overwrite the neighbouring document's rows, while the tiles zeroed ahead cover every row a box touches.)
-  static_assert(kDqFill == DqFill::kPreprocess || (kDqTma && (!kSegments || kDqFill == DqFill::kZeroAhead)),
-                "ws backward: dq_accum unzeroed by the preprocess: TMA reductions over dense tensors (the segment "
-                "form: zeroed ahead only)");
-  // kDqConvert (lever 2; on kZeroAhead's flags): the last reduction into each 64 x 64 part of dq_accum is counted,
-  // and the producer warpgroup's second warp converts the part into dQ, so that the postprocess has nothing left to
-  // do there. The expected count (the key blocks whose walk reaches the part's query block) is the window's bounds
-  // over every key block: dense masks without a table, the key split below D = 192, not the segment form.
-  static constexpr bool kDqConvert = DqConvertOf<Config>::value;
-  static_assert(!kDqConvert || (kDqZeroAhead && kKeySplit && !kSpareDqBoxes && !kSegments && !kMaskTable),
-                "ws backward: dQ converted in the main kernel over dq_accum zeroed ahead, under the key split below "
-                "D = 192, over dense tensors with a mask of index arithmetic (the counts are its bounds)");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
   static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kDqBoxesBytes = kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0;
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
-  // kDqZeroAhead: the position up to which the dQ tiles are zeroed (8 bytes after the barriers; a static __shared__
-  // counter would cost 1024: ptxas aligns the dynamic base to the 1024 B this kernel asks for after it).
-  static constexpr int kZeroedUptoBytes = kDqZeroAhead ? 8 : 0;
-  // kDqConvert: the queue of parts to convert (detail::DqConvertQueue: tail, head, consumers done, a ring of 16).
-  static constexpr int kConvertQueueBytes = kDqConvert ? 80 : 0;
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
-                                       kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars +
-                                       kZeroedUptoBytes + kConvertQueueBytes + 1024;
+                                       kPBytes + kDqBoxesBytes + 2 * kStages * kBlockM * 4 + 8 * kNumBars + 1024;
   // The deferred form (the schedule's ping_pong; without one the compiler's hand rule, wsBackwardTakesTurns: where
   // four dSᵀ buffers fit): step i's dQ is issued in step i + 1 and the warpgroups' exponentials take turns (the
   // consumers' loop). Four buffers where they fit (64 queries a step, two stages: D = 96-128): a warpgroup stores
@@ -268,9 +210,7 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemLse = kSmemDq + kDqBoxesBytes;              // float[kBlockM] a slot
   static constexpr int kSmemDelta = kSmemLse + kStages * kBlockM * 4;  // float[kBlockM] a slot
   static constexpr int kSmemBar = kSmemDelta + kStages * kBlockM * 4;
-  static constexpr int kSmemZeroedUpto = kSmemBar + 8 * kNumBars;  // kDqZeroAhead's position (int)
-  static constexpr int kSmemConvertQueue = kSmemZeroedUpto + kZeroedUptoBytes;  // kDqConvert's queue (int[20])
-  static constexpr int kSmemBytes = kSmemConvertQueue + kConvertQueueBytes + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
   // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
@@ -293,33 +233,16 @@ namespace detail {
 // col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
-// kFill kFirstStore: the tile's first writer stores instead (DqFirstWriters; the issuing thread waits for its store).
-// kConvert (kDqConvert): before the buffer's reuse the issuing thread waits for the previous reduction to be written,
-// not only read, and counts it (*pending, then this one's part).
-template <bool kAligned, int kBoxBytes, bool kPacked = false, DqFill kFill = DqFill::kPreprocess, bool kConvert = false,
-          int M, int N, int W>
+template <bool kAligned, int kBoxBytes, bool kPacked = false, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
-                                              int col0, int row0, int head, int batch, int warpgroup, bool first,
-                                              const DqFirstWriters& writers = DqFirstWriters{},
-                                              int** pending = nullptr, const DqConvertQueue* queue = nullptr) {
-  static_assert(kFill == DqFill::kPreprocess || !kPacked, "dq_accum's tile flags: dense 64-row tiles");
+                                              int col0, int row0, int head, int batch, int warpgroup, bool first) {
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
     else named_barrier_sync_unaligned(3 + warpgroup, 128);
   };
-  static_assert(!kConvert || kFill == DqFill::kZeroAhead, "dQ converted in the main kernel: over the zeroed tiles");
   const bool issuer = threadIdx.x % 128 == 0;
-  if (issuer && !first) {
-    if constexpr (kConvert) {
-      tma_wait_group<0, false>();  // the previous reduction written (and so its buffer read)
-      fence_proxy_async_global();
-      count_dq_reduction(*pending, writers, *queue);
-      *pending = nullptr;
-    } else {
-      tma_wait_group<0>();  // the previous reduction has read the buffer
-    }
-  }
+  if (issuer && !first) tma_wait_group<0>();  // the previous reduction has read the buffer
   sync_warpgroup();
   // Fragment (row r, column c) -> box c / 32, 16-byte chunk (c % 32) / 4 of row r at chunk ^ (r % 8)
   // (r within this warpgroup's 64 rows).
@@ -337,37 +260,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
-    if constexpr (kFill == DqFill::kFirstStore) {
-      // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, or the columns, D <= 64 with a
-      // 128-column head tile: nothing to write, and no flag of its own: its index would be the next tile's.)
-      if (row0 / 64 >= writers.row_tiles || col0 / 64 >= writers.parts) return;
-      int* flag = writers.at(batch, head, row0, col0);
-      if (atomicCAS(flag, 0, 1) == 0) {
-        // The first writer: its boxes stored over whatever dq_accum held, then the flag released. It waits here for
-        // the store (not later: a block spinning on another's flag must never hold a release of its own, or two
-        // blocks could wait on each other through their warpgroups' barriers).
-        tma_store_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
-        tma_store_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
-        tma_commit_group();
-        tma_wait_group<0, false>();
-        fence_proxy_async_global();
-        store_release_gpu(flag, 2);
-        return;
-      }
-      while (load_acquire_gpu(flag) != 2) {
-      }
-      fence_proxy_async_global();  // the acquire before this block's reductions (the async proxy)
-    }
-    // kZeroAhead: the tile's zeros reached this thread through the step's full barrier; the async proxy after them.
-    if constexpr (kFill == DqFill::kZeroAhead) fence_proxy_async_global();
     tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
     tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
-    // (A box wholly past the rows, D = 64's second warpgroup at Sq mod 128 in 1..64, or the columns, the second
-    // warpgroup's where D <= 64 with a 128-column head tile (Dv > 64), has no part to count.)
-    if constexpr (kConvert)
-      *pending = row0 / 64 < writers.row_tiles && col0 / 64 < writers.parts ? writers.at(batch, head, row0, col0)
-                                                                            : nullptr;
   }
 }
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
@@ -465,38 +360,6 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
   }
 }
 
-// kDqZeroAhead's walk (the producer warpgroup's second warp): every (query head of the group, query block) pair the
-// window's bounds allow for the key block at k0, head-major, each as body(member, m); the steps of
-// for_each_query_step are among them, in the same order (a table walk skips blocks within the same bounds).
-template <class P, class F>
-__device__ __forceinline__ void for_each_query_block_in_bounds(int k0, int kv_head, int batch, int group, int Sq,
-                                                               int offset, const MaskEnv& mask_env, F&& body) {
-  constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN;
-  using Mask = typename P::Mask;
-  if constexpr (P::kMaskTable || !MaskUsesHead<Mask>::value) {
-    // The same blocks for every head: one flat loop over the pairs (nested loops cost registers the producer
-    // warpgroup does not have: 136 bytes of spills at D = 64 with four heads a group).
-    int m_begin, m_end;
-    if constexpr (P::kMaskTable) {
-      using W = typename P::WindowMask;
-      m_begin = W::query_block_begin(k0, kBlockN, kBlockM, Sq, offset);
-      m_end = W::query_block_end(k0, kBlockN, kBlockM, Sq, offset);
-    } else {
-      const MaskEnv env = with_batch_head(mask_env, batch, kv_head * group);
-      m_begin = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env);
-      m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
-    }
-    const int num_m = m_end > m_begin ? m_end - m_begin : 0;
-    for (int step = 0; step < group * num_m; ++step) body(step / num_m, m_begin + step % num_m);
-  } else {
-    for (int member = 0; member < group; ++member) {
-      const MaskEnv env = with_batch_head(mask_env, batch, kv_head * group + member);
-      const int m_end = Mask::query_block_end(k0, kBlockN, kBlockM, Sq, offset, env);
-      for (int m = Mask::query_block_begin(k0, kBlockN, kBlockM, Sq, offset, env); m < m_end; ++m) body(member, m);
-    }
-  }
-}
-
 namespace detail {
 
 // The body over dense [B, H, S, D] tensors (a block a key tile of the grid, tile_schedule.cuh) or (kPacked) over packed sequences
@@ -510,8 +373,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed, int* dq_flags = nullptr,
-                                                      const TensorArg* dq_out = nullptr) {
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -576,85 +438,12 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
     mbarrier_init_fence();
-    if constexpr (P::kDqZeroAhead) *reinterpret_cast<int*>(smem + P::kSmemZeroedUpto) = 0;
-    if constexpr (P::kDqConvert)
-      for (int i = 0; i < P::kConvertQueueBytes / 4; ++i) reinterpret_cast<int*>(smem + P::kSmemConvertQueue)[i] = 0;
   }
   __syncthreads();  // the last block-wide barrier
-
-  // kDqZeroAhead: how far the producer warpgroup's second warp has confirmed the dQ tiles zeroed, as a position of the
-  // (query head of the group, query block) pairs (in shared memory): every pair before it is done.
-  int* const zeroed_upto = reinterpret_cast<int*>(smem + P::kSmemZeroedUpto);
-  // (computed where used, after the register reallocation: nothing of it stays live across it)
-  auto zero_position = [&](int member, int m) { return member * ((Sq + kBlockM - 1) / kBlockM) + m; };
-  // kDqConvert: the parts whose last reduction has completed, on their way to the second producer warp.
-  const detail::DqConvertQueue convert_queue{reinterpret_cast<int*>(smem + P::kSmemConvertQueue)};
-  // The dense tensors' tile flags where dq_accum is not zeroed by the preprocess (P::kDqFill).
-  const detail::DqFirstWriters dq_writers{dq_flags, static_cast<int>(q.shape[1]), (static_cast<int>(q.shape[2]) + 63) / 64,
-                                          (P::kHeadCols + 63) / 64};
 
   // =============================== producer warp ===============================
   if (warpgroup == P::kProducer) {
     warpgroup_reg_dealloc<P::kProducerRegs>();
-    if constexpr (P::kDqZeroAhead) {
-      if (warp_id() == P::kProducer * 4 + 1) {
-        // The second warp: the dQ tiles of every query block the window's bounds allow zeroed (or confirmed zeroed by
-        // their claimer), in the steps' order: a superset of the steps (a table walk skips blocks), with none of the
-        // walk's state, in the few registers the producer warpgroup has. A tile zeroed for a block no step adds into
-        // is still right (the postprocess reads its zeros).
-        const detail::DqFirstWriters zero_writers{dq_flags, static_cast<int>(q.shape[1]),
-                                                  (static_cast<int>(q.shape[2]) + 63) / 64, (P::kHeadCols + 63) / 64};
-        for_each_query_block_in_bounds<P>(k0, kv_head, batch, group, Sq, offset, mask_env, [&](int member, int m) {
-          const int head = kv_head * group + member;
-          // kDqConvert: a tile's parts expect one reduction from each key block whose walk reaches the tile's query
-          // block (the same bounds, every key block of the head's kv head; dense, so the tile's block is t * 64 /
-          // kBlockM); else 2.
-          auto released = [&](int t) {
-            if constexpr (P::kDqConvert) {
-              const MaskEnv env = with_batch_head(mask_env, batch, head);
-              const int query_block = t * 64 / kBlockM, key_blocks = (Sk + kBlockN - 1) / kBlockN;
-              int expected = 0;
-              for (int kb = lane_id(); kb < key_blocks; kb += 32)
-                expected += Mask::query_block_begin(kb * kBlockN, kBlockN, kBlockM, Sq, offset, env) <= query_block &&
-                            query_block < Mask::query_block_end(kb * kBlockN, kBlockN, kBlockM, Sq, offset, env);
-              return 2 + __reduce_add_sync(0xffffffffu, expected);
-            } else {
-              return 2;
-            }
-          };
-          detail::zero_dq_tiles<P::kHeadCols>(dq_accum, zero_writers, batch, head, q_start + m * kBlockM, kBlockM,
-                                              released);
-          if (lane_id() == 0) detail::store_release_cta_shared(zeroed_upto, zero_position(member, m) + 1);
-        });
-        if constexpr (P::kDqConvert) {
-          // Then the parts the consumers queue, in order, until both consumer warpgroups are done and the queue is
-          // empty; each converted part's flags say -1, which the postprocess leaves as it is.
-          int* const queue = convert_queue.words;
-          for (int next = 0;; ++next) {
-            int index = 0;
-            if (lane_id() == 0) {
-              // (backing off: this warp shares its scheduler with consumer warps, and a conversion's latency is free)
-              for (int sleep = 32;
-                   (index = detail::load_acquire_cta_shared(queue + 4 + next % detail::DqConvertQueue::kRing)) == 0 &&
-                   !(detail::load_acquire_cta_shared(queue + 2) == 2 && detail::load_acquire_cta_shared(queue) == next);
-                   sleep = min(2 * sleep, 1024))
-                __nanosleep(sleep);
-            }
-            index = __shfl_sync(0xffffffffu, index, 0);
-            __syncwarp();  // lane 0's acquire, for every lane's reads of the part
-            if (index == 0) break;
-            detail::convert_dq_part<Elem, P::kHeadCols>(dq_accum, *dq_out, zero_writers, index - 1);
-            __syncwarp();
-            if (lane_id() == 0) {
-              queue[4 + next % detail::DqConvertQueue::kRing] = 0;
-              detail::store_release_cta_shared(queue + 1, next + 1);  // the slot is free
-              store_release_gpu(zero_writers.flags + index - 1, -1);
-            }
-          }
-        }
-        return;
-      }
-    }
     if (warp_id() != P::kProducer * 4) return;
     const int lane = lane_id();
     if (lane == 0) {
@@ -687,14 +476,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                                         score_env)
                                        : INFINITY;
         delta_slot(s)[r] = row < Sq ? P::kScale * delta_v.base[row * delta_v.stride] : 0.f;  // scale D
-      }
-      if constexpr (P::kDqZeroAhead) {
-        // The step's dQ tiles zeroed before its slot is full (the consumers reduce into them after the full barrier).
-        if (lane == 0) {
-          const int position = zero_position(head - kv_head * group, q0 / kBlockM);
-          while (detail::load_acquire_cta_shared(zeroed_upto) <= position) {
-          }
-        }
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
@@ -762,7 +543,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     DqStep prev{0, 0, -1};
     using DqTile = RegTileF32<kBlockM, kDqCols, P::kDqByRows ? 8 : 4>;
     bool dq_first = true;  // no TMA reduction of this warpgroup issued yet
-    int* dq_pending = nullptr;  // kDqConvert: the part of this warpgroup's last reduction, to count once written
     // dQ[:, 64g..] (or rows 64g.. at 128 queries a step) over all 128 keys, of the step prev.
     auto issue_prev_dq = [&](DqTile& dq) {
       named_barrier_sync(P::kBarDsReady + P::kDsReadyIds * (1 - warpgroup) + prev.it % P::kDsReadyIds,
@@ -771,10 +551,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     };
     auto reduce_prev_dq = [&](DqTile& dq) {
       if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill, P::kDqConvert>(
-          dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-          q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0), prev.head, batch, warpgroup, dq_first, dq_writers,
-          &dq_pending, &convert_queue);
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0),
+                                                           prev.head, batch, warpgroup, dq_first);
       dq_first = false;
     };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
@@ -793,8 +572,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         auto reduce_dq = [&](DqTile& dq, int j, bool spare) {
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
           const unsigned boxes = spare ? smem_u32(smem + P::kSmemDq) + 4 * P::kDqBoxBytes : dq_buffer;
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill>(
-              dq, boxes, tma_dq, j * kDqCols, q_start + q0, head, batch, warpgroup, /*first=*/true, dq_writers);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, boxes, tma_dq, j * kDqCols, q_start + q0, head,
+                                                               batch, warpgroup, /*first=*/true);
         };
         RegTile16<Elem, kBlockN, P::kSubM, kTileWarps> pt16[2], dst16[2];
 #pragma unroll
@@ -918,10 +697,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
           if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked, P::kDqFill, P::kDqConvert>(
-              dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-              q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head, batch, warpgroup, it == 0, dq_writers,
-              &dq_pending, &convert_queue);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
+                                                               batch, warpgroup, it == 0);
         }
         wgmma_wait<0>();
         release(s);
@@ -937,14 +715,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         reduce_prev_dq(dq);
       }
     }
-    if (wg_thread == 0) {
-      tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-      if constexpr (P::kDqConvert) {
-        fence_proxy_async_global();
-        detail::count_dq_reduction(dq_pending, dq_writers, convert_queue);
-        convert_queue.consumer_done();
-      }
-    }
+    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
@@ -989,8 +760,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         wgmma_matmul_ta<true, true>(dq, dSs, Ks, c);
         if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
         if constexpr (P::kDqTma) {
-          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked, P::kDqFill>(
-              dq, dq_buffer, tma_dq, c, q_start + q0, head, batch, warpgroup, dq_first, dq_writers);
+          detail::reduce_dq_tma<false, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, c, q_start + q0, head, batch,
+                                                                warpgroup, dq_first);
           dq_first = false;
         } else {
           // 64-byte row segments: the 8-byte form was L2-request-bound (kernel lab run 10: +14-18 %).
@@ -1072,8 +843,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads; dq_flags: Config::kDqFill's tile flags (unused with kPreprocess); dq: the
-// element-type dQ that Config::kDqConvert writes (the parts it converts; the postprocess the others).
+// tensors the score modifier reads.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1083,19 +853,17 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv(), int* dq_flags = nullptr,
-                                                 const TensorArg* dq = nullptr) {
+                                                 const MaskEnv& score_env = MaskEnv()) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles(), dq_flags, dq);
+                                               PackedQueryTiles());
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key
 // tiles come from attention_segment_plan's `plan` (the other arguments as the dense form's). Launch: grid
 // (segment_tile_bound(Sk, kBlockN), heads_kv, batch), read in head groups as the dense grid; where the plan fell
-// back, tiles x < ceil(Sk / kBlockN) are the dense grid's and walk the table, the others leave. dq_flags: as the dense
-// form's (Config::kDqFill kZeroAhead: a document's boxes touch one or two 64-row tiles, both zeroed ahead).
+// back, tiles x < ceil(Sk / kBlockN) are the dense grid's and walk the table, the others leave.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                           const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1104,8 +872,7 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
                                                           const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                           const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                           const TensorArg* mask_blocks, const TensorArg& plan,
-                                                          const MaskEnv& score_env = MaskEnv(),
-                                                          int* dq_flags = nullptr) {
+                                                          const MaskEnv& score_env = MaskEnv()) {
   using P = AttentionBwdWsPlan<Config>;
   static_assert(P::kSegments && P::kMaskTable, "ws backward: the segment form is a document modifier's (a table)");
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
@@ -1118,7 +885,7 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
   tile.span = found.span;
   tile.segment = found.segment;
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
-                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile, dq_flags);
+                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and
@@ -1135,8 +902,6 @@ __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma
                                                         const TensorArg& key_map, const int* status,
                                                         const TmaDescriptor* tma_dq) {
   using P = AttentionBwdWsPlan<Config>;
-  static_assert(P::kDqFill == DqFill::kPreprocess,
-                "ws backward: dq_accum's tile flags over dense tensors (packed rows: not 64-row tiles)");
   if (varlen_rejected(status)) {
     varlen_poison_rows<typename Config::Elem>(dk, nullptr, P::kBlockN);
     return varlen_poison_rows<typename Config::Elem>(dv, nullptr, P::kBlockN);

@@ -36,20 +36,6 @@ FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_plan_rows(long long rows)
 FLASHC_SEGMENT_HOST_DEVICE constexpr long long segment_map_row(long long rows, int block_m) {
   return 1 + (block_m > 64 ? segment_tile_bound(rows, 64) : 0) + (block_m > 128 ? segment_tile_bound(rows, 128) : 0);
 }
-// The order of a map's tiles (the plan kernel's template argument, the compiler's #tile.attention segment_order):
-// document by document (each document's tiles in its order), or longest first across documents (non-increasing
-// segment_tile_weight, so that the grid's last blocks are its shortest: the greedy schedule's tail, as the dense
-// causal grid's longest-first order; ties in no fixed order on the GPU, in document order in the CPU executor).
-enum : int { kSegmentOrderDocuments = 0, kSegmentOrderLongest = 1 };
-// The longest-first order's buckets, one a weight (heavier tiles share the last: documents of more than 2047 tiles).
-enum : int { kSegmentOrderBuckets = 2048 };
-// A map entry's work in tiles of its map: tile z of a document of `count` tiles. Under a causal mask (the document's
-// own corner) it sees count - z tiles of the other side (the forward's query tile count - 1 - z the keys of count - z
-// tiles, the backward's key tile z the queries of count - z tiles: z = 0 is the longest either way); without one every
-// tile sees the whole document. Capped at the last bucket.
-FLASHC_SEGMENT_HOST_DEVICE constexpr int segment_tile_weight(int count, int z, bool causal) {
-  return (causal ? count - z : count) < kSegmentOrderBuckets ? (causal ? count - z : count) : kSegmentOrderBuckets - 1;
-}
 // The header's column of block size block_m's tile count.
 FLASHC_SEGMENT_HOST_DEVICE constexpr int segment_tiles_column(int block_m) {
   return block_m == 64 ? 1 : block_m == 128 ? 2 : 3;

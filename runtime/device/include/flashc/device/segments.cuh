@@ -12,8 +12,6 @@
 //       rows 1 ..: the tile maps at 64, 128 and 192 rows (segment_tile_bound(S, M) rows each: the backward's key
 //              tiles, the forward's query tiles): a tile's {first row of its document, the document's length, the
 //              tile's index in it, 1}, {0, 0, 0, 0} past the last tile. A tile count of -1: that map did not fit.
-//              The tiles in the kernel's order (kOrder): document by document, or longest first across documents
-//              (a counting sort by segment_tile_weight), so that a grid's last blocks are its shortest.
 //     The plan's size and the forward's grid depend only on Sq (segment_tile_bound), never on the ids: one bundle,
 //     one CUDA graph for any documents; new ids need no recompile.
 //   * SegmentTile::find: a block's tile (the forward's query tile, the backward's key tile) from its map entry (one
@@ -69,14 +67,11 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int& total, int* warp_
 }  // namespace detail
 
 // One block of kSegmentPlanThreads threads. ids: the modifier's int32 tensor [n] (a position past it reads 0, as
-// the modifier's tensor.extract); plan [segment_plan_rows(sq), 4] int32. kOrder: the maps' order
-// (segment_layout.h: document by document, or longest first across documents, the tiles' work from kCausal).
+// the modifier's tensor.extract); plan [segment_plan_rows(sq), 4] int32.
 // (A template: its shared arrays exist only in the kernel that instantiates it.)
-template <int kThreads = kSegmentPlanThreads, int kOrder = kSegmentOrderDocuments, bool kCausal = true>
+template <int kThreads = kSegmentPlanThreads>
 __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int sq, int sk, const TensorArg& plan) {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "segment plan: whole warps, at most 32 (warp_sums)");
-  static_assert(kOrder == kSegmentOrderDocuments || kOrder == kSegmentOrderLongest, "segment plan: an order");
-  constexpr bool kLongest = kOrder == kSegmentOrderLongest;
   // A pass: kPass positions, 8 consecutive ones a thread, read by two 16-byte loads where the ids are contiguous
   // and aligned (all of a pass's loads in flight at once; session 43's thread walking its own run of positions paid
   // a memory latency a position: 19 us at 16k tokens; session 44's strided reads, 8 a thread with a 64-bit address
@@ -86,7 +81,6 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
   __shared__ int warp_sums[32];
   __shared__ int starts[kSegmentPlanMaxDocuments + 1];
   __shared__ int first_tile[kSegmentPlanMaxDocuments];  // a map's first tile of each document
-  __shared__ int bucket[kLongest ? kSegmentOrderBuckets : 1];  // longest first: a weight's count, then its next row
   int4* rows = static_cast<int4*>(plan.data);
   const int n = static_cast<int>(ids.shape[0]);
   const int* id = static_cast<const int*>(ids.data);
@@ -156,56 +150,21 @@ __device__ __forceinline__ void attention_segment_plan(const TensorArg& ids, int
     }
     __syncthreads();  // first_tile written
     const int filled = tiles <= bound ? tiles : 0;
-    // Tile x of the documents' order: its document (the last whose first tile is at or before x; counts are >= 1)
-    // and its map entry.
-    auto document_of = [&](int x) {
-      int lo = 0, hi = documents - 1;
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (first_tile[mid] <= x) lo = mid;
-        else hi = mid - 1;
+    for (int x = t; x < bound; x += kThreads) {
+      int4 entry = make_int4(0, 0, 0, 0);
+      if (x < filled) {
+        int lo = 0, hi = documents - 1;  // the last document whose first tile is at or before x (counts are >= 1)
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (first_tile[mid] <= x) lo = mid;
+          else hi = mid - 1;
+        }
+        entry = make_int4(starts[lo], starts[lo + 1] - starts[lo], x - first_tile[lo], 1);
       }
-      return lo;
-    };
-    auto entry_of = [&](int x, int d) { return make_int4(starts[d], starts[d + 1] - starts[d], x - first_tile[d], 1); };
-    if constexpr (kLongest) {
-      // Longest first: a counting sort of the tiles by weight (segment_tile_weight), heaviest bucket first. Each
-      // bucket's count, then its first row (the heavier buckets' counts before it, one block scan), then each tile
-      // at its bucket's next row (the row's order inside a bucket is the atomics').
-      auto weight_of = [&](int x, int d) {
-        return segment_tile_weight((starts[d + 1] - starts[d] + block_m - 1) / block_m, x - first_tile[d], kCausal);
-      };
-      for (int w = t; w < kSegmentOrderBuckets; w += kThreads) bucket[w] = 0;
-      __syncthreads();
-      for (int x = t; x < filled; x += kThreads) atomicAdd(&bucket[weight_of(x, document_of(x))], 1);
-      __syncthreads();
-      constexpr int kPer = (kSegmentOrderBuckets + kThreads - 1) / kThreads;  // thread t: kPer t .. from the heaviest
-      int counts[kPer], mine = 0;
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        const int r = kPer * t + j;
-        counts[j] = r < kSegmentOrderBuckets ? bucket[kSegmentOrderBuckets - 1 - r] : 0;
-        mine += counts[j];
-      }
-      int all = 0;
-      int at = detail::block_exclusive_sum<kThreads>(mine, all, warp_sums);  // (its barriers: every read done)
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        const int r = kPer * t + j;
-        if (r < kSegmentOrderBuckets) bucket[kSegmentOrderBuckets - 1 - r] = at;
-        at += counts[j];
-      }
-      __syncthreads();  // the buckets' first rows
-      for (int x = t; x < filled; x += kThreads) {
-        const int d = document_of(x);
-        map[atomicAdd(&bucket[weight_of(x, d)], 1)] = entry_of(x, d);
-      }
-      for (int x = filled + t; x < bound; x += kThreads) map[x] = make_int4(0, 0, 0, 0);
-    } else {
-      for (int x = t; x < bound; x += kThreads) map[x] = x < filled ? entry_of(x, document_of(x)) : make_int4(0, 0, 0, 0);
+      map[x] = entry;
     }
     tiles_of[s] = tiles <= bound ? tiles : -1;
-    __syncthreads();  // first_tile (and the buckets) read before the next map rewrites them
+    __syncthreads();  // first_tile read before the next map rewrites it
   }
   if (threadIdx.x == 0) rows[0] = make_int4(kSegmentForm, tiles_of[0], tiles_of[1], tiles_of[2]);
 }

@@ -85,13 +85,6 @@ __device__ __forceinline__ void tma_store_3d(const TmaDescriptor* map, unsigned 
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
-// The same into the box at (c0, c1, c2, c3) of a 4-D map (dense [B, H, S, C] tensors: column, row, head, batch).
-__device__ __forceinline__ void tma_store_4d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
 __device__ __forceinline__ void tma_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Until at most N of this thread's bulk groups still read shared memory (kRead) or are still running.
 template <int N, bool kRead = true>
@@ -100,28 +93,6 @@ __device__ __forceinline__ void tma_wait_group() {
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
   else
     asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// A flag in global memory that orders one block's bulk writes before another block's bulk reductions (GPU scope):
-// the writer waits for its bulk group (tma_wait_group<0, false>: written, not only read), fences the async proxy
-// against the generic one and releases the flag; the reader acquires it and fences before its own bulk operations.
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-__device__ __forceinline__ void store_release_gpu(int* flag, int value) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
-}
-__device__ __forceinline__ int load_acquire_gpu(const int* flag) {
-  int value;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
-  return value;
-}
-// flag += delta at GPU scope, acquiring the releases of the adds before it and releasing this thread's writes
-// (a count of writers whose last one then sees every other's writes); returns the value before.
-__device__ __forceinline__ int fetch_add_acq_rel_gpu(int* flag, int delta) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(flag), "r"(delta) : "memory");
-  return old;
 }
 
 // All panels of a [R][C] panel tile (C/64 boxes of [R][64]) from rows c1.. of a 4-D map.

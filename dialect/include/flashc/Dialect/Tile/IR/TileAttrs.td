@@ -276,31 +276,6 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     at the sequence's positions, else it walks the table (the block-class
     kernel: leaves at once where the plan serves). The tile body is the
     table form's, the same result.
-    longest_across_documents = true (role attention_segment_plan): the
-    plan's maps list
-    the tiles longest first across documents (a tile's work from the window:
-    under the causal one tile z of a document of n tiles sees n - z tiles,
-    else every tile its whole document), so that the grid's last blocks are
-    its shortest; without it, document by document. The order is the
-    kernels' launch order only: every tile is listed once either way. A main
-    kernel in the segment form names its plan's order the same way (its code
-    reads the map either way).
-    dq_zero_ahead = true (the three kernels of an atomic-dQ backward: its
-    preprocess, main kernel and postprocess): dq_accum is not zero-filled by
-    the preprocess; the kernels share tile flags, [B, Hq, ceil(Sq / 64),
-    ceil(D / 64)] i32, which the preprocess clears (its arguments out, dout,
-    delta, the flags), the main kernel takes after dv (before the modifiers'
-    tensors) and zeroes each 64-row tile of dq_accum before its first add
-    (tile.zero_tiles_once), and the postprocess takes last (dq_accum, dq,
-    the flags: zeros where no block reached a tile). The device library's
-    DqFill::kZeroAhead: the warp-specialised backward's producer warpgroup
-    zeroes the tiles ahead of its consumers (docs/design/backward-ends.md).
-    dq_convert = true (with dq_zero_ahead, the main kernel only; not with
-    segments or mask_blocks): the main kernel also takes dq after the flags
-    and converts each 64 x 64 part of dq_accum into it once the part's last
-    reduction has landed (the device library's Config::kDqConvert; the
-    postprocess leaves those parts). Its tile body leaves dq to the
-    postprocess, which writes the same values.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -315,10 +290,7 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$score_additive,
     DefaultValuedParameter<"bool", "false">:$score_separable,
     DefaultValuedParameter<"bool", "false">:$top_left,
-    DefaultValuedParameter<"bool", "false">:$segments,
-    DefaultValuedParameter<"bool", "false">:$longest_across_documents,
-    DefaultValuedParameter<"bool", "false">:$dq_zero_ahead,
-    DefaultValuedParameter<"bool", "false">:$dq_convert);
+    DefaultValuedParameter<"bool", "false">:$segments);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
@@ -331,19 +303,11 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     bool computesScores() const;
     /// Is it a role that writes a mask modifier's block classes?
     bool classifiesMaskBlocks() const;
-    /// Is the window the causal one (every key up to the query's position)?
-    bool isCausal() const { return getWindowLeft() < 0 && getWindowRight() == 0; }
     /// Is `role` a main kernel of the segment form (the forward, a backward's main kernel: those that take their
     /// tiles from a segment plan)?
     static bool isSegmentMainRole(KernelRole role) {
       return role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
              role == KernelRole::AttentionBackwardTransposed;
-    }
-    /// Is `role` one of the three kernels that share dq_zero_ahead's tile flags (an atomic-dQ backward's
-    /// preprocess, main kernel and postprocess)?
-    static bool takesDqZeroAhead(KernelRole role) {
-      return role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardTransposed ||
-             role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
     }
   }];
 }

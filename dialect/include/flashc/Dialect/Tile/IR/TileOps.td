@@ -155,10 +155,9 @@ def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
     `%w = tile.alloc_tensor(%b, %s) : !tile.tensor<?x4x?xf32>`: one index per
     dynamic dimension. A workspace some launched kernel `tile.atomic_add`s into
     starts zeroed (the runtime's `scratch NAME zero`), unless it carries
-    `tile.zeroed_in_program`: the program's kernels write its zeros
-    themselves (the attention backward's preprocess over dq_accum, or its
-    kernels tile by tile, tile.zero_tiles_once); any other's contents are
-    undefined until a kernel writes them.
+    `tile.zeroed_in_program`: the program's first kernel that takes it writes
+    zeros over it (the attention backward's preprocess, dq_accum); any other's
+    contents are undefined until a kernel writes them.
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes);
   let results = (outs Tile_Tensor:$result);
@@ -466,57 +465,10 @@ def Tile_PlanSegmentsOp : Tile_Op<"plan_segments", [MemoryEffects<[MemRead, MemW
     its length, the tile's index in it, 1}. Form 0 (the ids decrease
     somewhere, Sq != Sk, more documents than the maps hold) leaves the
     kernels to their block-class table. One block: the kernel's whole grid.
-    `longest_first`: each map lists its tiles by non-increasing work
-    (segment_tile_weight: `causal`, tile z of n sees n - z tiles, else the
-    whole document), ties in document order; else document by document.
   }];
-  let arguments = (ins Tile_Tensor:$ids, Index:$queries, Index:$keys, Tile_Tensor:$plan,
-                       UnitAttr:$longest_first, UnitAttr:$causal);
+  let arguments = (ins Tile_Tensor:$ids, Index:$queries, Index:$keys, Tile_Tensor:$plan);
   let assemblyFormat = [{
-    $ids `queries` $queries `keys` $keys `into` $plan (`longest_first` $longest_first^)? (`causal` $causal^)?
-    attr-dict `:` type($ids) `,` type($plan)
-  }];
-  let hasVerifier = 1;
-}
-
-def Tile_ClearTileFlagsOp : Tile_Op<"clear_tile_flags", [MemoryEffects<[MemWrite]>]> {
-  let summary = "an accumulator's 64-row tile flags set to 0 (before tile.zero_tiles_once)";
-  let description = [{
-    `tile.clear_tile_flags %flags[%b, %h] rows %row0, %rows`: every flag of
-    the 64-row tiles that rows [%row0, %row0 + %rows) of batch %b, head %h
-    touch set to 0; %flags is [B, H, ceil(S / 64), parts] i32 (tiles past
-    its third dimension are skipped). The attention backward's preprocess
-    clears the flags of its rows where the program's dq_accum is zeroed tile
-    by tile (`#tile.attention dq_zero_ahead`).
-  }];
-  let arguments = (ins Tile_Tensor:$flags, Index:$batch, Index:$head, Index:$row0, Index:$rows);
-  let assemblyFormat = [{
-    $flags `[` $batch `,` $head `]` `rows` $row0 `,` $rows attr-dict `:` type($flags)
-  }];
-  let hasVerifier = 1;
-}
-
-def Tile_ZeroTilesOnceOp : Tile_Op<"zero_tiles_once", [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "an f32 accumulator's 64-row tiles zeroed by the first block that reaches them";
-  let description = [{
-    `tile.zero_tiles_once %accum, %flags[%b, %h] rows %row0, %rows`:
-    %accum is [B, H, S, D] f32, %flags [B, H, ceil(S / 64), ceil(D / 64)] i32,
-    cleared before (tile.clear_tile_flags). For each 64-row tile t of (%b, %h)
-    that rows [%row0, %row0 + %rows) touch (t < ceil(S / 64)): where its
-    flags are 0, its rows below S (every column) are set to 0 and its flags
-    to 2; else nothing. A tile.atomic_add into those rows after it then adds
-    to zeros or to earlier sums, and a read after it sees zeros where no
-    block reached: the accumulator needs no zero fill of its own. The device
-    library's `DqFill::kZeroAhead` (attention_bwd_ws.cuh): the warp-specialised
-    backward's producer warpgroup claims and zeroes a step's tiles ahead of
-    its consumers' reductions, and the postprocess writes zeros where a
-    flag is 0; the CPU executor runs blocks one after another, so the first
-    block to reach a tile zeroes it.
-  }];
-  let arguments = (ins Tile_Tensor:$accum, Tile_Tensor:$flags, Index:$batch, Index:$head, Index:$row0,
-                       Index:$rows);
-  let assemblyFormat = [{
-    $accum `,` $flags `[` $batch `,` $head `]` `rows` $row0 `,` $rows attr-dict `:` type($accum) `,` type($flags)
+    $ids `queries` $queries `keys` $keys `into` $plan attr-dict `:` type($ids) `,` type($plan)
   }];
   let hasVerifier = 1;
 }
