@@ -115,7 +115,9 @@ else
       # 1.6 backward) and of the whole blocks (d=2048..4096) take fewer rows.
       case "$(basename "$b")" in *d4096h*|llama_block) rows=(17 5) ;; *_block) rows=(64 33) ;; *) rows=(300 130) ;; esac
       "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 --tokens "${rows[0]}" || rc=1
-      "$BUILD/bin/flashc-run" "$b" --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
+      # The second size with every program's scratch NaN before it runs: a program that reads scratch it did not
+      # write (a missing zero fill) fails here instead of passing on a pool that happened to hold zeros.
+      "$BUILD/bin/flashc-run" "$b" --poison-scratch --batch 1 --seq-q 77 --seq-k 200 --tokens "${rows[1]}" || rc=1
       # Small FFNs also at 8225 rows: split-K weight gradients over three slices, the last ragged.
       case "$(basename "$b")" in ffn_bf16_d64*|ffn_f16_d*|ffn_bias*|ffn_gated*) "$BUILD/bin/flashc-run" "$b" --tokens 8225 || rc=1 ;; esac
       # Run-time key offsets (as test/GPU/generated_kernels.sh): before the first key, past the last, int32 extremes.
