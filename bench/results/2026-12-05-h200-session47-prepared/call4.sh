@@ -11,7 +11,7 @@ set -u
 ROOT=$PWD; R=$OUT; mkdir -p $R /tmp/s47b
 [ -d /tmp/s47b/scripts ] || tar -xzf .carry/src47b.tgz -C /tmp/s47b || exit 1
 cd /tmp/s47b
-export FLASHC_COMMIT=$(cat COMMIT 2>/dev/null || echo unknown) FLASHC_DEVICE_WORK=/tmp/fd
+export FLASHC_COMMIT=${FLASHC_COMMIT:-unknown} FLASHC_DEVICE_WORK=/tmp/fd
 t0=$SECONDS
 OUT=$R/suite timeout 420 scripts/device-bench.sh $ROOT/.carry/t47b --steps build,test,run > $R/suite.txt 2>&1
 echo "suite rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== |tests passed|tests failed|FAILED|Failed|SKIP|skipped|checks, " $R/suite.txt | head -40
