@@ -86,6 +86,8 @@ int main() {
   o.cacheDir = (std::filesystem::temp_directory_path() / ("flashc-gpu-plan-" + std::to_string(getpid()))).string();
   auto b = Bundle::open(FLASHC_TEST_BUNDLES_DIR "/segment_plan", o);
   if (!checkOk(b, "open the segment_plan bundle")) return checkSummary();
+  // The context first: the device buffers below are allocated in it (a launch would make it only later).
+  if (!checkOk((*b)->prepare(), "prepare the segment_plan bundle")) return checkSummary();
   std::mt19937 rng(45);
   auto lengths = [&](int count, int lo, int hi) {
     std::vector<int64_t> v;
