@@ -613,6 +613,9 @@ struct Runner {
         return false;
       }
     }
+    if (poisoned.data) // the log says which runs met poisoned scratch
+      std::printf("  %-28s scratch poisoned: %llu bytes of 0xff\n", program.c_str(),
+                  static_cast<unsigned long long>(poisoned.bytes));
     Status s = bundle->launch(program, args, nullptr, poisoned.data ? &poisoned : nullptr);
     bool ran = s.ok() && cudaOk(cudaDeviceSynchronize(), ("running " + program).c_str());
     if (poisoned.data)
