@@ -7,7 +7,8 @@
 # of long walks are over-predicted: the dense causal forward 1819 us against 1640, a tile's fixed part overlapping
 # more of them; compare rows of like walks, as the window's 8.7 blocks a tile and the documents' 7.1.)
 # Kinds `segments` (a document's tiles, its longest first, documents in order: segments.cuh's default map) and
-# `segments-longest` (every tile by non-increasing work across documents: `segment_order=longest`). --backward models
+# `segments-longest` (every tile by non-increasing work across documents: session 45's `segment_order=longest`,
+# measured level in session 46 and deleted in session 47; kept here as the model that predicted it). --backward models
 # the ws backward's key tiles instead: a 128-key tile of a causal document walks its queries from its first key to the
 # document's end, 64 a step (a + b x steps; b from the documents' backward main kernel, 611 us, session 44), its grid
 # read in groups of 4 heads (tile_schedule.cuh's head groups). Session 45: the documents' backward 3.8 % and forward

@@ -16,6 +16,7 @@
 // the tensors' widths. Softcaps and sm_80 keep their forms.
 // RUN: flashc %s --emit=tile -o - | FileCheck %s --check-prefix=TILE
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=CUDA
+// RUN: flashc %s --emit=cuda --tuning-table=none -o - | FileCheck %s --check-prefix=HAND
 // The backward's ends (attention_bwd_ends.cuh) take the widths as template arguments: out's Dv, dq_accum's D
 // (the MLA-style kernel's 128 / 192, Phi's padded 64 / 80).
 // RUN: flashc %s --emit=cuda -o - | FileCheck %s --check-prefix=ENDS
@@ -198,6 +199,10 @@ func.func @phi(%q: tensor<?x4x?x80xf16>, %k: tensor<?x2x?x80xf16>, %v: tensor<?x
 // CUDA-NEXT: static constexpr int kBlockM = 128;  // queries a step (dQ split by rows)
 // CUDA: kKeySplit = true;
 // CUDA: kPingPong = true;
+// The hand rule there (no table): the consumers meet every step.
+// HAND-LABEL: namespace flashc_small_attention_bwd_config {
+// HAND: static constexpr int kBlockM = 128;
+// HAND: kPingPong = false;
 // MANIFEST-LABEL: kernel small_attention_bwd
 // MANIFEST: tensormap q_map of q box [1, 1, 128, 64] swizzle 128
 // MANIFEST-NEXT: tensormap k_map of k box [1, 1, 128, 64] swizzle 128
