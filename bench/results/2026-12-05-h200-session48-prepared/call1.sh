@@ -33,7 +33,7 @@ done
 echo "d64 sanitizers done ($((SECONDS-t0)) s)"
 OUT=$R/suite timeout 130 scripts/device-bench.sh .carry/t48 --steps sanitize > $R/sanitize.txt 2>&1
 echo "sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== |FAILED" $R/sanitize.txt | head -20
-left=$((570 - SECONDS + t0))
+left=$((${CALL1_BUDGET:-570} - SECONDS + t0))
 echo "python tests with $left s left"
 tests="test_gpu_transformers.py test_gpu_decode.py test_gpu_ffn.py test_gpu_ffn_native.py test_gpu_key_offset.py test_gpu_varlen.py test_gpu_moe.py test_gpu_ring.py test_gpu_attention.py test_gpu_bundle.py test_gpu_compile.py"
 [ $left -gt 30 ] && OUT=$R/suite timeout $left scripts/device-bench.sh .carry/t48 --steps test --tests "$tests" > $R/pytests.txt 2>&1

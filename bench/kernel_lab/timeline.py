@@ -1,0 +1,79 @@
+"""The backward's kernels on the GPU's clock: when each starts and ends, for lab configurations side by side.
+
+The lent machine has no Nsight Systems; torch.profiler reads the same CUPTI activity records. For every config and
+length this prints the median over calls of each kernel's duration and of the gaps between them (negative: the kernel
+started before the one before it ended, a programmatic launch's overlap), and the span from the preprocess's start to
+the postprocess's end.
+
+    python3 bench/kernel_lab/timeline.py --only d128_win1024_bwdws_ends_g4,d128_win1024_bwdws_ready_g4 --seqlens 16384
+"""
+import argparse, os, statistics, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from abi import Kernels
+from lab import CONFIGS, build_one
+
+
+def kernel_intervals(prof):
+    """(name, start us, end us) of every GPU kernel, in start order."""
+    out = []
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0:
+            out.append((e.name, e.time_range.start, e.time_range.end))
+    return sorted(out, key=lambda t: t[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", required=True)
+    ap.add_argument("--seqlens", default="1024,16384")
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--build-dir", default="/tmp/flashc_lab_build")
+    args = ap.parse_args()
+    names = args.only.split(",")
+    libs = {}
+    for n in names:
+        for kind in ("fwd", "bwd"):
+            _, _, path, log = build_one(n, CONFIGS[n], args.build_dir, kind, reuse=True)
+            if path is None:
+                print(log[-2000:])
+                return 1
+            libs[(kind, n)] = path
+    torch.manual_seed(0)
+    for S in (int(s) for s in args.seqlens.split(",")):
+        for name in names:
+            d, hq, group, f16, causal, window, softcap, _, _ = CONFIGS[name]
+            kern = Kernels(libs[("fwd", name)], libs[("bwd", name)])
+            B = 16384 // S
+            q, k, v, do = (torch.randn(B, hq, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+            o, dq, dk, dv = (torch.empty_like(q) for _ in range(4))
+            lse = torch.empty(B, hq, S, device="cuda", dtype=torch.float32)
+            delta = torch.empty_like(lse)
+            dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
+            sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
+            kern.forward(q, k, v, o, lse)
+            for _ in range(3):
+                kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+            torch.cuda.synchronize()
+            spans, pre, main_, post, gap1, gap2 = [], [], [], [], [], []
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(args.calls):
+                    kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+                    torch.cuda.synchronize()
+            ks = kernel_intervals(prof)
+            for i in range(0, len(ks) - 2, 3):
+                (_, a0, a1), (_, b0, b1), (_, c0, c1) = ks[i:i + 3]
+                pre.append(a1 - a0), main_.append(b1 - b0), post.append(c1 - c0)
+                gap1.append(b0 - a1), gap2.append(c0 - b1), spans.append(c1 - a0)
+            med = lambda xs: statistics.median(xs) if xs else float("nan")
+            print(f"{name:32} S={S:6} pre {med(pre):7.1f} | gap {med(gap1):6.1f} | main {med(main_):8.1f} | "
+                  f"gap {med(gap2):7.1f} | post {med(post):6.1f} | span {med(spans):8.1f} us  ({len(spans)} calls; "
+                  f"kernels {sorted({n for n, _, _ in ks})[:3]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
