@@ -24,15 +24,17 @@ CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer |
 for b in .carry/t48/attn_bf16_h2kv2_d64_causal_6b477467c99f .carry/t48/attn_bf16_h2kv2_d64_full_*; do
   [ -f $b/manifest.flashc ] || continue
   grep -q "kPingPong = true" $b/kernels.cu && echo "$(basename $b): backward takes turns"
-  for tool in racecheck synccheck memcheck; do
-    timeout 60 $CS --tool $tool --error-exitcode 3 build-dev/bin/flashc-run $b --batch 1 --seq-q 300 --seq-k 140 --tokens 77 \
+  for tool in racecheck synccheck; do
+    timeout 90 $CS --tool $tool --error-exitcode 3 build-dev/bin/flashc-run $b --batch 1 --seq-q 300 --seq-k 140 --tokens 77 \
       > $R/san-$tool-$(basename $b).txt 2>&1
     echo "$tool $(basename $b) rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/san-$tool-$(basename $b).txt | tr '\n' ' ')"
   done
 done
 echo "d64 sanitizers done ($((SECONDS-t0)) s)"
-OUT=$R/suite timeout 130 scripts/device-bench.sh .carry/t48 --steps sanitize > $R/sanitize.txt 2>&1
-echo "sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== |FAILED" $R/sanitize.txt | head -20
+if [ "${CALL1_SANITIZE:-1}" = 1 ]; then  # (call 3 leaves it: session 44 ran it on the same kernels but D = 64's)
+  OUT=$R/suite timeout 130 scripts/device-bench.sh .carry/t48 --steps sanitize > $R/sanitize.txt 2>&1
+  echo "sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== |FAILED" $R/sanitize.txt | head -20
+fi
 left=$((${CALL1_BUDGET:-570} - SECONDS + t0))
 echo "python tests with $left s left"
 tests="test_gpu_transformers.py test_gpu_decode.py test_gpu_ffn.py test_gpu_ffn_native.py test_gpu_key_offset.py test_gpu_varlen.py test_gpu_moe.py test_gpu_ring.py test_gpu_attention.py test_gpu_bundle.py test_gpu_compile.py"

@@ -89,7 +89,8 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
                                 attention.getTopLeft(),
-                                attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role));
+                                attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role),
+                                attention.getDqHandoff() && AttentionSpecAttr::takesDqHandoff(role));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {
