@@ -21,7 +21,7 @@ grep -h "scratch poisoned" /tmp/fd/logs/flashc_run/*.log 2>/dev/null | wc -l | s
 # The D = 64 backwards that the table entries changed (turns, two buffers): racecheck / synccheck / memcheck, with
 # enough query blocks that the dSᵀ buffers and the ring are reused (300 queries: 3 steps of 128).
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
-for b in .carry/t48/attn_bf16_h2kv2_d64_causal_6b477467c99f .carry/t48/attn_bf16_h2kv2_d64_full_*; do
+for b in .carry/t48/attn_bf16_h2kv2_d64_causal_6b477467c99f .carry/t48/attn_bf16_h2kv2_d64_full_90a2a7cd6eb1; do
   [ -f $b/manifest.flashc ] || continue
   grep -q "kPingPong = true" $b/kernels.cu && echo "$(basename $b): backward takes turns"
   for tool in racecheck synccheck; do
