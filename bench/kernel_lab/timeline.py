@@ -34,6 +34,7 @@ def main():
     ap.add_argument("--build-dir", default="/tmp/flashc_lab_build")
     args = ap.parse_args()
     names = args.only.split(",")
+    os.makedirs(args.build_dir, exist_ok=True)
     libs = {}
     for n in names:
         for kind in ("fwd", "bwd"):
