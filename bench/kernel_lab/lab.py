@@ -126,25 +126,6 @@ VARIANTS = {
     "d128_win1024_bwdws_ends": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                 True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    # The dQ hand-off (dq_ready.cuh, run 20): the postprocess launched programmatically, each block converting its
-    # head once the main kernel's blocks of that kv head are done (the main kernel's tail overlapped) -> _ready,
-    # against _ends in the same grid order (_g4: head groups of 4, the compiler's hand rule under a mask).
-    "d128_bwdws_ready": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                      "FLASHC_BWD_WS_DQ_READY": 1}, True),
-    "d64_bwdws_ends": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d64_bwdws_ready": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                    "FLASHC_BWD_WS_DQ_READY": 1}, True),
-    **{f"{base}_bwdws_{form}_g4": (d, hq, 1, 0, 1, win, 0.0,
-                                    {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1, "FLASHC_BWD_WS_GROUP": 4,
-                                     "FLASHC_BWD_WS_DQ_READY": int(form == "ready")}, True)
-       for base, d, hq, win in (("d128_causal", 128, 16, -1), ("d128_win1024", 128, 16, 1024),
-                                ("d64_causal", 64, 32, -1))
-       for form in ("ends", "ready")},
-    # GQA and a window over few keys: the hand-off's kv-head indexing and its clear (checked, not timed)
-    "d128_f16_gqa4_win100_bwdws_ready": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                      "FLASHC_BWD_WS_DQ_READY": 1}, True),
-    "d256_causal_bwdws_ready": (256, 8, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                            "FLASHC_BWD_WS_DQ_READY": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -159,10 +140,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws",
-                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends",
-                 "d128_bwdws_ready", "d64_bwdws_ends", "d64_bwdws_ready",
-                 *(f"{base}_bwdws_{form}_g4" for base in ("d128_causal", "d128_win1024", "d64_causal")
-                   for form in ("ends", "ready"))]
+                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

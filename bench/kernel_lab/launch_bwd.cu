@@ -44,18 +44,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
   (void)dq_semaphore;
 #endif
 #if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
-  // The dQ hand-off's state [B, Hkv, 2] i32 (dq_ready.cuh; unused without FLASHC_BWD_WS_DQ_READY), kept across calls.
-  static int* ready_buffer = nullptr;
-  static long long ready_capacity = 0;
-  if (B * kHeadsKV * 2 > ready_capacity) {
-    if (ready_buffer != nullptr) cudaFree(ready_buffer);
-    ready_capacity = B * kHeadsKV * 2;
-    if (cudaError_t e = cudaMalloc(&ready_buffer, ready_capacity * sizeof(int))) return e;
-  }
-  const flashc::TensorArg dq_ready{ready_buffer, {B, kHeadsKV, 2, 1}, {kHeadsKV * 2, 2, 1, 0}};
-  if (Sq > 0)
-    FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum, dq_ready,
-                                                                    static_cast<int>(Sk));
+  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum FLASHC_LAB_SEM);
 #endif
@@ -74,34 +63,14 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
         q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
-        *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq)
-#if FLASHC_BWD_WS_LIBRARY_ENDS
-        , dq_ready
-#else
-        , flashc::TensorArg{}
-#endif
-    );
+        *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
 #else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
                                                                                dk, dv FLASHC_LAB_SEM);
 #endif
   }
 #if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
-  if (Sq > 0) {
-    // With the hand-off the postprocess may start while the main kernel's last blocks run (programmatic stream
-    // serialization; the main kernel's blocks trigger it first thing).
-    cudaLaunchConfig_t launch = {};
-    launch.gridDim = aux_grid;
-    launch.blockDim = dim3(128);
-    launch.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = FLASHC_BWD_WS_DQ_READY && Sk > 0;
-    launch.attrs = attribute;
-    launch.numAttrs = 1;
-    if (cudaError_t e = cudaLaunchKernelEx(&launch, FLASHC_LAB_K(_bwd_ws_postprocess), dq_accum, dq, dq_ready))
-      return e;
-  }
+  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #endif

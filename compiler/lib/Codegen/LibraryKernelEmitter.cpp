@@ -47,25 +47,18 @@ bool isLibraryKernel(tile::KernelOp kernel) {
 namespace {
 
 /// The backward's preprocess (out, dout, delta[, dq_accum]) or postprocess (dq_accum, dq): one block of 128
-/// threads a 64-row block of one head, as the tile kernel's grid. With the dQ hand-off (dq_handoff) the
-/// preprocess takes (out, dout, delta, dq_accum, k, dq_ready) and clears the state, the postprocess (dq_accum, dq,
-/// dq_ready) waits on it and is launched programmatically (dq_ready.cuh).
+/// threads a 64-row block of one head, as the tile kernel's grid.
 FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAttr spec,
                                     ArrayRef<std::string> cppNames, StringRef entry, StringRef specComment,
                                     llvm::raw_ostream &out) {
   bool pre = spec.getRole() == tile::KernelRole::AttentionBackwardPreprocess;
-  bool handoff = spec.getDqHandoff();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
-  bool zeroes = pre && (inputs.size() == 4 || handoff);
-  bool fits = handoff ? inputs.size() == (pre ? 6u : 3u) : pre ? inputs.size() == 3 || zeroes : inputs.size() == 2;
-  if (!fits || cppNames.size() != inputs.size() || kernel.getBlockM() != 64 || kernel.getWarps() != 4)
+  bool zeroes = pre && inputs.size() == 4;
+  if (!(pre ? inputs.size() == 3 || zeroes : inputs.size() == 2) || cppNames.size() != inputs.size() ||
+      kernel.getBlockM() != 64 || kernel.getWarps() != 4)
     return kernel.emitError() << "CUDA emitter: @" << kernel.getSymName()
-                              << (handoff ? (pre ? " (the backward's preprocess with the dQ hand-off) takes out, "
-                                                   "dout, delta, dq_accum, k and dq_ready"
-                                                 : " (the backward's postprocess with the dQ hand-off) takes "
-                                                   "dq_accum, dq and dq_ready")
-                                  : pre ? " (the backward's preprocess) takes out, dout, delta and optionally dq_accum"
-                                        : " (the backward's postprocess) takes dq_accum and dq")
+                              << (pre ? " (the backward's preprocess) takes out, dout, delta and optionally dq_accum"
+                                      : " (the backward's postprocess) takes dq_accum and dq")
                               << ", 64 rows on 4 warps a block",
            failure();
   // The rows' widths (compile-time in the device functions: their loops unroll): out's (Dv) and dq_accum's (D).
@@ -76,8 +69,6 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
            failure();
   WsKernel result;
   result.threads = 128;
-  // (the hand-off's postprocess starts while the main kernel's last blocks run, and waits head by head)
-  result.programmatic = handoff && !pre;
   const char *elem = spec.getElementType().getValue().isBF16() ? "bf16" : "f16";
   out << "// ---- " << kernel.getSymName() << " ----\n";
   if (!specComment.empty())
@@ -85,9 +76,6 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
   out << (pre ? (zeroes ? "// delta = rowsum(dO O), dq_accum zeroed: 64 rows of one head a block (attention_bwd_ends.cuh).\n"
                         : "// delta = rowsum(dO O): 64 rows of one head a block (attention_bwd_ends.cuh).\n")
               : "// dq = dq_accum in the element type: 64 rows of one head a block (attention_bwd_ends.cuh).\n");
-  if (handoff)
-    out << (pre ? "// The dQ hand-off's state cleared (dq_ready.cuh).\n"
-                : "// Each block first waits for its kv head's main-kernel blocks (the dQ hand-off, dq_ready.cuh).\n");
   out << "extern \"C\" __global__ void __launch_bounds__(128)\n" << entry << "(";
   for (size_t i = 0; i < cppNames.size(); ++i)
     out << (i ? ", " : "") << "const flashc::TensorArg " << cppNames[i];
@@ -95,11 +83,11 @@ FailureOr<WsKernel> emitBackwardEnd(tile::KernelOp kernel, tile::AttentionSpecAt
     out << ") {\n  flashc::device::attention_bwd_preprocess<flashc::device::" << elem << ", " << valueCols << ", "
         << headCols << ">(" << cppNames[0] << ", "
         << cppNames[1] << ", " << cppNames[2] << ", " << (zeroes ? "&" + cppNames[3] : std::string("nullptr"))
-        << (handoff ? ", &" + cppNames[5] + ", static_cast<int>(" + cppNames[4] + ".shape[2])" : std::string())
         << ");\n}\n\n";
   else
     out << ") {\n  flashc::device::attention_bwd_postprocess<flashc::device::" << elem << ", " << headCols << ">("
-        << cppNames[0] << ", " << cppNames[1] << (handoff ? ", &" + cppNames[2] : std::string()) << ");\n}\n\n";
+        << cppNames[0] << ", "
+        << cppNames[1] << ");\n}\n\n";
   return result;
 }
 

@@ -612,20 +612,6 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
       }
       tiled = !type.getElementType().isSignlessInteger(32) && !type.getElementType().isF32();
     }
-    // The dQ hand-off's state (dq_handoff): the GPU kernels clear it (the preprocess), arrive on it (the main
-    // kernel) and wait on it (the postprocess), though their tile bodies leave it.
-    if (auto attention = dyn_cast_or_null<tile::AttentionSpecAttr>(kernel.getSpecAttr());
-        attention && attention.getDqHandoff()) {
-      tile::KernelRole role = attention.getRole();
-      unsigned ready = role == tile::KernelRole::AttentionBackwardPreprocess    ? 5u
-                       : role == tile::KernelRole::AttentionBackwardPostprocess ? 2u
-                                                                                : 9u;
-      if (i == ready) {
-        writes = role != tile::KernelRole::AttentionBackwardPostprocess;
-        reads = role != tile::KernelRole::AttentionBackwardPreprocess;
-        tiled = false;
-      }
-    }
     rt::TensorParam p;
     p.name = args[i].name;
     p.dtype = *dtype;

@@ -394,25 +394,22 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   Type elem = spec.getElementType().getValue();
   ArrayRef<Type> inputs = kernel.getFunctionType().getInputs();
   bool keyOffset = spec.takesKeyOffset();
-  // The dQ hand-off's state (dq_handoff) after dv: the kernel arrives on it (dq_ready.cuh).
-  bool handoff = spec.getDqHandoff();
-  unsigned roleTensors = handoff ? 10 : 9;
-  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, roleTensors);
+  FailureOr<MaskArgs> mask = maskArgs(kernel, spec, 9);
   if (failed(mask))
     return failure();
   FailureOr<unsigned> scoreTensors = scoreModTensors(kernel, spec);
   if (failed(scoreTensors))
     return failure();
   bool segments = spec.getSegments();
-  unsigned want = roleTensors + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) +
-                  (keyOffset ? 1 : 0);
+  unsigned want =
+      9 + mask->tensors + *scoreTensors + (mask->table ? 1 : 0) + (segments ? 1 : 0) + (keyOffset ? 1 : 0);
   if (inputs.size() != want)
     return reject(llvm::formatv("it takes {0} arguments, not {1} (q, k, v, dout, lse, delta, "
-                                "dq_accum, dk, dv{7}{2}{3}{4}{5}{6})",
+                                "dq_accum, dk, dv{2}{3}{4}{5}{6})",
                                 inputs.size(), want, mask->tensors ? ", the mask modifier's tensors" : "",
                                 *scoreTensors ? ", the score modifier's tensors" : "",
                                 mask->table ? ", its block-class table" : "", segments ? ", the segment plan" : "",
-                                keyOffset ? ", key_offset" : "", handoff ? ", dq_ready" : ""));
+                                keyOffset ? ", key_offset" : ""));
   // q, k, v, dout, dk, dv: [B, H, S, width] of the spec's element type.
   for (auto [i, width] : {std::pair<unsigned, int64_t>{0, d}, {1, d}, {2, dv}, {3, dv}, {7, d}, {8, dv}}) {
     auto type = dyn_cast<tile::GlobalTensorType>(inputs[i]);
@@ -510,10 +507,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
     out << ", " << keyOffsetArgument(spec, keyOffset ? cppNames[want - 1] : "", cppNames) << ", "
         << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << segmentCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr,
-                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames);
-    if (handoff)
-      out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", &" << cppNames[9];
-    out << ");\n}\n\n";
+                           cppNames[want - 1 - (keyOffset ? 1 : 0)], cppNames)
+        << ");\n}\n\n";
     return result;
   }
   out << "  flashc::device::attention_bwd_ws<" << ns << "::Config>(" << maps[0] << ", " << maps[1]
@@ -524,11 +519,8 @@ FailureOr<WsKernel> emitAttentionBackward(tile::KernelOp kernel, tile::Attention
   if (spec.getMaskMod() || spec.getScoreMod())
     out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr")) << ", "
         << modifierCallArgs(*mask, *scoreTensors, spec.getScoreMod() != nullptr, cppNames);
-  else if (dqTma || handoff)
-    out << ", " << (dqTma ? "&" + maps[4] : std::string("nullptr"))
-        << (handoff ? ", flashc::device::MaskEnv(), nullptr" : "");
-  if (handoff)  // (the score modifier's env, then the hand-off's state)
-    out << (spec.getScoreMod() ? "" : ", flashc::device::MaskEnv()") << ", &" << cppNames[9];
+  else if (dqTma)
+    out << ", &" << maps[4];
   out << ");\n";
   out << "}\n\n";
   return result;

@@ -313,7 +313,7 @@ struct AttentionKernel {
     Value d = kb.b.create<RowDotOp>(kb.nameLoc("delta_row"), kb.rowVector(Br), oTile, doTile);
     kb.storeRows(d, delta, {b, h, row0}, sq);
     // dq_accum[b, h, row0.., :] = 0 where the program passes it: the main kernel adds dQ into it.
-    if (kb.numArgs() == 4 || spec.getDqHandoff())
+    if (kb.numArgs() == 4)
       kb.store(kb.named("dq_zeros", kb.fill(kb.regF32(Br, Dt), 0.0)), kb.arg(3), {b, h, row0, zero}, sq,
                kb.idx(D));
   }
@@ -591,10 +591,6 @@ KernelOp buildAttentionKernel(OpBuilder &builder, Location loc, StringRef name,
   // (the preprocess that also zeroes dq_accum: out, dout, delta, dq_accum)
   if (role == KernelRole::AttentionBackwardPreprocess && tensorTypes.size() == 4)
     want = 4;
-  // dq_handoff: the hand-off's state after the role's tensors (the preprocess: dq_accum, k, the state); the tile
-  // bodies leave it (it orders the GPU's blocks).
-  if (spec.getDqHandoff())
-    want = role == KernelRole::AttentionBackwardPreprocess ? 6 : want + 1;
   bool classifies = spec.classifiesMaskBlocks();
   bool readsTable = spec.getMaskBlocks() || classifies;
   int64_t tail = (readsTable ? 1 : 0) + (spec.getSegments() ? 1 : 0);  // the table, the segment plan

@@ -53,9 +53,8 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec);
 SmallVector<ArgRule> attentionRules(AttentionSpecAttr spec, size_t argCount) {
   bool offset = spec.takesKeyOffset();
   SmallVector<ArgRule> rules = attentionTensorRules(spec);
-  // The preprocess may also zero the dQ accumulator the main kernel adds into (its fourth argument); with the dQ
-  // hand-off it always does (attentionTensorRules has it).
-  if (spec.getRole() == KernelRole::AttentionBackwardPreprocess && argCount == 4 && !spec.getDqHandoff())
+  // The preprocess may also zero the dQ accumulator the main kernel adds into (its fourth argument).
+  if (spec.getRole() == KernelRole::AttentionBackwardPreprocess && argCount == 4)
     rules.push_back(tensor4("dq_accum", spec.getHeadDim(), /*f32=*/true));
   bool classifies = spec.classifiesMaskBlocks();
   bool plansSegments = spec.getRole() == KernelRole::AttentionSegmentPlan;
@@ -87,21 +86,6 @@ SmallVector<ArgRule> attentionTensorRules(AttentionSpecAttr spec) {
           dOut = tensor4("do", dv), lse = rows3("lse"), delta = rows3("delta"),
           dqAccum = tensor4("dq_accum", d, /*f32=*/true), dk = tensor4("dk", d),
           dvOut = tensor4("dv", dv), dq = tensor4("dq", d);
-  // dq_handoff: the hand-off's state [B, Hkv, 2] i32, after the role's tensors (the preprocess's after k).
-  ArgRule ready = {"dq_ready", 3, 3, false, false, 2, false, /*i32=*/true};
-  if (spec.getDqHandoff()) {
-    switch (spec.getRole()) {
-    case KernelRole::AttentionBackwardPreprocess:
-      return {tensor4("out", dv), dOut, delta, dqAccum, k, ready};
-    case KernelRole::AttentionBackward:
-    case KernelRole::AttentionBackwardTransposed:
-      return {q, k, v, dOut, lse, delta, dqAccum, dk, dvOut, ready};
-    case KernelRole::AttentionBackwardPostprocess:
-      return {dqAccum, dq, ready};
-    default:
-      break;
-    }
-  }
   switch (spec.getRole()) {
   case KernelRole::AttentionForward:
     return {q, k, v, tensor4("out", dv), lse};
@@ -194,7 +178,7 @@ LogicalResult verifySpec(function_ref<InFlightDiagnostic()> emitError, Attribute
                                      a.getScale(), a.getSoftcap(), a.getWindowLeft(),
                                      a.getWindowRight(), a.getElementType(), a.getKeyOffset(),
                                      a.getMaskMod(), a.getMaskBlocks(), a.getScoreMod(), a.getScoreAdditive(),
-                                     a.getScoreSeparable(), a.getTopLeft(), a.getSegments(), a.getDqHandoff());
+                                     a.getScoreSeparable(), a.getTopLeft(), a.getSegments());
   if (auto g = llvm::dyn_cast_or_null<GemmSpecAttr>(spec))
     return GemmSpecAttr::verify(emitError, g.getRole(), g.getActivation(), g.getTransposeA(),
                                 g.getTransposeB(), g.getBias1(), g.getBias2(), g.getGated(),

@@ -454,30 +454,14 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
     Value dqAccum = pb.alloc(GlobalTensorType::get(ctx, qShape, f32),
                              {{q, 0}, {q, 1}, {q, 2}, {q, 3}}, "dq_accum" + slot.suffix);
     dqAccum.getDefiningOp()->setAttr(tile::AllocTensorOp::kZeroedInProgram, UnitAttr::get(ctx));
-    // The dQ hand-off (takesDqHandoff): its state [B, Hkv, 2] i32, which the preprocess clears (it takes k for Sk),
-    // the main kernel arrives on and the postprocess waits on, so that the postprocess overlaps the main kernel's
-    // tail.
-    bool handoff = takesDqHandoff(op, mainRole, pb.getTarget(), *table, segments);
-    auto endSpec = [&](KernelRole role) {
-      return attentionSpec(op, role, /*blockTable=*/true, /*segments=*/false, handoff);
-    };
-    SmallVector<Value> preArgs = {out, dOut, delta, dqAccum}, mainArgs = {q, k, v, dOut, lse, delta, dqAccum, dK, dV},
-                       postArgs = {dqAccum, dQ};
-    if (handoff) {
-      ArrayRef<int64_t> kShape = llvm::cast<GlobalTensorType>(k.getType()).getShape();
-      Value ready = pb.alloc(GlobalTensorType::get(ctx, {kShape[0], kShape[1], 2}, IntegerType::get(ctx, 32)),
-                             {{k, 0}, {k, 1}, {k, 2}}, "dq_ready" + slot.suffix);
-      preArgs.append({k, ready});
-      mainArgs.push_back(ready);
-      postArgs.push_back(ready);
-    }
     return success(
-        succeeded(pb.launch(loc, base + "_bwd_preprocess", endSpec(KernelRole::AttentionBackwardPreprocess),
-                            preArgs)) &&
-        succeeded(pb.launch(loc, base + "_bwd", attentionSpec(op, mainRole, /*blockTable=*/true, segments, handoff),
-                            masked(mainArgs, keyTable, plan))) &&
-        succeeded(pb.launch(loc, base + "_bwd_postprocess", endSpec(KernelRole::AttentionBackwardPostprocess),
-                            postArgs)));
+        succeeded(pb.launch(loc, base + "_bwd_preprocess",
+                            spec(KernelRole::AttentionBackwardPreprocess), {out, dOut, delta, dqAccum})) &&
+        succeeded(pb.launch(loc, base + "_bwd",
+                            attentionSpec(op, mainRole, /*blockTable=*/true, segments),
+                            masked({q, k, v, dOut, lse, delta, dqAccum, dK, dV}, keyTable, plan))) &&
+        succeeded(pb.launch(loc, base + "_bwd_postprocess",
+                            spec(KernelRole::AttentionBackwardPostprocess), {dqAccum, dQ})));
   }
 
   /// dW = Aᵀ·B summed over every row (kernel `name`). With fewer 128x128

@@ -99,8 +99,7 @@ std::optional<std::pair<int64_t, int64_t>> maskModWindow(flash::AttentionOp op) 
   return std::pair{left, right};
 }
 
-AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments,
-                                bool dqHandoff) {
+AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blockTable, bool segments) {
   MLIRContext *ctx = op.getContext();
   flash::MaskAttr mask = op.getMask();
   int64_t left = -1, right = -1;
@@ -144,7 +143,7 @@ AttentionSpecAttr attentionSpec(flash::AttentionOp op, KernelRole role, bool blo
                                 /*maskBlocks=*/blockTable && !noScores && !classifies && maskModReadsTensors(op),
                                 noScores || classifies ? FlatSymbolRefAttr() : scoreModSymbol(op),
                                 scoreAdditive, scoreSeparable, /*topLeft=*/band.has_value() || causalModifier,
-                                segments, dqHandoff && AttentionSpecAttr::takesDqHandoff(role));
+                                segments);
 }
 
 std::optional<unsigned> documentSegments(flash::AttentionOp op) {
@@ -200,27 +199,6 @@ bool takesSegments(flash::AttentionOp op, KernelRole role, const TargetDescripti
     asked |= point.segments.value_or(false);
   }
   return asked || wholeRange || handWs;
-}
-
-bool takesDqHandoff(flash::AttentionOp op, KernelRole role, const TargetDescription &target, const TuningTable &table,
-                    bool segments) {
-  AttentionSpecAttr spec = attentionSpec(op, role, /*blockTable=*/true, segments);
-  // 16-bit: the backward's ends are then the device library's (LibraryKernelEmitter), whose postprocess waits.
-  if (spec.getElementType().getValue().getIntOrFloatBitWidth() != 16)
-    return false;
-  // (the backward's entries serve every key length; one of the other form is passed over, as flash-plan-memory does)
-  std::optional<TuningKey> key = tuningKeyOf(target, spec, {});
-  const TuningEntry *entry = key ? table.lookup(*key) : nullptr;
-  StringRef form = role == KernelRole::AttentionBackwardTransposed ? "transposed" : "rows";
-  if (entry && entry->point.form && *entry->point.form != form)
-    entry = nullptr;
-  if (!(entry ? entry->point.dqHandoff.value_or(kDqHandoffHandRule) : kDqHandoffHandRule))
-    return false;
-  // Only a warp-specialised main kernel arrives on the state.
-  TilePlan plan = defaultPlan(target, spec, {});
-  if (entry)
-    plan = entry->point.applyTo(plan);
-  return plan.strategy == Strategy::WgmmaWsSm90 && wsBackwardPlanTakes(spec, plan);
 }
 
 FailureOr<Value> ProgramBuilder::launchSegmentPlan(flash::AttentionOp op, Location loc, StringRef baseName, Value q,

@@ -106,21 +106,10 @@ mlir::LogicalResult lowerForwardFunction(mlir::func::FuncOp func, mlir::SymbolTa
 /// table of a modifier that reads tensors (false where no kernel can read it:
 /// the deterministic backward's, never warp-specialised).
 /// `segments`: a forward or backward main kernel that takes the segment plan
-/// (documentSegments). `dqHandoff`: the backward's three kernels that share
-/// the dQ hand-off (takesDqHandoff).
+/// (documentSegments).
 mlir::tile::AttentionSpecAttr attentionSpec(mlir::flash::AttentionOp op,
                                             mlir::tile::KernelRole role, bool blockTable = true,
-                                            bool segments = false, bool dqHandoff = false);
-
-/// The hand rule of the dQ hand-off (#tile.attention dq_handoff): off until a GPU run of the compiler's kernels
-/// has checked and timed it (docs/design/backward-ends.md).
-inline constexpr bool kDqHandoffHandRule = false;
-/// Whether `op`'s backward, whose main kernel is of `role` (`segments`: in the segment form), hands dQ off from the
-/// main kernel to the postprocess head by head (#tile.attention dq_handoff): where the tuning entry that plans the
-/// main kernel says dq_handoff=1 (else the hand rule), the element type is 16-bit (the device library's ends) and
-/// the main kernel it plans is the warp-specialised one.
-bool takesDqHandoff(mlir::flash::AttentionOp op, mlir::tile::KernelRole role, const TargetDescription &target,
-                    const TuningTable &table, bool segments);
+                                            bool segments = false);
 
 /// Whether `op`'s forward may take the segment form: its mask modifier is a
 /// document compare `t[q] == t[k]` (flashc::documentCompare) over no mask or a

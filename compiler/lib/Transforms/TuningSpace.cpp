@@ -89,8 +89,7 @@ AttentionSpecAttr withRole(AttentionSpecAttr attention, KernelRole role) {
                                 scores ? attention.getScoreMod() : FlatSymbolRefAttr(),
                                 scores && attention.getScoreAdditive(), scores && attention.getScoreSeparable(),
                                 attention.getTopLeft(),
-                                attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role),
-                                attention.getDqHandoff() && AttentionSpecAttr::takesDqHandoff(role));
+                                attention.getSegments() && AttentionSpecAttr::isSegmentMainRole(role));
 }
 
 TuningPoint pointFrom(const TilePlan &plan, bool gemmFamily) {

@@ -38,7 +38,7 @@ const BuiltinTable kBuiltinTables[] = {
 
 constexpr llvm::StringLiteral kFieldOrder[] = {"form",  "strategy", "block_m",   "block_n", "block_k",
                                               "warps", "stages",   "ping_pong", "group",   "persistent",
-                                              "resident_b", "segments", "dq_handoff"};
+                                              "resident_b", "segments"};
 
 /// The fields a kind's points have (entries may set any subset).
 bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
@@ -63,9 +63,6 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   // A document modifier's segment form (flash-tile, flash-generate-backward).
   if (field == "segments")
     return kind == "attention_forward" || kind == "attention_backward";
-  // The warp-specialised attention backward's dQ hand-off (flash-generate-backward).
-  if (field == "dq_handoff")
-    return kind == "attention_backward";
   // The persistent GEMM's resident-B form (plain GEMMs at K <= 256).
   if (field == "resident_b")
     return kind == "gemm";
@@ -163,8 +160,6 @@ std::string TuningPoint::str() const {
     add("resident_b", *residentB ? "1" : "0");
   if (segments)
     add("segments", *segments ? "1" : "0");
-  if (dqHandoff)
-    add("dq_handoff", *dqHandoff ? "1" : "0");
   return text;
 }
 
@@ -294,10 +289,6 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
         if (value != "0" && value != "1")
           return fail("segments must be 0 or 1, got '" + value + "'");
         point.segments = value == "1";
-      } else if (name == "dq_handoff") {
-        if (value != "0" && value != "1")
-          return fail("dq_handoff must be 0 or 1, got '" + value + "'");
-        point.dqHandoff = value == "1";
       } else {
         std::optional<int64_t> number = parseInt(value);
         int64_t most = name == "group" ? 64 : name == "stages" ? 8 : name == "warps" ? 16 : 256;
@@ -472,9 +463,6 @@ TuningPoint pointOf(KernelOp kernel) {
   // The segment form of a document modifier's forward (flash-tile): named where taken.
   if (attention && attention.getSegments())
     point.segments = true;
-  // The ws backward's dQ hand-off: named where taken (the hand rule does not take it).
-  if (backward && attention.getDqHandoff())
-    point.dqHandoff = true;
   // The persistent GEMM's form at short K: B resident (its schedule's
   // resident list), where the form takes the kernel.
   if (schedule && gemm && gemm.getRole() == KernelRole::Gemm &&

@@ -34,16 +34,6 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
-// The dQ hand-off (dq_ready.cuh) on the library's ends: the postprocess launched programmatically, each of its
-// blocks waiting for its kv head's main-kernel blocks instead of the whole main kernel (the lab's _ready
-// configurations; launch_bwd.cu owns the [B, Hkv, 2] state).
-#ifndef FLASHC_BWD_WS_GROUP  // (head, batch) pairs a group of the grid's order (tile_schedule.cuh); 1: launch order
-#define FLASHC_BWD_WS_GROUP 1
-#endif
-#ifndef FLASHC_BWD_WS_DQ_READY
-#define FLASHC_BWD_WS_DQ_READY 0
-#endif
-static_assert(!FLASHC_BWD_WS_DQ_READY || FLASHC_BWD_WS_LIBRARY_ENDS, "the dQ hand-off is the library ends'");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -59,7 +49,6 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  static constexpr int kGridHeadGroup = FLASHC_BWD_WS_GROUP;  // the compiler's hand rule: 4 under a mask
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
@@ -73,28 +62,22 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
                                             const __grid_constant__ flashc::TmaDescriptor k_map,
                                             const __grid_constant__ flashc::TmaDescriptor v_map,
                                             const __grid_constant__ flashc::TmaDescriptor do_map,
-                                            const __grid_constant__ flashc::TmaDescriptor dq_map,
-                                            flashc::TensorArg dq_ready) {
-  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(
-      q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum, dk, dv, static_cast<int>(k.shape[2] - q.shape[2]),
-      &dq_map, flashc::device::MaskEnv(), nullptr, flashc::device::MaskEnv(),
-      FLASHC_BWD_WS_DQ_READY ? &dq_ready : nullptr);
+                                            const __grid_constant__ flashc::TmaDescriptor dq_map) {
+  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
+                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
 }
 
 #if FLASHC_BWD_WS_LIBRARY_ENDS
 // The library's ends (grid (ceil(Sq / 64), Hq, B), 128 threads): delta and dq_accum zeroed; dQ converted.
 extern "C" __global__ void __launch_bounds__(128)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_preprocess)(flashc::TensorArg o, flashc::TensorArg dout,
-                                                       flashc::TensorArg delta, flashc::TensorArg dq_accum,
-                                                       flashc::TensorArg dq_ready, int key_rows) {
+                                                       flashc::TensorArg delta, flashc::TensorArg dq_accum) {
   flashc::device::attention_bwd_preprocess<bwd_config::Elem, bwd_config::kHeadDim, bwd_config::kHeadDim>(
-      o, dout, delta, &dq_accum, FLASHC_BWD_WS_DQ_READY ? &dq_ready : nullptr, key_rows);
+      o, dout, delta, &dq_accum);
 }
 extern "C" __global__ void __launch_bounds__(128)
-FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq,
-                                                        flashc::TensorArg dq_ready) {
-  flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(
-      dq_accum, dq, FLASHC_BWD_WS_DQ_READY ? &dq_ready : nullptr);
+FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_accum, flashc::TensorArg dq) {
+  flashc::device::attention_bwd_postprocess<bwd_config::Elem, bwd_config::kHeadDim>(dq_accum, dq);
 }
 #endif
 

@@ -73,11 +73,6 @@ struct TuningPoint {
   /// #tile.attention segments). A kernel of the key whose modifier is not a
   /// document compare keeps its table walk.
   std::optional<bool> segments;
-  /// The warp-specialised attention backward: the dQ hand-off (#tile.attention
-  /// dq_handoff; flash-generate-backward): the postprocess converts a head's
-  /// dQ once the main kernel's blocks of its kv head are done, overlapping the
-  /// main kernel's tail.
-  std::optional<bool> dqHandoff;
 
   /// "strategy=wgmma_ws_sm90 block_m=128 ..." in a fixed field order: the
   /// table's text form.

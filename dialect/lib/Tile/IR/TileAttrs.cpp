@@ -96,8 +96,7 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
                                         FloatAttr scale, FloatAttr softcap, int64_t windowLeft,
                                         int64_t windowRight, TypeAttr elementType, bool keyOffset,
                                         FlatSymbolRefAttr maskMod, bool maskBlocks, FlatSymbolRefAttr scoreMod,
-                                        bool scoreAdditive, bool scoreSeparable, bool topLeft, bool segments,
-                                        bool dqHandoff) {
+                                        bool scoreAdditive, bool scoreSeparable, bool topLeft, bool segments) {
   if (!isAttentionRole(role))
     return emitError() << "#tile.attention role must be an attention kernel, got "
                        << stringifyKernelRole(role) << " (a #tile.gemm role)";
@@ -125,10 +124,6 @@ LogicalResult AttentionSpecAttr::verify(function_ref<InFlightDiagnostic()> emitE
     return emitError() << "#tile.attention segments needs an attention_forward or a backward's main kernel with "
                           "mask_blocks (a document modifier's table), or the kernel that classifies its blocks, "
                           "under no window or a causal one, without a key_offset";
-  if (dqHandoff && !takesDqHandoff(role))
-    return emitError() << "#tile.attention dq_handoff is the backward's preprocess, main kernel (attention_backward or "
-                          "attention_backward_transposed) and postprocess, not "
-                       << stringifyKernelRole(role);
   if (scoreSeparable && !scoreAdditive)
     return emitError() << "#tile.attention score_separable needs score_additive (s + A(q) + B(k) has derivative 1)";
   for (auto [name, dim] : {std::pair<const char *, int64_t>{"head_dim", headDim},

@@ -5,12 +5,9 @@
 //                              accumulator before the program: as long as the two took, one launch fewer);
 //   attention_bwd_postprocess: dQ = dq_accum rounded to the element type (the main kernel scaled it).
 // Every access is 16 bytes straight between global memory and registers (no shared memory), and every load of a
-// block is issued before its first use. With dq_ready (dq_ready.cuh) the preprocess clears the hand-off state and
-// the postprocess converts a head once the main kernel's blocks of its kv head are done (launched programmatically,
-// it overlaps the main kernel's tail). Measured at 16k tokens, H = 16, D = 128 (session 34 call 3): preprocess +
+// block is issued before its first use. Measured at 16k tokens, H = 16, D = 128 (session 34 call 3): preprocess +
 // zero fill 69 µs (the tile kernel and the memset: 40 + 30), postprocess 48 µs (the tile kernel: 61).
 #pragma once
-#include "flashc/device/dq_ready.cuh"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/types.cuh"
 
@@ -31,12 +28,10 @@ __device__ __forceinline__ void load8(const Elem* p, float (&x)[8]) {
 // o, dout [B, H, S, kValueCols] (Elem), delta [B, H, S] f32; dq_accum [B, H, S, kHeadCols] f32 or nullptr (not
 // zeroed). A row's kValueCols / 8 chunks go to a group of kLanes lanes (the power of two at or above it, at most
 // 32), 32 / kLanes rows a warp at a time; every load of the block's rows is issued before the first sum (the widths
-// are compile-time: the loops unroll), then each group sums its products by shuffles. dq_ready [B, Hkv, 2] or
-// nullptr: cleared by the first block of each kv head's first query head; key_rows (Sk) 0 sets its flag at once.
+// are compile-time: the loops unroll), then each group sums its products by shuffles.
 template <class Elem, int kValueCols, int kHeadCols>
 __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, const TensorArg& dout,
-                                                         const TensorArg& delta, const TensorArg* dq_accum,
-                                                         const TensorArg* dq_ready = nullptr, int key_rows = 1) {
+                                                         const TensorArg& delta, const TensorArg* dq_accum) {
   // (16-bit head dims are multiples of 8, the compiler's limit: whole 16-byte chunks, whole float4s of dq_accum)
   static_assert(kValueCols % 8 == 0 && kHeadCols % 8 == 0, "attention_bwd_preprocess: widths a multiple of 8");
   constexpr int kChunks = kValueCols / 8;
@@ -46,10 +41,6 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
   const int batch = blockIdx.z, head = blockIdx.y, row0 = blockIdx.x * 64;
   const int rows = min(64, static_cast<int>(o.shape[2]) - row0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, chunk0 = lane % kLanes;
-  if (dq_ready != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
-    const int group = static_cast<int>(o.shape[1] / dq_ready->shape[1]);
-    if (head % group == 0) dq_ready_clear(*dq_ready, batch, head / group, key_rows == 0);
-  }
   const Elem* o_rows = static_cast<const Elem*>(o.data) + batch * o.stride[0] + head * o.stride[1];
   const Elem* do_rows = static_cast<const Elem*>(dout.data) + batch * dout.stride[0] + head * dout.stride[1];
   float* delta_row = static_cast<float*>(delta.data) + batch * delta.stride[0] + head * delta.stride[1];
@@ -92,15 +83,12 @@ __device__ __forceinline__ void attention_bwd_preprocess(const TensorArg& o, con
 }
 
 // dq_accum [B, H, S, kHeadCols] f32 -> dq (Elem): 8 elements a thread a step (two 16-byte loads, one store), the
-// block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store. dq_ready: the block
-// first waits until the main kernel is done with its kv head (dq_ready.cuh).
+// block's 64 rows in 64 * kHeadCols / 8 / 128 steps, all loads issued before the first store.
 template <class Elem, int kHeadCols>
-__device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq,
-                                                          const TensorArg* dq_ready = nullptr) {
+__device__ __forceinline__ void attention_bwd_postprocess(const TensorArg& dq_accum, const TensorArg& dq) {
   static_assert(kHeadCols % 8 == 0, "attention_bwd_postprocess: a width a multiple of 8");
   constexpr int kChunks = kHeadCols / 8, kSteps = (64 * kChunks + 127) / 128;
   const int batch = blockIdx.z, head = blockIdx.y, row0 = blockIdx.x * 64;
-  if (dq_ready != nullptr) dq_ready_wait(*dq_ready, batch, head / static_cast<int>(dq.shape[1] / dq_ready->shape[1]));
   const int rows = min(64, static_cast<int>(dq.shape[2]) - row0);
   const float* src = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
   Elem* dst = static_cast<Elem*>(dq.data) + batch * dq.stride[0] + head * dq.stride[1];

@@ -68,9 +68,7 @@
 // (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
 #pragma once
 #include "flashc/device/backward.cuh"
-#include "flashc/device/dq_ready.cuh"
 #include "flashc/device/emitter_api.cuh"
-#include "flashc/device/grid_dependency.cuh"
 #include "flashc/device/mask.cuh"
 #include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
@@ -375,7 +373,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed, const TensorArg* dq_ready) {
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionBwdWsPlan<Config>;
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
@@ -838,10 +836,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                       k0, dk16);
     }
   }
-  // The dQ hand-off (dq_ready.cuh): each consumer warpgroup arrives once, its dQ added and its dK / dV stored.
-  // (Named barrier 3 + warpgroup: the warpgroup's dQ boxes', whose last use is behind.)
-  if (dq_ready != nullptr)
-    dq_ready_warpgroup_done<P::kDqTma>(*dq_ready, batch, kv_head, 3 + warpgroup, 2 * static_cast<int>(gridDim.x));
 }
 
 }  // namespace detail
@@ -859,13 +853,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv(),
-                                                 const TensorArg* dq_ready = nullptr) {
+                                                 const MaskEnv& score_env = MaskEnv()) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
-  if (dq_ready != nullptr) launch_dependents();  // the postprocess may take the SMs this grid's tail frees
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles(), dq_ready);
+                                               PackedQueryTiles());
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key
@@ -880,26 +872,20 @@ __device__ __forceinline__ void attention_bwd_ws_segments(const TmaDescriptor& t
                                                           const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                           const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                           const TensorArg* mask_blocks, const TensorArg& plan,
-                                                          const MaskEnv& score_env = MaskEnv(),
-                                                          const TensorArg* dq_ready = nullptr) {
+                                                          const MaskEnv& score_env = MaskEnv()) {
   using P = AttentionBwdWsPlan<Config>;
   static_assert(P::kSegments && P::kMaskTable, "ws backward: the segment form is a document modifier's (a table)");
-  if (dq_ready != nullptr) launch_dependents();  // the postprocess may take the SMs this grid's tail frees
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
   const SegmentTile found = SegmentTile::find<P::kBlockN, /*kLongestFirst=*/false, /*kKeyTiles=*/true>(
       plan, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), grid_tile.m_block, grid_tile.head,
       grid_tile.batch);
-  if (!found.valid()) {  // past the last key tile: its arrivals still count for the hand-off
-    if (dq_ready != nullptr && threadIdx.x == 0)
-      dq_ready_arrive(*dq_ready, grid_tile.batch, grid_tile.head, 2, 2 * static_cast<int>(gridDim.x));
-    return;
-  }
+  if (!found.valid()) return;  // past the last key tile
   PackedQueryTiles tile;
   tile.tile = found.tile;
   tile.span = found.span;
   tile.segment = found.segment;
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
-                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile, dq_ready);
+                                               key_offset, tma_dq, mask_env, mask_blocks, score_env, tile);
 }
 
 // Packed variable-length sequences (varlen.cuh): q, k, v, dO [T, H, D] with 3-D maps (box (64, 1, rows)), lse and
@@ -924,7 +910,7 @@ __device__ __forceinline__ void attention_bwd_ws_varlen(const TmaDescriptor& tma
       PackedQueryTiles::find<false, /*kKeyTiles=*/true>(cu_q, cu_k, key_map, P::kBlockN, status);
   if (!packed.valid()) return;  // past the last key tile
   detail::attention_bwd_ws_body<Config, true>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv, 0,
-                                              tma_dq, MaskEnv(), nullptr, MaskEnv(), packed, nullptr);
+                                              tma_dq, MaskEnv(), nullptr, MaskEnv(), packed);
 }
 
 }  // namespace device

@@ -276,16 +276,6 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     at the sequence's positions, else it walks the table (the block-class
     kernel: leaves at once where the plan serves). The tile body is the
     table form's, the same result.
-    dq_handoff = true (the three kernels of the warp-specialised backward:
-    its preprocess, main kernel and postprocess): they share the dQ
-    hand-off's state, [B, Hkv, 2] i32 (the device library's dq_ready.cuh),
-    so that the postprocess converts a head's dQ once the main kernel's
-    blocks of its kv head are done, overlapping the main kernel's tail (it
-    is launched programmatically). The preprocess takes k (for Sk) and the
-    state after its four tensors and clears it, the main kernel takes the
-    state after dv (before the modifiers' tensors) and arrives on it, the
-    postprocess takes it last and waits on it. The tile bodies leave it:
-    it orders GPU blocks, the results are the same.
   }];
   let parameters = (ins
     EnumParameter<Tile_KernelRoleKind>:$role,
@@ -300,8 +290,7 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     DefaultValuedParameter<"bool", "false">:$score_additive,
     DefaultValuedParameter<"bool", "false">:$score_separable,
     DefaultValuedParameter<"bool", "false">:$top_left,
-    DefaultValuedParameter<"bool", "false">:$segments,
-    DefaultValuedParameter<"bool", "false">:$dq_handoff);
+    DefaultValuedParameter<"bool", "false">:$segments);
   let assemblyFormat = "`<` struct(params) `>`";
   // An attention role, head dims, finite scales and window sides in the
   // ranges of TileLimits.h: flash-plan-memory rebuilds kernels from it.
@@ -319,12 +308,6 @@ def Tile_AttentionSpecAttr : AttrDef<Tile_Dialect, "AttentionSpec"> {
     static bool isSegmentMainRole(KernelRole role) {
       return role == KernelRole::AttentionForward || role == KernelRole::AttentionBackward ||
              role == KernelRole::AttentionBackwardTransposed;
-    }
-    /// Is `role` one of the three kernels that share the dQ hand-off (dq_handoff: the atomic-dQ backward's
-    /// preprocess, main kernel and postprocess)?
-    static bool takesDqHandoff(KernelRole role) {
-      return role == KernelRole::AttentionBackward || role == KernelRole::AttentionBackwardTransposed ||
-             role == KernelRole::AttentionBackwardPreprocess || role == KernelRole::AttentionBackwardPostprocess;
     }
   }];
 }
