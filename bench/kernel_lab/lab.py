@@ -126,18 +126,6 @@ VARIANTS = {
     "d128_win1024_bwdws_ends": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                 True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    # A block's end (run 21): its last dQ reductions waited for until read out of shared memory (_exitread) instead
-    # of until completed, against the library's ends in the same grid order (_g4: head groups of 4, the compiler's
-    # hand rule under a mask).
-    **{f"{base}_bwdws_{form}": (d, hq, 1, 0, causal, win, 0.0,
-                                {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1, "FLASHC_BWD_WS_GROUP": grp,
-                                 "FLASHC_BWD_WS_EXIT_ON_READ": int(form.startswith("exitread"))}, True)
-       for base, d, hq, causal, win, grp in (("d128", 128, 16, 0, -1, 1), ("d64", 64, 32, 0, -1, 1),
-                                             ("d128_causal", 128, 16, 1, -1, 4), ("d128_win1024", 128, 16, 1, 1024, 4),
-                                             ("d64_causal", 64, 32, 1, -1, 4))
-       for form in (("ends_g4", "exitread_g4") if grp == 4 else ("ends_g1", "exitread"))},
-    "d128_f16_gqa4_win100_bwdws_exitread": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                         "FLASHC_BWD_WS_EXIT_ON_READ": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -152,10 +140,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws",
-                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends",
-                 *(f"{base}_bwdws_{form}" for base in ("d128", "d64") for form in ("ends_g1", "exitread")),
-                 *(f"{base}_bwdws_{form}" for base in ("d128_causal", "d128_win1024", "d64_causal")
-                   for form in ("ends_g4", "exitread_g4"))]
+                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

@@ -34,14 +34,6 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
-// A block leaves once its last dQ reductions have read shared memory, not once they have completed (the lab's
-// _exitread configurations, run 21).
-#ifndef FLASHC_BWD_WS_EXIT_ON_READ
-#define FLASHC_BWD_WS_EXIT_ON_READ 0
-#endif
-#ifndef FLASHC_BWD_WS_GROUP  // (head, batch) pairs a group of the grid's order (tile_schedule.cuh); 1: launch order
-#define FLASHC_BWD_WS_GROUP 1
-#endif
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -57,8 +49,6 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  static constexpr bool kExitOnRead = FLASHC_BWD_WS_EXIT_ON_READ;
-  static constexpr int kGridHeadGroup = FLASHC_BWD_WS_GROUP;  // the compiler's hand rule: 4 under a mask
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;

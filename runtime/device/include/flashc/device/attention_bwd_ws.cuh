@@ -176,9 +176,6 @@ struct AttentionBwdWsPlan {
   // 128B swizzle) into dq_accum's map: the key split always (+2-8 % over the consumers' red.v4, kernel lab run
   // 15), the role split where the boxes fit beside its tiles (D = 192 / Dv = 128; not D = 256).
   static constexpr bool kDqTma = Config::kDqTma;
-  // A block's end: its last reductions only read out of shared memory (kExitOnRead; a completed grid has completed
-  // them), or completed (the default until kernel lab run 21 has timed the other).
-  static constexpr bool kExitOnRead = ExitOnReadOf<Config>::value;
   static_assert((!kKeySplit || kDqTma) && (!kDqTma || kDqCols == 64),
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
   static constexpr int kDqBoxBytes = 64 * 128;
@@ -718,7 +715,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         reduce_prev_dq(dq);
       }
     }
-    if (wg_thread == 0) tma_wait_group<0, P::kExitOnRead>();  // (kExitOnRead: read out, else done)
+    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
@@ -800,7 +797,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         dq_half(head, q0);
         release(s);
       });
-      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, P::kExitOnRead>();  // (kExitOnRead: read out, else done)
+      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
       convert(dv16, acc_dv);
       store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols),
@@ -832,7 +829,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         dq_half(head, q0);
         release(s);
       });
-      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, P::kExitOnRead>();  // (kExitOnRead: read out, else done)
+      if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
       store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols),

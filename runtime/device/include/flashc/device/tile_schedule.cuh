@@ -52,17 +52,6 @@ struct PingPongOr<Config, kDefault, decltype(void(Config::kPingPong))> {
   static constexpr bool value = Config::kPingPong;
 };
 
-// A Config's kExitOnRead where it has one, else false (the attention backward's blocks wait for their last dQ
-// reductions to complete before they leave: AttentionBwdWsPlan::kExitOnRead).
-template <class Config, class = void>
-struct ExitOnReadOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct ExitOnReadOf<Config, decltype(void(Config::kExitOnRead))> {
-  static constexpr bool value = Config::kExitOnRead;
-};
-
 // Units of the persistent grid over row_blocks x heads x batch tiles (the launch grid's x: min(this, SMs)).
 __host__ __device__ constexpr long long persistent_units(int row_blocks, int heads, int batch) {
   return static_cast<long long>((row_blocks + 1) / 2) * heads * batch;
