@@ -5,7 +5,12 @@ length this prints the median over calls of each kernel's duration and of the ga
 started before the one before it ended, a programmatic launch's overlap), and the span from the preprocess's start to
 the postprocess's end.
 
-    python3 bench/kernel_lab/timeline.py --only d128_win1024_bwdws_ends_g4,d128_win1024_bwdws_ready_g4 --seqlens 16384
+    python3 bench/kernel_lab/timeline.py --only d128_win1024_bwdws_ends,d128_causal_bwdws_ends --seqlens 1024,16384
+
+Limits: the backward must be the lab's three kernels (a preprocess, a main kernel, a postprocess: `flashc_*` entries
+whose names end in _preprocess / _postprocess); the inputs are bf16 [16k / S, Hq, S, D] with the config's Hq and D
+for q, k and v alike (bench.py's simplification: GQA and f16 configurations are not what they say here); builds
+already in --build-dir are reused as they are (delete them after changing a kernel).
 """
 import argparse, os, statistics, sys
 
@@ -18,12 +23,25 @@ from lab import CONFIGS, build_one
 
 
 def kernel_intervals(prof):
-    """(name, start us, end us) of every GPU kernel, in start order."""
+    """(name, start us, end us) of every lab kernel (`flashc_*`) on the GPU, in start order."""
     out = []
     for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0:
+        if (e.device_type == torch.autograd.DeviceType.CUDA and e.name.startswith("flashc_")
+                and e.time_range.elapsed_us() > 0):
             out.append((e.name, e.time_range.start, e.time_range.end))
     return sorted(out, key=lambda t: t[1])
+
+
+def backward_calls(kernels, calls):
+    """The records split into one (preprocess, main, postprocess) triple a call; an error if they are not that."""
+    if len(kernels) != 3 * calls:
+        raise RuntimeError(f"expected {3 * calls} kernels ({calls} backwards of 3), got {len(kernels)}: "
+                           f"{sorted({n for n, _, _ in kernels})}")
+    triples = [kernels[i:i + 3] for i in range(0, len(kernels), 3)]
+    for (pre, _, _), (main, _, _), (post, _, _) in triples:
+        if not (pre.endswith("_preprocess") and post.endswith("_postprocess") and not main.endswith("process")):
+            raise RuntimeError(f"a backward's kernels out of order: {pre}, {main}, {post}")
+    return triples
 
 
 def main():
@@ -65,14 +83,13 @@ def main():
                     kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
                     torch.cuda.synchronize()
             ks = kernel_intervals(prof)
-            for i in range(0, len(ks) - 2, 3):
-                (_, a0, a1), (_, b0, b1), (_, c0, c1) = ks[i:i + 3]
+            for (_, a0, a1), (_, b0, b1), (_, c0, c1) in backward_calls(ks, args.calls):
                 pre.append(a1 - a0), main_.append(b1 - b0), post.append(c1 - c0)
                 gap1.append(b0 - a1), gap2.append(c0 - b1), spans.append(c1 - a0)
-            med = lambda xs: statistics.median(xs) if xs else float("nan")
+            med = statistics.median
             print(f"{name:32} S={S:6} pre {med(pre):7.1f} | gap {med(gap1):6.1f} | main {med(main_):8.1f} | "
                   f"gap {med(gap2):7.1f} | post {med(post):6.1f} | span {med(spans):8.1f} us  ({len(spans)} calls; "
-                  f"kernels {sorted({n for n, _, _ in ks})[:3]})")
+                  f"kernels {', '.join(n for n, _, _ in ks[:3])})")
     return 0
 
 
