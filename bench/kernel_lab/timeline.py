@@ -3,7 +3,8 @@
 The lent machine has no Nsight Systems; torch.profiler reads the same CUPTI activity records. For every config and
 length this prints the median over calls of each kernel's duration and of the gaps between them (negative: the kernel
 started before the one before it ended, a programmatic launch's overlap), and the span from the preprocess's start to
-the postprocess's end.
+the postprocess's end. The configs' calls are interleaved (one of each in turn), so that an A/B is not an order effect
+(session 48: the lab's do_bench, which times configs one after another, read the second 2-5 % slower at 4k-16k).
 
     python3 bench/kernel_lab/timeline.py --only d128_win1024_bwdws_ends,d128_causal_bwdws_ends --seqlens 1024,16384
 
@@ -44,6 +45,21 @@ def backward_calls(kernels, calls):
     return triples
 
 
+def prepare(name, libs, S):
+    """A closure that runs config `name`'s backward once at length S (16k tokens), on inputs made here."""
+    d, hq, group, f16, causal, window, softcap, _, _ = CONFIGS[name]
+    kern = Kernels(libs[("fwd", name)], libs[("bwd", name)])
+    B = 16384 // S
+    q, k, v, do = (torch.randn(B, hq, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    o, dq, dk, dv = (torch.empty_like(q) for _ in range(4))
+    lse = torch.empty(B, hq, S, device="cuda", dtype=torch.float32)
+    delta = torch.empty_like(lse)
+    dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
+    sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
+    kern.forward(q, k, v, o, lse)  # (a real lse for the backward)
+    return lambda: kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", required=True)
@@ -63,33 +79,33 @@ def main():
             libs[(kind, n)] = path
     torch.manual_seed(0)
     for S in (int(s) for s in args.seqlens.split(",")):
-        for name in names:
-            d, hq, group, f16, causal, window, softcap, _, _ = CONFIGS[name]
-            kern = Kernels(libs[("fwd", name)], libs[("bwd", name)])
-            B = 16384 // S
-            q, k, v, do = (torch.randn(B, hq, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-            o, dq, dk, dv = (torch.empty_like(q) for _ in range(4))
-            lse = torch.empty(B, hq, S, device="cuda", dtype=torch.float32)
-            delta = torch.empty_like(lse)
-            dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
-            sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
-            kern.forward(q, k, v, o, lse)
+        runs = [prepare(name, libs, S) for name in names]
+        for run in runs:  # (warm-up)
             for _ in range(3):
-                kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
-            torch.cuda.synchronize()
-            spans, pre, main_, post, gap1, gap2 = [], [], [], [], [], []
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(args.calls):
-                    kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+                run()
+        torch.cuda.synchronize()
+        # Interleaved, one call of each config in turn, so that the machine's drift over the run (its clocks
+        # warming) falls on every config alike.
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.calls):
+                for run in runs:
+                    run()
                     torch.cuda.synchronize()
-            ks = kernel_intervals(prof)
-            for (_, a0, a1), (_, b0, b1), (_, c0, c1) in backward_calls(ks, args.calls):
-                pre.append(a1 - a0), main_.append(b1 - b0), post.append(c1 - c0)
-                gap1.append(b0 - a1), gap2.append(c0 - b1), spans.append(c1 - a0)
+        calls = backward_calls(kernel_intervals(prof), args.calls * len(names))
+        for i, name in enumerate(names):
+            own = calls[i::len(names)]
+            pre = [a1 - a0 for (_, a0, a1), _, _ in own]
+            main_ = [b1 - b0 for _, (_, b0, b1), _ in own]
+            post = [c1 - c0 for _, _, (_, c0, c1) in own]
+            gap1 = [b0 - a1 for (_, _, a1), (_, b0, _), _ in own]
+            gap2 = [c0 - b1 for _, (_, _, b1), (_, c0, _) in own]
+            spans = [c1 - a0 for (_, a0, _), _, (_, _, c1) in own]
             med = statistics.median
             print(f"{name:32} S={S:6} pre {med(pre):7.1f} | gap {med(gap1):6.1f} | main {med(main_):8.1f} | "
                   f"gap {med(gap2):7.1f} | post {med(post):6.1f} | span {med(spans):8.1f} us  ({len(spans)} calls; "
-                  f"kernels {', '.join(n for n, _, _ in ks[:3])})")
+                  f"kernels {', '.join(n for n, _, _ in own[0])})")
+        del runs
+        torch.cuda.empty_cache()
     return 0
 
 
