@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 48, call 5: the attention grid's 12 forward keys through the tuner (item 4 of session 47's prepared list;
-# last tuned in session 38, on the H200), plan .carry/tune48 (220 bundles, made at 46e9eaf, whose compiler
-# carried the hand-off off by default: remake it at HEAD first). Predicted: the entries of sessions 36-38 confirmed (their keys' best points within 2 % of the
+# last tuned in session 38, on the H200), plan .carry/tune48 (220 bundles; remade with HEAD's
+# compiler at the end of session 48). Predicted: the entries of sessions 36-38 confirmed (their keys' best points within 2 % of the
 # table's), no new entry above the 2 % margin: the forward spaces were exhausted in session 38.
 set -u
 R=$OUT; mkdir -p $R
