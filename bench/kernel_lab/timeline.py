@@ -4,7 +4,8 @@ The lent machine has no Nsight Systems; torch.profiler reads the same CUPTI acti
 length this prints the median over calls of each kernel's duration and of the gaps between them (negative: the kernel
 started before the one before it ended, a programmatic launch's overlap), and the span from the preprocess's start to
 the postprocess's end. The configs' calls are interleaved (one of each in turn), so that an A/B is not an order effect
-(session 48: the lab's do_bench, which times configs one after another, read the second 2-5 % slower at 4k-16k).
+(session 48: bench.py's do_bench, then timing configs one after another, read the second 2-5 % slower at 4k-16k;
+bench.py interleaves too since session 49).
 
     python3 bench/kernel_lab/timeline.py --only d128_win1024_bwdws_ends,d128_causal_bwdws_ends --seqlens 1024,16384
 
@@ -20,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from abi import Kernels
+from bench import LabInputs
 from lab import CONFIGS, build_one
 
 
@@ -46,18 +48,8 @@ def backward_calls(kernels, calls):
 
 
 def prepare(name, libs, S):
-    """A closure that runs config `name`'s backward once at length S (16k tokens), on inputs made here."""
-    d, hq, group, f16, causal, window, softcap, _, _ = CONFIGS[name]
-    kern = Kernels(libs[("fwd", name)], libs[("bwd", name)])
-    B = 16384 // S
-    q, k, v, do = (torch.randn(B, hq, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-    o, dq, dk, dv = (torch.empty_like(q) for _ in range(4))
-    lse = torch.empty(B, hq, S, device="cuda", dtype=torch.float32)
-    delta = torch.empty_like(lse)
-    dq_accum = torch.empty(B, hq, S, d, device="cuda", dtype=torch.float32)
-    sem = torch.empty(B, hq, (S + 63) // 64, device="cuda", dtype=torch.int32)
-    kern.forward(q, k, v, o, lse)  # (a real lse for the backward)
-    return lambda: kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+    """A closure that runs config `name`'s backward once at length S (16k tokens), on bench.py's inputs."""
+    return LabInputs(Kernels(libs[("fwd", name)], libs[("bwd", name)]), CONFIGS[name], S).backward
 
 
 def main():
