@@ -595,10 +595,6 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
   }
 }
 
-/// One block of a packed-sequences kernel (#tile.varlen), as varlen.cuh and attention_fwd_ws_varlen do it: the
-/// plan (the offsets checked, the tile map written) or the forward's query tile x of head y (its sequence from the
-/// map; the last tile first under a causal mask). Scores and sums in double (softcap, window from the spec), out
-/// rounded to its element type; rows past the sequence are not written.
 /// One block of a mixture-of-experts kernel (#tile.moe; moe_routing.cuh, gemm_ws.cuh's grouped form): the router and
 /// the expert GEMMs the tile (row block x, column block y) of their output, sums in double rounded where the kernels
 /// store; select and combine tokens 8x ..; the plan all of it; the permutation its grid-stride share of the routed
@@ -946,6 +942,12 @@ LogicalResult TileInterpreter::planSegments(PlanSegmentsOp op) {
   return success();
 }
 
+/// One block of a packed-sequences kernel (#tile.varlen), as varlen.cuh and attention_fwd_ws_varlen do it: the
+/// plan (the offsets checked, the tile map written), the forward's query tile x of head y (its sequence from the
+/// map; the last tile first under a causal mask), or the backward's blocks (delta and dq_accum's zeros for rows
+/// 64x.. of head y; key tile x of kv head y; dQ rounded from dq_accum). Scores and sums in double (softcap, window
+/// from the spec), out rounded to its element type; rows past the sequence are not written; a plan that failed its
+/// checks poisons the backward's outputs.
 LogicalResult TileInterpreter::varlenBlock(VarlenBlockOp block) {
   auto kernel = block->getParentOfType<KernelOp>();
   auto spec = cast<VarlenSpecAttr>(kernel.getSpecAttr());
