@@ -171,8 +171,8 @@ class TableTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def measure(self, times, failing=()):
-        progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
+    def measure(self, times, failing=(), name="p.jsonl"):
+        progress = progress_mod.Progress(os.path.join(self.dir, name))
         device.run(self.plan, progress, FakeMeasurer(times, failing), say=lambda text: None)
         return table_mod.choose(table_mod.results(self.plan, progress.records()))
 
@@ -327,6 +327,54 @@ class TableTest(unittest.TestCase):
         forward = {d["key"]: d for d in decisions}["sm_90a attention_forward bf16 d128 causal"]
         self.assertEqual(forward["point"], "pf1")
         self.assertIn("confirmed 1.075x", forward["reason"])
+
+    def test_several_runs_give_a_key_its_entry_only_where_they_agree(self):
+        forward, backward = "sm_90a attention_forward bf16 d128 causal", "sm_90a attention_backward bf16 d128 causal"
+        this = self.measure({("b_pf1", "forward"): 0.90, ("b_pb1", "backward"): 0.90}, name="a.jsonl")
+        # Another day: the forward's winner is the other point, the backward's the same one.
+        other = self.measure({("b_pf2", "forward"): 0.90, ("b_pb1", "backward"): 0.92}, name="b.jsonl")
+        agreed = {d["key"]: d for d in table_mod.agree(this, [("day 2", {d["key"]: d for d in other})])}
+        self.assertIsNone(agreed[forward]["point"])
+        self.assertIn("hand rule kept: the runs disagree (this run: 1.111x", agreed[forward]["reason"])
+        self.assertIn("day 2: %s -> pf2" % forward, agreed[forward]["reason"])
+        self.assertEqual(agreed[backward]["point"], "pb1")
+        self.assertIn("the same in 1 other run (day 2)", agreed[backward]["reason"])
+        merged = table_mod.merge("", list(agreed.values()), "stamp")
+        self.assertNotIn(forward + " ->", merged)
+        self.assertIn(backward + " -> pb1", merged)
+
+    def test_a_run_that_keeps_the_hand_rule_or_did_not_measure_the_key(self):
+        forward = "sm_90a attention_forward bf16 d128 causal"
+        this = self.measure({("b_pf1", "forward"): 0.90}, name="a.jsonl")
+        level = self.measure({}, name="b.jsonl")  # every point level with the hand rule
+        agreed = {d["key"]: d for d in table_mod.agree(this, [("level", {d["key"]: d for d in level})])}
+        self.assertIsNone(agreed[forward]["point"])
+        self.assertIn("level: the hand rule", agreed[forward]["reason"])
+        # A run that did not measure the key says nothing about it; a key this run keeps by hand rule stays so.
+        unmeasured = table_mod.agree(this, [("elsewhere", {})])
+        self.assertEqual({d["key"]: d["point"] for d in unmeasured}[forward], "pf1")
+        faster_there = self.measure({("b_pf2", "forward"): 0.80}, name="c.jsonl")
+        kept = table_mod.agree(level, [("there", {d["key"]: d for d in faster_there})])
+        self.assertIsNone({d["key"]: d["point"] for d in kept}[forward])
+
+    def test_the_table_command_takes_other_runs(self):
+        import contextlib, io
+        from flashc import tune
+        self.plan.save()
+        self.measure({("b_pf1", "forward"): 0.90}, name="a.jsonl")
+        self.measure({("b_pf2", "forward"): 0.90}, name="b.jsonl")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = tune.main(["table", self.dir, "--progress", os.path.join(self.dir, "a.jsonl"), "--table", "none",
+                            "--also-run", self.dir, os.path.join(self.dir, "b.jsonl")])
+        self.assertEqual(rc, 0)
+        self.assertIn("the runs disagree", out.getvalue())
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["table", self.dir, "--progress", os.path.join(self.dir, "a.jsonl"), "--table", "none",
+                            "--also-run", self.dir, os.path.join(self.dir, "missing.jsonl")])
+        self.assertEqual(rc, 1)
+        self.assertIn("--also-run: no progress file", err.getvalue())
 
     def test_merge_replaces_measured_keys_and_keeps_the_rest(self):
         old = ("# header comment\n"

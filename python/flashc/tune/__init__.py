@@ -2,7 +2,7 @@
 
     python -m flashc.tune plan --out DIR [CONFIG_OR_SET ...]        # here, with the compiler: compile the candidates
     python -m flashc.tune time DIR --progress FILE [--out OUT]      # on the GPU machine: check and time them
-    python -m flashc.tune table DIR --progress FILE [--write]       # here: the tuning table from the measurements
+    python -m flashc.tune table DIR --progress FILE [--also-run DIR2 FILE2] [--write]   # here: the tuning table
     python -m flashc.tune status DIR [--progress FILE]              # what is compiled, measured and left
 
 plan: for each configuration (set names or config texts as flashc.prebuild takes them; default: the set `tune`, the
@@ -12,7 +12,8 @@ machine. time: each bundle checked against float64 once, then its programs timed
 outliers counted) at the configuration's sizes; every finished task is appended to the progress file, so that a run
 stopped by --budget (or killed) resumes from it; at the end OUT gets <arch>.txt (the repository's table with this
 run's entries) and tune-report.md. table: the same from a progress file brought back, written into
-compiler/tuning/<arch>.txt with --write (rebuild flashc to compile it in).
+compiler/tuning/<arch>.txt with --write (rebuild flashc to compile it in); with --also-run, a key's entries only
+where every other run that measured it chose the same.
 Exit status: 0 done; 1 failures (a compile, a check); 2 bad command line; 3 the budget ran out (run again to resume).
 """
 
@@ -58,11 +59,31 @@ def _plan(args):
     return 0
 
 
-def _finish(plan, progress, out, table, margin, max_loss, write):
+def _gpu_of(progress):
+    return next((r.get("gpu") for r in progress.records() if r.get("gpu")), None)
+
+
+def _other_runs(runs, margin, max_loss):
+    """[(label, {key: decision})] of the (plan directory, progress file) pairs of `table --also-run`."""
+    from . import plan as plan_mod, progress as progress_mod, table as table_mod
+    out = []
+    for plan_dir, progress_path in runs or ():
+        if not os.path.exists(progress_path):
+            raise FlashcError("--also-run: no progress file %s" % progress_path)
+        plan, progress = plan_mod.Plan.load(plan_dir), progress_mod.Progress(progress_path)
+        decisions = table_mod.choose(table_mod.results(plan, progress.records()), margin=margin, max_loss=max_loss)
+        label = "%s (%s)" % (progress_path, _gpu_of(progress) or "GPU unknown")
+        out.append((label, {d["key"]: d for d in decisions}))
+    return out
+
+
+def _finish(plan, progress, out, table, margin, max_loss, write, also_runs=None):
     from . import table as table_mod
     found = table_mod.results(plan, progress.records())
     decisions = table_mod.choose(found, margin=margin, max_loss=max_loss)
-    gpu = next((r.get("gpu") for r in progress.records() if r.get("gpu")), None)
+    if also_runs:
+        decisions = table_mod.agree(decisions, _other_runs(also_runs, margin, max_loss))
+    gpu = _gpu_of(progress)
     stamp = table_mod.stamp_of(gpu, os.environ.get("FLASHC_COMMIT"))
     text = ""
     if table and os.path.exists(table):
@@ -140,7 +161,8 @@ def _table(args):
     plan = plan_mod.Plan.load(args.plan)
     progress = progress_mod.Progress(args.progress)
     table = args.table or repository_table(plan.data["arch"])
-    _finish(plan, progress, args.out, table, args.margin, args.max_loss, table if args.write else None)
+    _finish(plan, progress, args.out, table, args.margin, args.max_loss, table if args.write else None,
+            args.also_run)
     if args.write:
         _say("wrote %s (rebuild flashc to compile it in)" % table)
     return 0
@@ -206,6 +228,9 @@ def main(argv=None):
                            help="no GPU: check that every bundle unpacks, opens and has its programs")
         if name == "table":
             q.add_argument("--write", action="store_true", help="write the merged table over --table")
+            q.add_argument("--also-run", nargs=2, action="append", metavar=("PLAN", "PROGRESS"),
+                           help="another run's plan directory and progress file (repeatable): a key gets its "
+                                "entries only where every run that measured it chose the same ones")
     args = parser.parse_args(argv)
     try:
         return {"plan": _plan, "time": _time, "table": _table, "status": _status}[args.command](args)

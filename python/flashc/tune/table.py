@@ -14,6 +14,9 @@ docs/tuning.md): below N the point that wins the lengths up to N by the same bar
 point that wins the longer lengths (else the hand rule), as an entry bounded by key length (`... d64@s<=1024 causal ->
 ...`) and the key's unbounded entry. The split is taken where no point wins outright, or where it gains more over
 the measured lengths (the product of the gains) than the outright winner.
+
+Several runs (`table --also-run PLAN PROGRESS`, e.g. another day's, or another GPU's): each run's decisions are made
+alone, and a key gets its entries only where every run that measured it made the same ones (`agree`).
 """
 
 import datetime
@@ -267,6 +270,36 @@ def entries(decisions):
             yield d
         elif d.get("bounded"):
             yield from d["bounded"]
+
+
+def entry_points(decision):
+    """((table key, point), ...): the entries a decision makes, () where the hand rule stays."""
+    return tuple((e["key"], e["point"]) for e in entries([decision]))
+
+
+def agree(decisions, others):
+    """The decisions with an entry kept only where every other run that measured the key made the same entries (the
+    same point, or the same split by key length with the same points); where one differs, the key keeps the hand rule
+    and the reason names what each run chose. `others`: [(label, {key: decision})], each run's decisions (`choose`,
+    the same margin and max_loss) from its own plan and progress. Agreement decides entries only: a key this run keeps
+    by hand rule stays so whatever the other runs chose. Why (session 49): two runs gave the bf16 D = 64 causal
+    backward an entry 1.03-1.05x ahead, a third on another day found the same point 4 % behind at 16k."""
+    out = []
+    for d in decisions:
+        mine = entry_points(d)
+        theirs = [(label, entry_points(runs[d["key"]])) for label, runs in others if d["key"] in runs]
+        if mine and theirs:
+            differ = [(label, points) for label, points in theirs if points != mine]
+            if differ:
+                said = "; ".join("%s: %s" % (label, ", ".join("%s -> %s" % e for e in points) or "the hand rule")
+                                 for label, points in differ)
+                d = dict(d, point=None, bounded=None,
+                         reason="hand rule kept: the runs disagree (this run: %s; %s)" % (d["reason"], said))
+            else:
+                d = dict(d, reason=d["reason"] + "; the same in %d other run%s (%s)" % (
+                    len(theirs), "" if len(theirs) == 1 else "s", ", ".join(label for label, _ in theirs)))
+        out.append(d)
+    return out
 
 
 def merge(table_text, decisions, stamp):
