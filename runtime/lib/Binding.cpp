@@ -52,8 +52,10 @@ uint64_t TensorMapCache::encodeCalls() const {
 }
 
 int64_t TensorArgument::elementCount() const {
+  for (int i = 0; i < rank; ++i)
+    if (shape[i] <= 0) return 0;  // (first: the other sizes' product may not fit when one is 0)
   int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= shape[i] < 0 ? 0 : shape[i];
+  for (int i = 0; i < rank; ++i) n *= shape[i];  // (setTensor refused products past int64)
   return n;
 }
 
@@ -64,29 +66,28 @@ Status Arguments::setTensor(const std::string &name, void *data, DType dtype, in
                      "argument '" + name + "': rank " + std::to_string(rank) + " is outside 0..4");
   if (rank > 0 && !shape)
     return makeError(ErrorCode::InvalidArgument, "argument '" + name + "': null shape array");
-  // Sizes whose element count or furthest offset overflows 64 bits describe
-  // no real buffer; letting them through would wrap the kernels' addressing.
-  // (Negative sizes and strides are reported with the kernel's names at launch.)
+  // Sizes whose element count or furthest offset, in bytes of the widest element (8), overflows 64 bits describe
+  // no real buffer; letting them through would wrap the kernels' addressing. The product of the sizes is checked
+  // for an empty tensor too: its dense strides multiply the others. (Negative sizes and strides are reported with
+  // the kernel's names at launch.)
   bool empty = false;
   for (int i = 0; i < rank; ++i) empty = empty || shape[i] <= 0;
-  if (!empty) {
-    int64_t count = 1, last = 0;
-    bool overflow = false;
-    for (int i = 0; i < rank && !overflow; ++i) {
-      overflow = __builtin_mul_overflow(count, shape[i], &count);
-      if (strides && strides[i] > 0) {
-        int64_t reach = 0;
-        overflow = overflow || __builtin_mul_overflow(shape[i] - 1, strides[i], &reach) ||
-                   __builtin_add_overflow(last, reach, &last);
-      }
+  int64_t count = 1, last = 0;
+  bool overflow = false;
+  for (int i = 0; i < rank && !overflow; ++i) {
+    overflow = __builtin_mul_overflow(count, std::max<int64_t>(shape[i], 1), &count);
+    if (!empty && strides && strides[i] > 0) {
+      int64_t reach = 0;
+      overflow = overflow || __builtin_mul_overflow(shape[i] - 1, strides[i], &reach) ||
+                 __builtin_add_overflow(last, reach, &last);
     }
-    if (overflow || count > INT64_MAX / 8) {
-      std::string dims;
-      for (int i = 0; i < rank; ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
-      return makeError(ErrorCode::InvalidArgument,
-                       "argument '" + name + "': shape [" + dims + "]" + (strides ? " with its strides" : "") +
-                           " spans more elements than 64-bit byte offsets can address");
-    }
+  }
+  if (overflow || (!empty && (count > INT64_MAX / 8 || last > INT64_MAX / 8))) {
+    std::string dims;
+    for (int i = 0; i < rank; ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+    return makeError(ErrorCode::InvalidArgument,
+                     "argument '" + name + "': shape [" + dims + "]" + (strides ? " with its strides" : "") +
+                         " spans more elements than 64-bit byte offsets can address");
   }
   TensorArgument t;
   t.data = data;
@@ -269,6 +270,13 @@ Status checkLayout(const TensorParam &p, const TensorArgument &a) {
     if (a.stride[i] < 0)
       return bad(arg + ": stride " + std::to_string(i) + " is negative (" + std::to_string(a.stride[i]) + ")");
   if (a.elementCount() == 0) return Status(); // nothing is read or written
+  // An output broadcast along a dim (stride 0, e.g. a torch expand()) would have every element of that dim written
+  // by a different thread into one place: a race, so a wrong result with no error.
+  if (p.direction != Direction::In)
+    for (int i = 0; i < a.rank; ++i)
+      if (a.shape[i] > 1 && a.stride[i] == 0)
+        return bad(arg + ": stride " + std::to_string(i) + " is 0 over " + std::to_string(a.shape[i]) +
+                   " elements; an output must not repeat elements (pass a tensor of its own, not a broadcast view)");
   if (!a.data) return bad(arg + ": null data pointer for a tensor of shape " + shapeText(a));
   int64_t align = p.requiredAlignment();
   auto address = reinterpret_cast<uintptr_t>(a.data);
@@ -291,7 +299,7 @@ Status checkLayout(const TensorParam &p, const TensorArgument &a) {
   if (p.strideMultiple > 1)
     for (int i = 0; i < last; ++i)
       if (a.shape[i] > 1 && a.stride[i] % p.strideMultiple != 0) {
-        const int64_t m = p.strideMultiple, padded = (a.stride[i] / m + 1) * m;
+        const int64_t m = p.strideMultiple, padded = (a.stride[i] / m + 1) * m;  // (strides: below INT64_MAX / 8)
         std::string msg = arg + ": stride " + std::to_string(i) + " is " + std::to_string(a.stride[i]) +
                           ", the kernel needs a multiple of " + std::to_string(m) + " elements (" +
                           std::to_string(m * dtypeSize(a.dtype)) + "-byte aligned rows)";
@@ -568,8 +576,8 @@ Result<KernelLaunch> planKernelLaunch(const KernelSpec &kernel, const Arguments 
     return s.error();
   Binder binder;
   if (Status s = bindAll(kernel, args, binder, {}); !s) return s.error();
+  bindSmCount(binder, limits);  // (before the expressions: a dim may be written over num_sms)
   if (Status s = binder.checkExpressions(); !s) return s.error();
-  bindSmCount(binder, limits);
   return finishKernel(kernel, args, {}, binder, limits);
 }
 
@@ -594,9 +602,10 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
   Binder binder;
   for (const KernelSpec *k : kernels)
     if (Status s = bindAll(*k, args, binder, scratchNames); !s) return s.error();
+  // The same device for every kernel of the program (scratch sizes and the caller's dims may use it).
+  bindSmCount(binder, limits);
   if (Status s = binder.checkExpressions(); !s) return s.error();
 
-  bindSmCount(binder, limits);  // the same device for every kernel of the program (scratch sizes may use it)
   // Pass 2: shapes of the scratch tensors: row-major, rows padded to the
   // stride multiple the kernels ask for (16 bytes for tiled copies), so that a
   // width which is not a multiple of 16 bytes (an FFN hidden width of 1001
@@ -717,6 +726,9 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
     if (!size)
       return bad("shape of '" + param + "': " + (d.isSymbol() ? "symbol " : "") + d.str() +
                  " is not bound by the arguments given so far");
+    if (*size < 0)  // (a launch would refuse these arguments; the caller would otherwise allocate from it)
+      return bad("shape of '" + param + "': " + d.str() + " = " + std::to_string(*size) +
+                 " with the arguments given so far (a size must not be negative)");
     shape.push_back(*size);
   }
   return shape;

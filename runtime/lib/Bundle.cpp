@@ -3,6 +3,7 @@
 #include "flashc/runtime/Runtime.h"
 
 #include "Driver.h"
+#include "FileRead.h"
 #include "flashc/runtime/Arch.h"
 #include "flashc/runtime/BundleBlob.h"
 #include "flashc/runtime/BundleIndex.h"
@@ -31,11 +32,10 @@ const char *runtimeVersion() { return FLASHC_VERSION_STRING; }
 namespace {
 
 Result<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError(ErrorCode::NotFound, "cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string bytes;
+  if (FileRead fault = readRegularFile(path, bytes); fault != FileRead::Ok)
+    return makeError(ErrorCode::NotFound, path + " " + describe(fault));
+  return bytes;
 }
 
 int attribute(const Driver &d, CUdevice dev, CUdevice_attribute a) {
@@ -285,6 +285,45 @@ Bundle::~Bundle() {
 
 namespace {
 
+/// What a program shows its callers, item by item: each parameter it takes from them (tensors: dtype, rank,
+/// direction; scalars: type), in launch order, its scratch left out, then its meta lines.
+std::vector<std::string> programSignature(const Manifest &m, const ProgramSpec &p) {
+  std::set<std::string> scratch;
+  for (const auto &s : p.scratch) scratch.insert(s.name);
+  std::map<std::string, size_t> at;  // a tensor's item (several kernels may take it; in then out: inout)
+  std::map<std::string, Direction> direction;
+  std::vector<std::string> items, names;
+  auto describeTensor = [](const TensorParam &t, Direction d) {
+    return std::string("tensor '") + t.name + "' " + dtypeName(t.dtype) + " rank " + std::to_string(t.dims.size()) +
+           " " + directionName(d);
+  };
+  for (const auto &kn : p.kernels) {
+    const KernelSpec *k = m.findKernel(kn);
+    if (!k) continue;  // (validateProgram refused it)
+    for (const auto &t : k->tensors) {
+      if (scratch.count(t.name)) continue;
+      auto it = at.find(t.name);
+      if (it == at.end()) {
+        at[t.name] = items.size();
+        direction[t.name] = t.direction;
+        items.push_back(describeTensor(t, t.direction));
+      } else if (direction[t.name] == Direction::In && t.direction != Direction::In) {
+        direction[t.name] = Direction::InOut;
+        items[it->second] = describeTensor(t, Direction::InOut);
+      }
+    }
+  }
+  for (const auto &kn : p.kernels)
+    if (const KernelSpec *k = m.findKernel(kn))
+      for (const auto &sc : k->scalars)
+        if (!at.count(sc.name) && !scratch.count(sc.name)) {
+          at[sc.name] = items.size();
+          items.push_back(std::string("scalar '") + sc.name + "' " + scalarTypeName(sc.type));
+        }
+  for (const auto &[key, value] : p.meta) items.push_back("meta " + key + " " + value);
+  return items;
+}
+
 /// Reads the version-1 bundle at `prefix` of `files` (a whole single-arch
 /// bundle, or one variant of a multi-arch bundle): manifest, source, and the
 /// cubins checked.
@@ -342,13 +381,25 @@ Result<std::vector<Variant>> loadVariants(const BundleFileSource &files, const s
     v->directory = ref.directory;
     variants.push_back(std::move(*v));
   }
-  // Users name programs, not variants: each must offer the same ones.
+  // Users name programs, not variants: each must offer the same ones, taking the same parameters (what callers
+  // bind and what param_info reports come from the first variant) and saying the same of themselves (meta).
   const Variant &first = variants.front();
   for (const Variant &v : variants) {
-    for (const auto &p : first.manifest.programs)
-      if (!v.manifest.findProgram(p.name))
+    for (const auto &p : first.manifest.programs) {
+      const ProgramSpec *other = v.manifest.findProgram(p.name);
+      if (!other)
         return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + v.arch + " has no program '" +
                                                        p.name + "' (variant " + first.arch + " has it)");
+      std::vector<std::string> a = programSignature(first.manifest, p), b = programSignature(v.manifest, *other);
+      if (a != b) {
+        size_t i = 0;
+        while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+        auto item = [](const std::vector<std::string> &sig, size_t at) { return at < sig.size() ? sig[at] : "nothing"; };
+        return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": program '" + p.name + "' differs between "
+                                                       "variants: " + first.arch + " has " + item(a, i) + " where " +
+                                                       v.arch + " has " + item(b, i));
+      }
+    }
     for (const auto &p : v.manifest.programs)
       if (!first.manifest.findProgram(p.name))
         return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": variant " + first.arch + " has no program '" +
@@ -360,6 +411,8 @@ Result<std::vector<Variant>> loadVariants(const BundleFileSource &files, const s
 /// The one loader behind open() and openMemory(): the manifest (or index),
 /// then every variant, validated the same way whatever the files' origin.
 Result<std::vector<Variant>> loadBundle(const BundleFileSource &files) {
+  if (files.kind("manifest.flashc") == BundleFileSource::Kind::Other)
+    return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + ": manifest.flashc is not a regular file");
   auto text = files.read("manifest.flashc");
   if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + " has no manifest.flashc");
   if (bundleFormatVersion(*text) == kBundleIndexVersion) return loadVariants(files, *text);

@@ -3,7 +3,7 @@
 #include "flashc/runtime/Runtime.h"
 
 #include <cstring>
-#include <deque>
+#include <set>
 #include <mutex>
 
 using namespace flashc::rt;
@@ -15,7 +15,7 @@ static_assert(offsetof(flashc_tensor_arg, shape) == 8 && offsetof(flashc_tensor_
 struct flashc_bundle_s {
   std::shared_ptr<Bundle> bundle;
   std::mutex stringsMutex;
-  std::deque<std::string> strings; // storage for returned dim texts (stable addresses)
+  std::set<std::string> strings; // returned dim texts, each stored once (a set's nodes keep their addresses)
 };
 struct flashc_args_s {
   Arguments args;
@@ -186,8 +186,7 @@ flashc_status flashc_bundle_param_info(flashc_bundle bundle, const char *name, s
     info->rank = int(p.tensor->dims.size());
     std::lock_guard<std::mutex> lock(bundle->stringsMutex);
     for (int i = 0; i < info->rank; ++i) {
-      bundle->strings.push_back(p.tensor->dims[i].str());
-      info->dims[i] = bundle->strings.back().c_str();
+      info->dims[i] = bundle->strings.insert(p.tensor->dims[i].str()).first->c_str();
     }
   } else {
     info->name = p.scalar->name.c_str();

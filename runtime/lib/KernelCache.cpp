@@ -1,5 +1,7 @@
 // Disk + memory cache of NVRTC output.
 #include "flashc/runtime/KernelCache.h"
+
+#include "FileRead.h"
 #include "flashc/runtime/Hash.h"
 
 #include <algorithm>
@@ -83,15 +85,16 @@ std::string KernelCache::entryPath(const std::string &key) const { return dir_ +
 
 KernelCache::Lookup KernelCache::load(const std::string &key, std::vector<char> &out, std::string *why) const {
   std::string path = entryPath(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Lookup::Miss;
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  FileRead read = readRegularFile(path, bytes);
+  if (read == FileRead::Missing) return Lookup::Miss;
   auto corrupt = [&](const std::string &what) {
     if (why) *why = "cache entry " + path + " is corrupt (" + what + "); rebuilding";
     std::error_code ec;
-    fs::remove(path, ec);
+    fs::remove(path, ec); // (a file, a FIFO or an empty directory; a directory with files stays, and is refused again)
     return Lookup::Corrupt;
   };
+  if (read != FileRead::Ok) return corrupt(describe(read));
   if (bytes.size() < sizeof(EntryHeader)) return corrupt("shorter than its header");
   EntryHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);

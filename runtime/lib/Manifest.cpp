@@ -388,6 +388,9 @@ Status validateManifest(const Manifest &m) {
                                                    "bundle index)"
                                                  : unsupportedVersion(m.formatVersion));
   if (m.source.empty()) return invalid(0, "no 'source'");
+  // A plain name, as a cubin's: the source is read from the bundle, never from a path leading out of it.
+  if (m.source.find('/') != std::string::npos || m.source == "." || m.source == "..")
+    return invalid(0, "source '" + m.source + "' must be a plain file name in the bundle");
   if (m.archs.empty()) return invalid(0, "no 'arch' line (architectures the source targets)");
   for (const auto &a : m.archs)
     if (!parseArch(a)) return invalid(0, "bad architecture '" + a + "' (expected e.g. sm_80, sm_90a)");

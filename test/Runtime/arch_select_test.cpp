@@ -196,6 +196,23 @@ void testBrokenMultiArch(const fs::path &tmp) {
   std::ofstream(programs / "sm_90a" / "manifest.flashc") << text;
   checkError(Bundle::open(programs.string()), "variant sm_90a has no program 'add' (variant sm_80 has it)",
              "variants with different programs");
+
+  // Callers bind (and param_info reports) the first variant's parameters: a variant taking others is refused.
+  auto variantWith = [&](const char *name, const std::string &from, const std::string &to) {
+    fs::path dir = copy(name);
+    std::string sub = readFileForTest((dir / "sm_90a" / "manifest.flashc").string());
+    sub.replace(sub.find(from), from.size(), to);
+    std::ofstream(dir / "sm_90a" / "manifest.flashc", std::ios::trunc) << sub;
+    return dir.string();
+  };
+  checkError(Bundle::open(variantWith("other-dtype", "tensor c f32 out [N]", "tensor c bf16 out [N]")),
+             "program 'add' differs between variants: sm_80 has tensor 'c' f32 rank 1 out where sm_90a has tensor "
+             "'c' bf16 rank 1 out",
+             "variants whose program's output has another dtype");
+  checkError(Bundle::open(variantWith("extra-scalar", "  grid cdiv(N, 128), 1, 1", "  scalar alpha f32\n  grid cdiv(N, 128), 1, 1")),
+             "sm_80 has nothing where sm_90a has scalar 'alpha' f32", "a variant whose program takes one more scalar");
+  checkError(Bundle::open(variantWith("other-meta", "program add\n", "program add\n  meta op sum\n")),
+             "program 'add' differs between variants", "variants whose programs say different things of themselves");
 }
 
 } // namespace

@@ -420,8 +420,62 @@ void testIndex32() {
              "a modifier's tensor past 2^31 elements is refused");
 }
 
+// Arguments that describe no real buffer, or that a kernel cannot write correctly, are refused before anything is
+// launched: no signed overflow on the way (UBSan found three), no silent race.
+void testRobustArguments(const Manifest &m) {
+  const int64_t big = int64_t(1) << 40;
+  Arguments a;
+  int64_t emptyHuge[3] = {0, big, big};
+  checkError(a.setTensor("x", nullptr, DType::F32, 3, emptyHuge), "spans more elements than 64-bit byte offsets can address",
+             "an empty tensor whose other sizes multiply past 64 bits (its dense strides would overflow)");
+  int64_t hugeEmpty[3] = {big, big, 0}, ones[3] = {1, 1, 1};
+  checkError(a.setTensor("x", nullptr, DType::F32, 3, hugeEmpty, ones), "spans more elements",
+             "the same with strides given (its element count overflowed)");
+  int64_t small[2] = {3, 4}, farApart[2] = {int64_t(1) << 61, 1};
+  checkError(a.setTensor("x", fakePointer(0x100000), DType::F32, 2, small, farApart), "spans more elements",
+             "rows 2^61 elements apart: the furthest byte is past 2^63 although the element offset fits");
+
+  // An output broadcast along a dim (a torch expand()) would be written by many threads into one place.
+  const KernelSpec &k = *m.findKernel("row_scale");
+  Arguments broadcast = rowScaleArgs(3, 300, 320);
+  int64_t shape[2] = {3, 300}, repeated[2] = {0, 1};
+  (void)broadcast.setTensor("y", fakePointer(0x300000), DType::BF16, 2, shape, repeated);
+  checkError(planKernelLaunch(k, broadcast), "argument 'y': stride 0 is 0 over 3 elements; an output must not repeat",
+             "an output with stride 0 over 3 rows is refused");
+  Arguments oneRow = rowScaleArgs(1, 300, 320);
+  int64_t oneRowShape[2] = {1, 300};
+  (void)oneRow.setTensor("y", fakePointer(0x300000), DType::BF16, 2, oneRowShape, repeated);
+  checkOk(planKernelLaunch(k, oneRow), "stride 0 over a dim of size 1 is no repetition");
+
+  // A caller's dim written over num_sms: bound before the expressions are checked (it failed every launch).
+  auto sms = parseManifest("flashc-bundle 1\nsource kernels.cu\narch sm_90a\nkernel partial\n entry e\n"
+                           " tensor x f32 in [N, 64]\n tensor parts f32 out [min(N, num_sms), 64]\n"
+                           " grid min(N, num_sms), 1, 1\n block 128, 1, 1\nend\n");
+  if (checkOk(sms, "a caller's dim over num_sms parses")) {
+    DeviceLimits h200;
+    h200.multiprocessors = 132;
+    Arguments p;
+    int64_t xs[2] = {1000, 64}, parts[2] = {132, 64};
+    (void)p.setTensor("x", fakePointer(0x100000), DType::F32, 2, xs);
+    (void)p.setTensor("parts", fakePointer(0x200000), DType::F32, 2, parts);
+    checkOk(planKernelLaunch(*sms->findKernel("partial"), p, h200), "parts [min(1000, num_sms = 132), 64] plans");
+  }
+
+  // A shape the caller asks for before allocating: never a negative size reported as a success.
+  auto neg = parseManifest("flashc-bundle 1\nsource kernels.cu\narch sm_90a\nkernel k\n entry e\n"
+                           " tensor x f32 in [N]\n tensor y f32 out [N - 64]\n grid 1, 1, 1\n block 1, 1, 1\nend\n");
+  if (checkOk(neg, "a manifest with an N - 64 dim parses")) {
+    Arguments p;
+    int64_t ten[1] = {10};
+    (void)p.setTensor("x", fakePointer(0x100000), DType::F32, 1, ten);
+    checkError(resolveParamShape(*neg, "k", "y", p), "shape of 'y': N - 64 = -54 with the arguments given so far",
+               "a negative size is an error, naming the expression");
+  }
+}
+
 int main() {
   Manifest m = loadBasicManifest();
+  testRobustArguments(m);
   testIndex32();
   testExpressionDims();
   testPaddedRows();

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,6 +140,16 @@ void testEntries(const fs::path &tmp) {
   fs::copy_file(path, cache.entryPath(std::string(32, 'c')));
   check(cache.load(std::string(32, 'c'), got, &why) == KernelCache::Lookup::Corrupt && contains(why, "key mismatch"),
         "an entry under the wrong name is detected (key mismatch)", why);
+  // Not a file at all: an error the caller rebuilds from, never a thrown exception (it aborted the process) or a
+  // read that never returns (a FIFO).
+  std::string dirKey(32, 'd'), fifoKey(32, 'f');
+  fs::create_directories(cache.entryPath(dirKey) + "/inside");
+  check(cache.load(dirKey, got, &why) == KernelCache::Lookup::Corrupt && contains(why, "is not a regular file"),
+        "a directory in an entry's place is corrupt, not a crash", why);
+  check(mkfifo(cache.entryPath(fifoKey).c_str(), 0600) == 0, "make a FIFO in an entry's place");
+  check(cache.load(fifoKey, got, &why) == KernelCache::Lookup::Corrupt && contains(why, "is not a regular file"),
+        "a FIFO in an entry's place is corrupt, not a hang", why);
+  check(!fs::exists(cache.entryPath(fifoKey)), "the FIFO is removed");
   KernelCache unwritable("/proc/flashc-cannot-exist");
   checkError(unwritable.store(key, payload), "cannot create cache directory", "an unwritable cache dir is an error, not a crash");
 }

@@ -59,6 +59,14 @@ int main(void) {
   check(flashc_bundle_param_info(bundle, "row_scale", 0, &info) == FLASHC_OK && strcmp(info.name, "x") == 0 && info.is_tensor &&
             info.dtype == FLASHC_BF16 && info.rank == 2 && strcmp(info.dims[0], "M") == 0 && strcmp(info.dims[1], "N") == 0,
         "param info of row_scale.x: bf16 [M, N]");
+  {
+    /* Asked again and again (a binding's loop): the same stored dim texts, no new storage each call. */
+    const char *first = info.dims[0];
+    int same = 1;
+    for (int i = 0; i < 1000; ++i)
+      same = same && flashc_bundle_param_info(bundle, "row_scale", 0, &info) == FLASHC_OK && info.dims[0] == first;
+    check(same, "param info returns the same dim text each call (nothing kept per call)");
+  }
   check(flashc_bundle_param_info(bundle, "row_scale", 3, &info) == FLASHC_OK && !info.is_tensor &&
             info.dtype == FLASHC_SCALAR_F32 && strcmp(info.name, "alpha") == 0,
         "param info of row_scale.alpha: scalar f32");

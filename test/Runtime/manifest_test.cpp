@@ -225,6 +225,14 @@ void testMalformed() {
        }() + ", 1, 1\n"),
        "expression nested too deeply (more than 200 levels)", "a 100000-term sum (the evaluator recursed per term)"},
       {std::string("flashc-bundle 1\nsource kernels.cu\n"), "no 'arch' line", "no arch"},
+      // The source is read from the bundle: a path out of it (or into a directory of it) is refused at open, as
+      // flashc-pack refuses it.
+      {std::string("flashc-bundle 1\nsource ../outside/evil.cu\narch sm_90a\n"),
+       "source '../outside/evil.cu' must be a plain file name in the bundle", "a source path leading out"},
+      {std::string("flashc-bundle 1\nsource /etc/hostname\narch sm_90a\n"),
+       "source '/etc/hostname' must be a plain file name in the bundle", "an absolute source path"},
+      {std::string("flashc-bundle 1\nsource ..\narch sm_90a\n"), "source '..' must be a plain file name",
+       "a source named '..'"},
       {std::string(kHeader), "declares no kernels", "no kernels"},
   };
   for (const auto &c : cases) checkError(parseManifest(c.text), c.expected, "malformed: " + c.what);
