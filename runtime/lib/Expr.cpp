@@ -47,8 +47,9 @@ void print(const Expr::Node &n, std::string &out) {
   case Expr::Node::Unary: {
     out += n.name;
     const auto &x = *n.operands[0];
-    bool paren = nodePrecedence(x) < kUnaryPrecedence || x.kind == Expr::Node::Unary ||
-                 (x.kind == Expr::Node::Literal && x.value < 0);
+    // A unary operand prints bare (`--N`, `!-N`): parentheses would add parse depth at every level, and an
+    // expression that parsed could then print into one that is refused as nested too deeply.
+    bool paren = nodePrecedence(x) < kUnaryPrecedence || (x.kind == Expr::Node::Literal && x.value < 0);
     if (paren) out += '(';
     print(x, out);
     if (paren) out += ')';

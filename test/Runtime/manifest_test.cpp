@@ -419,6 +419,15 @@ void testExpressions() {
     auto e = Expr::parse(text);
     check(e.ok() && e->str() == text, "canonical print of '" + text + "'", e.ok() ? e->str() : e.message());
   }
+  // A chain of unary operators prints bare: parenthesised, 150 minuses that parsed printed into text refused as
+  // nested too deeply, which broke the round trip `requires` lines rely on.
+  std::string minuses = std::string(150, '-') + "N";
+  auto chain = Expr::parse(minuses, true);
+  auto again = chain ? Expr::parse(chain->str(), true) : chain;
+  check(chain.ok() && chain->str() == minuses && again.ok() && *again == *chain,
+        "150 unary minuses print as they are written and parse back", chain.ok() ? chain->str().substr(0, 40) : "");
+  auto mixed = Expr::parse("!-(a + b)", true);
+  check(mixed.ok() && mixed->str() == "!-(a + b)", "'!-(a + b)' prints as written", mixed.ok() ? mixed->str() : "");
   auto noisy = Expr::parse("((a))+(b*c)");
   check(noisy.ok() && noisy->str() == "a + b * c", "redundant parentheses dropped: " + (noisy ? noisy->str() : ""));
 }

@@ -81,8 +81,9 @@ Options parseOptions(int argc, char **argv) {
       if (i + 1 >= argc)
         usage(("missing value after " + a).c_str());
       char *end = nullptr;
+      errno = 0;
       long long v = std::strtoll(argv[++i], &end, 10);
-      if (!end || *end || v < 0)
+      if (!end || *end || !*argv[i] || errno == ERANGE || v < 0)  // (ERANGE: strtoll clamped it to LLONG_MAX)
         usage(("bad value for " + a + ": '" + argv[i] + "'").c_str());
       dst = v;
     };
