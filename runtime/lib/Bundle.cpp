@@ -1008,7 +1008,10 @@ Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream str
     if (slot->host[0] != 0) {
       oldest = verdictError(slot->host, slot->statusName, slot->rows);
       Error e = oldest.error();
-      e.message = "an earlier launch of program '" + slot->program + "': " + e.message;
+      // (Read because 64 checks were in flight: this launch's kernels are already enqueued, unlike a launch that
+      // collectVerdicts stops; the caller must not take it as not made and launch it again.)
+      e.message = "an earlier launch of program '" + slot->program + "': " + e.message +
+                  " (64 checks were pending; this launch was made, and its own check is pending)";
       oldest = e;
     }
   }
