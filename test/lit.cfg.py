@@ -23,4 +23,5 @@ llvm_config.use_default_substitutions()
 # only after a pipe); Debian keeps it in the LLVM tools directory.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.flashc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["flash-opt", "flashc", "flashc-run", "flash-eval", "flash-run-tile"], tool_dirs)
+llvm_config.add_tool_substitutions(["flash-opt", "flashc", "flashc-run", "flashc-pack", "flash-eval", "flash-run-tile"],
+                                   tool_dirs)

@@ -350,9 +350,15 @@ class TableTest(unittest.TestCase):
         agreed = {d["key"]: d for d in table_mod.agree(this, [("level", {d["key"]: d for d in level})])}
         self.assertIsNone(agreed[forward]["point"])
         self.assertIn("level: the hand rule", agreed[forward]["reason"])
-        # A run that did not measure the key says nothing about it; a key this run keeps by hand rule stays so.
+        # A run that did not measure the key says nothing about it (absent, or in its plan but never timed: a run
+        # stopped by its budget); a key this run keeps by hand rule stays so.
         unmeasured = table_mod.agree(this, [("elsewhere", {})])
         self.assertEqual({d["key"]: d["point"] for d in unmeasured}[forward], "pf1")
+        untimed = table_mod.choose(table_mod.results(self.plan, []))
+        self.assertIn("not checked and timed", {d["key"]: d for d in untimed}[forward]["reason"])
+        stopped = table_mod.agree(this, [("stopped", {d["key"]: d for d in untimed})])
+        self.assertEqual({d["key"]: d["point"] for d in stopped}[forward], "pf1")
+        self.assertNotIn("other run", {d["key"]: d for d in stopped}[forward]["reason"])
         faster_there = self.measure({("b_pf2", "forward"): 0.80}, name="c.jsonl")
         kept = table_mod.agree(level, [("there", {d["key"]: d for d in faster_there})])
         self.assertIsNone({d["key"]: d["point"] for d in kept}[forward])
@@ -375,6 +381,17 @@ class TableTest(unittest.TestCase):
                             "--also-run", self.dir, os.path.join(self.dir, "missing.jsonl")])
         self.assertEqual(rc, 1)
         self.assertIn("--also-run: no progress file", err.getvalue())
+        other = os.path.join(self.dir, "sm80")
+        os.makedirs(other)
+        sm80 = synthetic_plan(other)
+        sm80.data["arch"] = "sm_80"
+        sm80.save()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["table", self.dir, "--progress", os.path.join(self.dir, "a.jsonl"), "--table", "none",
+                            "--also-run", other, os.path.join(self.dir, "b.jsonl")])
+        self.assertEqual(rc, 1)
+        self.assertIn("is for sm_80, this run's for sm_90a", err.getvalue())
 
     def test_merge_replaces_measured_keys_and_keeps_the_rest(self):
         old = ("# header comment\n"

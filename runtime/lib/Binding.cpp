@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -723,6 +724,11 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
   std::vector<int64_t> shape;
   for (const auto &d : target->dims) {
     auto size = d.evaluate(binder.values);
+    std::set<std::string> used;
+    if (d.isExpression()) d.expr.collectSymbols(used);
+    if (!size && used.count(kSymbolSmCount))  // (a launch binds it from its device; a shape query has none)
+      return bad("shape of '" + param + "': " + d.str() + " depends on " + kSymbolSmCount +
+                 ", the device's multiprocessor count, which a shape query does not know");
     if (!size)
       return bad("shape of '" + param + "': " + (d.isSymbol() ? "symbol " : "") + d.str() +
                  " is not bound by the arguments given so far");

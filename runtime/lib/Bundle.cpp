@@ -341,7 +341,8 @@ Result<Variant> loadVariant(const BundleFileSource &files, const std::string &pr
     return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source +
                                                    (kind == BundleFileSource::Kind::Other ? " is not a file" : " is missing"));
   auto source = files.read(prefix + v.manifest.source);
-  if (!source) return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source + " is missing");
+  if (!source)  // (there, but unreadable: permissions, an I/O error)
+    return makeError(ErrorCode::InvalidBundle, "bundle " + dir + ": source " + v.manifest.source + ": " + source.message());
   v.source = std::move(*source);
   for (const auto &c : v.manifest.cubins) {
     if (files.kind(prefix + c.file) != BundleFileSource::Kind::File)
@@ -414,7 +415,10 @@ Result<std::vector<Variant>> loadBundle(const BundleFileSource &files) {
   if (files.kind("manifest.flashc") == BundleFileSource::Kind::Other)
     return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + ": manifest.flashc is not a regular file");
   auto text = files.read("manifest.flashc");
-  if (!text) return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + " has no manifest.flashc");
+  if (!text)
+    return makeError(ErrorCode::InvalidBundle, files.kind("manifest.flashc") == BundleFileSource::Kind::Missing
+                                                   ? "bundle " + files.root() + " has no manifest.flashc"
+                                                   : "bundle " + files.root() + ": " + text.message());
   if (bundleFormatVersion(*text) == kBundleIndexVersion) return loadVariants(files, *text);
   auto variant = loadVariant(files, "", *text);
   if (!variant) return variant.error();
@@ -1008,10 +1012,11 @@ Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream str
     if (slot->host[0] != 0) {
       oldest = verdictError(slot->host, slot->statusName, slot->rows);
       Error e = oldest.error();
-      // (Read because 64 checks were in flight: this launch's kernels are already enqueued, unlike a launch that
+      // (Read because the slots were full: this launch's kernels are already enqueued, unlike a launch that
       // collectVerdicts stops; the caller must not take it as not made and launch it again.)
       e.message = "an earlier launch of program '" + slot->program + "': " + e.message +
-                  " (64 checks were pending; this launch was made, and its own check is pending)";
+                  " (read to free a slot of the deferred checks; this launch was made, and its own checks are "
+                  "pending)";
       oldest = e;
     }
   }
@@ -1148,6 +1153,9 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
       verdicts.insert(it->second.substr(start, comma - start));
       start = comma + 1;
     }
+  // A deferred check may read an older launch's verdict to free its slot; that error is reported once every check
+  // of this launch is queued, so that the message's "its own check is pending" holds for all of them.
+  Status earlier;
   if (status && !verdicts.empty())
     for (size_t i = 0; status && i < plan->scratch.size(); ++i)
       if (verdicts.count(plan->scratch[i].name) && plan->scratch[i].bytes >= 16) {
@@ -1165,10 +1173,14 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
         CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
         if (defer && drv.cuStreamIsCapturing(cuStream, &capture) == CUDA_SUCCESS &&
             capture == CU_STREAM_CAPTURE_STATUS_NONE)
-          status = impl_->deferVerdict(drv, ptr, cuStream, args, name, plan->scratch[i].name);
-        else
+        {
+          Status deferred = impl_->deferVerdict(drv, ptr, cuStream, args, name, plan->scratch[i].name);
+          if (!deferred && earlier.ok()) earlier = deferred;
+        } else {
           status = checkDeviceStatus(drv, ptr, cuStream, args, plan->scratch[i].name);
+        }
       }
+  if (status && !earlier.ok()) status = earlier;
   for (CUdeviceptr ptr : allocations) drv.cuMemFreeAsync(ptr, cuStream); // stream-ordered after the kernels
   if (!status) {
     Error e = status.error();

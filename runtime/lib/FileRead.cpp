@@ -2,6 +2,7 @@
 #include "FileRead.h"
 
 #include <cerrno>
+#include <exception>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,19 +20,24 @@ FileRead readRegularFile(const std::string &path, std::string &out) {
   } else if (!S_ISREG(st.st_mode)) {
     result = FileRead::NotRegular;
   } else {
-    out.reserve(size_t(st.st_size));
-    char buffer[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd, buffer, sizeof buffer);
-      if (n > 0) {
-        out.append(buffer, size_t(n));
-      } else if (n == 0) {
-        break;
-      } else if (errno != EINTR) {
-        result = FileRead::Unreadable;
-        out.clear();
-        break;
+    try {  // (a file too large for memory: unreadable, not a bad_alloc through a C caller)
+      out.reserve(size_t(st.st_size));
+      char buffer[1 << 16];
+      for (;;) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n > 0) {
+          out.append(buffer, size_t(n));
+        } else if (n == 0) {
+          break;
+        } else if (errno != EINTR) {
+          result = FileRead::Unreadable;
+          out.clear();
+          break;
+        }
       }
+    } catch (const std::exception &) {
+      result = FileRead::Unreadable;
+      out = std::string();
     }
   }
   ::close(fd);

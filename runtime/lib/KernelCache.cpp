@@ -87,7 +87,8 @@ KernelCache::Lookup KernelCache::load(const std::string &key, std::vector<char> 
   std::string path = entryPath(key);
   std::string bytes;
   FileRead read = readRegularFile(path, bytes);
-  if (read == FileRead::Missing) return Lookup::Miss;
+  // (Unreadable, e.g. out of descriptors or permissions: a miss, the entry kept; a compile takes its place.)
+  if (read == FileRead::Missing || read == FileRead::Unreadable) return Lookup::Miss;
   auto corrupt = [&](const std::string &what) {
     if (why) *why = "cache entry " + path + " is corrupt (" + what + "); rebuilding";
     std::error_code ec;

@@ -388,7 +388,8 @@ Status validateManifest(const Manifest &m) {
                                                    "bundle index)"
                                                  : unsupportedVersion(m.formatVersion));
   if (m.source.empty()) return invalid(0, "no 'source'");
-  // A plain name, as a cubin's: the source is read from the bundle, never from a path leading out of it.
+  // A plain name, as a cubin's: the source is read from the bundle's directory, never through a path that leads
+  // out of it (a link placed in the bundle is the bundle author's choice).
   if (m.source.find('/') != std::string::npos || m.source == "." || m.source == "..")
     return invalid(0, "source '" + m.source + "' must be a plain file name in the bundle");
   if (m.archs.empty()) return invalid(0, "no 'arch' line (architectures the source targets)");

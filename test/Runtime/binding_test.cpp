@@ -459,6 +459,9 @@ void testRobustArguments(const Manifest &m) {
     (void)p.setTensor("x", fakePointer(0x100000), DType::F32, 2, xs);
     (void)p.setTensor("parts", fakePointer(0x200000), DType::F32, 2, parts);
     checkOk(planKernelLaunch(*sms->findKernel("partial"), p, h200), "parts [min(1000, num_sms = 132), 64] plans");
+    checkError(resolveParamShape(*sms, "partial", "parts", p),
+               "shape of 'parts': min(N, num_sms) depends on num_sms, the device's multiprocessor count",
+               "a shape query over num_sms says why it cannot answer");
   }
 
   // A shape the caller asks for before allocating: never a negative size reported as a success.

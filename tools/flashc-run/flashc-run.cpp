@@ -96,7 +96,7 @@ Options parseOptions(int argc, char **argv) {
       char *end = nullptr;
       errno = 0;
       long long v = std::strtoll(argv[++i], &end, 10);
-      if (!end || *end || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+      if (!end || *end || !*argv[i] || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
         usage((std::string("bad value for --key-offset (an int32): '") + argv[i] + "'").c_str());
       o.keyOffset = v;
     }

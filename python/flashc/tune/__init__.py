@@ -63,7 +63,7 @@ def _gpu_of(progress):
     return next((r.get("gpu") for r in progress.records() if r.get("gpu")), None)
 
 
-def _other_runs(runs, margin, max_loss):
+def _other_runs(runs, arch, margin, max_loss):
     """[(label, {key: decision})] of the (plan directory, progress file) pairs of `table --also-run`."""
     from . import plan as plan_mod, progress as progress_mod, table as table_mod
     out = []
@@ -71,6 +71,8 @@ def _other_runs(runs, margin, max_loss):
         if not os.path.exists(progress_path):
             raise FlashcError("--also-run: no progress file %s" % progress_path)
         plan, progress = plan_mod.Plan.load(plan_dir), progress_mod.Progress(progress_path)
+        if plan.data["arch"] != arch:  # (its keys would match none of this run's: a silent no-op)
+            raise FlashcError("--also-run: plan %s is for %s, this run's for %s" % (plan_dir, plan.data["arch"], arch))
         decisions = table_mod.choose(table_mod.results(plan, progress.records()), margin=margin, max_loss=max_loss)
         label = "%s (%s)" % (progress_path, _gpu_of(progress) or "GPU unknown")
         out.append((label, {d["key"]: d for d in decisions}))
@@ -82,7 +84,7 @@ def _finish(plan, progress, out, table, margin, max_loss, write, also_runs=None)
     found = table_mod.results(plan, progress.records())
     decisions = table_mod.choose(found, margin=margin, max_loss=max_loss)
     if also_runs:
-        decisions = table_mod.agree(decisions, _other_runs(also_runs, margin, max_loss))
+        decisions = table_mod.agree(decisions, _other_runs(also_runs, plan.data["arch"], margin, max_loss))
     gpu = _gpu_of(progress)
     stamp = table_mod.stamp_of(gpu, os.environ.get("FLASHC_COMMIT"))
     text = ""

@@ -277,6 +277,12 @@ def entry_points(decision):
     return tuple((e["key"], e["point"]) for e in entries([decision]))
 
 
+def measured(decision):
+    """Whether a run measured the decision's key: the hand rule and another point checked and timed at every size
+    (a run stopped by its budget before the key decides nothing about it)."""
+    return decision.get("best") is not None
+
+
 def agree(decisions, others):
     """The decisions with an entry kept only where every other run that measured the key made the same entries (the
     same point, or the same split by key length with the same points); where one differs, the key keeps the hand rule
@@ -287,7 +293,8 @@ def agree(decisions, others):
     out = []
     for d in decisions:
         mine = entry_points(d)
-        theirs = [(label, entry_points(runs[d["key"]])) for label, runs in others if d["key"] in runs]
+        theirs = [(label, entry_points(runs[d["key"]])) for label, runs in others
+                  if d["key"] in runs and measured(runs[d["key"]])]
         if mine and theirs:
             differ = [(label, points) for label, points in theirs if points != mine]
             if differ:
