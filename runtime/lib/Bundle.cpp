@@ -1172,8 +1172,7 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
         }
         CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
         if (defer && drv.cuStreamIsCapturing(cuStream, &capture) == CUDA_SUCCESS &&
-            capture == CU_STREAM_CAPTURE_STATUS_NONE)
-        {
+            capture == CU_STREAM_CAPTURE_STATUS_NONE) {
           Status deferred = impl_->deferVerdict(drv, ptr, cuStream, args, name, plan->scratch[i].name);
           if (!deferred && earlier.ok()) earlier = deferred;
         } else {
