@@ -724,14 +724,15 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
   std::vector<int64_t> shape;
   for (const auto &d : target->dims) {
     auto size = d.evaluate(binder.values);
-    std::set<std::string> used;
-    if (d.isExpression()) d.expr.collectSymbols(used);
-    if (!size && used.count(kSymbolSmCount))  // (a launch binds it from its device; a shape query has none)
-      return bad("shape of '" + param + "': " + d.str() + " depends on " + kSymbolSmCount +
-                 ", the device's multiprocessor count, which a shape query does not know");
-    if (!size)
+    if (!size) {
+      std::set<std::string> used;
+      if (d.isExpression()) d.expr.collectSymbols(used);
+      if (used.count(kSymbolSmCount))  // (a launch binds it from its device; a shape query has none)
+        return bad("shape of '" + param + "': " + d.str() + " depends on " + kSymbolSmCount +
+                   ", the device's multiprocessor count, which a shape query does not know");
       return bad("shape of '" + param + "': " + (d.isSymbol() ? "symbol " : "") + d.str() +
                  " is not bound by the arguments given so far");
+    }
     if (*size < 0)  // (a launch would refuse these arguments; the caller would otherwise allocate from it)
       return bad("shape of '" + param + "': " + d.str() + " = " + std::to_string(*size) +
                  " with the arguments given so far (a size must not be negative)");

@@ -285,41 +285,16 @@ Bundle::~Bundle() {
 
 namespace {
 
-/// What a program shows its callers, item by item: each parameter it takes from them (tensors: dtype, rank,
-/// direction; scalars: type), in launch order, its scratch left out, then its meta lines.
+/// What a program shows its callers, item by item: each parameter it takes from them (callerParams: tensors with
+/// dtype, rank and direction, scalars with their type, in the C ABI's order), then its meta lines.
 std::vector<std::string> programSignature(const Manifest &m, const ProgramSpec &p) {
-  std::set<std::string> scratch;
-  for (const auto &s : p.scratch) scratch.insert(s.name);
-  std::map<std::string, size_t> at;  // a tensor's item (several kernels may take it; in then out: inout)
-  std::map<std::string, Direction> direction;
-  std::vector<std::string> items, names;
-  auto describeTensor = [](const TensorParam &t, Direction d) {
-    return std::string("tensor '") + t.name + "' " + dtypeName(t.dtype) + " rank " + std::to_string(t.dims.size()) +
-           " " + directionName(d);
-  };
-  for (const auto &kn : p.kernels) {
-    const KernelSpec *k = m.findKernel(kn);
-    if (!k) continue;  // (validateProgram refused it)
-    for (const auto &t : k->tensors) {
-      if (scratch.count(t.name)) continue;
-      auto it = at.find(t.name);
-      if (it == at.end()) {
-        at[t.name] = items.size();
-        direction[t.name] = t.direction;
-        items.push_back(describeTensor(t, t.direction));
-      } else if (direction[t.name] == Direction::In && t.direction != Direction::In) {
-        direction[t.name] = Direction::InOut;
-        items[it->second] = describeTensor(t, Direction::InOut);
-      }
-    }
-  }
-  for (const auto &kn : p.kernels)
-    if (const KernelSpec *k = m.findKernel(kn))
-      for (const auto &sc : k->scalars)
-        if (!at.count(sc.name) && !scratch.count(sc.name)) {
-          at[sc.name] = items.size();
-          items.push_back(std::string("scalar '") + sc.name + "' " + scalarTypeName(sc.type));
-        }
+  std::vector<CallerParam> params;
+  callerParams(m, p.name, params);
+  std::vector<std::string> items;
+  for (const CallerParam &c : params)
+    items.push_back(c.tensor ? std::string("tensor '") + c.tensor->name + "' " + dtypeName(c.tensor->dtype) +
+                                   " rank " + std::to_string(c.tensor->dims.size()) + " " + directionName(c.direction)
+                             : std::string("scalar '") + c.scalar->name + "' " + scalarTypeName(c.scalar->type));
   for (const auto &[key, value] : p.meta) items.push_back("meta " + key + " " + value);
   return items;
 }
@@ -412,13 +387,16 @@ Result<std::vector<Variant>> loadVariants(const BundleFileSource &files, const s
 /// The one loader behind open() and openMemory(): the manifest (or index),
 /// then every variant, validated the same way whatever the files' origin.
 Result<std::vector<Variant>> loadBundle(const BundleFileSource &files) {
-  if (files.kind("manifest.flashc") == BundleFileSource::Kind::Other)
+  switch (files.kind("manifest.flashc")) {
+  case BundleFileSource::Kind::Missing:
+    return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + " has no manifest.flashc");
+  case BundleFileSource::Kind::Other:
     return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + ": manifest.flashc is not a regular file");
+  case BundleFileSource::Kind::File: break;
+  }
   auto text = files.read("manifest.flashc");
-  if (!text)
-    return makeError(ErrorCode::InvalidBundle, files.kind("manifest.flashc") == BundleFileSource::Kind::Missing
-                                                   ? "bundle " + files.root() + " has no manifest.flashc"
-                                                   : "bundle " + files.root() + ": " + text.message());
+  if (!text)  // (there, but unreadable: permissions, an I/O error)
+    return makeError(ErrorCode::InvalidBundle, "bundle " + files.root() + ": " + text.message());
   if (bundleFormatVersion(*text) == kBundleIndexVersion) return loadVariants(files, *text);
   auto variant = loadVariant(files, "", *text);
   if (!variant) return variant.error();

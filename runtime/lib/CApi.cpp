@@ -33,47 +33,6 @@ flashc_status report(const Status &s) { return s ? FLASHC_OK : fail(s.code(), s.
 #define FLASHC_REQUIRE(cond, what)                                                                 \
   if (!(cond)) return fail(ErrorCode::InvalidArgument, std::string(__func__) + ": " + what)
 
-// A program's user-visible parameters: the union by name, minus scratch. A tensor's direction is what the program
-// does with the caller's data: its first kernel's, except that a tensor read first and written by a later kernel
-// (a KV cache an append writes before the decode reads it) is inout.
-struct ParamRef {
-  const TensorParam *tensor = nullptr;
-  const ScalarParam *scalar = nullptr;
-  Direction direction = Direction::In;
-};
-bool collectParams(const Bundle &b, const char *name, std::vector<ParamRef> &out) {
-  std::vector<const KernelSpec *> kernels;
-  std::vector<std::string> scratch;
-  if (const KernelSpec *k = b.findKernel(name)) {
-    kernels.push_back(k);
-  } else if (const ProgramSpec *p = b.findProgram(name)) {
-    for (const auto &kn : p->kernels) kernels.push_back(b.findKernel(kn));
-    for (const auto &s : p->scratch) scratch.push_back(s.name);
-  } else {
-    return false;
-  }
-  std::vector<std::string> seen = scratch;
-  auto fresh = [&](const std::string &n) {
-    for (const auto &s : seen)
-      if (s == n) return false;
-    seen.push_back(n);
-    return true;
-  };
-  for (const KernelSpec *k : kernels)
-    for (const auto &t : k->tensors) {
-      if (fresh(t.name)) {
-        out.push_back({&t, nullptr, t.direction});
-        continue;
-      }
-      for (ParamRef &p : out)
-        if (p.tensor && p.tensor->name == t.name && p.direction == Direction::In && t.direction != Direction::In)
-          p.direction = Direction::InOut;
-    }
-  for (const KernelSpec *k : kernels)
-    for (const auto &s : k->scalars)
-      if (fresh(s.name)) out.push_back({nullptr, &s});
-  return true;
-}
 BundleOptions toOptions(const flashc_open_options *options) {
   BundleOptions o;
   if (options) {
@@ -163,8 +122,8 @@ flashc_status flashc_bundle_lookup(flashc_bundle bundle, const char *name, int *
 
 flashc_status flashc_bundle_param_count(flashc_bundle bundle, const char *name, size_t *count) {
   FLASHC_REQUIRE(bundle && name && count, "null argument");
-  std::vector<ParamRef> params;
-  if (!collectParams(*bundle->bundle, name, params))
+  std::vector<CallerParam> params;
+  if (!callerParams(bundle->bundle->manifest(), name, params))
     return fail(ErrorCode::NotFound, std::string("no kernel or program '") + name + "'");
   *count = params.size();
   return FLASHC_OK;
@@ -172,12 +131,12 @@ flashc_status flashc_bundle_param_count(flashc_bundle bundle, const char *name, 
 
 flashc_status flashc_bundle_param_info(flashc_bundle bundle, const char *name, size_t index, flashc_param_info *info) {
   FLASHC_REQUIRE(bundle && name && info, "null argument");
-  std::vector<ParamRef> params;
-  if (!collectParams(*bundle->bundle, name, params))
+  std::vector<CallerParam> params;
+  if (!callerParams(bundle->bundle->manifest(), name, params))
     return fail(ErrorCode::NotFound, std::string("no kernel or program '") + name + "'");
   FLASHC_REQUIRE(index < params.size(), "index " + std::to_string(index) + " out of range");
   std::memset(info, 0, sizeof *info);
-  const ParamRef &p = params[index];
+  const CallerParam &p = params[index];
   if (p.tensor) {
     info->name = p.tensor->name.c_str();
     info->is_tensor = 1;

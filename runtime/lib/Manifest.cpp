@@ -381,6 +381,34 @@ std::string unsupportedVersion(int64_t version) {
          std::to_string(kBundleFormatVersion) + " and " + std::to_string(kBundleIndexVersion) + ")";
 }
 
+bool callerParams(const Manifest &m, std::string_view name, std::vector<CallerParam> &out) {
+  std::vector<const KernelSpec *> kernels;
+  std::set<std::string> seen;  // (scratch first: the runtime allocates it)
+  if (const KernelSpec *k = m.findKernel(name)) {
+    kernels.push_back(k);
+  } else if (const ProgramSpec *p = m.findProgram(name)) {
+    for (const auto &kn : p->kernels)
+      if (const KernelSpec *k = m.findKernel(kn)) kernels.push_back(k);
+    for (const auto &s : p->scratch) seen.insert(s.name);
+  } else {
+    return false;
+  }
+  for (const KernelSpec *k : kernels)
+    for (const auto &t : k->tensors) {
+      if (seen.insert(t.name).second) {
+        out.push_back({&t, nullptr, t.direction});
+        continue;
+      }
+      for (CallerParam &p : out)
+        if (p.tensor && p.tensor->name == t.name && p.direction == Direction::In && t.direction != Direction::In)
+          p.direction = Direction::InOut;
+    }
+  for (const KernelSpec *k : kernels)
+    for (const auto &s : k->scalars)
+      if (seen.insert(s.name).second) out.push_back({nullptr, &s});
+  return true;
+}
+
 Status validateManifest(const Manifest &m) {
   if (m.formatVersion != kBundleFormatVersion)
     return makeError(ErrorCode::Unsupported, m.formatVersion == kBundleIndexVersion

@@ -237,6 +237,11 @@ void testNoJit(const fs::path &tmp) {
   fs::remove(dir / "kernels.sm_90a.cubin");
   checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is missing",
              "a listed cubin that is missing is reported at open");
+  // A bundle's manifest read as a regular file only (a FIFO in its place would have blocked open).
+  fs::path notAFile = tmp / "manifest-not-a-file";
+  fs::create_directories(notAFile / "manifest.flashc");
+  checkError(Bundle::open(notAFile.string(), options), ": manifest.flashc is not a regular file",
+             "a directory named manifest.flashc is named as such, not as a missing manifest");
   // A corrupt cubin is reported at open too, not handed to the driver.
   std::ofstream(dir / "kernels.sm_90a.cubin", std::ios::binary) << "not a cubin";
   checkError(Bundle::open(dir.string(), options), "cubin kernels.sm_90a.cubin (sm_90a) is not an ELF file",

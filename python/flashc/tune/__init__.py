@@ -63,9 +63,16 @@ def _gpu_of(progress):
     return next((r.get("gpu") for r in progress.records() if r.get("gpu")), None)
 
 
+def _decisions(plan, progress, margin, max_loss):
+    """Each measured key's decision (flashc.tune.table.choose) from a run's plan and progress, and what it found."""
+    from . import table as table_mod
+    found = table_mod.results(plan, progress.records())
+    return table_mod.choose(found, margin=margin, max_loss=max_loss), found
+
+
 def _other_runs(runs, arch, margin, max_loss):
     """[(label, {key: decision})] of the (plan directory, progress file) pairs of `table --also-run`."""
-    from . import plan as plan_mod, progress as progress_mod, table as table_mod
+    from . import plan as plan_mod, progress as progress_mod
     out = []
     for plan_dir, progress_path in runs or ():
         if not os.path.exists(progress_path):
@@ -73,7 +80,7 @@ def _other_runs(runs, arch, margin, max_loss):
         plan, progress = plan_mod.Plan.load(plan_dir), progress_mod.Progress(progress_path)
         if plan.data["arch"] != arch:  # (its keys would match none of this run's: a silent no-op)
             raise FlashcError("--also-run: plan %s is for %s, this run's for %s" % (plan_dir, plan.data["arch"], arch))
-        decisions = table_mod.choose(table_mod.results(plan, progress.records()), margin=margin, max_loss=max_loss)
+        decisions, _ = _decisions(plan, progress, margin, max_loss)
         label = "%s (%s)" % (progress_path, _gpu_of(progress) or "GPU unknown")
         out.append((label, {d["key"]: d for d in decisions}))
     return out
@@ -81,8 +88,7 @@ def _other_runs(runs, arch, margin, max_loss):
 
 def _finish(plan, progress, out, table, margin, max_loss, write, also_runs=None):
     from . import table as table_mod
-    found = table_mod.results(plan, progress.records())
-    decisions = table_mod.choose(found, margin=margin, max_loss=max_loss)
+    decisions, found = _decisions(plan, progress, margin, max_loss)
     if also_runs:
         decisions = table_mod.agree(decisions, _other_runs(also_runs, plan.data["arch"], margin, max_loss))
     gpu = _gpu_of(progress)
@@ -131,8 +137,7 @@ def _time(args):
         # The first round's winners (outright or by key length), timed again beside their hand rules before an entry
         # is written.
         from . import table as table_mod
-        first = table_mod.choose(table_mod.results(plan, progress.records()), margin=args.margin,
-                                 max_loss=args.max_loss)
+        first, _ = _decisions(plan, progress, args.margin, args.max_loss)
         keys_points = table_mod.winners(first)
         budget = None if args.budget is None else max(0.0, args.budget - (time.time() - started))
         left = device.run(plan, progress, stamped, budget_s=budget,

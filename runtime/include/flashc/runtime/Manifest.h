@@ -172,6 +172,20 @@ struct Manifest {
   bool operator==(const Manifest &o) const;
 };
 
+/// A parameter a caller binds to kernel or program: a tensor or a scalar. A program's are the union of its kernels'
+/// by name, minus scratch. A tensor's direction is what the program does with the caller's data: its first kernel's,
+/// except that a tensor read first and written by a later kernel (a KV cache an append writes before the decode
+/// reads it) is inout.
+struct CallerParam {
+  const TensorParam *tensor = nullptr;
+  const ScalarParam *scalar = nullptr;
+  Direction direction = Direction::In;
+};
+
+/// The parameters kernel or program `name` of `m` takes from its callers, in the C ABI's order (param_info's
+/// indices): tensors by first use, then scalars. False when `m` has no kernel or program of that name.
+bool callerParams(const Manifest &m, std::string_view name, std::vector<CallerParam> &out);
+
 /// Parses manifest text. Errors name the line: "manifest.flashc:<line>: <what>".
 /// A manifest of another format version is rejected naming both versions.
 /// Whether `m`'s source may be compiled against the device library of fingerprint `fingerprint` found at `dir`
