@@ -741,4 +741,82 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
   return shape;
 }
 
+std::vector<TensorBytes> callerTensorBytes(const KernelLaunch *launches, size_t count) {
+  std::vector<TensorBytes> out;
+  std::map<std::string, size_t> seen;
+  for (size_t l = 0; l < count; ++l) {
+    const KernelLaunch &launch = launches[l];
+    for (size_t i = 0; i < launch.tensors.size(); ++i) {
+      if (launch.tensorIsScratch[i]) continue;
+      const TensorParam &p = launch.kernel->tensors[i];
+      const bool written = p.direction != Direction::In;
+      if (auto it = seen.find(p.name); it != seen.end()) {
+        out[it->second].written = out[it->second].written || written;
+        continue;
+      }
+      const PackedTensorArg &t = launch.tensors[i];
+      const int rank = int(p.dims.size());
+      bool empty = !t.data;
+      for (int d = 0; d < rank; ++d) empty = empty || t.shape[d] <= 0;
+      if (empty) continue;
+      // Furthest element (planKernelLaunch refused negative strides and offsets past 2^63 bytes), and whether the
+      // dims with more than one element, by increasing stride, each start where the last ends.
+      const uint64_t size = uint64_t(dtypeSize(p.dtype));
+      uint64_t furthest = 0, step = 0;
+      std::vector<std::pair<int64_t, int64_t>> byStride;  // (stride, size) of the dims with more than one element
+      for (int d = 0; d < rank; ++d)
+        if (t.shape[d] > 1) {
+          furthest += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
+          step = std::max(step, uint64_t(t.stride[d]) * size);
+          byStride.emplace_back(t.stride[d], t.shape[d]);
+        }
+      std::sort(byStride.begin(), byStride.end());
+      bool dense = true;
+      int64_t next = 1;
+      for (auto [stride, n] : byStride) {
+        dense = dense && stride == next;
+        next = stride * n;  // (bounded: the furthest offset fits)
+      }
+      TensorBytes b;
+      b.name = &p.name;
+      b.first = reinterpret_cast<uint64_t>(t.data);
+      b.last = b.first + furthest * size + (size - 1);
+      b.dense = dense;
+      b.written = written;
+      b.step = step;
+      seen[p.name] = out.size();
+      out.push_back(b);
+    }
+  }
+  return out;
+}
+
+bool certainlyOverlap(const TensorBytes &a, const TensorBytes &b) {
+  if (a.last < b.first || b.last < a.first) return false;
+  // The bytes both ranges hold. Walking a tensor's elements from its first to its last, one index up at a time,
+  // never jumps more than its step, so a range of `step` bytes inside its own holds the start of an element.
+  const uint64_t shared = std::min(a.last, b.last) - std::max(a.first, b.first) + 1;
+  auto holds = [](const TensorBytes &t, uint64_t at) { return t.first <= at && at <= t.last; };
+  auto denseHolds = [&](const TensorBytes &dense, const TensorBytes &other) {
+    return dense.dense && (holds(dense, other.first) || holds(dense, other.last) || shared >= other.step);
+  };
+  return a.first == b.first || denseHolds(a, b) || denseHolds(b, a);
+}
+
+Status checkCallerOverlaps(const std::vector<TensorBytes> &tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      const TensorBytes &w = tensors[i], &o = tensors[j];
+      // Each pair once: a written tensor against every later one, and against earlier ones only read.
+      if (i == j || !w.written || (o.written && j < i) || !certainlyOverlap(w, o)) continue;
+      std::ostringstream os;
+      os << "argument '" << *w.name << "' (written, bytes " << reinterpret_cast<void *>(w.first) << " to "
+         << reinterpret_cast<void *>(w.last) << ") shares memory with argument '" << *o.name << "' ("
+         << reinterpret_cast<void *>(o.first) << " to " << reinterpret_cast<void *>(o.last)
+         << "): the kernels do not run in place, so a tensor they write may not overlap another tensor argument";
+      return makeError(ErrorCode::InvalidArgument, os.str());
+    }
+  return Status();
+}
+
 } // namespace flashc::rt

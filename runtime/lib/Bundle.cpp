@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,6 @@
 #include <mutex>
 #include <set>
 #include <sstream>
-#include <unordered_set>
 
 namespace fs = std::filesystem;
 
@@ -226,17 +226,17 @@ struct Bundle::Impl {
   BundleOptions options;
   bool cubinsUsable = true;
   std::mutex mutex;
-  std::map<CUcontext, LoadedModule> modules;
+  std::map<unsigned long long, LoadedModule> modules;  // by context ID (currentContextId), not by handle
 
   Result<LoadedModule *> moduleForCurrentContext(const Driver &d);
   const Manifest &manifest() const { return variants.front().manifest; }
-  Result<std::vector<CodeImage>> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant);
+  /// `refreshCache`: the kernel cache's cubin was refused by the driver; compile it again (compileCudaCached).
+  Result<std::vector<CodeImage>> codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant,
+                                         bool refreshCache = false);
   Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
-  /// Every user pointer of `launch` is device memory of `device`; pointers in
-  /// `checked` were checked earlier in the same launch (a program passes its
-  /// tensors to several kernels: one driver query each, not one a kernel).
-  Status checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
-                       std::unordered_set<const void *> &checked);
+  /// The caller's tensors of a kernel launch or of a program's kernels: each one's first and last byte are device
+  /// memory of `device`, and none that a kernel writes overlaps another (checkCallerOverlaps).
+  Status checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count, CUdevice device);
   /// `afterKernel`: the stream's last work is a kernel this program launched (a `launch programmatic` kernel may
   /// then overlap its end).
   Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream, bool afterKernel = false);
@@ -247,7 +247,7 @@ struct Bundle::Impl {
 
   /// Deferred verdicts (deferChecks): a launch's 16-byte status copied into pinned memory behind an event.
   struct PendingVerdict {
-    CUcontext context = nullptr;
+    unsigned long long context = 0;  // its events and pinned memory belong to this context (an ID: currentContextId)
     CUevent event = nullptr;
     int32_t *host = nullptr;  // pinned, 16 bytes
     bool busy = false;
@@ -500,7 +500,8 @@ std::vector<std::string> Bundle::programNames() const {
   return v;
 }
 
-Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant) {
+Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, CodeInfo &info, const Variant *&variant,
+                                                     bool refreshCache) {
   std::string devText = dev.name + ", compute capability " + std::to_string(dev.major) + "." + std::to_string(dev.minor);
   bool noJit = options.noJit < 0 ? envNoJit() : options.noJit != 0;
   auto choice = chooseCode(code, dev.major, dev.minor, cubinsUsable, !noJit, "bundle " + dir, devText);
@@ -539,7 +540,7 @@ Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, Code
   req.deviceIncludeDir = options.deviceIncludeDir;
   std::optional<KernelCache> cache;
   if (!options.disableCache && !kernelCacheDisabled()) cache.emplace(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir);
-  auto code = compileCudaCached(req, cache ? &*cache : nullptr, fingerprint);
+  auto code = compileCudaCached(req, cache ? &*cache : nullptr, fingerprint, refreshCache);
   if (!code) return code.error();
   info.arch = req.arch;
   info.fromDiskCache = code->source == CachedCompile::DiskCache;
@@ -552,37 +553,58 @@ Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, Code
 Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   auto device = currentDevice(d);
   if (!device) return device.error();
-  CUcontext ctx = nullptr;
-  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("cuCtxGetCurrent", rc);
+  auto ctx = currentContextId(d);
+  if (!ctx) return ctx.error();
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = modules.find(ctx);
+  auto it = modules.find(*ctx);
   if (it != modules.end()) return &it->second;
 
   auto dev = currentDeviceInfo();
   if (!dev) return dev.error();
   LoadedModule m;
   m.device = *device;
-  auto code = codeFor(*dev, m.info, m.variant);
-  if (!code) return code.error();
   auto unloadAll = [&] {
     for (CUmodule module : m.modules) d.cuModuleUnload(module);
+    m.modules.clear();
   };
   std::map<std::string, CUmodule> moduleOf; // kernel -> the module holding it
-  for (size_t i = 0; i < code->size(); ++i) {
-    const CodeImage &image = (*code)[i];
-    CUmodule module = nullptr;
-    if (CUresult rc = d.cuModuleLoadData(&module, image.cubin.data()); rc != CUDA_SUCCESS) {
-      unloadAll();
-      Error e = d.error("cuModuleLoadData", rc);
-      std::string file = i < m.info.cubinFiles.size() ? m.info.cubinFiles[i] : "";
-      e.message = "bundle " + dir + ": loading code for " + m.info.arch + (file.empty() ? "" : " (" + file + ")") +
-                  " on " + dev->name + ": " + e.message;
-      return e;
+  // Loads every image into m.modules: CUDA_SUCCESS, or the first refusal (`failed`: its index), nothing loaded.
+  auto loadImages = [&](const std::vector<CodeImage> &images, size_t &failed) {
+    for (size_t i = 0; i < images.size(); ++i) {
+      CUmodule module = nullptr;
+      if (CUresult rc = d.cuModuleLoadData(&module, images[i].cubin.data()); rc != CUDA_SUCCESS) {
+        unloadAll();
+        moduleOf.clear();
+        failed = i;
+        return rc;
+      }
+      m.modules.push_back(module);
+      if (images[i].kernels.empty())
+        for (const auto &k : m.variant->manifest.kernels) moduleOf[k.name] = module;
+      for (const auto &name : images[i].kernels) moduleOf[name] = module;
     }
-    m.modules.push_back(module);
-    if (image.kernels.empty())
-      for (const auto &k : m.variant->manifest.kernels) moduleOf[k.name] = module;
-    for (const auto &name : image.kernels) moduleOf[name] = module;
+    return CUDA_SUCCESS;
+  };
+  auto code = codeFor(*dev, m.info, m.variant);
+  if (!code) return code.error();
+  size_t failed = 0;
+  CUresult rc = loadImages(*code, failed);
+  if (rc != CUDA_SUCCESS && (m.info.fromDiskCache || m.info.fromMemoryCache)) {
+    // The kernel cache's cubin passed its checksum but the driver refuses it: compiled again, once, and replaced.
+    if (std::getenv("FLASHC_VERBOSE"))
+      std::fprintf(stderr, "flashc: bundle %s: the kernel cache's code for %s was refused (%s); compiling it again\n",
+                   dir.c_str(), m.info.arch.c_str(), d.error("cuModuleLoadData", rc).message.c_str());
+    m.info = CodeInfo();
+    code = codeFor(*dev, m.info, m.variant, /*refreshCache=*/true);
+    if (!code) return code.error();
+    rc = loadImages(*code, failed);
+  }
+  if (rc != CUDA_SUCCESS) {
+    Error e = d.error("cuModuleLoadData", rc);
+    std::string file = failed < m.info.cubinFiles.size() ? m.info.cubinFiles[failed] : "";
+    e.message = "bundle " + dir + ": loading code for " + m.info.arch + (file.empty() ? "" : " (" + file + ")") +
+                " on " + dev->name + ": " + e.message;
+    return e;
   }
   for (const auto &k : m.variant->manifest.kernels) {
     CUfunction fn = nullptr;
@@ -605,7 +627,7 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
     m.sharedAttribute[k.name] = kDefaultSharedLimit;
   }
   m.plans = std::make_unique<LaunchPlanCache>(alignmentLog2Of(m.variant->manifest));
-  return &modules.emplace(ctx, std::move(m)).first->second;
+  return &modules.emplace(*ctx, std::move(m)).first->second;
 }
 
 Result<CodeInfo> Bundle::prepare() {
@@ -671,25 +693,32 @@ Status Bundle::Impl::checkWorkspaceMemory(const Driver &d, const void *data, uin
   return Status();
 }
 
-Status Bundle::Impl::checkPointers(const Driver &d, const KernelLaunch &launch, CUdevice device,
-                                   std::unordered_set<const void *> &checked) {
-  for (size_t i = 0; i < launch.tensors.size(); ++i) {
-    if (launch.tensorIsScratch[i] || !launch.tensors[i].data) continue; // null only for empty tensors
-    if (!checked.insert(launch.tensors[i].data).second) continue;
-    const std::string &name = launch.kernel->tensors[i].name;
-    int ordinal = -1;
-    CUresult rc = d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                          reinterpret_cast<CUdeviceptr>(launch.tensors[i].data));
-    if (rc != CUDA_SUCCESS) {
-      std::ostringstream os;
-      os << "argument '" << name << "': pointer " << launch.tensors[i].data << " is not device memory known to CUDA";
-      return makeError(ErrorCode::InvalidArgument, os.str());
+Status Bundle::Impl::checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count,
+                                        CUdevice device) {
+  std::vector<TensorBytes> tensors = callerTensorBytes(launches, count);
+  // The first and last byte (as the workspace's: the allocation's range would not do for memory mapped from several
+  // handles), so that a size larger than the allocation is refused where the memory after it is not mapped.
+  for (const TensorBytes &t : tensors)
+    for (uint64_t at : {t.first, t.last}) {
+      int ordinal = -1;
+      if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(at)) != CUDA_SUCCESS) {
+        std::ostringstream os;
+        if (at == t.first)
+          os << "argument '" << *t.name << "': pointer " << reinterpret_cast<void *>(at)
+             << " is not device memory known to CUDA";
+        else
+          os << "argument '" << *t.name << "': its last byte (" << reinterpret_cast<void *>(at) << ", "
+             << (t.last - t.first + 1) << " bytes from " << reinterpret_cast<void *>(t.first)
+             << " by its shape and strides) is not device memory known to CUDA: is the tensor larger than its "
+                "allocation?";
+        return makeError(ErrorCode::InvalidArgument, os.str());
+      }
+      if (ordinal != int(device))
+        return makeError(ErrorCode::InvalidArgument, "argument '" + *t.name + "': memory is on device " +
+                                                         std::to_string(ordinal) + " but the current context is on device " +
+                                                         std::to_string(int(device)));
     }
-    if (ordinal != int(device))
-      return makeError(ErrorCode::InvalidArgument, "argument '" + name + "': memory is on device " + std::to_string(ordinal) +
-                                                       " but the current context is on device " + std::to_string(int(device)));
-  }
-  return Status();
+  return checkCallerOverlaps(tensors);
 }
 
 // The binder's copies of cuda.h's tensor map enums and layout (it has no CUDA headers).
@@ -828,8 +857,7 @@ Status Bundle::launchKernel(const std::string &name, const Arguments &args, void
   const DeviceLimits &limits = (*m)->limits.at(k->name);
   auto plan = (*m)->plans->kernel(name, args, [&] { return planKernelLaunch(*k, args, limits); });
   if (!plan) return plan.error();
-  std::unordered_set<const void *> checked;
-  if (Status s = impl_->checkPointers(**d, *plan, (*m)->device, checked); !s) return s;
+  if (Status s = impl_->checkCallerTensors(**d, &*plan, 1, (*m)->device); !s) return s;
   if (Status s = encodeTensorMaps(*plan, tensorMapCache()); !s) return s;
   return impl_->launchOne(**d, **m, *plan, static_cast<CUstream>(stream));
 }
@@ -961,8 +989,9 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
 
 Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream stream, const Arguments &args,
                                   const std::string &program, const std::string &statusName) {
-  CUcontext ctx = nullptr;
-  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("getting the current context", rc);
+  auto current = currentContextId(d);
+  if (!current) return current.error();
+  const unsigned long long ctx = *current;
   std::lock_guard<std::mutex> lock(verdictMutex);
   // A free slot of this context, else a new one (up to 64), else the oldest busy one, read first.
   PendingVerdict *slot = nullptr;
@@ -1065,9 +1094,8 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   if (!m) return m.error();
   auto plan = impl_->planProgram(**m, name, args);
   if (!plan) return plan.error();
-  std::unordered_set<const void *> checked;
-  for (const auto &kl : plan->kernels)
-    if (Status s = impl_->checkPointers(drv, kl, (*m)->device, checked); !s) return s;
+  if (Status s = impl_->checkCallerTensors(drv, plan->kernels.data(), plan->kernels.size(), (*m)->device); !s)
+    return s;
   auto cuStream = static_cast<CUstream>(stream);
   std::vector<CUdeviceptr> allocations;
   Status status;

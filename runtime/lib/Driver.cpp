@@ -89,4 +89,12 @@ Result<CUdevice> currentDevice(const Driver &d) {
   return dev;
 }
 
+Result<unsigned long long> currentContextId(const Driver &d) {
+  CUcontext ctx = nullptr;
+  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("cuCtxGetCurrent", rc);
+  unsigned long long id = 0;
+  if (CUresult rc = d.cuCtxGetId(ctx, &id); rc != CUDA_SUCCESS) return d.error("cuCtxGetId", rc);
+  return id;
+}
+
 } // namespace flashc::rt

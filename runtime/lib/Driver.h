@@ -22,7 +22,7 @@ struct Driver {
   X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuMemPoolCreate)              \
   X(cuMemPoolSetAttribute) X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cuStreamIsCapturing)           \
   X(cuMemcpyDtoHAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuEventCreate) X(cuEventRecord)          \
-  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuLaunchKernelEx)
+  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuLaunchKernelEx) X(cuCtxGetId)
 #define FLASHC_DECLARE(name) decltype(&::name) name = nullptr;
   FLASHC_DRIVER_FUNCTIONS(FLASHC_DECLARE)
 #undef FLASHC_DECLARE
@@ -38,5 +38,9 @@ struct Driver {
 /// Makes a context current if none is (the primary context of device 0, as
 /// the CUDA runtime would) and returns the current device.
 Result<CUdevice> currentDevice(const Driver &d);
+
+/// The current context's ID (cuCtxGetId): unique for the process's lifetime, where a context's handle is not (a
+/// context destroyed and another created may get the same address). Caches of per-context state key by it.
+Result<unsigned long long> currentContextId(const Driver &d);
 
 } // namespace flashc::rt

@@ -143,6 +143,11 @@ Status KernelCache::store(const std::string &key, const std::vector<char> &paylo
   return Status();
 }
 
+void KernelCache::remove(const std::string &key) const {
+  std::error_code ec;
+  fs::remove(entryPath(key), ec);
+}
+
 CompileStats &compileStats() {
   static CompileStats stats;
   return stats;
@@ -160,7 +165,7 @@ std::map<std::string, std::shared_ptr<MemorySlot>> gSlots;
 } // namespace
 
 Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache,
-                                        const std::string &deviceLibraryFingerprint) {
+                                        const std::string &deviceLibraryFingerprint, bool refresh) {
   auto version = nvrtcVersion();
   // Without NVRTC the key cannot include its version; the disk cache would be
   // unsafe to consult, so this is the same error a compile would give.
@@ -179,6 +184,12 @@ Result<CachedCompile> compileCudaCached(const CompileRequest &request, const Ker
     slot = s;
   }
   std::lock_guard<std::mutex> lock(slot->mutex);
+  if (refresh) {
+    ++compileStats().refusedEntries;
+    slot->done = false;
+    slot->result.reset();
+    if (cache) cache->remove(key);
+  }
   if (slot->done && slot->result->ok()) {
     ++compileStats().memoryHits;
     CachedCompile c = slot->result->value();
@@ -187,7 +198,7 @@ Result<CachedCompile> compileCudaCached(const CompileRequest &request, const Ker
   }
   CachedCompile c;
   c.key = key;
-  if (cache) {
+  if (cache && !refresh) {
     std::string why;
     switch (cache->load(key, c.cubin, &why)) {
     case KernelCache::Lookup::Hit:

@@ -1,7 +1,10 @@
 // The kernel cache across processes on a GPU: a first process compiles and
-// launches, a second process finds the kernel in the disk cache and launches.
+// launches, a second process finds the kernel in the disk cache and launches, a
+// third is given a poisoned entry (right checksum, not code) and compiles again.
 // Children are this executable re-run; the parent itself never touches CUDA.
 #include "runtime_gpu_util.h"
+
+#include "flashc/runtime/KernelCache.h"
 
 #include <filesystem>
 #include <fstream>
@@ -89,6 +92,29 @@ int main(int argc, char **argv) {
   check(first == "compiled launch=ok bad=0", "first process compiles, launches and gets the right result", first);
   std::string second = runChild(cacheDir, (tmp / "second.txt").string());
   check(second == "disk launch=ok bad=0", "second process is served from the disk cache and gets the right result", second);
+
+  // An entry whose header and checksum are right but whose payload is not code the driver takes (a broken compiler
+  // wrote it, or a person): the launch compiles again and replaces it, and the next process is served from disk.
+  std::vector<fs::path> entries;
+  for (const auto &e : fs::directory_iterator(cacheDir))
+    if (e.path().extension() == ".fcubin") entries.push_back(e.path());
+  if (check(entries.size() == 1, "one cache entry after two processes", std::to_string(entries.size()))) {
+    std::string key = entries[0].stem().string();
+    std::string text = "flashc test: a poisoned cache entry, not a cubin";
+    std::vector<char> poison(text.begin(), text.end());
+    poison.resize(256, '\0');
+    checkOk(KernelCache(cacheDir).store(key, poison), "poison the entry (a valid header and checksum)");
+    std::vector<char> read;
+    check(KernelCache(cacheDir).load(key, read) == KernelCache::Lookup::Hit && read == poison,
+          "the poisoned entry passes the cache's own checks");
+    std::string third = runChild(cacheDir, (tmp / "third.txt").string());
+    check(third == "compiled launch=ok bad=0", "a process given the poisoned entry compiles again and gets the right result",
+          third);
+    check(KernelCache(cacheDir).load(key, read) == KernelCache::Lookup::Hit && read != poison,
+          "the poisoned entry was replaced by the new compile");
+    std::string fourth = runChild(cacheDir, (tmp / "fourth.txt").string());
+    check(fourth == "disk launch=ok bad=0", "the next process is served from the disk cache again", fourth);
+  }
   fs::remove_all(tmp);
   return checkSummary();
 }

@@ -134,6 +134,48 @@ void testArgumentErrors(const Driver &d, Bundle &b) {
   checkError(b.launch("vector_add", args), "argument 'b': dtype is f16, the kernel expects f32", "dtype error on the GPU path");
   checkError(b.launch("no_such_kernel", args), "has no kernel or program 'no_such_kernel'", "unknown kernel name");
 
+  // Device memory, but more of it than the allocation holds (64 floats allocated, 2^36 passed: the last byte is
+  // far past any mapping).
+  DeviceBuffer dy(d, 64 * 4);
+  int64_t huge[1] = {int64_t(1) << 36};
+  Arguments big;
+  (void)big.setTensor("a", dx.get(), DType::F32, 1, huge);
+  (void)big.setTensor("b", dx.get(), DType::F32, 1, huge);
+  (void)big.setTensor("c", dy.get(), DType::F32, 1, huge);
+  checkError(b.launch("vector_add", big), "argument 'a': its last byte (",
+             "a tensor larger than its allocation is refused by its last byte");
+  checkError(b.launch("vector_add", big), "is the tensor larger than its allocation?", "... saying why");
+  // The output passed as an input: the kernels do not run in place.
+  Arguments alias;
+  (void)alias.setTensor("a", dx.get(), DType::F32, 1, shape);
+  (void)alias.setTensor("b", dy.get(), DType::F32, 1, shape);
+  (void)alias.setTensor("c", dx.get(), DType::F32, 1, shape);
+  checkError(b.launch("vector_add", alias), "argument 'c' (written, bytes ", "an output that is also an input is refused");
+  checkError(b.launch("vector_add", alias), "shares memory with argument 'a'", "... naming both");
+  // Half of it: c over a's second half.
+  int64_t half[1] = {32};
+  (void)alias.setTensor("a", dx.get(), DType::F32, 1, half);
+  (void)alias.setTensor("b", dy.get(), DType::F32, 1, half);
+  (void)alias.setTensor("c", static_cast<char *>(dx.get()) + 64, DType::F32, 1, half);
+  checkError(b.launch("vector_add", alias), "shares memory with argument 'a'", "an output over half an input is refused");
+  // Two inputs may be one buffer.
+  (void)alias.setTensor("b", dx.get(), DType::F32, 1, half);
+  (void)alias.setTensor("c", dy.get(), DType::F32, 1, half);
+  checkOk(b.launch("vector_add", alias), "two inputs in one buffer launch");
+  flashc_bundle capi = nullptr;
+  if (check(flashc_bundle_open(kBasic, &capi) == FLASHC_OK, "C ABI: open for the overlap check", flashc_last_error())) {
+    flashc_args cargs = nullptr;
+    flashc_args_create(&cargs);
+    flashc_args_set_tensor(cargs, "a", dx.get(), FLASHC_F32, 1, shape, nullptr);
+    flashc_args_set_tensor(cargs, "b", dy.get(), FLASHC_F32, 1, shape, nullptr);
+    flashc_args_set_tensor(cargs, "c", dy.get(), FLASHC_F32, 1, shape, nullptr);
+    check(flashc_launch(capi, "vector_add", cargs, nullptr) == FLASHC_ERROR_INVALID_ARGUMENT &&
+              contains(flashc_last_error(), "argument 'c' (written"),
+          "C ABI: an output aliasing an input gives INVALID_ARGUMENT", flashc_last_error());
+    flashc_args_destroy(cargs);
+    flashc_bundle_close(capi);
+  }
+
   Arguments empty;
   int64_t zero[2] = {0, 64}, zs[1] = {0};
   (void)empty.setTensor("x", nullptr, DType::BF16, 2, zero);

@@ -476,8 +476,72 @@ void testRobustArguments(const Manifest &m) {
   }
 }
 
+// The caller's tensors' bytes and the overlap rule (checkCallerTensors runs it at every launch, after the device
+// memory checks): a tensor a kernel writes may not share memory with any other tensor argument.
+void testOverlaps(const Manifest &m) {
+  const ProgramSpec &p = *m.findProgram("scale_then_add");
+  auto program = [&](uintptr_t x, uintptr_t b, uintptr_t out, int64_t n = 1000, const int64_t *bStride = nullptr) {
+    Arguments a;
+    int64_t shape[1] = {n};
+    (void)a.setTensor("x", fakePointer(x), DType::F32, 1, shape);
+    (void)a.setTensor("b", fakePointer(b), DType::F32, 1, shape, bStride);
+    (void)a.setTensor("out", fakePointer(out), DType::F32, 1, shape);
+    a.setF32("alpha", 2);
+    auto plan = planProgramLaunch(m, p, a);
+    return plan ? callerTensorBytes(plan->kernels.data(), plan->kernels.size()) : std::vector<TensorBytes>();
+  };
+  auto t = program(0x100000, 0x200000, 0x300000);
+  // x and b are read by one kernel each, out written by the second; tmp is scratch (not the caller's).
+  check(t.size() == 3 && *t[0].name == "x" && !t[0].written && *t[1].name == "b" && *t[2].name == "out" &&
+            t[2].written && t[2].first == 0x300000 && t[2].last == 0x300000 + 4000 - 1 && t[2].dense,
+        "a program's caller tensors once each, by name: bytes [first, last], dense, written");
+  checkOk(checkCallerOverlaps(t), "disjoint arguments pass");
+  checkError(checkCallerOverlaps(program(0x100000, 0x200000, 0x100000)),
+             "argument 'out' (written, bytes 0x100000 to 0x100f9f) shares memory with argument 'x' (0x100000 to 0x100f9f)",
+             "out passed as x is refused, naming both and their bytes");
+  checkError(checkCallerOverlaps(program(0x100000, 0x200000, 0x100000 + 3996)), "argument 'out'",
+             "out starting at x's last element is refused");
+  checkError(checkCallerOverlaps(program(0x100000, 0x200000 + 400, 0x200000)), "shares memory with argument 'b'",
+             "out ending inside b is refused");
+  checkOk(checkCallerOverlaps(program(0x100000, 0x100000, 0x300000)), "two inputs may share memory (q, k, v as views)");
+  checkOk(checkCallerOverlaps(program(0x100000, 0x200000, 0x100000 + 4000)), "out right after x passes");
+  // b every other element from 0x200000, out dense from 0x200004: out holds b's elements 2, 4, ... (b's step, 8
+  // bytes, fits in the bytes both span).
+  int64_t two[1] = {2};
+  auto interleaved = program(0x100000, 0x200000, 0x200004, 1000, two);
+  check(interleaved.size() == 3 && !interleaved[1].dense && interleaved[1].last == 0x200000 + 4 * 1998 + 3,
+        "a strided input: not dense, its last byte from its stride");
+  check(certainlyOverlap(interleaved[2], interleaved[1]) && !checkCallerOverlaps(interleaved).ok(),
+        "a dense output over a strided input's middle elements overlaps it");
+  // k and v halves of one [2, n] buffer read as strided views, each row's other half written: the same.
+  TensorBytes evens{nullptr, 0x1000, 0x1000 + 8 * 99 + 3, false, false, 8};  // 100 f32, every other one
+  TensorBytes odds{nullptr, 0x1004, 0x1004 + 8 * 99 + 3, false, true, 8};
+  check(!certainlyOverlap(evens, odds), "interleaved strided views (neither dense): not decided, they pass");
+  TensorBytes a{nullptr, 0x1000, 0x1fff, false, true, 64}, b{nullptr, 0x1004, 0x1007, true, false, 0};
+  check(!certainlyOverlap(a, b), "a dense 4 bytes inside a strided tensor's gap (step 64): not decided, passes");
+  b.last = 0x1000 + 63 + 4;
+  check(certainlyOverlap(a, b), "a dense tensor as long as the other's step inside its range overlaps it");
+  b.last = 0x1007;
+  b.dense = true;
+  b.first = 0x1000;
+  check(certainlyOverlap(a, b), "the same first byte always overlaps");
+  TensorBytes c{nullptr, 0x3000, 0x3fff, true, false};
+  check(!certainlyOverlap(a, c) && !certainlyOverlap(c, a), "disjoint ranges never overlap");
+
+  // Empty tensors have no bytes (null data of a size-0 dim).
+  Arguments e;
+  int64_t zero[2] = {0, 64}, zs[1] = {0};
+  (void)e.setTensor("x", nullptr, DType::BF16, 2, zero);
+  (void)e.setTensor("s", nullptr, DType::F32, 1, zs);
+  (void)e.setTensor("y", nullptr, DType::BF16, 2, zero);
+  e.setF32("alpha", 1);
+  auto plan = planKernelLaunch(*m.findKernel("row_scale"), e);
+  check(plan.ok() && callerTensorBytes(&*plan, 1).empty(), "empty tensors have no bytes to check");
+}
+
 int main() {
   Manifest m = loadBasicManifest();
+  testOverlaps(m);
   testRobustArguments(m);
   testIndex32();
   testExpressionDims();

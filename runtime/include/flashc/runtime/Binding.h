@@ -208,6 +208,29 @@ Result<ProgramLaunch> planProgramLaunch(const Manifest &manifest, const ProgramS
                                         const Arguments &args, const DeviceLimits &limits = {},
                                         const std::map<std::string, DeviceLimits> *kernelLimits = nullptr);
 
+/// The bytes a caller's tensor spans as a launch passes it: its first and last byte, and whether its elements fill
+/// that range (a dense layout in some order of its dims). Empty (no element) for a tensor with a size 0 or no data.
+struct TensorBytes {
+  const std::string *name = nullptr;  // the parameter's name (the caller's argument)
+  uint64_t first = 0, last = 0;
+  bool dense = false;
+  bool written = false;  // an output or inout of some kernel of the launch
+  uint64_t step = 0;     // the largest stride in bytes of a dim with more than one element: no gap between two of
+                         // its elements (in address order) is wider
+};
+
+/// The caller's tensors of a kernel launch, or of a program's kernels, once each (by name; scratch left out).
+std::vector<TensorBytes> callerTensorBytes(const KernelLaunch *launches, size_t count);
+
+/// Whether two tensors certainly share a byte: their first bytes are the same, or one of them is dense and holds the
+/// other's first or last byte or at least `step` bytes of its range (an element starts there). Strided views that
+/// interleave without sharing an element are not flagged; where neither is dense, sharing is not decided.
+bool certainlyOverlap(const TensorBytes &a, const TensorBytes &b);
+
+/// The kernels read their inputs while they write their outputs, in no order the caller can rely on: an output or
+/// inout that shares memory with another tensor argument gives a wrong result. An error naming both, else OK.
+Status checkCallerOverlaps(const std::vector<TensorBytes> &tensors);
+
 /// The shape of parameter `param` of a kernel or program implied by the
 /// arguments bound so far (to allocate outputs): every symbol it uses must be
 /// bound by some argument. Returns rank entries.

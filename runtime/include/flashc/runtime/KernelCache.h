@@ -44,6 +44,8 @@ public:
   Lookup load(const std::string &key, std::vector<char> &out, std::string *why = nullptr) const;
   /// Atomically writes an entry (creating the directory).
   Status store(const std::string &key, const std::vector<char> &payload) const;
+  /// Deletes an entry (none: nothing to do).
+  void remove(const std::string &key) const;
 
 private:
   std::string dir_;
@@ -52,6 +54,7 @@ private:
 /// Counters (process-wide) so tests and tools can see what happened.
 struct CompileStats {
   std::atomic<int> memoryHits{0}, diskHits{0}, corruptEntries{0}, compiles{0};
+  std::atomic<int> refusedEntries{0};  // cached cubins the driver refused (compileCudaCached's refresh)
 };
 CompileStats &compileStats();
 
@@ -66,7 +69,9 @@ struct CachedCompile {
 /// process, concurrent callers wait) and the disk cache (`cache` may be null).
 /// `deviceLibraryFingerprint`: directoryFingerprint of the request's device
 /// include dir when the caller has it (a batch computes it once); empty: computed.
+/// `refresh`: the cubin the caches gave was refused by the driver (an entry that passed its checksum but is not
+/// code the device takes: written by a broken compiler, or by hand): both caches drop it and it is compiled again.
 Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache,
-                                        const std::string &deviceLibraryFingerprint = "");
+                                        const std::string &deviceLibraryFingerprint = "", bool refresh = false);
 
 } // namespace flashc::rt
