@@ -742,18 +742,21 @@ Result<std::vector<int64_t>> resolveParamShape(const Manifest &manifest, const s
 }
 
 std::vector<TensorBytes> callerTensorBytes(const KernelLaunch *launches, size_t count) {
+  // (At every launch: a linear search over a program's few names, no map, no allocation but the result.)
   std::vector<TensorBytes> out;
-  std::map<std::string, size_t> seen;
+  std::vector<const std::string *> seen;  // every name met, with or without bytes
   for (size_t l = 0; l < count; ++l) {
     const KernelLaunch &launch = launches[l];
     for (size_t i = 0; i < launch.tensors.size(); ++i) {
       if (launch.tensorIsScratch[i]) continue;
       const TensorParam &p = launch.kernel->tensors[i];
       const bool written = p.direction != Direction::In;
-      if (auto it = seen.find(p.name); it != seen.end()) {
-        out[it->second].written = out[it->second].written || written;
+      if (std::any_of(seen.begin(), seen.end(), [&](const std::string *n) { return *n == p.name; })) {
+        for (TensorBytes &b : out)
+          if (*b.name == p.name) b.written = b.written || written;
         continue;
       }
+      seen.push_back(&p.name);
       const PackedTensorArg &t = launch.tensors[i];
       const int rank = int(p.dims.size());
       bool empty = !t.data;
@@ -763,19 +766,20 @@ std::vector<TensorBytes> callerTensorBytes(const KernelLaunch *launches, size_t 
       // dims with more than one element, by increasing stride, each start where the last ends.
       const uint64_t size = uint64_t(dtypeSize(p.dtype));
       uint64_t furthest = 0, step = 0;
-      std::vector<std::pair<int64_t, int64_t>> byStride;  // (stride, size) of the dims with more than one element
+      std::pair<int64_t, int64_t> byStride[kMaxTensorRank];  // (stride, size) of the dims with more than one element
+      int dims = 0;
       for (int d = 0; d < rank; ++d)
         if (t.shape[d] > 1) {
           furthest += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
           step = std::max(step, uint64_t(t.stride[d]) * size);
-          byStride.emplace_back(t.stride[d], t.shape[d]);
+          byStride[dims++] = {t.stride[d], t.shape[d]};
         }
-      std::sort(byStride.begin(), byStride.end());
+      std::sort(byStride, byStride + dims);
       bool dense = true;
       int64_t next = 1;
-      for (auto [stride, n] : byStride) {
-        dense = dense && stride == next;
-        next = stride * n;  // (bounded: the furthest offset fits)
+      for (int d = 0; d < dims; ++d) {
+        dense = dense && byStride[d].first == next;
+        next = byStride[d].first * byStride[d].second;  // (bounded: the furthest offset fits)
       }
       TensorBytes b;
       b.name = &p.name;
@@ -784,7 +788,6 @@ std::vector<TensorBytes> callerTensorBytes(const KernelLaunch *launches, size_t 
       b.dense = dense;
       b.written = written;
       b.step = step;
-      seen[p.name] = out.size();
       out.push_back(b);
     }
   }
