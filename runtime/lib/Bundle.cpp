@@ -767,15 +767,18 @@ Status encodeWithDriver(const TensorMapEncoding &e, TensorMapValue &out) {
 // training step's scratch (1 GB for an FFN backward at d = 4096) may go back
 // to the driver at every synchronisation and be mapped again at the next
 // launch. FLASHC_SCRATCH_POOL=keep (opt-in: not yet timed on a GPU) takes it
-// from a pool per device for the process that keeps what it has allocated.
+// from a pool for the process that keeps what it has allocated, one per context (by its ID: a reset context's
+// pool is not reused).
 Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
   const char *v = std::getenv("FLASHC_SCRATCH_POOL");
   if (!v || std::string(v) != "keep")
     return CUmemoryPool(nullptr);
+  auto context = currentContextId(d);
+  if (!context) return context.error();
   static std::mutex mutex;
-  static std::map<CUdevice, CUmemoryPool> pools;
+  static std::map<unsigned long long, CUmemoryPool> pools;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = pools.find(device); it != pools.end()) return it->second;
+  if (auto it = pools.find(*context); it != pools.end()) return it->second;
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -788,7 +791,7 @@ Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
     d.cuMemPoolDestroy(pool);
     return d.error("setting the scratch memory pool's release threshold", rc);
   }
-  pools[device] = pool;
+  pools[*context] = pool;
   return pool;
 }
 

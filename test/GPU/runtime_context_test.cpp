@@ -1,8 +1,9 @@
 // A bundle across contexts: its code is loaded per context, and a context that is destroyed and replaced (the
 // primary context reset, a created context destroyed and another created, which may get the same handle) gets its
-// code loaded again instead of the dead context's modules.
+// code loaded again instead of the dead context's modules, and its scratch from a pool of its own.
 #include "runtime_gpu_util.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <string>
 
@@ -45,6 +46,17 @@ void launchAndCheck(const Driver &d, Bundle &b, const std::string &label) {
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += c[i] != a[i] + bb[i];
   check(bad == 0, label + ": the result matches the CPU", std::to_string(bad) + " mismatches");
+  // A program with zero-filled scratch, from the context's own pool (FLASHC_SCRATCH_POOL=keep, set in main).
+  Arguments p;
+  (void)p.setTensor("x", da.get(), DType::F32, 1, shape);
+  (void)p.setTensor("b", db.get(), DType::F32, 1, shape);
+  (void)p.setTensor("out", dc.get(), DType::F32, 1, shape);
+  p.setF32("alpha", 3.0f);
+  if (!checkOk(b.launch("scale_then_add", p), label + ": launch a program (scratch from the pool)")) return;
+  c = dc.download<float>(n);
+  bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += std::fabs(double(c[i]) - (3.0 * a[i] + bb[i])) > 1e-6;
+  check(bad == 0, label + ": the program's result matches the CPU", std::to_string(bad) + " mismatches");
 }
 
 unsigned long long contextId(const Driver &d) {
@@ -55,6 +67,7 @@ unsigned long long contextId(const Driver &d) {
 } // namespace
 
 int main() {
+  setenv("FLASHC_SCRATCH_POOL", "keep", 1);  // the pool kept per context: a reset context must not reuse the old one
   const Driver *d = driverOrSkip();
   if (!d) return kSkipReturnCode;
   ContextControl ctl;
