@@ -812,9 +812,10 @@ Status checkCallerOverlaps(const std::vector<TensorBytes> &tensors) {
       const TensorBytes &w = tensors[i], &o = tensors[j];
       // Each pair once: a written tensor against every later one, and against earlier ones only read.
       if (i == j || !w.written || (o.written && j < i) || !certainlyOverlap(w, o)) continue;
+      auto named = [](const TensorBytes &t) { return t.workspace ? std::string("the workspace") : "argument '" + *t.name + "'"; };
       std::ostringstream os;
-      os << "argument '" << *w.name << "' (written, bytes " << reinterpret_cast<void *>(w.first) << " to "
-         << reinterpret_cast<void *>(w.last) << ") shares memory with argument '" << *o.name << "' ("
+      os << named(w) << " (written, bytes " << reinterpret_cast<void *>(w.first) << " to "
+         << reinterpret_cast<void *>(w.last) << ") shares memory with " << named(o) << " ("
          << reinterpret_cast<void *>(o.first) << " to " << reinterpret_cast<void *>(o.last)
          << "): the kernels do not run in place, so a tensor they write may not overlap another tensor argument";
       return makeError(ErrorCode::InvalidArgument, os.str());

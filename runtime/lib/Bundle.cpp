@@ -205,6 +205,7 @@ struct Variant {
 
 // Code loaded into one context: its modules (one per cubin) and one function per kernel.
 struct LoadedModule {
+  ContextIdentity context;          // the modules belong to it
   const Variant *variant = nullptr; // whose kernels the modules hold
   std::vector<CUmodule> modules;
   CUdevice device = 0;
@@ -226,7 +227,7 @@ struct Bundle::Impl {
   BundleOptions options;
   bool cubinsUsable = true;
   std::mutex mutex;
-  std::map<unsigned long long, LoadedModule> modules;  // by context ID (currentContextId), not by handle
+  std::map<unsigned long long, LoadedModule> modules;  // by context ID (ContextIdentity), not by handle
 
   Result<LoadedModule *> moduleForCurrentContext(const Driver &d);
   const Manifest &manifest() const { return variants.front().manifest; }
@@ -235,8 +236,10 @@ struct Bundle::Impl {
                                          bool refreshCache = false);
   Status ensureShared(const Driver &d, LoadedModule &m, const KernelSpec &k, uint32_t bytes);
   /// The caller's tensors of a kernel launch or of a program's kernels: each one's first and last byte are device
-  /// memory of `device`, and none that a kernel writes overlaps another (checkCallerOverlaps).
-  Status checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count, CUdevice device);
+  /// memory of `device`, and none that a kernel writes overlaps another (checkCallerOverlaps), nor the caller's
+  /// `workspace` (its bytes, or null).
+  Status checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count, CUdevice device,
+                            const TensorBytes *workspace = nullptr);
   /// `afterKernel`: the stream's last work is a kernel this program launched (a `launch programmatic` kernel may
   /// then overlap its end).
   Status launchOne(const Driver &d, LoadedModule &m, KernelLaunch &launch, CUstream stream, bool afterKernel = false);
@@ -247,7 +250,7 @@ struct Bundle::Impl {
 
   /// Deferred verdicts (deferChecks): a launch's 16-byte status copied into pinned memory behind an event.
   struct PendingVerdict {
-    unsigned long long context = 0;  // its events and pinned memory belong to this context (an ID: currentContextId)
+    ContextIdentity context;  // its event and pinned memory belong to this context
     CUevent event = nullptr;
     int32_t *host = nullptr;  // pinned, 16 bytes
     bool busy = false;
@@ -274,13 +277,16 @@ Bundle::Bundle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Bundle::~Bundle() {
   auto d = Driver::get();
   if (!d) return;
+  // A dead context's handles are left alone: they went with it, and the driver may have given them to others since.
   for (auto &v : impl_->verdicts) {  // (a pending verdict is dropped: nobody is left to report it to)
+    if (!contextAlive(**d, v.context)) continue;
     if (v.busy) (*d)->cuEventSynchronize(v.event);
     (*d)->cuEventDestroy(v.event);
     (*d)->cuMemFreeHost(v.host);
   }
-  for (auto &[ctx, m] : impl_->modules)
-    for (CUmodule module : m.modules) (*d)->cuModuleUnload(module); // errors ignored: the context may be gone
+  for (auto &[id, m] : impl_->modules)
+    if (contextAlive(**d, m.context))
+      for (CUmodule module : m.modules) (*d)->cuModuleUnload(module);
 }
 
 namespace {
@@ -553,15 +559,19 @@ Result<std::vector<CodeImage>> Bundle::Impl::codeFor(const DeviceInfo &dev, Code
 Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   auto device = currentDevice(d);
   if (!device) return device.error();
-  auto ctx = currentContextId(d);
+  auto ctx = currentContext(d);
   if (!ctx) return ctx.error();
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = modules.find(*ctx);
+  auto it = modules.find(ctx->id);
   if (it != modules.end()) return &it->second;
+  // A new context: the code of dead ones goes (its modules went with their context).
+  for (auto dead = modules.begin(); dead != modules.end();)
+    dead = contextAlive(d, dead->second.context) ? std::next(dead) : modules.erase(dead);
 
   auto dev = currentDeviceInfo();
   if (!dev) return dev.error();
   LoadedModule m;
+  m.context = *ctx;
   m.device = *device;
   auto unloadAll = [&] {
     for (CUmodule module : m.modules) d.cuModuleUnload(module);
@@ -589,8 +599,12 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   if (!code) return code.error();
   size_t failed = 0;
   CUresult rc = loadImages(*code, failed);
-  if (rc != CUDA_SUCCESS && (m.info.fromDiskCache || m.info.fromMemoryCache)) {
-    // The kernel cache's cubin passed its checksum but the driver refuses it: compiled again, once, and replaced.
+  const bool imageRefused = rc == CUDA_ERROR_INVALID_IMAGE || rc == CUDA_ERROR_INVALID_PTX ||
+                            rc == CUDA_ERROR_INVALID_SOURCE || rc == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+                            rc == CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  if (imageRefused && (m.info.fromDiskCache || m.info.fromMemoryCache)) {
+    // The kernel cache's cubin passed its checksum but the driver refuses the image itself (not memory or a sticky
+    // error): compiled again and replaced, once a process (compileCudaCached: only a cubin the disk gave).
     if (std::getenv("FLASHC_VERBOSE"))
       std::fprintf(stderr, "flashc: bundle %s: the kernel cache's code for %s was refused (%s); compiling it again\n",
                    dir.c_str(), m.info.arch.c_str(), d.error("cuModuleLoadData", rc).message.c_str());
@@ -627,7 +641,7 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
     m.sharedAttribute[k.name] = kDefaultSharedLimit;
   }
   m.plans = std::make_unique<LaunchPlanCache>(alignmentLog2Of(m.variant->manifest));
-  return &modules.emplace(*ctx, std::move(m)).first->second;
+  return &modules.emplace(ctx->id, std::move(m)).first->second;
 }
 
 Result<CodeInfo> Bundle::prepare() {
@@ -694,7 +708,7 @@ Status Bundle::Impl::checkWorkspaceMemory(const Driver &d, const void *data, uin
 }
 
 Status Bundle::Impl::checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count,
-                                        CUdevice device) {
+                                        CUdevice device, const TensorBytes *workspace) {
   std::vector<TensorBytes> tensors = callerTensorBytes(launches, count);
   // The first and last byte (as the workspace's: the allocation's range would not do for memory mapped from several
   // handles), so that a size larger than the allocation is refused where the memory after it is not mapped.
@@ -718,6 +732,7 @@ Status Bundle::Impl::checkCallerTensors(const Driver &d, const KernelLaunch *lau
                                                          std::to_string(ordinal) + " but the current context is on device " +
                                                          std::to_string(int(device)));
     }
+  if (workspace) tensors.push_back(*workspace);
   return checkCallerOverlaps(tensors);
 }
 
@@ -773,12 +788,12 @@ Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
   const char *v = std::getenv("FLASHC_SCRATCH_POOL");
   if (!v || std::string(v) != "keep")
     return CUmemoryPool(nullptr);
-  auto context = currentContextId(d);
+  auto context = currentContext(d);
   if (!context) return context.error();
   static std::mutex mutex;
   static std::map<unsigned long long, CUmemoryPool> pools;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = pools.find(*context); it != pools.end()) return it->second;
+  if (auto it = pools.find(context->id); it != pools.end()) return it->second;
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -791,7 +806,7 @@ Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
     d.cuMemPoolDestroy(pool);
     return d.error("setting the scratch memory pool's release threshold", rc);
   }
-  pools[*context] = pool;
+  pools[context->id] = pool;
   return pool;
 }
 
@@ -992,18 +1007,28 @@ Status verdictError(const int32_t st[4], const std::string &statusName, const st
 
 Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream stream, const Arguments &args,
                                   const std::string &program, const std::string &statusName) {
-  auto current = currentContextId(d);
+  auto current = currentContext(d);
   if (!current) return current.error();
-  const unsigned long long ctx = *current;
+  const unsigned long long ctx = current->id;
   std::lock_guard<std::mutex> lock(verdictMutex);
-  // A free slot of this context, else a new one (up to 64), else the oldest busy one, read first.
+  // A free slot of this context, else a new one (up to 64, after the slots of dead contexts are dropped), else the
+  // oldest busy one, read first.
   PendingVerdict *slot = nullptr;
   Status oldest;
   for (auto &v : verdicts)
-    if (!v.busy && v.context == ctx) slot = &v;
+    if (!v.busy && v.context.id == ctx) slot = &v;
+  if (!slot && verdicts.size() >= 64)
+    for (auto dead = verdicts.begin(); dead != verdicts.end();) {
+      if (dead->context.id == ctx || contextAlive(d, dead->context)) {
+        ++dead;
+        continue;
+      }
+      if (dead->busy) --pendingVerdicts;
+      dead = verdicts.erase(dead);
+    }
   if (!slot && verdicts.size() < 64) {
     PendingVerdict v;
-    v.context = ctx;
+    v.context = *current;
     if (CUresult rc = d.cuMemHostAlloc(reinterpret_cast<void **>(&v.host), 16, 0); rc != CUDA_SUCCESS)
       return d.error("allocating pinned memory for a deferred check", rc);
     if (CUresult rc = d.cuEventCreate(&v.event, CU_EVENT_DISABLE_TIMING); rc != CUDA_SUCCESS) {
@@ -1015,7 +1040,7 @@ Status Bundle::Impl::deferVerdict(const Driver &d, CUdeviceptr ptr, CUstream str
   }
   if (!slot) {
     for (auto &v : verdicts)
-      if (v.context == ctx && v.busy && (!slot || v.order < slot->order)) slot = &v;
+      if (v.context.id == ctx && v.busy && (!slot || v.order < slot->order)) slot = &v;
     if (!slot) return makeError(ErrorCode::Internal, "64 deferred checks pending in other contexts");
     if (CUresult rc = d.cuEventSynchronize(slot->event); rc != CUDA_SUCCESS)
       return d.error("waiting for a deferred check", rc);
@@ -1053,6 +1078,11 @@ Status Bundle::Impl::collectVerdicts(const Driver &d, bool wait) {
   std::sort(busy.begin(), busy.end(), [](auto *a, auto *b) { return a->order < b->order; });
   Status first;
   for (PendingVerdict *v : busy) {
+    if (!contextAlive(d, v->context)) {  // its launch and its event went with its context: nothing to report
+      v->busy = false;
+      --pendingVerdicts;
+      continue;
+    }
     CUresult rc = wait ? d.cuEventSynchronize(v->event) : d.cuEventQuery(v->event);
     if (rc == CUDA_ERROR_NOT_READY) continue;
     v->busy = false;
@@ -1097,20 +1127,27 @@ Status Bundle::launchProgram(const std::string &name, const Arguments &args, voi
   if (!m) return m.error();
   auto plan = impl_->planProgram(**m, name, args);
   if (!plan) return plan.error();
-  if (Status s = impl_->checkCallerTensors(drv, plan->kernels.data(), plan->kernels.size(), (*m)->device); !s)
-    return s;
   auto cuStream = static_cast<CUstream>(stream);
   std::vector<CUdeviceptr> allocations;
   Status status;
   // Scratch from the caller's workspace (checked: size, alignment, device
-  // memory of this device covering it), else from the runtime's pool.
+  // memory of this device covering it, no tensor argument in the bytes used), else from the runtime's pool.
   WorkspaceLayout layout;
+  TensorBytes scratchBytes;
   if (workspace) {
     layout = layOutWorkspace(plan->scratch);
     if (Status s = checkWorkspace(layout, workspace->data, workspace->bytes, name); !s) return s;
-    if (layout.bytes > 0)
+    if (layout.bytes > 0) {
       if (Status s = impl_->checkWorkspaceMemory(drv, workspace->data, layout.bytes, (*m)->device, name); !s) return s;
+      scratchBytes.first = reinterpret_cast<uint64_t>(workspace->data);
+      scratchBytes.last = scratchBytes.first + (layout.bytes - 1);
+      scratchBytes.dense = scratchBytes.written = scratchBytes.workspace = true;
+    }
   }
+  if (Status s = impl_->checkCallerTensors(drv, plan->kernels.data(), plan->kernels.size(), (*m)->device,
+                                           scratchBytes.workspace ? &scratchBytes : nullptr);
+      !s)
+    return s;
   CUmemoryPool pool = nullptr;
   if (!plan->scratch.empty() && !workspace) {
     auto found = scratchPool(drv, (*m)->device);

@@ -89,12 +89,17 @@ Result<CUdevice> currentDevice(const Driver &d) {
   return dev;
 }
 
-Result<unsigned long long> currentContextId(const Driver &d) {
-  CUcontext ctx = nullptr;
-  if (CUresult rc = d.cuCtxGetCurrent(&ctx); rc != CUDA_SUCCESS) return d.error("cuCtxGetCurrent", rc);
+Result<ContextIdentity> currentContext(const Driver &d) {
+  if (auto device = currentDevice(d); !device) return device.error();
+  ContextIdentity c;
+  if (CUresult rc = d.cuCtxGetCurrent(&c.handle); rc != CUDA_SUCCESS) return d.error("cuCtxGetCurrent", rc);
+  if (CUresult rc = d.cuCtxGetId(c.handle, &c.id); rc != CUDA_SUCCESS) return d.error("cuCtxGetId", rc);
+  return c;
+}
+
+bool contextAlive(const Driver &d, const ContextIdentity &c) {
   unsigned long long id = 0;
-  if (CUresult rc = d.cuCtxGetId(ctx, &id); rc != CUDA_SUCCESS) return d.error("cuCtxGetId", rc);
-  return id;
+  return c.handle && d.cuCtxGetId(c.handle, &id) == CUDA_SUCCESS && id == c.id;
 }
 
 } // namespace flashc::rt

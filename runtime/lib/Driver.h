@@ -39,8 +39,17 @@ struct Driver {
 /// the CUDA runtime would) and returns the current device.
 Result<CUdevice> currentDevice(const Driver &d);
 
-/// The current context's ID (cuCtxGetId): unique for the process's lifetime, where a context's handle is not (a
-/// context destroyed and another created may get the same address). Caches of per-context state key by it.
-Result<unsigned long long> currentContextId(const Driver &d);
+/// A context as caches of per-context state know it: its ID (cuCtxGetId) is unique for the process's lifetime, where
+/// its handle is not (a reset primary context keeps its handle; a context destroyed and another created may get the
+/// same address). They key by the ID and keep the handle to ask whether the context still lives.
+struct ContextIdentity {
+  CUcontext handle = nullptr;
+  unsigned long long id = 0;
+};
+/// The current context (currentDevice makes one current if none is).
+Result<ContextIdentity> currentContext(const Driver &d);
+/// Whether `c` still lives: its handle names a context with its ID. State of a dead context is dropped without
+/// touching its handles (they may have been given to someone else).
+bool contextAlive(const Driver &d, const ContextIdentity &c);
 
 } // namespace flashc::rt

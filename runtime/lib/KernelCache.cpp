@@ -184,7 +184,10 @@ Result<CachedCompile> compileCudaCached(const CompileRequest &request, const Ker
     slot = s;
   }
   std::lock_guard<std::mutex> lock(slot->mutex);
-  if (refresh) {
+  // A refresh drops only a cubin that came from the disk: one this process compiled (first, or by an earlier
+  // refresh, maybe another thread's) is what a compile would give again, so it is returned as it is.
+  const bool fromDisk = slot->done && slot->result->ok() && slot->result->value().source == CachedCompile::DiskCache;
+  if (refresh && fromDisk) {
     ++compileStats().refusedEntries;
     slot->done = false;
     slot->result.reset();
@@ -198,7 +201,7 @@ Result<CachedCompile> compileCudaCached(const CompileRequest &request, const Ker
   }
   CachedCompile c;
   c.key = key;
-  if (cache && !refresh) {
+  if (cache && !(refresh && fromDisk)) {
     std::string why;
     switch (cache->load(key, c.cubin, &why)) {
     case KernelCache::Lookup::Hit:

@@ -60,8 +60,8 @@ void launchAndCheck(const Driver &d, Bundle &b, const std::string &label) {
 }
 
 unsigned long long contextId(const Driver &d) {
-  auto id = currentContextId(d);
-  return id ? *id : 0;
+  auto c = currentContext(d);
+  return c ? c->id : 0;
 }
 
 } // namespace

@@ -118,6 +118,18 @@ void testFillAndProgram(const Driver &d, Bundle &b) {
     for (int64_t i = 0; i < m; ++i) bad += std::fabs(double(r[i]) - (2.0 * x[i] + bb[i])) > 1e-6;
     check(bad == 0, "program result out = 2 x + b (zero-filled scratch), round " + std::to_string(round));
   }
+  // The caller's workspace holds the scratch the kernels write: one over a tensor argument is refused.
+  auto need = b.workspaceBytes("scale_then_add", p);
+  if (checkOk(need, "workspace bytes of scale_then_add") && *need > 0) {
+    DeviceBuffer ws(d, *need + 4096);
+    Workspace own{ws.get(), *need};
+    checkOk(b.launchProgram("scale_then_add", p, nullptr, &own), "a workspace of its own");
+    Workspace overOut{dres.get(), *need};
+    checkError(b.launchProgram("scale_then_add", p, nullptr, &overOut), "the workspace (written, bytes ",
+               "a workspace over the output is refused");
+    checkError(b.launchProgram("scale_then_add", p, nullptr, &overOut), "shares memory with argument 'out'",
+               "... naming the argument");
+  }
 }
 
 void testArgumentErrors(const Driver &d, Bundle &b) {

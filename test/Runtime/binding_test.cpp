@@ -525,6 +525,12 @@ void testOverlaps(const Manifest &m) {
   b.dense = true;
   b.first = 0x1000;
   check(certainlyOverlap(a, b), "the same first byte always overlaps");
+  TensorBytes ws{nullptr, 0x100000 + 2048, 0x100000 + 8191, true, true, 0, true};  // a workspace over x's second half
+  auto withWs = program(0x100000, 0x200000, 0x300000);
+  withWs.push_back(ws);
+  checkError(checkCallerOverlaps(withWs),
+             "the workspace (written, bytes 0x100800 to 0x101fff) shares memory with argument 'x' (0x100000 to 0x100f9f)",
+             "a caller's workspace over an argument is refused, named as the workspace");
   TensorBytes c{nullptr, 0x3000, 0x3fff, true, false};
   check(!certainlyOverlap(a, c) && !certainlyOverlap(c, a), "disjoint ranges never overlap");
 

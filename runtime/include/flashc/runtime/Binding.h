@@ -217,6 +217,7 @@ struct TensorBytes {
   bool written = false;  // an output or inout of some kernel of the launch
   uint64_t step = 0;     // the largest stride in bytes of a dim with more than one element: no gap between two of
                          // its elements (in address order) is wider
+  bool workspace = false;  // the caller's workspace of a program (its scratch, written), not an argument
 };
 
 /// The caller's tensors of a kernel launch, or of a program's kernels, once each (by name; scratch left out).

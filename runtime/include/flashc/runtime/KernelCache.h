@@ -70,7 +70,9 @@ struct CachedCompile {
 /// `deviceLibraryFingerprint`: directoryFingerprint of the request's device
 /// include dir when the caller has it (a batch computes it once); empty: computed.
 /// `refresh`: the cubin the caches gave was refused by the driver (an entry that passed its checksum but is not
-/// code the device takes: written by a broken compiler, or by hand): both caches drop it and it is compiled again.
+/// code the device takes: written by a broken compiler, or by hand). Where it came from the disk, both caches drop
+/// it and it is compiled again; a cubin this process compiled is returned as it is (a compile would give it again),
+/// so a key is compiled again at most once a process.
 Result<CachedCompile> compileCudaCached(const CompileRequest &request, const KernelCache *cache,
                                         const std::string &deviceLibraryFingerprint = "", bool refresh = false);
 
