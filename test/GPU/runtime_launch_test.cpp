@@ -124,10 +124,14 @@ void testFillAndProgram(const Driver &d, Bundle &b) {
     DeviceBuffer ws(d, *need + 4096);
     Workspace own{ws.get(), *need};
     checkOk(b.launchProgram("scale_then_add", p, nullptr, &own), "a workspace of its own");
-    Workspace overOut{dres.get(), *need};
-    checkError(b.launchProgram("scale_then_add", p, nullptr, &overOut), "the workspace (written, bytes ",
-               "a workspace over the output is refused");
-    checkError(b.launchProgram("scale_then_add", p, nullptr, &overOut), "shares memory with argument 'out'",
+    // out in the first m floats of one allocation, a workspace from byte 3840 (256-aligned) over its tail.
+    DeviceBuffer shared(d, 3840 + *need);
+    Arguments q = p;
+    (void)q.setTensor("out", shared.get(), DType::F32, 1, ps);
+    Workspace overOut{static_cast<char *>(shared.get()) + 3840, *need};
+    checkError(b.launchProgram("scale_then_add", q, nullptr, &overOut), "the workspace (written, bytes ",
+               "a workspace over the output's tail is refused");
+    checkError(b.launchProgram("scale_then_add", q, nullptr, &overOut), "shares memory with argument 'out'",
                "... naming the argument");
   }
 }
