@@ -808,10 +808,11 @@ bool certainlyOverlap(const TensorBytes &a, const TensorBytes &b) {
 
 Status checkCallerOverlaps(const std::vector<TensorBytes> &tensors) {
   for (size_t i = 0; i < tensors.size(); ++i)
-    for (size_t j = 0; j < tensors.size(); ++j) {
-      const TensorBytes &w = tensors[i], &o = tensors[j];
-      // Each pair once: a written tensor against every later one, and against earlier ones only read.
-      if (i == j || !w.written || (o.written && j < i) || !certainlyOverlap(w, o)) continue;
+    for (size_t j = i + 1; j < tensors.size(); ++j) {
+      if (!(tensors[i].written || tensors[j].written) || !certainlyOverlap(tensors[i], tensors[j])) continue;
+      // The message's subject: the workspace where it is one of the two, else a written tensor.
+      const bool first = tensors[j].workspace ? false : tensors[i].workspace || tensors[i].written;
+      const TensorBytes &w = first ? tensors[i] : tensors[j], &o = first ? tensors[j] : tensors[i];
       auto named = [](const TensorBytes &t) { return t.workspace ? std::string("the workspace") : "argument '" + *t.name + "'"; };
       std::ostringstream os;
       os << named(w) << " (written, bytes " << reinterpret_cast<void *>(w.first) << " to "

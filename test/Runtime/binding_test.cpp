@@ -531,6 +531,12 @@ void testOverlaps(const Manifest &m) {
   checkError(checkCallerOverlaps(withWs),
              "the workspace (written, bytes 0x100800 to 0x101fff) shares memory with argument 'x' (0x100000 to 0x100f9f)",
              "a caller's workspace over an argument is refused, named as the workspace");
+  withWs = program(0x100000, 0x200000, 0x300000);
+  ws.first = 0x300000 + 3840;
+  ws.last = 0x300000 + 8191;
+  withWs.push_back(ws);
+  checkError(checkCallerOverlaps(withWs), "the workspace (written, bytes 0x300f00 to 0x301fff) shares memory with argument 'out'",
+             "a workspace over an output's tail: the workspace named first");
   TensorBytes c{nullptr, 0x3000, 0x3fff, true, false};
   check(!certainlyOverlap(a, c) && !certainlyOverlap(c, a), "disjoint ranges never overlap");
 
