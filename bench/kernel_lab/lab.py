@@ -126,14 +126,6 @@ VARIANTS = {
     "d128_win1024_bwdws_ends": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                 True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    # _skip (session 50, opt-in): a warpgroup whose 64 keys the window hides from every query of a step skips its
-    # products there (FLASHC_BWD_WS_SKIP_HIDDEN: Config::kSkipHiddenHalves), beside the _ends configurations above.
-    "d128_win1024_bwdws_skip": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                              "FLASHC_BWD_WS_SKIP_HIDDEN": 1}, True),
-    "d128_causal_bwdws_skip": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                           "FLASHC_BWD_WS_SKIP_HIDDEN": 1}, True),
-    "d128_f16_gqa4_win100_bwdws_skip": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_SKIP_HIDDEN": 1},
-                                        True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -148,8 +140,7 @@ BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_
                  "d64_ws_st4", "d64_ws_g3", "d64_causal_ws_g3", "d256_bwdws", "d256_causal_bwdws", "d256_bwdws_dq128",
                  "d128_bwdws", "d128_causal_bwdws",
                  "d128_causal_bwdws_st3", "d128_bwdws_roles", "d64_bwdws", "d64_causal_bwdws",
-                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends",
-                 "d128_win1024_bwdws_skip", "d128_causal_bwdws_skip"]
+                 "d128_bwdws_ends", "d128_causal_bwdws_ends", "d128_win1024_bwdws_ends", "d64_causal_bwdws_ends"]
 
 def build_one(name, cfg, build_dir, kind, reuse=False):
     d, hq, group, f16, causal, window, softcap, extra, _ = cfg

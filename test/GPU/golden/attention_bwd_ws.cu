@@ -34,10 +34,6 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
-// Opt-in: a warpgroup whose 64 keys the window hides from a step's queries skips its products there (the lab's _skip).
-#ifndef FLASHC_BWD_WS_SKIP_HIDDEN
-#define FLASHC_BWD_WS_SKIP_HIDDEN 0
-#endif
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -53,7 +49,6 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  static constexpr bool kSkipHiddenHalves = FLASHC_BWD_WS_SKIP_HIDDEN;
 };
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;

@@ -59,10 +59,6 @@
 //   kProducerRegs, kConsumerRegs   setmaxnreg budgets
 //   kPingPong (optional)  the schedule's ping_pong: whether the consumers take turns (kDeferDq below; without it, the
 //                         compiler's hand rule)
-//   kSkipHiddenHalves (optional, off when absent)   opt-in, not yet run on a GPU: under the key split's turns
-//                         (kDeferDq), a warpgroup whose 64 keys the window hides from every query of a step skips
-//                         its Sᵀ, dPᵀ, dV and dK products there and leaves zeros as its dSᵀ rows for dQ (the first
-//                         and last steps of a window's key block; docs/design/hopper-attention-status.md, session 50)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
@@ -89,16 +85,6 @@
 
 namespace flashc {
 namespace device {
-
-// Config::kSkipHiddenHalves where the Config has it (the opt-in above), else off.
-template <class Config, class = void>
-struct SkipHiddenHalvesOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct SkipHiddenHalvesOf<Config, decltype(void(Config::kSkipHiddenHalves))> {
-  static constexpr bool value = Config::kSkipHiddenHalves;
-};
 
 template <class Config>
 struct AttentionBwdWsPlan {
@@ -213,12 +199,7 @@ struct AttentionBwdWsPlan {
   static_assert(!kDeferDq || (kKeySplit && !kSpareDqBoxes),
                 "ws backward: the consumers take turns (ping_pong) only under the key split below D = 192 (the "
                 "compiler's wsBackwardTurnsTake)");
-  static constexpr bool kSkipHiddenHalvesAsked = SkipHiddenHalvesOf<Config>::value;
   static constexpr int kDsBuffers = kDeferDq && kFourDsBuffersFit ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
-  // (The skipping warpgroup stores its zero rows before the previous step's dQ: the four-buffer order.)
-  static constexpr bool kSkipHiddenHalves = kSkipHiddenHalvesAsked;
-  static_assert(!kSkipHiddenHalves || (kDeferDq && kDsBuffers == 4),
-                "ws backward: hidden halves are skipped only where the consumers take turns with four dSᵀ buffers");
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
@@ -643,35 +624,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         wgmma_wait<0>();
         release(s);
       } else {
+        RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
         if constexpr (P::kDeferDq) {
           if (it > 0 || warpgroup == 1) named_barrier_sync(P::kBarTurn + warpgroup, kWarps * 32);  // this one's turn
         }
-        // kSkipHiddenHalves: this warpgroup's 64 keys hidden from every query of the step (by the window alone: a
-        // modifier only hides more). Its Pᵀ and dSᵀ are zero: nothing to add into dV or dK, and zeros as its dSᵀ rows
-        // for both warpgroups' dQ. Each path keeps its products in straight-line code (see below).
-        bool idle = false;
-        if constexpr (P::kSkipHiddenHalves)
-          idle = P::WindowMask::all_hidden(q0 + shift, kBlockM, k0 + warpgroup * 64 + shift, 64, Sk + shift, offset);
-        if (idle) {
-          if constexpr (P::kSkipHiddenHalves) {
-            named_barrier_arrive(P::kBarTurn + (1 - warpgroup), kWarps * 32);  // the other's turn: no exponentials
-            RegTile16<Elem, kBlockN, kBlockM, kTileWarps> zero16;
-#pragma unroll
-            for (int mt = 0; mt < decltype(zero16)::kMT; ++mt)
-#pragma unroll
-              for (int nt = 0; nt < decltype(zero16)::kNT; ++nt) zero16.v[mt][nt][0] = zero16.v[mt][nt][1] = 0u;
-            store_fragments(ds_step, zero16);
-            fence_async_shared();  // generic-proxy stores -> dQ's wgmma reads
-            named_barrier_arrive(P::kBarDsReady + P::kDsReadyIds * warpgroup + it % P::kDsReadyIds, kWarps * 32);
-            if (it > 0) {
-              DqTile dq;
-              issue_prev_dq(dq);
-              wgmma_wait<0>();
-              reduce_prev_dq(dq);
-            }
-          }
-        } else {
-        RegTileF32<kBlockN, kBlockM, kTileWarps> st, dpt;
         wgmma_matmul_tb<false, true>(st, Ks, q_tile(s));  // Sᵀ = K Qᵀ
         if constexpr (!P::kLateDp) wgmma_matmul_tb<false, true>(dpt, Vs, do_tile(s));  // dPᵀ = V dOᵀ, under the exponentials
         const KeyParts score_keys = key_parts(st, env);  // under Sᵀ's product
@@ -745,7 +701,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                                q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
                                                                batch, warpgroup, it == 0);
         }
-        }  // (not idle)
         wgmma_wait<0>();
         release(s);
         if constexpr (P::kDeferDq) prev = {q0, head, it};

@@ -51,14 +51,6 @@ struct Window {
     if (kRight >= 0) m = m || k0 + BN - 1 > q0 + offset + kRight;
     return m;
   }
-  // Is every (i, j) of [q0, q0+BM) x [k0, k0+BN) hidden: all keys past the tail, or right of the last query's
-  // window, or left of the first query's? (A consumer warpgroup's half of a backward step with nothing to add.)
-  static __device__ __forceinline__ bool all_hidden(int q0, int BM, int k0, int BN, int limit, int offset) {
-    bool h = k0 >= limit;
-    if (kRight >= 0) h = h || k0 > q0 + BM - 1 + offset + kRight;
-    if (kLeft >= 0) h = h || k0 + BN - 1 < q0 + offset - kLeft;
-    return h;
-  }
   // Key blocks [begin, end) (units of BN) that query rows [q0, q0+BM) can see. (BM and limit unused
   // here: the interface of ModMask, mask_mod.cuh, which scans blocks.)
   static __device__ __forceinline__ int key_block_begin(int q0, int BM, int BN, int limit, int offset) {
