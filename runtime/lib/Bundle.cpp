@@ -564,9 +564,8 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = modules.find(ctx->id);
   if (it != modules.end()) return &it->second;
-  // A new context: the code of dead ones goes (its modules went with their context).
-  for (auto dead = modules.begin(); dead != modules.end();)
-    dead = contextAlive(d, dead->second.context) ? std::next(dead) : modules.erase(dead);
+  // (A dead context's entry stays until the bundle closes, which leaves its modules alone: a launch on another thread
+  // may still hold the entry, and its calls then fail with the driver's error. A few KB a context.)
 
   auto dev = currentDeviceInfo();
   if (!dev) return dev.error();
@@ -606,7 +605,9 @@ Result<LoadedModule *> Bundle::Impl::moduleForCurrentContext(const Driver &d) {
     // The kernel cache's cubin passed its checksum but the driver refuses the image itself (not memory or a sticky
     // error): compiled again and replaced, once a process (compileCudaCached: only a cubin the disk gave).
     if (std::getenv("FLASHC_VERBOSE"))
-      std::fprintf(stderr, "flashc: bundle %s: the kernel cache's code for %s was refused (%s); compiling it again\n",
+      std::fprintf(stderr,
+                   "flashc: bundle %s: the kernel cache's code for %s was refused (%s); asking the cache again (a cubin "
+                   "from the disk is compiled again, once a process)\n",
                    dir.c_str(), m.info.arch.c_str(), d.error("cuModuleLoadData", rc).message.c_str());
     m.info = CodeInfo();
     code = codeFor(*dev, m.info, m.variant, /*refreshCache=*/true);
@@ -783,7 +784,8 @@ Status encodeWithDriver(const TensorMapEncoding &e, TensorMapValue &out) {
 // to the driver at every synchronisation and be mapped again at the next
 // launch. FLASHC_SCRATCH_POOL=keep (opt-in: not yet timed on a GPU) takes it
 // from a pool for the process that keeps what it has allocated, one per context (by its ID: a reset context's
-// pool is not reused).
+// pool is not reused). A dead context's pool is not destroyed (pools belong to the device, and whether a reset frees
+// one is not known here): a process that makes many contexts should not ask for this.
 Result<CUmemoryPool> scratchPool(const Driver &d, CUdevice device) {
   const char *v = std::getenv("FLASHC_SCRATCH_POOL");
   if (!v || std::string(v) != "keep")

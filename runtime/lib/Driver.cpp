@@ -98,8 +98,14 @@ Result<ContextIdentity> currentContext(const Driver &d) {
 }
 
 bool contextAlive(const Driver &d, const ContextIdentity &c) {
+  if (!c.handle) return false;
   unsigned long long id = 0;
-  return c.handle && d.cuCtxGetId(c.handle, &id) == CUDA_SUCCESS && id == c.id;
+  CUresult rc = d.cuCtxGetId(c.handle, &id);
+  // Dead: the driver says so, or the handle names another context now (a reset primary context, a reused address).
+  // Any other error (cuCtxGetId also returns an earlier launch's sticky fault) leaves it alive, so that the call
+  // the caller makes next reports that error instead of the context's state being dropped unread.
+  if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || rc == CUDA_ERROR_INVALID_CONTEXT) return false;
+  return rc != CUDA_SUCCESS || id == c.id;
 }
 
 } // namespace flashc::rt

@@ -48,8 +48,11 @@ struct ContextIdentity {
 };
 /// The current context (currentDevice makes one current if none is).
 Result<ContextIdentity> currentContext(const Driver &d);
-/// Whether `c` still lives: its handle names a context with its ID. State of a dead context is dropped without
-/// touching its handles (they may have been given to someone else).
+/// Whether `c` still lives: cuCtxGetId on its handle gives its ID (or fails with another error than a destroyed or
+/// invalid context: a sticky fault of an earlier launch leaves it alive). Relies on the driver answering for a
+/// destroyed context's handle with an error or another context's ID, which cuda.h lists (CONTEXT_IS_DESTROYED,
+/// INVALID_CONTEXT) but does not promise. State of a dead context is then left alone: its own handles (modules,
+/// events, pinned memory) went with it, and the driver may have given them to others since.
 bool contextAlive(const Driver &d, const ContextIdentity &c);
 
 } // namespace flashc::rt

@@ -147,8 +147,8 @@ flashc_status flashc_workspace_bytes(flashc_bundle bundle, const char *name, fla
 /* flashc_launch with the program's scratch taken from `workspace`: device memory of the current device, 256-byte
  * aligned, at least flashc_workspace_bytes long, that the caller keeps until the launch's work on `stream` is done
  * (a framework's caching allocator). INVALID_ARGUMENT, nothing launched, when the program needs scratch and the
- * workspace is null, misaligned, too small, or its first or last byte is not device memory of this device. A
- * kernel, or a program without scratch, ignores it. */
+ * workspace is null, misaligned, too small, its first or last byte is not device memory of this device, or the
+ * bytes the scratch uses overlap a tensor argument. A kernel, or a program without scratch, ignores it. */
 flashc_status flashc_launch_workspace(flashc_bundle bundle, const char *name, flashc_args args, void *stream,
                                       void *workspace, uint64_t workspace_bytes);
 

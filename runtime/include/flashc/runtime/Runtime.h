@@ -120,7 +120,8 @@ public:
   /// A program's scratch tensors come from `workspace` when one is given
   /// (device memory of at least workspaceBytes(name, args), 256-byte aligned,
   /// which the caller keeps until the launch's work on `stream` completes: a
-  /// framework's own allocator), else from the runtime's stream-ordered pool.
+  /// framework's own allocator; the bytes the scratch uses may not overlap a
+  /// tensor argument), else from the runtime's stream-ordered pool.
   Status launch(const std::string &name, const Arguments &args, void *stream = nullptr,
                 const Workspace *workspace = nullptr);
   Status launchKernel(const std::string &name, const Arguments &args, void *stream = nullptr);
