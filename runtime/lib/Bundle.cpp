@@ -682,57 +682,69 @@ Status Bundle::Impl::ensureShared(const Driver &d, LoadedModule &m, const Kernel
   return Status();
 }
 
+namespace {
+// Where the bytes [first, last] are not all device memory of `device`: the first or the last byte (`last`) and the
+// ordinal CUDA gives it (-1: not device memory known to CUDA). Only those two bytes are asked about, not the
+// allocation's range: memory mapped from several handles, as torch's expandable segments are, reports one handle's.
+struct DeviceBytesFault {
+  bool last = false;
+  int ordinal = -1;
+};
+std::optional<DeviceBytesFault> deviceBytesFault(const Driver &d, uint64_t first, uint64_t last, CUdevice device) {
+  for (uint64_t at : {first, last}) {
+    int ordinal = -1;
+    if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(at)) != CUDA_SUCCESS)
+      return DeviceBytesFault{at != first, -1};
+    if (ordinal != int(device)) return DeviceBytesFault{at != first, ordinal};
+  }
+  return std::nullopt;
+}
+
+std::string onOtherDevice(int ordinal, CUdevice device) {
+  return "is on device " + std::to_string(ordinal) + " but the current context is on device " +
+         std::to_string(int(device));
+}
+}  // namespace
+
 Status Bundle::Impl::checkWorkspaceMemory(const Driver &d, const void *data, uint64_t bytes, CUdevice device,
                                           const std::string &program) {
-  // Its first and last byte are device memory of this device. (Not the allocation's range: memory mapped from
-  // several handles, as torch's expandable segments are, reports one handle's range.)
   auto base = reinterpret_cast<CUdeviceptr>(data);
   if (bytes == 0) return Status();
   if (base > ~CUdeviceptr(0) - (bytes - 1))
     return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace's " + std::to_string(bytes) +
                                                      " bytes run past the end of the address space");
-  for (CUdeviceptr at : {base, base + (bytes - 1)}) {
-    int ordinal = -1;
-    if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, at) != CUDA_SUCCESS) {
-      std::ostringstream os;
-      os << "program '" << program << "': the workspace's " << (at == base ? "first" : "last") << " byte ("
-         << reinterpret_cast<void *>(at) << ") is not device memory known to CUDA (" << bytes << " bytes from "
-         << data << ")";
-      return makeError(ErrorCode::InvalidArgument, os.str());
-    }
-    if (ordinal != int(device))
-      return makeError(ErrorCode::InvalidArgument, "program '" + program + "': the workspace is on device " +
-                                                       std::to_string(ordinal) + " but the current context is on device " +
-                                                       std::to_string(int(device)));
-  }
-  return Status();
+  auto fault = deviceBytesFault(d, base, base + (bytes - 1), device);
+  if (!fault) return Status();
+  std::ostringstream os;
+  os << "program '" << program << "': the workspace";
+  if (fault->ordinal >= 0)
+    os << " " << onOtherDevice(fault->ordinal, device);
+  else
+    os << "'s " << (fault->last ? "last" : "first") << " byte ("
+       << reinterpret_cast<void *>(fault->last ? base + (bytes - 1) : base) << ") is not device memory known to CUDA ("
+       << bytes << " bytes from " << data << ")";
+  return makeError(ErrorCode::InvalidArgument, os.str());
 }
 
 Status Bundle::Impl::checkCallerTensors(const Driver &d, const KernelLaunch *launches, size_t count,
                                         CUdevice device, const TensorBytes *workspace) {
   std::vector<TensorBytes> tensors = callerTensorBytes(launches, count);
-  // The first and last byte (as the workspace's: the allocation's range would not do for memory mapped from several
-  // handles), so that a size larger than the allocation is refused where the memory after it is not mapped.
-  for (const TensorBytes &t : tensors)
-    for (uint64_t at : {t.first, t.last}) {
-      int ordinal = -1;
-      if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(at)) != CUDA_SUCCESS) {
-        std::ostringstream os;
-        if (at == t.first)
-          os << "argument '" << *t.name << "': pointer " << reinterpret_cast<void *>(at)
-             << " is not device memory known to CUDA";
-        else
-          os << "argument '" << *t.name << "': its last byte (" << reinterpret_cast<void *>(at) << ", "
-             << (t.last - t.first + 1) << " bytes from " << reinterpret_cast<void *>(t.first)
-             << " by its shape and strides) is not device memory known to CUDA: is the tensor larger than its "
-                "allocation?";
-        return makeError(ErrorCode::InvalidArgument, os.str());
-      }
-      if (ordinal != int(device))
-        return makeError(ErrorCode::InvalidArgument, "argument '" + *t.name + "': memory is on device " +
-                                                         std::to_string(ordinal) + " but the current context is on device " +
-                                                         std::to_string(int(device)));
-    }
+  // The last byte too: a size larger than the allocation is refused where the memory after it is not mapped.
+  for (const TensorBytes &t : tensors) {
+    auto fault = deviceBytesFault(d, t.first, t.last, device);
+    if (!fault) continue;
+    std::ostringstream os;
+    os << "argument '" << *t.name << "': ";
+    if (fault->ordinal >= 0)
+      os << "memory " << onOtherDevice(fault->ordinal, device);
+    else if (!fault->last)
+      os << "pointer " << reinterpret_cast<void *>(t.first) << " is not device memory known to CUDA";
+    else
+      os << "its last byte (" << reinterpret_cast<void *>(t.last) << ", " << (t.last - t.first + 1) << " bytes from "
+         << reinterpret_cast<void *>(t.first)
+         << " by its shape and strides) is not device memory known to CUDA: is the tensor larger than its allocation?";
+    return makeError(ErrorCode::InvalidArgument, os.str());
+  }
   if (workspace) tensors.push_back(*workspace);
   return checkCallerOverlaps(tensors);
 }

@@ -91,8 +91,7 @@ KernelCache::Lookup KernelCache::load(const std::string &key, std::vector<char> 
   if (read == FileRead::Missing || read == FileRead::Unreadable) return Lookup::Miss;
   auto corrupt = [&](const std::string &what) {
     if (why) *why = "cache entry " + path + " is corrupt (" + what + "); rebuilding";
-    std::error_code ec;
-    fs::remove(path, ec); // (a file, a FIFO or an empty directory; a directory with files stays, and is refused again)
+    remove(key);  // (a file, a FIFO or an empty directory; a directory with files stays, and is refused again)
     return Lookup::Corrupt;
   };
   if (read != FileRead::Ok) return corrupt(describe(read));
@@ -188,7 +187,6 @@ Result<CachedCompile> compileCudaCached(const CompileRequest &request, const Ker
   // refresh, maybe another thread's) is what a compile would give again, so it is returned as it is.
   const bool fromDisk = slot->done && slot->result->ok() && slot->result->value().source == CachedCompile::DiskCache;
   if (refresh && fromDisk) {
-    ++compileStats().refusedEntries;
     slot->done = false;
     slot->result.reset();
     if (cache) cache->remove(key);

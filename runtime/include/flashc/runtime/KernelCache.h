@@ -54,7 +54,6 @@ private:
 /// Counters (process-wide) so tests and tools can see what happened.
 struct CompileStats {
   std::atomic<int> memoryHits{0}, diskHits{0}, corruptEntries{0}, compiles{0};
-  std::atomic<int> refusedEntries{0};  // cached cubins the driver refused (compileCudaCached's refresh)
 };
 CompileStats &compileStats();
 
