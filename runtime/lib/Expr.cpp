@@ -404,4 +404,10 @@ bool Expr::isLiteral(int64_t *value) const {
   return true;
 }
 
+bool Expr::isSymbol(std::string *name) const {
+  if (!root_ || root_->kind != Node::Symbol) return false;
+  if (name) *name = root_->name;
+  return true;
+}
+
 } // namespace flashc::rt

@@ -104,6 +104,17 @@ void testRoundTrip() {
     check(rs && rs->scalars.size() == 1 && rs->constraints.size() == 1 && rs->constraints[0].str() == "N % 2 == 0",
           "row_scale: one scalar, requires 'N % 2 == 0'");
   }
+  // A dim that is a symbol or a literal in parentheses is that symbol or literal (bundle_fuzz_test's first find: it
+  // parsed as an expression, was written bare and parsed back as a symbol, so the round trip changed the manifest).
+  auto parenthesized = parseManifest(withKernel("  tensor x f32 in [((N)), (4), (N + 1)]\n  grid N, 1, 1\n  block 1, 1, 1\n"));
+  if (checkOk(parenthesized, "parenthesized dims parse")) {
+    const auto &dims = parenthesized->kernels[0].tensors[0].dims;
+    check(dims[0].isSymbol() && dims[0].symbol == "N" && !dims[1].isSymbol() && !dims[1].isExpression() &&
+              dims[1].value == 4 && dims[2].isExpression(),
+          "((N)) is the symbol N, (4) the literal 4, (N + 1) an expression");
+    auto again = parseManifest(writeManifest(*parenthesized));
+    check(again.ok() && *again == *parenthesized, "parenthesized dims round-trip through the writer");
+  }
   // Comments, blank lines, CRLF line ends and indentation are accepted.
   std::string crlf = "flashc-bundle 1\r\n# comment\r\n\r\narch sm_80\r\nkernel k\r\n entry e\r\n tensor x f32 in [N]\r\n"
                      " grid N, 1, 1\r\n block 1, 1, 1\r\nend\r\n";

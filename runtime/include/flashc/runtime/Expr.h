@@ -41,6 +41,8 @@ public:
   bool isConstant() const;
   /// True if it is a plain integer literal (then *value is set).
   bool isLiteral(int64_t *value = nullptr) const;
+  /// True if it is a bare symbol (then *name is set).
+  bool isSymbol(std::string *name = nullptr) const;
 
   bool operator==(const Expr &other) const { return str() == other.str(); }
   bool operator!=(const Expr &other) const { return !(*this == other); }
