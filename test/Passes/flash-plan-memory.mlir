@@ -79,7 +79,7 @@
 // A shared-memory overflow says which spec choice causes it and what to change, also on
 // kernels the user never wrote (a backward kernel, the fused FFN); sizes saturate instead of
 // wrapping around below the budget (a tile of 2^64 elements passed as 0 bytes).
-// RUN: not flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
+// RUN: not flash-opt %S/Inputs/ffn-wide-output-f32.mlir --flash-tile=ffn-plan=fused --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HINT-FFN
 // HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
 // RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
 // HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd needs {{.*}}; this is a backward kernel (attention_backward) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flashc/Compiler/TileKernels.h"
+#include "flashc/Compiler/TilePadding.h"
 #include "flashc/Dialect/Tile/IR/TileLimits.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -322,6 +323,30 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
                          << limits::kMaxTileDim << "], got " << w2;
   }
   return success();
+}
+
+LogicalResult checkPlannedTiles(function_ref<InFlightDiagnostic()> emitError, Attribute spec,
+                                ArrayRef<Type> argTypes, const TilePlan &plan) {
+  auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec);
+  if (!gemm || gemm.getRole() != KernelRole::FfnFused)
+    return success();
+  // (checkKernelRecipe has checked the arguments: w2 is there, its output dim static and in range)
+  size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
+  auto w2 = llvm::cast<GlobalTensorType>(argTypes[w2Index]);
+  int64_t dOut = w2.getShape()[1];
+  int64_t width = paddedTileWidth(dOut, w2.getElementType(), plan.strategy);
+  int64_t elementBytes = w2.getElementType().isF32() ? 4 : 2;
+  // Both products are below 2^16 * 2^16 * 4: no overflow.
+  int64_t accumulator = plan.blockM * width * 4, slab = plan.blockN * width * elementBytes;
+  if (accumulator <= limits::kMaxTileBytes && slab <= limits::kMaxTileBytes)
+    return success();
+  bool accumulatorOver = accumulator > limits::kMaxTileBytes;
+  return emitError() << "the fused FFN keeps " << (accumulatorOver ? "its output rows" : "a slab of w2") << ", a ["
+                     << (accumulatorOver ? plan.blockM : plan.blockN) << " x " << width << "] "
+                     << (accumulatorOver ? "f32 accumulator" : "tile of w2") << " (d_out = " << dOut << ") of "
+                     << (accumulatorOver ? accumulator : slab) << " bytes, more than a tile holds ("
+                     << limits::kMaxTileBytes
+                     << "): a smaller d_out or block size fits, or flash-tile's ffn-plan=two-kernel never needs it";
 }
 
 LogicalResult checkTilePlan(function_ref<InFlightDiagnostic()> emitError, Attribute spec,

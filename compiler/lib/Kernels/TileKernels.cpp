@@ -60,7 +60,8 @@ KernelOp buildKernel(OpBuilder &builder, Location loc, StringRef name, Attribute
   }
   // Everything the builders read is checked before the first op is created.
   auto report = [&] { return emitError(loc) << "cannot build kernel @" << name << ": "; };
-  if (failed(checkTilePlan(report, spec, plan)) || failed(checkKernelRecipe(report, spec, argTypes)))
+  if (failed(checkTilePlan(report, spec, plan)) || failed(checkKernelRecipe(report, spec, argTypes)) ||
+      failed(checkPlannedTiles(report, spec, argTypes, plan)))
     return nullptr;
   KernelOp kernel;
   if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {

@@ -47,10 +47,17 @@ mlir::LogicalResult checkKernelRecipe(llvm::function_ref<mlir::InFlightDiagnosti
 mlir::LogicalResult checkTilePlan(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
                                   mlir::Attribute spec, const TilePlan &plan);
 
+/// Whether the tiles `plan` makes of arguments `argTypes` are within the tile type's bounds (TileLimits.h) where an
+/// argument, not the plan, sets a tile's width: the fused FFN's [block_m x d_out] f32 accumulator and its
+/// [block_n x d_out] slab of w2. Reports in the spec's terms (what to change) and fails otherwise.
+mlir::LogicalResult checkPlannedTiles(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                                      mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes,
+                                      const TilePlan &plan);
+
 /// Builds the kernel `name` at the builder's insertion point (module level)
 /// from `spec` (an AttentionSpecAttr or GemmSpecAttr) for the argument types
 /// `argTypes`, following `plan`. Returns null and reports on `loc` when the
-/// recipe cannot be built (checkKernelRecipe, checkTilePlan) or the built
+/// recipe cannot be built (checkKernelRecipe, checkTilePlan, checkPlannedTiles) or the built
 /// kernel does not verify.
 mlir::tile::KernelOp buildKernel(mlir::OpBuilder &builder, mlir::Location loc, llvm::StringRef name,
                                  mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes,
