@@ -16,7 +16,7 @@
 //     workspace layout and the caller-tensor checks then run on the plan;
 //   * blob: unpacked (after the header's size and checksum are fixed up, most of the time, so that the sections are
 //     parsed), packed again and unpacked, the same files.
-// usage: bundle_fuzz_test [runs per target = $FLASHC_FUZZ_RUNS or 20000] [seed = 51]; failing inputs go to
+// usage: bundle_fuzz_test [runs per target = $FLASHC_BUNDLE_FUZZ_RUNS or 20000] [seed = 51]; failing inputs go to
 // $FLASHC_FUZZ_OUT when it is set.
 #include "Check.h"
 
@@ -323,7 +323,7 @@ std::vector<std::string> expressionsOf(const std::vector<std::string> &manifests
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *env = std::getenv("FLASHC_FUZZ_RUNS");
+  const char *env = std::getenv("FLASHC_BUNDLE_FUZZ_RUNS");
   const int runs = argc > 1 ? std::atoi(argv[1]) : env ? std::atoi(env) : 20000;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 51;
   std::mt19937_64 rng(seed);
