@@ -20,6 +20,12 @@ namespace flashc {
 
 namespace {
 
+/// The fused FFN's w2 among its arguments: x, w1, [b1,] [w_up,] w2, ...
+GlobalTensorType fusedFfnW2(GemmSpecAttr gemm, ArrayRef<Type> argTypes) {
+  size_t index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
+  return llvm::cast<GlobalTensorType>(argTypes[index]);
+}
+
 /// What one kernel argument must be.
 struct ArgRule {
   const char *name;
@@ -315,8 +321,7 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
   // The fused FFN holds the [block_m x d_out] output accumulator in registers:
   // its W2's output dim must be static.
   if (auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec); gemm && gemm.getRole() == KernelRole::FfnFused) {
-    size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
-    auto w2 = llvm::cast<GlobalTensorType>(argTypes[w2Index]);
+    auto w2 = fusedFfnW2(gemm, argTypes);
     int64_t dOut = w2.getShape()[1];
     if (ShapedType::isDynamic(dOut) || dOut < 1 || dOut > limits::kMaxTileDim)
       return emitError() << "kernel recipe 'ffn_fused': w2 must have a static output dim in [1, "
@@ -331,8 +336,7 @@ LogicalResult checkPlannedTiles(function_ref<InFlightDiagnostic()> emitError, At
   if (!gemm || gemm.getRole() != KernelRole::FfnFused)
     return success();
   // (checkKernelRecipe has checked the arguments: w2 is there, its output dim static and in range)
-  size_t w2Index = 2 + (gemm.getBias1().getValue() ? 1 : 0) + (gemm.getGated().getValue() ? 1 : 0);
-  auto w2 = llvm::cast<GlobalTensorType>(argTypes[w2Index]);
+  auto w2 = fusedFfnW2(gemm, argTypes);
   int64_t dOut = w2.getShape()[1];
   int64_t width = paddedTileWidth(dOut, w2.getElementType(), plan.strategy);
   int64_t elementBytes = w2.getElementType().isF32() ? 4 : 2;
