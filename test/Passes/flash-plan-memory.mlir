@@ -83,6 +83,10 @@
 // HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
 // RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
 // HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd needs {{.*}}; this is a backward kernel (attention_backward) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
+// RUN: flash-opt %S/Inputs/plan-memory-wide-head.mlir --flash-plan-memory=target=sm_80 | FileCheck %s --check-prefix=WIDE-HEAD-FITS
+// RUN: not flash-opt %S/Inputs/plan-memory-wide-head.mlir "--flash-plan-memory=target=sm_80 block-m=128" 2>&1 | FileCheck %s --check-prefix=WIDE-HEAD
+// WIDE-HEAD-FITS: tile.kernel @fwd({{.*}}block_m = 64 : i64
+// WIDE-HEAD: error: cannot build kernel @fwd.rebuild: the attention kernel's f32 tiles of [128 x 1024] (block_m = 128, block_n = 64, head dims D = 1024, Dv = 1024) take 524288 bytes, more than a tile holds (262144): smaller block sizes or head dims fit
 // RUN: not flash-opt %S/Inputs/plan-memory-huge-tile.mlir --flash-plan-memory 2>&1 | FileCheck %s --check-prefix=HUGE
 // The tile type's own bounds (TileLimits.h) refuse such a tile when it is parsed, before the planner's
 // saturating arithmetic (which still guards tiles built in-process) sees it.

@@ -13,6 +13,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -332,6 +334,22 @@ LogicalResult checkKernelRecipe(function_ref<InFlightDiagnostic()> emitError, At
 
 LogicalResult checkPlannedTiles(function_ref<InFlightDiagnostic()> emitError, Attribute spec,
                                 ArrayRef<Type> argTypes, const TilePlan &plan) {
+  if (auto attention = llvm::dyn_cast<AttentionSpecAttr>(spec)) {
+    // The head dims set the widths of the f32 tiles: the output, dQ, dK and dV accumulators, [block_m or block_n
+    // x a head dim] (the role split's and the forward's are fewer; the bound takes the widest any role makes).
+    Type elem = attention.getElementType().getValue();
+    int64_t width = std::max(paddedTileWidth(attention.getHeadDim(), elem, plan.strategy),
+                             paddedTileWidth(attention.getValueDim(), elem, plan.strategy));
+    int64_t rows = std::max(plan.blockM, plan.blockN);
+    int64_t bytes = rows * width * 4;  // (below 2^8 * 2^11 * 4: no overflow)
+    if (bytes <= limits::kMaxTileBytes)
+      return success();
+    return emitError() << "the attention kernel's f32 tiles of [" << rows << " x " << width << "] (block_m = "
+                       << plan.blockM << ", block_n = " << plan.blockN << ", head dims D = "
+                       << attention.getHeadDim() << ", Dv = " << attention.getValueDim() << ") take " << bytes
+                       << " bytes, more than a tile holds (" << limits::kMaxTileBytes
+                       << "): smaller block sizes or head dims fit";
+  }
   auto gemm = llvm::dyn_cast<GemmSpecAttr>(spec);
   if (!gemm || gemm.getRole() != KernelRole::FfnFused)
     return success();

@@ -48,8 +48,9 @@ mlir::LogicalResult checkTilePlan(llvm::function_ref<mlir::InFlightDiagnostic()>
                                   mlir::Attribute spec, const TilePlan &plan);
 
 /// Whether the tiles `plan` makes of arguments `argTypes` are within the tile type's bounds (TileLimits.h) where an
-/// argument, not the plan, sets a tile's width: the fused FFN's [block_m x d_out] f32 accumulator and its
-/// [block_n x d_out] slab of w2. Reports in the spec's terms (what to change) and fails otherwise.
+/// argument or a head dim, not the plan, sets a tile's width: the fused FFN's [block_m x d_out] f32 accumulator and
+/// its [block_n x d_out] slab of w2; attention's f32 accumulators of a block's rows by a head dim. Reports in the
+/// spec's terms (what to change) and fails otherwise.
 mlir::LogicalResult checkPlannedTiles(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
                                       mlir::Attribute spec, llvm::ArrayRef<mlir::Type> argTypes,
                                       const TilePlan &plan);
