@@ -67,6 +67,20 @@ bool parseSwizzle(std::string_view s, TensorMapSwizzle &out) {
   return false;
 }
 
+Dim Dim::fromExpr(Expr e) {
+  int64_t literal = 0;
+  std::string name;
+  if (e.isLiteral(&literal)) return lit(literal);
+  if (e.isSymbol(&name) && name != kSymbolSmCount) return sym(std::move(name));
+  return expression(std::move(e));
+}
+
+std::string Dim::str() const {
+  if (isSymbol()) return symbol;
+  if (!isExpression()) return std::to_string(value);
+  return expr.isSymbol() ? "(" + expr.str() + ")" : expr.str();
+}
+
 Result<int64_t> Dim::evaluate(const SymbolTable &symbols) const {
   if (isExpression()) return expr.evaluate(symbols);
   if (!isSymbol()) return value;

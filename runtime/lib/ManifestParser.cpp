@@ -264,13 +264,8 @@ private:
         if (d.empty() || !expr.ok())
           return fail("bad dim '" + std::string(d) + "' of tensor '" + t.name +
                       "' (an integer, a symbol or an expression over symbols)");
-        // A dim that is a symbol or a literal in parentheses is that symbol or literal: it binds the symbol like
-        // the bare spelling, and the manifest writes it back bare.
-        int64_t literal = 0;
-        std::string symbol;
-        if (expr->isLiteral(&literal)) t.dims.push_back(Dim::lit(literal));
-        else if (expr->isSymbol(&symbol)) t.dims.push_back(Dim::sym(symbol));
-        else t.dims.push_back(Dim::expression(*expr));
+        // (a symbol or a literal in parentheses is that symbol or literal: it binds like the bare spelling)
+        t.dims.push_back(Dim::fromExpr(*expr));
       }
     }
     if (t.dims.size() > size_t(kMaxTensorRank))

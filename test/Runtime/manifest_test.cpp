@@ -115,6 +115,19 @@ void testRoundTrip() {
     auto again = parseManifest(writeManifest(*parenthesized));
     check(again.ok() && *again == *parenthesized, "parenthesized dims round-trip through the writer");
   }
+  // The reserved num_sms cannot be a binding dim, but may be an expression dim (a persistent kernel's scratch, one
+  // row a multiprocessor): written in parentheses, it reads back as the expression.
+  auto smDim = parseManifest(withKernel("  tensor x f32 in [N, (num_sms)]\n  grid N, 1, 1\n  block 1, 1, 1\n"));
+  if (checkOk(smDim, "(num_sms) as a dim parses")) {
+    const Dim &d = smDim->kernels[0].tensors[0].dims[1];
+    check(d.isExpression() && d.str() == "(num_sms)", "(num_sms) is an expression dim, written in parentheses",
+          d.str());
+    auto again = parseManifest(writeManifest(*smDim));
+    check(again.ok() && *again == *smDim, "(num_sms) round-trips through the writer",
+          again.ok() ? "" : again.message());
+  }
+  checkError(parseManifest(withKernel("  tensor x f32 in [N, num_sms]\n  grid N, 1, 1\n  block 1, 1, 1\n")).status(),
+             "num_sms", "bare num_sms as a dim is refused (a binding dim may not take the reserved name)");
   // Comments, blank lines, CRLF line ends and indentation are accepted.
   std::string crlf = "flashc-bundle 1\r\n# comment\r\n\r\narch sm_80\r\nkernel k\r\n entry e\r\n tensor x f32 in [N]\r\n"
                      " grid N, 1, 1\r\n block 1, 1, 1\r\nend\r\n";

@@ -365,7 +365,7 @@ LogicalResult ProgramScope::build() {
           return func.emitError("tile.program argument ") << i << ": dim " << d << " '" << sym
                                                           << "' is neither a symbol nor an expression",
                  failure();
-        info.dims.push_back(rt::Dim::expression(*parsed));
+        info.dims.push_back(rt::Dim::fromExpr(*parsed));
         continue;
       }
       info.dims.push_back(rt::Dim::sym(sym));
@@ -404,7 +404,7 @@ LogicalResult ProgramScope::build() {
                                "or integer arithmetic (arith constant, addi, subi, muli, divsi, ceildivsi, maxsi, minsi, "
                                "tile.sm_count) of them, so the runtime can allocate it"),
                failure();
-      info.dims.push_back(rt::Dim::expression(*expr));
+      info.dims.push_back(rt::Dim::fromExpr(*expr));
     }
     infos[alloc.getResult()] = info;
     scratch.push_back(alloc);

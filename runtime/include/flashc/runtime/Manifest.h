@@ -42,10 +42,16 @@ struct Dim {
   Expr expr;          // non-empty: an expression dim
   bool isSymbol() const { return !symbol.empty(); }
   bool isExpression() const { return !expr.empty(); }
-  std::string str() const { return isSymbol() ? symbol : isExpression() ? expr.str() : std::to_string(value); }
+  /// The manifest's text: an expression that is a bare symbol (only num_sms stays one: fromExpr) in parentheses, so
+  /// that it reads back as an expression.
+  std::string str() const;
   static Dim lit(int64_t v) { return Dim{"", v, Expr()}; }
   static Dim sym(std::string s) { return Dim{std::move(s), 0, Expr()}; }
   static Dim expression(Expr e) { return Dim{"", 0, std::move(e)}; }
+  /// `e` as the dim the manifest's text reads back: a literal or a bare symbol (`(N)`) as such (a symbol binds, an
+  /// expression only checks), anything else as an expression; the reserved num_sms, which no dim may bind, stays an
+  /// expression.
+  static Dim fromExpr(Expr e);
   /// Its value under `symbols` (a literal's, a symbol's, an expression's).
   Result<int64_t> evaluate(const SymbolTable &symbols) const;
   bool operator==(const Dim &o) const { return symbol == o.symbol && value == o.value && expr == o.expr; }
