@@ -28,6 +28,7 @@
 #include "flashc/runtime/Manifest.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -264,7 +265,8 @@ void planPrograms(const Manifest &m, std::mt19937_64 &rng, Counts &counts, int &
         within = within && k.grid[size_t(i)] >= 1 && k.block[size_t(i)] >= 1 &&
                  int64_t(k.grid[size_t(i)]) <= limits.maxGrid[size_t(i)] &&
                  int64_t(k.block[size_t(i)]) <= limits.maxBlock[size_t(i)];
-      within = within && int64_t(k.sharedBytes) <= limits.maxDynamicSharedBytes;
+      within = within && int64_t(k.sharedBytes) <= limits.maxDynamicSharedBytes &&
+               int64_t(k.block[0]) * k.block[1] * k.block[2] <= limits.maxThreadsPerBlock;
       if (!within)
         bad += !check(false, "a planned launch is within the device's limits",
                       program.name + ": kernel " + k.kernel->name + " grid " + std::to_string(k.grid[0]) + "," +
@@ -293,6 +295,18 @@ void planPrograms(const Manifest &m, std::mt19937_64 &rng, Counts &counts, int &
   }
 }
 
+// `text` split at the commas outside parentheses (`cdiv(Sq, 64), 16, B` is three parts).
+std::vector<std::string> splitTopLevel(const std::string &text) {
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (char c : text) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == ',' && depth == 0) parts.emplace_back();
+    else parts.back().push_back(c);
+  }
+  return parts;
+}
+
 // Expressions as the manifests write them: grid / block / shared / requires lines and bracketed dims.
 std::vector<std::string> expressionsOf(const std::vector<std::string> &manifests) {
   std::vector<std::string> out;
@@ -304,16 +318,13 @@ std::vector<std::string> expressionsOf(const std::vector<std::string> &manifests
       std::string rest;
       std::getline(ss, rest);
       if (key == "grid" || key == "block") {
-        std::stringstream parts(rest);
-        for (std::string part; std::getline(parts, part, ',');) out.push_back(part);
+        for (const auto &part : splitTopLevel(rest)) out.push_back(part);
       } else if (key == "shared" || key == "requires") {
         out.push_back(rest);
       }
       size_t open = line.find('['), close = line.rfind(']');
-      if (open != std::string::npos && close != std::string::npos && close > open) {
-        std::stringstream dims(line.substr(open + 1, close - open - 1));
-        for (std::string dim; std::getline(dims, dim, ',');) out.push_back(dim);
-      }
+      if (open != std::string::npos && close != std::string::npos && close > open)
+        for (const auto &dim : splitTopLevel(line.substr(open + 1, close - open - 1))) out.push_back(dim);
     }
   out.push_back("cdiv(a, b) * (c % 7) - -d + max(e, 3) / min(f, 2)");
   out.push_back("N > 0 && (M % 8 == 0 || !K) && num_sms >= 1");
@@ -326,6 +337,10 @@ int main(int argc, char **argv) {
   const char *env = std::getenv("FLASHC_BUNDLE_FUZZ_RUNS");
   const int runs = argc > 1 ? std::atoi(argv[1]) : env ? std::atoi(env) : 20000;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 51;
+  if (runs < 1) {
+    std::fprintf(stderr, "bundle_fuzz_test: the run count must be a positive integer\n");
+    return 2;
+  }
   std::mt19937_64 rng(seed);
   namespace fs = std::filesystem;
 
@@ -336,8 +351,9 @@ int main(int argc, char **argv) {
       std::string text = readText(entry.path());
       (text.rfind("flashc-bundle 2", 0) == 0 ? indexes : manifests).push_back(text);
     }
-  check(manifests.size() >= 8 && !indexes.empty(), "seed manifests and an index found",
-        std::to_string(manifests.size()) + " manifests, " + std::to_string(indexes.size()) + " indexes");
+  if (!check(manifests.size() >= 8 && !indexes.empty(), "seed manifests and an index found",
+             std::to_string(manifests.size()) + " manifests, " + std::to_string(indexes.size()) + " indexes"))
+    return checkSummary();
   size_t seedsParsing = 0;
   for (const auto &text : manifests) seedsParsing += parseManifest(text).ok();
   // (bad_version's is refused by design; every other seed parses, so the mutations start from valid input)
@@ -357,7 +373,10 @@ int main(int argc, char **argv) {
     auto m = parseManifest(text);
     if (!m) {
       ++manifestCounts.rejected;
-      if (m.message().empty()) bad += !check(false, "a rejected manifest says why", "run " + std::to_string(run));
+      if (m.message().empty()) {
+        bad += !check(false, "a rejected manifest says why", "run " + std::to_string(run));
+        keep("manifest", run, text);
+      }
       continue;
     }
     ++manifestCounts.parsed;
@@ -392,6 +411,7 @@ int main(int argc, char **argv) {
     auto again = Expr::parse(canonical, logic);
     if (!again || again->str() != canonical) {
       exprBad += !check(false, "an expression's canonical text parses to itself", text + " -> " + canonical);
+      keep("expression", run, text);
       continue;
     }
     std::set<std::string> used;
@@ -420,8 +440,10 @@ int main(int argc, char **argv) {
     ++indexParsed;
     std::string written = writeBundleIndex(*index);
     auto again = parseBundleIndex(written);
-    if (!again || !(*again == *index) || writeBundleIndex(*again) != written)
+    if (!again || !(*again == *index) || writeBundleIndex(*again) != written) {
       indexBad += !check(false, "a parsed index survives writing and parsing again", text);
+      keep("index", run, text);
+    }
   }
   check(indexBad == 0, "indexes: " + std::to_string(runs) + " mutated, " + std::to_string(indexParsed) + " parsed");
 
@@ -463,7 +485,10 @@ int main(int argc, char **argv) {
     ++blobUnpacked;
     std::string repacked = packBundleBlob(*got);
     auto again = unpackBundleBlob(repacked.data(), repacked.size());
-    if (!again || *again != *got) blobBad += !check(false, "an unpacked blob packs and unpacks to the same files");
+    if (!again || *again != *got) {
+      blobBad += !check(false, "an unpacked blob packs and unpacks to the same files");
+      keep("blob", run, b);
+    }
   }
   check(blobBad == 0, "blobs: " + std::to_string(runs) + " mutated, " + std::to_string(blobUnpacked) + " unpacked");
   return checkSummary();
