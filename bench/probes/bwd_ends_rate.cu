@@ -39,6 +39,27 @@ __global__ void __launch_bounds__(128) pre_delta_only(TensorArg o, TensorArg dou
   flashc::device::attention_bwd_preprocess<bf16, kD, kD>(o, dout, delta, nullptr);
 }
 
+// The forms' delta: each 16-lane group's row (pass p: row (4 p + warp) * 2 + lane / 16) summed from the 8 chunks a
+// lane loaded (a: O, b: dO), in the library's order of operations (so the result is bitwise the library's).
+__device__ __forceinline__ void store_delta(const uint4 (&a)[8], const uint4 (&b)[8], int rows, int row0,
+                                            float* delta_row, long long delta_stride) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int p = 0; p < 8; ++p) {
+    const int r = (p * 4 + warp) * 2 + lane / 16;
+    float s = 0.f;
+    if (r < rows) {
+      const bf16* x = reinterpret_cast<const bf16*>(&a[p]);
+      const bf16* y = reinterpret_cast<const bf16*>(&b[p]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s = fmaf(flashc::device::to_float(x[i]), flashc::device::to_float(y[i]), s);
+    }
+#pragma unroll
+    for (int offset = 8; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+    if (r < rows && lane % 16 == 0) delta_row[(row0 + r) * delta_stride] = s;
+  }
+}
+
 // Form "streaming": the library's arithmetic with evict-first loads (__ldcs: read once) and streaming stores of the
 // zeros (__stcs), so that neither O / dO nor the zeros displace lines the other half of the kernel still needs in L2.
 __global__ void __launch_bounds__(128) pre_streaming(TensorArg o, TensorArg dout, TensorArg delta, TensorArg dq_accum) {
@@ -63,20 +84,7 @@ __global__ void __launch_bounds__(128) pre_streaming(TensorArg o, TensorArg dout
     const int r = i / (kD / 4), c = i % (kD / 4);
     if (r < rows) __stcs(reinterpret_cast<float4*>(dq_rows + (row0 + r) * dq_accum.stride[2] + c * 4), make_float4(0, 0, 0, 0));
   }
-#pragma unroll
-  for (int p = 0; p < 8; ++p) {
-    const int r = (p * 4 + warp) * 2 + lane / 16;
-    float s = 0.f;
-    if (r < rows) {
-      const bf16* x = reinterpret_cast<const bf16*>(&a[p]);
-      const bf16* y = reinterpret_cast<const bf16*>(&b[p]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) s = fmaf(flashc::device::to_float(x[i]), flashc::device::to_float(y[i]), s);
-    }
-#pragma unroll
-    for (int offset = 8; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-    if (r < rows && chunk == 0) delta_row[(row0 + r) * delta.stride[2]] = s;
-  }
+  store_delta(a, b, rows, row0, delta_row, delta.stride[2]);
 }
 
 // Form "bulk": the library's loads and sums, and the zeros written by two bulk copies from a zeroed 16 KB of shared
@@ -125,20 +133,7 @@ __global__ void __launch_bounds__(128) pre_split(TensorArg o, TensorArg dout, Te
         b[p] = *reinterpret_cast<const uint4*>(do_rows + (row0 + r) * dout.stride[2] + chunk * 8);
       }
     }
-#pragma unroll
-    for (int p = 0; p < 8; ++p) {
-      const int r = (p * 4 + warp) * 2 + lane / 16;
-      float s = 0.f;
-      if (r < rows) {
-        const bf16* x = reinterpret_cast<const bf16*>(&a[p]);
-        const bf16* y = reinterpret_cast<const bf16*>(&b[p]);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) s = fmaf(flashc::device::to_float(x[i]), flashc::device::to_float(y[i]), s);
-      }
-#pragma unroll
-      for (int offset = 8; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-      if (r < rows && chunk == 0) delta_row[(row0 + r) * delta.stride[2]] = s;
-    }
+    store_delta(a, b, rows, row0, delta_row, delta.stride[2]);
     return;
   }
   float* dq_rows = static_cast<float*>(dq_accum.data) + head * dq_accum.stride[1];
