@@ -126,11 +126,17 @@ VARIANTS = {
     "d128_win1024_bwdws_ends": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                 True),
     "d64_causal_bwdws_ends": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
+    # The window row's per-step excess over the causal one, split (session 52): _nomask never applies the element mask
+    # (timing only); _h33 runs 33 heads, 4224 key blocks at 16k = 32 whole waves on 132 SMs (16 heads: 15.5 waves).
+    "d128_win1024_bwdws_nomask": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                                  "FLASHC_LAB_SKIP_ELEMENT_MASK": 1}, True),
+    "d128_win1024_h33_bwdws_ends": (128, 33, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
+                                    True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
 }
-TIMING_ONLY = {"d128_nodqatomic", "d128_nodq"}
+TIMING_ONLY = {"d128_nodqatomic", "d128_nodq", "d128_win1024_bwdws_nomask"}
 CONFIGS.update(VARIANTS)
 BENCH_CONFIGS = ["d64", "d64_causal", "d128", "d128_causal", "d128_wide", "d128_bulk",
                  "d128_causal_bulk", "d128_det",

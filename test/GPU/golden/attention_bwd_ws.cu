@@ -50,6 +50,22 @@ struct Config {
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
+}  // namespace bwd_ws_config
+
+#ifdef FLASHC_LAB_SKIP_ELEMENT_MASK
+// Lab timing experiment only (never set in use; results wrong by construction): the window's bounds kept, so the
+// walk is the same, but no step applies the element mask, which prices the masked steps' extra work.
+template <int kLeft, int kRight>
+struct LabBoundsOnly : flashc::device::Window<kLeft, kRight> {
+  static __device__ __forceinline__ int mask_parts(int, int, int, int, int, int, const flashc::device::MaskEnv&) { return 0; }
+};
+template <>
+struct flashc::device::MaskSpecOf<bwd_ws_config::Config, void> {
+  using type = LabBoundsOnly<bwd_ws_config::Config::kWindowLeft, bwd_ws_config::Config::kWindowRight>;
+};
+#endif
+
+namespace bwd_ws_config {
 using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
 }  // namespace bwd_ws_config
