@@ -83,6 +83,10 @@
 // HINT-FFN: error: flash-plan-memory: @wide_ffn_fused needs {{[0-9]+}} bytes of shared memory {{.*}}; this is the fused kernel of the flash.ffn at this location, which keeps a [block_n x d_out] slab of w2 in shared memory: a smaller d_out fits, or flash-tile's ffn-plan=two-kernel never needs the slab
 // RUN: flash-opt %S/Inputs/attention-f32-d256.mlir --flash-generate-backward --flash-tile=target=sm_80 | not flash-opt --flash-plan-memory=target=sm_80 2>&1 | FileCheck %s --check-prefix=HINT-ATTN
 // HINT-ATTN: error: flash-plan-memory: @attention_attention_bwd needs {{.*}}; this is a backward kernel (attention_backward) generated for the flash.attention at this location, whose head dims D = 256, Dv = 256 set its tile widths: use smaller head dims for sm_80
+// The fused FFN's w2 slab is bounded by the tile types too, not only by shared memory: at d_out = 1024 (bf16) the
+// [64 x 1024] f32 accumulator fits a tile exactly, but a 256-row slab of w2 (512 KB) is refused before it is built.
+// RUN: not flash-opt %S/Inputs/ffn-output-1024.mlir --flash-tile=ffn-plan=fused "--flash-plan-memory=block-m=64 block-n=256" 2>&1 | FileCheck %s --check-prefix=WIDE-SLAB
+// WIDE-SLAB: ffn-output-1024.mlir:4:8: error: cannot build kernel @ffn_out1024_ffn_fused.rebuild: the fused FFN keeps a slab of w2, a [256 x 1024] tile of w2 (d_out = 1024) of 524288 bytes, more than a tile holds (262144)
 // RUN: flash-opt %S/Inputs/plan-memory-wide-head.mlir --flash-plan-memory=target=sm_80 | FileCheck %s --check-prefix=WIDE-HEAD-FITS
 // RUN: not flash-opt %S/Inputs/plan-memory-wide-head.mlir "--flash-plan-memory=target=sm_80 block-m=128" 2>&1 | FileCheck %s --check-prefix=WIDE-HEAD
 // WIDE-HEAD-FITS: tile.kernel @fwd({{.*}}block_m = 64 : i64
