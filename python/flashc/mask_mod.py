@@ -27,7 +27,9 @@ N-th tensor at one position per dimension). Python's % on traced indices is a - 
 (the divisor's sign; by 0 it gives a).
 """
 
+import contextlib
 import inspect
+import threading
 
 from .errors import InvalidArgumentError
 
@@ -463,6 +465,10 @@ class _Tracer:
             index = len(self.tensors)
             self.tensors.append(tensor)
         args = ("t%d" % index,) + tuple(_operand(self, p, "int") for p in positions)
+        negative = [p for p in args[1:] if isinstance(p, int) and p < 0]
+        if negative:  # (a read outside the tensor is 0: t[-1] would not be Python's last element)
+            raise InvalidArgumentError("mask_mod: a tensor is read at the negative position %d; positions count from "
+                                       "0 (Python's t[-1] is not the last element here: write t[n - 1])" % negative[0])
         return _Int(self, self._emit("read", args))
 
     def emit(self, op, args):
@@ -523,11 +529,46 @@ def _float_like(v, tracer):
             and (isinstance(v, float) or getattr(v, "_is_float", False)))
 
 
+class _TracedAttributeError(InvalidArgumentError, AttributeError):
+    """A method a traced value does not have (an AttributeError too, so that getattr(x, name, default) still works)."""
+
+
 class _Traced:
     """A traced value: an integer (_Int) or a condition (_Cond)."""
 
     def __init__(self, tracer, ref):
         self._tracer, self._ref = tracer, ref
+
+    def _prefix(self):
+        return "score_mod" if getattr(self._tracer, "floats", False) else "mask_mod"
+
+    def _unhashable(self):
+        # A traced value stands for every row's value: as a dict key or a set member it would be looked up by
+        # identity, so `WIN.get(h, 2)` or `h in SPECIAL` would trace the default or False for every head.
+        raise InvalidArgumentError("%s: a traced value cannot be a dict key or a set member (it stands for every "
+                                   "row's value); compare it (h == 0), use torch.where chains, or read a tensor "
+                                   "(t[h])" % self._prefix())
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _TracedAttributeError("%s: a traced value has no method .%s; use Python operators and the torch "
+                                    "functions the modifier supports (torch.where, torch.abs, ...)"
+                                    % (self._prefix(), name))
+
+    def _no_operator(self, *args):
+        raise InvalidArgumentError("%s: this operator is not supported on traced values (supported on indices: "
+                                   "+ - * // %% unary -, abs, comparisons; on conditions: & | ^ ~)" % self._prefix())
+
+    def __getitem__(self, index):
+        raise InvalidArgumentError("%s: a traced value cannot be indexed (index the tensor that holds it: "
+                                   "t[q], t[b, h])" % self._prefix())
+
+    def __len__(self):
+        raise InvalidArgumentError("%s: a traced value has no length" % self._prefix())
+
+    def __iter__(self):
+        raise InvalidArgumentError("%s: a traced value cannot be iterated" % self._prefix())
 
     def _emit_binary(self, op, other, kind, reverse):
         """The emitted op(self, other) (operands of `kind`, swapped when reverse): a name or a folded constant."""
@@ -555,6 +596,18 @@ class _Traced:
             return ~_cond(args[0])
         if func in (torch.abs,) and len(args) == 1:
             return abs(args[0])
+        if func is torch.Tensor.__getitem__ and args and isinstance(args[0], torch.Tensor):
+            score = getattr(tracer, "floats", False)
+            raise InvalidArgumentError(
+                "%s: t[i] at a traced index is recorded for %s tensor that is a global or closure variable of the "
+                "modifier; this one (%s) is %s: use flashc.%s.read(t, i) for a tensor reached otherwise (an "
+                "attribute, a helper's)" % ("score_mod" if score else "mask_mod",
+                                            "an integer or float" if score else "an integer", args[0].dtype,
+                                            "not readable" if not (_is_int_tensor(args[0]) or (
+                                                score and args[0].is_floating_point())) else "reached otherwise",
+                                            "score_mod" if score else "mask_mod"))
+        if _float_torch_function is not None and getattr(tracer, "floats", False):
+            return _float_torch_function(func, args, kwargs)  # a score modifier: torch.exp(q) is a float, as in torch
         raise InvalidArgumentError("mask_mod: %s is not supported on the traced indices (supported: + - * // %% "
                                    "unary -, abs, comparisons, & | ^ ~, torch.where, torch.minimum, torch.maximum)"
                                    % getattr(func, "__name__", func))
@@ -617,6 +670,11 @@ class _Int(_Traced):
     def __abs__(self):
         return where(self < 0, -self, self)
 
+    # (Not in the index language: bitwise ops, shifts, powers. & | ^ ~ are on conditions, not on integers.)
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = _Traced._no_operator
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __pow__ = __rpow__ = _Traced._no_operator
+    __divmod__ = __rdivmod__ = __round__ = __trunc__ = __floor__ = __ceil__ = _Traced._no_operator
+
     def __truediv__(self, o, reverse=False):
         if getattr(self._tracer, "floats", False) and _float_promotion is not None:  # a score modifier: floats
             return _float_promotion("truediv", self, o, reverse)
@@ -630,7 +688,7 @@ class _Int(_Traced):
     __ge__ = lambda self, o: self._bin("ge", o, result=_Cond)
     __eq__ = lambda self, o: self._bin("eq", o, result=_Cond)
     __ne__ = lambda self, o: self._bin("ne", o, result=_Cond)
-    __hash__ = object.__hash__
+    __hash__ = _Traced._unhashable
 
     def __bool__(self):
         raise InvalidArgumentError("mask_mod: a traced index has no Python truth value (compare it: x != 0)")
@@ -668,7 +726,7 @@ class _Cond(_Traced):
     def __ne__(self, o):
         return self ^ o
 
-    __hash__ = object.__hash__
+    __hash__ = _Traced._unhashable
 
     def __bool__(self):
         raise InvalidArgumentError("mask_mod: a traced condition has no Python truth value: 'and', 'or', 'not' and "
@@ -676,8 +734,9 @@ class _Cond(_Traced):
 
 
 def _cond_of(tracer, ref):
-    """A traced condition, or the Python bool a fold gave."""
-    return ref if isinstance(ref, bool) else _Cond(tracer, ref)
+    """A traced condition; a constant one where a fold gave a Python bool (`~` on it stays a logical not, as on torch's
+    bool tensors: a Python bool's ~ is integer inversion)."""
+    return _Cond(tracer, ref)
 
 
 def _cond(v):
@@ -744,6 +803,10 @@ class _TracedTensor:
         raise InvalidArgumentError("mask_mod: a tensor the modifier reads supports indexing only (t[i], t[i, j]), "
                                    "not .%s" % name)
 
+    def __len__(self):
+        raise InvalidArgumentError("mask_mod: a tensor the modifier reads supports indexing only (t[i], t[i, j]), "
+                                   "not len(); a read past its end gives 0")
+
 
 def block_sparse(layout, block_size):
     """A block-sparse layout as a mask modifier (block-sparse FlashAttention): key k is visible from query q when
@@ -764,12 +827,27 @@ def block_sparse(layout, block_size):
     return lambda b, h, q_idx, kv_idx: read(layout, b, h, q_idx // block_size, kv_idx // block_size) != 0
 
 
+# The traces running in this thread (innermost last): read() at constant positions records a read in the trace that
+# calls it rather than reading the tensor now, which would put today's value into the modifier's text.
+_tracing = threading.local()
+
+
+@contextlib.contextmanager
+def _active(tracer):
+    stack = _tracing.__dict__.setdefault("stack", [])
+    stack.append(tracer)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
 def read(tensor, *positions):
     """tensor[positions] in a traced modifier (what `tensor[i]` records when the tensor is a global or a closure
     variable of the modifier; use read() where it is reached otherwise, e.g. as an attribute)."""
-    tracer = _tracer_of(*positions)
     if isinstance(tensor, _TracedTensor):
         return tensor[positions]
+    tracer = _tracer_of(*positions) or (_tracing.__dict__.get("stack") or [None])[-1]
     if tracer is None:
         return tensor[positions]
     return tracer.read(tensor, positions)
@@ -810,8 +888,8 @@ def _positional_arity(fn):
     """How many positional parameters fn takes: from its code object for a Python function (inspect.signature
     costs a third of a trace, which runs on every attention call), else from its signature (4 when unknown)."""
     code = getattr(fn, "__code__", None)
-    if code is not None and not inspect.ismethod(fn):
-        return code.co_argcount
+    if code is not None and not inspect.ismethod(fn) and not hasattr(fn, "__wrapped__"):
+        return code.co_argcount  # (a functools.wraps wrapper's own code is (*args, **kwargs): its signature follows)
     try:
         return len([p for p in inspect.signature(fn).parameters.values()
                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
@@ -835,12 +913,16 @@ def trace(fn):
     q, k = _Int(tracer, "q"), _Int(tracer, "k")
     traced_fn = _with_traced_tensors(fn, tracer)
     if arity == 4:
-        result = traced_fn(_Int(tracer, "b"), _Int(tracer, "h"), q, k)
+        with _active(tracer):
+            result = traced_fn(_Int(tracer, "b"), _Int(tracer, "h"), q, k)
     elif arity == 2:
-        result = traced_fn(q, k)
+        with _active(tracer):
+            result = traced_fn(q, k)
     else:
         raise InvalidArgumentError("mask_mod: the function takes (b, h, q_idx, kv_idx) or (q_idx, kv_idx), got %d "
                                    "parameters" % arity)
+    if isinstance(result, _Cond) and result._tracer is tracer and isinstance(result._ref, bool):
+        result = result._ref  # a condition folded to a constant
     if isinstance(result, bool):
         return IndexProgram([], result)
     if not isinstance(result, _Cond) or result._tracer is not tracer:

@@ -406,8 +406,9 @@ class _Float(_mm._Traced):
     __gt__ = lambda self, o: self._bin("gtf", o, result=_mm._Cond)
     __ge__ = lambda self, o: self._bin("gef", o, result=_mm._Cond)
     __eq__ = lambda self, o: self._bin("eqf", o, result=_mm._Cond)
-    __ne__ = lambda self, o: self._bin("nef", o, result=_mm._Cond)
-    __hash__ = object.__hash__
+    # Python's and torch's != is true where either side is NaN: not (a == b), not the ordered nef.
+    __ne__ = lambda self, o: ~self._bin("eqf", o, result=_mm._Cond)
+    __hash__ = _mm._Traced._unhashable
 
     def _unary(self, op):
         return _Float(self._tracer, self._tracer.emit(op, (self._ref,)))
@@ -538,9 +539,11 @@ def trace(fn):
     s, q, k = _Float(tracer, "s"), _mm._Int(tracer, "q"), _mm._Int(tracer, "k")
     traced_fn = _mm._with_traced_tensors(fn, tracer, readable=_readable)
     if arity == 5:
-        result = traced_fn(s, _mm._Int(tracer, "b"), _mm._Int(tracer, "h"), q, k)
+        with _mm._active(tracer):
+            result = traced_fn(s, _mm._Int(tracer, "b"), _mm._Int(tracer, "h"), q, k)
     elif arity == 3:
-        result = traced_fn(s, q, k)
+        with _mm._active(tracer):
+            result = traced_fn(s, q, k)
     else:
         raise InvalidArgumentError("score_mod: the function takes (score, b, h, q_idx, kv_idx) or (score, q_idx, "
                                    "kv_idx), got %d parameters" % arity)
@@ -570,6 +573,8 @@ def _promote(op, index, other, reverse):
                                    "comparisons are)" % op)
     tracer = index._tracer
     a = _Float(tracer, _float_operand(tracer, index))
+    if op == "ne":  # (unordered, as _Float's !=)
+        return ~a._bin("eqf", other, reverse, result=_mm._Cond)
     return a._bin(_PROMOTED[op], other, reverse, result=_mm._Cond if op in _mm._CMP_OPS else None)
 
 

@@ -216,6 +216,11 @@ def _as_kernel_tensor(i, t, what="mask_mod"):
     """A modifier's tensor as the kernels read it: int32, contiguous (a copy only where the caller's is not). Wider
     integers are checked to fit (a wrapped id would join two documents silently); that check reads the tensor's
     range back to the host: pass int32 to skip it."""
+    if t.dtype in (getattr(torch, "uint16", None), getattr(torch, "uint32", None)):
+        t = t.to(torch.int64)  # (torch's reductions do not take these: widened, no value changes)
+    elif t.dtype == getattr(torch, "uint64", None):
+        raise InvalidArgumentError("%s's tensor t%d is uint64, which the kernels do not read: pass int32 (or int64, "
+                                   "uint8, int16, uint16, uint32 whose values fit int32)" % (what, i))
     if t.dtype != torch.int32:
         if t.numel():
             lo, hi = int(t.min()), int(t.max())

@@ -85,6 +85,13 @@ class MaskModTest(unittest.TestCase):
         program = trace(lambda q, k: ~(k < 5) & ~(q == k))
         for q, k in itertools.product(range(12), range(12)):
             self.assertEqual(bool(program.evaluate(q, k)), not (k < 5) and q != k, (q, k))
+        # Also where a Python bool folded a condition to a constant (FlexAttention's `~((k > q) & causal)` with
+        # causal = False shows every key): the constant stays a condition, so ~ is still logical.
+        causal, force = False, True
+        self.assertEqual(trace(lambda q, k: ~((k > q) & causal)), IndexProgram([], True))
+        self.assertEqual(trace(lambda q, k: ~((q >= 0) | force)), IndexProgram([], False))
+        self.assertEqual(trace(lambda q, k: (k <= q) & ~((q < 0) & causal)), trace(MODS["causal"]))
+        self.assertEqual(trace(lambda q, k: k >= where(~((q >= 0) | force), 0, 3)).text, "v0 = ge k 3; yield v0")
 
     def test_callables_of_either_signature(self):
         # Functions (their code object's arity), bound methods and partials (their signature) of 2 or 4 indices.
@@ -101,6 +108,15 @@ class MaskModTest(unittest.TestCase):
         self.assertEqual(trace(Masks().causal4), want)
         self.assertEqual(trace(functools.partial(lambda limit, q, k: (k <= q) & (k < limit), 7)),
                          trace(lambda q, k: (k <= q) & (k < 7)))
+
+        # A decorated modifier (functools.wraps): the wrapped function's signature, not the wrapper's (*args).
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+        self.assertEqual(trace(logged(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx)), want)
+        self.assertEqual(trace(logged(MODS["causal"])), want)
 
     def test_text_round_trip(self):
         for name, fn in MODS.items():
@@ -172,6 +188,21 @@ class MaskModTest(unittest.TestCase):
             (lambda q, k: (q < k) + 1, "an integer was expected, got a condition"),
             (lambda q, k: q < 2 ** 70, "does not fit 64 bits"),
             (lambda q, k: q < "x", "expected an integer"),
+            # A traced value in a dict or a set would be looked up by identity (the default, or False, for every row).
+            (lambda b, h, q, k: (k <= q) & (k > q - {0: 4, 1: 8}.get(h, 2)), "cannot be a dict key or a set member"),
+            (lambda b, h, q, k: (k <= q) | (h in {0, 2}), "cannot be a dict key or a set member"),
+            # Integer operators outside the index language, methods, and indexing a traced value.
+            (lambda q, k: (q & 1) == 0, "operator is not supported"),
+            (lambda q, k: (q >> 2) == k, "operator is not supported"),
+            (lambda q, k: ~q < k, "operator is not supported"),
+            (lambda q, k: q ** 2 < k, "operator is not supported"),
+            (lambda q, k: (q - k).abs() < 3, "no method .abs"),
+            (lambda q, k: (q < k).int() == 1, "no method .int"),
+            (lambda q, k: q[0] < k, "cannot be indexed"),
+            (lambda q, k: _DOCS[q][0] == 0, "cannot be indexed"),
+            (lambda q, k: len(_DOCS) > q, "not len\\(\\)"),
+            # A constant negative position reads 0 here (outside the tensor), never Python's last element.
+            (lambda q, k: _DOCS[-1] == _DOCS[k], "negative position -1"),
         ]
         for fn, words in cases:
             with self.subTest(words=words):
@@ -224,6 +255,10 @@ class MaskModTest(unittest.TestCase):
         holder = type("Holder", (), {"docs": docs})()
         self.assertEqual(trace(lambda q, k: read(holder.docs, q) == read(holder.docs, k)).text,
                          "v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; yield v2")
+        # read() at constant positions inside a trace records a read too (the call's value, not the trace's).
+        self.assertEqual(trace(lambda q, k: read(holder.docs, q) == read(holder.docs, 0)).text,
+                         "v0 = read t0 q; v1 = read t0 0; v2 = eq v0 v1; yield v2")
+        self.assertEqual(read(holder.docs, 4), 1)  # (outside a trace: the element)
         region = program.region_text()
         self.assertIn("%t0: tensor<?xi32>, %t1: tensor<?x?xi32>", region)
         self.assertIn("tensor.extract %t1[%b, %h] : tensor<?x?xi32>", region)

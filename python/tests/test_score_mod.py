@@ -108,6 +108,9 @@ class ScoreModTest(unittest.TestCase):
             (lambda s, a, b, c: s, "takes \\(score, b, h, q_idx, kv_idx\\)"),
             (lambda s, q, k: (q < k) + s, "got a condition"),
             (lambda s, q, k: float(s), "not a Python float"),
+            (lambda s, q, k: s + {0.5: 1.0}.get(s, 0.0), "cannot be a dict key or a set member"),
+            (lambda s, q, k: s.clamp(-5.0, 5.0), "no method .clamp"),
+            (lambda s, q, k: s[0], "cannot be indexed"),
         ]
         for fn, message in cases:
             with self.subTest(message=message):
@@ -118,6 +121,27 @@ class ScoreModTest(unittest.TestCase):
             with self.subTest(text=text):
                 with self.assertRaisesRegex(InvalidArgumentError, message):
                     ScoreProgram.parse(text)
+
+    def test_not_equal_is_unordered(self):
+        """Python's and torch's != is true where either side is NaN (a NaN scrub `where(s != s, 0, s)` works): traced
+        as not (a == b), never the ordered nef, for a score, a float read and an index met by a float."""
+        for fn in (lambda s, q, k: where(s != s, 0.0, s), lambda s, q, k: where(s != 1.0, s, 0.0),
+                   lambda s, q, k: where(q != s, s, 0.0)):
+            text = trace(fn).text
+            self.assertIn("eqf", text)
+            self.assertNotIn("nef", text)
+        try:
+            import torch
+        except ImportError:
+            sys.stderr.write("SKIPPED: test_not_equal_is_unordered's evaluation: torch is not installed\n")
+            return
+        nan = torch.tensor(float("nan"), dtype=torch.float64)
+        self.assertEqual(float(trace(lambda s, q, k: where(s != s, 0.0, s)).evaluate(nan, 0, 0)), 0.0)
+        self.assertTrue(torch.isnan(trace(lambda s, q, k: where(s != 1.0, s, 0.0)).evaluate(nan, 0, 0)))
+        self.assertTrue(torch.isnan(trace(lambda s, q, k: where(q != s, s, 0.0)).evaluate(nan, 0, 0)))
+        # torch functions of an index in a score modifier are floats, as in torch (torch.exp of an int tensor).
+        self.assertEqual(trace(lambda s, q, k: s + torch.exp(q - k)).text,
+                         "v0 = sub q k; v1 = itof v0; v2 = exp v1; v3 = addf s v2; yield v3")
 
     def test_spec_region_against_float64_on_the_tile_programs(self):
         """Each modifier's region (as flashc.torch compiles it, but f32 and static sizes) through flash-run-tile."""

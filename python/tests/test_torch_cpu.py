@@ -188,6 +188,26 @@ class TorchArgumentErrorsTest(unittest.TestCase):
             with self.subTest(good=good), self.assertRaisesRegex(flashc.InvalidArgumentError, "expected CUDA tensors"):
                 ft.attention(q, q, q, causal=True, key_offset=good)
 
+    def test_modifier_tensors_of_every_integer_dtype(self):
+        """A modifier's tensor becomes the kernels' int32 from any integer dtype whose values fit (unsigned 16- and
+        32-bit too, which torch's reductions do not take); uint64 and values past int32 are refused by name."""
+        q = torch.zeros(1)  # (the device the tensors must be on)
+        program_of = lambda fn: ft._mask_mod_program(fn, q)
+        for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64) + tuple(
+                getattr(torch, n) for n in ("uint16", "uint32") if hasattr(torch, n)):
+            docs = torch.tensor([0, 0, 1, 1, 2], dtype=dtype)
+            with self.subTest(dtype=dtype):
+                _, tensors = program_of(lambda q, k: docs[q] == docs[k])
+                self.assertEqual(tensors[0].dtype, torch.int32)
+                self.assertEqual(tensors[0].tolist(), [0, 0, 1, 1, 2])
+        big = torch.tensor([0, 2 ** 40])
+        with self.assertRaisesRegex(flashc.InvalidArgumentError, "holds values outside int32"):
+            program_of(lambda q, k: big[q] == big[k])
+        if hasattr(torch, "uint64"):
+            wide = torch.tensor([0, 1], dtype=torch.uint64)
+            with self.assertRaisesRegex(flashc.InvalidArgumentError, "is uint64, which the kernels do not read"):
+                program_of(lambda q, k: wide[q] == wide[k])
+
     def test_key_offset_config_is_cached_once_for_every_value(self):
         """The signature key tells key_offset=None from an int, but not one int from another: the configuration
         (and bundle) is the same for every offset, the value goes with each call."""
