@@ -178,9 +178,11 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     auto reject = [&](const llvm::Twine &why) {
       InFlightDiagnostic diag = kernel.emitError() << "flash-plan-memory: plan for @"
                                                    << kernel.getSymName() << " is invalid: " << why;
-      // (checkTilePlan appends its own reason to an empty one.)
+      // (checkTilePlan appends its own reason to an empty one: the entry is named in a note there.)
       if (entry && !why.str().empty())
         diag << " (the plan of tuning table entry " << entry->name() << ")";
+      else if (entry)
+        diag.attachNote() << "the plan of tuning table entry " << entry->name();
       return diag;
     };
     auto bands = [&](int64_t rows, const char *what) -> LogicalResult {

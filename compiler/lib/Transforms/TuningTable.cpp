@@ -69,6 +69,9 @@ bool kindHasField(llvm::StringRef kind, llvm::StringRef field) {
   return true;
 }
 
+// The largest key-length bound an entry may give (a sequence length: int32 in the kernels' arguments).
+constexpr int64_t kMaxKeyLengthBound = 2147483647;
+
 std::optional<int64_t> parseInt(llvm::StringRef text) {
   int64_t value;
   if (text.getAsInteger(10, value))
@@ -87,17 +90,24 @@ bool validShape(llvm::StringRef kind, llvm::StringRef shape) {
         return std::optional<llvm::StringRef>();
       if (dynamic && text.consume_front("?"))
         continue;
-      size_t digits = text.find_if_not([](char c) { return llvm::isDigit(c); });
-      if (digits == 0)
+      // At least one digit, no leading zero (the keys kernels are looked up by are written so: d064 would never
+      // match one).
+      size_t digits = std::min(text.find_if_not([](char c) { return llvm::isDigit(c); }), text.size());
+      if (digits == 0 || text.front() == '0')
         return std::optional<llvm::StringRef>();
-      text = text.drop_front(std::min(digits, text.size()));
+      text = text.drop_front(digits);
     }
     return std::optional<llvm::StringRef>(text);
   };
   if (kind.starts_with("attention_")) {
     std::optional<llvm::StringRef> rest = sized(shape, "d", false);
-    if (rest && !rest->empty())
+    if (rest && !rest->empty()) {
+      llvm::StringRef headDim = shape.drop_front(1).drop_back(rest->size());
       rest = sized(*rest, "v", false);
+      // A kernel with Dv = D is keyed d<D>: d64v64 would never match one.
+      if (rest && shape.ends_with(("v" + headDim).str()))
+        return false;
+    }
     return rest && rest->empty();
   }
   if (kind == "ffn_fused") {
@@ -186,7 +196,7 @@ std::string TuningEntry::keyText() const {
 std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::StringRef file,
                                               std::string &error) {
   TuningTable table;
-  std::map<std::string, int64_t> keyLines;
+  std::map<std::string, int64_t> keyLines, boundedKeyLines;
   llvm::SmallVector<llvm::StringRef> lines;
   text.split(lines, '\n');
   for (auto [index, rawLine] : llvm::enumerate(lines)) {
@@ -217,8 +227,9 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
       std::optional<int64_t> bound = parseInt(llvm::StringRef(entry.key.shape).drop_front(at + 4));
       if (entry.key.kind != "attention_forward")
         return fail("a shape bounded by key length ('" + entry.key.shape + "') applies to attention_forward only");
-      if (!bound || *bound < 1)
-        return fail("the key-length bound of '" + entry.key.shape + "' must be a positive integer");
+      if (!bound || *bound < 1 || *bound > kMaxKeyLengthBound)
+        return fail("the key-length bound of '" + entry.key.shape + "' must be an integer in [1, " +
+                    llvm::Twine(kMaxKeyLengthBound) + "]");
       entry.keysAtMost = bound;
       entry.key.shape.resize(at);
     }
@@ -234,7 +245,8 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     if (key.dtype != "*" && key.dtype != "bf16" && key.dtype != "f16" && key.dtype != "f32")
       return fail("unknown dtype '" + key.dtype + "' (bf16, f16, f32 or *)");
     if (!validShape(key.kind, key.shape))
-      return fail("shape '" + key.shape + "' is not a " + key.kind + " shape (" +
+      return fail("shape '" + key.shape + "' is not " + (llvm::StringRef(key.kind).starts_with("a") ? "an " : "a ") +
+                  key.kind + " shape (" +
                   (llvm::StringRef(key.kind).starts_with("attention_") ? "d<D> or d<D>v<Dv>"
                    : key.kind == "ffn_fused"
                        ? "d<d>h<h>o<d_out>, then -save"
@@ -315,6 +327,15 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     if (!inserted)
       return fail(llvm::formatv("the key '{0}' has an entry already, on line {1}", entry.keyText(),
                                 previous->second));
+    // One key-length bound a key: a kernel is split in two at one length (flash-plan-memory), so a second bound
+    // would never be read.
+    if (entry.keysAtMost) {
+      auto [bounded, first] = boundedKeyLines.emplace(entry.key.str(), lineNumber);
+      if (!first)
+        return fail(llvm::formatv("the key '{0}' has a key-length-bounded entry already, on line {1}: a key takes "
+                                  "one bound (its kernels are split in two at that length)",
+                                  entry.key.str(), bounded->second));
+    }
     table.entries_.push_back(std::move(entry));
   }
   return table;
