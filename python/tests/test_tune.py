@@ -104,19 +104,51 @@ class TaskLoopTest(unittest.TestCase):
         self.assertEqual(device.run(self.plan, progress_mod.Progress(self.progress_path), again, say=self.quiet), 0)
         self.assertEqual(again.calls, [])
 
-    def test_a_task_that_took_the_process_down_is_not_run_again(self):
-        progress = progress_mod.Progress(self.progress_path)
+    def test_a_task_that_took_the_process_down_twice_is_not_run_again(self):
         task, bundle, direction, label, _ = device.tasks(self.plan)[0]
-        progress.start(task, bundle, direction, label)  # ... and the process died
+        rid = progress_mod.task_id(task, bundle, direction, label)
+        progress_mod.Progress(self.progress_path).start(task, bundle, direction, label)  # ... and the process died
         with open(self.progress_path, "a") as f:
             f.write('{"task": "time", "bundle": "hand", "sta')  # a line cut short
+        # Once: a kill (the device's time limit) looks the same, so the next run runs the task again ...
         resumed = progress_mod.Progress(self.progress_path)
-        self.assertEqual(len(resumed.crashed), 1)
+        self.assertEqual(resumed.crashed, set())
+        self.assertEqual(resumed.interrupted, {rid})
+        self.assertFalse(resumed.has(rid))
+        resumed.start(task, bundle, direction, label)  # ... which died again
+        # (The record after the cut line starts a line of its own: it is read, not glued onto the cut one.)
+        again = progress_mod.Progress(self.progress_path)
+        self.assertEqual(again.crashed, {rid})
         measurer = FakeMeasurer()
-        device.run(self.plan, resumed, measurer, say=self.quiet)
+        device.run(self.plan, again, measurer, say=self.quiet)
         self.assertNotIn(("check", bundle), measurer.calls)
-        record = resumed.done[progress_mod.task_id(task, bundle, direction, label)]
-        self.assertIn("crashed", record["status"])
+        self.assertIn("crashed", again.done[rid]["status"])
+
+    def test_an_interrupted_task_runs_again_and_a_damaged_line_is_skipped(self):
+        task, bundle, direction, label, _ = device.tasks(self.plan)[0]
+        progress_mod.Progress(self.progress_path).start(task, bundle, direction, label)  # killed during the task
+        with open(self.progress_path, "a") as f:
+            f.write('{}\n[1]\n"x"\nnull\n{"task": 3, "bundle": "b", "status": "ok"}\n')  # JSON, but not task lines
+        measurer = FakeMeasurer()
+        self.assertEqual(device.run(self.plan, progress_mod.Progress(self.progress_path), measurer, say=self.quiet), 0)
+        self.assertIn(("check", bundle), measurer.calls)
+        final = progress_mod.Progress(self.progress_path)
+        self.assertEqual(final.crashed, set())
+        self.assertTrue(all(final.has(progress_mod.task_id(*t[:4])) for t in device.tasks(self.plan)))
+
+    def test_a_damaged_plan_stops_the_run_and_records_nothing_against_the_candidate(self):
+        measurer = FakeMeasurer()
+
+        def missing(entry, bundle):
+            raise plan_mod.PlanDamaged("plan x: blob y of bundle %s cannot be read" % bundle)
+        measurer.check = missing
+        progress = progress_mod.Progress(self.progress_path)
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "cannot be read"):
+            device.run(self.plan, progress, measurer, say=self.quiet)
+        self.assertEqual(progress.records(), [])
+        # Once the directory is whole, the task runs (it was started once: interrupted, not crashed).
+        self.assertEqual(device.run(self.plan, progress_mod.Progress(self.progress_path), FakeMeasurer(),
+                                    say=self.quiet), 0)
 
     def test_a_failing_task_is_recorded_and_the_others_run(self):
         measurer = FakeMeasurer(raise_on="b_pf1")
@@ -146,6 +178,30 @@ class PiecesTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as e:
             tune.main(["time", "/nonexistent-plan", "--progress", "/tmp/p.jsonl", "--lead-us", "-5"])
         self.assertIn("--lead-us", str(e.exception.code))
+
+    def test_bad_command_lines_exit_2_with_the_option_named(self):
+        import contextlib
+        import io
+        from flashc import tune
+        for argv, words in ((["plan", "--out", "/tmp/x", "--seqs", "abc"], "--seqs: expected positive integers"),
+                            (["plan", "--out", "/tmp/x", "--seqs", "0"], "--seqs: expected positive integers"),
+                            (["plan", "--out", "/tmp/x", "--seqs=-1024"], "--seqs: expected positive integers"),
+                            (["plan", "--out", "/tmp/x", "--seqs", ""], "--seqs: expected positive integers"),
+                            (["plan", "--out", "/tmp/x", "--tokens", "0"], "--tokens: expected a positive number"),
+                            (["time", "/p", "--progress", "/p.jsonl", "--budget", "-5"], "--budget: expected a positive"),
+                            (["time", "/p", "--progress", "/p.jsonl", "--rep", "0"], "--rep: expected a positive"),
+                            (["time", "/p", "--progress", "/p.jsonl", "--confirm", "-1"], "--confirm: expected a non-neg")):
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(err):
+                    tune.main(argv)
+                self.assertEqual(e.exception.code, 2)
+                self.assertIn(words, err.getvalue())
+        # A plan directory without a plan: the tuner's error and exit 1, no traceback.
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(tune.main(["status", "/nonexistent-plan"]), 1)
+        self.assertIn("no plan to read", err.getvalue())
 
     def test_outliers_are_outside_the_quartile_fences(self):
         from flashc import measure
@@ -499,6 +555,55 @@ class PlanTest(unittest.TestCase):
             plan_mod._compile = original
         self.assertEqual(compiled, ["%s -> %s\n" % (unit["key"], other)])
         self.assertIn(other, next(again.units())[1]["bundles"])
+
+    def test_a_resumed_plan_keeps_its_sizes_and_kinds(self):
+        out = os.path.join(self.dir, "plan")
+        plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], progress=self.quiet)
+        with self.assertRaisesRegex(plan_mod.FlashcError, "was planned with --kinds ffn_fused --seqs 1024,4096,16384 "
+                                                          "--tokens 16384, not --kinds gemm"):
+            plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["gemm"], progress=self.quiet)
+        with self.assertRaisesRegex(plan_mod.FlashcError, "not --kinds ffn_fused --seqs 2048"):
+            plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], seqs=(2048,), progress=self.quiet)
+        # A kind no kernel of the configurations has is refused before anything is compiled.
+        other = os.path.join(self.dir, "plan2")
+        with self.assertRaisesRegex(plan_mod.FlashcError, "--kinds attention_fwd: no kernel of these configurations"):
+            plan_mod.build(other, [SMALL_FFN], compiler=FLASHC, kinds=["attention_fwd"], progress=self.quiet)
+        self.assertFalse(os.path.exists(os.path.join(other, plan_mod.PLAN)))
+
+    def test_unpacked_bundles_follow_the_plan_and_a_damaged_blob_is_named(self):
+        out = os.path.join(self.dir, "plan")
+        plan, _ = plan_mod.build(out, [SMALL_FFN], compiler=FLASHC, kinds=["ffn_fused"], progress=self.quiet)
+        bundle = next(iter(plan.data["bundles"]))
+        target = os.path.join(self.dir, "unpacked")
+        manifest = os.path.join(plan.materialize(bundle, target), "manifest.flashc")
+        # A work directory unpacked from another plan (another compiler's files under the same bundle name) is written
+        # again, not reused.
+        with open(manifest, "a") as f:
+            f.write("# another compiler's\n")
+        stale = dict(plan.data, compiler="another build")
+        plan_mod.Plan(out, stale).materialize(bundle, target)
+        plan.materialize(bundle, target)
+        with open(manifest) as f:
+            self.assertNotIn("another compiler's", f.read())
+        # A blob lost or damaged in transit stops with its name.
+        shutil.rmtree(target)
+        digest = plan.data["bundles"][bundle]["files"]["manifest.flashc"]
+        blob = os.path.join(out, plan_mod.BLOBS, digest + ".gz")
+        os.remove(blob)
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "blob %s of bundle %s \\(manifest.flashc\\) cannot be read"
+                                    % (digest, bundle)):
+            plan.materialize(bundle, target)
+        with open(blob, "wb") as f:
+            f.write(b"not gzip")
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "cannot be read"):
+            plan.materialize(bundle, target)
+        # A missing or damaged plan.json is a tuner error, not a traceback.
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "no plan to read"):
+            plan_mod.Plan.load(os.path.join(self.dir, "nothing"))
+        with open(os.path.join(out, plan_mod.PLAN), "w") as f:
+            f.write("{")
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "is not a plan"):
+            plan_mod.Plan.load(out)
 
     @unittest.skipUnless(runtime_available(), "SKIPPED: libflashc_runtime.so not found")
     def test_every_bundle_opens_with_the_programs_the_gpu_half_times(self):

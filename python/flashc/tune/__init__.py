@@ -37,10 +37,43 @@ def _say(text):
     print(text, file=sys.stderr, flush=True)
 
 
+def _positive_ints(text):
+    """argparse type: a comma-separated list of positive integers (at least one)."""
+    try:
+        values = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected positive integers separated by commas, got %r" % text)
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("expected positive integers separated by commas, got %r" % text)
+    return values
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected a positive number, got %r" % text)
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError("expected a positive number, got %r" % text)
+        return value
+    return parse
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError("expected a non-negative integer, got %r" % text)
+    return value
+
+
 def _plan(args):
     from . import plan as plan_mod
     kinds = [k for k in (args.kinds or "").split(",") if k]
-    seqs = tuple(int(s) for s in args.seqs.split(",") if s)
+    seqs = args.seqs
     if not args.list and not args.out:
         raise SystemExit("python -m flashc.tune plan: --out DIR is required (unless --list)")
     started = time.time()
@@ -202,10 +235,10 @@ def main(argv=None):
     p.add_argument("--out", help="plan directory (created, or resumed)")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--kinds", help="only these kernel kinds, comma-separated (default: every tunable kind)")
-    p.add_argument("--seqs", default="1024,4096,16384", help="attention sequence lengths timed")
-    p.add_argument("--tokens", type=int, default=16384, help="attention batch x sequence length timed")
+    p.add_argument("--seqs", type=_positive_ints, default=(1024, 4096, 16384), help="attention sequence lengths timed")
+    p.add_argument("--tokens", type=_positive(int), default=16384, help="attention batch x sequence length timed")
     p.add_argument("--compiler", help="flashc executable (default: FLASHC_COMPILER, PATH, build*/bin/flashc)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds per compile")
+    p.add_argument("--timeout", type=_positive(float), default=900, help="seconds per compile")
     p.add_argument("--list", action="store_true", help="print the units and their candidates, compile nothing")
     for name, helptext in (("time", "check and time the candidates (needs a GPU, torch)"),
                            ("table", "the tuning table from measurements"), ("status", "what is done and left")):
@@ -221,14 +254,14 @@ def main(argv=None):
         if name == "time":
             q.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "flashc-tune"),
                            help="where the bundles are unpacked")
-            q.add_argument("--budget", type=float, help="seconds after which no task starts (then exit 3)")
-            q.add_argument("--warmup", type=int, default=25, help="warmup ms a timing")
-            q.add_argument("--rep", type=int, default=100, help="ms of timed calls a timing")
+            q.add_argument("--budget", type=_positive(float), help="seconds after which no task starts (then exit 3)")
+            q.add_argument("--warmup", type=_positive(int), default=25, help="warmup ms a timing")
+            q.add_argument("--rep", type=_positive(int), default=100, help="ms of timed calls a timing")
             q.add_argument("--lead-us", default="0",
                            help="a GPU spin of this many microseconds (or 'auto': 1.5x the host's time for a call) "
                                 "before each timed call, so that a program of short kernels is timed at the GPU's "
                                 "pace rather than its launch path's (flashc.measure.time_ms; default 0: none)")
-            q.add_argument("--confirm", type=int, default=3,
+            q.add_argument("--confirm", type=_non_negative_int, default=3,
                            help="rounds of the confirmation: each first-round winner and its hand rule timed again, "
                                 "alternately (0: none; default 3)")
             q.add_argument("--dry-run", action="store_true",

@@ -15,7 +15,7 @@ import time
 from .. import configs
 from ..spec import AttentionConfig, FfnConfig
 from . import progress as progress_mod
-from .plan import shape_label
+from .plan import PlanDamaged, shape_label
 
 # The check's sizes: ragged (not whole blocks), small enough for a float64 reference.
 CHECK_ATTENTION = {"batch": 2, "seq": 1000}
@@ -90,7 +90,9 @@ def run(plan, progress, measurer, budget_s=None, say=None, task_list=None):
     total, started = len(all_tasks), time.time()
     done_before = total - len(todo)
     if progress.crashed:
-        say("resuming: %d task(s) crashed the last run and are recorded as such" % len(progress.crashed))
+        say("resuming: %d task(s) ended two runs and are recorded as crashed" % len(progress.crashed))
+    if getattr(progress, "interrupted", None):
+        say("resuming: %d task(s) the last run did not finish (stopped or crashed) run again" % len(progress.interrupted))
     described = points_of(plan)
     for i, (task, bundle, direction, label, entry) in enumerate(todo):
         if budget_s is not None and time.time() - started > budget_s:
@@ -105,6 +107,8 @@ def run(plan, progress, measurer, budget_s=None, say=None, task_list=None):
             else:
                 record.update(measurer.time(entry, bundle, direction, _shape_of(entry, label)))
             record.setdefault("status", "ok")
+        except PlanDamaged:
+            raise  # (the plan directory, not the candidate: the task stays unfinished and runs once it is whole)
         except Exception as e:  # one candidate that fails must not stop the others
             record["status"] = "error: %s" % (str(e).strip().splitlines() or ["?"])[0][:300]
         record["seconds"] = round(time.time() - t0, 3)

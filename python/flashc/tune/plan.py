@@ -97,6 +97,15 @@ def bundle_id(config, table_text):
     return "%s_t%s" % (config.key, _digest(table_text))
 
 
+class PlanDamaged(FlashcError):
+    """The plan directory cannot serve a task (plan.json or a blob missing or damaged): the run stops, nothing is
+    recorded against a candidate, and it resumes once the directory is whole."""
+
+
+def _seqs_text(seqs):
+    return ",".join(str(s) for s in seqs)
+
+
 class Plan:
     """plan.json of a plan directory, with the blob store beside it."""
 
@@ -107,14 +116,27 @@ class Plan:
     @classmethod
     def load(cls, directory):
         path = os.path.join(directory, PLAN)
-        with open(path) as f:
-            data = json.load(f)
-        if data.get("version") != PLAN_VERSION:
-            raise FlashcError("%s: plan version %r, this tuner reads %d" % (path, data.get("version"), PLAN_VERSION))
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except OSError as e:
+            raise PlanDamaged("%s: no plan to read (%s): make one with python -m flashc.tune plan --out %s"
+                              % (path, e.strerror or e, directory))
+        except ValueError as e:
+            raise PlanDamaged("%s is not a plan (not JSON: %s)" % (path, e))
+        if not isinstance(data, dict) or data.get("version") != PLAN_VERSION:
+            raise FlashcError("%s: plan version %r, this tuner reads %d" % (
+                path, data.get("version") if isinstance(data, dict) else None, PLAN_VERSION))
+        for field, kind in (("arch", str), ("compiler", str), ("configs", list), ("bundles", dict)):
+            if not isinstance(data.get(field), kind):
+                raise PlanDamaged("%s is damaged: its %r is missing or not a %s" % (path, field, kind.__name__))
         return cls(directory, data)
 
     @classmethod
-    def open_or_create(cls, directory, arch, compiler_identity):
+    def open_or_create(cls, directory, arch, compiler_identity, sizes=None):
+        """The plan in `directory`, resumed, or a new one. `sizes` ({"kinds", "seqs", "tokens"}) is what the plan was
+        asked for: a resumed plan must have been made with the same (its configurations keep the sizes and kinds they
+        were enumerated with)."""
         if os.path.isfile(os.path.join(directory, PLAN)):
             plan = cls.load(directory)
             if plan.data["arch"] != arch:
@@ -123,11 +145,18 @@ class Plan:
             if plan.data["compiler"] != compiler_identity:
                 raise FlashcError("%s was compiled by another compiler build; start it again in a new directory "
                                   "(or delete it)" % directory)
+            made = plan.data.get("sizes")
+            if sizes is not None and made is not None and made != sizes:
+                raise FlashcError("%s was planned with --kinds %s --seqs %s --tokens %d, not --kinds %s --seqs %s "
+                                  "--tokens %d: give the same, or another --out" % (
+                                      directory, ",".join(made["kinds"]) or "(all)", _seqs_text(made["seqs"]),
+                                      made["tokens"], ",".join(sizes["kinds"]) or "(all)", _seqs_text(sizes["seqs"]),
+                                      sizes["tokens"]))
             return plan
         os.makedirs(os.path.join(directory, BLOBS), exist_ok=True)
         return cls(directory, {"version": PLAN_VERSION, "arch": arch, "compiler": compiler_identity,
                                "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                               "configs": [], "bundles": {}})
+                               "sizes": sizes, "configs": [], "bundles": {}})
 
     def save(self):
         path = os.path.join(self.directory, PLAN)
@@ -160,17 +189,37 @@ class Plan:
         return files
 
     def materialize(self, bundle, target):
-        """Writes bundle `bundle`'s files under `target` (kept when already complete)."""
+        """Writes bundle `bundle`'s files under `target` (kept when already complete with these very files: a work
+        directory unpacked from another plan, or another compiler's, is written again)."""
+        entry = self.data["bundles"].get(bundle)
+        if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+            raise PlanDamaged("plan %s has no files for bundle %s" % (self.directory, bundle))
+        files = entry["files"]
+        stamp = _digest(self.data["compiler"], *("%s=%s" % item for item in sorted(files.items())))
         done = os.path.join(target, ".complete")
         if os.path.exists(done):
-            return target
+            with open(done) as f:
+                if f.read().strip() == stamp:
+                    return target
         shutil.rmtree(target, ignore_errors=True)
-        for rel, digest in self.data["bundles"][bundle]["files"].items():
+        for rel, digest in files.items():
             path = os.path.join(target, rel)
+            blob = os.path.join(self.directory, BLOBS, digest + ".gz")
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with gzip.open(os.path.join(self.directory, BLOBS, digest + ".gz"), "rb") as f, open(path, "wb") as out:
-                shutil.copyfileobj(f, out)
-        open(done, "w").close()
+            try:
+                with gzip.open(blob, "rb") as f, open(path + ".tmp", "wb") as out:
+                    shutil.copyfileobj(f, out)
+                with open(path + ".tmp", "rb") as f:
+                    ok = hashlib.sha256(f.read()).hexdigest() == digest
+            except (OSError, EOFError) as e:  # (gzip's BadGzipFile is an OSError)
+                raise PlanDamaged("plan %s: blob %s of bundle %s (%s) cannot be read: %s (copy the whole plan "
+                                  "directory)" % (self.directory, digest, bundle, rel, e))
+            if not ok:
+                raise PlanDamaged("plan %s: blob %s of bundle %s (%s) does not hold what it was stored with (copy "
+                                  "the whole plan directory)" % (self.directory, digest, bundle, rel))
+            os.replace(path + ".tmp", path)
+        with open(done, "w") as f:
+            f.write(stamp + "\n")
         return target
 
     def units(self):
@@ -190,22 +239,33 @@ def build(out, items, compiler=None, arch="sm_90a", kinds=None, seqs=ATTENTION_S
         raise FlashcError("no flashc compiler found (set FLASHC_COMPILER, put flashc on PATH or build it)")
     selected = [dataclasses.replace(c, archs=(arch,)) for c in configs.resolve(items)]
     identity = cache.compiler_identity(compiler)
+    sizes = {"kinds": sorted(kinds or ()), "seqs": list(seqs), "tokens": tokens}
     plan = Plan(out, {"version": PLAN_VERSION, "arch": arch, "compiler": identity, "configs": [], "bundles": {}}) \
-        if list_only else Plan.open_or_create(out, arch, identity)
+        if list_only else Plan.open_or_create(out, arch, identity, sizes)
     failures = []
-    for i, config in enumerate(selected, 1):
+    # Enumerate first (flashc --print-tuning-space a configuration), so that a --kinds no kernel has is refused before
+    # anything is compiled or the plan is written.
+    kinds_seen, entries = set(), []
+    for config in selected:
         entry = None if list_only else plan.config_entry(config)
         if entry is None:
-            space = tuning_space(compiler, config, arch)
-            units = [u for u in units_of(space) if not kinds or u["key_fields"]["kind"] in kinds]
+            every = units_of(tuning_space(compiler, config, arch))
+            kinds_seen.update(u["key_fields"]["kind"] for u in every)
+            units = [u for u in every if not kinds or u["key_fields"]["kind"] in kinds]
             entry = {"config": configs.format_config(config), "key": config.key, "shapes": shapes_of(config, seqs, tokens),
                      "units": units}
             for unit in units:
                 unit["bundles"] = {}
                 unit["errors"] = {}
             plan.data["configs"].append(entry)
-            if not list_only:
-                plan.save()
+        entries.append((config, entry))
+    unknown = sorted(set(kinds or ()) - kinds_seen) if kinds_seen else []
+    if unknown:
+        raise FlashcError("--kinds %s: no kernel of these configurations is of that kind (theirs: %s)"
+                          % (",".join(unknown), ", ".join(sorted(kinds_seen))))
+    if not list_only:
+        plan.save()
+    for i, (config, entry) in enumerate(entries, 1):
         count = sum(len(u["candidates"]) for u in entry["units"])
         say("[%d/%d] %s: %d units, %d candidates" % (i, len(selected), config.describe(), len(entry["units"]), count))
         if list_only:

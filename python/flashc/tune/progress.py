@@ -3,8 +3,10 @@
 A task is the timing of one bundle's program at one size, or the float64 check of one bundle:
   {"task": "time", "bundle": B, "direction": "forward", "shape": "B=4 S=4096", "status": "ok", "median_ms": ..., ...}
   {"task": "check", "bundle": B, "status": "ok", "pass": true, "detail": {...}}
-Before a task starts, a "started" line names it: a task that started and never finished took the process down
-(a kernel that faults loses the CUDA context), and is recorded as crashed instead of being run again.
+Before a task starts, a "started" line names it. A task that started once and never finished was interrupted (a kill,
+the device's time limit) or took the process down (a kernel that faults loses the CUDA context): the next run runs it
+again. A task that started twice and never finished took the process down both times, and is recorded as crashed
+instead of being run a third time.
 """
 
 import json
@@ -19,33 +21,49 @@ def record_id(record):
     return task_id(record["task"], record["bundle"], record.get("direction"), record.get("shape"))
 
 
+def _is_record(value):
+    return (isinstance(value, dict) and isinstance(value.get("task"), str) and isinstance(value.get("bundle"), str)
+            and isinstance(value.get("status"), str))
+
+
+# Runs that started a task and never finished it before it counts as crashed (the first may have been a kill).
+CRASH_STARTS = 2
+
+
 class Progress:
     def __init__(self, path):
         self.path = path
         self.done = {}
         self.crashed = set()
-        started = set()
+        self._newline_first = False  # the file ends in a line cut short: the next record starts a line of its own
+        unfinished = {}  # task id -> starts since its last finish
         if os.path.exists(path):
             with open(path) as f:
-                for number, line in enumerate(f, 1):
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        continue  # a line cut short when the run was stopped
-                    rid = record_id(record)
-                    if record.get("status") == "started":
-                        started.add(rid)
-                    else:
-                        self.done[rid] = record
-                        started.discard(rid)
-        self.crashed = started
-        for rid in started:  # the task that took a process down is not run again
+                text = f.read()
+            self._newline_first = bool(text) and not text.endswith("\n")
+            for line in text.splitlines():
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short when the run was stopped
+                if not _is_record(record):
+                    continue  # not a task's line (a damaged file): skipped like a cut one
+                rid = record_id(record)
+                if record["status"] == "started":
+                    unfinished[rid] = unfinished.get(rid, 0) + 1
+                else:
+                    self.done[rid] = record
+                    unfinished.pop(rid, None)
+        self.crashed = {rid for rid, starts in unfinished.items() if starts >= CRASH_STARTS}
+        for rid in self.crashed:  # the task that took two processes down is not run again
             task, bundle, direction, shape = rid.split("|")
             self.done[rid] = {"task": task, "bundle": bundle, "direction": direction or None, "shape": shape or None,
-                              "status": "crashed (the process ended during this task: a fault?)"}
+                              "status": "crashed (the process ended during this task in %d runs: a fault?)"
+                                        % unfinished[rid]}
+        self.interrupted = set(unfinished) - self.crashed  # run again
 
     def has(self, rid):
         return rid in self.done
@@ -54,6 +72,9 @@ class Progress:
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         with open(self.path, "a") as f:
+            if self._newline_first:
+                f.write("\n")
+                self._newline_first = False
             f.write(json.dumps(record, sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())

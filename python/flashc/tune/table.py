@@ -54,6 +54,8 @@ def _score(hand, p, sizes):
 def _ranked(found, key, sizes):
     """[(score, low, high, point)] of the key's checked points other than the hand rule timed at every one of `sizes`,
     best first."""
+    if not sizes:
+        return []  # (a plan timed at no size ranks nothing)
     data = found[key]
     hand = data["points"][data["hand_rule"]]
     return sorted((_score(hand, p, sizes) + (point,) for point, p in data["points"].items()
