@@ -552,6 +552,33 @@ func.func @ffn_activation(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, 
 
 // -----
 
+// A region's ops are verified before its function is read: an op in generic form without its predicate (or a
+// score region's select without operands) is reported by its own verifier, not read by the function's checks
+// (which crashed on the missing attribute).
+func.func @mask_mod_generic_cmpi(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'arith.cmpi' op requires attribute 'predicate'}}
+    %c = "arith.cmpi"(%j, %i) : (index, index) -> i1
+    flash.yield %c : i1
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @score_mod_generic_select(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    // expected-error @+1 {{'arith.select' op expected 3 operands, but found 0}}
+    %r = "arith.select"() : () -> f32
+    flash.yield %r : f32
+  } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
+  return %out : tensor<1x2x8x16xf32>
+}
+
+// -----
+
 // A mask_mod region is an index function: only integer arith on index and i1 (IndexFunction.h).
 func.func @mask_mod_cast(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
@@ -615,10 +642,11 @@ func.func @mask_mod_key_offset(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32
 
 // -----
 
+// (flash.yield's own verifier first: the region's ops are verified before its function.)
 func.func @mask_mod_yield(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
-  // expected-error @+1 {{'flash.attention' op mask_mod must end by yielding one i1 (true: the key is visible)}}
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 mask_mod {
   ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'flash.yield' op operand #0 must be 1-bit signless integer or 32-bit float, but got 'index'}}
     flash.yield %i : index
   } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
   return %out : tensor<1x2x8x16xf32>

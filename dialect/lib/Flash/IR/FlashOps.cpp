@@ -221,6 +221,14 @@ LogicalResult MaskOp::verify() {
   if (!hasMaskMod())
     return getMaskOperands().empty() ? success()
                                      : emitOpError() << "has operands for a mask modifier but no `mod` region";
+  return success();
+}
+
+// The region's function is checked once its ops have been verified (an op in generic form may lack the operands or
+// properties the checks read).
+LogicalResult MaskOp::verifyRegions() {
+  if (!hasMaskMod())
+    return success();
   if (failed(flashc::verifyIndexFunction(getOperation(), getMaskMod(), getMaskOperands().getTypes(), "mod")))
     return failure();
   if (flashc::indexFunctionLayout(getMaskMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
@@ -232,13 +240,17 @@ LogicalResult MaskOp::verify() {
 LogicalResult ScoreOp::verify() {
   if (failed(checkRank(getOperation(), "input", getInput().getType(), 2, INT64_MAX, "[..., Sq, Sk]")))
     return failure();
+  if (getScoreOperands().size() > 4)
+    return emitOpError() << "reads " << getScoreOperands().size() << " tensors: at most 4";
+  return success();
+}
+
+LogicalResult ScoreOp::verifyRegions() {  // (after the region's ops: MaskOp::verifyRegions)
   if (failed(flashc::verifyScoreFunction(getOperation(), getScoreMod(), getScoreOperands().getTypes(), "mod")))
     return failure();
   if (flashc::scoreFunctionLayout(getScoreMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
     return emitOpError() << "mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got "
                          << getInput().getType();
-  if (getScoreOperands().size() > 4)
-    return emitOpError() << "reads " << getScoreOperands().size() << " tensors: at most 4";
   return success();
 }
 
@@ -494,8 +506,6 @@ LogicalResult AttentionOp::verify() {
     if (getKeyOffset())
       return emitOpError() << "mask_mod is not combined with key_offset (the modifier sees "
                               "row indices, not key positions)";
-    if (failed(flashc::verifyIndexFunction(op, getMaskMod(), getMaskOperands().getTypes(), "mask_mod")))
-      return failure();
   } else if (!getMaskOperands().empty()) {
     return emitOpError() << "has mask_mod operands but no mask_mod region";
   }
@@ -506,8 +516,6 @@ LogicalResult AttentionOp::verify() {
     if (hasSoftcap())
       return emitOpError() << "score_mod is not combined with softcap (write the cap in the region: "
                               "cap · tanh(s / cap))";
-    if (failed(flashc::verifyScoreFunction(op, getScoreMod(), getScoreOperands().getTypes(), "score_mod")))
-      return failure();
   } else if (!getScoreOperands().empty()) {
     return emitOpError() << "has score_mod operands but no score_mod region";
   }
@@ -515,6 +523,18 @@ LogicalResult AttentionOp::verify() {
   if (getMaskOperands().size() > 4 || getScoreOperands().size() > 4)
     return emitOpError() << "reads " << getMaskOperands().size() << " mask_mod and " << getScoreOperands().size()
                          << " score_mod tensors: at most 4 each";
+  return success();
+}
+
+// The modifiers' functions, once their ops have been verified (MaskOp::verifyRegions says why).
+LogicalResult AttentionOp::verifyRegions() {
+  Operation *op = getOperation();
+  if (hasMaskMod() &&
+      failed(flashc::verifyIndexFunction(op, getMaskMod(), getMaskOperands().getTypes(), "mask_mod")))
+    return failure();
+  if (hasScoreMod() &&
+      failed(flashc::verifyScoreFunction(op, getScoreMod(), getScoreOperands().getTypes(), "score_mod")))
+    return failure();
   return success();
 }
 

@@ -116,6 +116,7 @@ def Flash_MaskOp : Flash_Op<"mask", [AllTypesMatch<["input", "result"]>, Isolate
     `:` type($result)
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     bool hasMaskMod() { return !getMaskMod().empty(); }
   }];
@@ -146,6 +147,7 @@ def Flash_ScoreOp : Flash_Op<"score", [AllTypesMatch<["input", "result"]>, Isola
     $input `mod` (`(` $score_operands^ `:` type($score_operands) `)`)? $score_mod attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
 }
 
 def Flash_SoftmaxOp : Flash_UnaryOp<"softmax"> {
@@ -579,6 +581,7 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     float getScaleValue() { return getScale().convertToFloat(); }
     /// 0 means no soft-capping.
