@@ -218,6 +218,49 @@ func.func @doubled(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: ten
   return %o : tensor<?x4x?x64xbf16>
 }
 
+// A sum whose integer arithmetic may wrap is not a sum: (k - q) · 2^20 narrowed to i32 truncates past |k - q| =
+// 2048, and the split would then add a different bias than the element-wise form (+21.5 against -21.5 at q = 1,
+// k = 2048).
+// CHECK-LABEL: // ---- truncated_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @truncated(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %c = arith.constant 1048576 : index
+    %d = arith.subi %ki, %qi : index
+    %m = arith.muli %d, %c : index
+    %t = arith.index_cast %m : index to i32
+    %f = arith.sitofp %t : i32 to f32
+    %e = arith.constant 1.0e-8 : f32
+    %b = arith.mulf %f, %e : f32
+    %r = arith.addf %s, %b : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// A finite factor can still overflow f32: -1e38 · q is -inf past q = 3, which the split's differences turn into NaN.
+// CHECK-LABEL: // ---- overflowing_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @overflowing(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>)
+    -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod {
+  ^bb0(%s: f32, %qi: index, %ki: index):
+    %q64 = arith.index_cast %qi : index to i64
+    %qf = arith.sitofp %q64 : i64 to f32
+    %c = arith.constant -1.0e38 : f32
+    %b = arith.mulf %c, %qf : f32
+    %r = arith.addf %s, %b : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
 // The separable modifiers' forwards and backwards compile without spills.
 // PTXAS-COUNT-6: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: spill

@@ -299,17 +299,29 @@ bool scoreBiasSeparable(Region &body) {
   // added, not a factor, or what exp, log, a division or a square root make). The kernels take the query part as
   // T(q, k') - T(q', k'), which an infinite term turns into NaN (a key bias of -inf at k') or whose -inf (a query bias
   // masking its row) they would not see in the row's softmax: such modifiers keep the element-wise form.
+  //
+  // Each value also carries a bound on its magnitude, so that arithmetic that could wrap (an integer past 64 bits, a
+  // narrowing cast that truncates) or overflow f32 to infinity is not taken for a sum: A(q) + B(k) computed with a
+  // wrap is not A(q) + B(k). Indices are below 2^31 (a sequence position); a tensor's values are not known here, so a
+  // read counts as a factor of 1 (its own infinities are mayBeInfinite's, and data whose products overflow f32 is
+  // the caller's, as in any kernel).
   enum : unsigned { kS = 1, kQ = 2, kK = 4 };
   struct Form {
     unsigned deps = 0;
     bool apart = true, sPlus = false, mayBeInfinite = false;
+    double magnitude = 0;
   };
+  constexpr double kIndexMagnitude = 2147483648.0;  // 2^31
+  constexpr double kExactInteger = 4611686018427387904.0;  // 2^62: sums and products below it do not wrap 64 bits
+  constexpr double kFiniteFloat = 1e38;  // below FLT_MAX (3.4e38) with room for one more sum
   Block &block = body.front();
   ScoreFunctionLayout layout = scoreFunctionLayout(body);
   llvm::DenseMap<Value, Form> form;
-  form[block.getArgument(0)] = {kS, false, true, false};
-  form[block.getArgument(layout.indexArgument(2))] = {kQ, true, false, false};
-  form[block.getArgument(layout.indexArgument(3))] = {kK, true, false, false};
+  form[block.getArgument(0)] = {kS, false, true, false, 0};
+  for (unsigned i = 0; i < layout.indexArgs; ++i)
+    form[block.getArgument(1 + i)] = {0, true, false, false, kIndexMagnitude};
+  form[block.getArgument(layout.indexArgument(2))] = {kQ, true, false, false, kIndexMagnitude};
+  form[block.getArgument(layout.indexArgument(3))] = {kK, true, false, false, kIndexMagnitude};
   auto of = [&](Value v) { return form.lookup(v); };
   auto isConstant = [&](Value v) { return of(v).deps == 0; };
   auto apart = [&](Value v) { return !(of(v).deps & kS) && of(v).apart; };
@@ -322,6 +334,36 @@ bool scoreBiasSeparable(Region &body) {
       r.mayBeInfinite |= of(operand).mayBeInfinite;
     }
     Value a = op.getNumOperands() > 0 ? op.getOperand(0) : Value(), b = op.getNumOperands() > 1 ? op.getOperand(1) : Value();
+    double ma = a ? of(a).magnitude : 0, mb = b ? of(b).magnitude : 0;
+    bool narrowing = false;  // a cast to fewer than 64 bits of a value that may not fit them
+    r.magnitude = llvm::TypeSwitch<Operation *, double>(&op)
+                      .Case([&](arith::ConstantOp c) -> double {
+                        if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+                          return std::fabs(f.getValueAsDouble());
+                        if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+                          return std::fabs(static_cast<double>(i.getValue().getSExtValue()));
+                        return HUGE_VAL;
+                      })
+                      .Case([&](tensor::ExtractOp) { return 1.0; })
+                      .Case<arith::AddIOp, arith::SubIOp, arith::AddFOp, arith::SubFOp>(
+                          [&](Operation *) { return ma + mb; })
+                      .Case<arith::MulIOp, arith::MulFOp>([&](Operation *) { return ma * mb; })
+                      .Case<arith::DivSIOp, arith::FloorDivSIOp, arith::CeilDivSIOp, arith::RemSIOp>(
+                          [&](Operation *) { return ma + 1; })
+                      .Case<arith::MinSIOp, arith::MaxSIOp, arith::MinimumFOp, arith::MaximumFOp>(
+                          [&](Operation *) { return std::max(ma, mb); })
+                      .Case([&](arith::SelectOp select) {
+                        return std::max(of(select.getTrueValue()).magnitude, of(select.getFalseValue()).magnitude);
+                      })
+                      .Case<arith::NegFOp, arith::SIToFPOp, arith::ExtSIOp, math::AbsFOp>(
+                          [&](Operation *) { return ma; })
+                      .Case([&](arith::IndexCastOp cast) {
+                        unsigned width = cast.getType().isIndex() ? 64 : cast.getType().getIntOrFloatBitWidth();
+                        double fits = width >= 64 ? HUGE_VAL : std::ldexp(1.0, static_cast<int>(width) - 1);
+                        narrowing = ma >= fits;
+                        return narrowing ? fits : ma;
+                      })
+                      .Default([](Operation *) { return HUGE_VAL; });
     if (auto read = dyn_cast<tensor::ExtractOp>(op))
       r.mayBeInfinite = read.getType().isF32();
     else if (auto constant = dyn_cast<arith::ConstantOp>(op))
@@ -331,6 +373,9 @@ bool scoreBiasSeparable(Region &body) {
       // A factor of the tile (ALiBi's slope): infinite only where the modifier is NaN anyway (∞ · 0 at k = q).
       r.mayBeInfinite = isConstant(a) ? of(b).mayBeInfinite : of(a).mayBeInfinite;
     else if (isa<math::ExpOp, math::LogOp, math::SqrtOp, arith::DivFOp>(op))
+      r.mayBeInfinite = true;
+    // An f32 value that may pass FLT_MAX for finite inputs (s + (-1e38) · q) is infinite at some rows.
+    if (op.getResult(0).getType().isF32() && !(r.deps & kS) && r.magnitude >= kFiniteFloat)
       r.mayBeInfinite = true;
     if (r.deps & kS) {
       r.apart = false;
@@ -347,6 +392,9 @@ bool scoreBiasSeparable(Region &body) {
                     .Case<arith::NegFOp, arith::SIToFPOp, arith::IndexCastOp, arith::ExtSIOp>(
                         [&](Operation *) { return apart(a); })
                     .Default([](Operation *) { return false; });
+      // A sum that may have wrapped (past 64 bits, or truncated by a narrowing cast) is not the sum of its parts.
+      if (narrowing || (!op.getResult(0).getType().isF32() && r.magnitude >= kExactInteger))
+        r.apart = false;
     }
     form[op.getResult(0)] = r;
   }
