@@ -11,6 +11,10 @@
 // RUN: not flash-run-tile %s --run-program=past_the_end --dynamic-size=40 2>&1 | FileCheck %s --check-prefix=OOB
 // OOB: flash-run-tile: @past_the_end: {{.*}} 'tile.load': index 40 out of range for dimension 0 of size 40 (kernel @reads_past_the_end, block (2, 0, 0))
 //
+// The float64 reference of a graph refuses integers past 2^53 (it would round them; INT64_MIN / -1 trapped):
+// RUN: not flash-run-tile %S/Inputs/graph-integer-past-2p53.mlir 2>&1 | FileCheck %s --check-prefix=BIG-INT
+// BIG-INT: graph-integer-past-2p53.mlir":7:11): error: the flash graph evaluator cannot evaluate this op: an integer past 2^53, which the float64 reference cannot hold exactly
+//
 // RUN: not flash-run-tile %s --run-program=missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flash-run-tile: no tile program @missing in
 

@@ -130,9 +130,11 @@ LogicalResult Evaluator::scalarOps(Operation *op) {
   for (int64_t n = 0; n < result.numElements(); ++n) {
     for (auto [k, operand] : llvm::enumerate(op->getOperands()))
       x[k] = get(operand).data[n];
-    FailureOr<double> value = flashc::evaluateScalarOp(op, x);
+    std::string why;
+    FailureOr<double> value = flashc::evaluateScalarOp(op, x, &why);
     if (failed(value))
-      return op->emitError() << "the flash graph evaluator does not support this op";
+      return op->emitError() << (why.empty() ? std::string("the flash graph evaluator does not support this op")
+                                             : "the flash graph evaluator cannot evaluate this op: " + why);
     result.data[n] = *value;
   }
   values[op->getResult(0)] = std::move(result);
@@ -181,9 +183,13 @@ LogicalResult Evaluator::generate(tensor::GenerateOp op) {
       SmallVector<double> x;
       for (Value operand : inner.getOperands())
         x.push_back(valueOf(operand));
-      FailureOr<double> value = flashc::evaluateScalarOp(&inner, x);
+      std::string why;
+      FailureOr<double> value = flashc::evaluateScalarOp(&inner, x, &why);
       if (failed(value) || inner.getNumResults() != 1)
-        return inner.emitError() << "the flash graph evaluator does not support this op in a tensor.generate";
+        return inner.emitError() << (why.empty()
+                                         ? std::string("the flash graph evaluator does not support this op in a "
+                                                       "tensor.generate")
+                                         : "the flash graph evaluator cannot evaluate this op: " + why);
       local[inner.getResult(0)] = *value;
     }
   }

@@ -14,8 +14,20 @@ using namespace mlir;
 namespace flashc {
 namespace {
 
-int64_t asInt(double x) { return static_cast<int64_t>(x); }
+// Integers are carried as float64: exact up to 2^53. A value past it (or a double outside int64, or NaN) is not an
+// integer the reference can hold: the op fails with a reason rather than round (or convert out of range, which is
+// undefined behaviour).
+constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+int64_t asInt(double x) { return x >= -kExactIntegers && x <= kExactIntegers ? static_cast<int64_t>(x) : 0; }
 double wrap(int64_t x) { return static_cast<double>(x); }
+// Truncating division as the index functions and the kernels take it (IndexFunction.cpp): by 0 it gives 0, by -1
+// the wrapping negation (INT64_MIN / -1 is INT64_MIN, not a trap); the remainder by 0 or -1 is 0.
+int64_t divTruncating(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
+int64_t remTruncating(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
 int64_t addWrapping(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
 int64_t mulWrapping(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
 
@@ -74,7 +86,25 @@ double floatMinMax(double a, double b, bool max) {
 
 } // namespace
 
-FailureOr<double> evaluateScalarOp(Operation *op, ArrayRef<double> x) {
+static FailureOr<double> evaluateScalarOpUnchecked(Operation *op, ArrayRef<double> x);
+
+FailureOr<double> evaluateScalarOp(Operation *op, ArrayRef<double> x, std::string *why) {
+  FailureOr<double> value = evaluateScalarOpUnchecked(op, x);
+  // An integer operand or result past 2^53 was (or would be) rounded: refused, with the reason.
+  bool integer = op->getNumResults() == 1 && op->getResult(0).getType().isIntOrIndex();
+  auto inexact = [](double v) { return !(std::fabs(v) <= kExactIntegers); };
+  bool badOperand = llvm::any_of(llvm::enumerate(op->getOperands()), [&](auto operand) {
+    return operand.value().getType().isIntOrIndex() && operand.index() < x.size() && inexact(x[operand.index()]);
+  });
+  if (succeeded(value) && (badOperand || (integer && inexact(*value)))) {
+    if (why)
+      *why = "an integer past 2^53, which the float64 reference cannot hold exactly";
+    return failure();
+  }
+  return value;
+}
+
+static FailureOr<double> evaluateScalarOpUnchecked(Operation *op, ArrayRef<double> x) {
   auto i = [&](unsigned n) { return asInt(x[n]); };
   return llvm::TypeSwitch<Operation *, FailureOr<double>>(op)
       .Case<arith::ConstantOp>([&](auto c) { return attributeValue(c.getValue()); })
@@ -92,17 +122,15 @@ FailureOr<double> evaluateScalarOp(Operation *op, ArrayRef<double> x) {
       .Case<arith::AddIOp>([&](auto) { return wrap(addWrapping(i(0), i(1))); })
       .Case<arith::SubIOp>([&](auto) { return wrap(addWrapping(i(0), -i(1))); })
       .Case<arith::MulIOp>([&](auto) { return wrap(mulWrapping(i(0), i(1))); })
-      .Case<arith::DivSIOp>([&](auto) { return i(1) == 0 ? 0.0 : wrap(i(0) / i(1)); })
-      .Case<arith::RemSIOp>([&](auto) { return i(1) == 0 ? 0.0 : wrap(i(0) % i(1)); })
+      .Case<arith::DivSIOp>([&](auto) { return wrap(divTruncating(i(0), i(1))); })
+      .Case<arith::RemSIOp>([&](auto) { return wrap(remTruncating(i(0), i(1))); })
       .Case<arith::FloorDivSIOp>([&](auto) {
-        if (i(1) == 0) return 0.0;
-        int64_t q = i(0) / i(1);
-        return wrap((i(0) % i(1) != 0 && ((i(0) < 0) != (i(1) < 0))) ? q - 1 : q);
+        int64_t q = divTruncating(i(0), i(1));
+        return wrap((remTruncating(i(0), i(1)) != 0 && ((i(0) < 0) != (i(1) < 0))) ? q - 1 : q);
       })
       .Case<arith::CeilDivSIOp>([&](auto) {
-        if (i(1) == 0) return 0.0;
-        int64_t q = i(0) / i(1);
-        return wrap((i(0) % i(1) != 0 && ((i(0) < 0) == (i(1) < 0))) ? q + 1 : q);
+        int64_t q = divTruncating(i(0), i(1));
+        return wrap((remTruncating(i(0), i(1)) != 0 && ((i(0) < 0) == (i(1) < 0))) ? q + 1 : q);
       })
       .Case<arith::MinSIOp>([&](auto) { return wrap(std::min(i(0), i(1))); })
       .Case<arith::MaxSIOp>([&](auto) { return wrap(std::max(i(0), i(1))); })
