@@ -62,11 +62,19 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   std::string lines;
   llvm::raw_string_ostream os(lines);
   unsigned next = 0;
+  // The formula is only for the struct's comment, which shows its first 400 characters: each value's is kept to
+  // kFormulaChars + 1 (a longer one still reads as cut), or a value used twice a step doubled it: 2^n characters.
+  constexpr size_t kFormulaChars = 400;
+  auto setMath = [&](Value v, std::string text) {
+    if (text.size() > kFormulaChars + 1)
+      text.resize(kFormulaChars + 1);
+    math[v] = std::move(text);
+  };
   for (Operation &op : body.without_terminator()) {
     Value result = op.getResult(0);
     if (auto cast = dyn_cast<arith::IndexCastOp>(op)) {  // elements are read as 64-bit values already
       code[result] = code[cast.getIn()];
-      math[result] = math[cast.getIn()];
+      setMath(result, math[cast.getIn()]);
       continue;
     }
     if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
@@ -77,7 +85,7 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
         formula += (formula.empty() ? "" : ", ") + math[index];
       }
       os << "    const auto " << name << " = D::read(" << code[extract.getTensor()] << positions << ");\n";
-      math[result] = math[extract.getTensor()] + "[" + formula + "]";
+      setMath(result, math[extract.getTensor()] + "[" + formula + "]");
       code[result] = name;
       continue;
     }
@@ -89,15 +97,15 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
                          : v == INT64_MIN ? "(-9223372036854775807LL - 1)"
                                           : std::to_string(v) + (v < INT32_MIN || v > INT32_MAX ? "LL" : "");
       code[result] = (isBool ? "D::boolean(" : "D::constant(") + text + ")";
-      math[result] = text;
+      setMath(result, text);
       continue;
     }
     std::string name = "v" + std::to_string(next++);
     if (auto select = dyn_cast<arith::SelectOp>(op)) {
       os << "    const auto " << name << " = D::select(" << code[select.getCondition()] << ", "
          << code[select.getTrueValue()] << ", " << code[select.getFalseValue()] << ");\n";
-      math[result] = "(" + math[select.getCondition()] + " ? " + math[select.getTrueValue()] + " : " +
-                     math[select.getFalseValue()] + ")";
+      setMath(result, "(" + math[select.getCondition()] + " ? " + math[select.getTrueValue()] + " : " +
+                     math[select.getFalseValue()] + ")");
       code[result] = name;
       continue;
     }
@@ -107,8 +115,8 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
                           "evaluate (the verifier should have refused it)");
     Value a = op.getOperand(0), b = op.getOperand(1);
     os << "    const auto " << name << " = D::" << s->function << "(" << code[a] << ", " << code[b] << ");\n";
-    math[result] = s->call ? std::string(s->infix) + "(" + math[a] + ", " + math[b] + ")"
-                           : "(" + math[a] + " " + s->infix + " " + math[b] + ")";
+    setMath(result, s->call ? std::string(s->infix) + "(" + math[a] + ", " + math[b] + ")"
+                           : "(" + math[a] + " " + s->infix + " " + math[b] + ")");
     code[result] = name;
   }
   Value visible = body.getTerminator()->getOperand(0);
@@ -117,7 +125,7 @@ LogicalResult printStruct(tile::MaskModOp maskMod, llvm::raw_ostream &out) {
   std::string formula = math[visible];
   out << "#ifndef " << guard << "\n#define " << guard << "\n";
   out << "// tile.mask_mod @" << maskMod.getSymName() << ": key k visible from query q (batch b, head h) when\n";
-  out << "//   " << (formula.size() <= 400 ? formula : formula.substr(0, 400) + " ...") << "\n";
+  out << "//   " << (formula.size() <= kFormulaChars ? formula : formula.substr(0, kFormulaChars) + " ...") << "\n";
   out << "struct " << name << " {\n";
   out << "  static constexpr int kTensors = " << tensors << ";\n";
   out << "  static constexpr bool kUsesBatch = " << (body.getArgument(0).use_empty() ? "false" : "true")

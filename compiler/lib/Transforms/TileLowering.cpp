@@ -40,29 +40,31 @@ namespace {
 template <class ModifierOp>
 FlatSymbolRefAttr modifierSymbol(flash::AttentionOp op, Region &region, StringRef prefix, bool hasBatchAndHead,
                                  unsigned indexArg) {
+  // The modifier, built unattached and printed once to name it (printing op by op with a local scope numbers the
+  // whole region for every op: quadratic, minutes at 10^4 ops).
+  OpBuilder b(op.getContext());
+  auto modifier = b.create<ModifierOp>(op.getLoc(), prefix);
+  IRMapping mapping;
+  region.cloneInto(&modifier.getBody(), mapping);
+  Block &body = modifier.getBody().front();
+  if (!hasBatchAndHead) {
+    body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
+    body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
+  }
+  Operation *yield = body.getTerminator();
+  b.setInsertionPoint(yield);
+  b.create<YieldOp>(yield->getLoc(), yield->getOperand(0));
+  yield->erase();
   std::string text;
   llvm::raw_string_ostream os(text);
-  for (BlockArgument arg : region.front().getArguments())
-    os << arg.getType() << ";";
-  for (Operation &inner : region.front())
-    inner.print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  modifier->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
   std::string name = llvm::formatv("{0}_{1:x-}", prefix, llvm::xxh3_64bits(text)).str();
   auto module = op->getParentOfType<ModuleOp>();
-  if (!SymbolTable::lookupSymbolIn(module, name)) {
-    OpBuilder b(op.getContext());
-    b.setInsertionPointToEnd(module.getBody());
-    auto modifier = b.create<ModifierOp>(op.getLoc(), name);
-    IRMapping mapping;
-    region.cloneInto(&modifier.getBody(), mapping);
-    Block &body = modifier.getBody().front();
-    if (!hasBatchAndHead) {
-      body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
-      body.insertArgument(indexArg, b.getIndexType(), op.getLoc());
-    }
-    Operation *yield = body.getTerminator();
-    b.setInsertionPoint(yield);
-    b.create<YieldOp>(yield->getLoc(), yield->getOperand(0));
-    yield->erase();
+  if (SymbolTable::lookupSymbolIn(module, name)) {
+    modifier->erase();
+  } else {
+    modifier.setSymName(name);
+    module.getBody()->push_back(modifier);
   }
   return FlatSymbolRefAttr::get(op.getContext(), name);
 }
