@@ -21,7 +21,8 @@ t[i] / t[i, j] of float tensors (read as float32) and integer tensors (int32; an
 Text form (configs, manifests, flashc-run): a mask program's statements (flashc.mask_mod) plus f32 ones
   itof <int>                 the index as a float
   addf subf mulf divf maxf minf <a> <b>, negf tanh exp log sqrt absf <a>
-  eqf nef ltf lef gtf gef <a> <b>       (ordered: false where either is NaN)
+  eqf nef ltf lef gtf gef <a> <b>       (ordered: false where either is NaN; Python's a != b traces as
+                                         xor (eqf a b) true, true there, as in Python and torch)
   read tN <pos>...           of an f32 tensor: a float; of an i32 one: an index
 arguments s (the score), b, h, q, k, ints, true / false, f:<hex float> (an f32 constant) and earlier names.
 """
