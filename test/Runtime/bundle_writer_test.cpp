@@ -205,7 +205,9 @@ int main() {
   check(fs::exists(dir + "/manifest.flashc") && fs::exists(dir + "/kernels.cu") && fs::exists(dir + "/kernels.sm_90a.cubin") &&
             fs::exists(dir + "/kernels.sm_80.cubin"),
         "manifest.flashc, kernels.cu and both cubins are written");
-  check(!fs::exists(dir + ".tmp-" + std::to_string(getpid())), "no temporary directory is left");
+  check(!fs::exists(tmp / (".out.bundle.tmp-" + std::to_string(getpid()))) &&
+            !fs::exists(tmp / (".out.bundle.old-" + std::to_string(getpid()))),
+        "no temporary directory is left");
   BundleOptions ro;
   ro.noJit = 1;
   auto bundle = Bundle::open(dir, ro);
@@ -234,6 +236,18 @@ int main() {
   BundleWriteOptions badArch;
   badArch.cubinArchs = {"sm_9"};
   checkError(writeBundle(dir, *manifest, source, badArch), "bad cubin architecture 'sm_9'", "a bad cubin arch is refused");
+  // The target spelled with a trailing separator or as `.`: the same bundle, replaced in place (both removed the old
+  // bundle and then failed, the temporary directory having been made inside it or named `..tmp-PID`).
+  checkOk(writeBundle(dir + "/", *manifest, source, options), "-o DIR/ rewrites the bundle at DIR");
+  check(fs::exists(dir + "/manifest.flashc") && fs::is_directory(dir), "... which is still a bundle");
+  {
+    fs::path before = fs::current_path();
+    fs::current_path(dir);
+    checkError(writeBundle(".", *manifest, source, options), "it holds the working directory",
+               "-o . inside a bundle is refused");
+    fs::current_path(before);
+    check(fs::exists(dir + "/manifest.flashc") && fs::exists(dir + "/kernels.cu"), "... and the bundle is intact");
+  }
   testKernelUnits(tmp, *manifest, source);
   Manifest invalid = *manifest;
   invalid.kernels[0].entry = "";

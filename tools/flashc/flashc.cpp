@@ -16,6 +16,7 @@
 #include "flashc/runtime/Arch.h"
 #include "flashc/runtime/KernelCache.h"
 #include "flashc/runtime/Nvrtc.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -234,6 +235,11 @@ int main(int argc, char **argv) {
     context.disableMultithreading();
 
   const std::string &inputPath = inputs.front();
+  // An output over the input would replace the spec it is made from (the text emits write a file at -o).
+  if (options.outputPath != "-" && inputPath != "-" && llvm::sys::fs::equivalent(inputPath, options.outputPath)) {
+    llvm::errs() << "flashc: error: the output '" << options.outputPath << "' is the input spec; give another -o\n";
+    return kExitUsageError;
+  }
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputPath, &error);

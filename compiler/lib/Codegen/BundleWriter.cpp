@@ -192,7 +192,21 @@ rt::Status writeFiles(const fs::path &dir, const PendingBundle &b) {
 rt::Status writeAtomically(const std::string &dir, const BundleWriteOptions &options,
                            const std::function<rt::Status(const fs::path &)> &fill) {
   std::error_code ec;
-  fs::path target(dir);
+  // The bundle's own path, absolute and without a trailing separator, `.` or `..` (`-o b/` made the temporary
+  // directory inside the target and `-o .` beside it as `..tmp-PID`; both removed the old bundle, then failed).
+  fs::path target = fs::weakly_canonical(fs::absolute(fs::path(dir), ec), ec);
+  if (ec || target.filename().empty() || target == target.root_path())
+    return rt::makeError(rt::ErrorCode::InvalidArgument, "cannot write a bundle at " + dir + ": not a directory path" +
+                                                             (ec ? " (" + ec.message() + ")" : std::string()));
+  std::error_code cwdError;
+  fs::path cwd = fs::current_path(cwdError);
+  if (!cwdError) {
+    // The working directory inside (or at) the target: renaming it away would pull the directory from under us.
+    auto [end, at] = std::mismatch(target.begin(), target.end(), cwd.begin(), cwd.end());
+    if (end == target.end())
+      return rt::makeError(rt::ErrorCode::InvalidArgument,
+                           "cannot write a bundle at " + dir + ": it holds the working directory");
+  }
   if (fs::exists(target, ec)) {
     bool isBundle = fs::exists(target / "manifest.flashc", ec);
     bool isEmpty = fs::is_directory(target, ec) && fs::is_empty(target, ec);
@@ -200,21 +214,37 @@ rt::Status writeAtomically(const std::string &dir, const BundleWriteOptions &opt
       return rt::makeError(rt::ErrorCode::InvalidArgument,
                            "refusing to overwrite " + dir + (isBundle ? " (overwrite disabled)" : ": not a flashc bundle"));
   }
-  fs::path tmp = target;
-  tmp += ".tmp-" + std::to_string(getpid());
+  const std::string pid = std::to_string(getpid());
+  fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + pid);
+  fs::path old = target.parent_path() / ("." + target.filename().string() + ".old-" + pid);
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp, ec) || ec) return ioError("cannot create " + tmp.string() + ": " + ec.message());
   if (rt::Status status = fill(tmp); !status) {
     fs::remove_all(tmp, ec);
     return status;
   }
-  fs::remove_all(target, ec);
+  // The old bundle is moved aside, not removed, until the new one is in its place: a failure keeps it.
+  bool replacing = fs::exists(target, ec);
+  if (replacing) {
+    fs::remove_all(old, ec);
+    fs::rename(target, old, ec);
+    if (ec) {
+      std::string why = ec.message();
+      fs::remove_all(tmp, ec);
+      return ioError("cannot replace the bundle at " + dir + ": " + why);
+    }
+  }
   fs::rename(tmp, target, ec);
   if (ec) {
     std::string why = ec.message();
-    fs::remove_all(tmp, ec);
+    std::error_code ignored;
+    if (replacing)
+      fs::rename(old, target, ignored);
+    fs::remove_all(tmp, ignored);
     return ioError("cannot move the bundle into " + dir + ": " + why);
   }
+  if (replacing)
+    fs::remove_all(old, ec);
   return rt::Status();
 }
 
