@@ -14,13 +14,18 @@
 
 #include "flashc/runtime/Runtime.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace {
+
+namespace fs = std::filesystem;
 
 [[noreturn]] void usage(const std::string &msg) {
   std::fprintf(stderr,
@@ -34,28 +39,53 @@ bool validSymbol(const std::string &s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  // A C or C++ keyword would not compile as the array's name.
+  static const char *kKeywords[] = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+      "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else",
+      "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
+      "mutable", "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
+      "register", "reinterpret_cast", "restrict", "return", "short", "signed", "sizeof", "static", "static_assert",
+      "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef",
+      "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while", "xor"};
+  for (const char *k : kKeywords)
+    if (s == k) return false;
   return true;
 }
 
 /// Writes `text` to `path` only when it differs: an unchanged blob leaves the
-/// generated source's timestamp alone, so nothing downstream recompiles.
+/// generated source's timestamp alone, so nothing downstream recompiles. Only a
+/// regular file of the same size is read to compare (a device or a FIFO at the
+/// path was read without end).
 bool writeIfChanged(const std::string &path, const std::string &text) {
-  {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == text.size() && !ec) {
     std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (ss.str() == text) return true;
-    }
+    std::string existing(text.size(), '\0');
+    if (in.read(existing.data(), std::streamsize(existing.size())) && existing == text) return true;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
   if (!out) {
-    std::fprintf(stderr, "flashc-pack: cannot write %s\n", path.c_str());
+    std::fprintf(stderr, "flashc-pack: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
   return true;
+}
+
+/// Whether `path` lies inside directory `dir` (after resolving both): an output there would change the bundle read.
+bool inside(const std::string &path, const std::string &dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec), d = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) return false;
+  auto [end, at] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
+  return end == d.end();
+}
+
+bool samePath(const std::string &a, const std::string &b) {
+  std::error_code ec;
+  return fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec) && !ec;
 }
 
 std::string cppSource(const std::string &blob, const std::string &symbol, const std::string &header,
@@ -101,7 +131,12 @@ int main(int argc, char **argv) {
     else if (a == "--cpp") value(cpp);
     else if (a == "--header") value(header);
     else if (a == "--symbol") value(symbol);
-    else if (a == "-h" || a == "--help") usage("help");
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: flashc-pack BUNDLE_DIR [-o OUT.blob] [--cpp OUT.cpp --header OUT.h --symbol NAME]\n"
+                  "Packs a flashc bundle directory into one blob (-o), or into C++ source defining it (--cpp, "
+                  "--header, --symbol): docs/bundle.md.\n");
+      return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
+    }
     else if (!a.empty() && a[0] == '-') usage("unknown option " + a);
     else if (dir.empty()) dir = a;
     else usage("more than one bundle directory given");
@@ -109,7 +144,14 @@ int main(int argc, char **argv) {
   if (dir.empty()) usage("no bundle directory given");
   if (out.empty() && cpp.empty()) usage("nothing to write: give -o and/or --cpp");
   if (!cpp.empty() && (header.empty() || symbol.empty())) usage("--cpp needs --header and --symbol");
-  if (!symbol.empty() && !validSymbol(symbol)) usage("--symbol '" + symbol + "' is not a C identifier");
+  if (!symbol.empty() && !validSymbol(symbol)) usage("--symbol '" + symbol + "' is not a C identifier (or is a keyword)");
+  if (!header.empty() && header.find_first_of("\"\\\n") != std::string::npos)
+    usage("--header '" + header + "' cannot be named in an #include (a quote, backslash or newline)");
+  for (const std::string *o : {&out, &cpp, &header})
+    if (!o->empty() && inside(*o, dir)) usage("output " + *o + " lies inside the bundle " + dir + " it packs");
+  if (!cpp.empty() && samePath(cpp, header)) usage("--cpp and --header name one file (" + cpp + ")");
+  if (!out.empty() && !cpp.empty() && (samePath(out, cpp) || samePath(out, header)))
+    usage("-o names the same file as --cpp or --header (" + out + ")");
 
   auto blob = flashc::rt::packBundleDirectory(dir);
   if (!blob) {
