@@ -15,6 +15,17 @@
 // RUN: not flash-run-tile %S/Inputs/graph-integer-past-2p53.mlir 2>&1 | FileCheck %s --check-prefix=BIG-INT
 // BIG-INT: graph-integer-past-2p53.mlir":7:11): error: the flash graph evaluator cannot evaluate this op: an integer past 2^53, which the float64 reference cannot hold exactly
 //
+// Options that would make the check meaningless or the tensors unallocatable (a negative size aborted in
+// std::length_error, a NaN range passed every check):
+// RUN: not flash-run-tile %s --dynamic-size=-1 2>&1 | FileCheck %s --check-prefix=BAD-SIZE
+// BAD-SIZE: flash-run-tile: --dynamic-size must be in [1, 4096], got -1
+// RUN: not flash-run-tile %s --input-range=nan 2>&1 | FileCheck %s --check-prefix=BAD-RANGE
+// BAD-RANGE: flash-run-tile: --input-range must be a finite positive number, got nan
+// RUN: not flash-run-tile %s --tolerance=nan 2>&1 | FileCheck %s --check-prefix=BAD-TOLERANCE
+// BAD-TOLERANCE: flash-run-tile: --tolerance must be a finite number >= 0, got nan
+// RUN: not flash-eval %s --dynamic-size=100000000000 2>&1 | FileCheck %s --check-prefix=EVAL-SIZE
+// EVAL-SIZE: flash-eval: --dynamic-size must be in [1, 4096], got 100000000000
+//
 // RUN: not flash-run-tile %s --run-program=missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flash-run-tile: no tile program @missing in
 

@@ -48,6 +48,8 @@ static cl::opt<bool> checkPipeline(
     cl::desc("check that the flashc graph pipeline preserves every function's values"));
 static cl::opt<std::string> compareFunctions(
     "compare", cl::desc("A,B: check that functions A and B compute the same values"));
+// The largest --dynamic-size: every dynamic dim takes it, and the evaluator runs in float64 on the CPU.
+constexpr int64_t kMaxDynamicSize = 4096;
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(3),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
@@ -192,6 +194,15 @@ LogicalResult processModule(ModuleOp module, llvm::raw_ostream &os) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "flash graph evaluator (float64)\n");
+  if (dynamicSize < 1 || dynamicSize > kMaxDynamicSize) {
+    llvm::errs() << "flash-eval: --dynamic-size must be in [1, " << kMaxDynamicSize << "], got " << dynamicSize
+                 << "\n";
+    return 2;
+  }
+  if (!std::isfinite(tolerance.getValue()) || tolerance < 0) {
+    llvm::errs() << "flash-eval: --tolerance must be a finite number >= 0, got " << tolerance << "\n";
+    return 2;
+  }
 
   DialectRegistry registry;
   registry.insert<FlashDialect, func::FuncDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect>();

@@ -78,6 +78,8 @@ static cl::opt<int64_t> warps("warps", cl::init(0), cl::desc("flash-plan-memory 
 static cl::opt<int64_t> stages("stages", cl::init(0), cl::desc("flash-plan-memory stages"));
 static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
                                     cl::desc("flash-tile ffn-plan: auto, fused, two-kernel"));
+// The largest --dynamic-size: every dynamic dim takes it, and the float64 reference runs on the CPU.
+constexpr int64_t kMaxDynamicSize = 4096;
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
@@ -897,6 +899,20 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "run tile programs on the CPU against a float64 reference\n");
+  // Values that would make the check meaningless (a NaN range, a NaN bound) or the tensors unallocatable.
+  if (dynamicSize < 1 || dynamicSize > kMaxDynamicSize) {
+    llvm::errs() << "flash-run-tile: --dynamic-size must be in [1, " << kMaxDynamicSize << "], got " << dynamicSize
+                 << "\n";
+    return 2;
+  }
+  if (!std::isfinite(inputRange.getValue()) || inputRange <= 0) {
+    llvm::errs() << "flash-run-tile: --input-range must be a finite positive number, got " << inputRange << "\n";
+    return 2;
+  }
+  if (!std::isfinite(tolerance.getValue()) || tolerance < 0) {
+    llvm::errs() << "flash-run-tile: --tolerance must be a finite number >= 0, got " << tolerance << "\n";
+    return 2;
+  }
   DialectRegistry registry;
   registry.insert<flash::FlashDialect, tile::TileDialect, func::FuncDialect, arith::ArithDialect,
                   scf::SCFDialect, tensor::TensorDialect>();
