@@ -143,9 +143,17 @@ int main(int argc, char **argv) {
     return usageError(error.what());
   }
 
+  // Help and version fail when stdout does not take them (a full device, a closed stream): the caller reads them.
+  auto printed = [] {
+    std::cout.flush();
+    if (std::cout)
+      return 0;
+    std::cerr << "flashc: error: cannot write to standard output\n";
+    return kExitCompileError;
+  };
   if (vm.count("help")) {
     std::cout << visible << "\n";
-    return 0;
+    return printed();
   }
   if (vm.count("experiment") || vm.count("list-experiments"))
     return usageError("--experiment was retired: the forms the defaults replaced that lost "
@@ -160,7 +168,7 @@ int main(int argc, char **argv) {
               << "device library: " << deviceDir << " (fingerprint "
               << flashc::rt::directoryFingerprint(deviceDir) << ")\n"
               << flashc::builtinTuningTablesSummary() << "\n";
-    return 0;
+    return printed();
   }
 
   flashc::CompileOptions options;
