@@ -207,6 +207,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<FlashDialect, func::FuncDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect>();
   MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);  // (the message, not a dump of the module, as flashc)
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFilename, &error);

@@ -917,6 +917,7 @@ int main(int argc, char **argv) {
   registry.insert<flash::FlashDialect, tile::TileDialect, func::FuncDialect, arith::ArithDialect,
                   scf::SCFDialect, tensor::TensorDialect>();
   MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);  // (the message, not a dump of the module, as flashc)
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   OwningOpRef<ModuleOp> original = parseSourceFile<ModuleOp>(inputFilename, sourceMgr, &context);
