@@ -242,6 +242,30 @@ func.func @truncated(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: t
   return %o : tensor<?x4x?x64xbf16>
 }
 
+// An i32 read is below 2^31, not 1: t[k] · 2^40 may pass 2^63 and wrap, so t[k] · 2^40 - q is not a sum of parts.
+// CHECK-LABEL: // ---- wrapped_read_attention_bwd ----
+// CHECK: static constexpr bool kSeparable = false;
+func.func @wrapped_read(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                        %ids: tensor<?xi32>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      score_mod(%ids) {
+  ^bb0(%s: f32, %qi: index, %ki: index, %t: tensor<?xi32>):
+    %r = tensor.extract %t[%ki] : tensor<?xi32>
+    %ri = arith.index_cast %r : i32 to index
+    %c = arith.constant 1099511627776 : index
+    %m = arith.muli %ri, %c : index
+    %d = arith.subi %m, %qi : index
+    %d64 = arith.index_cast %d : index to i64
+    %f = arith.sitofp %d64 : i64 to f32
+    %e = arith.constant 1.0e-20 : f32
+    %b = arith.mulf %f, %e : f32
+    %res = arith.addf %s, %b : f32
+    flash.yield %res : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?xi32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return %o : tensor<?x4x?x64xbf16>
+}
+
 // A finite factor can still overflow f32: -1e38 · q is -inf past q = 3, which the split's differences turn into NaN.
 // CHECK-LABEL: // ---- overflowing_attention_bwd ----
 // CHECK: static constexpr bool kSeparable = false;

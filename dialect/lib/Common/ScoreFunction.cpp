@@ -302,7 +302,7 @@ bool scoreBiasSeparable(Region &body) {
   //
   // Each value also carries a bound on its magnitude, so that arithmetic that could wrap (an integer past 64 bits, a
   // narrowing cast that truncates) or overflow f32 to infinity is not taken for a sum: A(q) + B(k) computed with a
-  // wrap is not A(q) + B(k). Indices are below 2^31 (a sequence position); a tensor's values are not known here, so a
+  // wrap is not A(q) + B(k). Indices and i32 reads are below 2^31; an f32 tensor's values are not known here, so its
   // read counts as a factor of 1 (its own infinities are mayBeInfinite's, and data whose products overflow f32 is
   // the caller's, as in any kernel).
   enum : unsigned { kS = 1, kQ = 2, kK = 4 };
@@ -344,7 +344,9 @@ bool scoreBiasSeparable(Region &body) {
                           return std::fabs(static_cast<double>(i.getValue().getSExtValue()));
                         return HUGE_VAL;
                       })
-                      .Case([&](tensor::ExtractOp) { return 1.0; })
+                      .Case([&](tensor::ExtractOp read) {
+                        return read.getType().isF32() ? 1.0 : kIndexMagnitude;  // (an i32 read: below 2^31)
+                      })
                       .Case<arith::AddIOp, arith::SubIOp, arith::AddFOp, arith::SubFOp>(
                           [&](Operation *) { return ma + mb; })
                       .Case<arith::MulIOp, arith::MulFOp>([&](Operation *) { return ma * mb; })
