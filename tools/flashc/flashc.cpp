@@ -189,6 +189,13 @@ int main(int argc, char **argv) {
     options.pipeline.tuningTable = vm["tuning-table"].as<std::string>();
     if (options.pipeline.tuningTable.empty())
       return usageError("--tuning-table needs a file, or 'none' for the hand rules only");
+    // Read now, whatever --emit stops at: a misspelt table must not pass unnoticed with --emit=graph.
+    std::string error;
+    if (options.pipeline.tuningTable != "none" &&
+        !flashc::loadTuningTable(options.pipeline.tuningTable, /*target=*/"", error)) {
+      llvm::errs() << "flashc: error: " << error << "\n";
+      return kExitCompileError;
+    }
   }
   options.printTuningSpace = vm.count("print-tuning-space") > 0;
   std::string emitText = vm["emit"].as<std::string>();
@@ -207,6 +214,8 @@ int main(int argc, char **argv) {
         arch = arch.trim();
         if (std::string why = archError(arch); !why.empty())
           return usageError(why);
+        if (!flashc::lookupTarget(arch))
+          return usageError(flashc::unknownTargetMessage(arch));
         if (!llvm::is_contained(options.pipeline.archs, arch.str()))
           options.pipeline.archs.push_back(arch.str());
       }
@@ -228,8 +237,11 @@ int main(int argc, char **argv) {
 
   // A bundle is a directory: without -o it goes beside the current directory,
   // named after the spec (gpt_block.mlir -> gpt_block.bundle).
-  if (options.emit == EmitKind::Bundle && vm["output"].defaulted() && !options.printTuningSpace)
+  if (options.emit == EmitKind::Bundle && vm["output"].defaulted() && !options.printTuningSpace) {
+    if (inputs.front() == "-")
+      return usageError("a bundle compiled from standard input needs -o DIR (there is no spec name to name it after)");
     options.outputPath = llvm::sys::path::stem(inputs.front()).str() + ".bundle";
+  }
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::flash::FlashDialect, mlir::tile::TileDialect, mlir::func::FuncDialect,
