@@ -125,6 +125,8 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
       if (i + 1 >= argc) usage("missing value after " + a);
+      // A second value would silently replace the first: the caller meant one of them.
+      if (!dst.empty()) usage(a + " given twice ('" + dst + "' and '" + argv[i + 1] + "')");
       dst = argv[++i];
     };
     if (a == "-o") value(out);
