@@ -26,6 +26,12 @@
 // RUN: not flash-eval %s --dynamic-size=100000000000 2>&1 | FileCheck %s --check-prefix=EVAL-SIZE
 // EVAL-SIZE: flash-eval: --dynamic-size must be in [1, 4096], got 100000000000
 //
+// A static shape past 2^28 values is refused by name, the tensor never allocated (it aborted in the allocator):
+// RUN: not flash-run-tile %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-TILE
+// HUGE-TILE: ffn-huge-static.mlir":3:1): error: flash-run-tile: a tensor of shape 1048576x1048576 holds more than 2^28 values, past what the float64 reference evaluates
+// RUN: not flash-eval %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-EVAL
+// HUGE-EVAL: ffn-huge-static.mlir:3:1: error: a tensor of shape 1048576x1048576 holds more than 2^28 values
+//
 // RUN: not flash-run-tile %s --run-program=missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flash-run-tile: no tile program @missing in
 

@@ -48,8 +48,6 @@ static cl::opt<bool> checkPipeline(
     cl::desc("check that the flashc graph pipeline preserves every function's values"));
 static cl::opt<std::string> compareFunctions(
     "compare", cl::desc("A,B: check that functions A and B compute the same values"));
-// The largest --dynamic-size: every dynamic dim takes it, and the evaluator runs in float64 on the CPU.
-constexpr int64_t kMaxDynamicSize = 4096;
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(3),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
@@ -70,10 +68,11 @@ FailureOr<SmallVector<ReferenceTensor>> randomArguments(func::FuncOp function) {
     if (!tensorType)
       return function.emitError() << "flash-eval needs ranked tensor arguments, got "
                                   << type;
-    std::vector<int64_t> shape;
-    for (int64_t size : tensorType.getShape())
-      shape.push_back(ShapedType::isDynamic(size) ? dynamicSize.getValue() : size);
-    ReferenceTensor tensor(shape);
+    std::string why;
+    FailureOr<std::vector<int64_t>> shape = evaluatedShape(tensorType.getShape(), dynamicSize, why);
+    if (failed(shape))
+      return function.emitError() << why;
+    ReferenceTensor tensor(*shape);
     for (double &value : tensor.data)
       value = uniform(generator);
     arguments.push_back(std::move(tensor));
@@ -194,8 +193,8 @@ LogicalResult processModule(ModuleOp module, llvm::raw_ostream &os) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "flash graph evaluator (float64)\n");
-  if (dynamicSize < 1 || dynamicSize > kMaxDynamicSize) {
-    llvm::errs() << "flash-eval: --dynamic-size must be in [1, " << kMaxDynamicSize << "], got " << dynamicSize
+  if (dynamicSize < 1 || dynamicSize > kMaxEvaluatedDynamicSize) {
+    llvm::errs() << "flash-eval: --dynamic-size must be in [1, " << kMaxEvaluatedDynamicSize << "], got " << dynamicSize
                  << "\n";
     return 2;
   }

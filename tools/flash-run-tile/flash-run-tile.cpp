@@ -78,8 +78,6 @@ static cl::opt<int64_t> warps("warps", cl::init(0), cl::desc("flash-plan-memory 
 static cl::opt<int64_t> stages("stages", cl::init(0), cl::desc("flash-plan-memory stages"));
 static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
                                     cl::desc("flash-tile ffn-plan: auto, fused, two-kernel"));
-// The largest --dynamic-size: every dynamic dim takes it, and the float64 reference runs on the CPU.
-constexpr int64_t kMaxDynamicSize = 4096;
 static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
                                     cl::desc("size of every dynamic dimension"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
@@ -324,8 +322,13 @@ public:
         source.emitError("flash-run-tile: arguments must be ranked tensors or i32 scalars");
         return failure();
       }
-      inputs.push_back(randomTensor(concreteShape(ranked.getShape()),
-                                    kindOf(ranked.getElementType()), rng, inputRange));
+      std::string why;
+      FailureOr<std::vector<int64_t>> shape = flash::evaluatedShape(ranked.getShape(), dynamicSize, why);
+      if (failed(shape)) {
+        source.emitError("flash-run-tile: ") << why;
+        return failure();
+      }
+      inputs.push_back(randomTensor(std::move(*shape), kindOf(ranked.getElementType()), rng, inputRange));
       refInputs.push_back(toReference(inputs.back()));
     }
     // A decode op's cache lengths and page ids: valid random ones (lengths the capacity, 0, 1 and ragged
@@ -872,8 +875,13 @@ int runTileProgram(ModuleOp module) {
                    << "a tensor nor an i32\n";
       return kExitError;
     }
-    tensors.push_back(randomTensor(concreteShape(tensorType.getShape()),
-                                   kindOf(tensorType.getElementType()), rng, inputRange));
+    std::string why;
+    FailureOr<std::vector<int64_t>> shape = flash::evaluatedShape(tensorType.getShape(), dynamicSize, why);
+    if (failed(shape)) {
+      llvm::errs() << "flash-run-tile: @" << runProgram << ": " << why << "\n";
+      return kExitError;
+    }
+    tensors.push_back(randomTensor(std::move(*shape), kindOf(tensorType.getElementType()), rng, inputRange));
   }
   std::vector<HostTensor *> args;
   for (HostTensor &tensor : tensors)
@@ -900,8 +908,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "run tile programs on the CPU against a float64 reference\n");
   // Values that would make the check meaningless (a NaN range, a NaN bound) or the tensors unallocatable.
-  if (dynamicSize < 1 || dynamicSize > kMaxDynamicSize) {
-    llvm::errs() << "flash-run-tile: --dynamic-size must be in [1, " << kMaxDynamicSize << "], got " << dynamicSize
+  if (dynamicSize < 1 || dynamicSize > flash::kMaxEvaluatedDynamicSize) {
+    llvm::errs() << "flash-run-tile: --dynamic-size must be in [1, " << flash::kMaxEvaluatedDynamicSize << "], got " << dynamicSize
                  << "\n";
     return 2;
   }

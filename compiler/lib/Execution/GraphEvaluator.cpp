@@ -697,6 +697,24 @@ ReferenceTensor::ReferenceTensor(std::vector<int64_t> shape, double fill)
 
 int64_t ReferenceTensor::numElements() const { return product(shape); }
 
+FailureOr<std::vector<int64_t>> evaluatedShape(ArrayRef<int64_t> shape, int64_t dynamicSize, std::string &error) {
+  std::vector<int64_t> result;
+  int64_t elements = 1;
+  for (int64_t dim : shape) {
+    result.push_back(ShapedType::isDynamic(dim) ? dynamicSize : dim);
+    // Divided, not multiplied: the product of static sizes may pass int64.
+    if (result.back() != 0 && elements > kMaxEvaluatedElements / result.back()) {
+      std::string dims;
+      for (int64_t size : shape)
+        dims += (dims.empty() ? "" : "x") + (ShapedType::isDynamic(size) ? std::string("?") : std::to_string(size));
+      error = "a tensor of shape " + dims + " holds more than 2^28 values, past what the float64 reference evaluates";
+      return failure();
+    }
+    elements *= result.back();
+  }
+  return result;
+}
+
 ref::AttentionWindow referenceWindow(MaskAttr mask) {
   if (!mask || mask.getKind() == MaskKind::None)
     return ref::AttentionWindow::none();

@@ -36,6 +36,16 @@ struct ReferenceTensor {
   int64_t numElements() const;
 };
 
+/// Bounds of the float64 host tools (flash-eval, flash-run-tile): every dynamic dimension takes one size, at most
+/// kMaxEvaluatedDynamicSize, and an argument holds at most kMaxEvaluatedElements values (2 GiB of float64). Past
+/// them a spec's shapes exhaust the host's memory (an abort) instead of failing with a message.
+constexpr int64_t kMaxEvaluatedDynamicSize = 4096;
+constexpr int64_t kMaxEvaluatedElements = int64_t(1) << 28;
+
+/// `shape` with each dynamic dimension `dynamicSize`; failure, with why in `error`, when it holds more than
+/// kMaxEvaluatedElements values.
+FailureOr<std::vector<int64_t>> evaluatedShape(ArrayRef<int64_t> shape, int64_t dynamicSize, std::string &error);
+
 /// Runs `function` (one block of flash ops, tensor.cast and func.return) on
 /// `arguments`; an i32 argument (a key offset) is given as a rank-0 tensor
 /// holding its value (exact in float64). On a problem (unsupported op, sizes that disagree at run
