@@ -2,6 +2,7 @@
 task loop with a stand-in measurer (resume from the progress file, crashed tasks, the budget), and the table written
 from measurements (winners, margins, merging; the written table read back by the compiler)."""
 
+import gzip
 import json
 import os
 import shutil
@@ -597,6 +598,16 @@ class PlanTest(unittest.TestCase):
             f.write(b"not gzip")
         with self.assertRaisesRegex(plan_mod.PlanDamaged, "cannot be read"):
             plan.materialize(bundle, target)
+        # A readable blob holding other bytes than its digest says (a file swapped in transit) is named too.
+        with gzip.open(blob, "wb") as f:
+            f.write(b"# another manifest\n")
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "blob %s of bundle %s \\(manifest.flashc\\) does not hold "
+                                    "what it was stored with" % (digest, bundle)):
+            plan.materialize(bundle, target)
+        self.assertFalse(os.path.exists(os.path.join(target, ".complete")))
+        # A bundle the plan does not hold (a task of another plan) is named.
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "has no files for bundle not-in-plan"):
+            plan.materialize("not-in-plan", target)
         # A missing or damaged plan.json is a tuner error, not a traceback.
         with self.assertRaisesRegex(plan_mod.PlanDamaged, "no plan to read"):
             plan_mod.Plan.load(os.path.join(self.dir, "nothing"))
