@@ -10,10 +10,10 @@ R=$OUT; mkdir -p $R
 t0=$SECONDS
 [ -d .carry/t52 ] || tar -xJf .carry/t52.tar.xz -C .carry
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader > $R/gpu.txt 2>&1; cat $R/gpu.txt
-OUT=$R/rs timeout 390 scripts/device-bench.sh .carry/t52 --steps build,run,sanitize > $R/run.txt 2>&1
+OUT=$R/rs timeout 360 scripts/device-bench.sh .carry/t52 --steps build,run,sanitize > $R/run.txt 2>&1
 echo "build,run,sanitize rc=$? ($((SECONDS-t0)) s)"
 grep -E "^=== |checks, .* failed|FAILED|ERROR SUMMARY|hazard" $R/run.txt | sort | uniq -c | sort -rn | head -20
-left=$((590 - (SECONDS - t0)))
+left=$((520 - (SECONDS - t0)))
 if [ $left -ge 150 ]; then
   FLASHC_BUNDLE_PATH=$PWD/.carry/t52 FLASHC_CACHE_DIR=/tmp/mc53 timeout $left python3 bench/bench_programmable.py \
     --lead-us auto --kernel-times 5 --out $R/bp > $R/bp.log 2>&1
