@@ -21,6 +21,10 @@
 // CHECK: @clipped backward d_q: {{.*}} ok
 // CHECK: @graph_alibi forward result 0: {{.*}} ok
 // CHECK: @graph_alibi backward d_k: {{.*}} ok
+// CHECK: @element_through_index backward d_k: {{.*}} ok
+// CHECK: @shared_slopes backward d_q: {{.*}} ok
+// CHECK: @shared_slopes backward d_q2: {{.*}} ok
+// CHECK: @shared_slopes backward d_v2: {{.*}} ok
 
 // ALiBi: s + slope[h] · (k - q), causal, GQA (4 query heads on 2), Sq != Sk (ragged against the 16 / 32 blocks).
 func.func @alibi_gqa(%q: tensor<1x4x37x32xf32>, %k: tensor<1x2x53x32xf32>, %v: tensor<1x2x53x32xf32>, %slopes: tensor<4xf32>) -> tensor<1x4x37x32xf32> {
@@ -149,4 +153,43 @@ func.func @graph_alibi(%q: tensor<1x2x41x32xf32>, %k: tensor<1x2x41x32xf32>, %v:
   %p = flash.softmax %m : tensor<1x2x41x41xf32>
   %o = flash.matmul %p, %v : tensor<1x2x41x41xf32>, tensor<1x2x41x32xf32> -> tensor<1x2x41x32xf32>
   return %o : tensor<1x2x41x32xf32>
+}
+
+// An i32 element through index and back to i32 for sitofp: the pipeline's canonicalizer folds the two casts to the
+// element itself (sitofp of an i32 read), which the region's rules refused after the fold ("not allowed in score_mod").
+func.func @element_through_index(%q: tensor<1x1x29x16xf32>, %k: tensor<1x1x29x16xf32>, %v: tensor<1x1x29x16xf32>, %ids: tensor<29xi32>) -> tensor<1x1x29x16xf32> {
+  %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 1 score_mod(%ids) {
+  ^bb0(%s: f32, %i: index, %j: index, %t: tensor<29xi32>):
+    %e = tensor.extract %t[%j] : tensor<29xi32>
+    %x = arith.index_cast %e : i32 to index
+    %x32 = arith.index_cast %x : index to i32   // folds with the cast above: sitofp(%e)
+    %f = arith.sitofp %x32 : i32 to f32
+    %r = arith.addf %s, %f : f32                // s + ids[k]
+    flash.yield %r : f32
+  } : (tensor<1x1x29x16xf32>, tensor<1x1x29x16xf32>, tensor<1x1x29x16xf32>, tensor<29xi32>) -> (tensor<1x1x29x16xf32>, tensor<1x1x29xf32>)
+  return %out : tensor<1x1x29x16xf32>
+}
+
+// Two independent attentions reading one slopes tensor: the slopes get no gradient, so nothing is summed and the
+// backward is generated (it was dropped with "summing their gradients is not supported yet").
+func.func @shared_slopes(%q: tensor<1x2x23x16xf32>, %k: tensor<1x2x31x16xf32>, %v: tensor<1x2x31x16xf32>,
+                         %q2: tensor<1x2x23x16xf32>, %k2: tensor<1x2x31x16xf32>, %v2: tensor<1x2x31x16xf32>,
+                         %slopes: tensor<2xf32>) -> (tensor<1x2x23x16xf32>, tensor<1x2x23x16xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<causal> num_kv_heads = 2 score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<2xf32>):
+    %sl = tensor.extract %m[%h] : tensor<2xf32>
+    %d = arith.subi %j, %i : index
+    %d64 = arith.index_cast %d : index to i64
+    %df = arith.sitofp %d64 : i64 to f32
+    %bias = arith.mulf %sl, %df : f32
+    %r = arith.addf %s, %bias : f32             // s + slope[h] · (k - q)
+    flash.yield %r : f32
+  } : (tensor<1x2x23x16xf32>, tensor<1x2x31x16xf32>, tensor<1x2x31x16xf32>, tensor<2xf32>) -> (tensor<1x2x23x16xf32>, tensor<1x2x23xf32>)
+  %o2, %lse2 = flash.attention %q2, %k2, %v2 scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<2xf32>):
+    %sl = tensor.extract %m[%h] : tensor<2xf32>
+    %r = arith.mulf %s, %sl : f32               // s · slope[h]
+    flash.yield %r : f32
+  } : (tensor<1x2x23x16xf32>, tensor<1x2x31x16xf32>, tensor<1x2x31x16xf32>, tensor<2xf32>) -> (tensor<1x2x23x16xf32>, tensor<1x2x23xf32>)
+  return %o, %o2 : tensor<1x2x23x16xf32>, tensor<1x2x23x16xf32>
 }

@@ -138,9 +138,17 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
       if (op->getParentOp() != func.getOperation())
         return {"a fused op is nested in a region (control flow)", op};
     for (Operation *op : fused) {
+      // A modifier's tensors (document ids, slopes, a block layout) get no gradient: they may be shared.
+      llvm::DenseSet<Value> modifierOperands;
+      if (auto attention = llvm::dyn_cast<flash::AttentionOp>(op)) {
+        modifierOperands.insert(attention.getMaskOperands().begin(), attention.getMaskOperands().end());
+        modifierOperands.insert(attention.getScoreOperands().begin(), attention.getScoreOperands().end());
+      }
       for (Value operand : op->getOperands()) {
         // A scalar (a key offset) may be shared: it has no gradient to sum.
         if (operand.getType().isSignlessInteger(32) && llvm::isa<BlockArgument>(operand))
+          continue;
+        if (modifierOperands.contains(operand) && llvm::isa<BlockArgument>(operand))
           continue;
         if (!llvm::isa<BlockArgument>(operand))
           return {"an operand of a fused op is computed in the graph (chained fused ops); "

@@ -108,9 +108,15 @@ LogicalResult verifyScoreFunction(Operation *owner, Region &body, TypeRange oper
       continue;
     }
     if (auto convert = llvm::dyn_cast<arith::SIToFPOp>(op)) {
+      // An i32 element converts directly too: the canonicalizer folds index_cast(index_cast(e : i32 to index) to
+      // i32) back to the element e, so a region the user wrote through an index reaches the passes in this form.
       auto cast = convert.getIn().getDefiningOp<arith::IndexCastOp>();
-      if (!convert.getType().isF32() || !cast || !cast.getIn().getType().isIndex())
-        return fail("arith.sitofp converts an index (through arith.index_cast to i32 / i64) to f32");
+      bool fromIndex = cast && cast.getIn().getType().isIndex();
+      bool fromElement = convert.getIn().getType().isSignlessInteger(32) &&
+                         llvm::isa_and_nonnull<tensor::ExtractOp>(convert.getIn().getDefiningOp());
+      if (!convert.getType().isF32() || !(fromIndex || fromElement))
+        return fail("arith.sitofp converts an index (through arith.index_cast to i32 / i64), or an i32 element read "
+                    "by tensor.extract, to f32");
       continue;
     }
     if (auto constant = llvm::dyn_cast<arith::ConstantOp>(op)) {

@@ -817,13 +817,13 @@ func.func @score_mod_and_softcap(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf
 
 // -----
 
-// A float element is used as is: index_cast is for i32 elements.
-func.func @score_mod_cast_float(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %t: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
+// A comparison is no number: sitofp takes an index (through index_cast) or an i32 element.
+func.func @score_mod_cast_bool(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %t: tensor<8xi32>) -> tensor<1x2x8x16xf32> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.25 mask = #flash.mask<none> num_kv_heads = 2 score_mod(%t) {
   ^bb0(%s: f32, %i: index, %j: index, %x: tensor<8xi32>):
-    %e = tensor.extract %x[%i] : tensor<8xi32>
-    // expected-error @+1 {{'arith.sitofp' op is not allowed in score_mod: arith.sitofp converts an index (through arith.index_cast to i32 / i64) to f32}}
-    %f = arith.sitofp %e : i32 to f32
+    %e = arith.cmpi slt, %i, %j : index
+    // expected-error @+1 {{'arith.sitofp' op is not allowed in score_mod: arith.sitofp converts an index (through arith.index_cast to i32 / i64), or an i32 element read by tensor.extract, to f32}}
+    %f = arith.sitofp %e : i1 to f32
     %r = arith.addf %s, %f : f32
     flash.yield %r : f32
   } : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<8xi32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>)
