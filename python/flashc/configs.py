@@ -360,8 +360,11 @@ SETS = {
     "tune-attention": TUNE_ATTENTION,
     "tune-ffn": TUNE_FFN,
 }
+# Every benchmark's and GPU test's configurations (bench_programmable's, bench_moe's and bench_varlen's among them:
+# a runbook's `prebuild all` left those three to fail with BundleNotFoundError on the GPU machine).
 SETS["all"] = (SETS["bench"] + SETS["tests"] + BENCH_ATTENTION_PADDED + BENCH_ATTENTION_ROWS + BENCH_ATTENTION_TRANSPOSED
-               + BENCH_ATTENTION_LARGE + TEST_ATTENTION_KEY_OFFSET + BENCH_RING_WINDOW + TEST_TRANSFORMERS)
+               + BENCH_ATTENTION_LARGE + TEST_ATTENTION_KEY_OFFSET + BENCH_RING_WINDOW + TEST_TRANSFORMERS
+               + BENCH_PROGRAMMABLE + BENCH_MOE + BENCH_VARLEN)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

@@ -223,6 +223,14 @@ class ConfigTextTest(unittest.TestCase):
         with self.assertRaisesRegex(InvalidArgumentError, "unknown config set 'nope'"):
             configs.resolve(["nope"])
 
+    def test_all_holds_every_benchmark_and_test_set(self):
+        # The runbook's `prebuild all` is what the GPU machine's benchmarks and tests load (bench_programmable's
+        # rows were missing from it); only the tuner's sets, built by python -m flashc.tune plan, stay out.
+        every = {c.key for c in configs.SETS["all"]}
+        for name, items in configs.SETS.items():
+            if not name.startswith("tune"):
+                self.assertEqual([c.key for c in items if c.key not in every], [], name)
+
     def test_key_offset_sets(self):
         koff = configs.SETS["tests-key-offset"]
         self.assertTrue(all(c.key_offset for c in koff))
