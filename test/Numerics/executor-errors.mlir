@@ -32,6 +32,16 @@
 // RUN: not flash-eval %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-EVAL
 // HUGE-EVAL: ffn-huge-static.mlir:3:1: error: a tensor of shape 1048576x1048576 holds more than 2^28 values
 //
+// --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
+// RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE
+// HELP-TILE: flash-run-tile options:
+// HELP-TILE: --dynamic-size
+// HELP-TILE-NOT: aarch64
+// RUN: flash-eval --help | FileCheck %s --check-prefix=HELP-EVAL
+// HELP-EVAL: flash-eval options:
+// HELP-EVAL: --check-pipeline
+// HELP-EVAL-NOT: amdgpu
+//
 // RUN: not flash-run-tile %s --run-program=missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flash-run-tile: no tile program @missing in
 

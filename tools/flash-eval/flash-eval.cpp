@@ -39,21 +39,23 @@ using namespace mlir;
 using namespace mlir::flash;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input>"),
+// The tool's own options: --help lists these, not the LLVM libraries' hundreds.
+static cl::OptionCategory toolOptions("flash-eval options");
+static cl::opt<std::string> inputFilename(cl::Positional, cl::cat(toolOptions), cl::desc("<input>"),
                                           cl::Required);
-static cl::opt<bool> splitInputFile("split-input-file",
+static cl::opt<bool> splitInputFile("split-input-file", cl::cat(toolOptions),
                                     cl::desc("process each '// -----' chunk on its own"));
-static cl::opt<bool> checkPipeline(
+static cl::opt<bool> checkPipeline(cl::cat(toolOptions),
     "check-pipeline",
     cl::desc("check that the flashc graph pipeline preserves every function's values"));
-static cl::opt<std::string> compareFunctions(
+static cl::opt<std::string> compareFunctions(cl::cat(toolOptions),
     "compare", cl::desc("A,B: check that functions A and B compute the same values"));
-static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(3),
+static cl::opt<int64_t> dynamicSize("dynamic-size", cl::cat(toolOptions), cl::init(3),
                                     cl::desc("size of every dynamic dimension"));
-static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
+static cl::opt<unsigned> seed("seed", cl::cat(toolOptions), cl::init(1), cl::desc("random seed"));
 // flash.attention keeps its scale as f32: a float64 scale in the unfused
 // graph moves by up to 6e-8 relative, hence the default.
-static cl::opt<double> tolerance(
+static cl::opt<double> tolerance(cl::cat(toolOptions),
     "tolerance", cl::init(1e-6),
     cl::desc("allowed |difference| relative to max(1, largest |value|)"));
 
@@ -192,6 +194,7 @@ LogicalResult processModule(ModuleOp module, llvm::raw_ostream &os) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv, "flash graph evaluator (float64)\n");
   if (dynamicSize < 1 || dynamicSize > kMaxEvaluatedDynamicSize) {
     llvm::errs() << "flash-eval: --dynamic-size must be in [1, " << kMaxEvaluatedDynamicSize << "], got " << dynamicSize

@@ -57,38 +57,40 @@ using mlir::flash::ReferenceTensor;
 namespace ref = flashc::reference;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
-static cl::opt<std::string> tuningTable("tuning-table", cl::init(""),
+// The tool's own options: --help lists these, not the LLVM libraries' hundreds.
+static cl::OptionCategory toolOptions("flash-run-tile options");
+static cl::opt<std::string> inputFilename(cl::cat(toolOptions), cl::Positional, cl::desc("<spec.mlir>"), cl::Required);
+static cl::opt<std::string> tuningTable(cl::cat(toolOptions), "tuning-table", cl::init(""),
                                         cl::desc("tuning table for the plans (flashc --tuning-table; 'none': the hand "
                                                  "rules only; default: the built-in table)"));
-static cl::opt<bool> runBackward("backward", cl::desc("also check the backward program"));
+static cl::opt<bool> runBackward(cl::cat(toolOptions), "backward", cl::desc("also check the backward program"));
 static cl::opt<std::string>
-    backwardForm("backward-form", cl::init("auto"),
+    backwardForm(cl::cat(toolOptions), "backward-form", cl::init("auto"),
                  cl::desc("flash-generate-backward form: auto, rows, transposed"));
 static cl::opt<bool>
-    deterministic("deterministic",
+    deterministic(cl::cat(toolOptions), "deterministic",
                   cl::desc("backward without atomics (dQ kernel per query block)"));
-static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
+static cl::opt<double> tolerance(cl::cat(toolOptions), "tolerance", cl::init(1e-5),
                                  cl::desc("bound on max |tile - ref| / max |ref|"));
-static cl::opt<std::string> target("target", cl::init("sm_90a"), cl::desc("sm_80 or sm_90a"));
-static cl::opt<int64_t> blockM("block-m", cl::init(0), cl::desc("flash-plan-memory block-m"));
-static cl::opt<int64_t> blockN("block-n", cl::init(0), cl::desc("flash-plan-memory block-n"));
-static cl::opt<int64_t> blockK("block-k", cl::init(0), cl::desc("flash-plan-memory block-k"));
-static cl::opt<int64_t> warps("warps", cl::init(0), cl::desc("flash-plan-memory warps"));
-static cl::opt<int64_t> stages("stages", cl::init(0), cl::desc("flash-plan-memory stages"));
-static cl::opt<std::string> ffnPlan("ffn-plan", cl::init("auto"),
+static cl::opt<std::string> target(cl::cat(toolOptions), "target", cl::init("sm_90a"), cl::desc("sm_80 or sm_90a"));
+static cl::opt<int64_t> blockM(cl::cat(toolOptions), "block-m", cl::init(0), cl::desc("flash-plan-memory block-m"));
+static cl::opt<int64_t> blockN(cl::cat(toolOptions), "block-n", cl::init(0), cl::desc("flash-plan-memory block-n"));
+static cl::opt<int64_t> blockK(cl::cat(toolOptions), "block-k", cl::init(0), cl::desc("flash-plan-memory block-k"));
+static cl::opt<int64_t> warps(cl::cat(toolOptions), "warps", cl::init(0), cl::desc("flash-plan-memory warps"));
+static cl::opt<int64_t> stages(cl::cat(toolOptions), "stages", cl::init(0), cl::desc("flash-plan-memory stages"));
+static cl::opt<std::string> ffnPlan(cl::cat(toolOptions), "ffn-plan", cl::init("auto"),
                                     cl::desc("flash-tile ffn-plan: auto, fused, two-kernel"));
-static cl::opt<int64_t> dynamicSize("dynamic-size", cl::init(17),
+static cl::opt<int64_t> dynamicSize(cl::cat(toolOptions), "dynamic-size", cl::init(17),
                                     cl::desc("size of every dynamic dimension"));
-static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("random seed"));
-static cl::opt<int> keyOffset("key-offset", cl::init(0),
+static cl::opt<unsigned> seed(cl::cat(toolOptions), "seed", cl::init(1), cl::desc("random seed"));
+static cl::opt<int> keyOffset(cl::cat(toolOptions), "key-offset", cl::init(0),
                                cl::desc("value of every i32 argument (an attention's run-time "
                                         "key offset)"));
-static cl::opt<double> inputRange("input-range", cl::init(2.0),
+static cl::opt<double> inputRange(cl::cat(toolOptions), "input-range", cl::init(2.0),
                                   cl::desc("inputs are uniform in [-range, range]"));
-static cl::opt<bool> printIR("print-tile-ir", cl::desc("print the compiled tile module"));
+static cl::opt<bool> printIR(cl::cat(toolOptions), "print-tile-ir", cl::desc("print the compiled tile module"));
 static cl::opt<std::string>
-    runProgram("run-program",
+    runProgram(cl::cat(toolOptions), "run-program",
                cl::desc("run tile program NAME of a tile-level input as is (no compilation, no "
                         "reference): random arguments, prints blocks run and each argument's sum"));
 
@@ -905,6 +907,7 @@ int runTileProgram(ModuleOp module) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "run tile programs on the CPU against a float64 reference\n");
   // Values that would make the check meaningless (a NaN range, a NaN bound) or the tensors unallocatable.
