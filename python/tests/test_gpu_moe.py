@@ -65,10 +65,11 @@ def expert_sum(config, x, ids, weights, w1, w2, w_up, act_dtype, rounded=None):
 
 
 def route(config, logits):
-    """(ids [T, k], weights [T, k]) of the scores of `logits`: top-k ties to the lower expert (a stable sort; no
-    gradient through the choice), renormalised when the layer is."""
+    """(ids [T, k], weights [T, k]) of the scores of `logits`: the top k by logit, the scores' order (a sigmoid
+    rounds to ties near 1), ties to the lower expert (a stable sort; no gradient through the choice), renormalised
+    when the layer is."""
     scores = torch.sigmoid(logits) if config.gating == "sigmoid" else torch.softmax(logits, dim=1)
-    _, ids = torch.sort(scores.detach(), dim=1, descending=True, stable=True)
+    _, ids = torch.sort(logits.detach(), dim=1, descending=True, stable=True)
     ids = ids[:, :config.top_k]
     top = scores.gather(1, ids)
     return ids, top / top.sum(1, keepdim=True) if config.renormalize else top
@@ -128,6 +129,23 @@ class MoeGpuTest(unittest.TestCase):
                         err = (y.double() - want).abs().max().item()
                         self.assertLessEqual(err, tol, "%s, %d tokens: max error %.3g (tolerance %.3g)" % (
                             config.describe(), tokens, err, tol))
+
+    def test_saturated_sigmoid_routing(self):
+        # Router logits of 20-60, where an f32 sigmoid is 1 for every expert: the experts are still the top k by
+        # logit (they were the lowest-numbered, every score tied), and the router's gradient is σ(l) σ(-l), not 0.
+        config = next(c for c in configs.TEST_MOE if c.gating == "sigmoid")
+        x, router, w1, w2, w_up = make_case(config, 300, seed=5)
+        x[:, 0], router[0, :] = 8, 5  # 40 in every logit
+        router[1:, :] *= 3  # and a spread of about 3 around it
+        logits = (x.double() @ router.double()).to(x.dtype).double()
+        self.assertGreater(logits.topk(config.top_k, dim=1).values.min().item(), 17.0, "logits not saturating")
+        with torch.no_grad():
+            y = self.call(config, x, router, w1, w2, w_up)
+        want = reference(config, x, router, w1, w2, w_up)
+        peer = reference(config, x, router, w1, w2, w_up, act_dtype=torch.float32)
+        tol = 2 * (peer - want).abs().max().item() + 1e-3 * want.abs().max().item() + 1e-4
+        err = (y.double() - want).abs().max().item()
+        self.assertLessEqual(err, tol, "saturated sigmoid routing: max error %.3g (tolerance %.3g)" % (err, tol))
 
     def test_wrong_arguments(self):
         config = configs.TEST_MOE[0]

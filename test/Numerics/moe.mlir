@@ -12,6 +12,11 @@
 // RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=1 | FileCheck %s --check-prefix=BWD
 // RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=5 --seed=3 | FileCheck %s --check-prefix=BWD
 // RUN: flash-run-tile %s --backward --tolerance=2e-2 --dynamic-size=300 --seed=11 | FileCheck %s --check-prefix=BWD
+// Sigmoid routing where every f32 score is 1 (Inputs/moe-sigmoid-saturated.mlir):
+// RUN: flash-run-tile %S/Inputs/moe-sigmoid-saturated.mlir --backward --tolerance=2e-2 --dynamic-size=8 --input-range=4 | FileCheck %s --check-prefix=SATURATED
+// SATURATED-NOT: FAIL
+// SATURATED: @f forward result 0: {{.*}} ok
+// SATURATED: @f backward d_router: {{.*}} ok
 // BWD-DAG: @mixtral training forward result 0: {{.*}} ok
 // BWD-DAG: @mixtral backward d_x: {{.*}} ok
 // BWD-DAG: @mixtral backward d_router: {{.*}} ok

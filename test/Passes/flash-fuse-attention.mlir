@@ -279,7 +279,24 @@ func.func @negative_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
   %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
   %t = flash.scale %m by -1.0 : tensor<1x2x8x8xf32>
   %p = flash.softmax %t : tensor<1x2x8x8xf32>
-  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: the total score scale -1.000000e+00 is not a positive, finite f32}}
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: a flash.scale by -1.000000e+00 after the flash.mask turns its -inf into +inf or NaN (the attention masks after scaling: a positive total scale after the mask fuses)}}
+  %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// The same with the total scale positive (Q negated first): the scale after the mask still turns -inf into +inf,
+// so the graph's rows are NaN; fused (scale 0.25, it was) they were finite.
+// CHECK-LABEL: func.func @negative_scale_after_mask_positive_total
+// CHECK-NOT: flash.attention
+func.func @negative_scale_after_mask_positive_total(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %qn = flash.scale %q by -1.0 : tensor<1x2x8x16xf32>
+  %s = flash.matmul %qn, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %m = flash.mask %s <causal> : tensor<1x2x8x8xf32>
+  %t = flash.scale %m by -0.25 : tensor<1x2x8x8xf32>
+  %p = flash.softmax %t : tensor<1x2x8x8xf32>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: a flash.scale by -2.500000e-01 after the flash.mask turns its -inf into +inf or NaN}}
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }

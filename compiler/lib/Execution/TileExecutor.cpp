@@ -778,7 +778,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
         else {
           float sg = 1.0f / (1.0f + std::exp(-row[e]));
           float dSigma = spec.getRenormalize() ? (dw - wDot) / sigmaSum : dw;
-          grad = chosen ? dSigma * sg * (1.0f - sg) : 0.0f;
+          // σ' = σ(l) σ(-l): 1 - σ(l) cancels to 0 in f32 past l ~ 17, where σ(-l) is still e^-l.
+          grad = chosen ? dSigma * sg * (1.0f / (1.0f + std::exp(row[e]))) : 0.0f;
         }
         dLogits.data[tok * experts + e] = roundToElement(grad, dLogits.kind);
       }
@@ -824,9 +825,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       std::vector<std::pair<int64_t, float>> chosen;
       float chosenSum = 0.0f;
       for (int64_t s = 0; s < topK; ++s) {
+        // By logit, the scores' order (an f32 sigmoid is 1 for every logit past ~17): the device's rule.
         int64_t best = -1;
         for (int64_t e = 0; e < experts; ++e)
-          if (!taken[e] && (best < 0 || score[e] > score[best]))
+          if (!taken[e] && (best < 0 || logits.data[tok * experts + e] > logits.data[tok * experts + best]))
             best = e;
         taken[best] = true;
         chosen.push_back({best, score[best]});

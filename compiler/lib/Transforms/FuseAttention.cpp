@@ -21,8 +21,8 @@
 // flash.mask / flash.score ops with regions (LiftScoreOps.cpp), which fuse.
 //
 // A mask after a scale equals the mask before it because the scale is
-// positive (-inf · c = -inf for c > 0); a non-positive total scale does not
-// fuse. Operands must be rank 4 [B, H, S, D] with the same batch size B;
+// positive (-inf · c = -inf for c > 0); a non-positive total scale, or a
+// non-positive product of the scales after the mask, does not fuse. Operands must be rank 4 [B, H, S, D] with the same batch size B;
 // grouped heads (Hq = g · Hkv) become num_kv_heads = Hkv.
 //
 //===----------------------------------------------------------------------===//
@@ -121,6 +121,8 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
   // (walking up from the softmax: a scale met before the flash.score is applied after it, a mask met after it
   // before it; the attention applies scale, then the score modifier, then the mask)
   bool scaledAfterScore = false;
+  // The product of the scales applied after the mask: -inf stays -inf only under a positive one.
+  double scaleAfterMask = 1.0;
   while (!scores) {
     Operation *producer = current.getDefiningOp();
     if (!producer)
@@ -130,6 +132,8 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
                   "' in the score chain has other users");
     if (auto scaleOp = dyn_cast<ScaleOp>(producer)) {
       match.scale *= scaleOp.getFactor().convertToDouble();
+      if (!match.mask)
+        scaleAfterMask *= scaleOp.getFactor().convertToDouble();
       scaledAfterScore = scaledAfterScore || !match.scoreOp;
       current = scaleOp.getInput();
     } else if (auto scoreOp = dyn_cast<ScoreOp>(producer)) {
@@ -160,6 +164,11 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
   }
   if (scores.getTransposeA())
     return fail("the scores matmul transposes Q (Q must be [B, H, Sq, D])");
+  if (match.mask && !(scaleAfterMask > 0.0))
+    return fail(llvm::formatv("a flash.scale by {0:e} after the flash.mask turns its -inf into +inf or NaN (the "
+                              "attention masks after scaling: a positive total scale after the mask fuses)",
+                              scaleAfterMask)
+                    .str());
 
   match.query = peelScales(scores.getLhs(), match.scale, match.maybeDead);
   Value keyOperand = peelScales(scores.getRhs(), match.scale, match.maybeDead);

@@ -61,6 +61,7 @@ inline MoeRoute moeRoute(const MoeShape &s, MoeGating gating, bool renormalize, 
   if (roundLogit)
     for (double &v : score)
       v = roundLogit(v);
+  const std::vector<double> logit = score;
   if (gating == MoeGating::Softmax) {
     double m = *std::max_element(score.begin(), score.end()), sum = 0.0;
     for (double &v : score)
@@ -73,7 +74,8 @@ inline MoeRoute moeRoute(const MoeShape &s, MoeGating gating, bool renormalize, 
   }
   std::vector<int64_t> order(s.experts);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
+  // The top k by logit: the scores' order, without the ties that rounding a sigmoid near 1 makes.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[a] > logit[b]; });
   MoeRoute route;
   double total = 0.0;
   for (int64_t j = 0; j < s.topK; ++j) {

@@ -1,6 +1,6 @@
 // Routing of a mixture-of-experts layer (flash.moe) around the grouped expert GEMMs (gemm_ws.cuh, kGrouped):
 //   1. moe_select: a warp a token reads its router logits [T, E] (E <= 256), scores them (softmax or sigmoid, f32),
-//      takes the top k (ties to the lower expert, as a stable sort), weights them (renormalized: divided by their
+//      takes the top k by logit (the scores' order; ties to the lower expert, as a stable sort), weights them (renormalized: divided by their
 //      sum), and claims a row of each chosen expert: ranks[t, s] = the entry's place among its expert's rows
 //      (an atomic count: rows of an expert in any order; each row's products do not depend on its place).
 //   2. moe_plan: one block scans the counts into each expert's first row, every expert's rows padded to 128
@@ -38,12 +38,15 @@ __device__ __forceinline__ void moe_select(const Elem* logits, long long logits_
   const int lane = threadIdx.x % 32;
   const int t = static_cast<int>((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32);
   if (t >= tokens) return;
-  // Lane l holds experts l, l + 32, ...: scores, -inf where there is no expert (or it is taken).
-  float score[kPerLane];
+  // Lane l holds experts l, l + 32, ...: their logits, and their scores (-inf where there is no expert).
+  float logit[kPerLane], score[kPerLane];
+  unsigned available = 0;  // bit j: expert lane + 32 j exists and is not taken
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int e = lane + 32 * j;
-    score[j] = e < experts ? to_float(logits[t * logits_stride + e]) : -INFINITY;
+    logit[j] = e < experts ? to_float(logits[t * logits_stride + e]) : -INFINITY;
+    score[j] = logit[j];
+    if (e < experts) available |= 1u << j;
   }
   if constexpr (kGating == MoeGating::Softmax) {
     float m = -INFINITY;
@@ -64,27 +67,27 @@ __device__ __forceinline__ void moe_select(const Elem* logits, long long logits_
     for (int j = 0; j < kPerLane; ++j)
       if (score[j] != -INFINITY) score[j] = 1.f / (1.f + __expf(-score[j]));
   }
-  // k rounds of a warp arg-max (the lower expert on equal scores); the winner's lane retires it.
+  // k rounds of a warp arg-max over the logits (the scores' order, which f32 sigmoids past a logit of ~17 and
+  // softmaxes of far-apart logits lose to ties), the lower expert on equal logits; the winner's lane retires it.
   float chosen_sum = 0.f, my_weight = 0.f;
   int my_expert = -1;  // lane s keeps slot s's expert and weight (top_k <= 32)
+  constexpr int kNone = 0x7fffffff;
   for (int s = 0; s < top_k; ++s) {
-    float best = -INFINITY;
-    int best_e = 0x7fffffff;
+    float best = -INFINITY, best_score = 0.f;
+    int best_e = kNone;
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j)
-      if (score[j] > best) best = score[j], best_e = lane + 32 * j;  // j ascending: the lower expert on ties
+    for (int j = 0; j < kPerLane; ++j)  // j ascending: the lower expert on ties
+      if ((available >> j & 1u) && (best_e == kNone || logit[j] > best))
+        best = logit[j], best_score = score[j], best_e = lane + 32 * j;
     for (int o = 16; o > 0; o >>= 1) {
-      const float b = __shfl_xor_sync(0xffffffffu, best, o);
+      const float b = __shfl_xor_sync(0xffffffffu, best, o), bs = __shfl_xor_sync(0xffffffffu, best_score, o);
       const int be = __shfl_xor_sync(0xffffffffu, best_e, o);
-      if (b > best || (b == best && be < best_e)) best = b, best_e = be;
+      if (be != kNone && (best_e == kNone || b > best || (b == best && be < best_e)))
+        best = b, best_score = bs, best_e = be;
     }
-    if (best_e % 32 == lane) {
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j)
-        if (lane + 32 * j == best_e) score[j] = -INFINITY;
-    }
-    chosen_sum += best;
-    if (lane == s) my_expert = best_e, my_weight = best;
+    if (best_e % 32 == lane) available &= ~(1u << (best_e / 32));
+    chosen_sum += best_score;
+    if (lane == s) my_expert = best_e, my_weight = best_score;
   }
   if (lane < top_k) {
     const long long i = static_cast<long long>(t) * top_k + lane;
@@ -331,7 +334,8 @@ __device__ __forceinline__ void moe_select_grad(const Elem* logits, int tokens, 
     } else {
       const float sg = 1.f / (1.f + __expf(-l));
       const float d_sigma = kRenormalize ? (dw - w_dot) / sigma_sum : dw;
-      grad = chosen ? d_sigma * sg * (1.f - sg) : 0.f;
+      // σ' = σ(l) σ(-l): 1 - σ(l) cancels to 0 in f32 past l ~ 17, where σ(-l) is still e^-l.
+      grad = chosen ? d_sigma * sg * (1.f / (1.f + __expf(l))) : 0.f;
     }
     d_logits[static_cast<long long>(t) * experts + e] = from_float<Elem>(grad);
   }

@@ -659,7 +659,8 @@ def Flash_MoeOp : Flash_Op<"moe"> {
     For each token t (row of x), with FFN_e expert e's flash.ffn (no biases):
       logits = x_t · router                            (E values)
       s      = softmax(logits) | sigmoid(logits)       (`gating`)
-      K      = the top_k experts by s (ties: the lower expert index first)
+      K      = the top_k experts by logit, the order of s (ties: the lower
+               expert index first; not by s itself, which rounds to ties)
       w_e    = s_e, divided by sum_{e' in K} s_e' when `renormalize`
       y_t    = sum_{e in K} w_e · FFN_e(x_t)
     FFN_e(x) = act(x · w1[e]) · w2[e], or (act(x · w1[e]) ⊙ (x · w_up[e])) ·
