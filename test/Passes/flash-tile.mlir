@@ -217,7 +217,7 @@ func.func @unfused_graph(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 func.func @half_fused(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %v: tensor<1x2x16x32xf32>) -> tensor<1x2x16x32xf32> {
   %out, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
       : (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16xf32>)
-  // expected-error @+1 {{flash-tile: 'flash.scale' has no tile lowering; run flash-fuse-attention, flash-fuse-ffn and flash-fuse-moe first (only fused ops are tiled)}}
+  // expected-error @+1 {{flash-tile: 'flash.scale' is outside every fused op, and only fused ops are tiled: the fusion passes (flash-fuse-attention, flash-fuse-ffn, flash-fuse-moe) did not take it into one (their warnings say what stopped them)}}
   %s = flash.scale %out by 2.0 : tensor<1x2x16x32xf32>
   return %s : tensor<1x2x16x32xf32>
 }

@@ -117,9 +117,11 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
     // Constants the canonicalizer materialized carry no location: point at
     // the function instead of "<unknown>:0".
     Location where = llvm::isa<UnknownLoc>(op.getLoc()) ? func.getLoc() : op.getLoc();
+    // (flashc has run the fusions by now: the op is one they left, e.g. a residual add or a product feeding K)
     return emitError(where) << "flash-tile: '" << op.getName()
-                            << "' has no tile lowering; run flash-fuse-attention, "
-                               "flash-fuse-ffn and flash-fuse-moe first (only fused ops are tiled)";
+                            << "' is outside every fused op, and only fused ops are tiled: the fusion passes "
+                               "(flash-fuse-attention, flash-fuse-ffn, flash-fuse-moe) did not take it into one "
+                               "(their warnings say what stopped them)";
   }
 
   for (Operation &op : body)

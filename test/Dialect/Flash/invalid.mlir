@@ -297,10 +297,22 @@ func.func @attention_dynamic_heads(%q: tensor<?x?x?x64xf32>, %k: tensor<?x4x?x64
 
 func.func @attention_dynamic_kv_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x?x?x64xf32>, %v: tensor<?x?x?x64xf32>)
     -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
-  // expected-error @+1 {{key must have static heads Hkv in [B, Hkv, Sk, D], got 'tensor<?x?x?x64xf32>'}}
+  // expected-error @+1 {{key must have static heads Hkv and head dim D in [B, Hkv, Sk, D], got 'tensor<?x?x?x64xf32>'}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<?x8x?x64xf32>, tensor<?x?x?x64xf32>, tensor<?x?x?x64xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
   return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// A key whose head dim is dynamic (the query's is 64): the kernels need it static (it was accepted, and the kernel
+// recipe failed later with an internal message).
+func.func @attention_dynamic_key_head_dim(%q: tensor<1x2x8x64xbf16>, %k: tensor<1x2x8x?xbf16>, %v: tensor<1x2x8x64xbf16>)
+    -> (tensor<1x2x8x64xbf16>, tensor<1x2x8xf32>) {
+  // expected-error @+1 {{key must have static heads Hkv and head dim D in [B, Hkv, Sk, D], got 'tensor<1x2x8x?xbf16>'}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 2
+      : (tensor<1x2x8x64xbf16>, tensor<1x2x8x?xbf16>, tensor<1x2x8x64xbf16>) -> (tensor<1x2x8x64xbf16>, tensor<1x2x8xf32>)
+  return %o, %l : tensor<1x2x8x64xbf16>, tensor<1x2x8xf32>
 }
 
 // -----

@@ -178,3 +178,13 @@ func.func @score_modifiers(%s: tensor<?x16x?x?xbf16>, %slopes: tensor<16xf32>, %
   } : (tensor<?x16x?x64xbf16>, tensor<?x16x?x64xbf16>, tensor<?x16x?x64xbf16>, tensor<16xf32>) -> (tensor<?x16x?x64xbf16>, tensor<?x16x?xf32>)
   return %0, %o : tensor<?x16x?x?xbf16>, tensor<?x16x?x64xbf16>
 }
+
+// The largest scale and softcap, as a spec writes them: the f32 1e30 (1.0000000150e30) is at the bound (it was
+// refused as "at most 1e30, got 1e30").
+// CHECK-LABEL: func.func @scale_at_the_bound
+// CHECK: scale = 1.000000e+30 {{.*}}softcap = 1.000000e+30
+func.func @scale_at_the_bound(%q: tensor<1x2x8x64xbf16>, %k: tensor<1x2x8x64xbf16>, %v: tensor<1x2x8x64xbf16>) -> tensor<1x2x8x64xbf16> {
+  %o, %l = flash.attention %q, %k, %v scale = 1.0e30 mask = #flash.mask<causal> softcap = 1.0e30 num_kv_heads = 2
+      : (tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>) -> (tensor<1x2x8x64xbf16>, tensor<1x2x8xf32>)
+  return %o : tensor<1x2x8x64xbf16>
+}

@@ -447,8 +447,8 @@ LogicalResult AttentionOp::verify() {
                         "[B, Hkv, Sk, D]")))
     return failure();
   int64_t kvHeads = keyType.getDimSize(1), keySeq = keyType.getDimSize(2);
-  if (ShapedType::isDynamic(kvHeads))
-    return emitOpError() << "key must have static heads Hkv in [B, Hkv, Sk, "
+  if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(keyType.getDimSize(3)))
+    return emitOpError() << "key must have static heads Hkv and head dim D in [B, Hkv, Sk, "
                             "D], got "
                          << keyType;
   if (failed(checkShape(op, "value", valueType,

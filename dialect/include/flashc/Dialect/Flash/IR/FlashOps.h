@@ -19,8 +19,10 @@ namespace mlir::flash {
 /// The largest flash.attention scale and softcap: the tile kernels bound every
 /// scale-like attribute by this (TileLimits.h's kMaxScale; FlashTile.cpp
 /// asserts they agree), so that the f32 constants folded from them
-/// (scale·log2(e), ...) stay finite.
-constexpr double kMaxAttentionScale = 1.0e30;
+/// (scale·log2(e), ...) stay finite. The f32 1e30 (1.0000000150e30): the
+/// attributes are f32, and `1e30` written in a spec must be at the bound, not
+/// past it.
+constexpr double kMaxAttentionScale = static_cast<double>(1.0e30f);
 } // namespace mlir::flash
 
 #define GET_OP_CLASSES

@@ -431,8 +431,8 @@ def Flash_VarlenAttentionOp : Flash_Op<"varlen_attention"> {
         : (tensor<?x32x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>, tensor<?xi32>)
         -> (tensor<?x32x128xbf16>, tensor<32x?xf32>)
     ```
-    `softcap = 30.0` may follow the mask. No backward yet (a function with
-    one gets none).
+    `softcap = 30.0` may follow the mask. flash-generate-backward gives it a
+    backward (dQ, dK, dV over the same packed layout; sm_90a).
   }];
   let arguments = (ins
     Flash_FloatTensor:$query,

@@ -67,8 +67,8 @@ constexpr int64_t maxConsumerRegisters(int64_t producerRegisters, int64_t consum
 
 /// Scales, caps and alphas: finite and at most 1e30 in magnitude, so that the
 /// f32 constants the emitter prints from them (scale · log2 e, ...) stay
-/// finite floats.
-constexpr double kMaxScale = 1.0e30;
+/// finite floats. The f32 1e30: a flash attribute's f32 `1e30` is at the bound.
+constexpr double kMaxScale = static_cast<double>(1.0e30f);
 inline bool isBoundedScale(double value) { return value >= -kMaxScale && value <= kMaxScale; }
 
 } // namespace mlir::tile::limits
