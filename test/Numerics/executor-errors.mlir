@@ -13,7 +13,7 @@
 //
 // The float64 reference of a graph refuses integers past 2^53 (it would round them; INT64_MIN / -1 trapped):
 // RUN: not flash-run-tile %S/Inputs/graph-integer-past-2p53.mlir 2>&1 | FileCheck %s --check-prefix=BIG-INT
-// BIG-INT: graph-integer-past-2p53.mlir":7:11): error: the flash graph evaluator cannot evaluate this op: an integer past 2^53, which the float64 reference cannot hold exactly
+// BIG-INT: graph-integer-past-2p53.mlir:7:11: error: the flash graph evaluator cannot evaluate this op: an integer past 2^53, which the float64 reference cannot hold exactly
 //
 // Options that would make the check meaningless or the tensors unallocatable (a negative size aborted in
 // std::length_error, a NaN range passed every check):
@@ -28,7 +28,7 @@
 //
 // A static shape past 2^28 values is refused by name, the tensor never allocated (it aborted in the allocator):
 // RUN: not flash-run-tile %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-TILE
-// HUGE-TILE: ffn-huge-static.mlir":3:1): error: flash-run-tile: a tensor of shape 1048576x1048576 holds more than 2^28 values, past what the float64 reference evaluates
+// HUGE-TILE: ffn-huge-static.mlir:3:1: error: flash-run-tile: a tensor of shape 1048576x1048576 holds more than 2^28 values, past what the float64 reference evaluates
 // RUN: not flash-eval %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-EVAL
 // HUGE-EVAL: ffn-huge-static.mlir:3:1: error: a tensor of shape 1048576x1048576 holds more than 2^28 values
 //

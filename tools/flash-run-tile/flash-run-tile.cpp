@@ -931,6 +931,9 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);  // (the message, not a dump of the module, as flashc)
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
+  // Every diagnostic as file:line:col, warnings too: a fusion's or the backward's warning says why a program is
+  // missing (without a handler MLIR prints errors only).
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> original = parseSourceFile<ModuleOp>(inputFilename, sourceMgr, &context);
   if (!original) {
     llvm::errs() << "flash-run-tile: cannot parse " << inputFilename << "\n";
