@@ -5,6 +5,10 @@
 // reference/moe.h's of the fused op (the graph ops have no gradient of their own).
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=300 --seed=5 | FileCheck %s
 // RUN: flash-run-tile %s --tolerance=2e-2 --dynamic-size=17 --seed=9 --backward | FileCheck %s --check-prefix=BWD
+// The fusion preserves the graph's values in float64 (flash-eval counts the fused MoE layers):
+// RUN: flash-eval %s --check-pipeline --dynamic-size=13 | FileCheck %s --check-prefix=EVAL
+// EVAL: @mixtral: fused 0 attention, 0 ffn, 1 moe; 1 result(s) match
+// EVAL: @sigmoid_plain: fused 0 attention, 0 ffn, 1 moe; 1 result(s) match
 // CHECK-DAG: @mixtral forward result 0: {{.*}} ok
 // CHECK-DAG: @sigmoid_plain forward result 0: {{.*}} ok
 // CHECK-NOT: FAIL

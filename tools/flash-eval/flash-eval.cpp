@@ -180,11 +180,12 @@ LogicalResult processModule(ModuleOp module, llvm::raw_ostream &os) {
     FailureOr<SmallVector<ReferenceTensor>> after = evaluate(function);
     if (failed(after))
       return failure();
-    int attentions = 0, ffns = 0;
+    int attentions = 0, ffns = 0, moes = 0;
     function.walk([&](AttentionOp) { ++attentions; });
     function.walk([&](FfnOp) { ++ffns; });
-    std::string label = "@" + name + ": fused " + std::to_string(attentions) +
-                        " attention, " + std::to_string(ffns) + " ffn; ";
+    function.walk([&](MoeOp) { ++moes; });
+    std::string label = "@" + name + ": fused " + std::to_string(attentions) + " attention, " +
+                        std::to_string(ffns) + " ffn, " + std::to_string(moes) + " moe; ";
     allMatch &= reportComparison(os, label, expected, *after);
   }
   return success(allMatch);
