@@ -667,3 +667,16 @@ func.func @unsupported_op(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// A static query length of 0: flash.attention's static sizes are positive, so the graph stays.
+// CHECK-LABEL: func.func @zero_queries
+// CHECK-NOT: flash.attention
+func.func @zero_queries(%q: tensor<1x2x0x64xbf16>, %k: tensor<1x2x5x64xbf16>, %v: tensor<1x2x5x64xbf16>) -> tensor<1x2x0x64xbf16> {
+  %s = flash.matmul %q, %k transpose_b : tensor<1x2x0x64xbf16>, tensor<1x2x5x64xbf16> -> tensor<1x2x0x5xbf16>
+  %p = flash.softmax %s : tensor<1x2x0x5xbf16>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: a static size of 0 in Q, K or V (flash.attention's sizes are positive; a size that may be 0 at run time is ?)}}
+  %o = flash.matmul %p, %v : tensor<1x2x0x5xbf16>, tensor<1x2x5x64xbf16> -> tensor<1x2x0x64xbf16>
+  return %o : tensor<1x2x0x64xbf16>
+}

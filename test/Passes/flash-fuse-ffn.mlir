@@ -275,3 +275,17 @@ func.func @attention_untouched(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32
   %o = flash.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// A static hidden size of 0: flash.ffn's sizes are positive, so the graph stays (it fused into an op that failed
+// its verifier, an error about an op the spec never wrote).
+// CHECK-LABEL: func.func @zero_hidden
+// CHECK-NOT: flash.ffn
+func.func @zero_hidden(%x: tensor<8x16xbf16>, %w1: tensor<16x0xbf16>, %w2: tensor<0x16xbf16>) -> tensor<8x16xbf16> {
+  %h = flash.matmul %x, %w1 : tensor<8x16xbf16>, tensor<16x0xbf16> -> tensor<8x0xbf16>
+  %a = flash.relu %h : tensor<8x0xbf16>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: a static size of 0 (flash.ffn's sizes are positive; a size that may be 0 at run time is ?)}}
+  %y = flash.matmul %a, %w2 : tensor<8x0xbf16>, tensor<0x16xbf16> -> tensor<8x16xbf16>
+  return %y : tensor<8x16xbf16>
+}

@@ -192,6 +192,11 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
     return fail("head counts and head dims must be static");
   if (k[1] != v[1] || k[1] <= 0 || q[1] % k[1] != 0)
     return fail("K and V must have the same head count, which divides Q's");
+  // flash.attention's static sizes are positive: a static 0 stays a graph (it fused into an op that failed its
+  // verifier).
+  if (llvm::is_contained(q, 0) || llvm::is_contained(k, 0) || llvm::is_contained(v, 0))
+    return fail("a static size of 0 in Q, K or V (flash.attention's sizes are positive; a size that may be 0 at run "
+                "time is ?)");
 
   if (scores.getTransposeB()) {
     match.key = keyOperand;

@@ -185,6 +185,10 @@ std::optional<FfnMatch> matchFfn(MatmulOp second, std::string &whyNot) {
   }
   if (cast<RankedTensorType>(match.input.getType()).getRank() < 2)
     return fail("the input x must have rank 2 or more");
+  // flash.ffn's sizes are positive: a static 0 stays a graph (it fused into an op that failed its verifier).
+  for (Value v : {match.input, match.w1, match.w2, Value(second.getResult())})
+    if (llvm::is_contained(cast<RankedTensorType>(v.getType()).getShape(), 0))
+      return fail("a static size of 0 (flash.ffn's sizes are positive; a size that may be 0 at run time is ?)");
   return match;
 }
 
