@@ -869,3 +869,32 @@ func.func @plan_rows(%i: index, %ids: !tile.tensor<?xi32>, %plan: !tile.tensor<?
   tile.plan_segments %ids queries %i keys %i into %plan : <?xi32>, <?x3xi32>
   return
 }
+
+// -----
+
+// A zeroed-in-program workspace launched into a kernel that takes no parameter: the launch's arity error, not a
+// read past the kernel's arguments in the workspace's verifier (it crashed: the program verifies first).
+tile.kernel @takes_nothing() attributes {grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>],
+    strategy = #tile.strategy<mma_sync_sm80>, block_m = 16, block_n = 32, warps = 1, stages = 1} {
+  tile.return
+}
+func.func @zeroed_into_too_few_parameters() attributes {tile.program} {
+  %w = tile.alloc_tensor() {tile.zeroed_in_program} : !tile.tensor<16x32xf32>
+  // expected-error @+1 {{'tile.launch' op kernel @takes_nothing takes 0 arguments, got 1}}
+  tile.launch @takes_nothing(%w) : !tile.tensor<16x32xf32>
+  return
+}
+
+// -----
+
+// The same into a kernel without a body (generic form): the kernel's region error, not a crash.
+func.func @zeroed_into_a_bodiless_kernel() attributes {tile.program} {
+  %w = tile.alloc_tensor() {tile.zeroed_in_program} : !tile.tensor<16x32xf32>
+  tile.launch @bodiless(%w) : !tile.tensor<16x32xf32>
+  return
+}
+// expected-error @+1 {{'tile.kernel' op region #0 ('body') failed to verify constraint: region with 1 blocks}}
+"tile.kernel"() <{sym_name = "bodiless", function_type = (!tile.tensor<16x32xf32>) -> (),
+    grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
+    block_m = 16, block_n = 32, warps = 1, stages = 1}> ({
+}) : () -> ()

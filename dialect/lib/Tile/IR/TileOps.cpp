@@ -296,8 +296,8 @@ bool AllocTensorOp::startsZeroed() {
     if (!launch)
       continue;
     auto kernel = SymbolTable::lookupNearestSymbolFrom<KernelOp>(launch, launch.getKernelAttr());
-    if (!kernel)
-      continue;
+    if (!kernel || kernel.getBody().empty() || use.getOperandNumber() >= kernel.getBody().front().getNumArguments())
+      continue;  // (a malformed launch: its verifier's error)
     Value param = kernel.getBody().front().getArgument(use.getOperandNumber());
     if (llvm::any_of(param.getUsers(), [](Operation *user) { return llvm::isa<AtomicAddOp>(user); }))
       return true;
@@ -323,6 +323,10 @@ LogicalResult AllocTensorOp::verify() {
     if (!kernel)
       return emitOpError() << "carries " << kZeroedInProgram.str()
                            << " but no kernel of its block is launched with it (nothing would zero it)";
+    // The program verifies before the kernel and its launch: a kernel without a body or with fewer parameters
+    // than the launch passes is their verifiers' error, not a parameter to read here.
+    if (kernel.getBody().empty() || operand >= kernel.getBody().front().getNumArguments())
+      return success();
     Value param = kernel.getBody().front().getArgument(operand);
     if (llvm::none_of(param.getUsers(), [](Operation *user) { return llvm::isa<StoreOp>(user); }))
       return emitOpError() << "carries " << kZeroedInProgram.str() << " but @" << kernel.getSymName()
