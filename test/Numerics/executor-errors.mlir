@@ -32,6 +32,13 @@
 // RUN: not flash-eval %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-EVAL
 // HUGE-EVAL: ffn-huge-static.mlir:3:1: error: a tensor of shape 1048576x1048576 holds more than 2^28 values
 //
+// A result's static size past the bound (the lse's 2^36 rows) and a grid past 2^24 blocks are refused, not
+// allocated (it aborted) or run (for ever):
+// RUN: not flash-run-tile %S/Inputs/attention-lse-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-LSE
+// HUGE-LSE: attention-lse-huge-static.mlir:4:14: error: flash-run-tile: a tensor of shape 1x1x68719476736 holds more than 2^28 values
+// RUN: not flash-run-tile %S/Inputs/huge-grid.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=HUGE-GRID
+// HUGE-GRID: 'tile.kernel': grid 2147483647 x 2147483647 x 2147483647: more blocks than the CPU executor runs (2^24)
+//
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE
 // HELP-TILE: flash-run-tile options:

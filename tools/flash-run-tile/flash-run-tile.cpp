@@ -307,6 +307,17 @@ public:
       source.emitError("flash-run-tile: no tile program was produced for this function");
       return failure();
     }
+    // Every tensor the fused function makes (outputs, lse rows) within the float64 tools' bounds, before any is
+    // allocated (a result's static size is only checked compatible with the dynamic one it stands for).
+    for (Operation &op : fusedFunc.getBody().front())
+      for (Value result : op.getResults())
+        if (auto ranked = llvm::dyn_cast<RankedTensorType>(result.getType())) {
+          std::string why;
+          if (failed(flash::evaluatedShape(ranked.getShape(), dynamicSize, why))) {
+            op.emitError("flash-run-tile: ") << why;
+            return failure();
+          }
+        }
     // Inputs: random, exactly representable in their element types; i32
     // arguments (key offsets) take --key-offset.
     std::vector<HostTensor> inputs;

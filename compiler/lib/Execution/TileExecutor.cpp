@@ -359,6 +359,15 @@ LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *>
   int64_t grid[3];
   for (auto [axis, attr] : llvm::enumerate(kernel.getGrid().getAsRange<GridAttr>()))
     grid[axis] = attr.evaluate(shapes);
+  // The CPU runs the blocks one after another: a grid past 2^24 blocks would run for hours, not fail.
+  constexpr int64_t kMaxExecutedBlocks = int64_t(1) << 24;
+  int64_t blocks = 1;
+  for (int64_t size : grid) {
+    if (size < 0 || (size > 0 && blocks > kMaxExecutedBlocks / size))
+      return fail(kernel, llvm::formatv("grid {0} x {1} x {2}: more blocks than the CPU executor runs (2^24)",
+                                        grid[0], grid[1], grid[2]));
+    blocks *= size;
+  }
   Block &entry = kernel.getBody().front();
   for (int64_t z = 0; z < grid[2]; ++z)
     for (int64_t y = 0; y < grid[1]; ++y)
