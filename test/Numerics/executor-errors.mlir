@@ -39,6 +39,14 @@
 // RUN: not flash-run-tile %S/Inputs/huge-grid.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=HUGE-GRID
 // HUGE-GRID: 'tile.kernel': grid 2147483647 x 2147483647 x 2147483647: more blocks than the CPU executor runs (2^24)
 //
+// The graph evaluator's own tensors (a static constant, run-time extents, a matmul's outer product) are refused by
+// shape, never allocated past the bound:
+// RUN: not flash-eval %S/Inputs/eval-oversized.mlir --split-input-file --dynamic-size=4096 2>&1 | FileCheck %s --check-prefix=EVAL-OVERSIZED
+// EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [1099511627776]: more than 2^28 values
+// EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [-1]: a negative size
+// EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4194304, 4194304]: more than 2^28 values
+// EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4096, 4096, 4096]: more than 2^28 values
+//
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE
 // HELP-TILE: flash-run-tile options:

@@ -91,9 +91,26 @@ private:
   LogicalResult elementwise(Operation *op, const std::function<double(double)> &fn);
   // The elementwise graph spelling of modifiers (arith / math on tensors, tensor.generate, splats, dims).
   FailureOr<std::vector<int64_t>> shapeOf(Operation *op, RankedTensorType type, ValueRange dynamicSizes);
+  // Whether a result of `shape` can be allocated: no negative size, at most kMaxEvaluatedElements values (a size
+  // computed at run time, a static constant's or a matmul's outer product could exhaust the host's memory).
+  static LogicalResult checkAllocatable(Operation *op, ArrayRef<int64_t> shape);
   LogicalResult scalarOps(Operation *op);
   LogicalResult generate(tensor::GenerateOp op);
 };
+
+LogicalResult Evaluator::checkAllocatable(Operation *op, ArrayRef<int64_t> shape) {
+  int64_t elements = 1;
+  for (int64_t size : shape) {
+    if (size < 0)
+      return op->emitError() << "the graph evaluator cannot make a tensor of shape " << formatShape(shape)
+                             << ": a negative size";
+    if (size > 0 && elements > kMaxEvaluatedElements / size)
+      return op->emitError() << "the graph evaluator cannot make a tensor of shape " << formatShape(shape)
+                             << ": more than 2^28 values, past what the float64 reference evaluates";
+    elements *= size;
+  }
+  return success();
+}
 
 FailureOr<std::vector<int64_t>> Evaluator::shapeOf(Operation *op, RankedTensorType type, ValueRange dynamicSizes) {
   std::vector<int64_t> shape;
@@ -107,6 +124,8 @@ FailureOr<std::vector<int64_t>> Evaluator::shapeOf(Operation *op, RankedTensorTy
       return op->emitError() << "a dynamic size the graph evaluator cannot bind";
     shape.push_back(static_cast<int64_t>(get(dynamicSizes[next++]).data[0]));
   }
+  if (failed(checkAllocatable(op, shape)))
+    return failure();
   return shape;
 }
 
@@ -118,6 +137,8 @@ LogicalResult Evaluator::scalarOps(Operation *op) {
     if (!resultType.hasStaticShape() || !isa<SplatElementsAttr>(constant.getValue()))
       return op->emitError() << "the graph evaluator takes splat tensor constants of a static shape";
     shape.assign(resultType.getShape().begin(), resultType.getShape().end());
+    if (failed(checkAllocatable(op, shape)))
+      return failure();
   } else if (resultType) {
     shape = get(op->getOperand(0)).shape;
     for (Value operand : op->getOperands())
@@ -235,6 +256,8 @@ LogicalResult Evaluator::matmul(MatmulOp op) {
   std::vector<int64_t> shape(batch.begin(), batch.end());
   shape.push_back(m);
   shape.push_back(n);
+  if (failed(checkAllocatable(op, shape)))
+    return failure();
   ReferenceTensor result(shape);
   int64_t numBatches = product(batch);
   for (int64_t b = 0; b < numBatches; ++b) {
