@@ -47,6 +47,10 @@
 // EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4194304, 4194304]: more than 2^28 values
 // EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4096, 4096, 4096]: more than 2^28 values
 //
+// A decode kernel launched without its check kernel: the lengths are checked again, an error names the block:
+// RUN: not flash-run-tile %S/Inputs/kv-append-without-check.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=NO-CHECK
+// NO-CHECK: 'tile.decode_block': sequence 0's length {{[0-9]+}} does not hold its 17 new tokens within the cache's 17 rows (kernel @append, block (0, 0, 0))
+//
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE
 // HELP-TILE: flash-run-tile options:

@@ -508,7 +508,21 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
       return success();
     HostTensor &key = *t[0], &value = *t[1], &kCache = *t[2], &vCache = *t[3], &lens = *t[4];
     HostTensor *table = paged ? t[5] : nullptr;
-    int64_t b = y, heads = key.shape[1], tokens = key.shape[2], first = lens.ints[b] - tokens;
+    int64_t b = y, heads = key.shape[1], tokens = key.shape[2];
+    // The lengths and pages kv_append_check validates, checked again: a program may launch this kernel alone.
+    if (b >= lens.shape[0])
+      return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
+    int64_t first = lens.ints[b] - tokens;
+    int64_t capacity = paged ? table->shape[1] * page : kCache.shape[2];
+    if (first < 0 || first + tokens > capacity)
+      return fail(block, llvm::formatv("sequence {0}'s length {1} does not hold its {2} new tokens within the "
+                                       "cache's {3} rows",
+                                       b, lens.ints[b], tokens, capacity));
+    if (paged)
+      for (int64_t pos = first; pos < first + tokens; ++pos)
+        if (int64_t id = table->ints[b * table->shape[1] + pos / page]; id < 0 || id >= kCache.shape[0])
+          return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", b, pos / page, id,
+                                           kCache.shape[0]));
     for (auto [src, cache] : {std::pair<HostTensor *, HostTensor *>{&key, &kCache}, {&value, &vCache}}) {
       int64_t dim = src->shape[3];
       for (int64_t tok = 4 * x; tok < std::min(4 * x + 4, tokens); ++tok)
@@ -533,6 +547,18 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     int64_t heads = q.shape[1], tokens = q.shape[2], d = q.shape[3], dv = out.shape[3];
     int64_t group = spec.getGroup(), kvHeads = heads / group, rowGroups = spec.rowGroups();
     int64_t split = x, splits = oPart.shape[1], hk = y / rowGroups, rg = y % rowGroups, b = z;
+    // The lengths and pages the decode's check kernel validates, checked again (a program may launch this alone).
+    if (b >= lens.shape[0])
+      return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
+    int64_t capacity = paged ? table->shape[1] * page : k.shape[2];
+    if (lens.ints[b] < 0 || lens.ints[b] > capacity)
+      return fail(block, llvm::formatv("sequence {0}'s length {1} is outside the cache's {2} rows", b, lens.ints[b],
+                                       capacity));
+    if (paged)
+      for (int64_t p = 0; p * page < lens.ints[b]; ++p)
+        if (int64_t id = table->ints[b * table->shape[1] + p]; id < 0 || id >= k.shape[0])
+          return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", b, p, id,
+                                           k.shape[0]));
     int64_t len = lens.ints[b], tiles = (len + 63) / 64, perSplit = (tiles + splits - 1) / splits;
     int64_t begin = std::min(split * perSplit * 64, len), end = std::min((split + 1) * perSplit * 64, len);
     auto row = [&](int64_t key, int64_t dim) -> int64_t { // element offset of a cache row
