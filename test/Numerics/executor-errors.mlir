@@ -51,6 +51,9 @@
 // RUN: not flash-run-tile %S/Inputs/kv-append-without-check.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=NO-CHECK
 // NO-CHECK: 'tile.decode_block': sequence 0's length {{[0-9]+}} does not hold its 17 new tokens within the cache's 17 rows (kernel @append, block (0, 0, 0))
 //
+// RUN: not flash-run-tile %S/Inputs/moe-select-short-ids.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=SHORT-IDS
+// SHORT-IDS: 'tile.moe_block': ids holds 17 values, fewer than the 34 the routing writes or reads (kernel @select, block (0, 0, 0))
+//
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE
 // HELP-TILE: flash-run-tile options:

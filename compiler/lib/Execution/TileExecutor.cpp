@@ -651,6 +651,14 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   // routed row w (token w / topK's j-th choice) at its expert's offset + rank; past them, (w - routed) / 127 names an
   // expert and (w - routed) % 127 one of its padding rows, past that expert's group when -1 comes back. Fails on an
   // expert id out of range or a row outside `rows`.
+  // A routing tensor holding fewer values than the layer's tokens x top_k (a hand-written program's): an error, not
+  // a write past its end.
+  auto holds = [&](const HostTensor &tensor, int64_t values, const char *name) -> LogicalResult {
+    if (tensor.numElements() < values)
+      return fail(block, llvm::formatv("{0} holds {1} values, fewer than the {2} the routing writes or reads", name,
+                                       tensor.numElements(), values));
+    return success();
+  };
   auto permutedRow = [&](int64_t w, int64_t routed, const HostTensor &ids, const HostTensor &ranks,
                          const HostTensor &offsets, const HostTensor &counts, int64_t rows) -> FailureOr<int64_t> {
     int64_t row;
@@ -786,6 +794,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelectGrad: { // (logits, ids, weights, d_weights, d_logits): tokens 8x..
     HostTensor &logits = *t[0], &ids = *t[1], &weights = *t[2], &dWeights = *t[3], &dLogits = *t[4];
     const int64_t tokens = logits.shape[0];
+    if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(ids, tokens * topK, "ids")) ||
+        failed(holds(weights, tokens * topK, "weights")) || failed(holds(dWeights, tokens * topK, "d_weights")) ||
+        failed(holds(dLogits, tokens * experts, "d_logits")))
+      return failure();
     for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
       for (int64_t s = 0; s < topK; ++s)
         if (ids.ints[tok * topK + s] < 0 || ids.ints[tok * topK + s] >= experts)
@@ -843,6 +855,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
     HostTensor &logits = *t[0], &counts = *t[1], &ids = *t[2], &weights = *t[3], &ranks = *t[4];
     const int64_t tokens = logits.shape[0];
+    if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(counts, experts, "counts")) ||
+        failed(holds(ids, tokens * topK, "ids")) || failed(holds(weights, tokens * topK, "weights")) ||
+        failed(holds(ranks, tokens * topK, "ranks")))
+      return failure();
     for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
       std::vector<float> score(experts);
       float m = -std::numeric_limits<float>::infinity(), sum = 0.0f;
