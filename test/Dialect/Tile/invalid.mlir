@@ -898,3 +898,24 @@ func.func @zeroed_into_a_bodiless_kernel() attributes {tile.program} {
     grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>], strategy = #tile.strategy<mma_sync_sm80>,
     block_m = 16, block_n = 32, warps = 1, stages = 1}> ({
 }) : () -> ()
+
+// -----
+
+// A decode block's tensors have the ranks its role indexes (rank-1 keys were accepted, and the CPU executor read
+// shape entries past their end).
+tile.kernel @append_rank1(%k: !tile.tensor<?xf16>, %v: !tile.tensor<?xf16>, %kc: !tile.tensor<?xf16>,
+                          %vc: !tile.tensor<?xf16>, %lens: !tile.tensor<?xi32>, %status: !tile.tensor<4xi32>)
+    attributes {block_m = 4 : i64, block_n = 1 : i64,
+                grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>],
+                spec = #tile.decode<role = kv_append, head_dim = 8, value_dim = 8, queries = 0, group = 1,
+                                    page_size = 0, causal = false, scale = 1.0 : f64, element_type = f16>,
+                stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 4 : i64} {
+  %x = tile.program_id x
+  %y = tile.program_id y
+  %z = tile.program_id z
+  // expected-error @+1 {{kv_append takes a rank-4 tensor #0, got '!tile.tensor<?xf16>'}}
+  tile.decode_block(%k, %v, %kc, %vc, %lens, %status) at [%x, %y, %z]
+      : !tile.tensor<?xf16>, !tile.tensor<?xf16>, !tile.tensor<?xf16>, !tile.tensor<?xf16>, !tile.tensor<?xi32>,
+        !tile.tensor<4xi32>
+  tile.return
+}

@@ -345,6 +345,34 @@ LogicalResult DecodeBlockOp::verify() {
     return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes " << want << " tensors"
                          << (spec.isPaged() ? " (a paged cache: the block table included)" : "") << ", got "
                          << getTensors().size();
+  // Each tensor's rank, as the kernels and the CPU executor index it: 4 for queries, keys, values, caches, outputs
+  // and partial outputs, 3 for lse rows, 2 for the block table, 1 for lengths and the status.
+  SmallVector<int64_t> ranks;
+  auto table = [&] {
+    if (spec.isPaged())
+      ranks.push_back(2);
+  };
+  switch (spec.getRole()) {
+  case KernelRole::DecodeCheck:
+    ranks = {4, 1}, table(), ranks.push_back(1);
+    break;
+  case KernelRole::DecodeSplit:
+    ranks = {4, 4, 4, 1}, table(), ranks.append({4, 3, 4, 3, 1});
+    break;
+  case KernelRole::KvAppendCheck:
+    ranks = {4, 4, 1}, table(), ranks.push_back(1);
+    break;
+  case KernelRole::KvAppend:
+    ranks = {4, 4, 4, 4, 1}, table(), ranks.push_back(1);
+    break;
+  default:
+    ranks = {4, 3, 4, 3, 1};
+    break;
+  }
+  for (auto [index, tensor, rank] : llvm::enumerate(getTensors(), ranks))
+    if (auto type = llvm::dyn_cast<GlobalTensorType>(tensor.getType()); type && type.getRank() != rank)
+      return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes a rank-" << rank << " tensor #" << index
+                           << ", got " << tensor.getType();
   return success();
 }
 
