@@ -1,8 +1,9 @@
 // Routing of a mixture-of-experts layer (flash.moe) around the grouped expert GEMMs (gemm_ws.cuh, kGrouped):
 //   1. moe_select: a warp a token reads its router logits [T, E] (E <= 256), scores them (softmax or sigmoid, f32),
-//      takes the top k by logit (the scores' order; ties to the lower expert, as a stable sort), weights them (renormalized: divided by their
-//      sum), and claims a row of each chosen expert: ranks[t, s] = the entry's place among its expert's rows
-//      (an atomic count: rows of an expert in any order; each row's products do not depend on its place).
+//      takes the top k by logit (the scores' order; ties to the lower expert, as a stable sort), weights them
+//      (renormalized: divided by their sum), and claims a row of each chosen expert: ranks[t, s] = the entry's
+//      place among its expert's rows (an atomic count: rows of an expert in any order; each row's products do not
+//      depend on its place).
 //   2. moe_plan: one block scans the counts into each expert's first row, every expert's rows padded to 128
 //      (kMoeGroupRows, the grouped GEMM's row blocks), and writes the grouped GEMM's row-block table: blocks in use,
 //      then each block's expert.
