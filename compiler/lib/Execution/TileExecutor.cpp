@@ -188,6 +188,8 @@ private:
   LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
+  LogicalResult checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
+                               const HostTensor &lens, const HostTensor *table, int64_t page, const HostTensor &cache);
   LogicalResult varlenBlock(VarlenBlockOp block);
   LogicalResult planSegments(PlanSegmentsOp op);
   LogicalResult moeBlock(MoeBlockOp block);
@@ -461,6 +463,26 @@ static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 /// decode combine); here any block of such a kernel fills the whole tensor (the same result).
 static void poisonOutput(HostTensor &t) { std::fill(t.data.begin(), t.data.end(), std::nanf("")); }
 
+/// Rows [begin, end) of a sequence's cache (an append's new tokens, a decode's keys), checked again where a kernel
+/// uses them: its check kernel validates the same, but a program may launch the kernel alone. Within the cache's
+/// capacity (a page table's width in pages, or the cache's rows), and every page they use one of the cache's.
+LogicalResult TileInterpreter::checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
+                                              const HostTensor &lens, const HostTensor *table, int64_t page,
+                                              const HostTensor &cache) {
+  // A paged cache is [pages, page, heads, dim], a dense one [batch, heads, rows, dim].
+  int64_t capacity = table ? table->shape[1] * page : cache.shape[2], cachePages = cache.shape[0];
+  if (begin < 0 || end > capacity)
+    return fail(block, llvm::formatv("sequence {0}'s length {1} needs cache rows [{2}, {3}), outside the cache's "
+                                     "{4} rows",
+                                     sequence, lens.ints[sequence], begin, end, capacity));
+  if (table)
+    for (int64_t p = begin / page; p * page < end; ++p)
+      if (int64_t id = table->ints[sequence * table->shape[1] + p]; id < 0 || id >= cachePages)
+        return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", sequence, p, id,
+                                         cachePages));
+  return success();
+}
+
 /// One block of a decode kernel (#tile.decode), as attention_decode.cuh does it: the check of sequence x, the
 /// split kernel's (split x, kv head x row group y, sequence z) over the split's keys, or the combine of query row x
 /// of sequence y. Sums in double; out rounded to its element type, the partials f32.
@@ -513,16 +535,8 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     if (b >= lens.shape[0])
       return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
     int64_t first = lens.ints[b] - tokens;
-    int64_t capacity = paged ? table->shape[1] * page : kCache.shape[2];
-    if (first < 0 || first + tokens > capacity)
-      return fail(block, llvm::formatv("sequence {0}'s length {1} does not hold its {2} new tokens within the "
-                                       "cache's {3} rows",
-                                       b, lens.ints[b], tokens, capacity));
-    if (paged)
-      for (int64_t pos = first; pos < first + tokens; ++pos)
-        if (int64_t id = table->ints[b * table->shape[1] + pos / page]; id < 0 || id >= kCache.shape[0])
-          return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", b, pos / page, id,
-                                           kCache.shape[0]));
+    if (failed(checkCacheRows(block, b, first, first + tokens, lens, table, page, kCache)))
+      return failure();
     for (auto [src, cache] : {std::pair<HostTensor *, HostTensor *>{&key, &kCache}, {&value, &vCache}}) {
       int64_t dim = src->shape[3];
       for (int64_t tok = 4 * x; tok < std::min(4 * x + 4, tokens); ++tok)
@@ -550,15 +564,8 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     // The lengths and pages the decode's check kernel validates, checked again (a program may launch this alone).
     if (b >= lens.shape[0])
       return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
-    int64_t capacity = paged ? table->shape[1] * page : k.shape[2];
-    if (lens.ints[b] < 0 || lens.ints[b] > capacity)
-      return fail(block, llvm::formatv("sequence {0}'s length {1} is outside the cache's {2} rows", b, lens.ints[b],
-                                       capacity));
-    if (paged)
-      for (int64_t p = 0; p * page < lens.ints[b]; ++p)
-        if (int64_t id = table->ints[b * table->shape[1] + p]; id < 0 || id >= k.shape[0])
-          return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", b, p, id,
-                                           k.shape[0]));
+    if (failed(checkCacheRows(block, b, 0, lens.ints[b], lens, table, page, k)))
+      return failure();
     int64_t len = lens.ints[b], tiles = (len + 63) / 64, perSplit = (tiles + splits - 1) / splits;
     int64_t begin = std::min(split * perSplit * 64, len), end = std::min((split + 1) * perSplit * 64, len);
     auto row = [&](int64_t key, int64_t dim) -> int64_t { // element offset of a cache row
