@@ -13,7 +13,7 @@ load+compile time (cold/warm JIT through NVRTC and the cubin path) in fresh proc
 A padded head dim beside the tile width it pads to (bundles: prebuild bench-attention-padded):
   python3 bench/bench_attention.py --head-dims 80,96 --heads 16
 Bundles: FLASHC_BUNDLE_PATH (python -m flashc.prebuild --out DIR bench). Writes DIR/bench_attention.{md,json,png}
-and DIR/results/<date>-h200-bench_attention.md (DIR: --out, else $OUT, else out/bench).
+and DIR/results/<date>-<gpu>-bench_attention.md (DIR: --out, else $OUT, else out/bench).
 """
 
 import argparse

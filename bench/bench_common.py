@@ -1,11 +1,12 @@
 """Shared pieces of bench_attention.py and bench_ffn.py: output directory, environment facts, timing,
-markdown/JSON/PNG writers and the bench/results/<date>-h200 report."""
+markdown/JSON/PNG writers and the bench/results/<date>-<gpu> report."""
 
 import datetime
 import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -167,8 +168,15 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
+def gpu_slug(gpu_name):
+    """The GPU a report's file is named after: "NVIDIA H100 80GB HBM3" -> "h100"; "cpu" without one."""
+    match = re.search(r"\b([A-Z]\d{2,4})\b", gpu_name or "")
+    return match.group(1).lower() if match else "cpu"
+
+
 def write_outputs(directory, name, env, table_md, data, notes=""):
-    """<dir>/<name>.md, <name>.json and results/<date>-h200-<name>.md (repo format: date, GPU, commit, command, table)."""
+    """<dir>/<name>.md, <name>.json and results/<date>-<gpu>-<name>.md (repo format: date, GPU, commit, command,
+    table; <gpu> the card that ran it, h200 or h100: the device tool may lend either)."""
     md = "# %s\n\n%s\n\n%s\n" % (name, table_md, notes)
     with open(os.path.join(directory, name + ".md"), "w") as f:
         f.write(md)
@@ -177,7 +185,7 @@ def write_outputs(directory, name, env, table_md, data, notes=""):
     results = os.path.join(directory, "results")
     os.makedirs(results, exist_ok=True)
     day = env["date"].split(" ")[0]
-    report = os.path.join(results, "%s-h200-%s.md" % (day, name))
+    report = os.path.join(results, "%s-%s-%s.md" % (day, gpu_slug(env.get("gpu")), name))
     with open(report, "w") as f:
         f.write("## %s\n\n- date: %s\n- GPU: %s\n- commit: %s\n- command: `%s`\n- software: PyTorch %s, Triton %s, "
                 "cuDNN %s, Python %s\n\n%s\n\n%s\n" % (

@@ -12,7 +12,7 @@ scores only: 4 * H * D * (visible pairs). Medians of flashc.measure (CUDA events
 
   python3 bench/bench_varlen.py [--out DIR] [--head-dims 64,128]
 Bundles: FLASHC_BUNDLE_PATH (python -m flashc.prebuild --out DIR bench-varlen). Writes DIR/bench_varlen.{md,json}
-and DIR/results/<date>-h200-bench_varlen.md.
+and DIR/results/<date>-<gpu>-bench_varlen.md.
 """
 import argparse
 import math

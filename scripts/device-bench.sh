@@ -14,7 +14,7 @@
 # run over several calls, e.g. --steps build,test, then --steps attention --attention-args "--head-dims 64",
 # then "--head-dims 128", then --steps ffn (build-dev is kept on a warm machine; rebuilt when missing).
 # Everything is written to a work directory ($FLASHC_DEVICE_WORK, default /tmp/flashc-device); at the end
-# the report ($OUT/<date>-h200.md), the plot, the step summary and a tarball of all logs are copied to
+# the report ($OUT/<date>-<gpu>.md), the plot, the step summary and a tarball of all logs are copied to
 # $OUT (the device tool brings back at most 8 files).
 # Exit status: non-zero if a step failed (the remaining steps still run); 2 for a bad command line.
 set -u -o pipefail
@@ -113,7 +113,14 @@ else
       local b="$1" rc=0 rows
       # The float64 CPU references of the benchmark-size FFN (d=4096, h=16384: 0.5 GFLOP a row forward,
       # 1.6 backward) and of the whole blocks (d=2048..4096) take fewer rows.
-      case "$(basename "$b")" in *d4096h*|llama_block) rows=(17 5) ;; *_block) rows=(64 33) ;; *) rows=(300 130) ;; esac
+      # The benchmark's largest MoE (8 experts of d=4096, h=14336: 1.4 G weights, 11 GB as float64) spends minutes
+      # in its reference whatever the rows (session 54: over 200 s, not done); bench_moe checks it against PyTorch.
+      case "$(basename "$b")" in
+        moe_*d4096h*) echo "skipped: $(basename "$b") (its float64 reference takes minutes; bench_moe checks it)"; return 0 ;;
+        *d4096h*|moe_*d2048h*|llama_block) rows=(17 5) ;;
+        *_block) rows=(64 33) ;;
+        *) rows=(300 130) ;;
+      esac
       "$BUILD/bin/flashc-run" "$b" --batch 2 --seq-q 257 --seq-k 257 --tokens "${rows[0]}" || rc=1
       # The second size with every program's scratch NaN before it runs: a program that reads scratch it did not
       # write (a missing zero fill) fails here instead of passing on a pool that happened to hold zeros.
@@ -190,10 +197,12 @@ fi
 
 # One results file in the repo format: the sections this run produced.
 day="$(date -u +%Y-%m-%d)"
-report="$OUT/results/$day-h200.md"
+gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+slug="$(echo "$gpu" | grep -oE '\b[A-Z][0-9]{2,4}\b' | head -1 | tr 'A-Z' 'a-z')"
+report="$OUT/results/$day-${slug:-cpu}.md"
 mkdir -p "$OUT/results"
-{ echo "# $day — H200 benchmarks (scripts/device-bench.sh --steps $STEPS)"; echo;
-  for part in "$OUT"/results/"$day"-h200-bench_attention.md "$OUT"/results/"$day"-h200-bench_ffn.md; do
+{ echo "# $day — ${gpu:-no GPU}: benchmarks (scripts/device-bench.sh --steps $STEPS)"; echo;
+  for part in "$OUT"/results/"$day"-*-bench_attention.md "$OUT"/results/"$day"-*-bench_ffn.md; do
     [ -f "$part" ] && { cat "$part"; echo; }
   done; } > "$report"
 cp "$report" "$OUT/logs/summary.txt" "$RESULTS_OUT/" 2>/dev/null

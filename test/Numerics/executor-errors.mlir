@@ -32,10 +32,10 @@
 // RUN: not flash-eval %S/Inputs/ffn-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-EVAL
 // HUGE-EVAL: ffn-huge-static.mlir:3:1: error: a tensor of shape 1048576x1048576 holds more than 2^28 values
 //
-// A result's static size past the bound (the lse's 2^36 rows) and a grid past 2^24 blocks are refused, not
+// A result's static size past the query's dynamic one (the lse's 2^36 rows) and a grid past 2^24 blocks are refused, not
 // allocated (it aborted) or run (for ever):
 // RUN: not flash-run-tile %S/Inputs/attention-lse-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-LSE
-// HUGE-LSE: attention-lse-huge-static.mlir:4:14: error: flash-run-tile: a tensor of shape 1x1x68719476736 holds more than 2^28 values
+// HUGE-LSE: attention-lse-huge-static.mlir:5:14: error: 'flash.attention' op lse has shape [1, 1, 68719476736], expected [B, Hq, Sq] = [1, 1, ?] (a size must be static in every tensor that has it, or dynamic in all)
 // RUN: not flash-run-tile %S/Inputs/huge-grid.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=HUGE-GRID
 // HUGE-GRID: 'tile.kernel': grid 2147483647 x 2147483647 x 2147483647: more blocks than the CPU executor runs (2^24)
 //
@@ -61,6 +61,33 @@
 //
 // RUN: not flash-run-tile %S/Inputs/moe-select-short-ids.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=SHORT-IDS
 // SHORT-IDS: 'tile.moe_block': ids holds 17 values, fewer than the 34 the routing writes or reads (kernel @select, block (0, 0, 0))
+// The other MoE roles check the sizes they take on trust (one input, a program a disagreement): short routing
+// tables, a routed row past the rows, a GEMM's K or rows, the rows in use past the pre-activations, rows walked
+// together of different shapes (they read or wrote past a tensor, or wrote a silently short table).
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=plan_short_offsets 2>&1 | FileCheck %s --check-prefix=MOE-PLAN-OFFSETS
+// MOE-PLAN-OFFSETS: 'tile.moe_block': offsets holds 8 values, fewer than the 9 the routing writes or reads (kernel @short_offsets_plan, block (0, 0, 0))
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=plan_short_groups 2>&1 | FileCheck %s --check-prefix=MOE-PLAN-GROUPS
+// MOE-PLAN-GROUPS: 'tile.moe_block': groups holds 17 values, fewer than the {{[0-9]+}} the routing writes or reads (kernel @short_groups_plan,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=combine_short_ids 2>&1 | FileCheck %s --check-prefix=MOE-COMBINE-IDS
+// MOE-COMBINE-IDS: 'tile.moe_block': ids holds 17 values, fewer than the 34 the routing writes or reads (kernel @short_ids_combine, block (0, 0, 0))
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=combine_row --dynamic-size=200 2>&1 | FileCheck %s --check-prefix=MOE-COMBINE-ROW
+// MOE-COMBINE-ROW: 'tile.moe_block': permuted row {{[1-9]}} out of the workspace's 1 (kernel @row_combine,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=down_wrong_k 2>&1 | FileCheck %s --check-prefix=MOE-DOWN-K
+// MOE-DOWN-K: 'tile.moe_block': w2 is 8x64x40, not 8x96x40 (experts x hidden's columns x expert_out's columns) (kernel @wrong_k_down,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=data_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-DGRAD-ROWS
+// MOE-DGRAD-ROWS: 'tile.moe_block': a is 17x40, not 256x40 (as many rows as c) (kernel @rows_data_grad,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=down_short_groups --dynamic-size=128 --seed=8 2>&1 | FileCheck %s --check-prefix=MOE-DOWN-GROUPS
+// MOE-DOWN-GROUPS: 'tile.moe_block': groups holds 1 values, fewer than the 2 the routing writes or reads (kernel @short_groups_down,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=weight_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-WGRAD-ROWS
+// MOE-WGRAD-ROWS: 'tile.moe_block': b is 256x96, not 17x96 (as many rows as a) (kernel @rows_weight_grad,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=act_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-ACT-ROWS
+// MOE-ACT-ROWS: 'tile.moe_block': offsets[256] puts {{[0-9]+}} rows in use, past pre's 17 (kernel @rows_act_grad,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=act_grad_shape 2>&1 | FileCheck %s --check-prefix=MOE-ACT-SHAPE
+// MOE-ACT-SHAPE: 'tile.moe_block': dh is 17x32, not 17x64 (pre's shape) (kernel @shape_act_grad,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=scatter_shape 2>&1 | FileCheck %s --check-prefix=MOE-SCATTER-SHAPE
+// MOE-SCATTER-SHAPE: 'tile.moe_block': expert_out is 256x64, not 17x64 (d_expert_out's shape) (kernel @shape_scatter,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=permute_shape 2>&1 | FileCheck %s --check-prefix=MOE-PERMUTE-SHAPE
+// MOE-PERMUTE-SHAPE: 'tile.moe_block': permuted is 17x32, not 17x64 (x's columns) (kernel @shape_permute,
 //
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -654,20 +655,40 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   const int64_t blockM = kernel.getBlockM();
   const reference::Activation act = reference::parseActivation(stringifyActivation(spec.getActivation()).str())
                                         .value_or(reference::Activation::Identity);
-  // The permuted rows' walk of the permute and its gradient's scatter (the kernels' warps): work item w < routed is
-  // routed row w (token w / topK's j-th choice) at its expert's offset + rank; past them, (w - routed) / 127 names an
-  // expert and (w - routed) % 127 one of its padding rows, past that expert's group when -1 comes back. Fails on an
-  // expert id out of range or a row outside `rows`.
-  // A routing tensor holding fewer values than the layer's tokens x top_k (a hand-written program's): an error, not
-  // a write past its end.
+  // The sizes the kernels take on trust, checked (a hand-written program's tensors may disagree): an error, not a
+  // read or write past a tensor's end. A routing table holding fewer values than it needs (tokens x top_k routed
+  // rows, E counts, E + 1 offsets, 1 + the row blocks of groups):
   auto holds = [&](const HostTensor &tensor, int64_t values, const char *name) -> LogicalResult {
     if (tensor.numElements() < values)
       return fail(block, llvm::formatv("{0} holds {1} values, fewer than the {2} the routing writes or reads", name,
                                        tensor.numElements(), values));
     return success();
   };
+  // A tensor whose shape the others give (a GEMM's operands, rows walked together; the kernels' TMA reads zeros past
+  // a tensor's end):
+  auto shaped = [&](const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name, StringRef why) -> LogicalResult {
+    if (ArrayRef<int64_t>(tensor.shape) == want)
+      return success();
+    auto dims = [](ArrayRef<int64_t> shape) {
+      return llvm::join(llvm::map_range(shape, [](int64_t size) { return std::to_string(size); }), "x");
+    };
+    return fail(block, llvm::formatv("{0} is {1}, not {2} ({3})", name, dims(tensor.shape), dims(want), why));
+  };
+  // The tables a routed row's place (its expert's offset + its rank) is read from: ids and ranks of `routed` rows,
+  // offsets [E + 1] and, where the padding rows are walked, counts [E].
+  auto routing = [&](const HostTensor &ids, const HostTensor &ranks, const HostTensor &offsets,
+                     const HostTensor *counts, int64_t routed) -> LogicalResult {
+    return failure(failed(holds(ids, routed, "ids")) || failed(holds(ranks, routed, "ranks")) ||
+                   failed(holds(offsets, experts + 1, "offsets")) ||
+                   (counts && failed(holds(*counts, experts, "counts"))));
+  };
+  // The permuted rows' walk of the permute and its gradient's scatter (the kernels' warps): work item w < routed is
+  // routed row w (token w / topK's j-th choice) at its expert's offset + rank; past them, (w - routed) / 127 names an
+  // expert and (w - routed) % 127 one of its padding rows, past that expert's group when -1 comes back (counts: the
+  // padding rows', null where only routed rows are asked for). Fails on an expert id out of range or a row outside
+  // `rows`.
   auto permutedRow = [&](int64_t w, int64_t routed, const HostTensor &ids, const HostTensor &ranks,
-                         const HostTensor &offsets, const HostTensor &counts, int64_t rows) -> FailureOr<int64_t> {
+                         const HostTensor &offsets, const HostTensor *counts, int64_t rows) -> FailureOr<int64_t> {
     int64_t row;
     if (w < routed) {
       if (ids.ints[w] < 0 || ids.ints[w] >= experts)
@@ -675,7 +696,7 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       row = offsets.ints[ids.ints[w]] + ranks.ints[w];
     } else {
       int64_t e = (w - routed) / (kGroupRows - 1), j = (w - routed) % (kGroupRows - 1);
-      row = offsets.ints[e] + counts.ints[e] + j;
+      row = offsets.ints[e] + counts->ints[e] + j;
       if (row >= offsets.ints[e + 1])
         return int64_t(-1);
     }
@@ -683,9 +704,23 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, rows));
     return row;
   };
+  // A GEMM's operands as its kernel takes them, named as its role names them: a [rows, K], the weight [K, N] (the
+  // experts': [E, K, N], transposed [E, N, K]), c [rows, N].
+  auto checkGemm = [&](const HostTensor &a, const HostTensor &w, const HostTensor &c, bool transposeB,
+                       const char *aName, const char *wName, const char *cName) -> LogicalResult {
+    const int64_t k = a.shape[1], n = c.shape[1];
+    SmallVector<int64_t, 3> weight = {transposeB ? n : k, transposeB ? k : n};
+    if (w.shape.size() == 3) // (the verifier gives the router's weight rank 2, the experts' rank 3)
+      weight.insert(weight.begin(), experts);
+    std::string rows = llvm::formatv("as many rows as {0}", cName).str();
+    std::string dims = llvm::formatv("{0}{1}'s columns x {2}'s columns", w.shape.size() == 3 ? "experts x " : "",
+                                     transposeB ? cName : aName, transposeB ? aName : cName)
+                           .str();
+    return failure(failed(shaped(a, {c.shape[0], k}, aName, rows)) || failed(shaped(w, weight, wName, dims)));
+  };
   // C[rows 128x.., columns of block y] = A · B (B [K, N] or expert e's of [E, K, N]; transposeB: [E, N, K]),
   // rounded; the up projection stores act(g) (⊙ u) and, training, g (and u) rounded into `pre` (and `preUp`); an
-  // accumulating one adds C's value.
+  // accumulating one adds C's value. (Shapes checked by checkGemm.)
   auto gemmTile = [&](HostTensor &a, HostTensor &b, HostTensor *b2, HostTensor &c, int64_t expert, int64_t blockN,
                       bool transposeB = false, HostTensor *pre = nullptr, HostTensor *preUp = nullptr) {
     const int64_t rows = c.shape[0], n = c.shape[1], k = a.shape[1];
@@ -715,6 +750,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   const int64_t blockN = kernel.getBlockN();  // (the GEMMs' tiles, the plan's)
   switch (spec.getRole()) {
   case KernelRole::MoeRouter: // (x, router, logits)
+    if (failed(checkGemm(*t[0], *t[1], *t[2], false, "x", "router", "logits")))
+      return failure();
     gemmTile(*t[0], *t[1], nullptr, *t[2], 0, blockN);
     return success();
   case KernelRole::MoeUp:                 // (logits, permuted, w1, [w_up], groups, hidden, [pre | gate, up])
@@ -722,24 +759,39 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeDataGrad:           // (logits, a, w, groups, c)
   case KernelRole::MoeDataGradAccumulate: { // (logits, a, w, groups, c)
     bool up = spec.getRole() == KernelRole::MoeUp, gated = up && spec.getGated(), train = up && spec.getTrain();
+    bool down = spec.getRole() == KernelRole::MoeDown, transposeB = !up && !down;
     unsigned c = up ? (gated ? 5 : 4) : 4;
+    auto [aName, wName, cName] = up     ? std::tuple("permuted", "w1", "hidden")
+                                 : down ? std::tuple("hidden", "w2", "expert_out")
+                                        : std::tuple("a", "w", "c");
+    if (failed(checkGemm(*t[1], *t[2], *t[c], transposeB, aName, wName, cName)) ||
+        (gated && failed(shaped(*t[3], t[2]->shape, "w_up", "w1's shape"))) ||
+        (train && failed(shaped(*t[c + 1], t[c]->shape, gated ? "gate" : "pre", "hidden's shape"))) ||
+        (train && gated && failed(shaped(*t[c + 2], t[c]->shape, "up", "hidden's shape"))))
+      return failure();
     HostTensor &groups = *t[c - 1];
     // Row blocks past the ones in use (or past the rows) are never taken.
-    int64_t inUse = std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t[c]->shape[0] / kGroupRows);
+    int64_t inUse =
+        groups.numElements() ? std::min<int64_t>(std::max<int32_t>(groups.ints[0], 0), t[c]->shape[0] / kGroupRows) : 0;
+    if (failed(holds(groups, 1 + inUse, "groups")))
+      return failure();
     int64_t group = x * blockM / kGroupRows;  // (the tile's rows lie in one group: blockM divides kGroupRows)
     if (group >= inUse)
       return success();
     int64_t expert = groups.ints[1 + group];
     if (expert < 0 || expert >= experts)  // (TMA reads zeros past the weights)
       return fail(block, llvm::formatv("row block {0} names expert {1} of {2}", x, expert, experts));
-    bool transposeB = spec.getRole() == KernelRole::MoeDataGrad || spec.getRole() == KernelRole::MoeDataGradAccumulate;
     gemmTile(*t[1], *t[2], gated ? t[3] : nullptr, *t[c], expert, blockN, transposeB, train ? t[c + 1] : nullptr,
              train && gated ? t[c + 2] : nullptr);
     return success();
   }
   case KernelRole::MoeWeightGrad: { // (logits, a [rows, m], b [rows, n], offsets, dw [E, m, n]): tile x of E x m x n
     HostTensor &a = *t[1], &b = *t[2], &offsets = *t[3], &dw = *t[4];
-    const int64_t m = dw.shape[1], n = dw.shape[2];
+    const int64_t m = a.shape[1], n = b.shape[1];
+    if (failed(holds(offsets, experts + 1, "offsets")) ||
+        failed(shaped(b, {a.shape[0], n}, "b", "as many rows as a")) ||
+        failed(shaped(dw, {experts, m, n}, "dw", "experts x a's columns x b's columns")))
+      return failure();
     const int64_t rowTiles = (m + blockM - 1) / blockM, colTiles = (n + blockN - 1) / blockN;
     const int64_t expert = x / (rowTiles * colTiles), rowTile = x / colTiles % rowTiles, colTile = x % colTiles;
     if (expert >= experts)
@@ -760,11 +812,17 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeScatterGrad: { // (dy, expert_out, counts, ids, weights, ranks, offsets, d_expert_out, d_weights)
     HostTensor &dy = *t[0], &expertOut = *t[1], &counts = *t[2], &ids = *t[3], &weights = *t[4], &ranks = *t[5],
                &offsets = *t[6], &dOut = *t[7], &dWeights = *t[8];
-    const int64_t dOutWidth = dy.shape[1], routed = ids.shape[0], total = routed + experts * (kGroupRows - 1);
+    // (routed: dy's tokens x top_k, as the kernel counts them)
+    const int64_t dOutWidth = dy.shape[1], routed = dy.shape[0] * topK, total = routed + experts * (kGroupRows - 1);
+    if (failed(routing(ids, ranks, offsets, &counts, routed)) || failed(holds(weights, routed, "weights")) ||
+        failed(holds(dWeights, routed, "d_weights")) ||
+        failed(shaped(dOut, {dOut.shape[0], dOutWidth}, "d_expert_out", "dy's columns")) ||
+        failed(shaped(expertOut, dOut.shape, "expert_out", "d_expert_out's shape")))
+      return failure();
     const int64_t warps = kTokensABlock * ((dy.shape[0] + kTokensABlock - 1) / kTokensABlock);
     for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
       for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
-        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, counts, dOut.shape[0]);
+        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, &counts, dOut.shape[0]);
         if (failed(found))
           return failure();
         if (*found < 0)
@@ -788,7 +846,17 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     bool gated = spec.getGated();
     HostTensor &pre = *t[1], &dh = *t[gated ? 3 : 2], &offsets = *t[gated ? 4 : 3], &dPre = *t[gated ? 5 : 4];
     HostTensor *up = gated ? t[2] : nullptr, *dUp = gated ? t[6] : nullptr;
-    const int64_t count = std::min<int64_t>(offsets.ints[experts], pre.shape[0]) * pre.shape[1];
+    if (failed(holds(offsets, experts + 1, "offsets")))
+      return failure();
+    for (auto [tensor, name] :
+         {std::pair<HostTensor *, const char *>{up, "up"}, {&dh, "dh"}, {&dPre, "d_pre"}, {dUp, "d_up"}})
+      if (tensor && failed(shaped(*tensor, pre.shape, name, "pre's shape")))
+        return failure();
+    // The rows in use, offsets[E] (the kernel reads that many rows of each):
+    const int64_t rows = offsets.ints[experts], count = rows * pre.shape[1];
+    if (rows > pre.shape[0])
+      return fail(block,
+                  llvm::formatv("offsets[{0}] puts {1} rows in use, past pre's {2}", experts, rows, pre.shape[0]));
     for (int64_t i = 0; i < count; ++i) {
       double g = pre.data[i], d = dh.data[i];
       double derivative = reference::activationDerivative(act, g);
@@ -840,25 +908,6 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     }
     return success();
   }
-  case KernelRole::MoeGatherGrad: { // (dx_perm, ids, ranks, offsets, dx): tokens 8x..
-    HostTensor &rows = *t[0], &ids = *t[1], &ranks = *t[2], &offsets = *t[3], &out = *t[4];
-    const int64_t tokens = out.shape[0], width = out.shape[1];
-    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok)
-      for (int64_t c = 0; c < width; ++c) {
-        float sum = 0.0f;
-        for (int64_t s = 0; s < topK; ++s) {
-          int64_t i = tok * topK + s;
-          if (ids.ints[i] < 0 || ids.ints[i] >= experts)
-            return fail(block, llvm::formatv("token {0} names expert {1} of {2}", tok, ids.ints[i], experts));
-          int64_t row = offsets.ints[ids.ints[i]] + ranks.ints[i];
-          if (row < 0 || row >= rows.shape[0])
-            return fail(block, llvm::formatv("permuted row {0} out of the workspace's {1}", row, rows.shape[0]));
-          sum += rows.data[row * width + c];
-        }
-        out.data[tok * width + c] = roundToElement(sum, out.kind);
-      }
-    return success();
-  }
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
     HostTensor &logits = *t[0], &counts = *t[1], &ids = *t[2], &weights = *t[3], &ranks = *t[4];
     const int64_t tokens = logits.shape[0];
@@ -901,16 +950,27 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
     }
     return success();
   }
-  case KernelRole::MoePlan: { // (logits, counts, offsets, groups)
+  case KernelRole::MoePlan: { // (logits, counts, offsets, groups, [saved_counts])
     HostTensor &counts = *t[1], &offsets = *t[2], &groups = *t[3];
+    if (failed(holds(counts, experts, "counts")) || failed(holds(offsets, experts + 1, "offsets")) ||
+        (spec.getTrain() && failed(holds(*t[4], experts, "saved_counts"))))
+      return failure();
+    // The row blocks the table lists (a negative count would move its writes before its start).
+    int64_t blocks = 0;
+    for (int64_t e = 0; e < experts; ++e) {
+      if (counts.ints[e] < 0)
+        return fail(block, llvm::formatv("expert {0}'s row count is {1}", e, counts.ints[e]));
+      blocks += (counts.ints[e] + kGroupRows - 1) / kGroupRows;
+    }
+    if (failed(holds(groups, 1 + blocks, "groups")))
+      return failure();
     int64_t block0 = 0;
     for (int64_t e = 0; e < experts; ++e) {
-      int64_t blocks = (counts.ints[e] + kGroupRows - 1) / kGroupRows;
+      int64_t expertBlocks = (counts.ints[e] + kGroupRows - 1) / kGroupRows;
       offsets.ints[e] = int32_t(block0 * kGroupRows);
-      for (int64_t b = 0; b < blocks; ++b)
-        if (1 + block0 + b < groups.shape[0])
-          groups.ints[1 + block0 + b] = int32_t(e);
-      block0 += blocks;
+      for (int64_t b = 0; b < expertBlocks; ++b)
+        groups.ints[1 + block0 + b] = int32_t(e);
+      block0 += expertBlocks;
     }
     offsets.ints[experts] = int32_t(block0 * kGroupRows);
     groups.ints[0] = int32_t(block0);
@@ -921,11 +981,15 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   }
   case KernelRole::MoePermute: { // (x, counts, ids, ranks, offsets, permuted)
     HostTensor &in = *t[0], &counts = *t[1], &ids = *t[2], &ranks = *t[3], &offsets = *t[4], &out = *t[5];
-    const int64_t d = in.shape[1], routed = ids.shape[0], total = routed + experts * (kGroupRows - 1);
+    // (routed: x's tokens x top_k, as the kernel counts them)
+    const int64_t d = in.shape[1], routed = in.shape[0] * topK, total = routed + experts * (kGroupRows - 1);
+    if (failed(routing(ids, ranks, offsets, &counts, routed)) ||
+        failed(shaped(out, {out.shape[0], d}, "permuted", "x's columns")))
+      return failure();
     const int64_t warps = kTokensABlock * ((out.shape[0] + kTokensABlock - 1) / kTokensABlock);
     for (int64_t w0 = x * kTokensABlock; w0 < total; w0 += warps)
       for (int64_t w = w0; w < std::min(w0 + kTokensABlock, total); ++w) {
-        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, counts, out.shape[0]);
+        FailureOr<int64_t> found = permutedRow(w, routed, ids, ranks, offsets, &counts, out.shape[0]);
         if (failed(found))
           return failure();
         if (*found < 0)
@@ -936,18 +1000,32 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
       }
     return success();
   }
-  default: { // the combine: (expert_out, ids, weights, ranks, offsets, y)
-    HostTensor &expertOut = *t[0], &ids = *t[1], &weights = *t[2], &ranks = *t[3], &offsets = *t[4], &out = *t[5];
-    const int64_t tokens = out.shape[0], dOut = out.shape[1];
-    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok)
-      for (int64_t c = 0; c < dOut; ++c) {
-        float sum = 0.0f;
-        for (int64_t s = 0; s < topK; ++s) {
-          int64_t i = tok * topK + s, row = offsets.ints[ids.ints[i]] + ranks.ints[i];
-          sum = std::fma(weights.data[i], expertOut.data[row * dOut + c], sum);
-        }
-        out.data[tok * dOut + c] = roundToElement(sum, out.kind);
+  case KernelRole::MoeGatherGrad: // (dx_perm, ids, ranks, offsets, dx): the combine with unit weights
+  default: {                      // the combine: (expert_out, ids, weights, ranks, offsets, y)
+    const bool gather = spec.getRole() == KernelRole::MoeGatherGrad;
+    HostTensor &rows = *t[0], &ids = *t[1], &ranks = *t[gather ? 2 : 3], &offsets = *t[gather ? 3 : 4];
+    HostTensor &out = *t.back(), *weights = gather ? nullptr : t[2];
+    const int64_t tokens = out.shape[0], width = out.shape[1];
+    if (failed(routing(ids, ranks, offsets, nullptr, tokens * topK)) ||
+        (weights && failed(holds(*weights, tokens * topK, "weights"))) ||
+        failed(shaped(rows, {rows.shape[0], width}, gather ? "dx_perm" : "expert_out",
+                      gather ? "dx's columns" : "y's columns")))
+      return failure();
+    for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
+      SmallVector<int64_t> found;  // (the token's k rows)
+      for (int64_t i = tok * topK; i < (tok + 1) * topK; ++i) {
+        FailureOr<int64_t> row = permutedRow(i, tokens * topK, ids, ranks, offsets, nullptr, rows.shape[0]);
+        if (failed(row))
+          return failure();
+        found.push_back(*row);
       }
+      for (int64_t c = 0; c < width; ++c) {
+        float sum = 0.0f;
+        for (int64_t s = 0; s < topK; ++s)
+          sum = std::fma(weights ? weights->data[tok * topK + s] : 1.0f, rows.data[found[s] * width + c], sum);
+        out.data[tok * width + c] = roundToElement(sum, out.kind);
+      }
+    }
     return success();
   }
   }

@@ -84,7 +84,7 @@ func.func @paged_without_table(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x16x2x64xb
 
 func.func @page_rows(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x32x2x64xbf16>, %v: tensor<?x32x2x64xbf16>,
                      %lens: tensor<?xi32>, %table: tensor<?x?xi32>) {
-  // expected-error @+1 {{key cache has shape [?, 32, 2, 64], expected [pages, P, Hkv, D] = [?, 16, 2, 64]}}
+  // expected-error @+1 {{key cache has shape [?, 32, 2, 64], expected [pages, P, Hkv, D] = [*, 16, 2, 64]}}
   %out, %lse = flash.decode_attention %q, %k, %v, %lens block_table %table scale = 0.125 page_size = 16
       num_kv_heads = 2
       : (tensor<?x8x1x64xbf16>, tensor<?x32x2x64xbf16>, tensor<?x32x2x64xbf16>, tensor<?xi32>, tensor<?x?xi32>)

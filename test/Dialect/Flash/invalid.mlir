@@ -184,7 +184,7 @@ func.func @attention_query_rank(%q: tensor<4x8x64xf32>, %k: tensor<1x4x8x64xf32>
 
 func.func @attention_head_dim(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x128xf32>, %v: tensor<?x4x?x64xf32>)
     -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
-  // expected-error @+1 {{key has shape [?, 4, ?, 128], expected [B, Hkv, Sk, D] = [?, ?, ?, 64]}}
+  // expected-error @+1 {{key has shape [?, 4, ?, 128], expected [B, Hkv, Sk, D] = [?, *, *, 64]}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
       : (tensor<?x4x?x64xf32>, tensor<?x4x?x128xf32>, tensor<?x4x?x64xf32>) -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>)
   return %o, %l : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
@@ -204,7 +204,7 @@ func.func @attention_key_offset_type(%q: tensor<?x4x?x64xf32>, %k: tensor<?x4x?x
 
 func.func @attention_batch(%q: tensor<2x4x8x64xf32>, %k: tensor<3x4x8x64xf32>, %v: tensor<3x4x8x64xf32>)
     -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>) {
-  // expected-error @+1 {{key has shape [3, 4, 8, 64], expected [B, Hkv, Sk, D] = [2, ?, ?, 64]}}
+  // expected-error @+1 {{key has shape [3, 4, 8, 64], expected [B, Hkv, Sk, D] = [2, *, *, 64]}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<2x4x8x64xf32>, tensor<3x4x8x64xf32>, tensor<3x4x8x64xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
   return %o, %l : tensor<2x4x8x64xf32>, tensor<2x4x8xf32>
@@ -214,7 +214,7 @@ func.func @attention_batch(%q: tensor<2x4x8x64xf32>, %k: tensor<3x4x8x64xf32>, %
 
 func.func @attention_value_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x2x?x64xf32>)
     -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>) {
-  // expected-error @+1 {{value has shape [?, 2, ?, 64], expected [B, Hkv, Sk, Dv] = [?, 4, ?, ?]}}
+  // expected-error @+1 {{value has shape [?, 2, ?, 64], expected [B, Hkv, Sk, Dv] = [?, 4, ?, *]}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x2x?x64xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?xf32>)
   return %o, %l : tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
@@ -224,7 +224,7 @@ func.func @attention_value_heads(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf
 
 func.func @attention_value_seq(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x15x64xf32>)
     -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>) {
-  // expected-error @+1 {{value has shape [1, 4, 15, 64], expected [B, Hkv, Sk, Dv] = [1, 4, 16, ?]}}
+  // expected-error @+1 {{value has shape [1, 4, 15, 64], expected [B, Hkv, Sk, Dv] = [1, 4, 16, *]}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x15x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8xf32>)
   return %o, %l : tensor<1x4x8x64xf32>, tensor<1x4x8xf32>
@@ -452,7 +452,7 @@ func.func @ffn_input_rank(%x: tensor<1024xbf16>, %w1: tensor<1024x4096xbf16>, %w
 // -----
 
 func.func @ffn_w1(%x: tensor<?x1024xbf16>, %w1: tensor<512x4096xbf16>, %w2: tensor<4096x1024xbf16>) -> tensor<?x1024xbf16> {
-  // expected-error @+1 {{w1 has shape [512, 4096], expected [d, h] = [1024, ?]}}
+  // expected-error @+1 {{w1 has shape [512, 4096], expected [d, h] = [1024, *]}}
   %0 = flash.ffn gelu_tanh %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<?x1024xbf16>
   return %0 : tensor<?x1024xbf16>
 }
@@ -492,7 +492,7 @@ func.func @ffn_up(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %wu: ten
 // -----
 
 func.func @ffn_w2(%x: tensor<?x1024xbf16>, %w1: tensor<1024x4096xbf16>, %w2: tensor<2048x1024xbf16>) -> tensor<?x1024xbf16> {
-  // expected-error @+1 {{w2 has shape [2048, 1024], expected [h, d_out] = [4096, ?]}}
+  // expected-error @+1 {{w2 has shape [2048, 1024], expected [h, d_out] = [4096, *]}}
   %0 = flash.ffn relu %x, %w1, %w2 : (tensor<?x1024xbf16>, tensor<1024x4096xbf16>, tensor<2048x1024xbf16>) -> tensor<?x1024xbf16>
   return %0 : tensor<?x1024xbf16>
 }

@@ -63,7 +63,7 @@ func.func @mixed_types(%k: tensor<?x2x1x64xbf16>, %v: tensor<?x2x1x64xbf16>, %kc
 
 func.func @heads(%k: tensor<?x2x1x64xbf16>, %v: tensor<?x2x1x64xbf16>, %kc: tensor<?x4x?x64xbf16>,
                  %vc: tensor<?x4x?x64xbf16>, %lens: tensor<?xi32>) {
-  // expected-error @+1 {{key cache has shape [?, 4, ?, 64], expected [B, Hkv, S, D] = [?, 2, ?, 64]}}
+  // expected-error @+1 {{key cache has shape [?, 4, ?, 64], expected [B, Hkv, S, D] = [?, 2, *, 64]}}
   %k2, %v2 = flash.kv_append %k, %v into %kc, %vc, %lens
       : (tensor<?x2x1x64xbf16>, tensor<?x2x1x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?xi32>)
       -> (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>)

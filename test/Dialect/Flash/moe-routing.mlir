@@ -40,7 +40,7 @@ func.func @top_k_shape(%s: tensor<?x8xbf16>) {
 
 func.func @ids_rows(%x: tensor<5x64xbf16>, %ids: tensor<4x2xi32>, %w1: tensor<8x64x96xbf16>,
                     %w2: tensor<8x96x40xbf16>) {
-  // expected-error @+1 {{ids has shape [4, 2], expected [T, k] = [5, ?]}}
+  // expected-error @+1 {{ids has shape [4, 2], expected [T, k] = [5, *]}}
   %rows = flash.expert_ffn silu %x, %ids, %w1, %w2
       : (tensor<5x64xbf16>, tensor<4x2xi32>, tensor<8x64x96xbf16>, tensor<8x96x40xbf16>) -> tensor<5x2x40xbf16>
   return
@@ -50,7 +50,7 @@ func.func @ids_rows(%x: tensor<5x64xbf16>, %ids: tensor<4x2xi32>, %w1: tensor<8x
 
 func.func @expert_count(%x: tensor<?x64xbf16>, %ids: tensor<?x2xi32>, %w1: tensor<8x64x96xbf16>,
                         %w2: tensor<4x96x40xbf16>) {
-  // expected-error @+1 {{w2 has shape [4, 96, 40], expected [E, h, d_out] = [8, 96, ?]}}
+  // expected-error @+1 {{w2 has shape [4, 96, 40], expected [E, h, d_out] = [8, 96, *]}}
   %rows = flash.expert_ffn silu %x, %ids, %w1, %w2
       : (tensor<?x64xbf16>, tensor<?x2xi32>, tensor<8x64x96xbf16>, tensor<4x96x40xbf16>) -> tensor<?x2x40xbf16>
   return

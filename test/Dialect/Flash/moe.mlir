@@ -37,7 +37,7 @@ func.func @top_k(%x: tensor<?x64xbf16>, %router: tensor<64x8xbf16>, %w1: tensor<
 
 func.func @experts(%x: tensor<?x64xbf16>, %router: tensor<64x8xbf16>, %w1: tensor<4x64x96xbf16>,
                    %w2: tensor<8x96x64xbf16>) {
-  // expected-error @+1 {{w1 has shape [4, 64, 96], expected [E, d, h] = [8, 64, ?]}}
+  // expected-error @+1 {{w1 has shape [4, 64, 96], expected [E, d, h] = [8, 64, *]}}
   %y = flash.moe silu %x, %router, %w1, %w2 top_k = 2 gating = softmax
       : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<4x64x96xbf16>, tensor<8x96x64xbf16>) -> tensor<?x64xbf16>
   return
@@ -47,7 +47,7 @@ func.func @experts(%x: tensor<?x64xbf16>, %router: tensor<64x8xbf16>, %w1: tenso
 
 func.func @model_dim(%x: tensor<?x32xbf16>, %router: tensor<64x8xbf16>, %w1: tensor<8x64x96xbf16>,
                      %w2: tensor<8x96x64xbf16>) {
-  // expected-error @+1 {{router has shape [64, 8], expected [d, E] = [32, ?]}}
+  // expected-error @+1 {{router has shape [64, 8], expected [d, E] = [32, *]}}
   %y = flash.moe silu %x, %router, %w1, %w2 top_k = 2 gating = softmax
       : (tensor<?x32xbf16>, tensor<64x8xbf16>, tensor<8x64x96xbf16>, tensor<8x96x64xbf16>) -> tensor<?x64xbf16>
   return

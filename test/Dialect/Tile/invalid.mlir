@@ -919,3 +919,41 @@ tile.kernel @append_rank1(%k: !tile.tensor<?xf16>, %v: !tile.tensor<?xf16>, %kc:
         !tile.tensor<4xi32>
   tile.return
 }
+
+// -----
+
+// A mixture of experts' tensors have the ranks its role indexes: the routing's ids are the routed rows' (rank 1,
+// T k of them), not [T, k] (the CPU executor's permute took such a table's T for the routed rows, and left the rest
+// of the rows unwritten).
+tile.kernel @permute_ids_rank2(%x: !tile.tensor<?x64xbf16>, %counts: !tile.tensor<8xi32>, %ids: !tile.tensor<?x2xi32>,
+                               %ranks: !tile.tensor<?xi32>, %offsets: !tile.tensor<9xi32>,
+                               %permuted: !tile.tensor<?x64xbf16>)
+    attributes {block_m = 8 : i64, block_n = 1 : i64,
+                grid = [#tile.grid<ceildiv(arg5[0], 8)>, #tile.grid<1>, #tile.grid<1>],
+                spec = #tile.moe<role = moe_permute, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
+                                 activation = silu, gated = false, element_type = bf16>,
+                stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 8 : i64} {
+  %bx = tile.program_id x
+  // expected-error @+1 {{moe_permute takes a rank-1 i32 tensor #2, got '!tile.tensor<?x2xi32>'}}
+  tile.moe_block(%x, %counts, %ids, %ranks, %offsets, %permuted) at [%bx, %bx, %bx]
+      : !tile.tensor<?x64xbf16>, !tile.tensor<8xi32>, !tile.tensor<?x2xi32>, !tile.tensor<?xi32>, !tile.tensor<9xi32>,
+        !tile.tensor<?x64xbf16>
+  tile.return
+}
+
+// -----
+
+// ... and their element types: the routing's tables i32, its weights f32 (a float table's integers were read past
+// the values it holds).
+tile.kernel @plan_float_offsets(%logits: !tile.tensor<?x8xbf16>, %counts: !tile.tensor<8xi32>,
+                                %offsets: !tile.tensor<9xf32>, %groups: !tile.tensor<?xi32>)
+    attributes {block_m = 8 : i64, block_n = 1 : i64, grid = [#tile.grid<1>, #tile.grid<1>, #tile.grid<1>],
+                spec = #tile.moe<role = moe_plan, experts = 8, top_k = 2, sigmoid = false, renormalize = true,
+                                 activation = silu, gated = false, element_type = bf16>,
+                stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 8 : i64} {
+  %x = tile.program_id x
+  // expected-error @+1 {{moe_plan takes a rank-1 i32 tensor #2, got '!tile.tensor<9xf32>'}}
+  tile.moe_block(%logits, %counts, %offsets, %groups) at [%x, %x, %x]
+      : !tile.tensor<?x8xbf16>, !tile.tensor<8xi32>, !tile.tensor<9xf32>, !tile.tensor<?xi32>
+  tile.return
+}

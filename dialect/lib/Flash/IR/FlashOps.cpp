@@ -21,7 +21,8 @@ using namespace mlir::flash;
 
 namespace {
 
-constexpr int64_t kAnySize = ShapedType::kDynamic;
+/// An expected size that accepts any size, static or dynamic (ShapedType::kDynamic expects a dynamic one).
+constexpr int64_t kAnySize = -2;
 
 /// "[2, ?, 128]"
 std::string formatShape(ArrayRef<int64_t> shape) {
@@ -31,6 +32,8 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   llvm::interleaveComma(shape, os, [&](int64_t size) {
     if (ShapedType::isDynamic(size))
       os << "?";
+    else if (size == kAnySize)
+      os << "*";
     else
       os << size;
   });
@@ -38,24 +41,40 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   return text;
 }
 
-/// Sizes agree unless both are known and differ.
+/// Graph ops' sizes agree unless both are known and differ (the fusions check what the fused op needs).
 bool sizesCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-/// Checks that `type` has the rank of `expected` and sizes compatible with it
-/// (kAnySize accepts anything). `symbolic` spells the shape, e.g. "[B, Hq, Sq]".
-LogicalResult checkShape(Operation *op, StringRef name, ShapedType type,
-                         ArrayRef<int64_t> expected, StringRef symbolic) {
+/// Why two sizes of one symbol disagree, for the messages.
+std::string staticnessHint(ArrayRef<int64_t> actual, ArrayRef<int64_t> expected) {
+  for (auto [a, b] : llvm::zip(actual, expected))
+    if (a != b && b != kAnySize && (ShapedType::isDynamic(a) || ShapedType::isDynamic(b)))
+      return " (a size must be static in every tensor that has it, or dynamic in all)";
+  return "";
+}
+
+/// Checks that `type` has the rank of `expected` and its sizes (kAnySize accepts anything). `symbolic` spells the
+/// shape, e.g. "[B, Hq, Sq]". A fused op's sizes of one symbol (B, Sq, d, ...) must be the same number or dynamic in
+/// every tensor: each tensor's sizes are checked at launch on their own, so a run-time batch of 2 beside a key
+/// declared with batch 1 would pass, and the kernels would read the key past its end. A graph op's (the spec's own
+/// spelling, evaluated on the CPU) agree unless both are known and differ: the fusions check what they build.
+LogicalResult checkShape(Operation *op, StringRef name, ShapedType type, ArrayRef<int64_t> expected,
+                         StringRef symbolic, bool graphOp = false) {
   if (type.getRank() != static_cast<int64_t>(expected.size()))
     return op->emitOpError() << name << " must have rank " << expected.size()
                              << " " << symbolic << ", got " << type;
   for (auto [actual, wanted] : llvm::zip_equal(type.getShape(), expected))
-    if (!sizesCompatible(actual, wanted))
-      return op->emitOpError()
-             << name << " has shape " << formatShape(type.getShape())
-             << ", expected " << symbolic << " = " << formatShape(expected);
+    if (wanted != kAnySize && (graphOp ? !sizesCompatible(actual, wanted) : actual != wanted))
+      return op->emitOpError() << name << " has shape " << formatShape(type.getShape()) << ", expected " << symbolic
+                               << " = " << formatShape(expected)
+                               << (graphOp ? "" : staticnessHint(type.getShape(), expected));
   return success();
+}
+
+LogicalResult checkGraphShape(Operation *op, StringRef name, ShapedType type, ArrayRef<int64_t> expected,
+                              StringRef symbolic) {
+  return checkShape(op, name, type, expected, symbolic, /*graphOp=*/true);
 }
 
 LogicalResult checkRank(Operation *op, StringRef name, ShapedType type,
@@ -201,7 +220,7 @@ LogicalResult MatmulOp::verify() {
   }
   expected.push_back(m);
   expected.push_back(n);
-  return checkShape(op, "result", resultType, expected, "[..., M, N]");
+  return checkGraphShape(op, "result", resultType, expected, "[..., M, N]");
 }
 
 //===----------------------------------------------------------------------===//
@@ -443,14 +462,14 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "query must have static heads Hq and head dim D "
                             "in [B, Hq, Sq, D], got "
                          << queryType;
-  if (failed(checkShape(op, "key", keyType, {batch, kAnySize, kAnySize, headDim},
-                        "[B, Hkv, Sk, D]")))
-    return failure();
   int64_t kvHeads = keyType.getDimSize(1), keySeq = keyType.getDimSize(2);
   if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(keyType.getDimSize(3)))
     return emitOpError() << "key must have static heads Hkv and head dim D in [B, Hkv, Sk, "
                             "D], got "
                          << keyType;
+  if (failed(checkShape(op, "key", keyType, {batch, kAnySize, kAnySize, headDim},
+                        "[B, Hkv, Sk, D]")))
+    return failure();
   if (failed(checkShape(op, "value", valueType,
                         {batch, kvHeads, keySeq, kAnySize},
                         "[B, Hkv, Sk, Dv]")))
@@ -552,7 +571,7 @@ LogicalResult TopKOp::verify() {
     return emitOpError() << "k = " << k << " must be in [1, N = " << n << "]";
   for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"values", getValues().getType()},
                             {"indices", getIndices().getType()}})
-    if (failed(checkShape(op, name, type, {scores.getDimSize(0), k}, "[T, k]")))
+    if (failed(checkGraphShape(op, name, type, {scores.getDimSize(0), k}, "[T, k]")))
       return failure();
   return checkSameElementType(op, "values", getValues().getType(), "scores", scores);
 }
@@ -566,7 +585,7 @@ LogicalResult ExpertFfnOp::verify() {
   RankedTensorType inputType = getInput().getType();
   if (failed(checkRank(op, "input", inputType, 2, 2, "[T, d]")) ||
       failed(checkRank(op, "ids", getIds().getType(), 2, 2, "[T, k]")) ||
-      failed(checkShape(op, "ids", getIds().getType(), {inputType.getDimSize(0), kAnySize}, "[T, k]")))
+      failed(checkGraphShape(op, "ids", getIds().getType(), {inputType.getDimSize(0), kAnySize}, "[T, k]")))
     return failure();
   auto checkWeight = [&](StringRef name, RankedTensorType type, ArrayRef<int64_t> shape,
                          StringRef symbolic) -> LogicalResult {
@@ -575,7 +594,7 @@ LogicalResult ExpertFfnOp::verify() {
       return failure();
     if (!type.hasStaticShape())
       return op->emitOpError() << name << " must have a static shape " << symbolic << ", got " << type;
-    return checkShape(op, name, type, shape, symbolic);
+    return checkGraphShape(op, name, type, shape, symbolic);
   };
   RankedTensorType w1 = getW1().getType();
   if (failed(checkWeight("w1", w1, {kAnySize, inputType.getDimSize(1), kAnySize}, "[E, d, h]")))
@@ -586,7 +605,7 @@ LogicalResult ExpertFfnOp::verify() {
       return failure();
   if (failed(checkWeight("w2", getW2().getType(), {experts, hidden, kAnySize}, "[E, h, d_out]")))
     return failure();
-  return failure(failed(checkShape(op, "result", getResult().getType(),
+  return failure(failed(checkGraphShape(op, "result", getResult().getType(),
                                    {inputType.getDimSize(0), getIds().getType().getDimSize(1),
                                     getW2().getType().getDimSize(2)},
                                    "[T, k, d_out]")) ||
@@ -597,9 +616,9 @@ LogicalResult CombineOp::verify() {
   Operation *op = getOperation();
   RankedTensorType rows = getRows().getType();
   if (failed(checkRank(op, "rows", rows, 3, 3, "[T, k, N]")) ||
-      failed(checkShape(op, "weights", getWeights().getType(), {rows.getDimSize(0), rows.getDimSize(1)}, "[T, k]")) ||
+      failed(checkGraphShape(op, "weights", getWeights().getType(), {rows.getDimSize(0), rows.getDimSize(1)}, "[T, k]")) ||
       failed(checkSameElementType(op, "weights", getWeights().getType(), "rows", rows)) ||
-      failed(checkShape(op, "result", getResult().getType(), {rows.getDimSize(0), rows.getDimSize(2)}, "[T, N]")))
+      failed(checkGraphShape(op, "result", getResult().getType(), {rows.getDimSize(0), rows.getDimSize(2)}, "[T, N]")))
     return failure();
   return checkSameElementType(op, "result", getResult().getType(), "rows", rows);
 }

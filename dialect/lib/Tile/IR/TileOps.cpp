@@ -387,6 +387,65 @@ LogicalResult MoeBlockOp::verify() {
                          << (spec.getRole() == KernelRole::MoeUp ? (spec.getGated() ? " (gated: w_up included)" : "")
                                                                  : "")
                          << ", got " << getTensors().size();
+  // Each tensor's rank and element type, as the kernels and the CPU executor index it, a letter a tensor: 'i' an
+  // i32 table (counts, ids, ranks, offsets, groups), 'f' the routed rows' f32 weights (or their gradients), 'r' rows
+  // (rank 2: x, the logits, the router, the permuted layout's workspaces), 'w' the experts' weights [E, K, N] or
+  // their gradients. (A float tensor read as a table, or a rank-1 one as rows, was read past its values.)
+  bool gated = spec.getGated(), train = spec.getTrain();
+  std::string codes;
+  switch (spec.getRole()) {
+  case KernelRole::MoeRouter: // x, router, logits
+    codes = "rrr";
+    break;
+  case KernelRole::MoePlan: // logits, counts, offsets, groups, [saved_counts]
+    codes = train ? "riiii" : "riii";
+    break;
+  case KernelRole::MoeSelect: // logits, counts, ids, weights, ranks
+    codes = "riifi";
+    break;
+  case KernelRole::MoeUp: // logits, permuted, w1, [w_up], groups, hidden, [pre | gate, up]
+    codes = std::string(gated ? "rrww" : "rrw") + "ir" + (train ? (gated ? "rr" : "r") : "");
+    break;
+  case KernelRole::MoeDown:               // logits, hidden, w2, groups, expert_out
+  case KernelRole::MoeDataGrad:           // logits, a, w, groups, c
+  case KernelRole::MoeDataGradAccumulate: // logits, a, w, groups, c
+    codes = "rrwir";
+    break;
+  case KernelRole::MoeWeightGrad: // logits, a, b, offsets, dw
+    codes = "rrriw";
+    break;
+  case KernelRole::MoeSelectGrad: // logits, ids, weights, d_weights, d_logits
+    codes = "riffr";
+    break;
+  case KernelRole::MoeGatherGrad: // dx_perm, ids, ranks, offsets, dx
+    codes = "riiir";
+    break;
+  case KernelRole::MoeScatterGrad: // dy, expert_out, counts, ids, weights, ranks, offsets, d_expert_out, d_weights
+    codes = "rriifiirf";
+    break;
+  case KernelRole::MoeActivationGrad: // logits, pre, [up], dh, offsets, d_pre, [d_up]
+    codes = gated ? "rrrrirr" : "rrrir";
+    break;
+  case KernelRole::MoePermute: // x, counts, ids, ranks, offsets, permuted
+    codes = "riiiir";
+    break;
+  default: // the combine: expert_out, ids, weights, ranks, offsets, y
+    codes = "rifiir";
+    break;
+  }
+  for (auto [index, tensor, code] : llvm::enumerate(getTensors(), codes)) {
+    auto type = llvm::dyn_cast<GlobalTensorType>(tensor.getType());
+    if (!type)
+      continue;
+    int64_t rank = code == 'w' ? 3 : code == 'r' ? 2 : 1;
+    Type element = type.getElementType();
+    bool table = code == 'i', routed = code == 'f';
+    bool typed = table ? element.isInteger(32) : routed ? element.isF32() : llvm::isa<FloatType>(element);
+    if (type.getRank() != rank || !typed)
+      return emitOpError() << stringifyKernelRole(spec.getRole()) << " takes a rank-" << rank << " "
+                           << (table ? "i32" : routed ? "f32" : "float") << " tensor #" << index << ", got "
+                           << tensor.getType();
+  }
   return success();
 }
 
