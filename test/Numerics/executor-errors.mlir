@@ -77,7 +77,7 @@
 // RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=data_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-DGRAD-ROWS
 // MOE-DGRAD-ROWS: 'tile.moe_block': a is 17x40, not 256x40 (as many rows as c) (kernel @rows_data_grad,
 // RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=down_short_groups --dynamic-size=128 --seed=8 2>&1 | FileCheck %s --check-prefix=MOE-DOWN-GROUPS
-// MOE-DOWN-GROUPS: 'tile.moe_block': groups holds 1 values, fewer than the 2 the routing writes or reads (kernel @short_groups_down,
+// MOE-DOWN-GROUPS: 'tile.moe_block': groups holds 1 value, fewer than the 2 the routing writes or reads (kernel @short_groups_down,
 // RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=weight_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-WGRAD-ROWS
 // MOE-WGRAD-ROWS: 'tile.moe_block': b is 256x96, not 17x96 (as many rows as a) (kernel @rows_weight_grad,
 // RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=act_grad_rows 2>&1 | FileCheck %s --check-prefix=MOE-ACT-ROWS
@@ -88,6 +88,10 @@
 // MOE-SCATTER-SHAPE: 'tile.moe_block': expert_out is 256x64, not 17x64 (d_expert_out's shape) (kernel @shape_scatter,
 // RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=permute_shape 2>&1 | FileCheck %s --check-prefix=MOE-PERMUTE-SHAPE
 // MOE-PERMUTE-SHAPE: 'tile.moe_block': permuted is 17x32, not 17x64 (x's columns) (kernel @shape_permute,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=select_wide_logits 2>&1 | FileCheck %s --check-prefix=MOE-SELECT-LOGITS
+// MOE-SELECT-LOGITS: 'tile.moe_block': logits is 17x9, not 17x8 (tokens x experts) (kernel @wide_logits_select,
+// RUN: not flash-run-tile %S/Inputs/moe-unchecked-sizes.mlir --run-program=down_block_m --dynamic-size=256 2>&1 | FileCheck %s --check-prefix=MOE-BLOCK-M
+// MOE-BLOCK-M: 'tile.moe_block': block_m = 256 does not divide an expert's 128-row groups: a tile would mix two experts' rows (kernel @block_m_down,
 //
 // --help lists the tools' own options, not the LLVM libraries' (it printed 300 lines of backend flags):
 // RUN: flash-run-tile --help | FileCheck %s --check-prefix=HELP-TILE

@@ -680,3 +680,21 @@ func.func @zero_queries(%q: tensor<1x2x0x64xbf16>, %k: tensor<1x2x5x64xbf16>, %v
   %o = flash.matmul %p, %v : tensor<1x2x0x5xbf16>, tensor<1x2x5x64xbf16> -> tensor<1x2x0x64xbf16>
   return %o : tensor<1x2x0x64xbf16>
 }
+
+// -----
+
+// V's key length static where K's is dynamic: the graph's matmuls accept it (the sizes agree unless both are known),
+// flash.attention does not (each tensor is checked at launch on its own: Sk = 100 in K would read V past its 5 rows;
+// 5 because fusion-numerics.test evaluates the graph at that size). The op the pass built fails its verifier, so it
+// is dropped and the graph stays, with the verifier's reason.
+// CHECK-LABEL: func.func @key_length_static_in_v_only
+// CHECK-NOT: flash.attention
+// CHECK: flash.softmax
+func.func @key_length_static_in_v_only(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                                       %v: tensor<?x2x5x64xbf16>) -> tensor<?x2x?x64xbf16> {
+  %s = flash.matmul %q, %k transpose_b : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x2x?x?xbf16>
+  %p = flash.softmax %s : tensor<?x2x?x?xbf16>
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: value has shape [?, 2, 5, 64], expected [B, Hkv, Sk, Dv] = [?, 2, ?, *] (a size must be static in every tensor that has it, or dynamic in all)}}
+  %o = flash.matmul %p, %v : tensor<?x2x?x?xbf16>, tensor<?x2x5x64xbf16> -> tensor<?x2x?x64xbf16>
+  return %o : tensor<?x2x?x64xbf16>
+}

@@ -289,3 +289,19 @@ func.func @zero_hidden(%x: tensor<8x16xbf16>, %w1: tensor<16x0xbf16>, %w2: tenso
   %y = flash.matmul %a, %w2 : tensor<8x0xbf16>, tensor<0x16xbf16> -> tensor<8x16xbf16>
   return %y : tensor<8x16xbf16>
 }
+
+// -----
+
+// x's width dynamic where W1's is static: the matmul accepts it, flash.ffn does not (x is checked at launch on its
+// own: a width of 2 would pass and the kernel read 4 columns; 4 because fusion-numerics.test evaluates the graph at
+// that size). The graph stays, with the verifier's reason.
+// CHECK-LABEL: func.func @width_static_in_w1_only
+// CHECK-NOT: flash.ffn
+func.func @width_static_in_w1_only(%x: tensor<?x?xbf16>, %w1: tensor<4x512xbf16>, %w2: tensor<512x4xbf16>)
+    -> tensor<?x4xbf16> {
+  %h = flash.matmul %x, %w1 : tensor<?x?xbf16>, tensor<4x512xbf16> -> tensor<?x512xbf16>
+  %a = flash.relu %h : tensor<?x512xbf16>
+  // expected-warning @+1 {{act(...)·W2 not fused into flash.ffn: w1 has shape [4, 512], expected [d, h] = [?, *] (a size must be static in every tensor that has it, or dynamic in all)}}
+  %y = flash.matmul %a, %w2 : tensor<?x512xbf16>, tensor<512x4xbf16> -> tensor<?x4xbf16>
+  return %y : tensor<?x4xbf16>
+}

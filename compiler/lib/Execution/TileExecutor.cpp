@@ -660,8 +660,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   // rows, E counts, E + 1 offsets, 1 + the row blocks of groups):
   auto holds = [&](const HostTensor &tensor, int64_t values, const char *name) -> LogicalResult {
     if (tensor.numElements() < values)
-      return fail(block, llvm::formatv("{0} holds {1} values, fewer than the {2} the routing writes or reads", name,
-                                       tensor.numElements(), values));
+      return fail(block, llvm::formatv("{0} holds {1} value{2}, fewer than the {3} the routing writes or reads", name,
+                                       tensor.numElements(), tensor.numElements() == 1 ? "" : "s", values));
     return success();
   };
   // A tensor whose shape the others give (a GEMM's operands, rows walked together; the kernels' TMA reads zeros past
@@ -769,6 +769,10 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
         (train && failed(shaped(*t[c + 1], t[c]->shape, gated ? "gate" : "pre", "hidden's shape"))) ||
         (train && gated && failed(shaped(*t[c + 2], t[c]->shape, "up", "hidden's shape"))))
       return failure();
+    if (kGroupRows % blockM != 0)  // (the CUDA emitter refuses it too)
+      return fail(block, llvm::formatv("block_m = {0} does not divide an expert's {1}-row groups: a tile would mix "
+                                       "two experts' rows",
+                                       blockM, kGroupRows));
     HostTensor &groups = *t[c - 1];
     // Row blocks past the ones in use (or past the rows) are never taken.
     int64_t inUse =
@@ -869,6 +873,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelectGrad: { // (logits, ids, weights, d_weights, d_logits): tokens 8x..
     HostTensor &logits = *t[0], &ids = *t[1], &weights = *t[2], &dWeights = *t[3], &dLogits = *t[4];
     const int64_t tokens = logits.shape[0];
+    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")))
+      return failure();
     if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(ids, tokens * topK, "ids")) ||
         failed(holds(weights, tokens * topK, "weights")) || failed(holds(dWeights, tokens * topK, "d_weights")) ||
         failed(holds(dLogits, tokens * experts, "d_logits")))
@@ -911,6 +917,8 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
     HostTensor &logits = *t[0], &counts = *t[1], &ids = *t[2], &weights = *t[3], &ranks = *t[4];
     const int64_t tokens = logits.shape[0];
+    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")))
+      return failure();
     if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(counts, experts, "counts")) ||
         failed(holds(ids, tokens * topK, "ids")) || failed(holds(weights, tokens * topK, "weights")) ||
         failed(holds(ranks, tokens * topK, "ranks")))

@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LiftScoreOps.h"
+#include "FusedOpCheck.h"
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -224,7 +225,7 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
   return match;
 }
 
-void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
+LogicalResult rewriteAttention(AttentionMatch &match, RewriterBase &rewriter, std::string &whyNot) {
   MatmulOp root = match.root;
   rewriter.setInsertionPoint(root);
   SmallVector<Location> locations;
@@ -267,6 +268,12 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
     IRMapping mapping;
     match.scoreOp.getScoreMod().cloneInto(&attention.getScoreMod(), mapping);
   }
+  if (failed(flashc::verifyFused(attention, whyNot))) {
+    rewriter.eraseOp(attention);
+    if (match.keyTransposed)  // (the K built from Kᵀ's product)
+      rewriter.eraseOp(key.getDefiningOp());
+    return failure();
+  }
 
   rewriter.replaceAllUsesWith(root.getResult(), attention.getOutput());
   for (Operation *op : match.chain)
@@ -274,6 +281,7 @@ void rewriteAttention(AttentionMatch &match, RewriterBase &rewriter) {
   for (Operation *op : match.maybeDead)
     if (op->use_empty())
       rewriter.eraseOp(op);
+  return success();
 }
 
 struct FuseAttentionPass
@@ -295,9 +303,10 @@ struct FuseAttentionPass
     getOperation()->walk([&](MatmulOp op) { candidates.push_back(op); });
     for (MatmulOp candidate : candidates) {
       std::string whyNot;
-      if (std::optional<AttentionMatch> match = matchAttention(candidate, whyNot))
-        rewriteAttention(*match, rewriter);
-      else if (!whyNot.empty())
+      std::optional<AttentionMatch> match = matchAttention(candidate, whyNot);
+      if (match && succeeded(rewriteAttention(*match, rewriter, whyNot)))
+        continue;
+      if (!whyNot.empty())
         candidate.emitWarning() << "softmax(...)·V not fused into flash.attention: " << whyNot;
     }
   }

@@ -9,6 +9,7 @@
 // flash.ffn, so a residual add (full-shape rhs) is left alone.
 //
 //===----------------------------------------------------------------------===//
+#include "FusedOpCheck.h"
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -192,7 +193,7 @@ std::optional<FfnMatch> matchFfn(MatmulOp second, std::string &whyNot) {
   return match;
 }
 
-void rewriteFfn(FfnMatch &match, RewriterBase &rewriter) {
+LogicalResult rewriteFfn(FfnMatch &match, RewriterBase &rewriter, std::string &whyNot) {
   // Every operand dominates the root (the second matmul or its bias add).
   rewriter.setInsertionPoint(match.root);
   SmallVector<Location> locations;
@@ -202,9 +203,14 @@ void rewriteFfn(FfnMatch &match, RewriterBase &rewriter) {
       rewriter.getFusedLoc(locations), match.root->getResult(0).getType(),
       match.activation, match.input, match.w1, match.b1, match.wUp, match.w2,
       match.b2);
+  if (failed(flashc::verifyFused(ffn, whyNot))) {
+    rewriter.eraseOp(ffn);
+    return failure();
+  }
   rewriter.replaceAllUsesWith(match.root->getResult(0), ffn.getResult());
   for (Operation *op : match.chain)
     rewriter.eraseOp(op);
+  return success();
 }
 
 struct FuseFFNPass : public mlir::flash::impl::FuseFFNBase<FuseFFNPass> {
@@ -216,9 +222,10 @@ struct FuseFFNPass : public mlir::flash::impl::FuseFFNBase<FuseFFNPass> {
     IRRewriter rewriter(&getContext());
     for (MatmulOp candidate : candidates) {
       std::string whyNot;
-      if (std::optional<FfnMatch> match = matchFfn(candidate, whyNot))
-        rewriteFfn(*match, rewriter);
-      else if (!whyNot.empty())
+      std::optional<FfnMatch> match = matchFfn(candidate, whyNot);
+      if (match && succeeded(rewriteFfn(*match, rewriter, whyNot)))
+        continue;
+      if (!whyNot.empty())
         candidate.emitWarning() << "act(...)·W2 not fused into flash.ffn: " << whyNot;
     }
   }

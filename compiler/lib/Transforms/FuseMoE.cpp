@@ -11,6 +11,7 @@
 // combine naming it, so the graph still evaluates and flash-tile says no kernel lowers the unfused ops.
 //
 //===----------------------------------------------------------------------===//
+#include "FusedOpCheck.h"
 #include "flashc/Compiler/Passes.h"
 #include "flashc/Dialect/Flash/IR/FlashOps.h"
 
@@ -104,6 +105,11 @@ struct FuseMoEPass : public mlir::flash::impl::FuseMoEBase<FuseMoEPass> {
           combine.getLoc(), combine.getResult().getType(), experts.getActivation(), experts.getInput(),
           m->router.getRhs(), experts.getW1(), experts.getWUp(), experts.getW2(), m->topK.getK(),
           isa<SigmoidOp>(m->gate) ? MoeGating::Sigmoid : MoeGating::Softmax, static_cast<bool>(m->normalize));
+      if (failed(flashc::verifyFused(moe, why))) {
+        moe.erase();
+        combine.emitWarning() << "flash-fuse-moe: not fused into flash.moe: " << why;
+        continue;
+      }
       combine.getResult().replaceAllUsesWith(moe.getResult());
       // Consumers before producers.
       combine.erase();

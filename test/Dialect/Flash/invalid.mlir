@@ -865,3 +865,25 @@ func.func @score_op_yield(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
   } : tensor<8x8xf32>
   return %r : tensor<8x8xf32>
 }
+
+// -----
+
+// A size static in one tensor and dynamic in another (K's batch 1 beside Q's dynamic B, the lse's 128 rows beside a
+// dynamic Sq): each tensor is checked at launch on its own, so B = 2 would pass and the kernels read K past its end.
+func.func @attention_batch_static_in_key_only(%q: tensor<?x4x?x64xbf16>, %k: tensor<1x4x?x64xbf16>,
+                                              %v: tensor<?x4x?x64xbf16>) {
+  // expected-error @+1 {{key has shape [1, 4, ?, 64], expected [B, Hkv, Sk, D] = [?, *, *, 64] (a size must be static in every tensor that has it, or dynamic in all)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<?x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse_static_where_queries_dynamic(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x4x?x64xbf16>,
+                                                     %v: tensor<1x4x?x64xbf16>) {
+  // expected-error @+1 {{lse has shape [1, 4, 128], expected [B, Hq, Sq] = [1, 4, ?] (a size must be static in every tensor that has it, or dynamic in all)}}
+  %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
+      : (tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>) -> (tensor<1x4x?x64xbf16>, tensor<1x4x128xf32>)
+  return
+}

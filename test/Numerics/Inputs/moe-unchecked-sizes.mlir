@@ -294,3 +294,47 @@ func.func @permute_shape(%x: !tile.tensor<?x64xbf16>, %counts: !tile.tensor<8xi3
         !tile.tensor<?x32xbf16>
   return
 }
+
+// @select_wide_logits: logits of 9 columns for 8 experts (the rows were read 8 apart).
+tile.kernel @wide_logits_select(%logits: !tile.tensor<?x9xbf16>, %counts: !tile.tensor<8xi32>,
+                                %ids: !tile.tensor<?xi32>, %weights: !tile.tensor<?xf32>, %ranks: !tile.tensor<?xi32>)
+    attributes {block_m = 8 : i64, block_n = 1 : i64,
+                grid = [#tile.grid<ceildiv(arg0[0], 8)>, #tile.grid<1>, #tile.grid<1>],
+                spec = #tile.moe<role = moe_select, experts = 8, top_k = 1, sigmoid = false, renormalize = false,
+                                 activation = silu, gated = false, element_type = bf16>,
+                stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 8 : i64} {
+  %bx = tile.program_id x
+  tile.moe_block(%logits, %counts, %ids, %weights, %ranks) at [%bx, %bx, %bx]
+      : !tile.tensor<?x9xbf16>, !tile.tensor<8xi32>, !tile.tensor<?xi32>, !tile.tensor<?xf32>, !tile.tensor<?xi32>
+  tile.return
+}
+func.func @select_wide_logits(%logits: !tile.tensor<?x9xbf16>, %ids: !tile.tensor<?xi32>,
+                              %weights: !tile.tensor<?xf32>, %ranks: !tile.tensor<?xi32>) attributes {tile.program} {
+  %counts = tile.alloc_tensor() {tile.zero_fill} : !tile.tensor<8xi32>
+  tile.launch @wide_logits_select(%logits, %counts, %ids, %weights, %ranks)
+      : !tile.tensor<?x9xbf16>, !tile.tensor<8xi32>, !tile.tensor<?xi32>, !tile.tensor<?xf32>, !tile.tensor<?xi32>
+  return
+}
+
+// @down_block_m: 256-row tiles over 128-row expert groups (a tile would take two experts' rows with one's weights).
+tile.kernel @block_m_down(%logits: !tile.tensor<?x8xbf16>, %hidden: !tile.tensor<?x96xbf16>,
+                          %w2: !tile.tensor<8x96x40xbf16>, %groups: !tile.tensor<?xi32>,
+                          %expert_out: !tile.tensor<?x40xbf16>)
+    attributes {block_m = 256 : i64, block_n = 128 : i64, spec = #down,
+                grid = [#tile.grid<ceildiv(arg4[0], 256)>, #tile.grid<1>, #tile.grid<1>],
+                stages = 1 : i64, strategy = #tile.strategy<mma_sync_sm80>, warps = 8 : i64} {
+  %bx = tile.program_id x
+  %zero = arith.constant 0 : index
+  tile.moe_block(%logits, %hidden, %w2, %groups, %expert_out) at [%bx, %zero, %zero]
+      : !tile.tensor<?x8xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<8x96x40xbf16>, !tile.tensor<?xi32>,
+        !tile.tensor<?x40xbf16>
+  tile.return
+}
+func.func @down_block_m(%logits: !tile.tensor<?x8xbf16>, %hidden: !tile.tensor<?x96xbf16>,
+                        %w2: !tile.tensor<8x96x40xbf16>, %groups: !tile.tensor<?xi32>,
+                        %expert_out: !tile.tensor<?x40xbf16>) attributes {tile.program} {
+  tile.launch @block_m_down(%logits, %hidden, %w2, %groups, %expert_out)
+      : !tile.tensor<?x8xbf16>, !tile.tensor<?x96xbf16>, !tile.tensor<8x96x40xbf16>, !tile.tensor<?xi32>,
+        !tile.tensor<?x40xbf16>
+  return
+}

@@ -28,3 +28,19 @@ func.func @expert_count(%x: tensor<?x32xbf16>, %r: tensor<32x16xbf16>, %w1: tens
   return %y : tensor<?x32xbf16>
 }
 
+
+// -----
+
+// x of a dynamic width that the router and the experts both read as 32: the graph's ops accept it, flash.moe does not
+// (x is checked at launch on its own: a width of 16 would pass and the kernels read 32 columns).
+func.func @dynamic_width(%x: tensor<?x?xbf16>, %r: tensor<32x8xbf16>, %w1: tensor<8x32x16xbf16>,
+                         %w2: tensor<8x16x32xbf16>) -> tensor<?x32xbf16> {
+  %logits = flash.matmul %x, %r : tensor<?x?xbf16>, tensor<32x8xbf16> -> tensor<?x8xbf16>
+  %p = flash.softmax %logits : tensor<?x8xbf16>
+  %w, %ids = flash.top_k %p k = 2 : tensor<?x8xbf16> -> tensor<?x2xbf16>, tensor<?x2xi32>
+  %rows = flash.expert_ffn silu %x, %ids, %w1, %w2
+      : (tensor<?x?xbf16>, tensor<?x2xi32>, tensor<8x32x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x2x32xbf16>
+  // expected-warning @+1 {{flash-fuse-moe: not fused into flash.moe: router has shape [32, 8], expected [d, E] = [?, *] (a size must be static in every tensor that has it, or dynamic in all)}}
+  %y = flash.combine %rows, %w : tensor<?x2x32xbf16>, tensor<?x2xbf16> -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}

@@ -465,7 +465,10 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     Operands: query [B, Hq, Sq, D], key [B, Hkv, Sk, D], value [B, Hkv, Sk, Dv]
     (one element type: bf16, f16 or f32). Results: output [B, Hq, Sq, Dv] in
     that element type, and lse [B, Hq, Sq] in f32. B, Sq and Sk may be dynamic;
-    Hq, Hkv, D and Dv are static.
+    Hq, Hkv, D and Dv are static. A size is static in every tensor that has it
+    or dynamic in all (as in every fused op: each tensor is checked at launch
+    on its own, so a static batch of 1 in K beside a dynamic one in Q would
+    let a batch of 2 read K past its end).
 
     For each batch b, query head h and query row i, with kv head
     hk = h / (Hq / Hkv) (grouped-query attention: consecutive query heads
