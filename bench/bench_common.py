@@ -169,9 +169,12 @@ def markdown_table(header, rows):
 
 
 def gpu_slug(gpu_name):
-    """The GPU a report's file is named after: "NVIDIA H100 80GB HBM3" -> "h100"; "cpu" without one."""
-    match = re.search(r"\b([A-Z]\d{2,4})\b", gpu_name or "")
-    return match.group(1).lower() if match else "cpu"
+    """The GPU a report's file is named after: its name's first word holding a digit ("NVIDIA H100 80GB HBM3" -> "h100",
+    "NVIDIA GH200 480GB" -> "gh200", "NVIDIA L40S" -> "l40s"); "cpu" without one."""
+    for word in (gpu_name or "").split():
+        if any(c.isdigit() for c in word):
+            return re.sub(r"[^a-z0-9]", "", word.lower())
+    return "cpu"
 
 
 def write_outputs(directory, name, env, table_md, data, notes=""):

@@ -198,11 +198,11 @@ fi
 # One results file in the repo format: the sections this run produced.
 day="$(date -u +%Y-%m-%d)"
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
-slug="$(echo "$gpu" | grep -oE '\b[A-Z][0-9]{2,4}\b' | head -1 | tr 'A-Z' 'a-z')"
+slug="$(for w in $gpu; do case "$w" in *[0-9]*) echo "$w" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9'; break ;; esac; done)"
 report="$OUT/results/$day-${slug:-cpu}.md"
 mkdir -p "$OUT/results"
 { echo "# $day — ${gpu:-no GPU}: benchmarks (scripts/device-bench.sh --steps $STEPS)"; echo;
-  for part in "$OUT"/results/"$day"-*-bench_attention.md "$OUT"/results/"$day"-*-bench_ffn.md; do
+  for part in "$OUT"/results/"$day-${slug:-cpu}"-bench_attention.md "$OUT"/results/"$day-${slug:-cpu}"-bench_ffn.md; do
     [ -f "$part" ] && { cat "$part"; echo; }
   done; } > "$report"
 cp "$report" "$OUT/logs/summary.txt" "$RESULTS_OUT/" 2>/dev/null

@@ -49,15 +49,23 @@
 //
 // A decode kernel launched without its check kernel: the lengths are checked again, an error names the block:
 // RUN: not flash-run-tile %S/Inputs/kv-append-without-check.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=NO-CHECK
-// NO-CHECK: 'tile.decode_block': sequence 0's length {{[0-9]+}} needs cache rows [{{-?[0-9]+}}, {{[0-9]+}}), outside the cache's 17 rows (kernel @append, block (0, 0, 0))
+// NO-CHECK: 'tile.decode_block': sequence 0's length 0 does not hold its 17 new tokens (kernel @append, block (0, 0, 0))
 // The same for a decode's split kernel: a length past the cache, a sequence with no length, a page id past the cache
 // (random lengths and ids in [0, 4), non-decreasing; 200 sequences make the bad ones occur):
 // RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=dense --dynamic-size=200 2>&1 | FileCheck %s --check-prefix=SPLIT-LEN
-// SPLIT-LEN: 'tile.decode_block': sequence {{[0-9]+}}'s length {{[23]}} needs cache rows [0, {{[23]}}), outside the cache's 1 rows (kernel @dense_split,
+// SPLIT-LEN: 'tile.decode_block': sequence {{[0-9]+}}'s length {{[23]}} is past the cache's 1 rows (kernel @dense_split,
 // RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=no_length 2>&1 | FileCheck %s --check-prefix=SPLIT-NO-LEN
 // SPLIT-NO-LEN: 'tile.decode_block': sequence 1 has no length (seqlens holds 1) (kernel @short_split, block (0, 0, 1))
 // RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=paged --dynamic-size=200 2>&1 | FileCheck %s --check-prefix=SPLIT-PAGE
 // SPLIT-PAGE: 'tile.decode_block': sequence {{[0-9]+}}'s page 0 names cache page {{[123]}} of 1 (kernel @paged_split,
+// The sequence's place in the caches and the caches' geometry (a sequence past a dense cache's batch or the block
+// table's rows, a value cache shorter than the key cache: they segfaulted or read past the value cache):
+// RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=cache_batch 2>&1 | FileCheck %s --check-prefix=SPLIT-BATCH
+// SPLIT-BATCH: 'tile.decode_block': sequence 1 is past the cache's 1 sequences (kernel @batch_split, block (0, 0, 1))
+// RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=table_rows 2>&1 | FileCheck %s --check-prefix=SPLIT-TABLE
+// SPLIT-TABLE: 'tile.decode_block': sequence 1 is past the block table's 1 sequences (kernel @table_split, block (0, 0, 1))
+// RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=short_values 2>&1 | FileCheck %s --check-prefix=SPLIT-VALUES
+// SPLIT-VALUES: 'tile.decode_block': v_cache is 17x1x1x64, not 17x1x8x64 (k_cache's, with the value dim) (kernel @vshort_split,
 //
 // RUN: not flash-run-tile %S/Inputs/moe-select-short-ids.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=SHORT-IDS
 // SHORT-IDS: 'tile.moe_block': ids holds 17 values, fewer than the 34 the routing writes or reads (kernel @select, block (0, 0, 0))

@@ -190,7 +190,10 @@ private:
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
   LogicalResult checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
-                               const HostTensor &lens, const HostTensor *table, int64_t page, const HostTensor &cache);
+                               const HostTensor &lens, const HostTensor *table, int64_t page, const HostTensor &kCache,
+                               const HostTensor &vCache, int64_t kvHeads, int64_t headDim, int64_t valueDim);
+  LogicalResult shaped(Operation *op, const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name,
+                       StringRef why);
   LogicalResult varlenBlock(VarlenBlockOp block);
   LogicalResult planSegments(PlanSegmentsOp op);
   LogicalResult moeBlock(MoeBlockOp block);
@@ -464,23 +467,57 @@ static int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 /// decode combine); here any block of such a kernel fills the whole tensor (the same result).
 static void poisonOutput(HostTensor &t) { std::fill(t.data.begin(), t.data.end(), std::nanf("")); }
 
+/// A tensor whose shape the others give (the kernels index it by theirs; TMA reads zeros past a tensor's end, the CPU
+/// executor would read past it): "w2 is 8x64x40, not 8x96x40 (experts x hidden's columns x expert_out's columns)".
+LogicalResult TileInterpreter::shaped(Operation *op, const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name,
+                                      StringRef why) {
+  if (ArrayRef<int64_t>(tensor.shape) == want)
+    return success();
+  auto dims = [](ArrayRef<int64_t> shape) {
+    return llvm::join(llvm::map_range(shape, [](int64_t size) { return std::to_string(size); }), "x");
+  };
+  return fail(op, llvm::formatv("{0} is {1}, not {2} ({3})", name, dims(tensor.shape), dims(want), why));
+}
+
 /// Rows [begin, end) of a sequence's cache (an append's new tokens, a decode's keys), checked again where a kernel
-/// uses them: its check kernel validates the same, but a program may launch the kernel alone. Within the cache's
-/// capacity (a page table's width in pages, or the cache's rows), and every page they use one of the cache's.
+/// uses them: its check kernel validates the same, but a program may launch the kernel alone. The sequence has a
+/// length and a place in the cache (a row of the block table, or of the dense cache's batch); both caches have the
+/// geometry the kernel indexes them by; the rows lie within the capacity (the table's width in pages, or the
+/// cache's rows) and every page they use is one of the cache's.
 LogicalResult TileInterpreter::checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
                                               const HostTensor &lens, const HostTensor *table, int64_t page,
-                                              const HostTensor &cache) {
+                                              const HostTensor &kCache, const HostTensor &vCache, int64_t kvHeads,
+                                              int64_t headDim, int64_t valueDim) {
+  if (sequence >= lens.shape[0])
+    return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", sequence, lens.shape[0]));
   // A paged cache is [pages, page, heads, dim], a dense one [batch, heads, rows, dim].
-  int64_t capacity = table ? table->shape[1] * page : cache.shape[2], cachePages = cache.shape[0];
-  if (begin < 0 || end > capacity)
-    return fail(block, llvm::formatv("sequence {0}'s length {1} needs cache rows [{2}, {3}), outside the cache's "
-                                     "{4} rows",
-                                     sequence, lens.ints[sequence], begin, end, capacity));
+  int64_t places = table ? table->shape[0] : kCache.shape[0];
+  if (sequence >= places)
+    return fail(block, llvm::formatv("sequence {0} is past the {1}'s {2} sequences", sequence,
+                                     table ? "block table" : "cache", places));
+  SmallVector<int64_t, 4> keyShape{kCache.shape[0], page, kvHeads, headDim};
+  if (!table)
+    keyShape = {kCache.shape[0], kvHeads, kCache.shape[2], headDim};
+  SmallVector<int64_t, 4> valueShape(keyShape);
+  valueShape.back() = valueDim;
+  StringRef layout = table ? "pages x page x kv heads x D" : "B x kv heads x S x D";
+  if (failed(shaped(block, kCache, keyShape, "k_cache", layout)) ||
+      failed(shaped(block, vCache, valueShape, "v_cache", "k_cache's, with the value dim")))
+    return failure();
+  int64_t capacity = table ? table->shape[1] * page : kCache.shape[2], length = lens.ints[sequence];
+  if (length < 0 || begin < 0)
+    return fail(block, length < 0 ? llvm::formatv("sequence {0}'s length {1} is negative", sequence, length).str()
+                                   : llvm::formatv("sequence {0}'s length {1} does not hold its {2} new tokens",
+                                                   sequence, length, end - begin)
+                                         .str());
+  if (end > capacity)
+    return fail(block, llvm::formatv("sequence {0}'s length {1} is past the cache's {2} rows", sequence, length,
+                                     capacity));
   if (table)
     for (int64_t p = begin / page; p * page < end; ++p)
-      if (int64_t id = table->ints[sequence * table->shape[1] + p]; id < 0 || id >= cachePages)
+      if (int64_t id = table->ints[sequence * table->shape[1] + p]; id < 0 || id >= kCache.shape[0])
         return fail(block, llvm::formatv("sequence {0}'s page {1} names cache page {2} of {3}", sequence, p, id,
-                                         cachePages));
+                                         kCache.shape[0]));
   return success();
 }
 
@@ -533,10 +570,11 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     HostTensor *table = paged ? t[5] : nullptr;
     int64_t b = y, heads = key.shape[1], tokens = key.shape[2];
     // The lengths and pages kv_append_check validates, checked again: a program may launch this kernel alone.
-    if (b >= lens.shape[0])
-      return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
-    int64_t first = lens.ints[b] - tokens;
-    if (failed(checkCacheRows(block, b, first, first + tokens, lens, table, page, kCache)))
+    if (failed(shaped(block, value, {key.shape[0], heads, tokens, value.shape[3]}, "value", "key's, with its dim")))
+      return failure();
+    int64_t first = b < lens.shape[0] ? lens.ints[b] - tokens : 0;
+    if (failed(checkCacheRows(block, b, first, first + tokens, lens, table, page, kCache, vCache, heads, key.shape[3],
+                              value.shape[3])))
       return failure();
     for (auto [src, cache] : {std::pair<HostTensor *, HostTensor *>{&key, &kCache}, {&value, &vCache}}) {
       int64_t dim = src->shape[3];
@@ -563,9 +601,15 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     int64_t group = spec.getGroup(), kvHeads = heads / group, rowGroups = spec.rowGroups();
     int64_t split = x, splits = oPart.shape[1], hk = y / rowGroups, rg = y % rowGroups, b = z;
     // The lengths and pages the decode's check kernel validates, checked again (a program may launch this alone).
-    if (b >= lens.shape[0])
-      return fail(block, llvm::formatv("sequence {0} has no length (seqlens holds {1})", b, lens.shape[0]));
-    if (failed(checkCacheRows(block, b, 0, lens.ints[b], lens, table, page, k)))
+    if (b >= q.shape[0])
+      return fail(block, llvm::formatv("sequence {0} is past q's batch of {1}", b, q.shape[0]));
+    if (failed(checkCacheRows(block, b, 0, b < lens.shape[0] ? lens.ints[b] : 0, lens, table, page, k, v, kvHeads, d,
+                              dv)) ||
+        failed(shaped(block, out, {q.shape[0], heads, tokens, dv}, "out", "q's, with the value dim")) ||
+        failed(shaped(block, lse, {q.shape[0], heads, tokens}, "lse", "q's rows")) ||
+        failed(shaped(block, oPart, {q.shape[0], splits, heads * tokens, dv}, "o_part",
+                      "B x splits x q's rows x Dv")) ||
+        failed(shaped(block, lsePart, {q.shape[0], splits, heads * tokens}, "lse_part", "B x splits x q's rows")))
       return failure();
     int64_t len = lens.ints[b], tiles = (len + 63) / 64, perSplit = (tiles + splits - 1) / splits;
     int64_t begin = std::min(split * perSplit * 64, len), end = std::min((split + 1) * perSplit * 64, len);
@@ -664,15 +708,9 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
                                        tensor.numElements(), tensor.numElements() == 1 ? "" : "s", values));
     return success();
   };
-  // A tensor whose shape the others give (a GEMM's operands, rows walked together; the kernels' TMA reads zeros past
-  // a tensor's end):
-  auto shaped = [&](const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name, StringRef why) -> LogicalResult {
-    if (ArrayRef<int64_t>(tensor.shape) == want)
-      return success();
-    auto dims = [](ArrayRef<int64_t> shape) {
-      return llvm::join(llvm::map_range(shape, [](int64_t size) { return std::to_string(size); }), "x");
-    };
-    return fail(block, llvm::formatv("{0} is {1}, not {2} ({3})", name, dims(tensor.shape), dims(want), why));
+  // A tensor whose shape the others give (a GEMM's operands, rows walked together):
+  auto shaped = [&](const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name, StringRef why) {
+    return this->shaped(block, tensor, want, name, why);
   };
   // The tables a routed row's place (its expert's offset + its rank) is read from: ids and ranks of `routed` rows,
   // offsets [E + 1] and, where the padding rows are walked, counts [E].

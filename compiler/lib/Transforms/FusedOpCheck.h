@@ -12,15 +12,22 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <string>
 
 namespace flashc {
 
 /// Verifies `fused`; on failure `whyNot` holds the verifier's first message without its "'flash.x' op " prefix.
+/// The handler claims only diagnostics located at the fused op or an op inside its regions: the fusions may run on
+/// several functions at once (nested under func.func), and another thread's warning must reach the user.
 inline mlir::LogicalResult verifyFused(mlir::Operation *fused, std::string &whyNot) {
+  llvm::SmallPtrSet<const void *, 8> ours;
+  fused->walk([&](mlir::Operation *op) { ours.insert(op->getLoc().getAsOpaquePointer()); });
   std::string message;
   mlir::ScopedDiagnosticHandler capture(fused->getContext(), [&](mlir::Diagnostic &diagnostic) {
+    if (!ours.contains(diagnostic.getLocation().getAsOpaquePointer()))
+      return mlir::failure();
     if (message.empty())
       message = diagnostic.str();
     return mlir::success();

@@ -606,9 +606,9 @@ LogicalResult ExpertFfnOp::verify() {
   if (failed(checkWeight("w2", getW2().getType(), {experts, hidden, kAnySize}, "[E, h, d_out]")))
     return failure();
   return failure(failed(checkGraphShape(op, "result", getResult().getType(),
-                                   {inputType.getDimSize(0), getIds().getType().getDimSize(1),
-                                    getW2().getType().getDimSize(2)},
-                                   "[T, k, d_out]")) ||
+                                        {inputType.getDimSize(0), getIds().getType().getDimSize(1),
+                                         getW2().getType().getDimSize(2)},
+                                        "[T, k, d_out]")) ||
                  failed(checkSameElementType(op, "result", getResult().getType(), "input", inputType)));
 }
 
@@ -616,7 +616,8 @@ LogicalResult CombineOp::verify() {
   Operation *op = getOperation();
   RankedTensorType rows = getRows().getType();
   if (failed(checkRank(op, "rows", rows, 3, 3, "[T, k, N]")) ||
-      failed(checkGraphShape(op, "weights", getWeights().getType(), {rows.getDimSize(0), rows.getDimSize(1)}, "[T, k]")) ||
+      failed(checkGraphShape(op, "weights", getWeights().getType(), {rows.getDimSize(0), rows.getDimSize(1)},
+                             "[T, k]")) ||
       failed(checkSameElementType(op, "weights", getWeights().getType(), "rows", rows)) ||
       failed(checkGraphShape(op, "result", getResult().getType(), {rows.getDimSize(0), rows.getDimSize(2)}, "[T, N]")))
     return failure();
@@ -637,6 +638,8 @@ LogicalResult MoeOp::verify() {
     return success();
   };
   int64_t modelDim = inputType.getDimSize(1);
+  if (ShapedType::isDynamic(modelDim))  // (the weights' d is static)
+    return emitOpError() << "input must have a static width d in [T, d], got " << inputType;
   if (failed(checkWeight("router", getRouter().getType(), 2, "[d, E]")) ||
       failed(checkShape(op, "router", getRouter().getType(), {modelDim, kAnySize}, "[d, E]")))
     return failure();
@@ -682,6 +685,8 @@ LogicalResult FfnOp::verify() {
     return success();
   };
   int64_t modelDim = inputType.getShape().back();
+  if (ShapedType::isDynamic(modelDim))  // (the weights' d is static)
+    return emitOpError() << "input must have a static width d in [..., M, d], got " << inputType;
   if (failed(checkWeight("w1", getW1().getType(), "[d, h]")) ||
       failed(checkShape(op, "w1", getW1().getType(), {modelDim, kAnySize},
                         "[d, h]")))
