@@ -47,6 +47,10 @@
 // EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4194304, 4194304]: more than 2^28 values
 // EVAL-OVERSIZED: error: the graph evaluator cannot make a tensor of shape [4096, 4096, 4096]: more than 2^28 values
 //
+// A graph op's static result size that the evaluation contradicts is an error, not a tensor of another shape:
+// RUN: not flash-eval %S/Inputs/eval-result-shape.mlir --dynamic-size=3 2>&1 | FileCheck %s --check-prefix=EVAL-RESULT
+// EVAL-RESULT: eval-result-shape.mlir:5:8: error: at run time this result has shape [3, 64], where its type 'tensor<68719476736x64xf32>' says otherwise
+//
 // A decode kernel launched without its check kernel: the lengths are checked again, an error names the block:
 // RUN: not flash-run-tile %S/Inputs/kv-append-without-check.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=NO-CHECK
 // NO-CHECK: 'tile.decode_block': sequence 0's length 0 does not hold its 17 new tokens (kernel @append, block (0, 0, 0))

@@ -854,9 +854,25 @@ evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
              << formatShape(tensor.shape);
     evaluator.values[argument] = tensor;
   }
-  for (Operation &op : body)
+  for (Operation &op : body) {
     if (failed(evaluator.run(&op)))
       return failure();
+    // A result's static sizes are what the ops after it (and the fused kernels) take on trust: one the evaluation
+    // contradicts (a static 2^36 rows where the graph computes 3) is an error, not a tensor of another shape.
+    for (Value result : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      auto it = evaluator.values.find(result);
+      if (!type || it == evaluator.values.end())
+        continue;
+      const std::vector<int64_t> &shape = it->second.shape;
+      bool fits = type.getRank() == static_cast<int64_t>(shape.size());
+      for (int64_t d = 0; fits && d < type.getRank(); ++d)
+        fits = type.isDynamicDim(d) || type.getDimSize(d) == shape[d];
+      if (!fits)
+        return op.emitError() << "at run time this result has shape " << formatShape(shape) << ", where its type "
+                              << type << " says otherwise";
+    }
+  }
   return evaluator.results;
 }
 
