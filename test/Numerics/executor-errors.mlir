@@ -35,7 +35,7 @@
 // A result's static size past the query's dynamic one (the lse's 2^36 rows) and a grid past 2^24 blocks are refused, not
 // allocated (it aborted) or run (for ever):
 // RUN: not flash-run-tile %S/Inputs/attention-lse-huge-static.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-LSE
-// HUGE-LSE: attention-lse-huge-static.mlir:5:14: error: 'flash.attention' op lse has shape [1, 1, 68719476736], expected [B, Hq, Sq] = [1, 1, ?] (a size must be static in every tensor that has it, or dynamic in all)
+// HUGE-LSE: attention-lse-huge-static.mlir:5:14: error: 'flash.attention' op lse has shape [1, 1, 68719476736], expected [B, Hq, Sq] = [1, 1, ?] (dimension 2 is 68719476736 here and dynamic in another operand: a size must be static in every tensor that has it, or dynamic in all)
 // RUN: not flash-run-tile %S/Inputs/huge-grid.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=HUGE-GRID
 // HUGE-GRID: 'tile.kernel': grid 2147483647 x 2147483647 x 2147483647: more blocks than the CPU executor runs (2^24)
 //

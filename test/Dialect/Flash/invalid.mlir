@@ -872,7 +872,7 @@ func.func @score_op_yield(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
 // dynamic Sq): each tensor is checked at launch on its own, so B = 2 would pass and the kernels read K past its end.
 func.func @attention_batch_static_in_key_only(%q: tensor<?x4x?x64xbf16>, %k: tensor<1x4x?x64xbf16>,
                                               %v: tensor<?x4x?x64xbf16>) {
-  // expected-error @+1 {{key has shape [1, 4, ?, 64], expected [B, Hkv, Sk, D] = [?, *, *, 64] (a size must be static in every tensor that has it, or dynamic in all)}}
+  // expected-error @+1 {{key has shape [1, 4, ?, 64], expected [B, Hkv, Sk, D] = [?, *, *, 64] (dimension 0 is 1 here and dynamic in another operand: a size must be static in every tensor that has it, or dynamic in all)}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<?x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<?x4x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
   return
@@ -882,7 +882,7 @@ func.func @attention_batch_static_in_key_only(%q: tensor<?x4x?x64xbf16>, %k: ten
 
 func.func @attention_lse_static_where_queries_dynamic(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x4x?x64xbf16>,
                                                      %v: tensor<1x4x?x64xbf16>) {
-  // expected-error @+1 {{lse has shape [1, 4, 128], expected [B, Hq, Sq] = [1, 4, ?] (a size must be static in every tensor that has it, or dynamic in all)}}
+  // expected-error @+1 {{lse has shape [1, 4, 128], expected [B, Hq, Sq] = [1, 4, ?] (dimension 2 is 128 here and dynamic in another operand: a size must be static in every tensor that has it, or dynamic in all)}}
   %o, %l = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<none> num_kv_heads = 4
       : (tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>) -> (tensor<1x4x?x64xbf16>, tensor<1x4x128xf32>)
   return

@@ -46,11 +46,19 @@ bool sizesCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-/// Why two sizes of one symbol disagree, for the messages.
+/// Why two sizes of one symbol disagree, for the messages: the expected sizes come from the op's other operands,
+/// so a size static on either side is named as such, not blamed on this tensor.
 std::string staticnessHint(ArrayRef<int64_t> actual, ArrayRef<int64_t> expected) {
-  for (auto [a, b] : llvm::zip(actual, expected))
-    if (a != b && b != kAnySize && (ShapedType::isDynamic(a) || ShapedType::isDynamic(b)))
-      return " (a size must be static in every tensor that has it, or dynamic in all)";
+  for (auto [dim, sizes] : llvm::enumerate(llvm::zip(actual, expected))) {
+    auto [a, b] = sizes;
+    if (a == b || b == kAnySize || (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b)))
+      continue;
+    std::string where = ShapedType::isDynamic(a)
+                            ? "dynamic here and " + std::to_string(b) + " in another operand"
+                            : std::to_string(a) + " here and dynamic in another operand";
+    return " (dimension " + std::to_string(dim) + " is " + where +
+           ": a size must be static in every tensor that has it, or dynamic in all)";
+  }
   return "";
 }
 
