@@ -887,3 +887,36 @@ func.func @attention_lse_static_where_queries_dynamic(%q: tensor<1x4x?x64xbf16>,
       : (tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>, tensor<1x4x?x64xbf16>) -> (tensor<1x4x?x64xbf16>, tensor<1x4x128xf32>)
   return
 }
+
+// -----
+
+// A modifier's table read at an index argument holds that index's range where both are static (the kernels read a
+// shorter one's missing entries as 0: a silent bias). 2 slopes for 4 query heads:
+func.func @score_mod_slopes_short(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, %v: tensor<?x4x?x64xbf16>,
+                                  %slopes: tensor<2xf32>) {
+  %o, %lse = flash.attention %q, %k, %v scale = 0.125 mask = #flash.mask<causal> num_kv_heads = 4
+      score_mod(%slopes) {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<2xf32>):
+    // expected-error @+1 {{'tensor.extract' op reads score_mod operand #0 ('tensor<2xf32>') at the query head h along dimension 0: it holds 2 entries, the query head h ranges over 4}}
+    %slope = tensor.extract %m[%h] : tensor<2xf32>
+    %r = arith.addf %s, %slope : f32
+    flash.yield %r : f32
+  } : (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<2xf32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>)
+  return
+}
+
+// -----
+
+// The graph spelling: document ids of 8 tokens for 16 query rows.
+func.func @mask_ids_short(%s: tensor<2x4x16x16xbf16>, %ids: tensor<8xi32>) {
+  %0 = flash.mask %s <none> mod(%ids : tensor<8xi32>) {
+  ^bb0(%i: index, %j: index, %t: tensor<8xi32>):
+    // expected-error @+1 {{'tensor.extract' op reads mod operand #0 ('tensor<8xi32>') at the query index q along dimension 0: it holds 8 entries, the query index q ranges over 16}}
+    %a = tensor.extract %t[%i] : tensor<8xi32>
+    %ai = arith.index_cast %a : i32 to index
+    %same = arith.cmpi sge, %ai, %j : index
+    flash.yield %same : i1
+  } : tensor<2x4x16x16xbf16>
+  return
+}
