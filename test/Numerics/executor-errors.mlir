@@ -70,6 +70,8 @@
 // SPLIT-TABLE: 'tile.decode_block': sequence 1 is past the block table's 1 sequences (kernel @table_split, block (0, 0, 1))
 // RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=short_values 2>&1 | FileCheck %s --check-prefix=SPLIT-VALUES
 // SPLIT-VALUES: 'tile.decode_block': v_cache is 17x1x1x64, not 17x1x8x64 (k_cache's, with the value dim) (kernel @vshort_split,
+// RUN: not flash-run-tile %S/Inputs/decode-split-without-check.mlir --run-program=q_batch 2>&1 | FileCheck %s --check-prefix=SPLIT-Q-BATCH
+// SPLIT-Q-BATCH: 'tile.decode_block': sequence 2 is past q's batch of 2 (kernel @q_batch_split, block (0, 0, 2))
 //
 // RUN: not flash-run-tile %S/Inputs/moe-select-short-ids.mlir --run-program=p 2>&1 | FileCheck %s --check-prefix=SHORT-IDS
 // SHORT-IDS: 'tile.moe_block': ids holds 17 values, fewer than the 34 the routing writes or reads (kernel @select, block (0, 0, 0))

@@ -389,7 +389,7 @@ func.func @rank3(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x
 func.func @grouped_batch(%q: tensor<4x2x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) -> tensor<4x2x8x16xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<4x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x8xf32>
   %p = flash.softmax %s : tensor<4x2x8x8xf32>
-  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V have batches 4, 2 and 2: a broadcast batch is not an attention batch}}
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V have different batch sizes (a broadcast batch is not an attention batch)}}
   %o = flash.matmul %p, %v : tensor<4x2x8x8xf32>, tensor<2x2x8x16xf32> -> tensor<4x2x8x16xf32>
   return %o : tensor<4x2x8x16xf32>
 }
@@ -701,14 +701,15 @@ func.func @key_length_static_in_v_only(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2
 
 // -----
 
-// A batch static in Q and V, dynamic in K: not a broadcast, the sizes' spelling (static in all or dynamic in all).
+// A batch static in Q and V, dynamic in K: not a broadcast; flash.attention's verifier refuses the spelling (static in
+// all or dynamic in all) and the fusion quotes it.
 // CHECK-LABEL: func.func @batch_dynamic_in_k_only
 // CHECK-NOT: flash.attention
 func.func @batch_dynamic_in_k_only(%q: tensor<5x2x8x64xbf16>, %k: tensor<?x2x8x64xbf16>, %v: tensor<5x2x8x64xbf16>)
     -> tensor<5x2x8x64xbf16> {
   %s = flash.matmul %q, %k transpose_b : tensor<5x2x8x64xbf16>, tensor<?x2x8x64xbf16> -> tensor<5x2x8x8xbf16>
   %p = flash.softmax %s : tensor<5x2x8x8xbf16>
-  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: Q, K and V have batches 5, ? and 5: a size must be static in every tensor that has it, or dynamic in all}}
+  // expected-warning @+1 {{softmax(...)·V not fused into flash.attention: key has shape [?, 2, 8, 64], expected [B, Hkv, Sk, D] = [5, *, *, 64] (dimension 0 is dynamic here and 5 in another operand: a size must be static in every tensor that has it, or dynamic in all)}}
   %o = flash.matmul %p, %v : tensor<5x2x8x8xbf16>, tensor<5x2x8x64xbf16> -> tensor<5x2x8x64xbf16>
   return %o : tensor<5x2x8x64xbf16>
 }

@@ -825,6 +825,17 @@ ReferenceTensor referenceAttention(const ReferenceTensor &query,
   return out;
 }
 
+/// Whether a tensor of `shape` is one of `type` (a ranked tensor type of that rank, its static sizes equal).
+static bool fitsType(Type type, ArrayRef<int64_t> shape) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || ranked.getRank() != static_cast<int64_t>(shape.size()))
+    return false;
+  for (int64_t d = 0; d < ranked.getRank(); ++d)
+    if (!ranked.isDynamicDim(d) && ranked.getDimSize(d) != shape[d])
+      return false;
+  return true;
+}
+
 FailureOr<SmallVector<ReferenceTensor>>
 evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
   if (function.isExternal() || !llvm::hasSingleElement(function.getBody()))
@@ -843,11 +854,7 @@ evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
       evaluator.values[argument] = tensor;
       continue;
     }
-    auto type = dyn_cast<RankedTensorType>(argument.getType());
-    bool fits = type && type.getRank() == static_cast<int64_t>(tensor.shape.size());
-    for (int64_t d = 0; fits && d < type.getRank(); ++d)
-      fits = type.isDynamicDim(d) || type.getDimSize(d) == tensor.shape[d];
-    if (!fits)
+    if (!fitsType(argument.getType(), tensor.shape))
       return function.emitError()
              << "argument #" << argument.getArgNumber() << " of type "
              << argument.getType() << " cannot take a tensor of shape "
@@ -860,17 +867,11 @@ evaluateGraph(func::FuncOp function, ArrayRef<ReferenceTensor> arguments) {
     // A result's static sizes are what the ops after it (and the fused kernels) take on trust: one the evaluation
     // contradicts (a static 2^36 rows where the graph computes 3) is an error, not a tensor of another shape.
     for (Value result : op.getResults()) {
-      auto type = dyn_cast<RankedTensorType>(result.getType());
       auto it = evaluator.values.find(result);
-      if (!type || it == evaluator.values.end())
-        continue;
-      const std::vector<int64_t> &shape = it->second.shape;
-      bool fits = type.getRank() == static_cast<int64_t>(shape.size());
-      for (int64_t d = 0; fits && d < type.getRank(); ++d)
-        fits = type.isDynamicDim(d) || type.getDimSize(d) == shape[d];
-      if (!fits)
-        return op.emitError() << "at run time this result has shape " << formatShape(shape) << ", where its type "
-                              << type << " says otherwise";
+      if (isa<RankedTensorType>(result.getType()) && it != evaluator.values.end() &&
+          !fitsType(result.getType(), it->second.shape))
+        return op.emitError() << "at run time this result has shape " << formatShape(it->second.shape)
+                              << ", where its type " << result.getType() << " says otherwise";
     }
   }
   return evaluator.results;

@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -189,7 +190,7 @@ private:
   LogicalResult execute(Operation *op, SmallVectorImpl<RtValue> *yielded);
   LogicalResult executeArith(Operation *op);
   LogicalResult decodeBlock(DecodeBlockOp block);
-  LogicalResult checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
+  LogicalResult checkCacheRows(DecodeBlockOp block, int64_t sequence, std::optional<int64_t> newTokens,
                                const HostTensor &lens, const HostTensor *table, int64_t page, const HostTensor &kCache,
                                const HostTensor &vCache, int64_t kvHeads, int64_t headDim, int64_t valueDim);
   LogicalResult shaped(Operation *op, const HostTensor &tensor, ArrayRef<int64_t> want, StringRef name,
@@ -479,12 +480,12 @@ LogicalResult TileInterpreter::shaped(Operation *op, const HostTensor &tensor, A
   return fail(op, llvm::formatv("{0} is {1}, not {2} ({3})", name, dims(tensor.shape), dims(want), why));
 }
 
-/// Rows [begin, end) of a sequence's cache (an append's new tokens, a decode's keys), checked again where a kernel
-/// uses them: its check kernel validates the same, but a program may launch the kernel alone. The sequence has a
-/// length and a place in the cache (a row of the block table, or of the dense cache's batch); both caches have the
-/// geometry the kernel indexes them by; the rows lie within the capacity (the table's width in pages, or the
-/// cache's rows) and every page they use is one of the cache's.
-LogicalResult TileInterpreter::checkCacheRows(DecodeBlockOp block, int64_t sequence, int64_t begin, int64_t end,
+/// The cache rows a kernel uses of a sequence (an append's `newTokens` last rows, a decode's all of them: [0, length)),
+/// checked again where the kernel uses them: its check kernel validates the same, but a program may launch the kernel
+/// alone. The sequence has a length and a place in the cache (a row of the block table, or of the dense cache's
+/// batch); both caches have the geometry the kernel indexes them by; the rows lie within the capacity (the table's
+/// width in pages, or the cache's rows) and every page they use is one of the cache's.
+LogicalResult TileInterpreter::checkCacheRows(DecodeBlockOp block, int64_t sequence, std::optional<int64_t> newTokens,
                                               const HostTensor &lens, const HostTensor *table, int64_t page,
                                               const HostTensor &kCache, const HostTensor &vCache, int64_t kvHeads,
                                               int64_t headDim, int64_t valueDim) {
@@ -505,11 +506,12 @@ LogicalResult TileInterpreter::checkCacheRows(DecodeBlockOp block, int64_t seque
       failed(shaped(block, vCache, valueShape, "v_cache", "k_cache's, with the value dim")))
     return failure();
   int64_t capacity = table ? table->shape[1] * page : kCache.shape[2], length = lens.ints[sequence];
-  if (length < 0 || begin < 0)
-    return fail(block, length < 0 ? llvm::formatv("sequence {0}'s length {1} is negative", sequence, length).str()
-                                   : llvm::formatv("sequence {0}'s length {1} does not hold its {2} new tokens",
-                                                   sequence, length, end - begin)
-                                         .str());
+  int64_t begin = newTokens ? length - *newTokens : 0, end = length;
+  if (length < 0)
+    return fail(block, llvm::formatv("sequence {0}'s length {1} is negative", sequence, length));
+  if (begin < 0)
+    return fail(block, llvm::formatv("sequence {0}'s length {1} does not hold its {2} new tokens", sequence, length,
+                                     *newTokens));
   if (end > capacity)
     return fail(block, llvm::formatv("sequence {0}'s length {1} is past the cache's {2} rows", sequence, length,
                                      capacity));
@@ -572,10 +574,10 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     // The lengths and pages kv_append_check validates, checked again: a program may launch this kernel alone.
     if (failed(shaped(block, value, {key.shape[0], heads, tokens, value.shape[3]}, "value", "key's, with its dim")))
       return failure();
-    int64_t first = b < lens.shape[0] ? lens.ints[b] - tokens : 0;
-    if (failed(checkCacheRows(block, b, first, first + tokens, lens, table, page, kCache, vCache, heads, key.shape[3],
+    if (failed(checkCacheRows(block, b, tokens, lens, table, page, kCache, vCache, heads, key.shape[3],
                               value.shape[3])))
       return failure();
+    int64_t first = lens.ints[b] - tokens;
     for (auto [src, cache] : {std::pair<HostTensor *, HostTensor *>{&key, &kCache}, {&value, &vCache}}) {
       int64_t dim = src->shape[3];
       for (int64_t tok = 4 * x; tok < std::min(4 * x + 4, tokens); ++tok)
@@ -603,8 +605,7 @@ LogicalResult TileInterpreter::decodeBlock(DecodeBlockOp block) {
     // The lengths and pages the decode's check kernel validates, checked again (a program may launch this alone).
     if (b >= q.shape[0])
       return fail(block, llvm::formatv("sequence {0} is past q's batch of {1}", b, q.shape[0]));
-    if (failed(checkCacheRows(block, b, 0, b < lens.shape[0] ? lens.ints[b] : 0, lens, table, page, k, v, kvHeads, d,
-                              dv)) ||
+    if (failed(checkCacheRows(block, b, std::nullopt, lens, table, page, k, v, kvHeads, d, dv)) ||
         failed(shaped(block, out, {q.shape[0], heads, tokens, dv}, "out", "q's, with the value dim")) ||
         failed(shaped(block, lse, {q.shape[0], heads, tokens}, "lse", "q's rows")) ||
         failed(shaped(block, oPart, {q.shape[0], splits, heads * tokens, dv}, "o_part",
@@ -911,11 +912,9 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelectGrad: { // (logits, ids, weights, d_weights, d_logits): tokens 8x..
     HostTensor &logits = *t[0], &ids = *t[1], &weights = *t[2], &dWeights = *t[3], &dLogits = *t[4];
     const int64_t tokens = logits.shape[0];
-    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")))
-      return failure();
-    if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(ids, tokens * topK, "ids")) ||
-        failed(holds(weights, tokens * topK, "weights")) || failed(holds(dWeights, tokens * topK, "d_weights")) ||
-        failed(holds(dLogits, tokens * experts, "d_logits")))
+    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")) ||
+        failed(holds(ids, tokens * topK, "ids")) || failed(holds(weights, tokens * topK, "weights")) ||
+        failed(holds(dWeights, tokens * topK, "d_weights")) || failed(holds(dLogits, tokens * experts, "d_logits")))
       return failure();
     for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
       for (int64_t s = 0; s < topK; ++s)
@@ -955,11 +954,9 @@ LogicalResult TileInterpreter::moeBlock(MoeBlockOp block) {
   case KernelRole::MoeSelect: { // (logits, counts, ids, weights, ranks)
     HostTensor &logits = *t[0], &counts = *t[1], &ids = *t[2], &weights = *t[3], &ranks = *t[4];
     const int64_t tokens = logits.shape[0];
-    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")))
-      return failure();
-    if (failed(holds(logits, tokens * experts, "logits")) || failed(holds(counts, experts, "counts")) ||
-        failed(holds(ids, tokens * topK, "ids")) || failed(holds(weights, tokens * topK, "weights")) ||
-        failed(holds(ranks, tokens * topK, "ranks")))
+    if (failed(shaped(logits, {tokens, experts}, "logits", "tokens x experts")) ||
+        failed(holds(counts, experts, "counts")) || failed(holds(ids, tokens * topK, "ids")) ||
+        failed(holds(weights, tokens * topK, "weights")) || failed(holds(ranks, tokens * topK, "ranks")))
       return failure();
     for (int64_t tok = x * kTokensABlock; tok < std::min((x + 1) * kTokensABlock, tokens); ++tok) {
       std::vector<float> score(experts);

@@ -84,9 +84,6 @@ Value peelScales(Value value, double &scale,
 
 bool isStatic(int64_t size) { return !ShapedType::isDynamic(size); }
 
-/// "8", or "?" for a dynamic size.
-std::string formatSize(int64_t size) { return isStatic(size) ? std::to_string(size) : "?"; }
-
 /// kt = op(A)·op(B) with A, B of equal rank and identical batch dimensions,
 /// so that K = op(B)ᵀ·op(A)ᵀ is a valid flash.matmul.
 bool canTransposeProduct(MatmulOp product) {
@@ -189,14 +186,12 @@ std::optional<AttentionMatch> matchAttention(MatmulOp root, std::string &whyNot)
     return fail("Q, K and V must be rank 4 [B, H, S, D]");
   ArrayRef<int64_t> q = queryType.getShape(), k = keyType.getShape(),
                     v = valueType.getShape();
-  if (q[0] != k[0] || q[0] != v[0]) {
-    bool mixed = llvm::any_of(ArrayRef<int64_t>{q[0], k[0], v[0]}, ShapedType::isDynamic);
-    return fail(llvm::formatv("Q, K and V have batches {0}, {1} and {2}: {3}", formatSize(q[0]), formatSize(k[0]),
-                              formatSize(v[0]),
-                              mixed ? "a size must be static in every tensor that has it, or dynamic in all"
-                                    : "a broadcast batch is not an attention batch")
-                    .str());
-  }
+  // Static batches that differ are a broadcast; a static one beside a dynamic one is left to flash.attention's
+  // verifier (verifyFused quotes it).
+  SmallVector<int64_t, 3> staticBatches;
+  llvm::copy_if(ArrayRef<int64_t>{q[0], k[0], v[0]}, std::back_inserter(staticBatches), isStatic);
+  if (!llvm::all_equal(staticBatches))
+    return fail("Q, K and V have different batch sizes (a broadcast batch is not an attention batch)");
   if (!isStatic(q[1]) || !isStatic(k[1]) || !isStatic(q[3]) || !isStatic(v[3]))
     return fail("head counts and head dims must be static");
   if (k[1] != v[1] || k[1] <= 0 || q[1] % k[1] != 0)
