@@ -132,6 +132,12 @@ VARIANTS = {
                                                                   "FLASHC_LAB_SKIP_ELEMENT_MASK": 1}, True),
     "d128_win1024_h33_bwdws_ends": (128, 33, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1},
                                     True),
+    # The phase probe (session 55, phases.py): the same kernels recording each block's timeline (entry, K / V ready,
+    # first step, walk done, reductions done, stored), the window row's against a long causal walk's.
+    "d128_win1024_bwdws_probe": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                                 "FLASHC_LAB_PHASE_PROBE": 1}, True),
+    "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                             "FLASHC_LAB_PHASE_PROBE": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

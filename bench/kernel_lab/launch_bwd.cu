@@ -76,3 +76,13 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
 #endif
   return cudaGetLastError();
 }
+
+#ifdef FLASHC_LAB_PHASE_PROBE  // the phase probe's records (attention_bwd_ws.cu), for phases.py
+extern "C" size_t flashc_lab_probe_bytes() { return sizeof(flashc_lab_probe); }
+extern "C" int flashc_lab_probe_read(void* dst) { return cudaMemcpyFromSymbol(dst, flashc_lab_probe, sizeof(flashc_lab_probe)); }
+extern "C" int flashc_lab_probe_clear() {
+  void* p = nullptr;
+  if (cudaError_t e = cudaGetSymbolAddress(&p, flashc_lab_probe)) return e;
+  return cudaMemset(p, 0, sizeof(flashc_lab_probe));
+}
+#endif

@@ -7,6 +7,31 @@
 // are attention_bwd.cu's. Host side (tensor maps per call): bench/kernel_lab/launch_bwd.cu, FLASHC_BWD_WS.
 // (The form this replaced — two consumer warpgroups of 64 keys each holding dK and dV — spilled at
 // D = 128: docs/design/wgmma-backward.md, step 5.)
+#ifdef FLASHC_LAB_PHASE_PROBE
+// The kernel lab's phase probe (bench/kernel_lab/phases.py): each consumer warpgroup's first thread records the SM's
+// clock at the library's timeline points 0-5 (attention_bwd_ws.cuh), the global timer at 0 and 5, and the SM.
+// Defined before attention_bwd.cu includes the library.
+constexpr int kProbeBlocks = 8192, kProbeSlots = 9;
+__device__ unsigned long long flashc_lab_probe[kProbeBlocks][2][kProbeSlots];
+__device__ __forceinline__ void flashc_lab_probe_point(int point) {
+  const int wg = static_cast<int>(threadIdx.x / 128);
+  const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (threadIdx.x % 128 != 0 || wg > 1 || block >= kProbeBlocks) return;
+  unsigned long long* slot = flashc_lab_probe[block][wg];
+  slot[point] = clock64();
+  if (point == 0 || point == 5) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    slot[point == 0 ? 6 : 7] = t;
+  }
+  if (point == 0) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    slot[8] = sm;
+  }
+}
+#define FLASHC_BWD_WS_PROBE(point) flashc_lab_probe_point(point)
+#endif
 #define FLASHC_BWD_ALLOW_WIDE 1  // D = 256: this form keeps one accumulator a warpgroup
 #include "attention_bwd.cu"      // bwd_config (the -D flags), the pre/postprocess kernels
 #include "flashc/device/attention_bwd_ends.cuh"

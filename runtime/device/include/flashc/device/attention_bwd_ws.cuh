@@ -73,6 +73,14 @@
 #include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
+
+// A point of a block's timeline for the kernel lab's phase probe (bench/kernel_lab/phases.py defines it to record the
+// SM's clock: entry, K / V ready, first step ready, walk done, reductions done, dK / dV stored); empty otherwise.
+#ifndef FLASHC_BWD_WS_PROBE
+#define FLASHC_BWD_WS_PROBE(point) \
+  do {                            \
+  } while (0)
+#endif
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/score_mod.cuh"
 #include "flashc/device/segments.cuh"
@@ -485,6 +493,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   // =============================== consumer warpgroups ==============================
   warpgroup_reg_alloc<P::kConsumerRegs>();
   const int wg_thread = threadIdx.x % 128;
+  FLASHC_BWD_WS_PROBE(0);
   // Every consumer thread arrives to free slot s: its Q and dO were read by completed wgmma, and each
   // thread's own lse / D reads are released by its own arrival (an mbarrier arrival releases only the
   // arriving thread's accesses: one lane's would leave the others' reads unordered before the
@@ -498,6 +507,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const unsigned dq_buffer = smem_u32(smem + P::kSmemDq) + warpgroup * 2 * P::kDqBoxBytes;
 
   mbarrier_wait(bar(P::kBarKV), 0);
+  FLASHC_BWD_WS_PROBE(1);
   // Packed: rows past the sequence are the next sequence's, or whatever follows the last one. Their scores are
   // masked and their probabilities 0, but 0 x NaN is NaN in dQ = dS K and in dPᵀ = V dOᵀ: the consumers clear
   // K and V past Sk once, and each step's Q and dO past Sq, ordering the stores before the tensor cores' reads.
@@ -560,6 +570,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
       mbarrier_wait(bar(P::kBarFull + s), phase(it));
+      if (it == 0) FLASHC_BWD_WS_PROBE(2);
       clear_query_tail(s, q0);
       if constexpr (P::kSubM < kBlockM) {
         // ---- D = 192: the scores in two halves of 32 queries; half 0's dV and dK products run under half 1's
@@ -715,7 +726,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         reduce_prev_dq(dq);
       }
     }
+    FLASHC_BWD_WS_PROBE(3);
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
+    FLASHC_BWD_WS_PROBE(4);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
@@ -724,6 +737,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     convert(dv16, acc_dv);
     store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols), k0,
                     dv16);
+    FLASHC_BWD_WS_PROBE(5);
   } else {
     // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
     auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
