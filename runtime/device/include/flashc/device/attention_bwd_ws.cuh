@@ -111,6 +111,9 @@ struct AttentionBwdWsPlan {
   // (tile_schedule.cuh; the Config's optional kGridHeadGroup, 1: the launch order).
   static constexpr int kGridHeadGroup = GridHeadGroupOf<Config>::value;
   static_assert(kGridHeadGroup >= 1 && kGridHeadGroup <= 64, "ws backward: 1-64 (head, batch) pairs a group");
+  // The dense grid's producer warms the K and V of the block kKvPrefetchAhead launch indices later in L2 (about a
+  // wave ahead at the SM count): the key block's one cold read, which its consumers otherwise wait for first.
+  static constexpr int kKvPrefetchAhead = KvPrefetchAheadOf<Config>::value;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
@@ -462,6 +465,13 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
       tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
       tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
+      if constexpr (P::kKvPrefetchAhead > 0 && !kPacked && !P::kSegments) {
+        const QueryTile later = grid_tile_ahead<P::kGridHeadGroup>(P::kKvPrefetchAhead);
+        if (later.m_block >= 0) {
+          tma_prefetch_panels<KTile>(&tma_k, later.m_block * kBlockN, later.head, later.batch);
+          tma_prefetch_panels<VTile>(&tma_v, later.m_block * kBlockN, later.head, later.batch);
+        }
+      }
     }
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
       const int s = it % kStages;
