@@ -54,7 +54,7 @@ def analyse(name, rec, S, heads, block_m, window):
     wg0 = rec[:, 0, :]
     used = wg0[:, 6] != 0
     n = int(used.sum())
-    r0, r1 = wg0[used], rec[used, 1, :]
+    r0 = wg0[used]
     t0, t1 = r0[:, 6], r0[:, 7]
     span = int(t1.max() - t0.min())
     ghz = (r0[:, 5] - r0[:, 0]) / np.maximum(t1 - t0, 1)  # cycles per ns
@@ -66,7 +66,6 @@ def analyse(name, rec, S, heads, block_m, window):
         "drain": us(r0[:, 4] - r0[:, 3]),
         "epilogue": us(r0[:, 5] - r0[:, 4]),
     }
-    wg1_start = us(r1[:, 2] - r1[:, 1]) - phases["fill"]  # warpgroup 1's first step after warpgroup 0's
     sms = r0[:, 8]
     between, tail = [], []
     for sm in np.unique(sms):
@@ -89,7 +88,7 @@ def analyse(name, rec, S, heads, block_m, window):
     per_step = phases["walk"] / np.maximum(steps, 1)
     full = steps == steps.max()
     print(f"  a step: {per_step[full].mean() * 1000:.0f} ns (blocks with the longest walk), "
-          f"{per_step.mean() * 1000:.0f} ns (all); warpgroup 1 starts {wg1_start.mean() * 1000:.0f} ns after 0")
+          f"{per_step.mean() * 1000:.0f} ns (all)")
     return {"name": name, "S": S, "blocks": n, "sms": n_sms, "span_us": span / 1000,
             "phases_us": {k: float(v.mean()) for k, v in phases.items()},
             "shares": {**{k: float(v.sum() / total) for k, v in phases.items()},
