@@ -59,6 +59,9 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_KV_AHEAD  // the producer warms the K / V of the block this many launch indices later (0: off)
 #define FLASHC_BWD_WS_KV_AHEAD 0
 #endif
+#ifndef FLASHC_BWD_WS_STAGED_DKDV  // dK / dV through shared memory in 16-byte row chunks (1) or fragment stores (0)
+#define FLASHC_BWD_WS_STAGED_DKDV 0
+#endif
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
@@ -78,6 +81,7 @@ struct Config {
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
   static constexpr int kKvPrefetchAhead = FLASHC_BWD_WS_KV_AHEAD;
+  static constexpr bool kStagedDkDv = FLASHC_BWD_WS_STAGED_DKDV;
 };
 }  // namespace bwd_ws_config
 

@@ -73,6 +73,7 @@
 #include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
+#include "flashc/device/ws_epilogue.cuh"
 
 // A point of a block's timeline for the kernel lab's phase probe (bench/kernel_lab/phases.py defines it to record the
 // SM's clock: entry, K / V ready, first step ready, walk done, reductions done, dK / dV stored); empty otherwise.
@@ -114,6 +115,11 @@ struct AttentionBwdWsPlan {
   // The dense grid's producer warms the K and V of the block kKvPrefetchAhead launch indices later in L2 (about a
   // wave ahead at the SM count): the key block's one cold read, which its consumers otherwise wait for first.
   static constexpr int kKvPrefetchAhead = KvPrefetchAheadOf<Config>::value;
+  // The key split's dV, then dK, leave through the warpgroup's own rows of V's tile (only its own products read
+  // them) as 16-byte row chunks, instead of 4-byte fragment stores (a 64 x 128 tile: 64 stores a thread, 16-byte
+  // pieces of 8 rows each, 7 % of the window row's main kernel on the phase probe, session 55). dK so where its
+  // width is V's.
+  static constexpr bool kStagedDkDv = StagedDkDvOf<Config>::value;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
@@ -739,14 +745,26 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     FLASHC_BWD_WS_PROBE(3);
     if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     FLASHC_BWD_WS_PROBE(4);
+    const GlobalMatrix<Elem> dk_rows = sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head);
+    const GlobalMatrix<Elem> dv_rows = sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head);
     RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
     convert(dk16, acc_dk);
-    store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols), k0,
-                    dk16);
     RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
-    store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols), k0,
-                    dv16);
+    if constexpr (P::kStagedDkDv) {
+      // (Own rows of V: this warpgroup's dPᵀ products, the only readers, are complete. Barrier 3 + g: its dQ boxes'.)
+      store_warpgroup_rows<P::kValueCols>(Vs, dv16, dv_rows, k0, Sk, warpgroup, 3 + warpgroup);
+      if constexpr (kHeadDim == kValueDim) {
+        named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
+        store_warpgroup_rows<P::kHeadCols>(KTile{reinterpret_cast<Elem*>(smem + P::kSmemV)}, dk16, dk_rows, k0, Sk,
+                                           warpgroup, 3 + warpgroup);
+      } else {
+        store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
+      }
+    } else {
+      store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
+      store_fragments(with_limits(dv_rows, Sk, P::kValueCols), k0, dv16);
+    }
     FLASHC_BWD_WS_PROBE(5);
   } else {
     // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.

@@ -64,6 +64,16 @@ template <class Config>
 struct KvPrefetchAheadOf<Config, decltype(void(Config::kKvPrefetchAhead))> {
   static constexpr int value = Config::kKvPrefetchAhead;
 };
+// A Config's kStagedDkDv (the ws backward's dK and dV leave through shared memory in 16-byte row chunks; kernel lab
+// only until timed), false when it has none.
+template <class Config, class = void>
+struct StagedDkDvOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct StagedDkDvOf<Config, decltype(void(Config::kStagedDkDv))> {
+  static constexpr bool value = Config::kStagedDkDv;
+};
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>
