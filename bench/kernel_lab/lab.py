@@ -138,23 +138,6 @@ VARIANTS = {
                                                                  "FLASHC_LAB_PHASE_PROBE": 1}, True),
     "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
                                                              "FLASHC_LAB_PHASE_PROBE": 1}, True),
-    # The producer warms the K / V of the block a wave later (132 launch indices: one block an SM) in L2 (session 55).
-    "d128_win1024_bwdws_kvahead": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                   "FLASHC_BWD_WS_KV_AHEAD": 132}, True),
-    "d128_causal_bwdws_kvahead": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                               "FLASHC_BWD_WS_KV_AHEAD": 132}, True),
-    # dK / dV through shared memory in 16-byte row chunks (session 55: the phase probe's epilogue, 7 % of the window's).
-    "d128_win1024_bwdws_staged": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                  "FLASHC_BWD_WS_STAGED_DKDV": 1}, True),
-    "d128_causal_bwdws_staged": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                              "FLASHC_BWD_WS_STAGED_DKDV": 1}, True),
-    "d64_causal_bwdws_staged": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                            "FLASHC_BWD_WS_STAGED_DKDV": 1}, True),
-    "d128_f16_gqa4_win100_bwdws_staged": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_STAGED_DKDV": 1},
-                                          True),
-    "d128_win1024_bwdws_probe_staged": (128, 16, 1, 0, 1, 1024, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                        "FLASHC_LAB_PHASE_PROBE": 1,
-                                                                        "FLASHC_BWD_WS_STAGED_DKDV": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

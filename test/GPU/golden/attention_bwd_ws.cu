@@ -56,12 +56,6 @@ namespace bwd_ws_config {
 #endif
 // The device library's pre/postprocess (attention_bwd_ends.cuh: what the compiler emits, the preprocess zeroing
 // dq_accum; the main kernel scales dQ) instead of attention_bwd.cu's: the lab's _ends configurations.
-#ifndef FLASHC_BWD_WS_KV_AHEAD  // the producer warms the K / V of the block this many launch indices later (0: off)
-#define FLASHC_BWD_WS_KV_AHEAD 0
-#endif
-#ifndef FLASHC_BWD_WS_STAGED_DKDV  // dK / dV through shared memory in 16-byte row chunks (1) or fragment stores (0)
-#define FLASHC_BWD_WS_STAGED_DKDV 0
-#endif
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
@@ -80,8 +74,6 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  static constexpr int kKvPrefetchAhead = FLASHC_BWD_WS_KV_AHEAD;
-  static constexpr bool kStagedDkDv = FLASHC_BWD_WS_STAGED_DKDV;
 };
 }  // namespace bwd_ws_config
 

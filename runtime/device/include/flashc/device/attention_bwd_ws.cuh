@@ -112,14 +112,6 @@ struct AttentionBwdWsPlan {
   // (tile_schedule.cuh; the Config's optional kGridHeadGroup, 1: the launch order).
   static constexpr int kGridHeadGroup = GridHeadGroupOf<Config>::value;
   static_assert(kGridHeadGroup >= 1 && kGridHeadGroup <= 64, "ws backward: 1-64 (head, batch) pairs a group");
-  // The dense grid's producer warms the K and V of the block kKvPrefetchAhead launch indices later in L2 (about a
-  // wave ahead at the SM count): the key block's one cold read, which its consumers otherwise wait for first.
-  static constexpr int kKvPrefetchAhead = KvPrefetchAheadOf<Config>::value;
-  // The key split's dV, then dK, leave through the warpgroup's own rows of V's tile (only its own products read
-  // them) as 16-byte row chunks, instead of 4-byte fragment stores (a 64 x 128 tile: 64 stores a thread, 16-byte
-  // pieces of 8 rows each, 7 % of the window row's main kernel on the phase probe, session 55). dK so where its
-  // width is V's.
-  static constexpr bool kStagedDkDv = StagedDkDvOf<Config>::value;
   static_assert(kHeadCols > 0 && kHeadCols <= kHeadDim && kHeadCols % 8 == 0 && kValueCols > 0 &&
                     kValueCols <= kValueDim && kValueCols % 8 == 0,
                 "ws backward: the tensors' widths within the tiles, 16-byte rows");
@@ -471,13 +463,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
       tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
       tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
-      if constexpr (P::kKvPrefetchAhead > 0 && !kPacked && !P::kSegments) {
-        const QueryTile later = grid_tile_ahead<P::kGridHeadGroup>(P::kKvPrefetchAhead);
-        if (later.m_block >= 0) {
-          tma_prefetch_panels<KTile>(&tma_k, later.m_block * kBlockN, later.head, later.batch);
-          tma_prefetch_panels<VTile>(&tma_v, later.m_block * kBlockN, later.head, later.batch);
-        }
-      }
     }
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
       const int s = it % kStages;
@@ -751,19 +736,17 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     convert(dk16, acc_dk);
     RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
-    if constexpr (P::kStagedDkDv) {
-      // (Own rows of V: this warpgroup's dPᵀ products, the only readers, are complete. Barrier 3 + g: its dQ boxes'.)
-      store_warpgroup_rows<P::kValueCols>(Vs, dv16, dv_rows, k0, Sk, warpgroup, 3 + warpgroup);
-      if constexpr (kHeadDim == kValueDim) {
-        named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
-        store_warpgroup_rows<P::kHeadCols>(KTile{reinterpret_cast<Elem*>(smem + P::kSmemV)}, dk16, dk_rows, k0, Sk,
-                                           warpgroup, 3 + warpgroup);
-      } else {
-        store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
-      }
-    } else {
+    // dV, then dK, leave through this warpgroup's own rows of V's tile (its own dPᵀ products, their only readers, are
+    // complete) as 16-byte row chunks. Fragment stores straight to global (64 4-byte stores a thread, 16 bytes of 8
+    // rows each an instruction) took 3.3 us a key block, 7 % of the window row's main kernel: session 55's phase
+    // probe; this form 1.3 us, main kernel window -3.8 %, causal -2.3 % at 16k (H100). Barrier 3 + g: its dQ boxes'.
+    store_warpgroup_rows<P::kValueCols>(Vs, dv16, dv_rows, k0, Sk, warpgroup, 3 + warpgroup);
+    if constexpr (kHeadDim == kValueDim) {
+      named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
+      store_warpgroup_rows<P::kHeadCols>(KTile{reinterpret_cast<Elem*>(smem + P::kSmemV)}, dk16, dk_rows, k0, Sk,
+                                         warpgroup, 3 + warpgroup);
+    } else {  // (D = 192, Dv = 128: V's rows are too narrow for dK)
       store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
-      store_fragments(with_limits(dv_rows, Sk, P::kValueCols), k0, dv16);
     }
     FLASHC_BWD_WS_PROBE(5);
   } else {

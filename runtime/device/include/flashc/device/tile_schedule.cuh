@@ -32,19 +32,6 @@ __device__ __forceinline__ QueryTile grid_tile_in_head_groups() {
   }
 }
 
-// The tile of the block `ahead` launch indices after this one (the same grid's order), or m_block -1 past the grid's
-// last: a block that starts about a wave later where `ahead` is the number of resident blocks.
-template <int kHeadGroup>
-__device__ __forceinline__ QueryTile grid_tile_ahead(int ahead) {
-  const int blocks = static_cast<int>(gridDim.x), pairs = static_cast<int>(gridDim.y * gridDim.z);
-  const int linear =
-      static_cast<int>(blockIdx.x) + blocks * static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z) + ahead;
-  if (linear >= blocks * pairs) return QueryTile{-1, 0, 0};
-  const GridTile tile = kHeadGroup == 1 ? GridTile{linear % blocks, linear / blocks}
-                                        : head_group_tile<kHeadGroup>(linear, blocks, pairs);
-  return QueryTile{tile.x, tile.pair % static_cast<int>(gridDim.y), tile.pair / static_cast<int>(gridDim.y)};
-}
-
 // A Config's kGridHeadGroup (the backward's head groups), 1 when it has none.
 template <class Config, class = void>
 struct GridHeadGroupOf {
@@ -53,26 +40,6 @@ struct GridHeadGroupOf {
 template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
-};
-// A Config's kKvPrefetchAhead (the ws backward's producer warms the K / V of the block that many launch indices
-// later in L2; kernel lab only until timed), 0 when it has none.
-template <class Config, class = void>
-struct KvPrefetchAheadOf {
-  static constexpr int value = 0;
-};
-template <class Config>
-struct KvPrefetchAheadOf<Config, decltype(void(Config::kKvPrefetchAhead))> {
-  static constexpr int value = Config::kKvPrefetchAhead;
-};
-// A Config's kStagedDkDv (the ws backward's dK and dV leave through shared memory in 16-byte row chunks; kernel lab
-// only until timed), false when it has none.
-template <class Config, class = void>
-struct StagedDkDvOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct StagedDkDvOf<Config, decltype(void(Config::kStagedDkDv))> {
-  static constexpr bool value = Config::kStagedDkDv;
 };
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).

@@ -52,15 +52,6 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const TmaDescriptor* m
       : "memory");
 }
 
-// The box at (c0, c1, c2, c3) of a 4-D map into L2 (cp.async.bulk.prefetch.tensor: no shared memory, no barrier,
-// nothing to wait for): a later block's operands warmed before it starts.
-__device__ __forceinline__ void tma_prefetch_4d(const TmaDescriptor* map, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
-
 // Shared box -> added into the box at (c0, c1, c2, c3) of a 4-D map (cp.reduce.async.bulk.tensor ... add: f32
 // reductions done by the TMA engine; elements outside the tensor are dropped), in this thread's bulk group.
 __device__ __forceinline__ void tma_reduce_add_4d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2, int c3) {
@@ -110,13 +101,6 @@ __device__ __forceinline__ void tma_load_panels(Tile dst, const TmaDescriptor* m
                                                 int batch) {
 #pragma unroll
   for (int p = 0; p < Tile::kPanels; ++p) tma_load_4d(dst.base() + p * Tile::kPanelBytes, map, bar, 64 * p, row, head, batch);
-}
-
-// The boxes tma_load_panels would load, into L2 only.
-template <class Tile>
-__device__ __forceinline__ void tma_prefetch_panels(const TmaDescriptor* map, int row, int head, int batch) {
-#pragma unroll
-  for (int p = 0; p < Tile::kPanels; ++p) tma_prefetch_4d(map, 64 * p, row, head, batch);
 }
 
 }  // namespace device
