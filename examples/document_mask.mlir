@@ -6,9 +6,13 @@
 // mask_mod=lambda b, h, q_idx, kv_idx: doc[q_idx] == doc[kv_idx]) traces into
 // this region: the modifier reads the tensor it is given as an operand.
 //
-// The document ids are an argument of the compiled programs (mask_t0, i32, of
-// any length: a position past it reads 0), not part of the bundle: new ids
-// need no recompile. Before the attention kernels run, a kernel of the bundle
+// The document ids are an argument of the compiled programs (mask_t0, i32),
+// not part of the bundle: new ids need no recompile. The region reads them at
+// q and at k themselves, so they must cover both: at least max(Sq, Sk) ids,
+// which every kernel checks at launch (`argument 'mask_t0' dim 0 is 100, but
+// the mask modifier reads it at the query index, which ranges over Sq = 128`)
+// rather than reading the missing ids as 0, a mask nobody asked for.
+// Before the attention kernels run, a kernel of the bundle
 // classifies every 64 x 64 block of the (query, key) plane from the ids
 // (hidden, shown whole, or mixed); the attention kernels skip the key blocks
 // before and after a query block's documents and mask elementwise only the

@@ -15,9 +15,10 @@ modifier is another bundle; the same one is found in the cache; the tensors' val
 the call, read by the kernels, and a small kernel classifies the blocks they hide before the attention runs).
 Supported on the indices: + - * // % (Python's floor division and remainder), unary -, abs, comparisons, & | ^ ~ on
 conditions, torch.where(cond, a, b), torch.minimum / torch.maximum (or flashc.mask_mod.where / minimum / maximum),
-integer and bool constants, and t[i] / t[i, j] of a torch tensor t of integers (rank 1-4; read as int32; a position
-outside t reads 0). Not supported yet: float math (score modifiers). `and`, `or`, `not`, `if` on a traced condition
-raise with what to write instead.
+integer and bool constants, and t[i] / t[i, j] of a torch tensor t of integers (rank 1-4; read as int32; a computed
+position outside t reads 0, but t read at an index itself, t[q_idx] or t[b, h], must hold that index's whole range
+along that dimension: a shorter t is refused at launch). Not supported yet: float math (score modifiers). `and`, `or`,
+`not`, `if` on a traced condition raise with what to write instead.
 
 The program's one-line text form (configs, manifests, flashc-run) is `;`-separated statements
 `<name> = <op> <arg> <arg> [<arg>]` ending in `yield <arg>`, args being b, h, q, k, an integer, true / false or an
@@ -805,7 +806,7 @@ class _TracedTensor:
 
     def __len__(self):
         raise InvalidArgumentError("mask_mod: a tensor the modifier reads supports indexing only (t[i], t[i, j]), "
-                                   "not len(); a read past its end gives 0")
+                                   "not len(); read at an index itself (t[q_idx]), it must hold the index's range")
 
 
 def block_sparse(layout, block_size):

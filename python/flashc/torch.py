@@ -425,7 +425,9 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None, enab
     per-token document id, which it finds among its globals and closure variables: doc[q_idx]); or the program
     itself. A key is visible when causal / window and the modifier both allow it. Its text is part of the
     configuration: each modifier is its own bundle; the tensors' values are arguments of the call (read as int32;
-    a position outside a tensor reads 0). Not with key_offset. Tensor-reading modifiers run eagerly for now. One that
+    a computed position outside a tensor reads 0, but a tensor read at an index itself, doc[q_idx] or slopes[h], must
+    hold that index's whole range: a shorter one is refused at launch, naming it). Not with key_offset.
+    Tensor-reading modifiers run eagerly for now. One that
     only bounds q_idx - kv_idx (causal as q_idx >= kv_idx, a sliding window, abs(q_idx - kv_idx) <= w), with causal and
     window left unset, runs as the window's own kernels on its row positions (the compiler reads the band off the
     traced program).

@@ -506,10 +506,15 @@ Result<KernelLaunch> finishKernel(const KernelSpec &k, const Arguments &args,
     launch.scalars.push_back(slot);
   }
   for (const auto &c : k.constraints) {
-    auto v = c.evaluate(binder.values);
+    auto v = c.expr.evaluate(binder.values);
     if (!v) return bad(who + ": " + v.message());
-    if (*v == 0)
-      return bad(who + ": requirement '" + c.str() + "' does not hold (" + symbolValues(c, binder.values) + ")");
+    if (*v != 0) continue;
+    // The compiler's message says it in the caller's terms (a table shorter than the index it is read at); the
+    // generic one names the requirement and its symbols.
+    if (!c.message.empty())
+      if (auto text = c.explain(binder.values)) return bad(*text);
+    return bad(who + ": requirement '" + c.expr.str() + "' does not hold (" + symbolValues(c.expr, binder.values) +
+               ")");
   }
   static const char *axis[] = {"x", "y", "z"};
   int64_t threads = 1;

@@ -89,6 +89,44 @@ Result<int64_t> Dim::evaluate(const SymbolTable &symbols) const {
   return it->second;
 }
 
+std::string Constraint::str() const { return message.empty() ? expr.str() : expr.str() + " \"" + message + "\""; }
+
+Result<std::vector<Expr>> Constraint::placeholders() const {
+  std::vector<Expr> out;
+  auto bad = [&](const std::string &what) {
+    return makeError(ErrorCode::InvalidBundle, "requirement message \"" + message + "\": " + what);
+  };
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] == '}') return bad("'}' without '{' (a placeholder is {<expression>})");
+    if (message[i] != '{') continue;
+    size_t close = message.find_first_of("{}", i + 1);
+    if (close == std::string::npos || message[close] != '}') return bad("'{' without '}'");
+    auto e = Expr::parse(std::string_view(message).substr(i + 1, close - i - 1));
+    if (!e) return bad("placeholder {" + message.substr(i + 1, close - i - 1) + "}: " + e.message());
+    out.push_back(*e);
+    i = close;
+  }
+  return out;
+}
+
+Result<std::string> Constraint::explain(const SymbolTable &symbols) const {
+  std::string text;
+  for (size_t i = 0; i < message.size(); ++i) {
+    size_t close = message[i] == '{' ? message.find('}', i + 1) : std::string::npos;
+    if (close == std::string::npos) {
+      text += message[i];
+      continue;
+    }
+    auto e = Expr::parse(std::string_view(message).substr(i + 1, close - i - 1));
+    if (!e) return e.error();
+    auto v = e->evaluate(symbols);
+    if (!v) return v.error();
+    text += std::to_string(*v);
+    i = close;
+  }
+  return text;
+}
+
 bool TensorParam::operator==(const TensorParam &o) const {
   return name == o.name && dtype == o.dtype && direction == o.direction && dims == o.dims &&
          requiredAlignment() == o.requiredAlignment() && contiguous == o.contiguous &&
@@ -250,8 +288,17 @@ Status validateKernel(const KernelSpec &k) {
     if (Status s = checkExpr(k.block[i], "block"); !s) return s;
   }
   if (Status s = checkExpr(k.sharedBytes, "shared"); !s) return s;
-  for (const auto &c : k.constraints)
-    if (Status s = checkExpr(c, "requires"); !s) return s;
+  for (const auto &c : k.constraints) {
+    if (Status s = checkExpr(c.expr, "requires"); !s) return s;
+    // A message is one line of text between quotes: the writer writes it as is.
+    for (char ch : c.message)
+      if (ch == '"' || std::iscntrl(static_cast<unsigned char>(ch)))
+        return invalid(k.line, who + "requirement message \"" + c.message + "\" holds a quote or a control character");
+    auto placeholders = c.placeholders();
+    if (!placeholders) return invalid(k.line, who + placeholders.message());
+    for (const auto &p : *placeholders)
+      if (Status s = checkExpr(p, "requires message"); !s) return s;
+  }
   for (const auto &t : k.tensors)
     for (const auto &d : t.dims)
       if (d.isExpression()) {
@@ -287,8 +334,8 @@ Status validateKernel(const KernelSpec &k) {
   if (Status s = constant(k.sharedBytes, "shared", 0, kMaxLaunchValue, nullptr); !s) return s;
   for (const auto &c : k.constraints) {
     int64_t holds = 1;
-    if (Status s = constant(c, "requires", INT64_MIN, INT64_MAX, &holds); !s) return s;
-    if (holds == 0) return invalid(k.line, who + "requirement '" + c.str() + "' never holds");
+    if (Status s = constant(c.expr, "requires", INT64_MIN, INT64_MAX, &holds); !s) return s;
+    if (holds == 0) return invalid(k.line, who + "requirement '" + c.expr.str() + "' never holds");
   }
   return Status();
 }

@@ -196,15 +196,14 @@ private:
       if (Status s = once(kernelSeen_, key); !s) return s;
       return parseTriple(rest, key == "grid" ? k.grid : k.block, key);
     }
-    if (key == "shared" || key == "requires") {
-      if (key == "shared")
-        if (Status s = once(kernelSeen_, key); !s) return s;
-      auto e = Expr::parse(rest, key == "requires");
+    if (key == "shared") {
+      if (Status s = once(kernelSeen_, key); !s) return s;
+      auto e = Expr::parse(rest);
       if (!e) return fail(e.message());
-      if (key == "shared") k.sharedBytes = *e;
-      else k.constraints.push_back(*e);
+      k.sharedBytes = *e;
       return Status();
     }
+    if (key == "requires") return requiresLine(rest);
     if (key == "launch") {
       if (Status s = once(kernelSeen_, key); !s) return s;
       if (words.size() != 1 || words[0] != "programmatic")
@@ -224,6 +223,27 @@ private:
       return Status();
     }
     return fail("unknown directive '" + key + "' in kernel '" + k.name + "'");
+  }
+
+  // `requires <expression> ["<message>"]`: an expression holds no quote, so the first one opens the message, which
+  // runs to the line's last character.
+  Status requiresLine(std::string_view rest) {
+    size_t quote = rest.find('"');
+    std::string message;
+    if (quote != std::string_view::npos) {
+      std::string_view quoted = rest.substr(quote);
+      if (quoted.size() < 2 || quoted.back() != '"')
+        return fail("a requirement's message is one quoted string at the end of the line: "
+                    "requires <expression> \"<message>\"");
+      message = std::string(quoted.substr(1, quoted.size() - 2));
+      rest = trim(rest.substr(0, quote));
+    }
+    auto e = Expr::parse(rest, /*allowLogic=*/true);
+    if (!e) return fail(e.message());
+    Constraint c(*e, std::move(message));
+    if (auto placeholders = c.placeholders(); !placeholders) return fail(placeholders.message());
+    kernel_->constraints.push_back(std::move(c));
+    return Status();
   }
 
   Status tensorLine(std::string_view rest) {

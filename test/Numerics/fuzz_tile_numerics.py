@@ -125,6 +125,8 @@ def attention_case(rng):
         opts.append("--backward-form=transposed")
     if kind == "documents" and rng.random() < 0.5:  # the segment form's programs (FlexAttention's: a causal window)
         opts.append("--tuning-table=" + SEGMENTS_TABLE)
+    if kind == "documents":  # an id per query and key row (the ids are the only dynamic size; read at q and k)
+        opts.append(f"--dynamic-size={max(sq, sk)}")
     return spec, opts
 
 

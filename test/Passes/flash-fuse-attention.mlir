@@ -556,31 +556,32 @@ func.func @causal_by_iota(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x4x?x64xbf16>, 
 // -----
 
 // A document mask as a gather: each token's document id read by index in the generate's body (the outer
-// tensor becomes the region's operand), compared for equality; with the causal flash.mask before it.
+// tensor becomes the region's operand), compared for equality; with the causal flash.mask before it. (50 ids: the
+// fused op's region reads them at q and k, which range over 50 rows each.)
 // CHECK-LABEL: func.func @documents_by_gather
-// CHECK-SAME: %[[DOC:[a-z0-9]+]]: tensor<?xi32>
+// CHECK-SAME: %[[DOC:[a-z0-9]+]]: tensor<50xi32>
 // CHECK-NEXT: flash.attention %{{.+}} mask = #flash.mask<causal> num_kv_heads = 2 mask_mod(%[[DOC]]) {
-// CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KI:.+]]: index, %[[IDS:.+]]: tensor<?xi32>):
-// CHECK-NEXT: %[[DQ:.+]] = tensor.extract %[[IDS]][%[[QI]]] : tensor<?xi32>
+// CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KI:.+]]: index, %[[IDS:.+]]: tensor<50xi32>):
+// CHECK-NEXT: %[[DQ:.+]] = tensor.extract %[[IDS]][%[[QI]]] : tensor<50xi32>
 // CHECK-NEXT: %[[DQI:.+]] = arith.index_cast %[[DQ]] : i32 to index
-// CHECK-NEXT: %[[DK:.+]] = tensor.extract %[[IDS]][%[[KI]]] : tensor<?xi32>
+// CHECK-NEXT: %[[DK:.+]] = tensor.extract %[[IDS]][%[[KI]]] : tensor<50xi32>
 // CHECK-NEXT: %[[DKI:.+]] = arith.index_cast %[[DK]] : i32 to index
 // CHECK-NEXT: %[[SAME:.+]] = arith.cmpi eq, %[[DQI]], %[[DKI]] : index
 // CHECK-NEXT: flash.yield %[[SAME]] : i1
-func.func @documents_by_gather(%q: tensor<1x2x50x32xf32>, %k: tensor<1x2x50x32xf32>, %v: tensor<1x2x50x32xf32>, %doc: tensor<?xi32>) -> tensor<1x2x50x32xf32> {
+func.func @documents_by_gather(%q: tensor<1x2x50x32xf32>, %k: tensor<1x2x50x32xf32>, %v: tensor<1x2x50x32xf32>, %doc: tensor<50xi32>) -> tensor<1x2x50x32xf32> {
   %s = flash.matmul %q, %k transpose_b : tensor<1x2x50x32xf32>, tensor<1x2x50x32xf32> -> tensor<1x2x50x50xf32>
   %t = flash.scale %s by 0.17677669529663687 : tensor<1x2x50x50xf32>
   %c = flash.mask %t <causal> : tensor<1x2x50x50xf32>
   // doc[q_idx] and doc[kv_idx] of every score
   %dq = tensor.generate {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %d = tensor.extract %doc[%i] : tensor<?xi32>
+    %d = tensor.extract %doc[%i] : tensor<50xi32>
     %x = arith.index_cast %d : i32 to index
     tensor.yield %x : index
   } : tensor<1x2x50x50xindex>
   %dk = tensor.generate {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %d = tensor.extract %doc[%j] : tensor<?xi32>
+    %d = tensor.extract %doc[%j] : tensor<50xi32>
     %x = arith.index_cast %d : i32 to index
     tensor.yield %x : index
   } : tensor<1x2x50x50xindex>

@@ -12,7 +12,8 @@
 // The backward's main kernel from its own entries (flash-generate-backward): its own plan, in the backward program.
 // RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-segments.txt | FileCheck %s --check-prefix=BWD
 // RUN: flash-opt %s --flash-generate-backward=tuning-table=%S/Inputs/tuning-no-segments.txt | FileCheck %s --check-prefix=OFF
-// RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 | FileCheck %s --check-prefix=NUM
+// (The ids are the only dynamic size: one per query and key row, 300, as the programs check before launching.)
+// RUN: flash-run-tile %s --tuning-table=%S/Inputs/tuning-segments.txt --backward --block-m=16 --block-n=16 --warps=1 --tolerance=1e-5 --dynamic-size=300 | FileCheck %s --check-prefix=NUM
 // NUM-NOT: FAIL
 // NUM: @not_q_and_k backward d_v: {{.*}} ok
 

@@ -420,6 +420,75 @@ void testIndex32() {
              "a modifier's tensor past 2^31 elements is refused");
 }
 
+// A modifier's tensor read at an index itself (document ids at q and k) must hold that index's range: flashc writes
+// a `requires` line with a message on each kernel that takes it (test/Codegen/cuda-attention-table-extents.mlir), and
+// a shorter tensor is refused in the caller's terms before anything is launched (the kernels would read the missing
+// ids as 0: a wrong mask).
+void testTableExtents() {
+  const std::string q = "\"argument 'mask_t0' dim 0 is {mask_t0_d0}, but the mask modifier reads it at the query "
+                        "index, which ranges over Sq = {Sq}\"\n";
+  const std::string k = "\"argument 'mask_t0' dim 0 is {mask_t0_d0}, but the mask modifier reads it at the key "
+                        "index, which ranges over Sk = {Sk}\"\n";
+  const std::string requirements = "  requires mask_t0_d0 >= Sq " + q + "  requires mask_t0_d0 >= Sk " + k;
+  auto m = parseManifest("flashc-bundle 1\narch sm_90a\n"
+                         "kernel documents_fwd_mask_blocks\n  entry e\n"
+                         "  tensor q bf16 in [B, 16, Sq, 128] contiguous\n"
+                         "  tensor k bf16 in [B, 16, Sk, 128] contiguous\n"
+                         "  tensor mask_t0 i32 in [mask_t0_d0] contiguous index32\n"
+                         "  tensor mask_blocks i32 out [1, 1, cdiv(Sq, 64), 2 * cdiv(Sk, 64) + 2] contiguous\n"
+                         "  grid cdiv(Sq, 64), 1, 1\n  block 128, 1, 1\n" + requirements + "end\n"
+                         "kernel documents_fwd\n  entry e\n"
+                         "  tensor q bf16 in [B, 16, Sq, 128] contiguous\n"
+                         "  tensor k bf16 in [B, 16, Sk, 128] contiguous\n"
+                         "  tensor v bf16 in [B, 16, Sk, 128] contiguous\n"
+                         "  tensor out bf16 out [B, 16, Sq, 128] contiguous\n"
+                         "  tensor lse f32 out [B, 16, Sq] contiguous\n"
+                         "  tensor mask_t0 i32 in [mask_t0_d0] contiguous index32\n"
+                         "  tensor mask_blocks i32 in [1, 1, cdiv(Sq, 64), 2 * cdiv(Sk, 64) + 2] contiguous\n"
+                         "  grid cdiv(Sq, 128), 16, B\n  block 384, 1, 1\n" + requirements + "end\n"
+                         "program documents\n  kernel documents_fwd_mask_blocks\n  kernel documents_fwd\n"
+                         "  scratch mask_blocks\nend\n");
+  if (!checkOk(m, "a document mask's manifest with messaged requirements parses")) return;
+  auto args = [](int64_t sq, int64_t sk, int64_t ids) {
+    Arguments a;
+    int64_t qs[4] = {2, 16, sq, 128}, ks[4] = {2, 16, sk, 128}, ls[3] = {2, 16, sq}, ts[1] = {ids};
+    (void)a.setTensor("q", fakePointer(0x100000), DType::BF16, 4, qs);
+    (void)a.setTensor("k", fakePointer(0x200000), DType::BF16, 4, ks);
+    (void)a.setTensor("v", fakePointer(0x300000), DType::BF16, 4, ks);
+    (void)a.setTensor("out", fakePointer(0x400000), DType::BF16, 4, qs);
+    (void)a.setTensor("lse", fakePointer(0x500000), DType::F32, 3, ls);
+    (void)a.setTensor("mask_t0", fakePointer(0x600000), DType::I32, 1, ts);
+    return a;
+  };
+  const ProgramSpec &p = *m->findProgram("documents");
+  checkError(planProgramLaunch(*m, p, args(128, 128, 100)),
+             "argument 'mask_t0' dim 0 is 100, but the mask modifier reads it at the query index, which ranges over "
+             "Sq = 128",
+             "ids shorter than the queries are refused, naming the tensor, its size and the range it must hold");
+  auto shortKeys = planProgramLaunch(*m, p, args(64, 128, 100));
+  checkError(shortKeys,
+             "argument 'mask_t0' dim 0 is 100, but the mask modifier reads it at the key index, which ranges over "
+             "Sk = 128",
+             "ids shorter than the keys (covering the queries) are refused the same way");
+  check(!shortKeys.ok() && shortKeys.message().find("requirement") == std::string::npos,
+        "the message replaces the generic requirement text", shortKeys.ok() ? "" : shortKeys.message());
+  auto plan = planProgramLaunch(*m, p, args(128, 100, 128));
+  if (checkOk(plan, "ids covering both the queries and the keys (128 of them, Sq = 128, Sk = 100) launch"))
+    check(plan->kernels.size() == 2 && plan->kernels[0].tensors[2].shape[0] == 128, "both kernels take the ids");
+  checkOk(planProgramLaunch(*m, p, args(100, 100, 4096)), "longer ids than either range are fine (never read)");
+  // A kernel launched alone checks them too.
+  Arguments alone = args(128, 128, 100);
+  int64_t blocks[4] = {1, 1, 2, 6};
+  (void)alone.setTensor("mask_blocks", fakePointer(0x700000), DType::I32, 4, blocks);
+  alone.remove("v");
+  alone.remove("out");
+  alone.remove("lse");
+  checkError(planKernelLaunch(*m->findKernel("documents_fwd_mask_blocks"), alone),
+             "argument 'mask_t0' dim 0 is 100, but the mask modifier reads it at the query index, which ranges over "
+             "Sq = 128",
+             "the block-class kernel launched alone refuses short ids too");
+}
+
 // Arguments that describe no real buffer, or that a kernel cannot write correctly, are refused before anything is
 // launched: no signed overflow on the way (UBSan found three), no silent race.
 void testRobustArguments(const Manifest &m) {
@@ -556,6 +625,7 @@ int main() {
   testOverlaps(m);
   testRobustArguments(m);
   testIndex32();
+  testTableExtents();
   testExpressionDims();
   testPaddedRows();
   testValidKernel(m);

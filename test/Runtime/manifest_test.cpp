@@ -50,7 +50,9 @@ Manifest richManifest() {
   k.block = {Expr::literal(128), Expr::literal(1), Expr::literal(1)};
   k.sharedBytes = *Expr::parse("max(49152, 2 * (Sq % 64 + 1024))");
   k.programmatic = true;
-  k.constraints = {*Expr::parse("Sq >= 1 && window >= 0", true), *Expr::parse("!(B == 0) || H > 1", true)};
+  k.constraints = {*Expr::parse("Sq >= 1 && window >= 0", true), *Expr::parse("!(B == 0) || H > 1", true),
+                   Constraint(*Expr::parse("Sq <= 4096", true),
+                              "argument 'mask_t0' dim 0 is {Sq}, at most {2 * 2048} (H = {H})")};
   m.kernels.push_back(k);
   KernelSpec k2 = k;
   k2.name = "attention_fwd_post";
@@ -93,6 +95,11 @@ void testRoundTrip() {
   check(parsed->kernels[0].programmatic && text.find("  launch programmatic\n") != std::string::npos,
         "launch programmatic survives");
   check(parsed->programs[0].meta.at("scale") == "0.125", "program meta survives");
+  check(parsed->kernels[0].constraints[2].message == "argument 'mask_t0' dim 0 is {Sq}, at most {2 * 2048} (H = {H})" &&
+            text.find("  requires Sq <= 4096 \"argument 'mask_t0' dim 0 is {Sq}, at most {2 * 2048} (H = {H})\"\n") !=
+                std::string::npos &&
+            parsed->kernels[0].constraints[0].message.empty(),
+        "a requirement's message survives, quoted after its expression; one without stays without");
 
   std::string bundleText = readText(FLASHC_TEST_BUNDLES_DIR "/basic/manifest.flashc");
   auto basic = parseManifest(bundleText);
@@ -507,8 +514,39 @@ void testDeviceLibrary() {
   checkError(parseManifest(twice), "device-library", "given twice");
 }
 
+// `requires <expression> "<message>"`: the message's placeholders are expressions over the kernel's symbols; what
+// the writer could not write back, or the launch could not evaluate, is refused when the manifest is read.
+void testRequirementMessages() {
+  auto m = parseManifest(withKernel(kMinimalBody + "  requires N >= 2 \"argument 'x' is {N} long, {2 - N} short\"\n"));
+  if (checkOk(m, "a requirement with a message parses")) {
+    const Constraint &c = m->kernels[0].constraints[0];
+    check(c.expr.str() == "N >= 2" && c.message == "argument 'x' is {N} long, {2 - N} short",
+          "expression and message apart");
+    auto text = c.explain({{"N", 1}});
+    check(text.ok() && *text == "argument 'x' is 1 long, 1 short", "placeholders take their values",
+          text.ok() ? *text : text.message());
+  }
+  checkOk(parseManifest(withKernel(kMinimalBody + "  requires N >= 2\n")), "a requirement without one still parses");
+  struct Case {
+    std::string line, expected, what;
+  };
+  std::vector<Case> cases = {
+      {"requires N >= 2 \"open {N\"", "'{' without '}'", "an unclosed placeholder"},
+      {"requires N >= 2 \"close N}\"", "'}' without '{'", "a brace that closes nothing"},
+      {"requires N >= 2 \"bad {N +}\"", "placeholder {N +}", "a placeholder that does not parse"},
+      {"requires N >= 2 \"unbound {M}\"",
+       "requires message expression 'M' uses symbol 'M' that no tensor dim or integer scalar binds",
+       "a placeholder over a symbol nothing binds"},
+      {"requires N >= 2 \"unterminated", "one quoted string at the end of the line", "a message without its quote"},
+      {"requires N >= 2 \"a \"quote\" inside\"", "holds a quote or a control character", "a quote in the message"},
+  };
+  for (const Case &c : cases)
+    checkError(parseManifest(withKernel(kMinimalBody + "  " + c.line + "\n")), c.expected, c.what);
+}
+
 int main() {
   testRoundTrip();
+  testRequirementMessages();
   testDeviceLibrary();
   testVersion();
   testMalformed();

@@ -720,6 +720,22 @@ struct Runner {
         for (size_t d = 0; d < t->dims.size(); ++d)
           if (t->dims[d].isSymbol())
             own.emplace(t->dims[d].symbol, d == 0 && t->dims.size() >= 2 ? opt.batch : std::max(opt.seqQ, opt.seqK));
+        // A dim the modifier reads at an index itself holds that index's range: at least what the kernels'
+        // `requires <dim> >= <range>` lines ask (a [Hq, ...] block layout's first dim, not the batch).
+        for (const std::string &kn : fwd.kernels) {
+          const KernelSpec *k = bundle->findKernel(kn);
+          for (const Constraint &req : k ? k->constraints : std::vector<Constraint>()) {
+            std::string text = req.expr.str();
+            size_t ge = text.find(" >= ");
+            std::string dim = text.substr(0, ge);
+            if (ge == std::string::npos ||
+                std::none_of(t->dims.begin(), t->dims.end(), [&](const Dim &d) { return d.symbol == dim; }))
+              continue;
+            auto range = Expr::parse(text.substr(ge + 4));
+            auto need = range ? range->evaluate(own) : Result<int64_t>(range.error());
+            if (need && *need > own[dim]) own[dim] = *need;
+          }
+        }
         out.push_back(makeParam(fwd.name, name, own));
         if (t->dtype == DType::F32) randomFill(out.back(), rng, 0.25);
         else randomIds(out.back(), rng);

@@ -1954,7 +1954,8 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const CudaEmitOptions &options) 
     manifest.kernels.push_back(std::move(*spec));
   }
 
-  appendPrograms(module, programs, manifest);
+  if (failed(appendPrograms(module, programs, manifest)))
+    return failure();
 
   rt::Status valid = rt::validateManifest(manifest);
   if (!valid.ok())

@@ -13,6 +13,9 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <set>
+
 using namespace mlir;
 
 namespace flashc {
@@ -706,18 +709,70 @@ FailureOr<rt::KernelSpec> buildKernelSpec(tile::KernelOp kernel, ArrayRef<ArgInf
   return spec;
 }
 
-void appendPrograms(ModuleOp module, ArrayRef<std::unique_ptr<ProgramScope>> programs,
-                    rt::Manifest &manifest) {
-for (auto &scope : programs) {
-  rt::ProgramSpec program;
-  program.name = scope->func.getSymName().str();
-  for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
-    program.kernels.push_back(launch.getKernel().str());
-  for (tile::AllocTensorOp alloc : scope->scratch)
-    program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.startsZeroed()});
-  describeProgram(module, program, programs, *scope);
-  manifest.programs.push_back(std::move(program));
+/// Each tile.require_extent of `scope`'s program as a `requires` line of the kernels it launches with the table.
+static LogicalResult appendRequirements(ProgramScope &scope, rt::Manifest &manifest) {
+  for (auto require : scope.func.getBody().getOps<tile::RequireExtentOp>()) {
+    const ArgInfo &table = scope.infos[require.getTable()], &range = scope.infos[require.getRange()];
+    const rt::Dim &size = table.dims[require.getTableDim()], &extent = range.dims[require.getRangeDim()];
+    // A size the caller gives (a symbol) is a placeholder of the message, a static one its number.
+    auto spelled = [](const rt::Dim &dim) {
+      return dim.isSymbol() || dim.isExpression() ? "{" + dim.str() + "}" : dim.str();
+    };
+    // (a static table bounds the run-time size: `Sq <= 4096`)
+    bool staticTable = !size.isSymbol() && !size.isExpression();
+    std::string text = staticTable ? extent.str() + " <= " + size.str() : size.str() + " >= " + extent.str();
+    auto expr = rt::Expr::parse(text, /*allowLogic=*/true);
+    if (!expr.ok())
+      return require.emitError("bundle: the requirement '") << text << "' does not parse: " << expr.message(),
+             failure();
+    rt::Constraint constraint(*expr, require.shortfallMessage(table.name, spelled(size), spelled(extent)));
+    std::set<std::string> symbols;
+    expr->collectSymbols(symbols);
+    // Every kernel that reads the table checks it (each may be launched alone), where its parameters bind both
+    // sizes (the manifest's rule for a requires line; the attention's kernels take q and k beside the table).
+    bool carried = false;
+    for (auto launch : scope.func.getBody().getOps<tile::LaunchOp>()) {
+      if (!llvm::is_contained(launch.getArgs(), require.getTable()))
+        continue;
+      auto kernel =
+          llvm::find_if(manifest.kernels, [&](const rt::KernelSpec &k) { return k.name == launch.getKernel(); });
+      if (kernel == manifest.kernels.end())
+        continue;
+      std::set<std::string> bound;
+      for (const rt::TensorParam &t : kernel->tensors)
+        for (const rt::Dim &d : t.dims)
+          if (d.isSymbol())
+            bound.insert(d.symbol);
+      if (!std::includes(bound.begin(), bound.end(), symbols.begin(), symbols.end()))
+        continue;
+      carried = true;
+      if (!llvm::is_contained(kernel->constraints, constraint))
+        kernel->constraints.push_back(constraint);
+    }
+    if (!carried)
+      return require.emitError("bundle: no kernel of @")
+                 << scope.func.getSymName() << " takes '" << table.name << "' and binds the sizes of '"
+                 << expr->str() << "', so nothing would check it at launch",
+             failure();
+  }
+  return success();
 }
+
+LogicalResult appendPrograms(ModuleOp module, ArrayRef<std::unique_ptr<ProgramScope>> programs,
+                             rt::Manifest &manifest) {
+  for (auto &scope : programs) {
+    rt::ProgramSpec program;
+    program.name = scope->func.getSymName().str();
+    for (auto launch : scope->func.getBody().getOps<tile::LaunchOp>())
+      program.kernels.push_back(launch.getKernel().str());
+    for (tile::AllocTensorOp alloc : scope->scratch)
+      program.scratch.push_back({scope->infos[alloc.getResult()].name, alloc.startsZeroed()});
+    describeProgram(module, program, programs, *scope);
+    manifest.programs.push_back(std::move(program));
+    if (failed(appendRequirements(*scope, manifest)))
+      return failure();
+  }
+  return success();
 }
 
 } // namespace flashc

@@ -65,10 +65,12 @@ mlir::FailureOr<rt::KernelSpec> buildKernelSpec(mlir::tile::KernelOp kernel,
                                                 int64_t sharedBytes);
 
 /// Appends one manifest program per scope, with its kernels, workspaces and
-/// `meta` lines.
-void appendPrograms(mlir::ModuleOp module,
-                    llvm::ArrayRef<std::unique_ptr<ProgramScope>> programs,
-                    rt::Manifest &manifest);
+/// `meta` lines, and makes each of its tile.require_extent a `requires` line
+/// (with the op's message) of the kernels in `manifest` that it launches with
+/// the table; an error (at the op) when no such kernel binds both sizes.
+mlir::LogicalResult appendPrograms(mlir::ModuleOp module,
+                                   llvm::ArrayRef<std::unique_ptr<ProgramScope>> programs,
+                                   rt::Manifest &manifest);
 
 } // namespace flashc
 

@@ -26,6 +26,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -49,6 +50,33 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   for (auto [index, size] : llvm::enumerate(shape))
     text += (index ? ", " : "") + std::to_string(size);
   return text + "]";
+}
+
+/// A modifier's table read at an index argument itself (ids[q], slopes[h]) holds that index's range (`ranges`: of b,
+/// h, q, k) at run time: the rule flash.attention's verifier checks for static sizes and the compiled programs at
+/// launch (tile.require_extent). A definition that read the missing entries as 0 would agree with no run of them.
+LogicalResult checkTableReads(Operation *op, Region &body, unsigned firstIndex,
+                              ArrayRef<const ReferenceTensor *> tensors, ArrayRef<int64_t> ranges, StringRef what) {
+  static const char *const names[4] = {"batch b", "query head h", "query index q", "key index k"};
+  for (const flashc::IndexArgumentRead &read : flashc::indexArgumentReads(body, firstIndex)) {
+    const ReferenceTensor &table = *tensors[read.operand];
+    unsigned which = static_cast<unsigned>(read.index);
+    int64_t size = table.shape[read.dim], range = ranges[which];
+    if (size >= range)
+      continue;
+    return op->emitError() << "at run time " << what << " operand #" << read.operand << " "
+                           << formatShape(table.shape) << " is read at the " << names[which] << " along dimension "
+                           << read.dim << ": it holds " << size << " entries, the " << names[which]
+                           << " ranges over " << range;
+  }
+  return success();
+}
+
+/// The (b, h, q, k) ranges the evaluator walks over a graph mask's or score's input [..., Sq, Sk] (b and h stay 0
+/// below rank 4).
+std::array<int64_t, 4> scoreRanges(ArrayRef<int64_t> shape) {
+  int64_t rank = shape.size();
+  return {rank == 4 ? shape[0] : 1, rank == 4 ? shape[1] : 1, shape[rank - 2], shape[rank - 1]};
 }
 
 class Evaluator {
@@ -308,6 +336,8 @@ LogicalResult Evaluator::mask(MaskOp op) {
   SmallVector<const ReferenceTensor *> tensors;
   for (Value tensor : op.getMaskOperands())
     tensors.push_back(&get(tensor));
+  if (mod && failed(checkTableReads(op, *mod, 0, tensors, scoreRanges(result.shape), "mod")))
+    return failure();
   auto visible = maskModPredicate(mod, tensors);
   int64_t heads = rank == 4 ? result.shape[1] : 1;
   for (int64_t flat = 0; flat < result.numElements(); ++flat) {
@@ -327,6 +357,8 @@ LogicalResult Evaluator::score(ScoreOp op) {
   SmallVector<const ReferenceTensor *> tensors;
   for (Value tensor : op.getScoreOperands())
     tensors.push_back(&get(tensor));
+  if (failed(checkTableReads(op, op.getScoreMod(), 1, tensors, scoreRanges(result.shape), "mod")))
+    return failure();
   auto modified = scoreModFunction(&op.getScoreMod(), tensors);
   int64_t heads = rank == 4 ? result.shape[1] : 1;
   for (int64_t flat = 0; flat < result.numElements(); ++flat) {
@@ -398,6 +430,10 @@ LogicalResult Evaluator::attention(AttentionOp op) {
   SmallVector<const ReferenceTensor *> scoreTensors;
   for (Value tensor : op.getScoreOperands())
     scoreTensors.push_back(&get(tensor));
+  std::array<int64_t, 4> ranges = {q.shape[0], q.shape[1], q.shape[2], k.shape[2]};
+  if ((op.hasMaskMod() && failed(checkTableReads(op, op.getMaskMod(), 0, tensors, ranges, "mask_mod"))) ||
+      (op.hasScoreMod() && failed(checkTableReads(op, op.getScoreMod(), 1, scoreTensors, ranges, "score_mod"))))
+    return failure();
   ReferenceTensor out = referenceAttention(q, k, v, op.getScaleValue(),
                                            op.getSoftcapValue(), op.getMask(),
                                            lse, keyOffset,

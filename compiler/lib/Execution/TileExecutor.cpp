@@ -197,6 +197,8 @@ private:
                        StringRef why);
   LogicalResult varlenBlock(VarlenBlockOp block);
   LogicalResult planSegments(PlanSegmentsOp op);
+  /// A tile.require_extent: an error naming the table (its program name) when it is shorter than the range.
+  LogicalResult requireExtent(RequireExtentOp op);
   LogicalResult moeBlock(MoeBlockOp block);
   LogicalResult executeTileOp(Operation *op);
 
@@ -342,6 +344,11 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
     }
     if (llvm::isa<func::ReturnOp>(op))
       break;
+    if (auto require = llvm::dyn_cast<RequireExtentOp>(op)) {
+      if (failed(requireExtent(require)))
+        return failure();
+      continue;
+    }
     if (auto sms = llvm::dyn_cast<SmCountOp>(op)) {  // any count gives the same results: 16 splits small batches
       env[sms.getResult()] = RtValue::ofInt(16);
       continue;
@@ -350,6 +357,22 @@ LogicalResult TileInterpreter::runProgram(func::FuncOp program, ArrayRef<HostTen
       return failure();
   }
   return success();
+}
+
+LogicalResult TileInterpreter::requireExtent(RequireExtentOp op) {
+  int64_t size = tensorOf(op.getTable())->shape[op.getTableDim()];
+  int64_t range = tensorOf(op.getRange())->shape[op.getRangeDim()];
+  if (size >= range)
+    return success();
+  // (the runtime's message: the table by its program name)
+  std::string name = "the table";
+  if (auto arg = llvm::dyn_cast<BlockArgument>(op.getTable())) {
+    name = "#" + std::to_string(arg.getArgNumber());
+    if (auto program = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      if (auto attr = program.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tile.name"))
+        name = attr.str();
+  }
+  return fail(op, op.shortfallMessage(name, std::to_string(size), std::to_string(range)));
 }
 
 LogicalResult TileInterpreter::runKernel(KernelOp kernel, ArrayRef<HostTensor *> args,

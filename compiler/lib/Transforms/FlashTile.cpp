@@ -301,8 +301,12 @@ LogicalResult lowerForwardFunction(func::FuncOp func, SymbolTable &symbols,
         maskTensors.push_back(mapped[tensor]);
       args.append(maskTensors);
       // A score modifier's tensors after them.
+      SmallVector<Value> scoreTensors;
       for (Value tensor : attention.getScoreOperands())
-        args.push_back(mapped[tensor]);
+        scoreTensors.push_back(mapped[tensor]);
+      args.append(scoreTensors);
+      // The tables hold the indices they are read at, checked before any of the attention's launches.
+      pb.requireTableExtents(attention, q, k, maskTensors, scoreTensors);
       // A document modifier's forward whose tuning entry asks for it: the segment plan, launched first (the
       // block-class kernel skips its work where the plan serves), taken after the table.
       bool segments =

@@ -391,6 +391,13 @@ struct GenerateBackwardPass : public mlir::flash::impl::GenerateBackwardBase<Gen
           out = pb.arg(slot.out), lse = pb.arg(slot.lse), dOut = pb.arg(slot.cotangent),
           dQ = pb.arg(slot.grads[0]), dK = pb.arg(slot.grads[1]), dV = pb.arg(slot.grads[2]);
     ArrayRef<int64_t> qShape = llvm::cast<GlobalTensorType>(q.getType()).getShape();
+    // The modifiers' tables hold the indices they are read at, checked before any launch.
+    SmallVector<Value> maskTables, scoreTables;
+    for (unsigned index : slot.maskTensors)
+      maskTables.push_back(pb.arg(index));
+    for (unsigned index : slot.scoreTensors)
+      scoreTables.push_back(pb.arg(index));
+    pb.requireTableExtents(op, q, k, maskTables, scoreTables);
     Type f32 = FloatType::getF32(ctx);
     // D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], both f32.
     Value delta = pb.alloc(GlobalTensorType::get(ctx, qShape.take_front(3), f32),

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
 
@@ -270,6 +271,37 @@ FailureOr<Value> ProgramBuilder::launchMaskBlocks(flash::AttentionOp op, Locatio
                     args)))
     return failure();
   return Value(alloc);
+}
+
+// (the tile op's index is the analysis's, value for value)
+static_assert(static_cast<int>(tile::ModifierIndex::Batch) == static_cast<int>(flashc::ModifierIndex::Batch) &&
+              static_cast<int>(tile::ModifierIndex::Key) == static_cast<int>(flashc::ModifierIndex::Key));
+
+void ProgramBuilder::requireTableExtents(flash::AttentionOp op, Value q, Value k, ValueRange maskTensors,
+                                         ValueRange scoreTensors) {
+  // One check per (table, dimension, index), though a body may read ids[q] twice.
+  llvm::DenseSet<std::tuple<Value, unsigned, unsigned>> seen;
+  auto require = [&](Region &body, unsigned firstIndex, ValueRange tensors, Modifier modifier) {
+    for (const flashc::IndexArgumentRead &read : flashc::indexArgumentReads(body, firstIndex)) {
+      Value table = tensors[read.operand];
+      unsigned index = static_cast<unsigned>(read.index);
+      if (!seen.insert({table, read.dim, index}).second)
+        continue;
+      auto which = static_cast<tile::ModifierIndex>(index);
+      Value range = which == tile::ModifierIndex::Key ? k : q;
+      int64_t rangeDim = RequireExtentOp::rangeDimOf(which);
+      int64_t size = llvm::cast<GlobalTensorType>(table.getType()).getShape()[read.dim];
+      int64_t extent = llvm::cast<GlobalTensorType>(range.getType()).getShape()[rangeDim];
+      // (both static: flash.attention's verifier has checked it)
+      if (!ShapedType::isDynamic(size) && !ShapedType::isDynamic(extent))
+        continue;
+      builder->create<RequireExtentOp>(op.getLoc(), table, read.dim, range, rangeDim, modifier, which);
+    }
+  };
+  if (op.hasMaskMod())
+    require(op.getMaskMod(), 0, maskTensors, Modifier::Mask);
+  if (op.hasScoreMod())
+    require(op.getScoreMod(), 1, scoreTensors, Modifier::Score);
 }
 
 LogicalResult ProgramBuilder::launchDecode(flash::DecodeAttentionOp op, StringRef baseName, StringRef suffix,
@@ -550,7 +582,8 @@ llvm::DenseMap<Value, ValueLabel> labelFusedValues(Block &body) {
       label(attention.getLse(), "lse" + sfx, {b, "", sq});
       label(attention.getKeyOffset(), "key_offset" + sfx, {});
       // A mask modifier's tensors: mask_t0, ... over symbols of their own
-      // (a read outside a tensor's shape gives 0: no size must match).
+      // (no size equals another's: one read at an index itself holds at
+      // least its range, tile.require_extent's `requires` line).
       for (auto [i, tensor] : llvm::enumerate(attention.getMaskOperands())) {
         std::string name = "mask_t" + std::to_string(i) + sfx;
         SmallVector<std::string> symbols;

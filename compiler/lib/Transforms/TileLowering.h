@@ -211,6 +211,13 @@ public:
                                                 mlir::ValueRange tensors, bool transposed,
                                                 llvm::StringRef name, mlir::Value segmentPlan = {});
 
+  /// A tile.require_extent for each read of `op`'s modifiers' tensors (`maskTensors`, `scoreTensors`: the
+  /// program's) at an index argument itself whose sizes are not both static: the table must hold the index's range
+  /// (b, h, q: dims 0-2 of `q`; k: dim 2 of `k`), which the runtime and the CPU executor check before the
+  /// launches that follow.
+  void requireTableExtents(mlir::flash::AttentionOp op, mlir::Value q, mlir::Value k, mlir::ValueRange maskTensors,
+                           mlir::ValueRange scoreTensors);
+
   /// The three launches of a decode-attention op (#tile.decode: the table
   /// check, the split kernel, the combine) with their workspaces: a zeroed
   /// status [4] (i32) and the splits' partials o_part [B, splits, Hq·T, Dv],

@@ -58,6 +58,34 @@ IndexFunctionLayout indexFunctionLayout(Region &body) {
   return layout;
 }
 
+SmallVector<IndexArgumentRead> indexArgumentReads(Region &body, unsigned firstIndex) {
+  SmallVector<IndexArgumentRead> reads;
+  if (body.empty())
+    return reads;
+  Block &block = body.front();
+  unsigned firstTensor = firstIndex;
+  while (firstTensor < block.getNumArguments() && block.getArgument(firstTensor).getType().isIndex())
+    ++firstTensor;
+  unsigned indexArgs = firstTensor - firstIndex;
+  if (indexArgs != 2 && indexArgs != 4)
+    return reads;
+  body.walk([&](tensor::ExtractOp extract) {
+    auto table = llvm::dyn_cast<BlockArgument>(extract.getTensor());
+    if (!table || table.getOwner() != &block || table.getArgNumber() < firstTensor)
+      return;
+    for (auto [dim, position] : llvm::enumerate(extract.getIndices())) {
+      auto arg = llvm::dyn_cast<BlockArgument>(position);
+      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < firstIndex || arg.getArgNumber() >= firstTensor)
+        continue;
+      // (a two-index body's arguments are q and k)
+      unsigned which = arg.getArgNumber() - firstIndex + (indexArgs == 4 ? 0 : 2);
+      reads.push_back({extract, table.getArgNumber() - firstTensor, static_cast<unsigned>(dim),
+                       static_cast<ModifierIndex>(which)});
+    }
+  });
+  return reads;
+}
+
 LogicalResult verifyIndexFunction(Operation *owner, Region &body, TypeRange operandTypes, StringRef what) {
   if (!body.hasOneBlock())
     return owner->emitOpError() << what << " must have exactly one block";

@@ -957,3 +957,37 @@ tile.kernel @plan_float_offsets(%logits: !tile.tensor<?x8xbf16>, %counts: !tile.
       : !tile.tensor<?x8xbf16>, !tile.tensor<8xi32>, !tile.tensor<9xf32>, !tile.tensor<?xi32>
   tile.return
 }
+
+// -----
+
+// tile.require_extent: a modifier's table holds the range of the index it is read at. The index's range is q's
+// dims 0-2 (batch, head, query) or k's dim 2 (key), and a static pair that fails never holds.
+func.func @extent_dim(%ids: !tile.tensor<?xi32>, %q: !tile.tensor<?x4x?x64xbf16>) attributes {tile.program} {
+  // expected-error @+1 {{table dimension 1 out of range for rank 1}}
+  tile.require_extent %ids[1] covers %q[2] for mask_mod at query : <?xi32>, <?x4x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @extent_range(%ids: !tile.tensor<?xi32>, %q: !tile.tensor<?x4x?x64xbf16>) attributes {tile.program} {
+  // expected-error @+1 {{the head index ranges over dimension 1 of a [B, H, S, D] tensor, got dimension 2}}
+  tile.require_extent %ids[0] covers %q[2] for score_mod at head : <?xi32>, <?x4x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @extent_static(%slopes: !tile.tensor<2xf32>, %q: !tile.tensor<?x4x?x64xbf16>) attributes {tile.program} {
+  // expected-error @+1 {{never holds: the table's dimension 0 is 2, the head index ranges over 4}}
+  tile.require_extent %slopes[0] covers %q[1] for score_mod at head : <2xf32>, <?x4x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @extent_element(%t: !tile.tensor<?xbf16>, %q: !tile.tensor<?x4x?x64xbf16>) attributes {tile.program} {
+  // expected-error @+1 {{table must hold i32 or f32 (a modifier's tensor), got 'bf16'}}
+  tile.require_extent %t[0] covers %q[2] for mask_mod at query : <?xbf16>, <?x4x?x64xbf16>
+  return
+}

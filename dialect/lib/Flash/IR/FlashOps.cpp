@@ -89,33 +89,21 @@ LogicalResult checkGraphShape(Operation *op, StringRef name, ShapedType type, Ar
 
 /// A modifier's table read at an index argument itself (slopes[h], ids[q]) holds that index's range where both are
 /// static: the kernels read a shorter one's missing entries as 0 (the device library's reads check bounds), a silent
-/// bias. `ranges`: those of (b, h, q, k); the body's index arguments start at `firstIndex` (after a score's).
-LogicalResult checkTableReads(Region &body, unsigned firstIndex, unsigned indexArgs, ArrayRef<int64_t> ranges,
-                              StringRef what) {
+/// bias. (Where either is dynamic the compiled programs check it at launch: tile.require_extent.) `ranges`: those of
+/// (b, h, q, k); the body's index arguments start at `firstIndex` (after a score's).
+LogicalResult checkTableReads(Region &body, unsigned firstIndex, ArrayRef<int64_t> ranges, StringRef what) {
   static const char *const names[4] = {"batch b", "query head h", "query index q", "key index k"};
-  Block &block = body.front();
-  unsigned firstTensor = firstIndex + indexArgs;
-  WalkResult walk = body.walk([&](tensor::ExtractOp extract) {
-    auto table = llvm::dyn_cast<BlockArgument>(extract.getTensor());
-    auto type = llvm::dyn_cast<RankedTensorType>(extract.getTensor().getType());
-    if (!table || table.getOwner() != &block || !type)
-      return WalkResult::advance();
-    for (auto [dim, index] : llvm::enumerate(extract.getIndices())) {
-      auto arg = llvm::dyn_cast<BlockArgument>(index);
-      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < firstIndex || arg.getArgNumber() >= firstTensor)
-        continue;
-      unsigned which = arg.getArgNumber() - firstIndex + (indexArgs == 4 ? 0 : 2);
-      int64_t size = type.getDimSize(dim), range = ranges[which];
-      if (ShapedType::isDynamic(size) || ShapedType::isDynamic(range) || size >= range)
-        continue;
-      extract.emitOpError() << "reads " << what << " operand #" << table.getArgNumber() - firstTensor << " (" << type
-                            << ") at the " << names[which] << " along dimension " << dim << ": it holds " << size
-                            << " entries, the " << names[which] << " ranges over " << range;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
+  for (const flashc::IndexArgumentRead &read : flashc::indexArgumentReads(body, firstIndex)) {
+    auto type = llvm::cast<RankedTensorType>(llvm::cast<tensor::ExtractOp>(read.read).getTensor().getType());
+    unsigned which = static_cast<unsigned>(read.index);
+    int64_t size = type.getDimSize(read.dim), range = ranges[which];
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(range) || size >= range)
+      continue;
+    return read.read->emitOpError() << "reads " << what << " operand #" << read.operand << " (" << type << ") at the "
+                                    << names[which] << " along dimension " << read.dim << ": it holds " << size
+                                    << " entries, the " << names[which] << " ranges over " << range;
+  }
+  return success();
 }
 
 /// The (b, h, q, k) ranges of a graph mask or score over `scores` ([B, H, Sq, Sk], or fewer leading dims).
@@ -302,8 +290,7 @@ LogicalResult MaskOp::verifyRegions() {
   if (flashc::indexFunctionLayout(getMaskMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
     return emitOpError() << "mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got "
                          << getInput().getType();
-  return checkTableReads(getMaskMod(), 0, flashc::indexFunctionLayout(getMaskMod()).indexArgs,
-                         scoreRanges(getInput().getType()), "mod");
+  return checkTableReads(getMaskMod(), 0, scoreRanges(getInput().getType()), "mod");
 }
 
 LogicalResult ScoreOp::verify() {
@@ -320,8 +307,7 @@ LogicalResult ScoreOp::verifyRegions() {  // (after the region's ops: MaskOp::ve
   if (flashc::scoreFunctionLayout(getScoreMod()).hasBatchAndHead() && getInput().getType().getRank() != 4)
     return emitOpError() << "mod of four indices (batch, head, query, key) needs a [B, H, Sq, Sk] input, got "
                          << getInput().getType();
-  return checkTableReads(getScoreMod(), 1, flashc::scoreFunctionLayout(getScoreMod()).indexArgs,
-                         scoreRanges(getInput().getType()), "mod");
+  return checkTableReads(getScoreMod(), 1, scoreRanges(getInput().getType()), "mod");
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -607,11 +593,9 @@ LogicalResult AttentionOp::verifyRegions() {
     return failure();
   ArrayRef<int64_t> query = getQuery().getType().getShape();
   std::array<int64_t, 4> ranges = {query[0], query[1], query[2], getKey().getType().getDimSize(2)};
-  if (hasMaskMod() && failed(checkTableReads(getMaskMod(), 0, flashc::indexFunctionLayout(getMaskMod()).indexArgs,
-                                             ranges, "mask_mod")))
+  if (hasMaskMod() && failed(checkTableReads(getMaskMod(), 0, ranges, "mask_mod")))
     return failure();
-  if (hasScoreMod() && failed(checkTableReads(getScoreMod(), 1, flashc::scoreFunctionLayout(getScoreMod()).indexArgs,
-                                              ranges, "score_mod")))
+  if (hasScoreMod() && failed(checkTableReads(getScoreMod(), 1, ranges, "score_mod")))
     return failure();
   return success();
 }

@@ -469,6 +469,33 @@ LogicalResult DimOp::verify() {
   return success();
 }
 
+LogicalResult RequireExtentOp::verify() {
+  auto table = getTable().getType(), range = getRange().getType();
+  int64_t tableDim = static_cast<int64_t>(getTableDim()), rangeDim = static_cast<int64_t>(getRangeDim());
+  if (tableDim < 0 || tableDim >= table.getRank())
+    return emitOpError() << "table dimension " << tableDim << " out of range for rank " << table.getRank();
+  if (!table.getElementType().isSignlessInteger(32) && !table.getElementType().isF32())
+    return emitOpError() << "table must hold i32 or f32 (a modifier's tensor), got " << table.getElementType();
+  int64_t wanted = rangeDimOf(getIndex());
+  if (range.getRank() != 4 || rangeDim != wanted)
+    return emitOpError() << "the " << stringifyModifierIndex(getIndex()) << " index ranges over dimension " << wanted
+                         << " of a [B, H, S, D] tensor, got dimension " << rangeDim << " of " << range;
+  int64_t size = table.getShape()[tableDim], extent = range.getShape()[rangeDim];
+  if (!ShapedType::isDynamic(size) && !ShapedType::isDynamic(extent) && size < extent)
+    return emitOpError() << "never holds: the table's dimension " << tableDim << " is " << size << ", the "
+                         << stringifyModifierIndex(getIndex()) << " index ranges over " << extent;
+  return success();
+}
+
+std::string RequireExtentOp::shortfallMessage(StringRef tableName, StringRef size, StringRef range) {
+  static const char *const kIndices[4] = {"batch index, which ranges over B", "query head index, which ranges over Hq",
+                                          "query index, which ranges over Sq", "key index, which ranges over Sk"};
+  return ("argument '" + tableName + "' dim " + Twine(getTableDim()) + " is " + size + ", but the " +
+          (getModifier() == Modifier::Mask ? "mask" : "score") + " modifier reads it at the " +
+          kIndices[static_cast<unsigned>(getIndex())] + " = " + range)
+      .str();
+}
+
 //===----------------------------------------------------------------------===//
 // Global memory
 //===----------------------------------------------------------------------===//

@@ -102,6 +102,27 @@ struct ScalarParam {
   bool operator==(const ScalarParam &o) const { return name == o.name && type == o.type; }
 };
 
+/// A `requires` line: an expression the launch needs non-zero, and what its error says when it is 0.
+struct Constraint {
+  Expr expr;
+  /// The error in the caller's terms, written after the expression in double quotes (`requires mask_t0_d0 >= Sq
+  /// "argument 'mask_t0' dim 0 is {mask_t0_d0}, ..."`): each `{<expression>}` in it stands for that expression's
+  /// value at launch. Empty: the runtime's own message (the requirement and its symbols' values), which names
+  /// symbols a caller never wrote.
+  std::string message;
+  Constraint() = default;
+  /// (implicit: an expression is a requirement without a message)
+  Constraint(Expr e, std::string m = "") : expr(std::move(e)), message(std::move(m)) {}
+  /// The line's text after `requires`: the expression, then the quoted message if any.
+  std::string str() const;
+  /// The expressions of the message's placeholders, in order; an error when a `{` is not closed, a `}` not
+  /// opened, or a placeholder does not parse.
+  Result<std::vector<Expr>> placeholders() const;
+  /// The message with each placeholder replaced by its value under `symbols`.
+  Result<std::string> explain(const SymbolTable &symbols) const;
+  bool operator==(const Constraint &o) const { return expr == o.expr && message == o.message; }
+};
+
 struct KernelSpec {
   std::string name;   // what users look up
   std::string entry;  // extern "C" __global__ symbol
@@ -112,7 +133,7 @@ struct KernelSpec {
   std::array<Expr, 3> grid;
   std::array<Expr, 3> block;
   Expr sharedBytes = Expr::literal(0);
-  std::vector<Expr> constraints; // `requires` lines
+  std::vector<Constraint> constraints; // `requires` lines
   /// `launch programmatic`: in a program, launched with programmatic stream serialization after the kernel
   /// before it, so that its blocks start (and run their prologue) while that kernel finishes; the kernel waits
   /// for it (griddepcontrol.wait) before touching memory.

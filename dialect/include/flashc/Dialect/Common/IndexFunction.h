@@ -20,7 +20,9 @@
 //   of the element to index.
 // Values are 64-bit signed integers. Division and remainder by 0 give 0, and
 // arithmetic wraps on overflow, so every input has a defined result. A read
-// outside an operand's shape (any position < 0 or >= its size) gives 0.
+// outside an operand's shape (any position < 0 or >= its size) gives 0; one at
+// an index argument itself never needs to (indexArgumentReads: the operand
+// holds the index's range, checked by the verifiers or at launch).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -54,6 +56,28 @@ mlir::LogicalResult verifyIndexFunction(mlir::Operation *owner, mlir::Region &bo
 /// Whether a type may be an index function's operand: a ranked tensor of i32
 /// of rank 1 to 4 (static or dynamic sizes).
 bool isIndexFunctionOperandType(mlir::Type type);
+
+/// The four indices of a modifier, in their order (b, h, q, k): the batch, the
+/// query head, the query row and the key row.
+enum class ModifierIndex { Batch = 0, Head = 1, Query = 2, Key = 3 };
+
+/// A read of a modifier's operand at one of the body's index arguments itself
+/// (ids[q], slopes[h]) along one of its dimensions. The kernels read a position
+/// outside an operand as 0: an operand shorter there than the index's range
+/// gives a silently wrong mask or score, so the verifiers refuse it where both
+/// sizes are static and the compiled programs check it at launch otherwise.
+/// A read at a computed position (ids[q / 64], a clamped distance) is none.
+struct IndexArgumentRead {
+  mlir::Operation *read;  // the tensor.extract
+  unsigned operand;       // which of the body's tensor arguments (0: t0)
+  unsigned dim;           // the operand's dimension read at the index
+  ModifierIndex index;
+};
+
+/// The reads of `body` (an index function, or a score function whose index
+/// arguments start at `firstIndex` = 1) at its index arguments, in the body's
+/// order (one per read and dimension: a table read twice at q appears twice).
+llvm::SmallVector<IndexArgumentRead> indexArgumentReads(mlir::Region &body, unsigned firstIndex);
 
 /// Where an index function is evaluated: the four indices (a two-index body
 /// ignores b and h).

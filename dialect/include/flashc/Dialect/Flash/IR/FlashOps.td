@@ -522,8 +522,13 @@ def Flash_AttentionOp : Flash_Op<"attention", [IsolatedFromAbove, AttrSizedOpera
     (b, h, q_idx, kv_idx): the batch and the query head too. Tensors it reads
     are operands of the op, listed after `mask_mod` and passed to the region
     as tensor arguments after the indices; it reads them with tensor.extract
-    (a position outside a tensor reads 0) and arith.index_cast. A causal mask
-    within documents, `doc` holding each token's document id:
+    (a computed position outside a tensor reads 0) and arith.index_cast. A
+    tensor read at an index argument itself (ids[q], slopes[h]) must hold that
+    index's range along that dimension (B, Hq, Sq or Sk): the verifier refuses
+    a static size that does not, and the compiled programs refuse a run-time
+    one at launch, naming the tensor, rather than read the missing entries as
+    0. A causal mask within documents, `doc` holding each token's document id
+    (at least max(Sq, Sk) of them):
     ```mlir
     ... mask = #flash.mask<causal> num_kv_heads = 8 mask_mod(%doc) {
     ^bb0(%q: index, %k: index, %ids: tensor<?xi32>):

@@ -21,6 +21,21 @@ def Tile_GridAxis : I32EnumAttr<"GridAxis", "axis of the launch grid", [
   let cppNamespace = "::mlir::tile";
 }
 
+def Tile_ModifierKind : I32EnumAttr<"Modifier", "an attention modifier", [
+    I32EnumAttrCase<"Mask", 0, "mask_mod">,
+    I32EnumAttrCase<"Score", 1, "score_mod">]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+// A modifier's index arguments, in their order (flashc::ModifierIndex's values).
+def Tile_ModifierIndexKind : I32EnumAttr<"ModifierIndex", "an index argument of a modifier", [
+    I32EnumAttrCase<"Batch", 0, "batch">,
+    I32EnumAttrCase<"Head", 1, "head">,
+    I32EnumAttrCase<"Query", 2, "query">,
+    I32EnumAttrCase<"Key", 3, "key">]> {
+  let cppNamespace = "::mlir::tile";
+}
+
 def Tile_StrategyKind : I32EnumAttr<"Strategy", "code-generation strategy", [
     I32EnumAttrCase<"MmaSyncSm80", 0, "mma_sync_sm80">,
     I32EnumAttrCase<"WgmmaSm90", 1, "wgmma_sm90">,

@@ -90,7 +90,9 @@ def Tile_MaskModOp : Tile_Op<"mask_mod", [IsolatedFromAbove, Symbol]> {
     `#tile.attention` spec's `mask_mod` and each `tile.mask` refer to it by
     symbol. Arguments: the batch b, the query head h, the query row q and the
     key row k (index), then one tensor per operand the body reads (i32, read
-    by tensor.extract; a position outside reads 0); the body is an index
+    by tensor.extract; a position outside reads 0, but a tensor read at an
+    index argument itself holds that index's range: tile.require_extent
+    checks it before the launches); the body is an index
     function (flashc/Dialect/Common/IndexFunction.h) yielding an i1, true
     when key k is visible from query q. (flash-tile gives a two-index
     flash.attention region unused b and h arguments.)
@@ -147,6 +149,44 @@ def Tile_LaunchOp : Tile_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<Tile_KernelArg>:$args);
   let assemblyFormat = "$kernel `(` $args `)` attr-dict `:` type($args)";
+}
+
+def Tile_RequireExtentOp : Tile_Op<"require_extent"> {
+  let summary = "a modifier's table holds the range of the index it is read at (checked before the launches)";
+  let description = [{
+    ```mlir
+    tile.require_extent %ids[0] covers %q[2] for mask_mod at query : !tile.tensor<?xi32>, !tile.tensor<?x16x?x64xbf16>
+    ```
+    In a tile.program: dimension `table_dim` of %table, a tensor a modifier
+    reads, must be at least dimension `range_dim` of %range, the range of the
+    modifier's index `index` (batch: q's dim 0, head: q's dim 1, query: q's
+    dim 2, key: k's dim 2). The modifier reads %table at that index itself
+    along that dimension (ids[q], slopes[h]); the kernels read a position
+    past its end as 0 (IndexFunction.h), which would be a silently wrong mask
+    or score. flash-tile and flash-generate-backward put one before an
+    attention's launches for each such read whose sizes are not both static
+    (flash.attention's verifier refuses a static pair that fails). The
+    manifest makes it a `requires` line with its message on every kernel of
+    the program that takes %table; the CPU executor checks it where it
+    stands. Both say it as `shortfallMessage` does.
+  }];
+  let arguments = (ins Tile_Tensor:$table, I64Attr:$table_dim, Tile_Tensor:$range, I64Attr:$range_dim,
+                       Tile_ModifierKind:$modifier, Tile_ModifierIndexKind:$index);
+  let assemblyFormat = [{
+    $table `[` $table_dim `]` `covers` $range `[` $range_dim `]` `for` $modifier `at` $index attr-dict
+    `:` type($table) `,` type($range)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// What the caller is told when the table is shorter: "argument 'mask_t0' dim 0 is <size>, but the mask
+    /// modifier reads it at the query index, which ranges over Sq = <range>", `size` and `range` as given (the
+    /// executor's numbers, the manifest's placeholders).
+    std::string shortfallMessage(::llvm::StringRef tableName, ::llvm::StringRef size, ::llvm::StringRef range);
+    /// The dimension of q [B, Hq, Sq, D] (batch, head, query) or k [B, Hkv, Sk, D] (key) that `index` ranges over.
+    static int64_t rangeDimOf(ModifierIndex index) {
+      return index == ModifierIndex::Batch ? 0 : index == ModifierIndex::Head ? 1 : 2;
+    }
+  }];
 }
 
 def Tile_AllocTensorOp : Tile_Op<"alloc_tensor", [MemoryEffects<[MemAlloc]>]> {
@@ -457,8 +497,9 @@ def Tile_ClassifyBlocksOp : Tile_Op<"classify_blocks", [MemoryEffects<[MemWrite]
 def Tile_PlanSegmentsOp : Tile_Op<"plan_segments", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "the segment plan of a document mask: tiles aligned to each document's start";
   let description = [{
-    Reads the document ids %ids (a modifier's rank-1 i32 tensor; a position
-    past it reads 0) of Sq = %queries query and Sk = %keys key rows and writes
+    Reads the document ids %ids (a modifier's rank-1 i32 tensor, at least Sq
+    and Sk long: tile.require_extent) of Sq = %queries query and Sk = %keys key
+    rows and writes
     %plan, [segment_plan_rows(Sq), 4] i32 (the device library's
     segments.cuh): row 0 {form, tiles at 64 rows, at 128, at 192}, then
     each block size's tile map, an entry {first row of the tile's document,
