@@ -73,15 +73,6 @@
 #include "flashc/device/mask_blocks.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/panel.cuh"
-#include "flashc/device/ws_epilogue.cuh"
-
-// A point of a block's timeline for the kernel lab's phase probe (bench/kernel_lab/phases.py defines it to record the
-// SM's clock: entry, K / V ready, first step ready, walk done, reductions done, dK / dV stored); empty otherwise.
-#ifndef FLASHC_BWD_WS_PROBE
-#define FLASHC_BWD_WS_PROBE(point) \
-  do {                            \
-  } while (0)
-#endif
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/score_mod.cuh"
 #include "flashc/device/segments.cuh"
@@ -91,6 +82,15 @@
 #include "flashc/device/types.cuh"
 #include "flashc/device/varlen.cuh"
 #include "flashc/device/wgmma_tile.cuh"
+#include "flashc/device/ws_epilogue.cuh"
+
+// A point of a block's timeline for the kernel lab's phase probe (bench/kernel_lab/phases.py defines it to record the
+// SM's clock: entry, K / V ready, first step ready, walk done, reductions done, dK / dV stored); empty otherwise.
+#ifndef FLASHC_BWD_WS_PROBE
+#define FLASHC_BWD_WS_PROBE(point) \
+  do {                            \
+  } while (0)
+#endif
 
 namespace flashc {
 namespace device {
@@ -222,7 +222,8 @@ struct AttentionBwdWsPlan {
   static constexpr int kSmemBytes = kSmemBar + 8 * kNumBars + 1024;  // + slack to align the base to 1024 B
   static_assert(kSmemBytes == kSmemBesideDs + kDsBuffers * DSTile::kBytes, "ws backward: the byte count beside dSᵀ");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory plan exceeds 227 KB");
-  // Named barriers (3, 4: a warpgroup's dQ boxes; kBarTail: packed sequences' rows cleared past the sequence).
+  // Named barriers (3, 4: a warpgroup's dQ boxes, and its dK / dV staging in the epilogue; kBarTail: packed
+  // sequences' rows cleared past the sequence).
   // kDeferDq: kBarDsReady + 3 g + (step mod 3), warpgroup g's dSᵀ rows of a step stored (it arrives, the other syncs
   // a step later); kBarTurn + g, warpgroup g's turn to start a step (the other's exponentials of the step before are
   // done). Three ids a warpgroup, not two: where the rows are stored before the other's are waited for (four
@@ -745,7 +746,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
       store_warpgroup_rows<P::kHeadCols>(KTile{reinterpret_cast<Elem*>(smem + P::kSmemV)}, dk16, dk_rows, k0, Sk,
                                          warpgroup, 3 + warpgroup);
-    } else {  // (D = 192, Dv = 128: V's rows are too narrow for dK)
+    } else {  // (dK's width is not V's: D = 192 / Dv = 128, D = 128 / Dv = 64, D = 64 / Dv = 128)
       store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
     }
     FLASHC_BWD_WS_PROBE(5);

@@ -1,5 +1,6 @@
-// The epilogue of the warp-specialised forward kernels (attention_fwd_ws, ffn_fwd_ws): a consumer warpgroup's 64
-// result rows leave through shared memory so that global stores are 16-byte row-contiguous chunks.
+// The epilogue of the warp-specialised kernels (attention_fwd_ws, ffn_fwd_ws; attention_bwd_ws's dK and dV): a
+// consumer warpgroup's 64 result rows leave through shared memory so that global stores are 16-byte row-contiguous
+// chunks.
 #pragma once
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/regtile.cuh"

@@ -167,8 +167,8 @@ def Tile_RequireExtentOp : Tile_Op<"require_extent"> {
     attention's launches for each such read whose sizes are not both static
     (flash.attention's verifier refuses a static pair that fails). The
     manifest makes it a `requires` line with its message on every kernel of
-    the program that takes %table; the CPU executor checks it where it
-    stands. Both say it as `shortfallMessage` does.
+    the program that takes %table and binds both sizes (an error if none
+    does); the CPU executor checks it where it stands. Both say it as `shortfallMessage` does.
   }];
   let arguments = (ins Tile_Tensor:$table, I64Attr:$table_dim, Tile_Tensor:$range, I64Attr:$range_dim,
                        Tile_ModifierKind:$modifier, Tile_ModifierIndexKind:$index);
