@@ -110,19 +110,19 @@ Result<std::vector<Expr>> Constraint::placeholders() const {
 }
 
 Result<std::string> Constraint::explain(const SymbolTable &symbols) const {
+  auto exprs = placeholders();
+  if (!exprs) return exprs.error();
   std::string text;
+  size_t next = 0;
   for (size_t i = 0; i < message.size(); ++i) {
-    size_t close = message[i] == '{' ? message.find('}', i + 1) : std::string::npos;
-    if (close == std::string::npos) {
+    if (message[i] != '{') {
       text += message[i];
       continue;
     }
-    auto e = Expr::parse(std::string_view(message).substr(i + 1, close - i - 1));
-    if (!e) return e.error();
-    auto v = e->evaluate(symbols);
+    auto v = (*exprs)[next++].evaluate(symbols);
     if (!v) return v.error();
     text += std::to_string(*v);
-    i = close;
+    i = message.find('}', i + 1);  // (placeholders() found it)
   }
   return text;
 }

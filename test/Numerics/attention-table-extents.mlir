@@ -18,13 +18,13 @@
 //
 // Against float64 (the reference evaluates the graph first):
 // RUN: not flash-run-tile %s --dynamic-size=40 2>&1 | FileCheck %s --check-prefix=REF
-// REF: error: at run time mask_mod operand #0 [40] is read at the query index q along dimension 0: it holds 40 entries, the query index q ranges over 70
+// REF: error: at run time: reads mask_mod operand #0 [40] at the query index q along dimension 0: it holds 40 entries, the query index q ranges over 70
 // RUN: not flash-eval %s --dynamic-size=3 2>&1 | FileCheck %s --check-prefix=EVAL
-// EVAL: error: at run time mask_mod operand #0 [3] is read at the query index q along dimension 0: it holds 3 entries, the query index q ranges over 70
+// EVAL: error: at run time: reads mask_mod operand #0 [3] at the query index q along dimension 0: it holds 3 entries, the query index q ranges over 70
 // The graph spelling's modifiers alike (flash.score, flash.mask):
 // RUN: not flash-eval %S/Inputs/graph-short-table.mlir --split-input-file --dynamic-size=3 2>&1 | FileCheck %s --check-prefix=GRAPH
-// GRAPH: error: at run time mod operand #0 [3] is read at the query head h along dimension 0: it holds 3 entries, the query head h ranges over 4
-// GRAPH: error: at run time mod operand #0 [3] is read at the query index q along dimension 0: it holds 3 entries, the query index q ranges over 8
+// GRAPH: error: at run time: reads mod operand #0 [3] at the query head h along dimension 0: it holds 3 entries, the query head h ranges over 4
+// GRAPH: error: at run time: reads mod operand #0 [3] at the query index q along dimension 0: it holds 3 entries, the query index q ranges over 8
 // RUN: flash-eval %S/Inputs/graph-short-table.mlir --split-input-file --dynamic-size=8 | FileCheck %s --check-prefix=GRAPH-OK
 // GRAPH-OK: @score_slopes result #0 [1, 4, 8, 8]
 // GRAPH-OK: @mask_ids result #0 [1, 4, 8, 8]

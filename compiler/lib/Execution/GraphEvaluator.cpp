@@ -57,17 +57,12 @@ std::string formatShape(ArrayRef<int64_t> shape) {
 /// launch (tile.require_extent). A definition that read the missing entries as 0 would agree with no run of them.
 LogicalResult checkTableReads(Operation *op, Region &body, unsigned firstIndex,
                               ArrayRef<const ReferenceTensor *> tensors, ArrayRef<int64_t> ranges, StringRef what) {
-  static const char *const names[4] = {"batch b", "query head h", "query index q", "key index k"};
   for (const flashc::IndexArgumentRead &read : flashc::indexArgumentReads(body, firstIndex)) {
     const ReferenceTensor &table = *tensors[read.operand];
-    unsigned which = static_cast<unsigned>(read.index);
-    int64_t size = table.shape[read.dim], range = ranges[which];
-    if (size >= range)
-      continue;
-    return op->emitError() << "at run time " << what << " operand #" << read.operand << " "
-                           << formatShape(table.shape) << " is read at the " << names[which] << " along dimension "
-                           << read.dim << ": it holds " << size << " entries, the " << names[which]
-                           << " ranges over " << range;
+    int64_t size = table.shape[read.dim], range = ranges[static_cast<unsigned>(read.index)];
+    if (size < range)
+      return op->emitError() << "at run time: "
+                             << flashc::describeShortTableRead(read, what, formatShape(table.shape), size, range);
   }
   return success();
 }

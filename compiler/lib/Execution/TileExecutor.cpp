@@ -364,10 +364,10 @@ LogicalResult TileInterpreter::requireExtent(RequireExtentOp op) {
   int64_t range = tensorOf(op.getRange())->shape[op.getRangeDim()];
   if (size >= range)
     return success();
-  // (the runtime's message: the table by its program name)
+  // (the runtime's message: the table by its program name, argN as the manifest names an unnamed one)
   std::string name = "the table";
   if (auto arg = llvm::dyn_cast<BlockArgument>(op.getTable())) {
-    name = "#" + std::to_string(arg.getArgNumber());
+    name = "arg" + std::to_string(arg.getArgNumber());
     if (auto program = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
       if (auto attr = program.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tile.name"))
         name = attr.str();

@@ -86,6 +86,16 @@ SmallVector<IndexArgumentRead> indexArgumentReads(Region &body, unsigned firstIn
   return reads;
 }
 
+std::string describeShortTableRead(const IndexArgumentRead &read, StringRef what, StringRef operandText, int64_t size,
+                                   int64_t range) {
+  static const char *const names[4] = {"batch b", "query head h", "query index q", "key index k"};
+  const char *name = names[static_cast<unsigned>(read.index)];
+  return ("reads " + what + " operand #" + Twine(read.operand) + " " + operandText + " at the " + name +
+          " along dimension " + Twine(read.dim) + ": it holds " + Twine(size) + " entries, the " + name +
+          " ranges over " + Twine(range))
+      .str();
+}
+
 LogicalResult verifyIndexFunction(Operation *owner, Region &body, TypeRange operandTypes, StringRef what) {
   if (!body.hasOneBlock())
     return owner->emitOpError() << what << " must have exactly one block";

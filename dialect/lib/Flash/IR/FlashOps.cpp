@@ -92,16 +92,14 @@ LogicalResult checkGraphShape(Operation *op, StringRef name, ShapedType type, Ar
 /// bias. (Where either is dynamic the compiled programs check it at launch: tile.require_extent.) `ranges`: those of
 /// (b, h, q, k); the body's index arguments start at `firstIndex` (after a score's).
 LogicalResult checkTableReads(Region &body, unsigned firstIndex, ArrayRef<int64_t> ranges, StringRef what) {
-  static const char *const names[4] = {"batch b", "query head h", "query index q", "key index k"};
   for (const flashc::IndexArgumentRead &read : flashc::indexArgumentReads(body, firstIndex)) {
     auto type = llvm::cast<RankedTensorType>(llvm::cast<tensor::ExtractOp>(read.read).getTensor().getType());
-    unsigned which = static_cast<unsigned>(read.index);
-    int64_t size = type.getDimSize(read.dim), range = ranges[which];
+    int64_t size = type.getDimSize(read.dim), range = ranges[static_cast<unsigned>(read.index)];
     if (ShapedType::isDynamic(size) || ShapedType::isDynamic(range) || size >= range)
       continue;
-    return read.read->emitOpError() << "reads " << what << " operand #" << read.operand << " (" << type << ") at the "
-                                    << names[which] << " along dimension " << read.dim << ": it holds " << size
-                                    << " entries, the " << names[which] << " ranges over " << range;
+    std::string typeText;
+    llvm::raw_string_ostream(typeText) << "('" << type << "')";  // (as a diagnostic prints a type)
+    return read.read->emitOpError() << flashc::describeShortTableRead(read, what, typeText, size, range);
   }
   return success();
 }

@@ -79,6 +79,14 @@ struct IndexArgumentRead {
 /// order (one per read and dimension: a table read twice at q appears twice).
 llvm::SmallVector<IndexArgumentRead> indexArgumentReads(mlir::Region &body, unsigned firstIndex);
 
+/// What a verifier or evaluator says of `read` when its operand (`operandText`,
+/// e.g. "(tensor<2xf32>)") holds `size` entries along the read dimension and
+/// the index ranges over `range`: "reads <what> operand #N <operandText> at the
+/// query index q along dimension 0: it holds 40 entries, the query index q
+/// ranges over 70".
+std::string describeShortTableRead(const IndexArgumentRead &read, llvm::StringRef what,
+                                   llvm::StringRef operandText, int64_t size, int64_t range);
+
 /// Where an index function is evaluated: the four indices (a two-index body
 /// ignores b and h).
 struct IndexPoint {
