@@ -1,30 +1,29 @@
 #!/bin/bash
-# Session 56, call 3: session 55's prepared next-call1 (bench/results/2026-12-06-session55-prepared/next-call1.sh) on
-# bundles built at a5807b8 (`prebuild all`, carried as .carry/t56.tar.xz): the sanitizers over the compiled bundles
-# with the staged dK / dV epilogue (ed7bfd1), the attention GPU suite (test_gpu_attention: a document-id table shorter
-# than the sequence is now a launch error), then on an H200 #16's rows (bench_programmable), on an H100 the run step
-# over every bundle.
-# Predictions: sanitize 0 errors, 0 hazards; test_gpu_attention OK; bench_programmable (H200) backward kernels window
-# ~0.75, document ~0.68, ALiBi ~0.69, prefix-LM ~0.70, forwards <= 0.70; flashc-run (H100) 0 failed.
+# Session 56, call 3 (kernel lab run 29): the role split's dK / dV through shared memory (`_staged`,
+# Config::kStagedRoleEpilogue): warpgroup 0 stages dV in V's tile, warpgroup 1 dK in the Q slot of the step before the
+# last, each stores 16-byte row chunks (store_warpgroup_rows) instead of 4-byte fragment stores.
+# 1. float64 checks (lab.py: D = 256 unmasked / causal / f16 GQA window 100 / GQA window 37, the D = 128 role split;
+#    varlen_bwd_lab.py: packed D = 256 causal and D = 128 roles causal), racecheck / synccheck on small shapes;
+# 2. timeline.py A/B (main kernel), D = 256 unmasked and causal at 1k / 4k / 16k.
+# Predictions (main kernel, D = 256): 1k causal -5 to -8 %, 1k -3 to -5 %, 4k causal -2 to -3 %, 4k -1 to -1.5 %,
+# 16k about -0.3 %.
 set -u
 R=$OUT; mkdir -p $R
-t0=$SECONDS
-[ -d .carry/t56 ] || tar -xJf .carry/t56.tar.xz -C .carry
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader > $R/gpu.txt 2>&1; cat $R/gpu.txt
-OUT=$R/san timeout 200 scripts/device-bench.sh .carry/t56 --steps build,sanitize > $R/san.txt 2>&1
-echo "build,sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit|FAILED" $R/san.txt | head
-OUT=$R/suite timeout 120 scripts/device-bench.sh .carry/t56 --steps test --tests "test_gpu_attention.py" > $R/pytests.txt 2>&1
-echo "test_gpu_attention rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit" $R/pytests.txt
-grep -hE "^(FAIL|ERROR):" /tmp/flashc-device/logs/python_*.log 2>/dev/null | head -10
-left=$((570 - (SECONDS - t0)))
-if grep -q H200 $R/gpu.txt && [ $left -ge 200 ]; then
-  FLASHC_BUNDLE_PATH=$PWD/.carry/t56 FLASHC_CACHE_DIR=/tmp/mc56b timeout $left python3 bench/bench_programmable.py \
-    --lead-us auto --kernel-times 5 --out $R/bp > $R/bp.log 2>&1
-  echo "bench_programmable rc=$? ($((SECONDS-t0)) s)"; grep "^| " $R/bp/bench_programmable.md 2>/dev/null | cut -d'|' -f1-8
-elif [ $left -ge 180 ]; then
-  OUT=$R/rs timeout $left scripts/device-bench.sh .carry/t56 --steps run > $R/run.txt 2>&1
-  echo "run rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit|FAILED" $R/run.txt | head
-else
-  echo "nothing more ($left s left)"
-fi
-rm -f $R/*/device-logs.tgz
+t0=$SECONDS
+S=d256_bwdws_staged,d256_causal_bwdws_staged,d256_f16_gqa2_win100_bwdws_staged,d256_gqa4_win37_bwdws_staged,d128_bwdws_roles_staged
+timeout -k 10 200 python3 bench/kernel_lab/lab.py --out $R/check --only $S --skip-bench > $R/check.log 2>&1
+echo "check rc=$? ($((SECONDS-t0)) s)"; grep -E 'check summary|ALL|FAIL' $R/check.log | tail -5
+timeout -k 10 150 python3 bench/kernel_lab/varlen_bwd_lab.py --out $R/varlen --only d256_causal_staged,d128_roles_causal_staged \
+  --skip-bench > $R/varlen.log 2>&1
+echo "varlen rc=$? ($((SECONDS-t0)) s)"; grep -iE 'summary|fail|passed|ok$' $R/varlen.log | tail -6
+for tool in racecheck synccheck; do
+  FLASHC_LAB_SMALL=1 timeout 90 compute-sanitizer --tool $tool --print-limit 20 python3 bench/kernel_lab/lab.py \
+    --out $R/san_$tool --skip-bench --reuse-build --only d256_f16_gqa2_win100_bwdws_staged,d256_causal_bwdws_staged \
+    > $R/san_$tool.log 2>&1
+  echo "$tool rc=$? ($((SECONDS-t0)) s)"; grep -E 'SUMMARY|FAIL' $R/san_$tool.log | head -5
+done
+timeout 260 python3 bench/kernel_lab/timeline.py --only \
+  d256_bwdws,d256_bwdws_staged,d256_causal_bwdws,d256_causal_bwdws_staged \
+  --seqlens 1024,4096,16384 --calls 10 > $R/timeline.txt 2>&1
+echo "timeline rc=$? ($((SECONDS-t0)) s)"; grep -E 'S= ' $R/timeline.txt | cut -c1-110

@@ -826,14 +826,19 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
       convert(dv16, acc_dv);
-      store_fragments(with_limits(sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head), Sk, P::kValueCols),
-                      k0, dv16);
+      // dV leaves through V's tile as 16-byte row chunks: only warpgroup 1's dPᵀ products read the tile, and each was
+      // complete before warpgroup 1 reached the barrier (kBarDs) that this warpgroup passed last. Fragment stores
+      // straight to global cost the D = 256 main kernel 7-10 % at 1k, 2-4 % at 4k (session 56, kernel lab run 29).
+      store_warpgroup_rows<P::kValueCols>(Vs, dv16, sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head),
+                                          k0, Sk, /*warpgroup (its tile's rows 0..)=*/0, 3);
     } else {
       // ---- score gradient: dSᵀ, dK ----
       RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
       fill(acc_dk, 0.f);
+      int steps = 0;
       for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
         const int s = it % kStages;
+        steps = it + 1;
         mbarrier_wait(bar(P::kBarFull + s), phase(it));
         clear_query_tail(s, q0);
         RegTileF32<kBlockN, kBlockM, kTileWarps> dpt;
@@ -858,8 +863,12 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       if (P::kDqTma && wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
       RegTile16<Elem, kBlockN, kHeadDim, kTileWarps> dk16;
       convert(dk16, acc_dk);
-      store_fragments(with_limits(sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), Sk, P::kHeadCols),
-                      k0, dk16);
+      // dK through the Q slot of the step before the last (in a walk of 0 or 1 steps, one never loaded): both roles
+      // finished that step before this warpgroup passed the last step's kBarP, and the producer loads no later step.
+      const int spent = ((steps - 2) % kStages + kStages) % kStages;
+      store_warpgroup_rows<P::kHeadCols>(q_tile(spent), dk16,
+                                         sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head), k0, Sk,
+                                         /*warpgroup (its tile's rows 0..)=*/0, 4);
     }
   }
 }
