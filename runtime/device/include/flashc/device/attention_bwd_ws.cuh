@@ -746,8 +746,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
       store_warpgroup_rows<P::kHeadCols>(KTile{reinterpret_cast<Elem*>(smem + P::kSmemV)}, dk16, dk_rows, k0, Sk,
                                          warpgroup, 3 + warpgroup);
-    } else {  // (dK's width is not V's: D = 192 / Dv = 128, D = 128 / Dv = 64, D = 64 / Dv = 128)
-      store_fragments(with_limits(dk_rows, Sk, P::kHeadCols), k0, dk16);
+    } else {
+      // dK's width is not V's (D = 192 / Dv = 128, D = 128 / Dv = 64, D = 64 / Dv = 128): through K's tile, whose 128
+      // rows every dQ product of both warpgroups reads, once both are past their last (each waited for its own).
+      named_barrier_sync(P::kBarDs, kWarps * 32);
+      store_warpgroup_rows<P::kHeadCols>(Ks, dk16, dk_rows, k0, Sk, warpgroup, 3 + warpgroup);
     }
     FLASHC_BWD_WS_PROBE(5);
   } else {
