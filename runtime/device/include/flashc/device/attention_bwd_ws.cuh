@@ -34,6 +34,8 @@
 //     reaches the next Pᵀ store only past kBarDs, which warpgroup 1 reaches after reading Pᵀ;
 //     warpgroup 1 reaches the next dSᵀ store only past kBarP, which warpgroup 0 reaches after its
 //     dQ product has completed.
+//   (The key split meets at kBarDs once more after its walk where dK is wider than V: dK then stages in K's tile,
+//   which every dQ product of both warpgroups reads.)
 //
 // Config (static members):
 //   using Elem = bf16 | f16;
@@ -737,8 +739,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     convert(dk16, acc_dk);
     RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
-    // dV, then dK, leave through this warpgroup's own rows of V's tile (its own dPᵀ products, their only readers, are
-    // complete) as 16-byte row chunks. Fragment stores straight to global (64 4-byte stores a thread, 16 bytes of 8
+    // dV, then dK (where it is as wide as V; else through K's tile, below), leave through this warpgroup's own rows of
+    // V's tile (its own dPᵀ products, their only readers, are complete) as 16-byte row chunks. Fragment stores straight to global (64 4-byte stores a thread, 16 bytes of 8
     // rows each an instruction) took 3.3 us a key block, 7 % of the window row's main kernel: session 55's phase
     // probe; this form 1.3 us, main kernel window -3.8 %, causal -2.3 % at 16k (H100). Barrier 3 + g: its dQ boxes'.
     store_warpgroup_rows<P::kValueCols>(Vs, dv16, dv_rows, k0, Sk, warpgroup, 3 + warpgroup);

@@ -10,10 +10,11 @@
 namespace flashc {
 namespace device {
 
-// Stage warpgroup `warpgroup`'s rows of `out` (rows 64g.. of the block, fragments in the wgmma layout) in its own
-// rows of the panel tile `staging` (the caller guarantees no one else reads those rows any more), wait on named
+// Stage warpgroup `warpgroup`'s rows of `out` (rows 64g.. of a tile over both consumer warpgroups, fragments in the
+// wgmma layout; a warpgroup's own 64-row tile, the backward's role split, passes 0) in its own rows of the panel tile
+// `staging` (the caller guarantees no one else reads those rows any more), wait on named
 // barrier `barrier` for its 128 threads, then store rows row0 + r < rows of dst, kCols columns (a multiple of 8;
-// the tile's padding columns are not stored).
+// the tile's padding columns are not stored) as 16-byte chunks: dst's rows 16-byte aligned.
 template <int kCols, class Tile, class Out>
 __device__ __forceinline__ void store_warpgroup_rows(Tile staging, const Out& out, const GlobalMatrix<typename Tile::Elem>& dst,
                                                      int row0, int rows, int warpgroup, int barrier) {
