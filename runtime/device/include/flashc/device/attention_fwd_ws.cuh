@@ -194,6 +194,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
                                                       const PackedQueryTiles& packed) {
   using P = AttentionFwdWsPlan<Config>;
   static_assert(!(kPacked && P::kPersistent), "ws forward: packed sequences take one tile a block");
+  // The key offset stays a run-time value to the optimizer: a band modifier's kernels pass a literal 0 (top-left
+  // rows), and specialised on it the 192-key causal loop spilled 300 bytes where the run-time form spills 16, its
+  // forward 13 % slower (session 56, bench/probes/mask_form_overhead.py).
+  asm volatile("" : "+r"(key_offset));
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
   using QTile = typename P::QTile;
