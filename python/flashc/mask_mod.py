@@ -49,6 +49,37 @@ _ARITH = {"add": "addi", "sub": "subi", "mul": "muli", "div": "divsi", "floordiv
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+def index_argument_reads(statements):
+    """(tensor number, dim, index name) of each read of a modifier program's statements whose position along a dim is
+    an index argument itself (ids[q], slopes[h]): the reads whose tensor must hold that index's whole range, which the
+    compiled kernels check at launch (flash.attention's verifier where the sizes are static)."""
+    found = []
+    for _, op, args in statements:
+        if op != "read":
+            continue
+        t = _tensor_index(args[0])
+        for d, a in enumerate(args[1:]):
+            if isinstance(a, str) and a in _INDICES and (t, d, a) not in found:
+                found.append((t, d, a))
+    return found
+
+
+_INDEX_NAMES = {"b": "batch b", "h": "query head h", "q": "query index q", "k": "key index k"}
+
+
+def check_table_extents(what, statements, tensors, ranges):
+    """Raises InvalidArgumentError where a tensor read at an index argument is shorter than that index's range
+    (ranges: {"b", "h", "q", "k": how many values it takes}), in the words of the compiler's check: the modifier would
+    read past the table, which a kernel refuses at launch."""
+    for t, d, index in index_argument_reads(statements):
+        size, need = int(tensors[t].shape[d]), int(ranges[index])
+        if size < need:
+            name = _INDEX_NAMES[index]
+            raise InvalidArgumentError("%s reads tensor t%d %s at the %s along dimension %d: it holds %d entries, the "
+                                       "%s ranges over %d" % (what, t, list(tensors[t].shape), name, d, size, name,
+                                                               need))
+
+
 class IndexProgram:
     """A mask modifier as straight-line statements (name, op, args) ending in the condition `result`; args are
     'b', 'h', 'q', 'k', tensors 't0', 't1', ... (the first argument of a read), ints, bools or earlier names. Built

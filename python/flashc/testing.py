@@ -36,7 +36,9 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     modifier (flashc.score_mod), evaluated in `dtype` on the scaled scores (ScoreProgram.evaluate: its backward is
     torch's autograd, not the compiler's derivative), reading float tensors as float32 and integer ones as int32.
     first_batch, first_head: where q's first batch and head sit in the call's tensors (a slice's reference: the
-    modifiers see the call's b and h)."""
+    modifiers see the call's b and h). A modifier's tensor read at an index itself (ids[q], slopes[h]) must hold that
+    index's range, as the kernels check at launch: a shorter one raises InvalidArgumentError here too, where reading
+    0 past it would make a reference no kernel agrees with."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -54,18 +56,23 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     head = (arange(q.shape[1]) + first_head)[None, :, None, None]
     rows = arange(q.shape[2])[None, None, :, None]
     cols = arange(k.shape[2])[None, None, None, :]
+    # What the modifiers' tables must hold where they are read at an index itself (the kernels' launch check).
+    ranges = {"b": first_batch + q.shape[0], "h": first_head + q.shape[1], "q": q.shape[2], "k": k.shape[2]}
     if score_mod is not None:
+        from .mask_mod import check_table_extents
         from .score_mod import trace as trace_score
         program = trace_score(score_mod)
         tensors = [t.to(torch.float32) if kind == "f32" else t.to(torch.int32)
                    for t, kind in zip(program.tensors, program.tensor_kinds)]
+        check_table_extents("score_mod", program.statements, tensors, ranges)
         s = program.evaluate(s, rows, cols, batch, head, tensors).to(dtype)
     visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
     if mask_mod is not None:
-        from .mask_mod import trace
+        from .mask_mod import check_table_extents, trace
         # The modifier's tensors as the kernels read them: int32.
         program = trace(mask_mod)
         tensors = [t.to(torch.int32) for t in program.tensors]
+        check_table_extents("mask_mod", program.statements, tensors, ranges)
         visible = visible & program.evaluate(rows, cols, batch, head, tensors)
     s = s.masked_fill(~visible, -math.inf)
     m = s.amax(dim=-1, keepdim=True) if s.shape[-1] else torch.full(s.shape[:-1] + (1,), -math.inf, dtype=dtype,

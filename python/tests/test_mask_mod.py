@@ -13,7 +13,8 @@ from _support import find_tool
 
 from flashc import configs
 from flashc.errors import InvalidArgumentError
-from flashc.mask_mod import IndexProgram, maximum, minimum, read, trace, where
+from flashc.mask_mod import (IndexProgram, check_table_extents, index_argument_reads, maximum, minimum, read,
+                             trace, where)
 from flashc.spec import AttentionConfig
 
 FLASH_RUN_TILE = find_tool("flash-run-tile", "FLASHC_FLASH_RUN_TILE")
@@ -266,6 +267,29 @@ class MaskModTest(unittest.TestCase):
         self.assertEqual(config.mask_tensor_names(), ("mask_t0", "mask_t1"))
         self.assertIn("mask_t0", config.forward_params())
         self.assertIn("mask_mod(%mask_t0, %mask_t1) {", config.spec_text())
+
+    def test_table_extents(self):
+        # The reads at an index argument itself (ids[q], ids[k], a [B, H] table at b and h), each (tensor, dim, index)
+        # once; a read at a computed position (ids[q + 1]) or a constant is not one: it reads 0 past the table.
+        program = IndexProgram.parse("v0 = read t0 q; v1 = read t0 k; v2 = eq v0 v1; v3 = read t1 b h; "
+                                     "v4 = lt k v3; v5 = read t0 q; v6 = and v2 v4; yield v6")
+        self.assertEqual(index_argument_reads(program.statements), [(0, 0, "q"), (0, 0, "k"), (1, 0, "b"), (1, 1, "h")])
+        shifted = IndexProgram.parse("v0 = add q 1; v1 = read t0 v0; v2 = read t0 0; v3 = eq v1 v2; yield v3")
+        self.assertEqual(index_argument_reads(shifted.statements), [])
+        # The references' check (flashc.testing.attention_reference): a table shorter than its index's range is
+        # refused in the compiler's words, before any element is read.
+        ranges = {"b": 2, "h": 2, "q": 9, "k": 12}
+        check_table_extents("mask_mod", program.statements, [_IntTensor([0] * 12), _IntTensor([[1, 2], [3, 4]])],
+                            ranges)
+        with self.assertRaisesRegex(InvalidArgumentError, r"mask_mod reads tensor t0 \[9\] at the key index k along "
+                                                          r"dimension 0: it holds 9 entries, the key index k ranges "
+                                                          r"over 12"):
+            check_table_extents("mask_mod", program.statements, [_DOCS, _IntTensor([[1, 2], [3, 4]])], ranges)
+        with self.assertRaisesRegex(InvalidArgumentError, "t1 \\[2, 1\\] at the query head h along dimension 1: it "
+                                                          "holds 1 entries"):
+            check_table_extents("mask_mod", program.statements, [_IntTensor([0] * 12), _IntTensor([[1], [3]])],
+                                ranges)
+        check_table_extents("mask_mod", shifted.statements, [_IntTensor([0])], ranges)  # (nothing to check)
 
     def test_block_sparse(self):
         # A per-(head, query block, key block) layout with the block size in the program (block-sparse attention).
