@@ -410,4 +410,12 @@ bool Expr::isSymbol(std::string *name) const {
   return true;
 }
 
+bool Expr::isBinary(std::string *op, Expr *lhs, Expr *rhs) const {
+  if (!root_ || root_->kind != Node::Binary) return false;
+  if (op) *op = root_->name;
+  if (lhs) *lhs = Expr(root_->operands[0]);
+  if (rhs) *rhs = Expr(root_->operands[1]);
+  return true;
+}
+
 } // namespace flashc::rt

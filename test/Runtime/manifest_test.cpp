@@ -461,6 +461,19 @@ void testExpressions() {
   check(mixed.ok() && mixed->str() == "!-(a + b)", "'!-(a + b)' prints as written", mixed.ok() ? mixed->str() : "");
   auto noisy = Expr::parse("((a))+(b*c)");
   check(noisy.ok() && noisy->str() == "a + b * c", "redundant parentheses dropped: " + (noisy ? noisy->str() : ""));
+  // The outermost binary operator and its operands (what flashc-run reads a table's `dim >= range` line by).
+  std::string op, name;
+  Expr lhs, rhs;
+  auto extent = Expr::parse("mask_t0_0 >= Sq + 1", true);
+  check(extent.ok() && extent->isBinary(&op, &lhs, &rhs) && op == ">=" && lhs.isSymbol(&name) && name == "mask_t0_0" &&
+            rhs.str() == "Sq + 1" && *rhs.evaluate(s) == 1001,
+        "isBinary: '>=' of a symbol and 'Sq + 1'");
+  auto both = Expr::parse("a >= 1 && b >= 2", true);
+  check(both.ok() && both->isBinary(&op, &lhs, &rhs) && op == "&&" && lhs.str() == "a >= 1" && rhs.str() == "b >= 2",
+        "isBinary: the outermost operator of a conjunction");
+  check(!Expr::parse("-a")->isBinary() && !Expr::parse("max(a, b)")->isBinary() && !Expr::parse("a")->isBinary() &&
+            !Expr().isBinary(),
+        "isBinary: false for unary, calls, leaves and the empty expression");
 }
 
 void testArch() {

@@ -725,14 +725,12 @@ struct Runner {
         for (const std::string &kn : fwd.kernels) {
           const KernelSpec *k = bundle->findKernel(kn);
           for (const Constraint &req : k ? k->constraints : std::vector<Constraint>()) {
-            std::string text = req.expr.str();
-            size_t ge = text.find(" >= ");
-            std::string dim = text.substr(0, ge);
-            if (ge == std::string::npos ||
+            std::string op, dim;
+            Expr lhs, range;
+            if (!req.expr.isBinary(&op, &lhs, &range) || op != ">=" || !lhs.isSymbol(&dim) ||
                 std::none_of(t->dims.begin(), t->dims.end(), [&](const Dim &d) { return d.symbol == dim; }))
               continue;
-            auto range = Expr::parse(text.substr(ge + 4));
-            auto need = range ? range->evaluate(own) : Result<int64_t>(range.error());
+            auto need = range.evaluate(own);
             if (need && *need > own[dim]) own[dim] = *need;
           }
         }

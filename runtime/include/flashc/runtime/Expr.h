@@ -43,6 +43,9 @@ public:
   bool isLiteral(int64_t *value = nullptr) const;
   /// True if it is a bare symbol (then *name is set).
   bool isSymbol(std::string *name = nullptr) const;
+  /// True if its outermost operation is a binary operator (then *op is its
+  /// spelling, "+" .. ">=", "&&", "||", and *lhs, *rhs its operands).
+  bool isBinary(std::string *op = nullptr, Expr *lhs = nullptr, Expr *rhs = nullptr) const;
 
   bool operator==(const Expr &other) const { return str() == other.str(); }
   bool operator!=(const Expr &other) const { return !(*this == other); }
