@@ -7,6 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .mask_mod import check_table_extents
+
 
 def visible_mask(seq_q, seq_k, causal=False, window=None, device=None, key_offset=None):
     """[Sq, Sk] bool: key j visible from query i. Bottom-right aligned: query i sits at key
@@ -59,7 +61,6 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
     # What the modifiers' tables must hold where they are read at an index itself (the kernels' launch check).
     ranges = {"b": first_batch + q.shape[0], "h": first_head + q.shape[1], "q": q.shape[2], "k": k.shape[2]}
     if score_mod is not None:
-        from .mask_mod import check_table_extents
         from .score_mod import trace as trace_score
         program = trace_score(score_mod)
         tensors = [t.to(torch.float32) if kind == "f32" else t.to(torch.int32)
@@ -68,7 +69,7 @@ def attention_reference(q, k, v, causal=False, scale=None, window=None, softcap=
         s = program.evaluate(s, rows, cols, batch, head, tensors).to(dtype)
     visible = visible_mask(q.shape[2], k.shape[2], causal, window, device=q.device, key_offset=key_offset)
     if mask_mod is not None:
-        from .mask_mod import check_table_extents, trace
+        from .mask_mod import trace
         # The modifier's tensors as the kernels read them: int32.
         program = trace(mask_mod)
         tensors = [t.to(torch.int32) for t in program.tensors]

@@ -724,7 +724,8 @@ struct Runner {
         // `requires <dim> >= <range>` lines ask (a [Hq, ...] block layout's first dim, not the batch).
         for (const std::string &kn : fwd.kernels) {
           const KernelSpec *k = bundle->findKernel(kn);
-          for (const Constraint &req : k ? k->constraints : std::vector<Constraint>()) {
+          if (!k) continue;
+          for (const Constraint &req : k->constraints) {
             std::string op, dim;
             Expr lhs, range;
             if (!req.expr.isBinary(&op, &lhs, &range) || op != ">=" || !lhs.isSymbol(&dim) ||

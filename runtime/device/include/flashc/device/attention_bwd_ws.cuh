@@ -740,9 +740,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
     RegTile16<Elem, kBlockN, kValueDim, kTileWarps> dv16;
     convert(dv16, acc_dv);
     // dV, then dK (where it is as wide as V; else through K's tile, below), leave through this warpgroup's own rows of
-    // V's tile (its own dPᵀ products, their only readers, are complete) as 16-byte row chunks. Fragment stores straight to global (64 4-byte stores a thread, 16 bytes of 8
-    // rows each an instruction) took 3.3 us a key block, 7 % of the window row's main kernel: session 55's phase
-    // probe; this form 1.3 us, main kernel window -3.8 %, causal -2.3 % at 16k (H100). Barrier 3 + g: its dQ boxes'.
+    // V's tile (its own dPᵀ products, their only readers, are complete) as 16-byte row chunks. Fragment stores
+    // straight to global (64 4-byte stores a thread, 16 bytes of 8 rows each an instruction) took 3.3 us a key block,
+    // 7 % of the window row's main kernel: session 55's phase probe; this form 1.3 us, main kernel window -3.8 %,
+    // causal -2.3 % at 16k (H100). Barrier 3 + g: its dQ boxes'.
     store_warpgroup_rows<P::kValueCols>(Vs, dv16, dv_rows, k0, Sk, warpgroup, 3 + warpgroup);
     if constexpr (kHeadDim == kValueDim) {
       named_barrier_sync(3 + warpgroup, 128);  // dV's chunks read before dK's fragments overwrite the rows
