@@ -53,6 +53,20 @@ SPEC_BAND = """func.func @attention(%q: tensor<?x{hq}x?x{d}x{t}>, %k: tensor<?x{
 }}
 """
 
+# Prefix-LM (`(k < 64) | (k <= q)`): a mask modifier of indices alone (no table), which may take the wide key block.
+SPEC_PREFIX = """func.func @attention(%q: tensor<?x{hq}x?x{d}x{t}>, %k: tensor<?x{hkv}x?x{d}x{t}>, %v: tensor<?x{hkv}x?x{d}x{t}>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>) {{
+  %o, %lse = flash.attention %q, %k, %v scale = {scale} mask = {mask} num_kv_heads = {hkv} mask_mod {{
+  ^bb0(%qi: index, %ki: index):
+    %prefix = arith.constant 64 : index
+    %in_prefix = arith.cmpi slt, %ki, %prefix : index
+    %seen = arith.cmpi sle, %ki, %qi : index
+    %visible = arith.ori %in_prefix, %seen : i1
+    flash.yield %visible : i1
+  }} : (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>, tensor<?x{hkv}x?x{d}x{t}>) -> (tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>)
+  return %o, %lse : tensor<?x{hq}x?x{d}x{t}>, tensor<?x{hq}x?xf32>
+}}
+"""
+
 MASKS = {
     "none": "#flash.mask<none>",
     "causal": "#flash.mask<causal>",
@@ -99,6 +113,10 @@ def configs(full):
     # The causal band as a mask modifier: its forward takes the wide key block above 4k keys, as causal=True does,
     # with the key offset a literal 0 (session 56: specialised on it the 192-key loop spilled 300 bytes under nvcc).
     yield dict(d=128, t="bf16", mask="none", hq=8, hkv=8, band=True)
+    # Prefix-LM's modifier (indices alone) in the wide key block (a tuning point since session 57: its element mask
+    # column by column; row by row NVRTC's ptxas spilled 164 bytes at D = 128).
+    yield dict(d=128, t="bf16", mask="none", hq=8, hkv=8, prefix=True, forward=WIDE_FORWARD)
+    yield dict(d=80, t="f16", mask="none", hq=8, hkv=2, prefix=True, forward=WIDE_FORWARD)
     # Head dims that are not multiples of 32 (tiles padded to whole swizzle rows, TilePadding.h): the
     # models' 40, 72, 80, 112 and the edges 8, 136, 200, 248; GQA and the Sᵀ backward form.
     for d in PADDED_HEAD_DIMS:
@@ -112,6 +130,8 @@ def configs(full):
 PADDED_HEAD_DIMS = [8, 40, 72, 80, 112, 136, 200, 248]
 # A tuning-table point of the sm_90a attention forward (D = Dv in {64, 128}): the cp.async wgmma kernel.
 WGMMA_FORWARD = "strategy=wgmma_sm90 block_m=128 block_n=128 warps=8 stages=2"
+# The forward's wide key block (192 keys), a point of its tuning space.
+WIDE_FORWARD = "strategy=wgmma_ws_sm90 block_m=128 block_n=192 warps=8 stages=2 ping_pong=1"
 # A tuning-table point of the ws attention backward: three stages, the consumers taking turns (two dSᵀ buffers).
 TURNS_THREE_STAGES = "stages=3 ping_pong=1"
 
@@ -155,14 +175,16 @@ def config_name(cfg):
         + ("_" + cfg["form"] if cfg.get("form") else "") \
         + ("_fwd_" + cfg["forward"].replace(" ", "_").replace("=", "") if cfg.get("forward") else "") \
         + ("_bwd_" + cfg["backward"].replace(" ", "_").replace("=", "") if cfg.get("backward") else "") \
-        + ("_document" if cfg.get("document") else "") + ("_band" if cfg.get("band") else "")
+        + ("_document" if cfg.get("document") else "") + ("_band" if cfg.get("band") else "") \
+        + ("_prefix" if cfg.get("prefix") else "")
 
 
 def compile_one(flashc, cfg, arch, workdir):
     name = config_name(cfg)
     spec = os.path.join(workdir, name + ".mlir")
     with open(spec, "w") as f:
-        template = SPEC_DOCUMENT if cfg.get("document") else SPEC_BAND if cfg.get("band") else SPEC
+        template = (SPEC_DOCUMENT if cfg.get("document") else SPEC_BAND if cfg.get("band")
+                    else SPEC_PREFIX if cfg.get("prefix") else SPEC)
         f.write(template.format(scale=1.0 / cfg["d"] ** 0.5, mask=MASKS[cfg["mask"]], d=cfg["d"], t=cfg["t"],
                                 hq=cfg["hq"], hkv=cfg["hkv"]))
     out = os.path.join(workdir, name + "." + arch + ".cubin")

@@ -723,9 +723,10 @@ std::optional<WsForwardSizes> wsForwardSizes(Attribute spec, ArrayRef<Type> argT
       return std::nullopt;
     // (Under a causal mask the wide key block spills 16-20 bytes at D = 80-128, 4 accesses a key block around the
     // element mask's branch: a point the tuner times like any other.) A separable score modifier adds one FFMA an
-    // element and nothing that lives across the softmax.
+    // element and nothing that lives across the softmax; a mask modifier of indices alone (no tensors, no block
+    // table) is masked column by column there (NVRTC: 8 bytes of spills under prefix-LM's at D = 128).
     bool plainSoftmax = attention.getSoftcap().getValueAsDouble() == 0.0 &&
-                        (!attention.getScoreMod() || attention.getScoreSeparable()) && !attention.getMaskMod();
+                        (!attention.getScoreMod() || attention.getScoreSeparable()) && !attention.getMaskBlocks();
     return WsForwardSizes{attention.getHeadDim(), attention.getValueDim(),
                           attention.getElementType().getValue().getIntOrFloatBitWidth() / 8, 2, 3, plainSoftmax};
   }

@@ -69,8 +69,10 @@ std::string maskClass(AttentionSpecAttr attention) {
   std::string mask = left < 0 && right < 0 ? "none" : left < 0 && right == 0 ? "causal" : "window";
   if (attention.getSoftcap().getValueAsDouble() != 0.0)
     mask += "+softcap";
-  if (attention.getMaskMod()) // (its own entries: the modifier's mask and classification cost more)
-    mask += "+mod";
+  // A mask modifier: its own entries (its element mask costs more), those of one that reads tensors apart again
+  // (its block-class table, the segment form; the wide key block is not theirs).
+  if (attention.getMaskMod())
+    mask += attention.getMaskBlocks() ? "+mod" : "+indexmod";
   if (attention.getScoreMod()) // (a function of every score: its own entries too)
     mask += "+score";
   return mask;

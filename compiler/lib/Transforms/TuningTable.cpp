@@ -130,7 +130,8 @@ bool validMask(llvm::StringRef kind, llvm::StringRef mask) {
   if (!kind.starts_with("attention_"))
     return mask == "-";
   mask.consume_back("+score");
-  mask.consume_back("+mod");
+  if (!mask.consume_back("+mod"))
+    mask.consume_back("+indexmod");
   mask.consume_back("+softcap");
   return mask == "none" || mask == "causal" || mask == "window";
 }
@@ -255,7 +256,7 @@ std::optional<TuningTable> TuningTable::parse(llvm::StringRef text, llvm::String
     if (!validMask(key.kind, key.mask))
       return fail("mask '" + key.mask + "' is not a " + key.kind + " mask class (" +
                   (llvm::StringRef(key.kind).starts_with("attention_")
-                       ? "none, causal or window, with +softcap, +mod and / or +score (in that order), or *"
+                       ? "none, causal or window, with +softcap, +mod or +indexmod, and / or +score (in that order), or *"
                        : "- or *") +
                   ")");
     if (pointFields.empty())

@@ -65,8 +65,9 @@ bool wsForwardFitsRegisters(int64_t valueDim, int64_t blockN, int64_t consumerWa
 /// The warp-specialised attention forward's wide key block: 192 keys
 /// (FlashAttention-3's wide tile at D <= 128: fewer O rescales and turn
 /// hand-overs a key), on two consumer warpgroups with Dv <= 128, where the
-/// softmax holds nothing else (no softcap, score or mask modifier) and the
-/// fused FFN never (WsForwardSizes::wideKeys).
+/// softmax holds nothing else (no softcap, no score modifier but a separable
+/// one, no mask modifier that reads tensors) and the fused FFN never
+/// (WsForwardSizes::wideKeys).
 constexpr int64_t kWideForwardBlockN = 192;
 
 /// The attention forward's default consumer warpgroups (64 query rows each):

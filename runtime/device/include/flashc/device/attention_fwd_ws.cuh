@@ -21,7 +21,7 @@
 //                   the TMA zero-fills Q, K, V past the tensors' columns (zeros add nothing to Q K^T or P V)
 //                   and the epilogue stores kValueCols
 //   kBlockN         keys per block: 64 or 128 (D = Dv = 256: 64, or the accumulators spill), or 192 (Dv <= 128, two
-//                   consumer warpgroups, no softcap or modifier)
+//                   consumer warpgroups, no softcap, no modifier that reads tensors or is not separable)
 //   kStages         K/V ring depth (D = 128: 2 fits 227 KB; D = 64 can take 3-4)
 //   kGroup          query heads per KV head (GQA); 0: q.shape[1] / k.shape[1] at run time
 //   kWindowLeft, kWindowRight   Window<L, R> mask (causal: -1, 0; none: -1, -1)
@@ -104,14 +104,14 @@ struct AttentionFwdWsPlan {
   // warpgroups); three get 160 each, of which FlashAttention-3 gives 128 to O, S and P at D = 64 (ptxas decides).
   static constexpr int kProducerRegs = Config::kProducerRegs, kConsumerRegs = Config::kConsumerRegs;
   // Wide key blocks (192: FlashAttention-3's wide tile at D <= 128, fewer rescales and hand-overs a key) hold O, S
-  // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, mask
-  // modifier or score modifier but a separable one; ptxas: 0 spills at D = 64-128 unmasked, 12-20 bytes under a
-  // causal mask).
+  // and P in 208 registers: two consumer warpgroups, Dv <= 128, nothing else live in the softmax (no softcap, no
+  // score modifier but a separable one, no mask modifier but one of indices alone, masked column by column below;
+  // ptxas: 0 spills at D = 64-128 unmasked, 12-20 bytes under a causal mask, 8 under prefix-LM's modifier).
   static constexpr bool kWideKeys = kBlockN == 192;
   static_assert(!kWideKeys || (kConsumerWarpgroups == 2 && kValueDim <= 128 && kSoftcap == 0.f &&
-                               (!kScoreMod || kSeparableScore) && !MaskHasModifier<Config>::value),
-                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128 and no modifier (but a separable "
-                "score modifier) or softcap");
+                               (!kScoreMod || kSeparableScore) && !kMaskTable),
+                "ws forward: 192 keys a block need two consumer warpgroups, Dv <= 128, no softcap and no modifier "
+                "but a separable score modifier or a mask modifier that reads no tensor");
   static_assert(kValueDim / 2 + kBlockN * 3 / 4 <= (kWideKeys ? 208 : kConsumerWarpgroups == 2 ? 176 : kConsumerRegs - 32),
                 "ws forward: O, S and P overflow the consumer registers");
   static constexpr int kStages = Config::kStages;
@@ -394,8 +394,10 @@ __device__ __forceinline__ void attention_fwd_ws_body(const TmaDescriptor& tma_q
       if (parts) {
         // A modifier that reads tensors: column by column (each value read once, few live), or with three
         // consumer warpgroups (160 registers) the rolled form; ptxas spills at D = 128 / 64: row by row 0 / 540
-        // bytes, by columns 0 / 68, rolled - / 20 (mask.cuh).
-        constexpr MaskForm kForm = !P::kMaskTable                  ? MaskForm::kRows
+        // bytes, by columns 0 / 68, rolled - / 20 (mask.cuh). A modifier of indices in the wide key block: by
+        // columns too (prefix-LM at D = 128, NVRTC: row by row 164 bytes, rolled 16, by columns 8).
+        constexpr bool kModifierColumns = P::kMaskTable || (P::kWideKeys && MaskHasModifier<Config>::value);
+        constexpr MaskForm kForm = !kModifierColumns               ? MaskForm::kRows
                                    : P::kConsumerWarpgroups == 3 ? MaskForm::kRolled
                                                                  : MaskForm::kColumns;
         device::mask_parts<Mask, kForm>(parts, s, q0 + shift, k0 + shift, Sk + shift, offset, env);
