@@ -243,7 +243,7 @@ def main():
             for cfg in configs(args.full or arch == "sm_90a"):
                 if args.only and args.only not in config_name(cfg):
                     continue
-                if (cfg.get("document") or cfg.get("band")) and arch != "sm_90a":  # (the ws forward's forms)
+                if (cfg.get("document") or cfg.get("band") or cfg.get("prefix")) and arch != "sm_90a":  # (the ws forms)
                     continue
                 name, spills, errors, wide = compile_one(args.flashc, cfg, arch, workdir)
                 if spills is None:
