@@ -25,10 +25,12 @@ OUT=$R/suite timeout 150 scripts/device-bench.sh .carry/t57 --steps test \
   --tests "test_gpu_attention.py test_gpu_key_offset.py test_gpu_compile.py test_gpu_ring.py" > $R/pytests.txt 2>&1
 echo "python suites rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit" $R/pytests.txt
 grep -hE "^(FAIL|ERROR):" /tmp/flashc-device/logs/python_*.log 2>/dev/null | head -10
-# #16's rows on the benchmark's GPU (none since session 50) with the current default kernels, if an H200 came.
+# #16's rows on the benchmark's GPU (none since session 50), if an H200 came: the default kernels, but the prefix-LM
+# row's forward in the candidate wide key block (.carry/t57w: `prebuild --tuning-table tuning-wide-prefix.txt
+# bench-programmable`, the built-in table and one line for `none+indexmod`); the tune step above is its A/B.
 left=$((585 - (SECONDS - t0)))
 if grep -q H200 $R/gpu.txt && [ $left -ge 200 ]; then
-  FLASHC_BUNDLE_PATH=$PWD/.carry/t57 FLASHC_CACHE_DIR=/tmp/mc57 timeout $left python3 bench/bench_programmable.py \
+  FLASHC_BUNDLE_PATH=$PWD/.carry/t57w FLASHC_CACHE_DIR=/tmp/mc57 timeout $left python3 bench/bench_programmable.py \
     --lead-us auto --kernel-times 5 --out $R/bp > $R/bp.log 2>&1
   echo "bench_programmable rc=$? ($((SECONDS-t0)) s)"; grep "^| " $R/bp/bench_programmable.md 2>/dev/null | cut -d'|' -f1-8
 fi
