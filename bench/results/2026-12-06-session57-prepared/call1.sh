@@ -19,12 +19,12 @@ OUT=$R/tp timeout 220 scripts/device-bench.sh .carry/t57 --steps build,tune --tu
   --tune-args "--budget 170" > $R/tune.txt 2>&1
 echo "build,tune rc=$? ($((SECONDS-t0)) s)"; tail -5 $R/tune.txt
 grep -E "^\| " $R/tp/tune/tune-report.md 2>/dev/null | head -30
-OUT=$R/san timeout 180 scripts/device-bench.sh .carry/t57 --steps sanitize > $R/san.txt 2>&1
-echo "sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit|FAILED" $R/san.txt | head
 OUT=$R/suite timeout 150 scripts/device-bench.sh .carry/t57 --steps test \
   --tests "test_gpu_attention.py test_gpu_key_offset.py test_gpu_compile.py test_gpu_ring.py" > $R/pytests.txt 2>&1
 echo "python suites rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit" $R/pytests.txt
 grep -hE "^(FAIL|ERROR):" /tmp/flashc-device/logs/python_*.log 2>/dev/null | head -10
+OUT=$R/san timeout 180 scripts/device-bench.sh .carry/t57 --steps sanitize > $R/san.txt 2>&1
+echo "sanitize rc=$? ($((SECONDS-t0)) s)"; grep -E "^=== .*exit|FAILED" $R/san.txt | head
 # #16's rows on the benchmark's GPU (none since session 50), if an H200 came: the default kernels, but the prefix-LM
 # row's forward in the candidate wide key block (.carry/t57w: `prebuild --tuning-table tuning-wide-prefix.txt
 # bench-programmable`, the built-in table and one line for `none+indexmod`); the tune step above is its A/B.
