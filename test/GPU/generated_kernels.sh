@@ -46,7 +46,8 @@ printf 'sm_90a attention_forward * * * -> block_m=128 warps=8 persistent=1\n' > 
 for spec in "$here"/Inputs/attention_*.mlir; do
   compile_variant "$spec" persistent "--tuning-table (persistent forward)" --tuning-table="$work/persistent.txt"
 done
-# The forward's wide key blocks (192 keys, a tuning point of forwards without a softcap or modifier, Dv <= 128)
+# The forward's wide key blocks (192 keys, a tuning point of forwards without a softcap or a modifier but a separable
+# score modifier or a mask modifier of indices alone, Dv <= 128)
 # for every input whose tuning space holds them; one more run below at Sk = 1000 (five key blocks, the last of 40 keys).
 printf 'sm_90a attention_forward * * * -> block_m=128 block_n=192 warps=8 stages=2\n' > "$work/wide-keys.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
