@@ -242,6 +242,10 @@ Status bindTensor(const TensorParam &p, const TensorArgument &a, Binder &binder)
   for (int i = 0; i < a.rank; ++i) {
     if (a.shape[i] < 0)
       return bad(arg + ": dim " + std::to_string(i) + " is negative (" + std::to_string(a.shape[i]) + ")");
+    // (The compiler refuses such a static size at the spec line; a dynamic one is the launch's.)
+    if (a.shape[i] > INT32_MAX)
+      return bad(arg + ": dim " + std::to_string(i) + " is " + std::to_string(a.shape[i]) +
+                 ", above 2147483647, the largest size the kernels' 32-bit indices can address");
     const Dim &d = p.dims[i];
     std::string where = arg + " dim " + std::to_string(i);
     if (d.isExpression()) {

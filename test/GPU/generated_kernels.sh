@@ -41,9 +41,11 @@ done
 # The attention forward on the persistent grid (a tuning point, #tile.grid_order<persistent>), with one more run
 # below at Sq = 700 > Sk = 300: causal rows that see no key (tiles without key blocks) and blocks that take
 # several tiles (three batches of every head: more units than SMs). The persistent grid takes two consumer
-# warpgroups (128 rows on 8 warps): the entry gives the D <= 64 forwards that plan too.
+# warpgroups (128 rows on 8 warps): the entry gives the D <= 64 forwards that plan too. Only inputs whose tuning space
+# holds the grid (not D = 32's mma.sync forward, where the entry is refused).
 printf 'sm_90a attention_forward * * * -> block_m=128 warps=8 persistent=1\n' > "$work/persistent.txt"
 for spec in "$here"/Inputs/attention_*.mlir; do
+  "$flashc" "$spec" --print-tuning-space | grep -q 'persistent=1' || continue
   compile_variant "$spec" persistent "--tuning-table (persistent forward)" --tuning-table="$work/persistent.txt"
 done
 # The forward's wide key blocks (192 keys, a tuning point of forwards without a softcap or a modifier but a separable

@@ -7,6 +7,7 @@
 // RUN: flash-opt %S/Inputs/kernel-limits.mlir -split-input-file -verify-diagnostics --flash-tile
 // RUN: not flash-opt %S/Inputs/kernel-limits.mlir -split-input-file --flash-tile 2>&1 | FileCheck %s --check-prefix=LIMITS
 // LIMITS: kernel-limits.mlir{{.*}}:14: error: flash-tile: head dim D = 9223372036854775807 (query and key) is not supported by the kernels
+// RUN: flash-opt %S/Inputs/kernel-limits-library.mlir -split-input-file -verify-diagnostics --flash-tile
 // A fused FFN whose d_out no tile holds (a [64 x 8192] f32 accumulator) is refused before any tile type is made:
 // RUN: not flash-opt %S/Inputs/ffn-wide-output.mlir --flash-tile=ffn-plan=fused 2>&1 | FileCheck %s --check-prefix=WIDE-FUSED
 // WIDE-FUSED: ffn-wide-output.mlir:2:8: error: cannot build kernel @wide_ffn_fused: the fused FFN keeps its output rows, a [64 x 8192] f32 accumulator (d_out = 8192) of 2097152 bytes, more than a tile holds (262144): a smaller d_out or block size fits, or flash-tile's ffn-plan=two-kernel never needs it

@@ -21,6 +21,7 @@ static_assert(mlir::flash::kMaxAttentionScale == mlir::tile::limits::kMaxScale,
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::flash {
@@ -60,6 +61,26 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     for (auto func : module.getOps<func::FuncOp>())
       if (!func->hasAttr(tile::kProgramAttrName) && !func.isExternal() && hasFusedOps(func))
         funcs.push_back(func);
+    // A function with fused ops becomes a program of kernel launches, an entry
+    // point of the bundle with a signature of its own: a call to it from
+    // another function would be left calling what no longer exists.
+    llvm::SmallPtrSet<Operation *, 8> tiled;
+    for (func::FuncOp func : funcs)
+      tiled.insert(func);
+    SymbolTable callees(module);
+    WalkResult calls = module.walk([&](func::CallOp call) {
+      Operation *callee = callees.lookup(call.getCallee());
+      if (!callee || !tiled.contains(callee))
+        return WalkResult::advance();
+      call.emitError() << "flash-tile: @" << call->getParentOfType<func::FuncOp>().getSymName() << " calls @"
+                       << call.getCallee()
+                       << ", a function with fused ops that flashc compiles into a program of its own (an entry "
+                          "point of the bundle); programs cannot be called from other functions: inline @"
+                       << call.getCallee() << "'s body into the caller, or call each program from the runtime";
+      return WalkResult::interrupt();
+    });
+    if (calls.wasInterrupted())
+      return signalPassFailure();
     std::string error;
     std::shared_ptr<const TuningTable> table = loadTuningTable(tuningTable, target, error);
     if (!table) {

@@ -1,12 +1,14 @@
 //===- KernelLimits.cpp - sizes the generated kernels can honour ----------===//
 //
 // A graph-level spec may be valid flash IR and still ask for sizes no kernel
-// of the device library can run. flash-tile and flash-generate-backward both
+// of the device library can run (every fused op's 32-bit indices; attention's
+// head dims). flash-tile and flash-generate-backward both
 // check the fused ops here before building kernels, so the user reads which
 // dimension of which op is out of range (and what is supported) at the spec
 // line instead of a crash in a kernel builder or an NVRTC error at the end.
 //
 //===----------------------------------------------------------------------===//
+#include "SaturatingMath.h"
 #include "TileLowering.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -96,12 +98,85 @@ LogicalResult checkFfn(flash::FfnOp op, StringRef pass) {
   return success();
 }
 
+/// The library-block ops (decode, append, packed sequences, mixture of
+/// experts) take their sizes from the tensors' shapes as 32-bit ints too.
+LogicalResult checkOperands(Operation *op, StringRef pass, ArrayRef<std::pair<StringRef, Value>> operands) {
+  for (auto [name, value] : operands)
+    if (value && failed(checkIndexable(op, pass, name, value.getType(), {})))
+      return failure();
+  return success();
+}
+
+/// A paged cache's capacity (pages a sequence x page size) is a 32-bit int in
+/// the kernels as well.
+LogicalResult checkPagedCapacity(Operation *op, StringRef pass, Value blockTable, std::optional<uint64_t> pageSize) {
+  auto table = blockTable ? llvm::dyn_cast<RankedTensorType>(blockTable.getType()) : RankedTensorType();
+  if (!table || !pageSize || table.getRank() != 2 || table.isDynamicDim(1))
+    return success();
+  if (table.getDimSize(1) <= kMaxStaticSize / static_cast<int64_t>(std::max<uint64_t>(*pageSize, 1)))
+    return success();
+  return op->emitError() << pass << ": block_table " << table << " gives each sequence " << table.getDimSize(1)
+                         << " pages of " << *pageSize << " rows, a capacity above " << kMaxStaticSize
+                         << ", the largest the kernels' 32-bit indices can address";
+}
+
 } // namespace
 
 LogicalResult checkKernelLimits(Operation *op, StringRef pass) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](flash::AttentionOp attention) { return checkAttention(attention, pass); })
       .Case([&](flash::FfnOp ffn) { return checkFfn(ffn, pass); })
+      .Case([&](flash::DecodeAttentionOp decode) -> LogicalResult {
+        if (failed(checkOperands(decode, pass,
+                                 {{"query", decode.getQuery()},
+                                  {"key_cache", decode.getKeyCache()},
+                                  {"value_cache", decode.getValueCache()},
+                                  {"cache_seqlens", decode.getCacheSeqlens()},
+                                  {"block_table", decode.getBlockTable()}})))
+          return failure();
+        return checkPagedCapacity(decode, pass, decode.getBlockTable(), decode.getPageSize());
+      })
+      .Case([&](flash::KvAppendOp append) -> LogicalResult {
+        if (failed(checkOperands(append, pass,
+                                 {{"key", append.getKey()},
+                                  {"value", append.getValue()},
+                                  {"key_cache", append.getKeyCache()},
+                                  {"value_cache", append.getValueCache()},
+                                  {"cache_seqlens", append.getCacheSeqlens()},
+                                  {"block_table", append.getBlockTable()}})))
+          return failure();
+        return checkPagedCapacity(append, pass, append.getBlockTable(), append.getPageSize());
+      })
+      .Case([&](flash::VarlenAttentionOp varlen) {
+        return checkOperands(varlen, pass,
+                             {{"query", varlen.getQuery()},
+                              {"key", varlen.getKey()},
+                              {"value", varlen.getValue()},
+                              {"cu_seqlens_q", varlen.getCuSeqlensQ()},
+                              {"cu_seqlens_k", varlen.getCuSeqlensK()}});
+      })
+      .Case([&](flash::MoeOp moe) -> LogicalResult {
+        if (failed(checkOperands(moe, pass,
+                                 {{"input", moe.getInput()},
+                                  {"router", moe.getRouter()},
+                                  {"w1", moe.getW1()},
+                                  {"w_up", moe.getWUp()},
+                                  {"w2", moe.getW2()}})))
+          return failure();
+        // Each token's top_k copies are rows of the experts' GEMMs.
+        auto input = llvm::cast<RankedTensorType>(moe.getInput().getType());
+        if (!input.hasStaticShape() || input.getRank() < 1)
+          return success();
+        int64_t tokens = 1;
+        for (int64_t size : input.getShape().drop_back())
+          tokens = saturatingMul(tokens, size);
+        int64_t topK = static_cast<int64_t>(moe.getTopK());
+        if (topK < 1 || tokens <= kMaxStaticSize / topK)
+          return success();
+        return moe.emitError() << pass << ": " << tokens << " tokens x top_k = " << topK
+                               << " expert rows exceed " << kMaxStaticSize
+                               << ", the largest count the kernels' 32-bit indices can address";
+      })
       .Default([](Operation *) { return success(); });
 }
 

@@ -310,6 +310,8 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // (wsGemmPlanTakes); a block-size override outside that keeps the cp.async
     // wgmma form. (Only kernels it takes get it: the hand rule asks
     // wsGemmRefusal, a table entry is checked against the tuning space.)
+    // (What the entry, or the hand rule where the entry leaves it out, asks.)
+    Strategy askedStrategy = plan.strategy;
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
     bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {
@@ -328,19 +330,33 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
                           : Strategy::MmaSyncSm80;
     if (plan.strategy == Strategy::WgmmaSm90 && !wgmmaShape)
       plan.strategy = Strategy::MmaSyncSm80;
-    // A table entry is a measured plan: one that does not take its strategy's
-    // shape is the table's mistake (an entry too general for this kernel),
-    // never planned as something else silently.
-    if (entry && !overridden && entry->point.strategy && plan.strategy != *entry->point.strategy)
-      return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
-                                << " gives @" << kernel.getSymName() << " strategy "
-                                << stringifyStrategy(*entry->point.strategy) << " with block_m = "
-                                << plan.blockM << ", block_n = " << plan.blockN << ", warps = "
-                                << plan.warps << ", stages = " << plan.stages
-                                << ", a shape that strategy does not take; give the entry a "
-                                   "key that does not match this kernel";
     if (failed(checkPlan(kernel, plan, entry)))
       return failure();
+    // A table entry is a measured plan: one that does not take its strategy's
+    // shape (its own or, where it names none, the hand rule's) is the table's
+    // mistake (an entry too general for this kernel), never planned as
+    // something else silently; nor is a knob of the warp-specialised
+    // schedules that it turns on dropped on a kernel planned otherwise.
+    if (entry && !overridden && plan.strategy != askedStrategy)
+      return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name()
+                                << " gives @" << kernel.getSymName() << " strategy "
+                                << stringifyStrategy(askedStrategy)
+                                << (entry->point.strategy ? "" : " (the hand rule's: the entry names none)")
+                                << " with block_m = " << plan.blockM << ", block_n = " << plan.blockN
+                                << ", warps = " << plan.warps << ", stages = " << plan.stages
+                                << ", a shape that strategy does not take; give the entry a "
+                                   "key that does not match this kernel, or a plan that strategy takes";
+    if (entry && !overridden && plan.strategy != Strategy::WgmmaWsSm90)
+      for (auto [name, set] : {std::pair<llvm::StringRef, bool>{"ping_pong", entry->point.pingPong.value_or(false)},
+                               {"persistent", entry->point.persistent.value_or(false)},
+                               {"resident_b", entry->point.residentB.value_or(false)},
+                               {"segments", entry->point.segments.value_or(false)}})
+        if (set)
+          return kernel.emitError() << "flash-plan-memory: tuning table entry " << entry->name() << " sets "
+                                    << name << " = 1, a knob of the warp-specialised kernels (wgmma_ws_sm90), but @"
+                                    << kernel.getSymName() << " is planned " << stringifyStrategy(plan.strategy)
+                                    << ", which does not read it; drop the field or give the entry "
+                                       "strategy=wgmma_ws_sm90";
     if (spec && !samePlan(plan, current, isGemm)) {
       kernel = rebuildKernel(kernel, plan);
       if (!kernel)
