@@ -142,7 +142,7 @@ def bundle_compiler(path):
     try:
         with open(os.path.join(path, COMPILER_STAMP)) as f:
             return f.read().strip()
-    except OSError:
+    except (OSError, ValueError):  # (a damaged stamp, not UTF-8: not this build's)
         return None
 
 
@@ -170,8 +170,12 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None, ext
                             "cmake -G Ninja -S . -B build && ninja -C build flashc)" % ENV_COMPILER)
     archs = tuple(archs or config.archs or DEFAULT_ARCHS)
     parent = os.path.dirname(os.path.abspath(out_dir))
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".tmp-%s-" % os.path.basename(out_dir), dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        work = tempfile.mkdtemp(prefix=".tmp-%s-" % os.path.basename(out_dir), dir=parent)
+    except OSError as e:
+        raise CompilerError("cannot compile into %s: its directory %s cannot be made or written (%s; %s sets the "
+                            "bundle cache)" % (out_dir, parent, e.strerror or e, ENV_BUNDLE_CACHE))
     try:
         spec_path = os.path.join(work, "spec.mlir")
         with open(spec_path, "w") as f:
@@ -212,7 +216,8 @@ def bundle_dir(config, compile=True):
     stale = found == cached and compiler is not None and not is_current(found, compiler)
     if found and not stale:
         return found
-    if stale:
+    # (A cache entry that is no bundle, cut short or damaged, is set aside and compiled again like a stale one.)
+    if stale or (compiler is not None and found is None and os.path.lexists(cached)):
         return _rebuild(config, cached, compiler)
     if compiler:
         return compile_bundle(config, cached, compiler=compiler)

@@ -426,6 +426,8 @@ def parse_config(text):
         key, eq, value = item.partition("=")
         if not eq:
             raise InvalidArgumentError("config %r: field %r is not key=value" % (text, item))
+        if key.strip() in fields:  # (the last one silently won before)
+            raise InvalidArgumentError("config %r: field %r is given twice" % (text, key.strip()))
         fields[key.strip()] = value.strip()
     allowed = {"attention": {"dtype", "heads", "kv_heads", "head_dim", "value_head_dim", "causal", "window", "softcap",
                              "scale", "backward", "key_offset", "mask_mod", "score_mod"},

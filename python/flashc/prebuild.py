@@ -13,6 +13,7 @@ Exit status: 0 all built (or already present), 1 some failed, 2 bad command line
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -52,7 +53,10 @@ def main(argv=None):
               "ninja -C build flashc)", file=sys.stderr)
         return 1
     archs = tuple(a for a in args.arch.split(",") if a) if args.arch else None
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        parser.error("--out %s: cannot make the output directory (%s)" % (args.out, e.strerror or e))
     failures, built, present = [], 0, 0
     started = time.time()
 
@@ -61,7 +65,7 @@ def main(argv=None):
 
     for i, c in enumerate(selected, 1):
         if archs and not isinstance(c, (DecodeConfig, KvAppendConfig, MoeConfig, VarlenConfig)):  # (sm_90a only: their bundles keep that arch)
-            c = type(c)(**{**c.__dict__, "archs": archs})
+            c = dataclasses.replace(c, archs=archs)
         target = os.path.join(args.out, c.key)
         label = "[%d/%d] %s (%s)" % (i, len(selected), c.key, configs.format_config(c))
         if cache.is_bundle_dir(target) and not args.force:
@@ -70,9 +74,11 @@ def main(argv=None):
                 present += 1
                 continue
             progress("%s: built by another compiler build, rebuilding" % label)
-        if os.path.exists(target):
+        if os.path.isdir(target) and not os.path.islink(target):
             import shutil
             shutil.rmtree(target)
+        elif os.path.lexists(target):  # a file or link where the bundle goes: not a bundle, replaced
+            os.remove(target)
         # Said before compiling, so a long compile shows what it is working on.
         progress("%s ..." % label, end="")
         start = time.time()

@@ -326,7 +326,7 @@ def _parse_arg(word, text):
     if word.startswith("f:"):
         try:
             value = float.fromhex(word[2:]) if "0x" in word else float(word[2:])
-        except ValueError:
+        except (ValueError, OverflowError):
             raise InvalidArgumentError("score_mod %r: %r is not an f32 constant (f:<hex float>)" % (text, word))
         return Float32(value)
     if word == "s":

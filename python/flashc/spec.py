@@ -33,9 +33,14 @@ BACKWARD_FORMS = ("auto", "rows", "transposed")
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "silu", "relu")
 
 
-def f32(value):
-    """value rounded to the nearest float32 (as a Python float)."""
-    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+def f32(value, what="a value"):
+    """value rounded to the nearest float32 (as a Python float); a finite value past float32's range is refused
+    (`what` names it in the error)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+    except OverflowError:
+        raise InvalidArgumentError("%s of %r is beyond float32's range (magnitudes up to 3.4028235e+38)"
+                                   % (what, value)) from None
 
 
 def format_f32(value):
@@ -157,11 +162,11 @@ class AttentionConfig:
         softcap = float(self.softcap or 0.0)
         if not math.isfinite(softcap) or softcap < 0:
             raise InvalidArgumentError("softcap must be a finite number >= 0 (0 or None: none), got %r" % self.softcap)
-        object.__setattr__(self, "softcap", f32(softcap))
+        object.__setattr__(self, "softcap", f32(softcap, "softcap"))
         scale = 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
         if not math.isfinite(scale):
             raise InvalidArgumentError("scale must be finite, got %r" % self.scale)
-        object.__setattr__(self, "scale", f32(scale))
+        object.__setattr__(self, "scale", f32(scale, "scale"))
         object.__setattr__(self, "archs", tuple(self.archs))
 
     @property
@@ -442,7 +447,7 @@ class DecodeConfig:
         scale = 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
         if not math.isfinite(scale) or scale <= 0:
             raise InvalidArgumentError("scale must be finite and positive, got %r" % self.scale)
-        object.__setattr__(self, "scale", f32(scale))
+        object.__setattr__(self, "scale", f32(scale, "scale"))
         object.__setattr__(self, "archs", tuple(self.archs))
 
     def spec_text(self):

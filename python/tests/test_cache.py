@@ -218,6 +218,32 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(cache.bundle_dir(OTHER), os.path.join(carried, OTHER.key))
             self.assertEqual(self.compiles(), 3)
 
+    def test_a_damaged_cache_entry_is_compiled_again(self):
+        # Each failed on every later call (OSError: directory not empty, NotADirectoryError, UnicodeDecodeError).
+        cached = os.path.join(self.cache_dir, CONFIG.key)
+        damages = {"cut short": lambda: (os.makedirs(cached), open(os.path.join(cached, "part.cubin"), "w").close()),
+                   "a file": lambda: (os.makedirs(self.cache_dir, exist_ok=True), open(cached, "w").close()),
+                   "a manifest directory": lambda: os.makedirs(os.path.join(cached, cache.MANIFEST))}
+        with self.env():
+            for what, damage in damages.items():
+                with self.subTest(what):
+                    cache.clear_loaded()
+                    damage()
+                    self.assertEqual(cache.bundle_dir(CONFIG), cached)
+                    self.assertTrue(cache.is_bundle_dir(cached))
+                    shutil.rmtree(cached)
+            cache.bundle_dir(CONFIG)
+            with open(os.path.join(cached, cache.COMPILER_STAMP), "wb") as f:
+                f.write(b"\xff\xfe")  # not UTF-8: not this build's stamp, so rebuilt
+            before = self.compiles()
+            cache.bundle_dir(CONFIG)
+            self.assertEqual(self.compiles(), before + 1)
+        root_file = os.path.join(self.tmp, "a-file")
+        open(root_file, "w").close()
+        with self.env(FLASHC_BUNDLE_CACHE=root_file):
+            with self.assertRaisesRegex(flashc.CompilerError, "cannot be made or written"):
+                cache.bundle_dir(CONFIG)
+
     def test_backward_form_reaches_the_compiler(self):
         transposed = AttentionConfig("bf16", 2, 2, 64, causal=True, backward_form="transposed")
         with self.env():
@@ -276,6 +302,25 @@ class CompileTest(unittest.TestCase):
         with EnvPatch(FLASHC_BUNDLE_PATH=out, FLASHC_BUNDLE_CACHE=os.path.join(self.tmp, "empty"),
                       FLASHC_COMPILER=os.path.join(self.tmp, "none")):
             self.assertEqual(cache.bundle_dir(OTHER), os.path.join(out, OTHER.key))
+
+    def test_prebuild_for_other_archs_and_into_bad_places(self):
+        out = os.path.join(self.tmp, "archs")
+        with self.env(), contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            # (--arch raised TypeError for every configuration.)
+            self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler, "--arch", "sm_90a,sm_80",
+                                            "ffn:d=64,h=256"]), 0)
+            with open(self.log) as f:
+                self.assertIn("--arch=sm_90a,sm_80", f.read())
+            # A file where a bundle goes is replaced; a file as --out is a bad command line.
+            key = os.listdir(out)[0] if os.listdir(out)[0] != "INDEX.txt" else os.listdir(out)[1]
+            shutil.rmtree(os.path.join(out, key))
+            open(os.path.join(out, key), "w").close()
+            self.assertEqual(prebuild.main(["--out", out, "--compiler", self.compiler, "--arch", "sm_90a,sm_80",
+                                            "ffn:d=64,h=256"]), 0)
+            self.assertTrue(cache.is_bundle_dir(os.path.join(out, key)))
+            with self.assertRaises(SystemExit) as ctx:
+                prebuild.main(["--out", os.path.join(out, "INDEX.txt"), "ffn:d=64,h=256"])
+            self.assertEqual(ctx.exception.code, 2)
 
     def test_prebuild_command_line(self):
         env = python_env()

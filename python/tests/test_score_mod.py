@@ -65,6 +65,9 @@ class ScoreModTest(unittest.TestCase):
         self.assertIn("f:-inf", trace(lambda s, q, k: s + -1e39).text)
         with self.assertRaisesRegex(InvalidArgumentError, "does not fit a float"):
             trace(lambda s, q, k: s + 2 ** 2000)
+        # ... and in a program's text (a raw OverflowError from float.fromhex before).
+        with self.assertRaisesRegex(InvalidArgumentError, "'f:0x1p\\+2000' is not an f32 constant"):
+            ScoreProgram.parse("v0 = addf s f:0x1p+2000; yield v0")
         with self.assertRaisesRegex(InvalidArgumentError, "\\*\\* is not supported"):
             trace(lambda s, q, k: s ** 2)
         # A hand-written text whose names meet the region's helper values: still one definition each.

@@ -87,6 +87,11 @@ class AttentionSpecTest(unittest.TestCase):
             (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, window=(4, -2)), "window must be None"),
             (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, softcap=-1.0), "softcap must be"),
             (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, scale=float("nan")), "scale must be finite"),
+            # (A raw OverflowError from struct.pack before.)
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, scale=1e39),
+             "scale of 1e+39 is beyond float32's range"),
+            (dict(dtype="bf16", num_heads=2, num_kv_heads=2, head_dim=64, softcap=1e39),
+             "softcap of 1e+39 is beyond float32's range"),
         ]
         for kwargs, message in cases:
             with self.assertRaises(InvalidArgumentError) as ctx:
@@ -176,6 +181,10 @@ class KeyTest(unittest.TestCase):
         with self.assertRaisesRegex(InvalidArgumentError, "unknown field experiments"):
             configs.parse_config("ffn:d=64,h=256,experiments=mma-gemm")
         self.assertFalse([name for name in configs.SETS if "experiment" in name])
+
+    def test_a_field_given_twice_is_refused(self):
+        with self.assertRaisesRegex(InvalidArgumentError, "field 'heads' is given twice"):
+            configs.parse_config("attention:heads=16,heads=8,head_dim=64")
 
     def test_format_f32(self):
         self.assertEqual(format_f32(0.125), "0.125")

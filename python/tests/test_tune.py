@@ -137,6 +137,36 @@ class TaskLoopTest(unittest.TestCase):
         self.assertEqual(final.crashed, set())
         self.assertTrue(all(final.has(progress_mod.task_id(*t[:4])) for t in device.tasks(self.plan)))
 
+    def test_records_whose_fields_the_table_cannot_read_are_skipped_as_damaged(self):
+        # (Each raised from `tune table` before: KeyError, TypeError, ZeroDivisionError, a math domain error, a NaN
+        # gain, or a string "false" read as a pass; a '|' in a field broke the crashed task's record.)
+        bundle = device.tasks(self.plan)[0][1]
+        damaged = [{"task": "time", "bundle": "b", "direction": "forward", "shape": "S", "status": "ok"},
+                   {"task": "time", "bundle": "b", "direction": "forward", "shape": "S", "status": "ok",
+                    "median_ms": "1.0"},
+                   {"task": "confirm", "bundle": "b", "direction": "forward", "shape": "S#0", "status": "ok",
+                    "median_ms": 0},
+                   {"task": "time", "bundle": "b", "direction": "forward", "shape": "S", "status": "ok",
+                    "median_ms": -1.0},
+                   {"task": "time", "bundle": "b", "direction": "forward", "shape": "S", "status": "ok",
+                    "median_ms": float("nan")},
+                   {"task": "check", "bundle": bundle, "status": "ok", "pass": "false"},
+                   {"task": "time", "bundle": "b", "direction": 7, "shape": "S", "status": "ok", "median_ms": 1.0}]
+        with open(self.progress_path, "w") as f:
+            for record in damaged:
+                f.write(json.dumps(record) + "\n")
+        with open(self.progress_path, "ab") as f:
+            f.write(b"\xff\xfe not UTF-8\n")
+        with open(self.progress_path, "a") as f:
+            for _ in range(2):  # a task with '|' in its bundle that took two processes down
+                f.write(json.dumps({"task": "time", "bundle": "a|b", "direction": "forward", "shape": "S",
+                                    "status": "started"}) + "\n")
+        progress = progress_mod.Progress(self.progress_path)
+        self.assertFalse(any(r.get("status") == "ok" for r in progress.records()))
+        crashed, = [r for r in progress.records() if r["status"].startswith("crashed")]
+        self.assertEqual((crashed["bundle"], crashed["direction"]), ("a|b", "forward"))
+        self.assertIsNotNone(table_mod.choose(table_mod.results(self.plan, progress.records())))
+
     def test_a_damaged_plan_stops_the_run_and_records_nothing_against_the_candidate(self):
         measurer = FakeMeasurer()
 
@@ -454,15 +484,41 @@ class TableTest(unittest.TestCase):
         old = ("# header comment\n"
                "sm_90a attention_forward bf16 d128 causal -> block_n=64  # an older run\n"
                "sm_90a gemm bf16 * - -> group=4  # hand-written, not measured here\n")
-        decisions = [{"key": "sm_90a attention_forward bf16 d128 causal", "point": None, "reason": "hand rule kept"},
+        decisions = [{"key": "sm_90a attention_forward bf16 d128 causal", "point": None, "reason": "hand rule kept",
+                      "best": "block_n=64"},
                      {"key": "sm_90a attention_backward bf16 d128 causal", "point": "form=rows stages=2",
-                      "reason": "1.050x"}]
+                      "reason": "1.050x", "best": "form=rows stages=2"}]
         merged = table_mod.merge(old, decisions, "flashc.tune 2026-12-02 H200")
         self.assertIn("# header comment", merged)
         self.assertIn("sm_90a gemm bf16 * - -> group=4", merged)
         self.assertNotIn("block_n=64", merged)
         self.assertIn("sm_90a attention_backward bf16 d128 causal -> form=rows stages=2  "
                       "# flashc.tune 2026-12-02 H200: 1.050x", merged)
+
+    def test_merge_keeps_the_lines_of_keys_the_run_did_not_measure(self):
+        # A key in the plan that the run never timed (its budget ran out, or the progress file is another's) keeps
+        # its entry: it was deleted before.
+        old = "sm_90a attention_forward bf16 d128 causal -> block_n=64  # an older run\n"
+        untimed = table_mod.choose(table_mod.results(self.plan, []))
+        self.assertIn("block_n=64", table_mod.merge(old, untimed, "stamp"))
+        import contextlib, io
+        from flashc import tune
+        self.plan.save()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["table", self.dir, "--progress", os.path.join(self.dir, "typo.jsonl"), "--table", "none"])
+        self.assertEqual(rc, 1)
+        self.assertIn("no progress file", err.getvalue())
+
+    def test_a_damaged_unit_of_the_plan_is_named(self):
+        self.plan.data["configs"][0]["units"][1].pop("hand_rule")
+        self.plan.save()
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "unit 1's 'hand_rule' is missing"):
+            plan_mod.Plan.load(self.dir)
+        self.plan.data["configs"] = ["abc"]
+        self.plan.save()
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "configuration 0 is not an object"):
+            plan_mod.Plan.load(self.dir)
 
     def test_report_lists_every_point(self):
         progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))
@@ -483,6 +539,13 @@ class PlanTest(unittest.TestCase):
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_configurations_without_a_tuning_space_are_passed_over_or_refused(self):
+        said = []
+        with self.assertRaisesRegex(Exception, "nothing to tune"):
+            plan_mod.build(None, ["decode:heads=8,kv_heads=8,head_dim=128"], compiler=FLASHC, list_only=True,
+                           progress=said.append)
+        self.assertIn("not tuned", said[0])
 
     def test_enumeration_names_each_kernel_kind_its_key_and_space(self):
         plan, _ = plan_mod.build(None, [ATTENTION], compiler=FLASHC, list_only=True, progress=self.quiet)

@@ -8,6 +8,7 @@
 #include "flashc/runtime/KernelCache.h"
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -150,10 +151,10 @@ void testArgumentErrors(const Driver &d, Bundle &b) {
   checkError(b.launch("vector_add", args), "argument 'b': dtype is f16, the kernel expects f32", "dtype error on the GPU path");
   checkError(b.launch("no_such_kernel", args), "has no kernel or program 'no_such_kernel'", "unknown kernel name");
 
-  // Device memory, but more of it than the allocation holds (64 floats allocated, 2^36 passed: the last byte is
-  // far past any mapping).
+  // Device memory, but more of it than the allocation holds (64 floats allocated, 2^31 - 1 passed: the largest dim
+  // the kernels' 32-bit indices take, its last byte 8 GB past the allocation's start).
   DeviceBuffer dy(d, 64 * 4);
-  int64_t huge[1] = {int64_t(1) << 36};
+  int64_t huge[1] = {INT32_MAX};
   Arguments big;
   (void)big.setTensor("a", dx.get(), DType::F32, 1, huge);
   (void)big.setTensor("b", dx.get(), DType::F32, 1, huge);
@@ -161,6 +162,10 @@ void testArgumentErrors(const Driver &d, Bundle &b) {
   checkError(b.launch("vector_add", big), "argument 'a': its last byte (",
              "a tensor larger than its allocation is refused by its last byte");
   checkError(b.launch("vector_add", big), "is the tensor larger than its allocation?", "... saying why");
+  int64_t past32[1] = {int64_t(1) << 36};
+  (void)big.setTensor("a", dx.get(), DType::F32, 1, past32);
+  checkError(b.launch("vector_add", big), "argument 'a': dim 0 is 68719476736, above 2147483647",
+             "a dim past the kernels' 32-bit indices is refused before any pointer check");
   // The output passed as an input: the kernels do not run in place.
   Arguments alias;
   (void)alias.setTensor("a", dx.get(), DType::F32, 1, shape);

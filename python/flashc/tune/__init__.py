@@ -199,6 +199,8 @@ class _Stamped:
 def _table(args):
     from . import plan as plan_mod, progress as progress_mod
     plan = plan_mod.Plan.load(args.plan)
+    if not os.path.isfile(args.progress):  # (a mistyped path would decide every key "not measured")
+        raise FlashcError("no progress file %s (the --progress of the run's `time` step)" % args.progress)
     progress = progress_mod.Progress(args.progress)
     table = args.table or repository_table(plan.data["arch"])
     _finish(plan, progress, args.out, table, args.margin, args.max_loss, table if args.write else None,
@@ -276,4 +278,7 @@ def main(argv=None):
         return {"plan": _plan, "time": _time, "table": _table, "status": _status}[args.command](args)
     except FlashcError as e:
         _say("python -m flashc.tune: error: %s" % e)
+        return 1
+    except OSError as e:  # a path of the command line that cannot be read or written
+        _say("python -m flashc.tune: error: %s: %s" % (e.filename or "", e.strerror or e))
         return 1

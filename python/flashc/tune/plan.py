@@ -23,7 +23,7 @@ import time
 
 from .. import cache, configs
 from ..errors import FlashcError
-from ..spec import AttentionConfig
+from ..spec import AttentionConfig, FfnConfig
 
 PLAN = "plan.json"
 BLOBS = "blobs"
@@ -130,6 +130,24 @@ class Plan:
         for field, kind in (("arch", str), ("compiler", str), ("configs", list), ("bundles", dict)):
             if not isinstance(data.get(field), kind):
                 raise PlanDamaged("%s is damaged: its %r is missing or not a %s" % (path, field, kind.__name__))
+        # What the tuner's steps read of each configuration and unit (a damaged one is named, not a KeyError).
+        for i, entry in enumerate(data["configs"]):
+            where = "configuration %d" % i
+            if not isinstance(entry, dict):
+                raise PlanDamaged("%s is damaged: %s is not an object" % (path, where))
+            for field, kind in (("config", str), ("shapes", list), ("units", list)):
+                if not isinstance(entry.get(field), kind):
+                    raise PlanDamaged("%s is damaged: %s's %r is missing or not a %s" % (path, where, field,
+                                                                                        kind.__name__))
+            for j, unit in enumerate(entry["units"]):
+                where = "configuration %d's unit %d" % (i, j)
+                if not isinstance(unit, dict):
+                    raise PlanDamaged("%s is damaged: %s is not an object" % (path, where))
+                for field, kind in (("key", str), ("hand_rule", str), ("candidates", list), ("directions", list),
+                                    ("bundles", dict), ("errors", dict)):
+                    if not isinstance(unit.get(field), kind):
+                        raise PlanDamaged("%s is damaged: %s's %r is missing or not a %s" % (path, where, field,
+                                                                                            kind.__name__))
         return cls(directory, data)
 
     @classmethod
@@ -237,7 +255,17 @@ def build(out, items, compiler=None, arch="sm_90a", kinds=None, seqs=ATTENTION_S
     compiler = compiler or cache.find_compiler()
     if not compiler:
         raise FlashcError("no flashc compiler found (set FLASHC_COMPILER, put flashc on PATH or build it)")
-    selected = [dataclasses.replace(c, archs=(arch,)) for c in configs.resolve(items)]
+    # Decode, append, packed-sequence and mixture-of-experts configurations are one library block a kernel each,
+    # planned by the device library (no tuning key): a set's are passed over, one named alone is refused.
+    resolved = configs.resolve(items)
+    tunable = [c for c in resolved if isinstance(c, (AttentionConfig, FfnConfig))]
+    for c in resolved:
+        if c not in tunable:
+            say("%s: not tuned (its kernels are the device library's blocks, planned there)" % configs.format_config(c))
+    if not tunable:
+        raise FlashcError("nothing to tune in %s: the tuner takes attention and FFN configurations"
+                          % " ".join(items))
+    selected = [dataclasses.replace(c, archs=(arch,)) for c in tunable]
     identity = cache.compiler_identity(compiler)
     sizes = {"kinds": sorted(kinds or ()), "seqs": list(seqs), "tokens": tokens}
     plan = Plan(out, {"version": PLAN_VERSION, "arch": arch, "compiler": identity, "configs": [], "bundles": {}}) \

@@ -10,7 +10,10 @@ instead of being run a third time.
 """
 
 import json
+import math
 import os
+
+from ..errors import FlashcError
 
 
 def task_id(task, bundle, direction=None, shape=None):
@@ -22,8 +25,21 @@ def record_id(record):
 
 
 def _is_record(value):
-    return (isinstance(value, dict) and isinstance(value.get("task"), str) and isinstance(value.get("bundle"), str)
-            and isinstance(value.get("status"), str))
+    """Whether a parsed line is a task's record whose fields the table can read: a finished timing has a positive
+    finite median, a finished check a boolean verdict (a damaged line is skipped like a cut one, not read as 0 ms or
+    as a pass)."""
+    if not (isinstance(value, dict) and isinstance(value.get("task"), str) and isinstance(value.get("bundle"), str)
+            and isinstance(value.get("status"), str)):
+        return False
+    if any(value.get(field) is not None and not isinstance(value[field], str) for field in ("direction", "shape")):
+        return False
+    if value["status"] == "ok" and value["task"] in ("time", "confirm"):
+        median = value.get("median_ms")
+        return (isinstance(median, (int, float)) and not isinstance(median, bool) and math.isfinite(median)
+                and median > 0)
+    if value["status"] == "ok" and value["task"] == "check":
+        return isinstance(value.get("pass"), bool)
+    return True
 
 
 # Runs that started a task and never finished it before it counts as crashed (the first may have been a kill).
@@ -37,8 +53,11 @@ class Progress:
         self.crashed = set()
         self._newline_first = False  # the file ends in a line cut short: the next record starts a line of its own
         unfinished = {}  # task id -> starts since its last finish
+        named = {}  # task id -> its "started" line (the task's fields)
         if os.path.exists(path):
-            with open(path) as f:
+            if not os.path.isfile(path):
+                raise FlashcError("progress file %s is not a file" % path)
+            with open(path, encoding="utf-8", errors="replace") as f:  # (a damaged byte spoils its line only)
                 text = f.read()
             self._newline_first = bool(text) and not text.endswith("\n")
             for line in text.splitlines():
@@ -54,13 +73,15 @@ class Progress:
                 rid = record_id(record)
                 if record["status"] == "started":
                     unfinished[rid] = unfinished.get(rid, 0) + 1
+                    named[rid] = record
                 else:
                     self.done[rid] = record
                     unfinished.pop(rid, None)
         self.crashed = {rid for rid, starts in unfinished.items() if starts >= CRASH_STARTS}
         for rid in self.crashed:  # the task that took two processes down is not run again
-            task, bundle, direction, shape = rid.split("|")
-            self.done[rid] = {"task": task, "bundle": bundle, "direction": direction or None, "shape": shape or None,
+            started = named[rid]
+            self.done[rid] = {"task": started["task"], "bundle": started["bundle"],
+                              "direction": started.get("direction"), "shape": started.get("shape"),
                               "status": "crashed (the process ended during this task in %d runs: a fault?)"
                                         % unfinished[rid]}
         self.interrupted = set(unfinished) - self.crashed  # run again

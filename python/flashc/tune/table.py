@@ -313,12 +313,13 @@ def agree(decisions, others):
 
 def merge(table_text, decisions, stamp):
     """The table with an entry for every decision that has a point (or one by key length) and none for the other
-    measured keys (nor their entries bounded by key length); lines of keys not measured are kept as they are."""
-    measured = {unbounded(d["key"]) for d in decisions}
+    measured keys (nor their entries bounded by key length); lines of keys not measured (a key the run's budget did not
+    reach, or that no record of this progress file names) are kept as they are."""
+    decided = {unbounded(d["key"]) for d in decisions if measured(d)}
     kept = []
     for line in table_text.splitlines():
         m = ENTRY.match(line.split("#", 1)[0])
-        if m and unbounded(" ".join(m.group(1).split())) in measured:
+        if m and unbounded(" ".join(m.group(1).split())) in decided:
             continue
         kept.append(line)
     while kept and not kept[-1].strip():
