@@ -468,6 +468,12 @@ class TableTest(unittest.TestCase):
                             "--also-run", self.dir, os.path.join(self.dir, "missing.jsonl")])
         self.assertEqual(rc, 1)
         self.assertIn("--also-run: no progress file", err.getvalue())
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["table", self.dir, "--progress", os.path.join(self.dir, "a.jsonl"), "--table", "none",
+                            "--also-run", self.dir, os.path.join(self.dir, ".", "a.jsonl")])
+        self.assertEqual(rc, 1)  # (it was counted as a second run that agreed)
+        self.assertIn("is this run's own progress file", err.getvalue())
         other = os.path.join(self.dir, "sm80")
         os.makedirs(other)
         sm80 = synthetic_plan(other)

@@ -103,13 +103,15 @@ def _decisions(plan, progress, margin, max_loss):
     return table_mod.choose(found, margin=margin, max_loss=max_loss), found
 
 
-def _other_runs(runs, arch, margin, max_loss):
+def _other_runs(runs, arch, margin, max_loss, own_progress=None):
     """[(label, {key: decision})] of the (plan directory, progress file) pairs of `table --also-run`."""
     from . import plan as plan_mod, progress as progress_mod
     out = []
     for plan_dir, progress_path in runs or ():
         if not os.path.exists(progress_path):
             raise FlashcError("--also-run: no progress file %s" % progress_path)
+        if own_progress and os.path.realpath(progress_path) == os.path.realpath(own_progress):
+            raise FlashcError("--also-run: %s is this run's own progress file, not another run's" % progress_path)
         plan, progress = plan_mod.Plan.load(plan_dir), progress_mod.Progress(progress_path)
         if plan.data["arch"] != arch:  # (its keys would match none of this run's: a silent no-op)
             raise FlashcError("--also-run: plan %s is for %s, this run's for %s" % (plan_dir, plan.data["arch"], arch))
@@ -123,7 +125,8 @@ def _finish(plan, progress, out, table, margin, max_loss, write, also_runs=None)
     from . import table as table_mod
     decisions, found = _decisions(plan, progress, margin, max_loss)
     if also_runs:
-        decisions = table_mod.agree(decisions, _other_runs(also_runs, plan.data["arch"], margin, max_loss))
+        decisions = table_mod.agree(decisions, _other_runs(also_runs, plan.data["arch"], margin, max_loss,
+                                                           progress.path))
     gpu = _gpu_of(progress)
     stamp = table_mod.stamp_of(gpu, os.environ.get("FLASHC_COMMIT"))
     text = ""
@@ -158,8 +161,12 @@ def _time(args):
     if args.dry_run:
         return 1 if device.dry_run(plan, args.work) else 0
     progress = progress_mod.Progress(args.progress)
+    try:
+        import torch  # (the GPU half checks and times through flashc.torch)
+    except ImportError:
+        raise SystemExit("python -m flashc.tune time: needs PyTorch, which is not installed here (--dry-run checks "
+                         "the plan's bundles without it)")
     measurer = device.TorchMeasurer(plan, args.work, warmup=args.warmup, rep=args.rep, lead_us=lead_us)
-    import torch
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     if gpu is None:
         raise SystemExit("python -m flashc.tune time: no CUDA device")
