@@ -596,6 +596,20 @@ class _Traced:
         raise InvalidArgumentError("%s: a traced value cannot be indexed (index the tensor that holds it: "
                                    "t[q], t[b, h])" % self._prefix())
 
+    def __str__(self):
+        # (str(q) == "3" or an f-string traced to a constant: a mask that hid every key, with no error)
+        raise InvalidArgumentError("%s: a traced value has no text (it stands for every row's value); compare it "
+                                   "instead of formatting it" % self._prefix())
+
+    def __format__(self, spec):
+        return self.__str__()
+
+    def __int__(self):
+        raise InvalidArgumentError("%s: a traced value is not a Python number (it stands for every row's value); "
+                                   "use it in expressions" % self._prefix())
+
+    __round__ = __trunc__ = __floor__ = __ceil__ = lambda self, *args: self.__int__()
+
     def __len__(self):
         raise InvalidArgumentError("%s: a traced value has no length" % self._prefix())
 
@@ -921,6 +935,12 @@ def _positional_arity(fn):
     costs a third of a trace, which runs on every attention call), else from its signature (4 when unknown)."""
     code = getattr(fn, "__code__", None)
     if code is not None and not inspect.ismethod(fn) and not hasattr(fn, "__wrapped__"):
+        # (A keyword-only parameter without a default is nothing the trace can pass: a raw TypeError before.)
+        required = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+        missing = [name for name in required if name not in (getattr(fn, "__kwdefaults__", None) or {})]
+        if missing:
+            raise InvalidArgumentError("modifier: keyword-only parameter %s has no default; the trace passes the "
+                                       "indices (and the score) positionally only" % ", ".join(missing))
         return code.co_argcount  # (a functools.wraps wrapper's own code is (*args, **kwargs): its signature follows)
     try:
         return len([p for p in inspect.signature(fn).parameters.values()

@@ -189,6 +189,11 @@ class MaskModTest(unittest.TestCase):
             (lambda q, k: (q < k) + 1, "an integer was expected, got a condition"),
             (lambda q, k: q < 2 ** 70, "does not fit 64 bits"),
             (lambda q, k: q < "x", "expected an integer"),
+            # Formatting an index traced to a constant (a mask hiding every key, no error); a keyword-only parameter
+            # the trace cannot pass (a raw TypeError).
+            (lambda q, k: str(q) == "3", "has no text"),
+            (lambda q, k: f"{q}" == "3", "has no text"),
+            (lambda q, k, *, x: q > k, "keyword-only parameter x has no default"),
             # A traced value in a dict or a set would be looked up by identity (the default, or False, for every row).
             (lambda b, h, q, k: (k <= q) & (k > q - {0: 4, 1: 8}.get(h, 2)), "cannot be a dict key or a set member"),
             (lambda b, h, q, k: (k <= q) | (h in {0, 2}), "cannot be a dict key or a set member"),

@@ -65,6 +65,11 @@ class ScoreModTest(unittest.TestCase):
         self.assertIn("f:-inf", trace(lambda s, q, k: s + -1e39).text)
         with self.assertRaisesRegex(InvalidArgumentError, "does not fit a float"):
             trace(lambda s, q, k: s + 2 ** 2000)
+        # int() and round() of a traced score (a raw TypeError before).
+        with self.assertRaisesRegex(InvalidArgumentError, "is not a Python number"):
+            trace(lambda s, q, k: s + int(s))
+        with self.assertRaisesRegex(InvalidArgumentError, "is not a Python number"):
+            trace(lambda s, q, k: round(s))
         # ... and in a program's text (a raw OverflowError from float.fromhex before).
         with self.assertRaisesRegex(InvalidArgumentError, "'f:0x1p\\+2000' is not an f32 constant"):
             ScoreProgram.parse("v0 = addf s f:0x1p+2000; yield v0")
