@@ -174,8 +174,8 @@ def compile_bundle(config, out_dir, compiler=None, archs=None, timeout=None, ext
         os.makedirs(parent, exist_ok=True)
         work = tempfile.mkdtemp(prefix=".tmp-%s-" % os.path.basename(out_dir), dir=parent)
     except OSError as e:
-        raise CompilerError("cannot compile into %s: its directory %s cannot be made or written (%s; %s sets the "
-                            "bundle cache)" % (out_dir, parent, e.strerror or e, ENV_BUNDLE_CACHE))
+        raise CompilerError("cannot compile into %s: its directory %s cannot be made or written (%s)"
+                            % (out_dir, parent, e.strerror or e))
     try:
         spec_path = os.path.join(work, "spec.mlir")
         with open(spec_path, "w") as f:

@@ -525,6 +525,35 @@ class TableTest(unittest.TestCase):
         self.plan.save()
         with self.assertRaisesRegex(plan_mod.PlanDamaged, "configuration 0 is not an object"):
             plan_mod.Plan.load(self.dir)
+        self.plan.data.pop("arch")
+        self.plan.save()
+        with self.assertRaisesRegex(plan_mod.PlanDamaged, "the plan's 'arch' is missing"):
+            plan_mod.Plan.load(self.dir)
+
+    def test_paths_that_cannot_be_read_or_written_are_errors(self):
+        import contextlib, io
+        from flashc import tune
+        self.plan.save()
+        self.measure({("b_pf1", "forward"): 0.90}, name="a.jsonl")
+        a_file = os.path.join(self.dir, "a.jsonl")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["table", self.dir, "--progress", a_file, "--table", "none", "--out", a_file])
+        self.assertEqual(rc, 1)  # (a FileExistsError traceback before)
+        self.assertIn("python -m flashc.tune: error: %s" % a_file, err.getvalue())
+        with self.assertRaisesRegex(Exception, "is not a file"):
+            progress_mod.Progress(self.dir)
+
+    def test_time_without_pytorch_says_so(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("PyTorch is installed here")
+        except ImportError:
+            pass
+        from flashc import tune
+        self.plan.save()
+        with self.assertRaisesRegex(SystemExit, "needs PyTorch"):
+            tune.main(["time", self.dir, "--progress", os.path.join(self.dir, "t.jsonl")])
 
     def test_report_lists_every_point(self):
         progress = progress_mod.Progress(os.path.join(self.dir, "p.jsonl"))

@@ -21,7 +21,6 @@ static_assert(mlir::flash::kMaxAttentionScale == mlir::tile::limits::kMaxScale,
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::flash {
@@ -64,13 +63,10 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     // A function with fused ops becomes a program of kernel launches, an entry
     // point of the bundle with a signature of its own: a call to it from
     // another function would be left calling what no longer exists.
-    llvm::SmallPtrSet<Operation *, 8> tiled;
-    for (func::FuncOp func : funcs)
-      tiled.insert(func);
-    SymbolTable callees(module);
+    SymbolTable symbols(module);
     WalkResult calls = module.walk([&](func::CallOp call) {
-      Operation *callee = callees.lookup(call.getCallee());
-      if (!callee || !tiled.contains(callee))
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || !llvm::is_contained(funcs, callee))
         return WalkResult::advance();
       call.emitError() << "flash-tile: @" << call->getParentOfType<func::FuncOp>().getSymName() << " calls @"
                        << call.getCallee()
@@ -87,7 +83,6 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
       module.emitError() << "flash-tile: " << error;
       return signalPassFailure();
     }
-    SymbolTable symbols(module);
     for (func::FuncOp func : funcs)
       if (failed(lowerForwardFunction(func, symbols, *targetDesc, choice, table.get())))
         return signalPassFailure();

@@ -278,6 +278,9 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
       kernel.emitWarning() << "flash-plan-memory: @" << kernel.getSymName()
                            << " has no recipe (spec); block-size options do not apply to it";
     }
+    // What the entry, or the hand rule where the entry leaves it out, asks
+    // (the fallbacks below may plan another strategy: refused for an entry).
+    Strategy askedStrategy = plan.strategy;
     // wgmma needs whole warpgroups of 16-row bands (64 rows per 4 warps); a
     // block-size override that breaks that shape falls back to mma.sync. The
     // rows of the Sᵀ backward's tiles are its keys (blockN).
@@ -310,8 +313,6 @@ struct PlanMemoryPass : public mlir::flash::impl::PlanMemoryBase<PlanMemoryPass>
     // (wsGemmPlanTakes); a block-size override outside that keeps the cp.async
     // wgmma form. (Only kernels it takes get it: the hand rule asks
     // wsGemmRefusal, a table entry is checked against the tuning space.)
-    // (What the entry, or the hand rule where the entry leaves it out, asks.)
-    Strategy askedStrategy = plan.strategy;
     auto gemmSpec = llvm::dyn_cast_or_null<GemmSpecAttr>(spec);
     bool wsGemmRole = gemmSpec && isWsGemmRole(gemmSpec);
     if (plan.strategy == Strategy::WgmmaWsSm90 && wsGemmRole) {

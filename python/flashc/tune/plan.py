@@ -127,27 +127,22 @@ class Plan:
         if not isinstance(data, dict) or data.get("version") != PLAN_VERSION:
             raise FlashcError("%s: plan version %r, this tuner reads %d" % (
                 path, data.get("version") if isinstance(data, dict) else None, PLAN_VERSION))
-        for field, kind in (("arch", str), ("compiler", str), ("configs", list), ("bundles", dict)):
-            if not isinstance(data.get(field), kind):
-                raise PlanDamaged("%s is damaged: its %r is missing or not a %s" % (path, field, kind.__name__))
-        # What the tuner's steps read of each configuration and unit (a damaged one is named, not a KeyError).
-        for i, entry in enumerate(data["configs"]):
-            where = "configuration %d" % i
-            if not isinstance(entry, dict):
+
+        def require(value, where, fields):  # (what the tuner's steps read: a damaged part named, not a KeyError)
+            if not isinstance(value, dict):
                 raise PlanDamaged("%s is damaged: %s is not an object" % (path, where))
-            for field, kind in (("config", str), ("shapes", list), ("units", list)):
-                if not isinstance(entry.get(field), kind):
+            for field, kind in fields:
+                if not isinstance(value.get(field), kind):
                     raise PlanDamaged("%s is damaged: %s's %r is missing or not a %s" % (path, where, field,
                                                                                         kind.__name__))
+
+        require(data, "the plan", (("arch", str), ("compiler", str), ("configs", list), ("bundles", dict)))
+        for i, entry in enumerate(data["configs"]):
+            require(entry, "configuration %d" % i, (("config", str), ("shapes", list), ("units", list)))
             for j, unit in enumerate(entry["units"]):
-                where = "configuration %d's unit %d" % (i, j)
-                if not isinstance(unit, dict):
-                    raise PlanDamaged("%s is damaged: %s is not an object" % (path, where))
-                for field, kind in (("key", str), ("hand_rule", str), ("candidates", list), ("directions", list),
-                                    ("bundles", dict), ("errors", dict)):
-                    if not isinstance(unit.get(field), kind):
-                        raise PlanDamaged("%s is damaged: %s's %r is missing or not a %s" % (path, where, field,
-                                                                                            kind.__name__))
+                require(unit, "configuration %d's unit %d" % (i, j),
+                        (("key", str), ("hand_rule", str), ("candidates", list), ("directions", list),
+                         ("bundles", dict), ("errors", dict)))
         return cls(directory, data)
 
     @classmethod
@@ -257,10 +252,11 @@ def build(out, items, compiler=None, arch="sm_90a", kinds=None, seqs=ATTENTION_S
         raise FlashcError("no flashc compiler found (set FLASHC_COMPILER, put flashc on PATH or build it)")
     # Decode, append, packed-sequence and mixture-of-experts configurations are one library block a kernel each,
     # planned by the device library (no tuning key): a set's are passed over, one named alone is refused.
-    resolved = configs.resolve(items)
-    tunable = [c for c in resolved if isinstance(c, (AttentionConfig, FfnConfig))]
-    for c in resolved:
-        if c not in tunable:
+    tunable = []
+    for c in configs.resolve(items):
+        if isinstance(c, (AttentionConfig, FfnConfig)):
+            tunable.append(c)
+        else:
             say("%s: not tuned (its kernels are the device library's blocks, planned there)" % configs.format_config(c))
     if not tunable:
         raise FlashcError("nothing to tune in %s: the tuner takes attention and FFN configurations"
