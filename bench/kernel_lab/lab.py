@@ -138,6 +138,23 @@ VARIANTS = {
                                                                  "FLASHC_LAB_PHASE_PROBE": 1}, True),
     "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
                                                              "FLASHC_LAB_PHASE_PROBE": 1}, True),
+    # The owned-dQ form (session 59, attention_bwd_ws.cuh kOwnedDq): one block a (kv head, batch) over every key
+    # block, so no zero fill (the preprocess computes delta only) and no postprocess (the last key block to reach a
+    # query step writes its dQ). For short sequences at a large batch: against the _ends rows at S = 1k / 2k.
+    "d64_bwdws_ends": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
+    "d64_bwdws_owned": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                   "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
+    "d64_causal_bwdws_owned": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                          "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
+    "d128_bwdws_owned": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                     "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
+    "d128_causal_bwdws_owned": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                            "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
+    # (a left window: the first key block to reach a step is not key block 0; GQA: a block walks its group's heads)
+    "d128_f16_gqa4_win100_bwdws_owned": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                                     "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
+    "d64_f16_gqa2_win37_bwdws_owned": (64, 8, 2, 1, 0, 37, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                                 "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),
@@ -196,6 +213,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--exclude", default="")
     ap.add_argument("--reuse-build", action="store_true", help="keep .so files already built")
+    ap.add_argument("--bench", default="", help="configs to time (default: BENCH_CONFIGS among --only's)")
+    ap.add_argument("--seqs", default="1024,4096,16384", help="sequence lengths to time at 16k tokens")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.build_dir, exist_ok=True)
@@ -237,8 +256,9 @@ def main():
         ok = all(passed.values())
         print("check summary:", " ".join(f"{n}={'ok' if v else 'FAIL'}" for n, v in passed.items()))
     if not args.skip_bench:  # only configs that passed (or timing-only ablations)
-        run_bench(libs, CONFIGS, [n for n in BENCH_CONFIGS if n in names and passed.get(n, n in TIMING_ONLY or
-                                                                                        args.skip_check)], args.out)
+        timed = args.bench.split(",") if args.bench else BENCH_CONFIGS
+        run_bench(libs, CONFIGS, [n for n in timed if n in names and passed.get(n, n in TIMING_ONLY or args.skip_check)],
+                  args.out, seqlens=tuple(int(x) for x in args.seqs.split(",")))
     print("ALL CHECKS PASSED" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 
