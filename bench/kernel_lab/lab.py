@@ -138,23 +138,6 @@ VARIANTS = {
                                                                  "FLASHC_LAB_PHASE_PROBE": 1}, True),
     "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
                                                              "FLASHC_LAB_PHASE_PROBE": 1}, True),
-    # The owned-dQ form (session 59, attention_bwd_ws.cuh kOwnedDq): one block a (kv head, batch) over every key
-    # block, so no zero fill (the preprocess computes delta only) and no postprocess (the last key block to reach a
-    # query step writes its dQ). For short sequences at a large batch: against the _ends rows at S = 1k / 2k.
-    "d64_bwdws_ends": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d64_bwdws_owned": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                   "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
-    "d64_causal_bwdws_owned": (64, 32, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                          "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
-    "d128_bwdws_owned": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                     "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
-    "d128_causal_bwdws_owned": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                            "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
-    # (a left window: the first key block to reach a step is not key block 0; GQA: a block walks its group's heads)
-    "d128_f16_gqa4_win100_bwdws_owned": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                     "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
-    "d64_f16_gqa2_win37_bwdws_owned": (64, 8, 2, 1, 0, 37, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                                 "FLASHC_BWD_WS_OWNED_DQ": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

@@ -5,11 +5,7 @@
 #include "attention_bwd_ws.cu"  // includes attention_bwd.cu
 #include "lab_tma.h"
 namespace lab_main = bwd_ws_config;
-#if FLASHC_BWD_WS_OWNED_DQ
-#define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_owned)
-#else
 #define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)
-#endif
 #elif defined(FLASHC_BWD_ROWS)  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form
 #include "attention_bwd_rows.cu"
 namespace lab_main = bwd_rows_config;
@@ -47,25 +43,14 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
 #define FLASHC_LAB_SEM
   (void)dq_semaphore;
 #endif
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_OWNED_DQ  // delta only: the owned main kernel needs no zeroed dq_accum
-  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_delta)<<<aux_grid, 128, 0, stream>>>(o, dout, delta);
-#elif defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
+#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
   if (Sq > 0) FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum FLASHC_LAB_SEM);
 #endif
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_OWNED_DQ
-  if (Sk == 0 && Sq > 0) {  // no key: dQ is zero (the owned kernel needs a key block to run)
-    if (cudaError_t e = cudaMemsetAsync(dq.data, 0, B * kHeadsQ * Sq * kHeadDim * sizeof(bwd_config::Elem), stream))
-      return e;
-  }
-  if (Sk > 0) {
-    const dim3 grid(1, kHeadsKV, static_cast<unsigned>(B));
-#else
   if (Sk > 0) {
     const dim3 grid(static_cast<unsigned>((Sk + lab_main::kBlockN - 1) / lab_main::kBlockN), kHeadsKV,
                     static_cast<unsigned>(B));
-#endif
 #ifdef FLASHC_BWD_WS
     CUtensorMap tq, tk, tv, tdo;
     if (int e = make_map(&tq, q, lab_main::kBlockM)) return e;
@@ -75,25 +60,16 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     CUtensorMap tdq;  // dq_accum (f32): boxes of 64 rows x 32 columns (the key split adds dQ through it)
     if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
-#if FLASHC_BWD_WS_OWNED_DQ
-    FLASHC_LAB_K(_bwd_ws_owned)<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
-        q, k, lse, delta, dq_accum, dq, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
-        *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
-        *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
-#else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
         q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
         *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
-#endif
 #else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
                                                                                dk, dv FLASHC_LAB_SEM);
 #endif
   }
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_OWNED_DQ
-  // (no postprocess: the owned main kernel wrote dQ)
-#elif defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
+#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
   if (Sq > 0) FLASHC_LAB_K(_bwd_ws_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);

@@ -211,15 +211,6 @@ struct AttentionBwdWsPlan {
                 "ws backward: the consumers take turns (ping_pong) only under the key split below D = 192 (the "
                 "compiler's wsBackwardTurnsTake)");
   static constexpr int kDsBuffers = kDeferDq && kFourDsBuffersFit ? 4 : kKeySplit && !kSpareDqBoxes ? 2 : 1;
-  // The owned-dQ form (Config::kOwnedDq; the kernel lab's, not yet the compiler's): one block a (kv head, batch) walks
-  // every key block in order, so it alone adds into its heads' dq_accum rows. The first key block to reach a query
-  // step stores its dQ there instead of adding (no zero fill before the main kernel); the last adds the sum so far
-  // to its own and writes dQ in the element type (no postprocess); the blocks between add by TMA reductions. The
-  // next key block's K and V load once the consumers have stored this one's dK and dV (kBarKvFree). It needs B x
-  // Hkv blocks to fill the GPU: short sequences at a large batch (#19's S = 1k rows).
-  static constexpr bool kOwnedDq = OwnedDqOf<Config>::value;
-  static_assert(!kOwnedDq || (kKeySplit && kSubM == kBlockM && !kMaskTable && !kSegments && !MaskUsesHead<Mask>::value),
-                "ws backward: the owned-dQ form takes the key split, a window's walk and no score halves");
   static constexpr int kSmemK = 0;
   static constexpr int kSmemV = kSmemK + KTile::kBytes;
   static constexpr int kSmemQ = kSmemV + VTile::kBytes;                // kStages slots
@@ -244,21 +235,19 @@ struct AttentionBwdWsPlan {
   // its wait of step i + 1. (A named barrier counts arrivals; it keeps no generations.)
   static constexpr int kDsReadyIds = 3;
   static constexpr int kBarP = 1, kBarDs = 2, kBarDsFree = 5, kBarTail = 6, kBarDsReady = 7,
-                       kBarTurn = kBarDsReady + 2 * kDsReadyIds, kBarKvFree = 15;
-  static_assert(kBarTurn + 1 < kBarKvFree, "ws backward: named barrier ids are 0-15");
+                       kBarTurn = kBarDsReady + 2 * kDsReadyIds;
+  static_assert(kBarTurn + 1 <= 15, "ws backward: named barrier ids are 0-15");
 };
 
 namespace detail {
 // dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
 // columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
-// col0), or stored there (`store`: the owned form's first writer). `first`: no earlier reduction of this warpgroup can
-// still be reading the buffer. Named barrier
+// col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
 template <bool kAligned, int kBoxBytes, bool kPacked = false, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
-                                              int col0, int row0, int head, int batch, int warpgroup, bool first,
-                                              bool store = false) {
+                                              int col0, int row0, int head, int batch, int warpgroup, bool first) {
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
@@ -283,68 +272,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
-    if (store) {
-      tma_store_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
-      tma_store_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
-    } else {
-      tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
-      tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
-    }
+    tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
+    tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
-  }
-}
-// The owned form's last writer of a dQ tile: this warpgroup's fragments of `dq` (rows row0 + r, columns col0 + c),
-// plus what dq_accum holds there unless this is also the first writer (`add`), written to dQ in the element type.
-// Rows at or past rows_end and columns at or past cols are dropped. dq_accum's rows are complete: every earlier
-// writer was this block, whose reductions completed before the key block ended (tma_wait_group, fence_async_global).
-template <class Elem, int M, int N, int W>
-__device__ __forceinline__ void finish_dq_rows(const RegTileF32<M, N, W>& dq, const TensorArg& dq_accum,
-                                               const TensorArg& dq_out, int row0, int col0, int rows_end, int cols,
-                                               int head, int batch, bool add) {
-  const float* sum = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
-  Elem* out = static_cast<Elem*>(dq_out.data) + batch * dq_out.stride[0] + head * dq_out.stride[1];
-  float2 before[2][RegTileF32<M, N, W>::kNT];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + dq.row(0, h) % 64;
-#pragma unroll
-    for (int nt = 0; nt < RegTileF32<M, N, W>::kNT; ++nt) {
-      const int c = col0 + dq.col(nt, 0);
-      before[h][nt] = add && row < rows_end && c < cols
-                          ? __ldcg(reinterpret_cast<const float2*>(sum + row * dq_accum.stride[2] + c))
-                          : make_float2(0.f, 0.f);
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + dq.row(0, h) % 64;
-#pragma unroll
-    for (int nt = 0; nt < RegTileF32<M, N, W>::kNT; ++nt) {
-      const int c = col0 + dq.col(nt, 0);
-      if (row < rows_end && c < cols)
-        *reinterpret_cast<unsigned*>(out + row * dq_out.stride[2] + c) =
-            ElemTraits<Elem>::pack(dq.v[0][nt][2 * h] + before[h][nt].x, dq.v[0][nt][2 * h + 1] + before[h][nt].y);
-    }
-  }
-}
-// The owned form's query steps that no key block reaches (rows that see no key: a causal mask's first Sq - Sk rows):
-// dQ is zero there and no step writes it, so the consumers (kWarps warps) write the zeros first.
-template <class P>
-__device__ __forceinline__ void zero_unreached_dq(const TensorArg& dq_out, int Sq, int Sk, int offset, int head0,
-                                                  int heads, int batch) {
-  using Mask = typename P::Mask;
-  constexpr int kChunks = P::kHeadCols / 8;  // 16-byte chunks a row
-  for (int q0 = 0; q0 < Sq; q0 += P::kBlockM) {
-    if (Mask::key_block_end(q0, P::kBlockM, P::kBlockN, Sk, offset, MaskEnv()) >
-        Mask::key_block_begin(q0, P::kBlockM, P::kBlockN, Sk, offset, MaskEnv()))
-      continue;
-    const int rows = min(P::kBlockM, Sq - q0);
-    for (int i = static_cast<int>(threadIdx.x); i < heads * rows * kChunks; i += P::kWarps * 32) {
-      const int h = i / (rows * kChunks), r = i / kChunks % rows, c = i % kChunks;
-      typename P::Elem* row = static_cast<typename P::Elem*>(dq_out.data) + batch * dq_out.stride[0] +
-                              (head0 + h) * dq_out.stride[1] + (q0 + r) * dq_out.stride[2];
-      *reinterpret_cast<uint4*>(row + c * 8) = make_uint4(0u, 0u, 0u, 0u);
-    }
   }
 }
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
@@ -455,10 +385,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed,
-                                                      const TensorArg* dq_out = nullptr) {
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionBwdWsPlan<Config>;
-  static_assert(!(P::kOwnedDq && kPacked), "ws backward: the owned-dQ form is the dense grid's");
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
   using KTile = typename P::KTile;
@@ -485,14 +413,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int group = P::kGroup > 0 ? P::kGroup : static_cast<int>(q.shape[1] / k.shape[1]);
   // (key block, kv head, batch): packed, the plan's key tile and blockIdx.y; dense, the grid's in head groups
   // (tile_schedule.cuh; unused when packed); segments, the tile the entry found from the grid's.
-  // The owned form: grid (1, heads_kv, batch), key blocks 0.. in turn (k0 moves on with them).
   const QueryTile grid_tile = grid_tile_in_head_groups<P::kGridHeadGroup>();
-  int k0 = P::kOwnedDq ? 0 : (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
-  const int kv_head = kPacked || P::kOwnedDq ? static_cast<int>(blockIdx.y)
-                      : P::kSegments       ? packed.tile.head
-                                           : grid_tile.head;
-  const int batch = kPacked ? 0 : P::kOwnedDq ? static_cast<int>(blockIdx.z) : P::kSegments ? packed.tile.batch : grid_tile.batch;
-  const int key_blocks = P::kOwnedDq ? (Sk + kBlockN - 1) / kBlockN : 1;
+  const int k0 = (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
+  const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : P::kSegments ? packed.tile.head : grid_tile.head;
+  const int batch = kPacked ? 0 : P::kSegments ? packed.tile.batch : grid_tile.batch;
   // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk); its mask and score
   // modifier see the sequence's positions (queries and keys shifted alike: the window's part as it was).
   const TensorArg* walk_table = segment ? nullptr : mask_blocks;
@@ -539,22 +463,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         tma_prefetch_descriptor(&tma_q);
         tma_prefetch_descriptor(&tma_do);
       }
+      mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
+      tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
+      tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
     }
-    // `ring`: the steps of the key blocks before this one (the owned form's; else 0), for the slots' turns.
-    for (int kb = 0, ring = 0; kb < key_blocks; ++kb) {
-      if constexpr (P::kOwnedDq) {
-        k0 = kb * kBlockN;
-        if (kb > 0) named_barrier_sync(P::kBarKvFree, kWarps * 32 + 32);  // the last key block's dK / dV stored
-      }
-      if (lane == 0) {
-        mbarrier_arrive_expect_tx(bar(P::kBarKV), KTile::kBytes + VTile::kBytes);
-        tma_load_rows<kPacked>(Ks, &tma_k, bar(P::kBarKV), k_start + k0, kv_head, batch);
-        tma_load_rows<kPacked>(Vs, &tma_v, bar(P::kBarKV), k_start + k0, kv_head, batch);
-      }
-      int steps = 0;
-    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it_block, int head, int q0, int, const MaskEnv&) {
-      const int it = P::kOwnedDq ? ring + it_block : it_block;
-      if constexpr (P::kOwnedDq) steps = it_block + 1;
+    for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int, const MaskEnv&) {
       const int s = it % kStages;
       mbarrier_wait(bar(P::kBarEmpty + s), phase(it) ^ 1);  // slot free (first pass: at once)
       if (lane == 0) {
@@ -578,8 +491,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
     });
-      ring += steps;
-    }
     return;
   }
 
@@ -625,15 +536,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   };
   if constexpr (P::kKeySplit) {
     // ---- key split: warpgroup g owns keys k0 + 64g.. (its rows of every 128-row tile) ----
-    if constexpr (P::kOwnedDq) detail::zero_unreached_dq<P>(*dq_out, Sq, Sk, offset, kv_head * group, group, batch);
-    for (int kb = 0, ring = 0; kb < key_blocks; ++kb) {
-    if constexpr (P::kOwnedDq) {
-      if (kb > 0) {
-        k0 = kb * kBlockN;
-        mbarrier_wait(bar(P::kBarKV), kb & 1);
-      }
-    }
-    int steps = 0;
     RegTileF32<kBlockN, kValueDim, kTileWarps> acc_dv;
     RegTileF32<kBlockN, kHeadDim, kTileWarps> acc_dk;
     fill(acc_dv, 0.f);
@@ -661,36 +563,17 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                          kWarps * 32);  // the other's dSᵀ rows
       wgmma_matmul_ta<false, true>(dq, ds_tile(prev.it % P::kDsBuffers), Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
     };
-    // A step's dQ (queries q0.. of head) leaves: added into dq_accum by TMA; in the owned form stored there by the
-    // first key block to reach the step, or finished by the last (dq_accum's sum added, dQ written).
-    auto leave_dq = [&](DqTile& dq, int q0, int head, bool first) {
-      if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      const int col0 = P::kDqByRows ? 0 : warpgroup * 64, row0 = q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0);
-      bool store = false;
-      if constexpr (P::kOwnedDq) {
-        const int first_block = Mask::key_block_begin(q0, kBlockM, kBlockN, Sk, offset, mask_env);
-        const int last_block = Mask::key_block_end(q0, kBlockM, kBlockN, Sk, offset, mask_env) - 1;
-        if (kb == last_block) {
-          detail::finish_dq_rows<Elem>(dq, dq_accum, *dq_out, row0, col0, q_start + Sq, P::kHeadCols, head, batch,
-                                       /*add=*/kb != first_block);
-          return;
-        }
-        store = kb == first_block;
-      }
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, col0, row0, head, batch, warpgroup,
-                                                           first, store);
-    };
     auto reduce_prev_dq = [&](DqTile& dq) {
-      leave_dq(dq, prev.q0, prev.head, dq_first);
+      if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0),
+                                                           prev.head, batch, warpgroup, dq_first);
       dq_first = false;
     };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
-      // (`it` counts this key block's steps: the turns, dSᵀ buffers and dQ's deferral start afresh with each key
-      // block; the ring's slots and turns go on over the owned form's key blocks, ring + it.)
-      const int s = (P::kOwnedDq ? ring + it : it) % kStages;
-      if constexpr (P::kOwnedDq) steps = it + 1;
+      const int s = it % kStages;
       const DSTile ds_step = ds_tile(it % P::kDsBuffers);
-      mbarrier_wait(bar(P::kBarFull + s), phase(P::kOwnedDq ? ring + it : it));
+      mbarrier_wait(bar(P::kBarFull + s), phase(it));
       if (it == 0) FLASHC_BWD_WS_PROBE(2);
       clear_query_tail(s, q0);
       if constexpr (P::kSubM < kBlockM) {
@@ -828,7 +711,10 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_wait<1>();                                 // dV done (dQ may still run)
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
-          leave_dq(dq, q0, head, it == 0);
+          if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
+                                                               batch, warpgroup, it == 0);
         }
         wgmma_wait<0>();
         release(s);
@@ -845,12 +731,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       }
     }
     FLASHC_BWD_WS_PROBE(3);
-    if (wg_thread == 0) {
-      tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-      // The owned form: this key block's stores and reductions into dq_accum, complete, before a later key block's
-      // last writer reads them (the epilogue's warpgroup barriers order the fence before its other threads).
-      if constexpr (P::kOwnedDq) fence_async_global();
-    }
+    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     FLASHC_BWD_WS_PROBE(4);
     const GlobalMatrix<Elem> dk_rows = sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head);
     const GlobalMatrix<Elem> dv_rows = sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head);
@@ -875,12 +756,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       store_warpgroup_rows<P::kHeadCols>(Ks, dk16, dk_rows, k0, Sk, warpgroup, 3 + warpgroup);
     }
     FLASHC_BWD_WS_PROBE(5);
-    if constexpr (P::kOwnedDq) {
-      // K and V read for the last time (dK / dV staged through them): the producer may load the next key block's.
-      if (kb + 1 < key_blocks) named_barrier_arrive(P::kBarKvFree, kWarps * 32 + 32);
-    }
-    ring += steps;
-    }  // key blocks
   } else {
     // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
     auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
@@ -1009,8 +884,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads. The owned form (Config::kOwnedDq): grid (1, heads_kv, batch); dq_accum need not be
-// zeroed; dq_out, dQ in the element type, is written here (no postprocess).
+// tensors the score modifier reads.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -1020,12 +894,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv(),
-                                                 const TensorArg* dq_out = nullptr) {
+                                                 const MaskEnv& score_env = MaskEnv()) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles(), dq_out);
+                                               PackedQueryTiles());
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key

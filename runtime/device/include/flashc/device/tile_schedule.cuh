@@ -41,16 +41,6 @@ template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
 };
-// A Config's kOwnedDq where it has one, else false: the attention backward's owned-dQ form (attention_bwd_ws.cuh), one
-// block a (kv head, batch) walking every key block.
-template <class Config, class = void>
-struct OwnedDqOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct OwnedDqOf<Config, decltype(void(Config::kOwnedDq))> {
-  static constexpr bool value = Config::kOwnedDq;
-};
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>
