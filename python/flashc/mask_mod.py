@@ -973,6 +973,13 @@ def trace(fn):
     else:
         raise InvalidArgumentError("mask_mod: the function takes (b, h, q_idx, kv_idx) or (q_idx, kv_idx), got %d "
                                    "parameters" % arity)
+    if result is False:
+        # Python's own False, which no traced condition reached: a test Python decided once while tracing
+        # (`isinstance(q_idx, int) and ...`), and a mask that would hide every key (every output row zero).
+        raise InvalidArgumentError("mask_mod: the function returned Python's False, not a condition on its indices: "
+                                   "that mask hides every key. A Python test of a traced index (isinstance, `and`, "
+                                   "`or`, `not`) is decided once while tracing; write the condition with comparisons "
+                                   "and & | ~")
     if isinstance(result, _Cond) and result._tracer is tracer and isinstance(result._ref, bool):
         result = result._ref  # a condition folded to a constant
     if isinstance(result, bool):

@@ -475,11 +475,26 @@ def _float_where(cond, a, b):
     return _Float(tracer, ref)
 
 
+def _plain(torch_name, x):
+    """torch_name of a plain number as the kernel's float computes it: log(0) = -inf, the log or square root of a
+    negative number NaN, exp past the range inf (Python's math raises on all three)."""
+    x = float(x)
+    if math.isnan(x):
+        return x
+    if torch_name == "log" and x <= 0:
+        return -math.inf if x == 0 else math.nan
+    if torch_name == "sqrt" and x < 0:
+        return math.nan
+    if torch_name == "exp":
+        return math.exp(x) if x < 709.0 else math.inf
+    return getattr(math, torch_name)(x)
+
+
 def _unary_function(op, torch_name):
     def function(x):
         tracer = _mm._tracer_of(x)
         if tracer is None:
-            return getattr(math, torch_name)(x) if op != "absf" else abs(x)
+            return _plain(torch_name, x)
         return _Float(tracer, tracer.emit(op, (_float_operand(tracer, x),)))
     function.__name__ = torch_name
     function.__doc__ = "%s of a traced score (torch.%s works too)." % (torch_name, torch_name)

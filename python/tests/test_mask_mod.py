@@ -192,6 +192,10 @@ class MaskModTest(unittest.TestCase):
             # Formatting an index traced to a constant (a mask hiding every key, no error); a keyword-only parameter
             # the trace cannot pass (a raw TypeError).
             (lambda q, k: str(q) == "3", "has no text"),
+            # Python's own False, which no traced condition reached (isinstance of a traced index; the constant
+            # `yield false`, every key hidden, without a word before).
+            (lambda q, k: isinstance(q, int) and q > k, "returned Python's False"),
+            (lambda b, h, q, k: False, "returned Python's False"),
             (lambda q, k: f"{q}" == "3", "has no text"),
             (lambda q, k, *, x: q > k, "keyword-only parameter x has no default"),
             # A traced value in a dict or a set would be looked up by identity (the default, or False, for every row).

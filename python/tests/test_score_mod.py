@@ -4,6 +4,7 @@ spec text is a region flash-run-tile runs against the float64 reference (forward
 differentiates by central differences, the tile programs by the compiler's forward-mode rules), and unsupported uses
 say what is supported."""
 
+import math
 import os
 import re
 import subprocess
@@ -75,6 +76,14 @@ class ScoreModTest(unittest.TestCase):
             ScoreProgram.parse("v0 = addf s f:0x1p+2000; yield v0")
         with self.assertRaisesRegex(InvalidArgumentError, "\\*\\* is not supported"):
             trace(lambda s, q, k: s ** 2)
+        # The module's functions on plain numbers (a modifier's constants) compute as the kernel's floats do: log(0) is
+        # -inf, a negative number's log or square root NaN, exp past the range inf (math's errors before).
+        from flashc import score_mod
+        self.assertEqual(score_mod.log(0.0), -math.inf)
+        self.assertTrue(math.isnan(score_mod.log(-1.0)) and math.isnan(score_mod.sqrt(-4)))
+        self.assertEqual(score_mod.exp(1000.0), math.inf)
+        self.assertEqual((score_mod.sqrt(4), score_mod.exp(0), score_mod.tanh(0.0)), (2.0, 1.0, 0.0))
+        self.assertIn("f:-inf", trace(lambda s, q, k: s + score_mod.log(0.0)).text)
         # A hand-written text whose names meet the region's helper values: still one definition each.
         region = ScoreProgram.parse("a = itof q; a_i = itof k; r = addf a a_i; yield r").region_text()
         names = [line.split("=")[0].strip() for line in region.splitlines()[1:] if "=" in line]

@@ -105,6 +105,12 @@ class TaskLoopTest(unittest.TestCase):
         self.assertEqual(device.run(self.plan, progress_mod.Progress(self.progress_path), again, say=self.quiet), 0)
         self.assertEqual(again.calls, [])
 
+    def test_task_ids_are_unambiguous(self):
+        # Bundle "a|b" with no direction is not bundle "a" in direction "b" (one `|`-joined key before).
+        self.assertNotEqual(progress_mod.task_id("time", "a|b"), progress_mod.task_id("time", "a", "b"))
+        self.assertEqual(progress_mod.record_id({"task": "time", "bundle": "x", "direction": "forward", "shape": "S"}),
+                         progress_mod.task_id("time", "x", "forward", "S"))
+
     def test_a_task_that_took_the_process_down_twice_is_not_run_again(self):
         task, bundle, direction, label, _ = device.tasks(self.plan)[0]
         rid = progress_mod.task_id(task, bundle, direction, label)
