@@ -127,8 +127,14 @@ def run_checks(libs, configs, names, out_dir):
                 delta = torch.full((B, hq, Sq), NAN, device="cuda", dtype=torch.float32)
                 dq_accum = torch.full((B, hq, Sq, d), NAN, device="cuda", dtype=torch.float32)
                 sem = torch.full((B, hq, (Sq + 63) // 64), 12345, device="cuda", dtype=torch.int32)  # poisoned
-                kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
-                torch.cuda.synchronize()
+                try:
+                    kern.backward(q, k, v, o, do, lse, delta, dq_accum, dq, dk, dv, sem)
+                    torch.cuda.synchronize()
+                except RuntimeError as e:  # a refused launch (a cluster too large, say): this shape fails, the run goes on
+                    passed[name] = False
+                    lines.append(f"{msg} | bwd {e} FAIL")
+                    print(lines[-1], flush=True)
+                    continue
                 if extra.get("FLASHC_BWD_DETERMINISTIC"):  # bitwise reproducible dQ, run to run
                     dq_again = torch.full_like(dq, NAN)
                     sem.fill_(777)
