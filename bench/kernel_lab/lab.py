@@ -138,16 +138,6 @@ VARIANTS = {
                                                                  "FLASHC_LAB_PHASE_PROBE": 1}, True),
     "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
                                                              "FLASHC_LAB_PHASE_PROBE": 1}, True),
-    # The cluster form (session 59, attention_bwd_ws.cuh kClusterDq): a head's key blocks one thread block cluster;
-    # each block stores dQ on its own share of the query blocks (walked first), the blocks meet, then add; at the end
-    # they meet again and each converts its share: no zero fill, no postprocess. No mask, MHA, up to 16 key blocks.
-    "d64_bwdws_ends": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
-    "d64_bwdws_cluster": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                     "FLASHC_BWD_WS_CLUSTER_DQ": 1}, True),
-    "d128_bwdws_cluster": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                       "FLASHC_BWD_WS_CLUSTER_DQ": 1}, True),
-    "d128_f16_bwdws_cluster": (128, 8, 1, 1, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
-                                                          "FLASHC_BWD_WS_CLUSTER_DQ": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

@@ -5,11 +5,7 @@
 #include "attention_bwd_ws.cu"  // includes attention_bwd.cu
 #include "lab_tma.h"
 namespace lab_main = bwd_ws_config;
-#if FLASHC_BWD_WS_CLUSTER_DQ
-#define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_cluster)
-#else
 #define FLASHC_LAB_MAIN FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)
-#endif
 #elif defined(FLASHC_BWD_ROWS)  // row-form main kernel (attention_bwd_rows.cu) instead of the S^T form
 #include "attention_bwd_rows.cu"
 namespace lab_main = bwd_rows_config;
@@ -35,10 +31,6 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     cudaError_t e = cudaFuncSetAttribute(FLASHC_LAB_MAIN, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          lab_main::kSmemBytes);
     if (e != cudaSuccess) return e;
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_CLUSTER_DQ  // clusters of up to 16 key blocks
-    e = cudaFuncSetAttribute(FLASHC_LAB_MAIN, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e != cudaSuccess) return e;
-#endif
     configured = true;
   }
   const long long B = q.shape[0], Sq = q.shape[2], Sk = k.shape[2];
@@ -51,14 +43,7 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
 #define FLASHC_LAB_SEM
   (void)dq_semaphore;
 #endif
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_CLUSTER_DQ  // delta only: the cluster main kernel needs no zeroed dq_accum
-  if (Sq > 0) FLASHC_LAB_K(_bwd_ws_delta)<<<aux_grid, 128, 0, stream>>>(o, dout, delta);
-  if (Sk == 0 && Sq > 0) {  // no key block: dQ is zero
-    if (cudaError_t e = cudaMemsetAsync(dq.data, 0, B * kHeadsQ * Sq * kHeadDim * sizeof(bwd_config::Elem), stream))
-      return e;
-  }
-  if ((Sk + lab_main::kBlockN - 1) / lab_main::kBlockN > 16) return -4;  // a cluster is at most 16 blocks
-#elif defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
+#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS  // the library's ends (attention_bwd_ends.cuh)
   if (Sq > 0) FLASHC_LAB_K(_bwd_ws_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_preprocess)<<<aux_grid, 128, 0, stream>>>(o, dout, delta, dq_accum FLASHC_LAB_SEM);
@@ -75,40 +60,16 @@ extern "C" int flashc_lab_bwd(flashc::TensorArg q, flashc::TensorArg k, flashc::
     CUtensorMap tdq;  // dq_accum (f32): boxes of 64 rows x 32 columns (the key split adds dQ through it)
     if (int e = make_map_f32(&tdq, dq_accum, 64)) return e;
     using flashc::TmaDescriptor;
-#if FLASHC_BWD_WS_CLUSTER_DQ
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = dim3(lab_main::kThreads);
-    config.dynamicSmemBytes = lab_main::kSmemBytes;
-    config.stream = stream;
-    cudaLaunchAttribute cluster[1];
-    cluster[0].id = cudaLaunchAttributeClusterDimension;
-    cluster[0].val.clusterDim.x = grid.x;
-    cluster[0].val.clusterDim.y = 1;
-    cluster[0].val.clusterDim.z = 1;
-    config.attrs = cluster;
-    config.numAttrs = 1;
-    if (cudaError_t e = cudaLaunchKernelEx(&config, FLASHC_LAB_MAIN, q, k, lse, delta, dq_accum, dq, dk, dv,
-                                           *reinterpret_cast<const TmaDescriptor*>(&tq),
-                                           *reinterpret_cast<const TmaDescriptor*>(&tk),
-                                           *reinterpret_cast<const TmaDescriptor*>(&tv),
-                                           *reinterpret_cast<const TmaDescriptor*>(&tdo),
-                                           *reinterpret_cast<const TmaDescriptor*>(&tdq)))
-      return e;
-#else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(
         q, k, lse, delta, dq_accum, dk, dv, *reinterpret_cast<const TmaDescriptor*>(&tq),
         *reinterpret_cast<const TmaDescriptor*>(&tk), *reinterpret_cast<const TmaDescriptor*>(&tv),
         *reinterpret_cast<const TmaDescriptor*>(&tdo), *reinterpret_cast<const TmaDescriptor*>(&tdq));
-#endif
 #else
     FLASHC_LAB_MAIN<<<grid, lab_main::kThreads, lab_main::kSmemBytes, stream>>>(q, k, v, dout, lse, delta, dq_accum,
                                                                                dk, dv FLASHC_LAB_SEM);
 #endif
   }
-#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_CLUSTER_DQ
-  // (no postprocess: the cluster main kernel wrote dQ)
-#elif defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
+#if defined(FLASHC_BWD_WS) && FLASHC_BWD_WS_LIBRARY_ENDS
   if (Sq > 0) FLASHC_LAB_K(_bwd_ws_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);
 #else
   if (Sq > 0) FLASHC_LAB_K(_bwd_postprocess)<<<aux_grid, 128, 0, stream>>>(dq_accum, dq);

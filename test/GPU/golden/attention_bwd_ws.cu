@@ -59,12 +59,6 @@ namespace bwd_ws_config {
 #ifndef FLASHC_BWD_WS_LIBRARY_ENDS
 #define FLASHC_BWD_WS_LIBRARY_ENDS 0
 #endif
-// The cluster form (attention_bwd_ws.cuh, Config::kClusterDq): a head's key blocks one cluster, no zero fill and no
-// postprocess (the library's preprocess computes delta only). Needs the library's ends' scaling.
-#ifndef FLASHC_BWD_WS_CLUSTER_DQ
-#define FLASHC_BWD_WS_CLUSTER_DQ 0
-#endif
-static_assert(!FLASHC_BWD_WS_CLUSTER_DQ || FLASHC_BWD_WS_LIBRARY_ENDS, "the cluster form scales dQ in the main kernel");
 struct Config {
   using Elem = bwd_config::Elem;
   static constexpr int kHeadDim = bwd_config::kHeadDim, kValueDim = bwd_config::kHeadDim;
@@ -80,9 +74,6 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-#if FLASHC_BWD_WS_CLUSTER_DQ
-  static constexpr bool kClusterDq = true;
-#endif
 };
 }  // namespace bwd_ws_config
 
@@ -104,7 +95,6 @@ using Plan = flashc::device::AttentionBwdWsPlan<Config>;
 constexpr int kBlockN = Plan::kBlockN, kBlockM = Plan::kBlockM, kThreads = Plan::kThreads, kSmemBytes = Plan::kSmemBytes;
 }  // namespace bwd_ws_config
 
-#if !FLASHC_BWD_WS_CLUSTER_DQ  // (its Config takes the cluster entry below)
 extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
 FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
                                             flashc::TensorArg delta, flashc::TensorArg dq_accum,
@@ -117,32 +107,6 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws)(flashc::TensorArg q, flashc::TensorA
   flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
                                                           dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map);
 }
-#endif
-
-#if FLASHC_BWD_WS_CLUSTER_DQ
-// The cluster form's main kernel: grid (ceil(Sk / 128), Hkv, B) in clusters of the whole x; dq (the element type)
-// written here, dq_accum not zeroed.
-extern "C" __global__ void __launch_bounds__(bwd_ws_config::kThreads, 1)
-FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_cluster)(flashc::TensorArg q, flashc::TensorArg k, flashc::TensorArg lse,
-                                                    flashc::TensorArg delta, flashc::TensorArg dq_accum,
-                                                    flashc::TensorArg dq, flashc::TensorArg dk, flashc::TensorArg dv,
-                                                    const __grid_constant__ flashc::TmaDescriptor q_map,
-                                                    const __grid_constant__ flashc::TmaDescriptor k_map,
-                                                    const __grid_constant__ flashc::TmaDescriptor v_map,
-                                                    const __grid_constant__ flashc::TmaDescriptor do_map,
-                                                    const __grid_constant__ flashc::TmaDescriptor dq_map) {
-  flashc::device::attention_bwd_ws<bwd_ws_config::Config>(q_map, k_map, v_map, do_map, q, k, lse, delta, dq_accum,
-                                                          dk, dv, static_cast<int>(k.shape[2] - q.shape[2]), &dq_map,
-                                                          flashc::device::MaskEnv(), nullptr,
-                                                          flashc::device::MaskEnv(), &dq);
-}
-// The library's preprocess without the zero fill: delta = rowsum(dO O) only.
-extern "C" __global__ void __launch_bounds__(128)
-FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_delta)(flashc::TensorArg o, flashc::TensorArg dout, flashc::TensorArg delta) {
-  flashc::device::attention_bwd_preprocess<bwd_config::Elem, bwd_config::kHeadDim, bwd_config::kHeadDim>(o, dout, delta,
-                                                                                                      nullptr);
-}
-#endif
 
 #if FLASHC_BWD_WS_LIBRARY_ENDS
 // The library's ends (grid (ceil(Sq / 64), Hq, B), 128 threads): delta and dq_accum zeroed; dQ converted.
@@ -158,7 +122,6 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_postprocess)(flashc::TensorArg dq_acc
 }
 #endif
 
-#if !FLASHC_BWD_WS_CLUSTER_DQ  // (packed sequences: the dense grid only)
 // Packed variable-length sequences (varlen.cuh), the same Config: the plan of key tiles (offsets checked, the map of
 // each sequence's kBlockN-key tiles), then the main kernel on grid (packed_tile_bound(Tk, B, kBlockN), kHeadsKV, 1).
 // q, k, v, dout [T, H, D] (3-D maps (D, H, T), box (64, 1, rows)); lse, delta [Hq, Tq] f32; dq_accum [Tq, Hq, D] f32
@@ -186,4 +149,3 @@ FLASHC_PASTE(FLASHC_KERNEL_PREFIX, _bwd_ws_varlen)(flashc::TensorArg q, flashc::
                                                                   dq_accum, dk, dv, cu_q, cu_k, key_map,
                                                                   static_cast<const int*>(status.data), &dq_map);
 }
-#endif

@@ -70,7 +70,6 @@
 // (zeroed) come from the preprocess; dk [B, Hkv, Sk, D], dv [B, Hkv, Sk, Dv] are written here.
 #pragma once
 #include "flashc/device/backward.cuh"
-#include "flashc/device/cluster.cuh"
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mask.cuh"
 #include "flashc/device/mask_blocks.cuh"
@@ -192,19 +191,7 @@ struct AttentionBwdWsPlan {
                 "ws backward: the key split reduces dQ by TMA, in 64-column products");
   static constexpr int kDqBoxBytes = 64 * 128;
   static constexpr int kPBytes = kKeySplit ? 0 : 128 * 32 * 4;  // role split: Pᵀ in f32, 32 floats a thread
-  // The cluster form (Config::kClusterDq; the kernel lab's, not yet the compiler's): the key blocks of one head are one
-  // thread block cluster, so they run side by side as in the grid form (sharing the head's Q / dO and dQ rows in L2)
-  // and can order their dQ writes among themselves: block r walks the query blocks rotated to start at its own share,
-  // stores its dQ into dq_accum there (no zero fill before the main kernel), meets the others once every block's
-  // stores are complete (kBarStored) and adds by TMA reductions after; at its walk's end it meets them again
-  // (kBarReduced) and converts its own share of dQ to the element type (no postprocess). No mask (every key block walks
-  // every query block), one query head a kv head; the grid's x is the cluster, up to 16 key blocks.
-  static constexpr bool kClusterDq = ClusterDqOf<Config>::value;
-  static_assert(!kClusterDq || (kKeySplit && kSubM == kBlockM && !kMaskTable && !kSegments && kGridHeadGroup == 1 &&
-                                kGroup == 1 && !Mask::kElementMaskInLoop && !MaskUsesHead<Mask>::value),
-                "ws backward: the cluster form takes the key split without a mask, one query head a kv head");
-  static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kBarStored = 1 + 2 * kStages,
-                       kBarReduced = kBarStored + 1, kNumBars = 1 + 2 * kStages + (kClusterDq ? 2 : 0);
+  static constexpr int kBarKV = 0, kBarFull = 1, kBarEmpty = 1 + kStages, kNumBars = 1 + 2 * kStages;
   static constexpr int kDqBoxesBytes = kDqTma ? (kSpareDqBoxes ? 6 : 4) * kDqBoxBytes : 0;
   // Every byte but the dSᵀ buffers' (+ slack to align the base to 1024 B).
   static constexpr int kSmemBesideDs = KTile::kBytes + VTile::kBytes + kStages * (QTile::kBytes + DOTile::kBytes) +
@@ -255,14 +242,12 @@ struct AttentionBwdWsPlan {
 namespace detail {
 // dQ leaves through shared memory by two TMA tensor reductions a warpgroup: this warpgroup's 64 rows of `dq` (64
 // columns) into two 128B-swizzled boxes of 64 rows x 32 columns at `buffer`, added into dq_accum's map at (row0,
-// col0), or stored there (`store`: the cluster form's first writer). `first`: no earlier reduction of this warpgroup
-// can still be reading the buffer. Named barrier
+// col0). `first`: no earlier reduction of this warpgroup can still be reading the buffer. Named barrier
 // 3 + warpgroup (its 128 threads); kAligned: both consumer warpgroups run this from the same code (the key
 // split), else the non-.aligned form (the role split calls it from each role's own code).
 template <bool kAligned, int kBoxBytes, bool kPacked = false, int M, int N, int W>
 __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, unsigned buffer, const TmaDescriptor* tma_dq,
-                                              int col0, int row0, int head, int batch, int warpgroup, bool first,
-                                              bool store = false) {
+                                              int col0, int row0, int head, int batch, int warpgroup, bool first) {
   static_assert(N == 64, "dQ by TMA: 64 columns a product");
   auto sync_warpgroup = [&] {
     if constexpr (kAligned) named_barrier_sync(3 + warpgroup, 128);
@@ -287,31 +272,9 @@ __device__ __forceinline__ void reduce_dq_tma(const RegTileF32<M, N, W>& dq, uns
   fence_async_shared();  // generic-proxy stores -> the TMA engine's reads
   sync_warpgroup();
   if (issuer) {
-    if (store) {
-      tma_store_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
-      tma_store_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
-    } else {
-      tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
-      tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
-    }
+    tma_reduce_rows<kPacked>(tma_dq, buffer, col0, row0, head, batch);
+    tma_reduce_rows<kPacked>(tma_dq, buffer + kBoxBytes, col0 + 32, row0, head, batch);
     tma_commit_group();
-  }
-}
-// The cluster form's share of dQ: rows [row0, row_end) of one head of dq_accum, converted to dq_out's element type by
-// `threads` threads (index t). Every block's reductions into them are complete and visible (kBarReduced).
-template <class Elem, int kCols>
-__device__ __forceinline__ void convert_dq_rows(const TensorArg& dq_accum, const TensorArg& dq_out, int row0,
-                                                int row_end, int head, int batch, int t, int threads) {
-  constexpr int kChunks = kCols / 8;  // 8 columns: two float4 in, one 16-byte row piece out
-  const float* src = static_cast<const float*>(dq_accum.data) + batch * dq_accum.stride[0] + head * dq_accum.stride[1];
-  Elem* dst = static_cast<Elem*>(dq_out.data) + batch * dq_out.stride[0] + head * dq_out.stride[1];
-  for (int i = t; i < (row_end - row0) * kChunks; i += threads) {
-    const int row = row0 + i / kChunks, c = (i % kChunks) * 8;
-    const float* from = src + row * dq_accum.stride[2] + c;
-    const float4 lo = __ldcg(reinterpret_cast<const float4*>(from)), hi = __ldcg(reinterpret_cast<const float4*>(from + 4));
-    *reinterpret_cast<uint4*>(dst + row * dq_out.stride[2] + c) =
-        make_uint4(ElemTraits<Elem>::pack(lo.x, lo.y), ElemTraits<Elem>::pack(lo.z, lo.w),
-                   ElemTraits<Elem>::pack(hi.x, hi.y), ElemTraits<Elem>::pack(hi.z, hi.w));
   }
 }
 // A separable modifier's key parts for the keys of st (rows k0..) against the reference row k0, read while Sᵀ's
@@ -358,7 +321,7 @@ __device__ __forceinline__ float query_part_log2(int q, int k0, int batch, int h
 template <class P, class F>
 __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int batch, int group, int Sq, int Sk,
                                                     int offset, const MaskEnv& mask_env,
-                                                    const TensorArg* mask_blocks, F&& body, int rotate = 0) {
+                                                    const TensorArg* mask_blocks, F&& body) {
   using Mask = typename P::Mask;
   constexpr int kBlockM = P::kBlockM, kBlockN = P::kBlockN;
   int it = 0;
@@ -393,9 +356,7 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
       const int num_m = m_end > m_begin ? m_end - m_begin : 0;
       const int num_steps = group * num_m;
       for (int step = 0; step < num_steps; ++step) {
-        // (The cluster form: each head's query blocks rotated by `rotate`, so that the blocks start apart.)
-        const int m = P::kClusterDq ? (step % num_m + rotate) % num_m : step % num_m;
-        const int step_head = kv_head * group + step / num_m, q0 = (m_begin + m) * kBlockM;
+        const int step_head = kv_head * group + step / num_m, q0 = (m_begin + step % num_m) * kBlockM;
         env.head = step_head;
         body(step, step_head, q0, Mask::mask_parts(q0, kBlockM, k0, kBlockN, Sk, offset, env), env);
       }
@@ -424,10 +385,8 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                                                       const TensorArg& dk, const TensorArg& dv, int key_offset,
                                                       const TmaDescriptor* tma_dq, const MaskEnv& mask_env,
                                                       const TensorArg* mask_blocks, const MaskEnv& score_env,
-                                                      const PackedQueryTiles& packed,
-                                                      const TensorArg* dq_out = nullptr) {
+                                                      const PackedQueryTiles& packed) {
   using P = AttentionBwdWsPlan<Config>;
-  static_assert(!(P::kClusterDq && kPacked), "ws backward: the cluster form is the dense grid's");
   using Elem = typename P::Elem;
   using Mask = typename P::Mask;
   using KTile = typename P::KTile;
@@ -458,12 +417,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
   const int k0 = (kPacked || P::kSegments ? packed.tile.m_block : grid_tile.m_block) * kBlockN;
   const int kv_head = kPacked ? static_cast<int>(blockIdx.y) : P::kSegments ? packed.tile.head : grid_tile.head;
   const int batch = kPacked ? 0 : P::kSegments ? packed.tile.batch : grid_tile.batch;
-  // The cluster form: this block's share of the query blocks, [rotate, rotate + own), which it walks first.
-  const int query_blocks = (Sq + kBlockM - 1) / kBlockM;
-  const int cluster = P::kClusterDq ? static_cast<int>(cluster_blocks()) : 1;
-  const int rank = P::kClusterDq ? static_cast<int>(cluster_rank()) : 0;
-  const int rotate = P::kClusterDq ? rank * query_blocks / cluster : 0;
-  const int own = P::kClusterDq ? (rank + 1) * query_blocks / cluster - rotate : 0;
   // A document's key tile walks its queries whole: no table (for_each_query_step's segment walk); its mask and score
   // modifier see the sequence's positions (queries and keys shifted alike: the window's part as it was).
   const TensorArg* walk_table = segment ? nullptr : mask_blocks;
@@ -496,15 +449,9 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       mbarrier_init(bar(P::kBarFull + s), 1 + 32);   // the TMA arrival + one per producer lane
       mbarrier_init(bar(P::kBarEmpty + s), kWarps * 32);  // every consumer thread
     }
-    if constexpr (P::kClusterDq) {
-      mbarrier_init(bar(P::kBarStored), 2 * cluster);   // each block's two dQ issuers
-      mbarrier_init(bar(P::kBarReduced), 2 * cluster);
-    }
     mbarrier_init_fence();
   }
-  // The last block-wide barrier (the cluster form's: no block arrives on another's barriers before they exist).
-  if constexpr (P::kClusterDq) cluster_sync_all();
-  else __syncthreads();
+  __syncthreads();  // the last block-wide barrier
 
   // =============================== producer warp ===============================
   if (warpgroup == P::kProducer) {
@@ -543,7 +490,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
         delta_slot(s)[r] = row < Sq ? P::kScale * delta_v.base[row * delta_v.stride] : 0.f;  // scale D
       }
       mbarrier_arrive(bar(P::kBarFull + s));  // releases this lane's shared stores
-    }, rotate);
+    });
     return;
   }
 
@@ -616,34 +563,11 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
                          kWarps * 32);  // the other's dSᵀ rows
       wgmma_matmul_ta<false, true>(dq, ds_tile(prev.it % P::kDsBuffers), Ks, P::kDqByRows ? 0 : warpgroup * kDqCols);
     };
-    // The cluster form: this warpgroup's dQ issuer, once its stores into dq_accum are complete, arrives on every
-    // block's kBarStored and waits until every block's issuers have, before its first reduction (which may add
-    // into another block's stored rows).
-    bool stores_met = false;
-    auto meet_stores = [&] {
-      if constexpr (P::kClusterDq) {
-        if (wg_thread == 0) {
-          tma_wait_group<0, false>();
-          fence_async_global();  // the stores' writes -> the release below
-          for (int r = 0; r < cluster; ++r) mbarrier_arrive_cluster(bar(P::kBarStored), r);
-          mbarrier_wait_cluster(bar(P::kBarStored), 0);
-          fence_async_global();  // the acquire -> this thread's TMA reductions
-        }
-        stores_met = true;
-      }
-    };
-    // A step's dQ (walk step `step`, queries q0.. of head) leaves: added into dq_accum by TMA; in the cluster form
-    // stored there where the step is one of this block's own (the first `own` of its walk).
-    auto leave_dq = [&](DqTile& dq, int q0, int head, bool first, int step) {
-      if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
-      const bool store = P::kClusterDq && step < own;
-      if (P::kClusterDq && !store && !stores_met) meet_stores();
-      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
-                                                           q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
-                                                           batch, warpgroup, first, store);
-    };
     auto reduce_prev_dq = [&](DqTile& dq) {
-      leave_dq(dq, prev.q0, prev.head, dq_first, prev.it);
+      if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+      detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                           q_start + prev.q0 + (P::kDqByRows ? warpgroup * 64 : 0),
+                                                           prev.head, batch, warpgroup, dq_first);
       dq_first = false;
     };
     for_each_query_step<P>(k0, kv_head, batch, group, Sq, Sk, offset, mask_env, walk_table, [&](int it, int head, int q0, int parts, const MaskEnv& env) {
@@ -787,13 +711,16 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
           wgmma_wait<1>();                                 // dV done (dQ may still run)
           wgmma_matmul<false>(acc_dk, dst16, q_tile(s));   // dK += dSᵀ Q (dS scaled)
           wgmma_wait<1>();                                 // dQ done
-          leave_dq(dq, q0, head, it == 0, it);
+          if constexpr (P::kDqFactor != 1.f) scale(dq, P::kDqFactor);
+          detail::reduce_dq_tma<true, P::kDqBoxBytes, kPacked>(dq, dq_buffer, tma_dq, P::kDqByRows ? 0 : warpgroup * 64,
+                                                               q_start + q0 + (P::kDqByRows ? warpgroup * 64 : 0), head,
+                                                               batch, warpgroup, it == 0);
         }
         wgmma_wait<0>();
         release(s);
         if constexpr (P::kDeferDq) prev = {q0, head, it};
       }
-    }, rotate);
+    });
     if constexpr (P::kDeferDq) {
       if (warpgroup == 0 && prev.it >= 0) named_barrier_sync(P::kBarTurn, kWarps * 32);  // warpgroup 1's last turn
       if (prev.it >= 0) {
@@ -804,17 +731,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       }
     }
     FLASHC_BWD_WS_PROBE(3);
-    if constexpr (P::kClusterDq) {
-      if (!stores_met) meet_stores();  // (a walk of this block's own steps only)
-    }
-    if (wg_thread == 0) {
-      tma_wait_group<0, false>();  // shared memory stays until the reductions are done
-      if constexpr (P::kClusterDq) {
-        // The cluster form: this warpgroup's reductions, complete, released to every block (kBarReduced).
-        fence_async_global();
-        for (int r = 0; r < cluster; ++r) mbarrier_arrive_cluster(bar(P::kBarReduced), r);
-      }
-    }
+    if (wg_thread == 0) tma_wait_group<0, false>();  // shared memory stays until the reductions are done
     FLASHC_BWD_WS_PROBE(4);
     const GlobalMatrix<Elem> dk_rows = sequence_rows<kPacked, Elem>(dk, k_start, Sk, batch, kv_head);
     const GlobalMatrix<Elem> dv_rows = sequence_rows<kPacked, Elem>(dv, k_start, Sk, batch, kv_head);
@@ -839,12 +756,6 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
       store_warpgroup_rows<P::kHeadCols>(Ks, dk16, dk_rows, k0, Sk, warpgroup, 3 + warpgroup);
     }
     FLASHC_BWD_WS_PROBE(5);
-    if constexpr (P::kClusterDq) {
-      // Every block's reductions are in dq_accum: this block's share of dQ, converted (no postprocess).
-      mbarrier_wait_cluster(bar(P::kBarReduced), 0);
-      detail::convert_dq_rows<Elem, P::kHeadCols>(dq_accum, *dq_out, rotate * kBlockM, min((rotate + own) * kBlockM, Sq),
-                                                  kv_head, batch, static_cast<int>(threadIdx.x), kWarps * 32);
-    }
   } else {
     // Pᵀ in fragment order: float4 j of thread t at (j * 128 + t), conflict-free 16-byte accesses.
     auto store_p = [&](const RegTileF32<kBlockN, kBlockM, kTileWarps>& pt) {
@@ -973,8 +884,7 @@ __device__ __forceinline__ void attention_bwd_ws_body(const TmaDescriptor& tma_q
 // The whole kernel body; call it from a __launch_bounds__(kThreads, 1) kernel whose maps are
 // `const __grid_constant__` parameters. key_offset: the key position of query row 0 (clamped).
 // mask_env: the tensors a mask modifier reads; mask_blocks: their block-class table, rows of keys; score_env: the
-// tensors the score modifier reads. The cluster form (Config::kClusterDq): clusters of the grid's x (every key block
-// of a head, up to 16); dq_accum need not be zeroed; dq_out, dQ in the element type, is written here (no postprocess).
+// tensors the score modifier reads.
 template <class Config>
 __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, const TmaDescriptor& tma_k,
                                                  const TmaDescriptor& tma_v, const TmaDescriptor& tma_do,
@@ -984,12 +894,11 @@ __device__ __forceinline__ void attention_bwd_ws(const TmaDescriptor& tma_q, con
                                                  const TmaDescriptor* tma_dq = nullptr,
                                                  const MaskEnv& mask_env = MaskEnv(),
                                                  const TensorArg* mask_blocks = nullptr,
-                                                 const MaskEnv& score_env = MaskEnv(),
-                                                 const TensorArg* dq_out = nullptr) {
+                                                 const MaskEnv& score_env = MaskEnv()) {
   static_assert(!AttentionBwdWsPlan<Config>::kSegments, "ws backward: a segment Config takes attention_bwd_ws_segments");
   detail::attention_bwd_ws_body<Config, false>(tma_q, tma_k, tma_v, tma_do, q, k, lse, delta, dq_accum, dk, dv,
                                                key_offset, tma_dq, mask_env, mask_blocks, score_env,
-                                               PackedQueryTiles(), dq_out);
+                                               PackedQueryTiles());
 }
 
 // The segment form (Config::kSegments, segments.cuh): a document modifier's backward over dense tensors whose key

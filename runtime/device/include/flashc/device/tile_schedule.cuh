@@ -41,15 +41,6 @@ template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
 };
-// A Config's kClusterDq where it has one, else false: the attention backward's cluster form (attention_bwd_ws.cuh).
-template <class Config, class = void>
-struct ClusterDqOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct ClusterDqOf<Config, decltype(void(Config::kClusterDq))> {
-  static constexpr bool value = Config::kClusterDq;
-};
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>

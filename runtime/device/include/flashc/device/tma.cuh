@@ -78,13 +78,6 @@ __device__ __forceinline__ void tma_store_2d(const TmaDescriptor* map, unsigned 
                "r"(src), "r"(c0), "r"(c1)
                : "memory");
 }
-// The same into the box at (c0, c1, c2, c3) of a 4-D map.
-__device__ __forceinline__ void tma_store_4d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
 // The same into the box at (c0, c1, c2) of a 3-D map (batched [B, M, N] tensors).
 __device__ __forceinline__ void tma_store_3d(const TmaDescriptor* map, unsigned src, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
@@ -92,9 +85,6 @@ __device__ __forceinline__ void tma_store_3d(const TmaDescriptor* map, unsigned 
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
-// Completed bulk writes to global memory (tma_wait_group<N, false>) -> this thread's generic-proxy accesses, and through
-// a barrier after it, other threads'.
-__device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 __device__ __forceinline__ void tma_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Until at most N of this thread's bulk groups still read shared memory (kRead) or are still running.
 template <int N, bool kRead = true>

@@ -245,13 +245,6 @@ __device__ __forceinline__ void tma_reduce_rows(const TmaDescriptor* map, unsign
   if constexpr (kPacked) tma_reduce_add_3d(map, src, col, head, row);
   else tma_reduce_add_4d(map, src, col, row, head, batch);
 }
-// The same box stored instead of added (the owned-dQ backward's first writer of a tile).
-template <bool kPacked>
-__device__ __forceinline__ void tma_store_rows(const TmaDescriptor* map, unsigned src, int col, int row, int head,
-                                               int batch) {
-  if constexpr (kPacked) tma_store_3d(map, src, col, head, row);
-  else tma_store_4d(map, src, col, row, head, batch);
-}
 
 }  // namespace device
 }  // namespace flashc
