@@ -476,18 +476,14 @@ def _float_where(cond, a, b):
 
 
 def _plain(torch_name, x):
-    """torch_name of a plain number as the kernel's float computes it: log(0) = -inf, the log or square root of a
-    negative number NaN, exp past the range inf (Python's math raises on all three)."""
-    x = float(x)
-    if math.isnan(x):
-        return x
-    if torch_name == "log" and x <= 0:
-        return -math.inf if x == 0 else math.nan
-    if torch_name == "sqrt" and x < 0:
-        return math.nan
-    if torch_name == "exp":
-        return math.exp(x) if x < 709.0 else math.inf
-    return getattr(math, torch_name)(x)
+    """torch_name of a plain number (a modifier's constant), with IEEE results where Python's math raises, as the
+    kernel's floats have them: log(0) = -inf, the log or square root of a negative number NaN, exp past the range inf."""
+    try:
+        return getattr(math, torch_name)(x)
+    except ValueError:
+        return -math.inf if torch_name == "log" and x == 0 else math.nan
+    except OverflowError:
+        return math.inf
 
 
 def _unary_function(op, torch_name):
