@@ -138,6 +138,16 @@ VARIANTS = {
                                                                  "FLASHC_LAB_PHASE_PROBE": 1}, True),
     "d128_causal_bwdws_probe": (128, 16, 1, 0, 1, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
                                                              "FLASHC_LAB_PHASE_PROBE": 1}, True),
+    # Session 59: each key block's walk over the query blocks starts at its own (kRotateWalk), so that a head's key
+    # blocks do not all add into the same dQ rows at once (unmasked: every block walks every query block in order).
+    "d64_bwdws_ends": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1}, True),
+    "d64_bwdws_rotate": (64, 32, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                    "FLASHC_BWD_WS_ROTATE_WALK": 1}, True),
+    "d128_bwdws_rotate": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                      "FLASHC_BWD_WS_ROTATE_WALK": 1}, True),
+    "d128_f16_gqa4_win100_bwdws_rotate": (128, 8, 4, 1, 1, 100, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_LIBRARY_ENDS": 1,
+                                                                       "FLASHC_BWD_WS_ROTATE_WALK": 1}, True),
+    "d256_bwdws_rotate": (256, 8, 1, 0, 0, -1, 0.0, {"FLASHC_BWD_WS": 1, "FLASHC_BWD_WS_ROTATE_WALK": 1}, True),
     # timing-only stage ablations (wrong results by construction, never checked)
     "d128_nodqatomic": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ_ATOMIC": 1}, True),
     "d128_nodq": (128, 16, 1, 0, 0, -1, 0.0, {"FLASHC_LAB_SKIP_DQ": 1}, True),

@@ -74,6 +74,9 @@ struct Config {
   static constexpr int kBlockM = FLASHC_BWD_WS_BLOCK_M;
   static constexpr bool kDqTma = FLASHC_BWD_WS_DQ_TMA;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+#if FLASHC_BWD_WS_ROTATE_WALK  // each key block's walk starts at its own query block (attention_bwd_ws.cuh)
+  static constexpr bool kRotateWalk = true;
+#endif
 };
 }  // namespace bwd_ws_config
 

@@ -41,6 +41,16 @@ template <class Config>
 struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
   static constexpr int value = Config::kGridHeadGroup;
 };
+// A Config's kRotateWalk where it has one, else false: the attention backward's key blocks start their walks over
+// the query blocks apart (attention_bwd_ws.cuh, for_each_query_step).
+template <class Config, class = void>
+struct RotateWalkOf {
+  static constexpr bool value = false;
+};
+template <class Config>
+struct RotateWalkOf<Config, decltype(void(Config::kRotateWalk))> {
+  static constexpr bool value = Config::kRotateWalk;
+};
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>
