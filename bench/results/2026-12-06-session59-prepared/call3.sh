@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader > $R/gpu.
 export PYTHONUNBUFFERED=1
 ALL=d128_bwdws_ends,d128_bwdws_rotate,d64_bwdws_ends,d64_bwdws_rotate,d256_bwdws,d256_bwdws_rotate,d128_f16_gqa4_win100_bwdws_rotate
 TIMED=d128_bwdws_ends,d128_bwdws_rotate,d64_bwdws_ends,d64_bwdws_rotate,d256_bwdws,d256_bwdws_rotate
-timeout -k 10 420 python3 bench/kernel_lab/lab.py --out $R/lab --only $ALL --bench $TIMED --seqs 1024,4096,16384 \
+timeout -k 10 280 python3 bench/kernel_lab/lab.py --out $R/lab --only $ALL --bench $TIMED --seqs 1024,16384 \
   > $R/lab.log 2>&1
 echo "lab rc=$? (124: a hang)"
 grep -E "ptxas bwd.*rotate|FAIL|check summary|ALL CHECKS|SOME CHECKS" $R/lab.log | head -20
