@@ -63,6 +63,8 @@
 //                         compiler's hand rule)
 //   kGridHeadGroup (optional, 1 when absent)   the grid read in groups of that many (head, batch) pairs, key
 //                         blocks slowest inside a group (#tile.grid_order<head_groups>; tile_schedule.cuh)
+//   kRotateWalk (optional, false when absent; the kernel lab's, not yet timed)   key block j of n walks its query
+//                         blocks from j * num_m / n on, so that a head's key blocks add into different dQ rows at once
 // Launch: grid (ceil(Sk / kBlockN), heads_kv, batch), kBlockN = 128 (key split) or 64; kThreads (384) threads;
 // kSmemBytes dynamic shared memory. The maps: 4-D (D, S, H, B) of q and dO with box (64, kBlockM, 1, 1), of k and v
 // with box (64, kBlockN, 1, 1), all with the 128B swizzle.
