@@ -144,10 +144,10 @@ struct AttentionBwdWsPlan {
   // ---- schedule ----
   static constexpr int kBlockN = kKeySplit ? 128 : 64;  // keys a block (the M of every product but dQ's)
   static constexpr int kBlockM = Config::kBlockM;  // queries a step
-  // The kernel lab's kRotateWalk (for_each_query_step): each key block's walk starts at its own query block.
-  static constexpr bool kRotateWalk = RotateWalkOf<Config>::value;
   static_assert(kBlockM == 64 || (kBlockM == 128 && kKeySplit && kHeadDim == 64),
                 "ws backward: 64 queries a step, or 128 under the key split at D = 64");
+  // The kernel lab's kRotateWalk (for_each_query_step): each key block's walk starts at its own query block.
+  static constexpr bool kRotateWalk = RotateWalkOf<Config>::value;
   static constexpr bool kDqByRows = kBlockM == 128;  // warpgroup g: dQ rows 64g.. (else columns 64g..)
   // Queries a score product. The key split at D = 192 forms Sᵀ, dPᵀ, Pᵀ and dSᵀ in two halves of 32 queries
   // (16 floats a thread each) beside dK + dV's 160: 64 queries spilled there.
@@ -361,7 +361,9 @@ __device__ __forceinline__ void for_each_query_step(int k0, int kv_head, int bat
       const int num_steps = group * num_m;
       // (kRotateWalk, the kernel lab's: key block j of n starts at query block j * num_m / n, so that a head's key
       // blocks, running side by side, add into different dQ rows at a time instead of all into the same.)
-      const int rotate = P::kRotateWalk ? k0 / kBlockN * num_m / ((Sk + kBlockN - 1) / kBlockN) : 0;
+      const int rotate =
+          P::kRotateWalk ? static_cast<int>(static_cast<long long>(k0 / kBlockN) * num_m / ((Sk + kBlockN - 1) / kBlockN))
+                         : 0;
       for (int step = 0; step < num_steps; ++step) {
         const int m = P::kRotateWalk ? (step % num_m + rotate) % num_m : step % num_m;
         const int step_head = kv_head * group + step / num_m, q0 = (m_begin + m) * kBlockM;

@@ -58,6 +58,7 @@
 #include "flashc/device/emitter_api.cuh"
 #include "flashc/device/mbarrier.cuh"
 #include "flashc/device/moe_layout.h"
+#include "flashc/device/optional_member.cuh"
 #include "flashc/device/panel.cuh"
 #include "flashc/device/regtile.cuh"
 #include "flashc/device/tensor.cuh"
@@ -69,24 +70,13 @@
 namespace flashc {
 namespace device {
 
-// The optional members of a Config: Trait<Config>::value is Config::member where the Config declares it, else
-// `fallback`.
-#define FLASHC_GEMM_WS_OPTIONAL(Trait, member, Type, fallback)       \
-  template <class Config, class = void>                              \
-  struct Trait {                                                     \
-    static constexpr Type value = fallback;                          \
-  };                                                                 \
-  template <class Config>                                            \
-  struct Trait<Config, decltype(void(Config::member))> {             \
-    static constexpr Type value = Config::member;                    \
-  };
-FLASHC_GEMM_WS_OPTIONAL(ActGradOf, kActGrad, bool, false)
-FLASHC_GEMM_WS_OPTIONAL(GatedActGradOf, kGatedActGrad, bool, false)
-FLASHC_GEMM_WS_OPTIONAL(PingPongOf, kPingPong, bool, false)
-FLASHC_GEMM_WS_OPTIONAL(GroupedOf, kGrouped, bool, false)
-FLASHC_GEMM_WS_OPTIONAL(SplitKOf, kSplitK, int, 0)
-FLASHC_GEMM_WS_OPTIONAL(GroupedKOf, kGroupedK, bool, false)
-#undef FLASHC_GEMM_WS_OPTIONAL
+// The optional members of a Config (optional_member.cuh).
+FLASHC_OPTIONAL_MEMBER(ActGradOf, kActGrad, bool, false)
+FLASHC_OPTIONAL_MEMBER(GatedActGradOf, kGatedActGrad, bool, false)
+FLASHC_OPTIONAL_MEMBER(PingPongOf, kPingPong, bool, false)
+FLASHC_OPTIONAL_MEMBER(GroupedOf, kGrouped, bool, false)
+FLASHC_OPTIONAL_MEMBER(SplitKOf, kSplitK, int, 0)
+FLASHC_OPTIONAL_MEMBER(GroupedKOf, kGroupedK, bool, false)
 
 template <class Config>
 struct GemmWsPlan {

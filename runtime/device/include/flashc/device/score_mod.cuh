@@ -16,6 +16,7 @@
 //   score_mod_grad   ds *= dMod/ds at scale · raw (raw: the block's scores before score_mod); 0 stays 0.
 #pragma once
 #include "flashc/device/mask_mod.cuh"
+#include "flashc/device/optional_member.cuh"
 #include "flashc/device/regtile.cuh"
 
 #if !defined(__CUDA_ARCH__)
@@ -62,14 +63,7 @@ constexpr int kNoQueryLimit = 0x7fffffff;
 // Whether a score modifier is s + A(b, h, q) + B(b, h, k) by its form (the struct's kSeparable; void, or a struct
 // printed before the flag: false). Its additive term T(q, k) = score(0, q, k) then splits, for any reference row q'
 // and key k', as T(q', k) + (T(q, k') - T(q', k')): a key part and a query part, each one evaluation a row or column.
-template <class Mod, class = void>
-struct ScoreSeparable {
-  static constexpr bool value = false;
-};
-template <class Mod>
-struct ScoreSeparable<Mod, decltype(void(Mod::kSeparable))> {
-  static constexpr bool value = Mod::kSeparable;
-};
+FLASHC_OPTIONAL_MEMBER(ScoreSeparable, kSeparable, bool, false)
 
 // T(q, k) = score(0, ...) - 0 of a modifier whose derivative is 1 (separable ones are).
 template <class Mod>

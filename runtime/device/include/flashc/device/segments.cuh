@@ -18,6 +18,7 @@
 //     16-byte load), or, in the fallback form, the grid's dense tile (blocks past the dense grid's leave).
 // The plan is computed whatever the tuning says only where the forward takes it (#tile.attention segments).
 #pragma once
+#include "flashc/device/optional_member.cuh"
 #include "flashc/device/segment_layout.h"
 #include "flashc/device/tensor.cuh"
 #include "flashc/device/tile_schedule.cuh"
@@ -28,14 +29,7 @@ namespace flashc {
 namespace device {
 
 // A Config's kSegments (the ws forward's segment form), false when it has none.
-template <class Config, class = void>
-struct SegmentsOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct SegmentsOf<Config, decltype(void(Config::kSegments))> {
-  static constexpr bool value = Config::kSegments;
-};
+FLASHC_OPTIONAL_MEMBER(SegmentsOf, kSegments, bool, false)
 
 namespace detail {
 // Exclusive prefix sum over a block of kThreads threads of v; total = the sum. Every thread calls it. Each warp

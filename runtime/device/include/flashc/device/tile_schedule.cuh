@@ -8,6 +8,7 @@
 //     shared memory and barriers: its loads start under the previous tile's epilogue.
 #pragma once
 #include "flashc/device/grid_order.h"
+#include "flashc/device/optional_member.cuh"
 
 namespace flashc {
 namespace device {
@@ -33,24 +34,10 @@ __device__ __forceinline__ QueryTile grid_tile_in_head_groups() {
 }
 
 // A Config's kGridHeadGroup (the backward's head groups), 1 when it has none.
-template <class Config, class = void>
-struct GridHeadGroupOf {
-  static constexpr int value = 1;
-};
-template <class Config>
-struct GridHeadGroupOf<Config, decltype(void(Config::kGridHeadGroup))> {
-  static constexpr int value = Config::kGridHeadGroup;
-};
+FLASHC_OPTIONAL_MEMBER(GridHeadGroupOf, kGridHeadGroup, int, 1)
 // A Config's kRotateWalk where it has one, else false: the attention backward's key blocks start their walks over
 // the query blocks apart (attention_bwd_ws.cuh, for_each_query_step).
-template <class Config, class = void>
-struct RotateWalkOf {
-  static constexpr bool value = false;
-};
-template <class Config>
-struct RotateWalkOf<Config, decltype(void(Config::kRotateWalk))> {
-  static constexpr bool value = Config::kRotateWalk;
-};
+FLASHC_OPTIONAL_MEMBER(RotateWalkOf, kRotateWalk, bool, false)
 // A Config's kPingPong where it has one, else kDefault (the attention backward's consumers take turns where the
 // schedule says, else by the hand rule: AttentionBwdWsPlan::kDeferDq).
 template <class Config, bool kDefault, class = void>
